@@ -1,0 +1,45 @@
+// Conversion policies. Every conversion names all three; there are no defaults, because two
+// libraries that agree on rounding still disagree on overflow and NaN codes
+// (shared/research/conversions.md), and a silent default is how kernels end up "almost" matching.
+#pragma once
+
+#include <cstdint>
+
+namespace fp8kit::emu {
+
+enum class Rounding : std::uint8_t {
+    nearest_even,     // IEEE roundTiesToEven; what OCP OFP8 requires
+    nearest_away,     // ties away from zero (microxcaling, QPyTorch)
+    toward_zero,      // truncation
+    toward_positive,  // toward +Inf
+    toward_negative,  // toward -Inf
+    stochastic,       // caller-supplied random bits, see convert.hpp step 4
+};
+
+enum class Overflow : std::uint8_t {
+    saturate_all,     // finite overflow and +-Inf inputs become +-max finite (cuda_fp8.h __NV_SATFINITE)
+    saturate_finite,  // finite overflow becomes +-max; +-Inf stays Inf (NaN where there is no Inf)
+    no_saturate,      // overflow becomes Inf where the format has one, NaN otherwise
+};
+
+// Which code a NaN *input* becomes. Overflow-to-NaN in formats without Inf always keeps the sign
+// (all-ones pattern with the input's sign), which is what every measured library does.
+enum class NanEncoding : std::uint8_t {
+    canonical,       // positive all-ones pattern whatever the input sign (cuda_fp8.h: 0x7F)
+    signed_all_ones, // all-ones pattern with the input's sign (torch: 0x7F / 0xFF)
+    signed_quiet,    // smallest quiet NaN with the input's sign (ml_dtypes: E5M2 0x7E / 0xFE)
+};
+// Formats with a single NaN pattern (FNUZ: 0x80, E8M0: 0xFF) ignore NanEncoding.
+
+struct Policy {
+    Rounding rounding;
+    Overflow overflow;
+    NanEncoding nan;
+};
+
+// The exact policy of a decode (FP8 -> wider format). Exact for every FP8 format into binary32,
+// binary64 and bfloat16; only E8M0 -> binary16 can round, and then it rounds like IEEE casts do.
+inline constexpr Policy kDecodePolicy{Rounding::nearest_even, Overflow::no_saturate,
+                                      NanEncoding::signed_quiet};
+
+}  // namespace fp8kit::emu

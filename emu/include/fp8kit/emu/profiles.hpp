@@ -1,0 +1,54 @@
+// Named profiles: the exact policy under which a library's conversion is reproduced bit for bit.
+// Every entry is checked exhaustively (all 2^32 float32, all float16 and bfloat16 inputs) against
+// the library itself in tests/emu; see tests/golden/README.md for how the golden data was made.
+#pragma once
+
+#include <cstdint>
+
+#include "fp8kit/emu/formats.hpp"
+
+namespace fp8kit::emu {
+
+enum class Profile : std::uint8_t {
+    cuda_satfinite,  // cuda_fp8.h __NV_SATFINITE == sm_89+ cvt.rn.satfinite (E4M3, E5M2, E8M0)
+    cuda_nosat,      // cuda_fp8.h __NV_NOSAT (E4M3, E5M2, E8M0)
+    ml_dtypes,       // numpy astype to ml_dtypes float8 types (the four FP8 formats)
+    torch,           // Tensor.to(torch.float8_*) in torch 2.11 (the four FP8 formats)
+};
+inline constexpr Profile kAllProfiles[] = {Profile::cuda_satfinite, Profile::cuda_nosat,
+                                           Profile::ml_dtypes, Profile::torch};
+
+struct ProfileResult {
+    bool ok;        // false: the library has no such conversion
+    Policy policy;
+};
+
+// E8M0 in cuda_fp8.h takes a rounding argument (toward zero or toward +Inf only); pass it as
+// `e8m0_rounding`. It is ignored for the other formats, which round to nearest-even in every
+// library listed.
+FP8KIT_HD ProfileResult profile_policy(Profile p, Format f,
+                                       Rounding e8m0_rounding = Rounding::toward_zero) {
+    const bool e8m0 = f == Format::e8m0;
+    switch (p) {
+        case Profile::cuda_satfinite:
+        case Profile::cuda_nosat: {
+            const Overflow o = p == Profile::cuda_satfinite ? Overflow::saturate_all
+                                                            : Overflow::no_saturate;
+            if (e8m0) {
+                const bool rounding_ok = e8m0_rounding == Rounding::toward_zero ||
+                                         e8m0_rounding == Rounding::toward_positive;
+                return {rounding_ok, {e8m0_rounding, o, NanEncoding::canonical}};
+            }
+            const bool has = f == Format::e4m3 || f == Format::e5m2;
+            return {has, {Rounding::nearest_even, o, NanEncoding::canonical}};
+        }
+        case Profile::ml_dtypes:
+            return {!e8m0, {Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet}};
+        case Profile::torch:
+            return {!e8m0,
+                    {Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_all_ones}};
+    }
+    return {false, {Rounding::nearest_even, Overflow::no_saturate, NanEncoding::canonical}};
+}
+
+}  // namespace fp8kit::emu
