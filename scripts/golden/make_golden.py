@@ -55,9 +55,9 @@ def f32_slice(i):
     return (np.arange(SLICE, dtype=np.uint64) + np.uint64(i * SLICE)).astype(np.uint32).view(np.float32)
 
 
-def ml_slice_crcs(fmt):
-    t = ML_TYPES[fmt]
-    return [zlib.crc32(f32_slice(i).astype(t).view(np.uint8).tobytes()) for i in range(NSLICES)]
+def ml_slice_crc(job):
+    fmt, i = job
+    return zlib.crc32(f32_slice(i).astype(ML_TYPES[fmt]).view(np.uint8).tobytes())
 
 
 def write(name, data):
@@ -113,8 +113,8 @@ def main():
 
     # float32: ml_dtypes on all CPU cores.
     with ProcessPoolExecutor() as ex:
-        for fmt, res in zip(ML_TYPES, ex.map(ml_slice_crcs, list(ML_TYPES))):
-            crcs[f"ml_dtypes/{fmt}"] = res
+        for fmt in ML_TYPES:
+            crcs[f"ml_dtypes/{fmt}"] = list(ex.map(ml_slice_crc, [(fmt, i) for i in range(NSLICES)]))
             print("ml_dtypes f32", fmt, "done", flush=True)
 
     with open(os.path.join(OUT, "f32_crc32.json"), "w") as f:
