@@ -76,8 +76,8 @@ h5 = h5py.File(os.path.join(OUT, "llama_tiny_dump.h5"), "w")
 h5.attrs["description"] = ("2-layer Llama (hidden 64) trained 300 steps from scratch, bf16 autocast, "
                            "byte-level LM on the Python standard library source; made by "
                            "scripts/make_example_dump.py")
-h5.attrs["torch"] = torch.__version__
-h5.attrs["transformers"] = transformers.__version__
+h5.attrs["torch"] = str(torch.__version__)
+h5.attrs["transformers"] = str(transformers.__version__)
 trace = open(os.path.join(OUT, "amax_trace.csv"), "w")
 trace.write("step,tensor,amax\n")
 log = open(os.path.join(OUT, "dlfw_inspect.log"), "w")

@@ -85,6 +85,7 @@ def main():
             cpu = xt.to(t).view(torch.uint8).numpy()
             agreement[f"torch cpu == gpu, {src} -> {fmt}"] = bool((gpu == cpu).all())
             write(f"{src}_{fmt}_torch.bin", gpu)
+            write(f"{src}_{fmt}_torch-cpu.bin", cpu)
 
     # The GPU's own cvt instruction: cvt_tables writes f16/bf16 tables and f32 slice files.
     crcs = {}
