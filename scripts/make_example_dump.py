@@ -6,7 +6,7 @@ for 300 steps, bf16 autocast on a GPU, as a byte-level language model on the Pyt
 library's own source files (a real text corpus that exists on any machine with Python).
 
 Written:
-  data/example/llama_tiny_dump.h5   tensors of every nn.Linear at steps 0, 50, 150 and 299:
+  data/example/llama_tiny_dump.h5   tensors of every nn.Linear at steps 0, 100 and 299:
       /step_{s:06d}/{module}/input        bf16 activation, stored as uint16 + attribute dtype=bfloat16
       /step_{s:06d}/{module}/output       bf16 activation, stored as 2-byte opaque + dtype=bfloat16
       /step_{s:06d}/{module}/grad_output  float16 (native HDF5 float)
@@ -15,7 +15,7 @@ Written:
       /step_{s:06d}/{module}/exp_avg      float32 (AdamW first moment after the step), deflate
       /step_{s:06d}/lm_head/weight_fp8    the weight cast to float8_e4m3fn by torch, uint8 + dtype
     Each dataset has attributes step and role (activation, weight, gradient, optimizer_state).
-    Activations keep the first 4 sequences of the batch to keep the file small.
+    Activations keep the first sequence of the batch to keep the file small.
   data/example/amax_trace.csv       step,tensor,amax for every step and every Linear's
                                     input, weight, output and grad_output (forward and backward)
   data/example/dlfw_inspect.log     the same grad_output amaxes in nvidia-dlfw-inspect's log format
@@ -32,8 +32,8 @@ import transformers
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "data/example"
 STEPS = 300
-DUMP_AT = {0, 50, 150, 299}
-BATCH, SEQ, KEEP = 16, 128, 4
+DUMP_AT = {0, 100, 299}
+BATCH, SEQ, KEEP = 16, 128, 1
 
 torch.manual_seed(0)
 np.random.seed(0)
@@ -86,7 +86,7 @@ log = open(os.path.join(OUT, "dlfw_inspect.log"), "w")
 def put(group, name, arr, role, step, how):
     arr = np.ascontiguousarray(arr)
     kw = {}
-    if how in ("weight", "exp_avg"):
+    if how in ("weight", "exp_avg", "bf16_uint16", "f16"):
         kw = dict(chunks=True, compression="gzip", compression_opts=4, shuffle=True)
     if how == "bf16_uint16":
         ds = group.create_dataset(name, data=arr.view(np.uint16), **kw)
