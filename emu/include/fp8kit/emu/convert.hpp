@@ -26,8 +26,8 @@ FP8KIT_HD int highest_bit(std::uint64_t v) {  // v != 0
 struct Unpacked {
     enum Kind : std::uint8_t { zero, finite, infinity, nan } kind;
     bool negative;
-    std::uint64_t significand;  // finite: non-zero, below 2^53
-    int exponent;
+    std::uint64_t significand;  // finite: non-zero, below 2^53; NaN: the mantissa field (payload)
+    int exponent;               // NaN: the width of that mantissa field
 };
 
 template <class F>
@@ -41,11 +41,11 @@ FP8KIT_HD Unpacked unpack(std::uint64_t code) {
     if constexpr (F::encoding == Encoding::fnuz) {
         if (code == F::nan_unsigned_zero) return {Unpacked::nan, false, 0, 0};
     } else if constexpr (F::encoding == Encoding::fn) {
-        if (magnitude == F::nan_all_ones) return {Unpacked::nan, negative, 0, 0};
+        if (magnitude == F::nan_all_ones) return {Unpacked::nan, negative, man, F::man_bits};
     } else {  // ieee and exponent-only: the all-ones exponent is special
         if (biased == F::exp_all_ones) {
             if (F::has_inf && man == 0) return {Unpacked::infinity, negative, 0, 0};
-            return {Unpacked::nan, negative, 0, 0};
+            return {Unpacked::nan, negative, man, F::man_bits};
         }
     }
     if constexpr (F::has_subnormals) {
@@ -72,7 +72,7 @@ FP8KIT_HD std::uint64_t overflow_nan(bool negative) {
 }
 
 template <class F>
-FP8KIT_HD std::uint64_t nan_code(bool negative, NanEncoding nan) {
+FP8KIT_HD std::uint64_t nan_code(bool negative, NanEncoding nan, const Unpacked& in) {
     if constexpr (F::encoding == Encoding::fnuz) {
         return F::nan_unsigned_zero;
     } else if constexpr (!F::has_sign) {
@@ -83,6 +83,13 @@ FP8KIT_HD std::uint64_t nan_code(bool negative, NanEncoding nan) {
             case NanEncoding::canonical: return F::nan_all_ones;
             case NanEncoding::signed_all_ones: return F::nan_all_ones | sign;
             case NanEncoding::signed_quiet: return F::nan_quiet | sign;
+            case NanEncoding::signed_quiet_payload: {
+                // The payload's leading bits that fit, with the quiet bit forced on.
+                const int drop = in.exponent - F::man_bits;
+                const std::uint64_t payload =
+                    drop >= 0 ? (in.significand >> drop) : (in.significand << -drop);
+                return F::nan_quiet | (payload & F::man_mask) | sign;
+            }
         }
         return F::nan_all_ones;
     }
@@ -124,7 +131,7 @@ FP8KIT_HD typename To::storage_t convert(typename From::storage_t bits, Policy p
 
     // 2. Non-finite inputs and zero.
     switch (in.kind) {
-        case Unpacked::nan: return static_cast<out_t>(detail::nan_code<To>(negative, policy.nan));
+        case Unpacked::nan: return static_cast<out_t>(detail::nan_code<To>(negative, policy.nan, in));
         case Unpacked::infinity:
             if (policy.overflow == Overflow::saturate_all)
                 return static_cast<out_t>(detail::max_finite<To>(negative));

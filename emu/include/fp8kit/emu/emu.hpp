@@ -5,3 +5,4 @@
 #include "fp8kit/emu/convert.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/emu/profiles.hpp"
+#include "fp8kit/emu/random.hpp"

@@ -28,6 +28,8 @@ enum class NanEncoding : std::uint8_t {
     canonical,       // positive all-ones pattern whatever the input sign (cuda_fp8.h: 0x7F)
     signed_all_ones, // all-ones pattern with the input's sign (torch: 0x7F / 0xFF)
     signed_quiet,    // smallest quiet NaN with the input's sign (ml_dtypes: E5M2 0x7E / 0xFE)
+    signed_quiet_payload,  // the sign and the payload's leading bits, quiet bit forced on
+                           // (cuda_fp8.h from double: E5M2 0x7E | top mantissa bits)
 };
 // Formats with a single NaN pattern (FNUZ: 0x80, E8M0: 0xFF) ignore NanEncoding.
 

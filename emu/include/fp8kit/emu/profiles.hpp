@@ -25,8 +25,12 @@ struct ProfileResult {
 
 // E8M0 in cuda_fp8.h takes a rounding argument (toward zero or toward +Inf only); pass it as
 // `e8m0_rounding`. It is ignored for the other formats, which round to nearest-even in every
-// library listed.
-FP8KIT_HD ProfileResult profile_policy(Profile p, Format f,
+// library listed. `from` matters only where a library treats sources differently:
+// cuda_fp8.h's double conversion keeps a NaN's sign and, for E5M2, its two leading payload bits, while its float, half and
+// bfloat16 conversions return 0x7F for every NaN. ml_dtypes and torch narrow binary64 to
+// binary32 first (double rounding), which no policy of a single rounding reproduces; their
+// profiles are defined and checked on float32, float16 and bfloat16 inputs.
+FP8KIT_HD ProfileResult profile_policy(Profile p, Format f, Wide from = Wide::f32,
                                        Rounding e8m0_rounding = Rounding::toward_zero) {
     const bool e8m0 = f == Format::e8m0;
     switch (p) {
@@ -40,7 +44,8 @@ FP8KIT_HD ProfileResult profile_policy(Profile p, Format f,
                 return {rounding_ok, {e8m0_rounding, o, NanEncoding::canonical}};
             }
             const bool has = f == Format::e4m3 || f == Format::e5m2;
-            return {has, {Rounding::nearest_even, o, NanEncoding::canonical}};
+            const NanEncoding nan = from == Wide::f64 ? NanEncoding::signed_quiet_payload : NanEncoding::canonical;
+            return {has, {Rounding::nearest_even, o, nan}};
         }
         case Profile::ml_dtypes:
             return {!e8m0, {Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet}};

@@ -1,0 +1,101 @@
+// fp8kit table: an exhaustive conversion table as raw bytes, for diffing a kernel's own output.
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "command.hpp"
+#include "fp8kit/quantize.hpp"
+
+namespace fp8kit::cli {
+namespace {
+
+struct TableOpts {
+    std::string from, to, output;
+    PolicyOptions policy;
+};
+
+// Writes to FILE.partial and renames at the end, so a failed run never leaves a file that
+// looks complete.
+class Sink {
+public:
+    explicit Sink(const std::string& path) : path_(path) {
+        if (path == "-") { f_ = stdout; return; }
+        tmp_ = path + ".partial";
+        f_ = std::fopen(tmp_.c_str(), "wb");
+        if (!f_) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
+    }
+    void write(const void* p, std::size_t n) {
+        if (std::fwrite(p, 1, n, f_) != n) fail();
+    }
+    void commit() {
+        if (std::fflush(f_) != 0) fail();
+        if (f_ == stdout) return;
+        if (std::fclose(f_) != 0) { f_ = nullptr; fail(); }
+        f_ = nullptr;
+        if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
+    }
+    ~Sink() {
+        if (f_ && f_ != stdout) { std::fclose(f_); std::remove(tmp_.c_str()); }
+    }
+
+private:
+    [[noreturn]] void fail() {
+        const std::string why = std::strerror(errno);
+        if (f_ && f_ != stdout) std::fclose(f_);
+        if (f_ != stdout) std::remove(tmp_.c_str());
+        f_ = nullptr;
+        throw UsageError(fmt::format("-o {}: write failed: {}", path_, why));
+    }
+    std::string path_, tmp_;
+    std::FILE* f_ = nullptr;
+};
+
+Register reg([](CLI::App& root) {
+    auto* o = new TableOpts;
+    auto* cmd = root.add_subcommand(
+        "table",
+        "Write a whole conversion table as raw bytes: one output per input bit pattern, in increasing order.\n"
+        "Encode tables: --from f32|f16|bf16 --to FORMAT (2^32 bytes for f32, 65,536 for f16/bf16).\n"
+        "Decode tables: --from FORMAT --to f32|f16|bf16 (256 little-endian values).");
+    cmd->add_option("--from", o->from, "Input type (f32, f16, bf16) or 8-bit format")->required();
+    cmd->add_option("--to", o->to, "Output 8-bit format, or f32/f16/bf16 for a decode table")->required();
+    cmd->add_option("-o,--output", o->output, "Output file, or - for standard output")->required();
+    o->policy.add_to(cmd);
+    cmd->callback([o] {
+        const auto wide_from = parse_wide(o->from);
+        const auto fmt_from = parse_format(o->from);
+        if (fmt_from) {  // decode table
+            const Wide to = require_wide(o->to, "--to");
+            if (to == Wide::f64) throw UsageError("--to: decode tables are written as f32, f16 or bf16");
+            std::vector<std::uint8_t> codes(256);
+            for (int i = 0; i < 256; ++i) codes[i] = static_cast<std::uint8_t>(i);
+            std::vector<unsigned char> out(256 * wide_size(to));
+            decode_array(*fmt_from, to, codes.data(), out.data(), 256);
+            Sink sink(o->output);
+            sink.write(out.data(), out.size());
+            sink.commit();
+            return;
+        }
+        if (!wide_from || *wide_from == Wide::f64)
+            throw UsageError(fmt::format("--from: '{}' is neither f32, f16, bf16 nor an 8-bit format ({})", o->from, format_choices()));
+        const Format to = require_format(o->to, "--to");
+        const Policy p = o->policy.resolve(to, *wide_from);
+        if (p.rounding == Rounding::stochastic)
+            throw UsageError("--round stochastic has no single table; choose a deterministic rounding");
+        const std::uint64_t total = std::uint64_t{1} << (8 * wide_size(*wide_from));
+        const std::size_t slice = std::size_t{1} << 24;
+        std::vector<std::uint8_t> buf(std::min<std::uint64_t>(slice, total));
+        Sink sink(o->output);
+        for (std::uint64_t first = 0; first < total; first += buf.size()) {
+            encode_bit_range(to, *wide_from, first, buf.size(), buf.data(), p);
+            sink.write(buf.data(), buf.size());
+        }
+        sink.commit();
+    });
+});
+
+}  // namespace
+}  // namespace fp8kit::cli
