@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <sys/stat.h>
 #include <memory>
 #include <vector>
 
@@ -17,12 +18,20 @@ struct TableOpts {
     PolicyOptions policy;
 };
 
-// Writes to FILE.partial and renames at the end, so a failed run never leaves a file that
-// looks complete.
+// Writes a regular file as FILE.partial and renames it at the end, so a failed run never
+// leaves a file that looks complete. Devices and pipes (/dev/null, a FIFO) are written directly.
 class Sink {
 public:
     explicit Sink(const std::string& path) : path_(path) {
         if (path == "-") { f_ = stdout; return; }
+        struct stat st {};
+        const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+        if (special) {
+            direct_ = true;
+            f_ = std::fopen(path.c_str(), "wb");
+            if (!f_) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
+            return;
+        }
         tmp_ = path + ".partial";
         f_ = std::fopen(tmp_.c_str(), "wb");
         if (!f_) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
@@ -35,22 +44,26 @@ public:
         if (f_ == stdout) return;
         if (std::fclose(f_) != 0) { f_ = nullptr; fail(); }
         f_ = nullptr;
-        if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
+        if (!direct_ && std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
     }
     ~Sink() {
-        if (f_ && f_ != stdout) { std::fclose(f_); std::remove(tmp_.c_str()); }
+        if (f_ && f_ != stdout) {
+            std::fclose(f_);
+            if (!direct_) std::remove(tmp_.c_str());
+        }
     }
 
 private:
     [[noreturn]] void fail() {
         const std::string why = std::strerror(errno);
         if (f_ && f_ != stdout) std::fclose(f_);
-        if (f_ != stdout) std::remove(tmp_.c_str());
+        if (f_ != stdout && !direct_) std::remove(tmp_.c_str());
         f_ = nullptr;
         throw UsageError(fmt::format("-o {}: write failed: {}", path_, why));
     }
     std::string path_, tmp_;
     std::FILE* f_ = nullptr;
+    bool direct_ = false;
 };
 
 Register reg([](CLI::App& root) {

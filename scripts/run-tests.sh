@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# README command 2 (and .ci/run): install, build, and run every test: the C++ suites under ctest
+# (labels emu, lib, dump, validate, cli, gpu...), the Python tests, and every notebook top to bottom.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+echo "== ctest"
+(cd build && ctest --output-on-failure -j"$(nproc)")
+if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
+  echo "== pytest"
+  PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m pytest -q tests/python
+fi
+if ls notebooks/*.ipynb >/dev/null 2>&1; then
+  echo "== notebooks"
+  PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python scripts/run_notebooks.py notebooks/*.ipynb
+fi
+echo "== all tests passed"
