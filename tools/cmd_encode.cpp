@@ -8,34 +8,27 @@
 #include "command.hpp"
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/format_info.hpp"
+#include "fp8kit/parse.hpp"
 #include "fp8kit/quantize.hpp"
 
 namespace fp8kit::cli {
 namespace {
 
-std::uint64_t parse_unsigned(const std::string& s, std::uint64_t max, const char* what) {
-    const char* p = s.c_str();
-    int base = 10;
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) { base = 16; p += 2; }
-    else if (s.size() > 2 && s[0] == '0' && (s[1] == 'b' || s[1] == 'B')) { base = 2; p += 2; }
-    char* end = nullptr;
-    errno = 0;
-    const unsigned long long v = std::strtoull(p, &end, base);
-    if (*p == '\0' || *p == '-' || *end != '\0' || errno == ERANGE || v > max)
-        throw UsageError(fmt::format("{} '{}' is not an integer in 0..0x{:x} (hex 0x.., binary 0b.., or decimal)", what, s, max));
-    return v;
+std::uint64_t require_unsigned(const std::string& s, std::uint64_t max, const char* what) {
+    const auto v = fp8kit::parse_unsigned(s, max);
+    if (!v) throw UsageError(fmt::format("{} '{}' is not an integer in 0..0x{:x} (hex 0x.., binary 0b.., or decimal)", what, s, max));
+    return *v;
 }
 
 // The bits of VALUE as the source type: a decimal or hex-float number read to the nearest
 // binary64 and then, for narrower sources, rounded to nearest-even like a C cast; or with
 // --bits, the source's own bit pattern.
 std::uint64_t source_bits(const std::string& s, Wide from, bool bits) {
-    if (bits) return parse_unsigned(s, from == Wide::f64 ? ~0ull : (1ull << (8 * fp8kit::wide_size(from))) - 1, "bit pattern");
-    char* end = nullptr;
-    errno = 0;
-    const double d = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0')
+    if (bits) return require_unsigned(s, from == Wide::f64 ? ~0ull : (1ull << (8 * fp8kit::wide_size(from))) - 1, "bit pattern");
+    const auto parsed = fp8kit::parse_number(s);
+    if (!parsed)
         throw UsageError(fmt::format("VALUE '{}' is not a number (decimal, hex float like 0x1.8p-9, inf, nan)", s));
+    const double d = *parsed;
     std::uint64_t b;
     std::memcpy(&b, &d, sizeof d);
     if (from == Wide::f64) return b;
@@ -149,7 +142,7 @@ Register decode_cmd([](CLI::App& root) {
         const Format f = require_format(o->from, "--from");
         nlohmann::json out = nlohmann::json::array();
         for (const auto& s : o->codes) {
-            const auto c = static_cast<std::uint8_t>(parse_unsigned(s, 255, "CODE"));
+            const auto c = static_cast<std::uint8_t>(require_unsigned(s, 255, "CODE"));
             const auto f32 = emu::decode(f, Wide::f32, c), f16 = emu::decode(f, Wide::f16, c),
                        bf16 = emu::decode(f, Wide::bf16, c);
             if (o->json) {
