@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (clang, AddressSanitizer + UndefinedBehaviorSanitizer) and runs each
+# for SECONDS (default 60) over its seed corpus in fuzz/corpus/<name>/. Any crash fails the run and
+# leaves the input in build-fuzz/crashes/; turn it into a regression test (tests/*/...).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8KIT_FUZZ=ON \
+  -DFP8KIT_CUDA=OFF -DFP8KIT_BUILD_TESTS=OFF -DFP8KIT_BUILD_BENCH=OFF -DFP8KIT_BUILD_TOOLS=OFF \
+  -DFP8KIT_SANITIZE=address,undefined >/dev/null
+cmake --build build-fuzz -j"$(nproc)"
+mkdir -p build-fuzz/crashes
+status=0
+for bin in build-fuzz/fuzz/fuzz_*; do
+  name=$(basename "$bin"); name=${name#fuzz_}
+  corpus=fuzz/corpus/$name
+  work=build-fuzz/corpus/$name
+  mkdir -p "$work"
+  echo "== fuzz $name for ${seconds}s"
+  if ! "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+       -artifact_prefix=build-fuzz/crashes/"$name"- "$work" "$corpus" >build-fuzz/"$name".log 2>&1; then
+    echo "FAIL: fuzz_$name found a crash (see build-fuzz/$name.log and build-fuzz/crashes/)"
+    tail -30 build-fuzz/"$name".log
+    status=1
+  else
+    grep -E "stat::number_of_executed_units|cov:" build-fuzz/"$name".log | tail -2
+  fi
+done
+exit $status
