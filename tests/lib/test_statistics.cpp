@@ -391,4 +391,17 @@ TEST_CASE("block statistics against a per-tile brute force", "[lib][stats]") {
         }
     }
     CHECK_THROWS_AS(block_recipe(parse_recipe("te-delayed"), Role::input, cols), std::invalid_argument);
+
+    // Tiles are reduced in tile order: the same bits for 1 and 8 threads.
+    const BlockRecipe br = block_recipe(parse_recipe("te-block"), Role::input, cols);
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const BlockStats a = compute_block_stats(v.data(), Wide::f32, rows, cols, br);
+    omp_set_num_threads(8);
+    const BlockStats b = compute_block_stats(v.data(), Wide::f32, rows, cols, br);
+    omp_set_num_threads(saved);
+    CHECK(same_bits(a.total.sum_err2, b.total.sum_err2));
+    CHECK(same_bits(a.total.sum_x2, b.total.sum_x2));
+    CHECK(same_bits(a.dr_mean, b.dr_mean));
+    CHECK(a.scale_inv == b.scale_inv);
 }
