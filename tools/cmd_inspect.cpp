@@ -272,8 +272,11 @@ Register reg([](CLI::App& root) {
                     "gradients), or one 8-bit format for every tensor: " + format_choices());
     auto* json = cmd->add_flag("--json", o->json, "Machine-readable output (non-finite numbers as \"inf\"/\"nan\")");
     cmd->add_flag("--csv", o->csv, "Long-form CSV: file,name,step,role,dtype,format,stat,value")->excludes(json);
-    cmd->add_option("--include", o->include, "Only tensors whose name matches one of these glob patterns");
-    cmd->add_option("--exclude", o->exclude, "Skip tensors whose name matches one of these glob patterns");
+    // One pattern per occurrence, so patterns never swallow the FILE arguments after them.
+    cmd->add_option("--include", o->include, "Only tensors whose name matches this glob pattern (repeatable)")
+        ->allow_extra_args(false);
+    cmd->add_option("--exclude", o->exclude, "Skip tensors whose name matches this glob pattern (repeatable)")
+        ->allow_extra_args(false);
     cmd->add_option("--steps", o->steps, "Only these steps, e.g. 0-100,200,300-");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
     cmd->callback([o] {

@@ -30,6 +30,10 @@ grep -q ",step_000000/lm_head/wgrad,0,gradient,f32,e5m2,numel,16384$" "$TMP/csv"
 "$FP8KIT" inspect "$DUMP" --format e4m3 --json --include '*grad_output' >"$TMP/json2" || fail "--format e4m3"
 grep -q '"format": "e5m2"' "$TMP/json2" && fail "--format e4m3 did not override the gradients' format"
 
+# Options before the files: each --include takes one pattern, not the files after it.
+"$FP8KIT" inspect --include '*lm_head/weight' --include '*lm_head/wgrad' "$DUMP" --steps 0 --csv >"$TMP/csv2" || fail "--include before FILE"
+[ "$(cut -d, -f2 "$TMP/csv2" | sort -u | grep -c step_)" -eq 2 ] || fail "two --include patterns: expected 2 tensors"
+
 # Bad input: the good file is still reported, each failure named on stderr, exit 1.
 echo "not a dump" >"$TMP/text.h5"
 "$FP8KIT" inspect "$DUMP" "$TMP/missing.h5" "$TMP/text.h5" >"$TMP/out" 2>"$TMP/err"; rc=$?
