@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -306,8 +307,10 @@ Register reg([](CLI::App& root) {
         const bool progress = !o->quiet && isatty(STDERR_FILENO) && dump.tensors().size() > 1;
         std::vector<Row> rows;
         const std::size_t n = dump.tensors().size();
+        auto next_draw = std::chrono::steady_clock::now();
         for (std::size_t i = 0; i < n; ++i) {
-            if (progress) {
+            if (progress && std::chrono::steady_clock::now() >= next_draw) {
+                next_draw = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
                 const std::size_t w = 30, done = i * w / n;
                 std::fprintf(stderr, "\r[%s%s] %zu/%zu tensors", std::string(done, '#').c_str(),
                              std::string(w - done, ' ').c_str(), i, n);
