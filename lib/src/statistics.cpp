@@ -308,7 +308,8 @@ QuantStats compute_stats(const void* data, Wide type, std::size_t n, const Quant
     const RunFn fn = run_for(type);
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
     std::vector<QuantStats> parts(chunks);
-#pragma omp parallel
+    // A team for a single chunk only costs: dumps hold many small tensors.
+#pragma omp parallel if (chunks > 1)
     {
         Scratch sc(kChunk);
 #pragma omp for schedule(static)
@@ -353,7 +354,7 @@ double amax_any(const void* data, Wide type, std::size_t first, std::size_t coun
 float amax_of(const void* data, Wide type, std::size_t n) {
     double m = 0;
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) reduction(max : m)
+#pragma omp parallel for schedule(static) reduction(max : m) if (chunks > 1)
     for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
         const std::size_t first = static_cast<std::size_t>(c) * kChunk;
         const double a = amax_any(data, type, first, std::min(kChunk, n - first));
@@ -442,7 +443,7 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     std::vector<QuantStats> parts(out.blocks);
     const RunFn fn = run_for(type);
     const Prepared base = prepare(br.format, 1.0f, 1.0f, br.policy, 0);
-#pragma omp parallel
+#pragma omp parallel if (rows * cols > kChunk)
     {
         Scratch sc(kChunk);
         Prepared p = base;
