@@ -81,9 +81,10 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, Acc& ac
         }
     }
     if (ya <= 0x7F800000u) atomicAdd(hist + histogram_bin(ya), 1u);
-    if (finite && v_finite) {
+    const double xh = static_cast<double>(v) * static_cast<double>(scale_inv);
+    if (finite && v_finite && isfinite(xh)) {
         const double xd = x;
-        const double d = xd - static_cast<double>(v) * static_cast<double>(scale_inv);
+        const double d = xd - xh;
         acc.sum[kX2] += xd * xd;
         acc.sum[kSq] += d * d;
         acc.sum[kAbs] += fabs(d);
