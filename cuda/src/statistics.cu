@@ -1,8 +1,12 @@
-// One-pass statistics of a tensor under a format, policy and scale (definitions in kernels.hpp
-// and docs/cuda.md). Counts go through integer atomics (exact in any order); the binary64 sums
+// One-pass statistics of a tensor under a format, policy and scale: the numbers of
+// fp8kit::compute_stats, defined in docs/statistics.md. Counts go through integer atomics (exact in any order); the binary64 sums
 // are written per CTA and added by one thread in CTA order, so a given device and launch always
 // gives the same sums.
+#include <cfloat>
+#include <string>
 #include <vector>
+
+#include <math_constants.h>
 
 #include "common.cuh"
 
@@ -12,8 +16,8 @@ using namespace detail;
 
 namespace {
 
-enum Count { kZeros, kNan, kInf, kUnderflow, kSubnormal, kOverflow, kTerms, kCounts };
-enum Sum { kX2, kSq, kAbs, kSums };
+enum Count { kZeros, kNan, kInf, kUnderflow, kSubnormal, kOverflow, kTeOverflow, kNonzeroX, kNonzeroQ, kCounts };
+enum Sum { kX2, kErr2, kSums };
 
 struct Acc {
     unsigned long long count[kCounts];
@@ -29,73 +33,79 @@ struct Globals {
     double* partial;              // gridDim.x * kSums
 };
 
-__device__ __forceinline__ int histogram_bin(std::uint32_t ya) {  // ya = |y| bits, not NaN
-    if (ya == 0u) return 0;
-    if (ya == 0x7F800000u) return kHistogramBins - 1;
-    const int e = ya >= 0x00800000u ? static_cast<int>(ya >> 23) - 127 : (31 - __clz(ya)) - 149;
+// Bin of s from its bits (docs/statistics.md): 0 zero, 1 + e + 149 for floor(log2|s|) = e,
+// 278 NaN/Inf.
+__device__ __forceinline__ int histogram_bin(std::uint32_t s) {
+    const std::uint32_t mag = s & 0x7FFFFFFFu;
+    if (mag == 0u) return 0;
+    if (mag >= 0x7F800000u) return kHistogramBins - 1;
+    const int e = mag >= 0x00800000u ? static_cast<int>(mag >> 23) - 127 : (31 - __clz(mag)) - 149;
     return 1 + e + 149;
 }
 
+struct Params {
+    Policy policy;
+    float scale, scale_inv, te_threshold;  // te_threshold = fl32(fmax * scale_inv)
+    std::uint64_t seed, first_index;
+};
+
 template <class S, class D>
 __device__ __forceinline__ void stat_element(typename S::storage_t bits, Acc& acc, std::uint32_t* hist,
-                                             const Policy& policy, Scaling sc, float scale_inv,
-                                             std::uint64_t seed, std::uint64_t index) {
-    if (is_nan_bits<S>(bits)) {
+                                             const Params& prm, std::uint64_t index) {
+    if (is_nan_bits<S>(bits)) {  // any NaN input becomes a NaN code: nonzero on both sides
         ++acc.count[kNan];
+        ++acc.count[kNonzeroX];
+        ++acc.count[kNonzeroQ];
+        atomicAdd(hist + (kHistogramBins - 1), 1u);
         return;
     }
     const float x = widen<S>(bits);
     const std::uint32_t a = __float_as_uint(fabsf(x));
-    acc.amax = max(acc.amax, a);
     const bool finite = a < 0x7F800000u;
-    if (!finite) ++acc.count[kInf];
-    if (a == 0u) ++acc.count[kZeros];
-    else if (finite) acc.min_nz = min(acc.min_nz, a);
-
-    std::uint32_t yb = __float_as_uint(x);
-    if (sc.scaled) {
-        const float y = __fmul_rn(x, sc.scale);
-        yb = (y != y) ? 0x7FC00000u : __float_as_uint(y);
-    }
+    const std::uint32_t s = __float_as_uint(__fmul_rn(x, prm.scale));  // scale is finite and > 0
+    atomicAdd(hist + histogram_bin(s), 1u);
     const std::uint32_t random =
-        policy.rounding == emu::Rounding::stochastic ? emu::stochastic_bits(seed, index) : 0u;
-    const std::uint8_t code = emu::convert<Binary32, D>(yb, policy, random);
+        prm.policy.rounding == emu::Rounding::stochastic ? emu::stochastic_bits(prm.seed, index) : 0u;
+    const std::uint8_t code = emu::convert<Binary32, D>(s, prm.policy, random);
     const float v = __uint_as_float(static_cast<std::uint32_t>(emu::convert<D, Binary32>(code, emu::kDecodePolicy)));
     const float av = fabsf(v);
-    const bool v_finite = av <= 3.402823466e38f;  // false for Inf and NaN
-
-    if (finite && a != 0u) {
+    acc.count[kNonzeroX] += a != 0u;
+    acc.count[kNonzeroQ] += !(v == 0.0f);  // NaN counts as nonzero
+    if (__uint_as_float(a) > prm.te_threshold) ++acc.count[kTeOverflow];
+    if (!finite) {
+        ++acc.count[kInf];
+        return;
+    }
+    acc.amax = max(acc.amax, a);
+    if (a == 0u) {
+        ++acc.count[kZeros];
+    } else {
+        acc.min_nz = min(acc.min_nz, a);
         const float min_normal = D::has_subnormals ? __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23) : 0.0f;
         if (D::has_zero && v == 0.0f) ++acc.count[kUnderflow];
         else if (D::has_subnormals && av < min_normal) ++acc.count[kSubnormal];
     }
-    const std::uint32_t ya = yb & 0x7FFFFFFFu;
-    if (finite && ya <= 0x7F800000u) {
-        const float max_finite = __uint_as_float(static_cast<std::uint32_t>(
-            emu::convert<D, Binary32>(static_cast<std::uint8_t>(D::max_finite_code), emu::kDecodePolicy)));
-        if (!v_finite || av == max_finite) {
-            const Policy nosat{policy.rounding, emu::Overflow::no_saturate, policy.nan};
-            const float w = __uint_as_float(static_cast<std::uint32_t>(
-                emu::convert<D, Binary32>(emu::convert<Binary32, D>(yb, nosat, random), emu::kDecodePolicy)));
-            if (!(fabsf(w) <= 3.402823466e38f)) ++acc.count[kOverflow];
-        }
+    // Overflow (rounds past the largest finite value whatever the policy then does): only a code
+    // at +-max finite or non-finite can come from an overflow; confirm under no-saturate.
+    const bool v_finite = av <= 3.402823466e38f;
+    const float max_finite = __uint_as_float(static_cast<std::uint32_t>(
+        emu::convert<D, Binary32>(static_cast<std::uint8_t>(D::max_finite_code), emu::kDecodePolicy)));
+    if (!v_finite || av == max_finite) {
+        const Policy nosat{prm.policy.rounding, emu::Overflow::no_saturate, prm.policy.nan};
+        const float w = __uint_as_float(static_cast<std::uint32_t>(
+            emu::convert<D, Binary32>(emu::convert<Binary32, D>(s, nosat, random), emu::kDecodePolicy)));
+        if (!(fabsf(w) <= 3.402823466e38f)) ++acc.count[kOverflow];
     }
-    if (ya <= 0x7F800000u) atomicAdd(hist + histogram_bin(ya), 1u);
-    const double xh = static_cast<double>(v) * static_cast<double>(scale_inv);
-    if (finite && v_finite && isfinite(xh)) {
-        const double xd = x;
-        const double d = xd - xh;
-        acc.sum[kX2] += xd * xd;
-        acc.sum[kSq] += d * d;
-        acc.sum[kAbs] += fabs(d);
-        ++acc.count[kTerms];
-    }
+    const double xd = x;
+    const double xh = static_cast<double>(v) * static_cast<double>(prm.scale_inv);
+    const double e = xd - xh;
+    acc.sum[kX2] += xd * xd;
+    acc.sum[kErr2] += isfinite(xh) ? e * e : CUDART_INF;
 }
 
 template <class S, class D>
 __global__ void __launch_bounds__(kThreads)
-statistics_kernel(const void* __restrict__ in, std::size_t n, Policy policy, float scale,
-                  std::uint64_t seed, std::uint64_t first_index, Globals g) {
+statistics_kernel(const void* __restrict__ in, std::size_t n, Params prm, Globals g) {
     using T = typename S::storage_t;
     constexpr int kWarps = kThreads / 32;
     __shared__ std::uint32_t hist[kWarps][kHistogramBins];  // one per warp: less contention
@@ -103,8 +113,6 @@ statistics_kernel(const void* __restrict__ in, std::size_t n, Policy policy, flo
     for (int i = threadIdx.x; i < kWarps * kHistogramBins; i += blockDim.x) (&hist[0][0])[i] = 0u;
     __syncthreads();
 
-    const Scaling sc{scale, scale != 1.0f};
-    const float scale_inv = __fdiv_rn(1.0f, scale);
     std::uint32_t* my_hist = hist[threadIdx.x >> 5];
     Acc acc{};
     acc.min_nz = 0xFFFFFFFFu;
@@ -116,12 +124,11 @@ statistics_kernel(const void* __restrict__ in, std::size_t n, Policy policy, flo
         load_chunk<S>(ch, in, c);
 #pragma unroll 4
         for (int k = 0; k < Chunk<S>::kElems; ++k)
-            stat_element<S, D>(ch.e[k], acc, my_hist, policy, sc, scale_inv, seed,
-                               first_index + c * Chunk<S>::kElems + k);
+            stat_element<S, D>(ch.e[k], acc, my_hist, prm, prm.first_index + c * Chunk<S>::kElems + k);
     }
     const T* in_t = static_cast<const T*>(in);
     for (std::size_t i = chunks * Chunk<S>::kElems + tid; i < n; i += stride)
-        stat_element<S, D>(in_t[i], acc, my_hist, policy, sc, scale_inv, seed, first_index + i);
+        stat_element<S, D>(in_t[i], acc, my_hist, prm, prm.first_index + i);
 
     // Counts and extremes: warp shuffles, then one atomic per warp.
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -165,8 +172,15 @@ __global__ void sum_partials(const double* partial, unsigned blocks, double* out
 }  // namespace
 
 Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
-                      float scale, std::uint64_t seed, std::uint64_t first_index, Stream stream) {
+                      float scale, float scale_inv, std::uint64_t seed, std::uint64_t first_index,
+                      Stream stream) {
     require_input(from, "statistics");
+    if (!(scale > 0.0f) || scale > FLT_MAX)
+        throw std::invalid_argument("fp8kit::cuda::statistics: scale " + std::to_string(scale) + " must be finite and > 0");
+    if (scale_inv == 0.0f) scale_inv = 1.0f / scale;
+    if (!(scale_inv > 0.0f) || scale_inv > FLT_MAX)
+        throw std::invalid_argument("fp8kit::cuda::statistics: scale_inv " + std::to_string(scale_inv) + " must be finite and > 0");
+    const Params prm{policy, scale, scale_inv, format_max(to) * scale_inv, seed, first_index};
     const cudaStream_t s = as_stream(stream);
     const unsigned grid = grid_for((n + 15) / 16);
 
@@ -184,7 +198,7 @@ Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const
               reinterpret_cast<double*>(buf + off_partial)};
     with_input(from, [&](auto si) {
         with_fp8(to, [&](auto di) {
-            statistics_kernel<decltype(si), decltype(di)><<<grid, kThreads, 0, s>>>(in, n, policy, scale, seed, first_index, g);
+            statistics_kernel<decltype(si), decltype(di)><<<grid, kThreads, 0, s>>>(in, n, prm, g);
             return 0;
         });
     });
@@ -207,19 +221,22 @@ Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const
     r.underflow = counts[kUnderflow];
     r.subnormal = counts[kSubnormal];
     r.overflow = counts[kOverflow];
-    r.error_terms = counts[kTerms];
-    std::memcpy(r.histogram.data(), host.data() + off_hist, kHistogramBins * 8);
+    r.te_overflow = counts[kTeOverflow];
+    r.te_underflow = static_cast<std::int64_t>(counts[kNonzeroX]) - static_cast<std::int64_t>(counts[kNonzeroQ]);
+    std::memcpy(r.exp_hist.data(), host.data() + off_hist, kHistogramBins * 8);
     std::uint32_t amax_bits, min_bits;
     std::memcpy(&amax_bits, host.data() + off_amax, 4);
     std::memcpy(&min_bits, host.data() + off_min, 4);
     if (min_bits == 0xFFFFFFFFu) min_bits = 0;
-    std::memcpy(&r.amax, &amax_bits, 4);
-    std::memcpy(&r.min_nonzero, &min_bits, 4);
+    float amax_f, min_f;
+    std::memcpy(&amax_f, &amax_bits, 4);
+    std::memcpy(&min_f, &min_bits, 4);
+    r.amax = amax_f;
+    r.min_nonzero = min_f;
     double sums[kSums];
     std::memcpy(sums, host.data() + off_sums, sizeof sums);
     r.sum_x2 = sums[kX2];
-    r.sum_sq_error = sums[kSq];
-    r.sum_abs_error = sums[kAbs];
+    r.sum_err2 = sums[kErr2];
     return r;
 }
 

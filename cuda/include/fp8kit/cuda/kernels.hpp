@@ -125,31 +125,25 @@ void quantize_mx(Format to, Wide from, const void* in, std::uint8_t* out, std::s
                  std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
 
 // ---- statistics (one pass; synchronous: returns host values) ----------------------------------
-// Definitions (issue 4; docs/cuda.md), with y = the scaled value as in quantize and code its
-// encoding under `policy`:
-//   amax, min_nonzero: max / min of |x| over non-NaN (amax) / finite non-zero (min) x;
-//   zeros: x == +-0; nan, inf: x NaN / +-Inf;
-//   underflow: finite non-zero x whose code is +-0 (E8M0 has no zero: never);
-//   subnormal: finite non-zero x whose code is a non-zero subnormal;
-//   overflow: finite x whose y rounds past the largest finite value, i.e. whose encoding under
-//     the same policy with Overflow::no_saturate is Inf or NaN, whatever `policy` does with it;
-//   exponent histogram of |y| for non-NaN x: bin 0 = zero, bin 1 + (e + 149) for
-//     floor(log2 |y|) = e in [-149, 127], bin 278 = Inf (kHistogramBins = 279);
-//   error sums in binary64 over finite x whose x^ = decode(code) * fl32(1 / scale) is finite:
-//     sum_x2 = sum x^2, sum_sq_error = sum (x - x^)^2, sum_abs_error = sum |x - x^|,
-//     error_terms = their count. x^ is computed in binary64 (exact).
-// Counts are exact; the binary64 sums are reduced per block in a fixed order (same result for
-// the same device and launch), and differ from the CPU's only by the order of additions.
-inline constexpr int kHistogramBins = 279;
+// Exactly the statistics of fp8kit::compute_stats (lib/include/fp8kit/statistics.hpp,
+// docs/statistics.md), same field names: with s = fl32(x * scale) and q = encode(s) under
+// `policy` (stochastic: element i draws emu::stochastic_bits(seed, first_index + i)),
+// x^ = decode(q) * scale_inv in binary64 and scale_inv = fl32(1 / scale) when passed as 0.
+// scale and scale_inv must be finite and > 0 (std::invalid_argument otherwise).
+// Counts, amax, min_nonzero and the histogram are exact; sum_x2 and sum_err2 are binary64 sums
+// added per thread, warp and CTA, then over CTAs in CTA order (the same device and launch give
+// the same bits); they differ from the CPU's chunked sums only by the order of the additions.
+inline constexpr int kHistogramBins = 279;  // = fp8kit::kExpHistBins
 struct Statistics {
-    std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0,
-                  overflow = 0, error_terms = 0;
-    float amax = 0.0f, min_nonzero = 0.0f;  // min_nonzero = 0 when there is no such element
-    double sum_x2 = 0, sum_sq_error = 0, sum_abs_error = 0;
-    std::vector<std::uint64_t> histogram = std::vector<std::uint64_t>(kHistogramBins, 0);
+    std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0, overflow = 0;
+    std::int64_t te_underflow = 0;
+    std::uint64_t te_overflow = 0;
+    double amax = 0, min_nonzero = 0;  // over finite x; 0 when none
+    double sum_x2 = 0, sum_err2 = 0;
+    std::vector<std::uint64_t> exp_hist = std::vector<std::uint64_t>(kHistogramBins, 0);
 };
 Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
-                      float scale = 1.0f, std::uint64_t seed = 0, std::uint64_t first_index = 0,
-                      Stream stream = nullptr);
+                      float scale, float scale_inv = 0.0f, std::uint64_t seed = 0,
+                      std::uint64_t first_index = 0, Stream stream = nullptr);
 
 }  // namespace fp8kit::cuda
