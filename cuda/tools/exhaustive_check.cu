@@ -163,8 +163,7 @@ int main() {
     for (Format f : emu::kAllFormats) {
         with_fp8(f, [&](auto dfmt) {
             using D = decltype(dfmt);
-            const bool one_nan = D::encoding == emu::Encoding::fnuz || !D::has_sign;
-            const int n_nan = one_nan ? 1 : 4;
+            const int n_nan = 4;  // FNUZ and E8M0 have one NaN code, but every policy is run
             const bool hw = f == Format::e4m3 || f == Format::e5m2;
             for (int ri = 0; ri < 6; ++ri) {
                 const auto rnd = static_cast<Rounding>(ri);
