@@ -15,6 +15,7 @@ BUILD=${BUILD:-/tmp/fp8kit-build-gpu}
 JOBS=$(nproc)
 mkdir -p "$OUT"
 SUMMARY="$OUT/summary.txt"
+RCDIR=$(mktemp -d)  # exit codes of the background runs (kept out of $OUT: few files come back)
 : > "$SUMMARY"
 fail=0
 step() {  # step NAME STATUS
@@ -59,9 +60,9 @@ SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer
 (
   export FP8KIT_GPU_TEST_QUICK=1 OMP_NUM_THREADS=2
   run timeout 300 "$SAN" --tool memcheck --leak-check full --error-exitcode 1 "$TEST" > "$OUT/memcheck.log" 2>&1
-  echo $? > "$OUT/memcheck.rc"
+  echo $? > "$RCDIR/memcheck.rc"
   run timeout 300 "$SAN" --tool racecheck --error-exitcode 1 "$TEST" > "$OUT/racecheck.log" 2>&1
-  echo $? > "$OUT/racecheck.rc"
+  echo $? > "$RCDIR/racecheck.rc"
 ) &
 san_pid=$!
 
@@ -73,7 +74,7 @@ step exhaustive_check $rc
 
 wait $san_pid
 for tool in memcheck racecheck; do
-    rc=$(cat "$OUT/$tool.rc" 2>/dev/null || echo 99)
+    rc=$(cat "$RCDIR/$tool.rc" 2>/dev/null || echo 99)
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$OUT/$tool.log" | tail -3
     step "compute-sanitizer $tool" "$rc"
 done
