@@ -1,0 +1,220 @@
+// Pieces every kernel file shares: error checks, the scaled element conversion, vector loads,
+// amax reduction and launch geometry. Internal to cuda/src.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "fp8kit/cuda/kernels.hpp"
+#include "fp8kit/emu/emu.hpp"
+
+namespace fp8kit::cuda::detail {
+
+using emu::Binary16;
+using emu::Binary32;
+using emu::BFloat16;
+
+inline void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess)
+        throw std::runtime_error(std::string("fp8kit::cuda: ") + what + ": " + cudaGetErrorString(e));
+}
+#define FP8KIT_CUDA_CHECK(x) ::fp8kit::cuda::detail::check((x), #x)
+inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
+
+inline cudaStream_t as_stream(Stream s) { return static_cast<cudaStream_t>(s); }
+
+// Element kinds: the emu format of each accepted input type.
+inline void require_input(Wide w, const char* fn) {
+    if (w == Wide::f64)
+        throw std::invalid_argument(std::string("fp8kit::cuda::") + fn +
+                                    ": input type f64 is not supported on the GPU (f32, f16, bf16)");
+}
+inline void require_fp8(Format f, const char* fn) {
+    if (f == Format::e8m0)
+        throw std::invalid_argument(std::string("fp8kit::cuda::") + fn +
+                                    ": element format e8m0 is a scale format; use e4m3, e5m2, e4m3fnuz or e5m2fnuz");
+}
+
+// ---- the element conversion -----------------------------------------------------------------
+
+template <class S>
+__device__ __forceinline__ float widen(typename S::storage_t bits) {
+    if constexpr (sizeof(typename S::storage_t) == 4) return __uint_as_float(bits);
+    else if constexpr (S::man_bits == 7) return __uint_as_float(static_cast<std::uint32_t>(bits) << 16);
+    else return __half2float(__ushort_as_half(bits));
+}
+
+template <class S>
+__device__ __forceinline__ bool is_nan_bits(typename S::storage_t bits) {
+    const std::uint32_t mag = bits & ~static_cast<typename S::storage_t>(S::sign_mask);
+    return mag > S::inf_code;
+}
+
+// Rounding known at compile time lets the compiler drop convert's rounding switch in the hot
+// nearest-even case; kRuntime reads policy.rounding (and draws random bits when stochastic).
+enum RoundingMode : int { kNearestEven = 0, kRuntime = 1 };
+
+struct Scaling {
+    float scale;
+    bool scaled;  // false: convert the input bits directly (scale == 1)
+};
+
+template <class S, class D, int R>
+__device__ __forceinline__ std::uint8_t encode_element(typename S::storage_t bits, Policy policy,
+                                                       Scaling sc, std::uint64_t seed,
+                                                       std::uint64_t index) {
+    if (R == kNearestEven) policy.rounding = emu::Rounding::nearest_even;
+    const std::uint32_t random =
+        (R == kRuntime && policy.rounding == emu::Rounding::stochastic) ? emu::stochastic_bits(seed, index) : 0u;
+    if (!sc.scaled || is_nan_bits<S>(bits)) return emu::convert<S, D>(bits, policy, random);
+    const float y = __fmul_rn(widen<S>(bits), sc.scale);
+    const std::uint32_t yb = (y != y) ? 0x7FC00000u : __float_as_uint(y);
+    return emu::convert<Binary32, D>(yb, policy, random);
+}
+
+// |x| as the bits of a float32 (monotone in the value for non-NaN); 0 for NaN so it never wins.
+template <class S>
+__device__ __forceinline__ std::uint32_t abs_bits_for_max(typename S::storage_t bits) {
+    if (is_nan_bits<S>(bits)) return 0u;
+    return __float_as_uint(fabsf(widen<S>(bits)));
+}
+
+// ---- loads ----------------------------------------------------------------------------------
+
+// A chunk of 16 elements: 64 bytes of f32 or 32 bytes of f16/bf16, read as 16-byte vectors.
+template <class S>
+struct Chunk {
+    using T = typename S::storage_t;
+    static constexpr int kElems = 16;
+    static constexpr int kVecs = kElems * sizeof(T) / 16;
+    union {
+        uint4 v[kVecs];
+        T e[kElems];
+    };
+};
+
+template <class S>
+__device__ __forceinline__ void load_chunk(Chunk<S>& c, const void* base, std::size_t chunk) {
+    const uint4* p = static_cast<const uint4*>(base) + chunk * Chunk<S>::kVecs;
+#pragma unroll
+    for (int k = 0; k < Chunk<S>::kVecs; ++k) c.v[k] = __ldg(p + k);
+}
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+    return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
+}
+
+// ---- reductions -----------------------------------------------------------------------------
+
+__device__ __forceinline__ std::uint32_t warp_max(std::uint32_t v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));
+    return v;
+}
+
+// Max over the block, then one atomicMax per block (needs blockDim.x a multiple of 32, <= 1024).
+__device__ __forceinline__ void block_amax_atomic(std::uint32_t v, float* amax) {
+    __shared__ std::uint32_t warp_vals[32];
+    v = warp_max(v);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) warp_vals[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < static_cast<int>(blockDim.x >> 5) ? warp_vals[lane] : 0u;
+        v = warp_max(v);
+        if (lane == 0 && v != 0u) atomicMax(reinterpret_cast<unsigned int*>(amax), v);
+    }
+}
+
+// ---- launch geometry --------------------------------------------------------------------------
+
+constexpr int kThreads = 256;
+
+// Enough blocks to fill the device a few times over; grid-stride loops cover the rest.
+inline unsigned grid_for(std::size_t work_items, int threads = kThreads) {
+    static int sms = [] {
+        int dev = 0, n = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            n = 132;
+        return n;
+    }();
+    const std::size_t want = (work_items + threads - 1) / threads;
+    const std::size_t cap = static_cast<std::size_t>(sms) * 8;
+    const std::size_t g = want < cap ? want : cap;
+    return static_cast<unsigned>(g > 0 ? g : 1);
+}
+
+// TransformerEngine compute_scale_from_amax (see kernels.hpp), float32 throughout.
+__host__ __device__ __forceinline__ float te_scale(float amax, float fmax, bool pow2, float epsilon,
+                                                   float value_for_inf) {
+    if (amax < epsilon) amax = epsilon;
+    if (!(amax == amax) || amax == 0.0f || amax > 3.402823466e38f) return 1.0f;
+#if defined(__CUDA_ARCH__)
+    float scale = __fdiv_rn(fmax, amax);
+    std::uint32_t b = __float_as_uint(scale);
+#else
+    float scale = fmax / amax;
+    std::uint32_t b;
+    std::memcpy(&b, &scale, 4);
+#endif
+    if (scale > 3.402823466e38f) {
+        scale = value_for_inf;
+#if defined(__CUDA_ARCH__)
+        b = __float_as_uint(scale);
+#else
+        std::memcpy(&b, &scale, 4);
+#endif
+    }
+    if (pow2) {
+        b &= 0xFF800000u;
+#if defined(__CUDA_ARCH__)
+        scale = __uint_as_float(b);
+#else
+        std::memcpy(&scale, &b, 4);
+#endif
+    }
+    return scale;
+}
+
+// Host-side dispatch of a run-time format to a callable templated on the emu format (emu's own
+// with_format is __host__ __device__, which nvcc warns about for host lambdas).
+template <class Fn>
+decltype(auto) with_fp8(Format f, Fn&& fn) {
+    switch (f) {
+        case Format::e5m2: return fn(emu::E5M2{});
+        case Format::e4m3fnuz: return fn(emu::E4M3FNUZ{});
+        case Format::e5m2fnuz: return fn(emu::E5M2FNUZ{});
+        case Format::e8m0: return fn(emu::E8M0{});
+        case Format::e4m3: break;
+    }
+    return fn(emu::E4M3{});
+}
+
+// Largest finite value of a format, as float (decode is exact in float32).
+inline float format_max(Format f) {
+    return with_fp8(f, [](auto fmt) {
+        using F = decltype(fmt);
+        const auto bits = static_cast<std::uint32_t>(
+            emu::convert<F, Binary32>(static_cast<std::uint8_t>(F::max_finite_code), emu::kDecodePolicy));
+        float v;
+        std::memcpy(&v, &bits, 4);
+        return v;
+    });
+}
+
+// Dispatch a run-time (input, output) pair to a callable templated on the emu formats.
+template <class Fn>
+void with_input(Wide w, Fn&& fn) {
+    switch (w) {
+        case Wide::f16: fn(Binary16{}); return;
+        case Wide::bf16: fn(BFloat16{}); return;
+        default: fn(Binary32{}); return;
+    }
+}
+
+}  // namespace fp8kit::cuda::detail

@@ -1,0 +1,115 @@
+// Kernel timings on 2^28 float32 elements (CUDA events around each run, median of many runs),
+// next to the device-to-device copy that sets the ceiling. Prints CSV lines
+//   name,ms,bytes_moved
+// which cuda/tools/bench_torch.py joins with torch's figures into the table of
+// cuda/bench_on_gpu.sh. Usage: fp8kit_cuda_bench [log2_elements=28] [runs=50]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fp8kit/cuda/kernels.hpp"
+
+namespace cu = fp8kit::cuda;
+using fp8kit::emu::Format;
+using fp8kit::emu::NanEncoding;
+using fp8kit::emu::Overflow;
+using fp8kit::emu::Policy;
+using fp8kit::emu::Rounding;
+using fp8kit::emu::Wide;
+
+#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
+    std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); std::exit(3); } } while (0)
+
+// Gaussian-looking activations with rare outliers, from a hash (no cuRAND dependency).
+__global__ void fill(float* x, std::size_t n) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+        std::uint32_t h = static_cast<std::uint32_t>(i) * 0x9E3779B9u ^ static_cast<std::uint32_t>(i >> 32);
+        h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16;
+        const float u = (h >> 8) * (1.0f / 16777216.0f) - 0.5f;
+        x[i] = u * 4.0f * ((h & 0xFFF) == 0 ? 100.0f : 1.0f);
+    }
+}
+
+static double median_ms(const std::function<void()>& fn, int runs) {
+    cudaEvent_t a, b;
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < 3; ++i) fn();  // warm-up
+    CHECK(cudaDeviceSynchronize());
+    std::vector<float> t;
+    for (int i = 0; i < runs; ++i) {
+        CHECK(cudaEventRecord(a));
+        fn();
+        CHECK(cudaEventRecord(b));
+        CHECK(cudaEventSynchronize(b));
+        float ms = 0;
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        t.push_back(ms);
+    }
+    std::sort(t.begin(), t.end());
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return t[t.size() / 2];
+}
+
+int main(int argc, char** argv) {
+    const int log2n = argc > 1 ? std::atoi(argv[1]) : 28;
+    const int runs = argc > 2 ? std::atoi(argv[2]) : 50;
+    if (log2n < 10 || log2n > 31 || runs < 1) {
+        std::fprintf(stderr, "usage: fp8kit_cuda_bench [log2_elements 10..31] [runs >= 1]\n");
+        return 2;
+    }
+    std::string why;
+    if (cu::device_count(&why) == 0) {
+        std::fprintf(stderr, "no CUDA device: %s\n", why.c_str());
+        return 77;
+    }
+    const std::size_t n = std::size_t{1} << log2n;
+    const std::size_t rows = n / 4096, cols = 4096;
+    float *x, *y, *scalars;
+    std::uint8_t *q, *s8;
+    CHECK(cudaMalloc(&x, n * 4));
+    CHECK(cudaMalloc(&y, n * 4));
+    CHECK(cudaMalloc(&q, n));
+    CHECK(cudaMalloc(&s8, n / 32));
+    CHECK(cudaMalloc(&scalars, 64));
+    float* block_scales;
+    CHECK(cudaMalloc(&block_scales, n / 128 * 4));
+    fill<<<4096, 256>>>(x, n);
+    CHECK(cudaGetLastError());
+    const float one = 0.5f;
+    CHECK(cudaMemcpy(scalars, &one, 4, cudaMemcpyHostToDevice));
+
+    const Policy sat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
+    const double N = static_cast<double>(n);
+    std::printf("# device %s, n = 2^%d, median of %d runs\nname,ms,bytes\n", cu::device_name().c_str(), log2n, runs);
+    auto row = [&](const char* name, double bytes, const std::function<void()>& fn) {
+        const double ms = median_ms(fn, runs);
+        std::printf("%s,%.5f,%.0f\n", name, ms, bytes);
+        std::fflush(stdout);
+    };
+    row("copy_d2d", 8 * N, [&] { CHECK(cudaMemcpyAsync(y, x, n * 4, cudaMemcpyDeviceToDevice)); });
+    row("cast_f32_e4m3", 5 * N, [&] { cu::quantize(Format::e4m3, Wide::f32, x, q, n, sat); });
+    row("cast_f32_e4m3_cvt_satfinite", 5 * N, [&] { cu::quantize_e4m3_cvt_satfinite(x, q, n); });
+    row("delayed_scaling_cast_amax", 5 * N, [&] {
+        cu::quantize_delayed_scaling(Format::e4m3, Wide::f32, x, q, n, sat, scalars, scalars + 1);
+    });
+    row("current_scaling", 9 * N, [&] {
+        cu::quantize_current_scaling(Format::e4m3, Wide::f32, x, q, n, sat, scalars + 2, scalars + 3, scalars + 4);
+    });
+    row("statistics", 4 * N, [&] { cu::statistics(Format::e4m3, Wide::f32, x, n, sat, 0.5f); });
+    row("mx_e4m3_round_up", 5 * N + N / 32, [&] {
+        cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sat, cu::MxRule::round_up, s8);
+    });
+    row("block_1x128", 5 * N + N / 32, [&] {
+        cu::quantize_block_1x128(Format::e4m3, Wide::f32, x, q, rows, cols, sat, block_scales);
+    });
+    CHECK(cudaDeviceSynchronize());
+    return 0;
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# GPU validation of fp8kit's CUDA kernels (run from anywhere on a machine with an sm_89+ GPU and
+# 16 CPU cores; about 5-7 minutes on an H100 box):
+#   1. build with CUDA for sm_90, or use the programs cuda/pack_for_gpu.sh built elsewhere;
+#   2. test_gpu: every kernel against the CPU reference, bit for bit (random and adversarial
+#      inputs, shapes not divisible by the block sizes);
+#   3. fp8kit_exhaustive_check: the conversion kernels and the cvt.rn.satfinite path on all 2^32
+#      float32 inputs for every format and policy, and all f16/bf16 inputs (0 mismatches = pass);
+#   4. compute-sanitizer memcheck and racecheck on test_gpu (six-policy quick mode), run beside 3.
+# Logs go to $OUT (default ./fp8kit-gpu-logs); the last line says PASS or FAIL.
+set -u -o pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:-$PWD/fp8kit-gpu-logs}
+BUILD=${BUILD:-/tmp/fp8kit-build-gpu}
+JOBS=$(nproc)
+mkdir -p "$OUT"
+SUMMARY="$OUT/summary.txt"
+RCDIR=$(mktemp -d)  # exit codes of the background runs (kept out of $OUT: few files come back)
+: > "$SUMMARY"
+fail=0
+step() {  # step NAME STATUS
+    if [ "$2" -eq 0 ]; then echo "ok    $1" | tee -a "$SUMMARY"; else echo "FAIL  $1 (exit $2)" | tee -a "$SUMMARY"; fail=1; fi
+}
+start=$(date +%s)
+{ date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; nvcc --version | tail -2; } > "$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+
+# Prebuilt programs from cuda/pack_for_gpu.sh (build-gpu-bundle/, carried to a GPU machine that
+# lacks the project's -dev packages) are used when present; otherwise build here.
+BUNDLE=${FP8KIT_BUNDLE:-$ROOT/build-gpu-bundle}
+if [ -x "$BUNDLE/bin/test_gpu" ] && [ -x "$BUNDLE/bin/fp8kit_exhaustive_check" ]; then
+    echo "== prebuilt programs from $BUNDLE (commit $(cat "$BUNDLE/commit.txt" 2>/dev/null))"
+    TEST="$BUNDLE/bin/test_gpu"
+    CHECKER="$BUNDLE/bin/fp8kit_exhaustive_check"
+    LIBS="$BUNDLE/lib"
+else
+    echo "== build ($BUILD)"
+    export PATH="$PATH:/usr/local/cuda/bin"
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
+          -DFP8KIT_BUILD_BENCH=OFF > "$OUT/configure.log" 2>&1 &&
+      timeout 300 cmake --build "$BUILD" -j"$JOBS" --target test_gpu fp8kit_exhaustive_check > "$OUT/build.log" 2>&1
+    rc=$?
+    step build $rc
+    if [ $rc -ne 0 ]; then tail -40 "$OUT/configure.log" "$OUT/build.log"; echo "FAIL (build; logs in $OUT)"; exit 1; fi
+    TEST="$BUILD/tests/gpu/test_gpu"
+    CHECKER="$BUILD/cuda/fp8kit_exhaustive_check"
+    LIBS=""
+fi
+# Only our programs see the bundled libraries (libfmt, libgomp, libcudart).
+run() { LD_LIBRARY_PATH="${LIBS:+$LIBS:}${LD_LIBRARY_PATH:-}" "$@"; }
+
+echo "== test_gpu"
+run timeout 240 "$TEST" > "$OUT/test_gpu.log" 2>&1
+rc=$?
+tail -5 "$OUT/test_gpu.log"
+step test_gpu $rc
+
+# Sanitizers beside the exhaustive check (which is CPU-bound): few CPU threads for them.
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+(
+  export FP8KIT_GPU_TEST_QUICK=1 OMP_NUM_THREADS=2
+  run timeout 300 "$SAN" --tool memcheck --leak-check full --error-exitcode 1 "$TEST" > "$OUT/memcheck.log" 2>&1
+  echo $? > "$RCDIR/memcheck.rc"
+  run timeout 300 "$SAN" --tool racecheck --error-exitcode 1 "$TEST" > "$OUT/racecheck.log" 2>&1
+  echo $? > "$RCDIR/racecheck.rc"
+) &
+san_pid=$!
+
+echo "== exhaustive check (all 2^32 float32 inputs, every format and policy)"
+export OMP_NUM_THREADS=$JOBS
+run timeout 420 "$CHECKER" 2>&1 | tee "$OUT/exhaustive.log" | grep -E "MISMATCH|exhaustive check|f16/bf16|s, mismatches"
+rc=${PIPESTATUS[0]}
+step exhaustive_check $rc
+
+wait $san_pid
+for tool in memcheck racecheck; do
+    rc=$(cat "$RCDIR/$tool.rc" 2>/dev/null || echo 99)
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$OUT/$tool.log" | tail -3
+    step "compute-sanitizer $tool" "$rc"
+done
+
+echo "elapsed $(( $(date +%s) - start )) s" | tee -a "$SUMMARY"
+if [ $fail -eq 0 ]; then echo "PASS (logs in $OUT)" | tee -a "$SUMMARY"; else echo "FAIL (logs in $OUT)" | tee -a "$SUMMARY"; fi
+exit $fail
