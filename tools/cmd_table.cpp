@@ -3,8 +3,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include "command.hpp"
 #include "fp8kit/quantize.hpp"
@@ -17,15 +20,20 @@ struct TableOpts {
     PolicyOptions policy;
 };
 
-// Writes to FILE.partial and renames at the end, so a failed run never leaves a file that
-// looks complete.
+// A regular file is written as FILE.partial and renamed at the end, so a failed run never
+// leaves a file that looks complete. Anything else that exists (/dev/null, a FIFO, a terminal)
+// is written in place: renaming over it would replace the device with a plain file.
 class Sink {
 public:
     explicit Sink(const std::string& path) : path_(path) {
         if (path == "-") { f_ = stdout; return; }
-        tmp_ = path + ".partial";
+        struct stat st {};
+        const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
+        if (special && S_ISDIR(st.st_mode)) throw UsageError(fmt::format("-o {}: is a directory", path));
+        tmp_ = special ? path : path + ".partial";
         f_ = std::fopen(tmp_.c_str(), "wb");
         if (!f_) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
+        in_place_ = special;
     }
     void write(const void* p, std::size_t n) {
         if (std::fwrite(p, 1, n, f_) != n) fail();
@@ -35,22 +43,26 @@ public:
         if (f_ == stdout) return;
         if (std::fclose(f_) != 0) { f_ = nullptr; fail(); }
         f_ = nullptr;
-        if (std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
+        if (!in_place_ && std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
     }
     ~Sink() {
-        if (f_ && f_ != stdout) { std::fclose(f_); std::remove(tmp_.c_str()); }
+        if (f_ && f_ != stdout) {
+            std::fclose(f_);
+            if (!in_place_) std::remove(tmp_.c_str());
+        }
     }
 
 private:
     [[noreturn]] void fail() {
         const std::string why = std::strerror(errno);
         if (f_ && f_ != stdout) std::fclose(f_);
-        if (f_ != stdout) std::remove(tmp_.c_str());
+        if (f_ != stdout && !in_place_) std::remove(tmp_.c_str());
         f_ = nullptr;
         throw UsageError(fmt::format("-o {}: write failed: {}", path_, why));
     }
     std::string path_, tmp_;
     std::FILE* f_ = nullptr;
+    bool in_place_ = false;
 };
 
 Register reg([](CLI::App& root) {
@@ -86,13 +98,19 @@ Register reg([](CLI::App& root) {
         if (p.rounding == Rounding::stochastic)
             throw UsageError("--round stochastic has no single table; choose a deterministic rounding");
         const std::uint64_t total = std::uint64_t{1} << (8 * wide_size(*wide_from));
-        const std::size_t slice = std::size_t{1} << 24;
-        std::vector<std::uint8_t> buf(std::min<std::uint64_t>(slice, total));
+        const std::size_t slice = std::min<std::uint64_t>(std::uint64_t{1} << 24, total);
+        // Two slices in flight: while one is written (a thread of its own), the next is
+        // computed, so a 4 GiB table costs about max(compute, write) rather than their sum.
+        std::vector<std::uint8_t> bufs[2] = {std::vector<std::uint8_t>(slice), std::vector<std::uint8_t>(slice)};
         Sink sink(o->output);
-        for (std::uint64_t first = 0; first < total; first += buf.size()) {
-            encode_bit_range(to, *wide_from, first, buf.size(), buf.data(), p);
-            sink.write(buf.data(), buf.size());
+        std::future<void> writing;
+        for (std::uint64_t first = 0, k = 0; first < total; first += slice, ++k) {
+            std::vector<std::uint8_t>& buf = bufs[k % 2];
+            encode_bit_range(to, *wide_from, first, slice, buf.data(), p);
+            if (writing.valid()) writing.get();  // rethrows a write error (UsageError)
+            writing = std::async(std::launch::async, [&sink, &buf] { sink.write(buf.data(), buf.size()); });
         }
+        if (writing.valid()) writing.get();
         sink.commit();
     });
 });
