@@ -5,6 +5,8 @@
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 namespace fp8kit::simd {
@@ -104,16 +106,38 @@ void run(const EncodeConsts& c, const typename L::T* in, std::uint8_t* out, std:
     }
 }
 
+// Non-temporal stores of whole 64-byte lines of `out`; the part before the first line boundary
+// and the tail go through run().
+template <class L>
+void run_stream(const EncodeConsts& c, const typename L::T* in, std::uint8_t* out, std::size_t n) {
+    const auto misalign = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(out) % 64);
+    const std::size_t head = std::min(n, (64 - misalign) % 64);
+    run<L>(c, in, out, head);
+    const Avx2Consts k(c);
+    std::size_t i = head;
+    for (; i + 64 <= n; i += 64)
+        for (std::size_t h = i; h < i + 64; h += 32) {
+            const __m256i v = pack32(encode8(k, L::load(in + h)), encode8(k, L::load(in + h + 8)),
+                                     encode8(k, L::load(in + h + 16)), encode8(k, L::load(in + h + 24)));
+            _mm256_stream_si256(reinterpret_cast<__m256i*>(out + h), v);
+        }
+    _mm_sfence();
+    run<L>(c, in + i, out + i, n - i);
+}
+
 }  // namespace
 
-void encode_f32_avx2(const EncodeConsts& c, const std::uint32_t* in, std::uint8_t* out, std::size_t n) {
-    run<LoadF32>(c, in, out, n);
+void encode_f32_avx2(const EncodeConsts& c, const std::uint32_t* in, std::uint8_t* out, std::size_t n, bool stream) {
+    if (stream) run_stream<LoadF32>(c, in, out, n);
+    else run<LoadF32>(c, in, out, n);
 }
-void encode_f16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n) {
-    run<LoadF16>(c, in, out, n);
+void encode_f16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream) {
+    if (stream) run_stream<LoadF16>(c, in, out, n);
+    else run<LoadF16>(c, in, out, n);
 }
-void encode_bf16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n) {
-    run<LoadBF16>(c, in, out, n);
+void encode_bf16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream) {
+    if (stream) run_stream<LoadBF16>(c, in, out, n);
+    else run<LoadBF16>(c, in, out, n);
 }
 
 }  // namespace fp8kit::simd

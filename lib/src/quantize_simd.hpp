@@ -32,11 +32,13 @@ struct EncodeConsts {
 };
 
 // Kernels: out[i] = code of in[i] for i < n; any n (tails go through a padded block).
-void encode_f32_avx2(const EncodeConsts& c, const std::uint32_t* in, std::uint8_t* out, std::size_t n);
-void encode_f16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n);
-void encode_bf16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n);
-void encode_f32_avx512(const EncodeConsts& c, const std::uint32_t* in, std::uint8_t* out, std::size_t n);
-void encode_f16_avx512(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n);
-void encode_bf16_avx512(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n);
+// stream: write whole cache lines with non-temporal stores (no read-for-ownership of `out`, and
+// it does not evict the input from cache); for arrays far larger than the caches.
+void encode_f32_avx2(const EncodeConsts& c, const std::uint32_t* in, std::uint8_t* out, std::size_t n, bool stream);
+void encode_f16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream);
+void encode_bf16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream);
+void encode_f32_avx512(const EncodeConsts& c, const std::uint32_t* in, std::uint8_t* out, std::size_t n, bool stream);
+void encode_f16_avx512(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream);
+void encode_bf16_avx512(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream);
 
 }  // namespace fp8kit::simd

@@ -5,6 +5,7 @@
 // cannot pass as a SIMD test.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -231,6 +232,40 @@ TEST_CASE("SIMD encode_bit_range equals emu::convert on float32 ranges with odd 
                     INFO(path_name(path) << " " << name(f) << " " << describe(p) << " start 0x" << std::hex << s);
                     CHECK(bad == 0);
                 }
+    }
+}
+
+TEST_CASE("SIMD encode of arrays past the streaming threshold (non-temporal stores), misaligned", "[emu][simd]") {
+    PathLimitGuard guard;
+    const std::size_t n = (std::size_t{1} << 23) + 123;  // kStreamElements in quantize.cpp, plus a tail
+    const std::size_t offset = 5;                        // output not on a cache-line boundary
+    std::mt19937 rng(99);
+    std::vector<std::uint32_t> in32(n);
+    std::vector<std::uint16_t> in16(n);
+    for (auto& v : in32) v = static_cast<std::uint32_t>(rng());
+    for (auto& v : in16) v = static_cast<std::uint16_t>(rng());
+    std::vector<std::uint8_t> out(n + offset + 1);
+    struct Case { Wide w; Format f; Profile p; };
+    const Case cases[] = {{Wide::f32, Format::e4m3, Profile::cuda_satfinite}, {Wide::f16, Format::e5m2, Profile::ml_dtypes},
+                          {Wide::bf16, Format::e4m3, Profile::torch}};
+    for (EncodePath path : simd_paths()) {
+        set_encode_path_limit(path);
+        for (const Case& k : cases) {
+            const Policy p = emu::profile_policy(k.p, k.f, k.w).policy;
+            REQUIRE(std::string(encode_path(k.f, k.w, p)) == path_name(path));
+            std::fill(out.begin(), out.end(), 0xA5);
+            const void* src = k.w == Wide::f32 ? static_cast<const void*>(in32.data()) : static_cast<const void*>(in16.data());
+            encode_array(k.f, k.w, src, out.data() + offset, n, p);
+            std::size_t bad = 0;
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::uint32_t bits = k.w == Wide::f32 ? in32[i] : in16[i];
+                bad += out[offset + i] != reference(k.f, k.w, bits, p);
+            }
+            INFO(path_name(path) << " " << name(k.w) << " -> " << name(k.f));
+            CHECK(bad == 0);
+            CHECK(out[offset - 1] == 0xA5);
+            CHECK(out[offset + n] == 0xA5);
+        }
     }
 }
 
