@@ -122,6 +122,18 @@ def main() -> int:
             out["fp8kit"][f"{fmt}/{path}"] = eps
             print(f"{'fp8kit ' + fmt + ' satfinite':<34} {path:<8} {eps / 1e6:>9.1f} {g:>7.2f} "
                   f"{eps / e:>11.1f} {100 * g / copy_bw:>6.1f}% {100 * g / read_bw:>6.1f}%")
+    print()
+    print("one core, data in L2, per CPU-second (compute capacity, unaffected by other processes):")
+    for fmt in ("e4m3", "e5m2"):
+        for path_arg, path in ((2, "avx512"), (1, "avx2"), (0, "scalar")):
+            name = f"encode_in_l2_{fmt}_satfinite/path:{path_arg}"
+            if name not in rows:
+                continue
+            b = rows[name]
+            eps = b["items_per_second"]  # computed by Google Benchmark from CPU time
+            out["fp8kit"][f"{fmt}/{path}/in_l2_per_core"] = eps
+            print(f"  fp8kit {fmt} {path:<7} {eps / 1e6:>9.1f} Melem/s = {eps * 5 / 1e9:6.2f} GB/s-equivalent, "
+                  f"{eps / ml_cpu[fmt]:6.1f}x ml_dtypes per CPU-second")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"summary": out, "bench": report}, f, indent=1)
