@@ -22,6 +22,13 @@ cmp "$tmp/received" "$repo/tests/golden/f16_e4m3_ml_dtypes.bin" || { echo "FAIL:
 cmp "$tmp/table.bin" "$repo/tests/golden/bf16_e5m2_torch.bin" || { echo "FAIL: regular file differs from torch"; exit 1; }
 [ ! -e "$tmp/table.bin.partial" ] || { echo "FAIL: table.bin.partial left behind"; exit 1; }
 
+# A decode table (1,024 bytes: not a whole O_DIRECT block) to a regular file equals the same
+# table through standard output.
+"$fp8kit" table --from e4m3 --to f32 -o "$tmp/decode.bin"
+"$fp8kit" table --from e4m3 --to f32 -o - > "$tmp/decode_stdout.bin"
+[ "$(stat -c %s "$tmp/decode.bin")" = 1024 ] || { echo "FAIL: decode table is $(stat -c %s "$tmp/decode.bin") bytes"; exit 1; }
+cmp "$tmp/decode.bin" "$tmp/decode_stdout.bin" || { echo "FAIL: decode table differs between file and stdout"; exit 1; }
+
 # A directory is refused with exit 2.
 set +e
 "$fp8kit" table --from f16 --to e4m3 --profile ml_dtypes -o "$tmp" 2> "$tmp/err"
