@@ -5,7 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <future>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <memory>
 #include <new>
 #include <vector>
@@ -109,6 +112,83 @@ struct AlignedBytes {
     std::uint8_t* data;
 };
 
+// Writes filled slices in order on a thread of its own; the caller fills the next free one
+// meanwhile. kSlots slices in flight smooth out a disk or a pipe that is briefly slower than
+// the computation.
+class SliceWriter {
+public:
+    static constexpr std::size_t kSlots = 4;
+
+    SliceWriter(Sink& sink, std::size_t slice) : sink_(sink) {
+        for (std::size_t i = 0; i < kSlots; ++i) bufs_.push_back(std::make_unique<AlignedBytes>(slice));
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~SliceWriter() {
+        {
+            std::lock_guard<std::mutex> l(m_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    // The next slice to fill; waits while every slice is queued for writing.
+    AlignedBytes& next() {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return queued_ < kSlots || error_; });
+        if (error_) std::rethrow_exception(error_);
+        return *bufs_[(head_ + queued_) % kSlots];
+    }
+    // Queue the slice returned by next().
+    void push() {
+        {
+            std::lock_guard<std::mutex> l(m_);
+            ++queued_;
+        }
+        cv_.notify_all();
+    }
+    // Wait until everything queued is written.
+    void finish() {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return queued_ == 0 || error_; });
+        if (error_) std::rethrow_exception(error_);
+    }
+
+private:
+    void loop() {
+        for (;;) {
+            AlignedBytes* b;
+            {
+                std::unique_lock<std::mutex> l(m_);
+                cv_.wait(l, [&] { return queued_ > 0 || stop_; });
+                if (stop_) return;
+                b = bufs_[head_].get();
+            }
+            try {
+                sink_.write(b->data, b->size);
+            } catch (...) {
+                std::lock_guard<std::mutex> l(m_);
+                error_ = std::current_exception();
+                cv_.notify_all();
+                return;
+            }
+            {
+                std::lock_guard<std::mutex> l(m_);
+                head_ = (head_ + 1) % kSlots;
+                --queued_;
+            }
+            cv_.notify_all();
+        }
+    }
+    Sink& sink_;
+    std::vector<std::unique_ptr<AlignedBytes>> bufs_;
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::size_t head_ = 0, queued_ = 0;
+    bool stop_ = false;
+    std::exception_ptr error_;
+    std::thread thread_;
+};
+
 Register reg([](CLI::App& root) {
     auto* o = new TableOpts;
     auto* cmd = root.add_subcommand(
@@ -143,18 +223,16 @@ Register reg([](CLI::App& root) {
             throw UsageError("--round stochastic has no single table; choose a deterministic rounding");
         const std::uint64_t total = std::uint64_t{1} << (8 * wide_size(*wide_from));
         const std::size_t slice = std::min<std::uint64_t>(std::uint64_t{1} << 24, total);
-        // Two slices in flight: while one is written (a thread of its own), the next is
-        // computed, so a 4 GiB table costs about max(compute, write) rather than their sum.
-        AlignedBytes bufs[2] = {AlignedBytes(slice), AlignedBytes(slice)};
+        // Slices are written on a thread of their own while the next ones are computed, so a
+        // 4 GiB table costs about max(compute, write) rather than their sum.
         Sink sink(o->output);
-        std::future<void> writing;
-        for (std::uint64_t first = 0, k = 0; first < total; first += slice, ++k) {
-            AlignedBytes& buf = bufs[k % 2];
+        SliceWriter writer(sink, slice);
+        for (std::uint64_t first = 0; first < total; first += slice) {
+            AlignedBytes& buf = writer.next();  // rethrows a write error (UsageError)
             encode_bit_range(to, *wide_from, first, slice, buf.data, p);
-            if (writing.valid()) writing.get();  // rethrows a write error (UsageError)
-            writing = std::async(std::launch::async, [&sink, &buf] { sink.write(buf.data, buf.size); });
+            writer.push();
         }
-        if (writing.valid()) writing.get();
+        writer.finish();
         sink.commit();
     });
 });
