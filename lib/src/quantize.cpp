@@ -120,6 +120,16 @@ void run_kernel(EncodePath path, Wide from, const simd::EncodeConsts& c, const v
 #endif
 }
 
+void run_range_kernel(EncodePath path, const simd::EncodeConsts& c, std::uint32_t first,
+                      std::uint8_t* out, std::size_t n) {
+#if defined(FP8KIT_X86_SIMD)
+    if (path == EncodePath::avx512) simd::encode_f32_range_avx512(c, first, out, n);
+    else simd::encode_f32_range_avx2(c, first, out, n);
+#else
+    (void)path, (void)c, (void)first, (void)out, (void)n;
+#endif
+}
+
 // Blocks handed to one thread at a time: large enough to amortise the call, small enough to
 // balance two threads on short arrays.
 constexpr std::size_t kBlock = std::size_t{1} << 16;
@@ -205,7 +215,6 @@ void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_
     simd::EncodeConsts c{};
     const EncodePath path = active_path(to, from, policy, &c);
     if (path != EncodePath::scalar) {
-        // The bit patterns are generated into a block that stays in L1, then encoded as an array.
         constexpr std::size_t kBits = 4096;
         const auto blocks = static_cast<std::ptrdiff_t>((n + kBits - 1) / kBits);
 #pragma omp parallel for schedule(static)
@@ -214,10 +223,8 @@ void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_
             const std::size_t m = n - first < kBits ? n - first : kBits;
             const std::uint64_t base = first_bits + first;
             if (from == Wide::f32) {
-                std::uint32_t bits[kBits];
-                for (std::size_t i = 0; i < m; ++i) bits[i] = static_cast<std::uint32_t>(base + i);
-                run_kernel(path, from, c, bits, out + first, m, false);
-            } else {
+                run_range_kernel(path, c, static_cast<std::uint32_t>(base), out + first, m);
+            } else {  // 16-bit sources: the patterns go through a block that stays in L1
                 std::uint16_t bits[kBits];
                 for (std::size_t i = 0; i < m; ++i) bits[i] = static_cast<std::uint16_t>(base + i);
                 run_kernel(path, from, c, bits, out + first, m, false);

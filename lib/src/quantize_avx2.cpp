@@ -140,5 +140,24 @@ void encode_bf16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8
     else run<LoadBF16>(c, in, out, n);
 }
 
+void encode_f32_range_avx2(const EncodeConsts& c, std::uint32_t first, std::uint8_t* out, std::size_t n) {
+    const Avx2Consts k(c);
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i eight = _mm256_set1_epi32(8);
+    __m256i x = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(first)), iota);
+    std::size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m256i x1 = _mm256_add_epi32(x, eight);
+        const __m256i x2 = _mm256_add_epi32(x1, eight);
+        const __m256i x3 = _mm256_add_epi32(x2, eight);
+        const __m256i v = pack32(encode8(k, x), encode8(k, x1), encode8(k, x2), encode8(k, x3));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), v);
+        x = _mm256_add_epi32(x3, eight);
+    }
+    std::uint32_t tail[32];
+    for (std::size_t j = 0; j < n - i; ++j) tail[j] = first + static_cast<std::uint32_t>(i + j);
+    run<LoadF32>(c, tail, out + i, n - i);
+}
+
 }  // namespace fp8kit::simd
 #endif

@@ -137,5 +137,26 @@ void encode_bf16_avx512(const EncodeConsts& c, const std::uint16_t* in, std::uin
     else run<LoadBF16>(c, in, out, n);
 }
 
+void encode_f32_range_avx512(const EncodeConsts& c, std::uint32_t first, std::uint8_t* out, std::size_t n) {
+    const Avx512Consts k(c);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    __m512i x = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(first)),
+                                 _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    std::size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __m512i x1 = _mm512_add_epi32(x, sixteen);
+        const __m512i x2 = _mm512_add_epi32(x1, sixteen);
+        const __m512i x3 = _mm512_add_epi32(x2, sixteen);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), encode16(k, x));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 16), encode16(k, x1));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 32), encode16(k, x2));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i + 48), encode16(k, x3));
+        x = _mm512_add_epi32(x3, sixteen);
+    }
+    std::uint32_t tail[64];
+    for (std::size_t j = 0; j < n - i; ++j) tail[j] = first + static_cast<std::uint32_t>(i + j);
+    run<LoadF32>(c, tail, out + i, n - i);
+}
+
 }  // namespace fp8kit::simd
 #endif

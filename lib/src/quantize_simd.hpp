@@ -41,4 +41,9 @@ void encode_f32_avx512(const EncodeConsts& c, const std::uint32_t* in, std::uint
 void encode_f16_avx512(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream);
 void encode_bf16_avx512(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream);
 
+// Conversion tables: out[i] = code of the f32 bit pattern first + i (mod 2^32), i < n, with the
+// patterns made in registers rather than read from memory.
+void encode_f32_range_avx2(const EncodeConsts& c, std::uint32_t first, std::uint8_t* out, std::size_t n);
+void encode_f32_range_avx512(const EncodeConsts& c, std::uint32_t first, std::uint8_t* out, std::size_t n);
+
 }  // namespace fp8kit::simd
