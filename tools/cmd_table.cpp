@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <omp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -225,6 +226,11 @@ Register reg([](CLI::App& root) {
         const std::size_t slice = std::min<std::uint64_t>(std::uint64_t{1} << 24, total);
         // Slices are written on a thread of their own while the next ones are computed, so a
         // 4 GiB table costs about max(compute, write) rather than their sum.
+        // A SIMD path computes about 5 G codes/s on one core (docs/performance.md), faster than a
+        // file is written, so it runs on one thread: more threads only wait for each other at
+        // the end of every slice, which on a shared machine cost more than they computed. The
+        // scalar path needs every core.
+        if (std::string(encode_path(to, *wide_from, p)) != "scalar") omp_set_num_threads(1);
         Sink sink(o->output);
         SliceWriter writer(sink, slice);
         for (std::uint64_t first = 0; first < total; first += slice) {

@@ -176,7 +176,10 @@ void encode_array(Format to, Wide from, const void* in, std::uint8_t* out, std::
     if (path != EncodePath::scalar) {
         const std::size_t size = wide_size(from);
         const auto blocks = static_cast<std::ptrdiff_t>((n + kBlock - 1) / kBlock);
-#pragma omp parallel for schedule(static)
+        // Blocks are dealt out as threads come free: on a shared machine a thread that loses its
+        // core does not hold the others at the barrier with a fixed half of the work. Every
+        // element's code is independent of the split.
+#pragma omp parallel for schedule(dynamic)
         for (std::ptrdiff_t b = 0; b < blocks; ++b) {
             const std::size_t first = static_cast<std::size_t>(b) * kBlock;
             const std::size_t m = n - first < kBlock ? n - first : kBlock;
@@ -217,7 +220,7 @@ void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_
     if (path != EncodePath::scalar) {
         constexpr std::size_t kBits = 4096;
         const auto blocks = static_cast<std::ptrdiff_t>((n + kBits - 1) / kBits);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(dynamic, 4)  // as in encode_array
         for (std::ptrdiff_t b = 0; b < blocks; ++b) {
             const std::size_t first = static_cast<std::size_t>(b) * kBits;
             const std::size_t m = n - first < kBits ? n - first : kBits;
