@@ -5,7 +5,9 @@
 #if defined(__x86_64__) && defined(__AVX512F__)
 #include <immintrin.h>
 
-#include <algorithm>
+// No standard-library templates here: an out-of-line copy instantiated in this file would carry
+// AVX instructions and the linker could pick it for the portable path too.
+
 #include <cstdint>
 #include <cstring>
 
@@ -107,7 +109,8 @@ void run(const EncodeConsts& c, const typename L::T* in, std::uint8_t* out, std:
 template <class L>
 void run_stream(const EncodeConsts& c, const typename L::T* in, std::uint8_t* out, std::size_t n) {
     const auto misalign = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(out) % 64);
-    const std::size_t head = std::min(n, (64 - misalign) % 64);
+    const std::size_t to_line = (64 - misalign) % 64;
+    const std::size_t head = n < to_line ? n : to_line;
     run<L>(c, in, out, head);
     const Avx512Consts k(c);
     std::size_t i = head;
