@@ -1,11 +1,22 @@
 // fp8kit table: an exhaustive conversion table as raw bytes, for diffing a kernel's own output.
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <sys/stat.h>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <memory>
+#include <new>
 #include <vector>
+
+#include <fcntl.h>
+#include <omp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "command.hpp"
 #include "fp8kit/quantize.hpp"
@@ -18,52 +29,165 @@ struct TableOpts {
     PolicyOptions policy;
 };
 
-// Writes a regular file as FILE.partial and renames it at the end, so a failed run never
-// leaves a file that looks complete. Devices and pipes (/dev/null, a FIFO) are written directly.
+// A regular file is written as FILE.partial and renamed at the end, so a failed run never
+// leaves a file that looks complete. Anything else that exists (/dev/null, a FIFO, a terminal)
+// is written in place: renaming over it would replace the device with a plain file.
+// Regular files are opened with O_DIRECT where the file system allows it: a 4 GiB table then
+// goes from our buffers to the disk without passing through the page cache, which costs the
+// kernel about 9 s of CPU per table on ext4 (docs/performance.md). Writes that are not whole
+// aligned blocks switch the file back to ordinary buffered writes.
 class Sink {
 public:
+    static constexpr std::size_t kAlign = 4096;
+
     explicit Sink(const std::string& path) : path_(path) {
-        if (path == "-") { f_ = stdout; return; }
+        if (path == "-") { fd_ = STDOUT_FILENO; in_place_ = true; return; }
         struct stat st {};
         const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-        if (special) {
-            direct_ = true;
-            f_ = std::fopen(path.c_str(), "wb");
-            if (!f_) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
-            return;
+        if (special && S_ISDIR(st.st_mode)) throw UsageError(fmt::format("-o {}: is a directory", path));
+        in_place_ = special;
+        tmp_ = special ? path : path + ".partial";
+        const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
+        if (!special) {
+            fd_ = ::open(tmp_.c_str(), flags | O_DIRECT, 0666);
+            direct_ = fd_ >= 0;
         }
-        tmp_ = path + ".partial";
-        f_ = std::fopen(tmp_.c_str(), "wb");
-        if (!f_) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
+        if (fd_ < 0) fd_ = ::open(tmp_.c_str(), flags, 0666);
+        if (fd_ < 0) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
     }
     void write(const void* p, std::size_t n) {
-        if (std::fwrite(p, 1, n, f_) != n) fail();
+        if (direct_ && (reinterpret_cast<std::uintptr_t>(p) % kAlign != 0 || n % kAlign != 0)) buffered();
+        const auto* c = static_cast<const char*>(p);
+        while (n > 0) {
+            const ssize_t w = ::write(fd_, c, n);
+            if (w < 0 && errno == EINTR) continue;
+            if (w < 0 && errno == EINVAL && direct_) { buffered(); continue; }
+            if (w <= 0) fail();
+            c += w;
+            n -= static_cast<std::size_t>(w);
+        }
     }
     void commit() {
-        if (std::fflush(f_) != 0) fail();
-        if (f_ == stdout) return;
-        if (std::fclose(f_) != 0) { f_ = nullptr; fail(); }
-        f_ = nullptr;
-        if (!direct_ && std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
+        if (fd_ == STDOUT_FILENO) return;
+        const int fd = fd_;
+        fd_ = -1;
+        if (::close(fd) != 0) fail();
+        if (!in_place_ && std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
     }
     ~Sink() {
-        if (f_ && f_ != stdout) {
-            std::fclose(f_);
-            if (!direct_) std::remove(tmp_.c_str());
+        if (fd_ >= 0 && fd_ != STDOUT_FILENO) {
+            ::close(fd_);
+            if (!in_place_) std::remove(tmp_.c_str());
         }
     }
 
 private:
+    void buffered() {
+        direct_ = false;
+        const int fl = ::fcntl(fd_, F_GETFL);
+        if (fl < 0 || ::fcntl(fd_, F_SETFL, fl & ~O_DIRECT) != 0) fail();
+    }
     [[noreturn]] void fail() {
         const std::string why = std::strerror(errno);
-        if (f_ && f_ != stdout) std::fclose(f_);
-        if (f_ != stdout && !direct_) std::remove(tmp_.c_str());
-        f_ = nullptr;
+        if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
+        if (fd_ != STDOUT_FILENO && !in_place_) std::remove(tmp_.c_str());
+        fd_ = -1;
         throw UsageError(fmt::format("-o {}: write failed: {}", path_, why));
     }
     std::string path_, tmp_;
-    std::FILE* f_ = nullptr;
+    int fd_ = -1;
+    bool in_place_ = false;
     bool direct_ = false;
+};
+
+// Slices aligned for O_DIRECT.
+struct AlignedBytes {
+    explicit AlignedBytes(std::size_t n)
+        : size(n), data(static_cast<std::uint8_t*>(std::aligned_alloc(Sink::kAlign, (n + Sink::kAlign - 1) / Sink::kAlign * Sink::kAlign))) {
+        if (!data) throw std::bad_alloc();
+    }
+    ~AlignedBytes() { std::free(data); }
+    AlignedBytes(const AlignedBytes&) = delete;
+    AlignedBytes& operator=(const AlignedBytes&) = delete;
+    std::size_t size;
+    std::uint8_t* data;
+};
+
+// Writes filled slices in order on a thread of its own; the caller fills the next free one
+// meanwhile. kSlots slices in flight smooth out a disk or a pipe that is briefly slower than
+// the computation.
+class SliceWriter {
+public:
+    static constexpr std::size_t kSlots = 4;
+
+    SliceWriter(Sink& sink, std::size_t slice) : sink_(sink) {
+        for (std::size_t i = 0; i < kSlots; ++i) bufs_.push_back(std::make_unique<AlignedBytes>(slice));
+        thread_ = std::thread([this] { loop(); });
+    }
+    ~SliceWriter() {
+        {
+            std::lock_guard<std::mutex> l(m_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    // The next slice to fill; waits while every slice is queued for writing.
+    AlignedBytes& next() {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return queued_ < kSlots || error_; });
+        if (error_) std::rethrow_exception(error_);
+        return *bufs_[(head_ + queued_) % kSlots];
+    }
+    // Queue the slice returned by next().
+    void push() {
+        {
+            std::lock_guard<std::mutex> l(m_);
+            ++queued_;
+        }
+        cv_.notify_all();
+    }
+    // Wait until everything queued is written.
+    void finish() {
+        std::unique_lock<std::mutex> l(m_);
+        cv_.wait(l, [&] { return queued_ == 0 || error_; });
+        if (error_) std::rethrow_exception(error_);
+    }
+
+private:
+    void loop() {
+        for (;;) {
+            AlignedBytes* b;
+            {
+                std::unique_lock<std::mutex> l(m_);
+                cv_.wait(l, [&] { return queued_ > 0 || stop_; });
+                if (stop_) return;
+                b = bufs_[head_].get();
+            }
+            try {
+                sink_.write(b->data, b->size);
+            } catch (...) {
+                std::lock_guard<std::mutex> l(m_);
+                error_ = std::current_exception();
+                cv_.notify_all();
+                return;
+            }
+            {
+                std::lock_guard<std::mutex> l(m_);
+                head_ = (head_ + 1) % kSlots;
+                --queued_;
+            }
+            cv_.notify_all();
+        }
+    }
+    Sink& sink_;
+    std::vector<std::unique_ptr<AlignedBytes>> bufs_;
+    std::mutex m_;
+    std::condition_variable cv_;
+    std::size_t head_ = 0, queued_ = 0;
+    bool stop_ = false;
+    std::exception_ptr error_;
+    std::thread thread_;
 };
 
 Register reg([](CLI::App& root) {
@@ -99,13 +223,22 @@ Register reg([](CLI::App& root) {
         if (p.rounding == Rounding::stochastic)
             throw UsageError("--round stochastic has no single table; choose a deterministic rounding");
         const std::uint64_t total = std::uint64_t{1} << (8 * wide_size(*wide_from));
-        const std::size_t slice = std::size_t{1} << 24;
-        std::vector<std::uint8_t> buf(std::min<std::uint64_t>(slice, total));
+        const std::size_t slice = std::min<std::uint64_t>(std::uint64_t{1} << 24, total);
+        // Slices are written on a thread of their own while the next ones are computed, so a
+        // 4 GiB table costs about max(compute, write) rather than their sum.
+        // A SIMD path computes about 5 G codes/s on one core (docs/performance.md), faster than a
+        // file is written, so it runs on one thread: more threads only wait for each other at
+        // the end of every slice, which on a shared machine cost more than they computed. The
+        // scalar path needs every core.
+        if (std::string(encode_path(to, *wide_from, p)) != "scalar") omp_set_num_threads(1);
         Sink sink(o->output);
-        for (std::uint64_t first = 0; first < total; first += buf.size()) {
-            encode_bit_range(to, *wide_from, first, buf.size(), buf.data(), p);
-            sink.write(buf.data(), buf.size());
+        SliceWriter writer(sink, slice);
+        for (std::uint64_t first = 0; first < total; first += slice) {
+            AlignedBytes& buf = writer.next();  // rethrows a write error (UsageError)
+            encode_bit_range(to, *wide_from, first, slice, buf.data, p);
+            writer.push();
         }
+        writer.finish();
         sink.commit();
     });
 });
