@@ -20,7 +20,6 @@ struct ReplayOpts {
     bool csv = false, json = false;
 };
 
-std::string g9(double v) { return fmt::format("{:.9g}", v); }
 
 nlohmann::json num(double v) {
     if (std::isnan(v)) return "nan";
