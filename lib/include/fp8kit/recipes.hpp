@@ -61,7 +61,8 @@ struct RecipeSpec {
     int history_len;     // delayed: amax history length L (>= 1); 1 elsewhere
     AmaxAlgo algo;       // delayed: max or most_recent
     int margin;          // scale divided by 2^margin (TE delayed, MS-AMP)
-    float epsilon;       // amax floor: TE eps (amax < eps -> eps), torchao clamp, DeepGEMM 1e-4
+    double epsilon;      // amax floor: TE eps (float32, amax < eps -> eps), torchao clamp (binary64),
+                         // DeepGEMM clamp (float32, 1e-4)
     bool pow2;           // scales rounded down to a power of two (TE, torchao); deepseek: UE8M0 round-up
     float value_for_inf; // TE: scale used when FMAX/amax is Inf (FLT_MAX)
     Policy policy;       // the cast's rounding/overflow/NaN policy
@@ -136,18 +137,23 @@ private:
     std::uint64_t steps_ = 0;
 };
 
-// MS-AMP windowed scaling (msamp/common/tensor/meta.py, cast.py): a window of W amaxes.
-// While fewer than W amaxes were recorded since the start or the last Inf/NaN amax, the step
-// uses in-time (current) scaling from its own amax; afterwards the scale from the window's max,
-// both through msamp_scale. Non-finite amaxes enter the window as 0 and reset the counter.
+// MS-AMP windowed scaling (msamp/common/tensor/meta.py, cast.py; msamp/optim/optimizer.py
+// _update_scaling_factors): a window of W amaxes (zeros at start), scale 1, counter 0.
+// A step is in-time when W == 1 or counter < W: it casts with msamp_scale(own amax, margin 0).
+// After each step: sf = msamp_scale(max of window (NaN propagates, as torch.max), scale, margin);
+// the window rolls by one (the oldest slot becomes slot 0, overwritten by the next amax);
+// counter += 1, or 0 when this step's amax was Inf/NaN; the scale becomes sf only when this
+// step's amax was finite.
 class MsampScaling {
 public:
     MsampScaling(float fmax, int window, int margin);
-    bool in_time() const { return counter_ < window_.size(); }
+    bool in_time() const;  // W == 1 or counter < W
     // The scale the step casts with: with in-time scaling it depends on the step's own amax.
     float scale_for_step(float current_amax) const;
     void record(float amax);
     const std::vector<float>& window() const { return window_; }
+    float scale() const { return scale_; }  // the stored (delayed) scale
+    std::size_t counter() const { return counter_; }
 
 private:
     float fmax_;

@@ -71,15 +71,16 @@ float amax_of(const void* data, Wide type, std::size_t n);
 // edge tiles partial, each with its own scale from `rule` applied to the tile's amax_of.
 struct BlockRecipe {
     Format format;
-    int block_rows, block_cols;  // >= 1; 1 x cols is rowwise, 1 x 32 is MX, 128 x 128 DeepSeek weights
-    ScaleRule rule;              // te, torchao, deepseek, mx_roundup or mx_ocp_floor
-    float epsilon;               // te: eps; torchao: clamp; deepseek: amax floor
+    int block_rows, block_cols;  // >= 1 (1 x cols is rowwise, 1 x 32 MX, 128 x 128 DeepSeek
+                                 // weights), or 0 x 0 for one block covering the whole tensor
+    ScaleRule rule;              // te, torchao, deepseek, mx_roundup, mx_ocp_floor (msamp: in-time)
+    double epsilon;              // te: fl32(eps); torchao: binary64 clamp; deepseek: fl32 amax floor
     bool pow2;                   // te/torchao: power-of-two floor; deepseek: UE8M0 round-up
     float value_for_inf;         // te only
     Policy policy;
 };
-// The block cast of a preset for one role (std::invalid_argument if the role is not blockwise
-// or the recipe is stateful).
+// The block cast of a preset for one role on a tensor with `cols` columns: tensor granularity
+// gives 0 x 0, rowwise 1 x cols (std::invalid_argument for delayed/windowed recipes).
 BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols);
 
 struct BlockStats {
