@@ -146,11 +146,8 @@ void load(const SweepOpts& o, const std::vector<sweep::Candidate>& blocks, Loade
             pd.role = role_of(t.role, sn);
             pd.d.step = *t.step;
             pd.d.hist = h;
-            pd.d.amax = amax_of(buf.empty() ? nullptr : buf.data(), t.wide, buf.empty() ? 0 : t.numel);
-            if (buf.empty()) {  // no buffer: the histogram's maximum (Inf if any Inf), as TE's fmaxf reduction
-                const auto r = h->evaluate(Format::e4m3, 1.0f, 1.0f, Policy{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical});
-                pd.d.amax = r.inf ? INFINITY : static_cast<float>(r.amax);
-            }
+            h->finish();
+            pd.d.amax = h->te_amax();
             if (want_blocks) {
                 const std::size_t cols = t.shape.back(), rows = cols ? t.numel / cols : 0;
                 for (const auto& b : blocks) {
@@ -357,6 +354,7 @@ void run(const SweepOpts& o) {
                     b.worst_headroom);
     }
     for (const auto& n : L.notes) std::printf("note: %s\n", n.c_str());
+    if (L.notes.empty()) return;
 }
 
 Register reg([](CLI::App& root) {

@@ -185,7 +185,8 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
     std::size_t block_index0 = C;
     for (std::size_t c = 0; c < C; ++c)
         if (cands_[c].blockwise) { block_index0 = c; break; }
-    std::vector<bool> amax_noted(S, false);
+    std::size_t amax_differs = 0;
+    std::string first_difference;
     for (const auto& d : dumped) {
         const auto& ser = series_.at(d.series);
         const auto it = std::lower_bound(ser.steps.begin(), ser.steps.end(), d.step);
@@ -196,12 +197,8 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
         }
         const auto k = static_cast<std::size_t>(it - ser.steps.begin());
         const float ta = ser.amax[k];
-        if (!amax_noted[d.series] && !(ta == d.amax || (std::isnan(ta) && std::isnan(d.amax)))) {
-            amax_noted[d.series] = true;
-            notes.push_back(fmt::format("tensor '{}' step {}: trace amax {:.9g} but the dump's amax is {:.9g} "
-                                        "(delayed scales follow the trace; current scaling uses the dump)",
-                                        ser.tensor, d.step, ta, d.amax));
-        }
+        if (!(ta == d.amax || (std::isnan(ta) && std::isnan(d.amax))) && amax_differs++ == 0)
+            first_difference = fmt::format("'{}' step {}: trace {:.9g}, dump {:.9g}", ser.tensor, d.step, ta, d.amax);
         has_dumps_ = true;
         for (std::size_t c = 0; c < C; ++c) {
             const auto& cand = cands_[c];
@@ -225,6 +222,10 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
             per_tensor_[c][d.series].add_dump(d.hist->evaluate(f, scale, 1.0f / scale, cand.recipe.policy));
         }
     }
+    if (amax_differs)
+        notes.push_back(fmt::format("{} dumped tensors have another amax than the trace at that step (first: {}); "
+                                    "delayed scales follow the trace, current scaling uses the dumped data",
+                                    amax_differs, first_difference));
 }
 
 Outcome Sweep::per_class(std::size_t candidate, Role cls) const {
@@ -299,20 +300,20 @@ std::string Sweep::recommendation(Role cls) const {
                                     : fmt::format("most_recent, margin {}", cand.recipe.margin),
                                 name(f));
     if (b.overflow_steps == 0)
-        s += fmt::format("no overflow in {} steps of {} tensors", b.steps / std::max<std::size_t>(b.tensors, 1), b.tensors);
+        s += fmt::format("no overflow in {} steps of {} tensors", b.steps, b.tensors);
     else
         s += fmt::format("{} overflowing steps remain (no grid point removes all: use margin > 4 or current scaling)",
                          b.overflow_steps);
     if (best == ref) return s + "; TE's default (history 1024, max, margin 0) is already the best here";
     if (b.sqnr_count > 0 && r.sqnr_count > 0) {
         const double d = b.mean_sqnr_db() - r.mean_sqnr_db();
-        s += fmt::format(", {:.2g} dB {} SQNR than history 1024 (mean {:.2f} vs {:.2f} dB on {} dumped tensors)",
+        s += fmt::format(", {:.2g} dB {} SQNR than TE's default history 1024, max, margin 0 (mean {:.2f} vs {:.2f} dB on {} dumped tensors)",
                          std::fabs(d), d >= 0 ? "better" : "worse", b.mean_sqnr_db(), r.mean_sqnr_db(), b.sqnr_count);
         if (!std::isnan(b.underflow_share()))
             s += fmt::format(", underflow {:.3g}% vs {:.3g}%", 100 * b.underflow_share(), 100 * r.underflow_share());
     } else {
         const double d = b.mean_log2_headroom() - r.mean_log2_headroom();
-        s += fmt::format(", {:.2f} binades more of the range used than history 1024 (mean headroom 2^{:.2f} vs 2^{:.2f})",
+        s += fmt::format(", {:.2f} binades more of the range used than TE's default history 1024, max, margin 0 (mean headroom 2^{:.2f} vs 2^{:.2f})",
                          d, b.mean_log2_headroom(), r.mean_log2_headroom());
     }
     if (r.overflow_steps > 0) s += fmt::format("; history 1024 overflows {} steps", r.overflow_steps);
