@@ -22,7 +22,7 @@ struct ReplayOpts {
 
 
 nlohmann::json num(double v) {
-    if (std::isnan(v)) return "nan";
+    if (std::isnan(v)) return nullptr;
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     return v;
 }
