@@ -322,8 +322,11 @@ void run(const SweepOpts& o) {
         std::printf("\n");
         auto line = [&](std::size_t c) {
             const auto oc = sw->per_class(c, cls);
-            std::printf("  %-38s %9zu %12.4g %10.3f %7s", C[c].label.c_str(), oc.overflow_steps, oc.worst_headroom,
-                        oc.mean_log2_headroom(), C[c].grid ? margin_str(sw->min_safe_margin(c, -1, cls)).c_str() : "-");
+            if (C[c].blockwise)  // no trace side: per-block scales come from the data
+                std::printf("  %-38s %9s %12s %10s %7s", C[c].label.c_str(), "-", "-", "-", "-");
+            else
+                std::printf("  %-38s %9zu %12.4g %10.3f %7s", C[c].label.c_str(), oc.overflow_steps, oc.worst_headroom,
+                            oc.mean_log2_headroom(), C[c].grid ? margin_str(sw->min_safe_margin(c, -1, cls)).c_str() : "-");
             if (dumps) std::printf(" %10s %10s  %s", pct(oc.underflow_share()).c_str(), pct(oc.subnormal_share()).c_str(), dbs(oc).c_str());
             std::printf("\n");
         };

@@ -302,8 +302,8 @@ std::string Sweep::recommendation(Role cls) const {
     if (b.overflow_steps == 0)
         s += fmt::format("no overflow in {} steps of {} tensors", b.steps, b.tensors);
     else
-        s += fmt::format("{} overflowing steps remain (no grid point removes all: use margin > 4 or current scaling)",
-                         b.overflow_steps);
+        s += fmt::format("{} overflowing step{} remain{} (no grid point removes all: use margin > 4 or current scaling)",
+                         b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");
     if (best == ref) return s + "; TE's default (history 1024, max, margin 0) is already the best here";
     if (b.sqnr_count > 0 && r.sqnr_count > 0) {
         const double d = b.mean_sqnr_db() - r.mean_sqnr_db();
