@@ -48,6 +48,14 @@ grep -q '"tensor": "model.layers.1.mlp.down_proj_gradient"' "$TMP/json" || fail 
 "$FP8KIT" replay "$EX/amax_trace.csv" --recipe te-current --csv --tensor '*q_proj.input' >"$TMP/out" || fail "te-current"
 awk -F, 'NR > 1 && $6 != 0 { exit 1 }' "$TMP/out" || fail "current scaling overflowed"
 
+# A dump as a trace: amax per dumped step (steps 0, 100, 299), optimizer state left out.
+"$FP8KIT" replay "$EX/llama_tiny_dump.h5" --recipe te-current --csv --tensor 'lm_head.wgrad' >"$TMP/out" 2>"$TMP/err" \
+    || fail "replay of a dump: $(cat "$TMP/err")"
+[ "$(cut -d, -f1 "$TMP/out" | tr '\n' ' ')" = "step 0 100 299 " ] || fail "dump steps: $(cat "$TMP/out")"
+"$FP8KIT" replay "$EX/llama_tiny_dump.h5" >"$TMP/out" || fail "replay of a dump"
+grep -q "76 tensors" "$TMP/out" || fail "dump: expected 76 series (60 + 15 wgrad + weight_fp8)"
+grep -q "exp_avg" "$TMP/out" && fail "dump: optimizer state replayed"
+
 # Sweep: traces and the dump together.
 "$FP8KIT" sweep "$EX/amax_trace.csv" "$EX/llama_tiny_dump.h5" --no-blocks >"$TMP/out" 2>"$TMP/err" \
     || fail "sweep: $(cat "$TMP/err")"
