@@ -200,26 +200,39 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
         if (!(ta == d.amax || (std::isnan(ta) && std::isnan(d.amax))) && amax_differs++ == 0)
             first_difference = fmt::format("'{}' step {}: trace {:.9g}, dump {:.9g}", ser.tensor, d.step, ta, d.amax);
         has_dumps_ = true;
-        for (std::size_t c = 0; c < C; ++c) {
+        // Recipes are independent: evaluate them in parallel, then add in candidate order (each
+        // result is computed the same way on any thread, so the totals do not depend on threads).
+        std::vector<MagnitudeHistogram::Result> res(C);
+        std::vector<std::string> why(C);
+        const long Cl = static_cast<long>(C);
+#pragma omp parallel for schedule(dynamic)
+        for (long ci = 0; ci < Cl; ++ci) {
+            const auto c = static_cast<std::size_t>(ci);
             const auto& cand = cands_[c];
-            if (cand.blockwise) {
+            if (cand.blockwise) continue;
+            try {
+                const Format f = replay::role_format(cand.recipe, ser.role, cand.forced);
+                const float scale = cand.recipe.kind == RecipeKind::current
+                                        ? replay::scales(cand.recipe, ser.role, f, {d.amax}).front()
+                                        : scales[c][d.series][k];
+                if (!(scale > 0) || std::isinf(scale))
+                    why[c] = fmt::format("scale {} cannot cast", scale);
+                else
+                    res[c] = d.hist->evaluate(f, scale, 1.0f / scale, cand.recipe.policy);
+            } catch (const std::exception& e) {
+                why[c] = e.what();
+            }
+        }
+        for (std::size_t c = 0; c < C; ++c) {
+            if (cands_[c].blockwise) {
                 const std::size_t b = c - block_index0;
                 if (b < d.block.size()) per_tensor_[c][d.series].add_dump(d.block[b]);
-                continue;
-            }
-            const Format f = replay::role_format(cand.recipe, ser.role, cand.forced);
-            float scale;
-            if (cand.recipe.kind == RecipeKind::current) {
-                scale = replay::scales(cand.recipe, ser.role, f, {d.amax}).front();
+            } else if (!why[c].empty()) {
+                notes.push_back(fmt::format("{} on '{}' step {}: {} (not evaluated)", cands_[c].label, ser.tensor,
+                                            d.step, why[c]));
             } else {
-                scale = scales[c][d.series][k];
+                per_tensor_[c][d.series].add_dump(res[c]);
             }
-            if (!(scale > 0) || std::isinf(scale)) {
-                notes.push_back(fmt::format("{} on '{}' step {}: scale {} cannot cast (not evaluated)", cand.label,
-                                            ser.tensor, d.step, scale));
-                continue;
-            }
-            per_tensor_[c][d.series].add_dump(d.hist->evaluate(f, scale, 1.0f / scale, cand.recipe.policy));
         }
     }
     if (amax_differs)
