@@ -46,12 +46,14 @@ std::size_t bin_of(std::uint32_t mag) {
     return ((static_cast<std::size_t>(e - MagnitudeHistogram::kMinExp) << kM) | top) * 2 + tail;
 }
 
-// Lower edge of a bin as a binary64: (2^kM + top) * 2^(e - kM).
+// Lower edge of a bin as a binary64: (2^kM + top) * 2^(e - kM); from the bits where it is a
+// normal float32 (the common case, and far cheaper than ldexp).
 double bin_lo(std::size_t bin) {
     const std::size_t k = bin / 2;
     const int e = static_cast<int>(k >> kM) + MagnitudeHistogram::kMinExp;
-    const auto top = static_cast<int>(k & ((1u << kM) - 1));
-    return std::ldexp(static_cast<double>((1 << kM) + top), e - kM);
+    const auto top = static_cast<std::uint32_t>(k & ((1u << kM) - 1));
+    if (e >= -126) return float_of((static_cast<std::uint32_t>(e + 127) << 23) | (top << (23 - kM)));
+    return std::ldexp(static_cast<double>((1u << kM) + top), e - kM);
 }
 
 struct Eval {
@@ -205,6 +207,8 @@ MagnitudeHistogram::Result MagnitudeHistogram::evaluate(Format f, float scale, f
     r.amax = amax_;
     double under = 0, sub = 0, over = 0;  // estimates (ambiguous bins add fractions)
     double bins_touched = 0;
+    bool have_prev = false;
+    std::pair<std::uint8_t, bool> prev_outcome{0, false};
     Sparse local;
     if (!finished_) collect(local);
     const Sparse& sp = finished_ ? sparse_ : local;
@@ -221,11 +225,17 @@ MagnitudeHistogram::Result MagnitudeHistogram::evaluate(Format f, float scale, f
         if ((b & 1) == 0) {
             a = z = static_cast<float>(lo);
         } else {
-            const double hi_edge = lo + std::ldexp(1.0, std::ilogb(lo) - kM);
+            const int e = static_cast<int>((b / 2) >> kM) + kMinExp;
+            const double hi_edge = lo + std::ldexp(1.0, e - kM);
             a = std::nextafter(static_cast<float>(lo), INFINITY);
             z = std::nextafter(static_cast<float>(hi_edge), 0.0f);  // 2^128 -> Inf -> FLT_MAX
         }
-        const auto ca = ev.at(a), cz = ev.at(z);
+        // The outcome is monotone in |x| and bins come in increasing order: when the previous
+        // bin's largest value already has this bin's top outcome, so does everything between.
+        const auto cz = ev.at(z);
+        const auto ca = have_prev && prev_outcome == cz ? cz : ev.at(a);
+        have_prev = true;
+        prev_outcome = cz;
         if (ca == cz) {  // exact bin
             const std::uint8_t c = ca.first;
             under += ev.cls[c] == 0 ? nd : 0;
