@@ -326,8 +326,8 @@ std::string Sweep::recommendation(Role cls) const {
             s += fmt::format(", underflow {:.3g}% vs {:.3g}%", 100 * b.underflow_share(), 100 * r.underflow_share());
     } else {
         const double d = b.mean_log2_headroom() - r.mean_log2_headroom();
-        s += fmt::format(", {:.2f} binades more of the range used than TE's default history 1024, max, margin 0 (mean headroom 2^{:.2f} vs 2^{:.2f})",
-                         d, b.mean_log2_headroom(), r.mean_log2_headroom());
+        s += fmt::format(", uses {:.2f} binades {} of the range than TE's default history 1024, max, margin 0 (mean headroom 2^{:.2f} vs 2^{:.2f})",
+                         std::fabs(d), d >= 0 ? "more" : "less", b.mean_log2_headroom(), r.mean_log2_headroom());
     }
     if (r.overflow_steps > 0) s += fmt::format("; history 1024 overflows {} steps", r.overflow_steps);
     return s;
