@@ -77,10 +77,10 @@ bool same(const Policy& a, const Policy& b) {
     return a.rounding == b.rounding && a.overflow == b.overflow && a.nan == b.nan;
 }
 
-template <class W, class C, class F>
+template <class W, class C, class F, bool Scaled>
 ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const std::vector<float>& raw,
                    const std::vector<float>& mult) {
-    using E = Engine<W, C, F>;
+    using E = Engine<W, C, F, Scaled>;
     const CodeTable table = code_table<F>();
     const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table};
     const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
@@ -331,9 +331,9 @@ ValidateReport validate(const ValidateRequest& rq, const ValidateOptions& opt) {
         using W = decltype(w);
         return emu::with_format(rq.to, [&](auto f) {
             using F = decltype(f);
-            if (sc.mode == ScaleMode::none) return run<W, W, F>(rq, opt, raw, mult);
-            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F>(rq, opt, raw, mult);
-            else return run<W, emu::Binary32, F>(rq, opt, raw, mult);
+            if (sc.mode == ScaleMode::none) return run<W, W, F, false>(rq, opt, raw, mult);
+            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F, true>(rq, opt, raw, mult);
+            else return run<W, emu::Binary32, F, true>(rq, opt, raw, mult);
         });
     });
 }

@@ -1,6 +1,6 @@
 // The per-element machinery of validate(), templated on the input format W, the format C the
 // reference rounds from (W itself when unscaled; float32, or float64 for f64 inputs, when scaled)
-// and the target F. Private to lib/src.
+// and the target F; Scaled says whether a scale multiplies the input first. Private to lib/src.
 #pragma once
 
 #include <cmath>
@@ -85,10 +85,11 @@ struct ScaleInfo {
     const float* mult;  // what multiplies x: S (scale) or fl32(1/S) (scale_inv)
 };
 
-template <class W, class C, class F>
+template <class W, class C, class F, bool Scaled>
 struct Engine {
     using S = typename W::storage_t;
-    static constexpr bool scaled = !std::is_same_v<W, C>;
+    static constexpr bool scaled = Scaled;
+    static_assert(Scaled || std::is_same_v<W, C>, "unscaled elements are rounded from their own format");
 
     const void* input;
     const std::uint8_t* codes;
@@ -139,8 +140,7 @@ struct Engine {
 
         const double vd = to_double<C>(v);
         if (t.zero[a]) {
-            if (is_subnormal<W>(x) || (scaled && is_subnormal<C>(v)) ||
-                (t.subnormal[e] && std::fabs(vd) >= t.min_subnormal))
+            if (is_subnormal<W>(x) || (scaled && is_subnormal<C>(v)) || t.subnormal[e])
                 mask |= kFtz;
         }
 
