@@ -232,25 +232,27 @@ struct FastRound {
     static_assert(kLow > 0, "the float32 table needs an 8-bit target");
     static constexpr std::uint32_t kLowMask = (1u << kLow) - 1;
 
+    static constexpr bool tabulable = f32 || b16;
+    static constexpr std::size_t size() { return f32 ? (std::size_t{1} << (32 - kLow + 1)) : 65536; }
+    static std::size_t index(u64 v) {
+        if constexpr (f32) return static_cast<std::size_t>(((v >> kLow) << 1) | ((v & kLowMask) != 0));
+        else return static_cast<std::size_t>(v);
+    }
+    // A value whose code is the code of every value with this index.
+    static u64 representative(std::size_t k) {
+        if constexpr (f32) return ((static_cast<u64>(k) >> 1) << kLow) | (static_cast<u64>(k) & 1);
+        else return k;
+    }
+
     FastRound(Policy p, bool build) : policy(p) {
-        if (!build) return;
-        if constexpr (f32) {
-            table.resize(std::size_t{1} << (32 - kLow + 1));
-            for (std::size_t k = 0; k < table.size(); ++k) {
-                const auto bits = static_cast<std::uint32_t>(((k >> 1) << kLow) | (k & 1));
-                table[k] = static_cast<std::uint8_t>(emu::convert<C, F>(bits, p));
-            }
-        } else if constexpr (b16) {
-            table.resize(65536);
-            for (u64 b = 0; b < 65536; ++b)
-                table[b] = static_cast<std::uint8_t>(emu::convert<C, F>(static_cast<typename C::storage_t>(b), p));
-        }
+        if (!build || !tabulable) return;
+        table.resize(size());
+        for (std::size_t k = 0; k < table.size(); ++k)
+            table[k] = static_cast<std::uint8_t>(
+                emu::convert<C, F>(static_cast<typename C::storage_t>(representative(k)), p));
     }
     std::uint8_t operator()(u64 v) const {
-        if (!table.empty()) {
-            if constexpr (f32) return table[((v >> kLow) << 1) | ((v & kLowMask) != 0)];
-            else if constexpr (b16) return table[v];
-        }
+        if (!table.empty()) return table[index(v)];
         return static_cast<std::uint8_t>(emu::convert<C, F>(static_cast<typename C::storage_t>(v), policy));
     }
 };

@@ -354,3 +354,43 @@ TEST_CASE("validate: impossible requests are refused", "[validate]") {
     rq.n = 0;
     CHECK(validate(rq).exact());
 }
+
+TEST_CASE("validate: large inputs (code tables) give the same classes and policies", "[validate]") {
+    // Three copies of the inputs: past the size where validate() switches to code tables.
+    const auto one = inputs();
+    std::vector<float> x;
+    for (int c = 0; c < 3; ++c) x.insert(x.end(), one.begin(), one.end());
+    REQUIRE(x.size() >= (std::size_t{1} << 17));
+    const auto good = run_kernel(x, naive::Kernel{});
+    naive::Kernel away{}, trunc{}, nosat{};
+    away.round = naive::Round::away;
+    trunc.round = naive::Round::trunc;
+    nosat.saturate = false;
+
+    const auto exact = check(x, good, Format::e4m3, kCudaSat);
+    CHECK(exact.exact());
+    CHECK(exact.consistent_policies.size() == 1);
+    CHECK(has_profile(exact, "cuda-satfinite"));
+
+    const auto bad_away = run_kernel(x, away);
+    const auto ra = check(x, bad_away, Format::e4m3, kCudaSat);
+    only_class(ra, MismatchClass::tie, differing(good, bad_away));
+    CHECK(describe_consistency(ra) == "equals nearest-away, saturate-all, NaN canonical");
+
+    const auto bad_trunc = run_kernel(x, trunc);
+    const auto rt = check(x, bad_trunc, Format::e4m3, kCudaSat);
+    CHECK(rt.mismatches == differing(good, bad_trunc));
+    CHECK(rt[MismatchClass::tie].count + rt[MismatchClass::direction].count == rt.mismatches);
+    CHECK(has_policy(rt, {Rounding::toward_zero, Overflow::saturate_all, NanEncoding::canonical}));
+
+    const auto bad_nosat = run_kernel(x, nosat);
+    const auto rn = check(x, bad_nosat, Format::e4m3, kCudaSat);
+    only_class(rn, MismatchClass::overflow, differing(good, bad_nosat));
+    CHECK(has_profile(rn, "cuda-nosat"));
+    CHECK(rn.consistent_policies.size() == 1);
+
+    const auto bad_f16 = run_kernel(x, naive::Kernel{}, naive::via_f16);
+    const auto rd = check(x, bad_f16, Format::e4m3, kCudaSat);
+    only_class(rd, MismatchClass::double_rounding, differing(good, bad_f16));
+    CHECK(rd.consistent_policies.empty());
+}

@@ -4,6 +4,7 @@
 // subnormals, overflow and low-bit patterns on both sides of the table's sticky boundary.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
 #include "fp8kit/emu/emu.hpp"
@@ -40,9 +41,12 @@ TEST_CASE("validate: the float32 code tables equal emu::convert element by eleme
             std::vector<std::uint8_t> codes;
             for (std::uint32_t b : bits) codes.push_back(emu::encode(f, Wide::f32, b, p));
             ValidateRequest rq{Wide::f32, bits.data(), codes.data(), bits.size(), f, p, {}};
-            const ValidateReport r = validate(rq, {3, false});
+            const ValidateReport r = validate(rq, {3, true});
             INFO(name(f) << " " << describe(p) << "\n" << r.summary());
             CHECK(r.exact());
+            CHECK(std::any_of(r.consistent_policies.begin(), r.consistent_policies.end(), [&](const Policy& q) {
+                return q.rounding == p.rounding && q.overflow == p.overflow && q.nan == p.nan;
+            }));
             // And one flipped code is found at its index.
             codes[12345] ^= 1;
             const ValidateReport r2 = validate(rq, {3, false});
