@@ -79,7 +79,13 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
                    const std::vector<float>& mult) {
     using E = Engine<W, C, F, Scaled>;
     const CodeTable table = code_table<F>();
-    const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table};
+    std::vector<float> f16_values;
+    if constexpr (std::is_same_v<W, emu::Binary16>) {
+        for (u64 b = 0; b < 65536; ++b)
+            f16_values.push_back(bit_cast<float>(static_cast<std::uint32_t>(
+                emu::convert<W, emu::Binary32>(static_cast<std::uint16_t>(b), emu::kDecodePolicy))));
+    }
+    const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table, f16_values.data()};
     const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
     const std::size_t cols = layout == BlockLayout::tensor ? 1 : rq.scaling.cols;
     const std::size_t n = rq.n;

@@ -103,15 +103,23 @@ struct Engine {
         return v;
     }
 
+    // The input as float32, exactly (f16 and bf16 widen without rounding; f16 through a table
+    // of emu::convert results set up by the caller).
+    const float* widen_f16 = nullptr;
+    float widen(u64 x) const {
+        if constexpr (std::is_same_v<W, emu::Binary32>) return bit_cast<float>(static_cast<std::uint32_t>(x));
+        else if constexpr (std::is_same_v<W, emu::BFloat16>) return bit_cast<float>(static_cast<std::uint32_t>(x) << 16);
+        else if constexpr (std::is_same_v<W, emu::Binary16>) return widen_f16[x];
+        else return 0.0f;  // f64 inputs are scaled in float64
+    }
+
     // The bits (in C) of the value the reference rounds.
     u64 scaled_bits(u64 x, std::size_t block) const {
         if constexpr (!scaled) {
             (void)block;
             return x;
         } else if constexpr (std::is_same_v<C, emu::Binary32>) {
-            const float xf = bit_cast<float>(static_cast<std::uint32_t>(
-                emu::convert<W, emu::Binary32>(static_cast<S>(x), emu::kDecodePolicy)));
-            return bit_cast<std::uint32_t>(xf * scale.mult[block]);
+            return bit_cast<std::uint32_t>(widen(x) * scale.mult[block]);
         } else {
             return bit_cast<u64>(bit_cast<double>(x) * static_cast<double>(scale.mult[block]));
         }
@@ -185,8 +193,7 @@ struct Engine {
         };
         const float pow2 = bit_cast<float>(bit_cast<std::uint32_t>(s) & 0xFF800000u);  // floored to 2^k
         if constexpr (std::is_same_v<C, emu::Binary32>) {
-            const float xf = bit_cast<float>(static_cast<std::uint32_t>(
-                emu::convert<W, emu::Binary32>(static_cast<S>(x), emu::kDecodePolicy)));
+            const float xf = widen(x);
             if (hit32(xf)) return true;  // the scale not applied at all
             if (scale.mode == ScaleMode::scale) {
                 const float inv = 1.0f / s;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "fp8kit/validate.hpp"
@@ -393,4 +394,39 @@ TEST_CASE("validate: large inputs (code tables) give the same classes and polici
     const auto rd = check(x, bad_f16, Format::e4m3, kCudaSat);
     only_class(rd, MismatchClass::double_rounding, differing(good, bad_f16));
     CHECK(rd.consistent_policies.empty());
+}
+
+TEST_CASE("validate: float16 and bfloat16 inputs with a scale, every bit pattern", "[validate]") {
+    const float sinv = 3.0f;
+    Scaling s;
+    s.mode = ScaleMode::scale_inv;
+    s.value = sinv;
+    for (Wide w : {Wide::f16, Wide::bf16}) {
+        std::vector<std::uint16_t> bits(65536);
+        std::vector<std::uint8_t> good, bad;
+        for (std::uint32_t b = 0; b < 65536; ++b) {
+            bits[b] = static_cast<std::uint16_t>(b);
+            float xf;
+            if (w == Wide::bf16) {
+                xf = naive::f32(b << 16);
+            } else {
+                _Float16 h;
+                const auto b16 = static_cast<std::uint16_t>(b);
+                std::memcpy(&h, &b16, 2);
+                xf = static_cast<float>(h);
+            }
+            good.push_back(naive::convert(naive::Kernel{}, xf * (1.0f / sinv)));
+            bad.push_back(naive::convert(naive::Kernel{}, xf / sinv));
+        }
+        ValidateRequest rq{w, bits.data(), good.data(), bits.size(), Format::e4m3, kCudaSat, s};
+        const auto r = validate(rq);
+        INFO(name(w) << "\n" << r.summary());
+        CHECK(r.exact());
+        CHECK(has_profile(r, "cuda-satfinite"));
+        rq.codes = bad.data();
+        const auto rb = validate(rq);
+        INFO(rb.summary());
+        CHECK(rb.mismatches == differing(good, bad));
+        CHECK(rb[MismatchClass::scale].count == rb.mismatches);
+    }
 }
