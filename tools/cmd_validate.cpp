@@ -45,7 +45,8 @@ BlockLayout parse_block(const std::string& s) {
 }
 
 Register validate_cmd([](CLI::App& root) {
-    auto* o = new ValidateOpts;
+    static ValidateOpts opts;  // lives as long as the CLI::App that refers to it
+    auto* o = &opts;
     auto* cmd = root.add_subcommand(
         "validate",
         "Compare a kernel's FP8 codes with the reference bit for bit and classify every mismatch "
