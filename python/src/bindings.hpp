@@ -1,0 +1,33 @@
+// Shared pieces of the Python bindings: argument parsing with the CLI's messages (argument names
+// are the Python keyword names), and the registration function of each bound area.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "fp8kit/names.hpp"
+
+namespace fp8kit::py {
+
+namespace pyb = pybind11;
+using OptStr = std::optional<std::string>;
+
+// Bad arguments raise std::invalid_argument, which pybind11 turns into ValueError.
+Format require_format(const std::string& s, const char* arg);
+Wide require_wide(const std::string& s, const char* arg);
+
+// profile=, or all of rounding=, overflow=, nan= (the CLI's --profile | --round --overflow --nan).
+Policy resolve_policy(Format format, Wide from, const OptStr& profile, const OptStr& rounding,
+                      const OptStr& overflow, const OptStr& nan);
+
+// The array's data when it is C-contiguous with elements of `itemsize` bytes.
+const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const char* arg);
+std::vector<pyb::ssize_t> shape_of(const pyb::array& a);
+
+void bind_convert(pyb::module_& m);
+
+}  // namespace fp8kit::py
