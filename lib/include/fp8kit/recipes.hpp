@@ -1,0 +1,166 @@
+// Scaling recipes of the training frameworks, reproduced in float32 exactly as each framework
+// computes them (docs/recipes.md has every preset, its source file and its edge cases).
+// A recipe produces `scale`; the cast is q = fp8(fl32(x * scale)) and dequantisation is
+// x^ = q * scale_inv. Exponents are taken from float bits, never from a floating log2.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "fp8kit/names.hpp"
+
+namespace fp8kit {
+
+// How the scale of one cast is obtained.
+enum class RecipeKind : std::uint8_t {
+    delayed,  // TransformerEngine DelayedScaling: scale from an amax history (DelayedScaling)
+    current,  // one scale per tensor/row/block from the amax of the data being cast
+    windowed, // MS-AMP: window of past amaxes, in-time scaling until the window is full (MsampScaling)
+};
+// The formula that turns an amax into a scale.
+enum class ScaleRule : std::uint8_t {
+    te,            // te_current_scale (TE current, block, and the delayed update's division)
+    torchao,       // torchao_scale
+    msamp,         // msamp_scale
+    deepseek,      // deepseek_scale (DeepGEMM)
+    mx_roundup,    // mx_e8m0_scale_roundup (TE/cuBLAS MXFP8)
+    mx_ocp_floor,  // mx_e8m0_scale_floor_ocp (OCP MX v1.0 section 6.3)
+};
+enum class AmaxAlgo : std::uint8_t { max, most_recent };
+// What one scale covers. `block`: block_rows x block_cols tiles of a row-major 2-D tensor;
+// `row`: one scale per row (block 1 x cols); `tensor`: one scale for everything.
+enum class Granularity : std::uint8_t { tensor, row, block };
+
+std::string_view name(RecipeKind k);    // "delayed", "current", "windowed"
+std::string_view name(ScaleRule r);     // "te", "torchao", "msamp", "deepseek", "mx-roundup", "mx-ocp-floor"
+std::string_view name(AmaxAlgo a);      // "max", "most_recent"
+std::string_view name(Granularity g);   // "tensor", "row", "block"
+
+// The tensor roles of a linear layer. HYBRID recipes give grads E5M2 and the rest E4M3.
+enum class Role : std::uint8_t { input, weight, grad };
+std::string_view name(Role r);  // "input", "weight", "grad"
+
+struct RoleSpec {
+    Format format;
+    Granularity granularity;
+    int block_rows = 1, block_cols = 1;  // used when granularity == block
+    int window = 1;                      // MS-AMP window length for this role (1 elsewhere)
+};
+
+// Every parameter explicit: a user recipe file must name all of them (to_json writes them all).
+struct RecipeSpec {
+    std::string name;    // preset name or the user's
+    std::string source;  // framework file the behaviour comes from
+    RecipeKind kind;
+    ScaleRule rule;
+    RoleSpec input, weight, grad;
+    int history_len;     // delayed: amax history length L (>= 1); 1 elsewhere
+    AmaxAlgo algo;       // delayed: max or most_recent
+    int margin;          // scale divided by 2^margin (TE delayed, MS-AMP)
+    double epsilon;      // amax floor: TE eps (float32, amax < eps -> eps), torchao clamp (binary64),
+                         // DeepGEMM clamp (float32, 1e-4)
+    bool pow2;           // scales rounded down to a power of two (TE, torchao); deepseek: UE8M0 round-up
+    float value_for_inf; // TE: scale used when FMAX/amax is Inf (FLT_MAX)
+    Policy policy;       // the cast's rounding/overflow/NaN policy
+
+    const RoleSpec& role(Role r) const;
+};
+
+// Names of the presets, in documentation order.
+const std::vector<std::string>& recipe_presets();
+// A preset name, or the path of a JSON file with every RecipeSpec field (see docs/recipes.md).
+// Throws std::invalid_argument naming the preset/file/field on bad input.
+RecipeSpec parse_recipe(const std::string& name_or_path);
+RecipeSpec recipe_from_json(const nlohmann::json& j, const std::string& where);
+nlohmann::json to_json(const RecipeSpec& r);
+
+// Largest finite value of a format as float32 (448, 57344, 240, 57344, 2^127).
+float fp8_max(Format f);
+
+// ---- The scale math, float32 as each framework does it -------------------------------------
+
+// TransformerEngine compute_scale_from_amax (recipe_common.cuh):
+//   amax < eps -> eps; amax Inf/NaN/0 -> 1; scale = fmax / amax; Inf -> value_for_inf;
+//   pow2: keep sign and exponent bits (floor to a power of two).
+float te_current_scale(float amax, float fmax, float eps, bool pow2, float value_for_inf);
+
+// torchao float8_utils.amax_to_scale: fl32(fmax / max(fl64(amax), eps64)); pow2 floors from bits.
+// amax Inf gives 0 and amax NaN gives NaN, as torchao (no guard).
+float torchao_scale(float amax, float fmax, double eps, bool pow2);
+
+// MS-AMP ScalingMeta.compute_scaling_factor: 2^(floor(log2(fl32(fmax / amax))) - margin);
+// previous scale when amax <= 0 or not finite. fmax/amax == Inf gives Inf.
+float msamp_scale(float amax, float previous_scale, float fmax, int margin);
+
+// DeepGEMM per_token/per_block_cast_to_fp8: sf = fl32(max(amax, floor) / fmax),
+// ue8m0: sf = 2^ceil(log2 sf) from the bits. Returns {scale = fl32(1/sf), scale_inv = sf}.
+struct ScalePair {
+    float scale, scale_inv;
+};
+ScalePair deepseek_scale(float amax, float fmax, float amax_floor, bool ue8m0);
+
+// MX block scales as E8M0 codes (biased exponent, 0..254; 255 = NaN for a NaN block amax).
+// OCP MX v1.0: X = 2^(floor(log2 amax) - emax_elem); amax 0 -> code of 2^-127 (0).
+std::uint8_t mx_e8m0_scale_floor_ocp(float block_amax, Format elem);
+// TE/cuBLAS MXFP8: X = 2^ceil(log2(amax / fmax)) (never overflows), clamped to [2^-127, 2^127].
+std::uint8_t mx_e8m0_scale_roundup(float block_amax, Format elem);
+// The scale pair of an E8M0 code: scale_inv = 2^(code-127), scale = 2^(127-code) (may be 0/Inf
+// in float32 at the extremes, exactly as float32 arithmetic would give).
+ScalePair e8m0_scale_pair(std::uint8_t code);
+
+// One scale for one amax under any non-stateful rule of `r` for `role`.
+ScalePair recipe_scale(const RecipeSpec& r, Role role, float amax);
+
+// ---- Stateful recipes -----------------------------------------------------------------------
+
+// TransformerEngine DelayedScaling with the bulk update (delayed_scaling.cu kernel_bulk):
+// history of L zeros and scale 1 at the start; record(amax) stores the step's amax and runs the
+// update that gives the next step's scale. A zero amax does not roll the history; NaN entries are
+// ignored by the max (fmaxf); Inf amax keeps the previous scale; an Inf scale becomes FLT_MAX.
+class DelayedScaling {
+public:
+    DelayedScaling(float fmax, int history_len, AmaxAlgo algo, int margin);
+    float scale_for_step() const { return scale_; }  // the scale this step casts with
+    void record(float amax);                          // this step's amax; moves to the next step
+    const std::vector<float>& history() const { return history_; }
+    std::uint64_t steps() const { return steps_; }
+
+private:
+    float scaled_max_;
+    AmaxAlgo algo_;
+    std::vector<float> history_;
+    float scale_ = 1.0f;
+    std::uint64_t steps_ = 0;
+};
+
+// MS-AMP windowed scaling (msamp/common/tensor/meta.py, cast.py; msamp/optim/optimizer.py
+// _update_scaling_factors): a window of W amaxes (zeros at start), scale 1, counter 0.
+// A step is in-time when W == 1 or counter < W: it casts with msamp_scale(own amax, margin 0).
+// After each step: sf = msamp_scale(max of window (NaN propagates, as torch.max), scale, margin);
+// the window rolls by one (the oldest slot becomes slot 0, overwritten by the next amax);
+// counter += 1, or 0 when this step's amax was Inf/NaN; the scale becomes sf only when this
+// step's amax was finite.
+class MsampScaling {
+public:
+    MsampScaling(float fmax, int window, int margin);
+    bool in_time() const;  // W == 1 or counter < W
+    // The scale the step casts with: with in-time scaling it depends on the step's own amax.
+    float scale_for_step(float current_amax) const;
+    void record(float amax);
+    const std::vector<float>& window() const { return window_; }
+    float scale() const { return scale_; }  // the stored (delayed) scale
+    std::size_t counter() const { return counter_; }
+
+private:
+    float fmax_;
+    int margin_;
+    std::vector<float> window_;
+    std::size_t counter_ = 0;
+    float scale_ = 1.0f;
+};
+
+}  // namespace fp8kit

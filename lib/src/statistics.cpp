@@ -1,0 +1,499 @@
+// FP8 statistics (docs/statistics.md). Work is split into fixed-size chunks whose partial
+// results are merged in chunk order, so the binary64 sums do not depend on the thread count.
+// Codes come from encode_array (the reference conversion or a path proven identical to it) on
+// the float32 scaled values; everything else is read from the bits or from 256-entry tables.
+#include "fp8kit/statistics.hpp"
+
+#include <omp.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "fp8kit/emu/emu.hpp"
+#include "fp8kit/format_info.hpp"
+#include "fp8kit/quantize.hpp"
+
+namespace fp8kit {
+namespace {
+
+constexpr std::size_t kChunk = std::size_t{1} << 16;  // elements per partial result
+
+std::uint32_t bits_of(float f) {
+    std::uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+}
+float float_of(std::uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// Exponent-histogram bin of a float32 from its bits.
+std::size_t hist_bin(std::uint32_t s) {
+    const std::uint32_t mag = s & 0x7FFFFFFFu;
+    const std::uint32_t biased = mag >> 23;
+    if (mag == 0) return kExpHistZeroBin;
+    if (biased == 0xFF) return kExpHistNonfiniteBin;
+    if (biased != 0) return exp_hist_bin(static_cast<int>(biased) - 127);
+    return exp_hist_bin(-149 + (31 - __builtin_clz(mag)));
+}
+
+// fl32(x * scale) for a binary64 x with a single rounding (nearest-even): the binary64 product
+// p is rounded to float32, and where p sits exactly on a float32 midpoint the exact product's
+// remainder (from fma) decides, as a single rounding of the exact product would.
+float scaled_f64(double x, float scale) {
+    const double sc = scale;
+    const double p = x * sc;
+    const float f = static_cast<float>(p);
+    const double err = std::fma(x, sc, -p);
+    if (err == 0.0 || std::isnan(p)) return f;
+    if (std::isinf(f)) {
+        // p rounded up to Inf from exactly the midpoint FLT_MAX + half an ulp: a remainder
+        // pulling back toward zero makes the exact product round to FLT_MAX.
+        const double mid = 0x1.ffffffp127;
+        if (std::fabs(p) == mid && (err < 0) == (p > 0)) return p > 0 ? FLT_MAX : -FLT_MAX;
+        return f;
+    }
+    const double df = f;
+    if (df == p) return f;  // p is a float; the remainder is far below half an ulp
+    const float g = std::nextafter(f, p > df ? INFINITY : -INFINITY);
+    if (std::isinf(g)) return f;
+    if (df + static_cast<double>(g) != 2.0 * p) return f;  // not a midpoint: rounding was single
+    // On the midpoint: the exact product lies on the side the remainder points to.
+    const bool toward_g = (err > 0) == (static_cast<double>(g) > p);
+    return toward_g ? g : f;
+}
+
+// Everything per format/policy/scale that the element loop reads.
+struct Prepared {
+    Format format;
+    Policy policy;
+    std::uint64_t seed;
+    float scale;
+    double scale_inv;      // exact binary64 value of the float32 scale_inv
+    double te_threshold;   // fl32(fmax * scale_inv)
+    double dec[256];       // decoded code values (NaN/Inf for special codes)
+    std::uint8_t cls[256]; // 0 zero, 1 subnormal, 2 normal, 3 NaN/Inf
+    std::uint32_t limit[2];  // largest float32 magnitude bits that do not overflow, by sign
+    std::uint32_t max_bits;  // bits of the largest finite value (stochastic: possible overflow above)
+};
+
+bool overflows(const Prepared& p, float s, std::uint32_t random) {
+    const Policy nosat{p.policy.rounding, Overflow::no_saturate, p.policy.nan};
+    const std::uint8_t c = emu::encode(p.format, Wide::f32, bits_of(s), nosat, random);
+    return p.cls[c] == 3;
+}
+
+void set_scale(Prepared& p, float scale, float scale_inv) {
+    p.scale = scale;
+    p.scale_inv = scale_inv;
+    p.te_threshold = static_cast<double>(float_of(p.max_bits) * scale_inv);
+}
+
+Prepared prepare(Format format, float scale, float scale_inv, const Policy& policy, std::uint64_t seed) {
+    Prepared p;
+    p.format = format;
+    p.policy = policy;
+    p.seed = seed;
+    const float fmax = static_cast<float>(format_info(format).max_finite);
+    for (int c = 0; c < 256; ++c) {
+        const auto code = static_cast<std::uint8_t>(c);
+        p.dec[c] = decode_value(format, code);
+        switch (classify(format, code)) {
+            case CodeClass::zero: p.cls[c] = 0; break;
+            case CodeClass::subnormal: p.cls[c] = 1; break;
+            case CodeClass::normal: p.cls[c] = 2; break;
+            default: p.cls[c] = 3; break;
+        }
+    }
+    p.max_bits = bits_of(fmax);
+    // Overflow is monotone in the magnitude for a fixed sign under a deterministic rounding:
+    // binary search for the largest magnitude that still converts to a finite code.
+    for (int sign = 0; sign < 2; ++sign) {
+        std::uint32_t lo = 0, hi = 0x7F800000u;  // lo never overflows, hi (Inf) always does
+        while (hi - lo > 1) {
+            const std::uint32_t mid = lo + (hi - lo) / 2;
+            const float s = float_of(mid | (sign ? 0x80000000u : 0u));
+            (policy.rounding != Rounding::stochastic && overflows(p, s, 0) ? hi : lo) = mid;
+        }
+        p.limit[sign] = lo;
+    }
+    set_scale(p, scale, scale_inv);
+    return p;
+}
+
+// Element accessors: the exact binary64 value of x and fl32(x * scale).
+template <Wide W>
+struct Elem;
+template <>
+struct Elem<Wide::f32> {
+    static void load(const void* d, std::size_t i, float scale, double& x, std::uint32_t& s) {
+        float v;
+        std::memcpy(&v, static_cast<const char*>(d) + 4 * i, 4);
+        x = v;
+        s = bits_of(v * scale);
+    }
+};
+template <>
+struct Elem<Wide::f64> {
+    static void load(const void* d, std::size_t i, float scale, double& x, std::uint32_t& s) {
+        std::memcpy(&x, static_cast<const char*>(d) + 8 * i, 8);
+        s = bits_of(scaled_f64(x, scale));
+    }
+};
+template <>
+struct Elem<Wide::bf16> {
+    static void load(const void* d, std::size_t i, float scale, double& x, std::uint32_t& s) {
+        std::uint16_t h;
+        std::memcpy(&h, static_cast<const char*>(d) + 2 * i, 2);
+        const float v = float_of(static_cast<std::uint32_t>(h) << 16);
+        x = v;
+        s = bits_of(v * scale);
+    }
+};
+template <>
+struct Elem<Wide::f16> {
+    static void load(const void* d, std::size_t i, float scale, double& x, std::uint32_t& s) {
+        std::uint16_t h;
+        std::memcpy(&h, static_cast<const char*>(d) + 2 * i, 2);
+        const float v = float_of(emu::convert<emu::Binary16, emu::Binary32>(h, emu::kDecodePolicy));
+        x = v;
+        s = bits_of(v * scale);
+    }
+};
+
+struct Scratch {
+    std::vector<double> x;
+    std::vector<std::uint32_t> s;
+    std::vector<std::uint8_t> q;
+    explicit Scratch(std::size_t n) : x(n), s(n), q(n) {}
+};
+
+// Statistics of elements [first, first + count) (count <= kChunk), serial, in index order.
+// `index0` is the global index of `first` for stochastic rounding.
+template <Wide W>
+void run(const void* data, std::size_t first, std::size_t count, std::uint64_t index0,
+         const Prepared& p, Scratch& sc, QuantStats& st) {
+    double* xs = sc.x.data();
+    std::uint32_t* ss = sc.s.data();
+    std::uint8_t* qs = sc.q.data();
+    for (std::size_t i = 0; i < count; ++i) Elem<W>::load(data, first + i, p.scale, xs[i], ss[i]);
+    if (count >= 4096) {
+        encode_array(p.format, Wide::f32, ss, qs, count, p.policy, p.seed, index0);
+    } else {  // short runs (small blocks): the same conversion without a parallel region per call
+        const bool sr = p.policy.rounding == Rounding::stochastic;
+        for (std::size_t i = 0; i < count; ++i)
+            qs[i] = emu::encode(p.format, Wide::f32, ss[i], p.policy,
+                                sr ? emu::stochastic_bits(p.seed, index0 + i) : 0);
+    }
+
+    QuantStats part;
+    std::uint64_t zeros = 0, nan = 0, inf = 0, under = 0, sub = 0, over = 0, te_over = 0;
+    std::uint64_t nz_x = 0, nz_q = 0;
+    double amax = 0, mn = INFINITY, sx2 = 0, se2 = 0;
+    const bool stochastic = p.policy.rounding == Rounding::stochastic;
+    for (std::size_t i = 0; i < count; ++i) {
+        const double x = xs[i];
+        const std::uint32_t s = ss[i];
+        const std::uint8_t q = qs[i];
+        const double ax = std::fabs(x);
+        const double dq = p.dec[q];
+        ++part.exp_hist[hist_bin(s)];
+        nz_x += x != 0.0 || x != x;  // count_nonzero counts NaN
+        nz_q += dq != 0.0 || dq != dq;
+        if (!(ax <= DBL_MAX)) {  // NaN or Inf input: counted, kept out of every sum
+            if (x != x) ++nan;
+            else {
+                ++inf;
+                te_over += ax > p.te_threshold;
+            }
+            continue;
+        }
+        te_over += ax > p.te_threshold;
+        if (ax == 0.0) {
+            ++zeros;
+        } else {
+            under += p.cls[q] == 0;
+            sub += p.cls[q] == 1;
+            if (ax < mn) mn = ax;
+        }
+        if (ax > amax) amax = ax;
+        const std::uint32_t mag = s & 0x7FFFFFFFu;
+        if (!stochastic) {
+            over += mag > p.limit[s >> 31];
+        } else if (mag > p.max_bits) {
+            over += overflows(p, float_of(s), emu::stochastic_bits(p.seed, index0 + i));
+        }
+        sx2 += x * x;
+        const double xh = dq * p.scale_inv;  // exact: a short code value times a float
+        const double e = x - xh;
+        se2 += std::isfinite(xh) ? e * e : INFINITY;
+    }
+    part.numel = count;
+    part.zeros = zeros;
+    part.nan = nan;
+    part.inf = inf;
+    part.underflow = under;
+    part.subnormal = sub;
+    part.overflow = over;
+    part.te_overflow = te_over;
+    part.te_underflow = static_cast<std::int64_t>(nz_x) - static_cast<std::int64_t>(nz_q);
+    part.amax = amax;
+    part.min_nonzero = std::isinf(mn) ? 0.0 : mn;
+    part.sum_x2 = sx2;
+    part.sum_err2 = se2;
+    st.merge(part);
+}
+
+using RunFn = void (*)(const void*, std::size_t, std::size_t, std::uint64_t, const Prepared&, Scratch&,
+                       QuantStats&);
+RunFn run_for(Wide w) {
+    switch (w) {
+        case Wide::f64: return run<Wide::f64>;
+        case Wide::f16: return run<Wide::f16>;
+        case Wide::bf16: return run<Wide::bf16>;
+        case Wide::f32: break;
+    }
+    return run<Wide::f32>;
+}
+
+}  // namespace
+
+double QuantStats::mse() const {
+    const std::uint64_t n = finite();
+    return n == 0 ? std::numeric_limits<double>::quiet_NaN() : sum_err2 / static_cast<double>(n);
+}
+
+double QuantStats::sqnr_db() const {
+    if (sum_err2 == 0.0) return INFINITY;
+    if (sum_x2 == 0.0) return -INFINITY;
+    return 10.0 * std::log10(sum_x2 / sum_err2);
+}
+
+double QuantStats::dynamic_range_binades() const {
+    if (min_nonzero == 0.0) return 0.0;
+    return std::log2(amax) - std::log2(min_nonzero);
+}
+
+void QuantStats::merge(const QuantStats& o) {
+    numel += o.numel;
+    zeros += o.zeros;
+    nan += o.nan;
+    inf += o.inf;
+    underflow += o.underflow;
+    subnormal += o.subnormal;
+    overflow += o.overflow;
+    te_underflow += o.te_underflow;
+    te_overflow += o.te_overflow;
+    if (o.amax > amax) amax = o.amax;
+    if (o.min_nonzero != 0.0 && (min_nonzero == 0.0 || o.min_nonzero < min_nonzero)) min_nonzero = o.min_nonzero;
+    sum_x2 += o.sum_x2;
+    sum_err2 += o.sum_err2;
+    for (std::size_t b = 0; b < kExpHistBins; ++b) exp_hist[b] += o.exp_hist[b];
+}
+
+QuantStats compute_stats(const void* data, Wide type, std::size_t n, const QuantConfig& cfg) {
+    if (!(cfg.scale > 0.0f) || std::isinf(cfg.scale))
+        throw std::invalid_argument(fmt::format("compute_stats: scale {} must be finite and > 0", cfg.scale));
+    const float scale_inv = cfg.scale_inv != 0.0f ? cfg.scale_inv : 1.0f / cfg.scale;
+    if (!(scale_inv > 0.0f) || std::isinf(scale_inv))
+        throw std::invalid_argument(fmt::format("compute_stats: scale_inv {} must be finite and > 0", scale_inv));
+    const Prepared p = prepare(cfg.format, cfg.scale, scale_inv, cfg.policy, cfg.seed);
+    const RunFn fn = run_for(type);
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<QuantStats> parts(chunks);
+#pragma omp parallel
+    {
+        Scratch sc(kChunk);
+#pragma omp for schedule(static)
+        for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
+            const std::size_t first = static_cast<std::size_t>(c) * kChunk;
+            const std::size_t count = std::min(kChunk, n - first);
+            fn(data, first, count, first, p, sc, parts[static_cast<std::size_t>(c)]);
+        }
+    }
+    QuantStats total;
+    for (const auto& part : parts) total.merge(part);
+    return total;
+}
+
+namespace {
+
+template <Wide W>
+double amax_range(const void* data, std::size_t first, std::size_t count) {
+    double m = 0;
+    for (std::size_t i = first; i < first + count; ++i) {
+        double x;
+        std::uint32_t s;
+        Elem<W>::load(data, i, 1.0f, x, s);
+        const double a = std::fabs(x);
+        if (a > m) m = a;  // NaN compares false: ignored, as fmaxf ignores it
+    }
+    return m;
+}
+
+double amax_any(const void* data, Wide type, std::size_t first, std::size_t count) {
+    switch (type) {
+        case Wide::f64: return amax_range<Wide::f64>(data, first, count);
+        case Wide::f16: return amax_range<Wide::f16>(data, first, count);
+        case Wide::bf16: return amax_range<Wide::bf16>(data, first, count);
+        case Wide::f32: break;
+    }
+    return amax_range<Wide::f32>(data, first, count);
+}
+
+}  // namespace
+
+float amax_of(const void* data, Wide type, std::size_t n) {
+    double m = 0;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) reduction(max : m)
+    for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
+        const std::size_t first = static_cast<std::size_t>(c) * kChunk;
+        const double a = amax_any(data, type, first, std::min(kChunk, n - first));
+        if (a > m) m = a;
+    }
+    return static_cast<float>(m);  // exact except for f64 data: one rounding, Inf past FLT_MAX
+}
+
+// ---- Block recipes --------------------------------------------------------------------------
+
+BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
+    if (r.kind != RecipeKind::current)
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}' is {}: its scale depends on past steps, not on one tensor's blocks", r.name,
+            name(r.kind)));
+    const RoleSpec& rs = r.role(role);
+    BlockRecipe b;
+    b.format = rs.format;
+    b.rule = r.rule;
+    b.epsilon = r.epsilon;
+    b.pow2 = r.pow2;
+    b.value_for_inf = r.value_for_inf;
+    b.policy = r.policy;
+    switch (rs.granularity) {
+        case Granularity::tensor:
+            b.block_rows = 0;  // whole tensor
+            b.block_cols = 0;
+            break;
+        case Granularity::row:
+            b.block_rows = 1;
+            b.block_cols = static_cast<int>(cols);
+            break;
+        case Granularity::block:
+            b.block_rows = rs.block_rows;
+            b.block_cols = rs.block_cols;
+            break;
+    }
+    return b;
+}
+
+namespace {
+
+ScalePair block_scale(const BlockRecipe& b, float amax) {
+    const float fmax = static_cast<float>(format_info(b.format).max_finite);
+    switch (b.rule) {
+        case ScaleRule::te: {
+            const float s = te_current_scale(amax, fmax, static_cast<float>(b.epsilon), b.pow2,
+                                             b.value_for_inf);
+            return {s, 1.0f / s};
+        }
+        case ScaleRule::torchao: {
+            const float s = torchao_scale(amax, fmax, b.epsilon, b.pow2);
+            return {s, 1.0f / s};
+        }
+        case ScaleRule::deepseek:
+            return deepseek_scale(amax, fmax, static_cast<float>(b.epsilon), b.pow2);
+        case ScaleRule::mx_roundup: {
+            const std::uint8_t c = mx_e8m0_scale_roundup(amax, b.format);
+            ScalePair p = e8m0_scale_pair(c);
+            if (c == 0) p.scale = 1.0f;
+            return p;
+        }
+        case ScaleRule::mx_ocp_floor: return e8m0_scale_pair(mx_e8m0_scale_floor_ocp(amax, b.format));
+        case ScaleRule::msamp: {
+            const float s = msamp_scale(amax, 1.0f, fmax, 0);
+            return {s, 1.0f / s};
+        }
+    }
+    throw std::invalid_argument("unknown scale rule");
+}
+
+}  // namespace
+
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                               const BlockRecipe& br) {
+    if (br.block_rows < 0 || br.block_cols < 0 || (br.block_rows == 0) != (br.block_cols == 0))
+        throw std::invalid_argument("compute_block_stats: block shape must be >= 1 x 1 (or 0 x 0 for the whole tensor)");
+    const std::size_t bh = br.block_rows == 0 ? std::max<std::size_t>(rows, 1) : static_cast<std::size_t>(br.block_rows);
+    const std::size_t bw = br.block_cols == 0 ? std::max<std::size_t>(cols, 1) : static_cast<std::size_t>(br.block_cols);
+    BlockStats out;
+    out.block_rows = bh;
+    out.block_cols = bw;
+    const std::size_t gr = (rows + bh - 1) / bh, gc = (cols + bw - 1) / bw;
+    out.blocks = gr * gc;
+    out.scale_inv.assign(out.blocks, 0.0f);
+    std::vector<QuantStats> parts(out.blocks);
+    const RunFn fn = run_for(type);
+    const Prepared base = prepare(br.format, 1.0f, 1.0f, br.policy, 0);
+#pragma omp parallel
+    {
+        Scratch sc(kChunk);
+        Prepared p = base;
+#pragma omp for schedule(dynamic, 1)
+        for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(out.blocks); ++t) {
+            const std::size_t bi = static_cast<std::size_t>(t) / gc, bj = static_cast<std::size_t>(t) % gc;
+            const std::size_t r0 = bi * bh, r1 = std::min(rows, r0 + bh);
+            const std::size_t c0 = bj * bw, c1 = std::min(cols, c0 + bw);
+            double am = 0;
+            for (std::size_t r = r0; r < r1; ++r) {
+                const double a = amax_any(data, type, r * cols + c0, c1 - c0);
+                if (a > am) am = a;
+            }
+            const ScalePair sp = block_scale(br, static_cast<float>(am));
+            out.scale_inv[static_cast<std::size_t>(t)] = sp.scale_inv;
+            set_scale(p, sp.scale, sp.scale_inv);
+            QuantStats& st = parts[static_cast<std::size_t>(t)];
+            for (std::size_t r = r0; r < r1; ++r)
+                for (std::size_t c = c0; c < c1; c += kChunk) {
+                    const std::size_t first = r * cols + c;
+                    fn(data, first, std::min(kChunk, c1 - c), first, p, sc, st);
+                }
+        }
+    }
+    bool any = false;
+    double dr_sum = 0;
+    for (std::size_t t = 0; t < out.blocks; ++t) {
+        const QuantStats& st = parts[t];
+        out.total.merge(st);
+        const float si = out.scale_inv[t];
+        ++out.scale_inv_exp_hist[hist_bin(bits_of(si))];
+        if (std::isfinite(si)) {
+            const double d = si;
+            if (!any || d < out.scale_inv_min) out.scale_inv_min = d;
+            if (!any || d > out.scale_inv_max) out.scale_inv_max = d;
+            any = true;
+        }
+        if (st.min_nonzero != 0.0) {
+            const double dr = st.dynamic_range_binades();
+            ++out.blocks_with_range;
+            dr_sum += dr;
+            if (dr > out.dr_max) out.dr_max = dr;
+            const double fl = std::floor(dr);
+            const std::size_t bin = fl >= static_cast<double>(BlockStats::kDrBins - 1)
+                                        ? BlockStats::kDrBins - 1
+                                        : static_cast<std::size_t>(fl);
+            ++out.dr_hist[bin];
+        }
+    }
+    if (out.blocks_with_range) out.dr_mean = dr_sum / static_cast<double>(out.blocks_with_range);
+    return out;
+}
+
+}  // namespace fp8kit
