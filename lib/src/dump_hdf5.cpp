@@ -1,0 +1,425 @@
+// HDF5 dumps: every numeric dataset of any group hierarchy is a tensor.
+//
+// Only calls whose signature is the same in HDF5 1.10.3 .. 1.14 are used: numbered ones (H5Dopen2,
+// H5Ovisit2, H5Pget_filter2, H5Eset_auto2, H5Ewalk2), with H5_USE_110_API (lib/CMakeLists.txt)
+// mapping H5O_info_t / H5O_iterate_t to their 1.10 layouts on 1.12+.
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "dump_internal.hpp"
+
+namespace fp8kit::dump::detail {
+namespace {
+
+// Owns one hid_t and closes it with the matching H5?close.
+class Handle {
+public:
+    using Closer = herr_t (*)(hid_t);
+    Handle() = default;
+    Handle(hid_t id, Closer close) : id_(id), close_(close) {}
+    Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
+    Handle& operator=(Handle&& o) noexcept {
+        if (this != &o) {
+            reset();
+            id_ = o.id_;
+            close_ = o.close_;
+            o.id_ = -1;
+        }
+        return *this;
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    ~Handle() { reset(); }
+    void reset() {
+        if (id_ >= 0 && close_) close_(id_);
+        id_ = -1;
+    }
+    hid_t get() const { return id_; }
+    bool ok() const { return id_ >= 0; }
+
+private:
+    hid_t id_ = -1;
+    Closer close_ = nullptr;
+};
+
+// HDF5 prints its error stack to stderr by default; fp8kit reports errors itself.
+void silence_hdf5() {
+    static std::once_flag once;
+    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+herr_t collect_error(unsigned n, const H5E_error2_t* err, void* data) {
+    auto* out = static_cast<std::vector<std::string>*>(data);
+    char minor[160] = {};
+    H5Eget_msg(err->min_num, nullptr, minor, sizeof minor);
+    if (n < 2) out->push_back(err->desc && *err->desc ? fmt::format("{} ({})", err->desc, minor)
+                                                    : std::string(minor));
+    return 0;
+}
+
+// The most specific messages on HDF5's error stack (then cleared), e.g. "truncated file: eof = ...".
+std::string hdf5_detail() {
+    std::vector<std::string> msgs;
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error, &msgs);
+    H5Eclear2(H5E_DEFAULT);
+    if (msgs.empty()) return "HDF5 reported no detail";
+    std::string s = msgs[0];
+    for (std::size_t i = 1; i < msgs.size(); ++i) s += "; " + msgs[i];
+    return s;
+}
+
+std::optional<std::string> string_attr(hid_t obj, const char* attr) {
+    if (H5Aexists(obj, attr) <= 0) return std::nullopt;
+    Handle a(H5Aopen(obj, attr, H5P_DEFAULT), H5Aclose);
+    if (!a.ok()) return std::nullopt;
+    Handle t(H5Aget_type(a.get()), H5Tclose);
+    Handle sp(H5Aget_space(a.get()), H5Sclose);
+    if (!t.ok() || !sp.ok() || H5Tget_class(t.get()) != H5T_STRING ||
+        H5Sget_simple_extent_npoints(sp.get()) != 1)
+        return std::nullopt;
+    if (H5Tis_variable_str(t.get()) > 0) {
+        Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(mt.get(), H5T_VARIABLE);
+        H5Tset_cset(mt.get(), H5Tget_cset(t.get()));
+        char* p = nullptr;
+        if (H5Aread(a.get(), mt.get(), &p) < 0) return std::nullopt;
+        std::string s = p ? p : "";
+        if (p) H5free_memory(p);
+        return s;
+    }
+    std::vector<char> buf(H5Tget_size(t.get()) + 1, '\0');
+    if (H5Aread(a.get(), t.get(), buf.data()) < 0) return std::nullopt;
+    std::string s(buf.data());
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s;
+}
+
+std::optional<std::int64_t> step_attr(hid_t obj) {
+    if (H5Aexists(obj, "step") <= 0) return std::nullopt;
+    Handle a(H5Aopen(obj, "step", H5P_DEFAULT), H5Aclose);
+    Handle t(H5Aget_type(a.get()), H5Tclose);
+    Handle sp(H5Aget_space(a.get()), H5Sclose);
+    if (!t.ok() || !sp.ok() || H5Sget_simple_extent_npoints(sp.get()) != 1) return std::nullopt;
+    switch (H5Tget_class(t.get())) {
+        case H5T_INTEGER: {
+            long long v = 0;
+            if (H5Aread(a.get(), H5T_NATIVE_LLONG, &v) < 0) return std::nullopt;
+            return v;
+        }
+        case H5T_FLOAT: {
+            double v = 0;
+            if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0 || v != static_cast<double>(static_cast<long long>(v)))
+                return std::nullopt;
+            return static_cast<std::int64_t>(v);
+        }
+        case H5T_STRING: {
+            const auto s = string_attr(obj, "step");
+            if (!s || s->empty() || s->size() > 18 ||
+                !std::all_of(s->begin(), s->end(), [](char c) { return c >= '0' && c <= '9'; }))
+                return std::nullopt;
+            return std::stoll(*s);
+        }
+        default: return std::nullopt;
+    }
+}
+
+// How one dataset is read, or why it is not.
+struct Plan {
+    enum Kind { tensor, skip, error } kind = error;
+    std::string message;  // for skip / error
+    DType dtype = DType::f32;
+    std::string storage;
+    Handle mem_type;  // the type H5Dread converts to: the stored width, little-endian
+    std::vector<hsize_t> dims;
+    std::uint64_t numel = 0;
+};
+
+const char* class_name(H5T_class_t c) {
+    switch (c) {
+        case H5T_INTEGER: return "integer";
+        case H5T_FLOAT: return "float";
+        case H5T_TIME: return "time";
+        case H5T_STRING: return "string";
+        case H5T_BITFIELD: return "bitfield";
+        case H5T_OPAQUE: return "opaque";
+        case H5T_COMPOUND: return "compound";
+        case H5T_REFERENCE: return "reference";
+        case H5T_ENUM: return "enum";
+        case H5T_VLEN: return "variable-length";
+        case H5T_ARRAY: return "array";
+        default: return "unknown-class";
+    }
+}
+
+Plan fail(Plan::Kind k, std::string msg) {
+    Plan p;
+    p.kind = k;
+    p.message = std::move(msg);
+    return p;
+}
+
+// Float layouts fp8kit reads bit for bit (HDF5 could convert others, but not provably exactly).
+struct FloatLayout {
+    std::size_t size, spos, epos, esize, mpos, msize, bias;
+    DType dtype;
+};
+constexpr FloatLayout kFloats[] = {
+    {8, 63, 52, 11, 0, 52, 1023, DType::f64},
+    {4, 31, 23, 8, 0, 23, 127, DType::f32},
+    {2, 15, 10, 5, 0, 10, 15, DType::f16},
+    {2, 15, 7, 8, 0, 7, 127, DType::bf16},  // HDF5 2.0's H5T_FLOAT_BFLOAT16LE
+};
+
+Plan plan_dataset(hid_t dset) {
+    Handle type(H5Dget_type(dset), H5Tclose);
+    if (!type.ok()) return fail(Plan::error, "cannot read the datatype: " + hdf5_detail());
+    const H5T_class_t cls = H5Tget_class(type.get());
+    const std::size_t size = H5Tget_size(type.get());
+    const auto attr = string_attr(dset, "dtype");
+    Plan p;
+    if (cls == H5T_FLOAT) {
+        std::size_t spos, epos, esize, mpos, msize;
+        H5Tget_fields(type.get(), &spos, &epos, &esize, &mpos, &msize);
+        const std::size_t bias = H5Tget_ebias(type.get());
+        const FloatLayout* hit = nullptr;
+        for (const auto& f : kFloats)
+            if (f.size == size && f.spos == spos && f.epos == epos && f.esize == esize &&
+                f.mpos == mpos && f.msize == msize && f.bias == bias && H5Tget_offset(type.get()) == 0)
+                hit = &f;
+        if (!hit)
+            return fail(Plan::error,
+                        fmt::format("unsupported dtype: {}-byte float with sign bit {}, {} exponent "
+                                    "bits at {}, {} mantissa bits, bias {}",
+                                    size, spos, esize, epos, msize, bias));
+        p.dtype = hit->dtype;
+        p.storage = fmt::format("float{}", 8 * size);
+        if (p.dtype == DType::bf16) p.storage = "bfloat16";
+        p.mem_type = Handle(H5Tcopy(type.get()), H5Tclose);
+        H5Tset_order(p.mem_type.get(), H5T_ORDER_LE);
+    } else if (cls == H5T_INTEGER || cls == H5T_OPAQUE) {
+        const bool is_int = cls == H5T_INTEGER;
+        const std::string stored = is_int ? fmt::format("{}int{}", H5Tget_sign(type.get()) == H5T_SGN_2 ? "" : "u", 8 * size)
+                                          : fmt::format("opaque{}", size);
+        if (!attr)
+            return fail(Plan::skip, fmt::format("{} dataset without a 'dtype' attribute naming a float "
+                                                "type: not analysed", stored));
+        std::optional<DType> d;
+        if (const auto f = parse_format(*attr)) {
+            switch (*f) {
+                case Format::e4m3: d = DType::e4m3; break;
+                case Format::e5m2: d = DType::e5m2; break;
+                case Format::e4m3fnuz: d = DType::e4m3fnuz; break;
+                case Format::e5m2fnuz: d = DType::e5m2fnuz; break;
+                case Format::e8m0: d = DType::e8m0; break;
+            }
+        } else if (const auto w = parse_wide(*attr)) {
+            d = *w == Wide::f64 ? DType::f64 : *w == Wide::f32 ? DType::f32 : *w == Wide::f16 ? DType::f16 : DType::bf16;
+        }
+        if (!d) return fail(Plan::error, fmt::format("unsupported dtype '{}' (attribute 'dtype' of {} data)", *attr, stored));
+        if (stored_size(*d) != size)
+            return fail(Plan::error, fmt::format("attribute dtype='{}' needs {}-byte elements but the data is {}",
+                                                 *attr, stored_size(*d), stored));
+        p.dtype = *d;
+        p.storage = stored;
+        // Same type in little-endian order: bytes are swapped if needed, values never converted
+        // (a signed int16 holding bf16 bits must not be clipped to unsigned).
+        p.mem_type = Handle(H5Tcopy(type.get()), H5Tclose);
+        if (is_int) H5Tset_order(p.mem_type.get(), H5T_ORDER_LE);
+    } else {
+        return fail(Plan::skip, fmt::format("{} dataset is not a tensor: not analysed", class_name(cls)));
+    }
+
+    Handle space(H5Dget_space(dset), H5Sclose);
+    if (!space.ok()) return fail(Plan::error, "cannot read the dataspace: " + hdf5_detail());
+    if (H5Sget_simple_extent_type(space.get()) == H5S_NULL)
+        return fail(Plan::error, "empty dataset (null dataspace)");
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank < 0) return fail(Plan::error, "cannot read the shape: " + hdf5_detail());
+    p.dims.resize(rank);
+    H5Sget_simple_extent_dims(space.get(), p.dims.data(), nullptr);
+    p.numel = 1;
+    for (hsize_t d : p.dims)
+        if (mul_overflows(p.numel, d, p.numel)) return fail(Plan::error, "shape overflows 64 bits");
+    if (p.numel == 0) return fail(Plan::error, fmt::format("empty dataset (shape [{}])", fmt::join(p.dims, ", ")));
+
+    Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+    const int nfilters = dcpl.ok() ? H5Pget_nfilters(dcpl.get()) : 0;
+    for (int i = 0; i < nfilters; ++i) {
+        unsigned flags = 0, config = 0;
+        std::size_t nelmts = 0;
+        char fname[128] = {};
+        const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelmts,
+                                               nullptr, sizeof fname, fname, &config);
+        if (id < 0) return fail(Plan::error, "cannot read the filter pipeline: " + hdf5_detail());
+        if (H5Zfilter_avail(id) <= 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return fail(Plan::error,
+                        fmt::format("compressed with HDF5 filter {} ('{}'), which this HDF5 cannot "
+                                    "decode: install the filter plugin and set HDF5_PLUGIN_PATH",
+                                    id, fname));
+        }
+    }
+    p.kind = Plan::tensor;
+    return p;
+}
+
+herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* data) {
+    if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(data)->push_back(name);
+    return 0;
+}
+
+class Hdf5Source final : public Source {
+public:
+    Hdf5Source(const std::string& path, const ReadOptions& opts) : opts_(opts) {
+        silence_hdf5();
+        path_ = path;
+        file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+        if (!file_.ok()) throw DumpError(path, "", "cannot open as HDF5: " + hdf5_detail());
+        std::vector<std::string> names;
+        // H5Ovisit visits each object once, however many hard links reach it (no cycles).
+        if (H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC) < 0)
+            errors_.push_back({path, "", "could not list every object (file corrupt?): " + hdf5_detail()});
+        for (const auto& n : names) list(n);
+    }
+
+    void read(const TensorInfo& t, const ChunkFn& fn) override {
+        auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
+        // A chunk cache that holds a full row of chunks, so no chunk is decompressed twice.
+        Handle dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+        Handle probe(H5Dopen2(file_.get(), t.name.c_str(), H5P_DEFAULT), H5Dclose);
+        if (!probe.ok()) throw err("cannot open dataset: " + hdf5_detail());
+        Plan plan = plan_dataset(probe.get());
+        if (plan.kind != Plan::tensor) throw err(plan.message);
+        if (plan.dtype != t.dtype) throw err("dataset changed since it was listed");
+        const int rank = static_cast<int>(plan.dims.size());
+        std::vector<hsize_t> chunk(rank, 1);
+        {
+            Handle dcpl(H5Dget_create_plist(probe.get()), H5Pclose);
+            if (rank > 0 && H5Pget_layout(dcpl.get()) == H5D_CHUNKED)
+                H5Pget_chunk(dcpl.get(), rank, chunk.data());
+        }
+        const std::size_t budget = elements_per_read(plan.dtype, opts_);
+        const std::size_t ssize = stored_size(plan.dtype);
+
+        // Slabs: fixed indices in dims < k, a run of L along dim k (a multiple of the chunk edge
+        // when possible), all of dims > k. Each slab is contiguous in row-major order.
+        int k = 0;
+        std::uint64_t inner = 1;  // elements of dims > k
+        if (rank > 0) {
+            k = rank - 1;
+            for (int d = 0; d < rank; ++d) {
+                std::uint64_t rest = 1;
+                for (int j = d + 1; j < rank; ++j) rest *= plan.dims[j];
+                if (rest * std::min<hsize_t>(chunk[d], plan.dims[d]) <= budget) { k = d; break; }
+            }
+            for (int j = k + 1; j < rank; ++j) inner *= plan.dims[j];
+        }
+        hsize_t run = 1;
+        if (rank > 0) {
+            const hsize_t edge = std::min<hsize_t>(chunk[k], plan.dims[k]);
+            const hsize_t fit = std::max<std::uint64_t>(1, budget / inner);
+            run = fit >= edge ? fit / edge * edge : fit;
+            run = std::min<hsize_t>(run, plan.dims[k]);
+        }
+        if (rank > 0) {
+            std::uint64_t chunks = 1, chunk_bytes = ssize;
+            for (int j = k; j < rank; ++j) chunks *= (plan.dims[j] + chunk[j] - 1) / chunk[j];
+            for (int j = 0; j < rank; ++j) chunk_bytes *= chunk[j];
+            const std::uint64_t want = std::min<std::uint64_t>(chunks * chunk_bytes, opts_.hdf5_cache_bytes);
+            H5Pset_chunk_cache(dapl.get(), static_cast<std::size_t>(std::max<std::uint64_t>(521, chunks * 7 + 1)),
+                               static_cast<std::size_t>(std::max<std::uint64_t>(want, 1 << 20)), 1.0);
+        }
+        probe.reset();
+        Handle dset(H5Dopen2(file_.get(), t.name.c_str(), dapl.get()), H5Dclose);
+        if (!dset.ok()) throw err("cannot open dataset: " + hdf5_detail());
+        Handle fspace(H5Dget_space(dset.get()), H5Sclose);
+
+        const std::uint64_t max_run = rank > 0 ? run * inner : 1;
+        buf_.resize(static_cast<std::size_t>(max_run) * ssize);
+        std::vector<hsize_t> start(rank, 0), count(rank, 1);
+        for (int j = k + 1; j < rank; ++j) count[j] = plan.dims[j];
+        std::uint64_t first = 0;
+        while (first < plan.numel) {
+            std::uint64_t n = 1;
+            if (rank > 0) {
+                count[k] = std::min<hsize_t>(run, plan.dims[k] - start[k]);
+                n = count[k] * inner;
+                if (H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr,
+                                        count.data(), nullptr) < 0)
+                    throw err("cannot select elements: " + hdf5_detail());
+            }
+            const hsize_t mdim = n;
+            Handle mspace(H5Screate_simple(1, &mdim, nullptr), H5Sclose);
+            if (H5Dread(dset.get(), plan.mem_type.get(), rank > 0 ? mspace.get() : H5S_ALL,
+                        rank > 0 ? fspace.get() : H5S_ALL, H5P_DEFAULT, buf_.data()) < 0)
+                throw err(fmt::format("cannot read elements {}..{}: {}", first, first + n - 1, hdf5_detail()));
+            deliver(plan.dtype, buf_.data(), static_cast<std::size_t>(n), first, scratch_, fn);
+            first += n;
+            if (rank > 0) {
+                // Advance: along dim k, then carry into the outer dims.
+                start[k] += count[k];
+                for (int d = k; d > 0 && start[d] >= plan.dims[d]; --d) {
+                    start[d] = 0;
+                    ++start[d - 1];
+                }
+            }
+        }
+    }
+
+private:
+    void list(const std::string& name) {
+        Handle d(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+        if (!d.ok()) {
+            errors_.push_back({path_, name, "cannot open dataset: " + hdf5_detail()});
+            return;
+        }
+        Plan plan = plan_dataset(d.get());
+        if (plan.kind == Plan::skip) {
+            notes_.push_back({path_, name, plan.message});
+            return;
+        }
+        if (plan.kind == Plan::error) {
+            errors_.push_back({path_, name, plan.message});
+            return;
+        }
+        TensorInfo t;
+        t.file = path_;
+        t.name = name;
+        t.shape.assign(plan.dims.begin(), plan.dims.end());
+        t.numel = plan.numel;
+        t.storage = plan.storage;
+        t.dtype = plan.dtype;
+        t.wide = delivered_as(plan.dtype);
+        t.step = step_attr(d.get());
+        if (const auto r = string_attr(d.get(), "role")) {
+            if (const auto role = parse_role(*r)) {
+                t.role = *role;
+            } else {
+                notes_.push_back({path_, name, fmt::format("attribute role='{}' is not one of activation, "
+                                                           "weight, gradient, optimizer_state: guessed from the name", *r)});
+            }
+        }
+        const bool had_role = t.role != Role::unknown;
+        complete_guesses(t);
+        if (had_role) t.role_guessed = false;
+        H5Eclear2(H5E_DEFAULT);
+        tensors_.push_back(std::move(t));
+    }
+
+    ReadOptions opts_;
+    Handle file_;
+    std::vector<std::uint8_t> buf_, scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Source> open_hdf5(const std::string& path, const ReadOptions& opts) {
+    return std::make_unique<Hdf5Source>(path, opts);
+}
+
+}  // namespace fp8kit::dump::detail
