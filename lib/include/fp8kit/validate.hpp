@@ -1,0 +1,132 @@
+// Validate a kernel's FP8 output against the reference, bit for bit, and say why it differs.
+//
+// Given the kernel's input (raw bits of f64/f32/f16/bf16), the codes it produced, the target
+// format, the policy it is meant to follow and how it scaled the input, validate() computes the
+// reference code of every element with emu::convert (the one conversion routine), compares the
+// codes bit for bit and classifies every mismatch (see MismatchClass and docs/validate.md). It
+// also finds which policies and profiles the output equals exactly. Results, counts and examples
+// are identical for any number of OpenMP threads; examples are the lowest indices.
+//
+// Scaling (exactly what the reference computes; S is a float32):
+//   none       q = fp8(x)                       one rounding, straight from the input's bits
+//   scale S    q = fp8(fl(x * S))               the kernel multiplies by the quantisation scale
+//   scale_inv S q = fp8(fl(x * fl32(1 / S)))    the kernel is given the dequantisation scale and
+//                                               multiplies by its float32 reciprocal
+// fl(): an IEEE float32 multiply (round to nearest even) for f32/f16/bf16 inputs (f16 and bf16
+// are widened exactly first); a float64 multiply for f64 inputs (S widened exactly).
+// Block scales apply the same formulas with one S per block (see BlockLayout).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fp8kit/names.hpp"
+
+namespace fp8kit {
+
+enum class MismatchClass : std::uint8_t {
+    tie,              // the input lies exactly halfway; the kernel picked the other neighbour
+    direction,        // not a tie; the kernel picked the other neighbour (truncation, directed mode)
+    overflow,         // saturation vs Inf/NaN: the code of another overflow policy
+    nan_encoding,     // both NaN, different NaN codes
+    flush_to_zero,    // a subnormal result flushed to zero, or a subnormal input treated as zero
+    double_rounding,  // equals rounding through float16 or bfloat16 first (float32 for f64 inputs)
+    scale,            // equals the reference with the scale applied differently
+    other,            // none of the above
+};
+inline constexpr int kMismatchClassCount = 8;
+inline constexpr MismatchClass kAllMismatchClasses[] = {
+    MismatchClass::tie,           MismatchClass::direction,       MismatchClass::overflow,
+    MismatchClass::nan_encoding,  MismatchClass::flush_to_zero,   MismatchClass::double_rounding,
+    MismatchClass::scale,         MismatchClass::other};
+std::string_view name(MismatchClass c);  // "tie", "direction", ..., "nan-encoding", "flush-to-zero"
+
+enum class ScaleMode : std::uint8_t { none, scale, scale_inv };
+
+// How block scales tile the input, seen as a matrix rows x cols (cols = the last dimension,
+// rows = the product of the others). Scales are stored row-major over the blocks.
+enum class BlockLayout : std::uint8_t {
+    tensor,     // one scale for everything (Scaling::value)
+    rowwise,    // one per row: rows scales
+    b1x128,     // 1 x 128 blocks: rows * ceil(cols / 128) scales
+    b128x128,   // 128 x 128 blocks: ceil(rows / 128) * ceil(cols / 128) scales
+    mx32,       // 1 x 32 blocks (OCP MX): rows * ceil(cols / 32) scales
+};
+std::string_view name(BlockLayout b);  // "tensor", "rowwise", "1x128", "128x128", "mx32"
+// Number of scales a layout needs for a rows x cols matrix.
+std::size_t block_scale_count(BlockLayout b, std::size_t rows, std::size_t cols);
+
+struct Scaling {
+    ScaleMode mode = ScaleMode::none;
+    BlockLayout layout = BlockLayout::tensor;
+    float value = 1.0f;           // layout == tensor
+    const float* blocks = nullptr;  // otherwise: block_scale_count(...) values (E8M0 scales: decode
+                                    // them to float32 first, which is exact)
+    std::size_t block_count = 0;
+    std::size_t rows = 0, cols = 0;  // the matrix view (needed for block layouts)
+};
+
+struct ValidateRequest {
+    Wide from;                       // type of the input elements
+    const void* input;               // n elements, raw little-endian bits
+    const std::uint8_t* codes;       // n codes the kernel produced
+    std::size_t n;
+    Format to;
+    Policy policy;                   // the reference policy (stochastic rounding is not accepted)
+    Scaling scaling;
+};
+
+struct ValidateOptions {
+    std::size_t examples = 5;        // per class
+    bool detect_policies = true;     // find the policies the output equals exactly
+};
+
+struct MismatchExample {
+    std::uint64_t index;
+    std::uint64_t input_bits;        // as stored (f64: 64 bits, f32: 32, f16/bf16: 16)
+    double input;                    // its value
+    double scaled;                   // the value the reference rounds (= input when unscaled)
+    double scale;                    // the S applied to this element (1 when unscaled)
+    std::uint8_t expected, actual;
+    double expected_value, actual_value;  // decoded (NaN for NaN codes)
+};
+
+struct ClassReport {
+    std::uint64_t count = 0;
+    std::vector<MismatchExample> examples;  // lowest indices first
+};
+
+struct ValidateReport {
+    Format to;
+    Wide from;
+    Policy policy;
+    ScaleMode scale_mode;
+    BlockLayout layout;
+    std::uint64_t total = 0, matches = 0, mismatches = 0;
+    std::array<ClassReport, kMismatchClassCount> classes;
+    bool policies_detected = false;
+    std::vector<Policy> consistent_policies;   // every policy (5 roundings x 3 overflow x 4 NaN)
+                                               // whose codes equal the kernel's on all elements
+    std::vector<std::string> consistent_profiles;  // e.g. "cuda-satfinite", "cuda-nosat (e8m0 toward-zero)"
+
+    bool exact() const { return mismatches == 0; }
+    const ClassReport& operator[](MismatchClass c) const { return classes[static_cast<int>(c)]; }
+    // Human-readable, several lines: counts, classes with examples, consistent policies.
+    std::string summary() const;
+    // The same as JSON text.
+    std::string json() const;
+};
+
+// Throws std::invalid_argument on an impossible request (null data with n > 0, stochastic
+// rounding, a scale count that does not match the layout).
+ValidateReport validate(const ValidateRequest& request, const ValidateOptions& options = {});
+
+// One line naming the consistent profiles / policies ("equals profile cuda-satfinite", "equals
+// nearest-away, saturate-all, NaN any"), or that none of them matches.
+std::string describe_consistency(const ValidateReport& r);
+
+}  // namespace fp8kit

@@ -1,0 +1,341 @@
+// validate(): the main pass (reference codes, bit-for-bit comparison, classification of the
+// mismatches), then the search for the policies the kernel's output equals.
+#include "fp8kit/validate.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+
+#include "validate_engine.hpp"
+
+namespace fp8kit {
+
+using namespace validate_detail;
+
+std::size_t block_scale_count(BlockLayout b, std::size_t rows, std::size_t cols) {
+    auto ceil_div = [](std::size_t a, std::size_t d) { return (a + d - 1) / d; };
+    switch (b) {
+        case BlockLayout::tensor: return 1;
+        case BlockLayout::rowwise: return rows;
+        case BlockLayout::b1x128: return rows * ceil_div(cols, 128);
+        case BlockLayout::b128x128: return ceil_div(rows, 128) * ceil_div(cols, 128);
+        case BlockLayout::mx32: return rows * ceil_div(cols, 32);
+    }
+    return 1;
+}
+
+namespace {
+
+// Elements are processed in fixed blocks of this size; every per-block result is an integer
+// count or a set of lowest indices, so merging them in any order gives the same report.
+constexpr std::size_t kBlock = std::size_t{1} << 16;
+constexpr std::size_t kEliminationMismatches = 4096;  // lowest-index mismatches used to prune policies
+constexpr std::size_t kSampleTarget = std::size_t{1} << 14;  // plus this many evenly spaced elements
+
+// Which scale applies to element i, walked incrementally (no division per element).
+struct BlockCursor {
+    BlockLayout layout;
+    std::size_t cols, row, col, per_row;
+    BlockCursor(BlockLayout l, std::size_t cols_, std::size_t first)
+        : layout(l), cols(cols_ ? cols_ : 1), row(first / cols), col(first % cols) {
+        per_row = layout == BlockLayout::mx32 ? (cols + 31) / 32 : (cols + 127) / 128;
+    }
+    std::size_t index() const {
+        switch (layout) {
+            case BlockLayout::tensor: return 0;
+            case BlockLayout::rowwise: return row;
+            case BlockLayout::b1x128: return row * per_row + (col >> 7);
+            case BlockLayout::b128x128: return (row >> 7) * per_row + (col >> 7);
+            case BlockLayout::mx32: return row * per_row + (col >> 5);
+        }
+        return 0;
+    }
+    void next() {
+        if (++col == cols) { col = 0; ++row; }
+    }
+};
+
+struct ThreadResult {
+    std::uint64_t counts[kMaskCount] = {};
+    std::vector<std::uint64_t> examples[kMaskCount];
+    std::vector<std::uint64_t> first_mismatches;
+};
+
+void keep_lowest(std::vector<std::uint64_t>& v, std::size_t k) {
+    std::sort(v.begin(), v.end());
+    if (v.size() > k) v.resize(k);
+}
+
+const Rounding kDeterministicRoundings[] = {Rounding::nearest_even, Rounding::nearest_away, Rounding::toward_zero,
+                                            Rounding::toward_positive, Rounding::toward_negative};
+const NanEncoding kNanEncodings[] = {NanEncoding::canonical, NanEncoding::signed_all_ones,
+                                     NanEncoding::signed_quiet, NanEncoding::signed_quiet_payload};
+
+bool same(const Policy& a, const Policy& b) {
+    return a.rounding == b.rounding && a.overflow == b.overflow && a.nan == b.nan;
+}
+
+template <class W, class C, class F>
+ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const std::vector<float>& raw,
+                   const std::vector<float>& mult) {
+    using E = Engine<W, C, F>;
+    const CodeTable table = code_table<F>();
+    const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table};
+    const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
+    const std::size_t cols = layout == BlockLayout::tensor ? 1 : rq.scaling.cols;
+    const std::size_t n = rq.n;
+    const std::size_t blocks = (n + kBlock - 1) / kBlock;
+    const std::size_t k = opt.examples;
+
+    // Unscaled 16-bit inputs: all 65536 reference codes up front (each one emu::convert's).
+    std::vector<std::uint8_t> lut;
+    if constexpr (!E::scaled && sizeof(typename W::storage_t) == 2) {
+        lut.resize(65536);
+        for (u64 b = 0; b < 65536; ++b) lut[b] = E::round(b, rq.policy);
+    }
+
+    std::vector<std::uint64_t> mismatch_bits((n + 63) / 64, 0);  // block-aligned words: no sharing
+    const int threads = omp_get_max_threads();
+    std::vector<ThreadResult> per_thread(static_cast<std::size_t>(threads));
+
+#pragma omp parallel num_threads(threads)
+    {
+        ThreadResult& mine = per_thread[static_cast<std::size_t>(omp_get_thread_num())];
+#pragma omp for schedule(static)
+        for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
+            const std::size_t lo = static_cast<std::size_t>(b) * kBlock, hi = std::min(n, lo + kBlock);
+            BlockCursor cur(layout, cols, lo);
+            for (std::size_t i = lo; i < hi; ++i, cur.next()) {
+                const u64 x = eng.load(i);
+                std::uint8_t e;
+                u64 v = x;
+                std::size_t sb = 0;
+                if constexpr (E::scaled) {
+                    sb = cur.index();
+                    v = eng.scaled_bits(x, sb);
+                    e = E::round(v, rq.policy);
+                } else if (!lut.empty()) {
+                    e = lut[x];
+                } else {
+                    e = E::round(v, rq.policy);
+                }
+                const std::uint8_t a = rq.codes[i];
+                if (e == a) continue;
+                mismatch_bits[i >> 6] |= u64{1} << (i & 63);
+                const unsigned m = eng.explain(x, v, sb, e, a);
+                ++mine.counts[m];
+                if (mine.examples[m].size() < k) mine.examples[m].push_back(i);
+                if (mine.first_mismatches.size() < kEliminationMismatches) mine.first_mismatches.push_back(i);
+            }
+        }
+    }
+
+    // Merge (integer sums and lowest-index sets: independent of the thread count).
+    ThreadResult all;
+    for (auto& t : per_thread) {
+        for (int m = 0; m < kMaskCount; ++m) {
+            all.counts[m] += t.counts[m];
+            all.examples[m].insert(all.examples[m].end(), t.examples[m].begin(), t.examples[m].end());
+        }
+        all.first_mismatches.insert(all.first_mismatches.end(), t.first_mismatches.begin(), t.first_mismatches.end());
+    }
+    for (auto& v : all.examples) keep_lowest(v, k);
+    keep_lowest(all.first_mismatches, kEliminationMismatches);
+
+    ValidateReport r;
+    r.to = rq.to;
+    r.from = rq.from;
+    r.policy = rq.policy;
+    r.scale_mode = rq.scaling.mode;
+    r.layout = layout;
+    r.total = n;
+    for (int m = 0; m < kMaskCount; ++m) r.mismatches += all.counts[m];
+    r.matches = n - r.mismatches;
+
+    // Each mismatch goes to the class, among those that explain it, that explains the most
+    // mismatches overall; on equal counts the more specific class (this order) wins. So a
+    // truncating kernel reads as "direction" throughout even where one element happens to
+    // equal rounding through bfloat16 too.
+    static const MismatchClass priority[] = {MismatchClass::nan_encoding, MismatchClass::overflow,
+                                             MismatchClass::flush_to_zero, MismatchClass::scale,
+                                             MismatchClass::double_rounding, MismatchClass::tie,
+                                             MismatchClass::direction};
+    std::uint64_t explains[kMismatchClassCount] = {};
+    for (int m = 0; m < kMaskCount; ++m)
+        for (int c = 0; c < 7; ++c)
+            if (m & (1 << c)) explains[c] += all.counts[m];
+    std::vector<std::pair<std::uint64_t, int>> chosen;  // (index, class) of candidate examples
+    for (int m = 0; m < kMaskCount; ++m) {
+        int cls = static_cast<int>(MismatchClass::other);
+        std::uint64_t best = 0;
+        for (MismatchClass c : priority) {
+            const int ci = static_cast<int>(c);
+            if ((m & (1 << ci)) && (cls == static_cast<int>(MismatchClass::other) || explains[ci] > best)) {
+                cls = ci;
+                best = explains[ci];
+            }
+        }
+        r.classes[static_cast<std::size_t>(cls)].count += all.counts[m];
+        for (std::uint64_t i : all.examples[m]) chosen.emplace_back(i, cls);
+    }
+    std::sort(chosen.begin(), chosen.end());
+    for (auto [i, cls] : chosen) {
+        ClassReport& cr = r.classes[static_cast<std::size_t>(cls)];
+        if (cr.examples.size() >= k) continue;
+        BlockCursor cur(layout, cols, i);
+        const std::size_t sb = E::scaled ? cur.index() : 0;
+        const u64 x = eng.load(i);
+        const u64 v = eng.scaled_bits(x, sb);
+        MismatchExample ex;
+        ex.index = i;
+        ex.input_bits = x;
+        ex.input = to_double<W>(x);
+        ex.scaled = to_double<C>(v);
+        ex.scale = E::scaled ? static_cast<double>(raw[sb]) : 1.0;
+        ex.expected = E::round(v, rq.policy);
+        ex.actual = rq.codes[i];
+        ex.expected_value = table.value[ex.expected];
+        ex.actual_value = table.value[ex.actual];
+        cr.examples.push_back(ex);
+    }
+
+    if (!opt.detect_policies) return r;
+
+    // Policy search. 1) Prune the 60 deterministic policies on the lowest-index mismatches and
+    // an evenly spaced sample; 2) confirm the survivors on every element. Policies sharing the
+    // reference's rounding give the reference's codes on every element whose value is neither
+    // NaN, Inf nor beyond the largest finite code, so only those and the mismatches are checked.
+    std::vector<Policy> candidates;
+    for (Rounding rd : kDeterministicRoundings)
+        for (emu::Overflow o : kOverflows)
+            for (NanEncoding ne : kNanEncodings) candidates.push_back({rd, o, ne});
+    std::vector<std::uint64_t> probe = all.first_mismatches;
+    const std::size_t stride = std::max<std::size_t>(1, n / kSampleTarget);
+    for (std::size_t i = 0; i < n; i += stride) probe.push_back(i);
+    auto value_at = [&](std::size_t i) {
+        BlockCursor cur(layout, cols, i);
+        return eng.scaled_bits(eng.load(i), E::scaled ? cur.index() : 0);
+    };
+    std::vector<u64> probe_v(probe.size());
+    for (std::size_t j = 0; j < probe.size(); ++j) probe_v[j] = value_at(probe[j]);
+    std::vector<Policy> survivors;
+    for (const Policy& p : candidates) {
+        bool ok = true;
+        for (std::size_t j = 0; j < probe.size() && ok; ++j) ok = E::round(probe_v[j], p) == rq.codes[probe[j]];
+        if (ok) survivors.push_back(p);
+    }
+
+    const u64 threshold = eng.special_threshold();
+    const std::size_t ns = survivors.size();
+    std::vector<std::vector<char>> alive_per_thread(static_cast<std::size_t>(threads), std::vector<char>(ns, 1));
+    std::vector<Rounding> group_roundings;  // roundings other than the reference's, among survivors
+    for (const Policy& p : survivors)
+        if (p.rounding != rq.policy.rounding &&
+            std::find(group_roundings.begin(), group_roundings.end(), p.rounding) == group_roundings.end())
+            group_roundings.push_back(p.rounding);
+    std::atomic<bool> all_dead{ns == 0};
+
+#pragma omp parallel num_threads(threads)
+    {
+        std::vector<char>& alive = alive_per_thread[static_cast<std::size_t>(omp_get_thread_num())];
+        std::vector<char> group_ok(group_roundings.size());
+#pragma omp for schedule(static)
+        for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
+            if (all_dead.load(std::memory_order_relaxed)) continue;
+            const std::size_t lo = static_cast<std::size_t>(b) * kBlock, hi = std::min(n, lo + kBlock);
+            BlockCursor cur(layout, cols, lo);
+            for (std::size_t i = lo; i < hi; ++i, cur.next()) {
+                const u64 x = eng.load(i);
+                const u64 v = eng.scaled_bits(x, E::scaled ? cur.index() : 0);
+                const std::uint8_t a = rq.codes[i];
+                const bool mismatch = (mismatch_bits[i >> 6] >> (i & 63)) & 1;
+                if (E::special(v, threshold)) {
+                    for (std::size_t s = 0; s < ns; ++s)
+                        if (alive[s] && E::round(v, survivors[s]) != a) alive[s] = 0;
+                    continue;
+                }
+                for (std::size_t g = 0; g < group_roundings.size(); ++g)
+                    group_ok[g] = E::round(v, {group_roundings[g], rq.policy.overflow, rq.policy.nan}) == a;
+                for (std::size_t s = 0; s < ns; ++s) {
+                    if (!alive[s]) continue;
+                    if (survivors[s].rounding == rq.policy.rounding) {
+                        if (mismatch) alive[s] = 0;
+                    } else {
+                        const std::size_t g = static_cast<std::size_t>(
+                            std::find(group_roundings.begin(), group_roundings.end(), survivors[s].rounding) -
+                            group_roundings.begin());
+                        if (!group_ok[g]) alive[s] = 0;
+                    }
+                }
+            }
+            if (std::none_of(alive.begin(), alive.end(), [](char c) { return c != 0; })) all_dead = true;
+        }
+    }
+    for (std::size_t s = 0; s < ns; ++s) {
+        bool ok = true;
+        for (auto& t : alive_per_thread) ok = ok && t[s];
+        if (ok) r.consistent_policies.push_back(survivors[s]);
+    }
+    r.policies_detected = true;
+
+    auto consistent = [&](const Policy& p) {
+        return std::any_of(r.consistent_policies.begin(), r.consistent_policies.end(),
+                           [&](const Policy& q) { return same(p, q); });
+    };
+    // The type the final cast rounds from: the input, or the float32/float64 product.
+    const Wide cast_from = std::is_same_v<C, emu::Binary64> ? Wide::f64 : (E::scaled ? Wide::f32 : rq.from);
+    for (Profile p : emu::kAllProfiles) {
+        // ml_dtypes and torch narrow float64 to float32 first: no single-rounding policy is theirs.
+        if (cast_from == Wide::f64 && (p == Profile::ml_dtypes || p == Profile::torch)) continue;
+        if (rq.to == Format::e8m0) {
+            for (Rounding rd : {Rounding::toward_zero, Rounding::toward_positive}) {
+                const auto pr = emu::profile_policy(p, rq.to, cast_from, rd);
+                if (pr.ok && consistent(pr.policy))
+                    r.consistent_profiles.push_back(std::string(name(p)) + " (e8m0 " + std::string(name(rd)) + ")");
+            }
+        } else {
+            const auto pr = emu::profile_policy(p, rq.to, cast_from);
+            if (pr.ok && consistent(pr.policy)) r.consistent_profiles.push_back(std::string(name(p)));
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+ValidateReport validate(const ValidateRequest& rq, const ValidateOptions& opt) {
+    if (rq.n > 0 && (rq.input == nullptr || rq.codes == nullptr))
+        throw std::invalid_argument("validate: input or codes is null");
+    if (rq.policy.rounding == Rounding::stochastic)
+        throw std::invalid_argument("validate: stochastic rounding has no single reference code per element");
+    const Scaling& sc = rq.scaling;
+    std::vector<float> raw, mult;
+    if (sc.mode != ScaleMode::none) {
+        if (sc.layout == BlockLayout::tensor) {
+            raw = {sc.value};
+        } else {
+            if (sc.cols == 0 || sc.rows * sc.cols != rq.n)
+                throw std::invalid_argument("validate: block scales need rows x cols equal to the element count");
+            const std::size_t want = block_scale_count(sc.layout, sc.rows, sc.cols);
+            if (sc.blocks == nullptr || sc.block_count != want)
+                throw std::invalid_argument("validate: " + std::string(name(sc.layout)) + " blocks of a " +
+                                            std::to_string(sc.rows) + " x " + std::to_string(sc.cols) + " input need " +
+                                            std::to_string(want) + " scales, got " + std::to_string(sc.block_count));
+            raw.assign(sc.blocks, sc.blocks + sc.block_count);
+        }
+        for (float s : raw) mult.push_back(sc.mode == ScaleMode::scale ? s : 1.0f / s);
+    }
+    return emu::with_wide(rq.from, [&](auto w) {
+        using W = decltype(w);
+        return emu::with_format(rq.to, [&](auto f) {
+            using F = decltype(f);
+            if (sc.mode == ScaleMode::none) return run<W, W, F>(rq, opt, raw, mult);
+            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F>(rq, opt, raw, mult);
+            else return run<W, emu::Binary32, F>(rq, opt, raw, mult);
+        });
+    });
+}
+
+}  // namespace fp8kit
