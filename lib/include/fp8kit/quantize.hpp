@@ -25,8 +25,23 @@ void decode_array(Format from, Wide to, const std::uint8_t* in, void* out, std::
 void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_t n,
                       std::uint8_t* out, const Policy& policy);
 
-// Which implementation encode_array uses for these arguments on this CPU (for benchmarks/logs):
-// "avx2", "scalar".
+// Which implementation encode_array and encode_bit_range use for these arguments on this CPU
+// under the current path limit (for benchmarks/logs): "avx512", "avx2" or "scalar".
+// The SIMD paths cover E4M3 and E5M2 from f32, f16 and bf16 with Rounding::nearest_even, every
+// Overflow policy and NanEncoding canonical, signed_all_ones and signed_quiet; everything else
+// runs the scalar emu::convert loop.
 const char* encode_path(Format to, Wide from, const Policy& policy);
+
+// Implementations in increasing order of preference.
+enum class EncodePath : std::uint8_t { scalar, avx2, avx512 };
+
+// Whether this build and this CPU (and its OS) can run `p`. scalar: always.
+bool encode_path_supported(EncodePath p);
+
+// The fastest path allowed. Starts at avx512, or at scalar when the environment variable
+// FP8KIT_FORCE_SCALAR is set to a non-empty value other than "0". Tests and benchmarks lower it
+// to exercise each path on one machine; it is process-wide, so set it before converting.
+void set_encode_path_limit(EncodePath p);
+EncodePath encode_path_limit();
 
 }  // namespace fp8kit

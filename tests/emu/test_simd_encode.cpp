@@ -1,0 +1,288 @@
+// The SIMD encode paths (lib/src/quantize_avx2.cpp, quantize_avx512.cpp) against the scalar
+// reference emu::convert, and every path (scalar included) against the libraries' own tables.
+// Each path this CPU supports is selected in turn with set_encode_path_limit, and every check
+// first asserts that encode_path() reports that path, so a silent fall-back to the scalar loop
+// cannot pass as a SIMD test.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fp8kit/names.hpp"
+#include "fp8kit/quantize.hpp"
+
+using namespace fp8kit;
+
+namespace {
+
+// Restores the process-wide path limit when a test ends, whatever it set.
+struct PathLimitGuard {
+    EncodePath saved = encode_path_limit();
+    ~PathLimitGuard() { set_encode_path_limit(saved); }
+};
+
+const char* path_name(EncodePath p) {
+    switch (p) {
+        case EncodePath::avx512: return "avx512";
+        case EncodePath::avx2: return "avx2";
+        case EncodePath::scalar: break;
+    }
+    return "scalar";
+}
+
+std::vector<EncodePath> simd_paths() {
+    std::vector<EncodePath> out;
+    for (EncodePath p : {EncodePath::avx2, EncodePath::avx512})
+        if (encode_path_supported(p)) out.push_back(p);
+    return out;
+}
+
+// Every policy the SIMD paths implement (quantize.hpp): nearest-even, any overflow policy, the
+// three sign/quiet NaN encodings. The profiles' policies are among them.
+std::vector<Policy> simd_policies() {
+    std::vector<Policy> out;
+    for (Overflow o : {Overflow::saturate_all, Overflow::saturate_finite, Overflow::no_saturate})
+        for (NanEncoding n : {NanEncoding::canonical, NanEncoding::signed_all_ones, NanEncoding::signed_quiet})
+            out.push_back({Rounding::nearest_even, o, n});
+    return out;
+}
+
+std::uint8_t reference(Format f, Wide w, std::uint32_t bits, const Policy& p) {
+    return emu::encode(f, w, bits, p);
+}
+
+// Float32 patterns where a rounding or classification decision changes: around every
+// destination rounding boundary, binade edge, the subnormal/normal seam, overflow, Inf and NaN.
+std::vector<std::uint32_t> f32_edges() {
+    std::vector<std::uint32_t> v;
+    const std::uint32_t specials[] = {0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF,
+                                      0x7F800000, 0x7F800001, 0x7FBFFFFF, 0x7FC00000, 0x7FFFFFFF,
+                                      0x43E80000 /* 464 */, 0x43E00000 /* 448 */, 0x47700000 /* 61440 */,
+                                      0x477FE000, 0x3A800000 /* 2^-10 */, 0x3B000000, 0x37800000 /* 2^-16 */};
+    for (std::uint32_t s : specials)
+        for (std::uint32_t d = 0; d < 3; ++d) {
+            v.push_back(s + d);
+            v.push_back(s - d);
+        }
+    // Every multiple of 2^19 (all E4M3/E5M2 boundaries and midpoints), +-1 ulp.
+    for (std::uint64_t b = 0; b <= 0x7FFFFFFFull; b += 1u << 19)
+        for (int d : {-1, 0, 1}) v.push_back(static_cast<std::uint32_t>(b + static_cast<std::uint64_t>(d)));
+    const std::size_t n = v.size();
+    for (std::size_t i = 0; i < n; ++i) v.push_back(v[i] ^ 0x80000000u);  // both signs
+    return v;
+}
+
+std::vector<std::uint8_t> read_golden(const std::string& file) {
+    const std::string path = std::string(FP8KIT_GOLDEN_DIR) + "/" + file;
+    std::ifstream f(path, std::ios::binary);
+    INFO(path);
+    REQUIRE(f.good());
+    return {std::istreambuf_iterator<char>(f), {}};
+}
+
+// encode_array over all 65,536 16-bit inputs for each library with a golden table.
+void check_against_golden_16bit(EncodePath path) {
+    struct Lib { const char* file; Profile profile; };
+    const Lib libs[] = {{"ml_dtypes", Profile::ml_dtypes}, {"torch", Profile::torch},
+                        {"cuda-satfinite-gpu", Profile::cuda_satfinite}};
+    std::vector<std::uint16_t> in(65536);
+    for (std::uint32_t i = 0; i < 65536; ++i) in[i] = static_cast<std::uint16_t>(i);
+    for (Wide w : {Wide::f16, Wide::bf16})
+        for (Format f : {Format::e4m3, Format::e5m2})
+            for (const Lib& lib : libs) {
+                const Policy p = emu::profile_policy(lib.profile, f, w).policy;
+                REQUIRE(std::string(encode_path(f, w, p)) == path_name(path));
+                const auto golden = read_golden(std::string(name(w)) + "_" + std::string(name(f)) + "_" + lib.file + ".bin");
+                REQUIRE(golden.size() == 65536);
+                std::vector<std::uint8_t> out(65536);
+                encode_array(f, w, in.data(), out.data(), in.size(), p);
+                std::size_t bad = 0, first = 0;
+                for (std::size_t i = 0; i < out.size(); ++i)
+                    if (out[i] != golden[i] && bad++ == 0) first = i;
+                INFO(path_name(path) << " " << name(w) << " -> " << name(f) << " " << lib.file
+                                     << ": first difference at input 0x" << std::hex << first);
+                CHECK(bad == 0);
+            }
+}
+
+}  // namespace
+
+TEST_CASE("SIMD encode: the paths this CPU supports are reported and selectable", "[emu][simd]") {
+    PathLimitGuard guard;
+    CHECK(encode_path_supported(EncodePath::scalar));
+    const Policy sat = emu::profile_policy(Profile::cuda_satfinite, Format::e4m3).policy;
+    for (EncodePath p : simd_paths()) {
+        set_encode_path_limit(p);
+        CHECK(std::string(encode_path(Format::e4m3, Wide::f32, sat)) == path_name(p));
+        CHECK(std::string(encode_path(Format::e5m2, Wide::bf16, sat)) == path_name(p));
+        // Outside what the kernels implement, the scalar loop runs.
+        CHECK(std::string(encode_path(Format::e4m3fnuz, Wide::f32, sat)) == "scalar");
+        CHECK(std::string(encode_path(Format::e4m3, Wide::f64, sat)) == "scalar");
+        CHECK(std::string(encode_path(Format::e4m3, Wide::f32, {Rounding::toward_zero, sat.overflow, sat.nan})) == "scalar");
+        CHECK(std::string(encode_path(Format::e4m3, Wide::f32, {Rounding::stochastic, sat.overflow, sat.nan})) == "scalar");
+    }
+    set_encode_path_limit(EncodePath::scalar);
+    CHECK(std::string(encode_path(Format::e4m3, Wide::f32, sat)) == "scalar");
+#if defined(__x86_64__)
+    // This project's CI and development machines are x86-64 with AVX2; a build that lost its
+    // SIMD path (flags, dispatch) must not pass quietly.
+    if (__builtin_cpu_supports("avx2")) CHECK(encode_path_supported(EncodePath::avx2));
+    if (__builtin_cpu_supports("avx512f")) CHECK(encode_path_supported(EncodePath::avx512));
+#endif
+}
+
+TEST_CASE("SIMD encode equals emu::convert on edge and random float32 inputs", "[emu][simd]") {
+    PathLimitGuard guard;
+    std::vector<std::uint32_t> in = f32_edges();
+    std::mt19937 rng(20261122);
+    for (int i = 0; i < (1 << 18); ++i) in.push_back(static_cast<std::uint32_t>(rng()));
+    std::vector<std::uint8_t> out(in.size());
+    for (EncodePath path : simd_paths()) {
+        set_encode_path_limit(path);
+        for (Format f : {Format::e4m3, Format::e5m2})
+            for (const Policy& p : simd_policies()) {
+                REQUIRE(std::string(encode_path(f, Wide::f32, p)) == path_name(path));
+                encode_array(f, Wide::f32, in.data(), out.data(), in.size(), p);
+                std::size_t bad = 0, first = 0;
+                for (std::size_t i = 0; i < in.size(); ++i)
+                    if (out[i] != reference(f, Wide::f32, in[i], p) && bad++ == 0) first = i;
+                INFO(path_name(path) << " " << name(f) << " " << describe(p) << ": first mismatch at input 0x"
+                                     << std::hex << (bad ? in[first] : 0u));
+                CHECK(bad == 0);
+            }
+    }
+}
+
+TEST_CASE("SIMD encode: every length 0..100 at every alignment 0..7 (tails)", "[emu][simd]") {
+    PathLimitGuard guard;
+    std::mt19937 rng(7);
+    std::vector<std::uint32_t> in32(128);
+    std::vector<std::uint16_t> in16(128);
+    for (auto& v : in32) v = static_cast<std::uint32_t>(rng());
+    for (auto& v : in16) v = static_cast<std::uint16_t>(rng());
+    const Policy p = emu::profile_policy(Profile::ml_dtypes, Format::e5m2).policy;
+    for (EncodePath path : simd_paths()) {
+        set_encode_path_limit(path);
+        for (Wide w : {Wide::f32, Wide::f16, Wide::bf16})
+            for (std::size_t offset = 0; offset < 8; ++offset)
+                for (std::size_t n = 0; n <= 100; ++n) {
+                    // A guard byte after the end catches a kernel writing past n.
+                    std::vector<std::uint8_t> out(offset + n + 1, 0xA5);
+                    const void* src = w == Wide::f32 ? static_cast<const void*>(in32.data() + offset)
+                                                     : static_cast<const void*>(in16.data() + offset);
+                    encode_array(Format::e5m2, w, src, out.data() + offset, n, p);
+                    bool ok = out[offset + n] == 0xA5;
+                    for (std::size_t i = 0; i < offset; ++i) ok = ok && out[i] == 0xA5;
+                    for (std::size_t i = 0; i < n; ++i) {
+                        const std::uint32_t bits = w == Wide::f32 ? in32[offset + i] : in16[offset + i];
+                        ok = ok && out[offset + i] == reference(Format::e5m2, w, bits, p);
+                    }
+                    INFO(path_name(path) << " " << name(w) << " offset " << offset << " length " << n);
+                    CHECK(ok);
+                }
+    }
+}
+
+TEST_CASE("SIMD encode equals emu::convert on all float16 and bfloat16 inputs", "[emu][simd]") {
+    PathLimitGuard guard;
+    std::vector<std::uint16_t> in(65536);
+    for (std::uint32_t i = 0; i < 65536; ++i) in[i] = static_cast<std::uint16_t>(i);
+    std::vector<std::uint8_t> out(65536), range(65536);
+    for (EncodePath path : simd_paths()) {
+        set_encode_path_limit(path);
+        for (Wide w : {Wide::f16, Wide::bf16})
+            for (Format f : {Format::e4m3, Format::e5m2})
+                for (const Policy& p : simd_policies()) {
+                    REQUIRE(std::string(encode_path(f, w, p)) == path_name(path));
+                    encode_array(f, w, in.data(), out.data(), in.size(), p);
+                    encode_bit_range(f, w, 0, range.size(), range.data(), p);
+                    std::size_t bad = 0, first = 0;
+                    for (std::uint32_t i = 0; i < 65536; ++i) {
+                        const std::uint8_t want = reference(f, w, i, p);
+                        if ((out[i] != want || range[i] != want) && bad++ == 0) first = i;
+                    }
+                    INFO(path_name(path) << " " << name(w) << " -> " << name(f) << " " << describe(p)
+                                         << ": first mismatch at input 0x" << std::hex << first);
+                    CHECK(bad == 0);
+                }
+    }
+}
+
+TEST_CASE("SIMD encode_bit_range equals emu::convert on float32 ranges with odd starts and lengths", "[emu][simd]") {
+    PathLimitGuard guard;
+    const std::uint64_t starts[] = {0, 0x3A7FFF00, 0x43E7FFFB, 0x477FDFFF, 0x7F7FFF81, 0x7FFFFF00, 0xBC000003, 0xFFFFF000};
+    const std::size_t n = 4096 * 3 + 77;  // several kernel blocks and a tail
+    std::vector<std::uint8_t> out(n);
+    for (EncodePath path : simd_paths()) {
+        set_encode_path_limit(path);
+        for (Format f : {Format::e4m3, Format::e5m2})
+            for (const Policy& p : simd_policies())
+                for (std::uint64_t s : starts) {
+                    const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(n, (1ull << 32) - s));
+                    encode_bit_range(f, Wide::f32, s, m, out.data(), p);
+                    std::size_t bad = 0;
+                    for (std::size_t i = 0; i < m; ++i)
+                        bad += out[i] != reference(f, Wide::f32, static_cast<std::uint32_t>(s + i), p);
+                    INFO(path_name(path) << " " << name(f) << " " << describe(p) << " start 0x" << std::hex << s);
+                    CHECK(bad == 0);
+                }
+    }
+}
+
+TEST_CASE("every encode path, scalar included, equals the libraries' own float16/bfloat16 tables", "[emu][simd][golden]") {
+    PathLimitGuard guard;
+    std::vector<EncodePath> paths = simd_paths();
+    paths.insert(paths.begin(), EncodePath::scalar);
+    for (EncodePath path : paths) {
+        set_encode_path_limit(path);
+        check_against_golden_16bit(path);
+    }
+}
+
+// Run by ctest as emu.simd_force_scalar with FP8KIT_FORCE_SCALAR=1 (tests/CMakeLists.txt);
+// hidden from the ordinary run, where that variable is unset.
+TEST_CASE("FP8KIT_FORCE_SCALAR=1 starts the process on the scalar path", "[.force-scalar]") {
+    const char* env = std::getenv("FP8KIT_FORCE_SCALAR");
+    REQUIRE(env != nullptr);
+    REQUIRE(std::string(env) == "1");
+    CHECK(encode_path_limit() == EncodePath::scalar);
+    check_against_golden_16bit(EncodePath::scalar);
+}
+
+// Every float32 input, every (format, policy) the SIMD paths implement, every supported path.
+// Minutes of CPU: CI only.
+TEST_CASE("SIMD encode equals emu::convert on all 2^32 float32 inputs", "[emu][simd][exhaustive]") {
+    PathLimitGuard guard;
+    const std::size_t slice = std::size_t{1} << 24;
+    std::vector<std::uint8_t> want(slice), got(slice);
+    const std::vector<EncodePath> paths = simd_paths();
+    REQUIRE(!paths.empty());
+    for (Format f : {Format::e4m3, Format::e5m2})
+        for (const Policy& p : simd_policies()) {
+            std::vector<std::size_t> bad(paths.size(), 0);
+            std::vector<std::uint64_t> first(paths.size(), 0);
+            for (std::uint64_t s = 0; s < (1ull << 32); s += slice) {
+                const auto count = static_cast<std::int64_t>(slice);
+#pragma omp parallel for schedule(static)
+                for (std::int64_t i = 0; i < count; ++i)
+                    want[static_cast<std::size_t>(i)] = reference(f, Wide::f32, static_cast<std::uint32_t>(s + static_cast<std::uint64_t>(i)), p);
+                for (std::size_t k = 0; k < paths.size(); ++k) {
+                    set_encode_path_limit(paths[k]);
+                    REQUIRE(std::string(encode_path(f, Wide::f32, p)) == path_name(paths[k]));
+                    encode_bit_range(f, Wide::f32, s, slice, got.data(), p);
+                    for (std::size_t i = 0; i < slice; ++i)
+                        if (got[i] != want[i] && bad[k]++ == 0) first[k] = s + i;
+                }
+            }
+            for (std::size_t k = 0; k < paths.size(); ++k) {
+                INFO(path_name(paths[k]) << " " << name(f) << " " << describe(p) << ": " << bad[k]
+                                         << " mismatches, first at 0x" << std::hex << first[k]);
+                CHECK(bad[k] == 0);
+            }
+        }
+}
