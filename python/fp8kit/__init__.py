@@ -81,3 +81,13 @@ def stochastic_bits(seed, index):
 
 def _canonical_format(format):
     return _fp8kit.code_info(0, format)["format"]
+
+
+# ---- statistics and recipes -----------------------------------------------------------------
+
+from ._recipes import DelayedScaling, MsampScaling, amax, presets, recipe, recipe_scale, stats  # noqa: E402
+from ._validate import validate  # noqa: E402
+from ._dump import DumpError, inspect, read_dump  # noqa: E402
+
+__all__ += ["stats", "amax", "presets", "recipe", "recipe_scale", "DelayedScaling", "MsampScaling",
+            "validate", "read_dump", "inspect", "DumpError"]

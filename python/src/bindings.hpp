@@ -10,6 +10,7 @@
 #include <string>
 
 #include "fp8kit/names.hpp"
+#include "fp8kit/quantize.hpp"
 
 namespace fp8kit::py {
 
@@ -29,5 +30,9 @@ const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const cha
 std::vector<pyb::ssize_t> shape_of(const pyb::array& a);
 
 void bind_convert(pyb::module_& m);
+void bind_stats(pyb::module_& m);
+void bind_recipes(pyb::module_& m);
+void bind_validate(pyb::module_& m);
+void bind_dump(pyb::module_& m);
 
 }  // namespace fp8kit::py

@@ -5,4 +5,8 @@
 PYBIND11_MODULE(_fp8kit, m) {
     m.doc() = "fp8kit C++ core (use the fp8kit package, not this module directly)";
     fp8kit::py::bind_convert(m);
+    fp8kit::py::bind_stats(m);
+    fp8kit::py::bind_recipes(m);
+    fp8kit::py::bind_validate(m);
+    fp8kit::py::bind_dump(m);
 }
