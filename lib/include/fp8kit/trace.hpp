@@ -1,0 +1,56 @@
+// Per-step amax traces: the input of `fp8kit replay` and `fp8kit sweep`. A trace is a set of
+// series, one per tensor, each a list of (step, amax) sorted by step. Readers accept the CSV that
+// training scripts write (step,amax[,tensor], any column order) and nvidia-dlfw-inspect statistics
+// logs (`{name}_cur_amax ... iteration=N ... value=V`). Bad input throws TraceError with the
+// file and line, so the CLI can print one line and exit 2.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fp8kit/recipes.hpp"
+
+namespace fp8kit::trace {
+
+struct TraceError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// Tensor classes as users say them; Role::input is "activation" (inputs and outputs of a layer).
+std::string_view class_name(Role r);  // "activation", "weight", "gradient"
+// Gradient when a name token is grad/gradient/grads/wgrad/dgrad (so grad_output, weight.grad and
+// down_proj_gradient are gradients), else weight when a token is weight/weights, else activation.
+// Tokens are the name split at every character that is not a letter or digit, case-insensitive.
+Role classify(std::string_view tensor_name);
+
+struct Series {
+    std::string tensor;               // name as in the file ("" when the CSV has no tensor column)
+    Role role = Role::input;          // classify(tensor)
+    std::vector<std::int64_t> steps;  // strictly increasing
+    std::vector<float> amax;          // float32 as TE keeps it; Inf and NaN allowed
+    std::vector<std::size_t> lines;   // line of each entry in its file (1-based)
+};
+
+struct Trace {
+    std::string file;
+    std::vector<Series> series;  // in order of first appearance
+};
+
+// CSV: a header naming `step` and `amax` (and optionally `tensor`), in any order; other columns
+// are ignored. Values are parsed as float32 (correctly rounded), "inf"/"nan" accepted; a
+// negative amax, a non-integer step, a repeated (tensor, step) or a short row is an error.
+Trace read_csv(const std::string& path);
+// nvidia-dlfw-inspect log: lines containing `_cur_amax` are parsed (tensor = text before
+// `_cur_amax` after the last " - " or whitespace, iteration=N, value=V); other lines are ignored.
+Trace read_dlfw_log(const std::string& path);
+// By content: a first non-empty line that names the `step` and `amax` columns is CSV, anything
+// else is read as a dlfw-inspect log (which must contain at least one _cur_amax line).
+Trace read_trace(const std::string& path);
+
+// Glob match ('*', '?', '[...]' as fnmatch, '*' also matches '.' and '/').
+bool matches(std::string_view pattern, std::string_view name);
+
+}  // namespace fp8kit::trace

@@ -1,0 +1,111 @@
+// Presets and user recipe files: every parameter explicit, bad files named in the message.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "fp8kit/recipes.hpp"
+
+using namespace fp8kit;
+
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+    const std::string path = std::string("/tmp/fp8kit_test_") + name;
+    std::ofstream(path) << text;
+    return path;
+}
+
+std::string error_of(const std::string& arg) {
+    try {
+        parse_recipe(arg);
+    } catch (const std::invalid_argument& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("every preset exists with the issue's name and round-trips through JSON", "[lib][recipes]") {
+    const std::vector<std::string> want = {"te-delayed", "te-current",         "te-block",        "mxfp8",
+                                           "mx-ocp",     "torchao-tensorwise", "torchao-rowwise", "msamp",
+                                           "deepseek-v3", "megatron"};
+    CHECK(recipe_presets() == want);
+    for (const auto& n : want) {
+        INFO(n);
+        const RecipeSpec r = parse_recipe(n);
+        CHECK(r.name == n);
+        const auto j = to_json(r);
+        const std::string path = write_temp(n + ".json", j.dump(2));
+        const RecipeSpec back = parse_recipe(path);
+        CHECK(to_json(back) == j);
+        CHECK(back.value_for_inf == r.value_for_inf);
+        CHECK(back.epsilon == r.epsilon);
+        std::remove(path.c_str());
+    }
+}
+
+TEST_CASE("preset parameters match the frameworks' defaults", "[lib][recipes]") {
+    const auto te = parse_recipe("te-delayed");
+    CHECK(te.history_len == 1024);
+    CHECK(te.algo == AmaxAlgo::max);
+    CHECK(te.input.format == Format::e4m3);
+    CHECK(te.grad.format == Format::e5m2);
+    const auto mg = parse_recipe("megatron");
+    CHECK(mg.history_len == 1);
+    CHECK(mg.algo == AmaxAlgo::most_recent);
+    const auto blk = parse_recipe("te-block");
+    CHECK(blk.weight.block_rows == 128);
+    CHECK(blk.weight.block_cols == 128);
+    CHECK(blk.input.block_rows == 1);
+    CHECK(blk.input.block_cols == 128);
+    CHECK(blk.pow2);
+    CHECK(parse_recipe("mxfp8").input.block_cols == 32);
+    CHECK(parse_recipe("torchao-rowwise").input.granularity == Granularity::row);
+    CHECK(parse_recipe("torchao-tensorwise").epsilon == 1e-12);
+    CHECK(parse_recipe("deepseek-v3").epsilon == 1e-4);
+    CHECK(parse_recipe("msamp").input.window == 16);
+    CHECK(parse_recipe("msamp").weight.window == 1);
+}
+
+TEST_CASE("bad recipe names and files give one message naming them", "[lib][recipes]") {
+    CHECK_THAT(error_of("no-such-recipe"), Catch::Contains("no-such-recipe") && Catch::Contains("te-delayed"));
+    const std::string bad_json = write_temp("bad.json", "{ not json");
+    CHECK_THAT(error_of(bad_json), Catch::Contains(bad_json) && Catch::Contains("not valid JSON"));
+
+    auto j = to_json(parse_recipe("te-current"));
+    j.erase("margin");
+    const std::string missing = write_temp("missing.json", j.dump());
+    CHECK_THAT(error_of(missing), Catch::Contains(missing) && Catch::Contains("'margin'"));
+
+    j = to_json(parse_recipe("te-current"));
+    j["extra"] = 1;
+    const std::string extra = write_temp("extra.json", j.dump());
+    CHECK_THAT(error_of(extra), Catch::Contains("unknown field 'extra'"));
+
+    j = to_json(parse_recipe("te-current"));
+    j["roles"]["grad"]["format"] = "e9m9";
+    const std::string fmt = write_temp("fmt.json", j.dump());
+    CHECK_THAT(error_of(fmt), Catch::Contains("roles.grad") && Catch::Contains("e9m9"));
+
+    j = to_json(parse_recipe("te-current"));
+    j["history_len"] = 0;
+    const std::string hl = write_temp("hl.json", j.dump());
+    CHECK_THAT(error_of(hl), Catch::Contains("history_len"));
+
+    j = to_json(parse_recipe("te-current"));
+    j["algo"] = "mean";
+    const std::string al = write_temp("al.json", j.dump());
+    CHECK_THAT(error_of(al), Catch::Contains("'algo'") && Catch::Contains("most_recent"));
+
+    j = to_json(parse_recipe("te-current"));
+    j["pow2"] = "yes";
+    const std::string pw = write_temp("pw.json", j.dump());
+    CHECK_THAT(error_of(pw), Catch::Contains("pow2"));
+    for (const auto& p : {bad_json, missing, extra, fmt, hl, al, pw}) std::remove(p.c_str());
+}

@@ -1,0 +1,122 @@
+// fp8kit replay: what a scaling recipe would have done, step by step, on a run's amax trace.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "fp8kit/replay.hpp"
+#include "fp8kit/trace.hpp"
+#include "trace_input.hpp"
+
+namespace fp8kit::cli {
+namespace {
+
+struct ReplayOpts {
+    std::string trace, recipe = "te-delayed", algo, format = "auto";
+    std::optional<int> history, margin;
+    std::vector<std::string> tensors;
+    bool csv = false, json = false;
+};
+
+
+nlohmann::json num(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return v;
+}
+
+void run(const ReplayOpts& o) {
+    if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
+    RecipeSpec r = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
+    const auto forced = parse_format_choice(o.format);
+    const auto trace = load_trace(o.trace, o.tensors);
+    std::vector<replay::SeriesResult> res;
+    for (const auto& s : trace.series) {
+        try {
+            res.push_back(replay::replay_series(r, s, forced));
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
+        }
+    }
+    if (o.csv) {
+        std::printf("step,tensor,amax,scale,headroom,overflow\n");
+        for (const auto& s : res)
+            for (std::size_t i = 0; i < s.steps.size(); ++i)
+                std::printf("%lld,%s,%.9g,%.9g,%.9g,%d\n", static_cast<long long>(s.steps[i]),
+                            s.tensor.c_str(), static_cast<double>(s.amax[i]), static_cast<double>(s.scale[i]),
+                            s.headroom[i], s.overflow[i]);
+        return;
+    }
+    if (o.json) {
+        nlohmann::json j;
+        j["trace"] = o.trace;
+        j["recipe"] = to_json(r);
+        j["tensors"] = nlohmann::json::array();
+        for (const auto& s : res) {
+            nlohmann::json t;
+            t["tensor"] = s.tensor;
+            t["class"] = std::string(trace::class_name(s.role));
+            t["format"] = std::string(name(s.format));
+            t["steps"] = s.steps;
+            auto& a = t["amax"] = nlohmann::json::array();
+            auto& sc = t["scale"] = nlohmann::json::array();
+            auto& h = t["headroom"] = nlohmann::json::array();
+            for (std::size_t i = 0; i < s.steps.size(); ++i) {
+                a.push_back(num(s.amax[i]));
+                sc.push_back(num(s.scale[i]));
+                h.push_back(num(s.headroom[i]));
+            }
+            t["overflow"] = s.overflow;
+            t["overflow_steps"] = s.overflow_steps;
+            t["worst_headroom"] = num(s.worst_headroom);
+            t["worst_step"] = s.worst_step;
+            j["tensors"].push_back(std::move(t));
+        }
+        std::printf("%s\n", j.dump(1).c_str());
+        return;
+    }
+    std::printf("%s\n", describe_recipe(r, forced).c_str());
+    std::printf("trace %s: %zu tensors\n\n", o.trace.c_str(), res.size());
+    std::size_t w = 6;
+    for (const auto& s : res) w = std::max(w, s.tensor.size());
+    std::printf("%-*s  %-10s  %-6s  %6s  %9s  %-22s\n", static_cast<int>(w), "tensor", "class", "format",
+                "steps", "overflow", "worst headroom (step)");
+    std::size_t total = 0, bad = 0;
+    for (const auto& s : res) {
+        const std::string worst = s.worst_step < 0 ? "-" : fmt::format("{:.4g} ({})", s.worst_headroom, s.worst_step);
+        std::printf("%-*s  %-10s  %-6s  %6zu  %9zu  %-22s\n", static_cast<int>(w),
+                    s.tensor.empty() ? "(unnamed)" : s.tensor.c_str(), std::string(trace::class_name(s.role)).c_str(),
+                    std::string(name(s.format)).c_str(), s.steps.size(), s.overflow_steps, worst.c_str());
+        total += s.overflow_steps;
+        bad += s.overflow_steps > 0;
+    }
+    std::printf("\n%zu overflowing steps in %zu of %zu tensors (headroom = amax*scale/max; > 1 overflows "
+                "once the scaled amax rounds past max)\n", total, bad, res.size());
+}
+
+Register reg([](CLI::App& root) {
+    auto* o = new ReplayOpts;
+    auto* cmd = root.add_subcommand(
+        "replay",
+        "Replay an amax trace (CSV step,tensor,amax or an nvidia-dlfw-inspect log) through a scaling recipe:\n"
+        "the scale each step would have been cast with, its headroom amax*scale/max, and overflows.");
+    cmd->add_option("TRACE", o->trace, "Amax trace: CSV with step,amax[,tensor] columns, or a dlfw-inspect log")
+        ->required();
+    cmd->add_option("--recipe", o->recipe, "Preset (" + join_presets() + ") or a recipe JSON file")
+        ->capture_default_str();
+    cmd->add_option("--history", o->history, "Delayed scaling: amax history length L (>= 1)");
+    cmd->add_option("--algo", o->algo, "Delayed scaling: max or most_recent");
+    cmd->add_option("--margin", o->margin, "Scale divided by 2^margin (delayed, msamp), 0..64");
+    cmd->add_option("--format", o->format,
+                    "e4m3, e5m2, ... or auto: the recipe's format per class (hybrid: E5M2 for gradients)")
+        ->capture_default_str();
+    cmd->add_option("--tensor", o->tensors, "Only tensors matching this glob (repeatable)");
+    cmd->add_flag("--csv", o->csv, "CSV: step,tensor,amax,scale,headroom,overflow (scale as %.9g)");
+    cmd->add_flag("--json", o->json, "JSON: every series with its scales");
+    cmd->callback([o] { run(*o); });
+});
+
+}  // namespace
+}  // namespace fp8kit::cli

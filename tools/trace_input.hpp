@@ -1,0 +1,26 @@
+// Shared by replay and sweep: traces from files, recipes with the user's overrides.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "command.hpp"
+#include "fp8kit/recipes.hpp"
+#include "fp8kit/trace.hpp"
+
+namespace fp8kit::cli {
+
+// The trace with only the series matching one of `patterns` (all when empty); UsageError naming
+// the file and line for bad input, or the patterns when nothing matches.
+trace::Trace load_trace(const std::string& path, const std::vector<std::string>& patterns);
+// The preset/file with --history/--algo/--margin applied (UsageError when the recipe has no such
+// parameter or the value is out of range).
+RecipeSpec recipe_with_overrides(const std::string& recipe, std::optional<int> history,
+                                 const std::string& algo, std::optional<int> margin);
+// "auto" -> nullopt, else the format (UsageError naming --format).
+std::optional<Format> parse_format_choice(const std::string& s);
+std::string join_presets();
+std::string describe_recipe(const RecipeSpec& r, std::optional<Format> forced);
+
+}  // namespace fp8kit::cli
