@@ -56,7 +56,7 @@ def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", 
     rows = []
     for info, x in read_dump(paths, include, exclude, steps, errors):
         role = _RECIPE_ROLE.get(info["role"], "input")
-        s = _stats(x.reshape(-1) if r[role]["granularity"] == "tensor" else x.reshape(-1, x.shape[-1]),
+        s = _stats(x.reshape(-1) if r["roles"][role]["granularity"] == "tensor" else x.reshape(-1, x.shape[-1]),
                    format=None if format == "auto" else format, recipe=r, role=role)
         row = {k: info[k] for k in ("file", "name", "step", "role", "dtype")}
         row["shape"] = "x".join(map(str, info["shape"]))

@@ -57,7 +57,7 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
         if role not in ROLES:
             raise ValueError(f"role: unknown role '{role}' (choose from input, weight, grad)")
         r = globals()["recipe"](recipe)
-        spec = r[role]
+        spec = r["roles"][role]
         if format is not None:
             spec["format"] = format
         if profile is None and rounding is None and overflow is None and nan is None:

@@ -34,5 +34,6 @@ void bind_stats(pyb::module_& m);
 void bind_recipes(pyb::module_& m);
 void bind_validate(pyb::module_& m);
 void bind_dump(pyb::module_& m);
+void bind_replay(pyb::module_& m);
 
 }  // namespace fp8kit::py

@@ -9,4 +9,5 @@ PYBIND11_MODULE(_fp8kit, m) {
     fp8kit::py::bind_recipes(m);
     fp8kit::py::bind_validate(m);
     fp8kit::py::bind_dump(m);
+    fp8kit::py::bind_replay(m);
 }

@@ -1,0 +1,89 @@
+// Amax traces and their replay through a scaling recipe (trace.hpp, replay.hpp).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+#include "bindings.hpp"
+#include "fp8kit/replay.hpp"
+#include "fp8kit/trace.hpp"
+
+namespace fp8kit::py {
+namespace {
+
+template <class T>
+pyb::array_t<T> to_array(const std::vector<T>& v) {
+    return pyb::array_t<T>(static_cast<pyb::ssize_t>(v.size()), v.data());
+}
+
+pyb::list read_trace(const std::string& path) {
+    trace::Trace t;
+    {
+        pyb::gil_scoped_release nogil;
+        t = trace::read_trace(path);
+    }
+    pyb::list out;
+    for (const auto& s : t.series) {
+        pyb::dict d;
+        d["tensor"] = s.tensor;
+        d["role"] = std::string(trace::class_name(s.role));
+        d["steps"] = to_array(s.steps);
+        d["amax"] = to_array(s.amax);
+        out.append(d);
+    }
+    return out;
+}
+
+pyb::dict replay_series(const std::string& recipe, bool is_json, const std::string& tensor,
+                        pyb::array_t<std::int64_t, pyb::array::c_style | pyb::array::forcecast> steps,
+                        pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast> amax,
+                        const OptStr& format) {
+    const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe), "recipe") : parse_recipe(recipe);
+    if (steps.size() != amax.size())
+        throw std::invalid_argument(fmt::format("amax: {} values for {} steps", amax.size(), steps.size()));
+    trace::Series s;
+    s.tensor = tensor;
+    s.role = trace::classify(tensor);
+    s.steps.assign(steps.data(), steps.data() + steps.size());
+    s.amax.assign(amax.data(), amax.data() + amax.size());
+    for (std::size_t i = 1; i < s.steps.size(); ++i)
+        if (s.steps[i] <= s.steps[i - 1])
+            throw std::invalid_argument(fmt::format("steps: not strictly increasing at index {} ({} after {})", i,
+                                                    s.steps[i], s.steps[i - 1]));
+    std::optional<Format> forced;
+    if (format) forced = require_format(*format, "format");
+    replay::SeriesResult res;
+    {
+        pyb::gil_scoped_release nogil;
+        res = replay::replay_series(r, s, forced);
+    }
+    pyb::dict d;
+    d["tensor"] = res.tensor;
+    d["role"] = std::string(trace::class_name(res.role));
+    d["format"] = std::string(name(res.format));
+    d["steps"] = to_array(res.steps);
+    d["amax"] = to_array(res.amax);
+    d["scale"] = to_array(res.scale);
+    d["headroom"] = to_array(res.headroom);
+    d["overflow"] = to_array(res.overflow).attr("astype")("bool");
+    d["overflow_steps"] = res.overflow_steps;
+    d["worst_headroom"] = res.worst_headroom;
+    d["worst_step"] = res.worst_step;
+    return d;
+}
+
+}  // namespace
+
+void bind_replay(pyb::module_& m) {
+    using namespace pyb::literals;
+    pyb::register_exception<trace::TraceError>(m, "TraceError", PyExc_ValueError);
+    m.def("read_trace", &read_trace, "path"_a);
+    m.def("replay_series", &replay_series, "recipe"_a, "is_json"_a, "tensor"_a, "steps"_a, "amax"_a, "format"_a);
+    m.def("overflows", [](float amax, float scale, const std::string& f) {
+        return replay::overflows(amax, scale, require_format(f, "format"));
+    }, "amax"_a, "scale"_a, "format"_a);
+    m.def("classify_tensor", [](const std::string& n) { return std::string(trace::class_name(trace::classify(n))); },
+          "name"_a);
+}
+
+}  // namespace fp8kit::py
