@@ -77,10 +77,10 @@ bool same(const Policy& a, const Policy& b) {
     return a.rounding == b.rounding && a.overflow == b.overflow && a.nan == b.nan;
 }
 
-template <class W, class C, class F>
+template <class W, class C, class F, bool Scaled>
 ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const std::vector<float>& raw,
                    const std::vector<float>& mult) {
-    using E = Engine<W, C, F>;
+    using E = Engine<W, C, F, Scaled>;
     const CodeTable table = code_table<F>();
     const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table};
     const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
@@ -89,12 +89,8 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
     const std::size_t blocks = (n + kBlock - 1) / kBlock;
     const std::size_t k = opt.examples;
 
-    // Unscaled 16-bit inputs: all 65536 reference codes up front (each one emu::convert's).
-    std::vector<std::uint8_t> lut;
-    if constexpr (!E::scaled && sizeof(typename W::storage_t) == 2) {
-        lut.resize(65536);
-        for (u64 b = 0; b < 65536; ++b) lut[b] = E::round(b, rq.policy);
-    }
+    const bool tables = n >= kTableMinElements;
+    const FastRound<C, F> reference(rq.policy, tables);
 
     std::vector<std::uint64_t> mismatch_bits((n + 63) / 64, 0);  // block-aligned words: no sharing
     const int threads = omp_get_max_threads();
@@ -109,18 +105,9 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
             BlockCursor cur(layout, cols, lo);
             for (std::size_t i = lo; i < hi; ++i, cur.next()) {
                 const u64 x = eng.load(i);
-                std::uint8_t e;
-                u64 v = x;
-                std::size_t sb = 0;
-                if constexpr (E::scaled) {
-                    sb = cur.index();
-                    v = eng.scaled_bits(x, sb);
-                    e = E::round(v, rq.policy);
-                } else if (!lut.empty()) {
-                    e = lut[x];
-                } else {
-                    e = E::round(v, rq.policy);
-                }
+                const std::size_t sb = E::scaled ? cur.index() : 0;
+                const u64 v = eng.scaled_bits(x, sb);
+                const std::uint8_t e = reference(v);
                 const std::uint8_t a = rq.codes[i];
                 if (e == a) continue;
                 mismatch_bits[i >> 6] |= u64{1} << (i & 63);
@@ -229,18 +216,33 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
 
     const u64 threshold = eng.special_threshold();
     const std::size_t ns = survivors.size();
-    std::vector<std::vector<char>> alive_per_thread(static_cast<std::size_t>(threads), std::vector<char>(ns, 1));
-    std::vector<Rounding> group_roundings;  // roundings other than the reference's, among survivors
-    for (const Policy& p : survivors)
-        if (p.rounding != rq.policy.rounding &&
-            std::find(group_roundings.begin(), group_roundings.end(), p.rounding) == group_roundings.end())
-            group_roundings.push_back(p.rounding);
+    // Survivors are grouped by rounding: group 0 is the reference's rounding (its codes are the
+    // reference codes off the special elements), groups 1.. get a table each.
+    std::vector<Rounding> group_roundings{rq.policy.rounding};
+    std::vector<FastRound<C, F>> group_round;
+    group_round.emplace_back(rq.policy, false);  // unused: group 0 reads the mismatch bits
+    std::vector<std::size_t> group_of(ns);
+    for (std::size_t s = 0; s < ns; ++s) {
+        const Rounding rd = survivors[s].rounding;
+        auto it = std::find(group_roundings.begin(), group_roundings.end(), rd);
+        if (it == group_roundings.end()) {
+            group_roundings.push_back(rd);
+            group_round.emplace_back(Policy{rd, rq.policy.overflow, rq.policy.nan}, tables);
+            it = group_roundings.end() - 1;
+        }
+        group_of[s] = static_cast<std::size_t>(it - group_roundings.begin());
+    }
+    const std::size_t ng = group_roundings.size();
+    struct Alive {
+        std::vector<char> survivor, group;
+    };
+    std::vector<Alive> alive_per_thread(static_cast<std::size_t>(threads),
+                                        Alive{std::vector<char>(ns, 1), std::vector<char>(ng, 1)});
     std::atomic<bool> all_dead{ns == 0};
 
 #pragma omp parallel num_threads(threads)
     {
-        std::vector<char>& alive = alive_per_thread[static_cast<std::size_t>(omp_get_thread_num())];
-        std::vector<char> group_ok(group_roundings.size());
+        Alive& alive = alive_per_thread[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(static)
         for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
             if (all_dead.load(std::memory_order_relaxed)) continue;
@@ -250,32 +252,23 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
                 const u64 x = eng.load(i);
                 const u64 v = eng.scaled_bits(x, E::scaled ? cur.index() : 0);
                 const std::uint8_t a = rq.codes[i];
-                const bool mismatch = (mismatch_bits[i >> 6] >> (i & 63)) & 1;
                 if (E::special(v, threshold)) {
                     for (std::size_t s = 0; s < ns; ++s)
-                        if (alive[s] && E::round(v, survivors[s]) != a) alive[s] = 0;
+                        if (alive.survivor[s] && E::round(v, survivors[s]) != a) alive.survivor[s] = 0;
                     continue;
                 }
-                for (std::size_t g = 0; g < group_roundings.size(); ++g)
-                    group_ok[g] = E::round(v, {group_roundings[g], rq.policy.overflow, rq.policy.nan}) == a;
-                for (std::size_t s = 0; s < ns; ++s) {
-                    if (!alive[s]) continue;
-                    if (survivors[s].rounding == rq.policy.rounding) {
-                        if (mismatch) alive[s] = 0;
-                    } else {
-                        const std::size_t g = static_cast<std::size_t>(
-                            std::find(group_roundings.begin(), group_roundings.end(), survivors[s].rounding) -
-                            group_roundings.begin());
-                        if (!group_ok[g]) alive[s] = 0;
-                    }
-                }
+                if (alive.group[0] && ((mismatch_bits[i >> 6] >> (i & 63)) & 1)) alive.group[0] = 0;
+                for (std::size_t g = 1; g < ng; ++g)
+                    if (alive.group[g] && group_round[g](v) != a) alive.group[g] = 0;
             }
-            if (std::none_of(alive.begin(), alive.end(), [](char c) { return c != 0; })) all_dead = true;
+            bool any = false;
+            for (std::size_t s = 0; s < ns; ++s) any = any || (alive.survivor[s] && alive.group[group_of[s]]);
+            if (!any) all_dead = true;
         }
     }
     for (std::size_t s = 0; s < ns; ++s) {
         bool ok = true;
-        for (auto& t : alive_per_thread) ok = ok && t[s];
+        for (auto& t : alive_per_thread) ok = ok && t.survivor[s] && t.group[group_of[s]];
         if (ok) r.consistent_policies.push_back(survivors[s]);
     }
     r.policies_detected = true;
@@ -331,9 +324,9 @@ ValidateReport validate(const ValidateRequest& rq, const ValidateOptions& opt) {
         using W = decltype(w);
         return emu::with_format(rq.to, [&](auto f) {
             using F = decltype(f);
-            if (sc.mode == ScaleMode::none) return run<W, W, F>(rq, opt, raw, mult);
-            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F>(rq, opt, raw, mult);
-            else return run<W, emu::Binary32, F>(rq, opt, raw, mult);
+            if (sc.mode == ScaleMode::none) return run<W, W, F, false>(rq, opt, raw, mult);
+            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F, true>(rq, opt, raw, mult);
+            else return run<W, emu::Binary32, F, true>(rq, opt, raw, mult);
         });
     });
 }

@@ -1,6 +1,6 @@
 // The per-element machinery of validate(), templated on the input format W, the format C the
 // reference rounds from (W itself when unscaled; float32, or float64 for f64 inputs, when scaled)
-// and the target F. Private to lib/src.
+// and the target F; Scaled says whether a scale multiplies the input first. Private to lib/src.
 #pragma once
 
 #include <cmath>
@@ -85,10 +85,11 @@ struct ScaleInfo {
     const float* mult;  // what multiplies x: S (scale) or fl32(1/S) (scale_inv)
 };
 
-template <class W, class C, class F>
+template <class W, class C, class F, bool Scaled>
 struct Engine {
     using S = typename W::storage_t;
-    static constexpr bool scaled = !std::is_same_v<W, C>;
+    static constexpr bool scaled = Scaled;
+    static_assert(Scaled || std::is_same_v<W, C>, "unscaled elements are rounded from their own format");
 
     const void* input;
     const std::uint8_t* codes;
@@ -139,8 +140,7 @@ struct Engine {
 
         const double vd = to_double<C>(v);
         if (t.zero[a]) {
-            if (is_subnormal<W>(x) || (scaled && is_subnormal<C>(v)) ||
-                (t.subnormal[e] && std::fabs(vd) >= t.min_subnormal))
+            if (is_subnormal<W>(x) || (scaled && is_subnormal<C>(v)) || t.subnormal[e])
                 mask |= kFtz;
         }
 
@@ -211,5 +211,48 @@ struct Engine {
         return static_cast<std::uint8_t>(emu::convert<emu::Binary32, F>(bit_cast<std::uint32_t>(v), ref));
     }
 };
+
+// The reference codes of one policy as a table, so the bulk loops do one load per element.
+// 16-bit sources: all 65536 codes. float32: the code depends only on the sign, exponent and top
+// 11 mantissa bits, plus whether any of the 12 bits below is set: an 8-bit target keeps at most 3
+// mantissa bits, so those 12 bits lie wholly below the rounding bit and act only as the sticky
+// bit (directed modes, ties) or as NaN payload bits past the ones a NaN code keeps. The table's
+// entries are emu::convert of a representative with those 12 bits 0 or 1; tests/validate checks
+// it against emu::convert element by element. Other sources (float64) call emu::convert.
+template <class C, class F>
+struct FastRound {
+    Policy policy;
+    std::vector<std::uint8_t> table;
+    static constexpr bool f32 = std::is_same_v<C, emu::Binary32>;
+    static constexpr bool b16 = sizeof(typename C::storage_t) == 2;
+    static_assert(F::man_bits <= 10, "the float32 table needs the rounding bit above bit 12");
+
+    FastRound(Policy p, bool build) : policy(p) {
+        if (!build) return;
+        if constexpr (f32) {
+            table.resize(std::size_t{1} << 21);
+            const auto count = static_cast<std::ptrdiff_t>(table.size());
+#pragma omp parallel for schedule(static)
+            for (std::ptrdiff_t k = 0; k < count; ++k) {
+                const auto bits = static_cast<std::uint32_t>(((static_cast<u64>(k) >> 1) << 12) | (static_cast<u64>(k) & 1));
+                table[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(emu::convert<C, F>(bits, p));
+            }
+        } else if constexpr (b16) {
+            table.resize(65536);
+            for (u64 b = 0; b < 65536; ++b)
+                table[b] = static_cast<std::uint8_t>(emu::convert<C, F>(static_cast<typename C::storage_t>(b), p));
+        }
+    }
+    std::uint8_t operator()(u64 v) const {
+        if (!table.empty()) {
+            if constexpr (f32) return table[((v >> 12) << 1) | ((v & 0xFFFu) != 0)];
+            else if constexpr (b16) return table[v];
+        }
+        return static_cast<std::uint8_t>(emu::convert<C, F>(static_cast<typename C::storage_t>(v), policy));
+    }
+};
+
+// Tables pay off from this many elements on (a float32 table is 2 Mi conversions).
+inline constexpr std::size_t kTableMinElements = std::size_t{1} << 16;
 
 }  // namespace fp8kit::validate_detail

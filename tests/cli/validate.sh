@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# fp8kit validate as a user runs it: .npy files written here with printf (no Python), exit codes
+# 0 (bit-exact), 1 (mismatches) and 2 (bad input, one line naming the file).
+# Usage: bash validate.sh /path/to/fp8kit /path/to/repo
+set -u
+FP8KIT=$1
+REPO=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { # description, condition status
+    if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi
+}
+
+# npy FILE DESCR SHAPE DATA(printf escapes) [fortran]: a version 1.0 header padded to 64 bytes.
+npy() {
+    local order=${5:-False}
+    local dict="{'descr': '$2', 'fortran_order': $order, 'shape': $3, }"
+    local n=$(( ${#dict} + 1 ))
+    local pad=$(( (64 - (10 + n) % 64) % 64 ))
+    local len=$(( n + pad ))
+    {
+        printf '\x93NUMPY\x01\x00'
+        printf "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8)))"
+        printf '%s' "$dict"
+        printf "%${pad}s" ''
+        printf '\n'
+        printf "$4"
+    } > "$1"
+}
+
+# float32 inputs: 1.0, 1.0625 (tie 1|1.125), 1.1875 (tie 1.125|1.25), 448, 500 (overflows), -2.
+X='\x00\x00\x80\x3f\x00\x00\x88\x3f\x00\x00\x98\x3f\x00\x00\xe0\x43\x00\x00\xfa\x43\x00\x00\x00\xc0'
+npy "$T/x.npy" '<f4' '(6,)' "$X"
+# E4M3 under cuda-satfinite (nearest-even, saturate): 0x38 0x38 0x3a 0x7e 0x7e 0xc0.
+npy "$T/ok.npy" '|u1' '(6,)' '\x38\x38\x3a\x7e\x7e\xc0'
+npy "$T/away.npy" '|u1' '(6,)' '\x38\x39\x3a\x7e\x7e\xc0'     # ties away from zero
+npy "$T/nosat.npy" '|u1' '(6,)' '\x38\x38\x3a\x7e\x7f\xc0'    # 500 -> NaN instead of 448
+npy "$T/f4.npy" '<f4' '(6,)' "$X"                             # wrong dtype for codes
+npy "$T/2d.npy" '|u1' '(2, 3)' '\x38\x38\x3a\x7e\x7e\xc0'     # shape mismatch
+npy "$T/fortran.npy" '<f4' '(2, 3)' "$X" True
+head -c 20 "$T/x.npy" > "$T/cut.npy"                          # truncated header
+printf '\x38\x38\x3a\x7e\x7e' > "$T/short.bin"                # one code short
+
+V="$FP8KIT validate --to e4m3 --profile cuda-satfinite --input $T/x.npy"
+
+out=$($V --output "$T/ok.npy"); rc=$?
+check "bit-exact output exits 0" $(( rc != 0 ))
+echo "$out" | grep -q "6 bit-exact, 0 mismatches: BIT-EXACT"; check "bit-exact is reported" $?
+echo "$out" | grep -q "profile cuda-satfinite"; check "profile cuda-satfinite named" $?
+
+out=$($V --output "$T/away.npy"); rc=$?
+check "ties-away output exits 1" $(( rc != 1 ))
+echo "$out" | grep -q "^  tie: 1$"; check "one tie mismatch" $?
+echo "$out" | grep -q "expected 0x38 = 1, got 0x39 = 1.125"; check "tie example shows both codes" $?
+echo "$out" | grep -q "equals nearest-away, saturate-all"; check "nearest-away policy named" $?
+
+out=$($V --output "$T/nosat.npy" --json); rc=$?
+check "non-saturating output exits 1" $(( rc != 1 ))
+echo "$out" | grep -A1 '"overflow": {' | grep -q '"count": 1'; check "one overflow mismatch (json)" $?
+
+bad() { # description, expected text in stderr, args...
+    local what=$1 text=$2; shift 2
+    err=$($FP8KIT validate --to e4m3 --profile cuda-satfinite "$@" 2>&1 >/dev/null); rc=$?
+    check "$what exits 2" $(( rc != 2 ))
+    echo "$err" | grep -q -- "$text"; check "$what names '$text'" $?
+    [ "$(echo "$err" | wc -l)" -eq 1 ]; check "$what is one line" $?
+}
+bad "wrong size" "$T/short.bin: wrong size" --input "$T/x.npy" --output "$T/short.bin"
+bad "wrong dtype" "$T/f4.npy: wrong dtype" --input "$T/x.npy" --output "$T/f4.npy"
+bad "shape mismatch" "shape mismatch: $T/x.npy is 6, $T/2d.npy is 2 x 3" --input "$T/x.npy" --output "$T/2d.npy"
+bad "truncated header" "$T/cut.npy: truncated" --input "$T/cut.npy" --output "$T/ok.npy"
+bad "fortran order" "$T/fortran.npy: fortran_order" --input "$T/fortran.npy" --output "$T/ok.npy"
+bad "missing file" "$T/none.npy: cannot open" --input "$T/none.npy" --output "$T/ok.npy"
+
+exit $fail

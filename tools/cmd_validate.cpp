@@ -1,0 +1,160 @@
+// fp8kit validate: a kernel's FP8 codes against the reference, bit for bit, with a diagnosis of
+// every mismatch. Exit 0 bit-exact, 1 mismatches, 2 bad input.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "command.hpp"
+#include "fp8kit/array_file.hpp"
+#include "fp8kit/emu/emu.hpp"
+#include "fp8kit/validate.hpp"
+
+namespace fp8kit::cli {
+namespace {
+
+struct ValidateOpts {
+    std::string input, output, to, scale, scale_inv, scales, block, scales_are = "scale_inv", scales_dtype = "f32",
+                dtype, shape;
+    bool json = false;
+    std::size_t examples = 5;
+    PolicyOptions policy;
+};
+
+float parse_scale(const std::string& s, const char* option) {
+    char* end = nullptr;
+    errno = 0;
+    const float v = std::strtof(s.c_str(), &end);  // correctly rounded to float32 (hex floats exact)
+    if (s.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(v) || v == 0.0f)
+        throw UsageError(fmt::format("{}: '{}' is not a finite non-zero float32 scale", option, s));
+    return v;
+}
+
+ArrayFile load(const std::string& source, const RawLayout& raw) {
+    try {
+        return load_array(source, raw);
+    } catch (const ArrayFileError& e) {
+        throw UsageError(e.what());
+    }
+}
+
+BlockLayout parse_block(const std::string& s) {
+    for (BlockLayout b : {BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128, BlockLayout::mx32})
+        if (s == name(b)) return b;
+    throw UsageError(fmt::format("--block: unknown layout '{}' (choose from rowwise, 1x128, 128x128, mx32)", s));
+}
+
+Register validate_cmd([](CLI::App& root) {
+    auto* o = new ValidateOpts;
+    auto* cmd = root.add_subcommand(
+        "validate",
+        "Compare a kernel's FP8 codes with the reference bit for bit and classify every mismatch "
+        "(tie, direction, overflow, nan-encoding, flush-to-zero, double-rounding, scale, other). "
+        "Exit 0: bit-exact, 1: mismatches, 2: bad input");
+    cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), or file.h5:/dataset")->required();
+    cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, or file.h5:/dataset")->required();
+    cmd->add_option("--to", o->to, "Target format: " + format_choices())->required();
+    cmd->add_option("--dtype", o->dtype, "Element type of a raw --input: f64, f32, f16, bf16");
+    cmd->add_option("--shape", o->shape, "Shape of raw files, e.g. 4096x1024 (default: one dimension)");
+    cmd->add_option("--scale", o->scale, "Quantisation scale S: q = fp8(fl32(x * S))")->group("Scaling");
+    cmd->add_option("--scale-inv", o->scale_inv, "Dequantisation scale S: q = fp8(fl32(x * fl32(1/S)))")->group("Scaling");
+    cmd->add_option("--scales", o->scales, "Per-block scales (.npy <f4 or |u1 E8M0, raw .bin, or file.h5:/dataset)")->group("Scaling");
+    cmd->add_option("--block", o->block, "Block layout of --scales: rowwise, 1x128, 128x128, mx32")->group("Scaling");
+    cmd->add_option("--scales-are", o->scales_are, "What --scales holds: scale_inv (default: dequantisation "
+                                                   "scales, as kernels write them) or scale")->group("Scaling");
+    cmd->add_option("--scales-dtype", o->scales_dtype, "Type of a raw --scales file: f32 (default) or e8m0")->group("Scaling");
+    cmd->add_flag("--json", o->json, "Print the report as JSON");
+    cmd->add_option("--examples", o->examples, "Examples per class (default 5)");
+    o->policy.add_to(cmd);
+    cmd->callback([o] {
+        const Format to = require_format(o->to, "--to");
+        RawLayout raw_in;
+        if (!o->dtype.empty()) {
+            const auto t = parse_element_type(o->dtype);
+            if (!t || t == ElementType::u8)
+                throw UsageError(fmt::format("--dtype: unknown type '{}' (choose from f64, f32, f16, bf16)", o->dtype));
+            raw_in.type = t;
+        }
+        if (!o->shape.empty()) {
+            const auto s = parse_shape(o->shape);
+            if (!s) throw UsageError(fmt::format("--shape: '{}' is not a shape like 4096x1024", o->shape));
+            raw_in.shape = *s;
+        }
+        const int scale_options = !o->scale.empty() + !o->scale_inv.empty() + !o->scales.empty();
+        if (scale_options > 1) throw UsageError("give at most one of --scale, --scale-inv and --scales");
+        if (!o->scales.empty() && o->block.empty()) throw UsageError("--scales needs --block (rowwise, 1x128, 128x128, mx32)");
+        if (o->scales.empty() && !o->block.empty()) throw UsageError("--block needs --scales FILE");
+        if (o->scales_are != "scale_inv" && o->scales_are != "scale")
+            throw UsageError(fmt::format("--scales-are: '{}' (choose scale_inv or scale)", o->scales_are));
+
+        const ArrayFile in = load(o->input, raw_in);
+        const auto from = as_wide(in.type);
+        if (!from)
+            throw UsageError(fmt::format("{}: wrong dtype: the input must be f64, f32, f16 or bf16, got one-byte codes", o->input));
+        const Policy policy = o->policy.resolve(to, *from);
+        if (policy.rounding == Rounding::stochastic)
+            throw UsageError("--round stochastic: validate needs a deterministic reference; choose another rounding");
+
+        RawLayout raw_out{ElementType::u8, raw_in.shape.empty() ? in.shape : raw_in.shape};
+        const ArrayFile out = load(o->output, raw_out);
+        if (out.type != ElementType::u8)
+            throw UsageError(fmt::format("{}: wrong dtype: FP8 codes must be one byte per element (|u1 or V1), got {}",
+                                         o->output, name(out.type)));
+        if (out.shape != in.shape)
+            throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}", o->input, shape_text(in.shape),
+                                         o->output, shape_text(out.shape)));
+
+        ValidateRequest rq{*from, in.data.data(), out.data.data(), in.size(), to, policy, {}};
+        std::vector<float> block_scales;
+        if (!o->scale.empty()) {
+            rq.scaling.mode = ScaleMode::scale;
+            rq.scaling.value = parse_scale(o->scale, "--scale");
+        } else if (!o->scale_inv.empty()) {
+            rq.scaling.mode = ScaleMode::scale_inv;
+            rq.scaling.value = parse_scale(o->scale_inv, "--scale-inv");
+        } else if (!o->scales.empty()) {
+            rq.scaling.mode = o->scales_are == "scale" ? ScaleMode::scale : ScaleMode::scale_inv;
+            rq.scaling.layout = parse_block(o->block);
+            if (o->scales_dtype != "f32" && o->scales_dtype != "e8m0")
+                throw UsageError(fmt::format("--scales-dtype: '{}' (choose f32 or e8m0)", o->scales_dtype));
+            const ArrayFile sf = load(o->scales, {o->scales_dtype == "e8m0" ? ElementType::u8 : ElementType::f32, {}});
+            if (sf.type == ElementType::u8) {
+                // E8M0 codes: 2^(c-127), NaN for 0xFF; decoding to float32 is exact.
+                for (std::size_t i = 0; i < sf.size(); ++i) {
+                    const auto b = static_cast<std::uint32_t>(emu::decode(Format::e8m0, Wide::f32, sf.data[i]));
+                    float f;
+                    std::memcpy(&f, &b, sizeof f);
+                    block_scales.push_back(f);
+                }
+            } else if (sf.type == ElementType::f32) {
+                block_scales.resize(sf.size());
+                std::memcpy(block_scales.data(), sf.data.data(), sf.data.size());
+            } else {
+                throw UsageError(fmt::format("{}: wrong dtype: scales must be float32 or E8M0 bytes, got {}", o->scales, name(sf.type)));
+            }
+            const std::size_t cols = in.shape.empty() ? 1 : in.shape.back();
+            const std::size_t rows = cols ? in.size() / cols : 0;
+            const std::size_t want = block_scale_count(rq.scaling.layout, rows, cols);
+            if (block_scales.size() != want)
+                throw UsageError(fmt::format("{}: wrong size: {} blocks of a {} x {} input need {} scales, the file has {}",
+                                             o->scales, o->block, rows, cols, want, block_scales.size()));
+            rq.scaling.blocks = block_scales.data();
+            rq.scaling.block_count = block_scales.size();
+            rq.scaling.rows = rows;
+            rq.scaling.cols = cols;
+        }
+
+        ValidateOptions vo;
+        vo.examples = o->examples;
+        const ValidateReport r = validate(rq, vo);
+        if (o->json) {
+            fmt::print("{}\n", r.json());
+        } else {
+            fmt::print("validate {} against {}\n{}", o->output, o->input, r.summary());
+        }
+        exit_status() = r.exact() ? 0 : 1;
+    });
+});
+
+}  // namespace
+}  // namespace fp8kit::cli
