@@ -289,7 +289,6 @@ public:
 
     void read(const TensorInfo& t, const ChunkFn& fn) override {
         auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
-        // A chunk cache that holds a full row of chunks, so no chunk is decompressed twice.
         Handle dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
         Handle probe(H5Dopen2(file_.get(), t.name.c_str(), H5P_DEFAULT), H5Dclose);
         if (!probe.ok()) throw err("cannot open dataset: " + hdf5_detail());
@@ -326,7 +325,11 @@ public:
             run = fit >= edge ? fit / edge * edge : fit;
             run = std::min<hsize_t>(run, plan.dims[k]);
         }
-        if (rank > 0) {
+        // Slabs revisit chunks only when an outer dimension (< k) is chunked by more than one
+        // index: then the cache holds every chunk below dim k, so each is decompressed once.
+        bool revisits = false;
+        for (int j = 0; j < k; ++j) revisits |= chunk[j] > 1;
+        if (revisits) {
             std::uint64_t chunks = 1, chunk_bytes = ssize;
             for (int j = k; j < rank; ++j) chunks *= (plan.dims[j] + chunk[j] - 1) / chunk[j];
             for (int j = 0; j < rank; ++j) chunk_bytes *= chunk[j];

@@ -57,7 +57,7 @@ TEST_CASE("steps are parsed from path components", "[dump]") {
     CHECK_FALSE(guess_step("step_1234567890123456789012/x").has_value());  // not an int64
 }
 
-TEST_CASE("--steps ranges", "[dump]") {
+TEST_CASE("step ranges as --steps takes them", "[dump]") {
     const auto r = parse_steps("0-100,200, 300-");
     REQUIRE(r.size() == 3);
     CHECK(r[0].lo == 0);

@@ -83,7 +83,7 @@ struct ReadOptions {
     // Largest chunk delivered, in bytes of the delivered type. Memory in use while reading is a
     // small multiple of this plus HDF5's chunk cache (capped at hdf5_cache_bytes).
     std::size_t chunk_bytes = std::size_t(16) << 20;
-    std::size_t hdf5_cache_bytes = std::size_t(256) << 20;
+    std::size_t hdf5_cache_bytes = std::size_t(128) << 20;
 };
 
 // One open file.
