@@ -76,6 +76,7 @@ MagnitudeHistogram::MagnitudeHistogram()
     : n_(kBins, 0), s1_(kBins, 0.0), s2_(kBins, 0.0), lo_bin_(kBins), hi_bin_(0) {}
 
 void MagnitudeHistogram::add(const void* data, Wide type, std::size_t n) {
+    if (finished_) throw std::logic_error("MagnitudeHistogram::add after finish()");
     if (type == Wide::f64)
         throw std::invalid_argument("MagnitudeHistogram: f64 data is not exactly a float32 (use compute_stats)");
     const auto* p = static_cast<const unsigned char*>(data);
@@ -105,7 +106,25 @@ void MagnitudeHistogram::add(const void* data, Wide type, std::size_t n) {
     numel_ += n;
 }
 
+void MagnitudeHistogram::finish() {
+    if (finished_) return;
+    std::vector<std::uint64_t> n;
+    std::vector<double> s1, s2;
+    for (std::size_t b = lo_bin_; b <= hi_bin_ && b < kBins; ++b)
+        if (n_[b]) {
+            bin_.push_back(static_cast<std::uint32_t>(b));
+            n.push_back(n_[b]);
+            s1.push_back(s1_[b]);
+            s2.push_back(s2_[b]);
+        }
+    n_.swap(n);
+    s1_.swap(s1);
+    s2_.swap(s2);
+    finished_ = true;
+}
+
 std::size_t MagnitudeHistogram::used_bins() const {
+    if (finished_) return bin_.size();
     std::size_t k = 0;
     for (std::size_t b = lo_bin_; b <= hi_bin_ && b < kBins; ++b) k += n_[b] != 0;
     return k;
@@ -162,13 +181,16 @@ MagnitudeHistogram::Result MagnitudeHistogram::evaluate(Format f, float scale, f
     r.amax = amax_;
     double under = 0, sub = 0, over = 0;  // estimates (ambiguous bins add fractions)
     double bins_touched = 0;
-    for (std::size_t b = lo_bin_; b <= hi_bin_ && b < kBins; ++b) {
-        const std::uint64_t n = n_[b];
+    const std::size_t first = finished_ ? 0 : lo_bin_;
+    const std::size_t last = finished_ ? bin_.size() : std::min(hi_bin_ + 1, kBins);
+    for (std::size_t i = first; i < last; ++i) {
+        const std::size_t b = finished_ ? bin_[i] : i;
+        const std::uint64_t n = n_[i];
         if (n == 0) continue;
         ++bins_touched;
         const double lo = bin_lo(b);
         const double nd = static_cast<double>(n);
-        const double S1 = s1_[b], S2 = s2_[b];
+        const double S1 = s1_[i], S2 = s2_[i];
         r.sum_x2 += nd * lo * lo + 2 * lo * S1 + S2;
         // Smallest and largest float32 this bin can hold.
         float a, z;

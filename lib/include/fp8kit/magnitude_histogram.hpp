@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -60,15 +61,23 @@ public:
     // (nearest-even, nearest-away and toward-zero are), or a scale/scale_inv not finite and > 0.
     Result evaluate(Format f, float scale, float scale_inv, const Policy& policy) const;
 
+    // Keeps only the used bins (frees the dense arrays); add() is refused afterwards. evaluate()
+    // then costs O(used bins) instead of O(bins between the smallest and largest magnitude).
+    void finish();
+
     std::uint64_t numel() const { return numel_; }
+    // amax as TE's reduction gives it: +Inf if any Inf, NaN ignored, 0 when nothing else.
+    float te_amax() const { return inf_ ? static_cast<float>(INFINITY) : static_cast<float>(amax_); }
     std::size_t used_bins() const;
 
 private:
+    std::vector<std::uint32_t> bin_;  // after finish(): the used bins, ascending
     std::vector<std::uint64_t> n_;
     std::vector<double> s1_, s2_;
     std::uint64_t numel_ = 0, zeros_ = 0, nan_ = 0, inf_ = 0;
     double amax_ = 0;
     std::size_t lo_bin_, hi_bin_;  // range of bins touched
+    bool finished_ = false;
 };
 
 }  // namespace fp8kit

@@ -1,0 +1,143 @@
+// The sweep's fast path (one histogram per dumped tensor) against brute force: for every
+// recipe of the grid, the scale it used at the dumped step, then compute_stats on the data.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+
+#include "fp8kit/sweep.hpp"
+
+using namespace fp8kit;
+
+namespace {
+
+bool pow2(float s) {
+    std::uint32_t u;
+    std::memcpy(&u, &s, 4);
+    return (u & 0x7FFFFFu) == 0 && (u >> 23) != 0;
+}
+
+struct Synthetic {
+    trace::Series series;
+    std::vector<float> data;  // the tensor dumped at `dump_step`
+    std::int64_t dump_step;
+};
+
+// A random amax walk with spikes; the dumped tensor's amax is the trace's at that step.
+Synthetic make(const std::string& name, double base, std::uint64_t seed) {
+    std::mt19937_64 g(seed);
+    std::normal_distribution<double> n01(0.0, 1.0);
+    Synthetic s;
+    s.series.tensor = name;
+    s.series.role = trace::classify(name);
+    const int steps = 60;
+    s.dump_step = 45;
+    for (int t = 0; t < steps; ++t) {
+        double a = base * std::exp(0.3 * n01(g));
+        if (g() % 10 == 0) a *= 6;  // spikes
+        s.series.steps.push_back(t);
+        s.series.amax.push_back(static_cast<float>(a));
+        s.series.lines.push_back(0);
+    }
+    for (int i = 0; i < 40000; ++i) s.data.push_back(static_cast<float>(base * 0.25 * n01(g) * std::exp(n01(g))));
+    float m = 0;
+    for (float x : s.data) m = std::max(m, std::fabs(x));
+    s.series.amax[s.dump_step] = m;
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: histogram evaluation equals compute_stats per recipe", "[replay][sweep]") {
+    std::vector<Synthetic> syn = {make("l0.fc1.input", 3.0, 1), make("l0.fc1.grad_output", 2e-5, 2),
+                                  make("l0.fc1.weight", 0.08, 3)};
+    std::vector<trace::Series> series;
+    for (const auto& s : syn) series.push_back(s.series);
+    auto cands = sweep::default_candidates({std::nullopt, Format::e4m3, Format::e5m2});
+    sweep::Sweep sw(cands, series);
+    std::vector<sweep::Dumped> dumped;
+    for (std::size_t i = 0; i < syn.size(); ++i) {
+        auto h = std::make_shared<MagnitudeHistogram>();
+        h->add(syn[i].data.data(), Wide::f32, syn[i].data.size());
+        h->finish();
+        dumped.push_back(sweep::Dumped{i, syn[i].dump_step, h, h->te_amax(), {}});
+    }
+    std::vector<std::string> notes;
+    sw.run(dumped, notes);
+    REQUIRE(notes.empty());
+    std::size_t exact_checked = 0, bounded_checked = 0;
+    for (std::size_t c = 0; c < cands.size(); ++c)
+        for (std::size_t i = 0; i < syn.size(); ++i) {
+            const auto& cand = cands[c];
+            const auto r = replay::replay_series(cand.recipe, syn[i].series, cand.forced);
+            const float scale = r.scale[static_cast<std::size_t>(syn[i].dump_step)];
+            const auto ref = compute_stats(syn[i].data.data(), Wide::f32, syn[i].data.size(),
+                                           QuantConfig{r.format, scale, cand.recipe.policy, 1.0f / scale, 0});
+            const auto& o = sw.per_tensor()[c][i];
+            INFO(cand.label << " on " << syn[i].series.tensor << " scale " << scale);
+            REQUIRE(o.dumped == 1);
+            REQUIRE(o.steps == r.steps.size());
+            REQUIRE(o.overflow_steps == r.overflow_steps);
+            REQUIRE(o.nonzero == ref.finite() - ref.zeros);
+            const double db = ref.sqnr_db();
+            if (pow2(scale)) {
+                ++exact_checked;
+                REQUIRE(o.ambiguous == 0);
+                REQUIRE(o.underflow == ref.underflow);
+                REQUIRE(o.subnormal == ref.subnormal);
+                REQUIRE(o.overflow_elems == ref.overflow);
+                // Same error sum up to binary64 summation order (both sides add 40000 terms).
+                REQUIRE(o.mean_sqnr_db() == Approx(db).margin(1e-9));
+            } else {
+                ++bounded_checked;
+                const auto diff = [](std::uint64_t a, std::uint64_t b) { return a > b ? a - b : b - a; };
+                REQUIRE(diff(o.underflow, ref.underflow) <= o.underflow_uncertain);
+                REQUIRE(diff(o.subnormal, ref.subnormal) <= o.subnormal_uncertain);
+                // The bounds come from exact per-element extremes; 1e-9 dB covers summation order.
+                REQUIRE(db >= o.mean_sqnr_db_lo() - 1e-9);
+                REQUIRE(db <= o.mean_sqnr_db_hi() + 1e-9);
+            }
+        }
+    // Both paths were exercised (te-current/msamp/torchao... give powers of two or not).
+    CHECK(exact_checked > 0);
+    CHECK(bounded_checked > 0);
+}
+
+TEST_CASE("sweep: grid, margins and recommendation on a hand-made series", "[replay][sweep]") {
+    // One activation: amax 1 every step but a spike of 1.5 at step 5. history 1: the spike step
+    // overflows at margin 0 (1.5 * 448 = 672 > 464) and not at margin 1 (336).
+    trace::Series s;
+    s.tensor = "blk.input";
+    s.role = Role::input;
+    for (int t = 0; t < 20; ++t) {
+        s.steps.push_back(t);
+        s.amax.push_back(t == 5 ? 1.5f : 1.0f);
+    }
+    sweep::Sweep sw(sweep::default_candidates({std::nullopt}), {s});
+    std::vector<std::string> notes;
+    sw.run({}, notes);
+    const auto h1m0 = sw.find(1, AmaxAlgo::max, 0, std::nullopt);
+    const auto h1m1 = sw.find(1, AmaxAlgo::max, 1, std::nullopt);
+    REQUIRE(sw.per_tensor()[h1m0][0].overflow_steps == 1);
+    REQUIRE(sw.per_tensor()[h1m1][0].overflow_steps == 0);
+    REQUIRE(sw.min_safe_margin(h1m0, 0, Role::input) == 1);
+    // Every max-history recipe sees the spike first at step 5 with the scale of amax 1.
+    REQUIRE(sw.min_safe_margin(sw.find(1024, AmaxAlgo::max, 0, std::nullopt), -1, Role::input) == 1);
+    // Ranked: no overflow first; then the most headroom used: margin 1 with the shortest
+    // history (it forgets the spike soonest) beats longer ones.
+    const auto best = sw.ranked(Role::input).front();
+    REQUIRE(sw.candidates()[best].recipe.margin == 1);
+    REQUIRE(sw.per_class(best, Role::input).overflow_steps == 0);
+    const auto text = sw.recommendation(Role::input);
+    REQUIRE(text.rfind("activations: ", 0) == 0);
+    REQUIRE(text.find("no overflow") != std::string::npos);
+    REQUIRE(sw.recommendation(Role::grad) == "gradients: no tensors of this class");
+}
+
+TEST_CASE("sweep: dump names map onto trace names", "[replay][sweep]") {
+    REQUIRE(sweep::series_name_of_dump("step_000100/model.layers.0.mlp.up_proj/input") ==
+            "model.layers.0.mlp.up_proj.input");
+    REQUIRE(sweep::series_name_of_dump("lm_head/weight_fp8") == "lm_head.weight_fp8");
+}
