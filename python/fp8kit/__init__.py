@@ -88,8 +88,8 @@ def _canonical_format(format):
 from ._recipes import DelayedScaling, MsampScaling, amax, presets, recipe, recipe_scale, stats  # noqa: E402
 from ._validate import validate  # noqa: E402
 from ._dump import DumpError, inspect, read_dump  # noqa: E402
-from ._replay import TraceError, overflows, read_trace, replay  # noqa: E402
+from ._replay import TraceError, overflows, read_trace, replay, sweep  # noqa: E402
 
 __all__ += ["stats", "amax", "presets", "recipe", "recipe_scale", "DelayedScaling", "MsampScaling",
-            "validate", "read_dump", "inspect", "DumpError", "read_trace", "replay", "overflows",
+            "validate", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",
             "TraceError"]

@@ -6,13 +6,9 @@ import numpy as np
 
 from . import _fp8kit
 from ._dtypes import WIDE_DTYPES
-from ._recipes import recipe as _recipe, stats as _stats
+from ._recipes import _recipe_arg
 
 DumpError = _fp8kit.DumpError
-
-# Dump roles -> the recipe role whose format and scale apply ("hybrid": E5M2 for gradients).
-_RECIPE_ROLE = {"gradient": "grad", "weight": "weight"}
-
 
 def _paths(paths):
     return [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
@@ -48,23 +44,39 @@ def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):
 
 
 def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", format="auto", errors="raise"):
-    """Per-tensor FP8 statistics of a dump, as `fp8kit inspect` computes them: each tensor cast
-    with `recipe` (default te-current: per-tensor scale fl32(max / amax)) in the recipe's format
-    for its role (format='auto': E4M3 for activations and weights, E5M2 for gradients), or in
-    `format`. Returns a pandas DataFrame when pandas is installed, else a list of dicts."""
-    r = _recipe(recipe)
+    """Per-tensor FP8 statistics of a dump, computed by the same C++ code as `fp8kit inspect`
+    (inspect::analyse): each tensor cast with `recipe` (default te-current: per-tensor scale
+    fl32(max / amax)) in the recipe's format for its role (format='auto': E4M3 for activations
+    and weights, E5M2 for gradients) or in `format`. Columns follow `fp8kit inspect --json`
+    (the *_pct columns are percentages of all elements). Returns a pandas DataFrame when pandas
+    is installed, else a list of dicts."""
+    text, is_json = _recipe_arg(recipe)
+    d = open_dump(paths, include, exclude, steps)
+    problems = d.errors()
+    if problems and errors == "raise":
+        raise DumpError(problems[0]["text"])
     rows = []
-    for info, x in read_dump(paths, include, exclude, steps, errors):
-        role = _RECIPE_ROLE.get(info["role"], "input")
-        s = _stats(x.reshape(-1) if r["roles"][role]["granularity"] == "tensor" else x.reshape(-1, x.shape[-1]),
-                   format=None if format == "auto" else format, recipe=r, role=role)
-        row = {k: info[k] for k in ("file", "name", "step", "role", "dtype")}
-        row["shape"] = "x".join(map(str, info["shape"]))
-        row.update({k: s[k] for k in ("format", "numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow",
-                                      "subnormal", "overflow", "te_underflow", "te_overflow", "mse", "sqnr_db",
-                                      "dynamic_range_binades")})
-        if "scale" in s:
-            row["scale"], row["scale_inv"] = s["scale"], s["scale_inv"]
+    for i, info in enumerate(d.tensors()):
+        try:
+            s = d.analyse(i, text, is_json, None if format == "auto" else format)
+        except DumpError:
+            if errors == "raise":
+                raise
+            continue
+        row = {k: info[k] for k in ("file", "name", "step", "step_guessed", "role", "role_guessed", "dtype", "storage")}
+        row["shape"] = list(info["shape"])
+        row["recipe"], row["recipe_role"], row["format"] = s["recipe"], s["recipe_role"], s["format"]
+        for k in ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
+                  "te_underflow", "te_overflow"):
+            row[k] = s[k]
+        for k in ("underflow", "subnormal", "overflow"):
+            row[k + "_pct"] = 100.0 * s[k] / s["numel"] if s["numel"] else float("nan")
+        for k in ("scale", "scale_inv", "blocks", "block_rows", "block_cols", "scale_inv_min", "scale_inv_max",
+                  "block_dynamic_range_max"):
+            if k in s:
+                row[k] = s[k]
+        for k in ("mse", "sqnr_db", "dynamic_range_binades", "sum_x2", "sum_err2"):
+            row[k] = s[k]
         rows.append(row)
     try:
         import pandas as pd

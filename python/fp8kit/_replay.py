@@ -37,3 +37,19 @@ def replay(trace, recipe="te-delayed", format=None, include=None):
 def overflows(amax, scale, format):
     """Whether fl32(amax * scale) rounds past the format's largest finite value (or amax is Inf)."""
     return _fp8kit.overflows(float(amax), float(scale), format)
+
+
+def sweep(trace, include=None, formats=("auto",)):
+    """`fp8kit sweep` over an amax trace file: every delayed-scaling setting (histories 1..1024,
+    max and most_recent, margins 0..4) and the tensorwise reference presets, replayed on every
+    series. formats: 'auto' (the recipe's per-class format), 'e4m3', 'e5m2'.
+    Returns {'table': rows per (candidate, class) (a DataFrame when pandas is installed),
+    'ranked': {class: candidate labels, best first}, 'recommendation': {class: text}, 'notes'}."""
+    pats = [include] if isinstance(include, str) else list(include or [])
+    out = _fp8kit.sweep_trace(os.fspath(trace), pats, list(formats))
+    try:
+        import pandas as pd
+        out["table"] = pd.DataFrame(out.pop("rows"))
+    except ImportError:
+        out["table"] = out.pop("rows")
+    return out

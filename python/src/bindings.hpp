@@ -11,6 +11,7 @@
 
 #include "fp8kit/names.hpp"
 #include "fp8kit/quantize.hpp"
+#include "fp8kit/statistics.hpp"
 
 namespace fp8kit::py {
 
@@ -28,6 +29,9 @@ Policy resolve_policy(Format format, Wide from, const OptStr& profile, const Opt
 // The array's data when it is C-contiguous with elements of `itemsize` bytes.
 const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const char* arg);
 std::vector<pyb::ssize_t> shape_of(const pyb::array& a);
+
+// All numbers of a QuantStats (and mse, sqnr_db, dynamic range, exponent histogram) as a dict.
+pyb::dict stats_dict(const QuantStats& s);
 
 void bind_convert(pyb::module_& m);
 void bind_stats(pyb::module_& m);

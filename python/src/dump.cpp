@@ -7,6 +7,8 @@
 
 #include "bindings.hpp"
 #include "fp8kit/dump.hpp"
+#include "fp8kit/inspect.hpp"
+#include <nlohmann/json.hpp>
 #include "fp8kit/quantize.hpp"
 
 namespace fp8kit::py {
@@ -98,6 +100,43 @@ public:
         return out;
     }
 
+    // inspect::analyse of tensor i: what `fp8kit inspect` computes for it.
+    pyb::dict analyse(std::size_t i, const std::string& recipe, bool is_json, const OptStr& format) {
+        if (i >= dump_->tensors().size())
+            throw std::out_of_range(fmt::format("tensor index {} out of range ({} tensors)", i, dump_->tensors().size()));
+        inspect::Options opts;
+        opts.recipe = is_json ? recipe_from_json(nlohmann::json::parse(recipe), "recipe") : parse_recipe(recipe);
+        inspect::check_recipe(opts.recipe);
+        if (format) opts.format = require_format(*format, "format");
+        inspect::Result r;
+        {
+            pyb::gil_scoped_release nogil;
+            std::lock_guard<std::mutex> lock(hdf5_lock());
+            r = inspect::analyse(*dump_, i, opts);
+        }
+        pyb::dict d = stats_dict(r.stats);
+        d["recipe"] = opts.recipe.name;
+        d["recipe_role"] = std::string(name(r.role));
+        d["format"] = std::string(name(r.format));
+        d["granularity"] = std::string(name(r.granularity));
+        d["recipe_amax"] = r.amax;
+        d["streamed"] = r.streamed;
+        if (r.blocks) {
+            d["scale"] = pyb::none();
+            d["scale_inv"] = pyb::none();
+            d["blocks"] = r.blocks->blocks;
+            d["block_rows"] = r.blocks->block_rows;
+            d["block_cols"] = r.blocks->block_cols;
+            d["scale_inv_min"] = r.blocks->scale_inv_min;
+            d["scale_inv_max"] = r.blocks->scale_inv_max;
+            d["block_dynamic_range_max"] = r.blocks->dr_max;
+        } else {
+            d["scale"] = r.scale.scale;
+            d["scale_inv"] = r.scale.scale_inv;
+        }
+        return d;
+    }
+
 private:
     std::unique_ptr<dump::Dump> dump_;
     std::vector<dump::Problem> errors_;
@@ -115,7 +154,8 @@ void bind_dump(pyb::module_& m) {
         .def("tensors", &PyDump::tensors)
         .def("errors", &PyDump::errors)
         .def("notes", &PyDump::notes)
-        .def("read", &PyDump::read, "i"_a);
+        .def("read", &PyDump::read, "i"_a)
+        .def("analyse", &PyDump::analyse, "i"_a, "recipe"_a, "is_json"_a, "format"_a);
 }
 
 }  // namespace fp8kit::py

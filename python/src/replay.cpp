@@ -6,6 +6,7 @@
 
 #include "bindings.hpp"
 #include "fp8kit/replay.hpp"
+#include "fp8kit/sweep.hpp"
 #include "fp8kit/trace.hpp"
 
 namespace fp8kit::py {
@@ -72,6 +73,77 @@ pyb::dict replay_series(const std::string& recipe, bool is_json, const std::stri
     return d;
 }
 
+pyb::dict outcome_dict(const sweep::Outcome& o) {
+    pyb::dict d;
+    d["tensors"] = o.tensors;
+    d["steps"] = o.steps;
+    d["overflow_steps"] = o.overflow_steps;
+    d["worst_headroom"] = o.worst_headroom;
+    d["worst_step"] = o.worst_step;
+    d["worst_tensor"] = o.worst_tensor;
+    d["mean_log2_headroom"] = o.mean_log2_headroom();
+    return d;
+}
+
+// The delayed-scaling grid and reference presets of `fp8kit sweep` over the series of one trace
+// (trace side only: the dump side's loading lives in tools/cmd_sweep.cpp).
+pyb::dict sweep_trace(const std::string& path, const std::vector<std::string>& include,
+                      const std::vector<std::string>& formats) {
+    std::vector<std::optional<Format>> fs;
+    for (const auto& f : formats) {
+        if (f == "auto" || f == "hybrid") fs.push_back(std::nullopt);
+        else fs.push_back(require_format(f, "formats"));
+    }
+    if (fs.empty()) fs.push_back(std::nullopt);
+    trace::Trace t = trace::read_trace(path);
+    std::vector<trace::Series> series;
+    for (auto& s : t.series) {
+        bool keep = include.empty();
+        for (const auto& p : include) keep = keep || trace::matches(p, s.tensor);
+        if (keep) series.push_back(std::move(s));
+    }
+    if (series.empty()) throw std::invalid_argument(fmt::format("{}: no series selected", path));
+    sweep::Sweep sw(sweep::default_candidates(fs), std::move(series));
+    std::vector<std::string> notes;
+    {
+        pyb::gil_scoped_release nogil;
+        sw.run({}, notes);
+    }
+    pyb::list rows;
+    const Role classes[] = {Role::input, Role::weight, Role::grad};
+    for (std::size_t c = 0; c < sw.candidates().size(); ++c) {
+        const auto& cand = sw.candidates()[c];
+        for (Role cls : classes) {
+            if (!sw.has_class(cls)) continue;
+            pyb::dict d = outcome_dict(sw.per_class(c, cls));
+            d["candidate"] = cand.label;
+            d["class"] = std::string(trace::class_name(cls));
+            d["kind"] = std::string(name(cand.recipe.kind));
+            d["history"] = cand.recipe.history_len;
+            d["algo"] = std::string(name(cand.recipe.algo));
+            d["margin"] = cand.recipe.margin;
+            d["format"] = std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
+            d["grid"] = cand.grid;
+            d["min_safe_margin"] = cand.grid ? pyb::cast(sw.min_safe_margin(c, -1, cls)) : pyb::none();
+            rows.append(d);
+        }
+    }
+    pyb::dict ranked, rec;
+    for (Role cls : classes) {
+        if (!sw.has_class(cls)) continue;
+        pyb::list r;
+        for (std::size_t c : sw.ranked(cls)) r.append(sw.candidates()[c].label);
+        ranked[pyb::str(std::string(trace::class_name(cls)))] = r;
+        rec[pyb::str(std::string(trace::class_name(cls)))] = sw.recommendation(cls);
+    }
+    pyb::dict out;
+    out["rows"] = rows;
+    out["ranked"] = ranked;
+    out["recommendation"] = rec;
+    out["notes"] = notes;
+    return out;
+}
+
 }  // namespace
 
 void bind_replay(pyb::module_& m) {
@@ -82,6 +154,7 @@ void bind_replay(pyb::module_& m) {
     m.def("overflows", [](float amax, float scale, const std::string& f) {
         return replay::overflows(amax, scale, require_format(f, "format"));
     }, "amax"_a, "scale"_a, "format"_a);
+    m.def("sweep_trace", &sweep_trace, "path"_a, "include"_a, "formats"_a);
     m.def("classify_tensor", [](const std::string& n) { return std::string(trace::class_name(trace::classify(n))); },
           "name"_a);
 }

@@ -27,6 +27,8 @@ void put_hist(pyb::dict& d, const std::array<std::uint64_t, kExpHistBins>& h, co
     d[key] = hist;
 }
 
+}  // namespace
+
 pyb::dict stats_dict(const QuantStats& s) {
     pyb::dict d;
     d["numel"] = s.numel;
@@ -49,6 +51,8 @@ pyb::dict stats_dict(const QuantStats& s) {
     put_hist(d, s.exp_hist, "exp_hist");
     return d;
 }
+
+namespace {
 
 pyb::dict stats(const pyb::array& x, const std::string& wide, const std::string& format, const OptStr& profile,
                 const OptStr& rounding, const OptStr& overflow, const OptStr& nan, double scale, double scale_inv,

@@ -180,3 +180,18 @@ def test_replay_te_delayed_against_model():
     assert np.array_equal(r[0]["overflow"], over)
     with pytest.raises(ValueError, match="missing_trace.csv"):
         fp8kit.replay("missing_trace.csv")
+
+
+def test_sweep_grid_point_equals_replay():
+    sw = fp8kit.sweep(TRACE)
+    t = sw["table"]
+    assert set(sw["recommendation"]) == {"activation", "weight", "gradient"}
+    for cls in ("activation", "weight", "gradient"):
+        row = t[(t["grid"]) & (t["history"] == 16) & (t["algo"] == "max") & (t["margin"] == 1) &
+                (t["class"] == cls)]
+        # the grid point with the recipe's own per-class format
+        row = row[row["format"] == ("e5m2" if cls == "gradient" else "e4m3")]
+        assert len(row) == 1
+        r = fp8kit.recipe("te-delayed") | {"history_len": 16, "algo": "max", "margin": 1}
+        want = sum(x["overflow_steps"] for x in fp8kit.replay(TRACE, r) if x["role"] == cls)
+        assert int(row["overflow_steps"].iloc[0]) == want
