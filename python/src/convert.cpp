@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "bindings.hpp"
@@ -38,9 +39,16 @@ std::vector<std::uint32_t> scaled_f32(const void* in, std::size_t n, float scale
     const auto count = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t i = 0; i < count; ++i) {
-        const auto wide = emu::convert<W, emu::Binary32>(src[i], emu::kDecodePolicy);
         float v;
-        std::memcpy(&v, &wide, sizeof v);
+        if constexpr (std::is_same_v<W, emu::Binary32>) {
+            std::memcpy(&v, &src[i], sizeof v);
+        } else if constexpr (std::is_same_v<W, emu::BFloat16>) {
+            const std::uint32_t b = static_cast<std::uint32_t>(src[i]) << 16;  // bf16 is the top half of f32
+            std::memcpy(&v, &b, sizeof v);
+        } else {
+            const auto wide = emu::convert<W, emu::Binary32>(src[i], emu::kDecodePolicy);
+            std::memcpy(&v, &wide, sizeof v);
+        }
         v = v * scale;
         std::memcpy(&out[i], &v, sizeof v);
     }
