@@ -174,7 +174,8 @@ void write_json(const std::vector<Row>& rows, const inspect::Options& opts, cons
     out["errors"] = problems(errors);
     out["skipped"] = problems(dump.notes());
     out["summary"] = {{"tensors", rows.size()}, {"failed", errors.size()}, {"skipped", dump.notes().size()}};
-    std::printf("%s\n", out.dump(1).c_str());
+    // Names and messages come from the files: bytes that are not UTF-8 become U+FFFD.
+    std::printf("%s\n", out.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
 }
 
 // The five worst tensors by `metric`: largest positive values, or lowest finite ones.

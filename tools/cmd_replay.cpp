@@ -22,7 +22,7 @@ struct ReplayOpts {
 
 
 nlohmann::json num(double v) {
-    if (std::isnan(v)) return "nan";
+    if (std::isnan(v)) return nullptr;
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     return v;
 }
@@ -100,9 +100,10 @@ Register reg([](CLI::App& root) {
     auto* o = new ReplayOpts;
     auto* cmd = root.add_subcommand(
         "replay",
-        "Replay an amax trace (CSV step,tensor,amax or an nvidia-dlfw-inspect log) through a scaling recipe:\n"
+        "Replay an amax trace (CSV step,tensor,amax, an nvidia-dlfw-inspect log, or a dump's amax per dumped\n"
+        "step) through a scaling recipe:\n"
         "the scale each step would have been cast with, its headroom amax*scale/max, and overflows.");
-    cmd->add_option("TRACE", o->trace, "Amax trace: CSV with step,amax[,tensor] columns, or a dlfw-inspect log")
+    cmd->add_option("TRACE", o->trace, "Amax trace: CSV with step,amax[,tensor] columns, a dlfw-inspect log, or an HDF5/safetensors dump")
         ->required();
     cmd->add_option("--recipe", o->recipe, "Preset (" + join_presets() + ") or a recipe JSON file")
         ->capture_default_str();

@@ -25,15 +25,6 @@ struct SweepOpts {
 
 constexpr Role kClasses[] = {Role::input, Role::weight, Role::grad};
 
-bool is_safetensors(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    unsigned char h[9];
-    if (!in.read(reinterpret_cast<char*>(h), 9)) return false;
-    std::uint64_t n = 0;
-    for (int i = 7; i >= 0; --i) n = (n << 8) | h[i];
-    return n > 1 && n < (std::uint64_t{100} << 20) && h[8] == '{';
-}
-
 Role role_of(dump::Role r, const std::string& series_name) {
     switch (r) {
         case dump::Role::activation: return Role::input;
@@ -77,7 +68,7 @@ void load(const SweepOpts& o, const std::vector<sweep::Candidate>& blocks, Loade
     for (const auto& in : o.inputs) {
         std::ifstream probe(in, std::ios::binary);
         if (!probe) throw UsageError(fmt::format("{}: cannot open the file", in));
-        (dump::is_hdf5_file(in) || is_safetensors(in) ? L.dump_files : L.trace_files).push_back(in);
+        (is_dump_file(in) ? L.dump_files : L.trace_files).push_back(in);
     }
     std::map<std::string, std::size_t> by_name;
     for (const auto& f : L.trace_files) {
@@ -213,7 +204,7 @@ void run(const SweepOpts& o) {
     std::vector<sweep::Candidate> all = cands;
     // Block recipes join only when dumps are given (they need the data).
     bool any_dump = false;
-    for (const auto& in : o.inputs) any_dump |= dump::is_hdf5_file(in) || is_safetensors(in);
+    for (const auto& in : o.inputs) any_dump |= is_dump_file(in);
     if (with_blocks && any_dump) all.insert(all.end(), blocks.begin(), blocks.end());
     load(o, blocks, L, raw, all);
     std::unique_ptr<sweep::Sweep> sw(raw);
@@ -322,8 +313,11 @@ void run(const SweepOpts& o) {
         std::printf("\n");
         auto line = [&](std::size_t c) {
             const auto oc = sw->per_class(c, cls);
-            std::printf("  %-38s %9zu %12.4g %10.3f %7s", C[c].label.c_str(), oc.overflow_steps, oc.worst_headroom,
-                        oc.mean_log2_headroom(), C[c].grid ? margin_str(sw->min_safe_margin(c, -1, cls)).c_str() : "-");
+            if (C[c].blockwise)  // no trace side: per-block scales come from the data
+                std::printf("  %-38s %9s %12s %10s %7s", C[c].label.c_str(), "-", "-", "-", "-");
+            else
+                std::printf("  %-38s %9zu %12.4g %10.3f %7s", C[c].label.c_str(), oc.overflow_steps, oc.worst_headroom,
+                            oc.mean_log2_headroom(), C[c].grid ? margin_str(sw->min_safe_margin(c, -1, cls)).c_str() : "-");
             if (dumps) std::printf(" %10s %10s  %s", pct(oc.underflow_share()).c_str(), pct(oc.subnormal_share()).c_str(), dbs(oc).c_str());
             std::printf("\n");
         };

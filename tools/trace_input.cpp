@@ -1,16 +1,87 @@
 // Trace loading and recipe overrides for replay and sweep.
 #include "trace_input.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
 #include <stdexcept>
+
+#include "fp8kit/dump.hpp"
+#include "fp8kit/statistics.hpp"
+#include "fp8kit/sweep.hpp"
 
 namespace fp8kit::cli {
 
+bool is_dump_file(const std::string& path) {
+    if (dump::is_hdf5_file(path)) return true;
+    std::ifstream in(path, std::ios::binary);
+    unsigned char h[9];
+    if (!in.read(reinterpret_cast<char*>(h), 9)) return false;
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | h[i];
+    return n > 1 && n < (std::uint64_t{100} << 20) && h[8] == '{';  // safetensors header
+}
+
+trace::Trace dump_trace(const std::string& path) {
+    std::unique_ptr<dump::Dump> d;
+    try {
+        d = std::make_unique<dump::Dump>(std::vector<std::string>{path});
+    } catch (const dump::DumpError& e) {
+        throw UsageError(e.what());
+    }
+    if (!d->errors().empty()) throw UsageError(d->errors().front().describe());
+    std::map<std::string, std::vector<std::pair<std::int64_t, float>>> by_name;
+    std::map<std::string, Role> roles;
+    for (std::size_t i = 0; i < d->tensors().size(); ++i) {
+        const auto& t = d->tensors()[i];
+        if (t.role == dump::Role::optimizer_state || !t.step) continue;
+        float amax = 0;  // TE's reduction over chunks: Inf wins, NaN ignored (fmaxf)
+        try {
+            d->read(i, [&](const dump::Chunk& c) { amax = std::fmax(amax, amax_of(c.bits, c.wide, c.count)); });
+        } catch (const dump::DumpError& e) {
+            throw UsageError(e.what());
+        }
+        const std::string n = sweep::series_name_of_dump(t.name);
+        by_name[n].emplace_back(*t.step, amax);
+        roles[n] = t.role == dump::Role::gradient ? Role::grad
+                   : t.role == dump::Role::weight ? Role::weight
+                   : t.role == dump::Role::activation ? Role::input : trace::classify(n);
+    }
+    trace::Trace tr;
+    tr.file = path;
+    for (auto& [n, v] : by_name) {
+        std::sort(v.begin(), v.end());
+        trace::Series s;
+        s.tensor = n;
+        s.role = roles[n];
+        for (std::size_t k = 0; k < v.size(); ++k) {
+            if (k && v[k].first == v[k - 1].first)
+                throw UsageError(fmt::format("{}: tensor '{}' step {} is dumped twice", path, n, v[k].first));
+            s.steps.push_back(v[k].first);
+            s.amax.push_back(v[k].second);
+            s.lines.push_back(0);
+        }
+        tr.series.push_back(std::move(s));
+    }
+    if (tr.series.empty()) throw UsageError(fmt::format("{}: no dumped tensor with a step (optimizer state is left out)", path));
+    return tr;
+}
+
 trace::Trace load_trace(const std::string& path, const std::vector<std::string>& patterns) {
     trace::Trace t;
-    try {
-        t = trace::read_trace(path);
-    } catch (const trace::TraceError& e) {
-        throw UsageError(e.what());
+    {
+        std::ifstream probe(path, std::ios::binary);
+        if (!probe) throw UsageError(fmt::format("{}: cannot open the file", path));
+    }
+    if (is_dump_file(path)) {
+        t = dump_trace(path);
+    } else {
+        try {
+            t = trace::read_trace(path);
+        } catch (const trace::TraceError& e) {
+            throw UsageError(e.what());
+        }
     }
     if (patterns.empty()) return t;
     std::vector<trace::Series> keep;

@@ -11,7 +11,14 @@
 
 namespace fp8kit::cli {
 
-// The trace with only the series matching one of `patterns` (all when empty); UsageError naming
+// HDF5 or safetensors (by content).
+bool is_dump_file(const std::string& path);
+// A dump as a trace: one series per dumped tensor name (step components dropped, see
+// sweep::series_name_of_dump) with TE's amax of each dumped step. Optimizer state and tensors
+// without a step are left out.
+trace::Trace dump_trace(const std::string& path);
+
+// The trace (or dump_trace of a dump) with only the series matching one of `patterns` (all when empty); UsageError naming
 // the file and line for bad input, or the patterns when nothing matches.
 trace::Trace load_trace(const std::string& path, const std::vector<std::string>& patterns);
 // The preset/file with --history/--algo/--margin applied (UsageError when the recipe has no such

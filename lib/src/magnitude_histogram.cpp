@@ -46,12 +46,14 @@ std::size_t bin_of(std::uint32_t mag) {
     return ((static_cast<std::size_t>(e - MagnitudeHistogram::kMinExp) << kM) | top) * 2 + tail;
 }
 
-// Lower edge of a bin as a binary64: (2^kM + top) * 2^(e - kM).
+// Lower edge of a bin as a binary64: (2^kM + top) * 2^(e - kM); from the bits where it is a
+// normal float32 (the common case, and far cheaper than ldexp).
 double bin_lo(std::size_t bin) {
     const std::size_t k = bin / 2;
     const int e = static_cast<int>(k >> kM) + MagnitudeHistogram::kMinExp;
-    const auto top = static_cast<int>(k & ((1u << kM) - 1));
-    return std::ldexp(static_cast<double>((1 << kM) + top), e - kM);
+    const auto top = static_cast<std::uint32_t>(k & ((1u << kM) - 1));
+    if (e >= -126) return float_of((static_cast<std::uint32_t>(e + 127) << 23) | (top << (23 - kM)));
+    return std::ldexp(static_cast<double>((1u << kM) + top), e - kM);
 }
 
 struct Eval {
@@ -72,8 +74,10 @@ struct Eval {
 
 }  // namespace
 
-MagnitudeHistogram::MagnitudeHistogram()
-    : n_(kBins, 0), s1_(kBins, 0.0), s2_(kBins, 0.0), lo_bin_(kBins), hi_bin_(0) {}
+MagnitudeHistogram::MagnitudeHistogram() : blocks_(static_cast<std::size_t>(kMaxExp - kMinExp + 1)) {}
+MagnitudeHistogram::~MagnitudeHistogram() = default;
+MagnitudeHistogram::MagnitudeHistogram(MagnitudeHistogram&&) noexcept = default;
+MagnitudeHistogram& MagnitudeHistogram::operator=(MagnitudeHistogram&&) noexcept = default;
 
 void MagnitudeHistogram::add(const void* data, Wide type, std::size_t n) {
     if (finished_) throw std::logic_error("MagnitudeHistogram::add after finish()");
@@ -96,38 +100,44 @@ void MagnitudeHistogram::add(const void* data, Wide type, std::size_t n) {
         const std::size_t b = bin_of(mag);
         const double x = float_of(mag);
         const double u_ = x - bin_lo(b);  // exact: same binade as the edge
-        ++n_[b];
-        s1_[b] += u_;
-        s2_[b] += u_ * u_;
+        auto& blk = blocks_[b / kPerExp];
+        if (!blk) blk = std::make_unique<Block>();
+        const std::size_t j = b % kPerExp;
+        ++blk->n[j];
+        blk->s1[j] += u_;
+        blk->s2[j] += u_ * u_;
         if (x > amax_) amax_ = x;
-        lo_bin_ = std::min(lo_bin_, b);
-        hi_bin_ = std::max(hi_bin_, b);
     }
     numel_ += n;
 }
 
+void MagnitudeHistogram::collect(Sparse& out) const {
+    for (std::size_t e = 0; e < blocks_.size(); ++e) {
+        if (!blocks_[e]) continue;
+        const Block& b = *blocks_[e];
+        for (std::size_t j = 0; j < kPerExp; ++j)
+            if (b.n[j]) {
+                out.bin.push_back(static_cast<std::uint32_t>(e * kPerExp + j));
+                out.n.push_back(b.n[j]);
+                out.s1.push_back(b.s1[j]);
+                out.s2.push_back(b.s2[j]);
+            }
+    }
+}
+
 void MagnitudeHistogram::finish() {
     if (finished_) return;
-    std::vector<std::uint64_t> n;
-    std::vector<double> s1, s2;
-    for (std::size_t b = lo_bin_; b <= hi_bin_ && b < kBins; ++b)
-        if (n_[b]) {
-            bin_.push_back(static_cast<std::uint32_t>(b));
-            n.push_back(n_[b]);
-            s1.push_back(s1_[b]);
-            s2.push_back(s2_[b]);
-        }
-    n_.swap(n);
-    s1_.swap(s1);
-    s2_.swap(s2);
+    collect(sparse_);
+    blocks_.clear();
+    blocks_.shrink_to_fit();
     finished_ = true;
 }
 
 std::size_t MagnitudeHistogram::used_bins() const {
-    if (finished_) return bin_.size();
-    std::size_t k = 0;
-    for (std::size_t b = lo_bin_; b <= hi_bin_ && b < kBins; ++b) k += n_[b] != 0;
-    return k;
+    if (finished_) return sparse_.bin.size();
+    Sparse s;
+    collect(s);
+    return s.bin.size();
 }
 
 double MagnitudeHistogram::Result::sqnr_db() const {
@@ -157,11 +167,27 @@ MagnitudeHistogram::Result MagnitudeHistogram::evaluate(Format f, float scale, f
     ev.policy = policy;
     ev.scale = scale;
     ev.scale_inv = scale_inv;
-    for (int c = 0; c < 256; ++c) {
-        const auto code = static_cast<std::uint8_t>(c);
-        ev.dec[c] = decode_value(f, code);
-        const auto k = classify(f, code);
-        ev.cls[c] = k == CodeClass::zero ? 0 : k == CodeClass::subnormal ? 1 : k == CodeClass::normal ? 2 : 3;
+    {  // code values and classes per format, built once (a sweep evaluates thousands of scales)
+        struct Table {
+            double dec[256];
+            std::uint8_t cls[256];
+        };
+        static const auto tables = [] {
+            std::vector<Table> t(std::size(emu::kAllFormats));
+            for (std::size_t i = 0; i < t.size(); ++i)
+                for (int c = 0; c < 256; ++c) {
+                    const auto code = static_cast<std::uint8_t>(c);
+                    t[i].dec[c] = decode_value(emu::kAllFormats[i], code);
+                    const auto k = classify(emu::kAllFormats[i], code);
+                    t[i].cls[c] = k == CodeClass::zero ? 0 : k == CodeClass::subnormal ? 1 : k == CodeClass::normal ? 2 : 3;
+                }
+            return t;
+        }();
+        std::size_t i = 0;
+        while (i < tables.size() && emu::kAllFormats[i] != f) ++i;
+        if (i == tables.size()) throw std::invalid_argument("MagnitudeHistogram: unknown format");
+        std::memcpy(ev.dec, tables[i].dec, sizeof ev.dec);
+        std::memcpy(ev.cls, tables[i].cls, sizeof ev.cls);
     }
     {  // overflow threshold as statistics.cpp defines overflow: a code past max without saturation
         const Policy nosat{policy.rounding, Overflow::no_saturate, policy.nan};
@@ -181,27 +207,35 @@ MagnitudeHistogram::Result MagnitudeHistogram::evaluate(Format f, float scale, f
     r.amax = amax_;
     double under = 0, sub = 0, over = 0;  // estimates (ambiguous bins add fractions)
     double bins_touched = 0;
-    const std::size_t first = finished_ ? 0 : lo_bin_;
-    const std::size_t last = finished_ ? bin_.size() : std::min(hi_bin_ + 1, kBins);
-    for (std::size_t i = first; i < last; ++i) {
-        const std::size_t b = finished_ ? bin_[i] : i;
-        const std::uint64_t n = n_[i];
-        if (n == 0) continue;
+    bool have_prev = false;
+    std::pair<std::uint8_t, bool> prev_outcome{0, false};
+    Sparse local;
+    if (!finished_) collect(local);
+    const Sparse& sp = finished_ ? sparse_ : local;
+    for (std::size_t i = 0; i < sp.bin.size(); ++i) {
+        const std::size_t b = sp.bin[i];
+        const std::uint64_t n = sp.n[i];
         ++bins_touched;
         const double lo = bin_lo(b);
         const double nd = static_cast<double>(n);
-        const double S1 = s1_[i], S2 = s2_[i];
+        const double S1 = sp.s1[i], S2 = sp.s2[i];
         r.sum_x2 += nd * lo * lo + 2 * lo * S1 + S2;
         // Smallest and largest float32 this bin can hold.
         float a, z;
         if ((b & 1) == 0) {
             a = z = static_cast<float>(lo);
         } else {
-            const double hi_edge = lo + std::ldexp(1.0, std::ilogb(lo) - kM);
+            const int e = static_cast<int>((b / 2) >> kM) + kMinExp;
+            const double hi_edge = lo + std::ldexp(1.0, e - kM);
             a = std::nextafter(static_cast<float>(lo), INFINITY);
             z = std::nextafter(static_cast<float>(hi_edge), 0.0f);  // 2^128 -> Inf -> FLT_MAX
         }
-        const auto ca = ev.at(a), cz = ev.at(z);
+        // The outcome is monotone in |x| and bins come in increasing order: when the previous
+        // bin's largest value already has this bin's top outcome, so does everything between.
+        const auto cz = ev.at(z);
+        const auto ca = have_prev && prev_outcome == cz ? cz : ev.at(a);
+        have_prev = true;
+        prev_outcome = cz;
         if (ca == cz) {  // exact bin
             const std::uint8_t c = ca.first;
             under += ev.cls[c] == 0 ? nd : 0;

@@ -200,26 +200,39 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
         if (!(ta == d.amax || (std::isnan(ta) && std::isnan(d.amax))) && amax_differs++ == 0)
             first_difference = fmt::format("'{}' step {}: trace {:.9g}, dump {:.9g}", ser.tensor, d.step, ta, d.amax);
         has_dumps_ = true;
-        for (std::size_t c = 0; c < C; ++c) {
+        // Recipes are independent: evaluate them in parallel, then add in candidate order (each
+        // result is computed the same way on any thread, so the totals do not depend on threads).
+        std::vector<MagnitudeHistogram::Result> res(C);
+        std::vector<std::string> why(C);
+        const long Cl = static_cast<long>(C);
+#pragma omp parallel for schedule(dynamic)
+        for (long ci = 0; ci < Cl; ++ci) {
+            const auto c = static_cast<std::size_t>(ci);
             const auto& cand = cands_[c];
-            if (cand.blockwise) {
+            if (cand.blockwise) continue;
+            try {
+                const Format f = replay::role_format(cand.recipe, ser.role, cand.forced);
+                const float scale = cand.recipe.kind == RecipeKind::current
+                                        ? replay::scales(cand.recipe, ser.role, f, {d.amax}).front()
+                                        : scales[c][d.series][k];
+                if (!(scale > 0) || std::isinf(scale))
+                    why[c] = fmt::format("scale {} cannot cast", scale);
+                else
+                    res[c] = d.hist->evaluate(f, scale, 1.0f / scale, cand.recipe.policy);
+            } catch (const std::exception& e) {
+                why[c] = e.what();
+            }
+        }
+        for (std::size_t c = 0; c < C; ++c) {
+            if (cands_[c].blockwise) {
                 const std::size_t b = c - block_index0;
                 if (b < d.block.size()) per_tensor_[c][d.series].add_dump(d.block[b]);
-                continue;
-            }
-            const Format f = replay::role_format(cand.recipe, ser.role, cand.forced);
-            float scale;
-            if (cand.recipe.kind == RecipeKind::current) {
-                scale = replay::scales(cand.recipe, ser.role, f, {d.amax}).front();
+            } else if (!why[c].empty()) {
+                notes.push_back(fmt::format("{} on '{}' step {}: {} (not evaluated)", cands_[c].label, ser.tensor,
+                                            d.step, why[c]));
             } else {
-                scale = scales[c][d.series][k];
+                per_tensor_[c][d.series].add_dump(res[c]);
             }
-            if (!(scale > 0) || std::isinf(scale)) {
-                notes.push_back(fmt::format("{} on '{}' step {}: scale {} cannot cast (not evaluated)", cand.label,
-                                            ser.tensor, d.step, scale));
-                continue;
-            }
-            per_tensor_[c][d.series].add_dump(d.hist->evaluate(f, scale, 1.0f / scale, cand.recipe.policy));
         }
     }
     if (amax_differs)
@@ -302,8 +315,8 @@ std::string Sweep::recommendation(Role cls) const {
     if (b.overflow_steps == 0)
         s += fmt::format("no overflow in {} steps of {} tensors", b.steps, b.tensors);
     else
-        s += fmt::format("{} overflowing steps remain (no grid point removes all: use margin > 4 or current scaling)",
-                         b.overflow_steps);
+        s += fmt::format("{} overflowing step{} remain{} (no grid point removes all: use margin > 4 or current scaling)",
+                         b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");
     if (best == ref) return s + "; TE's default (history 1024, max, margin 0) is already the best here";
     if (b.sqnr_count > 0 && r.sqnr_count > 0) {
         const double d = b.mean_sqnr_db() - r.mean_sqnr_db();
@@ -313,8 +326,8 @@ std::string Sweep::recommendation(Role cls) const {
             s += fmt::format(", underflow {:.3g}% vs {:.3g}%", 100 * b.underflow_share(), 100 * r.underflow_share());
     } else {
         const double d = b.mean_log2_headroom() - r.mean_log2_headroom();
-        s += fmt::format(", {:.2f} binades more of the range used than TE's default history 1024, max, margin 0 (mean headroom 2^{:.2f} vs 2^{:.2f})",
-                         d, b.mean_log2_headroom(), r.mean_log2_headroom());
+        s += fmt::format(", uses {:.2f} binades {} of the range than TE's default history 1024, max, margin 0 (mean headroom 2^{:.2f} vs 2^{:.2f})",
+                         std::fabs(d), d >= 0 ? "more" : "less", b.mean_log2_headroom(), r.mean_log2_headroom());
     }
     if (r.overflow_steps > 0) s += fmt::format("; history 1024 overflows {} steps", r.overflow_steps);
     return s;

@@ -45,6 +45,13 @@ grep -q "text.h5: neither an HDF5 file" "$TMP/err" || fail "foreign file not nam
 [ $rc -eq 1 ] || fail "unmatched glob: exit $rc"
 grep -q "no file matches" "$TMP/err" || fail "unmatched glob not named"
 
+# Bytes from a corrupt file that are not UTF-8 still give valid JSON (replaced), exit 1.
+printf '\x09\x00\x00\x00\x00\x00\x00\x00{"a\xff":{}}' >"$TMP/bad.safetensors"
+"$FP8KIT" inspect "$TMP/bad.safetensors" --json >"$TMP/bad.json" 2>"$TMP/err"; rc=$?
+[ $rc -eq 1 ] || fail "non-UTF-8 header: exit $rc $(cat "$TMP/err")"
+grep -q '"summary"' "$TMP/bad.json" || fail "non-UTF-8 header: JSON not written"
+grep -q "bad.safetensors: not a valid safetensors file: header is not JSON" "$TMP/err" || fail "non-UTF-8 header not named"
+
 # Bad arguments: exit 2 with one line naming the option.
 "$FP8KIT" inspect "$DUMP" --steps 5-3 2>"$TMP/err" >/dev/null; rc=$?
 [ $rc -eq 2 ] && grep -q "steps" "$TMP/err" || fail "bad --steps: exit $rc $(cat "$TMP/err")"

@@ -48,11 +48,22 @@ grep -q '"tensor": "model.layers.1.mlp.down_proj_gradient"' "$TMP/json" || fail 
 "$FP8KIT" replay "$EX/amax_trace.csv" --recipe te-current --csv --tensor '*q_proj.input' >"$TMP/out" || fail "te-current"
 awk -F, 'NR > 1 && $6 != 0 { exit 1 }' "$TMP/out" || fail "current scaling overflowed"
 
+# A dump as a trace: amax per dumped step (steps 0, 100, 299), optimizer state left out.
+"$FP8KIT" replay "$EX/llama_tiny_dump.h5" --recipe te-current --csv --tensor 'lm_head.wgrad' >"$TMP/out" 2>"$TMP/err" \
+    || fail "replay of a dump: $(cat "$TMP/err")"
+[ "$(cut -d, -f1 "$TMP/out" | tr '\n' ' ')" = "step 0 100 299 " ] || fail "dump steps: $(cat "$TMP/out")"
+"$FP8KIT" replay "$EX/llama_tiny_dump.h5" >"$TMP/out" || fail "replay of a dump"
+grep -q "76 tensors" "$TMP/out" || fail "dump: expected 76 series (60 + 15 wgrad + weight_fp8)"
+grep -q "exp_avg" "$TMP/out" && fail "dump: optimizer state replayed"
+
 # Sweep: traces and the dump together.
 "$FP8KIT" sweep "$EX/amax_trace.csv" "$EX/llama_tiny_dump.h5" --no-blocks >"$TMP/out" 2>"$TMP/err" \
     || fail "sweep: $(cat "$TMP/err")"
 grep -q "^  gradients: history" "$TMP/out" || fail "sweep: no gradient recommendation"
 grep -q "dB .* SQNR than TE's default" "$TMP/out" || fail "sweep: no SQNR comparison"
+# Recipes are evaluated in parallel: the numbers must not depend on the thread count.
+OMP_NUM_THREADS=2 "$FP8KIT" sweep "$EX/amax_trace.csv" "$EX/llama_tiny_dump.h5" --no-blocks >"$TMP/out2" 2>&1 || fail "sweep, 2 threads"
+cmp -s "$TMP/out" "$TMP/out2" || fail "sweep differs between 1 and 2 threads"
 "$FP8KIT" sweep "$EX/dlfw_inspect.log" --csv >"$TMP/csv" || fail "sweep --csv"
 head -1 "$TMP/csv" | grep -q "^scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps" || fail "sweep --csv header"
 [ "$(grep -c '^tensor,' "$TMP/csv")" -eq $((15 * 63)) ] || fail "sweep --csv: expected 15 tensors x 63 recipes"

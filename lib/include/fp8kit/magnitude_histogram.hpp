@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fp8kit/names.hpp"
@@ -38,6 +39,9 @@ public:
         static_cast<std::size_t>(kMaxExp - kMinExp + 1) * (std::size_t{1} << kMantBits) * 2;
 
     MagnitudeHistogram();
+    ~MagnitudeHistogram();
+    MagnitudeHistogram(MagnitudeHistogram&&) noexcept;
+    MagnitudeHistogram& operator=(MagnitudeHistogram&&) noexcept;
     // Adds n elements (raw bits as in quantize.hpp). Throws std::invalid_argument for f64.
     void add(const void* data, Wide type, std::size_t n);
 
@@ -71,12 +75,24 @@ public:
     std::size_t used_bins() const;
 
 private:
-    std::vector<std::uint32_t> bin_;  // after finish(): the used bins, ascending
-    std::vector<std::uint64_t> n_;
-    std::vector<double> s1_, s2_;
+    // While adding: one block of bins per float32 exponent, allocated when first touched (a
+    // dense table of all bins would cost more to clear than a small tensor costs to read).
+    static constexpr std::size_t kPerExp = std::size_t{2} << kMantBits;
+    struct Block {
+        std::uint64_t n[kPerExp] = {};
+        double s1[kPerExp] = {}, s2[kPerExp] = {};
+    };
+    std::vector<std::unique_ptr<Block>> blocks_;
+    // The used bins, ascending, with their sums (after finish(), or collected for evaluate()).
+    struct Sparse {
+        std::vector<std::uint32_t> bin;
+        std::vector<std::uint64_t> n;
+        std::vector<double> s1, s2;
+    };
+    Sparse sparse_;
+    void collect(Sparse& out) const;
     std::uint64_t numel_ = 0, zeros_ = 0, nan_ = 0, inf_ = 0;
     double amax_ = 0;
-    std::size_t lo_bin_, hi_bin_;  // range of bins touched
     bool finished_ = false;
 };
 
