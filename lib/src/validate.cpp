@@ -5,7 +5,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <stdexcept>
 
 #include "validate_engine.hpp"
@@ -31,8 +30,7 @@ namespace {
 // Elements are processed in fixed blocks of this size; every per-block result is an integer
 // count or a set of lowest indices, so merging them in any order gives the same report.
 constexpr std::size_t kBlock = std::size_t{1} << 16;
-constexpr std::size_t kEliminationMismatches = 4096;  // lowest-index mismatches used to prune policies
-constexpr std::size_t kSampleTarget = std::size_t{1} << 14;  // plus this many evenly spaced elements
+constexpr std::size_t kSampleTarget = std::size_t{1} << 12;  // evenly spaced elements that prune policies
 
 // Which scale applies to element i, walked incrementally (no division per element).
 struct BlockCursor {
@@ -60,7 +58,6 @@ struct BlockCursor {
 struct ThreadResult {
     std::uint64_t counts[kMaskCount] = {};
     std::vector<std::uint64_t> examples[kMaskCount];
-    std::vector<std::uint64_t> first_mismatches;
 };
 
 void keep_lowest(std::vector<std::uint64_t>& v, std::size_t k) {
@@ -82,54 +79,179 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
                    const std::vector<float>& mult) {
     using E = Engine<W, C, F, Scaled>;
     const CodeTable table = code_table<F>();
-    const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table};
+    std::vector<float> f16_values;
+    if constexpr (std::is_same_v<W, emu::Binary16>) {
+        for (u64 b = 0; b < 65536; ++b)
+            f16_values.push_back(bit_cast<float>(static_cast<std::uint32_t>(
+                emu::convert<W, emu::Binary32>(static_cast<std::uint16_t>(b), emu::kDecodePolicy))));
+    }
+    const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table, f16_values.data()};
     const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
     const std::size_t cols = layout == BlockLayout::tensor ? 1 : rq.scaling.cols;
     const std::size_t n = rq.n;
     const std::size_t blocks = (n + kBlock - 1) / kBlock;
     const std::size_t k = opt.examples;
-
+    const std::uint8_t* const codes = rq.codes;
     const bool tables = n >= kTableMinElements;
     const FastRound<C, F> reference(rq.policy, tables);
 
-    std::vector<std::uint64_t> mismatch_bits((n + 63) / 64, 0);  // block-aligned words: no sharing
-    const int threads = omp_get_max_threads();
-    std::vector<ThreadResult> per_thread(static_cast<std::size_t>(threads));
-
-#pragma omp parallel num_threads(threads)
-    {
-        ThreadResult& mine = per_thread[static_cast<std::size_t>(omp_get_thread_num())];
-#pragma omp for schedule(static)
-        for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
-            const std::size_t lo = static_cast<std::size_t>(b) * kBlock, hi = std::min(n, lo + kBlock);
+    // Visits elements lo..hi-1 with (index, input bits, scaled bits, scale block). The scale
+    // block is only tracked when it changes along the array.
+    const bool per_block = E::scaled && layout != BlockLayout::tensor;
+    auto visit = [&](std::size_t lo, std::size_t hi, auto&& fn) {
+        if (!per_block) {
+            for (std::size_t i = lo; i < hi; ++i) {
+                const u64 x = eng.load(i);
+                fn(i, x, eng.scaled_bits(x, 0), std::size_t{0});
+            }
+        } else {
             BlockCursor cur(layout, cols, lo);
             for (std::size_t i = lo; i < hi; ++i, cur.next()) {
+                const std::size_t sb = cur.index();
                 const u64 x = eng.load(i);
-                const std::size_t sb = E::scaled ? cur.index() : 0;
-                const u64 v = eng.scaled_bits(x, sb);
-                const std::uint8_t e = reference(v);
-                const std::uint8_t a = rq.codes[i];
-                if (e == a) continue;
-                mismatch_bits[i >> 6] |= u64{1} << (i & 63);
-                const unsigned m = eng.explain(x, v, sb, e, a);
-                ++mine.counts[m];
-                if (mine.examples[m].size() < k) mine.examples[m].push_back(i);
-                if (mine.first_mismatches.size() < kEliminationMismatches) mine.first_mismatches.push_back(i);
+                fn(i, x, eng.scaled_bits(x, sb), sb);
+            }
+        }
+    };
+    auto value_at = [&](std::size_t i) {
+        BlockCursor cur(layout, cols, i);
+        return eng.scaled_bits(eng.load(i), per_block ? cur.index() : 0);
+    };
+
+    // Policy search, fused into the one pass over the data. Candidates (5 deterministic roundings
+    // x 3 overflow x 4 NaN encodings) are first pruned on an evenly spaced sample; the survivors
+    // are then confirmed on every element, grouped by rounding: policies with the same rounding
+    // give the same code on every element whose value is neither NaN, Inf nor past the largest
+    // finite code ("special"), so each group costs one table lookup per ordinary element (none
+    // for the reference's own rounding, whose codes are the reference codes), and only special
+    // elements are checked policy by policy.
+    std::vector<Policy> survivors;
+    if (opt.detect_policies) {
+        std::vector<std::size_t> probe;
+        const std::size_t stride = std::max<std::size_t>(1, n / kSampleTarget);
+        for (std::size_t i = 0; i < n; i += stride) probe.push_back(i);
+        std::vector<u64> probe_v(probe.size());
+        for (std::size_t j = 0; j < probe.size(); ++j) probe_v[j] = value_at(probe[j]);
+        for (Rounding rd : kDeterministicRoundings)
+            for (emu::Overflow o : kOverflows)
+                for (NanEncoding ne : kNanEncodings) {
+                    const Policy p{rd, o, ne};
+                    bool ok = true;
+                    for (std::size_t j = 0; j < probe.size() && ok; ++j) ok = E::round(probe_v[j], p) == codes[probe[j]];
+                    if (ok) survivors.push_back(p);
+                }
+    }
+    const std::size_t ns = survivors.size();
+    std::vector<Rounding> group_roundings{rq.policy.rounding};
+    std::vector<FastRound<C, F>> group_round;
+    group_round.emplace_back(rq.policy, false);  // group 0 compares the reference codes instead
+    std::vector<std::size_t> group_of(ns);
+    for (std::size_t s = 0; s < ns; ++s) {
+        auto it = std::find(group_roundings.begin(), group_roundings.end(), survivors[s].rounding);
+        if (it == group_roundings.end()) {
+            group_roundings.push_back(survivors[s].rounding);
+            group_round.emplace_back(Policy{survivors[s].rounding, rq.policy.overflow, rq.policy.nan}, tables);
+            it = group_roundings.end() - 1;
+        }
+        group_of[s] = static_cast<std::size_t>(it - group_roundings.begin());
+    }
+    const std::size_t ng = group_roundings.size();
+    std::vector<char> group_used(ng, 0);
+    for (std::size_t s = 0; s < ns; ++s) group_used[group_of[s]] = 1;
+    const u64 threshold = eng.special_threshold();
+
+    const int threads = omp_get_max_threads();
+    std::vector<ThreadResult> per_thread(static_cast<std::size_t>(threads));
+    struct Alive {
+        std::vector<char> survivor, group;
+    };
+    std::vector<Alive> alive_per_thread(static_cast<std::size_t>(threads), Alive{std::vector<char>(ns, 1), group_used});
+
+    // With tables, one 16-bit entry per index holds the reference code (low byte), bit g of the
+    // high byte for each group g >= 1 whose code differs from it there, and kSpecial when the
+    // index's values are special (exact: the largest finite FP8 value has at most 3 mantissa
+    // bits, so the threshold falls on an index boundary). An ordinary matching element then
+    // costs one lookup, and groups die by OR-ing the difference bits.
+    constexpr std::uint16_t kSpecial = 0x8000;
+    std::vector<std::uint16_t> fused;
+    if constexpr (FastRound<C, F>::tabulable) {
+        if (tables) {
+            fused.resize(FastRound<C, F>::size());
+            for (std::size_t idx = 0; idx < fused.size(); ++idx) {
+                const u64 rep = FastRound<C, F>::representative(idx);
+                const std::uint8_t e = reference.table[idx];
+                std::uint16_t entry = e;
+                if (E::special(rep, threshold)) entry |= kSpecial;
+                for (std::size_t g = 1; g < ng; ++g)
+                    if (group_round[g].table[idx] != e) entry |= static_cast<std::uint16_t>(1u << (8 + g));
+                fused[idx] = entry;
             }
         }
     }
 
-    // Merge (integer sums and lowest-index sets: independent of the thread count).
+#pragma omp parallel num_threads(threads)
+    {
+        const auto me = static_cast<std::size_t>(omp_get_thread_num());
+        ThreadResult& mine = per_thread[me];
+        Alive& alive = alive_per_thread[me];
+        const bool search = ns > 0;
+        bool group[8] = {};  // at most 5 roundings; per block copies of alive.group
+        auto on_mismatch = [&](std::size_t i, u64 x, u64 v, std::size_t sb, std::uint8_t e) __attribute__((noinline)) {
+            const unsigned m = eng.explain(x, v, sb, e, codes[i]);
+            ++mine.counts[m];
+            if (mine.examples[m].size() < k) mine.examples[m].push_back(i);
+        };
+        // Policy bookkeeping for one element whose value is special, or whose code mismatches.
+        auto check_policies = [&](u64 v, std::uint8_t e, std::uint8_t a) __attribute__((noinline)) {
+            if (E::special(v, threshold)) {
+                for (std::size_t s = 0; s < ns; ++s)
+                    if (alive.survivor[s] && E::round(v, survivors[s]) != a) alive.survivor[s] = 0;
+                return;
+            }
+            if (e != a) group[0] = false;
+            for (std::size_t g = 1; g < ng; ++g)
+                if (group[g] && group_round[g](v) != a) group[g] = false;
+        };
+#pragma omp for schedule(static)
+        for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
+            const std::size_t lo = static_cast<std::size_t>(b) * kBlock, hi = std::min(n, lo + kBlock);
+            for (std::size_t g = 0; g < ng; ++g) group[g] = alive.group[g] != 0;
+            if (!fused.empty()) {
+                unsigned differs = 0;  // groups whose code differed from a matching reference code
+                visit(lo, hi, [&](std::size_t i, u64 x, u64 v, std::size_t sb) {
+                    const std::uint16_t entry = fused[FastRound<C, F>::index(v)];
+                    const auto e = static_cast<std::uint8_t>(entry);
+                    const std::uint8_t a = codes[i];
+                    if (__builtin_expect(e != a || (entry & kSpecial), 0)) {
+                        if (search) check_policies(v, e, a);
+                        if (e != a) on_mismatch(i, x, v, sb, e);
+                    } else {
+                        differs |= entry;
+                    }
+                });
+                for (std::size_t g = 1; g < ng; ++g)
+                    if (differs & (1u << (8 + g))) group[g] = false;
+            } else {
+                visit(lo, hi, [&](std::size_t i, u64 x, u64 v, std::size_t sb) {
+                    const std::uint8_t e = reference(v);
+                    const std::uint8_t a = codes[i];
+                    if (search) check_policies(v, e, a);
+                    if (__builtin_expect(e != a, 0)) on_mismatch(i, x, v, sb, e);
+                });
+            }
+            for (std::size_t g = 0; g < ng; ++g) alive.group[g] = group[g];
+        }
+    }
+
+    // Merge (integer sums, lowest-index sets and logical ANDs: independent of the thread count).
     ThreadResult all;
     for (auto& t : per_thread) {
         for (int m = 0; m < kMaskCount; ++m) {
             all.counts[m] += t.counts[m];
             all.examples[m].insert(all.examples[m].end(), t.examples[m].begin(), t.examples[m].end());
         }
-        all.first_mismatches.insert(all.first_mismatches.end(), t.first_mismatches.begin(), t.first_mismatches.end());
     }
     for (auto& v : all.examples) keep_lowest(v, k);
-    keep_lowest(all.first_mismatches, kEliminationMismatches);
 
     ValidateReport r;
     r.to = rq.to;
@@ -172,7 +294,7 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
         ClassReport& cr = r.classes[static_cast<std::size_t>(cls)];
         if (cr.examples.size() >= k) continue;
         BlockCursor cur(layout, cols, i);
-        const std::size_t sb = E::scaled ? cur.index() : 0;
+        const std::size_t sb = per_block ? cur.index() : 0;
         const u64 x = eng.load(i);
         const u64 v = eng.scaled_bits(x, sb);
         MismatchExample ex;
@@ -182,90 +304,13 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
         ex.scaled = to_double<C>(v);
         ex.scale = E::scaled ? static_cast<double>(raw[sb]) : 1.0;
         ex.expected = E::round(v, rq.policy);
-        ex.actual = rq.codes[i];
+        ex.actual = codes[i];
         ex.expected_value = table.value[ex.expected];
         ex.actual_value = table.value[ex.actual];
         cr.examples.push_back(ex);
     }
 
     if (!opt.detect_policies) return r;
-
-    // Policy search. 1) Prune the 60 deterministic policies on the lowest-index mismatches and
-    // an evenly spaced sample; 2) confirm the survivors on every element. Policies sharing the
-    // reference's rounding give the reference's codes on every element whose value is neither
-    // NaN, Inf nor beyond the largest finite code, so only those and the mismatches are checked.
-    std::vector<Policy> candidates;
-    for (Rounding rd : kDeterministicRoundings)
-        for (emu::Overflow o : kOverflows)
-            for (NanEncoding ne : kNanEncodings) candidates.push_back({rd, o, ne});
-    std::vector<std::uint64_t> probe = all.first_mismatches;
-    const std::size_t stride = std::max<std::size_t>(1, n / kSampleTarget);
-    for (std::size_t i = 0; i < n; i += stride) probe.push_back(i);
-    auto value_at = [&](std::size_t i) {
-        BlockCursor cur(layout, cols, i);
-        return eng.scaled_bits(eng.load(i), E::scaled ? cur.index() : 0);
-    };
-    std::vector<u64> probe_v(probe.size());
-    for (std::size_t j = 0; j < probe.size(); ++j) probe_v[j] = value_at(probe[j]);
-    std::vector<Policy> survivors;
-    for (const Policy& p : candidates) {
-        bool ok = true;
-        for (std::size_t j = 0; j < probe.size() && ok; ++j) ok = E::round(probe_v[j], p) == rq.codes[probe[j]];
-        if (ok) survivors.push_back(p);
-    }
-
-    const u64 threshold = eng.special_threshold();
-    const std::size_t ns = survivors.size();
-    // Survivors are grouped by rounding: group 0 is the reference's rounding (its codes are the
-    // reference codes off the special elements), groups 1.. get a table each.
-    std::vector<Rounding> group_roundings{rq.policy.rounding};
-    std::vector<FastRound<C, F>> group_round;
-    group_round.emplace_back(rq.policy, false);  // unused: group 0 reads the mismatch bits
-    std::vector<std::size_t> group_of(ns);
-    for (std::size_t s = 0; s < ns; ++s) {
-        const Rounding rd = survivors[s].rounding;
-        auto it = std::find(group_roundings.begin(), group_roundings.end(), rd);
-        if (it == group_roundings.end()) {
-            group_roundings.push_back(rd);
-            group_round.emplace_back(Policy{rd, rq.policy.overflow, rq.policy.nan}, tables);
-            it = group_roundings.end() - 1;
-        }
-        group_of[s] = static_cast<std::size_t>(it - group_roundings.begin());
-    }
-    const std::size_t ng = group_roundings.size();
-    struct Alive {
-        std::vector<char> survivor, group;
-    };
-    std::vector<Alive> alive_per_thread(static_cast<std::size_t>(threads),
-                                        Alive{std::vector<char>(ns, 1), std::vector<char>(ng, 1)});
-    std::atomic<bool> all_dead{ns == 0};
-
-#pragma omp parallel num_threads(threads)
-    {
-        Alive& alive = alive_per_thread[static_cast<std::size_t>(omp_get_thread_num())];
-#pragma omp for schedule(static)
-        for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
-            if (all_dead.load(std::memory_order_relaxed)) continue;
-            const std::size_t lo = static_cast<std::size_t>(b) * kBlock, hi = std::min(n, lo + kBlock);
-            BlockCursor cur(layout, cols, lo);
-            for (std::size_t i = lo; i < hi; ++i, cur.next()) {
-                const u64 x = eng.load(i);
-                const u64 v = eng.scaled_bits(x, E::scaled ? cur.index() : 0);
-                const std::uint8_t a = rq.codes[i];
-                if (E::special(v, threshold)) {
-                    for (std::size_t s = 0; s < ns; ++s)
-                        if (alive.survivor[s] && E::round(v, survivors[s]) != a) alive.survivor[s] = 0;
-                    continue;
-                }
-                if (alive.group[0] && ((mismatch_bits[i >> 6] >> (i & 63)) & 1)) alive.group[0] = 0;
-                for (std::size_t g = 1; g < ng; ++g)
-                    if (alive.group[g] && group_round[g](v) != a) alive.group[g] = 0;
-            }
-            bool any = false;
-            for (std::size_t s = 0; s < ns; ++s) any = any || (alive.survivor[s] && alive.group[group_of[s]]);
-            if (!any) all_dead = true;
-        }
-    }
     for (std::size_t s = 0; s < ns; ++s) {
         bool ok = true;
         for (auto& t : alive_per_thread) ok = ok && t.survivor[s] && t.group[group_of[s]];

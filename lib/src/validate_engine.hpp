@@ -103,15 +103,23 @@ struct Engine {
         return v;
     }
 
+    // The input as float32, exactly (f16 and bf16 widen without rounding; f16 through a table
+    // of emu::convert results set up by the caller).
+    const float* widen_f16 = nullptr;
+    float widen(u64 x) const {
+        if constexpr (std::is_same_v<W, emu::Binary32>) return bit_cast<float>(static_cast<std::uint32_t>(x));
+        else if constexpr (std::is_same_v<W, emu::BFloat16>) return bit_cast<float>(static_cast<std::uint32_t>(x) << 16);
+        else if constexpr (std::is_same_v<W, emu::Binary16>) return widen_f16[x];
+        else return 0.0f;  // f64 inputs are scaled in float64
+    }
+
     // The bits (in C) of the value the reference rounds.
     u64 scaled_bits(u64 x, std::size_t block) const {
         if constexpr (!scaled) {
             (void)block;
             return x;
         } else if constexpr (std::is_same_v<C, emu::Binary32>) {
-            const float xf = bit_cast<float>(static_cast<std::uint32_t>(
-                emu::convert<W, emu::Binary32>(static_cast<S>(x), emu::kDecodePolicy)));
-            return bit_cast<std::uint32_t>(xf * scale.mult[block]);
+            return bit_cast<std::uint32_t>(widen(x) * scale.mult[block]);
         } else {
             return bit_cast<u64>(bit_cast<double>(x) * static_cast<double>(scale.mult[block]));
         }
@@ -185,8 +193,7 @@ struct Engine {
         };
         const float pow2 = bit_cast<float>(bit_cast<std::uint32_t>(s) & 0xFF800000u);  // floored to 2^k
         if constexpr (std::is_same_v<C, emu::Binary32>) {
-            const float xf = bit_cast<float>(static_cast<std::uint32_t>(
-                emu::convert<W, emu::Binary32>(static_cast<S>(x), emu::kDecodePolicy)));
+            const float xf = widen(x);
             if (hit32(xf)) return true;  // the scale not applied at all
             if (scale.mode == ScaleMode::scale) {
                 const float inv = 1.0f / s;
@@ -212,47 +219,52 @@ struct Engine {
     }
 };
 
-// The reference codes of one policy as a table, so the bulk loops do one load per element.
-// 16-bit sources: all 65536 codes. float32: the code depends only on the sign, exponent and top
-// 11 mantissa bits, plus whether any of the 12 bits below is set: an 8-bit target keeps at most 3
-// mantissa bits, so those 12 bits lie wholly below the rounding bit and act only as the sticky
-// bit (directed modes, ties) or as NaN payload bits past the ones a NaN code keeps. The table's
-// entries are emu::convert of a representative with those 12 bits 0 or 1; tests/validate checks
-// it against emu::convert element by element. Other sources (float64) call emu::convert.
+// The reference codes of one policy as a table, so the bulk loops do one small lookup per
+// element. 16-bit sources: all 65536 codes. float32: the code depends only on the sign, the
+// exponent, the top K = man_bits + 2 mantissa bits and whether any bit below them is set. The
+// rounding bit of an 8-bit target is always among those K bits: for normal float32 inputs it
+// sits man_bits + 1 bits down (or higher, for subnormal results), and for subnormal float32
+// inputs only E8M0 (down to 2^-127) rounds inside the mantissa, at its second bit. The bits
+// below are then only a sticky bit (directed modes, ties) or NaN payload past what a NaN code
+// keeps. Entries are emu::convert of a representative with those low bits 0 or 1;
+// tests/validate checks the tables against emu::convert element by element. Other sources
+// (float64) call emu::convert.
 template <class C, class F>
 struct FastRound {
     Policy policy;
     std::vector<std::uint8_t> table;
     static constexpr bool f32 = std::is_same_v<C, emu::Binary32>;
     static constexpr bool b16 = sizeof(typename C::storage_t) == 2;
-    static_assert(F::man_bits <= 10, "the float32 table needs the rounding bit above bit 12");
+    static constexpr int kLow = 23 - (F::man_bits + 2);  // float32 mantissa bits folded into sticky
+    static_assert(kLow > 0, "the float32 table needs an 8-bit target");
+    static constexpr std::uint32_t kLowMask = (1u << kLow) - 1;
+
+    static constexpr bool tabulable = f32 || b16;
+    static constexpr std::size_t size() { return f32 ? (std::size_t{1} << (32 - kLow + 1)) : 65536; }
+    static std::size_t index(u64 v) {
+        if constexpr (f32) return static_cast<std::size_t>(((v >> kLow) << 1) | ((v & kLowMask) != 0));
+        else return static_cast<std::size_t>(v);
+    }
+    // A value whose code is the code of every value with this index.
+    static u64 representative(std::size_t k) {
+        if constexpr (f32) return ((static_cast<u64>(k) >> 1) << kLow) | (static_cast<u64>(k) & 1);
+        else return k;
+    }
 
     FastRound(Policy p, bool build) : policy(p) {
-        if (!build) return;
-        if constexpr (f32) {
-            table.resize(std::size_t{1} << 21);
-            const auto count = static_cast<std::ptrdiff_t>(table.size());
-#pragma omp parallel for schedule(static)
-            for (std::ptrdiff_t k = 0; k < count; ++k) {
-                const auto bits = static_cast<std::uint32_t>(((static_cast<u64>(k) >> 1) << 12) | (static_cast<u64>(k) & 1));
-                table[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(emu::convert<C, F>(bits, p));
-            }
-        } else if constexpr (b16) {
-            table.resize(65536);
-            for (u64 b = 0; b < 65536; ++b)
-                table[b] = static_cast<std::uint8_t>(emu::convert<C, F>(static_cast<typename C::storage_t>(b), p));
-        }
+        if (!build || !tabulable) return;
+        table.resize(size());
+        for (std::size_t k = 0; k < table.size(); ++k)
+            table[k] = static_cast<std::uint8_t>(
+                emu::convert<C, F>(static_cast<typename C::storage_t>(representative(k)), p));
     }
     std::uint8_t operator()(u64 v) const {
-        if (!table.empty()) {
-            if constexpr (f32) return table[((v >> 12) << 1) | ((v & 0xFFFu) != 0)];
-            else if constexpr (b16) return table[v];
-        }
+        if (!table.empty()) return table[index(v)];
         return static_cast<std::uint8_t>(emu::convert<C, F>(static_cast<typename C::storage_t>(v), policy));
     }
 };
 
-// Tables pay off from this many elements on (a float32 table is 2 Mi conversions).
+// Tables pay off from this many elements on (a float32 table is at most 64 Ki conversions).
 inline constexpr std::size_t kTableMinElements = std::size_t{1} << 16;
 
 }  // namespace fp8kit::validate_detail

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "fp8kit/validate.hpp"
@@ -353,4 +354,79 @@ TEST_CASE("validate: impossible requests are refused", "[validate]") {
     CHECK_THROWS_AS(validate(rq), std::invalid_argument);
     rq.n = 0;
     CHECK(validate(rq).exact());
+}
+
+TEST_CASE("validate: large inputs (code tables) give the same classes and policies", "[validate]") {
+    // Three copies of the inputs: past the size where validate() switches to code tables.
+    const auto one = inputs();
+    std::vector<float> x;
+    for (int c = 0; c < 3; ++c) x.insert(x.end(), one.begin(), one.end());
+    REQUIRE(x.size() >= (std::size_t{1} << 17));
+    const auto good = run_kernel(x, naive::Kernel{});
+    naive::Kernel away{}, trunc{}, nosat{};
+    away.round = naive::Round::away;
+    trunc.round = naive::Round::trunc;
+    nosat.saturate = false;
+
+    const auto exact = check(x, good, Format::e4m3, kCudaSat);
+    CHECK(exact.exact());
+    CHECK(exact.consistent_policies.size() == 1);
+    CHECK(has_profile(exact, "cuda-satfinite"));
+
+    const auto bad_away = run_kernel(x, away);
+    const auto ra = check(x, bad_away, Format::e4m3, kCudaSat);
+    only_class(ra, MismatchClass::tie, differing(good, bad_away));
+    CHECK(describe_consistency(ra) == "equals nearest-away, saturate-all, NaN canonical");
+
+    const auto bad_trunc = run_kernel(x, trunc);
+    const auto rt = check(x, bad_trunc, Format::e4m3, kCudaSat);
+    CHECK(rt.mismatches == differing(good, bad_trunc));
+    CHECK(rt[MismatchClass::tie].count + rt[MismatchClass::direction].count == rt.mismatches);
+    CHECK(has_policy(rt, {Rounding::toward_zero, Overflow::saturate_all, NanEncoding::canonical}));
+
+    const auto bad_nosat = run_kernel(x, nosat);
+    const auto rn = check(x, bad_nosat, Format::e4m3, kCudaSat);
+    only_class(rn, MismatchClass::overflow, differing(good, bad_nosat));
+    CHECK(has_profile(rn, "cuda-nosat"));
+    CHECK(rn.consistent_policies.size() == 1);
+
+    const auto bad_f16 = run_kernel(x, naive::Kernel{}, naive::via_f16);
+    const auto rd = check(x, bad_f16, Format::e4m3, kCudaSat);
+    only_class(rd, MismatchClass::double_rounding, differing(good, bad_f16));
+    CHECK(rd.consistent_policies.empty());
+}
+
+TEST_CASE("validate: float16 and bfloat16 inputs with a scale, every bit pattern", "[validate]") {
+    const float sinv = 3.0f;
+    Scaling s;
+    s.mode = ScaleMode::scale_inv;
+    s.value = sinv;
+    for (Wide w : {Wide::f16, Wide::bf16}) {
+        std::vector<std::uint16_t> bits(65536);
+        std::vector<std::uint8_t> good, bad;
+        for (std::uint32_t b = 0; b < 65536; ++b) {
+            bits[b] = static_cast<std::uint16_t>(b);
+            float xf;
+            if (w == Wide::bf16) {
+                xf = naive::f32(b << 16);
+            } else {
+                _Float16 h;
+                const auto b16 = static_cast<std::uint16_t>(b);
+                std::memcpy(&h, &b16, 2);
+                xf = static_cast<float>(h);
+            }
+            good.push_back(naive::convert(naive::Kernel{}, xf * (1.0f / sinv)));
+            bad.push_back(naive::convert(naive::Kernel{}, xf / sinv));
+        }
+        ValidateRequest rq{w, bits.data(), good.data(), bits.size(), Format::e4m3, kCudaSat, s};
+        const auto r = validate(rq);
+        INFO(name(w) << "\n" << r.summary());
+        CHECK(r.exact());
+        CHECK(has_profile(r, "cuda-satfinite"));
+        rq.codes = bad.data();
+        const auto rb = validate(rq);
+        INFO(rb.summary());
+        CHECK(rb.mismatches == differing(good, bad));
+        CHECK(rb[MismatchClass::scale].count == rb.mismatches);
+    }
 }

@@ -1,9 +1,10 @@
 // validate() switches to per-policy code tables on large inputs (see FastRound in
 // lib/src/validate_engine.hpp). Codes made element by element with emu::convert must still be
 // bit-exact for every format and rounding, over float32 bit patterns that include NaN payloads,
-// subnormals, overflow and every low-12-bit pattern that matters (0, 1, 0x800, 0xFFF).
+// subnormals, overflow and low-bit patterns on both sides of the table's sticky boundary.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <random>
 
 #include "fp8kit/emu/emu.hpp"
@@ -18,8 +19,13 @@ TEST_CASE("validate: the float32 code tables equal emu::convert element by eleme
         const std::uint64_t r = rng();
         std::uint32_t b = static_cast<std::uint32_t>(r);
         if (i % 2) b = (b & 0x807FFFFFu) | ((127u - 20u + static_cast<std::uint32_t>((r >> 32) % 38)) << 23);
-        static const std::uint32_t lows[] = {0u, 1u, 0x800u, 0xFFFu, 0x7FFu, 0x801u};
-        if (i % 3 == 0) b = (b & ~0xFFFu) | lows[(r >> 40) % 6];
+        if (i % 3 == 0) {  // below bit j: zero, one, exactly half, half plus one, all ones
+            const int j = 4 + static_cast<int>((r >> 40) % 19);
+            const std::uint32_t mask = (1u << j) - 1, half = 1u << (j - 1);
+            const std::uint32_t lows[] = {0u, 1u, half, half | 1u, mask};
+            b = (b & ~mask) | lows[(r >> 48) % 5];
+        }
+        if (i % 5 == 0) b &= 0x807FFFFFu;  // subnormal (E8M0 reaches down to 2^-127)
         bits.push_back(b);
     }
     const Rounding roundings[] = {Rounding::nearest_even, Rounding::nearest_away, Rounding::toward_zero,
@@ -35,9 +41,12 @@ TEST_CASE("validate: the float32 code tables equal emu::convert element by eleme
             std::vector<std::uint8_t> codes;
             for (std::uint32_t b : bits) codes.push_back(emu::encode(f, Wide::f32, b, p));
             ValidateRequest rq{Wide::f32, bits.data(), codes.data(), bits.size(), f, p, {}};
-            const ValidateReport r = validate(rq, {3, false});
+            const ValidateReport r = validate(rq, {3, true});
             INFO(name(f) << " " << describe(p) << "\n" << r.summary());
             CHECK(r.exact());
+            CHECK(std::any_of(r.consistent_policies.begin(), r.consistent_policies.end(), [&](const Policy& q) {
+                return q.rounding == p.rounding && q.overflow == p.overflow && q.nan == p.nan;
+            }));
             // And one flipped code is found at its index.
             codes[12345] ^= 1;
             const ValidateReport r2 = validate(rq, {3, false});
