@@ -255,7 +255,8 @@ void write_terminal(const std::vector<Row>& rows, const inspect::Options& opts, 
 }
 
 Register reg([](CLI::App& root) {
-    auto* o = new InspectOpts;
+    // Owned by the callback (so by the app): the options bind to its members.
+    auto o = std::make_shared<InspectOpts>();
     auto* cmd = root.add_subcommand(
         "inspect",
         "What FP8 would do to the tensors of a dump: per tensor and step, amax, scale, overflow,\n"

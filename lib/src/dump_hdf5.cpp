@@ -6,6 +6,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
@@ -113,7 +114,8 @@ std::optional<std::int64_t> step_attr(hid_t obj) {
         }
         case H5T_FLOAT: {
             double v = 0;
-            if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0 || v != static_cast<double>(static_cast<long long>(v)))
+            // Only integral values that an int64 holds (the cast is undefined outside that).
+            if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0 || !(std::fabs(v) < 9.2e18) || v != std::floor(v))
                 return std::nullopt;
             return static_cast<std::int64_t>(v);
         }
