@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <algorithm>
 #include <type_traits>
 #include <vector>
 
@@ -30,29 +31,51 @@ T from_bits(std::uint64_t b) {
 
 // s = x * scale before the cast: binary64 inputs multiply in binary64; float32, float16 and
 // bfloat16 inputs widen exactly to float32 and multiply by fl32(scale) in float32, as the
-// frameworks' cast kernels do. The products are handed to encode_array as f64 or f32 bits.
+// frameworks' cast kernels do. Blocks of kBlock elements are scaled into a stack buffer and
+// encoded from there (f64 or f32 bits); block b passes first_index + b * kBlock, so stochastic
+// rounding draws the same bits as an unblocked call.
+constexpr std::size_t kBlock = 4096;
+
 template <class W>
-std::vector<std::uint32_t> scaled_f32(const void* in, std::size_t n, float scale) {
-    using S = typename W::storage_t;
-    std::vector<std::uint32_t> out(n);
-    const auto* src = static_cast<const S*>(in);
-    const auto count = static_cast<std::ptrdiff_t>(n);
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t i = 0; i < count; ++i) {
-        float v;
-        if constexpr (std::is_same_v<W, emu::Binary32>) {
-            std::memcpy(&v, &src[i], sizeof v);
-        } else if constexpr (std::is_same_v<W, emu::BFloat16>) {
-            const std::uint32_t b = static_cast<std::uint32_t>(src[i]) << 16;  // bf16 is the top half of f32
-            std::memcpy(&v, &b, sizeof v);
-        } else {
-            const auto wide = emu::convert<W, emu::Binary32>(src[i], emu::kDecodePolicy);
-            std::memcpy(&v, &wide, sizeof v);
-        }
-        v = v * scale;
-        std::memcpy(&out[i], &v, sizeof v);
+float widen(typename W::storage_t b) {
+    float v;
+    if constexpr (std::is_same_v<W, emu::Binary32>) {
+        std::memcpy(&v, &b, sizeof v);
+    } else if constexpr (std::is_same_v<W, emu::BFloat16>) {
+        const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;  // bf16 is the top half of f32
+        std::memcpy(&v, &u, sizeof v);
+    } else {
+        const auto u = static_cast<std::uint32_t>(emu::convert<W, emu::Binary32>(b, emu::kDecodePolicy));
+        std::memcpy(&v, &u, sizeof v);
     }
-    return out;
+    return v;
+}
+
+template <class W>
+void encode_scaled(const void* in, std::uint8_t* out, std::size_t n, Format to, const Policy& policy,
+                   double scale, std::uint64_t seed, std::uint64_t first_index) {
+    using S = typename W::storage_t;
+    constexpr bool f64 = std::is_same_v<W, emu::Binary64>;
+    using T = std::conditional_t<f64, double, float>;
+    const auto* src = static_cast<const S*>(in);
+    const T sc = static_cast<T>(scale);
+    const auto blocks = static_cast<std::ptrdiff_t>((n + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t b = 0; b < blocks; ++b) {
+        T buf[kBlock];
+        const std::size_t lo = static_cast<std::size_t>(b) * kBlock, m = std::min(kBlock, n - lo);
+        for (std::size_t i = 0; i < m; ++i) {
+            if constexpr (f64) {
+                double x;
+                std::memcpy(&x, &src[lo + i], sizeof x);
+                buf[i] = x * sc;
+            } else {
+                buf[i] = widen<W>(src[lo + i]) * sc;
+            }
+        }
+        // Inside this parallel region encode_array's own OpenMP loop runs on one thread.
+        encode_array(to, f64 ? Wide::f64 : Wide::f32, buf, out + lo, m, policy, seed, first_index + lo);
+    }
 }
 
 void check_scale(double scale, const char* arg) {
@@ -78,16 +101,10 @@ pyb::array_t<std::uint8_t> quantize(const pyb::array& x, const std::string& wide
         pyb::gil_scoped_release nogil;
         if (scale == 1.0) {
             encode_array(to, from, in, o, n, policy, seed, index_offset);
-        } else if (from == Wide::f64) {
-            std::vector<double> s(n);
-            const auto* src = static_cast<const double*>(in);
-            const auto count = static_cast<std::ptrdiff_t>(n);
-#pragma omp parallel for schedule(static)
-            for (std::ptrdiff_t i = 0; i < count; ++i) s[i] = src[i] * scale;
-            encode_array(to, Wide::f64, s.data(), o, n, policy, seed, index_offset);
         } else {
-            const auto s = emu::with_wide(from, [&](auto w) { return scaled_f32<decltype(w)>(in, n, scale32); });
-            encode_array(to, Wide::f32, s.data(), o, n, policy, seed, index_offset);
+            emu::with_wide(from, [&](auto w) {
+                encode_scaled<decltype(w)>(in, o, n, to, policy, from == Wide::f64 ? scale : scale32, seed, index_offset);
+            });
         }
     }
     return out;

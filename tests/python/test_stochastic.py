@@ -96,3 +96,12 @@ def test_deterministic_across_splits_and_threads():
         env = dict(os.environ, OMP_NUM_THREADS=threads)
         out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True).stdout
         assert np.array_equal(np.frombuffer(out, np.uint8), whole), f"OMP_NUM_THREADS={threads}"
+
+
+def test_scaled_stochastic_draws_by_element_index():
+    # The scaled path works in blocks; element i must still draw stochastic_bits(seed, i).
+    x = np.random.default_rng(8).standard_normal(100_003).astype(np.float32)
+    s = np.float32(37.5)
+    assert np.array_equal(sr(x, "e4m3", 9, scale=float(s)), sr((x * s).astype(np.float32), "e4m3", 9))
+    assert np.array_equal(sr(x.astype(np.float64), "e5m2", 9, scale=3.25),
+                          sr(x.astype(np.float64) * 3.25, "e5m2", 9))
