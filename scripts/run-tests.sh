@@ -7,12 +7,14 @@ scripts/install-deps.sh
 scripts/build.sh
 echo "== ctest"
 (cd build && ctest --output-on-failure -j"$(nproc)")
+echo "== Python module: pip install into .venv"
+.venv/bin/pip install -q --no-build-isolation .
 if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
   echo "== pytest"
-  PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python -m pytest -q tests/python
+  .venv/bin/python -m pytest -q tests/python
 fi
 if ls notebooks/*.ipynb >/dev/null 2>&1; then
   echo "== notebooks"
-  PYTHONPATH="$PWD/build/python${PYTHONPATH:+:$PYTHONPATH}" .venv/bin/python scripts/run_notebooks.py notebooks/*.ipynb
+  .venv/bin/python scripts/run_notebooks.py notebooks/*.ipynb
 fi
 echo "== all tests passed"

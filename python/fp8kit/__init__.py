@@ -1,0 +1,95 @@
+"""fp8kit: bit-exact FP8 conversions (the C++ reference), statistics, scaling recipes, dump
+readers and kernel validation, on numpy arrays.
+
+Every conversion names its policy: profile= ('cuda-satfinite', 'cuda-nosat', 'ml_dtypes',
+'torch'), or all of rounding=, overflow= and nan=. Codes are uint8 arrays; `as_ml_dtypes`
+views them as the ml_dtypes type of their format without a copy.
+"""
+import numpy as np
+
+from . import _fp8kit
+from ._dtypes import FORMAT_DTYPES, WIDE_DTYPES, as_bits, codes_view, wide_name
+
+__all__ = ["quantize", "dequantize", "as_ml_dtypes", "encode", "decode", "code_info", "formats",
+           "policy", "stochastic_bits"]
+
+
+def quantize(x, format, profile=None, rounding=None, overflow=None, nan=None, scale=1.0, seed=0,
+             index_offset=0):
+    """Codes (uint8, shape of x) of x cast to `format`: q = fp8(x * scale).
+
+    x: float64, float32, float16 or ml_dtypes.bfloat16 array (no copy when C-contiguous).
+    scale != 1: float64 inputs multiply in binary64; the others widen exactly to float32 and
+    multiply by float32(scale) in float32 before the cast, as framework cast kernels do.
+    Stochastic rounding: element i (in C order) draws stochastic_bits(seed, index_offset + i),
+    so the codes do not depend on threads or on how an array is split into calls.
+    """
+    a = np.asarray(x)
+    wide = wide_name(a.dtype, "x")
+    return _fp8kit.quantize_bits(as_bits(a, wide), wide, format, profile, rounding, overflow, nan,
+                                 float(scale), int(seed), int(index_offset))
+
+
+def dequantize(codes, format, dtype=np.float32, scale_inv=1.0):
+    """Values of `codes` (uint8 or an ml_dtypes float8 array) times scale_inv, as `dtype`
+    (float64, float32, float16 or bfloat16). scale_inv == 1 is an exact decode; otherwise one
+    multiply in binary64 (float64) or float32 (the others), then one nearest-even rounding to
+    float16/bfloat16."""
+    wide = wide_name(dtype)
+    bits = _fp8kit.dequantize_bits(codes_view(codes), format, wide, float(scale_inv))
+    return bits.view(WIDE_DTYPES[wide])
+
+
+def as_ml_dtypes(codes, format):
+    """View uint8 codes as the ml_dtypes type of `format` (no copy)."""
+    key = _canonical_format(format)
+    if key not in FORMAT_DTYPES:
+        raise ValueError(f"format: ml_dtypes has no type for {key}")
+    return codes_view(codes).view(FORMAT_DTYPES[key])
+
+
+def encode(value, format, profile=None, rounding=None, overflow=None, nan=None, dtype="f64", random=0):
+    """The code of one number: read as binary64, rounded to `dtype` like a C cast, then encoded.
+    `random` is the 32-bit draw of stochastic rounding."""
+    return _fp8kit.encode(float(value), format, wide_name(dtype), profile, rounding, overflow, nan, int(random))
+
+
+def decode(code, format):
+    """The exact value of one code as a Python float (nan/inf where the code is one)."""
+    return _fp8kit.decode(int(code), format)
+
+
+def code_info(code, format):
+    """{'code', 'format', 'fields', 'class', 'value'} of one code."""
+    return _fp8kit.code_info(int(code), format)
+
+
+def formats():
+    """Facts of every 8-bit format (limits, codes, bias), as a list of dicts."""
+    return _fp8kit.formats()
+
+
+def policy(format, profile=None, rounding=None, overflow=None, nan=None, dtype="f32"):
+    """The rounding/overflow/NaN policy the arguments name, as a dict."""
+    return _fp8kit.policy(format, wide_name(dtype), profile, rounding, overflow, nan)
+
+
+def stochastic_bits(seed, index):
+    """The 32 random bits stochastic rounding uses for element `index` (Philox4x32-10)."""
+    return _fp8kit.stochastic_bits(int(seed), int(index))
+
+
+def _canonical_format(format):
+    return _fp8kit.code_info(0, format)["format"]
+
+
+# ---- statistics and recipes -----------------------------------------------------------------
+
+from ._recipes import DelayedScaling, MsampScaling, amax, presets, recipe, recipe_scale, stats  # noqa: E402
+from ._validate import validate  # noqa: E402
+from ._dump import DumpError, inspect, read_dump  # noqa: E402
+from ._replay import TraceError, overflows, read_trace, replay, sweep  # noqa: E402
+
+__all__ += ["stats", "amax", "presets", "recipe", "recipe_scale", "DelayedScaling", "MsampScaling",
+            "validate", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",
+            "TraceError"]

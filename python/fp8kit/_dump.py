@@ -1,0 +1,85 @@
+"""Tensor dumps (HDF5, safetensors): read_dump yields numpy arrays, inspect gives the statistics
+table (a pandas DataFrame when pandas is installed, a list of dicts otherwise)."""
+import os
+
+import numpy as np
+
+from . import _fp8kit
+from ._dtypes import WIDE_DTYPES
+from ._recipes import _recipe_arg
+
+DumpError = _fp8kit.DumpError
+
+def _paths(paths):
+    return [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
+
+
+def _patterns(p):
+    return [] if p is None else ([p] if isinstance(p, str) else list(p))
+
+
+def open_dump(paths, include=None, exclude=None, steps=None):
+    """The C++ Dump over `paths` (files or glob patterns) with the selection applied."""
+    return _fp8kit.Dump(_paths(paths), _patterns(include), _patterns(exclude), steps)
+
+
+def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):
+    """Yields (info, array) for every selected tensor of the files (globs allowed), in file order.
+    include/exclude: fnmatch patterns on the dataset name; steps: "0-100,200,300-".
+    Arrays come as float64/float32/float16/bfloat16; FP8 tensors arrive decoded to float32
+    (info['dtype'] says what was stored). errors='raise' raises DumpError for the first file or
+    tensor that cannot be read, after yielding the good ones listed before it; 'skip' skips them."""
+    d = open_dump(paths, include, exclude, steps)
+    problems = d.errors()
+    if problems and errors == "raise":
+        raise DumpError(problems[0]["text"])
+    for i, info in enumerate(d.tensors()):
+        try:
+            bits = d.read(i)
+        except DumpError:
+            if errors == "raise":
+                raise
+            continue
+        yield info, bits.view(WIDE_DTYPES[info["wide"]])
+
+
+def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", format="auto", errors="raise"):
+    """Per-tensor FP8 statistics of a dump, computed by the same C++ code as `fp8kit inspect`
+    (inspect::analyse): each tensor cast with `recipe` (default te-current: per-tensor scale
+    fl32(max / amax)) in the recipe's format for its role (format='auto': E4M3 for activations
+    and weights, E5M2 for gradients) or in `format`. Columns follow `fp8kit inspect --json`
+    (the *_pct columns are percentages of all elements). Returns a pandas DataFrame when pandas
+    is installed, else a list of dicts."""
+    text, is_json = _recipe_arg(recipe)
+    d = open_dump(paths, include, exclude, steps)
+    problems = d.errors()
+    if problems and errors == "raise":
+        raise DumpError(problems[0]["text"])
+    rows = []
+    for i, info in enumerate(d.tensors()):
+        try:
+            s = d.analyse(i, text, is_json, None if format == "auto" else format)
+        except DumpError:
+            if errors == "raise":
+                raise
+            continue
+        row = {k: info[k] for k in ("file", "name", "step", "step_guessed", "role", "role_guessed", "dtype", "storage")}
+        row["shape"] = list(info["shape"])
+        row["recipe"], row["recipe_role"], row["format"] = s["recipe"], s["recipe_role"], s["format"]
+        for k in ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
+                  "te_underflow", "te_overflow"):
+            row[k] = s[k]
+        for k in ("underflow", "subnormal", "overflow"):
+            row[k + "_pct"] = 100.0 * s[k] / s["numel"] if s["numel"] else float("nan")
+        for k in ("scale", "scale_inv", "blocks", "block_rows", "block_cols", "scale_inv_min", "scale_inv_max",
+                  "block_dynamic_range_max"):
+            if k in s:
+                row[k] = s[k]
+        for k in ("mse", "sqnr_db", "dynamic_range_binades", "sum_x2", "sum_err2"):
+            row[k] = s[k]
+        rows.append(row)
+    try:
+        import pandas as pd
+    except ImportError:
+        return rows
+    return pd.DataFrame(rows)

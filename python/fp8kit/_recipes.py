@@ -1,0 +1,127 @@
+"""Statistics of a cast, scaling recipes (presets, recipe files, dicts) and the stateful recipes."""
+import json
+import os
+
+import numpy as np
+
+from . import _fp8kit
+from ._dtypes import as_bits, wide_name
+
+ROLES = ("input", "weight", "grad")
+
+
+def _recipe_arg(r):
+    """(text, is_json) for the C++ side: a preset name or file path, or a dict as JSON text."""
+    if isinstance(r, dict):
+        return json.dumps(r), True
+    if isinstance(r, (str, os.PathLike)):
+        return os.fspath(r), False
+    raise ValueError(f"recipe: expected a preset name, a JSON file path or a dict, got {type(r).__name__}")
+
+
+def presets():
+    """Names of the scaling recipe presets, in documentation order."""
+    return list(_fp8kit.presets())
+
+
+def recipe(name_or_path):
+    """A recipe (preset name, JSON file path, or dict) as a dict with every field."""
+    return json.loads(_fp8kit.recipe_json(*_recipe_arg(name_or_path)))
+
+
+def recipe_scale(r, role, amax):
+    """(scale, scale_inv) as float32 values for one amax under a non-stateful recipe's rule."""
+    return _fp8kit.recipe_scale(*_recipe_arg(r), role, float(amax))
+
+
+def amax(x):
+    """max |x| as TransformerEngine reduces it (NaN ignored, Inf -> Inf), as a float32 value."""
+    a = np.asarray(x)
+    wide = wide_name(a.dtype, "x")
+    return _fp8kit.amax(as_bits(a, wide), wide)
+
+
+def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, scale=1.0, scale_inv=None,
+          recipe=None, role="input", seed=0):
+    """Statistics (docs/statistics.md) of x cast to `format` with `scale`, as a dict.
+
+    With recipe= (preset name, file or dict) the format, policy and scale come from the recipe for
+    `role` ('input', 'weight', 'grad'): tensorwise recipes scale with recipe_scale(amax(x));
+    row/block recipes (x must be 2-D) scale each block, and the dict also holds the block scales.
+    format= or profile=/rounding=/overflow=/nan= given with a recipe override its choices.
+    """
+    a = np.asarray(x)
+    wide = wide_name(a.dtype, "x")
+    bits = as_bits(a, wide)
+    if recipe is not None:
+        if role not in ROLES:
+            raise ValueError(f"role: unknown role '{role}' (choose from input, weight, grad)")
+        r = globals()["recipe"](recipe)
+        spec = r["roles"][role]
+        if format is not None:
+            spec["format"] = format
+        if profile is None and rounding is None and overflow is None and nan is None:
+            pol = r["policy"]
+            rounding, overflow, nan = pol["rounding"], pol["overflow"], pol["nan"]
+        if spec["granularity"] != "tensor":
+            d = _fp8kit.block_stats(bits, wide, json.dumps(r), True, role)
+            d["recipe"] = r["name"]
+            return d
+        format = spec["format"]
+        scale, scale_inv = recipe_scale(r, role, amax(a))
+        d = _fp8kit.stats(bits, wide, format, profile, rounding, overflow, nan, float(scale),
+                          float(scale_inv), int(seed))
+        d["recipe"] = r["name"]
+        return d
+    if format is None:
+        raise ValueError("format: name the format to cast to (or a recipe=)")
+    return _fp8kit.stats(bits, wide, format, profile, rounding, overflow, nan, float(scale),
+                         0.0 if scale_inv is None else float(scale_inv), int(seed))
+
+
+class DelayedScaling:
+    """TransformerEngine DelayedScaling (bulk update): `scale` is the scale this step casts with;
+    record(amax) stores the step's amax and computes the next step's scale. run(amaxes) gives the
+    scale of every step of a trace."""
+
+    def __init__(self, format="e4m3", history_len=1024, algo="max", margin=0, fmax=None):
+        fmax = _fp8kit.fp8_max(format) if fmax is None else fmax
+        self._d = _fp8kit.DelayedScaling(float(fmax), int(history_len), algo, int(margin))
+
+    @property
+    def scale(self):
+        return self._d.scale
+
+    @property
+    def history(self):
+        return self._d.history
+
+    @property
+    def steps(self):
+        return self._d.steps
+
+    def record(self, amax):
+        self._d.record(float(amax))
+
+    def run(self, amaxes):
+        return self._d.run(np.asarray(amaxes, dtype=np.float32))
+
+
+class MsampScaling:
+    """MS-AMP windowed scaling: scale_for_step(amax) is what the step casts with (in-time scaling
+    until the window is full), record(amax) moves to the next step."""
+
+    def __init__(self, format="e4m3", window=16, margin=0, fmax=None):
+        fmax = _fp8kit.fp8_max(format) if fmax is None else fmax
+        self._m = _fp8kit.MsampScaling(float(fmax), int(window), int(margin))
+
+    in_time = property(lambda self: self._m.in_time)
+    scale = property(lambda self: self._m.scale)
+    counter = property(lambda self: self._m.counter)
+    window = property(lambda self: self._m.window)
+
+    def scale_for_step(self, amax):
+        return self._m.scale_for_step(float(amax))
+
+    def record(self, amax):
+        self._m.record(float(amax))

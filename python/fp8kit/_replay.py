@@ -1,0 +1,55 @@
+"""Amax traces (CSV, nvidia-dlfw-inspect logs) replayed through a scaling recipe."""
+import os
+
+import numpy as np
+
+from . import _fp8kit
+from ._recipes import _recipe_arg
+
+TraceError = _fp8kit.TraceError
+
+
+def read_trace(path):
+    """The series of a trace file: list of {'tensor', 'role', 'steps' (int64), 'amax' (float32)}."""
+    return _fp8kit.read_trace(os.fspath(path))
+
+
+def replay(trace, recipe="te-delayed", format=None, include=None):
+    """Replays every series of `trace` (a file path, or a list of {'tensor', 'steps', 'amax'}
+    dicts) through `recipe` (preset name, file or dict): the scale each step casts with, its
+    headroom amax * scale / fmax, and whether it overflowed. format= forces one format for every
+    tensor (default: the recipe's format for the tensor's class). include: fnmatch patterns on
+    the tensor name. Returns a list of dicts, one per series, with numpy arrays per step."""
+    import fnmatch
+
+    series = read_trace(trace) if isinstance(trace, (str, os.PathLike)) else list(trace)
+    pats = [include] if isinstance(include, str) else include
+    text, is_json = _recipe_arg(recipe)
+    out = []
+    for s in series:
+        if pats and not any(fnmatch.fnmatchcase(s["tensor"], p) for p in pats):
+            continue
+        out.append(_fp8kit.replay_series(text, is_json, s["tensor"], np.asarray(s["steps"]),
+                                         np.asarray(s["amax"], dtype=np.float32), format))
+    return out
+
+
+def overflows(amax, scale, format):
+    """Whether fl32(amax * scale) rounds past the format's largest finite value (or amax is Inf)."""
+    return _fp8kit.overflows(float(amax), float(scale), format)
+
+
+def sweep(trace, include=None, formats=("auto",)):
+    """`fp8kit sweep` over an amax trace file: every delayed-scaling setting (histories 1..1024,
+    max and most_recent, margins 0..4) and the tensorwise reference presets, replayed on every
+    series. formats: 'auto' (the recipe's per-class format), 'e4m3', 'e5m2'.
+    Returns {'table': rows per (candidate, class) (a DataFrame when pandas is installed),
+    'ranked': {class: candidate labels, best first}, 'recommendation': {class: text}, 'notes'}."""
+    pats = [include] if isinstance(include, str) else list(include or [])
+    out = _fp8kit.sweep_trace(os.fspath(trace), pats, list(formats))
+    try:
+        import pandas as pd
+        out["table"] = pd.DataFrame(out.pop("rows"))
+    except ImportError:
+        out["table"] = out.pop("rows")
+    return out

@@ -1,0 +1,42 @@
+"""validate(): a kernel's FP8 output against the reference, bit for bit, with mismatch classes."""
+import json
+
+import numpy as np
+
+from . import _fp8kit
+from ._dtypes import as_bits, codes_view, wide_name
+
+
+def validate(input, output, format, profile=None, rounding=None, overflow=None, nan=None, scale=None,
+             scale_inv=None, block_scales=None, layout=None, examples=5, detect_policies=True):
+    """Compare `output` (uint8 codes or an ml_dtypes float8 array, same size as `input`) with the
+    reference codes of `input` under the named policy. Scaling: scale=S (the kernel computes
+    fp8(x * S)) or scale_inv=S (it multiplies by fl32(1 / S)); a number for one scale, or an array
+    of per-block scales with layout= 'rowwise', '1x128', '128x128' or 'mx32' (blocks over the
+    input seen as rows x last dimension).
+
+    Returns the report as a dict: total, matches, mismatches, classes {name: {count, examples}},
+    consistent policies and profiles, plus 'summary' (text) and 'consistency' (one line)."""
+    x = np.asarray(input)
+    wide = wide_name(x.dtype, "input")
+    codes = codes_view(output, "output")
+    if scale is not None and scale_inv is not None:
+        raise ValueError("scale and scale_inv: give one of them, not both")
+    mode = "none" if scale is None and scale_inv is None else ("scale" if scale is not None else "scale_inv")
+    s = scale if scale is not None else scale_inv
+    blocks, value = None, 1.0
+    if s is not None and np.ndim(s) > 0:
+        if layout is None or layout == "tensor":
+            raise ValueError("layout: an array of block scales needs layout= rowwise, 1x128, 128x128 or mx32")
+        blocks = np.ascontiguousarray(s, dtype=np.float32)
+    else:
+        if layout not in (None, "tensor"):
+            raise ValueError(f"block_scales: layout {layout} needs an array of scales")
+        value = 1.0 if s is None else float(s)
+    text, summary, consistency = _fp8kit.validate(as_bits(x, wide), wide, codes, format, profile, rounding, overflow,
+                                                  nan, mode, value, layout or "tensor", blocks, int(examples),
+                                                  bool(detect_policies))
+    report = json.loads(text)
+    report["summary"] = summary
+    report["consistency"] = consistency
+    return report

@@ -1,0 +1,43 @@
+// Shared pieces of the Python bindings: argument parsing with the CLI's messages (argument names
+// are the Python keyword names), and the registration function of each bound area.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+#include "fp8kit/names.hpp"
+#include "fp8kit/quantize.hpp"
+#include "fp8kit/statistics.hpp"
+
+namespace fp8kit::py {
+
+namespace pyb = pybind11;
+using OptStr = std::optional<std::string>;
+
+// Bad arguments raise std::invalid_argument, which pybind11 turns into ValueError.
+Format require_format(const std::string& s, const char* arg);
+Wide require_wide(const std::string& s, const char* arg);
+
+// profile=, or all of rounding=, overflow=, nan= (the CLI's --profile | --round --overflow --nan).
+Policy resolve_policy(Format format, Wide from, const OptStr& profile, const OptStr& rounding,
+                      const OptStr& overflow, const OptStr& nan);
+
+// The array's data when it is C-contiguous with elements of `itemsize` bytes.
+const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const char* arg);
+std::vector<pyb::ssize_t> shape_of(const pyb::array& a);
+
+// All numbers of a QuantStats (and mse, sqnr_db, dynamic range, exponent histogram) as a dict.
+pyb::dict stats_dict(const QuantStats& s);
+
+void bind_convert(pyb::module_& m);
+void bind_stats(pyb::module_& m);
+void bind_recipes(pyb::module_& m);
+void bind_validate(pyb::module_& m);
+void bind_dump(pyb::module_& m);
+void bind_replay(pyb::module_& m);
+
+}  // namespace fp8kit::py

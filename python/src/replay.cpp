@@ -1,0 +1,162 @@
+// Amax traces and their replay through a scaling recipe (trace.hpp, replay.hpp).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+#include "bindings.hpp"
+#include "fp8kit/replay.hpp"
+#include "fp8kit/sweep.hpp"
+#include "fp8kit/trace.hpp"
+
+namespace fp8kit::py {
+namespace {
+
+template <class T>
+pyb::array_t<T> to_array(const std::vector<T>& v) {
+    return pyb::array_t<T>(static_cast<pyb::ssize_t>(v.size()), v.data());
+}
+
+pyb::list read_trace(const std::string& path) {
+    trace::Trace t;
+    {
+        pyb::gil_scoped_release nogil;
+        t = trace::read_trace(path);
+    }
+    pyb::list out;
+    for (const auto& s : t.series) {
+        pyb::dict d;
+        d["tensor"] = s.tensor;
+        d["role"] = std::string(trace::class_name(s.role));
+        d["steps"] = to_array(s.steps);
+        d["amax"] = to_array(s.amax);
+        out.append(d);
+    }
+    return out;
+}
+
+pyb::dict replay_series(const std::string& recipe, bool is_json, const std::string& tensor,
+                        pyb::array_t<std::int64_t, pyb::array::c_style | pyb::array::forcecast> steps,
+                        pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast> amax,
+                        const OptStr& format) {
+    const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe), "recipe") : parse_recipe(recipe);
+    if (steps.size() != amax.size())
+        throw std::invalid_argument(fmt::format("amax: {} values for {} steps", amax.size(), steps.size()));
+    trace::Series s;
+    s.tensor = tensor;
+    s.role = trace::classify(tensor);
+    s.steps.assign(steps.data(), steps.data() + steps.size());
+    s.amax.assign(amax.data(), amax.data() + amax.size());
+    for (std::size_t i = 1; i < s.steps.size(); ++i)
+        if (s.steps[i] <= s.steps[i - 1])
+            throw std::invalid_argument(fmt::format("steps: not strictly increasing at index {} ({} after {})", i,
+                                                    s.steps[i], s.steps[i - 1]));
+    std::optional<Format> forced;
+    if (format) forced = require_format(*format, "format");
+    replay::SeriesResult res;
+    {
+        pyb::gil_scoped_release nogil;
+        res = replay::replay_series(r, s, forced);
+    }
+    pyb::dict d;
+    d["tensor"] = res.tensor;
+    d["role"] = std::string(trace::class_name(res.role));
+    d["format"] = std::string(name(res.format));
+    d["steps"] = to_array(res.steps);
+    d["amax"] = to_array(res.amax);
+    d["scale"] = to_array(res.scale);
+    d["headroom"] = to_array(res.headroom);
+    d["overflow"] = to_array(res.overflow).attr("astype")("bool");
+    d["overflow_steps"] = res.overflow_steps;
+    d["worst_headroom"] = res.worst_headroom;
+    d["worst_step"] = res.worst_step;
+    return d;
+}
+
+pyb::dict outcome_dict(const sweep::Outcome& o) {
+    pyb::dict d;
+    d["tensors"] = o.tensors;
+    d["steps"] = o.steps;
+    d["overflow_steps"] = o.overflow_steps;
+    d["worst_headroom"] = o.worst_headroom;
+    d["worst_step"] = o.worst_step;
+    d["worst_tensor"] = o.worst_tensor;
+    d["mean_log2_headroom"] = o.mean_log2_headroom();
+    return d;
+}
+
+// The delayed-scaling grid and reference presets of `fp8kit sweep` over the series of one trace
+// (trace side only: the dump side's loading lives in tools/cmd_sweep.cpp).
+pyb::dict sweep_trace(const std::string& path, const std::vector<std::string>& include,
+                      const std::vector<std::string>& formats) {
+    std::vector<std::optional<Format>> fs;
+    for (const auto& f : formats) {
+        if (f == "auto" || f == "hybrid") fs.push_back(std::nullopt);
+        else fs.push_back(require_format(f, "formats"));
+    }
+    if (fs.empty()) fs.push_back(std::nullopt);
+    trace::Trace t = trace::read_trace(path);
+    std::vector<trace::Series> series;
+    for (auto& s : t.series) {
+        bool keep = include.empty();
+        for (const auto& p : include) keep = keep || trace::matches(p, s.tensor);
+        if (keep) series.push_back(std::move(s));
+    }
+    if (series.empty()) throw std::invalid_argument(fmt::format("{}: no series selected", path));
+    sweep::Sweep sw(sweep::default_candidates(fs), std::move(series));
+    std::vector<std::string> notes;
+    {
+        pyb::gil_scoped_release nogil;
+        sw.run({}, notes);
+    }
+    pyb::list rows;
+    const Role classes[] = {Role::input, Role::weight, Role::grad};
+    for (std::size_t c = 0; c < sw.candidates().size(); ++c) {
+        const auto& cand = sw.candidates()[c];
+        for (Role cls : classes) {
+            if (!sw.has_class(cls)) continue;
+            pyb::dict d = outcome_dict(sw.per_class(c, cls));
+            d["candidate"] = cand.label;
+            d["class"] = std::string(trace::class_name(cls));
+            d["kind"] = std::string(name(cand.recipe.kind));
+            d["history"] = cand.recipe.history_len;
+            d["algo"] = std::string(name(cand.recipe.algo));
+            d["margin"] = cand.recipe.margin;
+            d["format"] = std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
+            d["grid"] = cand.grid;
+            d["min_safe_margin"] = cand.grid ? pyb::cast(sw.min_safe_margin(c, -1, cls)) : pyb::none();
+            rows.append(d);
+        }
+    }
+    pyb::dict ranked, rec;
+    for (Role cls : classes) {
+        if (!sw.has_class(cls)) continue;
+        pyb::list r;
+        for (std::size_t c : sw.ranked(cls)) r.append(sw.candidates()[c].label);
+        ranked[pyb::str(std::string(trace::class_name(cls)))] = r;
+        rec[pyb::str(std::string(trace::class_name(cls)))] = sw.recommendation(cls);
+    }
+    pyb::dict out;
+    out["rows"] = rows;
+    out["ranked"] = ranked;
+    out["recommendation"] = rec;
+    out["notes"] = notes;
+    return out;
+}
+
+}  // namespace
+
+void bind_replay(pyb::module_& m) {
+    using namespace pyb::literals;
+    pyb::register_exception<trace::TraceError>(m, "TraceError", PyExc_ValueError);
+    m.def("read_trace", &read_trace, "path"_a);
+    m.def("replay_series", &replay_series, "recipe"_a, "is_json"_a, "tensor"_a, "steps"_a, "amax"_a, "format"_a);
+    m.def("overflows", [](float amax, float scale, const std::string& f) {
+        return replay::overflows(amax, scale, require_format(f, "format"));
+    }, "amax"_a, "scale"_a, "format"_a);
+    m.def("sweep_trace", &sweep_trace, "path"_a, "include"_a, "formats"_a);
+    m.def("classify_tensor", [](const std::string& n) { return std::string(trace::class_name(trace::classify(n))); },
+          "name"_a);
+}
+
+}  // namespace fp8kit::py

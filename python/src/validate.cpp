@@ -1,0 +1,67 @@
+// validate(): a kernel's FP8 output against the reference, with the mismatch classes.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "bindings.hpp"
+#include "fp8kit/validate.hpp"
+
+namespace fp8kit::py {
+namespace {
+
+BlockLayout layout_of(const std::string& s) {
+    for (BlockLayout b : {BlockLayout::tensor, BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128,
+                          BlockLayout::mx32})
+        if (s == name(b)) return b;
+    throw std::invalid_argument(fmt::format("layout: unknown block layout '{}' (choose from tensor, rowwise, 1x128, 128x128, mx32)", s));
+}
+
+// Returns (report JSON text, summary text, consistency line).
+pyb::tuple validate_bits(const pyb::array& input, const std::string& wide, const pyb::array& codes,
+                         const std::string& format, const OptStr& profile, const OptStr& rounding,
+                         const OptStr& overflow, const OptStr& nan, const std::string& mode, double value,
+                         const std::string& layout, const std::optional<pyb::array>& blocks,
+                         std::size_t examples, bool detect_policies) {
+    ValidateRequest req;
+    req.from = require_wide(wide, "dtype");
+    req.to = require_format(format, "format");
+    req.policy = resolve_policy(req.to, req.from, profile, rounding, overflow, nan);
+    req.input = contiguous_data(input, wide_size(req.from), "input");
+    req.codes = static_cast<const std::uint8_t*>(contiguous_data(codes, 1, "output"));
+    req.n = static_cast<std::size_t>(input.size());
+    if (static_cast<std::size_t>(codes.size()) != req.n)
+        throw std::invalid_argument(fmt::format("output: {} codes for {} input elements", codes.size(), req.n));
+    if (mode == "none") req.scaling.mode = ScaleMode::none;
+    else if (mode == "scale") req.scaling.mode = ScaleMode::scale;
+    else if (mode == "scale_inv") req.scaling.mode = ScaleMode::scale_inv;
+    else throw std::invalid_argument(fmt::format("scaling: unknown mode '{}'", mode));
+    req.scaling.layout = layout_of(layout);
+    req.scaling.value = static_cast<float>(value);
+    req.scaling.cols = input.ndim() == 0 ? 1 : static_cast<std::size_t>(input.shape(input.ndim() - 1));
+    req.scaling.rows = req.scaling.cols == 0 ? 0 : req.n / req.scaling.cols;
+    if (req.scaling.layout != BlockLayout::tensor) {
+        if (!blocks) throw std::invalid_argument(fmt::format("block_scales: layout {} needs one scale per block", layout));
+        req.scaling.blocks = static_cast<const float*>(contiguous_data(*blocks, 4, "block_scales"));
+        req.scaling.block_count = static_cast<std::size_t>(blocks->size());
+    }
+    ValidateOptions opts;
+    opts.examples = examples;
+    opts.detect_policies = detect_policies;
+    ValidateReport r;
+    {
+        pyb::gil_scoped_release nogil;
+        r = validate(req, opts);
+    }
+    return pyb::make_tuple(r.json(), r.summary(), describe_consistency(r));
+}
+
+}  // namespace
+
+void bind_validate(pyb::module_& m) {
+    using namespace pyb::literals;
+    m.def("validate", &validate_bits, "input"_a, "wide"_a, "output"_a, "format"_a, "profile"_a, "rounding"_a,
+          "overflow"_a, "nan"_a, "mode"_a, "value"_a, "layout"_a, "block_scales"_a, "examples"_a,
+          "detect_policies"_a);
+}
+
+}  // namespace fp8kit::py
