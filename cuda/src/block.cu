@@ -114,6 +114,19 @@ __device__ __forceinline__ Scaling block_scaling(std::uint32_t amax_bits, const 
     return {s, s != 1.0f};
 }
 
+// Row and column block of block g: 64-bit division is a long software sequence on the GPU, so
+// indices that fit in 32 bits (every tensor of fewer than 2^32 blocks) use the 32-bit one.
+__device__ __forceinline__ void block_coords(std::size_t g, std::size_t nb, std::size_t& r, std::size_t& cb) {
+    if (((g | nb) >> 32) == 0) {
+        const auto g32 = static_cast<std::uint32_t>(g), nb32 = static_cast<std::uint32_t>(nb);
+        r = g32 / nb32;
+        cb = g32 - static_cast<std::uint32_t>(r) * nb32;
+    } else {
+        r = g / nb;
+        cb = g % nb;
+    }
+}
+
 // 1 x G blocks along rows; G / 4 lanes per block, 32 / (G / 4) blocks per warp step.
 template <class S, class D, int R, int G>
 __global__ void __launch_bounds__(kThreads)
@@ -133,7 +146,8 @@ row_block_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, st
     for (std::size_t base = warp * kPerWarp; base < total; base += warps * kPerWarp) {
         const std::size_t g = base + lane / kLanes;
         const bool valid = g < total;
-        const std::size_t r = valid ? g / nb : 0, cb = valid ? g % nb : 0;
+        std::size_t r = 0, cb = 0;
+        if (valid) block_coords(g, nb, r, cb);
         const std::size_t c0 = cb * G + static_cast<std::size_t>(sub) * 4;
         const T* row = static_cast<const T*>(in) + r * cols;
         Quad<S> q = valid ? load_quad<S>(row, c0, cols, vec) : Quad<S>{};

@@ -21,6 +21,7 @@ enum Sum { kX2, kErr2, kSums };
 
 struct Acc {
     unsigned long long count[kCounts];
+    std::uint32_t cnt[kCounts];  // per element; added into count after each chunk (16 elements)
     double sum[kSums];
     std::uint32_t amax, min_nz;
 };
@@ -49,41 +50,54 @@ struct Params {
     std::uint64_t seed, first_index;
 };
 
-template <class S, class D>
+// One histogram increment per distinct bin in the warp (warp-aggregated): lanes with the same bin
+// are found with one match, and the lowest of them adds their number. Counts are integers, so the
+// result is the same as one atomic per element.
+__device__ __forceinline__ void histogram_add(std::uint32_t* hist, int bin) {
+    const unsigned active = __activemask();
+    const unsigned peers = __match_any_sync(active, bin);
+    if (static_cast<int>(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(hist + bin, static_cast<std::uint32_t>(__popc(peers)));
+}
+
+// R: kNearestEven fixes the rounding at compile time (convert's rounding switch folds away);
+// kRuntime reads prm.policy.rounding. `decoded` holds emu::convert<D, Binary32> of all 256 codes.
+template <class S, class D, int R>
 __device__ __forceinline__ void stat_element(typename S::storage_t bits, Acc& acc, std::uint32_t* hist,
-                                             const Params& prm, std::uint64_t index) {
+                                             const float* decoded, const Params& prm, std::uint64_t index) {
+    const float x = widen<S>(bits);
+    const std::uint32_t s = __float_as_uint(__fmul_rn(x, prm.scale));  // scale is finite and > 0
+    // A NaN input gives a NaN s, so its bin is the NaN/Inf bin, as before the split below.
+    histogram_add(hist, histogram_bin(s));
     if (is_nan_bits<S>(bits)) {  // any NaN input becomes a NaN code: nonzero on both sides
-        ++acc.count[kNan];
-        ++acc.count[kNonzeroX];
-        ++acc.count[kNonzeroQ];
-        atomicAdd(hist + (kHistogramBins - 1), 1u);
+        ++acc.cnt[kNan];
+        ++acc.cnt[kNonzeroX];
+        ++acc.cnt[kNonzeroQ];
         return;
     }
-    const float x = widen<S>(bits);
     const std::uint32_t a = __float_as_uint(fabsf(x));
     const bool finite = a < 0x7F800000u;
-    const std::uint32_t s = __float_as_uint(__fmul_rn(x, prm.scale));  // scale is finite and > 0
-    atomicAdd(hist + histogram_bin(s), 1u);
+    Policy policy = prm.policy;
+    if (R == kNearestEven) policy.rounding = emu::Rounding::nearest_even;
     const std::uint32_t random =
-        prm.policy.rounding == emu::Rounding::stochastic ? emu::stochastic_bits(prm.seed, index) : 0u;
-    const std::uint8_t code = emu::convert<Binary32, D>(s, prm.policy, random);
-    const float v = __uint_as_float(static_cast<std::uint32_t>(emu::convert<D, Binary32>(code, emu::kDecodePolicy)));
+        (R == kRuntime && policy.rounding == emu::Rounding::stochastic) ? emu::stochastic_bits(prm.seed, index) : 0u;
+    const std::uint8_t code = emu::convert<Binary32, D>(s, policy, random);
+    const float v = decoded[code];
     const float av = fabsf(v);
-    acc.count[kNonzeroX] += a != 0u;
-    acc.count[kNonzeroQ] += !(v == 0.0f);  // NaN counts as nonzero
-    if (__uint_as_float(a) > prm.te_threshold) ++acc.count[kTeOverflow];
+    acc.cnt[kNonzeroX] += a != 0u;
+    acc.cnt[kNonzeroQ] += !(v == 0.0f);  // NaN counts as nonzero
+    if (__uint_as_float(a) > prm.te_threshold) ++acc.cnt[kTeOverflow];
     if (!finite) {
-        ++acc.count[kInf];
+        ++acc.cnt[kInf];
         return;
     }
     acc.amax = max(acc.amax, a);
     if (a == 0u) {
-        ++acc.count[kZeros];
+        ++acc.cnt[kZeros];
     } else {
         acc.min_nz = min(acc.min_nz, a);
         const float min_normal = D::has_subnormals ? __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23) : 0.0f;
-        if (D::has_zero && v == 0.0f) ++acc.count[kUnderflow];
-        else if (D::has_subnormals && av < min_normal) ++acc.count[kSubnormal];
+        if (D::has_zero && v == 0.0f) ++acc.cnt[kUnderflow];
+        else if (D::has_subnormals && av < min_normal) ++acc.cnt[kSubnormal];
     }
     // Overflow (rounds past the largest finite value whatever the policy then does): only a code
     // at +-max finite or non-finite can come from an overflow; confirm under no-saturate.
@@ -91,10 +105,9 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, Acc& ac
     const float max_finite = __uint_as_float(static_cast<std::uint32_t>(
         emu::convert<D, Binary32>(static_cast<std::uint8_t>(D::max_finite_code), emu::kDecodePolicy)));
     if (!v_finite || av == max_finite) {
-        const Policy nosat{prm.policy.rounding, emu::Overflow::no_saturate, prm.policy.nan};
-        const float w = __uint_as_float(static_cast<std::uint32_t>(
-            emu::convert<D, Binary32>(emu::convert<Binary32, D>(s, nosat, random), emu::kDecodePolicy)));
-        if (!(fabsf(w) <= 3.402823466e38f)) ++acc.count[kOverflow];
+        const Policy nosat{policy.rounding, emu::Overflow::no_saturate, policy.nan};
+        const float w = decoded[emu::convert<Binary32, D>(s, nosat, random)];
+        if (!(fabsf(w) <= 3.402823466e38f)) ++acc.cnt[kOverflow];
     }
     const double xd = x;
     const double xh = static_cast<double>(v) * static_cast<double>(prm.scale_inv);
@@ -103,14 +116,26 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, Acc& ac
     acc.sum[kErr2] += isfinite(xh) ? e * e : CUDART_INF;
 }
 
-template <class S, class D>
+__device__ __forceinline__ void flush_counts(Acc& acc) {
+#pragma unroll
+    for (int k = 0; k < kCounts; ++k) {
+        acc.count[k] += acc.cnt[k];
+        acc.cnt[k] = 0;
+    }
+}
+
+template <class S, class D, int R>
 __global__ void __launch_bounds__(kThreads)
 statistics_kernel(const void* __restrict__ in, std::size_t n, Params prm, Globals g) {
     using T = typename S::storage_t;
     constexpr int kWarps = kThreads / 32;
     __shared__ std::uint32_t hist[kWarps][kHistogramBins];  // one per warp: less contention
     __shared__ double sums[kWarps][kSums];
+    __shared__ float decoded[256];  // the decode of every code, through emu::convert
     for (int i = threadIdx.x; i < kWarps * kHistogramBins; i += blockDim.x) (&hist[0][0])[i] = 0u;
+    for (int c = threadIdx.x; c < 256; c += blockDim.x)
+        decoded[c] = __uint_as_float(static_cast<std::uint32_t>(
+            emu::convert<D, Binary32>(static_cast<std::uint8_t>(c), emu::kDecodePolicy)));
     __syncthreads();
 
     std::uint32_t* my_hist = hist[threadIdx.x >> 5];
@@ -124,11 +149,14 @@ statistics_kernel(const void* __restrict__ in, std::size_t n, Params prm, Global
         load_chunk<S>(ch, in, c);
 #pragma unroll 4
         for (int k = 0; k < Chunk<S>::kElems; ++k)
-            stat_element<S, D>(ch.e[k], acc, my_hist, prm, prm.first_index + c * Chunk<S>::kElems + k);
+            stat_element<S, D, R>(ch.e[k], acc, my_hist, decoded, prm, prm.first_index + c * Chunk<S>::kElems + k);
+        flush_counts(acc);  // at most 16 per counter since the last flush: no 32-bit overflow
     }
     const T* in_t = static_cast<const T*>(in);
-    for (std::size_t i = chunks * Chunk<S>::kElems + tid; i < n; i += stride)
-        stat_element<S, D>(in_t[i], acc, my_hist, prm, prm.first_index + i);
+    for (std::size_t i = chunks * Chunk<S>::kElems + tid; i < n; i += stride) {
+        stat_element<S, D, R>(in_t[i], acc, my_hist, decoded, prm, prm.first_index + i);
+        flush_counts(acc);
+    }
 
     // Counts and extremes: warp shuffles, then one atomic per warp.
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -198,7 +226,10 @@ Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const
               reinterpret_cast<double*>(buf + off_partial)};
     with_input(from, [&](auto si) {
         with_fp8(to, [&](auto di) {
-            statistics_kernel<decltype(si), decltype(di)><<<grid, kThreads, 0, s>>>(in, n, prm, g);
+            if (policy.rounding == emu::Rounding::nearest_even)
+                statistics_kernel<decltype(si), decltype(di), kNearestEven><<<grid, kThreads, 0, s>>>(in, n, prm, g);
+            else
+                statistics_kernel<decltype(si), decltype(di), kRuntime><<<grid, kThreads, 0, s>>>(in, n, prm, g);
             return 0;
         });
     });

@@ -21,41 +21,70 @@ FP8KIT_HD int highest_bit(std::uint64_t v) {  // v != 0
 #endif
 }
 
+FP8KIT_HD int highest_bit(std::uint32_t v) {  // v != 0
+#if defined(__CUDA_ARCH__)
+    return 31 - __clz(static_cast<int>(v));
+#else
+    return 31 - __builtin_clz(v);
+#endif
+}
+
+// The working integer of a conversion. A GPU has no 64-bit integer ALU (each 64-bit add, shift
+// or compare is two or more 32-bit instructions), so conversions between formats of at most 32
+// bits work in uint32_t: then every significand is below 2^31 (at least 2 exponent bits) and a
+// rounded `kept` is at most 2^(man_bits + 1) <= 2^31, so nothing the routine computes needs more.
+// Anything involving binary64 keeps uint64_t.
+template <class From, class To>
+using work_t = std::conditional_t<(From::total_bits <= 32 && To::total_bits <= 32), std::uint32_t,
+                                  std::uint64_t>;
+
 // A value in a form every format can be read into and written from:
 // (-1)^negative * significand * 2^exponent, or one of the special classes.
-struct Unpacked {
-    enum Kind : std::uint8_t { zero, finite, infinity, nan } kind;
-    bool negative;
-    std::uint64_t significand;  // finite: non-zero, below 2^53; NaN: the mantissa field (payload)
-    int exponent;               // NaN: the width of that mantissa field
+struct UnpackedKind {
+    enum Kind : std::uint8_t { zero, finite, infinity, nan };
 };
 
-template <class F>
-FP8KIT_HD Unpacked unpack(std::uint64_t code) {
-    code &= F::code_mask;
-    const bool negative = F::has_sign && (code & F::sign_mask) != 0;
-    const std::uint64_t magnitude = code & ~F::sign_mask;
+template <class W>
+struct UnpackedW {
+    using Kind = UnpackedKind::Kind;
+    static constexpr Kind zero = UnpackedKind::zero, finite = UnpackedKind::finite,
+                          infinity = UnpackedKind::infinity, nan = UnpackedKind::nan;
+    Kind kind;
+    bool negative;
+    W significand;  // finite: non-zero, below 2^(man_bits + 1); NaN: the mantissa field (payload)
+    int exponent;   // NaN: the width of that mantissa field
+};
+using Unpacked = UnpackedW<std::uint64_t>;
+
+// W: the working integer (work_t); uint32_t only for formats of at most 32 bits.
+template <class F, class W = std::uint64_t>
+FP8KIT_HD UnpackedW<W> unpack(std::uint64_t code_in) {
+    static_assert(sizeof(W) == 8 || F::total_bits <= 32, "a 32-bit working integer needs a format of at most 32 bits");
+    using U = UnpackedW<W>;
+    const W code = static_cast<W>(code_in & F::code_mask);
+    const bool negative = F::has_sign && (code & static_cast<W>(F::sign_mask)) != 0;
+    const W magnitude = code & ~static_cast<W>(F::sign_mask);
     const auto biased = static_cast<std::uint32_t>(magnitude >> F::man_bits);
-    const std::uint64_t man = magnitude & F::man_mask;
+    const W man = magnitude & static_cast<W>(F::man_mask);
 
     if constexpr (F::encoding == Encoding::fnuz) {
-        if (code == F::nan_unsigned_zero) return {Unpacked::nan, false, 0, 0};
+        if (code == static_cast<W>(F::nan_unsigned_zero)) return {U::nan, false, 0, 0};
     } else if constexpr (F::encoding == Encoding::fn) {
-        if (magnitude == F::nan_all_ones) return {Unpacked::nan, negative, man, F::man_bits};
+        if (magnitude == static_cast<W>(F::nan_all_ones)) return {U::nan, negative, man, F::man_bits};
     } else {  // ieee and exponent-only: the all-ones exponent is special
         if (biased == F::exp_all_ones) {
-            if (F::has_inf && man == 0) return {Unpacked::infinity, negative, 0, 0};
-            return {Unpacked::nan, negative, man, F::man_bits};
+            if (F::has_inf && man == 0) return {U::infinity, negative, 0, 0};
+            return {U::nan, negative, man, F::man_bits};
         }
     }
     if constexpr (F::has_subnormals) {
         if (biased == 0) {
-            if (man == 0) return {Unpacked::zero, negative, 0, 0};
-            return {Unpacked::finite, negative, man, F::quantum_min};
+            if (man == 0) return {U::zero, negative, 0, 0};
+            return {U::finite, negative, man, F::quantum_min};
         }
     }
-    const std::uint64_t implicit = std::uint64_t{1} << F::man_bits;
-    return {Unpacked::finite, negative, implicit | man,
+    const W implicit = W{1} << F::man_bits;
+    return {U::finite, negative, implicit | man,
             static_cast<int>(biased) - F::bias - F::man_bits};
 }
 
@@ -71,8 +100,8 @@ FP8KIT_HD std::uint64_t overflow_nan(bool negative) {
     else return F::nan_all_ones | (negative ? F::sign_mask : 0);
 }
 
-template <class F>
-FP8KIT_HD std::uint64_t nan_code(bool negative, NanEncoding nan, const Unpacked& in) {
+template <class F, class W>
+FP8KIT_HD std::uint64_t nan_code(bool negative, NanEncoding nan, const UnpackedW<W>& in) {
     if constexpr (F::encoding == Encoding::fnuz) {
         return F::nan_unsigned_zero;
     } else if constexpr (!F::has_sign) {
@@ -86,8 +115,8 @@ FP8KIT_HD std::uint64_t nan_code(bool negative, NanEncoding nan, const Unpacked&
             case NanEncoding::signed_quiet_payload: {
                 // The payload's leading bits that fit, with the quiet bit forced on.
                 const int drop = in.exponent - F::man_bits;
-                const std::uint64_t payload =
-                    drop >= 0 ? (in.significand >> drop) : (in.significand << -drop);
+                const std::uint64_t payload = drop >= 0 ? static_cast<std::uint64_t>(in.significand >> drop)
+                                                        : static_cast<std::uint64_t>(in.significand) << -drop;
                 return F::nan_quiet | (payload & F::man_mask) | sign;
             }
         }
@@ -122,9 +151,11 @@ inline constexpr int kStochasticBits = 32;
 template <class From, class To>
 FP8KIT_HD typename To::storage_t convert(typename From::storage_t bits, Policy policy,
                                          std::uint32_t random = 0) {
-    using detail::Unpacked;
     using out_t = typename To::storage_t;
-    const Unpacked in = detail::unpack<From>(bits);
+    using W = detail::work_t<From, To>;  // uint32_t unless binary64 is involved
+    constexpr int kWidth = 8 * static_cast<int>(sizeof(W));
+    using Unpacked = detail::UnpackedW<W>;
+    const Unpacked in = detail::unpack<From, W>(bits);
 
     // 1. Sign. Unsigned formats (E8M0) take the magnitude, as cuda_fp8.h does.
     const bool negative = To::has_sign && in.negative;
@@ -144,32 +175,38 @@ FP8KIT_HD typename To::storage_t convert(typename From::storage_t bits, Policy p
     // 3. Place the binary point. The value is sig * 2^exp with sig in [2^top, 2^(top+1)), so its
     //    binade is e = exp + top. The destination keeps man_bits bits below the leading one, or
     //    fewer once e drops below emin (subnormals), so its last kept bit has weight 2^q.
-    const std::uint64_t sig = in.significand;
+    //    Every shift below is by less than kWidth (a shift by the width is undefined).
+    const W sig = in.significand;
     const int e = in.exponent + detail::highest_bit(sig);
     const int q = (e > To::emin ? e : To::emin) - To::man_bits;
     const int shift = q - in.exponent;  // how many low bits of sig fall below the last kept bit
 
-    std::uint64_t kept;
-    std::uint64_t dropped;  // the bits below the kept ones, as a fraction of 2^shift
+    W kept;
+    W dropped;              // the bits below the kept ones, as a fraction of 2^shift
     std::uint32_t below32;  // the 32 bits just below the last kept bit (stochastic rounding)
     int cmp_half;           // dropped compared with half an ulp: -1 below, 0 tie, +1 above
     if (shift <= 0) {
-        kept = sig << -shift;  // exact: at most 53 + 52 bits never arises (see static_assert in format)
+        // Exact: kept < 2^(To::man_bits + 1) (the leading one lands at most at bit man_bits), so
+        // -shift <= To::man_bits < kWidth. In 64 bits, 53 + 52 bits never arises (format asserts).
+        kept = sig << -shift;
         dropped = 0;
         below32 = 0;
         cmp_half = -1;
-    } else if (shift < 64) {
+    } else if (shift < kWidth) {
         kept = sig >> shift;
-        dropped = sig & ((std::uint64_t{1} << shift) - 1);
-        const std::uint64_t half = std::uint64_t{1} << (shift - 1);
+        dropped = sig & ((W{1} << shift) - 1);
+        const W half = W{1} << (shift - 1);
         cmp_half = dropped > half ? 1 : (dropped == half ? 0 : -1);
+        // shift <= 32: dropped < 2^shift, so dropped << (32 - shift) fits in 32 bits, and the
+        // shift amount is at most 31 because shift >= 1 here.
         below32 = shift <= 32 ? static_cast<std::uint32_t>(dropped << (32 - shift))
                               : static_cast<std::uint32_t>(dropped >> (shift - 32));
-    } else {  // sig < 2^53, so everything is dropped and it is below half
+    } else {  // sig < 2^(kWidth - 1) <= half an ulp, so everything is dropped and it is below half
         kept = 0;
         dropped = sig;
         cmp_half = -1;
-        below32 = shift - 32 < 64 ? static_cast<std::uint32_t>(sig >> (shift - 32)) : 0;
+        // shift >= kWidth >= 32; the 32 bits below the last kept bit are sig >> (shift - 32).
+        below32 = shift - 32 < kWidth ? static_cast<std::uint32_t>(sig >> (shift - 32)) : 0;
     }
 
     // 4. Round the magnitude: decide whether to add one unit in the last kept place.
@@ -182,14 +219,15 @@ FP8KIT_HD typename To::storage_t convert(typename From::storage_t bits, Policy p
         case Rounding::toward_positive: up = inexact && !negative; break;
         case Rounding::toward_negative: up = inexact && negative; break;
         case Rounding::stochastic:
-            up = static_cast<std::uint64_t>(below32) + random >= (std::uint64_t{1} << 32);
+            // A carry out of the 32-bit sum, tested in 32 bits: the sum wrapped below below32.
+            up = static_cast<std::uint32_t>(below32 + random) < below32;
             break;
     }
     kept += up ? 1 : 0;
 
     // 5. A carry out of the mantissa moves to the next binade; the value stays exact.
     int qe = q;
-    if (kept == (std::uint64_t{1} << (To::man_bits + 1))) {
+    if (kept == (W{1} << (To::man_bits + 1))) {
         kept >>= 1;
         ++qe;
     }
@@ -200,13 +238,13 @@ FP8KIT_HD typename To::storage_t convert(typename From::storage_t bits, Policy p
     // 7. Overflow: the rounded magnitude lies past the largest finite value.
     const bool normal = kept >> To::man_bits;  // leading one present
     const int result_e = normal ? qe + To::man_bits : To::emin;
-    const std::uint64_t man = kept & To::man_mask;
-    if (result_e > To::emax || (result_e == To::emax && man > To::max_man_at_max_exp))
+    const W man = kept & static_cast<W>(To::man_mask);
+    if (result_e > To::emax || (result_e == To::emax && man > static_cast<W>(To::max_man_at_max_exp)))
         return static_cast<out_t>(detail::on_overflow<To>(negative, policy.overflow));
 
     // 8. Assemble sign, biased exponent and mantissa.
-    const std::uint64_t biased = normal ? static_cast<std::uint64_t>(result_e + To::bias) : 0;
-    const std::uint64_t code = (biased << To::man_bits) | man | (negative ? To::sign_mask : 0);
+    const W biased = normal ? static_cast<W>(result_e + To::bias) : 0;
+    const W code = (biased << To::man_bits) | man | (negative ? static_cast<W>(To::sign_mask) : 0);
     return static_cast<out_t>(code);
 }
 
