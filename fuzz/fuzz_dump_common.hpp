@@ -23,6 +23,9 @@ inline void read_whole_dump(const std::uint8_t* data, std::size_t size) {
         return;
     }
     for (const auto& t : src->tensors()) {
+        // A few bytes of HDF5 can describe a valid tensor of 2^40 elements (unwritten chunks read
+        // as the fill value): correct to stream, but it would only show up as a timeout.
+        if (t.numel > (std::uint64_t(1) << 20)) continue;
         std::uint64_t seen = 0;
         try {
             src->read(t, [&](const dump::Chunk& c) {

@@ -115,7 +115,7 @@ TEST_CASE("traces: NaN/Inf everywhere, overflowing steps, empty files", "[corrup
             CHECK(contains(e.what(), message));
         }
     };
-    expect_error("", "empty file");
+    expect_error("", "neither a CSV trace");
     expect_error("step,amax\n", "no data rows");
     expect_error("step,amax\n99999999999999999999999,1\n", ":2:");
     expect_error("step,amax\nnan,1\n", ":2:");
