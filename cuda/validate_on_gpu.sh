@@ -6,7 +6,8 @@
 #      inputs, shapes not divisible by the block sizes);
 #   3. fp8kit_exhaustive_check: the conversion kernels and the cvt.rn.satfinite path on all 2^32
 #      float32 inputs for every format and policy, and all f16/bf16 inputs (0 mismatches = pass);
-#   4. compute-sanitizer memcheck and racecheck on test_gpu (six-policy quick mode), run beside 3.
+#   4. compute-sanitizer memcheck, racecheck and initcheck (reads of device memory never written)
+#      on test_gpu (six-policy quick mode), run beside 3.
 # Logs go to $OUT (default ./fp8kit-gpu-logs); the last line says PASS or FAIL.
 set -u -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -63,6 +64,8 @@ SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer
   echo $? > "$RCDIR/memcheck.rc"
   run timeout 300 "$SAN" --tool racecheck --error-exitcode 1 "$TEST" > "$OUT/racecheck.log" 2>&1
   echo $? > "$RCDIR/racecheck.rc"
+  run timeout 300 "$SAN" --tool initcheck --error-exitcode 1 "$TEST" > "$OUT/initcheck.log" 2>&1
+  echo $? > "$RCDIR/initcheck.rc"
 ) &
 san_pid=$!
 
@@ -73,7 +76,7 @@ rc=${PIPESTATUS[0]}
 step exhaustive_check $rc
 
 wait $san_pid
-for tool in memcheck racecheck; do
+for tool in memcheck racecheck initcheck; do
     rc=$(cat "$RCDIR/$tool.rc" 2>/dev/null || echo 99)
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$OUT/$tool.log" | tail -3
     step "compute-sanitizer $tool" "$rc"

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -79,7 +80,7 @@ struct EncodeOpts {
 };
 
 Register encode_cmd([](CLI::App& root) {
-    auto* o = new EncodeOpts;
+    auto o = std::make_shared<EncodeOpts>();
     auto* cmd = root.add_subcommand("encode", "Encode values to an 8-bit format, showing the code, its fields, "
                                               "the decoded value, the error and the two neighbouring codes");
     cmd->add_option("VALUE", o->values, "Numbers (decimal, hex float, inf, nan; use -- before negatives), "
@@ -133,7 +134,7 @@ struct DecodeOpts {
 };
 
 Register decode_cmd([](CLI::App& root) {
-    auto* o = new DecodeOpts;
+    auto o = std::make_shared<DecodeOpts>();
     auto* cmd = root.add_subcommand("decode", "Decode 8-bit codes: fields, class, value, and the float32/float16/bfloat16 bits");
     cmd->add_option("CODE", o->codes, "Codes 0..255 (hex 0x7e, binary 0b01111110, or decimal)")->required();
     cmd->add_option("--from", o->from, "Format of the codes: " + format_choices())->required();

@@ -1,4 +1,6 @@
 // fp8kit formats: the limits of every 8-bit format, derived from emu's traits.
+#include <memory>
+
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -23,7 +25,7 @@ std::string codes(const std::vector<std::uint8_t>& v) {
 
 Register reg([](CLI::App& root) {
     auto* cmd = root.add_subcommand("formats", "Bias, limits and special codes of every 8-bit format");
-    auto* json = new bool(false);
+    auto json = std::make_shared<bool>(false);
     cmd->add_flag("--json", *json, "Print JSON instead of a table");
     cmd->callback([json] {
         nlohmann::json out = nlohmann::json::array();

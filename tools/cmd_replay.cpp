@@ -1,6 +1,7 @@
 // fp8kit replay: what a scaling recipe would have done, step by step, on a run's amax trace.
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -97,7 +98,7 @@ void run(const ReplayOpts& o) {
 }
 
 Register reg([](CLI::App& root) {
-    auto* o = new ReplayOpts;
+    auto o = std::make_shared<ReplayOpts>();
     auto* cmd = root.add_subcommand(
         "replay",
         "Replay an amax trace (CSV step,tensor,amax, an nvidia-dlfw-inspect log, or a dump's amax per dumped\n"

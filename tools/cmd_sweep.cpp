@@ -352,7 +352,7 @@ void run(const SweepOpts& o) {
 }
 
 Register reg([](CLI::App& root) {
-    auto* o = new SweepOpts;
+    auto o = std::make_shared<SweepOpts>();
     auto* cmd = root.add_subcommand(
         "sweep",
         "Sweep delayed-scaling recipes (history 1..1024, max/most_recent, margin 0..4) and reference presets over\n"

@@ -191,7 +191,7 @@ private:
 };
 
 Register reg([](CLI::App& root) {
-    auto* o = new TableOpts;
+    auto o = std::make_shared<TableOpts>();
     auto* cmd = root.add_subcommand(
         "table",
         "Write a whole conversion table as raw bytes: one output per input bit pattern, in increasing order.\n"

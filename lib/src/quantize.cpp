@@ -1,6 +1,9 @@
 #include "fp8kit/quantize.hpp"
 
 #include <atomic>
+#if defined(FP8KIT_X86_SIMD)
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <cstring>
 
@@ -141,12 +144,21 @@ constexpr std::size_t kStreamElements = std::size_t{1} << 23;
 
 }  // namespace
 
+#if defined(FP8KIT_X86_SIMD)
+// CPUID leaf 1, ECX bit 29. Read directly: clang 14's __builtin_cpu_supports has no "f16c" (the
+// fuzzing build with Debian's clang failed on it).
+static bool cpu_has_f16c() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
+
 bool encode_path_supported(EncodePath p) {
     switch (p) {
         case EncodePath::scalar: return true;
 #if defined(FP8KIT_X86_SIMD)
         case EncodePath::avx2:
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+            return __builtin_cpu_supports("avx2") && cpu_has_f16c();
         case EncodePath::avx512: return __builtin_cpu_supports("avx512f");
 #else
         case EncodePath::avx2:
