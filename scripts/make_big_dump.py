@@ -1,0 +1,33 @@
+#!/usr/bin/env python3
+"""A large synthetic dump for throughput measurements (scripts/bench_inspect.sh), not for analysis:
+N float32 / bf16 tensors of 16M elements each, activation-like values (normal times a
+log-normal per-row scale), half stored chunked with shuffle + deflate level 1, as training dumps are.
+Usage: make_big_dump.py OUT.h5 [GiB]"""
+import sys
+
+import h5py
+import numpy as np
+
+out = sys.argv[1]
+gib = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+rows, cols = 4096, 4096
+rng = np.random.default_rng(0)
+nbytes = 0
+with h5py.File(out, "w") as f:
+    i = 0
+    while nbytes < gib * (1 << 30):
+        x = (rng.standard_normal((rows, cols), dtype=np.float32)
+             * np.exp(rng.standard_normal((rows, 1), dtype=np.float32) * 2)).astype(np.float32)
+        g = f.create_group(f"step_{i // 8:06d}/layer{i % 8}")
+        if i % 2 == 0:
+            ds = g.create_dataset("output", data=x, chunks=(256, cols), compression="gzip",
+                                  compression_opts=1, shuffle=True)
+            nbytes += x.nbytes
+        else:
+            b = (x.view(np.uint32) >> 16).astype(np.uint16)  # bf16 bits (truncated; fine for timing)
+            ds = g.create_dataset("input", data=b)
+            ds.attrs["dtype"] = "bfloat16"
+            nbytes += b.nbytes
+        ds.attrs["role"] = "activation"
+        i += 1
+print(f"{out}: {i} tensors, {nbytes / (1 << 30):.2f} GiB of tensor data")
