@@ -23,13 +23,19 @@ def read_all():
         for n in names:
             total += f[n][...].nbytes
     return total
+import os
+peak = {}
 def timed(cmd):
     t = time.perf_counter()
-    r = subprocess.run(["taskset", "-c", "0,1"] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(["taskset", "-c", "0,1"] + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.read()
+    _, status, ru = os.wait4(p.pid, 0)
     dt = time.perf_counter() - t
-    if r.returncode not in (0, 1):
-        print("FAILED", cmd, r.stderr.decode()[-500:])
-    return dt, r.returncode
+    rc = os.waitstatus_to_exitcode(status)
+    peak[cmd[1] if cmd[0] == bin_ else "h5py"] = max(peak.get(cmd[1] if cmd[0] == bin_ else "h5py", 0), ru.ru_maxrss)
+    if rc not in (0, 1):
+        print("FAILED", cmd, err.decode()[-500:])
+    return dt, rc
 # Baseline: h5py read (libhdf5 decompression) pinned to the same two cores, in a child process.
 base = []
 for _ in range(2):
@@ -46,5 +52,5 @@ print(f"tensor data {nbytes/2**30:.2f} GiB")
 print(f"read+decompress (h5py, 2 cores): {b:.2f} s  {gb/b:.2f} GB/s   runs {['%.2f' % x for x in base]}")
 print(f"fp8kit inspect (2 threads):      {i:.2f} s  {gb/i:.2f} GB/s   runs {['%.2f' % t for t, _ in ins]} rc {[r for _, r in ins]}  -> {100*b/i:.0f}% of the read rate")
 print(f"fp8kit sweep --no-blocks:        {s:.2f} s  {gb/s:.2f} GB/s   rc {[r for _, r in sw]}  -> {s/i:.2f}x one inspect pass")
-print(f"peak RSS (max over child processes so far): after baseline {rss0/1024:.0f} MiB (h5py holds a whole tensor), after inspect {rss_inspect/1024:.0f} MiB, after sweep {rss_sweep/1024:.0f} MiB")
+print("peak RSS per program: " + ", ".join(f"{k} {v/1024:.0f} MiB" for k, v in peak.items()))
 PY
