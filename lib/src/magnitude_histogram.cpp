@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "float_bits.hpp"
 #include "fp8kit/format_info.hpp"
 #include "fp8kit/magnitude_histogram.hpp"
 
@@ -19,16 +20,8 @@ constexpr int kM = MagnitudeHistogram::kMantBits;
 constexpr std::uint32_t kTailMask = (1u << (23 - kM)) - 1;
 constexpr double kEps = 0x1p-53;
 
-std::uint32_t bits_of(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-float float_of(std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+using detail::bits_of;
+using detail::float_of;
 
 // Bin of a finite nonzero magnitude (bits without sign).
 std::size_t bin_of(std::uint32_t mag) {

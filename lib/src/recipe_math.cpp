@@ -5,22 +5,15 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "float_bits.hpp"
 #include "fp8kit/format_info.hpp"
 #include "fp8kit/recipes.hpp"
 
 namespace fp8kit {
 namespace {
 
-std::uint32_t bits_of(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return u;
-}
-float float_of(std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
+using detail::bits_of;
+using detail::float_of;
 
 // floor(log2 |v|) of a finite nonzero float, subnormals included.
 int floor_log2(float v) {

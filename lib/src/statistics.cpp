@@ -2,6 +2,7 @@
 // results are merged in chunk order, so the binary64 sums do not depend on the thread count.
 // Codes come from encode_array (the reference conversion or a path proven identical to it) on
 // the float32 scaled values; everything else is read from the bits or from 256-entry tables.
+#include "float_bits.hpp"
 #include "fp8kit/statistics.hpp"
 
 #include <omp.h>
@@ -23,16 +24,8 @@ namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 16;  // elements per partial result
 
-std::uint32_t bits_of(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return u;
-}
-float float_of(std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
+using detail::bits_of;
+using detail::float_of;
 
 // Exponent-histogram bin of a float32 from its bits.
 std::size_t hist_bin(std::uint32_t s) {
