@@ -93,7 +93,7 @@ public:
         nlohmann::json header;
         try {
             header = nlohmann::json::parse(text);
-        } catch (const nlohmann::json::parse_error& e) {
+        } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number past double (fuzz)
             throw bad(fmt::format("header is not JSON ({})", e.what()));
         }
         if (!header.is_object()) throw bad("header is not a JSON object");
