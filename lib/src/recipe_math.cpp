@@ -107,25 +107,24 @@ ScalePair e8m0_scale_pair(std::uint8_t code) {
     return {pow2f(-e), pow2f(e)};
 }
 
-ScalePair recipe_scale(const RecipeSpec& r, Role role, float amax) {
-    const Format f = r.role(role).format;
+ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool pow2,
+                     float value_for_inf, int margin) {
     const float fmax = fp8_max(f);
-    switch (r.rule) {
+    switch (rule) {
         case ScaleRule::te: {
-            const float s = te_current_scale(amax, fmax, static_cast<float>(r.epsilon), r.pow2,
-                                             r.value_for_inf);
+            const float s = te_current_scale(amax, fmax, static_cast<float>(epsilon), pow2, value_for_inf);
             return {s, 1.0f / s};
         }
         case ScaleRule::torchao: {
-            const float s = torchao_scale(amax, fmax, r.epsilon, r.pow2);
+            const float s = torchao_scale(amax, fmax, epsilon, pow2);
             return {s, 1.0f / s};
         }
         case ScaleRule::msamp: {
-            const float s = msamp_scale(amax, 1.0f, fmax, r.margin);
+            const float s = msamp_scale(amax, 1.0f, fmax, margin);
             return {s, 1.0f / s};
         }
         case ScaleRule::deepseek:
-            return deepseek_scale(amax, fmax, static_cast<float>(r.epsilon), r.pow2);
+            return deepseek_scale(amax, fmax, static_cast<float>(epsilon), pow2);
         case ScaleRule::mx_roundup: {
             const std::uint8_t c = mx_e8m0_scale_roundup(amax, f);
             ScalePair p = e8m0_scale_pair(c);
@@ -134,7 +133,11 @@ ScalePair recipe_scale(const RecipeSpec& r, Role role, float amax) {
         }
         case ScaleRule::mx_ocp_floor: return e8m0_scale_pair(mx_e8m0_scale_floor_ocp(amax, f));
     }
-    throw std::invalid_argument("recipe_scale: unknown scale rule");
+    throw std::invalid_argument("rule_scale: unknown scale rule");
+}
+
+ScalePair recipe_scale(const RecipeSpec& r, Role role, float amax) {
+    return rule_scale(r.rule, r.role(role).format, amax, r.epsilon, r.pow2, r.value_for_inf, r.margin);
 }
 
 // ---- DelayedScaling ---------------------------------------------------------------------

@@ -391,32 +391,7 @@ BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
 namespace {
 
 ScalePair block_scale(const BlockRecipe& b, float amax) {
-    const float fmax = static_cast<float>(format_info(b.format).max_finite);
-    switch (b.rule) {
-        case ScaleRule::te: {
-            const float s = te_current_scale(amax, fmax, static_cast<float>(b.epsilon), b.pow2,
-                                             b.value_for_inf);
-            return {s, 1.0f / s};
-        }
-        case ScaleRule::torchao: {
-            const float s = torchao_scale(amax, fmax, b.epsilon, b.pow2);
-            return {s, 1.0f / s};
-        }
-        case ScaleRule::deepseek:
-            return deepseek_scale(amax, fmax, static_cast<float>(b.epsilon), b.pow2);
-        case ScaleRule::mx_roundup: {
-            const std::uint8_t c = mx_e8m0_scale_roundup(amax, b.format);
-            ScalePair p = e8m0_scale_pair(c);
-            if (c == 0) p.scale = 1.0f;
-            return p;
-        }
-        case ScaleRule::mx_ocp_floor: return e8m0_scale_pair(mx_e8m0_scale_floor_ocp(amax, b.format));
-        case ScaleRule::msamp: {
-            const float s = msamp_scale(amax, 1.0f, fmax, 0);
-            return {s, 1.0f / s};
-        }
-    }
-    throw std::invalid_argument("unknown scale rule");
+    return rule_scale(b.rule, b.format, amax, b.epsilon, b.pow2, b.value_for_inf, 0);
 }
 
 }  // namespace

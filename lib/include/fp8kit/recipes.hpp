@@ -112,6 +112,11 @@ std::uint8_t mx_e8m0_scale_roundup(float block_amax, Format elem);
 // in float32 at the extremes, exactly as float32 arithmetic would give).
 ScalePair e8m0_scale_pair(std::uint8_t code);
 
+// One scale for one amax under `rule` with its parameters spelled out (per-tensor and per-block
+// code share it).
+ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool pow2,
+                     float value_for_inf, int margin);
+
 // One scale for one amax under any non-stateful rule of `r` for `role`.
 ScalePair recipe_scale(const RecipeSpec& r, Role role, float amax);
 
