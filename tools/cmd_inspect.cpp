@@ -310,23 +310,24 @@ Register reg([](CLI::App& root) {
         std::vector<Row> rows;
         const std::size_t n = dump.tensors().size();
         auto next_draw = std::chrono::steady_clock::now();
-        for (std::size_t i = 0; i < n; ++i) {
-            if (progress && std::chrono::steady_clock::now() >= next_draw) {
-                next_draw = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-                const std::size_t w = 30, done = i * w / n;
-                std::fprintf(stderr, "\r[%s%s] %zu/%zu tensors", std::string(done, '#').c_str(),
-                             std::string(w - done, ' ').c_str(), i, n);
-                std::fflush(stderr);
-            }
+        inspect::analyse_all(dump, opts, [&](std::size_t i, const inspect::Result* r, std::exception_ptr failed) {
             const auto& t = dump.tensors()[i];
+            if (r) rows.push_back({&t, *r});
             try {
-                rows.push_back({&t, inspect::analyse(dump, i, opts)});
+                if (failed) std::rethrow_exception(failed);
             } catch (const dp::DumpError& e) {
                 errors.push_back({e.file, e.name, e.message});
             } catch (const std::exception& e) {
                 errors.push_back({t.file, t.name, e.what()});
             }
-        }
+            if (progress && std::chrono::steady_clock::now() >= next_draw) {
+                next_draw = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+                const std::size_t w = 30, done = (i + 1) * w / n;
+                std::fprintf(stderr, "\r[%s%s] %zu/%zu tensors", std::string(done, '#').c_str(),
+                             std::string(w - done, ' ').c_str(), i + 1, n);
+                std::fflush(stderr);
+            }
+        });
         if (progress) std::fprintf(stderr, "\r%s\r", std::string(60, ' ').c_str());
 
         if (o->json) write_json(rows, opts, *o, dump, errors);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "fp8kit/emu/emu.hpp"
+#include "encode_serial.hpp"
 #include "quantize_simd.hpp"
 
 namespace fp8kit {
@@ -206,6 +207,27 @@ void encode_array(Format to, Wide from, const void* in, std::uint8_t* out, std::
         });
     });
 }
+
+namespace detail {
+
+void encode_array_serial(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
+                         const Policy& policy) {
+    simd::EncodeConsts c{};
+    const EncodePath path = active_path(to, from, policy, &c);
+    if (path != EncodePath::scalar) {
+        run_kernel(path, from, c, in, out, n, false);
+        return;
+    }
+    emu::with_format(to, [&](auto dst) {
+        emu::with_wide(from, [&](auto src) {
+            using S = typename decltype(src)::storage_t;
+            for (std::size_t i = 0; i < n; ++i)
+                out[i] = emu::convert<decltype(src), decltype(dst)>(load<S>(in, i), policy);
+        });
+    });
+}
+
+}  // namespace detail
 
 void decode_array(Format from, Wide to, const std::uint8_t* in, void* out, std::size_t n) {
     emu::with_format(from, [&](auto src) {

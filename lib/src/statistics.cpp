@@ -7,6 +7,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -18,8 +21,22 @@
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/format_info.hpp"
 #include "fp8kit/quantize.hpp"
+#include "encode_serial.hpp"
+#include "statistics_simd.hpp"
 
 namespace fp8kit {
+namespace {
+
+std::atomic<StatsPath>& stats_path_ref() {
+    static std::atomic<StatsPath> path{StatsPath::fast};
+    return path;
+}
+
+}  // namespace
+
+void set_stats_path(StatsPath p) { stats_path_ref().store(p); }
+StatsPath stats_path() { return stats_path_ref().load(std::memory_order_relaxed); }
+
 namespace {
 
 constexpr std::size_t kChunk = std::size_t{1} << 16;  // elements per partial result
@@ -75,6 +92,13 @@ struct Prepared {
     std::uint8_t cls[256]; // 0 zero, 1 subnormal, 2 normal, 3 NaN/Inf
     std::uint32_t limit[2];  // largest float32 magnitude bits that do not overflow, by sign
     std::uint32_t max_bits;  // bits of the largest finite value (stochastic: possible overflow above)
+    double dec_err[256];     // dec with NaN codes as +Inf: the error term of a finite input that
+                             // got a NaN/Inf code is +Inf either way
+    std::uint32_t te_threshold_bits;  // te_threshold as float32 bits (it is a float32 value)
+    // Code magnitudes (code & 0x7F) 1..sub_max_code are the subnormals, 0 the zero, as in E4M3
+    // and E5M2; 0 for formats without that layout or encodings the SIMD encoder does not serve
+    // (they take the general loop).
+    std::uint32_t sub_max_code;
 };
 
 bool overflows(const Prepared& p, float s, std::uint32_t random) {
@@ -86,7 +110,9 @@ bool overflows(const Prepared& p, float s, std::uint32_t random) {
 void set_scale(Prepared& p, float scale, float scale_inv) {
     p.scale = scale;
     p.scale_inv = scale_inv;
-    p.te_threshold = static_cast<double>(float_of(p.max_bits) * scale_inv);
+    const float threshold = float_of(p.max_bits) * scale_inv;
+    p.te_threshold = static_cast<double>(threshold);
+    p.te_threshold_bits = bits_of(threshold) & 0x7FFFFFFFu;
 }
 
 Prepared prepare(Format format, float scale, float scale_inv, const Policy& policy, std::uint64_t seed) {
@@ -98,6 +124,7 @@ Prepared prepare(Format format, float scale, float scale_inv, const Policy& poli
     for (int c = 0; c < 256; ++c) {
         const auto code = static_cast<std::uint8_t>(c);
         p.dec[c] = decode_value(format, code);
+        p.dec_err[c] = std::isnan(p.dec[c]) ? INFINITY : p.dec[c];
         switch (classify(format, code)) {
             case CodeClass::zero: p.cls[c] = 0; break;
             case CodeClass::subnormal: p.cls[c] = 1; break;
@@ -106,6 +133,18 @@ Prepared prepare(Format format, float scale, float scale_inv, const Policy& poli
         }
     }
     p.max_bits = bits_of(fmax);
+    p.sub_max_code = 0;
+    if (std::strcmp(encode_path(format, Wide::f32, policy), "scalar") != 0) {
+        std::uint32_t sub_max = 0;
+        while (sub_max + 1 < 0x80 && p.cls[sub_max + 1] == 1) ++sub_max;
+        bool layout = sub_max > 0;
+        for (std::uint32_t code = 0; code < 256; ++code) {
+            const std::uint32_t mag = code & 0x7F;
+            const std::uint8_t want = mag == 0 ? 0 : mag <= sub_max ? 1 : p.cls[code] == 3 ? 3 : 2;
+            layout = layout && p.cls[code] == want;
+        }
+        if (layout) p.sub_max_code = sub_max;
+    }
     // Overflow is monotone in the magnitude for a fixed sign under a deterministic rounding:
     // binary search for the largest magnitude that still converts to a finite code.
     for (int sign = 0; sign < 2; ++sign) {
@@ -165,8 +204,99 @@ struct Scratch {
     std::vector<double> x;
     std::vector<std::uint32_t> s;
     std::vector<std::uint8_t> q;
-    explicit Scratch(std::size_t n) : x(n), s(n), q(n) {}
+    std::vector<std::uint32_t> xb;  // fast path: float32 bits of the inputs of one tile
+    explicit Scratch(std::size_t n) : x(n), s(n), q(n), xb(n) {}
 };
+
+// float32 bits of every float16 pattern, from the reference conversion (exact), built once.
+const std::uint32_t* f16_to_f32_bits() {
+    static const std::vector<std::uint32_t> table = [] {
+        std::vector<std::uint32_t> t(65536);
+        for (std::uint32_t h = 0; h < 65536; ++h)
+            t[h] = emu::convert<emu::Binary16, emu::Binary32>(static_cast<std::uint16_t>(h), emu::kDecodePolicy);
+        return t;
+    }();
+    return table.data();
+}
+
+// Fast path for float32, bfloat16 and float16 inputs under deterministic rounding, on CPUs with
+// AVX-512: tiles of kTile elements are widened to float32 bits, scaled, encoded and handed to
+// simd::stats_avx512 (statistics_simd.hpp); the exponent histogram is counted here.
+constexpr std::size_t kTile = 2048;  // a multiple of kStatsLanes: lanes follow the chunk index
+using simd::kStatsLanes;
+
+template <Wide W>
+void load_bits(const void* d, std::size_t first, std::size_t m, std::uint32_t* out) {
+    if constexpr (W == Wide::f32) {
+        std::memcpy(out, static_cast<const char*>(d) + 4 * first, 4 * m);
+    } else {
+        const auto* h = reinterpret_cast<const unsigned char*>(d) + 2 * first;
+        const std::uint32_t* f16 = W == Wide::f16 ? f16_to_f32_bits() : nullptr;
+        for (std::size_t i = 0; i < m; ++i) {
+            std::uint16_t v;
+            std::memcpy(&v, h + 2 * i, 2);
+            out[i] = W == Wide::bf16 ? static_cast<std::uint32_t>(v) << 16 : f16[v];
+        }
+    }
+}
+
+template <Wide W>
+void run_fast(const void* data, std::size_t first, std::size_t count, std::uint64_t,
+              const Prepared& p, Scratch& sc, QuantStats& st) {
+    std::uint32_t* xs = sc.xb.data();
+    std::uint32_t* ss = sc.s.data();
+    std::uint8_t* qs = sc.q.data();
+    // Exponent field of s, counted in 4 copies (element i in copy i % 4): neighbouring values
+    // share an exponent, and a single counter would chain every increment through memory.
+    std::uint32_t by_exp[4][256] = {};  // count <= kChunk fits 32 bits
+    simd::StatsAcc acc;
+    const simd::StatsConsts c{p.scale_inv, p.te_threshold_bits, p.limit[0], p.limit[1], p.sub_max_code,
+                              p.dec_err};
+    const float scale = p.scale;
+    QuantStats part;
+    for (std::size_t t0 = 0; t0 < count; t0 += kTile) {
+        const std::size_t m = std::min(kTile, count - t0);
+        load_bits<W>(data, first + t0, m, xs);
+        for (std::size_t i = 0; i < m; ++i) ss[i] = bits_of(float_of(xs[i]) * scale);
+        detail::encode_array_serial(p.format, Wide::f32, ss, qs, m, p.policy);
+        simd::stats_avx512(c, xs, ss, qs, m, acc);
+        for (std::size_t i = 0; i < m; ++i) ++by_exp[i % 4][(ss[i] >> 23) & 0xFF];
+        // Exponent field 0 holds zeros and float32 subnormals; subnormals (x * scale below
+        // 2^-126, rare) get their bins from the leading one.
+        if (acc.sub_s != 0) {
+            for (std::size_t i = 0; i < m; ++i) {
+                const std::uint32_t smag = ss[i] & 0x7FFFFFFFu;
+                if (smag != 0 && smag < 0x00800000u) ++part.exp_hist[hist_bin(smag)];
+            }
+            acc.sub_s = 0;
+        }
+    }
+    part.exp_hist[kExpHistZeroBin] += acc.zero_s;
+    for (const auto& copy : by_exp) {
+        for (std::uint32_t e = 1; e < 255; ++e) part.exp_hist[exp_hist_bin(static_cast<int>(e) - 127)] += copy[e];
+        part.exp_hist[kExpHistNonfiniteBin] += copy[255];
+    }
+    double x2 = 0, e2 = 0;
+    for (std::size_t l = 0; l < kStatsLanes; ++l) {
+        x2 += acc.sx2[l];
+        e2 += acc.se2[l];
+    }
+    part.numel = count;
+    part.zeros = acc.zeros;
+    part.nan = acc.nan;
+    part.inf = acc.inf;
+    part.underflow = acc.under;
+    part.subnormal = acc.sub;
+    part.overflow = acc.over;
+    part.te_overflow = acc.te_over;
+    // count_nonzero(x) - count_nonzero(decode(q)): NaN counts as nonzero on both sides.
+    part.te_underflow = static_cast<std::int64_t>(acc.qzero) - static_cast<std::int64_t>(acc.zeros);
+    part.amax = float_of(acc.amax);
+    part.min_nonzero = acc.min_nonzero == 0xFFFFFFFFu ? 0.0 : float_of(acc.min_nonzero);
+    part.sum_x2 = x2;
+    part.sum_err2 = e2;
+    st.merge(part);
+}
 
 // Statistics of elements [first, first + count) (count <= kChunk), serial, in index order.
 // `index0` is the global index of `first` for stochastic rounding.
@@ -189,7 +319,7 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
     QuantStats part;
     std::uint64_t zeros = 0, nan = 0, inf = 0, under = 0, sub = 0, over = 0, te_over = 0;
     std::uint64_t nz_x = 0, nz_q = 0;
-    double amax = 0, mn = INFINITY, sx2 = 0, se2 = 0;
+    double amax = 0, mn = INFINITY, sx2[kStatsLanes] = {}, se2[kStatsLanes] = {};
     const bool stochastic = p.policy.rounding == Rounding::stochastic;
     for (std::size_t i = 0; i < count; ++i) {
         const double x = xs[i];
@@ -223,10 +353,10 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
         } else if (mag > p.max_bits) {
             over += overflows(p, float_of(s), emu::stochastic_bits(p.seed, index0 + i));
         }
-        sx2 += x * x;
+        sx2[i % kStatsLanes] += x * x;
         const double xh = dq * p.scale_inv;  // exact: a short code value times a float
         const double e = x - xh;
-        se2 += std::isfinite(xh) ? e * e : INFINITY;
+        se2[i % kStatsLanes] += std::isfinite(xh) ? e * e : INFINITY;
     }
     part.numel = count;
     part.zeros = zeros;
@@ -239,14 +369,40 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
     part.te_underflow = static_cast<std::int64_t>(nz_x) - static_cast<std::int64_t>(nz_q);
     part.amax = amax;
     part.min_nonzero = std::isinf(mn) ? 0.0 : mn;
-    part.sum_x2 = sx2;
-    part.sum_err2 = se2;
+    part.sum_x2 = 0;
+    part.sum_err2 = 0;
+    for (std::size_t l = 0; l < kStatsLanes; ++l) {
+        part.sum_x2 += sx2[l];
+        part.sum_err2 += se2[l];
+    }
     st.merge(part);
 }
 
 using RunFn = void (*)(const void*, std::size_t, std::size_t, std::uint64_t, const Prepared&, Scratch&,
                        QuantStats&);
-RunFn run_for(Wide w) {
+bool cpu_has_avx512f() {
+#if defined(FP8KIT_X86_SIMD)
+    return __builtin_cpu_supports("avx512f");
+#else
+    return false;
+#endif
+}
+
+RunFn run_for(Wide w, const Prepared& p) {
+#if defined(FP8KIT_X86_SIMD)
+    static const bool avx512 = cpu_has_avx512f();
+    if (p.sub_max_code != 0 && p.policy.rounding != Rounding::stochastic && avx512 &&
+        stats_path() == StatsPath::fast) {
+        switch (w) {
+            case Wide::f32: return run_fast<Wide::f32>;
+            case Wide::f16: return run_fast<Wide::f16>;
+            case Wide::bf16: return run_fast<Wide::bf16>;
+            case Wide::f64: break;
+        }
+    }
+#else
+    (void)p;
+#endif
     switch (w) {
         case Wide::f64: return run<Wide::f64>;
         case Wide::f16: return run<Wide::f16>;
@@ -257,6 +413,13 @@ RunFn run_for(Wide w) {
 }
 
 }  // namespace
+
+const char* stats_loop(Format format, Wide type, const Policy& policy) {
+    const Prepared p = prepare(format, 1.0f, 1.0f, policy, 0);
+    const RunFn fn = run_for(type, p);
+    return fn == run_fast<Wide::f32> || fn == run_fast<Wide::f16> || fn == run_fast<Wide::bf16> ? "avx512"
+                                                                                                 : "general";
+}
 
 double QuantStats::mse() const {
     const std::uint64_t n = finite();
@@ -298,14 +461,16 @@ QuantStats compute_stats(const void* data, Wide type, std::size_t n, const Quant
     if (!(scale_inv > 0.0f) || std::isinf(scale_inv))
         throw std::invalid_argument(fmt::format("compute_stats: scale_inv {} must be finite and > 0", scale_inv));
     const Prepared p = prepare(cfg.format, cfg.scale, scale_inv, cfg.policy, cfg.seed);
-    const RunFn fn = run_for(type);
+    const RunFn fn = run_for(type, p);
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
     std::vector<QuantStats> parts(chunks);
     // A team for a single chunk only costs: dumps hold many small tensors.
 #pragma omp parallel if (chunks > 1)
     {
         Scratch sc(kChunk);
-#pragma omp for schedule(static)
+        // Chunks go to threads as they come free (a thread that loses its core to the dump
+        // reader does not hold the other at the barrier); results are merged in chunk order.
+#pragma omp for schedule(dynamic)
         for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
             const std::size_t first = static_cast<std::size_t>(c) * kChunk;
             const std::size_t count = std::min(kChunk, n - first);
@@ -332,14 +497,29 @@ double amax_range(const void* data, std::size_t first, std::size_t count) {
     return m;
 }
 
+// float32 and bfloat16: the largest magnitude as bits (integer order is magnitude order for
+// non-negative floats; NaN patterns, above Inf's, are left out), a loop the compiler vectorizes.
+template <class T, int Shift>
+double amax_bits(const void* data, std::size_t first, std::size_t count) {
+    const auto* p = static_cast<const unsigned char*>(data) + sizeof(T) * first;
+    std::uint32_t m = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        T v;
+        std::memcpy(&v, p + sizeof(T) * i, sizeof(T));
+        const std::uint32_t a = (static_cast<std::uint32_t>(v) << Shift) & 0x7FFFFFFFu;
+        m = std::max(m, a <= 0x7F800000u ? a : 0u);
+    }
+    return float_of(m);
+}
+
 double amax_any(const void* data, Wide type, std::size_t first, std::size_t count) {
     switch (type) {
         case Wide::f64: return amax_range<Wide::f64>(data, first, count);
         case Wide::f16: return amax_range<Wide::f16>(data, first, count);
-        case Wide::bf16: return amax_range<Wide::bf16>(data, first, count);
+        case Wide::bf16: return amax_bits<std::uint16_t, 16>(data, first, count);
         case Wide::f32: break;
     }
-    return amax_range<Wide::f32>(data, first, count);
+    return amax_bits<std::uint32_t, 0>(data, first, count);
 }
 
 }  // namespace
@@ -347,7 +527,7 @@ double amax_any(const void* data, Wide type, std::size_t first, std::size_t coun
 float amax_of(const void* data, Wide type, std::size_t n) {
     double m = 0;
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) reduction(max : m) if (chunks > 1)
+#pragma omp parallel for schedule(dynamic) reduction(max : m) if (chunks > 1)
     for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
         const std::size_t first = static_cast<std::size_t>(c) * kChunk;
         const double a = amax_any(data, type, first, std::min(kChunk, n - first));
@@ -409,8 +589,8 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     out.blocks = gr * gc;
     out.scale_inv.assign(out.blocks, 0.0f);
     std::vector<QuantStats> parts(out.blocks);
-    const RunFn fn = run_for(type);
     const Prepared base = prepare(br.format, 1.0f, 1.0f, br.policy, 0);
+    const RunFn fn = run_for(type, base);
 #pragma omp parallel if (rows * cols > kChunk)
     {
         Scratch sc(kChunk);

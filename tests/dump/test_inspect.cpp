@@ -146,3 +146,110 @@ TEST_CASE("inspect: format override, block recipes, and recipes a dump cannot re
     CHECK(inspect::recipe_role(dp::Role::gradient) == Role::grad);
     CHECK(inspect::recipe_role(dp::Role::optimizer_state) == Role::input);
 }
+
+namespace {
+
+void check_same_result(const inspect::Result& a, const inspect::Result& b) {
+    CHECK(a.format == b.format);
+    CHECK(a.role == b.role);
+    CHECK(a.granularity == b.granularity);
+    CHECK(a.streamed == b.streamed);
+    CHECK(f32_bits(a.amax) == f32_bits(b.amax));
+    CHECK(f32_bits(a.scale.scale) == f32_bits(b.scale.scale));
+    CHECK(f32_bits(a.scale.scale_inv) == f32_bits(b.scale.scale_inv));
+    check_same(a.stats, b.stats, true);
+    CHECK(a.blocks.has_value() == b.blocks.has_value());
+    if (a.blocks && b.blocks) CHECK(a.blocks->scale_inv == b.blocks->scale_inv);
+}
+
+// analyse_all against analyse called tensor by tensor, with the callback's order checked.
+void check_all_against_one_by_one(dp::Dump& dump, const inspect::Options& opts) {
+    std::vector<inspect::Result> one;
+    std::vector<std::string> one_errors;
+    for (std::size_t i = 0; i < dump.tensors().size(); ++i) {
+        try {
+            one.push_back(inspect::analyse(dump, i, opts));
+            one_errors.emplace_back();
+        } catch (const std::exception& e) {
+            one.emplace_back();
+            one_errors.emplace_back(e.what());
+        }
+    }
+    std::size_t next = 0;
+    inspect::analyse_all(dump, opts, [&](std::size_t i, const inspect::Result* r, std::exception_ptr err) {
+        REQUIRE(i == next);
+        ++next;
+        INFO(dump.tensors()[i].name);
+        CHECK((r == nullptr) == (err != nullptr));
+        if (r) {
+            CHECK(one_errors[i].empty());
+            check_same_result(*r, one[i]);
+        } else {
+            try {
+                std::rethrow_exception(err);
+            } catch (const std::exception& e) {
+                CHECK(std::string(e.what()) == one_errors[i]);
+            }
+        }
+    });
+    CHECK(next == dump.tensors().size());
+}
+
+}  // namespace
+
+TEST_CASE("inspect: analyse_all (next tensor read ahead) equals analyse one by one", "[dump]") {
+    dp::Dump dump({kPath});
+    inspect::Options opts;
+    opts.recipe = parse_recipe("te-current");
+    SECTION("every tensor of the example dump, in memory") { check_all_against_one_by_one(dump, opts); }
+    SECTION("a budget where some tensors stream and some pairs do not fit together") {
+        opts.memory_bytes = 40000;  // the example's tensors are 16 to 64 KiB as delivered
+        check_all_against_one_by_one(dump, opts);
+    }
+    SECTION("a block recipe: tensors over the budget are errors, the others analysed") {
+        opts.recipe = parse_recipe("mxfp8");
+        opts.memory_bytes = 40000;
+        check_all_against_one_by_one(dump, opts);
+    }
+}
+
+TEST_CASE("inspect: analyse_all reports an unreadable tensor in its place and goes on", "[dump]") {
+    const std::string path = scratch("analyse_all_bad_middle.h5");
+    {
+        const hid_t f = h5_create(path);
+        std::vector<float> v(64);
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) - 20.5f;
+        H5Dclose(h5_write(f, "a_good", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {64}, v.data()));
+        const hid_t dcpl = h5_chunked({32}, false, 1);
+        const hid_t d = h5_write(f, "b_corrupt", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {64}, v.data(), dcpl);
+        const hsize_t off = 32;
+        const char garbage[16] = "not deflate!!!!";
+        REQUIRE(H5Dwrite_chunk(d, H5P_DEFAULT, 0, &off, sizeof garbage, garbage) >= 0);
+        H5Dclose(d);
+        H5Pclose(dcpl);
+        H5Dclose(h5_write(f, "c_good", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {64}, v.data()));
+        H5Fclose(f);
+    }
+    dp::Dump dump({path});
+    REQUIRE(dump.tensors().size() == 3);
+    inspect::Options opts;
+    opts.recipe = parse_recipe("te-current");
+    std::vector<std::string> seen;
+    inspect::analyse_all(dump, opts, [&](std::size_t i, const inspect::Result* r, std::exception_ptr err) {
+        if (r) {
+            seen.push_back(dump.tensors()[i].name + " ok");
+            CHECK(r->stats.numel == 64);
+            return;
+        }
+        try {
+            std::rethrow_exception(err);
+        } catch (const dp::DumpError& e) {
+            seen.push_back(dump.tensors()[i].name + " error");
+            CHECK(e.file == path);
+            CHECK(e.name == "b_corrupt");
+            CHECK_THAT(e.message, Catch::Contains("cannot read elements"));
+        }
+    });
+    CHECK(seen == std::vector<std::string>{"a_good ok", "b_corrupt error", "c_good ok"});
+    check_all_against_one_by_one(dump, opts);
+}

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fp8kit/emu/emu.hpp"
@@ -403,5 +404,88 @@ TEST_CASE("block statistics against a per-tile brute force", "[lib][stats]") {
     CHECK(same_bits(a.total.sum_err2, b.total.sum_err2));
     CHECK(same_bits(a.total.sum_x2, b.total.sum_x2));
     CHECK(same_bits(a.dr_mean, b.dr_mean));
+    CHECK(a.scale_inv == b.scale_inv);
+}
+
+namespace {
+
+void check_identical(const QuantStats& a, const QuantStats& b) {
+    CHECK(a.numel == b.numel);
+    CHECK(a.zeros == b.zeros);
+    CHECK(a.nan == b.nan);
+    CHECK(a.inf == b.inf);
+    CHECK(a.underflow == b.underflow);
+    CHECK(a.subnormal == b.subnormal);
+    CHECK(a.overflow == b.overflow);
+    CHECK(a.te_underflow == b.te_underflow);
+    CHECK(a.te_overflow == b.te_overflow);
+    CHECK(same_bits(a.amax, b.amax));
+    CHECK(same_bits(a.min_nonzero, b.min_nonzero));
+    CHECK(same_bits(a.sum_x2, b.sum_x2));
+    CHECK(same_bits(a.sum_err2, b.sum_err2));
+    CHECK(a.exp_hist == b.exp_hist);
+}
+
+// compute_stats under the fast loop and under the general one.
+template <class T>
+void check_paths(const std::vector<T>& v, Wide w, const QuantConfig& c) {
+    set_stats_path(StatsPath::fast);
+    const QuantStats fast = compute_stats(v.data(), w, v.size(), c);
+    set_stats_path(StatsPath::general);
+    const QuantStats general = compute_stats(v.data(), w, v.size(), c);
+    set_stats_path(StatsPath::fast);
+    check_identical(fast, general);
+}
+
+}  // namespace
+
+// The fast loop (AVX-512) adds its sums in the same lanes and order as the general loop, so every
+// number, sums included, must be bit for bit the same. Both are also checked against the brute
+// force above (the default path is the fast one where the CPU has AVX-512).
+TEST_CASE("fast and general statistics loops give identical bits", "[lib][stats]") {
+    const char* loop = stats_loop(Format::e4m3, Wide::f32, kSat);
+    if (std::string(loop) != "avx512")
+        WARN("this CPU has no AVX-512: the fast loop is not used here, both runs take the general loop");
+    auto v = random_floats(200003, 11);  // several chunks and a ragged tail
+    const auto adv = adversarial(1.0f);
+    for (std::size_t i = 0; i < adv.size(); ++i) v[i * 997] = adv[i];
+    for (std::size_t i = 0; i < 3000; ++i) v[150000 + i] = from_bits(static_cast<std::uint32_t>(i * 2654435761u));
+    std::vector<std::uint16_t> all16(65536 * 2 + 5);
+    for (std::size_t i = 0; i < all16.size(); ++i) all16[i] = static_cast<std::uint16_t>(i * 40503u);
+    const Rounding roundings[] = {Rounding::nearest_even, Rounding::nearest_away, Rounding::toward_zero,
+                                  Rounding::toward_positive, Rounding::toward_negative};
+    const Overflow overflows[] = {Overflow::saturate_all, Overflow::saturate_finite, Overflow::no_saturate};
+    const NanEncoding nans[] = {NanEncoding::canonical, NanEncoding::signed_all_ones, NanEncoding::signed_quiet};
+    for (Format f : {Format::e4m3, Format::e5m2}) {
+        for (Rounding ro : roundings) {
+            for (Overflow ov : overflows) {
+                for (NanEncoding ne : nans) {
+                    const Policy p{ro, ov, ne};
+                    // 3: fl32 products round; 2^-120: float32-subnormal scaled values; 2^100: overflow.
+                    for (float scale : {1.0f, 3.0f, 0x1p-120f, 0x1p100f}) {
+                        INFO(name(f) << " " << name(ro) << " " << name(ov) << " " << name(ne) << " scale " << scale);
+                        check_paths(v, Wide::f32, {f, scale, p});
+                        check_paths(all16, Wide::bf16, {f, scale, p});
+                        check_paths(all16, Wide::f16, {f, scale, p});
+                    }
+                }
+            }
+        }
+    }
+    // Short arrays: every tail length of the 16-wide kernel.
+    for (std::size_t n = 0; n <= 40; ++n) {
+        INFO("n = " << n);
+        const std::vector<float> s(v.begin() + 1000, v.begin() + 1000 + static_cast<std::ptrdiff_t>(n));
+        check_paths(s, Wide::f32, {Format::e4m3, 3.0f, kSat});
+    }
+    // Block statistics take the same loops on row pieces (MX: 32 elements).
+    const RecipeSpec mx = parse_recipe("mxfp8");
+    const BlockRecipe br = block_recipe(mx, Role::input, 300);
+    set_stats_path(StatsPath::fast);
+    const BlockStats a = compute_block_stats(v.data(), Wide::f32, 600, 300, br);
+    set_stats_path(StatsPath::general);
+    const BlockStats b = compute_block_stats(v.data(), Wide::f32, 600, 300, br);
+    set_stats_path(StatsPath::fast);
+    check_identical(a.total, b.total);
     CHECK(a.scale_inv == b.scale_inv);
 }

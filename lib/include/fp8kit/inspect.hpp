@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
+#include <functional>
 #include <optional>
 
 #include "fp8kit/dump.hpp"
@@ -40,5 +42,13 @@ struct Result {
 // Analyses d.tensors()[i]. Throws dump::DumpError (unreadable data) or std::invalid_argument
 // (the recipe cannot be applied, e.g. a block recipe on a tensor larger than memory_bytes).
 Result analyse(dump::Dump& d, std::size_t i, const Options& opts);
+
+// Every tensor of d in order, as analyse would give it, with tensor i + 1 read by a second thread
+// while the statistics of tensor i are computed (when both fit in opts.memory_bytes together).
+// done(i, result, nullptr) or done(i, nullptr, error) is called once per tensor, in index order,
+// on the calling thread; error holds what analyse would have thrown. Throws what check_recipe
+// throws.
+using Done = std::function<void(std::size_t i, const Result* result, std::exception_ptr error)>;
+void analyse_all(dump::Dump& d, const Options& opts, const Done& done);
 
 }  // namespace fp8kit::inspect

@@ -58,6 +58,18 @@ struct QuantConfig {
     std::uint64_t seed = 0;  // stochastic rounding: element i draws emu::stochastic_bits(seed, i)
 };
 
+// The element loop compute_stats and compute_block_stats use. `fast` (the default) serves
+// float32, bfloat16 and float16 inputs under deterministic rounding with branch-free integer
+// tests on the bits and 8 interleaved binary64 accumulators per sum; everything else, and all of
+// it under `general`, goes through the per-element loop the fast one is tested against. Counts,
+// amax, min_nonzero and histograms are identical; the sums may differ in their last bits
+// (different addition order). For tests and benchmarks; process-wide.
+enum class StatsPath { fast, general };
+void set_stats_path(StatsPath p);
+StatsPath stats_path();
+// The loop compute_stats would use now for these inputs: "avx512" or "general".
+const char* stats_loop(Format format, Wide type, const Policy& policy);
+
 // All statistics of n elements of `type` (raw bits) cast with `cfg`.
 QuantStats compute_stats(const void* data, Wide type, std::size_t n, const QuantConfig& cfg);
 
