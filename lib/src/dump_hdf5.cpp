@@ -1,18 +1,28 @@
 // HDF5 dumps: every numeric dataset of any group hierarchy is a tensor.
 //
-// Only calls whose signature is the same in HDF5 1.10.3 .. 1.14 are used: numbered ones (H5Dopen2,
+// Only calls whose signature is the same in HDF5 1.10.5 .. 1.14 are used: numbered ones (H5Dopen2,
 // H5Ovisit2, H5Pget_filter2, H5Eset_auto2, H5Ewalk2), with H5_USE_110_API (lib/CMakeLists.txt)
 // mapping H5O_info_t / H5O_iterate_t to their 1.10 layouts on 1.12+.
 #include <hdf5.h>
+#if defined(__unix__)
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <mutex>
 
 #include <fmt/format.h>
 
 #include "dump_internal.hpp"
+#include "hdf5_filters.hpp"
 
 namespace fp8kit::dump::detail {
 namespace {
@@ -270,7 +280,18 @@ Plan plan_dataset(hid_t dset) {
     return p;
 }
 
+// Where a listing in a child process reports progress (one byte per object), -1 elsewhere.
+int g_progress_fd = -1;
+
+void report_progress() {
+    if (g_progress_fd >= 0) {
+        const char dot = '.';
+        (void)!::write(g_progress_fd, &dot, 1);
+    }
+}
+
 herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* data) {
+    report_progress();
     if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(data)->push_back(name);
     return 0;
 }
@@ -286,7 +307,10 @@ public:
         // H5Ovisit visits each object once, however many hard links reach it (no cycles).
         if (H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC) < 0)
             errors_.push_back({path, "", "could not list every object (file corrupt?): " + hdf5_detail()});
-        for (const auto& n : names) list(n);
+        for (const auto& n : names) {
+            report_progress();
+            list(n);
+        }
     }
 
     void read(const TensorInfo& t, const ChunkFn& fn) override {
@@ -358,6 +382,8 @@ public:
             }
         }
 
+        if (rank > 0 && read_chunks_directly(t, dset.get(), plan, chunk, fn)) return;
+
         const std::uint64_t max_run = rank > 0 ? run * inner : 1;
         buf_.resize(static_cast<std::size_t>(max_run) * ssize);
         std::vector<hsize_t> start(rank, 0), count(rank, 1);
@@ -394,6 +420,114 @@ public:
     }
 
 private:
+    // Chunked datasets compressed with deflate and/or shuffle (what h5py and torch dumps use) are
+    // read chunk by chunk with H5Dread_chunk and decoded by hdf5_filters.cpp, which demands that
+    // each chunk decode to exactly its size (libhdf5 1.10 does not check, and over-reads its own
+    // buffer on a short chunk). Slabs are whole rows of chunks along dimension 0, so each chunk is
+    // decoded once. Returns false, having read nothing, where this does not apply (other filters,
+    // a type conversion, or a row of chunks over 64 MiB): then H5Dread does the work.
+    bool read_chunks_directly(const TensorInfo& t, hid_t dset, const Plan& plan,
+                              const std::vector<hsize_t>& chunk, const ChunkFn& fn) {
+        auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
+        Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+        Handle ftype(H5Dget_type(dset), H5Tclose);
+        if (!dcpl.ok() || !ftype.ok() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return false;
+        if (H5Tequal(ftype.get(), plan.mem_type.get()) <= 0) return false;
+        const int nfilters = H5Pget_nfilters(dcpl.get());
+        if (nfilters <= 0 || nfilters > 2) return false;
+        std::vector<FilterStep> pipeline;
+        for (int i = 0; i < nfilters; ++i) {
+            unsigned flags = 0, config = 0, cd[4] = {};
+            std::size_t ncd = 4;
+            const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &ncd, cd, 0,
+                                                   nullptr, &config);
+            if (id == H5Z_FILTER_DEFLATE) pipeline.push_back({FilterStep::deflate, 1});
+            else if (id == H5Z_FILTER_SHUFFLE && ncd >= 1) pipeline.push_back({FilterStep::shuffle, cd[0]});
+            else return false;
+        }
+        const int rank = static_cast<int>(plan.dims.size());
+        const std::size_t ssize = stored_size(plan.dtype);
+        std::uint64_t inner = 1, chunk_elems = 1;
+        for (int d = 1; d < rank; ++d) inner *= plan.dims[d];
+        for (int d = 0; d < rank; ++d) chunk_elems *= chunk[d];
+        const std::uint64_t row_elems = std::min<hsize_t>(chunk[0], plan.dims[0]) * inner;
+        constexpr std::uint64_t kMaxRowBytes = std::uint64_t(64) << 20;
+        if (chunk_elems == 0 || row_elems * ssize > std::max<std::uint64_t>(kMaxRowBytes, opts_.chunk_bytes) ||
+            chunk_elems * ssize > kMaxRowBytes)
+            return false;
+        const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_elems * ssize);
+        // Chunks never written read as the fill value.
+        std::vector<unsigned char> fill(ssize, 0);
+        H5D_fill_value_t fill_state = H5D_FILL_VALUE_UNDEFINED;
+        if (H5Pfill_value_defined(dcpl.get(), &fill_state) >= 0 && fill_state != H5D_FILL_VALUE_UNDEFINED)
+            H5Pget_fill_value(dcpl.get(), plan.mem_type.get(), fill.data());
+        H5Eclear2(H5E_DEFAULT);
+
+        std::vector<hsize_t> grid(rank), idx(rank, 0), offset(rank, 0), ext(rank), row(rank, 0);
+        for (int d = 0; d < rank; ++d) grid[d] = (plan.dims[d] + chunk[d] - 1) / chunk[d];
+        const std::size_t budget = elements_per_read(plan.dtype, opts_);
+        chunk_buf_.resize(chunk_bytes);
+        std::uint64_t first = 0;
+        for (hsize_t c0 = 0; c0 < grid[0]; ++c0) {
+            const hsize_t r0 = c0 * chunk[0], rows = std::min<hsize_t>(chunk[0], plan.dims[0] - r0);
+            const std::uint64_t slab_elems = rows * inner;
+            buf_.resize(static_cast<std::size_t>(slab_elems * ssize));
+            std::fill(idx.begin(), idx.end(), 0);
+            idx[0] = c0;
+            for (;;) {  // every chunk of this row: odometer over dims 1..rank-1 of the grid
+                for (int d = 0; d < rank; ++d) {
+                    offset[d] = idx[d] * chunk[d];
+                    ext[d] = std::min<hsize_t>(chunk[d], plan.dims[d] - offset[d]);
+                }
+                const std::string where = fmt::format("chunk at [{}]", fmt::join(offset, ", "));
+                unsigned mask = 0;
+                haddr_t addr = HADDR_UNDEF;
+                hsize_t stored = 0;
+                if (H5Dget_chunk_info_by_coord(dset, offset.data(), &mask, &addr, &stored) < 0)
+                    throw err(fmt::format("cannot locate {}: {}", where, hdf5_detail()));
+                if (addr == HADDR_UNDEF) {
+                    for (std::size_t b = 0; b < chunk_bytes; b += ssize) std::memcpy(&chunk_buf_[b], fill.data(), ssize);
+                } else {
+                    if (stored > (std::uint64_t(4) << 30))
+                        throw err(fmt::format("{} claims {} stored bytes: corrupt file", where, static_cast<std::uint64_t>(stored)));
+                    raw_.resize(static_cast<std::size_t>(stored));
+                    std::uint32_t read_mask = 0;
+                    if (H5Dread_chunk(dset, H5P_DEFAULT, offset.data(), &read_mask, raw_.data()) < 0)
+                        throw err(fmt::format("cannot read {}: {}", where, hdf5_detail()));
+                    const std::string bad = decode_chunk(pipeline, read_mask, raw_.data(), raw_.size(),
+                                                         chunk_bytes, decode_scratch_, chunk_buf_.data());
+                    if (!bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where, bad));
+                }
+                // Copy the part of the chunk inside the dataset: runs along the last dimension.
+                std::fill(row.begin(), row.end(), 0);
+                const hsize_t run = ext[rank - 1];
+                for (;;) {
+                    std::uint64_t src = 0, dst = 0;
+                    for (int d = 0; d < rank - 1; ++d) {
+                        src = src * chunk[d] + row[d];
+                        dst = dst * plan.dims[d] + (d == 0 ? row[0] : offset[d] + row[d]);
+                    }
+                    src *= chunk[rank - 1];
+                    dst = dst * plan.dims[rank - 1] + (rank == 1 ? 0 : offset[rank - 1]);
+                    std::memcpy(&buf_[static_cast<std::size_t>(dst * ssize)], &chunk_buf_[static_cast<std::size_t>(src * ssize)],
+                                static_cast<std::size_t>(run * ssize));
+                    int d = rank - 2;
+                    while (d >= 0 && ++row[d] == ext[d]) row[d--] = 0;
+                    if (d < 0) break;
+                }
+                int d = rank - 1;
+                while (d >= 1 && ++idx[d] == grid[d]) idx[d--] = 0;
+                if (d < 1) break;
+            }
+            for (std::uint64_t p = 0; p < slab_elems; p += budget) {
+                const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, slab_elems - p));
+                deliver(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
+            }
+            first += slab_elems;
+        }
+        return true;
+    }
+
     void list(const std::string& name) {
         Handle d(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
         if (!d.ok()) {
@@ -436,11 +570,88 @@ private:
     ReadOptions opts_;
     Handle file_;
     std::vector<std::uint8_t> buf_, scratch_;
+    std::vector<unsigned char> raw_, chunk_buf_, decode_scratch_;  // read_chunks_directly
 };
 
 }  // namespace
 
+namespace {
+
+// libhdf5 1.10 can crash on corrupt metadata while a file is listed: H5HG_read trusts the size of
+// an object in a global heap collection, where variable-length string attributes ('dtype',
+// 'role') live, and a flipped byte there makes it copy gigabytes (SIGSEGV inside H5Aread; found
+// by tests/corrupt). No API reads such an attribute without that code, so the listing is first
+// done in a child process. Returns why the child did not finish, or "" when it did (the listing
+// is then repeated here, on the same bytes, with the same result).
+std::string listing_crashes(const std::string& path, const ReadOptions& opts) {
+#if defined(__unix__)
+    if (opts.hdf5_listing_timeout_ms == 0) return "";
+    int fds[2];
+    if (::pipe(fds) != 0) return "";  // no pipe to spare: list without the guard
+    const pid_t pid = fork();
+    if (pid == 0) {
+        // The child: stderr to /dev/null (a sanitizer's report of libhdf5's own crash would
+        // land there), list while reporting progress, and leave without running exit handlers
+        // or flushing stdio.
+        ::close(fds[0]);
+        const int null_fd = ::open("/dev/null", O_WRONLY);
+        if (null_fd >= 0) ::dup2(null_fd, STDERR_FILENO);
+        g_progress_fd = fds[1];
+        try {
+            Hdf5Source probe(path, opts);
+        } catch (...) {
+            // An error is an answer too: the parent reports it from its own listing.
+        }
+        _exit(0);
+    }
+    ::close(fds[1]);
+    if (pid < 0) {
+        ::close(fds[0]);
+        return "";
+    }
+    // Wait for the end of the pipe (the child exited), giving up after a silence of the limit.
+    bool hung = false;
+    for (;;) {
+        pollfd p{fds[0], POLLIN, 0};
+        const int r = ::poll(&p, 1, static_cast<int>(opts.hdf5_listing_timeout_ms));
+        if (r < 0 && errno == EINTR) continue;
+        if (r == 0) {
+            hung = true;
+            break;
+        }
+        char buf[256];
+        const ssize_t n = r > 0 ? ::read(fds[0], buf, sizeof buf) : 0;
+        if (n <= 0 && !(n < 0 && errno == EINTR)) break;
+    }
+    ::close(fds[0]);
+    if (hung) ::kill(pid, SIGKILL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) return "";
+    }
+    if (hung)
+        return fmt::format("libhdf5 made no progress for {} s while listing the file's objects (a loop "
+                           "in corrupt metadata): stopped",
+                           opts.hdf5_listing_timeout_ms / 1000.0);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+    if (WIFSIGNALED(status))
+        return fmt::format("libhdf5 crashed ({}) while listing the file's objects: its metadata is "
+                           "corrupt",
+                           strsignal(WTERMSIG(status)));
+    return fmt::format("libhdf5 stopped (exit status {}) while listing the file's objects: its metadata "
+                       "is corrupt",
+                       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+#else
+    (void)path, (void)opts;
+    return "";
+#endif
+}
+
+}  // namespace
+
 std::unique_ptr<Source> open_hdf5(const std::string& path, const ReadOptions& opts) {
+    const std::string crash = listing_crashes(path, opts);
+    if (!crash.empty()) throw DumpError(path, "", crash);
     return std::make_unique<Hdf5Source>(path, opts);
 }
 

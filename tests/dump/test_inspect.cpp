@@ -247,7 +247,7 @@ TEST_CASE("inspect: analyse_all reports an unreadable tensor in its place and go
             seen.push_back(dump.tensors()[i].name + " error");
             CHECK(e.file == path);
             CHECK(e.name == "b_corrupt");
-            CHECK_THAT(e.message, Catch::Contains("cannot read elements"));
+            CHECK_THAT(e.message, Catch::Contains("chunk at [32]: its deflate stream is corrupt"));
         }
     });
     CHECK(seen == std::vector<std::string>{"a_good ok", "b_corrupt error", "c_good ok"});

@@ -84,6 +84,10 @@ struct ReadOptions {
     // small multiple of this plus HDF5's chunk cache (capped at hdf5_cache_bytes).
     std::size_t chunk_bytes = std::size_t(16) << 20;
     std::size_t hdf5_cache_bytes = std::size_t(128) << 20;
+    // HDF5 files are listed first in a child process, because libhdf5 1.10 can crash or loop
+    // forever on corrupt metadata; a child that crashes, or reports no progress for this long,
+    // makes the file an error and the file is not listed here. 0: no child process.
+    unsigned hdf5_listing_timeout_ms = 20000;
 };
 
 // One open file.
