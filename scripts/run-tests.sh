@@ -12,10 +12,7 @@ echo "== ctest"
 # slower under UBSan), then every libFuzzer harness for a bounded time.
 echo "== sanitizer build (build-asan: address,undefined) and ctest -LE exhaustive"
 scripts/build-asan.sh
-# Left out here (it runs in the normal build above): one corrupt-HDF5 case where Debian's libhdf5
-# 1.10 itself reads past its own buffer for a flipped object-header byte (H5D__select_read ->
-# H5VM_memcpyvv, docs/hardening.md); AddressSanitizer stops the process inside the library.
-(cd build-asan && ctest --output-on-failure -j"$(nproc)" -LE exhaustive -E "HDF5: flipped bytes in the superblock")
+(cd build-asan && ctest --output-on-failure -j"$(nproc)" -LE exhaustive)
 echo "== fuzzing (${FP8KIT_FUZZ_SECONDS:-30} s per harness)"
 scripts/run-fuzz.sh "${FP8KIT_FUZZ_SECONDS:-30}"
 echo "== Python module: pip install into .venv"
