@@ -146,33 +146,16 @@ void analyse_all(dump::Dump& d, const Options& opts, const Done& done) {
     // statistics threads idle, and they it). Only that thread touches `d` while a read is in
     // flight. Both buffers together stay within opts.memory_bytes.
     std::vector<unsigned char> buf[2];
-    struct Pending {
-        std::future<void> read;
-        std::size_t index = 0;
-        int slot = 0;
-    };
-    std::optional<Pending> ahead;
-    auto start = [&](std::size_t i, int slot) {
-        Pending p;
-        p.index = i;
-        p.slot = slot;
-        const std::size_t held = buf[1 - slot].size(), limit = opts.memory_bytes;
-        p.read = std::async(std::launch::async,
-                            [&d, &buf, i, slot, held, limit] { load_whole(d, i, buf[slot], held, limit); });
-        ahead = std::move(p);
-    };
-    int slot = 0;
+    int slot = 0;             // buf[slot] holds tensor i
+    std::future<void> next;   // valid while tensor i + 1 is being read into buf[1 - slot]
     for (std::size_t i = 0; i < n; ++i) {
         const dump::TensorInfo& t = d.tensors()[i];
         std::exception_ptr failed;
         std::optional<Result> res;
-        const bool read_ahead = ahead && ahead->index == i;
         try {
-            if (read_ahead) {
-                slot = ahead->slot;
-                std::future<void> f = std::move(ahead->read);
-                ahead.reset();
-                f.get();  // rethrows the reader's DumpError
+            if (next.valid()) {
+                slot = 1 - slot;
+                next.get();  // rethrows the reader's DumpError
             } else if (fits(t, opts)) {
                 std::vector<unsigned char>().swap(buf[1 - slot]);  // nothing in flight: not needed
                 load_whole(d, i, buf[slot]);
@@ -182,8 +165,12 @@ void analyse_all(dump::Dump& d, const Options& opts, const Done& done) {
         }
         // Start reading the next tensor before the statistics of this one, when both fit.
         if (i + 1 < n && fits(t, opts) && fits(d.tensors()[i + 1], opts) &&
-            buf[slot].size() + bytes_of(d.tensors()[i + 1]) <= opts.memory_bytes)
-            start(i + 1, 1 - slot);
+            buf[slot].size() + bytes_of(d.tensors()[i + 1]) <= opts.memory_bytes) {
+            std::vector<unsigned char>& into = buf[1 - slot];
+            const std::size_t held = buf[slot].size(), limit = opts.memory_bytes;
+            next = std::async(std::launch::async,
+                              [&d, &into, i, held, limit] { load_whole(d, i + 1, into, held, limit); });
+        }
         if (!failed) {
             try {
                 res = fits(t, opts) ? analyse_whole(t, buf[slot].data(), opts) : analyse_streamed(d, i, opts);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "float_bits.hpp"
+#include "fp8kit/emu/emu.hpp"
 #include "fp8kit/format_info.hpp"
 #include "fp8kit/recipes.hpp"
 
@@ -33,7 +34,12 @@ float pow2f(int e) {
 
 }  // namespace
 
-float fp8_max(Format f) { return static_cast<float>(format_info(f).max_finite); }
+// Called per block by the block recipes: decode the one code rather than build format_info.
+float fp8_max(Format f) {
+    return emu::with_format(f, [&](auto fmt) {
+        return static_cast<float>(decode_value(f, static_cast<std::uint8_t>(decltype(fmt)::max_finite_code)));
+    });
+}
 
 float te_current_scale(float amax, float fmax, float eps, bool pow2, float value_for_inf) {
     if (amax < eps) amax = eps;  // NaN compares false and is handled next

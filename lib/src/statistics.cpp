@@ -200,12 +200,45 @@ struct Elem<Wide::f16> {
     }
 };
 
+// QuantStats without the histogram: what one call of an element loop adds up. The loops count
+// the histogram into a per-thread Hist (integer counts: any order gives the same), so a short
+// run (a 1 x 32 MX block) does not zero and merge 279 bins, and results kept per block are small.
+struct Scalars {
+    std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0, overflow = 0;
+    std::int64_t te_underflow = 0;
+    std::uint64_t te_overflow = 0;
+    double amax = 0, min_nonzero = 0, sum_x2 = 0, sum_err2 = 0;
+};
+
+// The merge rules for everything but the histogram; each side a Scalars or a QuantStats.
+template <class T, class S>
+void merge_scalars(T& st, const S& o) {
+    st.numel += o.numel;
+    st.zeros += o.zeros;
+    st.nan += o.nan;
+    st.inf += o.inf;
+    st.underflow += o.underflow;
+    st.subnormal += o.subnormal;
+    st.overflow += o.overflow;
+    st.te_underflow += o.te_underflow;
+    st.te_overflow += o.te_overflow;
+    if (o.amax > st.amax) st.amax = o.amax;
+    if (o.min_nonzero != 0.0 && (st.min_nonzero == 0.0 || o.min_nonzero < st.min_nonzero))
+        st.min_nonzero = o.min_nonzero;
+    st.sum_x2 += o.sum_x2;
+    st.sum_err2 += o.sum_err2;
+}
+
+// Per-thread buffers for runs of at most `n` elements, with room for the 16-element reads of
+// simd::stats_avx512 past the end of a run.
+using Hist = std::array<std::uint64_t, kExpHistBins>;
+
 struct Scratch {
     std::vector<double> x;
     std::vector<std::uint32_t> s;
     std::vector<std::uint8_t> q;
     std::vector<std::uint32_t> xb;  // fast path: float32 bits of the inputs of one tile
-    explicit Scratch(std::size_t n) : x(n), s(n), q(n), xb(n) {}
+    explicit Scratch(std::size_t n) : x(n + 16), s(n + 16), q(n + 16), xb(n + 16) {}
 };
 
 // float32 bits of every float16 pattern, from the reference conversion (exact), built once.
@@ -242,44 +275,52 @@ void load_bits(const void* d, std::size_t first, std::size_t m, std::uint32_t* o
 
 template <Wide W>
 void run_fast(const void* data, std::size_t first, std::size_t count, std::uint64_t,
-              const Prepared& p, Scratch& sc, QuantStats& st) {
+              const Prepared& p, Scratch& sc, Scalars& into, Hist& hist) {
     std::uint32_t* xs = sc.xb.data();
     std::uint32_t* ss = sc.s.data();
     std::uint8_t* qs = sc.q.data();
     // Exponent field of s, counted in 4 copies (element i in copy i % 4): neighbouring values
-    // share an exponent, and a single counter would chain every increment through memory.
-    std::uint32_t by_exp[4][256] = {};  // count <= kChunk fits 32 bits
+    // share an exponent, and a single counter would chain every increment through memory. Short
+    // runs count straight into hist instead (zeroing and adding up the copies would cost more).
+    const bool copies = count >= 1024;
+    std::uint32_t by_exp[4][256];  // count <= kChunk fits 32 bits
+    if (copies) std::memset(by_exp, 0, sizeof by_exp);
     simd::StatsAcc acc;
     const simd::StatsConsts c{p.scale_inv, p.te_threshold_bits, p.limit[0], p.limit[1], p.sub_max_code,
                               p.dec_err};
     const float scale = p.scale;
-    QuantStats part;
     for (std::size_t t0 = 0; t0 < count; t0 += kTile) {
         const std::size_t m = std::min(kTile, count - t0);
         load_bits<W>(data, first + t0, m, xs);
         for (std::size_t i = 0; i < m; ++i) ss[i] = bits_of(float_of(xs[i]) * scale);
         detail::encode_array_serial(p.format, Wide::f32, ss, qs, m, p.policy);
         simd::stats_avx512(c, xs, ss, qs, m, acc);
+        if (!copies) {
+            for (std::size_t i = 0; i < m; ++i) ++hist[hist_bin(ss[i])];
+            continue;
+        }
         for (std::size_t i = 0; i < m; ++i) ++by_exp[i % 4][(ss[i] >> 23) & 0xFF];
         // Exponent field 0 holds zeros and float32 subnormals; subnormals (x * scale below
         // 2^-126, rare) get their bins from the leading one.
         if (acc.sub_s != 0) {
             for (std::size_t i = 0; i < m; ++i) {
                 const std::uint32_t smag = ss[i] & 0x7FFFFFFFu;
-                if (smag != 0 && smag < 0x00800000u) ++part.exp_hist[hist_bin(smag)];
+                if (smag != 0 && smag < 0x00800000u) ++hist[hist_bin(smag)];
             }
             acc.sub_s = 0;
         }
     }
-    part.exp_hist[kExpHistZeroBin] += acc.zero_s;
-    for (const auto& copy : by_exp) {
-        for (std::uint32_t e = 1; e < 255; ++e) part.exp_hist[exp_hist_bin(static_cast<int>(e) - 127)] += copy[e];
-        part.exp_hist[kExpHistNonfiniteBin] += copy[255];
+    if (copies) {
+        hist[kExpHistZeroBin] += acc.zero_s;
+        for (const auto& copy : by_exp) {
+            for (std::uint32_t e = 1; e < 255; ++e) hist[exp_hist_bin(static_cast<int>(e) - 127)] += copy[e];
+            hist[kExpHistNonfiniteBin] += copy[255];
+        }
     }
-    double x2 = 0, e2 = 0;
+    Scalars part;
     for (std::size_t l = 0; l < kStatsLanes; ++l) {
-        x2 += acc.sx2[l];
-        e2 += acc.se2[l];
+        part.sum_x2 += acc.sx2[l];
+        part.sum_err2 += acc.se2[l];
     }
     part.numel = count;
     part.zeros = acc.zeros;
@@ -293,16 +334,14 @@ void run_fast(const void* data, std::size_t first, std::size_t count, std::uint6
     part.te_underflow = static_cast<std::int64_t>(acc.qzero) - static_cast<std::int64_t>(acc.zeros);
     part.amax = float_of(acc.amax);
     part.min_nonzero = acc.min_nonzero == 0xFFFFFFFFu ? 0.0 : float_of(acc.min_nonzero);
-    part.sum_x2 = x2;
-    part.sum_err2 = e2;
-    st.merge(part);
+    merge_scalars(into, part);
 }
 
 // Statistics of elements [first, first + count) (count <= kChunk), serial, in index order.
 // `index0` is the global index of `first` for stochastic rounding.
 template <Wide W>
 void run(const void* data, std::size_t first, std::size_t count, std::uint64_t index0,
-         const Prepared& p, Scratch& sc, QuantStats& st) {
+         const Prepared& p, Scratch& sc, Scalars& into, Hist& hist) {
     double* xs = sc.x.data();
     std::uint32_t* ss = sc.s.data();
     std::uint8_t* qs = sc.q.data();
@@ -316,7 +355,7 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
                                 sr ? emu::stochastic_bits(p.seed, index0 + i) : 0);
     }
 
-    QuantStats part;
+    Scalars part;
     std::uint64_t zeros = 0, nan = 0, inf = 0, under = 0, sub = 0, over = 0, te_over = 0;
     std::uint64_t nz_x = 0, nz_q = 0;
     double amax = 0, mn = INFINITY, sx2[kStatsLanes] = {}, se2[kStatsLanes] = {};
@@ -327,7 +366,7 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
         const std::uint8_t q = qs[i];
         const double ax = std::fabs(x);
         const double dq = p.dec[q];
-        ++part.exp_hist[hist_bin(s)];
+        ++hist[hist_bin(s)];
         nz_x += x != 0.0 || x != x;  // count_nonzero counts NaN
         nz_q += dq != 0.0 || dq != dq;
         if (!(ax <= DBL_MAX)) {  // NaN or Inf input: counted, kept out of every sum
@@ -369,17 +408,15 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
     part.te_underflow = static_cast<std::int64_t>(nz_x) - static_cast<std::int64_t>(nz_q);
     part.amax = amax;
     part.min_nonzero = std::isinf(mn) ? 0.0 : mn;
-    part.sum_x2 = 0;
-    part.sum_err2 = 0;
     for (std::size_t l = 0; l < kStatsLanes; ++l) {
         part.sum_x2 += sx2[l];
         part.sum_err2 += se2[l];
     }
-    st.merge(part);
+    merge_scalars(into, part);
 }
 
 using RunFn = void (*)(const void*, std::size_t, std::size_t, std::uint64_t, const Prepared&, Scratch&,
-                       QuantStats&);
+                       Scalars&, Hist&);
 bool cpu_has_avx512f() {
 #if defined(FP8KIT_X86_SIMD)
     return __builtin_cpu_supports("avx512f");
@@ -438,19 +475,7 @@ double QuantStats::dynamic_range_binades() const {
 }
 
 void QuantStats::merge(const QuantStats& o) {
-    numel += o.numel;
-    zeros += o.zeros;
-    nan += o.nan;
-    inf += o.inf;
-    underflow += o.underflow;
-    subnormal += o.subnormal;
-    overflow += o.overflow;
-    te_underflow += o.te_underflow;
-    te_overflow += o.te_overflow;
-    if (o.amax > amax) amax = o.amax;
-    if (o.min_nonzero != 0.0 && (min_nonzero == 0.0 || o.min_nonzero < min_nonzero)) min_nonzero = o.min_nonzero;
-    sum_x2 += o.sum_x2;
-    sum_err2 += o.sum_err2;
+    merge_scalars(*this, o);
     for (std::size_t b = 0; b < kExpHistBins; ++b) exp_hist[b] += o.exp_hist[b];
 }
 
@@ -463,22 +488,24 @@ QuantStats compute_stats(const void* data, Wide type, std::size_t n, const Quant
     const Prepared p = prepare(cfg.format, cfg.scale, scale_inv, cfg.policy, cfg.seed);
     const RunFn fn = run_for(type, p);
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
-    std::vector<QuantStats> parts(chunks);
-    // A team for a single chunk only costs: dumps hold many small tensors.
+    std::vector<Scalars> parts(chunks);
+    QuantStats total;
 #pragma omp parallel if (chunks > 1)
     {
-        Scratch sc(kChunk);
+        Scratch sc(std::min(kChunk, n));  // dumps hold many small tensors
+        Hist hist{};
         // Chunks go to threads as they come free (a thread that loses its core to the dump
         // reader does not hold the other at the barrier); results are merged in chunk order.
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
             const std::size_t first = static_cast<std::size_t>(c) * kChunk;
             const std::size_t count = std::min(kChunk, n - first);
-            fn(data, first, count, first, p, sc, parts[static_cast<std::size_t>(c)]);
+            fn(data, first, count, first, p, sc, parts[static_cast<std::size_t>(c)], hist);
         }
+#pragma omp critical(fp8kit_stats_hist)
+        for (std::size_t b = 0; b < kExpHistBins; ++b) total.exp_hist[b] += hist[b];
     }
-    QuantStats total;
-    for (const auto& part : parts) total.merge(part);
+    for (const auto& part : parts) merge_scalars(total, part);
     return total;
 }
 
@@ -588,13 +615,20 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     const std::size_t gr = (rows + bh - 1) / bh, gc = (cols + bw - 1) / bw;
     out.blocks = gr * gc;
     out.scale_inv.assign(out.blocks, 0.0f);
-    std::vector<QuantStats> parts(out.blocks);
+    // Kept per block: only what is merged in block order (binary64 sums) or read per block
+    // (extremes, for the dynamic range); counts and histogram accumulate per thread.
+    struct BlockPart {
+        double amax = 0, min_nonzero = 0, sum_x2 = 0, sum_err2 = 0;
+    };
+    std::vector<BlockPart> parts(out.blocks);
     const Prepared base = prepare(br.format, 1.0f, 1.0f, br.policy, 0);
     const RunFn fn = run_for(type, base);
 #pragma omp parallel if (rows * cols > kChunk)
     {
-        Scratch sc(kChunk);
+        Scratch sc(std::min(kChunk, std::min(bw, cols)));
         Prepared p = base;
+        Scalars counts;  // sums left at 0: they are added in block order below
+        Hist hist{};
 #pragma omp for schedule(dynamic, 1)
         for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(out.blocks); ++t) {
             const std::size_t bi = static_cast<std::size_t>(t) / gc, bj = static_cast<std::size_t>(t) % gc;
@@ -608,19 +642,32 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
             const ScalePair sp = block_scale(br, static_cast<float>(am));
             out.scale_inv[static_cast<std::size_t>(t)] = sp.scale_inv;
             set_scale(p, sp.scale, sp.scale_inv);
-            QuantStats& st = parts[static_cast<std::size_t>(t)];
+            Scalars block;
             for (std::size_t r = r0; r < r1; ++r)
                 for (std::size_t c = c0; c < c1; c += kChunk) {
                     const std::size_t first = r * cols + c;
-                    fn(data, first, std::min(kChunk, c1 - c), first, p, sc, st);
+                    fn(data, first, std::min(kChunk, c1 - c), first, p, sc, block, hist);
                 }
+            parts[static_cast<std::size_t>(t)] = {block.amax, block.min_nonzero, block.sum_x2, block.sum_err2};
+            block.sum_x2 = block.sum_err2 = 0;
+            merge_scalars(counts, block);
+        }
+#pragma omp critical(fp8kit_block_counts)
+        {
+            merge_scalars(out.total, counts);
+            for (std::size_t b = 0; b < kExpHistBins; ++b) out.total.exp_hist[b] += hist[b];
         }
     }
     bool any = false;
     double dr_sum = 0;
     for (std::size_t t = 0; t < out.blocks; ++t) {
-        const QuantStats& st = parts[t];
-        out.total.merge(st);
+        const BlockPart& bp = parts[t];
+        Scalars sums;
+        sums.amax = bp.amax;
+        sums.min_nonzero = bp.min_nonzero;
+        sums.sum_x2 = bp.sum_x2;
+        sums.sum_err2 = bp.sum_err2;
+        merge_scalars(out.total, sums);
         const float si = out.scale_inv[t];
         ++out.scale_inv_exp_hist[hist_bin(bits_of(si))];
         if (std::isfinite(si)) {
@@ -629,8 +676,8 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
             if (!any || d > out.scale_inv_max) out.scale_inv_max = d;
             any = true;
         }
-        if (st.min_nonzero != 0.0) {
-            const double dr = st.dynamic_range_binades();
+        if (bp.min_nonzero != 0.0) {
+            const double dr = std::log2(bp.amax) - std::log2(bp.min_nonzero);
             ++out.blocks_with_range;
             dr_sum += dr;
             if (dr > out.dr_max) out.dr_max = dr;

@@ -152,6 +152,30 @@ inline void h5_attr_int(hid_t obj, const char* name, long long v) {
     H5Sclose(s);
 }
 
+// A dataset's stored elements as bit patterns, read whole by libhdf5's own H5Dread with the
+// stored type itself (no hyperslabs, no conversion; FP8 codes stay codes): the independent
+// answer the reader's chunked reads are compared with.
+inline std::vector<std::uint64_t> h5_raw_bits(const std::string& path, const std::string& name) {
+    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    REQUIRE(f >= 0);
+    const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
+    REQUIRE(d >= 0);
+    const hid_t t = H5Dget_type(d);
+    const std::size_t size = H5Tget_size(t);
+    const hid_t s = H5Dget_space(d);
+    const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(s));
+    std::vector<unsigned char> buf(n * size);
+    REQUIRE(H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0);
+    REQUIRE(H5Tget_order(t) != H5T_ORDER_BE);
+    std::vector<std::uint64_t> out(n);
+    for (std::size_t i = 0; i < n; ++i) std::memcpy(&out[i], buf.data() + i * size, size);
+    H5Sclose(s);
+    H5Tclose(t);
+    H5Dclose(d);
+    H5Fclose(f);
+    return out;
+}
+
 inline hid_t h5_chunked(const std::vector<hsize_t>& chunk, bool shuffle, int deflate) {
     const hid_t p = H5Pcreate(H5P_DATASET_CREATE);
     REQUIRE(H5Pset_chunk(p, static_cast<int>(chunk.size()), chunk.data()) >= 0);

@@ -14,28 +14,7 @@ namespace {
 
 const std::string kPath = std::string(FP8KIT_DATA_DIR) + "/example/llama_tiny_dump.h5";
 
-// The dataset's stored bytes as bit patterns, read in one call with the stored type itself (no
-// hyperslabs, no conversion), FP8 codes left as codes.
-std::vector<std::uint64_t> raw_bits(const std::string& name) {
-    const hid_t f = H5Fopen(kPath.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    REQUIRE(f >= 0);
-    const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
-    REQUIRE(d >= 0);
-    const hid_t t = H5Dget_type(d);
-    const std::size_t size = H5Tget_size(t);
-    const hid_t s = H5Dget_space(d);
-    const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(s));
-    std::vector<unsigned char> buf(n * size);
-    REQUIRE(H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0);
-    REQUIRE(H5Tget_order(t) != H5T_ORDER_BE);
-    std::vector<std::uint64_t> out(n);
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(&out[i], buf.data() + i * size, size);
-    H5Sclose(s);
-    H5Tclose(t);
-    H5Dclose(d);
-    H5Fclose(f);
-    return out;
-}
+std::vector<std::uint64_t> raw_bits(const std::string& name) { return h5_raw_bits(kPath, name); }
 
 }  // namespace
 

@@ -23,25 +23,6 @@ std::vector<std::uint64_t> read_with_reader(const std::string& path, const std::
     return collect([&](const ChunkFn& fn) { src->read(*t, fn); }, *t, chunk_bytes).bits;
 }
 
-// The same dataset through libhdf5's H5Dread (its own filter pipeline), widened like the reader.
-std::vector<std::uint64_t> read_with_h5dread(const std::string& path, const std::string& name) {
-    const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    const hid_t d = H5Dopen2(f, name.c_str(), H5P_DEFAULT);
-    REQUIRE(d >= 0);
-    const hid_t type = H5Dget_type(d);
-    const std::size_t size = H5Tget_size(type);
-    const hid_t space = H5Dget_space(d);
-    const auto n = static_cast<std::size_t>(H5Sget_simple_extent_npoints(space));
-    std::vector<unsigned char> raw(n * size);
-    REQUIRE(H5Dread(d, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, raw.data()) >= 0);
-    std::vector<std::uint64_t> out(n);
-    for (std::size_t i = 0; i < n; ++i) std::memcpy(&out[i], &raw[i * size], size);
-    H5Sclose(space);
-    H5Tclose(type);
-    H5Dclose(d);
-    H5Fclose(f);
-    return out;
-}
 
 std::vector<unsigned char> deflate(const void* data, std::size_t n) {
     uLongf out = compressBound(n);
@@ -117,7 +98,7 @@ TEST_CASE("HDF5 chunks: a chunk that decodes to the wrong size is a named error"
         std::memcpy(bytes.data(), raw.data(), 128);
         const auto p = with_second_chunk("raw_ok.h5", bytes, 1u);
         const auto got = read_with_reader(p, "x");
-        CHECK(got == read_with_h5dread(p, "x"));
+        CHECK(got == h5_raw_bits(p, "x"));
         CHECK(got[40] == f32_bits(-24.0f));
     }
 }
@@ -167,7 +148,7 @@ TEST_CASE("HDF5 chunks: decoded chunks equal libhdf5's H5Dread bit for bit", "[d
     for (const char* name : {"f32_3d", "bf16_2d", "f64_shuffle"}) {
         for (std::size_t budget : {std::size_t(64), std::size_t(1) << 20}) {
             INFO(name << ", pieces of " << budget << " bytes");
-            const auto want = read_with_h5dread(path, name);
+            const auto want = h5_raw_bits(path, name);
             CHECK(read_with_reader(path, name, budget) == want);
         }
     }
