@@ -447,13 +447,18 @@ private:
         }
         const int rank = static_cast<int>(plan.dims.size());
         const std::size_t ssize = stored_size(plan.dtype);
-        std::uint64_t inner = 1, chunk_elems = 1;
-        for (int d = 1; d < rank; ++d) inner *= plan.dims[d];
-        for (int d = 0; d < rank; ++d) chunk_elems *= chunk[d];
-        const std::uint64_t row_elems = std::min<hsize_t>(chunk[0], plan.dims[0]) * inner;
+        // Sizes from a possibly corrupt layout message: any product that overflows 64 bits, or a
+        // row of chunks over the limit, leaves the dataset to H5Dread.
+        std::uint64_t inner = 1, chunk_elems = 1, row_elems = 0, row_bytes = 0, chunk_total = 0;
+        bool overflow = false;
+        for (int d = 1; d < rank; ++d) overflow |= mul_overflows(inner, plan.dims[d], inner);
+        for (int d = 0; d < rank; ++d) overflow |= mul_overflows(chunk_elems, chunk[d], chunk_elems);
+        overflow |= mul_overflows(std::min<hsize_t>(chunk[0], plan.dims[0]), inner, row_elems);
+        overflow |= mul_overflows(row_elems, ssize, row_bytes);
+        overflow |= mul_overflows(chunk_elems, ssize, chunk_total);
         constexpr std::uint64_t kMaxRowBytes = std::uint64_t(64) << 20;
-        if (chunk_elems == 0 || row_elems * ssize > std::max<std::uint64_t>(kMaxRowBytes, opts_.chunk_bytes) ||
-            chunk_elems * ssize > kMaxRowBytes)
+        if (overflow || chunk_elems == 0 || row_bytes > std::max<std::uint64_t>(kMaxRowBytes, opts_.chunk_bytes) ||
+            chunk_total > kMaxRowBytes)
             return false;
         const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_elems * ssize);
         // Chunks never written read as the fill value.
