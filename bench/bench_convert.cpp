@@ -19,7 +19,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 namespace {
 

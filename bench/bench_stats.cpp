@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "fp8kit/quantize.hpp"
-#include "fp8kit/statistics.hpp"
+#include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/stats/statistics.hpp"
 
 namespace {
 

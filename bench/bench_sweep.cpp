@@ -8,8 +8,8 @@
 #include <random>
 #include <vector>
 
-#include "fp8kit/magnitude_histogram.hpp"
-#include "fp8kit/statistics.hpp"
+#include "fp8kit/stats/magnitude_histogram.hpp"
+#include "fp8kit/stats/statistics.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "fp8kit/dump.hpp"
+#include "fp8kit/io/dump.hpp"
 #include "fuzz_input_file.hpp"
 
 namespace fp8kit::fuzz {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "fp8kit/npy.hpp"
+#include "fp8kit/io/npy.hpp"
 #include "fuzz_input_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "fp8kit/names.hpp"
-#include "fp8kit/parse.hpp"
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/convert/parse.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "fp8kit/trace.hpp"
+#include "fp8kit/io/trace.hpp"
 #include "fuzz_input_file.hpp"
 
 namespace {

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(cmake g++ make pkg-config git ca-certificates
-          libeigen3-dev libomp-dev catch2 libfmt-dev libhdf5-dev hdf5-tools libcli11-dev
+          libomp-dev catch2 libfmt-dev libhdf5-dev hdf5-tools libcli11-dev
           nlohmann-json3-dev libbenchmark-dev pybind11-dev zlib1g-dev
           python3 python3-dev python3-venv python3-pip clang libclang-rt-14-dev)
 missing=()

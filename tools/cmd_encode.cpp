@@ -8,9 +8,9 @@
 
 #include "command.hpp"
 #include "fp8kit/emu/emu.hpp"
-#include "fp8kit/format_info.hpp"
-#include "fp8kit/parse.hpp"
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/convert/format_info.hpp"
+#include "fp8kit/convert/parse.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 namespace fp8kit::cli {
 namespace {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "fp8kit/format_info.hpp"
+#include "fp8kit/convert/format_info.hpp"
 
 namespace fp8kit::cli {
 namespace {

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "fp8kit/dump.hpp"
-#include "fp8kit/inspect.hpp"
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/analysis/inspect.hpp"
 
 namespace fp8kit::cli {
 namespace {

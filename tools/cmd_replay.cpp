@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "fp8kit/replay.hpp"
-#include "fp8kit/trace.hpp"
+#include "fp8kit/analysis/replay.hpp"
+#include "fp8kit/io/trace.hpp"
 #include "trace_input.hpp"
 
 namespace fp8kit::cli {

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "fp8kit/dump.hpp"
-#include "fp8kit/sweep.hpp"
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/analysis/sweep.hpp"
 #include "trace_input.hpp"
 
 namespace fp8kit::cli {

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "command.hpp"
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 namespace fp8kit::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "command.hpp"
-#include "fp8kit/array_file.hpp"
+#include "fp8kit/io/array_file.hpp"
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/validate.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8kit/names.hpp"
+#include "fp8kit/convert/names.hpp"
 
 namespace fp8kit::cli {
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <stdexcept>
 
-#include "fp8kit/dump.hpp"
-#include "fp8kit/statistics.hpp"
-#include "fp8kit/sweep.hpp"
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/stats/statistics.hpp"
+#include "fp8kit/analysis/sweep.hpp"
 
 namespace fp8kit::cli {
 

@@ -7,7 +7,7 @@
 
 #include "command.hpp"
 #include "fp8kit/recipes.hpp"
-#include "fp8kit/trace.hpp"
+#include "fp8kit/io/trace.hpp"
 
 namespace fp8kit::cli {
 

@@ -26,8 +26,8 @@
 
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/emu/emu.hpp"
-#include "fp8kit/names.hpp"
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 namespace emu = fp8kit::emu;
 namespace cu = fp8kit::cuda;

@@ -75,7 +75,9 @@ def policy(format, profile=None, rounding=None, overflow=None, nan=None, dtype="
 
 
 def stochastic_bits(seed, index):
-    """The 32 random bits stochastic rounding uses for element `index` (Philox4x32-10)."""
+    """The 32 random bits stochastic rounding uses for element `index`: word index % 4 of
+    Philox4x32-10(key=seed, counter=index // 4), i.e. the index-th output of cuRAND's Philox4_32_10
+    stream after curand_init(seed, 0, 0). CPU and GPU share this rule (emu/random.hpp)."""
     return _fp8kit.stochastic_bits(int(seed), int(index))
 
 

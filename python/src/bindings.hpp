@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
-#include "fp8kit/names.hpp"
-#include "fp8kit/quantize.hpp"
-#include "fp8kit/statistics.hpp"
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/stats/statistics.hpp"
 
 namespace fp8kit::py {
 

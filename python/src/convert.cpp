@@ -10,8 +10,8 @@
 
 #include "bindings.hpp"
 #include "fp8kit/emu/emu.hpp"
-#include "fp8kit/format_info.hpp"
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/convert/format_info.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 namespace fp8kit::py {
 namespace {

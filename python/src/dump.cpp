@@ -6,10 +6,10 @@
 #include <stdexcept>
 
 #include "bindings.hpp"
-#include "fp8kit/dump.hpp"
-#include "fp8kit/inspect.hpp"
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/analysis/inspect.hpp"
 #include <nlohmann/json.hpp>
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 namespace fp8kit::py {
 namespace {

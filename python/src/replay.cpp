@@ -5,9 +5,9 @@
 #include <stdexcept>
 
 #include "bindings.hpp"
-#include "fp8kit/replay.hpp"
-#include "fp8kit/sweep.hpp"
-#include "fp8kit/trace.hpp"
+#include "fp8kit/analysis/replay.hpp"
+#include "fp8kit/analysis/sweep.hpp"
+#include "fp8kit/io/trace.hpp"
 
 namespace fp8kit::py {
 namespace {

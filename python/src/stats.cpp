@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "bindings.hpp"
-#include "fp8kit/statistics.hpp"
+#include "fp8kit/stats/statistics.hpp"
 
 namespace fp8kit::py {
 namespace {

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "corrupt_util.hpp"
-#include "fp8kit/dump.hpp"
+#include "fp8kit/io/dump.hpp"
 
 namespace fp8kit::corrupt {
 

@@ -2,8 +2,8 @@
 #include <limits>
 
 #include "corrupt_util.hpp"
-#include "fp8kit/npy.hpp"
-#include "fp8kit/trace.hpp"
+#include "fp8kit/io/npy.hpp"
+#include "fp8kit/io/trace.hpp"
 
 using namespace fp8kit::corrupt;
 

@@ -14,8 +14,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "fp8kit/dump.hpp"
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 namespace fp8kit::dump::test {
 

@@ -4,7 +4,7 @@
 
 #include "dump_test_util.hpp"
 #include "fp8kit/emu/emu.hpp"
-#include "fp8kit/inspect.hpp"
+#include "fp8kit/analysis/inspect.hpp"
 
 using namespace fp8kit;
 using namespace fp8kit::dump::test;

@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include "fp8kit/dump.hpp"
+#include "fp8kit/io/dump.hpp"
 
 using namespace fp8kit::dump;
 

@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "fp8kit/names.hpp"
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 using namespace fp8kit;
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fp8kit/emu/emu.hpp"
-#include "fp8kit/format_info.hpp"
+#include "fp8kit/convert/format_info.hpp"
 
 using namespace fp8kit;
 using emu::Overflow;

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "fp8kit/names.hpp"
-#include "fp8kit/quantize.hpp"
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/convert/quantize.hpp"
 
 using namespace fp8kit;
 

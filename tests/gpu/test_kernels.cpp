@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "fp8kit/cuda/kernels.hpp"
-#include "fp8kit/format_info.hpp"
-#include "fp8kit/quantize.hpp"
-#include "fp8kit/statistics.hpp"
+#include "fp8kit/convert/format_info.hpp"
+#include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/stats/statistics.hpp"
 
 namespace cu = fp8kit::cuda;
 using fp8kit::Format;

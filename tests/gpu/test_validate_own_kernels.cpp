@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fp8kit/cuda/kernels.hpp"
-#include "fp8kit/format_info.hpp"
+#include "fp8kit/convert/format_info.hpp"
 #include "fp8kit/validate.hpp"
 
 namespace cu = fp8kit::cuda;

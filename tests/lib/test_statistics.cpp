@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "fp8kit/emu/emu.hpp"
-#include "fp8kit/format_info.hpp"
-#include "fp8kit/statistics.hpp"
+#include "fp8kit/convert/format_info.hpp"
+#include "fp8kit/stats/statistics.hpp"
 
 using namespace fp8kit;
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "fp8kit/replay.hpp"
+#include "fp8kit/analysis/replay.hpp"
 
 using namespace fp8kit;
 

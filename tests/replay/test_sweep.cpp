@@ -7,7 +7,7 @@
 #include <memory>
 #include <random>
 
-#include "fp8kit/sweep.hpp"
+#include "fp8kit/analysis/sweep.hpp"
 
 using namespace fp8kit;
 

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "fp8kit/trace.hpp"
+#include "fp8kit/io/trace.hpp"
 
 using namespace fp8kit;
 

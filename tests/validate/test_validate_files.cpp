@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "fp8kit/npy.hpp"
+#include "fp8kit/io/npy.hpp"
 #include "naive.hpp"
 
 namespace {

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "fp8kit/names.hpp"
+#include "fp8kit/convert/names.hpp"
 
 namespace fp8kit {
 

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "fp8kit/names.hpp"
+#include "fp8kit/convert/names.hpp"
 
 namespace fp8kit {
 

@@ -1,7 +1,15 @@
 // The random bits of stochastic rounding, as a pure function of (seed, element index), so a CPU
 // loop and a GPU kernel that visit elements in any order draw the same bits and produce the same
-// codes. Philox4x32-10 (Salmon et al., SC'11), the generator behind cuRAND's and torch's Philox:
-// key = seed (64 bits), counter = (index low, index high, 0, 0); the first output word is used.
+// codes.
+//
+// The rule (fp8kit's own, decided once for CPU and GPU):
+//   element i draws word (i mod 4) of Philox4x32-10(key = seed, counter = (i/4 low, i/4 high, 0, 0)).
+// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC'11) yields four
+// 32-bit words per call, so a loop that handles four consecutive elements spends one call on them,
+// a quarter of the integer work of one call per element. The sequence is the one cuRAND's
+// curand_init(seed, /*subsequence*/ 0, /*offset*/ 0) + curand() produces for Philox4_32_10
+// (curand_philox4x32_x.h: the counter advances once per four outputs, words x, y, z, w in order):
+// element i gets the i-th 32-bit output of that stream.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +24,13 @@ FP8KIT_HD std::uint32_t mulhilo32(std::uint32_t a, std::uint32_t b, std::uint32_
     return static_cast<std::uint32_t>(p);
 }
 
-FP8KIT_HD std::uint32_t stochastic_bits(std::uint64_t seed, std::uint64_t index) {
-    std::uint32_t c0 = static_cast<std::uint32_t>(index), c1 = static_cast<std::uint32_t>(index >> 32);
+struct PhiloxWords {
+    std::uint32_t w[4];
+};
+
+// One Philox4x32-10 call: key = seed (64 bits), counter = (counter low, counter high, 0, 0).
+FP8KIT_HD PhiloxWords philox4x32_10(std::uint64_t seed, std::uint64_t counter) {
+    std::uint32_t c0 = static_cast<std::uint32_t>(counter), c1 = static_cast<std::uint32_t>(counter >> 32);
     std::uint32_t c2 = 0, c3 = 0;
     std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
     for (int round = 0; round < 10; ++round) {
@@ -29,7 +42,14 @@ FP8KIT_HD std::uint32_t stochastic_bits(std::uint64_t seed, std::uint64_t index)
         k0 += 0x9E3779B9u;
         k1 += 0xBB67AE85u;
     }
-    return c0;
+    return {{c0, c1, c2, c3}};
+}
+
+// The bits element `index` adds below its last kept bit (see convert.hpp, stochastic rounding).
+// Loops over aligned groups of four should call philox4x32_10(seed, index / 4) once and use all
+// four words; this function is the definition they must equal.
+FP8KIT_HD std::uint32_t stochastic_bits(std::uint64_t seed, std::uint64_t index) {
+    return philox4x32_10(seed, index >> 2).w[index & 3];
 }
 
 }  // namespace fp8kit::emu

@@ -1,0 +1,54 @@
+// What a recipe would do to each tensor of a dump: the per-tensor work behind `fp8kit inspect`.
+// Tensors up to Options::memory_bytes are read once and analysed with one compute_stats (or
+// compute_block_stats) call on the whole array; larger ones are streamed twice (amax, then
+// statistics), with bounded memory, for per-tensor recipes.
+#pragma once
+
+#include <cstddef>
+#include <exception>
+#include <functional>
+#include <optional>
+
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/recipes.hpp"
+#include "fp8kit/stats/statistics.hpp"
+
+namespace fp8kit::inspect {
+
+struct Options {
+    RecipeSpec recipe;
+    std::optional<Format> format;  // overrides the recipe's per-role format ("auto" when unset)
+    std::size_t memory_bytes = std::size_t(256) << 20;  // largest tensor analysed in memory
+};
+
+// Throws std::invalid_argument when the recipe's scale depends on earlier steps (delayed,
+// windowed): a dump holds a few steps, not the history such a recipe needs.
+void check_recipe(const RecipeSpec& r);
+
+// Recipe role of a dump role: gradients are `grad`, weights `weight`, everything else `input`.
+Role recipe_role(dump::Role r);
+
+struct Result {
+    Format format;
+    Role role;              // the recipe role used
+    Granularity granularity;
+    float amax = 0;         // amax_of over the tensor (the amax the scale comes from)
+    ScalePair scale{};      // per-tensor recipes
+    QuantStats stats;
+    std::optional<BlockStats> blocks;  // block/row recipes (scale_inv per block there)
+    bool streamed = false;  // read twice in chunks rather than held whole
+};
+
+// Analyses d.tensors()[i]. Throws dump::DumpError (unreadable data) or std::invalid_argument
+// (the recipe cannot be applied, e.g. a block recipe on a tensor larger than memory_bytes).
+Result analyse(dump::Dump& d, std::size_t i, const Options& opts);
+
+// Every tensor of d in order, as analyse would give it, with tensor i + 1 read by a second thread
+// while the statistics of tensor i are computed (when both fit in opts.memory_bytes together).
+// done(i, result, nullptr) or done(i, nullptr, error) is called once per tensor, in index order,
+// on the calling thread; error holds what analyse would have thrown. Throws what check_recipe
+// throws.
+using Done = std::function<void(std::size_t i, const Result* result, std::exception_ptr error)>;
+void analyse_all(dump::Dump& d, const Options& opts, const Done& done);
+
+}  // namespace fp8kit::inspect

@@ -1,0 +1,46 @@
+// Replaying an amax trace through a scaling recipe: the scale each step would have been cast
+// with, its headroom and whether it overflowed. The recipe math is recipes.hpp's (DelayedScaling,
+// MsampScaling, recipe_scale); this file only drives it step by step.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fp8kit/recipes.hpp"
+#include "fp8kit/io/trace.hpp"
+
+namespace fp8kit::replay {
+
+// True when the step's amax, scaled in float32 (fl32(amax * scale)), rounds past the largest
+// finite value of `f` under round-to-nearest-even (decided by emu::encode with no saturation),
+// or when amax is +Inf (the data held an Inf, which no scale brings into range).
+// NaN amax or NaN scale: false (nothing to overflow; the NaN is reported as such).
+bool overflows(float amax, float scale, Format f);
+
+// The format a recipe casts a tensor of this role with, or `forced` when given.
+Format role_format(const RecipeSpec& r, Role role, std::optional<Format> forced);
+
+// The scale used at each step of `amax` (one entry per recorded step, in order) by a tensorwise
+// recipe: delayed (TE, scale 1 at the first step), windowed (MS-AMP) or current (from the step's
+// own amax). Throws std::invalid_argument naming the recipe when it scales rows or blocks (that
+// needs the tensor's data, not its amax).
+std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax);
+
+struct SeriesResult {
+    std::string tensor;
+    Role role;
+    Format format;
+    std::vector<std::int64_t> steps;
+    std::vector<float> amax, scale;
+    std::vector<double> headroom;        // amax * scale / fmax in binary64 (NaN for NaN amax)
+    std::vector<std::uint8_t> overflow;  // overflows(amax, scale, format)
+    std::size_t overflow_steps = 0;
+    double worst_headroom = 0;     // largest finite headroom (0 when none), Inf if amax was Inf
+    std::int64_t worst_step = -1;  // its step
+};
+
+SeriesResult replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Format> forced);
+
+}  // namespace fp8kit::replay

@@ -1,0 +1,114 @@
+// `fp8kit sweep`: many recipes over the same amax series and dumped tensors, aggregated per
+// tensor and per tensor class, with a ranked recommendation. The trace side replays every
+// candidate (replay.hpp); the dump side reads each dumped tensor once into a
+// MagnitudeHistogram and evaluates every candidate's scale at that step from it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fp8kit/stats/magnitude_histogram.hpp"
+#include "fp8kit/recipes.hpp"
+#include "fp8kit/analysis/replay.hpp"
+#include "fp8kit/stats/statistics.hpp"
+#include "fp8kit/io/trace.hpp"
+
+namespace fp8kit::sweep {
+
+struct Candidate {
+    std::string label;              // "history 16, max, margin 1, hybrid"
+    RecipeSpec recipe;
+    std::optional<Format> forced;   // nullopt: the recipe's format per class (hybrid)
+    bool grid = false;              // a point of the delayed-scaling grid (ranked)
+    bool blockwise = false;         // needs the data (dumps only)
+};
+
+// Histories 1, 2, 4, ..., 1024 with algo max, and most_recent once (its scale depends on the
+// last amax only, so every history gives the same scales), each with margins 0..4 and each
+// format choice; then the tensorwise reference presets (te-current, torchao-tensorwise, msamp).
+std::vector<Candidate> default_candidates(const std::vector<std::optional<Format>>& formats);
+// Block presets (te-block, mxfp8, mx-ocp, deepseek-v3, torchao-rowwise): dumps only.
+std::vector<Candidate> block_candidates();
+
+// Totals of one candidate over one tensor or one class.
+struct Outcome {
+    std::size_t tensors = 0, steps = 0, overflow_steps = 0;
+    double worst_headroom = 0;  // largest headroom over steps (Inf when an amax was Inf)
+    std::int64_t worst_step = -1;
+    std::string worst_tensor;
+    double sum_log2_headroom = 0;  // over steps with finite positive headroom
+    std::size_t headroom_steps = 0;
+    // Dumped steps.
+    std::size_t dumped = 0, lossless = 0;  // lossless: zero error (SQNR +Inf), kept out of the mean
+    std::uint64_t nonzero = 0, underflow = 0, subnormal = 0, overflow_elems = 0;
+    std::uint64_t underflow_uncertain = 0, subnormal_uncertain = 0, ambiguous = 0;
+    double sum_sqnr_db = 0, sum_sqnr_db_lo = 0, sum_sqnr_db_hi = 0;
+    std::size_t sqnr_count = 0;
+
+    double mean_log2_headroom() const;  // NaN when no step had a positive headroom
+    double underflow_share() const;     // of nonzero finite dumped elements; NaN when none
+    double subnormal_share() const;
+    double mean_sqnr_db() const;        // mean over dumped (tensor, step) of SQNR dB; NaN when none
+    double mean_sqnr_db_lo() const, mean_sqnr_db_hi() const;  // from the histogram's bounds
+    void add_trace(const replay::SeriesResult& r);
+    void add_dump(const MagnitudeHistogram::Result& r);
+    void add_dump(const QuantStats& s);
+    void merge(const Outcome& o);
+};
+
+// One dumped tensor at one step, already reduced to its sufficient statistics.
+struct Dumped {
+    std::size_t series;  // index into Sweep::series()
+    std::int64_t step;
+    std::shared_ptr<const MagnitudeHistogram> hist;
+    float amax;  // TE's amax of the data (NaN ignored, Inf if any Inf)
+    std::vector<QuantStats> block;  // per block_candidates() entry, when computed
+};
+
+class Sweep {
+public:
+    Sweep(std::vector<Candidate> candidates, std::vector<trace::Series> series);
+    // Adds the series a dump alone defines (amax per dumped step) and returns its index.
+    std::size_t add_series(trace::Series s);
+    const std::vector<trace::Series>& series() const { return series_; }
+    const std::vector<Candidate>& candidates() const { return cands_; }
+
+    // Replays every candidate on every series, then evaluates every dumped entry; messages
+    // about the inputs (steps missing from a trace, trace amax != dump amax) go to `notes`.
+    void run(const std::vector<Dumped>& dumped, std::vector<std::string>& notes);
+
+    // [candidate][series]
+    const std::vector<std::vector<Outcome>>& per_tensor() const { return per_tensor_; }
+    // [candidate] per class (Role::input, weight, grad)
+    Outcome per_class(std::size_t candidate, Role cls) const;
+    // Smallest margin in 0..4 whose sibling candidate (same history, algo, format) has no
+    // overflowing step on `series` (or the whole class when series < 0); -1 when none.
+    int min_safe_margin(std::size_t candidate, long series, Role cls) const;
+    // Grid candidates of a class, best first: fewest overflowing steps, then (with dumps)
+    // higher mean SQNR or (without) higher mean log2 headroom, then longer history, then
+    // smaller margin.
+    std::vector<std::size_t> ranked(Role cls) const;
+    bool has_class(Role cls) const;
+    bool has_dumps() const { return has_dumps_; }
+    // The plain-words recommendation for a class, compared with TE's default
+    // (history 1024, max, margin 0) of the same format choice.
+    std::string recommendation(Role cls) const;
+    // Index of the grid candidate with (history, algo, margin, format choice), or npos.
+    std::size_t find(int history, AmaxAlgo algo, int margin, std::optional<Format> forced) const;
+
+private:
+    std::vector<Candidate> cands_;
+    std::vector<trace::Series> series_;
+    std::vector<std::vector<Outcome>> per_tensor_;
+    bool has_dumps_ = false;
+};
+
+// "step_000100/model.layers.0.mlp.up_proj/input" -> "model.layers.0.mlp.up_proj.input": path
+// components that name a step are dropped, the rest joined with '.' (the trace's spelling).
+std::string series_name_of_dump(const std::string& dataset);
+
+}  // namespace fp8kit::sweep

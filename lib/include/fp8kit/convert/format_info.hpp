@@ -1,0 +1,33 @@
+// Host-side facts about each 8-bit format, all derived from emu's traits (nothing typed in).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fp8kit/convert/names.hpp"
+
+namespace fp8kit {
+
+enum class CodeClass { zero, subnormal, normal, infinity, nan };
+const char* name(CodeClass c);
+
+struct FormatInfo {
+    Format format;
+    int exp_bits, man_bits, bias;
+    bool has_sign, has_inf, has_negative_zero, has_zero;
+    std::uint8_t max_finite_code, min_normal_code, min_subnormal_code;
+    double max_finite, min_normal, min_subnormal;  // min_subnormal = min_normal when none
+    int emin, emax;
+    std::vector<std::uint8_t> nan_codes, inf_codes;
+};
+
+FormatInfo format_info(Format f);
+
+double decode_value(Format f, std::uint8_t code);  // exact (binary64 holds every 8-bit value)
+CodeClass classify(Format f, std::uint8_t code);
+
+// "s e m" fields of a code as binary digits, e.g. "0 1111 110" (E8M0: "11111110").
+std::string fields(Format f, std::uint8_t code);
+
+}  // namespace fp8kit

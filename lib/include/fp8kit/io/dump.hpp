@@ -1,0 +1,154 @@
+// Streaming readers for tensor dumps (HDF5 and safetensors): list the tensors of one or more
+// files, then read each one in bounded chunks, so a dump larger than memory can be analysed.
+//
+// Every problem with the input becomes a Problem record (file, dataset, message) rather than an
+// exception out of the listing, so a caller can analyse the good tensors and report the bad ones
+// at the end. Reading one tensor throws DumpError (naming file and dataset) when it fails.
+//
+// HDF5 is not thread-safe in its serial build: use one Dump/Source from one thread at a time.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fp8kit/convert/names.hpp"
+
+namespace fp8kit::dump {
+
+// What a tensor is in training; decides the default FP8 format (E5M2 for gradients).
+enum class Role : std::uint8_t { activation, weight, gradient, optimizer_state, unknown };
+std::string_view name(Role r);  // "activation", "weight", "gradient", "optimizer_state", "unknown"
+// Accepts the names above and common spellings ("optimizer-state", "grad", "act", ...).
+std::optional<Role> parse_role(std::string_view s);
+
+// Guesses from a tensor's name (path components and their tokens). Gradient words win over
+// weight words ("weight.grad" is a gradient), optimizer words over both ("weight/exp_avg").
+Role guess_role(std::string_view path);
+// The step named by the innermost path component that carries one: step_12, step12, step-12,
+// iter_000012, iter12, iteration=12, it_12 (case-insensitive).
+std::optional<std::int64_t> guess_step(std::string_view path);
+
+// What the stored bits mean.
+enum class DType : std::uint8_t { f64, f32, f16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0 };
+std::string_view name(DType d);  // "f64", ..., "bf16", "e4m3", ... (the names of names.hpp)
+std::optional<Format> fp8_format(DType d);
+// The type chunks of such a tensor arrive in: itself for f64/f32/f16/bf16; f32 for FP8 codes
+// (every FP8 value is exactly a float32; decoded with emu::decode).
+Wide delivered_as(DType d);
+
+struct TensorInfo {
+    std::string file;                  // as given to open_source / Dump
+    std::string name;                  // HDF5: dataset path without leading '/'; safetensors: key
+    std::vector<std::uint64_t> shape;  // empty for an HDF5 scalar
+    std::uint64_t numel = 0;
+    std::string storage;  // how it is stored: "float32", "uint16", "opaque2", "uint8", "BF16", ...
+    DType dtype = DType::f32;
+    Wide wide = Wide::f32;  // == delivered_as(dtype)
+    std::optional<std::int64_t> step;
+    bool step_guessed = false;  // from the name, not from a `step` attribute
+    Role role = Role::unknown;
+    bool role_guessed = false;  // from the name, not from a `role` attribute
+};
+
+// A run of consecutive elements of a tensor, in row-major order. `bits` holds `count` values of
+// `wide` as raw little-endian bits (f64: uint64, f32: uint32, f16/bf16: uint16); valid only
+// during the callback.
+struct Chunk {
+    Wide wide;
+    const void* bits;
+    std::size_t count;
+    std::uint64_t first;  // index of bits[0] in the flattened tensor
+};
+using ChunkFn = std::function<void(const Chunk&)>;
+
+// A problem with the input. `name` is empty when the whole file is affected.
+struct Problem {
+    std::string file, name, message;
+    std::string describe() const;  // "file: dataset: message" / "file: message"
+};
+
+struct DumpError : std::runtime_error {
+    DumpError(std::string file, std::string name, const std::string& message);
+    std::string file, name, message;
+};
+
+struct ReadOptions {
+    // Largest chunk delivered, in bytes of the delivered type. Memory in use while reading is a
+    // small multiple of this plus HDF5's chunk cache (capped at hdf5_cache_bytes).
+    std::size_t chunk_bytes = std::size_t(16) << 20;
+    std::size_t hdf5_cache_bytes = std::size_t(128) << 20;
+    // HDF5 files are listed first in a child process, because libhdf5 1.10 can crash or loop
+    // forever on corrupt metadata; a child that crashes, or reports no progress for this long,
+    // makes the file an error and the file is not listed here. 0: no child process.
+    unsigned hdf5_listing_timeout_ms = 20000;
+};
+
+// One open file.
+class Source {
+public:
+    virtual ~Source() = default;
+    const std::string& path() const { return path_; }
+    const std::vector<TensorInfo>& tensors() const { return tensors_; }
+    const std::vector<Problem>& errors() const { return errors_; }  // tensors that cannot be read
+    const std::vector<Problem>& notes() const { return notes_; }    // datasets skipped on purpose
+    // Streams tensor `t` (one of tensors()) in chunks. Throws DumpError.
+    virtual void read(const TensorInfo& t, const ChunkFn& fn) = 0;
+
+protected:
+    std::string path_;
+    std::vector<TensorInfo> tensors_;
+    std::vector<Problem> errors_, notes_;
+};
+
+// Opens an HDF5 or safetensors file (told apart by content, not by name) and lists its tensors.
+// Throws DumpError (with an empty dataset name) when the file as a whole cannot be used.
+std::unique_ptr<Source> open_source(const std::string& path, const ReadOptions& opts = {});
+bool is_hdf5_file(const std::string& path);  // the HDF5 signature at 0, 512, 1024, ...
+
+// Which tensors to analyse.
+struct StepRange {
+    std::int64_t lo, hi;  // inclusive
+};
+// "0-100,200,300-" -> ranges; throws std::invalid_argument with a message naming the bad part.
+std::vector<StepRange> parse_steps(std::string_view s);
+
+struct Selection {
+    std::vector<std::string> include, exclude;  // fnmatch patterns on the name ('*' matches '/')
+    std::vector<StepRange> steps;               // empty: every step (and tensors without one)
+    bool matches(const TensorInfo& t) const;
+};
+
+// Arguments to file names: an existing path is kept; otherwise a pattern with * ? [ is expanded
+// (sorted); a missing file or a pattern matching nothing becomes a Problem.
+std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
+                                       std::vector<Problem>& problems);
+
+// Several files as one dump: lists every file up front (keeping at most one open), applies the
+// selection, and reads tensors on demand.
+class Dump {
+public:
+    Dump(const std::vector<std::string>& files, Selection selection = {}, ReadOptions opts = {});
+    ~Dump();
+    const std::vector<TensorInfo>& tensors() const { return tensors_; }  // selected, file order
+    const std::vector<Problem>& errors() const { return errors_; }  // files and selected tensors
+    const std::vector<Problem>& notes() const { return notes_; }
+    std::size_t files_opened() const { return files_opened_; }
+    // Streams tensors()[i]. Throws DumpError.
+    void read(std::size_t i, const ChunkFn& fn);
+
+private:
+    ReadOptions opts_;
+    std::vector<TensorInfo> tensors_;
+    std::vector<Problem> errors_, notes_;
+    std::size_t files_opened_ = 0;
+    std::unique_ptr<Source> open_;  // the file read last
+};
+
+}  // namespace fp8kit::dump

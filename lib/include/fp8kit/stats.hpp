@@ -1,0 +1,5 @@
+// fp8kit/stats: what a recipe does to a tensor (QuantStats, per-block statistics) and magnitude histograms.
+#pragma once
+
+#include "fp8kit/stats/statistics.hpp"
+#include "fp8kit/stats/magnitude_histogram.hpp"

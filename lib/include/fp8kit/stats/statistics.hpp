@@ -1,0 +1,118 @@
+// FP8 statistics of a tensor for a format, a scale and a policy (docs/statistics.md defines each
+// number exactly). Inputs are raw bits as in quantize.hpp. The computation is exact where it can
+// be (counts, codes, amax) and accumulates sums in binary64 over fixed-size blocks reduced in a
+// fixed order, so every result is bitwise identical for any OpenMP thread count.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/recipes.hpp"
+
+namespace fp8kit {
+
+// Exponent histogram of s = fl32(x * scale): bin kExpHistZeroBin holds s == +-0, bins
+// exp_hist_bin(e) hold floor(log2|s|) = e for e in [-149, 127] (float32 subnormals included,
+// read from the bits), kExpHistNonfiniteBin holds NaN/Inf inputs and finite x with Inf s.
+inline constexpr int kExpHistMinExp = -149;
+inline constexpr int kExpHistMaxExp = 127;
+inline constexpr std::size_t kExpHistZeroBin = 0;
+inline constexpr std::size_t kExpHistNonfiniteBin = kExpHistMaxExp - kExpHistMinExp + 2;  // 278
+inline constexpr std::size_t kExpHistBins = kExpHistNonfiniteBin + 1;                     // 279
+constexpr std::size_t exp_hist_bin(int e) { return static_cast<std::size_t>(e - kExpHistMinExp + 1); }
+constexpr int exp_hist_exponent(std::size_t bin) { return static_cast<int>(bin) + kExpHistMinExp - 1; }
+
+struct QuantStats {
+    std::uint64_t numel = 0;
+    std::uint64_t zeros = 0;      // inputs equal to +-0
+    std::uint64_t nan = 0;        // NaN inputs
+    std::uint64_t inf = 0;        // +-Inf inputs
+    std::uint64_t underflow = 0;  // nonzero inputs whose code is +-0 (NaN/Inf inputs never)
+    std::uint64_t subnormal = 0;  // nonzero inputs whose code is a nonzero subnormal
+    std::uint64_t overflow = 0;   // finite inputs with fl32(x*scale) rounding past max finite
+    std::int64_t te_underflow = 0;  // TE: count_nonzero(x) - count_nonzero(decode(q))
+    std::uint64_t te_overflow = 0;  // TE: #{|x| > fl32(fmax * scale_inv)} (NaN never counted)
+    double amax = 0;         // max |x| over finite x (0 when none)
+    double min_nonzero = 0;  // min nonzero finite |x| (0 when none)
+    double sum_x2 = 0;       // sum over finite x of x^2, binary64
+    double sum_err2 = 0;     // sum over finite x of (x - x^)^2, binary64; +Inf if a finite x got a
+                             // NaN/Inf code (no-saturate overflow)
+    std::array<std::uint64_t, kExpHistBins> exp_hist{};
+
+    std::uint64_t finite() const { return numel - nan - inf; }
+    double mse() const;                    // sum_err2 / finite(); NaN when there is no finite input
+    double sqnr_db() const;                // 10 log10(sum_x2 / sum_err2); +Inf when sum_err2 == 0
+    double dynamic_range_binades() const;  // log2(amax) - log2(min_nonzero); 0 when no nonzero
+    void merge(const QuantStats& o);       // counts add, min/max combine, sums add
+};
+
+struct QuantConfig {
+    Format format;
+    float scale;           // finite and > 0 (std::invalid_argument otherwise)
+    Policy policy;
+    float scale_inv = 0;   // 0: fl32(1 / scale); recipes whose dequantisation scale is primary
+                           // (DeepGEMM, MX) pass theirs
+    std::uint64_t seed = 0;  // stochastic rounding: element i draws emu::stochastic_bits(seed, i)
+};
+
+// The element loop compute_stats and compute_block_stats use. `fast` (the default) serves
+// float32, bfloat16 and float16 inputs under deterministic rounding with branch-free integer
+// tests on the bits and 8 interleaved binary64 accumulators per sum; everything else, and all of
+// it under `general`, goes through the per-element loop the fast one is tested against. Counts,
+// amax, min_nonzero and histograms are identical; the sums may differ in their last bits
+// (different addition order). For tests and benchmarks; process-wide.
+enum class StatsPath { fast, general };
+void set_stats_path(StatsPath p);
+StatsPath stats_path();
+// The loop compute_stats would use now for these inputs: "avx512" or "general".
+const char* stats_loop(Format format, Wide type, const Policy& policy);
+
+// All statistics of n elements of `type` (raw bits) cast with `cfg`.
+QuantStats compute_stats(const void* data, Wide type, std::size_t n, const QuantConfig& cfg);
+
+// max |x| as TE's amax reduction (fmaxf) gives it: NaN ignored, +-Inf gives +Inf, 0 for n == 0
+// or all NaN. f64 data: the binary64 maximum rounded once to float32 (RNE, Inf past FLT_MAX).
+float amax_of(const void* data, Wide type, std::size_t n);
+
+// ---- Block recipes --------------------------------------------------------------------------
+
+// One block-scaled cast: tiles of block_rows x block_cols over a row-major (rows, cols) tensor,
+// edge tiles partial, each with its own scale from `rule` applied to the tile's amax_of.
+struct BlockRecipe {
+    Format format;
+    int block_rows, block_cols;  // >= 1 (1 x cols is rowwise, 1 x 32 MX, 128 x 128 DeepSeek
+                                 // weights), or 0 x 0 for one block covering the whole tensor
+    ScaleRule rule;              // te, torchao, deepseek, mx_roundup, mx_ocp_floor (msamp: in-time)
+    double epsilon;              // te: fl32(eps); torchao: binary64 clamp; deepseek: fl32 amax floor
+    bool pow2;                   // te/torchao: power-of-two floor; deepseek: UE8M0 round-up
+    float value_for_inf;         // te only
+    Policy policy;
+};
+// The block cast of a preset for one role on a tensor with `cols` columns: tensor granularity
+// gives 0 x 0, rowwise 1 x cols (std::invalid_argument for delayed/windowed recipes).
+BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols);
+
+struct BlockStats {
+    std::size_t blocks = 0, block_rows = 0, block_cols = 0;  // grid of tiles
+    QuantStats total;  // the whole tensor cast with per-block scales (per-block stats merged in order)
+    // Distribution of scale_inv over blocks: exponent histogram from the bits (same bins as
+    // QuantStats::exp_hist), minimum and maximum.
+    std::array<std::uint64_t, kExpHistBins> scale_inv_exp_hist{};
+    double scale_inv_min = 0, scale_inv_max = 0;
+    // Per-block dynamic range log2(block amax) - log2(block min nonzero), over blocks with a
+    // nonzero finite value: maximum (TE's max_blockwise_dynamic_range), mean, and a histogram of
+    // its floor in binades (bins 0..kDrBins-2, last bin for >= kDrBins-1).
+    static constexpr std::size_t kDrBins = 64;
+    std::size_t blocks_with_range = 0;
+    double dr_max = 0, dr_mean = 0;
+    std::array<std::uint64_t, kDrBins> dr_hist{};
+    std::vector<float> scale_inv;  // per block, row-major over the tile grid
+};
+
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                               const BlockRecipe& br);
+
+}  // namespace fp8kit

@@ -1,0 +1,91 @@
+// Step-by-step replay of a tensorwise recipe over an amax series.
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "fp8kit/convert/format_info.hpp"
+#include "fp8kit/analysis/replay.hpp"
+
+namespace fp8kit::replay {
+
+bool overflows(float amax, float scale, Format f) {
+    if (std::isnan(amax) || std::isnan(scale)) return false;
+    if (std::isinf(amax)) return true;
+    const float s = amax * scale;  // float32 product, as the cast kernels compute it
+    if (std::isnan(s)) return false;  // 0 * Inf: a zero amax under an Inf scale
+    if (std::isinf(s)) return true;
+    std::uint32_t bits;
+    std::memcpy(&bits, &s, sizeof bits);
+    constexpr Policy kNoSat{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::canonical};
+    const auto c = classify(f, emu::encode(f, Wide::f32, bits, kNoSat));
+    return c == CodeClass::infinity || c == CodeClass::nan;
+}
+
+Format role_format(const RecipeSpec& r, Role role, std::optional<Format> forced) {
+    return forced ? *forced : r.role(role).format;
+}
+
+std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax) {
+    if (r.role(role).granularity != Granularity::tensor)
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}' scales {} tensors per {} ({}x{}): that needs the tensor data (give dumps to sweep), "
+            "an amax trace has one amax per tensor and step",
+            r.name, name(role), name(r.role(role).granularity), r.role(role).block_rows, r.role(role).block_cols));
+    std::vector<float> out;
+    out.reserve(amax.size());
+    const float fmax = fp8_max(f);
+    switch (r.kind) {
+        case RecipeKind::delayed: {
+            DelayedScaling d(fmax, r.history_len, r.algo, r.margin);
+            for (float a : amax) {
+                out.push_back(d.scale_for_step());
+                d.record(a);
+            }
+            break;
+        }
+        case RecipeKind::windowed: {
+            MsampScaling m(fmax, r.role(role).window, r.margin);
+            for (float a : amax) {
+                out.push_back(m.scale_for_step(a));
+                m.record(a);
+            }
+            break;
+        }
+        case RecipeKind::current: {
+            RecipeSpec rr = r;
+            RoleSpec& rs = role == Role::input ? rr.input : role == Role::weight ? rr.weight : rr.grad;
+            rs.format = f;
+            for (float a : amax) out.push_back(recipe_scale(rr, role, a).scale);
+            break;
+        }
+    }
+    return out;
+}
+
+SeriesResult replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Format> forced) {
+    SeriesResult o;
+    o.tensor = s.tensor;
+    o.role = s.role;
+    o.format = role_format(r, s.role, forced);
+    o.steps = s.steps;
+    o.amax = s.amax;
+    o.scale = scales(r, s.role, o.format, s.amax);
+    const double fmax = fp8_max(o.format);
+    o.headroom.resize(s.amax.size());
+    o.overflow.resize(s.amax.size());
+    for (std::size_t i = 0; i < s.amax.size(); ++i) {
+        const double h = static_cast<double>(s.amax[i]) * static_cast<double>(o.scale[i]) / fmax;
+        o.headroom[i] = h;
+        o.overflow[i] = overflows(s.amax[i], o.scale[i], o.format) ? 1 : 0;
+        o.overflow_steps += o.overflow[i];
+        if (!std::isnan(h) && (o.worst_step < 0 || h > o.worst_headroom)) {
+            o.worst_headroom = h;
+            o.worst_step = s.steps[i];
+        }
+    }
+    return o;
+}
+
+}  // namespace fp8kit::replay

@@ -1,0 +1,349 @@
+// The recipe sweep over traces and dumped tensors.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/analysis/sweep.hpp"
+
+namespace fp8kit::sweep {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string format_choice(std::optional<Format> f) { return f ? std::string(name(*f)) : "hybrid"; }
+
+}  // namespace
+
+std::vector<Candidate> default_candidates(const std::vector<std::optional<Format>>& formats) {
+    std::vector<Candidate> out;
+    const RecipeSpec te = parse_recipe("te-delayed");
+    for (const auto& f : formats) {
+        for (int algo = 0; algo < 2; ++algo)
+            for (int L = 1; L <= 1024; L *= 2) {
+                if (algo == 1 && L > 1) break;  // most_recent: the history length changes nothing
+                for (int m = 0; m <= 4; ++m) {
+                    Candidate c;
+                    c.recipe = te;
+                    c.recipe.history_len = L;
+                    c.recipe.algo = algo == 0 ? AmaxAlgo::max : AmaxAlgo::most_recent;
+                    c.recipe.margin = m;
+                    c.recipe.name = algo == 0 ? fmt::format("te-delayed-h{}-max-m{}", L, m)
+                                              : fmt::format("te-delayed-most_recent-m{}", m);
+                    c.forced = f;
+                    c.grid = true;
+                    c.label = algo == 0 ? fmt::format("history {}, max, margin {}, {}", L, m, format_choice(f))
+                                        : fmt::format("most_recent, margin {}, {}", m, format_choice(f));
+                    out.push_back(std::move(c));
+                }
+            }
+        for (const char* p : {"te-current", "torchao-tensorwise", "msamp"}) {
+            Candidate c;
+            c.recipe = parse_recipe(p);
+            c.forced = f;
+            c.label = fmt::format("{}, {}", p, format_choice(f));
+            out.push_back(std::move(c));
+        }
+    }
+    return out;
+}
+
+std::vector<Candidate> block_candidates() {
+    std::vector<Candidate> out;
+    for (const char* p : {"te-block", "mxfp8", "mx-ocp", "deepseek-v3", "torchao-rowwise"}) {
+        Candidate c;
+        c.recipe = parse_recipe(p);
+        c.blockwise = true;
+        c.label = fmt::format("{} (blockwise)", p);
+        out.push_back(std::move(c));
+    }
+    return out;
+}
+
+double Outcome::mean_log2_headroom() const {
+    return headroom_steps ? sum_log2_headroom / static_cast<double>(headroom_steps) : kNaN;
+}
+double Outcome::underflow_share() const {
+    return nonzero ? static_cast<double>(underflow) / static_cast<double>(nonzero) : kNaN;
+}
+double Outcome::subnormal_share() const {
+    return nonzero ? static_cast<double>(subnormal) / static_cast<double>(nonzero) : kNaN;
+}
+double Outcome::mean_sqnr_db() const { return sqnr_count ? sum_sqnr_db / static_cast<double>(sqnr_count) : kNaN; }
+double Outcome::mean_sqnr_db_lo() const {
+    return sqnr_count ? sum_sqnr_db_lo / static_cast<double>(sqnr_count) : kNaN;
+}
+double Outcome::mean_sqnr_db_hi() const {
+    return sqnr_count ? sum_sqnr_db_hi / static_cast<double>(sqnr_count) : kNaN;
+}
+
+void Outcome::add_trace(const replay::SeriesResult& r) {
+    tensors += 1;
+    steps += r.steps.size();
+    overflow_steps += r.overflow_steps;
+    if (r.worst_step >= 0 && (worst_step < 0 || r.worst_headroom > worst_headroom)) {
+        worst_headroom = r.worst_headroom;
+        worst_step = r.worst_step;
+        worst_tensor = r.tensor;
+    }
+    for (double h : r.headroom)
+        if (h > 0 && std::isfinite(h)) {
+            sum_log2_headroom += std::log2(h);
+            ++headroom_steps;
+        }
+}
+
+void Outcome::add_dump(const MagnitudeHistogram::Result& r) {
+    ++dumped;
+    nonzero += r.finite() - r.zeros;
+    underflow += r.underflow;
+    subnormal += r.subnormal;
+    overflow_elems += r.overflow;
+    underflow_uncertain += r.underflow_uncertain;
+    subnormal_uncertain += r.subnormal_uncertain;
+    ambiguous += r.ambiguous;
+    const double db = r.sqnr_db();
+    if (std::isinf(db) && db > 0) {
+        ++lossless;
+    } else if (!std::isnan(db)) {
+        // The bounds are clamped to the estimate's side when a bound is infinite.
+        const double lo = r.sqnr_db_lo(), hi = r.sqnr_db_hi();
+        sum_sqnr_db += db;
+        sum_sqnr_db_lo += std::isfinite(lo) ? lo : db;
+        sum_sqnr_db_hi += std::isfinite(hi) ? hi : db;
+        ++sqnr_count;
+    }
+}
+
+void Outcome::add_dump(const QuantStats& s) {
+    ++dumped;
+    nonzero += s.finite() - s.zeros;
+    underflow += s.underflow;
+    subnormal += s.subnormal;
+    overflow_elems += s.overflow;
+    const double db = s.sqnr_db();
+    if (std::isinf(db) && db > 0) {
+        ++lossless;
+    } else if (!std::isnan(db)) {
+        sum_sqnr_db += db;
+        sum_sqnr_db_lo += db;
+        sum_sqnr_db_hi += db;
+        ++sqnr_count;
+    }
+}
+
+void Outcome::merge(const Outcome& o) {
+    tensors += o.tensors;
+    steps += o.steps;
+    overflow_steps += o.overflow_steps;
+    if (o.worst_step >= 0 && (worst_step < 0 || o.worst_headroom > worst_headroom)) {
+        worst_headroom = o.worst_headroom;
+        worst_step = o.worst_step;
+        worst_tensor = o.worst_tensor;
+    }
+    sum_log2_headroom += o.sum_log2_headroom;
+    headroom_steps += o.headroom_steps;
+    dumped += o.dumped;
+    lossless += o.lossless;
+    nonzero += o.nonzero;
+    underflow += o.underflow;
+    subnormal += o.subnormal;
+    overflow_elems += o.overflow_elems;
+    underflow_uncertain += o.underflow_uncertain;
+    subnormal_uncertain += o.subnormal_uncertain;
+    ambiguous += o.ambiguous;
+    sum_sqnr_db += o.sum_sqnr_db;
+    sum_sqnr_db_lo += o.sum_sqnr_db_lo;
+    sum_sqnr_db_hi += o.sum_sqnr_db_hi;
+    sqnr_count += o.sqnr_count;
+}
+
+Sweep::Sweep(std::vector<Candidate> candidates, std::vector<trace::Series> series)
+    : cands_(std::move(candidates)), series_(std::move(series)) {}
+
+std::size_t Sweep::add_series(trace::Series s) {
+    series_.push_back(std::move(s));
+    return series_.size() - 1;
+}
+
+void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& notes) {
+    const std::size_t C = cands_.size(), S = series_.size();
+    per_tensor_.assign(C, std::vector<Outcome>(S));
+    std::vector<std::vector<std::vector<float>>> scales(C, std::vector<std::vector<float>>(S));
+    for (std::size_t c = 0; c < C; ++c) {
+        if (cands_[c].blockwise) continue;
+        for (std::size_t s = 0; s < S; ++s) {
+            const auto r = replay::replay_series(cands_[c].recipe, series_[s], cands_[c].forced);
+            per_tensor_[c][s].add_trace(r);
+            scales[c][s] = r.scale;
+        }
+    }
+    std::size_t block_index0 = C;
+    for (std::size_t c = 0; c < C; ++c)
+        if (cands_[c].blockwise) { block_index0 = c; break; }
+    std::size_t amax_differs = 0;
+    std::string first_difference;
+    for (const auto& d : dumped) {
+        const auto& ser = series_.at(d.series);
+        const auto it = std::lower_bound(ser.steps.begin(), ser.steps.end(), d.step);
+        if (it == ser.steps.end() || *it != d.step) {
+            notes.push_back(fmt::format("tensor '{}' step {} is dumped but not in its amax series: not evaluated",
+                                        ser.tensor, d.step));
+            continue;
+        }
+        const auto k = static_cast<std::size_t>(it - ser.steps.begin());
+        const float ta = ser.amax[k];
+        if (!(ta == d.amax || (std::isnan(ta) && std::isnan(d.amax))) && amax_differs++ == 0)
+            first_difference = fmt::format("'{}' step {}: trace {:.9g}, dump {:.9g}", ser.tensor, d.step, ta, d.amax);
+        has_dumps_ = true;
+        // Recipes are independent: evaluate them in parallel, then add in candidate order (each
+        // result is computed the same way on any thread, so the totals do not depend on threads).
+        std::vector<MagnitudeHistogram::Result> res(C);
+        std::vector<std::string> why(C);
+        const long Cl = static_cast<long>(C);
+#pragma omp parallel for schedule(dynamic)
+        for (long ci = 0; ci < Cl; ++ci) {
+            const auto c = static_cast<std::size_t>(ci);
+            const auto& cand = cands_[c];
+            if (cand.blockwise) continue;
+            try {
+                const Format f = replay::role_format(cand.recipe, ser.role, cand.forced);
+                const float scale = cand.recipe.kind == RecipeKind::current
+                                        ? replay::scales(cand.recipe, ser.role, f, {d.amax}).front()
+                                        : scales[c][d.series][k];
+                if (!(scale > 0) || std::isinf(scale))
+                    why[c] = fmt::format("scale {} cannot cast", scale);
+                else
+                    res[c] = d.hist->evaluate(f, scale, 1.0f / scale, cand.recipe.policy);
+            } catch (const std::exception& e) {
+                why[c] = e.what();
+            }
+        }
+        for (std::size_t c = 0; c < C; ++c) {
+            if (cands_[c].blockwise) {
+                const std::size_t b = c - block_index0;
+                if (b < d.block.size()) per_tensor_[c][d.series].add_dump(d.block[b]);
+            } else if (!why[c].empty()) {
+                notes.push_back(fmt::format("{} on '{}' step {}: {} (not evaluated)", cands_[c].label, ser.tensor,
+                                            d.step, why[c]));
+            } else {
+                per_tensor_[c][d.series].add_dump(res[c]);
+            }
+        }
+    }
+    if (amax_differs)
+        notes.push_back(fmt::format("{} dumped tensors have another amax than the trace at that step (first: {}); "
+                                    "delayed scales follow the trace, current scaling uses the dumped data",
+                                    amax_differs, first_difference));
+}
+
+Outcome Sweep::per_class(std::size_t candidate, Role cls) const {
+    Outcome o;
+    for (std::size_t s = 0; s < series_.size(); ++s)
+        if (series_[s].role == cls) o.merge(per_tensor_.at(candidate)[s]);
+    return o;
+}
+
+bool Sweep::has_class(Role cls) const {
+    return std::any_of(series_.begin(), series_.end(), [&](const trace::Series& s) { return s.role == cls; });
+}
+
+std::size_t Sweep::find(int history, AmaxAlgo algo, int margin, std::optional<Format> forced) const {
+    for (std::size_t c = 0; c < cands_.size(); ++c) {
+        const auto& r = cands_[c].recipe;
+        if (cands_[c].grid && r.algo == algo && (algo == AmaxAlgo::most_recent || r.history_len == history) &&
+            r.margin == margin && cands_[c].forced == forced)
+            return c;
+    }
+    return static_cast<std::size_t>(-1);
+}
+
+int Sweep::min_safe_margin(std::size_t candidate, long series, Role cls) const {
+    const auto& r = cands_.at(candidate).recipe;
+    if (!cands_[candidate].grid) return -1;
+    for (int m = 0; m <= 4; ++m) {
+        const std::size_t c = find(r.history_len, r.algo, m, cands_[candidate].forced);
+        if (c == static_cast<std::size_t>(-1)) continue;
+        const std::size_t over = series >= 0 ? per_tensor_[c][static_cast<std::size_t>(series)].overflow_steps
+                                             : per_class(c, cls).overflow_steps;
+        if (over == 0) return m;
+    }
+    return -1;
+}
+
+std::vector<std::size_t> Sweep::ranked(Role cls) const {
+    std::vector<std::size_t> idx;
+    std::vector<Outcome> oc(cands_.size());
+    for (std::size_t c = 0; c < cands_.size(); ++c)
+        if (cands_[c].grid) {
+            idx.push_back(c);
+            oc[c] = per_class(c, cls);
+        }
+    std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        const Outcome &x = oc[a], &y = oc[b];
+        if (x.overflow_steps != y.overflow_steps) return x.overflow_steps < y.overflow_steps;
+        const bool dump = x.sqnr_count > 0 && y.sqnr_count > 0;
+        const double ka = dump ? x.mean_sqnr_db() : x.mean_log2_headroom();
+        const double kb = dump ? y.mean_sqnr_db() : y.mean_log2_headroom();
+        if (!std::isnan(ka) && !std::isnan(kb) && ka != kb) return ka > kb;
+        const auto &ra = cands_[a].recipe, &rb = cands_[b].recipe;
+        if (ra.history_len != rb.history_len) return ra.history_len > rb.history_len;
+        return ra.margin < rb.margin;
+    });
+    return idx;
+}
+
+std::string Sweep::recommendation(Role cls) const {
+    const auto order = ranked(cls);
+    const std::string who = cls == Role::input ? "activations" : cls == Role::weight ? "weights" : "gradients";
+    if (order.empty() || !has_class(cls)) return who + ": no tensors of this class";
+    const std::size_t best = order.front();
+    const Outcome b = per_class(best, cls);
+    const auto& cand = cands_[best];
+    const std::size_t ref = find(1024, AmaxAlgo::max, 0, cand.forced);
+    const Outcome r = per_class(ref, cls);
+    const Format f = replay::role_format(cand.recipe, cls, cand.forced);
+    std::string s = fmt::format("{}: {} ({}) — ", who,
+                                cand.recipe.algo == AmaxAlgo::max
+                                    ? fmt::format("history {}, max, margin {}", cand.recipe.history_len, cand.recipe.margin)
+                                    : fmt::format("most_recent, margin {}", cand.recipe.margin),
+                                name(f));
+    if (b.overflow_steps == 0)
+        s += fmt::format("no overflow in {} steps of {} tensors", b.steps, b.tensors);
+    else
+        s += fmt::format("{} overflowing step{} remain{} (no grid point removes all: use margin > 4 or current scaling)",
+                         b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");
+    if (best == ref) return s + "; TE's default (history 1024, max, margin 0) is already the best here";
+    if (b.sqnr_count > 0 && r.sqnr_count > 0) {
+        const double d = b.mean_sqnr_db() - r.mean_sqnr_db();
+        s += fmt::format(", {:.2g} dB {} SQNR than TE's default history 1024, max, margin 0 (mean {:.2f} vs {:.2f} dB on {} dumped tensors)",
+                         std::fabs(d), d >= 0 ? "better" : "worse", b.mean_sqnr_db(), r.mean_sqnr_db(), b.sqnr_count);
+        if (!std::isnan(b.underflow_share()))
+            s += fmt::format(", underflow {:.3g}% vs {:.3g}%", 100 * b.underflow_share(), 100 * r.underflow_share());
+    } else {
+        const double d = b.mean_log2_headroom() - r.mean_log2_headroom();
+        s += fmt::format(", uses {:.2f} binades {} of the range than TE's default history 1024, max, margin 0 (mean headroom 2^{:.2f} vs 2^{:.2f})",
+                         std::fabs(d), d >= 0 ? "more" : "less", b.mean_log2_headroom(), r.mean_log2_headroom());
+    }
+    if (r.overflow_steps > 0) s += fmt::format("; history 1024 overflows {} steps", r.overflow_steps);
+    return s;
+}
+
+std::string series_name_of_dump(const std::string& dataset) {
+    std::string out;
+    std::size_t start = 0;
+    while (start <= dataset.size()) {
+        const auto p = dataset.find('/', start);
+        const std::string comp = dataset.substr(start, p == std::string::npos ? std::string::npos : p - start);
+        if (!comp.empty() && !dump::guess_step(comp)) out += (out.empty() ? "" : ".") + comp;
+        if (p == std::string::npos) break;
+        start = p + 1;
+    }
+    return out;
+}
+
+}  // namespace fp8kit::sweep

@@ -1,0 +1,165 @@
+// Names of roles and stored types, and the guesses of role and step from tensor names.
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "fp8kit/io/dump.hpp"
+
+namespace fp8kit::dump {
+namespace {
+
+std::string lower(std::string_view s) {
+    std::string out(s);
+    for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
+
+// Lower-case alphanumeric runs of a name: "model.layers.0/grad_output" -> model layers 0 grad output.
+std::vector<std::string> tokens(std::string_view path) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (char c : path) {
+        if (is_alnum(c)) {
+            cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        } else if (!cur.empty()) {
+            out.push_back(std::move(cur));
+            cur.clear();
+        }
+    }
+    if (!cur.empty()) out.push_back(std::move(cur));
+    return out;
+}
+
+bool any_of(const std::vector<std::string>& toks, std::initializer_list<const char*> words) {
+    for (const auto& t : toks)
+        for (const char* w : words)
+            if (t == w) return true;
+    return false;
+}
+
+}  // namespace
+
+std::string_view name(Role r) {
+    switch (r) {
+        case Role::activation: return "activation";
+        case Role::weight: return "weight";
+        case Role::gradient: return "gradient";
+        case Role::optimizer_state: return "optimizer_state";
+        case Role::unknown: break;
+    }
+    return "unknown";
+}
+
+std::optional<Role> parse_role(std::string_view s) {
+    std::string k = lower(s);
+    std::replace(k.begin(), k.end(), '-', '_');
+    std::replace(k.begin(), k.end(), ' ', '_');
+    if (k == "activation" || k == "activations" || k == "act" || k == "input" || k == "output")
+        return Role::activation;
+    if (k == "weight" || k == "weights" || k == "param" || k == "parameter") return Role::weight;
+    if (k == "gradient" || k == "gradients" || k == "grad" || k == "grads" || k == "wgrad" ||
+        k == "dgrad" || k == "grad_output")
+        return Role::gradient;
+    if (k == "optimizer_state" || k == "optimizer" || k == "optim_state" || k == "exp_avg" ||
+        k == "exp_avg_sq" || k == "momentum")
+        return Role::optimizer_state;
+    if (k == "unknown") return Role::unknown;
+    return std::nullopt;
+}
+
+Role guess_role(std::string_view path) {
+    const auto toks = tokens(path);
+    const std::string low = lower(path);
+    // exp_avg and exp_avg_sq tokenize to "exp avg [sq]": look for them in the text itself.
+    if (low.find("exp_avg") != std::string::npos ||
+        any_of(toks, {"momentum", "momentum_buffer", "optimizer", "optim"}))
+        return Role::optimizer_state;
+    if (any_of(toks, {"grad", "grads", "gradient", "gradients", "wgrad", "dgrad"}))
+        return Role::gradient;
+    if (any_of(toks, {"weight", "weights"})) return Role::weight;
+    if (any_of(toks, {"input", "inputs", "output", "outputs", "activation", "activations", "act",
+                      "acts"}))
+        return Role::activation;
+    return Role::unknown;
+}
+
+std::optional<std::int64_t> guess_step(std::string_view path) {
+    const std::string low = lower(path);
+    std::optional<std::int64_t> found;
+    // Keywords, longest first so "iteration" is not read as "iter" + "ation".
+    static const char* const kWords[] = {"iteration", "step", "iter", "it"};
+    std::size_t i = 0;
+    while (i < low.size()) {
+        // A keyword must start a token (after a separator or a digit-free boundary).
+        const bool at_start = i == 0 || !std::isalpha(static_cast<unsigned char>(low[i - 1]));
+        bool matched = false;
+        if (at_start) {
+            for (const char* w : kWords) {
+                const std::size_t n = std::char_traits<char>::length(w);
+                if (low.compare(i, n, w) != 0) continue;
+                std::size_t j = i + n;
+                if (j < low.size() && (low[j] == '_' || low[j] == '=' || low[j] == '-')) ++j;
+                std::size_t k = j;
+                while (k < low.size() && is_digit(low[k])) ++k;
+                if (k == j || k - j > 18) continue;  // no digits, or more than int64 holds
+                if (k < low.size() && std::isalpha(static_cast<unsigned char>(low[k]))) continue;
+                found = std::stoll(low.substr(j, k - j));
+                i = k;
+                matched = true;
+                break;
+            }
+        }
+        if (!matched) ++i;
+    }
+    return found;  // the last one: the innermost component wins
+}
+
+std::string_view name(DType d) {
+    switch (d) {
+        case DType::f64: return "f64";
+        case DType::f32: return "f32";
+        case DType::f16: return "f16";
+        case DType::bf16: return "bf16";
+        case DType::e4m3: return "e4m3";
+        case DType::e5m2: return "e5m2";
+        case DType::e4m3fnuz: return "e4m3fnuz";
+        case DType::e5m2fnuz: return "e5m2fnuz";
+        case DType::e8m0: return "e8m0";
+    }
+    return "?";
+}
+
+std::optional<Format> fp8_format(DType d) {
+    switch (d) {
+        case DType::e4m3: return Format::e4m3;
+        case DType::e5m2: return Format::e5m2;
+        case DType::e4m3fnuz: return Format::e4m3fnuz;
+        case DType::e5m2fnuz: return Format::e5m2fnuz;
+        case DType::e8m0: return Format::e8m0;
+        default: return std::nullopt;
+    }
+}
+
+Wide delivered_as(DType d) {
+    switch (d) {
+        case DType::f64: return Wide::f64;
+        case DType::f16: return Wide::f16;
+        case DType::bf16: return Wide::bf16;
+        default: return Wide::f32;
+    }
+}
+
+std::string Problem::describe() const {
+    return name.empty() ? fmt::format("{}: {}", file, message)
+                        : fmt::format("{}: {}: {}", file, name, message);
+}
+
+DumpError::DumpError(std::string f, std::string n, const std::string& msg)
+    : std::runtime_error(Problem{f, n, msg}.describe()), file(std::move(f)), name(std::move(n)), message(msg) {}
+
+}  // namespace fp8kit::dump

@@ -1,0 +1,234 @@
+// safetensors files: u64 little-endian header length N, N bytes of JSON
+// {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}, then the data.
+// Everything in the header is checked against the file before a byte of data is trusted.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/dump_internal.hpp"
+
+namespace fp8kit::dump::detail {
+namespace {
+
+constexpr std::uint64_t kMaxHeader = 100'000'000;  // the reference reader's limit
+
+std::optional<DType> parse_st_dtype(const std::string& s) {
+    static const std::pair<const char*, DType> kTable[] = {
+        {"F64", DType::f64},          {"F32", DType::f32},           {"F16", DType::f16},
+        {"BF16", DType::bf16},        {"F8_E4M3", DType::e4m3},      {"F8_E5M2", DType::e5m2},
+        {"F8_E4M3FNUZ", DType::e4m3fnuz}, {"F8_E5M2FNUZ", DType::e5m2fnuz}, {"F8_E8M0", DType::e8m0},
+    };
+    for (const auto& [n, d] : kTable)
+        if (s == n) return d;
+    return std::nullopt;
+}
+
+bool is_integer_dtype(const std::string& s) {
+    static const char* const kInts[] = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64"};
+    return std::any_of(std::begin(kInts), std::end(kInts), [&](const char* n) { return s == n; });
+}
+
+class Fd {
+public:
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    int get() const { return fd_; }
+
+private:
+    int fd_;
+};
+
+// Reads exactly n bytes at off, or says why not.
+std::string pread_all(int fd, void* buf, std::size_t n, std::uint64_t off) {
+    auto* p = static_cast<char*>(buf);
+    while (n > 0) {
+        const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(off));
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return std::strerror(errno);
+        }
+        if (got == 0) return "unexpected end of file";
+        p += got;
+        n -= static_cast<std::size_t>(got);
+        off += static_cast<std::uint64_t>(got);
+    }
+    return {};
+}
+
+struct Entry {
+    std::uint64_t begin, end;  // absolute file offsets
+};
+
+class SafetensorsSource final : public Source {
+public:
+    SafetensorsSource(const std::string& path, const ReadOptions& opts) : opts_(opts), fd_(::open(path.c_str(), O_RDONLY)) {
+        path_ = path;
+        if (fd_.get() < 0) throw DumpError(path, "", fmt::format("cannot open: {}", std::strerror(errno)));
+        struct stat st {};
+        if (::fstat(fd_.get(), &st) != 0) throw DumpError(path, "", fmt::format("cannot stat: {}", std::strerror(errno)));
+        const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
+        auto bad = [&](const std::string& m) { return DumpError(path, "", "not a valid safetensors file: " + m); };
+        if (size < 8) throw bad(fmt::format("{} bytes, shorter than the 8-byte header length", size));
+        unsigned char len_bytes[8];
+        if (auto e = pread_all(fd_.get(), len_bytes, 8, 0); !e.empty()) throw bad(e);
+        std::uint64_t n = 0;
+        for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
+        if (n > kMaxHeader) throw bad(fmt::format("header length {} exceeds the 100 MB limit", n));
+        if (n > size - 8)
+            throw bad(fmt::format("header length {} runs past the end of the file ({} bytes): truncated?", n, size));
+        std::string text(static_cast<std::size_t>(n), '\0');
+        if (auto e = pread_all(fd_.get(), text.data(), text.size(), 8); !e.empty()) throw bad(e);
+        nlohmann::json header;
+        try {
+            header = nlohmann::json::parse(text);
+        } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number past double (fuzz)
+            throw bad(fmt::format("header is not JSON ({})", e.what()));
+        }
+        if (!header.is_object()) throw bad("header is not a JSON object");
+        const std::uint64_t data_start = 8 + n, data_size = size - data_start;
+
+        std::vector<std::pair<Entry, std::string>> spans;  // for the overlap check
+        for (auto it = header.begin(); it != header.end(); ++it) {
+            if (it.key() == "__metadata__") continue;
+            std::string why;
+            TensorInfo t;
+            Entry e{};
+            if (!parse_entry(it.key(), it.value(), data_size, t, e, why)) {
+                if (why.rfind("skip:", 0) == 0)
+                    notes_.push_back({path_, it.key(), why.substr(6)});
+                else
+                    errors_.push_back({path_, it.key(), why});
+                continue;
+            }
+            e.begin += data_start;
+            e.end += data_start;
+            spans.push_back({e, it.key()});
+            entries_[t.name] = e;
+            tensors_.push_back(std::move(t));
+        }
+        // Overlapping tensors: neither can be trusted.
+        std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.first.begin < b.first.begin; });
+        std::map<std::string, std::string> overlapping;
+        std::size_t reach = 0;  // the span seen so far that ends last
+        for (std::size_t i = 1; i < spans.size(); ++i) {
+            if (spans[i].first.begin < spans[reach].first.end) {
+                overlapping.emplace(spans[i].second, spans[reach].second);
+                overlapping.emplace(spans[reach].second, spans[i].second);
+            }
+            if (spans[i].first.end > spans[reach].first.end) reach = i;
+        }
+        if (!overlapping.empty()) {
+            std::vector<TensorInfo> keep;
+            for (auto& t : tensors_) {
+                const auto o = overlapping.find(t.name);
+                if (o == overlapping.end()) {
+                    keep.push_back(std::move(t));
+                } else {
+                    errors_.push_back({path_, t.name, fmt::format("data_offsets overlap those of '{}'", o->second)});
+                    entries_.erase(t.name);
+                }
+            }
+            tensors_ = std::move(keep);
+        }
+        // JSON objects are unordered; list in file order of the data, like the writer did.
+        std::sort(tensors_.begin(), tensors_.end(), [&](const TensorInfo& a, const TensorInfo& b) {
+            return entries_.at(a.name).begin < entries_.at(b.name).begin;
+        });
+    }
+
+    void read(const TensorInfo& t, const ChunkFn& fn) override {
+        const auto it = entries_.find(t.name);
+        if (it == entries_.end()) throw DumpError(path_, t.name, "no such tensor in this file");
+        const std::size_t ssize = stored_size(t.dtype);
+        const std::size_t per = elements_per_read(t.dtype, opts_);
+        buf_.resize(std::min<std::uint64_t>(per, t.numel) * ssize);
+        for (std::uint64_t first = 0; first < t.numel; first += per) {
+            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(per, t.numel - first));
+            const std::uint64_t off = it->second.begin + first * ssize;
+            if (auto e = pread_all(fd_.get(), buf_.data(), n * ssize, off); !e.empty())
+                throw DumpError(path_, t.name, fmt::format("cannot read bytes at offset {}: {}", off, e));
+            deliver(t.dtype, buf_.data(), n, first, scratch_, fn);
+        }
+    }
+
+private:
+    bool parse_entry(const std::string& key, const nlohmann::json& v, std::uint64_t data_size,
+                     TensorInfo& t, Entry& e, std::string& why) {
+        if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
+            why = "header entry lacks dtype, shape or data_offsets";
+            return false;
+        }
+        const auto& dt = v["dtype"];
+        const auto& shape = v["shape"];
+        const auto& offs = v["data_offsets"];
+        if (!dt.is_string()) { why = "dtype is not a string"; return false; }
+        const std::string dts = dt.get<std::string>();
+        const auto d = parse_st_dtype(dts);
+        if (!d) {
+            why = is_integer_dtype(dts) ? fmt::format("skip: {} tensor: not analysed", dts)
+                                        : fmt::format("unsupported dtype '{}'", dts);
+            return false;
+        }
+        if (!shape.is_array()) { why = "shape is not an array"; return false; }
+        std::uint64_t numel = 1;
+        for (const auto& s : shape) {
+            if (!s.is_number_unsigned()) { why = fmt::format("shape {} has a non-integer or negative entry", shape.dump()); return false; }
+            const std::uint64_t x = s.get<std::uint64_t>();
+            if (mul_overflows(numel, x, numel)) { why = fmt::format("shape {} overflows 64 bits", shape.dump()); return false; }
+            t.shape.push_back(x);
+        }
+        if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned()) {
+            why = "data_offsets is not [begin, end]";
+            return false;
+        }
+        e.begin = offs[0].get<std::uint64_t>();
+        e.end = offs[1].get<std::uint64_t>();
+        if (e.end < e.begin) { why = fmt::format("data_offsets [{}, {}] end before they begin", e.begin, e.end); return false; }
+        if (e.end > data_size) {
+            why = fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes): truncated file?",
+                              e.begin, e.end, data_size);
+            return false;
+        }
+        std::uint64_t bytes = 0;
+        if (mul_overflows(numel, stored_size(*d), bytes) || bytes != e.end - e.begin) {
+            why = fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", shape.dump(), dts,
+                              bytes == 0 && numel != 0 ? std::string("more than 2^64") : std::to_string(bytes),
+                              e.begin, e.end, e.end - e.begin);
+            return false;
+        }
+        if (numel == 0) { why = fmt::format("empty tensor (shape {})", shape.dump()); return false; }
+        t.file = path_;
+        t.name = key;
+        t.numel = numel;
+        t.storage = dts;
+        t.dtype = *d;
+        t.wide = delivered_as(*d);
+        complete_guesses(t);
+        return true;
+    }
+
+    ReadOptions opts_;
+    Fd fd_;
+    std::map<std::string, Entry> entries_;
+    std::vector<std::uint8_t> buf_, scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts) {
+    return std::make_unique<SafetensorsSource>(path, opts);
+}
+
+}  // namespace fp8kit::dump::detail

@@ -1,0 +1,140 @@
+// Choosing files and tensors: glob expansion, --include/--exclude, --steps, and the Dump that
+// lists many files while keeping one open.
+#include <fnmatch.h>
+#include <glob.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "fp8kit/io/dump.hpp"
+
+namespace fp8kit::dump {
+namespace {
+
+std::int64_t parse_step_number(std::string_view part, std::string_view whole) {
+    if (part.empty() || part.size() > 18 ||
+        !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        throw std::invalid_argument(fmt::format(
+            "--steps '{}': '{}' is not a step number (use ranges like 0-100,200,300-)", whole, part));
+    return std::stoll(std::string(part));
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+}
+
+bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+}  // namespace
+
+std::vector<StepRange> parse_steps(std::string_view s) {
+    std::vector<StepRange> out;
+    std::size_t pos = 0;
+    if (trim(s).empty())
+        throw std::invalid_argument("--steps is empty (use ranges like 0-100,200,300-)");
+    while (pos <= s.size()) {
+        const std::size_t comma = std::min(s.find(',', pos), s.size());
+        const std::string_view item = trim(s.substr(pos, comma - pos));
+        const std::size_t dash = item.find('-');
+        StepRange r{};
+        if (dash == std::string_view::npos) {
+            r.lo = r.hi = parse_step_number(item, s);
+        } else {
+            r.lo = parse_step_number(trim(item.substr(0, dash)), s);
+            const std::string_view hi = trim(item.substr(dash + 1));
+            r.hi = hi.empty() ? std::numeric_limits<std::int64_t>::max() : parse_step_number(hi, s);
+            if (r.hi < r.lo)
+                throw std::invalid_argument(
+                    fmt::format("--steps '{}': range '{}' ends before it starts", s, item));
+        }
+        out.push_back(r);
+        pos = comma + 1;
+    }
+    return out;
+}
+
+bool Selection::matches(const TensorInfo& t) const {
+    auto match = [&](const std::string& pat) { return fnmatch(pat.c_str(), t.name.c_str(), 0) == 0; };
+    if (!include.empty() && std::none_of(include.begin(), include.end(), match)) return false;
+    if (std::any_of(exclude.begin(), exclude.end(), match)) return false;
+    if (!steps.empty()) {
+        if (!t.step) return false;
+        const std::int64_t s = *t.step;
+        if (std::none_of(steps.begin(), steps.end(),
+                         [&](const StepRange& r) { return r.lo <= s && s <= r.hi; }))
+            return false;
+    }
+    return true;
+}
+
+std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
+                                       std::vector<Problem>& problems) {
+    std::vector<std::string> out;
+    for (const auto& a : args) {
+        struct stat st {};
+        if (::stat(a.c_str(), &st) == 0 || !has_glob_chars(a)) {
+            // A missing plain path is reported when it is opened, with the system's reason.
+            out.push_back(a);
+            continue;
+        }
+        glob_t g{};
+        const int rc = ::glob(a.c_str(), 0, nullptr, &g);
+        if (rc == 0) {
+            std::vector<std::string> found(g.gl_pathv, g.gl_pathv + g.gl_pathc);
+            std::sort(found.begin(), found.end());
+            out.insert(out.end(), found.begin(), found.end());
+        } else {
+            problems.push_back({a, "", rc == GLOB_NOMATCH ? "no file matches this pattern"
+                                                          : "cannot expand this pattern"});
+        }
+        globfree(&g);
+    }
+    return out;
+}
+
+Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptions opts)
+    : opts_(opts) {
+    for (const auto& f : files) {
+        std::unique_ptr<Source> src;
+        try {
+            src = open_source(f, opts_);
+        } catch (const DumpError& e) {
+            errors_.push_back({e.file, e.name, e.message});
+            continue;
+        }
+        ++files_opened_;
+        for (const auto& t : src->tensors())
+            if (selection.matches(t)) tensors_.push_back(t);
+        // Unreadable datasets count when they would have been selected by name; their step and
+        // role may be unknown, so only the name patterns apply.
+        Selection by_name = selection;
+        by_name.steps.clear();
+        for (const auto& p : src->errors()) {
+            TensorInfo probe;
+            probe.name = p.name;
+            if (p.name.empty() || by_name.matches(probe)) errors_.push_back(p);
+        }
+        for (const auto& p : src->notes()) notes_.push_back(p);
+        open_ = std::move(src);
+    }
+}
+
+Dump::~Dump() = default;
+
+void Dump::read(std::size_t i, const ChunkFn& fn) {
+    const TensorInfo& t = tensors_.at(i);
+    if (!open_ || open_->path() != t.file) {
+        open_.reset();
+        open_ = open_source(t.file, opts_);
+    }
+    open_->read(t, fn);
+}
+
+}  // namespace fp8kit::dump

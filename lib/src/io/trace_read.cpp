@@ -1,0 +1,282 @@
+// Amax trace readers (CSV and nvidia-dlfw-inspect logs).
+#include <fnmatch.h>
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "fp8kit/io/trace.hpp"
+
+namespace fp8kit::trace {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+    return s;
+}
+
+std::string lower(std::string_view s) {
+    std::string r(s);
+    for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return r;
+}
+
+[[noreturn]] void fail(const std::string& file, std::size_t line, const std::string& msg) {
+    throw TraceError(fmt::format("{}:{}: {}", file, line, msg));
+}
+
+// The whole field must be a number: strtof rounds correctly to float32 (no double rounding).
+float parse_amax(std::string_view field, const std::string& file, std::size_t line) {
+    const std::string s(trim(field));
+    if (s.empty()) fail(file, line, "empty amax value");
+    errno = 0;
+    char* end = nullptr;
+    const float v = std::strtof(s.c_str(), &end);
+    if (end != s.c_str() + s.size()) fail(file, line, fmt::format("amax '{}' is not a number", s));
+    if (std::signbit(v) && !(v == 0)) fail(file, line, fmt::format("amax '{}' is negative (an amax is a maximum of |x|)", s));
+    if (std::isnan(v)) return std::nanf("");  // -nan and nan(...) alike: one NaN, sign dropped
+    return std::fabs(v);  // -0 -> +0
+}
+
+std::int64_t parse_step(std::string_view field, const std::string& file, std::size_t line,
+                        const char* what) {
+    const std::string s(trim(field));
+    if (s.empty()) fail(file, line, fmt::format("empty {}", what));
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(s.c_str(), &end, 10);
+    if (end != s.c_str() + s.size() || errno == ERANGE)
+        fail(file, line, fmt::format("{} '{}' is not an integer", what, s));
+    if (v < 0) fail(file, line, fmt::format("{} '{}' is negative", what, s));
+    return v;
+}
+
+struct Builder {
+    std::string file;
+    std::vector<Series> series;
+    std::map<std::string, std::size_t> index;
+
+    void add(const std::string& tensor, std::int64_t step, float amax, std::size_t line) {
+        auto it = index.find(tensor);
+        if (it == index.end()) {
+            it = index.emplace(tensor, series.size()).first;
+            Series s;
+            s.tensor = tensor;
+            s.role = classify(tensor);
+            series.push_back(std::move(s));
+        }
+        auto& s = series[it->second];
+        s.steps.push_back(step);
+        s.amax.push_back(amax);
+        s.lines.push_back(line);
+    }
+
+    // Sorted by step (logs of several ranks/runs may interleave); a repeated step is ambiguous.
+    Trace finish() {
+        for (auto& s : series) {
+            std::vector<std::size_t> order(s.steps.size());
+            std::iota(order.begin(), order.end(), std::size_t{0});
+            std::stable_sort(order.begin(), order.end(),
+                             [&](std::size_t a, std::size_t b) { return s.steps[a] < s.steps[b]; });
+            Series o;
+            o.tensor = s.tensor;
+            o.role = s.role;
+            for (std::size_t k = 0; k < order.size(); ++k) {
+                const std::size_t i = order[k];
+                if (k > 0 && s.steps[i] == o.steps.back())
+                    fail(file, std::max(s.lines[i], o.lines.back()),
+                         fmt::format("tensor '{}' step {} appears twice (lines {} and {})", s.tensor,
+                                     s.steps[i], std::min(s.lines[i], o.lines.back()),
+                                     std::max(s.lines[i], o.lines.back())));
+                o.steps.push_back(s.steps[i]);
+                o.amax.push_back(s.amax[i]);
+                o.lines.push_back(s.lines[i]);
+            }
+            s = std::move(o);
+        }
+        return Trace{file, std::move(series)};
+    }
+};
+
+std::vector<std::string_view> split_commas(std::string_view line) {
+    std::vector<std::string_view> out;
+    std::size_t start = 0;
+    for (;;) {
+        const auto p = line.find(',', start);
+        out.push_back(line.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
+        if (p == std::string_view::npos) break;
+        start = p + 1;
+    }
+    return out;
+}
+
+std::ifstream open(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw TraceError(fmt::format("{}: cannot open the file", path));
+    return in;
+}
+
+void strip_cr(std::string& line) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+}
+
+bool csv_header(std::string_view line, int& step_col, int& amax_col, int& tensor_col) {
+    step_col = amax_col = tensor_col = -1;
+    const auto f = split_commas(line);
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        const std::string n = lower(trim(f[i]));
+        int* col = n == "step" ? &step_col : n == "amax" ? &amax_col : n == "tensor" ? &tensor_col : nullptr;
+        if (col) {
+            if (*col >= 0) return false;
+            *col = static_cast<int>(i);
+        }
+    }
+    return step_col >= 0 && amax_col >= 0;
+}
+
+}  // namespace
+
+std::string_view class_name(Role r) {
+    switch (r) {
+        case Role::input: return "activation";
+        case Role::weight: return "weight";
+        case Role::grad: return "gradient";
+    }
+    return "activation";
+}
+
+Role classify(std::string_view tensor_name) {
+    bool weight = false;
+    std::string tok;
+    auto flush = [&](bool& grad) {
+        if (tok == "grad" || tok == "grads" || tok == "gradient" || tok == "gradients" || tok == "wgrad" ||
+            tok == "dgrad")
+            grad = true;
+        if (tok == "weight" || tok == "weights") weight = true;
+        tok.clear();
+    };
+    bool grad = false;
+    for (char c : tensor_name) {
+        if (std::isalnum(static_cast<unsigned char>(c)))
+            tok += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        else
+            flush(grad);
+    }
+    flush(grad);
+    return grad ? Role::grad : weight ? Role::weight : Role::input;
+}
+
+Trace read_csv(const std::string& path) {
+    auto in = open(path);
+    std::string line;
+    std::size_t lineno = 0;
+    int step_col = -1, amax_col = -1, tensor_col = -1;
+    bool have_header = false;
+    while (std::getline(in, line)) {
+        ++lineno;
+        strip_cr(line);
+        if (trim(line).empty()) continue;
+        if (!csv_header(line, step_col, amax_col, tensor_col)) {
+            std::string missing;
+            if (step_col < 0) missing += "'step'";
+            if (amax_col < 0) missing += missing.empty() ? "'amax'" : " and 'amax'";
+            fail(path, lineno, missing.empty()
+                                   ? std::string("a column is named twice in the header")
+                                   : fmt::format("the header has no {} column (need step and amax, tensor optional; got '{}')",
+                                                 missing, line));
+        }
+        have_header = true;
+        break;
+    }
+    if (!have_header) throw TraceError(fmt::format("{}: empty file (need a header with step and amax)", path));
+    const std::size_t need = static_cast<std::size_t>(std::max({step_col, amax_col, tensor_col})) + 1;
+    Builder b{path, {}, {}};
+    while (std::getline(in, line)) {
+        ++lineno;
+        strip_cr(line);
+        if (trim(line).empty()) continue;
+        const auto f = split_commas(line);
+        if (f.size() < need)
+            fail(path, lineno, fmt::format("{} fields, the header needs at least {}", f.size(), need));
+        const std::int64_t step = parse_step(f[step_col], path, lineno, "step");
+        const float amax = parse_amax(f[amax_col], path, lineno);
+        std::string tensor;
+        if (tensor_col >= 0) {
+            tensor = std::string(trim(f[tensor_col]));
+            if (tensor.empty()) fail(path, lineno, "empty tensor name");
+        }
+        b.add(tensor, step, amax, lineno);
+    }
+    if (b.series.empty()) throw TraceError(fmt::format("{}: no data rows after the header", path));
+    return b.finish();
+}
+
+Trace read_dlfw_log(const std::string& path) {
+    auto in = open(path);
+    std::string line;
+    std::size_t lineno = 0;
+    Builder b{path, {}, {}};
+    static constexpr std::string_view kStat = "_cur_amax";
+    while (std::getline(in, line)) {
+        ++lineno;
+        strip_cr(line);
+        const std::string_view l(line);
+        const auto p = l.find(kStat);
+        if (p == std::string_view::npos) continue;
+        // The name is the last token before _cur_amax: after " - " of the logger prefix.
+        std::size_t start = l.rfind(" - ", p);
+        start = start == std::string_view::npos ? 0 : start + 3;
+        const auto ws = l.find_last_of(" \t", p);
+        if (ws != std::string_view::npos && ws + 1 > start) start = ws + 1;
+        const std::string tensor(trim(l.substr(start, p - start)));
+        if (tensor.empty()) fail(path, lineno, "no tensor name before _cur_amax");
+        const auto rest = l.substr(p + kStat.size());
+        if (!rest.empty() && !std::isspace(static_cast<unsigned char>(rest.front())))
+            continue;  // another stat whose name merely contains _cur_amax (e.g. _cur_amax_avg)
+        const auto it = rest.find("iteration=");
+        if (it == std::string_view::npos) fail(path, lineno, "_cur_amax line without iteration=");
+        const auto iv = rest.substr(it + 10);
+        const auto ite = iv.find_first_of(" \t");
+        const std::int64_t step = parse_step(iv.substr(0, ite), path, lineno, "iteration");
+        const auto vt = rest.find("value=");
+        if (vt == std::string_view::npos) fail(path, lineno, "_cur_amax line without value=");
+        const auto vv = rest.substr(vt + 6);
+        const float amax = parse_amax(vv.substr(0, vv.find_first_of(" \t")), path, lineno);
+        b.add(tensor, step, amax, lineno);
+    }
+    if (b.series.empty())
+        throw TraceError(fmt::format("{}: neither a CSV trace (header with step and amax) nor a dlfw-inspect log "
+                                     "(no line with _cur_amax)", path));
+    return b.finish();
+}
+
+Trace read_trace(const std::string& path) {
+    auto in = open(path);
+    std::string line;
+    while (std::getline(in, line)) {
+        strip_cr(line);
+        if (trim(line).empty()) continue;
+        int s, a, t;
+        if (line.find(',') != std::string::npos && line.find("_cur_amax") == std::string::npos) {
+            if (csv_header(line, s, a, t)) return read_csv(path);
+            // A CSV without the needed columns: let read_csv say which one is missing.
+            if (line.find(" - ") == std::string::npos) return read_csv(path);
+        }
+        break;
+    }
+    return read_dlfw_log(path);
+}
+
+bool matches(std::string_view pattern, std::string_view name) {
+    return fnmatch(std::string(pattern).c_str(), std::string(name).c_str(), 0) == 0;
+}
+
+}  // namespace fp8kit::trace

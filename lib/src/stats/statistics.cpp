@@ -1,0 +1,695 @@
+// FP8 statistics (docs/statistics.md). Work is split into fixed-size chunks whose partial
+// results are merged in chunk order, so the binary64 sums do not depend on the thread count.
+// Codes come from encode_array (the reference conversion or a path proven identical to it) on
+// the float32 scaled values; everything else is read from the bits or from 256-entry tables.
+#include "convert/float_bits.hpp"
+#include "fp8kit/stats/statistics.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "fp8kit/emu/emu.hpp"
+#include "fp8kit/convert/format_info.hpp"
+#include "fp8kit/convert/quantize.hpp"
+#include "convert/encode_serial.hpp"
+#include "stats/statistics_simd.hpp"
+
+namespace fp8kit {
+namespace {
+
+std::atomic<StatsPath>& stats_path_ref() {
+    static std::atomic<StatsPath> path{StatsPath::fast};
+    return path;
+}
+
+}  // namespace
+
+void set_stats_path(StatsPath p) { stats_path_ref().store(p); }
+StatsPath stats_path() { return stats_path_ref().load(std::memory_order_relaxed); }
+
+namespace {
+
+constexpr std::size_t kChunk = std::size_t{1} << 16;  // elements per partial result
+
+using detail::bits_of;
+using detail::float_of;
+
+// Exponent-histogram bin of a float32 from its bits.
+std::size_t hist_bin(std::uint32_t s) {
+    const std::uint32_t mag = s & 0x7FFFFFFFu;
+    const std::uint32_t biased = mag >> 23;
+    if (mag == 0) return kExpHistZeroBin;
+    if (biased == 0xFF) return kExpHistNonfiniteBin;
+    if (biased != 0) return exp_hist_bin(static_cast<int>(biased) - 127);
+    return exp_hist_bin(-149 + (31 - __builtin_clz(mag)));
+}
+
+// fl32(x * scale) for a binary64 x with a single rounding (nearest-even): the binary64 product
+// p is rounded to float32, and where p sits exactly on a float32 midpoint the exact product's
+// remainder (from fma) decides, as a single rounding of the exact product would.
+float scaled_f64(double x, float scale) {
+    const double sc = scale;
+    const double p = x * sc;
+    const float f = static_cast<float>(p);
+    const double err = std::fma(x, sc, -p);
+    if (err == 0.0 || std::isnan(p)) return f;
+    if (std::isinf(f)) {
+        // p rounded up to Inf from exactly the midpoint FLT_MAX + half an ulp: a remainder
+        // pulling back toward zero makes the exact product round to FLT_MAX.
+        const double mid = 0x1.ffffffp127;
+        if (std::fabs(p) == mid && (err < 0) == (p > 0)) return p > 0 ? FLT_MAX : -FLT_MAX;
+        return f;
+    }
+    const double df = f;
+    if (df == p) return f;  // p is a float; the remainder is far below half an ulp
+    const float g = std::nextafter(f, p > df ? INFINITY : -INFINITY);
+    if (std::isinf(g)) return f;
+    if (df + static_cast<double>(g) != 2.0 * p) return f;  // not a midpoint: rounding was single
+    // On the midpoint: the exact product lies on the side the remainder points to.
+    const bool toward_g = (err > 0) == (static_cast<double>(g) > p);
+    return toward_g ? g : f;
+}
+
+// Everything per format/policy/scale that the element loop reads.
+struct Prepared {
+    Format format;
+    Policy policy;
+    std::uint64_t seed;
+    float scale;
+    double scale_inv;      // exact binary64 value of the float32 scale_inv
+    double te_threshold;   // fl32(fmax * scale_inv)
+    double dec[256];       // decoded code values (NaN/Inf for special codes)
+    std::uint8_t cls[256]; // 0 zero, 1 subnormal, 2 normal, 3 NaN/Inf
+    std::uint32_t limit[2];  // largest float32 magnitude bits that do not overflow, by sign
+    std::uint32_t max_bits;  // bits of the largest finite value (stochastic: possible overflow above)
+    double dec_err[256];     // dec with NaN codes as +Inf: the error term of a finite input that
+                             // got a NaN/Inf code is +Inf either way
+    std::uint32_t te_threshold_bits;  // te_threshold as float32 bits (it is a float32 value)
+    // Code magnitudes (code & 0x7F) 1..sub_max_code are the subnormals, 0 the zero, as in E4M3
+    // and E5M2; 0 for formats without that layout or encodings the SIMD encoder does not serve
+    // (they take the general loop).
+    std::uint32_t sub_max_code;
+};
+
+bool overflows(const Prepared& p, float s, std::uint32_t random) {
+    const Policy nosat{p.policy.rounding, Overflow::no_saturate, p.policy.nan};
+    const std::uint8_t c = emu::encode(p.format, Wide::f32, bits_of(s), nosat, random);
+    return p.cls[c] == 3;
+}
+
+void set_scale(Prepared& p, float scale, float scale_inv) {
+    p.scale = scale;
+    p.scale_inv = scale_inv;
+    const float threshold = float_of(p.max_bits) * scale_inv;
+    p.te_threshold = static_cast<double>(threshold);
+    p.te_threshold_bits = bits_of(threshold) & 0x7FFFFFFFu;
+}
+
+Prepared prepare(Format format, float scale, float scale_inv, const Policy& policy, std::uint64_t seed) {
+    Prepared p;
+    p.format = format;
+    p.policy = policy;
+    p.seed = seed;
+    const float fmax = static_cast<float>(format_info(format).max_finite);
+    for (int c = 0; c < 256; ++c) {
+        const auto code = static_cast<std::uint8_t>(c);
+        p.dec[c] = decode_value(format, code);
+        p.dec_err[c] = std::isnan(p.dec[c]) ? INFINITY : p.dec[c];
+        switch (classify(format, code)) {
+            case CodeClass::zero: p.cls[c] = 0; break;
+            case CodeClass::subnormal: p.cls[c] = 1; break;
+            case CodeClass::normal: p.cls[c] = 2; break;
+            default: p.cls[c] = 3; break;
+        }
+    }
+    p.max_bits = bits_of(fmax);
+    p.sub_max_code = 0;
+    if (std::strcmp(encode_path(format, Wide::f32, policy), "scalar") != 0) {
+        std::uint32_t sub_max = 0;
+        while (sub_max + 1 < 0x80 && p.cls[sub_max + 1] == 1) ++sub_max;
+        bool layout = sub_max > 0;
+        for (std::uint32_t code = 0; code < 256; ++code) {
+            const std::uint32_t mag = code & 0x7F;
+            const std::uint8_t want = mag == 0 ? 0 : mag <= sub_max ? 1 : p.cls[code] == 3 ? 3 : 2;
+            layout = layout && p.cls[code] == want;
+        }
+        if (layout) p.sub_max_code = sub_max;
+    }
+    // Overflow is monotone in the magnitude for a fixed sign under a deterministic rounding:
+    // binary search for the largest magnitude that still converts to a finite code.
+    for (int sign = 0; sign < 2; ++sign) {
+        std::uint32_t lo = 0, hi = 0x7F800000u;  // lo never overflows, hi (Inf) always does
+        while (hi - lo > 1) {
+            const std::uint32_t mid = lo + (hi - lo) / 2;
+            const float s = float_of(mid | (sign ? 0x80000000u : 0u));
+            (policy.rounding != Rounding::stochastic && overflows(p, s, 0) ? hi : lo) = mid;
+        }
+        p.limit[sign] = lo;
+    }
+    set_scale(p, scale, scale_inv);
+    return p;
+}
+
+// Element accessors: the exact binary64 value of x and fl32(x * scale).
+template <Wide W>
+struct Elem;
+template <>
+struct Elem<Wide::f32> {
+    static void load(const void* d, std::size_t i, float scale, double& x, std::uint32_t& s) {
+        float v;
+        std::memcpy(&v, static_cast<const char*>(d) + 4 * i, 4);
+        x = v;
+        s = bits_of(v * scale);
+    }
+};
+template <>
+struct Elem<Wide::f64> {
+    static void load(const void* d, std::size_t i, float scale, double& x, std::uint32_t& s) {
+        std::memcpy(&x, static_cast<const char*>(d) + 8 * i, 8);
+        s = bits_of(scaled_f64(x, scale));
+    }
+};
+template <>
+struct Elem<Wide::bf16> {
+    static void load(const void* d, std::size_t i, float scale, double& x, std::uint32_t& s) {
+        std::uint16_t h;
+        std::memcpy(&h, static_cast<const char*>(d) + 2 * i, 2);
+        const float v = float_of(static_cast<std::uint32_t>(h) << 16);
+        x = v;
+        s = bits_of(v * scale);
+    }
+};
+template <>
+struct Elem<Wide::f16> {
+    static void load(const void* d, std::size_t i, float scale, double& x, std::uint32_t& s) {
+        std::uint16_t h;
+        std::memcpy(&h, static_cast<const char*>(d) + 2 * i, 2);
+        const float v = float_of(emu::convert<emu::Binary16, emu::Binary32>(h, emu::kDecodePolicy));
+        x = v;
+        s = bits_of(v * scale);
+    }
+};
+
+// QuantStats without the histogram: what one call of an element loop adds up. The loops count
+// the histogram into a per-thread Hist (integer counts: any order gives the same), so a short
+// run (a 1 x 32 MX block) does not zero and merge 279 bins, and results kept per block are small.
+struct Scalars {
+    std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0, overflow = 0;
+    std::int64_t te_underflow = 0;
+    std::uint64_t te_overflow = 0;
+    double amax = 0, min_nonzero = 0, sum_x2 = 0, sum_err2 = 0;
+};
+
+// The merge rules for everything but the histogram; each side a Scalars or a QuantStats.
+template <class T, class S>
+void merge_scalars(T& st, const S& o) {
+    st.numel += o.numel;
+    st.zeros += o.zeros;
+    st.nan += o.nan;
+    st.inf += o.inf;
+    st.underflow += o.underflow;
+    st.subnormal += o.subnormal;
+    st.overflow += o.overflow;
+    st.te_underflow += o.te_underflow;
+    st.te_overflow += o.te_overflow;
+    if (o.amax > st.amax) st.amax = o.amax;
+    if (o.min_nonzero != 0.0 && (st.min_nonzero == 0.0 || o.min_nonzero < st.min_nonzero))
+        st.min_nonzero = o.min_nonzero;
+    st.sum_x2 += o.sum_x2;
+    st.sum_err2 += o.sum_err2;
+}
+
+// Per-thread buffers for runs of at most `n` elements, with room for the 16-element reads of
+// simd::stats_avx512 past the end of a run.
+using Hist = std::array<std::uint64_t, kExpHistBins>;
+
+struct Scratch {
+    std::vector<double> x;
+    std::vector<std::uint32_t> s;
+    std::vector<std::uint8_t> q;
+    std::vector<std::uint32_t> xb;  // fast path: float32 bits of the inputs of one tile
+    explicit Scratch(std::size_t n) : x(n + 16), s(n + 16), q(n + 16), xb(n + 16) {}
+};
+
+// float32 bits of every float16 pattern, from the reference conversion (exact), built once.
+const std::uint32_t* f16_to_f32_bits() {
+    static const std::vector<std::uint32_t> table = [] {
+        std::vector<std::uint32_t> t(65536);
+        for (std::uint32_t h = 0; h < 65536; ++h)
+            t[h] = emu::convert<emu::Binary16, emu::Binary32>(static_cast<std::uint16_t>(h), emu::kDecodePolicy);
+        return t;
+    }();
+    return table.data();
+}
+
+// Fast path for float32, bfloat16 and float16 inputs under deterministic rounding, on CPUs with
+// AVX-512: tiles of kTile elements are widened to float32 bits, scaled, encoded and handed to
+// simd::stats_avx512 (statistics_simd.hpp); the exponent histogram is counted here.
+constexpr std::size_t kTile = 2048;  // a multiple of kStatsLanes: lanes follow the chunk index
+using simd::kStatsLanes;
+
+template <Wide W>
+void load_bits(const void* d, std::size_t first, std::size_t m, std::uint32_t* out) {
+    if constexpr (W == Wide::f32) {
+        std::memcpy(out, static_cast<const char*>(d) + 4 * first, 4 * m);
+    } else {
+        const auto* h = reinterpret_cast<const unsigned char*>(d) + 2 * first;
+        const std::uint32_t* f16 = W == Wide::f16 ? f16_to_f32_bits() : nullptr;
+        for (std::size_t i = 0; i < m; ++i) {
+            std::uint16_t v;
+            std::memcpy(&v, h + 2 * i, 2);
+            out[i] = W == Wide::bf16 ? static_cast<std::uint32_t>(v) << 16 : f16[v];
+        }
+    }
+}
+
+template <Wide W>
+void run_fast(const void* data, std::size_t first, std::size_t count, std::uint64_t,
+              const Prepared& p, Scratch& sc, Scalars& into, Hist& hist) {
+    std::uint32_t* xs = sc.xb.data();
+    std::uint32_t* ss = sc.s.data();
+    std::uint8_t* qs = sc.q.data();
+    // Exponent field of s, counted in 4 copies (element i in copy i % 4): neighbouring values
+    // share an exponent, and a single counter would chain every increment through memory. Short
+    // runs count straight into hist instead (zeroing and adding up the copies would cost more).
+    const bool copies = count >= 1024;
+    std::uint32_t by_exp[4][256];  // count <= kChunk fits 32 bits
+    if (copies) std::memset(by_exp, 0, sizeof by_exp);
+    simd::StatsAcc acc;
+    const simd::StatsConsts c{p.scale_inv, p.te_threshold_bits, p.limit[0], p.limit[1], p.sub_max_code,
+                              p.dec_err};
+    const float scale = p.scale;
+    for (std::size_t t0 = 0; t0 < count; t0 += kTile) {
+        const std::size_t m = std::min(kTile, count - t0);
+        load_bits<W>(data, first + t0, m, xs);
+        for (std::size_t i = 0; i < m; ++i) ss[i] = bits_of(float_of(xs[i]) * scale);
+        detail::encode_array_serial(p.format, Wide::f32, ss, qs, m, p.policy);
+        simd::stats_avx512(c, xs, ss, qs, m, acc);
+        if (!copies) {
+            for (std::size_t i = 0; i < m; ++i) ++hist[hist_bin(ss[i])];
+            continue;
+        }
+        for (std::size_t i = 0; i < m; ++i) ++by_exp[i % 4][(ss[i] >> 23) & 0xFF];
+        // Exponent field 0 holds zeros and float32 subnormals; subnormals (x * scale below
+        // 2^-126, rare) get their bins from the leading one.
+        if (acc.sub_s != 0) {
+            for (std::size_t i = 0; i < m; ++i) {
+                const std::uint32_t smag = ss[i] & 0x7FFFFFFFu;
+                if (smag != 0 && smag < 0x00800000u) ++hist[hist_bin(smag)];
+            }
+            acc.sub_s = 0;
+        }
+    }
+    if (copies) {
+        hist[kExpHistZeroBin] += acc.zero_s;
+        for (const auto& copy : by_exp) {
+            for (std::uint32_t e = 1; e < 255; ++e) hist[exp_hist_bin(static_cast<int>(e) - 127)] += copy[e];
+            hist[kExpHistNonfiniteBin] += copy[255];
+        }
+    }
+    Scalars part;
+    for (std::size_t l = 0; l < kStatsLanes; ++l) {
+        part.sum_x2 += acc.sx2[l];
+        part.sum_err2 += acc.se2[l];
+    }
+    part.numel = count;
+    part.zeros = acc.zeros;
+    part.nan = acc.nan;
+    part.inf = acc.inf;
+    part.underflow = acc.under;
+    part.subnormal = acc.sub;
+    part.overflow = acc.over;
+    part.te_overflow = acc.te_over;
+    // count_nonzero(x) - count_nonzero(decode(q)): NaN counts as nonzero on both sides.
+    part.te_underflow = static_cast<std::int64_t>(acc.qzero) - static_cast<std::int64_t>(acc.zeros);
+    part.amax = float_of(acc.amax);
+    part.min_nonzero = acc.min_nonzero == 0xFFFFFFFFu ? 0.0 : float_of(acc.min_nonzero);
+    merge_scalars(into, part);
+}
+
+// Statistics of elements [first, first + count) (count <= kChunk), serial, in index order.
+// `index0` is the global index of `first` for stochastic rounding.
+template <Wide W>
+void run(const void* data, std::size_t first, std::size_t count, std::uint64_t index0,
+         const Prepared& p, Scratch& sc, Scalars& into, Hist& hist) {
+    double* xs = sc.x.data();
+    std::uint32_t* ss = sc.s.data();
+    std::uint8_t* qs = sc.q.data();
+    for (std::size_t i = 0; i < count; ++i) Elem<W>::load(data, first + i, p.scale, xs[i], ss[i]);
+    if (count >= 4096) {
+        encode_array(p.format, Wide::f32, ss, qs, count, p.policy, p.seed, index0);
+    } else {  // short runs (small blocks): the same conversion without a parallel region per call
+        const bool sr = p.policy.rounding == Rounding::stochastic;
+        for (std::size_t i = 0; i < count; ++i)
+            qs[i] = emu::encode(p.format, Wide::f32, ss[i], p.policy,
+                                sr ? emu::stochastic_bits(p.seed, index0 + i) : 0);
+    }
+
+    Scalars part;
+    std::uint64_t zeros = 0, nan = 0, inf = 0, under = 0, sub = 0, over = 0, te_over = 0;
+    std::uint64_t nz_x = 0, nz_q = 0;
+    double amax = 0, mn = INFINITY, sx2[kStatsLanes] = {}, se2[kStatsLanes] = {};
+    const bool stochastic = p.policy.rounding == Rounding::stochastic;
+    for (std::size_t i = 0; i < count; ++i) {
+        const double x = xs[i];
+        const std::uint32_t s = ss[i];
+        const std::uint8_t q = qs[i];
+        const double ax = std::fabs(x);
+        const double dq = p.dec[q];
+        ++hist[hist_bin(s)];
+        nz_x += x != 0.0 || x != x;  // count_nonzero counts NaN
+        nz_q += dq != 0.0 || dq != dq;
+        if (!(ax <= DBL_MAX)) {  // NaN or Inf input: counted, kept out of every sum
+            if (x != x) ++nan;
+            else {
+                ++inf;
+                te_over += ax > p.te_threshold;
+            }
+            continue;
+        }
+        te_over += ax > p.te_threshold;
+        if (ax == 0.0) {
+            ++zeros;
+        } else {
+            under += p.cls[q] == 0;
+            sub += p.cls[q] == 1;
+            if (ax < mn) mn = ax;
+        }
+        if (ax > amax) amax = ax;
+        const std::uint32_t mag = s & 0x7FFFFFFFu;
+        if (!stochastic) {
+            over += mag > p.limit[s >> 31];
+        } else if (mag > p.max_bits) {
+            over += overflows(p, float_of(s), emu::stochastic_bits(p.seed, index0 + i));
+        }
+        sx2[i % kStatsLanes] += x * x;
+        const double xh = dq * p.scale_inv;  // exact: a short code value times a float
+        const double e = x - xh;
+        se2[i % kStatsLanes] += std::isfinite(xh) ? e * e : INFINITY;
+    }
+    part.numel = count;
+    part.zeros = zeros;
+    part.nan = nan;
+    part.inf = inf;
+    part.underflow = under;
+    part.subnormal = sub;
+    part.overflow = over;
+    part.te_overflow = te_over;
+    part.te_underflow = static_cast<std::int64_t>(nz_x) - static_cast<std::int64_t>(nz_q);
+    part.amax = amax;
+    part.min_nonzero = std::isinf(mn) ? 0.0 : mn;
+    for (std::size_t l = 0; l < kStatsLanes; ++l) {
+        part.sum_x2 += sx2[l];
+        part.sum_err2 += se2[l];
+    }
+    merge_scalars(into, part);
+}
+
+using RunFn = void (*)(const void*, std::size_t, std::size_t, std::uint64_t, const Prepared&, Scratch&,
+                       Scalars&, Hist&);
+bool cpu_has_avx512f() {
+#if defined(FP8KIT_X86_SIMD)
+    return __builtin_cpu_supports("avx512f");
+#else
+    return false;
+#endif
+}
+
+RunFn run_for(Wide w, const Prepared& p) {
+#if defined(FP8KIT_X86_SIMD)
+    static const bool avx512 = cpu_has_avx512f();
+    if (p.sub_max_code != 0 && p.policy.rounding != Rounding::stochastic && avx512 &&
+        stats_path() == StatsPath::fast) {
+        switch (w) {
+            case Wide::f32: return run_fast<Wide::f32>;
+            case Wide::f16: return run_fast<Wide::f16>;
+            case Wide::bf16: return run_fast<Wide::bf16>;
+            case Wide::f64: break;
+        }
+    }
+#else
+    (void)p;
+#endif
+    switch (w) {
+        case Wide::f64: return run<Wide::f64>;
+        case Wide::f16: return run<Wide::f16>;
+        case Wide::bf16: return run<Wide::bf16>;
+        case Wide::f32: break;
+    }
+    return run<Wide::f32>;
+}
+
+}  // namespace
+
+const char* stats_loop(Format format, Wide type, const Policy& policy) {
+    const Prepared p = prepare(format, 1.0f, 1.0f, policy, 0);
+    const RunFn fn = run_for(type, p);
+    return fn == run_fast<Wide::f32> || fn == run_fast<Wide::f16> || fn == run_fast<Wide::bf16> ? "avx512"
+                                                                                                 : "general";
+}
+
+double QuantStats::mse() const {
+    const std::uint64_t n = finite();
+    return n == 0 ? std::numeric_limits<double>::quiet_NaN() : sum_err2 / static_cast<double>(n);
+}
+
+double QuantStats::sqnr_db() const {
+    if (sum_err2 == 0.0) return INFINITY;
+    if (sum_x2 == 0.0) return -INFINITY;
+    return 10.0 * std::log10(sum_x2 / sum_err2);
+}
+
+double QuantStats::dynamic_range_binades() const {
+    if (min_nonzero == 0.0) return 0.0;
+    return std::log2(amax) - std::log2(min_nonzero);
+}
+
+void QuantStats::merge(const QuantStats& o) {
+    merge_scalars(*this, o);
+    for (std::size_t b = 0; b < kExpHistBins; ++b) exp_hist[b] += o.exp_hist[b];
+}
+
+QuantStats compute_stats(const void* data, Wide type, std::size_t n, const QuantConfig& cfg) {
+    if (!(cfg.scale > 0.0f) || std::isinf(cfg.scale))
+        throw std::invalid_argument(fmt::format("compute_stats: scale {} must be finite and > 0", cfg.scale));
+    const float scale_inv = cfg.scale_inv != 0.0f ? cfg.scale_inv : 1.0f / cfg.scale;
+    if (!(scale_inv > 0.0f) || std::isinf(scale_inv))
+        throw std::invalid_argument(fmt::format("compute_stats: scale_inv {} must be finite and > 0", scale_inv));
+    const Prepared p = prepare(cfg.format, cfg.scale, scale_inv, cfg.policy, cfg.seed);
+    const RunFn fn = run_for(type, p);
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<Scalars> parts(chunks);
+    QuantStats total;
+#pragma omp parallel if (chunks > 1)
+    {
+        Scratch sc(std::min(kChunk, n));  // dumps hold many small tensors
+        Hist hist{};
+        // Chunks go to threads as they come free (a thread that loses its core to the dump
+        // reader does not hold the other at the barrier); results are merged in chunk order.
+#pragma omp for schedule(dynamic)
+        for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
+            const std::size_t first = static_cast<std::size_t>(c) * kChunk;
+            const std::size_t count = std::min(kChunk, n - first);
+            fn(data, first, count, first, p, sc, parts[static_cast<std::size_t>(c)], hist);
+        }
+#pragma omp critical(fp8kit_stats_hist)
+        for (std::size_t b = 0; b < kExpHistBins; ++b) total.exp_hist[b] += hist[b];
+    }
+    for (const auto& part : parts) merge_scalars(total, part);
+    return total;
+}
+
+namespace {
+
+template <Wide W>
+double amax_range(const void* data, std::size_t first, std::size_t count) {
+    double m = 0;
+    for (std::size_t i = first; i < first + count; ++i) {
+        double x;
+        std::uint32_t s;
+        Elem<W>::load(data, i, 1.0f, x, s);
+        const double a = std::fabs(x);
+        if (a > m) m = a;  // NaN compares false: ignored, as fmaxf ignores it
+    }
+    return m;
+}
+
+// float32 and bfloat16: the largest magnitude as bits (integer order is magnitude order for
+// non-negative floats; NaN patterns, above Inf's, are left out), a loop the compiler vectorizes.
+template <class T, int Shift>
+double amax_bits(const void* data, std::size_t first, std::size_t count) {
+    const auto* p = static_cast<const unsigned char*>(data) + sizeof(T) * first;
+    std::uint32_t m = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+        T v;
+        std::memcpy(&v, p + sizeof(T) * i, sizeof(T));
+        const std::uint32_t a = (static_cast<std::uint32_t>(v) << Shift) & 0x7FFFFFFFu;
+        m = std::max(m, a <= 0x7F800000u ? a : 0u);
+    }
+    return float_of(m);
+}
+
+double amax_any(const void* data, Wide type, std::size_t first, std::size_t count) {
+    switch (type) {
+        case Wide::f64: return amax_range<Wide::f64>(data, first, count);
+        case Wide::f16: return amax_range<Wide::f16>(data, first, count);
+        case Wide::bf16: return amax_bits<std::uint16_t, 16>(data, first, count);
+        case Wide::f32: break;
+    }
+    return amax_bits<std::uint32_t, 0>(data, first, count);
+}
+
+}  // namespace
+
+float amax_of(const void* data, Wide type, std::size_t n) {
+    double m = 0;
+    const std::size_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(dynamic) reduction(max : m) if (chunks > 1)
+    for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
+        const std::size_t first = static_cast<std::size_t>(c) * kChunk;
+        const double a = amax_any(data, type, first, std::min(kChunk, n - first));
+        if (a > m) m = a;
+    }
+    return static_cast<float>(m);  // exact except for f64 data: one rounding, Inf past FLT_MAX
+}
+
+// ---- Block recipes --------------------------------------------------------------------------
+
+BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
+    if (r.kind != RecipeKind::current)
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}' is {}: its scale depends on past steps, not on one tensor's blocks", r.name,
+            name(r.kind)));
+    const RoleSpec& rs = r.role(role);
+    BlockRecipe b;
+    b.format = rs.format;
+    b.rule = r.rule;
+    b.epsilon = r.epsilon;
+    b.pow2 = r.pow2;
+    b.value_for_inf = r.value_for_inf;
+    b.policy = r.policy;
+    switch (rs.granularity) {
+        case Granularity::tensor:
+            b.block_rows = 0;  // whole tensor
+            b.block_cols = 0;
+            break;
+        case Granularity::row:
+            b.block_rows = 1;
+            b.block_cols = static_cast<int>(cols);
+            break;
+        case Granularity::block:
+            b.block_rows = rs.block_rows;
+            b.block_cols = rs.block_cols;
+            break;
+    }
+    return b;
+}
+
+namespace {
+
+ScalePair block_scale(const BlockRecipe& b, float amax) {
+    return rule_scale(b.rule, b.format, amax, b.epsilon, b.pow2, b.value_for_inf, 0);
+}
+
+}  // namespace
+
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                               const BlockRecipe& br) {
+    if (br.block_rows < 0 || br.block_cols < 0 || (br.block_rows == 0) != (br.block_cols == 0))
+        throw std::invalid_argument("compute_block_stats: block shape must be >= 1 x 1 (or 0 x 0 for the whole tensor)");
+    const std::size_t bh = br.block_rows == 0 ? std::max<std::size_t>(rows, 1) : static_cast<std::size_t>(br.block_rows);
+    const std::size_t bw = br.block_cols == 0 ? std::max<std::size_t>(cols, 1) : static_cast<std::size_t>(br.block_cols);
+    BlockStats out;
+    out.block_rows = bh;
+    out.block_cols = bw;
+    const std::size_t gr = (rows + bh - 1) / bh, gc = (cols + bw - 1) / bw;
+    out.blocks = gr * gc;
+    out.scale_inv.assign(out.blocks, 0.0f);
+    // Kept per block: only what is merged in block order (binary64 sums) or read per block
+    // (extremes, for the dynamic range); counts and histogram accumulate per thread.
+    struct BlockPart {
+        double amax = 0, min_nonzero = 0, sum_x2 = 0, sum_err2 = 0;
+    };
+    std::vector<BlockPart> parts(out.blocks);
+    const Prepared base = prepare(br.format, 1.0f, 1.0f, br.policy, 0);
+    const RunFn fn = run_for(type, base);
+#pragma omp parallel if (rows * cols > kChunk)
+    {
+        Scratch sc(std::min(kChunk, std::min(bw, cols)));
+        Prepared p = base;
+        Scalars counts;  // sums left at 0: they are added in block order below
+        Hist hist{};
+#pragma omp for schedule(dynamic, 1)
+        for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(out.blocks); ++t) {
+            const std::size_t bi = static_cast<std::size_t>(t) / gc, bj = static_cast<std::size_t>(t) % gc;
+            const std::size_t r0 = bi * bh, r1 = std::min(rows, r0 + bh);
+            const std::size_t c0 = bj * bw, c1 = std::min(cols, c0 + bw);
+            double am = 0;
+            for (std::size_t r = r0; r < r1; ++r) {
+                const double a = amax_any(data, type, r * cols + c0, c1 - c0);
+                if (a > am) am = a;
+            }
+            const ScalePair sp = block_scale(br, static_cast<float>(am));
+            out.scale_inv[static_cast<std::size_t>(t)] = sp.scale_inv;
+            set_scale(p, sp.scale, sp.scale_inv);
+            Scalars block;
+            for (std::size_t r = r0; r < r1; ++r)
+                for (std::size_t c = c0; c < c1; c += kChunk) {
+                    const std::size_t first = r * cols + c;
+                    fn(data, first, std::min(kChunk, c1 - c), first, p, sc, block, hist);
+                }
+            parts[static_cast<std::size_t>(t)] = {block.amax, block.min_nonzero, block.sum_x2, block.sum_err2};
+            block.sum_x2 = block.sum_err2 = 0;
+            merge_scalars(counts, block);
+        }
+#pragma omp critical(fp8kit_block_counts)
+        {
+            merge_scalars(out.total, counts);
+            for (std::size_t b = 0; b < kExpHistBins; ++b) out.total.exp_hist[b] += hist[b];
+        }
+    }
+    bool any = false;
+    double dr_sum = 0;
+    for (std::size_t t = 0; t < out.blocks; ++t) {
+        const BlockPart& bp = parts[t];
+        Scalars sums;
+        sums.amax = bp.amax;
+        sums.min_nonzero = bp.min_nonzero;
+        sums.sum_x2 = bp.sum_x2;
+        sums.sum_err2 = bp.sum_err2;
+        merge_scalars(out.total, sums);
+        const float si = out.scale_inv[t];
+        ++out.scale_inv_exp_hist[hist_bin(bits_of(si))];
+        if (std::isfinite(si)) {
+            const double d = si;
+            if (!any || d < out.scale_inv_min) out.scale_inv_min = d;
+            if (!any || d > out.scale_inv_max) out.scale_inv_max = d;
+            any = true;
+        }
+        if (bp.min_nonzero != 0.0) {
+            const double dr = std::log2(bp.amax) - std::log2(bp.min_nonzero);
+            ++out.blocks_with_range;
+            dr_sum += dr;
+            if (dr > out.dr_max) out.dr_max = dr;
+            const double fl = std::floor(dr);
+            const std::size_t bin = fl >= static_cast<double>(BlockStats::kDrBins - 1)
+                                        ? BlockStats::kDrBins - 1
+                                        : static_cast<std::size_t>(fl);
+            ++out.dr_hist[bin];
+        }
+    }
+    if (out.blocks_with_range) out.dr_mean = dr_sum / static_cast<double>(out.blocks_with_range);
+    return out;
+}
+
+}  // namespace fp8kit

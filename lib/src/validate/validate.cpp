@@ -1,0 +1,379 @@
+// validate(): the main pass (reference codes, bit-for-bit comparison, classification of the
+// mismatches), then the search for the policies the kernel's output equals.
+#include "fp8kit/validate.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "validate/validate_engine.hpp"
+
+namespace fp8kit {
+
+using namespace validate_detail;
+
+std::size_t block_scale_count(BlockLayout b, std::size_t rows, std::size_t cols) {
+    auto ceil_div = [](std::size_t a, std::size_t d) { return (a + d - 1) / d; };
+    switch (b) {
+        case BlockLayout::tensor: return 1;
+        case BlockLayout::rowwise: return rows;
+        case BlockLayout::b1x128: return rows * ceil_div(cols, 128);
+        case BlockLayout::b128x128: return ceil_div(rows, 128) * ceil_div(cols, 128);
+        case BlockLayout::mx32: return rows * ceil_div(cols, 32);
+    }
+    return 1;
+}
+
+namespace {
+
+// Elements are processed in fixed blocks of this size; every per-block result is an integer
+// count or a set of lowest indices, so merging them in any order gives the same report.
+constexpr std::size_t kBlock = std::size_t{1} << 16;
+constexpr std::size_t kSampleTarget = std::size_t{1} << 12;  // evenly spaced elements that prune policies
+
+// Which scale applies to element i, walked incrementally (no division per element).
+struct BlockCursor {
+    BlockLayout layout;
+    std::size_t cols, row, col, per_row;
+    BlockCursor(BlockLayout l, std::size_t cols_, std::size_t first)
+        : layout(l), cols(cols_ ? cols_ : 1), row(first / cols), col(first % cols) {
+        per_row = layout == BlockLayout::mx32 ? (cols + 31) / 32 : (cols + 127) / 128;
+    }
+    std::size_t index() const {
+        switch (layout) {
+            case BlockLayout::tensor: return 0;
+            case BlockLayout::rowwise: return row;
+            case BlockLayout::b1x128: return row * per_row + (col >> 7);
+            case BlockLayout::b128x128: return (row >> 7) * per_row + (col >> 7);
+            case BlockLayout::mx32: return row * per_row + (col >> 5);
+        }
+        return 0;
+    }
+    void next() {
+        if (++col == cols) { col = 0; ++row; }
+    }
+};
+
+struct ThreadResult {
+    std::uint64_t counts[kMaskCount] = {};
+    std::vector<std::uint64_t> examples[kMaskCount];
+};
+
+void keep_lowest(std::vector<std::uint64_t>& v, std::size_t k) {
+    std::sort(v.begin(), v.end());
+    if (v.size() > k) v.resize(k);
+}
+
+const Rounding kDeterministicRoundings[] = {Rounding::nearest_even, Rounding::nearest_away, Rounding::toward_zero,
+                                            Rounding::toward_positive, Rounding::toward_negative};
+const NanEncoding kNanEncodings[] = {NanEncoding::canonical, NanEncoding::signed_all_ones,
+                                     NanEncoding::signed_quiet, NanEncoding::signed_quiet_payload};
+
+bool same(const Policy& a, const Policy& b) {
+    return a.rounding == b.rounding && a.overflow == b.overflow && a.nan == b.nan;
+}
+
+template <class W, class C, class F, bool Scaled>
+ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const std::vector<float>& raw,
+                   const std::vector<float>& mult) {
+    using E = Engine<W, C, F, Scaled>;
+    const CodeTable table = code_table<F>();
+    std::vector<float> f16_values;
+    if constexpr (std::is_same_v<W, emu::Binary16>) {
+        for (u64 b = 0; b < 65536; ++b)
+            f16_values.push_back(bit_cast<float>(static_cast<std::uint32_t>(
+                emu::convert<W, emu::Binary32>(static_cast<std::uint16_t>(b), emu::kDecodePolicy))));
+    }
+    const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table, f16_values.data()};
+    const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
+    const std::size_t cols = layout == BlockLayout::tensor ? 1 : rq.scaling.cols;
+    const std::size_t n = rq.n;
+    const std::size_t blocks = (n + kBlock - 1) / kBlock;
+    const std::size_t k = opt.examples;
+    const std::uint8_t* const codes = rq.codes;
+    const bool tables = n >= kTableMinElements;
+    const FastRound<C, F> reference(rq.policy, tables);
+
+    // Visits elements lo..hi-1 with (index, input bits, scaled bits, scale block). The scale
+    // block is only tracked when it changes along the array.
+    const bool per_block = E::scaled && layout != BlockLayout::tensor;
+    auto visit = [&](std::size_t lo, std::size_t hi, auto&& fn) {
+        if (!per_block) {
+            for (std::size_t i = lo; i < hi; ++i) {
+                const u64 x = eng.load(i);
+                fn(i, x, eng.scaled_bits(x, 0), std::size_t{0});
+            }
+        } else {
+            BlockCursor cur(layout, cols, lo);
+            for (std::size_t i = lo; i < hi; ++i, cur.next()) {
+                const std::size_t sb = cur.index();
+                const u64 x = eng.load(i);
+                fn(i, x, eng.scaled_bits(x, sb), sb);
+            }
+        }
+    };
+    auto value_at = [&](std::size_t i) {
+        BlockCursor cur(layout, cols, i);
+        return eng.scaled_bits(eng.load(i), per_block ? cur.index() : 0);
+    };
+
+    // Policy search, fused into the one pass over the data. Candidates (5 deterministic roundings
+    // x 3 overflow x 4 NaN encodings) are first pruned on an evenly spaced sample; the survivors
+    // are then confirmed on every element, grouped by rounding: policies with the same rounding
+    // give the same code on every element whose value is neither NaN, Inf nor past the largest
+    // finite code ("special"), so each group costs one table lookup per ordinary element (none
+    // for the reference's own rounding, whose codes are the reference codes), and only special
+    // elements are checked policy by policy.
+    std::vector<Policy> survivors;
+    if (opt.detect_policies) {
+        std::vector<std::size_t> probe;
+        const std::size_t stride = std::max<std::size_t>(1, n / kSampleTarget);
+        for (std::size_t i = 0; i < n; i += stride) probe.push_back(i);
+        std::vector<u64> probe_v(probe.size());
+        for (std::size_t j = 0; j < probe.size(); ++j) probe_v[j] = value_at(probe[j]);
+        for (Rounding rd : kDeterministicRoundings)
+            for (emu::Overflow o : kOverflows)
+                for (NanEncoding ne : kNanEncodings) {
+                    const Policy p{rd, o, ne};
+                    bool ok = true;
+                    for (std::size_t j = 0; j < probe.size() && ok; ++j) ok = E::round(probe_v[j], p) == codes[probe[j]];
+                    if (ok) survivors.push_back(p);
+                }
+    }
+    const std::size_t ns = survivors.size();
+    std::vector<Rounding> group_roundings{rq.policy.rounding};
+    std::vector<FastRound<C, F>> group_round;
+    group_round.emplace_back(rq.policy, false);  // group 0 compares the reference codes instead
+    std::vector<std::size_t> group_of(ns);
+    for (std::size_t s = 0; s < ns; ++s) {
+        auto it = std::find(group_roundings.begin(), group_roundings.end(), survivors[s].rounding);
+        if (it == group_roundings.end()) {
+            group_roundings.push_back(survivors[s].rounding);
+            group_round.emplace_back(Policy{survivors[s].rounding, rq.policy.overflow, rq.policy.nan}, tables);
+            it = group_roundings.end() - 1;
+        }
+        group_of[s] = static_cast<std::size_t>(it - group_roundings.begin());
+    }
+    const std::size_t ng = group_roundings.size();
+    std::vector<char> group_used(ng, 0);
+    for (std::size_t s = 0; s < ns; ++s) group_used[group_of[s]] = 1;
+    const u64 threshold = eng.special_threshold();
+
+    const int threads = omp_get_max_threads();
+    std::vector<ThreadResult> per_thread(static_cast<std::size_t>(threads));
+    struct Alive {
+        std::vector<char> survivor, group;
+    };
+    std::vector<Alive> alive_per_thread(static_cast<std::size_t>(threads), Alive{std::vector<char>(ns, 1), group_used});
+
+    // With tables, one 16-bit entry per index holds the reference code (low byte), bit g of the
+    // high byte for each group g >= 1 whose code differs from it there, and kSpecial when the
+    // index's values are special (exact: the largest finite FP8 value has at most 3 mantissa
+    // bits, so the threshold falls on an index boundary). An ordinary matching element then
+    // costs one lookup, and groups die by OR-ing the difference bits.
+    constexpr std::uint16_t kSpecial = 0x8000;
+    std::vector<std::uint16_t> fused;
+    if constexpr (FastRound<C, F>::tabulable) {
+        if (tables) {
+            fused.resize(FastRound<C, F>::size());
+            for (std::size_t idx = 0; idx < fused.size(); ++idx) {
+                const u64 rep = FastRound<C, F>::representative(idx);
+                const std::uint8_t e = reference.table[idx];
+                std::uint16_t entry = e;
+                if (E::special(rep, threshold)) entry |= kSpecial;
+                for (std::size_t g = 1; g < ng; ++g)
+                    if (group_round[g].table[idx] != e) entry |= static_cast<std::uint16_t>(1u << (8 + g));
+                fused[idx] = entry;
+            }
+        }
+    }
+
+#pragma omp parallel num_threads(threads)
+    {
+        const auto me = static_cast<std::size_t>(omp_get_thread_num());
+        ThreadResult& mine = per_thread[me];
+        Alive& alive = alive_per_thread[me];
+        const bool search = ns > 0;
+        bool group[8] = {};  // at most 5 roundings; per block copies of alive.group
+        auto on_mismatch = [&](std::size_t i, u64 x, u64 v, std::size_t sb, std::uint8_t e) __attribute__((noinline)) {
+            const unsigned m = eng.explain(x, v, sb, e, codes[i]);
+            ++mine.counts[m];
+            if (mine.examples[m].size() < k) mine.examples[m].push_back(i);
+        };
+        // Policy bookkeeping for one element whose value is special, or whose code mismatches.
+        auto check_policies = [&](u64 v, std::uint8_t e, std::uint8_t a) __attribute__((noinline)) {
+            if (E::special(v, threshold)) {
+                for (std::size_t s = 0; s < ns; ++s)
+                    if (alive.survivor[s] && E::round(v, survivors[s]) != a) alive.survivor[s] = 0;
+                return;
+            }
+            if (e != a) group[0] = false;
+            for (std::size_t g = 1; g < ng; ++g)
+                if (group[g] && group_round[g](v) != a) group[g] = false;
+        };
+#pragma omp for schedule(static)
+        for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
+            const std::size_t lo = static_cast<std::size_t>(b) * kBlock, hi = std::min(n, lo + kBlock);
+            for (std::size_t g = 0; g < ng; ++g) group[g] = alive.group[g] != 0;
+            if (!fused.empty()) {
+                unsigned differs = 0;  // groups whose code differed from a matching reference code
+                visit(lo, hi, [&](std::size_t i, u64 x, u64 v, std::size_t sb) {
+                    const std::uint16_t entry = fused[FastRound<C, F>::index(v)];
+                    const auto e = static_cast<std::uint8_t>(entry);
+                    const std::uint8_t a = codes[i];
+                    if (__builtin_expect(e != a || (entry & kSpecial), 0)) {
+                        if (search) check_policies(v, e, a);
+                        if (e != a) on_mismatch(i, x, v, sb, e);
+                    } else {
+                        differs |= entry;
+                    }
+                });
+                for (std::size_t g = 1; g < ng; ++g)
+                    if (differs & (1u << (8 + g))) group[g] = false;
+            } else {
+                visit(lo, hi, [&](std::size_t i, u64 x, u64 v, std::size_t sb) {
+                    const std::uint8_t e = reference(v);
+                    const std::uint8_t a = codes[i];
+                    if (search) check_policies(v, e, a);
+                    if (__builtin_expect(e != a, 0)) on_mismatch(i, x, v, sb, e);
+                });
+            }
+            for (std::size_t g = 0; g < ng; ++g) alive.group[g] = group[g];
+        }
+    }
+
+    // Merge (integer sums, lowest-index sets and logical ANDs: independent of the thread count).
+    ThreadResult all;
+    for (auto& t : per_thread) {
+        for (int m = 0; m < kMaskCount; ++m) {
+            all.counts[m] += t.counts[m];
+            all.examples[m].insert(all.examples[m].end(), t.examples[m].begin(), t.examples[m].end());
+        }
+    }
+    for (auto& v : all.examples) keep_lowest(v, k);
+
+    ValidateReport r;
+    r.to = rq.to;
+    r.from = rq.from;
+    r.policy = rq.policy;
+    r.scale_mode = rq.scaling.mode;
+    r.layout = layout;
+    r.total = n;
+    for (int m = 0; m < kMaskCount; ++m) r.mismatches += all.counts[m];
+    r.matches = n - r.mismatches;
+
+    // Each mismatch goes to the class, among those that explain it, that explains the most
+    // mismatches overall; on equal counts the more specific class (this order) wins. So a
+    // truncating kernel reads as "direction" throughout even where one element happens to
+    // equal rounding through bfloat16 too.
+    static const MismatchClass priority[] = {MismatchClass::nan_encoding, MismatchClass::overflow,
+                                             MismatchClass::flush_to_zero, MismatchClass::scale,
+                                             MismatchClass::double_rounding, MismatchClass::tie,
+                                             MismatchClass::direction};
+    std::uint64_t explains[kMismatchClassCount] = {};
+    for (int m = 0; m < kMaskCount; ++m)
+        for (int c = 0; c < 7; ++c)
+            if (m & (1 << c)) explains[c] += all.counts[m];
+    std::vector<std::pair<std::uint64_t, int>> chosen;  // (index, class) of candidate examples
+    for (int m = 0; m < kMaskCount; ++m) {
+        int cls = static_cast<int>(MismatchClass::other);
+        std::uint64_t best = 0;
+        for (MismatchClass c : priority) {
+            const int ci = static_cast<int>(c);
+            if ((m & (1 << ci)) && (cls == static_cast<int>(MismatchClass::other) || explains[ci] > best)) {
+                cls = ci;
+                best = explains[ci];
+            }
+        }
+        r.classes[static_cast<std::size_t>(cls)].count += all.counts[m];
+        for (std::uint64_t i : all.examples[m]) chosen.emplace_back(i, cls);
+    }
+    std::sort(chosen.begin(), chosen.end());
+    for (auto [i, cls] : chosen) {
+        ClassReport& cr = r.classes[static_cast<std::size_t>(cls)];
+        if (cr.examples.size() >= k) continue;
+        BlockCursor cur(layout, cols, i);
+        const std::size_t sb = per_block ? cur.index() : 0;
+        const u64 x = eng.load(i);
+        const u64 v = eng.scaled_bits(x, sb);
+        MismatchExample ex;
+        ex.index = i;
+        ex.input_bits = x;
+        ex.input = to_double<W>(x);
+        ex.scaled = to_double<C>(v);
+        ex.scale = E::scaled ? static_cast<double>(raw[sb]) : 1.0;
+        ex.expected = E::round(v, rq.policy);
+        ex.actual = codes[i];
+        ex.expected_value = table.value[ex.expected];
+        ex.actual_value = table.value[ex.actual];
+        cr.examples.push_back(ex);
+    }
+
+    if (!opt.detect_policies) return r;
+    for (std::size_t s = 0; s < ns; ++s) {
+        bool ok = true;
+        for (auto& t : alive_per_thread) ok = ok && t.survivor[s] && t.group[group_of[s]];
+        if (ok) r.consistent_policies.push_back(survivors[s]);
+    }
+    r.policies_detected = true;
+
+    auto consistent = [&](const Policy& p) {
+        return std::any_of(r.consistent_policies.begin(), r.consistent_policies.end(),
+                           [&](const Policy& q) { return same(p, q); });
+    };
+    // The type the final cast rounds from: the input, or the float32/float64 product.
+    const Wide cast_from = std::is_same_v<C, emu::Binary64> ? Wide::f64 : (E::scaled ? Wide::f32 : rq.from);
+    for (Profile p : emu::kAllProfiles) {
+        // ml_dtypes and torch narrow float64 to float32 first: no single-rounding policy is theirs.
+        if (cast_from == Wide::f64 && (p == Profile::ml_dtypes || p == Profile::torch)) continue;
+        if (rq.to == Format::e8m0) {
+            for (Rounding rd : {Rounding::toward_zero, Rounding::toward_positive}) {
+                const auto pr = emu::profile_policy(p, rq.to, cast_from, rd);
+                if (pr.ok && consistent(pr.policy))
+                    r.consistent_profiles.push_back(std::string(name(p)) + " (e8m0 " + std::string(name(rd)) + ")");
+            }
+        } else {
+            const auto pr = emu::profile_policy(p, rq.to, cast_from);
+            if (pr.ok && consistent(pr.policy)) r.consistent_profiles.push_back(std::string(name(p)));
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+ValidateReport validate(const ValidateRequest& rq, const ValidateOptions& opt) {
+    if (rq.n > 0 && (rq.input == nullptr || rq.codes == nullptr))
+        throw std::invalid_argument("validate: input or codes is null");
+    if (rq.policy.rounding == Rounding::stochastic)
+        throw std::invalid_argument("validate: stochastic rounding has no single reference code per element");
+    const Scaling& sc = rq.scaling;
+    std::vector<float> raw, mult;
+    if (sc.mode != ScaleMode::none) {
+        if (sc.layout == BlockLayout::tensor) {
+            raw = {sc.value};
+        } else {
+            if (sc.cols == 0 || sc.rows * sc.cols != rq.n)
+                throw std::invalid_argument("validate: block scales need rows x cols equal to the element count");
+            const std::size_t want = block_scale_count(sc.layout, sc.rows, sc.cols);
+            if (sc.blocks == nullptr || sc.block_count != want)
+                throw std::invalid_argument("validate: " + std::string(name(sc.layout)) + " blocks of a " +
+                                            std::to_string(sc.rows) + " x " + std::to_string(sc.cols) + " input need " +
+                                            std::to_string(want) + " scales, got " + std::to_string(sc.block_count));
+            raw.assign(sc.blocks, sc.blocks + sc.block_count);
+        }
+        for (float s : raw) mult.push_back(sc.mode == ScaleMode::scale ? s : 1.0f / s);
+    }
+    return emu::with_wide(rq.from, [&](auto w) {
+        using W = decltype(w);
+        return emu::with_format(rq.to, [&](auto f) {
+            using F = decltype(f);
+            if (sc.mode == ScaleMode::none) return run<W, W, F, false>(rq, opt, raw, mult);
+            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F, true>(rq, opt, raw, mult);
+            else return run<W, emu::Binary32, F, true>(rq, opt, raw, mult);
+        });
+    });
+}
+
+}  // namespace fp8kit
