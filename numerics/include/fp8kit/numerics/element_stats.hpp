@@ -87,14 +87,18 @@ struct ElementConsts {
     std::uint32_t max_bits;   // bits of format_max(format)
 };
 
-FP8KIT_HD ElementConsts element_consts(Format f, emu::Policy p, float scale_inv) {
-    const float fmax = format_max(f);
-    ElementConsts c{};
+// The scale-dependent part, for a new scale_inv (per block) with the same format and policy.
+FP8KIT_HD void rescale(ElementConsts& c, float scale_inv) {
     c.scale_inv = static_cast<double>(scale_inv);
-    c.te_threshold = mul_rn(fmax, scale_inv);
+    c.te_threshold = mul_rn(float_of(c.max_bits), scale_inv);
+}
+
+FP8KIT_HD ElementConsts element_consts(Format f, emu::Policy p, float scale_inv) {
+    ElementConsts c{};
     c.limit[0] = overflow_limit(f, p, false);
     c.limit[1] = overflow_limit(f, p, true);
-    c.max_bits = bits_of(fmax);
+    c.max_bits = bits_of(format_max(f));
+    rescale(c, scale_inv);
     return c;
 }
 
