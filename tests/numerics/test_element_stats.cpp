@@ -3,6 +3,8 @@
 // each number), and the MX code-0 regression through lib's mxfp8 preset.
 #include <catch2/catch.hpp>
 
+#include "test_bits.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -19,16 +21,8 @@ using fp8kit::emu::NanEncoding;
 
 namespace {
 
-std::uint32_t bits(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-float from_bits(std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+using numerics_test::bits;
+using numerics_test::from_bits;
 const Policy kRne{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 
 // The step for x cast to E4M3 with scale 1: s = x, q and its decoded value from emu.

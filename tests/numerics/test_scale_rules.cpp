@@ -3,6 +3,8 @@
 // for an expected value.
 #include <catch2/catch.hpp>
 
+#include "test_bits.hpp"
+
 #include <cfloat>
 #include <cstring>
 #include <limits>
@@ -13,16 +15,8 @@ using namespace fp8kit::numerics;
 
 namespace {
 
-std::uint32_t bits(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-float from_bits(std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+using numerics_test::bits;
+using numerics_test::from_bits;
 constexpr std::uint32_t p2(int e) { return static_cast<std::uint32_t>(e + 127) << 23; }  // 2^e, normal
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
