@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# The AddressSanitizer + UndefinedBehaviorSanitizer build (library, CLI, tests; no CUDA, no
-# benchmarks) into build-asan/. Any report aborts the process (-fno-sanitize-recover=all), so a
-# finding fails the test that hit it. Run its tests with: (cd build-asan && ctest -LE exhaustive)
+# The AddressSanitizer + UndefinedBehaviorSanitizer build into build-asan/: the library, the CLI and
+# the test suites that hand files and arguments to fp8kit's parsers (dump and safetensors readers,
+# corrupt inputs, traces, array files, the CLI). The pure-arithmetic suites (emu, numerics, lib) run
+# in the release build only; the parsers of recipe files, numbers and every file format are also
+# fuzzed under the same sanitizers (scripts/run-fuzz.sh). Any report aborts the process
+# (-fno-sanitize-recover=all), so a finding fails the test that hit it.
+# Run its tests with: (cd build-asan && ctest -LE exhaustive)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8KIT_SANITIZE=address,undefined \
-  -DFP8KIT_CUDA=OFF -DFP8KIT_BUILD_BENCH=OFF "$@" >/dev/null
+  -DFP8KIT_CUDA=OFF -DFP8KIT_BUILD_BENCH=OFF -DFP8KIT_INSTALL=OFF \
+  "-DFP8KIT_TEST_SUITES=${FP8KIT_ASAN_SUITES:-dump;corrupt;replay;validate;cli}" "$@" >/dev/null
 cmake --build build-asan -j"$(nproc)"
