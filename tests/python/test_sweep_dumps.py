@@ -1,6 +1,7 @@
 """fp8kit.sweep over dumps, as `fp8kit sweep` takes them: the module and the CLI load the same
 inputs through lib's sweep::load_inputs, so their outcomes must agree number for number; a dump
 written here with h5py checks the overflow count against a hand-worked TE sequence."""
+import fnmatch
 import json
 import math
 import subprocess
@@ -62,7 +63,7 @@ def test_sweep_dump_counts_from_h5py():
                 want_opt += 1
                 return
             series = ".".join(p for p in name.split("/") if not p.startswith("step_"))
-            if fp8kit_match(series):
+            if fnmatch.fnmatchcase(series, LAYER1):
                 want_dumped += 1
                 steps.setdefault(series, set()).add(int(obj.attrs["step"]))
         f.visititems(visit)
@@ -74,11 +75,6 @@ def test_sweep_dump_counts_from_h5py():
     first = tt[tt["candidate"] == tt["candidate"].iloc[0]]
     assert {r["tensor"]: r["steps"] for _, r in first.iterrows()} == {k: len(v) for k, v in steps.items()}
     assert f"{want_opt} optimizer-state tensors skipped (no FP8 cast to tune)" in sw["notes"]
-
-
-def fp8kit_match(series):
-    import fnmatch
-    return fnmatch.fnmatchcase(series, LAYER1)
 
 
 def test_sweep_written_dump_overflow(tmp_path):
