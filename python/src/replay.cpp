@@ -28,7 +28,7 @@ pyb::list read_trace(const std::string& path) {
     for (const auto& s : t.series) {
         pyb::dict d;
         d["tensor"] = s.tensor;
-        d["role"] = std::string(trace::class_name(s.role));
+        d["role"] = std::string(name(s.role));
         d["steps"] = to_array(s.steps);
         d["amax"] = to_array(s.amax);
         out.append(d);
@@ -45,7 +45,7 @@ pyb::dict replay_series(const std::string& recipe, bool is_json, const std::stri
         throw std::invalid_argument(fmt::format("amax: {} values for {} steps", amax.size(), steps.size()));
     trace::Series s;
     s.tensor = tensor;
-    s.role = trace::classify(tensor);
+    s.role = recipe_slot(guess_role(tensor));
     s.steps.assign(steps.data(), steps.data() + steps.size());
     s.amax.assign(amax.data(), amax.data() + amax.size());
     for (std::size_t i = 1; i < s.steps.size(); ++i)
@@ -61,7 +61,7 @@ pyb::dict replay_series(const std::string& recipe, bool is_json, const std::stri
     }
     pyb::dict d;
     d["tensor"] = res.tensor;
-    d["role"] = std::string(trace::class_name(res.role));
+    d["role"] = std::string(name(res.role));
     d["format"] = std::string(name(res.format));
     d["steps"] = to_array(res.steps);
     d["amax"] = to_array(res.amax);
@@ -101,7 +101,7 @@ pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, long seri
     const auto& cand = sw.candidates()[c];
     pyb::dict d = outcome_dict(o);
     d["candidate"] = cand.label;
-    d["class"] = std::string(trace::class_name(cls));
+    d["class"] = std::string(name(cls));
     d["kind"] = std::string(name(cand.recipe.kind));
     d["history"] = cand.recipe.history_len;
     d["algo"] = std::string(name(cand.recipe.algo));
@@ -141,7 +141,7 @@ pyb::dict sweep_inputs(const std::vector<std::string>& files, const std::vector<
     }
     const sweep::Sweep& sw = *L.sweep;
     pyb::list rows, tensor_rows;
-    const Role classes[] = {Role::input, Role::weight, Role::grad};
+    const Role classes[] = {Role::activation, Role::weight, Role::gradient};
     for (std::size_t c = 0; c < sw.candidates().size(); ++c)
         for (Role cls : classes)
             if (sw.has_class(cls)) rows.append(outcome_row(sw, c, cls, -1, sw.per_class(c, cls)));
@@ -157,8 +157,8 @@ pyb::dict sweep_inputs(const std::vector<std::string>& files, const std::vector<
         if (!sw.has_class(cls)) continue;
         pyb::list r;
         for (std::size_t c : sw.ranked(cls)) r.append(sw.candidates()[c].label);
-        ranked[pyb::str(std::string(trace::class_name(cls)))] = r;
-        rec[pyb::str(std::string(trace::class_name(cls)))] = sw.recommendation(cls);
+        ranked[pyb::str(std::string(name(cls)))] = r;
+        rec[pyb::str(std::string(name(cls)))] = sw.recommendation(cls);
     }
     pyb::dict out;
     out["rows"] = rows;
@@ -182,7 +182,7 @@ void bind_replay(pyb::module_& m) {
         return replay::overflows(amax, scale, require_format(f, "format"));
     }, "amax"_a, "scale"_a, "format"_a);
     m.def("sweep", &sweep_inputs, "files"_a, "include"_a, "formats"_a, "blocks"_a);
-    m.def("classify_tensor", [](const std::string& n) { return std::string(trace::class_name(trace::classify(n))); },
+    m.def("classify_tensor", [](const std::string& n) { return std::string(name(recipe_slot(guess_role(n)))); },
           "name"_a);
 }
 

@@ -70,7 +70,7 @@ bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
             buf.insert(buf.end(), p, p + c.count * esz);
         }
     });
-    pd.role = trace::role_of_dumped(t.role, pd.series);
+    pd.role = recipe_slot(t.role);  // the reader already guessed unknown roles from the name
     pd.d.step = *t.step;
     pd.d.hist = h;
     h->finish();

@@ -14,15 +14,6 @@
 
 namespace fp8kit::trace {
 
-Role role_of_dumped(dump::Role r, const std::string& series_name) {
-    switch (r) {
-        case dump::Role::activation: return Role::input;
-        case dump::Role::weight: return Role::weight;
-        case dump::Role::gradient: return Role::grad;
-        default: return classify(series_name);
-    }
-}
-
 Trace dump_trace(const std::string& path) {
     dump::Dump d(std::vector<std::string>{path});
     if (!d.errors().empty()) throw TraceError(d.errors().front().describe());
@@ -35,7 +26,7 @@ Trace dump_trace(const std::string& path) {
         d.read(i, [&](const dump::Chunk& c) { amax = std::fmax(amax, amax_of(c.bits, c.wide, c.count)); });
         const std::string n = sweep::series_name_of_dump(t.name);
         by_name[n].emplace_back(*t.step, amax);
-        roles[n] = role_of_dumped(t.role, n);
+        roles[n] = recipe_slot(t.role);  // the reader already guessed unknown roles from the name
     }
     Trace tr;
     tr.file = path;

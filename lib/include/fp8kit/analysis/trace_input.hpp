@@ -11,10 +11,6 @@
 
 namespace fp8kit::trace {
 
-// The recipe role of a dumped tensor: the dump's own role when it names one, else the guess
-// from the series name (classify). Optimizer state has no FP8 cast and is left out by callers.
-Role role_of_dumped(dump::Role r, const std::string& series_name);
-
 // A dump as a trace: one series per dumped tensor name (step components dropped, see
 // sweep::series_name_of_dump) with TE's amax of each dumped step. Optimizer state and tensors
 // without a step are left out.
