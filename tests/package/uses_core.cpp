@@ -11,7 +11,7 @@ int main() {
     int bad = 0;
     // te-current on an activation with amax 2: scale = 448 / 2 (E4M3), exact in float32.
     const fp8kit::RecipeSpec r = fp8kit::parse_recipe("te-current");
-    const fp8kit::ScalePair s = fp8kit::recipe_scale(r, fp8kit::Role::input, 2.0f);
+    const fp8kit::ScalePair s = fp8kit::recipe_scale(r, fp8kit::Role::activation, 2.0f);
     if (s.scale != 224.0f) {
         std::printf("te-current scale %g, expected 224\n", s.scale);
         ++bad;
