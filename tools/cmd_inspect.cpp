@@ -110,8 +110,8 @@ nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
         j["scale"] = nullptr;
         j["scale_inv"] = nullptr;
         j["blocks"] = r.blocks->blocks;
-        j["block_rows"] = r.blocks->block_rows;
-        j["block_cols"] = r.blocks->block_cols;
+        j["block_rows"] = r.blocks->tile_rows;
+        j["block_cols"] = r.blocks->tile_cols;
         j["scale_inv_min"] = num(r.blocks->scale_inv_min);
         j["scale_inv_max"] = num(r.blocks->scale_inv_max);
         j["block_dynamic_range_max"] = num(r.blocks->dr_max);

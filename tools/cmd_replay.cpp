@@ -9,7 +9,8 @@
 #include "command.hpp"
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/io/trace.hpp"
-#include "trace_input.hpp"
+#include "fp8kit/analysis/trace_input.hpp"
+#include "recipe_args.hpp"
 
 namespace fp8kit::cli {
 namespace {
@@ -32,7 +33,7 @@ void run(const ReplayOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     RecipeSpec r = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
     const auto forced = parse_format_choice(o.format);
-    const auto trace = load_trace(o.trace, o.tensors);
+    const auto trace = trace::load_trace(o.trace, o.tensors);
     std::vector<replay::SeriesResult> res;
     for (const auto& s : trace.series) {
         try {

@@ -45,7 +45,9 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
 
     With recipe= (preset name, file or dict) the format, policy and scale come from the recipe for
     `role` ('input', 'weight', 'grad'): tensorwise recipes scale with recipe_scale(amax(x));
-    row/block recipes (x must be 2-D) scale each block, and the dict also holds the block scales.
+    row/block recipes (x must be 2-D) scale each block, and the dict also holds the block scales:
+    'block_shape' (rows, cols one scale covers), 'grid' (blocks down and across, edge blocks
+    partial) and 'scale_inv', float32 of the grid's shape (one value per block).
     format= or profile=/rounding=/overflow=/nan= given with a recipe override its choices.
     """
     a = np.asarray(x)

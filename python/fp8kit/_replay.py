@@ -39,17 +39,25 @@ def overflows(amax, scale, format):
     return _fp8kit.overflows(float(amax), float(scale), format)
 
 
-def sweep(trace, include=None, formats=("auto",)):
-    """`fp8kit sweep` over an amax trace file: every delayed-scaling setting (histories 1..1024,
-    max and most_recent, margins 0..4) and the tensorwise reference presets, replayed on every
-    series. formats: 'auto' (the recipe's per-class format), 'e4m3', 'e5m2'.
-    Returns {'table': rows per (candidate, class) (a DataFrame when pandas is installed),
-    'ranked': {class: candidate labels, best first}, 'recommendation': {class: text}, 'notes'}."""
+def sweep(inputs, include=None, formats=("auto",), blocks=True):
+    """`fp8kit sweep` over amax traces (CSV, dlfw-inspect logs) and tensor dumps (HDF5,
+    safetensors), told apart by content: every delayed-scaling setting (histories 1..1024, max and
+    most_recent, margins 0..4), the tensorwise reference presets and, when a dump is given and
+    blocks=True, the block presets. inputs: a path or a list of paths (as `fp8kit sweep INPUT...`).
+    include: glob(s) on the tensor name (as --tensor). formats: 'auto' (the recipe's per-class
+    format), 'all' (E4M3 and E5M2), or a list of 'auto', 'e4m3', 'e5m2', ...
+    Returns {'table': rows per (candidate, class), 'tensors': rows per (candidate, tensor) (each a
+    DataFrame when pandas is installed), 'ranked': {class: candidate labels, best first},
+    'recommendation': {class: text}, 'notes', 'trace_files', 'dump_files'}."""
+    files = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     pats = [include] if isinstance(include, str) else list(include or [])
-    out = _fp8kit.sweep_trace(os.fspath(trace), pats, list(formats))
+    if isinstance(formats, str):
+        formats = ["e4m3", "e5m2"] if formats == "all" else [formats]
+    out = _fp8kit.sweep([os.fspath(f) for f in files], pats, list(formats), bool(blocks))
+    rows, tensor_rows = out.pop("rows"), out.pop("tensor_rows")
     try:
         import pandas as pd
-        out["table"] = pd.DataFrame(out.pop("rows"))
+        out["table"], out["tensors"] = pd.DataFrame(rows), pd.DataFrame(tensor_rows)
     except ImportError:
-        out["table"] = out.pop("rows")
+        out["table"], out["tensors"] = rows, tensor_rows
     return out

@@ -125,8 +125,8 @@ public:
             d["scale"] = pyb::none();
             d["scale_inv"] = pyb::none();
             d["blocks"] = r.blocks->blocks;
-            d["block_rows"] = r.blocks->block_rows;
-            d["block_cols"] = r.blocks->block_cols;
+            d["block_rows"] = r.blocks->tile_rows;
+            d["block_cols"] = r.blocks->tile_cols;
             d["scale_inv_min"] = r.blocks->scale_inv_min;
             d["scale_inv_max"] = r.blocks->scale_inv_max;
             d["block_dynamic_range_max"] = r.blocks->dr_max;

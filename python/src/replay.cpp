@@ -7,6 +7,7 @@
 #include "bindings.hpp"
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/analysis/sweep.hpp"
+#include "fp8kit/analysis/sweep_input.hpp"
 #include "fp8kit/io/trace.hpp"
 
 namespace fp8kit::py {
@@ -82,52 +83,75 @@ pyb::dict outcome_dict(const sweep::Outcome& o) {
     d["worst_step"] = o.worst_step;
     d["worst_tensor"] = o.worst_tensor;
     d["mean_log2_headroom"] = o.mean_log2_headroom();
+    // Dumped steps (NaN when none was dumped).
+    d["dumped"] = o.dumped;
+    d["lossless"] = o.lossless;
+    d["underflow_share"] = o.underflow_share();
+    d["subnormal_share"] = o.subnormal_share();
+    d["underflow_uncertain"] = o.underflow_uncertain;
+    d["subnormal_uncertain"] = o.subnormal_uncertain;
+    d["sqnr_db"] = o.mean_sqnr_db();
+    d["sqnr_db_lo"] = o.mean_sqnr_db_lo();
+    d["sqnr_db_hi"] = o.mean_sqnr_db_hi();
     return d;
 }
 
-// The delayed-scaling grid and reference presets of `fp8kit sweep` over the series of one trace
-// (trace side only: the dump side's loading lives in tools/cmd_sweep.cpp).
-pyb::dict sweep_trace(const std::string& path, const std::vector<std::string>& include,
-                      const std::vector<std::string>& formats) {
-    std::vector<std::optional<Format>> fs;
+// One row of a candidate's outcome (per class or per tensor), with the candidate's settings.
+pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, long series, const sweep::Outcome& o) {
+    const auto& cand = sw.candidates()[c];
+    pyb::dict d = outcome_dict(o);
+    d["candidate"] = cand.label;
+    d["class"] = std::string(name(cls));
+    d["kind"] = std::string(name(cand.recipe.kind));
+    d["history"] = cand.recipe.history_len;
+    d["algo"] = std::string(name(cand.recipe.algo));
+    d["margin"] = cand.recipe.margin;
+    // Block presets cast every tensor to E4M3 (as `fp8kit sweep --csv` reports them).
+    d["format"] = cand.blockwise ? std::string("e4m3")
+                                 : std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
+    d["grid"] = cand.grid;
+    d["blockwise"] = cand.blockwise;
+    d["min_safe_margin"] = cand.grid ? pyb::cast(sw.min_safe_margin(c, series, cls)) : pyb::none();
+    return d;
+}
+
+// `fp8kit sweep` over amax traces and tensor dumps (sweep_input.hpp loads them as the CLI does).
+pyb::dict sweep_inputs(const std::vector<std::string>& files, const std::vector<std::string>& include,
+                       const std::vector<std::string>& formats, bool blocks) {
+    sweep::Inputs in;
+    in.files = files;
+    in.tensors = include;
+    in.blocks = blocks;
+    in.formats.clear();
     for (const auto& f : formats) {
-        if (f == "auto" || f == "hybrid") fs.push_back(std::nullopt);
-        else fs.push_back(require_format(f, "formats"));
+        if (f == "auto" || f == "hybrid") {
+            in.formats.push_back(std::nullopt);
+            continue;
+        }
+        const Format fm = require_format(f, "formats");
+        if (fm == Format::e8m0) throw std::invalid_argument("formats: e8m0 holds scales, not tensor values");
+        in.formats.push_back(fm);
     }
-    if (fs.empty()) fs.push_back(std::nullopt);
-    trace::Trace t = trace::read_trace(path);
-    std::vector<trace::Series> series;
-    for (auto& s : t.series) {
-        bool keep = include.empty();
-        for (const auto& p : include) keep = keep || trace::matches(p, s.tensor);
-        if (keep) series.push_back(std::move(s));
-    }
-    if (series.empty()) throw std::invalid_argument(fmt::format("{}: no series selected", path));
-    sweep::Sweep sw(sweep::default_candidates(fs), std::move(series));
-    std::vector<std::string> notes;
+    if (in.formats.empty()) in.formats.push_back(std::nullopt);
+    sweep::Loaded L;
     {
         pyb::gil_scoped_release nogil;
-        sw.run({}, notes);
+        L = sweep::load_inputs(in);
+        L.sweep->run(L.dumped, L.notes);
     }
-    pyb::list rows;
+    const sweep::Sweep& sw = *L.sweep;
+    pyb::list rows, tensor_rows;
     const Role classes[] = {Role::activation, Role::weight, Role::gradient};
-    for (std::size_t c = 0; c < sw.candidates().size(); ++c) {
-        const auto& cand = sw.candidates()[c];
-        for (Role cls : classes) {
-            if (!sw.has_class(cls)) continue;
-            pyb::dict d = outcome_dict(sw.per_class(c, cls));
-            d["candidate"] = cand.label;
-            d["class"] = std::string(name(cls));
-            d["kind"] = std::string(name(cand.recipe.kind));
-            d["history"] = cand.recipe.history_len;
-            d["algo"] = std::string(name(cand.recipe.algo));
-            d["margin"] = cand.recipe.margin;
-            d["format"] = std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
-            d["grid"] = cand.grid;
-            d["min_safe_margin"] = cand.grid ? pyb::cast(sw.min_safe_margin(c, -1, cls)) : pyb::none();
-            rows.append(d);
+    for (std::size_t c = 0; c < sw.candidates().size(); ++c)
+        for (Role cls : classes)
+            if (sw.has_class(cls)) rows.append(outcome_row(sw, c, cls, -1, sw.per_class(c, cls)));
+    for (std::size_t c = 0; c < sw.candidates().size(); ++c)
+        for (std::size_t s = 0; s < sw.series().size(); ++s) {
+            const auto& ser = sw.series()[s];
+            pyb::dict d = outcome_row(sw, c, ser.role, static_cast<long>(s), sw.per_tensor()[c][s]);
+            d["tensor"] = ser.tensor;
+            tensor_rows.append(d);
         }
-    }
     pyb::dict ranked, rec;
     for (Role cls : classes) {
         if (!sw.has_class(cls)) continue;
@@ -138,9 +162,12 @@ pyb::dict sweep_trace(const std::string& path, const std::vector<std::string>& i
     }
     pyb::dict out;
     out["rows"] = rows;
+    out["tensor_rows"] = tensor_rows;
     out["ranked"] = ranked;
     out["recommendation"] = rec;
-    out["notes"] = notes;
+    out["notes"] = L.notes;
+    out["trace_files"] = L.trace_files;
+    out["dump_files"] = L.dump_files;
     return out;
 }
 
@@ -154,7 +181,7 @@ void bind_replay(pyb::module_& m) {
     m.def("overflows", [](float amax, float scale, const std::string& f) {
         return replay::overflows(amax, scale, require_format(f, "format"));
     }, "amax"_a, "scale"_a, "format"_a);
-    m.def("sweep_trace", &sweep_trace, "path"_a, "include"_a, "formats"_a);
+    m.def("sweep", &sweep_inputs, "files"_a, "include"_a, "formats"_a, "blocks"_a);
     m.def("classify_tensor", [](const std::string& n) { return std::string(name(recipe_slot(guess_role(n)))); },
           "name"_a);
 }

@@ -105,8 +105,8 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
     pyb::dict d = stats_dict(b.total);
     d["format"] = std::string(name(br.format));
     d["blocks"] = b.blocks;
-    d["grid"] = pyb::make_tuple(b.block_rows, b.block_cols);
-    d["block_shape"] = pyb::make_tuple(br.block_rows, br.block_cols);
+    d["grid"] = pyb::make_tuple(b.grid_rows, b.grid_cols);
+    d["block_shape"] = pyb::make_tuple(b.tile_rows, b.tile_cols);
     d["scale_inv_min"] = b.scale_inv_min;
     d["scale_inv_max"] = b.scale_inv_max;
     put_hist(d, b.scale_inv_exp_hist, "scale_inv_exp_hist");
@@ -114,8 +114,9 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
     d["dr_max"] = b.dr_max;
     d["dr_mean"] = b.dr_mean;
     d["dr_hist"] = pyb::array_t<std::uint64_t>(b.dr_hist.size(), b.dr_hist.data());
-    d["scale_inv"] = pyb::array_t<float>(std::vector<pyb::ssize_t>{static_cast<pyb::ssize_t>(b.block_rows),
-                                                                     static_cast<pyb::ssize_t>(b.block_cols)},
+    // One scale per block, in the grid's shape (scale_inv holds grid_rows * grid_cols values).
+    d["scale_inv"] = pyb::array_t<float>(std::vector<pyb::ssize_t>{static_cast<pyb::ssize_t>(b.grid_rows),
+                                                                     static_cast<pyb::ssize_t>(b.grid_cols)},
                                          b.scale_inv.data());
     return d;
 }

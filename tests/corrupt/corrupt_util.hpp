@@ -13,16 +13,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_dir.hpp"
+
 namespace fp8kit::corrupt {
 
+// One temporary directory per test process, removed at exit (tests/scratch_dir.hpp).
 inline const std::string& scratch_dir() {
-    static const std::string dir = [] {
-        char tmpl[] = "/tmp/fp8kit_corrupt_XXXXXX";
-        const char* d = mkdtemp(tmpl);
-        REQUIRE(d != nullptr);
-        return std::string(d);
-    }();
-    return dir;
+    struct Tag {};
+    return test::process_scratch<Tag>("fp8kit_corrupt").path();
 }
 inline std::string scratch(const std::string& name) { return scratch_dir() + "/" + name; }
 

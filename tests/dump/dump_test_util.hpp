@@ -14,20 +14,17 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_dir.hpp"
+
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/convert/quantize.hpp"
 
 namespace fp8kit::dump::test {
 
-// One temporary directory per test process, removed at exit.
+// One temporary directory per test process, removed at exit (tests/scratch_dir.hpp).
 inline const std::string& scratch_dir() {
-    static const std::string dir = [] {
-        char tmpl[] = "/tmp/fp8kit_dump_test_XXXXXX";
-        const char* d = mkdtemp(tmpl);
-        REQUIRE(d != nullptr);
-        return std::string(d);
-    }();
-    return dir;
+    struct Tag {};
+    return fp8kit::test::process_scratch<Tag>("fp8kit_dump_test").path();
 }
 inline std::string scratch(const std::string& name) { return scratch_dir() + "/" + name; }
 

@@ -136,8 +136,8 @@ TEST_CASE("inspect: format override, block recipes, and recipes a dump cannot re
     const auto res = inspect::analyse(dump, 0, o);
     const auto& t = dump.tensors()[0];
     REQUIRE(res.blocks);
-    CHECK(res.blocks->block_rows == 1);
-    CHECK(res.blocks->block_cols == 32);
+    CHECK(res.blocks->tile_rows == 1);
+    CHECK(res.blocks->tile_cols == 32);
     CHECK(res.blocks->blocks == t.numel / 32);
     CHECK(res.stats.numel == t.numel);
 

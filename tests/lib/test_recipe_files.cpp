@@ -9,13 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8kit/recipes.hpp"
+#include "scratch_dir.hpp"
 
 using namespace fp8kit;
 
 namespace {
 
 std::string write_temp(const std::string& name, const std::string& text) {
-    const std::string path = std::string("/tmp/fp8kit_test_") + name;
+    struct Tag {};
+    const std::string path = fp8kit::test::process_scratch<Tag>("fp8kit_test_recipes").file(name);
     std::ofstream(path) << text;
     return path;
 }

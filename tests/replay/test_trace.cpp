@@ -7,13 +7,15 @@
 #include <string>
 
 #include "fp8kit/io/trace.hpp"
+#include "scratch_dir.hpp"
 
 using namespace fp8kit;
 
 namespace {
 
 std::string write_tmp(const std::string& name, const std::string& text) {
-    const std::string p = std::string("/tmp/fp8kit_test_trace_") + name;
+    struct Tag {};
+    const std::string p = fp8kit::test::process_scratch<Tag>("fp8kit_test_trace").file(name);
     std::ofstream(p, std::ios::binary) << text;
     return p;
 }

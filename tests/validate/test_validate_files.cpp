@@ -16,17 +16,14 @@
 
 #include "fp8kit/io/npy.hpp"
 #include "naive.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
 
+// One temporary directory per test process, removed at exit (tests/scratch_dir.hpp).
 std::string tmp_dir() {
-    static const std::string d = [] {
-        char tmpl[] = "/tmp/fp8kit_validate_XXXXXX";
-        const char* p = mkdtemp(tmpl);
-        REQUIRE(p != nullptr);
-        return std::string(p);
-    }();
-    return d;
+    struct Tag {};
+    return fp8kit::test::process_scratch<Tag>("fp8kit_validate").path();
 }
 
 // Writes a .npy file: magic, version, little-endian header length, the dict padded with spaces

@@ -512,9 +512,11 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     const std::size_t bh = br.block_rows == 0 ? std::max<std::size_t>(rows, 1) : static_cast<std::size_t>(br.block_rows);
     const std::size_t bw = br.block_cols == 0 ? std::max<std::size_t>(cols, 1) : static_cast<std::size_t>(br.block_cols);
     BlockStats out;
-    out.block_rows = bh;
-    out.block_cols = bw;
+    out.tile_rows = bh;
+    out.tile_cols = bw;
     const std::size_t gr = (rows + bh - 1) / bh, gc = (cols + bw - 1) / bw;
+    out.grid_rows = gr;
+    out.grid_cols = gc;
     out.blocks = gr * gc;
     out.scale_inv.assign(out.blocks, 0.0f);
     // Kept per block: only what is merged in block order (binary64 sums) or read per block

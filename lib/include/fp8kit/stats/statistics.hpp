@@ -79,7 +79,11 @@ struct BlockRecipe {
 BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols);
 
 struct BlockStats {
-    std::size_t blocks = 0, block_rows = 0, block_cols = 0;  // grid of tiles
+    // Tile: the rows x cols one scale covers (BlockRecipe's 0 x 0 resolved to the whole tensor);
+    // grid: how many tiles down and across, edge tiles partial (ceil(rows / tile_rows), ...).
+    std::size_t tile_rows = 0, tile_cols = 0;
+    std::size_t grid_rows = 0, grid_cols = 0;
+    std::size_t blocks = 0;  // grid_rows * grid_cols
     QuantStats total;  // the whole tensor cast with per-block scales (per-block stats merged in order)
     // Distribution of scale_inv over blocks: exponent histogram from the bits (same bins as
     // QuantStats::exp_hist), minimum and maximum.
@@ -92,7 +96,7 @@ struct BlockStats {
     std::size_t blocks_with_range = 0;
     double dr_max = 0, dr_mean = 0;
     std::array<std::uint64_t, kDrBins> dr_hist{};
-    std::vector<float> scale_inv;  // per block, row-major over the tile grid
+    std::vector<float> scale_inv;  // one per block: grid_rows x grid_cols, row-major
 };
 
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,

@@ -1,0 +1,184 @@
+"""fp8kit.stats(x, recipe=<block preset>) from Python: scale_inv has one value per block, in the
+block grid's shape, for every row/block preset and role, on shapes that are not multiples of the
+tile. Each block's amax and scale are computed here with numpy from the formulas of
+docs/recipes.md (float32 arithmetic as the frameworks do it) and compared bit for bit."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import fp8kit
+
+F32 = np.float32
+ROLES = ("input", "weight", "grad")
+SHAPE = (130, 300)  # 128x128 -> 2x3 blocks, 1x128 -> 130x3, 1x32 -> 130x10, rows -> 130x1
+
+
+def fmax(fmt):
+    return F32(ml_dtypes.finfo({"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}[fmt]).max)
+
+
+def bits(v):
+    return int(np.array(v, F32).view(np.uint32))
+
+
+def from_bits(u):
+    return np.array(u, np.uint32).view(F32)[()]
+
+
+def floor_log2(v):
+    """floor(log2 v) of a positive finite float32, from its bits (subnormals included)."""
+    u = bits(v)
+    e = (u >> 23) & 0xFF
+    return e - 127 if e else -149 + (u & 0x7FFFFF).bit_length() - 1
+
+
+def te_scale(amax, fm, eps, pow2, value_for_inf):
+    # docs/recipes.md te_current_scale: amax < eps -> eps; Inf/0/NaN -> 1; fmax/amax in float32;
+    # Inf -> value_for_inf; pow2 keeps sign and exponent bits.
+    if amax < eps:
+        amax = F32(eps)
+    if not np.isfinite(amax) or amax == 0:
+        return F32(1)
+    with np.errstate(over="ignore"):
+        s = F32(fm / amax)
+    if np.isinf(s):
+        s = F32(value_for_inf)
+    return from_bits(bits(s) & 0xFF800000) if pow2 else s
+
+
+def torchao_scale(amax, fm, eps, pow2):
+    # fl32(fmax / max(fl64(amax), eps)) in binary64; pow2: 2^floor(log2 scale); Inf amax -> 0.
+    a = float(amax)
+    s = F32(float(fm) / (a if np.isnan(a) or a >= eps else eps))
+    if pow2 and np.isfinite(s) and s != 0:
+        s = F32(np.ldexp(1.0, floor_log2(s)))
+    return s
+
+
+def scale_inv_of(r, role, amax):
+    """The dequantisation scale of one block with this amax (docs/recipes.md)."""
+    fmt = r["roles"][role]["format"]
+    fm = fmax(fmt)
+    rule = r["rule"]
+    with np.errstate(divide="ignore", over="ignore"):
+        if rule == "te":
+            return F32(1) / te_scale(amax, fm, r["epsilon"], r["pow2"], r["value_for_inf"])
+        if rule == "torchao":
+            return F32(1) / torchao_scale(amax, fm, r["epsilon"], r["pow2"])
+        if rule == "deepseek":
+            # sf = max(amax, fl32(floor)) / fmax (float32); UE8M0: the next power of two up.
+            a = amax if np.isnan(amax) or amax >= F32(r["epsilon"]) else F32(r["epsilon"])
+            sf = F32(a / fm)
+            if r["pow2"] and np.isfinite(sf) and sf > 0:
+                e = floor_log2(sf)
+                sf = sf if F32(np.ldexp(1.0, e)) == sf else F32(np.ldexp(1.0, e + 1))
+            return sf
+    if rule == "mx-roundup":
+        # val = amax * fl32(1/fmax); code = biased exponent, +1 when the mantissa is nonzero
+        # (not at 0xFE, not for subnormal val <= 2^-127); NaN -> 0xFF, Inf -> 0xFE, 0 -> 0.
+        with np.errstate(over="ignore"):
+            val = F32(amax * F32(1.0 / float(fm)))
+        if np.isnan(val):
+            code = 0xFF
+        elif np.isinf(val):
+            code = 0xFE
+        elif val == 0:
+            code = 0
+        else:
+            u = bits(val)
+            code, man = (u >> 23) & 0xFF, u & 0x7FFFFF
+            if man and code != 0xFE and not (code == 0 and man <= 0x400000):
+                code += 1
+    elif rule == "mx-ocp-floor":
+        # X = 2^(floor(log2 amax) - emax_elem), code clamped to [0, 254]; 0 -> 0; NaN/Inf -> 0xFF.
+        emax = {"e4m3": 8, "e5m2": 15}[fmt]
+        if not np.isfinite(amax):
+            code = 0xFF
+        elif amax == 0:
+            code = 0
+        else:
+            code = min(max(floor_log2(amax) - emax + 127, 0), 254)
+    else:
+        raise AssertionError(f"block preset {r['name']}: rule {rule} has no reference in this test")
+    return F32(np.nan) if code == 0xFF else F32(np.ldexp(1.0, code - 127))
+
+
+def block_presets():
+    out = []
+    for p in fp8kit.presets():
+        r = fp8kit.recipe(p)
+        if any(r["roles"][ro]["granularity"] != "tensor" for ro in ROLES):
+            out.append(p)
+    return out
+
+
+def test_every_block_preset_is_covered():
+    assert {"te-block", "mxfp8", "mx-ocp", "torchao-rowwise", "deepseek-v3"} <= set(block_presets())
+
+
+def data(shape, seed):
+    """Magnitudes spread over many binades, changing from block to block, with special blocks: all
+    zero, subnormal-only (MX code 0, TE's Inf scale), one Inf, values at FLT_MAX's binade."""
+    rng = np.random.default_rng(seed)
+    rows, cols = shape
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(-30, 30, size=(rows, 1)) + rng.uniform(-4, 4, shape))
+    x = x.astype(F32)
+    x[0, :40] = 0                              # the first 1x32 blocks and part of 1x128: zero
+    x[1, :] = F32(1e-41) * rng.integers(1, 50, cols)  # subnormal row
+    x[2, 5] = np.inf
+    x[3, 7] = F32(3e38)
+    x[4, :] = -F32(448.0)                      # amax exactly fmax
+    return x
+
+
+@pytest.mark.parametrize("preset", block_presets())
+@pytest.mark.parametrize("role", ROLES)
+def test_block_scale_inv_per_block(preset, role):
+    r = fp8kit.recipe(preset)
+    spec = r["roles"][role]
+    x = data(SHAPE, seed=len(preset) * 3 + ROLES.index(role))
+    rows, cols = x.shape
+    if spec["granularity"] == "tensor":
+        th, tw = rows, cols
+    elif spec["granularity"] == "row":
+        th, tw = 1, cols
+    else:
+        th, tw = spec["block_rows"], spec["block_cols"]
+    gr, gc = -(-rows // th), -(-cols // tw)
+    d = fp8kit.stats(x, recipe=preset, role=role)
+    assert d["blocks"] == gr * gc
+    assert d["grid"] == (gr, gc) and d["block_shape"] == (th, tw)
+    si = d["scale_inv"]
+    assert si.shape == (gr, gc) and si.dtype == F32
+    want = np.empty((gr, gc), F32)
+    for i in range(gr):
+        for j in range(gc):
+            blk = np.abs(x[i * th:(i + 1) * th, j * tw:(j + 1) * tw])
+            want[i, j] = scale_inv_of(r, role, F32(blk.max()))
+    assert np.array_equal(si.view(np.uint32), want.view(np.uint32)), \
+        f"{preset}/{role}: {np.count_nonzero(si.view(np.uint32) != want.view(np.uint32))} blocks differ"
+
+
+def test_issue_case_te_block_4x256():
+    # The reported case: 4 x 256 float32 with te-block (1x128 for activations) has 8 blocks.
+    x = np.random.default_rng(3).standard_normal((4, 256)).astype(F32)
+    d = fp8kit.stats(x, recipe="te-block")
+    assert d["scale_inv"].shape == (4, 2) and d["blocks"] == 8
+    want = [[F32(1) / te_scale(F32(np.abs(x[i, j * 128:(j + 1) * 128]).max()), F32(448), 0.0, True, 3.4028234663852886e38)
+             for j in range(2)] for i in range(4)]
+    assert np.array_equal(d["scale_inv"], np.array(want, F32))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (1, 31), (127, 129), (3, 1000)])
+def test_block_grid_small_and_odd_shapes(shape):
+    x = data((max(shape[0], 5), shape[1]), seed=9)[:shape[0]] if shape[0] >= 5 else \
+        np.random.default_rng(5).standard_normal(shape).astype(F32)
+    for preset in block_presets():
+        r = fp8kit.recipe(preset)
+        d = fp8kit.stats(x, recipe=preset, role="weight")
+        gr, gc = d["grid"]
+        th, tw = d["block_shape"]
+        assert d["scale_inv"].shape == (gr, gc) == (-(-shape[0] // th), -(-shape[1] // tw))
+        want = np.array([[scale_inv_of(r, "weight", F32(np.abs(x[i * th:(i + 1) * th, j * tw:(j + 1) * tw]).max()))
+                          for j in range(gc)] for i in range(gr)], F32)
+        assert np.array_equal(d["scale_inv"].view(np.uint32), want.view(np.uint32)), preset
