@@ -9,6 +9,7 @@
 #include "command.hpp"
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/io/trace.hpp"
+#include "read_flags.hpp"
 #include "trace_input.hpp"
 
 namespace fp8kit::cli {
@@ -117,6 +118,7 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--tensor", o->tensors, "Only tensors matching this glob (repeatable)");
     cmd->add_flag("--csv", o->csv, "CSV: step,tensor,amax,scale,headroom,overflow (scale as %.9g)");
     cmd->add_flag("--json", o->json, "JSON: every series with its scales");
+    add_read_flags(cmd);
     cmd->callback([o] { run(*o); });
 });
 

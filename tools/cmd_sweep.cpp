@@ -11,6 +11,7 @@
 #include "command.hpp"
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/sweep.hpp"
+#include "read_flags.hpp"
 #include "trace_input.hpp"
 
 namespace fp8kit::cli {
@@ -96,7 +97,7 @@ void load(const SweepOpts& o, const std::vector<sweep::Candidate>& blocks, Loade
     if (!L.dump_files.empty()) {
         std::unique_ptr<dump::Dump> dmp;
         try {
-            dmp = std::make_unique<dump::Dump>(L.dump_files);
+            dmp = std::make_unique<dump::Dump>(L.dump_files, dump::Selection{}, cli_read_options());
         } catch (const dump::DumpError& e) {
             throw UsageError(e.what());
         }
@@ -366,6 +367,7 @@ Register reg([](CLI::App& root) {
     cmd->add_flag("!--no-blocks", o->blocks, "Skip the block recipes on dumps");
     cmd->add_flag("--csv", o->csv, "CSV: one row per (class or tensor, recipe)");
     cmd->add_flag("--json", o->json, "JSON: recipes, per-class and per-tensor outcomes, recommendations");
+    add_read_flags(cmd);
     cmd->callback([o] { run(*o); });
 });
 

@@ -1,6 +1,8 @@
 // Trace loading and recipe overrides for replay and sweep.
 #include "trace_input.hpp"
 
+#include "read_flags.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -26,7 +28,7 @@ bool is_dump_file(const std::string& path) {
 trace::Trace dump_trace(const std::string& path) {
     std::unique_ptr<dump::Dump> d;
     try {
-        d = std::make_unique<dump::Dump>(std::vector<std::string>{path});
+        d = std::make_unique<dump::Dump>(std::vector<std::string>{path}, dump::Selection{}, cli_read_options());
     } catch (const dump::DumpError& e) {
         throw UsageError(e.what());
     }
