@@ -198,7 +198,9 @@ std::string check_link_path(hid_t file, const std::string& dataset) {
             H5L_info_t info{};
             if (H5Lget_info(file, prefix.c_str(), &info, lapl.get()) < 0) {
                 H5Eclear2(H5E_DEFAULT);
-                return fmt::format("'{}' does not exist (or is reached through an external link)", prefix);
+                return fmt::format("no dataset there: '{}' does not exist (or is reached through an external "
+                                   "link, which is not followed)",
+                                   prefix);
             }
             if (info.type == H5L_TYPE_EXTERNAL) {
                 std::vector<char> val(info.u.val_size + 1, '\0');
