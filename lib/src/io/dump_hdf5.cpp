@@ -24,6 +24,7 @@
 #include "io/hdf5_filters.hpp"
 #include "io/hdf5_handle.hpp"
 #include "io/hdf5_outside.hpp"
+#include "io/hdf5_walk.hpp"
 
 namespace fp8kit::dump::detail {
 namespace {
@@ -298,12 +299,6 @@ void report_progress() {
     }
 }
 
-herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* data) {
-    report_progress();
-    if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(data)->push_back(name);
-    return 0;
-}
-
 class Hdf5Source final : public Source {
 public:
     // Lists every dataset of the file, or only `only` (a dataset path: validate's file.h5:/x).
@@ -329,15 +324,11 @@ public:
             list(only);
             return;
         }
-        std::vector<std::string> names;
-        // H5Ovisit visits each object once, however many hard links reach it (no cycles), and
-        // follows no external or soft link.
-        if (H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC) < 0)
-            errors_.push_back({path, "", "could not list every object (file corrupt?): " + hdf5_detail()});
-        for (const auto& n : names) {
-            report_progress();
-            list(n);
-        }
+        // Each object once, however many hard links reach it; no soft or external link followed.
+        const std::string why = walk_datasets(
+            file_.get(), [&](hid_t parent, const std::string& link, const std::string& full) { list(full, parent, link); },
+            report_progress);
+        if (!why.empty()) errors_.push_back({path, "", why});
     }
 
     void read(const TensorInfo& t, const ChunkFn& fn) override {
@@ -464,7 +455,9 @@ private:
         if (!dcpl.ok() || !ftype.ok() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return false;
         if (H5Tequal(ftype.get(), plan.mem_type.get()) <= 0) return false;
         const int nfilters = H5Pget_nfilters(dcpl.get());
-        if (nfilters <= 0 || nfilters > 2) return false;
+        // Unfiltered chunks too: libhdf5's H5Dread over many small chunks builds a map entry per
+        // chunk (2^20 one-element chunks: 6.7 GB and 35 s), where this path holds one chunk.
+        if (nfilters < 0 || nfilters > 2) return false;
         std::vector<FilterStep> pipeline;
         for (int i = 0; i < nfilters; ++i) {
             unsigned flags = 0, config = 0, cd[4] = {};
@@ -522,12 +515,20 @@ private:
                     ext[d] = std::min<hsize_t>(chunk[d], plan.dims[d] - offset[d]);
                 }
                 auto where = [&] { return fmt::format("chunk at [{}]", fmt::join(offset, ", ")); };
-                unsigned mask = 0;
-                haddr_t addr = HADDR_UNDEF;
+                // H5Dget_chunk_storage_size looks the chunk up in the index (H5D__chunk_lookup: a
+                // B-tree search); H5Dget_chunk_info_by_coord in 1.10 walks every chunk of the index
+                // instead, which made reading quadratic in the number of chunks (2^20 chunks:
+                // minutes). A chunk never written is the fill value: libhdf5 1.10 then fails with
+                // "chunk storage is not allocated" (H5Dchunk.c, H5D__get_chunk_storage_size);
+                // any other failure is an error.
                 hsize_t stored = 0;
-                if (H5Dget_chunk_info_by_coord(dset, offset.data(), &mask, &addr, &stored) < 0)
-                    throw err(fmt::format("cannot locate {}: {}", where(), hdf5_detail()));
-                if (addr == HADDR_UNDEF) {
+                if (H5Dget_chunk_storage_size(dset, offset.data(), &stored) < 0) {
+                    const std::string why = hdf5_detail();
+                    if (why.rfind("chunk storage is not allocated", 0) != 0)
+                        throw err(fmt::format("cannot locate {}: {}", where(), why));
+                    stored = 0;
+                }
+                if (stored == 0) {
                     for (std::size_t b = 0; b < chunk_bytes; b += ssize) std::memcpy(&chunk_buf_[b], fill.data(), ssize);
                 } else {
                     if (stored > (std::uint64_t(4) << 30))
@@ -571,8 +572,11 @@ private:
         return true;
     }
 
-    void list(const std::string& name) {
-        Handle d(H5Dopen2(file_.get(), name.c_str(), dapl_.get()), H5Dclose);
+    // `name`: the dataset's path; opened as `link` of `parent` (default: the path from the file).
+    void list(const std::string& name, hid_t parent = -1, const std::string& link = "") {
+        Handle d(parent < 0 ? H5Dopen2(file_.get(), name.c_str(), dapl_.get())
+                            : H5Dopen2(parent, link.c_str(), dapl_.get()),
+                 H5Dclose);
         if (!d.ok()) {
             errors_.push_back({path_, name, "cannot open dataset: " + hdf5_detail()});
             return;
