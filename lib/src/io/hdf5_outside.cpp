@@ -72,8 +72,8 @@ std::string short_list(const std::vector<std::string>& items) {
     return s;
 }
 
-const char* kHow = "fp8kit reads only the files named; --allow-external-in-dump-folder reads such "
-                   "files when they lie in the dump's own folder";
+// Short: the CLI's one-line skip notes keep the end of a message when they must cut it.
+const char* kHow = "only the files named are read; see --allow-external-in-dump-folder";
 
 Outside check_external(hid_t dcpl, int n, const std::string& folder, bool allow) {
     std::vector<std::string> names;
