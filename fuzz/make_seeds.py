@@ -70,8 +70,23 @@ def chunked_fp8(f):
     f.create_dataset("empty", shape=(0,), dtype="<f4")
 
 
+# Datasets pointing outside the file (the reader must skip them without opening the target).
+def outside(f):
+    f.create_dataset("good", data=f32)
+    f.create_dataset("ext", shape=(4,), dtype="<f4", external=[("/etc/passwd", 0, 16)])
+    f.create_dataset("zero", shape=(1024,), dtype="<f4", external=[("/dev/zero", 0, 4096)])
+    layout = h5py.VirtualLayout(shape=(4,), dtype="<f4")
+    layout[:] = h5py.VirtualSource("other.h5", "data", shape=(4,))
+    f.create_virtual_dataset("vds", layout)
+    me = h5py.VirtualLayout(shape=(4,), dtype="<f4")
+    me[:] = h5py.VirtualSource(".", "self", shape=(4,))
+    f.create_virtual_dataset("self", me)
+    f["elink"] = h5py.ExternalLink("other.h5", "data")
+
+
 h5("plain", plain)
 h5("chunked_fp8", chunked_fp8)
+h5("outside", outside)
 
 npy = corpus / "npy"
 npy.mkdir(parents=True, exist_ok=True)

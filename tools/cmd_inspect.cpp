@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "read_flags.hpp"
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/inspect.hpp"
 
@@ -282,6 +283,7 @@ Register reg([](CLI::App& root) {
         ->allow_extra_args(false);
     cmd->add_option("--steps", o->steps, "Only these steps, e.g. 0-100,200,300-");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
+    add_read_flags(cmd);
     cmd->callback([o] {
         inspect::Options opts;
         try {
@@ -303,7 +305,7 @@ Register reg([](CLI::App& root) {
         }
         std::vector<dp::Problem> errors;
         const auto files = dp::expand_inputs(o->files, errors);
-        dp::Dump dump(files, sel);
+        dp::Dump dump(files, sel, cli_read_options());
         errors.insert(errors.end(), dump.errors().begin(), dump.errors().end());
 
         const bool progress = !o->quiet && isatty(STDERR_FILENO) && dump.tensors().size() > 1;

@@ -10,6 +10,7 @@
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/analysis/trace_input.hpp"
+#include "read_flags.hpp"
 #include "recipe_args.hpp"
 
 namespace fp8kit::cli {
@@ -33,7 +34,7 @@ void run(const ReplayOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     RecipeSpec r = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
     const auto forced = parse_format_choice(o.format);
-    const auto trace = trace::load_trace(o.trace, o.tensors);
+    const auto trace = trace::load_trace(o.trace, o.tensors, cli_read_options());
     std::vector<replay::SeriesResult> res;
     for (const auto& s : trace.series) {
         try {
@@ -118,6 +119,7 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--tensor", o->tensors, "Only tensors matching this glob (repeatable)");
     cmd->add_flag("--csv", o->csv, "CSV: step,tensor,amax,scale,headroom,overflow (scale as %.9g)");
     cmd->add_flag("--json", o->json, "JSON: every series with its scales");
+    add_read_flags(cmd);
     cmd->callback([o] { run(*o); });
 });
 

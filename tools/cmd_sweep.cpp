@@ -9,6 +9,7 @@
 #include "command.hpp"
 #include "fp8kit/analysis/sweep.hpp"
 #include "fp8kit/analysis/sweep_input.hpp"
+#include "read_flags.hpp"
 #include "recipe_args.hpp"
 
 namespace fp8kit::cli {
@@ -44,7 +45,7 @@ void run(const SweepOpts& o) {
     std::vector<std::optional<Format>> formats;
     if (o.format == "all") formats = {Format::e4m3, Format::e5m2};
     else formats = {parse_format_choice(o.format)};
-    sweep::Loaded L = sweep::load_inputs({o.inputs, o.tensors, formats, o.blocks});
+    sweep::Loaded L = sweep::load_inputs({o.inputs, o.tensors, formats, o.blocks, cli_read_options()});
     const auto& sw = L.sweep;
     sw->run(L.dumped, L.notes);
     const auto& C = sw->candidates();
@@ -204,6 +205,7 @@ Register reg([](CLI::App& root) {
     cmd->add_flag("!--no-blocks", o->blocks, "Skip the block recipes on dumps");
     cmd->add_flag("--csv", o->csv, "CSV: one row per (class or tensor, recipe)");
     cmd->add_flag("--json", o->json, "JSON: recipes, per-class and per-tensor outcomes, recommendations");
+    add_read_flags(cmd);
     cmd->callback([o] { run(*o); });
 });
 

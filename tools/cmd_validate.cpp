@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "command.hpp"
+#include "read_flags.hpp"
 #include "fp8kit/io/array_file.hpp"
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/validate.hpp"
@@ -32,7 +33,7 @@ float parse_scale(const std::string& s, const char* option) {
 
 ArrayFile load(const std::string& source, const RawLayout& raw) {
     try {
-        return load_array(source, raw);
+        return load_array(source, raw, cli_read_options());
     } catch (const ArrayFileError& e) {
         throw UsageError(e.what());
     }
@@ -67,6 +68,7 @@ Register validate_cmd([](CLI::App& root) {
     cmd->add_flag("--json", o->json, "Print the report as JSON");
     cmd->add_option("--examples", o->examples, "Examples per class (default 5)");
     o->policy.add_to(cmd);
+    add_read_flags(cmd);
     cmd->callback([o] {
         const Format to = require_format(o->to, "--to");
         RawLayout raw_in;

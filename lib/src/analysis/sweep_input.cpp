@@ -94,7 +94,7 @@ bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
 std::vector<Pending> load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& L) {
     std::vector<Pending> pending;
     if (L.dump_files.empty()) return pending;
-    dump::Dump dmp(L.dump_files);
+    dump::Dump dmp(L.dump_files, dump::Selection{}, in.read);
     for (const auto& p : dmp.errors()) L.notes.push_back(p.describe());
     std::size_t skipped_opt = 0;
     for (std::size_t i = 0; i < dmp.tensors().size(); ++i) {

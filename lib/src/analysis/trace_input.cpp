@@ -14,8 +14,8 @@
 
 namespace fp8kit::trace {
 
-Trace dump_trace(const std::string& path) {
-    dump::Dump d(std::vector<std::string>{path});
+Trace dump_trace(const std::string& path, const dump::ReadOptions& read) {
+    dump::Dump d(std::vector<std::string>{path}, dump::Selection{}, read);
     if (!d.errors().empty()) throw TraceError(d.errors().front().describe());
     std::map<std::string, std::vector<std::pair<std::int64_t, float>>> by_name;
     std::map<std::string, Role> roles;
@@ -49,12 +49,13 @@ Trace dump_trace(const std::string& path) {
     return tr;
 }
 
-Trace load_trace(const std::string& path, const std::vector<std::string>& patterns) {
+Trace load_trace(const std::string& path, const std::vector<std::string>& patterns,
+                 const dump::ReadOptions& read) {
     {
         std::ifstream probe(path, std::ios::binary);
         if (!probe) throw TraceError(fmt::format("{}: cannot open the file", path));
     }
-    Trace t = dump::is_dump_file(path) ? dump_trace(path) : read_trace(path);
+    Trace t = dump::is_dump_file(path) ? dump_trace(path, read) : read_trace(path);
     if (patterns.empty()) return t;
     std::vector<Series> keep;
     for (auto& s : t.series)

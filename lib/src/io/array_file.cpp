@@ -6,9 +6,9 @@
 #include <memory>
 
 #include <fmt/format.h>
-#include <hdf5.h>
 
 #include "fp8kit/io/npy.hpp"
+#include "io/dump_internal.hpp"
 
 namespace fp8kit {
 
@@ -135,56 +135,45 @@ ArrayFile load_raw(const std::string& path, const RawLayout& raw) {
     return a;
 }
 
-// RAII for HDF5 handles.
-struct H5Handle {
-    hid_t id;
-    herr_t (*close)(hid_t);
-    ~H5Handle() { if (id >= 0) close(id); }
-};
-
-ArrayFile load_hdf5(const std::string& source, const std::string& file, const std::string& dataset) {
-    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become our one-line messages
-    H5Handle f{H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
-    if (f.id < 0) throw ArrayFileError(fmt::format("{}: cannot open HDF5 file '{}'", source, file));
-    if (H5Lexists(f.id, dataset.c_str(), H5P_DEFAULT) <= 0)
-        throw ArrayFileError(fmt::format("{}: no dataset '{}' in '{}'", source, dataset, file));
-    H5Handle d{H5Dopen2(f.id, dataset.c_str(), H5P_DEFAULT), H5Dclose};
-    if (d.id < 0) throw ArrayFileError(fmt::format("{}: '{}' is not a dataset", source, dataset));
-    H5Handle t{H5Dget_type(d.id), H5Tclose};
-    H5Handle s{H5Dget_space(d.id), H5Sclose};
-    if (t.id < 0 || s.id < 0) throw ArrayFileError(fmt::format("{}: cannot read the dataset's type", source));
-    const H5T_class_t cls = H5Tget_class(t.id);
-    const std::size_t size = H5Tget_size(t.id);
-    std::optional<ElementType> type;
-    if (cls == H5T_FLOAT) {
-        if (H5Tget_order(t.id) != H5T_ORDER_LE)
-            throw ArrayFileError(fmt::format("{}: big-endian floats are not supported", source));
-        std::size_t spos, epos, esize, mpos, msize;
-        H5Tget_fields(t.id, &spos, &epos, &esize, &mpos, &msize);
-        if (size == 8 && msize == 52) type = ElementType::f64;
-        else if (size == 4 && msize == 23) type = ElementType::f32;
-        else if (size == 2 && msize == 10) type = ElementType::f16;
-        else if (size == 2 && msize == 7) type = ElementType::bf16;
-    } else if (cls == H5T_INTEGER || cls == H5T_OPAQUE) {
-        if (cls == H5T_INTEGER && size > 1 && H5Tget_order(t.id) != H5T_ORDER_LE)
-            throw ArrayFileError(fmt::format("{}: big-endian integers are not supported", source));
-        if (size == 1) type = ElementType::u8;
-        else if (size == 2 && (cls == H5T_OPAQUE || H5Tget_sign(t.id) == H5T_SGN_NONE)) type = ElementType::bf16;
+// The dataset through the dump reader (lib/src/io/dump_hdf5.cpp), in its raw mode: the same
+// checks as inspect and sweep (own chunk decoding, listing in a child process, overflow and size
+// limits, nothing read outside the named file), and the stored bytes as they are.
+ArrayFile load_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
+                    const dump::ReadOptions& opts) {
+    std::unique_ptr<dump::Source> src;
+    try {
+        src = dump::detail::open_hdf5_dataset(file, dataset, opts);
+    } catch (const dump::DumpError& e) {
+        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
     }
-    if (!type)
-        throw ArrayFileError(fmt::format("{}: unsupported dataset type (expected IEEE float64/32/16, bfloat16 "
-                                         "as uint16 or 2-byte opaque, or 1-byte codes)", source));
-    const int rank = H5Sget_simple_extent_ndims(s.id);
-    if (rank < 0) throw ArrayFileError(fmt::format("{}: cannot read the dataset's shape", source));
-    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
-    H5Sget_simple_extent_dims(s.id, dims.data(), nullptr);
-    ArrayFile a{source, *type, {}, {}};
-    std::size_t n = 1;
-    for (hsize_t v : dims) { a.shape.push_back(static_cast<std::size_t>(v)); n *= static_cast<std::size_t>(v); }
-    a.data.resize(n * element_size(*type));
-    // The file's own type as memory type: bytes are copied as stored (little-endian checked above).
-    if (n && H5Dread(d.id, t.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()) < 0)
-        throw ArrayFileError(fmt::format("{}: reading the dataset failed", source));
+    for (const auto* list : {&src->errors(), &src->notes()})
+        if (!list->empty()) throw ArrayFileError(fmt::format("{}: {}", source, list->front().message));
+    if (src->tensors().size() != 1) throw ArrayFileError(fmt::format("{}: not a dataset", source));
+    const dump::TensorInfo& t = src->tensors().front();
+    ElementType type = ElementType::u8;
+    switch (t.dtype) {
+        case dump::DType::f64: type = ElementType::f64; break;
+        case dump::DType::f32: type = ElementType::f32; break;
+        case dump::DType::f16: type = ElementType::f16; break;
+        case dump::DType::bf16: type = ElementType::bf16; break;
+        default: type = ElementType::u8; break;  // FP8 and E8M0 codes, one byte each
+    }
+    const std::size_t es = element_size(type);
+    ArrayFile a{source, type, {}, {}};
+    for (std::uint64_t d : t.shape) a.shape.push_back(static_cast<std::size_t>(d));
+    a.data.resize(static_cast<std::size_t>(t.numel) * es);  // numel * es checked by the reader
+    std::uint64_t got = 0;
+    try {
+        src->read(t, [&](const dump::Chunk& c) {
+            if (c.first + c.count > t.numel) throw ArrayFileError(fmt::format("{}: read past its end", source));
+            std::memcpy(a.data.data() + c.first * es, c.bits, c.count * es);
+            got += c.count;
+        });
+    } catch (const dump::DumpError& e) {
+        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
+    }
+    if (got != t.numel)
+        throw ArrayFileError(fmt::format("{}: {} of {} elements read", source, got, t.numel));
     return a;
 }
 
@@ -195,15 +184,14 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 }  // namespace
 
-ArrayFile load_array(const std::string& source, const RawLayout& raw) {
+ArrayFile load_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts) {
     // HDF5: "file.h5:/dataset". A ':' followed by '/' splits, the last one wins (paths may hold ':').
     const std::size_t colon = source.rfind(":/");
     if (colon != std::string::npos && colon > 0) {
-        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
         const std::string file = source.substr(0, colon);
         if (ends_with(file, ".h5") || ends_with(file, ".hdf5") || ends_with(file, ".hdf") ||
-            H5Fis_hdf5(file.c_str()) > 0)
-            return load_hdf5(source, file, source.substr(colon + 1));
+            dump::is_hdf5_file(file))
+            return load_hdf5(source, file, source.substr(colon + 1), opts);
     }
     if (ends_with(source, ".npy")) return load_npy(source);
     return load_raw(source, raw);

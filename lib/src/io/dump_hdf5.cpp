@@ -17,72 +17,17 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
-#include <mutex>
 
 #include <fmt/format.h>
 
 #include "io/dump_internal.hpp"
 #include "io/hdf5_filters.hpp"
+#include "io/hdf5_handle.hpp"
+#include "io/hdf5_outside.hpp"
+#include "io/hdf5_walk.hpp"
 
 namespace fp8kit::dump::detail {
 namespace {
-
-// Owns one hid_t and closes it with the matching H5?close.
-class Handle {
-public:
-    using Closer = herr_t (*)(hid_t);
-    Handle() = default;
-    Handle(hid_t id, Closer close) : id_(id), close_(close) {}
-    Handle(Handle&& o) noexcept : id_(o.id_), close_(o.close_) { o.id_ = -1; }
-    Handle& operator=(Handle&& o) noexcept {
-        if (this != &o) {
-            reset();
-            id_ = o.id_;
-            close_ = o.close_;
-            o.id_ = -1;
-        }
-        return *this;
-    }
-    Handle(const Handle&) = delete;
-    Handle& operator=(const Handle&) = delete;
-    ~Handle() { reset(); }
-    void reset() {
-        if (id_ >= 0 && close_) close_(id_);
-        id_ = -1;
-    }
-    hid_t get() const { return id_; }
-    bool ok() const { return id_ >= 0; }
-
-private:
-    hid_t id_ = -1;
-    Closer close_ = nullptr;
-};
-
-// HDF5 prints its error stack to stderr by default; fp8kit reports errors itself.
-void silence_hdf5() {
-    static std::once_flag once;
-    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
-}
-
-herr_t collect_error(unsigned n, const H5E_error2_t* err, void* data) {
-    auto* out = static_cast<std::vector<std::string>*>(data);
-    char minor[160] = {};
-    H5Eget_msg(err->min_num, nullptr, minor, sizeof minor);
-    if (n < 2) out->push_back(err->desc && *err->desc ? fmt::format("{} ({})", err->desc, minor)
-                                                    : std::string(minor));
-    return 0;
-}
-
-// The most specific messages on HDF5's error stack (then cleared), e.g. "truncated file: eof = ...".
-std::string hdf5_detail() {
-    std::vector<std::string> msgs;
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, collect_error, &msgs);
-    H5Eclear2(H5E_DEFAULT);
-    if (msgs.empty()) return "HDF5 reported no detail";
-    std::string s = msgs[0];
-    for (std::size_t i = 1; i < msgs.size(); ++i) s += "; " + msgs[i];
-    return s;
-}
 
 std::optional<std::string> string_attr(hid_t obj, const char* attr) {
     if (H5Aexists(obj, attr) <= 0) return std::nullopt;
@@ -187,7 +132,52 @@ constexpr FloatLayout kFloats[] = {
     {2, 15, 7, 8, 0, 7, 127, DType::bf16},  // HDF5 2.0's H5T_FLOAT_BFLOAT16LE
 };
 
-Plan plan_dataset(hid_t dset) {
+// What plan_dataset needs beyond the dataset: where it lives and what the caller accepts.
+struct PlanContext {
+    hid_t file;
+    const std::string& name;    // the dataset's path, for messages about mappings
+    const std::string& folder;  // the dump's folder (read only the files named)
+    const ReadOptions& opts;
+    bool untagged_codes = false;  // validate: 1-byte / 2-byte integers without 'dtype' are codes / bf16
+};
+
+// The float layout's fields that decide a value: every one of them must be IEEE's (or bfloat16's),
+// or the bits would be read as something they are not (an H5T_NORM_NONE float stores its leading
+// mantissa bit; a moved sign, exponent or mantissa, a bias, a precision or offset that leaves
+// padding bits all change the value).
+const FloatLayout* float_layout(hid_t type, std::string& why) {
+    const std::size_t size = H5Tget_size(type);
+    std::size_t spos, epos, esize, mpos, msize;
+    H5Tget_fields(type, &spos, &epos, &esize, &mpos, &msize);
+    const std::size_t bias = H5Tget_ebias(type);
+    const H5T_norm_t norm = H5Tget_norm(type);
+    const std::size_t precision = H5Tget_precision(type);
+    const int offset = H5Tget_offset(type);
+    const H5T_order_t order = H5Tget_order(type);
+    for (const auto& f : kFloats)
+        if (f.size == size && f.spos == spos && f.epos == epos && f.esize == esize && f.mpos == mpos &&
+            f.msize == msize && f.bias == bias && norm == H5T_NORM_IMPLIED && precision == 8 * size &&
+            offset == 0 && (order == H5T_ORDER_LE || order == H5T_ORDER_BE))
+            return &f;
+    why = fmt::format("unsupported dtype: {}-byte float with sign bit {}, {} exponent bits at {}, {} mantissa "
+                      "bits at {}, bias {}, {} normalisation, precision {} at offset {}{}: not an IEEE or "
+                      "bfloat16 layout, so its bits are not read",
+                      size, spos, esize, epos, msize, mpos, bias,
+                      norm == H5T_NORM_IMPLIED ? "implied" : norm == H5T_NORM_MSBSET ? "msb-set" : "no",
+                      precision, offset,
+                      order == H5T_ORDER_LE || order == H5T_ORDER_BE ? "" : ", mixed byte order");
+    return nullptr;
+}
+
+Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
+    // 1. Where the bytes are: nothing outside the named file is opened (hdf5_outside.hpp).
+    {
+        Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+        if (!dcpl.ok()) return fail(Plan::error, "cannot read the storage layout: " + hdf5_detail());
+        const Outside out = check_outside(ctx.file, dcpl.get(), ctx.name, ctx.folder,
+                                          ctx.opts.allow_external_in_dump_folder);
+        if (out.refused) return fail(Plan::skip, out.message);
+    }
     Handle type(H5Dget_type(dset), H5Tclose);
     if (!type.ok()) return fail(Plan::error, "cannot read the datatype: " + hdf5_detail());
     const H5T_class_t cls = H5Tget_class(type.get());
@@ -195,19 +185,9 @@ Plan plan_dataset(hid_t dset) {
     const auto attr = string_attr(dset, "dtype");
     Plan p;
     if (cls == H5T_FLOAT) {
-        std::size_t spos, epos, esize, mpos, msize;
-        H5Tget_fields(type.get(), &spos, &epos, &esize, &mpos, &msize);
-        const std::size_t bias = H5Tget_ebias(type.get());
-        const FloatLayout* hit = nullptr;
-        for (const auto& f : kFloats)
-            if (f.size == size && f.spos == spos && f.epos == epos && f.esize == esize &&
-                f.mpos == mpos && f.msize == msize && f.bias == bias && H5Tget_offset(type.get()) == 0)
-                hit = &f;
-        if (!hit)
-            return fail(Plan::error,
-                        fmt::format("unsupported dtype: {}-byte float with sign bit {}, {} exponent "
-                                    "bits at {}, {} mantissa bits, bias {}",
-                                    size, spos, esize, epos, msize, bias));
+        std::string why;
+        const FloatLayout* hit = float_layout(type.get(), why);
+        if (!hit) return fail(Plan::error, why);
         p.dtype = hit->dtype;
         p.storage = fmt::format("float{}", 8 * size);
         if (p.dtype == DType::bf16) p.storage = "bfloat16";
@@ -217,11 +197,18 @@ Plan plan_dataset(hid_t dset) {
         const bool is_int = cls == H5T_INTEGER;
         const std::string stored = is_int ? fmt::format("{}int{}", H5Tget_sign(type.get()) == H5T_SGN_2 ? "" : "u", 8 * size)
                                           : fmt::format("opaque{}", size);
-        if (!attr)
+        if (!attr && ctx.untagged_codes && (size == 1 || size == 2)) {
+            p.dtype = size == 1 ? DType::e4m3 : DType::bf16;  // stored bytes kept: codes / bf16 bits
+            p.storage = stored;
+            p.mem_type = Handle(H5Tcopy(type.get()), H5Tclose);
+            if (is_int) H5Tset_order(p.mem_type.get(), H5T_ORDER_LE);
+        } else if (!attr)
             return fail(Plan::skip, fmt::format("{} dataset without a 'dtype' attribute naming a float "
                                                 "type: not analysed", stored));
         std::optional<DType> d;
-        if (const auto f = parse_format(*attr)) {
+        if (!attr) {
+            // untagged codes, planned above
+        } else if (const auto f = parse_format(*attr)) {
             switch (*f) {
                 case Format::e4m3: d = DType::e4m3; break;
                 case Format::e5m2: d = DType::e5m2; break;
@@ -232,11 +219,11 @@ Plan plan_dataset(hid_t dset) {
         } else if (const auto w = parse_wide(*attr)) {
             d = *w == Wide::f64 ? DType::f64 : *w == Wide::f32 ? DType::f32 : *w == Wide::f16 ? DType::f16 : DType::bf16;
         }
-        if (!d) return fail(Plan::error, fmt::format("unsupported dtype '{}' (attribute 'dtype' of {} data)", *attr, stored));
-        if (stored_size(*d) != size)
+        if (attr && !d) return fail(Plan::error, fmt::format("unsupported dtype '{}' (attribute 'dtype' of {} data)", *attr, stored));
+        if (attr && stored_size(*d) != size)
             return fail(Plan::error, fmt::format("attribute dtype='{}' needs {}-byte elements but the data is {}",
                                                  *attr, stored_size(*d), stored));
-        p.dtype = *d;
+        if (attr) p.dtype = *d;
         p.storage = stored;
         // Same type in little-endian order: bytes are swapped if needed, values never converted
         // (a signed int16 holding bf16 bits must not be clipped to unsigned).
@@ -254,12 +241,34 @@ Plan plan_dataset(hid_t dset) {
     if (rank < 0) return fail(Plan::error, "cannot read the shape: " + hdf5_detail());
     p.dims.resize(rank);
     H5Sget_simple_extent_dims(space.get(), p.dims.data(), nullptr);
+    // 2. What the header claims, refused before anything is read when it cannot be or is too much.
     p.numel = 1;
-    for (hsize_t d : p.dims)
-        if (mul_overflows(p.numel, d, p.numel)) return fail(Plan::error, "shape overflows 64 bits");
+    bool wraps = false;
+    for (hsize_t d : p.dims) wraps |= mul_overflows(p.numel, d, p.numel);
+    std::uint64_t bytes = 0;
+    wraps = wraps || mul_overflows(p.numel, size, bytes);
+    if (wraps)
+        return fail(Plan::error, fmt::format("shape [{}] of {}-byte elements claims more than 2^64 bytes: corrupt header",
+                                             fmt::join(p.dims, ", "), size));
     if (p.numel == 0) return fail(Plan::error, fmt::format("empty dataset (shape [{}])", fmt::join(p.dims, ", ")));
+    if (p.numel > ctx.opts.max_elements)
+        return fail(Plan::error, fmt::format("shape [{}] claims {} elements ({} bytes), over the limit of {} elements "
+                                             "per tensor (--max-elements raises it)",
+                                             fmt::join(p.dims, ", "), p.numel, bytes, ctx.opts.max_elements));
 
     Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+    if (dcpl.ok() && H5Pget_layout(dcpl.get()) == H5D_CHUNKED && rank > 0) {
+        // 3. One chunk is decoded whole (by fp8kit or libhdf5): its size is bounded too.
+        std::vector<hsize_t> chunk(rank, 1);
+        std::uint64_t cbytes = size;
+        bool cwraps = H5Pget_chunk(dcpl.get(), rank, chunk.data()) < 0;
+        for (hsize_t c : chunk) cwraps |= mul_overflows(cbytes, c, cbytes);
+        if (cwraps || cbytes > ctx.opts.max_chunk_bytes)
+            return fail(Plan::error, fmt::format("chunks of shape [{}] hold {} bytes each, over the limit of {} MiB "
+                                                 "(--max-chunk-mib raises it)",
+                                                 fmt::join(chunk, ", "), cwraps ? std::string("more than 2^64")
+                                                 : std::to_string(cbytes), ctx.opts.max_chunk_bytes >> 20));
+    }
     const int nfilters = dcpl.ok() ? H5Pget_nfilters(dcpl.get()) : 0;
     for (int i = 0; i < nfilters; ++i) {
         unsigned flags = 0, config = 0;
@@ -290,35 +299,44 @@ void report_progress() {
     }
 }
 
-herr_t collect_dataset(hid_t, const char* name, const H5O_info_t* info, void* data) {
-    report_progress();
-    if (info->type == H5O_TYPE_DATASET) static_cast<std::vector<std::string>*>(data)->push_back(name);
-    return 0;
-}
-
 class Hdf5Source final : public Source {
 public:
-    Hdf5Source(const std::string& path, const ReadOptions& opts) : opts_(opts) {
+    // Lists every dataset of the file, or only `only` (a dataset path: validate's file.h5:/x).
+    // `raw`: read() delivers the stored little-endian elements (FP8 codes not decoded) and
+    // integers without a 'dtype' attribute are read as codes (1 byte) or bfloat16 bits (2 bytes).
+    Hdf5Source(const std::string& path, const ReadOptions& opts, const std::string& only = "", bool raw = false)
+        : opts_(opts), raw_delivery_(raw) {
         silence_hdf5();
         path_ = path;
-        file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+        folder_ = dump_folder(path);
+        dapl_ = confined_access(folder_);
+        Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+        file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
         if (!file_.ok()) throw DumpError(path, "", "cannot open as HDF5: " + hdf5_detail());
-        std::vector<std::string> names;
-        // H5Ovisit visits each object once, however many hard links reach it (no cycles).
-        if (H5Ovisit2(file_.get(), H5_INDEX_NAME, H5_ITER_INC, collect_dataset, &names, H5O_INFO_BASIC) < 0)
-            errors_.push_back({path, "", "could not list every object (file corrupt?): " + hdf5_detail()});
-        for (const auto& n : names) {
-            report_progress();
-            list(n);
+        if (!only.empty()) {
+            const std::string bad = check_link_path(file_.get(), only);
+            if (!bad.empty()) throw DumpError(path, only, bad);
+            H5O_info_t info{};
+            if (H5Oget_info_by_name2(file_.get(), only.c_str(), &info, H5O_INFO_BASIC, dapl_.get()) < 0 ||
+                info.type != H5O_TYPE_DATASET)
+                throw DumpError(path, only, "not a dataset (or reached through an external link, which "
+                                            "is not followed: fp8kit reads only the files named)");
+            list(only);
+            return;
         }
+        // Each object once, however many hard links reach it; no soft or external link followed.
+        const std::string why = walk_datasets(
+            file_.get(), [&](hid_t parent, const std::string& link, const std::string& full) { list(full, parent, link); },
+            report_progress);
+        if (!why.empty()) errors_.push_back({path, "", why});
     }
 
     void read(const TensorInfo& t, const ChunkFn& fn) override {
         auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
-        Handle dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
-        Handle probe(H5Dopen2(file_.get(), t.name.c_str(), H5P_DEFAULT), H5Dclose);
+        Handle dapl = confined_access(folder_);
+        Handle probe(H5Dopen2(file_.get(), t.name.c_str(), dapl_.get()), H5Dclose);
         if (!probe.ok()) throw err("cannot open dataset: " + hdf5_detail());
-        Plan plan = plan_dataset(probe.get());
+        Plan plan = plan_dataset(probe.get(), context(t.name));
         if (plan.kind != Plan::tensor) throw err(plan.message);
         if (plan.dtype != t.dtype) throw err("dataset changed since it was listed");
         const int rank = static_cast<int>(plan.dims.size());
@@ -355,6 +373,9 @@ public:
         // index: then the cache holds every chunk below dim k, so each is decompressed once.
         bool revisits = false;
         for (int j = 0; j < k; ++j) revisits |= chunk[j] > 1;
+        // ... or when a slab is shorter than a chunk along dim k: then each chunk stays cached
+        // until every slab through it is read, and is decompressed once, not once per slab.
+        if (rank > 0) revisits |= run < std::min<hsize_t>(chunk[k], plan.dims[k]);
         if (revisits) {
             std::uint64_t chunks = 1, chunk_bytes = ssize;
             for (int j = k; j < rank; ++j) chunks *= (plan.dims[j] + chunk[j] - 1) / chunk[j];
@@ -406,7 +427,7 @@ public:
             if (H5Dread(dset.get(), plan.mem_type.get(), rank > 0 ? mspace.get() : H5S_ALL,
                         rank > 0 ? fspace.get() : H5S_ALL, H5P_DEFAULT, buf_.data()) < 0)
                 throw err(fmt::format("cannot read elements {}..{}: {}", first, first + n - 1, hdf5_detail()));
-            deliver(plan.dtype, buf_.data(), static_cast<std::size_t>(n), first, scratch_, fn);
+            emit(plan.dtype, buf_.data(), static_cast<std::size_t>(n), first, scratch_, fn);
             first += n;
             if (rank > 0) {
                 // Advance: along dim k, then carry into the outer dims.
@@ -434,7 +455,9 @@ private:
         if (!dcpl.ok() || !ftype.ok() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return false;
         if (H5Tequal(ftype.get(), plan.mem_type.get()) <= 0) return false;
         const int nfilters = H5Pget_nfilters(dcpl.get());
-        if (nfilters <= 0 || nfilters > 2) return false;
+        // Unfiltered chunks too: libhdf5's H5Dread over many small chunks builds a map entry per
+        // chunk (2^20 one-element chunks: 6.7 GB and 35 s), where this path holds one chunk.
+        if (nfilters < 0 || nfilters > 2) return false;
         std::vector<FilterStep> pipeline;
         for (int i = 0; i < nfilters; ++i) {
             unsigned flags = 0, config = 0, cd[4] = {};
@@ -458,7 +481,7 @@ private:
         overflow |= mul_overflows(chunk_elems, ssize, chunk_total);
         constexpr std::uint64_t kMaxRowBytes = std::uint64_t(64) << 20;
         if (overflow || chunk_elems == 0 || row_bytes > std::max<std::uint64_t>(kMaxRowBytes, opts_.chunk_bytes) ||
-            chunk_total > kMaxRowBytes)
+            chunk_total > opts_.max_chunk_bytes)
             return false;
         const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_elems * ssize);
         // Chunks never written read as the fill value.
@@ -473,10 +496,17 @@ private:
         const std::size_t budget = elements_per_read(plan.dtype, opts_);
         chunk_buf_.resize(chunk_bytes);
         std::uint64_t first = 0;
-        for (hsize_t c0 = 0; c0 < grid[0]; ++c0) {
-            const hsize_t r0 = c0 * chunk[0], rows = std::min<hsize_t>(chunk[0], plan.dims[0] - r0);
+        // Several rows of chunks per slab when rows are small (2^20 one-element chunks would
+        // otherwise make 2^20 deliveries of one element), as many as the budget holds.
+        const std::uint64_t row_span = std::max<std::uint64_t>(1, std::min<hsize_t>(chunk[0], plan.dims[0]) * inner);
+        const hsize_t rows_per_slab = std::max<std::uint64_t>(1, budget / row_span);
+        for (hsize_t g0 = 0; g0 < grid[0]; g0 += rows_per_slab) {
+            const hsize_t g1 = std::min<hsize_t>(grid[0], g0 + rows_per_slab);
+            const hsize_t r0 = g0 * chunk[0], rows = std::min<hsize_t>((g1 - g0) * chunk[0], plan.dims[0] - r0);
             const std::uint64_t slab_elems = rows * inner;
             buf_.resize(static_cast<std::size_t>(slab_elems * ssize));
+          for (hsize_t c0 = g0; c0 < g1; ++c0) {
+            const hsize_t base_row = (c0 - g0) * chunk[0];
             std::fill(idx.begin(), idx.end(), 0);
             idx[0] = c0;
             for (;;) {  // every chunk of this row: odometer over dims 1..rank-1 of the grid
@@ -484,24 +514,32 @@ private:
                     offset[d] = idx[d] * chunk[d];
                     ext[d] = std::min<hsize_t>(chunk[d], plan.dims[d] - offset[d]);
                 }
-                const std::string where = fmt::format("chunk at [{}]", fmt::join(offset, ", "));
-                unsigned mask = 0;
-                haddr_t addr = HADDR_UNDEF;
+                auto where = [&] { return fmt::format("chunk at [{}]", fmt::join(offset, ", ")); };
+                // H5Dget_chunk_storage_size looks the chunk up in the index (H5D__chunk_lookup: a
+                // B-tree search); H5Dget_chunk_info_by_coord in 1.10 walks every chunk of the index
+                // instead, which made reading quadratic in the number of chunks (2^20 chunks:
+                // minutes). A chunk never written is the fill value: libhdf5 1.10 then fails with
+                // "chunk storage is not allocated" (H5Dchunk.c, H5D__get_chunk_storage_size);
+                // any other failure is an error.
                 hsize_t stored = 0;
-                if (H5Dget_chunk_info_by_coord(dset, offset.data(), &mask, &addr, &stored) < 0)
-                    throw err(fmt::format("cannot locate {}: {}", where, hdf5_detail()));
-                if (addr == HADDR_UNDEF) {
+                if (H5Dget_chunk_storage_size(dset, offset.data(), &stored) < 0) {
+                    const std::string why = hdf5_detail();
+                    if (why.rfind("chunk storage is not allocated", 0) != 0)
+                        throw err(fmt::format("cannot locate {}: {}", where(), why));
+                    stored = 0;
+                }
+                if (stored == 0) {
                     for (std::size_t b = 0; b < chunk_bytes; b += ssize) std::memcpy(&chunk_buf_[b], fill.data(), ssize);
                 } else {
                     if (stored > (std::uint64_t(4) << 30))
-                        throw err(fmt::format("{} claims {} stored bytes: corrupt file", where, static_cast<std::uint64_t>(stored)));
+                        throw err(fmt::format("{} claims {} stored bytes: corrupt file", where(), static_cast<std::uint64_t>(stored)));
                     raw_.resize(static_cast<std::size_t>(stored));
                     std::uint32_t read_mask = 0;
                     if (H5Dread_chunk(dset, H5P_DEFAULT, offset.data(), &read_mask, raw_.data()) < 0)
-                        throw err(fmt::format("cannot read {}: {}", where, hdf5_detail()));
+                        throw err(fmt::format("cannot read {}: {}", where(), hdf5_detail()));
                     const std::string bad = decode_chunk(pipeline, read_mask, raw_.data(), raw_.size(),
                                                          chunk_bytes, decode_scratch_, chunk_buf_.data());
-                    if (!bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where, bad));
+                    if (!bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where(), bad));
                 }
                 // Copy the part of the chunk inside the dataset: runs along the last dimension.
                 std::fill(row.begin(), row.end(), 0);
@@ -510,10 +548,10 @@ private:
                     std::uint64_t src = 0, dst = 0;
                     for (int d = 0; d < rank - 1; ++d) {
                         src = src * chunk[d] + row[d];
-                        dst = dst * plan.dims[d] + (d == 0 ? row[0] : offset[d] + row[d]);
+                        dst = dst * plan.dims[d] + (d == 0 ? base_row + row[0] : offset[d] + row[d]);
                     }
                     src *= chunk[rank - 1];
-                    dst = dst * plan.dims[rank - 1] + (rank == 1 ? 0 : offset[rank - 1]);
+                    dst = dst * plan.dims[rank - 1] + (rank == 1 ? base_row : offset[rank - 1]);
                     std::memcpy(&buf_[static_cast<std::size_t>(dst * ssize)], &chunk_buf_[static_cast<std::size_t>(src * ssize)],
                                 static_cast<std::size_t>(run * ssize));
                     int d = rank - 2;
@@ -524,22 +562,26 @@ private:
                 while (d >= 1 && ++idx[d] == grid[d]) idx[d--] = 0;
                 if (d < 1) break;
             }
+          }
             for (std::uint64_t p = 0; p < slab_elems; p += budget) {
                 const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, slab_elems - p));
-                deliver(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
+                emit(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
             }
             first += slab_elems;
         }
         return true;
     }
 
-    void list(const std::string& name) {
-        Handle d(H5Dopen2(file_.get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+    // `name`: the dataset's path; opened as `link` of `parent` (default: the path from the file).
+    void list(const std::string& name, hid_t parent = -1, const std::string& link = "") {
+        Handle d(parent < 0 ? H5Dopen2(file_.get(), name.c_str(), dapl_.get())
+                            : H5Dopen2(parent, link.c_str(), dapl_.get()),
+                 H5Dclose);
         if (!d.ok()) {
             errors_.push_back({path_, name, "cannot open dataset: " + hdf5_detail()});
             return;
         }
-        Plan plan = plan_dataset(d.get());
+        Plan plan = plan_dataset(d.get(), context(name));
         if (plan.kind == Plan::skip) {
             notes_.push_back({path_, name, plan.message});
             return;
@@ -572,7 +614,21 @@ private:
         tensors_.push_back(std::move(t));
     }
 
+    PlanContext context(const std::string& name) const {
+        return PlanContext{file_.get(), name, folder_, opts_, raw_delivery_};
+    }
+
+    // deliver(), or in raw mode the stored elements as they are (Chunk::count stored elements).
+    void emit(DType d, const void* stored, std::size_t n, std::uint64_t first, std::vector<std::uint8_t>& scratch,
+              const ChunkFn& fn) {
+        if (raw_delivery_) fn(Chunk{delivered_as(d), stored, n, first});
+        else deliver(d, stored, n, first, scratch, fn);
+    }
+
     ReadOptions opts_;
+    bool raw_delivery_ = false;
+    std::string folder_;
+    Handle dapl_;  // confined_access(folder_): every dataset is opened with it
     Handle file_;
     std::vector<std::uint8_t> buf_, scratch_;
     std::vector<unsigned char> raw_, chunk_buf_, decode_scratch_;  // read_chunks_directly
@@ -588,7 +644,8 @@ namespace {
 // by tests/corrupt). No API reads such an attribute without that code, so the listing is first
 // done in a child process. Returns why the child did not finish, or "" when it did (the listing
 // is then repeated here, on the same bytes, with the same result).
-std::string listing_crashes(const std::string& path, const ReadOptions& opts) {
+std::string listing_crashes(const std::string& path, const ReadOptions& opts, const std::string& only = "",
+                            bool raw = false) {
 #if defined(__unix__)
     if (opts.hdf5_listing_timeout_ms == 0) return "";
     int fds[2];
@@ -609,7 +666,7 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts) {
             std::signal(sig, SIG_DFL);
         g_progress_fd = fds[1];
         try {
-            Hdf5Source probe(path, opts);
+            Hdf5Source probe(path, opts, only, raw);
         } catch (...) {
             // An error is an answer too: the parent reports it from its own listing.
         }
@@ -653,7 +710,7 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts) {
                        "is corrupt",
                        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 #else
-    (void)path, (void)opts;
+    (void)path, (void)opts, (void)only, (void)raw;
     return "";
 #endif
 }
@@ -664,6 +721,13 @@ std::unique_ptr<Source> open_hdf5(const std::string& path, const ReadOptions& op
     const std::string crash = listing_crashes(path, opts);
     if (!crash.empty()) throw DumpError(path, "", crash);
     return std::make_unique<Hdf5Source>(path, opts);
+}
+
+std::unique_ptr<Source> open_hdf5_dataset(const std::string& path, const std::string& dataset, const ReadOptions& opts) {
+    silence_hdf5();
+    const std::string crash = listing_crashes(path, opts, dataset, true);
+    if (!crash.empty()) throw DumpError(path, dataset, crash);
+    return std::make_unique<Hdf5Source>(path, opts, dataset, true);
 }
 
 }  // namespace fp8kit::dump::detail

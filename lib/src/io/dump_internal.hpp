@@ -12,6 +12,12 @@
 namespace fp8kit::dump::detail {
 
 std::unique_ptr<Source> open_hdf5(const std::string& path, const ReadOptions& opts);
+// One dataset of an HDF5 file (validate's `file.h5:/path`), through the same hardened reader;
+// nothing else in the file is listed. read() delivers the stored elements as they are (FP8 codes
+// not decoded: Chunk::count stored elements of stored_size(dtype) bytes), and integers without
+// a 'dtype' attribute are codes (1 byte, listed as e4m3) or bfloat16 bits (2 bytes). The dataset
+// is in tensors() if it can be read, else the reason is in errors() or notes().
+std::unique_ptr<Source> open_hdf5_dataset(const std::string& path, const std::string& dataset, const ReadOptions& opts);
 std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts);
 
 std::size_t stored_size(DType d);  // bytes of one stored element (FP8: 1)

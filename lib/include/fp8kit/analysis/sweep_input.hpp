@@ -17,6 +17,7 @@ struct Inputs {
     std::vector<std::string> tensors;  // globs on series names (trace::matches); all when empty
     std::vector<std::optional<Format>> formats{std::nullopt};  // default_candidates' format choices
     bool blocks = true;                // the block presets too, when a dump is given (they need the data)
+    dump::ReadOptions read;            // limits and the read-only-what-was-named switch for dumps
 };
 
 struct Loaded {

@@ -14,10 +14,11 @@ namespace fp8kit::trace {
 // A dump as a trace: one series per dumped tensor name (step components dropped, see
 // sweep::series_name_of_dump) with TE's amax of each dumped step. Optimizer state and tensors
 // without a step are left out.
-Trace dump_trace(const std::string& path);
+Trace dump_trace(const std::string& path, const dump::ReadOptions& read = {});
 
 // The trace (or dump_trace of a dump) with only the series matching one of `patterns` (all when
 // empty); TraceError naming the file and line for bad input, or the patterns when nothing matches.
-Trace load_trace(const std::string& path, const std::vector<std::string>& patterns);
+Trace load_trace(const std::string& path, const std::vector<std::string>& patterns,
+                 const dump::ReadOptions& read = {});
 
 }  // namespace fp8kit::trace

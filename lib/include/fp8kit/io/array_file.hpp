@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fp8kit/convert/names.hpp"
+#include "fp8kit/io/dump.hpp"
 
 namespace fp8kit {
 
@@ -41,8 +42,10 @@ struct RawLayout {
 
 // .npy dtypes: '<f8' '<f4' '<f2' -> f64 f32 f16; '<u2' and 'V2' -> bf16 (bits);
 // '|u1' and 'V1' -> u8. HDF5: IEEE floats by size (2 bytes: f16 or bf16 by mantissa width),
-// 1-byte integers or opaque -> u8, 2-byte unsigned integers or opaque -> bf16.
-ArrayFile load_array(const std::string& source, const RawLayout& raw);
+// 1-byte integers or opaque -> u8, 2-byte integers or opaque -> bf16 (a 'dtype' attribute, as
+// in dumps, decides otherwise). HDF5 datasets are read by the dump reader (dump.hpp) with `opts`:
+// the same checks and limits as inspect, and nothing outside the named file.
+ArrayFile load_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts = {});
 
 // "a x b x c" for messages.
 std::string shape_text(const std::vector<std::size_t>& shape);

@@ -6,6 +6,7 @@
 // at the end. Reading one tensor throws DumpError (naming file and dataset) when it fails.
 //
 // HDF5 is not thread-safe in its serial build: use one Dump/Source from one thread at a time.
+// Only the files named are read (ReadOptions::allow_external_in_dump_folder).
 #pragma once
 
 #include <cstddef>
@@ -85,7 +86,17 @@ struct ReadOptions {
     // HDF5 files are listed first in a child process, because libhdf5 1.10 can crash or loop
     // forever on corrupt metadata; a child that crashes, or reports no progress for this long,
     // makes the file an error and the file is not listed here. 0: no child process.
+    // 0 also suits a process that must not fork() (an MPI rank: docs/dumps.md).
     unsigned hdf5_listing_timeout_ms = 20000;
+    // Read only the files named: HDF5 datasets whose bytes live in other files (external raw
+    // storage, virtual datasets) are skipped with a note saying what they point at, and external
+    // links are never followed. true: external files and VDS sources that are regular files inside
+    // the dump's own folder are read (never anything elsewhere).
+    bool allow_external_in_dump_folder = false;
+    // The work a header may demand: a tensor claiming more elements, or HDF5 chunks of more bytes
+    // (each is decoded whole), is an error naming the dataset and the size, before anything is read.
+    std::uint64_t max_elements = std::uint64_t(1) << 34;        // 16 Gi elements (64 GiB of float32)
+    std::uint64_t max_chunk_bytes = std::uint64_t(64) << 20;     // 64 MiB
 };
 
 // One open file.

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Small HDF5 files whose headers demand large work (issue: hardening round 2, issue 25 section 2):
+# seconds and peak RSS of `fp8kit inspect` on each. Figures: docs/performance.md.
+# Usage: scripts/bench_hostile_hdf5.sh [build/tools/fp8kit]   (needs .venv with h5py; /usr/bin/time)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FP8KIT=${1:-build/tools/fp8kit}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+.venv/bin/python - "$T" <<'PY'
+import sys, zlib
+import h5py, numpy as np
+d = sys.argv[1]
+with h5py.File(f"{d}/chunks_2e20.h5", "w") as f:      # 2^20 one-element chunks
+    f.create_dataset("x", data=np.arange(1 << 20, dtype="<f4"), chunks=(1,))
+with h5py.File(f"{d}/gzip_2gib_chunk.h5", "w") as f:  # one 2 GiB gzip chunk in a 2 MB file
+    ds = f.create_dataset("x", shape=(1 << 29,), dtype="<f4", chunks=(1 << 29,), compression="gzip")
+    c = zlib.compressobj(9)
+    ds.id.write_direct_chunk((0,), b"".join(c.compress(bytes(1 << 24)) for _ in range(128)) + c.flush())
+with h5py.File(f"{d}/nested_1e4.h5", "w") as f:       # 10,000 nested groups
+    g = f
+    for _ in range(10000):
+        g = g.create_group("g")
+    g["x"] = np.ones(4, "<f4")
+with h5py.File(f"{d}/datasets_1e5.h5", "w") as f:     # 100,000 tiny datasets
+    for i in range(100000):
+        f[f"t{i}"] = np.full(4, i, "<f4")
+with h5py.File(f"{d}/fill_2e40.h5", "w") as f:        # 2^40 float32, nothing written
+    f.create_dataset("x", shape=(1 << 40,), dtype="<f4", chunks=(1 << 20,))
+with h5py.File(f"{d}/wrap_2e62.h5", "w") as f:        # 2^62 + 4 float32: bytes wrap past 2^64
+    f.create_dataset("x", shape=((1 << 62) + 4,), dtype="<f4", chunks=(1 << 20,))
+PY
+printf '%-22s %10s %8s %12s  %s\n' file size exit seconds "peak RSS"
+for f in chunks_2e20 gzip_2gib_chunk nested_1e4 datasets_1e5 fill_2e40 wrap_2e62; do
+    set +e
+    /usr/bin/time -f "%e %M" -o "$T/time" "$FP8KIT" inspect -q "$T/$f.h5" >/dev/null 2>"$T/err"
+    rc=$?
+    set -e
+    read -r s kb <"$T/time"
+    printf '%-22s %10s %8s %12s  %s MB\n' "$f" "$(stat -c %s "$T/$f.h5")" "$rc" "$s" "$((kb / 1024))"
+done
