@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fp8kit/analysis/sweep.hpp"
+#include "fp8kit/io/dump.hpp"
 
 namespace fp8kit::sweep {
 
