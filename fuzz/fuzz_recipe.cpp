@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         const auto r = fp8kit::parse_recipe(file.path());
         (void)fp8kit::to_json(r);
-        (void)fp8kit::recipe_scale(r, fp8kit::Role::input, 1.0f);
+        (void)fp8kit::recipe_scale(r, fp8kit::Role::activation, 1.0f);
     } catch (const std::invalid_argument&) {
     }
     const auto j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);

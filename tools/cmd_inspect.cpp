@@ -90,7 +90,7 @@ nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
     j["storage"] = t.storage;
     j["shape"] = t.shape;
     j["recipe"] = recipe;
-    j["recipe_role"] = std::string(name(r.role));
+    j["recipe_role"] = std::string(slot_name(r.role));
     j["format"] = std::string(name(r.format));
     j["numel"] = s.numel;
     j["amax"] = num(s.amax);

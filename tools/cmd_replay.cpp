@@ -58,7 +58,7 @@ void run(const ReplayOpts& o) {
         for (const auto& s : res) {
             nlohmann::json t;
             t["tensor"] = s.tensor;
-            t["class"] = std::string(trace::class_name(s.role));
+            t["class"] = std::string(name(s.role));
             t["format"] = std::string(name(s.format));
             t["steps"] = s.steps;
             auto& a = t["amax"] = nlohmann::json::array();
@@ -88,7 +88,7 @@ void run(const ReplayOpts& o) {
     for (const auto& s : res) {
         const std::string worst = s.worst_step < 0 ? "-" : fmt::format("{:.4g} ({})", s.worst_headroom, s.worst_step);
         std::printf("%-*s  %-10s  %-6s  %6zu  %9zu  %-22s\n", static_cast<int>(w),
-                    s.tensor.empty() ? "(unnamed)" : s.tensor.c_str(), std::string(trace::class_name(s.role)).c_str(),
+                    s.tensor.empty() ? "(unnamed)" : s.tensor.c_str(), std::string(name(s.role)).c_str(),
                     std::string(name(s.format)).c_str(), s.steps.size(), s.overflow_steps, worst.c_str());
         total += s.overflow_steps;
         bad += s.overflow_steps > 0;

@@ -23,16 +23,7 @@ struct SweepOpts {
     int top = 5;
 };
 
-constexpr Role kClasses[] = {Role::input, Role::weight, Role::grad};
-
-Role role_of(dump::Role r, const std::string& series_name) {
-    switch (r) {
-        case dump::Role::activation: return Role::input;
-        case dump::Role::weight: return Role::weight;
-        case dump::Role::gradient: return Role::grad;
-        default: return trace::classify(series_name);
-    }
-}
+constexpr Role kClasses[] = {Role::activation, Role::weight, Role::gradient};
 
 nlohmann::json num(double v) {
     if (std::isnan(v)) return nullptr;
@@ -134,7 +125,7 @@ void load(const SweepOpts& o, const std::vector<sweep::Candidate>& blocks, Loade
             }
             Pending pd;
             pd.series = sn;
-            pd.role = role_of(t.role, sn);
+            pd.role = recipe_slot(t.role);  // the reader already guessed unknown roles from the name
             pd.d.step = *t.step;
             pd.d.hist = h;
             h->finish();
@@ -222,7 +213,7 @@ void run(const SweepOpts& o) {
             const auto& r = C[c].recipe;
             const std::string f = C[c].blockwise ? "e4m3" : std::string(name(replay::role_format(r, cls, C[c].forced)));
             std::printf("%s,%s,%s,\"%s\",%s,%d,%s,%d,%s,%zu,%zu,%.9g,%.9g,%s,%zu,%.9g,%.9g,%.9g,%.9g,%.9g\n", scope,
-                        nm.c_str(), std::string(trace::class_name(cls)).c_str(), C[c].label.c_str(),
+                        nm.c_str(), std::string(name(cls)).c_str(), C[c].label.c_str(),
                         std::string(name(r.kind)).c_str(), r.history_len, std::string(name(r.algo)).c_str(), r.margin,
                         f.c_str(), oc.steps, oc.overflow_steps, oc.worst_headroom, oc.mean_log2_headroom(),
                         C[c].grid ? std::to_string(msm).c_str() : "", oc.dumped, oc.underflow_share(),
@@ -231,7 +222,7 @@ void run(const SweepOpts& o) {
         for (Role cls : kClasses) {
             if (!sw->has_class(cls)) continue;
             for (std::size_t c = 0; c < C.size(); ++c)
-                row("class", std::string(trace::class_name(cls)), cls, c, sw->per_class(c, cls),
+                row("class", std::string(name(cls)), cls, c, sw->per_class(c, cls),
                     sw->min_safe_margin(c, -1, cls));
         }
         for (std::size_t s = 0; s < S.size(); ++s)
@@ -272,7 +263,7 @@ void run(const SweepOpts& o) {
         }
         for (Role cls : kClasses) {
             if (!sw->has_class(cls)) continue;
-            auto& k = j["classes"][std::string(trace::class_name(cls))];
+            auto& k = j["classes"][std::string(name(cls))];
             k["recommendation"] = sw->recommendation(cls);
             k["ranked"] = sw->ranked(cls);
             for (std::size_t c = 0; c < C.size(); ++c) {
@@ -284,7 +275,7 @@ void run(const SweepOpts& o) {
         for (std::size_t s = 0; s < S.size(); ++s) {
             nlohmann::json t;
             t["tensor"] = S[s].tensor;
-            t["class"] = std::string(trace::class_name(S[s].role));
+            t["class"] = std::string(name(S[s].role));
             for (std::size_t c = 0; c < C.size(); ++c) {
                 auto oc = jout(pt[c][s]);
                 oc["min_safe_margin"] = sw->min_safe_margin(c, static_cast<long>(s), S[s].role);
@@ -307,7 +298,7 @@ void run(const SweepOpts& o) {
     for (Role cls : kClasses) {
         if (!sw->has_class(cls)) continue;
         const auto order = sw->ranked(cls);
-        std::printf("\n%s: best %d of the grid, then references\n", std::string(trace::class_name(cls)).c_str(), o.top);
+        std::printf("\n%s: best %d of the grid, then references\n", std::string(name(cls)).c_str(), o.top);
         std::printf("  %-38s %9s %12s %10s %7s", "recipe", "overflow", "worst head", "mean log2h", "margin*");
         if (dumps) std::printf(" %10s %10s  %s", "underflow%", "subnorm%", "SQNR dB [bounds]");
         std::printf("\n");
@@ -342,7 +333,7 @@ void run(const SweepOpts& o) {
         const std::size_t te = sw->find(1024, AmaxAlgo::max, 0, C[best].forced);
         const auto &a = pt[best][s], &b = pt[te][s];
         std::printf("  %-*s %-10s %6zu | %8zu %7s %10.4g | %8zu %7s %10.4g\n", static_cast<int>(w), S[s].tensor.c_str(),
-                    std::string(trace::class_name(S[s].role)).c_str(), S[s].steps.size(), a.overflow_steps,
+                    std::string(name(S[s].role)).c_str(), S[s].steps.size(), a.overflow_steps,
                     margin_str(sw->min_safe_margin(best, static_cast<long>(s), S[s].role)).c_str(), a.worst_headroom,
                     b.overflow_steps, margin_str(sw->min_safe_margin(te, static_cast<long>(s), S[s].role)).c_str(),
                     b.worst_headroom);

@@ -6,6 +6,7 @@
 #endif
 
 #include "command.hpp"
+#include "fp8kit/convert/policy_args.hpp"
 
 namespace fp8kit::cli {
 
@@ -32,39 +33,12 @@ void PolicyOptions::add_to(CLI::App* cmd) {
 }
 
 Policy PolicyOptions::resolve(Format format, Wide from) const {
-    if (!profile.empty()) {
-        const auto p = parse_profile(profile);
-        if (!p) throw UsageError(fmt::format("--profile: unknown profile '{}' (choose from {})", profile, profile_choices()));
-        if (!overflow.empty() || !nan.empty())
-            throw UsageError("--profile fixes the overflow and NaN policy: drop --overflow/--nan, or drop --profile");
-        Rounding r = Rounding::toward_zero;
-        if (format == Format::e8m0) {
-            if (round.empty())
-                throw UsageError(fmt::format("--profile {} with e8m0 needs --round toward-zero or toward-positive", profile));
-            const auto pr = parse_rounding(round);
-            if (!pr) throw UsageError(fmt::format("--round: unknown rounding '{}' (choose from {})", round, rounding_choices()));
-            r = *pr;
-        } else if (!round.empty()) {
-            throw UsageError(fmt::format("--profile {} rounds {} to nearest-even: drop --round, or drop --profile", profile, name(format)));
-        }
-        const auto res = emu::profile_policy(*p, format, from, r);
-        if (!res.ok) {
-            if (format == Format::e8m0 && (*p == Profile::cuda_satfinite || *p == Profile::cuda_nosat))
-                throw UsageError(fmt::format("--profile {}: cuda_fp8.h converts to e8m0 only toward-zero or toward-positive, not {}", profile, round));
-            throw UsageError(fmt::format("--profile {} has no conversion to {}", profile, name(format)));
-        }
-        return res.policy;
+    auto opt = [](const std::string& v) { return v.empty() ? std::nullopt : std::optional<std::string>(v); };
+    try {
+        return resolve_policy(format, from, PolicyArgs{opt(profile), opt(round), opt(overflow), opt(nan)}, ArgStyle::cli);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
     }
-    if (round.empty() || overflow.empty() || nan.empty())
-        throw UsageError("name the conversion: --profile P (" + profile_choices() +
-                         "), or all of --round, --overflow and --nan");
-    const auto r = parse_rounding(round);
-    if (!r) throw UsageError(fmt::format("--round: unknown rounding '{}' (choose from {})", round, rounding_choices()));
-    const auto o = parse_overflow(overflow);
-    if (!o) throw UsageError(fmt::format("--overflow: unknown policy '{}' (choose from {})", overflow, overflow_choices()));
-    const auto n = parse_nan(nan);
-    if (!n) throw UsageError(fmt::format("--nan: unknown encoding '{}' (choose from {})", nan, nan_choices()));
-    return Policy{*r, *o, *n};
 }
 
 std::string PolicyOptions::describe(Format format, Wide from) const {

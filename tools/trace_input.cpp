@@ -44,9 +44,7 @@ trace::Trace dump_trace(const std::string& path) {
         }
         const std::string n = sweep::series_name_of_dump(t.name);
         by_name[n].emplace_back(*t.step, amax);
-        roles[n] = t.role == dump::Role::gradient ? Role::grad
-                   : t.role == dump::Role::weight ? Role::weight
-                   : t.role == dump::Role::activation ? Role::input : trace::classify(n);
+        roles[n] = recipe_slot(t.role);  // the reader already guessed unknown roles from the name
     }
     trace::Trace tr;
     tr.file = path;

@@ -7,8 +7,6 @@ import numpy as np
 from . import _fp8kit
 from ._dtypes import as_bits, wide_name
 
-ROLES = ("input", "weight", "grad")
-
 
 def _recipe_arg(r):
     """(text, is_json) for the C++ side: a preset name or file path, or a dict as JSON text."""
@@ -54,8 +52,7 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
     wide = wide_name(a.dtype, "x")
     bits = as_bits(a, wide)
     if recipe is not None:
-        if role not in ROLES:
-            raise ValueError(f"role: unknown role '{role}' (choose from input, weight, grad)")
+        role = _fp8kit.recipe_slot(role)
         r = globals()["recipe"](recipe)
         spec = r["roles"][role]
         if format is not None:

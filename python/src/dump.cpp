@@ -116,7 +116,7 @@ public:
         }
         pyb::dict d = stats_dict(r.stats);
         d["recipe"] = opts.recipe.name;
-        d["recipe_role"] = std::string(name(r.role));
+        d["recipe_role"] = std::string(slot_name(r.role));
         d["format"] = std::string(name(r.format));
         d["granularity"] = std::string(name(r.granularity));
         d["recipe_amax"] = r.amax;

@@ -14,13 +14,6 @@ RecipeSpec recipe_of(const std::string& text, bool is_json) {
     return is_json ? recipe_from_json(nlohmann::json::parse(text), "recipe") : parse_recipe(text);
 }
 
-Role role_of(const std::string& s) {
-    if (s == "input") return Role::input;
-    if (s == "weight") return Role::weight;
-    if (s == "grad") return Role::grad;
-    throw std::invalid_argument(fmt::format("role: unknown role '{}' (choose from input, weight, grad)", s));
-}
-
 AmaxAlgo algo_of(const std::string& s) {
     if (s == "max") return AmaxAlgo::max;
     if (s == "most_recent" || s == "most-recent") return AmaxAlgo::most_recent;
@@ -32,15 +25,18 @@ AmaxAlgo algo_of(const std::string& s) {
 void bind_recipes(pyb::module_& m) {
     using namespace pyb::literals;
     m.def("presets", [] { return recipe_presets(); });
+    // The recipe slot ("input", "weight", "grad") of a role name (numerics/roles.hpp).
+    m.def("recipe_slot", [](const std::string& role) { return std::string(slot_name(parse_recipe_slot(role))); },
+          "role"_a);
     // The recipe as JSON text (every field), from a preset name, a file path or JSON text.
     m.def("recipe_json", [](const std::string& text, bool is_json) { return to_json(recipe_of(text, is_json)).dump(); },
           "recipe"_a, "is_json"_a);
     m.def("recipe_scale", [](const std::string& text, bool is_json, const std::string& role, float amax) {
-        const ScalePair p = recipe_scale(recipe_of(text, is_json), role_of(role), amax);
+        const ScalePair p = recipe_scale(recipe_of(text, is_json), parse_recipe_slot(role), amax);
         return pyb::make_tuple(p.scale, p.scale_inv);
     }, "recipe"_a, "is_json"_a, "role"_a, "amax"_a);
     m.def("fp8_max", [](const std::string& f) { return fp8_max(require_format(f, "format")); }, "format"_a);
-    m.def("te_current_scale", &te_current_scale, "amax"_a, "fmax"_a, "eps"_a, "pow2"_a, "value_for_inf"_a);
+    m.def("te_scale", &te_scale, "amax"_a, "fmax"_a, "eps"_a, "pow2"_a, "value_for_inf"_a);
     m.def("torchao_scale", &torchao_scale, "amax"_a, "fmax"_a, "eps"_a, "pow2"_a);
     m.def("msamp_scale", &msamp_scale, "amax"_a, "previous_scale"_a, "fmax"_a, "margin"_a);
     m.def("deepseek_scale", [](float amax, float fmax, float floor, bool ue8m0) {

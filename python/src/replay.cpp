@@ -27,7 +27,7 @@ pyb::list read_trace(const std::string& path) {
     for (const auto& s : t.series) {
         pyb::dict d;
         d["tensor"] = s.tensor;
-        d["role"] = std::string(trace::class_name(s.role));
+        d["role"] = std::string(name(s.role));
         d["steps"] = to_array(s.steps);
         d["amax"] = to_array(s.amax);
         out.append(d);
@@ -44,7 +44,7 @@ pyb::dict replay_series(const std::string& recipe, bool is_json, const std::stri
         throw std::invalid_argument(fmt::format("amax: {} values for {} steps", amax.size(), steps.size()));
     trace::Series s;
     s.tensor = tensor;
-    s.role = trace::classify(tensor);
+    s.role = recipe_slot(guess_role(tensor));
     s.steps.assign(steps.data(), steps.data() + steps.size());
     s.amax.assign(amax.data(), amax.data() + amax.size());
     for (std::size_t i = 1; i < s.steps.size(); ++i)
@@ -60,7 +60,7 @@ pyb::dict replay_series(const std::string& recipe, bool is_json, const std::stri
     }
     pyb::dict d;
     d["tensor"] = res.tensor;
-    d["role"] = std::string(trace::class_name(res.role));
+    d["role"] = std::string(name(res.role));
     d["format"] = std::string(name(res.format));
     d["steps"] = to_array(res.steps);
     d["amax"] = to_array(res.amax);
@@ -110,14 +110,14 @@ pyb::dict sweep_trace(const std::string& path, const std::vector<std::string>& i
         sw.run({}, notes);
     }
     pyb::list rows;
-    const Role classes[] = {Role::input, Role::weight, Role::grad};
+    const Role classes[] = {Role::activation, Role::weight, Role::gradient};
     for (std::size_t c = 0; c < sw.candidates().size(); ++c) {
         const auto& cand = sw.candidates()[c];
         for (Role cls : classes) {
             if (!sw.has_class(cls)) continue;
             pyb::dict d = outcome_dict(sw.per_class(c, cls));
             d["candidate"] = cand.label;
-            d["class"] = std::string(trace::class_name(cls));
+            d["class"] = std::string(name(cls));
             d["kind"] = std::string(name(cand.recipe.kind));
             d["history"] = cand.recipe.history_len;
             d["algo"] = std::string(name(cand.recipe.algo));
@@ -133,8 +133,8 @@ pyb::dict sweep_trace(const std::string& path, const std::vector<std::string>& i
         if (!sw.has_class(cls)) continue;
         pyb::list r;
         for (std::size_t c : sw.ranked(cls)) r.append(sw.candidates()[c].label);
-        ranked[pyb::str(std::string(trace::class_name(cls)))] = r;
-        rec[pyb::str(std::string(trace::class_name(cls)))] = sw.recommendation(cls);
+        ranked[pyb::str(std::string(name(cls)))] = r;
+        rec[pyb::str(std::string(name(cls)))] = sw.recommendation(cls);
     }
     pyb::dict out;
     out["rows"] = rows;
@@ -155,7 +155,7 @@ void bind_replay(pyb::module_& m) {
         return replay::overflows(amax, scale, require_format(f, "format"));
     }, "amax"_a, "scale"_a, "format"_a);
     m.def("sweep_trace", &sweep_trace, "path"_a, "include"_a, "formats"_a);
-    m.def("classify_tensor", [](const std::string& n) { return std::string(trace::class_name(trace::classify(n))); },
+    m.def("classify_tensor", [](const std::string& n) { return std::string(name(recipe_slot(guess_role(n)))); },
           "name"_a);
 }
 

@@ -93,11 +93,7 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
     if (x.ndim() != 2) throw std::invalid_argument(fmt::format("x: a 2-D array is needed for block statistics, got {} dimensions", x.ndim()));
     const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe_json_or_name), "recipe")
                                  : parse_recipe(recipe_json_or_name);
-    Role ro;
-    if (role == "input") ro = Role::input;
-    else if (role == "weight") ro = Role::weight;
-    else if (role == "grad") ro = Role::grad;
-    else throw std::invalid_argument(fmt::format("role: unknown role '{}' (choose from input, weight, grad)", role));
+    const Role ro = parse_recipe_slot(role);
     const auto rows = static_cast<std::size_t>(x.shape(0)), cols = static_cast<std::size_t>(x.shape(1));
     const BlockRecipe br = block_recipe(r, ro, cols);
     const void* data = contiguous_data(x, wide_size(w), "x");

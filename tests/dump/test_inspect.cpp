@@ -143,8 +143,8 @@ TEST_CASE("inspect: format override, block recipes, and recipes a dump cannot re
 
     o.recipe = parse_recipe("te-delayed");
     CHECK_THROWS_WITH(inspect::analyse(dump, 0, o), Catch::Contains("earlier steps"));
-    CHECK(inspect::recipe_role(dp::Role::gradient) == Role::grad);
-    CHECK(inspect::recipe_role(dp::Role::optimizer_state) == Role::input);
+    CHECK(recipe_slot(dp::Role::gradient) == Role::gradient);
+    CHECK(recipe_slot(dp::Role::optimizer_state) == Role::activation);
 }
 
 namespace {

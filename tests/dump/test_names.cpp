@@ -1,4 +1,4 @@
-// Role and step guesses, --steps parsing, and the name/step selection.
+// Step guesses, --steps parsing, and the name/step selection (roles: tests/numerics/test_roles.cpp).
 #include <catch2/catch.hpp>
 
 #include <limits>
@@ -6,37 +6,6 @@
 #include "fp8kit/io/dump.hpp"
 
 using namespace fp8kit::dump;
-
-TEST_CASE("roles are guessed from names, gradient and optimizer words first", "[dump]") {
-    CHECK(guess_role("step_000000/lm_head/grad_output") == Role::gradient);
-    CHECK(guess_role("step_000000/lm_head/wgrad") == Role::gradient);
-    CHECK(guess_role("layer1_dgrad_iter_000012") == Role::gradient);
-    CHECK(guess_role("model.layers.0.mlp.down_proj.weight.grad") == Role::gradient);
-    CHECK(guess_role("grads/layer1/weight") == Role::gradient);
-    CHECK(guess_role("model.layers.0.mlp.down_proj.weight") == Role::weight);
-    CHECK(guess_role("step_000000/lm_head/weight_fp8") == Role::weight);
-    CHECK(guess_role("step_000000/lm_head/weight/exp_avg") == Role::optimizer_state);
-    CHECK(guess_role("opt/layer.weight.exp_avg_sq") == Role::optimizer_state);
-    CHECK(guess_role("layer3/momentum") == Role::optimizer_state);
-    CHECK(guess_role("step_000000/lm_head/input") == Role::activation);
-    CHECK(guess_role("step_000000/lm_head/output") == Role::activation);
-    CHECK(guess_role("layer1_activation_iter_000012") == Role::activation);
-    CHECK(guess_role("mlp/act") == Role::activation);
-    CHECK(guess_role("model.embed_tokens") == Role::unknown);
-    CHECK(guess_role("step_5/scale_inv") == Role::unknown);
-    // Words inside other words are not roles.
-    CHECK(guess_role("retrograde/actuator/outputting") == Role::unknown);
-}
-
-TEST_CASE("role attribute values are parsed", "[dump]") {
-    CHECK(parse_role("activation") == Role::activation);
-    CHECK(parse_role("optimizer_state") == Role::optimizer_state);
-    CHECK(parse_role("Optimizer-State") == Role::optimizer_state);
-    CHECK(parse_role("gradient") == Role::gradient);
-    CHECK(parse_role("weight") == Role::weight);
-    CHECK_FALSE(parse_role("bias").has_value());
-    CHECK(name(Role::optimizer_state) == "optimizer_state");
-}
 
 TEST_CASE("steps are parsed from path components", "[dump]") {
     CHECK(guess_step("step_12/x") == 12);

@@ -353,7 +353,7 @@ TEST_CASE("block statistics against a per-tile brute force", "[lib][stats]") {
     v[5 * cols + 7] = kNaN;
     for (std::size_t c = 0; c < cols; ++c) v[77 * cols + c] = 0.0f;  // an all-zero row
     for (const char* preset : {"te-block", "deepseek-v3", "mxfp8", "mx-ocp", "torchao-rowwise"}) {
-        for (Role role : {Role::input, Role::weight}) {
+        for (Role role : {Role::activation, Role::weight}) {
             INFO(preset << " " << name(role));
             const RecipeSpec r = parse_recipe(preset);
             const BlockRecipe br = block_recipe(r, role, cols);
@@ -391,10 +391,10 @@ TEST_CASE("block statistics against a per-tile brute force", "[lib][stats]") {
             CHECK(bs.dr_max == Approx(dr_max).epsilon(1e-12));
         }
     }
-    CHECK_THROWS_AS(block_recipe(parse_recipe("te-delayed"), Role::input, cols), std::invalid_argument);
+    CHECK_THROWS_AS(block_recipe(parse_recipe("te-delayed"), Role::activation, cols), std::invalid_argument);
 
     // Tiles are reduced in tile order: the same bits for 1 and 8 threads.
-    const BlockRecipe br = block_recipe(parse_recipe("te-block"), Role::input, cols);
+    const BlockRecipe br = block_recipe(parse_recipe("te-block"), Role::activation, cols);
     const int saved = omp_get_max_threads();
     omp_set_num_threads(1);
     const BlockStats a = compute_block_stats(v.data(), Wide::f32, rows, cols, br);
@@ -480,7 +480,7 @@ TEST_CASE("fast and general statistics loops give identical bits", "[lib][stats]
     }
     // Block statistics take the same loops on row pieces (MX: 32 elements).
     const RecipeSpec mx = parse_recipe("mxfp8");
-    const BlockRecipe br = block_recipe(mx, Role::input, 300);
+    const BlockRecipe br = block_recipe(mx, Role::activation, 300);
     set_stats_path(StatsPath::fast);
     const BlockStats a = compute_block_stats(v.data(), Wide::f32, 600, 300, br);
     set_stats_path(StatsPath::general);

@@ -34,7 +34,7 @@ RecipeSpec te(int L, AmaxAlgo algo, int margin) {
 }
 
 std::vector<std::uint32_t> replayed(const RecipeSpec& r, std::vector<float> amax, Format f = Format::e4m3) {
-    return bits(replay::scales(r, Role::input, f, amax));
+    return bits(replay::scales(r, Role::activation, f, amax));
 }
 
 const float kInf = INFINITY, kNaN = NAN;
@@ -99,7 +99,7 @@ TEST_CASE("replay: overflow is decided on the float32 product", "[replay]") {
 TEST_CASE("replay: a series gives scales, headroom and overflow step by step", "[replay]") {
     trace::Series s;
     s.tensor = "layer.grad_output";
-    s.role = trace::classify(s.tensor);
+    s.role = recipe_slot(guess_role(s.tensor));
     s.steps = {10, 11, 12, 13};
     s.amax = {1000, 2000, 1000, 1000};
     const auto r = replay::replay_series(te(2, AmaxAlgo::max, 0), s, std::nullopt);
@@ -115,10 +115,10 @@ TEST_CASE("replay: a series gives scales, headroom and overflow step by step", "
 }
 
 TEST_CASE("replay: current scaling uses the step's own amax; blockwise recipes need data", "[replay]") {
-    const auto cur = replay::scales(parse_recipe("te-current"), Role::input, Format::e4m3, {2, 4, 0});
+    const auto cur = replay::scales(parse_recipe("te-current"), Role::activation, Format::e4m3, {2, 4, 0});
     REQUIRE(bits(cur) == bits(std::vector<float>{224, 112, 1}));  // amax 0 -> scale 1 (TE)
-    REQUIRE_THROWS_AS(replay::scales(parse_recipe("mxfp8"), Role::input, Format::e4m3, {1}), std::invalid_argument);
+    REQUIRE_THROWS_AS(replay::scales(parse_recipe("mxfp8"), Role::activation, Format::e4m3, {1}), std::invalid_argument);
     // MS-AMP: in-time scaling over the first window, powers of two: 2^floor(log2(448/3)) = 128.
-    const auto ms = replay::scales(parse_recipe("msamp"), Role::input, Format::e4m3, {3});
+    const auto ms = replay::scales(parse_recipe("msamp"), Role::activation, Format::e4m3, {3});
     REQUIRE(bits(ms[0]) == bits(128.0f));
 }

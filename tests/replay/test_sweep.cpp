@@ -31,7 +31,7 @@ Synthetic make(const std::string& name, double base, std::uint64_t seed) {
     std::normal_distribution<double> n01(0.0, 1.0);
     Synthetic s;
     s.series.tensor = name;
-    s.series.role = trace::classify(name);
+    s.series.role = recipe_slot(guess_role(name));
     const int steps = 60;
     s.dump_step = 45;
     for (int t = 0; t < steps; ++t) {
@@ -110,7 +110,7 @@ TEST_CASE("sweep: grid, margins and recommendation on a hand-made series", "[rep
     // overflows at margin 0 (1.5 * 448 = 672 > 464) and not at margin 1 (336).
     trace::Series s;
     s.tensor = "blk.input";
-    s.role = Role::input;
+    s.role = Role::activation;
     for (int t = 0; t < 20; ++t) {
         s.steps.push_back(t);
         s.amax.push_back(t == 5 ? 1.5f : 1.0f);
@@ -122,18 +122,18 @@ TEST_CASE("sweep: grid, margins and recommendation on a hand-made series", "[rep
     const auto h1m1 = sw.find(1, AmaxAlgo::max, 1, std::nullopt);
     REQUIRE(sw.per_tensor()[h1m0][0].overflow_steps == 1);
     REQUIRE(sw.per_tensor()[h1m1][0].overflow_steps == 0);
-    REQUIRE(sw.min_safe_margin(h1m0, 0, Role::input) == 1);
+    REQUIRE(sw.min_safe_margin(h1m0, 0, Role::activation) == 1);
     // Every max-history recipe sees the spike first at step 5 with the scale of amax 1.
-    REQUIRE(sw.min_safe_margin(sw.find(1024, AmaxAlgo::max, 0, std::nullopt), -1, Role::input) == 1);
+    REQUIRE(sw.min_safe_margin(sw.find(1024, AmaxAlgo::max, 0, std::nullopt), -1, Role::activation) == 1);
     // Ranked: no overflow first; then the most headroom used: margin 1 with the shortest
     // history (it forgets the spike soonest) beats longer ones.
-    const auto best = sw.ranked(Role::input).front();
+    const auto best = sw.ranked(Role::activation).front();
     REQUIRE(sw.candidates()[best].recipe.margin == 1);
-    REQUIRE(sw.per_class(best, Role::input).overflow_steps == 0);
-    const auto text = sw.recommendation(Role::input);
+    REQUIRE(sw.per_class(best, Role::activation).overflow_steps == 0);
+    const auto text = sw.recommendation(Role::activation);
     REQUIRE(text.rfind("activations: ", 0) == 0);
     REQUIRE(text.find("no overflow") != std::string::npos);
-    REQUIRE(sw.recommendation(Role::grad) == "gradients: no tensors of this class");
+    REQUIRE(sw.recommendation(Role::gradient) == "gradients: no tensors of this class");
 }
 
 TEST_CASE("sweep: dump names map onto trace names", "[replay][sweep]") {

@@ -40,7 +40,7 @@ TEST_CASE("trace: the example CSV from the real run", "[replay][trace]") {
     REQUIRE(s0.amax[0] == 3.53637338f);  // first data row, read back as the same float32
     std::size_t grads = 0, weights = 0;
     for (const auto& s : t.series) {
-        grads += s.role == Role::grad;
+        grads += s.role == Role::gradient;
         weights += s.role == Role::weight;
     }
     REQUIRE(grads == 15);
@@ -51,7 +51,7 @@ TEST_CASE("trace: the example dlfw-inspect log", "[replay][trace]") {
     const auto t = trace::read_trace(std::string(FP8KIT_DATA_DIR) + "/example/dlfw_inspect.log");
     REQUIRE(t.series.size() == 15);
     REQUIRE(t.series[0].tensor == "model.layers.0.self_attn.q_proj_gradient");
-    REQUIRE(t.series[0].role == Role::grad);
+    REQUIRE(t.series[0].role == Role::gradient);
     REQUIRE(t.series[0].steps.size() == 300);
     REQUIRE(t.series[0].amax[0] == 7.92742e-06f);
     REQUIRE(t.series[0].steps[1] == 1);
@@ -71,19 +71,19 @@ TEST_CASE("trace: column order by header, inf/nan values, other stats ignored", 
         "2026-11-22 00:00:01,000 - INFO - a.fc1_wgrad_cur_amax \t\t\t\t iteration=000002 \t\t\t\t value=inf\n"));
     REQUIRE(t.series.size() == 2);
     REQUIRE(t.series[0].tensor == "a.fc1_activation");
-    REQUIRE(t.series[0].role == Role::input);
-    REQUIRE(t.series[1].role == Role::grad);
+    REQUIRE(t.series[0].role == Role::activation);
+    REQUIRE(t.series[1].role == Role::gradient);
 }
 
 TEST_CASE("trace: classes from names", "[replay][trace]") {
-    CHECK(trace::classify("model.layers.0.self_attn.q_proj.grad_output") == Role::grad);
-    CHECK(trace::classify("x.weight.grad") == Role::grad);
-    CHECK(trace::classify("down_proj_gradient") == Role::grad);
-    CHECK(trace::classify("fc1_wgrad") == Role::grad);
-    CHECK(trace::classify("fc1_dgrad") == Role::grad);
-    CHECK(trace::classify("q_proj.weight") == Role::weight);
-    CHECK(trace::classify("q_proj.output") == Role::input);
-    CHECK(trace::classify("upgrade.input") == Role::input);  // a token, not a substring
+    CHECK(recipe_slot(guess_role("model.layers.0.self_attn.q_proj.grad_output")) == Role::gradient);
+    CHECK(recipe_slot(guess_role("x.weight.grad")) == Role::gradient);
+    CHECK(recipe_slot(guess_role("down_proj_gradient")) == Role::gradient);
+    CHECK(recipe_slot(guess_role("fc1_wgrad")) == Role::gradient);
+    CHECK(recipe_slot(guess_role("fc1_dgrad")) == Role::gradient);
+    CHECK(recipe_slot(guess_role("q_proj.weight")) == Role::weight);
+    CHECK(recipe_slot(guess_role("q_proj.output")) == Role::activation);
+    CHECK(recipe_slot(guess_role("upgrade.input")) == Role::activation);  // a token, not a substring
 }
 
 TEST_CASE("trace: bad files name the file and line", "[replay][trace]") {

@@ -12,6 +12,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "fp8kit/convert/names.hpp"
+#include "fp8kit/numerics/roles.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
 
 namespace fp8kit {
 
@@ -21,15 +23,8 @@ enum class RecipeKind : std::uint8_t {
     current,  // one scale per tensor/row/block from the amax of the data being cast
     windowed, // MS-AMP: window of past amaxes, in-time scaling until the window is full (MsampScaling)
 };
-// The formula that turns an amax into a scale.
-enum class ScaleRule : std::uint8_t {
-    te,            // te_current_scale (TE current, block, and the delayed update's division)
-    torchao,       // torchao_scale
-    msamp,         // msamp_scale
-    deepseek,      // deepseek_scale (DeepGEMM)
-    mx_roundup,    // mx_e8m0_scale_roundup (TE/cuBLAS MXFP8)
-    mx_ocp_floor,  // mx_e8m0_scale_floor_ocp (OCP MX v1.0 section 6.3)
-};
+// The formula that turns an amax into a scale: numerics/scale_rules.hpp.
+using numerics::ScaleRule;
 enum class AmaxAlgo : std::uint8_t { max, most_recent };
 // What one scale covers. `block`: block_rows x block_cols tiles of a row-major 2-D tensor;
 // `row`: one scale per row (block 1 x cols); `tensor`: one scale for everything.
@@ -40,9 +35,17 @@ std::string_view name(ScaleRule r);     // "te", "torchao", "msamp", "deepseek",
 std::string_view name(AmaxAlgo a);      // "max", "most_recent"
 std::string_view name(Granularity g);   // "tensor", "row", "block"
 
-// The tensor roles of a linear layer. HYBRID recipes give grads E5M2 and the rest E4M3.
-enum class Role : std::uint8_t { input, weight, grad };
-std::string_view name(Role r);  // "input", "weight", "grad"
+// The tensor roles (numerics/roles.hpp). A recipe has three slots, input, weight and grad
+// (recipe_slot: activations, optimizer states and unknown roles cast with the input slot).
+// HYBRID recipes give grads E5M2 and the rest E4M3.
+using numerics::Role;
+using numerics::guess_role;   // from a tensor's name; `unknown` when no word matches
+using numerics::parse_role;
+using numerics::recipe_slot;
+using numerics::slot_name;  // "input", "weight", "grad"
+// A recipe slot by the names users type (parse_role's spellings: "input", "grad", "act", ...);
+// std::invalid_argument "<what>: unknown role '<s>' (choose from input, weight, grad)" otherwise.
+Role parse_recipe_slot(std::string_view s, std::string_view what = "role");
 
 struct RoleSpec {
     Format format;
@@ -67,7 +70,7 @@ struct RecipeSpec {
     float value_for_inf; // TE: scale used when FMAX/amax is Inf (FLT_MAX)
     Policy policy;       // the cast's rounding/overflow/NaN policy
 
-    const RoleSpec& role(Role r) const;
+    const RoleSpec& role(Role r) const;  // the slot recipe_slot(r)
 };
 
 // Names of the presets, in documentation order.
@@ -79,41 +82,27 @@ RecipeSpec recipe_from_json(const nlohmann::json& j, const std::string& where);
 nlohmann::json to_json(const RecipeSpec& r);
 
 // Largest finite value of a format as float32 (448, 57344, 240, 57344, 2^127).
-float fp8_max(Format f);
+inline float fp8_max(Format f) { return numerics::format_max(f); }
 
-// ---- The scale math, float32 as each framework does it -------------------------------------
+// ---- The scale math: every rule is written once, in numerics/scale_rules.hpp ---------------
 
-// TransformerEngine compute_scale_from_amax (recipe_common.cuh):
-//   amax < eps -> eps; amax Inf/NaN/0 -> 1; scale = fmax / amax; Inf -> value_for_inf;
-//   pow2: keep sign and exponent bits (floor to a power of two).
-float te_current_scale(float amax, float fmax, float eps, bool pow2, float value_for_inf);
+using numerics::ScalePair;
+using numerics::te_scale;        // TransformerEngine compute_scale_from_amax
+using numerics::torchao_scale;   // torchao amax_to_scale
+using numerics::msamp_scale;     // MS-AMP ScalingMeta.compute_scaling_factor
+using numerics::deepseek_scale;  // DeepGEMM per-token / per-block scale (UE8M0 option)
+using numerics::e8m0_scale_pair;
 
-// torchao float8_utils.amax_to_scale: fl32(fmax / max(fl64(amax), eps64)); pow2 floors from bits.
-// amax Inf gives 0 and amax NaN gives NaN, as torchao (no guard).
-float torchao_scale(float amax, float fmax, double eps, bool pow2);
+// MX block scales as E8M0 codes of an element format (numerics::mx_code_floor / mx_code_roundup).
+inline std::uint8_t mx_e8m0_scale_floor_ocp(float block_amax, Format elem) {
+    return numerics::mx_code_floor(block_amax, numerics::format_emax(elem));
+}
+inline std::uint8_t mx_e8m0_scale_roundup(float block_amax, Format elem) {
+    return numerics::mx_code_roundup(block_amax, numerics::format_max(elem));
+}
 
-// MS-AMP ScalingMeta.compute_scaling_factor: 2^(floor(log2(fl32(fmax / amax))) - margin);
-// previous scale when amax <= 0 or not finite. fmax/amax == Inf gives Inf.
-float msamp_scale(float amax, float previous_scale, float fmax, int margin);
-
-// DeepGEMM per_token/per_block_cast_to_fp8: sf = fl32(max(amax, floor) / fmax),
-// ue8m0: sf = 2^ceil(log2 sf) from the bits. Returns {scale = fl32(1/sf), scale_inv = sf}.
-struct ScalePair {
-    float scale, scale_inv;
-};
-ScalePair deepseek_scale(float amax, float fmax, float amax_floor, bool ue8m0);
-
-// MX block scales as E8M0 codes (biased exponent, 0..254; 255 = NaN for a NaN block amax).
-// OCP MX v1.0: X = 2^(floor(log2 amax) - emax_elem); amax 0 -> code of 2^-127 (0).
-std::uint8_t mx_e8m0_scale_floor_ocp(float block_amax, Format elem);
-// TE/cuBLAS MXFP8: X = 2^ceil(log2(amax / fmax)) (never overflows), clamped to [2^-127, 2^127].
-std::uint8_t mx_e8m0_scale_roundup(float block_amax, Format elem);
-// The scale pair of an E8M0 code: scale_inv = 2^(code-127), scale = 2^(127-code) (may be 0/Inf
-// in float32 at the extremes, exactly as float32 arithmetic would give).
-ScalePair e8m0_scale_pair(std::uint8_t code);
-
-// One scale for one amax under `rule` with its parameters spelled out (per-tensor and per-block
-// code share it).
+// One scale for one amax under `rule` with its parameters spelled out; the MX rules give the
+// scale the block is cast with (numerics::rule_scale, mx_cast_pair).
 ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool pow2,
                      float value_for_inf, int margin);
 

@@ -24,14 +24,6 @@ void check_recipe(const RecipeSpec& r) {
             r.name, name(r.kind)));
 }
 
-Role recipe_role(dump::Role r) {
-    switch (r) {
-        case dump::Role::gradient: return Role::grad;
-        case dump::Role::weight: return Role::weight;
-        default: return Role::input;
-    }
-}
-
 namespace {
 
 RecipeSpec with_format(RecipeSpec r, std::optional<Format> f) {
@@ -55,7 +47,7 @@ namespace {
 // What analyse needs before reading: recipe, role, format and granularity of tensor t.
 Result plan(const dump::TensorInfo& t, const RecipeSpec& r) {
     Result res;
-    res.role = recipe_role(t.role);
+    res.role = recipe_slot(t.role);
     res.format = r.role(res.role).format;
     res.granularity = r.role(res.role).granularity;
     return res;

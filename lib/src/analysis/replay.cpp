@@ -55,7 +55,7 @@ std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::v
         }
         case RecipeKind::current: {
             RecipeSpec rr = r;
-            RoleSpec& rs = role == Role::input ? rr.input : role == Role::weight ? rr.weight : rr.grad;
+            RoleSpec& rs = role == Role::activation ? rr.input : role == Role::weight ? rr.weight : rr.grad;
             rs.format = f;
             for (float a : amax) out.push_back(recipe_scale(rr, role, a).scale);
             break;

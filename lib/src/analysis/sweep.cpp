@@ -299,7 +299,7 @@ std::vector<std::size_t> Sweep::ranked(Role cls) const {
 
 std::string Sweep::recommendation(Role cls) const {
     const auto order = ranked(cls);
-    const std::string who = cls == Role::input ? "activations" : cls == Role::weight ? "weights" : "gradients";
+    const std::string who = cls == Role::activation ? "activations" : cls == Role::weight ? "weights" : "gradients";
     if (order.empty() || !has_class(cls)) return who + ": no tensors of this class";
     const std::size_t best = order.front();
     const Outcome b = per_class(best, cls);

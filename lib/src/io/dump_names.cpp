@@ -1,4 +1,4 @@
-// Names of roles and stored types, and the guesses of role and step from tensor names.
+// Names of stored types, and the guess of a step from tensor names (roles: numerics/roles.hpp).
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -16,77 +16,9 @@ std::string lower(std::string_view s) {
     return out;
 }
 
-bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
 
-// Lower-case alphanumeric runs of a name: "model.layers.0/grad_output" -> model layers 0 grad output.
-std::vector<std::string> tokens(std::string_view path) {
-    std::vector<std::string> out;
-    std::string cur;
-    for (char c : path) {
-        if (is_alnum(c)) {
-            cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        } else if (!cur.empty()) {
-            out.push_back(std::move(cur));
-            cur.clear();
-        }
-    }
-    if (!cur.empty()) out.push_back(std::move(cur));
-    return out;
-}
-
-bool any_of(const std::vector<std::string>& toks, std::initializer_list<const char*> words) {
-    for (const auto& t : toks)
-        for (const char* w : words)
-            if (t == w) return true;
-    return false;
-}
-
 }  // namespace
-
-std::string_view name(Role r) {
-    switch (r) {
-        case Role::activation: return "activation";
-        case Role::weight: return "weight";
-        case Role::gradient: return "gradient";
-        case Role::optimizer_state: return "optimizer_state";
-        case Role::unknown: break;
-    }
-    return "unknown";
-}
-
-std::optional<Role> parse_role(std::string_view s) {
-    std::string k = lower(s);
-    std::replace(k.begin(), k.end(), '-', '_');
-    std::replace(k.begin(), k.end(), ' ', '_');
-    if (k == "activation" || k == "activations" || k == "act" || k == "input" || k == "output")
-        return Role::activation;
-    if (k == "weight" || k == "weights" || k == "param" || k == "parameter") return Role::weight;
-    if (k == "gradient" || k == "gradients" || k == "grad" || k == "grads" || k == "wgrad" ||
-        k == "dgrad" || k == "grad_output")
-        return Role::gradient;
-    if (k == "optimizer_state" || k == "optimizer" || k == "optim_state" || k == "exp_avg" ||
-        k == "exp_avg_sq" || k == "momentum")
-        return Role::optimizer_state;
-    if (k == "unknown") return Role::unknown;
-    return std::nullopt;
-}
-
-Role guess_role(std::string_view path) {
-    const auto toks = tokens(path);
-    const std::string low = lower(path);
-    // exp_avg and exp_avg_sq tokenize to "exp avg [sq]": look for them in the text itself.
-    if (low.find("exp_avg") != std::string::npos ||
-        any_of(toks, {"momentum", "momentum_buffer", "optimizer", "optim"}))
-        return Role::optimizer_state;
-    if (any_of(toks, {"grad", "grads", "gradient", "gradients", "wgrad", "dgrad"}))
-        return Role::gradient;
-    if (any_of(toks, {"weight", "weights"})) return Role::weight;
-    if (any_of(toks, {"input", "inputs", "output", "outputs", "activation", "activations", "act",
-                      "acts"}))
-        return Role::activation;
-    return Role::unknown;
-}
 
 std::optional<std::int64_t> guess_step(std::string_view path) {
     const std::string low = lower(path);

@@ -70,7 +70,7 @@ struct Builder {
             it = index.emplace(tensor, series.size()).first;
             Series s;
             s.tensor = tensor;
-            s.role = classify(tensor);
+            s.role = recipe_slot(guess_role(tensor));
             series.push_back(std::move(s));
         }
         auto& s = series[it->second];
@@ -143,36 +143,6 @@ bool csv_header(std::string_view line, int& step_col, int& amax_col, int& tensor
 }
 
 }  // namespace
-
-std::string_view class_name(Role r) {
-    switch (r) {
-        case Role::input: return "activation";
-        case Role::weight: return "weight";
-        case Role::grad: return "gradient";
-    }
-    return "activation";
-}
-
-Role classify(std::string_view tensor_name) {
-    bool weight = false;
-    std::string tok;
-    auto flush = [&](bool& grad) {
-        if (tok == "grad" || tok == "grads" || tok == "gradient" || tok == "gradients" || tok == "wgrad" ||
-            tok == "dgrad")
-            grad = true;
-        if (tok == "weight" || tok == "weights") weight = true;
-        tok.clear();
-    };
-    bool grad = false;
-    for (char c : tensor_name) {
-        if (std::isalnum(static_cast<unsigned char>(c)))
-            tok += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        else
-            flush(grad);
-    }
-    flush(grad);
-    return grad ? Role::grad : weight ? Role::weight : Role::input;
-}
 
 Trace read_csv(const std::string& path) {
     auto in = open(path);

@@ -242,22 +242,9 @@ std::string_view name(RecipeKind k) { return enum_name(k, kKinds); }
 std::string_view name(ScaleRule r) { return enum_name(r, kRules); }
 std::string_view name(AmaxAlgo a) { return enum_name(a, kAlgos); }
 std::string_view name(Granularity g) { return enum_name(g, kGran); }
-std::string_view name(Role r) {
-    switch (r) {
-        case Role::input: return "input";
-        case Role::weight: return "weight";
-        case Role::grad: return "grad";
-    }
-    return "?";
-}
-
 const RoleSpec& RecipeSpec::role(Role r) const {
-    switch (r) {
-        case Role::weight: return weight;
-        case Role::grad: return grad;
-        case Role::input: break;
-    }
-    return input;
+    const Role slot = recipe_slot(r);
+    return slot == Role::weight ? weight : slot == Role::gradient ? grad : input;
 }
 
 const std::vector<std::string>& recipe_presets() {

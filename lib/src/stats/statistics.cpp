@@ -44,15 +44,8 @@ constexpr std::size_t kChunk = std::size_t{1} << 16;  // elements per partial re
 using detail::bits_of;
 using detail::float_of;
 
-// Exponent-histogram bin of a float32 from its bits.
-std::size_t hist_bin(std::uint32_t s) {
-    const std::uint32_t mag = s & 0x7FFFFFFFu;
-    const std::uint32_t biased = mag >> 23;
-    if (mag == 0) return kExpHistZeroBin;
-    if (biased == 0xFF) return kExpHistNonfiniteBin;
-    if (biased != 0) return exp_hist_bin(static_cast<int>(biased) - 127);
-    return exp_hist_bin(-149 + (31 - __builtin_clz(mag)));
-}
+// Exponent-histogram bin of a float32 from its bits (numerics/element_stats.hpp).
+std::size_t hist_bin(std::uint32_t s) { return static_cast<std::size_t>(numerics::histogram_bin(s)); }
 
 // fl32(x * scale) for a binary64 x with a single rounding (nearest-even): the binary64 product
 // p is rounded to float32, and where p sits exactly on a float32 midpoint the exact product's
@@ -86,77 +79,50 @@ struct Prepared {
     Policy policy;
     std::uint64_t seed;
     float scale;
-    double scale_inv;      // exact binary64 value of the float32 scale_inv
-    double te_threshold;   // fl32(fmax * scale_inv)
-    double dec[256];       // decoded code values (NaN/Inf for special codes)
-    std::uint8_t cls[256]; // 0 zero, 1 subnormal, 2 normal, 3 NaN/Inf
-    std::uint32_t limit[2];  // largest float32 magnitude bits that do not overflow, by sign
-    std::uint32_t max_bits;  // bits of the largest finite value (stochastic: possible overflow above)
+    numerics::ElementConsts ec;  // scale_inv, TE threshold, overflow limits (numerics)
+    double dec[256];             // decoded code values (NaN/Inf for special codes)
+    numerics::CodeKind kind[256];
     double dec_err[256];     // dec with NaN codes as +Inf: the error term of a finite input that
                              // got a NaN/Inf code is +Inf either way
-    std::uint32_t te_threshold_bits;  // te_threshold as float32 bits (it is a float32 value)
     // Code magnitudes (code & 0x7F) 1..sub_max_code are the subnormals, 0 the zero, as in E4M3
     // and E5M2; 0 for formats without that layout or encodings the SIMD encoder does not serve
     // (they take the general loop).
     std::uint32_t sub_max_code;
 };
 
-bool overflows(const Prepared& p, float s, std::uint32_t random) {
-    const Policy nosat{p.policy.rounding, Overflow::no_saturate, p.policy.nan};
-    const std::uint8_t c = emu::encode(p.format, Wide::f32, bits_of(s), nosat, random);
-    return p.cls[c] == 3;
-}
-
 void set_scale(Prepared& p, float scale, float scale_inv) {
     p.scale = scale;
-    p.scale_inv = scale_inv;
-    const float threshold = float_of(p.max_bits) * scale_inv;
-    p.te_threshold = static_cast<double>(threshold);
-    p.te_threshold_bits = bits_of(threshold) & 0x7FFFFFFFu;
+    numerics::rescale(p.ec, scale_inv);
 }
 
 Prepared prepare(Format format, float scale, float scale_inv, const Policy& policy, std::uint64_t seed) {
+    using numerics::CodeKind;
     Prepared p;
     p.format = format;
     p.policy = policy;
     p.seed = seed;
-    const float fmax = static_cast<float>(format_info(format).max_finite);
     for (int c = 0; c < 256; ++c) {
         const auto code = static_cast<std::uint8_t>(c);
         p.dec[c] = decode_value(format, code);
         p.dec_err[c] = std::isnan(p.dec[c]) ? INFINITY : p.dec[c];
-        switch (classify(format, code)) {
-            case CodeClass::zero: p.cls[c] = 0; break;
-            case CodeClass::subnormal: p.cls[c] = 1; break;
-            case CodeClass::normal: p.cls[c] = 2; break;
-            default: p.cls[c] = 3; break;
-        }
+        p.kind[c] = numerics::code_kind(format, code);
     }
-    p.max_bits = bits_of(fmax);
     p.sub_max_code = 0;
     if (std::strcmp(encode_path(format, Wide::f32, policy), "scalar") != 0) {
         std::uint32_t sub_max = 0;
-        while (sub_max + 1 < 0x80 && p.cls[sub_max + 1] == 1) ++sub_max;
+        while (sub_max + 1 < 0x80 && p.kind[sub_max + 1] == CodeKind::subnormal) ++sub_max;
         bool layout = sub_max > 0;
         for (std::uint32_t code = 0; code < 256; ++code) {
             const std::uint32_t mag = code & 0x7F;
-            const std::uint8_t want = mag == 0 ? 0 : mag <= sub_max ? 1 : p.cls[code] == 3 ? 3 : 2;
-            layout = layout && p.cls[code] == want;
+            const CodeKind want = mag == 0 ? CodeKind::zero
+                                  : mag <= sub_max ? CodeKind::subnormal
+                                  : p.kind[code] == CodeKind::special ? CodeKind::special : CodeKind::normal;
+            layout = layout && p.kind[code] == want;
         }
         if (layout) p.sub_max_code = sub_max;
     }
-    // Overflow is monotone in the magnitude for a fixed sign under a deterministic rounding:
-    // binary search for the largest magnitude that still converts to a finite code.
-    for (int sign = 0; sign < 2; ++sign) {
-        std::uint32_t lo = 0, hi = 0x7F800000u;  // lo never overflows, hi (Inf) always does
-        while (hi - lo > 1) {
-            const std::uint32_t mid = lo + (hi - lo) / 2;
-            const float s = float_of(mid | (sign ? 0x80000000u : 0u));
-            (policy.rounding != Rounding::stochastic && overflows(p, s, 0) ? hi : lo) = mid;
-        }
-        p.limit[sign] = lo;
-    }
-    set_scale(p, scale, scale_inv);
+    p.ec = numerics::element_consts(format, policy, scale_inv);
+    p.scale = scale;
     return p;
 }
 
@@ -200,34 +166,12 @@ struct Elem<Wide::f16> {
     }
 };
 
-// QuantStats without the histogram: what one call of an element loop adds up. The loops count
-// the histogram into a per-thread Hist (integer counts: any order gives the same), so a short
-// run (a 1 x 32 MX block) does not zero and merge 279 bins, and results kept per block are small.
-struct Scalars {
-    std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0, overflow = 0;
-    std::int64_t te_underflow = 0;
-    std::uint64_t te_overflow = 0;
-    double amax = 0, min_nonzero = 0, sum_x2 = 0, sum_err2 = 0;
-};
-
-// The merge rules for everything but the histogram; each side a Scalars or a QuantStats.
-template <class T, class S>
-void merge_scalars(T& st, const S& o) {
-    st.numel += o.numel;
-    st.zeros += o.zeros;
-    st.nan += o.nan;
-    st.inf += o.inf;
-    st.underflow += o.underflow;
-    st.subnormal += o.subnormal;
-    st.overflow += o.overflow;
-    st.te_underflow += o.te_underflow;
-    st.te_overflow += o.te_overflow;
-    if (o.amax > st.amax) st.amax = o.amax;
-    if (o.min_nonzero != 0.0 && (st.min_nonzero == 0.0 || o.min_nonzero < st.min_nonzero))
-        st.min_nonzero = o.min_nonzero;
-    st.sum_x2 += o.sum_x2;
-    st.sum_err2 += o.sum_err2;
-}
+// numerics::StatsScalars: QuantStats without the histogram, what one call of an element loop adds
+// up. The loops count the histogram into a per-thread Hist (integer counts: any order gives the
+// same), so a short run (a 1 x 32 MX block) does not zero and merge 279 bins, and results kept
+// per block are small.
+using Scalars = numerics::StatsScalars;
+using numerics::merge;
 
 // Per-thread buffers for runs of at most `n` elements, with room for the 16-element reads of
 // simd::stats_avx512 past the end of a run.
@@ -286,8 +230,8 @@ void run_fast(const void* data, std::size_t first, std::size_t count, std::uint6
     std::uint32_t by_exp[4][256];  // count <= kChunk fits 32 bits
     if (copies) std::memset(by_exp, 0, sizeof by_exp);
     simd::StatsAcc acc;
-    const simd::StatsConsts c{p.scale_inv, p.te_threshold_bits, p.limit[0], p.limit[1], p.sub_max_code,
-                              p.dec_err};
+    const simd::StatsConsts c{p.ec.scale_inv, bits_of(p.ec.te_threshold) & 0x7FFFFFFFu, p.ec.limit[0],
+                              p.ec.limit[1], p.sub_max_code, p.dec_err};
     const float scale = p.scale;
     for (std::size_t t0 = 0; t0 < count; t0 += kTile) {
         const std::size_t m = std::min(kTile, count - t0);
@@ -334,7 +278,7 @@ void run_fast(const void* data, std::size_t first, std::size_t count, std::uint6
     part.te_underflow = static_cast<std::int64_t>(acc.qzero) - static_cast<std::int64_t>(acc.zeros);
     part.amax = float_of(acc.amax);
     part.min_nonzero = acc.min_nonzero == 0xFFFFFFFFu ? 0.0 : float_of(acc.min_nonzero);
-    merge_scalars(into, part);
+    merge(into, part);
 }
 
 // Statistics of elements [first, first + count) (count <= kChunk), serial, in index order.
@@ -361,41 +305,28 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
     double amax = 0, mn = INFINITY, sx2[kStatsLanes] = {}, se2[kStatsLanes] = {};
     const bool stochastic = p.policy.rounding == Rounding::stochastic;
     for (std::size_t i = 0; i < count; ++i) {
-        const double x = xs[i];
         const std::uint32_t s = ss[i];
         const std::uint8_t q = qs[i];
-        const double ax = std::fabs(x);
-        const double dq = p.dec[q];
         ++hist[hist_bin(s)];
-        nz_x += x != 0.0 || x != x;  // count_nonzero counts NaN
-        nz_q += dq != 0.0 || dq != dq;
-        if (!(ax <= DBL_MAX)) {  // NaN or Inf input: counted, kept out of every sum
-            if (x != x) ++nan;
-            else {
-                ++inf;
-                te_over += ax > p.te_threshold;
-            }
-            continue;
-        }
-        te_over += ax > p.te_threshold;
-        if (ax == 0.0) {
-            ++zeros;
-        } else {
-            under += p.cls[q] == 0;
-            sub += p.cls[q] == 1;
-            if (ax < mn) mn = ax;
-        }
-        if (ax > amax) amax = ax;
-        const std::uint32_t mag = s & 0x7FFFFFFFu;
-        if (!stochastic) {
-            over += mag > p.limit[s >> 31];
-        } else if (mag > p.max_bits) {
-            over += overflows(p, float_of(s), emu::stochastic_bits(p.seed, index0 + i));
-        }
-        sx2[i % kStatsLanes] += x * x;
-        const double xh = dq * p.scale_inv;  // exact: a short code value times a float
-        const double e = x - xh;
-        se2[i % kStatsLanes] += std::isfinite(xh) ? e * e : INFINITY;
+        const numerics::Element e = numerics::element_step(xs[i], p.kind[q], p.dec[q], p.ec, [&] {
+            return stochastic ? numerics::stochastic_overflows(p.ec, p.format, p.policy, s,
+                                                               emu::stochastic_bits(p.seed, index0 + i))
+                              : numerics::overflows(p.ec, s);
+        });
+        nz_x += e.nonzero_x;
+        nz_q += e.nonzero_q;
+        nan += e.nan;
+        inf += e.inf;
+        te_over += e.te_overflow;
+        if (!e.finite) continue;  // NaN or Inf input: counted, kept out of every sum
+        zeros += e.zero;
+        under += e.underflow;
+        sub += e.subnormal;
+        over += e.overflow;
+        if (!e.zero && e.abs_x < mn) mn = e.abs_x;
+        if (e.abs_x > amax) amax = e.abs_x;
+        sx2[i % kStatsLanes] += e.x2;
+        se2[i % kStatsLanes] += e.err2;
     }
     part.numel = count;
     part.zeros = zeros;
@@ -412,7 +343,7 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
         part.sum_x2 += sx2[l];
         part.sum_err2 += se2[l];
     }
-    merge_scalars(into, part);
+    merge(into, part);
 }
 
 using RunFn = void (*)(const void*, std::size_t, std::size_t, std::uint64_t, const Prepared&, Scratch&,
@@ -458,27 +389,6 @@ const char* stats_loop(Format format, Wide type, const Policy& policy) {
                                                                                                  : "general";
 }
 
-double QuantStats::mse() const {
-    const std::uint64_t n = finite();
-    return n == 0 ? std::numeric_limits<double>::quiet_NaN() : sum_err2 / static_cast<double>(n);
-}
-
-double QuantStats::sqnr_db() const {
-    if (sum_err2 == 0.0) return INFINITY;
-    if (sum_x2 == 0.0) return -INFINITY;
-    return 10.0 * std::log10(sum_x2 / sum_err2);
-}
-
-double QuantStats::dynamic_range_binades() const {
-    if (min_nonzero == 0.0) return 0.0;
-    return std::log2(amax) - std::log2(min_nonzero);
-}
-
-void QuantStats::merge(const QuantStats& o) {
-    merge_scalars(*this, o);
-    for (std::size_t b = 0; b < kExpHistBins; ++b) exp_hist[b] += o.exp_hist[b];
-}
-
 QuantStats compute_stats(const void* data, Wide type, std::size_t n, const QuantConfig& cfg) {
     if (!(cfg.scale > 0.0f) || std::isinf(cfg.scale))
         throw std::invalid_argument(fmt::format("compute_stats: scale {} must be finite and > 0", cfg.scale));
@@ -505,7 +415,7 @@ QuantStats compute_stats(const void* data, Wide type, std::size_t n, const Quant
 #pragma omp critical(fp8kit_stats_hist)
         for (std::size_t b = 0; b < kExpHistBins; ++b) total.exp_hist[b] += hist[b];
     }
-    for (const auto& part : parts) merge_scalars(total, part);
+    for (const auto& part : parts) merge(total, part);
     return total;
 }
 
@@ -595,14 +505,6 @@ BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
     return b;
 }
 
-namespace {
-
-ScalePair block_scale(const BlockRecipe& b, float amax) {
-    return rule_scale(b.rule, b.format, amax, b.epsilon, b.pow2, b.value_for_inf, 0);
-}
-
-}  // namespace
-
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br) {
     if (br.block_rows < 0 || br.block_cols < 0 || (br.block_rows == 0) != (br.block_cols == 0))
@@ -622,6 +524,8 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     };
     std::vector<BlockPart> parts(out.blocks);
     const Prepared base = prepare(br.format, 1.0f, 1.0f, br.policy, 0);
+    const numerics::ScaleParams rule =
+        numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0);
     const RunFn fn = run_for(type, base);
 #pragma omp parallel if (rows * cols > kChunk)
     {
@@ -639,7 +543,7 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
                 const double a = amax_any(data, type, r * cols + c0, c1 - c0);
                 if (a > am) am = a;
             }
-            const ScalePair sp = block_scale(br, static_cast<float>(am));
+            const numerics::BlockScale sp = numerics::rule_scale(rule, static_cast<float>(am));
             out.scale_inv[static_cast<std::size_t>(t)] = sp.scale_inv;
             set_scale(p, sp.scale, sp.scale_inv);
             Scalars block;
@@ -650,11 +554,11 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
                 }
             parts[static_cast<std::size_t>(t)] = {block.amax, block.min_nonzero, block.sum_x2, block.sum_err2};
             block.sum_x2 = block.sum_err2 = 0;
-            merge_scalars(counts, block);
+            merge(counts, block);
         }
 #pragma omp critical(fp8kit_block_counts)
         {
-            merge_scalars(out.total, counts);
+            merge(out.total, counts);
             for (std::size_t b = 0; b < kExpHistBins; ++b) out.total.exp_hist[b] += hist[b];
         }
     }
@@ -667,7 +571,7 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
         sums.min_nonzero = bp.min_nonzero;
         sums.sum_x2 = bp.sum_x2;
         sums.sum_err2 = bp.sum_err2;
-        merge_scalars(out.total, sums);
+        merge(out.total, sums);
         const float si = out.scale_inv[t];
         ++out.scale_inv_exp_hist[hist_bin(bits_of(si))];
         if (std::isfinite(si)) {

@@ -1,4 +1,8 @@
 // AVX-512 (F only) element kernel of compute_stats; the contract is in statistics_simd.hpp.
+// Each predicate is numerics::element_step's test on the bits, for float32 x (a = |x| bits,
+// s = bits of fl32(x * scale), cm = code magnitude): nan a > Inf; inf a == Inf; zero a == 0;
+// te_overflow Inf >= a > te_threshold; overflow (x finite) |s| > limit[sign of s]; underflow and
+// subnormal: x finite nonzero with code kind zero / subnormal (cm == 0 / 1 <= cm <= sub_max_code).
 #include "stats/statistics_simd.hpp"
 
 #if defined(__x86_64__) && defined(__AVX512F__)

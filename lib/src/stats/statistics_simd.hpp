@@ -1,6 +1,8 @@
 // Internal: the AVX-512 element kernel of compute_stats (statistics_avx512.cpp, compiled with
 // -mavx512f and without floating-point contraction; called only after a run-time CPU check).
-// It gives bit for bit what the portable loop in statistics.cpp gives: counts and extremes are
+// It gives bit for bit what the portable loop in statistics.cpp gives: each vector predicate is
+// the bit form of a test of numerics::element_step (numerics/element_stats.hpp), with the same
+// numerics::ElementConsts (te_threshold, overflow limits, scale_inv); counts and extremes are
 // exact, and each binary64 sum is kept in kStatsLanes partial sums, element i of a chunk going
 // to lane i % kStatsLanes in index order, exactly as the portable loop adds them.
 #pragma once
@@ -13,9 +15,9 @@ namespace fp8kit::simd {
 inline constexpr std::size_t kStatsLanes = 8;
 
 struct StatsConsts {
-    double scale_inv;              // exact binary64 value of the float32 scale_inv
-    std::uint32_t te_threshold;    // magnitude bits of fl32(fmax * scale_inv)
-    std::uint32_t limit_pos, limit_neg;  // largest scaled magnitude bits that do not overflow
+    double scale_inv;              // ElementConsts::scale_inv
+    std::uint32_t te_threshold;    // magnitude bits of ElementConsts::te_threshold
+    std::uint32_t limit_pos, limit_neg;  // ElementConsts::limit[0], limit[1]
     std::uint32_t sub_max_code;    // code magnitudes 1..sub_max_code are subnormal, 0 is zero
     const double* dec_err;         // 256 decoded code values, NaN codes as +Inf
 };

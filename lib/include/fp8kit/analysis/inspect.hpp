@@ -25,12 +25,9 @@ struct Options {
 // windowed): a dump holds a few steps, not the history such a recipe needs.
 void check_recipe(const RecipeSpec& r);
 
-// Recipe role of a dump role: gradients are `grad`, weights `weight`, everything else `input`.
-Role recipe_role(dump::Role r);
-
 struct Result {
     Format format;
-    Role role;              // the recipe role used
+    Role role;              // the recipe slot used: recipe_slot(tensor role)
     Granularity granularity;
     float amax = 0;         // amax_of over the tensor (the amax the scale comes from)
     ScalePair scale{};      // per-tensor recipes

@@ -83,7 +83,7 @@ public:
 
     // [candidate][series]
     const std::vector<std::vector<Outcome>>& per_tensor() const { return per_tensor_; }
-    // [candidate] per class (Role::input, weight, grad)
+    // [candidate] per class (Role::activation, weight, grad)
     Outcome per_class(std::size_t candidate, Role cls) const;
     // Smallest margin in 0..4 whose sibling candidate (same history, algo, format) has no
     // overflowing step on `series` (or the whole class when series < 0); -1 when none.

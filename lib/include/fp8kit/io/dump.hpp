@@ -19,18 +19,16 @@
 #include <vector>
 
 #include "fp8kit/convert/names.hpp"
+#include "fp8kit/numerics/roles.hpp"
 
 namespace fp8kit::dump {
 
-// What a tensor is in training; decides the default FP8 format (E5M2 for gradients).
-enum class Role : std::uint8_t { activation, weight, gradient, optimizer_state, unknown };
-std::string_view name(Role r);  // "activation", "weight", "gradient", "optimizer_state", "unknown"
-// Accepts the names above and common spellings ("optimizer-state", "grad", "act", ...).
-std::optional<Role> parse_role(std::string_view s);
-
-// Guesses from a tensor's name (path components and their tokens). Gradient words win over
-// weight words ("weight.grad" is a gradient), optimizer words over both ("weight/exp_avg").
-Role guess_role(std::string_view path);
+// What a tensor is in training, its names, the parser of its spellings and the guess from a
+// tensor's name: numerics/roles.hpp (one definition for the library, the CLI and Python).
+using numerics::Role;
+using numerics::name;
+using numerics::parse_role;
+using numerics::guess_role;
 // The step named by the innermost path component that carries one: step_12, step12, step-12,
 // iter_000012, iter12, iteration=12, it_12 (case-insensitive).
 std::optional<std::int64_t> guess_step(std::string_view path);

@@ -19,16 +19,9 @@ struct TraceError : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-// Tensor classes as users say them; Role::input is "activation" (inputs and outputs of a layer).
-std::string_view class_name(Role r);  // "activation", "weight", "gradient"
-// Gradient when a name token is grad/gradient/grads/wgrad/dgrad (so grad_output, weight.grad and
-// down_proj_gradient are gradients), else weight when a token is weight/weights, else activation.
-// Tokens are the name split at every character that is not a letter or digit, case-insensitive.
-Role classify(std::string_view tensor_name);
-
 struct Series {
     std::string tensor;               // name as in the file ("" when the CSV has no tensor column)
-    Role role = Role::input;          // classify(tensor)
+    Role role = Role::activation;     // recipe_slot(guess_role(tensor)): activation, weight or gradient
     std::vector<std::int64_t> steps;  // strictly increasing
     std::vector<float> amax;          // float32 as TE keeps it; Inf and NaN allowed
     std::vector<std::size_t> lines;   // line of each entry in its file (1-based)

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fp8kit/convert/names.hpp"
+#include "fp8kit/numerics/element_stats.hpp"
 #include "fp8kit/recipes.hpp"
 
 namespace fp8kit {
@@ -17,37 +18,19 @@ namespace fp8kit {
 // Exponent histogram of s = fl32(x * scale): bin kExpHistZeroBin holds s == +-0, bins
 // exp_hist_bin(e) hold floor(log2|s|) = e for e in [-149, 127] (float32 subnormals included,
 // read from the bits), kExpHistNonfiniteBin holds NaN/Inf inputs and finite x with Inf s.
-inline constexpr int kExpHistMinExp = -149;
-inline constexpr int kExpHistMaxExp = 127;
-inline constexpr std::size_t kExpHistZeroBin = 0;
-inline constexpr std::size_t kExpHistNonfiniteBin = kExpHistMaxExp - kExpHistMinExp + 2;  // 278
-inline constexpr std::size_t kExpHistBins = kExpHistNonfiniteBin + 1;                     // 279
-constexpr std::size_t exp_hist_bin(int e) { return static_cast<std::size_t>(e - kExpHistMinExp + 1); }
-constexpr int exp_hist_exponent(std::size_t bin) { return static_cast<int>(bin) + kExpHistMinExp - 1; }
+// The binning and the per-element definitions are numerics/element_stats.hpp.
+inline constexpr int kExpHistMinExp = numerics::kHistogramMinExp;
+inline constexpr int kExpHistMaxExp = numerics::kHistogramMaxExp;
+inline constexpr std::size_t kExpHistZeroBin = numerics::kHistogramZeroBin;
+inline constexpr std::size_t kExpHistNonfiniteBin = numerics::kHistogramNonfiniteBin;  // 278
+inline constexpr std::size_t kExpHistBins = numerics::kHistogramBins;                  // 279
+constexpr std::size_t exp_hist_bin(int e) { return static_cast<std::size_t>(numerics::histogram_bin_of_exponent(e)); }
+constexpr int exp_hist_exponent(std::size_t bin) { return numerics::histogram_exponent(static_cast<int>(bin)); }
 
-struct QuantStats {
-    std::uint64_t numel = 0;
-    std::uint64_t zeros = 0;      // inputs equal to +-0
-    std::uint64_t nan = 0;        // NaN inputs
-    std::uint64_t inf = 0;        // +-Inf inputs
-    std::uint64_t underflow = 0;  // nonzero inputs whose code is +-0 (NaN/Inf inputs never)
-    std::uint64_t subnormal = 0;  // nonzero inputs whose code is a nonzero subnormal
-    std::uint64_t overflow = 0;   // finite inputs with fl32(x*scale) rounding past max finite
-    std::int64_t te_underflow = 0;  // TE: count_nonzero(x) - count_nonzero(decode(q))
-    std::uint64_t te_overflow = 0;  // TE: #{|x| > fl32(fmax * scale_inv)} (NaN never counted)
-    double amax = 0;         // max |x| over finite x (0 when none)
-    double min_nonzero = 0;  // min nonzero finite |x| (0 when none)
-    double sum_x2 = 0;       // sum over finite x of x^2, binary64
-    double sum_err2 = 0;     // sum over finite x of (x - x^)^2, binary64; +Inf if a finite x got a
-                             // NaN/Inf code (no-saturate overflow)
-    std::array<std::uint64_t, kExpHistBins> exp_hist{};
-
-    std::uint64_t finite() const { return numel - nan - inf; }
-    double mse() const;                    // sum_err2 / finite(); NaN when there is no finite input
-    double sqnr_db() const;                // 10 log10(sum_x2 / sum_err2); +Inf when sum_err2 == 0
-    double dynamic_range_binades() const;  // log2(amax) - log2(min_nonzero); 0 when no nonzero
-    void merge(const QuantStats& o);       // counts add, min/max combine, sums add
-};
+// numel, zeros, nan, inf, underflow, subnormal, overflow, te_underflow, te_overflow, amax,
+// min_nonzero, sum_x2, sum_err2, exp_hist; finite(), mse(), sqnr_db(), dynamic_range_binades(),
+// merge(): the type the CUDA statistics kernel returns too (numerics/element_stats.hpp).
+using numerics::QuantStats;
 
 struct QuantConfig {
     Format format;
