@@ -83,6 +83,7 @@ def test_scale_rule_hand_worked():
     assert f(1.0, margin=2) == 64.0
     assert f(1.0, fp_max=65504.0) == 32768.0
     assert f(1.0, fp_max=57344.0) == 32768.0
+    assert f(np.uint32(0x3FE00001).view(f32)) == 256.0  # float32 log2 rounds 7.9999999 up to 8
 
 
 def test_scale_rule_random():

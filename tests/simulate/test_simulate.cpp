@@ -43,6 +43,17 @@ TEST_CASE("compute_scaling_factor: MS-AMP's steps in order", "[simulate]") {
     CHECK(std::isinf(compute_scaling_factor(1e-36f, 1.0f, kE4M3Max, 0)));
     CHECK(std::isinf(compute_scaling_factor(1e-40f, 1.0f, kE4M3Max, 0)));
     CHECK(std::isinf(compute_scaling_factor(1e-45f, 1.0f, kE4M3Max, 0)));
+    // torch's float32 log2: q = 255.99998 (amax = 1.75 + 1 ulp) has log2 8 - 9e-8, which rounds to
+    // 8.0 in float32: the scale is 256, not the exact floor's 128, and amax * scale exceeds 448.
+    float a1;
+    const std::uint32_t a1_bits = 0x3FE00001u;
+    std::memcpy(&a1, &a1_bits, 4);
+    CHECK(compute_scaling_factor(a1, 1.0f, kE4M3Max, 0) == 256.0f);
+    CHECK(e4m3_to_float(to_e4m3_satfinite(a1 * 256.0f)) == 448.0f);  // the saturating cast clamps
+    float a2;
+    const std::uint32_t a2_bits = 0x3FE00002u;  // q = 255.99995: log2 rounds below 8
+    std::memcpy(&a2, &a2_bits, 4);
+    CHECK(compute_scaling_factor(a2, 1.0f, kE4M3Max, 0) == 128.0f);
 }
 
 TEST_CASE("FP8 hop: saturating E4M3 sum, and half == float32 on every pair", "[simulate]") {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "fp8kit/emu/formats.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
 #include "fp8kit/simulate.hpp"
 
 namespace fp8kit::simulate {
@@ -16,28 +17,11 @@ constexpr emu::Policy kSatfinite{emu::Rounding::nearest_even, emu::Overflow::sat
 constexpr emu::Policy kIeee{emu::Rounding::nearest_even, emu::Overflow::no_saturate,
                             emu::NanEncoding::canonical};
 
-// torch.log2 on a float32 tensor: log2f, taken here as correctly rounded (the binary64 log2
-// rounded to float32). Within half a float32 ulp of an integer k it returns k, also for q just
-// below 2^k, where the exact floor would be k - 1: MS-AMP's scale is then twice the exact one.
-// CUDA's log2f (1 ulp) can differ from the correctly rounded value in that band.
-float log2f_rounded(float q) { return static_cast<float>(std::log2(static_cast<double>(q))); }
-
 }  // namespace
 
+// The rule is written once, in fp8kit::numerics (scale_rules.hpp).
 float compute_scaling_factor(float amax, float scale, float fp_max, int margin) {
-    // 1. TorchScript: `fp_max / amax` is `torch.reciprocal(amax) * fp_max`.
-    const float q = (1.0f / amax) * fp_max;
-    // 2. exp = floor(log2(q)) - margin, float32 (log2 of 0 is -Inf, of a negative or NaN q NaN)
-    float e = std::floor(log2f_rounded(q)) - static_cast<float>(margin);
-    // 3. sf = round(2^|exp|): a power of two, Inf past 2^127, NaN for a NaN exp.
-    const float a = std::fabs(e);
-    float sf = std::isnan(a) ? a : (a > 127.0f ? std::numeric_limits<float>::infinity() : std::ldexp(1.0f, static_cast<int>(a)));
-    // 4. and 5. the old scale where amax is not positive, then where it is not finite.
-    if (!(amax > 0.0f)) sf = scale;
-    if (!std::isfinite(amax)) sf = scale;
-    // 6. the inverse where exp < 0 (NaN compares false).
-    if (e < 0) sf = 1.0f / sf;
-    return sf;
+    return numerics::msamp_scale(amax, scale, fp_max, margin);
 }
 
 std::uint8_t to_e4m3_satfinite(float x) {
