@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes data/example/msamp_ranks/rank{0..3}.h5: a dump with several ranks and several steps that
-holds exp_avg and exp_avg_sq, for `fp8kit simulate msamp` (docs/msamp.md, "The multi-rank dump").
+holds exp_avg and exp_avg_sq, for `fp8kit simulate msamp` (docs/msamp.md, "The bundled dumps").
 
 Made with numpy from the real tensors of data/example/llama_tiny_dump.h5 (no GPU, no torch):
   - parameters: the 7 Linear layers of model.layers.1, starting from their real weight, exp_avg
