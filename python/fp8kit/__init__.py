@@ -91,6 +91,7 @@ from ._recipes import DelayedScaling, MsampScaling, amax, presets, recipe, recip
 from ._validate import validate  # noqa: E402
 from ._dump import DumpError, inspect, read_dump  # noqa: E402
 from ._replay import TraceError, overflows, read_trace, replay, sweep  # noqa: E402
+from . import _simulate as msamp  # noqa: E402
 
 __all__ += ["stats", "amax", "presets", "recipe", "recipe_scale", "DelayedScaling", "MsampScaling",
             "validate", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",

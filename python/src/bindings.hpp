@@ -39,5 +39,6 @@ void bind_recipes(pyb::module_& m);
 void bind_validate(pyb::module_& m);
 void bind_dump(pyb::module_& m);
 void bind_replay(pyb::module_& m);
+void bind_simulate(pyb::module_& m);
 
 }  // namespace fp8kit::py

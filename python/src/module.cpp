@@ -10,4 +10,5 @@ PYBIND11_MODULE(_fp8kit, m) {
     fp8kit::py::bind_validate(m);
     fp8kit::py::bind_dump(m);
     fp8kit::py::bind_replay(m);
+    fp8kit::py::bind_simulate(m);
 }

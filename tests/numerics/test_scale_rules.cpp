@@ -109,11 +109,13 @@ TEST_CASE("MS-AMP compute_scaling_factor, step by step in its order", "[numerics
     CHECK(bits(msamp_scale(from_bits(p2(-118)), 1.0f, 448.0f, 0)) == p2(126));
     // The reciprocal matters: amax = 1.75 * 2^126. 448 / amax would be 2^-118 exactly, but
     // 1/amax = (4/7) 2^-126 is a subnormal, rounded to 4793490 * 2^-149 (0x492492), and
-    // 4793490 * 448 = 2^31 - 128, so the ratio is 2^-118 (1 - 2^-24) -> floor(log2) = -119 -> 2^-119.
-    CHECK(bits(msamp_scale(from_bits(0x7EE00000u), 1.0f, 448.0f, 0)) == p2(-119));
+    // 4793490 * 448 = 2^31 - 128, so the ratio is 2^-118 (1 - 2^-24). Its log2, -118 - 8.6e-8,
+    // rounds to -118.0 in float32 (torch.log2; numpy agrees), so exp = -118 and the scale 2^-118
+    // (the exact floor would give -119).
+    CHECK(bits(msamp_scale(from_bits(0x7EE00000u), 1.0f, 448.0f, 0)) == p2(-118));
     // FLT_MAX: 1/FLT_MAX rounds to the subnormal 2^-128, * 448 = 1.75 * 2^-120 -> 2^-120.
     CHECK(bits(msamp_scale(from_bits(kFltMaxBits), 1.0f, 448.0f, 0)) == p2(-120));
-    // |exp| past 127: the same amax with margin 10 gives exp -129, 2^129 = Inf in float32, 1/Inf = 0.
+    // |exp| past 127: the same amax with margin 10 gives exp -128, 2^128 = Inf in float32, 1/Inf = 0.
     CHECK(bits(msamp_scale(from_bits(0x7EE00000u), 1.0f, 448.0f, 10)) == 0u);
 }
 

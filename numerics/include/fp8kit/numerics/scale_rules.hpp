@@ -70,6 +70,19 @@ FP8KIT_HD int floor_log2(float v) {
     return -149 + lead;
 }
 
+// floor(log2(v)) with torch.log2's float32 result (MS-AMP's TorchScript step), taken as correctly
+// rounded: the binary64 log2 rounded to float32, then floored. Within half a float32 ulp of an
+// integer k it is k also for v just below 2^k, where the exact floor_log2 gives k - 1 (docs/msamp.md).
+FP8KIT_HD int floor_log2_f32(float v) {
+#if defined(__CUDA_ARCH__)
+    const float l = static_cast<float>(::log2(static_cast<double>(v)));
+#else
+    const float l = static_cast<float>(std::log2(static_cast<double>(v)));
+#endif
+    const int f = static_cast<int>(l);
+    return static_cast<float>(f) > l ? f - 1 : f;
+}
+
 // 2^e as a float32: exact for e in [-149, 127]; 0 below and Inf above, as float32 arithmetic gives.
 FP8KIT_HD float pow2f(int e) {
     if (e > 127) return float_of(0x7F800000u);
@@ -149,7 +162,7 @@ FP8KIT_HD float torchao_scale(float amax, float fmax, double eps, bool pow2) {
 // float32 tensors, transcribed step by step in its order:
 //   1. ratio = fp_max / amax: TorchScript evaluates `float / Tensor` as reciprocal(amax) * fp_max
 //      (torch/csrc/jit/frontend/builtin_functions.cpp), so fl32(fl32(1 / amax) * fp_max);
-//   2. exp = floor(log2(ratio)) - margin (log2 of 0 is -Inf, of Inf is Inf, of a negative NaN);
+//   2. exp = floor(log2(ratio)) - margin, log2 in float32 (log2 of 0 is -Inf, of Inf Inf, of < 0 NaN);
 //   3. sf = round(2^|exp|) (Inf past 2^127);
 //   4. sf = previous where not (amax > 0);
 //   5. sf = previous where amax is not finite;
@@ -163,7 +176,7 @@ FP8KIT_HD float msamp_scale(float amax, float previous_scale, float fmax, int ma
     if (is_nan(ratio) || ratio < 0.0f) kind = kNan;                            // log2(<0) = NaN
     else if (ratio == 0.0f) kind = kMinusInf;
     else if (is_inf(ratio)) kind = kPlusInf;
-    else e = floor_log2(ratio) - margin;
+    else e = floor_log2_f32(ratio) - margin;                                 // float32 log2
     const int mag = e < 0 ? -e : e;
     float sf = (kind == kNan) ? float_of(0x7FC00000u)                          // step 3
                : (kind != kFinite || mag > 127) ? float_of(0x7F800000u) : pow2f(mag);

@@ -1,0 +1,205 @@
+// Simulation of MS-AMP's FP8 weight-gradient all-reduce and its O2 optimizer states (FP8 first
+// moment, FP16 second moment, FP16 master weights), from tensors of a real run. Every float32 step
+// follows the operation order of MS-AMP's source and every cast is fp8kit's bit-exact conversion
+// under the policy of the code that casts; docs/msamp.md gives each formula with its source file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fp8kit::simulate {
+
+// fp_max per format, as msamp/common/dtype/floating.py computes it.
+inline constexpr float kE4M3Max = 448.0f, kE5M2Max = 57344.0f, kF16Max = 65504.0f;
+
+// ScalingMeta.compute_scaling_factor (msamp/common/tensor/meta.py), a TorchScript function, in its
+// step order and float32 arithmetic. TorchScript evaluates `fp_max / amax` as
+// `reciprocal(amax) * fp_max` (two roundings), and `1 / sf` as `reciprocal(sf)`:
+//   1. q = fl32(fl32(1 / amax) * fp_max)
+//   2. exp = floor(log2f(q)) - margin         (float32 log2, correctly rounded; docs/msamp.md)
+//   3. sf = round(2^|exp|)                    (Inf past 2^127)
+//   4. sf = scale where !(amax > 0)
+//   5. sf = scale where amax is not finite
+//   6. sf = fl32(1 / sf) where exp < 0        (after 4 and 5: an Inf amax gives 1/scale)
+float compute_scaling_factor(float amax, float scale, float fp_max, int margin);
+
+// The casts on each path (bit-exact, emu::convert):
+std::uint8_t to_e4m3_satfinite(float x);  // TE cast_to_fp8 and __nv_fp8_e4m3(float): RNE, saturating
+std::uint8_t half_to_e4m3_satfinite(std::uint16_t h);  // __nv_fp8_e4m3(__half)
+float e4m3_to_float(std::uint8_t code);
+std::uint16_t to_f16(float x);  // __float2half / Tensor.to(torch.float16): RNE, Inf on overflow
+float f16_to_float(std::uint16_t h);
+
+// ---- FP8 gradient all-reduce -----------------------------------------------------------------
+
+// The order in which the FP8 partial sums are formed (each hop rounds back to E4M3):
+//   rank: ((r0 + r1) + r2) + ...;
+//   ring: NCCL ring reduce-scatter: the element's chunk c (of N equal chunks) is summed starting at
+//         rank c+1 and going round to rank c;
+//   tree: balanced pairwise tree ((r0+r1)+(r2+r3))+...
+enum class Order : std::uint8_t { rank, ring, tree };
+inline constexpr Order kAllOrders[] = {Order::rank, Order::ring, Order::tree};
+std::string_view name(Order o);
+Order parse_order(std::string_view s);  // throws std::invalid_argument
+
+// How one hop adds two E4M3 values (msccl-executor-nccl src/device/reduce_kernel.h, FuncSum):
+//   half:    __nv_fp8_e4m3(__hadd(__half(x), __half(y)))   (sm_80 and newer)
+//   float32: __nv_fp8_e4m3(float(x) + float(y))             (older GPUs)
+enum class HopArith : std::uint8_t { half, float32 };
+std::uint8_t fp8_add(std::uint8_t a, std::uint8_t b, HopArith h);
+
+// ddp: msamp/nn/distributed.py (_ScalingTensorReducer), scale times 1/sqrt(N);
+// non_ddp: common/tensor/cast.py cast_to_fp8(sync=True) + tensor_dist.py all_reduce_avg (no pre-scale).
+enum class Path : std::uint8_t { ddp, non_ddp };
+std::string_view name(Path p);
+
+// The gradients of N ranks, produced block by block so N = 1024 copies of a large tensor are never
+// held at once.
+class RankSource {
+public:
+    virtual ~RankSource() = default;
+    virtual int ranks() const = 0;
+    virtual std::size_t size() const = 0;
+    virtual void fill(int rank, std::size_t first, std::size_t count, float* out) const = 0;
+};
+// Ranks given explicitly (each vector one rank, all of one size).
+std::unique_ptr<RankSource> explicit_ranks(std::vector<std::vector<float>> ranks);
+// One gradient split into N ranks (docs/msamp.md, "perturbation model"): rank r holds
+// fl32(g * fl32(1 + spread * u)), u = +-U(r/2, i) in [-1, 1) from splitmix64(seed, r/2, i), with
+// the sign + for even r and - for odd r (the last rank of an odd N takes u = 0), so the ranks
+// average to g up to float32 rounding.
+std::unique_ptr<RankSource> split_ranks(std::vector<float> g, int n, double spread, std::uint64_t seed);
+
+struct AllReduceOptions {
+    Path path = Path::ddp;
+    HopArith hop = HopArith::half;
+    float old_scale = 1.0f;  // meta.scale before this step (ScalingMeta starts at 1)
+};
+
+// One order's result.
+struct OrderResult {
+    Order order;
+    std::vector<std::uint8_t> codes;  // the summed E4M3 codes
+    std::vector<float> values;        // fl32(e4m3(code) * scale_inv): ScalingTensor.float()
+    std::uint64_t hop_overflows = 0;  // hops whose sum before the cast exceeded 448 in magnitude
+    double max_partial = 0;           // largest |partial sum| before the cast, in scaled units
+    // against the exact mean (float64 sum of the ranks' float32 values / N):
+    double rel_error = 0;  // ||result - mean|| / ||mean|| (L2)
+    double sqnr_db = 0;    // 10 log10(sum mean^2 / sum (result - mean)^2); Inf when equal
+    std::uint64_t underflow = 0;  // elements with mean != 0 and result 0
+    std::uint64_t nonfinite = 0;  // result NaN or Inf
+};
+
+struct AllReduceResult {
+    int ranks = 0;
+    std::size_t size = 0;
+    float amax = 0;       // MAX over ranks of max|g_r|, NaN and +Inf mapped to +Inf first
+    float scale = 0;      // the cast's scale (DDP: compute_scaling_factor * fl32(1/sqrt(N)))
+    float scale_inv = 0;  // fl32(fl32(1/scale) / N), the scale_inv after div_(N)
+    std::uint64_t cast_underflow = 0;   // rank elements != 0 whose cast gives a zero code
+    std::uint64_t cast_saturated = 0;   // rank elements with |g * scale| > 448 (clamped)
+    std::uint64_t cast_nonzero = 0;     // rank elements != 0
+    std::vector<OrderResult> orders;    // in the order asked for
+    double order_spread = 0;   // max over elements of (max - min over orders) / RMS(mean)
+    std::uint64_t order_differs = 0;  // elements whose codes differ between two orders
+    int extra_margin = 0;  // smallest k >= 0 with every partial sum, summed exactly in the same orders
+                           // (no rounding, no clamp), / 2^k <= 448: the margin that avoids clamping
+};
+
+AllReduceResult fp8_allreduce(const RankSource& src, const std::vector<Order>& orders,
+                              const AllReduceOptions& opts = {});
+
+// ---- O2 optimizer states -------------------------------------------------------------------
+
+struct AdamHyper {
+    double lr = 3e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
+    bool bias_correction = true;
+};
+
+// One parameter tensor under LBAdamW (msamp/optim/adamw.py, adamw.cu) with exp_avg in E4M3 with
+// scale and exp_avg_sq in FP16 with scale, next to the FP32 AdamW reference (same kernel
+// expressions, FP32 states and weights). The master weight is FP16 with scale
+// ((x * scale).to(fp16), cast.py cast_to_fp16) when fp16_master, else FP32.
+class MsampAdam {
+public:
+    // Initial FP32 weights and states (exp_avg / exp_avg_sq may be empty: zeros); `step` is the
+    // number of optimizer steps already taken. FP32 states are cast as TypeCast.cast_to_fp8 /
+    // cast_to_fp16 cast an FP32 tensor.
+    MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq,
+              AdamHyper h, std::int64_t step = 0, bool fp16_master = true);
+    void step(const std::vector<float>& grad);  // one step of both (throws on a size mismatch)
+
+    std::size_t size() const { return w32_.size(); }
+    std::int64_t steps() const { return step_; }
+    // The simulated state.
+    const std::vector<std::uint8_t>& m_codes() const { return m_q_; }
+    const std::vector<std::uint16_t>& v_bits() const { return v_q_; }
+    const std::vector<std::uint16_t>& master_bits() const { return w_q_; }
+    float m_scale() const { return m_scale_; }
+    float v_scale() const { return v_scale_; }
+    float master_scale() const { return w_scale_; }
+    std::vector<float> weight() const;      // the simulated weights as float32 (dequantized master)
+    std::vector<float> m_dequantized() const;  // fl32(e4m3(code) * fl32(1 / m_scale))
+    std::vector<float> v_dequantized() const;
+    // The FP32 reference.
+    const std::vector<float>& ref_weight() const { return w32_; }
+    const std::vector<float>& ref_m() const { return m32_; }
+    const std::vector<float>& ref_v() const { return v32_; }
+    const std::vector<float>& initial_weight() const { return w0_; }
+
+private:
+    AdamHyper h_;
+    std::int64_t step_;
+    bool fp16_master_;
+    std::vector<float> w0_, w32_, m32_, v32_, wsim_;  // wsim_: FP32 master when !fp16_master
+    std::vector<std::uint8_t> m_q_;
+    std::vector<std::uint16_t> v_q_, w_q_;
+    float m_scale_ = 1, v_scale_ = 1, w_scale_ = 1;
+};
+
+// How far the simulation is from the FP32 reference.
+struct AdamReport {
+    std::int64_t steps = 0;
+    std::uint64_t m_underflow = 0, v_underflow = 0;  // reference != 0, stored state dequantizes to 0
+    std::uint64_t m_nonzero = 0, v_nonzero = 0;
+    double m_rel_error = 0, v_rel_error = 0;  // L2, dequantized state vs reference state
+    double update_rel_error = 0;  // ||(w_sim - w0) - (w_ref - w0)|| / ||w_ref - w0||
+    double weight_max_abs_diff = 0;
+    float m_scale = 0, v_scale = 0;
+};
+AdamReport report(const MsampAdam& a);
+
+}  // namespace fp8kit::simulate
+
+// ---- Reading a run's dumps ------------------------------------------------------------------
+namespace fp8kit::simulate {
+
+// The tensors of one parameter in one or more dumps (one file per rank). A dataset is named
+// <...>/<parameter path>/<leaf>, with the step in a path component or a `step` attribute
+// (docs/dumps.md); leaves: `wgrad` or `grad` (the weight gradient), `exp_avg`, `exp_avg_sq`,
+// `weight` (the FP32 master weight). Other datasets are ignored.
+class DumpInput {
+public:
+    // Throws std::invalid_argument naming the file and dataset on any unreadable input, and when
+    // no file holds a weight gradient.
+    explicit DumpInput(const std::vector<std::string>& files, const std::vector<std::string>& include = {});
+    ~DumpInput();
+    DumpInput(DumpInput&&) noexcept;
+    int ranks() const;  // number of files
+    std::vector<std::string> params() const;
+    std::vector<std::int64_t> steps(const std::string& param) const;  // steps with a gradient
+    // The gradient of every rank at `step` (a file without it: std::invalid_argument).
+    std::vector<std::vector<float>> grads(const std::string& param, std::int64_t step);
+    // exp_avg / exp_avg_sq / weight from the first file that has it; empty when none has.
+    std::vector<float> state(const std::string& param, std::int64_t step, const std::string& leaf);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace fp8kit::simulate

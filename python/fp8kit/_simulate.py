@@ -1,0 +1,49 @@
+"""MS-AMP simulation: its scale rule, the FP8 weight-gradient all-reduce over N ranks, and the O2
+optimizer states (E4M3 first moment, FP16 second moment, FP16 master weights). docs/msamp.md."""
+import numpy as np
+
+from . import _fp8kit
+
+ORDERS = ("rank", "ring", "tree")
+
+
+def msamp_scale(amax, scale=1.0, fp_max=448.0, margin=0):
+    """ScalingMeta.compute_scaling_factor in its TorchScript float32 arithmetic, elementwise."""
+    a = np.atleast_1d(np.asarray(amax, dtype=np.float32))
+    s = np.atleast_1d(np.asarray(scale, dtype=np.float32))
+    out = _fp8kit.msamp_compute_scaling_factor(a, s, float(fp_max), int(margin))
+    return out.reshape(np.shape(amax)) if np.ndim(amax) else out[0]
+
+
+def allreduce(grads, ranks=None, orders=ORDERS, path="ddp", hop="half", old_scale=1.0, spread=1.0, seed=0):
+    """MS-AMP's FP8 all-reduce of one weight gradient.
+
+    grads: a 2-D array (ranks x elements), or one gradient with ranks=N to split it into N ranks
+    by the perturbation model (spread, seed). path: 'ddp' (1/sqrt(N) pre-scale) or 'non-ddp'.
+    hop: 'half' (sm_80+ NCCL FP8 sum) or 'float32'. Returns a dict: amax, scale, scale_inv,
+    cast counts, and per order ('rank', 'ring', 'tree') the summed codes, values and errors."""
+    g = np.asarray(grads, dtype=np.float32)
+    orders = [orders] if isinstance(orders, str) else list(orders)
+    if ranks is None:
+        if g.ndim != 2:
+            raise ValueError("grads: a 2-D array (ranks x elements), or pass ranks=N to split one gradient")
+        return _fp8kit.msamp_allreduce(np.ascontiguousarray(g), orders, path, hop, float(old_scale))
+    return _fp8kit.msamp_allreduce_split(np.ascontiguousarray(g.ravel()), int(ranks), float(spread), int(seed),
+                                        orders, path, hop, float(old_scale))
+
+
+def split_rank(grad, ranks, rank, spread=1.0, seed=0):
+    """Rank `rank`'s gradient when `grad` is split into `ranks` ranks (the perturbation model)."""
+    g = np.ascontiguousarray(np.asarray(grad, dtype=np.float32).ravel())
+    return _fp8kit.msamp_split_rank(g, int(ranks), float(spread), int(seed), int(rank))
+
+
+def adam(weight, exp_avg=None, exp_avg_sq=None, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+         bias_correction=True, step=0, fp16_master=True):
+    """An MsampAdam: MS-AMP LBAdamW with E4M3/FP16 states next to the FP32 reference. Call
+    .step(grad) per step; .report() compares the states and weights with FP32."""
+    w = np.ascontiguousarray(np.asarray(weight, dtype=np.float32).ravel())
+    m = np.zeros(0, np.float32) if exp_avg is None else np.asarray(exp_avg, dtype=np.float32).ravel()
+    v = np.zeros(0, np.float32) if exp_avg_sq is None else np.asarray(exp_avg_sq, dtype=np.float32).ravel()
+    return _fp8kit.MsampAdam(w, m, v, float(lr), float(betas[0]), float(betas[1]), float(eps),
+                             float(weight_decay), bool(bias_correction), int(step), bool(fp16_master))

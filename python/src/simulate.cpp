@@ -1,0 +1,143 @@
+// MS-AMP simulation (fp8kit/simulate.hpp): the scale rule, the FP8 gradient all-reduce and the
+// O2 optimizer states.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "bindings.hpp"
+#include "fp8kit/simulate.hpp"
+
+namespace fp8kit::py {
+namespace {
+
+namespace sim = fp8kit::simulate;
+using F32Array = pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>;
+
+// A new 1-D array holding a copy of v. (Not array_t<T>(count, ptr): with this pybind11 that
+// gave an array repeating v[0]; python/src/replay.cpp's to_array has the same problem.)
+template <class T>
+pyb::array_t<T> to_array(const std::vector<T>& v) {
+    pyb::array_t<T> a(std::vector<pyb::ssize_t>{static_cast<pyb::ssize_t>(v.size())});
+    if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(T));
+    return a;
+}
+std::vector<float> to_vector(const F32Array& a) { return std::vector<float>(a.data(), a.data() + a.size()); }
+
+sim::HopArith parse_hop(const std::string& s) {
+    if (s == "half") return sim::HopArith::half;
+    if (s == "float32") return sim::HopArith::float32;
+    throw std::invalid_argument(fmt::format("hop='{}': half or float32", s));
+}
+sim::Path parse_path(const std::string& s) {
+    if (s == "ddp") return sim::Path::ddp;
+    if (s == "non-ddp") return sim::Path::non_ddp;
+    throw std::invalid_argument(fmt::format("path='{}': ddp or non-ddp", s));
+}
+
+pyb::dict result_dict(const sim::AllReduceResult& r) {
+    pyb::dict d;
+    d["ranks"] = r.ranks;
+    d["amax"] = r.amax;
+    d["scale"] = r.scale;
+    d["scale_inv"] = r.scale_inv;
+    d["cast_underflow"] = r.cast_underflow;
+    d["cast_saturated"] = r.cast_saturated;
+    d["cast_nonzero"] = r.cast_nonzero;
+    d["order_spread"] = r.order_spread;
+    d["order_differs"] = r.order_differs;
+    d["extra_margin"] = r.extra_margin;
+    pyb::dict orders;
+    for (const auto& o : r.orders) {
+        pyb::dict od;
+        od["codes"] = to_array(o.codes);
+        od["values"] = to_array(o.values);
+        od["hop_overflows"] = o.hop_overflows;
+        od["max_partial"] = o.max_partial;
+        od["rel_error"] = o.rel_error;
+        od["sqnr_db"] = o.sqnr_db;
+        od["underflow"] = o.underflow;
+        od["nonfinite"] = o.nonfinite;
+        orders[pyb::str(std::string(sim::name(o.order)))] = od;
+    }
+    d["orders"] = orders;
+    return d;
+}
+
+sim::AllReduceResult run(const sim::RankSource& src, const std::vector<std::string>& orders, const std::string& path,
+                         const std::string& hop, float old_scale) {
+    std::vector<sim::Order> os;
+    for (const auto& o : orders) os.push_back(sim::parse_order(o));
+    sim::AllReduceOptions opt{parse_path(path), parse_hop(hop), old_scale};
+    pyb::gil_scoped_release nogil;
+    return sim::fp8_allreduce(src, os, opt);
+}
+
+}  // namespace
+
+void bind_simulate(pyb::module_& m) {
+    m.def("msamp_compute_scaling_factor", [](F32Array amax, F32Array scale, float fp_max, int margin) {
+        if (scale.size() != amax.size() && scale.size() != 1)
+            throw std::invalid_argument(fmt::format("scale: {} values for {} amaxes", scale.size(), amax.size()));
+        std::vector<float> out(static_cast<std::size_t>(amax.size()));
+        for (std::size_t i = 0; i < out.size(); ++i)
+            out[i] = sim::compute_scaling_factor(amax.data()[i], scale.data()[scale.size() == 1 ? 0 : i], fp_max, margin);
+        return to_array(out);
+    });
+    m.def("msamp_allreduce", [](F32Array ranks, const std::vector<std::string>& orders, const std::string& path,
+                                const std::string& hop, float old_scale) {
+        if (ranks.ndim() != 2) throw std::invalid_argument("ranks: a 2-D array (ranks x elements)");
+        std::vector<std::vector<float>> r(static_cast<std::size_t>(ranks.shape(0)));
+        const auto cols = static_cast<std::size_t>(ranks.shape(1));
+        for (std::size_t k = 0; k < r.size(); ++k) r[k].assign(ranks.data() + k * cols, ranks.data() + (k + 1) * cols);
+        return result_dict(run(*sim::explicit_ranks(std::move(r)), orders, path, hop, old_scale));
+    });
+    m.def("msamp_allreduce_split", [](F32Array g, int n, double spread, std::uint64_t seed,
+                                      const std::vector<std::string>& orders, const std::string& path,
+                                      const std::string& hop, float old_scale) {
+        return result_dict(run(*sim::split_ranks(to_vector(g), n, spread, seed), orders, path, hop, old_scale));
+    });
+    m.def("msamp_split_rank", [](F32Array g, int n, double spread, std::uint64_t seed, int rank) {
+        auto s = sim::split_ranks(to_vector(g), n, spread, seed);
+        if (rank < 0 || rank >= n) throw std::invalid_argument(fmt::format("rank {}: must be 0..{}", rank, n - 1));
+        std::vector<float> out(s->size());
+        s->fill(rank, 0, out.size(), out.data());
+        return to_array(out);
+    });
+    pyb::class_<sim::MsampAdam>(m, "MsampAdam")
+        .def(pyb::init([](F32Array w, F32Array m, F32Array v, double lr, double beta1, double beta2, double eps,
+                          double weight_decay, bool bias_correction, std::int64_t step, bool fp16_master) {
+                 sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
+                 return sim::MsampAdam(to_vector(w), to_vector(m), to_vector(v), h, step, fp16_master);
+             }))
+        .def("step", [](sim::MsampAdam& a, F32Array g) { a.step(to_vector(g)); })
+        .def_property_readonly("steps", &sim::MsampAdam::steps)
+        .def_property_readonly("m_codes", [](const sim::MsampAdam& a) { return to_array(a.m_codes()); })
+        .def_property_readonly("v_bits", [](const sim::MsampAdam& a) { return to_array(a.v_bits()); })
+        .def_property_readonly("master_bits", [](const sim::MsampAdam& a) { return to_array(a.master_bits()); })
+        .def_property_readonly("m_scale", &sim::MsampAdam::m_scale)
+        .def_property_readonly("v_scale", &sim::MsampAdam::v_scale)
+        .def_property_readonly("master_scale", &sim::MsampAdam::master_scale)
+        .def_property_readonly("weight", [](const sim::MsampAdam& a) { return to_array(a.weight()); })
+        .def_property_readonly("ref_weight", [](const sim::MsampAdam& a) { return to_array(a.ref_weight()); })
+        .def_property_readonly("ref_m", [](const sim::MsampAdam& a) { return to_array(a.ref_m()); })
+        .def_property_readonly("ref_v", [](const sim::MsampAdam& a) { return to_array(a.ref_v()); })
+        .def("report", [](const sim::MsampAdam& a) {
+            const auto r = sim::report(a);
+            pyb::dict d;
+            d["steps"] = r.steps;
+            d["m_underflow"] = r.m_underflow;
+            d["v_underflow"] = r.v_underflow;
+            d["m_nonzero"] = r.m_nonzero;
+            d["v_nonzero"] = r.v_nonzero;
+            d["m_rel_error"] = r.m_rel_error;
+            d["v_rel_error"] = r.v_rel_error;
+            d["update_rel_error"] = r.update_rel_error;
+            d["weight_max_abs_diff"] = r.weight_max_abs_diff;
+            d["m_scale"] = r.m_scale;
+            d["v_scale"] = r.v_scale;
+            return d;
+        });
+}
+
+}  // namespace fp8kit::py

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# fp8kit simulate msamp: bad input is one line and exit 2; the CSV reads back with pandas with
+# every tensor name whole; JSON parses; several dumps are ranks; the run is deterministic.
+# Usage: bash simulate.sh /path/to/fp8kit /path/to/repo
+set -u
+FP8KIT=$1
+REPO=$2
+DUMP=$REPO/data/example/llama_tiny_dump.h5
+RANKS=$REPO/data/example/msamp_ranks
+PY=$REPO/.venv/bin/python
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+SEL=(--tensor '*self_attn.k_proj*')
+
+bad() { # expected message fragment, args...
+    local want=$1; shift
+    "$FP8KIT" simulate msamp "$@" >"$T/out" 2>"$T/err"
+    local rc=$?
+    if [ $rc -ne 2 ]; then echo "FAIL: exit $rc (want 2) for: $*"; fail=1; fi
+    if [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q -- "$want" "$T/err"; then
+        echo "FAIL: want one line with '$want' for: $*; got: $(cat "$T/err")"; fail=1; fi
+    if [ -s "$T/out" ]; then echo "FAIL: output on bad input: $*"; fail=1; fi
+}
+bad "no/such.h5" --level O1 no/such.h5
+bad "--level" --level O3 "$DUMP"
+bad "must be 2..65536" --level O1 "$DUMP" --ranks 1
+bad "unknown reduction order" --level O1 "$DUMP" --order spiral
+bad "splits a single dump" --level O1 "$RANKS/rank0.h5" "$RANKS/rank1.h5" --ranks 8
+bad "no weight gradient" --level O1 "$REPO/data/example/llama_tiny_dump.h5" --tensor '*nothing*'
+bad "choose one" --level O1 "$DUMP" --csv --json
+printf 'not a dump' >"$T/x.h5"
+bad "x.h5" --level O1 "$T/x.h5"
+
+"$FP8KIT" simulate msamp --level O1 "$DUMP" --ranks 8,64 "${SEL[@]}" --csv >"$T/a.csv" || { echo "FAIL: csv run"; fail=1; }
+"$FP8KIT" simulate msamp --level O1 "$DUMP" --ranks 8,64 "${SEL[@]}" --csv >"$T/b.csv"
+cmp -s "$T/a.csv" "$T/b.csv" || { echo "FAIL: two runs differ"; fail=1; }
+"$PY" - "$T/a.csv" <<'PYEOF' || fail=1
+import sys
+import pandas as pd
+d = pd.read_csv(sys.argv[1])
+assert list(d.columns) == ["section", "tensor", "step", "ranks", "path", "order", "metric", "value"], d.columns
+assert set(d.tensor) == {"model.layers.0.self_attn.k_proj", "model.layers.1.self_attn.k_proj"}, set(d.tensor)
+assert set(d.ranks) == {8, 64} and set(d.step) == {0, 100, 299} and set(d.path) == {"ddp", "non-ddp"}
+assert set(d.order.dropna()) == {"rank", "ring", "tree"}
+PYEOF
+"$FP8KIT" simulate msamp --level O2 "$RANKS"/rank*.h5 "${SEL[@]}" --json >"$T/o2.json" || { echo "FAIL: O2 json run"; fail=1; }
+"$PY" - "$T/o2.json" <<'PYEOF' || fail=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = [r for r in j["rows"] if r["section"] == "optimizer"]
+assert {r["tensor"] for r in rows} == {"model.layers.1.self_attn.k_proj"}
+m = {r["metric"]: r["value"] for r in rows}
+assert m["steps_applied"] == 2 and 0 < m["m_rel_error"] < 1 and m["update_rel_error"] > 0, m
+assert all(r["ranks"] == 4 for r in j["rows"])
+PYEOF
+"$FP8KIT" simulate msamp --level O1 "$DUMP" --ranks 8 "${SEL[@]}" >"$T/text" || { echo "FAIL: text run"; fail=1; }
+grep -q "FP8 all-reduce, 8 ranks, ddp path" "$T/text" || { echo "FAIL: summary header"; fail=1; }
+exit $fail

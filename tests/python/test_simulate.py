@@ -1,0 +1,344 @@
+"""fp8kit.msamp against an independent numpy transcription of MS-AMP's source (written from
+msamp/common/tensor/meta.py, cast.py, msamp/nn/distributed.py, common/tensor/tensor_dist.py,
+msamp/optim/adamw.py + adamw.cu and msccl-executor-nccl src/device/reduce_kernel.h; not from
+fp8kit's C++). Casts use numpy / ml_dtypes, never fp8kit. Everything is compared bit for bit."""
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import fp8kit
+
+f32 = np.float32
+E4 = ml_dtypes.float8_e4m3fn
+
+
+# ---- casts, each from the library named ---------------------------------------------------
+def e4m3_satfinite(x):
+    """__nv_fp8_e4m3(float) / TE cast_to_fp8 (__NV_SATFINITE): RNE, |x| >= 448 and +-Inf -> +-448,
+    NaN -> 0x7F. ml_dtypes rounds to nearest even but overflows to NaN, so clamp first."""
+    x = np.asarray(x, f32)
+    with np.errstate(invalid="ignore"):
+        c = np.clip(x, f32(-448), f32(448)).astype(E4).view(np.uint8).copy()
+    c[np.isnan(x)] = 0x7F
+    return c
+
+
+def e4m3_value(c):
+    return np.asarray(c, np.uint8).view(E4).astype(f32)
+
+
+def to_f16(x):
+    """__float2half / .to(torch.float16): numpy's float32 -> float16 (RNE, Inf on overflow)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.asarray(x, f32).astype(np.float16)
+
+
+# ---- msamp/common/tensor/meta.py: ScalingMeta.compute_scaling_factor (TorchScript) ----------
+def compute_scaling_factor(amax, scale, fp_max, margin):
+    amax = np.asarray(amax, f32)
+    scale = np.broadcast_to(np.asarray(scale, f32), amax.shape)
+    with np.errstate(all="ignore"):
+        # TorchScript's builtin div(a: Scalar, b: Tensor) is torch.reciprocal(b) * a
+        q = (f32(1) / amax) * f32(fp_max)
+        exp = np.floor(np.log2(q)) - f32(margin)
+        sf = np.round(np.power(f32(2), np.abs(exp)))
+        sf = np.where(amax > 0.0, sf, scale)
+        sf = np.where(np.isfinite(amax), sf, scale)
+        sf = np.where(exp < 0, f32(1) / sf, sf)
+    return sf.astype(f32)
+
+
+def log2_not_correctly_rounded(amax, fp_max):
+    """Where numpy's float32 log2 differs from the correctly rounded one (the binary64 log2
+    rounded to float32), which fp8kit takes for torch.log2: such amaxes are left out, as a
+    library difference, not an MS-AMP one (docs/msamp.md)."""
+    with np.errstate(all="ignore"):
+        q = (f32(1) / np.asarray(amax, f32)) * f32(fp_max)
+        ok = np.isfinite(q) & (q > 0)
+        a = np.log2(q)
+        b = np.log2(q.astype(np.float64)).astype(f32)
+    return ok & (np.floor(a) != np.floor(b))
+
+
+def bits(a):
+    a = np.asarray(a, f32)
+    return a.view(np.uint32)
+
+
+def test_scale_rule_hand_worked():
+    f = fp8kit.msamp.msamp_scale
+    assert f(1.0) == 256.0              # 448/1 -> floor(log2 448) = 8
+    assert f(448.0) == 1.0              # exp 0
+    assert f(3e38) == f32(2.0 ** -120)  # exp -120: the inverse
+    assert f(0.0, scale=4.0) == 4.0     # not positive: old scale
+    assert f(-2.0, scale=4.0) == 4.0    # negative: old scale (log2 NaN, exp < 0 false)
+    assert f(np.nan, scale=4.0) == 4.0  # NaN: old scale
+    assert f(np.inf, scale=4.0) == 0.25  # +Inf: q = 0, exp = -Inf, old scale, then inverted
+    assert f(-np.inf, scale=4.0) == 0.25  # -Inf: q = -0, log2 = -Inf, same
+    assert f(1e-35) == f32(2.0 ** 125)
+    assert np.isinf(f(1e-36))           # 448/amax overflows float32: Inf scale is kept
+    assert np.isinf(f(1e-40))           # subnormal amax: 1/amax is Inf
+    assert f(1.0, margin=2) == 64.0
+    assert f(1.0, fp_max=65504.0) == 32768.0
+    assert f(1.0, fp_max=57344.0) == 32768.0
+    assert f(np.uint32(0x3FE00001).view(f32)) == 256.0  # float32 log2 rounds 7.9999999 up to 8
+
+
+def test_scale_rule_random():
+    rng = np.random.default_rng(5)
+    amax = np.concatenate([
+        rng.integers(0, 0xFFFFFFFF, size=200_000, dtype=np.uint32).view(f32),  # every class
+        (2.0 ** rng.uniform(-150, 128, size=100_000)).astype(f32),
+        np.array([0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1e-40, 2 ** -126, 3.4e38], f32),
+    ])
+    old = (2.0 ** rng.integers(-20, 20, size=amax.size)).astype(f32)
+    for fp_max in (448.0, 57344.0, 65504.0):
+        for margin in (0, 1, 3):
+            want = compute_scaling_factor(amax, old, fp_max, margin)
+            got = fp8kit.msamp.msamp_scale(amax, old, fp_max, margin)
+            keep = ~log2_not_correctly_rounded(amax, fp_max)
+            assert keep.sum() > amax.size - 10
+            np.testing.assert_array_equal(bits(got)[keep], bits(want)[keep])
+
+
+# ---- msamp/nn/distributed.py _reduce_bucket + the NCCL FP8 sum -------------------------------
+def fp8_add(a, b, hop):
+    """msccl-executor-nccl reduce_kernel.h FuncSum<__nv_fp8_e4m3>."""
+    if hop == "half":  # __nv_fp8_e4m3(__hadd(__half(x), __half(y)))
+        s = e4m3_value(a).astype(np.float16) + e4m3_value(b).astype(np.float16)
+        return e4m3_satfinite(s.astype(f32))
+    return e4m3_satfinite(e4m3_value(a) + e4m3_value(b))  # __nv_fp8_e4m3(float(x) + float(y))
+
+
+def reduce_codes(q, order, hop):
+    n, size = q.shape
+    if order == "rank":
+        acc = q[0]
+        for r in range(1, n):
+            acc = fp8_add(acc, q[r], hop)
+        return acc
+    if order == "ring":
+        idx = np.arange(size)
+        start = ((idx * n // size) + 1) % n
+        acc = q[start, idx]
+        for k in range(1, n):
+            acc = fp8_add(acc, q[(start + k) % n, idx], hop)
+        return acc
+    level = list(q)
+    while len(level) > 1:
+        nxt = [fp8_add(level[k], level[k + 1], hop) for k in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            nxt.append(level[-1])
+        level = nxt
+    return level[0]
+
+
+def msamp_allreduce(grads, order, path="ddp", hop="half", old_scale=1.0):
+    n = grads.shape[0]
+    with np.errstate(invalid="ignore"):
+        amaxs = np.array([np.max(np.abs(g)) for g in grads], f32)  # g.abs().max(): NaN propagates
+    amaxs = np.nan_to_num(amaxs, nan=np.inf, posinf=np.inf)  # "reduce ignores NAN"
+    amax = amaxs.max()  # all_reduce(MAX)
+    sf = compute_scaling_factor(amax, f32(old_scale), 448.0, 0)
+    if path == "ddp":
+        sf = f32(sf * f32(1.0 / math.sqrt(n)))  # sf.mul_(pre_scale)
+    with np.errstate(all="ignore"):
+        q = np.stack([e4m3_satfinite(g * sf) for g in grads])  # TE cast_to_fp8
+        scale_inv = f32(f32(1) / sf)  # scale_inv = reciprocal(scale)
+        scale_inv = f32(scale_inv / f32(n))  # grad.div_(world_size) divides scale_inv
+        codes = reduce_codes(q, order, hop)
+        values = e4m3_value(codes) * scale_inv
+    return amax, sf, scale_inv, codes, values
+
+
+def nan_norm(c):
+    c = c.copy()
+    c[(c & 0x7F) == 0x7F] = 0x7F
+    return c
+
+
+def special_grads(rng, n, size):
+    g = (rng.standard_normal((n, size)) * 10.0 ** rng.uniform(-8, 2)).astype(f32)
+    g[0, :4] = [0.0, -0.0, 1e-45, -1e-42]  # zero and subnormal
+    g[1 % n, 4] = f32(1e-30)
+    return g
+
+
+@pytest.mark.parametrize("n", [2, 3, 8, 64, 1024])
+@pytest.mark.parametrize("path", ["ddp", "non-ddp"])
+def test_allreduce_bit_exact(n, path):
+    rng = np.random.default_rng(n)
+    size = 96 if n >= 1024 else 333
+    g = special_grads(rng, n, size)
+    for hop in ("half", "float32"):
+        res = fp8kit.msamp.allreduce(g, orders=["rank", "ring", "tree"], path=path, hop=hop, old_scale=2.0)
+        for order in ("rank", "ring", "tree"):
+            amax, sf, sinv, codes, values = msamp_allreduce(g, order, path, hop, 2.0)
+            assert bits(res["amax"]) == bits(amax)
+            assert bits(res["scale"]) == bits(sf) and bits(res["scale_inv"]) == bits(sinv)
+            np.testing.assert_array_equal(nan_norm(res["orders"][order]["codes"]), nan_norm(codes))
+            np.testing.assert_array_equal(bits(res["orders"][order]["values"]), bits(values))
+
+
+@pytest.mark.parametrize("case", ["nan", "inf", "-inf", "zero", "tiny", "huge"])
+def test_allreduce_special_amax(case):
+    rng = np.random.default_rng(7)
+    g = rng.standard_normal((4, 200)).astype(f32)
+    if case == "nan":
+        g[2, 5] = np.nan
+    elif case == "inf":
+        g[1, 0] = np.inf
+    elif case == "-inf":
+        g[3, 9] = -np.inf
+    elif case == "zero":
+        g[:] = 0
+    elif case == "tiny":
+        g *= f32(1e-39)
+    else:
+        g *= f32(1e37)
+    for order in ("rank", "tree", "ring"):
+        res = fp8kit.msamp.allreduce(g, orders=[order], old_scale=8.0)
+        amax, sf, sinv, codes, values = msamp_allreduce(g, order, old_scale=8.0)
+        assert bits(res["amax"]) == bits(amax) and bits(res["scale"]) == bits(sf)
+        np.testing.assert_array_equal(nan_norm(res["orders"][order]["codes"]), nan_norm(codes))
+        np.testing.assert_array_equal(bits(res["orders"][order]["values"]), bits(values))
+
+
+def test_order_moves_result():
+    g = (np.random.default_rng(3).standard_normal((64, 4000)) * 0.01).astype(f32)
+    res = fp8kit.msamp.allreduce(g)
+    assert res["order_differs"] > 0 and res["order_spread"] > 0
+    a, b = res["orders"]["rank"]["codes"], res["orders"]["tree"]["codes"]
+    assert np.count_nonzero(a != b) == np.count_nonzero(
+        reduce_codes(np.stack([e4m3_satfinite(x * res["scale"]) for x in g]), "rank", "half")
+        != reduce_codes(np.stack([e4m3_satfinite(x * res["scale"]) for x in g]), "tree", "half"))
+
+
+# ---- the split model (docs/msamp.md) -----------------------------------------------------------
+def splitmix64(x):
+    with np.errstate(over="ignore"):
+        x = (x + np.uint64(0x9E3779B97F4A7C15)).astype(np.uint64)
+        x = ((x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)).astype(np.uint64)
+        x = ((x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)).astype(np.uint64)
+        return x ^ (x >> np.uint64(31))
+
+
+def split_rank(g, n, r, spread, seed):
+    i = np.arange(g.size, dtype=np.uint64)
+    h = splitmix64(np.uint64(seed) ^ splitmix64(np.uint64(r // 2)) ^ i)
+    u = (h >> np.uint64(40)).astype(f32) * f32(2.0 ** -23) - f32(1)
+    u = u * f32(1 if r % 2 == 0 else -1)
+    if n % 2 and r == n - 1:
+        u[:] = 0
+    return g * (f32(1) + f32(spread) * u)
+
+
+@pytest.mark.parametrize("n", [2, 5, 16])
+def test_split_model(n):
+    g = np.random.default_rng(1).standard_normal(1000).astype(f32)
+    ranks = np.stack([split_rank(g, n, r, 0.5, 42) for r in range(n)])
+    for r in range(n):
+        np.testing.assert_array_equal(bits(fp8kit.msamp.split_rank(g, n, r, 0.5, 42)), bits(ranks[r]))
+    res = fp8kit.msamp.allreduce(g, ranks=n, spread=0.5, seed=42)
+    want = fp8kit.msamp.allreduce(ranks)
+    for order in ("rank", "ring", "tree"):
+        np.testing.assert_array_equal(res["orders"][order]["codes"], want["orders"][order]["codes"])
+
+
+# ---- msamp/optim/adamw.py (LBAdamW.adamw_fn) + adamw.cu -----------------------------------------
+class NumpyLBAdamW:
+    """The FP8 branch of LBAdamW.adamw_fn for one parameter, exp_avg uint8 (E4M3), exp_avg_sq
+    float16, tensor_scale=True, master weight a ScalingTensor of qtype float16."""
+
+    def __init__(self, w, m, v, lr, b1, b2, eps, wd, fp16_master):
+        self.lr, self.b1, self.b2, self.eps, self.wd = lr, b1, b2, eps, wd
+        self.fp16_master = fp16_master
+        # TypeCast.cast_to_fp8 / cast_to_fp16 of the FP32 tensors, scale starting at 1
+        self.m_scale = compute_scaling_factor(np.max(np.abs(m)), f32(1), 448.0, 0)
+        self.m = e4m3_satfinite(m * self.m_scale)
+        self.v_scale = compute_scaling_factor(np.max(np.abs(v)), f32(1), 65504.0, 0)
+        self.v = to_f16(v * self.v_scale)
+        self.w_scale = f32(1)
+        if fp16_master:
+            self.cast_master(w)
+        else:
+            self.w = w.copy()
+        self.t = 0
+
+    def cast_master(self, p):  # cast.py cast_to_fp16: in-time amax, reset_scaling_factor, (x*scale).to(fp16)
+        self.w_scale = compute_scaling_factor(np.max(np.abs(p)), self.w_scale, 65504.0, 0)
+        self.w = to_f16(p * self.w_scale)
+
+    def weight(self):  # cast_from_fp16: (value * scale_inv).to(float32), scale_inv = reciprocal(scale)
+        return (self.w.astype(f32) * (f32(1) / self.w_scale)).astype(f32) if self.fp16_master else self.w
+
+    def moments(self, g, inv_m, inv_v):  # the same expressions in stage 1 and stage 2 (adamw.cu)
+        b1, b2 = f32(self.b1), f32(self.b2)
+        m = b1 * e4m3_value(self.m) * inv_m + (f32(1) - b1) * g
+        v = b2 * self.v.astype(f32) * inv_v + (f32(1) - b2) * (g * g)
+        return m.astype(f32), v.astype(f32)
+
+    def step(self, g):
+        self.t += 1
+        inv_m = f32(1.0 / float(self.m_scale))  # 1.0 / exp_avg.meta.scale, passed as float
+        inv_v = f32(1.0 / float(self.v_scale))
+        p = self.weight().copy()
+        p = (p * f32(1 - self.lr * self.wd)).astype(f32)  # param.mul_(1 - lr * weight_decay)
+        # adamw_fp8_stage1_compute: bias corrections in double (pow(float, int)), stored as float
+        bc1 = f32(1 - float(f32(self.b1)) ** self.t)
+        bc2 = f32(1 - float(f32(self.b2)) ** self.t)
+        step_size = f32(f32(self.lr) / bc1)
+        sqrt_bc2 = np.sqrt(bc2, dtype=f32)
+        m, v = self.moments(g, inv_m, inv_v)
+        amax_m = f32(np.fmax.reduce(np.abs(m), initial=0))  # fmaxf: NaN skipped
+        amax_v = f32(np.fmax.reduce(np.abs(v), initial=0))
+        denom = np.sqrt(v) / sqrt_bc2 + f32(self.eps)
+        p = (p - step_size * (m / denom)).astype(f32)
+        if self.fp16_master:
+            self.cast_master(p)
+        else:
+            self.w = p
+        new_m = compute_scaling_factor(amax_m, f32(1), 448.0, 0)  # (amaxs, ones, fp_max, 0)
+        new_v = compute_scaling_factor(amax_v, f32(1), 65504.0, 0)
+        m, v = self.moments(g, inv_m, inv_v)  # adamw_fp8_stage2_compute
+        self.m = e4m3_satfinite(m * new_m)
+        self.v = to_f16(v * new_v)
+        self.m_scale, self.v_scale = new_m, new_v
+
+
+@pytest.mark.parametrize("fp16_master", [True, False])
+@pytest.mark.parametrize("gscale", [1e-2, 1e-6, 1e-9])
+def test_adam_bit_exact(fp16_master, gscale):
+    rng = np.random.default_rng(11)
+    n = 3000
+    w = (rng.standard_normal(n) * 0.02).astype(f32)
+    m0 = (rng.standard_normal(n) * gscale * 0.1).astype(f32)
+    v0 = (rng.standard_normal(n) * gscale) ** 2
+    v0 = v0.astype(f32)
+    m0[:5] = 0
+    hyper = dict(lr=3e-3, b1=0.9, b2=0.999, eps=1e-8, wd=0.01)
+    ref = NumpyLBAdamW(w, m0, v0, fp16_master=fp16_master, **hyper)
+    sim = fp8kit.msamp.adam(w, m0, v0, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                            fp16_master=fp16_master)
+    for step in range(5):
+        g = (rng.standard_normal(n) * gscale).astype(f32)
+        g[:3] = [0.0, 1e-42, -1e-40]
+        ref.step(g)
+        sim.step(g)
+        np.testing.assert_array_equal(sim.m_codes, ref.m)
+        np.testing.assert_array_equal(sim.v_bits, ref.v.view(np.uint16))
+        assert bits(sim.m_scale) == bits(ref.m_scale) and bits(sim.v_scale) == bits(ref.v_scale)
+        np.testing.assert_array_equal(bits(sim.weight), bits(ref.weight()))
+        if fp16_master:
+            np.testing.assert_array_equal(sim.master_bits, ref.w.view(np.uint16))
+    rep = sim.report()
+    assert rep["steps"] == 5 and rep["m_rel_error"] > 0
+
+
+def test_adam_zero_states_and_size_error():
+    sim = fp8kit.msamp.adam(np.ones(10, f32))
+    assert sim.m_scale == 1.0 and sim.v_scale == 1.0  # amax 0 keeps scale 1
+    with pytest.raises(ValueError, match="gradient of 3 elements"):
+        sim.step(np.ones(3, f32))

@@ -1,0 +1,298 @@
+// fp8kit simulate msamp: MS-AMP's FP8 gradient all-reduce (O1) and FP8/FP16 optimizer states (O2)
+// simulated on a run's dumps (docs/msamp.md).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/simulate.hpp"
+
+namespace fp8kit::cli {
+namespace {
+
+namespace sim = fp8kit::simulate;
+
+struct SimOpts {
+    std::vector<std::string> dumps, orders{"rank", "ring", "tree"}, include;
+    std::string level, path = "both", hop = "half";
+    std::vector<int> ranks;
+    double spread = 1.0, lr = 3e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
+    std::uint64_t seed = 0;
+    bool fp32_master = false, csv = false, json = false;
+};
+
+// A tensor is flagged as underflowing when this share of its nonzero mean elements sums to 0.
+constexpr double kUnderflowFlag = 0.01;
+
+// One number of the long-form output.
+struct Row {
+    std::string section, tensor;
+    std::int64_t step;
+    int ranks;
+    std::string path, order, metric;
+    double value;
+};
+
+struct Flags {  // per (ranks, path): the tensors flagged
+    std::set<std::string> overflow, underflow;
+    std::map<std::string, int> margin;
+};
+
+void allreduce_rows(const sim::AllReduceResult& r, const std::string& tensor, std::int64_t step, const std::string& path,
+                    std::vector<Row>& rows, Flags& flags) {
+    auto add = [&](const std::string& order, const std::string& metric, double v) {
+        rows.push_back({"allreduce", tensor, step, r.ranks, path, order, metric, v});
+    };
+    add("", "amax", r.amax);
+    add("", "scale", r.scale);
+    add("", "scale_inv", r.scale_inv);
+    add("", "cast_underflow_share", r.cast_nonzero ? double(r.cast_underflow) / double(r.cast_nonzero) : 0.0);
+    add("", "cast_saturated", double(r.cast_saturated));
+    add("", "order_spread", r.order_spread);
+    add("", "order_differs", double(r.order_differs));
+    add("", "extra_margin", r.extra_margin);
+    bool over = r.cast_saturated > 0;
+    double worst_under = 0;
+    for (const auto& o : r.orders) {
+        const std::string on(sim::name(o.order));
+        add(on, "hop_overflows", double(o.hop_overflows));
+        add(on, "max_partial", o.max_partial);
+        add(on, "rel_error", o.rel_error);
+        add(on, "sqnr_db", o.sqnr_db);
+        add(on, "underflow_share", r.size ? double(o.underflow) / double(r.size) : 0.0);
+        add(on, "nonfinite", double(o.nonfinite));
+        over = over || o.hop_overflows > 0 || o.nonfinite > 0;
+        worst_under = std::max(worst_under, r.size ? double(o.underflow) / double(r.size) : 0.0);
+    }
+    if (over) flags.overflow.insert(tensor);
+    if (worst_under >= kUnderflowFlag) flags.underflow.insert(tensor);
+    if (r.extra_margin > 0) flags.margin[tensor] = std::max(flags.margin[tensor], r.extra_margin);
+}
+
+std::vector<float> mean_of(const std::vector<std::vector<float>>& g) {
+    std::vector<float> m(g[0].size());
+    for (std::size_t i = 0; i < m.size(); ++i) {
+        double s = 0;
+        for (const auto& r : g) s += r[i];
+        m[i] = static_cast<float>(s / double(g.size()));
+    }
+    return m;
+}
+
+void optimizer_rows(sim::DumpInput& in, const std::string& p, const SimOpts& o, std::vector<Row>& rows,
+                    std::vector<std::string>& notes) {
+    const auto steps = in.steps(p);
+    const std::int64_t first = steps.front();
+    auto w = in.state(p, first, "weight");
+    if (w.empty()) throw UsageError(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight)", p, first));
+    auto m = in.state(p, first, "exp_avg"), v = in.state(p, first, "exp_avg_sq");
+    const bool from_states = !m.empty() && !v.empty() && steps.size() > 1;
+    sim::AdamHyper h{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, true};
+    // From dumped states: they are the states after `first`, and the later gradients follow.
+    // Without exp_avg_sq: zero states, every dumped gradient applied in order (v recomputed).
+    sim::MsampAdam a(w, from_states ? m : std::vector<float>{}, from_states ? v : std::vector<float>{}, h,
+                     from_states ? first + 1 : 0, !o.fp32_master);
+    if (!from_states && notes.empty())
+        notes.push_back("optimizer: exp_avg_sq not dumped (or a single step): states start at zero and every dumped "
+                        "gradient is applied in order as consecutive steps");
+    const std::int64_t last = steps.back();
+    auto add = [&](const std::string& metric, double val) { rows.push_back({"optimizer", p, last, in.ranks(), "", "", metric, val}); };
+    std::size_t applied = 0;
+    for (std::int64_t s : steps) {
+        if (from_states && s == first) continue;
+        a.step(mean_of(in.grads(p, s)));
+        if (++applied == 1) add("update_rel_error_step1", sim::report(a).update_rel_error);
+    }
+    const auto r = sim::report(a);
+    add("steps_applied", double(applied));
+    add("m_underflow_share", r.m_nonzero ? double(r.m_underflow) / double(r.m_nonzero) : 0.0);
+    add("v_underflow_share", r.v_nonzero ? double(r.v_underflow) / double(r.v_nonzero) : 0.0);
+    add("m_rel_error", r.m_rel_error);
+    add("v_rel_error", r.v_rel_error);
+    add("update_rel_error", r.update_rel_error);
+    add("weight_max_abs_diff", r.weight_max_abs_diff);
+    add("m_scale", r.m_scale);
+    add("v_scale", r.v_scale);
+}
+
+nlohmann::json num(double v) {
+    if (std::isnan(v)) return nullptr;
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return v;
+}
+
+double find(const std::vector<Row>& rows, const std::string& sec, const std::string& t, int n, const std::string& path,
+            const std::string& order, const std::string& metric, bool worst_max = true) {
+    double best = worst_max ? -INFINITY : INFINITY;
+    for (const auto& r : rows)
+        if (r.section == sec && r.tensor == t && r.ranks == n && r.path == path && r.order == order && r.metric == metric)
+            best = worst_max ? std::max(best, r.value) : std::min(best, r.value);
+    return best;
+}
+
+void print_summary(const std::vector<Row>& rows, const std::vector<std::string>& params, const std::map<std::pair<int, std::string>, Flags>& flags,
+                   const SimOpts& o, const std::vector<std::string>& notes, int opt_ranks) {
+    std::size_t w = 6;
+    for (const auto& p : params) w = std::max(w, p.size());
+    const std::string o0 = o.orders.front();
+    for (const auto& [key, f] : flags) {
+        const auto& [n, path] = key;
+        std::printf("FP8 all-reduce, %d ranks, %s path (worst step; SQNR and underflow for order %s):\n", n, path.c_str(), o0.c_str());
+        std::printf("  %-*s  %9s  %9s  %10s  %9s  %12s  %6s\n", int(w), "tensor", "hop ovf", "underflow", "SQNR dB",
+                    "rel err", "order spread", "margin");
+        for (const auto& p : params) {
+            std::printf("  %-*s  %9.0f  %8.3f%%  %10.2f  %9.3g  %12.3g  %6.0f\n", int(w), p.c_str(),
+                        find(rows, "allreduce", p, n, path, o0, "hop_overflows"),
+                        100 * find(rows, "allreduce", p, n, path, o0, "underflow_share"),
+                        find(rows, "allreduce", p, n, path, o0, "sqnr_db", false),
+                        find(rows, "allreduce", p, n, path, o0, "rel_error"),
+                        find(rows, "allreduce", p, n, path, "", "order_spread"),
+                        find(rows, "allreduce", p, n, path, "", "extra_margin"));
+        }
+        auto list = [](const std::set<std::string>& s) {
+            std::string out;
+            for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+            return s.empty() ? std::string("none") : out;
+        };
+        std::printf("  overflow: %s\n  underflow (>= %.0f%% of elements sum to 0): %s\n", list(f.overflow).c_str(),
+                    100 * kUnderflowFlag, list(f.underflow).c_str());
+        std::map<int, std::set<std::string>> by_margin;
+        for (const auto& [t, k] : f.margin) by_margin[k].insert(t);
+        for (const auto& [k, ts] : by_margin)
+            std::printf("  margin %d (scale / 2^%d) keeps every partial sum <= 448 for: %s\n", k, k, list(ts).c_str());
+        std::printf("\n");
+    }
+    if (o.level == "O2") {
+        std::printf("O2 optimizer states (E4M3 exp_avg, FP16 exp_avg_sq, %s master weights) vs FP32:\n",
+                    o.fp32_master ? "FP32" : "FP16");
+        std::printf("  %-*s  %6s  %9s  %9s  %9s  %9s  %12s  %12s\n", int(w), "tensor", "steps", "m undfl", "v undfl",
+                    "m rel err", "v rel err", "upd err 1st", "upd err last");
+        for (const auto& p : params)
+            std::printf("  %-*s  %6.0f  %8.3f%%  %8.3f%%  %9.3g  %9.3g  %12.3g  %12.3g\n", int(w), p.c_str(),
+                        find(rows, "optimizer", p, opt_ranks, "", "", "steps_applied"),
+                        100 * find(rows, "optimizer", p, opt_ranks, "", "", "m_underflow_share"),
+                        100 * find(rows, "optimizer", p, opt_ranks, "", "", "v_underflow_share"),
+                        find(rows, "optimizer", p, opt_ranks, "", "", "m_rel_error"),
+                        find(rows, "optimizer", p, opt_ranks, "", "", "v_rel_error"),
+                        find(rows, "optimizer", p, opt_ranks, "", "", "update_rel_error_step1"),
+                        find(rows, "optimizer", p, opt_ranks, "", "", "update_rel_error"));
+    }
+    for (const auto& n : notes) std::printf("note: %s\n", n.c_str());
+}
+
+void run(const SimOpts& o) {
+    if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
+    if (o.level != "O1" && o.level != "O2") throw UsageError(fmt::format("--level {}: O1 or O2", o.level));
+    if (o.path != "ddp" && o.path != "non-ddp" && o.path != "both") throw UsageError(fmt::format("--path {}: ddp, non-ddp or both", o.path));
+    if (o.hop != "half" && o.hop != "float32") throw UsageError(fmt::format("--hop {}: half or float32", o.hop));
+    std::vector<sim::Order> orders;
+    for (const auto& s : o.orders) {
+        try {
+            orders.push_back(sim::parse_order(s));
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(fmt::format("--order: {}", e.what()));
+        }
+    }
+    std::vector<dump::Problem> problems;
+    const auto files = dump::expand_inputs(o.dumps, problems);
+    if (!problems.empty()) throw UsageError(problems.front().describe());
+    std::vector<int> ranks = o.ranks;
+    if (files.size() > 1 && !ranks.empty())
+        throw UsageError(fmt::format("--ranks: {} dumps are {} ranks already; --ranks splits a single dump", files.size(), files.size()));
+    if (ranks.empty()) ranks = files.size() > 1 ? std::vector<int>{int(files.size())} : std::vector<int>{8, 64, 1024};
+    for (int n : ranks)
+        if (n < 2 || n > 65536) throw UsageError(fmt::format("--ranks {}: must be 2..65536", n));
+    if (!(o.spread >= 0 && o.spread <= 1)) throw UsageError(fmt::format("--spread {}: must be in [0, 1]", o.spread));
+    std::unique_ptr<sim::DumpInput> in;
+    try {
+        in = std::make_unique<sim::DumpInput>(files, o.include);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    const auto params = in->params();
+    std::vector<std::string> paths = o.path == "both" ? std::vector<std::string>{"ddp", "non-ddp"} : std::vector<std::string>{o.path};
+    std::vector<Row> rows;
+    std::map<std::pair<int, std::string>, Flags> flags;
+    std::vector<std::string> notes;
+    for (const auto& p : params) {
+        for (std::int64_t s : in->steps(p)) {
+            auto g = in->grads(p, s);
+            for (int n : ranks) {
+                std::unique_ptr<sim::RankSource> src =
+                    files.size() > 1 ? sim::explicit_ranks(g) : sim::split_ranks(g[0], n, o.spread, o.seed);
+                for (const auto& path : paths) {
+                    sim::AllReduceOptions opt{path == "ddp" ? sim::Path::ddp : sim::Path::non_ddp,
+                                              o.hop == "half" ? sim::HopArith::half : sim::HopArith::float32, 1.0f};
+                    allreduce_rows(sim::fp8_allreduce(*src, orders, opt), p, s, path, rows, flags[{n, path}]);
+                }
+            }
+        }
+        if (o.level == "O2") optimizer_rows(*in, p, o, rows, notes);
+    }
+    if (o.csv) {
+        std::printf("section,tensor,step,ranks,path,order,metric,value\n");
+        for (const auto& r : rows)
+            std::printf("%s,\"%s\",%lld,%d,%s,%s,%s,%s\n", r.section.c_str(), r.tensor.c_str(), static_cast<long long>(r.step), r.ranks,
+                        r.path.c_str(), r.order.c_str(), r.metric.c_str(), exact(r.value).c_str());
+        return;
+    }
+    if (o.json) {
+        nlohmann::json j;
+        j["dumps"] = files;
+        j["level"] = o.level;
+        j["orders"] = o.orders;
+        j["hop"] = o.hop;
+        j["spread"] = o.spread;
+        j["seed"] = o.seed;
+        j["rows"] = nlohmann::json::array();
+        for (const auto& r : rows)
+            j["rows"].push_back({{"section", r.section}, {"tensor", r.tensor}, {"step", r.step}, {"ranks", r.ranks},
+                                 {"path", r.path}, {"order", r.order}, {"metric", r.metric}, {"value", num(r.value)}});
+        auto& fl = j["flags"] = nlohmann::json::array();
+        for (const auto& [k, f] : flags)
+            fl.push_back({{"ranks", k.first}, {"path", k.second}, {"overflow", f.overflow}, {"underflow", f.underflow}, {"margin", f.margin}});
+        j["notes"] = notes;
+        std::printf("%s\n", j.dump(1).c_str());
+        return;
+    }
+    std::printf("MS-AMP %s simulation: %zu dump(s), %zu tensors, %s\n\n", o.level.c_str(), files.size(), params.size(),
+                files.size() > 1 ? "one dump per rank" : fmt::format("one gradient split into N ranks (spread {}, seed {})", o.spread, o.seed).c_str());
+    print_summary(rows, params, flags, o, notes, in->ranks());
+}
+
+Register reg([](CLI::App& root) {
+    auto o = std::make_shared<SimOpts>();
+    auto* top = root.add_subcommand("simulate", "Simulate a training framework's low-precision paths on a run's dumps");
+    top->require_subcommand(1);
+    auto* cmd = top->add_subcommand(
+        "msamp",
+        "MS-AMP: the FP8 weight-gradient all-reduce over N ranks (O1) and the E4M3/FP16 Adam states and FP16\n"
+        "master weights (O2), bit-exact to MS-AMP's formulas, against FP32 (docs/msamp.md).");
+    cmd->add_option("DUMPS", o->dumps, "HDF5/safetensors dumps (.../wgrad, exp_avg, exp_avg_sq, weight); several = one per rank")->required();
+    cmd->add_option("--level", o->level, "O1 (all-reduce) or O2 (all-reduce and optimizer states)")->required();
+    cmd->add_option("--ranks", o->ranks, "Split one dump's gradient into N ranks (comma list; default 8,64,1024)")->delimiter(',');
+    cmd->add_option("--order", o->orders, "Reduction orders: rank, ring, tree (comma list; default all)")->delimiter(',');
+    cmd->add_option("--path", o->path, "ddp (1/sqrt(N) pre-scale), non-ddp, or both")->capture_default_str();
+    cmd->add_option("--hop", o->hop, "FP8 sum per hop: half (sm_80+ NCCL) or float32")->capture_default_str();
+    cmd->add_option("--spread", o->spread, "Perturbation of the split ranks, in [0, 1]")->capture_default_str();
+    cmd->add_option("--seed", o->seed, "Seed of the split ranks")->capture_default_str();
+    cmd->add_option("--tensor", o->include, "Only datasets matching this glob (repeatable)");
+    cmd->add_option("--lr", o->lr, "O2: learning rate")->capture_default_str();
+    cmd->add_option("--beta1", o->beta1, "O2: Adam beta1")->capture_default_str();
+    cmd->add_option("--beta2", o->beta2, "O2: Adam beta2")->capture_default_str();
+    cmd->add_option("--eps", o->eps, "O2: Adam eps")->capture_default_str();
+    cmd->add_option("--weight-decay", o->weight_decay, "O2: AdamW weight decay")->capture_default_str();
+    cmd->add_flag("--fp32-master", o->fp32_master, "O2: keep FP32 master weights (default FP16 with scale)");
+    cmd->add_flag("--csv", o->csv, "Long-form CSV: section,tensor,step,ranks,path,order,metric,value");
+    cmd->add_flag("--json", o->json, "JSON: every row, the flagged tensors per N and path");
+    cmd->callback([o] { run(*o); });
+});
+
+}  // namespace
+}  // namespace fp8kit::cli
