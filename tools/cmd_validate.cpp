@@ -79,6 +79,11 @@ Register validate_cmd([](CLI::App& root) {
         if (!o->shape.empty()) {
             const auto s = parse_shape(o->shape);
             if (!s) throw UsageError(fmt::format("--shape: '{}' is not a shape like 4096x1024", o->shape));
+            // The product must not wrap: 2^32 x 2^32 would read as 0 elements of an empty file.
+            std::uint64_t n = 1;
+            for (std::size_t d : *s)
+                if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(d), &n) || n > (std::uint64_t{1} << 60))
+                    throw UsageError(fmt::format("--shape {}: more elements than any file holds", o->shape));
             raw_in.shape = *s;
         }
         const int scale_options = !o->scale.empty() + !o->scale_inv.empty() + !o->scales.empty();
@@ -104,6 +109,9 @@ Register validate_cmd([](CLI::App& root) {
         if (out.shape != in.shape)
             throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}", o->input, shape_text(in.shape),
                                          o->output, shape_text(out.shape)));
+        // Nothing compared is not "bit-exact": an empty input (or a zero in --shape) is refused.
+        if (in.size() == 0)
+            throw UsageError(fmt::format("{}: no elements to compare (shape {})", o->input, shape_text(in.shape)));
 
         ValidateRequest rq{*from, in.data.data(), out.data.data(), in.size(), to, policy, {}};
         std::vector<float> block_scales;
