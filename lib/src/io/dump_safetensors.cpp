@@ -117,7 +117,7 @@ public:
         try {
             header = nlohmann::json::parse(text, note_keys);
         } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number past double (fuzz)
-            throw bad(fmt::format("header is not JSON ({})", e.what()));
+            throw bad(fmt::format("header is not JSON ({})", io::quoted(e.what(), 300)));
         }
         if (!header.is_object()) throw bad("header is not a JSON object");
         // The reference reader refuses a repeated name (which of the two is meant?).
