@@ -10,8 +10,9 @@
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/analysis/trace_input.hpp"
+#include "recipe_args.hpp"
 #include "terminal.hpp"
-#include "trace_input.hpp"
 
 namespace fp8kit::cli {
 namespace {
@@ -45,7 +46,7 @@ void run(const ReplayOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     RecipeSpec r = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
     const auto forced = parse_format_choice(o.format);
-    const auto trace = load_trace(o.trace, o.tensors);
+    const auto trace = trace::load_trace(o.trace, o.tensors);
     std::vector<replay::SeriesResult> res;
     for (const auto& s : trace.series) {
         try {

@@ -2,16 +2,14 @@
 // tensor dumps, with per-class recommendations.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
-#include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/sweep.hpp"
-#include "trace_input.hpp"
+#include "fp8kit/analysis/sweep_input.hpp"
+#include "recipe_args.hpp"
 
 namespace fp8kit::cli {
 namespace {
@@ -24,15 +22,6 @@ struct SweepOpts {
 };
 
 constexpr Role kClasses[] = {Role::input, Role::weight, Role::grad};
-
-Role role_of(dump::Role r, const std::string& series_name) {
-    switch (r) {
-        case dump::Role::activation: return Role::input;
-        case dump::Role::weight: return Role::weight;
-        case dump::Role::gradient: return Role::grad;
-        default: return trace::classify(series_name);
-    }
-}
 
 nlohmann::json num(double v) {
     if (std::isnan(v)) return nullptr;
@@ -49,165 +38,14 @@ std::string dbs(const sweep::Outcome& o) {
 }
 std::string margin_str(int m) { return m < 0 ? ">4" : std::to_string(m); }
 
-struct Loaded {
-    std::vector<trace::Series> series;
-    std::vector<std::string> trace_files, dump_files;
-    std::vector<sweep::Dumped> dumped;
-    std::vector<std::string> notes;
-};
-
-bool selected(const std::vector<std::string>& patterns, const std::string& n) {
-    if (patterns.empty()) return true;
-    for (const auto& p : patterns)
-        if (trace::matches(p, n)) return true;
-    return false;
-}
-
-void load(const SweepOpts& o, const std::vector<sweep::Candidate>& blocks, Loaded& L, sweep::Sweep*& sw,
-          std::vector<sweep::Candidate> cands) {
-    for (const auto& in : o.inputs) {
-        std::ifstream probe(in, std::ios::binary);
-        if (!probe) throw UsageError(fmt::format("{}: cannot open the file", in));
-        (is_dump_file(in) ? L.dump_files : L.trace_files).push_back(in);
-    }
-    std::map<std::string, std::size_t> by_name;
-    for (const auto& f : L.trace_files) {
-        trace::Trace t;
-        try {
-            t = trace::read_trace(f);
-        } catch (const trace::TraceError& e) {
-            throw UsageError(e.what());
-        }
-        for (auto& s : t.series) {
-            if (!selected(o.tensors, s.tensor)) continue;
-            if (by_name.count(s.tensor))
-                throw UsageError(fmt::format("{}: tensor '{}' is also in an earlier trace (give each tensor once)", f, s.tensor));
-            by_name[s.tensor] = L.series.size();
-            L.series.push_back(std::move(s));
-        }
-    }
-    // Dumped tensors: one read each, into a histogram (and the block recipes' statistics).
-    struct Pending {
-        std::string series;
-        Role role;
-        sweep::Dumped d;
-    };
-    std::vector<Pending> pending;
-    if (!L.dump_files.empty()) {
-        std::unique_ptr<dump::Dump> dmp;
-        try {
-            dmp = std::make_unique<dump::Dump>(L.dump_files);
-        } catch (const dump::DumpError& e) {
-            throw UsageError(e.what());
-        }
-        for (const auto& p : dmp->errors()) L.notes.push_back(p.describe());
-        std::size_t skipped_opt = 0;
-        for (std::size_t i = 0; i < dmp->tensors().size(); ++i) {
-            const auto& t = dmp->tensors()[i];
-            if (t.role == dump::Role::optimizer_state) { ++skipped_opt; continue; }
-            const std::string sn = sweep::series_name_of_dump(t.name);
-            if (!selected(o.tensors, sn)) continue;
-            if (!t.step) {
-                L.notes.push_back(fmt::format("{}: {}: no step (attribute or name): skipped", t.file, t.name));
-                continue;
-            }
-            if (t.wide == Wide::f64) {
-                L.notes.push_back(fmt::format("{}: {}: f64 data is not evaluated (the one-pass histogram needs "
-                                              "values float32 holds exactly)", t.file, t.name));
-                continue;
-            }
-            auto h = std::make_shared<MagnitudeHistogram>();
-            std::vector<unsigned char> buf;
-            const std::size_t esz = t.wide == Wide::f32 ? 4 : 2;
-            const bool want_blocks = o.blocks && !t.shape.empty();
-            if (want_blocks) buf.reserve(t.numel * esz);
-            try {
-                dmp->read(i, [&](const dump::Chunk& c) {
-                    h->add(c.bits, c.wide, c.count);
-                    if (want_blocks) {
-                        const auto* p = static_cast<const unsigned char*>(c.bits);
-                        buf.insert(buf.end(), p, p + c.count * esz);
-                    }
-                });
-            } catch (const dump::DumpError& e) {
-                throw UsageError(e.what());
-            }
-            Pending pd;
-            pd.series = sn;
-            pd.role = role_of(t.role, sn);
-            pd.d.step = *t.step;
-            pd.d.hist = h;
-            h->finish();
-            pd.d.amax = h->te_amax();
-            if (want_blocks) {
-                const std::size_t cols = t.shape.back(), rows = cols ? t.numel / cols : 0;
-                for (const auto& b : blocks) {
-                    try {
-                        const auto br = block_recipe(b.recipe, pd.role, cols);
-                        pd.d.block.push_back(compute_block_stats(buf.data(), t.wide, rows, cols, br).total);
-                    } catch (const std::invalid_argument& e) {
-                        pd.d.block.clear();
-                        L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, e.what()));
-                        break;
-                    }
-                }
-            }
-            pending.push_back(std::move(pd));
-        }
-        if (skipped_opt)
-            L.notes.push_back(fmt::format("{} optimizer-state tensors skipped (no FP8 cast to tune)", skipped_opt));
-    }
-    // Dumped tensors without a trace: their series is the dumped steps' amax.
-    std::map<std::string, std::vector<std::pair<std::int64_t, float>>> dump_only;
-    std::map<std::string, Role> dump_roles;
-    for (const auto& p : pending)
-        if (!by_name.count(p.series)) {
-            dump_only[p.series].emplace_back(p.d.step, p.d.amax);
-            dump_roles[p.series] = p.role;
-        }
-    sw = new sweep::Sweep(std::move(cands), L.series);
-    for (auto& [n, v] : dump_only) {
-        std::sort(v.begin(), v.end());
-        trace::Series s;
-        s.tensor = n;
-        s.role = dump_roles[n];
-        for (std::size_t k = 0; k < v.size(); ++k) {
-            if (k && v[k].first == v[k - 1].first)
-                throw UsageError(fmt::format("tensor '{}' step {} is dumped twice", n, v[k].first));
-            s.steps.push_back(v[k].first);
-            s.amax.push_back(v[k].second);
-            s.lines.push_back(0);
-        }
-        by_name[n] = sw->add_series(std::move(s));
-    }
-    if (!dump_only.empty())
-        L.notes.push_back(fmt::format("{} dumped tensors have no amax trace: their series are the dumped steps only, "
-                                      "so delayed scaling sees just those steps", dump_only.size()));
-    for (auto& p : pending) {
-        p.d.series = by_name.at(p.series);
-        L.dumped.push_back(std::move(p.d));
-    }
-    if (sw->series().empty()) throw UsageError("no tensors to sweep (check the inputs and --tensor)");
-}
-
 void run(const SweepOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     if (o.top < 1) throw UsageError(fmt::format("--top {}: must be at least 1", o.top));
     std::vector<std::optional<Format>> formats;
     if (o.format == "all") formats = {Format::e4m3, Format::e5m2};
     else formats = {parse_format_choice(o.format)};
-    auto cands = sweep::default_candidates(formats);
-    const auto blocks = sweep::block_candidates();
-    Loaded L;
-    sweep::Sweep* raw = nullptr;
-    const bool with_blocks = o.blocks;
-    std::vector<sweep::Candidate> all = cands;
-    // Block recipes join only when dumps are given (they need the data).
-    bool any_dump = false;
-    for (const auto& in : o.inputs) any_dump |= is_dump_file(in);
-    if (with_blocks && any_dump) all.insert(all.end(), blocks.begin(), blocks.end());
-    load(o, blocks, L, raw, all);
-    std::unique_ptr<sweep::Sweep> sw(raw);
+    sweep::Loaded L = sweep::load_inputs({o.inputs, o.tensors, formats, o.blocks});
+    const auto& sw = L.sweep;
     sw->run(L.dumped, L.notes);
     const auto& C = sw->candidates();
     const auto& S = sw->series();

@@ -73,6 +73,16 @@ bool is_hdf5_file(const std::string& path) {
     return false;
 }
 
+bool is_dump_file(const std::string& path) {
+    if (is_hdf5_file(path)) return true;
+    std::ifstream in(path, std::ios::binary);
+    unsigned char h[9];
+    if (!in.read(reinterpret_cast<char*>(h), 9)) return false;
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i) n = (n << 8) | h[i];
+    return n > 1 && n < (std::uint64_t{100} << 20) && h[8] == '{';  // safetensors header
+}
+
 std::unique_ptr<Source> open_source(const std::string& path, const ReadOptions& opts) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0)

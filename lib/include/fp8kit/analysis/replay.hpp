@@ -28,6 +28,16 @@ Format role_format(const RecipeSpec& r, Role role, std::optional<Format> forced)
 // needs the tensor's data, not its amax).
 std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax);
 
+// A delayed-scaling recipe's settings changed for a what-if replay (`fp8kit replay --history 16`).
+struct Overrides {
+    std::optional<int> history;  // 1 .. 2^24, delayed recipes only
+    std::string algo;            // "max", "most_recent" (or "most-recent"); "" keeps the recipe's
+    std::optional<int> margin;   // 0 .. 64, not for current scaling
+};
+// `r` with the overrides applied; std::invalid_argument naming the option (--history, --algo,
+// --margin) when the recipe has no such parameter or the value is out of range.
+RecipeSpec with_overrides(RecipeSpec r, const Overrides& o);
+
 struct SeriesResult {
     std::string tensor;
     Role role;

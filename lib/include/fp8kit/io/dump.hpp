@@ -111,6 +111,8 @@ protected:
 // Throws DumpError (with an empty dataset name) when the file as a whole cannot be used.
 std::unique_ptr<Source> open_source(const std::string& path, const ReadOptions& opts = {});
 bool is_hdf5_file(const std::string& path);  // the HDF5 signature at 0, 512, 1024, ...
+// HDF5, or safetensors (an 8-byte little-endian header length below 100 MiB, then '{').
+bool is_dump_file(const std::string& path);
 
 // Which tensors to analyse.
 struct StepRange {

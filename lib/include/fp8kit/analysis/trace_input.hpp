@@ -1,0 +1,27 @@
+// The amax trace that `fp8kit replay` (and fp8kit.replay) reads from a file: a trace (CSV,
+// dlfw-inspect log) as trace::read_trace reads it, or a tensor dump turned into a trace (the TE
+// amax of every dumped step). Bad input throws trace::TraceError or dump::DumpError naming the file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fp8kit/io/dump.hpp"
+#include "fp8kit/io/trace.hpp"
+
+namespace fp8kit::trace {
+
+// The recipe role of a dumped tensor: the dump's own role when it names one, else the guess
+// from the series name (classify). Optimizer state has no FP8 cast and is left out by callers.
+Role role_of_dumped(dump::Role r, const std::string& series_name);
+
+// A dump as a trace: one series per dumped tensor name (step components dropped, see
+// sweep::series_name_of_dump) with TE's amax of each dumped step. Optimizer state and tensors
+// without a step are left out.
+Trace dump_trace(const std::string& path);
+
+// The trace (or dump_trace of a dump) with only the series matching one of `patterns` (all when
+// empty); TraceError naming the file and line for bad input, or the patterns when nothing matches.
+Trace load_trace(const std::string& path, const std::vector<std::string>& patterns);
+
+}  // namespace fp8kit::trace

@@ -1,0 +1,171 @@
+// Loading a sweep's traces and dumps (sweep_input.hpp).
+#include "fp8kit/analysis/sweep_input.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "fp8kit/analysis/trace_input.hpp"
+#include "fp8kit/io/dump.hpp"
+
+namespace fp8kit::sweep {
+namespace {
+
+bool selected(const std::vector<std::string>& patterns, const std::string& n) {
+    if (patterns.empty()) return true;
+    for (const auto& p : patterns)
+        if (trace::matches(p, n)) return true;
+    return false;
+}
+
+// A dumped tensor read, waiting for its series index.
+struct Pending {
+    std::string series;
+    Role role;
+    Dumped d;
+};
+
+// Trace series, each tensor given once over all trace files; by_name maps name -> index.
+void load_traces(const Inputs& in, Loaded& L, std::vector<trace::Series>& series,
+                 std::map<std::string, std::size_t>& by_name) {
+    for (const auto& f : L.trace_files) {
+        trace::Trace t = trace::read_trace(f);
+        for (auto& s : t.series) {
+            if (!selected(in.tensors, s.tensor)) continue;
+            if (by_name.count(s.tensor))
+                throw trace::TraceError(
+                    fmt::format("{}: tensor '{}' is also in an earlier trace (give each tensor once)", f, s.tensor));
+            by_name[s.tensor] = series.size();
+            series.push_back(std::move(s));
+        }
+    }
+}
+
+// One dumped tensor at one step: its histogram, TE amax and (for 2-D or wider data) every block
+// candidate's statistics. False (with a note) when the tensor is left out.
+bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& blocks, bool want_blocks,
+                 Loaded& L, Pending& pd) {
+    const auto& t = dmp.tensors()[i];
+    if (!t.step) {
+        L.notes.push_back(fmt::format("{}: {}: no step (attribute or name): skipped", t.file, t.name));
+        return false;
+    }
+    if (t.wide == Wide::f64) {
+        L.notes.push_back(fmt::format("{}: {}: f64 data is not evaluated (the one-pass histogram needs "
+                                      "values float32 holds exactly)", t.file, t.name));
+        return false;
+    }
+    auto h = std::make_shared<MagnitudeHistogram>();
+    std::vector<unsigned char> buf;
+    const std::size_t esz = t.wide == Wide::f32 ? 4 : 2;
+    want_blocks = want_blocks && !t.shape.empty();
+    if (want_blocks) buf.reserve(t.numel * esz);
+    dmp.read(i, [&](const dump::Chunk& c) {
+        h->add(c.bits, c.wide, c.count);
+        if (want_blocks) {
+            const auto* p = static_cast<const unsigned char*>(c.bits);
+            buf.insert(buf.end(), p, p + c.count * esz);
+        }
+    });
+    pd.role = trace::role_of_dumped(t.role, pd.series);
+    pd.d.step = *t.step;
+    pd.d.hist = h;
+    h->finish();
+    pd.d.amax = h->te_amax();
+    if (!want_blocks) return true;
+    const std::size_t cols = t.shape.back(), rows = cols ? t.numel / cols : 0;
+    for (const auto& b : blocks) {
+        try {
+            const auto br = block_recipe(b.recipe, pd.role, cols);
+            pd.d.block.push_back(compute_block_stats(buf.data(), t.wide, rows, cols, br).total);
+        } catch (const std::invalid_argument& e) {
+            pd.d.block.clear();
+            L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, e.what()));
+            break;
+        }
+    }
+    return true;
+}
+
+// Every dumped tensor selected (one read each).
+std::vector<Pending> load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& L) {
+    std::vector<Pending> pending;
+    if (L.dump_files.empty()) return pending;
+    dump::Dump dmp(L.dump_files);
+    for (const auto& p : dmp.errors()) L.notes.push_back(p.describe());
+    std::size_t skipped_opt = 0;
+    for (std::size_t i = 0; i < dmp.tensors().size(); ++i) {
+        const auto& t = dmp.tensors()[i];
+        if (t.role == dump::Role::optimizer_state) {
+            ++skipped_opt;
+            continue;
+        }
+        Pending pd;
+        pd.series = series_name_of_dump(t.name);
+        if (!selected(in.tensors, pd.series)) continue;
+        if (read_dumped(dmp, i, blocks, in.blocks, L, pd)) pending.push_back(std::move(pd));
+    }
+    if (skipped_opt)
+        L.notes.push_back(fmt::format("{} optimizer-state tensors skipped (no FP8 cast to tune)", skipped_opt));
+    return pending;
+}
+
+}  // namespace
+
+Loaded load_inputs(const Inputs& in) {
+    // 1. Candidates: the grid and tensorwise presets; block presets only when a dump is given.
+    auto cands = default_candidates(in.formats);
+    const auto blocks = block_candidates();
+    bool any_dump = false;
+    for (const auto& f : in.files) any_dump |= dump::is_dump_file(f);
+    if (in.blocks && any_dump) cands.insert(cands.end(), blocks.begin(), blocks.end());
+    // 2. Files, told apart by content.
+    Loaded L;
+    for (const auto& f : in.files) {
+        std::ifstream probe(f, std::ios::binary);
+        if (!probe) throw trace::TraceError(fmt::format("{}: cannot open the file", f));
+        (dump::is_dump_file(f) ? L.dump_files : L.trace_files).push_back(f);
+    }
+    // 3. Trace series, then the dumped tensors.
+    std::vector<trace::Series> series;
+    std::map<std::string, std::size_t> by_name;
+    load_traces(in, L, series, by_name);
+    std::vector<Pending> pending = load_dumps(in, blocks, L);
+    // 4. Dumped tensors without a trace: their series is the dumped steps' amax.
+    std::map<std::string, std::vector<std::pair<std::int64_t, float>>> dump_only;
+    std::map<std::string, Role> dump_roles;
+    for (const auto& p : pending)
+        if (!by_name.count(p.series)) {
+            dump_only[p.series].emplace_back(p.d.step, p.d.amax);
+            dump_roles[p.series] = p.role;
+        }
+    L.sweep = std::make_unique<Sweep>(std::move(cands), std::move(series));
+    for (auto& [n, v] : dump_only) {
+        std::sort(v.begin(), v.end());
+        trace::Series s;
+        s.tensor = n;
+        s.role = dump_roles[n];
+        for (std::size_t k = 0; k < v.size(); ++k) {
+            if (k && v[k].first == v[k - 1].first)
+                throw trace::TraceError(fmt::format("tensor '{}' step {} is dumped twice", n, v[k].first));
+            s.steps.push_back(v[k].first);
+            s.amax.push_back(v[k].second);
+            s.lines.push_back(0);
+        }
+        by_name[n] = L.sweep->add_series(std::move(s));
+    }
+    if (!dump_only.empty())
+        L.notes.push_back(fmt::format("{} dumped tensors have no amax trace: their series are the dumped steps only, "
+                                      "so delayed scaling sees just those steps", dump_only.size()));
+    for (auto& p : pending) {
+        p.d.series = by_name.at(p.series);
+        L.dumped.push_back(std::move(p.d));
+    }
+    if (L.sweep->series().empty()) throw trace::TraceError("no tensors to sweep (check the inputs and --tensor)");
+    return L;
+}
+
+}  // namespace fp8kit::sweep

@@ -1,0 +1,22 @@
+// Recipe arguments shared by replay and sweep: --recipe with its overrides, --format, and how a
+// recipe is described in the text output.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "command.hpp"
+#include "fp8kit/recipes.hpp"
+
+namespace fp8kit::cli {
+
+// The preset/file with --history/--algo/--margin applied (UsageError naming the option when the
+// recipe cannot be read, has no such parameter or the value is out of range).
+RecipeSpec recipe_with_overrides(const std::string& recipe, std::optional<int> history,
+                                 const std::string& algo, std::optional<int> margin);
+// "auto" -> nullopt, else the format (UsageError naming --format).
+std::optional<Format> parse_format_choice(const std::string& s);
+std::string join_presets();
+std::string describe_recipe(const RecipeSpec& r, std::optional<Format> forced);
+
+}  // namespace fp8kit::cli
