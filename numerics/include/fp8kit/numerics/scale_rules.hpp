@@ -1,0 +1,308 @@
+// Every scale rule of the training frameworks, written once for host and device (FP8KIT_HD).
+// A rule turns an amax into the float32 `scale` of the cast q = fp8(fl32(x * scale)) and the
+// `scale_inv` of dequantisation x^ = q * scale_inv, with the float32 arithmetic of its source.
+// Exponents are read from float bits, never from a floating log2 (docs/recipes.md says where a
+// framework's log2 can differ). lib (fp8kit::core) and the CUDA kernels call these; nothing else
+// may re-type them.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "fp8kit/emu/emu.hpp"
+
+namespace fp8kit::numerics {
+
+using emu::Format;
+
+// ---- float bits ---------------------------------------------------------------------------
+
+FP8KIT_HD std::uint32_t bits_of(float v) {
+#if defined(__CUDA_ARCH__)
+    return __float_as_uint(v);
+#else
+    std::uint32_t u;
+    std::memcpy(&u, &v, 4);
+    return u;
+#endif
+}
+
+FP8KIT_HD float float_of(std::uint32_t u) {
+#if defined(__CUDA_ARCH__)
+    return __uint_as_float(u);
+#else
+    float v;
+    std::memcpy(&v, &u, 4);
+    return v;
+#endif
+}
+
+FP8KIT_HD bool is_nan(float v) { return (bits_of(v) & 0x7FFFFFFFu) > 0x7F800000u; }
+FP8KIT_HD bool is_inf(float v) { return (bits_of(v) & 0x7FFFFFFFu) == 0x7F800000u; }
+FP8KIT_HD bool is_finite(float v) { return (bits_of(v) & 0x7FFFFFFFu) < 0x7F800000u; }
+
+inline constexpr float kFltMax = 3.40282346638528859812e+38f;
+
+// Round-to-nearest float32 operations that stay IEEE even under nvcc --use_fast_math.
+FP8KIT_HD float div_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fdiv_rn(a, b);
+#else
+    return a / b;
+#endif
+}
+FP8KIT_HD float mul_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fmul_rn(a, b);
+#else
+    return a * b;
+#endif
+}
+
+// floor(log2 |v|) of a finite nonzero float32, subnormals included, from the bits.
+FP8KIT_HD int floor_log2(float v) {
+    const std::uint32_t u = bits_of(v) & 0x7FFFFFFFu;
+    const int biased = static_cast<int>(u >> 23);
+    if (biased != 0) return biased - 127;
+    int lead = 22;  // subnormal: the position of the leading mantissa bit
+    while (lead > 0 && !((u >> lead) & 1u)) --lead;
+    return -149 + lead;
+}
+
+// 2^e as a float32: exact for e in [-149, 127]; 0 below and Inf above, as float32 arithmetic gives.
+FP8KIT_HD float pow2f(int e) {
+    if (e > 127) return float_of(0x7F800000u);
+    if (e < -149) return 0.0f;
+    if (e >= -126) return float_of(static_cast<std::uint32_t>(e + 127) << 23);
+    return float_of(std::uint32_t{1} << (e + 149));
+}
+
+// ---- format facts -------------------------------------------------------------------------
+
+// Largest finite value of an element format as float32 (448, 57344, 240, 57344, 2^127).
+FP8KIT_HD float format_max(Format f) {
+    return emu::with_format(f, [&](auto fmt) {
+        using F = decltype(fmt);
+        return float_of(static_cast<std::uint32_t>(
+            emu::decode(f, emu::Wide::f32, static_cast<std::uint8_t>(F::max_finite_code))));
+    });
+}
+
+// The element format's largest exponent, emax_elem of OCP MX v1.0 section 6.3 (8 for E4M3).
+FP8KIT_HD int format_emax(Format f) {
+    return emu::with_format(f, [](auto fmt) { return decltype(fmt)::emax; });
+}
+
+// ---- per-tensor and per-block rules -------------------------------------------------------
+
+struct ScalePair {
+    float scale, scale_inv;
+};
+
+// TransformerEngine compute_scale_from_amax (transformer_engine/common/recipe/recipe_common.cuh),
+// used by current scaling and, per block, by Float8BlockScaling:
+//   1. amax < eps -> eps (NaN compares false);
+//   2. amax Inf or 0 -> 1;
+//   3. scale = fmax / amax (__fdiv_rn); NaN (from a NaN amax) -> 1;
+//   4. Inf -> value_for_inf (FLT_MAX for current scaling);
+//   5. pow2: keep sign and exponent bits (floor to a power of two).
+FP8KIT_HD float te_scale(float amax, float fmax, float eps, bool pow2, float value_for_inf) {
+    if (amax < eps) amax = eps;
+    if (is_inf(amax) || amax == 0.0f || is_nan(amax)) return 1.0f;
+    float scale = div_rn(fmax, amax);
+    if (is_inf(scale)) scale = value_for_inf;
+    if (pow2) scale = float_of(bits_of(scale) & 0xFF800000u);
+    return scale;
+}
+
+// TransformerEngine DelayedScaling's division (delayed_scaling.cu, kernel_bulk), after the
+// history reduction gave `amax`: scaled_max = fmax * 2^-margin; scale = scaled_max / amax when
+// amax is finite and > 0, else the previous scale; an Inf scale becomes FLT_MAX.
+FP8KIT_HD float te_scaled_max(float fmax, int margin) {
+#if defined(__CUDA_ARCH__)
+    return ldexpf(fmax, -margin);
+#else
+    return std::ldexp(fmax, -margin);
+#endif
+}
+FP8KIT_HD float te_delayed_scale(float amax, float previous_scale, float scaled_max) {
+    float scale = (is_finite(amax) && amax > 0.0f) ? div_rn(scaled_max, amax) : previous_scale;
+    if (is_inf(scale)) scale = kFltMax;
+    return scale;
+}
+
+// torchao float8_utils.amax_to_scale (torchao/float8/float8_utils.py):
+//   scale = fl32(fmax / clamp(fl64(amax), min=eps)) in binary64, one rounding to float32;
+//   round_scales_to_power_of_2: exp2(floor(log2 scale)) (from the bits here).
+// No guard: amax Inf gives 0 and amax NaN gives NaN (torch.clamp propagates NaN).
+FP8KIT_HD float torchao_scale(float amax, float fmax, double eps, bool pow2) {
+    const double a = static_cast<double>(amax);
+    const double clamped = (a != a) ? a : (a < eps ? eps : a);
+    float scale = static_cast<float>(static_cast<double>(fmax) / clamped);
+    // A finite positive scale is at least fmax / FLT_MAX, so normal: floor from the bits.
+    if (pow2 && is_finite(scale) && scale > 0.0f) scale = pow2f(floor_log2(scale));
+    return scale;
+}
+
+// MS-AMP ScalingMeta.compute_scaling_factor (msamp/common/tensor/meta.py), TorchScript on
+// float32 tensors, transcribed step by step in its order:
+//   1. ratio = fp_max / amax: TorchScript evaluates `float / Tensor` as reciprocal(amax) * fp_max
+//      (torch/csrc/jit/frontend/builtin_functions.cpp), so fl32(fl32(1 / amax) * fp_max);
+//   2. exp = floor(log2(ratio)) - margin (log2 of 0 is -Inf, of Inf is Inf, of a negative NaN);
+//   3. sf = round(2^|exp|) (Inf past 2^127);
+//   4. sf = previous where not (amax > 0);
+//   5. sf = previous where amax is not finite;
+//   6. sf = 1 / sf where exp < 0 (after 4 and 5: an Inf amax gives exp = -Inf, so 1 / previous).
+// fp_max per format: 448 (E4M3), 57344 (E5M2), 65504 (FP16).
+FP8KIT_HD float msamp_scale(float amax, float previous_scale, float fmax, int margin) {
+    const float ratio = mul_rn(div_rn(1.0f, amax), fmax);                      // step 1
+    // Step 2 as an integer with the IEEE special values kept apart: NaN, -Inf, +Inf.
+    enum { kFinite, kNan, kMinusInf, kPlusInf } kind = kFinite;
+    int e = 0;
+    if (is_nan(ratio) || ratio < 0.0f) kind = kNan;                            // log2(<0) = NaN
+    else if (ratio == 0.0f) kind = kMinusInf;
+    else if (is_inf(ratio)) kind = kPlusInf;
+    else e = floor_log2(ratio) - margin;
+    const int mag = e < 0 ? -e : e;
+    float sf = (kind == kNan) ? float_of(0x7FC00000u)                          // step 3
+               : (kind != kFinite || mag > 127) ? float_of(0x7F800000u) : pow2f(mag);
+    if (!(amax > 0.0f)) sf = previous_scale;                                   // step 4
+    if (!is_finite(amax)) sf = previous_scale;                                 // step 5
+    const bool negative = kind == kMinusInf || (kind == kFinite && e < 0);     // NaN < 0 is false
+    return negative ? div_rn(1.0f, sf) : sf;                                   // step 6
+}
+
+// DeepGEMM per_token_cast_to_fp8 / per_block_cast_to_fp8 (deep_gemm/utils/math.py), as used by
+// DeepSeek-V3: sf = fl32(max(amax, floor) / fmax) (torch clamp: NaN propagates); with UE8M0
+// (use_ue8m0) sf = 2^ceil(log2 sf) from the bits; scale = fl32(1 / sf), scale_inv = sf.
+FP8KIT_HD ScalePair deepseek_scale(float amax, float fmax, float amax_floor, bool ue8m0) {
+    const float a = is_nan(amax) ? amax : (amax < amax_floor ? amax_floor : amax);
+    float sf = div_rn(a, fmax);
+    if (ue8m0 && is_finite(sf) && sf > 0.0f) {
+        const int e = floor_log2(sf);
+        sf = (pow2f(e) == sf) ? sf : pow2f(e + 1);  // itself when a power of two, else the next up
+    }
+    return {div_rn(1.0f, sf), sf};
+}
+
+// ---- MX (E8M0 block scales) ---------------------------------------------------------------
+
+// E8M0 code b stands for X = 2^(b - 127); 0xFF is NaN.
+inline constexpr std::uint8_t kE8m0Nan = 0xFF;
+
+// OCP Microscaling Formats v1.0, section 6.3: X = 2^(floor(log2 amax) - emax_elem), the code
+// clamped to [0, 254]; amax 0 -> code 0 (2^-127); NaN or Inf amax -> 0xFF.
+FP8KIT_HD std::uint8_t mx_code_floor(float block_amax, int emax_elem) {
+    if (!is_finite(block_amax)) return kE8m0Nan;
+    if (block_amax == 0.0f) return 0;
+    const int code = floor_log2(block_amax) - emax_elem + 127;
+    return static_cast<std::uint8_t>(code < 0 ? 0 : (code > 254 ? 254 : code));
+}
+
+// TransformerEngine MXFP8 (transformer_engine/common/util/ptx.cuh float_to_e8m0, the software
+// path of cvt.rp.satfinite.ue8m0x2.f32): val = amax * fl32(1 / fmax); NaN -> 0xFF, Inf -> 0xFE,
+// 0 -> 0; else the biased exponent of val, plus one when the mantissa is nonzero, except at 0xFE
+// (saturates) and for a subnormal val <= 2^-127 (2^-127, code 0, already covers it). Never
+// overflows the elements: amax / X <= fmax.
+FP8KIT_HD std::uint8_t mx_code_roundup(float block_amax, float fmax) {
+    const float rcp = static_cast<float>(1.0 / static_cast<double>(fmax));
+    const float val = mul_rn(block_amax, rcp);
+    if (is_nan(val)) return kE8m0Nan;
+    if (is_inf(val)) return 0xFE;
+    if (val == 0.0f) return 0;
+    const std::uint32_t u = bits_of(val);
+    std::uint32_t exponent = (u >> 23) & 0xFFu;
+    const std::uint32_t mantissa = u & 0x7FFFFFu;
+    if (mantissa > 0 && exponent != 0xFE && !(exponent == 0 && mantissa <= 0x400000u)) ++exponent;
+    return static_cast<std::uint8_t>(exponent);
+}
+
+// The pair of an E8M0 code: scale_inv = 2^(code - 127), scale = 2^(127 - code) (2^-127 at 254
+// is a float32 subnormal and exact); NaN for 0xFF.
+FP8KIT_HD ScalePair e8m0_scale_pair(std::uint8_t code) {
+    if (code == kE8m0Nan) return {float_of(0x7FC00000u), float_of(0x7FC00000u)};
+    const int e = static_cast<int>(code) - 127;
+    return {pow2f(-e), pow2f(e)};
+}
+
+enum class MxRule : std::uint8_t { ocp_floor, round_up };
+
+// The scale an MX block is CAST with, from its code. OCP floor: 2^(127 - code). Round-up follows
+// TransformerEngine, whose cast multiplies by exp2f_rcp(code) (transformer_engine/common/util/
+// ptx.cuh): 1 for code 0, else 2^(127 - code). So a block whose amax gives code 0 (amax below
+// about fmax * 2^-127, e.g. 1e-38) casts unscaled under round-up. scale_inv stays 2^(code - 127).
+FP8KIT_HD ScalePair mx_cast_pair(MxRule rule, std::uint8_t code) {
+    ScalePair p = e8m0_scale_pair(code);
+    if (rule == MxRule::round_up && code == 0) p.scale = 1.0f;
+    return p;
+}
+
+// ---- one entry point for every rule -------------------------------------------------------
+
+// The formula that turns an amax into a scale (a recipe's `rule`).
+enum class ScaleRule : std::uint8_t {
+    te,            // te_scale (TE current, block, and DelayedScaling's division)
+    torchao,       // torchao_scale
+    msamp,         // msamp_scale
+    deepseek,      // deepseek_scale (DeepGEMM)
+    mx_roundup,    // mx_code_roundup (TE/cuBLAS MXFP8)
+    mx_ocp_floor,  // mx_code_floor (OCP MX v1.0 section 6.3)
+};
+
+// A rule with its parameters, and the format facts it reads, resolved once (per tensor or per
+// kernel launch) so that the per-block call does no format dispatch.
+struct ScaleParams {
+    ScaleRule rule;
+    Format format;
+    double epsilon;       // te: fl32(eps); torchao: binary64 clamp; deepseek: fl32 amax floor
+    bool pow2;            // te/torchao: power-of-two floor; deepseek: UE8M0 round-up
+    float value_for_inf;  // te only
+    int margin;           // msamp only
+    float fmax;           // format_max(format)
+    int emax;             // format_emax(format)
+};
+
+FP8KIT_HD ScaleParams make_scale_params(ScaleRule rule, Format format, double epsilon, bool pow2,
+                                        float value_for_inf, int margin) {
+    return {rule, format, epsilon, pow2, value_for_inf, margin, format_max(format), format_emax(format)};
+}
+
+// One scale for one amax. `code` is the E8M0 code for the MX rules and 0 otherwise. MS-AMP here is
+// its stateless (in-time) form with previous scale 1; its window lives in lib's MsampScaling.
+struct BlockScale {
+    float scale, scale_inv;
+    std::uint8_t code;
+};
+
+FP8KIT_HD BlockScale rule_scale(const ScaleParams& p, float amax) {
+    switch (p.rule) {
+        case ScaleRule::te: {
+            const float s = te_scale(amax, p.fmax, static_cast<float>(p.epsilon), p.pow2, p.value_for_inf);
+            return {s, div_rn(1.0f, s), 0};
+        }
+        case ScaleRule::torchao: {
+            const float s = torchao_scale(amax, p.fmax, p.epsilon, p.pow2);
+            return {s, div_rn(1.0f, s), 0};
+        }
+        case ScaleRule::msamp: {
+            const float s = msamp_scale(amax, 1.0f, p.fmax, p.margin);
+            return {s, div_rn(1.0f, s), 0};
+        }
+        case ScaleRule::deepseek: {
+            const ScalePair d = deepseek_scale(amax, p.fmax, static_cast<float>(p.epsilon), p.pow2);
+            return {d.scale, d.scale_inv, 0};
+        }
+        case ScaleRule::mx_roundup: {
+            const std::uint8_t c = mx_code_roundup(amax, p.fmax);
+            const ScalePair m = mx_cast_pair(MxRule::round_up, c);
+            return {m.scale, m.scale_inv, c};
+        }
+        case ScaleRule::mx_ocp_floor: break;
+    }
+    const std::uint8_t c = mx_code_floor(amax, p.emax);
+    const ScalePair m = mx_cast_pair(MxRule::ocp_floor, c);
+    return {m.scale, m.scale_inv, c};
+}
+
+}  // namespace fp8kit::numerics
