@@ -159,6 +159,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fp8kit: error: %s (see 'fp8kit --help')\n", e.what());
         return 2;
     } catch (const std::exception& e) {  // UsageError and everything else: one line, exit 2
+        // fmt::print throws when standard output fails mid-report: say that, not "cannot write to file".
+        if (std::ferror(stdout)) return finish_output(2, stdout_closed);
         std::fflush(stdout);
         std::fprintf(stderr, "fp8kit: error: %s\n", fp8kit::io::printable(e.what()).c_str());
         return 2;

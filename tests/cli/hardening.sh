@@ -60,6 +60,10 @@ $FP8KIT table --from e4m3 --to f32 -o /dev/full 2> "$T/err"; rc=$?
 
 ## 2. Only regular files; bounded lines; no hang.
 mkfifo "$T/fifo.csv"
+for cmd in replay sweep; do
+    timeout 10 $FP8KIT $cmd "$T/fifo.csv" > /dev/null 2> "$T/err"; rc=$?
+    [ $rc -eq 2 ] && grep -q "not a regular file (a FIFO)" "$T/err"; check "$cmd FIFO: refused at once ($rc)" $?
+done
 timeout 10 $FP8KIT replay /dev/zero > /dev/null 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "not a regular file (a device)" "$T/err"; check "replay /dev/zero: refused at once ($rc)" $?
 mkfifo "$T/fifo.safetensors"
@@ -114,9 +118,21 @@ check "escape sequences and newlines in names are escaped" $?
 printf 'step,tensor,amax\n0,x\x1b[2J,1\n' > "$T/esc.csv"
 $FP8KIT replay "$T/esc.csv" > "$T/out" 2>&1
 ! grep -q $'\x1b' "$T/out" && grep -qF 'x\e[2J' "$T/out"; check "replay escapes tensor names" $?
+$FP8KIT sweep "$T/esc.csv" > "$T/out" 2>&1
+! grep -q $'\x1b' "$T/out" && grep -qF 'x\e[2J' "$T/out"; check "sweep escapes tensor names" $?
 { printf 'step,'; head -c 100000 /dev/zero | tr '\0' x; printf '\n0,1\n'; } > "$T/wide_header.csv"
 $FP8KIT replay "$T/wide_header.csv" > /dev/null 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "(100005 bytes)" "$T/err" && [ "$(wc -c < "$T/err")" -lt 600 ]
 check "a 100 kB CSV header is cut in the message, with its length ($rc)" $?
+
+## 3. validate never reports "BIT-EXACT" on nothing.
+: > "$T/empty.bin"
+$FP8KIT validate --input "$T/empty.bin" --dtype f32 --shape 4294967296x4294967296 --output "$T/empty.bin" --to e4m3 \
+    --profile torch > "$T/out" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && ! grep -q "BIT-EXACT" "$T/out" && grep -q "more elements than any file holds" "$T/err"
+check "validate --shape wrapping 64 bits: exit 2, no verdict ($rc)" $?
+$FP8KIT validate --input "$T/empty.bin" --dtype f32 --output "$T/empty.bin" --to e4m3 --profile torch > "$T/out" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && ! grep -q "BIT-EXACT" "$T/out" && grep -q "no elements to compare" "$T/err"
+check "validate on an empty input: exit 2, no verdict ($rc)" $?
 
 exit $fail

@@ -1,6 +1,7 @@
 // Amax trace readers (CSV and nvidia-dlfw-inspect logs).
 #include <fnmatch.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -133,15 +134,9 @@ constexpr std::size_t kMaxLine = 1 << 20;
 class LineReader {
 public:
     explicit LineReader(const std::string& path) : path_(path) {
+        require_regular_file(path);
         f_.reset(std::fopen(path.c_str(), "rb"));
         if (!f_) throw TraceError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
-        struct stat st {};
-        if (::fstat(fileno(f_.get()), &st) != 0)
-            throw TraceError(fmt::format("{}: cannot stat: {}", path, std::strerror(errno)));
-        if (!S_ISREG(st.st_mode))
-            throw TraceError(fmt::format("{}: not a regular file ({}): traces are read from regular files only",
-                                         path, S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                               : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket"));
     }
     bool next(std::string& line) {
         line.clear();
@@ -325,6 +320,18 @@ Trace read_csv(const std::string& path) {
 Trace read_dlfw_log(const std::string& path) {
     return out_of_memory_is_an_error(path, [&] { return read_dlfw_lines(path); });
 }
+void require_regular_file(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        throw TraceError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode))
+        throw TraceError(fmt::format("{}: not a regular file ({}): inputs are read from regular files only", path,
+                                     S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket"));
+    if (::access(path.c_str(), R_OK) != 0)
+        throw TraceError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
+}
+
 Trace read_trace(const std::string& path) {
     LineReader in(path);
     std::string line;
