@@ -71,6 +71,16 @@ std::string sqnr_text(double db) {
     return fmt::format("{:.1f}", db);
 }
 
+// The exponent histogram of the scaled values (docs/statistics.md), sparse: the count of
+// floor(log2|x*scale|) = e under the key "e" for every e that occurs, and the zero and non-finite
+// bins by name.
+nlohmann::ordered_json exp_hist_json(const QuantStats& s) {
+    nlohmann::ordered_json bins = nlohmann::ordered_json::object();
+    for (std::size_t b = kExpHistZeroBin + 1; b < kExpHistNonfiniteBin; ++b)
+        if (s.exp_hist[b]) bins[std::to_string(exp_hist_exponent(b))] = s.exp_hist[b];
+    return {{"zero", s.exp_hist[kExpHistZeroBin]}, {"nonfinite", s.exp_hist[kExpHistNonfiniteBin]}, {"log2", bins}};
+}
+
 nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
     const auto& t = *row.t;
     const auto& r = row.r;
@@ -120,6 +130,7 @@ nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
     j["dynamic_range_binades"] = num(s.dynamic_range_binades());
     j["sum_x2"] = num(s.sum_x2);
     j["sum_err2"] = num(s.sum_err2);
+    j["exp_hist"] = exp_hist_json(s);
     return j;
 }
 
@@ -144,7 +155,7 @@ void write_csv(const std::vector<Row>& rows, const std::string& recipe) {
         for (const char* stat : {"numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow",
                                  "subnormal", "overflow", "te_underflow", "te_overflow", "underflow_pct",
                                  "subnormal_pct", "overflow_pct", "scale", "scale_inv", "scale_inv_min",
-                                 "scale_inv_max", "mse", "sqnr_db", "dynamic_range_binades"}) {
+                                 "scale_inv_max", "mse", "sqnr_db", "dynamic_range_binades", "sum_x2", "sum_err2"}) {
             if (!j.contains(stat) || j[stat].is_null()) continue;
             const auto& v = j[stat];
             std::string value = v.is_string() ? v.get<std::string>()
@@ -153,6 +164,13 @@ void write_csv(const std::vector<Row>& rows, const std::string& recipe) {
             // fmt, not printf("%s"): a name may hold a NUL byte, and %s would cut it there.
             fmt::print("{},{},{}\n", key, stat, value);
         }
+        // The exponent histogram: exp_hist_zero, exp_hist_nonfinite and exp_hist_<e> for each
+        // exponent e that occurs (pivot and sort on the number after the last '_').
+        const auto& st = row.r.stats;
+        fmt::print("{},exp_hist_zero,{}\n", key, st.exp_hist[kExpHistZeroBin]);
+        fmt::print("{},exp_hist_nonfinite,{}\n", key, st.exp_hist[kExpHistNonfiniteBin]);
+        for (std::size_t b = kExpHistZeroBin + 1; b < kExpHistNonfiniteBin; ++b)
+            if (st.exp_hist[b]) fmt::print("{},exp_hist_{},{}\n", key, exp_hist_exponent(b), st.exp_hist[b]);
     }
 }
 

@@ -69,6 +69,15 @@ cp "$M" "$T/other.safetensors"
 $FP8KIT inspect "$M" "$T/other.safetensors" > "$T/out"
 grep -A1 "^lowest SQNR" "$T/out" | grep -q "safetensors: encoder.layer"; check "top-5 lists name the file in multi-file runs" $?
 
+# 16. JSON and CSV carry the exponent histogram (CSV also the sums): under te-current the scale is
+# 448 (amax 1), so 1.0 -> 448 (2^8) and 0.3 -> 134.4 (2^7).
+$FP8KIT inspect "$M" --json --include '*layer.3*' > "$T/json"
+tr -d ' \n' < "$T/json" | grep -q '"exp_hist":{"zero":0,"nonfinite":0,"log2":{"7":1,"8":1}}'; check "JSON exp_hist" $?
+$FP8KIT inspect "$M" --csv --include '*layer.3*' > "$T/csv"
+grep -q ",exp_hist_7,1$" "$T/csv" && grep -q ",exp_hist_8,1$" "$T/csv" && grep -q ",exp_hist_zero,0$" "$T/csv"
+check "CSV exp_hist rows" $?
+grep -q ",sum_x2,1.09" "$T/csv" && grep -q ",sum_err2," "$T/csv"; check "CSV sums" $?
+
 # 10. Filters that match nothing: say so, show names that exist, exit 2.
 $FP8KIT inspect "$M" --include '*nothing*' > "$T/out" 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "no tensor matches --include '\*nothing\*'" "$T/err" && grep -q "encoder.layer.3" "$T/err"
