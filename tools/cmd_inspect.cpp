@@ -21,7 +21,7 @@ namespace {
 namespace dp = fp8kit::dump;
 
 struct InspectOpts {
-    std::vector<std::string> files, include, exclude;
+    std::vector<std::string> files, include, exclude, roles;
     std::string recipe = "te-current", format = "auto", steps;
     bool json = false, csv = false, quiet = false, wide = false;
 };
@@ -342,6 +342,10 @@ Register reg([](CLI::App& root) {
         ->allow_extra_args(false);
     cmd->add_option("--exclude", o->exclude, "Skip tensors whose name matches this glob pattern (repeatable)")
         ->allow_extra_args(false);
+    cmd->add_option("--role", o->roles,
+                    "PATTERN=ROLE: tensors whose name matches the glob PATTERN have role ROLE (activation, weight, "
+                    "gradient, optimizer_state); repeatable, the first match wins, over attributes and guesses")
+        ->allow_extra_args(false);
     cmd->add_option("--steps", o->steps, "Only these steps, e.g. 0-100,200,300-");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
     cmd->add_flag("--wide", o->wide, "Never shorten names (default: fit the terminal's width; a file or pipe gets whole names)");
@@ -357,6 +361,14 @@ Register reg([](CLI::App& root) {
         dp::Selection sel;
         sel.include = o->include;
         sel.exclude = o->exclude;
+        for (const auto& r : o->roles) {
+            const auto eq = r.rfind('=');
+            const auto role = eq == std::string::npos ? std::nullopt : dp::parse_role(r.substr(eq + 1));
+            if (!role || eq == 0)
+                throw UsageError(fmt::format("--role '{}': expected PATTERN=ROLE with ROLE activation, weight, gradient "
+                                             "or optimizer_state", r));
+            sel.roles.emplace_back(r.substr(0, eq), *role);
+        }
         if (!o->steps.empty()) {
             try {
                 sel.steps = dp::parse_steps(o->steps);

@@ -78,6 +78,22 @@ grep -q ",exp_hist_7,1$" "$T/csv" && grep -q ",exp_hist_8,1$" "$T/csv" && grep -
 check "CSV exp_hist rows" $?
 grep -q ",sum_x2,1.09" "$T/csv" && grep -q ",sum_err2," "$T/csv"; check "CSV sums" $?
 
+# 14. Roles: biases and norm parameters are weights (guessed); --role and __metadata__ set them.
+R='{"__metadata__":{"role:custom.act":"gradient","role:ids":"no-such-role"},"a.output.LayerNorm.bias":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a.query.bias":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},"custom.act":{"dtype":"F32","shape":[2],"data_offsets":[16,24]},"x.input":{"dtype":"F32","shape":[2],"data_offsets":[24,32]}}'
+st "$T/roles.safetensors" "$R" "$V$V$V$V"
+$FP8KIT inspect "$T/roles.safetensors" --wide > "$T/out"
+grep -q "^  a.output.LayerNorm.bias .* weight\* " "$T/out" && grep -q "^  a.query.bias .* weight\* " "$T/out"
+check "biases and LayerNorm parameters guessed as weights" $?
+grep -q "^  custom.act .* grad  *f32  e5m2 " "$T/out"; check "__metadata__ role:NAME sets the role (no *)" $?
+grep -q "no-such-role" "$T/out"; check "a bad __metadata__ role is noted" $?
+$FP8KIT inspect "$T/roles.safetensors" --wide --role 'x.*=weight' --role '*=gradient' > "$T/out"
+grep -q "^  x.input .* weight  *f32  e4m3 " "$T/out" && grep -q "^  a.query.bias .* grad " "$T/out"
+check "--role PATTERN=ROLE, first match wins" $?
+$FP8KIT inspect "$T/roles.safetensors" --role 'x=bogus' > /dev/null 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "expected PATTERN=ROLE" "$T/err"; check "--role with a bad role: exit 2 ($rc)" $?
+printf 'step,tensor,amax\n0,l.LayerNorm.bias,1\n1,l.LayerNorm.bias,1\n' > "$T/bias.csv"
+$FP8KIT replay "$T/bias.csv" > "$T/out"; grep -q "l.LayerNorm.bias  *weight " "$T/out"; check "replay classes a bias as a weight" $?
+
 # 10. Filters that match nothing: say so, show names that exist, exit 2.
 $FP8KIT inspect "$M" --include '*nothing*' > "$T/out" 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "no tensor matches --include '\*nothing\*'" "$T/err" && grep -q "encoder.layer.3" "$T/err"

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/dump.hpp"
+#include "fp8kit/numerics/roles.hpp"
 
 namespace fp8kit::dump {
 namespace {
@@ -16,31 +17,7 @@ std::string lower(std::string_view s) {
     return out;
 }
 
-bool is_alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 bool is_digit(char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }
-
-// Lower-case alphanumeric runs of a name: "model.layers.0/grad_output" -> model layers 0 grad output.
-std::vector<std::string> tokens(std::string_view path) {
-    std::vector<std::string> out;
-    std::string cur;
-    for (char c : path) {
-        if (is_alnum(c)) {
-            cur += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        } else if (!cur.empty()) {
-            out.push_back(std::move(cur));
-            cur.clear();
-        }
-    }
-    if (!cur.empty()) out.push_back(std::move(cur));
-    return out;
-}
-
-bool any_of(const std::vector<std::string>& toks, std::initializer_list<const char*> words) {
-    for (const auto& t : toks)
-        for (const char* w : words)
-            if (t == w) return true;
-    return false;
-}
 
 }  // namespace
 
@@ -72,20 +49,10 @@ std::optional<Role> parse_role(std::string_view s) {
     return std::nullopt;
 }
 
+// One guess for every reader and the kernels' side: numerics/roles.hpp (same enum order).
 Role guess_role(std::string_view path) {
-    const auto toks = tokens(path);
-    const std::string low = lower(path);
-    // exp_avg and exp_avg_sq tokenize to "exp avg [sq]": look for them in the text itself.
-    if (low.find("exp_avg") != std::string::npos ||
-        any_of(toks, {"momentum", "momentum_buffer", "optimizer", "optim"}))
-        return Role::optimizer_state;
-    if (any_of(toks, {"grad", "grads", "gradient", "gradients", "wgrad", "dgrad"}))
-        return Role::gradient;
-    if (any_of(toks, {"weight", "weights"})) return Role::weight;
-    if (any_of(toks, {"input", "inputs", "output", "outputs", "activation", "activations", "act",
-                      "acts"}))
-        return Role::activation;
-    return Role::unknown;
+    static_assert(static_cast<int>(Role::unknown) == static_cast<int>(numerics::Role::unknown));
+    return static_cast<Role>(numerics::guess_role(path));
 }
 
 std::optional<std::int64_t> guess_step(std::string_view path) {

@@ -126,6 +126,7 @@ public:
         const std::uint64_t data_start = 8 + n, data_size = size - data_start;
         check_coverage(header, data_size, bad);
 
+        read_role_metadata(header);
         std::vector<std::pair<Entry, std::string>> spans;  // for the overlap check
         for (auto it = header.begin(); it != header.end(); ++it) {
             if (it.key() == "__metadata__") continue;
@@ -273,11 +274,31 @@ private:
         t.storage = dts;
         t.dtype = *d;
         t.wide = delivered_as(*d);
+        if (const auto r = meta_roles_.find(key); r != meta_roles_.end()) t.role = r->second;  // stored, not guessed
         complete_guesses(t);
         return true;
     }
 
+    // Roles stored in the header: "__metadata__": {"role:<tensor name>": "<role>"} (safetensors
+    // metadata values are strings; docs/dumps.md). A value that is no role is a note, not a guess.
+    void read_role_metadata(const nlohmann::json& header) {
+        const auto m = header.find("__metadata__");
+        if (m == header.end() || !m->is_object()) return;
+        for (auto it = m->begin(); it != m->end(); ++it) {
+            if (it.key().rfind("role:", 0) != 0) continue;
+            const std::string tensor = it.key().substr(5);
+            const auto role = it.value().is_string() ? parse_role(it.value().get<std::string>()) : std::nullopt;
+            if (role)
+                meta_roles_[tensor] = *role;
+            else
+                notes_.push_back({path_, tensor, fmt::format("__metadata__ '{}' = {} is not a role (activation, weight, "
+                                                             "gradient, optimizer_state): ignored", io::quoted(it.key(), 80),
+                                                             io::quoted(it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 80))});
+        }
+    }
+
     ReadOptions opts_;
+    std::map<std::string, Role> meta_roles_;
     Fd fd_;
     std::map<std::string, Entry> entries_;
     std::vector<std::uint8_t> buf_, scratch_;

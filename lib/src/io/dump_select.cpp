@@ -125,7 +125,13 @@ Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptio
             continue;
         }
         ++files_opened_;
-        for (const auto& t : src->tensors()) {
+        for (auto t : src->tensors()) {
+            for (const auto& [pattern, role] : selection.roles)
+                if (fnmatch(pattern.c_str(), t.name.c_str(), 0) == 0) {
+                    t.role = role;
+                    t.role_guessed = false;
+                    break;
+                }
             if (selection.matches(t)) {
                 tensors_.push_back(t);
             } else {

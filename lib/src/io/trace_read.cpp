@@ -19,6 +19,7 @@
 
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/numerics/roles.hpp"
 
 namespace fp8kit::trace {
 namespace {
@@ -205,24 +206,14 @@ std::string_view class_name(Role r) {
 }
 
 Role classify(std::string_view tensor_name) {
-    bool weight = false;
-    std::string tok;
-    auto flush = [&](bool& grad) {
-        if (tok == "grad" || tok == "grads" || tok == "gradient" || tok == "gradients" || tok == "wgrad" ||
-            tok == "dgrad")
-            grad = true;
-        if (tok == "weight" || tok == "weights") weight = true;
-        tok.clear();
-    };
-    bool grad = false;
-    for (char c : tensor_name) {
-        if (std::isalnum(static_cast<unsigned char>(c)))
-            tok += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        else
-            flush(grad);
+    // The one guess (numerics/roles.hpp), mapped to the recipe slot that casts the tensor:
+    // parameters (weights, biases, norm gamma/beta) are weights, optimizer states and unknown
+    // names count with the activations.
+    switch (numerics::recipe_slot(numerics::guess_role(tensor_name))) {
+        case numerics::Role::gradient: return Role::grad;
+        case numerics::Role::weight: return Role::weight;
+        default: return Role::input;
     }
-    flush(grad);
-    return grad ? Role::grad : weight ? Role::weight : Role::input;
 }
 
 namespace {

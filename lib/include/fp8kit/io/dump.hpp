@@ -124,6 +124,9 @@ std::vector<StepRange> parse_steps(std::string_view s);
 struct Selection {
     std::vector<std::string> include, exclude;  // fnmatch patterns on the name ('*' matches '/')
     std::vector<StepRange> steps;               // empty: every step (and tensors without one)
+    // --role PATTERN=ROLE: the first pattern that matches a tensor's name sets its role (not
+    // guessed), before the name filters apply.
+    std::vector<std::pair<std::string, Role>> roles;
     bool matches(const TensorInfo& t) const;
 };
 
