@@ -220,7 +220,8 @@ Register validate_cmd([](CLI::App& root) {
 
         ValidateOptions vo;
         vo.examples = o->examples;
-        const ValidateReport r = validate(rq, vo);
+        ValidateReport r = validate(rq, vo);
+        r.shape.assign(in.shape.begin(), in.shape.end());  // positions as multi-dimensional indices
         if (o->json) {
             fmt::print("{}\n", r.json());
         } else {

@@ -93,4 +93,13 @@ echo "$out" | grep -q "2 bit-exact"; check "both safetensors elements compared" 
 $FP8KIT validate --to e4m3 --profile torch --input "$T/m.safetensors:y" --output "$T/st_codes.bin" >/dev/null 2>"$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "no tensor 'y'" "$T/err" && grep -q "e.g. x" "$T/err"; check "missing safetensors tensor named, with one that exists ($rc)" $?
 
+# Mismatch positions as multi-dimensional indices (issue 20 item 16): element 1 of a 2x3 array is [0, 1].
+npy "$T/x23.npy" '<f4' '(2, 3)' "$X"
+npy "$T/away23.npy" '|u1' '(2, 3)' '\x38\x39\x3a\x7e\x7e\xc0'
+out=$($FP8KIT validate --to e4m3 --profile cuda-satfinite --input "$T/x23.npy" --output "$T/away23.npy"); rc=$?
+check "2-D mismatch exits 1 ($rc)" $(( rc != 1 ))
+echo "$out" | grep -q "^    \[0, 1\] (element 1) input"; check "2-D mismatch shown at [0, 1]" $?
+$FP8KIT validate --to e4m3 --profile cuda-satfinite --input "$T/x23.npy" --output "$T/away23.npy" --json | tr -d ' \n' \
+    | grep -q '"index":1,.*"position":\[0,1\]'; check "JSON position [0, 1]" $?
+
 exit $fail
