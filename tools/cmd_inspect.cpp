@@ -324,10 +324,14 @@ Register reg([](CLI::App& root) {
         "What FP8 would do to the tensors of a dump: per tensor and step, amax, scale, overflow,\n"
         "underflow, subnormal share and SQNR under a scaling recipe.\n"
         "Reads HDF5 (any group layout; float64/32/16, bfloat16 as uint16 or opaque with a 'dtype'\n"
-        "attribute, FP8 as uint8 with a 'dtype' attribute) and safetensors. Step and role come from\n"
-        "'step'/'role' attributes or are guessed from names (shown with *).\n"
+        "attribute or as h5py saves ml_dtypes.bfloat16, FP8 as uint8/opaque with a 'dtype' attribute)\n"
+        "and safetensors. Step and role come from\n"
+        "'step'/'role' attributes (safetensors: __metadata__ \"role:NAME\"), --role, or are guessed from\n"
+        "names, file and folder names (shown with *; biases and norm parameters count as weights).\n"
+        "Only regular files are read. Names fit the terminal (layer index and tail kept; --wide: whole).\n"
         "Exit status: 0 when every input was analysed, 1 when some input failed (each failure is\n"
-        "named on stderr; the others are still reported), 2 for bad arguments.");
+        "named on stderr; the others are still reported), 2 for bad arguments, filters that match\n"
+        "nothing, or output that could not be written.");
     cmd->add_option("FILE", o->files, "Dump files or quoted glob patterns ('dumps/*.h5')")->required();
     cmd->add_option("--recipe", o->recipe,
                     "Scaling recipe: a current-scaling preset or a JSON recipe file (default te-current: "

@@ -237,7 +237,9 @@ Register reg([](CLI::App& root) {
         "sweep",
         "Sweep delayed-scaling recipes (history 1..1024, max/most_recent, margin 0..4) and reference presets over\n"
         "amax traces and tensor dumps (HDF5/safetensors): overflows, headroom, and on dumped steps underflow,\n"
-        "subnormal share and SQNR; a ranked recommendation per tensor class.");
+        "subnormal share and SQNR; a ranked recommendation per tensor class (with its caveat when series\n"
+        "have one step, or overflow only at their first step, cast with the initial scale 1).\n"
+        "Time and memory are linear in tensors x steps; --json and --csv stream.");
     cmd->add_option("INPUT", o->inputs, "Amax traces (CSV, dlfw-inspect logs) and dumps (HDF5, safetensors)")->required();
     cmd->add_option("--format", o->format, "auto (hybrid: E5M2 gradients), all (E4M3 and E5M2 for every tensor), or a format")
         ->capture_default_str();
