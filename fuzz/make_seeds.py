@@ -126,3 +126,24 @@ recipes = {
 }
 for n, r in recipes.items():
     (rec / n).write_text(json.dumps(r, indent=1) + "\n")
+
+
+# Issue 25 classes (safetensors tiling, nesting, names; trace -nan and control characters).
+def raw_safetensors(header, data):
+    h = header.encode()
+    return struct.pack("<Q", len(h)) + h + data
+
+
+one = struct.pack("<f", 1.0)
+out("safetensors", "duplicate_name", raw_safetensors(
+    '{"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}',
+    one + one))
+out("safetensors", "uncovered_bytes", raw_safetensors(
+    '{"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}}',
+    one * 3))
+out("safetensors", "deep_shape", raw_safetensors(
+    '{"x":{"dtype":"F32","shape":[1,' + "[" * 2000 + "1" + "]" * 2000 + '],"data_offsets":[0,4]}}', one))
+out("safetensors", "nul_escape_names", raw_safetensors(
+    '{"__metadata__":{"role:a\\u0000b":"weight"},"a\\u0000b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},'
+    '"x\\u001b[2J\\n":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}}', one + one))
+out("trace", "csv_minus_nan", b"step,tensor,amax\n0,a,-nan\n1,a,nan(0x1)\n2,x\x1b[2J,1\n")

@@ -13,6 +13,8 @@
 #include "read_flags.hpp"
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/inspect.hpp"
+#include "fp8kit/io/printable.hpp"
+#include "terminal.hpp"
 
 namespace fp8kit::cli {
 namespace {
@@ -20,9 +22,9 @@ namespace {
 namespace dp = fp8kit::dump;
 
 struct InspectOpts {
-    std::vector<std::string> files, include, exclude;
+    std::vector<std::string> files, include, exclude, roles;
     std::string recipe = "te-current", format = "auto", steps;
-    bool json = false, csv = false, quiet = false;
+    bool json = false, csv = false, quiet = false, wide = false;
 };
 
 struct Row {
@@ -58,12 +60,6 @@ std::string short_role(const dp::TensorInfo& t) {
     return t.role_guessed ? s + "*" : s;
 }
 
-// The last `width` characters, marked with "..." when cut.
-std::string tail(const std::string& s, std::size_t width) {
-    if (s.size() <= width) return s;
-    return "..." + s.substr(s.size() - (width - 3));
-}
-
 std::string pct_text(double p) {
     if (p == 0.0) return "0";
     if (p < 0.005) return "<0.01";
@@ -74,6 +70,16 @@ std::string sqnr_text(double db) {
     if (std::isnan(db)) return "-";
     if (std::isinf(db)) return db > 0 ? "exact" : "-inf";
     return fmt::format("{:.1f}", db);
+}
+
+// The exponent histogram of the scaled values (docs/statistics.md), sparse: the count of
+// floor(log2|x*scale|) = e under the key "e" for every e that occurs, and the zero and non-finite
+// bins by name.
+nlohmann::ordered_json exp_hist_json(const QuantStats& s) {
+    nlohmann::ordered_json bins = nlohmann::ordered_json::object();
+    for (std::size_t b = kExpHistZeroBin + 1; b < kExpHistNonfiniteBin; ++b)
+        if (s.exp_hist[b]) bins[std::to_string(exp_hist_exponent(b))] = s.exp_hist[b];
+    return {{"zero", s.exp_hist[kExpHistZeroBin]}, {"nonfinite", s.exp_hist[kExpHistNonfiniteBin]}, {"log2", bins}};
 }
 
 nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
@@ -125,6 +131,7 @@ nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
     j["dynamic_range_binades"] = num(s.dynamic_range_binades());
     j["sum_x2"] = num(s.sum_x2);
     j["sum_err2"] = num(s.sum_err2);
+    j["exp_hist"] = exp_hist_json(s);
     return j;
 }
 
@@ -149,14 +156,22 @@ void write_csv(const std::vector<Row>& rows, const std::string& recipe) {
         for (const char* stat : {"numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow",
                                  "subnormal", "overflow", "te_underflow", "te_overflow", "underflow_pct",
                                  "subnormal_pct", "overflow_pct", "scale", "scale_inv", "scale_inv_min",
-                                 "scale_inv_max", "mse", "sqnr_db", "dynamic_range_binades"}) {
+                                 "scale_inv_max", "mse", "sqnr_db", "dynamic_range_binades", "sum_x2", "sum_err2"}) {
             if (!j.contains(stat) || j[stat].is_null()) continue;
             const auto& v = j[stat];
             std::string value = v.is_string() ? v.get<std::string>()
                                 : v.is_number_float() ? text(v.get<double>())
                                                       : v.dump();
-            std::printf("%s,%s,%s\n", key.c_str(), stat, value.c_str());
+            // fmt, not printf("%s"): a name may hold a NUL byte, and %s would cut it there.
+            fmt::print("{},{},{}\n", key, stat, value);
         }
+        // The exponent histogram: exp_hist_zero, exp_hist_nonfinite and exp_hist_<e> for each
+        // exponent e that occurs (pivot and sort on the number after the last '_').
+        const auto& st = row.r.stats;
+        fmt::print("{},exp_hist_zero,{}\n", key, st.exp_hist[kExpHistZeroBin]);
+        fmt::print("{},exp_hist_nonfinite,{}\n", key, st.exp_hist[kExpHistNonfiniteBin]);
+        for (std::size_t b = kExpHistZeroBin + 1; b < kExpHistNonfiniteBin; ++b)
+            if (st.exp_hist[b]) fmt::print("{},exp_hist_{},{}\n", key, exp_hist_exponent(b), st.exp_hist[b]);
     }
 }
 
@@ -179,9 +194,14 @@ void write_json(const std::vector<Row>& rows, const inspect::Options& opts, cons
     std::printf("%s\n", out.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
 }
 
+// "tensor" or "file: tensor" when the run read several files; escaped for the terminal.
+std::string where(const dp::TensorInfo& t, bool multi_file, std::size_t width) {
+    return multi_file ? io::printable(t.file) + ": " + fit_name(t.name, width) : fit_name(t.name, width);
+}
+
 // The five worst tensors by `metric`: largest positive values, or lowest finite ones.
-void write_worst(const std::vector<Row>& rows, const char* title,
-                 const std::function<double(const Row&)>& metric, bool lowest) {
+void write_worst(const std::vector<Row>& rows, const char* title, const std::function<double(const Row&)>& metric,
+                 bool lowest, bool multi_file, std::size_t width) {
     std::vector<const Row*> v;
     for (const auto& r : rows) {
         const double m = metric(r);
@@ -191,13 +211,65 @@ void write_worst(const std::vector<Row>& rows, const char* title,
     std::stable_sort(v.begin(), v.end(), [&](const Row* a, const Row* b) {
         return lowest ? metric(*a) < metric(*b) : metric(*a) > metric(*b);
     });
-    std::printf("%s\n", title);
+    fmt::print("{}\n", title);
     for (std::size_t i = 0; i < std::min<std::size_t>(5, v.size()); ++i) {
         const double m = metric(*v[i]);
         const std::string val = lowest ? sqnr_text(m) + " dB" : pct_text(m) + "%";
-        std::printf("  %9s  %-4s  %s\n", val.c_str(), std::string(name(v[i]->r.format)).c_str(),
-                    tail(v[i]->t->name, 100 - 19).c_str());
+        const auto& t = *v[i]->t;
+        const std::string step = t.step ? fmt::format(" (step {}{})", *t.step, t.step_guessed ? "*" : "") : "";
+        fmt::print("  {:>9}  {:<4}  {}{}\n", val, name(v[i]->r.format),
+                   where(t, multi_file, width ? std::max<std::size_t>(width, 40) - 19 : 0), step);
     }
+}
+
+// "activations e4m3, weights e4m3, gradients e5m2": what the recipe (or --format) casts each role to.
+std::string formats_by_role(const inspect::Options& opts) {
+    if (opts.format) return fmt::format("{} for every tensor (--format)", name(*opts.format));
+    const auto& r = opts.recipe;
+    return fmt::format("activations {}, weights {}, gradients {}", name(r.input.format), name(r.weight.format),
+                       name(r.grad.format));
+}
+
+// One line per tensor, grouped under its parent path. The leaf column is as wide as the longest
+// leaf, within the width of the terminal (the other columns take kFixed); a leaf that must be
+// cut keeps its tail and its layer index (fit_name).
+void write_table(const std::vector<Row>& rows, const dp::Dump& dump, std::size_t width) {
+    constexpr std::size_t kFixed = 76, kMinName = 18;  // kFixed: the columns after the name
+    auto split = [](const std::string& n) {
+        const auto slash = n.find_last_of('/');
+        return slash == std::string::npos ? std::pair<std::string, std::string>{"", n}
+                                          : std::pair<std::string, std::string>{n.substr(0, slash), n.substr(slash + 1)};
+    };
+    std::size_t leaf_w = kMinName;
+    for (const auto& row : rows) leaf_w = std::max(leaf_w, io::printable(split(row.t->name).second).size());
+    if (width) leaf_w = std::min(leaf_w, std::max(kMinName, width > kFixed ? width - kFixed : 0));
+    fmt::print("\n{:<{}} {:>7} {:<7} {:<4} {:<4} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6}\n", "tensor", leaf_w + 2, "step",
+               "role", "type", "fmt", "numel", "amax", "undr%", "subn%", "ovfl%", "SQNR");
+    std::string group;
+    for (const auto& row : rows) {
+        const auto& t = *row.t;
+        const auto [parent, leaf] = split(t.name);
+        const std::string g = dump.files_opened() > 1 ? t.file + ": " + parent : parent;
+        if (g != group || &row == &rows.front()) {
+            group = g;
+            fmt::print("{}\n", fit_name(g.empty() ? "/" : g, width));
+        }
+        const std::string step = t.step ? std::to_string(*t.step) + (t.step_guessed ? "*" : "") : "-";
+        fmt::print("  {:<{}} {:>7} {:<7} {:<4} {:<4} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6}\n", fit_name(leaf, leaf_w),
+                   leaf_w, step, short_role(t), dp::name(t.dtype), name(row.r.format), row.r.stats.numel,
+                   fmt::format("{:.3g}", row.r.stats.amax), pct_text(row.under()), pct_text(row.sub()),
+                   pct_text(row.over()), sqnr_text(row.r.stats.sqnr_db()));
+    }
+}
+
+constexpr std::size_t kNotesShown = 5;
+
+void write_notes(const dp::Dump& dump) {
+    const auto& notes = dump.notes();
+    for (std::size_t i = 0; i < std::min(kNotesShown, notes.size()); ++i)
+        fmt::print("  skipped {}\n", io::printable(notes[i].describe()));
+    if (notes.size() > kNotesShown)
+        fmt::print("  ... and {} more skipped (--json lists every one)\n", notes.size() - kNotesShown);
 }
 
 void write_terminal(const std::vector<Row>& rows, const inspect::Options& opts, const InspectOpts& o,
@@ -210,49 +282,39 @@ void write_terminal(const std::vector<Row>& rows, const inspect::Options& opts, 
         with_under += r.r.stats.underflow > 0;
         with_nonfinite += r.r.stats.nan + r.r.stats.inf > 0;
     }
-    std::printf("fp8kit inspect: %zu tensors, %llu elements, from %zu file(s)\n", rows.size(),
-                static_cast<unsigned long long>(elements), dump.files_opened());
-    std::printf("  recipe %s, format %s\n", opts.recipe.name.c_str(),
-                o.format == "auto" ? "auto (e4m3 for activations and weights, e5m2 for gradients)"
-                                   : o.format.c_str());
-    std::printf("  with overflow: %zu   with underflow: %zu   with NaN/Inf: %zu   failed: %zu   "
-                "skipped: %zu\n",
-                with_over, with_under, with_nonfinite, errors.size(), dump.notes().size());
-    for (std::size_t i = 0; i < std::min<std::size_t>(3, dump.notes().size()); ++i)
-        std::printf("  skipped %s\n", tail(dump.notes()[i].describe(), 100 - 10).c_str());
-    if (!rows.empty()) std::printf("\n");
+    const bool multi = dump.files_opened() > 1;
+    const std::size_t width = o.wide ? 0 : output_width();
+    fmt::print("fp8kit inspect: {} tensors, {} elements, from {} file(s)\n", rows.size(), elements, dump.files_opened());
+    fmt::print("  recipe {}: {}\n", io::printable(opts.recipe.name), formats_by_role(opts));
+    fmt::print("  with overflow: {}   with underflow: {}   with NaN/Inf: {}   failed: {}   skipped: {}\n", with_over,
+               with_under, with_nonfinite, errors.size(), dump.notes().size());
+    write_notes(dump);
+    if (!rows.empty()) fmt::print("\n");
     write_worst(rows, "worst overflow (share of elements past the format's max):",
-                [](const Row& r) { return r.over(); }, false);
+                [](const Row& r) { return r.over(); }, false, multi, width);
     write_worst(rows, "worst underflow (share of elements, nonzero, that become zero):",
-                [](const Row& r) { return r.under(); }, false);
+                [](const Row& r) { return r.under(); }, false, multi, width);
     write_worst(rows, "most subnormal (share of elements cast to subnormal codes):",
-                [](const Row& r) { return r.sub(); }, false);
+                [](const Row& r) { return r.sub(); }, false, multi, width);
     write_worst(rows, "lowest SQNR (signal to quantisation noise):",
-                [](const Row& r) { return r.r.stats.sqnr_db(); }, true);
+                [](const Row& r) { return r.r.stats.sqnr_db(); }, true, multi, width);
     if (rows.empty()) return;
-    std::printf("\n%-20s %6s %-7s %-4s %-4s %9s %9s %6s %6s %6s %6s\n", "tensor", "step", "role", "type",
-                "fmt", "numel", "amax", "undr%", "subn%", "ovfl%", "SQNR");
-    std::string group;
-    for (const auto& row : rows) {
-        const auto& t = *row.t;
-        const auto slash = t.name.find_last_of('/');
-        const std::string parent = slash == std::string::npos ? "" : t.name.substr(0, slash);
-        const std::string leaf = slash == std::string::npos ? t.name : t.name.substr(slash + 1);
-        const std::string g = dump.files_opened() > 1 ? t.file + ": " + parent : parent;
-        if (g != group || &row == &rows.front()) {
-            group = g;
-            std::printf("%s\n", tail(g.empty() ? "/" : g, 100).c_str());
-        }
-        std::printf("  %-18s %6s %-7s %-4s %-4s %9llu %9s %6s %6s %6s %6s\n", tail(leaf, 18).c_str(),
-                    t.step ? std::to_string(*t.step).c_str() : "-", short_role(t).c_str(),
-                    std::string(dp::name(t.dtype)).c_str(), std::string(name(row.r.format)).c_str(),
-                    static_cast<unsigned long long>(row.r.stats.numel),
-                    fmt::format("{:.3g}", row.r.stats.amax).c_str(), pct_text(row.under()).c_str(),
-                    pct_text(row.sub()).c_str(), pct_text(row.over()).c_str(),
-                    sqnr_text(row.r.stats.sqnr_db()).c_str());
-    }
-    std::printf("\nrole* = guessed from the name; undr%% = nonzero values that become 0; SQNR in dB "
-                "(exact: no error)\n");
+    write_table(rows, dump, width);
+    fmt::print("\nrole*, step* = guessed from the name (a step also from the file or folder name)\n"
+               "undr% = nonzero values that become 0; SQNR in dB (exact: no error)\n");
+}
+
+// --include/--exclude/--steps left nothing: say so, with a few names that do exist.
+std::string nothing_matched(const InspectOpts& o, const dp::Dump& dump) {
+    std::vector<std::string> filters;
+    for (const auto& p : o.include) filters.push_back("--include '" + p + "'");
+    for (const auto& p : o.exclude) filters.push_back("--exclude '" + p + "'");
+    if (!o.steps.empty()) filters.push_back("--steps " + o.steps);
+    std::string names;
+    for (const auto& n : dump.unselected_sample()) names += (names.empty() ? "" : ", ") + io::quoted(n, 120);
+    return fmt::format("no tensor matches {}: the input has {} tensor(s), e.g. {}{}",
+                       fmt::join(filters, " "), dump.unselected(), names,
+                       dump.unselected() > dump.unselected_sample().size() ? ", ..." : "");
 }
 
 Register reg([](CLI::App& root) {
@@ -263,10 +325,14 @@ Register reg([](CLI::App& root) {
         "What FP8 would do to the tensors of a dump: per tensor and step, amax, scale, overflow,\n"
         "underflow, subnormal share and SQNR under a scaling recipe.\n"
         "Reads HDF5 (any group layout; float64/32/16, bfloat16 as uint16 or opaque with a 'dtype'\n"
-        "attribute, FP8 as uint8 with a 'dtype' attribute) and safetensors. Step and role come from\n"
-        "'step'/'role' attributes or are guessed from names (shown with *).\n"
+        "attribute or as h5py saves ml_dtypes.bfloat16, FP8 as uint8/opaque with a 'dtype' attribute)\n"
+        "and safetensors. Step and role come from\n"
+        "'step'/'role' attributes (safetensors: __metadata__ \"role:NAME\"), --role, or are guessed from\n"
+        "names, file and folder names (shown with *; biases and norm parameters count as weights).\n"
+        "Only regular files are read. Names fit the terminal (layer index and tail kept; --wide: whole).\n"
         "Exit status: 0 when every input was analysed, 1 when some input failed (each failure is\n"
-        "named on stderr; the others are still reported), 2 for bad arguments.");
+        "named on stderr; the others are still reported), 2 for bad arguments, filters that match\n"
+        "nothing, or output that could not be written.");
     cmd->add_option("FILE", o->files, "Dump files or quoted glob patterns ('dumps/*.h5')")->required();
     cmd->add_option("--recipe", o->recipe,
                     "Scaling recipe: a current-scaling preset or a JSON recipe file (default te-current: "
@@ -281,9 +347,14 @@ Register reg([](CLI::App& root) {
         ->allow_extra_args(false);
     cmd->add_option("--exclude", o->exclude, "Skip tensors whose name matches this glob pattern (repeatable)")
         ->allow_extra_args(false);
+    cmd->add_option("--role", o->roles,
+                    "PATTERN=ROLE: tensors whose name matches the glob PATTERN have role ROLE (activation, weight, "
+                    "gradient, optimizer_state); repeatable, the first match wins, over attributes and guesses")
+        ->allow_extra_args(false);
     cmd->add_option("--steps", o->steps, "Only these steps, e.g. 0-100,200,300-");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
     add_read_flags(cmd);
+    cmd->add_flag("--wide", o->wide, "Never shorten names (default: fit the terminal's width; a file or pipe gets whole names)");
     cmd->callback([o] {
         inspect::Options opts;
         try {
@@ -296,6 +367,14 @@ Register reg([](CLI::App& root) {
         dp::Selection sel;
         sel.include = o->include;
         sel.exclude = o->exclude;
+        for (const auto& r : o->roles) {
+            const auto eq = r.rfind('=');
+            const auto role = eq == std::string::npos ? std::nullopt : dp::parse_role(r.substr(eq + 1));
+            if (!role || eq == 0)
+                throw UsageError(fmt::format("--role '{}': expected PATTERN=ROLE with ROLE activation, weight, gradient "
+                                             "or optimizer_state", r));
+            sel.roles.emplace_back(r.substr(0, eq), *role);
+        }
         if (!o->steps.empty()) {
             try {
                 sel.steps = dp::parse_steps(o->steps);
@@ -307,6 +386,7 @@ Register reg([](CLI::App& root) {
         const auto files = dp::expand_inputs(o->files, errors);
         dp::Dump dump(files, sel, cli_read_options());
         errors.insert(errors.end(), dump.errors().begin(), dump.errors().end());
+        if (dump.tensors().empty() && dump.unselected() > 0) throw UsageError(nothing_matched(*o, dump));
 
         const bool progress = !o->quiet && isatty(STDERR_FILENO) && dump.tensors().size() > 1;
         std::vector<Row> rows;
@@ -336,7 +416,7 @@ Register reg([](CLI::App& root) {
         else if (o->csv) write_csv(rows, opts.recipe.name);
         else write_terminal(rows, opts, *o, dump, errors);
         std::fflush(stdout);
-        for (const auto& p : errors) std::fprintf(stderr, "fp8kit: error: %s\n", p.describe().c_str());
+        for (const auto& p : errors) fmt::print(stderr, "fp8kit: error: {}\n", io::printable(p.describe()));
         if (!errors.empty()) exit_status() = 1;
     });
 });

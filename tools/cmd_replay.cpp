@@ -9,9 +9,11 @@
 #include "command.hpp"
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/io/trace.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "fp8kit/analysis/trace_input.hpp"
 #include "read_flags.hpp"
 #include "recipe_args.hpp"
+#include "terminal.hpp"
 
 namespace fp8kit::cli {
 namespace {
@@ -20,8 +22,19 @@ struct ReplayOpts {
     std::string trace, recipe = "te-delayed", algo, format = "auto";
     std::optional<int> history, margin;
     std::vector<std::string> tensors;
-    bool csv = false, json = false;
+    bool csv = false, json = false, wide = false;
 };
+
+// A CSV field: quoted when it holds a separator, a quote or a line break (RFC 4180).
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + "\"";
+}
 
 
 nlohmann::json num(double v) {
@@ -47,9 +60,8 @@ void run(const ReplayOpts& o) {
         std::printf("step,tensor,amax,scale,headroom,overflow\n");
         for (const auto& s : res)
             for (std::size_t i = 0; i < s.steps.size(); ++i)
-                std::printf("%lld,%s,%.9g,%.9g,%.9g,%d\n", static_cast<long long>(s.steps[i]),
-                            s.tensor.c_str(), static_cast<double>(s.amax[i]), static_cast<double>(s.scale[i]),
-                            s.headroom[i], s.overflow[i]);
+                fmt::print("{},{},{:.9g},{:.9g},{:.9g},{}\n", s.steps[i], csv_field(s.tensor), static_cast<double>(s.amax[i]),
+                           static_cast<double>(s.scale[i]), static_cast<double>(s.headroom[i]), s.overflow[i] ? 1 : 0);
         return;
     }
     if (o.json) {
@@ -77,20 +89,23 @@ void run(const ReplayOpts& o) {
             t["worst_step"] = s.worst_step;
             j["tensors"].push_back(std::move(t));
         }
-        std::printf("%s\n", j.dump(1).c_str());
+        fmt::print("{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
         return;
     }
     std::printf("%s\n", describe_recipe(r, forced).c_str());
-    std::printf("trace %s: %zu tensors\n\n", o.trace.c_str(), res.size());
+    fmt::print("trace {}: {} tensors\n\n", io::printable(o.trace), res.size());
+    // The name column: as wide as the longest name, within the terminal (the rest takes 64).
+    const std::size_t width = o.wide ? 0 : output_width();
     std::size_t w = 6;
-    for (const auto& s : res) w = std::max(w, s.tensor.size());
+    for (const auto& s : res) w = std::max(w, io::printable(s.tensor).size());
+    if (width) w = std::min(w, std::max<std::size_t>(24, width > 64 ? width - 64 : 0));
     std::printf("%-*s  %-10s  %-6s  %6s  %9s  %-22s\n", static_cast<int>(w), "tensor", "class", "format",
                 "steps", "overflow", "worst headroom (step)");
     std::size_t total = 0, bad = 0;
     for (const auto& s : res) {
         const std::string worst = s.worst_step < 0 ? "-" : fmt::format("{:.4g} ({})", s.worst_headroom, s.worst_step);
         std::printf("%-*s  %-10s  %-6s  %6zu  %9zu  %-22s\n", static_cast<int>(w),
-                    s.tensor.empty() ? "(unnamed)" : s.tensor.c_str(), std::string(name(s.role)).c_str(),
+                    s.tensor.empty() ? "(unnamed)" : fit_name(s.tensor, w).c_str(), std::string(name(s.role)).c_str(),
                     std::string(name(s.format)).c_str(), s.steps.size(), s.overflow_steps, worst.c_str());
         total += s.overflow_steps;
         bad += s.overflow_steps > 0;
@@ -120,6 +135,7 @@ Register reg([](CLI::App& root) {
     cmd->add_flag("--csv", o->csv, "CSV: step,tensor,amax,scale,headroom,overflow (scale as %.9g)");
     cmd->add_flag("--json", o->json, "JSON: every series with its scales");
     add_read_flags(cmd);
+    cmd->add_flag("--wide", o->wide, "Never shorten tensor names (default: fit the terminal's width)");
     cmd->callback([o] { run(*o); });
 });
 

@@ -10,7 +10,9 @@
 #include "fp8kit/analysis/sweep.hpp"
 #include "fp8kit/analysis/sweep_input.hpp"
 #include "read_flags.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "recipe_args.hpp"
+#include "terminal.hpp"
 
 namespace fp8kit::cli {
 namespace {
@@ -18,7 +20,7 @@ namespace {
 struct SweepOpts {
     std::vector<std::string> inputs, tensors;
     std::string format = "auto";
-    bool csv = false, json = false, blocks = true;
+    bool csv = false, json = false, blocks = true, wide = false;
     int top = 5;
 };
 
@@ -39,6 +41,140 @@ std::string dbs(const sweep::Outcome& o) {
 }
 std::string margin_str(int m) { return m < 0 ? ">4" : std::to_string(m); }
 
+// A CSV field: quoted when it holds a separator, a quote or a line break (RFC 4180).
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + "\"";
+}
+
+nlohmann::json outcome_json(const sweep::Outcome& oc) {
+    nlohmann::json j;
+    j["tensors"] = oc.tensors;
+    j["steps"] = oc.steps;
+    j["overflow_steps"] = oc.overflow_steps;
+    j["first_step_overflows"] = oc.first_step_overflows;
+    j["worst_headroom"] = num(oc.worst_headroom);
+    j["worst_step"] = oc.worst_step;
+    j["mean_log2_headroom"] = num(oc.mean_log2_headroom());
+    j["dumped"] = oc.dumped;
+    j["underflow_share"] = num(oc.underflow_share());
+    j["subnormal_share"] = num(oc.subnormal_share());
+    j["underflow_uncertain"] = oc.underflow_uncertain;
+    j["subnormal_uncertain"] = oc.subnormal_uncertain;
+    j["sqnr_db"] = num(oc.mean_sqnr_db());
+    j["sqnr_db_bounds"] = {num(oc.mean_sqnr_db_lo()), num(oc.mean_sqnr_db_hi())};
+    j["lossless"] = oc.lossless;
+    return j;
+}
+
+std::string dump_json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
+    const auto& C = sw.candidates();
+    const auto& S = sw.series();
+    fmt::print("scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps,worst_headroom,"
+               "mean_log2_headroom,min_safe_margin,dumped,underflow_share,subnormal_share,sqnr_db,sqnr_db_lo,"
+               "sqnr_db_hi\n");
+    auto row = [&](const char* scope, const std::string& nm, Role cls, std::size_t c, const sweep::Outcome& oc, int msm) {
+        const auto& r = C[c].recipe;
+        const std::string f = C[c].blockwise ? "e4m3" : std::string(name(replay::role_format(r, cls, C[c].forced)));
+        fmt::print("{},{},{},\"{}\",{},{},{},{},{},{},{},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", scope,
+                   csv_field(nm), name(cls), C[c].label, name(r.kind), r.history_len, name(r.algo), r.margin,
+                   f, oc.steps, oc.overflow_steps, oc.worst_headroom, oc.mean_log2_headroom(),
+                   C[c].grid ? std::to_string(msm) : "", oc.dumped, oc.underflow_share(), oc.subnormal_share(),
+                   oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(), oc.mean_sqnr_db_hi());
+    };
+    for (Role cls : kClasses) {
+        if (!sw.has_class(cls)) continue;
+        for (std::size_t c = 0; c < C.size(); ++c)
+            row("class", std::string(name(cls)), cls, c, sw.per_class(c, cls), sw.min_safe_margin(c, -1, cls));
+    }
+    for (std::size_t s = 0; s < S.size(); ++s) {
+        const auto oc = sw.tensor_outcomes(s);
+        for (std::size_t c = 0; c < C.size(); ++c) row("tensor", S[s].tensor, S[s].role, c, oc[c], sw.min_safe_margin(c, oc));
+    }
+    for (const auto& n : L.notes) fmt::print(stderr, "fp8kit sweep: note: {}\n", io::printable(n));
+}
+
+// One JSON object written in pieces: the small parts through nlohmann, each tensor as its own
+// line, so a sweep of 10^5 tensors never holds them all.
+void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts& o) {
+    const auto& C = sw.candidates();
+    const auto& S = sw.series();
+    nlohmann::json head;
+    head["inputs"] = o.inputs;
+    head["notes"] = L.notes;
+    head["candidates"] = nlohmann::json::array();
+    for (const auto& c : C) {
+        nlohmann::json cj = to_json(c.recipe);
+        cj["label"] = c.label;
+        cj["format_choice"] = c.forced ? std::string(name(*c.forced)) : "hybrid";
+        cj["grid"] = c.grid;
+        head["candidates"].push_back(cj);
+    }
+    for (Role cls : kClasses) {
+        if (!sw.has_class(cls)) continue;
+        auto& k = head["classes"][std::string(name(cls))];
+        k["recommendation"] = sw.recommendation(cls);
+        k["ranked"] = sw.ranked(cls);
+        for (std::size_t c = 0; c < C.size(); ++c) {
+            auto oc = outcome_json(sw.per_class(c, cls));
+            oc["min_safe_margin"] = sw.min_safe_margin(c, -1, cls);
+            k["outcomes"].push_back(oc);
+        }
+    }
+    std::string h = dump_json(head);
+    h.pop_back();  // the closing brace: the tensors follow
+    fmt::print("{}{}\"tensors\":[\n", h, head.empty() ? "" : ",");
+    for (std::size_t s = 0; s < S.size(); ++s) {
+        const auto oc = sw.tensor_outcomes(s);
+        nlohmann::json t;
+        t["tensor"] = S[s].tensor;
+        t["class"] = std::string(name(S[s].role));
+        t["steps"] = S[s].steps.size();
+        for (std::size_t c = 0; c < C.size(); ++c) {
+            auto j = outcome_json(oc[c]);
+            j["min_safe_margin"] = sw.min_safe_margin(c, oc);
+            t["outcomes"].push_back(j);
+        }
+        fmt::print("{}{}\n", dump_json(t), s + 1 < S.size() ? "," : "");
+    }
+    fmt::print("]}}\n");
+}
+
+// Per tensor: its class's recommended recipe and TE's default. The ranking is computed once per
+// class (once per tensor made this quadratic in tensors).
+void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o) {
+    const auto& C = sw.candidates();
+    const auto& S = sw.series();
+    std::size_t best_of[3] = {0, 0, 0};
+    for (Role cls : kClasses)
+        if (sw.has_class(cls)) best_of[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0] = sw.ranked(cls).front();
+    const std::size_t width = o.wide ? 0 : output_width();
+    std::size_t w = 6;
+    for (const auto& s : S) w = std::max(w, io::printable(s.tensor).size());
+    if (width) w = std::min(w, std::max<std::size_t>(24, width > 86 ? width - 86 : 0));
+    fmt::print("\nPer tensor: the recommended recipe of its class | TE default (history 1024, max, margin 0)\n");
+    fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", "tensor", w, "class", "steps",
+               "overflow", "margin*", "worst head", "overflow", "margin*", "worst head");
+    for (std::size_t s = 0; s < S.size(); ++s) {
+        const Role cls = S[s].role;
+        const std::size_t best = best_of[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0];
+        const std::size_t te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
+        const auto oc = sw.tensor_outcomes(s);
+        const auto &a = oc[best], &b = oc[te];
+        fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", fit_name(S[s].tensor, w), w,
+                   name(cls), S[s].steps.size(), a.overflow_steps, margin_str(sw.min_safe_margin(best, oc)),
+                   fmt::format("{:.4g}", a.worst_headroom), b.overflow_steps, margin_str(sw.min_safe_margin(te, oc)),
+                   fmt::format("{:.4g}", b.worst_headroom));
+    }
+}
+
 void run(const SweepOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     if (o.top < 1) throw UsageError(fmt::format("--top {}: must be at least 1", o.top));
@@ -50,118 +186,39 @@ void run(const SweepOpts& o) {
     sw->run(L.dumped, L.notes);
     const auto& C = sw->candidates();
     const auto& S = sw->series();
-    const auto& pt = sw->per_tensor();
-
-    if (o.csv) {
-        std::printf("scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps,worst_headroom,"
-                    "mean_log2_headroom,min_safe_margin,dumped,underflow_share,subnormal_share,sqnr_db,sqnr_db_lo,"
-                    "sqnr_db_hi\n");
-        auto row = [&](const char* scope, const std::string& nm, Role cls, std::size_t c, const sweep::Outcome& oc,
-                       int msm) {
-            const auto& r = C[c].recipe;
-            const std::string f = C[c].blockwise ? "e4m3" : std::string(name(replay::role_format(r, cls, C[c].forced)));
-            std::printf("%s,%s,%s,\"%s\",%s,%d,%s,%d,%s,%zu,%zu,%.9g,%.9g,%s,%zu,%.9g,%.9g,%.9g,%.9g,%.9g\n", scope,
-                        nm.c_str(), std::string(name(cls)).c_str(), C[c].label.c_str(),
-                        std::string(name(r.kind)).c_str(), r.history_len, std::string(name(r.algo)).c_str(), r.margin,
-                        f.c_str(), oc.steps, oc.overflow_steps, oc.worst_headroom, oc.mean_log2_headroom(),
-                        C[c].grid ? std::to_string(msm).c_str() : "", oc.dumped, oc.underflow_share(),
-                        oc.subnormal_share(), oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(), oc.mean_sqnr_db_hi());
-        };
-        for (Role cls : kClasses) {
-            if (!sw->has_class(cls)) continue;
-            for (std::size_t c = 0; c < C.size(); ++c)
-                row("class", std::string(name(cls)), cls, c, sw->per_class(c, cls),
-                    sw->min_safe_margin(c, -1, cls));
-        }
-        for (std::size_t s = 0; s < S.size(); ++s)
-            for (std::size_t c = 0; c < C.size(); ++c)
-                row("tensor", S[s].tensor, S[s].role, c, pt[c][s], sw->min_safe_margin(c, static_cast<long>(s), S[s].role));
-        for (const auto& n : L.notes) std::fprintf(stderr, "fp8kit sweep: note: %s\n", n.c_str());
-        return;
-    }
-    auto jout = [&](const sweep::Outcome& oc) {
-        nlohmann::json j;
-        j["tensors"] = oc.tensors;
-        j["steps"] = oc.steps;
-        j["overflow_steps"] = oc.overflow_steps;
-        j["worst_headroom"] = num(oc.worst_headroom);
-        j["worst_step"] = oc.worst_step;
-        j["mean_log2_headroom"] = num(oc.mean_log2_headroom());
-        j["dumped"] = oc.dumped;
-        j["underflow_share"] = num(oc.underflow_share());
-        j["subnormal_share"] = num(oc.subnormal_share());
-        j["underflow_uncertain"] = oc.underflow_uncertain;
-        j["subnormal_uncertain"] = oc.subnormal_uncertain;
-        j["sqnr_db"] = num(oc.mean_sqnr_db());
-        j["sqnr_db_bounds"] = {num(oc.mean_sqnr_db_lo()), num(oc.mean_sqnr_db_hi())};
-        j["lossless"] = oc.lossless;
-        return j;
-    };
-    if (o.json) {
-        nlohmann::json j;
-        j["inputs"] = o.inputs;
-        j["notes"] = L.notes;
-        j["candidates"] = nlohmann::json::array();
-        for (const auto& c : C) {
-            nlohmann::json cj = to_json(c.recipe);
-            cj["label"] = c.label;
-            cj["format_choice"] = c.forced ? std::string(name(*c.forced)) : "hybrid";
-            cj["grid"] = c.grid;
-            j["candidates"].push_back(cj);
-        }
-        for (Role cls : kClasses) {
-            if (!sw->has_class(cls)) continue;
-            auto& k = j["classes"][std::string(name(cls))];
-            k["recommendation"] = sw->recommendation(cls);
-            k["ranked"] = sw->ranked(cls);
-            for (std::size_t c = 0; c < C.size(); ++c) {
-                auto oc = jout(sw->per_class(c, cls));
-                oc["min_safe_margin"] = sw->min_safe_margin(c, -1, cls);
-                k["outcomes"].push_back(oc);
-            }
-        }
-        for (std::size_t s = 0; s < S.size(); ++s) {
-            nlohmann::json t;
-            t["tensor"] = S[s].tensor;
-            t["class"] = std::string(name(S[s].role));
-            for (std::size_t c = 0; c < C.size(); ++c) {
-                auto oc = jout(pt[c][s]);
-                oc["min_safe_margin"] = sw->min_safe_margin(c, static_cast<long>(s), S[s].role);
-                t["outcomes"].push_back(oc);
-            }
-            j["tensors"].push_back(t);
-        }
-        std::printf("%s\n", j.dump(1).c_str());
-        return;
-    }
+    // Per tensor, every output streams: each series' outcomes are computed again when its rows
+    // are written, so memory stays linear in tensors x steps, never tensors x candidates.
+    if (o.csv) return write_csv(*sw, L);
+    if (o.json) return write_json(*sw, L, o);
     std::size_t grid = 0;
     for (const auto& c : C) grid += c.grid;
-    std::printf("sweep: %zu recipes (%zu on the delayed grid) over %zu tensors", C.size(), grid, S.size());
-    if (!L.trace_files.empty()) std::printf(" from %zu trace file(s)", L.trace_files.size());
-    if (!L.dumped.empty()) std::printf("; %zu dumped tensors evaluated", L.dumped.size());
-    std::printf("\n\nRecommendations\n");
+    fmt::print("sweep: {} recipes ({} on the delayed grid) over {} tensors", C.size(), grid, S.size());
+    if (!L.trace_files.empty()) fmt::print(" from {} trace file(s)", L.trace_files.size());
+    if (!L.dumped.empty()) fmt::print("; {} dumped tensors evaluated", L.dumped.size());
+    fmt::print("\n\nRecommendations\n");
     for (Role cls : kClasses)
-        if (sw->has_class(cls)) std::printf("  %s\n", sw->recommendation(cls).c_str());
+        if (sw->has_class(cls)) fmt::print("  {}\n", io::printable(sw->recommendation(cls)));
     const bool dumps = sw->has_dumps();
     for (Role cls : kClasses) {
         if (!sw->has_class(cls)) continue;
         const auto order = sw->ranked(cls);
-        std::printf("\n%s: best %d of the grid, then references\n", std::string(name(cls)).c_str(), o.top);
-        std::printf("  %-38s %9s %12s %10s %7s", "recipe", "overflow", "worst head", "mean log2h", "margin*");
-        if (dumps) std::printf(" %10s %10s  %s", "underflow%", "subnorm%", "SQNR dB [bounds]");
-        std::printf("\n");
+        fmt::print("\n{}: best {} of the grid, then references\n", name(cls), o.top);
+        fmt::print("  {:<38} {:>9} {:>12} {:>10} {:>7}", "recipe", "overflow", "worst head", "mean log2h", "margin*");
+        if (dumps) fmt::print(" {:>10} {:>10}  {}", "underflow%", "subnorm%", "SQNR dB [bounds]");
+        fmt::print("\n");
         auto line = [&](std::size_t c) {
             const auto oc = sw->per_class(c, cls);
             if (C[c].blockwise)  // no trace side: per-block scales come from the data
-                std::printf("  %-38s %9s %12s %10s %7s", C[c].label.c_str(), "-", "-", "-", "-");
+                fmt::print("  {:<38} {:>9} {:>12} {:>10} {:>7}", C[c].label, "-", "-", "-", "-");
             else
-                std::printf("  %-38s %9zu %12.4g %10.3f %7s", C[c].label.c_str(), oc.overflow_steps, oc.worst_headroom,
-                            oc.mean_log2_headroom(), C[c].grid ? margin_str(sw->min_safe_margin(c, -1, cls)).c_str() : "-");
-            if (dumps) std::printf(" %10s %10s  %s", pct(oc.underflow_share()).c_str(), pct(oc.subnormal_share()).c_str(), dbs(oc).c_str());
-            std::printf("\n");
+                fmt::print("  {:<38} {:>9} {:>12} {:>10} {:>7}", C[c].label, oc.overflow_steps,
+                           fmt::format("{:.4g}", oc.worst_headroom), fmt::format("{:.3f}", oc.mean_log2_headroom()),
+                           C[c].grid ? margin_str(sw->min_safe_margin(c, -1, cls)) : "-");
+            if (dumps) fmt::print(" {:>10} {:>10}  {}", pct(oc.underflow_share()), pct(oc.subnormal_share()), dbs(oc));
+            fmt::print("\n");
         };
         for (std::size_t i = 0; i < order.size() && i < static_cast<std::size_t>(o.top); ++i) line(order[i]);
-        std::printf("  --\n");
+        fmt::print("  --\n");
         for (const auto& f : formats) {
             const std::size_t te = sw->find(1024, AmaxAlgo::max, 0, f), mg = sw->find(1, AmaxAlgo::most_recent, 0, f);
             if (te != static_cast<std::size_t>(-1)) line(te);
@@ -170,24 +227,9 @@ void run(const SweepOpts& o) {
         for (std::size_t c = 0; c < C.size(); ++c)
             if (!C[c].grid && (!C[c].blockwise || sw->per_class(c, cls).dumped)) line(c);
     }
-    std::printf("\n(margin*: smallest margin 0..4 with no overflowing step for that history/algo/format)\n");
-    std::printf("\nPer tensor: the recommended recipe of its class | TE default (history 1024, max, margin 0)\n");
-    std::size_t w = 6;
-    for (const auto& s : S) w = std::max(w, s.tensor.size());
-    std::printf("  %-*s %-10s %6s | %8s %7s %10s | %8s %7s %10s\n", static_cast<int>(w), "tensor", "class", "steps",
-                "overflow", "margin*", "worst head", "overflow", "margin*", "worst head");
-    for (std::size_t s = 0; s < S.size(); ++s) {
-        const auto best = sw->ranked(S[s].role).front();
-        const std::size_t te = sw->find(1024, AmaxAlgo::max, 0, C[best].forced);
-        const auto &a = pt[best][s], &b = pt[te][s];
-        std::printf("  %-*s %-10s %6zu | %8zu %7s %10.4g | %8zu %7s %10.4g\n", static_cast<int>(w), S[s].tensor.c_str(),
-                    std::string(name(S[s].role)).c_str(), S[s].steps.size(), a.overflow_steps,
-                    margin_str(sw->min_safe_margin(best, static_cast<long>(s), S[s].role)).c_str(), a.worst_headroom,
-                    b.overflow_steps, margin_str(sw->min_safe_margin(te, static_cast<long>(s), S[s].role)).c_str(),
-                    b.worst_headroom);
-    }
-    for (const auto& n : L.notes) std::printf("note: %s\n", n.c_str());
-    if (L.notes.empty()) return;
+    fmt::print("\n(margin*: smallest margin 0..4 with no overflowing step for that history/algo/format)\n");
+    write_per_tensor(*sw, o);
+    for (const auto& n : L.notes) fmt::print("note: {}\n", io::printable(n));
 }
 
 Register reg([](CLI::App& root) {
@@ -196,7 +238,9 @@ Register reg([](CLI::App& root) {
         "sweep",
         "Sweep delayed-scaling recipes (history 1..1024, max/most_recent, margin 0..4) and reference presets over\n"
         "amax traces and tensor dumps (HDF5/safetensors): overflows, headroom, and on dumped steps underflow,\n"
-        "subnormal share and SQNR; a ranked recommendation per tensor class.");
+        "subnormal share and SQNR; a ranked recommendation per tensor class (with its caveat when series\n"
+        "have one step, or overflow only at their first step, cast with the initial scale 1).\n"
+        "Time and memory are linear in tensors x steps; --json and --csv stream.");
     cmd->add_option("INPUT", o->inputs, "Amax traces (CSV, dlfw-inspect logs) and dumps (HDF5, safetensors)")->required();
     cmd->add_option("--format", o->format, "auto (hybrid: E5M2 gradients), all (E4M3 and E5M2 for every tensor), or a format")
         ->capture_default_str();
@@ -204,6 +248,7 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--top", o->top, "Grid rows shown per class")->capture_default_str();
     cmd->add_flag("!--no-blocks", o->blocks, "Skip the block recipes on dumps");
     cmd->add_flag("--csv", o->csv, "CSV: one row per (class or tensor, recipe)");
+    cmd->add_flag("--wide", o->wide, "Never shorten tensor names (default: fit the terminal's width)");
     cmd->add_flag("--json", o->json, "JSON: recipes, per-class and per-tensor outcomes, recommendations");
     add_read_flags(cmd);
     cmd->callback([o] { run(*o); });

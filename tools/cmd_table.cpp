@@ -29,10 +29,14 @@ struct TableOpts {
     PolicyOptions policy;
 };
 
-// A regular file is written as FILE.partial and renamed at the end, so a failed run never
-// leaves a file that looks complete. Anything else that exists (/dev/null, a FIFO, a terminal)
-// is written in place: renaming over it would replace the device with a plain file.
-// Regular files are opened with O_DIRECT where the file system allows it: a 4 GiB table then
+// A regular file (or a name that does not exist yet) is written to a temporary file of a
+// unique name in the same folder and renamed over FILE at the end: a failed run never leaves a
+// file that looks complete, never touches another file of the user's, and two runs never share
+// a temporary. A symlink is written through: the temporary goes next to the file it points at,
+// and the rename replaces that file, not the link. Anything else that exists (/dev/null,
+// /dev/stdout, a FIFO, a terminal) is written in place: renaming over it would replace the
+// device with a plain file.
+// Regular files are written with O_DIRECT where the file system allows it: a 4 GiB table then
 // goes from our buffers to the disk without passing through the page cache, which costs the
 // kernel about 9 s of CPU per table on ext4 (docs/performance.md). Writes that are not whole
 // aligned blocks switch the file back to ordinary buffered writes.
@@ -42,18 +46,37 @@ public:
 
     explicit Sink(const std::string& path) : path_(path) {
         if (path == "-") { fd_ = STDOUT_FILENO; in_place_ = true; return; }
-        struct stat st {};
-        const bool special = ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode);
-        if (special && S_ISDIR(st.st_mode)) throw UsageError(fmt::format("-o {}: is a directory", path));
-        in_place_ = special;
-        tmp_ = special ? path : path + ".partial";
-        const int flags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
-        if (!special) {
-            fd_ = ::open(tmp_.c_str(), flags | O_DIRECT, 0666);
-            direct_ = fd_ >= 0;
+        struct stat st {}, lst {};
+        const bool exists = ::stat(path.c_str(), &st) == 0;
+        if (exists && S_ISDIR(st.st_mode)) throw UsageError(fmt::format("-o {}: is a directory", path));
+        const bool dangling = !exists && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
+        in_place_ = (exists && !S_ISREG(st.st_mode)) || dangling;
+        if (in_place_) {  // a device, FIFO or terminal; or a dangling link, created through
+            fd_ = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | (dangling ? O_CREAT : 0), 0666);
+            if (fd_ < 0) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
+            return;
         }
-        if (fd_ < 0) fd_ = ::open(tmp_.c_str(), flags, 0666);
-        if (fd_ < 0) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
+        target_ = path;
+        if (exists) {  // through any symlinks, to the file itself
+            char* real = ::realpath(path.c_str(), nullptr);
+            if (!real) throw UsageError(fmt::format("-o {}: cannot resolve: {}", path, std::strerror(errno)));
+            target_ = real;
+            std::free(real);
+        }
+        const auto slash = target_.find_last_of('/');
+        const std::string dir = slash == std::string::npos ? "" : target_.substr(0, slash + 1);
+        const std::string base = slash == std::string::npos ? target_ : target_.substr(slash + 1);
+        std::string tmpl = dir + "." + base + ".XXXXXX.partial";
+        fd_ = ::mkostemps(tmpl.data(), 8, O_CLOEXEC);
+        if (fd_ < 0) throw UsageError(fmt::format("-o {}: cannot create a temporary file in {}: {}", path,
+                                                  dir.empty() ? "." : dir, std::strerror(errno)));
+        tmp_ = tmpl;
+        // mkostemps creates the file 0600; a table is as readable as any file the user writes.
+        const mode_t mask = ::umask(0);
+        ::umask(mask);
+        ::fchmod(fd_, exists ? (st.st_mode & 07777) : (0666 & ~mask));
+        const int fl = ::fcntl(fd_, F_GETFL);
+        direct_ = fl >= 0 && ::fcntl(fd_, F_SETFL, fl | O_DIRECT) == 0;
     }
     void write(const void* p, std::size_t n) {
         if (direct_ && (reinterpret_cast<std::uintptr_t>(p) % kAlign != 0 || n % kAlign != 0)) buffered();
@@ -72,13 +95,12 @@ public:
         const int fd = fd_;
         fd_ = -1;
         if (::close(fd) != 0) fail();
-        if (!in_place_ && std::rename(tmp_.c_str(), path_.c_str()) != 0) fail();
+        if (!in_place_ && std::rename(tmp_.c_str(), target_.c_str()) != 0) fail();
+        tmp_.clear();
     }
     ~Sink() {
-        if (fd_ >= 0 && fd_ != STDOUT_FILENO) {
-            ::close(fd_);
-            if (!in_place_) std::remove(tmp_.c_str());
-        }
+        if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
+        if (!tmp_.empty()) ::unlink(tmp_.c_str());
     }
 
 private:
@@ -90,11 +112,12 @@ private:
     [[noreturn]] void fail() {
         const std::string why = std::strerror(errno);
         if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
-        if (fd_ != STDOUT_FILENO && !in_place_) std::remove(tmp_.c_str());
+        if (!tmp_.empty()) ::unlink(tmp_.c_str());
+        tmp_.clear();
         fd_ = -1;
         throw UsageError(fmt::format("-o {}: write failed: {}", path_, why));
     }
-    std::string path_, tmp_;
+    std::string path_, target_, tmp_;
     int fd_ = -1;
     bool in_place_ = false;
     bool direct_ = false;

@@ -7,7 +7,10 @@
 
 #include "command.hpp"
 #include "read_flags.hpp"
+#include <sys/stat.h>
+
 #include "fp8kit/io/array_file.hpp"
+#include "fp8kit/io/dump.hpp"
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/validate.hpp"
 
@@ -31,10 +34,72 @@ float parse_scale(const std::string& s, const char* option) {
     return v;
 }
 
+// "file:name" where `file` is an existing regular file: the split that names one (file names
+// may hold ':'). nullopt when the source is a plain file.
+std::optional<std::pair<std::string, std::string>> split_source(const std::string& source) {
+    struct stat whole {};
+    if (::stat(source.c_str(), &whole) == 0) return std::nullopt;  // a file whose name holds ':'
+    for (std::size_t c = source.find(':'); c != std::string::npos; c = source.find(':', c + 1)) {
+        struct stat st {};
+        const std::string file = source.substr(0, c);
+        if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return std::make_pair(file, source.substr(c + 1));
+    }
+    return std::nullopt;
+}
+
+// A float tensor of a safetensors file, read through the dump reader (its checks included).
+// FP8 tensors are delivered decoded by that reader, not as codes: refused with what to do.
+ArrayFile load_safetensors(const std::string& file, const std::string& tensor, const std::string& source) {
+    namespace dp = fp8kit::dump;
+    const auto src = dp::open_source(file);
+    const dp::TensorInfo* t = nullptr;
+    for (const auto& x : src->tensors())
+        if (x.name == tensor) t = &x;
+    if (!t) {
+        for (const auto& e : src->errors())
+            if (e.name == tensor) throw UsageError(fmt::format("{}: {}", source, e.message));
+        std::string some;
+        for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i)
+            some += (i ? ", " : "") + src->tensors()[i].name;
+        throw UsageError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", source, tensor, file,
+                                     src->tensors().size(), some.empty() ? "" : ", e.g. ", some));
+    }
+    ElementType type;
+    switch (t->dtype) {
+        case dp::DType::f64: type = ElementType::f64; break;
+        case dp::DType::f32: type = ElementType::f32; break;
+        case dp::DType::f16: type = ElementType::f16; break;
+        case dp::DType::bf16: type = ElementType::bf16; break;
+        default:
+            throw UsageError(fmt::format("{}: {} tensor: validate reads FP8 codes from .npy (|u1), raw .bin or HDF5 "
+                                         "uint8; safetensors FP8 tensors are not read as codes yet", source, t->storage));
+    }
+    ArrayFile a{source, type, std::vector<std::size_t>(t->shape.begin(), t->shape.end()), {}};
+    a.data.resize(static_cast<std::size_t>(t->numel) * element_size(type));
+    src->read(*t, [&](const dp::Chunk& c) {
+        const std::size_t es = element_size(type);
+        std::memcpy(a.data.data() + c.first * es, c.bits, c.count * es);
+    });
+    return a;
+}
+
+// One syntax for a tensor in a file, everywhere: file.h5:/x and file.h5:x (HDF5 paths are
+// absolute either way), model.safetensors:name.
 ArrayFile load(const std::string& source, const RawLayout& raw) {
     try {
+        if (const auto split = split_source(source)) {
+            const auto& [file, name] = *split;
+            if (fp8kit::dump::is_hdf5_file(file))
+                return load_array(name.empty() || name.front() != '/' ? file + ":/" + name : source, raw, cli_read_options());
+            if (fp8kit::dump::is_dump_file(file)) return load_safetensors(file, name, source);
+            throw UsageError(fmt::format("{}: {} is neither HDF5 nor safetensors, so ':{}' names nothing in it (a "
+                                         "tensor in a file: file.h5:/path, file.h5:path or model.safetensors:name)",
+                                         source, file, name));
+        }
         return load_array(source, raw, cli_read_options());
     } catch (const ArrayFileError& e) {
+        throw UsageError(e.what());
+    } catch (const fp8kit::dump::DumpError& e) {
         throw UsageError(e.what());
     }
 }
@@ -53,8 +118,8 @@ Register validate_cmd([](CLI::App& root) {
         "Compare a kernel's FP8 codes with the reference bit for bit and classify every mismatch "
         "(tie, direction, overflow, nan-encoding, flush-to-zero, double-rounding, scale, other). "
         "Exit 0: bit-exact, 1: mismatches, 2: bad input");
-    cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), or file.h5:/dataset")->required();
-    cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, or file.h5:/dataset")->required();
+    cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor")->required();
+    cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, or file.h5:/dataset (or file.h5:dataset)")->required();
     cmd->add_option("--to", o->to, "Target format: " + format_choices())->required();
     cmd->add_option("--dtype", o->dtype, "Element type of a raw --input: f64, f32, f16, bf16");
     cmd->add_option("--shape", o->shape, "Shape of raw files, e.g. 4096x1024 (default: one dimension)");
@@ -81,6 +146,11 @@ Register validate_cmd([](CLI::App& root) {
         if (!o->shape.empty()) {
             const auto s = parse_shape(o->shape);
             if (!s) throw UsageError(fmt::format("--shape: '{}' is not a shape like 4096x1024", o->shape));
+            // The product must not wrap: 2^32 x 2^32 would read as 0 elements of an empty file.
+            std::uint64_t n = 1;
+            for (std::size_t d : *s)
+                if (__builtin_mul_overflow(n, static_cast<std::uint64_t>(d), &n) || n > (std::uint64_t{1} << 60))
+                    throw UsageError(fmt::format("--shape {}: more elements than any file holds", o->shape));
             raw_in.shape = *s;
         }
         const int scale_options = !o->scale.empty() + !o->scale_inv.empty() + !o->scales.empty();
@@ -106,6 +176,9 @@ Register validate_cmd([](CLI::App& root) {
         if (out.shape != in.shape)
             throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}", o->input, shape_text(in.shape),
                                          o->output, shape_text(out.shape)));
+        // Nothing compared is not "bit-exact": an empty input (or a zero in --shape) is refused.
+        if (in.size() == 0)
+            throw UsageError(fmt::format("{}: no elements to compare (shape {})", o->input, shape_text(in.shape)));
 
         ValidateRequest rq{*from, in.data.data(), out.data.data(), in.size(), to, policy, {}};
         std::vector<float> block_scales;
@@ -149,7 +222,8 @@ Register validate_cmd([](CLI::App& root) {
 
         ValidateOptions vo;
         vo.examples = o->examples;
-        const ValidateReport r = validate(rq, vo);
+        ValidateReport r = validate(rq, vo);
+        r.shape.assign(in.shape.begin(), in.shape.end());  // positions as multi-dimensional indices
         if (o->json) {
             fmt::print("{}\n", r.json());
         } else {

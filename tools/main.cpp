@@ -1,12 +1,19 @@
 // fp8kit: FP8 numerics from the command line. Each subcommand is in cmd_<name>.cpp.
 #include <cstdio>  // first: it defines __GLIBC__ on glibc systems
+#include <cerrno>
+#include <cstring>
 #include <exception>
+#include <iostream>
+
+#include <fcntl.h>
+#include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include "command.hpp"
 #include "fp8kit/convert/policy_args.hpp"
+#include "fp8kit/io/printable.hpp"
 
 namespace fp8kit::cli {
 
@@ -62,8 +69,45 @@ std::string exact(double v) { return fmt::format("{}", v); }
 
 }  // namespace fp8kit::cli
 
+namespace {
+
+// A closed standard output would let the next open() take descriptor 1, and the report would
+// be written into whatever file that was (a dump being read). Descriptor 1 is taken by
+// /dev/full instead: every write to it fails, and finish_output() reports the loss.
+bool reserve_stdout() {
+    if (::fcntl(STDOUT_FILENO, F_GETFD) != -1 || errno != EBADF) return false;
+    const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0 && fd != STDOUT_FILENO) {
+        ::dup2(fd, STDOUT_FILENO);
+        ::close(fd);
+    }
+    return true;
+}
+
+// Output that did not reach its destination (a full disk, a closed pipe or descriptor) is a
+// failure, whatever the command found: exit 2 with the reason, never 0.
+int finish_output(int status, bool stdout_closed) {
+    std::cout.flush();
+    const bool cout_bad = std::cout.bad();
+    errno = 0;
+    const bool flush_failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+    const int flush_errno = errno;
+    const bool close_failed = std::fclose(stdout) != 0;  // NFS and the like report errors here
+    if (!cout_bad && !flush_failed && !close_failed) return status;
+    const int e = flush_failed ? flush_errno : errno;
+    if (stdout_closed)
+        std::fprintf(stderr, "fp8kit: error: standard output is closed: the report was lost\n");
+    else
+        std::fprintf(stderr, "fp8kit: error: writing standard output failed%s%s: the report is incomplete\n",
+                     e ? ": " : "", e ? std::strerror(e) : "");
+    return 2;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
     using namespace fp8kit::cli;
+    const bool stdout_closed = reserve_stdout();
 #if defined(__GLIBC__)
     // Reading a dump allocates and frees buffers of several MiB per chunk (libhdf5's decompression
     // buffers among them). By default glibc returns such memory to the kernel on every free, and
@@ -80,22 +124,20 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
-        return app.exit(e);
+        return finish_output(app.exit(e), stdout_closed);
     } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
+        return finish_output(app.exit(e), stdout_closed);
     } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
+        return finish_output(app.exit(e), stdout_closed);
     } catch (const CLI::ParseError& e) {
         std::fprintf(stderr, "fp8kit: error: %s (see 'fp8kit --help')\n", e.what());
         return 2;
-    } catch (const UsageError& e) {
+    } catch (const std::exception& e) {  // UsageError and everything else: one line, exit 2
+        // fmt::print throws when standard output fails mid-report: say that, not "cannot write to file".
+        if (std::ferror(stdout)) return finish_output(2, stdout_closed);
         std::fflush(stdout);
-        std::fprintf(stderr, "fp8kit: error: %s\n", e.what());
-        return 2;
-    } catch (const std::exception& e) {
-        std::fflush(stdout);
-        std::fprintf(stderr, "fp8kit: error: %s\n", e.what());
+        std::fprintf(stderr, "fp8kit: error: %s\n", fp8kit::io::printable(e.what()).c_str());
         return 2;
     }
-    return exit_status();
+    return finish_output(exit_status(), stdout_closed);
 }

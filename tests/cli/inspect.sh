@@ -10,7 +10,7 @@ trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 export OMP_NUM_THREADS=1
 
-"$FP8KIT" inspect "$DUMP" >"$TMP/out" 2>"$TMP/err"; rc=$?
+COLUMNS=100 "$FP8KIT" inspect "$DUMP" >"$TMP/out" 2>"$TMP/err"; rc=$?
 [ $rc -eq 0 ] || fail "example dump: exit $rc: $(cat "$TMP/err")"
 grep -q "273 tensors" "$TMP/out" || fail "example dump: tensor count missing"
 grep -q "recipe te-current" "$TMP/out" || fail "default recipe not te-current"

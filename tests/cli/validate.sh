@@ -73,4 +73,33 @@ bad "truncated header" "$T/cut.npy: truncated" --input "$T/cut.npy" --output "$T
 bad "fortran order" "$T/fortran.npy: fortran_order" --input "$T/fortran.npy" --output "$T/ok.npy"
 bad "missing file" "$T/none.npy: cannot open" --input "$T/none.npy" --output "$T/ok.npy"
 
+# One path syntax (issue 20 item 11): file.h5:/x and file.h5:x name the same dataset;
+# model.safetensors:name is read through the dump reader.
+DUMP=$REPO/data/example/llama_tiny_dump.h5
+printf '\x38' > "$T/one_code.bin"
+for src in "$DUMP:/step_000000/lm_head/weight" "$DUMP:step_000000/lm_head/weight"; do
+    $FP8KIT validate --to e4m3 --profile torch --input "$src" --output "$T/one_code.bin" >/dev/null 2>"$T/err"; rc=$?
+    [ $rc -eq 2 ] && grep -q "wrong size" "$T/err" && ! grep -q "needs its element type" "$T/err"
+    check "$src: dataset read (then the 1-byte output is refused)" $?
+done
+$FP8KIT validate --to e4m3 --profile torch --input "$DUMP:no/such" --output "$T/one_code.bin" >/dev/null 2>"$T/err"; rc=$?
+check "missing HDF5 dataset: exit 2 ($rc)" $(( rc != 2 ))
+H='{"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+printf "\\x$(printf %02x ${#H})\\x00\\x00\\x00\\x00\\x00\\x00\\x00%s\\x00\\x00\\x80\\x3f\\x9a\\x99\\x99\\x3e" "$H" > "$T/m.safetensors"
+printf '\x38\x2a' > "$T/st_codes.bin"     # e4m3 of 1.0 and 0.3 (nearest-even: 0.3125)
+out=$($FP8KIT validate --to e4m3 --profile torch --input "$T/m.safetensors:x" --output "$T/st_codes.bin"); rc=$?
+check "model.safetensors:x read by validate, bit-exact ($rc)" $(( rc != 0 ))
+echo "$out" | grep -q "2 bit-exact"; check "both safetensors elements compared" $?
+$FP8KIT validate --to e4m3 --profile torch --input "$T/m.safetensors:y" --output "$T/st_codes.bin" >/dev/null 2>"$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no tensor 'y'" "$T/err" && grep -q "e.g. x" "$T/err"; check "missing safetensors tensor named, with one that exists ($rc)" $?
+
+# Mismatch positions as multi-dimensional indices (issue 20 item 16): element 1 of a 2x3 array is [0, 1].
+npy "$T/x23.npy" '<f4' '(2, 3)' "$X"
+npy "$T/away23.npy" '|u1' '(2, 3)' '\x38\x39\x3a\x7e\x7e\xc0'
+out=$($FP8KIT validate --to e4m3 --profile cuda-satfinite --input "$T/x23.npy" --output "$T/away23.npy"); rc=$?
+check "2-D mismatch exits 1 ($rc)" $(( rc != 1 ))
+echo "$out" | grep -q "^    \[0, 1\] (element 1) input"; check "2-D mismatch shown at [0, 1]" $?
+$FP8KIT validate --to e4m3 --profile cuda-satfinite --input "$T/x23.npy" --output "$T/away23.npy" --json | tr -d ' \n' \
+    | grep -q '"index":1,.*"position":\[0,1\]'; check "JSON position [0, 1]" $?
+
 exit $fail

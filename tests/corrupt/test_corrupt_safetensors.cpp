@@ -69,7 +69,8 @@ TEST_CASE("safetensors: lying entries are named, the good tensor still reads", "
         {"dtype lies about the storage size", R"({"dtype":"F16","shape":[1],"data_offsets":[4,8]})", 8, "needs"},
         {"negative shape", R"({"dtype":"F32","shape":[-1],"data_offsets":[4,8]})", 8, "non-integer or negative"},
         {"unknown dtype", R"({"dtype":"F7","shape":[1],"data_offsets":[4,8]})", 8, "unsupported dtype"},
-        {"overlapping tensors", R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})", 8, "overlap"},
+        // 4 data bytes: with 8, bytes [4, 8) would belong to no tensor and refuse the whole file.
+        {"overlapping tensors", R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})", 4, "overlap"},
     };
     for (const auto& c : cases) {
         INFO(c.what);
@@ -102,4 +103,73 @@ TEST_CASE("safetensors: empty and 0-d tensors", "[corrupt]") {
     const auto o = exercise(path);
     CHECK(!o.file_error);
     CHECK(o.tensors_read == 1);  // the scalar; the empty tensor is reported, not analysed
+}
+
+// The reference reader (huggingface/safetensors, src/tensor.rs: Metadata::validate) refuses a
+// header whose tensors do not tile the data: a repeated name (the JSON object keeps one of the
+// two, and the other's bytes are left over) and bytes that no tensor covers.
+TEST_CASE("safetensors: repeated names and uncovered bytes refuse the file", "[corrupt]") {
+    const std::string one = raw(std::vector<float>{1.0f});
+    struct Case {
+        const char* what;
+        std::string header, data;
+        const char* message;
+    };
+    const std::vector<Case> cases = {
+        {"name given twice", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                             R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", one + one, "appears twice"},
+        {"name twice, same offsets", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                     R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", one, "appears twice"},
+        {"bytes before the first tensor", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", one + one,
+         "[0, 4) belong to no tensor"},
+        {"bytes between tensors", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                  R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", one + one + one,
+         "[4, 8) belong to no tensor"},
+        {"bytes after the last tensor", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", one + "x",
+         "after the last tensor"},
+    };
+    for (const auto& c : cases) {
+        INFO(c.what);
+        const auto o = exercise(write_file("st_tile.safetensors", safetensors(c.header, c.data)));
+        CHECK(o.file_error);
+        CHECK(o.tensors_read == 0);
+        bool named = false;
+        for (const auto& e : o.errors) named = named || contains(e, c.message);
+        CHECK(named);
+    }
+    // Integer tensors (skipped, not analysed) still cover their bytes.
+    const auto o = exercise(write_file("st_ints.safetensors",
+                                       safetensors(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                                   R"("ids":{"dtype":"I32","shape":[1],"data_offsets":[4,8]}})",
+                                                   one + one)));
+    CHECK(!o.file_error);
+    CHECK(o.tensors_read == 1);
+}
+
+// nlohmann's dump() recurses: a shape nested 10^6 deep overflowed the stack while the error
+// message was formatted, and took every other file's results with it.
+TEST_CASE("safetensors: a deeply nested shape is one short error", "[corrupt]") {
+    for (const bool closed : {false, true}) {
+        const std::size_t depth = 1'000'000;
+        std::string shape = std::string(depth, '[');
+        if (closed) shape += "1" + std::string(depth, ']');
+        const std::string header =
+            R"({"ok":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"bad":{"dtype":"F32","shape":[1,)" + shape +
+            (closed ? R"(],"data_offsets":[4,8]}})" : "");
+        INFO((closed ? "closed" : "unclosed") << " nesting");
+        const auto o = exercise(write_file("st_deep.safetensors", safetensors(header, std::string(8, '\0'))));
+        REQUIRE(!o.errors.empty());
+        for (const auto& e : o.errors) CHECK(e.size() < 600);
+        if (closed) CHECK(o.tensors_read == 1);  // the good tensor of the same file still reads
+    }
+}
+
+// A NUL inside a name (JSON "\u0000") is part of the name: nothing cuts it.
+TEST_CASE("safetensors: a NUL in a tensor name is kept", "[corrupt]") {
+    const auto path = write_file("st_nul.safetensors",
+                                 safetensors(R"({"a\u0000b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                             raw(std::vector<float>{1.0f})));
+    fp8kit::dump::Dump d({path});
+    REQUIRE(d.tensors().size() == 1);
+    CHECK(d.tensors()[0].name == std::string("a\0b", 3));
 }

@@ -68,6 +68,8 @@ TEST_CASE("sweep: histogram evaluation equals compute_stats per recipe", "[repla
     sw.run(dumped, notes);
     REQUIRE(notes.empty());
     std::size_t exact_checked = 0, bounded_checked = 0;
+    std::vector<std::vector<sweep::Outcome>> per_tensor;  // [series][candidate], recomputed on demand
+    for (std::size_t i = 0; i < syn.size(); ++i) per_tensor.push_back(sw.tensor_outcomes(i));
     for (std::size_t c = 0; c < cands.size(); ++c)
         for (std::size_t i = 0; i < syn.size(); ++i) {
             const auto& cand = cands[c];
@@ -75,7 +77,7 @@ TEST_CASE("sweep: histogram evaluation equals compute_stats per recipe", "[repla
             const float scale = r.scale[static_cast<std::size_t>(syn[i].dump_step)];
             const auto ref = compute_stats(syn[i].data.data(), Wide::f32, syn[i].data.size(),
                                            QuantConfig{r.format, scale, cand.recipe.policy, 1.0f / scale, 0});
-            const auto& o = sw.per_tensor()[c][i];
+            const auto& o = per_tensor[i][c];
             INFO(cand.label << " on " << syn[i].series.tensor << " scale " << scale);
             REQUIRE(o.dumped == 1);
             REQUIRE(o.steps == r.steps.size());
@@ -120,8 +122,9 @@ TEST_CASE("sweep: grid, margins and recommendation on a hand-made series", "[rep
     sw.run({}, notes);
     const auto h1m0 = sw.find(1, AmaxAlgo::max, 0, std::nullopt);
     const auto h1m1 = sw.find(1, AmaxAlgo::max, 1, std::nullopt);
-    REQUIRE(sw.per_tensor()[h1m0][0].overflow_steps == 1);
-    REQUIRE(sw.per_tensor()[h1m1][0].overflow_steps == 0);
+    REQUIRE(sw.tensor_outcomes(0)[h1m0].overflow_steps == 1);
+    REQUIRE(sw.tensor_outcomes(0)[h1m1].overflow_steps == 0);
+    REQUIRE(sw.per_class(h1m0, Role::activation).overflow_steps == 1);  // the class total is the one series
     REQUIRE(sw.min_safe_margin(h1m0, 0, Role::activation) == 1);
     // Every max-history recipe sees the spike first at step 5 with the scale of amax 1.
     REQUIRE(sw.min_safe_margin(sw.find(1024, AmaxAlgo::max, 0, std::nullopt), -1, Role::activation) == 1);

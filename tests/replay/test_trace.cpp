@@ -107,5 +107,17 @@ TEST_CASE("trace: bad files name the file and line", "[replay][trace]") {
     CHECK(error_of(p).find("neither a CSV trace") != std::string::npos);
     p = write_tmp("empty.csv", "");
     CHECK(error_of(p).find(p + ": ") == 0);
-    CHECK(error_of("/nonexistent/trace.csv") == "/nonexistent/trace.csv: cannot open the file");
+    CHECK(error_of("/nonexistent/trace.csv") == "/nonexistent/trace.csv: cannot open the file: No such file or directory");
+}
+
+// Biases and normalisation parameters are parameters: weights, not activations (issue 20 item
+// 14); the guess is numerics/roles.hpp's, mapped to the recipe slot.
+TEST_CASE("trace: classes of parameters", "[replay]") {
+    using fp8kit::Role;
+    CHECK(fp8kit::recipe_slot(fp8kit::guess_role("encoder.layer.0.attention.output.LayerNorm.bias")) == Role::weight);
+    CHECK(fp8kit::recipe_slot(fp8kit::guess_role("encoder.layer.0.attention.self.query.bias")) == Role::weight);
+    CHECK(fp8kit::recipe_slot(fp8kit::guess_role("ln_f.gamma")) == Role::weight);
+    CHECK(fp8kit::recipe_slot(fp8kit::guess_role("layers.0.mlp.fc1.weight.grad")) == Role::gradient);
+    CHECK(fp8kit::recipe_slot(fp8kit::guess_role("layers.0.mlp.fc1.output")) == Role::activation);
+    CHECK(fp8kit::recipe_slot(fp8kit::guess_role("layers.0.exp_avg")) == Role::activation);
 }

@@ -5,3 +5,4 @@
 #include "fp8kit/io/npy.hpp"
 #include "fp8kit/io/array_file.hpp"
 #include "fp8kit/io/trace.hpp"
+#include "fp8kit/io/printable.hpp"

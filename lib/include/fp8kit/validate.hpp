@@ -113,7 +113,14 @@ struct ValidateReport {
                                                // whose codes equal the kernel's on all elements
     std::vector<std::string> consistent_profiles;  // e.g. "cuda-satfinite", "cuda-nosat (e8m0 toward-zero)"
 
+    // The array's shape, row-major (set by the caller; empty or 1-D: positions are flat indices).
+    // With 2 or more dimensions, examples give the multi-dimensional position too.
+    std::vector<std::uint64_t> shape;
+
     bool exact() const { return mismatches == 0; }
+    // "[3, 17]" for a flat index under `shape` (row-major); "[index]" when 1-D or unset.
+    std::string position(std::uint64_t index) const;
+    std::vector<std::uint64_t> indices(std::uint64_t index) const;  // the same as numbers
     const ClassReport& operator[](MismatchClass c) const { return classes[static_cast<int>(c)]; }
     // Human-readable, several lines: counts, classes with examples, consistent policies.
     std::string summary() const;

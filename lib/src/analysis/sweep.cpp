@@ -82,9 +82,13 @@ double Outcome::mean_sqnr_db_hi() const {
 }
 
 void Outcome::add_trace(const replay::SeriesResult& r) {
+    const std::size_t n = r.steps.size();
+    min_series_steps = tensors ? std::min(min_series_steps, n) : n;
+    max_series_steps = std::max(max_series_steps, n);
     tensors += 1;
-    steps += r.steps.size();
+    steps += n;
     overflow_steps += r.overflow_steps;
+    if (!r.overflow.empty() && r.overflow.front()) ++first_step_overflows;
     if (r.worst_step >= 0 && (worst_step < 0 || r.worst_headroom > worst_headroom)) {
         worst_headroom = r.worst_headroom;
         worst_step = r.worst_step;
@@ -137,6 +141,11 @@ void Outcome::add_dump(const QuantStats& s) {
 }
 
 void Outcome::merge(const Outcome& o) {
+    if (o.tensors) {
+        min_series_steps = tensors ? std::min(min_series_steps, o.min_series_steps) : o.min_series_steps;
+        max_series_steps = std::max(max_series_steps, o.max_series_steps);
+    }
+    first_step_overflows += o.first_step_overflows;
     tensors += o.tensors;
     steps += o.steps;
     overflow_steps += o.overflow_steps;
@@ -170,36 +179,68 @@ std::size_t Sweep::add_series(trace::Series s) {
     return series_.size() - 1;
 }
 
+namespace {
+
+std::size_t class_index(Role cls) { return cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0; }
+
+}  // namespace
+
 void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& notes) {
     const std::size_t C = cands_.size(), S = series_.size();
-    per_tensor_.assign(C, std::vector<Outcome>(S));
-    std::vector<std::vector<std::vector<float>>> scales(C, std::vector<std::vector<float>>(S));
+    dumped_ = dumped;
+    dumped_of_.assign(S, {});
+    for (std::size_t i = 0; i < dumped_.size(); ++i) dumped_of_.at(dumped_[i].series).push_back(i);
+    per_class_.assign(C, {});
+    has_dumps_ = false;
+    std::size_t amax_differs = 0;
+    std::string first_difference;
+    for (std::size_t s = 0; s < S; ++s) {
+        const auto oc = evaluate(s, &notes, &amax_differs, &first_difference);
+        for (std::size_t c = 0; c < C; ++c) {
+            per_class_[c][class_index(series_[s].role)].merge(oc[c]);
+            has_dumps_ = has_dumps_ || oc[c].dumped > 0;
+        }
+    }
+    if (amax_differs)
+        notes.push_back(fmt::format("{} dumped tensors have another amax than the trace at that step (first: {}); "
+                                    "delayed scales follow the trace, current scaling uses the dumped data",
+                                    amax_differs, first_difference));
+}
+
+std::vector<Outcome> Sweep::tensor_outcomes(std::size_t series) const {
+    return evaluate(series, nullptr, nullptr, nullptr);
+}
+
+std::vector<Outcome> Sweep::evaluate(std::size_t si, std::vector<std::string>* notes, std::size_t* amax_differs,
+                                     std::string* first_difference) const {
+    const std::size_t C = cands_.size();
+    const auto& ser = series_.at(si);
+    std::vector<Outcome> out(C);
+    // 1. Every trace candidate replayed on the series; the scales are kept for the dumped steps.
+    std::vector<std::vector<float>> scales(C);
     for (std::size_t c = 0; c < C; ++c) {
         if (cands_[c].blockwise) continue;
-        for (std::size_t s = 0; s < S; ++s) {
-            const auto r = replay::replay_series(cands_[c].recipe, series_[s], cands_[c].forced);
-            per_tensor_[c][s].add_trace(r);
-            scales[c][s] = r.scale;
-        }
+        auto r = replay::replay_series(cands_[c].recipe, ser, cands_[c].forced);
+        out[c].add_trace(r);
+        if (!dumped_of_.empty() && !dumped_of_[si].empty()) scales[c] = std::move(r.scale);
     }
     std::size_t block_index0 = C;
     for (std::size_t c = 0; c < C; ++c)
         if (cands_[c].blockwise) { block_index0 = c; break; }
-    std::size_t amax_differs = 0;
-    std::string first_difference;
-    for (const auto& d : dumped) {
-        const auto& ser = series_.at(d.series);
+    // 2. Each dumped step of the series, under every candidate.
+    for (std::size_t di : dumped_of_.empty() ? std::vector<std::size_t>{} : dumped_of_[si]) {
+        const auto& d = dumped_[di];
         const auto it = std::lower_bound(ser.steps.begin(), ser.steps.end(), d.step);
         if (it == ser.steps.end() || *it != d.step) {
-            notes.push_back(fmt::format("tensor '{}' step {} is dumped but not in its amax series: not evaluated",
-                                        ser.tensor, d.step));
+            if (notes)
+                notes->push_back(fmt::format("tensor '{}' step {} is dumped but not in its amax series: not evaluated",
+                                             ser.tensor, d.step));
             continue;
         }
         const auto k = static_cast<std::size_t>(it - ser.steps.begin());
         const float ta = ser.amax[k];
-        if (!(ta == d.amax || (std::isnan(ta) && std::isnan(d.amax))) && amax_differs++ == 0)
-            first_difference = fmt::format("'{}' step {}: trace {:.9g}, dump {:.9g}", ser.tensor, d.step, ta, d.amax);
-        has_dumps_ = true;
+        if (amax_differs && !(ta == d.amax || (std::isnan(ta) && std::isnan(d.amax))) && (*amax_differs)++ == 0)
+            *first_difference = fmt::format("'{}' step {}: trace {:.9g}, dump {:.9g}", ser.tensor, d.step, ta, d.amax);
         // Recipes are independent: evaluate them in parallel, then add in candidate order (each
         // result is computed the same way on any thread, so the totals do not depend on threads).
         std::vector<MagnitudeHistogram::Result> res(C);
@@ -214,7 +255,7 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
                 const Format f = replay::role_format(cand.recipe, ser.role, cand.forced);
                 const float scale = cand.recipe.kind == RecipeKind::current
                                         ? replay::scales(cand.recipe, ser.role, f, {d.amax}).front()
-                                        : scales[c][d.series][k];
+                                        : scales[c][k];
                 if (!(scale > 0) || std::isinf(scale))
                     why[c] = fmt::format("scale {} cannot cast", scale);
                 else
@@ -226,26 +267,22 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
         for (std::size_t c = 0; c < C; ++c) {
             if (cands_[c].blockwise) {
                 const std::size_t b = c - block_index0;
-                if (b < d.block.size()) per_tensor_[c][d.series].add_dump(d.block[b]);
+                if (b < d.block.size()) out[c].add_dump(d.block[b]);
             } else if (!why[c].empty()) {
-                notes.push_back(fmt::format("{} on '{}' step {}: {} (not evaluated)", cands_[c].label, ser.tensor,
-                                            d.step, why[c]));
+                if (notes)
+                    notes->push_back(fmt::format("{} on '{}' step {}: {} (not evaluated)", cands_[c].label, ser.tensor,
+                                                 d.step, why[c]));
             } else {
-                per_tensor_[c][d.series].add_dump(res[c]);
+                out[c].add_dump(res[c]);
             }
         }
     }
-    if (amax_differs)
-        notes.push_back(fmt::format("{} dumped tensors have another amax than the trace at that step (first: {}); "
-                                    "delayed scales follow the trace, current scaling uses the dumped data",
-                                    amax_differs, first_difference));
+    return out;
 }
 
 Outcome Sweep::per_class(std::size_t candidate, Role cls) const {
-    Outcome o;
-    for (std::size_t s = 0; s < series_.size(); ++s)
-        if (series_[s].role == cls) o.merge(per_tensor_.at(candidate)[s]);
-    return o;
+    if (per_class_.empty()) return Outcome{};
+    return per_class_.at(candidate)[class_index(cls)];
 }
 
 bool Sweep::has_class(Role cls) const {
@@ -263,14 +300,22 @@ std::size_t Sweep::find(int history, AmaxAlgo algo, int margin, std::optional<Fo
 }
 
 int Sweep::min_safe_margin(std::size_t candidate, long series, Role cls) const {
+    if (series >= 0) return min_safe_margin(candidate, tensor_outcomes(static_cast<std::size_t>(series)));
     const auto& r = cands_.at(candidate).recipe;
     if (!cands_[candidate].grid) return -1;
     for (int m = 0; m <= 4; ++m) {
         const std::size_t c = find(r.history_len, r.algo, m, cands_[candidate].forced);
-        if (c == static_cast<std::size_t>(-1)) continue;
-        const std::size_t over = series >= 0 ? per_tensor_[c][static_cast<std::size_t>(series)].overflow_steps
-                                             : per_class(c, cls).overflow_steps;
-        if (over == 0) return m;
+        if (c != static_cast<std::size_t>(-1) && per_class(c, cls).overflow_steps == 0) return m;
+    }
+    return -1;
+}
+
+int Sweep::min_safe_margin(std::size_t candidate, const std::vector<Outcome>& oc) const {
+    const auto& r = cands_.at(candidate).recipe;
+    if (!cands_[candidate].grid) return -1;
+    for (int m = 0; m <= 4; ++m) {
+        const std::size_t c = find(r.history_len, r.algo, m, cands_[candidate].forced);
+        if (c != static_cast<std::size_t>(-1) && oc.at(c).overflow_steps == 0) return m;
     }
     return -1;
 }
@@ -297,6 +342,27 @@ std::vector<std::size_t> Sweep::ranked(Role cls) const {
     return idx;
 }
 
+// Every series of the class has one step: each delayed recipe casts it with its initial scale 1,
+// so the grid's points cannot differ, and "TE's default is the best" would mean nothing. Say
+// so first, and compare with current scaling, which scales that one step from its own amax.
+std::string Sweep::one_step_caveat(Role cls, const std::string& who, const Outcome& b,
+                                   std::optional<Format> forced) const {
+    std::string s = fmt::format("{}: ONE STEP per tensor ({} tensors): every delayed recipe casts it with its initial "
+                                "scale 1, before any amax is known, so no history, algo or margin is better than "
+                                "another here", who, b.tensors);
+    for (std::size_t c = 0; c < cands_.size(); ++c) {
+        if (cands_[c].grid || cands_[c].blockwise || cands_[c].recipe.name != "te-current" || cands_[c].forced != forced)
+            continue;
+        const Outcome cur = per_class(c, cls);
+        s += fmt::format("; te-current (scale from the step's own amax): {} overflowing step{}", cur.overflow_steps,
+                         cur.overflow_steps == 1 ? "" : "s");
+        if (!std::isnan(cur.underflow_share()) && !std::isnan(b.underflow_share()))
+            s += fmt::format(", underflow {:.3g}% vs {:.3g}% with scale 1", 100 * cur.underflow_share(),
+                             100 * b.underflow_share());
+    }
+    return s + "; give a trace of several steps to choose a delayed recipe";
+}
+
 std::string Sweep::recommendation(Role cls) const {
     const auto order = ranked(cls);
     const std::string who = cls == Role::activation ? "activations" : cls == Role::weight ? "weights" : "gradients";
@@ -307,13 +373,21 @@ std::string Sweep::recommendation(Role cls) const {
     const std::size_t ref = find(1024, AmaxAlgo::max, 0, cand.forced);
     const Outcome r = per_class(ref, cls);
     const Format f = replay::role_format(cand.recipe, cls, cand.forced);
+    if (b.max_series_steps <= 1) return one_step_caveat(cls, who, b, cand.forced);
     std::string s = fmt::format("{}: {} ({}) — ", who,
                                 cand.recipe.algo == AmaxAlgo::max
                                     ? fmt::format("history {}, max, margin {}", cand.recipe.history_len, cand.recipe.margin)
                                     : fmt::format("most_recent, margin {}", cand.recipe.margin),
                                 name(f));
+    const std::string per_series = b.min_series_steps == b.max_series_steps
+                                       ? fmt::format("{} each", b.max_series_steps)
+                                       : fmt::format("{} to {} per tensor", b.min_series_steps, b.max_series_steps);
     if (b.overflow_steps == 0)
-        s += fmt::format("no overflow in {} steps of {} tensors", b.steps, b.tensors);
+        s += fmt::format("no overflow in {} steps of {} tensors ({})", b.steps, b.tensors, per_series);
+    else if (b.overflow_steps == b.first_step_overflows)
+        s += fmt::format("{} overflowing step{} remain{}, each a tensor's first step, cast with the initial scale 1 "
+                         "before any amax is known: no margin changes that (current scaling does not have it)",
+                         b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");
     else
         s += fmt::format("{} overflowing step{} remain{} (no grid point removes all: use margin > 4 or current scaling)",
                          b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");

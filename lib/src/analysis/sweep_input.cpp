@@ -49,8 +49,8 @@ void load_traces(const Inputs& in, Loaded& L, std::vector<trace::Series>& series
 bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& blocks, bool want_blocks,
                  Loaded& L, Pending& pd) {
     const auto& t = dmp.tensors()[i];
-    if (!t.step) {
-        L.notes.push_back(fmt::format("{}: {}: no step (attribute or name): skipped", t.file, t.name));
+    if (!t.step) {  // counted, and noted once (a checkpoint has hundreds of such tensors)
+        if (L.no_step++ == 0) L.first_no_step = fmt::format("{}: {}", t.file, t.name);
         return false;
     }
     if (t.wide == Wide::f64) {
@@ -105,12 +105,33 @@ std::vector<Pending> load_dumps(const Inputs& in, const std::vector<Candidate>& 
         }
         Pending pd;
         pd.series = series_name_of_dump(t.name);
-        if (!selected(in.tensors, pd.series)) continue;
+        if (!selected(in.tensors, pd.series)) {
+            ++L.not_selected;
+            continue;
+        }
         if (read_dumped(dmp, i, blocks, in.blocks, L, pd)) pending.push_back(std::move(pd));
     }
+    L.optimizer_state = skipped_opt;
+    if (L.no_step)
+        L.notes.push_back(fmt::format("{} dumped tensor(s) have no step (neither a 'step' attribute nor a step in the "
+                                      "name, file or folder): skipped (first: {})", L.no_step, L.first_no_step));
     if (skipped_opt)
         L.notes.push_back(fmt::format("{} optimizer-state tensors skipped (no FP8 cast to tune)", skipped_opt));
     return pending;
+}
+
+// Why no series is left: the reasons, largest first in what a user meets (a checkpoint has no
+// steps at all).
+std::string nothing_to_sweep(const Inputs& in, const Loaded& L) {
+    std::string why;
+    if (L.no_step)
+        why += fmt::format("; {} dumped tensor(s) have no step information (no 'step' attribute, no step in the name, "
+                           "file or folder: a checkpoint?): sweep compares recipes over the steps of a run, so it "
+                           "needs a trace or dumps of several steps (for one state, use inspect)", L.no_step);
+    if (L.optimizer_state) why += fmt::format("; {} optimizer-state tensor(s) left out", L.optimizer_state);
+    if (L.not_selected && !in.tensors.empty()) why += fmt::format("; {} tensor(s) not matched by --tensor", L.not_selected);
+    if (why.empty()) why = "; check the inputs and --tensor";
+    return "no tensors to sweep" + why;
 }
 
 }  // namespace
@@ -120,13 +141,14 @@ Loaded load_inputs(const Inputs& in) {
     auto cands = default_candidates(in.formats);
     const auto blocks = block_candidates();
     bool any_dump = false;
-    for (const auto& f : in.files) any_dump |= dump::is_dump_file(f);
+    for (const auto& f : in.files) {
+        trace::require_regular_file(f);  // before any probe: a FIFO would block it
+        any_dump |= dump::is_dump_file(f);
+    }
     if (in.blocks && any_dump) cands.insert(cands.end(), blocks.begin(), blocks.end());
     // 2. Files, told apart by content.
     Loaded L;
     for (const auto& f : in.files) {
-        std::ifstream probe(f, std::ios::binary);
-        if (!probe) throw trace::TraceError(fmt::format("{}: cannot open the file", f));
         (dump::is_dump_file(f) ? L.dump_files : L.trace_files).push_back(f);
     }
     // 3. Trace series, then the dumped tensors.
@@ -164,7 +186,7 @@ Loaded load_inputs(const Inputs& in) {
         p.d.series = by_name.at(p.series);
         L.dumped.push_back(std::move(p.d));
     }
-    if (L.sweep->series().empty()) throw trace::TraceError("no tensors to sweep (check the inputs and --tensor)");
+    if (L.sweep->series().empty()) throw trace::TraceError(nothing_to_sweep(in, L));
     return L;
 }
 

@@ -51,10 +51,7 @@ Trace dump_trace(const std::string& path, const dump::ReadOptions& read) {
 
 Trace load_trace(const std::string& path, const std::vector<std::string>& patterns,
                  const dump::ReadOptions& read) {
-    {
-        std::ifstream probe(path, std::ios::binary);
-        if (!probe) throw TraceError(fmt::format("{}: cannot open the file", path));
-    }
+    require_regular_file(path);
     Trace t = dump::is_dump_file(path) ? dump_trace(path, read) : read_trace(path);
     if (patterns.empty()) return t;
     std::vector<Series> keep;

@@ -29,6 +29,26 @@
 namespace fp8kit::dump::detail {
 namespace {
 
+// The type an opaque HDF5 type stands for without a 'dtype' attribute: its tag when that names a
+// type ("bfloat16", "float8_e4m3fn", "NUMPY:bfloat16"), else bfloat16 for 2-byte data (h5py's
+// save of ml_dtypes.bfloat16); nullopt when nothing says. `implied` gets the storage suffix.
+std::optional<std::string> opaque_type_name(hid_t type, std::size_t size, std::string& implied) {
+    if (char* tag = H5Tget_tag(type)) {
+        std::string t(tag);
+        H5free_memory(tag);
+        if (const auto colon = t.rfind(':'); colon != std::string::npos) t = t.substr(colon + 1);
+        if (parse_format(t) || parse_wide(t)) {
+            implied = " (tag " + t + ")";
+            return t;
+        }
+    }
+    if (size == 2) {
+        implied = " (bfloat16: 2-byte opaque, as h5py saves ml_dtypes.bfloat16)";
+        return std::string("bfloat16");
+    }
+    return std::nullopt;
+}
+
 std::optional<std::string> string_attr(hid_t obj, const char* attr) {
     if (H5Aexists(obj, attr) <= 0) return std::nullopt;
     Handle a(H5Aopen(obj, attr, H5P_DEFAULT), H5Aclose);
@@ -197,18 +217,33 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
         const bool is_int = cls == H5T_INTEGER;
         const std::string stored = is_int ? fmt::format("{}int{}", H5Tget_sign(type.get()) == H5T_SGN_2 ? "" : "u", 8 * size)
                                           : fmt::format("opaque{}", size);
-        if (!attr && ctx.untagged_codes && (size == 1 || size == 2)) {
+        std::optional<std::string> spec = attr;
+        std::string implied;
+        const bool untagged_codes = !attr && ctx.untagged_codes && (size == 1 || size == 2);
+        // h5py saves an ml_dtypes array (bfloat16, float8_*) as opaque data of its element size,
+        // without a tag or attribute: the tag names the type when a writer set one, and 2-byte
+        // opaque data can only be bfloat16 (float16 is stored as an HDF5 float). One byte is
+        // ambiguous between the FP8 formats: a failed input that says how to tag it.
+        if (!spec && !is_int && !untagged_codes) {
+            spec = opaque_type_name(type.get(), size, implied);
+            if (!spec)
+                return fail(Plan::error, fmt::format("{} data without a 'dtype' attribute: which 8-bit format? Tag it, "
+                                                     "e.g. in h5py: dataset.attrs['dtype'] = 'float8_e4m3fn' (or "
+                                                     "float8_e5m2, e4m3fnuz, e5m2fnuz, e8m0)", stored));
+        }
+        if (untagged_codes) {
             p.dtype = size == 1 ? DType::e4m3 : DType::bf16;  // stored bytes kept: codes / bf16 bits
             p.storage = stored;
             p.mem_type = Handle(H5Tcopy(type.get()), H5Tclose);
             if (is_int) H5Tset_order(p.mem_type.get(), H5T_ORDER_LE);
-        } else if (!attr)
+        } else if (!spec)
             return fail(Plan::skip, fmt::format("{} dataset without a 'dtype' attribute naming a float "
                                                 "type: not analysed", stored));
+        const std::optional<std::string>& attr_or_tag = spec;
         std::optional<DType> d;
-        if (!attr) {
+        if (untagged_codes) {
             // untagged codes, planned above
-        } else if (const auto f = parse_format(*attr)) {
+        } else if (const auto f = parse_format(*attr_or_tag)) {
             switch (*f) {
                 case Format::e4m3: d = DType::e4m3; break;
                 case Format::e5m2: d = DType::e5m2; break;
@@ -216,15 +251,19 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
                 case Format::e5m2fnuz: d = DType::e5m2fnuz; break;
                 case Format::e8m0: d = DType::e8m0; break;
             }
-        } else if (const auto w = parse_wide(*attr)) {
+        } else if (const auto w = parse_wide(*attr_or_tag)) {
             d = *w == Wide::f64 ? DType::f64 : *w == Wide::f32 ? DType::f32 : *w == Wide::f16 ? DType::f16 : DType::bf16;
         }
-        if (attr && !d) return fail(Plan::error, fmt::format("unsupported dtype '{}' (attribute 'dtype' of {} data)", *attr, stored));
-        if (attr && stored_size(*d) != size)
-            return fail(Plan::error, fmt::format("attribute dtype='{}' needs {}-byte elements but the data is {}",
-                                                 *attr, stored_size(*d), stored));
-        if (attr) p.dtype = *d;
-        p.storage = stored;
+        if (!untagged_codes) {
+            if (!d)
+                return fail(Plan::error, fmt::format("unsupported dtype '{}' ({} of {} data)", *attr_or_tag,
+                                                     attr ? "attribute 'dtype'" : "opaque tag", stored));
+            if (stored_size(*d) != size)
+                return fail(Plan::error, fmt::format("{} dtype='{}' needs {}-byte elements but the data is {}",
+                                                     attr ? "attribute" : "opaque tag", *attr_or_tag, stored_size(*d), stored));
+            p.dtype = *d;
+            p.storage = stored + implied;
+        }
         // Same type in little-endian order: bytes are swapped if needed, values never converted
         // (a signed int16 holding bf16 bits must not be clipped to unsigned).
         p.mem_type = Handle(H5Tcopy(type.get()), H5Tclose);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/dump.hpp"
+#include "fp8kit/numerics/roles.hpp"
 
 namespace fp8kit::dump {
 namespace {

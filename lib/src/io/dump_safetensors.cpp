@@ -9,10 +9,12 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fp8kit/io/printable.hpp"
 #include "io/dump_internal.hpp"
 
 namespace fp8kit::dump::detail {
@@ -29,6 +31,18 @@ std::optional<DType> parse_st_dtype(const std::string& s) {
     for (const auto& [n, d] : kTable)
         if (s == n) return d;
     return std::nullopt;
+}
+
+// A JSON value for a message: short, one line, and never a recursive dump of a deeply nested
+// value (nlohmann's dump() recurses, and a shape nested 10^6 deep overflows the stack).
+std::string brief(const nlohmann::json& j) {
+    if (j.is_array() || j.is_object()) {
+        for (const auto& e : j)
+            if (e.is_structured())
+                return fmt::format("(a{} with {} entries, some of them nested)", j.is_array() ? "n array" : "n object",
+                                   j.size());
+    }
+    return io::quoted(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 120);
 }
 
 bool is_integer_dtype(const std::string& s) {
@@ -91,14 +105,28 @@ public:
         std::string text(static_cast<std::size_t>(n), '\0');
         if (auto e = pread_all(fd_.get(), text.data(), text.size(), 8); !e.empty()) throw bad(e);
         nlohmann::json header;
+        std::set<std::string> names;
+        std::string duplicate;
+        // JSON objects keep the last of two equal keys: catch the repeat while parsing.
+        const auto note_keys = [&](int depth, nlohmann::json::parse_event_t ev, nlohmann::json& parsed) {
+            if (ev == nlohmann::json::parse_event_t::key && depth == 1 && duplicate.empty() &&
+                !names.insert(parsed.get<std::string>()).second)
+                duplicate = parsed.get<std::string>();
+            return true;
+        };
         try {
-            header = nlohmann::json::parse(text);
+            header = nlohmann::json::parse(text, note_keys);
         } catch (const nlohmann::json::exception& e) {  // also out_of_range: a number past double (fuzz)
-            throw bad(fmt::format("header is not JSON ({})", e.what()));
+            throw bad(fmt::format("header is not JSON ({})", io::quoted(e.what(), 300)));
         }
         if (!header.is_object()) throw bad("header is not a JSON object");
+        // The reference reader refuses a repeated name (which of the two is meant?).
+        if (!duplicate.empty()) throw bad(fmt::format("tensor name '{}' appears twice in the header", io::quoted(duplicate)));
+        names.clear();
         const std::uint64_t data_start = 8 + n, data_size = size - data_start;
+        check_coverage(header, data_size, bad);
 
+        read_role_metadata(header);
         std::vector<std::pair<Entry, std::string>> spans;  // for the overlap check
         for (auto it = header.begin(); it != header.end(); ++it) {
             if (it.key() == "__metadata__") continue;
@@ -136,7 +164,7 @@ public:
                 if (o == overlapping.end()) {
                     keep.push_back(std::move(t));
                 } else {
-                    errors_.push_back({path_, t.name, fmt::format("data_offsets overlap those of '{}'", o->second)});
+                    errors_.push_back({path_, t.name, fmt::format("data_offsets overlap those of '{}'", io::printable(o->second))});
                     entries_.erase(t.name);
                 }
             }
@@ -164,6 +192,37 @@ public:
     }
 
 private:
+    // The reference reader (huggingface/safetensors, src/tensor.rs: Metadata::validate and the
+    // MetadataIncompleteBuffer check of read_metadata) requires the tensors' data_offsets to
+    // tile the data exactly: bytes that no tensor covers are refused. Checked here over every
+    // entry whose offsets are themselves valid; when some entry's offsets are not, that entry's
+    // own error explains the hole and the other tensors are still read.
+    template <class Bad>
+    static void check_coverage(const nlohmann::json& header, std::uint64_t data_size, const Bad& bad) {
+        std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
+        for (auto it = header.begin(); it != header.end(); ++it) {
+            if (it.key() == "__metadata__") continue;
+            const auto& v = it.value();
+            const nlohmann::json* offs = v.is_object() && v.contains("data_offsets") ? &v["data_offsets"] : nullptr;
+            if (!offs || !offs->is_array() || offs->size() != 2 || !(*offs)[0].is_number_unsigned() ||
+                !(*offs)[1].is_number_unsigned())
+                return;
+            const auto b = (*offs)[0].get<std::uint64_t>(), e = (*offs)[1].get<std::uint64_t>();
+            if (e < b || e > data_size) return;
+            spans.emplace_back(b, e);
+        }
+        std::sort(spans.begin(), spans.end());
+        std::uint64_t reach = 0;
+        for (const auto& [b, e] : spans) {
+            if (b > reach)
+                throw bad(fmt::format("data bytes [{}, {}) belong to no tensor (a name given twice, or a "
+                                      "tensor removed by hand?)", reach, b));
+            reach = std::max(reach, e);
+        }
+        if (reach < data_size)
+            throw bad(fmt::format("data bytes [{}, {}) after the last tensor belong to no tensor", reach, data_size));
+    }
+
     bool parse_entry(const std::string& key, const nlohmann::json& v, std::uint64_t data_size,
                      TensorInfo& t, Entry& e, std::string& why) {
         if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
@@ -184,9 +243,9 @@ private:
         if (!shape.is_array()) { why = "shape is not an array"; return false; }
         std::uint64_t numel = 1;
         for (const auto& s : shape) {
-            if (!s.is_number_unsigned()) { why = fmt::format("shape {} has a non-integer or negative entry", shape.dump()); return false; }
+            if (!s.is_number_unsigned()) { why = fmt::format("shape {} has a non-integer or negative entry", brief(shape)); return false; }
             const std::uint64_t x = s.get<std::uint64_t>();
-            if (mul_overflows(numel, x, numel)) { why = fmt::format("shape {} overflows 64 bits", shape.dump()); return false; }
+            if (mul_overflows(numel, x, numel)) { why = fmt::format("shape {} overflows 64 bits", brief(shape)); return false; }
             t.shape.push_back(x);
         }
         if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned()) {
@@ -203,23 +262,43 @@ private:
         }
         std::uint64_t bytes = 0;
         if (mul_overflows(numel, stored_size(*d), bytes) || bytes != e.end - e.begin) {
-            why = fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", shape.dump(), dts,
+            why = fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", brief(shape), dts,
                               bytes == 0 && numel != 0 ? std::string("more than 2^64") : std::to_string(bytes),
                               e.begin, e.end, e.end - e.begin);
             return false;
         }
-        if (numel == 0) { why = fmt::format("empty tensor (shape {})", shape.dump()); return false; }
+        if (numel == 0) { why = fmt::format("empty tensor (shape {})", brief(shape)); return false; }
         t.file = path_;
         t.name = key;
         t.numel = numel;
         t.storage = dts;
         t.dtype = *d;
         t.wide = delivered_as(*d);
+        if (const auto r = meta_roles_.find(key); r != meta_roles_.end()) t.role = r->second;  // stored, not guessed
         complete_guesses(t);
         return true;
     }
 
+    // Roles stored in the header: "__metadata__": {"role:<tensor name>": "<role>"} (safetensors
+    // metadata values are strings; docs/dumps.md). A value that is no role is a note, not a guess.
+    void read_role_metadata(const nlohmann::json& header) {
+        const auto m = header.find("__metadata__");
+        if (m == header.end() || !m->is_object()) return;
+        for (auto it = m->begin(); it != m->end(); ++it) {
+            if (it.key().rfind("role:", 0) != 0) continue;
+            const std::string tensor = it.key().substr(5);
+            const auto role = it.value().is_string() ? parse_role(it.value().get<std::string>()) : std::nullopt;
+            if (role)
+                meta_roles_[tensor] = *role;
+            else
+                notes_.push_back({path_, tensor, fmt::format("__metadata__ '{}' = {} is not a role (activation, weight, "
+                                                             "gradient, optimizer_state): ignored", io::quoted(it.key(), 80),
+                                                             io::quoted(it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 80))});
+        }
+    }
+
     ReadOptions opts_;
+    std::map<std::string, Role> meta_roles_;
     Fd fd_;
     std::map<std::string, Entry> entries_;
     std::vector<std::uint8_t> buf_, scratch_;

@@ -74,6 +74,20 @@ bool Selection::matches(const TensorInfo& t) const {
     return true;
 }
 
+namespace {
+
+// Dumps are read from regular files only (and folders, which the reader names as such): a FIFO
+// would block for ever, and a device such as /dev/zero never ends.
+bool readable_kind(const std::string& path, const struct stat& st, std::vector<Problem>& problems) {
+    if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return true;
+    const char* what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+    problems.push_back({path, "", fmt::format("{}: not read (dumps are read from regular files only)", what)});
+    return false;
+}
+
+}  // namespace
+
 std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
                                        std::vector<Problem>& problems) {
     std::vector<std::string> out;
@@ -81,7 +95,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
         struct stat st {};
         if (::stat(a.c_str(), &st) == 0 || !has_glob_chars(a)) {
             // A missing plain path is reported when it is opened, with the system's reason.
-            out.push_back(a);
+            if (::stat(a.c_str(), &st) != 0 || readable_kind(a, st, problems)) out.push_back(a);
             continue;
         }
         glob_t g{};
@@ -89,7 +103,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
         if (rc == 0) {
             std::vector<std::string> found(g.gl_pathv, g.gl_pathv + g.gl_pathc);
             std::sort(found.begin(), found.end());
-            out.insert(out.end(), found.begin(), found.end());
+            for (const auto& f : found)
+                if (::stat(f.c_str(), &st) != 0 || readable_kind(f, st, problems)) out.push_back(f);
         } else {
             problems.push_back({a, "", rc == GLOB_NOMATCH ? "no file matches this pattern"
                                                           : "cannot expand this pattern"});
@@ -110,8 +125,21 @@ Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptio
             continue;
         }
         ++files_opened_;
-        for (const auto& t : src->tensors())
-            if (selection.matches(t)) tensors_.push_back(t);
+        for (auto t : src->tensors()) {
+            for (const auto& [pattern, role] : selection.roles)
+                if (fnmatch(pattern.c_str(), t.name.c_str(), 0) == 0) {
+                    t.role = role;
+                    t.role_guessed = false;
+                    break;
+                }
+            if (selection.matches(t)) {
+                tensors_.push_back(t);
+            } else {
+                ++unselected_;
+                if (unselected_sample_.size() < 5)
+                    unselected_sample_.push_back(t.step ? fmt::format("{} (step {})", t.name, *t.step) : t.name);
+            }
+        }
         // Unreadable datasets count when they would have been selected by name; their step and
         // role may be unknown, so only the name patterns apply.
         Selection by_name = selection;
@@ -121,7 +149,12 @@ Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptio
             probe.name = p.name;
             if (p.name.empty() || by_name.matches(probe)) errors_.push_back(p);
         }
-        for (const auto& p : src->notes()) notes_.push_back(p);
+        // A skipped dataset that --include/--exclude leaves out is not worth a note either.
+        for (const auto& p : src->notes()) {
+            TensorInfo probe;
+            probe.name = p.name;
+            if (p.name.empty() || by_name.matches(probe)) notes_.push_back(p);
+        }
         open_ = std::move(src);
     }
 }

@@ -1,11 +1,16 @@
 // Amax trace readers (CSV and nvidia-dlfw-inspect logs).
 #include <fnmatch.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <new>
 #include <map>
 #include <numeric>
 #include <algorithm>
@@ -13,6 +18,8 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/trace.hpp"
+#include "fp8kit/io/printable.hpp"
+#include "fp8kit/numerics/roles.hpp"
 
 namespace fp8kit::trace {
 namespace {
@@ -40,9 +47,11 @@ float parse_amax(std::string_view field, const std::string& file, std::size_t li
     errno = 0;
     char* end = nullptr;
     const float v = std::strtof(s.c_str(), &end);
-    if (end != s.c_str() + s.size()) fail(file, line, fmt::format("amax '{}' is not a number", s));
-    if (std::signbit(v) && !(v == 0)) fail(file, line, fmt::format("amax '{}' is negative (an amax is a maximum of |x|)", s));
+    if (end != s.c_str() + s.size()) fail(file, line, fmt::format("amax '{}' is not a number", io::quoted(s)));
+    // NaN before the sign: printf writes a NaN with its sign bit set as "-nan" (glibc on x86),
+    // and a NaN is documented as accepted (docs/replay.md).
     if (std::isnan(v)) return std::nanf("");  // -nan and nan(...) alike: one NaN, sign dropped
+    if (std::signbit(v) && !(v == 0)) fail(file, line, fmt::format("amax '{}' is negative (an amax is a maximum of |x|)", io::quoted(s)));
     return std::fabs(v);  // -0 -> +0
 }
 
@@ -54,8 +63,8 @@ std::int64_t parse_step(std::string_view field, const std::string& file, std::si
     char* end = nullptr;
     const long long v = std::strtoll(s.c_str(), &end, 10);
     if (end != s.c_str() + s.size() || errno == ERANGE)
-        fail(file, line, fmt::format("{} '{}' is not an integer", what, s));
-    if (v < 0) fail(file, line, fmt::format("{} '{}' is negative", what, s));
+        fail(file, line, fmt::format("{} '{}' is not an integer", what, io::quoted(s)));
+    if (v < 0) fail(file, line, fmt::format("{} '{}' is negative", what, io::quoted(s)));
     return v;
 }
 
@@ -93,7 +102,7 @@ struct Builder {
                 const std::size_t i = order[k];
                 if (k > 0 && s.steps[i] == o.steps.back())
                     fail(file, std::max(s.lines[i], o.lines.back()),
-                         fmt::format("tensor '{}' step {} appears twice (lines {} and {})", s.tensor,
+                         fmt::format("tensor '{}' step {} appears twice (lines {} and {})", io::quoted(s.tensor),
                                      s.steps[i], std::min(s.lines[i], o.lines.back()),
                                      std::max(s.lines[i], o.lines.back())));
                 o.steps.push_back(s.steps[i]);
@@ -118,10 +127,53 @@ std::vector<std::string_view> split_commas(std::string_view line) {
     return out;
 }
 
-std::ifstream open(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw TraceError(fmt::format("{}: cannot open the file", path));
-    return in;
+// A trace is text of short lines; a longer line is not a trace (a device, a binary file).
+constexpr std::size_t kMaxLine = 1 << 20;
+
+// Lines of a regular file, each bounded by kMaxLine. A read error or a line too long throws;
+// only the real end of the file ends the loop (never a failed allocation or a short read).
+class LineReader {
+public:
+    explicit LineReader(const std::string& path) : path_(path) {
+        require_regular_file(path);
+        f_.reset(std::fopen(path.c_str(), "rb"));
+        if (!f_) throw TraceError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
+    }
+    bool next(std::string& line) {
+        line.clear();
+        ++lineno_;
+        std::FILE* f = f_.get();
+        for (;;) {
+            const int c = getc_unlocked(f);
+            if (c == EOF) {
+                if (std::ferror(f)) fail(path_, lineno_, fmt::format("read error: {}", std::strerror(errno)));
+                return !line.empty();
+            }
+            if (c == '\n') return true;
+            if (line.size() >= kMaxLine)
+                fail(path_, lineno_, fmt::format("line longer than {} bytes: not a trace", kMaxLine));
+            line.push_back(static_cast<char>(c));
+        }
+    }
+    std::size_t lineno() const { return lineno_; }
+
+private:
+    struct Close {
+        void operator()(std::FILE* f) const { std::fclose(f); }
+    };
+    std::string path_;
+    std::unique_ptr<std::FILE, Close> f_;
+    std::size_t lineno_ = 0;
+};
+
+// Running out of memory is an error that names the line, never an end of file.
+template <class F>
+Trace out_of_memory_is_an_error(const std::string& path, F&& read) {
+    try {
+        return read();
+    } catch (const std::bad_alloc&) {
+        throw TraceError(fmt::format("{}: out of memory while reading the trace", path));
+    }
 }
 
 void strip_cr(std::string& line) {
@@ -144,14 +196,16 @@ bool csv_header(std::string_view line, int& step_col, int& amax_col, int& tensor
 
 }  // namespace
 
-Trace read_csv(const std::string& path) {
-    auto in = open(path);
+namespace {
+
+Trace read_csv_lines(const std::string& path) {
+    LineReader in(path);
     std::string line;
     std::size_t lineno = 0;
     int step_col = -1, amax_col = -1, tensor_col = -1;
     bool have_header = false;
-    while (std::getline(in, line)) {
-        ++lineno;
+    while (in.next(line)) {
+        lineno = in.lineno();
         strip_cr(line);
         if (trim(line).empty()) continue;
         if (!csv_header(line, step_col, amax_col, tensor_col)) {
@@ -161,7 +215,7 @@ Trace read_csv(const std::string& path) {
             fail(path, lineno, missing.empty()
                                    ? std::string("a column is named twice in the header")
                                    : fmt::format("the header has no {} column (need step and amax, tensor optional; got '{}')",
-                                                 missing, line));
+                                                 missing, io::quoted(line)));
         }
         have_header = true;
         break;
@@ -169,8 +223,8 @@ Trace read_csv(const std::string& path) {
     if (!have_header) throw TraceError(fmt::format("{}: empty file (need a header with step and amax)", path));
     const std::size_t need = static_cast<std::size_t>(std::max({step_col, amax_col, tensor_col})) + 1;
     Builder b{path, {}, {}};
-    while (std::getline(in, line)) {
-        ++lineno;
+    while (in.next(line)) {
+        lineno = in.lineno();
         strip_cr(line);
         if (trim(line).empty()) continue;
         const auto f = split_commas(line);
@@ -189,14 +243,14 @@ Trace read_csv(const std::string& path) {
     return b.finish();
 }
 
-Trace read_dlfw_log(const std::string& path) {
-    auto in = open(path);
+Trace read_dlfw_lines(const std::string& path) {
+    LineReader in(path);
     std::string line;
     std::size_t lineno = 0;
     Builder b{path, {}, {}};
     static constexpr std::string_view kStat = "_cur_amax";
-    while (std::getline(in, line)) {
-        ++lineno;
+    while (in.next(line)) {
+        lineno = in.lineno();
         strip_cr(line);
         const std::string_view l(line);
         const auto p = l.find(kStat);
@@ -228,10 +282,31 @@ Trace read_dlfw_log(const std::string& path) {
     return b.finish();
 }
 
+}  // namespace
+
+Trace read_csv(const std::string& path) {
+    return out_of_memory_is_an_error(path, [&] { return read_csv_lines(path); });
+}
+
+Trace read_dlfw_log(const std::string& path) {
+    return out_of_memory_is_an_error(path, [&] { return read_dlfw_lines(path); });
+}
+void require_regular_file(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+        throw TraceError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
+    if (!S_ISREG(st.st_mode))
+        throw TraceError(fmt::format("{}: not a regular file ({}): inputs are read from regular files only", path,
+                                     S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device" : "a socket"));
+    if (::access(path.c_str(), R_OK) != 0)
+        throw TraceError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
+}
+
 Trace read_trace(const std::string& path) {
-    auto in = open(path);
+    LineReader in(path);
     std::string line;
-    while (std::getline(in, line)) {
+    while (in.next(line)) {
         strip_cr(line);
         if (trim(line).empty()) continue;
         int s, a, t;

@@ -256,7 +256,41 @@ const std::vector<std::string>& recipe_presets() {
     return names;
 }
 
+namespace {
+
+// Every field a recipe file lacks, with its path ("roles.grad.window"), so that one run names
+// them all rather than one per attempt.
+void missing_fields(const nlohmann::json& j, const std::string& prefix, std::initializer_list<const char*> keys,
+                    std::vector<std::string>& out) {
+    if (!j.is_object()) return;  // require_keys names the wrong type
+    for (const char* k : keys)
+        if (!j.contains(k)) out.push_back("'" + prefix + k + "'");
+}
+
+void check_complete(const nlohmann::json& j, const std::string& where) {
+    std::vector<std::string> missing;
+    missing_fields(j, "", {"name", "source", "kind", "rule", "roles", "history_len", "algo", "margin", "epsilon", "pow2",
+                           "value_for_inf", "policy"}, missing);
+    if (j.is_object() && j.contains("roles")) {
+        const auto& roles = j.at("roles");
+        missing_fields(roles, "roles.", {"input", "weight", "grad"}, missing);
+        for (const char* r : {"input", "weight", "grad"})
+            if (roles.is_object() && roles.contains(r))
+                missing_fields(roles.at(r), std::string("roles.") + r + ".",
+                               {"format", "granularity", "block_rows", "block_cols", "window"}, missing);
+    }
+    if (j.is_object() && j.contains("policy")) missing_fields(j.at("policy"), "policy.", {"rounding", "overflow", "nan"}, missing);
+    if (missing.empty()) return;
+    std::string list;
+    for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
+    throw std::invalid_argument(fmt::format("{}: missing field{} {} ('fp8kit recipe show te-delayed' prints a complete "
+                                            "recipe to start from)", where, missing.size() == 1 ? "" : "s", list));
+}
+
+}  // namespace
+
 RecipeSpec recipe_from_json(const nlohmann::json& j, const std::string& where) {
+    check_complete(j, where);
     require_keys(j, where, {"name", "source", "kind", "rule", "roles", "history_len", "algo", "margin",
                             "epsilon", "pow2", "value_for_inf", "policy"});
     RecipeSpec r;

@@ -99,6 +99,21 @@ std::string describe_consistency(const ValidateReport& r) {
     return out;
 }
 
+std::vector<std::uint64_t> ValidateReport::indices(std::uint64_t index) const {
+    if (shape.size() < 2) return {index};
+    std::vector<std::uint64_t> at(shape.size());
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        const std::uint64_t n = shape[d] ? shape[d] : 1;
+        at[d] = index % n;
+        index /= n;
+    }
+    return at;
+}
+
+std::string ValidateReport::position(std::uint64_t index) const {
+    return fmt::format("[{}]", fmt::join(indices(index), ", "));
+}
+
 std::string ValidateReport::summary() const {
     std::string s = fmt::format("{} elements, {} -> {}, policy {}", total, name(from), name(to), describe(policy));
     if (scale_mode != ScaleMode::none)
@@ -109,7 +124,9 @@ std::string ValidateReport::summary() const {
         if (cr.count == 0) continue;
         s += fmt::format("  {}: {}\n", name(c), cr.count);
         for (const MismatchExample& e : cr.examples) {
-            s += fmt::format("    [{}] input {} = {}", e.index, hex_bits(from, e.input_bits), number(e.input));
+            s += fmt::format("    {}{} input {} = {}", position(e.index),
+                             shape.size() >= 2 ? fmt::format(" (element {})", e.index) : std::string(),
+                             hex_bits(from, e.input_bits), number(e.input));
             if (scale_mode != ScaleMode::none) s += fmt::format(" (S {}, scaled {})", number(e.scale), number(e.scaled));
             s += fmt::format(": expected 0x{:02x} = {}, got 0x{:02x} = {}\n", e.expected, number(e.expected_value),
                              e.actual, number(e.actual_value));
@@ -136,7 +153,7 @@ std::string ValidateReport::json() const {
         const ClassReport& cr = (*this)[c];
         nlohmann::json ex = nlohmann::json::array();
         for (const MismatchExample& e : cr.examples)
-            ex.push_back({{"index", e.index}, {"input_bits", hex_bits(from, e.input_bits)}, {"input", number(e.input)},
+            ex.push_back({{"index", e.index}, {"position", indices(e.index)}, {"input_bits", hex_bits(from, e.input_bits)}, {"input", number(e.input)},
                           {"scale", number(e.scale)}, {"scaled", number(e.scaled)},
                           {"expected", fmt::format("0x{:02x}", e.expected)}, {"expected_value", number(e.expected_value)},
                           {"actual", fmt::format("0x{:02x}", e.actual)}, {"actual_value", number(e.actual_value)}});

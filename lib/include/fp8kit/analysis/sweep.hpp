@@ -4,6 +4,8 @@
 // MagnitudeHistogram and evaluates every candidate's scale at that step from it.
 #pragma once
 
+#include <array>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,6 +42,10 @@ struct Outcome {
     double worst_headroom = 0;  // largest headroom over steps (Inf when an amax was Inf)
     std::int64_t worst_step = -1;
     std::string worst_tensor;
+    // Overflowing steps that are a series' first step: a delayed recipe casts it with the initial
+    // scale 1, before any amax is known, so no margin changes them.
+    std::size_t first_step_overflows = 0;
+    std::size_t min_series_steps = 0, max_series_steps = 0;  // steps per series (tensors > 0)
     double sum_log2_headroom = 0;  // over steps with finite positive headroom
     std::size_t headroom_steps = 0;
     // Dumped steps.
@@ -77,17 +83,23 @@ public:
     const std::vector<trace::Series>& series() const { return series_; }
     const std::vector<Candidate>& candidates() const { return cands_; }
 
-    // Replays every candidate on every series, then evaluates every dumped entry; messages
-    // about the inputs (steps missing from a trace, trace amax != dump amax) go to `notes`.
+    // Replays every candidate on every series and evaluates every dumped entry, one series at a
+    // time, keeping only the per-class totals: time and memory are linear in tensors x steps
+    // (docs/performance.md). Messages about the inputs (steps missing from a trace, trace amax
+    // != dump amax) go to `notes`.
     void run(const std::vector<Dumped>& dumped, std::vector<std::string>& notes);
 
-    // [candidate][series]
-    const std::vector<std::vector<Outcome>>& per_tensor() const { return per_tensor_; }
-    // [candidate] per class (Role::activation, weight, grad)
+    // Every candidate's outcome on one series ([candidate]), computed again on demand (the same
+    // numbers as run() added to its class): per-tensor output streams with this, so no table
+    // of candidates x tensors is ever held.
+    std::vector<Outcome> tensor_outcomes(std::size_t series) const;
+    // [candidate] per class (Role::activation, weight, gradient)
     Outcome per_class(std::size_t candidate, Role cls) const;
     // Smallest margin in 0..4 whose sibling candidate (same history, algo, format) has no
     // overflowing step on `series` (or the whole class when series < 0); -1 when none.
     int min_safe_margin(std::size_t candidate, long series, Role cls) const;
+    // The same on one series, from its tensor_outcomes().
+    int min_safe_margin(std::size_t candidate, const std::vector<Outcome>& series_outcomes) const;
     // Grid candidates of a class, best first: fewest overflowing steps, then (with dumps)
     // higher mean SQNR or (without) higher mean log2 headroom, then longer history, then
     // smaller margin.
@@ -103,7 +115,13 @@ public:
 private:
     std::vector<Candidate> cands_;
     std::vector<trace::Series> series_;
-    std::vector<std::vector<Outcome>> per_tensor_;
+    std::string one_step_caveat(Role cls, const std::string& who, const Outcome& b, std::optional<Format> forced) const;
+    // One series' outcomes; notes only when `notes` is given (the first pass).
+    std::vector<Outcome> evaluate(std::size_t series, std::vector<std::string>* notes,
+                                  std::size_t* amax_differs, std::string* first_difference) const;
+    std::vector<std::array<Outcome, 3>> per_class_;  // [candidate][input, weight, grad]
+    std::vector<Dumped> dumped_;
+    std::vector<std::vector<std::size_t>> dumped_of_;  // [series] -> indices into dumped_
     bool has_dumps_ = false;
 };
 

@@ -26,6 +26,9 @@ struct Loaded {
     std::vector<std::string> trace_files, dump_files;
     std::vector<Dumped> dumped;
     std::vector<std::string> notes;    // messages about the inputs (skipped tensors, ...)
+    // Dumped tensors left out, by reason (for the "nothing to sweep" message).
+    std::size_t no_step = 0, optimizer_state = 0, not_selected = 0;
+    std::string first_no_step;  // "file: name" of the first tensor without a step
 };
 
 // Reads every file. Bad input throws trace::TraceError or dump::DumpError naming the file, the

@@ -133,6 +133,9 @@ std::vector<StepRange> parse_steps(std::string_view s);
 struct Selection {
     std::vector<std::string> include, exclude;  // fnmatch patterns on the name ('*' matches '/')
     std::vector<StepRange> steps;               // empty: every step (and tensors without one)
+    // --role PATTERN=ROLE: the first pattern that matches a tensor's name sets its role (not
+    // guessed), before the name filters apply.
+    std::vector<std::pair<std::string, Role>> roles;
     bool matches(const TensorInfo& t) const;
 };
 
@@ -151,6 +154,10 @@ public:
     const std::vector<Problem>& errors() const { return errors_; }  // files and selected tensors
     const std::vector<Problem>& notes() const { return notes_; }
     std::size_t files_opened() const { return files_opened_; }
+    // Readable tensors the selection left out, and the first few of their names (for "nothing
+    // matched" messages that show what does exist).
+    std::size_t unselected() const { return unselected_; }
+    const std::vector<std::string>& unselected_sample() const { return unselected_sample_; }
     // Streams tensors()[i]. Throws DumpError.
     void read(std::size_t i, const ChunkFn& fn);
 
@@ -158,7 +165,8 @@ private:
     ReadOptions opts_;
     std::vector<TensorInfo> tensors_;
     std::vector<Problem> errors_, notes_;
-    std::size_t files_opened_ = 0;
+    std::size_t files_opened_ = 0, unselected_ = 0;
+    std::vector<std::string> unselected_sample_;
     std::unique_ptr<Source> open_;  // the file read last
 };
 

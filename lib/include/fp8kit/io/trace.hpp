@@ -43,6 +43,11 @@ Trace read_dlfw_log(const std::string& path);
 // else is read as a dlfw-inspect log (which must contain at least one _cur_amax line).
 Trace read_trace(const std::string& path);
 
+// Throws TraceError unless `path` names a regular file that can be opened for reading: a FIFO
+// would block for ever and a device such as /dev/zero never ends, so neither is read (nor
+// probed for its format).
+void require_regular_file(const std::string& path);
+
 // Glob match ('*', '?', '[...]' as fnmatch, '*' also matches '.' and '/').
 bool matches(std::string_view pattern, std::string_view name);
 

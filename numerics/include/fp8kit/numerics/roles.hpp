@@ -115,12 +115,16 @@ constexpr std::optional<Role> parse_role(std::string_view s) {
 }
 
 // The guess from a tensor's name (path components and their tokens): optimizer words win over
-// gradient words, gradient words over weight words ("weight.grad" is a gradient, "weight/exp_avg"
-// an optimizer state); activation words last; `unknown` when no word matches.
+// gradient words, gradient words over parameter words ("weight.grad" is a gradient, "weight/exp_avg"
+// an optimizer state; weight, bias, gamma and beta are parameters: weights); activation
+// words last; `unknown` when no word matches.
 constexpr Role guess_role(std::string_view name) {
     constexpr std::string_view opt[] = {"momentum", "momentum_buffer", "optimizer", "optim"};
     constexpr std::string_view grad[] = {"grad", "grads", "gradient", "gradients", "wgrad", "dgrad"};
-    constexpr std::string_view weight[] = {"weight", "weights"};
+    // Parameters are weights: biases and normalisation parameters (LayerNorm/RMSNorm gamma and
+    // beta, "LayerNorm.bias") are cast as weights, never counted with the activations (a
+    // "attention.output.LayerNorm.bias" would otherwise be an activation by its "output").
+    constexpr std::string_view weight[] = {"weight", "weights", "bias", "biases", "gamma", "beta"};
     constexpr std::string_view act[] = {"input", "inputs", "output", "outputs", "activation", "activations", "act", "acts"};
     // exp_avg and exp_avg_sq split into "exp avg [sq]": look for them in the text itself.
     if (detail::contains(name, "exp_avg") || detail::has_token(name, opt)) return Role::optimizer_state;

@@ -1,0 +1,22 @@
+// Names and text that come from files, made safe to print: control characters escaped (a name
+// must not retitle or clear a terminal, nor forge a report line with a newline) and quoted input
+// cut to a bounded length (a 10 MB attribute is not echoed whole in an error message).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace fp8kit::io {
+
+// `s` with every control character (C0, DEL, and the C1 range of UTF-8: U+0080..U+009F) written
+// as a C escape: \n, \t, \r, \e (ESC), \0 (NUL), \xHH or \u00HH. Other bytes, UTF-8 and
+// backslashes included, pass unchanged. The CLI applies it to every line of human-readable
+// output (JSON and CSV escape by their own rules); library messages stay unescaped.
+std::string printable(std::string_view s);
+
+// `s` cut to its first `max` bytes, ending "... (N bytes)" when cut: for quoting input in an
+// error message. Not escaped (printable() is applied where the message is printed).
+std::string quoted(std::string_view s, std::size_t max = 200);
+
+}  // namespace fp8kit::io
