@@ -84,9 +84,22 @@ __device__ __forceinline__ std::uint32_t cvt_two(std::uint32_t lo, std::uint32_t
 }
 
 template <class D, int R>
-__device__ __forceinline__ std::uint8_t convert_fixed(std::uint32_t y, Policy p, std::uint32_t random) {
+__device__ __forceinline__ std::uint8_t convert_fixed_inline(std::uint32_t y, Policy p, std::uint32_t random) {
     if constexpr (R >= 0) p.rounding = static_cast<emu::Rounding>(R);  // R < 0: read p.rounding
     return static_cast<std::uint8_t>(emu::convert<Binary32, D>(y, p, random));
+}
+
+// emu::convert as one out-of-line function per (format, rounding): inlining the general routine
+// 16 or 64 times per kernel made ptxas take many minutes per file; a call costs a few
+// instructions per element on the stochastic path, which is bound by Philox and convert anyway.
+template <class D, int R>
+__device__ __noinline__ std::uint8_t convert_fixed(std::uint32_t y, Policy p, std::uint32_t random) {
+    return convert_fixed_inline<D, R>(y, p, random);
+}
+
+// The random word of one element (a misaligned group of four: elements of two Philox calls).
+__device__ __noinline__ inline std::uint32_t stochastic_word(std::uint64_t seed, std::uint64_t index) {
+    return emu::stochastic_bits(seed, index);
 }
 
 // One element at stream index `index` (stochastic: draws emu::stochastic_bits(seed, index)).
@@ -97,7 +110,7 @@ __device__ __forceinline__ std::uint8_t encode_one(std::uint32_t y, const Elemen
     else if constexpr (P == kTable) return c.table[cast_table_key<D>(y)];
     else {
         const std::uint32_t random =
-            R == static_cast<int>(emu::Rounding::stochastic) ? emu::stochastic_bits(c.seed, index) : 0u;
+            R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(c.seed, index) : 0u;
         return convert_fixed<D, R>(y, c.policy, random);
     }
 }

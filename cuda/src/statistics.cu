@@ -56,6 +56,13 @@ struct CodeTables {
     numerics::CodeKind kind[256];
 };
 
+// numerics::stochastic_overflows out of line: it encodes through the run-time format dispatch,
+// which inlined per element made the kernels slow to compile; it runs only for |s| > max finite.
+__device__ __noinline__ bool stochastic_overflow_call(const numerics::ElementConsts& c, Format f, Policy p,
+                                                      std::uint32_t s, std::uint32_t random) {
+    return numerics::stochastic_overflows(c, f, p, s, random);
+}
+
 // Element with input bits `bits`, code q, stochastic random word `random` (0 otherwise).
 template <class S, int R>
 __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::uint32_t s, std::uint8_t q,
@@ -65,7 +72,7 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::ui
     histogram_add(hist, numerics::histogram_bin(s));
     const numerics::Element e = numerics::element_step(x, t.kind[q], static_cast<double>(t.decoded[q]), prm.consts, [&] {
         if constexpr (R == static_cast<int>(emu::Rounding::stochastic))
-            return numerics::stochastic_overflows(prm.consts, prm.format, policy, s, random);
+            return (s & 0x7FFFFFFFu) > prm.consts.max_bits && stochastic_overflow_call(prm.consts, prm.format, policy, s, random);
         else
             return numerics::overflows(prm.consts, s);
     });
@@ -106,7 +113,7 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
             for (int k = 0; k < 4; ++k) rnd[k] = w.w[k];
         } else {
 #pragma unroll
-            for (int k = 0; k < 4; ++k) rnd[k] = emu::stochastic_bits(c.seed, index0 + k);
+            for (int k = 0; k < 4; ++k) rnd[k] = stochastic_word(c.seed, index0 + k);
         }
 #pragma unroll
         for (int k = 0; k < 4; ++k) q[k] = convert_fixed<D, R>(y[k], c.policy, rnd[k]);
@@ -163,7 +170,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     const T* in_t = static_cast<const T*>(in);
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
         const std::uint32_t y = scaled_bits<S>(in_t[i], prm.scale);
-        const std::uint32_t rnd = R == static_cast<int>(emu::Rounding::stochastic) ? emu::stochastic_bits(ctx.seed, first_index + i) : 0u;
+        const std::uint32_t rnd = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(ctx.seed, first_index + i) : 0u;
         const std::uint8_t q = R == static_cast<int>(emu::Rounding::stochastic) ? convert_fixed<D, R>(y, ctx.policy, rnd)
                                                                                  : encode_one<D, P, R>(y, ctx, first_index + i);
         stat_element<S, R>(in_t[i], y, q, rnd, acc, my_hist, tables, prm, ctx.policy);
