@@ -50,3 +50,28 @@ void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t
 }
 
 }  // namespace fp8kit::cuda
+
+// The hardware conversion path under its own names: quantize under profile cuda-satfinite
+// (nearest-even, saturate-all, canonical NaN) on float32, which element.cuh compiles to PTX
+// cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89 and newer; an older architecture stops the build).
+namespace fp8kit::cuda {
+
+namespace {
+
+void launch_cvt(Format f, const float* in, std::uint8_t* out, std::size_t n, float scale, Stream stream) {
+    const Policy sat{emu::Rounding::nearest_even, emu::Overflow::saturate_all, emu::NanEncoding::canonical};
+    detail::ScaleSource src;
+    src.value = scale;
+    detail::launch_cast<false>(f, Wide::f32, in, out, n, sat, src, 0, 0, nullptr, detail::as_stream(stream));
+}
+
+}  // namespace
+
+void quantize_e4m3_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t n, float scale, Stream stream) {
+    launch_cvt(Format::e4m3, in, out, n, scale, stream);
+}
+void quantize_e5m2_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t n, float scale, Stream stream) {
+    launch_cvt(Format::e5m2, in, out, n, scale, stream);
+}
+
+}  // namespace fp8kit::cuda
