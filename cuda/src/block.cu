@@ -56,10 +56,10 @@ __device__ __forceinline__ std::uint32_t segment_amax(const typename S::storage_
 
 // Codes of one segment whose stream index (row * cols + col) starts at index0; elements past
 // `cols` are encoded too but never stored, so they draw no random bits that matter.
-template <class S, class D, int P, int R>
+template <class S, class D, int P, int R, bool kInline = true>
 __device__ __forceinline__ uint4 encode_segment(const typename S::storage_t (&e)[16], float scale, const ElementCtx& c,
                                                 std::uint64_t index0) {
-    return encode16<S, D, P, R>(e, scale, c, index0);
+    return encode16<S, D, P, R, kInline>(e, scale, c, index0);
 }
 
 // 1 x G blocks along rows (G = 32 or 128): G / 16 lanes per block. Segments are numbered row by
@@ -157,7 +157,7 @@ tile_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
         for (int j = 0; j < 4; ++j) {
             const std::uint32_t r = r0 + r_off + 32 * j;
             if (r >= rows || c0 >= cols) continue;
-            const uint4 codes = encode_segment<S, D, P, R>(e[j], bs.scale, ctx, first_index + static_cast<std::uint64_t>(r) * cols + c0);
+            const uint4 codes = encode_segment<S, D, P, R, false>(e[j], bs.scale, ctx, first_index + static_cast<std::uint64_t>(r) * cols + c0);
             store_segment(out + static_cast<std::size_t>(r) * cols, c0, cols, vec, codes);
         }
     }

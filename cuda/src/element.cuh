@@ -115,8 +115,10 @@ __device__ __forceinline__ std::uint8_t encode_one(std::uint32_t y, const Elemen
     }
 }
 
-// Four elements whose stream indices are index0 .. index0 + 3, packed little-endian.
-template <class D, int P, int R>
+// Four elements whose stream indices are index0 .. index0 + 3, packed little-endian. kInline:
+// emu::convert inlined on the stochastic path (the element-wise and row kernels; the 128x128
+// tile kernel, which holds 64 elements per thread, calls it out of line to keep ptxas fast).
+template <class D, int P, int R, bool kInline = true>
 __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4], const ElementCtx& c,
                                                      std::uint64_t index0) {
     if constexpr (P == kCvt) {
@@ -126,7 +128,11 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
             const emu::PhiloxWords w = emu::philox4x32_10(c.seed, index0 >> 2);
 #pragma unroll
-            for (int k = 0; k < 4; ++k) out |= std::uint32_t{convert_fixed<D, R>(y[k], c.policy, w.w[k])} << (8 * k);
+            for (int k = 0; k < 4; ++k) {
+                const std::uint8_t q = kInline ? convert_fixed_inline<D, R>(y[k], c.policy, w.w[k])
+                                               : convert_fixed<D, R>(y[k], c.policy, w.w[k]);
+                out |= std::uint32_t{q} << (8 * k);
+            }
         } else {
 #pragma unroll
             for (int k = 0; k < 4; ++k) out |= std::uint32_t{encode_one<D, P, R>(y[k], c, index0 + k)} << (8 * k);

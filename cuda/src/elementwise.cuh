@@ -54,7 +54,7 @@ __device__ __forceinline__ void load16(const void* base, std::uint32_t chunk, ty
 }
 
 // Codes of 16 elements with stream indices index0 .. index0 + 15.
-template <class S, class D, int P, int R>
+template <class S, class D, int P, int R, bool kInline = true>
 __device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], float scale,
                                           const ElementCtx& c, std::uint64_t index0) {
     std::uint32_t w[4];
@@ -63,7 +63,7 @@ __device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], 
         std::uint32_t y[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g + k], scale);
-        w[g] = encode_four<D, P, R>(y, c, index0 + 4 * g);
+        w[g] = encode_four<D, P, R, kInline>(y, c, index0 + 4 * g);
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
