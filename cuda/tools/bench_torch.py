@@ -87,11 +87,11 @@ def main():
         # Stochastic rounding as torch can write it: add uniform random bits below the format's
         # last kept mantissa bit to the float32 pattern, truncate them (round toward zero), cast.
         # (Right for the normal range; subnormal results and saturation are not emulated.)
-        mul, mask = float(1 << drop), ~((1 << drop) - 1)
+        mul = float(1 << drop)
 
         def stochastic(t):
             r = (torch.rand_like(t) * mul).to(torch.int32)
-            bits = (t.view(torch.int32) + r) & mask
+            bits = ((t.view(torch.int32) + r) >> drop) << drop
             return bits.view(torch.float32).to(fmt)
 
         return torch.compile(stochastic)
