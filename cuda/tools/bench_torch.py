@@ -83,18 +83,20 @@ def main():
         s = torch.where(amax > 0, FMAX / amax, torch.ones_like(amax))
         return (b * s).clamp(-FMAX, FMAX).to(fp8), 1.0 / s
 
-    def make_stochastic(fmt, drop):
-        # Stochastic rounding as torch can write it: add uniform random bits below the format's
-        # last kept mantissa bit to the float32 pattern, truncate them (round toward zero), cast.
-        # (Right for the normal range; subnormal results and saturation are not emulated.)
-        mul = float(1 << drop)
+    # Stochastic rounding as torch can write it: add uniform random bits below the format's last
+    # kept mantissa bit (20 bits for E4M3, 21 for E5M2) to the float32 pattern, truncate them
+    # (round toward zero), cast. Right for the normal range; subnormal results and saturation
+    # are not emulated. The shift counts are literals: inductor turned a captured int into an
+    # int64 size variable that its bitcast then refused.
+    def stochastic_e4m3(t):
+        r = (torch.rand_like(t) * 1048576.0).to(torch.int32)
+        bits = ((t.view(torch.int32) + r) >> 20) << 20
+        return bits.view(torch.float32).to(torch.float8_e4m3fn)
 
-        def stochastic(t):
-            r = (torch.rand_like(t) * mul).to(torch.int32)
-            bits = ((t.view(torch.int32) + r) >> drop) << drop
-            return bits.view(torch.float32).to(fmt)
-
-        return torch.compile(stochastic)
+    def stochastic_e5m2(t):
+        r = (torch.rand_like(t) * 2097152.0).to(torch.int32)
+        bits = ((t.view(torch.int32) + r) >> 21) << 21
+        return bits.view(torch.float32).to(torch.float8_e5m2)
 
     def dequant(q, s_inv):
         return q.to(torch.float32) * s_inv
@@ -109,8 +111,8 @@ def main():
     c_mx = torch.compile(mx)
     c_mx_floor = torch.compile(mx_floor)
     c_tile = torch.compile(block_128x128)
-    c_sr4 = make_stochastic(fp8, 20)
-    c_sr5 = make_stochastic(torch.float8_e5m2, 21)
+    c_sr4 = torch.compile(stochastic_e4m3)
+    c_sr5 = torch.compile(stochastic_e5m2)
     c_dequant = torch.compile(dequant)
     y = torch.empty_like(x)
     xh = x.half()
