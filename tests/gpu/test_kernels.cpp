@@ -1,5 +1,5 @@
 // Every CUDA kernel against lib (fp8kit::core: encode_array / decode_array, amax_of,
-// te_current_scale, the MX scale functions and rule_scale, compute_stats), bit for bit; no rule
+// rule_scale, the MX scale functions and rule_scale, compute_stats), bit for bit; no rule
 // is written out here.
 // Inputs: random bits, and adversarial values (ties between adjacent codes of each format,
 // float32 and FP8 subnormals, the overflow boundary, NaN with payloads and both signs, +-Inf,
@@ -168,6 +168,11 @@ std::size_t count_mismatch(const std::vector<std::uint8_t>& a, const std::vector
 
 float amax_ref(Wide w, const void* in, std::size_t n) { return fp8kit::amax_of(in, w, n); }
 
+// lib's TransformerEngine scale (compute_scale_from_amax) through its one entry point.
+float te_scale_lib(Format f, float amax, float eps, bool pow2, float value_for_inf) {
+    return fp8kit::rule_scale(fp8kit::ScaleRule::te, f, amax, eps, pow2, value_for_inf, 0).scale;
+}
+
 const Wide kInputs[] = {Wide::f32, Wide::f16, Wide::bf16};
 const Format kFp8[] = {Format::e4m3, Format::e5m2, Format::e4m3fnuz, Format::e5m2fnuz};
 
@@ -312,11 +317,10 @@ TEST_CASE("amax, delayed scaling and current scaling equal the CPU", "[gpu]") {
                 cu::quantize_delayed_scaling(f, Wide::f32, din.p, dout.as<std::uint8_t>(), n, p, dscale.as<float>(), damax.as<float>(), 3, 11);
                 REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
                 REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_scaled(f, Wide::f32, x.data(), n, p, s, 3, 11)) == 0);
-                const float fmax = static_cast<float>(fp8kit::format_info(f).max_finite);
                 for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}, cu::ScaleOptions{false, 1e-2f}}) {
                     cu::quantize_current_scaling(f, Wide::f32, din.p, dout.as<std::uint8_t>(), n, p, damax.as<float>(),
                                                  dscale.as<float>(), dscale_inv.as<float>(), opt, 3, 11);
-                    const float want_s = fp8kit::te_current_scale(want_amax, fmax, opt.epsilon, opt.pow2, FLT_MAX);
+                    const float want_s = te_scale_lib(f, want_amax, opt.epsilon, opt.pow2, FLT_MAX);
                     INFO("pow2 " << opt.pow2 << " eps " << opt.epsilon << " scale " << want_s);
                     REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
                     REQUIRE(b_of(to_host<float>(dscale.p, 1)[0]) == b_of(want_s));
@@ -419,7 +423,6 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
             for (Format f : kFp8)
                 for (const Policy& p : policies) {
                     INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << rows << "x" << cols << " " << fp8kit::describe(p));
-                    const float fmax = static_cast<float>(fp8kit::format_info(f).max_finite);
                     // Reference codes for per-element scales: element i scaled by scale[i].
                     auto ref_codes = [&](const std::vector<float>& scale) {
                         return ref_scaled_each(f, w, x.data(), n, p, scale.data(), 8, 21);
@@ -434,9 +437,9 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
                         for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}}) {
                             std::vector<float> want_inv(nbr * nbc);
                             for (std::size_t k = 0; k < want_inv.size(); ++k)
-                                want_inv[k] = 1.0f / fp8kit::te_current_scale(amax[k], fmax, opt.epsilon, opt.pow2, input_max_ref(w));
+                                want_inv[k] = 1.0f / te_scale_lib(f, amax[k], opt.epsilon, opt.pow2, input_max_ref(w));
                             for (std::size_t i = 0; i < n; ++i)
-                                elem_scale[i] = fp8kit::te_current_scale(amax[(i / cols / br) * nbc + (i % cols) / 128], fmax, opt.epsilon, opt.pow2, input_max_ref(w));
+                                elem_scale[i] = te_scale_lib(f, amax[(i / cols / br) * nbc + (i % cols) / 128], opt.epsilon, opt.pow2, input_max_ref(w));
                             if (shape == 0) cu::quantize_block_1x128(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, dscale.as<float>(), opt, 8, 21);
                             else cu::quantize_block_128x128(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, dscale.as<float>(), opt, 8, 21);
                             INFO((shape ? "128x128" : "1x128") << " pow2 " << opt.pow2);
