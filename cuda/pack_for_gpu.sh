@@ -5,10 +5,13 @@
 # cuda/validate_on_gpu.sh and cuda/bench_on_gpu.sh use it instead of building there (the GPU
 # image has nvcc, CMake and torch but not fmt, Catch2, Eigen, HDF5, nlohmann-json).
 # Binaries are built on Debian 12 (glibc 2.36) and run on newer glibc.
+# FP8KIT_BUNDLE=DIR packs into DIR instead; the bundle then also holds this checkout's GPU scripts
+# under DIR/tree/cuda/ (for a GPU machine that gets another checkout), run as
+#   FP8KIT_BUNDLE=DIR bash DIR/tree/cuda/validate_on_gpu.sh   (or bench_on_gpu.sh).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
-BUNDLE=$ROOT/build-gpu-bundle
+BUNDLE=${FP8KIT_BUNDLE:-$ROOT/build-gpu-bundle}
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
 cmake --build "$BUILD" -j"${JOBS:-2}" --target test_gpu fp8kit_exhaustive_check fp8kit_cuda_bench
 rm -rf "$BUNDLE"
@@ -22,4 +25,10 @@ for b in "$BUNDLE"/bin/*; do ldd "$b"; done | awk '$3 ~ /^\// {print $3}' | sort
   grep -vE '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libcuda|libstdc\+\+|libgcc_s)\.so' |
   while read -r lib; do cp -L "$lib" "$BUNDLE/lib/"; done
 git -C "$ROOT" rev-parse HEAD > "$BUNDLE/commit.txt"
+git -C "$ROOT" status --porcelain --untracked-files=no | grep -q . && echo "(with uncommitted changes)" >> "$BUNDLE/commit.txt"
+if [ -n "${FP8KIT_BUNDLE:-}" ]; then
+    mkdir -p "$BUNDLE/tree/cuda/tools"
+    cp "$ROOT/cuda/bench_on_gpu.sh" "$ROOT/cuda/validate_on_gpu.sh" "$BUNDLE/tree/cuda/"
+    cp "$ROOT/cuda/tools/bench_torch.py" "$BUNDLE/tree/cuda/tools/"
+fi
 du -sh "$BUNDLE"; ls "$BUNDLE/bin" "$BUNDLE/lib"

@@ -1,4 +1,5 @@
-// quantize, amax and current scaling: the element-wise cast without a fused amax.
+// quantize, amax, current scaling and the cvt.rn.satfinite entry points: the element-wise cast
+// without a fused amax.
 #include "elementwise.cuh"
 
 namespace fp8kit::cuda {
@@ -18,8 +19,14 @@ void amax(Wide from, const void* in, std::size_t n, float* d_amax, Stream stream
     require_input(from, "amax");
     const cudaStream_t s = as_stream(stream);
     FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_amax, 0, sizeof(float), s));
-    const unsigned grid = grid_for((n + 15) / 16);
-    with_input(from, [&](auto w) { amax_kernel<decltype(w)><<<grid, kThreads, 0, s>>>(in, n, d_amax); });
+    const std::size_t es = wide_bytes(from);
+    with_input(from, [&](auto w) {
+        for (std::size_t off = 0; off < n; off += kPiece) {  // 32-bit indices in the kernel
+            const std::size_t m = n - off < kPiece ? n - off : kPiece;
+            amax_kernel<decltype(w)><<<grid_for((m + 15) / 16), kThreads, 0, s>>>(
+                static_cast<const char*>(in) + off * es, static_cast<std::uint32_t>(m), d_amax);
+        }
+    });
     check_launch("amax_kernel");
 }
 
@@ -34,12 +41,37 @@ void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t
     ScaleSource src;
     src.mode = ScaleSource::from_amax;
     src.d_amax = d_amax;
-    src.fmax = format_max(to);
+    src.fmax = numerics::format_max(to);
     src.pow2 = options.pow2;
     src.epsilon = options.epsilon;
     src.d_scale_out = d_scale;
     src.d_scale_inv_out = d_scale_inv;
     launch_cast<false>(to, from, in, out, n, policy, src, seed, first_index, nullptr, as_stream(stream));
+}
+
+}  // namespace fp8kit::cuda
+
+// The hardware conversion path under its own names: quantize under profile cuda-satfinite
+// (nearest-even, saturate-all, canonical NaN) on float32, which element.cuh compiles to PTX
+// cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 (sm_89 and newer; an older architecture stops the build).
+namespace fp8kit::cuda {
+
+namespace {
+
+void launch_cvt(Format f, const float* in, std::uint8_t* out, std::size_t n, float scale, Stream stream) {
+    const Policy sat{emu::Rounding::nearest_even, emu::Overflow::saturate_all, emu::NanEncoding::canonical};
+    detail::ScaleSource src;
+    src.value = scale;
+    detail::launch_cast<false>(f, Wide::f32, in, out, n, sat, src, 0, 0, nullptr, detail::as_stream(stream));
+}
+
+}  // namespace
+
+void quantize_e4m3_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t n, float scale, Stream stream) {
+    launch_cvt(Format::e4m3, in, out, n, scale, stream);
+}
+void quantize_e5m2_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t n, float scale, Stream stream) {
+    launch_cvt(Format::e5m2, in, out, n, scale, stream);
 }
 
 }  // namespace fp8kit::cuda

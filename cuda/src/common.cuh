@@ -1,5 +1,4 @@
-// Pieces every kernel file shares: error checks, the scaled element conversion, vector loads,
-// amax reduction and launch geometry. Internal to cuda/src.
+// Pieces every kernel file shares: error checks, input bits, amax reduction and launch geometry. Internal to cuda/src.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -12,6 +11,7 @@
 
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/emu/emu.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
 
 namespace fp8kit::cuda::detail {
 
@@ -55,28 +55,6 @@ __device__ __forceinline__ bool is_nan_bits(typename S::storage_t bits) {
     return mag > S::inf_code;
 }
 
-// Rounding known at compile time lets the compiler drop convert's rounding switch in the hot
-// nearest-even case; kRuntime reads policy.rounding (and draws random bits when stochastic).
-enum RoundingMode : int { kNearestEven = 0, kRuntime = 1 };
-
-struct Scaling {
-    float scale;
-    bool scaled;  // false: convert the input bits directly (scale == 1)
-};
-
-template <class S, class D, int R>
-__device__ __forceinline__ std::uint8_t encode_element(typename S::storage_t bits, Policy policy,
-                                                       Scaling sc, std::uint64_t seed,
-                                                       std::uint64_t index) {
-    if (R == kNearestEven) policy.rounding = emu::Rounding::nearest_even;
-    const std::uint32_t random =
-        (R == kRuntime && policy.rounding == emu::Rounding::stochastic) ? emu::stochastic_bits(seed, index) : 0u;
-    if (!sc.scaled || is_nan_bits<S>(bits)) return emu::convert<S, D>(bits, policy, random);
-    const float y = __fmul_rn(widen<S>(bits), sc.scale);
-    const std::uint32_t yb = (y != y) ? 0x7FC00000u : __float_as_uint(y);
-    return emu::convert<Binary32, D>(yb, policy, random);
-}
-
 // |x| as the bits of a float32 (monotone in the value for non-NaN); 0 for NaN so it never wins.
 template <class S>
 __device__ __forceinline__ std::uint32_t abs_bits_for_max(typename S::storage_t bits) {
@@ -85,25 +63,6 @@ __device__ __forceinline__ std::uint32_t abs_bits_for_max(typename S::storage_t 
 }
 
 // ---- loads ----------------------------------------------------------------------------------
-
-// A chunk of 16 elements: 64 bytes of f32 or 32 bytes of f16/bf16, read as 16-byte vectors.
-template <class S>
-struct Chunk {
-    using T = typename S::storage_t;
-    static constexpr int kElems = 16;
-    static constexpr int kVecs = kElems * sizeof(T) / 16;
-    union {
-        uint4 v[kVecs];
-        T e[kElems];
-    };
-};
-
-template <class S>
-__device__ __forceinline__ void load_chunk(Chunk<S>& c, const void* base, std::size_t chunk) {
-    const uint4* p = static_cast<const uint4*>(base) + chunk * Chunk<S>::kVecs;
-#pragma unroll
-    for (int k = 0; k < Chunk<S>::kVecs; ++k) c.v[k] = __ldg(p + k);
-}
 
 __device__ __forceinline__ bool aligned16(const void* p) {
     return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
@@ -149,38 +108,6 @@ inline unsigned grid_for(std::size_t work_items, int threads = kThreads) {
     return static_cast<unsigned>(g > 0 ? g : 1);
 }
 
-// TransformerEngine compute_scale_from_amax (see kernels.hpp), float32 throughout.
-__host__ __device__ __forceinline__ float te_scale(float amax, float fmax, bool pow2, float epsilon,
-                                                   float value_for_inf) {
-    if (amax < epsilon) amax = epsilon;
-    if (!(amax == amax) || amax == 0.0f || amax > 3.402823466e38f) return 1.0f;
-#if defined(__CUDA_ARCH__)
-    float scale = __fdiv_rn(fmax, amax);
-    std::uint32_t b = __float_as_uint(scale);
-#else
-    float scale = fmax / amax;
-    std::uint32_t b;
-    std::memcpy(&b, &scale, 4);
-#endif
-    if (scale > 3.402823466e38f) {
-        scale = value_for_inf;
-#if defined(__CUDA_ARCH__)
-        b = __float_as_uint(scale);
-#else
-        std::memcpy(&b, &scale, 4);
-#endif
-    }
-    if (pow2) {
-        b &= 0xFF800000u;
-#if defined(__CUDA_ARCH__)
-        scale = __uint_as_float(b);
-#else
-        std::memcpy(&scale, &b, 4);
-#endif
-    }
-    return scale;
-}
-
 // Host-side dispatch of a run-time format to a callable templated on the emu format (emu's own
 // with_format is __host__ __device__, which nvcc warns about for host lambdas).
 template <class Fn>
@@ -195,17 +122,8 @@ decltype(auto) with_fp8(Format f, Fn&& fn) {
     return fn(emu::E4M3{});
 }
 
-// Largest finite value of a format, as float (decode is exact in float32).
-inline float format_max(Format f) {
-    return with_fp8(f, [](auto fmt) {
-        using F = decltype(fmt);
-        const auto bits = static_cast<std::uint32_t>(
-            emu::convert<F, Binary32>(static_cast<std::uint8_t>(F::max_finite_code), emu::kDecodePolicy));
-        float v;
-        std::memcpy(&v, &bits, 4);
-        return v;
-    });
-}
+// Bytes of one element of an accepted input type.
+inline std::size_t wide_bytes(Wide w) { return w == Wide::f32 ? 4 : 2; }
 
 // Dispatch a run-time (input, output) pair to a callable templated on the emu formats.
 template <class Fn>

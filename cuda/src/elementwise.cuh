@@ -1,11 +1,13 @@
-// The element-wise cast kernel behind quantize, delayed scaling and current scaling: 16-element
-// chunks read as 16-byte vectors (all of a chunk's loads issued before any conversion), a
-// grid-stride loop, and an optional amax of the input in the same pass.
+// The element-wise cast behind quantize, delayed scaling and current scaling: each thread takes
+// 16 consecutive elements per step (16-byte loads, one 16-byte store of codes), a grid-stride
+// loop with 32-bit indices (the host splits larger arrays into pieces), the conversion path
+// fixed at compile time (element.cuh), and an optional amax of the input in the same pass.
 #pragma once
 
 #include <cfloat>
 
-#include "common.cuh"
+#include "element.cuh"
+#include "fp8kit/numerics/scale_rules.hpp"
 
 namespace fp8kit::cuda::detail {
 
@@ -14,7 +16,7 @@ struct ScaleSource {
     enum Mode : std::uint8_t { host_value, device_value, from_amax } mode = host_value;
     float value = 1.0f;              // host_value
     const float* d_value = nullptr;  // device_value
-    const float* d_amax = nullptr;   // from_amax: TransformerEngine's formula on *d_amax
+    const float* d_amax = nullptr;   // from_amax: numerics::te_scale on *d_amax
     float fmax = 0.0f;
     bool pow2 = false;
     float epsilon = 0.0f;
@@ -22,52 +24,78 @@ struct ScaleSource {
     float* d_scale_inv_out = nullptr;  // ... and fl32(1 / scale) (may be null)
 };
 
-__device__ __forceinline__ Scaling resolve_scale(const ScaleSource& src) {
+__device__ __forceinline__ float resolve_scale(const ScaleSource& src) {
     float s = src.value;
     if (src.mode == ScaleSource::device_value) {
         s = *src.d_value;
     } else if (src.mode == ScaleSource::from_amax) {
-        s = te_scale(*src.d_amax, src.fmax, src.pow2, src.epsilon, FLT_MAX);
+        s = numerics::te_scale(*src.d_amax, src.fmax, src.epsilon, src.pow2, FLT_MAX);
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             *src.d_scale_out = s;
-            if (src.d_scale_inv_out) *src.d_scale_inv_out = __fdiv_rn(1.0f, s);
+            if (src.d_scale_inv_out) *src.d_scale_inv_out = numerics::div_rn(1.0f, s);
         }
     }
-    return {s, s != 1.0f};
+    return s;
 }
 
-template <class S, class D, int R, bool kAmax>
+// 16 elements of type S from 16-byte-aligned memory.
+template <class S>
+__device__ __forceinline__ void load16(const void* base, std::uint32_t chunk, typename S::storage_t (&e)[16]) {
+    constexpr int kVecs = 16 * static_cast<int>(sizeof(typename S::storage_t)) / 16;
+    union {
+        uint4 v[kVecs];
+        typename S::storage_t e[16];
+    } u;
+    const uint4* p = static_cast<const uint4*>(base) + static_cast<std::size_t>(chunk) * kVecs;
+#pragma unroll
+    for (int k = 0; k < kVecs; ++k) u.v[k] = __ldg(p + k);
+#pragma unroll
+    for (int k = 0; k < 16; ++k) e[k] = u.e[k];
+}
+
+// Codes of 16 elements with stream indices index0 .. index0 + 15.
+template <class S, class D, int P, int R, bool kInline = true>
+__device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], float scale,
+                                          const ElementCtx& c, std::uint64_t index0) {
+    std::uint32_t w[4];
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+        std::uint32_t y[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g + k], scale);
+        w[g] = encode_four<D, P, R, kInline>(y, c, index0 + 4 * g);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <class S, class D, int P, int R, bool kAmax>
 __global__ void __launch_bounds__(kThreads)
-cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t n,
-            Policy policy, ScaleSource scale_src, std::uint64_t seed, std::uint64_t first_index,
-            float* amax) {
+cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t n,
+            ElementCtx ctx, const std::uint8_t* __restrict__ table, ScaleSource scale_src,
+            std::uint64_t first_index, float* amax) {
     using T = typename S::storage_t;
-    const Scaling sc = resolve_scale(scale_src);
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    extern __shared__ __align__(16) std::uint8_t smem[];
+    load_cast_table<D, P>(ctx, table, smem);
+    const float scale = resolve_scale(scale_src);
+    const std::uint32_t stride = gridDim.x * blockDim.x;
+    const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     std::uint32_t local_max = 0;
 
     const bool vec = aligned16(in) && aligned16(out);
-    const std::size_t chunks = vec ? n / Chunk<S>::kElems : 0;
-    for (std::size_t c = tid; c < chunks; c += stride) {
-        Chunk<S> ch;
-        load_chunk<S>(ch, in, c);
-        union {
-            uint4 v;
-            std::uint8_t b[16];
-        } o;
-        const std::uint64_t base = first_index + c * Chunk<S>::kElems;
+    const std::uint32_t chunks = vec ? n / 16 : 0;
+    for (std::uint32_t c = tid; c < chunks; c += stride) {
+        T e[16];
+        load16<S>(in, c, e);
+        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(e, scale, ctx, first_index + 16ull * c);
+        if (kAmax) {
 #pragma unroll
-        for (int k = 0; k < Chunk<S>::kElems; ++k) {
-            o.b[k] = encode_element<S, D, R>(ch.e[k], policy, sc, seed, base + k);
-            if (kAmax) local_max = max(local_max, abs_bits_for_max<S>(ch.e[k]));
+            for (int k = 0; k < 16; ++k) local_max = max(local_max, abs_bits_for_max<S>(e[k]));
         }
-        reinterpret_cast<uint4*>(out)[c] = o.v;
     }
     const T* in_t = static_cast<const T*>(in);
-    for (std::size_t i = chunks * Chunk<S>::kElems + tid; i < n; i += stride) {
+    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
         const T x = in_t[i];
-        out[i] = encode_element<S, D, R>(x, policy, sc, seed, first_index + i);
+        out[i] = encode_one<D, P, R>(scaled_bits<S>(x, scale), ctx, first_index + i);
         if (kAmax) local_max = max(local_max, abs_bits_for_max<S>(x));
     }
     if (kAmax) block_amax_atomic(local_max, amax);
@@ -75,40 +103,52 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::si
 
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-amax_kernel(const void* __restrict__ in, std::size_t n, float* amax) {
+amax_kernel(const void* __restrict__ in, std::uint32_t n, float* amax) {
     using T = typename S::storage_t;
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const std::uint32_t stride = gridDim.x * blockDim.x;
+    const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     std::uint32_t local_max = 0;
-    const std::size_t chunks = aligned16(in) ? n / Chunk<S>::kElems : 0;
-    for (std::size_t c = tid; c < chunks; c += stride) {
-        Chunk<S> ch;
-        load_chunk<S>(ch, in, c);
+    const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
+    for (std::uint32_t c = tid; c < chunks; c += stride) {
+        T e[16];
+        load16<S>(in, c, e);
 #pragma unroll
-        for (int k = 0; k < Chunk<S>::kElems; ++k) local_max = max(local_max, abs_bits_for_max<S>(ch.e[k]));
+        for (int k = 0; k < 16; ++k) local_max = max(local_max, abs_bits_for_max<S>(e[k]));
     }
     const T* in_t = static_cast<const T*>(in);
-    for (std::size_t i = chunks * Chunk<S>::kElems + tid; i < n; i += stride)
-        local_max = max(local_max, abs_bits_for_max<S>(in_t[i]));
+    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) local_max = max(local_max, abs_bits_for_max<S>(in_t[i]));
     block_amax_atomic(local_max, amax);
 }
 
-// Launch the cast for run-time (to, from, rounding); instantiates 2 rounding modes per pair.
+// Arrays are processed in pieces of at most 2^31 elements (a multiple of 16, so alignment
+// carries over), so every kernel index fits in 32 bits.
+constexpr std::size_t kPiece = std::size_t{1} << 31;
+
+// Launch the cast for run-time (to, from, policy): one instantiation per (input, format, path).
 template <bool kAmax>
 void launch_cast(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
                  const Policy& policy, const ScaleSource& src, std::uint64_t seed,
                  std::uint64_t first_index, float* amax, cudaStream_t stream) {
-    const unsigned grid = grid_for((n + 15) / 16);
+    if (n == 0) return;
+    const std::uint8_t* table = element_path(to, policy) == kTable ? cast_table(to, policy, stream) : nullptr;
+    const ElementCtx ctx{policy, nullptr, seed};
+    const std::size_t es = wide_bytes(from);
     with_input(from, [&](auto s) {
         with_fp8(to, [&](auto d) {
             using S = decltype(s);
             using D = decltype(d);
-            if (policy.rounding == emu::Rounding::nearest_even)
-                cast_kernel<S, D, kNearestEven, kAmax><<<grid, kThreads, 0, stream>>>(
-                    in, out, n, policy, src, seed, first_index, amax);
-            else
-                cast_kernel<S, D, kRuntime, kAmax><<<grid, kThreads, 0, stream>>>(
-                    in, out, n, policy, src, seed, first_index, amax);
+            with_element_path(to, policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                if constexpr (path_exists<D, P, R>()) {
+                    constexpr std::size_t smem = element_smem<D, P>();
+                    for (std::size_t off = 0; off < n; off += kPiece) {
+                        const std::size_t m = n - off < kPiece ? n - off : kPiece;
+                        cast_kernel<S, D, P, R, kAmax><<<grid_for((m + 15) / 16), kThreads, smem, stream>>>(
+                            static_cast<const char*>(in) + off * es, out + off, static_cast<std::uint32_t>(m), ctx,
+                            table, src, first_index + off, amax);
+                    }
+                }
+            });
             return 0;
         });
     });

@@ -1,18 +1,19 @@
-// One-pass statistics of a tensor under a format, policy and scale: the numbers of
-// fp8kit::compute_stats, defined in docs/statistics.md. Counts go through integer atomics (exact in any order); the binary64 sums
-// are written per CTA and added by one thread in CTA order, so a given device and launch always
-// gives the same sums.
+// One-pass statistics of a tensor under a format, policy and scale: fp8kit::compute_stats's
+// numbers (docs/statistics.md) in its result type, each element through numerics::element_step
+// (numerics/include/fp8kit/numerics/element_stats.hpp), the code through element.cuh. Counts go
+// through integer atomics (exact in any order); the binary64 sums are written per CTA and added
+// by one thread in CTA order, so a given device and launch always gives the same sums.
 #include <cfloat>
 #include <string>
 #include <vector>
 
-#include <math_constants.h>
-
-#include "common.cuh"
+#include "elementwise.cuh"
+#include "fp8kit/numerics/element_stats.hpp"
 
 namespace fp8kit::cuda {
 
 using namespace detail;
+using numerics::kHistogramBins;
 
 namespace {
 
@@ -21,33 +22,23 @@ enum Sum { kX2, kErr2, kSums };
 
 struct Acc {
     unsigned long long count[kCounts];
-    std::uint32_t cnt[kCounts];  // per element; added into count after each chunk (16 elements)
+    std::uint32_t cnt[kCounts];  // per element; added into count after each 16-element step
     double sum[kSums];
-    std::uint32_t amax, min_nz;
+    std::uint32_t amax, min_nz;  // float32 bits of |x|
 };
 
 struct Globals {
-    unsigned long long* counts;   // kCounts
+    unsigned long long* counts;     // kCounts
     unsigned long long* histogram;  // kHistogramBins
     unsigned int* amax;
     unsigned int* min_nz;
-    double* partial;              // gridDim.x * kSums
+    double* partial;                // gridDim.x * kSums
 };
 
-// Bin of s from its bits (docs/statistics.md): 0 zero, 1 + e + 149 for floor(log2|s|) = e,
-// 278 NaN/Inf.
-__device__ __forceinline__ int histogram_bin(std::uint32_t s) {
-    const std::uint32_t mag = s & 0x7FFFFFFFu;
-    if (mag == 0u) return 0;
-    if (mag >= 0x7F800000u) return kHistogramBins - 1;
-    const int e = mag >= 0x00800000u ? static_cast<int>(mag >> 23) - 127 : (31 - __clz(mag)) - 149;
-    return 1 + e + 149;
-}
-
 struct Params {
-    Policy policy;
-    float scale, scale_inv, te_threshold;  // te_threshold = fl32(fmax * scale_inv)
-    std::uint64_t seed, first_index;
+    Format format;
+    float scale;
+    numerics::ElementConsts consts;
 };
 
 // One histogram increment per distinct bin in the warp (warp-aggregated): lanes with the same bin
@@ -59,61 +50,48 @@ __device__ __forceinline__ void histogram_add(std::uint32_t* hist, int bin) {
     if (static_cast<int>(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(hist + bin, static_cast<std::uint32_t>(__popc(peers)));
 }
 
-// R: kNearestEven fixes the rounding at compile time (convert's rounding switch folds away);
-// kRuntime reads prm.policy.rounding. `decoded` holds emu::convert<D, Binary32> of all 256 codes.
-template <class S, class D, int R>
-__device__ __forceinline__ void stat_element(typename S::storage_t bits, Acc& acc, std::uint32_t* hist,
-                                             const float* decoded, const Params& prm, std::uint64_t index) {
+// Tables every CTA fills at start from emu/numerics: the decode and the kind of every code.
+struct CodeTables {
+    float decoded[256];
+    numerics::CodeKind kind[256];
+};
+
+// numerics::stochastic_overflows out of line: it encodes through the run-time format dispatch,
+// which inlined per element made the kernels slow to compile; it runs only for |s| > max finite.
+__device__ __noinline__ bool stochastic_overflow_call(const numerics::ElementConsts& c, Format f, Policy p,
+                                                      std::uint32_t s, std::uint32_t random) {
+    return numerics::stochastic_overflows(c, f, p, s, random);
+}
+
+// Element with input bits `bits`, code q, stochastic random word `random` (0 otherwise).
+template <class S, int R>
+__device__ __forceinline__ void stat_element(typename S::storage_t bits, std::uint32_t s, std::uint8_t q,
+                                             std::uint32_t random, Acc& acc, std::uint32_t* hist,
+                                             const CodeTables& t, const Params& prm, const Policy& policy) {
     const float x = widen<S>(bits);
-    const std::uint32_t s = __float_as_uint(__fmul_rn(x, prm.scale));  // scale is finite and > 0
-    // A NaN input gives a NaN s, so its bin is the NaN/Inf bin, as before the split below.
-    histogram_add(hist, histogram_bin(s));
-    if (is_nan_bits<S>(bits)) {  // any NaN input becomes a NaN code: nonzero on both sides
-        ++acc.cnt[kNan];
-        ++acc.cnt[kNonzeroX];
-        ++acc.cnt[kNonzeroQ];
-        return;
+    histogram_add(hist, numerics::histogram_bin(s));
+    const numerics::Element e = numerics::element_step(x, t.kind[q], static_cast<double>(t.decoded[q]), prm.consts, [&] {
+        if constexpr (R == static_cast<int>(emu::Rounding::stochastic))
+            return (s & 0x7FFFFFFFu) > prm.consts.max_bits && stochastic_overflow_call(prm.consts, prm.format, policy, s, random);
+        else
+            return numerics::overflows(prm.consts, s);
+    });
+    acc.cnt[kZeros] += e.zero;
+    acc.cnt[kNan] += e.nan;
+    acc.cnt[kInf] += e.inf;
+    acc.cnt[kUnderflow] += e.underflow;
+    acc.cnt[kSubnormal] += e.subnormal;
+    acc.cnt[kOverflow] += e.overflow;
+    acc.cnt[kTeOverflow] += e.te_overflow;
+    acc.cnt[kNonzeroX] += e.nonzero_x;
+    acc.cnt[kNonzeroQ] += e.nonzero_q;
+    if (e.finite) {
+        const std::uint32_t a = __float_as_uint(fabsf(x));
+        acc.amax = max(acc.amax, a);
+        if (a != 0u) acc.min_nz = min(acc.min_nz, a);
+        acc.sum[kX2] += e.x2;
+        acc.sum[kErr2] += e.err2;
     }
-    const std::uint32_t a = __float_as_uint(fabsf(x));
-    const bool finite = a < 0x7F800000u;
-    Policy policy = prm.policy;
-    if (R == kNearestEven) policy.rounding = emu::Rounding::nearest_even;
-    const std::uint32_t random =
-        (R == kRuntime && policy.rounding == emu::Rounding::stochastic) ? emu::stochastic_bits(prm.seed, index) : 0u;
-    const std::uint8_t code = emu::convert<Binary32, D>(s, policy, random);
-    const float v = decoded[code];
-    const float av = fabsf(v);
-    acc.cnt[kNonzeroX] += a != 0u;
-    acc.cnt[kNonzeroQ] += !(v == 0.0f);  // NaN counts as nonzero
-    if (__uint_as_float(a) > prm.te_threshold) ++acc.cnt[kTeOverflow];
-    if (!finite) {
-        ++acc.cnt[kInf];
-        return;
-    }
-    acc.amax = max(acc.amax, a);
-    if (a == 0u) {
-        ++acc.cnt[kZeros];
-    } else {
-        acc.min_nz = min(acc.min_nz, a);
-        const float min_normal = D::has_subnormals ? __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23) : 0.0f;
-        if (D::has_zero && v == 0.0f) ++acc.cnt[kUnderflow];
-        else if (D::has_subnormals && av < min_normal) ++acc.cnt[kSubnormal];
-    }
-    // Overflow (rounds past the largest finite value whatever the policy then does): only a code
-    // at +-max finite or non-finite can come from an overflow; confirm under no-saturate.
-    const bool v_finite = av <= 3.402823466e38f;
-    const float max_finite = __uint_as_float(static_cast<std::uint32_t>(
-        emu::convert<D, Binary32>(static_cast<std::uint8_t>(D::max_finite_code), emu::kDecodePolicy)));
-    if (!v_finite || av == max_finite) {
-        const Policy nosat{policy.rounding, emu::Overflow::no_saturate, policy.nan};
-        const float w = decoded[emu::convert<Binary32, D>(s, nosat, random)];
-        if (!(fabsf(w) <= 3.402823466e38f)) ++acc.cnt[kOverflow];
-    }
-    const double xd = x;
-    const double xh = static_cast<double>(v) * static_cast<double>(prm.scale_inv);
-    const double e = xd - xh;
-    acc.sum[kX2] += xd * xd;
-    acc.sum[kErr2] += isfinite(xh) ? e * e : CUDART_INF;
 }
 
 __device__ __forceinline__ void flush_counts(Acc& acc) {
@@ -124,37 +102,78 @@ __device__ __forceinline__ void flush_counts(Acc& acc) {
     }
 }
 
-template <class S, class D, int R>
+// Codes of four elements of y (stream indices index0..+3) and their random words.
+template <class D, int P, int R>
+__device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const ElementCtx& c, std::uint64_t index0,
+                                           std::uint8_t (&q)[4], std::uint32_t (&rnd)[4]) {
+    if constexpr (R == static_cast<int>(emu::Rounding::stochastic)) {
+        if ((index0 & 3u) == 0) {
+            const emu::PhiloxWords w = emu::philox4x32_10(c.seed, index0 >> 2);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) rnd[k] = w.w[k];
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) rnd[k] = stochastic_word(c.seed, index0 + k);
+        }
+#pragma unroll
+        for (int k = 0; k < 4; ++k) q[k] = convert_fixed<D, R>(y[k], c.policy, rnd[k]);
+    } else {
+        const std::uint32_t w = encode_four<D, P, R>(y, c, index0);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            q[k] = static_cast<std::uint8_t>(w >> (8 * k));
+            rnd[k] = 0;
+        }
+    }
+}
+
+template <class S, class D, int P, int R>
 __global__ void __launch_bounds__(kThreads)
-statistics_kernel(const void* __restrict__ in, std::size_t n, Params prm, Globals g) {
+statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                  Params prm, std::uint64_t first_index, Globals g) {
     using T = typename S::storage_t;
     constexpr int kWarps = kThreads / 32;
+    extern __shared__ __align__(16) std::uint8_t smem[];
     __shared__ std::uint32_t hist[kWarps][kHistogramBins];  // one per warp: less contention
     __shared__ double sums[kWarps][kSums];
-    __shared__ float decoded[256];  // the decode of every code, through emu::convert
+    __shared__ CodeTables tables;
     for (int i = threadIdx.x; i < kWarps * kHistogramBins; i += blockDim.x) (&hist[0][0])[i] = 0u;
-    for (int c = threadIdx.x; c < 256; c += blockDim.x)
-        decoded[c] = __uint_as_float(static_cast<std::uint32_t>(
+    for (int c = threadIdx.x; c < 256; c += blockDim.x) {
+        tables.decoded[c] = __uint_as_float(static_cast<std::uint32_t>(
             emu::convert<D, Binary32>(static_cast<std::uint8_t>(c), emu::kDecodePolicy)));
+        tables.kind[c] = numerics::code_kind(prm.format, static_cast<std::uint8_t>(c));
+    }
+    load_cast_table<D, P>(ctx, table, smem);  // synchronizes the CTA
     __syncthreads();
 
     std::uint32_t* my_hist = hist[threadIdx.x >> 5];
     Acc acc{};
     acc.min_nz = 0xFFFFFFFFu;
-    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-    const std::size_t tid = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-    const std::size_t chunks = aligned16(in) ? n / Chunk<S>::kElems : 0;
-    for (std::size_t c = tid; c < chunks; c += stride) {
-        Chunk<S> ch;
-        load_chunk<S>(ch, in, c);
-#pragma unroll 4
-        for (int k = 0; k < Chunk<S>::kElems; ++k)
-            stat_element<S, D, R>(ch.e[k], acc, my_hist, decoded, prm, prm.first_index + c * Chunk<S>::kElems + k);
+    const std::uint32_t stride = gridDim.x * blockDim.x;
+    const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
+    for (std::uint32_t c = tid; c < chunks; c += stride) {
+        T e[16];
+        load16<S>(in, c, e);
+#pragma unroll
+        for (int g4 = 0; g4 < 4; ++g4) {
+            std::uint32_t y[4], rnd[4];
+            std::uint8_t q[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
+            codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) stat_element<S, R>(e[4 * g4 + k], y[k], q[k], rnd[k], acc, my_hist, tables, prm, ctx.policy);
+        }
         flush_counts(acc);  // at most 16 per counter since the last flush: no 32-bit overflow
     }
     const T* in_t = static_cast<const T*>(in);
-    for (std::size_t i = chunks * Chunk<S>::kElems + tid; i < n; i += stride) {
-        stat_element<S, D, R>(in_t[i], acc, my_hist, decoded, prm, prm.first_index + i);
+    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
+        const std::uint32_t y = scaled_bits<S>(in_t[i], prm.scale);
+        const std::uint32_t rnd = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(ctx.seed, first_index + i) : 0u;
+        const std::uint8_t q = R == static_cast<int>(emu::Rounding::stochastic) ? convert_fixed<D, R>(y, ctx.policy, rnd)
+                                                                                 : encode_one<D, P, R>(y, ctx, first_index + i);
+        stat_element<S, R>(in_t[i], y, q, rnd, acc, my_hist, tables, prm, ctx.policy);
         flush_counts(acc);
     }
 
@@ -199,17 +218,20 @@ __global__ void sum_partials(const double* partial, unsigned blocks, double* out
 
 }  // namespace
 
-Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
-                      float scale, float scale_inv, std::uint64_t seed, std::uint64_t first_index,
-                      Stream stream) {
+numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
+                                float scale, float scale_inv, std::uint64_t seed, std::uint64_t first_index,
+                                Stream stream) {
     require_input(from, "statistics");
     if (!(scale > 0.0f) || scale > FLT_MAX)
         throw std::invalid_argument("fp8kit::cuda::statistics: scale " + std::to_string(scale) + " must be finite and > 0");
     if (scale_inv == 0.0f) scale_inv = 1.0f / scale;
     if (!(scale_inv > 0.0f) || scale_inv > FLT_MAX)
         throw std::invalid_argument("fp8kit::cuda::statistics: scale_inv " + std::to_string(scale_inv) + " must be finite and > 0");
-    const Params prm{policy, scale, scale_inv, format_max(to) * scale_inv, seed, first_index};
+    if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics: at most 2^31 - 1 elements per call");
+    const Params prm{to, scale, numerics::element_consts(to, policy, scale_inv)};
     const cudaStream_t s = as_stream(stream);
+    const std::uint8_t* table = element_path(to, policy) == kTable ? cast_table(to, policy, s) : nullptr;
+    const ElementCtx ctx{policy, nullptr, seed};
     const unsigned grid = grid_for((n + 15) / 16);
 
     // One allocation: counts, histogram, amax, min, per-CTA partial sums, final sums.
@@ -226,10 +248,14 @@ Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const
               reinterpret_cast<double*>(buf + off_partial)};
     with_input(from, [&](auto si) {
         with_fp8(to, [&](auto di) {
-            if (policy.rounding == emu::Rounding::nearest_even)
-                statistics_kernel<decltype(si), decltype(di), kNearestEven><<<grid, kThreads, 0, s>>>(in, n, prm, g);
-            else
-                statistics_kernel<decltype(si), decltype(di), kRuntime><<<grid, kThreads, 0, s>>>(in, n, prm, g);
+            using S = decltype(si);
+            using D = decltype(di);
+            with_element_path(to, policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                if constexpr (path_exists<D, P, R>())
+                    statistics_kernel<S, D, P, R><<<grid, kThreads, element_smem<D, P>(), s>>>(
+                        in, static_cast<std::uint32_t>(n), ctx, table, prm, first_index, g);
+            });
             return 0;
         });
     });
@@ -242,7 +268,7 @@ Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const
     FP8KIT_CUDA_CHECK(cudaFreeAsync(buf, s));
     FP8KIT_CUDA_CHECK(cudaStreamSynchronize(s));
 
-    Statistics r;
+    numerics::QuantStats r;
     std::uint64_t counts[kCounts];
     std::memcpy(counts, host.data(), sizeof counts);
     r.numel = n;
@@ -259,11 +285,8 @@ Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const
     std::memcpy(&amax_bits, host.data() + off_amax, 4);
     std::memcpy(&min_bits, host.data() + off_min, 4);
     if (min_bits == 0xFFFFFFFFu) min_bits = 0;
-    float amax_f, min_f;
-    std::memcpy(&amax_f, &amax_bits, 4);
-    std::memcpy(&min_f, &min_bits, 4);
-    r.amax = amax_f;
-    r.min_nonzero = min_f;
+    r.amax = numerics::float_of(amax_bits);
+    r.min_nonzero = numerics::float_of(min_bits);
     double sums[kSums];
     std::memcpy(sums, host.data() + off_sums, sizeof sums);
     r.sum_x2 = sums[kX2];

@@ -3,6 +3,8 @@
 //   name,ms,bytes_moved
 // which cuda/tools/bench_torch.py joins with torch's figures into the table of
 // cuda/bench_on_gpu.sh. Usage: fp8kit_cuda_bench [log2_elements=28] [runs=50]
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -34,6 +36,12 @@ __global__ void fill(float* x, std::size_t n) {
         const float u = (h >> 8) * (1.0f / 16777216.0f) - 0.5f;
         x[i] = u * 4.0f * ((h & 0xFFF) == 0 ? 100.0f : 1.0f);
     }
+}
+
+// x rounded to f16 (bf16 = false) or bf16, nearest-even, by cuda_fp16.h / cuda_bf16.h.
+__global__ void narrow(const float* x, std::uint16_t* h, std::size_t n, bool bf16) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+        h[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(x[i])) : __half_as_ushort(__float2half_rn(x[i]));
 }
 
 static double median_ms(const std::function<void()>& fn, int runs) {
@@ -94,21 +102,59 @@ int main(int argc, char** argv) {
         std::printf("%s,%.5f,%.0f\n", name, ms, bytes);
         std::fflush(stdout);
     };
+    const Policy nosat{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet};
+    const Policy rz{Rounding::toward_zero, Overflow::saturate_finite, NanEncoding::signed_all_ones};
+    const Policy away{Rounding::nearest_away, Overflow::saturate_all, NanEncoding::canonical};
+    const Policy sr{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical};
+    std::uint16_t* h = reinterpret_cast<std::uint16_t*>(y);  // f16 / bf16 copies of x (first 2n bytes of y)
     row("copy_d2d", 8 * N, [&] { CHECK(cudaMemcpyAsync(y, x, n * 4, cudaMemcpyDeviceToDevice)); });
-    row("cast_f32_e4m3", 5 * N, [&] { cu::quantize(Format::e4m3, Wide::f32, x, q, n, sat); });
+    // Element-wise casts: every path (cvt for profile cuda-satfinite, table, emu::convert for
+    // stochastic rounding) and every input type.
+    row("cast_f32_e4m3_satfinite", 5 * N, [&] { cu::quantize(Format::e4m3, Wide::f32, x, q, n, sat); });
     row("cast_f32_e4m3_cvt_satfinite", 5 * N, [&] { cu::quantize_e4m3_cvt_satfinite(x, q, n); });
+    row("cast_f32_e4m3_rne_nosat", 5 * N, [&] { cu::quantize(Format::e4m3, Wide::f32, x, q, n, nosat); });
+    row("cast_f32_e5m2_rne_nosat", 5 * N, [&] { cu::quantize(Format::e5m2, Wide::f32, x, q, n, nosat); });
+    row("cast_f32_e4m3_toward_zero", 5 * N, [&] { cu::quantize(Format::e4m3, Wide::f32, x, q, n, rz); });
+    row("cast_f32_e4m3_nearest_away", 5 * N, [&] { cu::quantize(Format::e4m3, Wide::f32, x, q, n, away, 0.5f); });
+    row("cast_f32_e4m3fnuz_rne", 5 * N, [&] { cu::quantize(Format::e4m3fnuz, Wide::f32, x, q, n, nosat); });
+    row("cast_f32_e4m3_stochastic", 5 * N, [&] { cu::quantize(Format::e4m3, Wide::f32, x, q, n, sr, 1.0f, 42); });
+    row("cast_f32_e5m2_stochastic", 5 * N, [&] { cu::quantize(Format::e5m2, Wide::f32, x, q, n, sr, 1.0f, 42); });
+    // 16-bit inputs: the same values rounded to f16 and bf16.
+    narrow<<<4096, 256>>>(x, h, n, false);
+    row("cast_f16_e4m3_satfinite", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::f16, h, q, n, sat); });
+    row("cast_f16_e4m3_rne_nosat", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::f16, h, q, n, nosat); });
+    row("cast_f16_e4m3_stochastic", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::f16, h, q, n, sr, 1.0f, 42); });
+    narrow<<<4096, 256>>>(x, h, n, true);
+    row("cast_bf16_e4m3_satfinite", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::bf16, h, q, n, sat); });
+    row("cast_bf16_e5m2_stochastic", 3 * N, [&] { cu::quantize(Format::e5m2, Wide::bf16, h, q, n, sr, 1.0f, 42); });
+    cu::quantize(Format::e4m3, Wide::f32, x, q, n, sat);
+    row("dequantize_e4m3_f32", 5 * N, [&] { cu::dequantize(Format::e4m3, Wide::f32, q, y, n, 0.25f); });
+    row("amax_f32", 4 * N, [&] { cu::amax(Wide::f32, x, n, scalars + 5); });
     row("delayed_scaling_cast_amax", 5 * N, [&] {
         cu::quantize_delayed_scaling(Format::e4m3, Wide::f32, x, q, n, sat, scalars, scalars + 1);
+    });
+    row("delayed_scaling_stochastic", 5 * N, [&] {
+        cu::quantize_delayed_scaling(Format::e4m3, Wide::f32, x, q, n, sr, scalars, scalars + 1, 42);
     });
     row("current_scaling", 9 * N, [&] {
         cu::quantize_current_scaling(Format::e4m3, Wide::f32, x, q, n, sat, scalars + 2, scalars + 3, scalars + 4);
     });
     row("statistics", 4 * N, [&] { cu::statistics(Format::e4m3, Wide::f32, x, n, sat, 0.5f); });
+    row("statistics_stochastic", 4 * N, [&] { cu::statistics(Format::e4m3, Wide::f32, x, n, sr, 0.5f, 0.0f, 42); });
     row("mx_e4m3_round_up", 5 * N + N / 32, [&] {
         cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sat, cu::MxRule::round_up, s8);
     });
+    row("mx_e4m3_floor", 5 * N + N / 32, [&] {
+        cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sat, cu::MxRule::ocp_floor, s8);
+    });
+    row("mx_e4m3_round_up_stochastic", 5 * N + N / 32, [&] {
+        cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sr, cu::MxRule::round_up, s8, 42);
+    });
     row("block_1x128", 5 * N + N / 32, [&] {
         cu::quantize_block_1x128(Format::e4m3, Wide::f32, x, q, rows, cols, sat, block_scales);
+    });
+    row("block_128x128", 5 * N + N / 4096, [&] {
+        cu::quantize_block_128x128(Format::e4m3, Wide::f32, x, q, rows, cols, sat, block_scales);
     });
     CHECK(cudaDeviceSynchronize());
     return 0;

@@ -1,5 +1,6 @@
-// Every CUDA kernel against the CPU reference (fp8kit::encode_array / decode_array and the
-// scaling formulas written out here on the host from their published definitions), bit for bit.
+// Every CUDA kernel against lib (fp8kit::core: encode_array / decode_array, amax_of,
+// rule_scale, the MX scale functions and rule_scale, compute_stats), bit for bit; no rule
+// is written out here.
 // Inputs: random bits, and adversarial values (ties between adjacent codes of each format,
 // float32 and FP8 subnormals, the overflow boundary, NaN with payloads and both signs, +-Inf,
 // +-0, all-zero blocks), in shapes that are not multiples of the vector width or the block size.
@@ -19,6 +20,7 @@
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/convert/format_info.hpp"
 #include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/recipes.hpp"
 #include "fp8kit/stats/statistics.hpp"
 
 namespace cu = fp8kit::cuda;
@@ -164,26 +166,11 @@ std::size_t count_mismatch(const std::vector<std::uint8_t>& a, const std::vector
     return m;
 }
 
-// TransformerEngine compute_scale_from_amax, written from recipe_common.cuh on the host.
-float te_scale_ref(float amax, float fmax, bool pow2, float eps, float value_for_inf) {
-    if (amax < eps) amax = eps;
-    if (std::isinf(amax) || amax == 0.0f || std::isnan(amax)) return 1.0f;
-    float s = fmax / amax;
-    if (std::isinf(s)) s = value_for_inf;
-    if (pow2) s = f_of(b_of(s) & 0xFF800000u);
-    return s;
-}
+float amax_ref(Wide w, const void* in, std::size_t n) { return fp8kit::amax_of(in, w, n); }
 
-float amax_ref(Wide w, const void* in, std::size_t n) {
-    float m = 0;
-    const std::size_t es = fp8kit::wide_size(w);
-    for (std::size_t i = 0; i < n; ++i) {
-        std::uint32_t bits = 0;
-        std::memcpy(&bits, static_cast<const char*>(in) + i * es, es);
-        const float x = f_of(widen_bits(w, bits));
-        if (!std::isnan(x)) m = std::fmax(m, std::fabs(x));
-    }
-    return m;
+// lib's TransformerEngine scale (compute_scale_from_amax) through its one entry point.
+float te_scale_lib(Format f, float amax, float eps, bool pow2, float value_for_inf) {
+    return fp8kit::rule_scale(fp8kit::ScaleRule::te, f, amax, eps, pow2, value_for_inf, 0).scale;
 }
 
 const Wide kInputs[] = {Wide::f32, Wide::f16, Wide::bf16};
@@ -330,11 +317,10 @@ TEST_CASE("amax, delayed scaling and current scaling equal the CPU", "[gpu]") {
                 cu::quantize_delayed_scaling(f, Wide::f32, din.p, dout.as<std::uint8_t>(), n, p, dscale.as<float>(), damax.as<float>(), 3, 11);
                 REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
                 REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_scaled(f, Wide::f32, x.data(), n, p, s, 3, 11)) == 0);
-                const float fmax = static_cast<float>(fp8kit::format_info(f).max_finite);
                 for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}, cu::ScaleOptions{false, 1e-2f}}) {
                     cu::quantize_current_scaling(f, Wide::f32, din.p, dout.as<std::uint8_t>(), n, p, damax.as<float>(),
                                                  dscale.as<float>(), dscale_inv.as<float>(), opt, 3, 11);
-                    const float want_s = te_scale_ref(want_amax, fmax, opt.pow2, opt.epsilon, FLT_MAX);
+                    const float want_s = te_scale_lib(f, want_amax, opt.epsilon, opt.pow2, FLT_MAX);
                     INFO("pow2 " << opt.pow2 << " eps " << opt.epsilon << " scale " << want_s);
                     REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
                     REQUIRE(b_of(to_host<float>(dscale.p, 1)[0]) == b_of(want_s));
@@ -388,25 +374,38 @@ std::uint32_t load_bits(Wide w, const std::vector<unsigned char>& b, std::size_t
 
 float input_max_ref(Wide w) { return w == Wide::f16 ? 65504.0f : (w == Wide::bf16 ? f_of(0x7F7F0000u) : FLT_MAX); }
 
-// MX scale codes from the written rules, on the host with frexp/ldexp.
-std::uint8_t mx_code_ref(float amax, Format f, cu::MxRule rule) {
-    const auto info = fp8kit::format_info(f);
-    if (rule == cu::MxRule::ocp_floor) {
-        if (amax == 0.0f) return 0;
-        if (std::isinf(amax)) return 0xFF;
-        int e;
-        std::frexp(amax, &e);  // amax = m * 2^e, m in [0.5, 1): floor(log2 amax) = e - 1
-        int s = (e - 1) - info.emax;
-        s = s < -127 ? -127 : (s > 127 ? 127 : s);
-        return static_cast<std::uint8_t>(s + 127);
+// lib's MX scale code and cast scale of a block amax (fp8kit::core, recipes.hpp).
+std::uint8_t mx_code_lib(float amax, Format f, cu::MxRule rule) {
+    return rule == cu::MxRule::ocp_floor ? fp8kit::mx_e8m0_scale_floor_ocp(amax, f) : fp8kit::mx_e8m0_scale_roundup(amax, f);
+}
+float mx_cast_scale_lib(float amax, Format f, cu::MxRule rule) {
+    const auto r = rule == cu::MxRule::ocp_floor ? fp8kit::ScaleRule::mx_ocp_floor : fp8kit::ScaleRule::mx_roundup;
+    return fp8kit::rule_scale(r, f, amax, 0.0, false, FLT_MAX, 0).scale;
+}
+
+// Runs quantize_mx on rows x cols float32 and compares codes and elements with lib.
+void check_mx_against_lib(const std::vector<float>& x, std::size_t rows, std::size_t cols, Format f,
+                          cu::MxRule rule, const Policy& p) {
+    const std::size_t n = rows * cols, nbc = (cols + 31) / 32;
+    Dev din(n * 4), dout(n), dcodes(rows * nbc);
+    cu::copy_to_device(din.p, x.data(), n * 4);
+    cu::quantize_mx(f, Wide::f32, din.p, dout.as<std::uint8_t>(), rows, cols, p, rule, dcodes.as<std::uint8_t>(), 8, 21);
+    std::vector<std::uint8_t> want_codes(rows * nbc);
+    std::vector<float> elem_scale(n);
+    for (std::size_t r = 0; r < rows; ++r)
+        for (std::size_t b = 0; b < nbc; ++b) {
+            const std::size_t c0 = b * 32, len = std::min<std::size_t>(32, cols - c0);
+            const float amax = fp8kit::amax_of(&x[r * cols + c0], Wide::f32, len);
+            want_codes[r * nbc + b] = mx_code_lib(amax, f, rule);
+            for (std::size_t k = 0; k < len; ++k) elem_scale[r * cols + c0 + k] = mx_cast_scale_lib(amax, f, rule);
+        }
+    REQUIRE(to_host<std::uint8_t>(dcodes.p, want_codes.size()) == want_codes);
+    const auto want = ref_scaled_each(f, Wide::f32, x.data(), n, p, elem_scale.data(), 8, 21);
+    const auto got = to_host<std::uint8_t>(dout.p, n);
+    for (std::size_t i = 0; i < n; ++i) {
+        INFO("element " << i << " x " << x[i] << " code got " << int(got[i]) << " want " << int(want[i]));
+        REQUIRE(got[i] == want[i]);
     }
-    const float v = amax * (1.0f / static_cast<float>(info.max_finite));
-    if (v == 0.0f) return 0;
-    if (std::isinf(v)) return 0xFE;
-    int e;
-    const double m = std::frexp(static_cast<double>(v), &e);
-    int b = (m == 0.5 ? e - 1 : e) + 127;  // smallest 2^(b - 127) >= v
-    return static_cast<std::uint8_t>(b < 0 ? 0 : (b > 254 ? 254 : b));
 }
 
 TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
@@ -424,7 +423,6 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
             for (Format f : kFp8)
                 for (const Policy& p : policies) {
                     INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << rows << "x" << cols << " " << fp8kit::describe(p));
-                    const float fmax = static_cast<float>(fp8kit::format_info(f).max_finite);
                     // Reference codes for per-element scales: element i scaled by scale[i].
                     auto ref_codes = [&](const std::vector<float>& scale) {
                         return ref_scaled_each(f, w, x.data(), n, p, scale.data(), 8, 21);
@@ -439,9 +437,9 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
                         for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}}) {
                             std::vector<float> want_inv(nbr * nbc);
                             for (std::size_t k = 0; k < want_inv.size(); ++k)
-                                want_inv[k] = 1.0f / te_scale_ref(amax[k], fmax, opt.pow2, opt.epsilon, input_max_ref(w));
+                                want_inv[k] = 1.0f / te_scale_lib(f, amax[k], opt.epsilon, opt.pow2, input_max_ref(w));
                             for (std::size_t i = 0; i < n; ++i)
-                                elem_scale[i] = te_scale_ref(amax[(i / cols / br) * nbc + (i % cols) / 128], fmax, opt.pow2, opt.epsilon, input_max_ref(w));
+                                elem_scale[i] = te_scale_lib(f, amax[(i / cols / br) * nbc + (i % cols) / 128], opt.epsilon, opt.pow2, input_max_ref(w));
                             if (shape == 0) cu::quantize_block_1x128(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, dscale.as<float>(), opt, 8, 21);
                             else cu::quantize_block_128x128(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, dscale.as<float>(), opt, 8, 21);
                             INFO((shape ? "128x128" : "1x128") << " pow2 " << opt.pow2);
@@ -456,11 +454,8 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
                         for (std::size_t i = 0; i < n; ++i)
                             if (!std::isnan(xf[i])) amax[(i / cols) * nbc + (i % cols) / 32] = std::fmax(amax[(i / cols) * nbc + (i % cols) / 32], std::fabs(xf[i]));
                         std::vector<std::uint8_t> want_codes(amax.size());
-                        for (std::size_t k = 0; k < amax.size(); ++k) want_codes[k] = mx_code_ref(amax[k], f, rule);
-                        for (std::size_t i = 0; i < n; ++i) {
-                            const std::uint8_t b = want_codes[(i / cols) * nbc + (i % cols) / 32];
-                            elem_scale[i] = b == 0xFF ? NAN : std::ldexp(1.0f, 127 - b);
-                        }
+                        for (std::size_t k = 0; k < amax.size(); ++k) want_codes[k] = mx_code_lib(amax[k], f, rule);
+                        for (std::size_t i = 0; i < n; ++i) elem_scale[i] = mx_cast_scale_lib(amax[(i / cols) * nbc + (i % cols) / 32], f, rule);
                         cu::quantize_mx(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, rule, dscale.as<std::uint8_t>(), 8, 21);
                         INFO("MX rule " << (rule == cu::MxRule::ocp_floor ? "floor" : "round-up"));
                         REQUIRE(to_host<std::uint8_t>(dscale.p, want_codes.size()) == want_codes);
@@ -468,6 +463,41 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
                     }
                 }
         }
+}
+
+// Issue 13: TransformerEngine casts a round-up block of E8M0 code 0 with scale 1 (exp2f_rcp); the
+// kernel once used 2^127 (element code 0x3e instead of 0x00 for a block of 1e-38f on an H100).
+TEST_CASE("MX blocks of E8M0 code 0, 1 and 2 equal lib under both rules", "[gpu]") {
+    const Policy policies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical},
+                               {Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet},
+                               {Rounding::stochastic, Overflow::saturate_finite, NanEncoding::canonical}};
+    for (Format f : kFp8)
+        for (cu::MxRule rule : {cu::MxRule::ocp_floor, cu::MxRule::round_up})
+            for (const Policy& p : policies) {
+                INFO(fp8kit::name(f) << " rule " << (rule == cu::MxRule::ocp_floor ? "floor" : "round-up") << " " << fp8kit::describe(p));
+                {  // the reported case: one 1x32 block of 1e-38f
+                    const std::vector<float> x(32, 1e-38f);
+                    if (rule == cu::MxRule::round_up && f == Format::e4m3) REQUIRE(mx_code_lib(1e-38f, f, rule) == 0);
+                    check_mx_against_lib(x, 1, 32, f, rule, p);
+                }
+                // Random blocks whose amax spans the amaxes of codes 0..2 of this rule and format:
+                // amax = fmax * 2^(k - 127) * m (round-up) or 2^(emax + k - 127) * m (floor),
+                // k in -3..2, m in [0.5, 2), so codes 0, 1, 2 and the clamp below 0 all occur.
+                const auto info = fp8kit::format_info(f);
+                std::mt19937 g(static_cast<std::uint32_t>(static_cast<int>(f) * 10 + static_cast<int>(rule)));
+                std::uniform_real_distribution<double> um(0.5, 2.0), uf(-1.0, 1.0);
+                const std::size_t rows = 24, cols = 96 + 7;  // a partial block at each row's end
+                std::vector<float> x(rows * cols);
+                for (std::size_t r = 0; r < rows; ++r) {
+                    const int k = static_cast<int>(r % 6) - 3;
+                    const double top = rule == cu::MxRule::round_up ? info.max_finite * std::ldexp(1.0, k - 127)
+                                                                    : std::ldexp(1.0, info.emax + k - 127);
+                    const double amax = top * um(g);
+                    for (std::size_t c = 0; c < cols; ++c) x[r * cols + c] = static_cast<float>(amax * uf(g));
+                    for (std::size_t c = 0; c < cols; c += 32) x[r * cols + c] = static_cast<float>(amax);  // the block amax
+                }
+                check_mx_against_lib(x, rows, cols, f, rule, p);
+            }
 }
 
 // ---- statistics -------------------------------------------------------------------------------

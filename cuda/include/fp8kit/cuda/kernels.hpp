@@ -2,9 +2,11 @@
 // Device buffers are void* / std::uint8_t* / float* obtained from cudaMalloc (or device_alloc
 // below); a stream is a cudaStream_t passed as `Stream` (nullptr = the legacy default stream).
 //
-// Every element goes through emu::convert (emu/include/fp8kit/emu/convert.hpp), the same routine
-// the CPU uses, so GPU codes equal fp8kit::encode_array's bit for bit. Definitions shared by all
-// kernels (docs/cuda.md has the long form):
+// Every code is emu::convert's (emu/include/fp8kit/emu/convert.hpp), the routine the CPU uses:
+// computed by it, looked up in a table it filled, or, for profile cuda-satfinite, by the cvt
+// instruction that equals it (docs/cuda.md); so GPU codes equal fp8kit::encode_array's bit for
+// bit. Every scale rule and the statistics step come from fp8kit::numerics (numerics/), the
+// headers lib uses. Definitions shared by all kernels (docs/cuda.md has the long form):
 // - Inputs are raw bits of f32, f16 or bf16 (Wide::f64 is rejected: std::invalid_argument).
 // - Scaled conversion: y = fl32(x * scale) (one float32 multiply, round to nearest even), then a
 //   single conversion of y under `policy`. A NaN input is converted from its own bits (sign and
@@ -25,6 +27,8 @@
 
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/emu/policy.hpp"
+#include "fp8kit/numerics/element_stats.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
 
 namespace fp8kit::cuda {
 
@@ -76,17 +80,15 @@ void quantize_delayed_scaling(Format to, Wide from, const void* in, std::uint8_t
                               float* d_amax, std::uint64_t seed = 0,
                               std::uint64_t first_index = 0, Stream stream = nullptr);
 
-// TransformerEngine's compute_scale_from_amax (recipe_common.cuh), in float32:
-//   amax < epsilon -> amax = epsilon; amax 0, Inf or NaN -> 1; else fl32(fmax / amax);
-//   an infinite quotient -> value_for_inf; pow2 -> bits & 0xFF800000 (floor to a power of two).
-// fmax is the format's largest finite value (448 for E4M3).
+// TransformerEngine's compute_scale_from_amax: numerics::te_scale (fmax = the format's largest
+// finite value, 448 for E4M3).
 struct ScaleOptions {
     bool pow2 = false;
     float epsilon = 0.0f;
 };
 
-// Current scaling: pass 1 amax, pass 2 the cast with scale = compute_scale_from_amax(amax, fmax,
-// pow2, epsilon, FLT_MAX), computed on the device. Writes *d_amax, *d_scale and, when not null,
+// Current scaling: pass 1 amax, pass 2 the cast with scale = numerics::te_scale(amax, fmax,
+// epsilon, pow2, FLT_MAX), computed on the device. Writes *d_amax, *d_scale and, when not null,
 // *d_scale_inv = fl32(1 / scale).
 void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t* out,
                               std::size_t n, const Policy& policy, float* d_amax, float* d_scale,
@@ -95,8 +97,8 @@ void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t
                               Stream stream = nullptr);
 
 // ---- block scaling (row-major rows x cols, codes row-major like the input) --------------------
-// TransformerEngine Float8BlockScaling: per block, scale = compute_scale_from_amax(block amax,
-// fmax, pow2, epsilon, value_for_inf = largest finite value of the input type), codes =
+// TransformerEngine Float8BlockScaling: per block, scale = numerics::te_scale(block amax, fmax,
+// epsilon, pow2, value_for_inf = largest finite value of the input type), codes =
 // encode(fl32(x * scale)), and d_scale_inv[block] = fl32(1 / scale).
 // 1x128: blocks are 128 consecutive elements of a row; scale_inv is rows x ceil(cols / 128).
 // 128x128: tiles; scale_inv is ceil(rows / 128) x ceil(cols / 128). Partial edge blocks use the
@@ -113,37 +115,26 @@ void quantize_block_128x128(Format to, Wide from, const void* in, std::uint8_t* 
                             Stream stream = nullptr);
 
 // MX (OCP MX v1.0): blocks of 32 consecutive elements of a row, one E8M0 scale code each
-// (d_scales: rows x ceil(cols / 32) bytes). With b the scale code and S = 2^(b - 127):
-//   floor rule (OCP spec): b = clamp(floor(log2 amax) - emax_elem, -127, 127) + 127 with emax_elem
-//     the element format's largest exponent (E4M3 8, E5M2 15); amax 0 -> b = 0; amax Inf -> 0xFF.
-//   round-up rule (TransformerEngine MXFP8, cuda_fp8.h cudaRoundPosInf): b = E8M0 code of
-//     fl32(amax * fl32(1 / fmax)) rounded toward +Inf (0 -> 0x00, Inf -> 0xFE, <= 2^-127 -> 0x00).
-// Elements: encode(fl32(x * fl32(1 / S))) where 1/S = 2^(127 - b) exactly (b = 0xFF: NaN).
-enum class MxRule : std::uint8_t { ocp_floor, round_up };
+// (d_scales: rows x ceil(cols / 32) bytes), by numerics::rule_scale: ocp_floor = mx_code_floor
+// (OCP spec section 6.3), round_up = mx_code_roundup (TransformerEngine MXFP8). Elements are
+// encode(fl32(x * scale)) with scale = numerics::mx_cast_pair(rule, code).scale: 2^(127 - code),
+// except that a round-up block of code 0 casts with 1 (TransformerEngine's exp2f_rcp).
+using MxRule = numerics::MxRule;
 void quantize_mx(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows,
                  std::size_t cols, const Policy& policy, MxRule rule, std::uint8_t* d_scales,
                  std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
 
 // ---- statistics (one pass; synchronous: returns host values) ----------------------------------
-// Exactly the statistics of fp8kit::compute_stats (lib/include/fp8kit/statistics.hpp,
-// docs/statistics.md), same field names: with s = fl32(x * scale) and q = encode(s) under
-// `policy` (stochastic: element i draws emu::stochastic_bits(seed, first_index + i)),
-// x^ = decode(q) * scale_inv in binary64 and scale_inv = fl32(1 / scale) when passed as 0.
-// scale and scale_inv must be finite and > 0 (std::invalid_argument otherwise).
+// Exactly the statistics of fp8kit::compute_stats (docs/statistics.md), in its result type
+// numerics::QuantStats, each element through numerics::element_step: with s = fl32(x * scale)
+// and q = encode(s) under `policy` (stochastic: element i draws emu::stochastic_bits(seed,
+// first_index + i)), x^ = decode(q) * scale_inv in binary64 and scale_inv = fl32(1 / scale)
+// when passed as 0. scale and scale_inv must be finite and > 0 (std::invalid_argument otherwise).
 // Counts, amax, min_nonzero and the histogram are exact; sum_x2 and sum_err2 are binary64 sums
 // added per thread, warp and CTA, then over CTAs in CTA order (the same device and launch give
 // the same bits); they differ from the CPU's chunked sums only by the order of the additions.
-inline constexpr int kHistogramBins = 279;  // = fp8kit::kExpHistBins
-struct Statistics {
-    std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0, overflow = 0;
-    std::int64_t te_underflow = 0;
-    std::uint64_t te_overflow = 0;
-    double amax = 0, min_nonzero = 0;  // over finite x; 0 when none
-    double sum_x2 = 0, sum_err2 = 0;
-    std::vector<std::uint64_t> exp_hist = std::vector<std::uint64_t>(kHistogramBins, 0);
-};
-Statistics statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
-                      float scale, float scale_inv = 0.0f, std::uint64_t seed = 0,
-                      std::uint64_t first_index = 0, Stream stream = nullptr);
+numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
+                                float scale, float scale_inv = 0.0f, std::uint64_t seed = 0,
+                                std::uint64_t first_index = 0, Stream stream = nullptr);
 
 }  // namespace fp8kit::cuda

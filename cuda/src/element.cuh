@@ -1,0 +1,195 @@
+// The scaled element conversion every cast kernel shares, in three compiled forms chosen on the
+// host per (input type, format, policy), so that a kernel's inner loop holds no policy switch:
+//
+//   kCvt    policy == {nearest_even, saturate_all, canonical} and format E4M3/E5M2: the sm_89+
+//           instruction cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32, which computes exactly that policy
+//           (profile cuda-satfinite; the exhaustive check compares it with emu::convert).
+//   kTable  any other deterministic rounding into an FP8 element format: a table of
+//           emu::convert's own results (cuda/src/tables.cu), looked up in shared memory.
+//   kConvert stochastic rounding (and every policy into E8M0): emu::convert itself with the
+//           rounding fixed at compile time; stochastic rounding spends one Philox4x32-10 call
+//           on each aligned group of four elements and uses all four words (emu/random.hpp).
+//
+// Definitions (kernels.hpp): y = fl32(x * scale) (one float32 multiply, no FMA, no flush to zero);
+// a NaN input is converted from its own bits (payload kept); a NaN made by the multiply is
+// 0x7FC00000. Internal to cuda/src.
+#pragma once
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
+#error "fp8kit: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 needs sm_89 or newer; set CMAKE_CUDA_ARCHITECTURES to 89, 90 or later"
+#endif
+
+#include "common.cuh"
+#include "tables.cuh"
+
+namespace fp8kit::cuda::detail {
+
+enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2 };
+
+// Which path the host launches for (format, policy).
+inline ElementPath element_path(Format to, const Policy& p) {
+    if (p.rounding == emu::Rounding::stochastic || to == Format::e8m0) return kConvert;
+    if ((to == Format::e4m3 || to == Format::e5m2) && p.rounding == emu::Rounding::nearest_even &&
+        p.overflow == emu::Overflow::saturate_all && p.nan == emu::NanEncoding::canonical)
+        return kCvt;
+    return kTable;
+}
+
+// The float32 bits y that the conversion reads for input bits x (see the top of this file).
+// f16 NaNs are widened with their payload (sign, all-ones exponent, mantissa << 13): every
+// format's NaN code reads only the payload's leading bits, which the widening keeps; bf16 is
+// the upper half of a float32 and widens exactly.
+template <class S>
+__device__ __forceinline__ std::uint32_t scaled_bits(typename S::storage_t x, float scale) {
+    std::uint32_t w;
+    bool nan;
+    if constexpr (sizeof(typename S::storage_t) == 4) {
+        w = x;
+        nan = (x & 0x7FFFFFFFu) > 0x7F800000u;
+    } else if constexpr (S::man_bits == 7) {
+        w = static_cast<std::uint32_t>(x) << 16;
+        nan = (w & 0x7FFFFFFFu) > 0x7F800000u;
+    } else {
+        const std::uint32_t mag = x & 0x7FFFu;
+        nan = mag > 0x7C00u;
+        w = nan ? ((static_cast<std::uint32_t>(x & 0x8000u) << 16) | 0x7F800000u | ((x & 0x3FFu) << 13))
+                : __float_as_uint(__half2float(__ushort_as_half(x)));
+    }
+    const float y = __fmul_rn(__uint_as_float(w), scale);
+    return nan ? w : (y != y ? 0x7FC00000u : __float_as_uint(y));
+}
+
+// Run-time facts of one launch's conversion.
+struct ElementCtx {
+    Policy policy;
+    const std::uint8_t* table;  // kTable: shared-memory copy of the cast table
+    std::uint64_t seed;
+};
+
+template <class D>
+__device__ __forceinline__ std::uint8_t cvt_one(std::uint32_t y) {
+    std::uint16_t r;
+    if constexpr (D::exp_bits == 5) asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(__uint_as_float(y)));
+    else asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(__uint_as_float(y)));
+    return static_cast<std::uint8_t>(r & 0xFF);
+}
+
+// Two codes from one cvt: (lo, hi) -> lo | hi << 8.
+template <class D>
+__device__ __forceinline__ std::uint32_t cvt_two(std::uint32_t lo, std::uint32_t hi) {
+    std::uint16_t r;
+    if constexpr (D::exp_bits == 5) asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+    else asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+    return r;
+}
+
+template <class D, int R>
+__device__ __forceinline__ std::uint8_t convert_fixed_inline(std::uint32_t y, Policy p, std::uint32_t random) {
+    if constexpr (R >= 0) p.rounding = static_cast<emu::Rounding>(R);  // R < 0: read p.rounding
+    return static_cast<std::uint8_t>(emu::convert<Binary32, D>(y, p, random));
+}
+
+// emu::convert as one out-of-line function per (format, rounding): inlining the general routine
+// 16 or 64 times per kernel made ptxas take many minutes per file; a call costs a few
+// instructions per element on the stochastic path, which is bound by Philox and convert anyway.
+template <class D, int R>
+__device__ __noinline__ std::uint8_t convert_fixed(std::uint32_t y, Policy p, std::uint32_t random) {
+    return convert_fixed_inline<D, R>(y, p, random);
+}
+
+// The random word of one element (a misaligned group of four: elements of two Philox calls).
+__device__ __noinline__ inline std::uint32_t stochastic_word(std::uint64_t seed, std::uint64_t index) {
+    return emu::stochastic_bits(seed, index);
+}
+
+// One element at stream index `index` (stochastic: draws emu::stochastic_bits(seed, index)).
+// R: the rounding for kConvert (compile time).
+template <class D, int P, int R>
+__device__ __forceinline__ std::uint8_t encode_one(std::uint32_t y, const ElementCtx& c, std::uint64_t index) {
+    if constexpr (P == kCvt) return cvt_one<D>(y);
+    else if constexpr (P == kTable) return c.table[cast_table_key<D>(y)];
+    else {
+        const std::uint32_t random =
+            R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(c.seed, index) : 0u;
+        return convert_fixed<D, R>(y, c.policy, random);
+    }
+}
+
+// Four elements whose stream indices are index0 .. index0 + 3, packed little-endian. kInline:
+// emu::convert inlined on the stochastic path (the element-wise and row kernels; the 128x128
+// tile kernel, which holds 64 elements per thread, calls it out of line to keep ptxas fast).
+template <class D, int P, int R, bool kInline = true>
+__device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4], const ElementCtx& c,
+                                                     std::uint64_t index0) {
+    if constexpr (P == kCvt) {
+        return cvt_two<D>(y[0], y[1]) | (cvt_two<D>(y[2], y[3]) << 16);
+    } else if constexpr (P == kConvert && R == static_cast<int>(emu::Rounding::stochastic)) {
+        std::uint32_t out = 0;
+        if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
+            const emu::PhiloxWords w = emu::philox4x32_10(c.seed, index0 >> 2);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const std::uint8_t q = kInline ? convert_fixed_inline<D, R>(y[k], c.policy, w.w[k])
+                                               : convert_fixed<D, R>(y[k], c.policy, w.w[k]);
+                out |= std::uint32_t{q} << (8 * k);
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) out |= std::uint32_t{encode_one<D, P, R>(y[k], c, index0 + k)} << (8 * k);
+        }
+        return out;
+    } else {
+        std::uint32_t out = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) out |= std::uint32_t{encode_one<D, P, R>(y[k], c, index0 + k)} << (8 * k);
+        return out;
+    }
+}
+
+// The (format, path, rounding) combinations element_path can choose: kernels are instantiated
+// for these only.
+template <class D, int P, int R>
+constexpr bool path_exists() {
+    constexpr bool e8m0 = !D::has_zero;
+    constexpr bool ocp = D::encoding == emu::Encoding::ieee || D::encoding == emu::Encoding::fn;
+    if constexpr (P == kCvt) return ocp && !e8m0 && D::total_bits == 8;
+    else if constexpr (P == kTable) return !e8m0;
+    else return R == static_cast<int>(emu::Rounding::stochastic) || e8m0;
+}
+
+// Dynamic shared memory a kernel of path P needs for the table of D.
+template <class D, int P>
+constexpr std::size_t element_smem() {
+    if constexpr (P == kTable) return cast_table_size<D>();
+    else return 0;
+}
+
+// Copies the launch's cast table into shared memory (kTable only); every thread must call it.
+template <class D, int P>
+__device__ __forceinline__ void load_cast_table(ElementCtx& c, const std::uint8_t* global_table, std::uint8_t* smem) {
+    if constexpr (P == kTable) {
+        constexpr int kVecs = static_cast<int>(cast_table_size<D>() / 16);
+        for (int i = threadIdx.x; i < kVecs; i += blockDim.x)
+            reinterpret_cast<uint4*>(smem)[i] = __ldg(reinterpret_cast<const uint4*>(global_table) + i);
+        __syncthreads();
+        c.table = smem;
+    }
+}
+
+// Host: run fn(P, R) with the path and the compile-time rounding for (to, policy) as integral
+// constants (R matters only for kConvert).
+template <class Fn>
+void with_element_path(Format to, const Policy& p, Fn&& fn) {
+    using emu::Rounding;
+    switch (element_path(to, p)) {
+        case kCvt: fn(std::integral_constant<int, kCvt>{}, std::integral_constant<int, 0>{}); return;
+        case kTable: fn(std::integral_constant<int, kTable>{}, std::integral_constant<int, 0>{}); return;
+        case kConvert: break;
+    }
+    switch (p.rounding) {
+        case Rounding::stochastic: fn(std::integral_constant<int, kConvert>{}, std::integral_constant<int, 5>{}); return;
+        default: fn(std::integral_constant<int, kConvert>{}, std::integral_constant<int, -1>{}); return;
+    }
+}
+
+}  // namespace fp8kit::cuda::detail
