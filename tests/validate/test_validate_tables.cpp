@@ -1,5 +1,5 @@
 // validate() switches to per-policy code tables on large inputs (see FastRound in
-// lib/src/validate_engine.hpp). Codes made element by element with emu::convert must still be
+// lib/src/validate/validate_engine.hpp). Codes made element by element with emu::convert must still be
 // bit-exact for every format and rounding, over float32 bit patterns that include NaN payloads,
 // subnormals, overflow and low-bit patterns on both sides of the table's sticky boundary.
 #include <catch2/catch.hpp>
