@@ -102,9 +102,9 @@ struct Prepared {
 };
 
 bool overflows(const Prepared& p, float s, std::uint32_t random) {
-    const Policy nosat{p.policy.rounding, Overflow::no_saturate, p.policy.nan};
-    const std::uint8_t c = emu::encode(p.format, Wide::f32, bits_of(s), nosat, random);
-    return p.cls[c] == 3;
+    // emu's definition: the Inf/NaN code of a non-saturating conversion, or for formats with
+    // neither (FP4/FP6) a rounding past max.
+    return emu::overflows(p.format, Wide::f32, bits_of(s), p.policy, random);
 }
 
 void set_scale(Prepared& p, float scale, float scale_inv) {
