@@ -43,11 +43,11 @@ contains "$tmp/out" '"code_count": 16' "formats --json"
 
 # encode / decode, both library profiles, and their NaN rules.
 expect_exit 0 "$fp8kit" encode 5 --to e2m1 --profile ml_dtypes
-contains "$tmp/out" "e2m1 0x6 [0 11 0] normal = 4" "encode 5 (tie to even)"
+contains "$tmp/out" "e2m1 0x06 [0 11 0] normal = 4" "encode 5 (tie to even)"
 expect_exit 0 "$fp8kit" encode nan --from f32 --to e2m1 --profile ml_dtypes
-contains "$tmp/out" "e2m1 0x8" "ml_dtypes NaN -> -0"
+contains "$tmp/out" "e2m1 0x08 [1 00 0] zero = -0" "ml_dtypes NaN -> -0"
 expect_exit 0 "$fp8kit" encode nan --from f32 --to e2m1 --profile cuda-satfinite
-contains "$tmp/out" "e2m1 0x7" "cuda_fp4.h NaN -> +max"
+contains "$tmp/out" "e2m1 0x07 [0 11 1] normal = 6" "cuda_fp4.h NaN -> +max"
 expect_exit 0 "$fp8kit" encode 1e9 --to e3m2 --profile ml_dtypes
 contains "$tmp/out" "e3m2 0x1f" "overflow saturates"
 expect_exit 0 "$fp8kit" encode 16 --to e3m4 --profile ml_dtypes
@@ -59,6 +59,12 @@ expect_exit 0 "$fp8kit" decode 0x3f --from e2m3
 contains "$tmp/out" "= -7.5" "decode e2m3 0x3f"
 expect_exit 2 "$fp8kit" encode 1 --to e2m1 --profile cuda-nosat
 expect_exit 2 "$fp8kit" encode 1 --to e3m4 --profile torch
+
+# The analysis tools take the new names.
+expect_exit 0 "$fp8kit" inspect "$repo/data/example/llama_tiny_dump.h5" --format e2m1 --csv
+contains "$tmp/out" ",e2m1,overflow," "inspect --format e2m1"
+expect_exit 0 "$fp8kit" replay "$repo/data/example/amax_trace.csv" --recipe te-delayed --format e3m2 --csv
+contains "$tmp/out" "step,tensor,amax,scale" "replay --format e3m2"
 
 echo "$fails failure(s)"
 [ "$fails" = 0 ]
