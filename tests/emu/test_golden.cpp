@@ -113,12 +113,12 @@ int check_f32_tables(Want want) {
         if (!want(f)) continue;
         const Profile p = lib == "ml_dtypes" ? Profile::ml_dtypes : lib == "torch" ? Profile::torch : Profile::cuda_satfinite;
         const Policy policy = emu::profile_policy(p, f).policy;
-        REQUIRE(crcs.size() == 256);
+        REQUIRE(crcs.size() == 256u);
         int bad = 0;
         for (std::size_t s = 0; s < 256; ++s) {
             encode_bit_range(f, Wide::f32, s * slice, slice, buf.data(), policy);
             const unsigned long crc = crc32(0L, buf.data(), static_cast<uInt>(slice));
-            if (fmt::format("{:08x}", crc) != crcs[s].get<std::string>()) {
+            if (fmt::format("{:08x}", crc) != crcs[s].template get<std::string>()) {
                 if (bad++ < 3) FAIL_CHECK(key << ": slice " << s << " (inputs 0x" << std::hex << s * slice << "..) differs");
             }
         }

@@ -73,6 +73,8 @@ bool simd_consts(const Policy& p, simd::EncodeConsts* c) {
     c->overflow_code = p.overflow == Overflow::no_saturate ? special : max;
     c->inf_code = p.overflow == Overflow::saturate_all ? max : special;
     switch (p.nan) {
+        case NanEncoding::positive_max:  // formats with a NaN read these two as canonical (policy.hpp)
+        case NanEncoding::negated_zero:
         case NanEncoding::canonical: c->nan_code = static_cast<std::uint32_t>(F::nan_all_ones); c->nan_sign = 0; break;
         case NanEncoding::signed_all_ones: c->nan_code = static_cast<std::uint32_t>(F::nan_all_ones); c->nan_sign = 0x80; break;
         case NanEncoding::signed_quiet: c->nan_code = static_cast<std::uint32_t>(F::nan_quiet); c->nan_sign = 0x80; break;
