@@ -77,7 +77,7 @@ TEST_CASE("E2M1/E2M3/E3M2 equal cuda_fp4.h / cuda_fp6.h on all 2^32 float32 inpu
     }
 }
 
-TEST_CASE("__nv_cvt_float2_to_fp4x2 packs .x in the low nibble, on all 2^32 float32 inputs",
+TEST_CASE("__nv_cvt_float2_to_fp4x2 packs .x in the low nibble (all 2^32 float32 inputs)",
           "[emu][cuda-host][exhaustive]") {
     for (const Mode& m : kModes) {
         const Policy p = policy_of(Format::e2m1, m.rounding);

@@ -134,7 +134,7 @@ TEST_CASE("profiles equal their library on all 2^32 float32 inputs (slice CRCs)"
     CHECK(check_f32_tables([](Format f) { return !is_new(f); }) == 10);
 }
 
-TEST_CASE("ml_dtypes profiles of FP4, FP6 and the other 8-bit types on all 2^32 float32 inputs",
+TEST_CASE("ml_dtypes profiles of FP4/FP6 and the other 8-bit types on all 2^32 float32 inputs",
           "[emu][golden][exhaustive]") {
     CHECK(check_f32_tables([](Format f) { return is_new(f); }) == 6);
 }
