@@ -61,10 +61,10 @@ std::string value_text(Format f, std::uint8_t c) {
 std::pair<int, int> neighbours(Format f, double x) {
     int below = -1, above = -1;
     double vb = -INFINITY, va = INFINITY;
-    for (int c = 0; c < 256; ++c) {
+    for (int c = 0; c < emu::code_count(f); ++c) {
         const CodeClass k = classify(f, static_cast<std::uint8_t>(c));
         if (k == CodeClass::nan || k == CodeClass::infinity) continue;
-        if (k == CodeClass::zero && c != 0 && f != Format::e8m0) continue;  // -0 is the same value as +0
+        if (k == CodeClass::zero && c != 0) continue;  // -0 is the same value as +0
         const double v = decode_value(f, static_cast<std::uint8_t>(c));
         if (v < x && v > vb) { vb = v; below = c; }
         if (v > x && v < va) { va = v; above = c; }
@@ -81,7 +81,7 @@ struct EncodeOpts {
 
 Register encode_cmd([](CLI::App& root) {
     auto o = std::make_shared<EncodeOpts>();
-    auto* cmd = root.add_subcommand("encode", "Encode values to an 8-bit format, showing the code, its fields, "
+    auto* cmd = root.add_subcommand("encode", "Encode values to a format of at most 8 bits, showing the code, its fields, "
                                               "the decoded value, the error and the two neighbouring codes");
     cmd->add_option("VALUE", o->values, "Numbers (decimal, hex float, inf, nan; use -- before negatives), "
                                         "or bit patterns with --bits")->required();
@@ -135,15 +135,16 @@ struct DecodeOpts {
 
 Register decode_cmd([](CLI::App& root) {
     auto o = std::make_shared<DecodeOpts>();
-    auto* cmd = root.add_subcommand("decode", "Decode 8-bit codes: fields, class, value, and the float32/float16/bfloat16 bits");
-    cmd->add_option("CODE", o->codes, "Codes 0..255 (hex 0x7e, binary 0b01111110, or decimal)")->required();
+    auto* cmd = root.add_subcommand("decode", "Decode codes (FP4/FP6/FP8, one per byte): fields, class, value, and the float32/float16/bfloat16 bits");
+    cmd->add_option("CODE", o->codes, "Codes 0..2^bits-1 (hex 0x7e, binary 0b01111110, or decimal)")->required();
     cmd->add_option("--from", o->from, "Format of the codes: " + format_choices())->required();
     cmd->add_flag("--json", o->json, "Print JSON");
     cmd->callback([o] {
         const Format f = require_format(o->from, "--from");
         nlohmann::json out = nlohmann::json::array();
         for (const auto& s : o->codes) {
-            const auto c = static_cast<std::uint8_t>(require_unsigned(s, 255, "CODE"));
+            const auto c = static_cast<std::uint8_t>(
+                require_unsigned(s, static_cast<std::uint64_t>(emu::code_count(f) - 1), "CODE"));
             const auto f32 = emu::decode(f, Wide::f32, c), f16 = emu::decode(f, Wide::f16, c),
                        bf16 = emu::decode(f, Wide::bf16, c);
             if (o->json) {

@@ -24,13 +24,13 @@ std::string codes(const std::vector<std::uint8_t>& v) {
 }
 
 Register reg([](CLI::App& root) {
-    auto* cmd = root.add_subcommand("formats", "Bias, limits and special codes of every 8-bit format");
+    auto* cmd = root.add_subcommand("formats", "Bias, limits and special codes of every format of at most 8 bits");
     auto json = std::make_shared<bool>(false);
     cmd->add_flag("--json", *json, "Print JSON instead of a table");
     cmd->callback([json] {
         nlohmann::json out = nlohmann::json::array();
         if (!*json)
-            fmt::print("{:<9} {:>4} {:>4} {:>12} {:>14} {:>14} {:>5} {:<20} {:<10} {}\n", "format", "bits",
+            fmt::print("{:<11} {:>4} {:>4} {:>12} {:>14} {:>14} {:>5} {:<20} {:<10} {}\n", "format", "bits",
                        "bias", "max finite", "min normal", "min subnormal", "-0", "NaN", "Inf", "ml_dtypes name");
         for (Format f : emu::kAllFormats) {
             const FormatInfo i = format_info(f);
@@ -43,11 +43,12 @@ Register reg([](CLI::App& root) {
                                {"min_normal", i.min_normal}, {"min_normal_code", i.min_normal_code},
                                {"min_subnormal", i.has_zero && i.man_bits > 0 ? nlohmann::json(i.min_subnormal) : nlohmann::json()},
                                {"emin", i.emin}, {"emax", i.emax}, {"negative_zero", i.has_negative_zero},
+                               {"total_bits", i.total_bits}, {"code_count", i.code_count},
                                {"nan_codes", i.nan_codes}, {"inf_codes", i.inf_codes}});
             } else {
-                fmt::print("{:<9} {:>4} {:>4} {:>7g}=0x{:02x} {:>9g}=0x{:02x} {:>14} {:>5} {:<20} {:<10} {}\n", name(f), bits,
+                fmt::print("{:<11} {:>4} {:>4} {:>7g}=0x{:02x} {:>9g}=0x{:02x} {:>14} {:>5} {:<20} {:<10} {}\n", name(f), bits,
                            i.bias, i.max_finite, i.max_finite_code, i.min_normal, i.min_normal_code, sub,
-                           i.has_negative_zero ? "0x80" : "none", codes(i.nan_codes), codes(i.inf_codes),
+                           i.has_negative_zero ? fmt::format("0x{:02x}", i.sign_mask) : "none", codes(i.nan_codes), codes(i.inf_codes),
                            ml_dtypes_name(f));
             }
         }

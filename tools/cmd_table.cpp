@@ -219,9 +219,10 @@ Register reg([](CLI::App& root) {
         "table",
         "Write a whole conversion table as raw bytes: one output per input bit pattern, in increasing order.\n"
         "Encode tables: --from f32|f16|bf16 --to FORMAT (2^32 bytes for f32, 65,536 for f16/bf16).\n"
-        "Decode tables: --from FORMAT --to f32|f16|bf16 (256 little-endian values).");
-    cmd->add_option("--from", o->from, "Input type (f32, f16, bf16) or 8-bit format")->required();
-    cmd->add_option("--to", o->to, "Output 8-bit format, or f32/f16/bf16 for a decode table")->required();
+        "Decode tables: --from FORMAT --to f32|f16|bf16 (2^bits little-endian values: 16 for FP4, 64 for FP6, 256 for FP8).\n"
+        "Codes are one per byte, in the low bits (FP4: 0x0..0xF).");
+    cmd->add_option("--from", o->from, "Input type (f32, f16, bf16) or a format of at most 8 bits")->required();
+    cmd->add_option("--to", o->to, "Output format (at most 8 bits, one code per byte), or f32/f16/bf16 for a decode table")->required();
     cmd->add_option("-o,--output", o->output, "Output file, or - for standard output")->required();
     o->policy.add_to(cmd);
     cmd->callback([o] {
@@ -230,10 +231,11 @@ Register reg([](CLI::App& root) {
         if (fmt_from) {  // decode table
             const Wide to = require_wide(o->to, "--to");
             if (to == Wide::f64) throw UsageError("--to: decode tables are written as f32, f16 or bf16");
-            std::vector<std::uint8_t> codes(256);
-            for (int i = 0; i < 256; ++i) codes[i] = static_cast<std::uint8_t>(i);
-            std::vector<unsigned char> out(256 * wide_size(to));
-            decode_array(*fmt_from, to, codes.data(), out.data(), 256);
+            const int n = emu::code_count(*fmt_from);  // 16 for FP4, 64 for FP6, else 256
+            std::vector<std::uint8_t> codes(static_cast<std::size_t>(n));
+            for (int i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>(i);
+            std::vector<unsigned char> out(codes.size() * wide_size(to));
+            decode_array(*fmt_from, to, codes.data(), out.data(), codes.size());
             Sink sink(o->output);
             sink.write(out.data(), out.size());
             sink.commit();

@@ -34,7 +34,19 @@ inline void require_input(Wide w, const char* fn) {
         throw std::invalid_argument(std::string("fp8kit::cuda::") + fn +
                                     ": input type f64 is not supported on the GPU (f32, f16, bf16)");
 }
+// The GPU kernels cover the four FP8 element formats and E8M0; FP4/FP6 and the other ml_dtypes
+// types run on the CPU (fp8kit::core) until their kernels exist (issue 16 item 4).
+inline bool gpu_has_format(Format f) {
+    return f == Format::e4m3 || f == Format::e5m2 || f == Format::e4m3fnuz || f == Format::e5m2fnuz ||
+           f == Format::e8m0;
+}
+inline void require_gpu_format(Format f, const char* fn) {
+    if (!gpu_has_format(f))
+        throw std::invalid_argument(std::string("fp8kit::cuda::") + fn + ": format #" + std::to_string(static_cast<int>(f)) +
+                                    " (FP4/FP6 or another ml_dtypes type) has no GPU kernel yet (e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0); use the CPU path");
+}
 inline void require_fp8(Format f, const char* fn) {
+    require_gpu_format(f, fn);
     if (f == Format::e8m0)
         throw std::invalid_argument(std::string("fp8kit::cuda::") + fn +
                                     ": element format e8m0 is a scale format; use e4m3, e5m2, e4m3fnuz or e5m2fnuz");
@@ -118,6 +130,7 @@ decltype(auto) with_fp8(Format f, Fn&& fn) {
         case Format::e5m2fnuz: return fn(emu::E5M2FNUZ{});
         case Format::e8m0: return fn(emu::E8M0{});
         case Format::e4m3: break;
+        default: require_gpu_format(f, "with_fp8");  // throws: no kernel instantiated for it
     }
     return fn(emu::E4M3{});
 }

@@ -65,7 +65,7 @@ def code_info(code, format):
 
 
 def formats():
-    """Facts of every 8-bit format (limits, codes, bias), as a list of dicts."""
+    """Facts of every format of at most 8 bits (limits, codes, bias, code_count), as a list of dicts."""
     return _fp8kit.formats()
 
 

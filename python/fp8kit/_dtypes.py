@@ -19,8 +19,13 @@ FORMAT_DTYPES = {
     "e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
     "e5m2fnuz": np.dtype(ml_dtypes.float8_e5m2fnuz),
 }
-if hasattr(ml_dtypes, "float8_e8m0fnu"):
-    FORMAT_DTYPES["e8m0"] = np.dtype(ml_dtypes.float8_e8m0fnu)
+# ml_dtypes 0.5+: the OCP MX FP4/FP6 element types (one code per byte, low bits) and the other
+# 8-bit types; fp8kit's names are e2m1, e2m3, e3m2, e3m4, e4m3b11fnuz and e4m3ieee.
+for _name, _ml in (("e8m0", "float8_e8m0fnu"), ("e2m1", "float4_e2m1fn"), ("e2m3", "float6_e2m3fn"),
+                   ("e3m2", "float6_e3m2fn"), ("e3m4", "float8_e3m4"),
+                   ("e4m3b11fnuz", "float8_e4m3b11fnuz"), ("e4m3ieee", "float8_e4m3")):
+    if hasattr(ml_dtypes, _ml):
+        FORMAT_DTYPES[_name] = np.dtype(getattr(ml_dtypes, _ml))
 
 
 def wide_name(dtype, arg="dtype"):
@@ -49,7 +54,7 @@ def as_bits(x, wide):
 
 
 def codes_view(codes, arg="codes"):
-    """uint8 codes of a uint8 array or an ml_dtypes 8-bit float array (no copy)."""
+    """uint8 codes of a uint8 array or an ml_dtypes float8/float6/float4 array (one code per byte, no copy)."""
     a = np.asarray(codes)
     if a.dtype == np.uint8:
         return np.ascontiguousarray(a)

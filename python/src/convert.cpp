@@ -177,14 +177,16 @@ int encode_scalar(double value, const std::string& format, const std::string& wi
     return emu::encode(to, from, b, p, random);
 }
 
-std::uint8_t require_code(int code) {
-    if (code < 0 || code > 255) throw std::invalid_argument(fmt::format("code: {} is not in 0..255", code));
+std::uint8_t require_code(int code, Format f) {
+    const int n = emu::code_count(f);  // 16 (FP4), 64 (FP6) or 256
+    if (code < 0 || code >= n)
+        throw std::invalid_argument(fmt::format("code: {} is not in 0..{} ({})", code, n - 1, name(f)));
     return static_cast<std::uint8_t>(code);
 }
 
 pyb::dict code_info(int code, const std::string& format) {
     const Format f = require_format(format, "format");
-    const std::uint8_t c = require_code(code);
+    const std::uint8_t c = require_code(code, f);
     pyb::dict d;
     d["code"] = static_cast<int>(c);
     d["format"] = std::string(name(f));
@@ -216,6 +218,9 @@ pyb::list formats() {
         d["min_subnormal_code"] = i.min_subnormal_code;
         d["emin"] = i.emin;
         d["emax"] = i.emax;
+        d["total_bits"] = i.total_bits;
+        d["code_count"] = i.code_count;
+        d["has_nan"] = i.has_nan;
         d["nan_codes"] = i.nan_codes;
         d["inf_codes"] = i.inf_codes;
         out.append(d);
@@ -245,7 +250,8 @@ void bind_convert(pyb::module_& m) {
     m.def("encode", &encode_scalar, "value"_a, "format"_a, "wide"_a, "profile"_a, "rounding"_a, "overflow"_a,
           "nan"_a, "random"_a);
     m.def("decode", [](int code, const std::string& format) {
-        return decode_value(require_format(format, "format"), require_code(code));
+        const Format f = require_format(format, "format");
+        return decode_value(f, require_code(code, f));
     }, "code"_a, "format"_a);
     m.def("code_info", &code_info, "code"_a, "format"_a);
     m.def("formats", &formats);

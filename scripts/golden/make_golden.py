@@ -10,6 +10,14 @@ Run on a machine with an sm_89+ GPU, torch, ml_dtypes and nvcc (scripts/golden/r
   * every float32 bit pattern: a CRC-32 (zlib) of each 2^24-input slice of the 2^32-byte table,
     for the same libraries, in tests/golden/f32_crc32.json.
 
+The ml_dtypes part alone runs on any CPU:
+
+  python scripts/golden/make_golden.py --ml-dtypes [OUT] [FORMAT...]
+
+writes the 16-bit tables of the named formats (default: the FP4/FP6 and remaining 8-bit types,
+ML_NEW) and merges their float32 slice CRCs into OUT/f32_crc32.json, leaving other entries as they
+are (2^32 inputs x 6 formats: about three minutes on two cores).
+
 tests/emu/test_golden.cpp recomputes the same tables with fp8kit and compares them byte for byte
 (16-bit inputs) or slice CRC for slice CRC (float32).
 """
@@ -23,8 +31,10 @@ from concurrent.futures import ProcessPoolExecutor
 import ml_dtypes
 import numpy as np
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else "tests/golden"
-CVT_BIN = sys.argv[2] if len(sys.argv) > 2 else None
+ML_ONLY = len(sys.argv) > 1 and sys.argv[1] == "--ml-dtypes"
+ARGS = sys.argv[2:] if ML_ONLY else sys.argv[1:]
+OUT = ARGS[0] if len(ARGS) > 0 else "tests/golden"
+CVT_BIN = ARGS[1] if len(ARGS) > 1 and not ML_ONLY else None
 SLICE = 1 << 24
 NSLICES = 1 << 8
 
@@ -34,6 +44,16 @@ ML_TYPES = {
     "e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
     "e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
 }
+# The OCP MX element formats (one code per byte, in the low bits) and the remaining 8-bit types.
+ML_NEW = {
+    "e2m1": ml_dtypes.float4_e2m1fn,
+    "e2m3": ml_dtypes.float6_e2m3fn,
+    "e3m2": ml_dtypes.float6_e3m2fn,
+    "e3m4": ml_dtypes.float8_e3m4,
+    "e4m3b11fnuz": ml_dtypes.float8_e4m3b11fnuz,
+    "e4m3ieee": ml_dtypes.float8_e4m3,
+}
+ML_TYPES.update(ML_NEW)
 
 
 def torch_types():
@@ -63,6 +83,32 @@ def ml_slice_crc(job):
 def write(name, data):
     with open(os.path.join(OUT, name), "wb") as f:
         f.write(bytes(data))
+
+
+def ml_dtypes_only(formats):
+    """16-bit tables and float32 slice CRCs of ml_dtypes alone, merged into OUT/f32_crc32.json."""
+    os.makedirs(OUT, exist_ok=True)
+    for src in ("f16", "bf16"):
+        x = all16(src)
+        for fmt in formats:
+            write(f"{src}_{fmt}_ml_dtypes.bin", x.astype(ML_TYPES[fmt]).view(np.uint8))
+    path = os.path.join(OUT, "f32_crc32.json")
+    with open(path) as f:
+        doc = json.load(f)
+    with ProcessPoolExecutor() as ex:
+        for fmt in formats:
+            crcs = list(ex.map(ml_slice_crc, [(fmt, i) for i in range(NSLICES)]))
+            doc["tables"][f"ml_dtypes/{fmt}"] = [f"{v:08x}" for v in crcs]
+            print("ml_dtypes f32", fmt, "done", flush=True)
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=0)
+    vpath = os.path.join(OUT, "versions.json")
+    with open(vpath) as f:
+        v = json.load(f)
+    v["ml_dtypes_cpu_only"] = {"formats": list(formats), "numpy": np.__version__,
+                               "ml_dtypes": ml_dtypes.__version__}
+    with open(vpath, "w") as f:
+        json.dump(v, f, indent=1)
 
 
 def main():
@@ -128,4 +174,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if ML_ONLY:
+        ml_dtypes_only(ARGS[1:] or list(ML_NEW))
+    else:
+        main()

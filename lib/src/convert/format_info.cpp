@@ -61,6 +61,10 @@ FormatInfo format_info(Format f) {
         i.exp_bits = F::exp_bits;
         i.man_bits = F::man_bits;
         i.bias = F::bias;
+        i.total_bits = F::total_bits;
+        i.code_count = 1 << F::total_bits;
+        i.sign_mask = static_cast<std::uint8_t>(F::sign_mask);
+        i.has_nan = F::has_nan;
         i.has_sign = F::has_sign;
         i.has_inf = F::has_inf;
         i.has_negative_zero = F::has_negative_zero;
@@ -73,7 +77,7 @@ FormatInfo format_info(Format f) {
         i.min_subnormal = decode_value(f, i.min_subnormal_code);
         i.emin = F::emin;
         i.emax = F::emax;
-        for (int c = 0; c < 256; ++c) {
+        for (int c = 0; c < i.code_count; ++c) {
             const CodeClass k = classify(f, static_cast<std::uint8_t>(c));
             if (k == CodeClass::nan) i.nan_codes.push_back(static_cast<std::uint8_t>(c));
             if (k == CodeClass::infinity) i.inf_codes.push_back(static_cast<std::uint8_t>(c));

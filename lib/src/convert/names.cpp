@@ -31,6 +31,12 @@ const std::pair<const char*, Format> kFormats[] = {
     {"e5m2fnuz", Format::e5m2fnuz}, {"float8_e5m2fnuz", Format::e5m2fnuz},
     {"f8_e5m2fnuz", Format::e5m2fnuz}, {"e8m0", Format::e8m0}, {"e8m0fnu", Format::e8m0},
     {"float8_e8m0fnu", Format::e8m0}, {"ue8m0", Format::e8m0}, {"f8_e8m0", Format::e8m0},
+    {"e2m1", Format::e2m1}, {"float4_e2m1fn", Format::e2m1}, {"e2m1fn", Format::e2m1},
+    {"e2m3", Format::e2m3}, {"float6_e2m3fn", Format::e2m3}, {"e2m3fn", Format::e2m3},
+    {"e3m2", Format::e3m2}, {"float6_e3m2fn", Format::e3m2}, {"e3m2fn", Format::e3m2},
+    {"e3m4", Format::e3m4}, {"float8_e3m4", Format::e3m4},
+    {"e4m3b11fnuz", Format::e4m3b11fnuz}, {"float8_e4m3b11fnuz", Format::e4m3b11fnuz},
+    {"e4m3ieee", Format::e4m3ieee}, {"float8_e4m3", Format::e4m3ieee},
 };
 const std::pair<const char*, Wide> kWide[] = {
     {"f64", Wide::f64}, {"float64", Wide::f64}, {"double", Wide::f64}, {"binary64", Wide::f64},
@@ -56,6 +62,7 @@ const std::pair<const char*, NanEncoding> kNan[] = {
     {"signed-all-ones", NanEncoding::signed_all_ones},
     {"signed-quiet", NanEncoding::signed_quiet},
     {"signed-quiet-payload", NanEncoding::signed_quiet_payload},
+    {"positive-max", NanEncoding::positive_max}, {"negated-zero", NanEncoding::negated_zero},
 };
 const std::pair<const char*, Profile> kProfiles[] = {
     {"cuda-satfinite", Profile::cuda_satfinite}, {"cuda-nosat", Profile::cuda_nosat},
@@ -78,6 +85,12 @@ std::string_view name(Format f) {
         case Format::e4m3fnuz: return "e4m3fnuz";
         case Format::e5m2fnuz: return "e5m2fnuz";
         case Format::e8m0: return "e8m0";
+        case Format::e2m1: return "e2m1";
+        case Format::e2m3: return "e2m3";
+        case Format::e3m2: return "e3m2";
+        case Format::e3m4: return "e3m4";
+        case Format::e4m3b11fnuz: return "e4m3b11fnuz";
+        case Format::e4m3ieee: return "e4m3ieee";
     }
     return "?";
 }
@@ -88,6 +101,12 @@ std::string_view ml_dtypes_name(Format f) {
         case Format::e4m3fnuz: return "float8_e4m3fnuz";
         case Format::e5m2fnuz: return "float8_e5m2fnuz";
         case Format::e8m0: return "float8_e8m0fnu";
+        case Format::e2m1: return "float4_e2m1fn";
+        case Format::e2m3: return "float6_e2m3fn";
+        case Format::e3m2: return "float6_e3m2fn";
+        case Format::e3m4: return "float8_e3m4";
+        case Format::e4m3b11fnuz: return "float8_e4m3b11fnuz";
+        case Format::e4m3ieee: return "float8_e4m3";
     }
     return "?";
 }
@@ -125,6 +144,8 @@ std::string_view name(NanEncoding n) {
         case NanEncoding::signed_all_ones: return "signed-all-ones";
         case NanEncoding::signed_quiet: return "signed-quiet";
         case NanEncoding::signed_quiet_payload: return "signed-quiet-payload";
+        case NanEncoding::positive_max: return "positive-max";
+        case NanEncoding::negated_zero: return "negated-zero";
     }
     return "?";
 }
@@ -138,13 +159,19 @@ std::string_view name(Profile p) {
     return "?";
 }
 
-std::string format_choices() { return "e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0"; }
+std::string format_choices() {
+    std::string s;
+    for (Format f : emu::kAllFormats) s += (s.empty() ? "" : ", ") + std::string(name(f));
+    return s;
+}
 std::string wide_choices() { return "f64, f32, f16, bf16"; }
 std::string rounding_choices() {
     return "nearest-even, nearest-away, toward-zero, toward-positive, toward-negative, stochastic";
 }
 std::string overflow_choices() { return "saturate-all, saturate-finite, no-saturate"; }
-std::string nan_choices() { return "canonical, signed-all-ones, signed-quiet, signed-quiet-payload"; }
+std::string nan_choices() {
+    return "canonical, signed-all-ones, signed-quiet, signed-quiet-payload, positive-max, negated-zero";
+}
 std::string profile_choices() { return "cuda-satfinite, cuda-nosat, ml_dtypes, torch"; }
 
 std::string describe(const Policy& p) {

@@ -4,7 +4,10 @@
 #if defined(FP8KIT_X86_SIMD)
 #include <cpuid.h>
 #endif
+#include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <cstring>
 
 #include "fp8kit/emu/emu.hpp"
@@ -70,6 +73,8 @@ bool simd_consts(const Policy& p, simd::EncodeConsts* c) {
     c->overflow_code = p.overflow == Overflow::no_saturate ? special : max;
     c->inf_code = p.overflow == Overflow::saturate_all ? max : special;
     switch (p.nan) {
+        case NanEncoding::positive_max:  // formats with a NaN read these two as canonical (policy.hpp)
+        case NanEncoding::negated_zero:
         case NanEncoding::canonical: c->nan_code = static_cast<std::uint32_t>(F::nan_all_ones); c->nan_sign = 0; break;
         case NanEncoding::signed_all_ones: c->nan_code = static_cast<std::uint32_t>(F::nan_all_ones); c->nan_sign = 0x80; break;
         case NanEncoding::signed_quiet: c->nan_code = static_cast<std::uint32_t>(F::nan_quiet); c->nan_sign = 0x80; break;
@@ -230,6 +235,18 @@ void encode_array_serial(Format to, Wide from, const void* in, std::uint8_t* out
 }  // namespace detail
 
 void decode_array(Format from, Wide to, const std::uint8_t* in, void* out, std::size_t n) {
+    // FP4 and FP6 codes sit in the low bits of a byte: a set high bit is not a code of the format
+    // (most likely packed or mislabelled data), and is refused rather than silently masked.
+    const int count_codes = emu::code_count(from);
+    if (count_codes < 256) {
+        for (std::size_t i = 0; i < n; ++i)
+            if (in[i] >= count_codes) {
+                char msg[160];
+                std::snprintf(msg, sizeof msg, "decode: byte %zu holds 0x%02x, not a %s code (0x00..0x%02x, one code per byte)",
+                              i, in[i], std::string(name(from)).c_str(), count_codes - 1);
+                throw std::invalid_argument(msg);
+            }
+    }
     emu::with_format(from, [&](auto src) {
         emu::with_wide(to, [&](auto dst) {
             using Src = decltype(src);

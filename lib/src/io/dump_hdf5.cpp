@@ -250,6 +250,7 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
                 case Format::e4m3fnuz: d = DType::e4m3fnuz; break;
                 case Format::e5m2fnuz: d = DType::e5m2fnuz; break;
                 case Format::e8m0: d = DType::e8m0; break;
+                default: break;  // FP4/FP6 and the other ml_dtypes types: not a stored dump type yet
             }
         } else if (const auto w = parse_wide(*attr_or_tag)) {
             d = *w == Wide::f64 ? DType::f64 : *w == Wide::f32 ? DType::f32 : *w == Wide::f16 ? DType::f16 : DType::bf16;

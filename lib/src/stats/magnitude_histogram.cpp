@@ -187,7 +187,7 @@ MagnitudeHistogram::Result MagnitudeHistogram::evaluate(Format f, float scale, f
         std::uint32_t lo = 0, hi = 0x7F800000u;
         while (hi - lo > 1) {
             const std::uint32_t mid = lo + (hi - lo) / 2;
-            (ev.cls[emu::encode(f, Wide::f32, mid, nosat)] == 3 ? hi : lo) = mid;
+            (emu::overflows(f, Wide::f32, mid, nosat) ? hi : lo) = mid;
         }
         ev.limit = lo;
     }

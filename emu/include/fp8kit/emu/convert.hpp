@@ -71,6 +71,8 @@ FP8KIT_HD UnpackedW<W> unpack(std::uint64_t code_in) {
         if (code == static_cast<W>(F::nan_unsigned_zero)) return {U::nan, false, 0, 0};
     } else if constexpr (F::encoding == Encoding::fn) {
         if (magnitude == static_cast<W>(F::nan_all_ones)) return {U::nan, negative, man, F::man_bits};
+    } else if constexpr (F::encoding == Encoding::finite) {
+        // No special patterns: the all-ones exponent is an ordinary binade.
     } else {  // ieee and exponent-only: the all-ones exponent is special
         if (biased == F::exp_all_ones) {
             if (F::has_inf && man == 0) return {U::infinity, negative, 0, 0};
@@ -89,27 +91,43 @@ FP8KIT_HD UnpackedW<W> unpack(std::uint64_t code_in) {
 }
 
 template <class F>
+FP8KIT_HD std::uint64_t zero_code(bool negative) {
+    if constexpr (!F::has_zero) return F::min_normal_code;  // E8M0: nothing below 2^-127
+    else return (F::has_negative_zero && negative) ? F::sign_mask : 0;
+}
+
+template <class F>
 FP8KIT_HD std::uint64_t max_finite(bool negative) {
     return F::max_finite_code | (negative ? F::sign_mask : 0);
 }
 
 // The NaN that overflow produces in a format without Inf: the all-ones pattern with the sign.
+// A format with neither Inf nor NaN (OCP MX FP4/FP6) has nothing past its largest value, so it
+// saturates under every Overflow policy (OCP MX v1.0 section 5.3: conversion clamps to max normal).
 template <class F>
 FP8KIT_HD std::uint64_t overflow_nan(bool negative) {
-    if constexpr (F::encoding == Encoding::fnuz) return F::nan_unsigned_zero;
+    if constexpr (!F::has_nan) return max_finite<F>(negative);
+    else if constexpr (F::encoding == Encoding::fnuz) return F::nan_unsigned_zero;
     else return F::nan_all_ones | (negative ? F::sign_mask : 0);
 }
 
 template <class F, class W>
 FP8KIT_HD std::uint64_t nan_code(bool negative, NanEncoding nan, const UnpackedW<W>& in) {
-    if constexpr (F::encoding == Encoding::fnuz) {
+    if constexpr (!F::has_nan) {
+        // No NaN to give: negated_zero is ml_dtypes' choice, every other value the +max finite
+        // of cuda_fp4.h / cuda_fp6.h ("NaN input values result in positive MAXNORM").
+        if (nan == NanEncoding::negated_zero) return zero_code<F>(!negative);
+        return F::max_finite_code;
+    } else if constexpr (F::encoding == Encoding::fnuz) {
         return F::nan_unsigned_zero;
     } else if constexpr (!F::has_sign) {
         return F::nan_all_ones;
     } else {
         const std::uint64_t sign = negative ? F::sign_mask : 0;
         switch (nan) {
-            case NanEncoding::canonical: return F::nan_all_ones;
+            case NanEncoding::canonical:
+            case NanEncoding::positive_max:  // the two values for formats without NaN
+            case NanEncoding::negated_zero: return F::nan_all_ones;
             case NanEncoding::signed_all_ones: return F::nan_all_ones | sign;
             case NanEncoding::signed_quiet: return F::nan_quiet | sign;
             case NanEncoding::signed_quiet_payload: {
@@ -129,12 +147,6 @@ FP8KIT_HD std::uint64_t on_overflow(bool negative, Overflow overflow) {
     if (overflow != Overflow::no_saturate) return max_finite<F>(negative);
     if constexpr (F::has_inf) return F::inf_code | (negative ? F::sign_mask : 0);
     else return overflow_nan<F>(negative);
-}
-
-template <class F>
-FP8KIT_HD std::uint64_t zero_code(bool negative) {
-    if constexpr (!F::has_zero) return F::min_normal_code;  // E8M0: nothing below 2^-127
-    else return (F::has_negative_zero && negative) ? F::sign_mask : 0;
 }
 
 }  // namespace detail

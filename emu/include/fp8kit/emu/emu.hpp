@@ -5,4 +5,5 @@
 #include "fp8kit/emu/convert.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/emu/profiles.hpp"
+#include "fp8kit/emu/pack.hpp"
 #include "fp8kit/emu/random.hpp"

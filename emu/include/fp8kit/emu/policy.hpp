@@ -30,8 +30,14 @@ enum class NanEncoding : std::uint8_t {
     signed_quiet,    // smallest quiet NaN with the input's sign (ml_dtypes: E5M2 0x7E / 0xFE)
     signed_quiet_payload,  // the sign and the payload's leading bits, quiet bit forced on
                            // (cuda_fp8.h from double: E5M2 0x7E | top mantissa bits)
+    // For formats with no NaN at all (OCP MX FP4/FP6), which must give a number instead:
+    positive_max,    // +max finite whatever the sign (cuda_fp4.h, cuda_fp6.h)
+    negated_zero,    // zero with the opposite of the input's sign: +NaN -> -0, -NaN -> +0
+                     // (ml_dtypes 0.6.0, measured on every NaN pattern, tests/golden)
 };
-// Formats with a single NaN pattern (FNUZ: 0x80, E8M0: 0xFF) ignore NanEncoding.
+// Formats with a single NaN pattern (FNUZ: 0x80, E8M0: 0xFF) ignore NanEncoding. Formats with a
+// NaN read positive_max and negated_zero as canonical; formats without one read every value
+// other than negated_zero as positive_max.
 
 struct Policy {
     Rounding rounding;

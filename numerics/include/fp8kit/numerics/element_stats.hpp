@@ -67,12 +67,12 @@ FP8KIT_HD emu::Policy no_saturate(emu::Policy p) {
 // Under a deterministic rounding, overflow is monotone in |s| for a fixed sign: the largest
 // float32 magnitude (bits) of sign `negative` that still converts to a finite code (binary search).
 FP8KIT_HD std::uint32_t overflow_limit(Format f, emu::Policy p, bool negative) {
-    const emu::Policy nosat = no_saturate(p);
     std::uint32_t lo = 0, hi = 0x7F800000u;  // lo never overflows, hi (Inf) always does
     while (hi - lo > 1) {
         const std::uint32_t mid = lo + (hi - lo) / 2;
-        const std::uint8_t c = emu::encode(f, emu::Wide::f32, mid | (negative ? 0x80000000u : 0u), nosat, 0);
-        (code_kind(f, c) == CodeKind::special ? hi : lo) = mid;
+        // emu's definition of an overflow: the Inf/NaN code of a non-saturating conversion, or,
+        // for formats with neither (FP4/FP6), a rounding past the largest finite value.
+        (emu::overflows(f, emu::Wide::f32, mid | (negative ? 0x80000000u : 0u), p, 0) ? hi : lo) = mid;
     }
     return lo;
 }
@@ -111,7 +111,7 @@ FP8KIT_HD bool overflows(const ElementConsts& c, std::uint32_t s) {
 FP8KIT_HD bool stochastic_overflows(const ElementConsts& c, Format f, emu::Policy p, std::uint32_t s,
                                     std::uint32_t random) {
     if ((s & 0x7FFFFFFFu) <= c.max_bits) return false;
-    return code_kind(f, emu::encode(f, emu::Wide::f32, s, no_saturate(p), random)) == CodeKind::special;
+    return emu::overflows(f, emu::Wide::f32, s, p, random);
 }
 
 // One element's contribution (see the top of this file).
