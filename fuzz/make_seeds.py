@@ -47,8 +47,8 @@ out("safetensors", "fp8_scalar", safetensors({
 }))
 
 
-def h5(name, build):
-    path = corpus / "hdf5" / name
+def h5(name, build, harness="hdf5"):
+    path = corpus / harness / name
     path.parent.mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "w", libver="earliest") as f:
         build(f)
@@ -87,6 +87,9 @@ def outside(f):
 h5("plain", plain)
 h5("chunked_fp8", chunked_fp8)
 h5("outside", outside)
+# fuzz_hdf5_outside (nothing opened but the input): the datasets pointing outside, and a plain file.
+h5("outside", outside, "hdf5_outside")
+h5("plain", plain, "hdf5_outside")
 
 npy = corpus / "npy"
 npy.mkdir(parents=True, exist_ok=True)
