@@ -19,6 +19,8 @@
 namespace fp8kit::cli {
 namespace {
 
+using io::csv_field;
+
 namespace dp = fp8kit::dump;
 
 struct InspectOpts {
@@ -133,16 +135,6 @@ nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
     j["sum_err2"] = num(s.sum_err2);
     j["exp_hist"] = exp_hist_json(s);
     return j;
-}
-
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"') out += '"';
-        out += c;
-    }
-    return out + "\"";
 }
 
 // Long form: one line per tensor and statistic, for pandas (pivot on `stat`).

@@ -18,23 +18,14 @@
 namespace fp8kit::cli {
 namespace {
 
+using io::csv_field;
+
 struct ReplayOpts {
     std::string trace, recipe = "te-delayed", algo, format = "auto";
     std::optional<int> history, margin;
     std::vector<std::string> tensors;
     bool csv = false, json = false, wide = false;
 };
-
-// A CSV field: quoted when it holds a separator, a quote or a line break (RFC 4180).
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"') out += '"';
-        out += c;
-    }
-    return out + "\"";
-}
 
 
 nlohmann::json num(double v) {

@@ -17,6 +17,8 @@
 namespace fp8kit::cli {
 namespace {
 
+using io::csv_field;
+
 struct SweepOpts {
     std::vector<std::string> inputs, tensors;
     std::string format = "auto";
@@ -40,17 +42,6 @@ std::string dbs(const sweep::Outcome& o) {
     return fmt::format("{:.2f} [{:.2f},{:.2f}]", o.mean_sqnr_db(), lo, hi);
 }
 std::string margin_str(int m) { return m < 0 ? ">4" : std::to_string(m); }
-
-// A CSV field: quoted when it holds a separator, a quote or a line break (RFC 4180).
-std::string csv_field(const std::string& s) {
-    if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"') out += '"';
-        out += c;
-    }
-    return out + "\"";
-}
 
 nlohmann::json outcome_json(const sweep::Outcome& oc) {
     nlohmann::json j;

@@ -42,4 +42,14 @@ std::string quoted(std::string_view s, std::size_t max) {
     return fmt::format("{}... ({} bytes)", s.substr(0, n), s.size());
 }
 
+std::string csv_field(std::string_view s) {
+    if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + "\"";
+}
+
 }  // namespace fp8kit::io

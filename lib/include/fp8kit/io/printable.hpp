@@ -19,4 +19,8 @@ std::string printable(std::string_view s);
 // error message. Not escaped (printable() is applied where the message is printed).
 std::string quoted(std::string_view s, std::size_t max = 200);
 
+// One CSV field (RFC 4180): quoted, with inner quotes doubled, when it holds a separator, a quote
+// or a line break; as it is otherwise. Names are never cut.
+std::string csv_field(std::string_view s);
+
 }  // namespace fp8kit::io
