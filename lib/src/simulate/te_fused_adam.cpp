@@ -61,8 +61,9 @@ void apply_scale(TeState& s, const std::vector<float>& x) {
     if (s.dtype == StateDtype::fp8) {
         // 3. quantizer.scale.copy_(1 / scale): torch's 1 / t is t.reciprocal() * 1 (Inf for scale 0)
         s.fp8_scale = 1.0f / s.scale;
-        // 4. scaled_state.copy_(unscaled_state): TE quantize, unary_kernel: static_cast<fp8>(x * s)
-        //    (__nv_fp8_e4m3, saturating; 0 * Inf is NaN -> 0x7F), scale_inv = __frcp_rn(s)
+        // 4. scaled_state.copy_(unscaled_state): TE quantize (common/cast/fp8/quantize_fp8.cuh,
+        //    util/vectorized_pointwise.h unary_kernel): static_cast<fp8>(x * s) (__nv_fp8_e4m3,
+        //    saturating; 0 * Inf is NaN -> 0x7F), then scale_inv = __frcp_rn(s) (utils.cuh)
         for (std::size_t i = 0; i < x.size(); ++i) s.bits[i] = to_e4m3_satfinite(x[i] * s.fp8_scale);
         s.fp8_scale_inv = 1.0f / s.fp8_scale;
         return;
@@ -114,7 +115,8 @@ StateDtype parse_state_dtype(std::string_view s) {
     throw std::invalid_argument(fmt::format("unknown state dtype '{}' (fp32, fp16, bf16, fp8)", s));
 }
 
-// get_unscaled_state: FP8 Float8Tensor.float() (code * scale_inv), FP16 .float().mul_(scale),
+// get_unscaled_state: FP8 Float8Tensor.float() (code * scale_inv: common/cast/fp8/dequantize_fp8.cuh
+// dequantize_func), FP16 .float().mul_(scale),
 // BF16 .float(), FP32 as stored.
 std::vector<float> TeState::dequantized() const {
     std::vector<float> x(bits.size());
