@@ -33,7 +33,9 @@ float te_absmax(const std::vector<float>& x) {
         lo = std::fmin(lo, v);
         hi = std::fmax(hi, v);
     }
-    return x.empty() ? 0.0f : std::fmax(-lo, hi);
+    // On a tie of -0 and +0 (an all-zero state) the max is taken: +0. Which zero torch.maximum
+    // returns there is not specified; a zero scale of either sign stores and restores the same values.
+    return x.empty() ? 0.0f : (-lo > hi ? -lo : hi);
 }
 
 // _initialize_state(zero_buffer=True): zeros; an FP8 state is quantize_(zeros) with scale ones
