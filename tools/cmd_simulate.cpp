@@ -21,6 +21,7 @@ namespace sim = fp8kit::simulate;
 struct SimOpts {
     std::vector<std::string> dumps, orders{"rank", "ring", "tree"}, include;
     std::string level, path = "both", hop = "half";
+    std::string optimizer = "msamp", exp_avg_dtype = "fp8", exp_avg_sq_dtype = "fp8", master_dtype = "fp32";
     std::vector<int> ranks;
     double spread = 1.0, lr = 3e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
     std::uint64_t seed = 0;
@@ -85,22 +86,11 @@ std::vector<float> mean_of(const std::vector<std::vector<float>>& g) {
     return m;
 }
 
-void optimizer_rows(sim::DumpInput& in, const std::string& p, const SimOpts& o, std::vector<Row>& rows,
-                    std::vector<std::string>& notes) {
-    const auto steps = in.steps(p);
+// Applies the dumped gradients (after `first` when starting from dumped states) and adds the rows.
+template <class Optimizer>
+void apply_steps(Optimizer& a, sim::DumpInput& in, const std::string& p, const std::vector<std::int64_t>& steps,
+                 bool from_states, std::vector<Row>& rows) {
     const std::int64_t first = steps.front();
-    auto w = in.state(p, first, "weight");
-    if (w.empty()) throw UsageError(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight)", p, first));
-    auto m = in.state(p, first, "exp_avg"), v = in.state(p, first, "exp_avg_sq");
-    const bool from_states = !m.empty() && !v.empty() && steps.size() > 1;
-    sim::AdamHyper h{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, true};
-    // From dumped states: they are the states after `first`, and the later gradients follow.
-    // Without exp_avg_sq: zero states, every dumped gradient applied in order (v recomputed).
-    sim::MsampAdam a(w, from_states ? m : std::vector<float>{}, from_states ? v : std::vector<float>{}, h,
-                     from_states ? first + 1 : 0, !o.fp32_master);
-    if (!from_states && notes.empty())
-        notes.push_back("optimizer: exp_avg_sq not dumped (or a single step): states start at zero and every dumped "
-                        "gradient is applied in order as consecutive steps");
     const std::int64_t last = steps.back();
     auto add = [&](const std::string& metric, double val) { rows.push_back({"optimizer", p, last, in.ranks(), "", "", metric, val}); };
     std::size_t applied = 0;
@@ -120,6 +110,34 @@ void optimizer_rows(sim::DumpInput& in, const std::string& p, const SimOpts& o, 
     add("m_scale", r.m_scale);
     add("v_scale", r.v_scale);
 }
+
+void optimizer_rows(sim::DumpInput& in, const std::string& p, const SimOpts& o, std::vector<Row>& rows,
+                    std::vector<std::string>& notes) {
+    const auto steps = in.steps(p);
+    const std::int64_t first = steps.front();
+    auto w = in.state(p, first, "weight");
+    if (w.empty()) throw UsageError(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight)", p, first));
+    auto m = in.state(p, first, "exp_avg"), v = in.state(p, first, "exp_avg_sq");
+    const bool from_states = !m.empty() && !v.empty() && steps.size() > 1;
+    sim::AdamHyper h{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, true};
+    // From dumped states: they are the states after `first`, and the later gradients follow.
+    // Without exp_avg_sq: zero states, every dumped gradient applied in order (v recomputed).
+    if (!from_states && notes.empty())
+        notes.push_back("optimizer: exp_avg_sq not dumped (or a single step): states start at zero and every dumped "
+                        "gradient is applied in order as consecutive steps");
+    if (!from_states) m.clear(), v.clear();
+    const std::int64_t step0 = from_states ? first + 1 : 0;
+    if (o.optimizer == "te-fused-adam") {
+        const sim::TeAdamOptions te{sim::parse_state_dtype(o.exp_avg_dtype), sim::parse_state_dtype(o.exp_avg_sq_dtype),
+                                    sim::parse_state_dtype(o.master_dtype)};
+        sim::TeFusedAdam a(w, m, v, h, step0, te);
+        apply_steps(a, in, p, steps, from_states, rows);
+    } else {
+        sim::MsampAdam a(w, m, v, h, step0, !o.fp32_master);
+        apply_steps(a, in, p, steps, from_states, rows);
+    }
+}
+
 
 nlohmann::json num(double v) {
     if (std::isnan(v)) return nullptr;
@@ -169,8 +187,12 @@ void print_summary(const std::vector<Row>& rows, const std::vector<std::string>&
         std::printf("\n");
     }
     if (o.level == "O2") {
-        std::printf("O2 optimizer states (E4M3 exp_avg, FP16 exp_avg_sq, %s master weights) vs FP32:\n",
-                    o.fp32_master ? "FP32" : "FP16");
+        if (o.optimizer == "te-fused-adam")
+            std::printf("O2 optimizer states, TransformerEngine FusedAdam (%s exp_avg, %s exp_avg_sq, %s master weights) vs FP32:\n",
+                        o.exp_avg_dtype.c_str(), o.exp_avg_sq_dtype.c_str(), o.master_dtype.c_str());
+        else
+            std::printf("O2 optimizer states (E4M3 exp_avg, FP16 exp_avg_sq, %s master weights) vs FP32:\n",
+                        o.fp32_master ? "FP32" : "FP16");
         std::printf("  %-*s  %6s  %9s  %9s  %9s  %9s  %12s  %12s\n", int(w), "tensor", "steps", "m undfl", "v undfl",
                     "m rel err", "v rel err", "upd err 1st", "upd err last");
         for (const auto& p : params)
@@ -189,6 +211,17 @@ void print_summary(const std::vector<Row>& rows, const std::vector<std::string>&
 void run(const SimOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     if (o.level != "O1" && o.level != "O2") throw UsageError(fmt::format("--level {}: O1 or O2", o.level));
+    if (o.optimizer != "msamp" && o.optimizer != "te-fused-adam")
+        throw UsageError(fmt::format("--optimizer {}: msamp or te-fused-adam", o.optimizer));
+    for (const auto* d : {&o.exp_avg_dtype, &o.exp_avg_sq_dtype, &o.master_dtype}) {
+        try {
+            sim::parse_state_dtype(*d);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(fmt::format("--exp-avg-dtype/--exp-avg-sq-dtype/--master-weight-dtype: {}", e.what()));
+        }
+    }
+    if (o.master_dtype != "fp32" && o.master_dtype != "fp16")
+        throw UsageError(fmt::format("--master-weight-dtype {}: fp32 or fp16", o.master_dtype));
     if (o.path != "ddp" && o.path != "non-ddp" && o.path != "both") throw UsageError(fmt::format("--path {}: ddp, non-ddp or both", o.path));
     if (o.hop != "half" && o.hop != "float32") throw UsageError(fmt::format("--hop {}: half or float32", o.hop));
     std::vector<sim::Order> orders;
@@ -246,6 +279,11 @@ void run(const SimOpts& o) {
         nlohmann::json j;
         j["dumps"] = files;
         j["level"] = o.level;
+        if (o.level == "O2") {
+            j["optimizer"] = o.optimizer;
+            if (o.optimizer == "te-fused-adam")
+                j["state_dtypes"] = {{"exp_avg", o.exp_avg_dtype}, {"exp_avg_sq", o.exp_avg_sq_dtype}, {"master", o.master_dtype}};
+        }
         j["orders"] = o.orders;
         j["hop"] = o.hop;
         j["spread"] = o.spread;
@@ -288,7 +326,11 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--beta2", o->beta2, "O2: Adam beta2")->capture_default_str();
     cmd->add_option("--eps", o->eps, "O2: Adam eps")->capture_default_str();
     cmd->add_option("--weight-decay", o->weight_decay, "O2: AdamW weight decay")->capture_default_str();
-    cmd->add_flag("--fp32-master", o->fp32_master, "O2: keep FP32 master weights (default FP16 with scale)");
+    cmd->add_flag("--fp32-master", o->fp32_master, "O2 msamp: keep FP32 master weights (default FP16 with scale)");
+    cmd->add_option("--optimizer", o->optimizer, "O2: msamp (LBAdamW) or te-fused-adam (TransformerEngine FusedAdam)")->capture_default_str();
+    cmd->add_option("--exp-avg-dtype", o->exp_avg_dtype, "O2 te-fused-adam: exp_avg as fp32, fp16, bf16 or fp8")->capture_default_str();
+    cmd->add_option("--exp-avg-sq-dtype", o->exp_avg_sq_dtype, "O2 te-fused-adam: exp_avg_sq as fp32, fp16, bf16 or fp8")->capture_default_str();
+    cmd->add_option("--master-weight-dtype", o->master_dtype, "O2 te-fused-adam: master weights fp32 or fp16")->capture_default_str();
     cmd->add_flag("--csv", o->csv, "Long-form CSV: section,tensor,step,ranks,path,order,metric,value");
     cmd->add_flag("--json", o->json, "JSON: every row, the flagged tensors per N and path");
     cmd->callback([o] { run(*o); });

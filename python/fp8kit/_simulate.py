@@ -47,3 +47,18 @@ def adam(weight, exp_avg=None, exp_avg_sq=None, lr=3e-3, betas=(0.9, 0.999), eps
     v = np.zeros(0, np.float32) if exp_avg_sq is None else np.asarray(exp_avg_sq, dtype=np.float32).ravel()
     return _fp8kit.MsampAdam(w, m, v, float(lr), float(betas[0]), float(betas[1]), float(eps),
                              float(weight_decay), bool(bias_correction), int(step), bool(fp16_master))
+
+
+def te_fused_adam(weight, exp_avg=None, exp_avg_sq=None, lr=3e-3, betas=(0.9, 0.999), eps=1e-8,
+                  weight_decay=0.01, bias_correction=True, step=0, exp_avg_dtype="fp8",
+                  exp_avg_sq_dtype="fp8", master_weight_dtype="fp32"):
+    """A TeFusedAdam: TransformerEngine FusedAdam (AdamW mode, master weights) with exp_avg /
+    exp_avg_sq stored as fp32, fp16, bf16 or fp8 (torch.uint8: E4M3 with a per-tensor scale) and an
+    fp32 or fp16 master weight, next to the FP32 reference. .exp_avg / .exp_avg_sq / .master give the
+    stored bits and scales; .report() compares with FP32 as adam() does. docs/msamp.md."""
+    w = np.ascontiguousarray(np.asarray(weight, dtype=np.float32).ravel())
+    m = np.zeros(0, np.float32) if exp_avg is None else np.asarray(exp_avg, dtype=np.float32).ravel()
+    v = np.zeros(0, np.float32) if exp_avg_sq is None else np.asarray(exp_avg_sq, dtype=np.float32).ravel()
+    return _fp8kit.TeFusedAdam(w, m, v, float(lr), float(betas[0]), float(betas[1]), float(eps),
+                               float(weight_decay), bool(bias_correction), int(step), str(exp_avg_dtype),
+                               str(exp_avg_sq_dtype), str(master_weight_dtype))

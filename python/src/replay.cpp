@@ -145,10 +145,13 @@ pyb::dict sweep_inputs(const std::vector<std::string>& files, const std::vector<
     for (std::size_t c = 0; c < sw.candidates().size(); ++c)
         for (Role cls : classes)
             if (sw.has_class(cls)) rows.append(outcome_row(sw, c, cls, -1, sw.per_class(c, cls)));
+    // Every row goes back to Python, so each series' outcomes are computed once and kept here.
+    std::vector<std::vector<sweep::Outcome>> per_series;
+    for (std::size_t s = 0; s < sw.series().size(); ++s) per_series.push_back(sw.tensor_outcomes(s));
     for (std::size_t c = 0; c < sw.candidates().size(); ++c)
         for (std::size_t s = 0; s < sw.series().size(); ++s) {
             const auto& ser = sw.series()[s];
-            pyb::dict d = outcome_row(sw, c, ser.role, static_cast<long>(s), sw.per_tensor()[c][s]);
+            pyb::dict d = outcome_row(sw, c, ser.role, static_cast<long>(s), per_series[s][c]);
             d["tensor"] = ser.tensor;
             tensor_rows.append(d);
         }

@@ -73,6 +73,22 @@ sim::AllReduceResult run(const sim::RankSource& src, const std::vector<std::stri
     return sim::fp8_allreduce(src, os, opt);
 }
 
+pyb::dict adam_report_dict(const sim::AdamReport& r) {
+    pyb::dict d;
+    d["steps"] = r.steps;
+    d["m_underflow"] = r.m_underflow;
+    d["v_underflow"] = r.v_underflow;
+    d["m_nonzero"] = r.m_nonzero;
+    d["v_nonzero"] = r.v_nonzero;
+    d["m_rel_error"] = r.m_rel_error;
+    d["v_rel_error"] = r.v_rel_error;
+    d["update_rel_error"] = r.update_rel_error;
+    d["weight_max_abs_diff"] = r.weight_max_abs_diff;
+    d["m_scale"] = r.m_scale;
+    d["v_scale"] = r.v_scale;
+    return d;
+}
+
 }  // namespace
 
 void bind_simulate(pyb::module_& m) {
@@ -122,22 +138,38 @@ void bind_simulate(pyb::module_& m) {
         .def_property_readonly("ref_weight", [](const sim::MsampAdam& a) { return to_array(a.ref_weight()); })
         .def_property_readonly("ref_m", [](const sim::MsampAdam& a) { return to_array(a.ref_m()); })
         .def_property_readonly("ref_v", [](const sim::MsampAdam& a) { return to_array(a.ref_v()); })
-        .def("report", [](const sim::MsampAdam& a) {
-            const auto r = sim::report(a);
-            pyb::dict d;
-            d["steps"] = r.steps;
-            d["m_underflow"] = r.m_underflow;
-            d["v_underflow"] = r.v_underflow;
-            d["m_nonzero"] = r.m_nonzero;
-            d["v_nonzero"] = r.v_nonzero;
-            d["m_rel_error"] = r.m_rel_error;
-            d["v_rel_error"] = r.v_rel_error;
-            d["update_rel_error"] = r.update_rel_error;
-            d["weight_max_abs_diff"] = r.weight_max_abs_diff;
-            d["m_scale"] = r.m_scale;
-            d["v_scale"] = r.v_scale;
-            return d;
-        });
+        .def("report", [](const sim::MsampAdam& a) { return adam_report_dict(sim::report(a)); });
+
+    // TransformerEngine FusedAdam with FP8/FP16/BF16 states (docs/msamp.md).
+    auto state_dict = [](const sim::TeState& s) {
+        pyb::dict d;
+        d["dtype"] = std::string(sim::name(s.dtype));
+        d["bits"] = to_array(s.bits);
+        d["scale"] = s.scale;
+        d["fp8_scale"] = s.fp8_scale;
+        d["fp8_scale_inv"] = s.fp8_scale_inv;
+        d["value"] = to_array(s.dequantized());
+        return d;
+    };
+    pyb::class_<sim::TeFusedAdam>(m, "TeFusedAdam")
+        .def(pyb::init([](F32Array w, F32Array m, F32Array v, double lr, double beta1, double beta2, double eps,
+                          double weight_decay, bool bias_correction, std::int64_t step, const std::string& m_dtype,
+                          const std::string& v_dtype, const std::string& master_dtype) {
+                 sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
+                 sim::TeAdamOptions o{sim::parse_state_dtype(m_dtype), sim::parse_state_dtype(v_dtype),
+                                      sim::parse_state_dtype(master_dtype)};
+                 return sim::TeFusedAdam(to_vector(w), to_vector(m), to_vector(v), h, step, o);
+             }))
+        .def("step", [](sim::TeFusedAdam& a, F32Array g) { a.step(to_vector(g)); })
+        .def_property_readonly("steps", &sim::TeFusedAdam::steps)
+        .def_property_readonly("exp_avg", [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.m_state()); })
+        .def_property_readonly("exp_avg_sq", [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.v_state()); })
+        .def_property_readonly("master", [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.master_state()); })
+        .def_property_readonly("weight", [](const sim::TeFusedAdam& a) { return to_array(a.weight()); })
+        .def_property_readonly("ref_weight", [](const sim::TeFusedAdam& a) { return to_array(a.ref_weight()); })
+        .def_property_readonly("ref_m", [](const sim::TeFusedAdam& a) { return to_array(a.ref_m()); })
+        .def_property_readonly("ref_v", [](const sim::TeFusedAdam& a) { return to_array(a.ref_v()); })
+        .def("report", [](const sim::TeFusedAdam& a) { return adam_report_dict(sim::report(a)); });
 }
 
 }  // namespace fp8kit::py

@@ -29,6 +29,9 @@ bad "unknown reduction order" --level O1 "$DUMP" --order spiral
 bad "splits a single dump" --level O1 "$RANKS/rank0.h5" "$RANKS/rank1.h5" --ranks 8
 bad "no weight gradient" --level O1 "$REPO/data/example/llama_tiny_dump.h5" --tensor '*nothing*'
 bad "choose one" --level O1 "$DUMP" --csv --json
+bad "--optimizer adam: msamp or te-fused-adam" --level O2 "$DUMP" --optimizer adam
+bad "unknown state dtype 'fp4'" --level O2 "$DUMP" --optimizer te-fused-adam --exp-avg-dtype fp4
+bad "--master-weight-dtype bf16: fp32 or fp16" --level O2 "$DUMP" --optimizer te-fused-adam --master-weight-dtype bf16
 printf 'not a dump' >"$T/x.h5"
 bad "x.h5" --level O1 "$T/x.h5"
 
@@ -53,6 +56,24 @@ assert {r["tensor"] for r in rows} == {"model.layers.1.self_attn.k_proj"}
 m = {r["metric"]: r["value"] for r in rows}
 assert m["steps_applied"] == 2 and 0 < m["m_rel_error"] < 1 and m["update_rel_error"] > 0, m
 assert all(r["ranks"] == 4 for r in j["rows"])
+PYEOF
+# TE FusedAdam: FP16 states are far closer to FP32 than FP8 states on the same dumps
+for d in fp8 fp16; do
+    "$FP8KIT" simulate msamp --level O2 "$RANKS"/rank*.h5 "${SEL[@]}" --optimizer te-fused-adam \
+        --exp-avg-dtype $d --exp-avg-sq-dtype $d --json >"$T/te_$d.json" || { echo "FAIL: TE $d run"; fail=1; }
+done
+"$PY" - "$T/te_fp8.json" "$T/te_fp16.json" <<'PYEOF' || fail=1
+import json, sys
+def metrics(f):
+    j = json.load(open(f))
+    assert j["optimizer"] == "te-fused-adam", j.get("optimizer")
+    return {r["metric"]: r["value"] for r in j["rows"] if r["section"] == "optimizer"}, j["state_dtypes"]
+m8, d8 = metrics(sys.argv[1])
+m16, d16 = metrics(sys.argv[2])
+assert d8 == {"exp_avg": "fp8", "exp_avg_sq": "fp8", "master": "fp32"}, d8
+assert m8["steps_applied"] == 2 and m16["steps_applied"] == 2
+assert 0 < m16["m_rel_error"] < m8["m_rel_error"] < 1, (m8, m16)
+assert 0 < m16["update_rel_error"] < m8["update_rel_error"], (m8, m16)
 PYEOF
 "$FP8KIT" simulate msamp --level O1 "$DUMP" --ranks 8 "${SEL[@]}" >"$T/text" || { echo "FAIL: text run"; fail=1; }
 grep -q "FP8 all-reduce, 8 ranks, ddp path" "$T/text" || { echo "FAIL: summary header"; fail=1; }

@@ -342,3 +342,146 @@ def test_adam_zero_states_and_size_error():
     assert sim.m_scale == 1.0 and sim.v_scale == 1.0  # amax 0 keeps scale 1
     with pytest.raises(ValueError, match="gradient of 3 elements"):
         sim.step(np.ones(3, f32))
+
+
+# ---- TransformerEngine FusedAdam, transcribed from transformer_engine/pytorch/optimizers/
+# fused_adam.py (_initialize_state, get_unscaled_state, _apply_scale, step) and
+# transformer_engine/common/multi_tensor/adam.cu (multi_tensor_adam_cuda, AdamFunctor ADAM_MODE_1).
+BF16 = ml_dtypes.bfloat16
+TE_RANGE = {"fp16": f32(np.finfo(np.float16).max / 2.0), "fp8": f32(448.0)}  # dtype_to_range_map
+
+
+class NumpyTeState:
+    def __init__(self, dtype, n):
+        # _initialize_state(zero_buffer=True): zeros; FP8 quantize_ with scale ones (scale_inv 1)
+        self.dtype, self.scale, self.qscale, self.scale_inv = dtype, f32(1), f32(1), f32(1)
+        self.data = {"fp32": np.zeros(n, f32), "fp16": np.zeros(n, np.float16),
+                     "bf16": np.zeros(n, BF16), "fp8": np.zeros(n, np.uint8)}[dtype]
+
+    def unscaled(self):  # get_unscaled_state
+        if self.dtype == "fp8":  # Float8Tensor.float(): data * scale_inv
+            return e4m3_value(self.data) * self.scale_inv
+        if self.dtype == "fp16":  # .float().mul_(scale)
+            return self.data.astype(f32) * self.scale
+        return self.data.astype(f32)
+
+    def apply_scale(self, x):  # _apply_scale (set_scaled_state for fp32: copy)
+        x = np.asarray(x, f32)
+        if self.dtype == "fp32":
+            self.data = x.copy()
+            return
+        if self.dtype == "bf16":
+            self.data = x.astype(BF16)
+            return
+        with np.errstate(all="ignore"):
+            absmax = np.maximum(-x.min(), x.max())  # torch.aminmax; min/max propagate NaN
+            self.scale = f32(absmax) / TE_RANGE[self.dtype]  # torch.div(absmax, max_range, out=scale)
+            if self.dtype == "fp8":
+                self.qscale = f32(1) / self.scale  # quantizer.scale.copy_(1 / scale)
+                self.data = e4m3_satfinite(x * self.qscale)  # unary_kernel: fp8(x * s)
+                self.scale_inv = f32(1) / self.qscale  # reciprocal<float>: __frcp_rn(s)
+            else:
+                rscale = (f32(1) / self.scale) if self.scale > 0 else f32(0)  # where(scale > 0, ...)
+                self.data = (x * rscale).astype(np.float16)  # mul_(rscale), copy_ to fp16
+
+
+class NumpyTeFusedAdam:
+    def __init__(self, w, m0, v0, m_dtype, v_dtype, master_dtype, lr, b1, b2, eps, wd):
+        self.lr, self.b1, self.b2, self.eps, self.wd = f32(lr), f32(b1), f32(b2), f32(eps), f32(wd)
+        self.step_no = 0
+        n = len(w)
+        self.m, self.v = NumpyTeState(m_dtype, n), NumpyTeState(v_dtype, n)
+        if m0 is not None:
+            self.m.apply_scale(m0)  # load_state_dict -> set_scaled_state
+        if v0 is not None:
+            self.v.apply_scale(v0)
+        self.master = NumpyTeState(master_dtype, n)
+        self.master.apply_scale(w)  # initialize_state: set_scaled_state(param, "master_param", ...)
+
+    def kernel(self, g, p, m, v):
+        b1, b2 = self.b1, self.b2
+        # multi_tensor_adam_cuda: bias_correction = 1 - std::pow(beta1, step) (double), as float
+        bc1 = f32(1 - math.pow(float(b1), self.step_no))
+        bc2 = f32(1 - math.pow(float(b2), self.step_no))
+        with np.errstate(all="ignore"):
+            m = b1 * m + (f32(1) - b1) * g
+            v = b2 * v + (f32(1) - b2) * g * g
+            denom = np.sqrt(v / bc2) + self.eps
+            update = ((m / bc1) / denom) + (self.wd * p)
+            p = p - (self.lr * update)
+        return p.astype(f32), m.astype(f32), v.astype(f32)
+
+    def step(self, g):
+        self.step_no += 1
+        p, m, v = self.kernel(np.asarray(g, f32), self.master.unscaled(), self.m.unscaled(), self.v.unscaled())
+        self.m.apply_scale(m)
+        self.v.apply_scale(v)
+        self.master.apply_scale(p)
+
+
+def same_bits(a, b):
+    """Bit for bit, except that a NaN matches any NaN (its sign and payload depend on the operand
+    order the compiler picks, which neither library specifies)."""
+    a, b = np.atleast_1d(np.asarray(a, f32)), np.atleast_1d(np.asarray(b, f32))
+    np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    keep = ~np.isnan(a)
+    np.testing.assert_array_equal(bits(a[keep]), bits(b[keep]))
+
+
+def te_state_bits(s):
+    return s.data.view(np.uint8 if s.dtype == "fp8" else np.uint16 if s.dtype in ("fp16", "bf16") else np.uint32)
+
+
+@pytest.mark.parametrize("m_dtype,v_dtype,master", [("fp8", "fp8", "fp32"), ("fp8", "fp16", "fp16"),
+                                                    ("fp16", "fp16", "fp32"), ("bf16", "fp8", "fp32"),
+                                                    ("fp32", "bf16", "fp16")])
+@pytest.mark.parametrize("gscale", [1e-2, 1e-6, 1e-30, 3e4])
+@pytest.mark.parametrize("given_states", [True, False])
+def test_te_fused_adam_bit_exact(m_dtype, v_dtype, master, gscale, given_states):
+    rng = np.random.default_rng(5)
+    n = 2000
+    w = (rng.standard_normal(n) * 0.02).astype(f32)
+    m0 = v0 = None
+    if given_states:
+        m0 = (rng.standard_normal(n) * gscale * 0.1).astype(f32)
+        v0 = ((rng.standard_normal(n) * gscale) ** 2).astype(f32)
+        m0[:4] = [0.0, 1e-42, -1e-40, 0.0]
+    hyper = dict(lr=3e-3, b1=0.9, b2=0.999, eps=1e-8, wd=0.01)
+    ref = NumpyTeFusedAdam(w, m0, v0, m_dtype, v_dtype, master, **hyper)
+    sim = fp8kit.msamp.te_fused_adam(w, m0, v0, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
+                                     exp_avg_dtype=m_dtype, exp_avg_sq_dtype=v_dtype, master_weight_dtype=master)
+    for _ in range(4):
+        g = (rng.standard_normal(n) * gscale).astype(f32)
+        g[:3] = [0.0, 1e-42, -1e-40]
+        ref.step(g)
+        sim.step(g)
+        for name, st in (("exp_avg", ref.m), ("exp_avg_sq", ref.v), ("master", ref.master)):
+            got = sim.__getattribute__(name)
+            assert got["dtype"] == st.dtype
+            np.testing.assert_array_equal(got["bits"], te_state_bits(st).astype(np.uint32))
+            same_bits(got["scale"], st.scale)
+            same_bits(got["fp8_scale_inv"], st.scale_inv)
+        same_bits(sim.weight, ref.master.unscaled())
+    rep = sim.report()
+    assert rep["steps"] == 4
+
+
+def test_te_fused_adam_zero_gradient_and_errors():
+    # amax 0: an FP8 state becomes NaN (scale 0, quantizer scale Inf, 0 * Inf), FP16 stays zero
+    w = np.array([1.0, -2.0, 0.5], f32)
+    ref = NumpyTeFusedAdam(w, None, None, "fp8", "fp16", "fp32", 1e-3, 0.9, 0.999, 1e-8, 0.0)
+    sim = fp8kit.msamp.te_fused_adam(w, lr=1e-3, weight_decay=0.0, exp_avg_dtype="fp8", exp_avg_sq_dtype="fp16")
+    for g in (np.zeros(3, f32), np.ones(3, f32)):
+        ref.step(g)
+        sim.step(g)
+        np.testing.assert_array_equal(sim.exp_avg["bits"], ref.m.data.astype(np.uint32))
+        np.testing.assert_array_equal(sim.exp_avg_sq["bits"], ref.v.data.view(np.uint16).astype(np.uint32))
+        same_bits(sim.weight, ref.master.unscaled())
+    assert np.all(ref.m.data == 0x7F) and np.isnan(sim.weight).all()
+    assert not np.isnan(sim.ref_weight).any()
+    with pytest.raises(ValueError, match="gradient of 2 elements"):
+        sim.step(np.ones(2, f32))
+    with pytest.raises(ValueError, match="unknown state dtype 'fp4'"):
+        fp8kit.msamp.te_fused_adam(w, exp_avg_dtype="fp4")
+    with pytest.raises(ValueError, match="master weight dtype bf16"):
+        fp8kit.msamp.te_fused_adam(w, master_weight_dtype="bf16")

@@ -154,3 +154,44 @@ TEST_CASE("O2: a first step from zero states by hand", "[simulate]") {
     CHECK(std::fabs(a.ref_weight()[1] - (-1.0f + 3e-3f)) < 1e-5f);
     CHECK_THROWS_AS(a.step({1.0f}), std::invalid_argument);
 }
+
+TEST_CASE("TE FusedAdam: a first step from fresh FP8/FP16 states by hand", "[simulate]") {
+    // beta1 = beta2 = 0.5, eps = 1, lr = 1, no decay: every kernel value is exact.
+    // g = 1: m = 0.5, v = 0.5, bc1 = bc2 = 0.5, denom = sqrt(1) + 1 = 2, p = 1 - 0.5 = 0.5.
+    const AdamHyper h{1.0, 0.5, 0.5, 1.0, 0.0, true};
+    TeFusedAdam a({1.0f, 0.0f}, {}, {}, h, 0, {StateDtype::fp8, StateDtype::f16, StateDtype::f32});
+    CHECK(a.m_state().bits == std::vector<std::uint32_t>{0, 0});  // quantize_(zeros), scale 1
+    a.step({1.0f, 0.0f});
+    CHECK(a.weight() == std::vector<float>{0.5f, 0.0f});
+    CHECK(a.ref_weight() == a.weight());
+    // FP8: scale = absmax / 448, quantizer scale ~ 896: 0.5 * 896 -> 448 (code 0x7E)
+    CHECK(a.m_state().bits == std::vector<std::uint32_t>{0x7E, 0});
+    CHECK(bits(a.m_state().scale) == bits(0.5f / 448.0f));
+    // FP16: scale = absmax / 32752: 0.5 / scale ~ 32752 = 0x77FF
+    CHECK(a.v_state().bits == std::vector<std::uint32_t>{0x77FF, 0});
+    CHECK(bits(a.v_state().scale) == bits(0.5f / 32752.0f));
+    const auto r = report(a);
+    CHECK(r.m_underflow == 0);
+    CHECK(r.steps == 1);
+}
+
+TEST_CASE("TE FusedAdam: amax 0 gives an FP8 state of NaN, an FP16 state of zeros", "[simulate]") {
+    const AdamHyper h{1e-3, 0.9, 0.999, 1e-8, 0.01, true};
+    TeFusedAdam a({1.0f, -2.0f}, {}, {}, h, 0, {StateDtype::fp8, StateDtype::f16, StateDtype::f16});
+    a.step({0.0f, 0.0f});
+    // scale = 0 / 448 = 0, quantizer scale 1 / 0 = Inf, 0 * Inf = NaN -> 0x7F, scale_inv = 0
+    CHECK(a.m_state().bits == std::vector<std::uint32_t>{0x7F, 0x7F});
+    CHECK(a.m_state().fp8_scale_inv == 0.0f);
+    CHECK(std::isnan(a.m_dequantized()[0]));
+    // FP16: rscale = where(scale > 0, 1 / scale, 0) = 0: zeros, dequantized 0 * 0 = 0
+    CHECK(a.v_state().bits == std::vector<std::uint32_t>{0, 0});
+    CHECK(a.v_dequantized() == std::vector<float>{0.0f, 0.0f});
+    a.step({1.0f, 1.0f});  // the NaN moment reaches the weights
+    CHECK(std::isnan(a.weight()[0]));
+    CHECK_FALSE(std::isnan(a.ref_weight()[0]));
+    CHECK_THROWS_AS(a.step({1.0f}), std::invalid_argument);
+    CHECK_THROWS_AS(TeFusedAdam({1.0f}, {}, {}, h, 0, {StateDtype::fp8, StateDtype::fp8, StateDtype::bf16}),
+                    std::invalid_argument);
+    CHECK(parse_state_dtype("bf16") == StateDtype::bf16);
+    CHECK_THROWS_AS(parse_state_dtype("fp4"), std::invalid_argument);
+}

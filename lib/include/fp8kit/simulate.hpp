@@ -173,6 +173,62 @@ struct AdamReport {
 };
 AdamReport report(const MsampAdam& a);
 
+// ---- TransformerEngine FusedAdam with FP8/FP16/BF16 states -----------------------------------
+// transformer_engine/pytorch/optimizers/fused_adam.py (FusedAdam: exp_avg_dtype, exp_avg_sq_dtype,
+// master_weight_dtype) and transformer_engine/common/multi_tensor/adam.cu (AdamFunctor, AdamW mode).
+// Unlike MS-AMP, TE does not update the states in low precision: step() dequantizes every state to
+// FP32 (get_unscaled_state), runs the FP32 kernel, then re-quantizes each state (_apply_scale)
+// with scale = absmax / range (range 448 for FP8, 65504 / 2 for FP16). docs/msamp.md gives every step.
+enum class StateDtype : std::uint8_t { f32, f16, bf16, fp8 };  // torch.float32/float16/bfloat16/uint8
+std::string_view name(StateDtype d);                         // fp32, fp16, bf16, fp8
+StateDtype parse_state_dtype(std::string_view s);            // throws std::invalid_argument
+
+// One stored state (or master weight) as FusedAdam holds it.
+struct TeState {
+    StateDtype dtype = StateDtype::f32;
+    std::vector<std::uint32_t> bits;  // stored values: E4M3 codes, FP16/BF16 bits or FP32 bits
+    float scale = 1;          // FusedAdam._scales[param][name]: fl32(absmax / range)
+    float fp8_scale = 1;      // Float8Tensor quantizer scale: fl32(1 / scale)
+    float fp8_scale_inv = 1;  // Float8Tensor._scale_inv: __frcp_rn(fp8_scale)
+    std::vector<float> dequantized() const;  // get_unscaled_state
+};
+
+struct TeAdamOptions {
+    StateDtype exp_avg = StateDtype::fp8, exp_avg_sq = StateDtype::fp8;
+    StateDtype master = StateDtype::f32;  // master_weight_dtype: f32 or f16 only
+};
+
+// One parameter under TE FusedAdam (adam_w_mode=True, master_weights=True, capturable=False,
+// store_param_remainders=False), next to the same optimizer with FP32 states and master weight.
+class TeFusedAdam {
+public:
+    // Empty exp_avg / exp_avg_sq: fresh zero states (_initialize_state, zero_buffer=True: scale 1).
+    // Given FP32 states are stored as load_state_dict stores them (set_scaled_state -> _apply_scale).
+    TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq,
+                AdamHyper h, std::int64_t step = 0, TeAdamOptions o = {});
+    void step(const std::vector<float>& grad);  // throws on a size mismatch
+
+    std::size_t size() const { return w32_.size(); }
+    std::int64_t steps() const { return step_; }
+    const TeState& m_state() const { return m_; }
+    const TeState& v_state() const { return v_; }
+    const TeState& master_state() const { return w_; }
+    std::vector<float> weight() const { return w_.dequantized(); }
+    std::vector<float> m_dequantized() const { return m_.dequantized(); }
+    std::vector<float> v_dequantized() const { return v_.dequantized(); }
+    const std::vector<float>& ref_weight() const { return w32_; }
+    const std::vector<float>& ref_m() const { return m32_; }
+    const std::vector<float>& ref_v() const { return v32_; }
+    const std::vector<float>& initial_weight() const { return w0_; }
+
+private:
+    AdamHyper h_;
+    std::int64_t step_;
+    std::vector<float> w0_, w32_, m32_, v32_;
+    TeState m_, v_, w_;
+};
+AdamReport report(const TeFusedAdam& a);  // m_scale / v_scale: TeState::scale
+
 }  // namespace fp8kit::simulate
 
 // ---- Reading a run's dumps ------------------------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "adam_report.hpp"
 #include "fp8kit/simulate.hpp"
 
 namespace fp8kit::simulate {
@@ -148,15 +149,13 @@ std::vector<float> MsampAdam::v_dequantized() const {
     return v;
 }
 
-AdamReport report(const MsampAdam& a) {
+AdamReport compare_with_fp32(const std::vector<float>& m, const std::vector<float>& v, const std::vector<float>& w,
+                             const std::vector<float>& ref_m, const std::vector<float>& ref_v,
+                             const std::vector<float>& ref_w, const std::vector<float>& w0) {
     AdamReport r;
-    r.steps = a.steps();
-    r.m_scale = a.m_scale();
-    r.v_scale = a.v_scale();
-    const auto m = a.m_dequantized(), v = a.v_dequantized(), w = a.weight();
     double me = 0, mr = 0, ve = 0, vr = 0, ue = 0, ur = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        const double rm = a.ref_m()[i], rv = a.ref_v()[i];
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        const double rm = ref_m[i], rv = ref_v[i];
         r.m_nonzero += rm != 0;
         r.v_nonzero += rv != 0;
         r.m_underflow += rm != 0 && m[i] == 0;
@@ -165,15 +164,24 @@ AdamReport report(const MsampAdam& a) {
         mr += rm * rm;
         ve += (v[i] - rv) * (v[i] - rv);
         vr += rv * rv;
-        const double w0 = a.initial_weight()[i], dref = a.ref_weight()[i] - w0, dsim = w[i] - w0;
+        const double dref = ref_w[i] - static_cast<double>(w0[i]), dsim = w[i] - static_cast<double>(w0[i]);
         ue += (dsim - dref) * (dsim - dref);
         ur += dref * dref;
-        r.weight_max_abs_diff = std::fmax(r.weight_max_abs_diff, std::fabs(static_cast<double>(w[i]) - a.ref_weight()[i]));
+        r.weight_max_abs_diff = std::fmax(r.weight_max_abs_diff, std::fabs(static_cast<double>(w[i]) - ref_w[i]));
     }
     auto rel = [](double e, double ref) { return ref > 0 ? std::sqrt(e / ref) : (e > 0 ? INFINITY : 0.0); };
     r.m_rel_error = rel(me, mr);
     r.v_rel_error = rel(ve, vr);
     r.update_rel_error = rel(ue, ur);
+    return r;
+}
+
+AdamReport report(const MsampAdam& a) {
+    AdamReport r = compare_with_fp32(a.m_dequantized(), a.v_dequantized(), a.weight(), a.ref_m(), a.ref_v(),
+                                     a.ref_weight(), a.initial_weight());
+    r.steps = a.steps();
+    r.m_scale = a.m_scale();
+    r.v_scale = a.v_scale();
     return r;
 }
 
