@@ -131,7 +131,10 @@ def test_errors_are_value_errors():
     x = np.ones(4, np.float32)
     with pytest.raises(ValueError, match=r"name the conversion: profile=P"):
         fp8kit.quantize(x, "e4m3")
-    with pytest.raises(ValueError, match=r"format: unknown format 'e3m4' \(choose from e4m3, e5m2"):
+    with pytest.raises(ValueError, match=r"format: unknown format 'e9m9' \(choose from e4m3, e5m2"):
+        fp8kit.quantize(x, "e9m9", profile="torch")
+    # e3m4 is a format (ml_dtypes float8_e3m4) that torch has no conversion to.
+    with pytest.raises(ValueError, match=r"profile torch has no conversion to e3m4"):
         fp8kit.quantize(x, "e3m4", profile="torch")
     with pytest.raises(ValueError, match="profile: unknown profile 'tf'"):
         fp8kit.quantize(x, "e4m3", profile="tf")
