@@ -10,6 +10,7 @@ void quantize(Format to, Wide from, const void* in, std::uint8_t* out, std::size
               const Policy& policy, float scale, std::uint64_t seed, std::uint64_t first_index,
               Stream stream) {
     require_input(from, "quantize");
+    require_gpu_format(to, "quantize");
     ScaleSource src;
     src.value = scale;
     launch_cast<false>(to, from, in, out, n, policy, src, seed, first_index, nullptr, as_stream(stream));

@@ -110,4 +110,6 @@ void dequantize(Format from, Wide to, const std::uint8_t* in, void* out, std::si
     check_launch("dequantize_kernel");
 }
 
+bool has_kernels(Format f) { return gpu_has_format(f); }
+
 }  // namespace fp8kit::cuda

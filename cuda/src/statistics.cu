@@ -222,6 +222,7 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
                                 float scale, float scale_inv, std::uint64_t seed, std::uint64_t first_index,
                                 Stream stream) {
     require_input(from, "statistics");
+    require_gpu_format(to, "statistics");
     if (!(scale > 0.0f) || scale > FLT_MAX)
         throw std::invalid_argument("fp8kit::cuda::statistics: scale " + std::to_string(scale) + " must be finite and > 0");
     if (scale_inv == 0.0f) scale_inv = 1.0f / scale;

@@ -17,6 +17,7 @@ constexpr int kMaxDevices = 64;
 __device__ std::uint8_t g_tables[kFormats * kPolicies * kSlot];
 
 int format_slot(emu::Format f) {
+    require_gpu_format(f, "quantize");
     switch (f) {
         case emu::Format::e4m3: return 0;
         case emu::Format::e5m2: return 1;

@@ -33,6 +33,18 @@ using fp8kit::emu::Rounding;
 
 namespace {
 
+// The formats the kernels are built for (cuda::has_kernels), in emu's order. The others (FP4/FP6,
+// e3m4, e4m3b11fnuz, e4m3ieee) are CPU-only for now and must be refused (last test case).
+const std::vector<Format>& gpu_formats() {
+    static const std::vector<Format> v = [] {
+        std::vector<Format> r;
+        for (Format f : fp8kit::emu::kAllFormats)
+            if (cu::has_kernels(f)) r.push_back(f);
+        return r;
+    }();
+    return v;
+}
+
 struct Dev {
     void* p;
     std::size_t bytes;
@@ -72,7 +84,7 @@ std::vector<Policy> all_policies() {
 // float32 test vector: adversarial values for every format, then random bits and normals.
 std::vector<std::uint32_t> f32_inputs(std::size_t n_random, std::uint32_t seed) {
     std::vector<std::uint32_t> v;
-    for (Format f : fp8kit::emu::kAllFormats) {
+    for (Format f : gpu_formats()) {
         const auto info = fp8kit::format_info(f);
         for (int c = 0; c < 255; ++c) {  // each code, the midpoint to the next (ties), neighbours
             const double a = fp8kit::decode_value(f, static_cast<std::uint8_t>(c));
@@ -187,7 +199,7 @@ TEST_CASE("quantize equals encode_array for every format, policy and input type"
         for (std::size_t off : {std::size_t{0}, std::size_t{1}}) {
             const std::size_t m = n - off;
             cu::copy_to_device(din.as<char>(off * es), bytes.data() + off * es, m * es);
-            for (Format f : fp8kit::emu::kAllFormats)
+            for (Format f : gpu_formats())
                 for (const Policy& p : all_policies()) {
                     std::vector<std::uint8_t> want(m);
                     fp8kit::encode_array(f, w, bytes.data() + off * es, want.data(), m, p, 0x1234567890ull, 77);
@@ -211,7 +223,7 @@ TEST_CASE("scaled quantize equals encode(fl32(x * scale))", "[gpu]") {
         const std::size_t es = fp8kit::wide_size(w), n = bytes.size() / es;
         Dev din(bytes.size()), dout(n);
         cu::copy_to_device(din.p, bytes.data(), bytes.size());
-        for (Format f : fp8kit::emu::kAllFormats)
+        for (Format f : gpu_formats())
             for (const Policy& p : policies)
                 for (float s : scales) {
                     const auto want = ref_scaled(f, w, bytes.data(), n, p, s, 99, 5);
@@ -228,7 +240,7 @@ TEST_CASE("dequantize equals decode_array times scale_inv in float32", "[gpu]") 
     const std::size_t n = codes.size();
     Dev din(n), dout(n * 4);
     cu::copy_to_device(din.p, codes.data(), n);
-    for (Format f : fp8kit::emu::kAllFormats)
+    for (Format f : gpu_formats())
         for (Wide w : kInputs)
             for (float s : {1.0f, 0.37f, std::ldexp(1.0f, -30), 1e30f, 0.0f, INFINITY}) {
                 // reference: decode to f32, multiply in float32 (NaN code: its own decode), narrow.
@@ -309,7 +321,7 @@ TEST_CASE("amax, delayed scaling and current scaling equal the CPU", "[gpu]") {
         const float want_amax = amax_ref(Wide::f32, x.data(), n);
         cu::amax(Wide::f32, din.p, n, damax.as<float>());
         REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
-        for (Format f : fp8kit::emu::kAllFormats)
+        for (Format f : gpu_formats())
             for (const Policy& p : policies) {
                 INFO(fp8kit::name(f) << " " << fp8kit::describe(p) << " n " << n);
                 const float s = 0.731f;
@@ -511,7 +523,7 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats", "[gpu]") {
         const std::size_t es = fp8kit::wide_size(w), n = bytes.size() / es;
         Dev din(bytes.size());
         cu::copy_to_device(din.p, bytes.data(), bytes.size());
-        for (Format f : fp8kit::emu::kAllFormats)
+        for (Format f : gpu_formats())
             for (const Policy& p : policies)
                 for (auto [scale, scale_inv] : std::initializer_list<std::pair<float, float>>{{1.0f, 0.0f}, {0.25f, 0.0f}, {300.0f, 0.0f}, {1e-20f, 0.0f}, {3.0f, 0.5f}}) {
                     INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale " << scale << " scale_inv " << scale_inv);
@@ -549,4 +561,19 @@ TEST_CASE("bad arguments throw with the function's name", "[gpu]") {
     REQUIRE_THROWS_WITH(cu::statistics(Format::e4m3, Wide::f32, d.p, 4, p, 0.0f), Catch::Contains("scale"));
     REQUIRE_THROWS_WITH(cu::quantize_mx(Format::e8m0, Wide::f32, d.p, d.as<std::uint8_t>(), 1, 4, p, cu::MxRule::round_up, d.as<std::uint8_t>(32)),
                         Catch::Contains("quantize_mx") && Catch::Contains("e8m0"));
+}
+
+TEST_CASE("formats without GPU kernels are refused with the function's name", "[gpu]") {
+    Dev d(64);
+    const Policy p{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
+    std::size_t refused = 0;
+    for (Format f : fp8kit::emu::kAllFormats) {
+        if (cu::has_kernels(f)) continue;
+        INFO(fp8kit::name(f));
+        ++refused;
+        REQUIRE_THROWS_WITH(cu::quantize(f, Wide::f32, d.p, d.as<std::uint8_t>(), 4, p),
+                            Catch::Contains("quantize") && Catch::Contains("no GPU kernel"));
+        REQUIRE_THROWS_WITH(cu::statistics(f, Wide::f32, d.p, 4, p, 1.0f), Catch::Contains("no GPU kernel"));
+    }
+    REQUIRE(refused == 6);  // e2m1, e2m3, e3m2, e3m4, e4m3b11fnuz, e4m3ieee
 }

@@ -48,6 +48,11 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes);
 void device_memset(void* p, int value, std::size_t bytes);
 void synchronize();
 
+// True for the formats the kernels are built for (e4m3, e5m2, e4m3fnuz, e5m2fnuz and the scale
+// format e8m0). FP4/FP6 and the other ml_dtypes types run on the CPU (fp8kit::core) until their
+// kernels exist: every kernel entry point throws std::invalid_argument naming itself for them.
+bool has_kernels(Format f);
+
 // ---- element-wise conversion -----------------------------------------------------------------
 // out[i] = encode(fl32(in[i] * scale)) (see above). scale = 1 gives encode_array's codes.
 void quantize(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
