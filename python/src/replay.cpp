@@ -96,8 +96,11 @@ pyb::dict outcome_dict(const sweep::Outcome& o) {
     return d;
 }
 
-// One row of a candidate's outcome (per class or per tensor), with the candidate's settings.
-pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, long series, const sweep::Outcome& o) {
+// One row of a candidate's outcome (per class, or per tensor with `series_outcomes` = that tensor's
+// outcomes under every candidate, computed once by the caller: recomputing them for each candidate's
+// min_safe_margin made the tensor table quadratic in the candidates).
+pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, const sweep::Outcome& o,
+                      const std::vector<sweep::Outcome>* series_outcomes = nullptr) {
     const auto& cand = sw.candidates()[c];
     pyb::dict d = outcome_dict(o);
     d["candidate"] = cand.label;
@@ -111,7 +114,8 @@ pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, long seri
                                  : std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
     d["grid"] = cand.grid;
     d["blockwise"] = cand.blockwise;
-    d["min_safe_margin"] = cand.grid ? pyb::cast(sw.min_safe_margin(c, series, cls)) : pyb::none();
+    if (!cand.grid) d["min_safe_margin"] = pyb::none();
+    else d["min_safe_margin"] = series_outcomes ? sw.min_safe_margin(c, *series_outcomes) : sw.min_safe_margin(c, -1, cls);
     return d;
 }
 
@@ -144,14 +148,14 @@ pyb::dict sweep_inputs(const std::vector<std::string>& files, const std::vector<
     const Role classes[] = {Role::activation, Role::weight, Role::gradient};
     for (std::size_t c = 0; c < sw.candidates().size(); ++c)
         for (Role cls : classes)
-            if (sw.has_class(cls)) rows.append(outcome_row(sw, c, cls, -1, sw.per_class(c, cls)));
+            if (sw.has_class(cls)) rows.append(outcome_row(sw, c, cls, sw.per_class(c, cls)));
     // Every row goes back to Python, so each series' outcomes are computed once and kept here.
     std::vector<std::vector<sweep::Outcome>> per_series;
     for (std::size_t s = 0; s < sw.series().size(); ++s) per_series.push_back(sw.tensor_outcomes(s));
     for (std::size_t c = 0; c < sw.candidates().size(); ++c)
         for (std::size_t s = 0; s < sw.series().size(); ++s) {
             const auto& ser = sw.series()[s];
-            pyb::dict d = outcome_row(sw, c, ser.role, static_cast<long>(s), per_series[s][c]);
+            pyb::dict d = outcome_row(sw, c, ser.role, per_series[s][c], &per_series[s]);
             d["tensor"] = ser.tensor;
             tensor_rows.append(d);
         }
