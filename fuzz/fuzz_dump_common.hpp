@@ -11,14 +11,19 @@
 
 namespace fp8kit::fuzz {
 
-inline void read_whole_dump(const std::uint8_t* data, std::size_t size) {
-    InputFile file(data, size);
+inline dump::ReadOptions fuzz_read_options() {
     dump::ReadOptions opts;
     opts.chunk_bytes = 4096;  // several chunks per tensor even for tiny inputs
     opts.hdf5_cache_bytes = 1 << 20;
     // libhdf5 can loop on corrupt metadata; the reader's listing child is stopped after this much
     // silence, well inside libFuzzer's -timeout (a valid input lists in milliseconds).
     opts.hdf5_listing_timeout_ms = 2000;
+    return opts;
+}
+
+inline void read_whole_dump(const std::uint8_t* data, std::size_t size) {
+    InputFile file(data, size);
+    const dump::ReadOptions opts = fuzz_read_options();
     std::unique_ptr<dump::Source> src;
     try {
         src = dump::open_source(file.path(), opts);

@@ -47,42 +47,6 @@ std::optional<std::pair<std::string, std::string>> split_source(const std::strin
     return std::nullopt;
 }
 
-// A float tensor of a safetensors file, read through the dump reader (its checks included).
-// FP8 tensors are delivered decoded by that reader, not as codes: refused with what to do.
-ArrayFile load_safetensors(const std::string& file, const std::string& tensor, const std::string& source) {
-    namespace dp = fp8kit::dump;
-    const auto src = dp::open_source(file);
-    const dp::TensorInfo* t = nullptr;
-    for (const auto& x : src->tensors())
-        if (x.name == tensor) t = &x;
-    if (!t) {
-        for (const auto& e : src->errors())
-            if (e.name == tensor) throw UsageError(fmt::format("{}: {}", source, e.message));
-        std::string some;
-        for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i)
-            some += (i ? ", " : "") + src->tensors()[i].name;
-        throw UsageError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", source, tensor, file,
-                                     src->tensors().size(), some.empty() ? "" : ", e.g. ", some));
-    }
-    ElementType type;
-    switch (t->dtype) {
-        case dp::DType::f64: type = ElementType::f64; break;
-        case dp::DType::f32: type = ElementType::f32; break;
-        case dp::DType::f16: type = ElementType::f16; break;
-        case dp::DType::bf16: type = ElementType::bf16; break;
-        default:
-            throw UsageError(fmt::format("{}: {} tensor: validate reads FP8 codes from .npy (|u1), raw .bin or HDF5 "
-                                         "uint8; safetensors FP8 tensors are not read as codes yet", source, t->storage));
-    }
-    ArrayFile a{source, type, std::vector<std::size_t>(t->shape.begin(), t->shape.end()), {}};
-    a.data.resize(static_cast<std::size_t>(t->numel) * element_size(type));
-    src->read(*t, [&](const dp::Chunk& c) {
-        const std::size_t es = element_size(type);
-        std::memcpy(a.data.data() + c.first * es, c.bits, c.count * es);
-    });
-    return a;
-}
-
 // One syntax for a tensor in a file, everywhere: file.h5:/x and file.h5:x (HDF5 paths are
 // absolute either way), model.safetensors:name.
 ArrayFile load(const std::string& source, const RawLayout& raw) {
@@ -91,7 +55,7 @@ ArrayFile load(const std::string& source, const RawLayout& raw) {
             const auto& [file, name] = *split;
             if (fp8kit::dump::is_hdf5_file(file))
                 return load_array(name.empty() || name.front() != '/' ? file + ":/" + name : source, raw, cli_read_options());
-            if (fp8kit::dump::is_dump_file(file)) return load_safetensors(file, name, source);
+            if (fp8kit::dump::is_dump_file(file)) return load_safetensors(source, file, name, cli_read_options());
             throw UsageError(fmt::format("{}: {} is neither HDF5 nor safetensors, so ':{}' names nothing in it (a "
                                          "tensor in a file: file.h5:/path, file.h5:path or model.safetensors:name)",
                                          source, file, name));
@@ -119,7 +83,7 @@ Register validate_cmd([](CLI::App& root) {
         "(tie, direction, overflow, nan-encoding, flush-to-zero, double-rounding, scale, other). "
         "Exit 0: bit-exact, 1: mismatches, 2: bad input");
     cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor")->required();
-    cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, or file.h5:/dataset (or file.h5:dataset)")->required();
+    cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor (F8_* or U8)")->required();
     cmd->add_option("--to", o->to, "Target format: " + format_choices())->required();
     cmd->add_option("--dtype", o->dtype, "Element type of a raw --input: f64, f32, f16, bf16");
     cmd->add_option("--shape", o->shape, "Shape of raw files, e.g. 4096x1024 (default: one dimension)");
@@ -173,6 +137,11 @@ Register validate_cmd([](CLI::App& root) {
         if (out.type != ElementType::u8)
             throw UsageError(fmt::format("{}: wrong dtype: FP8 codes must be one byte per element (|u1 or V1), got {}",
                                          o->output, name(out.type)));
+        // A safetensors F8_* dtype says which format its codes are in: a different --to would
+        // report every code as a mismatch instead of naming the mistake.
+        if (out.codes_format && *out.codes_format != to)
+            throw UsageError(fmt::format("{}: holds {} codes, but --to is {}", o->output, name(*out.codes_format),
+                                         name(to)));
         if (out.shape != in.shape)
             throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}", o->input, shape_text(in.shape),
                                          o->output, shape_text(out.shape)));

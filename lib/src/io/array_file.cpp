@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/npy.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "io/dump_internal.hpp"
 
 namespace fp8kit {
@@ -135,21 +136,9 @@ ArrayFile load_raw(const std::string& path, const RawLayout& raw) {
     return a;
 }
 
-// The dataset through the dump reader (lib/src/io/dump_hdf5.cpp), in its raw mode: the same
-// checks as inspect and sweep (own chunk decoding, listing in a child process, overflow and size
-// limits, nothing read outside the named file), and the stored bytes as they are.
-ArrayFile load_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
-                    const dump::ReadOptions& opts) {
-    std::unique_ptr<dump::Source> src;
-    try {
-        src = dump::detail::open_hdf5_dataset(file, dataset, opts);
-    } catch (const dump::DumpError& e) {
-        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
-    }
-    for (const auto* list : {&src->errors(), &src->notes()})
-        if (!list->empty()) throw ArrayFileError(fmt::format("{}: {}", source, list->front().message));
-    if (src->tensors().size() != 1) throw ArrayFileError(fmt::format("{}: not a dataset", source));
-    const dump::TensorInfo& t = src->tensors().front();
+// The one tensor `src` lists, read whole: the stored little-endian elements as they are (both
+// readers are opened in their raw mode, so FP8 codes arrive undecoded, one byte each).
+ArrayFile from_source(const std::string& source, dump::Source& src, const dump::TensorInfo& t) {
     ElementType type = ElementType::u8;
     switch (t.dtype) {
         case dump::DType::f64: type = ElementType::f64; break;
@@ -164,7 +153,7 @@ ArrayFile load_hdf5(const std::string& source, const std::string& file, const st
     a.data.resize(static_cast<std::size_t>(t.numel) * es);  // numel * es checked by the reader
     std::uint64_t got = 0;
     try {
-        src->read(t, [&](const dump::Chunk& c) {
+        src.read(t, [&](const dump::Chunk& c) {
             if (c.first + c.count > t.numel) throw ArrayFileError(fmt::format("{}: read past its end", source));
             std::memcpy(a.data.data() + c.first * es, c.bits, c.count * es);
             got += c.count;
@@ -177,12 +166,53 @@ ArrayFile load_hdf5(const std::string& source, const std::string& file, const st
     return a;
 }
 
+// The dataset through the dump reader (lib/src/io/dump_hdf5.cpp), in its raw mode: the same
+// checks as inspect and sweep (own chunk decoding, listing in a child process, overflow and size
+// limits, nothing read outside the named file), and the stored bytes as they are.
+ArrayFile load_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
+                    const dump::ReadOptions& opts) {
+    std::unique_ptr<dump::Source> src;
+    try {
+        src = dump::detail::open_hdf5_dataset(file, dataset, opts);
+    } catch (const dump::DumpError& e) {
+        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
+    }
+    for (const auto* list : {&src->errors(), &src->notes()})
+        if (!list->empty()) throw ArrayFileError(fmt::format("{}: {}", source, list->front().message));
+    if (src->tensors().size() != 1) throw ArrayFileError(fmt::format("{}: not a dataset", source));
+    return from_source(source, *src, src->tensors().front());
+}
+
 bool ends_with(const std::string& s, const char* suffix) {
     const std::size_t n = std::strlen(suffix);
     return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
 }  // namespace
+
+ArrayFile load_safetensors(const std::string& source, const std::string& file, const std::string& tensor,
+                           const dump::ReadOptions& opts) {
+    std::unique_ptr<dump::Source> src;
+    try {
+        src = dump::detail::open_safetensors(file, opts, /*raw=*/true);
+    } catch (const dump::DumpError& e) {
+        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
+    }
+    for (const auto& t : src->tensors()) {
+        if (t.name != tensor) continue;
+        ArrayFile a = from_source(source, *src, t);
+        if (a.type == ElementType::u8 && t.storage != "U8") a.codes_format = dump::fp8_format(t.dtype);
+        return a;
+    }
+    for (const auto* list : {&src->errors(), &src->notes()})
+        for (const auto& p : *list)
+            if (p.name == tensor) throw ArrayFileError(fmt::format("{}: {}", source, p.message));
+    std::string some;
+    for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i)
+        some += (i ? ", " : "") + src->tensors()[i].name;
+    throw ArrayFileError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", source, io::quoted(tensor),
+                                     file, src->tensors().size(), some.empty() ? "" : ", e.g. ", some));
+}
 
 ArrayFile load_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts) {
     // HDF5: "file.h5:/dataset". A ':' followed by '/' splits, the last one wins (paths may hold ':').
