@@ -19,7 +19,7 @@ for sig in INT TERM; do
     mkdir -p "$d"
     "$FP8KIT" table --from f32 --to e4m3 --profile cuda-satfinite -o "$d/table.bin" 2>"$d/err" &
     pid=$!
-    for _ in $(seq 500); do   # up to 5 s for the temporary to appear and be written to
+    for _ in $(seq 3000); do   # up to 30 s (a loaded machine, the sanitizer build) for data to appear
         f=$(compgen -G "$d/.table.bin.*.partial")
         [ -n "$f" ] && [ -s "$f" ] && break
         sleep 0.01
