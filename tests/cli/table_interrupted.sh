@@ -22,6 +22,7 @@ for sig in INT TERM; do
     for _ in $(seq 3000); do   # up to 30 s (a loaded machine, the sanitizer build) for data to appear
         f=$(compgen -G "$d/.table.bin.*.partial")
         [ -n "$f" ] && [ -s "$f" ] && break
+        kill -0 "$pid" 2>/dev/null || break   # finished (or failed) before it could be stopped
         sleep 0.01
     done
     seen=$(compgen -G "$d/.table.bin.*.partial" | wc -l)
