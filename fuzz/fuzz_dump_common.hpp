@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <string>
 
 #include "fp8kit/io/dump.hpp"
 #include "fuzz_input_file.hpp"
@@ -21,7 +23,9 @@ inline dump::ReadOptions fuzz_read_options() {
     return opts;
 }
 
-inline void read_whole_dump(const std::uint8_t* data, std::size_t size) {
+// `then`, if given, runs after the reads with the input's path and its listing (the file still exists).
+inline void read_whole_dump(const std::uint8_t* data, std::size_t size,
+                            const std::function<void(const std::string&, const dump::Source&)>& then = {}) {
     InputFile file(data, size);
     const dump::ReadOptions opts = fuzz_read_options();
     std::unique_ptr<dump::Source> src;
@@ -50,6 +54,7 @@ inline void read_whole_dump(const std::uint8_t* data, std::size_t size) {
         }
         if (seen != t.numel) std::abort();  // a read that "succeeded" but delivered too few elements
     }
+    if (then) then(file.path(), *src);
 }
 
 }  // namespace fp8kit::fuzz
