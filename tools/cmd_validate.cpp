@@ -163,6 +163,9 @@ Register validate_cmd([](CLI::App& root) {
             if (o->scales_dtype != "f32" && o->scales_dtype != "e8m0")
                 throw UsageError(fmt::format("--scales-dtype: '{}' (choose f32 or e8m0)", o->scales_dtype));
             const ArrayFile sf = load(o->scales, {o->scales_dtype == "e8m0" ? ElementType::u8 : ElementType::f32, {}});
+            if (sf.codes_format && *sf.codes_format != Format::e8m0)  // a safetensors F8_E4M3 tensor, say
+                throw UsageError(fmt::format("{}: holds {} codes; one-byte scales are E8M0 codes", o->scales,
+                                             name(*sf.codes_format)));
             if (sf.type == ElementType::u8) {
                 // E8M0 codes: 2^(c-127), NaN for 0xFF; decoding to float32 is exact.
                 for (std::size_t i = 0; i < sf.size(); ++i) {
