@@ -5,20 +5,29 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <string>
 
 #include "fp8kit/io/dump.hpp"
 #include "fuzz_input_file.hpp"
 
 namespace fp8kit::fuzz {
 
-inline void read_whole_dump(const std::uint8_t* data, std::size_t size) {
-    InputFile file(data, size);
+inline dump::ReadOptions fuzz_read_options() {
     dump::ReadOptions opts;
     opts.chunk_bytes = 4096;  // several chunks per tensor even for tiny inputs
     opts.hdf5_cache_bytes = 1 << 20;
     // libhdf5 can loop on corrupt metadata; the reader's listing child is stopped after this much
     // silence, well inside libFuzzer's -timeout (a valid input lists in milliseconds).
     opts.hdf5_listing_timeout_ms = 2000;
+    return opts;
+}
+
+// `then`, if given, runs after the reads with the input's path and its listing (the file still exists).
+inline void read_whole_dump(const std::uint8_t* data, std::size_t size,
+                            const std::function<void(const std::string&, const dump::Source&)>& then = {}) {
+    InputFile file(data, size);
+    const dump::ReadOptions opts = fuzz_read_options();
     std::unique_ptr<dump::Source> src;
     try {
         src = dump::open_source(file.path(), opts);
@@ -45,6 +54,7 @@ inline void read_whole_dump(const std::uint8_t* data, std::size_t size) {
         }
         if (seen != t.numel) std::abort();  // a read that "succeeded" but delivered too few elements
     }
+    if (then) then(file.path(), *src);
 }
 
 }  // namespace fp8kit::fuzz

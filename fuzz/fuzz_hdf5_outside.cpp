@@ -1,7 +1,7 @@
 // "Read only the files the user named" (docs/hardening.md) as a property: each input is written as
 // an HDF5 file into a private temp folder and read as `fp8kit inspect` reads it (every tensor of
-// the dump reader) and as `validate --input file.h5:/x` reads it (load_array, for the first dataset
-// listed). Every file the process opens meanwhile is recorded by interposing open, open64, openat,
+// the dump reader) and as `validate --input file.h5:/x` reads it (load_array, for every dataset
+// listed, skipped or refused, up to fuzz_validate_path.hpp's bound). Every file the process opens meanwhile is recorded by interposing open, open64, openat,
 // openat64, fopen and fopen64 here in the executable: libhdf5 is a shared library, so its calls
 // bind to these definitions, which forward to the C library's (dlsym(RTLD_NEXT)). Opening any path
 // but the input file itself (after realpath), outside the short allow-list below, is a finding.
@@ -27,6 +27,7 @@
 
 #include "fp8kit/io/array_file.hpp"
 #include "fp8kit/io/dump.hpp"
+#include "fuzz_validate_path.hpp"
 
 namespace {
 
@@ -181,25 +182,24 @@ void write_input(const std::string& path, const std::uint8_t* data, std::size_t 
 }
 
 // What inspect does: list, then stream every tensor (small ones: a few header bytes can describe
-// 2^40 fill-value elements, which would only be a timeout). Returns the first small dataset's name.
-std::string read_as_inspect(const std::string& path, const fp8kit::dump::ReadOptions& opts) {
+// 2^40 fill-value elements, which would only be a timeout). Returns the names validate's path
+// is then run on (fuzz_validate_path.hpp).
+std::vector<std::string> read_as_inspect(const std::string& path, const fp8kit::dump::ReadOptions& opts) {
     namespace dump = fp8kit::dump;
     std::unique_ptr<dump::Source> src;
     try {
         src = dump::open_source(path, opts);
     } catch (const dump::DumpError&) {
-        return "";
+        return {};
     }
-    std::string first;
     for (const auto& t : src->tensors()) {
         if (t.numel > (std::uint64_t(1) << 20)) continue;
-        if (first.empty()) first = t.name;
         try {
             src->read(t, [](const dump::Chunk&) {});
         } catch (const dump::DumpError&) {
         }
     }
-    return first;
+    return fp8kit::fuzz::names_to_validate(*src);
 }
 
 }  // namespace
@@ -217,15 +217,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     opts.hdf5_listing_timeout_ms = 2000;  // the child's opens are checked through g_shared
     g_shared->bad = 0;
     g_recording = true;
-    const std::string first = read_as_inspect(path, opts);
-    if (!first.empty()) {
-        try {
-            fp8kit::RawLayout raw;
-            // load_array reads the whole dataset into memory: `first` is a small one (see above).
-            (void)fp8kit::load_array(path + ":/" + (first[0] == '/' ? first.substr(1) : first), raw, opts);
-        } catch (const std::exception&) {
-        }
-    }
+    const std::vector<std::string> names = read_as_inspect(path, opts);
+    fp8kit::fuzz::load_each_as_validate(path, names, /*hdf5=*/true, opts);
     g_recording = false;
     unlink(path.c_str());
     if (g_shared->bad) {

@@ -10,7 +10,9 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "read_flags.hpp"
 #include "fp8kit/io/dump.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "fp8kit/simulate.hpp"
 
 namespace fp8kit::cli {
@@ -116,7 +118,14 @@ void optimizer_rows(sim::DumpInput& in, const std::string& p, const SimOpts& o, 
     const auto steps = in.steps(p);
     const std::int64_t first = steps.front();
     auto w = in.state(p, first, "weight");
-    if (w.empty()) throw UsageError(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight)", p, first));
+    if (w.empty()) {
+        // Say so when the weight is there but was skipped (stored outside the file, ...).
+        std::string why;
+        for (const auto& s : in.skipped())
+            if (s.find(p + "/weight") != std::string::npos || s.find(p + "/master_weight") != std::string::npos) why = s;
+        throw UsageError(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight){}", p, first,
+                                     why.empty() ? "" : "; skipped " + why));
+    }
     auto m = in.state(p, first, "exp_avg"), v = in.state(p, first, "exp_avg_sq");
     const bool from_states = !m.empty() && !v.empty() && steps.size() > 1;
     sim::AdamHyper h{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, true};
@@ -244,7 +253,7 @@ void run(const SimOpts& o) {
     if (!(o.spread >= 0 && o.spread <= 1)) throw UsageError(fmt::format("--spread {}: must be in [0, 1]", o.spread));
     std::unique_ptr<sim::DumpInput> in;
     try {
-        in = std::make_unique<sim::DumpInput>(files, o.include);
+        in = std::make_unique<sim::DumpInput>(files, o.include, cli_read_options());
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
@@ -253,6 +262,10 @@ void run(const SimOpts& o) {
     std::vector<Row> rows;
     std::map<std::pair<int, std::string>, Flags> flags;
     std::vector<std::string> notes;
+    const std::vector<std::string> skipped = in->skipped();
+    // Datasets stored outside the dump are skipped, never read: on stderr for every output form
+    // (CSV and JSON stay parseable), and in the JSON and the terminal notes too.
+    for (const auto& s : skipped) std::fprintf(stderr, "fp8kit: skipped %s\n", io::printable(s).c_str());
     for (const auto& p : params) {
         for (std::int64_t s : in->steps(p)) {
             auto g = in->grads(p, s);
@@ -296,6 +309,7 @@ void run(const SimOpts& o) {
         for (const auto& [k, f] : flags)
             fl.push_back({{"ranks", k.first}, {"path", k.second}, {"overflow", f.overflow}, {"underflow", f.underflow}, {"margin", f.margin}});
         j["notes"] = notes;
+        j["skipped"] = skipped;
         std::printf("%s\n", j.dump(1).c_str());
         return;
     }
@@ -333,6 +347,7 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--master-weight-dtype", o->master_dtype, "O2 te-fused-adam: master weights fp32 or fp16")->capture_default_str();
     cmd->add_flag("--csv", o->csv, "Long-form CSV: section,tensor,step,ranks,path,order,metric,value");
     cmd->add_flag("--json", o->json, "JSON: every row, the flagged tensors per N and path");
+    add_read_flags(cmd);
     cmd->callback([o] { run(*o); });
 });
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "command.hpp"
+#include "temp_cleanup.hpp"
 #include "fp8kit/convert/quantize.hpp"
 
 namespace fp8kit::cli {
@@ -67,7 +68,7 @@ public:
         const std::string dir = slash == std::string::npos ? "" : target_.substr(0, slash + 1);
         const std::string base = slash == std::string::npos ? target_ : target_.substr(slash + 1);
         std::string tmpl = dir + "." + base + ".XXXXXX.partial";
-        fd_ = ::mkostemps(tmpl.data(), 8, O_CLOEXEC);
+        fd_ = make_registered_temp(tmpl.data(), 8, O_CLOEXEC);  // Ctrl-C now removes it (temp_cleanup.hpp)
         if (fd_ < 0) throw UsageError(fmt::format("-o {}: cannot create a temporary file in {}: {}", path,
                                                   dir.empty() ? "." : dir, std::strerror(errno)));
         tmp_ = tmpl;
@@ -95,12 +96,13 @@ public:
         const int fd = fd_;
         fd_ = -1;
         if (::close(fd) != 0) fail();
-        if (!in_place_ && std::rename(tmp_.c_str(), target_.c_str()) != 0) fail();
+        if (!in_place_ && rename_and_forget(tmp_.c_str(), target_.c_str()) != 0) fail();
         tmp_.clear();
     }
     ~Sink() {
         if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
         if (!tmp_.empty()) ::unlink(tmp_.c_str());
+        forget_temp_file();
     }
 
 private:
@@ -113,6 +115,7 @@ private:
         const std::string why = std::strerror(errno);
         if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
         if (!tmp_.empty()) ::unlink(tmp_.c_str());
+        forget_temp_file();
         tmp_.clear();
         fd_ = -1;
         throw UsageError(fmt::format("-o {}: write failed: {}", path_, why));

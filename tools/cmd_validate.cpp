@@ -47,49 +47,6 @@ std::optional<std::pair<std::string, std::string>> split_source(const std::strin
     return std::nullopt;
 }
 
-// A float tensor of a safetensors file, listed by the dump reader (its checks included). FP8
-// tensors are delivered decoded by that reader, not as codes: refused with what to do.
-const fp8kit::dump::TensorInfo& find_safetensors(const fp8kit::dump::Source& src, const std::string& file,
-                                                 const std::string& tensor, const std::string& source,
-                                                 ElementType& type) {
-    namespace dp = fp8kit::dump;
-    const dp::TensorInfo* t = nullptr;
-    for (const auto& x : src.tensors())
-        if (x.name == tensor) t = &x;
-    if (!t) {
-        for (const auto& e : src.errors())
-            if (e.name == tensor) throw UsageError(fmt::format("{}: {}", source, e.message));
-        std::string some;
-        for (std::size_t i = 0; i < src.tensors().size() && i < 5; ++i)
-            some += (i ? ", " : "") + src.tensors()[i].name;
-        throw UsageError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", source, tensor, file,
-                                     src.tensors().size(), some.empty() ? "" : ", e.g. ", some));
-    }
-    switch (t->dtype) {
-        case dp::DType::f64: type = ElementType::f64; break;
-        case dp::DType::f32: type = ElementType::f32; break;
-        case dp::DType::f16: type = ElementType::f16; break;
-        case dp::DType::bf16: type = ElementType::bf16; break;
-        default:
-            throw UsageError(fmt::format("{}: {} tensor: validate reads FP8 codes from .npy (|u1), raw .bin or HDF5 "
-                                         "uint8; safetensors FP8 tensors are not read as codes yet", source, t->storage));
-    }
-    return *t;
-}
-
-ArrayFile load_safetensors(const std::string& file, const std::string& tensor, const std::string& source) {
-    const auto src = fp8kit::dump::open_source(file);
-    ElementType type;
-    const auto& t = find_safetensors(*src, file, tensor, source, type);
-    ArrayFile a{source, type, std::vector<std::size_t>(t.shape.begin(), t.shape.end()), {}};
-    a.data.resize(static_cast<std::size_t>(t.numel) * element_size(type));
-    src->read(t, [&](const fp8kit::dump::Chunk& c) {
-        const std::size_t es = element_size(type);
-        std::memcpy(a.data.data() + c.first * es, c.bits, c.count * es);
-    });
-    return a;
-}
-
 // One syntax for a tensor in a file, everywhere: file.h5:/x and file.h5:x (HDF5 paths are
 // absolute either way), model.safetensors:name. `data` false: type and shape only, nothing read
 // (validate checks its operands against each other before loading any).
@@ -103,13 +60,9 @@ ArrayFile open_array(const std::string& source, const RawLayout& raw, bool data)
                 return data ? load_array(path, raw, cli_read_options())
                             : header_only(describe_array(path, raw, cli_read_options()));
             }
-            if (fp8kit::dump::is_dump_file(file)) {
-                if (data) return load_safetensors(file, name, source);
-                const auto src = fp8kit::dump::open_source(file);
-                ElementType type;
-                const auto& t = find_safetensors(*src, file, name, source, type);
-                return ArrayFile{source, type, std::vector<std::size_t>(t.shape.begin(), t.shape.end()), {}};
-            }
+            if (fp8kit::dump::is_dump_file(file))
+                return data ? load_safetensors(source, file, name, cli_read_options())
+                            : describe_safetensors(source, file, name, cli_read_options());
             throw UsageError(fmt::format("{}: {} is neither HDF5 nor safetensors, so ':{}' names nothing in it (a "
                                          "tensor in a file: file.h5:/path, file.h5:path or model.safetensors:name)",
                                          source, file, name));
@@ -146,7 +99,7 @@ Register validate_cmd([](CLI::App& root) {
         "(tie, direction, overflow, nan-encoding, flush-to-zero, double-rounding, scale, other). "
         "Exit 0: bit-exact, 1: mismatches, 2: bad input");
     cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor")->required();
-    cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, or file.h5:/dataset (or file.h5:dataset)")->required();
+    cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor (F8_* or U8)")->required();
     cmd->add_option("--to", o->to, "Target format: " + format_choices())->required();
     cmd->add_option("--dtype", o->dtype, "Element type of a raw --input: f64, f32, f16, bf16");
     cmd->add_option("--shape", o->shape, "Shape of raw files, e.g. 4096x1024 (default: one dimension)");
@@ -203,6 +156,11 @@ Register validate_cmd([](CLI::App& root) {
         if (out_head.type != ElementType::u8)
             throw UsageError(fmt::format("{}: wrong dtype: FP8 codes must be one byte per element (|u1 or V1), got {}",
                                          o->output, name(out_head.type)));
+        // A safetensors F8_* dtype says which format its codes are in: a different --to would
+        // report every code as a mismatch instead of naming the mistake.
+        if (out_head.codes_format && *out_head.codes_format != to)
+            throw UsageError(fmt::format("{}: holds {} codes, but --to is {}", o->output, name(*out_head.codes_format),
+                                         name(to)));
         if (out_head.shape != in_head.shape)
             throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}", o->input, shape_text(in_head.shape),
                                          o->output, shape_text(out_head.shape)));
@@ -230,6 +188,9 @@ Register validate_cmd([](CLI::App& root) {
             const ArrayFile sh = open_array(o->scales, raw_scales, false);
             if (sh.type != ElementType::u8 && sh.type != ElementType::f32)
                 throw UsageError(fmt::format("{}: wrong dtype: scales must be float32 or E8M0 bytes, got {}", o->scales, name(sh.type)));
+            if (sh.codes_format && *sh.codes_format != Format::e8m0)  // a safetensors F8_E4M3 tensor, say
+                throw UsageError(fmt::format("{}: holds {} codes; one-byte scales are E8M0 codes", o->scales,
+                                             name(*sh.codes_format)));
             const std::size_t want = block_scale_count(layout, rows, cols);
             if (numel(sh.shape) != want)
                 throw UsageError(fmt::format("{}: wrong size: {} blocks of a {} x {} input need {} scales, the file has {}",

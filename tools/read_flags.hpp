@@ -1,5 +1,5 @@
 // The reading limits and the "read only the files named" switch, as flags of every command that
-// reads dumps or arrays (inspect, sweep, replay, validate). One ReadOptions for the process: the
+// reads dumps or arrays (inspect, sweep, replay, validate, simulate). One ReadOptions for the process: the
 // CLI runs one command.
 #pragma once
 

@@ -1,6 +1,7 @@
 """Tensor dumps (HDF5, safetensors): read_dump yields numpy arrays, inspect gives the statistics
 table (a pandas DataFrame when pandas is installed, a list of dicts otherwise)."""
 import os
+import warnings
 
 import numpy as np
 
@@ -19,8 +20,19 @@ def _patterns(p):
 
 
 def open_dump(paths, include=None, exclude=None, steps=None):
-    """The C++ Dump over `paths` (files or glob patterns) with the selection applied."""
+    """The C++ Dump over `paths` (files or glob patterns) with the selection applied. Only the
+    files named are read: HDF5 datasets stored in other files (external storage, virtual
+    datasets) are skipped and listed by .notes(); external links are not followed."""
     return _fp8kit.Dump(_paths(paths), _patterns(include), _patterns(exclude), steps)
+
+
+def _warn_skipped(d, shown=5):
+    """One UserWarning naming the datasets skipped on purpose (what each points at), if any."""
+    notes = d.notes()
+    if notes:
+        more = f"; and {len(notes) - shown} more" if len(notes) > shown else ""
+        warnings.warn(f"fp8kit: {len(notes)} dataset(s) skipped, not read: "
+                      + "; ".join(n["text"] for n in notes[:shown]) + more, UserWarning, stacklevel=3)
 
 
 def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):
@@ -28,8 +40,11 @@ def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):
     include/exclude: fnmatch patterns on the dataset name; steps: "0-100,200,300-".
     Arrays come as float64/float32/float16/bfloat16; FP8 tensors arrive decoded to float32
     (info['dtype'] says what was stored). errors='raise' raises DumpError for the first file or
-    tensor that cannot be read, after yielding the good ones listed before it; 'skip' skips them."""
+    tensor that cannot be read, after yielding the good ones listed before it; 'skip' skips them.
+    Datasets skipped on purpose (stored outside the file named, integer tensors) are named in a
+    UserWarning."""
     d = open_dump(paths, include, exclude, steps)
+    _warn_skipped(d)
     problems = d.errors()
     if problems and errors == "raise":
         raise DumpError(problems[0]["text"])
@@ -49,9 +64,10 @@ def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", 
     fl32(max / amax)) in the recipe's format for its role (format='auto': E4M3 for activations
     and weights, E5M2 for gradients) or in `format`. Columns follow `fp8kit inspect --json`
     (the *_pct columns are percentages of all elements). Returns a pandas DataFrame when pandas
-    is installed, else a list of dicts."""
+    is installed, else a list of dicts. Datasets skipped on purpose are named in a UserWarning."""
     text, is_json = _recipe_arg(recipe)
     d = open_dump(paths, include, exclude, steps)
+    _warn_skipped(d)
     problems = d.errors()
     if problems and errors == "raise":
         raise DumpError(problems[0]["text"])

@@ -61,3 +61,18 @@ with new("elink.h5") as f:
 with new("inside.h5") as f:
     f.create_dataset("ext", shape=(16,), dtype="<f4", external=[("inside.bin", 0, 64)])
     vds(f, "v", "inside_src.h5", "data")
+
+# For `simulate msamp`: modules of wgrad/weight/exp_avg/exp_avg_sq, one of each module's four
+# stored outside the file in one of the ways above; module "good" is whole.
+with h5py.File(os.path.join(dump, "msamp.h5"), "w") as f:
+    rng = np.random.default_rng(25)
+    for mod in ("good", "ext", "zero", "vds", "self", "link"):
+        for name in ("wgrad", "weight", "exp_avg", "exp_avg_sq"):
+            f[f"{mod}/{name}"] = (rng.standard_normal(16) ** (2 if name == "exp_avg_sq" else 1)).astype("<f4")
+    for mod, name in (("ext", "wgrad"), ("zero", "weight"), ("vds", "exp_avg"), ("self", "wgrad"), ("link", "exp_avg_sq")):
+        del f[f"{mod}/{name}"]
+    f.create_dataset("ext/wgrad", shape=(16,), dtype="<f4", external=[("/etc/passwd", 0, 64)])
+    f.create_dataset("zero/weight", shape=(16,), dtype="<f4", external=[("/dev/zero", 0, 64)])
+    vds(f, "vds/exp_avg", os.path.join(other, "src.h5"), "data")
+    vds(f, "self/wgrad", ".", "self/wgrad")
+    f["link/exp_avg_sq"] = h5py.ExternalLink(os.path.join(other, "src.h5"), "data")

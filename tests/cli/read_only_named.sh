@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# "Read only the files the user named" (docs/hardening.md): inspect, replay, sweep and validate on
+# "Read only the files the user named" (docs/hardening.md): inspect, replay, sweep, validate and
+# simulate msamp (and recipe show, the one other command that reads a user's file) on
 # HDF5 dumps whose datasets point outside themselves (external raw storage to /etc/passwd, to a file
 # in another folder, to /dev/zero and /dev/urandom; virtual datasets mapping another file, a missing
 # file and themselves; external links), run under `strace -f -e trace=open,openat`: no file other
@@ -76,4 +77,27 @@ traced allowed_validate timeout 60 "$FP8KIT" validate --allow-external-in-dump-f
     --output "$D/inside.h5:/codes16" --to e4m3 --profile cuda-satfinite --scale 1
 check "allowed validate reads the in-folder external file: 2.0 is E4M3 0x40, bit-exact (exit $(cat "$T/allowed_validate.rc"))" \
     "$([ "$(cat "$T/allowed_validate.rc")" = 0 ]; echo $?)"
+
+# simulate msamp: one module's wgrad in /etc/passwd, another's in a VDS on itself, a weight in
+# /dev/zero, an exp_avg in a VDS on another file, an exp_avg_sq behind an external link.
+for lvl in O1 O2; do
+    traced "simulate$lvl" timeout 60 "$FP8KIT" simulate msamp "$D/msamp.h5" --level "$lvl" --ranks 8 --json
+    rc=$(cat "$T/simulate$lvl.rc")
+    check "simulate $lvl finishes (exit 0, or 2 for O2's missing weight: $rc)" "$([ "$rc" = 0 ] || { [ "$lvl" = O2 ] && [ "$rc" = 2 ]; }; echo $?)"
+    check "simulate $lvl: no 'root'" "$(! grep -q root "$T/simulate$lvl.out" "$T/simulate$lvl.err"; echo $?)"
+    for what in "ext/wgrad: raw data stored outside the file, in '/etc/passwd'" "self/wgrad: virtual dataset mapping" \
+                "zero/weight: raw data stored outside the file, in '/dev/zero'" "vds/exp_avg: virtual dataset mapping '$T/other/src.h5"; do
+        check "simulate $lvl: skipped with a note: $what" "$(grep -qF "skipped $D/msamp.h5: $what" "$T/simulate$lvl.err"; echo $?)"
+    done
+done
+check "simulate O1: the whole module simulated" "$(grep -q '"tensor": "good"' "$T/simulateO1.out"; echo $?)"
+check "simulate O1: modules whose gradient was skipped are not simulated" \
+    "$(! grep -Eq '"tensor": "(ext|self)"' "$T/simulateO1.out"; echo $?)"
+check "simulate O1: the skipped datasets are in the JSON" "$(grep -q '"skipped"' "$T/simulateO1.out"; echo $?)"
+check "simulate O2: the missing weight is explained" "$(grep -q "zero has no weight .*skipped .*zero/weight" "$T/simulateO2.err"; echo $?)"
+
+# recipe show FILE: the recipe file, nothing else.
+"$FP8KIT" recipe show te-current >"$D/recipe.json"
+traced recipe "$FP8KIT" recipe show "$D/recipe.json"
+check "recipe show reads the file (exit $(cat "$T/recipe.rc"))" "$([ "$(cat "$T/recipe.rc")" = 0 ] && grep -q "$D/recipe.json" "$T/recipe.opened"; echo $?)"
 exit $fail

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8kit/io/dump.hpp"
+
 namespace fp8kit::simulate {
 
 // fp_max per format, as msamp/common/dtype/floating.py computes it.
@@ -242,7 +244,10 @@ class DumpInput {
 public:
     // Throws std::invalid_argument naming the file and dataset on any unreadable input, and when
     // no file holds a weight gradient.
-    explicit DumpInput(const std::vector<std::string>& files, const std::vector<std::string>& include = {});
+    // Read with `opts` (dump.hpp: the limits, and which files may be read: by default only the
+    // ones named).
+    explicit DumpInput(const std::vector<std::string>& files, const std::vector<std::string>& include = {},
+                       const dump::ReadOptions& opts = {});
     ~DumpInput();
     DumpInput(DumpInput&&) noexcept;
     int ranks() const;  // number of files
@@ -252,6 +257,10 @@ public:
     std::vector<std::vector<float>> grads(const std::string& param, std::int64_t step);
     // exp_avg / exp_avg_sq / weight from the first file that has it; empty when none has.
     std::vector<float> state(const std::string& param, std::int64_t step, const std::string& leaf);
+    // Datasets the reader skipped on purpose (stored outside the file, mapped from another, an
+    // external link: dump.hpp), each "file: dataset: why"; a parameter whose gradient or state is
+    // among them is simulated without it or not at all, so callers must show these.
+    std::vector<std::string> skipped() const;
 
 private:
     struct Impl;

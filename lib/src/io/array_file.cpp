@@ -1,3 +1,4 @@
+#include "fp8kit/io/printable.hpp"
 #include "fp8kit/io/array_file.hpp"
 
 #include <cerrno>
@@ -148,22 +149,8 @@ ArrayFile load_raw(const std::string& path, const RawLayout& raw) {
     return a;
 }
 
-// The dataset through the dump reader (lib/src/io/dump_hdf5.cpp), in its raw mode: the same
-// checks as inspect and sweep (own chunk decoding, listing in a child process, overflow and size
-// limits, nothing read outside the named file), and the stored bytes as they are.
-// The dataset listed by the dump reader (nothing read yet), and its type as an ElementType.
-std::unique_ptr<dump::Source> open_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
-                                        const dump::ReadOptions& opts, ArrayFile& a) {
-    std::unique_ptr<dump::Source> src;
-    try {
-        src = dump::detail::open_hdf5_dataset(file, dataset, opts);
-    } catch (const dump::DumpError& e) {
-        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
-    }
-    for (const auto* list : {&src->errors(), &src->notes()})
-        if (!list->empty()) throw ArrayFileError(fmt::format("{}: {}", source, list->front().message));
-    if (src->tensors().size() != 1) throw ArrayFileError(fmt::format("{}: not a dataset", source));
-    const dump::TensorInfo& t = src->tensors().front();
+// The type and shape of a tensor the dump reader listed, nothing read.
+ArrayFile header_of(const std::string& source, const dump::TensorInfo& t) {
     ElementType type = ElementType::u8;
     switch (t.dtype) {
         case dump::DType::f64: type = ElementType::f64; break;
@@ -172,21 +159,19 @@ std::unique_ptr<dump::Source> open_hdf5(const std::string& source, const std::st
         case dump::DType::bf16: type = ElementType::bf16; break;
         default: type = ElementType::u8; break;  // FP8 and E8M0 codes, one byte each
     }
-    a = ArrayFile{source, type, {}, {}};
+    ArrayFile a{source, type, {}, {}};
     for (std::uint64_t d : t.shape) a.shape.push_back(static_cast<std::size_t>(d));
-    return src;
+    return a;
 }
 
-ArrayFile load_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
-                    const dump::ReadOptions& opts) {
-    ArrayFile a{source, ElementType::u8, {}, {}};
-    const auto src = open_hdf5(source, file, dataset, opts, a);
-    const dump::TensorInfo& t = src->tensors().front();
+// The tensor read whole into `a` (its header_of): the stored little-endian elements as they are
+// (both readers are opened in their raw mode, so FP8 codes arrive undecoded, one byte each).
+void read_whole(const std::string& source, dump::Source& src, const dump::TensorInfo& t, ArrayFile& a) {
     const std::size_t es = element_size(a.type);
     a.data.resize(static_cast<std::size_t>(t.numel) * es);  // numel * es checked by the reader
     std::uint64_t got = 0;
     try {
-        src->read(t, [&](const dump::Chunk& c) {
+        src.read(t, [&](const dump::Chunk& c) {
             if (c.first + c.count > t.numel) throw ArrayFileError(fmt::format("{}: read past its end", source));
             std::memcpy(a.data.data() + c.first * es, c.bits, c.count * es);
             got += c.count;
@@ -196,6 +181,60 @@ ArrayFile load_hdf5(const std::string& source, const std::string& file, const st
     }
     if (got != t.numel)
         throw ArrayFileError(fmt::format("{}: {} of {} elements read", source, got, t.numel));
+}
+
+// The dataset through the dump reader (lib/src/io/dump_hdf5.cpp), in its raw mode: the same
+// checks as inspect and sweep (own chunk decoding, listing in a child process, overflow and size
+// limits, nothing read outside the named file). Listed only; the caller reads it or not.
+std::unique_ptr<dump::Source> open_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
+                                        const dump::ReadOptions& opts) {
+    std::unique_ptr<dump::Source> src;
+    try {
+        src = dump::detail::open_hdf5_dataset(file, dataset, opts);
+    } catch (const dump::DumpError& e) {
+        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
+    }
+    for (const auto* list : {&src->errors(), &src->notes()})
+        if (!list->empty()) throw ArrayFileError(fmt::format("{}: {}", source, list->front().message));
+    if (src->tensors().size() != 1) throw ArrayFileError(fmt::format("{}: not a dataset", source));
+    return src;
+}
+
+ArrayFile load_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
+                    const dump::ReadOptions& opts) {
+    const auto src = open_hdf5(source, file, dataset, opts);
+    const dump::TensorInfo& t = src->tensors().front();
+    ArrayFile a = header_of(source, t);
+    read_whole(source, *src, t, a);
+    return a;
+}
+
+// The safetensors file opened raw (FP8 as stored codes) and the tensor named `tensor` in it, or an
+// error naming what is wrong: the reader's own message for that tensor, or the names it has.
+std::pair<std::unique_ptr<dump::Source>, const dump::TensorInfo*> find_safetensors(
+    const std::string& source, const std::string& file, const std::string& tensor, const dump::ReadOptions& opts) {
+    std::unique_ptr<dump::Source> src;
+    try {
+        src = dump::detail::open_safetensors(file, opts, /*raw=*/true);
+    } catch (const dump::DumpError& e) {
+        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
+    }
+    for (const auto& t : src->tensors())
+        if (t.name == tensor) return {std::move(src), &t};
+    for (const auto* list : {&src->errors(), &src->notes()})
+        for (const auto& p : *list)
+            if (p.name == tensor) throw ArrayFileError(fmt::format("{}: {}", source, p.message));
+    std::string some;
+    for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i)
+        some += (i ? ", " : "") + src->tensors()[i].name;
+    throw ArrayFileError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", source, io::quoted(tensor),
+                                     file, src->tensors().size(), some.empty() ? "" : ", e.g. ", some));
+}
+
+// header_of, plus the format a safetensors F8_* dtype names (U8 says nothing about one).
+ArrayFile safetensors_header(const std::string& source, const dump::TensorInfo& t) {
+    ArrayFile a = header_of(source, t);
+    if (a.type == ElementType::u8 && t.storage != "U8") a.codes_format = dump::fp8_format(t.dtype);
     return a;
 }
 
@@ -225,6 +264,20 @@ ArrayFile load_array(const std::string& source, const RawLayout& raw, const dump
     return load_raw(source, raw);
 }
 
+ArrayFile load_safetensors(const std::string& source, const std::string& file, const std::string& tensor,
+                           const dump::ReadOptions& opts) {
+    const auto [src, t] = find_safetensors(source, file, tensor, opts);
+    ArrayFile a = safetensors_header(source, *t);
+    read_whole(source, *src, *t, a);
+    return a;
+}
+
+ArrayFile describe_safetensors(const std::string& source, const std::string& file, const std::string& tensor,
+                               const dump::ReadOptions& opts) {
+    const auto [src, t] = find_safetensors(source, file, tensor, opts);
+    return safetensors_header(source, *t);
+}
+
 std::uint64_t ArrayInfo::numel() const {
     std::uint64_t n = 1;
     for (std::size_t d : shape) n *= d;
@@ -233,8 +286,8 @@ std::uint64_t ArrayInfo::numel() const {
 
 ArrayInfo describe_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts) {
     if (const auto h = hdf5_source(source)) {
-        ArrayFile a{source, ElementType::u8, {}, {}};
-        open_hdf5(source, h->first, h->second, opts, a);
+        const auto src = open_hdf5(source, h->first, h->second, opts);
+        const ArrayFile a = header_of(source, src->tensors().front());
         return {source, a.type, a.shape};
     }
     if (ends_with(source, ".npy")) {

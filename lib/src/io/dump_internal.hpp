@@ -18,7 +18,10 @@ std::unique_ptr<Source> open_hdf5(const std::string& path, const ReadOptions& op
 // a 'dtype' attribute are codes (1 byte, listed as e4m3) or bfloat16 bits (2 bytes). The dataset
 // is in tensors() if it can be read, else the reason is in errors() or notes().
 std::unique_ptr<Source> open_hdf5_dataset(const std::string& path, const std::string& dataset, const ReadOptions& opts);
-std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts);
+// `raw` (validate's model.safetensors:name): read() delivers the stored elements as they are (FP8
+// codes not decoded, as open_hdf5_dataset), and U8 tensors are listed as one-byte codes (dtype
+// e4m3, storage "U8": the file does not say which format they are in).
+std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw = false);
 
 std::size_t stored_size(DType d);  // bytes of one stored element (FP8: 1)
 

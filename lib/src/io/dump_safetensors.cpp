@@ -87,7 +87,8 @@ struct Entry {
 
 class SafetensorsSource final : public Source {
 public:
-    SafetensorsSource(const std::string& path, const ReadOptions& opts) : opts_(opts), fd_(::open(path.c_str(), O_RDONLY)) {
+    SafetensorsSource(const std::string& path, const ReadOptions& opts, bool raw)
+        : opts_(opts), raw_(raw), fd_(::open(path.c_str(), O_RDONLY)) {
         path_ = path;
         if (fd_.get() < 0) throw DumpError(path, "", fmt::format("cannot open: {}", std::strerror(errno)));
         struct stat st {};
@@ -187,7 +188,8 @@ public:
             const std::uint64_t off = it->second.begin + first * ssize;
             if (auto e = pread_all(fd_.get(), buf_.data(), n * ssize, off); !e.empty())
                 throw DumpError(path_, t.name, fmt::format("cannot read bytes at offset {}: {}", off, e));
-            deliver(t.dtype, buf_.data(), n, first, scratch_, fn);
+            if (raw_) fn(Chunk{t.wide, buf_.data(), n, first});  // n stored elements as they are
+            else deliver(t.dtype, buf_.data(), n, first, scratch_, fn);
         }
     }
 
@@ -234,7 +236,7 @@ private:
         const auto& offs = v["data_offsets"];
         if (!dt.is_string()) { why = "dtype is not a string"; return false; }
         const std::string dts = dt.get<std::string>();
-        const auto d = parse_st_dtype(dts);
+        const auto d = raw_ && dts == "U8" ? std::optional<DType>(DType::e4m3) : parse_st_dtype(dts);
         if (!d) {
             why = is_integer_dtype(dts) ? fmt::format("skip: {} tensor: not analysed", dts)
                                         : fmt::format("unsupported dtype '{}'", dts);
@@ -298,6 +300,7 @@ private:
     }
 
     ReadOptions opts_;
+    bool raw_ = false;
     std::map<std::string, Role> meta_roles_;
     Fd fd_;
     std::map<std::string, Entry> entries_;
@@ -306,8 +309,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts) {
-    return std::make_unique<SafetensorsSource>(path, opts);
+std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw) {
+    return std::make_unique<SafetensorsSource>(path, opts, raw);
 }
 
 }  // namespace fp8kit::dump::detail

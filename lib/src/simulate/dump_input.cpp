@@ -72,13 +72,14 @@ std::vector<float> read_floats(dump::Dump& d, std::size_t i) {
 DumpInput::~DumpInput() = default;
 DumpInput::DumpInput(DumpInput&&) noexcept = default;
 
-DumpInput::DumpInput(const std::vector<std::string>& files, const std::vector<std::string>& include)
+DumpInput::DumpInput(const std::vector<std::string>& files, const std::vector<std::string>& include,
+                     const dump::ReadOptions& opts)
     : impl_(std::make_unique<Impl>()) {
     if (files.empty()) throw std::invalid_argument("no dump given");
     dump::Selection sel;
     sel.include = include;
     for (std::size_t f = 0; f < files.size(); ++f) {
-        auto d = std::make_unique<dump::Dump>(std::vector<std::string>{files[f]}, sel);
+        auto d = std::make_unique<dump::Dump>(std::vector<std::string>{files[f]}, sel, opts);
         if (!d->errors().empty()) throw std::invalid_argument(d->errors().front().describe());
         for (std::size_t i = 0; i < d->tensors().size(); ++i) {
             const auto& t = d->tensors()[i];
@@ -103,6 +104,13 @@ DumpInput::DumpInput(const std::vector<std::string>& files, const std::vector<st
     }
     if (params().empty())
         throw std::invalid_argument(fmt::format("{}: no weight gradient (a dataset named .../wgrad or .../grad)", files[0]));
+}
+
+std::vector<std::string> DumpInput::skipped() const {
+    std::vector<std::string> out;
+    for (const auto& d : impl_->files)
+        for (const auto& n : d->notes()) out.push_back(n.describe());
+    return out;
 }
 
 int DumpInput::ranks() const { return static_cast<int>(impl_->files.size()); }

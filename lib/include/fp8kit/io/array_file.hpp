@@ -1,5 +1,6 @@
 // One array from a file, whatever the container: .npy, raw little-endian .bin (type and shape
-// given by the caller), or an HDF5 dataset written as `file.h5:/path/to/dataset`.
+// given by the caller), an HDF5 dataset written as `file.h5:/path/to/dataset`, or a tensor of a
+// safetensors file (load_safetensors).
 #pragma once
 
 #include <cstddef>
@@ -32,6 +33,9 @@ struct ArrayFile {
     std::vector<std::size_t> shape;
     std::vector<unsigned char> data;  // little-endian elements, C order
     std::size_t size() const;         // element count
+    // u8 only: the format the file says the codes are in (a safetensors F8_* dtype); empty when
+    // it does not say (.npy |u1, raw files, HDF5 integers, safetensors U8).
+    std::optional<Format> codes_format = std::nullopt;
 };
 
 // For raw files (anything that is neither .npy nor `file:/dataset`): the element type, and the
@@ -59,6 +63,15 @@ struct ArrayInfo {
     std::uint64_t numel() const;  // product of shape (1 for a scalar)
 };
 ArrayInfo describe_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts = {});
+
+// Tensor `tensor` of the safetensors file `file` (`source` is how the user wrote both, for
+// messages), through the dump reader with its checks (dump.hpp): F64/F32/F16/BF16 as such, FP8
+// and E8M0 tensors as their stored codes (u8, codes_format set, not decoded), U8 as codes.
+ArrayFile load_safetensors(const std::string& source, const std::string& file, const std::string& tensor,
+                           const dump::ReadOptions& opts = {});
+// What load_safetensors would return, less the data (type, shape and codes_format; nothing read).
+ArrayFile describe_safetensors(const std::string& source, const std::string& file, const std::string& tensor,
+                               const dump::ReadOptions& opts = {});
 
 // "a x b x c" for messages.
 std::string shape_text(const std::vector<std::size_t>& shape);
