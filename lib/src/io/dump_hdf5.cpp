@@ -386,7 +386,6 @@ public:
     void read(const TensorInfo& t, const ChunkFn& fn) override {
         silence_hdf5();  // per thread: libhdf5's error stack and its printing are per thread
         auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
-        Handle dapl = confined_access(folder_);
         Handle probe(H5Dopen2(file_.get(), t.name.c_str(), dapl_.get()), H5Dclose);
         if (!probe.ok()) throw err("cannot open dataset: " + hdf5_detail());
         Plan plan = plan_dataset(probe.get(), context(t.name));
@@ -399,8 +398,13 @@ public:
             if (rank > 0 && H5Pget_layout(dcpl.get()) == H5D_CHUNKED)
                 H5Pget_chunk(dcpl.get(), rank, chunk.data());
         }
+        // fp8kit's own readers first (chunk tasks on the thread pool), on the handle already open.
+        if (rank > 0 && read_chunks_directly(t, probe.get(), plan, chunk, fn)) return;
+        if (read_contiguous_directly(t, probe.get(), plan, fn)) return;
+
         const std::size_t budget = elements_per_read(plan.dtype, opts_);
         const std::size_t ssize = stored_size(plan.dtype);
+        Handle dapl = confined_access(folder_);
 
         // Slabs: fixed indices in dims < k, a run of L along dim k (a multiple of the chunk edge
         // when possible), all of dims > k. Each slab is contiguous in row-major order.
@@ -456,8 +460,6 @@ public:
             }
         }
 
-        if (rank > 0 && read_chunks_directly(t, dset.get(), plan, chunk, fn)) return;
-        if (read_contiguous_directly(t, dset.get(), plan, fn)) return;
 
         const std::uint64_t max_run = rank > 0 ? run * inner : 1;
         buf_.resize(static_cast<std::size_t>(max_run) * ssize);
@@ -778,6 +780,10 @@ private:
     }
 
     hsize_t user_block() {
+        if (!user_block_) user_block_ = find_user_block();
+        return *user_block_;
+    }
+    hsize_t find_user_block() {
         Handle fcpl(H5Fget_create_plist(file_.get()), H5Pclose);
         hsize_t ub = 0;
         if (!fcpl.ok() || H5Pget_userblock(fcpl.get(), &ub) < 0) {
@@ -849,6 +855,7 @@ private:
     int raw_fd_ = -1;  // fd(): the file for pread
     bool fd_tried_ = false;
     std::uint64_t file_size_ = 0;
+    std::optional<hsize_t> user_block_;
 };
 
 }  // namespace
