@@ -28,6 +28,14 @@ with h5py.File(sys.argv[1], "w") as f:
     h = f.create_dataset("holes/output", shape=(64, 64), dtype="<f4", chunks=(8, 8), fillvalue=0.5)
     h[0:8, 0:64] = act((8, 64))        # one row of chunks written, the rest never
     f["contig/output"] = act((5000, 1000))  # 20 MB contiguous: two read pieces
+# safetensors: a 20 MB float32 tensor (two read pieces) and a small bfloat16 one.
+import json, struct
+a, b = act((5000, 1000)), (act((64, 64)).view(np.uint32) >> 16).astype("<u2")
+head = {"big.weight": {"dtype": "F32", "shape": list(a.shape), "data_offsets": [0, a.nbytes]},
+        "small.weight": {"dtype": "BF16", "shape": list(b.shape), "data_offsets": [a.nbytes, a.nbytes + b.nbytes]}}
+h = json.dumps(head).encode()
+with open(sys.argv[1][:-3] + ".safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + a.tobytes() + b.tobytes())
 PYEOF
 n=0
 same() { # label, reference file, extra arguments...
@@ -49,6 +57,9 @@ for args in "--json" "--csv" "--recipe mxfp8 --json"; do
         OMP_NUM_THREADS=3 same "--json with OMP_NUM_THREADS=3" $ref --json
     fi
 done
+"$FP8KIT" inspect -q "$T/d.safetensors" --json --threads 1 >"$T/st1" 2>"$T/err" || { echo "FAIL: safetensors: $(cat "$T/err")"; fail=1; }
+"$FP8KIT" inspect -q "$T/d.safetensors" --json --threads 3 >"$T/st3" 2>"$T/err"
+if [ -s "$T/st1" ] && cmp -s "$T/st1" "$T/st3"; then n=$((n + 1)); else echo "FAIL: safetensors --threads 3 differs from --threads 1"; fail=1; fi
 grep -q '"name": "holes/output"' "$T/ref0" || { echo "FAIL: holes/output missing"; fail=1; }
 [ $fail -eq 0 ] && echo "ok: $n outputs identical to --threads 1's (json and csv, two recipes)"
 # A bad thread count is a usage error.

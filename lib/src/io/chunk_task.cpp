@@ -17,7 +17,7 @@ std::string pread_exact(int fd, void* buf, std::size_t n, std::uint64_t offset) 
         const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
         if (got < 0 && errno == EINTR) continue;
         if (got < 0) return std::strerror(errno);
-        if (got == 0) return fmt::format("the file ends {} bytes early (truncated?)", n);
+        if (got == 0) return "unexpected end of file";
         p += got;
         n -= static_cast<std::size_t>(got);
         offset += static_cast<std::uint64_t>(got);
