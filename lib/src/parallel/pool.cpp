@@ -92,11 +92,24 @@ unsigned default_threads() {
         const long v = std::strtol(env, &end, 10);
         if (end != env && v > 0) return static_cast<unsigned>(std::min<long>(v, 1024));
     }
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    bool bound = false;  // the launcher already gave this process its share of the cores
 #if defined(__linux__)
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        const unsigned mine = static_cast<unsigned>(std::max(1, CPU_COUNT(&set)));
+        bound = mine < cores;
+        cores = mine;
+    }
 #endif
-    return std::max(1u, std::thread::hardware_concurrency());
+    // An MPI rank that may use every core of the node shares them with the node's other ranks:
+    // Open MPI says how many there are (OMPI_COMM_WORLD_LOCAL_SIZE; MPICH/Slurm: MPI_LOCALNRANKS).
+    for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+        const char* env = std::getenv(var);
+        const long ranks = env ? std::strtol(env, nullptr, 10) : 0;
+        if (!bound && ranks > 1) return std::max(1u, cores / static_cast<unsigned>(ranks));
+    }
+    return cores;
 }
 
 void set_threads(unsigned n) {

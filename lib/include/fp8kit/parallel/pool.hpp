@@ -12,7 +12,8 @@
 namespace fp8kit::parallel {
 
 // OMP_NUM_THREADS when it is set to a positive number (its first entry), else the cores this
-// process may run on (sched_getaffinity, so `taskset -c 0,1` means 2).
+// process may run on (sched_getaffinity, so `taskset -c 0,1` means 2), divided by the MPI ranks on
+// the node when a launcher says how many there are and did not bind the rank to its own cores.
 unsigned default_threads();
 // The thread count of the process: the pool's workers and OpenMP's team (omp_set_num_threads).
 // 0 means default_threads(). Call before parallel work starts (the CLI: from --threads).
