@@ -52,3 +52,14 @@ for cmd in inspect replay; do
     read -r s kb <"$T/time"
     printf '%-22s %10s %8s %12s  %s MB\n' "$cmd fill_2e40 x2" "$(stat -c %s "$T/fill_2e40_steps.h5")" "$rc" "$s" "$((kb / 1024))"
 done
+# 10^5 tiny datasets again (issue 20 item 4): JSON output (streamed tensor by tensor) and one thread.
+for args in "--json" "--threads 1" "--json --threads 1"; do
+    set +e
+    # shellcheck disable=SC2086
+    /usr/bin/time -f "%e %M" -o "$T/time" "$FP8KIT" inspect -q "$T/datasets_1e5.h5" $args >/dev/null 2>"$T/err"
+    rc=$?
+    set -e
+    read -r s kb <"$T/time"
+    printf '%-22s %10s %8s %12s  %s MB\n' "datasets_1e5 $args" "$(stat -c %s "$T/datasets_1e5.h5")" "$rc" "$s" "$((kb / 1024))"
+done
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

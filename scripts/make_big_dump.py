@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """A large synthetic dump for throughput measurements (scripts/bench_inspect.sh), not for analysis:
 N float32 / bf16 tensors of 16M elements each, activation-like values (normal times a
-log-normal per-row scale), half stored chunked with shuffle + deflate level 1, as training dumps are.
-Usage: make_big_dump.py OUT.h5 [GiB]"""
+log-normal per-row scale), half stored chunked with shuffle + deflate level 1, as training dumps are (KIND mixed, the default);
+KIND gzip: every tensor float32 with shuffle + deflate; f32 / bf16: every tensor uncompressed
+(contiguous) float32 / bfloat16 bits.
+Usage: make_big_dump.py OUT.h5 [GiB] [mixed|gzip|f32|bf16]"""
 import sys
 
 import h5py
@@ -10,6 +12,8 @@ import numpy as np
 
 out = sys.argv[1]
 gib = float(sys.argv[2]) if len(sys.argv) > 2 else 2.0
+kind = sys.argv[3] if len(sys.argv) > 3 else "mixed"
+assert kind in ("mixed", "gzip", "f32", "bf16"), kind
 rows, cols = 4096, 4096
 rng = np.random.default_rng(0)
 nbytes = 0
@@ -19,7 +23,10 @@ with h5py.File(out, "w") as f:
         x = (rng.standard_normal((rows, cols), dtype=np.float32)
              * np.exp(rng.standard_normal((rows, 1), dtype=np.float32) * 2)).astype(np.float32)
         g = f.create_group(f"step_{i // 8:06d}/layer{i % 8}")
-        if i % 2 == 0:
+        if kind == "f32":
+            ds = g.create_dataset("output", data=x)
+            nbytes += x.nbytes
+        elif kind == "gzip" or (kind == "mixed" and i % 2 == 0):
             ds = g.create_dataset("output", data=x, chunks=(256, cols), compression="gzip",
                                   compression_opts=1, shuffle=True)
             nbytes += x.nbytes

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fp8kit/io/dump.hpp"
+#include "fp8kit/parallel/pool.hpp"
 
 namespace fp8kit::cli {
 
@@ -30,6 +31,12 @@ inline void add_read_flags(CLI::App* cmd) {
            "--max-chunk-mib", [&o](std::uint64_t v) { o.max_chunk_bytes = v << 20; },
            "Largest HDF5 chunk, decoded whole, in MiB (default 64)")
         ->default_val(chunk_mib)
+        ->group("Reading");
+    cmd->add_option_function<unsigned>(
+           "--threads", [](unsigned n) { parallel::set_threads(n); },
+           "Threads that read, decode and analyse (default: OMP_NUM_THREADS, else the cores this "
+           "process may use); the output is the same for any count")
+        ->check(CLI::Range(1u, 1024u))
         ->group("Reading");
 }
 

@@ -158,7 +158,7 @@ void check_same_result(const inspect::Result& a, const inspect::Result& b) {
     CHECK(f32_bits(a.scale.scale) == f32_bits(b.scale.scale));
     CHECK(f32_bits(a.scale.scale_inv) == f32_bits(b.scale.scale_inv));
     check_same(a.stats, b.stats, true);
-    CHECK(a.blocks.has_value() == b.blocks.has_value());
+    CHECK(static_cast<bool>(a.blocks) == static_cast<bool>(b.blocks));
     if (a.blocks && b.blocks) CHECK(a.blocks->scale_inv == b.blocks->scale_inv);
 }
 

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <future>
 #include <optional>
 #include <stdexcept>
 #include <vector>
@@ -87,7 +86,7 @@ Result analyse_whole(const dump::TensorInfo& t, const unsigned char* data, const
         // Block scales tile a 2-D view: rows of the last dimension.
         const std::size_t cols = t.shape.empty() ? 1 : static_cast<std::size_t>(t.shape.back());
         const BlockRecipe br = block_recipe(r, res.role, cols);
-        res.blocks = compute_block_stats(data, t.wide, n / cols, cols, br);
+        res.blocks = std::make_shared<const BlockStats>(compute_block_stats(data, t.wide, n / cols, cols, br));
         res.stats = res.blocks->total;
     }
     return res;
@@ -137,43 +136,25 @@ Result analyse(dump::Dump& d, std::size_t i, const Options& opts) {
 
 void analyse_all(dump::Dump& d, const Options& opts, const Done& done) {
     check_recipe(opts.recipe);
-    const std::size_t n = d.tensors().size();
-    // Two buffers: tensor i is analysed from one while tensor i + 1 is read into the other by a
-    // second thread (decompression in libhdf5 is single-threaded, so it would otherwise leave the
-    // statistics threads idle, and they it). Only that thread touches `d` while a read is in
-    // flight. Both buffers together stay within opts.memory_bytes.
-    std::vector<unsigned char> buf[2];
-    int slot = 0;             // buf[slot] holds tensor i
-    std::future<void> next;   // valid while tensor i + 1 is being read into buf[1 - slot]
-    for (std::size_t i = 0; i < n; ++i) {
+    // One tensor at a time: its chunks are read and decoded by the thread pool (parallel/pool.hpp)
+    // inside Dump::read, and its statistics by OpenMP over fixed element chunks, both in a fixed
+    // order. No thread is started per tensor (a dump of 10^5 tiny tensors paid for one each), and
+    // one buffer, reused while large enough, holds the tensor.
+    std::vector<unsigned char> buf;
+    for (std::size_t i = 0; i < d.tensors().size(); ++i) {
         const dump::TensorInfo& t = d.tensors()[i];
         std::exception_ptr failed;
         std::optional<Result> res;
         try {
-            if (next.valid()) {
-                slot = 1 - slot;
-                next.get();  // rethrows the reader's DumpError
-            } else if (fits(t, opts)) {
-                std::vector<unsigned char>().swap(buf[1 - slot]);  // nothing in flight: not needed
-                load_whole(d, i, buf[slot]);
+            if (fits(t, opts)) {
+                load_whole(d, i, buf, 0, opts.memory_bytes);
+                res = analyse_whole(t, buf.data(), opts);
+            } else {
+                std::vector<unsigned char>().swap(buf);
+                res = analyse_streamed(d, i, opts);
             }
         } catch (...) {
             failed = std::current_exception();
-        }
-        // Start reading the next tensor before the statistics of this one, when both fit.
-        if (i + 1 < n && fits(t, opts) && fits(d.tensors()[i + 1], opts) &&
-            buf[slot].size() + bytes_of(d.tensors()[i + 1]) <= opts.memory_bytes) {
-            std::vector<unsigned char>& into = buf[1 - slot];
-            const std::size_t held = buf[slot].size(), limit = opts.memory_bytes;
-            next = std::async(std::launch::async,
-                              [&d, &into, i, held, limit] { load_whole(d, i + 1, into, held, limit); });
-        }
-        if (!failed) {
-            try {
-                res = fits(t, opts) ? analyse_whole(t, buf[slot].data(), opts) : analyse_streamed(d, i, opts);
-            } catch (...) {
-                failed = std::current_exception();
-            }
         }
         done(i, res ? &*res : nullptr, failed);
     }

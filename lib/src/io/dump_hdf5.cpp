@@ -7,6 +7,7 @@
 #if defined(__unix__)
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -20,11 +21,14 @@
 
 #include <fmt/format.h>
 
+#include "fp8kit/parallel/pool.hpp"
+#include "io/chunk_task.hpp"
 #include "io/dump_internal.hpp"
 #include "io/hdf5_filters.hpp"
 #include "io/hdf5_handle.hpp"
 #include "io/hdf5_outside.hpp"
 #include "io/hdf5_walk.hpp"
+#include "io/listing_wire.hpp"
 
 namespace fp8kit::dump::detail {
 namespace {
@@ -346,13 +350,7 @@ public:
     // integers without a 'dtype' attribute are read as codes (1 byte) or bfloat16 bits (2 bytes).
     Hdf5Source(const std::string& path, const ReadOptions& opts, const std::string& only = "", bool raw = false)
         : opts_(opts), raw_delivery_(raw) {
-        silence_hdf5();
-        path_ = path;
-        folder_ = dump_folder(path);
-        dapl_ = confined_access(folder_);
-        Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-        file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
-        if (!file_.ok()) throw DumpError(path, "", "cannot open as HDF5: " + hdf5_detail());
+        open_file(path);
         if (!only.empty()) {
             const std::string bad = check_link_path(file_.get(), only);
             if (!bad.empty()) throw DumpError(path, only, bad);
@@ -371,9 +369,23 @@ public:
         if (!why.empty()) errors_.push_back({path, "", why});
     }
 
+    // The file with the listing a child process made of it (listing_crashes): not listed again.
+    Hdf5Source(const std::string& path, const ReadOptions& opts, Listing listed) : opts_(opts) {
+        open_file(path);
+        tensors_ = std::move(listed.tensors);
+        errors_ = std::move(listed.errors);
+        notes_ = std::move(listed.notes);
+    }
+
+    Listing listing() const { return Listing{tensors_, errors_, notes_}; }
+
+    ~Hdf5Source() override {
+        if (raw_fd_ >= 0) ::close(raw_fd_);
+    }
+
     void read(const TensorInfo& t, const ChunkFn& fn) override {
+        silence_hdf5();  // per thread: libhdf5's error stack and its printing are per thread
         auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
-        Handle dapl = confined_access(folder_);
         Handle probe(H5Dopen2(file_.get(), t.name.c_str(), dapl_.get()), H5Dclose);
         if (!probe.ok()) throw err("cannot open dataset: " + hdf5_detail());
         Plan plan = plan_dataset(probe.get(), context(t.name));
@@ -386,8 +398,14 @@ public:
             if (rank > 0 && H5Pget_layout(dcpl.get()) == H5D_CHUNKED)
                 H5Pget_chunk(dcpl.get(), rank, chunk.data());
         }
+        // fp8kit's own readers first (chunk tasks on the thread pool), on the handle already open.
+        if (runs_ && read_fill_run(probe.get(), plan, fn)) return;
+        if (rank > 0 && read_chunks_directly(t, probe.get(), plan, chunk, fn)) return;
+        if (read_contiguous_directly(t, probe.get(), plan, fn)) return;
+
         const std::size_t budget = elements_per_read(plan.dtype, opts_);
         const std::size_t ssize = stored_size(plan.dtype);
+        Handle dapl = confined_access(folder_);
 
         // Slabs: fixed indices in dims < k, a run of L along dim k (a multiple of the chunk edge
         // when possible), all of dims > k. Each slab is contiguous in row-major order.
@@ -443,8 +461,6 @@ public:
             }
         }
 
-        if (runs_ && read_fill_run(dset.get(), plan, fn)) return;
-        if (rank > 0 && read_chunks_directly(t, dset.get(), plan, chunk, fn)) return;
 
         const std::uint64_t max_run = rank > 0 ? run * inner : 1;
         buf_.resize(static_cast<std::size_t>(max_run) * ssize);
@@ -513,12 +529,70 @@ private:
         return true;
     }
 
-    // Chunked datasets compressed with deflate and/or shuffle (what h5py and torch dumps use) are
-    // read chunk by chunk with H5Dread_chunk and decoded by hdf5_filters.cpp, which demands that
-    // each chunk decode to exactly its size (libhdf5 1.10 does not check, and over-reads its own
-    // buffer on a short chunk). Slabs are whole rows of chunks along dimension 0, so each chunk is
-    // decoded once. Returns false, having read nothing, where this does not apply (other filters,
-    // a type conversion, or a row of chunks over 64 MiB): then H5Dread does the work.
+    void open_file(const std::string& path) {
+        silence_hdf5();
+        path_ = path;
+        folder_ = dump_folder(path);
+        dapl_ = confined_access(folder_);
+        Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+        file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+        if (!file_.ok()) throw DumpError(path, "", "cannot open as HDF5: " + hdf5_detail());
+    }
+
+    // Contiguous datasets stored as they are delivered (no conversion, no external files): large
+    // preads at the address libhdf5 gives, by worker threads, a piece of the read budget each,
+    // delivered in order (the same pieces for any thread count). Returns false, having read
+    // nothing, where this does not apply: then H5Dread does the work.
+    bool read_contiguous_directly(const TensorInfo& t, hid_t dset, const Plan& plan, const ChunkFn& fn) {
+        Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+        Handle ftype(H5Dget_type(dset), H5Tclose);
+        if (!dcpl.ok() || !ftype.ok() || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS ||
+            H5Pget_external_count(dcpl.get()) != 0 || H5Tequal(ftype.get(), plan.mem_type.get()) <= 0 ||
+            H5Pget_nfilters(dcpl.get()) != 0 || fd() < 0 || user_block() != 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return false;
+        }
+        const std::size_t ssize = stored_size(plan.dtype);
+        const haddr_t addr = H5Dget_offset(dset);
+        const hsize_t stored = H5Dget_storage_size(dset);
+        H5Eclear2(H5E_DEFAULT);
+        std::uint64_t bytes = 0;
+        if (addr == HADDR_UNDEF || mul_overflows(plan.numel, ssize, bytes) || stored != bytes || addr > file_size_ ||
+            bytes > file_size_ - addr)
+            return false;  // not allocated (fill value), or a size that does not add up: libhdf5 decides
+        const std::size_t budget = elements_per_read(plan.dtype, opts_);
+        const std::uint64_t pieces = (plan.numel + budget - 1) / budget;
+        struct Slot {
+            std::vector<unsigned char> bytes;
+            std::string bad;
+        };
+        const std::size_t window = parallel::default_window();
+        std::vector<Slot> slots(window);
+        auto piece = [&](std::size_t i) { return std::min<std::uint64_t>(budget, plan.numel - i * budget); };
+        parallel::ordered(
+            static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
+            [&](std::size_t i, std::size_t s) {
+                slots[s].bytes.resize(static_cast<std::size_t>(piece(i) * ssize));
+                slots[s].bad = pread_exact(fd(), slots[s].bytes.data(), slots[s].bytes.size(), addr + i * budget * ssize);
+            },
+            [&](std::size_t i, std::size_t s) {
+                if (!slots[s].bad.empty())
+                    throw DumpError(path_, t.name, fmt::format("cannot read elements {}..{}: {}", i * budget,
+                                                               i * budget + piece(i) - 1, slots[s].bad));
+                emit(plan.dtype, slots[s].bytes.data(), static_cast<std::size_t>(piece(i)), i * budget, scratch_, fn);
+            });
+        return true;
+    }
+
+    // Chunked datasets compressed with deflate and/or shuffle (what h5py and torch dumps use), or
+    // not filtered, are read as chunk tasks (chunk_task.hpp): the chunks' addresses come from
+    // libhdf5 on this thread, worker threads pread and decode them (hdf5_filters.cpp demands that
+    // each chunk decode to exactly its size: libhdf5 1.10 does not check, and over-reads its own
+    // buffer on a short chunk), and the decoded chunks come back in chunk order, so what is
+    // delivered never depends on the thread count. Slabs are whole rows of chunks along dimension
+    // 0, so each chunk is decoded once. Returns false, having read nothing, where this does not
+    // apply (other filters, a type conversion, or a row of chunks over 64 MiB): then H5Dread does
+    // the work.
     bool read_chunks_directly(const TensorInfo& t, hid_t dset, const Plan& plan,
                               const std::vector<hsize_t>& chunk, const ChunkFn& fn) {
         auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
@@ -528,7 +602,7 @@ private:
         if (H5Tequal(ftype.get(), plan.mem_type.get()) <= 0) return false;
         const int nfilters = H5Pget_nfilters(dcpl.get());
         // Unfiltered chunks too: libhdf5's H5Dread over many small chunks builds a map entry per
-        // chunk (2^20 one-element chunks: 6.7 GB and 35 s), where this path holds one chunk.
+        // chunk (2^20 one-element chunks: 6.7 GB and 35 s), where this path holds a few chunks.
         if (nfilters < 0 || nfilters > 2) return false;
         std::vector<FilterStep> pipeline;
         for (int i = 0; i < nfilters; ++i) {
@@ -559,85 +633,192 @@ private:
         // Chunks never written read as the fill value.
         const std::vector<unsigned char> fill = fill_value(dcpl.get(), plan);
 
-        std::vector<hsize_t> grid(rank), idx(rank, 0), offset(rank, 0), ext(rank), row(rank, 0);
+        std::vector<hsize_t> grid(rank);
+        std::uint64_t per_row = 1;  // chunks in one row of the grid (dims 1..rank-1)
         for (int d = 0; d < rank; ++d) grid[d] = (plan.dims[d] + chunk[d] - 1) / chunk[d];
+        for (int d = 1; d < rank; ++d) per_row *= grid[d];
+        const std::uint64_t nchunks = per_row * grid[0];
+        const std::vector<Located> located = locate_chunks(dset, grid, chunk, nchunks);
         const std::size_t budget = elements_per_read(plan.dtype, opts_);
-        chunk_buf_.resize(chunk_bytes);
-        std::uint64_t first = 0;
         // Several rows of chunks per slab when rows are small (2^20 one-element chunks would
         // otherwise make 2^20 deliveries of one element), as many as the budget holds.
         const std::uint64_t row_span = std::max<std::uint64_t>(1, std::min<hsize_t>(chunk[0], plan.dims[0]) * inner);
         const hsize_t rows_per_slab = std::max<std::uint64_t>(1, budget / row_span);
-        for (hsize_t g0 = 0; g0 < grid[0]; g0 += rows_per_slab) {
+
+        // Per slot of the window: the task, its chunk's grid offset, the stored bytes when this
+        // thread read them, and the decoded chunk.
+        struct Slot {
+            ChunkTask task;
+            std::vector<hsize_t> offset;
+            std::vector<unsigned char> stored, decoded;
+            std::string bad;
+        };
+        const std::size_t window = parallel::default_window();
+        std::vector<Slot> slots(window);
+        auto where = [&](const std::vector<hsize_t>& offset) { return fmt::format("chunk at [{}]", fmt::join(offset, ", ")); };
+        // 1. On this thread, in chunk order: where chunk i is (libhdf5 calls stay here).
+        auto prepare = [&](std::size_t i, std::size_t s) {
+            Slot& sl = slots[s];
+            sl.offset.assign(rank, 0);
+            std::uint64_t rest = i % per_row;
+            sl.offset[0] = (i / per_row) * chunk[0];
+            for (int d = rank - 1; d >= 1; --d) {
+                sl.offset[d] = (rest % grid[d]) * chunk[d];
+                rest /= grid[d];
+            }
+            sl.task = ChunkTask{};
+            sl.task.pipeline = &pipeline;
+            sl.task.decoded_bytes = chunk_bytes;
+            sl.bad.clear();
+            if (!located.empty()) {
+                const Located& at = located[i];
+                sl.task.fd = fd();
+                sl.task.offset = at.addr;
+                sl.task.size = at.size;
+                sl.task.filter_mask = at.mask;
+                return;
+            }
+            // Too many chunks to list their addresses (libhdf5 1.10 finds the i-th by walking the
+            // index): the bytes are read here. H5Dget_chunk_storage_size looks the chunk up in the
+            // index (H5D__chunk_lookup: a B-tree search); H5Dget_chunk_info_by_coord in 1.10 walks
+            // every chunk of the index instead, quadratic in the number of chunks. A chunk never
+            // written is the fill value: libhdf5 1.10 then fails with "chunk storage is not
+            // allocated" (H5Dchunk.c, H5D__get_chunk_storage_size); any other failure is an error.
+            hsize_t stored = 0;
+            if (H5Dget_chunk_storage_size(dset, sl.offset.data(), &stored) < 0) {
+                const std::string why = hdf5_detail();
+                if (why.rfind("chunk storage is not allocated", 0) != 0)
+                    throw err(fmt::format("cannot locate {}: {}", where(sl.offset), why));
+                stored = 0;
+            }
+            if (stored == 0) return;
+            if (stored > (std::uint64_t(4) << 30))
+                throw err(fmt::format("{} claims {} stored bytes: corrupt file", where(sl.offset), static_cast<std::uint64_t>(stored)));
+            sl.stored.resize(static_cast<std::size_t>(stored));
+            std::uint32_t read_mask = 0;
+            if (H5Dread_chunk(dset, H5P_DEFAULT, sl.offset.data(), &read_mask, sl.stored.data()) < 0)
+                throw err(fmt::format("cannot read {}: {}", where(sl.offset), hdf5_detail()));
+            sl.task.stored = sl.stored.data();
+            sl.task.size = stored;
+            sl.task.filter_mask = read_mask;
+        };
+        // 2. On a worker: read and decode.
+        auto work = [&](std::size_t, std::size_t s) {
+            Slot& sl = slots[s];
+            sl.decoded.resize(chunk_bytes);
+            sl.bad = run_chunk_task(sl.task, fill, sl.decoded.data());
+        };
+        // 3. On this thread, in chunk order: copy the part of the chunk inside the dataset into
+        // the slab (runs along the last dimension), and deliver the slab when its last chunk is in.
+        std::uint64_t first = 0, slab_elems = 0;
+        std::vector<hsize_t> ext(rank), row(rank, 0);
+        auto consume = [&](std::size_t i, std::size_t s) {
+            Slot& sl = slots[s];
+            if (!sl.bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where(sl.offset), sl.bad));
+            const hsize_t c0 = i / per_row, g0 = c0 / rows_per_slab * rows_per_slab;
             const hsize_t g1 = std::min<hsize_t>(grid[0], g0 + rows_per_slab);
-            const hsize_t r0 = g0 * chunk[0], rows = std::min<hsize_t>((g1 - g0) * chunk[0], plan.dims[0] - r0);
-            const std::uint64_t slab_elems = rows * inner;
-            buf_.resize(static_cast<std::size_t>(slab_elems * ssize));
-          for (hsize_t c0 = g0; c0 < g1; ++c0) {
+            if (i % per_row == 0 && c0 == g0) {  // a slab begins
+                const hsize_t r0 = g0 * chunk[0], rows = std::min<hsize_t>((g1 - g0) * chunk[0], plan.dims[0] - r0);
+                slab_elems = rows * inner;
+                buf_.resize(static_cast<std::size_t>(slab_elems * ssize));
+            }
             const hsize_t base_row = (c0 - g0) * chunk[0];
-            std::fill(idx.begin(), idx.end(), 0);
-            idx[0] = c0;
-            for (;;) {  // every chunk of this row: odometer over dims 1..rank-1 of the grid
-                for (int d = 0; d < rank; ++d) {
-                    offset[d] = idx[d] * chunk[d];
-                    ext[d] = std::min<hsize_t>(chunk[d], plan.dims[d] - offset[d]);
+            for (int d = 0; d < rank; ++d) ext[d] = std::min<hsize_t>(chunk[d], plan.dims[d] - sl.offset[d]);
+            std::fill(row.begin(), row.end(), 0);
+            const hsize_t run = ext[rank - 1];
+            for (;;) {
+                std::uint64_t src = 0, dst = 0;
+                for (int d = 0; d < rank - 1; ++d) {
+                    src = src * chunk[d] + row[d];
+                    dst = dst * plan.dims[d] + (d == 0 ? base_row + row[0] : sl.offset[d] + row[d]);
                 }
-                auto where = [&] { return fmt::format("chunk at [{}]", fmt::join(offset, ", ")); };
-                // H5Dget_chunk_storage_size looks the chunk up in the index (H5D__chunk_lookup: a
-                // B-tree search); H5Dget_chunk_info_by_coord in 1.10 walks every chunk of the index
-                // instead, which made reading quadratic in the number of chunks (2^20 chunks:
-                // minutes). A chunk never written is the fill value: libhdf5 1.10 then fails with
-                // "chunk storage is not allocated" (H5Dchunk.c, H5D__get_chunk_storage_size);
-                // any other failure is an error.
-                hsize_t stored = 0;
-                if (H5Dget_chunk_storage_size(dset, offset.data(), &stored) < 0) {
-                    const std::string why = hdf5_detail();
-                    if (why.rfind("chunk storage is not allocated", 0) != 0)
-                        throw err(fmt::format("cannot locate {}: {}", where(), why));
-                    stored = 0;
-                }
-                if (stored == 0) {
-                    for (std::size_t b = 0; b < chunk_bytes; b += ssize) std::memcpy(&chunk_buf_[b], fill.data(), ssize);
-                } else {
-                    if (stored > (std::uint64_t(4) << 30))
-                        throw err(fmt::format("{} claims {} stored bytes: corrupt file", where(), static_cast<std::uint64_t>(stored)));
-                    raw_.resize(static_cast<std::size_t>(stored));
-                    std::uint32_t read_mask = 0;
-                    if (H5Dread_chunk(dset, H5P_DEFAULT, offset.data(), &read_mask, raw_.data()) < 0)
-                        throw err(fmt::format("cannot read {}: {}", where(), hdf5_detail()));
-                    const std::string bad = decode_chunk(pipeline, read_mask, raw_.data(), raw_.size(),
-                                                         chunk_bytes, decode_scratch_, chunk_buf_.data());
-                    if (!bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where(), bad));
-                }
-                // Copy the part of the chunk inside the dataset: runs along the last dimension.
-                std::fill(row.begin(), row.end(), 0);
-                const hsize_t run = ext[rank - 1];
-                for (;;) {
-                    std::uint64_t src = 0, dst = 0;
-                    for (int d = 0; d < rank - 1; ++d) {
-                        src = src * chunk[d] + row[d];
-                        dst = dst * plan.dims[d] + (d == 0 ? base_row + row[0] : offset[d] + row[d]);
-                    }
-                    src *= chunk[rank - 1];
-                    dst = dst * plan.dims[rank - 1] + (rank == 1 ? base_row : offset[rank - 1]);
-                    std::memcpy(&buf_[static_cast<std::size_t>(dst * ssize)], &chunk_buf_[static_cast<std::size_t>(src * ssize)],
-                                static_cast<std::size_t>(run * ssize));
-                    int d = rank - 2;
-                    while (d >= 0 && ++row[d] == ext[d]) row[d--] = 0;
-                    if (d < 0) break;
-                }
-                int d = rank - 1;
-                while (d >= 1 && ++idx[d] == grid[d]) idx[d--] = 0;
-                if (d < 1) break;
+                src *= chunk[rank - 1];
+                dst = dst * plan.dims[rank - 1] + (rank == 1 ? base_row : sl.offset[rank - 1]);
+                std::memcpy(&buf_[static_cast<std::size_t>(dst * ssize)], &sl.decoded[static_cast<std::size_t>(src * ssize)],
+                            static_cast<std::size_t>(run * ssize));
+                int d = rank - 2;
+                while (d >= 0 && ++row[d] == ext[d]) row[d--] = 0;
+                if (d < 0) break;
             }
-          }
-            for (std::uint64_t p = 0; p < slab_elems; p += budget) {
-                const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, slab_elems - p));
-                emit(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
+            if (i + 1 == std::min<std::uint64_t>(nchunks, g1 * per_row)) {  // the slab's last chunk
+                for (std::uint64_t p = 0; p < slab_elems; p += budget) {
+                    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, slab_elems - p));
+                    emit(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
+                }
+                first += slab_elems;
             }
-            first += slab_elems;
-        }
+        };
+        parallel::ordered(static_cast<std::size_t>(nchunks), window, prepare, work, consume);
         return true;
+    }
+
+    // Where each chunk's bytes are, in chunk order (row-major over the grid of chunks), so that
+    // worker threads pread them; empty when libhdf5 cannot say cheaply or the answer is odd
+    // (then the reader's own thread reads each chunk with H5Dread_chunk). libhdf5 1.10 has no
+    // call that lists every chunk at once (H5Dchunk_iter is 1.14) and H5Dget_chunk_info finds
+    // the k-th chunk by walking the index from the start, so this is done for datasets of at
+    // most kLocateMax chunks (kLocateMax^2 / 2 index steps). A file with a user block is left
+    // out too (chunk addresses are relative to the HDF5 base address).
+    struct Located {
+        std::uint64_t addr = 0, size = 0;  // size 0: never written
+        unsigned mask = 0;
+    };
+    std::vector<Located> locate_chunks(hid_t dset, const std::vector<hsize_t>& grid, const std::vector<hsize_t>& chunk,
+                                       std::uint64_t nchunks) {
+        constexpr std::uint64_t kLocateMax = 1024;
+        if (nchunks > kLocateMax || user_block() != 0 || fd() < 0) return {};
+        Handle space(H5Dget_space(dset), H5Sclose);
+        hsize_t n = 0;
+        if (!space.ok() || H5Dget_num_chunks(dset, space.get(), &n) < 0 || n > nchunks) {
+            H5Eclear2(H5E_DEFAULT);
+            return {};
+        }
+        const int rank = static_cast<int>(grid.size());
+        std::vector<Located> out(static_cast<std::size_t>(nchunks));
+        std::vector<hsize_t> offset(rank);
+        for (hsize_t k = 0; k < n; ++k) {
+            unsigned mask = 0;
+            haddr_t addr = HADDR_UNDEF;
+            hsize_t size = 0;
+            if (H5Dget_chunk_info(dset, space.get(), k, offset.data(), &mask, &addr, &size) < 0 || addr == HADDR_UNDEF ||
+                size == 0 || size > (std::uint64_t(4) << 30) || addr > file_size_ || size > file_size_ - addr) {
+                H5Eclear2(H5E_DEFAULT);
+                return {};
+            }
+            std::uint64_t lin = 0;
+            for (int d = 0; d < rank; ++d) {
+                if (offset[d] % chunk[d] != 0 || offset[d] / chunk[d] >= grid[d]) return {};
+                lin = lin * grid[d] + offset[d] / chunk[d];
+            }
+            if (out[lin].size != 0) return {};  // listed twice: leave it to libhdf5
+            out[lin] = Located{addr, size, mask};
+        }
+        return out;
+    }
+
+    // The file, opened once for pread by the chunk tasks (-1 when it cannot be: then libhdf5 reads).
+    int fd() {
+        if (!fd_tried_) {
+            fd_tried_ = true;
+            raw_fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+            struct stat st {};
+            if (raw_fd_ >= 0 && ::fstat(raw_fd_, &st) == 0) file_size_ = static_cast<std::uint64_t>(st.st_size);
+        }
+        return raw_fd_;
+    }
+
+    hsize_t user_block() {
+        if (!user_block_) user_block_ = find_user_block();
+        return *user_block_;
+    }
+    hsize_t find_user_block() {
+        Handle fcpl(H5Fget_create_plist(file_.get()), H5Pclose);
+        hsize_t ub = 0;
+        if (!fcpl.ok() || H5Pget_userblock(fcpl.get(), &ub) < 0) {
+            H5Eclear2(H5E_DEFAULT);
+            return 1;
+        }
+        return ub;
     }
 
     // `name`: the dataset's path; opened as `link` of `parent` (default: the path from the file).
@@ -699,7 +880,10 @@ private:
     Handle dapl_;  // confined_access(folder_): every dataset is opened with it
     Handle file_;
     std::vector<std::uint8_t> buf_, scratch_;
-    std::vector<unsigned char> raw_, chunk_buf_, decode_scratch_;  // read_chunks_directly
+    int raw_fd_ = -1;  // fd(): the file for pread
+    bool fd_tried_ = false;
+    std::uint64_t file_size_ = 0;
+    std::optional<hsize_t> user_block_;
 };
 
 }  // namespace
@@ -710,10 +894,12 @@ namespace {
 // an object in a global heap collection, where variable-length string attributes ('dtype',
 // 'role') live, and a flipped byte there makes it copy gigabytes (SIGSEGV inside H5Aread; found
 // by tests/corrupt). No API reads such an attribute without that code, so the listing is first
-// done in a child process. Returns why the child did not finish, or "" when it did (the listing
-// is then repeated here, on the same bytes, with the same result).
+// done in a child process. Returns why the child did not finish, or "" when it did. The child then
+// sends its listing after its progress dots (a 'L' and listing_wire.hpp's bytes), put in `listed`,
+// so the file is listed once; without a whole listing from the child (it could not open the file,
+// or no guard ran) `listed` stays empty and the caller lists the file itself.
 std::string listing_crashes(const std::string& path, const ReadOptions& opts, const std::string& only = "",
-                            bool raw = false) {
+                            bool raw = false, std::optional<Listing>* listed = nullptr) {
 #if defined(__unix__)
     if (opts.hdf5_listing_timeout_ms == 0) return "";
     int fds[2];
@@ -735,6 +921,15 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
         g_progress_fd = fds[1];
         try {
             Hdf5Source probe(path, opts, only, raw);
+            if (listed) {
+                const std::string bytes = "L" + encode_listing(probe.listing());
+                for (std::size_t at = 0; at < bytes.size();) {
+                    const ssize_t n = ::write(fds[1], bytes.data() + at, bytes.size() - at);
+                    if (n < 0 && errno == EINTR) continue;
+                    if (n <= 0) break;
+                    at += static_cast<std::size_t>(n);
+                }
+            }
         } catch (...) {
             // An error is an answer too: the parent reports it from its own listing.
         }
@@ -746,7 +941,8 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
         return "";
     }
     // Wait for the end of the pipe (the child exited), giving up after a silence of the limit.
-    bool hung = false;
+    bool hung = false, in_listing = false;
+    std::string received;
     for (;;) {
         pollfd p{fds[0], POLLIN, 0};
         const int r = ::poll(&p, 1, static_cast<int>(opts.hdf5_listing_timeout_ms));
@@ -755,9 +951,16 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
             hung = true;
             break;
         }
-        char buf[256];
+        char buf[65536];
         const ssize_t n = r > 0 ? ::read(fds[0], buf, sizeof buf) : 0;
         if (n <= 0 && !(n < 0 && errno == EINTR)) break;
+        for (ssize_t k = 0; k < n; ++k) {  // progress dots, then 'L' and the listing
+            if (in_listing) {
+                received.append(buf + k, buf + n);
+                break;
+            }
+            if (buf[k] == 'L') in_listing = true;
+        }
     }
     ::close(fds[0]);
     if (hung) ::kill(pid, SIGKILL);
@@ -769,7 +972,11 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
         return fmt::format("libhdf5 made no progress for {} s while listing the file's objects (a loop "
                            "in corrupt metadata): stopped",
                            opts.hdf5_listing_timeout_ms / 1000.0);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+        Listing l;
+        if (listed && in_listing && decode_listing(received, l)) *listed = std::move(l);
+        return "";
+    }
     if (WIFSIGNALED(status))
         return fmt::format("libhdf5 crashed ({}) while listing the file's objects: its metadata is "
                            "corrupt",
@@ -778,7 +985,7 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
                        "is corrupt",
                        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 #else
-    (void)path, (void)opts, (void)only, (void)raw;
+    (void)path, (void)opts, (void)only, (void)raw, (void)listed;
     return "";
 #endif
 }
@@ -786,8 +993,10 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
 }  // namespace
 
 std::unique_ptr<Source> open_hdf5(const std::string& path, const ReadOptions& opts) {
-    const std::string crash = listing_crashes(path, opts);
+    std::optional<Listing> listed;
+    const std::string crash = listing_crashes(path, opts, "", false, &listed);
     if (!crash.empty()) throw DumpError(path, "", crash);
+    if (listed) return std::make_unique<Hdf5Source>(path, opts, std::move(*listed));
     return std::make_unique<Hdf5Source>(path, opts);
 }
 

@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/parallel/pool.hpp"
+#include "io/chunk_task.hpp"
 #include "io/dump_internal.hpp"
 
 namespace fp8kit::dump::detail {
@@ -64,22 +66,6 @@ private:
     int fd_;
 };
 
-// Reads exactly n bytes at off, or says why not.
-std::string pread_all(int fd, void* buf, std::size_t n, std::uint64_t off) {
-    auto* p = static_cast<char*>(buf);
-    while (n > 0) {
-        const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(off));
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            return std::strerror(errno);
-        }
-        if (got == 0) return "unexpected end of file";
-        p += got;
-        n -= static_cast<std::size_t>(got);
-        off += static_cast<std::uint64_t>(got);
-    }
-    return {};
-}
 
 struct Entry {
     std::uint64_t begin, end;  // absolute file offsets
@@ -97,14 +83,14 @@ public:
         auto bad = [&](const std::string& m) { return DumpError(path, "", "not a valid safetensors file: " + m); };
         if (size < 8) throw bad(fmt::format("{} bytes, shorter than the 8-byte header length", size));
         unsigned char len_bytes[8];
-        if (auto e = pread_all(fd_.get(), len_bytes, 8, 0); !e.empty()) throw bad(e);
+        if (auto e = pread_exact(fd_.get(), len_bytes, 8, 0); !e.empty()) throw bad(e);
         std::uint64_t n = 0;
         for (int i = 7; i >= 0; --i) n = (n << 8) | len_bytes[i];
         if (n > kMaxHeader) throw bad(fmt::format("header length {} exceeds the 100 MB limit", n));
         if (n > size - 8)
             throw bad(fmt::format("header length {} runs past the end of the file ({} bytes): truncated?", n, size));
         std::string text(static_cast<std::size_t>(n), '\0');
-        if (auto e = pread_all(fd_.get(), text.data(), text.size(), 8); !e.empty()) throw bad(e);
+        if (auto e = pread_exact(fd_.get(), text.data(), text.size(), 8); !e.empty()) throw bad(e);
         nlohmann::json header;
         std::set<std::string> names;
         std::string duplicate;
@@ -177,20 +163,34 @@ public:
         });
     }
 
+    // Pieces of the read budget, pread by the thread pool's workers (the same component as the
+    // HDF5 chunk tasks) and delivered in order: the same pieces for any thread count.
     void read(const TensorInfo& t, const ChunkFn& fn) override {
         const auto it = entries_.find(t.name);
         if (it == entries_.end()) throw DumpError(path_, t.name, "no such tensor in this file");
         const std::size_t ssize = stored_size(t.dtype);
         const std::size_t per = elements_per_read(t.dtype, opts_);
-        buf_.resize(std::min<std::uint64_t>(per, t.numel) * ssize);
-        for (std::uint64_t first = 0; first < t.numel; first += per) {
-            const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(per, t.numel - first));
-            const std::uint64_t off = it->second.begin + first * ssize;
-            if (auto e = pread_all(fd_.get(), buf_.data(), n * ssize, off); !e.empty())
-                throw DumpError(path_, t.name, fmt::format("cannot read bytes at offset {}: {}", off, e));
-            if (raw_) fn(Chunk{t.wide, buf_.data(), n, first});  // n stored elements as they are
-            else deliver(t.dtype, buf_.data(), n, first, scratch_, fn);
-        }
+        const std::uint64_t pieces = (t.numel + per - 1) / per;
+        struct Slot {
+            std::vector<unsigned char> bytes;
+            std::string bad;
+        };
+        const std::size_t window = parallel::default_window();
+        std::vector<Slot> slots(window);
+        auto count = [&](std::size_t i) { return static_cast<std::size_t>(std::min<std::uint64_t>(per, t.numel - i * per)); };
+        auto offset = [&](std::size_t i) { return it->second.begin + i * per * ssize; };
+        parallel::ordered(
+            static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
+            [&](std::size_t i, std::size_t s) {
+                slots[s].bytes.resize(count(i) * ssize);
+                slots[s].bad = pread_exact(fd_.get(), slots[s].bytes.data(), slots[s].bytes.size(), offset(i));
+            },
+            [&](std::size_t i, std::size_t s) {
+                if (!slots[s].bad.empty())
+                    throw DumpError(path_, t.name, fmt::format("cannot read bytes at offset {}: {}", offset(i), slots[s].bad));
+                if (raw_) fn(Chunk{t.wide, slots[s].bytes.data(), count(i), i * per});  // stored elements as they are
+                else deliver(t.dtype, slots[s].bytes.data(), count(i), i * per, scratch_, fn);
+            });
     }
 
 private:

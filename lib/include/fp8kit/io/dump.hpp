@@ -5,7 +5,8 @@
 // exception out of the listing, so a caller can analyse the good tensors and report the bad ones
 // at the end. Reading one tensor throws DumpError (naming file and dataset) when it fails.
 //
-// HDF5 is not thread-safe in its serial build: use one Dump/Source from one thread at a time.
+// Use one Dump/Source from one thread at a time: it calls libhdf5 from that thread only, and reads
+// and decodes chunks on the process's thread pool (parallel/pool.hpp) inside read().
 // Only the files named are read (ReadOptions::allow_external_in_dump_folder).
 #pragma once
 
@@ -83,7 +84,9 @@ struct DumpError : std::runtime_error {
 
 struct ReadOptions {
     // Largest chunk delivered, in bytes of the delivered type. Memory in use while reading is a
-    // small multiple of this plus HDF5's chunk cache (capped at hdf5_cache_bytes).
+    // small multiple of this, plus (threads + 2) x (stored + decoded HDF5 chunk) for the chunk
+    // tasks in flight (parallel/pool.hpp), plus HDF5's chunk cache (capped at hdf5_cache_bytes)
+    // where libhdf5 reads.
     std::size_t chunk_bytes = std::size_t(16) << 20;
     std::size_t hdf5_cache_bytes = std::size_t(128) << 20;
     // HDF5 files are listed first in a child process, because libhdf5 1.10 can crash or loop

@@ -1,0 +1,56 @@
+// Reading and decoding one chunk task; see chunk_task.hpp.
+#include "io/chunk_task.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace fp8kit::dump::detail {
+
+std::string pread_exact(int fd, void* buf, std::size_t n, std::uint64_t offset) {
+    auto* p = static_cast<unsigned char*>(buf);
+    while (n > 0) {
+        const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
+        if (got < 0 && errno == EINTR) continue;
+        if (got < 0) return std::strerror(errno);
+        if (got == 0) return "unexpected end of file";
+        p += got;
+        n -= static_cast<std::size_t>(got);
+        offset += static_cast<std::uint64_t>(got);
+    }
+    return "";
+}
+
+std::string run_chunk_task(const ChunkTask& t, const std::vector<unsigned char>& fill, unsigned char* out) {
+    if (t.size == 0) {
+        const std::size_t e = fill.empty() ? 1 : fill.size();
+        if (fill.empty() || std::all_of(fill.begin(), fill.end(), [](unsigned char b) { return b == 0; }))
+            std::memset(out, 0, t.decoded_bytes);
+        else
+            for (std::size_t b = 0; b + e <= t.decoded_bytes; b += e) std::memcpy(out + b, fill.data(), e);
+        return "";
+    }
+    const bool filtered = t.pipeline && !t.pipeline->empty();
+    if (!filtered && t.size != t.decoded_bytes)
+        return fmt::format("it stores {} bytes, the chunk holds {}", t.size, t.decoded_bytes);
+    // Per worker thread: the stored bytes and the decoder's two stages (bounded by the chunk size).
+    thread_local std::vector<unsigned char> stored, scratch;
+    const unsigned char* in = t.stored;
+    if (!in) {
+        if (!filtered) return pread_exact(t.fd, out, t.decoded_bytes, t.offset);  // straight in
+        stored.resize(static_cast<std::size_t>(t.size));
+        if (std::string e = pread_exact(t.fd, stored.data(), stored.size(), t.offset); !e.empty()) return e;
+        in = stored.data();
+    }
+    if (!filtered) {
+        std::memcpy(out, in, t.decoded_bytes);
+        return "";
+    }
+    return decode_chunk(*t.pipeline, t.filter_mask, in, static_cast<std::size_t>(t.size), t.decoded_bytes, scratch, out);
+}
+
+}  // namespace fp8kit::dump::detail
