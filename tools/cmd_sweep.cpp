@@ -11,6 +11,7 @@
 #include "fp8kit/analysis/sweep_input.hpp"
 #include "read_flags.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "json_out.hpp"
 #include "recipe_args.hpp"
 #include "terminal.hpp"
 
@@ -63,6 +64,49 @@ nlohmann::json outcome_json(const sweep::Outcome& oc) {
     return j;
 }
 
+// outcome_json(oc) plus "min_safe_margin", written by json_out (keys in nlohmann's sorted order):
+// the per-tensor rows, where building nlohmann objects cost most of a 10^5-tensor sweep.
+void outcome_row(fmt::memory_buffer& b, const sweep::Outcome& oc, int min_safe_margin) {
+    namespace jo = json_out;
+    auto out = std::back_inserter(b);
+    jo::key(b, "dumped", true);
+    fmt::format_to(out, "{}", oc.dumped);
+    jo::key(b, "first_step_overflows");
+    fmt::format_to(out, "{}", oc.first_step_overflows);
+    jo::key(b, "lossless");
+    fmt::format_to(out, "{}", oc.lossless);
+    jo::key(b, "mean_log2_headroom");
+    jo::stat(b, oc.mean_log2_headroom());
+    jo::key(b, "min_safe_margin");
+    fmt::format_to(out, "{}", min_safe_margin);
+    jo::key(b, "overflow_steps");
+    fmt::format_to(out, "{}", oc.overflow_steps);
+    jo::key(b, "sqnr_db");
+    jo::stat(b, oc.mean_sqnr_db());
+    jo::key(b, "sqnr_db_bounds");
+    b.push_back('[');
+    jo::stat(b, oc.mean_sqnr_db_lo());
+    b.push_back(',');
+    jo::stat(b, oc.mean_sqnr_db_hi());
+    b.push_back(']');
+    jo::key(b, "steps");
+    fmt::format_to(out, "{}", oc.steps);
+    jo::key(b, "subnormal_share");
+    jo::stat(b, oc.subnormal_share());
+    jo::key(b, "subnormal_uncertain");
+    fmt::format_to(out, "{}", oc.subnormal_uncertain);
+    jo::key(b, "tensors");
+    fmt::format_to(out, "{}", oc.tensors);
+    jo::key(b, "underflow_share");
+    jo::stat(b, oc.underflow_share());
+    jo::key(b, "underflow_uncertain");
+    fmt::format_to(out, "{}", oc.underflow_uncertain);
+    jo::key(b, "worst_headroom");
+    jo::stat(b, oc.worst_headroom);
+    jo::key(b, "worst_step");
+    fmt::format_to(out, "{}", oc.worst_step);
+}
+
 std::string dump_json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
@@ -71,24 +115,37 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
     fmt::print("scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps,worst_headroom,"
                "mean_log2_headroom,min_safe_margin,dumped,underflow_share,subnormal_share,sqnr_db,sqnr_db_lo,"
                "sqnr_db_hi\n");
-    auto row = [&](const char* scope, const std::string& nm, Role cls, std::size_t c, const sweep::Outcome& oc, int msm) {
+    // Rows go through one buffer, written once per class or tensor (10^5 tensors x 60 rows).
+    fmt::memory_buffer b;
+    auto row = [&](const char* scope, std::string_view field, Role cls, std::size_t c, const sweep::Outcome& oc, int msm) {
         const auto& r = C[c].recipe;
-        const std::string f = C[c].blockwise ? "e4m3" : std::string(name(replay::role_format(r, cls, C[c].forced)));
-        fmt::print("{},{},{},\"{}\",{},{},{},{},{},{},{},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", scope,
-                   csv_field(nm), name(cls), C[c].label, name(r.kind), r.history_len, name(r.algo), r.margin,
-                   f, oc.steps, oc.overflow_steps, oc.worst_headroom, oc.mean_log2_headroom(),
-                   C[c].grid ? std::to_string(msm) : "", oc.dumped, oc.underflow_share(), oc.subnormal_share(),
-                   oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(), oc.mean_sqnr_db_hi());
+        const std::string_view f = C[c].blockwise ? "e4m3" : name(replay::role_format(r, cls, C[c].forced));
+        fmt::format_to(std::back_inserter(b), "{},{},{},\"{}\",{},{},{},{},{},{},{},{:.9g},{:.9g},", scope, field,
+                       name(cls), C[c].label, name(r.kind), r.history_len, name(r.algo), r.margin, f, oc.steps,
+                       oc.overflow_steps, oc.worst_headroom, oc.mean_log2_headroom());
+        if (C[c].grid) fmt::format_to(std::back_inserter(b), "{}", msm);
+        fmt::format_to(std::back_inserter(b), ",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", oc.dumped,
+                       oc.underflow_share(), oc.subnormal_share(), oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(),
+                       oc.mean_sqnr_db_hi());
+    };
+    auto flush = [&] {
+        std::fwrite(b.data(), 1, b.size(), stdout);
+        b.clear();
     };
     for (Role cls : kClasses) {
         if (!sw.has_class(cls)) continue;
+        const std::string field = csv_field(name(cls));
         for (std::size_t c = 0; c < C.size(); ++c)
-            row("class", std::string(name(cls)), cls, c, sw.per_class(c, cls), sw.min_safe_margin(c, -1, cls));
+            row("class", field, cls, c, sw.per_class(c, cls), sw.min_safe_margin(c, -1, cls));
+        flush();
     }
     for (std::size_t s = 0; s < S.size(); ++s) {
         const auto oc = sw.tensor_outcomes(s);
-        for (std::size_t c = 0; c < C.size(); ++c) row("tensor", S[s].tensor, S[s].role, c, oc[c], sw.min_safe_margin(c, oc));
+        const std::string field = csv_field(S[s].tensor);
+        for (std::size_t c = 0; c < C.size(); ++c) row("tensor", field, S[s].role, c, oc[c], sw.min_safe_margin(c, oc));
+        flush();
     }
+    std::fflush(stdout);
     for (const auto& n : L.notes) fmt::print(stderr, "fp8kit sweep: note: {}\n", io::printable(n));
 }
 
@@ -122,18 +179,27 @@ void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts&
     std::string h = dump_json(head);
     h.pop_back();  // the closing brace: the tensors follow
     fmt::print("{}{}\"tensors\":[\n", h, head.empty() ? "" : ",");
+    // The tensors, one line each, as nlohmann would write {"class", "outcomes", "steps", "tensor"}.
+    fmt::memory_buffer b;
     for (std::size_t s = 0; s < S.size(); ++s) {
         const auto oc = sw.tensor_outcomes(s);
-        nlohmann::json t;
-        t["tensor"] = S[s].tensor;
-        t["class"] = std::string(name(S[s].role));
-        t["steps"] = S[s].steps.size();
-        for (std::size_t c = 0; c < C.size(); ++c) {
-            auto j = outcome_json(oc[c]);
-            j["min_safe_margin"] = sw.min_safe_margin(c, oc);
-            t["outcomes"].push_back(j);
+        json_out::key(b, "class", true);
+        json_out::string(b, name(S[s].role));
+        if (!C.empty()) {
+            json_out::key(b, "outcomes");
+            for (std::size_t c = 0; c < C.size(); ++c) {
+                b.append(std::string_view(c ? ",{" : "[{"));
+                outcome_row(b, oc[c], sw.min_safe_margin(c, oc));
+                b.push_back('}');
+            }
+            b.push_back(']');
         }
-        fmt::print("{}{}\n", dump_json(t), s + 1 < S.size() ? "," : "");
+        json_out::key(b, "steps");
+        fmt::format_to(std::back_inserter(b), "{}", S[s].steps.size());
+        json_out::key(b, "tensor");
+        json_out::string(b, S[s].tensor);
+        fmt::print("{{{}}}{}\n", std::string_view(b.data(), b.size()), s + 1 < S.size() ? "," : "");
+        b.clear();
     }
     fmt::print("]}}\n");
 }

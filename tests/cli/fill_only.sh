@@ -21,6 +21,7 @@ with h5py.File(sys.argv[1], "w") as f:
         f.create_dataset(name, shape=(n,), chunks=(2**20,), dtype=dt, fillvalue=0.25 if dt == "f4" else 0)
     for step in (1, 2):
         f.create_dataset(f"step_{step}/layer.input", shape=(2**40,), chunks=(2**20,), dtype="f4", fillvalue=0.25)
+        f.create_dataset(f"step_{step}/layer.weight", shape=(2**20, 2**20), chunks=(256, 4096), dtype="f4", fillvalue=0.5)
 PYEOF
 [ "$(stat -c %s "$T/fill.h5")" -lt 100000 ]; check "the fixture is a few KB" $?
 
@@ -44,4 +45,27 @@ st=$?; check "inspect: 2^40 fill-only elements counted ($rc: $(head -c 300 "$T/e
 timeout 30 "$FP8KIT" replay "$T/fill.h5" --recipe te-delayed --max-elements 2199023255552 > "$T/out" 2> "$T/err"; rc=$?
 [ $rc -eq 0 ] && grep -q "layer.input" "$T/out"
 st=$?; check "replay: 2^40 fill-only elements per step read as their amax ($rc: $(head -c 300 "$T/err"))" $st
+
+# sweep: the same 2^40-element runs go into the magnitude histogram and (2-D) the block presets'
+# statistics in O(1); a 1-D row of 2^40 is too wide for a rowwise block and is noted.
+timeout 30 "$FP8KIT" sweep "$T/fill.h5" --max-elements 2199023255552 --json > "$T/out" 2> "$T/err"; rc=$?
+[ $rc -eq 0 ] && grep -q '"tensor":"layer.weight"' "$T/out" && grep -q '"tensor":"layer.input"' "$T/out" \
+    && grep -q 'step_1/layer.input: block recipes skipped: .*wider than a rowwise block' "$T/out"
+st=$?; check "sweep: 2^40 fill-only elements per step, O(1) ($rc: $(head -c 300 "$T/err"))" $st
+
+# An allocation that fails names the file and the dataset (one line, exit 2): a 2^27-element
+# tensor (one chunk written, the rest fill value) needs the block presets' 256 MiB strip, refused
+# under a 300 MB address-space cap.
+if ! ldd "$FP8KIT" 2>/dev/null | grep -q libasan; then
+    "$PY" - "$T/part.h5" <<'PYEOF'
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "w") as f:
+    for step in (1, 2):
+        d = f.create_dataset(f"step_{step}/part.weight", shape=(2**15, 2**12), chunks=(128, 4096), dtype="f4", fillvalue=0.5)
+        d[0:128, :] = np.linspace(-3, 3, 128 * 4096, dtype="f4").reshape(128, 4096)
+PYEOF
+    (ulimit -v 300000; timeout 30 "$FP8KIT" sweep "$T/part.h5" > "$T/out" 2> "$T/err"); rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "part.h5: step_1/part.weight: out of memory while reading its 134217728 elements" "$T/err"
+    st=$?; check "sweep: out of memory names the file and dataset ($rc: $(head -c 300 "$T/err"))" $st
+fi
 exit $fail

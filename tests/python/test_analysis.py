@@ -88,6 +88,28 @@ def test_delayed_scaling_against_model():
     assert np.array_equal(got, want)
 
 
+def test_delayed_scaling_history_is_te_rolled_history():
+    # TE's amax_history update (transformer_engine/pytorch/fp8.py, _default_get_amax_and_update_history:
+    # torch.roll(amax_history, -1, 0), then slot 0 zeroed) written with numpy, against the binding's
+    # history (a copy, built by value from the ring: an array kept from an earlier step must not change).
+    rng = np.random.default_rng(5)
+    L = 8
+    d = fp8kit.DelayedScaling("e4m3", history_len=L, algo="max", margin=0)
+    h = np.zeros(L, np.float32)
+    kept = []
+    for a in np.exp2(rng.uniform(-4, 6, 3 * L)).astype(np.float32):
+        h[0] = a
+        d.record(float(a))
+        h = np.roll(h, -1)
+        h[0] = 0
+        got = d.history
+        assert got.dtype == np.float32 and got.shape == (L,)
+        assert np.array_equal(got, h)
+        kept.append((got, h.copy()))
+    for got, want in kept:
+        assert np.array_equal(got, want)
+
+
 def test_validate_classes_by_construction():
     rng = np.random.default_rng(2)
     x = (rng.standard_normal(20_000) * 30).astype(np.float32)

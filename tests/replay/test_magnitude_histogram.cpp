@@ -142,3 +142,42 @@ TEST_CASE("histogram: refuses what it cannot do exactly", "[replay][histogram]")
     REQUIRE_THROWS_AS(h.evaluate(Format::e4m3, 1.0f, 1.0f, up), std::invalid_argument);
     REQUIRE_THROWS_AS(h.evaluate(Format::e4m3, 0.0f, 1.0f, kSat), std::invalid_argument);
 }
+
+TEST_CASE("histogram: a repeated value counts as its copies (fill-value runs)", "[replay][histogram]") {
+    // add_repeated(v, k) against add() of k copies: counts bit for bit; the sums (k * u in one
+    // rounding against k roundings) agree exactly here because k is a power of two and u * 2^j
+    // stays exact, so the evaluated sums are compared for equality too.
+    const std::uint32_t k = 1u << 12;
+    for (float v : {0.0f, -0.0f, 0.3f, -1e-30f, 448.5f, 1e30f, INFINITY, NAN, std::ldexp(1.0f, -140)}) {
+        std::vector<std::uint32_t> copies(k, bits(v));
+        MagnitudeHistogram a, b;
+        a.add_repeated(&copies[0], Wide::f32, k);
+        a.add(copies.data(), Wide::f32, 5);  // a repeated run then ordinary elements
+        b.add(copies.data(), Wide::f32, k);
+        b.add(copies.data(), Wide::f32, 5);
+        a.finish();
+        b.finish();
+        INFO("value " << v);
+        REQUIRE(a.numel() == k + 5);
+        REQUIRE(bits(a.te_amax()) == bits(b.te_amax()));
+        for (float scale : {1.0f, 0.0078125f, 1024.0f}) {
+            const auto ra = a.evaluate(Format::e4m3, scale, 1.0f / scale, kSat);
+            const auto rb = b.evaluate(Format::e4m3, scale, 1.0f / scale, kSat);
+            REQUIRE(ra.numel == rb.numel);
+            REQUIRE(ra.zeros == rb.zeros);
+            REQUIRE(ra.nan == rb.nan);
+            REQUIRE(ra.inf == rb.inf);
+            REQUIRE(ra.underflow == rb.underflow);
+            REQUIRE(ra.subnormal == rb.subnormal);
+            REQUIRE(ra.overflow == rb.overflow);
+            REQUIRE(ra.sum_x2 == rb.sum_x2);
+            REQUIRE(ra.sum_err2 == rb.sum_err2);
+        }
+    }
+    MagnitudeHistogram h;
+    const std::uint16_t one = 0x3F80;  // bf16 1.0
+    h.add_repeated(&one, Wide::bf16, std::uint64_t(1) << 40);  // O(1) whatever the count
+    h.finish();
+    REQUIRE(h.numel() == std::uint64_t(1) << 40);
+    REQUIRE(h.evaluate(Format::e4m3, 1.0f, 1.0f, kSat).underflow == 0);
+}

@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <new>
+#include <optional>
 #include <stdexcept>
 
+#include "dumped_blocks.hpp"
 #include "fp8kit/analysis/trace_input.hpp"
 #include "fp8kit/io/dump.hpp"
 
@@ -44,9 +47,26 @@ void load_traces(const Inputs& in, Loaded& L, std::vector<trace::Series>& series
     }
 }
 
+// The block presets resolved for one tensor; empty (with a note) when a preset refuses it.
+std::vector<BlockRecipe> block_recipes_for(const dump::TensorInfo& t, Role role, const std::vector<Candidate>& blocks,
+                                           Loaded& L) {
+    std::vector<BlockRecipe> out;
+    for (const auto& b : blocks) {
+        try {
+            out.push_back(block_recipe(b.recipe, role, t.shape.back()));
+        } catch (const std::invalid_argument& e) {
+            L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, e.what()));
+            return {};
+        }
+    }
+    return out;
+}
+
 // One dumped tensor at one step: its histogram, TE amax and (for 2-D or wider data) every block
-// candidate's statistics. False (with a note) when the tensor is left out.
-bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& blocks, bool want_blocks,
+// candidate's statistics. Read as runs: a fill-value run costs O(1) in the histogram and, when it
+// covers the tensor, in the block statistics (DumpedBlocks bounds the memory of the rest).
+// False (with a note) when the tensor is left out.
+bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& blocks, const Inputs& in,
                  Loaded& L, Pending& pd) {
     const auto& t = dmp.tensors()[i];
     if (!t.step) {  // counted, and noted once (a checkpoint has hundreds of such tensors)
@@ -58,35 +78,26 @@ bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
                                       "values float32 holds exactly)", t.file, t.name));
         return false;
     }
-    auto h = std::make_shared<MagnitudeHistogram>();
-    std::vector<unsigned char> buf;
-    const std::size_t esz = t.wide == Wide::f32 ? 4 : 2;
-    want_blocks = want_blocks && !t.shape.empty();
-    if (want_blocks) buf.reserve(t.numel * esz);
-    dmp.read(i, [&](const dump::Chunk& c) {
-        h->add(c.bits, c.wide, c.count);
-        if (want_blocks) {
-            const auto* p = static_cast<const unsigned char*>(c.bits);
-            buf.insert(buf.end(), p, p + c.count * esz);
-        }
-    });
     pd.role = recipe_slot(t.role);  // the reader already guessed unknown roles from the name
+    auto h = std::make_shared<MagnitudeHistogram>();
+    std::optional<DumpedBlocks> blk;
+    if (in.blocks && !t.shape.empty()) {
+        auto recipes = block_recipes_for(t, pd.role, blocks, L);
+        if (!recipes.empty()) blk.emplace(t, std::move(recipes), in.block_memory_bytes);
+    }
+    dmp.read_runs(i, [&](const dump::Chunk& c) {
+        if (c.repeat > 1) h->add_repeated(c.bits, c.wide, c.repeat);
+        else h->add(c.bits, c.wide, c.count);
+        if (blk) blk->add(c);
+    });
     pd.d.step = *t.step;
     pd.d.hist = h;
     h->finish();
     pd.d.amax = h->te_amax();
-    if (!want_blocks) return true;
-    const std::size_t cols = t.shape.back(), rows = cols ? t.numel / cols : 0;
-    for (const auto& b : blocks) {
-        try {
-            const auto br = block_recipe(b.recipe, pd.role, cols);
-            pd.d.block.push_back(compute_block_stats(buf.data(), t.wide, rows, cols, br).total);
-        } catch (const std::invalid_argument& e) {
-            pd.d.block.clear();
-            L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, e.what()));
-            break;
-        }
-    }
+    if (!blk) return true;
+    if (!blk->active())
+        L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, blk->why()));
+    pd.d.block = blk->finish();
     return true;
 }
 
@@ -109,7 +120,11 @@ std::vector<Pending> load_dumps(const Inputs& in, const std::vector<Candidate>& 
             ++L.not_selected;
             continue;
         }
-        if (read_dumped(dmp, i, blocks, in.blocks, L, pd)) pending.push_back(std::move(pd));
+        try {
+            if (read_dumped(dmp, i, blocks, in, L, pd)) pending.push_back(std::move(pd));
+        } catch (const std::bad_alloc&) {  // name what was being read (the bare what() names nothing)
+            throw dump::DumpError(t.file, t.name, fmt::format("out of memory while reading its {} elements", t.numel));
+        }
     }
     L.optimizer_state = skipped_opt;
     if (L.no_step)

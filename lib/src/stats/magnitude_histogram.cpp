@@ -72,36 +72,61 @@ MagnitudeHistogram::~MagnitudeHistogram() = default;
 MagnitudeHistogram::MagnitudeHistogram(MagnitudeHistogram&&) noexcept = default;
 MagnitudeHistogram& MagnitudeHistogram::operator=(MagnitudeHistogram&&) noexcept = default;
 
-void MagnitudeHistogram::add(const void* data, Wide type, std::size_t n) {
+namespace {
+// Raw bits of element i as float32 bits (f16 and bf16 widen exactly).
+std::uint32_t f32_bits_at(const unsigned char* p, Wide type, std::size_t i) {
+    std::uint32_t u;
+    if (type == Wide::f32) {
+        std::memcpy(&u, p + 4 * i, 4);
+        return u;
+    }
+    std::uint16_t h;
+    std::memcpy(&h, p + 2 * i, 2);
+    return type == Wide::bf16 ? static_cast<std::uint32_t>(h) << 16
+                              : emu::convert<emu::Binary16, emu::Binary32>(h, emu::kDecodePolicy);
+}
+}  // namespace
+
+void MagnitudeHistogram::add_one(std::uint32_t u, std::uint64_t k) {
+    const std::uint32_t mag = u & 0x7FFFFFFFu;
+    if (mag == 0) { zeros_ += k; return; }
+    if (mag >= 0x7F800000u) { (mag == 0x7F800000u ? inf_ : nan_) += k; return; }
+    const std::size_t b = bin_of(mag);
+    const double x = float_of(mag);
+    const double u_ = x - bin_lo(b);  // exact: same binade as the edge
+    auto& blk = blocks_[b / kPerExp];
+    if (!blk) blk = std::make_unique<Block>();
+    const std::size_t j = b % kPerExp;
+    blk->n[j] += k;
+    if (k == 1) {  // the common path: the same operations as ever (byte-identical sums)
+        blk->s1[j] += u_;
+        blk->s2[j] += u_ * u_;
+    } else {
+        const double kd = static_cast<double>(k);
+        blk->s1[j] += kd * u_;
+        blk->s2[j] += kd * (u_ * u_);
+    }
+    if (x > amax_) amax_ = x;
+}
+
+void MagnitudeHistogram::check_add(Wide type) const {
     if (finished_) throw std::logic_error("MagnitudeHistogram::add after finish()");
     if (type == Wide::f64)
         throw std::invalid_argument("MagnitudeHistogram: f64 data is not exactly a float32 (use compute_stats)");
+}
+
+void MagnitudeHistogram::add(const void* data, Wide type, std::size_t n) {
+    check_add(type);
     const auto* p = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) {
-        std::uint32_t u;
-        if (type == Wide::f32) {
-            std::memcpy(&u, p + 4 * i, 4);
-        } else {
-            std::uint16_t h;
-            std::memcpy(&h, p + 2 * i, 2);
-            u = type == Wide::bf16 ? static_cast<std::uint32_t>(h) << 16
-                                   : emu::convert<emu::Binary16, emu::Binary32>(h, emu::kDecodePolicy);
-        }
-        const std::uint32_t mag = u & 0x7FFFFFFFu;
-        if (mag == 0) { ++zeros_; continue; }
-        if (mag >= 0x7F800000u) { ++(mag == 0x7F800000u ? inf_ : nan_); continue; }
-        const std::size_t b = bin_of(mag);
-        const double x = float_of(mag);
-        const double u_ = x - bin_lo(b);  // exact: same binade as the edge
-        auto& blk = blocks_[b / kPerExp];
-        if (!blk) blk = std::make_unique<Block>();
-        const std::size_t j = b % kPerExp;
-        ++blk->n[j];
-        blk->s1[j] += u_;
-        blk->s2[j] += u_ * u_;
-        if (x > amax_) amax_ = x;
-    }
+    for (std::size_t i = 0; i < n; ++i) add_one(f32_bits_at(p, type, i), 1);
     numel_ += n;
+}
+
+void MagnitudeHistogram::add_repeated(const void* data, Wide type, std::uint64_t repeat) {
+    check_add(type);
+    if (repeat == 0) return;
+    add_one(f32_bits_at(static_cast<const unsigned char*>(data), type, 0), repeat);
+    numel_ += repeat;
 }
 
 void MagnitudeHistogram::collect(Sparse& out) const {

@@ -495,6 +495,10 @@ BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
             b.block_cols = 0;
             break;
         case Granularity::row:
+            if (cols > static_cast<std::size_t>(std::numeric_limits<int>::max()))  // would wrap the int
+                throw std::invalid_argument(fmt::format("recipe '{}': a row of {} elements is wider than a "
+                                                        "rowwise block can be ({} at most)",
+                                                        r.name, cols, std::numeric_limits<int>::max()));
             b.block_rows = 1;
             b.block_cols = static_cast<int>(cols);
             break;

@@ -19,6 +19,9 @@ struct Inputs {
     std::vector<std::optional<Format>> formats{std::nullopt};  // default_candidates' format choices
     bool blocks = true;                // the block presets too, when a dump is given (they need the data)
     dump::ReadOptions read;            // limits and the read-only-what-was-named switch for dumps
+    // The most bytes of one tensor the block presets hold at once (larger tensors are analysed in
+    // strips of whole tiles; dumped_blocks.hpp).
+    std::size_t block_memory_bytes = std::size_t(256) << 20;
 };
 
 struct Loaded {

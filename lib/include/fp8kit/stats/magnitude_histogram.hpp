@@ -44,6 +44,10 @@ public:
     MagnitudeHistogram& operator=(MagnitudeHistogram&&) noexcept;
     // Adds n elements (raw bits as in quantize.hpp). Throws std::invalid_argument for f64.
     void add(const void* data, Wide type, std::size_t n);
+    // Adds `repeat` copies of the one element at `data` in O(1) (a fill-value run,
+    // dump::Chunk::repeat): counts exactly; the bin's sums gain repeat * u and repeat * u^2, one
+    // rounding each where `repeat` separate adds would round at every addition.
+    void add_repeated(const void* data, Wide type, std::uint64_t repeat);
 
     struct Result {
         std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0;
@@ -91,6 +95,8 @@ private:
     };
     Sparse sparse_;
     void collect(Sparse& out) const;
+    void check_add(Wide type) const;
+    void add_one(std::uint32_t f32_bits, std::uint64_t copies);
     std::uint64_t numel_ = 0, zeros_ = 0, nan_ = 0, inf_ = 0;
     double amax_ = 0;
     bool finished_ = false;

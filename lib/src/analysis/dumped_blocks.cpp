@@ -1,0 +1,89 @@
+// Block presets' statistics of a dumped tensor with bounded memory (dumped_blocks.hpp).
+#include "dumped_blocks.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+#include <stdexcept>
+
+namespace fp8kit::sweep {
+
+DumpedBlocks::DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> recipes, std::size_t budget)
+    : recipes_(std::move(recipes)), total_(recipes_.size()), wide_(t.wide), esz_(t.wide == Wide::f32 ? 4 : 2),
+      cols_(t.shape.back()), numel_(t.numel) {
+    rows_ = cols_ ? static_cast<std::size_t>(t.numel / cols_) : 0;
+    const std::uint64_t row_bytes = std::uint64_t(cols_) * esz_;
+    // 1. Small enough: gathered whole, one call per preset.
+    if (t.numel * esz_ <= budget) {
+        strip_rows_ = rows_;
+        active_ = true;
+        buf_.reserve(t.numel * esz_);
+        return;
+    }
+    // 2. Strips of whole tiles: a multiple of every preset's tile height.
+    std::size_t unit = 1;
+    for (const auto& r : recipes_) {
+        if (r.block_rows <= 0) {  // one block over the whole tensor: needs it all at once
+            unit = rows_;
+            break;
+        }
+        unit = std::lcm(unit, static_cast<std::size_t>(r.block_rows));
+    }
+    unit = std::max<std::size_t>(1, std::min(unit, rows_));
+    if (row_bytes * unit > budget) {
+        why_ = fmt::format("a strip of {} row(s) of {} elements exceeds the {} MiB the block presets may hold "
+                           "(unless the tensor is one fill value)", unit, cols_, budget >> 20);
+        // A whole-tensor fill-value run is still evaluated (add() sees it first).
+        strip_rows_ = 0;
+        return;
+    }
+    strip_rows_ = static_cast<std::size_t>(budget / (row_bytes * unit)) * unit;
+    active_ = true;
+    buf_.reserve(strip_rows_ * cols_ * esz_);
+}
+
+void DumpedBlocks::add(const dump::Chunk& c) {
+    // 1. One run over the whole tensor: every tile holds one value, so its scale (a function of
+    //    the tile's amax) and every element's cast are those of a 1 x 1 tensor of that value.
+    if (c.repeat > 1 && c.first == 0 && c.repeat == numel_) {
+        for (std::size_t k = 0; k < recipes_.size(); ++k)
+            total_[k] = times(compute_block_stats(c.bits, c.wide, 1, 1, recipes_[k]).total, numel_);
+        constant_ = active_ = true;
+        why_.clear();
+        return;
+    }
+    if (!active_ || constant_) return;
+    // 2. Otherwise the elements go into the strip, runs expanded (memory stays within the strip).
+    const auto* p = static_cast<const unsigned char*>(c.bits);
+    const std::size_t strip_bytes = strip_rows_ * cols_ * esz_;
+    for (std::uint64_t r = 0; r < c.repeat; ++r) {
+        std::size_t off = 0, left = c.count * esz_;
+        while (left) {
+            const std::size_t take = std::min(left, strip_bytes - buf_.size());
+            if (take == 0) throw std::logic_error("DumpedBlocks: more elements than the tensor holds");
+            buf_.insert(buf_.end(), p + off, p + off + take);
+            off += take;
+            left -= take;
+            if (buf_.size() == strip_bytes && strip_rows_ < rows_) flush(strip_rows_);
+        }
+    }
+}
+
+void DumpedBlocks::flush(std::size_t rows) {
+    for (std::size_t k = 0; k < recipes_.size(); ++k) {
+        const auto s = compute_block_stats(buf_.data(), wide_, rows, cols_, recipes_[k]).total;
+        if (strips_ == 0) total_[k] = s; else total_[k].merge(s);
+    }
+    ++strips_;
+    buf_.clear();
+}
+
+std::vector<QuantStats> DumpedBlocks::finish() {
+    if (!active_) return {};
+    if (constant_) return std::move(total_);
+    if (strip_rows_ == rows_) flush(rows_);  // gathered whole (also 0 x 0)
+    else if (!buf_.empty()) flush(buf_.size() / (cols_ * esz_));
+    return std::move(total_);
+}
+
+}  // namespace fp8kit::sweep

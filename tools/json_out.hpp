@@ -1,0 +1,42 @@
+// JSON written in pieces for outputs too large to build as one nlohmann::json (sweep's rows of
+// 10^5 tensors): numbers and strings are spelled by nlohmann's own routines, so a row written
+// here is byte-identical to dump(-1, ' ', false, error_handler_t::replace) of the same object
+// (whose keys nlohmann sorts: a writer lists them in that order).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace fp8kit::cli::json_out {
+
+// A finite double as nlohmann writes it (its shortest round-trip form: "1.0", "1e-05").
+inline void number(fmt::memory_buffer& b, double v) {
+    char tmp[64];
+    const char* end = nlohmann::detail::to_chars(tmp, tmp + sizeof tmp, v);
+    b.append(tmp, end);
+}
+
+// A statistic that may be missing or infinite: NaN -> null, +-Inf -> "inf" / "-inf" (strings).
+inline void stat(fmt::memory_buffer& b, double v) {
+    if (std::isnan(v)) fmt::format_to(std::back_inserter(b), "null");
+    else if (std::isinf(v)) fmt::format_to(std::back_inserter(b), v > 0 ? "\"inf\"" : "\"-inf\"");
+    else number(b, v);
+}
+
+// A string with nlohmann's escaping (invalid UTF-8 replaced by U+FFFD, as dump(..., replace)).
+inline void string(fmt::memory_buffer& b, std::string_view s) {
+    const std::string q = nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    b.append(q.data(), q.data() + q.size());
+}
+
+// "key": (keys are literals here, no escaping needed); `first` puts no comma before it.
+inline void key(fmt::memory_buffer& b, const char* k, bool first = false) {
+    fmt::format_to(std::back_inserter(b), first ? "\"{}\":" : ",\"{}\":", k);
+}
+
+}  // namespace fp8kit::cli::json_out
