@@ -118,8 +118,10 @@ std::vector<RecipeSpec> make_presets() {
         v.push_back(r);
     }
     // MXFP4 / MXFP6: 1x32 blocks, E8M0 scales. The round-up (RCEIL) presets apply TE's MXFP8 rule
-    // with the element format's max (float_to_e8m0(amax * fl32(1 / fmax)); torchao ScaleCalculationMode
-    // RCEIL); the -ocp presets the OCP MX v1.0 section 6.3 floor with the element's emax.
+    // with the element format's max (float_to_e8m0(amax * fl32(1 / fmax)), cast with exp2f_rcp);
+    // torchao's RCEIL (mx_tensor.py _to_mx_rceil) gives the same bits except for blocks whose code
+    // is 0 or whose amax * (1/fmax) reaches 2^127 (docs/recipes.md). The -ocp presets: the OCP MX
+    // v1.0 section 6.3 floor with the element's emax (torchao ScaleCalculationMode.FLOOR).
     for (const auto& [fmt, stem] : {std::pair{Format::e2m1, "mxfp4"}, std::pair{Format::e2m3, "mxfp6-e2m3"},
                                     std::pair{Format::e3m2, "mxfp6-e3m2"}}) {
         for (const bool ocp : {false, true}) {
@@ -127,8 +129,8 @@ std::vector<RecipeSpec> make_presets() {
             RecipeSpec r = base("", "", RecipeKind::current, ocp ? ScaleRule::mx_ocp_floor : ScaleRule::mx_roundup);
             r.name = nm;
             r.source = ocp ? "OCP Microscaling Formats (MX) v1.0, sections 5 and 6.3"
-                           : "TransformerEngine transformer_engine/common/util/ptx.cuh (float_to_e8m0); "
-                             "pytorch/ao torchao/prototype/mx_formats/mx_tensor.py (ScaleCalculationMode.RCEIL)";
+                           : "TransformerEngine transformer_engine/common/util/ptx.cuh (float_to_e8m0, "
+                             "exp2f_rcp) with the element format's max";
             r.input = blocks(fmt, 1, 32);
             r.weight = blocks(fmt, 1, 32);
             r.grad = blocks(fmt, 1, 32);
