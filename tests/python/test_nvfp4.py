@@ -176,3 +176,28 @@ def test_mx_fp4_packed_layout():
     q = fp8kit.quantize_blocks(x, "mxfp4", packed=True)
     u = fp8kit.quantize_blocks(x, "mxfp4")["codes"]
     assert np.array_equal(q["codes"], (u[:, ::2] | (u[:, 1::2] << 4)).astype(np.uint8))
+
+
+def test_nvfp4_stochastic_rounding_option():
+    # fp8kit's own rule (emu/random.hpp), not TE's bits: a recipe whose policy rounds
+    # stochastically draws stochastic_bits(seed, i) for element i; each code is one of the two
+    # E2M1 neighbours of the scaled value, and the same seed gives the same codes.
+    r = fp8kit.recipe("nvfp4")
+    r["policy"]["rounding"] = "stochastic"
+    x = random_blocks(17, 32, 64)
+    a = fp8kit.quantize_blocks(x, r, "grad", seed=5)
+    b = fp8kit.quantize_blocks(x, r, "grad", seed=5)
+    c = fp8kit.quantize_blocks(x, r, "grad", seed=6)
+    rn = fp8kit.quantize_blocks(x, "nvfp4", "grad")
+    assert np.array_equal(a["codes"], b["codes"]) and not np.array_equal(a["codes"], c["codes"])
+    assert np.array_equal(a["scale_codes"], rn["scale_codes"])
+    grid = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(F32)
+    with np.errstate(over="ignore"):  # blocks whose scale byte is 0 multiply by FLT_MAX
+        y = (x.reshape(32, 4, 16) * a["scale"][:, :, None]).reshape(32, 64)
+    lo = grid[a["codes"]]
+    # Every code is the value itself or a neighbour on the side of y: |code - y| < one E2M1 step (2).
+    assert np.all(np.abs(lo - np.clip(y, -6, 6)) <= 2.0)
+    # The first element by hand from the documented rule: stochastic_bits(seed, 0) decides it.
+    want = fp8kit.encode(float(y[0, 0]), "e2m1", rounding="stochastic", overflow="saturate-all", nan="positive-max",
+                         dtype="f32", random=fp8kit.stochastic_bits(5, 0))
+    assert a["codes"][0, 0] == want
