@@ -73,7 +73,7 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
                "sqnr_db_hi\n");
     auto row = [&](const char* scope, const std::string& nm, Role cls, std::size_t c, const sweep::Outcome& oc, int msm) {
         const auto& r = C[c].recipe;
-        const std::string f = C[c].blockwise ? "e4m3" : std::string(name(replay::role_format(r, cls, C[c].forced)));
+        const std::string f(name(replay::role_format(r, cls, C[c].forced)));  // block presets: their role's format
         fmt::print("{},{},{},\"{}\",{},{},{},{},{},{},{},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", scope,
                    csv_field(nm), name(cls), C[c].label, name(r.kind), r.history_len, name(r.algo), r.margin,
                    f, oc.steps, oc.overflow_steps, oc.worst_headroom, oc.mean_log2_headroom(),

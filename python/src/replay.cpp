@@ -107,8 +107,7 @@ pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, long seri
     d["algo"] = std::string(name(cand.recipe.algo));
     d["margin"] = cand.recipe.margin;
     // Block presets cast every tensor to E4M3 (as `fp8kit sweep --csv` reports them).
-    d["format"] = cand.blockwise ? std::string("e4m3")
-                                 : std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
+    d["format"] = std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
     d["grid"] = cand.grid;
     d["blockwise"] = cand.blockwise;
     d["min_safe_margin"] = cand.grid ? pyb::cast(sw.min_safe_margin(c, series, cls)) : pyb::none();
