@@ -27,6 +27,9 @@ with h5py.File(f"{d}/datasets_1e5.h5", "w") as f:     # 100,000 tiny datasets
         f[f"t{i}"] = np.full(4, i, "<f4")
 with h5py.File(f"{d}/fill_2e40.h5", "w") as f:        # 2^40 float32, nothing written
     f.create_dataset("x", shape=(1 << 40,), dtype="<f4", chunks=(1 << 20,))
+with h5py.File(f"{d}/fill_2e40_steps.h5", "w") as f:  # 2^40 float32 at two steps, nothing written
+    for step in (1, 2):
+        f.create_dataset(f"step_{step}/layer.input", shape=(1 << 40,), dtype="<f4", chunks=(1 << 20,), fillvalue=0.25)
 with h5py.File(f"{d}/wrap_2e62.h5", "w") as f:        # 2^62 + 4 float32: bytes wrap past 2^64
     f.create_dataset("x", shape=((1 << 62) + 4,), dtype="<f4", chunks=(1 << 20,))
 PY
@@ -38,4 +41,14 @@ for f in chunks_2e20 gzip_2gib_chunk nested_1e4 datasets_1e5 fill_2e40 wrap_2e62
     set -e
     read -r s kb <"$T/time"
     printf '%-22s %10s %8s %12s  %s MB\n' "$f" "$(stat -c %s "$T/$f.h5")" "$rc" "$s" "$((kb / 1024))"
+done
+# Within a raised --max-elements: the fill value as one run (inspect's statistics, replay's amax).
+for cmd in inspect replay; do
+    set +e
+    /usr/bin/time -f "%e %M" -o "$T/time" "$FP8KIT" $cmd "$T/fill_2e40_steps.h5" --max-elements $((1 << 41)) \
+        $([ $cmd = inspect ] && echo -q) >/dev/null 2>"$T/err"
+    rc=$?
+    set -e
+    read -r s kb <"$T/time"
+    printf '%-22s %10s %8s %12s  %s MB\n' "$cmd fill_2e40 x2" "$(stat -c %s "$T/fill_2e40_steps.h5")" "$rc" "$s" "$((kb / 1024))"
 done

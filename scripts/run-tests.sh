@@ -3,13 +3,36 @@
 # (labels emu, lib, dump, validate, cli, gpu...), the Python tests, and every notebook top to bottom.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's wall time, printed as a table when the run ends (also when it fails), so the tail of
+# a CI log says where the time went.
+stage_names=() stage_starts=()
+stage() { stage_names+=("$1"); stage_starts+=("$SECONDS"); echo "== [${SECONDS} s] $1"; }
+stage_table() {
+  local i end
+  echo "== stage times (wall seconds; total ${SECONDS} s):"
+  for i in "${!stage_names[@]}"; do
+    end=${stage_starts[$((i + 1))]:-$SECONDS}
+    printf '   %6d  %s\n' "$((end - stage_starts[i]))" "${stage_names[$i]}"
+  done
+}
+trap stage_table EXIT
+stage "install dependencies"
 scripts/install-deps.sh
+# With ccache (scripts/install-deps.sh installs it), the Python module's build (pip install below,
+# in build-pip/) reuses the Release build's objects of the library: same flags, and build-pip sits
+# at the depth of build/ with the same generator, so the relative paths ccache hashes are equal.
+if command -v ccache >/dev/null; then
+  export CCACHE_DIR="${CCACHE_DIR:-$PWD/build/ccache}" CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+fi
+export CMAKE_GENERATOR="Unix Makefiles"
+stage "build (Release)"
 scripts/build.sh
 # Tests remove every file they make, also when they fail. Each suite runs with TMPDIR set to one
 # fresh folder (C++ tests, tests/cli/*.sh, pytest and notebooks all create theirs under TMPDIR),
 # and the run fails, listing them, if anything is left there after a suite.
 test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/fp8kit-tests.XXXXXX")
-trap 'rm -rf "$test_tmp"' EXIT
+trap 'rm -rf "$test_tmp"; stage_table' EXIT
 in_test_tmp() { TMPDIR="$test_tmp" "$@"; }
 check_test_tmp() {
   local left
@@ -20,31 +43,33 @@ check_test_tmp() {
     exit 1
   fi
 }
-echo "== ctest"
+stage "ctest"
 (cd build && in_test_tmp ctest --output-on-failure -j"$(nproc)")
 check_test_tmp ctest
 # Hardening (docs/hardening.md): the CPU suite again under AddressSanitizer + UBSan (+ LeakSanitizer),
 # leaving out the [exhaustive] 2^32-input loops (pure integer arithmetic, already run above, ~10x
 # slower under UBSan), then every libFuzzer harness for a bounded time.
-echo "== sanitizer build (build-asan: address,undefined) and ctest -LE exhaustive"
+stage "sanitizer build (build-asan: address,undefined)"
 scripts/build-asan.sh
+stage "ctest -LE exhaustive (sanitizers)"
 (cd build-asan && in_test_tmp ctest --output-on-failure -j"$(nproc)" -LE exhaustive)
 check_test_tmp "ctest (sanitizers)"
-echo "== fuzzing (${FP8KIT_FUZZ_SECONDS:-30} s per harness)"
+stage "fuzzing (build, then at most ${FP8KIT_FUZZ_SECONDS:-30} s per harness)"
 scripts/run-fuzz.sh "${FP8KIT_FUZZ_SECONDS:-30}"
-echo "== Python module: pip install into .venv"
+stage "Python module: pip install into .venv"
 .venv/bin/pip install -q --no-build-isolation .
 if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
-  echo "== pytest"
+  stage "pytest"
   # tmp_path folders are pytest's own, under --basetemp: removed here; anything else a test leaves
   # in TMPDIR is reported.
-  in_test_tmp .venv/bin/python -m pytest -q --basetemp "$test_tmp/pytest" tests/python
+  in_test_tmp .venv/bin/python -m pytest -q --durations=10 --basetemp "$test_tmp/pytest" tests/python
   rm -rf "$test_tmp/pytest"
   check_test_tmp pytest
 fi
 if ls notebooks/*.ipynb >/dev/null 2>&1; then
-  echo "== notebooks"
+  stage "notebooks"
   in_test_tmp .venv/bin/python scripts/run_notebooks.py notebooks/*.ipynb
   check_test_tmp notebooks
 fi
+stage "done"
 echo "== all tests passed"

@@ -38,6 +38,11 @@ void run(const ReplayOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     RecipeSpec r = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
     const auto forced = parse_format_choice(o.format);
+    try {
+        replay::check_recipe(r);  // before reading: a dump can be large
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
+    }
     const auto trace = trace::load_trace(o.trace, o.tensors, cli_read_options());
     std::vector<replay::SeriesResult> res;
     for (const auto& s : trace.series) {

@@ -47,24 +47,24 @@ std::optional<std::pair<std::string, std::string>> split_source(const std::strin
     return std::nullopt;
 }
 
-// A float tensor of a safetensors file, read through the dump reader (its checks included).
-// FP8 tensors are delivered decoded by that reader, not as codes: refused with what to do.
-ArrayFile load_safetensors(const std::string& file, const std::string& tensor, const std::string& source) {
+// A float tensor of a safetensors file, listed by the dump reader (its checks included). FP8
+// tensors are delivered decoded by that reader, not as codes: refused with what to do.
+const fp8kit::dump::TensorInfo& find_safetensors(const fp8kit::dump::Source& src, const std::string& file,
+                                                 const std::string& tensor, const std::string& source,
+                                                 ElementType& type) {
     namespace dp = fp8kit::dump;
-    const auto src = dp::open_source(file);
     const dp::TensorInfo* t = nullptr;
-    for (const auto& x : src->tensors())
+    for (const auto& x : src.tensors())
         if (x.name == tensor) t = &x;
     if (!t) {
-        for (const auto& e : src->errors())
+        for (const auto& e : src.errors())
             if (e.name == tensor) throw UsageError(fmt::format("{}: {}", source, e.message));
         std::string some;
-        for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i)
-            some += (i ? ", " : "") + src->tensors()[i].name;
+        for (std::size_t i = 0; i < src.tensors().size() && i < 5; ++i)
+            some += (i ? ", " : "") + src.tensors()[i].name;
         throw UsageError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", source, tensor, file,
-                                     src->tensors().size(), some.empty() ? "" : ", e.g. ", some));
+                                     src.tensors().size(), some.empty() ? "" : ", e.g. ", some));
     }
-    ElementType type;
     switch (t->dtype) {
         case dp::DType::f64: type = ElementType::f64; break;
         case dp::DType::f32: type = ElementType::f32; break;
@@ -74,9 +74,16 @@ ArrayFile load_safetensors(const std::string& file, const std::string& tensor, c
             throw UsageError(fmt::format("{}: {} tensor: validate reads FP8 codes from .npy (|u1), raw .bin or HDF5 "
                                          "uint8; safetensors FP8 tensors are not read as codes yet", source, t->storage));
     }
-    ArrayFile a{source, type, std::vector<std::size_t>(t->shape.begin(), t->shape.end()), {}};
-    a.data.resize(static_cast<std::size_t>(t->numel) * element_size(type));
-    src->read(*t, [&](const dp::Chunk& c) {
+    return *t;
+}
+
+ArrayFile load_safetensors(const std::string& file, const std::string& tensor, const std::string& source) {
+    const auto src = fp8kit::dump::open_source(file);
+    ElementType type;
+    const auto& t = find_safetensors(*src, file, tensor, source, type);
+    ArrayFile a{source, type, std::vector<std::size_t>(t.shape.begin(), t.shape.end()), {}};
+    a.data.resize(static_cast<std::size_t>(t.numel) * element_size(type));
+    src->read(t, [&](const fp8kit::dump::Chunk& c) {
         const std::size_t es = element_size(type);
         std::memcpy(a.data.data() + c.first * es, c.bits, c.count * es);
     });
@@ -84,24 +91,44 @@ ArrayFile load_safetensors(const std::string& file, const std::string& tensor, c
 }
 
 // One syntax for a tensor in a file, everywhere: file.h5:/x and file.h5:x (HDF5 paths are
-// absolute either way), model.safetensors:name.
-ArrayFile load(const std::string& source, const RawLayout& raw) {
+// absolute either way), model.safetensors:name. `data` false: type and shape only, nothing read
+// (validate checks its operands against each other before loading any).
+ArrayFile open_array(const std::string& source, const RawLayout& raw, bool data) {
+    auto header_only = [&](const ArrayInfo& i) { return ArrayFile{i.source, i.type, i.shape, {}}; };
     try {
         if (const auto split = split_source(source)) {
             const auto& [file, name] = *split;
-            if (fp8kit::dump::is_hdf5_file(file))
-                return load_array(name.empty() || name.front() != '/' ? file + ":/" + name : source, raw, cli_read_options());
-            if (fp8kit::dump::is_dump_file(file)) return load_safetensors(file, name, source);
+            if (fp8kit::dump::is_hdf5_file(file)) {
+                const std::string path = name.empty() || name.front() != '/' ? file + ":/" + name : source;
+                return data ? load_array(path, raw, cli_read_options())
+                            : header_only(describe_array(path, raw, cli_read_options()));
+            }
+            if (fp8kit::dump::is_dump_file(file)) {
+                if (data) return load_safetensors(file, name, source);
+                const auto src = fp8kit::dump::open_source(file);
+                ElementType type;
+                const auto& t = find_safetensors(*src, file, name, source, type);
+                return ArrayFile{source, type, std::vector<std::size_t>(t.shape.begin(), t.shape.end()), {}};
+            }
             throw UsageError(fmt::format("{}: {} is neither HDF5 nor safetensors, so ':{}' names nothing in it (a "
                                          "tensor in a file: file.h5:/path, file.h5:path or model.safetensors:name)",
                                          source, file, name));
         }
-        return load_array(source, raw, cli_read_options());
+        return data ? load_array(source, raw, cli_read_options())
+                    : header_only(describe_array(source, raw, cli_read_options()));
     } catch (const ArrayFileError& e) {
         throw UsageError(e.what());
     } catch (const fp8kit::dump::DumpError& e) {
         throw UsageError(e.what());
     }
+}
+
+ArrayFile load(const std::string& source, const RawLayout& raw) { return open_array(source, raw, true); }
+
+std::uint64_t numel(const std::vector<std::size_t>& shape) {
+    std::uint64_t n = 1;
+    for (std::size_t d : shape) n *= d;
+    return n;
 }
 
 BlockLayout parse_block(const std::string& s) {
@@ -160,40 +187,68 @@ Register validate_cmd([](CLI::App& root) {
         if (o->scales_are != "scale_inv" && o->scales_are != "scale")
             throw UsageError(fmt::format("--scales-are: '{}' (choose scale_inv or scale)", o->scales_are));
 
-        const ArrayFile in = load(o->input, raw_in);
-        const auto from = as_wide(in.type);
+        // 1. Everything that needs no data, before any is read: the input's and output's types
+        //    and shapes from their headers, the options, and the scales' count. A wrong --output
+        //    must not wait for a huge --input to load.
+        const ArrayFile in_head = open_array(o->input, raw_in, false);
+        const auto from = as_wide(in_head.type);
         if (!from)
             throw UsageError(fmt::format("{}: wrong dtype: the input must be f64, f32, f16 or bf16, got one-byte codes", o->input));
         const Policy policy = o->policy.resolve(to, *from);
         if (policy.rounding == Rounding::stochastic)
             throw UsageError("--round stochastic: validate needs a deterministic reference; choose another rounding");
 
-        RawLayout raw_out{ElementType::u8, raw_in.shape.empty() ? in.shape : raw_in.shape};
-        const ArrayFile out = load(o->output, raw_out);
-        if (out.type != ElementType::u8)
+        RawLayout raw_out{ElementType::u8, raw_in.shape.empty() ? in_head.shape : raw_in.shape};
+        const ArrayFile out_head = open_array(o->output, raw_out, false);
+        if (out_head.type != ElementType::u8)
             throw UsageError(fmt::format("{}: wrong dtype: FP8 codes must be one byte per element (|u1 or V1), got {}",
-                                         o->output, name(out.type)));
-        if (out.shape != in.shape)
-            throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}", o->input, shape_text(in.shape),
-                                         o->output, shape_text(out.shape)));
+                                         o->output, name(out_head.type)));
+        if (out_head.shape != in_head.shape)
+            throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}", o->input, shape_text(in_head.shape),
+                                         o->output, shape_text(out_head.shape)));
         // Nothing compared is not "bit-exact": an empty input (or a zero in --shape) is refused.
-        if (in.size() == 0)
-            throw UsageError(fmt::format("{}: no elements to compare (shape {})", o->input, shape_text(in.shape)));
+        if (numel(in_head.shape) == 0)
+            throw UsageError(fmt::format("{}: no elements to compare (shape {})", o->input, shape_text(in_head.shape)));
+
+        ScaleMode mode = ScaleMode::none;
+        float scale_value = 0;
+        BlockLayout layout = BlockLayout::tensor;
+        RawLayout raw_scales{o->scales_dtype == "e8m0" ? ElementType::u8 : ElementType::f32, {}};
+        const std::size_t cols = in_head.shape.empty() ? 1 : in_head.shape.back();
+        const std::size_t rows = cols ? static_cast<std::size_t>(numel(in_head.shape)) / cols : 0;
+        if (!o->scale.empty()) {
+            mode = ScaleMode::scale;
+            scale_value = parse_scale(o->scale, "--scale");
+        } else if (!o->scale_inv.empty()) {
+            mode = ScaleMode::scale_inv;
+            scale_value = parse_scale(o->scale_inv, "--scale-inv");
+        } else if (!o->scales.empty()) {
+            mode = o->scales_are == "scale" ? ScaleMode::scale : ScaleMode::scale_inv;
+            layout = parse_block(o->block);
+            if (o->scales_dtype != "f32" && o->scales_dtype != "e8m0")
+                throw UsageError(fmt::format("--scales-dtype: '{}' (choose f32 or e8m0)", o->scales_dtype));
+            const ArrayFile sh = open_array(o->scales, raw_scales, false);
+            if (sh.type != ElementType::u8 && sh.type != ElementType::f32)
+                throw UsageError(fmt::format("{}: wrong dtype: scales must be float32 or E8M0 bytes, got {}", o->scales, name(sh.type)));
+            const std::size_t want = block_scale_count(layout, rows, cols);
+            if (numel(sh.shape) != want)
+                throw UsageError(fmt::format("{}: wrong size: {} blocks of a {} x {} input need {} scales, the file has {}",
+                                             o->scales, o->block, rows, cols, want, numel(sh.shape)));
+        }
+
+        // 2. The data.
+        const ArrayFile in = load(o->input, raw_in);
+        const ArrayFile out = load(o->output, raw_out);
+        if (in.type != in_head.type || in.shape != in_head.shape || out.type != out_head.type || out.shape != out_head.shape)
+            throw UsageError(fmt::format("{} or {} changed while it was read", o->input, o->output));
 
         ValidateRequest rq{*from, in.data.data(), out.data.data(), in.size(), to, policy, {}};
         std::vector<float> block_scales;
-        if (!o->scale.empty()) {
-            rq.scaling.mode = ScaleMode::scale;
-            rq.scaling.value = parse_scale(o->scale, "--scale");
-        } else if (!o->scale_inv.empty()) {
-            rq.scaling.mode = ScaleMode::scale_inv;
-            rq.scaling.value = parse_scale(o->scale_inv, "--scale-inv");
-        } else if (!o->scales.empty()) {
-            rq.scaling.mode = o->scales_are == "scale" ? ScaleMode::scale : ScaleMode::scale_inv;
-            rq.scaling.layout = parse_block(o->block);
-            if (o->scales_dtype != "f32" && o->scales_dtype != "e8m0")
-                throw UsageError(fmt::format("--scales-dtype: '{}' (choose f32 or e8m0)", o->scales_dtype));
-            const ArrayFile sf = load(o->scales, {o->scales_dtype == "e8m0" ? ElementType::u8 : ElementType::f32, {}});
+        rq.scaling.mode = mode;
+        if (mode != ScaleMode::none && o->scales.empty()) rq.scaling.value = scale_value;
+        if (!o->scales.empty()) {
+            rq.scaling.layout = layout;
+            const ArrayFile sf = load(o->scales, raw_scales);
             if (sf.type == ElementType::u8) {
                 // E8M0 codes: 2^(c-127), NaN for 0xFF; decoding to float32 is exact.
                 for (std::size_t i = 0; i < sf.size(); ++i) {
@@ -202,18 +257,12 @@ Register validate_cmd([](CLI::App& root) {
                     std::memcpy(&f, &b, sizeof f);
                     block_scales.push_back(f);
                 }
-            } else if (sf.type == ElementType::f32) {
+            } else {
                 block_scales.resize(sf.size());
                 std::memcpy(block_scales.data(), sf.data.data(), sf.data.size());
-            } else {
-                throw UsageError(fmt::format("{}: wrong dtype: scales must be float32 or E8M0 bytes, got {}", o->scales, name(sf.type)));
             }
-            const std::size_t cols = in.shape.empty() ? 1 : in.shape.back();
-            const std::size_t rows = cols ? in.size() / cols : 0;
-            const std::size_t want = block_scale_count(rq.scaling.layout, rows, cols);
-            if (block_scales.size() != want)
-                throw UsageError(fmt::format("{}: wrong size: {} blocks of a {} x {} input need {} scales, the file has {}",
-                                             o->scales, o->block, rows, cols, want, block_scales.size()));
+            if (block_scales.size() != block_scale_count(layout, rows, cols))
+                throw UsageError(fmt::format("{} changed while it was read", o->scales));
             rq.scaling.blocks = block_scales.data();
             rq.scaling.block_count = block_scales.size();
             rq.scaling.rows = rows;

@@ -57,7 +57,8 @@ void bind_recipes(pyb::module_& m) {
         .def_property_readonly("scale", &DelayedScaling::scale_for_step)
         .def_property_readonly("steps", &DelayedScaling::steps)
         .def_property_readonly("history", [](const DelayedScaling& d) {
-            return pyb::array_t<float>(d.history().size(), d.history().data());
+            const std::vector<float> h = d.history();
+            return pyb::array_t<float>(h.size(), h.data());
         })
         .def("record", &DelayedScaling::record, "amax"_a)
         // Scales of a whole amax trace: out[i] is the scale step i casts with.

@@ -58,6 +58,18 @@ grep -q "e5m2 for every tensor" "$T/out"; check "--format in the header" $?
 
 # 8. A step from the file name carries *.
 grep -q "^  encoder.layer.3.$Q *100\* " "$T/out"; check "step from the file name marked 100*" $?
+# ... and from the parent folders, the innermost first (run/step_000100/model.safetensors).
+mkdir -p "$T/run/step_000100" "$T/iter_500/sub"
+cp "$M" "$T/run/step_000100/model.safetensors"
+cp "$M" "$T/iter_500/sub/x.safetensors"
+cp "$M" "$T/iter_500/step_7.safetensors"
+$FP8KIT inspect "$T/run/step_000100/model.safetensors" > "$T/out"
+grep -q "^  encoder.layer.3.$Q *100\* " "$T/out"; check "step from the parent folder marked 100*" $?
+$FP8KIT inspect "$T/iter_500/sub/x.safetensors" > "$T/out"
+grep -q "^  encoder.layer.3.$Q *500\* " "$T/out"; check "step from the grandparent folder marked 500*" $?
+$FP8KIT inspect "$T/iter_500/step_7.safetensors" --json > "$T/out"
+grep -q '"step": *7,' "$T/out" && grep -q '"step_guessed": *true' "$T/out"
+check "the file name wins over its folder (step 7, step_guessed in JSON)" $?
 
 # 9. Skip notes: five, then how many more; file names kept; excluded tensors not listed.
 $FP8KIT inspect "$M" > "$T/out"

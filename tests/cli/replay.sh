@@ -82,6 +82,11 @@ grep -q "nostep.csv:1: the header has no 'step' column" "$TMP/err" || fail "miss
 [ $rc -eq 2 ] && grep -q "not delayed" "$TMP/err" || fail "--history on current scaling: exit $rc $(cat "$TMP/err")"
 "$FP8KIT" replay "$TMP/t.csv" --recipe mxfp8 >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "needs the tensor data" "$TMP/err" || fail "block recipe on a trace: exit $rc $(cat "$TMP/err")"
+# The recipe's needs are checked before the trace is read: a trace that would fail to read (a
+# missing file) reports the recipe, not the file.
+"$FP8KIT" replay "$TMP/missing.csv" --recipe mxfp8 >/dev/null 2>"$TMP/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "needs the tensor data" "$TMP/err" && ! grep -q "missing.csv" "$TMP/err" \
+    || fail "block recipe checked before reading: exit $rc $(cat "$TMP/err")"
 "$FP8KIT" replay "$TMP/missing.csv" >/dev/null 2>"$TMP/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "missing.csv: cannot open" "$TMP/err" || fail "missing file: exit $rc"
 "$FP8KIT" replay "$TMP/t.csv" --tensor 'nothing*' >/dev/null 2>"$TMP/err"; rc=$?

@@ -6,7 +6,9 @@
 #include <chrono>
 
 #include "dump_test_util.hpp"
+#include "fp8kit/analysis/inspect.hpp"
 #include "fp8kit/io/array_file.hpp"
+#include "fp8kit/stats/statistics.hpp"
 
 using namespace fp8kit;
 using namespace fp8kit::dump;
@@ -16,11 +18,10 @@ namespace {
 
 // A chunked float32 dataset of `dims` with nothing written (fill value only).
 std::string declared(const std::string& file, const std::vector<hsize_t>& dims, const std::vector<hsize_t>& chunk,
-                     int deflate = -1) {
+                     int deflate = -1, float fill = 0.25f) {
     const std::string path = scratch(file);
     const hid_t f = h5_create(path);
     const hid_t dcpl = h5_chunked(chunk, false, deflate);
-    const float fill = 0.25f;
     REQUIRE(H5Pset_fill_value(dcpl, H5T_NATIVE_FLOAT, &fill) >= 0);
     const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
     const hid_t d = H5Dcreate2(f, "x", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
@@ -182,4 +183,100 @@ TEST_CASE("HDF5 limits: a deep chain of groups is listed in linear time", "[dump
     CHECK(src->tensors()[0].name == name + "/x");
     CHECK(src->errors().empty());
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(15));
+}
+
+TEST_CASE("HDF5 limits: a dataset never written is one fill-value run, counted in O(1)", "[dump]") {
+    const auto t0 = std::chrono::steady_clock::now();
+    ReadOptions raised;
+    raised.max_elements = std::uint64_t(1) << 41;
+    SECTION("2^40 float32 within a raised --max-elements: one run through read_runs and inspect") {
+        const auto p = declared("huge.h5", {hsize_t(1) << 40}, {hsize_t(1) << 20});
+        Dump d({p}, {}, raised);
+        REQUIRE(d.tensors().size() == 1);
+        std::vector<Chunk> got;
+        float value = 0;
+        d.read_runs(0, [&](const Chunk& c) {
+            got.push_back(c);
+            value = *static_cast<const float*>(c.bits);
+        });
+        REQUIRE(got.size() == 1);
+        CHECK(got[0].count == 1);
+        CHECK(got[0].first == 0);
+        CHECK(got[0].repeat == (std::uint64_t(1) << 40));
+        CHECK(value == 0.25f);
+        inspect::Options o;
+        o.recipe = parse_recipe("te-current");
+        const inspect::Result r = inspect::analyse(d, 0, o);
+        CHECK(r.streamed);
+        CHECK(r.amax == 0.25f);
+        CHECK(r.stats.numel == (std::uint64_t(1) << 40));
+        CHECK(r.stats.zeros == 0);
+        std::uint64_t in_hist = 0;
+        for (auto b : r.stats.exp_hist) in_hist += b;
+        CHECK(in_hist == (std::uint64_t(1) << 40));
+        CHECK(r.stats.sum_x2 == 0.0625 * 1099511627776.0);  // exact: powers of two
+    }
+    SECTION("the run's statistics equal those of the elements read one by one") {
+        // 0.3 is not a power of two and does not cast exactly: the sums round. Counts and the
+        // histogram must be equal; the sums agree to n * 2^-53 relative (statistics.hpp, times()).
+        const std::uint64_t n = std::uint64_t(1) << 22;
+        const auto p = declared("third.h5", {hsize_t(n)}, {hsize_t(1) << 16}, -1, 0.3f);
+        ReadOptions pieces = raised;
+        pieces.chunk_bytes = std::size_t(1) << 18;  // the loop sees 16 chunks, merged in order
+        Dump d({p}, {}, pieces);
+        inspect::Options o;
+        o.recipe = parse_recipe("te-current");
+        o.memory_bytes = 1 << 20;  // streamed: the path that takes runs
+        const inspect::Result r = inspect::analyse(d, 0, o);
+        REQUIRE(r.streamed);
+        QuantConfig cfg{r.format, r.scale.scale, o.recipe.policy, r.scale.scale_inv};
+        QuantStats loop;
+        std::uint64_t chunks = 0;
+        d.read(0, [&](const Chunk& c) {
+            CHECK(c.repeat == 1);
+            loop.merge(compute_stats(c.bits, c.wide, c.count, cfg));
+            ++chunks;
+        });
+        CHECK(chunks > 1);
+        CHECK(loop.numel == n);
+        CHECK(r.stats.numel == loop.numel);
+        CHECK(r.stats.underflow == loop.underflow);
+        CHECK(r.stats.subnormal == loop.subnormal);
+        CHECK(r.stats.overflow == loop.overflow);
+        CHECK(r.stats.te_underflow == loop.te_underflow);
+        CHECK(r.stats.te_overflow == loop.te_overflow);
+        CHECK(r.stats.exp_hist == loop.exp_hist);
+        CHECK(r.stats.amax == loop.amax);
+        CHECK(r.stats.min_nonzero == loop.min_nonzero);
+        REQUIRE(loop.sum_err2 > 0);
+        CHECK(std::abs(r.stats.sum_x2 - loop.sum_x2) <= loop.sum_x2 * static_cast<double>(n) * 0x1p-53);
+        CHECK(std::abs(r.stats.sum_err2 - loop.sum_err2) <= loop.sum_err2 * static_cast<double>(n) * 0x1p-53);
+    }
+    SECTION("one chunk written: no run, every element read") {
+        const auto p = declared("part.h5", {hsize_t(1) << 16}, {hsize_t(1) << 12});
+        {
+            const hid_t f = H5Fopen(p.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+            const hid_t ds = H5Dopen2(f, "x", H5P_DEFAULT);
+            std::vector<float> one(1 << 12, 2.0f);
+            const hsize_t start[1] = {0}, count[1] = {hsize_t(1) << 12};
+            const hid_t fs = H5Dget_space(ds);
+            H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, count, nullptr);
+            const hid_t ms = H5Screate_simple(1, count, nullptr);
+            REQUIRE(H5Dwrite(ds, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, one.data()) >= 0);
+            H5Sclose(ms);
+            H5Sclose(fs);
+            H5Dclose(ds);
+            H5Fclose(f);
+        }
+        Dump d({p}, {}, raised);
+        std::uint64_t seen = 0, twos = 0;
+        d.read_runs(0, [&](const Chunk& c) {
+            CHECK(c.repeat == 1);
+            for (std::size_t i = 0; i < c.count; ++i) twos += static_cast<const float*>(c.bits)[i] == 2.0f;
+            seen += c.count;
+        });
+        CHECK(seen == (std::uint64_t(1) << 16));
+        CHECK(twos == (std::uint64_t(1) << 12));
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20));
 }

@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "fp8kit/numerics/scale_rules.hpp"
 #include "fp8kit/recipes.hpp"
 
 using namespace fp8kit;
@@ -140,6 +141,65 @@ TEST_CASE("TE DelayedScaling: first step, spikes, zeros, Inf, NaN, tiny, growing
     SECTION("non-power-of-two quotient in float32") {
         const auto got = replay(DelayedScaling(448.0f, 1, AmaxAlgo::max, 0), {3});
         CHECK(got.back() == 0x43155555u);  // see the current-scaling case
+    }
+}
+
+namespace {
+
+// TE's kernel_bulk written as TE writes it (transformer_engine/common/recipe/delayed_scaling.cu
+// with the torch.roll of the history): the whole history rolled every step. DelayedScaling keeps
+// a ring and a monotonic max queue instead; both must give the same scales and history, bit for bit.
+struct RollingDelayed {
+    std::vector<float> h;
+    float scale = 1.0f, scaled_max;
+    bool most_recent;
+    void record(float amax) {
+        h[0] = amax;
+        const float last = h[0];
+        float m = 0.0f;
+        if (last != 0.0f) {
+            const std::size_t L = h.size();
+            std::vector<float> a(L);
+            for (std::size_t i = 0; i < L; ++i) {
+                a[i] = (i < L - 1) ? h[i + 1] : last;
+                m = std::fmax(m, a[i]);
+            }
+            for (std::size_t i = 0; i < L; ++i) h[i] = (i > 0) ? a[i] : 0.0f;
+        }
+        if (most_recent) m = last;
+        scale = numerics::te_delayed_scale(m, scale, scaled_max);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("TE DelayedScaling: the ring buffer equals the rolled history bit for bit", "[lib][recipes]") {
+    // Random amaxes with runs of zeros and -0, NaN, Inf, negatives and spikes, for history lengths
+    // around the ring's edge cases (1, 2) and TE's default 1024.
+    std::uint64_t x = 0x9E3779B97F4A7C15ull;
+    auto next = [&x] { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x; };
+    const float specials[] = {0.0f, -0.0f, kNaN, kInf, -1.0f, 1e30f, kTiny, 0.0f};
+    for (const int L : {1, 2, 3, 5, 16, 1024}) {
+        for (const AmaxAlgo algo : {AmaxAlgo::max, AmaxAlgo::most_recent}) {
+            DelayedScaling d(448.0f, L, algo, 1);
+            RollingDelayed ref{std::vector<float>(static_cast<std::size_t>(L), 0.0f), 1.0f,
+                               numerics::te_scaled_max(448.0f, 1), algo == AmaxAlgo::most_recent};
+            for (int step = 0; step < 5000; ++step) {
+                const std::uint64_t r = next();
+                float a = (r % 8 == 0) ? specials[(r >> 8) % 8]
+                                       : std::ldexp(static_cast<float>((r >> 16) % 1000 + 1), static_cast<int>((r >> 32) % 40) - 30);
+                if (step % 1500 > 1400) a = a * 1e-3f;  // a decaying stretch: the max must leave on time
+                d.record(a);
+                ref.record(a);
+                REQUIRE(bits(d.scale_for_step()) == bits(ref.scale));
+                if (step % 97 == 0 || L <= 3) {
+                    const std::vector<float> h = d.history();
+                    REQUIRE(h.size() == ref.h.size());
+                    for (std::size_t i = 0; i < h.size(); ++i) REQUIRE(bits(h[i]) == bits(ref.h[i]));
+                }
+            }
+            CHECK(d.steps() == 5000u);
+        }
     }
 }
 

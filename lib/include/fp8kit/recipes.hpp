@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <deque>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -120,13 +122,24 @@ public:
     DelayedScaling(float fmax, int history_len, AmaxAlgo algo, int margin);
     float scale_for_step() const { return scale_; }  // the scale this step casts with
     void record(float amax);                          // this step's amax; moves to the next step
-    const std::vector<float>& history() const { return history_; }
+    // TE's amax_history as a vector of L: slot 0 (this step's amax, 0 after a roll), then the
+    // last L - 1 rolled amaxes, oldest first. Built on demand (O(L)).
+    std::vector<float> history() const;
     std::uint64_t steps() const { return steps_; }
 
 private:
+    // O(1) amortised per step (a sweep records tensors x steps x candidates times, L = 1024 for
+    // TE's default): TE rolls its whole history each step (torch.roll in kernel_bulk); here the
+    // L - 1 stored entries are a ring, and the max over them and the new amax comes from a
+    // monotonic queue of the non-NaN entries of the last L rolls (fmaxf ignores NaN).
     float scaled_max_;
     AmaxAlgo algo_;
-    std::vector<float> history_;
+    std::size_t len_;                    // L
+    float slot0_ = 0.0f;                 // history[0]
+    std::vector<float> ring_;            // history[1..L-1]; ring_[head_] is the oldest
+    std::size_t head_ = 0;
+    std::uint64_t rolls_ = 0;            // rolls so far; roll k stored its amax with index k
+    std::deque<std::pair<std::uint64_t, float>> maxq_;  // (roll, amax), amax decreasing
     float scale_ = 1.0f;
     std::uint64_t steps_ = 0;
 };

@@ -111,11 +111,16 @@ Result analyse_streamed(dump::Dump& d, std::size_t i, const Options& opts) {
     // size, so the same for any thread count).
     res.streamed = true;
     float amax = 0;
-    d.read(i, [&](const dump::Chunk& c) { amax = std::max(amax, amax_of(c.bits, c.wide, c.count)); });
+    // A fill-value run (read_runs: c.repeat copies of one value) is that value's statistics
+    // times c.repeat, in O(1) (times(): counts exact, sums one rounding).
+    d.read_runs(i, [&](const dump::Chunk& c) { amax = std::max(amax, amax_of(c.bits, c.wide, c.count)); });
     res.amax = amax;
     res.scale = recipe_scale(r, res.role, amax);
     const QuantConfig cfg = config(r, res.format, res.scale);
-    d.read(i, [&](const dump::Chunk& c) { res.stats.merge(compute_stats(c.bits, c.wide, c.count, cfg)); });
+    d.read_runs(i, [&](const dump::Chunk& c) {
+        const QuantStats s = compute_stats(c.bits, c.wide, c.count, cfg);
+        res.stats.merge(c.repeat > 1 ? times(s, c.repeat) : s);
+    });
     return res;
 }
 

@@ -27,12 +27,22 @@ Format role_format(const RecipeSpec& r, Role role, std::optional<Format> forced)
     return forced ? *forced : r.role(role).format;
 }
 
-std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax) {
+void require_per_tensor(const RecipeSpec& r, Role role) {
     if (r.role(role).granularity != Granularity::tensor)
         throw std::invalid_argument(fmt::format(
             "recipe '{}' scales {} tensors per {} ({}x{}): that needs the tensor data (give dumps to sweep), "
             "an amax trace has one amax per tensor and step",
             r.name, name(role), name(r.role(role).granularity), r.role(role).block_rows, r.role(role).block_cols));
+}
+
+void check_recipe(const RecipeSpec& r) {
+    for (const Role role : {Role::activation, Role::weight, Role::gradient})
+        if (r.role(role).granularity == Granularity::tensor) return;
+    require_per_tensor(r, Role::activation);  // throws: no role is per tensor
+}
+
+std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax) {
+    require_per_tensor(r, role);
     std::vector<float> out;
     out.reserve(amax.size());
     const float fmax = fp8_max(f);

@@ -23,7 +23,8 @@ Trace dump_trace(const std::string& path, const dump::ReadOptions& read) {
         const auto& t = d.tensors()[i];
         if (t.role == dump::Role::optimizer_state || !t.step) continue;
         float amax = 0;  // TE's reduction over chunks: Inf wins, NaN ignored (fmaxf)
-        d.read(i, [&](const dump::Chunk& c) { amax = std::fmax(amax, amax_of(c.bits, c.wide, c.count)); });
+        // A fill-value run is one value however long (read_runs): its maximum is that value's.
+        d.read_runs(i, [&](const dump::Chunk& c) { amax = std::fmax(amax, amax_of(c.bits, c.wide, c.count)); });
         const std::string n = sweep::series_name_of_dump(t.name);
         by_name[n].emplace_back(*t.step, amax);
         roles[n] = recipe_slot(t.role);  // the reader already guessed unknown roles from the name

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -106,16 +108,20 @@ ArrayFile load_npy(const std::string& path) {
     }
 }
 
-ArrayFile load_raw(const std::string& path, const RawLayout& raw) {
+using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
+
+// A raw file's type and shape (from its size when no shape is given), checked against its size;
+// leaves `f` open at the start and `bytes` its size.
+ArrayFile raw_layout(const std::string& path, const RawLayout& raw, File& f, std::size_t& bytes) {
     if (!raw.type)
         throw ArrayFileError(fmt::format("{}: a raw file needs its element type (--dtype)", path));
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+    f.reset(std::fopen(path.c_str(), "rb"));
     if (!f) throw ArrayFileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
     std::fseek(f.get(), 0, SEEK_END);
     const long end = std::ftell(f.get());
     if (end < 0) throw ArrayFileError(fmt::format("{}: cannot tell its size", path));
     std::rewind(f.get());
-    const auto bytes = static_cast<std::size_t>(end);
+    bytes = static_cast<std::size_t>(end);
     const std::size_t es = element_size(*raw.type);
     ArrayFile a{path, *raw.type, raw.shape, {}};
     if (a.shape.empty()) {
@@ -129,6 +135,13 @@ ArrayFile load_raw(const std::string& path, const RawLayout& raw) {
     if (n * es != bytes)
         throw ArrayFileError(fmt::format("{}: wrong size: shape {} of {} needs {} bytes, the file has {}", path,
                                          shape_text(a.shape), name(*raw.type), n * es, bytes));
+    return a;
+}
+
+ArrayFile load_raw(const std::string& path, const RawLayout& raw) {
+    File f(nullptr, &std::fclose);
+    std::size_t bytes = 0;
+    ArrayFile a = raw_layout(path, raw, f, bytes);
     a.data.resize(bytes);
     if (bytes && std::fread(a.data.data(), 1, bytes, f.get()) != bytes)
         throw ArrayFileError(fmt::format("{}: read failed", path));
@@ -138,8 +151,9 @@ ArrayFile load_raw(const std::string& path, const RawLayout& raw) {
 // The dataset through the dump reader (lib/src/io/dump_hdf5.cpp), in its raw mode: the same
 // checks as inspect and sweep (own chunk decoding, listing in a child process, overflow and size
 // limits, nothing read outside the named file), and the stored bytes as they are.
-ArrayFile load_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
-                    const dump::ReadOptions& opts) {
+// The dataset listed by the dump reader (nothing read yet), and its type as an ElementType.
+std::unique_ptr<dump::Source> open_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
+                                        const dump::ReadOptions& opts, ArrayFile& a) {
     std::unique_ptr<dump::Source> src;
     try {
         src = dump::detail::open_hdf5_dataset(file, dataset, opts);
@@ -158,9 +172,17 @@ ArrayFile load_hdf5(const std::string& source, const std::string& file, const st
         case dump::DType::bf16: type = ElementType::bf16; break;
         default: type = ElementType::u8; break;  // FP8 and E8M0 codes, one byte each
     }
-    const std::size_t es = element_size(type);
-    ArrayFile a{source, type, {}, {}};
+    a = ArrayFile{source, type, {}, {}};
     for (std::uint64_t d : t.shape) a.shape.push_back(static_cast<std::size_t>(d));
+    return src;
+}
+
+ArrayFile load_hdf5(const std::string& source, const std::string& file, const std::string& dataset,
+                    const dump::ReadOptions& opts) {
+    ArrayFile a{source, ElementType::u8, {}, {}};
+    const auto src = open_hdf5(source, file, dataset, opts, a);
+    const dump::TensorInfo& t = src->tensors().front();
+    const std::size_t es = element_size(a.type);
     a.data.resize(static_cast<std::size_t>(t.numel) * es);  // numel * es checked by the reader
     std::uint64_t got = 0;
     try {
@@ -182,19 +204,51 @@ bool ends_with(const std::string& s, const char* suffix) {
     return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
+// HDF5: "file.h5:/dataset". A ':' followed by '/' splits, the last one wins (paths may hold ':').
+// The split (file, dataset), or nothing for .npy and raw files.
+std::optional<std::pair<std::string, std::string>> hdf5_source(const std::string& source) {
+    const std::size_t colon = source.rfind(":/");
+    if (colon != std::string::npos && colon > 0) {
+        std::string file = source.substr(0, colon);
+        if (ends_with(file, ".h5") || ends_with(file, ".hdf5") || ends_with(file, ".hdf") ||
+            dump::is_hdf5_file(file))
+            return std::make_pair(std::move(file), source.substr(colon + 1));
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 ArrayFile load_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts) {
-    // HDF5: "file.h5:/dataset". A ':' followed by '/' splits, the last one wins (paths may hold ':').
-    const std::size_t colon = source.rfind(":/");
-    if (colon != std::string::npos && colon > 0) {
-        const std::string file = source.substr(0, colon);
-        if (ends_with(file, ".h5") || ends_with(file, ".hdf5") || ends_with(file, ".hdf") ||
-            dump::is_hdf5_file(file))
-            return load_hdf5(source, file, source.substr(colon + 1), opts);
-    }
+    if (const auto h = hdf5_source(source)) return load_hdf5(source, h->first, h->second, opts);
     if (ends_with(source, ".npy")) return load_npy(source);
     return load_raw(source, raw);
+}
+
+std::uint64_t ArrayInfo::numel() const {
+    std::uint64_t n = 1;
+    for (std::size_t d : shape) n *= d;
+    return n;
+}
+
+ArrayInfo describe_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts) {
+    if (const auto h = hdf5_source(source)) {
+        ArrayFile a{source, ElementType::u8, {}, {}};
+        open_hdf5(source, h->first, h->second, opts, a);
+        return {source, a.type, a.shape};
+    }
+    if (ends_with(source, ".npy")) {
+        try {
+            const NpyHeader hd = read_npy_header(source);
+            return {source, npy_type(hd, source), hd.shape};
+        } catch (const NpyError& e) {
+            throw ArrayFileError(e.what());
+        }
+    }
+    File f(nullptr, &std::fclose);
+    std::size_t bytes = 0;
+    const ArrayFile a = raw_layout(source, raw, f, bytes);
+    return {source, a.type, a.shape};
 }
 
 }  // namespace fp8kit

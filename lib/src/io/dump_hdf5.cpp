@@ -443,6 +443,7 @@ public:
             }
         }
 
+        if (runs_ && read_fill_run(dset.get(), plan, fn)) return;
         if (rank > 0 && read_chunks_directly(t, dset.get(), plan, chunk, fn)) return;
 
         const std::uint64_t max_run = rank > 0 ? run * inner : 1;
@@ -481,6 +482,37 @@ public:
     }
 
 private:
+    // The value chunks never written read as: the fill value when one is defined, else zeros
+    // (what H5Dread gives; tests/dump/test_hdf5_chunks.cpp compares the two).
+    static std::vector<unsigned char> fill_value(hid_t dcpl, const Plan& plan) {
+        std::vector<unsigned char> fill(stored_size(plan.dtype), 0);
+        H5D_fill_value_t fill_state = H5D_FILL_VALUE_UNDEFINED;
+        if (H5Pfill_value_defined(dcpl, &fill_state) >= 0 && fill_state != H5D_FILL_VALUE_UNDEFINED)
+            H5Pget_fill_value(dcpl, plan.mem_type.get(), fill.data());
+        H5Eclear2(H5E_DEFAULT);
+        return fill;
+    }
+
+    // read_runs: a chunked dataset with no chunk written is its fill value numel times, delivered
+    // as one Chunk with repeat = numel (O(1): a 2^40-element header costs nothing to read). False,
+    // having read nothing, when any chunk is written or the layout is not chunked.
+    bool read_fill_run(hid_t dset, const Plan& plan, const ChunkFn& fn) {
+        Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+        if (!dcpl.ok() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED || plan.numel < 2) return false;
+        // The bytes of every allocated chunk (H5D__chunk_allocated: one pass over the chunk index,
+        // no data read); 0 only when nothing was ever written.
+        if (H5Dget_storage_size(dset) != 0) return false;
+        H5Eclear2(H5E_DEFAULT);
+        const std::vector<unsigned char> fill = fill_value(dcpl.get(), plan);
+        const std::uint64_t n = plan.numel;
+        emit(plan.dtype, fill.data(), 1, 0, scratch_, [&](const Chunk& c) {
+            Chunk run = c;
+            run.repeat = n;
+            fn(run);
+        });
+        return true;
+    }
+
     // Chunked datasets compressed with deflate and/or shuffle (what h5py and torch dumps use) are
     // read chunk by chunk with H5Dread_chunk and decoded by hdf5_filters.cpp, which demands that
     // each chunk decode to exactly its size (libhdf5 1.10 does not check, and over-reads its own
@@ -525,11 +557,7 @@ private:
             return false;
         const std::size_t chunk_bytes = static_cast<std::size_t>(chunk_elems * ssize);
         // Chunks never written read as the fill value.
-        std::vector<unsigned char> fill(ssize, 0);
-        H5D_fill_value_t fill_state = H5D_FILL_VALUE_UNDEFINED;
-        if (H5Pfill_value_defined(dcpl.get(), &fill_state) >= 0 && fill_state != H5D_FILL_VALUE_UNDEFINED)
-            H5Pget_fill_value(dcpl.get(), plan.mem_type.get(), fill.data());
-        H5Eclear2(H5E_DEFAULT);
+        const std::vector<unsigned char> fill = fill_value(dcpl.get(), plan);
 
         std::vector<hsize_t> grid(rank), idx(rank, 0), offset(rank, 0), ext(rank), row(rank, 0);
         for (int d = 0; d < rank; ++d) grid[d] = (plan.dims[d] + chunk[d] - 1) / chunk[d];

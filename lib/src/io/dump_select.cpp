@@ -170,4 +170,13 @@ void Dump::read(std::size_t i, const ChunkFn& fn) {
     open_->read(t, fn);
 }
 
+void Dump::read_runs(std::size_t i, const ChunkFn& fn) {
+    const TensorInfo& t = tensors_.at(i);
+    if (!open_ || open_->path() != t.file) {
+        open_.reset();
+        open_ = open_source(t.file, opts_);
+    }
+    open_->read_runs(t, fn);
+}
+
 }  // namespace fp8kit::dump

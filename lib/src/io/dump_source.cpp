@@ -38,11 +38,11 @@ void deliver(DType d, const void* stored, std::size_t n, std::uint64_t first,
 
 void complete_guesses(TensorInfo& t) {
     if (!t.step) {
+        // The tensor's name, then the file's path: guess_step keeps the innermost component that
+        // names a step, so the file name wins over its folder, and the folder over its parents
+        // (run/step_000100/model.safetensors, iter_500/x.h5).
         t.step = guess_step(t.name);
-        if (!t.step) {
-            const auto slash = t.file.find_last_of('/');
-            t.step = guess_step(slash == std::string::npos ? t.file : t.file.substr(slash + 1));
-        }
+        if (!t.step) t.step = guess_step(t.file);
         t.step_guessed = t.step.has_value();
     }
     if (t.role == Role::unknown && !t.role_guessed) {
@@ -56,6 +56,15 @@ bool mul_overflows(std::uint64_t a, std::uint64_t b, std::uint64_t& out) {
 }
 
 }  // namespace detail
+
+void Source::read_runs(const TensorInfo& t, const ChunkFn& fn) {
+    struct Reset {
+        bool& flag;
+        ~Reset() { flag = false; }
+    } reset{runs_};
+    runs_ = true;
+    read(t, fn);
+}
 
 bool is_hdf5_file(const std::string& path) {
     static const unsigned char kSig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};

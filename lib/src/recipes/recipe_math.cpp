@@ -33,22 +33,40 @@ ScalePair recipe_scale(const RecipeSpec& r, Role role, float amax) {
 DelayedScaling::DelayedScaling(float fmax, int history_len, AmaxAlgo algo, int margin)
     : scaled_max_(numerics::te_scaled_max(fmax, margin)), algo_(algo) {
     if (history_len < 1) throw std::invalid_argument("DelayedScaling: history length must be >= 1");
-    history_.assign(static_cast<std::size_t>(history_len), 0.0f);
+    len_ = static_cast<std::size_t>(history_len);
+    ring_.assign(len_ - 1, 0.0f);
+}
+
+std::vector<float> DelayedScaling::history() const {
+    std::vector<float> h{slot0_};
+    for (std::size_t i = 0; i < ring_.size(); ++i) h.push_back(ring_[(head_ + i) % ring_.size()]);
+    return h;
 }
 
 void DelayedScaling::record(float amax) {
-    // The cast stores the step's amax in slot 0 (cleared by the previous roll); kernel_bulk follows.
-    history_[0] = amax;
-    const float last = history_[0];
-    const std::size_t L = history_.size();
+    // The cast stores the step's amax in slot 0 (cleared by the previous roll); kernel_bulk
+    // follows: when it is nonzero, m = fmaxf over slot 0 and history[1..L-1] (the last L - 1
+    // rolled amaxes, zeros at the start), starting from 0; then the history rolls by one, the
+    // oldest entry leaves and slot 0 becomes 0. A zero amax rolls nothing and gives m = 0.
+    slot0_ = amax;
+    const float last = amax;
     float m = 0.0f;
     if (last != 0.0f) {  // NaN != 0 is true: a NaN amax rolls in and fmaxf skips it
-        std::vector<float> a(L);
-        for (std::size_t i = 0; i < L; ++i) {
-            a[i] = (i < L - 1) ? history_[i + 1] : last;
-            m = std::fmax(m, a[i]);
+        const std::uint64_t k = rolls_++;
+        if (!std::isnan(last)) {
+            while (!maxq_.empty() && maxq_.back().second <= last) maxq_.pop_back();
+            maxq_.emplace_back(k, last);
         }
-        for (std::size_t i = 0; i < L; ++i) history_[i] = (i > 0) ? a[i] : 0.0f;
+        // The window of this roll: rolls k - L + 1 .. k (older entries have left the ring).
+        while (!maxq_.empty() && maxq_.front().first + len_ <= k) maxq_.pop_front();
+        // fmaxf from 0 over the window: the largest non-NaN entry, or 0 when none is above 0
+        // (the entries are nonzero or the initial +0, so no signed-zero choice arises).
+        if (!maxq_.empty()) m = std::fmax(m, maxq_.front().second);
+        if (!ring_.empty()) {
+            ring_[head_] = last;  // the oldest leaves, the newest enters
+            head_ = (head_ + 1) % ring_.size();
+        }
+        slot0_ = 0.0f;
     }
     if (algo_ == AmaxAlgo::most_recent) m = last;
     scale_ = numerics::te_delayed_scale(m, scale_, scaled_max_);

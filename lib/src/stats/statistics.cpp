@@ -12,6 +12,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -598,6 +599,33 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     }
     if (out.blocks_with_range) out.dr_mean = dr_sum / static_cast<double>(out.blocks_with_range);
     return out;
+}
+
+QuantStats times(const QuantStats& s, std::uint64_t n) {
+    if (n == 0) return QuantStats{};
+    auto mul = [n](std::uint64_t c) {
+        std::uint64_t out;
+        if (__builtin_mul_overflow(c, n, &out)) throw std::overflow_error("statistics: a count past 2^64 elements");
+        return out;
+    };
+    QuantStats r = s;
+    r.numel = mul(s.numel);
+    r.zeros = mul(s.zeros);
+    r.nan = mul(s.nan);
+    r.inf = mul(s.inf);
+    r.underflow = mul(s.underflow);
+    r.subnormal = mul(s.subnormal);
+    r.overflow = mul(s.overflow);
+    r.te_overflow = mul(s.te_overflow);
+    // te_underflow is signed (a difference of counts): multiplied in 64 bits, checked the same way.
+    std::int64_t tu;
+    if (__builtin_mul_overflow(s.te_underflow, static_cast<std::int64_t>(n), &tu) || n > INT64_MAX)
+        throw std::overflow_error("statistics: a count past 2^63 elements");
+    r.te_underflow = tu;
+    for (auto& b : r.exp_hist) b = mul(b);
+    r.sum_x2 = s.sum_x2 * static_cast<double>(n);
+    r.sum_err2 = s.sum_err2 * static_cast<double>(n);
+    return r;
 }
 
 }  // namespace fp8kit

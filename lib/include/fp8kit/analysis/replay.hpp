@@ -53,4 +53,9 @@ struct SeriesResult {
 
 SeriesResult replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Format> forced);
 
+// What the recipe needs, checked before any trace or dump is read: std::invalid_argument (the
+// message replay_series gives) when no role is scaled per tensor, so no series could be replayed.
+// A recipe with some per-tensor roles is checked per series by replay_series.
+void check_recipe(const RecipeSpec& r);
+
 }  // namespace fp8kit::replay

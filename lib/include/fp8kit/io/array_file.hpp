@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -46,6 +47,18 @@ struct RawLayout {
 // in dumps, decides otherwise). HDF5 datasets are read by the dump reader (dump.hpp) with `opts`:
 // the same checks and limits as inspect, and nothing outside the named file.
 ArrayFile load_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts = {});
+
+// What load_array would return, less the data: the type and shape from headers (.npy header,
+// raw file size, HDF5 dataset listing), nothing read. Same errors as load_array for everything
+// that does not need the data, so a caller can check its operands against each other before
+// loading any (validate: a wrong --output must not wait for a huge --input).
+struct ArrayInfo {
+    std::string source;
+    ElementType type;
+    std::vector<std::size_t> shape;
+    std::uint64_t numel() const;  // product of shape (1 for a scalar)
+};
+ArrayInfo describe_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts = {});
 
 // "a x b x c" for messages.
 std::string shape_text(const std::vector<std::size_t>& shape);

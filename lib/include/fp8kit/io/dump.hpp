@@ -64,6 +64,9 @@ struct Chunk {
     const void* bits;
     std::size_t count;
     std::uint64_t first;  // index of bits[0] in the flattened tensor
+    // read_runs only: > 1 when this chunk is one value repeated (count is then 1): bits[0] stands
+    // for elements first .. first + repeat - 1. read() always delivers repeat == 1.
+    std::uint64_t repeat = 1;
 };
 using ChunkFn = std::function<void(const Chunk&)>;
 
@@ -109,8 +112,14 @@ public:
     const std::vector<Problem>& notes() const { return notes_; }    // datasets skipped on purpose
     // Streams tensor `t` (one of tensors()) in chunks. Throws DumpError.
     virtual void read(const TensorInfo& t, const ChunkFn& fn) = 0;
+    // As read(), but a run of one repeated value may arrive as one Chunk with repeat > 1, in O(1)
+    // whatever its length: an HDF5 chunked dataset none of whose chunks was ever written (its
+    // fill value). For consumers whose result for n copies of a value is computed directly
+    // (a maximum; statistics through times()); the others call read().
+    void read_runs(const TensorInfo& t, const ChunkFn& fn);
 
 protected:
+    bool runs_ = false;  // read_runs is in progress: read() may deliver repeat > 1
     std::string path_;
     std::vector<TensorInfo> tensors_;
     std::vector<Problem> errors_, notes_;
@@ -160,6 +169,7 @@ public:
     const std::vector<std::string>& unselected_sample() const { return unselected_sample_; }
     // Streams tensors()[i]. Throws DumpError.
     void read(std::size_t i, const ChunkFn& fn);
+    void read_runs(std::size_t i, const ChunkFn& fn);  // Source::read_runs
 
 private:
     ReadOptions opts_;

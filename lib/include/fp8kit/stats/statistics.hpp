@@ -56,6 +56,14 @@ const char* stats_loop(Format format, Wide type, const Policy& policy);
 // All statistics of n elements of `type` (raw bits) cast with `cfg`.
 QuantStats compute_stats(const void* data, Wide type, std::size_t n, const QuantConfig& cfg);
 
+// The statistics of n copies of the elements `s` describes (a fill-value run: s from
+// compute_stats on the one value). Counts and the histogram are multiplied, exactly; amax and
+// min_nonzero are unchanged; the binary64 sums are n * sum, one rounding: the correctly rounded
+// sum of the n copies, where a loop over them rounds at every addition (they agree to within
+// n * 2^-53 relative, and exactly when the sum is 0 or n and the sum are powers of two).
+// n == 0 gives empty statistics. A count past 2^64 is std::overflow_error.
+QuantStats times(const QuantStats& s, std::uint64_t n);
+
 // max |x| as TE's amax reduction (fmaxf) gives it: NaN ignored, +-Inf gives +Inf, 0 for n == 0
 // or all NaN. f64 data: the binary64 maximum rounded once to float32 (RNE, Inf past FLT_MAX).
 float amax_of(const void* data, Wide type, std::size_t n);
