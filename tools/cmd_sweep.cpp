@@ -119,7 +119,7 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
     fmt::memory_buffer b;
     auto row = [&](const char* scope, std::string_view field, Role cls, std::size_t c, const sweep::Outcome& oc, int msm) {
         const auto& r = C[c].recipe;
-        const std::string_view f = C[c].blockwise ? "e4m3" : name(replay::role_format(r, cls, C[c].forced));
+        const std::string_view f = name(replay::role_format(r, cls, C[c].forced));  // block presets: their role's format
         fmt::format_to(std::back_inserter(b), "{},{},{},\"{}\",{},{},{},{},{},{},{},{:.9g},{:.9g},", scope, field,
                        name(cls), C[c].label, name(r.kind), r.history_len, name(r.algo), r.margin, f, oc.steps,
                        oc.overflow_steps, oc.worst_headroom, oc.mean_log2_headroom());

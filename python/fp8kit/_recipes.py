@@ -39,6 +39,23 @@ def amax(x):
     return _fp8kit.amax(as_bits(a, wide), wide)
 
 
+def quantize_blocks(x, recipe, role="input", packed=False, seed=0):
+    """Codes and block scales of x (2-D) under a block recipe (e.g. 'nvfp4', 'mxfp4', 'mxfp8').
+
+    Returns a dict: 'codes' (uint8, one code per byte, x's shape; with packed=True, e2m1 only,
+    two codes per byte along each row, element 2i in the low nibble as torch.float4_e2m1fn_x2
+    and TransformerEngine store them: shape (rows, cols/2)), 'scale_codes' (uint8 per block: E8M0
+    for MX recipes, E4M3 for NVFP4), 'scale' (float32 factor the block's elements are multiplied
+    by), 'scale_inv' (float32 dequantisation factor), 'global_amax', 'block_shape', 'grid'.
+    Stochastic rounding (a recipe whose policy rounding is 'stochastic'): element i in C order
+    draws stochastic_bits(seed, i).
+    """
+    a = np.asarray(x)
+    wide = wide_name(a.dtype, "x")
+    return _fp8kit.quantize_blocks(as_bits(a, wide), wide, *_recipe_arg(recipe), _fp8kit.recipe_slot(role),
+                                   bool(packed), int(seed))
+
+
 def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, scale=1.0, scale_inv=None,
           recipe=None, role="input", seed=0):
     """Statistics (docs/statistics.md) of x cast to `format` with `scale`, as a dict.

@@ -110,8 +110,7 @@ pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, const swe
     d["algo"] = std::string(name(cand.recipe.algo));
     d["margin"] = cand.recipe.margin;
     // Block presets cast every tensor to E4M3 (as `fp8kit sweep --csv` reports them).
-    d["format"] = cand.blockwise ? std::string("e4m3")
-                                 : std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
+    d["format"] = std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
     d["grid"] = cand.grid;
     d["blockwise"] = cand.blockwise;
     if (!cand.grid) d["min_safe_margin"] = pyb::none();

@@ -5,7 +5,9 @@
 #include <stdexcept>
 
 #include "bindings.hpp"
+#include "fp8kit/stats/block_quantize.hpp"
 #include "fp8kit/stats/statistics.hpp"
+#include "fp8kit/emu/pack.hpp"
 
 namespace fp8kit::py {
 namespace {
@@ -121,6 +123,49 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
     return d;
 }
 
+// Codes and block scales of a block recipe; packed: two E2M1 codes per byte along each row,
+// element 2i in the low nibble (torch float4_e2m1fn_x2, cuda_fp4.h __nv_fp4x2, TE's NVFP4 data).
+pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const std::string& recipe_text,
+                             bool is_json, const std::string& role, bool packed, std::uint64_t seed) {
+    const Wide w = require_wide(wide, "dtype");
+    if (x.ndim() != 2) throw std::invalid_argument(fmt::format("x: a 2-D array is needed for a block recipe, got {} dimensions", x.ndim()));
+    const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe_text), "recipe") : parse_recipe(recipe_text);
+    const auto rows = static_cast<std::size_t>(x.shape(0)), cols = static_cast<std::size_t>(x.shape(1));
+    const BlockRecipe br = block_recipe(r, parse_recipe_slot(role), cols);
+    if (packed && br.format != Format::e2m1)
+        throw std::invalid_argument(fmt::format("packed=True: only e2m1 codes are packed two per byte (recipe '{}' casts to {})",
+                                                r.name, name(br.format)));
+    if (packed && cols % 2 != 0)
+        throw std::invalid_argument(fmt::format("packed=True: the row length must be even, got {} columns", cols));
+    const void* data = contiguous_data(x, wide_size(w), "x");
+    BlockQuantized q;
+    {
+        pyb::gil_scoped_release nogil;
+        q = quantize_blocks(data, w, rows, cols, br, seed);
+    }
+    pyb::dict d;
+    const auto R = static_cast<pyb::ssize_t>(rows), C = static_cast<pyb::ssize_t>(cols);
+    if (packed) {
+        pyb::array_t<std::uint8_t> p(std::vector<pyb::ssize_t>{R, C / 2});
+        for (std::size_t i = 0; i < rows; ++i)
+            emu::pack_fp4_array(q.codes.data() + i * cols, p.mutable_data() + i * (cols / 2), cols, emu::NibbleOrder::low_first);
+        d["codes"] = p;
+    } else {
+        d["codes"] = pyb::array_t<std::uint8_t>(std::vector<pyb::ssize_t>{R, C}, q.codes.data());
+    }
+    const std::vector<pyb::ssize_t> g{static_cast<pyb::ssize_t>(q.grid_rows), static_cast<pyb::ssize_t>(q.grid_cols)};
+    d["scale_codes"] = pyb::array_t<std::uint8_t>(g, q.scale_codes.data());
+    d["scale"] = pyb::array_t<float>(g, q.scale.data());
+    d["scale_inv"] = pyb::array_t<float>(g, q.scale_inv.data());
+    d["global_amax"] = q.global_amax;
+    d["format"] = std::string(name(br.format));
+    d["rule"] = std::string(name(br.rule));
+    d["block_shape"] = pyb::make_tuple(q.tile_rows, q.tile_cols);
+    d["grid"] = pyb::make_tuple(q.grid_rows, q.grid_cols);
+    d["packed"] = packed;
+    return d;
+}
+
 }  // namespace
 
 void bind_stats(pyb::module_& m) {
@@ -128,6 +173,8 @@ void bind_stats(pyb::module_& m) {
     m.def("stats", &stats, "x"_a, "wide"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a,
           "scale"_a, "scale_inv"_a, "seed"_a);
     m.def("amax", &amax, "x"_a, "wide"_a);
+    m.def("quantize_blocks", &quantize_blocks_py, "x"_a, "wide"_a, "recipe"_a, "is_json"_a, "role"_a, "packed"_a,
+          "seed"_a);
     m.def("block_stats", &block_stats, "x"_a, "wide"_a, "recipe"_a, "is_json"_a, "role"_a);
 }
 

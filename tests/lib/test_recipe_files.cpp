@@ -5,6 +5,7 @@
 #include <fstream>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +36,9 @@ std::string error_of(const std::string& arg) {
 
 TEST_CASE("every preset exists with the issue's name and round-trips through JSON", "[lib][recipes]") {
     const std::vector<std::string> want = {"te-delayed", "te-current",         "te-block",        "mxfp8",
-                                           "mx-ocp",     "torchao-tensorwise", "torchao-rowwise", "msamp",
+                                           "mx-ocp",     "nvfp4",              "nvfp4-torchao",   "mxfp4",
+                                           "mxfp4-ocp",  "mxfp6-e2m3",         "mxfp6-e2m3-ocp",  "mxfp6-e3m2",
+                                           "mxfp6-e3m2-ocp", "torchao-tensorwise", "torchao-rowwise", "msamp",
                                            "deepseek-v3", "megatron"};
     CHECK(recipe_presets() == want);
     for (const auto& n : want) {
@@ -49,6 +52,26 @@ TEST_CASE("every preset exists with the issue's name and round-trips through JSO
         CHECK(back.value_for_inf == r.value_for_inf);
         CHECK(back.epsilon == r.epsilon);
         std::remove(path.c_str());
+    }
+}
+
+TEST_CASE("FP4/FP6 block presets: NVFP4 1x16 (16x16 weights), MX 1x32, E2M1/E2M3/E3M2 saturating", "[lib][recipes]") {
+    const auto nv = parse_recipe("nvfp4");
+    CHECK(nv.rule == ScaleRule::nvfp4_te);
+    CHECK((nv.input.format == Format::e2m1 && nv.input.block_rows == 1 && nv.input.block_cols == 16));
+    CHECK((nv.weight.block_rows == 16 && nv.weight.block_cols == 16));
+    CHECK((nv.grad.block_rows == 1 && nv.grad.block_cols == 16));
+    CHECK(nv.policy.overflow == Overflow::saturate_all);
+    CHECK(parse_recipe("nvfp4-torchao").rule == ScaleRule::nvfp4_torchao);
+    CHECK(parse_recipe("nvfp4-torchao").weight.block_rows == 1);  // torchao has no 2-D NVFP4 blocks
+    for (const auto& [n, f, rule] : {std::tuple{"mxfp4", Format::e2m1, ScaleRule::mx_roundup},
+                                     std::tuple{"mxfp6-e2m3-ocp", Format::e2m3, ScaleRule::mx_ocp_floor},
+                                     std::tuple{"mxfp6-e3m2", Format::e3m2, ScaleRule::mx_roundup}}) {
+        INFO(n);
+        const auto r = parse_recipe(n);
+        CHECK(r.rule == rule);
+        CHECK((r.input.format == f && r.weight.format == f && r.grad.format == f));
+        CHECK((r.input.block_rows == 1 && r.input.block_cols == 32));
     }
 }
 

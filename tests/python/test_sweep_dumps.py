@@ -31,6 +31,15 @@ def test_sweep_dump_matches_cli_json():
     sw = fp8kit.sweep(DUMP, include=LAYER1)
     labels = [c["label"] for c in j["candidates"]]
     assert sw["table"]["blockwise"].any()  # a dump brings the block presets in
+    # FP8 and FP4/FP6 block presets side by side, each with its element format; FP4 loses SQNR
+    # against MXFP8 on the same tensors.
+    blk = sw["table"][sw["table"]["blockwise"]]
+    fmt = {row["candidate"]: row["format"] for _, row in blk.iterrows()}
+    assert fmt["nvfp4 (blockwise)"] == "e2m1" and fmt["mxfp6-e3m2 (blockwise)"] == "e3m2"
+    assert fmt["mxfp8 (blockwise)"] == "e4m3"
+    for cls in set(blk["class"]):
+        rows = blk[blk["class"] == cls].set_index("candidate")
+        assert rows.loc["nvfp4 (blockwise)", "sqnr_db"] < rows.loc["mxfp8 (blockwise)", "sqnr_db"]
     assert sw["dump_files"] == [str(DUMP)] and sw["trace_files"] == []
     assert sw["notes"] == j["notes"]
     t = sw["table"]

@@ -2,4 +2,5 @@
 #pragma once
 
 #include "fp8kit/stats/statistics.hpp"
+#include "fp8kit/stats/block_quantize.hpp"
 #include "fp8kit/stats/magnitude_histogram.hpp"

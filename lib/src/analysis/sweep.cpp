@@ -54,7 +54,9 @@ std::vector<Candidate> default_candidates(const std::vector<std::optional<Format
 
 std::vector<Candidate> block_candidates() {
     std::vector<Candidate> out;
-    for (const char* p : {"te-block", "mxfp8", "mx-ocp", "deepseek-v3", "torchao-rowwise"}) {
+    // FP8 block presets, then the FP4/FP6 ones, so that one sweep of a dump compares them.
+    for (const char* p : {"te-block", "mxfp8", "mx-ocp", "deepseek-v3", "torchao-rowwise", "nvfp4", "nvfp4-torchao",
+                          "mxfp4", "mxfp6-e2m3", "mxfp6-e3m2"}) {
         Candidate c;
         c.recipe = parse_recipe(p);
         c.blockwise = true;

@@ -11,8 +11,10 @@ namespace fp8kit {
 
 ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool pow2,
                      float value_for_inf, int margin) {
-    const numerics::BlockScale b =
-        numerics::rule_scale(numerics::make_scale_params(rule, f, epsilon, pow2, value_for_inf, margin), amax);
+    numerics::ScaleParams p = numerics::make_scale_params(rule, f, epsilon, pow2, value_for_inf, margin);
+    // NVFP4 rules on one amax: the block is the whole tensor, so the global amax is the same.
+    if (numerics::rule_uses_global_amax(rule)) numerics::set_global_amax(p, amax);
+    const numerics::BlockScale b = numerics::rule_scale(p, amax);
     return {b.scale, b.scale_inv};
 }
 

@@ -15,6 +15,9 @@ constexpr Policy kSatfinite{Rounding::nearest_even, Overflow::saturate_all, NanE
 // torch .to(float8) after a clamp to +-FMAX: finite overflow cannot happen, Inf becomes max.
 constexpr Policy kTorchClamped{Rounding::nearest_even, Overflow::saturate_all,
                                NanEncoding::signed_all_ones};
+// E2M1/E2M3/E3M2 as cvt.rn.satfinite and cuda_fp4.h / cuda_fp6.h give them (emu Profile::
+// cuda_satfinite): RNE, overflow and Inf saturate, NaN -> +max.
+constexpr Policy kMxElement{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
 constexpr Policy kTorch{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_all_ones};
 
 RoleSpec tensorwise(Format f, int window = 1) { return {f, Granularity::tensor, 1, 1, window}; }
@@ -89,6 +92,51 @@ std::vector<RecipeSpec> make_presets() {
         r.weight = blocks(Format::e4m3, 1, 32);
         r.grad = blocks(Format::e4m3, 1, 32);
         v.push_back(r);
+    }
+    {
+        RecipeSpec r = base("nvfp4",
+                            "TransformerEngine transformer_engine/common/cast/nvfp4/core_nvfp4.cuh, "
+                            "quantize_transpose_nvfp4.cuh, NVFP4BlockScaling (1x16 activations/grads, "
+                            "16x16 weights); reference transformer_engine/pytorch/custom_recipes/"
+                            "quantization_nvfp4.py",
+                            RecipeKind::current, ScaleRule::nvfp4_te);
+        r.input = blocks(Format::e2m1, 1, 16);
+        r.weight = blocks(Format::e2m1, 16, 16);
+        r.grad = blocks(Format::e2m1, 1, 16);
+        r.policy = kMxElement;
+        v.push_back(r);
+    }
+    {
+        RecipeSpec r = base("nvfp4-torchao",
+                            "pytorch/ao torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize "
+                            "with per_tensor_scale, per_tensor_amax_to_scale)",
+                            RecipeKind::current, ScaleRule::nvfp4_torchao);
+        r.input = blocks(Format::e2m1, 1, 16);
+        r.weight = blocks(Format::e2m1, 1, 16);
+        r.grad = blocks(Format::e2m1, 1, 16);
+        r.policy = kMxElement;
+        v.push_back(r);
+    }
+    // MXFP4 / MXFP6: 1x32 blocks, E8M0 scales. The round-up (RCEIL) presets apply TE's MXFP8 rule
+    // with the element format's max (float_to_e8m0(amax * fl32(1 / fmax)), cast with exp2f_rcp);
+    // torchao's RCEIL (mx_tensor.py _to_mx_rceil) gives the same bits except for blocks whose code
+    // is 0 or whose amax * (1/fmax) reaches 2^127 (docs/recipes.md). The -ocp presets: the OCP MX
+    // v1.0 section 6.3 floor with the element's emax (torchao ScaleCalculationMode.FLOOR).
+    for (const auto& [fmt, stem] : {std::pair{Format::e2m1, "mxfp4"}, std::pair{Format::e2m3, "mxfp6-e2m3"},
+                                    std::pair{Format::e3m2, "mxfp6-e3m2"}}) {
+        for (const bool ocp : {false, true}) {
+            const std::string nm = std::string(stem) + (ocp ? "-ocp" : "");
+            RecipeSpec r = base("", "", RecipeKind::current, ocp ? ScaleRule::mx_ocp_floor : ScaleRule::mx_roundup);
+            r.name = nm;
+            r.source = ocp ? "OCP Microscaling Formats (MX) v1.0, sections 5 and 6.3"
+                           : "TransformerEngine transformer_engine/common/util/ptx.cuh (float_to_e8m0, "
+                             "exp2f_rcp) with the element format's max";
+            r.input = blocks(fmt, 1, 32);
+            r.weight = blocks(fmt, 1, 32);
+            r.grad = blocks(fmt, 1, 32);
+            r.policy = kMxElement;
+            v.push_back(r);
+        }
     }
     {
         RecipeSpec r = base("torchao-tensorwise",
@@ -173,7 +221,8 @@ const std::pair<const char*, RecipeKind> kKinds[] = {
 const std::pair<const char*, ScaleRule> kRules[] = {
     {"te", ScaleRule::te}, {"torchao", ScaleRule::torchao}, {"msamp", ScaleRule::msamp},
     {"deepseek", ScaleRule::deepseek}, {"mx-roundup", ScaleRule::mx_roundup},
-    {"mx-ocp-floor", ScaleRule::mx_ocp_floor}};
+    {"mx-ocp-floor", ScaleRule::mx_ocp_floor}, {"nvfp4-te", ScaleRule::nvfp4_te},
+    {"nvfp4-torchao", ScaleRule::nvfp4_torchao}};
 const std::pair<const char*, AmaxAlgo> kAlgos[] = {{"max", AmaxAlgo::max},
                                                    {"most_recent", AmaxAlgo::most_recent}};
 const std::pair<const char*, Granularity> kGran[] = {

@@ -531,8 +531,10 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     };
     std::vector<BlockPart> parts(out.blocks);
     const Prepared base = prepare(br.format, 1.0f, 1.0f, br.policy, 0);
-    const numerics::ScaleParams rule =
+    numerics::ScaleParams rule =
         numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0);
+    // NVFP4: the second-level scale comes from the whole tensor's amax (TE's amax reduction).
+    if (numerics::rule_uses_global_amax(br.rule)) numerics::set_global_amax(rule, amax_of(data, type, rows * cols));
     const RunFn fn = run_for(type, base);
 #pragma omp parallel if (rows * cols > kChunk)
     {

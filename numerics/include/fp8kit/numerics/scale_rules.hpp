@@ -251,6 +251,85 @@ FP8KIT_HD ScalePair mx_cast_pair(MxRule rule, std::uint8_t code) {
     return p;
 }
 
+// ---- NVFP4 (E2M1 elements, E4M3 block scales, a float32 global scale) ------------------------
+
+// 448 * 6: E4M3's largest value times E2M1's, the constant of every NVFP4 rule (exact in float32).
+inline constexpr float kNvfp4ScaleMax = 2688.0f;
+
+// E4M3 code of a float32 as cuda_fp8.h's __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3)
+// gives it (RNE; finite overflow and +-Inf -> +-448; NaN -> 0x7F): static_cast<fp8e4m3>(float).
+FP8KIT_HD std::uint8_t e4m3_satfinite(float v) {
+    return emu::encode(Format::e4m3, emu::Wide::f32, bits_of(v),
+                       {emu::Rounding::nearest_even, emu::Overflow::saturate_all, emu::NanEncoding::canonical});
+}
+FP8KIT_HD float e4m3_value(std::uint8_t code) {
+    return float_of(static_cast<std::uint32_t>(emu::decode(Format::e4m3, emu::Wide::f32, code)));
+}
+
+// TransformerEngine compute_global_encode_scaling_factor_FP4 (transformer_engine/common/cast/
+// nvfp4/core_nvfp4.cuh): S_enc = fminf(fl32(2688 / global_amax), FLT_MAX); 1 when global_amax is
+// 0 or S_enc is 0 (global_amax Inf). fminf drops a NaN, so a NaN amax gives FLT_MAX (TE's amax
+// reduction ignores NaN, so it does not arise from TE itself).
+FP8KIT_HD float nvfp4_te_global_encode(float global_amax) {
+    float s = div_rn(kNvfp4ScaleMax, global_amax);
+    s = is_nan(s) ? kFltMax : (s < kFltMax ? s : kFltMax);
+    if (global_amax == 0.0f || s == 0.0f) return 1.0f;
+    return s;
+}
+
+// The per-block numbers of one NVFP4 block: the E4M3 decode-scale byte the tensor stores, the
+// float32 factor the elements are multiplied by before the E2M1 cast, and the float32 factor a
+// code is multiplied by to dequantise.
+struct Nvfp4Block {
+    std::uint8_t scale_code;  // E4M3
+    float encode;             // elements: e2m1_satfinite(fl32(x * encode))
+    float decode;             // x^ = e2m1(code) * decode
+};
+
+// TransformerEngine NVFP4, round to nearest (quantize_transpose_nvfp4.cuh with core_nvfp4.cuh
+// quantization_and_transposition_SF::compute_decoding_scaling_factor; the Python reference
+// transformer_engine/pytorch/custom_recipes/quantization_nvfp4.py _quantize_blockwise_reference):
+//   1. S_dec = fl32(1 / S_enc) (the kernel divides in binary64 and rounds once to float32: the
+//      same float32, since a quotient of floats rounded via binary64 is correctly rounded);
+//   2. scale byte = e4m3_satfinite(fminf(fl32(block_amax * fl32(S_enc * fl32(1/6))), FLT_MAX)):
+//      a multiply by the float nearest 1/6, never a division by 6; a block amax below 2^-10 /
+//      (S_enc/6) rounds to byte 0 (TE keeps it: no floor on the block scale);
+//   3. encode = fminf(fl32(1 / fl32(float(byte) * S_dec)), FLT_MAX): a zero byte gives FLT_MAX,
+//      so the block's nonzero elements saturate to +-6 while its scale decodes to 0;
+//   4. decode (dequantize_nvfp4.cuh dequantize_fp4_kernel) = fl32(fl32(float(byte) * global_amax)
+//      * fl32(1 / 2688)).
+FP8KIT_HD Nvfp4Block nvfp4_te_block(float block_amax, float s_enc, float global_amax) {
+    const float s_dec = div_rn(1.0f, s_enc);                                          // 1
+    const float mult = mul_rn(s_enc, div_rn(1.0f, 6.0f));
+    float sb = mul_rn(block_amax, mult);
+    sb = is_nan(sb) ? kFltMax : (sb < kFltMax ? sb : kFltMax);                        // fminf
+    const std::uint8_t code = e4m3_satfinite(sb);                                     // 2
+    float enc = div_rn(1.0f, mul_rn(e4m3_value(code), s_dec));
+    enc = is_nan(enc) ? kFltMax : (enc < kFltMax ? enc : kFltMax);                    // 3
+    const float dec = mul_rn(mul_rn(e4m3_value(code), global_amax), div_rn(1.0f, kNvfp4ScaleMax));  // 4
+    return {code, enc, dec};
+}
+
+// torchao NVFP4 with a per-tensor scale (torchao/prototype/mx_formats/nvfp4_tensor.py
+// per_tensor_amax_to_scale and nvfp4_quantize, two-level branch), in its order:
+//   1. per_tensor_scale = fl32(global_amax / 2688) (no guard: amax 0 gives 0);
+//   2. block_scale = fl32(block_amax / 6) (a division), then fl32(block_scale / per_tensor_scale);
+//   3. byte = e4m3(clamp(that, 2^-6, 448)) (E4M3_EPS = finfo(float8_e4m3fn).tiny: block scales
+//      stay normal, never 0; torch.clamp propagates NaN, which .to(float8_e4m3fn) makes 0x7F);
+//   4. encode = fl32(fl32(1 / per_tensor_scale) / float(byte)); the elements are clamped to +-6
+//      and rounded to nearest even (f32_to_f4_unpacked);
+//   5. decode = fl32(float(byte) * per_tensor_scale) (NVFP4Tensor.dequantize's scale product).
+FP8KIT_HD Nvfp4Block nvfp4_torchao_block(float block_amax, float global_amax) {
+    const float pts = div_rn(global_amax, kNvfp4ScaleMax);                                // 1
+    const float sb = div_rn(div_rn(block_amax, 6.0f), pts);                               // 2
+    const float tiny = float_of(0x3C800000u);                                             // 2^-6
+    const float clamped = is_nan(sb) ? sb : (sb < tiny ? tiny : (sb > 448.0f ? 448.0f : sb));
+    const std::uint8_t code = e4m3_satfinite(clamped);                                    // 3
+    const float enc = div_rn(div_rn(1.0f, pts), e4m3_value(code));                        // 4
+    const float dec = mul_rn(e4m3_value(code), pts);                                      // 5
+    return {code, enc, dec};
+}
+
 // ---- one entry point for every rule -------------------------------------------------------
 
 // The formula that turns an amax into a scale (a recipe's `rule`).
@@ -261,7 +340,14 @@ enum class ScaleRule : std::uint8_t {
     deepseek,      // deepseek_scale (DeepGEMM)
     mx_roundup,    // mx_code_roundup (TE/cuBLAS MXFP8)
     mx_ocp_floor,  // mx_code_floor (OCP MX v1.0 section 6.3)
+    nvfp4_te,      // nvfp4_te_block (TransformerEngine NVFP4; needs the tensor's global amax)
+    nvfp4_torchao, // nvfp4_torchao_block (torchao NVFP4 with a per-tensor scale; likewise)
 };
+
+// Whether a rule's block scale depends on the whole tensor's amax too (ScaleParams::global_amax).
+FP8KIT_HD bool rule_uses_global_amax(ScaleRule r) {
+    return r == ScaleRule::nvfp4_te || r == ScaleRule::nvfp4_torchao;
+}
 
 // A rule with its parameters, and the format facts it reads, resolved once (per tensor or per
 // kernel launch) so that the per-block call does no format dispatch.
@@ -274,14 +360,24 @@ struct ScaleParams {
     int margin;           // msamp only
     float fmax;           // format_max(format)
     int emax;             // format_emax(format)
+    float global_amax;    // nvfp4 rules: amax of the whole tensor (0 until set_global_amax)
+    float global_encode;  // nvfp4_te: nvfp4_te_global_encode(global_amax)
 };
+
+// NVFP4 rules: the tensor's amax, set once per tensor before the per-block calls.
+FP8KIT_HD void set_global_amax(ScaleParams& p, float global_amax) {
+    p.global_amax = global_amax;
+    p.global_encode = nvfp4_te_global_encode(global_amax);
+}
 
 FP8KIT_HD ScaleParams make_scale_params(ScaleRule rule, Format format, double epsilon, bool pow2,
                                         float value_for_inf, int margin) {
-    return {rule, format, epsilon, pow2, value_for_inf, margin, format_max(format), format_emax(format)};
+    return {rule, format, epsilon, pow2, value_for_inf, margin, format_max(format), format_emax(format), 0.0f,
+            nvfp4_te_global_encode(0.0f)};
 }
 
-// One scale for one amax. `code` is the E8M0 code for the MX rules and 0 otherwise. MS-AMP here is
+// One scale for one amax. `code` is the E8M0 code for the MX rules, the E4M3 block-scale byte
+// for the NVFP4 rules (whose scale_inv is the dequantisation factor), and 0 otherwise. MS-AMP here is
 // its stateless (in-time) form with previous scale 1; its window lives in lib's MsampScaling.
 struct BlockScale {
     float scale, scale_inv;
@@ -310,6 +406,14 @@ FP8KIT_HD BlockScale rule_scale(const ScaleParams& p, float amax) {
             const std::uint8_t c = mx_code_roundup(amax, p.fmax);
             const ScalePair m = mx_cast_pair(MxRule::round_up, c);
             return {m.scale, m.scale_inv, c};
+        }
+        case ScaleRule::nvfp4_te: {
+            const Nvfp4Block b = nvfp4_te_block(amax, p.global_encode, p.global_amax);
+            return {b.encode, b.decode, b.scale_code};
+        }
+        case ScaleRule::nvfp4_torchao: {
+            const Nvfp4Block b = nvfp4_torchao_block(amax, p.global_amax);
+            return {b.encode, b.decode, b.scale_code};
         }
         case ScaleRule::mx_ocp_floor: break;
     }

@@ -1,0 +1,34 @@
+// Block-scaled quantisation of a 2-D tensor with a BlockRecipe: the codes and the per-block
+// scales a framework stores (MX: E8M0 bytes; NVFP4: E4M3 bytes plus the tensor's amax), so that
+// they can be compared bit for bit with the framework's own output. Every scale comes from
+// numerics::rule_scale (numerics/scale_rules.hpp), the same call compute_block_stats makes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fp8kit/stats/statistics.hpp"
+
+namespace fp8kit {
+
+struct BlockQuantized {
+    std::size_t rows = 0, cols = 0;
+    std::size_t tile_rows = 0, tile_cols = 0;  // the block one scale covers
+    std::size_t grid_rows = 0, grid_cols = 0;  // blocks down and across (edge blocks partial)
+    std::vector<std::uint8_t> codes;           // rows x cols, one code per byte (low bits)
+    // One entry per block, grid_rows x grid_cols row-major:
+    std::vector<std::uint8_t> scale_codes;     // E8M0 (MX rules), E4M3 (NVFP4 rules), 0 otherwise
+    std::vector<float> scale;                  // the factor the elements are multiplied by
+    std::vector<float> scale_inv;              // the factor a code is multiplied by to dequantise
+    float global_amax = 0;                     // amax_of the whole tensor (NVFP4's second level)
+};
+
+// codes[i] = encode(fl32(x[i] * scale of its block)) under br.policy; float32, bfloat16 and
+// float16 inputs widen exactly to float32 (float64 inputs are rounded to float32 first, RNE).
+// Stochastic rounding: element i (row-major) draws emu::stochastic_bits(seed, i).
+// Same result for any thread count.
+BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                               const BlockRecipe& br, std::uint64_t seed = 0);
+
+}  // namespace fp8kit

@@ -1,0 +1,64 @@
+// NVFP4 rules of numerics/scale_rules.hpp: the edge cases TransformerEngine's kernel code fixes
+// (core_nvfp4.cuh: fminf caps, the 1-for-0 rule, a block scale that rounds to E4M3 0) and
+// torchao's (E4M3_EPS floor). Bit-exact agreement with TE's and torchao's own Python on real and
+// random tensors is tests/python/test_nvfp4.py.
+#include <catch2/catch.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+
+#include "fp8kit/numerics/scale_rules.hpp"
+
+using namespace fp8kit::numerics;
+
+TEST_CASE("NVFP4 (TE) global encode scale: 2688 / amax, capped, 1 for 0 and Inf", "[numerics][nvfp4]") {
+    CHECK(nvfp4_te_global_encode(0.0f) == 1.0f);                     // amax 0
+    CHECK(nvfp4_te_global_encode(INFINITY) == 1.0f);                 // 2688 / Inf = 0
+    CHECK(nvfp4_te_global_encode(1e-40f) == FLT_MAX);                // Inf quotient -> FLT_MAX
+    CHECK(nvfp4_te_global_encode(std::numeric_limits<float>::quiet_NaN()) == FLT_MAX);  // fminf drops NaN
+    CHECK(nvfp4_te_global_encode(2688.0f) == 1.0f);
+    CHECK(nvfp4_te_global_encode(1.0f) == 2688.0f);
+    CHECK(nvfp4_te_global_encode(3.0f) == 2688.0f / 3.0f);           // one float32 division
+}
+
+TEST_CASE("NVFP4 (TE) block scale: the block holding the tensor's amax gets 448", "[numerics][nvfp4]") {
+    for (float amax : {1e-30f, 0.37f, 1.0f, 5.5f, 1000.0f, 3.0e38f}) {
+        INFO(amax);
+        const Nvfp4Block b = nvfp4_te_block(amax, nvfp4_te_global_encode(amax), amax);
+        CHECK(b.scale_code == 0x7E);  // E4M3 448
+        // Its elements: amax * encode lands on 6 up to float32 rounding, so E2M1 max.
+        CHECK(std::fabs(amax * b.encode - 6.0f) < 6.0f * 1e-5f);
+    }
+}
+
+TEST_CASE("NVFP4 (TE) block scale that rounds to E4M3 zero: encode FLT_MAX, decode 0", "[numerics][nvfp4]") {
+    const float s_enc = nvfp4_te_global_encode(1.0f);        // 2688
+    // amax * 2688/6 < 2^-10 (half the smallest E4M3 subnormal 2^-9) rounds to 0.
+    const Nvfp4Block b = nvfp4_te_block(1e-9f, s_enc, 1.0f);
+    CHECK(b.scale_code == 0);
+    CHECK(b.encode == FLT_MAX);
+    CHECK(b.decode == 0.0f);
+    // All-zero block: the same.
+    CHECK(nvfp4_te_block(0.0f, s_enc, 1.0f).scale_code == 0);
+    // Inf block amax: fminf caps the product at FLT_MAX, E4M3 satfinite gives 448.
+    CHECK(nvfp4_te_block(INFINITY, 1.0f, INFINITY).scale_code == 0x7E);
+}
+
+TEST_CASE("NVFP4 (torchao) block scale stays at or above E4M3's smallest normal", "[numerics][nvfp4]") {
+    const Nvfp4Block tiny = nvfp4_torchao_block(1e-9f, 1.0f);
+    CHECK(tiny.scale_code == 0x08);  // 2^-6: clamp(min=finfo(float8_e4m3fn).tiny)
+    CHECK(nvfp4_torchao_block(1.0f, 1.0f).scale_code == 0x7E);
+    // A zero tensor: per_tensor_scale 0, 0 / 0 is NaN, which the clamp keeps and E4M3 makes 0x7F.
+    CHECK(nvfp4_torchao_block(0.0f, 0.0f).scale_code == 0x7F);
+}
+
+TEST_CASE("rule_scale dispatches the NVFP4 rules with the tensor's amax", "[numerics][nvfp4]") {
+    ScaleParams p = make_scale_params(ScaleRule::nvfp4_te, Format::e2m1, 0.0, false, FLT_MAX, 0);
+    set_global_amax(p, 10.0f);
+    const BlockScale s = rule_scale(p, 2.5f);
+    const Nvfp4Block b = nvfp4_te_block(2.5f, nvfp4_te_global_encode(10.0f), 10.0f);
+    CHECK((s.code == b.scale_code && s.scale == b.encode && s.scale_inv == b.decode));
+    CHECK(rule_uses_global_amax(ScaleRule::nvfp4_torchao));
+    CHECK_FALSE(rule_uses_global_amax(ScaleRule::mx_roundup));
+}
