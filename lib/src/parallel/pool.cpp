@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -24,8 +25,17 @@ namespace {
 // when set_threads changes the count.
 class Pool {
 public:
+    // A thread that cannot be started (EAGAIN under a process or address-space limit) leaves the
+    // pool smaller; with none, ordered() runs every task on the caller's thread. The results are
+    // the same either way (tasks are consumed in order).
     explicit Pool(unsigned n) {
-        for (unsigned i = 0; i < n; ++i) workers_.emplace_back([this] { loop(); });
+        for (unsigned i = 0; i < n; ++i) {
+            try {
+                workers_.emplace_back([this] { loop(); });
+            } catch (const std::system_error&) {
+                break;
+            }
+        }
     }
     ~Pool() {
         {
@@ -128,15 +138,16 @@ void ordered(std::size_t n, std::size_t window, const std::function<void(std::si
              const std::function<void(std::size_t, std::size_t)>& work,
              const std::function<void(std::size_t, std::size_t)>& consume) {
     window = std::max<std::size_t>(1, window);
-    if (threads() <= 1 || n <= 1) {
+    auto serial = [&] {
         for (std::size_t i = 0; i < n; ++i) {
             prepare(i, i % window);
             work(i, i % window);
             consume(i, i % window);
         }
-        return;
-    }
+    };
+    if (threads() <= 1 || n <= 1) return serial();
     Pool& p = pool();
+    if (p.size() == 0) return serial();
     std::mutex m;
     std::condition_variable cv;
     std::vector<Slot> slots(window);
