@@ -39,7 +39,7 @@ for f in chunks_2e20 gzip_2gib_chunk nested_1e4 datasets_1e5 fill_2e40 wrap_2e62
     /usr/bin/time -f "%e %M" -o "$T/time" "$FP8KIT" inspect -q "$T/$f.h5" >/dev/null 2>"$T/err"
     rc=$?
     set -e
-    read -r s kb <"$T/time"
+    read -r s kb < <(tail -n 1 "$T/time")  # GNU time writes "Command exited with non-zero status N" first
     printf '%-22s %10s %8s %12s  %s MB\n' "$f" "$(stat -c %s "$T/$f.h5")" "$rc" "$s" "$((kb / 1024))"
 done
 # Within a raised --max-elements: the fill value as one run (inspect's statistics, replay's amax).
@@ -49,7 +49,7 @@ for cmd in inspect replay; do
         $([ $cmd = inspect ] && echo -q) >/dev/null 2>"$T/err"
     rc=$?
     set -e
-    read -r s kb <"$T/time"
+    read -r s kb < <(tail -n 1 "$T/time")  # GNU time writes "Command exited with non-zero status N" first
     printf '%-22s %10s %8s %12s  %s MB\n' "$cmd fill_2e40 x2" "$(stat -c %s "$T/fill_2e40_steps.h5")" "$rc" "$s" "$((kb / 1024))"
 done
 # 10^5 tiny datasets again (issue 20 item 4): JSON output (streamed tensor by tensor) and one thread.
@@ -59,7 +59,7 @@ for args in "--json" "--threads 1" "--json --threads 1"; do
     /usr/bin/time -f "%e %M" -o "$T/time" "$FP8KIT" inspect -q "$T/datasets_1e5.h5" $args >/dev/null 2>"$T/err"
     rc=$?
     set -e
-    read -r s kb <"$T/time"
+    read -r s kb < <(tail -n 1 "$T/time")  # GNU time writes "Command exited with non-zero status N" first
     printf '%-22s %10s %8s %12s  %s MB\n' "datasets_1e5 $args" "$(stat -c %s "$T/datasets_1e5.h5")" "$rc" "$s" "$((kb / 1024))"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
