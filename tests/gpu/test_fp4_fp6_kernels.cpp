@@ -203,7 +203,7 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
             fp8kit::emu::pack_fp4_array(want.codes.data() + r * cols, want_codes.data() + r * cols / 2, cols,
                                         fp8kit::emu::NibbleOrder::low_first);
     }
-    INFO(k.preset << " role " << fp8kit::name(k.role) << " " << fp8kit::name(w) << " " << rows << "x" << cols
+    INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " " << rows << "x" << cols
                   << (packed ? " packed" : "") << " " << fp8kit::describe(br.policy));
     REQUIRE(mismatches(host<std::uint8_t>(dcodes.p, ncode), want_codes) == 0);
     REQUIRE(host<std::uint8_t>(dsc.p, blocks) == want.scale_codes);
@@ -289,6 +289,6 @@ TEST_CASE("block quantiser refuses bad arguments; the sm_100 FP4 cvt fails loudl
     REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f64, d.p, 2, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
                         Catch::Contains("f64"));
     // H100 (sm_90): the hardware FP4 path does not exist; the call must say so, not fall back.
-    REQUIRE_THROWS_WITH(cu::quantize_e2m1_cvt_satfinite(d.as<float>(), d.as<std::uint8_t>(1024), 16),
+    REQUIRE_THROWS_WITH(cu::quantize_e2m1_cvt_satfinite(d.as<float>(), static_cast<std::uint8_t*>(d.p) + 1024, 16),
                         Catch::Contains("sm_100"));
 }
