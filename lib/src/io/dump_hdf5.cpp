@@ -233,7 +233,9 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
             if (!spec)
                 return fail(Plan::error, fmt::format("{} data without a 'dtype' attribute: which 8-bit format? Tag it, "
                                                      "e.g. in h5py: dataset.attrs['dtype'] = 'float8_e4m3fn' (or "
-                                                     "float8_e5m2, e4m3fnuz, e5m2fnuz, e8m0)", stored));
+                                                     "float8_e5m2, e4m3fnuz, e5m2fnuz, e8m0, float4_e2m1fn, "
+                                                     "float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3b11fnuz, "
+                                                     "float8_e4m3)", stored));
         }
         if (untagged_codes) {
             p.dtype = size == 1 ? DType::e4m3 : DType::bf16;  // stored bytes kept: codes / bf16 bits
@@ -254,7 +256,12 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
                 case Format::e4m3fnuz: d = DType::e4m3fnuz; break;
                 case Format::e5m2fnuz: d = DType::e5m2fnuz; break;
                 case Format::e8m0: d = DType::e8m0; break;
-                default: break;  // FP4/FP6 and the other ml_dtypes types: not a stored dump type yet
+                case Format::e2m1: d = DType::e2m1; break;
+                case Format::e2m3: d = DType::e2m3; break;
+                case Format::e3m2: d = DType::e3m2; break;
+                case Format::e3m4: d = DType::e3m4; break;
+                case Format::e4m3b11fnuz: d = DType::e4m3b11fnuz; break;
+                case Format::e4m3ieee: d = DType::e4m3ieee; break;
             }
         } else if (const auto w = parse_wide(*attr_or_tag)) {
             d = *w == Wide::f64 ? DType::f64 : *w == Wide::f32 ? DType::f32 : *w == Wide::f16 ? DType::f16 : DType::bf16;

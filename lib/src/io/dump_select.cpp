@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/dump.hpp"
+#include "io/dump_internal.hpp"
 
 namespace fp8kit::dump {
 namespace {
@@ -167,7 +168,11 @@ void Dump::read(std::size_t i, const ChunkFn& fn) {
         open_.reset();
         open_ = open_source(t.file, opts_);
     }
-    open_->read(t, fn);
+    try {
+        open_->read(t, fn);
+    } catch (const detail::BadCodes& e) {
+        throw DumpError(t.file, t.name, e.what());
+    }
 }
 
 void Dump::read_runs(std::size_t i, const ChunkFn& fn) {
@@ -176,7 +181,11 @@ void Dump::read_runs(std::size_t i, const ChunkFn& fn) {
         open_.reset();
         open_ = open_source(t.file, opts_);
     }
-    open_->read_runs(t, fn);
+    try {
+        open_->read_runs(t, fn);
+    } catch (const detail::BadCodes& e) {
+        throw DumpError(t.file, t.name, e.what());
+    }
 }
 
 }  // namespace fp8kit::dump

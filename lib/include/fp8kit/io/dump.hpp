@@ -36,7 +36,10 @@ using numerics::guess_role;
 std::optional<std::int64_t> guess_step(std::string_view path);
 
 // What the stored bits mean.
-enum class DType : std::uint8_t { f64, f32, f16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0 };
+// Codes of the formats below e8m0 (FP4 / FP6 / the other ml_dtypes types) are stored one per
+// byte in the low bits, as ml_dtypes arrays are (float4_e2m1fn, float6_e2m3fn, ...).
+enum class DType : std::uint8_t { f64, f32, f16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0,
+                                  e2m1, e2m3, e3m2, e3m4, e4m3b11fnuz, e4m3ieee };
 std::string_view name(DType d);  // "f64", ..., "bf16", "e4m3", ... (the names of names.hpp)
 std::optional<Format> fp8_format(DType d);
 // The type chunks of such a tensor arrive in: itself for f64/f32/f16/bf16; f32 for FP8 codes
