@@ -18,7 +18,9 @@
 
 #include "fp8kit/convert/format_info.hpp"
 #include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/convert/hadamard.hpp"
 #include "fp8kit/cuda/blocks.hpp"
+#include "fp8kit/cuda/hadamard.hpp"
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/emu/pack.hpp"
 #include "fp8kit/recipes.hpp"
@@ -291,4 +293,21 @@ TEST_CASE("block quantiser refuses bad arguments; the sm_100 FP4 cvt fails loudl
     // H100 (sm_90): the hardware FP4 path does not exist; the call must say so, not fall back.
     REQUIRE_THROWS_WITH(cu::quantize_e2m1_cvt_satfinite(d.as<float>(), static_cast<std::uint8_t*>(d.p) + 1024, 16),
                         Catch::Contains("sm_100"));
+}
+
+TEST_CASE("TE NVFP4 random Hadamard transform on the GPU equals lib's te_rht16_columnwise", "[gpu][fp4]") {
+    const std::size_t rows = 48, cols = 37;
+    const auto x = block_tensor(rows, cols, 11);  // normals at many scales, zeros, NaN, Inf, subnormals
+    for (Wide w : kInputs)
+        for (bool signs : {true, false}) {
+            const auto bytes = as_bytes(w, x);
+            const auto want = fp8kit::te_rht16_columnwise(bytes.data(), w, rows, cols, signs);
+            Buf din(bytes.size()), dout(bytes.size());
+            cu::copy_to_device(din.p, bytes.data(), bytes.size());
+            cu::te_rht16_columnwise(w, din.p, rows, cols, dout.p, signs);
+            INFO(fp8kit::name(w) << (signs ? " with" : " without") << " signs");
+            REQUIRE(host<unsigned char>(dout.p, bytes.size()) == want);
+        }
+    Buf d(64);
+    REQUIRE_THROWS_WITH(cu::te_rht16_columnwise(Wide::f32, d.p, 8, 1, d.p), Catch::Contains("multiple of the Hadamard dimension 16"));
 }

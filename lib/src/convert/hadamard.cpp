@@ -5,9 +5,9 @@
 #include <stdexcept>
 #include <string>
 
-namespace fp8kit {
+#include "fp8kit/numerics/hadamard.hpp"
 
-int hadamard16(int i, int j) { return (__builtin_popcount(static_cast<unsigned>(i & j)) & 1) ? -1 : 1; }
+namespace fp8kit {
 
 namespace {
 
@@ -47,24 +47,17 @@ std::vector<unsigned char> te_rht16_columnwise(const void* data, Wide type, std:
     if (rows % 16 != 0)
         throw std::invalid_argument("te_rht16_columnwise: the row count " + std::to_string(rows) +
                                     " must be a multiple of the Hadamard dimension 16 (TE raises the same)");
-    // Steps 1-3: T = diag(s) H16 / 4, exact in binary64.
-    double t[16][16];
-    for (int i = 0; i < 16; ++i)
-        for (int j = 0; j < 16; ++j) t[i][j] = 0.25 * (random_signs ? kTeRhtSigns[i] : 1) * hadamard16(i, j);
     const auto* in = static_cast<const unsigned char*>(data);
     const std::size_t es = type == Wide::f32 ? 4 : 2;
     std::vector<unsigned char> out(rows * cols * es);
-    // Step 4: out[c, g*16 + j] = sum_i x[g*16 + i, c] * T[i][j].
+    // Step 4: out[c, g*16 + j] = sum_i x[g*16 + i, c] * T[i][j], T = diag(s) H16 / 4.
 #pragma omp parallel for schedule(static) if (rows * cols > (1u << 16))
     for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(cols); ++c)
         for (std::size_t g = 0; g < rows; g += 16) {
-            double v[16];
+            double v[16], y[16];
             for (int i = 0; i < 16; ++i) v[i] = element(in, type, (g + i) * cols + static_cast<std::size_t>(c));
-            for (int j = 0; j < 16; ++j) {
-                double s = 0.0;
-                for (int i = 0; i < 16; ++i) s += v[i] * t[i][j];
-                store(out.data(), type, static_cast<std::size_t>(c) * rows + g + j, s);
-            }
+            numerics::te_rht16_group(v, random_signs, y);  // steps 1-3
+            for (int j = 0; j < 16; ++j) store(out.data(), type, static_cast<std::size_t>(c) * rows + g + j, y[j]);
         }
     return out;
 }

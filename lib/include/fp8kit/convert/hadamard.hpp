@@ -4,7 +4,7 @@
 // reference TE's NVFP4 kernels are tested against:
 //   1. H16 is the Sylvester Hadamard matrix (H_1 = [1], H_2k = [[H_k, H_k], [H_k, -H_k]]);
 //   2. with the random sign mask (TE's default), H = diag(s) @ H16 with the fixed sign vector
-//      s = kTeRhtSigns, i.e. row i of H16 multiplied by s[i];
+//      s = TE's get_wgrad_sign_vector() (numerics::te_rht_sign), i.e. row i of H16 multiplied by s[i];
 //   3. the transform is H * (1 / sqrt(16)) = H / 4;
 //   4. it is applied to the column-wise operand only: for an M x N tensor x, TE quantises
 //      x^T (N x M) and first replaces every 16 consecutive elements v of each row of x^T (16
@@ -30,16 +30,11 @@ namespace fp8kit {
 
 using emu::Wide;
 
-// TE get_wgrad_sign_vector() ("hard-coded random signs for Hadamard transform").
-inline constexpr int kTeRhtSigns[16] = {1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1};
-
-// Entry (i, j) of the 16 x 16 Sylvester Hadamard matrix: (-1)^popcount(i & j).
-int hadamard16(int i, int j);
-
 // The RHT of the column-wise operand of a row-major rows x cols tensor of `type` (f32, f16 or
 // bf16): returns cols x rows elements of `type` (raw bytes, row-major), i.e. (x^T) with every
-// group of 16 along a row multiplied by diag(s) H16 / 4 (s = kTeRhtSigns, or all +1 when
-// random_signs is false). std::invalid_argument when rows is not a multiple of 16 or type is f64.
+// group of 16 along a row multiplied by diag(s) H16 / 4 (s = numerics::te_rht_sign, or all +1 when
+// random_signs is false), by numerics::te_rht16_group (a NaN output is the canonical
+// quiet NaN). std::invalid_argument when rows is not a multiple of 16 or type is f64.
 std::vector<unsigned char> te_rht16_columnwise(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                                bool random_signs = true);
 
