@@ -21,6 +21,7 @@
 
 #include <fmt/format.h>
 
+#include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/parallel/pool.hpp"
 #include "io/chunk_task.hpp"
 #include "io/dump_internal.hpp"
@@ -497,6 +498,24 @@ public:
         }
     }
 
+    // Straight into `dest` where the stored bytes are the delivered ones: the chunk tasks and the
+    // contiguous preads of the direct paths write there on the workers (into_); what libhdf5
+    // reads (other layouts and filters) comes through read() and is copied on this thread.
+    void read_into(const TensorInfo& t, void* dest, const PlacedFn& placed) override {
+        if (raw_delivery_ || fp8_format(t.dtype)) return Source::read_into(t, dest, placed);
+        Into into{static_cast<unsigned char*>(dest), &placed};
+        struct Reset {
+            Into*& at;
+            ~Reset() { at = nullptr; }
+        } reset{into_};
+        into_ = &into;
+        const std::size_t esize = wide_size(t.wide);
+        read(t, [&](const Chunk& c) {
+            std::memcpy(into.dest + c.first * esize, c.bits, c.count * esize);
+            if (placed) placed(c.first, c.count);
+        });
+    }
+
 private:
     // The value chunks never written read as: the fill value when one is defined, else zeros
     // (what H5Dread gives; tests/dump/test_hdf5_chunks.cpp compares the two).
@@ -569,6 +588,24 @@ private:
         const std::size_t window = parallel::default_window();
         std::vector<Slot> slots(window);
         auto piece = [&](std::size_t i) { return std::min<std::uint64_t>(budget, plan.numel - i * budget); };
+        auto failed = [&](std::size_t i, const std::string& why) {
+            return DumpError(path_, t.name, fmt::format("cannot read elements {}..{}: {}", i * budget,
+                                                        i * budget + piece(i) - 1, why));
+        };
+        if (into_) {  // read_into: each worker preads its piece where it belongs, then places it
+            const int file = fd();
+            parallel::ordered(
+                static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
+                [&](std::size_t i, std::size_t s) {
+                    const std::uint64_t at = i * budget * ssize;
+                    slots[s].bad = pread_exact(file, into_->dest + at, static_cast<std::size_t>(piece(i) * ssize), addr + at);
+                    if (slots[s].bad.empty() && *into_->placed) (*into_->placed)(i * budget, static_cast<std::size_t>(piece(i)));
+                },
+                [&](std::size_t i, std::size_t s) {
+                    if (!slots[s].bad.empty()) throw failed(i, slots[s].bad);
+                });
+            return true;
+        }
         parallel::ordered(
             static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
             [&](std::size_t i, std::size_t s) {
@@ -576,9 +613,7 @@ private:
                 slots[s].bad = pread_exact(fd(), slots[s].bytes.data(), slots[s].bytes.size(), addr + i * budget * ssize);
             },
             [&](std::size_t i, std::size_t s) {
-                if (!slots[s].bad.empty())
-                    throw DumpError(path_, t.name, fmt::format("cannot read elements {}..{}: {}", i * budget,
-                                                               i * budget + piece(i) - 1, slots[s].bad));
+                if (!slots[s].bad.empty()) throw failed(i, slots[s].bad);
                 emit(plan.dtype, slots[s].bytes.data(), static_cast<std::size_t>(piece(i)), i * budget, scratch_, fn);
             });
         return true;
@@ -702,29 +737,11 @@ private:
             sl.task.size = stored;
             sl.task.filter_mask = read_mask;
         };
-        // 2. On a worker: read and decode.
-        auto work = [&](std::size_t, std::size_t s) {
-            Slot& sl = slots[s];
-            sl.decoded.resize(chunk_bytes);
-            sl.bad = run_chunk_task(sl.task, fill, sl.decoded.data());
-        };
-        // 3. On this thread, in chunk order: copy the part of the chunk inside the dataset into
-        // the slab (runs along the last dimension), and deliver the slab when its last chunk is in.
-        std::uint64_t first = 0, slab_elems = 0;
-        std::vector<hsize_t> ext(rank), row(rank, 0);
-        auto consume = [&](std::size_t i, std::size_t s) {
-            Slot& sl = slots[s];
-            if (!sl.bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where(sl.offset), sl.bad));
-            const hsize_t c0 = i / per_row, g0 = c0 / rows_per_slab * rows_per_slab;
-            const hsize_t g1 = std::min<hsize_t>(grid[0], g0 + rows_per_slab);
-            if (i % per_row == 0 && c0 == g0) {  // a slab begins
-                const hsize_t r0 = g0 * chunk[0], rows = std::min<hsize_t>((g1 - g0) * chunk[0], plan.dims[0] - r0);
-                slab_elems = rows * inner;
-                buf_.resize(static_cast<std::size_t>(slab_elems * ssize));
-            }
-            const hsize_t base_row = (c0 - g0) * chunk[0];
+        // Copies the part of decoded chunk `sl` inside the dataset to `out`, whose row 0 is the
+        // chunk's row `base_row` (runs along the last dimension). Any thread: nothing shared.
+        auto scatter = [&](const Slot& sl, unsigned char* out, hsize_t base_row) {
+            std::vector<hsize_t> ext(rank), row(rank, 0);
             for (int d = 0; d < rank; ++d) ext[d] = std::min<hsize_t>(chunk[d], plan.dims[d] - sl.offset[d]);
-            std::fill(row.begin(), row.end(), 0);
             const hsize_t run = ext[rank - 1];
             for (;;) {
                 std::uint64_t src = 0, dst = 0;
@@ -734,16 +751,62 @@ private:
                 }
                 src *= chunk[rank - 1];
                 dst = dst * plan.dims[rank - 1] + (rank == 1 ? base_row : sl.offset[rank - 1]);
-                std::memcpy(&buf_[static_cast<std::size_t>(dst * ssize)], &sl.decoded[static_cast<std::size_t>(src * ssize)],
+                std::memcpy(out + dst * ssize, &sl.decoded[static_cast<std::size_t>(src * ssize)],
                             static_cast<std::size_t>(run * ssize));
                 int d = rank - 2;
                 while (d >= 0 && ++row[d] == ext[d]) row[d--] = 0;
                 if (d < 0) break;
             }
+        };
+        // read_into: a chunk that spans every dimension but the first holds whole rows of the
+        // tensor, one contiguous range of `dest`: a worker places it (and decodes straight into
+        // `dest` when the chunk lies inside the dataset). Other chunk shapes are scattered into
+        // `dest` by the workers and placed slab by slab on this thread.
+        bool whole_rows = per_row == 1;
+        for (int d = 1; d < rank; ++d) whole_rows &= chunk[d] == plan.dims[d];
+        // 2. On a worker: read and decode (read_into: into `dest`).
+        auto work = [&](std::size_t, std::size_t s) {
+            Slot& sl = slots[s];
+            if (into_ && whole_rows) {
+                const hsize_t rows = std::min<hsize_t>(chunk[0], plan.dims[0] - sl.offset[0]);
+                unsigned char* at = into_->dest + sl.offset[0] * inner * ssize;
+                if (rows == chunk[0]) {
+                    sl.bad = run_chunk_task(sl.task, fill, at);
+                } else {
+                    sl.decoded.resize(chunk_bytes);
+                    sl.bad = run_chunk_task(sl.task, fill, sl.decoded.data());
+                    if (sl.bad.empty()) std::memcpy(at, sl.decoded.data(), static_cast<std::size_t>(rows * inner * ssize));
+                }
+                if (sl.bad.empty() && *into_->placed) (*into_->placed)(sl.offset[0] * inner, static_cast<std::size_t>(rows * inner));
+                return;
+            }
+            sl.decoded.resize(chunk_bytes);
+            sl.bad = run_chunk_task(sl.task, fill, sl.decoded.data());
+            if (into_ && sl.bad.empty()) scatter(sl, into_->dest, sl.offset[0]);
+        };
+        // 3. On this thread, in chunk order: copy the part of the chunk inside the dataset into
+        // the slab, and deliver the slab when its last chunk is in (read_into: the workers copied
+        // it; place the slab unless they placed its chunks).
+        std::uint64_t first = 0, slab_elems = 0;
+        auto consume = [&](std::size_t i, std::size_t s) {
+            Slot& sl = slots[s];
+            if (!sl.bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where(sl.offset), sl.bad));
+            const hsize_t c0 = i / per_row, g0 = c0 / rows_per_slab * rows_per_slab;
+            const hsize_t g1 = std::min<hsize_t>(grid[0], g0 + rows_per_slab);
+            if (i % per_row == 0 && c0 == g0) {  // a slab begins
+                const hsize_t r0 = g0 * chunk[0], rows = std::min<hsize_t>((g1 - g0) * chunk[0], plan.dims[0] - r0);
+                slab_elems = rows * inner;
+                if (!into_) buf_.resize(static_cast<std::size_t>(slab_elems * ssize));
+            }
+            if (!into_) scatter(sl, buf_.data(), (c0 - g0) * chunk[0]);
             if (i + 1 == std::min<std::uint64_t>(nchunks, g1 * per_row)) {  // the slab's last chunk
-                for (std::uint64_t p = 0; p < slab_elems; p += budget) {
-                    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, slab_elems - p));
-                    emit(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
+                if (into_) {
+                    if (!whole_rows && *into_->placed) (*into_->placed)(first, static_cast<std::size_t>(slab_elems));
+                } else {
+                    for (std::uint64_t p = 0; p < slab_elems; p += budget) {
+                        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, slab_elems - p));
+                        emit(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
+                    }
                 }
                 first += slab_elems;
             }
@@ -876,6 +939,11 @@ private:
 
     ReadOptions opts_;
     bool raw_delivery_ = false;
+    struct Into {
+        unsigned char* dest;
+        const PlacedFn* placed;
+    };
+    Into* into_ = nullptr;  // read_into in progress: the direct paths write here
     std::string folder_;
     Handle dapl_;  // confined_access(folder_): every dataset is opened with it
     Handle file_;

@@ -179,4 +179,13 @@ void Dump::read_runs(std::size_t i, const ChunkFn& fn) {
     open_->read_runs(t, fn);
 }
 
+void Dump::read_into(std::size_t i, void* dest, const PlacedFn& placed) {
+    const TensorInfo& t = tensors_.at(i);
+    if (!open_ || open_->path() != t.file) {
+        open_.reset();
+        open_ = open_source(t.file, opts_);
+    }
+    open_->read_into(t, dest, placed);
+}
+
 }  // namespace fp8kit::dump
