@@ -14,6 +14,7 @@
 #endif
 
 #include <algorithm>
+#include <unordered_map>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -376,9 +377,19 @@ public:
         tensors_ = std::move(listed.tensors);
         errors_ = std::move(listed.errors);
         notes_ = std::move(listed.notes);
+        for (std::size_t i = 0; i < listed.extents.size() && i < tensors_.size(); ++i)
+            if (listed.extents[i].bytes != 0) extents_[tensors_[i].name] = listed.extents[i];
     }
 
-    Listing listing() const { return Listing{tensors_, errors_, notes_}; }
+    Listing listing() const {
+        Listing l{tensors_, errors_, notes_, {}};
+        l.extents.reserve(tensors_.size());
+        for (const TensorInfo& t : tensors_) {
+            const auto it = extents_.find(t.name);
+            l.extents.push_back(it == extents_.end() ? Extent{} : it->second);
+        }
+        return l;
+    }
 
     ~Hdf5Source() override {
         if (raw_fd_ >= 0) ::close(raw_fd_);
@@ -386,6 +397,7 @@ public:
 
     void read(const TensorInfo& t, const ChunkFn& fn) override {
         silence_hdf5();  // per thread: libhdf5's error stack and its printing are per thread
+        if (read_known_extent(t, fn)) return;
         auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
         Handle probe(H5Dopen2(file_.get(), t.name.c_str(), dapl_.get()), H5Dclose);
         if (!probe.ok()) throw err("cannot open dataset: " + hdf5_detail());
@@ -558,40 +570,75 @@ private:
         if (!file_.ok()) throw DumpError(path, "", "cannot open as HDF5: " + hdf5_detail());
     }
 
-    // Contiguous datasets stored as they are delivered (no conversion, no external files): large
-    // preads at the address libhdf5 gives, by worker threads, a piece of the read budget each,
-    // delivered in order (the same pieces for any thread count). Returns false, having read
-    // nothing, where this does not apply: then H5Dread does the work.
-    bool read_contiguous_directly(const TensorInfo& t, hid_t dset, const Plan& plan, const ChunkFn& fn) {
+    // Where a contiguous dataset stored as it is delivered (no conversion, no filter, no external
+    // file) lies in the file; bytes 0 where that does not apply or libhdf5 cannot say (not
+    // allocated: the fill value). Checked against the file's size when read.
+    static Extent contiguous_extent(hid_t dset, const Plan& plan) {
         Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
         Handle ftype(H5Dget_type(dset), H5Tclose);
-        if (!dcpl.ok() || !ftype.ok() || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS ||
-            H5Pget_external_count(dcpl.get()) != 0 || H5Tequal(ftype.get(), plan.mem_type.get()) <= 0 ||
-            H5Pget_nfilters(dcpl.get()) != 0 || fd() < 0 || user_block() != 0) {
-            H5Eclear2(H5E_DEFAULT);
-            return false;
+        Extent e;
+        if (dcpl.ok() && ftype.ok() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS &&
+            H5Pget_external_count(dcpl.get()) == 0 && H5Tequal(ftype.get(), plan.mem_type.get()) > 0 &&
+            H5Pget_nfilters(dcpl.get()) == 0) {
+            const haddr_t addr = H5Dget_offset(dset);
+            const hsize_t stored = H5Dget_storage_size(dset);
+            std::uint64_t bytes = 0;
+            if (addr != HADDR_UNDEF && !mul_overflows(plan.numel, stored_size(plan.dtype), bytes) && stored == bytes)
+                e = Extent{addr, bytes};
         }
-        const std::size_t ssize = stored_size(plan.dtype);
-        const haddr_t addr = H5Dget_offset(dset);
-        const hsize_t stored = H5Dget_storage_size(dset);
         H5Eclear2(H5E_DEFAULT);
+        return e;
+    }
+
+    // A tensor whose extent the listing learned (extents_) is read from it without opening the
+    // dataset again (10^5 tiny datasets: libhdf5's open and attribute reads were half the time).
+    bool read_known_extent(const TensorInfo& t, const ChunkFn& fn) {
+        const auto it = extents_.find(t.name);
+        if (it == extents_.end() || it->second.bytes == 0) return false;
+        return read_extent(t, t.dtype, it->second, fn);
+    }
+
+    // Contiguous datasets stored as they are delivered: large preads at the address libhdf5
+    // gives, by worker threads, a piece of the read budget each, delivered in order (the same
+    // pieces for any thread count). Returns false, having read nothing, where this does not
+    // apply: then H5Dread does the work.
+    bool read_contiguous_directly(const TensorInfo& t, hid_t dset, const Plan& plan, const ChunkFn& fn) {
+        const Extent e = contiguous_extent(dset, plan);
+        return e.bytes != 0 && read_extent(t, plan.dtype, e, fn);
+    }
+
+    bool read_extent(const TensorInfo& t, DType dtype, const Extent& e, const ChunkFn& fn) {
         std::uint64_t bytes = 0;
-        if (addr == HADDR_UNDEF || mul_overflows(plan.numel, ssize, bytes) || stored != bytes || addr > file_size_ ||
-            bytes > file_size_ - addr)
-            return false;  // not allocated (fill value), or a size that does not add up: libhdf5 decides
-        const std::size_t budget = elements_per_read(plan.dtype, opts_);
-        const std::uint64_t pieces = (plan.numel + budget - 1) / budget;
+        const std::size_t ssize = stored_size(dtype);
+        if (fd() < 0 || user_block() != 0 || mul_overflows(t.numel, ssize, bytes) || bytes != e.bytes ||
+            e.addr > file_size_ || bytes > file_size_ - e.addr)
+            return false;  // a size that does not add up: libhdf5 decides
+        const std::uint64_t addr = e.addr;
+        const std::size_t budget = elements_per_read(dtype, opts_);
+        const std::uint64_t pieces = (t.numel + budget - 1) / budget;
         struct Slot {
             std::vector<unsigned char> bytes;
             std::string bad;
         };
-        const std::size_t window = parallel::default_window();
-        std::vector<Slot> slots(window);
-        auto piece = [&](std::size_t i) { return std::min<std::uint64_t>(budget, plan.numel - i * budget); };
+        auto piece = [&](std::size_t i) { return std::min<std::uint64_t>(budget, t.numel - i * budget); };
         auto failed = [&](std::size_t i, const std::string& why) {
             return DumpError(path_, t.name, fmt::format("cannot read elements {}..{}: {}", i * budget,
                                                         i * budget + piece(i) - 1, why));
         };
+        if (bytes <= kReadHere && t.numel <= budget) {  // small: no hand-off to a worker
+            unsigned char* at = into_ ? into_->dest : nullptr;
+            if (!at) {
+                buf_.resize(static_cast<std::size_t>(bytes));
+                at = buf_.data();
+            }
+            if (std::string why = pread_exact(fd(), at, static_cast<std::size_t>(bytes), addr); !why.empty())
+                throw failed(0, why);
+            if (!into_) emit(dtype, at, static_cast<std::size_t>(t.numel), 0, scratch_, fn);
+            else if (*into_->placed && t.numel > 0) (*into_->placed)(0, static_cast<std::size_t>(t.numel));
+            return true;
+        }
+        const std::size_t window = parallel::default_window();
+        std::vector<Slot> slots(window);
         if (into_) {  // read_into: each worker preads its piece where it belongs, then places it
             const int file = fd();
             parallel::ordered(
@@ -614,7 +661,7 @@ private:
             },
             [&](std::size_t i, std::size_t s) {
                 if (!slots[s].bad.empty()) throw failed(i, slots[s].bad);
-                emit(plan.dtype, slots[s].bytes.data(), static_cast<std::size_t>(piece(i)), i * budget, scratch_, fn);
+                emit(dtype, slots[s].bytes.data(), static_cast<std::size_t>(piece(i)), i * budget, scratch_, fn);
             });
         return true;
     }
@@ -923,6 +970,7 @@ private:
         complete_guesses(t);
         if (had_role) t.role_guessed = false;
         H5Eclear2(H5E_DEFAULT);
+        if (const Extent e = contiguous_extent(d.get(), plan); e.bytes != 0) extents_[t.name] = e;
         tensors_.push_back(std::move(t));
     }
 
@@ -944,6 +992,8 @@ private:
         const PlacedFn* placed;
     };
     Into* into_ = nullptr;  // read_into in progress: the direct paths write here
+    std::unordered_map<std::string, Extent> extents_;  // what listing learned (contiguous_extent)
+    static constexpr std::uint64_t kReadHere = 256 << 10;  // read_extent: bytes read on the caller's thread
     std::string folder_;
     Handle dapl_;  // confined_access(folder_): every dataset is opened with it
     Handle file_;
