@@ -109,6 +109,13 @@ Result analyse_whole(const dump::TensorInfo& t, const unsigned char* data, float
     return res;
 }
 
+// A tensor mapped from the file (Dump::map): no copy; amax and statistics read the page cache,
+// each pass over all threads (OpenMP) in fixed element chunks.
+Result analyse_mapped(const dump::TensorInfo& t, const void* data, const Options& opts) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    return analyse_whole(t, bytes, amax_of(bytes, t.wide, static_cast<std::size_t>(t.numel)), opts);
+}
+
 Result analyse_streamed(dump::Dump& d, std::size_t i, const Options& opts) {
     const dump::TensorInfo& t = d.tensors().at(i);
     const RecipeSpec r = with_format(opts.recipe, opts.format);
@@ -146,6 +153,7 @@ Result analyse(dump::Dump& d, std::size_t i, const Options& opts) {
     check_recipe(opts.recipe);
     const dump::TensorInfo& t = d.tensors().at(i);
     if (!fits(t, opts)) return analyse_streamed(d, i, opts);
+    if (const auto view = d.map(i)) return analyse_mapped(t, view.get(), opts);
     std::vector<unsigned char> whole;
     const float amax = load_whole(d, i, whole);
     return analyse_whole(t, whole.data(), amax, opts);
@@ -163,7 +171,9 @@ void analyse_all(dump::Dump& d, const Options& opts, const Done& done) {
         std::exception_ptr failed;
         std::optional<Result> res;
         try {
-            if (fits(t, opts)) {
+            if (const auto view = fits(t, opts) ? d.map(i) : nullptr) {
+                res = analyse_mapped(t, view.get(), opts);
+            } else if (fits(t, opts)) {
                 const float amax = load_whole(d, i, buf, 0, opts.memory_bytes);
                 res = analyse_whole(t, buf.data(), amax, opts);
             } else {

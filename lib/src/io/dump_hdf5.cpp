@@ -510,6 +510,17 @@ public:
         }
     }
 
+    std::shared_ptr<const void> map(const TensorInfo& t) override {
+        const auto it = extents_.find(t.name);
+        if (raw_delivery_ || fp8_format(t.dtype) || it == extents_.end()) return nullptr;
+        const Extent& e = it->second;
+        std::uint64_t bytes = 0;
+        if (fd() < 0 || user_block() != 0 || mul_overflows(t.numel, stored_size(t.dtype), bytes) || bytes != e.bytes ||
+            e.addr > file_size_ || bytes > file_size_ - e.addr)
+            return nullptr;
+        return map_extent(fd(), e.addr, bytes);
+    }
+
     // Straight into `dest` where the stored bytes are the delivered ones: the chunk tasks and the
     // contiguous preads of the direct paths write there on the workers (into_); what libhdf5
     // reads (other layouts and filters) comes through read() and is copied on this thread.

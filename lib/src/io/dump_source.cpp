@@ -66,6 +66,8 @@ void Source::read_runs(const TensorInfo& t, const ChunkFn& fn) {
     read(t, fn);
 }
 
+std::shared_ptr<const void> Source::map(const TensorInfo&) { return nullptr; }
+
 void Source::read_into(const TensorInfo& t, void* dest, const PlacedFn& placed) {
     const std::size_t esize = wide_size(t.wide);
     auto* out = static_cast<unsigned char*>(dest);

@@ -131,6 +131,11 @@ public:
     // themselves: no copy on the calling thread. Elsewhere read() feeds it (copy, then `placed`
     // on this thread). Throws DumpError.
     virtual void read_into(const TensorInfo& t, void* dest, const PlacedFn& placed);
+    // Tensor `t`'s elements (t.numel of t.wide) in place, mapped read-only from the file, when it
+    // is stored there contiguously as delivered and is large enough for mapping to pay (HDF5
+    // contiguous datasets, safetensors tensors of float types); null otherwise (then read or
+    // read_into). No copy at all: the consumer reads the page cache.
+    virtual std::shared_ptr<const void> map(const TensorInfo& t);
 
 protected:
     bool runs_ = false;  // read_runs is in progress: read() may deliver repeat > 1
@@ -185,6 +190,7 @@ public:
     void read(std::size_t i, const ChunkFn& fn);
     void read_runs(std::size_t i, const ChunkFn& fn);  // Source::read_runs
     void read_into(std::size_t i, void* dest, const PlacedFn& placed);  // Source::read_into
+    std::shared_ptr<const void> map(std::size_t i);                    // Source::map
 
 private:
     ReadOptions opts_;
