@@ -2,6 +2,7 @@
 #include "io/chunk_task.hpp"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,12 @@ std::string pread_exact(int fd, void* buf, std::size_t n, std::uint64_t offset) 
 
 std::shared_ptr<const void> map_extent(int fd, std::uint64_t offset, std::uint64_t n) {
     if (fd < 0 || n < kMapMin || n > SIZE_MAX / 2) return nullptr;
+    // The file as it is now (it may have been cut since it was listed): bytes past its end would
+    // raise SIGBUS when touched, so such a tensor is left to pread, which reports a short read.
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || offset > static_cast<std::uint64_t>(st.st_size) ||
+        n > static_cast<std::uint64_t>(st.st_size) - offset)
+        return nullptr;
     const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
     const std::uint64_t skip = offset % page;
     const std::size_t len = static_cast<std::size_t>(n + skip);

@@ -38,8 +38,9 @@ std::string pread_exact(int fd, void* buf, std::size_t n, std::uint64_t offset);
 // pointer goes); null when the mapping fails or n < kMapMin (then the caller preads). Measured
 // faster than pread into a buffer for data in the page cache (docs/performance.md, issue 22:
 // the kernel copy of pread ran at 0.4-1.4 GB/s on the dev VM, one pass over a mapping at 1.6-3.9).
-// The caller checks offset + n against the file's size; a file truncated by another process while
-// mapped would raise SIGBUS on access (fp8kit reads files nobody is writing).
+// Null too when offset + n runs past the file's end now (cut since it was listed: pread then
+// reports the short read); a file cut by another process while mapped would still raise SIGBUS
+// on access (fp8kit reads files nobody is writing).
 constexpr std::uint64_t kMapMin = std::uint64_t(4) << 20;
 std::shared_ptr<const void> map_extent(int fd, std::uint64_t offset, std::uint64_t n);
 
