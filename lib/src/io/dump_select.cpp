@@ -188,4 +188,22 @@ void Dump::read_runs(std::size_t i, const ChunkFn& fn) {
     }
 }
 
+std::shared_ptr<const void> Dump::map(std::size_t i) {
+    const TensorInfo& t = tensors_.at(i);
+    if (!open_ || open_->path() != t.file) {
+        open_.reset();
+        open_ = open_source(t.file, opts_);
+    }
+    return open_->map(t);
+}
+
+void Dump::read_into(std::size_t i, void* dest, const PlacedFn& placed) {
+    const TensorInfo& t = tensors_.at(i);
+    if (!open_ || open_->path() != t.file) {
+        open_.reset();
+        open_ = open_source(t.file, opts_);
+    }
+    open_->read_into(t, dest, placed);
+}
+
 }  // namespace fp8kit::dump

@@ -78,6 +78,17 @@ void Source::read_runs(const TensorInfo& t, const ChunkFn& fn) {
     read(t, fn);
 }
 
+std::shared_ptr<const void> Source::map(const TensorInfo&) { return nullptr; }
+
+void Source::read_into(const TensorInfo& t, void* dest, const PlacedFn& placed) {
+    const std::size_t esize = wide_size(t.wide);
+    auto* out = static_cast<unsigned char*>(dest);
+    read(t, [&](const Chunk& c) {
+        std::memcpy(out + c.first * esize, c.bits, c.count * esize);
+        if (placed) placed(c.first, c.count);
+    });
+}
+
 bool is_hdf5_file(const std::string& path) {
     static const unsigned char kSig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
     std::ifstream in(path, std::ios::binary);

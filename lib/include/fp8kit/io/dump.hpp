@@ -73,6 +73,10 @@ struct Chunk {
     std::uint64_t repeat = 1;
 };
 using ChunkFn = std::function<void(const Chunk&)>;
+// read_into: elements [first, first + count) of the destination are in place. Called on a pool
+// worker (parallel/pool.hpp), possibly on several threads at once, once per element; the pieces
+// are fixed by the file's layout and the read budget, never by the thread count.
+using PlacedFn = std::function<void(std::uint64_t first, std::size_t count)>;
 
 // A problem with the input. `name` is empty when the whole file is affected.
 struct Problem {
@@ -123,6 +127,18 @@ public:
     // fill value). For consumers whose result for n copies of a value is computed directly
     // (a maximum; statistics through times()); the others call read().
     void read_runs(const TensorInfo& t, const ChunkFn& fn);
+    // Reads tensor `t` whole into `dest` (t.numel elements of t.wide), and calls `placed` for
+    // each piece as it lands, so a consumer can work on pieces (a maximum, say) while later ones
+    // are read. Where the reader decodes chunks itself (HDF5 chunked and contiguous data stored
+    // as delivered), pool workers pread and decode straight into `dest` and call `placed`
+    // themselves: no copy on the calling thread. Elsewhere read() feeds it (copy, then `placed`
+    // on this thread). Throws DumpError.
+    virtual void read_into(const TensorInfo& t, void* dest, const PlacedFn& placed);
+    // Tensor `t`'s elements (t.numel of t.wide) in place, mapped read-only from the file, when it
+    // is stored there contiguously as delivered and is large enough for mapping to pay (HDF5
+    // contiguous datasets, safetensors tensors of float types); null otherwise (then read or
+    // read_into). No copy at all: the consumer reads the page cache.
+    virtual std::shared_ptr<const void> map(const TensorInfo& t);
 
 protected:
     bool runs_ = false;  // read_runs is in progress: read() may deliver repeat > 1
@@ -176,6 +192,8 @@ public:
     // Streams tensors()[i]. Throws DumpError.
     void read(std::size_t i, const ChunkFn& fn);
     void read_runs(std::size_t i, const ChunkFn& fn);  // Source::read_runs
+    void read_into(std::size_t i, void* dest, const PlacedFn& placed);  // Source::read_into
+    std::shared_ptr<const void> map(std::size_t i);                    // Source::map
 
 private:
     ReadOptions opts_;
