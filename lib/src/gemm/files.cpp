@@ -53,16 +53,22 @@ ScaleKind scales(const std::string& text, const char* what, bool is_b, std::size
         throw GemmInputError(fmt::format("{} {}: dtype {} is not float32 (<f4)", what, text, a.header.descr));
     out.resize(a.header.element_count());
     std::memcpy(out.data(), a.data.data(), out.size() * sizeof(float));
-    const auto& s = a.header.shape;
-    const std::size_t kb = (k + 127) / 128, brows = is_b ? (rows + 127) / 128 : rows;
-    if (out.size() == 1 && s.size() <= 1) return ScaleKind::tensor;
-    if (s.size() == 1 && s[0] == rows) return ScaleKind::row;
-    if (s.size() == 2 && s[0] == brows && s[1] == kb) return ScaleKind::block;
-    throw GemmInputError(fmt::format("{} {}: shape {} fits none of: one value, {} (rowwise), {} x {} (block {})", what,
-                                     text, shape_text(s), rows, brows, kb, is_b ? "128x128" : "1x128"));
+    return scale_kind_for_shape(a.header.shape, is_b, rows, k, fmt::format("{} {}", what, text));
 }
 
 }  // namespace
+
+ScaleKind scale_kind_for_shape(const std::vector<std::size_t>& s, bool is_b, std::size_t rows, std::size_t k,
+                               const std::string& what) {
+    std::size_t n = 1;
+    for (std::size_t d : s) n *= d;
+    const std::size_t kb = (k + 127) / 128, brows = is_b ? (rows + 127) / 128 : rows;
+    if (n == 1 && s.size() <= 1) return ScaleKind::tensor;
+    if (s.size() == 1 && s[0] == rows) return ScaleKind::row;
+    if (s.size() == 2 && s[0] == brows && s[1] == kb) return ScaleKind::block;
+    throw GemmInputError(fmt::format("{}: shape {} fits none of: one value, {} (rowwise), {} x {} (block {})", what,
+                                     shape_text(s), rows, brows, kb, is_b ? "128x128" : "1x128"));
+}
 
 void load_inputs(GemmInputs& in, const std::string& a_path, const std::string& b_path, Format a_format,
                  Format b_format, const std::string& scale_a, const std::string& scale_b, OutType out) {

@@ -24,6 +24,12 @@ struct GemmInputs {
     GemmInputs& operator=(const GemmInputs&) = delete;
 };
 
+// Which kind of scales an array of this shape holds for an operand of `rows` x `k`: one element
+// (tensor), 1-D of rows (row), 2-D of rows x ceil(k/128) for A, ceil(rows/128) x ceil(k/128) for
+// B (block). Throws GemmInputError naming `what` otherwise.
+ScaleKind scale_kind_for_shape(const std::vector<std::size_t>& shape, bool is_b, std::size_t rows, std::size_t k,
+                               const std::string& what);
+
 // A and B: 2-D uint8 .npy files (|u1) with the same K. A scale: a number (tensorwise), or a
 // float32 .npy file: one element (tensorwise), 1-D of M (N) values (rowwise), or 2-D
 // M x ceil(K/128) for A and ceil(N/128) x ceil(K/128) for B (block scales).
