@@ -152,6 +152,11 @@ TEST_CASE("gemm aligned model: truncation in the alignment, by hand", "[gemm]") 
     REQUIRE(f32(mm(c.request(), model("aligned:align=rne"))[0]) == 65536.0f + 16.0f);
     // Sticky: 12 keeps 8 plus half a unit (4): 65548 exactly, representable in float32.
     REQUIRE(f32(mm(c.request(), model("aligned:sticky=1"))[0]) == 65536.0f + 12.0f);
+    // -12: truncation toward zero keeps -8; floor (a right shift in two's complement) keeps -16.
+    c.a[1] = code(Format::e4m3, -1.0f);
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 65536.0f - 8.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:align=floor"))[0]) == 65536.0f - 16.0f);
+    c.a[1] = code(Format::e4m3, 1.0f);
     // 15 bits: the unit is 2^2 and 12 is kept whole.
     REQUIRE(f32(mm(c.request(), model("aligned:bits=15"))[0]) == 65536.0f + 12.0f);
 }

@@ -143,16 +143,18 @@ float aligned_step(float acc, const float* p, int n, const AccumModel& m) {
         if (p[q] != 0) e = std::max(e, std::ilogb(p[q]));
     if (e == INT_MIN) return acc + 0.0f;
     // 2. Align: units of 2^(e + 1 - bits); each term keeps its integer part (truncated toward zero
-    // or rounded to nearest-even), plus a half unit as sticky bit when bits were lost. Counted in
+    // floored, or rounded to nearest-even), plus a half unit as sticky bit when bits were lost. Counted in
     // half units so the sticky bit is an integer too.
     const int unit = e + 1 - m.align_bits;
     std::int64_t halves = 0;
     auto take = [&](float v) {
         if (v == 0) return;
         const double x = std::ldexp(static_cast<double>(v), -unit);
-        const double kept = m.align_nearest ? std::nearbyint(x) : std::trunc(x);
+        const double kept = m.align == AlignRound::nearest_even ? std::nearbyint(x)
+                            : m.align == AlignRound::floor      ? std::floor(x)
+                                                                : std::trunc(x);
         halves += 2 * static_cast<std::int64_t>(kept);
-        if (m.sticky && kept != x) halves += x < 0 ? -1 : 1;
+        if (m.sticky && kept != x) halves += x < kept ? -1 : 1;
     };
     take(acc);
     for (int q = 0; q < n; ++q) take(p[q]);

@@ -19,7 +19,7 @@ AccumModel aligned(std::string name, int promote, ScaleAt at) {
     // DeepSeek-V3 report sec. 3.5.2: about 14 bits kept, the rest truncated.
     m.group = 32;
     m.align_bits = 14;
-    m.align_nearest = false;
+    m.align = AlignRound::toward_zero;
     m.sticky = false;
     m.step_round = StepRound::toward_zero;
     m.promote = promote;
@@ -71,14 +71,15 @@ AccumModel parse_model(std::string_view text) {
         else if (k == "bits") m.align_bits = parse_int(v, k, 2, 48);
         else if (k == "promote") m.promote = parse_int(v, k, 0, 1 << 30);
         else if (k == "sticky") m.sticky = parse_int(v, k, 0, 1) == 1;
-        else if (k == "align" && (v == "trunc" || v == "rne")) m.align_nearest = v == "rne";
+        else if (k == "align" && (v == "trunc" || v == "floor" || v == "rne"))
+            m.align = v == "trunc" ? AlignRound::toward_zero : v == "floor" ? AlignRound::floor : AlignRound::nearest_even;
         else if (k == "step" && (v == "rz" || v == "rne"))
             m.step_round = v == "rz" ? StepRound::toward_zero : StepRound::nearest_even;
         else if (k == "scale" && (v == "epilogue" || v == "promotion"))
             m.scale_at = v == "epilogue" ? ScaleAt::epilogue : ScaleAt::promotion;
         else
             throw std::invalid_argument(fmt::format(
-                "accumulation model: unknown '{}' (keys: group, bits, promote, align=trunc|rne, sticky=0|1, "
+                "accumulation model: unknown '{}' (keys: group, bits, promote, align=trunc|floor|rne, sticky=0|1, "
                 "step=rz|rne, scale=epilogue|promotion)", item));
     }
     if (m.promote % m.group != 0)
@@ -89,7 +90,7 @@ AccumModel parse_model(std::string_view text) {
 std::string describe(const AccumModel& m) {
     if (m.kind != AccumKind::aligned) return m.name;
     return fmt::format("aligned:group={},bits={},promote={},align={},sticky={},step={},scale={}", m.group,
-                       m.align_bits, m.promote, m.align_nearest ? "rne" : "trunc", m.sticky ? 1 : 0,
+                       m.align_bits, m.promote, m.align == AlignRound::toward_zero ? "trunc" : m.align == AlignRound::floor ? "floor" : "rne", m.sticky ? 1 : 0,
                        m.step_round == StepRound::toward_zero ? "rz" : "rne",
                        m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion");
 }

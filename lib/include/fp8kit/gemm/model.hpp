@@ -17,6 +17,9 @@ namespace fp8kit::gemm {
 
 enum class AccumKind { exact, fp32, aligned };
 enum class StepRound { toward_zero, nearest_even };
+// How a term keeps its bits above the alignment unit: drop the rest (toward zero, sign-magnitude),
+// floor (toward -Inf: a right shift of a two's-complement significand), or nearest-even.
+enum class AlignRound { toward_zero, floor, nearest_even };
 // When the scale product multiplies the sum: once in the epilogue, or at every promotion
 // (DeepGEMM's outer += inner * scale); block scales always use `promotion`.
 enum class ScaleAt { epilogue, promotion };
@@ -27,7 +30,7 @@ struct AccumModel {
     // aligned only:
     int group = 32;            // products aligned together in one step (one MMA's k)
     int align_bits = 14;       // bits kept, counted down from the leading bit of the step's largest term
-    bool align_nearest = false;  // false: truncate the shifted-out bits (toward zero); true: nearest-even
+    AlignRound align = AlignRound::toward_zero;
     bool sticky = false;       // a term that lost nonzero bits keeps one more bit of half a unit
     StepRound step_round = StepRound::toward_zero;  // the step's exact sum -> float32
     int promote = 0;           // N_C: products per promotion to the float32 accumulator; 0: never
@@ -35,7 +38,7 @@ struct AccumModel {
 };
 
 // "exact", "fp32", "sm90", "sm90-fast", "deepseek-128", or a parameter list
-// "aligned:group=32,bits=14,promote=128,align=trunc|rne,sticky=0|1,step=rz|rne,scale=epilogue|promotion".
+// "aligned:group=32,bits=14,promote=128,align=trunc|floor|rne,sticky=0|1,step=rz|rne,scale=epilogue|promotion".
 // Throws std::invalid_argument naming the bad part.
 AccumModel parse_model(std::string_view text);
 // The named models, in the order validate tries them.
