@@ -148,8 +148,8 @@ def main():
             for fast in (False, True):
                 d = mm(a, b, E4M3, E4M3, 1.0, 1.0, fast, torch.float32)
                 v = validate(binary, tmp, a, b, E4M3, E4M3, 1.0, 1.0, d, torch.float32)
-                key = f"splitk_K{K}_fast{int(fast)}_f32"
-                saved[key + "_a"], saved[key + "_b"], saved[key + "_d"] = a, b, d.numpy()
+                saved[f"{name}_fast{int(fast)}_a"], saved[f"{name}_fast{int(fast)}_b"] = a, b
+                saved[f"{name}_fast{int(fast)}_d"] = d.numpy()
                 report["crafted"][f"{name} fast={fast}"] = {
                     "first_column": d[:, 0].tolist()[:64], "validate": v}
         # Random and wide-exponent inputs, tensorwise, f32 and bf16.

@@ -119,7 +119,7 @@ TEST_CASE("gemm fp32 equals a float32 loop in k order, any thread count", "[gemm
     omp_set_num_threads(1);
     const auto one = mm(c.request(), model("fp32"));
     omp_set_num_threads(2);
-    for (const char* m : {"exact", "fp32", "sm90", "sm90-fast", "deepseek-128"}) {
+    for (const char* m : {"exact", "fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc"}) {
         // Identical for any thread count.
         omp_set_num_threads(1);
         const auto d1 = mm(c.request(), model(m));
@@ -151,14 +151,14 @@ TEST_CASE("gemm aligned model: truncation in the alignment, by hand", "[gemm]") 
     REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 65536.0f + 8.0f);
     REQUIRE(f32(mm(c.request(), model("aligned:align=rne"))[0]) == 65536.0f + 16.0f);
     // Sticky: 12 keeps 8 plus half a unit (4): 65548 exactly, representable in float32.
-    REQUIRE(f32(mm(c.request(), model("aligned:sticky=1"))[0]) == 65536.0f + 12.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:sticky=1,sum_bits=0"))[0]) == 65536.0f + 12.0f);
     // -12: truncation toward zero keeps -8; floor (a right shift in two's complement) keeps -16.
     c.a[1] = code(Format::e4m3, -1.0f);
     REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 65536.0f - 8.0f);
     REQUIRE(f32(mm(c.request(), model("aligned:align=floor"))[0]) == 65536.0f - 16.0f);
     c.a[1] = code(Format::e4m3, 1.0f);
     // 15 bits: the unit is 2^2 and 12 is kept whole.
-    REQUIRE(f32(mm(c.request(), model("aligned:bits=15"))[0]) == 65536.0f + 12.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:bits=15,sum_bits=0"))[0]) == 65536.0f + 12.0f);
 }
 
 TEST_CASE("gemm aligned model: the accumulator is aligned with each group, promotion restores it", "[gemm]") {
@@ -184,8 +184,8 @@ TEST_CASE("gemm aligned model: the step's sum is rounded to float32 as step= say
     Case c(1, 1, 2, Format::e5m2, Format::e5m2);
     c.a = {code(Format::e5m2, 32768.0f), code(Format::e5m2, 192.0f)};
     c.b = {code(Format::e5m2, 32768.0f), code(Format::e5m2, 1.0f)};
-    REQUIRE(f32(mm(c.request(), model("aligned:bits=40,step=rz"))[0]) == 1073741824.0f + 128.0f);
-    REQUIRE(f32(mm(c.request(), model("aligned:bits=40,step=rne"))[0]) == 1073741824.0f + 256.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:bits=40,sum_bits=0,step=rz"))[0]) == 1073741824.0f + 128.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:bits=40,sum_bits=0,step=rne"))[0]) == 1073741824.0f + 256.0f);
     // 14 bits: unit 2^(30 + 1 - 14) = 2^17, and 192 is gone before the step rounds.
     REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 1073741824.0f);
 }
@@ -219,7 +219,7 @@ TEST_CASE("gemm block scales and rowwise scales", "[gemm]") {
 
 TEST_CASE("gemm models: names, parameters, and refusals", "[gemm]") {
     REQUIRE(describe(parse_model("aligned:group=16,bits=13,promote=64")) ==
-            "aligned:group=16,bits=13,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue");
+            "aligned:group=16,bits=13,exp=nominal,sum_bits=14,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue");
     REQUIRE_THROWS_WITH(parse_model("sm80"), Catch::Contains("sm80"));
     REQUIRE_THROWS_WITH(parse_model("aligned:promote=48"), Catch::Contains("multiple of group"));
     REQUIRE_THROWS_WITH(parse_model("aligned:bits=x"), Catch::Contains("bits='x'"));
@@ -232,7 +232,7 @@ TEST_CASE("gemm compare names the model an output was made with", "[gemm]") {
     Case c(6, 6, 512, Format::e4m3, Format::e5m2);
     fill(c.a, Format::e4m3, rng);
     fill(c.b, Format::e5m2, rng);
-    for (const char* m : {"exact", "fp32", "sm90", "sm90-fast", "deepseek-128"}) {
+    for (const char* m : {"exact", "fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc"}) {
         const auto d = mm(c.request(), model(m));
         const GemmComparison r = compare(c.request(), d);
         INFO(m << "\n" << r.summary());

@@ -110,6 +110,7 @@ std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const 
     if (blocks) chunk = std::min<std::size_t>(chunk, 128);  // a block's scales end its partial sum
     const std::size_t kblocks = (rq.k + 127) / 128;
     std::vector<float> p(static_cast<std::size_t>(m.group));
+    std::vector<int> e(static_cast<std::size_t>(m.group));
     float outer = 0;
     bool first = true;
     for (std::size_t c0 = 0; c0 < rq.k; c0 += chunk) {
@@ -117,8 +118,12 @@ std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const 
         const std::size_t c1 = std::min(rq.k, c0 + chunk);
         for (std::size_t k0 = c0; k0 < c1; k0 += m.group) {
             const int n = static_cast<int>(std::min<std::size_t>(m.group, c1 - k0));
-            for (int q = 0; q < n; ++q) p[q] = t.a.code[a[k0 + q]].value * t.b.code[b[k0 + q]].value;
-            inner = aligned_step(inner, p.data(), n, m);
+            for (int q = 0; q < n; ++q) {
+                const CodeValue &x = t.a.code[a[k0 + q]], &y = t.b.code[b[k0 + q]];
+                p[q] = x.value * y.value;
+                e[q] = m.nominal_exponent ? x.lead + y.lead : (p[q] != 0 ? std::ilogb(p[q]) : 0);
+            }
+            inner = aligned_step(inner, p.data(), e.data(), n, m);
         }
         const Scale s = scales_at(rq, i, j, c0 / 128, kblocks);
         const float term = scale_each ? (s.a * s.b) * inner : inner;
@@ -135,12 +140,13 @@ std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const 
 
 }  // namespace
 
-float aligned_step(float acc, const float* p, int n, const AccumModel& m) {
-    // 1. The largest exponent among the non-zero terms (the accumulator is a term too).
+float aligned_step(float acc, const float* p, const int* pe, int n, const AccumModel& m) {
+    // 1. The largest exponent among the non-zero terms (the accumulator is a term too, with its
+    // own exponent; a product brings its nominal or actual exponent, pe).
     int e = INT_MIN;
     if (acc != 0) e = std::ilogb(acc);
     for (int q = 0; q < n; ++q)
-        if (p[q] != 0) e = std::max(e, std::ilogb(p[q]));
+        if (p[q] != 0) e = std::max(e, pe[q]);
     if (e == INT_MIN) return acc + 0.0f;
     // 2. Align: units of 2^(e + 1 - bits); each term keeps its integer part (truncated toward zero
     // floored, or rounded to nearest-even), plus a half unit as sticky bit when bits were lost. Counted in
@@ -158,8 +164,13 @@ float aligned_step(float acc, const float* p, int n, const AccumModel& m) {
     };
     take(acc);
     for (int q = 0; q < n; ++q) take(p[q]);
-    // 3. The exact sum (|halves| < 2^53: check_request) rounded to float32 by emu::convert.
-    const double sum = std::ldexp(static_cast<double>(halves), unit - 1);
+    // 3. The exact sum (|halves| < 2^53: check_request), truncated toward zero to sum_bits
+    // significant bits, then rounded to float32 by emu::convert.
+    double sum = std::ldexp(static_cast<double>(halves), unit - 1);
+    if (m.sum_bits > 0 && sum != 0) {
+        const int keep = std::ilogb(sum) + 1 - m.sum_bits;
+        sum = std::ldexp(std::trunc(std::ldexp(sum, -keep)), keep);
+    }
     const emu::Policy pol{m.step_round == StepRound::toward_zero ? emu::Rounding::toward_zero : emu::Rounding::nearest_even,
                           emu::Overflow::no_saturate, emu::NanEncoding::signed_quiet};
     const auto bits = static_cast<std::uint32_t>(emu::convert<emu::Binary64, emu::Binary32>(bit_cast<std::uint64_t>(sum), pol));

@@ -9,6 +9,8 @@
 namespace fp8kit::gemm {
 namespace {
 
+// Measured on an H100 (docs/gemm.md, "Experiments"): products aligned by their nominal
+// exponents (ea + eb) with unit 2^(E - 13), the step's sum truncated to 14 significant bits.
 AccumModel aligned(std::string name, int promote, ScaleAt at) {
     AccumModel m;
     m.name = std::move(name);
@@ -22,8 +24,18 @@ AccumModel aligned(std::string name, int promote, ScaleAt at) {
     m.align = AlignRound::toward_zero;
     m.sticky = false;
     m.step_round = StepRound::toward_zero;
+    m.nominal_exponent = true;
+    m.sum_bits = 14;
     m.promote = promote;
     m.scale_at = at;
+    return m;
+}
+
+// H100TC.m as published: products aligned by their actual exponents, no truncation of the sum.
+AccumModel h100tc() {
+    AccumModel m = aligned("h100tc", 0, ScaleAt::epilogue);
+    m.nominal_exponent = false;
+    m.sum_bits = 0;
     return m;
 }
 
@@ -47,7 +59,7 @@ std::vector<AccumModel> named_models() {
     // as CUTLASS's sm90 FP8 mainloop does (mma_promotion_interval) and DeepSeek's N_C = 128.
     // sm90-fast: CUBLASLT_MATMUL_DESC_FAST_ACCUM, no promotion.
     return {exact, fp32, aligned("sm90", 128, ScaleAt::epilogue), aligned("sm90-fast", 0, ScaleAt::epilogue),
-            aligned("deepseek-128", 128, ScaleAt::promotion)};
+            aligned("deepseek-128", 128, ScaleAt::promotion), h100tc()};
 }
 
 AccumModel parse_model(std::string_view text) {
@@ -56,7 +68,7 @@ AccumModel parse_model(std::string_view text) {
     constexpr std::string_view prefix = "aligned:";
     if (text.substr(0, prefix.size()) != prefix)
         throw std::invalid_argument(fmt::format(
-            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, deepseek-128 or aligned:key=value,...", text));
+            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, deepseek-128, h100tc or aligned:key=value,...", text));
     AccumModel m = aligned(std::string(text), 0, ScaleAt::epilogue);
     std::string_view rest = text.substr(prefix.size());
     while (!rest.empty()) {
@@ -69,6 +81,8 @@ AccumModel parse_model(std::string_view text) {
         const std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
         if (k == "group") m.group = parse_int(v, k, 1, 4096);
         else if (k == "bits") m.align_bits = parse_int(v, k, 2, 48);
+        else if (k == "sum_bits") m.sum_bits = parse_int(v, k, 0, 48);
+        else if (k == "exp" && (v == "nominal" || v == "actual")) m.nominal_exponent = v == "nominal";
         else if (k == "promote") m.promote = parse_int(v, k, 0, 1 << 30);
         else if (k == "sticky") m.sticky = parse_int(v, k, 0, 1) == 1;
         else if (k == "align" && (v == "trunc" || v == "floor" || v == "rne"))
@@ -79,7 +93,7 @@ AccumModel parse_model(std::string_view text) {
             m.scale_at = v == "epilogue" ? ScaleAt::epilogue : ScaleAt::promotion;
         else
             throw std::invalid_argument(fmt::format(
-                "accumulation model: unknown '{}' (keys: group, bits, promote, align=trunc|floor|rne, sticky=0|1, "
+                "accumulation model: unknown '{}' (keys: group, bits, exp=nominal|actual, sum_bits, promote, align=trunc|floor|rne, sticky=0|1, "
                 "step=rz|rne, scale=epilogue|promotion)", item));
     }
     if (m.promote % m.group != 0)
@@ -89,8 +103,8 @@ AccumModel parse_model(std::string_view text) {
 
 std::string describe(const AccumModel& m) {
     if (m.kind != AccumKind::aligned) return m.name;
-    return fmt::format("aligned:group={},bits={},promote={},align={},sticky={},step={},scale={}", m.group,
-                       m.align_bits, m.promote, m.align == AlignRound::toward_zero ? "trunc" : m.align == AlignRound::floor ? "floor" : "rne", m.sticky ? 1 : 0,
+    return fmt::format("aligned:group={},bits={},exp={},sum_bits={},promote={},align={},sticky={},step={},scale={}",
+                       m.group, m.align_bits, m.nominal_exponent ? "nominal" : "actual", m.sum_bits, m.promote, m.align == AlignRound::toward_zero ? "trunc" : m.align == AlignRound::floor ? "floor" : "rne", m.sticky ? 1 : 0,
                        m.step_round == StepRound::toward_zero ? "rz" : "rne",
                        m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion");
 }

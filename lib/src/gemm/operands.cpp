@@ -27,6 +27,7 @@ CodeTable decode_table(Format f) {
             if (u.kind == emu::detail::Unpacked::zero) continue;
             v.sig = static_cast<std::int32_t>(u.significand) * (u.negative ? -1 : 1);
             v.exp = u.exponent;
+            v.lead = u.exponent + (63 - __builtin_clzll(static_cast<unsigned long long>(u.significand)));
             t.max_units = std::max(t.max_units, std::ldexp(static_cast<double>(u.significand), u.exponent - t.min_exp));
         }
     });

@@ -14,6 +14,7 @@ struct CodeValue {
     std::int32_t sig = 0;   // signed; 0 for zero (and for NaN/Inf, see special)
     int exp = 0;            // value = sig * 2^exp
     float value = 0;        // the same value as float32 (exact: every code of <= 8 bits fits)
+    int lead = 0;           // floor(log2 |value|) for non-zero finite codes
     bool special = false;   // NaN or Inf
 };
 

@@ -29,7 +29,11 @@ struct AccumModel {
     AccumKind kind = AccumKind::exact;
     // aligned only:
     int group = 32;            // products aligned together in one step (one MMA's k)
-    int align_bits = 14;       // bits kept, counted down from the leading bit of the step's largest term
+    int align_bits = 14;       // unit of the alignment: 2^(E + 1 - align_bits), E the largest term exponent
+    // The exponent a product brings to E: `nominal` ea + eb (the operands' exponents, the
+    // product's significand in [1, 4)), or `actual` floor(log2 |a b|).
+    bool nominal_exponent = true;
+    int sum_bits = 14;         // the step's exact sum truncated toward zero to this many significant bits; 0: not
     AlignRound align = AlignRound::toward_zero;
     bool sticky = false;       // a term that lost nonzero bits keeps one more bit of half a unit
     StepRound step_round = StepRound::toward_zero;  // the step's exact sum -> float32
@@ -38,7 +42,8 @@ struct AccumModel {
 };
 
 // "exact", "fp32", "sm90", "sm90-fast", "deepseek-128", or a parameter list
-// "aligned:group=32,bits=14,promote=128,align=trunc|floor|rne,sticky=0|1,step=rz|rne,scale=epilogue|promotion".
+// "aligned:group=32,bits=14,exp=nominal|actual,sum_bits=14,promote=128,align=trunc|floor|rne,sticky=0|1,
+// step=rz|rne,scale=epilogue|promotion" (keys not given keep sm90-fast's values).
 // Throws std::invalid_argument naming the bad part.
 AccumModel parse_model(std::string_view text);
 // The named models, in the order validate tries them.
