@@ -161,6 +161,25 @@ TEST_CASE("gemm aligned model: truncation in the alignment, by hand", "[gemm]") 
     REQUIRE(f32(mm(c.request(), model("aligned:bits=15,sum_bits=0"))[0]) == 65536.0f + 12.0f);
 }
 
+TEST_CASE("gemm aligned model: nominal exponents (ea + eb) set the alignment, as measured on the H100", "[gemm]") {
+    // Products 1.5 * 1.5 = 2.25 (nominal exponent 0, actual 1), -1, -1.25 and 2^-6 * 2^-7 = 2^-13
+    // (2^-7 is an E4M3 subnormal). Nominal: E = 0, unit 2^-13, the small product survives and
+    // the sum is 2^-13. Actual (h100tc): E = 1, unit 2^-12, it is truncated away: 0.
+    Case c(1, 1, 4, Format::e4m3, Format::e4m3);
+    c.a = {code(Format::e4m3, 1.5f), code(Format::e4m3, -1.0f), code(Format::e4m3, -1.25f), code(Format::e4m3, 0.015625f)};
+    c.b = {code(Format::e4m3, 1.5f), code(Format::e4m3, 1.0f), code(Format::e4m3, 1.0f), code(Format::e4m3, 0.0078125f)};
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == std::ldexp(1.0f, -13));
+    REQUIRE(f32(mm(c.request(), model("h100tc"))[0]) == 0.0f);
+    // The step's sum keeps 14 significant bits: 65536 + 65536 + 8.
+    c.a = {code(Format::e4m3, 256.0f), code(Format::e4m3, 256.0f), code(Format::e4m3, 0.5f), 0};
+    c.b = {code(Format::e4m3, 256.0f), code(Format::e4m3, 256.0f), code(Format::e4m3, 1.0f), 0};
+    // 8 is kept by the alignment (unit 2^(16 - 13) = 8); the sum 131080 (leading bit 2^17)
+    // keeps 14 bits, unit 16: 131072.
+    c.a[2] = code(Format::e4m3, 8.0f);
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 131072.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:sum_bits=0"))[0]) == 131080.0f);
+}
+
 TEST_CASE("gemm aligned model: the accumulator is aligned with each group, promotion restores it", "[gemm]") {
     // K = 64, group 32: first group 32 x 2^12 = 2^17 exactly; second group: products 1.0 against an
     // accumulator of 2^17: unit 2^(17 + 1 - 14) = 2^4, so each 1.0 truncates to 0: 131072.

@@ -132,8 +132,11 @@ std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const 
         first = false;
     }
     if (!scale_each) {
+        // Measured on an H100 (docs/gemm.md): cuBLASLt's tensorwise kernels multiply by
+        // fl32(sa * sb); its rowwise (outer-vector scale) kernel by sb, then by sa.
         const Scale s = scales_at(rq, i, j, 0, kblocks);
-        outer = (s.a * s.b) * outer;
+        const bool rowwise = rq.a.scale_kind == ScaleKind::row || rq.b.scale_kind == ScaleKind::row;
+        outer = rowwise ? (outer * s.b) * s.a : (s.a * s.b) * outer;
     }
     return to_output(outer, rq.out);
 }
