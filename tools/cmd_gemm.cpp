@@ -15,7 +15,7 @@ Register gemm_cmd([](CLI::App& root) {
     static GemmOpts opts;
     auto* o = &opts;
     auto* cmd = root.add_subcommand("gemm", "Reference FP8 GEMM: D = (A . B^T) * (scale_a (x) scale_b) under an accumulation "
-                                            "model (exact, fp32, sm90, sm90-fast, deepseek-128, aligned:...)");
+                                            "model (exact, fp32, sm90, sm90-fast, deepseek-128, h100tc, aligned:...)");
     o->args.add_to(cmd, true);
     cmd->add_option("--accum", o->accum, "Accumulation model (default exact; docs/gemm.md)");
     cmd->add_option("-o,--output", o->out, "Output .npy: M x N float32, or uint16 bfloat16 bits")->required();

@@ -76,7 +76,7 @@ def test_fp32_equals_numpy_float32_sums_in_k_order():
     assert np.array_equal(d.view(np.uint32), want.view(np.uint32))
 
 
-@pytest.mark.parametrize("model", ["exact", "fp32", "sm90", "sm90-fast", "deepseek-128"])
+@pytest.mark.parametrize("model", ["exact", "fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc"])
 def test_validate_gemm_names_the_model(model):
     rng = np.random.default_rng(9)
     a, b = codes(rng, (8, 2048), "e4m3"), codes(rng, (8, 2048), "e4m3")

@@ -45,7 +45,9 @@ double relative_bound(const GemmRequest& rq, const AccumModel& m) {
             double chunk = m.promote > 0 ? m.promote : std::max(k, 1.0);
             if (blocks) chunk = std::min(chunk, 128.0);
             const double steps = std::ceil(std::min(chunk, std::max(k, 1.0)) / m.group), chunks = std::ceil(k / chunk);
-            const double eps = (m.group + 1) * std::ldexp(1.0, 1 - m.align_bits) +
+            // A product's nominal exponent can be 2 below its magnitude's (significand in [1, 4)).
+            const double eps = (m.group + 1) * std::ldexp(m.nominal_exponent ? 4.0 : 1.0, 1 - m.align_bits) +
+                               (m.sum_bits > 0 ? std::ldexp(1.0, 1 - m.sum_bits) : 0.0) +
                                (m.step_round == StepRound::toward_zero ? 2 * u : u);
             return std::pow(1 + eps, steps) * std::pow(1 + u, chunks + 3) * (1 + u_out) - 1;
         }
