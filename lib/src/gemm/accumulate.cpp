@@ -121,7 +121,7 @@ std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const 
             for (int q = 0; q < n; ++q) {
                 const CodeValue &x = t.a.code[a[k0 + q]], &y = t.b.code[b[k0 + q]];
                 p[q] = x.value * y.value;
-                e[q] = m.nominal_exponent ? x.lead + y.lead : (p[q] != 0 ? std::ilogb(p[q]) : 0);
+                e[q] = m.nominal_exponent ? x.field_exp + y.field_exp : (p[q] != 0 ? std::ilogb(p[q]) : 0);
             }
             inner = aligned_step(inner, p.data(), e.data(), n, m);
         }

@@ -1,6 +1,7 @@
 // Code tables and output rounding for the reference GEMM (all rounding through emu::convert).
 #include "operands.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -28,6 +29,7 @@ CodeTable decode_table(Format f) {
             v.sig = static_cast<std::int32_t>(u.significand) * (u.negative ? -1 : 1);
             v.exp = u.exponent;
             v.lead = u.exponent + (63 - __builtin_clzll(static_cast<unsigned long long>(u.significand)));
+            v.field_exp = std::max(v.lead, F::emin);
             t.max_units = std::max(t.max_units, std::ldexp(static_cast<double>(u.significand), u.exponent - t.min_exp));
         }
     });

@@ -15,6 +15,7 @@ struct CodeValue {
     int exp = 0;            // value = sig * 2^exp
     float value = 0;        // the same value as float32 (exact: every code of <= 8 bits fits)
     int lead = 0;           // floor(log2 |value|) for non-zero finite codes
+    int field_exp = 0;      // the exponent field's exponent: lead, but emin for subnormals
     bool special = false;   // NaN or Inf
 };
 

@@ -30,8 +30,8 @@ struct AccumModel {
     // aligned only:
     int group = 32;            // products aligned together in one step (one MMA's k)
     int align_bits = 14;       // unit of the alignment: 2^(E + 1 - align_bits), E the largest term exponent
-    // The exponent a product brings to E: `nominal` ea + eb (the operands' exponents, the
-    // product's significand in [1, 4)), or `actual` floor(log2 |a b|).
+    // The exponent a product brings to E: `nominal` ea + eb (the operands' exponent fields, emin
+    // for subnormals; the product's significand in (0, 4)), or `actual` floor(log2 |a b|).
     bool nominal_exponent = true;
     int sum_bits = 14;         // the step's exact sum truncated toward zero to this many significant bits; 0: not
     AlignRound align = AlignRound::toward_zero;
