@@ -7,6 +7,10 @@ interval) and random / wide-exponent inputs, and asks `fp8kit validate --gemm --
 each output equals (docs/gemm.md, "Experiments", records what came out).
 
 Usage: python3 probe_scaled_mm.py FP8KIT_BINARY OUT_DIR   (needs a CUDA GPU and torch)
+       python3 probe_scaled_mm.py FP8KIT_BINARY OUT_DIR --acceptance SEED
+The second form draws new inputs, shapes and seeds (none used to fix the models) and only
+compares: tensorwise and rowwise, E4M3 x E4M3 and E4M3 x E5M2, f32 and bf16, both accumulators,
+random, wide-exponent and adversarial (cancelling) inputs, and a split-K shape.
 """
 import ctypes
 import glob
@@ -123,8 +127,62 @@ def crafted():
     return out
 
 
+def inputs(rng, kind, shape, f):
+    """Values for one operand: normal, wide (signed powers of two over the format's range, with
+    subnormals), or adversarial (large values that cancel in pairs among small ones)."""
+    if kind == "normal":
+        return rng.standard_normal(shape) * rng.uniform(0.1, 10)
+    lo, hi = (-9, 8) if f == E4M3 else (-16, 15)
+    if kind == "wide":
+        return rng.choice([-1, 1], shape) * 2.0 ** rng.integers(lo, hi, shape) * rng.choice([1, 1.25, 1.5, 1.75], shape)
+    x = rng.standard_normal(shape) * 2.0 ** rng.integers(lo, 0, shape)
+    big = rng.random(shape) < 0.1
+    x[big] = rng.choice([-1, 1], int(big.sum())) * 2.0 ** rng.integers(hi - 4, hi - 1, int(big.sum()))
+    return x
+
+
+def acceptance(binary, outdir, seed):
+    rng = np.random.default_rng(seed)
+    rows, totals = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        cases = [(48, 80, K) for K in (16, 96, 224, 640, 2048, 4096)] + [(32, 16, 8192)]
+        for M, N, K in cases:
+            for fb in (E4M3, E5M2):
+                for kind in ("normal", "wide", "adversarial"):
+                    av, bv = inputs(rng, kind, (M, K), E4M3), inputs(rng, kind, (N, K), fb)
+                    a = codes(np.clip(av, -448, 448), E4M3)
+                    b = codes(np.clip(bv, -448 if fb == E4M3 else -57344, 448 if fb == E4M3 else 57344), fb)
+                    for scaling in ("tensor", "row"):
+                        if scaling == "tensor":
+                            sa, sb = np.float32(rng.uniform(0.01, 4)), np.float32(rng.uniform(0.01, 4))
+                        else:
+                            sa = rng.uniform(0.01, 4, M).astype(np.float32)
+                            sb = rng.uniform(0.01, 4, N).astype(np.float32)
+                        for fast in (False, True):
+                            for out in (torch.float32, torch.bfloat16):
+                                d = mm(a, b, E4M3, fb, sa, sb, fast, out)
+                                v = validate(binary, tmp, a, b, E4M3, fb, sa, sb, d, out)
+                                want = "sm90-fast" if fast else "sm90"
+                                miss = v.get("mismatches", {}).get(want)
+                                row = {"M": M, "N": N, "K": K, "b": FMT[fb], "inputs": kind, "scaling": scaling, "fast": fast,
+                                       "out": "f32" if out == torch.float32 else "bf16", "model": want, "mismatches": miss,
+                                       "matched": v.get("matched"), "error": v.get("error")}
+                                rows.append(row)
+                                key = f"{M}x{N}x{K} {FMT[fb]} {kind} {scaling} {'fast' if fast else 'split'} {row['out']}"
+                                totals[key] = miss
+                                if miss:
+                                    print("MISMATCH", key, v.get("mismatches"), flush=True)
+    bad = {k: v for k, v in totals.items() if v}
+    with open(os.path.join(outdir, "acceptance.json"), "w") as f:
+        json.dump({"seed": seed, "versions": versions(), "rows": rows}, f, indent=1)
+    print(f"acceptance seed {seed}: {len(totals)} cases, {len(bad)} not bit-exact", flush=True)
+
+
 def main():
     binary, outdir = sys.argv[1], sys.argv[2]
+    if len(sys.argv) > 4 and sys.argv[3] == "--acceptance":
+        os.makedirs(outdir, exist_ok=True)
+        return acceptance(binary, outdir, int(sys.argv[4]))
     os.makedirs(outdir, exist_ok=True)
     report = {"versions": versions(), "kernels": {}, "crafted": {}, "random": []}
     rng = np.random.default_rng(20261125)
