@@ -73,8 +73,19 @@ __device__ __forceinline__ std::uint32_t scaled_bits(typename S::storage_t x, fl
         w = nan ? ((static_cast<std::uint32_t>(x & 0x8000u) << 16) | 0x7F800000u | ((x & 0x3FFu) << 13))
                 : __float_as_uint(__half2float(__ushort_as_half(x)));
     }
-    const float y = __fmul_rn(__uint_as_float(w), scale);
-    return nan ? w : (y != y ? 0x7FC00000u : __float_as_uint(y));
+    // fl32(w * scale) (mul.rn.f32: nearest-even, no FMA, no flush to zero, as __fmul_rn), with a
+    // NaN product replaced by 0x7FC00000, in straight-line PTX: written in C++, ptxas put the
+    // multiply under a branch per element (BSSY/BRA/BSYNC), which cost the f16 and stochastic
+    // kernels about 4 issue slots per element. volatile keeps it unconditional.
+    std::uint32_t yb;
+    asm volatile(
+        "{\n\t.reg .pred q;\n\t.reg .f32 t;\n\t"
+        "mul.rn.f32 t, %1, %2;\n\t"
+        "setp.nan.f32 q, t, t;\n\t"
+        "mov.b32 %0, t;\n\t"
+        "@q mov.b32 %0, 0x7FC00000;\n\t}"
+        : "=r"(yb) : "f"(__uint_as_float(w)), "f"(scale));
+    return nan ? w : yb;
 }
 
 // Run-time facts of one launch's conversion.
@@ -164,8 +175,15 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_bits(std::uint32_t y, s
     constexpr int kShift = 23 - D::man_bits;  // shift for results in D's normal range
     const std::uint32_t u = y & 0x7FFFFFFFu;
     std::uint32_t v;
+    // Binades whose results are D-subnormal with all of y's significand above 2^q - 1 bit: the
+    // shift grows by one per binade below emin and stays <= 23 (the general step's first case).
+    constexpr std::uint32_t kSubLo = static_cast<std::uint32_t>(D::emin + 127 - D::man_bits) << 23;
+    static_assert(D::emin + 127 - D::man_bits >= 1, "the subnormal tier needs float32 normal binades");
     if (u - kNormalLo < 0x7F800000u - kNormalLo) {  // finite, binade at or above D's emin: shift = kShift
         v = min((u + (random >> (32 - kShift))) & ~((1u << kShift) - 1u), 0x7F7FFFFFu);
+    } else if (u - kSubLo < kNormalLo - kSubLo) {  // D-subnormal results: shift = kShift + (emin - e) <= 23
+        const int shift = kShift + static_cast<int>((kNormalLo - (u & 0x7F800000u)) >> 23);
+        v = (u + (random >> (32 - shift))) & ~((1u << shift) - 1u);
     } else {
         v = stochastic_grid_general<D>(u, random);
     }
