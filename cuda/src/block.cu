@@ -180,7 +180,7 @@ void launch_blocks(Shape shape, Format to, Wide from, const void* in, std::uint8
     if (rows == 0 || cols == 0) return;
     if (cols >= (std::size_t{1} << 31))
         throw std::invalid_argument("fp8kit::cuda: block scaling needs fewer than 2^31 columns, got " + std::to_string(cols));
-    const std::uint8_t* table = element_path(to, policy) == kTable ? cast_table(to, policy, s) : nullptr;
+    const std::uint8_t* table = element_table(to, policy, s);
     const ElementCtx ctx{policy, nullptr, seed};
     const std::size_t es = wide_bytes(from);
     // Rows per launch: 32-bit segment and tile indices, and tile pieces of whole 128-row bands.

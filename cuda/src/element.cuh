@@ -6,9 +6,14 @@
 //           (profile cuda-satfinite; the exhaustive check compares it with emu::convert).
 //   kTable  any other deterministic rounding into an FP8 element format: a table of
 //           emu::convert's own results (cuda/src/tables.cu), looked up in shared memory.
-//   kConvert stochastic rounding (and every policy into E8M0): emu::convert itself with the
-//           rounding fixed at compile time; stochastic rounding spends one Philox4x32-10 call
-//           on each aligned group of four elements and uses all four words (emu/random.hpp).
+//   kSrCvt, kSrTable  stochastic rounding into an FP8 element format: an integer step moves y
+//           onto D's grid exactly as emu::convert's stochastic rounding does (stochastic_grid_bits
+//           below), and the grid value, which no rounding changes, is then encoded by the cvt
+//           instruction (policy {saturate_all, canonical} into E4M3/E5M2) or by the
+//           nearest-even table of the same overflow and NaN policy. One Philox4x32-10 call
+//           serves each aligned group of four elements, which the rule (emu/random.hpp)
+//           assigns the four words of that call.
+//   kConvert every policy into E8M0: emu::convert itself with the rounding fixed at compile time.
 //
 // Definitions (kernels.hpp): y = fl32(x * scale) (one float32 multiply, no FMA, no flush to zero);
 // a NaN input is converted from its own bits (payload kept); a NaN made by the multiply is
@@ -24,15 +29,28 @@
 
 namespace fp8kit::cuda::detail {
 
-enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2 };
+enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTable = 4 };
 
 // Which path the host launches for (format, policy).
 inline ElementPath element_path(Format to, const Policy& p) {
-    if (p.rounding == emu::Rounding::stochastic || to == Format::e8m0) return kConvert;
-    if ((to == Format::e4m3 || to == Format::e5m2) && p.rounding == emu::Rounding::nearest_even &&
-        p.overflow == emu::Overflow::saturate_all && p.nan == emu::NanEncoding::canonical)
-        return kCvt;
+    if (to == Format::e8m0) return kConvert;
+    const bool sat_canonical = p.overflow == emu::Overflow::saturate_all && p.nan == emu::NanEncoding::canonical;
+    const bool ocp = to == Format::e4m3 || to == Format::e5m2;
+    if (p.rounding == emu::Rounding::stochastic) return ocp && sat_canonical ? kSrCvt : kSrTable;
+    if (ocp && p.rounding == emu::Rounding::nearest_even && sat_canonical) return kCvt;
     return kTable;
+}
+
+// The policy of the table a path reads: kTable the launch's own; kSrTable nearest-even with the
+// launch's overflow and NaN encoding (it encodes values already on the grid, see kSrCvt).
+inline Policy table_policy(const Policy& p) {
+    return p.rounding == emu::Rounding::stochastic ? Policy{emu::Rounding::nearest_even, p.overflow, p.nan} : p;
+}
+
+// Device pointer to the cast table the path of (to, policy) reads, or null when it reads none.
+inline const std::uint8_t* element_table(Format to, const Policy& p, cudaStream_t stream) {
+    const ElementPath path = element_path(to, p);
+    return path == kTable || path == kSrTable ? cast_table(to, table_policy(p), stream) : nullptr;
 }
 
 // The float32 bits y that the conversion reads for input bits x (see the top of this file).
@@ -55,8 +73,19 @@ __device__ __forceinline__ std::uint32_t scaled_bits(typename S::storage_t x, fl
         w = nan ? ((static_cast<std::uint32_t>(x & 0x8000u) << 16) | 0x7F800000u | ((x & 0x3FFu) << 13))
                 : __float_as_uint(__half2float(__ushort_as_half(x)));
     }
-    const float y = __fmul_rn(__uint_as_float(w), scale);
-    return nan ? w : (y != y ? 0x7FC00000u : __float_as_uint(y));
+    // fl32(w * scale) (mul.rn.f32: nearest-even, no FMA, no flush to zero, as __fmul_rn), with a
+    // NaN product replaced by 0x7FC00000, in straight-line PTX: written in C++, ptxas put the
+    // multiply under a branch per element (BSSY/BRA/BSYNC), which cost the f16 and stochastic
+    // kernels about 4 issue slots per element. volatile keeps it unconditional.
+    std::uint32_t yb;
+    asm volatile(
+        "{\n\t.reg .pred q;\n\t.reg .f32 t;\n\t"
+        "mul.rn.f32 t, %1, %2;\n\t"
+        "setp.nan.f32 q, t, t;\n\t"
+        "mov.b32 %0, t;\n\t"
+        "@q mov.b32 %0, 0x7FC00000;\n\t}"
+        : "=r"(yb) : "f"(__uint_as_float(w)), "f"(scale));
+    return nan ? w : yb;
 }
 
 // Run-time facts of one launch's conversion.
@@ -102,12 +131,87 @@ __device__ __noinline__ inline std::uint32_t stochastic_word(std::uint64_t seed,
     return emu::stochastic_bits(seed, index);
 }
 
+// Stochastic rounding of float32 bits y into D, as a float32 value on D's grid: the value that
+// emu::convert<Binary32, D>(y, {stochastic, ...}, random) rounds y to, before its overflow and
+// encoding steps. Encoding that value under any rounding (it is exact) then gives emu::convert's
+// stochastic code. Why it equals convert.hpp steps 3-5 (shift = float32 mantissa bits below D's
+// last kept bit, 1 <= shift for every FP8 format):
+//  - shift <= 23 (y normal, result normal or subnormal in D): convert adds `random` to the 32
+//    bits below the last kept bit, whose low 32 - shift bits are zero, so a carry happens exactly
+//    when dropped + (random >> (32 - shift)) >= 2^shift. Adding random >> (32 - shift) to y's
+//    magnitude bits and clearing the low `shift` bits therefore gives (kept + carry) * 2^q; a
+//    carry out of the mantissa moves into the exponent field, which is 2^(e+1), the value
+//    convert's step 5 makes. A sum past float32's largest finite bits (y near FLT_MAX) is far
+//    past every FP8 maximum and becomes FLT_MAX, which overflows D as the rounded value would.
+//  - shift >= 24 (all of y's significand lies below D's smallest quantum 2^q): kept is 0 and
+//    convert rounds up to 2^q exactly when below32 + random carries, below32 computed as there.
+//  - zero, Inf and NaN are not rounded: their bits pass through.
+// The general case of stochastic_grid_bits (every float32 magnitude u, random word `random`),
+// without branches, so that the rare elements that need it cost no divergent block.
+template <class D>
+__device__ __forceinline__ std::uint32_t stochastic_grid_general(std::uint32_t u, std::uint32_t random) {
+    const int eb = static_cast<int>(u >> 23);
+    constexpr int kBelowEmin = D::emin + 127;  // biased float32 exponent of D's smallest normal binade
+    const int shift = 23 - D::man_bits + max(kBelowEmin - max(eb, 1), 0);
+    // shift <= 23: add the random bits that land above the last kept bit's lower neighbours.
+    const int s23 = min(shift, 23);
+    std::uint32_t v = (u + (random >> (32 - s23))) & ~((1u << s23) - 1u);
+    v = min(v, 0x7F7FFFFFu);
+    // shift >= 24: kept is 0; round up to 2^q when below32 + random carries.
+    const std::uint32_t sig = eb != 0 ? (u & 0x7FFFFFu) | 0x800000u : u;
+    const std::uint32_t lo = sig << (32 - min(shift, 32));                       // shift <= 32
+    const std::uint32_t hi = sig >> min(max(shift, 32) - 32, 31);              // shift > 32 (sig < 2^24)
+    const std::uint32_t below32 = shift <= 32 ? lo : hi;
+    constexpr std::uint32_t kQuantum = static_cast<std::uint32_t>(D::quantum_min + 127) << 23;
+    const std::uint32_t tiny = below32 + random < below32 ? kQuantum : 0u;
+    v = shift <= 23 ? v : tiny;
+    return u - 1u >= 0x7F7FFFFFu ? u : v;  // zero, Inf, NaN: not rounded
+}
+
+template <class D>
+__device__ __forceinline__ std::uint32_t stochastic_grid_bits(std::uint32_t y, std::uint32_t random) {
+    static_assert(D::total_bits == 8 && D::has_zero && D::man_bits <= 22, "FP8 element formats only");
+    constexpr std::uint32_t kNormalLo = static_cast<std::uint32_t>(D::emin + 127) << 23;
+    constexpr int kShift = 23 - D::man_bits;  // shift for results in D's normal range
+    const std::uint32_t u = y & 0x7FFFFFFFu;
+    std::uint32_t v;
+    // Binades whose results are D-subnormal with all of y's significand above 2^q - 1 bit: the
+    // shift grows by one per binade below emin and stays <= 23 (the general step's first case).
+    constexpr std::uint32_t kSubLo = static_cast<std::uint32_t>(D::emin + 127 - D::man_bits) << 23;
+    static_assert(D::emin + 127 - D::man_bits >= 1, "the subnormal tier needs float32 normal binades");
+    if (u - kNormalLo < 0x7F800000u - kNormalLo) {  // finite, binade at or above D's emin: shift = kShift
+        v = min((u + (random >> (32 - kShift))) & ~((1u << kShift) - 1u), 0x7F7FFFFFu);
+    } else if (u - kSubLo < kNormalLo - kSubLo) {  // D-subnormal results: shift = kShift + (emin - e) <= 23
+        const int shift = kShift + static_cast<int>((kNormalLo - (u & 0x7F800000u)) >> 23);
+        v = (u + (random >> (32 - shift))) & ~((1u << shift) - 1u);
+    } else {
+        v = stochastic_grid_general<D>(u, random);
+    }
+    return (y & 0x80000000u) | v;
+}
+
+// Code of a value already on D's grid (kSrCvt / kSrTable).
+template <class D, int P>
+__device__ __forceinline__ std::uint8_t encode_grid(std::uint32_t v, const ElementCtx& c) {
+    if constexpr (P == kSrCvt) return cvt_one<D>(v);
+    else return c.table[cast_table_key<D>(v)];
+}
+
+// The stochastic code of y with random word `random` (P: kSrCvt, kSrTable or kConvert).
+template <class D, int P, int R>
+__device__ __forceinline__ std::uint8_t stochastic_code(std::uint32_t y, const ElementCtx& c, std::uint32_t random) {
+    if constexpr (P == kSrCvt || P == kSrTable) return encode_grid<D, P>(stochastic_grid_bits<D>(y, random), c);
+    else return convert_fixed<D, R>(y, c.policy, random);
+}
+
 // One element at stream index `index` (stochastic: draws emu::stochastic_bits(seed, index)).
 // R: the rounding for kConvert (compile time).
 template <class D, int P, int R>
 __device__ __forceinline__ std::uint8_t encode_one(std::uint32_t y, const ElementCtx& c, std::uint64_t index) {
     if constexpr (P == kCvt) return cvt_one<D>(y);
     else if constexpr (P == kTable) return c.table[cast_table_key<D>(y)];
+    else if constexpr (P == kSrCvt || P == kSrTable)
+        return encode_grid<D, P>(stochastic_grid_bits<D>(y, stochastic_word(c.seed, index)), c);
     else {
         const std::uint32_t random =
             R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(c.seed, index) : 0u;
@@ -123,6 +227,21 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
                                                      std::uint64_t index0) {
     if constexpr (P == kCvt) {
         return cvt_two<D>(y[0], y[1]) | (cvt_two<D>(y[2], y[3]) << 16);
+    } else if constexpr (P == kSrCvt || P == kSrTable) {
+        std::uint32_t v[4];
+        if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
+            const emu::PhiloxWords w = emu::philox4x32_10(c.seed, index0 >> 2);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D>(y[k], w.w[k]);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D>(y[k], stochastic_word(c.seed, index0 + k));
+        }
+        if constexpr (P == kSrCvt) return cvt_two<D>(v[0], v[1]) | (cvt_two<D>(v[2], v[3]) << 16);
+        std::uint32_t out = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) out |= std::uint32_t{encode_grid<D, P>(v[k], c)} << (8 * k);
+        return out;
     } else if constexpr (P == kConvert && R == static_cast<int>(emu::Rounding::stochastic)) {
         std::uint32_t out = 0;
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
@@ -152,22 +271,22 @@ template <class D, int P, int R>
 constexpr bool path_exists() {
     constexpr bool e8m0 = !D::has_zero;
     constexpr bool ocp = D::encoding == emu::Encoding::ieee || D::encoding == emu::Encoding::fn;
-    if constexpr (P == kCvt) return ocp && !e8m0 && D::total_bits == 8;
-    else if constexpr (P == kTable) return !e8m0;
-    else return R == static_cast<int>(emu::Rounding::stochastic) || e8m0;
+    if constexpr (P == kCvt || P == kSrCvt) return ocp && !e8m0 && D::total_bits == 8;
+    else if constexpr (P == kTable || P == kSrTable) return !e8m0 && D::total_bits == 8;
+    else return e8m0;
 }
 
 // Dynamic shared memory a kernel of path P needs for the table of D.
 template <class D, int P>
 constexpr std::size_t element_smem() {
-    if constexpr (P == kTable) return cast_table_size<D>();
+    if constexpr (P == kTable || P == kSrTable) return cast_table_size<D>();
     else return 0;
 }
 
-// Copies the launch's cast table into shared memory (kTable only); every thread must call it.
+// Copies the launch's cast table into shared memory (kTable, kSrTable); every thread must call it.
 template <class D, int P>
 __device__ __forceinline__ void load_cast_table(ElementCtx& c, const std::uint8_t* global_table, std::uint8_t* smem) {
-    if constexpr (P == kTable) {
+    if constexpr (P == kTable || P == kSrTable) {
         constexpr int kVecs = static_cast<int>(cast_table_size<D>() / 16);
         for (int i = threadIdx.x; i < kVecs; i += blockDim.x)
             reinterpret_cast<uint4*>(smem)[i] = __ldg(reinterpret_cast<const uint4*>(global_table) + i);
@@ -184,6 +303,8 @@ void with_element_path(Format to, const Policy& p, Fn&& fn) {
     switch (element_path(to, p)) {
         case kCvt: fn(std::integral_constant<int, kCvt>{}, std::integral_constant<int, 0>{}); return;
         case kTable: fn(std::integral_constant<int, kTable>{}, std::integral_constant<int, 0>{}); return;
+        case kSrCvt: fn(std::integral_constant<int, kSrCvt>{}, std::integral_constant<int, 5>{}); return;
+        case kSrTable: fn(std::integral_constant<int, kSrTable>{}, std::integral_constant<int, 5>{}); return;
         case kConvert: break;
     }
     switch (p.rounding) {

@@ -130,7 +130,7 @@ void launch_cast(Format to, Wide from, const void* in, std::uint8_t* out, std::s
                  const Policy& policy, const ScaleSource& src, std::uint64_t seed,
                  std::uint64_t first_index, float* amax, cudaStream_t stream) {
     if (n == 0) return;
-    const std::uint8_t* table = element_path(to, policy) == kTable ? cast_table(to, policy, stream) : nullptr;
+    const std::uint8_t* table = element_table(to, policy, stream);
     const ElementCtx ctx{policy, nullptr, seed};
     const std::size_t es = wide_bytes(from);
     with_input(from, [&](auto s) {

@@ -50,9 +50,11 @@ __device__ __forceinline__ void histogram_add(std::uint32_t* hist, int bin) {
     if (static_cast<int>(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(hist + bin, static_cast<std::uint32_t>(__popc(peers)));
 }
 
-// Tables every CTA fills at start from emu/numerics: the decode and the kind of every code.
+// Tables every CTA fills at start from emu/numerics: x^ = decode(code) * scale_inv in binary64
+// (exact: a short code value times a float32, so computing it once per code gives the same double
+// as element_step's per-element product) and the kind of every code.
 struct CodeTables {
-    float decoded[256];
+    double xhat[256];
     numerics::CodeKind kind[256];
 };
 
@@ -67,10 +69,12 @@ __device__ __noinline__ bool stochastic_overflow_call(const numerics::ElementCon
 template <class S, int R>
 __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::uint32_t s, std::uint8_t q,
                                              std::uint32_t random, Acc& acc, std::uint32_t* hist,
-                                             const CodeTables& t, const Params& prm, const Policy& policy) {
+                                             const CodeTables& t, const Params& prm, const Policy& policy,
+                                             const numerics::ElementConsts& consts1) {
     const float x = widen<S>(bits);
     histogram_add(hist, numerics::histogram_bin(s));
-    const numerics::Element e = numerics::element_step(x, t.kind[q], static_cast<double>(t.decoded[q]), prm.consts, [&] {
+    // consts1: prm.consts with scale_inv 1, since t.xhat already holds decode(q) * scale_inv.
+    const numerics::Element e = numerics::element_step(x, t.kind[q], t.xhat[q], consts1, [&] {
         if constexpr (R == static_cast<int>(emu::Rounding::stochastic))
             return (s & 0x7FFFFFFFu) > prm.consts.max_bits && stochastic_overflow_call(prm.consts, prm.format, policy, s, random);
         else
@@ -116,7 +120,7 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
             for (int k = 0; k < 4; ++k) rnd[k] = stochastic_word(c.seed, index0 + k);
         }
 #pragma unroll
-        for (int k = 0; k < 4; ++k) q[k] = convert_fixed<D, R>(y[k], c.policy, rnd[k]);
+        for (int k = 0; k < 4; ++k) q[k] = stochastic_code<D, P, R>(y[k], c, rnd[k]);
     } else {
         const std::uint32_t w = encode_four<D, P, R>(y, c, index0);
 #pragma unroll
@@ -139,13 +143,16 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     __shared__ CodeTables tables;
     for (int i = threadIdx.x; i < kWarps * kHistogramBins; i += blockDim.x) (&hist[0][0])[i] = 0u;
     for (int c = threadIdx.x; c < 256; c += blockDim.x) {
-        tables.decoded[c] = __uint_as_float(static_cast<std::uint32_t>(
-            emu::convert<D, Binary32>(static_cast<std::uint8_t>(c), emu::kDecodePolicy)));
+        tables.xhat[c] = static_cast<double>(__uint_as_float(static_cast<std::uint32_t>(
+                             emu::convert<D, Binary32>(static_cast<std::uint8_t>(c), emu::kDecodePolicy)))) *
+                         prm.consts.scale_inv;
         tables.kind[c] = numerics::code_kind(prm.format, static_cast<std::uint8_t>(c));
     }
     load_cast_table<D, P>(ctx, table, smem);  // synchronizes the CTA
     __syncthreads();
 
+    numerics::ElementConsts consts1 = prm.consts;
+    consts1.scale_inv = 1.0;
     std::uint32_t* my_hist = hist[threadIdx.x >> 5];
     Acc acc{};
     acc.min_nz = 0xFFFFFFFFu;
@@ -163,7 +170,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
             for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
             codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd);
 #pragma unroll
-            for (int k = 0; k < 4; ++k) stat_element<S, R>(e[4 * g4 + k], y[k], q[k], rnd[k], acc, my_hist, tables, prm, ctx.policy);
+            for (int k = 0; k < 4; ++k) stat_element<S, R>(e[4 * g4 + k], y[k], q[k], rnd[k], acc, my_hist, tables, prm, ctx.policy, consts1);
         }
         flush_counts(acc);  // at most 16 per counter since the last flush: no 32-bit overflow
     }
@@ -171,9 +178,9 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
         const std::uint32_t y = scaled_bits<S>(in_t[i], prm.scale);
         const std::uint32_t rnd = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(ctx.seed, first_index + i) : 0u;
-        const std::uint8_t q = R == static_cast<int>(emu::Rounding::stochastic) ? convert_fixed<D, R>(y, ctx.policy, rnd)
+        const std::uint8_t q = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_code<D, P, R>(y, ctx, rnd)
                                                                                  : encode_one<D, P, R>(y, ctx, first_index + i);
-        stat_element<S, R>(in_t[i], y, q, rnd, acc, my_hist, tables, prm, ctx.policy);
+        stat_element<S, R>(in_t[i], y, q, rnd, acc, my_hist, tables, prm, ctx.policy, consts1);
         flush_counts(acc);
     }
 
@@ -231,7 +238,7 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
     if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics: at most 2^31 - 1 elements per call");
     const Params prm{to, scale, numerics::element_consts(to, policy, scale_inv)};
     const cudaStream_t s = as_stream(stream);
-    const std::uint8_t* table = element_path(to, policy) == kTable ? cast_table(to, policy, s) : nullptr;
+    const std::uint8_t* table = element_table(to, policy, s);
     const ElementCtx ctx{policy, nullptr, seed};
     const unsigned grid = grid_for((n + 15) / 16);
 
