@@ -12,6 +12,7 @@
 
 #include "dump_test_util.hpp"
 #include "fp8kit/io/te_debug.hpp"
+#include "fp8kit/validate.hpp"
 
 using namespace fp8kit;
 using namespace fp8kit::dump;
@@ -135,4 +136,32 @@ TEST_CASE("te: every hostile file is refused with one line, nothing runs", "[dum
         CHECK(s.find('\n') == std::string::npos);
         CHECK(s.find(".pt: /") == std::string::npos);  // the file named once
     }
+}
+
+TEST_CASE("te: TE's Float8Tensor codes against fp8kit's reference", "[dump]") {
+    // Codes written by torch's own float8 casts of x * scale (power-of-two scale, so
+    // fl32(1 / scale_inv) == scale): bit-exact under the reference.
+    auto a = check_te_quantized(kRank0 + "layers_0_fc1_activation_iter_000010.pt");
+    REQUIRE(a);
+    CHECK(a->name == "layers_0_fc1_activation");
+    CHECK(a->format == Format::e4m3);
+    CHECK(a->report.total == 128);
+    CHECK(a->report.exact());
+    auto g = check_te_quantized(kRank1 + "layers_0_fc2_gradient.pt");
+    REQUIRE(g);
+    CHECK(g->format == Format::e5m2);
+    CHECK(g->report.from == Wide::bf16);
+    CHECK(g->report.exact());
+    // The fixture flipped the low bit of code 5: exactly one mismatch, at [0, 5].
+    auto w = check_te_quantized(kRank0 + "layers_0_fc1_weight_iter_000010.pt");
+    REQUIRE(w);
+    CHECK(w->report.mismatches == 1);
+    std::uint64_t first = ~0ull;
+    for (const auto& c : w->report.classes)
+        for (const auto& e : c.examples) first = std::min(first, e.index);
+    CHECK(first == 5);
+    CHECK(w->report.position(first) == "[0, 5]");
+    // Only one of the two entries: nothing to compare.
+    CHECK_FALSE(check_te_quantized(kRank0 + "layers_1_proj_dgrad_iter_000030.pt"));
+    CHECK_FALSE(check_te_quantized(kRank1 + "layers_1_self_attention_output.pt"));
 }
