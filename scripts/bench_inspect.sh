@@ -8,13 +8,14 @@
 # Usage: bench_inspect.sh [FP8KIT_BINARY]   (LD_LIBRARY_PATH set by the caller if bundled)
 #   THREADS="1 2"  thread counts (--threads N)     KINDS="gzip f32 bf16"   GIB=2.0
 #   CPUS=0,1       taskset CPU list for every run (empty: no taskset)   REPS=2 (best of)
+#   STAT=median    the median of the REPS runs instead of the best (for shared, noisy machines)
 #   PY=python3     a Python with h5py             SWEEP=1: one `sweep --no-blocks` row too
 set -u
 BIN=${1:-build/tools/fp8kit}
 OUT=${OUT:-/tmp/bench-inspect}
 PY=${PY:-python3}
 mkdir -p "$OUT"
-export BIN THREADS=${THREADS:-"1 2"} KINDS=${KINDS:-"gzip f32 bf16"} CPUS=${CPUS-0,1} REPS=${REPS:-2} SWEEP=${SWEEP:-0}
+export STAT=${STAT:-best} BIN THREADS=${THREADS:-"1 2"} KINDS=${KINDS:-"gzip f32 bf16"} CPUS=${CPUS-0,1} REPS=${REPS:-2} SWEEP=${SWEEP:-0}
 for kind in $KINDS; do
     [ -s "$OUT/dump_$kind.h5" ] || "$PY" "$(dirname "$0")/make_big_dump.py" "$OUT/dump_$kind.h5" "${GIB:-2.0}" "$kind"
 done
@@ -29,8 +30,9 @@ reps = int(os.environ["REPS"])
 pin = ["taskset", "-c", cpus] if cpus else []
 
 def timed(cmd, env=None):
-    """Best wall time of `reps` runs and the largest peak RSS (KiB) that /usr/bin/time -v saw."""
-    best, rss = float("inf"), 0
+    """Best (STAT=median: median) wall time of `reps` runs and the largest peak RSS (KiB) that
+    /usr/bin/time -v saw."""
+    times, rss = [], 0
     for _ in range(reps):
         t = time.perf_counter()
         p = subprocess.run(["/usr/bin/time", "-v"] + pin + cmd, stdout=subprocess.DEVNULL,
@@ -41,8 +43,9 @@ def timed(cmd, env=None):
         for line in p.stderr.splitlines():
             if "Maximum resident set size" in line:
                 rss = max(rss, int(line.split()[-1]))
-        best = min(best, dt)
-    return best, rss
+        times.append(dt)
+    times.sort()
+    return (times[len(times) // 2] if os.environ["STAT"] == "median" else times[0]), rss
 
 H5PY = ("import h5py, sys\nf = h5py.File(sys.argv[1], 'r')\nn = []\n"
         "f.visititems(lambda k, o: n.append(k) if isinstance(o, h5py.Dataset) else None)\n"

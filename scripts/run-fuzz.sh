@@ -5,7 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
+# -O1 -g1 as in build-asan.sh: about 2.3x faster to compile than -O2 -g (CI time). The optimisation
+# level changes the coverage edges libFuzzer steers by, so the fixed run counts below were replayed
+# clean in full at this level before it landed.
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8KIT_FUZZ=ON \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -DFP8KIT_CUDA=OFF -DFP8KIT_BUILD_TESTS=OFF -DFP8KIT_BUILD_BENCH=OFF -DFP8KIT_BUILD_TOOLS=OFF \
   -DFP8KIT_SANITIZE=address,undefined >/dev/null
 cmake --build build-fuzz -j"$(nproc)"

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "command.hpp"
+#include "gemm_args.hpp"
 #include "read_flags.hpp"
 #include <sys/stat.h>
 
@@ -23,7 +24,27 @@ struct ValidateOpts {
     bool json = false;
     std::size_t examples = 5;
     PolicyOptions policy;
+    bool gemm = false;  // --gemm: --output is a GEMM's D, compared with the accumulation models
+    GemmArgs gemm_args;
 };
+
+// validate --gemm: which model D equals, its differences by class, its error against exact.
+void validate_gemm(const ValidateOpts& o) {
+    if (o.gemm_args.a.empty() || o.gemm_args.b.empty()) throw UsageError("--gemm needs --a A.npy and --b B.npy");
+    if (!o.input.empty() || !o.to.empty()) throw UsageError("--gemm compares a GEMM output: give --a/--b, not --input/--to");
+    gemm::GemmInputs in;
+    o.gemm_args.load(in);
+    const auto& rq = in.request;
+    try {
+        const auto user = gemm::load_output(o.output, rq.a.rows, rq.b.rows, rq.out);
+        const gemm::GemmComparison c = gemm::compare(rq, user);
+        if (o.json) fmt::print("{}\n", c.json());
+        else fmt::print("validate --gemm {} ({} x {}, K = {})\n{}", o.output, rq.a.rows, rq.b.rows, rq.k, c.summary());
+        exit_status() = c.matched.empty() ? 1 : 0;
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+}
 
 float parse_scale(const std::string& s, const char* option) {
     char* end = nullptr;
@@ -98,9 +119,9 @@ Register validate_cmd([](CLI::App& root) {
         "Compare a kernel's FP8 codes with the reference bit for bit and classify every mismatch "
         "(tie, direction, overflow, nan-encoding, flush-to-zero, double-rounding, scale, other). "
         "Exit 0: bit-exact, 1: mismatches, 2: bad input");
-    cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor")->required();
+    cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor (required unless --gemm)");
     cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor (F8_* or U8)")->required();
-    cmd->add_option("--to", o->to, "Target format: " + format_choices())->required();
+    cmd->add_option("--to", o->to, "Target format (required unless --gemm): " + format_choices());
     cmd->add_option("--dtype", o->dtype, "Element type of a raw --input: f64, f32, f16, bf16");
     cmd->add_option("--shape", o->shape, "Shape of raw files, e.g. 4096x1024 (default: one dimension)");
     cmd->add_option("--scale", o->scale, "Quantisation scale S: q = fp8(fl32(x * S))")->group("Scaling");
@@ -114,7 +135,13 @@ Register validate_cmd([](CLI::App& root) {
     cmd->add_option("--examples", o->examples, "Examples per class (default 5)");
     o->policy.add_to(cmd);
     add_read_flags(cmd);
+    cmd->add_flag("--gemm", o->gemm, "--output is a GEMM's D (.npy f32, or uint16 bf16 bits): say which accumulation model "
+                                     "it equals bit for bit and classify the differences (docs/gemm.md)")->group("GEMM");
+    o->gemm_args.add_to(cmd, false);
     cmd->callback([o] {
+        if (o->gemm) return validate_gemm(*o);
+        if (o->input.empty()) throw UsageError("--input is required (or --gemm with --a and --b)");
+        if (o->to.empty()) throw UsageError("--to is required");
         const Format to = require_format(o->to, "--to");
         RawLayout raw_in;
         if (!o->dtype.empty()) {

@@ -1,6 +1,7 @@
 // quantize, amax, current scaling and the cvt.rn.satfinite entry points: the element-wise cast
 // without a fused amax.
 #include "elementwise.cuh"
+#include "narrow.cuh"
 
 namespace fp8kit::cuda {
 
@@ -10,6 +11,8 @@ void quantize(Format to, Wide from, const void* in, std::uint8_t* out, std::size
               const Policy& policy, float scale, std::uint64_t seed, std::uint64_t first_index,
               Stream stream) {
     require_input(from, "quantize");
+    if (is_narrow_format(to))  // FP4/FP6 and the other ml_dtypes types: narrow_cast.cu
+        return quantize_narrow(to, from, in, out, n, policy, scale, seed, first_index, as_stream(stream));
     require_gpu_format(to, "quantize");
     ScaleSource src;
     src.value = scale;

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "elementwise.cuh"
+#include "narrow.cuh"
 
 namespace fp8kit::cuda {
 
@@ -97,7 +98,7 @@ void dequantize(Format from, Wide to, const std::uint8_t* in, void* out, std::si
     require_input(to, "dequantize");
     const cudaStream_t s = as_stream(stream);
     const std::size_t es = wide_bytes(to);
-    with_fp8(from, [&](auto f) {
+    with_cast_format(from, [&](auto f) {  // every element format (narrow.cuh)
         with_input(to, [&](auto w) {
             for (std::size_t off = 0; off < n; off += kPiece) {  // 32-bit indices in the kernel
                 const std::size_t m = n - off < kPiece ? n - off : kPiece;

@@ -56,6 +56,21 @@ def quantize_blocks(x, recipe, role="input", packed=False, seed=0):
                                    bool(packed), int(seed))
 
 
+def te_rht16(x, random_signs=True):
+    """TransformerEngine NVFP4's random Hadamard transform of x's column-wise operand.
+
+    x: 2-D (rows, cols), float32 / float16 / bfloat16, rows a multiple of 16. Returns x.T
+    (cols, rows) in x's dtype with every 16 consecutive elements of a row multiplied by
+    diag(s) @ H16 / 4 (H16 Sylvester, s TE's fixed sign vector; all +1 with random_signs=False),
+    each output the exact sum rounded once (TransformerEngine custom_recipes/quantization_nvfp4.py
+    NVFP4QuantizerRef._apply_rht; lib convert/hadamard.hpp says where torch's float32
+    accumulation can differ).
+    """
+    a = np.asarray(x)
+    wide = wide_name(a.dtype, "x")
+    return _fp8kit.te_rht16_bits(as_bits(a, wide), wide, bool(random_signs)).view(a.dtype)
+
+
 def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, scale=1.0, scale_inv=None,
           recipe=None, role="input", seed=0):
     """Statistics (docs/statistics.md) of x cast to `format` with `scale`, as a dict.

@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "fp8kit/convert/hadamard.hpp"
 #include "bindings.hpp"
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/convert/format_info.hpp"
@@ -240,9 +241,33 @@ pyb::dict policy_dict(const std::string& format, const std::string& wide, const 
     return d;
 }
 
+// TransformerEngine's NVFP4 random Hadamard transform of the column-wise operand (lib
+// convert/hadamard.hpp): bits of a 2-D (rows, cols) array in, bits of (cols, rows) out.
+pyb::array te_rht16_py(const pyb::array& x, const std::string& wide, bool random_signs) {
+    const Wide w = require_wide(wide, "dtype");
+    if (x.ndim() != 2) throw std::invalid_argument(fmt::format("x: a 2-D array is needed, got {} dimensions", x.ndim()));
+    const auto rows = static_cast<std::size_t>(x.shape(0)), cols = static_cast<std::size_t>(x.shape(1));
+    const void* in = contiguous_data(x, wide_size(w), "x");
+    std::vector<unsigned char> out;
+    {
+        pyb::gil_scoped_release nogil;
+        out = te_rht16_columnwise(in, w, rows, cols, random_signs);
+    }
+    const std::vector<pyb::ssize_t> shape{static_cast<pyb::ssize_t>(cols), static_cast<pyb::ssize_t>(rows)};
+    if (w == Wide::f32) {
+        pyb::array_t<std::uint32_t> a(shape);
+        std::memcpy(a.mutable_data(), out.data(), out.size());
+        return a;
+    }
+    pyb::array_t<std::uint16_t> a(shape);
+    std::memcpy(a.mutable_data(), out.data(), out.size());
+    return a;
+}
+
 }  // namespace
 
 void bind_convert(pyb::module_& m) {
+    m.def("te_rht16_bits", &te_rht16_py, pyb::arg("x"), pyb::arg("wide"), pyb::arg("random_signs"));
     using namespace pyb::literals;
     m.def("quantize_bits", &quantize, "x"_a, "wide"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a,
           "nan"_a, "scale"_a, "seed"_a, "index_offset"_a);

@@ -2,7 +2,8 @@
 # Issue 22: the same output for any thread count, byte for byte. Tensors spanning many chunks
 # (gzip+shuffle with partial edge chunks, enough chunks for both ways of locating them, several
 # slabs; unfiltered chunks; bfloat16 codes; a chunk never written; contiguous data of several
-# read pieces) are inspected with --threads 1, 2, 3 and 8 and OMP_NUM_THREADS=3, in --json and
+# read pieces; chunks of whole rows, placed straight in the tensor) are inspected with --threads
+# 1, 2, 3, 4 and 8 and OMP_NUM_THREADS=3, in --json and
 # --csv, with a tensor-scaled and a block-scaled recipe; every output must equal --threads 1's.
 # Usage: bash threads_identical.sh /path/to/fp8kit /path/to/repo
 set -u
@@ -28,6 +29,11 @@ with h5py.File(sys.argv[1], "w") as f:
     h = f.create_dataset("holes/output", shape=(64, 64), dtype="<f4", chunks=(8, 8), fillvalue=0.5)
     h[0:8, 0:64] = act((8, 64))        # one row of chunks written, the rest never
     f["contig/output"] = act((5000, 1000))  # 20 MB contiguous: two read pieces
+    # Chunks of whole rows (read_into places them straight in the tensor, statistics of each
+    # piece on the worker that decoded it): gzip with a partial last chunk, unfiltered, 1-D.
+    f.create_dataset("rows/output", data=act((1000, 300)), chunks=(64, 300), compression="gzip", shuffle=True)
+    f.create_dataset("rows/weight", data=act((700, 90)), chunks=(9, 90))
+    f.create_dataset("flat/output", data=act((1, 123457))[0], chunks=(4096,), compression="gzip")
 # safetensors: a 20 MB float32 tensor (two read pieces) and a small bfloat16 one.
 import json, struct
 a, b = act((5000, 1000)), (act((64, 64)).view(np.uint32) >> 16).astype("<u2")
@@ -51,8 +57,10 @@ for args in "--json" "--csv" "--recipe mxfp8 --json"; do
     if [ $rc -ne 0 ] || [ ! -s "$T/$ref" ]; then echo "FAIL: $args --threads 1: exit $rc: $(cat "$T/err")"; fail=1; continue; fi
     # shellcheck disable=SC2086
     same "$args --threads 3" $ref $args --threads 3
+    [ "$args" = "--csv" ] && same "--csv --threads 2" $ref --csv --threads 2 && same "--csv --threads 4" $ref --csv --threads 4
     if [ "$args" = "--json" ]; then
         same "--json --threads 2" $ref --json --threads 2
+        same "--json --threads 4" $ref --json --threads 4
         same "--json --threads 8" $ref --json --threads 8
         OMP_NUM_THREADS=3 same "--json with OMP_NUM_THREADS=3" $ref --json
     fi

@@ -3,7 +3,10 @@
 // over-read, on chunks that decode to the wrong size (libhdf5 1.10 reads past its buffer there).
 #include <zlib.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <mutex>
 
 #include "dump_test_util.hpp"
 
@@ -23,6 +26,26 @@ std::vector<std::uint64_t> read_with_reader(const std::string& path, const std::
     return collect([&](const ChunkFn& fn) { src->read(*t, fn); }, *t, chunk_bytes).bits;
 }
 
+
+// Source::read_into: the tensor decoded by the pool's workers straight into one buffer; every
+// element placed exactly once.
+std::vector<std::uint64_t> read_into_with_reader(const std::string& path, const std::string& name) {
+    const auto src = open_source(path);
+    const auto* t = find(src->tensors(), name);
+    REQUIRE(t);
+    const std::size_t es = wide_size(t->wide);
+    std::vector<unsigned char> dest(static_cast<std::size_t>(t->numel) * es, 0xA5);
+    std::vector<int> placed(static_cast<std::size_t>(t->numel), 0);
+    std::mutex m;
+    src->read_into(*t, dest.data(), [&](std::uint64_t first, std::size_t count) {
+        const std::lock_guard<std::mutex> g(m);
+        for (std::size_t k = 0; k < count; ++k) ++placed.at(static_cast<std::size_t>(first + k));
+    });
+    CHECK(std::all_of(placed.begin(), placed.end(), [](int n) { return n == 1; }));
+    std::vector<std::uint64_t> bits(static_cast<std::size_t>(t->numel), 0);
+    for (std::size_t i = 0; i < bits.size(); ++i) std::memcpy(&bits[i], &dest[i * es], es);
+    return bits;
+}
 
 std::vector<unsigned char> deflate(const void* data, std::size_t n) {
     uLongf out = compressBound(n);
@@ -151,6 +174,8 @@ TEST_CASE("HDF5 chunks: decoded chunks equal libhdf5's H5Dread bit for bit", "[d
             const auto want = h5_raw_bits(path, name);
             CHECK(read_with_reader(path, name, budget) == want);
         }
+        INFO(name << ", read_into");
+        CHECK(read_into_with_reader(path, name) == h5_raw_bits(path, name));
     }
     const auto f3 = read_with_reader(path, "f32_3d");
     CHECK(f3.back() == f32_bits(7.5f));  // an unwritten chunk: the fill value

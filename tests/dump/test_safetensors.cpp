@@ -224,3 +224,24 @@ TEST_CASE("safetensors: a file truncated after listing fails on read, naming the
     REQUIRE(again->errors().size() == 1);
     CHECK_THAT(again->errors()[0].message, Catch::Contains("truncated file?"));
 }
+
+TEST_CASE("safetensors: map gives a large tensor's bytes in place, and nothing once the file is cut", "[dump]") {
+    // 8 MiB: above the size from which tensors are mapped (io/chunk_task.hpp, kMapMin).
+    std::string data(std::size_t(8) << 20, '\0');
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>(i * 7 + 3);
+    Builder b;
+    b.add("big", "F32", "[2097152]", data);
+    const std::string bytes = b.file();
+    write_bytes(scratch("mapped.safetensors"), bytes);
+    const auto src = open_source(scratch("mapped.safetensors"));
+    REQUIRE(src->tensors().size() == 1);
+    {
+        const auto view = src->map(src->tensors()[0]);
+        REQUIRE(view);
+        CHECK(std::memcmp(view.get(), data.data(), data.size()) == 0);
+    }
+    // Cut after listing: no mapping (touching bytes past the end would raise SIGBUS); read() says why.
+    write_bytes(scratch("mapped.safetensors"), bytes.substr(0, bytes.size() - 100));
+    CHECK(src->map(src->tensors()[0]) == nullptr);
+    CHECK_THROWS_WITH(read_all(*src, src->tensors()[0], 1 << 20), Catch::Contains("unexpected end of file"));
+}

@@ -33,8 +33,9 @@ using fp8kit::emu::Rounding;
 
 namespace {
 
-// The formats the kernels are built for (cuda::has_kernels), in emu's order. The others (FP4/FP6,
-// e3m4, e4m3b11fnuz, e4m3ieee) are CPU-only for now and must be refused (last test case).
+// The formats every kernel is built for (cuda::has_kernels), in emu's order. The others (FP4/FP6,
+// e3m4, e4m3b11fnuz, e4m3ieee) have only quantize/dequantize/quantize_blocks
+// (test_fp4_fp6_kernels.cpp); the other entry points must refuse them (last test case).
 const std::vector<Format>& gpu_formats() {
     static const std::vector<Format> v = [] {
         std::vector<Format> r;
@@ -563,7 +564,7 @@ TEST_CASE("bad arguments throw with the function's name", "[gpu]") {
                         Catch::Contains("quantize_mx") && Catch::Contains("e8m0"));
 }
 
-TEST_CASE("formats without GPU kernels are refused with the function's name", "[gpu]") {
+TEST_CASE("formats without scaling/statistics kernels are refused with the function's name", "[gpu]") {
     Dev d(64);
     const Policy p{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
     std::size_t refused = 0;
@@ -571,8 +572,11 @@ TEST_CASE("formats without GPU kernels are refused with the function's name", "[
         if (cu::has_kernels(f)) continue;
         INFO(fp8kit::name(f));
         ++refused;
-        REQUIRE_THROWS_WITH(cu::quantize(f, Wide::f32, d.p, d.as<std::uint8_t>(), 4, p),
-                            Catch::Contains("quantize") && Catch::Contains("no GPU kernel"));
+        // quantize / dequantize / quantize_blocks have their kernels (test_fp4_fp6_kernels.cpp);
+        // the scaling and statistics entry points do not.
+        REQUIRE(cu::has_cast_kernels(f));
+        REQUIRE_THROWS_WITH(cu::quantize_block_1x128(f, Wide::f32, d.p, d.as<std::uint8_t>(), 1, 4, p, d.as<float>(32)),
+                            Catch::Contains("quantize_block_1x128") && Catch::Contains("no GPU kernel"));
         REQUIRE_THROWS_WITH(cu::statistics(f, Wide::f32, d.p, 4, p, 1.0f), Catch::Contains("no GPU kernel"));
     }
     REQUIRE(refused == 6);  // e2m1, e2m3, e3m2, e3m4, e4m3b11fnuz, e4m3ieee

@@ -2,6 +2,7 @@
 #include "fp8kit/analysis/inspect.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -60,25 +61,41 @@ bool fits(const dump::TensorInfo& t, const Options& opts) {
     return t.numel <= opts.memory_bytes / wide_size(t.wide);
 }
 
-// Reads tensor i whole into buf. A buffer is reused while it is large enough and, with `other`
-// bytes held elsewhere, within `limit` (reuse saves the page faults of a fresh allocation);
-// otherwise it is replaced by one of exactly the tensor's size.
-void load_whole(dump::Dump& d, std::size_t i, std::vector<unsigned char>& buf, std::size_t other = 0,
-                std::size_t limit = SIZE_MAX) {
+// Reads tensor i whole into buf and returns its amax_of. A buffer is reused while it is large
+// enough and, with `other` bytes held elsewhere, within `limit` (reuse saves the page faults of a
+// fresh allocation); otherwise it is replaced by one of exactly the tensor's size. The maximum is
+// taken piece by piece as the pieces land (read_into: on the pool's workers while later chunks
+// are read and decoded); a maximum combines exactly in any order, so it is the same for any
+// thread count.
+float load_whole(dump::Dump& d, std::size_t i, std::vector<unsigned char>& buf, std::size_t other = 0,
+                 std::size_t limit = SIZE_MAX) {
     const dump::TensorInfo& t = d.tensors().at(i);
     const std::size_t esize = wide_size(t.wide);
     if (buf.size() < bytes_of(t) || buf.size() + other > limit) {
         std::vector<unsigned char>().swap(buf);  // free before allocating
         buf.resize(bytes_of(t));
     }
-    d.read(i, [&](const dump::Chunk& c) { std::memcpy(buf.data() + c.first * esize, c.bits, c.count * esize); });
+    // amax_of is >= 0 (never NaN): its bits order as its values do.
+    std::atomic<std::uint32_t> amax{0};
+    d.read_into(i, buf.data(), [&](std::uint64_t first, std::size_t count) {
+        const float a = amax_of_here(buf.data() + first * esize, t.wide, count);
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &a, sizeof bits);
+        std::uint32_t seen = amax.load(std::memory_order_relaxed);
+        while (bits > seen && !amax.compare_exchange_weak(seen, bits, std::memory_order_relaxed)) {
+        }
+    });
+    const std::uint32_t bits = amax.load();
+    float a = 0;
+    std::memcpy(&a, &bits, sizeof a);
+    return a;
 }
 
-Result analyse_whole(const dump::TensorInfo& t, const unsigned char* data, const Options& opts) {
+Result analyse_whole(const dump::TensorInfo& t, const unsigned char* data, float amax, const Options& opts) {
     const RecipeSpec r = with_format(opts.recipe, opts.format);
     Result res = plan(t, r);
     const std::size_t n = static_cast<std::size_t>(t.numel);
-    res.amax = amax_of(data, t.wide, n);
+    res.amax = amax;
     if (res.granularity == Granularity::tensor) {
         res.scale = recipe_scale(r, res.role, res.amax);
         res.stats = compute_stats(data, t.wide, n, config(r, res.format, res.scale));
@@ -90,6 +107,13 @@ Result analyse_whole(const dump::TensorInfo& t, const unsigned char* data, const
         res.stats = res.blocks->total;
     }
     return res;
+}
+
+// A tensor mapped from the file (Dump::map): no copy; amax and statistics read the page cache,
+// each pass over all threads (OpenMP) in fixed element chunks.
+Result analyse_mapped(const dump::TensorInfo& t, const void* data, const Options& opts) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    return analyse_whole(t, bytes, amax_of(bytes, t.wide, static_cast<std::size_t>(t.numel)), opts);
 }
 
 Result analyse_streamed(dump::Dump& d, std::size_t i, const Options& opts) {
@@ -129,9 +153,10 @@ Result analyse(dump::Dump& d, std::size_t i, const Options& opts) {
     check_recipe(opts.recipe);
     const dump::TensorInfo& t = d.tensors().at(i);
     if (!fits(t, opts)) return analyse_streamed(d, i, opts);
+    if (const auto view = d.map(i)) return analyse_mapped(t, view.get(), opts);
     std::vector<unsigned char> whole;
-    load_whole(d, i, whole);
-    return analyse_whole(t, whole.data(), opts);
+    const float amax = load_whole(d, i, whole);
+    return analyse_whole(t, whole.data(), amax, opts);
 }
 
 void analyse_all(dump::Dump& d, const Options& opts, const Done& done) {
@@ -146,9 +171,11 @@ void analyse_all(dump::Dump& d, const Options& opts, const Done& done) {
         std::exception_ptr failed;
         std::optional<Result> res;
         try {
-            if (fits(t, opts)) {
-                load_whole(d, i, buf, 0, opts.memory_bytes);
-                res = analyse_whole(t, buf.data(), opts);
+            if (const auto view = fits(t, opts) ? d.map(i) : nullptr) {
+                res = analyse_mapped(t, view.get(), opts);
+            } else if (fits(t, opts)) {
+                const float amax = load_whole(d, i, buf, 0, opts.memory_bytes);
+                res = analyse_whole(t, buf.data(), amax, opts);
             } else {
                 std::vector<unsigned char>().swap(buf);
                 res = analyse_streamed(d, i, opts);

@@ -1,6 +1,8 @@
 // Reading and decoding one chunk task; see chunk_task.hpp.
 #include "io/chunk_task.hpp"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,25 @@ std::string pread_exact(int fd, void* buf, std::size_t n, std::uint64_t offset) 
         offset += static_cast<std::uint64_t>(got);
     }
     return "";
+}
+
+std::shared_ptr<const void> map_extent(int fd, std::uint64_t offset, std::uint64_t n) {
+    if (fd < 0 || n < kMapMin || n > SIZE_MAX / 2) return nullptr;
+    // The file as it is now (it may have been cut since it was listed): bytes past its end would
+    // raise SIGBUS when touched, so such a tensor is left to pread, which reports a short read.
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || offset > static_cast<std::uint64_t>(st.st_size) ||
+        n > static_cast<std::uint64_t>(st.st_size) - offset)
+        return nullptr;
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    const std::uint64_t skip = offset % page;
+    const std::size_t len = static_cast<std::size_t>(n + skip);
+    void* base = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(offset - skip));
+    if (base == MAP_FAILED) return nullptr;
+    ::madvise(base, len, MADV_SEQUENTIAL);
+    // Aliasing constructor: the pointer is the data, the owner unmaps the whole mapping.
+    std::shared_ptr<void> owner(base, [len](void* p) { ::munmap(p, len); });
+    return std::shared_ptr<const void>(owner, static_cast<const unsigned char*>(base) + skip);
 }
 
 std::string run_chunk_task(const ChunkTask& t, const std::vector<unsigned char>& fill, unsigned char* out) {

@@ -14,6 +14,7 @@
 #endif
 
 #include <algorithm>
+#include <unordered_map>
 #include <cerrno>
 #include <cmath>
 #include <csignal>
@@ -21,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/parallel/pool.hpp"
 #include "io/chunk_task.hpp"
 #include "io/dump_internal.hpp"
@@ -233,7 +235,9 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
             if (!spec)
                 return fail(Plan::error, fmt::format("{} data without a 'dtype' attribute: which 8-bit format? Tag it, "
                                                      "e.g. in h5py: dataset.attrs['dtype'] = 'float8_e4m3fn' (or "
-                                                     "float8_e5m2, e4m3fnuz, e5m2fnuz, e8m0)", stored));
+                                                     "float8_e5m2, e4m3fnuz, e5m2fnuz, e8m0, float4_e2m1fn, "
+                                                     "float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3b11fnuz, "
+                                                     "float8_e4m3)", stored));
         }
         if (untagged_codes) {
             p.dtype = size == 1 ? DType::e4m3 : DType::bf16;  // stored bytes kept: codes / bf16 bits
@@ -254,7 +258,12 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
                 case Format::e4m3fnuz: d = DType::e4m3fnuz; break;
                 case Format::e5m2fnuz: d = DType::e5m2fnuz; break;
                 case Format::e8m0: d = DType::e8m0; break;
-                default: break;  // FP4/FP6 and the other ml_dtypes types: not a stored dump type yet
+                case Format::e2m1: d = DType::e2m1; break;
+                case Format::e2m3: d = DType::e2m3; break;
+                case Format::e3m2: d = DType::e3m2; break;
+                case Format::e3m4: d = DType::e3m4; break;
+                case Format::e4m3b11fnuz: d = DType::e4m3b11fnuz; break;
+                case Format::e4m3ieee: d = DType::e4m3ieee; break;
             }
         } else if (const auto w = parse_wide(*attr_or_tag)) {
             d = *w == Wide::f64 ? DType::f64 : *w == Wide::f32 ? DType::f32 : *w == Wide::f16 ? DType::f16 : DType::bf16;
@@ -375,9 +384,19 @@ public:
         tensors_ = std::move(listed.tensors);
         errors_ = std::move(listed.errors);
         notes_ = std::move(listed.notes);
+        for (std::size_t i = 0; i < listed.extents.size() && i < tensors_.size(); ++i)
+            if (listed.extents[i].bytes != 0) extents_[tensors_[i].name] = listed.extents[i];
     }
 
-    Listing listing() const { return Listing{tensors_, errors_, notes_}; }
+    Listing listing() const {
+        Listing l{tensors_, errors_, notes_, {}};
+        l.extents.reserve(tensors_.size());
+        for (const TensorInfo& t : tensors_) {
+            const auto it = extents_.find(t.name);
+            l.extents.push_back(it == extents_.end() ? Extent{} : it->second);
+        }
+        return l;
+    }
 
     ~Hdf5Source() override {
         if (raw_fd_ >= 0) ::close(raw_fd_);
@@ -385,6 +404,7 @@ public:
 
     void read(const TensorInfo& t, const ChunkFn& fn) override {
         silence_hdf5();  // per thread: libhdf5's error stack and its printing are per thread
+        if (read_known_extent(t, fn)) return;
         auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
         Handle probe(H5Dopen2(file_.get(), t.name.c_str(), dapl_.get()), H5Dclose);
         if (!probe.ok()) throw err("cannot open dataset: " + hdf5_detail());
@@ -497,6 +517,35 @@ public:
         }
     }
 
+    std::shared_ptr<const void> map(const TensorInfo& t) override {
+        const auto it = extents_.find(t.name);
+        if (raw_delivery_ || fp8_format(t.dtype) || it == extents_.end()) return nullptr;
+        const Extent& e = it->second;
+        std::uint64_t bytes = 0;
+        if (fd() < 0 || user_block() != 0 || mul_overflows(t.numel, stored_size(t.dtype), bytes) || bytes != e.bytes ||
+            e.addr > file_size_ || bytes > file_size_ - e.addr)
+            return nullptr;
+        return map_extent(fd(), e.addr, bytes);
+    }
+
+    // Straight into `dest` where the stored bytes are the delivered ones: the chunk tasks and the
+    // contiguous preads of the direct paths write there on the workers (into_); what libhdf5
+    // reads (other layouts and filters) comes through read() and is copied on this thread.
+    void read_into(const TensorInfo& t, void* dest, const PlacedFn& placed) override {
+        if (raw_delivery_ || fp8_format(t.dtype)) return Source::read_into(t, dest, placed);
+        Into into{static_cast<unsigned char*>(dest), &placed};
+        struct Reset {
+            Into*& at;
+            ~Reset() { at = nullptr; }
+        } reset{into_};
+        into_ = &into;
+        const std::size_t esize = wide_size(t.wide);
+        read(t, [&](const Chunk& c) {
+            std::memcpy(into.dest + c.first * esize, c.bits, c.count * esize);
+            if (placed) placed(c.first, c.count);
+        });
+    }
+
 private:
     // The value chunks never written read as: the fill value when one is defined, else zeros
     // (what H5Dread gives; tests/dump/test_hdf5_chunks.cpp compares the two).
@@ -539,36 +588,89 @@ private:
         if (!file_.ok()) throw DumpError(path, "", "cannot open as HDF5: " + hdf5_detail());
     }
 
-    // Contiguous datasets stored as they are delivered (no conversion, no external files): large
-    // preads at the address libhdf5 gives, by worker threads, a piece of the read budget each,
-    // delivered in order (the same pieces for any thread count). Returns false, having read
-    // nothing, where this does not apply: then H5Dread does the work.
-    bool read_contiguous_directly(const TensorInfo& t, hid_t dset, const Plan& plan, const ChunkFn& fn) {
+    // Where a contiguous dataset stored as it is delivered (no conversion, no filter, no external
+    // file) lies in the file; bytes 0 where that does not apply or libhdf5 cannot say (not
+    // allocated: the fill value). Checked against the file's size when read.
+    static Extent contiguous_extent(hid_t dset, const Plan& plan) {
         Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
         Handle ftype(H5Dget_type(dset), H5Tclose);
-        if (!dcpl.ok() || !ftype.ok() || H5Pget_layout(dcpl.get()) != H5D_CONTIGUOUS ||
-            H5Pget_external_count(dcpl.get()) != 0 || H5Tequal(ftype.get(), plan.mem_type.get()) <= 0 ||
-            H5Pget_nfilters(dcpl.get()) != 0 || fd() < 0 || user_block() != 0) {
-            H5Eclear2(H5E_DEFAULT);
-            return false;
+        Extent e;
+        if (dcpl.ok() && ftype.ok() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS &&
+            H5Pget_external_count(dcpl.get()) == 0 && H5Tequal(ftype.get(), plan.mem_type.get()) > 0 &&
+            H5Pget_nfilters(dcpl.get()) == 0) {
+            const haddr_t addr = H5Dget_offset(dset);
+            const hsize_t stored = H5Dget_storage_size(dset);
+            std::uint64_t bytes = 0;
+            if (addr != HADDR_UNDEF && !mul_overflows(plan.numel, stored_size(plan.dtype), bytes) && stored == bytes)
+                e = Extent{addr, bytes};
         }
-        const std::size_t ssize = stored_size(plan.dtype);
-        const haddr_t addr = H5Dget_offset(dset);
-        const hsize_t stored = H5Dget_storage_size(dset);
         H5Eclear2(H5E_DEFAULT);
+        return e;
+    }
+
+    // A tensor whose extent the listing learned (extents_) is read from it without opening the
+    // dataset again (10^5 tiny datasets: libhdf5's open and attribute reads were half the time).
+    bool read_known_extent(const TensorInfo& t, const ChunkFn& fn) {
+        const auto it = extents_.find(t.name);
+        if (it == extents_.end() || it->second.bytes == 0) return false;
+        return read_extent(t, t.dtype, it->second, fn);
+    }
+
+    // Contiguous datasets stored as they are delivered: large preads at the address libhdf5
+    // gives, by worker threads, a piece of the read budget each, delivered in order (the same
+    // pieces for any thread count). Returns false, having read nothing, where this does not
+    // apply: then H5Dread does the work.
+    bool read_contiguous_directly(const TensorInfo& t, hid_t dset, const Plan& plan, const ChunkFn& fn) {
+        const Extent e = contiguous_extent(dset, plan);
+        return e.bytes != 0 && read_extent(t, plan.dtype, e, fn);
+    }
+
+    bool read_extent(const TensorInfo& t, DType dtype, const Extent& e, const ChunkFn& fn) {
         std::uint64_t bytes = 0;
-        if (addr == HADDR_UNDEF || mul_overflows(plan.numel, ssize, bytes) || stored != bytes || addr > file_size_ ||
-            bytes > file_size_ - addr)
-            return false;  // not allocated (fill value), or a size that does not add up: libhdf5 decides
-        const std::size_t budget = elements_per_read(plan.dtype, opts_);
-        const std::uint64_t pieces = (plan.numel + budget - 1) / budget;
+        const std::size_t ssize = stored_size(dtype);
+        if (fd() < 0 || user_block() != 0 || mul_overflows(t.numel, ssize, bytes) || bytes != e.bytes ||
+            e.addr > file_size_ || bytes > file_size_ - e.addr)
+            return false;  // a size that does not add up: libhdf5 decides
+        const std::uint64_t addr = e.addr;
+        const std::size_t budget = elements_per_read(dtype, opts_);
+        const std::uint64_t pieces = (t.numel + budget - 1) / budget;
         struct Slot {
             std::vector<unsigned char> bytes;
             std::string bad;
         };
+        auto piece = [&](std::size_t i) { return std::min<std::uint64_t>(budget, t.numel - i * budget); };
+        auto failed = [&](std::size_t i, const std::string& why) {
+            return DumpError(path_, t.name, fmt::format("cannot read elements {}..{}: {}", i * budget,
+                                                        i * budget + piece(i) - 1, why));
+        };
+        if (bytes <= kReadHere && t.numel <= budget) {  // small: no hand-off to a worker
+            unsigned char* at = into_ ? into_->dest : nullptr;
+            if (!at) {
+                buf_.resize(static_cast<std::size_t>(bytes));
+                at = buf_.data();
+            }
+            if (std::string why = pread_exact(fd(), at, static_cast<std::size_t>(bytes), addr); !why.empty())
+                throw failed(0, why);
+            if (!into_) emit(dtype, at, static_cast<std::size_t>(t.numel), 0, scratch_, fn);
+            else if (*into_->placed && t.numel > 0) (*into_->placed)(0, static_cast<std::size_t>(t.numel));
+            return true;
+        }
         const std::size_t window = parallel::default_window();
         std::vector<Slot> slots(window);
-        auto piece = [&](std::size_t i) { return std::min<std::uint64_t>(budget, plan.numel - i * budget); };
+        if (into_) {  // read_into: each worker preads its piece where it belongs, then places it
+            const int file = fd();
+            parallel::ordered(
+                static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
+                [&](std::size_t i, std::size_t s) {
+                    const std::uint64_t at = i * budget * ssize;
+                    slots[s].bad = pread_exact(file, into_->dest + at, static_cast<std::size_t>(piece(i) * ssize), addr + at);
+                    if (slots[s].bad.empty() && *into_->placed) (*into_->placed)(i * budget, static_cast<std::size_t>(piece(i)));
+                },
+                [&](std::size_t i, std::size_t s) {
+                    if (!slots[s].bad.empty()) throw failed(i, slots[s].bad);
+                });
+            return true;
+        }
         parallel::ordered(
             static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
             [&](std::size_t i, std::size_t s) {
@@ -576,10 +678,8 @@ private:
                 slots[s].bad = pread_exact(fd(), slots[s].bytes.data(), slots[s].bytes.size(), addr + i * budget * ssize);
             },
             [&](std::size_t i, std::size_t s) {
-                if (!slots[s].bad.empty())
-                    throw DumpError(path_, t.name, fmt::format("cannot read elements {}..{}: {}", i * budget,
-                                                               i * budget + piece(i) - 1, slots[s].bad));
-                emit(plan.dtype, slots[s].bytes.data(), static_cast<std::size_t>(piece(i)), i * budget, scratch_, fn);
+                if (!slots[s].bad.empty()) throw failed(i, slots[s].bad);
+                emit(dtype, slots[s].bytes.data(), static_cast<std::size_t>(piece(i)), i * budget, scratch_, fn);
             });
         return true;
     }
@@ -702,29 +802,11 @@ private:
             sl.task.size = stored;
             sl.task.filter_mask = read_mask;
         };
-        // 2. On a worker: read and decode.
-        auto work = [&](std::size_t, std::size_t s) {
-            Slot& sl = slots[s];
-            sl.decoded.resize(chunk_bytes);
-            sl.bad = run_chunk_task(sl.task, fill, sl.decoded.data());
-        };
-        // 3. On this thread, in chunk order: copy the part of the chunk inside the dataset into
-        // the slab (runs along the last dimension), and deliver the slab when its last chunk is in.
-        std::uint64_t first = 0, slab_elems = 0;
-        std::vector<hsize_t> ext(rank), row(rank, 0);
-        auto consume = [&](std::size_t i, std::size_t s) {
-            Slot& sl = slots[s];
-            if (!sl.bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where(sl.offset), sl.bad));
-            const hsize_t c0 = i / per_row, g0 = c0 / rows_per_slab * rows_per_slab;
-            const hsize_t g1 = std::min<hsize_t>(grid[0], g0 + rows_per_slab);
-            if (i % per_row == 0 && c0 == g0) {  // a slab begins
-                const hsize_t r0 = g0 * chunk[0], rows = std::min<hsize_t>((g1 - g0) * chunk[0], plan.dims[0] - r0);
-                slab_elems = rows * inner;
-                buf_.resize(static_cast<std::size_t>(slab_elems * ssize));
-            }
-            const hsize_t base_row = (c0 - g0) * chunk[0];
+        // Copies the part of decoded chunk `sl` inside the dataset to `out`, whose row 0 is the
+        // chunk's row `base_row` (runs along the last dimension). Any thread: nothing shared.
+        auto scatter = [&](const Slot& sl, unsigned char* out, hsize_t base_row) {
+            std::vector<hsize_t> ext(rank), row(rank, 0);
             for (int d = 0; d < rank; ++d) ext[d] = std::min<hsize_t>(chunk[d], plan.dims[d] - sl.offset[d]);
-            std::fill(row.begin(), row.end(), 0);
             const hsize_t run = ext[rank - 1];
             for (;;) {
                 std::uint64_t src = 0, dst = 0;
@@ -734,16 +816,62 @@ private:
                 }
                 src *= chunk[rank - 1];
                 dst = dst * plan.dims[rank - 1] + (rank == 1 ? base_row : sl.offset[rank - 1]);
-                std::memcpy(&buf_[static_cast<std::size_t>(dst * ssize)], &sl.decoded[static_cast<std::size_t>(src * ssize)],
+                std::memcpy(out + dst * ssize, &sl.decoded[static_cast<std::size_t>(src * ssize)],
                             static_cast<std::size_t>(run * ssize));
                 int d = rank - 2;
                 while (d >= 0 && ++row[d] == ext[d]) row[d--] = 0;
                 if (d < 0) break;
             }
+        };
+        // read_into: a chunk that spans every dimension but the first holds whole rows of the
+        // tensor, one contiguous range of `dest`: a worker places it (and decodes straight into
+        // `dest` when the chunk lies inside the dataset). Other chunk shapes are scattered into
+        // `dest` by the workers and placed slab by slab on this thread.
+        bool whole_rows = per_row == 1;
+        for (int d = 1; d < rank; ++d) whole_rows &= chunk[d] == plan.dims[d];
+        // 2. On a worker: read and decode (read_into: into `dest`).
+        auto work = [&](std::size_t, std::size_t s) {
+            Slot& sl = slots[s];
+            if (into_ && whole_rows) {
+                const hsize_t rows = std::min<hsize_t>(chunk[0], plan.dims[0] - sl.offset[0]);
+                unsigned char* at = into_->dest + sl.offset[0] * inner * ssize;
+                if (rows == chunk[0]) {
+                    sl.bad = run_chunk_task(sl.task, fill, at);
+                } else {
+                    sl.decoded.resize(chunk_bytes);
+                    sl.bad = run_chunk_task(sl.task, fill, sl.decoded.data());
+                    if (sl.bad.empty()) std::memcpy(at, sl.decoded.data(), static_cast<std::size_t>(rows * inner * ssize));
+                }
+                if (sl.bad.empty() && *into_->placed) (*into_->placed)(sl.offset[0] * inner, static_cast<std::size_t>(rows * inner));
+                return;
+            }
+            sl.decoded.resize(chunk_bytes);
+            sl.bad = run_chunk_task(sl.task, fill, sl.decoded.data());
+            if (into_ && sl.bad.empty()) scatter(sl, into_->dest, sl.offset[0]);
+        };
+        // 3. On this thread, in chunk order: copy the part of the chunk inside the dataset into
+        // the slab, and deliver the slab when its last chunk is in (read_into: the workers copied
+        // it; place the slab unless they placed its chunks).
+        std::uint64_t first = 0, slab_elems = 0;
+        auto consume = [&](std::size_t i, std::size_t s) {
+            Slot& sl = slots[s];
+            if (!sl.bad.empty()) throw err(fmt::format("{}: {}: corrupt file", where(sl.offset), sl.bad));
+            const hsize_t c0 = i / per_row, g0 = c0 / rows_per_slab * rows_per_slab;
+            const hsize_t g1 = std::min<hsize_t>(grid[0], g0 + rows_per_slab);
+            if (i % per_row == 0 && c0 == g0) {  // a slab begins
+                const hsize_t r0 = g0 * chunk[0], rows = std::min<hsize_t>((g1 - g0) * chunk[0], plan.dims[0] - r0);
+                slab_elems = rows * inner;
+                if (!into_) buf_.resize(static_cast<std::size_t>(slab_elems * ssize));
+            }
+            if (!into_) scatter(sl, buf_.data(), (c0 - g0) * chunk[0]);
             if (i + 1 == std::min<std::uint64_t>(nchunks, g1 * per_row)) {  // the slab's last chunk
-                for (std::uint64_t p = 0; p < slab_elems; p += budget) {
-                    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, slab_elems - p));
-                    emit(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
+                if (into_) {
+                    if (!whole_rows && *into_->placed) (*into_->placed)(first, static_cast<std::size_t>(slab_elems));
+                } else {
+                    for (std::uint64_t p = 0; p < slab_elems; p += budget) {
+                        const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(budget, slab_elems - p));
+                        emit(plan.dtype, &buf_[static_cast<std::size_t>(p * ssize)], n, first + p, scratch_, fn);
+                    }
                 }
                 first += slab_elems;
             }
@@ -860,6 +988,7 @@ private:
         complete_guesses(t);
         if (had_role) t.role_guessed = false;
         H5Eclear2(H5E_DEFAULT);
+        if (const Extent e = contiguous_extent(d.get(), plan); e.bytes != 0) extents_[t.name] = e;
         tensors_.push_back(std::move(t));
     }
 
@@ -876,6 +1005,13 @@ private:
 
     ReadOptions opts_;
     bool raw_delivery_ = false;
+    struct Into {
+        unsigned char* dest;
+        const PlacedFn* placed;
+    };
+    Into* into_ = nullptr;  // read_into in progress: the direct paths write here
+    std::unordered_map<std::string, Extent> extents_;  // what listing learned (contiguous_extent)
+    static constexpr std::uint64_t kReadHere = 256 << 10;  // read_extent: bytes read on the caller's thread
     std::string folder_;
     Handle dapl_;  // confined_access(folder_): every dataset is opened with it
     Handle file_;

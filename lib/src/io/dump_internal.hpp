@@ -2,6 +2,8 @@
 // elements into delivered chunks.
 #pragma once
 
+#include <stdexcept>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,6 +25,11 @@ std::unique_ptr<Source> open_hdf5_dataset(const std::string& path, const std::st
 // e4m3, storage "U8": the file does not say which format they are in).
 std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw = false);
 
+// deliver() found bytes that are not codes of the tensor's FP4 / FP6 format; Dump::read names
+// the file and tensor (DumpError).
+struct BadCodes : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 std::size_t stored_size(DType d);  // bytes of one stored element (FP8: 1)
 
 // Elements per read so that neither the stored nor the delivered bytes exceed the budget.

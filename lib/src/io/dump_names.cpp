@@ -63,6 +63,12 @@ std::string_view name(DType d) {
         case DType::e4m3fnuz: return "e4m3fnuz";
         case DType::e5m2fnuz: return "e5m2fnuz";
         case DType::e8m0: return "e8m0";
+        case DType::e2m1: return "e2m1";
+        case DType::e2m3: return "e2m3";
+        case DType::e3m2: return "e3m2";
+        case DType::e3m4: return "e3m4";
+        case DType::e4m3b11fnuz: return "e4m3b11fnuz";
+        case DType::e4m3ieee: return "e4m3ieee";
     }
     return "?";
 }
@@ -74,6 +80,12 @@ std::optional<Format> fp8_format(DType d) {
         case DType::e4m3fnuz: return Format::e4m3fnuz;
         case DType::e5m2fnuz: return Format::e5m2fnuz;
         case DType::e8m0: return Format::e8m0;
+        case DType::e2m1: return Format::e2m1;
+        case DType::e2m3: return Format::e2m3;
+        case DType::e3m2: return Format::e3m2;
+        case DType::e3m4: return Format::e3m4;
+        case DType::e4m3b11fnuz: return Format::e4m3b11fnuz;
+        case DType::e4m3ieee: return Format::e4m3ieee;
         default: return std::nullopt;
     }
 }

@@ -163,6 +163,13 @@ public:
         });
     }
 
+    std::shared_ptr<const void> map(const TensorInfo& t) override {
+        const auto it = entries_.find(t.name);
+        if (raw_ || fp8_format(t.dtype) || it == entries_.end()) return nullptr;
+        // The offsets were checked against the file's size when it was listed.
+        return map_extent(fd_.get(), it->second.begin, it->second.end - it->second.begin);
+    }
+
     // Pieces of the read budget, pread by the thread pool's workers (the same component as the
     // HDF5 chunk tasks) and delivered in order: the same pieces for any thread count.
     void read(const TensorInfo& t, const ChunkFn& fn) override {

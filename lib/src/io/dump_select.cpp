@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/dump.hpp"
+#include "io/dump_internal.hpp"
 
 namespace fp8kit::dump {
 namespace {
@@ -167,7 +168,11 @@ void Dump::read(std::size_t i, const ChunkFn& fn) {
         open_.reset();
         open_ = open_source(t.file, opts_);
     }
-    open_->read(t, fn);
+    try {
+        open_->read(t, fn);
+    } catch (const detail::BadCodes& e) {
+        throw DumpError(t.file, t.name, e.what());
+    }
 }
 
 void Dump::read_runs(std::size_t i, const ChunkFn& fn) {
@@ -176,7 +181,29 @@ void Dump::read_runs(std::size_t i, const ChunkFn& fn) {
         open_.reset();
         open_ = open_source(t.file, opts_);
     }
-    open_->read_runs(t, fn);
+    try {
+        open_->read_runs(t, fn);
+    } catch (const detail::BadCodes& e) {
+        throw DumpError(t.file, t.name, e.what());
+    }
+}
+
+std::shared_ptr<const void> Dump::map(std::size_t i) {
+    const TensorInfo& t = tensors_.at(i);
+    if (!open_ || open_->path() != t.file) {
+        open_.reset();
+        open_ = open_source(t.file, opts_);
+    }
+    return open_->map(t);
+}
+
+void Dump::read_into(std::size_t i, void* dest, const PlacedFn& placed) {
+    const TensorInfo& t = tensors_.at(i);
+    if (!open_ || open_->path() != t.file) {
+        open_.reset();
+        open_ = open_source(t.file, opts_);
+    }
+    open_->read_into(t, dest, placed);
 }
 
 }  // namespace fp8kit::dump

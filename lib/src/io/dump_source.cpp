@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -30,6 +31,17 @@ void deliver(DType d, const void* stored, std::size_t n, std::uint64_t first,
              std::vector<std::uint8_t>& scratch, const ChunkFn& fn) {
     const Wide w = delivered_as(d);
     if (const auto f = fp8_format(d)) {
+        // FP4 / FP6 codes sit in the low bits of a byte: a set high bit means the data is not
+        // such codes (packed two per byte, or another type), never a value to decode.
+        const int bits = emu::with_format(*f, [](auto fmt) { return decltype(fmt)::total_bits; });
+        if (bits < 8) {
+            const auto* c = static_cast<const std::uint8_t*>(stored);
+            for (std::size_t i = 0; i < n; ++i)
+                if (c[i] >> bits)
+                    throw BadCodes(fmt::format("{} codes are {}-bit, one per byte, but element {} is 0x{:02x} "
+                                                         "(packed two per byte? store one code per byte, as ml_dtypes does)",
+                                                         name(d), bits, first + i, c[i]));
+        }
         scratch.resize(n * wide_size(w));
         decode_array(*f, w, static_cast<const std::uint8_t*>(stored), scratch.data(), n);
         fn(Chunk{w, scratch.data(), n, first});
@@ -66,6 +78,17 @@ void Source::read_runs(const TensorInfo& t, const ChunkFn& fn) {
     } reset{runs_};
     runs_ = true;
     read(t, fn);
+}
+
+std::shared_ptr<const void> Source::map(const TensorInfo&) { return nullptr; }
+
+void Source::read_into(const TensorInfo& t, void* dest, const PlacedFn& placed) {
+    const std::size_t esize = wide_size(t.wide);
+    auto* out = static_cast<unsigned char*>(dest);
+    read(t, [&](const Chunk& c) {
+        std::memcpy(out + c.first * esize, c.bits, c.count * esize);
+        if (placed) placed(c.first, c.count);
+    });
 }
 
 bool is_hdf5_file(const std::string& path) {

@@ -66,6 +66,8 @@ std::string encode_listing(const Listing& l) {
     }
     put_problems(o, l.errors);
     put_problems(o, l.notes);
+    put(o, l.extents.size());
+    for (const auto& e : l.extents) put(o, e.addr), put(o, e.bytes);
     put(o, kEnd);
     return o;
 }
@@ -89,6 +91,13 @@ bool decode_listing(const std::string& bytes, Listing& out) {
     }
     get_problems(r, l.errors);
     get_problems(r, l.notes);
+    const std::uint64_t ne = r.u();
+    if (ne != 0 && ne != l.tensors.size()) return false;
+    for (std::uint64_t i = 0; r.ok && i < ne; ++i) {
+        Extent e;
+        e.addr = r.u(), e.bytes = r.u();
+        l.extents.push_back(e);
+    }
     if (!r.ok || r.u() != kEnd || !r.ok || r.at != bytes.size()) return false;
     out = std::move(l);
     return true;

@@ -4,6 +4,7 @@
 // datasets: 13 s per listing).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,9 +12,16 @@
 
 namespace fp8kit::dump::detail {
 
+// Where a tensor stored contiguously as it is delivered lies in the file: what listing learned,
+// so that reading need not open the dataset again. bytes 0: not known (libhdf5 is asked).
+struct Extent {
+    std::uint64_t addr = 0, bytes = 0;
+};
+
 struct Listing {
     std::vector<TensorInfo> tensors;
     std::vector<Problem> errors, notes;
+    std::vector<Extent> extents;  // empty, or one per tensor
 };
 
 std::string encode_listing(const Listing& l);

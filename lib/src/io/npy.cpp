@@ -1,6 +1,7 @@
 #include "fp8kit/io/npy.hpp"
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -212,6 +213,33 @@ NpyArray read_npy(const std::string& path) {
     if (bytes && std::fread(a.data.data(), 1, bytes, f.get()) != bytes)
         throw NpyError(fmt::format("{}: read failed (file changed or unreadable)", path));
     return a;
+}
+
+void write_npy(const std::string& path, const std::string& descr, const std::vector<std::size_t>& shape,
+               const void* data, std::size_t bytes) {
+    // 1. Header: the dict literal, padded with spaces to a multiple of 64 bytes, ending in '\n'.
+    std::string dims;
+    for (std::size_t d : shape) dims += fmt::format("{}, ", d);
+    if (shape.size() > 1) dims.resize(dims.size() - 2);
+    std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, dims);
+    const std::size_t unpadded = 10 + dict.size() + 1;
+    dict.append((64 - unpadded % 64) % 64, ' ');
+    dict += '\n';
+    std::string head("\x93NUMPY\x01\x00", 8);
+    head += static_cast<char>(dict.size() & 0xFF);
+    head += static_cast<char>(dict.size() >> 8);
+    head += dict;
+    // 2. Write beside the target and rename: no partial file under `path`.
+    const std::string tmp = path + ".tmp";
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
+    if (!f) throw NpyError(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
+    const bool ok = std::fwrite(head.data(), 1, head.size(), f.get()) == head.size() &&
+                    (bytes == 0 || std::fwrite(data, 1, bytes, f.get()) == bytes);
+    const bool closed = std::fclose(f.release()) == 0;
+    if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        throw NpyError(fmt::format("{}: write failed", path));
+    }
 }
 
 }  // namespace fp8kit

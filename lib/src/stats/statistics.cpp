@@ -474,6 +474,10 @@ float amax_of(const void* data, Wide type, std::size_t n) {
     return static_cast<float>(m);  // exact except for f64 data: one rounding, Inf past FLT_MAX
 }
 
+float amax_of_here(const void* data, Wide type, std::size_t n) {
+    return static_cast<float>(amax_any(data, type, 0, n));  // the one rounding of amax_of
+}
+
 // ---- Block recipes --------------------------------------------------------------------------
 
 BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {

@@ -48,10 +48,14 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes);
 void device_memset(void* p, int value, std::size_t bytes);
 void synchronize();
 
-// True for the formats the kernels are built for (e4m3, e5m2, e4m3fnuz, e5m2fnuz and the scale
-// format e8m0). FP4/FP6 and the other ml_dtypes types run on the CPU (fp8kit::core) until their
-// kernels exist: every kernel entry point throws std::invalid_argument naming itself for them.
+// True for the formats every kernel is built for (e4m3, e5m2, e4m3fnuz, e5m2fnuz and the scale
+// format e8m0). The other formats (FP4 e2m1, FP6 e2m3/e3m2, e3m4, e4m3b11fnuz, e4m3ieee) have
+// quantize, dequantize and the block quantiser of blocks.hpp (has_cast_kernels), computed by
+// emu::convert on the device (on sm_90 the emulation is the path: FP4/FP6 cvt needs sm_100); the
+// other entry points (scaling, statistics, 1x128/128x128/quantize_mx) throw
+// std::invalid_argument naming themselves for them.
 bool has_kernels(Format f);
+bool has_cast_kernels(Format f);
 
 // ---- element-wise conversion -----------------------------------------------------------------
 // out[i] = encode(fl32(in[i] * scale)) (see above). scale = 1 gives encode_array's codes.

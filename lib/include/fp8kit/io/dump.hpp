@@ -36,7 +36,10 @@ using numerics::guess_role;
 std::optional<std::int64_t> guess_step(std::string_view path);
 
 // What the stored bits mean.
-enum class DType : std::uint8_t { f64, f32, f16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0 };
+// Codes of the formats below e8m0 (FP4 / FP6 / the other ml_dtypes types) are stored one per
+// byte in the low bits, as ml_dtypes arrays are (float4_e2m1fn, float6_e2m3fn, ...).
+enum class DType : std::uint8_t { f64, f32, f16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0,
+                                  e2m1, e2m3, e3m2, e3m4, e4m3b11fnuz, e4m3ieee };
 std::string_view name(DType d);  // "f64", ..., "bf16", "e4m3", ... (the names of names.hpp)
 std::optional<Format> fp8_format(DType d);
 // The type chunks of such a tensor arrive in: itself for f64/f32/f16/bf16; f32 for FP8 codes
@@ -70,6 +73,10 @@ struct Chunk {
     std::uint64_t repeat = 1;
 };
 using ChunkFn = std::function<void(const Chunk&)>;
+// read_into: elements [first, first + count) of the destination are in place. Called on a pool
+// worker (parallel/pool.hpp), possibly on several threads at once, once per element; the pieces
+// are fixed by the file's layout and the read budget, never by the thread count.
+using PlacedFn = std::function<void(std::uint64_t first, std::size_t count)>;
 
 // A problem with the input. `name` is empty when the whole file is affected.
 struct Problem {
@@ -120,6 +127,18 @@ public:
     // fill value). For consumers whose result for n copies of a value is computed directly
     // (a maximum; statistics through times()); the others call read().
     void read_runs(const TensorInfo& t, const ChunkFn& fn);
+    // Reads tensor `t` whole into `dest` (t.numel elements of t.wide), and calls `placed` for
+    // each piece as it lands, so a consumer can work on pieces (a maximum, say) while later ones
+    // are read. Where the reader decodes chunks itself (HDF5 chunked and contiguous data stored
+    // as delivered), pool workers pread and decode straight into `dest` and call `placed`
+    // themselves: no copy on the calling thread. Elsewhere read() feeds it (copy, then `placed`
+    // on this thread). Throws DumpError.
+    virtual void read_into(const TensorInfo& t, void* dest, const PlacedFn& placed);
+    // Tensor `t`'s elements (t.numel of t.wide) in place, mapped read-only from the file, when it
+    // is stored there contiguously as delivered and is large enough for mapping to pay (HDF5
+    // contiguous datasets, safetensors tensors of float types); null otherwise (then read or
+    // read_into). No copy at all: the consumer reads the page cache.
+    virtual std::shared_ptr<const void> map(const TensorInfo& t);
 
 protected:
     bool runs_ = false;  // read_runs is in progress: read() may deliver repeat > 1
@@ -174,6 +193,8 @@ public:
     // Streams tensors()[i]. Throws DumpError.
     void read(std::size_t i, const ChunkFn& fn);
     void read_runs(std::size_t i, const ChunkFn& fn);  // Source::read_runs
+    void read_into(std::size_t i, void* dest, const PlacedFn& placed);  // Source::read_into
+    std::shared_ptr<const void> map(std::size_t i);                    // Source::map
 
 private:
     ReadOptions opts_;

@@ -43,4 +43,10 @@ NpyArray read_npy(const std::string& path);
 NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t size, std::size_t file_size,
                            const std::string& what);
 
+// Writes a format 1.0 .npy file (C order): `descr` as NumPy spells it ("<f4", "<u2", "|u1"),
+// `bytes` little-endian element bytes. Written to `path`.tmp and renamed, so a failed write
+// leaves no partial file under `path`; throws NpyError naming the file.
+void write_npy(const std::string& path, const std::string& descr, const std::vector<std::size_t>& shape,
+               const void* data, std::size_t bytes);
+
 }  // namespace fp8kit

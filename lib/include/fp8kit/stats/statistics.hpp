@@ -67,6 +67,9 @@ QuantStats times(const QuantStats& s, std::uint64_t n);
 // max |x| as TE's amax reduction (fmaxf) gives it: NaN ignored, +-Inf gives +Inf, 0 for n == 0
 // or all NaN. f64 data: the binary64 maximum rounded once to float32 (RNE, Inf past FLT_MAX).
 float amax_of(const void* data, Wide type, std::size_t n);
+// The same on the calling thread only (no OpenMP team): for pieces of a tensor on the workers of
+// the thread pool (parallel/pool.hpp), whose maxima combine exactly in any order.
+float amax_of_here(const void* data, Wide type, std::size_t n);
 
 // ---- Block recipes --------------------------------------------------------------------------
 

@@ -1,0 +1,56 @@
+// te_rht16_columnwise on the GPU (cuda/include/fp8kit/cuda/hadamard.hpp): one thread per
+// (column, group of 16 rows), the same three calls as lib/src/convert/hadamard.cpp: widen each
+// element exactly to binary64 (emu::convert), numerics::te_rht16_group, round once to the type
+// (emu::convert, nearest even).
+#include "common.cuh"
+#include "fp8kit/cuda/hadamard.hpp"
+#include "fp8kit/numerics/hadamard.hpp"
+
+namespace fp8kit::cuda {
+
+using namespace detail;
+
+namespace {
+
+constexpr emu::Policy kRne{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::signed_quiet_payload};
+
+template <class S>
+__global__ void __launch_bounds__(kThreads)
+rht16_kernel(const typename S::storage_t* __restrict__ in, typename S::storage_t* __restrict__ out, std::size_t rows,
+             std::size_t cols, bool random_signs) {
+    const std::size_t groups = rows / 16 * cols;
+    const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+    for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += stride) {
+        const std::size_t c = k % cols, g = k / cols * 16;  // adjacent threads: adjacent columns
+        double v[16], y[16];
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const std::uint64_t d = emu::convert<S, emu::Binary64>(in[(g + i) * cols + c], kRne);
+            v[i] = __longlong_as_double(static_cast<long long>(d));
+        }
+        numerics::te_rht16_group(v, random_signs, y);
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+            out[c * rows + g + j] = emu::convert<emu::Binary64, S>(static_cast<std::uint64_t>(__double_as_longlong(y[j])), kRne);
+    }
+}
+
+}  // namespace
+
+void te_rht16_columnwise(Wide type, const void* in, std::size_t rows, std::size_t cols, void* out, bool random_signs,
+                         Stream stream) {
+    require_input(type, "te_rht16_columnwise");
+    if (rows % 16 != 0)
+        throw std::invalid_argument("fp8kit::cuda::te_rht16_columnwise: the row count " + std::to_string(rows) +
+                                    " must be a multiple of the Hadamard dimension 16");
+    const std::size_t groups = rows / 16 * cols;
+    if (groups == 0) return;
+    with_input(type, [&](auto si) {
+        using S = decltype(si);
+        rht16_kernel<S><<<grid_for(groups), kThreads, 0, as_stream(stream)>>>(
+            static_cast<const typename S::storage_t*>(in), static_cast<typename S::storage_t*>(out), rows, cols, random_signs);
+    });
+    check_launch("rht16_kernel");
+}
+
+}  // namespace fp8kit::cuda

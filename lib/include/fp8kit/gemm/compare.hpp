@@ -1,0 +1,51 @@
+// Validation of a GEMM output against the models: which model it equals bit for bit, how the
+// differences from the closest model fall into classes, and its error against `exact` next to
+// the bound the closest model implies (docs/gemm.md, "Validation").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fp8kit/gemm/gemm.hpp"
+
+namespace fp8kit::gemm {
+
+struct ModelMatch {
+    std::string model;
+    std::size_t mismatches = 0;  // elements whose bits differ
+};
+
+// Classes of an element that differs from the closest model.
+enum class DiffClass {
+    nan_inf,        // one side is NaN or Inf and the other is not (or a different one)
+    overflow,       // the model overflows to Inf (or the user saturates) where the other is finite
+    other_model,    // equals what another named model gives there (accumulation order/promotion)
+    rounding,       // within one unit in the last place of the output type (alignment/rounding)
+    scale,          // off by more, but within the error a float32 scale multiply or output cast could add
+    large,          // anything else
+};
+inline constexpr int kDiffClasses = 6;
+const char* name(DiffClass c);
+
+struct GemmComparison {
+    std::vector<ModelMatch> models;   // every named model, tried in named_models() order
+    std::string matched;              // first model with no mismatch; empty if none
+    std::string closest;              // the model with the fewest mismatches
+    std::size_t counts[kDiffClasses] = {};  // differences from `closest`, by class
+    double max_abs_error = 0;         // |user - exact| over finite elements (binary64)
+    double max_rel_error = 0;         // relative to |exact| where exact != 0
+    double bound_violations = 0;      // elements where |user - exact| exceeds the closest model's bound
+    std::size_t elements = 0;
+    std::string summary() const;
+    std::string json() const;
+};
+
+// `user`: the output's bits (float32, or bfloat16 in the low 16), M x N.
+GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& user);
+
+// The bound on |D - exact| that model `m` implies for each element (binary64), docs/gemm.md.
+std::vector<double> error_bound(const GemmRequest& rq, const AccumModel& m);
+
+}  // namespace fp8kit::gemm

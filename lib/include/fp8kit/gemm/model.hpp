@@ -1,0 +1,54 @@
+// Accumulation models of an FP8 GEMM (docs/gemm.md defines each one precisely).
+//
+//   exact     one rounding (nearest-even) of the exact scale_a*scale_b*sum(a*b): wide integers
+//   fp32      exact products, float32 sums in k order (nearest-even), then the epilogue
+//   aligned   the parameterised tensor-core model: steps of `group` products aligned with the
+//             running accumulator to the largest exponent, `align_bits` bits kept, the step's
+//             sum rounded to float32; every `promote` products the partial sum is added to a
+//             float32 accumulator on the "CUDA cores". The named instances sm90, sm90-fast and
+//             deepseek-128 are parameter sets of it.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fp8kit::gemm {
+
+enum class AccumKind { exact, fp32, aligned };
+enum class StepRound { toward_zero, nearest_even };
+// How a term keeps its bits above the alignment unit: drop the rest (toward zero, sign-magnitude),
+// floor (toward -Inf: a right shift of a two's-complement significand), or nearest-even.
+enum class AlignRound { toward_zero, floor, nearest_even };
+// When the scale product multiplies the sum: once in the epilogue, or at every promotion
+// (DeepGEMM's outer += inner * scale); block scales always use `promotion`.
+enum class ScaleAt { epilogue, promotion };
+
+struct AccumModel {
+    std::string name;
+    AccumKind kind = AccumKind::exact;
+    // aligned only:
+    int group = 32;            // products aligned together in one step (one MMA's k)
+    int align_bits = 14;       // unit of the alignment: 2^(E + 1 - align_bits), E the largest term exponent
+    // The exponent a product brings to E: `nominal` ea + eb (the operands' exponent fields, emin
+    // for subnormals; the product's significand in (0, 4)), or `actual` floor(log2 |a b|).
+    bool nominal_exponent = true;
+    int sum_bits = 14;         // the step's exact sum truncated toward zero to this many significant bits; 0: not
+    AlignRound align = AlignRound::toward_zero;
+    bool sticky = false;       // a term that lost nonzero bits keeps one more bit of half a unit
+    StepRound step_round = StepRound::toward_zero;  // the step's exact sum -> float32
+    int promote = 0;           // N_C: products per promotion to the float32 accumulator; 0: never
+    ScaleAt scale_at = ScaleAt::epilogue;
+};
+
+// "exact", "fp32", "sm90", "sm90-fast", "deepseek-128", or a parameter list
+// "aligned:group=32,bits=14,exp=nominal|actual,sum_bits=14,promote=128,align=trunc|floor|rne,sticky=0|1,
+// step=rz|rne,scale=epilogue|promotion" (keys not given keep sm90-fast's values).
+// Throws std::invalid_argument naming the bad part.
+AccumModel parse_model(std::string_view text);
+// The named models, in the order validate tries them.
+std::vector<AccumModel> named_models();
+// Canonical text of a model (its name, or the aligned: list for unnamed ones).
+std::string describe(const AccumModel& m);
+
+}  // namespace fp8kit::gemm

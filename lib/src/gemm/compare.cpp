@@ -1,0 +1,170 @@
+// validate --gemm: a user's GEMM output against every model, the classes of its differences and
+// its error against `exact` beside the bound the closest model implies (docs/gemm.md).
+#include "fp8kit/gemm/compare.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "operands.hpp"
+
+namespace fp8kit::gemm {
+namespace {
+
+double as_double(std::uint32_t bits, OutType out) {
+    if (out == OutType::bf16) bits <<= 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+// Distance in units in the last place: positions on the ordered line of the output's encodings.
+std::int64_t ordinal(std::uint32_t bits, OutType out) {
+    const int width = out == OutType::f32 ? 32 : 16;
+    const std::uint32_t sign = 1u << (width - 1);
+    const std::int64_t mag = bits & (sign - 1);
+    return (bits & sign) ? -mag : mag;
+}
+
+// |D| bounds per element as a multiple of T = sum_k |scale * a_k * b_k| (see docs/gemm.md).
+double relative_bound(const GemmRequest& rq, const AccumModel& m) {
+    const double u = std::ldexp(1.0, -24), u_out = rq.out == OutType::f32 ? u : std::ldexp(1.0, -8);
+    const bool blocks = rq.a.scale_kind == ScaleKind::block;
+    const double k = static_cast<double>(rq.k);
+    switch (m.kind) {
+        case AccumKind::exact: return u_out;
+        case AccumKind::fp32: {
+            const double nblocks = blocks ? std::ceil(k / 128) : 1;
+            return std::pow(1 + u, k + 2 + 2 * nblocks) * (1 + u_out) - 1;
+        }
+        case AccumKind::aligned: {
+            double chunk = m.promote > 0 ? m.promote : std::max(k, 1.0);
+            if (blocks) chunk = std::min(chunk, 128.0);
+            const double steps = std::ceil(std::min(chunk, std::max(k, 1.0)) / m.group), chunks = std::ceil(k / chunk);
+            // A product's nominal exponent can be 2 below its magnitude's (significand in [1, 4)).
+            const double eps = (m.group + 1) * std::ldexp(m.nominal_exponent ? 4.0 : 1.0, 1 - m.align_bits) +
+                               (m.sum_bits > 0 ? std::ldexp(1.0, 1 - m.sum_bits) : 0.0) +
+                               (m.step_round == StepRound::toward_zero ? 2 * u : u);
+            return std::pow(1 + eps, steps) * std::pow(1 + u, chunks + 3) * (1 + u_out) - 1;
+        }
+    }
+    return 0;
+}
+
+}  // namespace
+
+const char* name(DiffClass c) {
+    static const char* names[kDiffClasses] = {"nan_inf", "overflow", "other_model", "rounding", "scale", "large"};
+    return names[static_cast<int>(c)];
+}
+
+std::vector<double> error_bound(const GemmRequest& rq, const AccumModel& m) {
+    const auto ta = detail::decode_table(rq.a.format), tb = detail::decode_table(rq.b.format);
+    const double rel = relative_bound(rq, m);
+    const double tiny = rq.out == OutType::f32 ? std::ldexp(1.0, -149) : std::ldexp(1.0, -133);
+    const std::size_t M = rq.a.rows, N = rq.b.rows, kblocks = (rq.k + 127) / 128;
+    std::vector<double> bound(M * N);
+    for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t j = 0; j < N; ++j) {
+            double t = 0;  // sum of |scale * product| in binary64 (relative error < K 2^-53, covered by the slack below)
+            for (std::size_t k = 0; k < rq.k; ++k) {
+                const double sa = rq.a.scales[detail::scale_index(rq.a, false, i, k / 128, kblocks)];
+                const double sb = rq.b.scales[detail::scale_index(rq.b, true, j, k / 128, kblocks)];
+                t += std::fabs(sa * sb * ta.code[rq.a.codes[i * rq.k + k]].value * tb.code[rq.b.codes[j * rq.k + k]].value);
+            }
+            bound[i * N + j] = rel * t * (1 + std::ldexp(1.0, -40)) + 4 * tiny;
+        }
+    return bound;
+}
+
+GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& user) {
+    const std::size_t n = rq.a.rows * rq.b.rows;
+    if (user.size() != n) throw std::invalid_argument(fmt::format("output: {} elements for a {} x {} GEMM", user.size(), rq.a.rows, rq.b.rows));
+    GemmComparison c;
+    c.elements = n;
+    // 1. Every named model, bit for bit.
+    std::vector<std::vector<std::uint32_t>> ref;
+    std::vector<AccumModel> models;
+    for (const auto& m : named_models()) {
+        try {
+            ref.push_back(gemm(rq, m));
+        } catch (const std::invalid_argument&) {
+            continue;  // e.g. exact beyond its width: that model cannot be tried
+        }
+        models.push_back(m);
+        std::size_t miss = 0;
+        for (std::size_t e = 0; e < n; ++e) miss += ref.back()[e] != user[e];
+        c.models.push_back({m.name, miss});
+    }
+    if (c.models.empty()) throw std::invalid_argument("no model applies to this GEMM");
+    std::size_t best = 0;
+    for (std::size_t q = 0; q < c.models.size(); ++q) {
+        if (c.models[q].mismatches == 0 && c.matched.empty()) c.matched = c.models[q].model;
+        if (c.models[q].mismatches < c.models[best].mismatches) best = q;
+    }
+    c.closest = c.models[best].model;
+    // 2. The differences from the closest model, by class.
+    for (std::size_t e = 0; e < n; ++e) {
+        const std::uint32_t r = ref[best][e], u = user[e];
+        if (r == u) continue;
+        const double rv = as_double(r, rq.out), uv = as_double(u, rq.out);
+        DiffClass k;
+        if (std::isnan(rv) || std::isnan(uv)) k = DiffClass::nan_inf;
+        else if (std::isinf(rv) != std::isinf(uv)) k = DiffClass::overflow;
+        else if (std::isinf(rv)) k = DiffClass::nan_inf;
+        else {
+            bool other = false;
+            for (std::size_t q = 0; q < ref.size() && !other; ++q) other = q != best && ref[q][e] == u;
+            const std::int64_t d = std::llabs(ordinal(r, rq.out) - ordinal(u, rq.out));
+            k = other ? DiffClass::other_model : d <= 1 ? DiffClass::rounding : d <= 2 ? DiffClass::scale : DiffClass::large;
+        }
+        ++c.counts[static_cast<int>(k)];
+    }
+    // 3. The error against `exact` (the exact value rounded once), and the closest model's bound
+    // plus the half unit of that rounding.
+    const std::vector<std::uint32_t> exact = models.front().kind == AccumKind::exact ? ref.front() : gemm(rq, parse_model("exact"));
+    const std::vector<double> bound = error_bound(rq, models[best]);
+    const double u_out = rq.out == OutType::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -8);
+    for (std::size_t e = 0; e < n; ++e) {
+        const double x = as_double(exact[e], rq.out), v = as_double(user[e], rq.out);
+        if (!std::isfinite(x) || !std::isfinite(v)) continue;
+        const double err = std::fabs(v - x);
+        c.max_abs_error = std::max(c.max_abs_error, err);
+        if (x != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(x));
+        if (err > bound[e] + u_out * std::fabs(x)) c.bound_violations += 1;
+    }
+    return c;
+}
+
+std::string GemmComparison::summary() const {
+    std::string s = matched.empty() ? "matches no model bit for bit\n" : fmt::format("matches model {} bit for bit\n", matched);
+    for (const auto& m : models) s += fmt::format("  {:<13} {} of {} elements differ\n", m.model, m.mismatches, elements);
+    if (matched.empty()) {
+        s += fmt::format("differences from the closest model ({}):", closest);
+        for (int k = 0; k < kDiffClasses; ++k)
+            if (counts[k]) s += fmt::format(" {} {}", name(static_cast<DiffClass>(k)), counts[k]);
+        s += "\n";
+    }
+    s += fmt::format("error against exact: max abs {:.6g}, max rel {:.6g}; {} elements outside the {} bound\n",
+                     max_abs_error, max_rel_error, static_cast<std::size_t>(bound_violations), closest);
+    return s;
+}
+
+std::string GemmComparison::json() const {
+    nlohmann::ordered_json j;
+    j["matched"] = matched.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(matched);
+    j["closest"] = closest;
+    j["elements"] = elements;
+    for (const auto& m : models) j["mismatches"][m.model] = m.mismatches;
+    for (int k = 0; k < kDiffClasses; ++k) j["differences"][name(static_cast<DiffClass>(k))] = counts[k];
+    j["max_abs_error"] = max_abs_error;
+    j["max_rel_error"] = max_rel_error;
+    j["bound_violations"] = static_cast<std::size_t>(bound_violations);
+    return j.dump();
+}
+
+}  // namespace fp8kit::gemm

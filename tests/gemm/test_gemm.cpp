@@ -1,0 +1,269 @@
+// The reference GEMM's models against computations that share no code with them: `exact` against
+// __float128 sums (113-bit significand: every sum below is exact in it, and GCC's conversion to
+// float rounds once, to nearest-even), `fp32` against a plain float loop, and the aligned model
+// on cases worked out by hand from its definition (docs/gemm.md).
+#include <catch2/catch.hpp>
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "fp8kit/emu/emu.hpp"
+#include "fp8kit/gemm.hpp"
+
+using namespace fp8kit;
+using namespace fp8kit::gemm;
+
+namespace {
+
+float f32(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, sizeof f);
+    return f;
+}
+std::uint32_t bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, sizeof b);
+    return b;
+}
+double value(Format f, std::uint8_t c) {
+    const std::uint64_t b = emu::decode(f, Wide::f64, c);
+    double d;
+    std::memcpy(&d, &b, sizeof d);
+    return d;
+}
+std::uint8_t code(Format f, float v) { return emu::encode(f, Wide::f32, bits(v), emu::kDecodePolicy); }
+
+struct Case {
+    std::vector<std::uint8_t> a, b;
+    std::vector<float> sa{1.0f}, sb{1.0f};
+    GemmRequest rq;
+    Case(std::size_t m, std::size_t n, std::size_t k, Format fa, Format fb) : a(m * k), b(n * k) {
+        rq.a = {nullptr, m, fa, ScaleKind::tensor, nullptr, 1};
+        rq.b = {nullptr, n, fb, ScaleKind::tensor, nullptr, 1};
+        rq.k = k;
+    }
+    GemmRequest& request() {
+        rq.a.codes = a.data();
+        rq.b.codes = b.data();
+        rq.a.scales = sa.data();
+        rq.b.scales = sb.data();
+        rq.a.scale_count = sa.size();
+        rq.b.scale_count = sb.size();
+        return rq;
+    }
+};
+
+// Random finite codes of `f` (NaN/Inf excluded), with many small and large magnitudes.
+void fill(std::vector<std::uint8_t>& v, Format f, std::mt19937& rng) {
+    std::uniform_int_distribution<int> d(0, 255);
+    for (auto& c : v) {
+        do c = static_cast<std::uint8_t>(d(rng));
+        while (!std::isfinite(value(f, c)));
+    }
+}
+
+AccumModel model(const char* s) { return parse_model(s); }
+std::vector<std::uint32_t> mm(const GemmRequest& r, const AccumModel& m) { return fp8kit::gemm::gemm(r, m); }
+
+}  // namespace
+
+TEST_CASE("gemm exact equals a __float128 sum rounded once", "[gemm]") {
+    std::mt19937 rng(7);
+    for (auto [fa, fb] : {std::pair{Format::e4m3, Format::e4m3}, {Format::e4m3, Format::e5m2}, {Format::e5m2, Format::e5m2}}) {
+        for (std::size_t k : {1u, 17u, 300u, 4096u}) {
+            Case c(3, 4, k, fa, fb);
+            fill(c.a, fa, rng);
+            fill(c.b, fb, rng);
+            c.sa = {0.7f};     // any float32 ...
+            c.sb = {0.125f};   // ... times a power of two: still exact in 113 bits
+            const auto d = mm(c.request(), model("exact"));
+            for (std::size_t i = 0; i < 3; ++i)
+                for (std::size_t j = 0; j < 4; ++j) {
+                    __float128 s = 0;
+                    for (std::size_t q = 0; q < k; ++q)
+                        s += static_cast<__float128>(value(fa, c.a[i * k + q])) * value(fb, c.b[j * k + q]);
+                    const float want = static_cast<float>(s * static_cast<__float128>(0.7f) * static_cast<__float128>(0.125f));
+                    INFO("k " << k << " i " << i << " j " << j);
+                    REQUIRE(d[i * 4 + j] == bits(want));
+                }
+        }
+    }
+}
+
+TEST_CASE("gemm exact rounds once where binary64 sums would not", "[gemm]") {
+    // 2^17 * 2^14 (E5M2 57344 = 1.75 * 2^15 squared, near 2^31.6) and 2^-32 (the smallest
+    // product): a binary64 sum loses the small product; the exact sum keeps it, and it decides a
+    // rounding only through the sticky bit, so the float32 result is the same here, but the
+    // 1-ulp case below shows the tie broken by it.
+    Case c(1, 1, 3, Format::e5m2, Format::e5m2);
+    const std::uint8_t one = code(Format::e5m2, 1.0f), tiny = 0x01;  // 2^-16
+    // 1 + 2^-24 (tie between 1 and 1 + 2^-23 in float32) + 2^-32: exact rounds up.
+    c.a = {one, code(Format::e5m2, std::ldexp(1.0f, -12)), tiny};
+    c.b = {one, code(Format::e5m2, std::ldexp(1.0f, -12)), tiny};
+    const auto d = mm(c.request(), model("exact"));
+    REQUIRE(d[0] == bits(std::nextafter(1.0f, 2.0f)));
+    REQUIRE(mm(c.request(), model("fp32"))[0] == bits(1.0f));  // float32 sums drop it
+}
+
+TEST_CASE("gemm fp32 equals a float32 loop in k order, any thread count", "[gemm]") {
+    std::mt19937 rng(11);
+    Case c(9, 5, 777, Format::e4m3, Format::e5m2);
+    fill(c.a, Format::e4m3, rng);
+    fill(c.b, Format::e5m2, rng);
+    c.sa = {3.0f};
+    c.sb = {0.1f};
+    omp_set_num_threads(1);
+    const auto one = mm(c.request(), model("fp32"));
+    omp_set_num_threads(2);
+    for (const char* m : {"exact", "fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc"}) {
+        // Identical for any thread count.
+        omp_set_num_threads(1);
+        const auto d1 = mm(c.request(), model(m));
+        omp_set_num_threads(3);
+        REQUIRE(mm(c.request(), model(m)) == d1);
+    }
+    for (std::size_t i = 0; i < 9; ++i)
+        for (std::size_t j = 0; j < 5; ++j) {
+            volatile float acc = 0;  // volatile: one float32 add per step, as written
+            for (std::size_t q = 0; q < 777; ++q)
+                acc = acc + static_cast<float>(value(Format::e4m3, c.a[i * 777 + q])) * static_cast<float>(value(Format::e5m2, c.b[j * 777 + q]));
+            volatile float s = 3.0f * 0.1f;
+            volatile float want = s * acc;
+            REQUIRE(one[i * 5 + j] == bits(want));
+        }
+}
+
+TEST_CASE("gemm aligned model: truncation in the alignment, by hand", "[gemm]") {
+    Case c(1, 1, 2, Format::e4m3, Format::e4m3);
+    // Products 2^16 and 2^-6: aligned to 2^16 with 14 bits kept, the unit is 2^(16 + 1 - 14) = 2^3,
+    // so 2^-6 truncates to 0 (exact: 65536.015625).
+    c.a = {code(Format::e4m3, 256.0f), code(Format::e4m3, 1.0f)};
+    c.b = {code(Format::e4m3, 256.0f), code(Format::e4m3, 0.015625f)};
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 65536.0f);
+    REQUIRE(f32(mm(c.request(), model("exact"))[0]) == 65536.015625f);
+    // 2^16 and 12 (1.5 * 2^3): unit 2^3, 12 -> 8 when truncated, 16 with nearest-even (1.5 -> 2).
+    c.b[1] = code(Format::e4m3, 12.0f);
+    c.a[1] = code(Format::e4m3, 1.0f);
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 65536.0f + 8.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:align=rne"))[0]) == 65536.0f + 16.0f);
+    // Sticky: 12 keeps 8 plus half a unit (4): 65548 exactly, representable in float32.
+    REQUIRE(f32(mm(c.request(), model("aligned:sticky=1,sum_bits=0"))[0]) == 65536.0f + 12.0f);
+    // -12: truncation toward zero keeps -8; floor (a right shift in two's complement) keeps -16.
+    c.a[1] = code(Format::e4m3, -1.0f);
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 65536.0f - 8.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:align=floor"))[0]) == 65536.0f - 16.0f);
+    c.a[1] = code(Format::e4m3, 1.0f);
+    // 15 bits: the unit is 2^2 and 12 is kept whole.
+    REQUIRE(f32(mm(c.request(), model("aligned:bits=15,sum_bits=0"))[0]) == 65536.0f + 12.0f);
+}
+
+TEST_CASE("gemm aligned model: nominal exponents (ea + eb) set the alignment, as measured on the H100", "[gemm]") {
+    // Products 1.5 * 1.5 = 2.25 (nominal exponent 0, actual 1), -1, -1.25 and 2^-6 * 2^-7 = 2^-13
+    // (2^-7 is an E4M3 subnormal). Nominal: E = 0, unit 2^-13, the small product survives and
+    // the sum is 2^-13. Actual (h100tc): E = 1, unit 2^-12, it is truncated away: 0.
+    Case c(1, 1, 4, Format::e4m3, Format::e4m3);
+    c.a = {code(Format::e4m3, 1.5f), code(Format::e4m3, -1.0f), code(Format::e4m3, -1.25f), code(Format::e4m3, 0.015625f)};
+    c.b = {code(Format::e4m3, 1.5f), code(Format::e4m3, 1.0f), code(Format::e4m3, 1.0f), code(Format::e4m3, 0.0078125f)};
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == std::ldexp(1.0f, -13));
+    REQUIRE(f32(mm(c.request(), model("h100tc"))[0]) == 0.0f);
+    // The step's sum keeps 14 significant bits: 65536 + 65536 + 8.
+    c.a = {code(Format::e4m3, 256.0f), code(Format::e4m3, 256.0f), code(Format::e4m3, 0.5f), 0};
+    c.b = {code(Format::e4m3, 256.0f), code(Format::e4m3, 256.0f), code(Format::e4m3, 1.0f), 0};
+    // 8 is kept by the alignment (unit 2^(16 - 13) = 8); the sum 131080 (leading bit 2^17)
+    // keeps 14 bits, unit 16: 131072.
+    c.a[2] = code(Format::e4m3, 8.0f);
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 131072.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:sum_bits=0"))[0]) == 131080.0f);
+}
+
+TEST_CASE("gemm aligned model: the accumulator is aligned with each group, promotion restores it", "[gemm]") {
+    // K = 64, group 32: first group 32 x 2^12 = 2^17 exactly; second group: products 1.0 against an
+    // accumulator of 2^17: unit 2^(17 + 1 - 14) = 2^4, so each 1.0 truncates to 0: 131072.
+    Case c(1, 1, 64, Format::e4m3, Format::e4m3);
+    for (int q = 0; q < 64; ++q) {
+        c.a[q] = code(Format::e4m3, q < 32 ? 64.0f : 1.0f);
+        c.b[q] = code(Format::e4m3, q < 32 ? 64.0f : 1.0f);
+    }
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 131072.0f);
+    // Promotion every 32: the second group starts from 0 (32 exactly) and is added in float32.
+    REQUIRE(f32(mm(c.request(), model("aligned:promote=32"))[0]) == 131072.0f + 32.0f);
+    REQUIRE(f32(mm(c.request(), model("exact"))[0]) == 131072.0f + 32.0f);
+    // Group 64: all 64 products in one step with the accumulator 0: largest 2^12, unit 2^-1, exact.
+    REQUIRE(f32(mm(c.request(), model("aligned:group=64"))[0]) == 131072.0f + 32.0f);
+}
+
+TEST_CASE("gemm aligned model: the step's sum is rounded to float32 as step= says", "[gemm]") {
+    // E5M2 products 2^15 * 2^15 = 2^30 and 192 * 1 (1.5 float32 ulps at 2^30, ulp 2^7); 40 bits
+    // kept in the alignment lose nothing, so only the step's rounding acts: toward zero 2^30 + 128,
+    // nearest-even 2^30 + 256.
+    Case c(1, 1, 2, Format::e5m2, Format::e5m2);
+    c.a = {code(Format::e5m2, 32768.0f), code(Format::e5m2, 192.0f)};
+    c.b = {code(Format::e5m2, 32768.0f), code(Format::e5m2, 1.0f)};
+    REQUIRE(f32(mm(c.request(), model("aligned:bits=40,sum_bits=0,step=rz"))[0]) == 1073741824.0f + 128.0f);
+    REQUIRE(f32(mm(c.request(), model("aligned:bits=40,sum_bits=0,step=rne"))[0]) == 1073741824.0f + 256.0f);
+    // 14 bits: unit 2^(30 + 1 - 14) = 2^17, and 192 is gone before the step rounds.
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 1073741824.0f);
+}
+
+TEST_CASE("gemm block scales and rowwise scales", "[gemm]") {
+    std::mt19937 rng(5);
+    Case c(3, 130, 260, Format::e4m3, Format::e4m3);
+    fill(c.a, Format::e4m3, rng);
+    fill(c.b, Format::e4m3, rng);
+    c.rq.a.scale_kind = c.rq.b.scale_kind = ScaleKind::block;
+    c.sa.assign(3 * 3, 0.0f);
+    c.sb.assign(2 * 3, 0.0f);
+    for (auto& s : c.sa) s = std::ldexp(1.0f, static_cast<int>(rng() % 7) - 3);
+    for (auto& s : c.sb) s = std::ldexp(1.0f, static_cast<int>(rng() % 7) - 3);
+    const auto d = mm(c.request(), model("exact"));
+    for (std::size_t i = 0; i < 3; ++i)
+        for (std::size_t j = 0; j < 130; ++j) {
+            __float128 s = 0;
+            for (std::size_t q = 0; q < 260; ++q)
+                s += static_cast<__float128>(value(Format::e4m3, c.a[i * 260 + q])) * value(Format::e4m3, c.b[j * 260 + q]) *
+                     c.sa[i * 3 + q / 128] * c.sb[(j / 128) * 3 + q / 128];
+            REQUIRE(d[i * 130 + j] == bits(static_cast<float>(s)));
+        }
+    c.rq.a.scale_kind = ScaleKind::row;
+    REQUIRE_THROWS_AS(mm(c.request(), model("exact")), std::invalid_argument);  // A rowwise, B blocks
+    c.rq.b.scale_kind = ScaleKind::row;
+    c.sa.assign(3, 2.0f);
+    c.sb.assign(129, 1.0f);  // one short
+    REQUIRE_THROWS_WITH(mm(c.request(), model("exact")), Catch::Contains("scale-b"));
+}
+
+TEST_CASE("gemm models: names, parameters, and refusals", "[gemm]") {
+    REQUIRE(describe(parse_model("aligned:group=16,bits=13,promote=64")) ==
+            "aligned:group=16,bits=13,exp=nominal,sum_bits=14,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue");
+    REQUIRE_THROWS_WITH(parse_model("sm80"), Catch::Contains("sm80"));
+    REQUIRE_THROWS_WITH(parse_model("aligned:promote=48"), Catch::Contains("multiple of group"));
+    REQUIRE_THROWS_WITH(parse_model("aligned:bits=x"), Catch::Contains("bits='x'"));
+    Case c(1, 1, 1, Format::e8m0, Format::e4m3);
+    REQUIRE_THROWS_WITH(mm(c.request(), model("exact")), Catch::Contains("e8m0"));
+}
+
+TEST_CASE("gemm compare names the model an output was made with", "[gemm]") {
+    std::mt19937 rng(3);
+    Case c(6, 6, 512, Format::e4m3, Format::e5m2);
+    fill(c.a, Format::e4m3, rng);
+    fill(c.b, Format::e5m2, rng);
+    for (const char* m : {"exact", "fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc"}) {
+        const auto d = mm(c.request(), model(m));
+        const GemmComparison r = compare(c.request(), d);
+        INFO(m << "\n" << r.summary());
+        // Models that coincide on this input are listed in order; the first must be m or one
+        // that gives the same bits.
+        REQUIRE(mm(c.request(), model(r.matched.c_str())) == d);
+        REQUIRE(r.bound_violations == 0);
+    }
+    auto d = mm(c.request(), model("sm90-fast"));
+    d[7] ^= 1;  // one bit off
+    const GemmComparison r = compare(c.request(), d);
+    REQUIRE(r.matched.empty());
+    REQUIRE(r.closest == "sm90-fast");
+    REQUIRE(r.models[3].mismatches == 1);
+}

@@ -1,0 +1,313 @@
+// The kernels of issue 16 against lib, bit for bit: quantize / dequantize for FP4 (e2m1), FP6
+// (e2m3, e3m2), e3m4, e4m3b11fnuz and e4m3ieee against encode_array / decode_array, and the GPU
+// block quantiser (cuda/blocks.hpp) against fp8kit::quantize_blocks for the NVFP4 (TE, torchao),
+// MXFP4 and MXFP6 presets, packed and not. No rule is written here: every expected value is lib's.
+// Inputs: random bits and normals over 2^-20 .. 2^20, and adversarial values (ties between
+// adjacent codes of every new format, float32 subnormals, the overflow boundary, NaN with
+// payloads and both signs, +-Inf, +-0), all-zero and single-outlier blocks, all-zero tensors, and
+// shapes not divisible by the block.
+#include <catch2/catch.hpp>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fp8kit/convert/format_info.hpp"
+#include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/convert/hadamard.hpp"
+#include "fp8kit/cuda/blocks.hpp"
+#include "fp8kit/cuda/hadamard.hpp"
+#include "fp8kit/cuda/kernels.hpp"
+#include "fp8kit/emu/pack.hpp"
+#include "fp8kit/recipes.hpp"
+#include "fp8kit/stats/block_quantize.hpp"
+
+namespace cu = fp8kit::cuda;
+using fp8kit::Format;
+using fp8kit::Policy;
+using fp8kit::Wide;
+using fp8kit::emu::NanEncoding;
+using fp8kit::emu::Overflow;
+using fp8kit::emu::Rounding;
+
+namespace {
+
+const Format kNew[] = {Format::e2m1, Format::e2m3, Format::e3m2, Format::e3m4, Format::e4m3b11fnuz, Format::e4m3ieee};
+const Wide kInputs[] = {Wide::f32, Wide::f16, Wide::bf16};
+
+struct Buf {
+    void* p;
+    explicit Buf(std::size_t b) : p(cu::device_alloc(b + 16)) {}
+    ~Buf() { cu::device_free(p); }
+    Buf(const Buf&) = delete;
+    Buf& operator=(const Buf&) = delete;
+    template <class T> T* as() { return static_cast<T*>(p); }
+};
+
+template <class T>
+std::vector<T> host(const void* d, std::size_t n) {
+    std::vector<T> h(n);
+    if (n) cu::copy_to_host(h.data(), d, n * sizeof(T));
+    return h;
+}
+
+std::uint32_t b_of(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+
+// Codes, their negatives, the midpoints between neighbours (ties) and the floats next to them, and
+// the overflow boundary, for every new format; then special bits; then random values.
+std::vector<float> adversarial_f32(std::size_t n_random, unsigned seed) {
+    std::vector<float> v;
+    for (Format f : kNew) {
+        const int codes = 1 << fp8kit::format_info(f).total_bits;
+        for (int c = 0; c + 1 < codes; ++c) {
+            const double a = fp8kit::decode_value(f, static_cast<std::uint8_t>(c));
+            const double b = fp8kit::decode_value(f, static_cast<std::uint8_t>(c + 1));
+            if (!std::isfinite(a)) continue;
+            v.push_back(static_cast<float>(a));
+            v.push_back(static_cast<float>(-a));
+            if (std::isfinite(b) && b != a) {
+                const float mid = static_cast<float>((a + b) / 2);
+                for (float m : {mid, -mid, std::nextafter(mid, 0.0f), std::nextafter(mid, INFINITY)}) v.push_back(m);
+            }
+        }
+        const float mx = static_cast<float>(fp8kit::format_info(f).max_finite);
+        for (float x : {mx, std::nextafter(mx, INFINITY), mx * 1.0625f, mx * 1.25f, -mx * 1.25f, mx * 4}) v.push_back(x);
+    }
+    for (std::uint32_t b : {0u, 0x80000000u, 1u, 0x80000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu, 0xFF7FFFFFu,
+                            0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FA5A5A5u,
+                            0xFFFFFFFFu}) {
+        float f;
+        std::memcpy(&f, &b, 4);
+        v.push_back(f);
+    }
+    std::mt19937 g(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (std::size_t i = 0; i < n_random; ++i) {
+        const std::uint32_t r = g();
+        float f;
+        std::memcpy(&f, &r, 4);
+        v.push_back(i % 2 ? f : nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 40) - 20));
+    }
+    return v;
+}
+
+// The same values in `w` (f16 / bf16 by lib's own RNE narrowing) as raw bytes.
+std::vector<unsigned char> as_bytes(Wide w, const std::vector<float>& f) {
+    const std::size_t es = fp8kit::wide_size(w);
+    std::vector<unsigned char> out(f.size() * es);
+    if (w == Wide::f32) {
+        std::memcpy(out.data(), f.data(), out.size());
+        return out;
+    }
+    fp8kit::emu::with_wide(w, [&](auto dst) {
+        using D = decltype(dst);
+        for (std::size_t i = 0; i < f.size(); ++i) {
+            const auto h = static_cast<std::uint16_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(
+                b_of(f[i]), {Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet_payload}));
+            std::memcpy(out.data() + i * es, &h, 2);
+        }
+        return 0;
+    });
+    return out;
+}
+
+std::vector<Policy> policies() {
+    std::vector<Policy> v;
+    for (int r = 0; r < 6; ++r)
+        for (int o = 0; o < 3; ++o)
+            for (int n = 0; n < 4; ++n) v.push_back({static_cast<Rounding>(r), static_cast<Overflow>(o), static_cast<NanEncoding>(n)});
+    return v;
+}
+
+std::size_t mismatches(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
+    std::size_t m = a.size() == b.size() ? 0 : 1 + a.size() + b.size();
+    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) m += a[i] != b[i];
+    return m;
+}
+
+// float32 bits equal, or both NaN (x86 and the GPU make NaNs with different payloads: the
+// scale of a block whose rule gives NaN; documented in blocks.hpp).
+bool same_float(float a, float b) { return (std::isnan(a) && std::isnan(b)) || b_of(a) == b_of(b); }
+
+}  // namespace
+
+TEST_CASE("FP4/FP6/ml_dtypes formats: quantize equals encode_array for every policy and input type", "[gpu][fp4]") {
+    const auto f32 = adversarial_f32(20000, 7);
+    for (Wide w : kInputs) {
+        const auto bytes = as_bytes(w, f32);
+        const std::size_t es = fp8kit::wide_size(w), n = f32.size();
+        Buf din(bytes.size()), dout(n);
+        cu::copy_to_device(din.p, bytes.data(), bytes.size());
+        for (Format f : kNew) {
+            REQUIRE(cu::has_cast_kernels(f));
+            REQUIRE_FALSE(cu::has_kernels(f));
+            for (const Policy& p : policies()) {
+                std::vector<std::uint8_t> want(n);
+                fp8kit::encode_array(f, w, bytes.data(), want.data(), n, p, 0xABCDEFull, 13);
+                cu::quantize(f, w, din.p, dout.as<std::uint8_t>(), n, p, 1.0f, 0xABCDEFull, 13);
+                INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p));
+                REQUIRE(mismatches(host<std::uint8_t>(dout.p, n), want) == 0);
+            }
+        }
+        (void)es;
+    }
+}
+
+TEST_CASE("FP4/FP6/ml_dtypes formats: dequantize equals decode_array", "[gpu][fp4]") {
+    std::vector<std::uint8_t> codes(256 * 3 + 5);
+    for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<std::uint8_t>(i * 37u);
+    for (Format f : kNew) {
+        const int bits = fp8kit::format_info(f).total_bits;
+        std::vector<std::uint8_t> c(codes);
+        for (auto& x : c) x = static_cast<std::uint8_t>(x & ((1u << bits) - 1u));  // valid codes only
+        const std::size_t n = c.size();
+        Buf din(n), dout(n * 4);
+        cu::copy_to_device(din.p, c.data(), n);
+        for (Wide w : kInputs) {
+            const std::size_t es = fp8kit::wide_size(w);
+            std::vector<unsigned char> want(n * es);
+            fp8kit::decode_array(f, w, c.data(), want.data(), n);
+            cu::dequantize(f, w, din.as<std::uint8_t>(), dout.p, n, 1.0f);
+            INFO(fp8kit::name(f) << " -> " << fp8kit::name(w));
+            REQUIRE(host<unsigned char>(dout.p, n * es) == want);
+        }
+    }
+}
+
+namespace {
+
+struct Case {
+    std::string preset;
+    fp8kit::Role role;
+};
+
+// One preset / role on one tensor: GPU block quantiser against lib's quantize_blocks.
+void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_t rows, std::size_t cols, bool packed,
+                  std::uint64_t seed, const Policy* policy_override = nullptr) {
+    fp8kit::BlockRecipe br = fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, cols);
+    if (policy_override) br.policy = *policy_override;
+    const auto bytes = as_bytes(w, x);
+    const fp8kit::BlockQuantized want = fp8kit::quantize_blocks(bytes.data(), w, rows, cols, br, seed);
+    const cu::BlockSpec spec{br.format, br.rule, br.block_rows, br.block_cols, br.policy, br.epsilon, br.pow2, br.value_for_inf};
+    const std::size_t blocks = want.grid_rows * want.grid_cols, ncode = packed ? rows * cols / 2 : rows * cols;
+    Buf din(bytes.size()), dcodes(ncode), dsc(blocks), ds(blocks * 4), dsi(blocks * 4), damax(4);
+    cu::copy_to_device(din.p, bytes.data(), bytes.size());
+    cu::quantize_blocks(spec, w, din.p, rows, cols, dcodes.as<std::uint8_t>(), packed, dsc.as<std::uint8_t>(), ds.as<float>(),
+                        dsi.as<float>(), damax.as<float>(), seed);
+    std::vector<std::uint8_t> want_codes = want.codes;
+    if (packed) {
+        want_codes.assign(ncode, 0);
+        for (std::size_t r = 0; r < rows; ++r)
+            fp8kit::emu::pack_fp4_array(want.codes.data() + r * cols, want_codes.data() + r * cols / 2, cols,
+                                        fp8kit::emu::NibbleOrder::low_first);
+    }
+    INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " " << rows << "x" << cols
+                  << (packed ? " packed" : "") << " " << fp8kit::describe(br.policy));
+    REQUIRE(mismatches(host<std::uint8_t>(dcodes.p, ncode), want_codes) == 0);
+    REQUIRE(host<std::uint8_t>(dsc.p, blocks) == want.scale_codes);
+    const auto ga = host<float>(damax.p, 1), s = host<float>(ds.p, blocks), si = host<float>(dsi.p, blocks);
+    REQUIRE(b_of(ga[0]) == b_of(want.global_amax));
+    std::size_t bad_scales = 0;
+    for (std::size_t b = 0; b < blocks; ++b) bad_scales += !same_float(s[b], want.scale[b]) || !same_float(si[b], want.scale_inv[b]);
+    REQUIRE(bad_scales == 0);
+}
+
+const Case kCases[] = {{"nvfp4", fp8kit::Role::activation}, {"nvfp4", fp8kit::Role::weight},
+                       {"nvfp4", fp8kit::Role::gradient},   {"nvfp4-torchao", fp8kit::Role::activation},
+                       {"mxfp4", fp8kit::Role::activation}, {"mxfp4-ocp", fp8kit::Role::activation},
+                       {"mxfp6-e2m3", fp8kit::Role::weight}, {"mxfp6-e2m3-ocp", fp8kit::Role::weight},
+                       {"mxfp6-e3m2", fp8kit::Role::gradient}, {"mxfp6-e3m2-ocp", fp8kit::Role::gradient},
+                       {"mxfp8", fp8kit::Role::activation}};
+
+// A tensor whose blocks are: random normals at one of 40 magnitudes, all zero, one outlier,
+// all ties, subnormal, NaN / Inf holding, and the adversarial values, in row-major order.
+std::vector<float> block_tensor(std::size_t rows, std::size_t cols, unsigned seed) {
+    const auto adv = adversarial_f32(0, seed);
+    std::mt19937 g(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(rows * cols);
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        const std::size_t blk = i / 16;
+        switch (blk % 9) {
+            case 0: x[i] = 0.0f; break;                                                   // all-zero block
+            case 1: x[i] = (i % 16 == 3) ? 3.0e4f : nd(g) * 1e-3f; break;                 // one outlier
+            case 2: x[i] = static_cast<float>(static_cast<int>(g() % 13) - 6) * 0.25f; break;  // ties at scale 1
+            case 3: x[i] = std::ldexp(nd(g), -130); break;                                // float32 subnormals
+            case 4: x[i] = adv[g() % adv.size()]; break;                                  // NaN, Inf, boundaries
+            default: x[i] = nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 40) - 20); break;
+        }
+    }
+    return x;
+}
+
+}  // namespace
+
+TEST_CASE("block quantiser equals quantize_blocks: NVFP4 (TE, torchao), MXFP4, MXFP6, MXFP8", "[gpu][fp4]") {
+    // Shapes: multiples of the blocks, and not (edge blocks partial in both directions).
+    const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {37, 70}, {16, 16}, {1, 2}, {129, 34}};
+    for (const auto& [rows, cols] : shapes)
+        for (Wide w : kInputs) {
+            const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 131 + cols));
+            for (const Case& k : kCases) {
+                const bool fp4 = k.preset.rfind("nvfp4", 0) == 0 || k.preset.rfind("mxfp4", 0) == 0;
+                check_blocks(k, w, x, rows, cols, false, 5);
+                if (fp4 && cols % 2 == 0) check_blocks(k, w, x, rows, cols, true, 5);
+            }
+        }
+}
+
+TEST_CASE("block quantiser: stochastic rounding draws lib's bits; all-zero and Inf tensors", "[gpu][fp4]") {
+    const Policy sr{Rounding::stochastic, Overflow::saturate_all, NanEncoding::positive_max};
+    const auto x = block_tensor(48, 96, 3);
+    for (const Case& k : kCases)
+        for (std::uint64_t seed : {std::uint64_t{1}, std::uint64_t{0xDEADBEEFull}}) check_blocks(k, Wide::f32, x, 48, 96, false, seed, &sr);
+    // All zero (global amax 0: TE's S_enc = 1, torchao's per-tensor scale 0 -> NaN scales), one
+    // +Inf (global amax Inf), all NaN.
+    for (float fill : {0.0f, -0.0f, NAN}) {
+        std::vector<float> z(32 * 48, fill);
+        for (const Case& k : kCases) check_blocks(k, Wide::f32, z, 32, 48, false, 1);
+        z[100] = INFINITY;
+        for (const Case& k : kCases) check_blocks(k, Wide::bf16, z, 32, 48, false, 1);
+    }
+}
+
+TEST_CASE("block quantiser refuses bad arguments; the sm_100 FP4 cvt fails loudly before sm_100", "[gpu][fp4]") {
+    Buf d(4096);
+    const Policy p{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
+    cu::BlockSpec s{Format::e2m3, fp8kit::ScaleRule::mx_roundup, 1, 32, p};
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), true, nullptr, nullptr, nullptr, d.as<float>()),
+                        Catch::Contains("quantize_blocks") && Catch::Contains("e2m1"));
+    s.format = Format::e2m1;
+    s.block_cols = 15;
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), true, nullptr, nullptr, nullptr, d.as<float>()),
+                        Catch::Contains("even"));
+    s.format = Format::e8m0;
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
+                        Catch::Contains("e8m0"));
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f64, d.p, 2, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
+                        Catch::Contains("f64"));
+    // H100 (sm_90): the hardware FP4 path does not exist; the call must say so, not fall back.
+    REQUIRE_THROWS_WITH(cu::quantize_e2m1_cvt_satfinite(d.as<float>(), static_cast<std::uint8_t*>(d.p) + 1024, 16),
+                        Catch::Contains("sm_100"));
+}
+
+TEST_CASE("TE NVFP4 random Hadamard transform on the GPU equals lib's te_rht16_columnwise", "[gpu][fp4]") {
+    const std::size_t rows = 48, cols = 37;
+    const auto x = block_tensor(rows, cols, 11);  // normals at many scales, zeros, NaN, Inf, subnormals
+    for (Wide w : kInputs)
+        for (bool signs : {true, false}) {
+            const auto bytes = as_bytes(w, x);
+            const auto want = fp8kit::te_rht16_columnwise(bytes.data(), w, rows, cols, signs);
+            Buf din(bytes.size()), dout(bytes.size());
+            cu::copy_to_device(din.p, bytes.data(), bytes.size());
+            cu::te_rht16_columnwise(w, din.p, rows, cols, dout.p, signs);
+            INFO(fp8kit::name(w) << (signs ? " with" : " without") << " signs");
+            REQUIRE(host<unsigned char>(dout.p, bytes.size()) == want);
+        }
+    Buf d(64);
+    REQUIRE_THROWS_WITH(cu::te_rht16_columnwise(Wide::f32, d.p, 8, 1, d.p), Catch::Contains("multiple of the Hadamard dimension 16"));
+}

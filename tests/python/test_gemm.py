@@ -1,0 +1,97 @@
+"""fp8kit.gemm against computations that share nothing with the C++ models: `exact` against
+Python Fractions of the operands as ml_dtypes decodes them, rounded once to nearest-even by the
+rule written out below; `fp32` against numpy float32 sums in k order; validate_gemm naming the
+model an output was made with. docs/gemm.md defines the models."""
+from fractions import Fraction
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import fp8kit
+
+FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+
+
+def codes(rng, shape, fmt):
+    """Random finite codes of a format (NaN and Inf codes redrawn)."""
+    c = rng.integers(0, 256, size=shape, dtype=np.uint8)
+    bad = ~np.isfinite(c.view(FP8[fmt]).astype(np.float64))
+    while bad.any():
+        c[bad] = rng.integers(0, 256, size=int(bad.sum()), dtype=np.uint8)
+        bad = ~np.isfinite(c.view(FP8[fmt]).astype(np.float64))
+    return c
+
+
+def round_ne(x, man_bits, emin):
+    """x (a Fraction) rounded to nearest-even in a binary format with `man_bits` fraction bits and
+    smallest normal exponent emin (subnormals below it); overflow is not reached in these tests."""
+    if x == 0:
+        return 0.0
+    sign, x = (-1 if x < 0 else 1), abs(x)
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    if Fraction(2) ** e > x:
+        e -= 1
+    q = Fraction(2) ** (max(e, emin) - man_bits)  # the quantum at x
+    n, r = divmod(x, q)
+    if r * 2 > q or (r * 2 == q and n % 2 == 1):
+        n += 1
+    return sign * float(n * q)
+
+
+def exact_reference(a, b, fa, fb, sa, sb, man_bits, emin):
+    av = a.view(FP8[fa]).astype(np.float64)
+    bv = b.view(FP8[fb]).astype(np.float64)
+    out = np.empty((a.shape[0], b.shape[0]))
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            s = sum(Fraction(x) * Fraction(y) for x, y in zip(av[i], bv[j]))
+            out[i, j] = round_ne(s * Fraction(float(sa)) * Fraction(float(sb)), man_bits, emin)
+    return out
+
+
+@pytest.mark.parametrize("fa,fb,k", [("e4m3", "e4m3", 64), ("e4m3", "e5m2", 1000), ("e5m2", "e5m2", 4096)])
+def test_exact_equals_fractions_f32_and_bf16(fa, fb, k):
+    rng = np.random.default_rng(k)
+    a, b = codes(rng, (2, k), fa), codes(rng, (3, k), fb)
+    sa, sb = np.float32(0.3), np.float32(1.7)
+    d = fp8kit.gemm(a, b, fa, fb, sa, sb, accum="exact")
+    assert np.array_equal(d.astype(np.float64), exact_reference(a, b, fa, fb, sa, sb, 23, -126))
+    h = fp8kit.gemm(a, b, fa, fb, sa, sb, accum="exact", out_dtype="bf16")
+    want = exact_reference(a, b, fa, fb, sa, sb, 7, -126).astype(ml_dtypes.bfloat16).view(np.uint16)
+    assert np.array_equal(h, want)
+
+
+def test_fp32_equals_numpy_float32_sums_in_k_order():
+    rng = np.random.default_rng(2)
+    a, b = codes(rng, (4, 333), "e4m3"), codes(rng, (5, 333), "e5m2")
+    sa = rng.uniform(0.5, 2, size=4).astype(np.float32)  # rowwise
+    sb = rng.uniform(0.5, 2, size=5).astype(np.float32)
+    av, bv = a.view(FP8["e4m3"]).astype(np.float32), b.view(FP8["e5m2"]).astype(np.float32)
+    acc = np.zeros((4, 5), np.float32)
+    for k in range(333):
+        acc = acc + np.outer(av[:, k], bv[:, k])  # products of two codes are exact in float32
+    want = (sa[:, None] * sb[None, :]) * acc
+    d = fp8kit.gemm(a, b, "e4m3", "e5m2", sa, sb, accum="fp32")
+    assert np.array_equal(d.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("model", ["exact", "fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc"])
+def test_validate_gemm_names_the_model(model):
+    rng = np.random.default_rng(9)
+    a, b = codes(rng, (8, 2048), "e4m3"), codes(rng, (8, 2048), "e4m3")
+    d = fp8kit.gemm(a, b, scale_a=0.5, scale_b=0.25, accum=model)
+    r = fp8kit.validate_gemm(d, a, b, scale_a=0.5, scale_b=0.25)
+    assert r["mismatches"][model] == 0
+    assert np.array_equal(fp8kit.gemm(a, b, scale_a=0.5, scale_b=0.25, accum=r["matched"]), d)
+    assert r["bound_violations"] == 0
+
+
+def test_bad_arguments_raise_valueerror_naming_them():
+    a = np.zeros((2, 3), np.uint8)
+    with pytest.raises(ValueError, match="K = 4"):
+        fp8kit.gemm(a, np.zeros((2, 4), np.uint8))
+    with pytest.raises(ValueError, match="scale_a"):
+        fp8kit.gemm(a, a, scale_a=np.ones(5, np.float32))
+    with pytest.raises(ValueError, match="sm80"):
+        fp8kit.gemm(a, a, accum="sm80")
