@@ -15,6 +15,7 @@
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/inspect.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/validate.hpp"
 #include "terminal.hpp"
 
 namespace fp8kit::cli {
@@ -172,8 +173,51 @@ void write_csv(const Rows& rows, const std::string& recipe) {
     }
 }
 
+// TransformerEngine DumpTensors files holding both entries: TE's codes against the reference.
+std::vector<TeQuantizedCheck> check_te_files(const dp::Dump& dump, std::vector<dp::Problem>& errors) {
+    std::vector<TeQuantizedCheck> out;
+    std::string last;
+    for (const auto& t : dump.tensors()) {
+        const std::string_view q = "/quantized";
+        if (t.file == last || t.name.size() < q.size() || t.name.compare(t.name.size() - q.size(), q.size(), q) != 0)
+            continue;
+        last = t.file;
+        try {
+            if (auto c = check_te_quantized(t.file)) out.push_back(std::move(*c));
+        } catch (const dp::DumpError& e) {
+            errors.push_back({e.file, e.name, e.message});
+        }
+    }
+    return out;
+}
+
+std::string te_classes(const ValidateReport& r) {
+    std::vector<std::string> parts;
+    for (MismatchClass c : kAllMismatchClasses)
+        if (r[c].count) parts.push_back(fmt::format("{} {}", name(c), r[c].count));
+    return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+void write_te_terminal(const std::vector<TeQuantizedCheck>& checks) {
+    if (checks.empty()) return;
+    fmt::print("\nTransformerEngine quantized vs fp8kit reference (TE's scale_inv, profile cuda-satfinite):\n");
+    for (const auto& c : checks) {
+        const auto& r = c.report;
+        fmt::print("  {} ({}): {}, scale_inv {}: ", io::printable(c.name), io::printable(c.file), name(c.format), c.scale_inv);
+        if (r.exact()) {
+            fmt::print("bit-exact, {} codes\n", r.total);
+            continue;
+        }
+        std::uint64_t first = ~std::uint64_t(0);
+        for (const auto& cl : r.classes)
+            for (const auto& e : cl.examples) first = std::min(first, e.index);
+        fmt::print("{} of {} codes differ ({}); first at {}\n", r.mismatches, r.total, te_classes(r), r.position(first));
+    }
+}
+
 void write_json(const Rows& rows, const inspect::Options& opts, const InspectOpts& o,
-                const dp::Dump& dump, const std::vector<dp::Problem>& errors) {
+                const dp::Dump& dump, const std::vector<dp::Problem>& errors,
+                const std::vector<TeQuantizedCheck>& te_checks) {
     // The tensors are written one at a time into the document's place for them (memory: the
     // rows, not a JSON tree of every tensor), in exactly the layout dump(1) gives the whole.
     static const char* kTensors = "\x01fp8kit tensors\x01";
@@ -189,6 +233,13 @@ void write_json(const Rows& rows, const inspect::Options& opts, const InspectOpt
     out["errors"] = problems(errors);
     out["skipped"] = problems(dump.notes());
     out["summary"] = {{"tensors", rows.size()}, {"failed", errors.size()}, {"skipped", dump.notes().size()}};
+    if (!te_checks.empty()) {
+        auto& a = out["te_quantized"] = nlohmann::ordered_json::array();
+        for (const auto& c : te_checks)
+            a.push_back({{"file", c.file}, {"name", c.name}, {"format", std::string(name(c.format))},
+                         {"scale_inv", c.scale_inv}, {"codes", c.report.total}, {"mismatches", c.report.mismatches},
+                         {"bit_exact", c.report.exact()}, {"classes", te_classes(c.report)}});
+    }
     // Names and messages come from the files: bytes that are not UTF-8 become U+FFFD.
     auto text_of = [](const nlohmann::ordered_json& j) {
         return j.dump(1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
@@ -338,7 +389,9 @@ Register reg([](CLI::App& root) {
         "underflow, subnormal share and SQNR under a scaling recipe.\n"
         "Reads HDF5 (any group layout; float64/32/16, bfloat16 as uint16 or opaque with a 'dtype'\n"
         "attribute or as h5py saves ml_dtypes.bfloat16, FP8 as uint8/opaque with a 'dtype' attribute)\n"
-        "and safetensors. Step and role come from\n"
+        "and safetensors, and TransformerEngine DumpTensors .pt files (torch.save; read without running\n"
+        "any pickle: both entries are listed, and TE's FP8 codes are compared with fp8kit's reference).\n"
+        "Step and role come from\n"
         "'step'/'role' attributes (safetensors: __metadata__ \"role:NAME\"), --role, or are guessed from\n"
         "names, file and folder names (shown with *; biases and norm parameters count as weights).\n"
         "Only regular files are read. Names fit the terminal (layer index and tail kept; --wide: whole).\n"
@@ -424,9 +477,13 @@ Register reg([](CLI::App& root) {
         });
         if (progress) std::fprintf(stderr, "\r%s\r", std::string(60, ' ').c_str());
 
-        if (o->json) write_json(rows, opts, *o, dump, errors);
+        const auto te_checks = check_te_files(dump, errors);
+        if (o->json) write_json(rows, opts, *o, dump, errors, te_checks);
         else if (o->csv) write_csv(rows, opts.recipe.name);
-        else write_terminal(rows, opts, *o, dump, errors);
+        else {
+            write_terminal(rows, opts, *o, dump, errors);
+            write_te_terminal(te_checks);
+        }
         std::fflush(stdout);
         for (const auto& p : errors) fmt::print(stderr, "fp8kit: error: {}\n", io::printable(p.describe()));
         if (!errors.empty()) exit_status() = 1;

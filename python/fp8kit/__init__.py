@@ -89,12 +89,12 @@ def _canonical_format(format):
 
 from ._recipes import (DelayedScaling, MsampScaling, amax, presets, quantize_blocks, recipe, te_rht16,  # noqa: E402
                        recipe_scale, stats)
-from ._validate import validate  # noqa: E402
+from ._validate import validate, validate_te_dump  # noqa: E402
 from ._dump import DumpError, inspect, read_dump  # noqa: E402
 from ._replay import TraceError, overflows, read_trace, replay, sweep  # noqa: E402
 from . import _simulate as msamp  # noqa: E402
 from ._gemm import gemm, validate_gemm  # noqa: E402
 
 __all__ += ["stats", "quantize_blocks", "te_rht16", "amax", "presets", "recipe", "recipe_scale", "DelayedScaling", "MsampScaling",
-            "validate", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",
+            "validate", "validate_te_dump", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",
             "TraceError", "gemm", "validate_gemm"]

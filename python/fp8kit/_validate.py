@@ -1,5 +1,6 @@
 """validate(): a kernel's FP8 output against the reference, bit for bit, with mismatch classes."""
 import json
+import os
 
 import numpy as np
 
@@ -39,4 +40,22 @@ def validate(input, output, format, profile=None, rounding=None, overflow=None, 
     report = json.loads(text)
     report["summary"] = summary
     report["consistency"] = consistency
+    return report
+
+
+def validate_te_dump(path):
+    """TransformerEngine's own FP8 codes in a DumpTensors .pt file against fp8kit's reference.
+
+    For a file holding both `high_precision` and a Float8Tensor `quantized` entry, TE's codes are
+    compared with the reference for the high_precision tensor under TE's scale_inv (profile
+    cuda-satfinite), as `fp8kit inspect` does; the report is validate()'s, plus `name`, `format`
+    and `scale_inv`. None when the file lacks either entry. The file's pickle is interpreted, never
+    executed (docs/dumps.md); a refused file raises DumpError naming it.
+    """
+    r = _fp8kit.check_te_quantized(os.fspath(path))
+    if r is None:
+        return None
+    name, fmt, scale_inv, text, summary = r
+    report = json.loads(text)
+    report.update(name=name, format=fmt, scale_inv=scale_inv, summary=summary)
     return report

@@ -55,6 +55,17 @@ pyb::tuple validate_bits(const pyb::array& input, const std::string& wide, const
     return pyb::make_tuple(r.json(), r.summary(), describe_consistency(r));
 }
 
+// A TransformerEngine DumpTensors file: (name, format, scale_inv, report JSON, summary), or None.
+pyb::object check_te_file(const std::string& path) {
+    std::optional<TeQuantizedCheck> c;
+    {
+        pyb::gil_scoped_release nogil;
+        c = check_te_quantized(path);
+    }
+    if (!c) return pyb::none();
+    return pyb::make_tuple(c->name, std::string(name(c->format)), c->scale_inv, c->report.json(), c->report.summary());
+}
+
 }  // namespace
 
 void bind_validate(pyb::module_& m) {
@@ -62,6 +73,7 @@ void bind_validate(pyb::module_& m) {
     m.def("validate", &validate_bits, "input"_a, "wide"_a, "output"_a, "format"_a, "profile"_a, "rounding"_a,
           "overflow"_a, "nan"_a, "mode"_a, "value"_a, "layout"_a, "block_scales"_a, "examples"_a,
           "detect_policies"_a);
+    m.def("check_te_quantized", &check_te_file, "path"_a);
 }
 
 }  // namespace fp8kit::py

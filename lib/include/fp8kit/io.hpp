@@ -6,3 +6,4 @@
 #include "fp8kit/io/array_file.hpp"
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/te_debug.hpp"

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -135,5 +136,26 @@ ValidateReport validate(const ValidateRequest& request, const ValidateOptions& o
 // One line naming the consistent profiles / policies ("equals profile cuda-satfinite", "equals
 // nearest-away, saturate-all, NaN any"), or that none of them matches.
 std::string describe_consistency(const ValidateReport& r);
+
+}  // namespace fp8kit
+
+namespace fp8kit {
+
+// TransformerEngine's own quantisation, checked on real data: a DumpTensors file holding both
+// `high_precision` and a Float8Tensor `quantized` (io/te_debug.hpp). TE's codes are compared
+// with the reference for the high_precision tensor under TE's scale_inv (ScaleMode::scale_inv,
+// one per-tensor scale) and `policy`.
+struct TeQuantizedCheck {
+    std::string file;
+    std::string name;  // "{layer}_{tensor}" from the path, else the file name
+    Format format;     // from the Float8Tensor's fp8_dtype
+    float scale_inv;
+    ValidateReport report;
+};
+// nullopt when the file lacks either entry or its quantized entry is not a Float8Tensor with
+// row-wise data. Throws dump::DumpError naming the file when it cannot be read, or when the two
+// entries disagree (shape, a scale_inv that is not one float32).
+std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, const std::optional<Policy>& policy = {},
+                                                   const ValidateOptions& options = {});
 
 }  // namespace fp8kit

@@ -1,4 +1,6 @@
 // Traces from files for replay: trace files as they are, dumps reduced to one amax per step.
+#include <sys/stat.h>
+
 #include "fp8kit/analysis/trace_input.hpp"
 
 #include <fmt/format.h>
@@ -52,8 +54,11 @@ Trace dump_trace(const std::string& path, const dump::ReadOptions& read) {
 
 Trace load_trace(const std::string& path, const std::vector<std::string>& patterns,
                  const dump::ReadOptions& read) {
-    require_regular_file(path);
-    Trace t = dump::is_dump_file(path) ? dump_trace(path, read) : read_trace(path);
+    // A folder is TransformerEngine's statistics logs of several ranks (read_te_stats).
+    struct stat st {};
+    const bool dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    if (!dir) require_regular_file(path);
+    Trace t = dir ? read_te_stats(path) : dump::is_dump_file(path) ? dump_trace(path, read) : read_trace(path);
     if (patterns.empty()) return t;
     std::vector<Series> keep;
     for (auto& s : t.series)

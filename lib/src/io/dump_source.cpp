@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "io/dump_internal.hpp"
+#include "io/torch_dump.hpp"
+#include "io/zip_stored.hpp"
 #include "fp8kit/convert/quantize.hpp"
 
 namespace fp8kit::dump {
@@ -106,7 +108,7 @@ bool is_hdf5_file(const std::string& path) {
 }
 
 bool is_dump_file(const std::string& path) {
-    if (is_hdf5_file(path)) return true;
+    if (is_hdf5_file(path) || detail::is_zip_file(path)) return true;
     std::ifstream in(path, std::ios::binary);
     unsigned char h[9];
     if (!in.read(reinterpret_cast<char*>(h), 9)) return false;
@@ -123,14 +125,15 @@ std::unique_ptr<Source> open_source(const std::string& path, const ReadOptions& 
     std::ifstream in(path, std::ios::binary);
     if (!in) throw DumpError(path, "", fmt::format("cannot open: {}", std::strerror(errno)));
     if (is_hdf5_file(path)) return detail::open_hdf5(path, opts);
+    if (detail::is_zip_file(path)) return detail::open_torch(path, opts);  // torch.save (TE DumpTensors)
     unsigned char head[9] = {};
     in.read(reinterpret_cast<char*>(head), 9);
     const auto got = in.gcount();
     const bool named_st = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
     if ((got == 9 && head[8] == '{') || named_st) return detail::open_safetensors(path, opts);
     throw DumpError(path, "",
-                    fmt::format("neither an HDF5 file (no HDF5 signature) nor a safetensors file "
-                                "(no JSON header){}",
+                    fmt::format("neither an HDF5 file (no HDF5 signature), a safetensors file "
+                                "(no JSON header) nor a torch.save zip archive{}",
                                 st.st_size < 9 ? fmt::format(": only {} bytes", st.st_size) : ""));
 }
 

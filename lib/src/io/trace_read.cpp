@@ -19,6 +19,7 @@
 
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/te_debug.hpp"
 #include "fp8kit/numerics/roles.hpp"
 
 namespace fp8kit::trace {
@@ -303,7 +304,37 @@ void require_regular_file(const std::string& path) {
         throw TraceError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
 }
 
+Trace read_te_stats(const std::string& path) {
+    Trace t;
+    t.file = path;
+    std::vector<te::StatsLog> logs;
+    try {
+        for (const auto& f : te::find_stats_logs(path)) logs.push_back(te::read_stats_log(f));
+        for (auto& s : te::combine_ranks(logs)) {
+            if (s.parts.stat != "cur_amax" || !s.parts.recipe.empty() || s.parts.columnwise) continue;
+            Series out;
+            out.tensor = s.parts.layer + "_" + s.parts.tensor;
+            const Role r = te::role_of(s.parts.tensor);
+            out.role = recipe_slot(r == Role::unknown ? guess_role(out.tensor) : r);
+            out.steps = s.steps;
+            for (double v : s.values) out.amax.push_back(static_cast<float>(v));
+            out.lines.assign(out.steps.size(), 0);
+            t.series.push_back(std::move(out));
+        }
+    } catch (const TraceError&) {
+        throw;
+    } catch (const std::runtime_error& e) {
+        throw TraceError(e.what());
+    }
+    if (t.series.empty())
+        throw TraceError(fmt::format("{}: the statistics logs hold no cur_amax statistic (LogTensorStats "
+                                     "stats: [cur_amax]) to replay", path));
+    return t;
+}
+
 Trace read_trace(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return read_te_stats(path);
     LineReader in(path);
     std::string line;
     while (in.next(line)) {

@@ -147,7 +147,8 @@ protected:
     std::vector<Problem> errors_, notes_;
 };
 
-// Opens an HDF5 or safetensors file (told apart by content, not by name) and lists its tensors.
+// Opens an HDF5, safetensors or torch.save file (TransformerEngine DumpTensors: io/te_debug.hpp;
+// told apart by content, not by name) and lists its tensors.
 // Throws DumpError (with an empty dataset name) when the file as a whole cannot be used.
 std::unique_ptr<Source> open_source(const std::string& path, const ReadOptions& opts = {});
 bool is_hdf5_file(const std::string& path);  // the HDF5 signature at 0, 512, 1024, ...

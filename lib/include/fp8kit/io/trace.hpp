@@ -39,7 +39,11 @@ Trace read_csv(const std::string& path);
 // nvidia-dlfw-inspect log: lines containing `_cur_amax` are parsed (tensor = text before
 // `_cur_amax` after the last " - " or whitespace, iteration=N, value=V); other lines are ignored.
 Trace read_dlfw_log(const std::string& path);
-// By content: a first non-empty line that names the `step` and `amax` columns is CSV, anything
+// TransformerEngine statistics logs of several ranks (io/te_debug.hpp): `path` is the log_dir or
+// its nvdlfw_inspect_statistics_logs folder. Each {layer}_{tensor}_cur_amax series is the MAX
+// over the ranks per step (as reduce_amax=True does); lines are not kept (0).
+Trace read_te_stats(const std::string& path);
+// A folder: read_te_stats. A file, by content: a first non-empty line that names the `step` and `amax` columns is CSV, anything
 // else is read as a dlfw-inspect log (which must contain at least one _cur_amax line).
 Trace read_trace(const std::string& path);
 

@@ -1,0 +1,387 @@
+// torch.save files as dumps: TransformerEngine's DumpTensors output (see torch_dump.hpp).
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/te_debug.hpp"
+#include "io/dump_internal.hpp"
+#include "io/torch_dump.hpp"
+#include "io/torch_pickle.hpp"
+
+namespace fp8kit::dump::detail {
+namespace {
+
+using K = PValue::Kind;
+constexpr std::size_t kMaxPickle = std::size_t(64) << 20;
+
+struct Bad : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+// A ZipError/PickleError message without its leading "path: " (DumpError names the file).
+std::string after_path(const std::string& path, const char* what) {
+    const std::string m = what;
+    return m.rfind(path + ": ", 0) == 0 ? m.substr(path.size() + 2) : m;
+}
+
+const std::map<std::string, std::pair<std::string, std::size_t>, std::less<>>& dtype_table() {
+    // torch dtype name -> (typed storage class, element bytes)
+    static const std::map<std::string, std::pair<std::string, std::size_t>, std::less<>> t = {
+        {"float64", {"torch.DoubleStorage", 8}},   {"float32", {"torch.FloatStorage", 4}},
+        {"float16", {"torch.HalfStorage", 2}},     {"bfloat16", {"torch.BFloat16Storage", 2}},
+        {"uint8", {"torch.ByteStorage", 1}},       {"int8", {"torch.CharStorage", 1}},
+        {"int16", {"torch.ShortStorage", 2}},      {"int32", {"torch.IntStorage", 4}},
+        {"int64", {"torch.LongStorage", 8}},       {"bool", {"torch.BoolStorage", 1}},
+        {"float8_e4m3fn", {"torch.Float8_e4m3fnStorage", 1}}, {"float8_e5m2", {"torch.Float8_e5m2Storage", 1}},
+        {"float8_e4m3fnuz", {"torch.Float8_e4m3fnuzStorage", 1}},
+        {"float8_e5m2fnuz", {"torch.Float8_e5m2fnuzStorage", 1}},
+        {"float8_e8m0fnu", {"torch.Float8_e8m0fnuStorage", 1}},
+    };
+    return t;
+}
+
+std::string storage_dtype(const std::string& storage_type) {
+    for (const auto& [dt, st] : dtype_table())
+        if (st.first == storage_type) return dt;
+    throw Bad(fmt::format("storage type {} does not say its element type (untyped storages are not read)", storage_type));
+}
+
+std::string torch_dtype(const PValue& v) {
+    if (v.kind != K::global || v.text.rfind("torch.", 0) != 0 || !dtype_table().count(v.text.substr(6)))
+        throw Bad(fmt::format("expected a torch dtype, found {}", describe(v)));
+    return v.text.substr(6);
+}
+
+std::int64_t integer(const PValue& v, const char* what) {
+    if (v.kind != K::integer) throw Bad(fmt::format("{}: expected an integer, found {}", what, describe(v)));
+    return v.i;
+}
+
+std::vector<std::uint64_t> dims(const PValue& v, const char* what) {
+    const PValue* t = &v;
+    if (v.kind == K::object && v.text == "torch.Size" && v.items.size() == 1) t = v.items[0].get();
+    if (t->kind != K::tuple) throw Bad(fmt::format("{}: expected a tuple, found {}", what, describe(v)));
+    std::vector<std::uint64_t> out;
+    for (const auto& e : t->items) {
+        const std::int64_t x = integer(*e, what);
+        if (x < 0) throw Bad(fmt::format("{}: negative value {}", what, x));
+        out.push_back(static_cast<std::uint64_t>(x));
+    }
+    return out;
+}
+
+// _rebuild_tensor_v2(storage, storage_offset, size, stride, ...), _rebuild_tensor(storage,
+// storage_offset, size, stride), _rebuild_parameter(data, requires_grad, backward_hooks).
+TorchTensor tensor(const PValue& v) {
+    if (v.kind == K::object && v.text == "torch._utils._rebuild_parameter" && !v.items.empty() &&
+        v.items[0]->kind == K::object && v.items[0]->text != v.text)
+        return tensor(*v.items[0]);
+    const bool rebuild = v.kind == K::object &&
+                         (v.text == "torch._utils._rebuild_tensor_v2" || v.text == "torch._utils._rebuild_tensor");
+    if (!rebuild || v.items.size() < 4) throw Bad(fmt::format("expected a tensor, found {}", describe(v)));
+    const PValue& s = *v.items[0];
+    if (s.kind != K::storage) throw Bad(fmt::format("tensor storage is {}, not a storage", describe(s)));
+    TorchTensor t;
+    t.dtype = storage_dtype(s.text);
+    t.key = s.key;
+    t.storage_numel = static_cast<std::uint64_t>(s.i);
+    const std::int64_t off = integer(*v.items[1], "storage offset");
+    if (off < 0) throw Bad(fmt::format("negative storage offset {}", off));
+    t.offset = static_cast<std::uint64_t>(off);
+    t.shape = dims(*v.items[2], "tensor size");
+    t.stride = dims(*v.items[3], "tensor stride");
+    if (t.shape.size() != t.stride.size())
+        throw Bad(fmt::format("size has {} dimensions, stride {}", t.shape.size(), t.stride.size()));
+    return t;
+}
+
+std::optional<TorchTensor> optional_tensor(const PValue& v) {
+    if (v.kind == K::none) return std::nullopt;
+    return tensor(v);
+}
+
+TeQuantized quantized(const PValue& v) {
+    static const std::pair<const char*, const char*> kKinds[] = {
+        {"transformer_engine.pytorch.tensor.float8_tensor._make_float8_tensor_in_reduce_ex", "Float8Tensor"},
+        {"transformer_engine.pytorch.tensor.mxfp8_tensor._make_mxfp8_tensor_in_reduce_ex", "MXFP8Tensor"},
+        {"transformer_engine.pytorch.tensor.nvfp4_tensor._make_nvfp4_tensor_in_reduce_ex", "NVFP4Tensor"},
+        {"transformer_engine.pytorch.tensor.float8_blockwise_tensor._make_float8_blockwise_tensor_in_reduce_ex",
+         "Float8BlockwiseQTensor"}};
+    TeQuantized q;
+    for (const auto& [fn, kind] : kKinds)
+        if (v.text == fn) q.kind = kind;
+    if (q.kind != "Float8Tensor") return q;  // listed, not decoded
+    // (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
+    const auto& a = v.items;
+    if (a.size() < 5 || a.size() > 6)
+        throw Bad(fmt::format("_make_float8_tensor_in_reduce_ex with {} arguments (5 or 6 expected)", a.size()));
+    q.data = optional_tensor(*a[0]);
+    const PValue& e = *a[1];
+    if (e.kind != K::object || e.text.size() < 6 || e.text.compare(e.text.size() - 6, 6, ".DType") != 0 ||
+        e.items.size() != 1)
+        throw Bad(fmt::format("fp8_dtype is {}, not TransformerEngine's DType", describe(e)));
+    q.fp8_dtype = static_cast<int>(integer(*e.items[0], "fp8_dtype"));
+    q.scale_inv = tensor(*a[2]);
+    q.dtype = torch_dtype(*a[3]);
+    q.shape = dims(*a[4], "shape");
+    if (a.size() == 6) q.transpose = optional_tensor(*a[5]);
+    if (!q.data && !q.transpose) throw Bad("Float8Tensor without data and without its transpose");
+    return q;
+}
+
+TorchEntry entry(const std::string& key, const PValue& v) {
+    TorchEntry e;
+    e.key = key;
+    if (v.kind == K::object && v.text.rfind("transformer_engine.pytorch.tensor.", 0) == 0) e.quantized = quantized(v);
+    else e.tensor = tensor(v);
+    return e;
+}
+
+bool row_major(const TorchTensor& t) {
+    std::uint64_t expect = 1;
+    for (std::size_t d = t.shape.size(); d-- > 0;) {
+        if (t.shape[d] != 1 && t.stride[d] != expect) return false;
+        expect *= t.shape[d];
+    }
+    return true;
+}
+
+}  // namespace
+
+std::uint64_t TorchTensor::numel() const {
+    std::uint64_t n = 1;
+    for (auto s : shape)
+        if (mul_overflows(n, s, n)) return ~std::uint64_t(0);
+    return n;
+}
+
+std::size_t torch_element_size(const std::string& dtype) {
+    const auto it = dtype_table().find(dtype);
+    return it == dtype_table().end() ? 0 : it->second.second;
+}
+
+std::optional<DType> torch_dump_dtype(const std::string& d) {
+    static const std::pair<const char*, DType> kTable[] = {
+        {"float64", DType::f64}, {"float32", DType::f32}, {"float16", DType::f16}, {"bfloat16", DType::bf16},
+        {"float8_e4m3fn", DType::e4m3}, {"float8_e5m2", DType::e5m2}, {"float8_e4m3fnuz", DType::e4m3fnuz},
+        {"float8_e5m2fnuz", DType::e5m2fnuz}, {"float8_e8m0fnu", DType::e8m0}};
+    for (const auto& [n, t] : kTable)
+        if (d == n) return t;
+    return std::nullopt;
+}
+
+std::optional<DType> te_fp8_dtype(int te) {
+    // NVTEDType (transformer_engine/common/include/transformer_engine/transformer_engine.h)
+    if (te == 7) return DType::e4m3;
+    if (te == 8) return DType::e5m2;
+    return std::nullopt;
+}
+
+TorchFile::TorchFile(const std::string& path) try : zip_(path) {
+    const ZipEntry* pkl = zip_.find("data.pkl");
+    if (!pkl) throw DumpError(path, "", fmt::format("no {}/data.pkl: not a torch.save archive", zip_.folder()));
+    if (const ZipEntry* bo = zip_.find("byteorder")) {
+        const auto b = zip_.read_all(*bo, 16);
+        if (std::string(b.begin(), b.end()) != "little")
+            throw DumpError(path, "", "byteorder is not 'little': big-endian torch files are not read");
+    }
+    const auto bytes = zip_.read_all(*pkl, kMaxPickle);
+    const PRef top = unpickle(bytes.data(), bytes.size(), path + ": data.pkl");
+    try {
+        if (top->kind == K::dict) {
+            for (const auto& [k, v] : top->entries) {
+                if (k->kind != K::string) throw Bad(fmt::format("a dict key is {}, not a string", describe(*k)));
+                try {
+                    entries_.push_back(entry(k->text, *v));
+                } catch (const Bad& b) {
+                    throw Bad(fmt::format("{}: {}", io::quoted(k->text, 80), b.what()));
+                }
+            }
+        } else {
+            entries_.push_back(entry("tensor", *top));
+        }
+    } catch (const Bad& b) {
+        throw DumpError(path, "", fmt::format("data.pkl: {}", b.what()));
+    }
+} catch (const ZipError& e) {
+    throw DumpError(path, "", after_path(path, e.what()));
+} catch (const PickleError& e) {
+    throw DumpError(path, "", after_path(path, e.what()));
+}
+
+const TorchEntry* TorchFile::find(const std::string& key) const {
+    for (const auto& e : entries_)
+        if (e.key == key) return &e;
+    return nullptr;
+}
+
+void TorchFile::check(const TorchTensor& t, const std::string& name, const ReadOptions& opts) const {
+    const std::size_t es = torch_element_size(t.dtype);
+    const ZipEntry* z = zip_.find("data/" + t.key);
+    if (!z) throw DumpError(path(), name, fmt::format("storage data/{} is missing from the archive", t.key));
+    std::uint64_t need = 0;
+    if (mul_overflows(t.storage_numel, es, need) || z->size < need)
+        throw DumpError(path(), name, fmt::format("storage data/{} claims {} elements of {} bytes but holds {} bytes",
+                                                  t.key, t.storage_numel, es, z->size));
+    const std::uint64_t n = t.numel();
+    if (n > opts.max_elements)
+        throw DumpError(path(), name, fmt::format("{} elements: more than the {} allowed", n, opts.max_elements));
+    if (n == 0) return;
+    std::uint64_t last = t.offset;  // the highest element index the tensor touches
+    for (std::size_t d = 0; d < t.shape.size(); ++d) {
+        std::uint64_t span = 0;
+        if (mul_overflows(t.shape[d] - 1, t.stride[d], span) || __builtin_add_overflow(last, span, &last))
+            throw DumpError(path(), name, "size and stride overflow 64 bits");
+    }
+    if (last >= t.storage_numel)
+        throw DumpError(path(), name, fmt::format("the tensor (offset {}, size {}, stride {}) reaches element {} of a "
+                                                  "storage of {} elements: storage shorter than its tensor",
+                                                  t.offset, fmt::join(t.shape, "x"), fmt::join(t.stride, ","), last,
+                                                  t.storage_numel));
+}
+
+void TorchFile::read(const TorchTensor& t, std::size_t per_call,
+                     const std::function<void(const std::uint8_t*, std::size_t, std::uint64_t)>& fn) const {
+    const std::size_t es = torch_element_size(t.dtype);
+    const ZipEntry& z = *zip_.find("data/" + t.key);
+    const std::uint64_t n = t.numel();
+    std::vector<std::uint8_t> buf;
+    if (row_major(t)) {  // stream straight from the archive
+        for (std::uint64_t first = 0; first < n; first += per_call) {
+            const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(per_call, n - first));
+            buf.resize(k * es);
+            zip_.read(z, (t.offset + first) * es, buf.data(), buf.size());
+            fn(buf.data(), k, first);
+        }
+        return;
+    }
+    // A strided view: read the storage span it touches once, then gather in row-major order.
+    std::uint64_t last = t.offset;
+    for (std::size_t d = 0; d < t.shape.size(); ++d) last += (t.shape[d] - 1) * t.stride[d];  // check()ed
+    std::vector<std::uint8_t> span(static_cast<std::size_t>(last - t.offset + 1) * es);
+    zip_.read(z, t.offset * es, span.data(), span.size());
+    std::unique_ptr<std::uint64_t[]> idx(new std::uint64_t[t.shape.size()]());
+    std::uint64_t pos = 0;
+    for (std::uint64_t first = 0; first < n;) {
+        const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(per_call, n - first));
+        buf.resize(k * es);
+        for (std::size_t j = 0; j < k; ++j) {
+            std::copy_n(span.data() + pos * es, es, buf.data() + j * es);
+            for (std::size_t d = t.shape.size(); d-- > 0;) {  // the next index, row-major
+                pos += t.stride[d];
+                if (++idx[d] < t.shape[d]) break;
+                pos -= t.stride[d] * t.shape[d];
+                idx[d] = 0;
+            }
+        }
+        fn(buf.data(), k, first);
+        first += k;
+    }
+}
+
+std::vector<std::uint8_t> TorchFile::read_all(const TorchTensor& t) const {
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(t.numel()) * torch_element_size(t.dtype));
+    read(t, std::size_t(1) << 20, [&](const std::uint8_t* p, std::size_t k, std::uint64_t first) {
+        std::copy(p, p + k * torch_element_size(t.dtype), out.data() + first * torch_element_size(t.dtype));
+    });
+    return out;
+}
+
+}  // namespace fp8kit::dump::detail
+
+namespace fp8kit::dump::detail {
+namespace {
+
+// The tensors of one torch.save file: each dict entry that is a tensor, and a TE Float8Tensor's
+// codes (listed as FP8 values before scale_inv is applied). Names: "{layer}_{tensor}/{key}" for a
+// DumpTensors path (step, rank and role from the path), else "{key}".
+class TorchSource final : public Source {
+public:
+    TorchSource(const std::string& path, const ReadOptions& opts) : opts_(opts), file_(path) {
+        path_ = path;
+        const auto te = te::parse_dump_path(path);
+        for (const auto& e : file_.entries()) {
+            TensorInfo t;
+            t.file = path;
+            t.name = te ? fmt::format("{}_{}/{}", te->layer, te->tensor, e.key) : e.key;
+            if (te) {
+                t.step = te->step;
+                t.step_guessed = true;
+                t.role = te::role_of(te->tensor);
+                t.role_guessed = true;
+            }
+            const TorchTensor* tt = e.tensor ? &*e.tensor : nullptr;
+            if (e.quantized) {
+                const TeQuantized& q = *e.quantized;
+                if (q.kind != "Float8Tensor" || !q.data) {
+                    notes_.push_back({path, t.name, fmt::format("TransformerEngine {}{}: not decoded (Float8Tensor "
+                                                                "row-wise data is)", q.kind, q.data ? "" : " holding only its transpose")});
+                    continue;
+                }
+                const auto f = te_fp8_dtype(q.fp8_dtype);
+                if (!f) {
+                    errors_.push_back({path, t.name, fmt::format("Float8Tensor fp8_dtype {} is not E4M3 (7) or E5M2 (8)", q.fp8_dtype)});
+                    continue;
+                }
+                t.dtype = *f;
+                t.storage = fmt::format("TE Float8Tensor {} codes", name(*f));
+                tt = &*q.data;
+                if (tt->dtype != "uint8" || tt->shape != q.shape) {
+                    errors_.push_back({path, t.name, fmt::format("Float8Tensor data is {} {}, expected uint8 of shape {}",
+                                                                 tt->dtype, fmt::join(tt->shape, "x"), fmt::join(q.shape, "x"))});
+                    continue;
+                }
+            } else {
+                const auto d = torch_dump_dtype(tt->dtype);
+                if (!d) {
+                    notes_.push_back({path, t.name, fmt::format("torch.{} tensor: not a floating-point type, skipped", tt->dtype)});
+                    continue;
+                }
+                t.dtype = *d;
+                t.storage = "torch." + tt->dtype;
+            }
+            try {
+                file_.check(*tt, t.name, opts_);
+            } catch (const DumpError& err) {
+                errors_.push_back({path, t.name, err.message});
+                continue;
+            }
+            t.shape = tt->shape;
+            t.numel = tt->numel();
+            t.wide = delivered_as(t.dtype);
+            complete_guesses(t);
+            tensors_.push_back(t);
+            stored_.push_back(*tt);
+        }
+    }
+
+    void read(const TensorInfo& t, const ChunkFn& fn) override {
+        std::size_t i = 0;
+        while (i < tensors_.size() && tensors_[i].name != t.name) ++i;
+        if (i == tensors_.size()) throw DumpError(path_, t.name, "no such tensor in this file");
+        std::vector<std::uint8_t> scratch;
+        try {
+            file_.read(stored_[i], elements_per_read(t.dtype, opts_),
+                       [&](const std::uint8_t* p, std::size_t n, std::uint64_t first) {
+                           deliver(t.dtype, p, n, first, scratch, fn);
+                       });
+        } catch (const ZipError& e) {
+            throw DumpError(path_, t.name, after_path(path_, e.what()));
+        }
+    }
+
+private:
+    ReadOptions opts_;
+    TorchFile file_;
+    std::vector<TorchTensor> stored_;  // parallel to tensors_
+};
+
+}  // namespace
+
+std::unique_ptr<Source> open_torch(const std::string& path, const ReadOptions& opts) {
+    return std::make_unique<TorchSource>(path, opts);
+}
+
+}  // namespace fp8kit::dump::detail

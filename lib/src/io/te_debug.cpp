@@ -1,0 +1,245 @@
+// TransformerEngine debug output: DumpTensors paths and statistics logs (see te_debug.hpp).
+#include "fp8kit/io/te_debug.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "fp8kit/io/printable.hpp"
+
+namespace fp8kit::te {
+namespace {
+
+bool ends_with(std::string_view s, std::string_view t) {
+    return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+}
+
+std::optional<std::int64_t> digits_after(std::string_view s, std::string_view prefix) {
+    if (s.substr(0, prefix.size()) != prefix || s.size() == prefix.size() || s.size() - prefix.size() > 18)
+        return std::nullopt;
+    std::int64_t v = 0;
+    for (char c : s.substr(prefix.size())) {
+        if (c < '0' || c > '9') return std::nullopt;
+        v = v * 10 + (c - '0');
+    }
+    return v;
+}
+
+std::vector<std::string_view> components(std::string_view p) {
+    std::vector<std::string_view> out;
+    std::size_t s = 0;
+    while (s <= p.size()) {
+        const std::size_t e = std::min(p.find('/', s), p.size());
+        if (e > s) out.push_back(p.substr(s, e - s));
+        s = e + 1;
+    }
+    return out;
+}
+
+// The stats with an optional recipe prefix and _columnwise suffix: stats_computation.py
+// (add_underflows_stats, add_scale_inv_stats, add_mse_stats), log_nvfp4_tensor_stats.py.
+constexpr std::string_view kRecipeStats[] = {"underflows_num", "underflows%", "scale_inv_min",
+                                             "scale_inv_max", "mse", "total_square_error"};
+constexpr std::string_view kRecipes[] = {"fp8_delayed_scaling", "fp8_current_scaling", "mxfp8",
+                                         "fp8_block_scaling", "nvfp4"};
+// The plain stats: stats_to_num in stats_computation.py.
+constexpr std::string_view kStats[] = {
+    "min", "max", "sum", "mean", "numel", "l1_norm", "l2_norm_square", "l2_norm", "variance", "cur_amax",
+    "dynamic_range_top", "dynamic_range_bottom", "std", "dynamic_range", "fp8_delayed_scaling_overflows_num",
+    "fp8_delayed_scaling_overflows%", "overflows_num", "overflows%"};
+
+}  // namespace
+
+numerics::Role role_of(std::string_view t) {
+    if (t == "weight") return numerics::Role::weight;
+    if (t == "activation" || t == "output") return numerics::Role::activation;
+    if (t == "gradient" || t == "wgrad" || t == "dgrad") return numerics::Role::gradient;
+    return numerics::Role::unknown;
+}
+
+std::optional<DumpPath> parse_dump_path(std::string_view path) {
+    const auto parts = components(path);
+    if (parts.empty() || !ends_with(parts.back(), ".pt")) return std::nullopt;
+    std::string_view stem = parts.back().substr(0, parts.back().size() - 3);
+    DumpPath d;
+    // 1. {layer}_{tensor}_iter_{iter:06d}.pt, else iter_{iter:06d}/{layer}_{tensor}.pt.
+    const std::size_t at = stem.rfind("_iter_");
+    std::optional<std::int64_t> step;
+    if (at != std::string_view::npos) step = digits_after(stem.substr(at + 1), "iter_");
+    if (step) stem = stem.substr(0, at);
+    else if (parts.size() >= 2) step = digits_after(parts[parts.size() - 2], "iter_");
+    if (!step) return std::nullopt;
+    d.step = *step;
+    // 2. The tensor name from the end (layer names contain '_' too).
+    for (std::string_view t : kTensorNames)
+        if (stem.size() > t.size() + 1 && ends_with(stem, t) && stem[stem.size() - t.size() - 1] == '_') {
+            d.tensor = std::string(t);
+            d.layer = std::string(stem.substr(0, stem.size() - t.size() - 1));
+        }
+    if (d.tensor.empty()) return std::nullopt;
+    // 3. The rank from the nearest rank_N folder.
+    for (std::size_t i = parts.size() - 1; i-- > 0;)
+        if (const auto r = digits_after(parts[i], "rank_"); r && *r <= 1 << 30) {
+            d.rank = static_cast<int>(*r);
+            break;
+        }
+    return d;
+}
+
+std::optional<StatName> split_stat_name(std::string_view name) {
+    std::optional<StatName> best;
+    std::size_t best_len = 0;
+    auto consider = [&](std::string_view stat_text, const std::string& recipe, const std::string& stat, bool col) {
+        for (std::string_view t : kTensorNames) {
+            const std::string suffix = fmt::format("_{}_{}", t, stat_text);
+            if (suffix.size() <= best_len || name.size() <= suffix.size() || !ends_with(name, suffix)) continue;
+            best_len = suffix.size();
+            best = StatName{std::string(name.substr(0, name.size() - suffix.size())), std::string(t), recipe, stat, col};
+        }
+    };
+    for (std::string_view s : kStats) consider(s, "", std::string(s), false);
+    for (bool col : {false, true})
+        for (std::string_view s : kRecipeStats) {
+            const std::string tail = fmt::format("{}{}", s, col ? "_columnwise" : "");
+            consider(tail, "", std::string(s), col);
+            for (std::string_view r : kRecipes) consider(fmt::format("{}_{}", r, tail), std::string(r), std::string(s), col);
+        }
+    // max_blockwise_dynamic_range_block_size_{B}_dims_{D}[_max_over_orientations] (BlockwiseDynamicRangeStat)
+    static const std::regex kBlockwise("_(max_blockwise_dynamic_range_block_size_[0-9]+_dims_[0-9]+(_max_over_orientations)?)$");
+    std::match_results<std::string_view::const_iterator> m;
+    if (std::regex_search(name.begin(), name.end(), m, kBlockwise)) {
+        const std::string s = m[1].str();
+        consider(s, "", s, false);
+    }
+    return best;
+}
+
+StatsLog read_stats_log(const std::string& path) {
+    StatsLog log;
+    log.file = path;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        throw std::runtime_error(fmt::format("{}: not a readable regular file", path));
+    const std::string base = path.substr(path.rfind('/') + 1);
+    const std::size_t g = base.rfind("_globalrank-");
+    if (g != std::string::npos && ends_with(base, ".log")) {
+        const auto r = digits_after(base.substr(g + 12, base.size() - g - 16), "");
+        if (r && *r <= 1 << 30) log.rank = static_cast<int>(*r);
+    }
+    std::ifstream in(path);
+    std::string text;
+    std::size_t lineno = 0;
+    while (std::getline(in, text)) {
+        ++lineno;
+        const std::size_t it = text.find("iteration=");
+        if (it == std::string::npos) continue;  // free text
+        auto bad = [&](const std::string& why) {
+            return std::runtime_error(fmt::format("{}:{}: {}: {}", path, lineno, why, io::quoted(text, 160)));
+        };
+        // "{name} \t\t\t\t iteration={iter:06d} \t\t\t\t value={value:.4f}": the name is the
+        // whitespace-separated word before "iteration=" (a logging prefix may precede it).
+        std::size_t e = it;
+        while (e > 0 && std::isspace(static_cast<unsigned char>(text[e - 1]))) --e;
+        std::size_t s = e;
+        while (s > 0 && !std::isspace(static_cast<unsigned char>(text[s - 1]))) --s;
+        std::size_t v = text.find("value=", it);
+        if (s == e || v == std::string::npos) throw bad("a statistics line without a name or value=");
+        const std::string full = text.substr(s, e - s);
+        std::size_t ie = it + 10;
+        while (ie < text.size() && !std::isspace(static_cast<unsigned char>(text[ie]))) ++ie;
+        const auto iter = digits_after(std::string_view(text).substr(it, ie - it), "iteration=");
+        if (!iter) throw bad("iteration= is not a non-negative integer");
+        std::string vtext = text.substr(v + 6);
+        while (!vtext.empty() && std::isspace(static_cast<unsigned char>(vtext.back()))) vtext.pop_back();
+        char* end = nullptr;
+        errno = 0;
+        const double value = std::strtod(vtext.c_str(), &end);
+        if (vtext.empty() || end != vtext.c_str() + vtext.size()) throw bad("value= is not a number");
+        const auto parts = split_stat_name(full);
+        if (!parts) throw bad(fmt::format("{} does not end in _{{tensor}}_{{stat}} with a known tensor and statistic", io::quoted(full, 80)));
+        log.lines.push_back(StatLine{*parts, full, *iter, value, log.rank, lineno});
+    }
+    if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path));
+    if (log.lines.empty())
+        throw std::runtime_error(fmt::format("{}: no statistics lines (name iteration=N value=V): not a "
+                                             "nvdlfw_inspect_statistics_logs file", path));
+    return log;
+}
+
+std::vector<std::string> find_stats_logs(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) throw std::runtime_error(fmt::format("{}: {}", path, std::strerror(errno)));
+    if (!S_ISDIR(st.st_mode)) return {path};
+    std::string dir = path;
+    const std::string sub = path + "/nvdlfw_inspect_statistics_logs";
+    if (::stat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) dir = sub;
+    std::vector<std::string> out;
+    if (DIR* d = ::opendir(dir.c_str())) {
+        while (const dirent* e = ::readdir(d)) {
+            const std::string n = e->d_name;
+            if (n.rfind("nvdlfw_inspect", 0) == 0 && n.find("_globalrank-") != std::string::npos && ends_with(n, ".log"))
+                out.push_back(dir + "/" + n);
+        }
+        ::closedir(d);
+    }
+    std::sort(out.begin(), out.end());
+    if (out.empty())
+        throw std::runtime_error(fmt::format("{}: no nvdlfw_inspect*_globalrank-R.log statistics logs in it{}", path,
+                                             dir == path ? " (nor in an nvdlfw_inspect_statistics_logs folder)" : ""));
+    return out;
+}
+
+Combine combine_of(std::string_view stat) {
+    if (stat == "max" || stat == "cur_amax") return Combine::max;
+    if (stat == "min") return Combine::min;
+    return Combine::none;
+}
+
+std::vector<StatSeries> combine_ranks(const std::vector<StatsLog>& logs) {
+    // (name, rank or -1) -> step -> (value, ranks seen)
+    std::map<std::pair<std::string, int>, std::map<std::int64_t, std::pair<double, int>>> acc;
+    std::map<std::string, StatName> parts;
+    for (const auto& log : logs)
+        for (const auto& l : log.lines) {
+            const Combine c = l.name.recipe.empty() && !l.name.columnwise ? combine_of(l.name.stat) : Combine::none;
+            auto& slot = acc[{l.full, c == Combine::none ? l.rank : -1}];
+            parts.emplace(l.full, l.name);
+            auto [it, fresh] = slot.try_emplace(l.iteration, l.value, 1);
+            if (fresh) continue;
+            if (c == Combine::none)
+                throw std::runtime_error(fmt::format("{}:{}: {} at iteration {} logged twice by rank {}", log.file,
+                                                     l.line, l.full, l.iteration, l.rank));
+            // NaN wins, as torch.max/min propagate it.
+            double& v = it->second.first;
+            if (std::isnan(l.value) || std::isnan(v)) v = NAN;
+            else v = c == Combine::max ? std::max(v, l.value) : std::min(v, l.value);
+            ++it->second.second;
+        }
+    std::vector<StatSeries> out;
+    for (const auto& [key, steps] : acc) {
+        StatSeries s;
+        s.name = key.first;
+        s.parts = parts.at(key.first);
+        if (key.second >= 0) s.rank = key.second;
+        for (const auto& [step, vr] : steps) {
+            s.steps.push_back(step);
+            s.values.push_back(vr.first);
+            s.ranks = std::max(s.ranks, vr.second);
+        }
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+}  // namespace fp8kit::te

@@ -1,0 +1,125 @@
+// TransformerEngine statistics logs (LogTensorStats, LogFp8TensorStats, LogNvfp4TensorStats):
+// names split with the known tensor and stat names, every stat read, ranks combined only where
+// the statistic allows it, the free-text log refused, and the cur_amax series fed to replay.
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+
+#include "dump_test_util.hpp"
+#include "fp8kit/io/te_debug.hpp"
+#include "fp8kit/io/trace.hpp"
+
+
+using namespace fp8kit;
+
+namespace {
+
+// A line as nvdlfw_inspect's MetricLogger writes it for stats_buffer.py's log_scalar.
+std::string line(const std::string& name, int iter, const std::string& value) {
+    return fmt::format("{} \t\t\t\t iteration={:06d} \t\t\t\t value={}\n", name, iter, value);
+}
+
+std::string make_run() {
+    const std::string root = dump::test::scratch("te_run");
+    ::mkdir(root.c_str(), 0755);
+    ::mkdir((root + "/nvdlfw_inspect_statistics_logs").c_str(), 0755);
+    ::mkdir((root + "/nvdlfw_inspect_logs").c_str(), 0755);
+    const std::string s = root + "/nvdlfw_inspect_statistics_logs/";
+    dump::test::write_bytes(s + "nvdlfw_inspect_20261124-1200_globalrank-0.log",
+                            line("decoder_layers_1_self_attention_linear_qkv_activation_cur_amax", 1, "3.5000") +
+                                line("decoder_layers_1_self_attention_linear_qkv_activation_min", 1, "-3.5000") +
+                                line("decoder_layers_1_self_attention_linear_qkv_activation_mean", 1, "0.0100") +
+                                line("model_fc1_gradient_mxfp8_scale_inv_min_columnwise", 1, "0.0039") +
+                                line("model_fc1_gradient_underflows%", 1, "1.5000") +
+                                line("model_fc1_weight_max_blockwise_dynamic_range_block_size_32_dims_1", 1, "7.2500") +
+                                line("decoder_layers_1_self_attention_linear_qkv_activation_cur_amax", 2, "4.0000"));
+    dump::test::write_bytes(s + "nvdlfw_inspect_20261124-1200_globalrank-1.log",
+                            line("decoder_layers_1_self_attention_linear_qkv_activation_cur_amax", 1, "5.2500") +
+                                line("decoder_layers_1_self_attention_linear_qkv_activation_min", 1, "-1.0000") +
+                                line("decoder_layers_1_self_attention_linear_qkv_activation_mean", 1, "0.0300"));
+    // The free-text log of the same name: never read as statistics.
+    dump::test::write_bytes(root + "/nvdlfw_inspect_logs/nvdlfw_inspect_globalrank-0.log",
+                            "INFO - Default logging to file enabled at ./log\nLayer name: fc1\n");
+    return root;
+}
+
+}  // namespace
+
+TEST_CASE("te stats: names split with the known tensor and stat lists", "[dump]") {
+    auto a = te::split_stat_name("decoder_layers_1_mlp_fc1_activation_cur_amax");
+    REQUIRE(a);
+    CHECK(a->layer == "decoder_layers_1_mlp_fc1");
+    CHECK(a->tensor == "activation");
+    CHECK(a->stat == "cur_amax");
+    auto b = te::split_stat_name("fc2_wgrad_fp8_current_scaling_underflows%");
+    REQUIRE(b);
+    CHECK(b->layer == "fc2");
+    CHECK(b->tensor == "wgrad");
+    CHECK(b->recipe == "fp8_current_scaling");
+    CHECK(b->stat == "underflows%");
+    auto c = te::split_stat_name("layer_weight_output_mxfp8_scale_inv_max_columnwise");  // "weight" inside the layer name
+    REQUIRE(c);
+    CHECK(c->layer == "layer_weight");
+    CHECK(c->tensor == "output");
+    CHECK(c->recipe == "mxfp8");
+    CHECK(c->stat == "scale_inv_max");
+    CHECK(c->columnwise);
+    auto d = te::split_stat_name("x_gradient_dynamic_range_bottom");
+    REQUIRE(d);
+    CHECK(d->stat == "dynamic_range_bottom");
+    auto e = te::split_stat_name("qkv_dgrad_nvfp4_mse");
+    REQUIRE(e);
+    CHECK(e->recipe == "nvfp4");
+    CHECK(e->stat == "mse");
+    CHECK_FALSE(te::split_stat_name("fc1_activation_median"));  // not a TE stat
+    CHECK_FALSE(te::split_stat_name("_activation_max"));        // no layer
+}
+
+TEST_CASE("te stats: ranks combined where the statistic allows it", "[dump]") {
+    const std::string root = make_run();
+    const auto files = te::find_stats_logs(root);
+    REQUIRE(files.size() == 2);  // nvdlfw_inspect_logs/ is not searched
+    std::vector<te::StatsLog> logs;
+    for (const auto& f : files) logs.push_back(te::read_stats_log(f));
+    CHECK(logs[0].rank == 0);
+    CHECK(logs[1].rank == 1);
+    CHECK(logs[0].lines.size() == 7);
+    const auto series = te::combine_ranks(logs);
+    auto find = [&](const std::string& stat, std::optional<int> rank) -> const te::StatSeries* {
+        for (const auto& s : series)
+            if (s.parts.stat == stat && s.parts.layer == "decoder_layers_1_self_attention_linear_qkv" && s.rank == rank)
+                return &s;
+        return nullptr;
+    };
+    const auto* amax = find("cur_amax", std::nullopt);
+    REQUIRE(amax);
+    CHECK(amax->ranks == 2);
+    CHECK(amax->steps == std::vector<std::int64_t>{1, 2});
+    CHECK(amax->values == std::vector<double>{5.25, 4.0});  // MAX over the ranks at step 1
+    const auto* mn = find("min", std::nullopt);
+    REQUIRE(mn);
+    CHECK(mn->values == std::vector<double>{-3.5});  // MIN
+    CHECK_FALSE(find("mean", std::nullopt));          // a mean needs counts: kept per rank
+    REQUIRE(find("mean", 0));
+    REQUIRE(find("mean", 1));
+    CHECK(find("mean", 1)->values == std::vector<double>{0.03});
+
+    // The free-text log is not a statistics log.
+    CHECK_THROWS_WITH(te::read_stats_log(root + "/nvdlfw_inspect_logs/nvdlfw_inspect_globalrank-0.log"),
+                      Catch::Contains("no statistics lines"));
+    // replay reads the folder: the combined cur_amax series.
+    const auto tr = trace::read_te_stats(root);
+    REQUIRE(tr.series.size() == 1);
+    CHECK(tr.series[0].tensor == "decoder_layers_1_self_attention_linear_qkv_activation");
+    CHECK(tr.series[0].amax == std::vector<float>{5.25f, 4.0f});
+}
+
+TEST_CASE("te stats: a malformed statistics line is named", "[dump]") {
+    const std::string p = dump::test::scratch("nvdlfw_inspect_globalrank-3.log");
+    dump::test::write_bytes(p, line("fc1_activation_max", 1, "1.0") + "fc1_activation_max \t iteration=x1 \t value=2\n");
+    CHECK_THROWS_WITH(te::read_stats_log(p), Catch::Contains("globalrank-3.log:2: iteration= is not"));
+    dump::test::write_bytes(p, line("fc1_activation_mean", 1, "1.0") + line("fc1_activation_mean", 1, "2.0"));
+    CHECK_THROWS_WITH(te::combine_ranks({te::read_stats_log(p)}), Catch::Contains("logged twice by rank 3"));
+}
