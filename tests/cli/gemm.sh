@@ -11,20 +11,7 @@ fail=0
 check() { # description, condition status
     if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi
 }
-npy() { # FILE DESCR SHAPE DATA(printf escapes): a version 1.0 header padded to 64 bytes
-    local dict="{'descr': '$2', 'fortran_order': False, 'shape': $3, }"
-    local n=$(( ${#dict} + 1 ))
-    local pad=$(( (64 - (10 + n) % 64) % 64 ))
-    local len=$(( n + pad ))
-    {
-        printf '\x93NUMPY\x01\x00'
-        printf "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8)))"
-        printf '%s' "$dict"
-        printf "%${pad}s" ''
-        printf '\n'
-        printf "$4"
-    } > "$1"
-}
+. "$(dirname "$0")/npy.bash"
 # E4M3: 0x38 = 1, 0x40 = 2, 0x48 = 4. A = [[1, 2], [4, 1]], B = [[2, 2]] -> D = [[6], [10]] * 2 * 0.5.
 npy "$T/a.npy" '|u1' '(2, 2)' '\x38\x40\x48\x38'
 npy "$T/b.npy" '|u1' '(1, 2)' '\x40\x40'

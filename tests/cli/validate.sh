@@ -12,22 +12,7 @@ check() { # description, condition status
     if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi
 }
 
-# npy FILE DESCR SHAPE DATA(printf escapes) [fortran]: a version 1.0 header padded to 64 bytes.
-npy() {
-    local order=${5:-False}
-    local dict="{'descr': '$2', 'fortran_order': $order, 'shape': $3, }"
-    local n=$(( ${#dict} + 1 ))
-    local pad=$(( (64 - (10 + n) % 64) % 64 ))
-    local len=$(( n + pad ))
-    {
-        printf '\x93NUMPY\x01\x00'
-        printf "\\x$(printf %02x $((len & 255)))\\x$(printf %02x $((len >> 8)))"
-        printf '%s' "$dict"
-        printf "%${pad}s" ''
-        printf '\n'
-        printf "$4"
-    } > "$1"
-}
+. "$(dirname "$0")/npy.bash"
 
 # float32 inputs: 1.0, 1.0625 (tie 1|1.125), 1.1875 (tie 1.125|1.25), 448, 500 (overflows), -2.
 X='\x00\x00\x80\x3f\x00\x00\x88\x3f\x00\x00\x98\x3f\x00\x00\xe0\x43\x00\x00\xfa\x43\x00\x00\x00\xc0'

@@ -1,6 +1,5 @@
 // torch.save archives and pickles broken every way: truncated at every byte, bytes flipped, and
 // pickles crafted to run code. Nothing may crash, hang, or read outside the archive.
-#include <omp.h>
 
 #include <cstring>
 
@@ -55,14 +54,6 @@ TEST_CASE("torch: truncated at every offset", "[corrupt]") {
 
 TEST_CASE("torch: every byte flipped", "[corrupt]") {
     const std::string full = slurp(kGood);
-    // exercise() reads in 64-byte chunks; each FP8 chunk is decoded by an OpenMP loop, whose
-    // start-up dominates on a loaded machine. One thread keeps this test at seconds.
-    const int threads = omp_get_max_threads();
-    omp_set_num_threads(1);
-    struct Restore {
-        int n;
-        ~Restore() { omp_set_num_threads(n); }
-    } restore{threads};
     for (std::size_t i = 0; i < full.size(); ++i) {
         if (!structural(i, full.size())) continue;
         std::string bad = full;

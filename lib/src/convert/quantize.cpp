@@ -35,18 +35,23 @@ T load(const void* in, std::size_t i) {
     return v;
 }
 
+// Element-wise loops below this many elements run on the calling thread: starting an OpenMP team
+// costs more than converting them (readers decode small chunks one call at a time), and every
+// element's result is independent of the split, so the output is the same either way.
+constexpr std::ptrdiff_t kParallelMin = std::ptrdiff_t{1} << 14;
+
 template <class Src, class Dst>
 void encode_loop(const void* in, std::uint8_t* out, std::size_t n, const Policy& policy,
                  std::uint64_t seed, std::uint64_t first_index) {
     using S = typename Src::storage_t;
     const auto count = static_cast<std::ptrdiff_t>(n);
     if (policy.rounding == Rounding::stochastic) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count >= kParallelMin)
         for (std::ptrdiff_t i = 0; i < count; ++i)
             out[i] = emu::convert<Src, Dst>(load<S>(in, i), policy,
                                             emu::stochastic_bits(seed, first_index + i));
     } else {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count >= kParallelMin)
         for (std::ptrdiff_t i = 0; i < count; ++i)
             out[i] = emu::convert<Src, Dst>(load<S>(in, i), policy);
     }
@@ -262,7 +267,7 @@ void decode_array(Format from, Wide to, const std::uint8_t* in, void* out, std::
                 table[c] = emu::convert<Src, Dst>(static_cast<std::uint8_t>(c), emu::kDecodePolicy);
             auto* o = static_cast<unsigned char*>(out);
             const auto count = static_cast<std::ptrdiff_t>(n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count >= kParallelMin)
             for (std::ptrdiff_t i = 0; i < count; ++i)
                 std::memcpy(o + i * sizeof(D), &table[in[i]], sizeof(D));
         });
@@ -297,7 +302,7 @@ void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_
             using Dst = decltype(dst);
             using S = typename Src::storage_t;
             const auto count = static_cast<std::ptrdiff_t>(n);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count >= kParallelMin)
             for (std::ptrdiff_t i = 0; i < count; ++i)
                 out[i] = emu::convert<Src, Dst>(static_cast<S>(first_bits + static_cast<std::uint64_t>(i)),
                                                 policy);
