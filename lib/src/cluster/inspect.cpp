@@ -123,13 +123,17 @@ Decoded decode(const std::string& bytes, std::size_t& pos) {
     return d;
 }
 
+std::pair<std::size_t, std::size_t> tensor_share(const dump::Dump& d, int rank, int size) {
+    std::vector<std::uint64_t> bytes;
+    bytes.reserve(d.tensors().size());
+    for (const auto& t : d.tensors()) bytes.push_back(t.numel * wide_size(t.wide));
+    return share(bytes, rank, size);
+}
+
 void analyse_all(Comm& comm, dump::Dump& d, const inspect::Options& opts, const inspect::Done& done) {
     const auto& tensors = d.tensors();
-    // 1. This rank's share: whole tensors, balanced by stored bytes (numel x element size).
-    std::vector<std::uint64_t> bytes;
-    bytes.reserve(tensors.size());
-    for (const auto& t : tensors) bytes.push_back(t.numel * wide_size(t.wide));
-    const auto [first, last] = share(bytes, comm.rank(), comm.size());
+    // 1. This rank's share: whole tensors, balanced by stored bytes.
+    const auto [first, last] = tensor_share(d, comm.rank(), comm.size());
     // 2. Analyse it with this rank's thread pool. Rank 0 holds the first share: it delivers its
     //    own tensors as they finish (progress), the others encode theirs for the gather.
     std::string mine;

@@ -15,6 +15,10 @@ namespace fp8kit::cluster {
 // done is never called. Every rank must hold the same Dump (same files and selection).
 void analyse_all(Comm& comm, dump::Dump& d, const inspect::Options& opts, const inspect::Done& done);
 
+// This rank's tensors of d: share() over their stored bytes (numel x element size). The one rule
+// for every caller (the CLI through analyse_all, Python's fp8kit.inspect(comm=...)).
+std::pair<std::size_t, std::size_t> tensor_share(const dump::Dump& d, int rank, int size);
+
 // The bytes that carry one tensor's outcome between ranks (exposed for the round-trip test).
 std::string encode(std::size_t i, const inspect::Result* r, const dump::Problem* error);
 struct Decoded {
