@@ -112,6 +112,7 @@ int finish_output(int status, bool stdout_closed) {
 
 }  // namespace
 
+#if FP8KIT_HAVE_MPI
 namespace {
 
 // Under `mpirun -n P` (an MPI build): the commands that split their work over the ranks
@@ -126,6 +127,7 @@ bool splits_over_ranks(int argc, char** argv) {
 }
 
 }  // namespace
+#endif
 
 int main(int argc, char** argv) {
     using namespace fp8kit::cli;
