@@ -89,10 +89,6 @@ struct Prepared {
     // and E5M2; 0 for formats without that layout or encodings the SIMD encoder does not serve
     // (they take the general loop).
     std::uint32_t sub_max_code;
-    // 16-bit inputs only (half_table below): fl32(x * scale) and its code for each of the 65536
-    // patterns, or null (every element multiplied and encoded).
-    const std::uint32_t* half_s = nullptr;
-    const std::uint8_t* half_q = nullptr;
 };
 
 void set_scale(Prepared& p, float scale, float scale_inv) {
@@ -222,54 +218,6 @@ void load_bits(const void* d, std::size_t first, std::size_t m, std::uint32_t* o
     }
 }
 
-// bfloat16 and float16 have 65536 values: under one scale and a deterministic rounding,
-// fl32(x * scale) and its code are functions of the 16-bit pattern. For a large array,
-// compute_stats fills these two tables once (65536 multiplies and encodes, about one chunk's
-// work) and the loops look each element up instead of multiplying and encoding it. The tables
-// hold exactly what the loops would compute (the same multiply, the same encoder), so every
-// statistic keeps its bits; bfloat16's widening itself is a shift.
-constexpr std::size_t kHalfPatterns = 65536;
-constexpr std::size_t kHalfTableMin = std::size_t{1} << 20;  // elements: below, the build would not pay
-
-struct HalfTable {
-    std::vector<std::uint32_t> s;
-    std::vector<std::uint8_t> q;
-};
-
-template <Wide W>
-HalfTable half_table(const Prepared& p) {
-    static_assert(W == Wide::bf16 || W == Wide::f16);
-    std::vector<std::uint16_t> all(kHalfPatterns);
-    for (std::size_t h = 0; h < kHalfPatterns; ++h) all[h] = static_cast<std::uint16_t>(h);
-    HalfTable t{std::vector<std::uint32_t>(kHalfPatterns), std::vector<std::uint8_t>(kHalfPatterns)};
-    load_bits<W>(all.data(), 0, kHalfPatterns, t.s.data());
-    for (auto& v : t.s) v = bits_of(float_of(v) * p.scale);
-    // encode_array_serial serves the SIMD encodings, the per-element reference the rest (both give
-    // encode_array's codes); no thread team: compute_stats may run on a reader's thread.
-    if (p.sub_max_code != 0) {
-        detail::encode_array_serial(p.format, Wide::f32, t.s.data(), t.q.data(), kHalfPatterns, p.policy);
-    } else {
-        for (std::size_t h = 0; h < kHalfPatterns; ++h) t.q[h] = emu::encode(p.format, Wide::f32, t.s[h], p.policy, 0);
-    }
-    return t;
-}
-
-// xs = float32 bits, ss = fl32(x * scale) bits, qs = codes of elements [first, first + m) of a
-// 16-bit array, from the tables.
-template <Wide W>
-void lookup_half(const void* d, std::size_t first, std::size_t m, const Prepared& p, std::uint32_t* xs,
-                 std::uint32_t* ss, std::uint8_t* qs) {
-    const auto* h = reinterpret_cast<const unsigned char*>(d) + 2 * first;
-    const std::uint32_t* f16 = W == Wide::f16 ? f16_to_f32_bits() : nullptr;
-    for (std::size_t i = 0; i < m; ++i) {
-        std::uint16_t v;
-        std::memcpy(&v, h + 2 * i, 2);
-        xs[i] = W == Wide::bf16 ? static_cast<std::uint32_t>(v) << 16 : f16[v];
-        ss[i] = p.half_s[v];
-        qs[i] = p.half_q[v];
-    }
-}
-
 template <Wide W>
 void run_fast(const void* data, std::size_t first, std::size_t count, std::uint64_t,
               const Prepared& p, Scratch& sc, Scalars& into, Hist& hist) {
@@ -288,16 +236,9 @@ void run_fast(const void* data, std::size_t first, std::size_t count, std::uint6
     const float scale = p.scale;
     for (std::size_t t0 = 0; t0 < count; t0 += kTile) {
         const std::size_t m = std::min(kTile, count - t0);
-        bool tabled = false;
-        if constexpr (W != Wide::f32) {
-            tabled = p.half_s != nullptr;
-            if (tabled) lookup_half<W>(data, first + t0, m, p, xs, ss, qs);
-        }
-        if (!tabled) {
-            load_bits<W>(data, first + t0, m, xs);
-            for (std::size_t i = 0; i < m; ++i) ss[i] = bits_of(float_of(xs[i]) * scale);
-            detail::encode_array_serial(p.format, Wide::f32, ss, qs, m, p.policy);
-        }
+        load_bits<W>(data, first + t0, m, xs);
+        for (std::size_t i = 0; i < m; ++i) ss[i] = bits_of(float_of(xs[i]) * scale);
+        detail::encode_array_serial(p.format, Wide::f32, ss, qs, m, p.policy);
         simd::stats_avx512(c, xs, ss, qs, m, acc);
         if (!copies) {
             for (std::size_t i = 0; i < m; ++i) ++hist[hist_bin(ss[i])];
@@ -349,25 +290,14 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
     double* xs = sc.x.data();
     std::uint32_t* ss = sc.s.data();
     std::uint8_t* qs = sc.q.data();
-    bool tabled = false;
-    if constexpr (W == Wide::bf16 || W == Wide::f16) {
-        if (p.half_s != nullptr) {
-            std::uint32_t* xb = sc.xb.data();
-            lookup_half<W>(data, first, count, p, xb, ss, qs);
-            for (std::size_t i = 0; i < count; ++i) xs[i] = float_of(xb[i]);
-            tabled = true;
-        }
-    }
-    if (!tabled) {
-        for (std::size_t i = 0; i < count; ++i) Elem<W>::load(data, first + i, p.scale, xs[i], ss[i]);
-        if (count >= 4096) {
-            encode_array(p.format, Wide::f32, ss, qs, count, p.policy, p.seed, index0);
-        } else {  // short runs (small blocks): the same conversion without a parallel region per call
-            const bool sr = p.policy.rounding == Rounding::stochastic;
-            for (std::size_t i = 0; i < count; ++i)
-                qs[i] = emu::encode(p.format, Wide::f32, ss[i], p.policy,
-                                    sr ? emu::stochastic_bits(p.seed, index0 + i) : 0);
-        }
+    for (std::size_t i = 0; i < count; ++i) Elem<W>::load(data, first + i, p.scale, xs[i], ss[i]);
+    if (count >= 4096) {
+        encode_array(p.format, Wide::f32, ss, qs, count, p.policy, p.seed, index0);
+    } else {  // short runs (small blocks): the same conversion without a parallel region per call
+        const bool sr = p.policy.rounding == Rounding::stochastic;
+        for (std::size_t i = 0; i < count; ++i)
+            qs[i] = emu::encode(p.format, Wide::f32, ss[i], p.policy,
+                                sr ? emu::stochastic_bits(p.seed, index0 + i) : 0);
     }
 
     Scalars part;
@@ -466,15 +396,8 @@ QuantStats compute_stats(const void* data, Wide type, std::size_t n, const Quant
     const float scale_inv = cfg.scale_inv != 0.0f ? cfg.scale_inv : 1.0f / cfg.scale;
     if (!(scale_inv > 0.0f) || std::isinf(scale_inv))
         throw std::invalid_argument(fmt::format("compute_stats: scale_inv {} must be finite and > 0", scale_inv));
-    Prepared p = prepare(cfg.format, cfg.scale, scale_inv, cfg.policy, cfg.seed);
+    const Prepared p = prepare(cfg.format, cfg.scale, scale_inv, cfg.policy, cfg.seed);
     const RunFn fn = run_for(type, p);
-    HalfTable half;
-    if ((type == Wide::bf16 || type == Wide::f16) && n >= kHalfTableMin &&
-        cfg.policy.rounding != Rounding::stochastic) {
-        half = type == Wide::bf16 ? half_table<Wide::bf16>(p) : half_table<Wide::f16>(p);
-        p.half_s = half.s.data();
-        p.half_q = half.q.data();
-    }
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
     std::vector<Scalars> parts(chunks);
     QuantStats total;
