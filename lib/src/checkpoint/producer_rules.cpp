@@ -1,0 +1,141 @@
+// The producers' weight quantisation rules (docs/inference.md: formula and source file of each).
+// Every cast goes through emu::encode (bit-exact); every division is one float32 operation, as
+// torch performs it on float32 tensors; a bfloat16 intermediate is rounded as torch rounds it (RNE).
+#include "checkpoint/producer_rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/emu/formats.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
+
+namespace fp8kit::checkpoint::detail {
+namespace {
+
+constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
+constexpr Policy kRneFp4{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
+
+std::uint32_t bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
+float from_bits(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+float decode_fmt(Format f, std::uint8_t c) { return from_bits(static_cast<std::uint32_t>(emu::decode(f, Wide::f32, c))); }
+// torch's float32 -> bfloat16 cast (round to nearest even).
+float to_bf16(float f) {
+    if (std::isnan(f)) return f;
+    const std::uint32_t b = bits(f);
+    return from_bits((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000u);
+}
+float round_scale(float s, const std::string& dtype) { return dtype == "BF16" ? to_bf16(s) : s; }
+Format element_format(Scheme s) { return (s == Scheme::nvfp4 || s == Scheme::mxfp4) ? Format::e2m1 : Format::e4m3; }
+
+// The block grid a scale covers.
+void grid(const Layer& L, Scales& s) {
+    const std::uint64_t br = L.block_rows ? L.block_rows : L.rows, bc = L.block_cols ? L.block_cols : L.cols;
+    s.grid_rows = (L.rows + br - 1) / br;
+    s.grid_cols = (L.cols + bc - 1) / bc;
+}
+
+std::vector<float> block_amax(const Layer& L, const std::vector<float>& x, const Scales& s) {
+    std::vector<float> a(s.grid_rows * s.grid_cols, 0.0f);
+    const std::uint64_t br = L.rows / s.grid_rows + (L.rows % s.grid_rows != 0), bc = (L.cols + s.grid_cols - 1) / s.grid_cols;
+    for (std::uint64_t r = 0; r < L.rows; ++r)
+        for (std::uint64_t c = 0; c < L.cols; ++c) {
+            float& m = a[(r / br) * s.grid_cols + c / bc];
+            m = std::max(m, std::fabs(x[r * L.cols + c]));
+        }
+    return a;
+}
+
+}  // namespace
+
+float element_max(Scheme s) { return element_format(s) == Format::e2m1 ? 6.0f : 448.0f; }
+float decode_element(Scheme s, std::uint8_t code) { return decode_fmt(element_format(s), code); }
+
+Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& sd) {
+    Scales s;
+    grid(L, s);
+    const auto amax = block_amax(L, x, s);
+    float tensor_amax = 0;
+    for (float a : amax) tensor_amax = std::max(tensor_amax, a);
+    s.block.resize(amax.size());
+    switch (L.scheme) {
+        case Scheme::fp8_tensor:
+        case Scheme::fp8_channel:
+        case Scheme::fp8_block:
+            // ModelOpt quant_utils.py / DeepSeek: amax / 448 in float32. compressed-tensors
+            // calculate_qparams: max_val_pos / 448 in the weight's dtype (BF16 scale), a zero
+            // scale replaced by the scale dtype's eps (utils/helpers.py step 5).
+            for (std::size_t i = 0; i < amax.size(); ++i) {
+                float v = round_scale(amax[i] / 448.0f, sd);
+                if (p == Producer::compressed_tensors && v == 0.0f) v = sd == "BF16" ? 0.0078125f : 1.1920929e-07f;
+                s.block[i] = v;
+            }
+            break;
+        case Scheme::nvfp4:
+            if (p == Producer::compressed_tensors) {
+                // generate_gparam: 448*6 / max(amax, tiny); then calculate_qparams:
+                // e4m3(clamp(global * (block_amax / 6))), 0 -> eps of E4M3 (0.125).
+                const float a = std::max(tensor_amax, 1.17549435e-38f);
+                float g = 2688.0f / a;
+                if (!std::isfinite(g)) g = 1.0f;
+                s.global = g;
+                for (std::size_t i = 0; i < amax.size(); ++i) {
+                    float v = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(g * (amax[i] / 6.0f)), kRneSat));
+                    s.block[i] = v == 0.0f ? 0.125f : v;
+                }
+            } else {
+                // ModelOpt nvfp4_tensor.py: weight_scale_2 = amax / (6*448); per-block
+                // scale = block_amax / (6 * weight_scale_2), clamped to [2^-9, 448], 0 -> 1.0, E4M3.
+                const float g = tensor_amax / 2688.0f;
+                s.global = g;
+                for (std::size_t i = 0; i < amax.size(); ++i) {
+                    float v = g == 0.0f ? 0.0f : amax[i] / (6.0f * g);
+                    v = v == 0.0f ? 1.0f : std::clamp(v, 0.001953125f, 448.0f);
+                    s.block[i] = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(v), kRneSat));
+                }
+            }
+            break;
+        case Scheme::mxfp4:
+        case Scheme::mxfp8:
+            // OCP MX v1.0 6.3 floor rule (numerics::mx_code_floor): gpt-oss and compressed-tensors.
+            for (std::size_t i = 0; i < amax.size(); ++i)
+                s.block[i] = decode_fmt(Format::e8m0, numerics::mx_code_floor(amax[i], numerics::format_emax(element_format(L.scheme))));
+            break;
+        default: break;
+    }
+    return s;
+}
+
+float dequant_factor(Producer p, const Layer& L, const Scales& s, std::uint64_t r, std::uint64_t c) {
+    const std::uint64_t br = (L.rows + s.grid_rows - 1) / s.grid_rows, bc = (L.cols + s.grid_cols - 1) / s.grid_cols;
+    const float b = s.block[(r / br) * s.grid_cols + c / bc];
+    if (L.scheme != Scheme::nvfp4) return b;
+    // compressed-tensors divides the block scale by its global scale; ModelOpt multiplies.
+    return p == Producer::compressed_tensors ? b / s.global : b * s.global;
+}
+
+std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
+                                         const std::string& sd) {
+    std::vector<std::uint8_t> q(L.rows * L.cols);
+    const Format f = element_format(L.scheme);
+    const Policy pol = f == Format::e2m1 ? kRneFp4 : kRneSat;
+    const bool bf16_mid = p == Producer::compressed_tensors && sd == "BF16";
+    for (std::uint64_t r = 0; r < L.rows; ++r)
+        for (std::uint64_t c = 0; c < L.cols; ++c) {
+            float v = x[r * L.cols + c] / dequant_factor(p, L, s, r, c);
+            if (bf16_mid) v = to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
+            q[r * L.cols + c] = emu::encode(f, Wide::f32, bits(v), pol);
+        }
+    return q;
+}
+
+}  // namespace fp8kit::checkpoint::detail
