@@ -85,6 +85,8 @@ private:
     std::string dir_;
     Producer producer_ = Producer::unknown;
     std::vector<std::string> exclude_;
+    std::string weight_strategy_;                     // compressed-tensors config_groups weights.strategy
+    std::uint64_t block_rows_ = 128, block_cols_ = 128;  // weight_block_size / block_structure
     std::vector<std::string> shards_;
     std::map<std::string, TensorRef> tensors_;
     std::vector<Layer> layers_;

@@ -56,7 +56,7 @@ struct Checker {
         switch (L.scheme) {
             case Scheme::fp8_tensor: want = 1; dtypes = {"F32", "BF16", "F16"}; break;
             case Scheme::fp8_channel: want = L.rows; dtypes = {"F32", "BF16", "F16"}; break;
-            case Scheme::fp8_block: want = ((L.rows + 127) / 128) * ((L.cols + 127) / 128); dtypes = {"F32", "BF16"}; break;
+            case Scheme::fp8_block: want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32", "BF16"}; break;
             case Scheme::nvfp4: want = L.rows * ((L.cols + 15) / 16); dtypes = {"F8_E4M3"}; break;
             case Scheme::mxfp4: want = L.rows * ((L.cols + 31) / 32); dtypes = {"U8", "F8_E8M0"}; break;
             default: return true;
@@ -96,7 +96,7 @@ struct Checker {
             note(L.scale, "e4m3 subnormal block scale",
                  fmt::format("{} E4M3 block scales below 2^-6 (subnormal); ModelOpt clamps to >= 2^-9 and flushes below (PR #1382)", sub_e4m3));
         // A block holding nonzero codes needs a nonzero scale.
-        const std::uint64_t br = (L.rows + st.grid_rows - 1) / st.grid_rows, bc = (L.cols + st.grid_cols - 1) / st.grid_cols;
+        const std::uint64_t br = st.block_rows, bc = st.block_cols;
         std::vector<char> live(n, 0);
         for (std::uint64_t r = 0; r < L.rows; ++r)
             for (std::uint64_t c = 0; c < L.cols; ++c)
@@ -182,9 +182,10 @@ Scales stored_scales(const Folder& F, const Layer& L, const RawTensor& s) {
     st.block.resize(s.numel());
     for (std::uint64_t i = 0; i < st.block.size(); ++i) st.block[i] = s.at(i);
     if (!L.global_scale.empty()) st.global = F.read(L.global_scale).at(0);
-    st.grid_rows = L.scheme == Scheme::fp8_tensor ? 1 : (L.rows + L.block_rows - 1) / std::max<std::uint64_t>(L.block_rows, 1);
-    st.grid_cols = L.scheme == Scheme::fp8_tensor ? 1 : st.block.size() / std::max<std::uint64_t>(st.grid_rows, 1);
-    if (L.scheme == Scheme::fp8_channel) { st.grid_rows = L.rows; st.grid_cols = 1; }
+    // MX scales stored as U8 are E8M0 codes: 2^(b - 127) (gpt-oss weights.py, compressed-tensors mxfp4).
+    if ((L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) && s.dtype == "U8")
+        for (std::uint64_t i = 0; i < st.block.size(); ++i) st.block[i] = std::ldexp(1.0f, int(s.bytes[i]) - 127);
+    detail::set_grid(L, st);
     return st;
 }
 
@@ -192,10 +193,10 @@ bool same(float a, float b) { return std::memcmp(&a, &b, 4) == 0 || (a == 0 && b
 
 // 4. Against the original: scale faults first, then codes under the checkpoint's own scales.
 Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
-                   const std::vector<float>& x) {
+                   const std::vector<float>& x, const std::string& weight_dtype) {
     Comparison c{L.module, "bit-exact"};
     c.elements = L.rows * L.cols;
-    const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype);
+    const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype, weight_dtype);
     // Scales.
     bool inverted = false, layout = false;
     if (L.scheme == Scheme::nvfp4 && !same(ex.global, st.global)) {
@@ -300,7 +301,7 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         }
         std::vector<float> x(o.numel());
         for (std::uint64_t i = 0; i < x.size(); ++i) x[i] = o.at(i);
-        R.comparisons.push_back(compare(F, L, w, s, st, x));
+        R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype));
     }
     C.experts();
     C.kv();

@@ -195,9 +195,28 @@ void Folder::read_configs() {
         quant_algo = qc.value("format", "");
         exclude_ = strings(qc.value("ignore", nlohmann::json::array()));
         if (qc.contains("kv_cache_scheme") && !qc["kv_cache_scheme"].is_null()) kv_cache_algo = "static";
+        // The first config group's weight strategy (a one-block 128x128 weight has one scale,
+        // and only the config tells FP8_BLOCK from per-tensor).
+        if (qc.contains("config_groups") && qc["config_groups"].is_object())
+            for (const auto& [g, v] : qc["config_groups"].items())
+                if (v.is_object() && v.contains("weights") && v["weights"].is_object()) {
+                    weight_strategy_ = v["weights"].value("strategy", "");
+                    const auto bs = v["weights"].value("block_structure", nlohmann::json());
+                    if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned()) {
+                        block_rows_ = bs[0];
+                        block_cols_ = bs[1];
+                    }
+                    break;
+                }
     } else if (method == "fp8") {  // DeepSeek-V3 config.json
         producer_ = Producer::deepseek;
         quant_algo = "fp8-block";
+        weight_strategy_ = "block";
+        const auto bs = qc.value("weight_block_size", nlohmann::json());
+        if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned() && bs[0] > 0 && bs[1] > 0) {
+            block_rows_ = bs[0];
+            block_cols_ = bs[1];
+        }
         exclude_ = strings(qc.value("modules_to_not_convert", nlohmann::json::array()));
     } else if (method == "mxfp4") {  // gpt-oss config.json
         producer_ = Producer::gpt_oss;
@@ -248,7 +267,8 @@ void Folder::list_layers() {
                 const auto s = has(L.scale) ? tensors_.at(L.scale) : TensorRef{};
                 std::uint64_t sn = 1;
                 for (auto d : s.shape) sn *= d;
-                L.scheme = sn == 1 ? Scheme::fp8_tensor
+                L.scheme = weight_strategy_ == "block" ? Scheme::fp8_block
+                           : sn == 1 ? Scheme::fp8_tensor
                            : (s.shape.size() >= 1 && t.shape.size() == 2 && s.shape[0] == t.shape[0] && sn == t.shape[0])
                                ? Scheme::fp8_channel : Scheme::fp8_block;
             } else if (t.shape.size() == 2) {
@@ -275,8 +295,8 @@ void Folder::list_layers() {
         L.block_cols = L.scheme == Scheme::nvfp4 ? 16 : L.scheme == Scheme::mxfp4 ? 32 : 0;
         if (L.scheme == Scheme::fp8_channel) L.block_cols = L.cols;
         if (L.scheme == Scheme::fp8_block) {
-            L.block_rows = 128;  // DeepSeek-V3 weight_block_size / compressed-tensors FP8_BLOCK
-            L.block_cols = 128;
+            L.block_rows = block_rows_;  // DeepSeek-V3 weight_block_size / compressed-tensors block_structure
+            L.block_cols = block_cols_;
         }
         if (L.scheme == Scheme::fp8_tensor) {
             L.block_rows = L.rows;

@@ -37,16 +37,10 @@ float to_bf16(float f) {
 float round_scale(float s, const std::string& dtype) { return dtype == "BF16" ? to_bf16(s) : s; }
 Format element_format(Scheme s) { return (s == Scheme::nvfp4 || s == Scheme::mxfp4) ? Format::e2m1 : Format::e4m3; }
 
-// The block grid a scale covers.
-void grid(const Layer& L, Scales& s) {
-    const std::uint64_t br = L.block_rows ? L.block_rows : L.rows, bc = L.block_cols ? L.block_cols : L.cols;
-    s.grid_rows = (L.rows + br - 1) / br;
-    s.grid_cols = (L.cols + bc - 1) / bc;
-}
 
 std::vector<float> block_amax(const Layer& L, const std::vector<float>& x, const Scales& s) {
     std::vector<float> a(s.grid_rows * s.grid_cols, 0.0f);
-    const std::uint64_t br = L.rows / s.grid_rows + (L.rows % s.grid_rows != 0), bc = (L.cols + s.grid_cols - 1) / s.grid_cols;
+    const std::uint64_t br = s.block_rows, bc = s.block_cols;
     for (std::uint64_t r = 0; r < L.rows; ++r)
         for (std::uint64_t c = 0; c < L.cols; ++c) {
             float& m = a[(r / br) * s.grid_cols + c / bc];
@@ -55,14 +49,36 @@ std::vector<float> block_amax(const Layer& L, const std::vector<float>& x, const
     return a;
 }
 
+// compressed-tensors' MX scale (quantization/utils/mxfp_utils.py generate_mx_scales and
+// round_to_power_2): add half of the element format's last mantissa step to the bits of amax
+// and keep sign and exponent (a power of two, rounded up once the mantissa reaches
+// 1 - 2^-(m_elem+1): 1.75 for E2M1, 1.9375 for E4M3), then 127 + log2(that) - floor(log2(max)).
+// Exact in float32 for bfloat16 and float32 amaxes alike (the threshold is the same bit).
+std::uint8_t ct_mx_code(float amax, Scheme s) {
+    if (amax == 0.0f || !std::isfinite(amax)) return 0;  // log2(0) = -inf: not defined by the source
+    const int em = s == Scheme::mxfp8 ? 3 : 1, offset = s == Scheme::mxfp8 ? 8 : 2;
+    const std::uint32_t b = (bits(amax) + (1u << (23 - em - 1))) & 0xFF800000u;
+    const int e = int((b >> 23) & 0xFF) - 127;
+    const int code = 127 + e - offset;
+    return static_cast<std::uint8_t>(std::clamp(code, 0, 254));
+}
+
 }  // namespace
+
+void set_grid(const Layer& L, Scales& s) {
+    s.block_rows = std::max<std::uint64_t>(L.block_rows ? L.block_rows : L.rows, 1);
+    s.block_cols = std::max<std::uint64_t>(L.block_cols ? L.block_cols : L.cols, 1);
+    s.grid_rows = (L.rows + s.block_rows - 1) / s.block_rows;
+    s.grid_cols = (L.cols + s.block_cols - 1) / s.block_cols;
+}
 
 float element_max(Scheme s) { return element_format(s) == Format::e2m1 ? 6.0f : 448.0f; }
 float decode_element(Scheme s, std::uint8_t code) { return decode_fmt(element_format(s), code); }
 
-Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& sd) {
+Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& sd,
+                       const std::string& wd) {
     Scales s;
-    grid(L, s);
+    set_grid(L, s);
     const auto amax = block_amax(L, x, s);
     float tensor_amax = 0;
     for (float a : amax) tensor_amax = std::max(tensor_amax, a);
@@ -82,14 +98,18 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             break;
         case Scheme::nvfp4:
             if (p == Producer::compressed_tensors) {
-                // generate_gparam: 448*6 / max(amax, tiny); then calculate_qparams:
-                // e4m3(clamp(global * (block_amax / 6))), 0 -> eps of E4M3 (0.125).
+                // generate_gparam: 448*6 / max(amax, tiny), computed in the dtype of the
+                // statistics (the weight's: bfloat16 rounds it), returned as float32; then
+                // calculate_qparams: e4m3(clamp(global * (block_amax / 6))), the quotient again in
+                // the weight's dtype; a zero scale -> eps of E4M3 (0.125).
                 const float a = std::max(tensor_amax, 1.17549435e-38f);
-                float g = 2688.0f / a;
+                // torch evaluates `scalar / tensor` as tensor.reciprocal() * scalar
+                // (torch/_tensor.py __rdiv__): two roundings in the tensor's dtype.
+                float g = round_scale(2688.0f * round_scale(1.0f / a, wd), wd);
                 if (!std::isfinite(g)) g = 1.0f;
                 s.global = g;
                 for (std::size_t i = 0; i < amax.size(); ++i) {
-                    float v = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(g * (amax[i] / 6.0f)), kRneSat));
+                    float v = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(g * round_scale(amax[i] / 6.0f, wd)), kRneSat));
                     s.block[i] = v == 0.0f ? 0.125f : v;
                 }
             } else {
@@ -106,9 +126,9 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             break;
         case Scheme::mxfp4:
         case Scheme::mxfp8:
-            // OCP MX v1.0 6.3 floor rule (numerics::mx_code_floor): gpt-oss and compressed-tensors.
             for (std::size_t i = 0; i < amax.size(); ++i)
-                s.block[i] = decode_fmt(Format::e8m0, numerics::mx_code_floor(amax[i], numerics::format_emax(element_format(L.scheme))));
+                s.block[i] = decode_fmt(Format::e8m0, p == Producer::compressed_tensors ? ct_mx_code(amax[i], L.scheme)
+                                                      : numerics::mx_code_floor(amax[i], numerics::format_emax(element_format(L.scheme))));
             break;
         default: break;
     }
@@ -116,8 +136,7 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
 }
 
 float dequant_factor(Producer p, const Layer& L, const Scales& s, std::uint64_t r, std::uint64_t c) {
-    const std::uint64_t br = (L.rows + s.grid_rows - 1) / s.grid_rows, bc = (L.cols + s.grid_cols - 1) / s.grid_cols;
-    const float b = s.block[(r / br) * s.grid_cols + c / bc];
+    const float b = s.block[(r / s.block_rows) * s.grid_cols + c / s.block_cols];
     if (L.scheme != Scheme::nvfp4) return b;
     // compressed-tensors divides the block scale by its global scale; ModelOpt multiplies.
     return p == Producer::compressed_tensors ? b / s.global : b * s.global;

@@ -16,11 +16,16 @@ struct Scales {
     std::vector<float> block;  // per block, row-major over the block grid (one entry per tensor/row for FP8)
     float global = 1.0f;       // NVFP4's second level, in the producer's own convention
     std::uint64_t grid_rows = 1, grid_cols = 1;
+    std::uint64_t block_rows = 1, block_cols = 1;  // elements one scale covers (edge blocks partial)
 };
 
-// x: the original weight (rows x cols floats). scale_dtype: how the checkpoint stores the block
+// The block grid of layer L.
+void set_grid(const Layer& L, Scales& s);
+
+// x: the original weight (rows x cols floats), stored as weight_dtype ("BF16", "F32"). scale_dtype: how the checkpoint stores the block
 // scale ("F32", "BF16", "F8_E4M3", "U8" = E8M0), which sets the producer's rounding of it.
-Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& scale_dtype);
+Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& scale_dtype,
+                       const std::string& weight_dtype);
 
 // One code per element (low bits): the producer's cast of x under scales s.
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
