@@ -125,8 +125,9 @@ def modelopt_checkpoint(base, cfg_name, out, kv=False):
 
     model = copy.deepcopy(base)
     cfg = copy.deepcopy(getattr(mtq, cfg_name))
-    if kv:
-        cfg["quant_cfg"]["*[kv]_bmm_quantizer"] = {"num_bits": (4, 3), "axis": None, "enable": True}
+    if kv:  # ModelOpt 0.47: quant_cfg is a list of entries; append the FP8 KV entries
+        cfg["quant_cfg"] = list(cfg["quant_cfg"]) + [e for e in mtq.FP8_KV_CFG["quant_cfg"]
+                                                     if e.get("quantizer_name") != "*"]
     torch.manual_seed(2)
     data = torch.randint(0, 32, (4, 16))
 
@@ -137,7 +138,8 @@ def modelopt_checkpoint(base, cfg_name, out, kv=False):
     mtq.quantize(model, cfg, loop)
     if os.path.exists(out):
         shutil.rmtree(out)
-    export_hf_checkpoint(model, export_dir=out)
+    # dtype given: on this transformers version ModelOpt reads the config dtype as a string
+    export_hf_checkpoint(model, export_dir=out, dtype=torch.bfloat16)
     for extra in ("generation_config.json",):
         p = os.path.join(out, extra)
         if os.path.exists(p):
@@ -157,13 +159,19 @@ def main():
             made.append(out)
         except Exception as e:  # noqa: BLE001 - report which preset the library could not write
             failed.append(f"compressed-tensors {scheme}: {type(e).__name__}: {e}")
-    for cfg, name, kv in (("FP8_DEFAULT_CFG", "modelopt_fp8", True), ("NVFP4_DEFAULT_CFG", "modelopt_nvfp4", False)):
+    for cfg, name, kv in (("FP8_DEFAULT_CFG", "modelopt_fp8", True),
+                          ("FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG", "modelopt_fp8_block", False),
+                          ("NVFP4_DEFAULT_CFG", "modelopt_nvfp4", False),
+                          ("MXFP4_DEFAULT_CFG", "modelopt_mxfp4", False)):
         out = os.path.join(root, name)
         try:
             modelopt_checkpoint(base, cfg, out, kv)
             made.append(out)
         except Exception as e:  # noqa: BLE001
             failed.append(f"modelopt {cfg}: {type(e).__name__}: {e}")
+            if os.environ.get("TRACE"):
+                import traceback
+                traceback.print_exc()
             if os.path.exists(out):
                 shutil.rmtree(out)
     print(json.dumps({"written": made, "not_written": failed}, indent=1))

@@ -193,10 +193,10 @@ bool same(float a, float b) { return std::memcmp(&a, &b, 4) == 0 || (a == 0 && b
 
 // 4. Against the original: scale faults first, then codes under the checkpoint's own scales.
 Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
-                   const std::vector<float>& x, const std::string& weight_dtype) {
+                   const std::vector<float>& x, const std::string& weight_dtype, float shared_amax) {
     Comparison c{L.module, "bit-exact"};
     c.elements = L.rows * L.cols;
-    const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype, weight_dtype);
+    const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype, weight_dtype, shared_amax);
     // Scales.
     bool inverted = false, layout = false;
     if (L.scheme == Scheme::nvfp4 && !same(ex.global, st.global)) {
@@ -220,7 +220,7 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
     // Codes under the stored scales (with the expected global scale when only that is inverted).
     Scales use = st;
     if (inverted) use.global = ex.global;
-    const auto want = detail::expected_codes(F.producer(), L, x, use, s.dtype);
+    const auto want = detail::expected_codes(F.producer(), L, x, use, s.dtype, weight_dtype);
     const auto got = codes_of(L, w);
     std::uint64_t miss = 0, sat = 0, step = 0;
     const std::uint8_t mag = w.dtype == "U8" ? 0x7 : 0x7F, sign = w.dtype == "U8" ? 0x8 : 0x80;
@@ -249,6 +249,33 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
     c.sqnr_db = err == 0 ? INFINITY : 10 * std::log10(sig / err);
     c.max_rel_error = rel;
     return c;
+}
+
+// ModelOpt shares one weight amax over the linears that read the same input
+// (modelopt/torch/export/quant_utils.py preprocess_linear_fusion, called for q/k/v and gate/up by
+// layer_utils.py): NVFP4's global amax (weight_scale_2), and a weight amax of one element (seen
+// with FP8_PB_WO on weights of a single 128x128 block; FP8 per-tensor weight scales came out
+// unshared in ModelOpt 0.47's export, only their input_scale shared). The group's largest amax;
+// -1 where the layer keeps its own.
+float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
+    if (F.producer() != Producer::modelopt || (L.scheme != Scheme::nvfp4 && L.scheme != Scheme::fp8_block)) return -1.0f;
+    static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)$)");
+    std::smatch m;
+    if (!std::regex_match(L.module, m, kFused)) return -1.0f;
+    const std::string tail = m[2].str();
+    const std::vector<std::string> group = (tail == "gate_proj" || tail == "up_proj") ? std::vector<std::string>{"gate_proj", "up_proj"}
+                                           : (tail == "w1" || tail == "w3") ? std::vector<std::string>{"w1", "w3"}
+                                                                            : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
+    float a = 0;
+    for (const auto& g : group) {
+        const std::string n = m[1].str() + g + ".weight";
+        const std::string sc = m[1].str() + g + (L.scheme == Scheme::nvfp4 ? ".weight_scale_2" : ".weight_scale");
+        if (!ref.has(n) || !F.has(sc)) continue;
+        if (L.scheme == Scheme::fp8_block && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
+        const RawTensor o = ref.read(n);
+        for (std::uint64_t i = 0; i < o.numel(); ++i) a = std::max(a, std::fabs(o.at(i)));
+    }
+    return a;
 }
 
 }  // namespace
@@ -301,7 +328,7 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         }
         std::vector<float> x(o.numel());
         for (std::uint64_t i = 0; i < x.size(); ++i) x[i] = o.at(i);
-        R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype));
+        R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, shared_amax(F, *ref, L)));
     }
     C.experts();
     C.kv();

@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <cstring>
@@ -182,6 +183,9 @@ void Folder::read_configs() {
         quant_algo = q.value("quant_algo", "");
         if (q.contains("kv_cache_quant_algo") && q["kv_cache_quant_algo"].is_string()) kv_cache_algo = q["kv_cache_quant_algo"];
         exclude_ = strings(q.value("exclude_modules", nlohmann::json::array()));
+        std::string algo = quant_algo;  // written "fp8_pb_wo" by ModelOpt 0.47, upper case elsewhere
+        for (auto& ch : algo) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        if (algo == "FP8_PB_WO" || algo == "FP8_BLOCK_SCALES") weight_strategy_ = "block";  // 128x128
         return;
     }
     if (qc.is_null()) throw CheckpointError(fmt::format("{}: neither hf_quant_config.json nor config.json quantization_config", dir_));

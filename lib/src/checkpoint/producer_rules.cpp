@@ -63,6 +63,24 @@ std::uint8_t ct_mx_code(float amax, Scheme s) {
     return static_cast<std::uint8_t>(std::clamp(code, 0, 254));
 }
 
+// ModelOpt MXFP4 (modelopt/torch/quantization/qtensor/mxfp4_tensor.py quantize):
+// e = ceil(max(log2(amax / 6), -127)) in float32, code e + 127 (log2 as the C library's log2f).
+std::uint8_t modelopt_mx_code(float amax) {
+    const float d = amax / 6.0f;
+    const float e = std::ceil(std::max(std::log2(d), -127.0f));
+    return static_cast<std::uint8_t>(std::clamp(int(e) + 127, 0, 255));
+}
+
+// ModelOpt's MXFP4 element cast (same file, cast_fp4): ord = how many of the bounds
+// {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5} lie strictly below |x| (ties go toward zero), sign bit
+// (2 - sign(x)) // 2, which is 1 for x == 0: zeros are stored as 0x8.
+std::uint8_t modelopt_mx_cast(float x) {
+    static const float kBounds[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    std::uint8_t ord = 0;
+    for (float b : kBounds) ord += std::fabs(x) > b;
+    return static_cast<std::uint8_t>((x > 0 ? 0 : 8) + ord);
+}
+
 }  // namespace
 
 void set_grid(const Layer& L, Scales& s) {
@@ -76,12 +94,16 @@ float element_max(Scheme s) { return element_format(s) == Format::e2m1 ? 6.0f : 
 float decode_element(Scheme s, std::uint8_t code) { return decode_fmt(element_format(s), code); }
 
 Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& sd,
-                       const std::string& wd) {
+                       const std::string& wd, float shared_amax) {
     Scales s;
     set_grid(L, s);
-    const auto amax = block_amax(L, x, s);
+    auto amax = block_amax(L, x, s);
     float tensor_amax = 0;
     for (float a : amax) tensor_amax = std::max(tensor_amax, a);
+    if (shared_amax >= 0) {
+        tensor_amax = shared_amax;
+        if (L.scheme == Scheme::fp8_block && amax.size() == 1) amax[0] = shared_amax;
+    }
     s.block.resize(amax.size());
     switch (L.scheme) {
         case Scheme::fp8_tensor:
@@ -127,7 +149,8 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
         case Scheme::mxfp4:
         case Scheme::mxfp8:
             for (std::size_t i = 0; i < amax.size(); ++i)
-                s.block[i] = decode_fmt(Format::e8m0, p == Producer::compressed_tensors ? ct_mx_code(amax[i], L.scheme)
+                s.block[i] = decode_fmt(Format::e8m0, p == Producer::modelopt ? modelopt_mx_code(amax[i])
+                                                      : p == Producer::compressed_tensors ? ct_mx_code(amax[i], L.scheme)
                                                       : numerics::mx_code_floor(amax[i], numerics::format_emax(element_format(L.scheme))));
             break;
         default: break;
@@ -143,16 +166,23 @@ float dequant_factor(Producer p, const Layer& L, const Scales& s, std::uint64_t 
 }
 
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
-                                         const std::string& sd) {
+                                         const std::string& sd, const std::string& wd) {
     std::vector<std::uint8_t> q(L.rows * L.cols);
     const Format f = element_format(L.scheme);
     const Policy pol = f == Format::e2m1 ? kRneFp4 : kRneSat;
-    const bool bf16_mid = p == Producer::compressed_tensors && sd == "BF16";
+    // torch rounds x / scale to the weight's dtype when the scale is a same-kind tensor of that
+    // dtype (compressed-tensors: scales in the weight's dtype) or a 0-dim float32 tensor (ModelOpt
+    // per-tensor weight_scale: quant_utils.py to_quantized_weight `weight / weights_scaling_factor`).
+    const bool bf16_mid = (p == Producer::compressed_tensors && sd == "BF16") ||
+                          (p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16");
+    // (ModelOpt FP8_PB_WO goes through FP8QTensor.quantize, whose expanded scale is not 0-dim:
+    // float32 quotient, also for a weight of one block.)
+    const bool mo_mx = p == Producer::modelopt && L.scheme == Scheme::mxfp4;
     for (std::uint64_t r = 0; r < L.rows; ++r)
         for (std::uint64_t c = 0; c < L.cols; ++c) {
             float v = x[r * L.cols + c] / dequant_factor(p, L, s, r, c);
             if (bf16_mid) v = to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
-            q[r * L.cols + c] = emu::encode(f, Wide::f32, bits(v), pol);
+            q[r * L.cols + c] = mo_mx ? modelopt_mx_cast(v) : emu::encode(f, Wide::f32, bits(v), pol);
         }
     return q;
 }

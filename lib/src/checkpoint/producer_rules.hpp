@@ -24,12 +24,14 @@ void set_grid(const Layer& L, Scales& s);
 
 // x: the original weight (rows x cols floats), stored as weight_dtype ("BF16", "F32"). scale_dtype: how the checkpoint stores the block
 // scale ("F32", "BF16", "F8_E4M3", "U8" = E8M0), which sets the producer's rounding of it.
+// shared_amax >= 0: the amax of the fused group the layer's second-level scale is shared with
+// (ModelOpt preprocess_linear_fusion: q/k/v, gate/up), instead of the layer's own.
 Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& scale_dtype,
-                       const std::string& weight_dtype);
+                       const std::string& weight_dtype, float shared_amax = -1.0f);
 
 // One code per element (low bits): the producer's cast of x under scales s.
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
-                                         const std::string& scale_dtype);
+                                         const std::string& scale_dtype, const std::string& weight_dtype);
 
 // The element format's largest finite value (E4M3 448, E2M1 6).
 float element_max(Scheme s);
