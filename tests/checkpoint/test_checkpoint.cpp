@@ -268,3 +268,79 @@ TEST_CASE("bad input is a CheckpointError naming the file", "[checkpoint]") {
     fs::remove(fs::path(d) / "config.json");
     CHECK_THROWS_AS(check(d), CheckpointError);
 }
+
+// No library writes these two layouts (gpt-oss/weights.py and DeepSeek's fp8_cast_bf16.py only
+// read them), so they are made here from library-written tensors under the other names.
+namespace {
+void write_config(const std::string& dir, const nlohmann::json& qc) {
+    std::ofstream(fs::path(dir) / "config.json") << nlohmann::json{{"quantization_config", qc}}.dump();
+    fs::remove(fs::path(dir) / "hf_quant_config.json");
+}
+}  // namespace
+
+TEST_CASE("DeepSeek-V3 layout: weight_scale_inv per 128x128 block", "[checkpoint]") {
+    fp8kit::test::ScratchDir s("ckpt");
+    // ModelOpt's FP8_PB_WO tensors renamed <w>_scale_inv: x = q * s per 128x128 block, as
+    // DeepSeek-V3 inference/kernel.py weight_dequant reads them.
+    const auto d = planted(s, "modelopt_fp8_block", [](Tensors& t) {
+        Tensors out;
+        for (auto& [k, v] : t) {
+            std::string n = k;
+            if (n.size() > 13 && n.compare(n.size() - 13, 13, ".weight_scale") == 0) n += "_inv";
+            out[n] = v;
+        }
+        t = std::move(out);
+    });
+    write_config(d, {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}});
+    const Folder F(d);
+    CHECK(F.producer() == Producer::deepseek);
+    std::size_t blocks = 0;
+    for (const auto& L : F.layers())
+        if (L.scheme == Scheme::fp8_block) {
+            ++blocks;
+            CHECK(L.scale == L.module + ".weight_scale_inv");
+            CHECK(L.block_rows == 128);
+        }
+    CHECK(blocks == 7);
+    const Report r = check(d, kOriginal);
+    REQUIRE(r.comparisons.size() == 7);
+    // amax / 448 per block in float32 and a float32 quotient: ModelOpt's rule, which is also
+    // the per-block rule of DeepSeek's act_quant (inference/kernel.py). ModelOpt shares q/k/v's
+    // one-block scale; DeepSeek's rule keeps each block's own, so k and v differ by their amax.
+    for (const auto& c : r.comparisons) {
+        INFO(c.module);
+        if (c.module == kK || c.module == "model.layers.0.self_attn.v_proj") CHECK(c.verdict == "different amax");
+        else CHECK(c.verdict == "bit-exact");
+    }
+}
+
+TEST_CASE("gpt-oss layout: .blocks (low nibble first) and .scales (E8M0 bytes)", "[checkpoint]") {
+    fp8kit::test::ScratchDir s("ckpt");
+    const auto d = planted(s, "ct_mxfp4", [](Tensors& t) {
+        Tensors out;
+        for (auto& [k, v] : t) {
+            std::string n = k;
+            Tensor x = v;
+            if (n.size() > 14 && n.compare(n.size() - 14, 14, ".weight_packed") == 0) {
+                n = n.substr(0, n.size() - 14) + ".blocks";  // [rows, cols/2] -> [rows, cols/32, 16]
+                x.shape = {v.shape[0], v.shape[1].get<std::size_t>() / 16, 16};
+            } else if (n.size() > 13 && n.compare(n.size() - 13, 13, ".weight_scale") == 0) {
+                n = n.substr(0, n.size() - 13) + ".scales";
+            }
+            out[n] = x;
+        }
+        t = std::move(out);
+    });
+    write_config(d, {{"quant_method", "mxfp4"}, {"modules_to_not_convert", {"lm_head", "model.embed_tokens"}}});
+    const Folder F(d);
+    CHECK(F.producer() == Producer::gpt_oss);
+    std::size_t mx = 0;
+    for (const auto& L : F.layers())
+        if (L.scheme == Scheme::mxfp4) {
+            ++mx;
+            CHECK(L.cols == 128 * (L.module.find("down_proj") != std::string::npos ? 1.5 : 1));
+        }
+    CHECK(mx == 7);
+    const Report r = check(d);
+    CHECK_FALSE(r.failed());
+}
