@@ -45,6 +45,7 @@ struct RawTensor {
     std::vector<std::uint8_t> bytes;
     std::uint64_t numel() const;
     float at(std::uint64_t i) const;  // element i as float32 (exact for every dtype read here)
+    std::vector<float> to_floats() const;  // every element, as at() (the dtype tested once)
 };
 
 // A quantised (or excluded) linear layer: the module prefix and the tensors that make it up.

@@ -222,14 +222,33 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
     if (inverted) use.global = ex.global;
     const auto want = detail::expected_codes(F.producer(), L, x, use, s.dtype, weight_dtype);
     const auto got = codes_of(L, w);
-    std::uint64_t miss = 0, sat = 0, step = 0;
     const std::uint8_t mag = w.dtype == "U8" ? 0x7 : 0x7F, sign = w.dtype == "U8" ? 0x8 : 0x80;
-    for (std::size_t i = 0; i < want.size(); ++i) {
-        if (want[i] == got[i]) continue;
-        ++miss;
-        const float q = std::fabs(x[i] / detail::dequant_factor(F.producer(), L, use, i / L.cols, i % L.cols));
-        if (q > detail::element_max(L.scheme)) ++sat;
-        if ((want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1) ++step;
+    // Per row, then summed in row order: the same sums for any thread count.
+    const std::int64_t rows = static_cast<std::int64_t>(L.rows);
+    std::vector<std::uint64_t> miss_r(L.rows), sat_r(L.rows), step_r(L.rows);
+    std::vector<double> sig_r(L.rows), err_r(L.rows), rel_r(L.rows);
+#pragma omp parallel for schedule(static) if (want.size() > (1u << 16))
+    for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::uint64_t k = 0; k < L.cols; ++k) {
+            const std::size_t i = static_cast<std::size_t>(r) * L.cols + k;
+            const double xi = x[i];
+            // Error of the checkpoint as stored, against the original.
+            const double d = double(detail::decode_element(L.scheme, got[i])) * detail::dequant_factor(F.producer(), L, st, r, k);
+            sig_r[r] += xi * xi;
+            err_r[r] += (d - xi) * (d - xi);
+            if (xi != 0) rel_r[r] = std::max(rel_r[r], std::fabs(d - xi) / std::fabs(xi));
+            if (want[i] == got[i]) continue;
+            ++miss_r[r];
+            const float q = std::fabs(x[i] / detail::dequant_factor(F.producer(), L, use, r, k));
+            if (q > detail::element_max(L.scheme)) ++sat_r[r];
+            if ((want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1) ++step_r[r];
+        }
+    }
+    std::uint64_t miss = 0, sat = 0, step = 0;
+    double sig = 0, err = 0, rel = 0;
+    for (std::uint64_t r = 0; r < L.rows; ++r) {
+        miss += miss_r[r], sat += sat_r[r], step += step_r[r];
+        sig += sig_r[r], err += err_r[r], rel = std::max(rel, rel_r[r]);
     }
     c.code_mismatches = miss;
     if (miss && c.verdict == "bit-exact") {
@@ -237,14 +256,6 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
         else if (sat == miss) c.verdict = "saturation";
         else if (step == miss) c.verdict = "rounding";
         else c.verdict = "codes differ";
-    }
-    // Error of the checkpoint as stored, against the original.
-    double sig = 0, err = 0, rel = 0;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        const double d = double(detail::decode_element(L.scheme, got[i])) * detail::dequant_factor(F.producer(), L, st, i / L.cols, i % L.cols);
-        sig += double(x[i]) * x[i];
-        err += (d - x[i]) * (d - x[i]);
-        if (x[i] != 0) rel = std::max(rel, std::fabs(d - x[i]) / std::fabs(x[i]));
     }
     c.sqnr_db = err == 0 ? INFINITY : 10 * std::log10(sig / err);
     c.max_rel_error = rel;
@@ -272,8 +283,7 @@ float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
         const std::string sc = m[1].str() + g + (L.scheme == Scheme::nvfp4 ? ".weight_scale_2" : ".weight_scale");
         if (!ref.has(n) || !F.has(sc)) continue;
         if (L.scheme == Scheme::fp8_block && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
-        const RawTensor o = ref.read(n);
-        for (std::uint64_t i = 0; i < o.numel(); ++i) a = std::max(a, std::fabs(o.at(i)));
+        for (float v : ref.read(n).to_floats()) a = std::max(a, std::fabs(v));
     }
     return a;
 }
@@ -326,8 +336,7 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
             C.fail(orig, "reference", fmt::format("original {} has {} elements, the checkpoint's weight {}", shape_str(o.shape), o.numel(), L.rows * L.cols));
             continue;
         }
-        std::vector<float> x(o.numel());
-        for (std::uint64_t i = 0; i < x.size(); ++i) x[i] = o.at(i);
+        const std::vector<float> x = o.to_floats();
         R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, shared_amax(F, *ref, L)));
     }
     C.experts();

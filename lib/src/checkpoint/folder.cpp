@@ -82,6 +82,21 @@ float RawTensor::at(std::uint64_t i) const {
     return float(bytes[i]);  // U8: the byte itself
 }
 
+std::vector<float> RawTensor::to_floats() const {
+    std::vector<float> v(numel());
+    if (dtype == "BF16") {
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const std::uint32_t b = (std::uint32_t(bytes[2 * i]) | std::uint32_t(bytes[2 * i + 1]) << 8) << 16;
+            std::memcpy(&v[i], &b, 4);
+        }
+    } else if (dtype == "F32") {
+        std::memcpy(v.data(), bytes.data(), v.size() * 4);
+    } else {
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = at(i);
+    }
+    return v;
+}
+
 struct Folder::Shards {
     std::vector<std::unique_ptr<dump::Source>> src;
 };

@@ -178,7 +178,9 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     // (ModelOpt FP8_PB_WO goes through FP8QTensor.quantize, whose expanded scale is not 0-dim:
     // float32 quotient, also for a weight of one block.)
     const bool mo_mx = p == Producer::modelopt && L.scheme == Scheme::mxfp4;
-    for (std::uint64_t r = 0; r < L.rows; ++r)
+    const std::int64_t rows = static_cast<std::int64_t>(L.rows);
+#pragma omp parallel for schedule(static) if (q.size() > (1u << 16))
+    for (std::int64_t r = 0; r < rows; ++r)
         for (std::uint64_t c = 0; c < L.cols; ++c) {
             float v = x[r * L.cols + c] / dequant_factor(p, L, s, r, c);
             if (bf16_mid) v = to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
