@@ -344,3 +344,22 @@ TEST_CASE("gpt-oss layout: .blocks (low nibble first) and .scales (E8M0 bytes)",
     const Report r = check(d);
     CHECK_FALSE(r.failed());
 }
+
+TEST_CASE("an all-zero block's scale against the producer's convention", "[checkpoint]") {
+    // up_proj row 3, columns 32..47 are zero in the original: NVFP4 block 3 * 8 + 2.
+    const std::string up = "model.layers.0.mlp.up_proj.weight_scale";
+    auto note_for = [&](const Report& r) {
+        for (const auto& f : r.findings)
+            if (f.check == "all-zero block scale" && f.tensor == up) return !f.failed;
+        return false;
+    };
+    CHECK_FALSE(note_for(check(kData + "modelopt_nvfp4")));  // 1.0 as ModelOpt writes it
+    CHECK_FALSE(note_for(check(kData + "ct_nvfp4")));        // 0.125 as compressed-tensors writes it
+    fp8kit::test::ScratchDir s("ckpt");
+    const auto d = planted(s, "modelopt_nvfp4", [&](Tensors& t) {
+        REQUIRE(t.at(up).bytes[26] == 0x38);  // E4M3 1.0
+        t.at(up).bytes[26] = 0x30;            // 0.5
+    });
+    CHECK(note_for(check(d)));
+    CHECK(comparison(check(d, kOriginal), "model.layers.0.mlp.up_proj").verdict == "different amax");
+}

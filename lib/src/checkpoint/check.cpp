@@ -103,6 +103,20 @@ struct Checker {
                 if ((codes[r * L.cols + c] & (w.dtype == "U8" ? 0x7 : 0x7F)) != 0) live[(r / br) * st.grid_cols + c / bc] = 1;
         for (std::uint64_t i = 0; i < n; ++i)
             if (live[i] && st.block[i] == 0.0f) ++zero_live;
+        // All-zero blocks: ModelOpt writes block scale 1.0 (nvfp4_tensor.py), compressed-tensors
+        // E4M3's eps 0.125 (helpers.py calculate_qparams step 5). A block of codes that are all
+        // zero can also be tiny weights that underflowed, so a different scale is only a note;
+        // --reference decides.
+        if (L.scheme == Scheme::nvfp4 && (F.producer() == Producer::modelopt || F.producer() == Producer::compressed_tensors)) {
+            const float conv = F.producer() == Producer::modelopt ? 1.0f : 0.125f;
+            std::uint64_t dead = 0, other = 0;
+            for (std::uint64_t i = 0; i < n; ++i)
+                if (!live[i]) { ++dead; other += st.block[i] != conv; }
+            if (other)
+                note(L.scale, "all-zero block scale",
+                     fmt::format("{} of {} blocks with only zero codes have a scale other than {}'s {} for an all-zero block", other,
+                                 dead, name(F.producer()), conv));
+        }
         if (zero_live) fail(L.scale, "zero scale", fmt::format("{} blocks hold nonzero codes but have scale 0 (their weights read as 0, 1/scale is inf)", zero_live));
         if (L.scheme == Scheme::nvfp4) global(L, st.global);
     }
