@@ -1,0 +1,270 @@
+"""fp8kit in a PyTorch run: fake quantisation with a straight-through gradient, and a monitor
+that computes fp8kit's cast statistics of nn.Linear tensors under several recipes.
+
+Every number comes from fp8kit's kernels (CUDA tensors, on torch's current stream) or its C++
+reference (CPU tensors), through fp8kit.quantize / dequantize / quantize_blocks / stats; the
+two give the same bits. This file only moves tensors, hooks modules and writes files.
+"""
+import csv
+import json
+import os
+
+import torch
+
+import fp8kit
+from . import _fp8kit
+
+__all__ = ["fake_quantize", "FakeQuantize", "Monitor", "monitor"]
+
+
+# ---- fake quantisation -------------------------------------------------------------------------
+
+def _policy(r, profile, rounding, overflow, nan):
+    if profile is not None or rounding is not None or overflow is not None or nan is not None:
+        return dict(profile=profile, rounding=rounding, overflow=overflow, nan=nan)
+    if r is None:
+        return dict(profile="cuda-satfinite")
+    return dict(rounding=r["policy"]["rounding"], overflow=r["policy"]["overflow"], nan=r["policy"]["nan"])
+
+
+def _block_scale_inv(x, r, role, policy, seed):
+    """codes and the per-element float32 scale_inv tensor of a block recipe (x 2-D)."""
+    if policy.get("profile") is not None:
+        raise ValueError("profile: block recipes take their policy from the recipe")
+    if x.is_cuda:
+        d = fp8kit.quantize_blocks(x, r, role, seed=seed)
+        if "scale_codes" in d:  # E8M0 codes: their values are the scale_inv (exact decode)
+            sinv = fp8kit.dequantize(d["scale_codes"], "e8m0", dtype=torch.float32)
+        else:
+            sinv = d["scale_inv"]
+    else:
+        d = fp8kit.quantize_blocks(x, r, role, seed=seed)
+        sinv = torch.from_numpy(d["scale_inv"].astype("float32", copy=False))
+    codes = torch.as_tensor(d["codes"]) if not x.is_cuda else d["codes"]
+    spec = r["roles"][role]
+    br, bc = spec["block_rows"], spec["block_cols"]
+    full = sinv.repeat_interleave(br, 0)[: x.shape[0]].repeat_interleave(bc, 1)[:, : x.shape[1]]
+    return codes, full.contiguous(), spec["format"]
+
+
+def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, nan, scale, seed):
+    r = fp8kit.recipe(recipe) if recipe is not None else None
+    role = _fp8kit.recipe_slot(role)
+    pol = _policy(r, profile, rounding, overflow, nan)
+    xc = x.detach().contiguous()
+    if r is not None and r["roles"][role]["granularity"] != "tensor":
+        if xc.dim() != 2:
+            xc = xc.reshape(-1, xc.shape[-1])
+        codes, sinv, fmt = _block_scale_inv(xc, r, role, pol, seed)
+        # Decode exactly to float32, one float32 multiply by the block's scale_inv, one rounding
+        # to x's dtype: dequantize's rule with a per-block factor.
+        vals = fp8kit.dequantize(codes, fmt, dtype=torch.float32)
+        return (vals * sinv).to(x.dtype).reshape(x.shape)
+    fmt = format or (r["roles"][role]["format"] if r is not None else None)
+    if fmt is None:
+        raise ValueError("format: name a format or a recipe")
+    scale_inv = 1.0
+    if r is not None:
+        scale, scale_inv = fp8kit.recipe_scale(r, role, fp8kit.amax(xc))
+    elif scale != 1.0:
+        scale_inv = 1.0 / float(torch.tensor(scale, dtype=torch.float32))
+        scale_inv = float(torch.tensor(scale_inv, dtype=torch.float32))
+    codes = fp8kit.quantize(xc, fmt, scale=scale, seed=seed, **pol)
+    return fp8kit.dequantize(codes, fmt, dtype=x.dtype, scale_inv=scale_inv).reshape(x.shape)
+
+
+class _FakeQuant(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, kw):
+        return _fake_quantize_values(x, **kw)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g, None  # straight through
+
+
+def fake_quantize(x, recipe=None, format=None, role="input", profile=None, rounding=None, overflow=None,
+                  nan=None, scale=1.0, seed=0):
+    """x quantised and dequantised (same dtype and shape), gradient passed straight through.
+
+    recipe: a preset, file or dict (its format, policy and scale rule for `role`: tensorwise
+    recipes scale with recipe_scale(amax(x)); block recipes 1x128/128x128/MX scale per block of the
+    last dimension). Or format= with profile= / rounding=, overflow=, nan= (default profile
+    cuda-satfinite) and a fixed scale (scale_inv = fl32(1/scale)). Stochastic rounding draws
+    stochastic_bits(seed, i) for element i. x: float32, float16 or bfloat16, CPU or CUDA.
+    """
+    kw = dict(recipe=recipe, format=format, role=role, profile=profile, rounding=rounding, overflow=overflow,
+              nan=nan, scale=scale, seed=seed)
+    return _FakeQuant.apply(x, kw)
+
+
+class FakeQuantize(torch.nn.Module):
+    """fake_quantize as a module. With stochastic rounding each call uses seed + call count, so
+    steps draw fresh bits and a rerun from the same seed draws the same ones."""
+
+    def __init__(self, recipe=None, format=None, role="input", seed=0, **policy):
+        super().__init__()
+        self.kw = dict(recipe=recipe, format=format, role=role, **policy)
+        self.seed, self.calls = int(seed), 0
+
+    def forward(self, x):
+        y = fake_quantize(x, seed=self.seed + self.calls, **self.kw)
+        self.calls += 1
+        return y
+
+    def extra_repr(self):
+        return ", ".join(f"{k}={v!r}" for k, v in self.kw.items() if v is not None)
+
+
+# ---- the monitor -------------------------------------------------------------------------------
+
+_STAT_KEYS = ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
+              "te_underflow", "te_overflow", "mse", "sqnr_db", "dynamic_range_binades")
+# Role of each captured tensor in a recipe (input and weight in the forward pass, gradients in
+# the backward pass), as TransformerEngine assigns formats.
+_ROLE = {"input": "input", "weight": "weight", "grad_output": "grad", "wgrad": "grad"}
+
+
+def _linear_types(extra):
+    types = [torch.nn.Linear]
+    try:  # transformers' GPT-2 projections are Conv1D (a Linear with a transposed weight)
+        from transformers.pytorch_utils import Conv1D
+        types.append(Conv1D)
+    except Exception:  # noqa: BLE001  transformers absent: nn.Linear only
+        pass
+    return tuple(types) + tuple(extra)
+
+
+class Monitor:
+    """Statistics of the tensors of every nn.Linear (and transformers Conv1D) of `model` under
+    each recipe of `recipes`, on the step the monitor is on when step % every == 0.
+
+    Captured: 'input' and 'weight' (forward), 'grad_output' (a hook on the output) and 'wgrad'
+    (the weight's gradient); `tensors=` picks some. watch(name, tensor, role) adds any other tensor. Call
+    step() once per training step (after backward). close() (or leaving a `with` block) writes
+    out_dir/amax_trace.csv (step,tensor,amax: what `fp8kit replay` and `fp8kit sweep` read) and
+    out_dir/stats.csv and stats.json (one row per step, tensor and recipe).
+    With reduce_amax=True under torch.distributed, each amax is reduced with MAX over `group`
+    before the recipe's scale is computed, as TransformerEngine's reduce_amax does; every rank
+    writes its own files (rank_R/ under out_dir when the world has more than one rank).
+    Tensorwise recipes run on the GPU (CUDA kernels, torch's current stream); block recipes give
+    per-block scales but their statistics are computed on the host (a copy), see docs/torch.md.
+    """
+
+    def __init__(self, model, recipes=("te-current",), every=1, out_dir=None, tensors=None, modules=(),
+                 reduce_amax=False, group=None):
+        self.recipes = [fp8kit.recipe(r) for r in recipes]
+        self.every, self.step_index = int(every), 0
+        self.tensors = set(tensors or _ROLE)
+        self.reduce_amax, self.group = bool(reduce_amax), group
+        self.rows, self.trace = [], []
+        self.out_dir = out_dir
+        if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
+                and torch.distributed.get_world_size() > 1:
+            self.out_dir = os.path.join(out_dir, f"rank_{torch.distributed.get_rank()}")
+        self.handles = []
+        for name, mod in model.named_modules():
+            if isinstance(mod, _linear_types(modules)):
+                self._hook(name, mod)
+
+    @property
+    def active(self):
+        return self.step_index % self.every == 0
+
+    def _hook(self, name, mod):
+        # The output gradient comes from a hook on the output tensor, registered only on monitored
+        # steps: a module backward hook would add autograd nodes to every step.
+        def fwd(m, inp, out):
+            if not self.active:
+                return
+            if "input" in self.tensors:
+                self.watch(f"{name}.input", inp[0], "input")
+            if "weight" in self.tensors:
+                self.watch(f"{name}.weight", m.weight, "weight")
+            if "grad_output" in self.tensors and isinstance(out, torch.Tensor) and out.requires_grad:
+                out.register_hook(lambda g: self.watch(f"{name}.grad_output", g, "grad"))
+
+        def wgrad(g):
+            if self.active and "wgrad" in self.tensors:
+                self.watch(f"{name}.wgrad", g, "grad")
+
+        self.handles.append(mod.register_forward_hook(fwd))
+        if mod.weight.requires_grad:
+            self.handles.append(mod.weight.register_hook(wgrad))
+
+    def _amax(self, x):
+        if x.is_cuda:
+            out = torch.empty(1, dtype=torch.float32, device=x.device)
+            d = fp8kit._device.DeviceArray(x)
+            _fp8kit.cuda_amax(d.ptr, d.wide, d.size, out.data_ptr(), d.stream)
+        else:
+            out = torch.tensor([fp8kit.amax(x)], dtype=torch.float32)
+        if self.reduce_amax and torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.all_reduce(out, op=torch.distributed.ReduceOp.MAX, group=self.group)
+        return float(out.item())
+
+    def watch(self, name, tensor, role="input"):
+        """Statistics of `tensor` under every recipe for `role` ('input', 'weight', 'grad') at the
+        current step (no-op on steps the monitor skips)."""
+        if not self.active:
+            return
+        x = tensor.detach()
+        x = x.contiguous() if x.dtype in (torch.float32, torch.float16, torch.bfloat16) else x.float().contiguous()
+        amax = self._amax(x)
+        self.trace.append((self.step_index, name, amax))
+        for r in self.recipes:
+            spec = r["roles"][role]
+            if spec["granularity"] == "tensor":
+                scale, scale_inv = fp8kit.recipe_scale(r, role, amax)
+                pol = r["policy"]
+                s = fp8kit.stats(x, spec["format"], rounding=pol["rounding"], overflow=pol["overflow"],
+                                 nan=pol["nan"], scale=scale, scale_inv=scale_inv)
+            else:
+                h = x.reshape(-1, x.shape[-1]).cpu() if x.dim() != 2 else x.cpu()
+                s = fp8kit.stats(h, recipe=r, role=role)
+            row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
+                   "format": spec["format"]}
+            row.update({k: s[k] for k in _STAT_KEYS})
+            self.rows.append(row)
+
+    def step(self):
+        self.step_index += 1
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+
+    def write(self, out_dir=None):
+        """Writes amax_trace.csv, stats.csv and stats.json into out_dir."""
+        out_dir = out_dir or self.out_dir
+        if out_dir is None:
+            raise ValueError("out_dir: name the folder the monitor writes to")
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, "amax_trace.csv"), "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["step", "tensor", "amax"])
+            for step, name, a in self.trace:
+                w.writerow([step, name, f"{a:.9g}"])
+        with open(os.path.join(out_dir, "stats.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["step", "tensor", "role", "recipe", "format", *_STAT_KEYS])
+            w.writeheader()
+            w.writerows(self.rows)
+        with open(os.path.join(out_dir, "stats.json"), "w") as f:
+            json.dump(self.rows, f, allow_nan=True)
+
+    def close(self):
+        self.remove()
+        if self.out_dir is not None:
+            self.write()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def monitor(model, recipes=("te-current",), every=1, out_dir=None, **kw):
+    """Monitor(model, recipes, every, out_dir, ...): see Monitor."""
+    return Monitor(model, recipes=recipes, every=every, out_dir=out_dir, **kw)
