@@ -57,9 +57,11 @@ def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, 
             xc = xc.reshape(-1, xc.shape[-1])
         codes, sinv, fmt = _block_scale_inv(xc, r, role, pol, seed)
         # Decode exactly to float32, one float32 multiply by the block's scale_inv, one rounding
-        # to x's dtype: dequantize's rule with a per-block factor.
+        # to x's dtype: dequantize's rule with a per-block factor. NaN codes take dequantize's
+        # NaN bits (a multiply or a cast of a NaN gives different bits on CPU and GPU).
         vals = fp8kit.dequantize(codes, fmt, dtype=torch.float32)
-        return (vals * sinv).to(x.dtype).reshape(x.shape)
+        y = torch.where(vals.isnan(), fp8kit.dequantize(codes, fmt, dtype=x.dtype), (vals * sinv).to(x.dtype))
+        return y.reshape(x.shape)
     fmt = format or (r["roles"][role]["format"] if r is not None else None)
     if fmt is None:
         raise ValueError("format: name a format or a recipe")
@@ -224,7 +226,7 @@ class Monitor:
                 s = fp8kit.stats(h, recipe=r, role=role)
             row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
                    "format": spec["format"]}
-            row.update({k: s[k] for k in _STAT_KEYS})
+            row.update({k: s.get(k) for k in _STAT_KEYS})
             self.rows.append(row)
 
     def step(self):

@@ -9,7 +9,7 @@ import fp8kit
 from conftest import random_array, WIDE
 
 ok, why = fp8kit._fp8kit.cuda_available()
-pytestmark = pytest.mark.skipif(not ok, reason=f"GPU tests: {why}")
+gpu = pytest.mark.skipif(not ok, reason=f"GPU tests: {why}")
 
 FORMATS = ["e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"]
 CAST_ONLY = ["e2m1", "e2m3", "e3m2"]
@@ -54,6 +54,7 @@ def same_bits(a, b):
 FWS = ["torch", "cupy", "jax"]
 
 
+@gpu
 @pytest.mark.parametrize("fw", FWS)
 @pytest.mark.parametrize("wide", ["f32", "f16", "bf16"])
 def test_quantize_dequantize_same_bits(fw, wide):
@@ -76,6 +77,7 @@ def test_quantize_dequantize_same_bits(fw, wide):
         same_bits(to_host(fw, scaled), fp8kit.quantize(x, "e4m3", profile="cuda-satfinite", scale=3.7))
 
 
+@gpu
 @pytest.mark.parametrize("fw", FWS)
 def test_amax_stats_same(fw):
     x = np.random.default_rng(5).standard_normal(300_001).astype(np.float32) * 20
@@ -93,6 +95,7 @@ def test_amax_stats_same(fw):
             assert g["sum_err2"] == pytest.approx(c["sum_err2"], rel=1e-9)
 
 
+@gpu
 @pytest.mark.parametrize("fw", FWS)
 @pytest.mark.parametrize("recipe", ["te-block", "mxfp8", "mx-ocp"])
 def test_block_quantize_same_bits(fw, recipe):
@@ -105,6 +108,7 @@ def test_block_quantize_same_bits(fw, recipe):
         same_bits(to_host(fw, got[key]), want[key])
 
 
+@gpu
 def test_torch_stream_and_errors():
     torch = pytest.importorskip("torch")
     x = torch.randn(4096, device="cuda")
@@ -117,3 +121,13 @@ def test_torch_stream_and_errors():
         fp8kit.quantize(x.double(), "e4m3", profile="torch")
     with pytest.raises(ValueError, match="contiguous"):
         fp8kit.quantize(x.view(64, 64).t(), "e4m3", profile="torch")
+
+
+class _FakeGpuArray:
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (1 << 40, False), "version": 3}
+
+
+@pytest.mark.skipif(ok, reason="the module has the kernels and a GPU: the error path is not reachable")
+def test_gpu_array_without_kernels_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="fp8kit: a GPU array was passed but"):
+        fp8kit.quantize(_FakeGpuArray(), "e4m3", profile="torch")
