@@ -40,6 +40,25 @@ def steps(model, opt, ids, n, mon=None):
     return (time.perf_counter() - t0) / n
 
 
+def kernel_rates(n=1 << 25):
+    """Elements per second of the amax and statistics kernels on one bf16 tensor of n elements
+    (what a monitored step spends its time in), each call timed with the host synchronisation it
+    includes."""
+    import fp8kit
+    x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    out = {}
+    for name, f in (("amax", lambda: fp8kit.amax(x)),
+                    ("stats", lambda: fp8kit.stats(x, "e4m3", rounding="nearest-even", overflow="saturate-all",
+                                                   nan="canonical", scale=2.0))):
+        f()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(10):
+            f()
+        out[f"{name}_gelem_per_s"] = 10 * n / (time.perf_counter() - t0) / 1e9
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=100)
@@ -63,10 +82,12 @@ def main():
         mon = ft.monitor(model, recipes=RECIPES, every=100, out_dir=d)
         every100 = steps(model, opt, ids, a.steps, mon)
         mon.close()
+    baselines = [base * 1e3, base2 * 1e3]
     base = min(base, base2)  # the faster of two baselines: overheads are not understated
     res.update(step_ms=base * 1e3, every1_step_ms=every1 * 1e3, every100_step_ms=every100 * 1e3,
                every1_overhead_pct=100 * (every1 / base - 1), every100_overhead_pct=100 * (every100 / base - 1),
-               stats_rows_per_step=rows // (a.every1_steps + 1), baselines_ms=[base * 1e3, base2 * 1e3])
+               stats_rows_per_step=rows // (a.every1_steps + 1), baselines_ms=baselines,
+               **kernel_rates())
     print(json.dumps(res, indent=1))
     if a.json:
         with open(a.json, "w") as f:

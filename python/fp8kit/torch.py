@@ -214,13 +214,17 @@ class Monitor:
         x = x.contiguous() if x.dtype in (torch.float32, torch.float16, torch.bfloat16) else x.float().contiguous()
         amax = self._amax(x)
         self.trace.append((self.step_index, name, amax))
+        done = {}  # recipes that cast this tensor identically (format, policy, scale) share one pass
         for r in self.recipes:
             spec = r["roles"][role]
             if spec["granularity"] == "tensor":
                 scale, scale_inv = fp8kit.recipe_scale(r, role, amax)
                 pol = r["policy"]
-                s = fp8kit.stats(x, spec["format"], rounding=pol["rounding"], overflow=pol["overflow"],
-                                 nan=pol["nan"], scale=scale, scale_inv=scale_inv)
+                key = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], scale, scale_inv)
+                if key not in done:
+                    done[key] = fp8kit.stats(x, spec["format"], rounding=pol["rounding"], overflow=pol["overflow"],
+                                             nan=pol["nan"], scale=scale, scale_inv=scale_inv)
+                s = done[key]
             else:
                 h = x.reshape(-1, x.shape[-1]).cpu() if x.dim() != 2 else x.cpu()
                 s = fp8kit.stats(h, recipe=r, role=role)
