@@ -3,6 +3,8 @@ array functions: their pointers go to the CUDA kernels (fp8kit._fp8kit.cuda_*, t
 cuda/include/fp8kit/cuda/kernels.hpp) without a copy, on the caller's stream, and results come
 back as arrays of the same framework. Host arrays of any framework (numpy, torch CPU, DLPack) are
 viewed as numpy without a copy and run the CPU code. No numerics here: shapes, dtypes, pointers."""
+import math
+
 import numpy as np
 
 from . import _fp8kit
@@ -29,10 +31,17 @@ def is_device(x):
     return dev is not None and int(dev()[0]) in (2, 13)  # kDLCUDA, kDLCUDAManaged
 
 
+_cuda_ok = False
+
+
 def require_cuda():
+    global _cuda_ok
+    if _cuda_ok:  # asked once per process: a device that was there stays there
+        return
     ok, why = _fp8kit.cuda_available()
     if not ok:
         raise RuntimeError(f"fp8kit: a GPU array was passed but {why}")
+    _cuda_ok = True
 
 
 class DeviceArray:
@@ -73,7 +82,7 @@ class DeviceArray:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def empty(self, shape, wide):
         """An output of `shape` with element type `wide` ('u1', 'f32', 'f16', 'bf16')."""

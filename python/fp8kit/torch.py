@@ -156,6 +156,9 @@ class Monitor:
     def __init__(self, model, recipes=("te-current",), every=1, out_dir=None, tensors=None, modules=(),
                  reduce_amax=False, group=None):
         self.recipes = [fp8kit.recipe(r) for r in recipes]
+        # recipe_scale's argument: the preset name, or the recipe as JSON text (parsed per call)
+        self._scale_arg = [(r, False) if isinstance(r, str) and r in fp8kit.presets() else (json.dumps(d), True)
+                           for r, d in zip(recipes, self.recipes)]
         self.every, self.step_index = int(every), 0
         self.tensors = set(tensors or _ROLE)
         self.reduce_amax, self.group = bool(reduce_amax), group
@@ -215,10 +218,10 @@ class Monitor:
         amax = self._amax(x)
         self.trace.append((self.step_index, name, amax))
         done = {}  # recipes that cast this tensor identically (format, policy, scale) share one pass
-        for r in self.recipes:
+        for r, arg in zip(self.recipes, self._scale_arg):
             spec = r["roles"][role]
             if spec["granularity"] == "tensor":
-                scale, scale_inv = fp8kit.recipe_scale(r, role, amax)
+                scale, scale_inv = _fp8kit.recipe_scale(*arg, role, amax)
                 pol = r["policy"]
                 key = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], scale, scale_inv)
                 if key not in done:
