@@ -176,22 +176,25 @@ class Monitor:
     def active(self):
         return self.step_index % self.every == 0
 
-    def _hook(self, name, mod):
+    def _hook(self, module_name, mod):
+        def name(t):  # the model itself (name '') gives plain tensor names
+            return f"{module_name}.{t}" if module_name else t
+
         # The output gradient comes from a hook on the output tensor, registered only on monitored
         # steps: a module backward hook would add autograd nodes to every step.
         def fwd(m, inp, out):
             if not self.active:
                 return
             if "input" in self.tensors:
-                self.watch(f"{name}.input", inp[0], "input")
+                self.watch(name("input"), inp[0], "input")
             if "weight" in self.tensors:
-                self.watch(f"{name}.weight", m.weight, "weight")
+                self.watch(name("weight"), m.weight, "weight")
             if "grad_output" in self.tensors and isinstance(out, torch.Tensor) and out.requires_grad:
-                out.register_hook(lambda g: self.watch(f"{name}.grad_output", g, "grad"))
+                out.register_hook(lambda g: self.watch(name("grad_output"), g, "grad"))
 
         def wgrad(g):
             if self.active and "wgrad" in self.tensors:
-                self.watch(f"{name}.wgrad", g, "grad")
+                self.watch(name("wgrad"), g, "grad")
 
         self.handles.append(mod.register_forward_hook(fwd))
         if mod.weight.requires_grad:

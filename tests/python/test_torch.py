@@ -183,3 +183,32 @@ def test_monitor_gpu_equals_cpu(tmp_path):
         for k in ("numel", "amax", "min_nonzero", "zeros", "underflow", "subnormal", "overflow"):
             assert a[k] == b[k], k
         assert a["mse"] == pytest.approx(b["mse"], rel=1e-9)  # binary64 sums, order differs
+
+
+def _rank_main(rank, store, out_dir, result_dir):
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(16, 4)
+        mon = ft.Monitor(model, recipes=["te-current"], tensors=["input"], reduce_amax=True, out_dir=out_dir)
+        model(torch.full((2, 16), 1.0 + 10.0 * rank))  # rank 0: amax 1, rank 1: amax 11
+        mon.close()
+        with open(os.path.join(result_dir, f"{rank}.json"), "w") as f:
+            json.dump([mon.trace, mon.out_dir], f)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_monitor_reduces_amax_over_ranks(tmp_path):
+    import torch.multiprocessing as mp
+    if not torch.distributed.is_available():
+        pytest.skip("torch.distributed is not available in this torch build")
+    out, res = tmp_path / "out", tmp_path / "res"
+    res.mkdir()
+    mp.spawn(_rank_main, args=(str(tmp_path / "store"), str(out), str(res)), nprocs=2, join=True)
+    for rank in (0, 1):
+        trace, out_dir = json.load(open(res / f"{rank}.json"))
+        assert trace == [[0, "input", 11.0]]  # MAX over the group, as TE's reduce_amax
+        assert out_dir == str(out / f"rank_{rank}")
+        assert (out / f"rank_{rank}" / "amax_trace.csv").exists()
