@@ -6,6 +6,7 @@ reference (CPU tensors), through fp8kit.quantize / dequantize / quantize_blocks 
 two give the same bits. This file only moves tensors, hooks modules and writes files.
 """
 import csv
+import fnmatch
 import json
 import os
 
@@ -149,12 +150,14 @@ class Monitor:
     With reduce_amax=True under torch.distributed, each amax is reduced with MAX over `group`
     before the recipe's scale is computed, as TransformerEngine's reduce_amax does; every rank
     writes its own files (rank_R/ under out_dir when the world has more than one rank).
+    dump_steps= (and dump_include=, fnmatch patterns on the tensor names) also write those
+    tensors on those steps to out_dir/dump.h5 in fp8kit's HDF5 layout (host copies: slow).
     Tensorwise recipes run on the GPU (CUDA kernels, torch's current stream); block recipes give
     per-block scales but their statistics are computed on the host (a copy), see docs/torch.md.
     """
 
     def __init__(self, model, recipes=("te-current",), every=1, out_dir=None, tensors=None, modules=(),
-                 reduce_amax=False, group=None):
+                 reduce_amax=False, group=None, dump_steps=(), dump_include=("*",)):
         self.recipes = [fp8kit.recipe(r) for r in recipes]
         # recipe_scale's argument: the preset name, or the recipe as JSON text (parsed per call)
         self._scale_arg = [(r, False) if isinstance(r, str) and r in fp8kit.presets() else (json.dumps(d), True)
@@ -167,6 +170,9 @@ class Monitor:
         if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
                 and torch.distributed.get_world_size() > 1:
             self.out_dir = os.path.join(out_dir, f"rank_{torch.distributed.get_rank()}")
+        self.dump_steps, self.dump_include, self._h5 = set(dump_steps), tuple(dump_include), None
+        if self.dump_steps and self.out_dir is None:
+            raise ValueError("dump_steps: name the out_dir the dump (out_dir/dump.h5) is written to")
         self.handles = []
         for name, mod in model.named_modules():
             if isinstance(mod, _linear_types(modules)):
@@ -220,6 +226,8 @@ class Monitor:
         x = x.contiguous() if x.dtype in (torch.float32, torch.float16, torch.bfloat16) else x.float().contiguous()
         amax = self._amax(x)
         self.trace.append((self.step_index, name, amax))
+        if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
+            self._dump(name, x, role)
         done = {}  # recipes that cast this tensor identically (format, policy, scale) share one pass
         for r, arg in zip(self.recipes, self._scale_arg):
             spec = r["roles"][role]
@@ -238,6 +246,23 @@ class Monitor:
                    "format": spec["format"]}
             row.update({k: s.get(k) for k in _STAT_KEYS})
             self.rows.append(row)
+
+    def _dump(self, name, x, role):
+        """x (a host copy) as dataset step_NNNNNN/<module>/<tensor> of out_dir/dump.h5, fp8kit's HDF5
+        layout (docs/dumps.md): attributes step and role (activation, weight, gradient); bfloat16
+        stored as its uint16 bits with dtype='bfloat16'."""
+        import h5py
+        if self._h5 is None:
+            os.makedirs(self.out_dir, exist_ok=True)
+            self._h5 = h5py.File(os.path.join(self.out_dir, "dump.h5"), "w")
+        t = x.detach().cpu()
+        bf16 = t.dtype == torch.bfloat16
+        data = t.view(torch.int16).numpy().view("uint16") if bf16 else t.numpy()
+        ds = self._h5.create_dataset(f"step_{self.step_index:06d}/{name}", data=data)
+        if bf16:
+            ds.attrs["dtype"] = "bfloat16"
+        ds.attrs["step"] = self.step_index
+        ds.attrs["role"] = {"input": "activation", "weight": "weight", "grad": "gradient"}[role]
 
     def step(self):
         self.step_index += 1
@@ -267,6 +292,9 @@ class Monitor:
 
     def close(self):
         self.remove()
+        if self._h5 is not None:
+            self._h5.close()
+            self._h5 = None
         if self.out_dir is not None:
             self.write()
 

@@ -212,3 +212,24 @@ def test_monitor_reduces_amax_over_ranks(tmp_path):
         assert trace == [[0, "input", 11.0]]  # MAX over the group, as TE's reduce_amax
         assert out_dir == str(out / f"rank_{rank}")
         assert (out / f"rank_{rank}" / "amax_trace.csv").exists()
+
+
+def test_monitor_dump_is_read_by_fp8kit(tmp_path):
+    model = tiny_model().to(torch.bfloat16)
+    mon = ft.Monitor(model, recipes=["te-current"], out_dir=str(tmp_path), dump_steps=[1],
+                     dump_include=["0.*", "2.weight"])
+    seen = {}
+    model[0].register_forward_hook(lambda m, i, o: seen.__setitem__("x", i[0].detach().clone()) if mon.step_index == 1 else None)
+    for _ in range(3):
+        model.zero_grad()
+        model(torch.randn(8, 32).to(torch.bfloat16)).float().square().mean().backward()
+        mon.step()
+    mon.close()
+    got = {info["name"]: (info, a) for info, a in fp8kit.read_dump(str(tmp_path / "dump.h5"))}
+    assert sorted(got) == sorted(f"step_000001/{n}" for n in
+                                 ("0.input", "0.weight", "0.grad_output", "0.wgrad", "2.weight"))
+    info, a = got["step_000001/0.input"]
+    assert info["step"] == 1 and info["role"] == "activation" and info["dtype"] == "bf16"
+    np.testing.assert_array_equal(np.asarray(a).view(np.uint16), bits(seen["x"]).view(np.uint16))
+    assert got["step_000001/0.wgrad"][0]["role"] == "gradient"
+    assert got["step_000001/2.weight"][0]["role"] == "weight"
