@@ -150,6 +150,8 @@ class Monitor:
     With reduce_amax=True under torch.distributed, each amax is reduced with MAX over `group`
     before the recipe's scale is computed, as TransformerEngine's reduce_amax does; every rank
     writes its own files (rank_R/ under out_dir when the world has more than one rank).
+    attention=True also captures Q, K and V of transformers' attention modules ('<module>.q',
+    '.k', '.v'; see _hook_attention).
     dump_steps= (and dump_include=, fnmatch patterns on the tensor names) also write those
     tensors on those steps to out_dir/dump.h5 in fp8kit's HDF5 layout (host copies: slow).
     Tensorwise recipes run on the GPU (CUDA kernels, torch's current stream); block recipes give
@@ -157,13 +159,13 @@ class Monitor:
     """
 
     def __init__(self, model, recipes=("te-current",), every=1, out_dir=None, tensors=None, modules=(),
-                 reduce_amax=False, group=None, dump_steps=(), dump_include=("*",)):
+                 reduce_amax=False, group=None, dump_steps=(), dump_include=("*",), attention=False):
         self.recipes = [fp8kit.recipe(r) for r in recipes]
         # recipe_scale's argument: the preset name, or the recipe as JSON text (parsed per call)
         self._scale_arg = [(r, False) if isinstance(r, str) and r in fp8kit.presets() else (json.dumps(d), True)
                            for r, d in zip(recipes, self.recipes)]
         self.every, self.step_index = int(every), 0
-        self.tensors = set(tensors or _ROLE)
+        self.tensors = set(_ROLE if tensors is None else tensors)
         self.reduce_amax, self.group = bool(reduce_amax), group
         self.rows, self.trace = [], []
         self.out_dir = out_dir
@@ -177,6 +179,9 @@ class Monitor:
         for name, mod in model.named_modules():
             if isinstance(mod, _linear_types(modules)):
                 self._hook(name, mod)
+        self._attn_orig = {}
+        if attention:
+            self._hook_attention(model)
 
     @property
     def active(self):
@@ -205,6 +210,31 @@ class Monitor:
         self.handles.append(mod.register_forward_hook(fwd))
         if mod.weight.requires_grad:
             self.handles.append(mod.weight.register_hook(wgrad))
+
+    def _hook_attention(self, model):
+        """Q, K and V as transformers' attention modules pass them to the attention kernel: after
+        rotary embeddings, K and V after the KV cache's update and before GQA's repeat. Every
+        kernel of transformers' attention registry (sdpa, flash, flex...) is wrapped while the
+        monitor lives; the eager path calls a module function directly and is not captured."""
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as registry
+        impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
+        if impl not in registry:
+            raise ValueError(f"attention: the model's attention implementation {impl!r} is not in transformers' "
+                             "registry (use attn_implementation='sdpa' or a flash/flex kernel, not eager)")
+        names = {id(m): n for n, m in model.named_modules() if type(m).__name__.endswith("Attention")}
+
+        def wrap(kernel):
+            def capture(module, query, key, value, *args, **kwargs):
+                name = names.get(id(module))
+                if name is not None and self.active:
+                    for t, x in (("q", query), ("k", key), ("v", value)):
+                        self.watch(f"{name}.{t}" if name else t, x, "input")
+                return kernel(module, query, key, value, *args, **kwargs)
+            return capture
+
+        for k in list(registry.keys()):
+            self._attn_orig[k] = registry[k]
+            registry[k] = wrap(registry[k])
 
     def _amax(self, x):
         if x.is_cuda:
@@ -271,6 +301,11 @@ class Monitor:
         for h in self.handles:
             h.remove()
         self.handles = []
+        if self._attn_orig:
+            from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as registry
+            for k, kernel in self._attn_orig.items():
+                registry[k] = kernel
+            self._attn_orig = {}
 
     def write(self, out_dir=None):
         """Writes amax_trace.csv, stats.csv and stats.json into out_dir."""

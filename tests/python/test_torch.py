@@ -233,3 +233,41 @@ def test_monitor_dump_is_read_by_fp8kit(tmp_path):
     np.testing.assert_array_equal(np.asarray(a).view(np.uint16), bits(seen["x"]).view(np.uint16))
     assert got["step_000001/0.wgrad"][0]["role"] == "gradient"
     assert got["step_000001/2.weight"][0]["role"] == "weight"
+
+
+def test_monitor_attention_qkv_after_rotary():
+    transformers = pytest.importorskip("transformers", reason="transformers is not installed")
+    from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as registry
+    cfg = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                                   intermediate_size=128, num_hidden_layers=2, vocab_size=97)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg)
+    model.config._attn_implementation = "eager"
+    with pytest.raises(ValueError, match="eager"):
+        ft.Monitor(model, tensors=[], attention=True)
+    model.config._attn_implementation = "sdpa"
+    qproj = []
+    model.model.layers[0].self_attn.q_proj.register_forward_hook(lambda m, i, o: qproj.append(o.abs().max().item()))
+    mon = ft.Monitor(model, recipes=["te-current"], tensors=[], attention=True)
+    # Reference: what the attention kernel itself receives, recorded by a wrapper around the
+    # monitor's one (same run, so the same tensors).
+    seen, inner = [], registry["sdpa"]
+
+    def record(module, q, k, v, *a, **kw):
+        seen.append((q.abs().max().item(), k.abs().max().item(), v.abs().max().item(), k.shape))
+        return inner(module, q, k, v, *a, **kw)
+    registry["sdpa"] = record
+    try:
+        with torch.no_grad():
+            model(input_ids=torch.randint(0, 97, (2, 12)))
+    finally:
+        registry["sdpa"] = inner
+    mon.close()
+    got = {name: a for _, name, a in mon.trace}
+    assert sorted(got) == sorted(f"model.layers.{i}.self_attn.{t}" for i in range(2) for t in "qkv")
+    assert len(seen) == 2
+    for i, (q, k, v, kshape) in enumerate(seen):
+        assert kshape[1] == 2  # K as the KV cache holds it: 2 KV heads, before GQA's repeat
+        assert [got[f"model.layers.{i}.self_attn.{t}"] for t in "qkv"] == [q, k, v]
+    assert got["model.layers.0.self_attn.q"] != qproj[0]  # after the rotary embedding, not q_proj's output
+    assert "capture" not in registry["sdpa"].__name__  # the wrapper is removed on close
