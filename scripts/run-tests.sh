@@ -24,6 +24,9 @@ scripts/install-deps.sh
 if command -v ccache >/dev/null; then
   export CCACHE_DIR="${CCACHE_DIR:-$PWD/build/ccache}" CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  # pip's build compiles the CUDA kernels too when nvcc is found (pyproject.toml FP8KIT_CUDA=AUTO):
+  # the same objects as build/'s, so they come from the cache instead of a second nvcc run.
+  export CMAKE_CUDA_COMPILER_LAUNCHER=ccache
 fi
 export CMAKE_GENERATOR="Unix Makefiles"
 stage "build (Release)"

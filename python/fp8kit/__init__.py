@@ -8,6 +8,7 @@ views them as the ml_dtypes type of their format without a copy.
 import numpy as np
 
 from . import _fp8kit
+from . import _device
 from ._dtypes import FORMAT_DTYPES, WIDE_DTYPES, as_bits, codes_view, wide_name
 
 __all__ = ["quantize", "dequantize", "as_ml_dtypes", "encode", "decode", "code_info", "formats",
@@ -15,7 +16,7 @@ __all__ = ["quantize", "dequantize", "as_ml_dtypes", "encode", "decode", "code_i
 
 
 def quantize(x, format, profile=None, rounding=None, overflow=None, nan=None, scale=1.0, seed=0,
-             index_offset=0):
+             index_offset=0, stream=None):
     """Codes (uint8, shape of x) of x cast to `format`: q = fp8(x * scale).
 
     x: float64, float32, float16 or ml_dtypes.bfloat16 array (no copy when C-contiguous).
@@ -23,21 +24,29 @@ def quantize(x, format, profile=None, rounding=None, overflow=None, nan=None, sc
     multiply by float32(scale) in float32 before the cast, as framework cast kernels do.
     Stochastic rounding: element i (in C order) draws stochastic_bits(seed, index_offset + i),
     so the codes do not depend on threads or on how an array is split into calls.
+    A GPU array (torch CUDA tensor, CuPy, JAX; float32/float16/bfloat16) runs the CUDA kernel on
+    its framework's current stream (or `stream`, a cudaStream_t as int) and returns a uint8
+    array of the same framework, with the same bits; a torch CPU tensor gives a torch tensor.
     """
-    a = np.asarray(x)
+    if _device.is_device(x):
+        return _device.quantize(x, format, profile, rounding, overflow, nan, scale, seed, index_offset, stream)
+    a = _device.host_view(x)
     wide = wide_name(a.dtype, "x")
-    return _fp8kit.quantize_bits(as_bits(a, wide), wide, format, profile, rounding, overflow, nan,
-                                 float(scale), int(seed), int(index_offset))
+    return _device.host_like(x, _fp8kit.quantize_bits(as_bits(a, wide), wide, format, profile, rounding, overflow,
+                                                      nan, float(scale), int(seed), int(index_offset)))
 
 
-def dequantize(codes, format, dtype=np.float32, scale_inv=1.0):
+def dequantize(codes, format, dtype=np.float32, scale_inv=1.0, stream=None):
     """Values of `codes` (uint8 or an ml_dtypes float8 array) times scale_inv, as `dtype`
     (float64, float32, float16 or bfloat16). scale_inv == 1 is an exact decode; otherwise one
     multiply in binary64 (float64) or float32 (the others), then one nearest-even rounding to
-    float16/bfloat16."""
-    wide = wide_name(dtype)
-    bits = _fp8kit.dequantize_bits(codes_view(codes), format, wide, float(scale_inv))
-    return bits.view(WIDE_DTYPES[wide])
+    float16/bfloat16. GPU codes (see quantize) run the CUDA kernel and return the same
+    framework's array (dtype float32, float16 or bfloat16, also given as a torch dtype)."""
+    wide = _device.TORCH_DTYPE_WIDE.get(str(dtype)) or wide_name(dtype)
+    if _device.is_device(codes):
+        return _device.dequantize(codes, format, wide, scale_inv, stream)
+    bits = _fp8kit.dequantize_bits(codes_view(_device.host_view(codes)), format, wide, float(scale_inv))
+    return _device.host_like(codes, bits.view(WIDE_DTYPES[wide]))
 
 
 def as_ml_dtypes(codes, format):

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from . import _fp8kit
+from . import _device, _fp8kit
 from ._dtypes import as_bits, wide_name
 
 
@@ -32,14 +32,17 @@ def recipe_scale(r, role, amax):
     return _fp8kit.recipe_scale(*_recipe_arg(r), role, float(amax))
 
 
-def amax(x):
-    """max |x| as TransformerEngine reduces it (NaN ignored, Inf -> Inf), as a float32 value."""
-    a = np.asarray(x)
+def amax(x, stream=None):
+    """max |x| as TransformerEngine reduces it (NaN ignored, Inf -> Inf), as a float32 value.
+    A GPU array runs the CUDA kernel (and waits for it)."""
+    if _device.is_device(x):
+        return _device.amax(x, stream)
+    a = _device.host_view(x)
     wide = wide_name(a.dtype, "x")
     return _fp8kit.amax(as_bits(a, wide), wide)
 
 
-def quantize_blocks(x, recipe, role="input", packed=False, seed=0):
+def quantize_blocks(x, recipe, role="input", packed=False, seed=0, stream=None):
     """Codes and block scales of x (2-D) under a block recipe (e.g. 'nvfp4', 'mxfp4', 'mxfp8').
 
     Returns a dict: 'codes' (uint8, one code per byte, x's shape; with packed=True, e2m1 only,
@@ -49,8 +52,19 @@ def quantize_blocks(x, recipe, role="input", packed=False, seed=0):
     by), 'scale_inv' (float32 dequantisation factor), 'global_amax', 'block_shape', 'grid'.
     Stochastic rounding (a recipe whose policy rounding is 'stochastic'): element i in C order
     draws stochastic_bits(seed, i).
+    A GPU array (1x128 / 128x128 TE blocks and MX blocks of 32, unpacked) runs the CUDA kernel
+    and returns {'codes', 'scale_inv'} (TE blocks) or {'codes', 'scale_codes'} (MX, E8M0) as
+    arrays of its framework, equal to the host result's entries of the same name.
     """
-    a = np.asarray(x)
+    if _device.is_device(x):
+        if packed:
+            raise ValueError("packed: not available for GPU arrays")
+        r = globals()["recipe"](recipe)
+        role = _fp8kit.recipe_slot(role)
+        pol = r["policy"]
+        codes, scales = _device.quantize_blocks(x, r, role, pol["rounding"], pol["overflow"], pol["nan"], seed, stream)
+        return {"codes": codes, ("scale_codes" if r["rule"].startswith("mx") else "scale_inv"): scales}
+    a = _device.host_view(x)
     wide = wide_name(a.dtype, "x")
     return _fp8kit.quantize_blocks(as_bits(a, wide), wide, *_recipe_arg(recipe), _fp8kit.recipe_slot(role),
                                    bool(packed), int(seed))
@@ -81,8 +95,11 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
     'block_shape' (rows, cols one scale covers), 'grid' (blocks down and across, edge blocks
     partial) and 'scale_inv', float32 of the grid's shape (one value per block).
     format= or profile=/rounding=/overflow=/nan= given with a recipe override its choices.
+    A GPU array (tensorwise recipes or an explicit scale) runs the CUDA statistics kernel.
     """
-    a = np.asarray(x)
+    if _device.is_device(x):
+        return _stats_device(x, format, profile, rounding, overflow, nan, scale, scale_inv, recipe, role, seed)
+    a = _device.host_view(x)
     wide = wide_name(a.dtype, "x")
     bits = as_bits(a, wide)
     if recipe is not None:
@@ -108,6 +125,28 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
         raise ValueError("format: name the format to cast to (or a recipe=)")
     return _fp8kit.stats(bits, wide, format, profile, rounding, overflow, nan, float(scale),
                          0.0 if scale_inv is None else float(scale_inv), int(seed))
+
+
+def _stats_device(x, format, profile, rounding, overflow, nan, scale, scale_inv, recipe_, role, seed):
+    name = None
+    if recipe_ is not None:
+        role = _fp8kit.recipe_slot(role)
+        r = recipe(recipe_)
+        spec, name = r["roles"][role], r["name"]
+        if spec["granularity"] != "tensor":
+            raise ValueError(f"recipe: {name} is not tensorwise; block statistics of GPU arrays are not "
+                             "available (pass a host array)")
+        format = spec["format"] if format is None else format
+        if profile is None and rounding is None and overflow is None and nan is None:
+            rounding, overflow, nan = r["policy"]["rounding"], r["policy"]["overflow"], r["policy"]["nan"]
+        scale, scale_inv = recipe_scale(r, role, _device.amax(x))
+    if format is None:
+        raise ValueError("format: name the format to cast to (or a recipe=)")
+    d = _device.stats(x, format, profile, rounding, overflow, nan, scale, 0.0 if scale_inv is None else scale_inv,
+                      seed)
+    if name is not None:
+        d["recipe"] = name
+    return d
 
 
 class DelayedScaling:

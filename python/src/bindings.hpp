@@ -42,5 +42,6 @@ void bind_replay(pyb::module_& m);
 void bind_simulate(pyb::module_& m);
 void bind_checkpoint(pyb::module_& m);
 void bind_gemm(pyb::module_& m);
+void bind_cuda(pyb::module_& m);
 
 }  // namespace fp8kit::py

@@ -1,0 +1,98 @@
+"""Overhead of fp8kit.torch.Monitor on a real model (issue 23's setting): GPT-2 small from
+transformers (random initial weights), batch 8, sequence 1024, bf16, AdamW, 3 tensorwise recipes,
+every nn.Linear/Conv1D tensor (input, weight, grad_output, wgrad). Prints the mean step time
+without the monitor, with it every step, and with it every 100th step, and the overheads.
+Targets: every step <= 10 %, every 100th step <= 1 % (averaged over 100 steps).
+
+    python bench/torch_monitor_overhead.py [--steps 100] [--batch 8] [--seq 1024] [--json OUT]
+"""
+import argparse
+import json
+import tempfile
+import time
+
+import torch
+import fp8kit.torch as ft
+
+RECIPES = ["te-current", "torchao-tensorwise", "msamp"]
+
+
+def make(batch, seq):
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(n_positions=max(1024, seq))).to("cuda", torch.bfloat16)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(0, 50257, (batch, seq), device="cuda")
+    return model, opt, ids
+
+
+def steps(model, opt, ids, n, mon=None):
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        loss = model(input_ids=ids, labels=ids).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if mon is not None:
+            mon.step()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n
+
+
+def kernel_rates(n=1 << 25):
+    """Elements per second of the amax and statistics kernels on one bf16 tensor of n elements
+    (what a monitored step spends its time in), each call timed with the host synchronisation it
+    includes."""
+    import fp8kit
+    x = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+    out = {}
+    for name, f in (("amax", lambda: fp8kit.amax(x)),
+                    ("stats", lambda: fp8kit.stats(x, "e4m3", rounding="nearest-even", overflow="saturate-all",
+                                                   nan="canonical", scale=2.0))):
+        f()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(10):
+            f()
+        out[f"{name}_gelem_per_s"] = 10 * n / (time.perf_counter() - t0) / 1e9
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--every1-steps", type=int, default=10)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    model, opt, ids = make(a.batch, a.seq)
+    steps(model, opt, ids, 3)  # warm-up (allocator, kernels)
+    res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "recipes": RECIPES,
+           "batch": a.batch, "seq": a.seq}
+    base = steps(model, opt, ids, a.steps)
+    with tempfile.TemporaryDirectory() as d:
+        mon = ft.monitor(model, recipes=RECIPES, every=1, out_dir=d)
+        steps(model, opt, ids, 1, mon)  # warm-up of the monitor path
+        every1 = steps(model, opt, ids, a.every1_steps, mon)
+        rows = len(mon.rows)
+        mon.close()
+        base2 = steps(model, opt, ids, a.steps)
+        mon = ft.monitor(model, recipes=RECIPES, every=100, out_dir=d)
+        every100 = steps(model, opt, ids, a.steps, mon)
+        mon.close()
+    baselines = [base * 1e3, base2 * 1e3]
+    base = min(base, base2)  # the faster of two baselines: overheads are not understated
+    res.update(step_ms=base * 1e3, every1_step_ms=every1 * 1e3, every100_step_ms=every100 * 1e3,
+               every1_overhead_pct=100 * (every1 / base - 1), every100_overhead_pct=100 * (every100 / base - 1),
+               stats_rows_per_step=rows // (a.every1_steps + 1), baselines_ms=baselines,
+               **kernel_rates())
+    print(json.dumps(res, indent=1))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

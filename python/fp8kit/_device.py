@@ -1,0 +1,227 @@
+"""Device arrays (torch CUDA tensors, CuPy, JAX, anything with __cuda_array_interface__) for the
+array functions: their pointers go to the CUDA kernels (fp8kit._fp8kit.cuda_*, the bindings of
+cuda/include/fp8kit/cuda/kernels.hpp) without a copy, on the caller's stream, and results come
+back as arrays of the same framework. Host arrays of any framework (numpy, torch CPU, DLPack) are
+viewed as numpy without a copy and run the CPU code. No numerics here: shapes, dtypes, pointers."""
+import math
+
+import numpy as np
+
+from . import _fp8kit
+
+# Element types the kernels read, by __cuda_array_interface__ typestr and by torch dtype name.
+_TYPESTR_WIDE = {"<f4": "f32", "<f2": "f16", "<V2": "bf16"}
+_TORCH_WIDE = {"torch.float32": "f32", "torch.float16": "f16", "torch.bfloat16": "bf16"}
+TORCH_DTYPE_WIDE = _TORCH_WIDE
+_WIDE_TORCH = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+_WIDE_NP = {"f32": "<f4", "f16": "<f2"}
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def is_device(x):
+    """True when x lives in GPU memory (a CUDA torch tensor, a CuPy or JAX GPU array...)."""
+    if _is_torch(x):
+        return x.is_cuda
+    if hasattr(x, "__cuda_array_interface__"):
+        return True
+    dev = getattr(x, "__dlpack_device__", None)
+    return dev is not None and int(dev()[0]) in (2, 13)  # kDLCUDA, kDLCUDAManaged
+
+
+_cuda_ok = False
+
+
+def require_cuda():
+    global _cuda_ok
+    if _cuda_ok:  # asked once per process: a device that was there stays there
+        return
+    ok, why = _fp8kit.cuda_available()
+    if not ok:
+        raise RuntimeError(f"fp8kit: a GPU array was passed but {why}")
+    _cuda_ok = True
+
+
+class DeviceArray:
+    """A device array's pointer, shape, element type (wide name or 'u1'), stream and framework,
+    with `empty` making an output of the same framework on the same device."""
+
+    def __init__(self, x, stream=None):
+        require_cuda()
+        self.x = x
+        if _is_torch(x):
+            import torch
+            if not x.is_contiguous():
+                raise ValueError("x: device tensor must be contiguous")
+            self.kind, self.ptr, self.shape = "torch", x.data_ptr(), tuple(x.shape)
+            self.wide = _TORCH_WIDE.get(str(x.dtype), "u1" if x.dtype == torch.uint8 else str(x.dtype))
+            self.stream = stream if stream is not None else torch.cuda.current_stream(x.device).cuda_stream
+            return
+        cai = getattr(x, "__cuda_array_interface__", None)
+        mod = type(x).__module__
+        if cai is None and hasattr(x, "__dlpack__"):
+            # DLPack only (JAX, others): CuPy takes the capsule without a copy and gives the interface.
+            import cupy
+            if mod.startswith("jax"):
+                x.block_until_ready()
+            self.keep = cupy.from_dlpack(x)
+            cai = self.keep.__cuda_array_interface__
+        if cai is None:
+            raise ValueError(f"x: {type(x).__name__} is on a GPU but has neither __cuda_array_interface__ nor DLPack")
+        if cai.get("strides") is not None and cai["strides"] != _c_strides(cai):
+            raise ValueError("x: device array must be C-contiguous")
+        self.kind = "cupy" if mod.startswith("cupy") else "jax" if mod.startswith("jax") else "cai"
+        self.ptr, self.shape = cai["data"][0], tuple(cai["shape"])
+        self.wide = _TYPESTR_WIDE.get(cai["typestr"], "u1" if cai["typestr"] == "|u1" else cai["typestr"])
+        if self.kind == "jax":
+            x.block_until_ready()  # JAX's own streams: the buffer is complete, then the default stream
+        s = cai.get("stream")
+        self.stream = stream if stream is not None else (0 if s in (None, 1) else s)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
+
+    def empty(self, shape, wide):
+        """An output of `shape` with element type `wide` ('u1', 'f32', 'f16', 'bf16')."""
+        if self.kind == "torch":
+            import torch
+            dt = torch.uint8 if wide == "u1" else getattr(torch, _WIDE_TORCH[wide])
+            return torch.empty(shape, dtype=dt, device=self.x.device)
+        import cupy
+        if wide == "bf16":
+            if self.kind != "jax":
+                raise ValueError("dtype: CuPy has no bfloat16: bfloat16 outputs are made for torch and JAX only")
+            return cupy.empty(shape, dtype=np.uint16)  # bits; wrap() gives JAX's bfloat16 view
+        return cupy.empty(shape, dtype=np.uint8 if wide == "u1" else _WIDE_NP[wide])
+
+    def wrap(self, out, wide=None):
+        """out (made by empty) as this array's framework; JAX gets it through DLPack after the
+        stream finished, since JAX does not order its work after our stream."""
+        if self.kind == "jax":
+            import cupy
+            import jax
+            cupy.cuda.Stream.null.synchronize() if self.stream == 0 else cupy.cuda.runtime.streamSynchronize(self.stream)
+            y = jax.dlpack.from_dlpack(out)
+            if wide == "bf16":
+                y = jax.lax.bitcast_convert_type(y, jax.numpy.bfloat16)
+            return y
+        return out
+
+
+def _c_strides(cai):
+    item = int(cai["typestr"][2:])
+    strides, acc = [], item
+    for d in reversed(cai["shape"]):
+        strides.append(acc)
+        acc *= d
+    return tuple(reversed(strides))
+
+
+def out_ptr(a):
+    return a.data_ptr() if hasattr(a, "data_ptr") else a.__cuda_array_interface__["data"][0]
+
+
+def host_view(x):
+    """x as a numpy array without a copy where possible: torch CPU tensors (bfloat16 too, as
+    ml_dtypes.bfloat16), DLPack producers, anything np.asarray takes."""
+    if _is_torch(x):
+        import torch
+        t = x.detach()
+        if t.dtype == torch.bfloat16:
+            import ml_dtypes
+            return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return t.numpy()
+    return np.asarray(x)
+
+
+def host_like(x, a):
+    """A numpy result `a` as the type of the host input x (torch CPU tensor for a torch input)."""
+    if _is_torch(x):
+        import torch
+        if a.dtype.name == "bfloat16":
+            return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+        return torch.from_numpy(np.ascontiguousarray(a))
+    return a
+
+
+# ---- the array functions on device arrays (the public functions call these for GPU inputs) ----
+
+def _input(x, stream):
+    d = DeviceArray(x, stream)
+    if d.wide not in ("f32", "f16", "bf16"):
+        raise ValueError(f"x: device arrays of float32, float16 or bfloat16 expected, got {d.wide}")
+    return d
+
+
+def quantize(x, format, profile, rounding, overflow, nan, scale, seed, index_offset, stream=None):
+    d = _input(x, stream)
+    out = d.empty(d.shape, "u1")
+    _fp8kit.cuda_quantize(d.ptr, d.wide, out_ptr(out), d.size, format, profile, rounding, overflow, nan,
+                          float(scale), int(seed), int(index_offset), d.stream)
+    return d.wrap(out)
+
+
+def dequantize(codes, format, wide, scale_inv, stream=None):
+    d = DeviceArray(codes, stream)
+    if d.wide != "u1":
+        raise ValueError("codes: device array of uint8 codes expected")
+    out = d.empty(d.shape, wide)
+    _fp8kit.cuda_dequantize(d.ptr, format, out_ptr(out), wide, d.size, float(scale_inv), d.stream)
+    return d.wrap(out, wide)
+
+
+def amax_device(x, stream=None):
+    """amax as a one-element float32 device array (no synchronisation)."""
+    d = _input(x, stream)
+    out = d.empty((1,), "f32")
+    _fp8kit.cuda_amax(d.ptr, d.wide, d.size, out_ptr(out), d.stream)
+    return d, out
+
+
+def amax(x, stream=None):
+    d, out = amax_device(x, stream)
+    if d.kind == "torch":
+        return float(out.item())
+    import cupy
+    return float(cupy.asnumpy(out)[0])
+
+
+def stats(x, format, profile, rounding, overflow, nan, scale, scale_inv, seed, stream=None):
+    d = _input(x, stream)
+    return _fp8kit.cuda_stats(d.ptr, d.wide, d.size, format, profile, rounding, overflow, nan, float(scale),
+                              float(scale_inv), int(seed), d.stream)
+
+
+def block_kind(r, role):
+    """The block kernel of recipe dict r for `role`: (kind, scale element type), or a ValueError
+    naming the recipe when the GPU has no kernel for its rule and block shape."""
+    spec = r["roles"][role]
+    shape = (spec["block_rows"], spec["block_cols"])
+    if r["rule"] == "te" and shape in ((1, 128), (128, 128)):
+        return f"{shape[0]}x{shape[1]}", "f32"
+    if r["rule"] in ("mx-roundup", "mx-ocp-floor") and shape == (1, 32):
+        return ("mx-roundup" if r["rule"] == "mx-roundup" else "mx-floor"), "u1"
+    raise ValueError(f"recipe: {r['name']} ({r['rule']}, blocks {shape[0]}x{shape[1]}) has no CUDA kernel; "
+                     "use a host array")
+
+
+def quantize_blocks(x, r, role, rounding, overflow, nan, seed, stream=None):
+    """(codes, scales) of a 2-D device array under block recipe dict r: scales are float32
+    scale_inv per block (TE blocks) or E8M0 codes (MX), rows x blocks across (or tiles)."""
+    d = _input(x, stream)
+    if len(d.shape) != 2:
+        raise ValueError("x: block recipes need a 2-D array")
+    kind, sw = block_kind(r, role)
+    rows, cols = d.shape
+    if kind == "128x128":
+        grid = (-(-rows // 128), -(-cols // 128))
+    else:
+        grid = (rows, -(-cols // (128 if kind == "1x128" else 32)))
+    codes, scales = d.empty(d.shape, "u1"), d.empty(grid, sw)
+    _fp8kit.cuda_quantize_block(kind, d.ptr, d.wide, out_ptr(codes), rows, cols, r["roles"][role]["format"], None,
+                                rounding, overflow, nan, out_ptr(scales), bool(r["pow2"]), float(r["epsilon"]),
+                                int(seed), d.stream)
+    return d.wrap(codes), d.wrap(scales)

@@ -1,0 +1,136 @@
+// The CUDA kernels (cuda/include/fp8kit/cuda/kernels.hpp) on device pointers the Python side takes
+// from an array's __cuda_array_interface__ / DLPack capsule (python/fp8kit/_device.py). Pointers and
+// the stream (a cudaStream_t) cross as integers; every call is asynchronous on that stream except
+// cuda_stats (the kernel API returns host values). Built only when the module is configured with
+// the kernels (FP8KIT_PY_CUDA); otherwise cuda_available() says why and the rest is absent.
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <stdexcept>
+
+#include "bindings.hpp"
+
+#ifdef FP8KIT_PY_CUDA
+#include "fp8kit/cuda/kernels.hpp"
+#endif
+
+namespace fp8kit::py {
+namespace {
+
+#ifdef FP8KIT_PY_CUDA
+using Ptr = std::uintptr_t;
+void* vp(Ptr p) { return reinterpret_cast<void*>(p); }
+std::uint8_t* u8(Ptr p) { return reinterpret_cast<std::uint8_t*>(p); }
+float* fp(Ptr p) { return reinterpret_cast<float*>(p); }
+
+// The kernels take f32, f16 and bf16 inputs (kernels.hpp); f64 gets this message, not the kernel's.
+Wide kernel_wide(const std::string& s, const char* arg) {
+    const Wide w = require_wide(s, arg);
+    if (w == Wide::f64)
+        throw std::invalid_argument(fmt::format("{}: float64 device arrays are not supported by the CUDA "
+                                                "kernels (float32, float16, bfloat16)", arg));
+    return w;
+}
+
+Format kernel_format(const std::string& s, bool cast_only) {
+    const Format f = require_format(s, "format");
+    const bool ok = cast_only ? cuda::has_cast_kernels(f) : cuda::has_kernels(f);
+    if (!ok) throw std::invalid_argument(fmt::format("format: no CUDA kernel for {} in this call", s));
+    return f;
+}
+
+void quantize(Ptr in, const std::string& wide, Ptr out, std::size_t n, const std::string& format,
+              const OptStr& profile, const OptStr& rounding, const OptStr& overflow, const OptStr& nan,
+              double scale, std::uint64_t seed, std::uint64_t first, Ptr stream) {
+    const Wide w = kernel_wide(wide, "x");
+    const Format f = kernel_format(format, true);
+    const Policy p = resolve_policy(f, w, profile, rounding, overflow, nan);
+    pyb::gil_scoped_release nogil;
+    cuda::quantize(f, w, vp(in), u8(out), n, p, static_cast<float>(scale), seed, first, vp(stream));
+}
+
+void dequantize(Ptr in, const std::string& format, Ptr out, const std::string& wide, std::size_t n,
+                double scale_inv, Ptr stream) {
+    const Format f = kernel_format(format, true);
+    const Wide w = kernel_wide(wide, "dtype");
+    pyb::gil_scoped_release nogil;
+    cuda::dequantize(f, w, u8(in), vp(out), n, static_cast<float>(scale_inv), vp(stream));
+}
+
+void amax(Ptr in, const std::string& wide, std::size_t n, Ptr out, Ptr stream) {
+    const Wide w = kernel_wide(wide, "x");
+    pyb::gil_scoped_release nogil;
+    cuda::amax(w, vp(in), n, fp(out), vp(stream));
+}
+
+// Block quantisers: kind "1x128", "128x128" (TE Float8BlockScaling, scale_inv per block) or
+// "mx-floor" / "mx-roundup" (E8M0 scale codes per 32 elements of a row).
+void quantize_block(const std::string& kind, Ptr in, const std::string& wide, Ptr out, std::size_t rows,
+                    std::size_t cols, const std::string& format, const OptStr& profile, const OptStr& rounding,
+                    const OptStr& overflow, const OptStr& nan, Ptr scales, bool pow2, double epsilon,
+                    std::uint64_t seed, Ptr stream) {
+    const Wide w = kernel_wide(wide, "x");
+    const Format f = kernel_format(format, false);
+    const Policy p = resolve_policy(f, w, profile, rounding, overflow, nan);
+    const cuda::ScaleOptions o{pow2, static_cast<float>(epsilon)};
+    pyb::gil_scoped_release nogil;
+    if (kind == "1x128")
+        cuda::quantize_block_1x128(f, w, vp(in), u8(out), rows, cols, p, fp(scales), o, seed, 0, vp(stream));
+    else if (kind == "128x128")
+        cuda::quantize_block_128x128(f, w, vp(in), u8(out), rows, cols, p, fp(scales), o, seed, 0, vp(stream));
+    else if (kind == "mx-floor" || kind == "mx-roundup")
+        cuda::quantize_mx(f, w, vp(in), u8(out), rows, cols, p,
+                          kind == "mx-floor" ? cuda::MxRule::ocp_floor : cuda::MxRule::round_up, u8(scales), seed,
+                          0, vp(stream));
+    else
+        throw std::invalid_argument(fmt::format("kind: unknown block kind '{}'", kind));
+}
+
+pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::string& format, const OptStr& profile,
+                const OptStr& rounding, const OptStr& overflow, const OptStr& nan, double scale, double scale_inv,
+                std::uint64_t seed, Ptr stream) {
+    const Wide w = kernel_wide(wide, "x");
+    const Format f = kernel_format(format, false);
+    const Policy p = resolve_policy(f, w, profile, rounding, overflow, nan);
+    QuantStats s;
+    {
+        pyb::gil_scoped_release nogil;
+        s = cuda::statistics(f, w, vp(in), n, p, static_cast<float>(scale), static_cast<float>(scale_inv), seed,
+                             0, vp(stream));
+    }
+    return stats_dict(s);
+}
+#endif
+
+pyb::tuple cuda_available() {
+#ifdef FP8KIT_PY_CUDA
+    std::string why;
+    const int n = cuda::device_count(&why);
+    if (n > 0) return pyb::make_tuple(true, std::string());
+    return pyb::make_tuple(false, fmt::format("no CUDA device: {}", why));
+#else
+    return pyb::make_tuple(false, std::string("this fp8kit module was built without the CUDA kernels (no nvcc "
+                                              "when it was built; pip install . on a machine with nvcc)"));
+#endif
+}
+
+}  // namespace
+
+void bind_cuda(pyb::module_& m) {
+    using namespace pybind11::literals;
+    m.def("cuda_available", &cuda_available);
+#ifdef FP8KIT_PY_CUDA
+    m.def("cuda_quantize", &quantize, "x"_a, "wide"_a, "out"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a,
+          "overflow"_a, "nan"_a, "scale"_a, "seed"_a, "index_offset"_a, "stream"_a);
+    m.def("cuda_dequantize", &dequantize, "codes"_a, "format"_a, "out"_a, "wide"_a, "n"_a, "scale_inv"_a,
+          "stream"_a);
+    m.def("cuda_amax", &amax, "x"_a, "wide"_a, "n"_a, "out"_a, "stream"_a);
+    m.def("cuda_quantize_block", &quantize_block, "kind"_a, "x"_a, "wide"_a, "out"_a, "rows"_a, "cols"_a,
+          "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a, "scales"_a, "pow2"_a, "epsilon"_a,
+          "seed"_a, "stream"_a);
+    m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a,
+          "nan"_a, "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
+#endif
+}
+
+}  // namespace fp8kit::py

@@ -1,0 +1,133 @@
+"""GPU arrays (torch CUDA tensors, CuPy, JAX) through the array functions: the CUDA kernels give
+the same bits as the same values passed as numpy arrays (the C++ reference), for every format
+the kernels cover, every profile, stochastic rounding, scaled casts, amax, statistics and the
+block quantisers. Skipped, with the reason, without a GPU or without the framework."""
+import numpy as np
+import pytest
+
+import fp8kit
+from conftest import random_array, WIDE
+
+ok, why = fp8kit._fp8kit.cuda_available()
+gpu = pytest.mark.skipif(not ok, reason=f"GPU tests: {why}")
+
+FORMATS = ["e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"]
+CAST_ONLY = ["e2m1", "e2m3", "e3m2"]
+POLICIES = [dict(profile=p) for p in ("cuda-satfinite", "cuda-nosat", "ml_dtypes", "torch")] + [
+    dict(rounding="stochastic", overflow="saturate-all", nan="canonical")]
+
+
+def to_dev(fw, a):
+    if fw == "torch":
+        torch = pytest.importorskip("torch")
+        if a.dtype == WIDE["bf16"]:
+            return torch.from_numpy(a.view(np.int16)).cuda().view(torch.bfloat16)
+        return torch.from_numpy(a).cuda()
+    if fw == "cupy":
+        cupy = pytest.importorskip("cupy")
+        if a.dtype == WIDE["bf16"]:
+            pytest.skip("CuPy has no bfloat16 dtype")
+        return cupy.asarray(a)
+    jnp = pytest.importorskip("jax.numpy")
+    import jax
+    return jax.device_put(jnp.asarray(a), jax.devices("gpu")[0])
+
+
+def to_host(fw, d):
+    if fw == "torch":
+        import torch
+        t = d.cpu()
+        return t.view(torch.int16).numpy().view(WIDE["bf16"]) if t.dtype == torch.bfloat16 else t.numpy()
+    if fw == "cupy":
+        import cupy
+        return cupy.asnumpy(d)
+    return np.asarray(d)
+
+
+def same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    assert a.shape == b.shape and a.dtype.itemsize == b.dtype.itemsize
+    u = {1: np.uint8, 2: np.uint16, 4: np.uint32}[a.dtype.itemsize]
+    np.testing.assert_array_equal(a.view(u), b.view(u))
+
+
+FWS = ["torch", "cupy", "jax"]
+
+
+@gpu
+@pytest.mark.parametrize("fw", FWS)
+@pytest.mark.parametrize("wide", ["f32", "f16", "bf16"])
+def test_quantize_dequantize_same_bits(fw, wide):
+    x = random_array(WIDE[wide], n=65_537, seed=3)
+    xd = to_dev(fw, x)
+    for fmt in FORMATS + CAST_ONLY:
+        for pol in POLICIES:
+            try:
+                want = fp8kit.quantize(x, fmt, seed=7, index_offset=0, **pol)
+            except ValueError:
+                continue  # a policy the format does not have: nothing to compare
+            got = fp8kit.quantize(xd, fmt, seed=7, **pol)
+            assert type(got).__module__.split(".")[0] == type(xd).__module__.split(".")[0]
+            same_bits(to_host(fw, got), want)
+            for out in ("f32", "f16") + (("bf16",) if fw != "cupy" else ()):
+                d_want = fp8kit.dequantize(want, fmt, dtype=WIDE[out], scale_inv=0.375)
+                d_got = fp8kit.dequantize(to_dev(fw, want), fmt, dtype=out, scale_inv=0.375)
+                same_bits(to_host(fw, d_got), d_want)
+        scaled = fp8kit.quantize(xd, "e4m3", profile="cuda-satfinite", scale=3.7)
+        same_bits(to_host(fw, scaled), fp8kit.quantize(x, "e4m3", profile="cuda-satfinite", scale=3.7))
+
+
+@gpu
+@pytest.mark.parametrize("fw", FWS)
+def test_amax_stats_same(fw):
+    x = np.random.default_rng(5).standard_normal(300_001).astype(np.float32) * 20
+    x[17] = np.nan
+    xd = to_dev(fw, x)
+    assert fp8kit.amax(xd) == fp8kit.amax(x)
+    for recipe in ("te-current", "torchao-tensorwise"):
+        for role in ("input", "grad"):
+            g, c = fp8kit.stats(xd, recipe=recipe, role=role), fp8kit.stats(x, recipe=recipe, role=role)
+            for k in ("numel", "finite", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
+                      "te_underflow", "te_overflow", "amax", "min_nonzero"):
+                assert g[k] == c[k], k
+            np.testing.assert_array_equal(g["exp_hist"]["count"], c["exp_hist"]["count"])
+            # binary64 sums: only the order of the additions differs (kernels.hpp)
+            assert g["sum_err2"] == pytest.approx(c["sum_err2"], rel=1e-9)
+
+
+@gpu
+@pytest.mark.parametrize("fw", FWS)
+@pytest.mark.parametrize("recipe", ["te-block", "mxfp8", "mx-ocp"])
+def test_block_quantize_same_bits(fw, recipe):
+    x = (np.random.default_rng(9).standard_normal((300, 700)) * np.logspace(-3, 3, 700)).astype(np.float32)
+    for role in ("input", "weight"):
+        got = fp8kit.quantize_blocks(to_dev(fw, x), recipe, role=role)
+        want = fp8kit.quantize_blocks(x, recipe, role=role)
+        same_bits(to_host(fw, got["codes"]), want["codes"])
+        key = "scale_codes" if "scale_codes" in got else "scale_inv"
+        same_bits(to_host(fw, got[key]), want[key])
+
+
+@gpu
+def test_torch_stream_and_errors():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4096, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        got = fp8kit.quantize(x, "e4m3", profile="torch")
+    s.synchronize()
+    same_bits(got.cpu().numpy(), fp8kit.quantize(x.cpu(), "e4m3", profile="torch").numpy())
+    with pytest.raises(ValueError, match="float64"):
+        fp8kit.quantize(x.double(), "e4m3", profile="torch")
+    with pytest.raises(ValueError, match="contiguous"):
+        fp8kit.quantize(x.view(64, 64).t(), "e4m3", profile="torch")
+
+
+class _FakeGpuArray:
+    __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (1 << 40, False), "version": 3}
+
+
+@pytest.mark.skipif(ok, reason="the module has the kernels and a GPU: the error path is not reachable")
+def test_gpu_array_without_kernels_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="fp8kit: a GPU array was passed but"):
+        fp8kit.quantize(_FakeGpuArray(), "e4m3", profile="torch")
