@@ -46,8 +46,10 @@ Warning base(const std::string& signal, const std::string& file, const std::stri
     return w;
 }
 
-void stats_warnings(const ShapeStats& s, const ShapeConfig& cfg, std::vector<Warning>& out) {
-    if (!s.outlier_channels.empty()) {
+void stats_warnings(const ShapeStats& s, Role role, const ShapeConfig& cfg, std::vector<Warning>& out) {
+    // Outlier channels of gradients are not the Fishman signature (the logits' gradient, say, is
+    // tiny for every token the batch lacks): their per-channel amax is reported, not warned about.
+    if (!s.outlier_channels.empty() && role != Role::gradient) {
         Warning w = base("outlier-channels", s.file, s.tensor, s.step);
         const double ratio = s.max_channel_amax / s.median_channel_amax;
         w.severity = 1 + std::log2(ratio / cfg.outlier_k);
@@ -105,11 +107,12 @@ ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConf
         s.file = t.file;
         s.tensor = t.name;
         s.step = t.step.value_or(-1);
-        stats_warnings(s, cfg, res.warnings);
+        stats_warnings(s, t.role, cfg, res.warnings);
         res.tensors.push_back(std::move(s));
-        // SwiGLU: a gate weight with an up weight of the same shape in the same file.
+        // SwiGLU: a gate weight with an up weight of the same shape in the same file (weights
+        // only: the weight gradients of gate and up share their input and align by construction).
         const std::string up = swiglu_up_name(t.name);
-        if (up.empty() || t.shape.size() != 2) continue;
+        if (up.empty() || t.shape.size() != 2 || t.role != Role::weight) continue;
         const auto it = by_name.find(t.file + '\0' + up);
         if (it == by_name.end() || d.tensors()[it->second].shape != t.shape) continue;
         const std::vector<float> u = read_f32(d, it->second);
