@@ -20,14 +20,6 @@ double median_of(double* v, std::size_t n) {
     return 0.5 * (*std::max_element(v, v + h) + hi);
 }
 
-float median_of(float* v, std::size_t n) {
-    const std::size_t h = n / 2;
-    std::nth_element(v, v + h, v + n);
-    const float hi = v[h];
-    if (n % 2) return hi;
-    return 0.5f * (*std::max_element(v, v + h) + hi);
-}
-
 }  // namespace
 
 void check(const TrendConfig& c) {
@@ -54,6 +46,7 @@ TensorTrend::TensorTrend(std::string tensor, Role role, const TrendConfig* cfg)
     ring_step_.assign(static_cast<std::size_t>(cfg->window), 0);
     ring_l2_.assign(static_cast<std::size_t>(cfg->window), 0.0);
     spike_ring_.assign(static_cast<std::size_t>(cfg->spike_window), 0.0f);
+    spike_sorted_.reserve(spike_ring_.size());
     if (cfg->recipe) {
         const RecipeSpec& r = *cfg->recipe;
         format_ = replay::role_format(r, recipe_slot(role_), cfg->format);
@@ -72,12 +65,12 @@ void TensorTrend::observe(std::int64_t step, float amax) {
     forecast(step, amax);
     if (!(std::isfinite(amax) && amax > 0)) return;  // zero: no information; Inf/NaN: counted by forecast
     last_amax_ = amax;
-    // 1. Spike: against the median of the previous spike_window amaxes.
+    // 1. Spike: against the median of the previous spike_window amaxes, kept sorted as the
+    //    window slides (binary search, one short move per point), so the median is read, not searched.
     const std::size_t sw = spike_ring_.size();
     if (spike_n_ == sw) {
-        thread_local std::vector<float> tmp;
-        tmp.assign(spike_ring_.begin(), spike_ring_.end());
-        const float med = median_of(tmp.data(), sw);
+        const std::size_t h = sw / 2;
+        const float med = sw % 2 ? spike_sorted_[h] : 0.5f * (spike_sorted_[h - 1] + spike_sorted_[h]);
         if (static_cast<double>(amax) > cfg_->spike_k * static_cast<double>(med)) {
             ++spike_count_;
             const Spike s{step, amax, med};
@@ -85,13 +78,30 @@ void TensorTrend::observe(std::int64_t step, float amax) {
             if (worst_spike_.step < 0 || static_cast<double>(amax) / med > static_cast<double>(worst_spike_.amax) / worst_spike_.median)
                 worst_spike_ = s;
         }
+        const float out = spike_ring_[spike_head_];  // leaves the window
+        spike_sorted_.erase(std::lower_bound(spike_sorted_.begin(), spike_sorted_.end(), out));
     }
+    spike_sorted_.insert(std::upper_bound(spike_sorted_.begin(), spike_sorted_.end(), amax), amax);
     spike_ring_[spike_head_] = amax;
     spike_head_ = (spike_head_ + 1) % sw;
     spike_n_ = std::min(spike_n_ + 1, sw);
     // 2. Growth window and the whole-run sample.
     const double l2 = std::log2(static_cast<double>(amax));
     const std::size_t w = ring_l2_.size();
+    // The per-step growths between consecutive window points, kept sorted for the forecast: the
+    // growth out of the oldest point leaves with it, the one into the new point joins.
+    auto growth = [&](std::size_t a, std::size_t b) {
+        return (ring_l2_[b] - ring_l2_[a]) / static_cast<double>(ring_step_[b] - ring_step_[a]);
+    };
+    if (ring_n_ == w) {
+        const double out = growth(ring_head_, (ring_head_ + 1) % w);
+        g_sorted_.erase(std::lower_bound(g_sorted_.begin(), g_sorted_.end(), out));
+    }
+    if (ring_n_ > 0) {
+        const std::size_t prev = (ring_head_ + w - 1) % w;
+        const double in = (l2 - ring_l2_[prev]) / static_cast<double>(step - ring_step_[prev]);
+        g_sorted_.insert(std::upper_bound(g_sorted_.begin(), g_sorted_.end(), in), in);
+    }
     ring_step_[ring_head_] = step;
     ring_l2_[ring_head_] = l2;
     ring_head_ = (ring_head_ + 1) % w;

@@ -30,19 +30,28 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
     // 3. Every eval_every points with a full window: the per-step growth's median m and robust
     //    sigma (1.4826 MAD) over the window give p = P(g > -headroom) under a normal model, and
     //    P(overflow within the horizon) = 1 - (1 - p)^horizon.
+    //    (The growths are those between the window's points before this step's amax joins it.)
     const std::size_t w = ring_l2_.size();
     if (ring_n_ < w || n_ % static_cast<std::uint64_t>(cfg_->eval_every) || std::isnan(next_l2_headroom_)) return;
-    thread_local std::vector<double> g;
-    g.resize(w - 1);
-    for (std::size_t i = 0; i + 1 < w; ++i) {
-        const std::size_t a = (ring_head_ + i) % w, b = (ring_head_ + i + 1) % w;
-        g[i] = (ring_l2_[b] - ring_l2_[a]) / static_cast<double>(ring_step_[b] - ring_step_[a]);
+    // g_sorted_ holds the window's w - 1 per-step growths in order: the median is read and the
+    // MAD is the k-th smallest distance from it, walked outward from the median (O(w)).
+    const std::vector<double>& g = g_sorted_;
+    const std::size_t k = (w - 1) / 2;
+    const double m = g[k];
+    std::ptrdiff_t lo = static_cast<std::ptrdiff_t>(k), hi = lo + 1;
+    double mad = 0;
+    for (std::size_t c = 0; c <= k; ++c) {
+        const double dl = lo >= 0 ? m - g[static_cast<std::size_t>(lo)] : INFINITY;
+        const double dr = hi < static_cast<std::ptrdiff_t>(g.size()) ? g[static_cast<std::size_t>(hi)] - m : INFINITY;
+        if (dl <= dr) {
+            mad = dl;
+            --lo;
+        } else {
+            mad = dr;
+            ++hi;
+        }
     }
-    std::nth_element(g.begin(), g.begin() + (w - 1) / 2, g.end());
-    const double m = g[(w - 1) / 2];
-    for (double& v : g) v = std::fabs(v - m);
-    std::nth_element(g.begin(), g.begin() + (w - 1) / 2, g.end());
-    const double sigma = 1.4826 * g[(w - 1) / 2];
+    const double sigma = 1.4826 * mad;
     const double left = -next_l2_headroom_;  // binades between the next cast's top and max
     double p;
     if (sigma > 0) p = 0.5 * std::erfc((left - m) / (sigma * std::sqrt(2.0)));

@@ -34,7 +34,7 @@ struct TrendConfig {
     int spike_window = 32;           // spike: median over this many previous amaxes (4 .. 4096)
     double spike_k = 16;             // spike: amax > spike_k x that median
     std::size_t spikes_kept = 16;    // spikes listed per tensor (all are counted)
-    int eval_every = 8;              // growth and forecast are evaluated every this many points
+    int eval_every = 16;             // growth and forecast are evaluated every this many points
     // Forecast under the recipe (kind delayed or windowed; per-tensor granularity for the role).
     std::optional<RecipeSpec> recipe;  // none: no overflow/forecast signals
     std::optional<Format> format;      // the cast format; none: the recipe's format per role
@@ -90,7 +90,9 @@ private:
     std::vector<std::int64_t> ring_step_;
     std::vector<double> ring_l2_;
     std::size_t ring_n_ = 0, ring_head_ = 0;
+    std::vector<double> g_sorted_;  // per-step growth between consecutive ring points, ascending
     std::vector<float> spike_ring_;
+    std::vector<float> spike_sorted_;  // the same window, ascending
     std::size_t spike_n_ = 0, spike_head_ = 0;
     std::vector<Spike> spikes_;
     std::uint64_t spike_count_ = 0;
