@@ -41,5 +41,6 @@ void bind_dump(pyb::module_& m);
 void bind_replay(pyb::module_& m);
 void bind_simulate(pyb::module_& m);
 void bind_gemm(pyb::module_& m);
+void bind_warn(pyb::module_& m);
 
 }  // namespace fp8kit::py

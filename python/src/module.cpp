@@ -12,4 +12,5 @@ PYBIND11_MODULE(_fp8kit, m) {
     fp8kit::py::bind_replay(m);
     fp8kit::py::bind_simulate(m);
     fp8kit::py::bind_gemm(m);
+    fp8kit::py::bind_warn(m);
 }

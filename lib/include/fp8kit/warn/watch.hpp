@@ -41,3 +41,14 @@ struct WatchReport {
 WatchReport watch_files(const WatchInputs& in);
 
 }  // namespace fp8kit::warn
+
+namespace fp8kit::warn {
+
+// Settings by the CLI's option names (underscores for dashes): window, growth, spike_k,
+// spike_window, horizon, forecast_probability, fixed_calibration, outlier_k, kurtosis_max,
+// swiglu_cos, recipe (preset/file, or null: no forecast), format ("auto" or a format),
+// fixed_recipe, block_recipe (or "none"), tensors (list of globs), shapes (bool). Unknown keys
+// and bad values throw std::invalid_argument naming the key. Python's fp8kit.watch uses it.
+void apply_options(WatchInputs& in, const nlohmann::json& options);
+
+}  // namespace fp8kit::warn
