@@ -34,6 +34,16 @@ head -1 "$T/csv" | grep -qx "signal,severity,file,tensor,step,step_end,evidence,
 $FP8KIT watch --json --threads 1 "$D/amax_trace.csv" > "$T/t1" && $FP8KIT watch --json --threads 2 "$D/amax_trace.csv" > "$T/t2"
 cmp -s "$T/t1" "$T/t2"; check "same report for 1 and 2 threads" $?
 
+# replay --warn: the same trend warnings beside the replay (same recipe).
+$FP8KIT replay --warn --json "$D/amax_trace.csv" > "$T/rw.json"; check "replay --warn --json" $?
+"$PY" - "$T/rw.json" "$T/real.json" <<'PYEOF'; check "replay --warn gives watch's trend warnings for the trace" $?
+import json, sys
+a = json.load(open(sys.argv[1]))["warnings"]
+b = [w for w in json.load(open(sys.argv[2]))["warnings"] if w["file"].endswith("amax_trace.csv")]
+key = lambda w: (w["signal"], w["tensor"], w["step"], w["evidence"])
+sys.exit(0 if a and sorted(map(key, a)) == sorted(map(key, b)) else 1)
+PYEOF
+
 # 4. Bad input: one message, exit 2.
 bad() {
     local what=$1; shift
