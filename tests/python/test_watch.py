@@ -40,3 +40,18 @@ def test_bad_settings_raise_value_error():
         fp8kit.watch(os.path.join(DATA, "amax_trace.csv"), window=7)
     with pytest.raises(ValueError, match="colour"):
         fp8kit.Watcher(colour="red")
+
+
+def test_plot_writes_pngs(tmp_path):
+    pytest.importorskip("matplotlib", reason="fp8kit.plot needs matplotlib, which requirements.txt does not list")
+    from fp8kit import plot
+    r = fp8kit.watch([os.path.join(DATA, "amax_trace.csv"), os.path.join(DATA, "llama_tiny_dump.h5")])
+    paths = plot.plot_report(r, str(tmp_path / "plots"), top=2)
+    assert any(os.path.basename(p).startswith("amax_") for p in paths)
+    assert any(os.path.basename(p).startswith("swiglu_") for p in paths)
+    for p in paths:
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    assert plot.main([str(bad), "--out", str(tmp_path / "x")]) == 2
