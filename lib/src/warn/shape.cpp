@@ -73,10 +73,14 @@ ShapeStats shape_of(const float* x, std::uint64_t rows, std::uint64_t cols, Role
         s.blocks = b.blocks;
         s.underflow = static_cast<double>(b.total.underflow) / static_cast<double>(n);
         s.saturation = static_cast<double>(b.total.overflow) / static_cast<double>(n);
+        // The spread is over blocks holding data: a block of zeros gets the rule's scale for a zero
+        // amax (MX: 2^-127), which would say nothing about the data's range, so blocks with exactly
+        // that scale_inv (recipes.hpp's rule_scale of amax 0) are left out.
+        const float zero_inv = rule_scale(br.rule, br.format, 0.0f, br.epsilon, br.pow2, br.value_for_inf, 0).scale_inv;
         double a = 0, a2 = 0, lo = INFINITY, hi = -INFINITY;
         std::uint64_t k = 0;
         for (float si : b.scale_inv) {
-            if (!(si > 0) || !std::isfinite(si)) continue;
+            if (!(si > 0) || !std::isfinite(si) || si == zero_inv) continue;
             const double l = std::log2(static_cast<double>(si));
             a += l;
             a2 += l * l;

@@ -38,7 +38,7 @@ struct ShapeStats {
     double kurtosis = 0;
     bool has_blocks = false;
     double underflow = 0, saturation = 0;          // fractions of the tensor's elements
-    double scale_log2_std = 0, scale_log2_range = 0;  // over the blocks' scale_inv
+    double scale_log2_std = 0, scale_log2_range = 0;  // over the blocks' scale_inv (blocks of zeros left out)
     std::uint64_t blocks = 0;
     nlohmann::json to_json() const;
 };
