@@ -25,6 +25,15 @@ struct WatchOpts {
     bool csv = false, json = false, no_forecast = false;
 };
 
+// A preset or recipe file given to an option other than --recipe: errors name that option.
+RecipeSpec named_recipe(const char* option, const std::string& value) {
+    try {
+        return parse_recipe(value);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("{}: {}", option, e.what()));
+    }
+}
+
 void run(WatchOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     warn::WatchInputs in;
@@ -35,8 +44,8 @@ void run(WatchOpts& o) {
     in.read = cli_read_options();
     in.trend.format = parse_format_choice(o.format);
     if (!o.no_forecast) in.trend.recipe = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
-    if (in.trend.fixed_calibration > 0) in.trend.fixed_recipe = recipe_with_overrides(o.fixed_recipe, std::nullopt, "", std::nullopt);
-    if (o.block_recipe != "none") in.shape.block_recipe = recipe_with_overrides(o.block_recipe, std::nullopt, "", std::nullopt);
+    if (in.trend.fixed_calibration > 0) in.trend.fixed_recipe = named_recipe("--fixed-recipe", o.fixed_recipe);
+    if (o.block_recipe != "none") in.shape.block_recipe = named_recipe("--block-recipe", o.block_recipe);
     warn::WatchReport rep;
     try {
         rep = warn::watch_files(in);

@@ -55,6 +55,8 @@ bad "odd window" --window 7 "$D/amax_trace.csv"
 bad "spike k <= 1" --spike-k 1 "$D/amax_trace.csv"
 bad "current-scaling forecast recipe" --recipe te-current "$D/amax_trace.csv"
 bad "csv and json" --csv --json "$D/amax_trace.csv"
+bad "unknown block recipe" --block-recipe nosuch "$D/amax_trace.csv"
+grep -q -- "--block-recipe" "$T/err"; check "the message names --block-recipe" $?
 printf 'step,tensor,amax\n5,a,1\n5,a,2\n' > "$T/twice.csv"
 bad "a step given twice" "$T/twice.csv"
 exit $fail
