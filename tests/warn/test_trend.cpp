@@ -172,3 +172,20 @@ TEST_CASE("bad settings name the field; steps must increase", "[warn]") {
     w.observe("a", 5, 1.0f);
     CHECK_THROWS_WITH(w.observe("a", 5, 1.0f), Catch::Contains("step 5 after step 5"));
 }
+
+TEST_CASE("watch_trace checks steps before its parallel loop", "[warn]") {
+    Watcher w(TrendConfig{});
+    trace::Trace t;
+    trace::Series s;
+    s.tensor = "a";
+    s.steps = {1, 2, 2};
+    s.amax = {1, 1, 1};
+    t.series.push_back(s);
+    CHECK_THROWS_WITH(watch_trace(w, t), Catch::Contains("step 2 does not follow"));
+    t.series[0].steps = {1, 2, 3};
+    watch_trace(w, t);
+    CHECK_THROWS_WITH(watch_trace(w, t), Catch::Contains("step 1 does not follow"));  // fed again: steps go back
+    t.series.push_back(t.series[0]);
+    t.series[0].steps = t.series[1].steps = {10, 11, 12};
+    CHECK_THROWS_WITH(watch_trace(w, t), Catch::Contains("appears twice"));
+}

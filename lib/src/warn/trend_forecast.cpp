@@ -16,7 +16,8 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
     // 1. The scale this step casts with and whether the cast overflows (replay's rule).
     const float scale = delayed_ ? delayed_->scale_for_step() : windowed_->scale_for_step(amax);
     const float fmax = fp8_max(format_);
-    if (std::isfinite(amax) && replay::overflows(amax, scale, format_)) {
+    // fl32(amax * scale) <= max cannot round past max: replay's test only runs above it.
+    if (std::isfinite(amax) && !(amax * scale <= fmax) && replay::overflows(amax, scale, format_)) {
         ++overflow_count_;
         if (overflow_first_ < 0) overflow_first_ = step;
         overflow_worst_ = std::max(overflow_worst_, static_cast<double>(amax) * scale / fmax);
@@ -25,14 +26,18 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
     if (delayed_) delayed_->record(amax);
     else windowed_->record(amax);
     const float next = delayed_ ? delayed_->scale_for_step() : windowed_->scale();
-    if (std::isfinite(amax) && amax > 0)
-        next_l2_headroom_ = std::log2(static_cast<double>(amax) * next / fmax);
+    if (std::isfinite(amax) && amax > 0) {
+        last_headroom_amax_ = amax;
+        last_headroom_scale_ = next;
+    }
     // 3. Every eval_every points with a full window: the per-step growth's median m and robust
     //    sigma (1.4826 MAD) over the window give p = P(g > -headroom) under a normal model, and
     //    P(overflow within the horizon) = 1 - (1 - p)^horizon.
     //    (The growths are those between the window's points before this step's amax joins it.)
     const std::size_t w = ring_l2_.size();
-    if (ring_n_ < w || n_ % static_cast<std::uint64_t>(cfg_->eval_every) || std::isnan(next_l2_headroom_)) return;
+    if (ring_n_ < w || n_ % static_cast<std::uint64_t>(cfg_->eval_every) || last_headroom_amax_ == 0) return;
+    // The log2 is taken only here, at the evaluation points.
+    next_l2_headroom_ = std::log2(static_cast<double>(last_headroom_amax_) * last_headroom_scale_ / fmax);
     // g_sorted_ holds the window's w - 1 per-step growths in order: the median is read and the
     // MAD is the k-th smallest distance from it, walked outward from the median (O(w)).
     const std::vector<double>& g = g_sorted_;

@@ -48,7 +48,22 @@ std::vector<Warning> Watcher::poll() {
 void watch_trace(Watcher& w, const trace::Trace& t) {
     std::vector<std::size_t> ids;
     ids.reserve(t.series.size());
-    for (const auto& s : t.series) ids.push_back(w.id(s.tensor, s.role));
+    for (const auto& s : t.series) {
+        // observe throws on a step that does not increase; nothing may throw inside the parallel
+        // loop below (an exception leaving an OpenMP region terminates), so the steps are checked
+        // here, including against what the tensor has already seen.
+        const std::size_t id = w.id(s.tensor, s.role);
+        const auto& tr = w.trends()[id];
+        for (std::size_t k = 0; k < s.steps.size(); ++k)
+            if ((k > 0 && s.steps[k] <= s.steps[k - 1]) || (k == 0 && tr.points() > 0 && s.steps[0] <= tr.last_step()))
+                throw std::invalid_argument(fmt::format("tensor '{}': step {} does not follow the steps before it (steps must increase)",
+                                                        s.tensor, s.steps[k]));
+        ids.push_back(id);
+    }
+    // The same tensor twice would be fed from two threads at once (the readers never give it).
+    std::vector<char> seen(w.trends().size(), 0);
+    for (std::size_t i = 0; i < ids.size(); ++i)
+        if (seen[ids[i]]++) throw std::invalid_argument(fmt::format("tensor '{}' appears twice in the trace", t.series[i].tensor));
     auto& trends = w.trends();
     const auto n = static_cast<std::ptrdiff_t>(t.series.size());
     // Each series touches only its own state: the result is the same for any thread count.

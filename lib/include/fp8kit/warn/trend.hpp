@@ -69,6 +69,7 @@ public:
     double recent_slope_per_k() const { return recent_slope_ * 1000; }
     const std::string& tensor() const { return tensor_; }
     std::uint64_t points() const { return n_; }
+    std::int64_t last_step() const { return last_step_; }
     std::uint64_t spike_count() const { return spike_count_; }
     const std::vector<Spike>& spikes() const { return spikes_; }
     static constexpr std::size_t kSample = 64;
@@ -116,6 +117,7 @@ private:
     double overflow_worst_ = 0;  // headroom amax*scale/max
     float prev_amax_ = 0;
     double next_l2_headroom_ = NAN;  // log2 headroom of the next step if amax stays the same
+    float last_headroom_amax_ = 0, last_headroom_scale_ = 0;  // the last finite nonzero amax, next scale
     struct Forecast {
         std::int64_t step = -1;
         double probability = 0, l2_headroom = 0, median_growth = 0, sigma = 0, per_step = 0;
