@@ -30,6 +30,11 @@ with h5py.File(f"{d}/fill_2e40.h5", "w") as f:        # 2^40 float32, nothing wr
 with h5py.File(f"{d}/fill_2e40_steps.h5", "w") as f:  # 2^40 float32 at two steps, nothing written
     for step in (1, 2):
         f.create_dataset(f"step_{step}/layer.input", shape=(1 << 40,), dtype="<f4", chunks=(1 << 20,), fillvalue=0.25)
+with h5py.File(f"{d}/part_2e40_steps.h5", "w") as f:  # 2^40 float32 at two steps, two chunks written each
+    for step in (1, 2):
+        ds = f.create_dataset(f"step_{step}/layer.input", shape=(1 << 40,), dtype="<f4", chunks=(1 << 20,), fillvalue=0.25)
+        ds[1 << 30:(1 << 30) + (1 << 20)] = np.linspace(-8, 8, 1 << 20, dtype="<f4")
+        ds[-(1 << 20):] = np.full(1 << 20, step, "<f4")
 with h5py.File(f"{d}/wrap_2e62.h5", "w") as f:        # 2^62 + 4 float32: bytes wrap past 2^64
     f.create_dataset("x", shape=((1 << 62) + 4,), dtype="<f4", chunks=(1 << 20,))
 PY
@@ -51,6 +56,16 @@ for cmd in inspect replay; do
     set -e
     read -r s kb < <(tail -n 1 "$T/time")  # GNU time writes "Command exited with non-zero status N" first
     printf '%-22s %10s %8s %12s  %s MB\n' "$cmd fill_2e40 x2" "$(stat -c %s "$T/fill_2e40_steps.h5")" "$rc" "$s" "$((kb / 1024))"
+done
+# Partly written (issue 20 item 1): the unwritten chunks are fill-value runs; inspect and sweep.
+for cmd in "inspect -q" "sweep --no-blocks"; do
+    set +e
+    # shellcheck disable=SC2086
+    /usr/bin/time -f "%e %M" -o "$T/time" "$FP8KIT" $cmd "$T/part_2e40_steps.h5" --max-elements $((1 << 41)) >/dev/null 2>"$T/err"
+    rc=$?
+    set -e
+    read -r s kb < <(tail -n 1 "$T/time")
+    printf '%-22s %10s %8s %12s  %s MB\n' "${cmd%% *} part_2e40 x2" "$(stat -c %s "$T/part_2e40_steps.h5")" "$rc" "$s" "$((kb / 1024))"
 done
 # 10^5 tiny datasets again (issue 20 item 4): JSON output (streamed tensor by tensor) and one thread.
 for args in "--json" "--threads 1" "--json --threads 1"; do

@@ -9,7 +9,8 @@ packages=(cmake g++ make pkg-config git ca-certificates
           libomp-dev catch2 libfmt-dev libhdf5-dev hdf5-tools libcli11-dev
           nlohmann-json3-dev libbenchmark-dev pybind11-dev zlib1g-dev
           python3 python3-dev python3-venv python3-pip clang libclang-rt-14-dev
-          strace ccache)
+          strace ccache
+          libopenmpi-dev openmpi-bin)  # MPI: optional for the build (issue 19), used by tests/mpi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,6 +19,20 @@ Written:
   data/example/amax_trace.csv       step,tensor,amax for every step and every Linear's
                                     input, weight, output and grad_output (forward and backward)
   data/example/dlfw_inspect.log     the same grad_output amaxes in nvidia-dlfw-inspect's log format
+  data/example/msamp_ranks/rank{0..3}.h5
+                                    steps 300-302, after the 300 steps above, trained as 4-rank data
+      parallelism: each step's batch of 16 is split into 4 micro-batches of 4 (rank r takes rows
+      4r..4r+3), each rank's gradient comes from its own forward and backward, and AdamW steps on
+      their float32 mean, as DDP averages them. For the 7 Linear layers of model.layers.1:
+      /step_{s:06d}/{module}/wgrad       every rank: that rank's float32 weight gradient
+      /step_{s:06d}/{module}/weight      rank 0: weight after the step
+      /step_{s:06d}/{module}/exp_avg     rank 0: AdamW first moment after the step
+      /step_{s:06d}/{module}/exp_avg_sq  rank 0: AdamW second moment after the step
+    (for `fp8kit simulate msamp`, docs/msamp.md).
+
+Options: `--ranks-only` runs the same 300 steps and the data-parallel steps but writes only
+msamp_ranks/ (the other files are left as they are). GPU kernels are not bitwise reproducible from
+run to run, so a rerun gives close, not identical, values.
 """
 import glob
 import os
@@ -30,7 +44,10 @@ import numpy as np
 import torch
 import transformers
 
-OUT = sys.argv[1] if len(sys.argv) > 1 else "data/example"
+ARGS = [a for a in sys.argv[1:] if a != "--ranks-only"]
+RANKS_ONLY = "--ranks-only" in sys.argv[1:]
+OUT = ARGS[0] if ARGS else "data/example"
+DP_STEPS, DP_RANKS, DP_PREFIX = (300, 301, 302), 4, "model.layers.1."
 STEPS = 300
 DUMP_AT = {0, 100, 299}
 BATCH, SEQ, KEEP = 16, 128, 1
@@ -72,15 +89,21 @@ for n, m in linears.items():
     m.register_full_backward_hook(bwd_hook(n))
 
 os.makedirs(OUT, exist_ok=True)
-h5 = h5py.File(os.path.join(OUT, "llama_tiny_dump.h5"), "w")
+if RANKS_ONLY:  # the main run's files go to a scratch folder and are deleted at the end
+    import tempfile
+    SCRATCH = tempfile.TemporaryDirectory()
+    MAIN_OUT = SCRATCH.name
+else:
+    MAIN_OUT = OUT
+h5 = h5py.File(os.path.join(MAIN_OUT, "llama_tiny_dump.h5"), "w")
 h5.attrs["description"] = ("2-layer Llama (hidden 64) trained 300 steps from scratch, bf16 autocast, "
                            "byte-level LM on the Python standard library source; made by "
                            "scripts/make_example_dump.py")
 h5.attrs["torch"] = str(torch.__version__)
 h5.attrs["transformers"] = str(transformers.__version__)
-trace = open(os.path.join(OUT, "amax_trace.csv"), "w")
+trace = open(os.path.join(MAIN_OUT, "amax_trace.csv"), "w")
 trace.write("step,tensor,amax\n")
-log = open(os.path.join(OUT, "dlfw_inspect.log"), "w")
+log = open(os.path.join(MAIN_OUT, "dlfw_inspect.log"), "w")
 
 
 def put(group, name, arr, role, step, how):
@@ -144,4 +167,55 @@ h5.attrs["final_loss"] = float(loss.item())
 h5.close()
 trace.close()
 log.close()
+
+
+def data_parallel_steps():
+    """Steps 300-302 as 4-rank data parallelism (module docstring): per-rank gradients, the mean
+    applied by AdamW, rank files written as fp8kit simulate msamp reads them."""
+    rdir = os.path.join(OUT, "msamp_ranks")
+    os.makedirs(rdir, exist_ok=True)
+    files = [h5py.File(os.path.join(rdir, f"rank{r}.h5"), "w") for r in range(DP_RANKS)]
+    for r, f in enumerate(files):
+        f.attrs["description"] = (f"rank {r} of {DP_RANKS}: steps 300-302 of the llama_tiny run as 4-rank data "
+                                  "parallelism (one micro-batch of 4 sequences per rank); made by "
+                                  "scripts/make_example_dump.py")
+        f.attrs["torch"] = str(torch.__version__)
+    mods = sorted(n for n in linears if n.startswith(DP_PREFIX))
+    params = [p for p in model.parameters() if p.requires_grad]
+    micro = BATCH // DP_RANKS
+    for step in DP_STEPS:
+        idx = torch.randint(0, corpus.numel() - SEQ - 1, (BATCH,), device=dev)
+        x = torch.stack([corpus[i:i + SEQ] for i in idx])
+        rank_grads = []
+        for r in range(DP_RANKS):
+            xr = x[r * micro:(r + 1) * micro]
+            opt.zero_grad(set_to_none=True)
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                model(input_ids=xr, labels=xr).loss.backward()
+            rank_grads.append([p.grad.float().clone() for p in params])
+        for i, p in enumerate(params):  # DDP: the float32 mean over ranks
+            p.grad = torch.stack([g[i] for g in rank_grads]).sum(0) / DP_RANKS
+        opt.step()
+        pos = {id(p): i for i, p in enumerate(params)}
+        for n in mods:
+            w = linears[n].weight
+            for r, f in enumerate(files):
+                grp = f.require_group(f"step_{step:06d}/{n}")
+                items = [("wgrad", rank_grads[r][pos[id(w)]], "gradient")]
+                if r == 0:
+                    items += [("weight", w.detach(), "weight"),
+                              ("exp_avg", opt.state[w]["exp_avg"], "optimizer_state"),
+                              ("exp_avg_sq", opt.state[w]["exp_avg_sq"], "optimizer_state")]
+                for name, t, role in items:
+                    ds = grp.create_dataset(name, data=t.float().cpu().numpy(), compression="gzip", shuffle=True)
+                    ds.attrs["step"] = step
+                    ds.attrs["role"] = role
+        print(f"data-parallel step {step} done", flush=True)
+    for f in files:
+        f.close()
+
+
+data_parallel_steps()
+if RANKS_ONLY:
+    SCRATCH.cleanup()
 print("wrote", OUT, {f: os.path.getsize(os.path.join(OUT, f)) for f in os.listdir(OUT)})

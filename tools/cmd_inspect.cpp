@@ -14,6 +14,7 @@
 #include "read_flags.hpp"
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/inspect.hpp"
+#include "fp8kit/cluster/inspect.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/validate.hpp"
 #include "terminal.hpp"
@@ -453,11 +454,14 @@ Register reg([](CLI::App& root) {
         errors.insert(errors.end(), dump.errors().begin(), dump.errors().end());
         if (dump.tensors().empty() && dump.unselected() > 0) throw UsageError(nothing_matched(*o, dump));
 
-        const bool progress = !o->quiet && isatty(STDERR_FILENO) && dump.tensors().size() > 1;
+        // Under MPI each rank analyses its share of the tensors; rank 0 receives every result in
+        // tensor order (lib/src/cluster) and alone writes the report and the progress.
+        auto& comm = cluster::world();
+        const bool progress = comm.root() && !o->quiet && isatty(STDERR_FILENO) && dump.tensors().size() > 1;
         Rows rows;
         const std::size_t n = dump.tensors().size();
         auto next_draw = std::chrono::steady_clock::now();
-        inspect::analyse_all(dump, opts, [&](std::size_t i, const inspect::Result* r, std::exception_ptr failed) {
+        cluster::analyse_all(comm, dump, opts, [&](std::size_t i, const inspect::Result* r, std::exception_ptr failed) {
             const auto& t = dump.tensors()[i];
             if (r) rows.push_back({&t, *r});
             try {
@@ -476,6 +480,7 @@ Register reg([](CLI::App& root) {
             }
         });
         if (progress) std::fprintf(stderr, "\r%s\r", std::string(60, ' ').c_str());
+        if (!comm.root()) return;
 
         const auto te_checks = check_te_files(dump, errors);
         if (o->json) write_json(rows, opts, *o, dump, errors, te_checks);

@@ -28,125 +28,11 @@ struct SimOpts {
     double spread = 1.0, lr = 3e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
     std::uint64_t seed = 0;
     bool fp32_master = false, csv = false, json = false;
+    std::string optimizer_grad = "mean";
 };
 
-// A tensor is flagged as underflowing when this share of its nonzero mean elements sums to 0.
-constexpr double kUnderflowFlag = 0.01;
-
-// One number of the long-form output.
-struct Row {
-    std::string section, tensor;
-    std::int64_t step;
-    int ranks;
-    std::string path, order, metric;
-    double value;
-};
-
-struct Flags {  // per (ranks, path): the tensors flagged
-    std::set<std::string> overflow, underflow;
-    std::map<std::string, int> margin;
-};
-
-void allreduce_rows(const sim::AllReduceResult& r, const std::string& tensor, std::int64_t step, const std::string& path,
-                    std::vector<Row>& rows, Flags& flags) {
-    auto add = [&](const std::string& order, const std::string& metric, double v) {
-        rows.push_back({"allreduce", tensor, step, r.ranks, path, order, metric, v});
-    };
-    add("", "amax", r.amax);
-    add("", "scale", r.scale);
-    add("", "scale_inv", r.scale_inv);
-    add("", "cast_underflow_share", r.cast_nonzero ? double(r.cast_underflow) / double(r.cast_nonzero) : 0.0);
-    add("", "cast_saturated", double(r.cast_saturated));
-    add("", "order_spread", r.order_spread);
-    add("", "order_differs", double(r.order_differs));
-    add("", "extra_margin", r.extra_margin);
-    bool over = r.cast_saturated > 0;
-    double worst_under = 0;
-    for (const auto& o : r.orders) {
-        const std::string on(sim::name(o.order));
-        add(on, "hop_overflows", double(o.hop_overflows));
-        add(on, "max_partial", o.max_partial);
-        add(on, "rel_error", o.rel_error);
-        add(on, "sqnr_db", o.sqnr_db);
-        add(on, "underflow_share", r.size ? double(o.underflow) / double(r.size) : 0.0);
-        add(on, "nonfinite", double(o.nonfinite));
-        over = over || o.hop_overflows > 0 || o.nonfinite > 0;
-        worst_under = std::max(worst_under, r.size ? double(o.underflow) / double(r.size) : 0.0);
-    }
-    if (over) flags.overflow.insert(tensor);
-    if (worst_under >= kUnderflowFlag) flags.underflow.insert(tensor);
-    if (r.extra_margin > 0) flags.margin[tensor] = std::max(flags.margin[tensor], r.extra_margin);
-}
-
-std::vector<float> mean_of(const std::vector<std::vector<float>>& g) {
-    std::vector<float> m(g[0].size());
-    for (std::size_t i = 0; i < m.size(); ++i) {
-        double s = 0;
-        for (const auto& r : g) s += r[i];
-        m[i] = static_cast<float>(s / double(g.size()));
-    }
-    return m;
-}
-
-// Applies the dumped gradients (after `first` when starting from dumped states) and adds the rows.
-template <class Optimizer>
-void apply_steps(Optimizer& a, sim::DumpInput& in, const std::string& p, const std::vector<std::int64_t>& steps,
-                 bool from_states, std::vector<Row>& rows) {
-    const std::int64_t first = steps.front();
-    const std::int64_t last = steps.back();
-    auto add = [&](const std::string& metric, double val) { rows.push_back({"optimizer", p, last, in.ranks(), "", "", metric, val}); };
-    std::size_t applied = 0;
-    for (std::int64_t s : steps) {
-        if (from_states && s == first) continue;
-        a.step(mean_of(in.grads(p, s)));
-        if (++applied == 1) add("update_rel_error_step1", sim::report(a).update_rel_error);
-    }
-    const auto r = sim::report(a);
-    add("steps_applied", double(applied));
-    add("m_underflow_share", r.m_nonzero ? double(r.m_underflow) / double(r.m_nonzero) : 0.0);
-    add("v_underflow_share", r.v_nonzero ? double(r.v_underflow) / double(r.v_nonzero) : 0.0);
-    add("m_rel_error", r.m_rel_error);
-    add("v_rel_error", r.v_rel_error);
-    add("update_rel_error", r.update_rel_error);
-    add("weight_max_abs_diff", r.weight_max_abs_diff);
-    add("m_scale", r.m_scale);
-    add("v_scale", r.v_scale);
-}
-
-void optimizer_rows(sim::DumpInput& in, const std::string& p, const SimOpts& o, std::vector<Row>& rows,
-                    std::vector<std::string>& notes) {
-    const auto steps = in.steps(p);
-    const std::int64_t first = steps.front();
-    auto w = in.state(p, first, "weight");
-    if (w.empty()) {
-        // Say so when the weight is there but was skipped (stored outside the file, ...).
-        std::string why;
-        for (const auto& s : in.skipped())
-            if (s.find(p + "/weight") != std::string::npos || s.find(p + "/master_weight") != std::string::npos) why = s;
-        throw UsageError(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight){}", p, first,
-                                     why.empty() ? "" : "; skipped " + why));
-    }
-    auto m = in.state(p, first, "exp_avg"), v = in.state(p, first, "exp_avg_sq");
-    const bool from_states = !m.empty() && !v.empty() && steps.size() > 1;
-    sim::AdamHyper h{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, true};
-    // From dumped states: they are the states after `first`, and the later gradients follow.
-    // Without exp_avg_sq: zero states, every dumped gradient applied in order (v recomputed).
-    if (!from_states && notes.empty())
-        notes.push_back("optimizer: exp_avg_sq not dumped (or a single step): states start at zero and every dumped "
-                        "gradient is applied in order as consecutive steps");
-    if (!from_states) m.clear(), v.clear();
-    const std::int64_t step0 = from_states ? first + 1 : 0;
-    if (o.optimizer == "te-fused-adam") {
-        const sim::TeAdamOptions te{sim::parse_state_dtype(o.exp_avg_dtype), sim::parse_state_dtype(o.exp_avg_sq_dtype),
-                                    sim::parse_state_dtype(o.master_dtype)};
-        sim::TeFusedAdam a(w, m, v, h, step0, te);
-        apply_steps(a, in, p, steps, from_states, rows);
-    } else {
-        sim::MsampAdam a(w, m, v, h, step0, !o.fp32_master);
-        apply_steps(a, in, p, steps, from_states, rows);
-    }
-}
-
+using Row = sim::MsampRow;
+using Flags = sim::MsampFlags;
 
 nlohmann::json num(double v) {
     if (std::isnan(v)) return nullptr;
@@ -188,7 +74,7 @@ void print_summary(const std::vector<Row>& rows, const std::vector<std::string>&
             return s.empty() ? std::string("none") : out;
         };
         std::printf("  overflow: %s\n  underflow (>= %.0f%% of elements sum to 0): %s\n", list(f.overflow).c_str(),
-                    100 * kUnderflowFlag, list(f.underflow).c_str());
+                    100 * sim::kUnderflowFlag, list(f.underflow).c_str());
         std::map<int, std::set<std::string>> by_margin;
         for (const auto& [t, k] : f.margin) by_margin[k].insert(t);
         for (const auto& [k, ts] : by_margin)
@@ -233,54 +119,56 @@ void run(const SimOpts& o) {
         throw UsageError(fmt::format("--master-weight-dtype {}: fp32 or fp16", o.master_dtype));
     if (o.path != "ddp" && o.path != "non-ddp" && o.path != "both") throw UsageError(fmt::format("--path {}: ddp, non-ddp or both", o.path));
     if (o.hop != "half" && o.hop != "float32") throw UsageError(fmt::format("--hop {}: half or float32", o.hop));
-    std::vector<sim::Order> orders;
+    sim::MsampRunOptions ro;
+    ro.o2 = o.level == "O2";
+    ro.orders.clear();
     for (const auto& s : o.orders) {
         try {
-            orders.push_back(sim::parse_order(s));
+            ro.orders.push_back(sim::parse_order(s));
         } catch (const std::invalid_argument& e) {
             throw UsageError(fmt::format("--order: {}", e.what()));
         }
     }
+    try {
+        ro.optimizer_grad = sim::parse_optimizer_grad(o.optimizer_grad);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("--optimizer-grad {}", e.what()));
+    }
     std::vector<dump::Problem> problems;
     const auto files = dump::expand_inputs(o.dumps, problems);
     if (!problems.empty()) throw UsageError(problems.front().describe());
-    std::vector<int> ranks = o.ranks;
-    if (files.size() > 1 && !ranks.empty())
+    if (files.size() > 1 && !o.ranks.empty())
         throw UsageError(fmt::format("--ranks: {} dumps are {} ranks already; --ranks splits a single dump", files.size(), files.size()));
-    if (ranks.empty()) ranks = files.size() > 1 ? std::vector<int>{int(files.size())} : std::vector<int>{8, 64, 1024};
-    for (int n : ranks)
+    ro.ranks = o.ranks.empty() ? std::vector<int>{8, 64, 1024} : o.ranks;
+    for (int n : ro.ranks)
         if (n < 2 || n > 65536) throw UsageError(fmt::format("--ranks {}: must be 2..65536", n));
     if (!(o.spread >= 0 && o.spread <= 1)) throw UsageError(fmt::format("--spread {}: must be in [0, 1]", o.spread));
+    ro.paths = o.path == "both" ? std::vector<sim::Path>{sim::Path::ddp, sim::Path::non_ddp}
+                                : std::vector<sim::Path>{o.path == "ddp" ? sim::Path::ddp : sim::Path::non_ddp};
+    ro.hop = o.hop == "half" ? sim::HopArith::half : sim::HopArith::float32;
+    ro.spread = o.spread;
+    ro.seed = o.seed;
+    ro.hyper = sim::AdamHyper{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, true};
+    ro.te_fused_adam = o.optimizer == "te-fused-adam";
+    ro.te = sim::TeAdamOptions{sim::parse_state_dtype(o.exp_avg_dtype), sim::parse_state_dtype(o.exp_avg_sq_dtype),
+                               sim::parse_state_dtype(o.master_dtype)};
+    ro.fp32_master = o.fp32_master;
     std::unique_ptr<sim::DumpInput> in;
+    sim::MsampRun res;
     try {
         in = std::make_unique<sim::DumpInput>(files, o.include, cli_read_options());
+        // Datasets stored outside the dump are skipped, never read: on stderr for every output form
+        // (CSV and JSON stay parseable), and in the JSON and the terminal notes too.
+        for (const auto& s : in->skipped()) std::fprintf(stderr, "fp8kit: skipped %s\n", io::printable(s).c_str());
+        res = sim::run_msamp(*in, ro);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
-    const auto params = in->params();
-    std::vector<std::string> paths = o.path == "both" ? std::vector<std::string>{"ddp", "non-ddp"} : std::vector<std::string>{o.path};
-    std::vector<Row> rows;
-    std::map<std::pair<int, std::string>, Flags> flags;
-    std::vector<std::string> notes;
     const std::vector<std::string> skipped = in->skipped();
-    // Datasets stored outside the dump are skipped, never read: on stderr for every output form
-    // (CSV and JSON stay parseable), and in the JSON and the terminal notes too.
-    for (const auto& s : skipped) std::fprintf(stderr, "fp8kit: skipped %s\n", io::printable(s).c_str());
-    for (const auto& p : params) {
-        for (std::int64_t s : in->steps(p)) {
-            auto g = in->grads(p, s);
-            for (int n : ranks) {
-                std::unique_ptr<sim::RankSource> src =
-                    files.size() > 1 ? sim::explicit_ranks(g) : sim::split_ranks(g[0], n, o.spread, o.seed);
-                for (const auto& path : paths) {
-                    sim::AllReduceOptions opt{path == "ddp" ? sim::Path::ddp : sim::Path::non_ddp,
-                                              o.hop == "half" ? sim::HopArith::half : sim::HopArith::float32, 1.0f};
-                    allreduce_rows(sim::fp8_allreduce(*src, orders, opt), p, s, path, rows, flags[{n, path}]);
-                }
-            }
-        }
-        if (o.level == "O2") optimizer_rows(*in, p, o, rows, notes);
-    }
+    const auto& params = res.params;
+    const auto& rows = res.rows;
+    const auto& flags = res.flags;
+    const auto& notes = res.notes;
     if (o.csv) {
         std::printf("section,tensor,step,ranks,path,order,metric,value\n");
         for (const auto& r : rows)
@@ -297,6 +185,7 @@ void run(const SimOpts& o) {
             if (o.optimizer == "te-fused-adam")
                 j["state_dtypes"] = {{"exp_avg", o.exp_avg_dtype}, {"exp_avg_sq", o.exp_avg_sq_dtype}, {"master", o.master_dtype}};
         }
+        if (o.level == "O2") j["optimizer_grad"] = o.optimizer_grad;
         j["orders"] = o.orders;
         j["hop"] = o.hop;
         j["spread"] = o.spread;
@@ -315,7 +204,7 @@ void run(const SimOpts& o) {
     }
     std::printf("MS-AMP %s simulation: %zu dump(s), %zu tensors, %s\n\n", o.level.c_str(), files.size(), params.size(),
                 files.size() > 1 ? "one dump per rank" : fmt::format("one gradient split into N ranks (spread {}, seed {})", o.spread, o.seed).c_str());
-    print_summary(rows, params, flags, o, notes, in->ranks());
+    print_summary(rows, params, flags, o, notes, res.optimizer_ranks);
 }
 
 Register reg([](CLI::App& root) {
@@ -342,6 +231,10 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--weight-decay", o->weight_decay, "O2: AdamW weight decay")->capture_default_str();
     cmd->add_flag("--fp32-master", o->fp32_master, "O2 msamp: keep FP32 master weights (default FP16 with scale)");
     cmd->add_option("--optimizer", o->optimizer, "O2: msamp (LBAdamW) or te-fused-adam (TransformerEngine FusedAdam)")->capture_default_str();
+    cmd->add_option("--optimizer-grad", o->optimizer_grad,
+                    "O2: what the simulated optimizer takes: mean (the exact rank mean, as the FP32 reference;\n"
+                    "isolates the states) or fp8-allreduce (the FP8 all-reduce's result, first --path and --order;\n"
+                    "the drift is O2 end to end)")->capture_default_str();
     cmd->add_option("--exp-avg-dtype", o->exp_avg_dtype, "O2 te-fused-adam: exp_avg as fp32, fp16, bf16 or fp8")->capture_default_str();
     cmd->add_option("--exp-avg-sq-dtype", o->exp_avg_sq_dtype, "O2 te-fused-adam: exp_avg_sq as fp32, fp16, bf16 or fp8")->capture_default_str();
     cmd->add_option("--master-weight-dtype", o->master_dtype, "O2 te-fused-adam: master weights fp32 or fp16")->capture_default_str();

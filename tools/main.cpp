@@ -12,7 +12,14 @@
 #endif
 
 #include "command.hpp"
+#if FP8KIT_HAVE_MPI
+#include <memory>
+#include <string_view>
+
+#include "fp8kit/cluster/mpi.hpp"
+#endif
 #include "fp8kit/convert/policy_args.hpp"
+#include "fp8kit/cluster/comm.hpp"
 #include "fp8kit/io/printable.hpp"
 
 namespace fp8kit::cli {
@@ -105,8 +112,35 @@ int finish_output(int status, bool stdout_closed) {
 
 }  // namespace
 
+#if FP8KIT_HAVE_MPI
+namespace {
+
+// Under `mpirun -n P` (an MPI build): the commands that split their work over the ranks
+// (lib/src/cluster). Any other command runs whole on rank 0; the other ranks leave at once, so
+// one report is written, never P.
+bool splits_over_ranks(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (!a.empty() && a[0] != '-') return a == "inspect";
+    }
+    return false;
+}
+
+}  // namespace
+#endif
+
 int main(int argc, char** argv) {
     using namespace fp8kit::cli;
+#if FP8KIT_HAVE_MPI
+    // Declared first: MPI is finalised after everything else (the report is written by then).
+    std::unique_ptr<fp8kit::cluster::MpiSession> mpi;
+    if (fp8kit::cluster::launched_as_rank()) {
+        mpi = std::make_unique<fp8kit::cluster::MpiSession>(&argc, &argv);
+        if (!mpi->comm().root() && !splits_over_ranks(argc, argv)) return 0;
+    }
+#endif
+    // Only rank 0 writes: the other ranks' argument errors are rank 0's too.
+    const bool speaks = fp8kit::cluster::world().root();
     const bool stdout_closed = reserve_stdout();
 #if defined(__GLIBC__)
     // Reading a dump allocates and frees buffers of several MiB per chunk (libhdf5's decompression
@@ -130,13 +164,23 @@ int main(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return finish_output(app.exit(e), stdout_closed);
     } catch (const CLI::ParseError& e) {
-        std::fprintf(stderr, "fp8kit: error: %s (see 'fp8kit --help')\n", e.what());
+        if (speaks) std::fprintf(stderr, "fp8kit: error: %s (see 'fp8kit --help')\n", e.what());
         return 2;
-    } catch (const std::exception& e) {  // UsageError and everything else: one line, exit 2
+    } catch (const UsageError& e) {  // the same on every rank: rank 0 says it
+        if (std::ferror(stdout)) return finish_output(2, stdout_closed);
+        std::fflush(stdout);
+        if (speaks) std::fprintf(stderr, "fp8kit: error: %s\n", fp8kit::io::printable(e.what()).c_str());
+        return 2;
+    } catch (const std::exception& e) {  // everything else: one line, exit 2
         // fmt::print throws when standard output fails mid-report: say that, not "cannot write to file".
         if (std::ferror(stdout)) return finish_output(2, stdout_closed);
         std::fflush(stdout);
         std::fprintf(stderr, "fp8kit: error: %s\n", fp8kit::io::printable(e.what()).c_str());
+#if FP8KIT_HAVE_MPI
+        // A rank that fails outside its tensors' analysis (memory, MPI itself) would leave the
+        // others waiting for its results: end the whole job instead.
+        if (mpi && mpi->comm().size() > 1) mpi->abort(2);
+#endif
         return 2;
     }
     return finish_output(exit_status(), stdout_closed);

@@ -58,26 +58,41 @@ def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):
         yield info, bits.view(WIDE_DTYPES[info["wide"]])
 
 
-def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", format="auto", errors="raise"):
+def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", format="auto", errors="raise",
+            comm=None):
     """Per-tensor FP8 statistics of a dump, computed by the same C++ code as `fp8kit inspect`
     (inspect::analyse): each tensor cast with `recipe` (default te-current: per-tensor scale
     fl32(max / amax)) in the recipe's format for its role (format='auto': E4M3 for activations
     and weights, E5M2 for gradients) or in `format`. Columns follow `fp8kit inspect --json`
     (the *_pct columns are percentages of all elements). Returns a pandas DataFrame when pandas
-    is installed, else a list of dicts. Datasets skipped on purpose are named in a UserWarning."""
+    is installed, else a list of dicts. Datasets skipped on purpose are named in a UserWarning.
+
+    comm: an mpi4py communicator (or any object with Get_rank(), Get_size() and gather(obj, root=0)
+    as mpi4py's): every rank of it calls inspect with the same arguments, each analyses its share
+    of the tensors (the split of `mpirun fp8kit inspect`: whole tensors, contiguous, balanced by
+    bytes; docs/mpi.md), and rank 0 returns every row in tensor order, as one process would; the
+    other ranks return None. With errors="raise", a failed tensor on any rank raises on rank 0
+    after the gather (no rank is left waiting)."""
     text, is_json = _recipe_arg(recipe)
     d = open_dump(paths, include, exclude, steps)
-    _warn_skipped(d)
+    rank, size = (comm.Get_rank(), comm.Get_size()) if comm is not None else (0, 1)
+    if rank == 0:
+        _warn_skipped(d)
     problems = d.errors()
     if problems and errors == "raise":
-        raise DumpError(problems[0]["text"])
-    rows = []
-    for i, info in enumerate(d.tensors()):
+        raise DumpError(problems[0]["text"])  # every rank lists the same files: every rank raises
+    first, last = d.share(rank, size)
+    tensors = d.tensors()
+    rows, failed = [], None
+    for i in range(first, last):
+        info = tensors[i]
         try:
             s = d.analyse(i, text, is_json, None if format == "auto" else format)
-        except DumpError:
-            if errors == "raise":
+        except DumpError as e:
+            if errors == "raise" and comm is None:
                 raise
+            if errors == "raise" and failed is None:
+                failed = str(e)
             continue
         row = {k: info[k] for k in ("file", "name", "step", "step_guessed", "role", "role_guessed", "dtype", "storage")}
         row["shape"] = list(info["shape"])
@@ -94,6 +109,14 @@ def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", 
         for k in ("mse", "sqnr_db", "dynamic_range_binades", "sum_x2", "sum_err2"):
             row[k] = s[k]
         rows.append(row)
+    if comm is not None:
+        parts = comm.gather((rows, failed), root=0)  # rank order = tensor order
+        if rank != 0:
+            return None
+        rows = [r for part, _ in parts for r in part]
+        failed = next((f for _, f in parts if f is not None), None)
+        if failed is not None:
+            raise DumpError(failed)
     try:
         import pandas as pd
     except ImportError:

@@ -62,3 +62,37 @@ def te_fused_adam(weight, exp_avg=None, exp_avg_sq=None, lr=3e-3, betas=(0.9, 0.
     return _fp8kit.TeFusedAdam(w, m, v, float(lr), float(betas[0]), float(betas[1]), float(eps),
                                float(weight_decay), bool(bias_correction), int(step), str(exp_avg_dtype),
                                str(exp_avg_sq_dtype), str(master_weight_dtype))
+
+
+def simulate(dumps, level="O1", ranks=None, paths=("ddp", "non-ddp"), orders=ORDERS, hop="half", spread=1.0,
+             seed=0, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, optimizer="msamp",
+             exp_avg_dtype="fp8", exp_avg_sq_dtype="fp8", master_weight_dtype="fp32", fp32_master=False,
+             optimizer_grad="mean", tensor=None):
+    """`fp8kit simulate msamp` from Python, by the same library code (simulate::run_msamp).
+
+    dumps: one dump (its gradients split into each N of `ranks`, default 8, 64, 1024) or several
+    (one per rank). level 'O1' (the all-reduce) or 'O2' (and the optimizer: `optimizer` 'msamp' or
+    'te-fused-adam'; `optimizer_grad` 'mean' or 'fp8-allreduce', docs/msamp.md). tensor: glob(s)
+    of the datasets to read. Returns a dict: 'rows' (the CLI's long-form CSV rows: a pandas
+    DataFrame when pandas is installed, else a list of dicts), 'flags', 'notes', 'skipped', 'params'."""
+    files = [dumps] if isinstance(dumps, (str, bytes)) or hasattr(dumps, "__fspath__") else list(dumps)
+    files = [str(f) for f in files]
+    if level not in ("O1", "O2"):
+        raise ValueError(f"level='{level}': O1 or O2")
+    if ranks is None:
+        ranks = [] if len(files) > 1 else [8, 64, 1024]
+    ranks = [int(ranks)] if np.ndim(ranks) == 0 else [int(n) for n in ranks]
+    if len(files) > 1 and ranks:
+        raise ValueError(f"ranks: {len(files)} dumps are {len(files)} ranks already; ranks splits a single dump")
+    include = [] if tensor is None else ([tensor] if isinstance(tensor, str) else list(tensor))
+    out = _fp8kit.msamp_simulate_dumps(
+        files, level == "O2", ranks, [paths] if isinstance(paths, str) else list(paths),
+        [orders] if isinstance(orders, str) else list(orders), hop, float(spread), int(seed), float(lr),
+        float(betas[0]), float(betas[1]), float(eps), float(weight_decay), optimizer,
+        [exp_avg_dtype, exp_avg_sq_dtype, master_weight_dtype], bool(fp32_master), optimizer_grad, include)
+    try:
+        import pandas as pd
+    except ImportError:
+        return out
+    out["rows"] = pd.DataFrame(out["rows"])
+    return out

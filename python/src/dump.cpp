@@ -8,6 +8,7 @@
 #include "bindings.hpp"
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/inspect.hpp"
+#include "fp8kit/cluster/inspect.hpp"
 #include <nlohmann/json.hpp>
 #include "fp8kit/convert/quantize.hpp"
 
@@ -100,6 +101,13 @@ public:
         return out;
     }
 
+    // [first, last): the tensors rank `rank` of `size` analyses (cluster::tensor_share, as the CLI under mpirun).
+    std::pair<std::size_t, std::size_t> share(int rank, int size) const {
+        if (size < 1 || rank < 0 || rank >= size)
+            throw std::invalid_argument(fmt::format("rank {} of {}: expected 0 <= rank < size", rank, size));
+        return cluster::tensor_share(*dump_, rank, size);
+    }
+
     // inspect::analyse of tensor i: what `fp8kit inspect` computes for it.
     pyb::dict analyse(std::size_t i, const std::string& recipe, bool is_json, const OptStr& format) {
         if (i >= dump_->tensors().size())
@@ -155,6 +163,7 @@ void bind_dump(pyb::module_& m) {
         .def("errors", &PyDump::errors)
         .def("notes", &PyDump::notes)
         .def("read", &PyDump::read, "i"_a)
+        .def("share", &PyDump::share, "rank"_a, "size"_a)
         .def("analyse", &PyDump::analyse, "i"_a, "recipe"_a, "is_json"_a, "format"_a);
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "bindings.hpp"
@@ -91,7 +92,69 @@ pyb::dict adam_report_dict(const sim::AdamReport& r) {
 
 }  // namespace
 
+// A whole simulation over dumps (simulate::run_msamp), as the CLI runs it: the rows, the flags
+// and the notes. Strings are parsed by lib's parsers; their errors become ValueError.
+pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::vector<int>& ranks,
+                    const std::vector<std::string>& paths, const std::vector<std::string>& orders, const std::string& hop,
+                    double spread, std::uint64_t seed, const sim::AdamHyper& h, const std::string& optimizer,
+                    const std::vector<std::string>& te_dtypes, bool fp32_master, const std::string& optimizer_grad,
+                    const std::vector<std::string>& include) {
+    sim::MsampRunOptions o;
+    o.o2 = o2;
+    o.ranks = ranks;
+    o.paths.clear();
+    for (const auto& p : paths) o.paths.push_back(parse_path(p));
+    o.orders.clear();
+    for (const auto& s : orders) o.orders.push_back(sim::parse_order(s));
+    o.hop = parse_hop(hop);
+    o.spread = spread;
+    o.seed = seed;
+    o.hyper = h;
+    if (optimizer != "msamp" && optimizer != "te-fused-adam")
+        throw std::invalid_argument(fmt::format("optimizer='{}': msamp or te-fused-adam", optimizer));
+    o.te_fused_adam = optimizer == "te-fused-adam";
+    o.te = sim::TeAdamOptions{sim::parse_state_dtype(te_dtypes.at(0)), sim::parse_state_dtype(te_dtypes.at(1)),
+                              sim::parse_state_dtype(te_dtypes.at(2))};
+    o.fp32_master = fp32_master;
+    o.optimizer_grad = sim::parse_optimizer_grad(optimizer_grad);
+    sim::MsampRun r;
+    std::vector<std::string> skipped;
+    {
+        pyb::gil_scoped_release nogil;
+        sim::DumpInput in(files, include);
+        skipped = in.skipped();
+        r = sim::run_msamp(in, o);
+    }
+    pyb::list rows;
+    for (const auto& x : r.rows) {
+        pyb::dict d;
+        d["section"] = x.section, d["tensor"] = x.tensor, d["step"] = x.step, d["ranks"] = x.ranks;
+        d["path"] = x.path, d["order"] = x.order, d["metric"] = x.metric, d["value"] = x.value;
+        rows.append(d);
+    }
+    pyb::list flags;
+    for (const auto& [k, f] : r.flags) {
+        pyb::dict d;
+        d["ranks"] = k.first, d["path"] = k.second, d["overflow"] = f.overflow, d["underflow"] = f.underflow;
+        d["margin"] = f.margin;
+        flags.append(d);
+    }
+    pyb::dict out;
+    out["params"] = r.params, out["rows"] = rows, out["flags"] = flags, out["notes"] = r.notes;
+    out["skipped"] = skipped;
+    return out;
+}
+
 void bind_simulate(pyb::module_& m) {
+    m.def("msamp_simulate_dumps", [](const std::vector<std::string>& files, bool o2, const std::vector<int>& ranks,
+                                     const std::vector<std::string>& paths, const std::vector<std::string>& orders,
+                                     const std::string& hop, double spread, std::uint64_t seed, double lr, double beta1,
+                                     double beta2, double eps, double weight_decay, const std::string& optimizer,
+                                     const std::vector<std::string>& te_dtypes, bool fp32_master,
+                                     const std::string& optimizer_grad, const std::vector<std::string>& include) {
+        return run_dumps(files, o2, ranks, paths, orders, hop, spread, seed, sim::AdamHyper{lr, beta1, beta2, eps, weight_decay, true},
+                         optimizer, te_dtypes, fp32_master, optimizer_grad, include);
+    });
     m.def("msamp_compute_scaling_factor", [](F32Array amax, F32Array scale, float fp_max, int margin) {
         if (scale.size() != amax.size() && scale.size() != 1)
             throw std::invalid_argument(fmt::format("scale: {} values for {} amaxes", scale.size(), amax.size()));
@@ -126,7 +189,9 @@ void bind_simulate(pyb::module_& m) {
                  sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
                  return sim::MsampAdam(to_vector(w), to_vector(m), to_vector(v), h, step, fp16_master);
              }))
-        .def("step", [](sim::MsampAdam& a, F32Array g) { a.step(to_vector(g)); })
+        .def("step", [](sim::MsampAdam& a, F32Array g, std::optional<F32Array> ref) {
+            ref ? a.step(to_vector(g), to_vector(*ref)) : a.step(to_vector(g));
+        }, pyb::arg("grad"), pyb::arg("ref_grad") = pyb::none())
         .def_property_readonly("steps", &sim::MsampAdam::steps)
         .def_property_readonly("m_codes", [](const sim::MsampAdam& a) { return to_array(a.m_codes()); })
         .def_property_readonly("v_bits", [](const sim::MsampAdam& a) { return to_array(a.v_bits()); })
@@ -160,7 +225,9 @@ void bind_simulate(pyb::module_& m) {
                                       sim::parse_state_dtype(master_dtype)};
                  return sim::TeFusedAdam(to_vector(w), to_vector(m), to_vector(v), h, step, o);
              }))
-        .def("step", [](sim::TeFusedAdam& a, F32Array g) { a.step(to_vector(g)); })
+        .def("step", [](sim::TeFusedAdam& a, F32Array g, std::optional<F32Array> ref) {
+            ref ? a.step(to_vector(g), to_vector(*ref)) : a.step(to_vector(g));
+        }, pyb::arg("grad"), pyb::arg("ref_grad") = pyb::none())
         .def_property_readonly("steps", &sim::TeFusedAdam::steps)
         .def_property_readonly("exp_avg", [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.m_state()); })
         .def_property_readonly("exp_avg_sq", [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.v_state()); })

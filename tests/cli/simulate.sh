@@ -32,6 +32,7 @@ bad "choose one" --level O1 "$DUMP" --csv --json
 bad "--optimizer adam: msamp or te-fused-adam" --level O2 "$DUMP" --optimizer adam
 bad "unknown state dtype 'fp4'" --level O2 "$DUMP" --optimizer te-fused-adam --exp-avg-dtype fp4
 bad "--master-weight-dtype bf16: fp32 or fp16" --level O2 "$DUMP" --optimizer te-fused-adam --master-weight-dtype bf16
+bad "--optimizer-grad 'fp8': mean or fp8-allreduce" --level O2 "$RANKS"/rank*.h5 --optimizer-grad fp8
 printf 'not a dump' >"$T/x.h5"
 bad "x.h5" --level O1 "$T/x.h5"
 
@@ -74,6 +75,20 @@ assert d8 == {"exp_avg": "fp8", "exp_avg_sq": "fp8", "master": "fp32"}, d8
 assert m8["steps_applied"] == 2 and m16["steps_applied"] == 2
 assert 0 < m16["m_rel_error"] < m8["m_rel_error"] < 1, (m8, m16)
 assert 0 < m16["update_rel_error"] < m8["update_rel_error"], (m8, m16)
+PYEOF
+# O2 end to end: the optimizer fed the FP8 all-reduce drifts further from FP32 than fed the mean
+"$FP8KIT" simulate msamp --level O2 "$RANKS"/rank*.h5 "${SEL[@]}" --optimizer-grad fp8-allreduce --json >"$T/o2f.json" \
+    || { echo "FAIL: O2 fp8-allreduce run"; fail=1; }
+"$PY" - "$T/o2.json" "$T/o2f.json" <<'PYEOF' || fail=1
+import json, sys
+def m(f):
+    j = json.load(open(f))
+    return j, {r["metric"]: r["value"] for r in j["rows"] if r["section"] == "optimizer"}
+j0, m0 = m(sys.argv[1])
+j1, m1 = m(sys.argv[2])
+assert j0["optimizer_grad"] == "mean" and j1["optimizer_grad"] == "fp8-allreduce"
+assert any("FP8 all-reduce" in n for n in j1["notes"]), j1["notes"]
+assert 0 < m0["update_rel_error"] < m1["update_rel_error"], (m0, m1)
 PYEOF
 "$FP8KIT" simulate msamp --level O1 "$DUMP" --ranks 8 "${SEL[@]}" >"$T/text" || { echo "FAIL: text run"; fail=1; }
 grep -q "FP8 all-reduce, 8 ranks, ddp path" "$T/text" || { echo "FAIL: summary header"; fail=1; }

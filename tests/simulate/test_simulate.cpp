@@ -195,3 +195,26 @@ TEST_CASE("TE FusedAdam: amax 0 gives an FP8 state of NaN, an FP16 state of zero
     CHECK(parse_state_dtype("bf16") == StateDtype::bf16);
     CHECK_THROWS_AS(parse_state_dtype("fp4"), std::invalid_argument);
 }
+
+TEST_CASE("O2: step(grad, ref_grad) feeds the simulated side and the FP32 reference separately", "[simulate]") {
+    const AdamHyper h;
+    const std::vector<float> w{0.5f, -0.25f, 1.0f, 0.0f}, g{0.5f, -0.25f, 1e-3f, 2.0f}, ref{0.4f, -0.3f, 2e-3f, 1.5f};
+    auto check = [&](auto make) {
+        auto both = make(), sim_only = make(), ref_only = make();
+        for (int s = 0; s < 3; ++s) {
+            both.step(g, ref);
+            sim_only.step(g);
+            ref_only.step(ref);
+        }
+        CHECK(both.weight() == sim_only.weight());      // the simulated side saw only g
+        CHECK(both.m_dequantized() == sim_only.m_dequantized());
+        CHECK(both.ref_weight() == ref_only.ref_weight());  // the reference saw only ref
+        CHECK(both.ref_m() == ref_only.ref_m());
+        CHECK(both.ref_weight() != sim_only.ref_weight());
+        CHECK_THROWS_AS(both.step(g, {1.0f}), std::invalid_argument);
+    };
+    check([&] { return MsampAdam(w, {}, {}, h, 0, true); });
+    check([&] { return TeFusedAdam(w, {}, {}, h, 0, {StateDtype::fp8, StateDtype::f16, StateDtype::f32}); });
+    CHECK(parse_optimizer_grad("fp8-allreduce") == OptimizerGrad::fp8_allreduce);
+    CHECK_THROWS_AS(parse_optimizer_grad("fp8"), std::invalid_argument);
+}

@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -133,7 +135,10 @@ public:
     // cast_to_fp16 cast an FP32 tensor.
     MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq,
               AdamHyper h, std::int64_t step = 0, bool fp16_master = true);
-    void step(const std::vector<float>& grad);  // one step of both (throws on a size mismatch)
+    void step(const std::vector<float>& grad) { step(grad, grad); }  // one step of both (throws on a size mismatch)
+    // The simulated side takes `grad`, the FP32 reference `ref_grad` (e.g. the FP8 all-reduce's
+    // result against the exact rank mean, so the drift includes the gradient's own FP8 error).
+    void step(const std::vector<float>& grad, const std::vector<float>& ref_grad);
 
     std::size_t size() const { return w32_.size(); }
     std::int64_t steps() const { return step_; }
@@ -208,7 +213,8 @@ public:
     // Given FP32 states are stored as load_state_dict stores them (set_scaled_state -> _apply_scale).
     TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq,
                 AdamHyper h, std::int64_t step = 0, TeAdamOptions o = {});
-    void step(const std::vector<float>& grad);  // throws on a size mismatch
+    void step(const std::vector<float>& grad) { step(grad, grad); }  // throws on a size mismatch
+    void step(const std::vector<float>& grad, const std::vector<float>& ref_grad);  // as MsampAdam's
 
     std::size_t size() const { return w32_.size(); }
     std::int64_t steps() const { return step_; }
@@ -266,5 +272,61 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+}  // namespace fp8kit::simulate
+
+// ---- A whole simulation over a run's dumps (fp8kit simulate msamp, fp8kit.msamp.simulate) ----
+namespace fp8kit::simulate {
+
+// What the optimizer of O2 is fed. `mean`: both sides take the exact rank mean (float64 sum / N,
+// rounded to float32), so the metrics isolate the state storage. `fp8_allreduce`: the simulated
+// side takes the FP8 all-reduce's result (first path and order asked for; a single dump is split
+// into the first --ranks N), the FP32 reference keeps the exact mean: the drift is O2 end to end.
+enum class OptimizerGrad : std::uint8_t { mean, fp8_allreduce };
+OptimizerGrad parse_optimizer_grad(std::string_view s);  // "mean" | "fp8-allreduce"; throws std::invalid_argument
+
+struct MsampRunOptions {
+    bool o2 = false;                   // level O2: the optimizer too
+    std::vector<int> ranks;            // N to split a single dump into (ignored with several dumps)
+    std::vector<Path> paths{Path::ddp, Path::non_ddp};
+    std::vector<Order> orders{Order::rank, Order::ring, Order::tree};
+    HopArith hop = HopArith::half;
+    double spread = 1.0;
+    std::uint64_t seed = 0;
+    AdamHyper hyper;
+    bool te_fused_adam = false;        // O2 optimizer: TE FusedAdam (te) instead of MS-AMP's LBAdamW
+    TeAdamOptions te;
+    bool fp32_master = false;          // LBAdamW: FP32 master weights
+    OptimizerGrad optimizer_grad = OptimizerGrad::mean;
+};
+
+// One number of the long-form output (section allreduce or optimizer).
+struct MsampRow {
+    std::string section, tensor;
+    std::int64_t step;
+    int ranks;
+    std::string path, order, metric;
+    double value;
+};
+
+// A tensor is flagged as underflowing when this share of its nonzero mean elements sums to 0.
+inline constexpr double kUnderflowFlag = 0.01;
+
+struct MsampFlags {  // per (ranks, path): the tensors flagged
+    std::set<std::string> overflow, underflow;
+    std::map<std::string, int> margin;  // the margin that avoids every clamp, where > 0
+};
+
+struct MsampRun {
+    std::vector<std::string> params;
+    std::vector<MsampRow> rows;  // in parameter, step, N, path order: the same for any thread count
+    std::map<std::pair<int, std::string>, MsampFlags> flags;
+    std::vector<std::string> notes;
+    int optimizer_ranks = 1;     // the `ranks` of the optimizer rows
+};
+
+// Runs the all-reduce for every parameter, step, N and path, and at O2 the optimizer over the
+// dumped steps (docs/msamp.md). `ranks` must be given for a single dump (e.g. {8, 64, 1024}).
+MsampRun run_msamp(DumpInput& in, const MsampRunOptions& opts);
 
 }  // namespace fp8kit::simulate

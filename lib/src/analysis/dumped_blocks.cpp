@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
 
@@ -56,7 +58,20 @@ void DumpedBlocks::add(const dump::Chunk& c) {
     // 2. Otherwise the elements go into the strip, runs expanded (memory stays within the strip).
     const auto* p = static_cast<const unsigned char*>(c.bits);
     const std::size_t strip_bytes = strip_rows_ * cols_ * esz_;
-    for (std::uint64_t r = 0; r < c.repeat; ++r) {
+    if (c.repeat > 1) {  // a run (count 1): as many copies as the strip has room for at a time
+        for (std::uint64_t left = c.repeat; left > 0;) {
+            const std::size_t room = (strip_bytes - buf_.size()) / esz_;
+            if (room == 0) throw std::logic_error("DumpedBlocks: more elements than the tensor holds");
+            const std::size_t take = static_cast<std::size_t>(std::min<std::uint64_t>(left, room));
+            const std::size_t old = buf_.size();
+            buf_.resize(old + take * esz_);
+            for (std::size_t i = 0; i < take; ++i) std::memcpy(&buf_[old + i * esz_], p, esz_);
+            left -= take;
+            if (buf_.size() == strip_bytes && strip_rows_ < rows_) flush(strip_rows_);
+        }
+        return;
+    }
+    {
         std::size_t off = 0, left = c.count * esz_;
         while (left) {
             const std::size_t take = std::min(left, strip_bytes - buf_.size());

@@ -160,13 +160,18 @@ Result analyse(dump::Dump& d, std::size_t i, const Options& opts) {
 }
 
 void analyse_all(dump::Dump& d, const Options& opts, const Done& done) {
+    analyse_range(d, opts, 0, d.tensors().size(), done);
+}
+
+void analyse_range(dump::Dump& d, const Options& opts, std::size_t first, std::size_t last, const Done& done) {
     check_recipe(opts.recipe);
     // One tensor at a time: its chunks are read and decoded by the thread pool (parallel/pool.hpp)
     // inside Dump::read, and its statistics by OpenMP over fixed element chunks, both in a fixed
     // order. No thread is started per tensor (a dump of 10^5 tiny tensors paid for one each), and
     // one buffer, reused while large enough, holds the tensor.
     std::vector<unsigned char> buf;
-    for (std::size_t i = 0; i < d.tensors().size(); ++i) {
+    last = std::min(last, d.tensors().size());
+    for (std::size_t i = first; i < last; ++i) {
         const dump::TensorInfo& t = d.tensors()[i];
         std::exception_ptr failed;
         std::optional<Result> res;

@@ -42,8 +42,14 @@ void check_recipe(const RecipeSpec& r) {
 }
 
 std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax) {
-    require_per_tensor(r, role);
     std::vector<float> out;
+    scales(r, role, f, amax, out);
+    return out;
+}
+
+void scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax, std::vector<float>& out) {
+    require_per_tensor(r, role);
+    out.clear();
     out.reserve(amax.size());
     const float fmax = fp8_max(f);
     switch (r.kind) {
@@ -71,17 +77,24 @@ std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::v
             break;
         }
     }
-    return out;
 }
 
 SeriesResult replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Format> forced) {
     SeriesResult o;
-    o.tensor = s.tensor;
+    replay_series(r, s, forced, o);
+    return o;
+}
+
+void replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Format> forced, SeriesResult& o) {
+    o.tensor = s.tensor;  // assignments reuse o's buffers (sweep replays 63 recipes per series)
     o.role = s.role;
     o.format = role_format(r, s.role, forced);
     o.steps = s.steps;
     o.amax = s.amax;
-    o.scale = scales(r, s.role, o.format, s.amax);
+    scales(r, s.role, o.format, s.amax, o.scale);
+    o.overflow_steps = 0;
+    o.worst_headroom = 0;
+    o.worst_step = -1;
     const double fmax = fp8_max(o.format);
     o.headroom.resize(s.amax.size());
     o.overflow.resize(s.amax.size());
@@ -95,7 +108,6 @@ SeriesResult replay_series(const RecipeSpec& r, const trace::Series& s, std::opt
             o.worst_step = s.steps[i];
         }
     }
-    return o;
 }
 
 }  // namespace fp8kit::replay

@@ -220,11 +220,12 @@ std::vector<Outcome> Sweep::evaluate(std::size_t si, std::vector<std::string>* n
     std::vector<Outcome> out(C);
     // 1. Every trace candidate replayed on the series; the scales are kept for the dumped steps.
     std::vector<std::vector<float>> scales(C);
+    replay::SeriesResult r;  // one for every candidate: its buffers are reused
     for (std::size_t c = 0; c < C; ++c) {
         if (cands_[c].blockwise) continue;
-        auto r = replay::replay_series(cands_[c].recipe, ser, cands_[c].forced);
+        replay::replay_series(cands_[c].recipe, ser, cands_[c].forced, r);
         out[c].add_trace(r);
-        if (!dumped_of_.empty() && !dumped_of_[si].empty()) scales[c] = std::move(r.scale);
+        if (!dumped_of_.empty() && !dumped_of_[si].empty()) scales[c] = r.scale;
     }
     std::size_t block_index0 = C;
     for (std::size_t c = 0; c < C; ++c)

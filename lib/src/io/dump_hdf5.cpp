@@ -420,6 +420,7 @@ public:
         }
         // fp8kit's own readers first (chunk tasks on the thread pool), on the handle already open.
         if (runs_ && read_fill_run(probe.get(), plan, fn)) return;
+        if (runs_ && read_sparse_runs(t, probe.get(), plan, chunk, fn)) return;
         if (rank > 0 && read_chunks_directly(t, probe.get(), plan, chunk, fn)) return;
         if (read_contiguous_directly(t, probe.get(), plan, fn)) return;
 
@@ -578,6 +579,118 @@ private:
         return true;
     }
 
+    // The filters of `dcpl` as fp8kit decodes them (deflate, shuffle); false where another
+    // filter (a plugin) is in the pipeline: then libhdf5 decodes.
+    static bool own_pipeline(hid_t dcpl, std::vector<FilterStep>& pipeline) {
+        const int nfilters = H5Pget_nfilters(dcpl);
+        if (nfilters < 0 || nfilters > 2) return false;
+        for (int i = 0; i < nfilters; ++i) {
+            unsigned flags = 0, config = 0, cd[4] = {};
+            std::size_t ncd = 4;
+            const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &ncd, cd, 0, nullptr, &config);
+            if (id == H5Z_FILTER_DEFLATE) pipeline.push_back({FilterStep::deflate, 1});
+            else if (id == H5Z_FILTER_SHUFFLE && ncd >= 1) pipeline.push_back({FilterStep::shuffle, cd[0]});
+            else return false;
+        }
+        return true;
+    }
+
+    // read_runs on a chunked dataset with some chunks written (at most kLocateMax) whose chunks
+    // hold whole rows (every dimension but the first spans the dataset, as for 1-D data): each
+    // stretch of rows no chunk covers is one fill-value run (Chunk::repeat), in O(1) however many
+    // elements the header declares; the written chunks are read and decoded in row order. The work
+    // follows the chunks written, not the declared size (a 2^40-element dataset with one chunk
+    // written: one chunk's work). False, having read nothing, where this does not apply.
+    bool read_sparse_runs(const TensorInfo& t, hid_t dset, const Plan& plan, const std::vector<hsize_t>& chunk,
+                          const ChunkFn& fn) {
+        constexpr hsize_t kLocateMax = 1024;
+        const int rank = static_cast<int>(plan.dims.size());
+        Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+        Handle ftype(H5Dget_type(dset), H5Tclose);
+        Handle space(H5Dget_space(dset), H5Sclose);
+        std::vector<FilterStep> pipeline;
+        if (rank < 1 || !dcpl.ok() || !ftype.ok() || !space.ok() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED ||
+            H5Tequal(ftype.get(), plan.mem_type.get()) <= 0 || !own_pipeline(dcpl.get(), pipeline) || fd() < 0 ||
+            user_block() != 0 || chunk[0] == 0)
+            return false;
+        std::uint64_t inner = 1, chunk_elems = 1, chunk_bytes = 0;
+        bool overflow = false;
+        for (int d = 1; d < rank; ++d) {
+            if (chunk[d] != plan.dims[d]) return false;  // not whole rows
+            overflow |= mul_overflows(inner, plan.dims[d], inner);
+        }
+        overflow |= mul_overflows(chunk[0], inner, chunk_elems);
+        overflow |= mul_overflows(chunk_elems, stored_size(plan.dtype), chunk_bytes);
+        const hsize_t grid0 = (plan.dims[0] + chunk[0] - 1) / chunk[0];
+        hsize_t written = 0;
+        if (overflow || inner == 0 || chunk_bytes > opts_.max_chunk_bytes ||
+            H5Dget_num_chunks(dset, space.get(), &written) < 0 || written > kLocateMax || written >= grid0) {
+            H5Eclear2(H5E_DEFAULT);
+            return false;  // a size that does not add up, many chunks written, or none missing
+        }
+        // 1. Where the written chunks are (H5Dget_chunk_info walks the index to the k-th chunk:
+        // at most kLocateMax^2 / 2 steps), sorted by row.
+        struct At {
+            hsize_t row;
+            std::uint64_t addr, size;
+            unsigned mask;
+        };
+        std::vector<At> at;
+        std::vector<hsize_t> offset(rank);
+        for (hsize_t k = 0; k < written; ++k) {
+            unsigned mask = 0;
+            haddr_t addr = HADDR_UNDEF;
+            hsize_t size = 0;
+            if (H5Dget_chunk_info(dset, space.get(), k, offset.data(), &mask, &addr, &size) < 0 ||
+                addr == HADDR_UNDEF || size == 0 || size > (std::uint64_t(4) << 30) || addr > file_size_ ||
+                size > file_size_ - addr || offset[0] % chunk[0] != 0 || offset[0] >= plan.dims[0]) {
+                H5Eclear2(H5E_DEFAULT);
+                return false;
+            }
+            at.push_back({offset[0], addr, size, mask});
+        }
+        std::sort(at.begin(), at.end(), [](const At& a, const At& b) { return a.row < b.row; });
+        for (std::size_t k = 1; k < at.size(); ++k)
+            if (at[k].row == at[k - 1].row) return false;  // listed twice: leave it to libhdf5
+        // 2. In row order: a fill run for each gap, the decoded rows of each written chunk.
+        const std::vector<unsigned char> fill = fill_value(dcpl.get(), plan);
+        const std::size_t budget = elements_per_read(plan.dtype, opts_);
+        const std::size_t ssize = stored_size(plan.dtype);
+        std::uint64_t pos = 0;
+        auto run_to = [&](std::uint64_t end) {
+            if (end <= pos) return;
+            const std::uint64_t n = end - pos, first = pos;
+            emit(plan.dtype, fill.data(), 1, first, scratch_, [&](const Chunk& c) {
+                Chunk run = c;
+                run.repeat = n;
+                fn(run);
+            });
+        };
+        std::vector<unsigned char> decoded(static_cast<std::size_t>(chunk_bytes));
+        for (const At& a : at) {
+            run_to(std::uint64_t{a.row} * inner);
+            pos = std::max<std::uint64_t>(pos, a.row * inner);
+            ChunkTask task;
+            task.fd = fd();
+            task.offset = a.addr;
+            task.size = a.size;
+            task.filter_mask = a.mask;
+            task.pipeline = &pipeline;
+            task.decoded_bytes = decoded.size();
+            const std::string bad = run_chunk_task(task, fill, decoded.data());
+            if (!bad.empty())
+                throw DumpError(path_, t.name, fmt::format("chunk at [{}]: {}: corrupt file", a.row, bad));
+            const std::uint64_t rows = std::min<hsize_t>(chunk[0], plan.dims[0] - a.row), n = rows * inner;
+            for (std::uint64_t p = 0; p < n; p += budget) {
+                const std::size_t m = static_cast<std::size_t>(std::min<std::uint64_t>(budget, n - p));
+                emit(plan.dtype, &decoded[static_cast<std::size_t>(p * ssize)], m, pos + p, scratch_, fn);
+            }
+            pos += n;
+        }
+        run_to(plan.numel);
+        return true;
+    }
+
     void open_file(const std::string& path) {
         silence_hdf5();
         path_ = path;
@@ -700,20 +813,10 @@ private:
         Handle ftype(H5Dget_type(dset), H5Tclose);
         if (!dcpl.ok() || !ftype.ok() || H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return false;
         if (H5Tequal(ftype.get(), plan.mem_type.get()) <= 0) return false;
-        const int nfilters = H5Pget_nfilters(dcpl.get());
         // Unfiltered chunks too: libhdf5's H5Dread over many small chunks builds a map entry per
         // chunk (2^20 one-element chunks: 6.7 GB and 35 s), where this path holds a few chunks.
-        if (nfilters < 0 || nfilters > 2) return false;
         std::vector<FilterStep> pipeline;
-        for (int i = 0; i < nfilters; ++i) {
-            unsigned flags = 0, config = 0, cd[4] = {};
-            std::size_t ncd = 4;
-            const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &ncd, cd, 0,
-                                                   nullptr, &config);
-            if (id == H5Z_FILTER_DEFLATE) pipeline.push_back({FilterStep::deflate, 1});
-            else if (id == H5Z_FILTER_SHUFFLE && ncd >= 1) pipeline.push_back({FilterStep::shuffle, cd[0]});
-            else return false;
-        }
+        if (!own_pipeline(dcpl.get(), pipeline)) return false;
         const int rank = static_cast<int>(plan.dims.size());
         const std::size_t ssize = stored_size(plan.dtype);
         // Sizes from a possibly corrupt layout message: any product that overflows 64 bits, or a

@@ -76,6 +76,7 @@ private:
 };
 
 std::atomic<unsigned> g_threads{0};
+std::atomic<unsigned> g_ranks_on_node{0};
 std::mutex g_pool_mutex;
 std::unique_ptr<Pool> g_pool;
 
@@ -113,7 +114,10 @@ unsigned default_threads() {
     }
 #endif
     // An MPI rank that may use every core of the node shares them with the node's other ranks:
-    // Open MPI says how many there are (OMPI_COMM_WORLD_LOCAL_SIZE; MPICH/Slurm: MPI_LOCALNRANKS).
+    // MPI counts them (set_ranks_on_node), else Open MPI says how many there are
+    // (OMPI_COMM_WORLD_LOCAL_SIZE; MPICH/Slurm: MPI_LOCALNRANKS).
+    if (const unsigned ranks = g_ranks_on_node.load(); ranks > 0)
+        return bound || ranks == 1 ? cores : std::max(1u, cores / ranks);
     for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
         const char* env = std::getenv(var);
         const long ranks = env ? std::strtol(env, nullptr, 10) : 0;
@@ -121,6 +125,8 @@ unsigned default_threads() {
     }
     return cores;
 }
+
+void set_ranks_on_node(unsigned n) { g_ranks_on_node = n; }
 
 void set_threads(unsigned n) {
     g_threads = n == 0 ? default_threads() : n;

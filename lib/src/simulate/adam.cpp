@@ -79,9 +79,10 @@ MsampAdam::MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std:
     else wsim_ = w32_;
 }
 
-void MsampAdam::step(const std::vector<float>& grad) {
+void MsampAdam::step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
     const std::size_t n = w32_.size();
-    if (grad.size() != n) throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}", grad.size(), n));
+    if (grad.size() != n || ref_grad.size() != n)
+        throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}", grad.size() != n ? grad.size() : ref_grad.size(), n));
     ++step_;
     const KernelConst k(h_, step_);
     // param.mul_(1 - lr * weight_decay): a Python double used as float32
@@ -91,8 +92,8 @@ void MsampAdam::step(const std::vector<float>& grad) {
     // FP32 reference: the same kernel expressions with FP32 states (factor 1).
     for (std::size_t i = 0; i < n; ++i) {
         float p = decays ? w32_[i] * decay : w32_[i];
-        m32_[i] = k.m(m32_[i], 1.0f, grad[i]);
-        v32_[i] = k.v(v32_[i], 1.0f, grad[i]);
+        m32_[i] = k.m(m32_[i], 1.0f, ref_grad[i]);
+        v32_[i] = k.v(v32_[i], 1.0f, ref_grad[i]);
         w32_[i] = k.update(p, m32_[i], v32_[i]);
     }
 

@@ -154,12 +154,13 @@ TeFusedAdam::TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, 
     apply_scale(w_, w32_);
 }
 
-void TeFusedAdam::step(const std::vector<float>& grad) {
+void TeFusedAdam::step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
     const std::size_t n = w32_.size();
-    if (grad.size() != n) throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}", grad.size(), n));
+    if (grad.size() != n || ref_grad.size() != n)
+        throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}", grad.size() != n ? grad.size() : ref_grad.size(), n));
     ++step_;
     const TeKernel k(h_, step_);
-    for (std::size_t i = 0; i < n; ++i) k(grad[i], w32_[i], m32_[i], v32_[i]);  // FP32 reference
+    for (std::size_t i = 0; i < n; ++i) k(ref_grad[i], w32_[i], m32_[i], v32_[i]);  // FP32 reference
     // 1. get_unscaled_state for exp_avg, exp_avg_sq, master_param; 2. multi_tensor_adam;
     // 3. _apply_scale for each (fused_adam.py step(), "Scaling").
     std::vector<float> p = w_.dequantized(), m = m_.dequantized(), v = v_.dequantized();

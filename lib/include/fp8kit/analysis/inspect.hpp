@@ -50,5 +50,8 @@ Result analyse(dump::Dump& d, std::size_t i, const Options& opts);
 // throws.
 using Done = std::function<void(std::size_t i, const Result* result, std::exception_ptr error)>;
 void analyse_all(dump::Dump& d, const Options& opts, const Done& done);
+// The same over tensors [first, last) only (an MPI rank's share: cluster/inspect.hpp); the
+// other tensors' data is never read.
+void analyse_range(dump::Dump& d, const Options& opts, std::size_t first, std::size_t last, const Done& done);
 
 }  // namespace fp8kit::inspect

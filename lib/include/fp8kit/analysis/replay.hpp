@@ -27,6 +27,8 @@ Format role_format(const RecipeSpec& r, Role role, std::optional<Format> forced)
 // own amax). Throws std::invalid_argument naming the recipe when it scales rows or blocks (that
 // needs the tensor's data, not its amax).
 std::vector<float> scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax);
+// The same into `out` (its buffer reused).
+void scales(const RecipeSpec& r, Role role, Format f, const std::vector<float>& amax, std::vector<float>& out);
 
 // A delayed-scaling recipe's settings changed for a what-if replay (`fp8kit replay --history 16`).
 struct Overrides {
@@ -52,6 +54,8 @@ struct SeriesResult {
 };
 
 SeriesResult replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Format> forced);
+// The same into `into`, whose vectors and strings are reused (no allocation once they are large enough).
+void replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Format> forced, SeriesResult& into);
 
 // What the recipe needs, checked before any trace or dump is read: std::invalid_argument (the
 // message replay_series gives) when no role is scaled per tensor, so no series could be replayed.

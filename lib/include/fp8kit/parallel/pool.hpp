@@ -15,6 +15,10 @@ namespace fp8kit::parallel {
 // process may run on (sched_getaffinity, so `taskset -c 0,1` means 2), divided by the MPI ranks on
 // the node when a launcher says how many there are and did not bind the rank to its own cores.
 unsigned default_threads();
+// The MPI ranks on this node as MPI itself counts them (MPI_Comm_split_type SHARED; set by
+// cluster::MpiSession before any parallel work): default_threads() then divides the cores by
+// it, whatever the launcher (mpirun, srun) puts in the environment. 0: not known.
+void set_ranks_on_node(unsigned n);
 // The thread count of the process: the pool's workers and OpenMP's team (omp_set_num_threads).
 // 0 means default_threads(). Call before parallel work starts (the CLI: from --threads).
 void set_threads(unsigned n);

@@ -1,0 +1,134 @@
+// Quantised inference checkpoints (issue 28): a folder of safetensors shards (with
+// model.safetensors.index.json), config.json and, for ModelOpt, hf_quant_config.json.
+// `Folder` lists every quantised layer (scheme, scale convention, excluded modules) without
+// reading tensor data; `check` reads one layer at a time, so memory stays bounded by a layer's
+// largest tensors, whatever the checkpoint's size. docs/inference.md has every formula and its
+// source file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace fp8kit::checkpoint {
+
+// Bad input (a missing folder, unreadable config, broken shard): the CLI exits 2.
+struct CheckpointError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+enum class Producer { modelopt, compressed_tensors, deepseek, gpt_oss, unknown };
+enum class Scheme { none, fp8_tensor, fp8_channel, fp8_block, nvfp4, mxfp4, mxfp8 };
+// dequant: x = code * scale (ModelOpt weight_scale, DeepSeek weight_scale_inv);
+// reciprocal: x = code / scale (compressed-tensors' NVFP4 weight_global_scale).
+enum class Convention { dequant, reciprocal };
+
+const char* name(Producer p);
+const char* name(Scheme s);
+const char* name(Convention c);
+
+// One tensor of the checkpoint as listed in its shard's header.
+struct TensorRef {
+    std::string name, dtype;  // safetensors dtype string: "F8_E4M3", "U8", "BF16", ...
+    std::vector<std::uint64_t> shape;
+    std::size_t shard = 0;
+};
+
+// A tensor's stored bytes (little-endian, as in the file) and what they are.
+struct RawTensor {
+    std::string dtype;
+    std::vector<std::uint64_t> shape;
+    std::vector<std::uint8_t> bytes;
+    std::uint64_t numel() const;
+    float at(std::uint64_t i) const;  // element i as float32 (exact for every dtype read here)
+    std::vector<float> to_floats() const;  // every element, as at() (the dtype tested once)
+};
+
+// A quantised (or excluded) linear layer: the module prefix and the tensors that make it up.
+struct Layer {
+    std::string module;  // "model.layers.0.self_attn.q_proj"
+    Scheme scheme = Scheme::none;
+    std::string weight;        // codes: F8_E4M3 or packed U8 (two E2M1 per byte)
+    std::string scale;         // per tensor / channel / block scale
+    std::string global_scale;  // NVFP4 second level (weight_scale_2 / weight_global_scale)
+    std::string input_scale;   // static activation scale, if any
+    Convention scale_convention = Convention::dequant;
+    Convention global_convention = Convention::dequant;
+    std::uint64_t rows = 0, cols = 0;        // logical weight shape (unpacked)
+    std::uint64_t block_rows = 1, block_cols = 0;  // the block one scale covers (0: whole extent)
+    bool excluded = false;  // listed as not quantised by the config (ignore / exclude_modules)
+};
+
+// The checkpoint folder, listed (headers and configs only).
+class Folder {
+public:
+    // unquantized: an original (reference) folder: no quantisation config needed.
+    explicit Folder(const std::string& dir, bool unquantized = false);  // throws CheckpointError
+    ~Folder();
+    Folder(Folder&&) noexcept;
+    Producer producer() const { return producer_; }
+    const std::string& dir() const { return dir_; }
+    const std::vector<Layer>& layers() const { return layers_; }
+    const std::vector<std::string>& exclude_patterns() const { return exclude_; }
+    const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
+    bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+    RawTensor read(const std::string& name) const;  // throws CheckpointError
+    std::string quant_algo;                         // as the config names it
+    std::string kv_cache_algo;
+
+private:
+    void read_configs();
+    void list_layers();
+    std::string dir_;
+    Producer producer_ = Producer::unknown;
+    std::vector<std::string> exclude_;
+    std::string weight_strategy_;                     // compressed-tensors config_groups weights.strategy
+    std::uint64_t block_rows_ = 128, block_cols_ = 128;  // weight_block_size / block_structure
+    std::vector<std::string> shards_;
+    std::map<std::string, TensorRef> tensors_;
+    std::vector<Layer> layers_;
+    struct Shards;
+    std::unique_ptr<Shards> open_;
+};
+
+// One finding of a check. `failed` findings make the CLI exit 1; the others are notes.
+struct Finding {
+    std::string tensor, check, message;
+    bool failed = true;
+};
+
+// How the KV/attention scales are named, and what each engine does with the name.
+struct KvScale {
+    std::string name;
+    std::string vllm;  // "loaded as <param>", "dropped (...)"
+    bool dropped = false;
+};
+
+// A layer re-quantised from the original weights and compared with the checkpoint.
+struct Comparison {
+    std::string module;
+    std::string verdict;  // "bit-exact", or the class: "scale convention inverted", "rounding",
+                          // "saturation", "block layout", "nibble order", "different amax", "codes differ"
+    std::uint64_t elements = 0, code_mismatches = 0, scale_mismatches = 0;
+    double sqnr_db = 0, max_rel_error = 0;  // dequantised checkpoint against the original
+};
+
+struct Report {
+    std::string dir;
+    Producer producer = Producer::unknown;
+    std::vector<Layer> layers;
+    std::vector<Finding> findings;
+    std::vector<KvScale> kv;
+    std::vector<Comparison> comparisons;
+    bool failed() const;
+};
+
+Report check(const std::string& dir, const std::optional<std::string>& reference = std::nullopt);
+std::string to_json(const Report& r);  // one JSON document
+std::string to_csv(const Report& r);   // one row per layer: module, scheme, convention, verdict, ...
+
+}  // namespace fp8kit::checkpoint

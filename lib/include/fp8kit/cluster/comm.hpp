@@ -1,0 +1,31 @@
+// The little a split command needs from its ranks: who am I, how many are we, and every rank's
+// bytes on rank 0 in rank order. Serial (one rank) by default; an MPI build installs MPI's
+// world communicator with set_world (cluster/mpi.hpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fp8kit::cluster {
+
+class Comm {
+public:
+    virtual ~Comm() = default;
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+    // Collective: every rank passes its bytes; rank 0 gets size() strings, rank r's at index r
+    // (its own included); the other ranks get an empty vector.
+    virtual std::vector<std::string> gather(std::string mine) = 0;
+    bool root() const { return rank() == 0; }
+};
+
+// One process: rank 0 of 1.
+Comm& serial();
+
+// The communicator of the process's commands: serial() unless set_world installed another
+// (which must outlive every use).
+Comm& world();
+void set_world(Comm* c);
+
+}  // namespace fp8kit::cluster

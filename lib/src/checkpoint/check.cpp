@@ -1,0 +1,361 @@
+// checkpoint check: structure, scale values, KV scale names, and (with a reference folder) the
+// re-quantisation of every weight under the producer's own rule, compared code by code.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "checkpoint/producer_rules.hpp"
+#include "fp8kit/checkpoint.hpp"
+#include "fp8kit/emu/pack.hpp"
+
+namespace fp8kit::checkpoint {
+namespace {
+
+using detail::Scales;
+
+std::uint64_t numel(const std::vector<std::uint64_t>& s) {
+    std::uint64_t n = 1;
+    for (auto d : s) n *= d;
+    return n;
+}
+std::string shape_str(const std::vector<std::uint64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// The weight's codes, one per element (FP4 unpacked, low nibble first as every producer here
+// packs: ModelOpt, compressed-tensors and gpt-oss).
+std::vector<std::uint8_t> codes_of(const Layer& L, const RawTensor& w, emu::NibbleOrder order = emu::NibbleOrder::low_first) {
+    if (w.dtype != "U8") return w.bytes;
+    std::vector<std::uint8_t> c(w.bytes.size() * 2);
+    emu::unpack_fp4_array(w.bytes.data(), c.data(), c.size(), order);
+    c.resize(std::min<std::size_t>(c.size(), L.rows * L.cols));
+    return c;
+}
+
+struct Checker {
+    const Folder& F;
+    Report& R;
+    void fail(const std::string& t, const std::string& check, const std::string& msg) { R.findings.push_back({t, check, msg, true}); }
+    void note(const std::string& t, const std::string& check, const std::string& msg) { R.findings.push_back({t, check, msg, false}); }
+
+    // 1. Structure: the scales a scheme needs exist with the right shape and dtype.
+    bool structure(const Layer& L) {
+        const auto& w = F.tensors().at(L.weight);
+        if (L.scale.empty()) {
+            fail(L.weight, "structure", fmt::format("{} weight has no scale tensor", name(L.scheme)));
+            return false;
+        }
+        const auto& s = F.tensors().at(L.scale);
+        const std::uint64_t sn = numel(s.shape);
+        std::uint64_t want = 0;
+        std::vector<std::string> dtypes;
+        switch (L.scheme) {
+            case Scheme::fp8_tensor: want = 1; dtypes = {"F32", "BF16", "F16"}; break;
+            case Scheme::fp8_channel: want = L.rows; dtypes = {"F32", "BF16", "F16"}; break;
+            case Scheme::fp8_block: want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32", "BF16"}; break;
+            case Scheme::nvfp4: want = L.rows * ((L.cols + 15) / 16); dtypes = {"F8_E4M3"}; break;
+            case Scheme::mxfp4: want = L.rows * ((L.cols + 31) / 32); dtypes = {"U8", "F8_E8M0"}; break;
+            default: return true;
+        }
+        bool ok = true;
+        if (sn != want) {
+            fail(L.scale, "structure", fmt::format("shape {} holds {} scales; {} weight {} needs {}", shape_str(s.shape), sn,
+                                                   name(L.scheme), shape_str(w.shape), want));
+            ok = false;
+        }
+        if (std::find(dtypes.begin(), dtypes.end(), s.dtype) == dtypes.end()) {
+            fail(L.scale, "structure", fmt::format("dtype {} where {} stores {}", s.dtype, name(L.scheme), fmt::join(dtypes, " or ")));
+            ok = false;
+        }
+        if (L.scheme == Scheme::nvfp4 && (L.global_scale.empty() || numel(F.tensors().at(L.global_scale).shape) != 1)) {
+            fail(L.module, "structure", "NVFP4 weight without a one-element global scale");
+            ok = false;
+        }
+        return ok;
+    }
+
+    // 2. Scale values.
+    void values(const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st) {
+        const auto codes = codes_of(L, w);
+        const std::uint64_t n = s.numel();
+        std::uint64_t bad = 0, zero_live = 0, sub = 0, sub_e4m3 = 0;
+        std::string first;
+        for (std::uint64_t i = 0; i < n; ++i) {
+            const float v = st.block[i];
+            if (!std::isfinite(v)) { if (!bad++) first = fmt::format("scale[{}] = {}", i, v); }
+            else if (v != 0 && std::fabs(v) < 1.17549435e-38f) ++sub;
+            else if (s.dtype == "F8_E4M3" && v != 0 && std::fabs(v) < 0.015625f) ++sub_e4m3;
+        }
+        if (bad) fail(L.scale, "scale finite", fmt::format("{} of {} scales are NaN or infinite (first: {})", bad, n, first));
+        if (sub) fail(L.scale, "scale subnormal", fmt::format("{} scales are float32 subnormals: 1/scale overflows to inf", sub));
+        if (sub_e4m3)
+            note(L.scale, "e4m3 subnormal block scale",
+                 fmt::format("{} E4M3 block scales below 2^-6 (subnormal); ModelOpt clamps to >= 2^-9 and flushes below (PR #1382)", sub_e4m3));
+        // A block holding nonzero codes needs a nonzero scale.
+        const std::uint64_t br = st.block_rows, bc = st.block_cols;
+        std::vector<char> live(n, 0);
+        for (std::uint64_t r = 0; r < L.rows; ++r)
+            for (std::uint64_t c = 0; c < L.cols; ++c)
+                if ((codes[r * L.cols + c] & (w.dtype == "U8" ? 0x7 : 0x7F)) != 0) live[(r / br) * st.grid_cols + c / bc] = 1;
+        for (std::uint64_t i = 0; i < n; ++i)
+            if (live[i] && st.block[i] == 0.0f) ++zero_live;
+        // All-zero blocks: ModelOpt writes block scale 1.0 (nvfp4_tensor.py), compressed-tensors
+        // E4M3's eps 0.125 (helpers.py calculate_qparams step 5). A block of codes that are all
+        // zero can also be tiny weights that underflowed, so a different scale is only a note;
+        // --reference decides.
+        if (L.scheme == Scheme::nvfp4 && (F.producer() == Producer::modelopt || F.producer() == Producer::compressed_tensors)) {
+            const float conv = F.producer() == Producer::modelopt ? 1.0f : 0.125f;
+            std::uint64_t dead = 0, other = 0;
+            for (std::uint64_t i = 0; i < n; ++i)
+                if (!live[i]) { ++dead; other += st.block[i] != conv; }
+            if (other)
+                note(L.scale, "all-zero block scale",
+                     fmt::format("{} of {} blocks with only zero codes have a scale other than {}'s {} for an all-zero block", other,
+                                 dead, name(F.producer()), conv));
+        }
+        if (zero_live) fail(L.scale, "zero scale", fmt::format("{} blocks hold nonzero codes but have scale 0 (their weights read as 0, 1/scale is inf)", zero_live));
+        if (L.scheme == Scheme::nvfp4) global(L, st.global);
+    }
+
+    // NVFP4's global scale: finite, nonzero, and the weight amax it implies plausible. Inverting
+    // the convention (ModelOpt amax/2688 vs compressed-tensors 2688/amax) moves it by ~amax^2.
+    void global(const Layer& L, float g) {
+        if (!std::isfinite(g) || g == 0.0f) {
+            fail(L.global_scale, "scale finite", fmt::format("global scale {} (must be finite and nonzero)", g));
+            return;
+        }
+        const bool recip = L.global_convention == Convention::reciprocal;
+        const double implied = recip ? 2688.0 / g : 2688.0 * g;
+        if (implied > 1e4 || implied < 1e-8)
+            fail(L.global_scale, "global scale convention",
+                 fmt::format("global scale {} under the {} convention implies weights up to |{}|: inverted ({} expected)?", g,
+                             recip ? "reciprocal (448*6/amax)" : "dequant (amax/(6*448))", implied,
+                             recip ? "compressed-tensors weight_global_scale" : "ModelOpt weight_scale_2"));
+    }
+
+    // Every expert of an MoE layer carries its input_scale when any of them does (vLLM #45212:
+    // a missing one loads as 0, 1/0 = inf, NaN on the prompts routed there).
+    void experts() {
+        static const std::regex kExpert(R"(^(.*\.experts\.)(\d+)(\..*)$)");
+        std::map<std::string, std::pair<int, std::vector<std::string>>> groups;  // key -> (with, without)
+        for (const auto& L : R.layers) {
+            std::smatch m;
+            if (L.scheme == Scheme::none || !std::regex_match(L.module, m, kExpert)) continue;
+            auto& g = groups[m[1].str() + "*" + m[3].str()];
+            if (L.input_scale.empty()) g.second.push_back(L.module);
+            else ++g.first;
+        }
+        for (const auto& [k, g] : groups)
+            if (g.first > 0 && !g.second.empty())
+                for (const auto& m : g.second)
+                    fail(m + ".input_scale", "missing expert input_scale",
+                         fmt::format("{} of the experts {} have an input_scale, this one has none (vLLM loads 0 -> inf -> NaN, vLLM #45212)", g.first, k));
+    }
+
+    // 3. KV and attention scales, and what vLLM does with each name
+    // (vllm/model_executor/model_loader/weight_utils.py maybe_remap_kv_scale_name): ".kv_scale"
+    // -> ".attn.k_scale"; ".self_attn.k_proj.k_scale" -> ".self_attn.attn.k_scale"; other
+    // ".k_scale"/".v_scale" -> "<module>.attn.k_scale". Llama-style models hold the parameter as
+    // "<layer>.self_attn.attn.{k,v,q}_scale"; any other remapped name is dropped with a warning.
+    void kv() {
+        static const std::regex kKv(R"(^(.*)\.(k_scale|v_scale|q_scale|kv_scale|k_bias|v_bias|prob_scale|k_cache_scale|v_cache_scale)$)");
+        static const std::regex kParam(R"(^.*\.self_attn\.attn\.(k|v|q)_scale$)");
+        for (const auto& [n, t] : F.tensors()) {
+            std::smatch m;
+            if (!std::regex_match(n, m, kKv)) continue;
+            const std::string suf = m[2].str();
+            std::string mapped;
+            if (suf == "kv_scale") mapped = std::regex_replace(n, std::regex(R"(\.kv_scale$)"), ".attn.k_scale");
+            else if (suf == "k_scale" || suf == "v_scale") {
+                const std::string mo = ".self_attn." + suf.substr(0, 1) + "_proj." + suf;
+                mapped = n.find(mo) != std::string::npos ? std::regex_replace(n, std::regex(std::regex_replace(mo, std::regex(R"(\.)"), R"(\.)")), ".self_attn.attn." + suf)
+                                                         : n.substr(0, n.size() - suf.size()) + "attn." + suf;
+            } else mapped = n;
+            KvScale k{n, "", false};
+            if (std::regex_match(mapped, kParam)) {
+                k.vllm = "loaded as " + mapped + (suf == "kv_scale" ? " (and copied to v_scale)" : "");
+            } else if (suf == "q_scale") {
+                k.vllm = "dropped: q_scale is taken from k_scale (vllm attention/layer.py)";
+                k.dropped = true;
+            } else {
+                k.vllm = fmt::format("dropped: remapped to '{}', which is no parameter (a warning only; the scale stays 1.0)", mapped);
+                k.dropped = true;
+            }
+            if (k.dropped && suf != "q_scale") fail(n, "kv scale dropped", "vLLM " + k.vllm);
+            R.kv.push_back(std::move(k));
+        }
+    }
+};
+
+Scales stored_scales(const Folder& F, const Layer& L, const RawTensor& s) {
+    Scales st;
+    st.block.resize(s.numel());
+    for (std::uint64_t i = 0; i < st.block.size(); ++i) st.block[i] = s.at(i);
+    if (!L.global_scale.empty()) st.global = F.read(L.global_scale).at(0);
+    // MX scales stored as U8 are E8M0 codes: 2^(b - 127) (gpt-oss weights.py, compressed-tensors mxfp4).
+    if ((L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) && s.dtype == "U8")
+        for (std::uint64_t i = 0; i < st.block.size(); ++i) st.block[i] = std::ldexp(1.0f, int(s.bytes[i]) - 127);
+    detail::set_grid(L, st);
+    return st;
+}
+
+bool same(float a, float b) { return std::memcmp(&a, &b, 4) == 0 || (a == 0 && b == 0); }
+
+// 4. Against the original: scale faults first, then codes under the checkpoint's own scales.
+Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
+                   const std::vector<float>& x, const std::string& weight_dtype, float shared_amax) {
+    Comparison c{L.module, "bit-exact"};
+    c.elements = L.rows * L.cols;
+    const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype, weight_dtype, shared_amax);
+    // Scales.
+    bool inverted = false, layout = false;
+    if (L.scheme == Scheme::nvfp4 && !same(ex.global, st.global)) {
+        ++c.scale_mismatches;
+        inverted = std::fabs(double(ex.global) * st.global - 1.0) < 1e-3;
+        if (!inverted) c.verdict = "different amax";
+    }
+    std::uint64_t sm = 0;
+    for (std::size_t i = 0; i < std::min(ex.block.size(), st.block.size()); ++i) sm += !same(ex.block[i], st.block[i]);
+    if (sm && ex.grid_rows > 1 && ex.grid_cols > 1 && ex.block.size() == st.block.size()) {
+        layout = true;  // the grid transposed?
+        for (std::uint64_t r = 0; r < ex.grid_rows && layout; ++r)
+            for (std::uint64_t k = 0; k < ex.grid_cols; ++k)
+                if (!same(ex.block[r * ex.grid_cols + k], st.block[k * ex.grid_rows + r])) { layout = false; break; }
+    }
+    if (sm) {
+        c.scale_mismatches += sm;
+        if (!inverted && c.verdict == "bit-exact") c.verdict = layout ? "block layout" : "different amax";
+    }
+    if (inverted) c.verdict = "scale convention inverted";
+    // Codes under the stored scales (with the expected global scale when only that is inverted).
+    Scales use = st;
+    if (inverted) use.global = ex.global;
+    const auto want = detail::expected_codes(F.producer(), L, x, use, s.dtype, weight_dtype);
+    const auto got = codes_of(L, w);
+    const std::uint8_t mag = w.dtype == "U8" ? 0x7 : 0x7F, sign = w.dtype == "U8" ? 0x8 : 0x80;
+    // Per row, then summed in row order: the same sums for any thread count.
+    const std::int64_t rows = static_cast<std::int64_t>(L.rows);
+    std::vector<std::uint64_t> miss_r(L.rows), sat_r(L.rows), step_r(L.rows);
+    std::vector<double> sig_r(L.rows), err_r(L.rows), rel_r(L.rows);
+#pragma omp parallel for schedule(static) if (want.size() > (1u << 16))
+    for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::uint64_t k = 0; k < L.cols; ++k) {
+            const std::size_t i = static_cast<std::size_t>(r) * L.cols + k;
+            const double xi = x[i];
+            // Error of the checkpoint as stored, against the original.
+            const double d = double(detail::decode_element(L.scheme, got[i])) * detail::dequant_factor(F.producer(), L, st, r, k);
+            sig_r[r] += xi * xi;
+            err_r[r] += (d - xi) * (d - xi);
+            if (xi != 0) rel_r[r] = std::max(rel_r[r], std::fabs(d - xi) / std::fabs(xi));
+            if (want[i] == got[i]) continue;
+            ++miss_r[r];
+            const float q = std::fabs(x[i] / detail::dequant_factor(F.producer(), L, use, r, k));
+            if (q > detail::element_max(L.scheme)) ++sat_r[r];
+            if ((want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1) ++step_r[r];
+        }
+    }
+    std::uint64_t miss = 0, sat = 0, step = 0;
+    double sig = 0, err = 0, rel = 0;
+    for (std::uint64_t r = 0; r < L.rows; ++r) {
+        miss += miss_r[r], sat += sat_r[r], step += step_r[r];
+        sig += sig_r[r], err += err_r[r], rel = std::max(rel, rel_r[r]);
+    }
+    c.code_mismatches = miss;
+    if (miss && c.verdict == "bit-exact") {
+        if (w.dtype == "U8" && codes_of(L, w, emu::NibbleOrder::high_first) == want) c.verdict = "nibble order";
+        else if (sat == miss) c.verdict = "saturation";
+        else if (step == miss) c.verdict = "rounding";
+        else c.verdict = "codes differ";
+    }
+    c.sqnr_db = err == 0 ? INFINITY : 10 * std::log10(sig / err);
+    c.max_rel_error = rel;
+    return c;
+}
+
+// ModelOpt shares one weight amax over the linears that read the same input
+// (modelopt/torch/export/quant_utils.py preprocess_linear_fusion, called for q/k/v and gate/up by
+// layer_utils.py): NVFP4's global amax (weight_scale_2), and a weight amax of one element (seen
+// with FP8_PB_WO on weights of a single 128x128 block; FP8 per-tensor weight scales came out
+// unshared in ModelOpt 0.47's export, only their input_scale shared). The group's largest amax;
+// -1 where the layer keeps its own.
+float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
+    if (F.producer() != Producer::modelopt || (L.scheme != Scheme::nvfp4 && L.scheme != Scheme::fp8_block)) return -1.0f;
+    static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)$)");
+    std::smatch m;
+    if (!std::regex_match(L.module, m, kFused)) return -1.0f;
+    const std::string tail = m[2].str();
+    const std::vector<std::string> group = (tail == "gate_proj" || tail == "up_proj") ? std::vector<std::string>{"gate_proj", "up_proj"}
+                                           : (tail == "w1" || tail == "w3") ? std::vector<std::string>{"w1", "w3"}
+                                                                            : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
+    float a = 0;
+    for (const auto& g : group) {
+        const std::string n = m[1].str() + g + ".weight";
+        const std::string sc = m[1].str() + g + (L.scheme == Scheme::nvfp4 ? ".weight_scale_2" : ".weight_scale");
+        if (!ref.has(n) || !F.has(sc)) continue;
+        if (L.scheme == Scheme::fp8_block && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
+        for (float v : ref.read(n).to_floats()) a = std::max(a, std::fabs(v));
+    }
+    return a;
+}
+
+}  // namespace
+
+bool Report::failed() const {
+    for (const auto& f : findings)
+        if (f.failed) return true;
+    for (const auto& c : comparisons)
+        if (c.verdict != "bit-exact") return true;
+    return false;
+}
+
+Report check(const std::string& dir, const std::optional<std::string>& reference) {
+    Folder F(dir);
+    std::optional<Folder> ref;
+    if (reference) {
+        if (!std::filesystem::is_directory(*reference)) throw CheckpointError(fmt::format("{}: not a folder", *reference));
+        ref.emplace(*reference, /*unquantized=*/true);
+    }
+    Report R;
+    R.dir = dir;
+    R.producer = F.producer();
+    R.layers = F.layers();
+    Checker C{F, R};
+    for (const auto& L : F.layers()) {
+        if (L.scheme == Scheme::none) {
+            if (!L.excluded && L.module.find("embed") == std::string::npos)
+                C.note(L.weight, "unquantized", "not quantised and not in the exclude list");
+            continue;
+        }
+        if (!C.structure(L)) continue;
+        // One layer at a time: its codes, its scales, and the original weight.
+        const RawTensor w = F.read(L.weight), s = F.read(L.scale);
+        const Scales st = stored_scales(F, L, s);
+        C.values(L, w, s, st);
+        if (!L.input_scale.empty()) {
+            const float v = F.read(L.input_scale).at(0);
+            if (!std::isfinite(v) || v == 0.0f) C.fail(L.input_scale, "input scale", fmt::format("input_scale {} (must be finite and nonzero)", v));
+        }
+        if (!ref) continue;
+        const std::string orig = L.module + ".weight";
+        if (!ref->has(orig)) {
+            C.fail(orig, "reference", fmt::format("{} has no tensor '{}'", *reference, orig));
+            continue;
+        }
+        const RawTensor o = ref->read(orig);
+        if (o.numel() != L.rows * L.cols) {
+            C.fail(orig, "reference", fmt::format("original {} has {} elements, the checkpoint's weight {}", shape_str(o.shape), o.numel(), L.rows * L.cols));
+            continue;
+        }
+        const std::vector<float> x = o.to_floats();
+        R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, shared_amax(F, *ref, L)));
+    }
+    C.experts();
+    C.kv();
+    return R;
+}
+
+}  // namespace fp8kit::checkpoint

@@ -1,0 +1,349 @@
+// Listing a quantised checkpoint folder: configs, shard headers (the project's safetensors
+// reader, raw mode: stored bytes as they are), and the layers the tensor names make up.
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <set>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fp8kit/checkpoint.hpp"
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/emu/formats.hpp"
+#include "io/dump_internal.hpp"
+
+namespace fp8kit::checkpoint {
+namespace fs = std::filesystem;
+
+const char* name(Producer p) {
+    switch (p) {
+        case Producer::modelopt: return "modelopt";
+        case Producer::compressed_tensors: return "compressed-tensors";
+        case Producer::deepseek: return "deepseek-v3";
+        case Producer::gpt_oss: return "gpt-oss";
+        default: return "unknown";
+    }
+}
+const char* name(Scheme s) {
+    switch (s) {
+        case Scheme::fp8_tensor: return "fp8-per-tensor";
+        case Scheme::fp8_channel: return "fp8-per-channel";
+        case Scheme::fp8_block: return "fp8-block";
+        case Scheme::nvfp4: return "nvfp4";
+        case Scheme::mxfp4: return "mxfp4";
+        case Scheme::mxfp8: return "mxfp8";
+        default: return "unquantized";
+    }
+}
+const char* name(Convention c) { return c == Convention::dequant ? "dequant (x = q*s)" : "reciprocal (x = q/s)"; }
+
+std::uint64_t RawTensor::numel() const {
+    std::uint64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+}
+
+float RawTensor::at(std::uint64_t i) const {
+    auto u16 = [&] { return std::uint32_t(bytes[2 * i]) | std::uint32_t(bytes[2 * i + 1]) << 8; };
+    float f;
+    if (dtype == "F32") {
+        std::memcpy(&f, &bytes[4 * i], 4);
+        return f;
+    }
+    if (dtype == "BF16") {
+        const std::uint32_t b = u16() << 16;
+        std::memcpy(&f, &b, 4);
+        return f;
+    }
+    if (dtype == "F16") {
+        const std::uint32_t h = u16();
+        const int e = (h >> 10) & 31, m = h & 1023;
+        const float v = e == 0 ? std::ldexp(float(m), -24)
+                        : e == 31 ? (m ? NAN : INFINITY) : std::ldexp(float(m | 1024), e - 25);
+        return (h & 0x8000) ? -v : v;
+    }
+    if (dtype == "F8_E4M3") {
+        const auto b = static_cast<std::uint32_t>(emu::decode(Format::e4m3, Wide::f32, bytes[i]));
+        std::memcpy(&f, &b, 4);
+        return f;
+    }
+    if (dtype == "F8_E8M0") {
+        const auto b = static_cast<std::uint32_t>(emu::decode(Format::e8m0, Wide::f32, bytes[i]));
+        std::memcpy(&f, &b, 4);
+        return f;
+    }
+    return float(bytes[i]);  // U8: the byte itself
+}
+
+std::vector<float> RawTensor::to_floats() const {
+    std::vector<float> v(numel());
+    if (dtype == "BF16") {
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            const std::uint32_t b = (std::uint32_t(bytes[2 * i]) | std::uint32_t(bytes[2 * i + 1]) << 8) << 16;
+            std::memcpy(&v[i], &b, 4);
+        }
+    } else if (dtype == "F32") {
+        std::memcpy(v.data(), bytes.data(), v.size() * 4);
+    } else {
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = at(i);
+    }
+    return v;
+}
+
+struct Folder::Shards {
+    std::vector<std::unique_ptr<dump::Source>> src;
+};
+
+Folder::~Folder() = default;
+Folder::Folder(Folder&&) noexcept = default;
+
+namespace {
+
+nlohmann::json read_json(const fs::path& p) {
+    std::ifstream in(p);
+    if (!in) throw CheckpointError(fmt::format("{}: cannot open", p.string()));
+    try {
+        return nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+        throw CheckpointError(fmt::format("{}: not JSON ({})", p.string(), e.what()));
+    }
+}
+
+std::vector<std::string> strings(const nlohmann::json& j) {
+    std::vector<std::string> v;
+    if (j.is_array())
+        for (const auto& e : j)
+            if (e.is_string()) v.push_back(e.get<std::string>());
+    return v;
+}
+
+// ModelOpt exclude_modules are fnmatch patterns ("*lm_head*"); compressed-tensors' ignore list
+// holds names and "re:" regular expressions (compressed_tensors/utils/match.py).
+bool excluded_by(const std::vector<std::string>& pats, const std::string& module) {
+    for (const auto& p : pats) {
+        if (p.rfind("re:", 0) == 0) {
+            try {
+                if (std::regex_search(module, std::regex(p.substr(3)))) return true;
+            } catch (const std::regex_error&) {
+            }
+        } else if (p == module || fnmatch(p.c_str(), module.c_str(), 0) == 0 ||
+                   (module.size() > p.size() && module.compare(module.size() - p.size() - 1, std::string::npos, "." + p) == 0)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool ends_with(const std::string& s, const std::string& t) {
+    return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+}
+
+}  // namespace
+
+Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std::make_unique<Shards>()) {
+    if (!fs::is_directory(dir)) throw CheckpointError(fmt::format("{}: not a folder", dir));
+    if (!unquantized) read_configs();
+    // 1. The shards: the index's weight_map when there is one, else every *.safetensors file.
+    const fs::path index = fs::path(dir) / "model.safetensors.index.json";
+    if (fs::exists(index)) {
+        const auto j = read_json(index);
+        if (!j.contains("weight_map") || !j["weight_map"].is_object())
+            throw CheckpointError(fmt::format("{}: no weight_map object", index.string()));
+        std::set<std::string> files;
+        for (const auto& [k, v] : j["weight_map"].items()) {
+            if (!v.is_string() || v.get<std::string>().find('/') != std::string::npos)
+                throw CheckpointError(fmt::format("{}: weight_map entry '{}' is not a file name in the folder", index.string(), k));
+            files.insert(v.get<std::string>());
+        }
+        shards_.assign(files.begin(), files.end());
+    } else {
+        for (const auto& e : fs::directory_iterator(dir))
+            if (e.path().extension() == ".safetensors") shards_.push_back(e.path().filename().string());
+        std::sort(shards_.begin(), shards_.end());
+    }
+    if (shards_.empty()) throw CheckpointError(fmt::format("{}: no .safetensors files", dir));
+    // 2. Headers only; the reader checks every offset against the file.
+    for (std::size_t s = 0; s < shards_.size(); ++s) {
+        const std::string path = (fs::path(dir) / shards_[s]).string();
+        try {
+            open_->src.push_back(dump::detail::open_safetensors(path, {}, /*raw=*/true));
+        } catch (const dump::DumpError& e) {
+            throw CheckpointError(e.what());
+        }
+        const auto& src = *open_->src.back();
+        if (!src.errors().empty()) throw CheckpointError(src.errors().front().describe());
+        for (const auto& t : src.tensors()) tensors_[t.name] = TensorRef{t.name, t.storage, t.shape, s};
+    }
+    list_layers();
+}
+
+void Folder::read_configs() {
+    const fs::path d(dir_), hq = d / "hf_quant_config.json", cfg = d / "config.json";
+    nlohmann::json qc;
+    if (fs::exists(cfg)) {
+        const auto c = read_json(cfg);
+        if (c.contains("quantization_config") && c["quantization_config"].is_object()) qc = c["quantization_config"];
+    }
+    if (fs::exists(hq)) {  // ModelOpt (modelopt/torch/export/unified_export_hf.py)
+        const auto j = read_json(hq);
+        const auto q = j.value("quantization", nlohmann::json::object());
+        producer_ = Producer::modelopt;
+        quant_algo = q.value("quant_algo", "");
+        if (q.contains("kv_cache_quant_algo") && q["kv_cache_quant_algo"].is_string()) kv_cache_algo = q["kv_cache_quant_algo"];
+        exclude_ = strings(q.value("exclude_modules", nlohmann::json::array()));
+        std::string algo = quant_algo;  // written "fp8_pb_wo" by ModelOpt 0.47, upper case elsewhere
+        for (auto& ch : algo) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+        if (algo == "FP8_PB_WO" || algo == "FP8_BLOCK_SCALES") weight_strategy_ = "block";  // 128x128
+        return;
+    }
+    if (qc.is_null()) throw CheckpointError(fmt::format("{}: neither hf_quant_config.json nor config.json quantization_config", dir_));
+    const std::string method = qc.value("quant_method", "");
+    if (method == "modelopt") {
+        producer_ = Producer::modelopt;
+        quant_algo = qc.value("quant_algo", "");
+        exclude_ = strings(qc.value("exclude_modules", nlohmann::json::array()));
+    } else if (method == "compressed-tensors") {
+        producer_ = Producer::compressed_tensors;
+        quant_algo = qc.value("format", "");
+        exclude_ = strings(qc.value("ignore", nlohmann::json::array()));
+        if (qc.contains("kv_cache_scheme") && !qc["kv_cache_scheme"].is_null()) kv_cache_algo = "static";
+        // The first config group's weight strategy (a one-block 128x128 weight has one scale,
+        // and only the config tells FP8_BLOCK from per-tensor).
+        if (qc.contains("config_groups") && qc["config_groups"].is_object())
+            for (const auto& [g, v] : qc["config_groups"].items())
+                if (v.is_object() && v.contains("weights") && v["weights"].is_object()) {
+                    weight_strategy_ = v["weights"].value("strategy", "");
+                    const auto bs = v["weights"].value("block_structure", nlohmann::json());
+                    if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned()) {
+                        block_rows_ = bs[0];
+                        block_cols_ = bs[1];
+                    }
+                    break;
+                }
+    } else if (method == "fp8") {  // DeepSeek-V3 config.json
+        producer_ = Producer::deepseek;
+        quant_algo = "fp8-block";
+        weight_strategy_ = "block";
+        const auto bs = qc.value("weight_block_size", nlohmann::json());
+        if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned() && bs[0] > 0 && bs[1] > 0) {
+            block_rows_ = bs[0];
+            block_cols_ = bs[1];
+        }
+        exclude_ = strings(qc.value("modules_to_not_convert", nlohmann::json::array()));
+    } else if (method == "mxfp4") {  // gpt-oss config.json
+        producer_ = Producer::gpt_oss;
+        quant_algo = "mxfp4";
+        exclude_ = strings(qc.value("modules_to_not_convert", nlohmann::json::array()));
+    } else {
+        throw CheckpointError(fmt::format("{}/config.json: quant_method '{}' is not one fp8kit reads "
+                                          "(modelopt, compressed-tensors, fp8, mxfp4)", dir_, method));
+    }
+}
+
+// 3. Layers from tensor names, per producer's naming:
+//    ModelOpt M.weight (F8_E4M3 or U8) + M.weight_scale [+ M.weight_scale_2] + M.input_scale;
+//    compressed-tensors M.weight / M.weight_packed + M.weight_scale [+ M.weight_global_scale];
+//    DeepSeek M.weight + M.weight_scale_inv; gpt-oss M.blocks / M_blocks + M.scales / M_scales.
+void Folder::list_layers() {
+    auto opt = [&](const std::string& n) { return has(n) ? n : std::string(); };
+    for (const auto& [n, t] : tensors_) {
+        Layer L;
+        std::string m;
+        if (ends_with(n, ".weight_packed")) {
+            m = n.substr(0, n.size() - 14);
+            L.weight = n;
+            L.scale = opt(m + ".weight_scale");
+            L.global_scale = opt(m + ".weight_global_scale");
+            L.scheme = L.global_scale.empty() ? Scheme::mxfp4 : Scheme::nvfp4;
+            L.global_convention = Convention::reciprocal;  // 448*6/amax (utils/helpers.py generate_gparam)
+        } else if (ends_with(n, "blocks") && (ends_with(n, ".blocks") || ends_with(n, "_blocks"))) {
+            m = n.substr(0, n.size() - 7);
+            L.weight = n;
+            L.scale = opt(m + n.substr(n.size() - 7, 1) + "scales");
+            L.scheme = Scheme::mxfp4;
+        } else if (ends_with(n, ".weight")) {
+            m = n.substr(0, n.size() - 7);
+            L.weight = n;
+            if (has(m + ".weight_scale_inv")) {
+                L.scale = m + ".weight_scale_inv";
+                L.scheme = Scheme::fp8_block;
+            } else if (t.dtype == "U8" && has(m + ".weight_scale_2")) {
+                L.scale = opt(m + ".weight_scale");
+                L.global_scale = m + ".weight_scale_2";
+                L.scheme = Scheme::nvfp4;
+            } else if (t.dtype == "U8" && has(m + ".weight_scale")) {
+                L.scale = m + ".weight_scale";
+                L.scheme = Scheme::mxfp4;
+            } else if (t.dtype == "F8_E4M3") {
+                L.scale = opt(m + ".weight_scale");
+                const auto s = has(L.scale) ? tensors_.at(L.scale) : TensorRef{};
+                std::uint64_t sn = 1;
+                for (auto d : s.shape) sn *= d;
+                L.scheme = weight_strategy_ == "block" ? Scheme::fp8_block
+                           : sn == 1 ? Scheme::fp8_tensor
+                           : (s.shape.size() >= 1 && t.shape.size() == 2 && s.shape[0] == t.shape[0] && sn == t.shape[0])
+                               ? Scheme::fp8_channel : Scheme::fp8_block;
+            } else if (t.shape.size() == 2) {
+                L.scheme = Scheme::none;
+            } else {
+                continue;  // norms, biases: no layer
+            }
+        } else {
+            continue;
+        }
+        L.module = m;
+        L.input_scale = opt(m + ".input_scale");
+        L.excluded = excluded_by(exclude_, m);
+        // Logical shape (codes unpacked).
+        const auto& w = t.shape;
+        if (L.scheme == Scheme::mxfp4 && w.size() >= 2 && (ends_with(n, "blocks"))) {
+            L.rows = 1;
+            for (std::size_t i = 0; i + 2 < w.size(); ++i) L.rows *= w[i];
+            L.cols = w[w.size() - 2] * w.back() * 2;
+        } else if (w.size() == 2) {
+            L.rows = w[0];
+            L.cols = (t.dtype == "U8") ? w[1] * 2 : w[1];
+        }
+        L.block_cols = L.scheme == Scheme::nvfp4 ? 16 : L.scheme == Scheme::mxfp4 ? 32 : 0;
+        if (L.scheme == Scheme::fp8_channel) L.block_cols = L.cols;
+        if (L.scheme == Scheme::fp8_block) {
+            L.block_rows = block_rows_;  // DeepSeek-V3 weight_block_size / compressed-tensors block_structure
+            L.block_cols = block_cols_;
+        }
+        if (L.scheme == Scheme::fp8_tensor) {
+            L.block_rows = L.rows;
+            L.block_cols = L.cols;
+        }
+        layers_.push_back(std::move(L));
+    }
+}
+
+RawTensor Folder::read(const std::string& n) const {
+    const auto it = tensors_.find(n);
+    if (it == tensors_.end()) throw CheckpointError(fmt::format("{}: no tensor '{}'", dir_, n));
+    auto& src = *open_->src[it->second.shard];
+    const auto& infos = src.tensors();
+    const auto ti = std::find_if(infos.begin(), infos.end(), [&](const dump::TensorInfo& t) { return t.name == n; });
+    RawTensor r;
+    r.dtype = it->second.dtype;
+    r.shape = it->second.shape;
+    const std::size_t es = dump::detail::stored_size(ti->dtype);
+    r.bytes.resize(ti->numel * es);
+    try {
+        src.read(*ti, [&](const dump::Chunk& c) {
+            std::memcpy(r.bytes.data() + c.first * es, c.bits, c.count * es);
+        });
+    } catch (const dump::DumpError& e) {
+        throw CheckpointError(e.what());
+    }
+    return r;
+}
+
+}  // namespace fp8kit::checkpoint

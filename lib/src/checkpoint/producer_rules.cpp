@@ -1,0 +1,192 @@
+// The producers' weight quantisation rules (docs/inference.md: formula and source file of each).
+// Every cast goes through emu::encode (bit-exact); every division is one float32 operation, as
+// torch performs it on float32 tensors; a bfloat16 intermediate is rounded as torch rounds it (RNE).
+#include "checkpoint/producer_rules.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/emu/formats.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
+
+namespace fp8kit::checkpoint::detail {
+namespace {
+
+constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
+constexpr Policy kRneFp4{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
+
+std::uint32_t bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
+float from_bits(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+float decode_fmt(Format f, std::uint8_t c) { return from_bits(static_cast<std::uint32_t>(emu::decode(f, Wide::f32, c))); }
+// torch's float32 -> bfloat16 cast (round to nearest even).
+float to_bf16(float f) {
+    if (std::isnan(f)) return f;
+    const std::uint32_t b = bits(f);
+    return from_bits((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000u);
+}
+float round_scale(float s, const std::string& dtype) { return dtype == "BF16" ? to_bf16(s) : s; }
+Format element_format(Scheme s) { return (s == Scheme::nvfp4 || s == Scheme::mxfp4) ? Format::e2m1 : Format::e4m3; }
+
+
+std::vector<float> block_amax(const Layer& L, const std::vector<float>& x, const Scales& s) {
+    std::vector<float> a(s.grid_rows * s.grid_cols, 0.0f);
+    const std::uint64_t br = s.block_rows, bc = s.block_cols;
+    for (std::uint64_t r = 0; r < L.rows; ++r)
+        for (std::uint64_t c = 0; c < L.cols; ++c) {
+            float& m = a[(r / br) * s.grid_cols + c / bc];
+            m = std::max(m, std::fabs(x[r * L.cols + c]));
+        }
+    return a;
+}
+
+// compressed-tensors' MX scale (quantization/utils/mxfp_utils.py generate_mx_scales and
+// round_to_power_2): add half of the element format's last mantissa step to the bits of amax
+// and keep sign and exponent (a power of two, rounded up once the mantissa reaches
+// 1 - 2^-(m_elem+1): 1.75 for E2M1, 1.9375 for E4M3), then 127 + log2(that) - floor(log2(max)).
+// Exact in float32 for bfloat16 and float32 amaxes alike (the threshold is the same bit).
+std::uint8_t ct_mx_code(float amax, Scheme s) {
+    if (amax == 0.0f || !std::isfinite(amax)) return 0;  // log2(0) = -inf: not defined by the source
+    const int em = s == Scheme::mxfp8 ? 3 : 1, offset = s == Scheme::mxfp8 ? 8 : 2;
+    const std::uint32_t b = (bits(amax) + (1u << (23 - em - 1))) & 0xFF800000u;
+    const int e = int((b >> 23) & 0xFF) - 127;
+    const int code = 127 + e - offset;
+    return static_cast<std::uint8_t>(std::clamp(code, 0, 254));
+}
+
+// ModelOpt MXFP4 (modelopt/torch/quantization/qtensor/mxfp4_tensor.py quantize):
+// e = ceil(max(log2(amax / 6), -127)) in float32, code e + 127 (log2 as the C library's log2f).
+std::uint8_t modelopt_mx_code(float amax) {
+    const float d = amax / 6.0f;
+    const float e = std::ceil(std::max(std::log2(d), -127.0f));
+    return static_cast<std::uint8_t>(std::clamp(int(e) + 127, 0, 255));
+}
+
+// ModelOpt's MXFP4 element cast (same file, cast_fp4): ord = how many of the bounds
+// {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5} lie strictly below |x| (ties go toward zero), sign bit
+// (2 - sign(x)) // 2, which is 1 for x == 0: zeros are stored as 0x8.
+std::uint8_t modelopt_mx_cast(float x) {
+    static const float kBounds[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    std::uint8_t ord = 0;
+    for (float b : kBounds) ord += std::fabs(x) > b;
+    return static_cast<std::uint8_t>((x > 0 ? 0 : 8) + ord);
+}
+
+}  // namespace
+
+void set_grid(const Layer& L, Scales& s) {
+    s.block_rows = std::max<std::uint64_t>(L.block_rows ? L.block_rows : L.rows, 1);
+    s.block_cols = std::max<std::uint64_t>(L.block_cols ? L.block_cols : L.cols, 1);
+    s.grid_rows = (L.rows + s.block_rows - 1) / s.block_rows;
+    s.grid_cols = (L.cols + s.block_cols - 1) / s.block_cols;
+}
+
+float element_max(Scheme s) { return element_format(s) == Format::e2m1 ? 6.0f : 448.0f; }
+float decode_element(Scheme s, std::uint8_t code) { return decode_fmt(element_format(s), code); }
+
+Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& sd,
+                       const std::string& wd, float shared_amax) {
+    Scales s;
+    set_grid(L, s);
+    auto amax = block_amax(L, x, s);
+    float tensor_amax = 0;
+    for (float a : amax) tensor_amax = std::max(tensor_amax, a);
+    if (shared_amax >= 0) {
+        tensor_amax = shared_amax;
+        if (L.scheme == Scheme::fp8_block && amax.size() == 1) amax[0] = shared_amax;
+    }
+    s.block.resize(amax.size());
+    switch (L.scheme) {
+        case Scheme::fp8_tensor:
+        case Scheme::fp8_channel:
+        case Scheme::fp8_block:
+            // ModelOpt quant_utils.py / DeepSeek: amax / 448 in float32. compressed-tensors
+            // calculate_qparams: max_val_pos / 448 in the weight's dtype (BF16 scale), a zero
+            // scale replaced by the scale dtype's eps (utils/helpers.py step 5).
+            for (std::size_t i = 0; i < amax.size(); ++i) {
+                float v = round_scale(amax[i] / 448.0f, sd);
+                if (p == Producer::compressed_tensors && v == 0.0f) v = sd == "BF16" ? 0.0078125f : 1.1920929e-07f;
+                s.block[i] = v;
+            }
+            break;
+        case Scheme::nvfp4:
+            if (p == Producer::compressed_tensors) {
+                // generate_gparam: 448*6 / max(amax, tiny), computed in the dtype of the
+                // statistics (the weight's: bfloat16 rounds it), returned as float32; then
+                // calculate_qparams: e4m3(clamp(global * (block_amax / 6))), the quotient again in
+                // the weight's dtype; a zero scale -> eps of E4M3 (0.125).
+                const float a = std::max(tensor_amax, 1.17549435e-38f);
+                // torch evaluates `scalar / tensor` as tensor.reciprocal() * scalar
+                // (torch/_tensor.py __rdiv__): two roundings in the tensor's dtype.
+                float g = round_scale(2688.0f * round_scale(1.0f / a, wd), wd);
+                if (!std::isfinite(g)) g = 1.0f;
+                s.global = g;
+                for (std::size_t i = 0; i < amax.size(); ++i) {
+                    float v = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(g * round_scale(amax[i] / 6.0f, wd)), kRneSat));
+                    s.block[i] = v == 0.0f ? 0.125f : v;
+                }
+            } else {
+                // ModelOpt nvfp4_tensor.py: weight_scale_2 = amax / (6*448); per-block
+                // scale = block_amax / (6 * weight_scale_2), clamped to [2^-9, 448], 0 -> 1.0, E4M3.
+                const float g = tensor_amax / 2688.0f;
+                s.global = g;
+                for (std::size_t i = 0; i < amax.size(); ++i) {
+                    float v = g == 0.0f ? 0.0f : amax[i] / (6.0f * g);
+                    v = v == 0.0f ? 1.0f : std::clamp(v, 0.001953125f, 448.0f);
+                    s.block[i] = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(v), kRneSat));
+                }
+            }
+            break;
+        case Scheme::mxfp4:
+        case Scheme::mxfp8:
+            for (std::size_t i = 0; i < amax.size(); ++i)
+                s.block[i] = decode_fmt(Format::e8m0, p == Producer::modelopt ? modelopt_mx_code(amax[i])
+                                                      : p == Producer::compressed_tensors ? ct_mx_code(amax[i], L.scheme)
+                                                      : numerics::mx_code_floor(amax[i], numerics::format_emax(element_format(L.scheme))));
+            break;
+        default: break;
+    }
+    return s;
+}
+
+float dequant_factor(Producer p, const Layer& L, const Scales& s, std::uint64_t r, std::uint64_t c) {
+    const float b = s.block[(r / s.block_rows) * s.grid_cols + c / s.block_cols];
+    if (L.scheme != Scheme::nvfp4) return b;
+    // compressed-tensors divides the block scale by its global scale; ModelOpt multiplies.
+    return p == Producer::compressed_tensors ? b / s.global : b * s.global;
+}
+
+std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
+                                         const std::string& sd, const std::string& wd) {
+    std::vector<std::uint8_t> q(L.rows * L.cols);
+    const Format f = element_format(L.scheme);
+    const Policy pol = f == Format::e2m1 ? kRneFp4 : kRneSat;
+    // torch rounds x / scale to the weight's dtype when the scale is a same-kind tensor of that
+    // dtype (compressed-tensors: scales in the weight's dtype) or a 0-dim float32 tensor (ModelOpt
+    // per-tensor weight_scale: quant_utils.py to_quantized_weight `weight / weights_scaling_factor`).
+    const bool bf16_mid = (p == Producer::compressed_tensors && sd == "BF16") ||
+                          (p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16");
+    // (ModelOpt FP8_PB_WO goes through FP8QTensor.quantize, whose expanded scale is not 0-dim:
+    // float32 quotient, also for a weight of one block.)
+    const bool mo_mx = p == Producer::modelopt && L.scheme == Scheme::mxfp4;
+    const std::int64_t rows = static_cast<std::int64_t>(L.rows);
+#pragma omp parallel for schedule(static) if (q.size() > (1u << 16))
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::uint64_t c = 0; c < L.cols; ++c) {
+            float v = x[r * L.cols + c] / dequant_factor(p, L, s, r, c);
+            if (bf16_mid) v = to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
+            q[r * L.cols + c] = mo_mx ? modelopt_mx_cast(v) : emu::encode(f, Wide::f32, bits(v), pol);
+        }
+    return q;
+}
+
+}  // namespace fp8kit::checkpoint::detail

@@ -1,0 +1,43 @@
+// Each producer's weight quantisation, as a preset of its own (docs/inference.md has the formulas
+// and the source files they were read from). Split in two so a check can tell scale faults from
+// code faults: scales from the original weights, then codes from the original weights and any
+// given scales (the checkpoint's own, or the expected ones).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "fp8kit/checkpoint.hpp"
+
+namespace fp8kit::checkpoint::detail {
+
+// The scales of one layer, as the decoded values the producer stores.
+struct Scales {
+    std::vector<float> block;  // per block, row-major over the block grid (one entry per tensor/row for FP8)
+    float global = 1.0f;       // NVFP4's second level, in the producer's own convention
+    std::uint64_t grid_rows = 1, grid_cols = 1;
+    std::uint64_t block_rows = 1, block_cols = 1;  // elements one scale covers (edge blocks partial)
+};
+
+// The block grid of layer L.
+void set_grid(const Layer& L, Scales& s);
+
+// x: the original weight (rows x cols floats), stored as weight_dtype ("BF16", "F32"). scale_dtype: how the checkpoint stores the block
+// scale ("F32", "BF16", "F8_E4M3", "U8" = E8M0), which sets the producer's rounding of it.
+// shared_amax >= 0: the amax of the fused group the layer's second-level scale is shared with
+// (ModelOpt preprocess_linear_fusion: q/k/v, gate/up), instead of the layer's own.
+Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& scale_dtype,
+                       const std::string& weight_dtype, float shared_amax = -1.0f);
+
+// One code per element (low bits): the producer's cast of x under scales s.
+std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
+                                         const std::string& scale_dtype, const std::string& weight_dtype);
+
+// The element format's largest finite value (E4M3 448, E2M1 6).
+float element_max(Scheme s);
+// Decode one code of the layer's element format.
+float decode_element(Scheme s, std::uint8_t code);
+// The factor a code of element (r, c) is multiplied by to dequantise, under s.
+float dequant_factor(Producer p, const Layer& L, const Scales& s, std::uint64_t r, std::uint64_t c);
+
+}  // namespace fp8kit::checkpoint::detail

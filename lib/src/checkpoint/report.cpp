@@ -1,0 +1,66 @@
+// checkpoint check's report as JSON and CSV (the terminal text is the CLI's).
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fp8kit/checkpoint.hpp"
+
+namespace fp8kit::checkpoint {
+namespace {
+
+// JSON has no inf: an exact match's SQNR is written as null.
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string o = "\"";
+    for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return o + "\"";
+}
+
+}  // namespace
+
+std::string to_json(const Report& r) {
+    nlohmann::json j;
+    j["dir"] = r.dir;
+    j["producer"] = name(r.producer);
+    j["failed"] = r.failed();
+    for (const auto& L : r.layers) {
+        nlohmann::json l{{"module", L.module}, {"scheme", name(L.scheme)}, {"excluded", L.excluded}, {"weight", L.weight},
+                         {"scale", L.scale}, {"scale_convention", name(L.scale_convention)}};
+        if (!L.global_scale.empty()) l["global_scale"] = {{"name", L.global_scale}, {"convention", name(L.global_convention)}};
+        if (!L.input_scale.empty()) l["input_scale"] = L.input_scale;
+        j["layers"].push_back(l);
+    }
+    j["findings"] = nlohmann::json::array();
+    for (const auto& f : r.findings)
+        j["findings"].push_back({{"tensor", f.tensor}, {"check", f.check}, {"message", f.message}, {"failed", f.failed}});
+    j["kv_scales"] = nlohmann::json::array();
+    for (const auto& k : r.kv) j["kv_scales"].push_back({{"name", k.name}, {"vllm", k.vllm}, {"dropped", k.dropped}});
+    j["comparisons"] = nlohmann::json::array();
+    for (const auto& c : r.comparisons)
+        j["comparisons"].push_back({{"module", c.module}, {"verdict", c.verdict}, {"elements", c.elements},
+                                    {"code_mismatches", c.code_mismatches}, {"scale_mismatches", c.scale_mismatches},
+                                    {"sqnr_db", num(c.sqnr_db)}, {"max_rel_error", num(c.max_rel_error)}});
+    return j.dump(2);
+}
+
+std::string to_csv(const Report& r) {
+    std::string o = "module,scheme,excluded,scale_convention,verdict,code_mismatches,scale_mismatches,sqnr_db,max_rel_error,findings\n";
+    for (const auto& L : r.layers) {
+        const Comparison* c = nullptr;
+        for (const auto& k : r.comparisons)
+            if (k.module == L.module) c = &k;
+        std::string fs;
+        for (const auto& f : r.findings)
+            if (f.tensor.rfind(L.module + ".", 0) == 0 && f.failed) fs += (fs.empty() ? "" : "; ") + f.check;
+        o += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", csv_field(L.module), name(L.scheme), L.excluded ? 1 : 0,
+                         csv_field(name(L.scale_convention)), c ? c->verdict : "", c ? std::to_string(c->code_mismatches) : "",
+                         c ? std::to_string(c->scale_mismatches) : "", c ? fmt::format("{:.6g}", c->sqnr_db) : "",
+                         c ? fmt::format("{:.6g}", c->max_rel_error) : "", csv_field(fs));
+    }
+    return o;
+}
+
+}  // namespace fp8kit::checkpoint
