@@ -11,6 +11,7 @@
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/analysis/trace_input.hpp"
+#include "fp8kit/warn/trend.hpp"
 #include "read_flags.hpp"
 #include "recipe_args.hpp"
 #include "terminal.hpp"
@@ -24,7 +25,7 @@ struct ReplayOpts {
     std::string trace, recipe = "te-delayed", algo, format = "auto";
     std::optional<int> history, margin;
     std::vector<std::string> tensors;
-    bool csv = false, json = false, wide = false;
+    bool csv = false, json = false, wide = false, warn = false;
 };
 
 
@@ -51,6 +52,17 @@ void run(const ReplayOpts& o) {
         } catch (const std::invalid_argument& e) {
             throw UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
         }
+    }
+    // --warn: the early-warning trend signals of the same trace under the same recipe
+    // (docs/early-warning.md; fp8kit watch has them all).
+    std::vector<warn::Warning> warnings;
+    if (o.warn) {
+        warn::TrendConfig c;
+        if (r.kind != RecipeKind::current) c.recipe = r;
+        c.format = forced;
+        warn::Watcher w(c, o.trace);
+        warn::watch_trace(w, trace);
+        warnings = w.warnings();
     }
     if (o.csv) {
         std::printf("step,tensor,amax,scale,headroom,overflow\n");
@@ -85,6 +97,10 @@ void run(const ReplayOpts& o) {
             t["worst_step"] = s.worst_step;
             j["tensors"].push_back(std::move(t));
         }
+        if (o.warn) {
+            auto& wj = j["warnings"] = nlohmann::json::array();
+            for (const auto& w : warnings) wj.push_back(warn::to_json(w));
+        }
         fmt::print("{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
         return;
     }
@@ -108,6 +124,10 @@ void run(const ReplayOpts& o) {
     }
     std::printf("\n%zu overflowing steps in %zu of %zu tensors (headroom = amax*scale/max; > 1 overflows "
                 "once the scaled amax rounds past max)\n", total, bad, res.size());
+    if (o.warn) {
+        fmt::print("\n{} early warning(s) (docs/early-warning.md){}\n", warnings.size(), warnings.empty() ? "" : ":");
+        for (std::size_t i = 0; i < warnings.size(); ++i) fmt::print("{}. {}", i + 1, warn::to_text(warnings[i]));
+    }
 }
 
 Register reg([](CLI::App& root) {
@@ -130,6 +150,7 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--tensor", o->tensors, "Only tensors matching this glob (repeatable)");
     cmd->add_flag("--csv", o->csv, "CSV: step,tensor,amax,scale,headroom,overflow (scale as %.9g)");
     cmd->add_flag("--json", o->json, "JSON: every series with its scales");
+    cmd->add_flag("--warn", o->warn, "Also the early warnings of the trace (growth, spikes, overflow forecast: fp8kit watch)");
     add_read_flags(cmd);
     cmd->add_flag("--wide", o->wide, "Never shorten tensor names (default: fit the terminal's width)");
     cmd->callback([o] { run(*o); });

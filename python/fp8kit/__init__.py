@@ -103,8 +103,9 @@ from ._dump import DumpError, inspect, read_dump  # noqa: E402
 from ._replay import TraceError, overflows, read_trace, replay, sweep  # noqa: E402
 from . import _simulate as msamp  # noqa: E402
 from ._gemm import gemm, validate_gemm  # noqa: E402
+from ._watch import Watcher, watch  # noqa: E402
 from ._checkpoint import CheckpointError, checkpoint_check  # noqa: E402
 
 __all__ += ["stats", "quantize_blocks", "te_rht16", "amax", "presets", "recipe", "recipe_scale", "DelayedScaling", "MsampScaling",
-            "validate", "validate_te_dump", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",
+            "watch", "Watcher", "validate", "validate_te_dump", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",
             "TraceError", "gemm", "validate_gemm"]

@@ -43,5 +43,6 @@ void bind_simulate(pyb::module_& m);
 void bind_checkpoint(pyb::module_& m);
 void bind_gemm(pyb::module_& m);
 void bind_cuda(pyb::module_& m);
+void bind_warn(pyb::module_& m);
 
 }  // namespace fp8kit::py

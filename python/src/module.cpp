@@ -12,6 +12,7 @@ PYBIND11_MODULE(_fp8kit, m) {
     fp8kit::py::bind_replay(m);
     fp8kit::py::bind_simulate(m);
     fp8kit::py::bind_gemm(m);
+    fp8kit::py::bind_warn(m);
     fp8kit::py::bind_checkpoint(m);
     fp8kit::py::bind_cuda(m);
 }

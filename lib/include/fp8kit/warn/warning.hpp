@@ -1,0 +1,38 @@
+// One early warning (docs/early-warning.md): the tensor, the evidence (numbers and steps), the
+// published case it resembles and what to change. Ranked by severity, written as text, JSON, CSV.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace fp8kit::warn {
+
+struct Warning {
+    std::string signal;     // "spike", "growth", "overflow", "overflow-forecast", "fixed-scale",
+                            // "outlier-channels", "swiglu-alignment", "kurtosis", "block-scales"
+    std::string file;       // the trace or dump it came from
+    std::string tensor;
+    std::int64_t step = -1;      // the step the evidence points at (first detection); -1: none
+    std::int64_t step_end = -1;  // the last step of the evidence window; -1: none
+    double severity = 0;         // ranking key, in binades (log2) past the signal's threshold + 1
+    std::string evidence;        // numbers and steps, in words
+    nlohmann::json numbers;      // the same numbers, for programs
+    std::string resembles;       // the published case (arXiv id)
+    std::string advice;          // what to change
+};
+
+// Highest severity first; ties by file, tensor, signal, step (a total order: same output for
+// any thread count).
+void rank(std::vector<Warning>& w);
+
+nlohmann::json to_json(const Warning& w);
+// CSV header and rows: signal,severity,file,tensor,step,step_end,evidence,resembles,advice.
+std::string csv_header();
+std::string to_csv_row(const Warning& w);
+// Plain text, one paragraph per warning.
+std::string to_text(const Warning& w);
+
+}  // namespace fp8kit::warn

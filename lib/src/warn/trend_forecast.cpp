@@ -1,0 +1,69 @@
+// Overflow under the recipe's scale, observed and forecast (docs/early-warning.md, "overflow").
+#include <algorithm>
+#include <cmath>
+
+#include "fp8kit/analysis/replay.hpp"
+#include "fp8kit/warn/trend.hpp"
+
+namespace fp8kit::warn {
+
+void TensorTrend::forecast(std::int64_t step, float amax) {
+    if (!std::isfinite(amax)) {
+        ++nonfinite_;
+        if (nonfinite_first_ < 0) nonfinite_first_ = step;
+    }
+    if (!delayed_ && !windowed_) return;
+    // 1. The scale this step casts with and whether the cast overflows (replay's rule).
+    const float scale = delayed_ ? delayed_->scale_for_step() : windowed_->scale_for_step(amax);
+    const float fmax = fp8_max(format_);
+    // fl32(amax * scale) <= max cannot round past max: replay's test only runs above it.
+    if (std::isfinite(amax) && !(amax * scale <= fmax) && replay::overflows(amax, scale, format_)) {
+        ++overflow_count_;
+        if (overflow_first_ < 0) overflow_first_ = step;
+        overflow_worst_ = std::max(overflow_worst_, static_cast<double>(amax) * scale / fmax);
+    }
+    // 2. The recipe takes the step in; the next step's scale if its amax were this one.
+    if (delayed_) delayed_->record(amax);
+    else windowed_->record(amax);
+    const float next = delayed_ ? delayed_->scale_for_step() : windowed_->scale();
+    if (std::isfinite(amax) && amax > 0) {
+        last_headroom_amax_ = amax;
+        last_headroom_scale_ = next;
+    }
+    // 3. Every eval_every points with a full window: the per-step growth's median m and robust
+    //    sigma (1.4826 MAD) over the window give p = P(g > -headroom) under a normal model, and
+    //    P(overflow within the horizon) = 1 - (1 - p)^horizon.
+    //    (The growths are those between the window's points before this step's amax joins it.)
+    const std::size_t w = ring_l2_.size();
+    if (ring_n_ < w || n_ % static_cast<std::uint64_t>(cfg_->eval_every) || last_headroom_amax_ == 0) return;
+    // The log2 is taken only here, at the evaluation points.
+    next_l2_headroom_ = std::log2(static_cast<double>(last_headroom_amax_) * last_headroom_scale_ / fmax);
+    // g_sorted_ holds the window's w - 1 per-step growths in order: the median is read and the
+    // MAD is the k-th smallest distance from it, walked outward from the median (O(w)).
+    const std::vector<double>& g = g_sorted_;
+    const std::size_t k = (w - 1) / 2;
+    const double m = g[k];
+    std::ptrdiff_t lo = static_cast<std::ptrdiff_t>(k), hi = lo + 1;
+    double mad = 0;
+    for (std::size_t c = 0; c <= k; ++c) {
+        const double dl = lo >= 0 ? m - g[static_cast<std::size_t>(lo)] : INFINITY;
+        const double dr = hi < static_cast<std::ptrdiff_t>(g.size()) ? g[static_cast<std::size_t>(hi)] - m : INFINITY;
+        if (dl <= dr) {
+            mad = dl;
+            --lo;
+        } else {
+            mad = dr;
+            ++hi;
+        }
+    }
+    const double sigma = 1.4826 * mad;
+    const double left = -next_l2_headroom_;  // binades between the next cast's top and max
+    double p;
+    if (sigma > 0) p = 0.5 * std::erfc((left - m) / (sigma * std::sqrt(2.0)));
+    else p = m > left ? 1.0 : 0.0;
+    const double prob = p >= 1 ? 1.0 : -std::expm1(cfg_->forecast_horizon * std::log1p(-p));
+    forecast_last_ = {step, prob, next_l2_headroom_, m, sigma, p};
+    if (forecast_first_.step < 0 && prob >= cfg_->forecast_probability) forecast_first_ = forecast_last_;
+}
+
+}  // namespace fp8kit::warn

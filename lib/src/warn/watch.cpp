@@ -1,0 +1,57 @@
+// watch_files: every input through the trend watcher (and dumps through the shape signals).
+#include <cmath>
+
+#include "fp8kit/analysis/trace_input.hpp"
+#include "fp8kit/warn/watch.hpp"
+
+namespace fp8kit::warn {
+namespace {
+
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+nlohmann::json WatchReport::to_json() const {
+    nlohmann::json j;
+    auto& w = j["warnings"] = nlohmann::json::array();
+    for (const auto& x : warnings) w.push_back(warn::to_json(x));
+    auto& t = j["tensors"] = nlohmann::json::array();
+    for (const auto& x : tensors)
+        t.push_back({{"file", x.file}, {"tensor", x.tensor}, {"points", x.points}, {"spikes", x.spikes},
+                     {"run_slope_log2_per_1000", num(x.run_slope_per_k)}, {"recent_slope_log2_per_1000", num(x.recent_slope_per_k)}});
+    auto& s = j["shapes"] = nlohmann::json::array();
+    for (const auto& x : shapes) s.push_back(x.to_json());
+    auto& g = j["swiglu"] = nlohmann::json::array();
+    for (const auto& x : swiglu) {
+        double top = 0;
+        for (double c : x.cos) top = std::max(top, std::fabs(c));
+        g.push_back({{"file", x.file}, {"gate", x.gate}, {"up", x.up}, {"step", x.step}, {"aligned", x.aligned}, {"max_abs_cos", top},
+                     {"cos", x.cos}});
+    }
+    return j;
+}
+
+WatchReport watch_files(const WatchInputs& in) {
+    check(in.trend);
+    WatchReport r;
+    for (const auto& f : in.files) {
+        // 1. The amax series: a trace, or a dump's amax per dumped step (replay's loader).
+        const trace::Trace t = trace::load_trace(f, in.tensors, in.read);
+        Watcher w(in.trend, f);
+        watch_trace(w, t);
+        for (auto& x : w.warnings()) r.warnings.push_back(std::move(x));
+        for (const auto& tr : w.trends())
+            r.tensors.push_back({f, tr.tensor(), tr.points(), tr.spike_count(), tr.run_slope_per_k(), tr.recent_slope_per_k()});
+        // 2. Shapes of a dump's tensors.
+        if (in.shapes && dump::is_dump_file(f)) {
+            ShapeResult s = shape_signals({f}, in.shape, in.read);
+            for (auto& x : s.warnings) r.warnings.push_back(std::move(x));
+            for (auto& x : s.tensors) r.shapes.push_back(std::move(x));
+            for (auto& x : s.swiglu) r.swiglu.push_back(std::move(x));
+        }
+    }
+    rank(r.warnings);
+    return r;
+}
+
+}  // namespace fp8kit::warn

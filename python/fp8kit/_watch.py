@@ -1,0 +1,47 @@
+"""Early warnings (docs/early-warning.md): fp8kit.watch over traces and dumps, and Watcher, the
+hook a training monitor calls each step (observe) and at its chosen interval (poll)."""
+import json
+import os
+
+import numpy as np
+
+from . import _fp8kit
+
+
+def watch(files, **options):
+    """The report `fp8kit watch --json FILES...` prints, as a dict: 'warnings' (ranked, each with
+    signal, tensor, step, evidence, numbers, resembles, advice), 'tensors' (growth rates per
+    series), 'shapes' and 'swiglu' (dumps). options: the CLI's settings with underscores, e.g.
+    window=64, growth=25, spike_k=16, recipe='te-delayed' (None: no forecast), format='auto',
+    fixed_calibration=0, block_recipe='mxfp8', outlier_k=64, swiglu_cos=0.9, tensors=[globs]."""
+    if isinstance(files, (str, os.PathLike)):
+        files = [files]
+    return json.loads(_fp8kit.watch_files([os.fspath(f) for f in files], json.dumps(options)))
+
+
+class Watcher:
+    """Trend signals of a run while it trains; memory bounded by the tensors, not the steps.
+
+        w = fp8kit.Watcher(recipe="te-delayed")
+        for step in ...:
+            w.observe(step, {"layers.0.fc1.input": amax, ...})
+            if step % 100 == 0:
+                for warning in w.poll():   # each (tensor, signal) once
+                    print(warning["signal"], warning["tensor"], warning["evidence"])
+    """
+
+    def __init__(self, name="monitor", **options):
+        self._w = _fp8kit._Watcher(json.dumps(options), name)
+
+    def observe(self, step, amaxes):
+        """amaxes: {tensor name: amax} for this step (steps strictly increasing per tensor)."""
+        names = list(amaxes)
+        self._w.observe_step(int(step), names, np.asarray([float(amaxes[n]) for n in names], dtype=np.float32))
+
+    def warnings(self):
+        """All warnings the data so far supports, ranked."""
+        return json.loads(self._w.warnings())
+
+    def poll(self):
+        """The warnings not returned by an earlier poll."""
+        return json.loads(self._w.poll())

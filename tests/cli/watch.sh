@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# fp8kit watch (issue 27; docs/early-warning.md): planted signatures reach precision and recall
+# >= 0.9 per signal (scripts/plant_signatures.py), every warning on the bundled real run is
+# supported by the data (tests/cli/watch_check.py recomputes its evidence), outputs, bad input.
+# Usage: bash watch.sh /path/to/fp8kit /path/to/repo
+set -u
+FP8KIT=$1
+REPO=$2
+PY=$REPO/.venv/bin/python
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+"$PY" -c "import h5py, ml_dtypes, numpy" 2>/dev/null || { echo "FAIL: h5py, ml_dtypes, numpy (requirements.txt) are needed"; exit 1; }
+
+# 1. Planted signatures.
+mkdir "$T/cases"
+"$PY" "$REPO/scripts/plant_signatures.py" plant "$T/cases" > "$T/plant.out"; check "plant: $(cat "$T/plant.out")" $?
+$FP8KIT watch --json "$T"/cases/*.csv "$T"/cases/*.h5 > "$T/planted.json"; check "watch over the planted cases" $?
+"$PY" "$REPO/scripts/plant_signatures.py" score "$T/cases" "$T/planted.json" > "$T/score.out"; rc=$?
+cat "$T/score.out"
+check "precision and recall >= 0.9 per signal" $rc
+
+# 2. The bundled real run: every warning's evidence recomputed from the data.
+D=$REPO/data/example
+$FP8KIT watch --json "$D/amax_trace.csv" "$D/llama_tiny_dump.h5" > "$T/real.json"; check "watch the real run" $?
+"$PY" "$REPO/tests/cli/watch_check.py" "$T/real.json"; check "no unsupported warning on the real run" $?
+
+# 3. Outputs: text, CSV, thread-count invariance.
+$FP8KIT watch "$D/amax_trace.csv" --top 3 > "$T/text"; check "text" $?
+grep -q "evidence:" "$T/text" && grep -q "resembles: " "$T/text" && grep -q "change: " "$T/text"; check "text names evidence, case, change" $?
+$FP8KIT watch --csv "$D/amax_trace.csv" > "$T/csv"; check "csv" $?
+head -1 "$T/csv" | grep -qx "signal,severity,file,tensor,step,step_end,evidence,resembles,advice"; check "csv header" $?
+$FP8KIT watch --json --threads 1 "$D/amax_trace.csv" > "$T/t1" && $FP8KIT watch --json --threads 2 "$D/amax_trace.csv" > "$T/t2"
+cmp -s "$T/t1" "$T/t2"; check "same report for 1 and 2 threads" $?
+
+# replay --warn: the same trend warnings beside the replay (same recipe).
+$FP8KIT replay --warn --json "$D/amax_trace.csv" > "$T/rw.json"; check "replay --warn --json" $?
+"$PY" - "$T/rw.json" "$T/real.json" <<'PYEOF'; check "replay --warn gives watch's trend warnings for the trace" $?
+import json, sys
+a = json.load(open(sys.argv[1]))["warnings"]
+b = [w for w in json.load(open(sys.argv[2]))["warnings"] if w["file"].endswith("amax_trace.csv")]
+key = lambda w: (w["signal"], w["tensor"], w["step"], w["evidence"])
+sys.exit(0 if a and sorted(map(key, a)) == sorted(map(key, b)) else 1)
+PYEOF
+
+# 4. Bad input: one message, exit 2.
+bad() {
+    local what=$1; shift
+    "$FP8KIT" watch "$@" > "$T/out" 2> "$T/err"; local rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && [ ! -s "$T/out" ]; check "$what: exit 2 ($rc) $(cat "$T/err")" $?
+}
+bad "missing file" "$T/nope.csv"
+bad "odd window" --window 7 "$D/amax_trace.csv"
+bad "spike k <= 1" --spike-k 1 "$D/amax_trace.csv"
+bad "current-scaling forecast recipe" --recipe te-current "$D/amax_trace.csv"
+bad "csv and json" --csv --json "$D/amax_trace.csv"
+bad "unknown block recipe" --block-recipe nosuch "$D/amax_trace.csv"
+grep -q -- "--block-recipe" "$T/err"; check "the message names --block-recipe" $?
+printf 'step,tensor,amax\n5,a,1\n5,a,2\n' > "$T/twice.csv"
+bad "a step given twice" "$T/twice.csv"
+exit $fail

@@ -1,0 +1,139 @@
+"""Checks every warning of `fp8kit watch --json` on real data against the data itself, recomputed
+here with numpy/h5py (issue 27: no warning the data does not support). Usage:
+  watch_check.py REPORT.json   (the files named in the report are read again)
+Exits 1 naming the first warning whose evidence does not hold, or whose signal has no check."""
+import csv
+import json
+import sys
+
+import h5py
+import ml_dtypes
+import numpy as np
+
+rep = json.load(open(sys.argv[1]))
+K = 16.0          # --spike-k default
+SW, W = 32, 64    # spike window, growth window
+problems = []
+
+
+def decoded(o):
+    x = o[...]
+    tag = o.attrs.get("dtype")
+    if tag == "bfloat16":
+        x = x.view(np.uint16).view(ml_dtypes.bfloat16)
+    elif tag == "float8_e4m3fn":
+        x = x.view(ml_dtypes.float8_e4m3fn)
+    return x
+
+
+def series_of(path):
+    d = {}
+    if path.endswith(".csv"):
+        for r in csv.DictReader(open(path)):
+            d.setdefault(r["tensor"], []).append((int(r["step"]), np.float32(r["amax"])))
+    elif path.endswith(".h5"):
+        with h5py.File(path, "r") as f:
+            def visit(n, o):
+                if isinstance(o, h5py.Dataset) and o.attrs.get("role") != "optimizer_state" and "step" in o.attrs:
+                    x = decoded(o)
+                    name = n.split("/", 1)[1].replace("/", ".")  # the step component dropped, as dump traces name series
+                    d.setdefault(name, []).append((int(o.attrs["step"]), np.float32(np.max(np.abs(x.astype(np.float32))))))
+            f.visititems(visit)
+    else:
+        raise SystemExit(f"no reader here for {path}")
+    return {k: (np.array([s for s, _ in sorted(v)]), np.array([a for _, a in sorted(v)], dtype=np.float32)) for k, v in d.items()}
+
+
+def fail(w, why):
+    problems.append(f"{w['signal']} {w['tensor']} ({w['file']}): {why}")
+
+
+def close(a, b, rel=1e-9):
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def lagged(l2, st):
+    h = len(l2) // 2
+    d = (l2[h:] - l2[:h]) / (st[h:] - st[:h])
+    return np.median(d) * 1000, np.mean(d > 0)
+
+
+def check_trend(w, steps, amax):
+    pos = amax > 0
+    st, am = steps[pos], amax[pos]
+    n = w["numbers"]
+    if w["signal"] == "spike":
+        for s in n["spikes"]:
+            i = int(np.nonzero(st == s["step"])[0][0])
+            med = np.median(am[i - SW:i])
+            if am[i] != np.float32(s["amax"]) or not close(float(med), s["median"], 1e-6) or not am[i] > K * med:
+                fail(w, f"step {s['step']}: amax {am[i]} median {med} vs {s}")
+    elif w["signal"] == "growth":
+        for end, key in ((n["to_step"], "slope_log2_per_1000"), (n["first_step"], None)):
+            i = int(np.nonzero(st == end)[0][0])
+            l2 = np.log2(am[i - W + 1:i + 1].astype(np.float64))
+            slope, agree = lagged(l2, st[i - W + 1:i + 1].astype(np.float64))
+            if slope < n["threshold"] or agree < 0.9 or (key and not close(slope, n[key])):
+                fail(w, f"window ending {end}: slope {slope} agree {agree}")
+        i0 = int(np.nonzero(st == n["from_step"])[0][0])
+        if not close(float(am[i0]), n["from_amax"], 1e-6):
+            fail(w, f"from_amax {n['from_amax']} != {am[i0]}")
+    elif w["signal"] == "overflow":
+        i = int(np.nonzero(steps == n["first_step"])[0][0])
+        if not (i > 0 and amax[i] > np.max(amax[:i])):  # margin 0: only a new maximum can overflow
+            fail(w, f"step {n['first_step']} amax {amax[i]} is no new maximum")
+    elif w["signal"] == "overflow-forecast":
+        i = int(np.nonzero(st == n["step"])[0][0])
+        l2 = np.log2(am[i - W:i].astype(np.float64))
+        g = np.diff(l2) / np.diff(st[i - W:i].astype(np.float64))
+        m = np.partition(g, (W - 1) // 2)[(W - 1) // 2]
+        sig = 1.4826 * np.partition(np.abs(g - m), (W - 1) // 2)[(W - 1) // 2]
+        if not (close(m, n["median_growth"]) and close(sig, n["sigma"])) or not (0 <= n["probability"] <= 1):
+            fail(w, f"median {m} sigma {sig} vs {n}")
+    else:
+        return False
+    return True
+
+
+def tensor_of(path, name):
+    with h5py.File(path, "r") as f:
+        x = decoded(f[name]).astype(np.float32)
+        return x.reshape(-1, x.shape[-1])
+
+
+def check_shape(w):
+    n = w["numbers"]
+    if w["signal"] == "outlier-channels":
+        x = tensor_of(w["file"], w["tensor"])
+        ch = np.max(np.abs(x), axis=0).astype(np.float64)
+        med = np.partition(ch, len(ch) // 2)[len(ch) // 2]
+        if list(np.nonzero(ch > 64 * med)[0]) != n["channels"] or not close(med, n["median_channel_amax"]):
+            fail(w, f"channels {np.nonzero(ch > 64 * med)[0]} median {med}")
+    elif w["signal"] == "kurtosis":
+        x = tensor_of(w["file"], w["tensor"]).astype(np.float64).ravel()
+        k = np.mean((x - x.mean()) ** 4) / np.mean((x - x.mean()) ** 2) ** 2
+        if not (close(k, n["kurtosis"], 1e-6) and k > n["threshold"]):
+            fail(w, f"kurtosis {k}")
+    elif w["signal"] == "swiglu-alignment":
+        g, u = tensor_of(w["file"], n["gate"]).astype(np.float64), tensor_of(w["file"], n["up"]).astype(np.float64)
+        cos = np.sum(g * u, 1) / np.sqrt(np.sum(g * g, 1) * np.sum(u * u, 1))
+        if sorted(np.nonzero(np.abs(cos) >= n["threshold"])[0].tolist()) != sorted(n["channels"]):
+            fail(w, f"aligned channels {np.nonzero(np.abs(cos) >= n['threshold'])[0]}")
+    else:
+        return False
+    return True
+
+
+cache = {}
+for w in rep["warnings"]:
+    if w["file"] not in cache:
+        cache[w["file"]] = series_of(w["file"])
+    s = cache[w["file"]].get(w["tensor"])
+    done = check_trend(w, *s) if s is not None else False
+    if not done and not check_shape(w):
+        fail(w, "no check for this signal on this input")
+kinds = sorted({w["signal"] for w in rep["warnings"]})
+print(f"{len(rep['warnings'])} warnings checked against the data ({', '.join(kinds)})")
+for p in problems[:20]:
+    print("UNSUPPORTED:", p)
+sys.exit(1 if problems else 0)

@@ -1,0 +1,112 @@
+// fp8kit watch: early warnings from the trends in amax traces and the shapes in dumps
+// (lib/src/warn; docs/early-warning.md). The CLI parses, calls warn::watch_files and prints.
+#include <cstdio>
+#include <memory>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "command.hpp"
+#include "fp8kit/io/printable.hpp"
+#include "fp8kit/warn/watch.hpp"
+#include "read_flags.hpp"
+#include "recipe_args.hpp"
+
+namespace fp8kit::cli {
+namespace {
+
+struct WatchOpts {
+    std::vector<std::string> files, tensors;
+    std::string recipe = "te-delayed", algo, format = "auto", fixed_recipe = "te-current", block_recipe = "mxfp8";
+    std::optional<int> history, margin;
+    warn::TrendConfig trend;
+    warn::ShapeConfig shape;
+    std::size_t top = 20;
+    bool csv = false, json = false, no_forecast = false;
+};
+
+// A preset or recipe file given to an option other than --recipe: errors name that option.
+RecipeSpec named_recipe(const char* option, const std::string& value) {
+    try {
+        return parse_recipe(value);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("{}: {}", option, e.what()));
+    }
+}
+
+void run(WatchOpts& o) {
+    if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
+    warn::WatchInputs in;
+    in.files = o.files;
+    in.tensors = o.tensors;
+    in.trend = o.trend;
+    in.shape = o.shape;
+    in.read = cli_read_options();
+    in.trend.format = parse_format_choice(o.format);
+    if (!o.no_forecast) in.trend.recipe = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
+    if (in.trend.fixed_calibration > 0) in.trend.fixed_recipe = named_recipe("--fixed-recipe", o.fixed_recipe);
+    if (o.block_recipe != "none") in.shape.block_recipe = named_recipe("--block-recipe", o.block_recipe);
+    warn::WatchReport rep;
+    try {
+        rep = warn::watch_files(in);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+    if (o.json) {
+        nlohmann::json j = rep.to_json();
+        j["files"] = o.files;
+        fmt::print("{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+        return;
+    }
+    if (o.csv) {
+        fmt::print("{}\n", warn::csv_header());
+        for (const auto& w : rep.warnings) fmt::print("{}\n", warn::to_csv_row(w));
+        return;
+    }
+    fmt::print("{} tensor series, {} dumped tensors, {} SwiGLU pairs: {} warning(s)\n\n", rep.tensors.size(), rep.shapes.size(),
+               rep.swiglu.size(), rep.warnings.size());
+    for (std::size_t i = 0; i < rep.warnings.size() && (o.top == 0 || i < o.top); ++i)
+        fmt::print("{}. {}\n", i + 1, warn::to_text(rep.warnings[i]));
+    if (o.top && rep.warnings.size() > o.top) fmt::print("... {} more (--top 0 lists all, --json has all)\n", rep.warnings.size() - o.top);
+}
+
+Register reg([](CLI::App& root) {
+    auto o = std::make_shared<WatchOpts>();
+    auto* cmd = root.add_subcommand("watch",
+        "Early warnings from amax traces and dumps (docs/early-warning.md): growth rates, spikes, overflow\n"
+        "observed and forecast under a delayed-scaling recipe, fixed-scale levels, and for dumps per-channel\n"
+        "outliers, kurtosis, block statistics and SwiGLU gate/up alignment. Ranked; text, --json or --csv.");
+    cmd->add_option("FILES", o->files, "Amax traces (CSV, dlfw-inspect logs, TE statistics folders) and dumps")->required();
+    cmd->add_option("--tensor", o->tensors, "Only series matching this glob (repeatable)");
+    cmd->add_option("--recipe", o->recipe, "Delayed or windowed recipe for the overflow forecast (" + join_presets() + ")")
+        ->capture_default_str();
+    cmd->add_option("--history", o->history, "Delayed scaling: amax history length");
+    cmd->add_option("--algo", o->algo, "Delayed scaling: max or most_recent");
+    cmd->add_option("--margin", o->margin, "Scale divided by 2^margin");
+    cmd->add_option("--format", o->format, "Cast format, or auto (the recipe's per class)")->capture_default_str();
+    cmd->add_flag("--no-forecast", o->no_forecast, "No overflow or forecast signals (trends only)");
+    cmd->add_option("--window", o->trend.window, "Growth: points in the slope window (even)")->capture_default_str();
+    cmd->add_option("--growth", o->trend.growth_per_k, "Growth warning at this many log2 per 1000 steps")->capture_default_str();
+    cmd->add_option("--spike-k", o->trend.spike_k, "Spike: amax > k x running median")->capture_default_str();
+    cmd->add_option("--spike-window", o->trend.spike_window, "Spike: points in the running median")->capture_default_str();
+    cmd->add_option("--horizon", o->trend.forecast_horizon, "Forecast horizon in steps")->capture_default_str();
+    cmd->add_option("--forecast-probability", o->trend.forecast_probability, "Warn at this overflow probability")
+        ->capture_default_str();
+    cmd->add_option("--fixed-calibration", o->trend.fixed_calibration,
+                    "Inference: a fixed scale from the first N points (0: off); levels forecast");
+    cmd->add_option("--fixed-recipe", o->fixed_recipe, "Current-scaling recipe whose rule gives the fixed scale")
+        ->capture_default_str();
+    cmd->add_option("--block-recipe", o->block_recipe, "Block statistics of dumped tensors under this recipe, or none")
+        ->capture_default_str();
+    cmd->add_option("--outlier-k", o->shape.outlier_k, "Outlier channel: amax > k x median channel amax")->capture_default_str();
+    cmd->add_option("--kurtosis-max", o->shape.kurtosis_max, "Warn above this kurtosis")->capture_default_str();
+    cmd->add_option("--swiglu-cos", o->shape.swiglu_cos, "Aligned SwiGLU channel: |cos(gate, up)| >= this")->capture_default_str();
+    cmd->add_option("--top", o->top, "Text: show this many warnings (0: all)")->capture_default_str();
+    cmd->add_flag("--csv", o->csv, "CSV: one row per warning");
+    cmd->add_flag("--json", o->json, "JSON: warnings, per-tensor trends, shapes, SwiGLU alignment");
+    add_read_flags(cmd);
+    cmd->callback([o] { run(*o); });
+});
+
+}  // namespace
+}  // namespace fp8kit::cli
