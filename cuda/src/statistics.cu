@@ -22,8 +22,9 @@ enum Count { kZeros, kNan, kInf, kUnderflow, kSubnormal, kOverflow, kTeOverflow,
 enum Sum { kX2, kErr2, kSums };
 
 struct Acc {
-    unsigned long long count[kCounts];
-    std::uint32_t cnt[kCounts];  // per element; added into count after each 16-element step
+    // 32 bits: every total, even over the whole grid, is at most n < 2^31 (the host splits
+    // larger tensors), and fewer registers keep more warps resident.
+    std::uint32_t count[kCounts];
     double sum[kSums];
     std::uint32_t amax, min_nz;  // float32 bits of |x|
 };
@@ -87,15 +88,15 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::ui
         else
             return numerics::overflows(prm.consts, s);
     });
-    acc.cnt[kZeros] += e.zero;
-    acc.cnt[kNan] += e.nan;
-    acc.cnt[kInf] += e.inf;
-    acc.cnt[kUnderflow] += e.underflow;
-    acc.cnt[kSubnormal] += e.subnormal;
-    acc.cnt[kOverflow] += e.overflow;
-    acc.cnt[kTeOverflow] += e.te_overflow;
-    acc.cnt[kNonzeroX] += e.nonzero_x;
-    acc.cnt[kNonzeroQ] += e.nonzero_q;
+    acc.count[kZeros] += e.zero;
+    acc.count[kNan] += e.nan;
+    acc.count[kInf] += e.inf;
+    acc.count[kUnderflow] += e.underflow;
+    acc.count[kSubnormal] += e.subnormal;
+    acc.count[kOverflow] += e.overflow;
+    acc.count[kTeOverflow] += e.te_overflow;
+    acc.count[kNonzeroX] += e.nonzero_x;
+    acc.count[kNonzeroQ] += e.nonzero_q;
     if (e.finite) {
         const std::uint32_t a = __float_as_uint(fabsf(x));
         acc.amax = max(acc.amax, a);
@@ -120,7 +121,7 @@ __device__ __forceinline__ bool fast_ok(std::uint32_t a, std::uint32_t s, std::u
     return (a - 1u < 0x7F7FFFFFu) & (as - 0x00800000u <= prm.fast_hi - 0x00800000u) & (static_cast<std::int32_t>(inc) >= 0);
 }
 
-// pk: packed counts of this 16-element step (underflow bits 0-7, subnormal 8-15, te_overflow
+// pk: packed counts of a 16-element step (underflow bits 0-7, subnormal 8-15, te_overflow
 // 16-23; at most 16 each). hist_lane: &hist_fast[0][lane].
 __device__ __forceinline__ void fast_element(float x, std::uint32_t s, std::uint8_t q, std::uint32_t inc, Acc& acc,
                                              std::uint32_t& pk, std::uint32_t* hist_lane, const CodeTables& t,
@@ -142,14 +143,6 @@ __device__ __forceinline__ void flush_fast(Acc& acc, std::uint32_t pk, std::uint
     acc.count[kTeOverflow] += pk >> 16;
     acc.count[kNonzeroX] += nfast;
     acc.count[kNonzeroQ] += nfast - (pk & 0xFFu);
-}
-
-__device__ __forceinline__ void flush_counts(Acc& acc) {
-#pragma unroll
-    for (int k = 0; k < kCounts; ++k) {
-        acc.count[k] += acc.cnt[k];
-        acc.cnt[k] = 0;
-    }
 }
 
 // Codes of four elements of y (stream indices index0..+3) and their random words.
@@ -177,8 +170,10 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
     }
 }
 
+// Three CTAs per SM at least (at most 85 registers): with 128-157 registers two were resident and
+// the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md).
 template <class S, class D, int P, int R>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 3)
 statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,
                   Params prm, std::uint64_t first_index, Globals g) {
     using T = typename S::storage_t;
@@ -216,38 +211,32 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     for (std::uint32_t c = tid; c < chunks; c += stride) {
         T e[16];
         load16<S>(in, c, e);
-        std::uint32_t y[16], rnd[16], inc[16];
-        std::uint8_t q[16];
+        // Four elements at a time (fewer live registers than 16): their codes, then the fast
+        // path if all four qualify, else element_step for each.
+        std::uint32_t pk = 0, nfast = 0;
 #pragma unroll
         for (int g4 = 0; g4 < 4; ++g4) {
-            std::uint32_t y4[4], r4[4];
-            std::uint8_t q4[4];
+            std::uint32_t y[4], rnd[4], inc[4];
+            std::uint8_t q[4];
 #pragma unroll
-            for (int k = 0; k < 4; ++k) y4[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
-            codes_four<D, P, R>(y4, ctx, first_index + 16ull * c + 4 * g4, q4, r4);
+            for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
+            codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd);
+            bool all_fast = true;
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                y[4 * g4 + k] = y4[k];
-                q[4 * g4 + k] = q4[k];
-                rnd[4 * g4 + k] = r4[k];
+                inc[k] = tables.inc[q[k]];
+                all_fast &= fast_ok(__float_as_uint(fabsf(widen<S>(e[4 * g4 + k]))), y[k], inc[k], prm);
+            }
+            if (all_fast) {
+#pragma unroll
+                for (int k = 0; k < 4; ++k) fast_element(widen<S>(e[4 * g4 + k]), y[k], q[k], inc[k], acc, pk, hist_lane, tables, prm);
+                nfast += 4;
+            } else {
+#pragma unroll
+                for (int k = 0; k < 4; ++k) stat_element<S, R>(e[4 * g4 + k], y[k], q[k], rnd[k], acc, hist, tables, prm, ctx.policy, consts1);
             }
         }
-        bool all_fast = true;
-#pragma unroll
-        for (int k = 0; k < 16; ++k) {
-            inc[k] = tables.inc[q[k]];
-            all_fast &= fast_ok(__float_as_uint(fabsf(widen<S>(e[k]))), y[k], inc[k], prm);
-        }
-        if (all_fast) {
-            std::uint32_t pk = 0;
-#pragma unroll
-            for (int k = 0; k < 16; ++k) fast_element(widen<S>(e[k]), y[k], q[k], inc[k], acc, pk, hist_lane, tables, prm);
-            flush_fast(acc, pk, 16);
-        } else {
-#pragma unroll
-            for (int k = 0; k < 16; ++k) stat_element<S, R>(e[k], y[k], q[k], rnd[k], acc, hist, tables, prm, ctx.policy, consts1);
-            flush_counts(acc);  // at most 16 per counter since the last flush: no 32-bit overflow
-        }
+        flush_fast(acc, pk, nfast);  // pk: at most 16 per field since the last flush
     }
     const T* in_t = static_cast<const T*>(in);
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
@@ -256,7 +245,6 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         const std::uint8_t q = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_code<D, P, R>(y, ctx, rnd)
                                                                                  : encode_one<D, P, R>(y, ctx, first_index + i);
         stat_element<S, R>(in_t[i], y, q, rnd, acc, hist, tables, prm, ctx.policy, consts1);
-        flush_counts(acc);
     }
 
     // Counts and extremes: warp shuffles, then one atomic per warp.
@@ -271,7 +259,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     }
     if (lane == 0) {
         for (int k = 0; k < kCounts; ++k)
-            if (acc.count[k]) atomicAdd(g.counts + k, acc.count[k]);
+            if (acc.count[k]) atomicAdd(g.counts + k, static_cast<unsigned long long>(acc.count[k]));
         if (acc.amax) atomicMax(g.amax, acc.amax);
         if (acc.min_nz != 0xFFFFFFFFu) atomicMin(g.min_nz, acc.min_nz);
         for (int k = 0; k < kSums; ++k) sums[warp][k] = acc.sum[k];

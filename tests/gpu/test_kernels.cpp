@@ -554,10 +554,10 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats", "[gpu]") {
     }
 }
 
-// The kernel's fast path (a 16-element step whose elements are all finite, nonzero, with a normal
+// The kernel's fast path (a group of four elements, all finite, nonzero, with a normal
 // fl32(x * scale) that cannot overflow and a finite code) covers almost all of this tensor: normal
 // values over many binades (underflows and subnormal codes included), with a NaN, an Inf, a zero
-// or a huge value every few thousand elements sending those steps to the general path.
+// or a huge value every few thousand elements sending those groups to the general path.
 TEST_CASE("statistics kernel equals fp8kit::compute_stats on mostly in-range data (fast path)", "[gpu]") {
     const std::size_t n = (std::size_t{1} << 20) + 5;
     std::mt19937 g(11);
