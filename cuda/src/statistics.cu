@@ -57,14 +57,20 @@ __device__ __forceinline__ void histogram_add(std::uint32_t* hist, int bin) {
 // Tables every CTA fills at start from emu/numerics: x^ = decode(code) * scale_inv in binary64
 // (exact: a short code value times a float32, so computing it once per code gives the same double
 // as element_step's per-element product) and the kind of every code.
-// inc: the fast path's packed counter increment of a code (see FastCounts): kind zero -> 1 << 0
-// (an underflow: the fast path's x is nonzero), kind subnormal -> 1 << 8, and bit 31 for a NaN/Inf
-// code (never on the fast path: such an element takes element_step).
+// inc: the fast path's packed counter increment of a code (see fast_element): kind zero -> 1 (an
+// underflow: the fast path's x is nonzero), kind subnormal -> 1 << 5, and 0x80 for a NaN/Inf code
+// (never on the fast path: such an element takes element_step). One byte per code, at
+// inc_index(code): the bytes of four neighbouring codes share a shared-memory word, and the
+// negative codes sit 16 banks away from the positive codes of the same magnitude, so the lanes of
+// a warp rarely read different words of one bank (ncu at 6c3f513: 3.1-way bank conflicts on the
+// shared loads with one 32-bit entry per code).
 struct CodeTables {
     double xhat[256];
     numerics::CodeKind kind[256];
-    std::uint32_t inc[256];
+    std::uint8_t inc[512];
 };
+
+__device__ __forceinline__ int inc_index(std::uint32_t code) { return static_cast<int>(code + (code >> 7) * 64u); }
 
 // numerics::stochastic_overflows out of line: it encodes through the run-time format dispatch,
 // which inlined per element made the kernels slow to compile; it runs only for |s| > max finite.
@@ -118,11 +124,11 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::ui
 // between the lanes of a warp. Everything else goes through stat_element.
 __device__ __forceinline__ bool fast_ok(std::uint32_t a, std::uint32_t s, std::uint32_t inc, const Params& prm) {
     const std::uint32_t as = s & 0x7FFFFFFFu;
-    return (a - 1u < 0x7F7FFFFFu) & (as - 0x00800000u <= prm.fast_hi - 0x00800000u) & (static_cast<std::int32_t>(inc) >= 0);
+    return (a - 1u < 0x7F7FFFFFu) & (as - 0x00800000u <= prm.fast_hi - 0x00800000u) & ((inc & 0x80u) == 0u);
 }
 
-// pk: packed counts of a 16-element step (underflow bits 0-7, subnormal 8-15, te_overflow
-// 16-23; at most 16 each). hist_lane: &hist_fast[0][lane].
+// pk: packed counts of a 16-element step (underflow bits 0-4, subnormal 5-9, te_overflow
+// 16-20; at most 16 each). hist_lane: &hist_fast[0][lane].
 __device__ __forceinline__ void fast_element(float x, std::uint32_t s, std::uint8_t q, std::uint32_t inc, Acc& acc,
                                              std::uint32_t& pk, std::uint32_t* hist_lane, const CodeTables& t,
                                              const Params& prm) {
@@ -138,11 +144,11 @@ __device__ __forceinline__ void fast_element(float x, std::uint32_t s, std::uint
 }
 
 __device__ __forceinline__ void flush_fast(Acc& acc, std::uint32_t pk, std::uint32_t nfast) {
-    acc.count[kUnderflow] += pk & 0xFFu;
-    acc.count[kSubnormal] += (pk >> 8) & 0xFFu;
+    acc.count[kUnderflow] += pk & 0x1Fu;
+    acc.count[kSubnormal] += (pk >> 5) & 0x1Fu;
     acc.count[kTeOverflow] += pk >> 16;
     acc.count[kNonzeroX] += nfast;
-    acc.count[kNonzeroQ] += nfast - (pk & 0xFFu);
+    acc.count[kNonzeroQ] += nfast - (pk & 0x1Fu);
 }
 
 // Codes of four elements of y (stream indices index0..+3) and their random words.
@@ -191,10 +197,10 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
                          prm.consts.scale_inv;
         const numerics::CodeKind k = numerics::code_kind(prm.format, static_cast<std::uint8_t>(c));
         tables.kind[c] = k;
-        tables.inc[c] = k == numerics::CodeKind::zero        ? 1u
-                        : k == numerics::CodeKind::subnormal ? (1u << 8)
-                        : k == numerics::CodeKind::special   ? (1u << 31)
-                                                             : 0u;
+        tables.inc[inc_index(c)] = k == numerics::CodeKind::zero        ? 1u
+                                   : k == numerics::CodeKind::subnormal ? (1u << 5)
+                                   : k == numerics::CodeKind::special   ? 0x80u
+                                                                        : 0u;
     }
     load_cast_table<D, P>(ctx, table, smem);  // synchronizes the CTA
     __syncthreads();
@@ -224,7 +230,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
             bool all_fast = true;
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                inc[k] = tables.inc[q[k]];
+                inc[k] = tables.inc[inc_index(q[k])];
                 all_fast &= fast_ok(__float_as_uint(fabsf(widen<S>(e[4 * g4 + k]))), y[k], inc[k], prm);
             }
             if (all_fast) {
@@ -308,7 +314,8 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
     const cudaStream_t s = as_stream(stream);
     const std::uint8_t* table = element_table(to, policy, s);
     const ElementCtx ctx{policy, nullptr, seed};
-    const unsigned grid = grid_for((n + 15) / 16);
+    const unsigned grid = grid_for((n + 15) / 16);  // at most; `launched` CTAs run
+    unsigned launched = grid;
 
     // One allocation: counts, histogram, amax, min, per-CTA partial sums, final sums.
     const std::size_t off_hist = kCounts * 8, off_amax = off_hist + kHistogramBins * 8,
@@ -334,7 +341,15 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
                     if (dyn > 0)
                         FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(statistics_kernel<S, D, P, R>,
                                                                cudaFuncAttributeMaxDynamicSharedMemorySize, dyn));
-                    statistics_kernel<S, D, P, R><<<grid, kThreads, dyn, s>>>(
+                    // One wave: as many CTAs as fit on the device at once (at most grid). With
+                    // grid_for's 8 per SM and 3 resident, the last of 2.67 waves ran alone (ncu).
+                    int dev = 0, sms = 0, per_sm = 0;
+                    FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
+                    FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+                    FP8KIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, statistics_kernel<S, D, P, R>, kThreads, dyn));
+                    const unsigned wave = static_cast<unsigned>(std::max(1, sms * std::max(1, per_sm)));
+                    launched = std::min(grid, wave);
+                    statistics_kernel<S, D, P, R><<<launched, kThreads, dyn, s>>>(
                         in, static_cast<std::uint32_t>(n), ctx, table, prm, first_index, g);
                 }
             });
@@ -342,7 +357,7 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
         });
     });
     check_launch("statistics_kernel");
-    sum_partials<<<1, 32, 0, s>>>(g.partial, grid, reinterpret_cast<double*>(buf + off_sums));
+    sum_partials<<<1, 32, 0, s>>>(g.partial, launched, reinterpret_cast<double*>(buf + off_sums));
     check_launch("sum_partials");
 
     std::vector<char> host(bytes);
