@@ -63,14 +63,17 @@ __device__ __forceinline__ void histogram_add(std::uint32_t* hist, int bin) {
 // inc_index(code): the bytes of four neighbouring codes share a shared-memory word, and the
 // negative codes sit 16 banks away from the positive codes of the same magnitude, so the lanes of
 // a warp rarely read different words of one bank (ncu at 6c3f513: 3.1-way bank conflicts on the
-// shared loads with one 32-bit entry per code).
+// shared loads with one 32-bit entry per code). xhat likewise at xhat_index(code): a 64-bit load
+// serves 16 lanes per 128 bytes, so negative codes sit 8 entries (half of those 16 bank pairs)
+// away from the positive codes of the same magnitude.
 struct CodeTables {
-    double xhat[256];
+    double xhat[264];
     numerics::CodeKind kind[256];
     std::uint8_t inc[512];
 };
 
 __device__ __forceinline__ int inc_index(std::uint32_t code) { return static_cast<int>(code + (code >> 7) * 64u); }
+__device__ __forceinline__ int xhat_index(std::uint32_t code) { return static_cast<int>(code + (code >> 7) * 8u); }
 
 // numerics::stochastic_overflows out of line: it encodes through the run-time format dispatch,
 // which inlined per element made the kernels slow to compile; it runs only for |s| > max finite.
@@ -88,7 +91,7 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::ui
     const float x = widen<S>(bits);
     histogram_add(hist, numerics::histogram_bin(s));
     // consts1: prm.consts with scale_inv 1, since t.xhat already holds decode(q) * scale_inv.
-    const numerics::Element e = numerics::element_step(x, t.kind[q], t.xhat[q], consts1, [&] {
+    const numerics::Element e = numerics::element_step(x, t.kind[q], t.xhat[xhat_index(q)], consts1, [&] {
         if constexpr (R == static_cast<int>(emu::Rounding::stochastic))
             return (s & 0x7FFFFFFFu) > prm.consts.max_bits && stochastic_overflow_call(prm.consts, prm.format, policy, s, random);
         else
@@ -138,7 +141,7 @@ __device__ __forceinline__ void fast_element(float x, std::uint32_t s, std::uint
     acc.amax = max(acc.amax, a);
     acc.min_nz = min(acc.min_nz, a);
     const double xd = x;
-    const double e = xd - t.xhat[q];
+    const double e = xd - t.xhat[xhat_index(q)];
     acc.sum[kX2] += __dmul_rn(xd, xd);  // __dmul_rn: the term rounded alone, as element_step's
     acc.sum[kErr2] += __dmul_rn(e, e);
 }
@@ -192,7 +195,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     for (int i = threadIdx.x; i < 256 * 32; i += blockDim.x) (&hist_fast[0][0])[i] = 0u;
     for (int i = threadIdx.x; i < kHistogramBins; i += blockDim.x) hist[i] = 0u;
     for (int c = threadIdx.x; c < 256; c += blockDim.x) {
-        tables.xhat[c] = static_cast<double>(__uint_as_float(static_cast<std::uint32_t>(
+        tables.xhat[xhat_index(c)] = static_cast<double>(__uint_as_float(static_cast<std::uint32_t>(
                              emu::convert<D, Binary32>(static_cast<std::uint8_t>(c), emu::kDecodePolicy)))) *
                          prm.consts.scale_inv;
         const numerics::CodeKind k = numerics::code_kind(prm.format, static_cast<std::uint8_t>(c));
