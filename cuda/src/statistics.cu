@@ -1,6 +1,8 @@
 // One-pass statistics of a tensor under a format, policy and scale: fp8kit::compute_stats's
-// numbers (docs/statistics.md) in its result type, each element through numerics::element_step
-// (numerics/include/fp8kit/numerics/element_stats.hpp), the code through element.cuh. Counts go
+// numbers (docs/statistics.md) in its result type: each element through numerics::element_step
+// (numerics/include/fp8kit/numerics/element_stats.hpp), or, for the common elements, through the
+// fast path that computes what element_step gives them (see fast_ok); the code through
+// element.cuh. Counts go
 // through integer atomics (exact in any order); the binary64 sums are written per CTA and added
 // by one thread in CTA order, so a given device and launch always gives the same sums.
 #include <algorithm>
