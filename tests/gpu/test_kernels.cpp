@@ -554,6 +554,60 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats", "[gpu]") {
     }
 }
 
+// The kernel's fast path (a group of four elements, all finite, nonzero, with a normal
+// fl32(x * scale) that cannot overflow and a finite code) covers almost all of this tensor: normal
+// values over many binades (underflows and subnormal codes included), with a NaN, an Inf, a zero
+// or a huge value every few thousand elements sending those groups to the general path.
+TEST_CASE("statistics kernel equals fp8kit::compute_stats on mostly in-range data (fast path)", "[gpu]") {
+    const std::size_t n = (std::size_t{1} << 20) + 5;
+    std::mt19937 g(11);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(n);
+    const float rare[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e30f, -3e-41f};
+    for (std::size_t i = 0; i < n; ++i)
+        x[i] = g() % 4096 == 0 ? rare[g() % 7] : nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 24) - 14);
+    const Policy policies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical},
+                               {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet},
+                               {Rounding::toward_zero, Overflow::saturate_finite, NanEncoding::signed_all_ones}};
+    for (Wide w : kInputs) {
+        std::vector<unsigned char> bytes(n * fp8kit::wide_size(w));
+        const Policy rne{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet_payload};
+        fp8kit::emu::with_wide(w, [&](auto dst) {
+            using D = decltype(dst);
+            for (std::size_t i = 0; i < n; ++i) {
+                const auto v = static_cast<typename D::storage_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(b_of(x[i]), rne));
+                std::memcpy(bytes.data() + i * sizeof v, &v, sizeof v);
+            }
+            return 0;
+        });
+        Dev din(bytes.size());
+        cu::copy_to_device(din.p, bytes.data(), bytes.size());
+        for (Format f : gpu_formats())
+            for (const Policy& p : policies)
+                for (auto [scale, scale_inv] : std::initializer_list<std::pair<float, float>>{{1.0f, 0.0f}, {64.0f, 0.0f}, {3.0f, 0.5f}}) {
+                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale " << scale);
+                    fp8kit::QuantConfig cfg{f, scale, p, scale_inv, 9};
+                    const auto want = fp8kit::compute_stats(bytes.data(), w, n, cfg);
+                    const auto got = cu::statistics(f, w, din.p, n, p, scale, scale_inv, 9, 0);
+                    CHECK(got.zeros == want.zeros);
+                    CHECK(got.nan == want.nan);
+                    CHECK(got.inf == want.inf);
+                    CHECK(got.underflow == want.underflow);
+                    CHECK(got.subnormal == want.subnormal);
+                    CHECK(got.overflow == want.overflow);
+                    CHECK(got.te_underflow == want.te_underflow);
+                    CHECK(got.te_overflow == want.te_overflow);
+                    CHECK(got.amax == want.amax);
+                    CHECK(got.min_nonzero == want.min_nonzero);
+                    CHECK(std::equal(got.exp_hist.begin(), got.exp_hist.end(), want.exp_hist.begin(), want.exp_hist.end()));
+                    // binary64 sums: order of additions only (see the test above).
+                    CHECK(got.sum_x2 == Approx(want.sum_x2).epsilon(1e-9));
+                    if (std::isinf(want.sum_err2)) CHECK(got.sum_err2 == want.sum_err2);
+                    else CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
+                }
+    }
+}
+
 TEST_CASE("bad arguments throw with the function's name", "[gpu]") {
     Dev d(64);
     const Policy p{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
