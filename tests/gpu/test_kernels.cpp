@@ -515,6 +515,29 @@ TEST_CASE("MX blocks of E8M0 code 0, 1 and 2 equal lib under both rules", "[gpu]
 
 // ---- statistics -------------------------------------------------------------------------------
 
+// The statistics kernel against compute_stats: every count, extreme and histogram bin equal; the
+// binary64 sums: the GPU adds the same terms in another order (thread, warp, CTA) than the CPU's
+// 2^16-element chunks, so only the rounding of the additions differs: 1e-9 relative is far above
+// that (n * 2^-53 ~ 1e-11) and far below the effect of one wrong term.
+template <class Got>
+void check_stats_equal(const Got& got, const fp8kit::QuantStats& want) {
+    CHECK(got.numel == want.numel);
+    CHECK(got.zeros == want.zeros);
+    CHECK(got.nan == want.nan);
+    CHECK(got.inf == want.inf);
+    CHECK(got.underflow == want.underflow);
+    CHECK(got.subnormal == want.subnormal);
+    CHECK(got.overflow == want.overflow);
+    CHECK(got.te_underflow == want.te_underflow);
+    CHECK(got.te_overflow == want.te_overflow);
+    CHECK(got.amax == want.amax);
+    CHECK(got.min_nonzero == want.min_nonzero);
+    CHECK(std::equal(got.exp_hist.begin(), got.exp_hist.end(), want.exp_hist.begin(), want.exp_hist.end()));
+    CHECK(got.sum_x2 == Approx(want.sum_x2).epsilon(1e-9));
+    if (std::isinf(want.sum_err2)) CHECK(got.sum_err2 == want.sum_err2);
+    else CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
+}
+
 TEST_CASE("statistics kernel equals fp8kit::compute_stats", "[gpu]") {
     const Policy policies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical},
                                {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet},
@@ -531,25 +554,7 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats", "[gpu]") {
                     fp8kit::QuantConfig cfg{f, scale, p, scale_inv, 4};
                     const auto want = fp8kit::compute_stats(bytes.data(), w, n, cfg);
                     const auto got = cu::statistics(f, w, din.p, n, p, scale, scale_inv, 4, 0);
-                    CHECK(got.numel == want.numel);
-                    CHECK(got.zeros == want.zeros);
-                    CHECK(got.nan == want.nan);
-                    CHECK(got.inf == want.inf);
-                    CHECK(got.underflow == want.underflow);
-                    CHECK(got.subnormal == want.subnormal);
-                    CHECK(got.overflow == want.overflow);
-                    CHECK(got.te_underflow == want.te_underflow);
-                    CHECK(got.te_overflow == want.te_overflow);
-                    CHECK(got.amax == want.amax);
-                    CHECK(got.min_nonzero == want.min_nonzero);
-                    CHECK(std::equal(got.exp_hist.begin(), got.exp_hist.end(), want.exp_hist.begin(), want.exp_hist.end()));
-                    // binary64 sums: the GPU adds the same terms in another order (thread, warp,
-                    // CTA) than the CPU's 2^16-element chunks, so only the rounding of the
-                    // additions differs: 1e-9 relative is far above that (n * 2^-53 ~ 1e-11) and
-                    // far below the effect of one wrong term.
-                    CHECK(got.sum_x2 == Approx(want.sum_x2).epsilon(1e-9));
-                    if (std::isinf(want.sum_err2)) CHECK(got.sum_err2 == want.sum_err2);
-                    else CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
+                    check_stats_equal(got, want);
                 }
     }
 }
@@ -589,21 +594,7 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats on mostly in-range dat
                     fp8kit::QuantConfig cfg{f, scale, p, scale_inv, 9};
                     const auto want = fp8kit::compute_stats(bytes.data(), w, n, cfg);
                     const auto got = cu::statistics(f, w, din.p, n, p, scale, scale_inv, 9, 0);
-                    CHECK(got.zeros == want.zeros);
-                    CHECK(got.nan == want.nan);
-                    CHECK(got.inf == want.inf);
-                    CHECK(got.underflow == want.underflow);
-                    CHECK(got.subnormal == want.subnormal);
-                    CHECK(got.overflow == want.overflow);
-                    CHECK(got.te_underflow == want.te_underflow);
-                    CHECK(got.te_overflow == want.te_overflow);
-                    CHECK(got.amax == want.amax);
-                    CHECK(got.min_nonzero == want.min_nonzero);
-                    CHECK(std::equal(got.exp_hist.begin(), got.exp_hist.end(), want.exp_hist.begin(), want.exp_hist.end()));
-                    // binary64 sums: order of additions only (see the test above).
-                    CHECK(got.sum_x2 == Approx(want.sum_x2).epsilon(1e-9));
-                    if (std::isinf(want.sum_err2)) CHECK(got.sum_err2 == want.sum_err2);
-                    else CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
+                    check_stats_equal(got, want);
                 }
     }
 }
