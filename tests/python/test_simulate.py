@@ -515,11 +515,15 @@ def test_simulate_dumps_optimizer_grad():
         steps = sorted(int(k.split("_")[1]) for k in files[0])
         s0 = files[0][f"step_{steps[0]:06d}"][tensor]
         opt = fp8kit.msamp.adam(s0["weight"][...], s0["exp_avg"][...], s0["exp_avg_sq"][...], step=steps[0] + 1)
-        for t in steps[1:]:
+        old = 1.0  # the wgrad meta's scale, carried from step to step (the first step's all-reduce too)
+        for t in steps:
             g = np.stack([f[f"step_{t:06d}"][tensor]["wgrad"][...].astype(np.float32).ravel() for f in files])
+            ar = fp8kit.msamp.allreduce(g, orders=["rank"], path="ddp", old_scale=old)
+            old = float(ar["scale"])
+            if t == steps[0]:
+                continue
             mean = (g.astype(np.float64).sum(axis=0) / len(files)).astype(np.float32)
-            fp8 = fp8kit.msamp.allreduce(g, orders=["rank"], path="ddp")["orders"]["rank"]["values"]
-            opt.step(fp8, mean)
+            opt.step(ar["orders"]["rank"]["values"], mean)
     finally:
         for f in files:
             f.close()
@@ -539,3 +543,132 @@ def test_simulate_dumps_errors():
         fp8kit.msamp.simulate(RANK_FILES, level="O2", optimizer_grad="fp8")
     with pytest.raises(ValueError, match="ranks splits a single dump"):
         fp8kit.msamp.simulate(RANK_FILES, ranks=8)
+
+
+# ---- The gradient's ScalingMeta over the dumped steps, and the flags at N = 8, 64, 1024 ----------
+def _write_rank_dumps(h5py, folder, per_step, tensor="layer.w"):
+    """per_step: {step: array (ranks, size)}; one file per rank, as data/example/msamp_ranks."""
+    n = next(iter(per_step.values())).shape[0]
+    files = [str(folder / f"rank{r}.h5") for r in range(n)]
+    for r, f in enumerate(files):
+        with h5py.File(f, "w") as h:
+            for s, g in per_step.items():
+                h[f"step_{s:06d}/{tensor}/wgrad"] = g[r]
+    return files
+
+
+def _allreduce_metrics(res, tensor, step, path):
+    d = res["rows"]
+    d = d[(d.section == "allreduce") & (d.tensor == tensor) & (d.step == step) & (d.path == path) & (d.order == "")]
+    return dict(zip(d.metric, d.value))
+
+
+def test_simulate_dumps_carry_gradient_scale(tmp_path):
+    """MS-AMP's wgrad ScalingMeta lives across steps (msamp/nn/linear.py scaling_metas['wgrad'];
+    distributed.py _reduce_bucket: meta.scale.copy_(sf * pre_scale); cast.py cast_to_fp8(sync=True):
+    reset_scaling_factor stores sf): a step whose amax is 0, NaN or +-Inf takes the previous step's
+    scale. Held bit for bit against msamp_allreduce above with the scale carried by hand."""
+    pytest.importorskip("pandas")
+    h5py = pytest.importorskip("h5py")
+    rng = np.random.default_rng(24)
+    n, size = 4, 64
+    base = (rng.standard_normal((n, size)) * 1e-3).astype(f32)
+    per_step = {1: base, 2: np.zeros((n, size), f32), 3: base.copy(), 4: base * f32(30), 5: base.copy(),
+                6: base.copy(), 7: (base * f32(1e-36)).astype(f32)}
+    per_step[3][2, 7] = np.nan       # amax NaN -> +Inf: 1 / old scale
+    per_step[5][0, 0] = -np.inf      # amax +Inf
+    tensor = "layer.w"
+    files = _write_rank_dumps(h5py, tmp_path, per_step, tensor)
+    res = fp8kit.msamp.simulate(files, orders=["rank", "tree"])
+    for path in ("ddp", "non-ddp"):
+        old = f32(1)
+        scales = []
+        for s, g in per_step.items():
+            got = _allreduce_metrics(res, tensor, s, path)
+            amax, sf, sinv, codes, values = msamp_allreduce(g, "rank", path, old_scale=old)
+            assert bits(f32(got["old_scale"])) == bits(old), (path, s)
+            assert bits(f32(got["scale"])) == bits(sf), (path, s, got["scale"], sf)
+            assert bits(f32(got["scale_inv"])) == bits(sinv), (path, s)
+            both = fp8kit.msamp.allreduce(g, orders=["rank"], path=path, old_scale=float(old))
+            np.testing.assert_array_equal(bits(both["orders"]["rank"]["values"]), bits(values))
+            scales.append(sf)
+            old = sf
+        # the carry matters: a zero gradient keeps (DDP: and pre-scales again) the previous scale
+        pre = f32(1.0 / math.sqrt(n))
+        assert scales[1] == (f32(scales[0] * pre) if path == "ddp" else scales[0])
+        assert scales[1] != fp8kit.msamp.allreduce(per_step[2], path=path)["scale"] or path == "non-ddp"
+        assert scales[2] == (f32((f32(1) / scales[1]) * pre) if path == "ddp" else f32(1) / scales[1])
+        assert np.isinf(scales[6]) or scales[6] > 2 ** 100
+
+
+def _split_allreduce_flags(g, n, spread, seed, path):
+    """Whether the split model's all-reduce clamps (a rank cast past 448, a hop past 448, a result
+    not finite) and whether >= 1% of the elements sum to 0 though their mean is not 0, in any of
+    the three orders: docs/msamp.md, transcribed with msamp_allreduce / fp8_add above."""
+    ranks = np.stack([split_rank(g, n, r, spread, seed) for r in range(n)])
+    amax, sf, sinv, _, _ = msamp_allreduce(ranks, "rank", path)
+    with np.errstate(all="ignore"):
+        over = bool(np.any(np.abs(ranks * sf) > 448))
+        q = np.stack([e4m3_satfinite(x * sf) for x in ranks])
+    mean = ranks.astype(np.float64).sum(axis=0) / n
+    under = False
+    for order in ("rank", "ring", "tree"):
+        clamped = np.zeros(g.size, bool)
+
+        def add(a, b):
+            s = e4m3_value(a) + e4m3_value(b)  # exact in float32
+            clamped[:] |= np.abs(s) > 448
+            return fp8_add(a, b, "half")
+        if order == "rank":
+            acc = q[0]
+            for r in range(1, n):
+                acc = add(acc, q[r])
+        elif order == "ring":
+            idx = np.arange(g.size)
+            start = ((idx * n // g.size) + 1) % n
+            acc = q[start, idx]
+            for k in range(1, n):
+                acc = add(acc, q[(start + k) % n, idx])
+        else:
+            level = list(q)
+            while len(level) > 1:
+                nxt = [add(level[k], level[k + 1]) for k in range(0, len(level) - 1, 2)]
+                if len(level) % 2:
+                    nxt.append(level[-1])
+                level = nxt
+            acc = level[0]
+        with np.errstate(all="ignore"):
+            values = e4m3_value(acc) * sinv
+        over = over or bool(clamped.any()) or bool((~np.isfinite(values)).any())
+        under = under or np.count_nonzero((mean != 0) & (values == 0)) / g.size >= 0.01
+    return over, under
+
+
+def test_simulate_dumps_flags_at_8_64_1024(tmp_path):
+    """The overflow / underflow lists per (N, path) for N = 8, 64, 1024 (the issue's "which tensors
+    would overflow or underflow"), against the transcription on tensors built to land on each side."""
+    h5py = pytest.importorskip("h5py")
+    rng = np.random.default_rng(3)
+    size = 48
+    tensors = {
+        "calm": np.full(size, f32(1e-3)) * (1 + f32(0.01) * rng.standard_normal(size)).astype(f32),
+        "wide": (rng.standard_normal(size) * 10.0 ** rng.uniform(-9, 0, size)).astype(f32),
+        "normal": rng.standard_normal(size).astype(f32),
+    }
+    f = str(tmp_path / "one.h5")
+    with h5py.File(f, "w") as h:
+        for name, g in tensors.items():
+            h[f"step_000005/{name}/wgrad"] = g
+    res = fp8kit.msamp.simulate(f, ranks=[8, 64, 1024], spread=0.5, seed=9)
+    flags = {(d["ranks"], d["path"]): d for d in res["flags"]}
+    assert set(flags) == {(n, p) for n in (8, 64, 1024) for p in ("ddp", "non-ddp")}
+    seen = set()
+    for (n, path), d in flags.items():
+        for name, g in tensors.items():
+            over, under = _split_allreduce_flags(g, n, 0.5, 9, path)
+            assert (name in d["overflow"]) == over, (n, path, name)
+            assert (name in d["underflow"]) == under, (n, path, name)
+            seen.add((over, under))
+    # Under the split model every tensor clamps a hop from N = 8 on (the rank sum of the largest
+    # element grows like sqrt(N) past the pre-scale: docs/msamp.md section 6); underflow varies.
+    assert {bool(u) for _, u in seen} == {True, False}
