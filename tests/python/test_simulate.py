@@ -606,45 +606,27 @@ def test_simulate_dumps_carry_gradient_scale(tmp_path):
 
 def _split_allreduce_flags(g, n, spread, seed, path):
     """Whether the split model's all-reduce clamps (a rank cast past 448, a hop past 448, a result
-    not finite) and whether >= 1% of the elements sum to 0 though their mean is not 0, in any of
-    the three orders: docs/msamp.md, transcribed with msamp_allreduce / fp8_add above."""
+    not finite), whether >= 1% of the elements sum to 0 though their mean is not 0, in any of the
+    three orders, and the margin that avoids every clamp: docs/msamp.md, transcribed with
+    msamp_allreduce and _reduce_tracking (below)."""
     ranks = np.stack([split_rank(g, n, r, spread, seed) for r in range(n)])
     amax, sf, sinv, _, _ = msamp_allreduce(ranks, "rank", path)
     with np.errstate(all="ignore"):
         over = bool(np.any(np.abs(ranks * sf) > 448))
         q = np.stack([e4m3_satfinite(x * sf) for x in ranks])
     mean = ranks.astype(np.float64).sum(axis=0) / n
-    under = False
+    start = ((np.arange(g.size) * n // g.size) + 1) % n
+    under, peak = False, [0.0]
     for order in ("rank", "ring", "tree"):
-        clamped = np.zeros(g.size, bool)
-
-        def add(a, b):
-            s = e4m3_value(a) + e4m3_value(b)  # exact in float32
-            clamped[:] |= np.abs(s) > 448
-            return fp8_add(a, b, "half")
-        if order == "rank":
-            acc = q[0]
-            for r in range(1, n):
-                acc = add(acc, q[r])
-        elif order == "ring":
-            idx = np.arange(g.size)
-            start = ((idx * n // g.size) + 1) % n
-            acc = q[start, idx]
-            for k in range(1, n):
-                acc = add(acc, q[(start + k) % n, idx])
-        else:
-            level = list(q)
-            while len(level) > 1:
-                nxt = [add(level[k], level[k + 1]) for k in range(0, len(level) - 1, 2)]
-                if len(level) % 2:
-                    nxt.append(level[-1])
-                level = nxt
-            acc = level[0]
+        codes, hops, _ = _reduce_tracking(q, order, start, peak)
         with np.errstate(all="ignore"):
-            values = e4m3_value(acc) * sinv
-        over = over or bool(clamped.any()) or bool((~np.isfinite(values)).any())
+            values = e4m3_value(codes) * sinv
+        over = over or hops > 0 or bool((~np.isfinite(values)).any())
         under = under or np.count_nonzero((mean != 0) & (values == 0)) / g.size >= 0.01
-    return over, under
+    margin = 0
+    while peak[0] > 448 * 2.0 ** margin:
+        margin += 1
+    return over, under, margin
 
 
 def test_simulate_dumps_flags_at_8_64_1024(tmp_path):
@@ -668,9 +650,10 @@ def test_simulate_dumps_flags_at_8_64_1024(tmp_path):
     seen = set()
     for (n, path), d in flags.items():
         for name, g in tensors.items():
-            over, under = _split_allreduce_flags(g, n, 0.5, 9, path)
+            over, under, margin = _split_allreduce_flags(g, n, 0.5, 9, path)
             assert (name in d["overflow"]) == over, (n, path, name)
             assert (name in d["underflow"]) == under, (n, path, name)
+            assert d["margin"].get(name, 0) == margin, (n, path, name)
             seen.add((over, under))
     # Under the split model every tensor clamps a hop from N = 8 on (the rank sum of the largest
     # element grows like sqrt(N) past the pre-scale: docs/msamp.md section 6); underflow varies.
