@@ -90,6 +90,22 @@ assert j0["optimizer_grad"] == "mean" and j1["optimizer_grad"] == "fp8-allreduce
 assert any("FP8 all-reduce" in n for n in j1["notes"]), j1["notes"]
 assert 0 < m0["update_rel_error"] < m1["update_rel_error"], (m0, m1)
 PYEOF
+# O2 on the bundled single-rank dump (no exp_avg_sq: states from zero, the three dumped gradients in
+# order), and the gradient meta's scale carried from step to step (old_scale = the previous scale)
+"$FP8KIT" simulate msamp --level O2 "$DUMP" --ranks 8 --tensor '*layers.0.self_attn.k_proj*' --json >"$T/o2one.json" \
+    || { echo "FAIL: O2 on the bundled dump"; fail=1; }
+"$PY" - "$T/o2one.json" <<'PYEOF' || fail=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+m = {r["metric"]: r["value"] for r in j["rows"] if r["section"] == "optimizer"}
+assert m["steps_applied"] == 3 and 0 < m["update_rel_error_step1"] and 0 < m["update_rel_error"], m
+assert any("exp_avg_sq not dumped" in n for n in j["notes"]), j["notes"]
+for path in ("ddp", "non-ddp"):
+    r = {(x["step"], x["metric"]): x["value"] for x in j["rows"]
+         if x["section"] == "allreduce" and x["path"] == path and x["order"] in ("", None)}
+    assert r[(0, "old_scale")] == 1, path
+    assert r[(100, "old_scale")] == r[(0, "scale")] and r[(299, "old_scale")] == r[(100, "scale")], path
+PYEOF
 "$FP8KIT" simulate msamp --level O1 "$DUMP" --ranks 8 "${SEL[@]}" >"$T/text" || { echo "FAIL: text run"; fail=1; }
 grep -q "FP8 all-reduce, 8 ranks, ddp path" "$T/text" || { echo "FAIL: summary header"; fail=1; }
 exit $fail

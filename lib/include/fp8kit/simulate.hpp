@@ -81,7 +81,9 @@ std::unique_ptr<RankSource> split_ranks(std::vector<float> g, int n, double spre
 struct AllReduceOptions {
     Path path = Path::ddp;
     HopArith hop = HopArith::half;
-    float old_scale = 1.0f;  // meta.scale before this step (ScalingMeta starts at 1)
+    // meta.scale before this step: the weight gradient's ScalingMeta starts at 1 and keeps the last
+    // step's scale (DDP: 1/sqrt(N) included); run_msamp carries it over the dumped steps (docs/msamp.md).
+    float old_scale = 1.0f;
 };
 
 // One order's result.
@@ -326,7 +328,8 @@ struct MsampRun {
 };
 
 // Runs the all-reduce for every parameter, step, N and path, and at O2 the optimizer over the
-// dumped steps (docs/msamp.md). `ranks` must be given for a single dump (e.g. {8, 64, 1024}).
+// dumped steps (docs/msamp.md). Each (parameter, N, path) carries the gradient meta's scale from
+// one dumped step to the next, starting at 1, as MS-AMP's wgrad ScalingMeta does (row old_scale). `ranks` must be given for a single dump (e.g. {8, 64, 1024}).
 MsampRun run_msamp(DumpInput& in, const MsampRunOptions& opts);
 
 }  // namespace fp8kit::simulate

@@ -2,6 +2,7 @@
 // path, and at O2 the optimizer over the dumped steps (docs/msamp.md). The CLI and Python print
 // what this returns; the rows come out in one fixed order.
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -11,11 +12,12 @@
 namespace fp8kit::simulate {
 namespace {
 
-void allreduce_rows(const AllReduceResult& r, const std::string& tensor, std::int64_t step, const std::string& path,
-                    std::vector<MsampRow>& rows, MsampFlags& flags) {
+void allreduce_rows(const AllReduceResult& r, float old_scale, const std::string& tensor, std::int64_t step,
+                    const std::string& path, std::vector<MsampRow>& rows, MsampFlags& flags) {
     auto add = [&](const std::string& order, const std::string& metric, double v) {
         rows.push_back({"allreduce", tensor, step, r.ranks, path, order, metric, v});
     };
+    add("", "old_scale", old_scale);
     add("", "amax", r.amax);
     add("", "scale", r.scale);
     add("", "scale_inv", r.scale_inv);
@@ -58,12 +60,16 @@ std::unique_ptr<RankSource> rank_source(DumpInput& in, std::vector<std::vector<f
     return in.ranks() > 1 ? explicit_ranks(std::move(g)) : split_ranks(std::move(g[0]), n, o.spread, o.seed);
 }
 
+// The old scale of the weight gradient's ScalingMeta at each dumped step, for the N and path whose
+// all-reduce feeds the optimizer (OptimizerGrad::fp8_allreduce).
+using GradScales = std::map<std::int64_t, float>;
+
 // The gradient the simulated optimizer takes at `step` (OptimizerGrad), next to the exact mean.
 std::vector<float> optimizer_grad(DumpInput& in, const std::vector<std::vector<float>>& g, const std::vector<float>& mean,
-                                  const MsampRunOptions& o) {
+                                  const MsampRunOptions& o, float old_scale) {
     if (o.optimizer_grad == OptimizerGrad::mean) return mean;
     const int n = in.ranks() > 1 ? in.ranks() : o.ranks.front();
-    const AllReduceOptions ar{o.paths.front(), o.hop, 1.0f};
+    const AllReduceOptions ar{o.paths.front(), o.hop, old_scale};
     auto r = fp8_allreduce(*rank_source(in, g, n, o), {o.orders.front()}, ar);
     return std::move(r.orders.front().values);
 }
@@ -71,7 +77,8 @@ std::vector<float> optimizer_grad(DumpInput& in, const std::vector<std::vector<f
 // Applies the dumped gradients (after the first step when starting from dumped states).
 template <class Optimizer>
 void apply_steps(Optimizer& a, DumpInput& in, const std::string& p, const std::vector<std::int64_t>& steps,
-                 bool from_states, const MsampRunOptions& o, int ranks, std::vector<MsampRow>& rows) {
+                 bool from_states, const MsampRunOptions& o, const GradScales& scales, int ranks,
+                 std::vector<MsampRow>& rows) {
     const std::int64_t last = steps.back();
     auto add = [&](const std::string& metric, double val) { rows.push_back({"optimizer", p, last, ranks, "", "", metric, val}); };
     std::size_t applied = 0;
@@ -79,7 +86,7 @@ void apply_steps(Optimizer& a, DumpInput& in, const std::string& p, const std::v
         if (from_states && s == steps.front()) continue;
         const auto g = in.grads(p, s);
         const auto mean = mean_of(g);
-        a.step(optimizer_grad(in, g, mean, o), mean);
+        a.step(optimizer_grad(in, g, mean, o, scales.at(s)), mean);
         if (++applied == 1) add("update_rel_error_step1", report(a).update_rel_error);
     }
     const auto r = report(a);
@@ -97,7 +104,8 @@ void apply_steps(Optimizer& a, DumpInput& in, const std::string& p, const std::v
 // O2 for one parameter. From dumped states (exp_avg and exp_avg_sq at the first step, and later
 // steps): they are the states after that step, and the later gradients follow. Otherwise zero
 // states, and every dumped gradient is applied in order (v recomputed).
-void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& o, int ranks, MsampRun& run) {
+void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& o, const GradScales& scales, int ranks,
+                    MsampRun& run) {
     const auto steps = in.steps(p);
     const std::int64_t first = steps.front();
     auto w = in.state(p, first, "weight");
@@ -118,10 +126,10 @@ void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& 
     const std::int64_t step0 = from_states ? first + 1 : 0;
     if (o.te_fused_adam) {
         TeFusedAdam a(w, m, v, o.hyper, step0, o.te);
-        apply_steps(a, in, p, steps, from_states, o, ranks, run.rows);
+        apply_steps(a, in, p, steps, from_states, o, scales, ranks, run.rows);
     } else {
         MsampAdam a(w, m, v, o.hyper, step0, !o.fp32_master);
-        apply_steps(a, in, p, steps, from_states, o, ranks, run.rows);
+        apply_steps(a, in, p, steps, from_states, o, scales, ranks, run.rows);
     }
 }
 
@@ -141,18 +149,30 @@ MsampRun run_msamp(DumpInput& in, const MsampRunOptions& o) {
     run.params = in.params();
     run.optimizer_ranks = in.ranks();
     for (const auto& p : run.params) {
+        // MS-AMP keeps one ScalingMeta per weight gradient (FP8Linear.scaling_metas['wgrad'],
+        // msamp/nn/linear.py; scale 1 when created, window 1). The DDP reducer stores the new scale,
+        // 1/sqrt(N) included, in it (_reduce_bucket: meta.scale.copy_(scale)); the non-DDP cast
+        // (cast.py cast_to_fp8(sync=True) -> meta.reset_scaling_factor()) stores its own. The next
+        // step's compute_scaling_factor takes it as the old scale (used where amax is 0, NaN or
+        // +-Inf). So each (N, path) carries it over the dumped steps, in step order.
+        std::map<std::pair<int, Path>, float> carried;
+        GradScales opt_scales;
         for (std::int64_t s : in.steps(p)) {
             const auto g = in.grads(p, s);
             for (int n : ranks) {
                 const auto src = rank_source(in, g, n, o);
                 for (Path path : o.paths) {
-                    const AllReduceOptions ar{path, o.hop, 1.0f};
+                    float& old = carried.try_emplace({n, path}, 1.0f).first->second;
+                    if (n == ranks.front() && path == o.paths.front()) opt_scales[s] = old;
+                    const AllReduceOptions ar{path, o.hop, old};
                     const std::string pn(name(path));
-                    allreduce_rows(fp8_allreduce(*src, o.orders, ar), p, s, pn, run.rows, run.flags[{n, pn}]);
+                    const auto r = fp8_allreduce(*src, o.orders, ar);
+                    allreduce_rows(r, old, p, s, pn, run.rows, run.flags[{n, pn}]);
+                    old = r.scale;
                 }
             }
         }
-        if (o.o2) optimizer_rows(in, p, o, in.ranks(), run);
+        if (o.o2) optimizer_rows(in, p, o, opt_scales, in.ranks(), run);
     }
     if (o.o2 && o.optimizer_grad == OptimizerGrad::fp8_allreduce)
         run.notes.push_back(fmt::format("optimizer: the simulated side takes the FP8 all-reduce ({} path, {} order, N = {}); "
