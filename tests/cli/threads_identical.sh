@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 22: the same output for any thread count, byte for byte. Tensors spanning many chunks
 # (gzip+shuffle with partial edge chunks, enough chunks for both ways of locating them, several
-# slabs; unfiltered chunks; bfloat16 codes; a chunk never written; contiguous data of several
+# slabs; unfiltered chunks; bfloat16 codes, also of 2^21+ elements; a chunk never written; contiguous data of several
 # read pieces; chunks of whole rows, placed straight in the tensor) are inspected with --threads
 # 1, 2, 3, 4 and 8 and OMP_NUM_THREADS=3, in --json and
 # --csv, with a tensor-scaled and a block-scaled recipe; every output must equal --threads 1's.
@@ -25,6 +25,13 @@ with h5py.File(sys.argv[1], "w") as f:
     f.create_dataset("many/output", data=act((1800, 37)), chunks=(1, 37), compression="gzip", shuffle=True)
     f.create_dataset("plain/weight", data=act((500, 100)), chunks=(7, 13))
     b = f.create_dataset("bf16/input", data=(act((300, 256)).view(np.uint32) >> 16).astype(np.uint16), chunks=(16, 64), compression="gzip", shuffle=True)
+    b.attrs["dtype"] = "bfloat16"
+    # bfloat16 of 2^21+ elements, whose statistics count bit patterns (statistics.cpp, half_stats):
+    # gzip chunks and contiguous (mapped).
+    big = (act((2200, 1000)).view(np.uint32) >> 16).astype(np.uint16)
+    b = f.create_dataset("bigbf16/input", data=big, chunks=(100, 1000), compression="gzip", compression_opts=1, shuffle=True)
+    b.attrs["dtype"] = "bfloat16"
+    b = f.create_dataset("bigbf16/output", data=big)
     b.attrs["dtype"] = "bfloat16"
     h = f.create_dataset("holes/output", shape=(64, 64), dtype="<f4", chunks=(8, 8), fillvalue=0.5)
     h[0:8, 0:64] = act((8, 64))        # one row of chunks written, the rest never

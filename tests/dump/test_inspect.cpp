@@ -69,11 +69,13 @@ TEST_CASE("inspect: statistics equal compute_stats on the same arrays", "[dump]"
     opts.recipe = parse_recipe("te-current");
     const RecipeSpec& r = opts.recipe;
     std::size_t checked = 0;
+    std::vector<unsigned char> reused;  // the Python module's way: one buffer across tensors
     for (std::size_t i = 0; i < dump.tensors().size(); i += 7) {  // a spread of every kind
         const auto& t = dump.tensors()[i];
         INFO(t.name);
         const auto res = inspect::analyse(dump, i, opts);
         CHECK_FALSE(res.streamed);
+        check_same(res.stats, inspect::analyse(dump, i, opts, reused).stats, true);
         // The hybrid convention: gradients E5M2, everything else E4M3.
         CHECK(res.format == (t.role == dp::Role::gradient ? Format::e5m2 : Format::e4m3));
         const auto data = raw_delivered(t);

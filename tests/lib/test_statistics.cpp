@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fp8kit/emu/emu.hpp"
@@ -488,4 +489,49 @@ TEST_CASE("fast and general statistics loops give identical bits", "[lib][stats]
     set_stats_path(StatsPath::fast);
     check_identical(a.total, b.total);
     CHECK(a.scale_inv == b.scale_inv);
+}
+
+// bfloat16 / float16 arrays of 2^21 or more elements are counted by bit pattern (statistics.cpp,
+// half_stats: counts, extremes and histogram from a count per pattern, the two sums per element in
+// the element loops' lanes). Every one of the 65536 patterns occurs 32 times, in scrambled order
+// with a ragged tail, under scales that round (3, 0.3), keep values (1), make float32-subnormal
+// scaled values (2^-120: underflow, subnormal codes), overflow past FLT_MAX (2^100: Inf scaled
+// values) and NaN/Inf patterns of the input itself: every number, sums included, must be the bits
+// of the general element loop's (and of the fast loop on the float32 widening), at 1 and 3 threads.
+TEST_CASE("bf16 and f16 arrays counted by pattern equal the element loop", "[lib][stats]") {
+    if (std::string(stats_loop(Format::e4m3, Wide::bf16, kSat)) != "avx512")
+        WARN("this CPU has no AVX-512: the pattern path is not used here, both runs take the general loop");
+    const std::size_t n = (std::size_t{1} << 21) + 37;
+    std::vector<std::uint16_t> h(n);
+    for (std::size_t i = 0; i < n; ++i) h[i] = static_cast<std::uint16_t>(i * 40503u);
+    const Policy toward_zero{Rounding::toward_zero, Overflow::saturate_finite, NanEncoding::canonical};
+    const std::pair<Format, Policy> rules[] = {{Format::e4m3, kSat}, {Format::e5m2, kNosat}, {Format::e4m3, toward_zero}};
+    for (Wide w : {Wide::bf16, Wide::f16}) {
+        std::vector<float> wide(n);
+        for (std::size_t i = 0; i < n; ++i)
+            wide[i] = w == Wide::bf16 ? from_bits(static_cast<std::uint32_t>(h[i]) << 16) : static_cast<float>(f16_value(h[i]));
+        for (const auto& [f, pol] : rules) {
+            for (float scale : {1.0f, 3.0f, 0.3f, 0x1p-120f, 0x1p100f}) {
+                INFO(name(w) << " " << name(f) << " " << name(pol.rounding) << " scale " << scale);
+                const QuantConfig c{f, scale, pol};
+                set_stats_path(StatsPath::fast);
+                const QuantStats half = compute_stats(h.data(), w, n, c);
+                const QuantStats f32 = compute_stats(wide.data(), Wide::f32, n, c);
+                set_stats_path(StatsPath::general);
+                const QuantStats general = compute_stats(h.data(), w, n, c);
+                set_stats_path(StatsPath::fast);
+                check_identical(half, general);
+                check_identical(half, f32);
+            }
+        }
+        const int threads = omp_get_max_threads();
+        omp_set_num_threads(3);
+        const QuantStats three = compute_stats(h.data(), w, n, {Format::e4m3, 3.0f, kSat});
+        omp_set_num_threads(1);
+        const QuantStats one = compute_stats(h.data(), w, n, {Format::e4m3, 3.0f, kSat});
+        omp_set_num_threads(threads);
+        check_identical(three, one);
+        CHECK(one.nan > 0);  // the patterns include NaN and Inf inputs
+        CHECK(one.inf > 0);
+    }
 }

@@ -150,13 +150,17 @@ Result analyse_streamed(dump::Dump& d, std::size_t i, const Options& opts) {
 }  // namespace
 
 Result analyse(dump::Dump& d, std::size_t i, const Options& opts) {
+    std::vector<unsigned char> whole;
+    return analyse(d, i, opts, whole);
+}
+
+Result analyse(dump::Dump& d, std::size_t i, const Options& opts, std::vector<unsigned char>& buf) {
     check_recipe(opts.recipe);
     const dump::TensorInfo& t = d.tensors().at(i);
     if (!fits(t, opts)) return analyse_streamed(d, i, opts);
     if (const auto view = d.map(i)) return analyse_mapped(t, view.get(), opts);
-    std::vector<unsigned char> whole;
-    const float amax = load_whole(d, i, whole);
-    return analyse_whole(t, whole.data(), amax, opts);
+    const float amax = load_whole(d, i, buf, 0, opts.memory_bytes);
+    return analyse_whole(t, buf.data(), amax, opts);
 }
 
 void analyse_all(dump::Dump& d, const Options& opts, const Done& done) {

@@ -80,5 +80,45 @@ void stats_avx512(const StatsConsts& c, const std::uint32_t* xs, const std::uint
     if (mi < acc.min_nonzero) acc.min_nonzero = mi;
 }
 
+namespace {
+
+// Sixteen 16-bit elements: x^2 (finite x only) and err2[h] into the lanes, elements 0..7 then 8..15.
+inline void half_step(__m256i h16, __mmask16 k, bool bf16, const double* err2, __m512d& sx2, __m512d& se2) {
+    const __m512i idx = _mm512_cvtepu16_epi32(h16);
+    const __m512i exp_mask = _mm512_set1_epi32(bf16 ? 0x7F80 : 0x7C00);
+    const __mmask16 finite = _mm512_mask_cmpneq_epi32_mask(k, _mm512_and_si512(idx, exp_mask), exp_mask);
+    // Exact widening: bfloat16 is the top half of a float32; vcvtph2ps is exact for finite float16.
+    const __m512 x = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(idx, 16)) : _mm512_cvtph_ps(h16);
+    for (int half = 0; half < 2; ++half) {
+        const __m256 xh = half ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
+                               : _mm512_castps512_ps256(x);
+        const __m256i ih = half ? _mm512_extracti64x4_epi64(idx, 1) : _mm512_castsi512_si256(idx);
+        const __mmask8 fin = static_cast<__mmask8>(half ? finite >> 8 : finite & 0xFF);
+        const __mmask8 kh = static_cast<__mmask8>(half ? k >> 8 : k & 0xFF);
+        const __m512d xd = _mm512_cvtps_pd(xh);
+        sx2 = _mm512_mask_add_pd(sx2, fin, sx2, _mm512_mul_pd(xd, xd));
+        se2 = _mm512_mask_add_pd(se2, kh, se2, _mm512_mask_i32gather_pd(_mm512_setzero_pd(), kh, ih, err2, 8));
+    }
+}
+
+}  // namespace
+
+void half_sums_avx512(const void* data, std::size_t m, bool bf16, const double* err2, double* sx2_out,
+                      double* se2_out) {
+    const auto* h = static_cast<const std::uint16_t*>(data);
+    __m512d sx2 = _mm512_loadu_pd(sx2_out), se2 = _mm512_loadu_pd(se2_out);
+    std::size_t i = 0;
+    for (; i + 16 <= m; i += 16)
+        half_step(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + i)), 0xFFFF, bf16, err2, sx2, se2);
+    if (i < m) {  // the tail through a zero-padded copy (no read past the array), masked
+        std::uint16_t tail[16] = {};
+        for (std::size_t j = 0; j < m - i; ++j) tail[j] = h[i + j];
+        const auto k = static_cast<__mmask16>((1u << (m - i)) - 1);
+        half_step(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tail)), k, bf16, err2, sx2, se2);
+    }
+    _mm512_storeu_pd(sx2_out, sx2);
+    _mm512_storeu_pd(se2_out, se2);
+}
+
 }  // namespace fp8kit::simd
 #endif

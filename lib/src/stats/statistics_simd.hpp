@@ -35,4 +35,12 @@ struct StatsAcc {
 void stats_avx512(const StatsConsts& c, const std::uint32_t* xs, const std::uint32_t* ss,
                   const std::uint8_t* qs, std::size_t m, StatsAcc& acc);
 
+// The two binary64 sums of elements [0, m) of a bfloat16 (bf16 true) or float16 array, added to
+// sx2 / se2[kStatsLanes] exactly as stats_avx512 adds them (element i to lane i % kStatsLanes,
+// in index order): x^2 of the exact float32 widening of each finite x, and err2[h], looked up by
+// the element's 16-bit pattern h (the caller's table: (x - x^)^2 for finite x, +0.0 otherwise,
+// and adding +0.0 leaves a sum of squares unchanged).
+void half_sums_avx512(const void* data, std::size_t m, bool bf16, const double* err2, double* sx2,
+                      double* se2);
+
 }  // namespace fp8kit::simd

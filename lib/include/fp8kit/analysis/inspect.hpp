@@ -8,6 +8,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <vector>
 #include <optional>
 
 #include "fp8kit/io/dump.hpp"
@@ -42,6 +43,11 @@ struct Result {
 // Analyses d.tensors()[i]. Throws dump::DumpError (unreadable data) or std::invalid_argument
 // (the recipe cannot be applied, e.g. a block recipe on a tensor larger than memory_bytes).
 Result analyse(dump::Dump& d, std::size_t i, const Options& opts);
+// The same, reading a tensor that is neither mapped nor streamed into `buf`, which is reused
+// while large enough and within opts.memory_bytes (as analyse_range reuses its buffer): a caller
+// analysing tensor after tensor (the Python module) pays the page faults of a fresh tensor-sized
+// allocation once, not per tensor.
+Result analyse(dump::Dump& d, std::size_t i, const Options& opts, std::vector<unsigned char>& buf);
 
 // Every tensor of d in order, as analyse would give it: each tensor's chunks read and decoded by
 // the thread pool (parallel/pool.hpp) and its statistics computed by OpenMP, one tensor at a time.
