@@ -1,8 +1,6 @@
 // Block presets' statistics of a dumped tensor with bounded memory (dumped_blocks.hpp).
 #include "dumped_blocks.hpp"
 
-#include "fp8kit/convert/quantize.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,11 +8,14 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "fp8kit/convert/quantize.hpp"
+
 namespace fp8kit::sweep {
 
 DumpedBlocks::DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> recipes, std::size_t budget,
                            std::vector<bool> skip)
-    : recipes_(std::move(recipes)), skip_(std::move(skip)), total_(recipes_.size()), wide_(t.wide), esz_(t.wide == Wide::f32 ? 4 : 2),
+    : recipes_(std::move(recipes)), skip_(std::move(skip)), total_(recipes_.size()), wide_(t.wide),
+      esz_(t.wide == Wide::f32 ? 4 : 2),
       cols_(t.shape.back()), numel_(t.numel) {
     rows_ = cols_ ? static_cast<std::size_t>(t.numel / cols_) : 0;
     skip_.resize(recipes_.size(), false);

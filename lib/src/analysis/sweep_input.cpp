@@ -67,7 +67,8 @@ std::vector<BlockRecipe> block_recipes_for(const dump::TensorInfo& t, Role role,
             check_block_input(out.back(), rows, cols);
         } catch (const std::invalid_argument& e) {
             skip[out.size() - 1] = true;
-            if (L.rht_skipped++ == 0) L.first_rht_skipped = fmt::format("{}: {}: {}: {}", t.file, t.name, b.label, e.what());
+            if (L.rht_skipped++ == 0)
+                L.first_rht_skipped = fmt::format("{}: {}: {}: {}", t.file, t.name, b.label, e.what());
         }
     }
     return out;
