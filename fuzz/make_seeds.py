@@ -112,7 +112,7 @@ out("trace", "csv_no_tensor", b"amax,step,other\n1.5,0,x\ninf,1,y\nnan,2,z\n")
 rec = corpus / "recipe"
 rec.mkdir(parents=True, exist_ok=True)
 role = lambda fmt, gran, br=1, bc=1, window=1: {"format": fmt, "granularity": gran, "block_rows": br,
-                                                "block_cols": bc, "window": window}
+                                                "block_cols": bc, "window": window, "columnwise_rht": False}
 recipes = {
     "delayed.json": {"name": "my-delayed", "source": "hand-written", "kind": "delayed", "rule": "te",
                      "roles": {"input": role("e4m3", "tensor"), "weight": role("e4m3", "tensor"),

@@ -128,6 +128,7 @@ nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
         j["blocks"] = r.blocks->blocks;
         j["block_rows"] = r.blocks->tile_rows;
         j["block_cols"] = r.blocks->tile_cols;
+        j["columnwise_rht"] = r.blocks->columnwise_rht;  // blocks of the column-wise copy after TE's RHT
         j["scale_inv_min"] = num(r.blocks->scale_inv_min);
         j["scale_inv_max"] = num(r.blocks->scale_inv_max);
         j["block_dynamic_range_max"] = num(r.blocks->dr_max);

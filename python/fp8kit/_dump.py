@@ -102,8 +102,8 @@ def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", 
             row[k] = s[k]
         for k in ("underflow", "subnormal", "overflow"):
             row[k + "_pct"] = 100.0 * s[k] / s["numel"] if s["numel"] else float("nan")
-        for k in ("scale", "scale_inv", "blocks", "block_rows", "block_cols", "scale_inv_min", "scale_inv_max",
-                  "block_dynamic_range_max"):
+        for k in ("scale", "scale_inv", "blocks", "block_rows", "block_cols", "columnwise_rht", "scale_inv_min",
+                  "scale_inv_max", "block_dynamic_range_max"):
             if k in s:
                 row[k] = s[k]
         for k in ("mse", "sqnr_db", "dynamic_range_binades", "sum_x2", "sum_err2"):

@@ -52,6 +52,11 @@ def quantize_blocks(x, recipe, role="input", packed=False, seed=0, stream=None):
     by), 'scale_inv' (float32 dequantisation factor), 'global_amax', 'block_shape', 'grid'.
     Stochastic rounding (a recipe whose policy rounding is 'stochastic'): element i in C order
     draws stochastic_bits(seed, i).
+    A role whose recipe entry has columnwise_rht (the 'nvfp4' preset's 'input' and 'grad': TE
+    quantises them for the wgrad GEMM after its random Hadamard transform) gives TE's column-wise
+    copy: codes of shape (cols, rows) of te_rht16(x), scales along its rows, 'global_amax' after
+    the transform, 'columnwise_rht': True; x's row count must be a multiple of 16. The row-wise
+    copies are the 'nvfp4-rowwise' preset.
     A GPU array (1x128 / 128x128 TE blocks and MX blocks of 32, unpacked) runs the CUDA kernel
     and returns {'codes', 'scale_inv'} (TE blocks) or {'codes', 'scale_codes'} (MX, E8M0) as
     arrays of its framework, equal to the host result's entries of the same name.
@@ -93,7 +98,9 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
     `role` ('input', 'weight', 'grad'): tensorwise recipes scale with recipe_scale(amax(x));
     row/block recipes (x must be 2-D) scale each block, and the dict also holds the block scales:
     'block_shape' (rows, cols one scale covers), 'grid' (blocks down and across, edge blocks
-    partial) and 'scale_inv', float32 of the grid's shape (one value per block).
+    partial) and 'scale_inv', float32 of the grid's shape (one value per block); 'columnwise_rht'
+    True: the statistics are of TE's column-wise copy after its RHT (quantize_blocks), for the
+    'nvfp4' preset's inputs and gradients.
     format= or profile=/rounding=/overflow=/nan= given with a recipe override its choices.
     A GPU array (tensorwise recipes or an explicit scale) runs the CUDA statistics kernel.
     """

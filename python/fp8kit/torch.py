@@ -54,6 +54,9 @@ def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, 
     pol = _policy(r, profile, rounding, overflow, nan)
     xc = x.detach().contiguous()
     if r is not None and r["roles"][role]["granularity"] != "tensor":
+        # A fake cast stands for the row-wise copy the forward GEMM uses: TE's random Hadamard
+        # transform belongs to the column-wise (wgrad) copy only, which is not x's values.
+        r["roles"][role]["columnwise_rht"] = False
         if xc.dim() != 2:
             xc = xc.reshape(-1, xc.shape[-1])
         codes, sinv, fmt = _block_scale_inv(xc, r, role, pol, seed)

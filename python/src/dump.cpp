@@ -135,6 +135,7 @@ public:
             d["blocks"] = r.blocks->blocks;
             d["block_rows"] = r.blocks->tile_rows;
             d["block_cols"] = r.blocks->tile_cols;
+            d["columnwise_rht"] = r.blocks->columnwise_rht;
             d["scale_inv_min"] = r.blocks->scale_inv_min;
             d["scale_inv_max"] = r.blocks->scale_inv_max;
             d["block_dynamic_range_max"] = r.blocks->dr_max;

@@ -98,6 +98,11 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
     const Role ro = parse_recipe_slot(role);
     const auto rows = static_cast<std::size_t>(x.shape(0)), cols = static_cast<std::size_t>(x.shape(1));
     const BlockRecipe br = block_recipe(r, ro, cols);
+    try {
+        check_block_input(br, rows, cols);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("x: recipe '{}', role {}: {}", r.name, role, e.what()));
+    }
     const void* data = contiguous_data(x, wide_size(w), "x");
     BlockStats b;
     {
@@ -109,6 +114,7 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
     d["blocks"] = b.blocks;
     d["grid"] = pyb::make_tuple(b.grid_rows, b.grid_cols);
     d["block_shape"] = pyb::make_tuple(b.tile_rows, b.tile_cols);
+    d["columnwise_rht"] = b.columnwise_rht;  // the statistics are of the column-wise copy (TE's RHT)
     d["scale_inv_min"] = b.scale_inv_min;
     d["scale_inv_max"] = b.scale_inv_max;
     put_hist(d, b.scale_inv_exp_hist, "scale_inv_exp_hist");
@@ -135,8 +141,15 @@ pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const
     if (packed && br.format != Format::e2m1)
         throw std::invalid_argument(fmt::format("packed=True: only e2m1 codes are packed two per byte (recipe '{}' casts to {})",
                                                 r.name, name(br.format)));
-    if (packed && cols % 2 != 0)
-        throw std::invalid_argument(fmt::format("packed=True: the row length must be even, got {} columns", cols));
+    // The codes' rows are x's columns for the column-wise copy (columnwise_rht: TE's RHT).
+    const std::size_t out_cols = br.columnwise_rht ? rows : cols;
+    if (packed && out_cols % 2 != 0)
+        throw std::invalid_argument(fmt::format("packed=True: the row length must be even, got {} columns", out_cols));
+    try {
+        check_block_input(br, rows, cols);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("x: recipe '{}', role {}: {}", r.name, role, e.what()));
+    }
     const void* data = contiguous_data(x, wide_size(w), "x");
     BlockQuantized q;
     {
@@ -144,11 +157,12 @@ pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const
         q = quantize_blocks(data, w, rows, cols, br, seed);
     }
     pyb::dict d;
-    const auto R = static_cast<pyb::ssize_t>(rows), C = static_cast<pyb::ssize_t>(cols);
+    const auto R = static_cast<pyb::ssize_t>(q.rows), C = static_cast<pyb::ssize_t>(q.cols);
     if (packed) {
         pyb::array_t<std::uint8_t> p(std::vector<pyb::ssize_t>{R, C / 2});
-        for (std::size_t i = 0; i < rows; ++i)
-            emu::pack_fp4_array(q.codes.data() + i * cols, p.mutable_data() + i * (cols / 2), cols, emu::NibbleOrder::low_first);
+        for (std::size_t i = 0; i < q.rows; ++i)
+            emu::pack_fp4_array(q.codes.data() + i * q.cols, p.mutable_data() + i * (q.cols / 2), q.cols,
+                                emu::NibbleOrder::low_first);
         d["codes"] = p;
     } else {
         d["codes"] = pyb::array_t<std::uint8_t>(std::vector<pyb::ssize_t>{R, C}, q.codes.data());
@@ -163,6 +177,7 @@ pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const
     d["block_shape"] = pyb::make_tuple(q.tile_rows, q.tile_cols);
     d["grid"] = pyb::make_tuple(q.grid_rows, q.grid_cols);
     d["packed"] = packed;
+    d["columnwise_rht"] = q.columnwise_rht;
     return d;
 }
 

@@ -17,6 +17,14 @@ for p in $(cat "$T/list"); do
     [ $rc -eq 0 ] && cmp -s "$T/$p.json" "$T/$p.again.json"; check "recipe show $p reads back as the same recipe" $?
 done
 grep -q '"history_len": 1024' "$T/te-delayed.json"; check "te-delayed: history 1024" $?
+# nvfp4: TE's RHT on the column-wise copies of inputs and gradients, not weights (docs/recipes.md).
+python3 - "$T/nvfp4.json" "$T/nvfp4-rowwise.json" <<'PY'
+import json, sys
+nv, rw = (json.load(open(p))["roles"] for p in sys.argv[1:3])
+assert [nv[k]["columnwise_rht"] for k in ("input", "weight", "grad")] == [True, False, True], nv
+assert not any(rw[k]["columnwise_rht"] for k in ("input", "weight", "grad")), rw
+PY
+check "recipe show nvfp4: columnwise_rht for input and grad, not weight; nvfp4-rowwise: none" $?
 # Remove three fields at three depths: all three are named in one message.
 grep -v '"history_len"\|"block_rows"\|"overflow"' "$T/te-delayed.json" > "$T/broken.json"
 $FP8KIT recipe show "$T/broken.json" > /dev/null 2> "$T/err"; rc=$?

@@ -36,7 +36,7 @@ std::string error_of(const std::string& arg) {
 
 TEST_CASE("every preset exists with the issue's name and round-trips through JSON", "[lib][recipes]") {
     const std::vector<std::string> want = {"te-delayed", "te-current",         "te-block",        "mxfp8",
-                                           "mx-ocp",     "nvfp4",              "nvfp4-torchao",   "mxfp4",
+                                           "mx-ocp",     "nvfp4",              "nvfp4-rowwise",   "nvfp4-torchao",   "mxfp4",
                                            "mxfp4-ocp",  "mxfp6-e2m3",         "mxfp6-e2m3-ocp",  "mxfp6-e3m2",
                                            "mxfp6-e3m2-ocp", "torchao-tensorwise", "torchao-rowwise", "msamp",
                                            "deepseek-v3", "megatron"};
@@ -62,6 +62,13 @@ TEST_CASE("FP4/FP6 block presets: NVFP4 1x16 (16x16 weights), MX 1x32, E2M1/E2M3
     CHECK((nv.weight.block_rows == 16 && nv.weight.block_cols == 16));
     CHECK((nv.grad.block_rows == 1 && nv.grad.block_cols == 16));
     CHECK(nv.policy.overflow == Overflow::saturate_all);
+    // TE NVFP4BlockScaling: RHT on the column-wise copies of inputs and gradients, not weights.
+    CHECK((nv.input.columnwise_rht && nv.grad.columnwise_rht && !nv.weight.columnwise_rht));
+    const auto rw = parse_recipe("nvfp4-rowwise");
+    CHECK((!rw.input.columnwise_rht && !rw.grad.columnwise_rht && !rw.weight.columnwise_rht));
+    CHECK((rw.rule == nv.rule && rw.weight.block_rows == 16 && rw.grad.block_cols == 16));
+    CHECK(to_json(nv)["roles"]["grad"]["columnwise_rht"] == true);
+    CHECK(to_json(nv)["roles"]["weight"]["columnwise_rht"] == false);
     CHECK(parse_recipe("nvfp4-torchao").rule == ScaleRule::nvfp4_torchao);
     CHECK(parse_recipe("nvfp4-torchao").weight.block_rows == 1);  // torchao has no 2-D NVFP4 blocks
     for (const auto& [n, f, rule] : {std::tuple{"mxfp4", Format::e2m1, ScaleRule::mx_roundup},
@@ -132,5 +139,19 @@ TEST_CASE("bad recipe names and files give one message naming them", "[lib][reci
     j["pow2"] = "yes";
     const std::string pw = write_temp("pw.json", j.dump());
     CHECK_THAT(error_of(pw), Catch::Contains("pow2"));
-    for (const auto& p : {bad_json, missing, extra, fmt, hl, al, pw}) std::remove(p.c_str());
+    j = to_json(parse_recipe("te-current"));
+    j["roles"]["input"].erase("columnwise_rht");
+    const std::string nr = write_temp("nr.json", j.dump());
+    CHECK_THAT(error_of(nr), Catch::Contains("'roles.input.columnwise_rht'"));
+
+    j = to_json(parse_recipe("mxfp4"));  // 1 x 32 blocks: TE's RHT is 16 wide
+    j["roles"]["grad"]["columnwise_rht"] = true;
+    const std::string rb = write_temp("rb.json", j.dump());
+    CHECK_THAT(error_of(rb), Catch::Contains("roles.grad") && Catch::Contains("1 x 16"));
+
+    j = to_json(parse_recipe("nvfp4"));
+    j["roles"]["grad"]["columnwise_rht"] = 1;
+    const std::string rt = write_temp("rt.json", j.dump());
+    CHECK_THAT(error_of(rt), Catch::Contains("'columnwise_rht' must be true or false"));
+    for (const auto& p : {bad_json, missing, extra, fmt, hl, al, pw, nr, rb, rt}) std::remove(p.c_str());
 }

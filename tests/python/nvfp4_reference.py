@@ -7,6 +7,10 @@ NVFP4QuantizerRef._quantize_blockwise_reference (non-pow2 branch) and cast_to_fp
 torchao: torchao/prototype/mx_formats/nvfp4_tensor.py, per_tensor_amax_to_scale and nvfp4_quantize
 (two-level branch), at commit 36027d82d1ad9949597ea16002ff4940374b1b94.
 
+TransformerEngine's column-wise (wgrad) copy with the random Hadamard transform: the same file,
+get_wgrad_sign_vector, NVFP4QuantizerRef._build_hadamard_matrix, _apply_rht and the columnwise
+branch of _quantize (te_rht_columnwise, te_nvfp4_columnwise).
+
 torch is not a dependency, so the torch float32 operations are numpy float32 operations (both IEEE
 binary32, round to nearest even), torch.min/torch.clamp propagate NaN as np.minimum/np.clip do,
 and .to(torch.float8_e4m3fn) of values already clamped to +-448 is ml_dtypes' float8_e4m3fn cast
@@ -107,3 +111,39 @@ def torchao_nvfp4(x):
     scaled = np.clip(scaled, -F4_MAX, F4_MAX).reshape(m, n)
     codes = scaled.astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF
     return codes, sbs_bytes
+
+
+# TE get_wgrad_sign_vector()
+TE_SIGNS = np.array([1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1], dtype=np.float64)
+
+
+def sylvester(n):
+    """_build_hadamard_matrix's Sylvester construction: h = [[h, h], [h, -h]] from [[1]]."""
+    h = np.ones((1, 1))
+    while h.shape[0] < n:
+        h = np.block([[h, h], [h, -h]])
+    return h
+
+
+def te_rht_columnwise(x, random_signs=True):
+    """_apply_rht(tensor.t().contiguous()): x.T in groups of 16 along each row, times
+    (diag(s) @ H16) * (1 / sqrt(16)), exact in float64 and rounded once to x's dtype (torch sums
+    in float32 in its own order; the two agree where that sum is exact, lib convert/hadamard.hpp)."""
+    h = sylvester(16)
+    if random_signs:
+        h = np.diag(TE_SIGNS) @ h                   # sign_mat @ h
+    t = h * (1.0 / np.sqrt(16.0))
+    xt = np.ascontiguousarray(x.T).astype(np.float64)
+    out = (xt.reshape(-1, 16) @ t).reshape(xt.shape)
+    return out.astype(x.dtype)
+
+
+def te_nvfp4_columnwise(x):
+    """The columnwise branch of NVFP4QuantizerRef._quantize with with_rht=True and 1x16 tiles:
+    col_input = _apply_rht(x.T), global_amax_col = max |col_input| (after the transform), then
+    _quantize_blockwise_reference(col_input, global_amax_col, 16, 1). Returns (codes one per
+    byte of shape x.T's, E4M3 scale bytes (cols, rows/16), global_amax_col, col_input)."""
+    col = te_rht_columnwise(x)
+    col32 = np.asarray(col, dtype=F32)              # .to(torch.float32): exact for f32/bf16/f16
+    codes, scales, _ = te_nvfp4(col32)              # its global amax is max |col_input|
+    return codes, scales, F32(np.max(np.abs(col32))), col32

@@ -168,6 +168,12 @@ def test_block_scale_inv_per_block(preset, role):
     spec = r["roles"][role]
     x = data(SHAPE, seed=len(preset) * 3 + ROLES.index(role))
     rows, cols = x.shape
+    if spec["columnwise_rht"]:
+        # nvfp4 inputs/gradients: the column-wise copy after TE's RHT, which needs rows in groups
+        # of 16 (130 are not); its blocks are checked against TE's code in test_rht.py.
+        with pytest.raises(ValueError, match="multiple of 16, got 130"):
+            fp8kit.stats(x, recipe=preset, role=role)
+        return
     if spec["granularity"] == "tensor":
         th, tw = rows, cols
     elif spec["granularity"] == "row":

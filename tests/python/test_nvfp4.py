@@ -53,7 +53,9 @@ def adversarial(seed=7):
 
 def check_te(x, role):
     tile = (16, 16) if role == "weight" else (1, 16)
-    q = fp8kit.quantize_blocks(x, "nvfp4", role)
+    # nvfp4's inputs and gradients are the column-wise copy after TE's RHT (test_rht.py); the
+    # row-wise copies, checked here, are the nvfp4-rowwise preset.
+    q = fp8kit.quantize_blocks(x, "nvfp4" if role == "weight" else "nvfp4-rowwise", role)
     codes, scales, scaled = ref.te_nvfp4(x, tile)
     if tile == (16, 16):
         scales = scales[::16]  # the reference repeats a 16x16 block's scale on its 16 rows
@@ -108,20 +110,20 @@ def test_te_nvfp4_nan_follows_the_kernel():
     x = random_blocks(5, 16, 32)
     y = x.copy()
     y[0, 2] = np.nan
-    qx, qy = fp8kit.quantize_blocks(x, "nvfp4"), fp8kit.quantize_blocks(y, "nvfp4")
+    qx, qy = fp8kit.quantize_blocks(x, "nvfp4-rowwise"), fp8kit.quantize_blocks(y, "nvfp4-rowwise")
     assert qy["codes"][0, 2] == 7
-    assert qy["scale_codes"][0, 0] == fp8kit.quantize_blocks(np.where(np.isnan(y), 0, y).astype(F32), "nvfp4")["scale_codes"][0, 0]
+    assert qy["scale_codes"][0, 0] == fp8kit.quantize_blocks(np.where(np.isnan(y), 0, y).astype(F32), "nvfp4-rowwise")["scale_codes"][0, 0]
     assert qx["global_amax"] >= qy["global_amax"]
 
 
 def test_te_nvfp4_packed():
     x = random_blocks(11, 32, 64)
-    q = fp8kit.quantize_blocks(x, "nvfp4", packed=True)
+    q = fp8kit.quantize_blocks(x, "nvfp4-rowwise", packed=True)
     codes, _, _ = ref.te_nvfp4(x)
     assert q["codes"].shape == (32, 32) and q["packed"]
     assert np.array_equal(q["codes"], ref.te_pack_fp4x2(codes))  # cast_to_fp4x2: element 2i low nibble
     with pytest.raises(ValueError, match="even"):
-        fp8kit.quantize_blocks(np.zeros((2, 15), F32), "nvfp4", packed=True)
+        fp8kit.quantize_blocks(np.zeros((2, 15), F32), "nvfp4-rowwise", packed=True)
     with pytest.raises(ValueError, match="e2m1"):
         fp8kit.quantize_blocks(x, "mxfp6-e2m3", packed=True)
 
@@ -131,7 +133,7 @@ def test_te_nvfp4_bf16_and_f16_inputs():
     for dt in (ml_dtypes.bfloat16, np.float16):
         y = np.clip(x, -6e4, 6e4).astype(dt)
         check_te(y.astype(F32), "input")
-        assert np.array_equal(fp8kit.quantize_blocks(y, "nvfp4")["codes"], fp8kit.quantize_blocks(y.astype(F32), "nvfp4")["codes"])
+        assert np.array_equal(fp8kit.quantize_blocks(y, "nvfp4-rowwise")["codes"], fp8kit.quantize_blocks(y.astype(F32), "nvfp4-rowwise")["codes"])
 
 
 def test_torchao_nvfp4():
@@ -154,7 +156,7 @@ def test_te_and_torchao_differ_in_bits():
     # Why nvfp4-torchao is a preset of its own: on real data the two give different bytes.
     diff = 0
     for name, a in REAL[:8]:
-        diff += np.count_nonzero(fp8kit.quantize_blocks(a, "nvfp4")["scale_codes"] !=
+        diff += np.count_nonzero(fp8kit.quantize_blocks(a, "nvfp4-rowwise")["scale_codes"] !=
                                  fp8kit.quantize_blocks(a, "nvfp4-torchao")["scale_codes"])
     assert diff > 0
 
@@ -182,13 +184,13 @@ def test_nvfp4_stochastic_rounding_option():
     # fp8kit's own rule (emu/random.hpp), not TE's bits: a recipe whose policy rounds
     # stochastically draws stochastic_bits(seed, i) for element i; each code is one of the two
     # E2M1 neighbours of the scaled value, and the same seed gives the same codes.
-    r = fp8kit.recipe("nvfp4")
+    r = fp8kit.recipe("nvfp4-rowwise")
     r["policy"]["rounding"] = "stochastic"
     x = random_blocks(17, 32, 64)
     a = fp8kit.quantize_blocks(x, r, "grad", seed=5)
     b = fp8kit.quantize_blocks(x, r, "grad", seed=5)
     c = fp8kit.quantize_blocks(x, r, "grad", seed=6)
-    rn = fp8kit.quantize_blocks(x, "nvfp4", "grad")
+    rn = fp8kit.quantize_blocks(x, "nvfp4-rowwise", "grad")
     assert np.array_equal(a["codes"], b["codes"]) and not np.array_equal(a["codes"], c["codes"])
     assert np.array_equal(a["scale_codes"], rn["scale_codes"])
     grid = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(F32)

@@ -54,6 +54,15 @@ struct RoleSpec {
     Granularity granularity;
     int block_rows = 1, block_cols = 1;  // used when granularity == block
     int window = 1;                      // MS-AMP window length for this role (1 elsewhere)
+    // TransformerEngine NVFP4BlockScaling's random Hadamard transform: the role's block statistics
+    // and quantize_blocks describe its column-wise copy (the wgrad GEMM operand), i.e. x^T of the
+    // 2-D view with every 16 elements along a row of x^T (16 rows of one column of x) multiplied by
+    // diag(s) H16 / 4 (te_rht16_columnwise), the global amax taken after the transform, then the
+    // role's 1 x 16 blocks. TE applies it to the column-wise usage of linear inputs and output
+    // gradients, never to weights (transformer_engine/common/recipe/__init__.py
+    // NVFP4BlockScaling.__post_init__; custom_recipes/quantization_nvfp4.py
+    // NVFP4QuantizerRef._quantize). false: the row-wise copy, as it is.
+    bool columnwise_rht = false;
 };
 
 // Every parameter explicit: a user recipe file must name all of them (to_json writes them all).

@@ -8,12 +8,17 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "fp8kit/convert/quantize.hpp"
+
 namespace fp8kit::sweep {
 
-DumpedBlocks::DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> recipes, std::size_t budget)
-    : recipes_(std::move(recipes)), total_(recipes_.size()), wide_(t.wide), esz_(t.wide == Wide::f32 ? 4 : 2),
+DumpedBlocks::DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> recipes, std::size_t budget,
+                           std::vector<bool> skip)
+    : recipes_(std::move(recipes)), skip_(std::move(skip)), total_(recipes_.size()), wide_(t.wide),
+      esz_(t.wide == Wide::f32 ? 4 : 2),
       cols_(t.shape.back()), numel_(t.numel) {
     rows_ = cols_ ? static_cast<std::size_t>(t.numel / cols_) : 0;
+    skip_.resize(recipes_.size(), false);
     const std::uint64_t row_bytes = std::uint64_t(cols_) * esz_;
     // 1. Small enough: gathered whole, one call per preset.
     if (t.numel * esz_ <= budget) {
@@ -24,12 +29,17 @@ DumpedBlocks::DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> r
     }
     // 2. Strips of whole tiles: a multiple of every preset's tile height.
     std::size_t unit = 1;
-    for (const auto& r : recipes_) {
+    for (std::size_t k = 0; k < recipes_.size(); ++k) {
+        const BlockRecipe& r = recipes_[k];
+        if (skip_[k]) continue;
         if (r.block_rows <= 0) {  // one block over the whole tensor: needs it all at once
             unit = rows_;
             break;
         }
         unit = std::lcm(unit, static_cast<std::size_t>(r.block_rows));
+        // The column-wise copy's blocks (TE's RHT) run down 16 rows of one column: a strip of a
+        // multiple of 16 rows holds whole blocks of the copy.
+        if (r.columnwise_rht) unit = std::lcm(unit, std::size_t{16});
     }
     unit = std::max<std::size_t>(1, std::min(unit, rows_));
     if (row_bytes * unit > budget) {
@@ -48,8 +58,19 @@ void DumpedBlocks::add(const dump::Chunk& c) {
     // 1. One run over the whole tensor: every tile holds one value, so its scale (a function of
     //    the tile's amax) and every element's cast are those of a 1 x 1 tensor of that value.
     if (c.repeat > 1 && c.first == 0 && c.repeat == numel_) {
-        for (std::size_t k = 0; k < recipes_.size(); ++k)
-            total_[k] = times(compute_block_stats(c.bits, c.wide, 1, 1, recipes_[k]).total, numel_);
+        for (std::size_t k = 0; k < recipes_.size(); ++k) {
+            if (skip_[k]) continue;
+            if (!recipes_[k].columnwise_rht) {
+                total_[k] = times(compute_block_stats(c.bits, c.wide, 1, 1, recipes_[k]).total, numel_);
+                continue;
+            }
+            // With TE's RHT the copy is not constant: every column's groups of 16 equal values
+            // become the same 16 values, so the tensor is numel / 16 copies of one 16 x 1 column.
+            const std::size_t es = wide_size(c.wide);
+            std::vector<unsigned char> col(16 * es);
+            for (std::size_t i = 0; i < 16; ++i) std::memcpy(&col[i * es], c.bits, es);
+            total_[k] = times(compute_block_stats(col.data(), c.wide, 16, 1, recipes_[k]).total, numel_ / 16);
+        }
         constant_ = active_ = true;
         why_.clear();
         return;
@@ -86,6 +107,7 @@ void DumpedBlocks::add(const dump::Chunk& c) {
 
 void DumpedBlocks::flush(std::size_t rows) {
     for (std::size_t k = 0; k < recipes_.size(); ++k) {
+        if (skip_[k]) continue;
         const auto s = compute_block_stats(buf_.data(), wide_, rows, cols_, recipes_[k]).total;
         if (strips_ == 0) total_[k] = s; else total_[k].merge(s);
     }
@@ -93,12 +115,16 @@ void DumpedBlocks::flush(std::size_t rows) {
     buf_.clear();
 }
 
-std::vector<QuantStats> DumpedBlocks::finish() {
+std::vector<std::optional<QuantStats>> DumpedBlocks::finish() {
     if (!active_) return {};
-    if (constant_) return std::move(total_);
-    if (strip_rows_ == rows_) flush(rows_);  // gathered whole (also 0 x 0)
-    else if (!buf_.empty()) flush(buf_.size() / (cols_ * esz_));
-    return std::move(total_);
+    if (!constant_) {
+        if (strip_rows_ == rows_) flush(rows_);  // gathered whole (also 0 x 0)
+        else if (!buf_.empty()) flush(buf_.size() / (cols_ * esz_));
+    }
+    std::vector<std::optional<QuantStats>> out(recipes_.size());
+    for (std::size_t k = 0; k < recipes_.size(); ++k)
+        if (!skip_[k]) out[k] = std::move(total_[k]);
+    return out;
 }
 
 }  // namespace fp8kit::sweep

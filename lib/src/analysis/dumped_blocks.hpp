@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,16 +19,20 @@ namespace fp8kit::sweep {
 class DumpedBlocks {
 public:
     // recipes: one per block preset, already resolved for this tensor (block_recipe()).
-    DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> recipes, std::size_t budget);
+    // skip: one flag per recipe (empty: none); a skipped recipe is not evaluated and its entry of
+    // finish() is empty.
+    DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> recipes, std::size_t budget,
+                 std::vector<bool> skip = {});
     // Empty when the presets cannot be evaluated within the budget (why() says why).
     bool active() const { return active_; }
     const std::string& why() const { return why_; }
     void add(const dump::Chunk& c);
-    std::vector<QuantStats> finish();  // one total per recipe
+    std::vector<std::optional<QuantStats>> finish();  // one total per recipe (empty: skipped)
 
 private:
     void flush(std::size_t rows);
     std::vector<BlockRecipe> recipes_;
+    std::vector<bool> skip_;
     std::vector<QuantStats> total_;
     std::vector<unsigned char> buf_;
     Wide wide_;

@@ -55,8 +55,10 @@ std::vector<Candidate> default_candidates(const std::vector<std::optional<Format
 std::vector<Candidate> block_candidates() {
     std::vector<Candidate> out;
     // FP8 block presets, then the FP4/FP6 ones, so that one sweep of a dump compares them.
-    for (const char* p : {"te-block", "mxfp8", "mx-ocp", "deepseek-v3", "torchao-rowwise", "nvfp4", "nvfp4-torchao",
-                          "mxfp4", "mxfp6-e2m3", "mxfp6-e3m2"}) {
+    // nvfp4 measures inputs and gradients as TE's column-wise copy after its RHT, nvfp4-rowwise
+    // the row-wise copy: both, so that the transform's effect is visible.
+    for (const char* p : {"te-block", "mxfp8", "mx-ocp", "deepseek-v3", "torchao-rowwise", "nvfp4", "nvfp4-rowwise",
+                          "nvfp4-torchao", "mxfp4", "mxfp6-e2m3", "mxfp6-e3m2"}) {
         Candidate c;
         c.recipe = parse_recipe(p);
         c.blockwise = true;
@@ -270,7 +272,7 @@ std::vector<Outcome> Sweep::evaluate(std::size_t si, std::vector<std::string>* n
         for (std::size_t c = 0; c < C; ++c) {
             if (cands_[c].blockwise) {
                 const std::size_t b = c - block_index0;
-                if (b < d.block.size()) out[c].add_dump(d.block[b]);
+                if (b < d.block.size() && d.block[b]) out[c].add_dump(*d.block[b]);
             } else if (!why[c].empty()) {
                 if (notes)
                     notes->push_back(fmt::format("{} on '{}' step {}: {} (not evaluated)", cands_[c].label, ser.tensor,

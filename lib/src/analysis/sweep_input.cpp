@@ -47,16 +47,28 @@ void load_traces(const Inputs& in, Loaded& L, std::vector<trace::Series>& series
     }
 }
 
-// The block presets resolved for one tensor; empty (with a note) when a preset refuses it.
+// The block presets resolved for one tensor; empty (with a note) when a preset refuses it. skip[k]:
+// preset k cannot take this tensor's shape (nvfp4's column-wise RHT needs rows in groups of 16,
+// check_block_input): left out of its statistics alone, counted in L for one note.
 std::vector<BlockRecipe> block_recipes_for(const dump::TensorInfo& t, Role role, const std::vector<Candidate>& blocks,
-                                           Loaded& L) {
+                                           Loaded& L, std::vector<bool>& skip) {
     std::vector<BlockRecipe> out;
+    skip.assign(blocks.size(), false);
+    const std::size_t cols = static_cast<std::size_t>(t.shape.back());
+    const std::size_t rows = cols ? static_cast<std::size_t>(t.numel / cols) : 0;
     for (const auto& b : blocks) {
         try {
-            out.push_back(block_recipe(b.recipe, role, t.shape.back()));
+            out.push_back(block_recipe(b.recipe, role, cols));
         } catch (const std::invalid_argument& e) {
             L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, e.what()));
             return {};
+        }
+        try {
+            check_block_input(out.back(), rows, cols);
+        } catch (const std::invalid_argument& e) {
+            skip[out.size() - 1] = true;
+            if (L.rht_skipped++ == 0)
+                L.first_rht_skipped = fmt::format("{}: {}: {}: {}", t.file, t.name, b.label, e.what());
         }
     }
     return out;
@@ -82,8 +94,9 @@ bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
     auto h = std::make_shared<MagnitudeHistogram>();
     std::optional<DumpedBlocks> blk;
     if (in.blocks && !t.shape.empty()) {
-        auto recipes = block_recipes_for(t, pd.role, blocks, L);
-        if (!recipes.empty()) blk.emplace(t, std::move(recipes), in.block_memory_bytes);
+        std::vector<bool> skip;
+        auto recipes = block_recipes_for(t, pd.role, blocks, L, skip);
+        if (!recipes.empty()) blk.emplace(t, std::move(recipes), in.block_memory_bytes, std::move(skip));
     }
     dmp.read_runs(i, [&](const dump::Chunk& c) {
         if (c.repeat > 1) h->add_repeated(c.bits, c.wide, c.repeat);
@@ -132,6 +145,9 @@ std::vector<Pending> load_dumps(const Inputs& in, const std::vector<Candidate>& 
                                       "name, file or folder): skipped (first: {})", L.no_step, L.first_no_step));
     if (skipped_opt)
         L.notes.push_back(fmt::format("{} optimizer-state tensors skipped (no FP8 cast to tune)", skipped_opt));
+    if (L.rht_skipped)
+        L.notes.push_back(fmt::format("{} dumped tensor step(s) left out of a block preset with TE's column-wise RHT "
+                                      "(first: {})", L.rht_skipped, L.first_rht_skipped));
     return pending;
 }
 

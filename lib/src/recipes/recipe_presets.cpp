@@ -103,7 +103,20 @@ std::vector<RecipeSpec> make_presets() {
         r.input = blocks(Format::e2m1, 1, 16);
         r.weight = blocks(Format::e2m1, 16, 16);
         r.grad = blocks(Format::e2m1, 1, 16);
+        // TE NVFP4BlockScaling (recipe/__init__.py): fp4_quant_fwd_inp and fp4_quant_bwd_grad have
+        // random_hadamard_transform=True, applied to the column-wise (wgrad) usage only;
+        // fp4_quant_fwd_weight has none and 16x16 blocks (fp4_2d_quantization).
+        r.input.columnwise_rht = true;
+        r.grad.columnwise_rht = true;
         r.policy = kMxElement;
+        v.push_back(r);
+        // The same recipe's row-wise copies (fprop input, dgrad gradient): no RHT.
+        r.name = "nvfp4-rowwise";
+        r.source = "TransformerEngine NVFP4BlockScaling, the row-wise usage (no random Hadamard transform): "
+                   "transformer_engine/common/cast/nvfp4/quantize_transpose_nvfp4.cuh; reference "
+                   "transformer_engine/pytorch/custom_recipes/quantization_nvfp4.py";
+        r.input.columnwise_rht = false;
+        r.grad.columnwise_rht = false;
         v.push_back(r);
     }
     {
@@ -264,7 +277,7 @@ double number_field(const nlohmann::json& j, const char* key, const std::string&
 }
 
 RoleSpec role_from_json(const nlohmann::json& j, const std::string& where) {
-    require_keys(j, where, {"format", "granularity", "block_rows", "block_cols", "window"});
+    require_keys(j, where, {"format", "granularity", "block_rows", "block_cols", "window", "columnwise_rht"});
     RoleSpec r;
     const auto f = parse_format(j.at("format").get<std::string>());
     if (!f) throw std::invalid_argument(fmt::format("{}: unknown format '{}'; expected one of {}", where,
@@ -274,6 +287,12 @@ RoleSpec role_from_json(const nlohmann::json& j, const std::string& where) {
     r.block_rows = int_field(j, "block_rows", where, 1, 1 << 20);
     r.block_cols = int_field(j, "block_cols", where, 1, 1 << 20);
     r.window = int_field(j, "window", where, 1, 1 << 20);
+    if (!j.at("columnwise_rht").is_boolean())
+        throw std::invalid_argument(where + ": field 'columnwise_rht' must be true or false");
+    r.columnwise_rht = j.at("columnwise_rht").get<bool>();
+    if (r.columnwise_rht && !(r.granularity == Granularity::block && r.block_rows == 1 && r.block_cols == 16))
+        throw std::invalid_argument(fmt::format("{}: field 'columnwise_rht' needs granularity 'block' with 1 x 16 "
+                                                "blocks (TE's Hadamard dimension is the NVFP4 tile length 16)", where));
     return r;
 }
 
@@ -282,7 +301,8 @@ nlohmann::json role_to_json(const RoleSpec& r) {
             {"granularity", std::string(name(r.granularity))},
             {"block_rows", r.block_rows},
             {"block_cols", r.block_cols},
-            {"window", r.window}};
+            {"window", r.window},
+            {"columnwise_rht", r.columnwise_rht}};
 }
 
 }  // namespace
@@ -326,7 +346,7 @@ void check_complete(const nlohmann::json& j, const std::string& where) {
         for (const char* r : {"input", "weight", "grad"})
             if (roles.is_object() && roles.contains(r))
                 missing_fields(roles.at(r), std::string("roles.") + r + ".",
-                               {"format", "granularity", "block_rows", "block_cols", "window"}, missing);
+                               {"format", "granularity", "block_rows", "block_cols", "window", "columnwise_rht"}, missing);
     }
     if (j.is_object() && j.contains("policy")) missing_fields(j.at("policy"), "policy.", {"rounding", "overflow", "nan"}, missing);
     if (missing.empty()) return;

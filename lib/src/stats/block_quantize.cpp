@@ -43,6 +43,14 @@ float element_f32(const void* data, Wide type, std::size_t i) {
 
 BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br, std::uint64_t seed) {
+    if (br.columnwise_rht) {  // the column-wise copy (TE's RHT): its codes, scales and amax
+        const ColumnwiseCopy c = columnwise_rht_copy(data, type, rows, cols);
+        BlockRecipe plain = br;
+        plain.columnwise_rht = false;
+        BlockQuantized q = quantize_blocks(c.bytes.data(), c.type, c.rows, c.cols, plain, seed);
+        q.columnwise_rht = true;
+        return q;
+    }
     if (br.block_rows < 0 || br.block_cols < 0 || (br.block_rows == 0) != (br.block_cols == 0))
         throw std::invalid_argument("quantize_blocks: block shape must be >= 1 x 1 (or 0 x 0 for the whole tensor)");
     BlockQuantized out;

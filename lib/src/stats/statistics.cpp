@@ -657,11 +657,25 @@ BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
             b.block_cols = rs.block_cols;
             break;
     }
+    b.columnwise_rht = rs.columnwise_rht;
+    if (b.columnwise_rht && !(rs.granularity == Granularity::block && b.block_rows == 1 && b.block_cols == 16))
+        throw std::invalid_argument(fmt::format(
+            "recipe '{}': columnwise_rht needs 1 x 16 blocks for the {} role (TE's Hadamard dimension is the "
+            "NVFP4 tile length 16), not {} {} x {}",
+            r.name, slot_name(role), name(rs.granularity), b.block_rows, b.block_cols));
     return b;
 }
 
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br) {
+    if (br.columnwise_rht) {  // the statistics of the column-wise copy (TE's RHT), with its own amax
+        const ColumnwiseCopy c = columnwise_rht_copy(data, type, rows, cols);
+        BlockRecipe plain = br;
+        plain.columnwise_rht = false;
+        BlockStats s = compute_block_stats(c.bytes.data(), c.type, c.rows, c.cols, plain);
+        s.columnwise_rht = true;
+        return s;
+    }
     if (br.block_rows < 0 || br.block_cols < 0 || (br.block_rows == 0) != (br.block_cols == 0))
         throw std::invalid_argument("compute_block_stats: block shape must be >= 1 x 1 (or 0 x 0 for the whole tensor)");
     const std::size_t bh = br.block_rows == 0 ? std::max<std::size_t>(rows, 1) : static_cast<std::size_t>(br.block_rows);

@@ -68,6 +68,9 @@ ShapeStats shape_of(const float* x, std::uint64_t rows, std::uint64_t cols, Role
     // 3. Block statistics under the block recipe: compute_block_stats, its definition (stats.hpp).
     if (cfg.block_recipe && n) {
         const BlockRecipe br = block_recipe(*cfg.block_recipe, recipe_slot(role), cols);
+        // TE's RHT (the column-wise copy) needs whole groups of 16 rows; without them the tensor
+        // gets no "blocks" entry (stated in docs/early-warning.md), not an error mid-watch.
+        if (br.columnwise_rht && rows % 16 != 0) return s;
         const BlockStats b = compute_block_stats(x, Wide::f32, rows, cols, br);
         s.has_blocks = true;
         s.blocks = b.blocks;

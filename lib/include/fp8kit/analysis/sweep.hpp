@@ -72,7 +72,9 @@ struct Dumped {
     std::int64_t step;
     std::shared_ptr<const MagnitudeHistogram> hist;
     float amax;  // TE's amax of the data (NaN ignored, Inf if any Inf)
-    std::vector<QuantStats> block;  // per block_candidates() entry, when computed
+    // Per block_candidates() entry, when computed; an empty entry: that preset cannot take this
+    // tensor (nvfp4's column-wise RHT on a row count that is not a multiple of 16).
+    std::vector<std::optional<QuantStats>> block;
 };
 
 class Sweep {

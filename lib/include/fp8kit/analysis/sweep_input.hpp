@@ -32,6 +32,10 @@ struct Loaded {
     // Dumped tensors left out, by reason (for the "nothing to sweep" message).
     std::size_t no_step = 0, optimizer_state = 0, not_selected = 0;
     std::string first_no_step;  // "file: name" of the first tensor without a step
+    // Tensor steps a block preset with TE's column-wise RHT (nvfp4's inputs and gradients) left out
+    // because their row count is not a multiple of 16; the first one's "file: name" and reason.
+    std::size_t rht_skipped = 0;
+    std::string first_rht_skipped;
 };
 
 // Reads every file. Bad input throws trace::TraceError or dump::DumpError naming the file, the

@@ -22,11 +22,16 @@ struct BlockQuantized {
     std::vector<float> scale;                  // the factor the elements are multiplied by
     std::vector<float> scale_inv;              // the factor a code is multiplied by to dequantise
     float global_amax = 0;                     // amax_of the whole tensor (NVFP4's second level)
+    // br.columnwise_rht: everything above is of the column-wise copy (columnwise_rht_copy): rows
+    // and cols are the input's cols and rows, codes are TE's columnwise data (qx_t), global_amax
+    // is taken after the transform (TE's global_amax_col).
+    bool columnwise_rht = false;
 };
 
 // codes[i] = encode(fl32(x[i] * scale of its block)) under br.policy; float32, bfloat16 and
 // float16 inputs widen exactly to float32 (float64 inputs are rounded to float32 first, RNE).
-// Stochastic rounding: element i (row-major) draws emu::stochastic_bits(seed, i).
+// Stochastic rounding: element i (row-major) draws emu::stochastic_bits(seed, i) (with
+// br.columnwise_rht, i indexes the column-wise copy).
 // Same result for any thread count.
 BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br, std::uint64_t seed = 0);

@@ -84,7 +84,27 @@ struct BlockRecipe {
     bool pow2;                   // te/torchao: power-of-two floor; deepseek: UE8M0 round-up
     float value_for_inf;         // te only
     Policy policy;
+    // RoleSpec::columnwise_rht: the blocks are those of the column-wise copy (columnwise_rht_copy:
+    // cols x rows, TE's random Hadamard transform applied), not of the data as given. Needs 1 x 16
+    // blocks (TE's RHT dimension is the NVFP4 tile length) and a row count that is a multiple of 16.
+    bool columnwise_rht = false;
 };
+// The column-wise copy TE's NVFP4 recipe quantises for the wgrad GEMM, of a row-major rows x cols
+// tensor: te_rht16_columnwise (convert/hadamard.hpp) of the data, i.e. x^T (cols x rows) with
+// every 16 elements along a row multiplied by diag(s) H16 / 4 and rounded once to the input type
+// (f64 data is first rounded to f32, RNE, as quantize_blocks reads it). TE
+// custom_recipes/quantization_nvfp4.py NVFP4QuantizerRef._quantize: col_input =
+// _apply_rht(tensor.t()), global_amax_col = max |col_input|. std::invalid_argument naming the row
+// count when it is not a multiple of 16 (TE asserts the same).
+struct ColumnwiseCopy {
+    std::vector<unsigned char> bytes;
+    Wide type;
+    std::size_t rows, cols;  // the copy's: the input's cols and rows
+};
+ColumnwiseCopy columnwise_rht_copy(const void* data, Wide type, std::size_t rows, std::size_t cols);
+// std::invalid_argument when br cannot be applied to a rows x cols tensor (columnwise_rht: a
+// row count that is not a multiple of 16); the message says why and names the remedy.
+void check_block_input(const BlockRecipe& br, std::size_t rows, std::size_t cols);
 // The block cast of a preset for one role on a tensor with `cols` columns: tensor granularity
 // gives 0 x 0, rowwise 1 x cols (std::invalid_argument for delayed/windowed recipes).
 BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols);
@@ -108,6 +128,9 @@ struct BlockStats {
     double dr_max = 0, dr_mean = 0;
     std::array<std::uint64_t, kDrBins> dr_hist{};
     std::vector<float> scale_inv;  // one per block: grid_rows x grid_cols, row-major
+    // BlockRecipe::columnwise_rht: every field above describes the column-wise copy (cols x rows,
+    // after TE's RHT); its blocks run along the input's columns.
+    bool columnwise_rht = false;
 };
 
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
