@@ -116,12 +116,12 @@ int finish_output(int status, bool stdout_closed) {
 namespace {
 
 // Under `mpirun -n P` (an MPI build): the commands that split their work over the ranks
-// (lib/src/cluster). Any other command runs whole on rank 0; the other ranks leave at once, so
+// (lib/src/cluster: inspect by tensor, sweep's dumped tensors, validate's blocks of elements). Any other command runs whole on rank 0; the other ranks leave at once, so
 // one report is written, never P.
 bool splits_over_ranks(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
-        if (!a.empty() && a[0] != '-') return a == "inspect";
+        if (!a.empty() && a[0] != '-') return a == "inspect" || a == "sweep" || a == "validate";
     }
     return false;
 }
