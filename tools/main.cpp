@@ -171,6 +171,8 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         if (speaks) std::fprintf(stderr, "fp8kit: error: %s\n", fp8kit::io::printable(e.what()).c_str());
         return 2;
+    } catch (const fp8kit::cluster::SharedError&) {  // rank 0 reports it (a rank other than 0 throws it)
+        return 2;
     } catch (const std::exception& e) {  // everything else: one line, exit 2
         // fmt::print throws when standard output fails mid-report: say that, not "cannot write to file".
         if (std::ferror(stdout)) return finish_output(2, stdout_closed);
