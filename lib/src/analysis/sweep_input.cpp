@@ -12,6 +12,7 @@
 
 #include "dumped_blocks.hpp"
 #include "fp8kit/analysis/trace_input.hpp"
+#include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/io/dump.hpp"
 
 namespace fp8kit::sweep {
@@ -129,7 +130,13 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
     };
     auto pass = [&](std::size_t i) { return pass_one(dmp, i, blocks, in); };
     if (in.pass_over) {
-        if (!in.pass_over(dmp, pass, keep)) return false;
+        std::vector<std::uint64_t> bytes;  // what each pass reads (pass_one's rules): shares balance these
+        for (const auto& t : dmp.tensors()) {
+            const bool read = t.role != dump::Role::optimizer_state && t.step && t.wide != Wide::f64 &&
+                              selected(in.tensors, series_name_of_dump(t.name));
+            bytes.push_back(read ? t.numel * wide_size(t.wide) : 0);
+        }
+        if (!in.pass_over(dmp, bytes, pass, keep)) return false;
     } else {
         for (std::size_t i = 0; i < dmp.tensors().size(); ++i) keep(i, pass(i));
     }

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "fp8kit/cluster/inspect.hpp"
+#include "fp8kit/cluster/share.hpp"
 #include "fp8kit/io/trace.hpp"
 
 namespace fp8kit::cluster {
@@ -70,11 +70,13 @@ std::string encode_failure(std::size_t i, std::exception_ptr failed) {
     return out;
 }
 
-// The PassOver of load_sweep_inputs: this rank's share, then the gather; rank 0 keeps its own
+// The PassOver of load_sweep_inputs: this rank's share (contiguous, balanced over the bytes the
+// passes read: cluster::share), then the gather; rank 0 keeps its own
 // passes as they finish and the others' in rank order, which is tensor order.
-bool pass_over(Comm& comm, const dump::Dump& d, const std::function<sweep::DumpedPass(std::size_t)>& pass,
+bool pass_over(Comm& comm, const dump::Dump& d, const std::vector<std::uint64_t>& bytes,
+               const std::function<sweep::DumpedPass(std::size_t)>& pass,
                const std::function<void(std::size_t, sweep::DumpedPass&&)>& keep) {
-    const auto [first, last] = tensor_share(d, comm.rank(), comm.size());
+    const auto [first, last] = share(bytes, comm.rank(), comm.size());
     std::string mine;
     std::exception_ptr failed;  // rank 0's first failure, thrown after the gather
     for (std::size_t i = first; i < last; ++i) {
@@ -148,8 +150,8 @@ std::size_t decode_pass(const std::string& bytes, std::size_t& pos, sweep::Dumpe
 
 sweep::Loaded load_sweep_inputs(Comm& comm, sweep::Inputs in) {
     if (comm.size() == 1) return sweep::load_inputs(in);
-    in.pass_over = [&comm](const dump::Dump& d, const auto& pass, const auto& keep) {
-        return pass_over(comm, d, pass, keep);
+    in.pass_over = [&comm](const dump::Dump& d, const auto& bytes, const auto& pass, const auto& keep) {
+        return pass_over(comm, d, bytes, pass, keep);
     };
     if (comm.root()) return sweep::load_inputs(in);
     // The other ranks read only dumps (the traces are rank 0's): what could fail before the

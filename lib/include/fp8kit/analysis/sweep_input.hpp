@@ -27,12 +27,14 @@ struct DumpedPass {
     std::vector<std::string> notes;
 };
 
-// How the passes over a dump's tensors are run: given the dump and the pass of tensor i (which
-// may throw, as reading a corrupt tensor does), call keep(i, result) for every tensor in index
-// order, and return true; or return false on a process that only contributed its share to
-// another (an MPI rank other than 0; load_inputs then returns a Loaded without a sweep). Empty:
-// one process, every tensor in order (cluster/sweep.hpp splits them over ranks).
-using PassOver = std::function<bool(const dump::Dump& d, const std::function<DumpedPass(std::size_t)>& pass,
+// How the passes over a dump's tensors are run: given the dump, the bytes each tensor's pass
+// reads (0 for a tensor left out) and the pass of tensor i (which may throw, as reading a corrupt
+// tensor does), call keep(i, result) for every tensor in index order, and return true; or return
+// false on a process that only contributed its share to another (an MPI rank other than 0;
+// load_inputs then returns a Loaded without a sweep). Empty: one process, every tensor in order
+// (cluster/sweep.hpp splits them over ranks).
+using PassOver = std::function<bool(const dump::Dump& d, const std::vector<std::uint64_t>& bytes,
+                                    const std::function<DumpedPass(std::size_t)>& pass,
                                     const std::function<void(std::size_t, DumpedPass&&)>& keep)>;
 
 struct Inputs {

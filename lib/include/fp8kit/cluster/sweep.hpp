@@ -1,7 +1,7 @@
 // sweep::load_inputs over the ranks of a communicator: the histogram passes over the dumped
 // tensors (read each tensor once into its MagnitudeHistogram and block statistics, the part of a
-// sweep that reads the data) are split by tensor (tensor_share: contiguous, balanced by stored
-// bytes); rank 0 receives every pass's result bit for bit and keeps them in tensor order, so the
+// sweep that reads the data) are split by tensor (cluster::share: contiguous, balanced over the
+// bytes the passes read); rank 0 receives every pass's result bit for bit and keeps them in tensor order, so the
 // Loaded it gets, and the sweep it runs, are one process's. docs/mpi.md.
 #pragma once
 
