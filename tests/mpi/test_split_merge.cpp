@@ -1,17 +1,23 @@
 // The pieces of sweep and validate that travel between ranks, without MPI: a MagnitudeHistogram
 // saved and loaded evaluates bit for bit as the original; a DumpedPass record round-trips; and
 // validate split into P parts (the parts run one after another here, part 0 last, gathering the
-// others' bytes) writes the report of one call, for P = 1..5, with mismatches in some parts only.
+// others' bytes) writes the report of one call, for P = 1..5, with mismatches in some parts only;
+// threads per rank default to the cores divided by the ranks on the node.
 // The mpirun runs are tests/mpi/sweep_validate_ranks.sh.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "fp8kit/cluster.hpp"
 #include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/parallel.hpp"
 #include "fp8kit/stats/magnitude_histogram.hpp"
 #include "fp8kit/validate.hpp"
 
@@ -136,4 +142,24 @@ TEST_CASE("validate split into parts equals one call", "[mpi]") {
             }
         }
     }
+}
+
+TEST_CASE("threads per rank: the cores divided by the ranks on the node (issue 22)", "[mpi]") {
+    // OMP_NUM_THREADS wins over the division (docs/mpi.md): take it away for this case.
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    const std::string saved = omp ? omp : "";
+    ::unsetenv("OMP_NUM_THREADS");
+    const unsigned cores = parallel::default_threads();  // no ranks counted yet: this process's cores
+    for (unsigned ranks : {1u, 2u, 3u, 64u}) {
+        parallel::set_ranks_on_node(ranks);
+        // A process bound to fewer cores than the machine has keeps them (the launcher shared them).
+        const bool bound = cores < std::max(1u, std::thread::hardware_concurrency());
+        REQUIRE(parallel::default_threads() == (bound || ranks == 1 ? cores : std::max(1u, cores / ranks)));
+    }
+    ::setenv("OMP_NUM_THREADS", "5", 1);
+    parallel::set_ranks_on_node(2);
+    REQUIRE(parallel::default_threads() == 5u);
+    parallel::set_ranks_on_node(0);
+    if (omp) ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+    else ::unsetenv("OMP_NUM_THREADS");
 }
