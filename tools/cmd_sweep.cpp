@@ -9,6 +9,7 @@
 #include "command.hpp"
 #include "fp8kit/analysis/sweep.hpp"
 #include "fp8kit/analysis/sweep_input.hpp"
+#include "fp8kit/cluster/sweep.hpp"
 #include "read_flags.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "json_out.hpp"
@@ -238,7 +239,13 @@ void run(const SweepOpts& o) {
     std::vector<std::optional<Format>> formats;
     if (o.format == "all") formats = {Format::e4m3, Format::e5m2};
     else formats = {parse_format_choice(o.format)};
-    sweep::Loaded L = sweep::load_inputs({o.inputs, o.tensors, formats, o.blocks, cli_read_options()});
+    // Under mpirun the ranks share the dumped tensors' histogram passes; rank 0 alone runs the
+    // sweep on them and writes the report (docs/mpi.md).
+    sweep::Inputs in;
+    in.files = o.inputs, in.tensors = o.tensors, in.formats = formats, in.blocks = o.blocks;
+    in.read = cli_read_options();
+    sweep::Loaded L = cluster::load_sweep_inputs(cluster::world(), std::move(in));
+    if (!L.sweep) return;
     const auto& sw = L.sweep;
     sw->run(L.dumped, L.notes);
     const auto& C = sw->candidates();

@@ -10,6 +10,7 @@
 #include "read_flags.hpp"
 #include <sys/stat.h>
 
+#include "fp8kit/cluster/validate.hpp"
 #include "fp8kit/io/array_file.hpp"
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/emu/emu.hpp"
@@ -30,6 +31,7 @@ struct ValidateOpts {
 
 // validate --gemm: which model D equals, its differences by class, its error against exact.
 void validate_gemm(const ValidateOpts& o) {
+    if (!cluster::world().root()) return;  // not split over ranks: rank 0 alone compares (docs/mpi.md)
     if (o.gemm_args.a.empty() || o.gemm_args.b.empty()) throw UsageError("--gemm needs --a A.npy and --b B.npy");
     if (!o.input.empty() || !o.to.empty()) throw UsageError("--gemm compares a GEMM output: give --a/--b, not --input/--to");
     gemm::GemmInputs in;
@@ -259,7 +261,10 @@ Register validate_cmd([](CLI::App& root) {
 
         ValidateOptions vo;
         vo.examples = o->examples;
-        ValidateReport r = validate(rq, vo);
+        // Under mpirun the ranks share the comparison; rank 0 alone writes the report.
+        auto split = cluster::validate(cluster::world(), rq, vo);
+        if (!split) return;
+        ValidateReport& r = *split;
         r.shape.assign(in.shape.begin(), in.shape.end());  // positions as multi-dimensional indices
         if (o->json) {
             fmt::print("{}\n", r.json());

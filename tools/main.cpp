@@ -116,12 +116,12 @@ int finish_output(int status, bool stdout_closed) {
 namespace {
 
 // Under `mpirun -n P` (an MPI build): the commands that split their work over the ranks
-// (lib/src/cluster). Any other command runs whole on rank 0; the other ranks leave at once, so
+// (lib/src/cluster: inspect by tensor, sweep's dumped tensors, validate's blocks of elements). Any other command runs whole on rank 0; the other ranks leave at once, so
 // one report is written, never P.
 bool splits_over_ranks(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string_view a = argv[i];
-        if (!a.empty() && a[0] != '-') return a == "inspect";
+        if (!a.empty() && a[0] != '-') return a == "inspect" || a == "sweep" || a == "validate";
     }
     return false;
 }
@@ -170,6 +170,8 @@ int main(int argc, char** argv) {
         if (std::ferror(stdout)) return finish_output(2, stdout_closed);
         std::fflush(stdout);
         if (speaks) std::fprintf(stderr, "fp8kit: error: %s\n", fp8kit::io::printable(e.what()).c_str());
+        return 2;
+    } catch (const fp8kit::cluster::SharedError&) {  // rank 0 reports it (a rank other than 0 throws it)
         return 2;
     } catch (const std::exception& e) {  // everything else: one line, exit 2
         // fmt::print throws when standard output fails mid-report: say that, not "cannot write to file".

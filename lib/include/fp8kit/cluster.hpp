@@ -7,3 +7,5 @@
 #include "fp8kit/cluster/comm.hpp"
 #include "fp8kit/cluster/inspect.hpp"
 #include "fp8kit/cluster/share.hpp"
+#include "fp8kit/cluster/sweep.hpp"
+#include "fp8kit/cluster/validate.hpp"

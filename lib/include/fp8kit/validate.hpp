@@ -20,6 +20,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -132,6 +133,22 @@ struct ValidateReport {
 // Throws std::invalid_argument on an impossible request (null data with n > 0, stochastic
 // rounding, a scale count that does not match the layout).
 ValidateReport validate(const ValidateRequest& request, const ValidateOptions& options = {});
+
+// The comparison split over the parts of a job (cluster/validate.hpp, docs/mpi.md). Part p of P
+// compares the contiguous range [B p / P, B (p + 1) / P) of the array's B blocks of 2^16 elements
+// (every part holds the whole request); `gather` carries each part's scan to part 0: integer
+// counts per mismatch mask, each mask's lowest-index examples, and which candidate policies
+// still hold. These merge exactly (sums of integers, lowest indices, logical AND), so part 0's
+// report is the one validate() writes, whatever P.
+struct ValidateSplit {
+    int part = 0, parts = 1;
+    // Collective: every part passes its bytes; part 0 gets all parts' bytes in part order, the
+    // others an empty vector (cluster::Comm::gather).
+    std::function<std::vector<std::string>(std::string)> gather;
+};
+// The report on part 0; nullopt on the other parts. Throws as validate() does (on every part).
+std::optional<ValidateReport> validate(const ValidateRequest& request, const ValidateOptions& options,
+                                       const ValidateSplit& split);
 
 // One line naming the consistent profiles / policies ("equals profile cuda-satfinite", "equals
 // nearest-away, saturate-all, NaN any"), or that none of them matches.

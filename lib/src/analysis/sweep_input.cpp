@@ -12,6 +12,7 @@
 
 #include "dumped_blocks.hpp"
 #include "fp8kit/analysis/trace_input.hpp"
+#include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/io/dump.hpp"
 
 namespace fp8kit::sweep {
@@ -23,13 +24,6 @@ bool selected(const std::vector<std::string>& patterns, const std::string& n) {
         if (trace::matches(p, n)) return true;
     return false;
 }
-
-// A dumped tensor read, waiting for its series index.
-struct Pending {
-    std::string series;
-    Role role;
-    Dumped d;
-};
 
 // Trace series, each tensor given once over all trace files; by_name maps name -> index.
 void load_traces(const Inputs& in, Loaded& L, std::vector<trace::Series>& series,
@@ -49,9 +43,9 @@ void load_traces(const Inputs& in, Loaded& L, std::vector<trace::Series>& series
 
 // The block presets resolved for one tensor; empty (with a note) when a preset refuses it. skip[k]:
 // preset k cannot take this tensor's shape (nvfp4's column-wise RHT needs rows in groups of 16,
-// check_block_input): left out of its statistics alone, counted in L for one note.
+// check_block_input): left out of its statistics alone, said in pd.rht_skip for one note.
 std::vector<BlockRecipe> block_recipes_for(const dump::TensorInfo& t, Role role, const std::vector<Candidate>& blocks,
-                                           Loaded& L, std::vector<bool>& skip) {
+                                           DumpedPass& pd, std::vector<bool>& skip) {
     std::vector<BlockRecipe> out;
     skip.assign(blocks.size(), false);
     const std::size_t cols = static_cast<std::size_t>(t.shape.back());
@@ -60,15 +54,14 @@ std::vector<BlockRecipe> block_recipes_for(const dump::TensorInfo& t, Role role,
         try {
             out.push_back(block_recipe(b.recipe, role, cols));
         } catch (const std::invalid_argument& e) {
-            L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, e.what()));
+            pd.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, e.what()));
             return {};
         }
         try {
             check_block_input(out.back(), rows, cols);
         } catch (const std::invalid_argument& e) {
             skip[out.size() - 1] = true;
-            if (L.rht_skipped++ == 0)
-                L.first_rht_skipped = fmt::format("{}: {}: {}: {}", t.file, t.name, b.label, e.what());
+            if (pd.rht_skip.empty()) pd.rht_skip = fmt::format("{}: {}: {}: {}", t.file, t.name, b.label, e.what());
         }
     }
     return out;
@@ -77,25 +70,15 @@ std::vector<BlockRecipe> block_recipes_for(const dump::TensorInfo& t, Role role,
 // One dumped tensor at one step: its histogram, TE amax and (for 2-D or wider data) every block
 // candidate's statistics. Read as runs: a fill-value run costs O(1) in the histogram and, when it
 // covers the tensor, in the block statistics (DumpedBlocks bounds the memory of the rest).
-// False (with a note) when the tensor is left out.
-bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& blocks, const Inputs& in,
-                 Loaded& L, Pending& pd) {
+void read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& blocks, const Inputs& in,
+                 DumpedPass& pd) {
     const auto& t = dmp.tensors()[i];
-    if (!t.step) {  // counted, and noted once (a checkpoint has hundreds of such tensors)
-        if (L.no_step++ == 0) L.first_no_step = fmt::format("{}: {}", t.file, t.name);
-        return false;
-    }
-    if (t.wide == Wide::f64) {
-        L.notes.push_back(fmt::format("{}: {}: f64 data is not evaluated (the one-pass histogram needs "
-                                      "values float32 holds exactly)", t.file, t.name));
-        return false;
-    }
     pd.role = recipe_slot(t.role);  // the reader already guessed unknown roles from the name
     auto h = std::make_shared<MagnitudeHistogram>();
     std::optional<DumpedBlocks> blk;
     if (in.blocks && !t.shape.empty()) {
         std::vector<bool> skip;
-        auto recipes = block_recipes_for(t, pd.role, blocks, L, skip);
+        auto recipes = block_recipes_for(t, pd.role, blocks, pd, skip);
         if (!recipes.empty()) blk.emplace(t, std::move(recipes), in.block_memory_bytes, std::move(skip));
     }
     dmp.read_runs(i, [&](const dump::Chunk& c) {
@@ -107,37 +90,68 @@ bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
     pd.d.hist = h;
     h->finish();
     pd.d.amax = h->te_amax();
-    if (!blk) return true;
-    if (!blk->active())
-        L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, blk->why()));
+    if (!blk) return;
+    if (!blk->active()) pd.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, blk->why()));
     pd.d.block = blk->finish();
-    return true;
 }
 
-// Every dumped tensor selected (one read each).
-std::vector<Pending> load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& L) {
-    std::vector<Pending> pending;
-    if (L.dump_files.empty()) return pending;
+// The pass over tensor i: read, or the reason it is left out (optimizer state, not matched by
+// --tensor, no step, f64 data).
+DumpedPass pass_one(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& blocks, const Inputs& in) {
+    const auto& t = dmp.tensors()[i];
+    DumpedPass pd;
+    using K = DumpedPass::Kind;
+    auto left_out = [&](K why) {
+        pd.kind = why;
+        return pd;
+    };
+    if (t.role == dump::Role::optimizer_state) return left_out(K::optimizer_state);
+    pd.series = series_name_of_dump(t.name);
+    if (!selected(in.tensors, pd.series)) return left_out(K::not_selected);
+    if (!t.step) return left_out(K::no_step);  // counted, and noted once (a checkpoint has hundreds)
+    if (t.wide == Wide::f64) {
+        pd.notes.push_back(fmt::format("{}: {}: f64 data is not evaluated (the one-pass histogram needs "
+                                       "values float32 holds exactly)", t.file, t.name));
+        return pd;
+    }
+    try {
+        read_dumped(dmp, i, blocks, in, pd);
+    } catch (const std::bad_alloc&) {  // name what was being read (the bare what() names nothing)
+        throw dump::DumpError(t.file, t.name, fmt::format("out of memory while reading its {} elements", t.numel));
+    }
+    pd.kind = K::read;
+    return pd;
+}
+
+// Every dumped tensor selected (one pass each, here or split by in.pass_over), into `read` in
+// tensor order. False where pass_over says this process only contributed its share.
+bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& L, std::vector<DumpedPass>& read) {
+    if (L.dump_files.empty()) return true;
     dump::Dump dmp(L.dump_files, dump::Selection{}, in.read);
     for (const auto& p : dmp.errors()) L.notes.push_back(p.describe());
     std::size_t skipped_opt = 0;
-    for (std::size_t i = 0; i < dmp.tensors().size(); ++i) {
+    auto keep = [&](std::size_t i, DumpedPass&& p) {
+        using K = DumpedPass::Kind;
         const auto& t = dmp.tensors()[i];
-        if (t.role == dump::Role::optimizer_state) {
-            ++skipped_opt;
-            continue;
+        if (p.kind == K::optimizer_state) ++skipped_opt;
+        if (p.kind == K::not_selected) ++L.not_selected;
+        if (p.kind == K::no_step && L.no_step++ == 0) L.first_no_step = fmt::format("{}: {}", t.file, t.name);
+        if (!p.rht_skip.empty() && L.rht_skipped++ == 0) L.first_rht_skipped = p.rht_skip;
+        for (auto& n : p.notes) L.notes.push_back(std::move(n));
+        p.notes.clear();
+        if (p.kind == K::read) read.push_back(std::move(p));
+    };
+    auto pass = [&](std::size_t i) { return pass_one(dmp, i, blocks, in); };
+    if (in.pass_over) {
+        std::vector<std::uint64_t> bytes;  // what each pass reads (pass_one's rules): shares balance these
+        for (const auto& t : dmp.tensors()) {
+            const bool read = t.role != dump::Role::optimizer_state && t.step && t.wide != Wide::f64 &&
+                              selected(in.tensors, series_name_of_dump(t.name));
+            bytes.push_back(read ? t.numel * wide_size(t.wide) : 0);
         }
-        Pending pd;
-        pd.series = series_name_of_dump(t.name);
-        if (!selected(in.tensors, pd.series)) {
-            ++L.not_selected;
-            continue;
-        }
-        try {
-            if (read_dumped(dmp, i, blocks, in, L, pd)) pending.push_back(std::move(pd));
-        } catch (const std::bad_alloc&) {  // name what was being read (the bare what() names nothing)
-            throw dump::DumpError(t.file, t.name, fmt::format("out of memory while reading its {} elements", t.numel));
-        }
+        if (!in.pass_over(dmp, bytes, pass, keep)) return false;
+    } else {
+        for (std::size_t i = 0; i < dmp.tensors().size(); ++i) keep(i, pass(i));
     }
     L.optimizer_state = skipped_opt;
     if (L.no_step)
@@ -148,7 +162,7 @@ std::vector<Pending> load_dumps(const Inputs& in, const std::vector<Candidate>& 
     if (L.rht_skipped)
         L.notes.push_back(fmt::format("{} dumped tensor step(s) left out of a block preset with TE's column-wise RHT "
                                       "(first: {})", L.rht_skipped, L.first_rht_skipped));
-    return pending;
+    return true;
 }
 
 // Why no series is left: the reasons, largest first in what a user meets (a checkpoint has no
@@ -186,7 +200,8 @@ Loaded load_inputs(const Inputs& in) {
     std::vector<trace::Series> series;
     std::map<std::string, std::size_t> by_name;
     load_traces(in, L, series, by_name);
-    std::vector<Pending> pending = load_dumps(in, blocks, L);
+    std::vector<DumpedPass> pending;
+    if (!load_dumps(in, blocks, L, pending)) return L;  // an MPI rank whose share went to rank 0
     // 4. Dumped tensors without a trace: their series is the dumped steps' amax.
     std::map<std::string, std::vector<std::pair<std::int64_t, float>>> dump_only;
     std::map<std::string, Role> dump_roles;

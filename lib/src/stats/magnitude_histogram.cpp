@@ -158,6 +158,60 @@ std::size_t MagnitudeHistogram::used_bins() const {
     return s.bin.size();
 }
 
+namespace {
+
+template <class T>
+void put_vector(std::string& out, const std::vector<T>& v) {
+    const std::uint64_t n = v.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out.append(reinterpret_cast<const char*>(v.data()), n * sizeof(T));
+}
+
+template <class T>
+void get_raw(const std::string& in, std::size_t& pos, T* dst, std::size_t count) {
+    if (count > (in.size() - pos) / sizeof(T)) throw std::runtime_error("MagnitudeHistogram::load: truncated bytes");
+    std::memcpy(dst, in.data() + pos, count * sizeof(T));
+    pos += count * sizeof(T);
+}
+
+template <class T>
+void get_vector(const std::string& in, std::size_t& pos, std::vector<T>& v) {
+    std::uint64_t n = 0;
+    get_raw(in, pos, &n, 1);
+    if (n > MagnitudeHistogram::kBins) throw std::runtime_error("MagnitudeHistogram::load: too many bins");
+    v.resize(n);
+    get_raw(in, pos, v.data(), n);
+}
+
+}  // namespace
+
+void MagnitudeHistogram::save(std::string& out) const {
+    if (!finished_) throw std::logic_error("MagnitudeHistogram::save before finish()");
+    const std::uint64_t head[4] = {numel_, zeros_, nan_, inf_};
+    out.append(reinterpret_cast<const char*>(head), sizeof head);
+    out.append(reinterpret_cast<const char*>(&amax_), sizeof amax_);
+    put_vector(out, sparse_.bin), put_vector(out, sparse_.n), put_vector(out, sparse_.s1), put_vector(out, sparse_.s2);
+}
+
+MagnitudeHistogram MagnitudeHistogram::load(const std::string& in, std::size_t& pos) {
+    MagnitudeHistogram h;
+    std::uint64_t head[4];
+    get_raw(in, pos, head, 4);
+    h.numel_ = head[0], h.zeros_ = head[1], h.nan_ = head[2], h.inf_ = head[3];
+    get_raw(in, pos, &h.amax_, 1);
+    get_vector(in, pos, h.sparse_.bin), get_vector(in, pos, h.sparse_.n);
+    get_vector(in, pos, h.sparse_.s1), get_vector(in, pos, h.sparse_.s2);
+    const std::size_t n = h.sparse_.bin.size();
+    if (h.sparse_.n.size() != n || h.sparse_.s1.size() != n || h.sparse_.s2.size() != n)
+        throw std::runtime_error("MagnitudeHistogram::load: bins and sums disagree");
+    for (auto b : h.sparse_.bin)
+        if (b >= kBins) throw std::runtime_error("MagnitudeHistogram::load: bin out of range");
+    h.blocks_.clear();
+    h.blocks_.shrink_to_fit();
+    h.finished_ = true;
+    return h;
+}
+
 double MagnitudeHistogram::Result::sqnr_db() const {
     if (sum_err2 == 0) return INFINITY;
     return 10.0 * std::log10(sum_x2 / sum_err2);

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "validate/validate_engine.hpp"
@@ -74,9 +75,44 @@ bool same(const Policy& a, const Policy& b) {
     return a.rounding == b.rounding && a.overflow == b.overflow && a.nan == b.nan;
 }
 
+// One part's scan, as bytes (ValidateSplit): the counts per mask, each mask's examples, and one
+// byte per surviving policy (1: it still holds on this part's elements).
+std::string encode_scan(const ThreadResult& t, const std::vector<char>& ok) {
+    std::string out;
+    auto put = [&](std::uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    for (int m = 0; m < kMaskCount; ++m) {
+        put(t.counts[m]);
+        put(t.examples[m].size());
+        for (std::uint64_t i : t.examples[m]) put(i);
+    }
+    put(ok.size());
+    out.append(ok.begin(), ok.end());
+    return out;
+}
+
+// Adds a part's scan to `all` and ANDs its policies into `ok`; the examples are cut to the
+// lowest k afterwards.
+void merge_scan(const std::string& in, ThreadResult& all, std::vector<char>& ok) {
+    std::size_t pos = 0;
+    auto get = [&] {
+        std::uint64_t v;
+        if (in.size() - pos < sizeof v) throw std::runtime_error("validate: truncated scan from another part");
+        std::memcpy(&v, in.data() + pos, sizeof v);
+        pos += sizeof v;
+        return v;
+    };
+    for (int m = 0; m < kMaskCount; ++m) {
+        all.counts[m] += get();
+        for (std::uint64_t j = 0, n = get(); j < n; ++j) all.examples[m].push_back(get());
+    }
+    const std::uint64_t ns = get();
+    if (ns != ok.size() || in.size() - pos != ns) throw std::runtime_error("validate: malformed scan from another part");
+    for (std::size_t s = 0; s < ns; ++s) ok[s] = ok[s] && in[pos + s];
+}
+
 template <class W, class C, class F, bool Scaled>
-ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const std::vector<float>& raw,
-                   const std::vector<float>& mult) {
+std::optional<ValidateReport> run(const ValidateRequest& rq, const ValidateOptions& opt, const ValidateSplit& split,
+                                  const std::vector<float>& raw, const std::vector<float>& mult) {
     using E = Engine<W, C, F, Scaled>;
     const CodeTable table = code_table<F>();
     std::vector<float> f16_values;
@@ -90,6 +126,9 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
     const std::size_t cols = layout == BlockLayout::tensor ? 1 : rq.scaling.cols;
     const std::size_t n = rq.n;
     const std::size_t blocks = (n + kBlock - 1) / kBlock;
+    // This part's blocks (all of them in one process).
+    const auto parts = static_cast<std::size_t>(split.parts), part = static_cast<std::size_t>(split.part);
+    const std::size_t first_block = blocks * part / parts, last_block = blocks * (part + 1) / parts;
     const std::size_t k = opt.examples;
     const std::uint8_t* const codes = rq.codes;
     const bool tables = n >= kTableMinElements;
@@ -213,7 +252,7 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
                 if (group[g] && group_round[g](v) != a) group[g] = false;
         };
 #pragma omp for schedule(static)
-        for (std::ptrdiff_t b = 0; b < static_cast<std::ptrdiff_t>(blocks); ++b) {
+        for (auto b = static_cast<std::ptrdiff_t>(first_block); b < static_cast<std::ptrdiff_t>(last_block); ++b) {
             const std::size_t lo = static_cast<std::size_t>(b) * kBlock, hi = std::min(n, lo + kBlock);
             for (std::size_t g = 0; g < ng; ++g) group[g] = alive.group[g] != 0;
             if (!fused.empty()) {
@@ -252,6 +291,17 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
         }
     }
     for (auto& v : all.examples) keep_lowest(v, k);
+    std::vector<char> ok(ns, 1);  // the survivors that hold on every element compared here
+    for (std::size_t s = 0; s < ns; ++s)
+        for (auto& t : alive_per_thread) ok[s] = ok[s] && t.survivor[s] && t.group[group_of[s]];
+    // Split over parts: part 0 merges every part's scan in part order (exact in any order).
+    if (split.parts > 1) {
+        auto scans = split.gather(encode_scan(all, ok));
+        if (split.part != 0) return std::nullopt;
+        if (scans.size() != parts) throw std::runtime_error("validate: a part's scan is missing");
+        for (std::size_t p = 1; p < parts; ++p) merge_scan(scans[p], all, ok);
+        for (auto& v : all.examples) keep_lowest(v, k);
+    }
 
     ValidateReport r;
     r.to = rq.to;
@@ -311,11 +361,8 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
     }
 
     if (!opt.detect_policies) return r;
-    for (std::size_t s = 0; s < ns; ++s) {
-        bool ok = true;
-        for (auto& t : alive_per_thread) ok = ok && t.survivor[s] && t.group[group_of[s]];
-        if (ok) r.consistent_policies.push_back(survivors[s]);
-    }
+    for (std::size_t s = 0; s < ns; ++s)
+        if (ok[s]) r.consistent_policies.push_back(survivors[s]);
     r.policies_detected = true;
 
     auto consistent = [&](const Policy& p) {
@@ -344,6 +391,13 @@ ValidateReport run(const ValidateRequest& rq, const ValidateOptions& opt, const 
 }  // namespace
 
 ValidateReport validate(const ValidateRequest& rq, const ValidateOptions& opt) {
+    return *validate(rq, opt, ValidateSplit{});
+}
+
+std::optional<ValidateReport> validate(const ValidateRequest& rq, const ValidateOptions& opt,
+                                       const ValidateSplit& split) {
+    if (split.parts < 1 || split.part < 0 || split.part >= split.parts || (split.parts > 1 && !split.gather))
+        throw std::invalid_argument("validate: a split needs 0 <= part < parts and a gather");
     if (rq.n > 0 && (rq.input == nullptr || rq.codes == nullptr))
         throw std::invalid_argument("validate: input or codes is null");
     if (rq.policy.rounding == Rounding::stochastic)
@@ -369,9 +423,9 @@ ValidateReport validate(const ValidateRequest& rq, const ValidateOptions& opt) {
         using W = decltype(w);
         return emu::with_format(rq.to, [&](auto f) {
             using F = decltype(f);
-            if (sc.mode == ScaleMode::none) return run<W, W, F, false>(rq, opt, raw, mult);
-            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F, true>(rq, opt, raw, mult);
-            else return run<W, emu::Binary32, F, true>(rq, opt, raw, mult);
+            if (sc.mode == ScaleMode::none) return run<W, W, F, false>(rq, opt, split, raw, mult);
+            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F, true>(rq, opt, split, raw, mult);
+            else return run<W, emu::Binary32, F, true>(rq, opt, split, raw, mult);
         });
     });
 }

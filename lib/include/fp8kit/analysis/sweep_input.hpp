@@ -3,6 +3,8 @@
 // and, for the block presets, the block statistics). Used by `fp8kit sweep` and fp8kit.sweep.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -13,6 +15,31 @@
 
 namespace fp8kit::sweep {
 
+// What the histogram pass over one dumped tensor keeps for the sweep: the tensor read (its
+// series name, class and Dumped entry, series index not yet set), or why it is left out; and the
+// notes the pass wrote, in order.
+struct DumpedPass {
+    enum class Kind : std::uint8_t { read, left_out, optimizer_state, not_selected, no_step };
+    Kind kind = Kind::left_out;
+    std::string series;
+    Role role = Role::activation;
+    Dumped d{};
+    std::vector<std::string> notes;
+    // Non-empty when a block preset could not take this tensor (nvfp4's column-wise RHT needs rows
+    // in 16s): the reason, for sweep's one summary note.
+    std::string rht_skip;
+};
+
+// How the passes over a dump's tensors are run: given the dump, the bytes each tensor's pass
+// reads (0 for a tensor left out) and the pass of tensor i (which may throw, as reading a corrupt
+// tensor does), call keep(i, result) for every tensor in index order, and return true; or return
+// false on a process that only contributed its share to another (an MPI rank other than 0;
+// load_inputs then returns a Loaded without a sweep). Empty: one process, every tensor in order
+// (cluster/sweep.hpp splits them over ranks).
+using PassOver = std::function<bool(const dump::Dump& d, const std::vector<std::uint64_t>& bytes,
+                                    const std::function<DumpedPass(std::size_t)>& pass,
+                                    const std::function<void(std::size_t, DumpedPass&&)>& keep)>;
+
 struct Inputs {
     std::vector<std::string> files;    // amax traces (CSV, dlfw-inspect logs) and dumps (HDF5, safetensors)
     std::vector<std::string> tensors;  // globs on series names (trace::matches); all when empty
@@ -22,10 +49,12 @@ struct Inputs {
     // The most bytes of one tensor the block presets hold at once (larger tensors are analysed in
     // strips of whole tiles; dumped_blocks.hpp).
     std::size_t block_memory_bytes = std::size_t(256) << 20;
+    PassOver pass_over;                // empty: every dumped tensor read here, in order
 };
 
 struct Loaded {
     std::unique_ptr<Sweep> sweep;      // candidates and series; call sweep->run(dumped, notes)
+                                       // (null where Inputs::pass_over returned false)
     std::vector<std::string> trace_files, dump_files;
     std::vector<Dumped> dumped;
     std::vector<std::string> notes;    // messages about the inputs (skipped tensors, ...)

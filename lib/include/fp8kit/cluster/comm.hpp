@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,13 @@ public:
     // (its own included); the other ranks get an empty vector.
     virtual std::vector<std::string> gather(std::string mine) = 0;
     bool root() const { return rank() == 0; }
+};
+
+// An error that every rank meets alike before it exchanges anything (the same bad input, read by
+// all): rank 0 reports the original, the other ranks throw this and leave quietly, exit 2, with
+// no MPI_Abort (tools/main.cpp).
+struct SharedError : std::runtime_error {
+    using std::runtime_error::runtime_error;
 };
 
 // One process: rank 0 of 1.

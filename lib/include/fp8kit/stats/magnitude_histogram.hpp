@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "fp8kit/convert/names.hpp"
@@ -77,6 +78,12 @@ public:
     // amax as TE's reduction gives it: +Inf if any Inf, NaN ignored, 0 when nothing else.
     float te_amax() const { return inf_ ? static_cast<float>(INFINITY) : static_cast<float>(amax_); }
     std::size_t used_bins() const;
+
+    // A finished histogram as bytes and back, bit for bit (the ranks of an MPI sweep send theirs
+    // to rank 0; docs/mpi.md). save() throws std::logic_error before finish(); load() throws
+    // std::runtime_error on malformed bytes and advances `pos` past the histogram.
+    void save(std::string& out) const;
+    static MagnitudeHistogram load(const std::string& in, std::size_t& pos);
 
 private:
     // While adding: one block of bins per float32 exponent, allocated when first touched (a
