@@ -44,12 +44,15 @@ std::string strip_step(const std::string& name) {
     return name;
 }
 
-// "<module>/input" -> "<module>.input_scale" (ModelOpt and compressed-tensors both name the
-// static activation scale so); other tensors keep their name with ".input_scale" appended.
+// "<module>/input" -> "<module>.input_scale", "<module>/output" -> "<module>.output_scale"
+// (compressed-tensors' names for static input and output activation scales; ModelOpt's exported
+// input_scale has the same name); any other tensor keeps its name, '/' -> '.', + ".input_scale".
 std::string checkpoint_name(const std::string& tensor) {
-    const std::string suffix = "/input";
-    if (tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0)
-        return tensor.substr(0, tensor.size() - suffix.size()) + ".input_scale";
+    for (const char* role : {"input", "output"}) {
+        const std::string suffix = std::string("/") + role;
+        if (tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0)
+            return tensor.substr(0, tensor.size() - suffix.size()) + "." + role + "_scale";
+    }
     std::string n = tensor;
     std::replace(n.begin(), n.end(), '/', '.');
     return n + ".input_scale";
