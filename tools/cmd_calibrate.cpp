@@ -14,6 +14,7 @@ namespace {
 struct Options {
     std::vector<std::string> files, methods, tensors;
     std::string holdout, save;
+    double holdout_tokens = 0;
     bool json = false, csv = false;
 };
 
@@ -34,8 +35,9 @@ void print_text(const calibrate::Report& r) {
                    std::isfinite(s.sqnr_db) ? fmt::format("{:.2f}", s.sqnr_db) : std::string("inf"));
     }
     const bool any_holdout = !r.rows.empty() && r.rows.front().holdout_batches != 0;
+    const bool by_token = any_holdout && r.rows.front().calib_steps == r.rows.front().holdout_steps;
     fmt::print("\n{} rows; clipping, underflow and SQNR are on the {} (E4M3, x / scale, round to nearest even).\n",
-               r.rows.size(), any_holdout ? "held-out steps" : "calibration steps (nothing held out)");
+               r.rows.size(), !any_holdout ? "calibration steps (nothing held out)" : by_token ? "held-out tokens" : "held-out steps");
     for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
 }
 
@@ -51,10 +53,12 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--tensors", o->tensors, "Tensor name patterns (fnmatch; default: tensors of role activation)");
     cmd->add_option("--holdout-steps", o->holdout,
                     "Steps held out for the report (\"299\", \"200-\", \"none\"; default: each tensor's last step)");
+    auto* tokens = cmd->add_option("--holdout-tokens", o->holdout_tokens,
+                    "Hold out by sample instead: this fraction of every step's tokens (the last ones), e.g. 0.25");
     cmd->add_option("--save", o->save, "Write the scales of the one --method as safetensors, under the tool's names");
     cmd->add_flag("--json", o->json, "Print the report as JSON");
     cmd->add_flag("--csv", o->csv, "Print one CSV row per tensor and method");
-    cmd->callback([o] {
+    cmd->callback([o, tokens] {
         if (o->json && o->csv) throw UsageError("calibrate: --json and --csv exclude each other");
         calibrate::Options opt;
         opt.files = o->files;
@@ -71,6 +75,7 @@ Register reg([](CLI::App& root) {
         if (!o->save.empty() && opt.methods.size() != 1)
             throw UsageError("calibrate: --save needs exactly one --method (the tool whose names and dtype it writes)");
         if (!o->holdout.empty()) opt.holdout_steps = o->holdout;
+        if (tokens->count() != 0) opt.holdout_tokens = o->holdout_tokens;
         calibrate::Report r;
         try {
             r = calibrate::run(opt);

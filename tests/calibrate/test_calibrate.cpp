@@ -185,3 +185,23 @@ TEST_CASE("calibrate: --save writes the tool's names, dtype and shape", "[calibr
         CHECK(b == bits(row.scale.value));
     }
 }
+
+TEST_CASE("calibrate: holding out by token", "[calibrate]") {
+    Options o;
+    o.files = {kDump};
+    o.include = {"*/lm_head/input"};  // [1, 128, 64] a step
+    o.methods = {Method::llmc_static_minmax};
+    o.holdout_tokens = 0.25;
+    const auto r = run(o);
+    REQUIRE(r.rows.size() == 1);
+    CHECK(r.rows[0].calib_steps == std::vector<std::int64_t>{0, 100, 299});
+    CHECK(r.rows[0].holdout_steps == std::vector<std::int64_t>{0, 100, 299});
+    CHECK(r.rows[0].calib.elements == 3 * 96 * 64);
+    CHECK(r.rows[0].holdout.elements == 3 * 32 * 64);
+    o.holdout_tokens = 1.0;
+    CHECK_THROWS_AS(run(o), CalibrateError);
+    o.holdout_tokens = 0.001;  // ceil(0.128) = 1 token
+    CHECK(run(o).rows[0].holdout.elements == 3 * 64);
+    o.holdout_steps = "299";
+    CHECK_THROWS_AS(run(o), CalibrateError);
+}

@@ -37,6 +37,11 @@ out=$("$FP8KIT" calibrate "$DUMP" --method static_minmax --tensors '*/lm_head/in
 printf '%s\n' "$out" | grep -q '^lm_head/input  *llmc_static_minmax .* bfloat16 '; check "text: row" $?
 printf '%s\n' "$out" | grep -q 'held-out steps'; check "text: says what the statistics are on" $?
 
+out=$("$FP8KIT" calibrate "$DUMP" --method max --tensors '*/lm_head/input' --holdout-tokens 0.25); check "by token: exit 0" $?
+printf '%s\n' "$out" | grep -q 'held-out tokens'; check "by token: said" $?
+"$FP8KIT" calibrate "$DUMP" --method max --holdout-tokens 0 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "holdout-tokens" "$T/err"; check "--holdout-tokens 0: exit 2 (got $rc)" $?
+
 "$FP8KIT" calibrate "$DUMP" --method mse --tensors '*/lm_head/input' --save "$T/s.safetensors" > /dev/null; check "save: exit 0" $?
 grep -q 'lm_head.input_scale' "$T/s.safetensors"; check "save: named input_scale" $?
 

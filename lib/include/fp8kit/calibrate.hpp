@@ -74,7 +74,7 @@ struct Row {
     Method method{};
     Scale scale;
     std::size_t calib_batches = 0, holdout_batches = 0;
-    std::vector<std::int64_t> calib_steps, holdout_steps;
+    std::vector<std::int64_t> calib_steps, holdout_steps;  // by token: both list every step
     HoldoutStats holdout;  // on the held-out batches (empty when none)
     HoldoutStats calib;    // on the calibration batches themselves
 };
@@ -84,6 +84,9 @@ struct Options {
     std::vector<Method> methods;
     // Steps held out; nullopt: the last step of each tensor that has two or more.
     std::optional<std::string> holdout_steps;  // "299", "200-", "none"
+    // Hold out by sample instead: this fraction of the tokens (rows of the tensor seen as
+    // [-1, last dim]) of every step, the last ones; every step then calibrates on the rest.
+    std::optional<double> holdout_tokens;
 };
 struct Report {
     std::vector<Row> rows;

@@ -142,6 +142,10 @@ Report run(const Options& o) {
     dump::Dump d(files, sel);
     if (!d.errors().empty()) throw CalibrateError(d.errors().front().describe());
     std::vector<dump::StepRange> holdout;
+    if (o.holdout_tokens && o.holdout_steps)
+        throw CalibrateError("--holdout-tokens and --holdout-steps exclude each other");
+    if (o.holdout_tokens && !(*o.holdout_tokens > 0.0 && *o.holdout_tokens < 1.0))
+        throw CalibrateError("--holdout-tokens: a fraction between 0 and 1 (exclusive)");
     bool holdout_given = o.holdout_steps.has_value(), holdout_none = false;
     if (holdout_given) {
         if (*o.holdout_steps == "none") holdout_none = true;
@@ -183,7 +187,23 @@ Report run(const Options& o) {
             if (holdout_none) hold = false;
             else if (holdout_given) hold = std::any_of(holdout.begin(), holdout.end(), [&](const dump::StepRange& x) { return x.lo <= s && s <= x.hi; });
             else hold = order.size() >= 2 && k == order.back();
-            (hold ? held : calib).push_back(read_batch(d, g.index[k]));
+            Batch b = read_batch(d, g.index[k]);
+            if (o.holdout_tokens) {  // by sample: the last tokens (rows of [-1, last dim]) of every step
+                const auto& shape = d.tensors()[g.index[k]].shape;
+                const std::size_t width = shape.empty() || shape.back() == 0 ? 1 : shape.back();
+                const std::size_t rows = b.size() / width;
+                const auto h = static_cast<std::size_t>(std::ceil(*o.holdout_tokens * static_cast<double>(rows)));
+                if (h == 0 || h >= rows)
+                    throw CalibrateError(key + ": --holdout-tokens leaves no token to " + (h == 0 ? "hold out" : "calibrate on") +
+                                         " (" + std::to_string(rows) + " tokens a step)");
+                held.emplace_back(b.begin() + static_cast<std::ptrdiff_t>((rows - h) * width), b.end());
+                b.resize((rows - h) * width);
+                calib.push_back(std::move(b));
+                csteps.push_back(s);
+                hsteps.push_back(s);
+                continue;
+            }
+            (hold ? held : calib).push_back(std::move(b));
             (hold ? hsteps : csteps).push_back(s);
         }
         if (calib.empty()) {
