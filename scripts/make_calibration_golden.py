@@ -17,6 +17,8 @@ Methods, each run through the library's own code, per tensor, FP8 E4M3:
         step 0.1, 0.25 .. 4.0, quant_func = model_calib._mse_quant_func on the same quantizer),
         fed the same batches through the quantizer, loaded with load_calib_amax, exported as
         above. (ModelOpt's own mse_calibrate applies it to weights only; see docs/inference.md.)
+      modelopt_percentile: HistogramCalibrator (calib/histogram.py; 2048 bins, torch.histc),
+        compute_amax("percentile", percentile=99.99), exported as above.
   - llm-compressor 0.14.0.1 observers (llmcompressor/observers/min_max.py, mse.py) with
     compressed-tensors 0.19.0 (its pinned version) QuantizationArgs(num_bits=8, type=float,
     strategy=tensor, symmetric=True), base_name "input": memoryless_minmax, static_minmax,
@@ -103,6 +105,17 @@ def modelopt_scales(batches):
     q.enable_quant()
     q.disable_calib()
     out["modelopt_mse"] = (get_scaling_factor(q), q.amax)
+
+    from modelopt.torch.quantization.calib.histogram import HistogramCalibrator
+
+    q = TensorQuantizer(QuantizerAttributeConfig(num_bits=(4, 3), axis=None))
+    q._calibrator = HistogramCalibrator(num_bits=(4, 3), axis=None)  # 2048 bins, torch.histc
+    q.disable_quant()
+    q.enable_calib()
+    for x in batches:
+        q(x)
+    q.load_calib_amax("percentile", percentile=99.99)
+    out["modelopt_percentile"] = (get_scaling_factor(q), q.amax)
     return out
 
 

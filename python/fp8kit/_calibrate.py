@@ -8,7 +8,7 @@ import numpy as np
 from . import _fp8kit
 
 CalibrateError = _fp8kit.CalibrateError
-METHODS = ("modelopt_max", "modelopt_mse", "llmc_memoryless_minmax", "llmc_static_minmax", "llmc_minmax", "llmc_mse")
+METHODS = ("modelopt_max", "modelopt_mse", "modelopt_percentile", "llmc_memoryless_minmax", "llmc_static_minmax", "llmc_minmax", "llmc_mse")
 
 
 def calibrate(dumps, methods=("all",), tensors=(), holdout_steps=None, holdout_tokens=None):

@@ -15,19 +15,19 @@ fail=0
 check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
 
 "$FP8KIT" calibrate "$DUMP" --method all --csv > "$T/all.csv"; check "csv: exit 0" $?
-[ "$(wc -l < "$T/all.csv")" -eq 181 ]; check "csv: 30 activation tensors (15 inputs, 15 outputs) x 6 methods" $?
+[ "$(wc -l < "$T/all.csv")" -eq 211 ]; check "csv: 30 activation tensors (15 inputs, 15 outputs) x 7 methods" $?
 grep -q '^lm_head/output,lm_head.output_scale,' "$T/all.csv"; check "csv: an output's checkpoint name" $?
 # The golden file's scale bits per (tensor, method), compared with the CSV's scale_bits_f32.
 n=0
-for m in modelopt_max modelopt_mse llmc_static_minmax llmc_mse; do
+for m in modelopt_max modelopt_mse modelopt_percentile llmc_static_minmax llmc_mse; do
   for t in model.layers.0.self_attn.q_proj/input model.layers.1.mlp.down_proj/input lm_head/input; do
-    want=$(grep -A40 "\"$t\"" "$GOLDEN" | grep -A6 "\"$m\"" | grep -m1 scale_bits_f32 | sed 's/.*"\(0x[0-9a-f]*\)".*/\1/')
+    want=$(grep -A80 "\"$t\"" "$GOLDEN" | grep -A6 "\"$m\"" | grep -m1 scale_bits_f32 | sed 's/.*"\(0x[0-9a-f]*\)".*/\1/')
     got=$(grep "^$t,.*,$m," "$T/all.csv" | cut -d, -f6)
     [ -n "$want" ] && [ "$want" = "$got" ]; check "$t $m: $got = library $want" $?
     n=$((n + 1))
   done
 done
-[ $n -eq 12 ]; check "12 comparisons" $?
+[ $n -eq 15 ]; check "15 comparisons" $?
 
 "$FP8KIT" calibrate "$DUMP" --method max --tensors '*/lm_head/input' --json > "$T/r.json"; check "json: exit 0" $?
 grep -q '"checkpoint_name": "lm_head.input_scale"' "$T/r.json"; check "json: checkpoint name" $?

@@ -22,6 +22,7 @@ struct CalibrateError : std::runtime_error {
 enum class Method {
     modelopt_max,            // ModelOpt MaxCalibrator
     modelopt_mse,            // ModelOpt MseCalibrator (amax x 0.25 .. 4.0, 39 candidates)
+    modelopt_percentile,     // ModelOpt HistogramCalibrator, 2048 bins, percentile 99.99
     llmc_memoryless_minmax,  // llm-compressor MemorylessMinMaxObserver
     llmc_static_minmax,      // llm-compressor StaticMinMaxObserver
     llmc_minmax,             // llm-compressor MinMaxObserver (moving average 0.01)

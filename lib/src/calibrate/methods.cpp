@@ -230,6 +230,103 @@ Scale modelopt_mse(const std::vector<Batch>& batches, DType d) {
     return s;
 }
 
+// torch.linspace(0, end, n) in float32 (RangeFactoriesKernel.cpp: fused multiply-add per element).
+std::vector<float> linspace0(float end, int n) {
+    const float step = end / static_cast<float>(n - 1);
+    std::vector<float> v(n);
+    for (int i = 0; i < n; ++i)
+        v[i] = i < n / 2 ? std::fma(step, static_cast<float>(i), 0.0f) : std::fma(-step, static_cast<float>(n - 1 - i), end);
+    return v;
+}
+
+// torch.arange(0, end, step) in float32 on the CPU (RangeFactoriesKernel.cpp arange_kernel):
+// size ceil((end - 0) / step) in binary64; the accumulation type is binary64; vectorised in
+// blocks of Vectorized<float>::size() (16 with ATen's AVX-512 kernels, the default where the CPU
+// has it): block base = float(step * idx), lane k = float(base + k * step) in binary64; the tail
+// after the last whole pair of blocks element by element, float(step * i).
+std::vector<float> arange0(float end, float step, int lanes = 16) {
+    const auto n = static_cast<std::size_t>(std::ceil(static_cast<double>(end) / static_cast<double>(step)));
+    const double st = step;
+    std::vector<float> v(n);
+    std::size_t idx = 0;
+    while (idx + 2 * static_cast<std::size_t>(lanes) <= n)  // cpu_serial_kernel_vec: two vectors a round
+        for (int half = 0; half < 2; ++half) {
+            const float base = static_cast<float>(st * static_cast<double>(idx));
+            for (int k = 0; k < lanes; ++k) v[idx + k] = static_cast<float>(static_cast<double>(base) + k * st);
+            idx += static_cast<std::size_t>(lanes);
+        }
+    for (; idx < n; ++idx) v[idx] = static_cast<float>(st * static_cast<double>(idx));
+    return v;
+}
+
+// torch.histc(x, bins, min=0, max=hi) on the CPU (HistogramKernel.cpp, linear interpolation):
+// elements outside [0, hi] and NaN are skipped; bin = int64((x - 0) * bins / (hi - 0)) in
+// float32, the right edge in the last bin. hi == 0: the range becomes [-1, 1] (histc widens an
+// empty range by 1 on each side).
+void histc_add(std::vector<float>& hist, const std::vector<float>& x, float hi) {
+    float lo = 0.0f;
+    if (lo == hi) lo -= 1.0f, hi += 1.0f;
+    const auto bins = static_cast<std::int64_t>(hist.size());
+    for (float e : x) {
+        if (!(e >= lo && e <= hi)) continue;
+        auto pos = static_cast<std::int64_t>((e - lo) * static_cast<float>(bins) / (hi - lo));
+        if (pos == bins) pos -= 1;
+        hist[static_cast<std::size_t>(pos)] += 1.0f;
+    }
+}
+
+// HistogramCalibrator.collect (calib/histogram.py, torch_hist=True): |x| as float32; the first
+// batch: 2048 bins over [0, max], edges linspace(0, max, 2049); a later batch whose max exceeds
+// the last edge: width = edges[1] - edges[0], bins = ceil(max / width), edges = arange(0, max +
+// width, width); its histc over [0, last edge] with the old counts added to the first bins.
+// compute_amax("percentile", 99.99): cdf = cumsum(hist / total) in binary64, the first edge
+// whose cdf >= 0.9999 (np.searchsorted).
+Scale modelopt_percentile(const std::vector<Batch>& batches, double percentile) {
+    std::vector<float> hist, edges;
+    int num_bins = 2048;
+    for (const auto& b : batches) {
+        std::vector<float> x(b.size());
+        float xmax = 0;
+        for (std::size_t i = 0; i < b.size(); ++i) {
+            x[i] = std::fabs(b[i]);
+            xmax = i == 0 ? x[i] : (std::isnan(x[i]) || std::isnan(xmax) ? NAN : std::max(xmax, x[i]));
+        }
+        if (edges.empty()) {
+            hist.assign(static_cast<std::size_t>(num_bins), 0.0f);
+            histc_add(hist, x, xmax);
+            edges = linspace0(xmax, num_bins + 1);
+            continue;
+        }
+        if (xmax > edges.back()) {
+            const float width = edges[1] - edges[0];
+            num_bins = static_cast<int>(std::ceil(xmax / width));
+            edges = arange0(xmax + width, width);
+        }
+        std::vector<float> h(static_cast<std::size_t>(num_bins), 0.0f);
+        histc_add(h, x, edges.back());
+        for (std::size_t i = 0; i < hist.size() && i < h.size(); ++i) h[i] += hist[i];
+        hist = std::move(h);
+    }
+    std::int64_t total = 0;
+    for (float c : hist) total += static_cast<std::int64_t>(c);
+    const double q = percentile / 100.0;
+    double cdf = 0;
+    std::size_t idx = hist.size();
+    for (std::size_t i = 0; i < hist.size(); ++i) {
+        cdf += static_cast<double>(static_cast<std::int64_t>(hist[i])) / static_cast<double>(total);
+        if (cdf >= q) {
+            idx = i;
+            break;
+        }
+    }
+    if (idx >= edges.size()) throw CalibrateError("modelopt percentile: the histogram holds no finite value");
+    Scale s;
+    s.amax = edges[idx];
+    s.value = modelopt_scale(s.amax);
+    s.dtype = "float32";
+    return s;
+}
+
 }  // namespace
 
 std::vector<float> modelopt_mse_candidates() {
@@ -263,6 +360,7 @@ Scale calibrate(Method m, const std::vector<Batch>& batches, DType dtype) {
             return s;
         }
         case Method::modelopt_mse: return modelopt_mse(batches, dtype);
+        case Method::modelopt_percentile: return modelopt_percentile(batches, 99.99);
         default: return llmc_calibrate(m, batches, dtype);
     }
 }

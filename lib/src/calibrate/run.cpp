@@ -22,6 +22,7 @@ struct MethodName {
 constexpr MethodName kMethods[] = {
     {Method::modelopt_max, "modelopt_max", "max"},
     {Method::modelopt_mse, "modelopt_mse", "mse"},
+    {Method::modelopt_percentile, "modelopt_percentile", "percentile"},
     {Method::llmc_memoryless_minmax, "llmc_memoryless_minmax", "memoryless_minmax"},
     {Method::llmc_static_minmax, "llmc_static_minmax", "static_minmax"},
     {Method::llmc_minmax, "llmc_minmax", "minmax"},
@@ -102,7 +103,8 @@ std::vector<Method> all_methods() {
     return v;
 }
 const char* tool(Method m) {
-    return (m == Method::modelopt_max || m == Method::modelopt_mse) ? "modelopt" : "llm-compressor";
+    return (m == Method::modelopt_max || m == Method::modelopt_mse || m == Method::modelopt_percentile) ? "modelopt"
+                                                                                                        : "llm-compressor";
 }
 
 HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale) {
