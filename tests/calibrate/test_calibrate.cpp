@@ -144,8 +144,8 @@ TEST_CASE("calibrate: holdout selection and bad input", "[calibrate]") {
     r = run(o);
     CHECK(r.rows[0].calib_steps == std::vector<std::int64_t>{0});
     CHECK(r.rows[0].holdout_steps == std::vector<std::int64_t>{100, 299});
-    o.holdout_steps = "0-";
-    CHECK(run(o).rows.empty());
+    o.holdout_steps = "0-";  // every step held out: nothing to calibrate on
+    CHECK_THROWS_WITH(run(o), Catch::Contains("every step is held out"));
     o.holdout_steps = "x";
     CHECK_THROWS_AS(run(o), CalibrateError);
     o.holdout_steps.reset();

@@ -227,6 +227,7 @@ Report run(const Options& o) {
             r.rows.push_back(std::move(row));
         }
     }
+    if (r.rows.empty()) throw CalibrateError("calibrate: nothing calibrated: " + r.notes.front());
     return r;
 }
 
