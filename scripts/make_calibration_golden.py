@@ -3,7 +3,8 @@
 libraries themselves, for `fp8kit calibrate` (issue 28, item 3) to reproduce bit for bit.
 
 Activations: every `<step>/<module>/input` tensor of data/example/llama_tiny_dump.h5 (bfloat16,
-[1, 128, hidden], a real 2-layer Llama training run). Steps 0 and 100 are fed to each calibrator
+[1, 128, hidden], a real 2-layer Llama training run), and three float32 tensors (F32_KEYS) for
+the float32 arithmetic. Steps 0 and 100 are fed to each calibrator
 in step order, one call per step (one forward batch each), as a calibration loop would; step 299
 is the held-out step (fp8kit's default: the last step) and is not seen here.
 
@@ -70,6 +71,16 @@ def load_observers():
 def bf16_tensor(ds):
     u16 = np.asarray(ds[...], dtype=np.uint16)
     return torch.from_numpy(u16.astype(np.int16)).view(torch.bfloat16)
+
+
+def f32_tensor(ds):
+    return torch.from_numpy(np.asarray(ds[...], dtype=np.float32))
+
+
+# float32 tensors of the same dump (weights, stored float32), calibrated as if they were
+# activations: the float32 arithmetic of every method (ModelOpt's amax buffer is then float32,
+# llm-compressor computes and stores its scale in float32, eps 2^-23).
+F32_KEYS = ("lm_head/weight", "model.layers.0.self_attn.q_proj/weight", "model.layers.1.mlp.down_proj/weight")
 
 
 def bits(t):
@@ -149,11 +160,10 @@ def main(dump, out_path):
     result["versions"]["nvidia-modelopt"] = modelopt.__version__
     result["versions"]["compressed-tensors"] = compressed_tensors.__version__
     result["versions"]["llmcompressor"] = "0.14.0.1"
-    for module in names:
-        key = "%s/input" % module
-        if key not in f["step_%06d" % CALIB_STEPS[0]]:
-            continue
-        batches = [bf16_tensor(f["step_%06d/%s" % (s, key)]) for s in CALIB_STEPS]
+    keys = ["%s/input" % m for m in names if "%s/input" % m in f["step_%06d" % CALIB_STEPS[0]]]
+    for key in keys + list(F32_KEYS):
+        load = f32_tensor if key in F32_KEYS else bf16_tensor
+        batches = [load(f["step_%06d/%s" % (s, key)]) for s in CALIB_STEPS]
         entry = {}
         found = modelopt_scales(batches)
         found.update(llmc_scales(Observer, batches))
