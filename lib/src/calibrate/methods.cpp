@@ -1,12 +1,15 @@
 // The calibrators, transcribed from the libraries' source (docs/inference.md, "Calibration"):
 //   ModelOpt 0.47.0: modelopt/torch/quantization/calib/max.py (MaxCalibrator),
-//     calib/mse.py (MseCalibrator), model_calib.py (_mse_quant_func), tensor_quant.py
+//     calib/mse.py (MseCalibrator), calib/histogram.py (HistogramCalibrator, percentile),
+//     model_calib.py (_mse_quant_func), tensor_quant.py
 //     (_fp8_eager), nn/modules/tensor_quantizer.py (amax buffer, export_amax),
 //     export/quant_utils.py (get_scaling_factor).
 //   llm-compressor 0.14.0.1: llmcompressor/observers/min_max.py, mse.py, mse_quant.py
 //     (_grid_search_mse, eager path), helpers.py (lerp); compressed-tensors 0.19.0
 //     quantization/utils/helpers.py (calculate_qparams), lifecycle/forward_helpers.py
 //     (_quantize_dequantize), quant_args.py (round_to_quantized_type_args).
+//   torch 2.15's CPU kernels where the result depends on them: aten/src/ATen/native/cpu/
+//     RangeFactoriesKernel.cpp (linspace, arange), HistogramKernel.cpp (histc).
 // torch evaluates bfloat16 elementwise ops in float32 and rounds each result to bfloat16 (RNE);
 // `to_dtype` below is that rounding. This file is built without FP contraction, so every
 // float32 expression rounds as written (the one fused multiply-add is std::fma, explicitly).

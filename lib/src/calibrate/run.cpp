@@ -133,34 +133,43 @@ HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale) {
     return h;
 }
 
-Report run(const Options& o) {
-    if (o.methods.empty()) throw CalibrateError("calibrate: no --method given");
-    std::vector<dump::Problem> problems;
-    const auto files = dump::expand_inputs(o.files, problems);
-    if (!problems.empty()) throw CalibrateError(problems.front().describe());
-    if (files.empty()) throw CalibrateError("calibrate: no dump file given");
-    dump::Selection sel;
-    sel.include = o.include;
-    dump::Dump d(files, sel);
-    if (!d.errors().empty()) throw CalibrateError(d.errors().front().describe());
-    std::vector<dump::StepRange> holdout;
+namespace {
+
+// Which steps are held out: the parsed --holdout-steps, "none", or (neither) each tensor's last.
+struct HoldoutRule {
+    std::vector<dump::StepRange> steps;
+    bool given = false, none = false;
+    std::optional<double> tokens;  // by sample instead
+    bool holds(std::int64_t s, bool last, std::size_t n) const {
+        if (tokens || none) return false;
+        if (given) return std::any_of(steps.begin(), steps.end(), [&](const dump::StepRange& x) { return x.lo <= s && s <= x.hi; });
+        return n >= 2 && last;
+    }
+};
+
+HoldoutRule parse_holdout(const Options& o) {
+    HoldoutRule h;
     if (o.holdout_tokens && o.holdout_steps)
         throw CalibrateError("--holdout-tokens and --holdout-steps exclude each other");
     if (o.holdout_tokens && !(*o.holdout_tokens > 0.0 && *o.holdout_tokens < 1.0))
         throw CalibrateError("--holdout-tokens: a fraction between 0 and 1 (exclusive)");
-    bool holdout_given = o.holdout_steps.has_value(), holdout_none = false;
-    if (holdout_given) {
-        if (*o.holdout_steps == "none") holdout_none = true;
-        else {
-            try {
-                holdout = dump::parse_steps(*o.holdout_steps);
-            } catch (const std::invalid_argument& e) {
-                throw CalibrateError(std::string("--holdout-steps: ") + e.what());
-            }
+    h.tokens = o.holdout_tokens;
+    h.given = o.holdout_steps.has_value();
+    if (h.given && *o.holdout_steps == "none") {
+        h.none = true;
+    } else if (h.given) {
+        try {
+            h.steps = dump::parse_steps(*o.holdout_steps);
+        } catch (const std::invalid_argument& e) {
+            throw CalibrateError(std::string("--holdout-steps: ") + e.what());
         }
     }
+    return h;
+}
+
+// The selected tensors by name without their step (role activation unless --tensors names them).
+std::map<std::string, Group> group_tensors(const dump::Dump& d, const Options& o, Report& r) {
     std::map<std::string, Group> groups;
-    Report r;
     for (std::size_t i = 0; i < d.tensors().size(); ++i) {
         const auto& t = d.tensors()[i];
         if (o.include.empty() && t.role != dump::Role::activation) continue;
@@ -177,38 +186,62 @@ Report run(const Options& o) {
     if (groups.empty())
         throw CalibrateError(o.include.empty() ? "calibrate: no activation tensor in the dump (role 'activation'; name others with --tensors)"
                                                : "calibrate: no tensor matches --tensors");
-    for (auto& [key, g] : groups) {
-        std::vector<std::size_t> order(g.index.size());
-        for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return g.steps[a] < g.steps[b]; });
-        std::vector<Batch> calib, held;
-        std::vector<std::int64_t> csteps, hsteps;
-        for (std::size_t k : order) {
-            const std::int64_t s = g.steps[k];
-            bool hold;
-            if (holdout_none) hold = false;
-            else if (holdout_given) hold = std::any_of(holdout.begin(), holdout.end(), [&](const dump::StepRange& x) { return x.lo <= s && s <= x.hi; });
-            else hold = order.size() >= 2 && k == order.back();
-            Batch b = read_batch(d, g.index[k]);
-            if (o.holdout_tokens) {  // by sample: the last tokens (rows of [-1, last dim]) of every step
-                const auto& shape = d.tensors()[g.index[k]].shape;
-                const std::size_t width = shape.empty() || shape.back() == 0 ? 1 : shape.back();
-                const std::size_t rows = b.size() / width;
-                const auto h = static_cast<std::size_t>(std::ceil(*o.holdout_tokens * static_cast<double>(rows)));
-                if (h == 0 || h >= rows)
-                    throw CalibrateError(key + ": --holdout-tokens leaves no token to " + (h == 0 ? "hold out" : "calibrate on") +
-                                         " (" + std::to_string(rows) + " tokens a step)");
-                held.emplace_back(b.begin() + static_cast<std::ptrdiff_t>((rows - h) * width), b.end());
-                b.resize((rows - h) * width);
-                calib.push_back(std::move(b));
-                csteps.push_back(s);
-                hsteps.push_back(s);
-                continue;
-            }
-            (hold ? held : calib).push_back(std::move(b));
-            (hold ? hsteps : csteps).push_back(s);
+    return groups;
+}
+
+// One tensor's steps read, in step order, and divided into calibration and held-out batches.
+struct Split {
+    std::vector<Batch> calib, held;
+    std::vector<std::int64_t> csteps, hsteps;
+};
+
+Split split_group(dump::Dump& d, const std::string& key, const Group& g, const HoldoutRule& rule) {
+    std::vector<std::size_t> order(g.index.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return g.steps[a] < g.steps[b]; });
+    Split sp;
+    for (std::size_t k : order) {
+        const std::int64_t s = g.steps[k];
+        Batch b = read_batch(d, g.index[k]);
+        if (rule.tokens) {  // by sample: the last tokens (rows of [-1, last dim]) of every step
+            const auto& shape = d.tensors()[g.index[k]].shape;
+            const std::size_t width = shape.empty() || shape.back() == 0 ? 1 : shape.back();
+            const std::size_t rows = b.size() / width;
+            const auto h = static_cast<std::size_t>(std::ceil(*rule.tokens * static_cast<double>(rows)));
+            if (h == 0 || h >= rows)
+                throw CalibrateError(key + ": --holdout-tokens leaves no token to " + (h == 0 ? "hold out" : "calibrate on") +
+                                     " (" + std::to_string(rows) + " tokens a step)");
+            sp.held.emplace_back(b.begin() + static_cast<std::ptrdiff_t>((rows - h) * width), b.end());
+            b.resize((rows - h) * width);
+            sp.calib.push_back(std::move(b));
+            sp.csteps.push_back(s);
+            sp.hsteps.push_back(s);
+            continue;
         }
-        if (calib.empty()) {
+        const bool hold = rule.holds(s, k == order.back(), order.size());
+        (hold ? sp.held : sp.calib).push_back(std::move(b));
+        (hold ? sp.hsteps : sp.csteps).push_back(s);
+    }
+    return sp;
+}
+
+}  // namespace
+
+Report run(const Options& o) {
+    if (o.methods.empty()) throw CalibrateError("calibrate: no --method given");
+    const HoldoutRule rule = parse_holdout(o);
+    std::vector<dump::Problem> problems;
+    const auto files = dump::expand_inputs(o.files, problems);
+    if (!problems.empty()) throw CalibrateError(problems.front().describe());
+    if (files.empty()) throw CalibrateError("calibrate: no dump file given");
+    dump::Selection sel;
+    sel.include = o.include;
+    dump::Dump d(files, sel);
+    if (!d.errors().empty()) throw CalibrateError(d.errors().front().describe());
+    Report r;
+    for (const auto& [key, g] : group_tensors(d, o, r)) {
+        const Split sp = split_group(d, key, g, rule);
+        if (sp.calib.empty()) {
             r.notes.push_back(key + ": every step is held out: no calibration batch, skipped");
             continue;
         }
@@ -217,13 +250,13 @@ Report run(const Options& o) {
             row.tensor = key;
             row.checkpoint_name = checkpoint_name(key);
             row.method = m;
-            row.scale = calibrate(m, calib, g.bf16 ? DType::bf16 : DType::f32);
-            row.calib_batches = calib.size();
-            row.holdout_batches = held.size();
-            row.calib_steps = csteps;
-            row.holdout_steps = hsteps;
-            row.calib = holdout_stats(calib, row.scale.value);
-            if (!held.empty()) row.holdout = holdout_stats(held, row.scale.value);
+            row.scale = calibrate(m, sp.calib, g.bf16 ? DType::bf16 : DType::f32);
+            row.calib_batches = sp.calib.size();
+            row.holdout_batches = sp.held.size();
+            row.calib_steps = sp.csteps;
+            row.holdout_steps = sp.hsteps;
+            row.calib = holdout_stats(sp.calib, row.scale.value);
+            if (!sp.held.empty()) row.holdout = holdout_stats(sp.held, row.scale.value);
             r.rows.push_back(std::move(row));
         }
     }
