@@ -12,7 +12,7 @@
 //     RangeFactoriesKernel.cpp (linspace, arange), HistogramKernel.cpp (histc).
 // torch evaluates bfloat16 elementwise ops in float32 and rounds each result to bfloat16 (RNE);
 // `to_dtype` below is that rounding. This file is built without FP contraction, so every
-// float32 expression rounds as written (the one fused multiply-add is std::fma, explicitly).
+// float32 expression rounds as written (fused multiply-adds only where written: std::fma).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
