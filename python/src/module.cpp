@@ -14,5 +14,6 @@ PYBIND11_MODULE(_fp8kit, m) {
     fp8kit::py::bind_gemm(m);
     fp8kit::py::bind_warn(m);
     fp8kit::py::bind_checkpoint(m);
+    fp8kit::py::bind_calibrate(m);
     fp8kit::py::bind_cuda(m);
 }

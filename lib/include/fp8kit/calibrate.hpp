@@ -1,0 +1,104 @@
+// Activation calibration as the quantisation libraries define it (issue 28, item 3):
+// replay dumped activations through ModelOpt's and llm-compressor's calibrators, per tensor,
+// FP8 E4M3, and report the static scale each would write (`input_scale`, in that tool's dtype and
+// convention) plus what that scale does to held-out data (clipping, underflow, SQNR).
+// Every formula and its source file: docs/inference.md, "Calibration".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fp8kit::calibrate {
+
+// Bad input (no tensors, a method name, an empty batch): the CLI exits 2.
+struct CalibrateError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+enum class Method {
+    modelopt_max,            // ModelOpt MaxCalibrator
+    modelopt_mse,            // ModelOpt MseCalibrator (amax x 0.25 .. 4.0, 39 candidates)
+    modelopt_percentile,     // ModelOpt HistogramCalibrator, 2048 bins, percentile 99.99
+    llmc_memoryless_minmax,  // llm-compressor MemorylessMinMaxObserver
+    llmc_static_minmax,      // llm-compressor StaticMinMaxObserver
+    llmc_minmax,             // llm-compressor MinMaxObserver (moving average 0.01)
+    llmc_mse,                // llm-compressor MovingAverageMSEObserver (defaults)
+};
+const char* name(Method m);  // "modelopt_max", ...
+std::optional<Method> parse_method(std::string_view s);  // also "max", "mse", "static_minmax", ...
+std::vector<Method> all_methods();
+const char* tool(Method m);  // "modelopt" or "llm-compressor"
+
+// The dtype the activations arrive in: it decides the llm-compressor arithmetic (its observers
+// compute in the activation's dtype) and ModelOpt's amax buffer dtype.
+enum class DType { f32, bf16 };
+
+// One calibration batch (one forward pass: one dump step), as float32 (bfloat16 widened exactly).
+using Batch = std::vector<float>;
+
+struct Scale {
+    float value = 0;           // the stored scale, widened to float32 exactly
+    std::string dtype;         // "float32" (ModelOpt) or "bfloat16" (llm-compressor with bf16 input)
+    float amax = 0;            // the calibrated amax (ModelOpt: the quantizer's _amax buffer)
+    int candidate = -1;        // mse methods: index of the chosen candidate (ModelOpt: of 39)
+};
+
+// The scale `m` computes from `batches`, fed in order, one calibrator call each. Throws
+// CalibrateError for no batches or (ModelOpt max, as its assertion) an infinite or NaN amax.
+Scale calibrate(Method m, const std::vector<Batch>& batches, DType dtype);
+
+// ModelOpt's MseCalibrator candidates: torch.linspace(0.25, 4.0, 39) in float32 as torch's CPU
+// kernel computes it (start + step*i for the first half, end - step*(n-1-i) after, each one
+// fused multiply-add; bit-identical to torch 2.15 on AVX2 and AVX-512).
+std::vector<float> modelopt_mse_candidates();
+// ModelOpt's FP8 fake quantisation on the CPU (tensor_quant.py _fp8_eager), float32 in and out.
+float modelopt_fp8_fake_quant(float x, float amax);
+
+// What a scale does to data: x / s cast to E4M3 (round to nearest even, saturating at 448, as
+// an FP8 GEMM input cast does), decoded and multiplied by s, in binary64.
+struct HoldoutStats {
+    std::uint64_t elements = 0, nonzero = 0;
+    std::uint64_t clipped = 0;    // |x / s| > 448
+    std::uint64_t underflow = 0;  // x != 0 whose code is zero
+    double sqnr_db = 0;           // 10 log10(sum x^2 / sum (deq - x)^2); +inf when exact
+};
+HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale);
+
+// A dump calibrated: one row per (tensor, method).
+struct Row {
+    std::string tensor;      // the dump name without its step component ("model.l0.q_proj/input")
+    std::string checkpoint_name;  // "model.l0.q_proj.input_scale"
+    Method method{};
+    Scale scale;
+    std::size_t calib_batches = 0, holdout_batches = 0;
+    std::vector<std::int64_t> calib_steps, holdout_steps;  // by token: both list every step
+    HoldoutStats holdout;  // on the held-out batches (empty when none)
+    HoldoutStats calib;    // on the calibration batches themselves
+};
+struct Options {
+    std::vector<std::string> files;
+    std::vector<std::string> include;  // fnmatch patterns on tensor names; empty: role activation
+    std::vector<Method> methods;
+    // Steps held out; nullopt: the last step of each tensor that has two or more.
+    std::optional<std::string> holdout_steps;  // "299", "200-", "none"
+    // Hold out by sample instead: this fraction of the tokens (rows of the tensor seen as
+    // [-1, last dim]) of every step, the last ones; every step then calibrates on the rest.
+    std::optional<double> holdout_tokens;
+};
+struct Report {
+    std::vector<Row> rows;
+    std::vector<std::string> notes;  // files or tensors skipped, and why
+};
+Report run(const Options& o);  // throws CalibrateError on bad input
+
+std::string to_json(const Report& r);
+std::string to_csv(const Report& r);
+// The scales of one method as a safetensors file, under that tool's checkpoint names and dtypes
+// (ModelOpt: F32 shape [], amax/448; llm-compressor: the activation dtype, shape [1]).
+void write_safetensors(const Report& r, Method m, const std::string& path);
+
+}  // namespace fp8kit::calibrate

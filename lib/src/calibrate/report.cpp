@@ -1,0 +1,121 @@
+// calibrate's report as JSON and CSV, and the scales as a safetensors file under the tool's
+// checkpoint names (the terminal text is the CLI's).
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fp8kit/calibrate.hpp"
+
+namespace fp8kit::calibrate {
+namespace {
+
+nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+std::uint32_t bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
+std::string hex(float f) { return fmt::format("0x{:08x}", bits(f)); }
+double share(std::uint64_t n, std::uint64_t d) { return d ? static_cast<double>(n) / d : 0.0; }
+
+nlohmann::json stats_json(const HoldoutStats& h) {
+    return {{"elements", h.elements}, {"nonzero", h.nonzero}, {"clipped", h.clipped}, {"underflow", h.underflow},
+            {"clipped_share", share(h.clipped, h.nonzero)}, {"underflow_share", share(h.underflow, h.nonzero)},
+            {"sqnr_db", num(h.sqnr_db)}};
+}
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string o = "\"";
+    for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return o + "\"";
+}
+std::string steps(const std::vector<std::int64_t>& v) {
+    std::string s;
+    for (auto x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
+    return s;
+}
+
+}  // namespace
+
+std::string to_json(const Report& r) {
+    nlohmann::json j;
+    j["format"] = "e4m3";
+    j["rows"] = nlohmann::json::array();
+    for (const auto& row : r.rows) {
+        nlohmann::json o{{"tensor", row.tensor},
+                         {"checkpoint_name", row.checkpoint_name},
+                         {"method", name(row.method)},
+                         {"tool", tool(row.method)},
+                         {"scale", row.scale.value},
+                         {"scale_bits_f32", hex(row.scale.value)},
+                         {"scale_dtype", row.scale.dtype},
+                         {"amax", row.scale.amax},
+                         {"calibration_steps", row.calib_steps},
+                         {"holdout_steps", row.holdout_steps},
+                         {"calibration", stats_json(row.calib)}};
+        if (row.scale.candidate >= 0) o["candidate"] = row.scale.candidate;
+        o["holdout"] = row.holdout_batches ? stats_json(row.holdout) : nlohmann::json(nullptr);
+        j["rows"].push_back(o);
+    }
+    j["notes"] = r.notes;
+    return j.dump(1);
+}
+
+std::string to_csv(const Report& r) {
+    std::string s =
+        "tensor,checkpoint_name,method,tool,scale,scale_bits_f32,scale_dtype,amax,calibration_steps,holdout_steps,"
+        "holdout_elements,holdout_clipped_share,holdout_underflow_share,holdout_sqnr_db\n";
+    for (const auto& row : r.rows) {
+        const bool h = row.holdout_batches != 0;
+        s += fmt::format("{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{}\n", csv_field(row.tensor),
+                         csv_field(row.checkpoint_name), name(row.method), tool(row.method), row.scale.value,
+                         hex(row.scale.value), row.scale.dtype, row.scale.amax, steps(row.calib_steps),
+                         steps(row.holdout_steps), h ? std::to_string(row.holdout.elements) : "",
+                         h ? fmt::format("{:.6g}", share(row.holdout.clipped, row.holdout.nonzero)) : "",
+                         h ? fmt::format("{:.6g}", share(row.holdout.underflow, row.holdout.nonzero)) : "",
+                         h ? (std::isfinite(row.holdout.sqnr_db) ? fmt::format("{:.4f}", row.holdout.sqnr_db) : "inf")
+                           : "");
+    }
+    return s;
+}
+
+// safetensors: 8-byte little-endian header length, the JSON header, then the data. ModelOpt's
+// exported input_scale is F32 of shape [] (data/checkpoints/modelopt_fp8); compressed-tensors'
+// is the activation dtype (BF16) of shape [1] (data/checkpoints/ct_fp8).
+void write_safetensors(const Report& r, Method m, const std::string& path) {
+    nlohmann::json header = nlohmann::json::object();
+    std::string data;
+    for (const auto& row : r.rows) {
+        if (row.method != m) continue;
+        const bool bf16 = row.scale.dtype == "bfloat16";
+        const std::uint32_t b = bits(row.scale.value);
+        const std::size_t begin = data.size();
+        if (bf16) {
+            const std::uint16_t h = static_cast<std::uint16_t>(b >> 16);  // exact: the value is a bfloat16
+            data.append(reinterpret_cast<const char*>(&h), 2);
+        } else {
+            data.append(reinterpret_cast<const char*>(&b), 4);
+        }
+        const bool modelopt = std::string(tool(m)) == "modelopt";
+        header[row.checkpoint_name] = {{"dtype", bf16 ? "BF16" : "F32"},
+                                       {"shape", modelopt ? nlohmann::json::array() : nlohmann::json::array({1})},
+                                       {"data_offsets", {begin, data.size()}}};
+    }
+    if (header.empty()) throw CalibrateError(fmt::format("--save: no scale computed by method {}", name(m)));
+    header["__metadata__"] = {{"producer", "fp8kit calibrate"}, {"method", name(m)}, {"tool", tool(m)}};
+    std::string h = header.dump();
+    while ((h.size() + 8) % 8) h += ' ';
+    std::ofstream f(path, std::ios::binary);
+    if (!f) throw CalibrateError(fmt::format("--save {}: cannot write the file", path));
+    const std::uint64_t n = h.size();
+    f.write(reinterpret_cast<const char*>(&n), 8);
+    f.write(h.data(), static_cast<std::streamsize>(h.size()));
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+    if (!f) throw CalibrateError(fmt::format("--save {}: write failed", path));
+}
+
+}  // namespace fp8kit::calibrate

@@ -1,0 +1,267 @@
+// `fp8kit calibrate DUMPS`: group the dump's tensors by name across steps (each step one
+// calibration batch, in step order), hold out steps, run each method, and measure the held-out
+// E4M3 cast under the resulting scale.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+
+#include "fp8kit/calibrate.hpp"
+#include "fp8kit/convert/names.hpp"
+#include "fp8kit/emu/formats.hpp"
+#include "fp8kit/io/dump.hpp"
+
+namespace fp8kit::calibrate {
+namespace {
+
+struct MethodName {
+    Method m;
+    const char* name;
+    const char* alias;  // the library's own name
+};
+constexpr MethodName kMethods[] = {
+    {Method::modelopt_max, "modelopt_max", "max"},
+    {Method::modelopt_mse, "modelopt_mse", "mse"},
+    {Method::modelopt_percentile, "modelopt_percentile", "percentile"},
+    {Method::llmc_memoryless_minmax, "llmc_memoryless_minmax", "memoryless_minmax"},
+    {Method::llmc_static_minmax, "llmc_static_minmax", "static_minmax"},
+    {Method::llmc_minmax, "llmc_minmax", "minmax"},
+    {Method::llmc_mse, "llmc_mse", "llmc-mse"},
+};
+
+// The tensor's name without the path component that names its step ("step_000100/m/input" ->
+// "m/input"); unchanged when no component carries a step.
+std::string strip_step(const std::string& name) {
+    std::size_t start = 0;
+    while (start <= name.size()) {
+        const std::size_t end = std::min(name.find('/', start), name.size());
+        if (dump::guess_step(name.substr(start, end - start))) {
+            std::string out = name.substr(0, start) + (end < name.size() ? name.substr(end + 1) : "");
+            if (!out.empty() && out.back() == '/') out.pop_back();
+            return out;
+        }
+        start = end + 1;
+    }
+    return name;
+}
+
+// "<module>/input" -> "<module>.input_scale", "<module>/output" -> "<module>.output_scale"
+// (compressed-tensors' names for static input and output activation scales; ModelOpt's exported
+// input_scale has the same name); any other tensor keeps its name, '/' -> '.', + ".input_scale".
+std::string checkpoint_name(const std::string& tensor) {
+    for (const char* role : {"input", "output"}) {
+        const std::string suffix = std::string("/") + role;
+        if (tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0)
+            return tensor.substr(0, tensor.size() - suffix.size()) + "." + role + "_scale";
+    }
+    std::string n = tensor;
+    std::replace(n.begin(), n.end(), '/', '.');
+    return n + ".input_scale";
+}
+
+struct Group {
+    std::vector<std::size_t> index;  // into the dump's tensors, by step
+    std::vector<std::int64_t> steps;
+    bool bf16 = true;
+};
+
+Batch read_batch(dump::Dump& d, std::size_t i) {
+    const auto& t = d.tensors()[i];
+    Batch b(t.numel);
+    d.read(i, [&](const dump::Chunk& c) {
+        for (std::size_t k = 0; k < c.count; ++k) {
+            float v;
+            if (c.wide == Wide::f32) {
+                std::memcpy(&v, static_cast<const char*>(c.bits) + 4 * k, 4);
+            } else {  // bfloat16: the high half of a float32, exactly
+                std::uint16_t h;
+                std::memcpy(&h, static_cast<const char*>(c.bits) + 2 * k, 2);
+                const std::uint32_t w = static_cast<std::uint32_t>(h) << 16;
+                std::memcpy(&v, &w, 4);
+            }
+            b[c.first + k] = v;
+        }
+    });
+    return b;
+}
+
+}  // namespace
+
+const char* name(Method m) {
+    for (const auto& e : kMethods)
+        if (e.m == m) return e.name;
+    return "?";
+}
+std::optional<Method> parse_method(std::string_view s) {
+    for (const auto& e : kMethods)
+        if (s == e.name || s == e.alias) return e.m;
+    return std::nullopt;
+}
+std::vector<Method> all_methods() {
+    std::vector<Method> v;
+    for (const auto& e : kMethods) v.push_back(e.m);
+    return v;
+}
+const char* tool(Method m) {
+    return (m == Method::modelopt_max || m == Method::modelopt_mse || m == Method::modelopt_percentile) ? "modelopt"
+                                                                                                        : "llm-compressor";
+}
+
+HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale) {
+    HoldoutStats h;
+    double sig = 0, err = 0;
+    const Policy rne{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
+    for (const auto& b : batches)
+        for (float x : b) {
+            ++h.elements;
+            if (x == 0.0f || std::isnan(x)) continue;
+            ++h.nonzero;
+            const double v = static_cast<double>(x) / scale;
+            h.clipped += std::fabs(v) > 448.0;
+            std::uint64_t vb;
+            std::memcpy(&vb, &v, 8);
+            const auto code = emu::encode(Format::e4m3, Wide::f64, vb, rne);
+            const std::uint64_t db = emu::decode(Format::e4m3, Wide::f64, code);
+            double q;
+            std::memcpy(&q, &db, 8);
+            h.underflow += q == 0.0;
+            const double deq = q * scale;
+            sig += static_cast<double>(x) * x;
+            err += (deq - x) * (deq - x);
+        }
+    h.sqnr_db = err == 0 ? HUGE_VAL : 10.0 * std::log10(sig / err);
+    return h;
+}
+
+namespace {
+
+// Which steps are held out: the parsed --holdout-steps, "none", or (neither) each tensor's last.
+struct HoldoutRule {
+    std::vector<dump::StepRange> steps;
+    bool given = false, none = false;
+    std::optional<double> tokens;  // by sample instead
+    bool holds(std::int64_t s, bool last, std::size_t n) const {
+        if (tokens || none) return false;
+        if (given) return std::any_of(steps.begin(), steps.end(), [&](const dump::StepRange& x) { return x.lo <= s && s <= x.hi; });
+        return n >= 2 && last;
+    }
+};
+
+HoldoutRule parse_holdout(const Options& o) {
+    HoldoutRule h;
+    if (o.holdout_tokens && o.holdout_steps)
+        throw CalibrateError("--holdout-tokens and --holdout-steps exclude each other");
+    if (o.holdout_tokens && !(*o.holdout_tokens > 0.0 && *o.holdout_tokens < 1.0))
+        throw CalibrateError("--holdout-tokens: a fraction between 0 and 1 (exclusive)");
+    h.tokens = o.holdout_tokens;
+    h.given = o.holdout_steps.has_value();
+    if (h.given && *o.holdout_steps == "none") {
+        h.none = true;
+    } else if (h.given) {
+        try {
+            h.steps = dump::parse_steps(*o.holdout_steps);
+        } catch (const std::invalid_argument& e) {
+            throw CalibrateError(std::string("--holdout-steps: ") + e.what());
+        }
+    }
+    return h;
+}
+
+// The selected tensors by name without their step (role activation unless --tensors names them).
+std::map<std::string, Group> group_tensors(const dump::Dump& d, const Options& o, Report& r) {
+    std::map<std::string, Group> groups;
+    for (std::size_t i = 0; i < d.tensors().size(); ++i) {
+        const auto& t = d.tensors()[i];
+        if (o.include.empty() && t.role != dump::Role::activation) continue;
+        if (t.dtype != dump::DType::bf16 && t.dtype != dump::DType::f32) {
+            r.notes.push_back(t.name + ": stored as " + std::string(dump::name(t.dtype)) +
+                              "; calibration reads bfloat16 or float32 activations: skipped");
+            continue;
+        }
+        auto& g = groups[strip_step(t.name)];
+        g.index.push_back(i);
+        g.steps.push_back(t.step ? *t.step : static_cast<std::int64_t>(g.steps.size()));
+        g.bf16 = g.bf16 && t.dtype == dump::DType::bf16;
+    }
+    if (groups.empty())
+        throw CalibrateError(o.include.empty() ? "calibrate: no activation tensor in the dump (role 'activation'; name others with --tensors)"
+                                               : "calibrate: no tensor matches --tensors");
+    return groups;
+}
+
+// One tensor's steps read, in step order, and divided into calibration and held-out batches.
+struct Split {
+    std::vector<Batch> calib, held;
+    std::vector<std::int64_t> csteps, hsteps;
+};
+
+Split split_group(dump::Dump& d, const std::string& key, const Group& g, const HoldoutRule& rule) {
+    std::vector<std::size_t> order(g.index.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return g.steps[a] < g.steps[b]; });
+    Split sp;
+    for (std::size_t k : order) {
+        const std::int64_t s = g.steps[k];
+        Batch b = read_batch(d, g.index[k]);
+        if (rule.tokens) {  // by sample: the last tokens (rows of [-1, last dim]) of every step
+            const auto& shape = d.tensors()[g.index[k]].shape;
+            const std::size_t width = shape.empty() || shape.back() == 0 ? 1 : shape.back();
+            const std::size_t rows = b.size() / width;
+            const auto h = static_cast<std::size_t>(std::ceil(*rule.tokens * static_cast<double>(rows)));
+            if (h == 0 || h >= rows)
+                throw CalibrateError(key + ": --holdout-tokens leaves no token to " + (h == 0 ? "hold out" : "calibrate on") +
+                                     " (" + std::to_string(rows) + " tokens a step)");
+            sp.held.emplace_back(b.begin() + static_cast<std::ptrdiff_t>((rows - h) * width), b.end());
+            b.resize((rows - h) * width);
+            sp.calib.push_back(std::move(b));
+            sp.csteps.push_back(s);
+            sp.hsteps.push_back(s);
+            continue;
+        }
+        const bool hold = rule.holds(s, k == order.back(), order.size());
+        (hold ? sp.held : sp.calib).push_back(std::move(b));
+        (hold ? sp.hsteps : sp.csteps).push_back(s);
+    }
+    return sp;
+}
+
+}  // namespace
+
+Report run(const Options& o) {
+    if (o.methods.empty()) throw CalibrateError("calibrate: no --method given");
+    const HoldoutRule rule = parse_holdout(o);
+    std::vector<dump::Problem> problems;
+    const auto files = dump::expand_inputs(o.files, problems);
+    if (!problems.empty()) throw CalibrateError(problems.front().describe());
+    if (files.empty()) throw CalibrateError("calibrate: no dump file given");
+    dump::Selection sel;
+    sel.include = o.include;
+    dump::Dump d(files, sel);
+    if (!d.errors().empty()) throw CalibrateError(d.errors().front().describe());
+    Report r;
+    for (const auto& [key, g] : group_tensors(d, o, r)) {
+        const Split sp = split_group(d, key, g, rule);
+        if (sp.calib.empty()) {
+            r.notes.push_back(key + ": every step is held out: no calibration batch, skipped");
+            continue;
+        }
+        for (Method m : o.methods) {
+            Row row;
+            row.tensor = key;
+            row.checkpoint_name = checkpoint_name(key);
+            row.method = m;
+            row.scale = calibrate(m, sp.calib, g.bf16 ? DType::bf16 : DType::f32);
+            row.calib_batches = sp.calib.size();
+            row.holdout_batches = sp.held.size();
+            row.calib_steps = sp.csteps;
+            row.holdout_steps = sp.hsteps;
+            row.calib = holdout_stats(sp.calib, row.scale.value);
+            if (!sp.held.empty()) row.holdout = holdout_stats(sp.held, row.scale.value);
+            r.rows.push_back(std::move(row));
+        }
+    }
+    if (r.rows.empty()) throw CalibrateError("calibrate: nothing calibrated: " + r.notes.front());
+    return r;
+}
+
+}  // namespace fp8kit::calibrate

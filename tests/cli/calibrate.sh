@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# fp8kit calibrate (issue 28, item 3) as a user runs it, on data/example/llama_tiny_dump.h5:
+# the scales printed by --csv equal, bit for bit, those the libraries computed
+# (tests/golden/calibration_scales.json, scripts/make_calibration_golden.py); --json; --save
+# writes a safetensors file under the tool's name; bad input exits 2 with one line naming it.
+# Usage: bash calibrate.sh /path/to/fp8kit /path/to/repo
+set -u
+FP8KIT=$1
+REPO=$2
+DUMP=$REPO/data/example/llama_tiny_dump.h5
+GOLDEN=$REPO/tests/golden/calibration_scales.json
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+
+"$FP8KIT" calibrate "$DUMP" --method all --csv > "$T/all.csv"; check "csv: exit 0" $?
+[ "$(wc -l < "$T/all.csv")" -eq 211 ]; check "csv: 30 activation tensors (15 inputs, 15 outputs) x 7 methods" $?
+grep -q '^lm_head/output,lm_head.output_scale,' "$T/all.csv"; check "csv: an output's checkpoint name" $?
+# The golden file's scale bits per (tensor, method), compared with the CSV's scale_bits_f32.
+n=0
+for m in modelopt_max modelopt_mse modelopt_percentile llmc_static_minmax llmc_mse; do
+  for t in model.layers.0.self_attn.q_proj/input model.layers.1.mlp.down_proj/input lm_head/input; do
+    want=$(grep -A80 "\"$t\"" "$GOLDEN" | grep -A6 "\"$m\"" | grep -m1 scale_bits_f32 | sed 's/.*"\(0x[0-9a-f]*\)".*/\1/')
+    got=$(grep "^$t,.*,$m," "$T/all.csv" | cut -d, -f6)
+    [ -n "$want" ] && [ "$want" = "$got" ]; check "$t $m: $got = library $want" $?
+    n=$((n + 1))
+  done
+done
+[ $n -eq 15 ]; check "15 comparisons" $?
+
+"$FP8KIT" calibrate "$DUMP" --method max --tensors '*/lm_head/input' --json > "$T/r.json"; check "json: exit 0" $?
+grep -q '"checkpoint_name": "lm_head.input_scale"' "$T/r.json"; check "json: checkpoint name" $?
+grep -q '"holdout_steps": \[' "$T/r.json"; check "json: holdout steps" $?
+
+out=$("$FP8KIT" calibrate "$DUMP" --method static_minmax --tensors '*/lm_head/input'); check "text: exit 0" $?
+printf '%s\n' "$out" | grep -q '^lm_head/input  *llmc_static_minmax .* bfloat16 '; check "text: row" $?
+printf '%s\n' "$out" | grep -q 'held-out steps'; check "text: says what the statistics are on" $?
+
+out=$("$FP8KIT" calibrate "$DUMP" --method max --tensors '*/lm_head/input' --holdout-tokens 0.25); check "by token: exit 0" $?
+printf '%s\n' "$out" | grep -q 'held-out tokens'; check "by token: said" $?
+"$FP8KIT" calibrate "$DUMP" --method max --holdout-tokens 0 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "holdout-tokens" "$T/err"; check "--holdout-tokens 0: exit 2 (got $rc)" $?
+
+"$FP8KIT" calibrate "$DUMP" --method mse --tensors '*/lm_head/input' --save "$T/s.safetensors" > /dev/null; check "save: exit 0" $?
+grep -q 'lm_head.input_scale' "$T/s.safetensors"; check "save: named input_scale" $?
+
+"$FP8KIT" calibrate "$DUMP" --method entropy 2> "$T/err"; rc=$?
+[ $rc -eq 2 ]; check "unknown method: exit 2 (got $rc)" $?
+[ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "entropy" "$T/err"; check "unknown method: one line naming it" $?
+"$FP8KIT" calibrate "$T/missing.h5" --method max 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "missing.h5" "$T/err"; check "missing dump: exit 2, named (got $rc)" $?
+"$FP8KIT" calibrate "$DUMP" --method max --tensors 'nothing*' 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "tensors" "$T/err"; check "no tensor matched: exit 2 (got $rc)" $?
+"$FP8KIT" calibrate "$DUMP" --method max --method mse --save "$T/x.safetensors" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && [ ! -e "$T/x.safetensors" ]; check "--save with two methods: exit 2, nothing written (got $rc)" $?
+"$FP8KIT" calibrate "$DUMP" --method max --holdout-steps 'x-y' 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "holdout-steps" "$T/err"; check "bad --holdout-steps: exit 2 (got $rc)" $?
+exit $fail
