@@ -238,7 +238,7 @@ TEST_CASE("gemm block scales and rowwise scales", "[gemm]") {
 
 TEST_CASE("gemm models: names, parameters, and refusals", "[gemm]") {
     REQUIRE(describe(parse_model("aligned:group=16,bits=13,promote=64")) ==
-            "aligned:group=16,bits=13,exp=nominal,sum_bits=14,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue");
+            "aligned:group=16,bits=13,exp=nominal,sum_bits=14,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue,splitk=0,fma=1");
     REQUIRE_THROWS_WITH(parse_model("sm80"), Catch::Contains("sm80"));
     REQUIRE_THROWS_WITH(parse_model("aligned:promote=48"), Catch::Contains("multiple of group"));
     REQUIRE_THROWS_WITH(parse_model("aligned:bits=x"), Catch::Contains("bits='x'"));

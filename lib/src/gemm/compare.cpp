@@ -49,7 +49,10 @@ double relative_bound(const GemmRequest& rq, const AccumModel& m) {
             const double eps = (m.group + 1) * std::ldexp(m.nominal_exponent ? 4.0 : 1.0, 1 - m.align_bits) +
                                (m.sum_bits > 0 ? std::ldexp(1.0, 1 - m.sum_bits) : 0.0) +
                                (m.step_round == StepRound::toward_zero ? 2 * u : u);
-            return std::pow(1 + eps, steps) * std::pow(1 + u, chunks + 3) * (1 + u_out) - 1;
+            // Split-K adds one float32 addition per split (the reduction); its splits have fewer steps
+            // than `steps` counts, so the bound stays an upper bound.
+            const double splits = m.split_k > 0 ? std::ceil(k / m.split_k) : 1;
+            return std::pow(1 + eps, steps) * std::pow(1 + u, chunks + splits + 3) * (1 + u_out) - 1;
         }
     }
     return 0;

@@ -39,6 +39,9 @@ AccumModel h100tc() {
     return m;
 }
 
+// Products per split of the measured split-K kernels: 22 tiles of k = 128.
+constexpr int kSm90SplitK = 22 * 128;
+
 int parse_int(std::string_view v, std::string_view key, int lo, int hi) {
     int x = 0;
     const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
@@ -58,8 +61,17 @@ std::vector<AccumModel> named_models() {
     // sm90: cuBLASLt's default (split) accumulator, hypothesis: promotion every 4 MMAs of k=32
     // as CUTLASS's sm90 FP8 mainloop does (mma_promotion_interval) and DeepSeek's N_C = 128.
     // sm90-fast: CUBLASLT_MATMUL_DESC_FAST_ACCUM, no promotion.
+    // sm90-splitk / sm90-fast-splitk: the split-K kernels cuBLASLt 13.1 picks for small M x N and
+    // K >= 8192 (nvjet_sm90_*_splitK_* + cublasLt::splitKreduce_kernel), measured on an H200 with
+    // scripts/probe_splitk.py (docs/gemm.md, "Split-K"): 22 k tiles of 128 (2816 products) per
+    // split, partial sums added in float32 in k order. They come after the one-CTA models, which
+    // they equal when K <= 2816.
+    AccumModel splitk = aligned("sm90-splitk", 128, ScaleAt::epilogue);
+    splitk.split_k = kSm90SplitK;
+    AccumModel fast_splitk = aligned("sm90-fast-splitk", 0, ScaleAt::epilogue);
+    fast_splitk.split_k = kSm90SplitK;
     return {exact, fp32, aligned("sm90", 128, ScaleAt::epilogue), aligned("sm90-fast", 0, ScaleAt::epilogue),
-            aligned("deepseek-128", 128, ScaleAt::promotion), h100tc()};
+            splitk, fast_splitk, aligned("deepseek-128", 128, ScaleAt::promotion), h100tc()};
 }
 
 AccumModel parse_model(std::string_view text) {
@@ -68,7 +80,8 @@ AccumModel parse_model(std::string_view text) {
     constexpr std::string_view prefix = "aligned:";
     if (text.substr(0, prefix.size()) != prefix)
         throw std::invalid_argument(fmt::format(
-            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, deepseek-128, h100tc or aligned:key=value,...", text));
+            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, sm90-splitk, sm90-fast-splitk, deepseek-128, h100tc "
+            "or aligned:key=value,...", text));
     AccumModel m = aligned(std::string(text), 0, ScaleAt::epilogue);
     std::string_view rest = text.substr(prefix.size());
     while (!rest.empty()) {
@@ -84,6 +97,8 @@ AccumModel parse_model(std::string_view text) {
         else if (k == "sum_bits") m.sum_bits = parse_int(v, k, 0, 48);
         else if (k == "exp" && (v == "nominal" || v == "actual")) m.nominal_exponent = v == "nominal";
         else if (k == "promote") m.promote = parse_int(v, k, 0, 1 << 30);
+        else if (k == "splitk") m.split_k = parse_int(v, k, 0, 1 << 30);
+        else if (k == "fma") m.promote_fma = parse_int(v, k, 0, 1) == 1;
         else if (k == "sticky") m.sticky = parse_int(v, k, 0, 1) == 1;
         else if (k == "align" && (v == "trunc" || v == "floor" || v == "rne"))
             m.align = v == "trunc" ? AlignRound::toward_zero : v == "floor" ? AlignRound::floor : AlignRound::nearest_even;
@@ -94,19 +109,22 @@ AccumModel parse_model(std::string_view text) {
         else
             throw std::invalid_argument(fmt::format(
                 "accumulation model: unknown '{}' (keys: group, bits, exp=nominal|actual, sum_bits, promote, align=trunc|floor|rne, sticky=0|1, "
-                "step=rz|rne, scale=epilogue|promotion)", item));
+                "step=rz|rne, scale=epilogue|promotion, splitk, fma=0|1)", item));
     }
     if (m.promote % m.group != 0)
         throw std::invalid_argument(fmt::format("accumulation model: promote={} is not a multiple of group={}", m.promote, m.group));
+    if (m.split_k % 128 != 0 || (m.promote > 0 && m.split_k % m.promote != 0))
+        throw std::invalid_argument(fmt::format(
+            "accumulation model: splitk={} is not a multiple of 128 k (a tile) and of promote={}", m.split_k, m.promote));
     return m;
 }
 
 std::string describe(const AccumModel& m) {
     if (m.kind != AccumKind::aligned) return m.name;
-    return fmt::format("aligned:group={},bits={},exp={},sum_bits={},promote={},align={},sticky={},step={},scale={}",
+    return fmt::format("aligned:group={},bits={},exp={},sum_bits={},promote={},align={},sticky={},step={},scale={},splitk={},fma={}",
                        m.group, m.align_bits, m.nominal_exponent ? "nominal" : "actual", m.sum_bits, m.promote, m.align == AlignRound::toward_zero ? "trunc" : m.align == AlignRound::floor ? "floor" : "rne", m.sticky ? 1 : 0,
                        m.step_round == StepRound::toward_zero ? "rz" : "rne",
-                       m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion");
+                       m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion", m.split_k, m.promote_fma ? 1 : 0);
 }
 
 }  // namespace fp8kit::gemm

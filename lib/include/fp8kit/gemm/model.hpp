@@ -39,11 +39,20 @@ struct AccumModel {
     StepRound step_round = StepRound::toward_zero;  // the step's exact sum -> float32
     int promote = 0;           // N_C: products per promotion to the float32 accumulator; 0: never
     ScaleAt scale_at = ScaleAt::epilogue;
+    // Split-K: K is cut into ranges of `split_k` products, each accumulated from zero as a GEMM of
+    // its own (a CTA of cuBLASLt's *_splitK_* kernels); the ranges' float32 partial sums are added
+    // in k order in float32 (splitKreduce_kernel), then the epilogue. 0: no split.
+    int split_k = 0;
+    // A scaled promotion (block scales, or scale=promotion) as one fused multiply-add,
+    // outer = fma(fl32(sa * sb), c, outer): measured on cuBLASLt's block-scaled kernel
+    // (docs/gemm.md, "Block scales"). false: fl32(outer + fl32(fl32(sa * sb) * c)).
+    bool promote_fma = true;
 };
 
-// "exact", "fp32", "sm90", "sm90-fast", "deepseek-128", or a parameter list
-// "aligned:group=32,bits=14,exp=nominal|actual,sum_bits=14,promote=128,align=trunc|floor|rne,sticky=0|1,
-// step=rz|rne,scale=epilogue|promotion" (keys not given keep sm90-fast's values).
+// "exact", "fp32", "sm90", "sm90-fast", "sm90-splitk", "sm90-fast-splitk", "deepseek-128", "h100tc",
+// or a parameter list "aligned:group=32,bits=14,exp=nominal|actual,sum_bits=14,promote=128,
+// align=trunc|floor|rne,sticky=0|1,step=rz|rne,scale=epilogue|promotion,splitk=0,fma=1" (keys not
+// given keep sm90-fast's values).
 // Throws std::invalid_argument naming the bad part.
 AccumModel parse_model(std::string_view text);
 // The named models, in the order validate tries them.
