@@ -114,6 +114,46 @@ def boundary_scan(saved):
                   f"positions; first ones {survived[:8].tolist()}", flush=True)
 
 
+BOUNDARY_SHAPES = [(16, 16, K) for K in (4096, 6144, 8192, 9216, 10240, 12288, 14336, 16384, 20480, 24576,
+                                          32768, 49152, 65536)] + \
+                  [(64, 32, 20480), (16, 48, 9216), (32, 32, 12288), (48, 80, 12288), (64, 64, 24576)]
+
+
+def split_boundaries(M, N, K, fast=True):
+    """The k tiles (of 128) that start a split. B is 256 at the first k of every tile. Row r of A
+    is 256 at the first k of tile t_r (a product 2^16) and 2^-9 at the first k of tile t_r + 1 (a
+    product 2^-1). Under fast accumulation the small product is truncated away when it meets 2^16
+    in one CTA's accumulator (unit 2^3), and survives (65536.5) when tile t_r + 1 starts another
+    CTA's range, whose partial the reduction adds in float32. Returns the starting tiles, 0 first."""
+    tiles = K // 128
+    starts = [0]
+    bv = np.zeros((N, K), np.float32)
+    bv[:, ::128] = 256.0
+    b = codes(bv, E4M3)
+    for t0 in range(0, tiles - 1, M):
+        ts = list(range(t0, min(t0 + M, tiles - 1)))
+        av = np.zeros((M, K), np.float32)
+        for r, t in enumerate(ts):
+            av[r, t * 128] = 256.0
+            av[r, (t + 1) * 128] = 2.0 ** -9
+        d = as_saved(mm(codes(av, E4M3), b, E4M3, E4M3, 1.0, 1.0, fast, torch.float32))
+        starts += [t + 1 for r, t in enumerate(ts) if d[r, 0] != 65536.0]
+    return starts
+
+
+def boundary_scan2(report):
+    rows = {}
+    for M, N, K in BOUNDARY_SHAPES:
+        names = kernels(lambda: mm(codes(np.ones((M, K)), E4M3), codes(np.ones((N, K)), E4M3), E4M3, E4M3, 1.0, 1.0, True,
+                                   torch.float32))
+        starts = split_boundaries(M, N, K)
+        sizes = [b - a for a, b in zip(starts, starts[1:] + [K // 128])]
+        rows[f"{M}x{N}x{K}"] = {"split_starts_tiles": starts, "tiles_per_split": sizes,
+                                "kernel": [n for n in names if "nvjet" in n]}
+        print(f"{M}x{N}x{K}: {len(starts)} splits, tiles {sizes}, {rows[f'{M}x{N}x{K}']['kernel']}", flush=True)
+    report["boundaries"] = rows
+
+
 def inputs(rng, kind, shape, f):
     if kind == "normal":
         return rng.standard_normal(shape) * rng.uniform(0.1, 10)
@@ -208,6 +248,7 @@ def main():
     report = {"seed": seed, "versions": versions(), "kernels": {}}
     # One file per step (the device tool brings back files of at most 16 MiB).
     steps = (("kernels", lambda s: shape_kernels(report)), ("scan", boundary_scan),
+             ("scan2", lambda s: boundary_scan2(report)),
              ("random1", lambda s: random_cases(s, rng, RANDOM_SHAPES[:3])),
              ("random2", lambda s: random_cases(s, rng, RANDOM_SHAPES[3:])), ("block", lambda s: block_cases(s, report, rng)))
     skip = set(os.environ.get("PROBE_SKIP", "").split(","))

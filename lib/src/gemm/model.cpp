@@ -39,9 +39,6 @@ AccumModel h100tc() {
     return m;
 }
 
-// Products per split of the measured split-K kernels: 22 tiles of k = 128.
-constexpr int kSm90SplitK = 22 * 128;
-
 int parse_int(std::string_view v, std::string_view key, int lo, int hi) {
     int x = 0;
     const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
@@ -61,27 +58,48 @@ std::vector<AccumModel> named_models() {
     // sm90: cuBLASLt's default (split) accumulator, hypothesis: promotion every 4 MMAs of k=32
     // as CUTLASS's sm90 FP8 mainloop does (mma_promotion_interval) and DeepSeek's N_C = 128.
     // sm90-fast: CUBLASLT_MATMUL_DESC_FAST_ACCUM, no promotion.
-    // sm90-splitk / sm90-fast-splitk: the split-K kernels cuBLASLt 13.1 picks for small M x N and
-    // K >= 8192 (nvjet_sm90_*_splitK_* + cublasLt::splitKreduce_kernel), measured on an H200 with
-    // scripts/probe_splitk.py (docs/gemm.md, "Split-K"): 22 k tiles of 128 (2816 products) per
-    // split, partial sums added in float32 in k order. They come after the one-CTA models, which
-    // they equal when K <= 2816.
-    AccumModel splitk = aligned("sm90-splitk", 128, ScaleAt::epilogue);
-    splitk.split_k = kSm90SplitK;
-    AccumModel fast_splitk = aligned("sm90-fast-splitk", 0, ScaleAt::epilogue);
-    fast_splitk.split_k = kSm90SplitK;
     return {exact, fp32, aligned("sm90", 128, ScaleAt::epilogue), aligned("sm90-fast", 0, ScaleAt::epilogue),
-            splitk, fast_splitk, aligned("deepseek-128", 128, ScaleAt::promotion), h100tc()};
+            aligned("deepseek-128", 128, ScaleAt::promotion), h100tc()};
+}
+
+// The split-K kernels cuBLASLt 13.1 picks for small M x N and large K (nvjet_sm90_*_splitK_* then
+// cublasLt::splitKreduce_kernel), measured on an H200 with scripts/probe_splitk.py (docs/gemm.md,
+// "Split-K"): each CTA accumulates its range of k as sm90 / sm90-fast do from zero, and the
+// reduction adds the float32 partials in k order before the epilogue.
+AccumModel split_model(bool fast, int split_k) {
+    AccumModel m = aligned(fmt::format("{}-splitk:{}", fast ? "sm90-fast" : "sm90", split_k), fast ? 0 : 128,
+                           ScaleAt::epilogue);
+    m.split_k = split_k;
+    return m;
+}
+
+std::vector<int> split_sizes(std::size_t k, int max_splits) {
+    const std::size_t tiles = (k + 127) / 128;
+    std::vector<int> sizes;
+    for (std::size_t s = 2; s <= tiles && s <= static_cast<std::size_t>(max_splits); ++s) {
+        const int size = static_cast<int>((tiles + s - 1) / s * 128);
+        if (sizes.empty() || sizes.back() != size) sizes.push_back(size);
+    }
+    return sizes;
 }
 
 AccumModel parse_model(std::string_view text) {
     for (const auto& m : named_models())
         if (m.name == text) return m;
+    for (const bool fast : {false, true}) {
+        const std::string_view split_prefix = fast ? "sm90-fast-splitk:" : "sm90-splitk:";
+        if (text.substr(0, split_prefix.size()) == split_prefix) {
+            const int n = parse_int(text.substr(split_prefix.size()), "split size", 128, 1 << 30);
+            if (n % 128 != 0)
+                throw std::invalid_argument(fmt::format("accumulation model '{}': the split size must be a multiple of 128", text));
+            return split_model(fast, n);
+        }
+    }
     constexpr std::string_view prefix = "aligned:";
     if (text.substr(0, prefix.size()) != prefix)
         throw std::invalid_argument(fmt::format(
-            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, sm90-splitk, sm90-fast-splitk, deepseek-128, h100tc "
-            "or aligned:key=value,...", text));
+            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, sm90-splitk:N, sm90-fast-splitk:N, deepseek-128, "
+            "h100tc or aligned:key=value,...", text));
     AccumModel m = aligned(std::string(text), 0, ScaleAt::epilogue);
     std::string_view rest = text.substr(prefix.size());
     while (!rest.empty()) {
