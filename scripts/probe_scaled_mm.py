@@ -10,7 +10,8 @@ Usage: python3 probe_scaled_mm.py FP8KIT_BINARY OUT_DIR   (needs a CUDA GPU and 
        python3 probe_scaled_mm.py FP8KIT_BINARY OUT_DIR --acceptance SEED
 The second form draws new inputs, shapes and seeds (none used to fix the models) and only
 compares: tensorwise and rowwise, E4M3 x E4M3 and E4M3 x E5M2, f32 and bf16, both accumulators,
-random, wide-exponent and adversarial (cancelling) inputs, and a split-K shape.
+random, wide-exponent and adversarial (cancelling) inputs, split-K shapes (the expected model
+follows the kernel the profiler names) and block scales (1x128 x 128x128).
 """
 import ctypes
 import glob
@@ -94,6 +95,29 @@ def validate(binary, tmp, a, b, fa, fb, sa, sb, d, out):
     return json.loads(r.stdout)
 
 
+def model_mismatches(binary, tmp, a, b, fa, fb, sa, sb, d, out, model):
+    """Elements whose bits differ between torch's D and `fp8kit gemm --accum MODEL` (the expected
+    model named directly: validate's search may name another model that gives the same bits)."""
+    pa, pb, pr = (os.path.join(tmp, n) for n in ("a.npy", "b.npy", "ref.npy"))
+    np.save(pa, a)
+    np.save(pb, b)
+    args = [binary, "gemm", pa, pb, "--a-format", FMT[fa], "--b-format", FMT[fb], "--accum", model,
+            "--out-dtype", "f32" if out == torch.float32 else "bf16", "-o", pr]
+    for name, s in (("--scale-a", sa), ("--scale-b", sb)):
+        if np.ndim(s) == 0:
+            args += [name, repr(float(np.float32(s)))]
+        else:
+            p = os.path.join(tmp, name[2:] + ".npy")
+            np.save(p, np.asarray(s, dtype=np.float32))
+            args += [name, p]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        return None
+    ref = np.load(pr)
+    got = d.float().numpy().view(np.uint32) if out == torch.float32 else d.view(torch.int16).numpy().view(np.uint16)
+    return int(np.sum(ref.view(got.dtype) != got))
+
+
 def crafted():
     """Crafted probes: (name, a values M x K, b values N x K). Values are exact in E4M3."""
     out = []
@@ -141,11 +165,82 @@ def inputs(rng, kind, shape, f):
     return x
 
 
+_split_sizes = {}
+
+
+def split_size(M, N, K, fast):
+    """Products per split of cuBLASLt's split-K kernel on this shape, from probe_splitk.py's
+    crafted boundary scan (fast accumulation; the split accumulator's kernel is assumed to split
+    alike, which its bit-exact results then confirm or refute)."""
+    if (M, N, K) not in _split_sizes:
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from probe_splitk import split_boundaries
+        starts = split_boundaries(M, N, K)
+        _split_sizes[(M, N, K)] = (starts[1] if len(starts) > 1 else K // 128) * 128
+        print(f"{M}x{N}x{K}: split starts (tiles) {starts}", flush=True)
+    return _split_sizes[(M, N, K)]
+
+
+def splitk_kernel(a, b, fa, fb, sa, sb, fast, out):
+    """Whether cuBLASLt runs this call as split-K (the profiler names *_splitK_* kernels)."""
+    return any("splitK" in n for n in kernels(lambda: mm(a, b, fa, fb, sa, sb, fast, out)))
+
+
+def block_mm(a_codes, b_codes, sa, sb):
+    """Block scales (A 1x128: M x K/128, B 128x128: N/128 x K/128, dequantisation factors) as
+    torch's test_scaled_matmul_cuda.py passes them: A's outer-dim-major, B's transposed. torch 2.11
+    refuses fast accumulation with 128x128 blocks."""
+    return torch._scaled_mm(*block_operands(a_codes, b_codes, sa, sb), out_dtype=torch.float32)
+
+
+def block_operands(a_codes, b_codes, sa, sb):
+    """B's 128x128 scales go in with their K/128 rows padded to a multiple of 4 elements: without
+    the padding, torch 2.11 passes a K/128 of 5 unchecked and the second 128-column block of D
+    comes out wrong (cuBLASLt reads B's scales with a padded leading dimension)."""
+    a = torch.from_numpy(a_codes).cuda().view(E4M3)
+    b = torch.from_numpy(b_codes).cuda().view(E4M3)
+    sat = torch.from_numpy(sa).cuda().t().contiguous().t()
+    kb = sb.shape[1]
+    padded = torch.zeros((sb.shape[0], (kb + 3) // 4 * 4), dtype=torch.float32, device="cuda")
+    padded[:, :kb] = torch.from_numpy(sb).cuda()
+    return a, b.t(), sat, padded[:, :kb].t()
+
+
+def acceptance_blocks(binary, tmp, rng, rows, totals):
+    for M, N, K in [(128, 256, 1536), (256, 128, 2560), (384, 256, 640), (256, 256, 768)]:
+        for kind in ("normal", "wide", "adversarial"):
+            a, b = codes(np.clip(inputs(rng, kind, (M, K), E4M3), -448, 448), E4M3), codes(np.clip(inputs(rng, kind, (N, K), E4M3), -448, 448), E4M3)
+            sa = (2.0 ** rng.integers(-8, 5, (M, K // 128)) * rng.uniform(1, 2, (M, K // 128))).astype(np.float32)
+            sb = (2.0 ** rng.integers(-8, 5, (N // 128, K // 128)) * rng.uniform(1, 2, (N // 128, K // 128))).astype(np.float32)
+            d = block_mm(a, b, sa, sb).cpu()
+            for out in (torch.float32, torch.bfloat16):
+                dd = d if out == torch.float32 else d.to(torch.bfloat16)
+                # bf16: the kernel's own bf16 output, not a cast of the f32 one.
+                if out == torch.bfloat16:
+                    dd = torch._scaled_mm(*block_operands(a, b, sa, sb), out_dtype=torch.bfloat16).cpu()
+                v = validate(binary, tmp, a, b, E4M3, E4M3, sa, sb, dd, out)
+                miss = model_mismatches(binary, tmp, a, b, E4M3, E4M3, sa, sb, dd, out, "sm90")
+                key = f"{M}x{N}x{K} e4m3 {kind} block split {'f32' if out == torch.float32 else 'bf16'}"
+                rows.append({"M": M, "N": N, "K": K, "b": "e4m3", "inputs": kind, "scaling": "block", "fast": False,
+                             "out": "f32" if out == torch.float32 else "bf16", "model": "sm90", "mismatches": miss,
+                             "matched": v.get("matched"), "error": v.get("error")})
+                totals[key] = miss if miss is not None else -1
+                if miss:
+                    print("MISMATCH", key, v.get("mismatches"), flush=True)
+
+
 def acceptance(binary, outdir, seed):
+    """Cases drawn after the models were fixed. A case's expected model follows the kernel the
+    profiler saw: sm90[-fast]-splitk for *_splitK_* kernels, sm90[-fast] otherwise."""
     rng = np.random.default_rng(seed)
     rows, totals = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         cases = [(48, 80, K) for K in (16, 96, 224, 640, 2048, 4096)] + [(32, 16, 8192)]
+        if os.environ.get("ACCEPT_SPLITK_ONLY"):
+            cases = [(32, 16, 8192)]
+        # Split-K shapes (issue 26, seed 20261127 on; none of them was probed while the model was
+        # fixed): small M x N with large K.
+        cases += [(16, 16, 11264), (32, 48, 10240), (64, 32, 18432), (16, 32, 28672)]
         for M, N, K in cases:
             for fb in (E4M3, E5M2):
                 for kind in ("normal", "wide", "adversarial"):
@@ -161,21 +256,31 @@ def acceptance(binary, outdir, seed):
                         for fast in (False, True):
                             for out in (torch.float32, torch.bfloat16):
                                 d = mm(a, b, E4M3, fb, sa, sb, fast, out)
+                                split = splitk_kernel(a, b, E4M3, fb, sa, sb, fast, out)
                                 v = validate(binary, tmp, a, b, E4M3, fb, sa, sb, d, out)
                                 want = "sm90-fast" if fast else "sm90"
-                                miss = v.get("mismatches", {}).get(want)
+                                if split:  # the split size the crafted boundary scan measures on this shape
+                                    want += f"-splitk:{split_size(M, N, K, fast)}"
+                                miss = model_mismatches(binary, tmp, a, b, E4M3, fb, sa, sb, d, out, want)
                                 row = {"M": M, "N": N, "K": K, "b": FMT[fb], "inputs": kind, "scaling": scaling, "fast": fast,
                                        "out": "f32" if out == torch.float32 else "bf16", "model": want, "mismatches": miss,
                                        "matched": v.get("matched"), "error": v.get("error")}
                                 rows.append(row)
                                 key = f"{M}x{N}x{K} {FMT[fb]} {kind} {scaling} {'fast' if fast else 'split'} {row['out']}"
-                                totals[key] = miss
+                                totals[key] = miss if miss is not None else -1
                                 if miss:
-                                    print("MISMATCH", key, v.get("mismatches"), flush=True)
+                                    print("MISMATCH", key, want, v.get("mismatches"), flush=True)
+        try:
+            acceptance_blocks(binary, tmp, rng, rows, totals)
+        except Exception as e:  # noqa: BLE001  (an older torch without block scaling: say so)
+            rows.append({"scaling": "block", "error": repr(e)[:500]})
+            print("block scales:", repr(e)[:300], flush=True)
     bad = {k: v for k, v in totals.items() if v}
     with open(os.path.join(outdir, "acceptance.json"), "w") as f:
         json.dump({"seed": seed, "versions": versions(), "rows": rows}, f, indent=1)
     print(f"acceptance seed {seed}: {len(totals)} cases, {len(bad)} not bit-exact", flush=True)
+    from collections import Counter
+    print("by expected model:", dict(Counter((r.get("model"), r.get("mismatches") == 0) for r in rows)), flush=True)
 
 
 def main():

@@ -23,7 +23,8 @@ def gemm(a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_b=1.0, accum
 
     a, b: uint8 codes or ml_dtypes float8 arrays. scale_a / scale_b: a number (tensorwise), M / N
     values (rowwise), or M x ceil(K/128) / ceil(N/128) x ceil(K/128) (1x128 and 128x128 blocks).
-    accum: 'exact', 'fp32', 'sm90', 'sm90-fast', 'deepseek-128', 'h100tc' or 'aligned:key=value,...'.
+    accum: 'exact', 'fp32', 'sm90', 'sm90-fast', 'sm90-splitk:N', 'sm90-fast-splitk:N' (cuBLASLt's
+    split-K kernels, N products per split), 'deepseek-128', 'h100tc' or 'aligned:key=value,...'.
     out_dtype 'f32' gives float32; 'bf16' gives the bfloat16 bit patterns as uint16."""
     a, b = _operands(a, b)
     bits = _fp8kit.gemm_bits(a, b, a_format, b_format, _scales(scale_a), _scales(scale_b), accum, out_dtype)

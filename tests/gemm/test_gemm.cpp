@@ -238,7 +238,7 @@ TEST_CASE("gemm block scales and rowwise scales", "[gemm]") {
 
 TEST_CASE("gemm models: names, parameters, and refusals", "[gemm]") {
     REQUIRE(describe(parse_model("aligned:group=16,bits=13,promote=64")) ==
-            "aligned:group=16,bits=13,exp=nominal,sum_bits=14,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue");
+            "aligned:group=16,bits=13,exp=nominal,sum_bits=14,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue,splitk=0,fma=1");
     REQUIRE_THROWS_WITH(parse_model("sm80"), Catch::Contains("sm80"));
     REQUIRE_THROWS_WITH(parse_model("aligned:promote=48"), Catch::Contains("multiple of group"));
     REQUIRE_THROWS_WITH(parse_model("aligned:bits=x"), Catch::Contains("bits='x'"));
@@ -266,4 +266,80 @@ TEST_CASE("gemm compare names the model an output was made with", "[gemm]") {
     REQUIRE(r.matched.empty());
     REQUIRE(r.closest == "sm90-fast");
     REQUIRE(r.models[3].mismatches == 1);
+}
+
+TEST_CASE("gemm split-K: each range accumulated alone, partials added in float32 in k order", "[gemm]") {
+    // Hand-worked from the definition (docs/gemm.md "Split-K"): a product 2^16 at k = 0 and a
+    // product 2^-1 at k = 256. One accumulator (sm90-fast) truncates the small one away (unit
+    // 2^(16 + 1 - 14) = 8); with ranges of 256 products the second range's partial 0.5 is added
+    // to 65536 in float32, which keeps it.
+    Case c(1, 1, 512, Format::e4m3, Format::e4m3);
+    c.a[0] = code(Format::e4m3, 256.0f);
+    c.b[0] = code(Format::e4m3, 256.0f);
+    c.a[256] = code(Format::e4m3, std::ldexp(1.0f, -9));
+    c.b[256] = code(Format::e4m3, 256.0f);
+    REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == 65536.0f);
+    REQUIRE(f32(mm(c.request(), model("sm90-fast-splitk:256"))[0]) == 65536.5f);
+    REQUIRE(f32(mm(c.request(), model("sm90-fast-splitk:384"))[0]) == 65536.0f);  // k = 256 in the first range
+    // The reduction adds in k order, in float32. Ranges of 128: two ranges of 128 products of 2^16
+    // (2^23 each), then 1 and 1: 2^24 + 1 is a tie that rounds to even (2^24), twice, where the
+    // exact sum is 2^24 + 2.
+    Case u(1, 1, 512, Format::e4m3, Format::e4m3);
+    for (int q = 0; q < 256; ++q) u.a[q] = u.b[q] = code(Format::e4m3, 256.0f);
+    u.a[256] = u.b[256] = code(Format::e4m3, 1.0f);
+    u.a[384] = u.b[384] = code(Format::e4m3, 1.0f);
+    REQUIRE(f32(mm(u.request(), model("aligned:promote=128,splitk=128"))[0]) == 16777216.0f);
+    REQUIRE(f32(mm(u.request(), model("exact"))[0]) == 16777218.0f);
+    // Scales apply once, in the epilogue, after the reduction.
+    c.sa = {0.5f};
+    c.sb = {3.0f};
+    REQUIRE(f32(mm(c.request(), model("sm90-fast-splitk:256"))[0]) == 1.5f * 65536.5f);
+}
+
+TEST_CASE("gemm split sizes: cuBLASLt's ceil(tiles / S) tiles per split, each size once", "[gemm]") {
+    // 64 tiles (K = 8192): S = 2, 3, 4, ... give 32, 22, 16, 13, 11, ... tiles.
+    const std::vector<int> s = split_sizes(8192, 64);
+    REQUIRE(s.front() == 32 * 128);
+    REQUIRE(s[1] == 22 * 128);  // S = 3, measured on the H200 (docs/gemm.md)
+    REQUIRE(s.back() == 128);
+    for (std::size_t q = 1; q < s.size(); ++q) REQUIRE(s[q] < s[q - 1]);
+    REQUIRE(split_sizes(128, 64).empty());  // one tile: nothing to split
+    REQUIRE_THROWS_WITH(parse_model("sm90-splitk:200"), Catch::Contains("multiple of 128"));
+    REQUIRE(parse_model("sm90-fast-splitk:2816").split_k == 2816);
+}
+
+TEST_CASE("gemm compare finds the split size of a split-K output", "[gemm]") {
+    std::mt19937 rng(17);
+    Case c(4, 3, 8192, Format::e4m3, Format::e5m2);
+    fill(c.a, Format::e4m3, rng);
+    fill(c.b, Format::e5m2, rng);
+    for (const char* m : {"sm90-fast-splitk:2816", "sm90-splitk:3072"}) {
+        const auto d = mm(c.request(), model(m));
+        const GemmComparison r = compare(c.request(), d);
+        INFO(m << "\n" << r.summary());
+        REQUIRE(mm(c.request(), model(r.matched.c_str())) == d);
+        REQUIRE(r.bound_violations == 0);
+    }
+    const GemmComparison r = compare(c.request(), mm(c.request(), model("sm90-fast-splitk:2816")));
+    REQUIRE(r.matched == "sm90-fast-splitk:2816");
+}
+
+TEST_CASE("gemm block scales: a scaled promotion is one fused multiply-add", "[gemm]") {
+    // Two 128-blocks: block 0 gives 1 (scales 1), block 1 gives c = 1.125 x 1.125 with scale
+    // s = fl32(sa * sb) = 1 + 2^-23. s * c has 30 significant bits, so fma(s, c, 1) (measured on
+    // cuBLASLt's block-scaled kernel, docs/gemm.md) and fl32(1 + fl32(s * c)) differ. Both are
+    // computed here in binary64, where s * c and 1 + s * c are exact, then rounded once to float.
+    Case d(1, 1, 256, Format::e4m3, Format::e4m3);
+    d.rq.a.scale_kind = d.rq.b.scale_kind = ScaleKind::block;
+    d.a[0] = d.b[0] = code(Format::e4m3, 1.0f);
+    d.a[128] = d.b[128] = code(Format::e4m3, 1.125f);
+    const float s = 1.0f + std::ldexp(1.0f, -23);
+    d.sa = {1.0f, s};
+    d.sb = {1.0f, 1.0f};
+    const double prod = static_cast<double>(s) * 1.265625;
+    const float fused = static_cast<float>(1.0 + prod);
+    const float separate = 1.0f + static_cast<float>(prod);
+    REQUIRE(fused != separate);  // the case tells the two apart
+    REQUIRE(f32(mm(d.request(), model("sm90"))[0]) == fused);
+    REQUIRE(f32(mm(d.request(), model("aligned:promote=128,fma=0"))[0]) == separate);
 }

@@ -95,3 +95,19 @@ def test_bad_arguments_raise_valueerror_naming_them():
         fp8kit.gemm(a, a, scale_a=np.ones(5, np.float32))
     with pytest.raises(ValueError, match="sm80"):
         fp8kit.gemm(a, a, accum="sm80")
+
+
+def test_split_k_is_the_one_cta_model_per_range_added_in_float32():
+    """sm90-fast-splitk:N against its definition composed from sm90-fast on each range of N
+    products (docs/gemm.md, "Split-K"), and validate_gemm finding N."""
+    rng = np.random.default_rng(21)
+    a, b = codes(rng, (4, 4096), "e4m3"), codes(rng, (3, 4096), "e5m2")
+    d = fp8kit.gemm(a, b, "e4m3", "e5m2", scale_a=0.5, scale_b=3.0, accum="sm90-fast-splitk:1408")
+    acc = None
+    for lo in range(0, 4096, 1408):
+        part = fp8kit.gemm(a[:, lo:lo + 1408], b[:, lo:lo + 1408], "e4m3", "e5m2", accum="sm90-fast")
+        acc = part if acc is None else (acc + part).astype(np.float32)
+    want = (np.float32(0.5) * np.float32(3.0)) * acc
+    assert np.array_equal(d.view(np.uint32), want.astype(np.float32).view(np.uint32))
+    r = fp8kit.validate_gemm(d, a, b, "e4m3", "e5m2", scale_a=0.5, scale_b=3.0)
+    assert r["matched"] == "sm90-fast-splitk:1408"

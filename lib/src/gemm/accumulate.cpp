@@ -98,24 +98,23 @@ std::uint32_t fp32_element(const GemmRequest& rq, const Tables& t, std::size_t i
     return to_output(outer, rq.out);
 }
 
-// aligned: steps of `group` products inside chunks (promotion interval, 128-blocks for block
-// scales); every chunk's partial sum goes to the float32 outer sum (scaled there when scale_at
-// is `promotion` or the scales are blocks), the epilogue scales it otherwise.
-std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const Tables& t, std::size_t i, std::size_t j) {
+// aligned, one range of k [k_begin, k_end) as one CTA accumulates it: steps of `group` products
+// inside chunks (promotion interval, 128-blocks for block scales); every chunk's partial sum goes
+// to the float32 outer sum, scaled there when `scale_each` (promotion or block scales).
+float aligned_range(const GemmRequest& rq, const AccumModel& m, const Tables& t, std::size_t i, std::size_t j,
+                    std::size_t k_begin, std::size_t k_end, bool scale_each) {
     const std::uint8_t* a = rq.a.codes + i * rq.k;
     const std::uint8_t* b = rq.b.codes + j * rq.k;
-    const bool blocks = rq.a.scale_kind == ScaleKind::block;
-    const bool scale_each = blocks || m.scale_at == ScaleAt::promotion;
     std::size_t chunk = m.promote > 0 ? static_cast<std::size_t>(m.promote) : std::max<std::size_t>(rq.k, 1);
-    if (blocks) chunk = std::min<std::size_t>(chunk, 128);  // a block's scales end its partial sum
+    if (rq.a.scale_kind == ScaleKind::block) chunk = std::min<std::size_t>(chunk, 128);  // a block's scales end its partial sum
     const std::size_t kblocks = (rq.k + 127) / 128;
     std::vector<float> p(static_cast<std::size_t>(m.group));
     std::vector<int> e(static_cast<std::size_t>(m.group));
     float outer = 0;
     bool first = true;
-    for (std::size_t c0 = 0; c0 < rq.k; c0 += chunk) {
+    for (std::size_t c0 = k_begin; c0 < k_end; c0 += chunk) {
         float inner = 0;
-        const std::size_t c1 = std::min(rq.k, c0 + chunk);
+        const std::size_t c1 = std::min(k_end, c0 + chunk);
         for (std::size_t k0 = c0; k0 < c1; k0 += m.group) {
             const int n = static_cast<int>(std::min<std::size_t>(m.group, c1 - k0));
             for (int q = 0; q < n; ++q) {
@@ -126,15 +125,34 @@ std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const 
             inner = aligned_step(inner, p.data(), e.data(), n, m);
         }
         const Scale s = scales_at(rq, i, j, c0 / 128, kblocks);
-        const float term = scale_each ? (s.a * s.b) * inner : inner;
-        // The first partial sum is taken as it is (the accumulator starts from it, no 0 + x).
-        outer = first ? term : outer + term;
+        if (scale_each && m.promote_fma) {
+            // One rounding: cuBLASLt's block-scaled kernel (measured, docs/gemm.md "Block scales").
+            // fma(s, c, 0) is fl32(s * c), so the first chunk needs no case of its own.
+            outer = std::fma(s.a * s.b, inner, outer);
+        } else {
+            const float term = scale_each ? (s.a * s.b) * inner : inner;
+            // The first partial sum is taken as it is (the accumulator starts from it, no 0 + x).
+            outer = first ? term : outer + term;
+        }
         first = false;
+    }
+    return outer;
+}
+
+// aligned: K whole, or cut into split-K ranges whose float32 partial sums are added in k order
+// (cuBLASLt's splitKreduce_kernel, measured: docs/gemm.md "Split-K"); then the epilogue.
+std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const Tables& t, std::size_t i, std::size_t j) {
+    const bool scale_each = rq.a.scale_kind == ScaleKind::block || m.scale_at == ScaleAt::promotion;
+    const std::size_t split = m.split_k > 0 ? static_cast<std::size_t>(m.split_k) : std::max<std::size_t>(rq.k, 1);
+    float outer = 0;
+    for (std::size_t s0 = 0; s0 < rq.k; s0 += split) {
+        const float part = aligned_range(rq, m, t, i, j, s0, std::min(rq.k, s0 + split), scale_each);
+        outer = s0 == 0 ? part : outer + part;
     }
     if (!scale_each) {
         // Measured on an H100 (docs/gemm.md): cuBLASLt's tensorwise kernels multiply by
         // fl32(sa * sb); its rowwise (outer-vector scale) kernel by sb, then by sa.
-        const Scale s = scales_at(rq, i, j, 0, kblocks);
+        const Scale s = scales_at(rq, i, j, 0, (rq.k + 127) / 128);
         const bool rowwise = rq.a.scale_kind == ScaleKind::row || rq.b.scale_kind == ScaleKind::row;
         outer = rowwise ? (outer * s.b) * s.a : (s.a * s.b) * outer;
     }

@@ -62,13 +62,44 @@ std::vector<AccumModel> named_models() {
             aligned("deepseek-128", 128, ScaleAt::promotion), h100tc()};
 }
 
+// The split-K kernels cuBLASLt 13.1 picks for small M x N and large K (nvjet_sm90_*_splitK_* then
+// cublasLt::splitKreduce_kernel), measured on an H200 with scripts/probe_splitk.py (docs/gemm.md,
+// "Split-K"): each CTA accumulates its range of k as sm90 / sm90-fast do from zero, and the
+// reduction adds the float32 partials in k order before the epilogue.
+AccumModel split_model(bool fast, int split_k) {
+    AccumModel m = aligned(fmt::format("{}-splitk:{}", fast ? "sm90-fast" : "sm90", split_k), fast ? 0 : 128,
+                           ScaleAt::epilogue);
+    m.split_k = split_k;
+    return m;
+}
+
+std::vector<int> split_sizes(std::size_t k, int max_splits) {
+    const std::size_t tiles = (k + 127) / 128;
+    std::vector<int> sizes;
+    for (std::size_t s = 2; s <= tiles && s <= static_cast<std::size_t>(max_splits); ++s) {
+        const int size = static_cast<int>((tiles + s - 1) / s * 128);
+        if (sizes.empty() || sizes.back() != size) sizes.push_back(size);
+    }
+    return sizes;
+}
+
 AccumModel parse_model(std::string_view text) {
     for (const auto& m : named_models())
         if (m.name == text) return m;
+    for (const bool fast : {false, true}) {
+        const std::string_view split_prefix = fast ? "sm90-fast-splitk:" : "sm90-splitk:";
+        if (text.substr(0, split_prefix.size()) == split_prefix) {
+            const int n = parse_int(text.substr(split_prefix.size()), "split size", 128, 1 << 30);
+            if (n % 128 != 0)
+                throw std::invalid_argument(fmt::format("accumulation model '{}': the split size must be a multiple of 128", text));
+            return split_model(fast, n);
+        }
+    }
     constexpr std::string_view prefix = "aligned:";
     if (text.substr(0, prefix.size()) != prefix)
         throw std::invalid_argument(fmt::format(
-            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, deepseek-128, h100tc or aligned:key=value,...", text));
+            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, sm90-splitk:N, sm90-fast-splitk:N, deepseek-128, "
+            "h100tc or aligned:key=value,...", text));
     AccumModel m = aligned(std::string(text), 0, ScaleAt::epilogue);
     std::string_view rest = text.substr(prefix.size());
     while (!rest.empty()) {
@@ -84,6 +115,8 @@ AccumModel parse_model(std::string_view text) {
         else if (k == "sum_bits") m.sum_bits = parse_int(v, k, 0, 48);
         else if (k == "exp" && (v == "nominal" || v == "actual")) m.nominal_exponent = v == "nominal";
         else if (k == "promote") m.promote = parse_int(v, k, 0, 1 << 30);
+        else if (k == "splitk") m.split_k = parse_int(v, k, 0, 1 << 30);
+        else if (k == "fma") m.promote_fma = parse_int(v, k, 0, 1) == 1;
         else if (k == "sticky") m.sticky = parse_int(v, k, 0, 1) == 1;
         else if (k == "align" && (v == "trunc" || v == "floor" || v == "rne"))
             m.align = v == "trunc" ? AlignRound::toward_zero : v == "floor" ? AlignRound::floor : AlignRound::nearest_even;
@@ -94,19 +127,22 @@ AccumModel parse_model(std::string_view text) {
         else
             throw std::invalid_argument(fmt::format(
                 "accumulation model: unknown '{}' (keys: group, bits, exp=nominal|actual, sum_bits, promote, align=trunc|floor|rne, sticky=0|1, "
-                "step=rz|rne, scale=epilogue|promotion)", item));
+                "step=rz|rne, scale=epilogue|promotion, splitk, fma=0|1)", item));
     }
     if (m.promote % m.group != 0)
         throw std::invalid_argument(fmt::format("accumulation model: promote={} is not a multiple of group={}", m.promote, m.group));
+    if (m.split_k % 128 != 0 || (m.promote > 0 && m.split_k % m.promote != 0))
+        throw std::invalid_argument(fmt::format(
+            "accumulation model: splitk={} is not a multiple of 128 k (a tile) and of promote={}", m.split_k, m.promote));
     return m;
 }
 
 std::string describe(const AccumModel& m) {
     if (m.kind != AccumKind::aligned) return m.name;
-    return fmt::format("aligned:group={},bits={},exp={},sum_bits={},promote={},align={},sticky={},step={},scale={}",
+    return fmt::format("aligned:group={},bits={},exp={},sum_bits={},promote={},align={},sticky={},step={},scale={},splitk={},fma={}",
                        m.group, m.align_bits, m.nominal_exponent ? "nominal" : "actual", m.sum_bits, m.promote, m.align == AlignRound::toward_zero ? "trunc" : m.align == AlignRound::floor ? "floor" : "rne", m.sticky ? 1 : 0,
                        m.step_round == StepRound::toward_zero ? "rz" : "rne",
-                       m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion");
+                       m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion", m.split_k, m.promote_fma ? 1 : 0);
 }
 
 }  // namespace fp8kit::gemm

@@ -39,15 +39,31 @@ struct AccumModel {
     StepRound step_round = StepRound::toward_zero;  // the step's exact sum -> float32
     int promote = 0;           // N_C: products per promotion to the float32 accumulator; 0: never
     ScaleAt scale_at = ScaleAt::epilogue;
+    // Split-K: K is cut into ranges of `split_k` products (a multiple of 128), each accumulated from
+    // zero as a GEMM of its own (one CTA of cuBLASLt's *_splitK_* kernels); the ranges' float32
+    // partial sums are added in k order in float32 (splitKreduce_kernel), then the epilogue. 0: no
+    // split. cuBLASLt picks S splits and gives each ceil(K/128 / S) tiles of 128 (measured).
+    int split_k = 0;
+    // A scaled promotion (block scales, or scale=promotion) as one fused multiply-add,
+    // outer = fma(fl32(sa * sb), c, outer): measured on cuBLASLt's block-scaled kernel
+    // (docs/gemm.md, "Block scales"). false: fl32(outer + fl32(fl32(sa * sb) * c)).
+    bool promote_fma = true;
 };
 
-// "exact", "fp32", "sm90", "sm90-fast", "deepseek-128", or a parameter list
-// "aligned:group=32,bits=14,exp=nominal|actual,sum_bits=14,promote=128,align=trunc|floor|rne,sticky=0|1,
-// step=rz|rne,scale=epilogue|promotion" (keys not given keep sm90-fast's values).
+// "exact", "fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc", the split-K models
+// "sm90-splitk:N" and "sm90-fast-splitk:N" (N products per split, a multiple of 128), or a parameter list "aligned:group=32,bits=14,exp=nominal|actual,sum_bits=14,promote=128,
+// align=trunc|floor|rne,sticky=0|1,step=rz|rne,scale=epilogue|promotion,splitk=0,fma=1" (keys not
+// given keep sm90-fast's values).
 // Throws std::invalid_argument naming the bad part.
 AccumModel parse_model(std::string_view text);
-// The named models, in the order validate tries them.
+// The named models, in the order validate tries them (the split-K models need their split size:
+// validate searches it, see split_sizes()).
 std::vector<AccumModel> named_models();
+// sm90 (fast = false) or sm90-fast with split-K ranges of `split_k` products: "sm90[-fast]-splitk:N".
+AccumModel split_model(bool fast, int split_k);
+// The split sizes cuBLASLt's rule can give for K: ceil(tiles / S) tiles of 128 for S = 2..max_splits
+// (tiles = ceil(K/128)), each size once, largest first.
+std::vector<int> split_sizes(std::size_t k, int max_splits);
 // Canonical text of a model (its name, or the aligned: list for unnamed ones).
 std::string describe(const AccumModel& m);
 
