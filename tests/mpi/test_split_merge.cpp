@@ -80,9 +80,11 @@ TEST_CASE("DumpedPass records round-trip", "[mpi]") {
     p.d.hist = h;
     p.d.step = -42;
     p.d.amax = h->te_amax();
-    p.d.block.resize(3);
-    p.d.block[1].nan = 5;
-    p.d.block[2].sum_x2 = 0.1;
+    p.d.block.resize(4);  // preset 0 holds statistics, 3 is a preset left out of this tensor (absent)
+    p.d.block[0].emplace();
+    p.d.block[1].emplace().nan = 5;
+    p.d.block[2].emplace().sum_x2 = 0.1;
+    p.rht_skip = "f.h5: x: nvfp4: rows not in 16s";
     const std::string rec = cluster::encode_pass(17, p) + cluster::encode_pass(18, sweep::DumpedPass{});
     std::size_t pos = 0;
     sweep::DumpedPass q, r;
@@ -93,10 +95,15 @@ TEST_CASE("DumpedPass records round-trip", "[mpi]") {
     REQUIRE(q.series == p.series);
     REQUIRE(q.role == p.role);
     REQUIRE(q.notes == p.notes);
+    REQUIRE(q.rht_skip == p.rht_skip);
     REQUIRE(q.d.step == -42);
     REQUIRE(q.d.amax == p.d.amax);
-    REQUIRE(q.d.block.size() == 3);
-    REQUIRE(std::memcmp(q.d.block.data(), p.d.block.data(), 3 * sizeof(QuantStats)) == 0);
+    REQUIRE(q.d.block.size() == 4);
+    for (int k = 0; k < 3; ++k) {
+        REQUIRE(q.d.block[k].has_value());
+        REQUIRE(std::memcmp(&*q.d.block[k], &*p.d.block[k], sizeof(QuantStats)) == 0);
+    }
+    REQUIRE_FALSE(q.d.block[3].has_value());
     std::string a, b;
     h->save(a);
     q.d.hist->save(b);
