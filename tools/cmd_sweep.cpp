@@ -219,11 +219,24 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o) {
     fmt::print("\nPer tensor: the recommended recipe of its class | TE default (history 1024, max, margin 0)\n");
     fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", "tensor", w, "class", "steps",
                "overflow", "margin*", "worst head", "overflow", "margin*", "worst head");
+    // Per class, the candidates the row reads (best, TE's default and their margin siblings):
+    // only those are replayed again.
+    std::vector<bool> wanted_of[3];
+    for (int k = 0; k < 3; ++k) {
+        wanted_of[k].assign(C.size(), false);
+        const std::size_t best = best_of[k], te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
+        for (std::size_t c : {best, te}) {
+            if (c >= C.size()) continue;
+            wanted_of[k][c] = true;
+            for (std::size_t m : sw.margin_siblings(c)) wanted_of[k][m] = true;
+        }
+    }
     for (std::size_t s = 0; s < S.size(); ++s) {
         const Role cls = S[s].role;
-        const std::size_t best = best_of[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0];
+        const int k = cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0;
+        const std::size_t best = best_of[k];
         const std::size_t te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
-        const auto oc = sw.tensor_outcomes(s);
+        const auto oc = sw.tensor_outcomes(s, wanted_of[k]);
         const auto &a = oc[best], &b = oc[te];
         fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", fit_name(S[s].tensor, w), w,
                    name(cls), S[s].steps.size(), a.overflow_steps, margin_str(sw.min_safe_margin(best, oc)),

@@ -93,6 +93,11 @@ public:
     // numbers as run() added to its class): per-tensor output streams with this, so no table
     // of candidates x tensors is ever held.
     std::vector<Outcome> tensor_outcomes(std::size_t series) const;
+    // Only the candidates with wanted[c] (the others are left default): the text table needs two
+    // candidates and their margin siblings, not all of them.
+    std::vector<Outcome> tensor_outcomes(std::size_t series, const std::vector<bool>& wanted) const;
+    // The candidates min_safe_margin(c, ...) reads: the grid siblings of c (margins 0..4).
+    std::vector<std::size_t> margin_siblings(std::size_t candidate) const;
     // [candidate] per class (Role::activation, weight, gradient)
     Outcome per_class(std::size_t candidate, Role cls) const;
     // Smallest margin in 0..4 whose sibling candidate (same history, algo, format) has no
@@ -118,7 +123,11 @@ private:
     std::string one_step_caveat(Role cls, const std::string& who, const Outcome& b, std::optional<Format> forced) const;
     // One series' outcomes; notes only when `notes` is given (the first pass).
     std::vector<Outcome> evaluate(std::size_t series, std::vector<std::string>* notes,
-                                  std::size_t* amax_differs, std::string* first_difference) const;
+                                  std::size_t* amax_differs, std::string* first_difference,
+                                  const std::vector<bool>* wanted = nullptr) const;
+    // [candidate][margin 0..4]: the grid candidate with the same history, algo and format
+    // choice and that margin (npos when none), so that min_safe_margin does not search.
+    std::vector<std::array<std::size_t, 5>> siblings_;
     std::vector<std::array<Outcome, 3>> per_class_;  // [candidate][input, weight, grad]
     std::vector<Dumped> dumped_;
     std::vector<std::vector<std::size_t>> dumped_of_;  // [series] -> indices into dumped_
