@@ -23,9 +23,16 @@ inline void number(fmt::memory_buffer& b, double v) {
 
 // A statistic that may be missing or infinite: NaN -> null, +-Inf -> "inf" / "-inf" (strings).
 inline void stat(fmt::memory_buffer& b, double v) {
-    if (std::isnan(v)) fmt::format_to(std::back_inserter(b), "null");
-    else if (std::isinf(v)) fmt::format_to(std::back_inserter(b), v > 0 ? "\"inf\"" : "\"-inf\"");
+    if (std::isnan(v)) b.append(std::string_view("null"));
+    else if (std::isinf(v)) b.append(std::string_view(v > 0 ? "\"inf\"" : "\"-inf\""));
     else number(b, v);
+}
+
+// An integer as "{}" writes it (written straight into the buffer: sweep writes 10^8 of them).
+template <typename Int>
+inline void integer(fmt::memory_buffer& b, Int v) {
+    const fmt::format_int f(v);
+    b.append(f.data(), f.data() + f.size());
 }
 
 // A string with nlohmann's escaping (invalid UTF-8 replaced by U+FFFD, as dump(..., replace)).
@@ -35,8 +42,10 @@ inline void string(fmt::memory_buffer& b, std::string_view s) {
 }
 
 // "key": (keys are literals here, no escaping needed); `first` puts no comma before it.
-inline void key(fmt::memory_buffer& b, const char* k, bool first = false) {
-    fmt::format_to(std::back_inserter(b), first ? "\"{}\":" : ",\"{}\":", k);
+inline void key(fmt::memory_buffer& b, std::string_view k, bool first = false) {
+    b.append(std::string_view(first ? "\"" : ",\""));
+    b.append(k);
+    b.append(std::string_view("\":"));
 }
 
 }  // namespace fp8kit::cli::json_out
