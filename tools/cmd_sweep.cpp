@@ -67,43 +67,43 @@ nlohmann::json outcome_json(const sweep::Outcome& oc) {
 // outcome_json(oc) plus "min_safe_margin", written by json_out (keys in nlohmann's sorted order):
 // the per-tensor rows, where building nlohmann objects cost most of a 10^5-tensor sweep.
 void outcome_row(fmt::memory_buffer& b, const sweep::Outcome& oc, int min_safe_margin) {
-    namespace jo = json_out;
-    jo::key(b, "dumped", true);
-    jo::integer(b, oc.dumped);
-    jo::key(b, "first_step_overflows");
-    jo::integer(b, oc.first_step_overflows);
-    jo::key(b, "lossless");
-    jo::integer(b, oc.lossless);
-    jo::key(b, "mean_log2_headroom");
-    jo::stat(b, oc.mean_log2_headroom());
-    jo::key(b, "min_safe_margin");
-    jo::integer(b, min_safe_margin);
-    jo::key(b, "overflow_steps");
-    jo::integer(b, oc.overflow_steps);
-    jo::key(b, "sqnr_db");
-    jo::stat(b, oc.mean_sqnr_db());
-    jo::key(b, "sqnr_db_bounds");
-    b.push_back('[');
-    jo::stat(b, oc.mean_sqnr_db_lo());
-    b.push_back(',');
-    jo::stat(b, oc.mean_sqnr_db_hi());
-    b.push_back(']');
-    jo::key(b, "steps");
-    jo::integer(b, oc.steps);
-    jo::key(b, "subnormal_share");
-    jo::stat(b, oc.subnormal_share());
-    jo::key(b, "subnormal_uncertain");
-    jo::integer(b, oc.subnormal_uncertain);
-    jo::key(b, "tensors");
-    jo::integer(b, oc.tensors);
-    jo::key(b, "underflow_share");
-    jo::stat(b, oc.underflow_share());
-    jo::key(b, "underflow_uncertain");
-    jo::integer(b, oc.underflow_uncertain);
-    jo::key(b, "worst_headroom");
-    jo::stat(b, oc.worst_headroom);
-    jo::key(b, "worst_step");
-    jo::integer(b, oc.worst_step);
+    // At most 17 keys (255 bytes), 11 integers (20 bytes each) and 6 doubles (25 bytes each).
+    json_out::Row r(b, 1024);
+    r.lit("\"dumped\":");
+    r.integer(oc.dumped);
+    r.lit(",\"first_step_overflows\":");
+    r.integer(oc.first_step_overflows);
+    r.lit(",\"lossless\":");
+    r.integer(oc.lossless);
+    r.lit(",\"mean_log2_headroom\":");
+    r.stat(oc.mean_log2_headroom());
+    r.lit(",\"min_safe_margin\":");
+    r.integer(min_safe_margin);
+    r.lit(",\"overflow_steps\":");
+    r.integer(oc.overflow_steps);
+    r.lit(",\"sqnr_db\":");
+    r.stat(oc.mean_sqnr_db());
+    r.lit(",\"sqnr_db_bounds\":[");
+    r.stat(oc.mean_sqnr_db_lo());
+    r.lit(",");
+    r.stat(oc.mean_sqnr_db_hi());
+    r.lit("],\"steps\":");
+    r.integer(oc.steps);
+    r.lit(",\"subnormal_share\":");
+    r.stat(oc.subnormal_share());
+    r.lit(",\"subnormal_uncertain\":");
+    r.integer(oc.subnormal_uncertain);
+    r.lit(",\"tensors\":");
+    r.integer(oc.tensors);
+    r.lit(",\"underflow_share\":");
+    r.stat(oc.underflow_share());
+    r.lit(",\"underflow_uncertain\":");
+    r.integer(oc.underflow_uncertain);
+    r.lit(",\"worst_headroom\":");
+    r.stat(oc.worst_headroom);
+    r.lit(",\"worst_step\":");
+    r.integer(oc.worst_step);
+    r.done();
 }
 
 std::string dump_json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -40,6 +41,39 @@ inline void string(fmt::memory_buffer& b, std::string_view s) {
     const std::string q = nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     b.append(q.data(), q.data() + q.size());
 }
+
+// Writes into a span of `b` reserved beforehand (`Row r(b, 1024); ...; r.done();`): literal
+// pieces are fixed-size copies and numbers are written in place, without a call per piece
+// into the buffer (sweep --json writes 6.3 million rows of 17 fields at 10^5 tensors).
+class Row {
+public:
+    Row(fmt::memory_buffer& b, std::size_t most) : b_(b), start_(b.size()) {
+        b_.resize(start_ + most);
+        p_ = b_.data() + start_;
+    }
+    template <std::size_t N>
+    void lit(const char (&s)[N]) {
+        std::memcpy(p_, s, N - 1);
+        p_ += N - 1;
+    }
+    template <typename Int>
+    void integer(Int v) {
+        const fmt::format_int f(v);
+        std::memcpy(p_, f.data(), f.size());
+        p_ += f.size();
+    }
+    void stat(double v) {  // as json_out::stat
+        if (std::isnan(v)) lit("null");
+        else if (std::isinf(v)) v > 0 ? lit("\"inf\"") : lit("\"-inf\"");
+        else p_ = nlohmann::detail::to_chars(p_, p_ + 64, v);
+    }
+    void done() { b_.resize(static_cast<std::size_t>(p_ - b_.data())); }
+
+private:
+    fmt::memory_buffer& b_;
+    std::size_t start_;
+    char* p_;
+};
 
 // "key": (keys are literals here, no escaping needed); `first` puts no comma before it.
 inline void key(fmt::memory_buffer& b, std::string_view k, bool first = false) {
