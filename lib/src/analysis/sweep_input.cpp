@@ -97,7 +97,7 @@ bool read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
     if (!blk) return true;
     if (!blk->active())
         L.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, blk->why()));
-    pd.d.block = blk->finish();
+    for (const QuantStats& q : blk->finish()) pd.d.block.push_back(q);  // the scalars only
     return true;
 }
 
