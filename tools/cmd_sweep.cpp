@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include <fmt/compile.h>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -132,10 +133,10 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
         b.push_back(',');
         b.append(field);
         b.append(middle[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0][c]);
-        fmt::format_to(fmt::appender(b), "{},{},{:.9g},{:.9g},", oc.steps, oc.overflow_steps, oc.worst_headroom,
+        fmt::format_to(fmt::appender(b), FMT_COMPILE("{},{},{:.9g},{:.9g},"), oc.steps, oc.overflow_steps, oc.worst_headroom,
                        oc.mean_log2_headroom());
         if (C[c].grid) json_out::integer(b, msm);
-        fmt::format_to(fmt::appender(b), ",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", oc.dumped, oc.underflow_share(),
+        fmt::format_to(fmt::appender(b), FMT_COMPILE(",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n"), oc.dumped, oc.underflow_share(),
                        oc.subnormal_share(), oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(), oc.mean_sqnr_db_hi());
     };
     auto flush = [&] {
