@@ -25,6 +25,11 @@ with h5py.File(f"{d}/nested_1e4.h5", "w") as f:       # 10,000 nested groups
 with h5py.File(f"{d}/datasets_1e5.h5", "w") as f:     # 100,000 tiny datasets
     for i in range(100000):
         f[f"t{i}"] = np.full(4, i, "<f4")
+with h5py.File(f"{d}/steps_1e5.h5", "w") as f:       # 10^4 tensors x 10 steps: 100,000 tiny datasets for sweep
+    for s in range(10):
+        g = f.create_group(f"step_{s}")
+        for i in range(10000):
+            g[f"layers.{i // 8}.t{i % 8}.weight"] = np.full(4, i + s + 1, "<f4")
 with h5py.File(f"{d}/fill_2e40.h5", "w") as f:        # 2^40 float32, nothing written
     f.create_dataset("x", shape=(1 << 40,), dtype="<f4", chunks=(1 << 20,))
 with h5py.File(f"{d}/fill_2e40_steps.h5", "w") as f:  # 2^40 float32 at two steps, nothing written
@@ -76,5 +81,15 @@ for args in "--json" "--threads 1" "--json --threads 1"; do
     set -e
     read -r s kb < <(tail -n 1 "$T/time")  # GNU time writes "Command exited with non-zero status N" first
     printf '%-22s %10s %8s %12s  %s MB\n' "datasets_1e5 $args" "$(stat -c %s "$T/datasets_1e5.h5")" "$rc" "$s" "$((kb / 1024))"
+done
+# sweep over 100,000 tiny datasets (10^4 tensors x 10 steps; issue 20 item 4): text, --json, --csv.
+for args in "" "--json" "--csv"; do
+    set +e
+    # shellcheck disable=SC2086
+    /usr/bin/time -f "%e %M %U" -o "$T/time" "$FP8KIT" sweep "$T/steps_1e5.h5" $args >/dev/null 2>"$T/err"
+    rc=$?
+    set -e
+    read -r s kb u < <(tail -n 1 "$T/time")
+    printf '%-22s %10s %8s %12s  %s MB, %s s user\n' "sweep steps_1e5 ${args:-text}" "$(stat -c %s "$T/steps_1e5.h5")" "$rc" "$s" "$((kb / 1024))" "$u"
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include <fmt/compile.h>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -68,44 +69,43 @@ nlohmann::json outcome_json(const sweep::Outcome& oc) {
 // outcome_json(oc) plus "min_safe_margin", written by json_out (keys in nlohmann's sorted order):
 // the per-tensor rows, where building nlohmann objects cost most of a 10^5-tensor sweep.
 void outcome_row(fmt::memory_buffer& b, const sweep::Outcome& oc, int min_safe_margin) {
-    namespace jo = json_out;
-    auto out = std::back_inserter(b);
-    jo::key(b, "dumped", true);
-    fmt::format_to(out, "{}", oc.dumped);
-    jo::key(b, "first_step_overflows");
-    fmt::format_to(out, "{}", oc.first_step_overflows);
-    jo::key(b, "lossless");
-    fmt::format_to(out, "{}", oc.lossless);
-    jo::key(b, "mean_log2_headroom");
-    jo::stat(b, oc.mean_log2_headroom());
-    jo::key(b, "min_safe_margin");
-    fmt::format_to(out, "{}", min_safe_margin);
-    jo::key(b, "overflow_steps");
-    fmt::format_to(out, "{}", oc.overflow_steps);
-    jo::key(b, "sqnr_db");
-    jo::stat(b, oc.mean_sqnr_db());
-    jo::key(b, "sqnr_db_bounds");
-    b.push_back('[');
-    jo::stat(b, oc.mean_sqnr_db_lo());
-    b.push_back(',');
-    jo::stat(b, oc.mean_sqnr_db_hi());
-    b.push_back(']');
-    jo::key(b, "steps");
-    fmt::format_to(out, "{}", oc.steps);
-    jo::key(b, "subnormal_share");
-    jo::stat(b, oc.subnormal_share());
-    jo::key(b, "subnormal_uncertain");
-    fmt::format_to(out, "{}", oc.subnormal_uncertain);
-    jo::key(b, "tensors");
-    fmt::format_to(out, "{}", oc.tensors);
-    jo::key(b, "underflow_share");
-    jo::stat(b, oc.underflow_share());
-    jo::key(b, "underflow_uncertain");
-    fmt::format_to(out, "{}", oc.underflow_uncertain);
-    jo::key(b, "worst_headroom");
-    jo::stat(b, oc.worst_headroom);
-    jo::key(b, "worst_step");
-    fmt::format_to(out, "{}", oc.worst_step);
+    // At most 17 keys (255 bytes), 11 integers (20 bytes each) and 6 doubles (25 bytes each).
+    json_out::Row r(b, 1024);
+    r.lit("\"dumped\":");
+    r.integer(oc.dumped);
+    r.lit(",\"first_step_overflows\":");
+    r.integer(oc.first_step_overflows);
+    r.lit(",\"lossless\":");
+    r.integer(oc.lossless);
+    r.lit(",\"mean_log2_headroom\":");
+    r.stat(oc.mean_log2_headroom());
+    r.lit(",\"min_safe_margin\":");
+    r.integer(min_safe_margin);
+    r.lit(",\"overflow_steps\":");
+    r.integer(oc.overflow_steps);
+    r.lit(",\"sqnr_db\":");
+    r.stat(oc.mean_sqnr_db());
+    r.lit(",\"sqnr_db_bounds\":[");
+    r.stat(oc.mean_sqnr_db_lo());
+    r.lit(",");
+    r.stat(oc.mean_sqnr_db_hi());
+    r.lit("],\"steps\":");
+    r.integer(oc.steps);
+    r.lit(",\"subnormal_share\":");
+    r.stat(oc.subnormal_share());
+    r.lit(",\"subnormal_uncertain\":");
+    r.integer(oc.subnormal_uncertain);
+    r.lit(",\"tensors\":");
+    r.integer(oc.tensors);
+    r.lit(",\"underflow_share\":");
+    r.stat(oc.underflow_share());
+    r.lit(",\"underflow_uncertain\":");
+    r.integer(oc.underflow_uncertain);
+    r.lit(",\"worst_headroom\":");
+    r.stat(oc.worst_headroom);
+    r.lit(",\"worst_step\":");
+    r.integer(oc.worst_step);
+    r.done();
 }
 
 std::string dump_json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
@@ -116,18 +116,29 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
     fmt::print("scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps,worst_headroom,"
                "mean_log2_headroom,min_safe_margin,dumped,underflow_share,subnormal_share,sqnr_db,sqnr_db_lo,"
                "sqnr_db_hi\n");
-    // Rows go through one buffer, written once per class or tensor (10^5 tensors x 60 rows).
+    // Rows go through one buffer, written once per class or tensor (10^5 tensors x 60 rows). The
+    // fields from class to format depend on the class and candidate only: spelled once.
+    std::vector<std::string> middle[3];
+    for (std::size_t k = 0; k < 3; ++k)
+        for (std::size_t c = 0; c < C.size(); ++c) {
+            const auto& r = C[c].recipe;
+            const Role cls = kClasses[k];
+            const std::string_view f = name(replay::role_format(r, cls, C[c].forced));  // block presets: their role's format
+            middle[k].push_back(fmt::format(",{},\"{}\",{},{},{},{},{},", name(cls), C[c].label, name(r.kind),
+                                            r.history_len, name(r.algo), r.margin, f));
+        }
     fmt::memory_buffer b;
-    auto row = [&](const char* scope, std::string_view field, Role cls, std::size_t c, const sweep::Outcome& oc, int msm) {
-        const auto& r = C[c].recipe;
-        const std::string_view f = name(replay::role_format(r, cls, C[c].forced));  // block presets: their role's format
-        fmt::format_to(std::back_inserter(b), "{},{},{},\"{}\",{},{},{},{},{},{},{},{:.9g},{:.9g},", scope, field,
-                       name(cls), C[c].label, name(r.kind), r.history_len, name(r.algo), r.margin, f, oc.steps,
-                       oc.overflow_steps, oc.worst_headroom, oc.mean_log2_headroom());
-        if (C[c].grid) fmt::format_to(std::back_inserter(b), "{}", msm);
-        fmt::format_to(std::back_inserter(b), ",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n", oc.dumped,
-                       oc.underflow_share(), oc.subnormal_share(), oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(),
-                       oc.mean_sqnr_db_hi());
+    auto row = [&](std::string_view scope, std::string_view field, Role cls, std::size_t c, const sweep::Outcome& oc,
+                   int msm) {
+        b.append(scope);
+        b.push_back(',');
+        b.append(field);
+        b.append(middle[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0][c]);
+        fmt::format_to(fmt::appender(b), FMT_COMPILE("{},{},{:.9g},{:.9g},"), oc.steps, oc.overflow_steps, oc.worst_headroom,
+                       oc.mean_log2_headroom());
+        if (C[c].grid) json_out::integer(b, msm);
+        fmt::format_to(fmt::appender(b), FMT_COMPILE(",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n"), oc.dumped, oc.underflow_share(),
+                       oc.subnormal_share(), oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(), oc.mean_sqnr_db_hi());
     };
     auto flush = [&] {
         std::fwrite(b.data(), 1, b.size(), stdout);
@@ -184,6 +195,7 @@ void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts&
     fmt::memory_buffer b;
     for (std::size_t s = 0; s < S.size(); ++s) {
         const auto oc = sw.tensor_outcomes(s);
+        b.push_back('{');
         json_out::key(b, "class", true);
         json_out::string(b, name(S[s].role));
         if (!C.empty()) {
@@ -196,10 +208,11 @@ void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts&
             b.push_back(']');
         }
         json_out::key(b, "steps");
-        fmt::format_to(std::back_inserter(b), "{}", S[s].steps.size());
+        json_out::integer(b, S[s].steps.size());
         json_out::key(b, "tensor");
         json_out::string(b, S[s].tensor);
-        fmt::print("{{{}}}{}\n", std::string_view(b.data(), b.size()), s + 1 < S.size() ? "," : "");
+        b.append(std::string_view(s + 1 < S.size() ? "},\n" : "}\n"));
+        std::fwrite(b.data(), 1, b.size(), stdout);
         b.clear();
     }
     fmt::print("]}}\n");
@@ -220,11 +233,24 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o) {
     fmt::print("\nPer tensor: the recommended recipe of its class | TE default (history 1024, max, margin 0)\n");
     fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", "tensor", w, "class", "steps",
                "overflow", "margin*", "worst head", "overflow", "margin*", "worst head");
+    // Per class, the candidates the row reads (best, TE's default and their margin siblings):
+    // only those are replayed again.
+    std::vector<bool> wanted_of[3];
+    for (int k = 0; k < 3; ++k) {
+        wanted_of[k].assign(C.size(), false);
+        const std::size_t best = best_of[k], te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
+        for (std::size_t c : {best, te}) {
+            if (c >= C.size()) continue;
+            wanted_of[k][c] = true;
+            for (std::size_t m : sw.margin_siblings(c)) wanted_of[k][m] = true;
+        }
+    }
     for (std::size_t s = 0; s < S.size(); ++s) {
         const Role cls = S[s].role;
-        const std::size_t best = best_of[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0];
+        const int k = cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0;
+        const std::size_t best = best_of[k];
         const std::size_t te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
-        const auto oc = sw.tensor_outcomes(s);
+        const auto oc = sw.tensor_outcomes(s, wanted_of[k]);
         const auto &a = oc[best], &b = oc[te];
         fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", fit_name(S[s].tensor, w), w,
                    name(cls), S[s].steps.size(), a.overflow_steps, margin_str(sw.min_safe_margin(best, oc)),

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -23,9 +24,16 @@ inline void number(fmt::memory_buffer& b, double v) {
 
 // A statistic that may be missing or infinite: NaN -> null, +-Inf -> "inf" / "-inf" (strings).
 inline void stat(fmt::memory_buffer& b, double v) {
-    if (std::isnan(v)) fmt::format_to(std::back_inserter(b), "null");
-    else if (std::isinf(v)) fmt::format_to(std::back_inserter(b), v > 0 ? "\"inf\"" : "\"-inf\"");
+    if (std::isnan(v)) b.append(std::string_view("null"));
+    else if (std::isinf(v)) b.append(std::string_view(v > 0 ? "\"inf\"" : "\"-inf\""));
     else number(b, v);
+}
+
+// An integer as "{}" writes it (written straight into the buffer: sweep writes 10^8 of them).
+template <typename Int>
+inline void integer(fmt::memory_buffer& b, Int v) {
+    const fmt::format_int f(v);
+    b.append(f.data(), f.data() + f.size());
 }
 
 // A string with nlohmann's escaping (invalid UTF-8 replaced by U+FFFD, as dump(..., replace)).
@@ -34,9 +42,44 @@ inline void string(fmt::memory_buffer& b, std::string_view s) {
     b.append(q.data(), q.data() + q.size());
 }
 
+// Writes into a span of `b` reserved beforehand (`Row r(b, 1024); ...; r.done();`): literal
+// pieces are fixed-size copies and numbers are written in place, without a call per piece
+// into the buffer (sweep --json writes 6.3 million rows of 17 fields at 10^5 tensors).
+class Row {
+public:
+    Row(fmt::memory_buffer& b, std::size_t most) : b_(b), start_(b.size()) {
+        b_.resize(start_ + most);
+        p_ = b_.data() + start_;
+    }
+    template <std::size_t N>
+    void lit(const char (&s)[N]) {
+        std::memcpy(p_, s, N - 1);
+        p_ += N - 1;
+    }
+    template <typename Int>
+    void integer(Int v) {
+        const fmt::format_int f(v);
+        std::memcpy(p_, f.data(), f.size());
+        p_ += f.size();
+    }
+    void stat(double v) {  // as json_out::stat
+        if (std::isnan(v)) lit("null");
+        else if (std::isinf(v)) v > 0 ? lit("\"inf\"") : lit("\"-inf\"");
+        else p_ = nlohmann::detail::to_chars(p_, p_ + 64, v);
+    }
+    void done() { b_.resize(static_cast<std::size_t>(p_ - b_.data())); }
+
+private:
+    fmt::memory_buffer& b_;
+    std::size_t start_;
+    char* p_;
+};
+
 // "key": (keys are literals here, no escaping needed); `first` puts no comma before it.
-inline void key(fmt::memory_buffer& b, const char* k, bool first = false) {
-    fmt::format_to(std::back_inserter(b), first ? "\"{}\":" : ",\"{}\":", k);
+inline void key(fmt::memory_buffer& b, std::string_view k, bool first = false) {
+    b.append(std::string_view(first ? "\"" : ",\""));
+    b.append(k);
+    b.append(std::string_view("\":"));
 }
 
 }  // namespace fp8kit::cli::json_out

@@ -101,7 +101,7 @@ TEST_CASE("DumpedPass records round-trip", "[mpi]") {
     REQUIRE(q.d.block.size() == 4);
     for (int k = 0; k < 3; ++k) {
         REQUIRE(q.d.block[k].has_value());
-        REQUIRE(std::memcmp(&*q.d.block[k], &*p.d.block[k], sizeof(QuantStats)) == 0);
+        REQUIRE(std::memcmp(&*q.d.block[k], &*p.d.block[k], sizeof(numerics::StatsScalars)) == 0);
     }
     REQUIRE_FALSE(q.d.block[3].has_value());
     std::string a, b;

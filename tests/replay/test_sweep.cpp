@@ -2,10 +2,13 @@
 // recipe of the grid, the scale it used at the dumped step, then compute_stats on the data.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "fp8kit/analysis/sweep.hpp"
 
@@ -143,4 +146,117 @@ TEST_CASE("sweep: dump names map onto trace names", "[replay][sweep]") {
     REQUIRE(sweep::series_name_of_dump("step_000100/model.layers.0.mlp.up_proj/input") ==
             "model.layers.0.mlp.up_proj.input");
     REQUIRE(sweep::series_name_of_dump("lm_head/weight_fp8") == "lm_head.weight_fp8");
+}
+
+namespace {
+
+// Bitwise equality for doubles that may be NaN or infinite.
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Series of 1 to 40 steps, amax from 2^-20 to 2^20 with zeros, NaN and Inf mixed in, so that
+// delayed histories both shorter and longer than a series are replayed.
+std::vector<trace::Series> ragged_series() {
+    std::mt19937_64 g(7);
+    std::vector<trace::Series> out;
+    const char* names[] = {"a.input", "b.weight", "c.grad_output"};
+    for (int n : {1, 2, 3, 7, 10, 15, 16, 17, 33, 40}) {
+        for (int k = 0; k < 3; ++k) {
+            trace::Series s;
+            s.tensor = fmt::format("l{}.{}", n, names[k]);
+            s.role = recipe_slot(guess_role(s.tensor));
+            for (int t = 0; t < n; ++t) {
+                const auto u = g() % 100;
+                const float a = u < 4 ? 0.0f : u < 6 ? NAN : u == 6 ? INFINITY
+                                            : std::ldexp(1.0f + static_cast<float>(g() % 1000) / 1000.0f,
+                                                         static_cast<int>(g() % 41) - 20);
+                s.steps.push_back(3 * t);
+                s.amax.push_back(a);
+                s.lines.push_back(0);
+            }
+            out.push_back(std::move(s));
+        }
+    }
+    return out;
+}
+
+void require_same_trace_outcome(const sweep::Outcome& a, const sweep::Outcome& b) {
+    REQUIRE(a.tensors == b.tensors);
+    REQUIRE(a.steps == b.steps);
+    REQUIRE(a.overflow_steps == b.overflow_steps);
+    REQUIRE(a.first_step_overflows == b.first_step_overflows);
+    REQUIRE(same_bits(a.worst_headroom, b.worst_headroom));
+    REQUIRE(a.worst_step == b.worst_step);
+    REQUIRE(a.worst_tensor == b.worst_tensor);
+    REQUIRE(a.min_series_steps == b.min_series_steps);
+    REQUIRE(a.max_series_steps == b.max_series_steps);
+    REQUIRE(same_bits(a.sum_log2_headroom, b.sum_log2_headroom));
+    REQUIRE(a.headroom_steps == b.headroom_steps);
+}
+
+}  // namespace
+
+// Sweep::evaluate replays a delayed max recipe whose history covers the whole series once per
+// (format, margin) and copies it to the longer histories; the text table replays only the
+// candidates it reads. Both against replay_series of each candidate on its own.
+TEST_CASE("sweep: per-series outcomes equal each candidate replayed alone", "[replay][sweep]") {
+    const auto series = ragged_series();
+    const auto cands = sweep::default_candidates({std::nullopt, Format::e4m3, Format::e5m2});
+    sweep::Sweep sw(cands, series);
+    std::vector<std::string> notes;
+    sw.run({}, notes);
+    std::mt19937_64 g(11);
+    std::array<std::vector<sweep::Outcome>, 3> cls(std::array<std::vector<sweep::Outcome>, 3>{});
+    for (auto& v : cls) v.assign(cands.size(), sweep::Outcome{});
+    for (std::size_t s = 0; s < series.size(); ++s) {
+        const auto all = sw.tensor_outcomes(s);
+        std::vector<bool> wanted(cands.size());
+        for (std::size_t c = 0; c < cands.size(); ++c) wanted[c] = g() % 3 == 0;
+        const auto some = sw.tensor_outcomes(s, wanted);
+        for (std::size_t c = 0; c < cands.size(); ++c) {
+            INFO(cands[c].label << " on " << series[s].tensor << " (" << series[s].amax.size() << " steps)");
+            sweep::Outcome ref;
+            ref.add_trace(replay::replay_series(cands[c].recipe, series[s], cands[c].forced));
+            require_same_trace_outcome(all[c], ref);
+            if (wanted[c]) require_same_trace_outcome(some[c], ref);
+            else REQUIRE(some[c].tensors == 0);
+            const std::size_t k = series[s].role == Role::weight ? 1 : series[s].role == Role::gradient ? 2 : 0;
+            cls[k][c].merge(ref);
+        }
+    }
+    for (std::size_t c = 0; c < cands.size(); ++c)
+        for (std::size_t k = 0; k < 3; ++k) {
+            const Role r = k == 0 ? Role::activation : k == 1 ? Role::weight : Role::gradient;
+            INFO(cands[c].label << " class " << k);
+            require_same_trace_outcome(sw.per_class(c, r), cls[k][c]);
+        }
+}
+
+// replay::overflows decides by a magnitude limit per format and sign, found once by bisection;
+// the definition encodes the float32 product. Both on every format: a stride over all float32
+// magnitudes, the bit patterns around each format's largest finite value and the rounding
+// midpoint above it (2^k patterns above it for every k, +-3), and random (amax, scale) pairs.
+TEST_CASE("replay::overflows: the magnitude limit decides as emu::encode does", "[replay]") {
+    std::mt19937_64 g(5);
+    for (const Format f : emu::kAllFormats) {
+        INFO(name(f));
+        auto check = [&](std::uint32_t bits) {
+            float v;
+            std::memcpy(&v, &bits, sizeof v);
+            REQUIRE(replay::overflows(v, 1.0f, f) == replay::overflows_by_encode(v, 1.0f, f));
+        };
+        for (const std::uint32_t sign : {0u, 0x80000000u}) {
+            for (std::uint32_t b = 0; b < 0x7F800000u; b += 40009u) check(sign | b);
+            check(sign | 0x7F7FFFFFu);
+            const float m = fp8_max(f);
+            std::uint32_t mb;
+            std::memcpy(&mb, &m, sizeof mb);
+            for (int k = 0; k < 24; ++k)
+                for (int d = -3; d <= 3; ++d) check(sign | static_cast<std::uint32_t>(static_cast<std::int64_t>(mb) + (1 << k) + d));
+        }
+        for (int i = 0; i < 20000; ++i) {
+            const float a = std::ldexp(static_cast<float>(g() % 100000) / 50000.0f, static_cast<int>(g() % 60) - 30);
+            const float s = std::ldexp(static_cast<float>(g() % 100000) / 50000.0f, static_cast<int>(g() % 60) - 30);
+            REQUIRE(replay::overflows(a, s, f) == replay::overflows_by_encode(a, s, f));
+        }
+    }
 }

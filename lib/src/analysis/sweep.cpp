@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <tuple>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -127,13 +128,16 @@ void Outcome::add_dump(const MagnitudeHistogram::Result& r) {
     }
 }
 
-void Outcome::add_dump(const QuantStats& s) {
+void Outcome::add_dump(const numerics::StatsScalars& s) {
     ++dumped;
-    nonzero += s.finite() - s.zeros;
+    nonzero += s.numel - s.nan - s.inf - s.zeros;  // QuantStats::finite() - zeros
     underflow += s.underflow;
     subnormal += s.subnormal;
     overflow_elems += s.overflow;
-    const double db = s.sqnr_db();
+    // QuantStats::sqnr_db() (element_stats.hpp) on the same scalars.
+    const double db = s.sum_err2 == 0.0  ? INFINITY
+                      : s.sum_x2 == 0.0 ? -INFINITY
+                                        : 10.0 * std::log10(s.sum_x2 / s.sum_err2);
     if (std::isinf(db) && db > 0) {
         ++lossless;
     } else if (!std::isnan(db)) {
@@ -176,7 +180,22 @@ void Outcome::merge(const Outcome& o) {
 }
 
 Sweep::Sweep(std::vector<Candidate> candidates, std::vector<trace::Series> series)
-    : cands_(std::move(candidates)), series_(std::move(series)) {}
+    : cands_(std::move(candidates)), series_(std::move(series)) {
+    siblings_.resize(cands_.size());
+    for (std::size_t c = 0; c < cands_.size(); ++c) {
+        const auto& r = cands_[c].recipe;
+        for (int m = 0; m <= 4; ++m)
+            siblings_[c][static_cast<std::size_t>(m)] =
+                cands_[c].grid ? find(r.history_len, r.algo, m, cands_[c].forced) : static_cast<std::size_t>(-1);
+    }
+}
+
+std::vector<std::size_t> Sweep::margin_siblings(std::size_t candidate) const {
+    std::vector<std::size_t> out;
+    for (std::size_t c : siblings_.at(candidate))
+        if (c != static_cast<std::size_t>(-1)) out.push_back(c);
+    return out;
+}
 
 std::size_t Sweep::add_series(trace::Series s) {
     series_.push_back(std::move(s));
@@ -215,19 +234,56 @@ std::vector<Outcome> Sweep::tensor_outcomes(std::size_t series) const {
     return evaluate(series, nullptr, nullptr, nullptr);
 }
 
+std::vector<Outcome> Sweep::tensor_outcomes(std::size_t series, const std::vector<bool>& wanted) const {
+    return evaluate(series, nullptr, nullptr, nullptr, &wanted);
+}
+
+namespace {
+
+// A delayed recipe with algo max and a history of at least the series' n steps sees every amax
+// of the series in its window (roll k keeps rolls k - L + 1 .. k, and k < n <= L): its scales
+// depend on the format and the margin only (DelayedScaling: scaled_max from both, the window's
+// max, te_delayed_scale), so histories 16 .. 1024 on a 10-step series replay alike.
+// Used bins from which a dumped tensor's candidates are evaluated in parallel (one evaluation
+// costs tens of nanoseconds per bin; a parallel region, microseconds to start and join).
+constexpr std::size_t kParallelBins = 1024;
+
+bool whole_series_window(const RecipeSpec& r, std::size_t n) {
+    return r.kind == RecipeKind::delayed && r.algo == AmaxAlgo::max && static_cast<std::size_t>(r.history_len) >= n;
+}
+
+}  // namespace
+
 std::vector<Outcome> Sweep::evaluate(std::size_t si, std::vector<std::string>* notes, std::size_t* amax_differs,
-                                     std::string* first_difference) const {
+                                     std::string* first_difference, const std::vector<bool>* wanted) const {
     const std::size_t C = cands_.size();
     const auto& ser = series_.at(si);
     std::vector<Outcome> out(C);
     // 1. Every trace candidate replayed on the series; the scales are kept for the dumped steps.
     std::vector<std::vector<float>> scales(C);
+    const bool keep_scales = !dumped_of_.empty() && !dumped_of_[si].empty();
     replay::SeriesResult r;  // one for every candidate: its buffers are reused
+    // (format, margin, candidate) of the whole-series-window replays done: the others copy them.
+    std::vector<std::tuple<Format, int, std::size_t>> whole;
     for (std::size_t c = 0; c < C; ++c) {
-        if (cands_[c].blockwise) continue;
-        replay::replay_series(cands_[c].recipe, ser, cands_[c].forced, r);
+        if (cands_[c].blockwise || (wanted && !(*wanted)[c])) continue;
+        const auto& rec = cands_[c].recipe;
+        if (whole_series_window(rec, ser.amax.size())) {
+            replay::require_per_tensor(rec, ser.role);  // what replay_series would throw
+            const Format f = replay::role_format(rec, ser.role, cands_[c].forced);
+            const auto same = std::find_if(whole.begin(), whole.end(), [&](const auto& w) {
+                return std::get<0>(w) == f && std::get<1>(w) == rec.margin;
+            });
+            if (same != whole.end()) {
+                out[c] = out[std::get<2>(*same)];
+                if (keep_scales) scales[c] = scales[std::get<2>(*same)];
+                continue;
+            }
+            whole.emplace_back(f, rec.margin, c);
+        }
+        replay::replay_series(rec, ser, cands_[c].forced, r);
         out[c].add_trace(r);
-        if (!dumped_of_.empty() && !dumped_of_[si].empty()) scales[c] = r.scale;
+        if (keep_scales) scales[c] = r.scale;
     }
     std::size_t block_index0 = C;
     for (std::size_t c = 0; c < C; ++c)
@@ -251,11 +307,15 @@ std::vector<Outcome> Sweep::evaluate(std::size_t si, std::vector<std::string>* n
         std::vector<MagnitudeHistogram::Result> res(C);
         std::vector<std::string> why(C);
         const long Cl = static_cast<long>(C);
-#pragma omp parallel for schedule(dynamic)
+        // In parallel only when a histogram has bins enough to pay for the threads: for 10^5
+        // dumped tensors of a few elements each, starting a parallel region per tensor spent
+        // most of the time (83% in libgomp on the 2-core VM) on threads waiting.
+        const bool big = d.hist->used_bins() >= kParallelBins;
+#pragma omp parallel for schedule(dynamic) if (big)
         for (long ci = 0; ci < Cl; ++ci) {
             const auto c = static_cast<std::size_t>(ci);
             const auto& cand = cands_[c];
-            if (cand.blockwise) continue;
+            if (cand.blockwise || (wanted && !(*wanted)[c])) continue;
             try {
                 const Format f = replay::role_format(cand.recipe, ser.role, cand.forced);
                 const float scale = cand.recipe.kind == RecipeKind::current
@@ -270,6 +330,7 @@ std::vector<Outcome> Sweep::evaluate(std::size_t si, std::vector<std::string>* n
             }
         }
         for (std::size_t c = 0; c < C; ++c) {
+            if (wanted && !(*wanted)[c]) continue;
             if (cands_[c].blockwise) {
                 const std::size_t b = c - block_index0;
                 if (b < d.block.size() && d.block[b]) out[c].add_dump(*d.block[b]);
@@ -306,20 +367,18 @@ std::size_t Sweep::find(int history, AmaxAlgo algo, int margin, std::optional<Fo
 
 int Sweep::min_safe_margin(std::size_t candidate, long series, Role cls) const {
     if (series >= 0) return min_safe_margin(candidate, tensor_outcomes(static_cast<std::size_t>(series)));
-    const auto& r = cands_.at(candidate).recipe;
-    if (!cands_[candidate].grid) return -1;
+    if (!cands_.at(candidate).grid) return -1;
     for (int m = 0; m <= 4; ++m) {
-        const std::size_t c = find(r.history_len, r.algo, m, cands_[candidate].forced);
+        const std::size_t c = siblings_[candidate][static_cast<std::size_t>(m)];
         if (c != static_cast<std::size_t>(-1) && per_class(c, cls).overflow_steps == 0) return m;
     }
     return -1;
 }
 
 int Sweep::min_safe_margin(std::size_t candidate, const std::vector<Outcome>& oc) const {
-    const auto& r = cands_.at(candidate).recipe;
-    if (!cands_[candidate].grid) return -1;
+    if (!cands_.at(candidate).grid) return -1;
     for (int m = 0; m <= 4; ++m) {
-        const std::size_t c = find(r.history_len, r.algo, m, cands_[candidate].forced);
+        const std::size_t c = siblings_[candidate][static_cast<std::size_t>(m)];
         if (c != static_cast<std::size_t>(-1) && oc.at(c).overflow_steps == 0) return m;
     }
     return -1;

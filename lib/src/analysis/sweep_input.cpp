@@ -92,7 +92,8 @@ void read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
     pd.d.amax = h->te_amax();
     if (!blk) return;
     if (!blk->active()) pd.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, blk->why()));
-    pd.d.block = blk->finish();
+    for (auto& q : blk->finish())  // the scalars only
+        pd.d.block.push_back(q ? std::optional<numerics::StatsScalars>(*q) : std::nullopt);
 }
 
 // The pass over tensor i: read, or the reason it is left out (optimizer state, not matched by

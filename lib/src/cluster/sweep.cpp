@@ -150,7 +150,7 @@ std::size_t decode_pass(const std::string& bytes, std::size_t& pos, sweep::Dumpe
     if (blocks > bytes.size() - pos) throw std::runtime_error("fp8kit cluster: truncated sweep record");  // >= 1 byte each
     p.d.block.resize(blocks);
     for (auto& q : p.d.block)
-        if (in.get<std::uint8_t>()) q = in.get<QuantStats>();
+        if (in.get<std::uint8_t>()) q = in.get<numerics::StatsScalars>();
     return i;
 }
 

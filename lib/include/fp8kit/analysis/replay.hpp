@@ -17,7 +17,10 @@ namespace fp8kit::replay {
 // finite value of `f` under round-to-nearest-even (decided by emu::encode with no saturation),
 // or when amax is +Inf (the data held an Inf, which no scale brings into range).
 // NaN amax or NaN scale: false (nothing to overflow; the NaN is reported as such).
+// Decided by a per-format magnitude limit found once from that encode (O(1) per call).
 bool overflows(float amax, float scale, Format f);
+// The same decided by emu::encode on every call (the definition; tests compare the two).
+bool overflows_by_encode(float amax, float scale, Format f);
 
 // The format a recipe casts a tensor of this role with, or `forced` when given.
 Format role_format(const RecipeSpec& r, Role role, std::optional<Format> forced);
@@ -61,5 +64,7 @@ void replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Fo
 // message replay_series gives) when no role is scaled per tensor, so no series could be replayed.
 // A recipe with some per-tensor roles is checked per series by replay_series.
 void check_recipe(const RecipeSpec& r);
+// std::invalid_argument naming the recipe when it does not scale `role` per tensor.
+void require_per_tensor(const RecipeSpec& r, Role role);
 
 }  // namespace fp8kit::replay

@@ -62,7 +62,7 @@ struct Outcome {
     double mean_sqnr_db_lo() const, mean_sqnr_db_hi() const;  // from the histogram's bounds
     void add_trace(const replay::SeriesResult& r);
     void add_dump(const MagnitudeHistogram::Result& r);
-    void add_dump(const QuantStats& s);
+    void add_dump(const numerics::StatsScalars& s);  // a block preset's totals (QuantStats too)
     void merge(const Outcome& o);
 };
 
@@ -72,9 +72,10 @@ struct Dumped {
     std::int64_t step;
     std::shared_ptr<const MagnitudeHistogram> hist;
     float amax;  // TE's amax of the data (NaN ignored, Inf if any Inf)
-    // Per block_candidates() entry, when computed; an empty entry: that preset cannot take this
-    // tensor (nvfp4's column-wise RHT on a row count that is not a multiple of 16).
-    std::vector<std::optional<QuantStats>> block;
+    // Per block_candidates() entry, when computed: the totals' scalars only (QuantStats's
+    // exp_hist, 10 presets x 2.4 KB, made 10^5 dumped tensors cost 4.6 GB). An empty entry: that
+    // preset cannot take this tensor (nvfp4's column-wise RHT on a row count not a multiple of 16).
+    std::vector<std::optional<numerics::StatsScalars>> block;
 };
 
 class Sweep {
@@ -95,6 +96,11 @@ public:
     // numbers as run() added to its class): per-tensor output streams with this, so no table
     // of candidates x tensors is ever held.
     std::vector<Outcome> tensor_outcomes(std::size_t series) const;
+    // Only the candidates with wanted[c] (the others are left default): the text table needs two
+    // candidates and their margin siblings, not all of them.
+    std::vector<Outcome> tensor_outcomes(std::size_t series, const std::vector<bool>& wanted) const;
+    // The candidates min_safe_margin(c, ...) reads: the grid siblings of c (margins 0..4).
+    std::vector<std::size_t> margin_siblings(std::size_t candidate) const;
     // [candidate] per class (Role::activation, weight, gradient)
     Outcome per_class(std::size_t candidate, Role cls) const;
     // Smallest margin in 0..4 whose sibling candidate (same history, algo, format) has no
@@ -120,7 +126,11 @@ private:
     std::string one_step_caveat(Role cls, const std::string& who, const Outcome& b, std::optional<Format> forced) const;
     // One series' outcomes; notes only when `notes` is given (the first pass).
     std::vector<Outcome> evaluate(std::size_t series, std::vector<std::string>* notes,
-                                  std::size_t* amax_differs, std::string* first_difference) const;
+                                  std::size_t* amax_differs, std::string* first_difference,
+                                  const std::vector<bool>* wanted = nullptr) const;
+    // [candidate][margin 0..4]: the grid candidate with the same history, algo and format
+    // choice and that margin (npos when none), so that min_safe_margin does not search.
+    std::vector<std::array<std::size_t, 5>> siblings_;
     std::vector<std::array<Outcome, 3>> per_class_;  // [candidate][input, weight, grad]
     std::vector<Dumped> dumped_;
     std::vector<std::vector<std::size_t>> dumped_of_;  // [series] -> indices into dumped_
