@@ -42,6 +42,29 @@ std::string write_dump(const std::string& name, const std::string& dataset, cons
     return path;
 }
 
+// As write_dump, chunked in 16-row chunks with only the first `written` rows written: the rest
+// read as fill-value runs (dump::Chunk::repeat) that do not cover the tensor.
+std::string write_partly(const std::string& name, const std::string& dataset, const std::vector<float>& v,
+                         std::size_t rows, std::size_t cols, std::size_t written, float fill) {
+    const std::string path = scratch(name);
+    const hid_t f = h5_create(path);
+    const hid_t dcpl = h5_chunked({16, cols}, false, -1);
+    REQUIRE(H5Pset_fill_value(dcpl, H5T_NATIVE_FLOAT, &fill) >= 0);
+    const hid_t d = h5_write(f, dataset, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {rows, cols}, nullptr, dcpl);
+    const hid_t fs = H5Dget_space(d);
+    const hsize_t start[2] = {0, 0}, count[2] = {written, cols};
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, count, nullptr);
+    const hid_t ms = H5Screate_simple(2, count, nullptr);
+    REQUIRE(H5Dwrite(d, H5T_NATIVE_FLOAT, ms, fs, H5P_DEFAULT, v.data()) >= 0);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    h5_attr_int(d, "step", 3);
+    H5Dclose(d);
+    H5Pclose(dcpl);
+    H5Fclose(f);
+    return path;
+}
+
 const sweep::Dumped& only_dumped(const sweep::Loaded& L) {
     REQUIRE(L.dumped.size() == 1);
     return L.dumped[0];
@@ -126,6 +149,35 @@ TEST_CASE("sweep: block presets in strips equal the whole-tensor statistics, NVF
             const sweep::Dumped& dw = only_dumped(W);
             for (std::size_t k = 0; k < cands.size(); ++k)
                 if (dw.block[k]) check_preset(cands[k], *dw.block[k], v, rows, cols, cs.role);
+        }
+    }
+}
+
+TEST_CASE("sweep: strips of a partly written dataset (fill-value runs) use the tensor's global amax",
+          "[dump][sweep]") {
+    // 208 x 96, rows 160.. never written: their fill value 40 is the tensor's amax, met only by the
+    // last strips (and by the amax pass, which expands the runs for the column-wise RHT copy).
+    const std::size_t rows = 208, cols = 96, written = 160;
+    const float fill = 40.0f;
+    auto v = banded(rows, cols, 11);
+    for (std::size_t i = written * cols; i < v.size(); ++i) v[i] = fill;
+    for (const auto& [dataset, role] : {std::pair{"l1.fc2.input", Role::activation}, std::pair{"l1.fc2.grad_output", Role::gradient}}) {
+        DYNAMIC_SECTION(dataset) {
+            const std::string path = write_partly(std::string(dataset) + "_partly.h5", dataset, v, rows, cols, written, fill);
+            sweep::Inputs in;
+            in.files = {path};
+            in.block_memory_bytes = 48 * cols * sizeof(float);
+            const sweep::Loaded L = sweep::load_inputs(in);
+            const sweep::Dumped& d = only_dumped(L);
+            const auto cands = sweep::block_candidates();
+            REQUIRE(d.block.size() == cands.size());
+            std::size_t checked = 0;
+            for (std::size_t k = 0; k < cands.size(); ++k)
+                if (d.block[k]) {
+                    check_preset(cands[k], *d.block[k], v, rows, cols, role);
+                    ++checked;
+                }
+            CHECK(checked == cands.size());
         }
     }
 }
