@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
 
 namespace fp8kit::sweep {
 
@@ -52,12 +53,48 @@ DumpedBlocks::DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> r
     strip_rows_ = static_cast<std::size_t>(budget / (row_bytes * unit)) * unit;
     active_ = true;
     buf_.reserve(strip_rows_ * cols_ * esz_);
+    // 3. A preset with a second-level scale (NVFP4) needs the whole tensor's amax in every strip:
+    //    a first pass takes it (TE's column-wise copy: the copy's amax, strip by strip).
+    if (strip_rows_ >= rows_) return;
+    global_.assign(recipes_.size(), 0.0f);
+    for (std::size_t k = 0; k < recipes_.size(); ++k)
+        if (uses_global(k)) {
+            amax_pass_ = true;
+            rht_global_ |= recipes_[k].columnwise_rht;
+        }
+}
+
+bool DumpedBlocks::uses_global(std::size_t k) const {
+    return !skip_[k] && numerics::rule_uses_global_amax(recipes_[k].rule);
+}
+
+void DumpedBlocks::add_amax(const dump::Chunk& c) {
+    if (!amax_pass_ || amax_done_ || whole_run(c)) return;  // a whole-tensor run: add() needs no amax
+    // amax_of is a maximum: taken chunk by chunk it is the tensor's, exactly.
+    plain_amax_ = std::max(plain_amax_, amax_of(c.bits, c.wide, c.count));
+    if (rht_global_) buffer(c);  // the column-wise copy needs whole strips (16-row groups)
+}
+
+void DumpedBlocks::end_amax_pass() {
+    if (!amax_pass_ || amax_done_) return;
+    if (rht_global_ && !buf_.empty()) flush_amax(buf_.size() / (cols_ * esz_));
+    buf_.clear();
+    for (std::size_t k = 0; k < recipes_.size(); ++k)
+        if (uses_global(k) && !recipes_[k].columnwise_rht) global_[k] = plain_amax_;
+    amax_done_ = true;
+}
+
+void DumpedBlocks::flush_amax(std::size_t rows) {
+    for (std::size_t k = 0; k < recipes_.size(); ++k)
+        if (uses_global(k) && recipes_[k].columnwise_rht)
+            global_[k] = std::max(global_[k], block_global_amax(buf_.data(), wide_, rows, cols_, recipes_[k]));
+    buf_.clear();
 }
 
 void DumpedBlocks::add(const dump::Chunk& c) {
     // 1. One run over the whole tensor: every tile holds one value, so its scale (a function of
     //    the tile's amax) and every element's cast are those of a 1 x 1 tensor of that value.
-    if (c.repeat > 1 && c.first == 0 && c.repeat == numel_) {
+    if (whole_run(c)) {
         for (std::size_t k = 0; k < recipes_.size(); ++k) {
             if (skip_[k]) continue;
             if (!recipes_[k].columnwise_rht) {
@@ -76,7 +113,18 @@ void DumpedBlocks::add(const dump::Chunk& c) {
         return;
     }
     if (!active_ || constant_) return;
-    // 2. Otherwise the elements go into the strip, runs expanded (memory stays within the strip).
+    if (amax_pass_ && !amax_done_) throw std::logic_error("DumpedBlocks: add() before the amax pass ended");
+    buffer(c);
+}
+
+// The elements go into the strip, runs expanded (memory stays within the strip); each full strip
+// is flushed (the amax pass's flush until it ends, then the statistics').
+void DumpedBlocks::buffer(const dump::Chunk& c) {
+    const bool amax = amax_pass_ && !amax_done_;
+    auto full = [&] {
+        if (amax) flush_amax(strip_rows_);
+        else flush(strip_rows_);
+    };
     const auto* p = static_cast<const unsigned char*>(c.bits);
     const std::size_t strip_bytes = strip_rows_ * cols_ * esz_;
     if (c.repeat > 1) {  // a run (count 1): as many copies as the strip has room for at a time
@@ -88,7 +136,7 @@ void DumpedBlocks::add(const dump::Chunk& c) {
             buf_.resize(old + take * esz_);
             for (std::size_t i = 0; i < take; ++i) std::memcpy(&buf_[old + i * esz_], p, esz_);
             left -= take;
-            if (buf_.size() == strip_bytes && strip_rows_ < rows_) flush(strip_rows_);
+            if (buf_.size() == strip_bytes && strip_rows_ < rows_) full();
         }
         return;
     }
@@ -100,7 +148,7 @@ void DumpedBlocks::add(const dump::Chunk& c) {
             buf_.insert(buf_.end(), p + off, p + off + take);
             off += take;
             left -= take;
-            if (buf_.size() == strip_bytes && strip_rows_ < rows_) flush(strip_rows_);
+            if (buf_.size() == strip_bytes && strip_rows_ < rows_) full();
         }
     }
 }
@@ -108,8 +156,16 @@ void DumpedBlocks::add(const dump::Chunk& c) {
 void DumpedBlocks::flush(std::size_t rows) {
     for (std::size_t k = 0; k < recipes_.size(); ++k) {
         if (skip_[k]) continue;
-        const auto s = compute_block_stats(buf_.data(), wide_, rows, cols_, recipes_[k]).total;
-        if (strips_ == 0) total_[k] = s; else total_[k].merge(s);
+        if (strip_rows_ >= rows_) {  // gathered whole: one call, as before strips existed
+            total_[k] = compute_block_stats(buf_.data(), wide_, rows, cols_, recipes_[k]).total;
+            continue;
+        }
+        // A strip: the tensor's global amax, and the totals of the strips above continued.
+        BlockStrip strip;
+        strip.global_amax = uses_global(k) ? global_[k] : 0.0f;
+        strip.before = strips_ ? &total_[k] : nullptr;
+        QuantStats s = compute_block_stats(buf_.data(), wide_, rows, cols_, recipes_[k], strip).total;
+        total_[k] = std::move(s);
     }
     ++strips_;
     buf_.clear();

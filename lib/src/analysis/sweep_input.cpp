@@ -69,7 +69,8 @@ std::vector<BlockRecipe> block_recipes_for(const dump::TensorInfo& t, Role role,
 
 // One dumped tensor at one step: its histogram, TE amax and (for 2-D or wider data) every block
 // candidate's statistics. Read as runs: a fill-value run costs O(1) in the histogram and, when it
-// covers the tensor, in the block statistics (DumpedBlocks bounds the memory of the rest).
+// covers the tensor, in the block statistics (DumpedBlocks bounds the memory of the rest; a tensor
+// over its budget with an NVFP4 preset is read twice, its global amax first).
 void read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& blocks, const Inputs& in,
                  DumpedPass& pd) {
     const auto& t = dmp.tensors()[i];
@@ -80,6 +81,12 @@ void read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
         std::vector<bool> skip;
         auto recipes = block_recipes_for(t, pd.role, blocks, pd, skip);
         if (!recipes.empty()) blk.emplace(t, std::move(recipes), in.block_memory_bytes, std::move(skip));
+    }
+    // A tensor cut into strips, with an NVFP4 preset: its global amax first (a second read of the
+    // tensor, in strips too; DumpedBlocks::needs_amax_pass).
+    if (blk && blk->needs_amax_pass()) {
+        dmp.read_runs(i, [&](const dump::Chunk& c) { blk->add_amax(c); });
+        blk->end_amax_pass();
     }
     dmp.read_runs(i, [&](const dump::Chunk& c) {
         if (c.repeat > 1) h->add_repeated(c.bits, c.wide, c.repeat);

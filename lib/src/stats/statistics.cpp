@@ -691,13 +691,16 @@ BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
     return b;
 }
 
-BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
-                               const BlockRecipe& br) {
+namespace {
+
+// compute_block_stats: global_amax null takes the data's own; before null starts from nothing.
+BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br,
+                       const float* global_amax, const QuantStats* before) {
     if (br.columnwise_rht) {  // the statistics of the column-wise copy (TE's RHT), with its own amax
         const ColumnwiseCopy c = columnwise_rht_copy(data, type, rows, cols);
         BlockRecipe plain = br;
         plain.columnwise_rht = false;
-        BlockStats s = compute_block_stats(c.bytes.data(), c.type, c.rows, c.cols, plain);
+        BlockStats s = block_stats(c.bytes.data(), c.type, c.rows, c.cols, plain, global_amax, before);
         s.columnwise_rht = true;
         return s;
     }
@@ -722,8 +725,10 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     const Prepared base = prepare(br.format, 1.0f, 1.0f, br.policy, 0);
     numerics::ScaleParams rule =
         numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0);
-    // NVFP4: the second-level scale comes from the whole tensor's amax (TE's amax reduction).
-    if (numerics::rule_uses_global_amax(br.rule)) numerics::set_global_amax(rule, amax_of(data, type, rows * cols));
+    // NVFP4: the second-level scale comes from the whole tensor's amax (TE's amax reduction),
+    // given when the data is a strip of it.
+    if (numerics::rule_uses_global_amax(br.rule))
+        numerics::set_global_amax(rule, global_amax ? *global_amax : amax_of(data, type, rows * cols));
     const RunFn fn = run_for(type, base);
 #pragma omp parallel if (rows * cols > kChunk)
     {
@@ -760,6 +765,11 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
             for (std::size_t b = 0; b < kExpHistBins; ++b) out.total.exp_hist[b] += hist[b];
         }
     }
+    if (before) {  // a later strip: the earlier strips' totals first, then this strip's blocks
+        QuantStats counts = std::move(out.total);
+        out.total = *before;
+        out.total.merge(counts);  // integers, maxima and minima: exact; counts' sums are 0
+    }
     bool any = false;
     double dr_sum = 0;
     for (std::size_t t = 0; t < out.blocks; ++t) {
@@ -792,6 +802,24 @@ BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, st
     }
     if (out.blocks_with_range) out.dr_mean = dr_sum / static_cast<double>(out.blocks_with_range);
     return out;
+}
+
+}  // namespace
+
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                               const BlockRecipe& br) {
+    return block_stats(data, type, rows, cols, br, nullptr, nullptr);
+}
+
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                               const BlockRecipe& br, const BlockStrip& strip) {
+    return block_stats(data, type, rows, cols, br, &strip.global_amax, strip.before);
+}
+
+float block_global_amax(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br) {
+    if (!br.columnwise_rht) return amax_of(data, type, rows * cols);
+    const ColumnwiseCopy c = columnwise_rht_copy(data, type, rows, cols);
+    return amax_of(c.bytes.data(), c.type, c.rows * c.cols);
 }
 
 QuantStats times(const QuantStats& s, std::uint64_t n) {

@@ -136,4 +136,28 @@ struct BlockStats {
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br);
 
+// A strip of whole tile rows of a larger tensor (sweep's DumpedBlocks, which bounds the memory of
+// the block presets): what its statistics take from the rest of the tensor, so that the strips'
+// statistics are the whole tensor's.
+struct BlockStrip {
+    // Rules with a second-level scale (numerics::rule_uses_global_amax: NVFP4's S_enc, torchao's
+    // per_tensor_scale): the whole tensor's block_global_amax, used instead of the strip's own.
+    float global_amax = 0;
+    // The merged totals of the strips above this one (null for the first): the result's total
+    // continues them, its binary64 sums added to theirs block after block, so strips in order give
+    // compute_block_stats' total on the whole tensor bit for bit. With columnwise_rht the copy's
+    // blocks run down the input's columns, across the strips: counts, histogram and extremes are
+    // still exact; sum_x2 and sum_err2 are the same nonnegative terms grouped otherwise (within
+    // 2 * blocks * 2^-53 of each other, relative; docs/statistics.md).
+    const QuantStats* before = nullptr;
+};
+// compute_block_stats on one strip: total is `before` merged with this strip (the other fields
+// describe this strip alone).
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                               const BlockRecipe& br, const BlockStrip& strip);
+// The amax a rule with a second-level scale takes of the data: amax_of, or with
+// br.columnwise_rht that of the column-wise copy (TE's global_amax_col). A maximum: that of a
+// tensor is the maximum of its strips' (strips of a multiple of 16 rows with columnwise_rht).
+float block_global_amax(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br);
+
 }  // namespace fp8kit
