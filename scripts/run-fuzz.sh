@@ -35,9 +35,14 @@ for bin in build-fuzz/fuzz/fuzz_*; do
   # Since it also loads every dataset as validate does (each a listing child of its own), it runs
   # about half as many per second: 189 vs 352 inputs in 30 s side by side (load 8); 400 in 33 s
   # (load 5-7). The count stays 400: SECONDS caps the CI time either way.
+  # hdf5_outside drives libhdf5 too, and hit the same libhdf5 leak (32 bytes calloc'd inside
+  # libhdf5_serial.so, input 127 of the seed-1 sequence at 80e1438): it keeps leak detection for
+  # everything else, with the sanitizer suite's one suppression (tests/lsan-libhdf5.supp: any stack
+  # with a libhdf5 frame).
+  lsan=${LSAN_OPTIONS:-}
   case "$name" in
     hdf5) runs=5000; extra=(-detect_leaks=0) ;;
-    hdf5_outside) runs=400 ;;
+    hdf5_outside) runs=400; lsan="suppressions=$PWD/tests/lsan-libhdf5.supp${lsan:+:$lsan}" ;;
     npy) runs=700000 ;;
     numbers) runs=3000000 ;;
     recipe) runs=450000 ;;
@@ -49,7 +54,7 @@ for bin in build-fuzz/fuzz/fuzz_*; do
   runs=${FP8KIT_FUZZ_RUNS:-$runs}
   extra+=(-runs="$runs")
   echo "== fuzz $name for ${seconds}s"
-  if ! "$bin" "${extra[@]}" -seed=1 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  if ! LSAN_OPTIONS="$lsan" "$bin" "${extra[@]}" -seed=1 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix=build-fuzz/crashes/"$name"- "$work" "$corpus" >build-fuzz/"$name".log 2>&1; then
     echo "FAIL: fuzz_$name found a crash (see build-fuzz/$name.log and build-fuzz/crashes/)"
     tail -30 build-fuzz/"$name".log
