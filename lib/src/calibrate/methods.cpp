@@ -22,6 +22,7 @@
 #include "fp8kit/calibrate.hpp"
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
+#include "convert/float_bits.hpp"
 
 namespace fp8kit::calibrate {
 namespace {
@@ -38,12 +39,7 @@ float from_bits(std::uint32_t b) {
     std::memcpy(&f, &b, 4);
     return f;
 }
-float to_bf16(float f) {  // torch's float32 -> bfloat16 (round to nearest even)
-    if (std::isnan(f)) return f;
-    const std::uint32_t b = bits(f);
-    return from_bits((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000u);
-}
-float to_dtype(float f, DType d) { return d == DType::bf16 ? to_bf16(f) : f; }
+float to_dtype(float f, DType d) { return d == DType::bf16 ? fp8kit::detail::round_to_bf16(f) : f; }
 // float32 -> float8_e4m3fn -> float32 (torch's cast: round to nearest even; inputs are clamped
 // to +-448 first by every caller here, so saturation never decides).
 float e4m3_round(float v) {

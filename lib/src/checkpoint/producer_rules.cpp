@@ -10,6 +10,7 @@
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/numerics/scale_rules.hpp"
+#include "convert/float_bits.hpp"
 
 namespace fp8kit::checkpoint::detail {
 namespace {
@@ -28,13 +29,8 @@ float from_bits(std::uint32_t b) {
     return f;
 }
 float decode_fmt(Format f, std::uint8_t c) { return from_bits(static_cast<std::uint32_t>(emu::decode(f, Wide::f32, c))); }
-// torch's float32 -> bfloat16 cast (round to nearest even).
-float to_bf16(float f) {
-    if (std::isnan(f)) return f;
-    const std::uint32_t b = bits(f);
-    return from_bits((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000u);
-}
-float round_scale(float s, const std::string& dtype) { return dtype == "BF16" ? to_bf16(s) : s; }
+using fp8kit::detail::round_to_bf16;
+float round_scale(float s, const std::string& dtype) { return dtype == "BF16" ? round_to_bf16(s) : s; }
 Format element_format(Scheme s) { return (s == Scheme::nvfp4 || s == Scheme::mxfp4) ? Format::e2m1 : Format::e4m3; }
 
 
@@ -183,7 +179,7 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::uint64_t c = 0; c < L.cols; ++c) {
             float v = x[r * L.cols + c] / dequant_factor(p, L, s, r, c);
-            if (bf16_mid) v = to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
+            if (bf16_mid) v = round_to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
             q[r * L.cols + c] = mo_mx ? modelopt_mx_cast(v) : emu::encode(f, Wide::f32, bits(v), pol);
         }
     return q;

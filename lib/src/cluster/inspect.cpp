@@ -8,45 +8,14 @@
 
 #include "fp8kit/cluster/share.hpp"
 #include "fp8kit/convert/quantize.hpp"
+#include "record.hpp"
 
 namespace fp8kit::cluster {
 namespace {
 
-// Records are the raw bytes of trivially copyable fields: every rank runs the same binary on
-// the same kind of node, and binary64 values travel bit for bit.
-template <class T>
-void put(std::string& out, const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-void put_string(std::string& out, const std::string& s) {
-    put<std::uint64_t>(out, s.size());
-    out += s;
-}
-
-struct Reader {
-    const std::string& in;
-    std::size_t& pos;
-    void need(std::size_t n) const {
-        if (n > in.size() - pos) throw std::runtime_error("fp8kit cluster: truncated result record");
-    }
-    template <class T>
-    T get() {
-        static_assert(std::is_trivially_copyable_v<T>);
-        need(sizeof(T));
-        T v;
-        std::memcpy(&v, in.data() + pos, sizeof v);
-        pos += sizeof v;
-        return v;
-    }
-    std::string get_string() {
-        const auto n = get<std::uint64_t>();
-        need(n);
-        std::string s = in.substr(pos, n);
-        pos += n;
-        return s;
-    }
-};
+using detail::put;
+using detail::put_string;
+using detail::Reader;
 
 void put_blocks(std::string& out, const BlockStats& b) {
     put(out, b.tile_rows), put(out, b.tile_cols), put(out, b.grid_rows), put(out, b.grid_cols);
@@ -107,7 +76,7 @@ std::string encode(std::size_t i, const inspect::Result* r, const dump::Problem*
 }
 
 Decoded decode(const std::string& bytes, std::size_t& pos) {
-    Reader in{bytes, pos};
+    Reader in{bytes, pos, "result record"};
     Decoded d;
     d.index = in.get<std::uint64_t>();
     if (in.get<std::uint8_t>()) {

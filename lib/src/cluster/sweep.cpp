@@ -8,45 +8,14 @@
 
 #include "fp8kit/cluster/share.hpp"
 #include "fp8kit/io/trace.hpp"
+#include "record.hpp"
 
 namespace fp8kit::cluster {
 namespace {
 
-// Raw bytes of trivially copyable fields, as cluster/inspect.cpp sends them: every rank runs the
-// same binary, and binary64 sums travel bit for bit.
-template <class T>
-void put(std::string& out, const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-void put_string(std::string& out, const std::string& s) {
-    put<std::uint64_t>(out, s.size());
-    out += s;
-}
-
-struct Reader {
-    const std::string& in;
-    std::size_t& pos;
-    void need(std::size_t n) const {
-        if (n > in.size() - pos) throw std::runtime_error("fp8kit cluster: truncated sweep record");
-    }
-    template <class T>
-    T get() {
-        static_assert(std::is_trivially_copyable_v<T>);
-        need(sizeof(T));
-        T v;
-        std::memcpy(&v, in.data() + pos, sizeof v);
-        pos += sizeof v;
-        return v;
-    }
-    std::string get_string() {
-        const auto n = get<std::uint64_t>();
-        need(n);
-        std::string s = in.substr(pos, n);
-        pos += n;
-        return s;
-    }
-};
+using detail::put;
+using detail::put_string;
+using detail::Reader;
 
 enum Tag : std::uint8_t { kPass = 0, kDumpError = 1, kOtherError = 2 };
 
@@ -129,7 +98,7 @@ std::string encode_pass(std::size_t i, const sweep::DumpedPass& p) {
 }
 
 std::size_t decode_pass(const std::string& bytes, std::size_t& pos, sweep::DumpedPass& p) {
-    Reader in{bytes, pos};
+    Reader in{bytes, pos, "sweep record"};
     const auto i = static_cast<std::size_t>(in.get<std::uint64_t>());
     const auto tag = in.get<std::uint8_t>();
     if (tag == kDumpError) {

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "fp8kit/emu/formats.hpp"
+
 namespace fp8kit::detail {
 
 inline std::uint32_t bits_of(float f) {
@@ -16,6 +18,16 @@ inline float float_of(std::uint32_t u) {
     float f;
     std::memcpy(&f, &u, sizeof f);
     return f;
+}
+
+// torch's float32 -> bfloat16 cast (round to nearest even, overflow to Inf), widened back to
+// float32: emu::convert's rule, written once for the producers' and calibrators' bfloat16 steps.
+// NaN comes back as it is (callers check scales for NaN themselves).
+inline float round_to_bf16(float f) {
+    if (f != f) return f;
+    constexpr emu::Policy rne{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::canonical};
+    const auto h = emu::convert<emu::Binary32, emu::BFloat16>(bits_of(f), rne);
+    return float_of(static_cast<std::uint32_t>(h) << 16);
 }
 
 }  // namespace fp8kit::detail
