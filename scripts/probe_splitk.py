@@ -17,7 +17,6 @@ Saves everything a CPU-side analysis needs (no fp8kit binary on the GPU machine)
 Usage: python3 probe_splitk.py OUT_DIR [SEED]   (needs a CUDA GPU and torch)
 Then on any machine: scripts/check_splitk.py FP8KIT_BINARY OUT_DIR (the splitk_*.npz files)
 """
-import ctypes
 import json
 import os
 import sys
@@ -25,38 +24,13 @@ import sys
 import numpy as np
 import torch
 
+# The helpers both probes use (version record, profiler kernel names, codes, input kinds) are
+# probe_scaled_mm.py's; block scales go in through its block_operands (padded scale layout).
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe_scaled_mm import block_operands, codes, inputs, kernels, versions  # noqa: E402
+
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 FMT = {E4M3: "e4m3", E5M2: "e5m2"}
-
-
-def versions():
-    v = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(),
-         "capability": list(torch.cuda.get_device_capability())}
-    a = torch.ones(16, 16, device="cuda").to(E4M3)
-    one = torch.ones((), device="cuda")
-    torch._scaled_mm(a, a.t(), one, one, out_dtype=torch.float32)
-    torch.cuda.synchronize()
-    libs = sorted({l.split()[-1] for l in open("/proc/self/maps").read().splitlines() if "libcublasLt.so" in l})
-    v["cublasLt_path"] = libs
-    if libs:
-        lt = ctypes.CDLL(libs[0])
-        lt.cublasLtGetVersion.restype = ctypes.c_size_t
-        v["cublasLt_version"] = int(lt.cublasLtGetVersion())
-    return v
-
-
-def kernels(fn):
-    from torch.profiler import ProfilerActivity, profile
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as p:
-        fn()
-        torch.cuda.synchronize()
-    return sorted({e.name for e in p.events() if e.device_type == torch.autograd.DeviceType.CUDA})
-
-
-def codes(x, f):
-    return torch.tensor(np.asarray(x, dtype=np.float32)).to(f).view(torch.uint8).numpy()
 
 
 def mm(a_codes, b_codes, fa, fb, sa, sb, fast, out):
@@ -154,18 +128,6 @@ def boundary_scan2(report):
     report["boundaries"] = rows
 
 
-def inputs(rng, kind, shape, f):
-    if kind == "normal":
-        return rng.standard_normal(shape) * rng.uniform(0.1, 10)
-    lo, hi = (-9, 8) if f == E4M3 else (-16, 15)
-    if kind == "wide":
-        return rng.choice([-1, 1], shape) * 2.0 ** rng.integers(lo, hi, shape) * rng.choice([1, 1.25, 1.5, 1.75], shape)
-    x = rng.standard_normal(shape) * 2.0 ** rng.integers(lo, 0, shape)
-    big = rng.random(shape) < 0.1
-    x[big] = rng.choice([-1, 1], int(big.sum())) * 2.0 ** rng.integers(hi - 4, hi - 1, int(big.sum()))
-    return x
-
-
 def operand(rng, kind, shape, f):
     lim = 448 if f == E4M3 else 57344
     return codes(np.clip(inputs(rng, kind, shape, f), -lim, lim), f)
@@ -194,15 +156,8 @@ def random_cases(saved, rng, shapes):
 
 
 def block_call(a, b, sa, sb, out, fast):
-    """torch's block-scaled _scaled_mm: A's 1x128 scales (M, K/128) outer-dim-major, B's 128x128
-    scales passed transposed (K/128, N/128), as torch's test_scaled_matmul_cuda.py calls it."""
-    at = torch.from_numpy(a).cuda().view(E4M3)
-    bt = torch.from_numpy(b).cuda().view(E4M3)
-    sat = torch.from_numpy(sa).cuda()
-    sbt = torch.from_numpy(sb).cuda()
-    sat = sat.t().contiguous().t()
-    return torch._scaled_mm(at, bt.t(), sat, sbt.t(), out_dtype=out, use_fast_accum=fast)
-
+    """torch's block-scaled _scaled_mm (probe_scaled_mm.block_operands gives the scale layouts)."""
+    return torch._scaled_mm(*block_operands(a, b, sa, sb), out_dtype=out, use_fast_accum=fast)
 
 def decode(c, f):
     return torch.from_numpy(c).view(f).float().numpy().astype(np.float64)
