@@ -41,7 +41,10 @@ for bin in build-fuzz/fuzz/fuzz_*; do
   # with a libhdf5 frame).
   lsan=${LSAN_OPTIONS:-}
   case "$name" in
-    hdf5) runs=5000; extra=(-detect_leaks=0) ;;
+    # -detect_leaks=0 stops the per-input check only; LeakSanitizer still checks at exit, where a
+    # run of a few thousand corrupt files (how many depends on the machine's speed, 30 s cap) left
+    # 1696 bytes of libhdf5's own (fresh clone of c152bd0): the same suppression as hdf5_outside.
+    hdf5) runs=5000; extra=(-detect_leaks=0); lsan="suppressions=$PWD/tests/lsan-libhdf5.supp${lsan:+:$lsan}" ;;
     hdf5_outside) runs=400; lsan="suppressions=$PWD/tests/lsan-libhdf5.supp${lsan:+:$lsan}" ;;
     npy) runs=700000 ;;
     numbers) runs=3000000 ;;
