@@ -14,8 +14,9 @@ import torch
 
 import fp8kit
 from . import _fp8kit
+from ._linear import Fp8Linear, swap_linears
 
-__all__ = ["fake_quantize", "FakeQuantize", "Monitor", "monitor"]
+__all__ = ["fake_quantize", "FakeQuantize", "Fp8Linear", "swap_linears", "Monitor", "monitor"]
 
 
 # ---- fake quantisation -------------------------------------------------------------------------

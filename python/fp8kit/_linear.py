@@ -1,0 +1,173 @@
+"""Fake-quantised linear layers whose three GEMMs run under a chosen accumulation model
+(issue 26 item 6): fp8kit.torch.Fp8Linear and fp8kit.torch.swap_linears.
+
+Each GEMM of a linear layer, y = x W^T (fprop), dx = dy W (dgrad) and dW = dy^T x (wgrad), takes
+its two operands quantised under the recipe (input and weight roles for fprop; grad and weight
+for dgrad; grad and input for wgrad, as TransformerEngine assigns formats: E5M2 gradients under
+the HYBRID recipes) and is evaluated as fp8kit's reference GEMM D = (A . B^T) * (scale_a (x)
+scale_b) (docs/gemm.md) under the accumulation model named for that GEMM. Operands are quantised
+and GEMMs computed on the host (a CUDA tensor is copied to the host and the result copied back).
+This file only moves tensors: codes and scales come from fp8kit.quantize / quantize_blocks and
+recipe_scale, the GEMM from fp8kit.gemm.
+"""
+import copy
+
+import numpy as np
+import torch
+
+import fp8kit
+
+GEMMS = ("fprop", "dgrad", "wgrad")
+# Roles of (A, B) in D = A . B^T for each GEMM.
+ROLES = {"fprop": ("input", "weight"), "dgrad": ("grad", "weight"), "wgrad": ("grad", "input")}
+
+
+class Operand:
+    """One GEMM operand (rows x K) quantised under a recipe role: codes (uint8 numpy), format,
+    scale_inv (a float32 number for tensorwise scales, else the grid of block scale_inv) and the
+    block shape one scale covers."""
+
+    def __init__(self, t, r, role, seed):
+        spec = r["roles"][role]
+        self.format, self.shape = spec["format"], tuple(t.shape)
+        h = t.detach().cpu().contiguous()
+        if spec["granularity"] == "tensor":
+            pol = r["policy"]
+            scale, scale_inv = fp8kit.recipe_scale(r, role, fp8kit.amax(h))
+            self.codes = fp8kit.quantize(h, self.format, rounding=pol["rounding"], overflow=pol["overflow"],
+                                         nan=pol["nan"], scale=scale, seed=seed).numpy()
+            self.scale_inv, self.block = np.float32(scale_inv), self.shape
+        else:
+            # The row-wise copy of this operand: the GEMM's K runs along its rows. TE's random
+            # Hadamard transform (nvfp4's column-wise copies) is not modelled here.
+            r = copy.deepcopy(r)
+            r["roles"][role]["columnwise_rht"] = False
+            d = fp8kit.quantize_blocks(h, r, role, seed=seed)
+            self.codes, self.scale_inv = np.asarray(d["codes"]), np.asarray(d["scale_inv"], dtype=np.float32)
+            self.block = tuple(d["block_shape"])
+
+    def values(self):
+        """The dequantised operand in float32: each code's exact value times its block's
+        float32 scale_inv (one float32 multiply, exact unless it leaves float32's range)."""
+        v = torch.from_numpy(np.asarray(fp8kit.dequantize(self.codes, self.format, dtype=np.float32)))
+        s = torch.from_numpy(np.atleast_2d(self.scale_inv))
+        br, bc = self.block
+        full = s.repeat_interleave(br, 0)[: self.shape[0]].repeat_interleave(bc, 1)[:, : self.shape[1]]
+        return v * full
+
+
+def gemm_scales(a, b, recipe_name, gemm):
+    """scale_a, scale_b in fp8kit.gemm's layouts, or a ValueError naming what it cannot take."""
+    (m, k), n = a.shape, b.shape[0]
+    if a.block == a.shape and b.block == b.shape:
+        return a.scale_inv, b.scale_inv
+    if a.block == (1, k) and b.block == (1, k):
+        return a.scale_inv.reshape(m), b.scale_inv.reshape(n)
+    if a.block == (1, 128) and b.block == (128, 128):
+        return a.scale_inv, b.scale_inv
+    raise ValueError(f"recipe {recipe_name}: the {gemm} GEMM's operands have blocks {a.block} and {b.block}; "
+                     "fp8kit.gemm takes tensorwise, rowwise, or 1x128 (A) x 128x128 (B) scales "
+                     f"(use {gemm}='torch' to multiply the dequantised operands, or None to leave it unquantised)")
+
+
+def run_gemm(a, b, recipe, model, gemm, seed, out_dtype):
+    """a . b^T (a: M x K, b: N x K) under `model`: an fp8kit accumulation model name (reference
+    GEMM on the codes), 'torch' (the dequantised operands multiplied by torch in float32 on a's
+    device: the quantisation without a modelled accumulator) or None (no quantisation: torch in
+    out_dtype)."""
+    with torch.autocast(device_type=a.device.type, enabled=False):
+        if model is None:
+            return a.to(out_dtype) @ b.to(out_dtype).t()
+        ra, rb = ROLES[gemm]
+        qa, qb = Operand(a, recipe, ra, seed), Operand(b, recipe, rb, seed + 1)
+        if model == "torch":
+            d = qa.values().to(a.device) @ qb.values().to(a.device).t()
+            return d.to(out_dtype)
+        sa, sb = gemm_scales(qa, qb, recipe["name"], gemm)
+        bf16 = out_dtype == torch.bfloat16
+        d = fp8kit.gemm(qa.codes, qb.codes, qa.format, qb.format, scale_a=sa, scale_b=sb, accum=model,
+                        out_dtype="bf16" if bf16 else "f32")
+        t = torch.from_numpy(d.view(np.int16)).view(torch.bfloat16) if bf16 else torch.from_numpy(d)
+        return t.to(out_dtype).to(a.device)
+
+
+class _Fp8LinearFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, layer):
+        x2 = x.reshape(-1, x.shape[-1])
+        seed = layer.next_seed()
+        y = run_gemm(x2, weight, layer.recipe, layer.models["fprop"], "fprop", seed, x.dtype)
+        if bias is not None:
+            y = y + bias.to(y.dtype)
+        ctx.save_for_backward(x2, weight)
+        ctx.layer, ctx.seed, ctx.has_bias, ctx.xshape = layer, seed, bias is not None, x.shape
+        return y.reshape(*x.shape[:-1], weight.shape[0])
+
+    @staticmethod
+    def backward(ctx, dy):
+        x2, weight = ctx.saved_tensors
+        layer, seed = ctx.layer, ctx.seed + 2
+        dy2 = dy.reshape(-1, dy.shape[-1])
+        dx = dw = db = None
+        if ctx.needs_input_grad[0]:  # dx = dy . W: A = dy (M x N), B = W^T (K x N)
+            dx = run_gemm(dy2, weight.t(), layer.recipe, layer.models["dgrad"], "dgrad", seed, dy.dtype)
+            dx = dx.reshape(ctx.xshape)
+        if ctx.needs_input_grad[1]:  # dW = dy^T . x: A = dy^T (N x M), B = x^T (K x M)
+            dw = run_gemm(dy2.t(), x2.t(), layer.recipe, layer.models["wgrad"], "wgrad", seed + 2, weight.dtype)
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = dy2.sum(0).to(dy.dtype)
+        return dx, dw, db, None
+
+
+class Fp8Linear(torch.nn.Linear):
+    """nn.Linear whose fprop, dgrad and wgrad GEMMs take operands quantised under `recipe` and run
+    under fp8kit accumulation models (docs/torch.md, docs/gemm.md).
+
+    fprop / dgrad / wgrad: an `--accum` name ('exact', 'fp32', 'sm90', 'sm90-fast',
+    'sm90-splitk:N', 'deepseek-128', 'h100tc', 'aligned:...'), 'torch' (dequantised operands,
+    torch's float32 matmul on the tensor's device: block recipes fp8kit.gemm cannot take, such as
+    MX and NVFP4, and fast runs) or None (that GEMM unquantised). Defaults: sm90-fast forward and
+    the split accumulator (sm90) for the gradients, TransformerEngine's choice for current scaling.
+    Stochastic rounding draws fresh bits per call (seed + 8 x call count)."""
+
+    def __init__(self, in_features, out_features, bias=True, recipe="te-current", fprop="sm90-fast",
+                 dgrad="sm90", wgrad="sm90", seed=0, device=None, dtype=None):
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        self.recipe = fp8kit.recipe(recipe)
+        self.models = {"fprop": fprop, "dgrad": dgrad, "wgrad": wgrad}
+        self.seed, self.calls = int(seed), 0
+
+    def next_seed(self):
+        s = self.seed + 8 * self.calls
+        self.calls += 1
+        return s
+
+    def forward(self, x):
+        return _Fp8LinearFn.apply(x, self.weight, self.bias, self)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", recipe={self.recipe['name']}, " + \
+            ", ".join(f"{g}={self.models[g]}" for g in GEMMS)
+
+    @classmethod
+    def from_linear(cls, lin, **kw):
+        """An Fp8Linear sharing lin's weight and bias parameters (optimizer state stays valid)."""
+        new = cls(lin.in_features, lin.out_features, bias=lin.bias is not None, device="meta", **kw)
+        new.weight, new.bias = lin.weight, lin.bias
+        return new
+
+
+def swap_linears(model, recipe="te-current", fprop="sm90-fast", dgrad="sm90", wgrad="sm90", skip=(), seed=0):
+    """Replaces every nn.Linear of `model` (in place, sharing the parameters) by an Fp8Linear;
+    modules whose qualified name matches an fnmatch pattern of `skip` stay. Returns the names
+    replaced. Each layer gets its own seed (seed + 1000 x its index)."""
+    import fnmatch
+    names = []
+    for name, mod in list(model.named_modules()):
+        for child_name, child in list(mod.named_children()):
+            full = f"{name}.{child_name}" if name else child_name
+            if type(child) is torch.nn.Linear and not any(fnmatch.fnmatchcase(full, p) for p in skip):
+                setattr(mod, child_name, Fp8Linear.from_linear(child, recipe=recipe, fprop=fprop, dgrad=dgrad,
+                                                               wgrad=wgrad, seed=seed + 1000 * len(names)))
+                names.append(full)
+    return names

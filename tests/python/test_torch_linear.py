@@ -1,0 +1,147 @@
+"""fp8kit.torch.Fp8Linear: the three GEMMs of a linear layer on quantised operands under fp8kit's
+accumulation models (issue 26 item 6). Needs torch (not in requirements.txt: CI skips with the
+reason). The operands' codes are made here with torch's own float8 casts and TransformerEngine's
+current-scaling rule typed from its source, not with fp8kit's quantiser."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (not part of CI's requirements.txt)")
+import fp8kit  # noqa: E402
+import fp8kit.torch as ft  # noqa: E402
+
+F8 = {"e4m3": (torch.float8_e4m3fn, 448.0), "e5m2": (torch.float8_e5m2, 57344.0)}
+
+
+def te_current_codes(t, fmt):
+    """TE current scaling (transformer_engine/common/recipe/recipe_common.cuh,
+    compute_scale_from_amax with epsilon 0): scale = fl32(fp8_max / amax), scale_inv = fl32(1 /
+    scale); codes = cast(fl32(x * scale)) with torch's nearest-even cast. amax * scale <= fp8_max
+    up to one rounding, so no element can overflow here."""
+    dt, fmax = F8[fmt]
+    t = t.detach().float().contiguous()
+    amax = t.abs().max()
+    scale = (torch.tensor(fmax, dtype=torch.float32) / amax).float()
+    scale_inv = (torch.tensor(1.0, dtype=torch.float32) / scale).float()
+    codes = (t * scale).to(dt)
+    return codes.view(torch.uint8).numpy(), np.float32(scale_inv.item()), codes.double() * float(scale_inv)
+
+
+def f32_bits(t):
+    return t.detach().contiguous().view(torch.int32).numpy()
+
+
+def layer(k=256, n=48, **kw):
+    torch.manual_seed(0)
+    return ft.Fp8Linear(k, n, bias=False, recipe="te-current", **kw)
+
+
+def test_forward_equals_reference_gemm_bit_for_bit():
+    lin = layer(fprop="sm90-fast")
+    x = torch.randn(3, 40, 256) * torch.logspace(-2, 2, 256)
+    y = lin(x)
+    assert y.shape == (3, 40, 48)
+    xc, xs, _ = te_current_codes(x.reshape(-1, 256), "e4m3")
+    wc, ws, _ = te_current_codes(lin.weight, "e4m3")
+    for model in ("sm90-fast", "sm90", "fp32", "exact"):
+        lin.models["fprop"] = model
+        d = fp8kit.gemm(xc, wc, "e4m3", "e4m3", scale_a=xs, scale_b=ws, accum=model)
+        np.testing.assert_array_equal(f32_bits(lin(x).reshape(-1, 48)), d.view(np.int32), err_msg=model)
+
+
+@pytest.mark.parametrize("model", ["exact", "fp32"])
+def test_exact_and_fp32_are_close_to_a_float64_matmul(model):
+    lin = layer(fprop=model)
+    x = torch.randn(64, 256)
+    _, _, xv = te_current_codes(x, "e4m3")
+    _, _, wv = te_current_codes(lin.weight, "e4m3")
+    ref = xv @ wv.t()
+    # fp32: K + 4 float32 roundings of sums bounded by T = |A| |B|^T (docs/gemm.md, the bounds);
+    # exact: one rounding.
+    t = xv.abs() @ wv.abs().t()
+    k = 256 + 4 if model == "fp32" else 1
+    err = (lin(x).double() - ref).abs()
+    assert (err <= k * 2.0 ** -24 * t + 1e-30).all()
+    assert err.max() > 0 or model == "exact"
+
+
+def test_gradients_are_the_reference_gemms_of_dy():
+    lin = layer(fprop="sm90-fast", dgrad="sm90", wgrad="fp32")
+    x = (torch.randn(32, 256) * 3).requires_grad_()
+    dy = torch.randn(32, 48) * 1e-3
+    lin(x).backward(dy)
+    gc, gs, _ = te_current_codes(dy, "e5m2")        # HYBRID: gradients in E5M2
+    wtc, wts, _ = te_current_codes(lin.weight.t(), "e4m3")
+    dx = fp8kit.gemm(gc, wtc, "e5m2", "e4m3", scale_a=gs, scale_b=wts, accum="sm90")
+    np.testing.assert_array_equal(f32_bits(x.grad), dx.view(np.int32))
+    gtc, gts, _ = te_current_codes(dy.t(), "e5m2")
+    xtc, xts, _ = te_current_codes(x.t(), "e4m3")
+    dw = fp8kit.gemm(gtc, xtc, "e5m2", "e4m3", scale_a=gts, scale_b=xts, accum="fp32")
+    np.testing.assert_array_equal(f32_bits(lin.weight.grad), dw.view(np.int32))
+    # and both are close to the float64 products of the unquantised tensors
+    assert torch.allclose(x.grad.double(), dy.double() @ lin.weight.double(), rtol=0.15, atol=2e-4)
+
+
+def test_fast_accumulation_loses_bits_that_fp32_keeps():
+    # docs/gemm.md, crafted input 4: ones times 1.125 at K = 4096. Under the fast accumulator the
+    # 14-bit aligned sum truncates every product once it passes 2^13 products' worth; the split
+    # accumulator (promotion every 128) and fp32 keep the exact 4608 x scales.
+    k = 4096
+    lin = ft.Fp8Linear(k, 8, bias=False, recipe="te-current", fprop="sm90-fast")
+    with torch.no_grad():
+        lin.weight.fill_(1.125)
+    x = torch.ones(4, k)
+    fast = lin(x)
+    lin.models["fprop"] = "fp32"
+    exact = 1.125 * k
+    assert torch.all(lin(x) == exact)
+    lin.models["fprop"] = "sm90"
+    assert torch.all(lin(x) == exact)
+    rel = (exact - fast) / exact
+    assert torch.all(rel > 0.01), rel
+
+
+def test_torch_mode_multiplies_the_dequantised_operands():
+    lin = layer(fprop="torch")
+    x = torch.randn(16, 256)
+    _, _, xv = te_current_codes(x, "e4m3")
+    _, _, wv = te_current_codes(lin.weight, "e4m3")
+    np.testing.assert_allclose(lin(x).double().detach().numpy(), (xv @ wv.t()).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_unquantised_gemm_is_plain_linear():
+    lin = layer(fprop=None)
+    x = torch.randn(16, 256)
+    np.testing.assert_array_equal(f32_bits(lin(x)), f32_bits(x @ lin.weight.t()))
+
+
+def test_rowwise_and_block_recipes():
+    torch.manual_seed(1)
+    x = torch.randn(40, 256)
+    lin = ft.Fp8Linear(256, 24, bias=False, recipe="torchao-rowwise", fprop="sm90")
+    w = lin.weight.detach()
+    # torchao rowwise (config.py ROWWISE, float8_utils.amax_to_scale): per row, scale = 448 /
+    # max(amax, 1e-12) rounded down to a power of two (pow2 on)
+    def rows(t):
+        amax = t.abs().amax(1, keepdim=True).double().clamp(min=1e-12)
+        scale = torch.exp2(torch.floor(torch.log2(448.0 / amax))).float()
+        return (t * scale).to(torch.float8_e4m3fn).view(torch.uint8).numpy(), (1 / scale).reshape(-1).numpy()
+    (xc, xs), (wc, ws) = rows(x), rows(w)
+    d = fp8kit.gemm(xc, wc, scale_a=xs, scale_b=ws, accum="sm90")
+    np.testing.assert_array_equal(f32_bits(lin(x)), d.view(np.int32))
+    mx = ft.Fp8Linear(256, 24, bias=False, recipe="mxfp8", fprop="sm90")
+    with pytest.raises(ValueError, match="mxfp8: the fprop GEMM"):
+        mx(x)
+    mx.models["fprop"] = "torch"
+    ref = ft.fake_quantize(x, recipe="mxfp8").double() @ ft.fake_quantize(mx.weight, recipe="mxfp8", role="weight").double().t()
+    np.testing.assert_allclose(mx(x).double().detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_swap_linears_shares_parameters():
+    torch.manual_seed(2)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    w0 = model[0].weight
+    names = ft.swap_linears(model, recipe="te-current", fprop="fp32", skip=["2"])
+    assert names == ["0"] and isinstance(model[0], ft.Fp8Linear) and type(model[2]) is torch.nn.Linear
+    assert model[0].weight is w0
+    model(torch.randn(4, 64)).sum().backward()
+    assert w0.grad is not None and torch.isfinite(w0.grad).all()
