@@ -70,6 +70,24 @@ def gemm_scales(a, b, recipe_name, gemm):
                      f"(use {gemm}='torch' to multiply the dequantised operands, or None to leave it unquantised)")
 
 
+def dequantised(t, r, role, seed):
+    """t quantised under recipe r's role and dequantised to float32 on t's device (the values
+    Operand.values gives). CUDA tensors run fp8kit's kernels where the recipe has one
+    (tensorwise, TE 1x128 / 128x128 and MX 1x32 blocks: fake_quantize's path); otherwise, and for
+    CPU tensors, the host reference."""
+    if t.is_cuda:
+        from .torch import _fake_quantize_values
+        try:
+            fp8kit._device.block_kind(r, role) if r["roles"][role]["granularity"] != "tensor" else None
+        except ValueError:  # no CUDA kernel for this block shape (NVFP4's 1x16): host copy below
+            pass
+        else:
+            if fp8kit._fp8kit.cuda_available()[0]:  # a module built without the kernels: host copy below
+                return _fake_quantize_values(t.float(), copy.deepcopy(r), None, role, None, None, None, None, 1.0,
+                                             seed)
+    return Operand(t, r, role, seed).values().to(t.device)
+
+
 def run_gemm(a, b, recipe, model, gemm, seed, out_dtype):
     """a . b^T (a: M x K, b: N x K) under `model`: an fp8kit accumulation model name (reference
     GEMM on the codes), 'torch' (the dequantised operands multiplied by torch in float32 on a's
@@ -79,10 +97,9 @@ def run_gemm(a, b, recipe, model, gemm, seed, out_dtype):
         if model is None:
             return a.to(out_dtype) @ b.to(out_dtype).t()
         ra, rb = ROLES[gemm]
-        qa, qb = Operand(a, recipe, ra, seed), Operand(b, recipe, rb, seed + 1)
         if model == "torch":
-            d = qa.values().to(a.device) @ qb.values().to(a.device).t()
-            return d.to(out_dtype)
+            return (dequantised(a, recipe, ra, seed) @ dequantised(b, recipe, rb, seed + 1).t()).to(out_dtype)
+        qa, qb = Operand(a, recipe, ra, seed), Operand(b, recipe, rb, seed + 1)
         sa, sb = gemm_scales(qa, qb, recipe["name"], gemm)
         bf16 = out_dtype == torch.bfloat16
         d = fp8kit.gemm(qa.codes, qb.codes, qa.format, qb.format, scale_a=sa, scale_b=sb, accum=model,
