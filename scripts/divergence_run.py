@@ -158,6 +158,10 @@ def train(a, name, data, lr, root):
             "final_loss": losses[-1], "min_loss": min(losses), "min_loss_step": int(np.argmin(losses)),
             "first_warning_step": live[0]["polled_at"] if live else None,
             "first_warning": live[0] if live else None, "first_by_signal": first,
+            # early training moves every amax (both runs warn then); the warnings from --min-step on
+            "first_warning_from_min_step": next((w["polled_at"] for w in live if w["polled_at"] >= a.min_step), None),
+            "warnings_from_min_step": [(w["polled_at"], w["signal"], w["tensor"]) for w in live
+                                       if w["polled_at"] >= a.min_step][:20],
             "warnings_live": len(live), "warnings_watch": len(report["warnings"]),
             "warnings_watch_defaults": len(defaults["warnings"]),
             "stopped_by_time_limit": bool(a.time_limit and elapsed > a.time_limit and len(rows) < a.steps)}

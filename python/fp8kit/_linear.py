@@ -73,8 +73,9 @@ def gemm_scales(a, b, recipe_name, gemm):
 def dequantised(t, r, role, seed):
     """t quantised under recipe r's role and dequantised to float32 on t's device (the values
     Operand.values gives). CUDA tensors run fp8kit's kernels where the recipe has one
-    (tensorwise, TE 1x128 / 128x128 and MX 1x32 blocks: fake_quantize's path); otherwise, and for
-    CPU tensors, the host reference."""
+    (tensorwise, TE 1x128 / 128x128 and MX 1x32 blocks of FP8: fake_quantize's path); otherwise
+    (NVFP4's 1x16 blocks, MX FP4/FP6, a module without the kernels), and for CPU tensors, the host
+    reference on a host copy."""
     if t.is_cuda:
         from .torch import _fake_quantize_values
         try:
@@ -82,9 +83,11 @@ def dequantised(t, r, role, seed):
         except ValueError:  # no CUDA kernel for this block shape (NVFP4's 1x16): host copy below
             pass
         else:
-            if fp8kit._fp8kit.cuda_available()[0]:  # a module built without the kernels: host copy below
+            try:  # ValueError: a module without the kernels, or no kernel for the format (MX FP4): host copy
                 return _fake_quantize_values(t.float(), copy.deepcopy(r), None, role, None, None, None, None, 1.0,
                                              seed)
+            except (ValueError, RuntimeError):
+                pass
     return Operand(t, r, role, seed).values().to(t.device)
 
 
