@@ -145,3 +145,15 @@ def test_swap_linears_shares_parameters():
     assert model[0].weight is w0
     model(torch.randn(4, 64)).sum().backward()
     assert w0.grad is not None and torch.isfinite(w0.grad).all()
+
+
+@pytest.mark.parametrize("recipe", ["mxfp4-ocp", "nvfp4-rowwise", "mx-ocp", "te-current"])
+def test_torch_mode_operands_are_fake_quantize_values(recipe):
+    # 'torch' mode's dequantised operand (codes looked up in a decode table, times the block's
+    # scale_inv) has the bits of fake_quantize, whose values come from fp8kit.dequantize
+    torch.manual_seed(3)
+    x = torch.randn(48, 256) * torch.logspace(-3, 3, 256)
+    lin = ft.Fp8Linear(256, 32, bias=False, recipe=recipe, fprop="torch")
+    from fp8kit._linear import dequantised
+    np.testing.assert_array_equal(f32_bits(dequantised(x, lin.recipe, "input", 0)),
+                                  f32_bits(ft.fake_quantize(x, recipe=recipe)))
