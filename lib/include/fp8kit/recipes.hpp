@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <deque>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -63,6 +64,11 @@ struct RoleSpec {
     // NVFP4BlockScaling.__post_init__; custom_recipes/quantization_nvfp4.py
     // NVFP4QuantizerRef._quantize). false: the row-wise copy, as it is.
     bool columnwise_rht = false;
+    // The role's own rounding, where the recipe rounds roles differently (TransformerEngine
+    // NVFP4BlockScaling: stochastic rounding for gradients, nearest-even for weights and
+    // activations). Unset: the recipe-wide policy.rounding. Overflow and NaN encoding stay
+    // recipe-wide. Recipe files: the role's optional "rounding" field (docs/recipes.md).
+    std::optional<Rounding> rounding = std::nullopt;
 };
 
 // Every parameter explicit: a user recipe file must name all of them (to_json writes them all).
@@ -82,6 +88,10 @@ struct RecipeSpec {
     Policy policy;       // the cast's rounding/overflow/NaN policy
 
     const RoleSpec& role(Role r) const;  // the slot recipe_slot(r)
+    // The policy a tensor of role r is cast with: `policy` with the slot's own rounding when it
+    // has one. Every caster (statistics, block quantiser, inspect, sweep, replay, watch, Python,
+    // the GPU block quantiser's callers) takes its policy from here.
+    Policy policy_for(Role r) const;
 };
 
 // Names of the presets, in documentation order.
