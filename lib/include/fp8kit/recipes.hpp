@@ -39,7 +39,9 @@ std::string_view name(AmaxAlgo a);      // "max", "most_recent"
 std::string_view name(Granularity g);   // "tensor", "row", "block"
 
 // The tensor roles (numerics/roles.hpp). A recipe has three slots, input, weight and grad
-// (recipe_slot: activations, optimizer states and unknown roles cast with the input slot).
+// (recipe_slot: activations, optimizer states and unknown roles cast with the input slot;
+// weight gradients are `gradient`). The frameworks' recipes cast GEMM operands only, so a weight
+// gradient or optimizer state cast with a slot is a what-if (docs/recipes.md, "Roles").
 // HYBRID recipes give grads E5M2 and the rest E4M3.
 using numerics::Role;
 using numerics::guess_role;   // from a tensor's name; `unknown` when no word matches
