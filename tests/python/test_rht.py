@@ -209,3 +209,31 @@ def test_inspect_and_sweep_use_the_rht_copy():
             assert (r["underflow"], r["zeros"], r["blocks"]) == (s["underflow"], s["zeros"], s["blocks"])
             assert r["sum_err2"] == s["sum_err2"]
     assert seen == {"gradient", "weight"}
+
+
+def test_inspect_takes_the_role_rounding_of_a_tensorwise_recipe(tmp_path):
+    # Per-role rounding reaches inspect's tensorwise path too: a te-current recipe whose grad role
+    # rounds stochastically (recipe-file field) gives the gradients the statistics fp8kit.stats
+    # gives under the same recipe (seed 0), and not those of te-current; other roles are unchanged.
+    import json
+    import os
+    dump = os.path.join(os.path.dirname(__file__), "..", "..", "data", "example", "llama_tiny_dump.h5")
+    r = fp8kit.recipe("te-current")
+    r["roles"]["grad"]["rounding"] = "stochastic"
+    path = tmp_path / "sr.json"
+    path.write_text(json.dumps(r))
+    def rows(rec):
+        df = fp8kit.inspect(dump, include="step_000000/*", recipe=rec)
+        return {x["name"]: x for x in (df.to_dict("records") if hasattr(df, "to_dict") else df)}
+
+    sr, rn = rows(str(path)), rows("te-current")
+    differs = 0
+    for info, a in fp8kit.read_dump(dump, include="step_000000/*"):
+        s, n = sr[info["name"]], rn[info["name"]]
+        if info["role"] == "gradient":
+            want = fp8kit.stats(np.asarray(a), recipe=r, role="grad")
+            assert s["sum_err2"] == want["sum_err2"] and s["underflow"] == want["underflow"], info["name"]
+            differs += s["sum_err2"] != n["sum_err2"]
+        else:
+            assert s["sum_err2"] == n["sum_err2"], info["name"]
+    assert differs > 0
