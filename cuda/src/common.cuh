@@ -34,8 +34,9 @@ inline void require_input(Wide w, const char* fn) {
         throw std::invalid_argument(std::string("fp8kit::cuda::") + fn +
                                     ": input type f64 is not supported on the GPU (f32, f16, bf16)");
 }
-// The GPU kernels cover the four FP8 element formats and E8M0; FP4/FP6 and the other ml_dtypes
-// types run on the CPU (fp8kit::core) until their kernels exist (issue 16 item 4).
+// The formats every kernel covers: the four FP8 element formats and E8M0. FP4/FP6 and the other
+// ml_dtypes types (narrow.cuh) have quantize, dequantize, delayed/current scaling, statistics and
+// the block quantiser; the row-block kernels (block.cu) refuse them with require_gpu_format.
 inline bool gpu_has_format(Format f) {
     return f == Format::e4m3 || f == Format::e5m2 || f == Format::e4m3fnuz || f == Format::e5m2fnuz ||
            f == Format::e8m0;

@@ -13,7 +13,9 @@
 //           nearest-even table of the same overflow and NaN policy. One Philox4x32-10 call
 //           serves each aligned group of four elements, which the rule (emu/random.hpp)
 //           assigns the four words of that call.
-//   kConvert every policy into E8M0: emu::convert itself with the rounding fixed at compile time.
+//   kConvert every policy into E8M0, and every policy into the formats of narrow.cuh (FP4 E2M1,
+//           FP6 E2M3 / E3M2, e3m4, e4m3b11fnuz, e4m3ieee; issue 16): emu::convert itself with the
+//           rounding fixed at compile time (stochastic) or read at run time.
 //
 // Definitions (kernels.hpp): y = fl32(x * scale) (one float32 multiply, no FMA, no flush to zero);
 // a NaN input is converted from its own bits (payload kept); a NaN made by the multiply is
@@ -25,6 +27,7 @@
 #endif
 
 #include "common.cuh"
+#include "narrow.cuh"
 #include "tables.cuh"
 
 namespace fp8kit::cuda::detail {
@@ -33,7 +36,7 @@ enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTabl
 
 // Which path the host launches for (format, policy).
 inline ElementPath element_path(Format to, const Policy& p) {
-    if (to == Format::e8m0) return kConvert;
+    if (to == Format::e8m0 || is_narrow_format(to)) return kConvert;
     const bool sat_canonical = p.overflow == emu::Overflow::saturate_all && p.nan == emu::NanEncoding::canonical;
     const bool ocp = to == Format::e4m3 || to == Format::e5m2;
     if (p.rounding == emu::Rounding::stochastic) return ocp && sat_canonical ? kSrCvt : kSrTable;
@@ -248,8 +251,11 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
             const emu::PhiloxWords w = emu::philox4x32_10(c.seed, index0 >> 2);
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-                const std::uint8_t q = kInline ? convert_fixed_inline<D, R>(y[k], c.policy, w.w[k])
-                                               : convert_fixed<D, R>(y[k], c.policy, w.w[k]);
+                // The narrow formats call it out of line: 16 inlined copies per kernel for each of
+                // six more formats would slow ptxas for a path that is bound by convert anyway.
+                constexpr bool inl = kInline && !is_narrow_type<D>();
+                const std::uint8_t q = inl ? convert_fixed_inline<D, R>(y[k], c.policy, w.w[k])
+                                           : convert_fixed<D, R>(y[k], c.policy, w.w[k]);
                 out |= std::uint32_t{q} << (8 * k);
             }
         } else {
@@ -271,9 +277,10 @@ template <class D, int P, int R>
 constexpr bool path_exists() {
     constexpr bool e8m0 = !D::has_zero;
     constexpr bool ocp = D::encoding == emu::Encoding::ieee || D::encoding == emu::Encoding::fn;
-    if constexpr (P == kCvt || P == kSrCvt) return ocp && !e8m0 && D::total_bits == 8;
-    else if constexpr (P == kTable || P == kSrTable) return !e8m0 && D::total_bits == 8;
-    else return e8m0;
+    constexpr bool narrow = is_narrow_type<D>();  // kConvert only (element_path)
+    if constexpr (P == kCvt || P == kSrCvt) return ocp && !e8m0 && !narrow && D::total_bits == 8;
+    else if constexpr (P == kTable || P == kSrTable) return !e8m0 && !narrow && D::total_bits == 8;
+    else return e8m0 || narrow;
 }
 
 // Dynamic shared memory a kernel of path P needs for the table of D.

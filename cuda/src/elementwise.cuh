@@ -134,7 +134,7 @@ void launch_cast(Format to, Wide from, const void* in, std::uint8_t* out, std::s
     const ElementCtx ctx{policy, nullptr, seed};
     const std::size_t es = wide_bytes(from);
     with_input(from, [&](auto s) {
-        with_fp8(to, [&](auto d) {
+        with_cast_format(to, [&](auto d) {  // the FP8 formats and the narrow ones (kConvert)
             using S = decltype(s);
             using D = decltype(d);
             with_element_path(to, policy, [&](auto p, auto r) {

@@ -8,6 +8,7 @@
 
 #include "element.cuh"
 #include "fp8kit/cuda/blocks.hpp"
+#include "fp8kit/cuda/hadamard.hpp"
 #include "fp8kit/emu/pack.hpp"
 #include "narrow.cuh"
 
@@ -98,12 +99,42 @@ block_quantize_kernel(const typename S::storage_t* __restrict__ in, Geometry g, 
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("fp8kit::cuda::quantize_blocks: " + what); }
 
+// spec.columnwise_rht: the transform into a temporary (stream-ordered), then the plain quantiser
+// on the cols x rows copy, as lib's quantize_blocks does on the host.
+void quantize_columnwise_rht(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                             std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
+                             float* d_scale_inv, float* d_global_amax, std::uint64_t seed, Stream stream) {
+    if (spec.block_rows != 1 || spec.block_cols != 16)
+        bad("columnwise_rht needs 1 x 16 blocks (TE's Hadamard dimension is the NVFP4 tile length 16), got " +
+            std::to_string(spec.block_rows) + " x " + std::to_string(spec.block_cols));
+    if (rows % 16 != 0)
+        bad("columnwise_rht: the row count " + std::to_string(rows) +
+            " must be a multiple of 16 (TE's random Hadamard transform works on 16 rows of each column)");
+    const cudaStream_t s = as_stream(stream);
+    void* copy = nullptr;
+    const std::size_t bytes = rows * cols * wide_bytes(from);
+    if (bytes > 0) FP8KIT_CUDA_CHECK(cudaMallocAsync(&copy, bytes, s));
+    BlockSpec plain = spec;
+    plain.columnwise_rht = false;
+    try {
+        te_rht16_columnwise(from, in, rows, cols, copy, true, stream);
+        quantize_blocks(plain, from, copy, cols, rows, d_codes, packed, d_scale_codes, d_scale, d_scale_inv,
+                        d_global_amax, seed, stream);
+    } catch (...) {
+        if (copy) cudaFreeAsync(copy, s);
+        throw;
+    }
+    if (copy) FP8KIT_CUDA_CHECK(cudaFreeAsync(copy, s));
+}
+
 }  // namespace
 
 void quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
                      std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                      float* d_scale_inv, float* d_global_amax, std::uint64_t seed, Stream stream) {
     require_input(from, "quantize_blocks");
+    if (spec.columnwise_rht) return quantize_columnwise_rht(spec, from, in, rows, cols, d_codes, packed, d_scale_codes,
+                                                            d_scale, d_scale_inv, d_global_amax, seed, stream);
     if (!has_cast_kernels(spec.format) || spec.format == Format::e8m0)
         bad("element format #" + std::to_string(static_cast<int>(spec.format)) + " is not an element format (e8m0 is a scale format)");
     if (spec.block_rows < 0 || spec.block_cols < 0 || (spec.block_rows == 0) != (spec.block_cols == 0))

@@ -6,6 +6,8 @@
 // refuses loudly a request for them. Internal to cuda/src.
 #pragma once
 
+#include <type_traits>
+
 #include "common.cuh"
 
 namespace fp8kit::cuda::detail {
@@ -13,6 +15,14 @@ namespace fp8kit::cuda::detail {
 inline bool is_narrow_format(Format f) {
     return f == Format::e2m1 || f == Format::e2m3 || f == Format::e3m2 || f == Format::e3m4 ||
            f == Format::e4m3b11fnuz || f == Format::e4m3ieee;
+}
+
+// The same set as emu types, for compile-time choices (element.cuh's path_exists): these formats
+// take the kConvert path (emu::convert on the device) in every element-wise kernel.
+template <class D>
+constexpr bool is_narrow_type() {
+    return std::is_same_v<D, emu::E2M1> || std::is_same_v<D, emu::E2M3> || std::is_same_v<D, emu::E3M2> ||
+           std::is_same_v<D, emu::E3M4> || std::is_same_v<D, emu::E4M3B11FNUZ> || std::is_same_v<D, emu::E4M3IEEE>;
 }
 
 // Host dispatch of a run-time narrow format to a callable templated on its emu format.

@@ -306,7 +306,7 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
                                 float scale, float scale_inv, std::uint64_t seed, std::uint64_t first_index,
                                 Stream stream) {
     require_input(from, "statistics");
-    require_gpu_format(to, "statistics");
+    if (!is_narrow_format(to)) require_gpu_format(to, "statistics");  // narrow formats: kConvert path
     if (!(scale > 0.0f) || scale > FLT_MAX)
         throw std::invalid_argument("fp8kit::cuda::statistics: scale " + std::to_string(scale) + " must be finite and > 0");
     if (scale_inv == 0.0f) scale_inv = 1.0f / scale;
@@ -335,7 +335,7 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
               reinterpret_cast<unsigned int*>(buf + off_amax), reinterpret_cast<unsigned int*>(buf + off_min),
               reinterpret_cast<double*>(buf + off_partial)};
     with_input(from, [&](auto si) {
-        with_fp8(to, [&](auto di) {
+        with_cast_format(to, [&](auto di) {
             using S = decltype(si);
             using D = decltype(di);
             with_element_path(to, policy, [&](auto p, auto r) {

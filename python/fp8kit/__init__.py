@@ -96,7 +96,7 @@ def _canonical_format(format):
 
 # ---- statistics and recipes -----------------------------------------------------------------
 
-from ._recipes import (DelayedScaling, MsampScaling, amax, presets, quantize_blocks, recipe, te_rht16,  # noqa: E402
+from ._recipes import (DelayedScaling, MsampScaling, amax, presets, quantize_blocks, recipe, recipe_policy, te_rht16,  # noqa: E402
                        recipe_scale, stats)
 from ._validate import validate, validate_te_dump  # noqa: E402
 from ._dump import DumpError, inspect, read_dump  # noqa: E402
@@ -107,6 +107,6 @@ from ._watch import Watcher, watch  # noqa: E402
 from ._checkpoint import CheckpointError, checkpoint_check  # noqa: E402
 from ._calibrate import CalibrateError, calibrate, calibrate_scale  # noqa: E402
 
-__all__ += ["stats", "quantize_blocks", "te_rht16", "amax", "presets", "recipe", "recipe_scale", "DelayedScaling", "MsampScaling",
+__all__ += ["stats", "quantize_blocks", "te_rht16", "amax", "presets", "recipe", "recipe_policy", "recipe_scale", "DelayedScaling", "MsampScaling",
             "watch", "Watcher", "validate", "validate_te_dump", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",
             "TraceError", "gemm", "validate_gemm"]

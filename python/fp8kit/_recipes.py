@@ -32,6 +32,13 @@ def recipe_scale(r, role, amax):
     return _fp8kit.recipe_scale(*_recipe_arg(r), role, float(amax))
 
 
+def recipe_policy(r, role="input"):
+    """The policy (dict: 'rounding', 'overflow', 'nan') a tensor of `role` is cast with under
+    recipe r: the recipe-wide 'policy' with the role's own 'rounding' where the recipe gives one
+    (the 'nvfp4' preset rounds gradients stochastically, as TransformerEngine's NVFP4BlockScaling)."""
+    return dict(_fp8kit.recipe_policy(*_recipe_arg(r), role))
+
+
 def amax(x, stream=None):
     """max |x| as TransformerEngine reduces it (NaN ignored, Inf -> Inf), as a float32 value.
     A GPU array runs the CUDA kernel (and waits for it)."""
@@ -50,8 +57,9 @@ def quantize_blocks(x, recipe, role="input", packed=False, seed=0, stream=None):
     and TransformerEngine store them: shape (rows, cols/2)), 'scale_codes' (uint8 per block: E8M0
     for MX recipes, E4M3 for NVFP4), 'scale' (float32 factor the block's elements are multiplied
     by), 'scale_inv' (float32 dequantisation factor), 'global_amax', 'block_shape', 'grid'.
-    Stochastic rounding (a recipe whose policy rounding is 'stochastic'): element i in C order
-    draws stochastic_bits(seed, i).
+    Stochastic rounding (the role's rounding, recipe_policy(recipe, role), is 'stochastic', as for
+    the 'nvfp4' preset's 'grad'): element i in C order (of the codes returned) draws
+    stochastic_bits(seed, i).
     A role whose recipe entry has columnwise_rht (the 'nvfp4' preset's 'input' and 'grad': TE
     quantises them for the wgrad GEMM after its random Hadamard transform) gives TE's column-wise
     copy: codes of shape (cols, rows) of te_rht16(x), scales along its rows, 'global_amax' after
@@ -66,7 +74,7 @@ def quantize_blocks(x, recipe, role="input", packed=False, seed=0, stream=None):
             raise ValueError("packed: not available for GPU arrays")
         r = globals()["recipe"](recipe)
         role = _fp8kit.recipe_slot(role)
-        pol = r["policy"]
+        pol = recipe_policy(r, role)
         codes, scales = _device.quantize_blocks(x, r, role, pol["rounding"], pol["overflow"], pol["nan"], seed, stream)
         return {"codes": codes, ("scale_codes" if r["rule"].startswith("mx") else "scale_inv"): scales}
     a = _device.host_view(x)
@@ -116,7 +124,7 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
         if format is not None:
             spec["format"] = format
         if profile is None and rounding is None and overflow is None and nan is None:
-            pol = r["policy"]
+            pol = recipe_policy(r, role)
             rounding, overflow, nan = pol["rounding"], pol["overflow"], pol["nan"]
         if spec["granularity"] != "tensor":
             d = _fp8kit.block_stats(bits, wide, json.dumps(r), True, role)
@@ -145,7 +153,8 @@ def _stats_device(x, format, profile, rounding, overflow, nan, scale, scale_inv,
                              "available (pass a host array)")
         format = spec["format"] if format is None else format
         if profile is None and rounding is None and overflow is None and nan is None:
-            rounding, overflow, nan = r["policy"]["rounding"], r["policy"]["overflow"], r["policy"]["nan"]
+            pol = recipe_policy(r, role)
+            rounding, overflow, nan = pol["rounding"], pol["overflow"], pol["nan"]
         scale, scale_inv = recipe_scale(r, role, _device.amax(x))
     if format is None:
         raise ValueError("format: name the format to cast to (or a recipe=)")

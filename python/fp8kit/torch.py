@@ -21,12 +21,12 @@ __all__ = ["fake_quantize", "FakeQuantize", "Fp8Linear", "swap_linears", "Monito
 
 # ---- fake quantisation -------------------------------------------------------------------------
 
-def _policy(r, profile, rounding, overflow, nan):
+def _policy(r, role, profile, rounding, overflow, nan):
     if profile is not None or rounding is not None or overflow is not None or nan is not None:
         return dict(profile=profile, rounding=rounding, overflow=overflow, nan=nan)
     if r is None:
         return dict(profile="cuda-satfinite")
-    return dict(rounding=r["policy"]["rounding"], overflow=r["policy"]["overflow"], nan=r["policy"]["nan"])
+    return fp8kit.recipe_policy(r, role)  # the role's own rounding where the recipe has one
 
 
 def _block_scale_inv(x, r, role, policy, seed):
@@ -52,7 +52,7 @@ def _block_scale_inv(x, r, role, policy, seed):
 def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, nan, scale, seed):
     r = fp8kit.recipe(recipe) if recipe is not None else None
     role = _fp8kit.recipe_slot(role)
-    pol = _policy(r, profile, rounding, overflow, nan)
+    pol = _policy(r, role, profile, rounding, overflow, nan)
     xc = x.detach().contiguous()
     if r is not None and r["roles"][role]["granularity"] != "tensor":
         # A fake cast stands for the row-wise copy the forward GEMM uses: TE's random Hadamard
@@ -267,7 +267,7 @@ class Monitor:
             spec = r["roles"][role]
             if spec["granularity"] == "tensor":
                 scale, scale_inv = _fp8kit.recipe_scale(*arg, role, amax)
-                pol = r["policy"]
+                pol = fp8kit.recipe_policy(r, role)
                 key = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], scale, scale_inv)
                 if key not in done:
                     done[key] = fp8kit.stats(x, spec["format"], rounding=pol["rounding"], overflow=pol["overflow"],

@@ -90,7 +90,7 @@ pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::strin
                 const OptStr& rounding, const OptStr& overflow, const OptStr& nan, double scale, double scale_inv,
                 std::uint64_t seed, Ptr stream) {
     const Wide w = kernel_wide(wide, "x");
-    const Format f = kernel_format(format, false);
+    const Format f = kernel_format(format, true);  // the statistics kernel takes every cast format (issue 16)
     const Policy p = resolve_policy(f, w, profile, rounding, overflow, nan);
     QuantStats s;
     {

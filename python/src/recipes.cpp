@@ -35,6 +35,16 @@ void bind_recipes(pyb::module_& m) {
         const ScalePair p = recipe_scale(recipe_of(text, is_json), parse_recipe_slot(role), amax);
         return pyb::make_tuple(p.scale, p.scale_inv);
     }, "recipe"_a, "is_json"_a, "role"_a, "amax"_a);
+    // The policy a tensor of this role is cast with (RecipeSpec::policy_for: the recipe-wide policy
+    // with the role's own rounding where it has one), as {"rounding", "overflow", "nan"}.
+    m.def("recipe_policy", [](const std::string& text, bool is_json, const std::string& role) {
+        const Policy p = recipe_of(text, is_json).policy_for(parse_recipe_slot(role));
+        pyb::dict d;
+        d["rounding"] = std::string(name(p.rounding));
+        d["overflow"] = std::string(name(p.overflow));
+        d["nan"] = std::string(name(p.nan));
+        return d;
+    }, "recipe"_a, "is_json"_a, "role"_a);
     m.def("fp8_max", [](const std::string& f) { return fp8_max(require_format(f, "format")); }, "format"_a);
     m.def("te_scale", &te_scale, "amax"_a, "fmax"_a, "eps"_a, "pow2"_a, "value_for_inf"_a);
     m.def("torchao_scale", &torchao_scale, "amax"_a, "fmax"_a, "eps"_a, "pow2"_a);

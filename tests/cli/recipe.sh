@@ -25,6 +25,38 @@ assert [nv[k]["columnwise_rht"] for k in ("input", "weight", "grad")] == [True, 
 assert not any(rw[k]["columnwise_rht"] for k in ("input", "weight", "grad")), rw
 PY
 check "recipe show nvfp4: columnwise_rht for input and grad, not weight; nvfp4-rowwise: none" $?
+# Per-role rounding (issue 16): nvfp4 and nvfp4-rowwise round gradients stochastically, as TE's
+# NVFP4BlockScaling fp4_quant_bwd_grad; the other roles and presets carry no role rounding (the
+# recipe-wide policy.rounding applies), so their files are as before.
+python3 - "$T" <<'PY'
+import json, sys, os
+d = sys.argv[1]
+for p in ("nvfp4", "nvfp4-rowwise"):
+    r = json.load(open(os.path.join(d, p + ".json")))
+    assert r["roles"]["grad"]["rounding"] == "stochastic", r["roles"]["grad"]
+    assert "rounding" not in r["roles"]["input"] and "rounding" not in r["roles"]["weight"], r["roles"]
+    assert r["policy"]["rounding"] == "nearest-even", r["policy"]
+for p in os.listdir(d):
+    if p.endswith(".json") and not p.startswith("nvfp4") and ".again" not in p:
+        r = json.load(open(os.path.join(d, p)))
+        assert not any("rounding" in v for v in r["roles"].values()), p
+PY
+check "recipe show: nvfp4 grad role rounds stochastically, no other role or preset has its own rounding" $?
+# A file's role rounding is read back; a bad value names the field and the choices.
+python3 - "$T/te-current.json" "$T/sr.json" "$T/badsr.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["roles"]["weight"]["rounding"] = "toward-zero"
+json.dump(r, open(sys.argv[2], "w"))
+r["roles"]["weight"]["rounding"] = "sideways"
+json.dump(r, open(sys.argv[3], "w"))
+PY
+$FP8KIT recipe show "$T/sr.json" > "$T/sr.out"; rc=$?
+[ $rc -eq 0 ] && python3 -c "import json,sys; r=json.load(open(sys.argv[1])); assert r['roles']['weight']['rounding']=='toward-zero' and 'rounding' not in r['roles']['grad']" "$T/sr.out"
+check "recipe file with a role rounding reads back ($rc)" $?
+$FP8KIT recipe show "$T/badsr.json" > /dev/null 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "roles.weight: field 'rounding'" "$T/err" && grep -q "nearest-even" "$T/err"
+check "bad role rounding: exit 2 naming the field ($rc): $(cat "$T/err")" $?
 # Remove three fields at three depths: all three are named in one message.
 grep -v '"history_len"\|"block_rows"\|"overflow"' "$T/te-delayed.json" > "$T/broken.json"
 $FP8KIT recipe show "$T/broken.json" > /dev/null 2> "$T/err"; rc=$?

@@ -192,7 +192,11 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
     if (policy_override) br.policy = *policy_override;
     const auto bytes = as_bytes(w, x);
     const fp8kit::BlockQuantized want = fp8kit::quantize_blocks(bytes.data(), w, rows, cols, br, seed);
-    const cu::BlockSpec spec{br.format, br.rule, br.block_rows, br.block_cols, br.policy, br.epsilon, br.pow2, br.value_for_inf};
+    // Every field of lib's BlockRecipe, the role's rounding and columnwise_rht included: one call
+    // gives the recipe's bits (with columnwise_rht, those of the cols x rows copy).
+    const cu::BlockSpec spec{br.format, br.rule, br.block_rows, br.block_cols, br.policy, br.epsilon, br.pow2,
+                             br.value_for_inf, br.columnwise_rht};
+    REQUIRE(want.rows * want.cols == rows * cols);
     const std::size_t blocks = want.grid_rows * want.grid_cols, ncode = packed ? rows * cols / 2 : rows * cols;
     Buf din(bytes.size()), dcodes(ncode), dsc(blocks), ds(blocks * 4), dsi(blocks * 4), damax(4);
     cu::copy_to_device(din.p, bytes.data(), bytes.size());
@@ -201,12 +205,12 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
     std::vector<std::uint8_t> want_codes = want.codes;
     if (packed) {
         want_codes.assign(ncode, 0);
-        for (std::size_t r = 0; r < rows; ++r)
-            fp8kit::emu::pack_fp4_array(want.codes.data() + r * cols, want_codes.data() + r * cols / 2, cols,
-                                        fp8kit::emu::NibbleOrder::low_first);
+        for (std::size_t r = 0; r < want.rows; ++r)  // rows of what was quantised (the copy's with RHT)
+            fp8kit::emu::pack_fp4_array(want.codes.data() + r * want.cols, want_codes.data() + r * want.cols / 2,
+                                        want.cols, fp8kit::emu::NibbleOrder::low_first);
     }
     INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " " << rows << "x" << cols
-                  << (packed ? " packed" : "") << " " << fp8kit::describe(br.policy));
+                  << (packed ? " packed" : "") << " " << fp8kit::describe(br.policy) << (br.columnwise_rht ? " columnwise_rht" : ""));
     REQUIRE(mismatches(host<std::uint8_t>(dcodes.p, ncode), want_codes) == 0);
     REQUIRE(host<std::uint8_t>(dsc.p, blocks) == want.scale_codes);
     const auto ga = host<float>(damax.p, 1), s = host<float>(ds.p, blocks), si = host<float>(dsi.p, blocks);
@@ -312,4 +316,38 @@ TEST_CASE("TE NVFP4 random Hadamard transform on the GPU equals lib's te_rht16_c
         }
     Buf d(64);
     REQUIRE_THROWS_WITH(cu::te_rht16_columnwise(Wide::f32, d.p, 8, 1, d.p), Catch::Contains("multiple of the Hadamard dimension 16"));
+}
+
+// Issue 16: the nvfp4 preset from one GPU call. The recipe's columnwise_rht (inputs, gradients)
+// makes quantize_blocks run TE's random Hadamard transform itself, and the gradient role's own
+// rounding (stochastic, TE's fp4_quant_bwd_grad) comes with BlockRecipe's policy: codes, scale
+// bytes, scales and the global amax equal lib's quantize_blocks for the same recipe and role.
+TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's rounding: nvfp4 equals lib", "[gpu][fp4]") {
+    const fp8kit::RecipeSpec r = fp8kit::parse_recipe("nvfp4");
+    REQUIRE(fp8kit::block_recipe(r, fp8kit::Role::gradient, 64).columnwise_rht);
+    REQUIRE(fp8kit::block_recipe(r, fp8kit::Role::gradient, 64).policy.rounding == Rounding::stochastic);
+    REQUIRE(fp8kit::block_recipe(r, fp8kit::Role::activation, 64).policy.rounding == Rounding::nearest_even);
+    const Case cases[] = {{"nvfp4", fp8kit::Role::activation}, {"nvfp4", fp8kit::Role::gradient},
+                          {"nvfp4", fp8kit::Role::weight}, {"nvfp4-rowwise", fp8kit::Role::gradient}};
+    const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {48, 37}, {16, 16}, {32, 70}, {16, 1}};
+    for (const auto& [rows, cols] : shapes)
+        for (Wide w : kInputs) {
+            const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 7 + cols));
+            for (const Case& k : cases)
+                for (std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{0x1234ull}}) {
+                    check_blocks(k, w, x, rows, cols, false, seed);
+                    // packed pairs along the rows of what is quantised: the copy's rows hold `rows` codes
+                    const bool rht = fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, cols).columnwise_rht;
+                    if ((rht ? rows : cols) % 2 == 0) check_blocks(k, w, x, rows, cols, true, seed);
+                }
+        }
+    // Refusals name the remedy: a row count that is not a multiple of 16, blocks other than 1 x 16.
+    Buf d(8192);
+    const fp8kit::BlockRecipe br = fp8kit::block_recipe(r, fp8kit::Role::activation, 64);
+    cu::BlockSpec s{br.format, br.rule, br.block_rows, br.block_cols, br.policy, br.epsilon, br.pow2, br.value_for_inf, true};
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 8, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
+                        Catch::Contains("multiple of 16"));
+    s.block_cols = 32;
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 16, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
+                        Catch::Contains("1 x 16"));
 }

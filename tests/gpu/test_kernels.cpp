@@ -609,7 +609,7 @@ TEST_CASE("bad arguments throw with the function's name", "[gpu]") {
                         Catch::Contains("quantize_mx") && Catch::Contains("e8m0"));
 }
 
-TEST_CASE("formats without scaling/statistics kernels are refused with the function's name", "[gpu]") {
+TEST_CASE("formats without row-block kernels are refused with the function's name", "[gpu]") {
     Dev d(64);
     const Policy p{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
     std::size_t refused = 0;
@@ -617,12 +617,104 @@ TEST_CASE("formats without scaling/statistics kernels are refused with the funct
         if (cu::has_kernels(f)) continue;
         INFO(fp8kit::name(f));
         ++refused;
-        // quantize / dequantize / quantize_blocks have their kernels (test_fp4_fp6_kernels.cpp);
-        // the scaling and statistics entry points do not.
+        // quantize / dequantize / quantize_blocks (test_fp4_fp6_kernels.cpp), per-tensor scaling
+        // and statistics (the "[fp4]" cases below) have their kernels; the row-block ones do not.
         REQUIRE(cu::has_cast_kernels(f));
         REQUIRE_THROWS_WITH(cu::quantize_block_1x128(f, Wide::f32, d.p, d.as<std::uint8_t>(), 1, 4, p, d.as<float>(32)),
                             Catch::Contains("quantize_block_1x128") && Catch::Contains("no GPU kernel"));
-        REQUIRE_THROWS_WITH(cu::statistics(f, Wide::f32, d.p, 4, p, 1.0f), Catch::Contains("no GPU kernel"));
     }
     REQUIRE(refused == 6);  // e2m1, e2m3, e3m2, e3m4, e4m3b11fnuz, e4m3ieee
+}
+
+// ---- issue 16: the narrow formats in the per-tensor scaling and statistics kernels -------------
+// FP4 e2m1, FP6 e2m3 / e3m2, e3m4, e4m3b11fnuz, e4m3ieee take the kConvert path (emu::convert on
+// the device, cuda/src/element.cuh); every expected value is lib's (amax_of, rule_scale through
+// te_scale_lib, encode_array through ref_scaled, compute_stats).
+
+namespace {
+
+const Format kNarrow[] = {Format::e2m1, Format::e2m3, Format::e3m2, Format::e3m4, Format::e4m3b11fnuz, Format::e4m3ieee};
+// The MX element policy of the FP4/FP6 presets (cuda-satfinite: NaN -> +max), stochastic rounding
+// without saturation, and a third rounding with finite saturation.
+const Policy kNarrowPolicies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max},
+                                  {Rounding::stochastic, Overflow::no_saturate, NanEncoding::canonical},
+                                  {Rounding::toward_zero, Overflow::saturate_finite, NanEncoding::signed_all_ones}};
+
+}  // namespace
+
+TEST_CASE("FP4/FP6/ml_dtypes formats: delayed and current scaling with amax equal the CPU", "[gpu][fp4]") {
+    Dev dscale(4), damax(4), dscale_inv(4);
+    for (Wide w : kInputs) {
+        // f32: the amax cases (empty, zeros, NaN only, subnormal amax, normals); f16 / bf16: the
+        // adversarial and random inputs of that type.
+        std::vector<std::vector<unsigned char>> cases;
+        if (w == Wide::f32) {
+            for (const auto& x32 : amax_cases()) {
+                cases.emplace_back(x32.size() * 4);
+                if (!x32.empty()) std::memcpy(cases.back().data(), x32.data(), x32.size() * 4);
+            }
+        } else {
+            cases.push_back(inputs_bytes(w, 20000, 31));
+        }
+        for (const auto& bytes : cases) {
+            const std::size_t n = bytes.size() / fp8kit::wide_size(w);
+            Dev din(bytes.size() + 16), dout(n + 16);
+            cu::copy_to_device(din.p, bytes.data(), bytes.size());
+            const float want_amax = amax_ref(w, bytes.data(), n);
+            for (Format f : kNarrow)
+                for (const Policy& p : kNarrowPolicies) {
+                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " n " << n);
+                    REQUIRE(cu::has_cast_kernels(f));
+                    const float s = 0.731f;
+                    cu::copy_to_device(dscale.p, &s, 4);
+                    cu::quantize_delayed_scaling(f, w, din.p, dout.as<std::uint8_t>(), n, p, dscale.as<float>(), damax.as<float>(), 3, 11);
+                    REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
+                    REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_scaled(f, w, bytes.data(), n, p, s, 3, 11)) == 0);
+                    for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}, cu::ScaleOptions{false, 1e-2f}}) {
+                        cu::quantize_current_scaling(f, w, din.p, dout.as<std::uint8_t>(), n, p, damax.as<float>(),
+                                                     dscale.as<float>(), dscale_inv.as<float>(), opt, 3, 11);
+                        const float want_s = te_scale_lib(f, want_amax, opt.epsilon, opt.pow2, FLT_MAX);
+                        INFO("pow2 " << opt.pow2 << " eps " << opt.epsilon << " scale " << want_s);
+                        REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
+                        REQUIRE(b_of(to_host<float>(dscale.p, 1)[0]) == b_of(want_s));
+                        REQUIRE(b_of(to_host<float>(dscale_inv.p, 1)[0]) == b_of(1.0f / want_s));
+                        REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_scaled(f, w, bytes.data(), n, p, want_s, 3, 11)) == 0);
+                    }
+                }
+        }
+    }
+}
+
+TEST_CASE("FP4/FP6/ml_dtypes formats: statistics kernel equals fp8kit::compute_stats", "[gpu][fp4]") {
+    for (Wide w : kInputs) {
+        auto bytes = inputs_bytes(w, 50000, 16);
+        const std::size_t n = bytes.size() / fp8kit::wide_size(w);
+        Dev din(bytes.size());
+        cu::copy_to_device(din.p, bytes.data(), bytes.size());
+        for (Format f : kNarrow)
+            for (const Policy& p : kNarrowPolicies)
+                for (auto [scale, scale_inv] : std::initializer_list<std::pair<float, float>>{{1.0f, 0.0f}, {0.25f, 0.0f}, {300.0f, 0.0f}, {1e-20f, 0.0f}, {3.0f, 0.5f}}) {
+                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale " << scale << " scale_inv " << scale_inv);
+                    fp8kit::QuantConfig cfg{f, scale, p, scale_inv, 4};
+                    const auto want = fp8kit::compute_stats(bytes.data(), w, n, cfg);
+                    const auto got = cu::statistics(f, w, din.p, n, p, scale, scale_inv, 4, 0);
+                    check_stats_equal(got, want);
+                }
+    }
+    // Mostly in-range normals (the kernel's fast path) over the binades of the narrow formats.
+    const std::size_t n = (std::size_t{1} << 18) + 5;
+    std::mt19937 g(21);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(n);
+    const float rare[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e30f, -3e-41f};
+    for (std::size_t i = 0; i < n; ++i)
+        x[i] = g() % 4096 == 0 ? rare[g() % 7] : nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 12) - 8);
+    Dev din(n * 4);
+    cu::copy_to_device(din.p, x.data(), n * 4);
+    for (Format f : kNarrow)
+        for (const Policy& p : kNarrowPolicies) {
+            INFO("fast path f32 -> " << fp8kit::name(f) << " " << fp8kit::describe(p));
+            fp8kit::QuantConfig cfg{f, 1.0f, p, 0.0f, 9};
+            check_stats_equal(cu::statistics(f, Wide::f32, din.p, n, p, 1.0f, 0.0f, 9, 0), fp8kit::compute_stats(x.data(), Wide::f32, n, cfg));
+        }
 }

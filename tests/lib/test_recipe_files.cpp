@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8kit/recipes.hpp"
+#include "fp8kit/stats/statistics.hpp"
 #include "scratch_dir.hpp"
 
 using namespace fp8kit;
@@ -154,4 +155,56 @@ TEST_CASE("bad recipe names and files give one message naming them", "[lib][reci
     const std::string rt = write_temp("rt.json", j.dump());
     CHECK_THAT(error_of(rt), Catch::Contains("'columnwise_rht' must be true or false"));
     for (const auto& p : {bad_json, missing, extra, fmt, hl, al, pw, nr, rb, rt}) std::remove(p.c_str());
+}
+
+// Issue 16: rounding per role. TransformerEngine NVFP4BlockScaling (transformer_engine/common/
+// recipe/__init__.py): fp4_quant_bwd_grad has stochastic_rounding=True by default,
+// fp4_quant_fwd_inp and fp4_quant_fwd_weight have False. Every other preset rounds all roles alike.
+TEST_CASE("rounding per role: nvfp4 gradients round stochastically, the rest as the recipe", "[lib][recipes]") {
+    for (const char* p : {"nvfp4", "nvfp4-rowwise"}) {
+        INFO(p);
+        const RecipeSpec r = parse_recipe(p);
+        CHECK(r.policy.rounding == Rounding::nearest_even);
+        CHECK(r.policy_for(Role::gradient).rounding == Rounding::stochastic);
+        CHECK(r.policy_for(Role::activation).rounding == Rounding::nearest_even);
+        CHECK(r.policy_for(Role::weight).rounding == Rounding::nearest_even);
+        CHECK(r.policy_for(Role::gradient).overflow == r.policy.overflow);  // only the rounding is per role
+        CHECK(r.policy_for(Role::gradient).nan == r.policy.nan);
+        CHECK(block_recipe(r, Role::gradient, 64).policy.rounding == Rounding::stochastic);
+        CHECK(block_recipe(r, Role::activation, 64).policy.rounding == Rounding::nearest_even);
+        CHECK(to_json(r)["roles"]["grad"]["rounding"] == "stochastic");
+        CHECK_FALSE(to_json(r)["roles"]["input"].contains("rounding"));
+    }
+    for (const auto& n : recipe_presets()) {
+        if (n == "nvfp4" || n == "nvfp4-rowwise") continue;
+        INFO(n);
+        const RecipeSpec r = parse_recipe(n);
+        for (Role role : numerics::kAllRoles) CHECK(r.policy_for(role).rounding == r.policy.rounding);
+        for (const char* slot : {"input", "weight", "grad"}) CHECK_FALSE(to_json(r)["roles"][slot].contains("rounding"));
+    }
+}
+
+TEST_CASE("rounding per role in recipe files: optional, read back, the recipe-wide value otherwise", "[lib][recipes]") {
+    nlohmann::json j = to_json(parse_recipe("te-current"));
+    // Without the field (every file written before it existed): the recipe-wide rounding.
+    RecipeSpec r = recipe_from_json(j, "f");
+    CHECK_FALSE(r.grad.rounding.has_value());
+    r.policy.rounding = Rounding::toward_zero;  // reaches every role without its own
+    CHECK(r.policy_for(Role::gradient).rounding == Rounding::toward_zero);
+    j["roles"]["grad"]["rounding"] = "stochastic";
+    r = recipe_from_json(j, "f");
+    CHECK(r.policy_for(Role::gradient).rounding == Rounding::stochastic);
+    CHECK(r.policy_for(Role::optimizer_state).rounding == Rounding::nearest_even);  // the input slot
+    CHECK(to_json(r) == j);
+    r.policy.rounding = Rounding::toward_zero;  // the role keeps its own
+    CHECK(r.policy_for(Role::gradient).rounding == Rounding::stochastic);
+    for (const nlohmann::json bad : {nlohmann::json("sideways"), nlohmann::json(3), nlohmann::json(nullptr)}) {
+        j["roles"]["grad"]["rounding"] = bad;
+        CHECK_THROWS_WITH(recipe_from_json(j, "file 'x'"),
+                          Catch::Contains("file 'x' roles.grad: field 'rounding'") && Catch::Contains("stochastic"));
+    }
+    // The other role fields stay required and unknown ones refused, with the field present too.
+    j["roles"]["grad"]["rounding"] = "nearest-even";
+    j["roles"]["grad"]["roundnig"] = "nearest-even";
+    CHECK_THROWS_WITH(recipe_from_json(j, "f"), Catch::Contains("unknown field 'roundnig'"));
 }

@@ -147,3 +147,27 @@ def te_nvfp4_columnwise(x):
     col32 = np.asarray(col, dtype=F32)              # .to(torch.float32): exact for f32/bf16/f16
     codes, scales, _ = te_nvfp4(col32)              # its global amax is max |col_input|
     return codes, scales, F32(np.max(np.abs(col32))), col32
+
+
+# ---- stochastic rounding of gradients ---------------------------------------------------------
+# TransformerEngine NVFP4BlockScaling rounds gradients stochastically (recipe/__init__.py:
+# fp4_quant_bwd_grad = QParams(stochastic_rounding=not disable_stochastic_rounding)), in the kernel
+# with cvt.rs.satfinite.e2m1x4.f32 and random bits from curanddx, which no host reproduces. What
+# is fixed is the PTX ISA's definition of .rs: the result is one of the two representable values
+# that bracket the (saturated) input. The scale bytes do not depend on the rounding.
+
+E2M1_MAGNITUDES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=F32)
+
+
+def e2m1_sr_bracketed(codes, scaled):
+    """True where an E2M1 code (one per byte) is one of the two E2M1 values around scaled
+    (already clipped to +-6), with scaled's sign (a zero result may carry either sign); True for
+    NaN scaled values (the kernel makes NaN +6, checked elsewhere)."""
+    s = np.asarray(scaled, dtype=F32)
+    mag = np.abs(s)
+    lo = E2M1_MAGNITUDES[np.clip(np.searchsorted(E2M1_MAGNITUDES, mag, side="right") - 1, 0, 7)]
+    hi = E2M1_MAGNITUDES[np.clip(np.searchsorted(E2M1_MAGNITUDES, mag, side="left"), 0, 7)]
+    c = np.asarray(codes, dtype=np.uint8)
+    v = E2M1_MAGNITUDES[c & 7]
+    sign_ok = (v == 0) | (((c & 8) != 0) == np.signbit(s))
+    return (((v == lo) | (v == hi)) & sign_ok) | np.isnan(s)

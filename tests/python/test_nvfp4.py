@@ -51,12 +51,29 @@ def adversarial(seed=7):
     return x
 
 
+def with_role_rounding(preset, role, rounding):
+    """The preset as a dict with the role's own rounding (the recipe-file field)."""
+    r = fp8kit.recipe(preset)
+    r["roles"][role]["rounding"] = rounding
+    return r
+
+
 def check_te(x, role):
     tile = (16, 16) if role == "weight" else (1, 16)
     # nvfp4's inputs and gradients are the column-wise copy after TE's RHT (test_rht.py); the
     # row-wise copies, checked here, are the nvfp4-rowwise preset.
-    q = fp8kit.quantize_blocks(x, "nvfp4" if role == "weight" else "nvfp4-rowwise", role)
+    preset = "nvfp4" if role == "weight" else "nvfp4-rowwise"
     codes, scales, scaled = ref.te_nvfp4(x, tile)
+    if role == "grad":
+        # TE rounds gradients stochastically (its random bits are not reproducible): the preset's
+        # scale bytes are TE's and every code brackets TE's scaled value; with the role's rounding
+        # set to nearest-even in the recipe, the codes are TE's round-to-nearest codes below.
+        sr = fp8kit.quantize_blocks(x, preset, role, seed=11)
+        assert np.array_equal(sr["scale_codes"], scales)
+        assert np.all(ref.e2m1_sr_bracketed(sr["codes"], scaled))
+        assert fp8kit.recipe_policy(preset, role)["rounding"] == "stochastic"
+        preset = with_role_rounding(preset, role, "nearest-even")
+    q = fp8kit.quantize_blocks(x, preset, role)
     if tile == (16, 16):
         scales = scales[::16]  # the reference repeats a 16x16 block's scale on its 16 rows
     assert np.array_equal(q["scale_codes"], scales), f"{np.count_nonzero(q['scale_codes'] != scales)} scale bytes differ"
@@ -187,10 +204,13 @@ def test_nvfp4_stochastic_rounding_option():
     r = fp8kit.recipe("nvfp4-rowwise")
     r["policy"]["rounding"] = "stochastic"
     x = random_blocks(17, 32, 64)
-    a = fp8kit.quantize_blocks(x, r, "grad", seed=5)
-    b = fp8kit.quantize_blocks(x, r, "grad", seed=5)
-    c = fp8kit.quantize_blocks(x, r, "grad", seed=6)
-    rn = fp8kit.quantize_blocks(x, "nvfp4-rowwise", "grad")
+    a = fp8kit.quantize_blocks(x, r, "input", seed=5)
+    b = fp8kit.quantize_blocks(x, r, "input", seed=5)
+    c = fp8kit.quantize_blocks(x, r, "input", seed=6)
+    rn = fp8kit.quantize_blocks(x, "nvfp4-rowwise", "input")
+    assert not np.array_equal(a["codes"], rn["codes"])
+    # The preset's own gradient rounding (TE's fp4_quant_bwd_grad) is the same rule.
+    assert np.array_equal(fp8kit.quantize_blocks(x, "nvfp4-rowwise", "grad", seed=5)["codes"], a["codes"])
     assert np.array_equal(a["codes"], b["codes"]) and not np.array_equal(a["codes"], c["codes"])
     assert np.array_equal(a["scale_codes"], rn["scale_codes"])
     grid = np.arange(16, dtype=np.uint8).view(ml_dtypes.float4_e2m1fn).astype(F32)

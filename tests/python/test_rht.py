@@ -80,9 +80,23 @@ def real_grads_and_acts():
     return out
 
 
+def nvfp4_rn_grad():
+    """The nvfp4 preset with the gradient role rounding to nearest (the recipe file's per-role
+    field): TE's gradients round stochastically with bits no host reproduces, so exact code checks
+    against the transcription use this; the preset's own codes are checked to bracket TE's."""
+    r = fp8kit.recipe("nvfp4")
+    r["roles"]["grad"]["rounding"] = "nearest-even"
+    return r
+
+
 def check_columnwise(x, role):
-    q = fp8kit.quantize_blocks(x, "nvfp4", role)
     codes, scales, gamax, col = ref.te_nvfp4_columnwise(x)
+    if role == "grad":
+        sr = fp8kit.quantize_blocks(x, "nvfp4", role, seed=7)
+        assert sr["columnwise_rht"] and bits(np.array(sr["global_amax"], F32)) == bits(gamax)
+        assert np.array_equal(sr["scale_codes"], scales)
+        assert np.all(ref.e2m1_sr_bracketed(sr["codes"], ref.te_nvfp4(col)[2]))
+    q = fp8kit.quantize_blocks(x, nvfp4_rn_grad() if role == "grad" else "nvfp4", role)
     rows, cols = x.shape
     assert q["columnwise_rht"] and q["codes"].shape == (cols, rows) and q["grid"] == (cols, rows // 16)
     assert bits(np.array(q["global_amax"], F32)) == bits(gamax)     # TE's global_amax_col, after the RHT
@@ -102,7 +116,7 @@ def test_nvfp4_preset_is_te_columnwise_rht(role, dtype):
     plain_codes, plain_scales, _ = ref.te_nvfp4(np.ascontiguousarray(x.T).astype(F32))
     assert not np.array_equal(plain_scales, scales) and not np.array_equal(plain_codes, codes)
     # Packed: TE's columnwise data qx_t = cast_to_fp4x2 of the copy.
-    p = fp8kit.quantize_blocks(x, "nvfp4", role, packed=True)
+    p = fp8kit.quantize_blocks(x, nvfp4_rn_grad(), role, packed=True)
     assert np.array_equal(p["codes"], ref.te_pack_fp4x2(q["codes"]))
 
 
@@ -119,8 +133,12 @@ def test_nvfp4_weights_and_rowwise_preset_have_no_rht():
     assert np.array_equal(w["scale_codes"], scales[::16]) and np.array_equal(w["codes"], codes)
     for role in ("input", "grad"):
         r = fp8kit.quantize_blocks(x, "nvfp4-rowwise", role)
-        codes, scales, _ = ref.te_nvfp4(x)
-        assert not r["columnwise_rht"] and np.array_equal(r["codes"], codes) and np.array_equal(r["scale_codes"], scales)
+        codes, scales, scaled = ref.te_nvfp4(x)
+        assert not r["columnwise_rht"] and np.array_equal(r["scale_codes"], scales)
+        if role == "grad":  # stochastic, as TE's fp4_quant_bwd_grad (test_nvfp4.check_te)
+            assert np.all(ref.e2m1_sr_bracketed(r["codes"], scaled)) and not np.array_equal(r["codes"], codes)
+        else:
+            assert np.array_equal(r["codes"], codes)
 
 
 def fp4_value(codes):
@@ -133,7 +151,7 @@ def test_nvfp4_gradient_statistics_are_of_the_rht_copy():
     # underflow, zeros and error energy of TE's codes of the RHT copy.
     x = gradient_like(64, 48, seed=5)
     codes, scales, gamax, col = ref.te_nvfp4_columnwise(x)
-    d = fp8kit.stats(x, recipe="nvfp4", role="grad")
+    d = fp8kit.stats(x, recipe=nvfp4_rn_grad(), role="grad")
     assert d["columnwise_rht"] and d["grid"] == (48, 4) and d["block_shape"] == (1, 16)
     byte = scales.view(ml_dtypes.float8_e4m3fn).astype(F32)
     want_inv = (byte * gamax).astype(F32) * (F32(1) / F32(2688))
@@ -147,6 +165,10 @@ def test_nvfp4_gradient_statistics_are_of_the_rht_copy():
     # sums in binary64 in different orders: relative 1e-12 (docs/statistics.md)
     assert d["sum_err2"] == pytest.approx(err2, rel=1e-12)
     assert d["sum_x2"] == pytest.approx(np.sum(col.astype(np.float64) ** 2), rel=1e-12)
+    # The preset itself rounds gradients stochastically: the same blocks and scales, other codes.
+    p = fp8kit.stats(x, recipe="nvfp4", role="grad")
+    assert np.array_equal(p["scale_inv"].view(np.uint32), d["scale_inv"].view(np.uint32))
+    assert p["sum_err2"] != d["sum_err2"]
     # ... and not the row-wise copy's.
     assert fp8kit.stats(x, recipe="nvfp4-rowwise", role="grad")["underflow"] != d["underflow"] or \
         fp8kit.stats(x, recipe="nvfp4-rowwise", role="grad")["sum_err2"] != d["sum_err2"]
@@ -187,3 +209,31 @@ def test_inspect_and_sweep_use_the_rht_copy():
             assert (r["underflow"], r["zeros"], r["blocks"]) == (s["underflow"], s["zeros"], s["blocks"])
             assert r["sum_err2"] == s["sum_err2"]
     assert seen == {"gradient", "weight"}
+
+
+def test_inspect_takes_the_role_rounding_of_a_tensorwise_recipe(tmp_path):
+    # Per-role rounding reaches inspect's tensorwise path too: a te-current recipe whose grad role
+    # rounds stochastically (recipe-file field) gives the gradients the statistics fp8kit.stats
+    # gives under the same recipe (seed 0), and not those of te-current; other roles are unchanged.
+    import json
+    import os
+    dump = os.path.join(os.path.dirname(__file__), "..", "..", "data", "example", "llama_tiny_dump.h5")
+    r = fp8kit.recipe("te-current")
+    r["roles"]["grad"]["rounding"] = "stochastic"
+    path = tmp_path / "sr.json"
+    path.write_text(json.dumps(r))
+    def rows(rec):
+        df = fp8kit.inspect(dump, include="step_000000/*", recipe=rec)
+        return {x["name"]: x for x in (df.to_dict("records") if hasattr(df, "to_dict") else df)}
+
+    sr, rn = rows(str(path)), rows("te-current")
+    differs = 0
+    for info, a in fp8kit.read_dump(dump, include="step_000000/*"):
+        s, n = sr[info["name"]], rn[info["name"]]
+        if info["role"] == "gradient":
+            want = fp8kit.stats(np.asarray(a), recipe=r, role="grad")
+            assert s["sum_err2"] == want["sum_err2"] and s["underflow"] == want["underflow"], info["name"]
+            differs += s["sum_err2"] != n["sum_err2"]
+        else:
+            assert s["sum_err2"] == n["sum_err2"], info["name"]
+    assert differs > 0

@@ -122,3 +122,28 @@ TEST_CASE("replay: current scaling uses the step's own amax; blockwise recipes n
     const auto ms = replay::scales(parse_recipe("msamp"), Role::activation, Format::e4m3, {3});
     REQUIRE(bits(ms[0]) == bits(128.0f));
 }
+
+// Issue 16: a role that rounds stochastically overflows whenever fl32(amax * scale) is above the
+// largest finite value (stochastic rounding carries it past with nonzero probability); nearest-even
+// only past the midpoint to the next binade's first value (E5M2: 61440).
+TEST_CASE("replay: a role's stochastic rounding counts every product above max as an overflow", "[replay]") {
+    const float above = std::nextafter(57344.0f, 1e9f);
+    CHECK_FALSE(replay::overflows(above, 1.0f, Format::e5m2));
+    CHECK_FALSE(replay::overflows(above, 1.0f, Format::e5m2, Rounding::nearest_even));
+    CHECK(replay::overflows(above, 1.0f, Format::e5m2, Rounding::stochastic));
+    CHECK_FALSE(replay::overflows(57344.0f, 1.0f, Format::e5m2, Rounding::stochastic));
+    CHECK(replay::overflows(kInf, 1.0f, Format::e5m2, Rounding::stochastic));
+    CHECK_FALSE(replay::overflows(kNaN, 1.0f, Format::e5m2, Rounding::stochastic));
+    trace::Series s;
+    s.tensor = "layer.grad_output";
+    s.role = recipe_slot(guess_role(s.tensor));
+    s.steps = {0, 1};
+    s.amax = {above, 1.0f};  // step 0 casts with TE's initial scale 1
+    RecipeSpec r = te(1, AmaxAlgo::most_recent, 0);
+    CHECK(replay::replay_series(r, s, std::nullopt).overflow_steps == 0);
+    r.grad.rounding = Rounding::stochastic;
+    CHECK(replay::replay_series(r, s, std::nullopt).overflow == std::vector<std::uint8_t>{1, 0});
+    s.role = Role::activation;  // the input slot keeps the recipe-wide rounding (E4M3: 57345 overflows anyway)
+    s.amax = {448.5f, 1.0f};
+    CHECK(replay::replay_series(r, s, std::nullopt).overflow_steps == 0);
+}

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <deque>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -38,7 +39,9 @@ std::string_view name(AmaxAlgo a);      // "max", "most_recent"
 std::string_view name(Granularity g);   // "tensor", "row", "block"
 
 // The tensor roles (numerics/roles.hpp). A recipe has three slots, input, weight and grad
-// (recipe_slot: activations, optimizer states and unknown roles cast with the input slot).
+// (recipe_slot: activations, optimizer states and unknown roles cast with the input slot;
+// weight gradients are `gradient`). The frameworks' recipes cast GEMM operands only, so a weight
+// gradient or optimizer state cast with a slot is a what-if (docs/recipes.md, "Roles").
 // HYBRID recipes give grads E5M2 and the rest E4M3.
 using numerics::Role;
 using numerics::guess_role;   // from a tensor's name; `unknown` when no word matches
@@ -63,6 +66,11 @@ struct RoleSpec {
     // NVFP4BlockScaling.__post_init__; custom_recipes/quantization_nvfp4.py
     // NVFP4QuantizerRef._quantize). false: the row-wise copy, as it is.
     bool columnwise_rht = false;
+    // The role's own rounding, where the recipe rounds roles differently (TransformerEngine
+    // NVFP4BlockScaling: stochastic rounding for gradients, nearest-even for weights and
+    // activations). Unset: the recipe-wide policy.rounding. Overflow and NaN encoding stay
+    // recipe-wide. Recipe files: the role's optional "rounding" field (docs/recipes.md).
+    std::optional<Rounding> rounding = std::nullopt;
 };
 
 // Every parameter explicit: a user recipe file must name all of them (to_json writes them all).
@@ -82,6 +90,10 @@ struct RecipeSpec {
     Policy policy;       // the cast's rounding/overflow/NaN policy
 
     const RoleSpec& role(Role r) const;  // the slot recipe_slot(r)
+    // The policy a tensor of role r is cast with: `policy` with the slot's own rounding when it
+    // has one. Every caster (statistics, block quantiser, inspect, sweep, replay, watch, Python,
+    // the GPU block quantiser's callers) takes its policy from here.
+    Policy policy_for(Role r) const;
 };
 
 // Names of the presets, in documentation order.

@@ -31,12 +31,12 @@ RecipeSpec with_format(RecipeSpec r, std::optional<Format> f) {
     return r;
 }
 
-QuantConfig config(const RecipeSpec& r, Format f, const ScalePair& sp) {
+QuantConfig config(const RecipeSpec& r, Role role, Format f, const ScalePair& sp) {
     QuantConfig c{};
     c.format = f;
     c.scale = sp.scale;
     c.scale_inv = sp.scale_inv;
-    c.policy = r.policy;
+    c.policy = r.policy_for(role);
     return c;
 }
 
@@ -98,7 +98,7 @@ Result analyse_whole(const dump::TensorInfo& t, const unsigned char* data, float
     res.amax = amax;
     if (res.granularity == Granularity::tensor) {
         res.scale = recipe_scale(r, res.role, res.amax);
-        res.stats = compute_stats(data, t.wide, n, config(r, res.format, res.scale));
+        res.stats = compute_stats(data, t.wide, n, config(r, res.role, res.format, res.scale));
     } else {
         // Block scales tile a 2-D view: rows of the last dimension.
         const std::size_t cols = t.shape.empty() ? 1 : static_cast<std::size_t>(t.shape.back());
@@ -124,7 +124,7 @@ Result analyse_streamed(dump::Dump& d, std::size_t i, const Options& opts) {
         throw std::invalid_argument(fmt::format(
             "{} MiB is more than the {} MiB a {}-scaled recipe may hold in memory", bytes_of(t) >> 20,
             opts.memory_bytes >> 20, name(res.granularity)));
-    if (r.policy.rounding == Rounding::stochastic)
+    if (r.policy_for(res.role).rounding == Rounding::stochastic)
         throw std::invalid_argument(fmt::format(
             "{} MiB is more than the {} MiB stochastic rounding may hold in memory (its random bits "
             "follow the element index across the whole tensor)",
@@ -139,7 +139,7 @@ Result analyse_streamed(dump::Dump& d, std::size_t i, const Options& opts) {
     d.read_runs(i, [&](const dump::Chunk& c) { amax = std::max(amax, amax_of(c.bits, c.wide, c.count)); });
     res.amax = amax;
     res.scale = recipe_scale(r, res.role, amax);
-    const QuantConfig cfg = config(r, res.format, res.scale);
+    const QuantConfig cfg = config(r, res.role, res.format, res.scale);
     d.read_runs(i, [&](const dump::Chunk& c) {
         const QuantStats s = compute_stats(c.bits, c.wide, c.count, cfg);
         res.stats.merge(c.repeat > 1 ? times(s, c.repeat) : s);

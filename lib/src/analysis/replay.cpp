@@ -69,6 +69,15 @@ bool overflows(float amax, float scale, Format f) {
     return (bits & 0x7FFFFFFFu) > ((bits >> 31) ? lim.neg : lim.pos);
 }
 
+bool overflows(float amax, float scale, Format f, Rounding rounding) {
+    if (rounding != Rounding::stochastic) return overflows(amax, scale, f);
+    if (std::isnan(amax) || std::isnan(scale)) return false;
+    if (std::isinf(amax)) return true;
+    const float s = amax * scale;
+    if (std::isnan(s)) return false;
+    return std::fabs(s) > fp8_max(f);  // Inf included
+}
+
 bool overflows_by_encode(float amax, float scale, Format f) {
     if (std::isnan(amax) || std::isnan(scale)) return false;
     if (std::isinf(amax)) return true;
@@ -151,12 +160,13 @@ void replay_series(const RecipeSpec& r, const trace::Series& s, std::optional<Fo
     o.worst_headroom = 0;
     o.worst_step = -1;
     const double fmax = fp8_max(o.format);
+    const Rounding rounding = r.policy_for(s.role).rounding;
     o.headroom.resize(s.amax.size());
     o.overflow.resize(s.amax.size());
     for (std::size_t i = 0; i < s.amax.size(); ++i) {
         const double h = static_cast<double>(s.amax[i]) * static_cast<double>(o.scale[i]) / fmax;
         o.headroom[i] = h;
-        o.overflow[i] = overflows(s.amax[i], o.scale[i], o.format) ? 1 : 0;
+        o.overflow[i] = overflows(s.amax[i], o.scale[i], o.format, rounding) ? 1 : 0;
         o.overflow_steps += o.overflow[i];
         if (!std::isnan(h) && (o.worst_step < 0 || h > o.worst_headroom)) {
             o.worst_headroom = h;

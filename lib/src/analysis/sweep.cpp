@@ -324,7 +324,7 @@ std::vector<Outcome> Sweep::evaluate(std::size_t si, std::vector<std::string>* n
                 if (!(scale > 0) || std::isinf(scale))
                     why[c] = fmt::format("scale {} cannot cast", scale);
                 else
-                    res[c] = d.hist->evaluate(f, scale, 1.0f / scale, cand.recipe.policy);
+                    res[c] = d.hist->evaluate(f, scale, 1.0f / scale, cand.recipe.policy_for(ser.role));
             } catch (const std::exception& e) {
                 why[c] = e.what();
             }

@@ -109,6 +109,11 @@ std::vector<RecipeSpec> make_presets() {
         r.input.columnwise_rht = true;
         r.grad.columnwise_rht = true;
         r.policy = kMxElement;
+        // fp4_quant_bwd_grad has stochastic_rounding=not disable_stochastic_rounding (default on,
+        // env NVTE_NVFP4_DISABLE_STOCHASTIC_ROUNDING), fp4_quant_fwd_inp and fp4_quant_fwd_weight
+        // have False: gradients round stochastically in both copies, the rest to nearest. The
+        // random bits are fp8kit's Philox rule (emu/random.hpp), not TE's curanddx draws.
+        r.grad.rounding = Rounding::stochastic;
         v.push_back(r);
         // The same recipe's row-wise copies (fprop input, dgrad gradient): no RHT.
         r.name = "nvfp4-rowwise";
@@ -277,6 +282,20 @@ double number_field(const nlohmann::json& j, const char* key, const std::string&
 }
 
 RoleSpec role_from_json(const nlohmann::json& j, const std::string& where) {
+    // "rounding" is the one optional field: files written before per-role rounding existed stay
+    // valid, and a role without it rounds with the recipe-wide policy.rounding.
+    if (j.is_object() && j.contains("rounding")) {
+        nlohmann::json rest = j;
+        rest.erase("rounding");
+        RoleSpec r = role_from_json(rest, where);
+        const auto& v = j.at("rounding");
+        const auto ro = v.is_string() ? parse_rounding(v.get<std::string>()) : std::nullopt;
+        if (!ro)
+            throw std::invalid_argument(fmt::format("{}: field 'rounding' is {}; expected one of {}", where, v.dump(),
+                                                    rounding_choices()));
+        r.rounding = *ro;
+        return r;
+    }
     require_keys(j, where, {"format", "granularity", "block_rows", "block_cols", "window", "columnwise_rht"});
     RoleSpec r;
     const auto f = parse_format(j.at("format").get<std::string>());
@@ -305,6 +324,14 @@ nlohmann::json role_to_json(const RoleSpec& r) {
             {"columnwise_rht", r.columnwise_rht}};
 }
 
+// Written only where the role has its own rounding, so that the other presets and every file
+// read back unchanged (and editing policy.rounding still reaches every role without one).
+nlohmann::json role_to_json_full(const RoleSpec& r) {
+    nlohmann::json j = role_to_json(r);
+    if (r.rounding) j["rounding"] = std::string(name(*r.rounding));
+    return j;
+}
+
 }  // namespace
 
 std::string_view name(RecipeKind k) { return enum_name(k, kKinds); }
@@ -314,6 +341,12 @@ std::string_view name(Granularity g) { return enum_name(g, kGran); }
 const RoleSpec& RecipeSpec::role(Role r) const {
     const Role slot = recipe_slot(r);
     return slot == Role::weight ? weight : slot == Role::gradient ? grad : input;
+}
+
+Policy RecipeSpec::policy_for(Role r) const {
+    Policy p = policy;
+    if (const auto& own = role(r).rounding) p.rounding = *own;
+    return p;
 }
 
 const std::vector<std::string>& recipe_presets() {
@@ -400,7 +433,10 @@ nlohmann::json to_json(const RecipeSpec& r) {
             {"source", r.source},
             {"kind", std::string(name(r.kind))},
             {"rule", std::string(name(r.rule))},
-            {"roles", {{"input", role_to_json(r.input)}, {"weight", role_to_json(r.weight)}, {"grad", role_to_json(r.grad)}}},
+            {"roles",
+             {{"input", role_to_json_full(r.input)},
+              {"weight", role_to_json_full(r.weight)},
+              {"grad", role_to_json_full(r.grad)}}},
             {"history_len", r.history_len},
             {"algo", std::string(name(r.algo))},
             {"margin", r.margin},

@@ -663,7 +663,7 @@ BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
     b.epsilon = r.epsilon;
     b.pow2 = r.pow2;
     b.value_for_inf = r.value_for_inf;
-    b.policy = r.policy;
+    b.policy = r.policy_for(role);  // the role's own rounding where the recipe has one
     switch (rs.granularity) {
         case Granularity::tensor:
             b.block_rows = 0;  // whole tensor

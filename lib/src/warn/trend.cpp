@@ -50,6 +50,7 @@ TensorTrend::TensorTrend(std::string tensor, Role role, const TrendConfig* cfg)
     if (cfg->recipe) {
         const RecipeSpec& r = *cfg->recipe;
         format_ = replay::role_format(r, recipe_slot(role_), cfg->format);
+        rounding_ = r.policy_for(role_).rounding;
         const float fmax = fp8_max(format_);
         if (r.kind == RecipeKind::delayed) delayed_ = std::make_unique<DelayedScaling>(fmax, r.history_len, r.algo, r.margin);
         if (r.kind == RecipeKind::windowed)

@@ -17,7 +17,7 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
     const float scale = delayed_ ? delayed_->scale_for_step() : windowed_->scale_for_step(amax);
     const float fmax = fp8_max(format_);
     // fl32(amax * scale) <= max cannot round past max: replay's test only runs above it.
-    if (std::isfinite(amax) && !(amax * scale <= fmax) && replay::overflows(amax, scale, format_)) {
+    if (std::isfinite(amax) && !(amax * scale <= fmax) && replay::overflows(amax, scale, format_, rounding_)) {
         ++overflow_count_;
         if (overflow_first_ < 0) overflow_first_ = step;
         overflow_worst_ = std::max(overflow_worst_, static_cast<double>(amax) * scale / fmax);

@@ -23,6 +23,13 @@ struct BlockSpec {
     double epsilon = 0.0;
     bool pow2 = false;
     float value_for_inf = 3.40282346638528859812e+38f;
+    // lib's BlockRecipe::columnwise_rht (RoleSpec::columnwise_rht: TE NVFP4's input and gradient
+    // roles): quantise TE's column-wise copy, te_rht16_columnwise of the data (hadamard.hpp, run
+    // first by quantize_blocks itself into a temporary), so the codes are cols x rows (packed:
+    // cols x rows / 2) and the block grid, the global amax and the stochastic element index
+    // i = r * rows + c are those of the copy, as lib's quantize_blocks. Needs 1 x 16 blocks and a
+    // row count that is a multiple of 16 (std::invalid_argument otherwise).
+    bool columnwise_rht = false;
 };
 
 // Quantise a row-major rows x cols tensor (f32, f16 or bf16 bits on the device), as lib's

@@ -50,10 +50,10 @@ void synchronize();
 
 // True for the formats every kernel is built for (e4m3, e5m2, e4m3fnuz, e5m2fnuz and the scale
 // format e8m0). The other formats (FP4 e2m1, FP6 e2m3/e3m2, e3m4, e4m3b11fnuz, e4m3ieee) have
-// quantize, dequantize and the block quantiser of blocks.hpp (has_cast_kernels), computed by
-// emu::convert on the device (on sm_90 the emulation is the path: FP4/FP6 cvt needs sm_100); the
-// other entry points (scaling, statistics, 1x128/128x128/quantize_mx) throw
-// std::invalid_argument naming themselves for them.
+// quantize, dequantize, per-tensor delayed and current scaling (with their amax), the statistics
+// kernel and the block quantiser of blocks.hpp (has_cast_kernels), computed by emu::convert on the
+// device (on sm_90 the emulation is the path: FP4/FP6 cvt needs sm_100); the row-block entry
+// points (1x128/128x128/quantize_mx) throw std::invalid_argument naming themselves for them.
 bool has_kernels(Format f);
 bool has_cast_kernels(Format f);
 

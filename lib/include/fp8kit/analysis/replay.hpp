@@ -21,6 +21,11 @@ namespace fp8kit::replay {
 bool overflows(float amax, float scale, Format f);
 // The same decided by emu::encode on every call (the definition; tests compare the two).
 bool overflows_by_encode(float amax, float scale, Format f);
+// Under the role's rounding (RecipeSpec::policy_for): nearest-even (and the other deterministic
+// roundings, which replay treats as nearest-even) as above; stochastic: true when fl32(amax *
+// scale) is above the largest finite value, which stochastic rounding carries past it with
+// nonzero probability (the element's random bits are not in an amax trace), or amax is +Inf.
+bool overflows(float amax, float scale, Format f, Rounding rounding);
 
 // The format a recipe casts a tensor of this role with, or `forced` when given.
 Format role_format(const RecipeSpec& r, Role role, std::optional<Format> forced);

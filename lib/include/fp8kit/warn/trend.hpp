@@ -112,6 +112,7 @@ private:
     std::unique_ptr<DelayedScaling> delayed_;
     std::unique_ptr<MsampScaling> windowed_;
     Format format_ = Format::e4m3;
+    Rounding rounding_ = Rounding::nearest_even;  // the role's rounding (RecipeSpec::policy_for): replay::overflows
     std::uint64_t overflow_count_ = 0;
     std::int64_t overflow_first_ = -1;
     double overflow_worst_ = 0;  // headroom amax*scale/max

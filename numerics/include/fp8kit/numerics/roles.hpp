@@ -7,6 +7,13 @@
 // recipe_slot(unknown) is the recipe's input slot (E4M3 in HYBRID recipes), as are activations
 // and optimizer states. Classes for summaries (sweep, replay) use recipe_slot as well, so an
 // unknown tensor counts with the activations.
+//
+// Weight gradients and optimizer states (docs/recipes.md, "Roles"): the training frameworks'
+// recipes quantise GEMM operands only (activations, weights, output gradients); a weight gradient
+// is the wgrad GEMM's high-precision output and an optimizer state the optimizer's, so casting
+// them with the grad / input slot is fp8kit's what-if, not a cast the recipe performs. MS-AMP's
+// weight-gradient and optimizer-state casts are simulate/'s (docs/msamp.md). A weight gradient
+// and an output gradient are both `gradient` here and in existing dumps.
 #pragma once
 
 #include <cstdint>
