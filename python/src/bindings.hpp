@@ -30,6 +30,10 @@ Policy resolve_policy(Format format, Wide from, const OptStr& profile, const Opt
 const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const char* arg);
 std::vector<pyb::ssize_t> shape_of(const pyb::array& a);
 
+// A recipe from a preset name or file path, or from JSON text (is_json), with the library's messages.
+struct RecipeSpec;
+RecipeSpec recipe_of(const std::string& text, bool is_json);
+
 // All numbers of a QuantStats (and mse, sqnr_db, dynamic range, exponent histogram) as a dict.
 pyb::dict stats_dict(const QuantStats& s);
 

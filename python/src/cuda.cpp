@@ -1,7 +1,9 @@
 // The CUDA kernels (cuda/include/fp8kit/cuda/kernels.hpp) on device pointers the Python side takes
 // from an array's __cuda_array_interface__ / DLPack capsule (python/fp8kit/_device.py). Pointers and
 // the stream (a cudaStream_t) cross as integers; every call is asynchronous on that stream except
-// cuda_stats (the kernel API returns host values). Built only when the module is configured with
+// cuda_stats (the kernel API returns host values). cuda_stats_async queues the statistics of a
+// recipe's cast with the scale taken from a device amax into a device record (statistics_async.hpp);
+// cuda_stats_records reads records copied to the host. Built only when the module is configured with
 // the kernels (FP8KIT_PY_CUDA); otherwise cuda_available() says why and the rest is absent.
 #include <fmt/format.h>
 
@@ -12,6 +14,9 @@
 
 #ifdef FP8KIT_PY_CUDA
 #include "fp8kit/cuda/kernels.hpp"
+#include "fp8kit/cuda/statistics_async.hpp"
+#include "fp8kit/recipes.hpp"
+#include "fp8kit/recipes/scale_params.hpp"
 #endif
 
 namespace fp8kit::py {
@@ -100,6 +105,45 @@ pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::strin
     }
     return stats_dict(s);
 }
+
+// A recipe's tensorwise cast of one role, resolved once (the monitor makes one per recipe, role
+// and input type): the format and policy fp8kit.stats would take, and the recipe's scale rule.
+struct StatsPlan {
+    Format format;
+    Wide wide;
+    Policy policy;
+    numerics::ScaleParams rule;
+};
+
+StatsPlan stats_plan(const std::string& recipe, bool is_json, const std::string& role, const std::string& wide,
+                     const std::string& format, const OptStr& rounding, const OptStr& overflow, const OptStr& nan) {
+    const RecipeSpec r = recipe_of(recipe, is_json);
+    const Wide w = kernel_wide(wide, "x");
+    const Format f = kernel_format(format, false);
+    const numerics::ScaleParams rule = recipe_scale_params(r, parse_recipe_slot(role));
+    if (rule.format != f)
+        throw std::invalid_argument(fmt::format("format: {} is not the recipe's format for role {}", format, role));
+    return {f, w, resolve_policy(f, w, std::nullopt, rounding, overflow, nan), rule};
+}
+
+void stats_async(const StatsPlan& p, Ptr in, std::size_t n, Ptr amax, Ptr record, std::uint32_t sample,
+                 std::uint64_t seed, Ptr stream) {
+    pyb::gil_scoped_release nogil;
+    cuda::statistics_async(p.format, p.wide, vp(in), n, p.policy, p.rule, fp(amax),
+                           reinterpret_cast<cuda::StatsRecord*>(record), sample, seed, 0, vp(stream));
+}
+
+// Records copied to host memory at `host` (count of them, contiguous) as stats dicts.
+pyb::list stats_records(Ptr host, std::size_t count) {
+    const auto* r = reinterpret_cast<const cuda::StatsRecord*>(host);
+    pyb::list out;
+    for (std::size_t i = 0; i < count; ++i) {
+        pyb::dict d = stats_dict(cuda::stats_of_record(r[i]));
+        d["sample"] = r[i].sample;
+        out.append(d);
+    }
+    return out;
+}
 #endif
 
 pyb::tuple cuda_available() {
@@ -130,6 +174,13 @@ void bind_cuda(pyb::module_& m) {
           "seed"_a, "stream"_a);
     m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a,
           "nan"_a, "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
+    pyb::class_<StatsPlan>(m, "CudaStatsPlan");
+    m.def("cuda_stats_plan", &stats_plan, "recipe"_a, "is_json"_a, "role"_a, "wide"_a, "format"_a, "rounding"_a,
+          "overflow"_a, "nan"_a);
+    m.def("cuda_stats_async", &stats_async, "plan"_a, "x"_a, "n"_a, "amax"_a, "record"_a, "sample"_a, "seed"_a,
+          "stream"_a);
+    m.def("cuda_stats_records", &stats_records, "host"_a, "count"_a);
+    m.attr("cuda_stats_record_bytes") = sizeof(cuda::StatsRecord);
 #endif
 }
 
