@@ -3,8 +3,11 @@ transformers (random initial weights), batch 8, sequence 1024, bf16, AdamW, 3 te
 every nn.Linear/Conv1D tensor (input, weight, grad_output, wgrad). Prints the mean step time
 without the monitor, with it every step, and with it every 100th step, and the overheads.
 Targets: every step <= 10 %, every 100th step <= 1 % (averaged over 100 steps).
+Also every step with sample=k for each k of --samples (statistics of every k-th block of 16
+elements; amax and scales of the whole tensors), and the time of one monitored step alone.
 
-    python bench/torch_monitor_overhead.py [--steps 100] [--batch 8] [--seq 1024] [--json OUT]
+    python bench/torch_monitor_overhead.py [--steps 100] [--batch 8] [--seq 1024] [--samples 16,64]
+                                           [--json OUT]
 """
 import argparse
 import json
@@ -65,6 +68,7 @@ def main():
     ap.add_argument("--every1-steps", type=int, default=10)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--samples", default="16,64,256")
     ap.add_argument("--json")
     a = ap.parse_args()
     model, opt, ids = make(a.batch, a.seq)
@@ -78,6 +82,12 @@ def main():
         every1 = steps(model, opt, ids, a.every1_steps, mon)
         rows = len(mon.rows)
         mon.close()
+        sampled = {}
+        for k in [int(v) for v in a.samples.split(",") if v]:
+            mon = ft.monitor(model, recipes=RECIPES, every=1, out_dir=d, sample=k)
+            steps(model, opt, ids, 1, mon)
+            sampled[k] = steps(model, opt, ids, a.every1_steps, mon)
+            mon.close()
         base2 = steps(model, opt, ids, a.steps)
         mon = ft.monitor(model, recipes=RECIPES, every=100, out_dir=d)
         every100 = steps(model, opt, ids, a.steps, mon)
@@ -87,6 +97,8 @@ def main():
     res.update(step_ms=base * 1e3, every1_step_ms=every1 * 1e3, every100_step_ms=every100 * 1e3,
                every1_overhead_pct=100 * (every1 / base - 1), every100_overhead_pct=100 * (every100 / base - 1),
                stats_rows_per_step=rows // (a.every1_steps + 1), baselines_ms=baselines,
+               every1_sampled={k: dict(step_ms=v * 1e3, overhead_pct=100 * (v / base - 1)) for k, v in sampled.items()},
+               monitored_step_extra_ms_every100=(every100 - base) * 1e3 * 100,
                **kernel_rates())
     print(json.dumps(res, indent=1))
     if a.json:

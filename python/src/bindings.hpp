@@ -13,6 +13,10 @@
 #include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/stats/statistics.hpp"
 
+namespace fp8kit {
+struct RecipeSpec;
+}
+
 namespace fp8kit::py {
 
 namespace pyb = pybind11;
@@ -31,7 +35,6 @@ const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const cha
 std::vector<pyb::ssize_t> shape_of(const pyb::array& a);
 
 // A recipe from a preset name or file path, or from JSON text (is_json), with the library's messages.
-struct RecipeSpec;
 RecipeSpec recipe_of(const std::string& text, bool is_json);
 
 // All numbers of a QuantStats (and mse, sqnr_db, dynamic range, exponent histogram) as a dict.
