@@ -6,8 +6,9 @@
 // through integer atomics (exact in any order); the binary64 sums are written per CTA and added
 // by one thread in CTA order, so a given device and launch always gives the same sums.
 // Both entry points (statistics: host scale, host result; statistics_async: scale from a device
-// amax, result in a device record) run this kernel on a StatsRecord whose scale prepare_record
-// wrote, so they give the same numbers for the same scale.
+// amax, result in a device record) run this one kernel on a zeroed StatsRecord, so they give the
+// same numbers for the same scale; the last CTA to finish adds the partial sums in CTA order and
+// completes the record (one launch per call).
 #include <algorithm>
 #include <cfloat>
 #include <string>
@@ -37,17 +38,21 @@ struct Acc {
 };
 
 struct Globals {
-    StatsRecord* rec;               // counts, histogram, amax, min_nz; the scale is read from it
-    double* partial;                // gridDim.x * kSums
+    StatsRecord* rec;               // zeroed by the caller; completed by the last CTA
+    double* partial;                // gridDim.x * kSums (the workspace)
 };
 
 struct Params {
     Format format;
-    float scale;            // set in the kernel from the record
-    numerics::ElementConsts consts;  // scale-dependent part (rescale) likewise
+    float scale;            // the caller's (d_amax null) or, in the kernel, the rule's
+    numerics::ElementConsts consts;  // scale-dependent part (rescale) set in the kernel
     std::uint32_t fast_hi;  // min(max_bits, limit[0], limit[1]): |s| at most this never overflows
     std::uint32_t te_bits;  // bits of consts.te_threshold (> 0, possibly +Inf), set in the kernel
     std::uint32_t sample;   // blocks of 16 elements counted: those whose index is a multiple of it
+    float scale_inv;        // the caller's (d_amax null)
+    const float* d_amax;    // not null: scale, scale_inv = numerics::rule_scale(rule, *d_amax)
+    numerics::ScaleParams rule;
+    std::uint64_t numel;    // sampled_count(n, sample), for the record
 };
 
 // One histogram increment per distinct bin in the warp (warp-aggregated): lanes with the same bin
@@ -191,12 +196,32 @@ __global__ void __launch_bounds__(kThreads, 3)
 statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,
                   Params prm0, std::uint64_t first_index, Globals g) {
     using T = typename S::storage_t;
-    // The scale prepare_record put in the record (from a device amax or the caller); none when
-    // the rule gave no usable scale (the record says so and stays zero).
-    if (!g.rec->scale_ok) return;
+    // The scale: the rule at the device amax (one thread per CTA; every CTA gets the same bits) or
+    // the caller's. A scale that is not finite and > 0 gives no statistics: the record says so.
+    __shared__ float scale_pair[2];
+    if (threadIdx.x == 0) {
+        scale_pair[0] = prm0.scale;
+        scale_pair[1] = prm0.scale_inv;
+        if (prm0.d_amax != nullptr) {
+            const numerics::BlockScale b = numerics::rule_scale(prm0.rule, *prm0.d_amax);
+            scale_pair[0] = b.scale;
+            scale_pair[1] = b.scale_inv;
+        }
+    }
+    __syncthreads();
     Params prm = prm0;
-    prm.scale = g.rec->scale;
-    numerics::rescale(prm.consts, g.rec->scale_inv);
+    prm.scale = scale_pair[0];
+    const float scale_inv = scale_pair[1];
+    if (!(prm.scale > 0.0f && prm.scale <= FLT_MAX && scale_inv > 0.0f && scale_inv <= FLT_MAX)) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            g.rec->scale = prm.scale;
+            g.rec->scale_inv = scale_inv;
+            g.rec->numel = prm.numel;
+            g.rec->sample = prm.sample;  // scale_ok stays 0
+        }
+        return;
+    }
+    numerics::rescale(prm.consts, scale_inv);
     prm.te_bits = numerics::bits_of(prm.consts.te_threshold);
     constexpr int kWarps = kThreads / 32;
     extern __shared__ __align__(16) std::uint8_t smem[];
@@ -285,7 +310,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         for (int k = 0; k < kCounts; ++k)
             if (acc.count[k]) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->counts + k), static_cast<unsigned long long>(acc.count[k]));
         if (acc.amax) atomicMax(&g.rec->amax_bits, acc.amax);
-        if (acc.min_nz != 0xFFFFFFFFu) atomicMin(&g.rec->min_bits, acc.min_nz);
+        if (acc.min_nz != 0xFFFFFFFFu) atomicMax(&g.rec->min_not, ~acc.min_nz);  // max of ~ = min
         for (int k = 0; k < kSums; ++k) sums[warp][k] = acc.sum[k];
     }
     __syncthreads();
@@ -303,55 +328,47 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         for (int l = 0; l < 32; ++l) t += hist_fast[f][(l + f) & 31];
         if (t) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + numerics::histogram_bin_of_exponent(f - 127)), t);
     }
-}
-
-__global__ void sum_partials(const double* partial, unsigned blocks, StatsRecord* rec) {
-    if (threadIdx.x < kSums && rec->scale_ok) {
-        double s = 0;
-        for (unsigned b = 0; b < blocks; ++b) s += partial[static_cast<std::size_t>(b) * kSums + threadIdx.x];
-        rec->sums[threadIdx.x] = s;
-    }
-}
-
-// Zeroes the record and writes its scale: numerics::rule_scale(rule, *d_amax) when d_amax is
-// given (recipe_scale's rule, evaluated where the amax is), else the caller's scale and scale_inv.
-__global__ void prepare_record(StatsRecord* rec, const float* d_amax, numerics::ScaleParams rule, float scale,
-                               float scale_inv, std::uint64_t numel, std::uint32_t sample) {
-    auto* words = reinterpret_cast<unsigned long long*>(rec);
-    for (unsigned i = threadIdx.x; i < sizeof(StatsRecord) / 8; i += blockDim.x) words[i] = 0ull;
+    // The last CTA to finish (CUDA's threadFenceReduction pattern) adds the partial sums in CTA
+    // order, as the separate sum kernel did, and writes the rest of the record.
+    __threadfence();
     __syncthreads();
+    __shared__ bool last;
+    if (threadIdx.x == 0) last = atomicAdd(&g.rec->ctas_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (threadIdx.x < kSums) {
+        double s = 0;
+        const volatile double* part = g.partial;
+        for (unsigned b = 0; b < gridDim.x; ++b) s += part[static_cast<std::size_t>(b) * kSums + threadIdx.x];
+        g.rec->sums[threadIdx.x] = s;
+    }
     if (threadIdx.x == 0) {
-        if (d_amax != nullptr) {
-            const numerics::BlockScale b = numerics::rule_scale(rule, *d_amax);
-            scale = b.scale;
-            scale_inv = b.scale_inv;
-        }
-        rec->min_bits = 0xFFFFFFFFu;
-        rec->numel = numel;
-        rec->scale = scale;
-        rec->scale_inv = scale_inv;
-        rec->scale_ok = scale > 0.0f && scale <= FLT_MAX && scale_inv > 0.0f && scale_inv <= FLT_MAX;
-        rec->sample = sample;
+        g.rec->min_bits = ~atomicOr(&g.rec->min_not, 0u);
+        g.rec->scale = prm.scale;
+        g.rec->scale_inv = scale_inv;
+        g.rec->numel = prm.numel;
+        g.rec->sample = prm.sample;
+        g.rec->scale_ok = 1u;
     }
 }
 
-// prepare_record, the kernel and the sum of the per-CTA partial sums, queued on s.
+// The most CTAs a launch uses (grid_for's cap), for the workspace of partial sums.
+unsigned max_ctas() { return grid_for(~std::size_t{0} >> 1); }
+
+// The kernel on a zeroed record, queued on s: one launch.
 void launch_statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
                        const numerics::ScaleParams& rule, const float* d_amax, float scale, float scale_inv,
-                       StatsRecord* rec, std::uint32_t sample, std::uint64_t seed, std::uint64_t first_index,
-                       cudaStream_t s) {
+                       StatsRecord* rec, double* workspace, std::uint32_t sample, std::uint64_t seed,
+                       std::uint64_t first_index, cudaStream_t s) {
     // The scale-independent constants (overflow limits, max finite); the kernel rescales them.
-    Params prm{to, 1.0f, numerics::element_consts(to, policy, 1.0f), 0, 0, sample};
+    Params prm{to, scale, numerics::element_consts(to, policy, 1.0f), 0, 0, sample, scale_inv, d_amax, rule,
+               sampled_count(n, sample)};
     prm.fast_hi = std::min({prm.consts.max_bits, prm.consts.limit[0], prm.consts.limit[1]});
     const std::uint8_t* table = element_table(to, policy, s);
     const ElementCtx ctx{policy, nullptr, seed};
-    const unsigned grid = grid_for(((n + 15) / 16 + sample - 1) / sample);  // at most; `launched` CTAs run
-    unsigned launched = grid;
-    double* partial = nullptr;
-    FP8KIT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&partial), static_cast<std::size_t>(grid) * kSums * 8, s));
-    prepare_record<<<1, 128, 0, s>>>(rec, d_amax, rule, scale, scale_inv, sampled_count(n, sample), sample);
-    check_launch("prepare_record");
-    const Globals g{rec, partial};
+    const unsigned grid = grid_for(((n + 15) / 16 + sample - 1) / sample);  // at most; `wave` CTAs run
+    const Globals g{rec, workspace};
     with_input(from, [&](auto si) {
         with_fp8(to, [&](auto di) {
             using S = decltype(si);
@@ -361,18 +378,20 @@ void launch_statistics(Format to, Wide from, const void* in, std::size_t n, cons
                 if constexpr (path_exists<D, P, R>()) {
                     // hist_fast (32 KiB) and the cast table together pass the default 48 KiB.
                     constexpr int dyn = static_cast<int>(element_smem<D, P>());
-                    if (dyn > 0)
-                        FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(statistics_kernel<S, D, P, R>,
-                                                               cudaFuncAttributeMaxDynamicSharedMemorySize, dyn));
                     // One wave: as many CTAs as fit on the device at once (at most grid). With
                     // grid_for's 8 per SM and 3 resident, the last of 2.67 waves ran alone (ncu).
-                    int dev = 0, sms = 0, per_sm = 0;
-                    FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
-                    FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-                    FP8KIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, statistics_kernel<S, D, P, R>, kThreads, dyn));
-                    const unsigned wave = static_cast<unsigned>(std::max(1, sms * std::max(1, per_sm)));
-                    launched = std::min(grid, wave);
-                    statistics_kernel<S, D, P, R><<<launched, kThreads, dyn, s>>>(
+                    // Asked once per kernel (like grid_for's SM count: one kind of device).
+                    static const unsigned wave = [] {
+                        if (dyn > 0)
+                            FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(statistics_kernel<S, D, P, R>,
+                                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, dyn));
+                        int dev = 0, sms = 0, per_sm = 0;
+                        FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
+                        FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+                        FP8KIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, statistics_kernel<S, D, P, R>, kThreads, dyn));
+                        return static_cast<unsigned>(std::max(1, sms * std::max(1, per_sm)));
+                    }();
+                    statistics_kernel<S, D, P, R><<<std::min(grid, wave), kThreads, dyn, s>>>(
                         in, static_cast<std::uint32_t>(n), ctx, table, prm, first_index, g);
                 }
             });
@@ -380,12 +399,11 @@ void launch_statistics(Format to, Wide from, const void* in, std::size_t n, cons
         });
     });
     check_launch("statistics_kernel");
-    sum_partials<<<1, 32, 0, s>>>(partial, launched, rec);
-    check_launch("sum_partials");
-    FP8KIT_CUDA_CHECK(cudaFreeAsync(partial, s));
 }
 
 }  // namespace
+
+std::size_t statistics_workspace_bytes() { return static_cast<std::size_t>(max_ctas()) * kSums * sizeof(double); }
 
 std::uint64_t sampled_count(std::size_t n, std::uint32_t sample) {
     const std::uint64_t blocks = (static_cast<std::uint64_t>(n) + 15) / 16;
@@ -418,19 +436,20 @@ numerics::QuantStats stats_of_record(const StatsRecord& h) {
 
 void statistics_async(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
                       const numerics::ScaleParams& rule, const float* d_amax, StatsRecord* d_record,
-                      std::uint32_t sample, std::uint64_t seed, std::uint64_t first_index, Stream stream) {
+                      void* d_workspace, std::uint32_t sample, std::uint64_t seed, std::uint64_t first_index,
+                      Stream stream) {
     require_input(from, "statistics_async");
     require_gpu_format(to, "statistics_async");
-    if (d_amax == nullptr || d_record == nullptr)
-        throw std::invalid_argument("fp8kit::cuda::statistics_async: d_amax and d_record must be device pointers");
+    if (d_amax == nullptr || d_record == nullptr || d_workspace == nullptr)
+        throw std::invalid_argument("fp8kit::cuda::statistics_async: d_amax, d_record and d_workspace must be device pointers");
     if (numerics::rule_uses_global_amax(rule.rule))
         throw std::invalid_argument("fp8kit::cuda::statistics_async: NVFP4 rules (a global amax) have no statistics kernel");
     if (rule.format != to)
         throw std::invalid_argument("fp8kit::cuda::statistics_async: the rule's format differs from the cast's");
     if (sample < 1) throw std::invalid_argument("fp8kit::cuda::statistics_async: sample must be >= 1");
     if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics_async: at most 2^31 - 1 elements per call");
-    launch_statistics(to, from, in, n, policy, rule, d_amax, 0.0f, 0.0f, d_record, sample, seed, first_index,
-                      as_stream(stream));
+    launch_statistics(to, from, in, n, policy, rule, d_amax, 0.0f, 0.0f, d_record, static_cast<double*>(d_workspace),
+                      sample, seed, first_index, as_stream(stream));
 }
 
 numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
@@ -445,10 +464,12 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
         throw std::invalid_argument("fp8kit::cuda::statistics: scale_inv " + std::to_string(scale_inv) + " must be finite and > 0");
     if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics: at most 2^31 - 1 elements per call");
     const cudaStream_t s = as_stream(stream);
-    StatsRecord* rec = nullptr;
-    FP8KIT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&rec), sizeof(StatsRecord), s));
+    StatsRecord* rec = nullptr;  // the record, then the workspace
+    FP8KIT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&rec), sizeof(StatsRecord) + statistics_workspace_bytes(), s));
+    FP8KIT_CUDA_CHECK(cudaMemsetAsync(rec, 0, sizeof(StatsRecord), s));
     const numerics::ScaleParams unused = numerics::make_scale_params(numerics::ScaleRule::te, to, 0.0, false, FLT_MAX, 0);
-    launch_statistics(to, from, in, n, policy, unused, nullptr, scale, scale_inv, rec, 1, seed, first_index, s);
+    launch_statistics(to, from, in, n, policy, unused, nullptr, scale, scale_inv, rec,
+                      reinterpret_cast<double*>(rec + 1), 1, seed, first_index, s);
     StatsRecord host;
     FP8KIT_CUDA_CHECK(cudaMemcpyAsync(&host, rec, sizeof host, cudaMemcpyDeviceToHost, s));
     FP8KIT_CUDA_CHECK(cudaFreeAsync(rec, s));

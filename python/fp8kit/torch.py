@@ -164,8 +164,8 @@ class _GpuStep:
     def record_slot(self):
         size = _fp8kit.cuda_stats_record_bytes
         page, i = divmod(self.n_rec, self.PAGE)
-        if page == len(self.rec_pages):
-            self.rec_pages.append(torch.empty(self.PAGE * size, dtype=torch.uint8, device=self.device))
+        if page == len(self.rec_pages):  # statistics_async fills zeroed records
+            self.rec_pages.append(torch.zeros(self.PAGE * size, dtype=torch.uint8, device=self.device))
         self.n_rec += 1
         return self.n_rec - 1, self.rec_pages[page].data_ptr() + i * size
 
@@ -187,12 +187,11 @@ class _GpuStep:
     def read_into(self, rows, trace):
         self.event.synchronize()
         amax = self.h_amax[: self.n_amax].tolist() if self.n_amax else []
-        stats = _fp8kit.cuda_stats_records(self.h_rec.data_ptr(), self.n_rec) if self.n_rec else []
+        stats = _fp8kit.cuda_stats_rows(self.h_rec.data_ptr(), self.n_rec) if self.n_rec else []
         for idx, step, name, slot in self.trace:
             trace[idx] = (step, name, amax[slot])
         for row, slot in self.rows:
-            s = stats[slot]
-            row.update({k: s.get(k) for k in _STAT_KEYS})
+            row.update(zip(_STAT_KEYS, stats[slot]))
         self.amax_pages = self.rec_pages = self.h_amax = self.h_rec = None
 
 
@@ -239,7 +238,7 @@ class Monitor:
         self.tensors = set(_ROLE if tensors is None else tensors)
         self.reduce_amax, self.group = bool(reduce_amax), group
         self._rows, self._trace = [], []
-        self._queues, self._pending, self._plans = {}, [], {}  # see _GpuStep
+        self._queues, self._pending, self._plans, self._workspace = {}, [], {}, {}  # see _GpuStep
         self.out_dir = out_dir
         if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
                 and torch.distributed.get_world_size() > 1:
@@ -409,7 +408,7 @@ class Monitor:
         self._trace.append(None)  # filled when the step is read
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
             self._dump(name, x, role)
-        done = {}  # recipes with the same format, policy and scale rule share one record
+        done, plans, records = {}, [], []  # recipes with the same format, policy and rule share a record
         for r, arg in zip(self.recipes, self._scale_arg):
             spec = r["roles"][role]
             row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
@@ -424,10 +423,17 @@ class Monitor:
                    r["value_for_inf"], r["margin"])
             if key not in done:
                 slot, ptr = q.record_slot()
-                _fp8kit.cuda_stats_async(self._plan(arg, role, wide, spec, pol), x.data_ptr(), x.numel(),
-                                         amax_t.data_ptr(), ptr, self.sample, 0, stream)
+                plans.append(self._plan(arg, role, wide, spec, pol))
+                records.append(ptr)
                 done[key] = slot
             q.rows.append((row, done[key]))
+        if plans:
+            ws = self._workspace.get((x.device, stream))
+            if ws is None:  # one per stream: the calls on a stream use it one after the other
+                ws = self._workspace[(x.device, stream)] = torch.empty(
+                    _fp8kit.cuda_stats_workspace_bytes(), dtype=torch.uint8, device=x.device)
+            _fp8kit.cuda_stats_async(plans, x.data_ptr(), x.numel(), amax_t.data_ptr(), records, ws.data_ptr(),
+                                     self.sample, 0, stream)
 
     def _drain(self, keep_last=False):
         """Reads the queued GPU steps into rows and trace. keep_last: the step just queued stays

@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
+#include <vector>
 
 #include "bindings.hpp"
 
@@ -126,11 +128,34 @@ StatsPlan stats_plan(const std::string& recipe, bool is_json, const std::string&
     return {f, w, resolve_policy(f, w, std::nullopt, rounding, overflow, nan), rule};
 }
 
-void stats_async(const StatsPlan& p, Ptr in, std::size_t n, Ptr amax, Ptr record, std::uint32_t sample,
-                 std::uint64_t seed, Ptr stream) {
+// The statistics of one tensor under several plans (one record each), one call from Python.
+void stats_async(const std::vector<StatsPlan>& plans, Ptr in, std::size_t n, Ptr amax, const std::vector<Ptr>& records,
+                 Ptr workspace, std::uint32_t sample, std::uint64_t seed, Ptr stream) {
+    if (plans.size() != records.size()) throw std::invalid_argument("records: one record per plan");
     pyb::gil_scoped_release nogil;
-    cuda::statistics_async(p.format, p.wide, vp(in), n, p.policy, p.rule, fp(amax),
-                           reinterpret_cast<cuda::StatsRecord*>(record), sample, seed, 0, vp(stream));
+    for (std::size_t i = 0; i < plans.size(); ++i)
+        cuda::statistics_async(plans[i].format, plans[i].wide, vp(in), n, plans[i].policy, plans[i].rule, fp(amax),
+                               reinterpret_cast<cuda::StatsRecord*>(records[i]), vp(workspace), sample, seed, 0,
+                               vp(stream));
+}
+
+// The columns of stats_rows, in the monitor's order.
+const char* const kRowColumns[] = {"numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal",
+                                   "overflow", "te_underflow", "te_overflow", "mse", "sqnr_db",
+                                   "dynamic_range_binades", "sample"};
+
+// Records copied to host memory at `host` as one tuple each (kRowColumns): what a monitor row
+// keeps, without the histogram.
+pyb::list stats_rows(Ptr host, std::size_t count) {
+    const auto* r = reinterpret_cast<const cuda::StatsRecord*>(host);
+    pyb::list out;
+    for (std::size_t i = 0; i < count; ++i) {
+        const QuantStats q = cuda::stats_of_record(r[i]);
+        out.append(pyb::make_tuple(q.numel, q.amax, q.min_nonzero, q.zeros, q.nan, q.inf, q.underflow, q.subnormal,
+                                   q.overflow, q.te_underflow, q.te_overflow, q.mse(), q.sqnr_db(),
+                                   q.dynamic_range_binades(), r[i].sample));
+    }
+    return out;
 }
 
 // Records copied to host memory at `host` (count of them, contiguous) as stats dicts.
@@ -177,10 +202,15 @@ void bind_cuda(pyb::module_& m) {
     pyb::class_<StatsPlan>(m, "CudaStatsPlan");
     m.def("cuda_stats_plan", &stats_plan, "recipe"_a, "is_json"_a, "role"_a, "wide"_a, "format"_a, "rounding"_a,
           "overflow"_a, "nan"_a);
-    m.def("cuda_stats_async", &stats_async, "plan"_a, "x"_a, "n"_a, "amax"_a, "record"_a, "sample"_a, "seed"_a,
-          "stream"_a);
+    m.def("cuda_stats_async", &stats_async, "plans"_a, "x"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a,
+          "sample"_a, "seed"_a, "stream"_a);
     m.def("cuda_stats_records", &stats_records, "host"_a, "count"_a);
+    m.def("cuda_stats_rows", &stats_rows, "host"_a, "count"_a);
+    pyb::tuple cols(std::size(kRowColumns));
+    for (std::size_t i = 0; i < std::size(kRowColumns); ++i) cols[i] = pyb::str(kRowColumns[i]);
+    m.attr("cuda_stats_columns") = cols;
     m.attr("cuda_stats_record_bytes") = sizeof(cuda::StatsRecord);
+    m.def("cuda_stats_workspace_bytes", &cuda::statistics_workspace_bytes);
 #endif
 }
 

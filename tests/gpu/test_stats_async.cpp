@@ -39,12 +39,12 @@ struct DevBuf {
 
 std::uint32_t bits(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
 
-// Normal values over many binades with a NaN, Inf, zero or huge value now and then, as `w` bits
-// (round to nearest even from float32 for f16/bf16); n not a multiple of 16.
-std::vector<unsigned char> tensor(Wide w, std::size_t n, std::uint32_t seed) {
+// Normal values over many binades with a NaN, zero or huge value now and then (and +-Inf when
+// with_inf: then amax is Inf), as `w` bits (round to nearest even from float32 for f16/bf16).
+std::vector<unsigned char> tensor(Wide w, std::size_t n, std::uint32_t seed, bool with_inf = false) {
     std::mt19937 g(seed);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    const float rare[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e30f, -3e-41f};
+    const float rare[] = {0.0f, -0.0f, NAN, with_inf ? INFINITY : 1e3f, with_inf ? -INFINITY : -2.0f, 1e30f, -3e-41f};
     std::vector<unsigned char> out(n * fp8kit::wide_size(w));
     const Policy rne{fp8kit::emu::Rounding::nearest_even, fp8kit::emu::Overflow::no_saturate,
                      fp8kit::emu::NanEncoding::signed_quiet_payload};
@@ -59,6 +59,9 @@ std::vector<unsigned char> tensor(Wide w, std::size_t n, std::uint32_t seed) {
     });
     return out;
 }
+
+// A zeroed record, as statistics_async needs.
+void zero(const DevBuf& rec) { cu::device_memset(rec.p, 0, sizeof(cu::StatsRecord)); }
 
 cu::StatsRecord read_record(const void* d) {
     cu::StatsRecord r;
@@ -108,7 +111,7 @@ TEST_CASE("statistics_async: the recipe's scale from a device amax, compute_stat
     const std::size_t n = 200003;
     for (Wide w : {Wide::f32, Wide::bf16, Wide::f16}) {
         const auto host = tensor(w, n, 5 + static_cast<int>(w));
-        DevBuf din(host.size()), damax(4), drec(sizeof(cu::StatsRecord));
+        DevBuf din(host.size()), damax(4), drec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
         cu::copy_to_device(din.p, host.data(), host.size());
         cu::amax(w, din.p, n, static_cast<float*>(damax.p));
         float amax = 0;
@@ -118,8 +121,9 @@ TEST_CASE("statistics_async: the recipe's scale from a device amax, compute_stat
                 INFO(r.name << " role " << fp8kit::slot_name(role) << " " << fp8kit::name(w));
                 const Format f = r.role(role).format;
                 const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, role, amax);
+                zero(drec);
                 cu::statistics_async(f, w, din.p, n, r.policy, fp8kit::recipe_scale_params(r, role),
-                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), 1, 3);
+                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p, 1, 3);
                 const cu::StatsRecord rec = read_record(drec.p);
                 CHECK(bits(rec.scale) == bits(sp.scale));
                 CHECK(bits(rec.scale_inv) == bits(sp.scale_inv));
@@ -137,7 +141,7 @@ TEST_CASE("statistics_async with sample k: compute_stats of every k-th block of 
     for (Wide w : {Wide::f32, Wide::bf16}) {
         const std::size_t es = fp8kit::wide_size(w);
         const auto host = tensor(w, n, 17);
-        DevBuf din(host.size() + 16), damax(4), drec(sizeof(cu::StatsRecord));
+        DevBuf din(host.size() + 16), damax(4), drec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
         cu::copy_to_device(din.p, host.data(), host.size());
         // offset 0 (vector loads) and one element in (the unaligned element loop)
         for (std::size_t off : {std::size_t{0}, std::size_t{1}})
@@ -155,9 +159,10 @@ TEST_CASE("statistics_async with sample k: compute_stats of every k-th block of 
                     if ((i / 16) % k == 0) kept.insert(kept.end(), h + i * es, h + (i + 1) * es);
                 const std::size_t kn = kept.size() / es;
                 CHECK(cu::sampled_count(m, k) == kn);
+                zero(drec);
                 cu::statistics_async(r.input.format, w, d, m, r.policy,
                                      fp8kit::recipe_scale_params(r, fp8kit::Role::activation),
-                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), k);
+                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p, k);
                 const cu::StatsRecord rec = read_record(drec.p);
                 CHECK(rec.sample == k);
                 const fp8kit::QuantConfig cfg{r.input.format, sp.scale, r.policy, sp.scale_inv, 0};
@@ -169,17 +174,53 @@ TEST_CASE("statistics_async with sample k: compute_stats of every k-th block of 
 TEST_CASE("statistics_async: bad arguments throw with the function's name", "[gpu]") {
     const auto r = fp8kit::parse_recipe("te-current");
     const auto rule = fp8kit::recipe_scale_params(r, fp8kit::Role::activation);
-    DevBuf d(64), rec(sizeof(cu::StatsRecord));
+    DevBuf d(64), rec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
     auto* out = static_cast<cu::StatsRecord*>(rec.p);
     const auto* amax = static_cast<const float*>(d.p);
-    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e4m3, Wide::f32, d.p, 4, r.policy, rule, amax, out, 0),
+    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e4m3, Wide::f32, d.p, 4, r.policy, rule, amax, out, ws.p, 0),
                         Catch::Contains("statistics_async") && Catch::Contains("sample"));
-    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e5m2, Wide::f32, d.p, 4, r.policy, rule, amax, out),
+    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e5m2, Wide::f32, d.p, 4, r.policy, rule, amax, out, ws.p),
                         Catch::Contains("statistics_async") && Catch::Contains("format"));
-    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e4m3, Wide::f32, d.p, 4, r.policy, rule, nullptr, out),
+    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e4m3, Wide::f32, d.p, 4, r.policy, rule, nullptr, out, ws.p),
+                        Catch::Contains("statistics_async"));
+    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e4m3, Wide::f32, d.p, 4, r.policy, rule, amax, out, nullptr),
                         Catch::Contains("statistics_async"));
     // A record whose scale is not usable (here: zeroed) is refused when read, as statistics()
     // refuses such a scale.
     cu::StatsRecord zero{};
     REQUIRE_THROWS_WITH(cu::stats_of_record(zero), Catch::Contains("finite and > 0"));
+}
+
+// An amax of +Inf: torchao's rule gives scale fmax / Inf = 0, which statistics() and
+// compute_stats refuse; the device record says so (scale_ok 0, the rule's scale kept) and reading
+// it throws the same way. te's rule at an Inf amax keeps a usable scale (TE's compute_scale_from_amax):
+// whatever recipe_scale gives, the device must give too, usable or not.
+TEST_CASE("statistics_async at an Inf amax: the rule's scale, refused when not usable", "[gpu]") {
+    const std::size_t n = 50001;
+    const auto host = tensor(Wide::f32, n, 23, true);
+    DevBuf din(host.size()), damax(4), drec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
+    cu::copy_to_device(din.p, host.data(), host.size());
+    cu::amax(Wide::f32, din.p, n, static_cast<float*>(damax.p));
+    float amax = 0;
+    cu::copy_to_host(&amax, damax.p, 4);
+    REQUIRE(std::isinf(amax));
+    for (const auto& r : tensorwise_presets()) {
+        INFO(r.name);
+        const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, fp8kit::Role::activation, amax);
+        zero(drec);
+        cu::statistics_async(r.input.format, Wide::f32, din.p, n, r.policy,
+                             fp8kit::recipe_scale_params(r, fp8kit::Role::activation), static_cast<const float*>(damax.p),
+                             static_cast<cu::StatsRecord*>(drec.p), ws.p);
+        const cu::StatsRecord rec = read_record(drec.p);
+        CHECK(bits(rec.scale) == bits(sp.scale));
+        CHECK(bits(rec.scale_inv) == bits(sp.scale_inv));
+        const bool usable = sp.scale > 0 && std::isfinite(sp.scale) && sp.scale_inv > 0 && std::isfinite(sp.scale_inv);
+        CHECK(rec.scale_ok == (usable ? 1u : 0u));
+        if (usable) {
+            const fp8kit::QuantConfig cfg{r.input.format, sp.scale, r.policy, sp.scale_inv, 0};
+            check_equal(cu::stats_of_record(rec), fp8kit::compute_stats(host.data(), Wide::f32, n, cfg), false);
+        } else {
+            CHECK_THROWS_WITH(cu::stats_of_record(rec), Catch::Contains("finite and > 0"));
+        }
+    }
 }

@@ -303,6 +303,7 @@ def test_monitor_gpu_queued_equals_stats(sample):
     step) against fp8kit.stats: the synchronous GPU kernel with recipe_scale's host scale (the
     same kernel: everything bit for bit) and, for sample > 1, the CPU on the kept elements."""
     recipes = ["te-current", "torchao-tensorwise", "msamp"]
+    assert fp8kit._fp8kit.cuda_stats_columns == ft._STAT_KEYS  # the binding's row tuples
     mon = ft.Monitor(torch.nn.Identity(), recipes=recipes, sample=sample)
     xs = {"a": (torch.randn(1000, 301, device="cuda") * 30).to(torch.bfloat16),
           "g": torch.randn(4099, device="cuda") * 1e-3}
