@@ -5,7 +5,9 @@ without the monitor, with it every step, and with it every 100th step, and the o
 Targets: every step <= 10 %, every 100th step <= 1 % (averaged over 100 steps).
 Also every step with sample=k for each k of --samples (statistics of every k-th block of 16
 elements; amax and scales of the whole tensors), every step with no recipe (the amax trace
-alone), and the extra time of one monitored step (from the every-100th run).
+alone), the extra time of one monitored step (from the every-100th run), and per setting the time
+the host took to queue a step (host_queue_ms: close to the step time means the host, not the GPU,
+sets the pace).
 
     python bench/torch_monitor_overhead.py [--steps 100] [--batch 8] [--seq 1024] [--samples 16,64]
                                            [--json OUT]
@@ -30,6 +32,9 @@ def make(batch, seq):
     return model, opt, ids
 
 
+HOST = {}  # seconds per step the host took to queue the last steps() call's work (before the wait)
+
+
 def steps(model, opt, ids, n, mon=None):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -40,6 +45,7 @@ def steps(model, opt, ids, n, mon=None):
         opt.step()
         if mon is not None:
             mon.step()
+    HOST["last"] = (time.perf_counter() - t0) / n
     torch.cuda.synchronize()
     return (time.perf_counter() - t0) / n
 
@@ -97,22 +103,26 @@ def main():
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "recipes": RECIPES,
            "batch": a.batch, "seq": a.seq}
     base = steps(model, opt, ids, a.steps)
+    host = {"no_monitor": HOST["last"]}
     with tempfile.TemporaryDirectory() as d:
         mon = ft.monitor(model, recipes=RECIPES, every=1, out_dir=d)
         steps(model, opt, ids, 1, mon)  # warm-up of the monitor path
         every1 = steps(model, opt, ids, a.every1_steps, mon)
+        host["every1"] = HOST["last"]
         rows = len(mon.rows)
         mon.close()
         # The amax trace alone (no recipes: no statistics), every step: the floor of a monitor.
         mon = ft.monitor(model, recipes=[], every=1, out_dir=d)
         steps(model, opt, ids, 1, mon)
         amax_only = steps(model, opt, ids, a.every1_steps, mon)
+        host["every1_amax_only"] = HOST["last"]
         mon.close()
         sampled = {}
         for k in [int(v) for v in a.samples.split(",") if v]:
             mon = ft.monitor(model, recipes=RECIPES, every=1, out_dir=d, sample=k)
             steps(model, opt, ids, 1, mon)
             sampled[k] = steps(model, opt, ids, a.every1_steps, mon)
+            host[f"every1_sample{k}"] = HOST["last"]
             mon.close()
         base2 = steps(model, opt, ids, a.steps)
         mon = ft.monitor(model, recipes=RECIPES, every=100, out_dir=d)
@@ -126,6 +136,7 @@ def main():
                every1_amax_only_step_ms=amax_only * 1e3, every1_amax_only_overhead_pct=100 * (amax_only / base - 1),
                every1_sampled={k: dict(step_ms=v * 1e3, overhead_pct=100 * (v / base - 1)) for k, v in sampled.items()},
                monitored_step_extra_ms_every100=(every100 - base) * 1e3 * 100,
+               host_queue_ms={k: v * 1e3 for k, v in host.items()},
                **kernel_rates())
     print(json.dumps(res, indent=1))
     if a.json:
