@@ -3,7 +3,7 @@
 // the stream (a cudaStream_t) cross as integers; every call is asynchronous on that stream except
 // cuda_stats (the kernel API returns host values). cuda_stats_async queues the statistics of a
 // recipe's cast with the scale taken from a device amax into a device record (statistics_async.hpp);
-// cuda_stats_records reads records copied to the host. Built only when the module is configured with
+// cuda_stats_rows reads records copied to the host. Built only when the module is configured with
 // the kernels (FP8KIT_PY_CUDA); otherwise cuda_available() says why and the rest is absent.
 #include <fmt/format.h>
 
@@ -158,17 +158,6 @@ pyb::list stats_rows(Ptr host, std::size_t count) {
     return out;
 }
 
-// Records copied to host memory at `host` (count of them, contiguous) as stats dicts.
-pyb::list stats_records(Ptr host, std::size_t count) {
-    const auto* r = reinterpret_cast<const cuda::StatsRecord*>(host);
-    pyb::list out;
-    for (std::size_t i = 0; i < count; ++i) {
-        pyb::dict d = stats_dict(cuda::stats_of_record(r[i]));
-        d["sample"] = r[i].sample;
-        out.append(d);
-    }
-    return out;
-}
 #endif
 
 pyb::tuple cuda_available() {
@@ -204,7 +193,6 @@ void bind_cuda(pyb::module_& m) {
           "overflow"_a, "nan"_a);
     m.def("cuda_stats_async", &stats_async, "plans"_a, "x"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a,
           "sample"_a, "seed"_a, "stream"_a);
-    m.def("cuda_stats_records", &stats_records, "host"_a, "count"_a);
     m.def("cuda_stats_rows", &stats_rows, "host"_a, "count"_a);
     pyb::tuple cols(std::size(kRowColumns));
     for (std::size_t i = 0; i < std::size(kRowColumns); ++i) cols[i] = pyb::str(kRowColumns[i]);
