@@ -320,12 +320,8 @@ class Monitor:
             registry[k] = wrap(registry[k])
 
     def _amax(self, x):
-        if x.is_cuda:
-            out = torch.empty(1, dtype=torch.float32, device=x.device)
-            d = fp8kit._device.DeviceArray(x)
-            _fp8kit.cuda_amax(d.ptr, d.wide, d.size, out.data_ptr(), d.stream)
-        else:
-            out = torch.tensor([fp8kit.amax(x)], dtype=torch.float32)
+        """A host tensor's amax (CUDA tensors go through _watch_cuda's device slot)."""
+        out = torch.tensor([fp8kit.amax(x)], dtype=torch.float32)
         if self.reduce_amax and torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.all_reduce(out, op=torch.distributed.ReduceOp.MAX, group=self.group)
         return float(out.item())
