@@ -3,8 +3,14 @@ transformers (random initial weights), batch 8, sequence 1024, bf16, AdamW, 3 te
 every nn.Linear/Conv1D tensor (input, weight, grad_output, wgrad). Prints the mean step time
 without the monitor, with it every step, and with it every 100th step, and the overheads.
 Targets: every step <= 10 %, every 100th step <= 1 % (averaged over 100 steps).
+Also every step with sample=k for each k of --samples (statistics of every k-th block of 16
+elements; amax and scales of the whole tensors), every step with no recipe (the amax trace
+alone), the extra time of one monitored step (from the every-100th run), and per setting the time
+the host took to queue a step (host_queue_ms: close to the step time means the host, not the GPU,
+sets the pace).
 
-    python bench/torch_monitor_overhead.py [--steps 100] [--batch 8] [--seq 1024] [--json OUT]
+    python bench/torch_monitor_overhead.py [--steps 100] [--batch 8] [--seq 1024] [--samples 16,64]
+                                           [--json OUT]
 """
 import argparse
 import json
@@ -26,6 +32,9 @@ def make(batch, seq):
     return model, opt, ids
 
 
+HOST = {}  # seconds per step the host took to queue the last steps() call's work (before the wait)
+
+
 def steps(model, opt, ids, n, mon=None):
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -36,6 +45,7 @@ def steps(model, opt, ids, n, mon=None):
         opt.step()
         if mon is not None:
             mon.step()
+    HOST["last"] = (time.perf_counter() - t0) / n
     torch.cuda.synchronize()
     return (time.perf_counter() - t0) / n
 
@@ -56,6 +66,26 @@ def kernel_rates(n=1 << 25):
         for _ in range(10):
             f()
         out[f"{name}_gelem_per_s"] = 10 * n / (time.perf_counter() - t0) / 1e9
+    # The queued path the monitor uses: amax to a device slot, then the statistics of te-current's
+    # E4M3 cast with the scale from it into a zeroed record; 10 calls, one wait.
+    from fp8kit import _fp8kit
+    amax = torch.empty(1, dtype=torch.float32, device="cuda")
+    recs = torch.zeros(10 * _fp8kit.cuda_stats_record_bytes, dtype=torch.uint8, device="cuda")
+    ws = torch.empty(_fp8kit.cuda_stats_workspace_bytes(), dtype=torch.uint8, device="cuda")
+    plan = _fp8kit.cuda_stats_plan("te-current", False, "input", "bf16", "e4m3", "nearest-even", "saturate-all",
+                                   "canonical")
+    stream = torch.cuda.current_stream().cuda_stream
+    _fp8kit.cuda_amax(x.data_ptr(), "bf16", n, amax.data_ptr(), stream)
+    for rounds in (1, 10):  # warm-up, then timed
+        recs.zero_()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(rounds):
+            _fp8kit.cuda_stats_async([plan], x.data_ptr(), n, amax.data_ptr(),
+                                     [recs.data_ptr() + i * _fp8kit.cuda_stats_record_bytes], ws.data_ptr(), 1, 0,
+                                     stream)
+        torch.cuda.synchronize()
+    out["stats_async_gelem_per_s"] = 10 * n / (time.perf_counter() - t0) / 1e9
     return out
 
 
@@ -65,6 +95,7 @@ def main():
     ap.add_argument("--every1-steps", type=int, default=10)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--samples", default="16,64,256")
     ap.add_argument("--json")
     a = ap.parse_args()
     model, opt, ids = make(a.batch, a.seq)
@@ -72,12 +103,27 @@ def main():
     res = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "recipes": RECIPES,
            "batch": a.batch, "seq": a.seq}
     base = steps(model, opt, ids, a.steps)
+    host = {"no_monitor": HOST["last"]}
     with tempfile.TemporaryDirectory() as d:
         mon = ft.monitor(model, recipes=RECIPES, every=1, out_dir=d)
         steps(model, opt, ids, 1, mon)  # warm-up of the monitor path
         every1 = steps(model, opt, ids, a.every1_steps, mon)
+        host["every1"] = HOST["last"]
         rows = len(mon.rows)
         mon.close()
+        # The amax trace alone (no recipes: no statistics), every step: the floor of a monitor.
+        mon = ft.monitor(model, recipes=[], every=1, out_dir=d)
+        steps(model, opt, ids, 1, mon)
+        amax_only = steps(model, opt, ids, a.every1_steps, mon)
+        host["every1_amax_only"] = HOST["last"]
+        mon.close()
+        sampled = {}
+        for k in [int(v) for v in a.samples.split(",") if v]:
+            mon = ft.monitor(model, recipes=RECIPES, every=1, out_dir=d, sample=k)
+            steps(model, opt, ids, 1, mon)
+            sampled[k] = steps(model, opt, ids, a.every1_steps, mon)
+            host[f"every1_sample{k}"] = HOST["last"]
+            mon.close()
         base2 = steps(model, opt, ids, a.steps)
         mon = ft.monitor(model, recipes=RECIPES, every=100, out_dir=d)
         every100 = steps(model, opt, ids, a.steps, mon)
@@ -87,6 +133,10 @@ def main():
     res.update(step_ms=base * 1e3, every1_step_ms=every1 * 1e3, every100_step_ms=every100 * 1e3,
                every1_overhead_pct=100 * (every1 / base - 1), every100_overhead_pct=100 * (every100 / base - 1),
                stats_rows_per_step=rows // (a.every1_steps + 1), baselines_ms=baselines,
+               every1_amax_only_step_ms=amax_only * 1e3, every1_amax_only_overhead_pct=100 * (amax_only / base - 1),
+               every1_sampled={k: dict(step_ms=v * 1e3, overhead_pct=100 * (v / base - 1)) for k, v in sampled.items()},
+               monitored_step_extra_ms_every100=(every100 - base) * 1e3 * 100,
+               host_queue_ms={k: v * 1e3 for k, v in host.items()},
                **kernel_rates())
     print(json.dumps(res, indent=1))
     if a.json:

@@ -5,12 +5,17 @@
 // element.cuh. Counts go
 // through integer atomics (exact in any order); the binary64 sums are written per CTA and added
 // by one thread in CTA order, so a given device and launch always gives the same sums.
+// Both entry points (statistics: host scale, host result; statistics_async: scale from a device
+// amax, result in a device record) run this one kernel on a zeroed StatsRecord, so they give the
+// same numbers for the same scale; the last CTA to finish adds the partial sums in CTA order and
+// completes the record (one launch per call).
 #include <algorithm>
 #include <cfloat>
 #include <string>
 #include <vector>
 
 #include "elementwise.cuh"
+#include "fp8kit/cuda/statistics_async.hpp"
 #include "fp8kit/numerics/element_stats.hpp"
 
 namespace fp8kit::cuda {
@@ -22,6 +27,7 @@ namespace {
 
 enum Count { kZeros, kNan, kInf, kUnderflow, kSubnormal, kOverflow, kTeOverflow, kNonzeroX, kNonzeroQ, kCounts };
 enum Sum { kX2, kErr2, kSums };
+static_assert(kCounts <= 16 && kSums == 2, "StatsRecord holds 16 counters and 2 sums");
 
 struct Acc {
     // 32 bits: every total, even over the whole grid, is at most n < 2^31 (the host splits
@@ -32,19 +38,21 @@ struct Acc {
 };
 
 struct Globals {
-    unsigned long long* counts;     // kCounts
-    unsigned long long* histogram;  // kHistogramBins
-    unsigned int* amax;
-    unsigned int* min_nz;
-    double* partial;                // gridDim.x * kSums
+    StatsRecord* rec;               // zeroed by the caller; completed by the last CTA
+    double* partial;                // gridDim.x * kSums (the workspace)
 };
 
 struct Params {
     Format format;
-    float scale;
-    numerics::ElementConsts consts;
+    float scale;            // the caller's (d_amax null) or, in the kernel, the rule's
+    numerics::ElementConsts consts;  // scale-dependent part (rescale) set in the kernel
     std::uint32_t fast_hi;  // min(max_bits, limit[0], limit[1]): |s| at most this never overflows
-    std::uint32_t te_bits;  // bits of consts.te_threshold (> 0, possibly +Inf)
+    std::uint32_t te_bits;  // bits of consts.te_threshold (> 0, possibly +Inf), set in the kernel
+    std::uint32_t sample;   // blocks of 16 elements counted: those whose index is a multiple of it
+    float scale_inv;        // the caller's (d_amax null)
+    const float* d_amax;    // not null: scale, scale_inv = numerics::rule_scale(rule, *d_amax)
+    numerics::ScaleParams rule;
+    std::uint64_t numel;    // sampled_count(n, sample), for the record
 };
 
 // One histogram increment per distinct bin in the warp (warp-aggregated): lanes with the same bin
@@ -186,8 +194,35 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
 template <class S, class D, int P, int R>
 __global__ void __launch_bounds__(kThreads, 3)
 statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,
-                  Params prm, std::uint64_t first_index, Globals g) {
+                  Params prm0, std::uint64_t first_index, Globals g) {
     using T = typename S::storage_t;
+    // The scale: the rule at the device amax (one thread per CTA; every CTA gets the same bits) or
+    // the caller's. A scale that is not finite and > 0 gives no statistics: the record says so.
+    __shared__ float scale_pair[2];
+    if (threadIdx.x == 0) {
+        scale_pair[0] = prm0.scale;
+        scale_pair[1] = prm0.scale_inv;
+        if (prm0.d_amax != nullptr) {
+            const numerics::BlockScale b = numerics::rule_scale(prm0.rule, *prm0.d_amax);
+            scale_pair[0] = b.scale;
+            scale_pair[1] = b.scale_inv;
+        }
+    }
+    __syncthreads();
+    Params prm = prm0;
+    prm.scale = scale_pair[0];
+    const float scale_inv = scale_pair[1];
+    if (!(prm.scale > 0.0f && prm.scale <= FLT_MAX && scale_inv > 0.0f && scale_inv <= FLT_MAX)) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            g.rec->scale = prm.scale;
+            g.rec->scale_inv = scale_inv;
+            g.rec->numel = prm.numel;
+            g.rec->sample = prm.sample;  // scale_ok stays 0
+        }
+        return;
+    }
+    numerics::rescale(prm.consts, scale_inv);
+    prm.te_bits = numerics::bits_of(prm.consts.te_threshold);
     constexpr int kWarps = kThreads / 32;
     extern __shared__ __align__(16) std::uint8_t smem[];
     __shared__ std::uint32_t hist_fast[256][32];        // fast path: [exponent field of s][lane]
@@ -219,7 +254,9 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
-    for (std::uint32_t c = tid; c < chunks; c += stride) {
+    const std::uint32_t sample = prm.sample, picked = (chunks + sample - 1) / sample;
+    for (std::uint32_t j = tid; j < picked; j += stride) {
+        const std::uint32_t c = j * sample;  // the chunk (block of 16) the sample takes
         T e[16];
         load16<S>(in, c, e);
         // Four elements at a time (fewer live registers than 16): their codes, then the fast
@@ -251,6 +288,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     }
     const T* in_t = static_cast<const T*>(in);
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
+        if (sample > 1 && (i / 16) % sample != 0) continue;
         const std::uint32_t y = scaled_bits<S>(in_t[i], prm.scale);
         const std::uint32_t rnd = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(ctx.seed, first_index + i) : 0u;
         const std::uint8_t q = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_code<D, P, R>(y, ctx, rnd)
@@ -270,9 +308,9 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     }
     if (lane == 0) {
         for (int k = 0; k < kCounts; ++k)
-            if (acc.count[k]) atomicAdd(g.counts + k, static_cast<unsigned long long>(acc.count[k]));
-        if (acc.amax) atomicMax(g.amax, acc.amax);
-        if (acc.min_nz != 0xFFFFFFFFu) atomicMin(g.min_nz, acc.min_nz);
+            if (acc.count[k]) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->counts + k), static_cast<unsigned long long>(acc.count[k]));
+        if (acc.amax) atomicMax(&g.rec->amax_bits, acc.amax);
+        if (acc.min_nz != 0xFFFFFFFFu) atomicMax(&g.rec->min_not, ~acc.min_nz);  // max of ~ = min
         for (int k = 0; k < kSums; ++k) sums[warp][k] = acc.sum[k];
     }
     __syncthreads();
@@ -282,25 +320,137 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         g.partial[static_cast<std::size_t>(blockIdx.x) * kSums + threadIdx.x] = s;
     }
     for (int b = threadIdx.x; b < kHistogramBins; b += blockDim.x)
-        if (hist[b]) atomicAdd(g.histogram + b, static_cast<unsigned long long>(hist[b]));
+        if (hist[b]) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + b), static_cast<unsigned long long>(hist[b]));
     // Exponent fields 1..254 (normal s) to their bins; the lanes are read in a rotated order so
     // that the threads of a warp hit different banks.
     for (int f = 1 + threadIdx.x; f < 255; f += blockDim.x) {
         unsigned long long t = 0;
         for (int l = 0; l < 32; ++l) t += hist_fast[f][(l + f) & 31];
-        if (t) atomicAdd(g.histogram + numerics::histogram_bin_of_exponent(f - 127), t);
+        if (t) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + numerics::histogram_bin_of_exponent(f - 127)), t);
+    }
+    // The last CTA to finish (CUDA's threadFenceReduction pattern) adds the partial sums in CTA
+    // order, as the separate sum kernel did, and writes the rest of the record.
+    __threadfence();
+    __syncthreads();
+    __shared__ bool last;
+    if (threadIdx.x == 0) last = atomicAdd(&g.rec->ctas_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    if (threadIdx.x < kSums) {
+        double s = 0;
+        const volatile double* part = g.partial;
+        for (unsigned b = 0; b < gridDim.x; ++b) s += part[static_cast<std::size_t>(b) * kSums + threadIdx.x];
+        g.rec->sums[threadIdx.x] = s;
+    }
+    if (threadIdx.x == 0) {
+        g.rec->min_bits = ~atomicOr(&g.rec->min_not, 0u);
+        g.rec->scale = prm.scale;
+        g.rec->scale_inv = scale_inv;
+        g.rec->numel = prm.numel;
+        g.rec->sample = prm.sample;
+        g.rec->scale_ok = 1u;
     }
 }
 
-__global__ void sum_partials(const double* partial, unsigned blocks, double* out) {
-    if (threadIdx.x < kSums) {
-        double s = 0;
-        for (unsigned b = 0; b < blocks; ++b) s += partial[static_cast<std::size_t>(b) * kSums + threadIdx.x];
-        out[threadIdx.x] = s;
-    }
+// The most CTAs a launch uses (grid_for's cap), for the workspace of partial sums.
+unsigned max_ctas() { return grid_for(~std::size_t{0} >> 1); }
+
+// The kernel on a zeroed record, queued on s: one launch.
+void launch_statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
+                       const numerics::ScaleParams& rule, const float* d_amax, float scale, float scale_inv,
+                       StatsRecord* rec, double* workspace, std::uint32_t sample, std::uint64_t seed,
+                       std::uint64_t first_index, cudaStream_t s) {
+    // The scale-independent constants (overflow limits, max finite); the kernel rescales them.
+    Params prm{to, scale, numerics::element_consts(to, policy, 1.0f), 0, 0, sample, scale_inv, d_amax, rule,
+               sampled_count(n, sample)};
+    prm.fast_hi = std::min({prm.consts.max_bits, prm.consts.limit[0], prm.consts.limit[1]});
+    const std::uint8_t* table = element_table(to, policy, s);
+    const ElementCtx ctx{policy, nullptr, seed};
+    const unsigned grid = grid_for(((n + 15) / 16 + sample - 1) / sample);  // at most; `wave` CTAs run
+    const Globals g{rec, workspace};
+    with_input(from, [&](auto si) {
+        with_cast_format(to, [&](auto di) {
+            using S = decltype(si);
+            using D = decltype(di);
+            with_element_path(to, policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                if constexpr (path_exists<D, P, R>()) {
+                    // hist_fast (32 KiB) and the cast table together pass the default 48 KiB.
+                    constexpr int dyn = static_cast<int>(element_smem<D, P>());
+                    // One wave: as many CTAs as fit on the device at once (at most grid). With
+                    // grid_for's 8 per SM and 3 resident, the last of 2.67 waves ran alone (ncu).
+                    // Asked once per kernel (like grid_for's SM count: one kind of device).
+                    static const unsigned wave = [] {
+                        if (dyn > 0)
+                            FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(statistics_kernel<S, D, P, R>,
+                                                                   cudaFuncAttributeMaxDynamicSharedMemorySize, dyn));
+                        int dev = 0, sms = 0, per_sm = 0;
+                        FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
+                        FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+                        FP8KIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, statistics_kernel<S, D, P, R>, kThreads, dyn));
+                        return static_cast<unsigned>(std::max(1, sms * std::max(1, per_sm)));
+                    }();
+                    statistics_kernel<S, D, P, R><<<std::min(grid, wave), kThreads, dyn, s>>>(
+                        in, static_cast<std::uint32_t>(n), ctx, table, prm, first_index, g);
+                }
+            });
+            return 0;
+        });
+    });
+    check_launch("statistics_kernel");
 }
 
 }  // namespace
+
+std::size_t statistics_workspace_bytes() { return static_cast<std::size_t>(max_ctas()) * kSums * sizeof(double); }
+
+std::uint64_t sampled_count(std::size_t n, std::uint32_t sample) {
+    const std::uint64_t blocks = (static_cast<std::uint64_t>(n) + 15) / 16;
+    if (sample <= 1 || blocks == 0) return n;
+    const std::uint64_t kept = (blocks + sample - 1) / sample, last = (kept - 1) * sample;
+    return (kept - 1) * 16 + std::min<std::uint64_t>(16, n - last * 16);
+}
+
+numerics::QuantStats stats_of_record(const StatsRecord& h) {
+    if (!h.scale_ok)
+        throw std::invalid_argument("fp8kit::cuda::statistics: the recipe's scale " + std::to_string(h.scale) +
+                                    " (scale_inv " + std::to_string(h.scale_inv) + ") must be finite and > 0");
+    numerics::QuantStats r;
+    r.numel = h.numel;
+    r.zeros = h.counts[kZeros];
+    r.nan = h.counts[kNan];
+    r.inf = h.counts[kInf];
+    r.underflow = h.counts[kUnderflow];
+    r.subnormal = h.counts[kSubnormal];
+    r.overflow = h.counts[kOverflow];
+    r.te_overflow = h.counts[kTeOverflow];
+    r.te_underflow = static_cast<std::int64_t>(h.counts[kNonzeroX]) - static_cast<std::int64_t>(h.counts[kNonzeroQ]);
+    std::memcpy(r.exp_hist.data(), h.histogram, kHistogramBins * 8);
+    r.amax = numerics::float_of(h.amax_bits);
+    r.min_nonzero = numerics::float_of(h.min_bits == 0xFFFFFFFFu ? 0u : h.min_bits);
+    r.sum_x2 = h.sums[kX2];
+    r.sum_err2 = h.sums[kErr2];
+    return r;
+}
+
+void statistics_async(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
+                      const numerics::ScaleParams& rule, const float* d_amax, StatsRecord* d_record,
+                      void* d_workspace, std::uint32_t sample, std::uint64_t seed, std::uint64_t first_index,
+                      Stream stream) {
+    require_input(from, "statistics_async");
+    require_gpu_format(to, "statistics_async");
+    if (d_amax == nullptr || d_record == nullptr || d_workspace == nullptr)
+        throw std::invalid_argument("fp8kit::cuda::statistics_async: d_amax, d_record and d_workspace must be device pointers");
+    if (numerics::rule_uses_global_amax(rule.rule))
+        throw std::invalid_argument("fp8kit::cuda::statistics_async: NVFP4 rules (a global amax) have no statistics kernel");
+    if (rule.format != to)
+        throw std::invalid_argument("fp8kit::cuda::statistics_async: the rule's format differs from the cast's");
+    if (sample < 1) throw std::invalid_argument("fp8kit::cuda::statistics_async: sample must be >= 1");
+    if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics_async: at most 2^31 - 1 elements per call");
+    launch_statistics(to, from, in, n, policy, rule, d_amax, 0.0f, 0.0f, d_record, static_cast<double*>(d_workspace),
+                      sample, seed, first_index, as_stream(stream));
+}
 
 numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
                                 float scale, float scale_inv, std::uint64_t seed, std::uint64_t first_index,
@@ -313,87 +463,18 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
     if (!(scale_inv > 0.0f) || scale_inv > FLT_MAX)
         throw std::invalid_argument("fp8kit::cuda::statistics: scale_inv " + std::to_string(scale_inv) + " must be finite and > 0");
     if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics: at most 2^31 - 1 elements per call");
-    Params prm{to, scale, numerics::element_consts(to, policy, scale_inv), 0, 0};
-    prm.fast_hi = std::min({prm.consts.max_bits, prm.consts.limit[0], prm.consts.limit[1]});
-    prm.te_bits = numerics::bits_of(prm.consts.te_threshold);
     const cudaStream_t s = as_stream(stream);
-    const std::uint8_t* table = element_table(to, policy, s);
-    const ElementCtx ctx{policy, nullptr, seed};
-    const unsigned grid = grid_for((n + 15) / 16);  // at most; `launched` CTAs run
-    unsigned launched = grid;
-
-    // One allocation: counts, histogram, amax, min, per-CTA partial sums, final sums.
-    const std::size_t off_hist = kCounts * 8, off_amax = off_hist + kHistogramBins * 8,
-                      off_min = off_amax + 8, off_partial = off_min + 8,
-                      off_sums = off_partial + static_cast<std::size_t>(grid) * kSums * 8,
-                      bytes = off_sums + kSums * 8;
-    char* buf = nullptr;
-    FP8KIT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&buf), bytes, s));
-    FP8KIT_CUDA_CHECK(cudaMemsetAsync(buf, 0, bytes, s));
-    FP8KIT_CUDA_CHECK(cudaMemsetAsync(buf + off_min, 0xFF, 4, s));
-    Globals g{reinterpret_cast<unsigned long long*>(buf), reinterpret_cast<unsigned long long*>(buf + off_hist),
-              reinterpret_cast<unsigned int*>(buf + off_amax), reinterpret_cast<unsigned int*>(buf + off_min),
-              reinterpret_cast<double*>(buf + off_partial)};
-    with_input(from, [&](auto si) {
-        with_cast_format(to, [&](auto di) {
-            using S = decltype(si);
-            using D = decltype(di);
-            with_element_path(to, policy, [&](auto p, auto r) {
-                constexpr int P = decltype(p)::value, R = decltype(r)::value;
-                if constexpr (path_exists<D, P, R>()) {
-                    // hist_fast (32 KiB) and the cast table together pass the default 48 KiB.
-                    constexpr int dyn = static_cast<int>(element_smem<D, P>());
-                    if (dyn > 0)
-                        FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(statistics_kernel<S, D, P, R>,
-                                                               cudaFuncAttributeMaxDynamicSharedMemorySize, dyn));
-                    // One wave: as many CTAs as fit on the device at once (at most grid). With
-                    // grid_for's 8 per SM and 3 resident, the last of 2.67 waves ran alone (ncu).
-                    int dev = 0, sms = 0, per_sm = 0;
-                    FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
-                    FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-                    FP8KIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, statistics_kernel<S, D, P, R>, kThreads, dyn));
-                    const unsigned wave = static_cast<unsigned>(std::max(1, sms * std::max(1, per_sm)));
-                    launched = std::min(grid, wave);
-                    statistics_kernel<S, D, P, R><<<launched, kThreads, dyn, s>>>(
-                        in, static_cast<std::uint32_t>(n), ctx, table, prm, first_index, g);
-                }
-            });
-            return 0;
-        });
-    });
-    check_launch("statistics_kernel");
-    sum_partials<<<1, 32, 0, s>>>(g.partial, launched, reinterpret_cast<double*>(buf + off_sums));
-    check_launch("sum_partials");
-
-    std::vector<char> host(bytes);
-    FP8KIT_CUDA_CHECK(cudaMemcpyAsync(host.data(), buf, bytes, cudaMemcpyDeviceToHost, s));
-    FP8KIT_CUDA_CHECK(cudaFreeAsync(buf, s));
+    StatsRecord* rec = nullptr;  // the record, then the workspace
+    FP8KIT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&rec), sizeof(StatsRecord) + statistics_workspace_bytes(), s));
+    FP8KIT_CUDA_CHECK(cudaMemsetAsync(rec, 0, sizeof(StatsRecord), s));
+    const numerics::ScaleParams unused = numerics::make_scale_params(numerics::ScaleRule::te, to, 0.0, false, FLT_MAX, 0);
+    launch_statistics(to, from, in, n, policy, unused, nullptr, scale, scale_inv, rec,
+                      reinterpret_cast<double*>(rec + 1), 1, seed, first_index, s);
+    StatsRecord host;
+    FP8KIT_CUDA_CHECK(cudaMemcpyAsync(&host, rec, sizeof host, cudaMemcpyDeviceToHost, s));
+    FP8KIT_CUDA_CHECK(cudaFreeAsync(rec, s));
     FP8KIT_CUDA_CHECK(cudaStreamSynchronize(s));
-
-    numerics::QuantStats r;
-    std::uint64_t counts[kCounts];
-    std::memcpy(counts, host.data(), sizeof counts);
-    r.numel = n;
-    r.zeros = counts[kZeros];
-    r.nan = counts[kNan];
-    r.inf = counts[kInf];
-    r.underflow = counts[kUnderflow];
-    r.subnormal = counts[kSubnormal];
-    r.overflow = counts[kOverflow];
-    r.te_overflow = counts[kTeOverflow];
-    r.te_underflow = static_cast<std::int64_t>(counts[kNonzeroX]) - static_cast<std::int64_t>(counts[kNonzeroQ]);
-    std::memcpy(r.exp_hist.data(), host.data() + off_hist, kHistogramBins * 8);
-    std::uint32_t amax_bits, min_bits;
-    std::memcpy(&amax_bits, host.data() + off_amax, 4);
-    std::memcpy(&min_bits, host.data() + off_min, 4);
-    if (min_bits == 0xFFFFFFFFu) min_bits = 0;
-    r.amax = numerics::float_of(amax_bits);
-    r.min_nonzero = numerics::float_of(min_bits);
-    double sums[kSums];
-    std::memcpy(sums, host.data() + off_sums, sizeof sums);
-    r.sum_x2 = sums[kX2];
-    r.sum_err2 = sums[kErr2];
-    return r;
+    return stats_of_record(host);
 }
 
 }  // namespace fp8kit::cuda

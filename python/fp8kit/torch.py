@@ -126,7 +126,7 @@ class FakeQuantize(torch.nn.Module):
 # ---- the monitor -------------------------------------------------------------------------------
 
 _STAT_KEYS = ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
-              "te_underflow", "te_overflow", "mse", "sqnr_db", "dynamic_range_binades")
+              "te_underflow", "te_overflow", "mse", "sqnr_db", "dynamic_range_binades", "sample")
 # Role of each captured tensor in a recipe (input and weight in the forward pass, gradients in
 # the backward pass), as TransformerEngine assigns formats.
 _ROLE = {"input": "input", "weight": "weight", "grad_output": "grad", "wgrad": "grad"}
@@ -140,6 +140,60 @@ def _linear_types(extra):
     except Exception:  # noqa: BLE001  transformers absent: nn.Linear only
         pass
     return tuple(types) + tuple(extra)
+
+
+class _GpuStep:
+    """One monitored step's GPU results on one device: amax slots (float32) and statistics records
+    (StatsRecord) in device pages that never move while queued kernels write them; copy_out()
+    queues their copy to pinned host memory and an event, read_into() waits for that event (the
+    step's only wait) and fills the rows and trace entries that point at the slots."""
+    PAGE = 256
+
+    def __init__(self, device):
+        self.device = device
+        self.amax_pages, self.rec_pages, self.n_amax, self.n_rec = [], [], 0, 0
+        self.trace, self.rows = [], []  # (trace index, step, name, amax slot), (row, record slot)
+        self.event = None
+
+    def amax_slot(self):
+        page, i = divmod(self.n_amax, self.PAGE)
+        if page == len(self.amax_pages):
+            self.amax_pages.append(torch.empty(self.PAGE, dtype=torch.float32, device=self.device))
+        self.n_amax += 1
+        return self.n_amax - 1, self.amax_pages[page][i:i + 1]
+
+    def record_slot(self):
+        size = _fp8kit.cuda_stats_record_bytes
+        page, i = divmod(self.n_rec, self.PAGE)
+        if page == len(self.rec_pages):  # statistics_async fills zeroed records
+            self.rec_pages.append(torch.zeros(self.PAGE * size, dtype=torch.uint8, device=self.device))
+        self.n_rec += 1
+        return self.n_rec - 1, self.rec_pages[page].data_ptr() + i * size
+
+    @staticmethod
+    def _to_host(pages):
+        if not pages:
+            return None
+        host = torch.empty(len(pages) * pages[0].numel(), dtype=pages[0].dtype, pin_memory=True)
+        for k, p in enumerate(pages):
+            host[k * p.numel():(k + 1) * p.numel()].copy_(p, non_blocking=True)
+        return host
+
+    def copy_out(self):
+        with torch.cuda.device(self.device):
+            self.h_amax, self.h_rec = self._to_host(self.amax_pages), self._to_host(self.rec_pages)
+            self.event = torch.cuda.Event()
+            self.event.record()
+
+    def read_into(self, rows, trace):
+        self.event.synchronize()
+        amax = self.h_amax[: self.n_amax].tolist() if self.n_amax else []
+        stats = _fp8kit.cuda_stats_rows(self.h_rec.data_ptr(), self.n_rec) if self.n_rec else []
+        for idx, step, name, slot in self.trace:
+            trace[idx] = (step, name, amax[slot])
+        for row, slot in self.rows:
+            row.update(zip(_STAT_KEYS, stats[slot]))
+        self.amax_pages = self.rec_pages = self.h_amax = self.h_rec = None
 
 
 class Monitor:
@@ -158,20 +212,34 @@ class Monitor:
     '.k', '.v'; see _hook_attention).
     dump_steps= (and dump_include=, fnmatch patterns on the tensor names) also write those
     tensors on those steps to out_dir/dump.h5 in fp8kit's HDF5 layout (host copies: slow).
-    Tensorwise recipes run on the GPU (CUDA kernels, torch's current stream); block recipes give
-    per-block scales but their statistics are computed on the host (a copy), see docs/torch.md.
+    Tensorwise recipes run on the GPU (CUDA kernels, torch's current stream) without waiting: the
+    amax kernel writes a device slot, each recipe's scale is computed from it on the device by the
+    recipe's rule and the statistics go to a device record (cuda/include/fp8kit/cuda/
+    statistics_async.hpp); the step's slots are copied to pinned host memory at step() and read at
+    the next step() (or when rows, trace or the files are asked for): one wait per monitored step.
+    Block recipes give per-block scales but their statistics are computed on the host (a copy).
+    sample=k (default 1: every element) counts, in the statistics, only the blocks of 16
+    consecutive elements whose index is a multiple of k (the amax and the scale stay the whole
+    tensor's); rows say it in column 'sample' and their numel is the sample's. See docs/torch.md.
     """
 
     def __init__(self, model, recipes=("te-current",), every=1, out_dir=None, tensors=None, modules=(),
-                 reduce_amax=False, group=None, dump_steps=(), dump_include=("*",), attention=False):
+                 reduce_amax=False, group=None, dump_steps=(), dump_include=("*",), attention=False, sample=1):
         self.recipes = [fp8kit.recipe(r) for r in recipes]
+        self.sample = int(sample)
+        if self.sample < 1:
+            raise ValueError(f"sample: {sample} must be an integer >= 1 (1: every element)")
         # recipe_scale's argument: the preset name, or the recipe as JSON text (parsed per call)
         self._scale_arg = [(r, False) if isinstance(r, str) and r in fp8kit.presets() else (json.dumps(d), True)
                            for r, d in zip(recipes, self.recipes)]
         self.every, self.step_index = int(every), 0
+        if self.every < 1:
+            raise ValueError(f"every: {every} must be an integer >= 1")
+        self._active = True  # step_index % every == 0, kept current by step(): the hooks read only this
         self.tensors = set(_ROLE if tensors is None else tensors)
         self.reduce_amax, self.group = bool(reduce_amax), group
-        self.rows, self.trace = [], []
+        self._rows, self._trace = [], []
+        self._queues, self._pending, self._plans, self._workspace = {}, [], {}, {}  # see _GpuStep
         self.out_dir = out_dir
         if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
                 and torch.distributed.get_world_size() > 1:
@@ -189,7 +257,19 @@ class Monitor:
 
     @property
     def active(self):
-        return self.step_index % self.every == 0
+        return self._active
+
+    @property
+    def rows(self):
+        """One dict per step, tensor and recipe (GPU statistics read first if any are queued)."""
+        self._drain()
+        return self._rows
+
+    @property
+    def trace(self):
+        """(step, tensor, amax) per captured tensor (GPU amaxes read first if any are queued)."""
+        self._drain()
+        return self._trace
 
     def _hook(self, module_name, mod):
         def name(t):  # the model itself (name '') gives plain tensor names
@@ -198,7 +278,7 @@ class Monitor:
         # The output gradient comes from a hook on the output tensor, registered only on monitored
         # steps: a module backward hook would add autograd nodes to every step.
         def fwd(m, inp, out):
-            if not self.active:
+            if not self._active:  # unmonitored steps: nothing but this test
                 return
             if "input" in self.tensors:
                 self.watch(name("input"), inp[0], "input")
@@ -208,7 +288,7 @@ class Monitor:
                 out.register_hook(lambda g: self.watch(name("grad_output"), g, "grad"))
 
         def wgrad(g):
-            if self.active and "wgrad" in self.tensors:
+            if self._active and "wgrad" in self.tensors:
                 self.watch(name("wgrad"), g, "grad")
 
         self.handles.append(mod.register_forward_hook(fwd))
@@ -230,7 +310,7 @@ class Monitor:
         def wrap(kernel):
             def capture(module, query, key, value, *args, **kwargs):
                 name = names.get(id(module))
-                if name is not None and self.active:
+                if name is not None and self._active:
                     for t, x in (("q", query), ("k", key), ("v", value)):
                         self.watch(f"{name}.{t}" if name else t, x, "input")
                 return kernel(module, query, key, value, *args, **kwargs)
@@ -241,12 +321,8 @@ class Monitor:
             registry[k] = wrap(registry[k])
 
     def _amax(self, x):
-        if x.is_cuda:
-            out = torch.empty(1, dtype=torch.float32, device=x.device)
-            d = fp8kit._device.DeviceArray(x)
-            _fp8kit.cuda_amax(d.ptr, d.wide, d.size, out.data_ptr(), d.stream)
-        else:
-            out = torch.tensor([fp8kit.amax(x)], dtype=torch.float32)
+        """A host tensor's amax (CUDA tensors go through _watch_cuda's device slot)."""
+        out = torch.tensor([fp8kit.amax(x)], dtype=torch.float32)
         if self.reduce_amax and torch.distributed.is_available() and torch.distributed.is_initialized():
             torch.distributed.all_reduce(out, op=torch.distributed.ReduceOp.MAX, group=self.group)
         return float(out.item())
@@ -254,12 +330,15 @@ class Monitor:
     def watch(self, name, tensor, role="input"):
         """Statistics of `tensor` under every recipe for `role` ('input', 'weight', 'grad') at the
         current step (no-op on steps the monitor skips)."""
-        if not self.active:
+        if not self._active:
             return
         x = tensor.detach()
         x = x.contiguous() if x.dtype in (torch.float32, torch.float16, torch.bfloat16) else x.float().contiguous()
+        if x.is_cuda:
+            self._watch_cuda(name, x, role)
+            return
         amax = self._amax(x)
-        self.trace.append((self.step_index, name, amax))
+        self._trace.append((self.step_index, name, amax))
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
             self._dump(name, x, role)
         done = {}  # recipes that cast this tensor identically (format, policy, scale) share one pass
@@ -270,16 +349,101 @@ class Monitor:
                 pol = fp8kit.recipe_policy(r, role)
                 key = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], scale, scale_inv)
                 if key not in done:
-                    done[key] = fp8kit.stats(x, spec["format"], rounding=pol["rounding"], overflow=pol["overflow"],
-                                             nan=pol["nan"], scale=scale, scale_inv=scale_inv)
+                    done[key] = fp8kit.stats(self._sampled(x), spec["format"], rounding=pol["rounding"],
+                                             overflow=pol["overflow"], nan=pol["nan"], scale=scale,
+                                             scale_inv=scale_inv)
+                    done[key]["sample"] = self.sample
                 s = done[key]
             else:
-                h = x.reshape(-1, x.shape[-1]).cpu() if x.dim() != 2 else x.cpu()
-                s = fp8kit.stats(h, recipe=r, role=role)
+                s = self._block_stats(x, r, role)
             row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
                    "format": spec["format"]}
             row.update({k: s.get(k) for k in _STAT_KEYS})
-            self.rows.append(row)
+            self._rows.append(row)
+
+    def _sampled(self, x):
+        """The host tensor's elements the statistics count under sample=k (the GPU kernel's
+        choice: blocks of 16 whose index is a multiple of k, a partial last block included)."""
+        if self.sample == 1:
+            return x
+        flat = x.reshape(-1)
+        full = flat.numel() // 16
+        parts = [flat[: full * 16].view(-1, 16)[:: self.sample].reshape(-1)]
+        if full % self.sample == 0 and flat.numel() % 16:
+            parts.append(flat[full * 16:])
+        return torch.cat(parts)
+
+    def _block_stats(self, x, r, role):
+        """Block recipes: on a host copy, all elements (sample does not apply: the blocks are the
+        recipe's); the row says sample 1."""
+        h = x.reshape(-1, x.shape[-1]).cpu() if x.dim() != 2 else x.cpu()
+        s = fp8kit.stats(h, recipe=r, role=role)
+        s["sample"] = 1
+        return s
+
+    def _plan(self, arg, role, wide, spec, pol):
+        key = (arg, role, wide)
+        p = self._plans.get(key)
+        if p is None:
+            p = self._plans[key] = _fp8kit.cuda_stats_plan(*arg, role, wide, spec["format"], pol["rounding"],
+                                                          pol["overflow"], pol["nan"])
+        return p
+
+    def _watch_cuda(self, name, x, role):
+        """watch() of a CUDA tensor: everything queued on torch's current stream, nothing waited for."""
+        fp8kit._device.require_cuda()
+        wide = fp8kit._device.TORCH_DTYPE_WIDE[str(x.dtype)]
+        stream = torch.cuda.current_stream(x.device).cuda_stream
+        q = self._queues.get(x.device)
+        if q is None:
+            q = self._queues[x.device] = _GpuStep(x.device)
+        amax_slot, amax_t = q.amax_slot()
+        _fp8kit.cuda_amax(x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), stream)
+        if self.reduce_amax and torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.all_reduce(amax_t, op=torch.distributed.ReduceOp.MAX, group=self.group)
+        q.trace.append((len(self._trace), self.step_index, name, amax_slot))
+        self._trace.append(None)  # filled when the step is read
+        if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
+            self._dump(name, x, role)
+        done, plans, records = {}, [], []  # recipes with the same format, policy and rule share a record
+        for r, arg in zip(self.recipes, self._scale_arg):
+            spec = r["roles"][role]
+            row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
+                   "format": spec["format"]}
+            self._rows.append(row)
+            if spec["granularity"] != "tensor":
+                s = self._block_stats(x, r, role)
+                row.update({k: s.get(k) for k in _STAT_KEYS})
+                continue
+            pol = r["policy"]
+            key = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], r["rule"], r["epsilon"], r["pow2"],
+                   r["value_for_inf"], r["margin"])
+            if key not in done:
+                slot, ptr = q.record_slot()
+                plans.append(self._plan(arg, role, wide, spec, pol))
+                records.append(ptr)
+                done[key] = slot
+            q.rows.append((row, done[key]))
+        if plans:
+            ws = self._workspace.get((x.device, stream))
+            if ws is None:  # one per stream: the calls on a stream use it one after the other
+                ws = self._workspace[(x.device, stream)] = torch.empty(
+                    _fp8kit.cuda_stats_workspace_bytes(), dtype=torch.uint8, device=x.device)
+            _fp8kit.cuda_stats_async(plans, x.data_ptr(), x.numel(), amax_t.data_ptr(), records, ws.data_ptr(),
+                                     self.sample, 0, stream)
+
+    def _drain(self, keep_last=False):
+        """Reads the queued GPU steps into rows and trace. keep_last: the step just queued stays
+        pending (step() reads it at the next step, when the GPU has long finished it)."""
+        fresh = len(self._queues)
+        for q in self._queues.values():
+            q.copy_out()
+            self._pending.append(q)
+        self._queues = {}
+        last = len(self._pending) - (fresh if keep_last else 0)
+        for q in self._pending[:last]:
+            q.read_into(self._rows, self._trace)
+        self._pending = self._pending[last:]
 
     def _dump(self, name, x, role):
         """x (a host copy) as dataset step_NNNNNN/<module>/<tensor> of out_dir/dump.h5, fp8kit's HDF5
@@ -299,7 +463,12 @@ class Monitor:
         ds.attrs["role"] = {"input": "activation", "weight": "weight", "grad": "gradient"}[role]
 
     def step(self):
+        """The end of a training step: the step's GPU statistics are queued for copying (read at
+        the next step()), the previous step's are read (one wait, normally already finished)."""
+        if self._queues or self._pending:
+            self._drain(keep_last=bool(self._queues))
         self.step_index += 1
+        self._active = self.step_index % self.every == 0
 
     def remove(self):
         for h in self.handles:
@@ -317,19 +486,21 @@ class Monitor:
         if out_dir is None:
             raise ValueError("out_dir: name the folder the monitor writes to")
         os.makedirs(out_dir, exist_ok=True)
+        rows, trace = self.rows, self.trace
         with open(os.path.join(out_dir, "amax_trace.csv"), "w", newline="") as f:
             w = csv.writer(f)
             w.writerow(["step", "tensor", "amax"])
-            for step, name, a in self.trace:
+            for step, name, a in trace:
                 w.writerow([step, name, f"{a:.9g}"])
         with open(os.path.join(out_dir, "stats.csv"), "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=["step", "tensor", "role", "recipe", "format", *_STAT_KEYS])
             w.writeheader()
-            w.writerows(self.rows)
+            w.writerows(rows)
         with open(os.path.join(out_dir, "stats.json"), "w") as f:
-            json.dump(self.rows, f, allow_nan=True)
+            json.dump(rows, f, allow_nan=True)
 
     def close(self):
+        self._drain()
         self.remove()
         if self._h5 is not None:
             self._h5.close()

@@ -13,6 +13,10 @@
 #include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/stats/statistics.hpp"
 
+namespace fp8kit {
+struct RecipeSpec;
+}
+
 namespace fp8kit::py {
 
 namespace pyb = pybind11;
@@ -29,6 +33,9 @@ Policy resolve_policy(Format format, Wide from, const OptStr& profile, const Opt
 // The array's data when it is C-contiguous with elements of `itemsize` bytes.
 const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const char* arg);
 std::vector<pyb::ssize_t> shape_of(const pyb::array& a);
+
+// A recipe from a preset name or file path, or from JSON text (is_json), with the library's messages.
+RecipeSpec recipe_of(const std::string& text, bool is_json);
 
 // All numbers of a QuantStats (and mse, sqnr_db, dynamic range, exponent histogram) as a dict.
 pyb::dict stats_dict(const QuantStats& s);

@@ -1,17 +1,24 @@
 // The CUDA kernels (cuda/include/fp8kit/cuda/kernels.hpp) on device pointers the Python side takes
 // from an array's __cuda_array_interface__ / DLPack capsule (python/fp8kit/_device.py). Pointers and
 // the stream (a cudaStream_t) cross as integers; every call is asynchronous on that stream except
-// cuda_stats (the kernel API returns host values). Built only when the module is configured with
+// cuda_stats (the kernel API returns host values). cuda_stats_async queues the statistics of a
+// recipe's cast with the scale taken from a device amax into a device record (statistics_async.hpp);
+// cuda_stats_rows reads records copied to the host. Built only when the module is configured with
 // the kernels (FP8KIT_PY_CUDA); otherwise cuda_available() says why and the rest is absent.
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <iterator>
 #include <stdexcept>
+#include <vector>
 
 #include "bindings.hpp"
 
 #ifdef FP8KIT_PY_CUDA
 #include "fp8kit/cuda/kernels.hpp"
+#include "fp8kit/cuda/statistics_async.hpp"
+#include "fp8kit/recipes.hpp"
+#include "fp8kit/recipes/scale_params.hpp"
 #endif
 
 namespace fp8kit::py {
@@ -100,6 +107,57 @@ pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::strin
     }
     return stats_dict(s);
 }
+
+// A recipe's tensorwise cast of one role, resolved once (the monitor makes one per recipe, role
+// and input type): the format and policy fp8kit.stats would take, and the recipe's scale rule.
+struct StatsPlan {
+    Format format;
+    Wide wide;
+    Policy policy;
+    numerics::ScaleParams rule;
+};
+
+StatsPlan stats_plan(const std::string& recipe, bool is_json, const std::string& role, const std::string& wide,
+                     const std::string& format, const OptStr& rounding, const OptStr& overflow, const OptStr& nan) {
+    const RecipeSpec r = recipe_of(recipe, is_json);
+    const Wide w = kernel_wide(wide, "x");
+    const Format f = kernel_format(format, false);
+    const numerics::ScaleParams rule = recipe_scale_params(r, parse_recipe_slot(role));
+    if (rule.format != f)
+        throw std::invalid_argument(fmt::format("format: {} is not the recipe's format for role {}", format, role));
+    return {f, w, resolve_policy(f, w, std::nullopt, rounding, overflow, nan), rule};
+}
+
+// The statistics of one tensor under several plans (one record each), one call from Python.
+void stats_async(const std::vector<StatsPlan>& plans, Ptr in, std::size_t n, Ptr amax, const std::vector<Ptr>& records,
+                 Ptr workspace, std::uint32_t sample, std::uint64_t seed, Ptr stream) {
+    if (plans.size() != records.size()) throw std::invalid_argument("records: one record per plan");
+    pyb::gil_scoped_release nogil;
+    for (std::size_t i = 0; i < plans.size(); ++i)
+        cuda::statistics_async(plans[i].format, plans[i].wide, vp(in), n, plans[i].policy, plans[i].rule, fp(amax),
+                               reinterpret_cast<cuda::StatsRecord*>(records[i]), vp(workspace), sample, seed, 0,
+                               vp(stream));
+}
+
+// The columns of stats_rows, in the monitor's order.
+const char* const kRowColumns[] = {"numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal",
+                                   "overflow", "te_underflow", "te_overflow", "mse", "sqnr_db",
+                                   "dynamic_range_binades", "sample"};
+
+// Records copied to host memory at `host` as one tuple each (kRowColumns): what a monitor row
+// keeps, without the histogram.
+pyb::list stats_rows(Ptr host, std::size_t count) {
+    const auto* r = reinterpret_cast<const cuda::StatsRecord*>(host);
+    pyb::list out;
+    for (std::size_t i = 0; i < count; ++i) {
+        const QuantStats q = cuda::stats_of_record(r[i]);
+        out.append(pyb::make_tuple(q.numel, q.amax, q.min_nonzero, q.zeros, q.nan, q.inf, q.underflow, q.subnormal,
+                                   q.overflow, q.te_underflow, q.te_overflow, q.mse(), q.sqnr_db(),
+                                   q.dynamic_range_binades(), r[i].sample));
+    }
+    return out;
+}
+
 #endif
 
 pyb::tuple cuda_available() {
@@ -130,6 +188,17 @@ void bind_cuda(pyb::module_& m) {
           "seed"_a, "stream"_a);
     m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a,
           "nan"_a, "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
+    pyb::class_<StatsPlan>(m, "CudaStatsPlan");
+    m.def("cuda_stats_plan", &stats_plan, "recipe"_a, "is_json"_a, "role"_a, "wide"_a, "format"_a, "rounding"_a,
+          "overflow"_a, "nan"_a);
+    m.def("cuda_stats_async", &stats_async, "plans"_a, "x"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a,
+          "sample"_a, "seed"_a, "stream"_a);
+    m.def("cuda_stats_rows", &stats_rows, "host"_a, "count"_a);
+    pyb::tuple cols(std::size(kRowColumns));
+    for (std::size_t i = 0; i < std::size(kRowColumns); ++i) cols[i] = pyb::str(kRowColumns[i]);
+    m.attr("cuda_stats_columns") = cols;
+    m.attr("cuda_stats_record_bytes") = sizeof(cuda::StatsRecord);
+    m.def("cuda_stats_workspace_bytes", &cuda::statistics_workspace_bytes);
 #endif
 }
 

@@ -8,11 +8,11 @@
 #include "fp8kit/recipes.hpp"
 
 namespace fp8kit::py {
-namespace {
-
 RecipeSpec recipe_of(const std::string& text, bool is_json) {
     return is_json ? recipe_from_json(nlohmann::json::parse(text), "recipe") : parse_recipe(text);
 }
+
+namespace {
 
 AmaxAlgo algo_of(const std::string& s) {
     if (s == "max") return AmaxAlgo::max;

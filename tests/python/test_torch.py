@@ -271,3 +271,69 @@ def test_monitor_attention_qkv_after_rotary():
         assert [got[f"model.layers.{i}.self_attn.{t}"] for t in "qkv"] == [q, k, v]
     assert got["model.layers.0.self_attn.q"] != qproj[0]  # after the rotary embedding, not q_proj's output
     assert "capture" not in registry["sdpa"].__name__  # the wrapper is removed on close
+
+
+def _sample_mask(n, k):
+    """Elements kept by sample=k, written from its definition (docs/torch.md): those in blocks of
+    16 consecutive elements whose block index is a multiple of k."""
+    return (np.arange(n) // 16) % k == 0
+
+
+def test_monitor_sample_cpu(tmp_path):
+    x = inputs(torch.float32, (37, 53), seed=4)  # 1961 elements: a partial last block
+    mon = ft.Monitor(torch.nn.Identity(), recipes=["te-current", "torchao-tensorwise"], sample=3)
+    mon.watch("t", x, "input")
+    mon.close()
+    kept = x.reshape(-1).numpy()[_sample_mask(x.numel(), 3)]
+    for row, name in zip(mon.rows, ["te-current", "torchao-tensorwise"]):
+        scale, scale_inv = fp8kit.recipe_scale(name, "input", float(np.abs(x.numpy()).max()))
+        want = fp8kit.stats(kept, "e4m3", rounding="nearest-even", overflow="saturate-all", nan="canonical",
+                            scale=scale, scale_inv=scale_inv)
+        assert row["sample"] == 3 and row["numel"] == kept.size == want["numel"]
+        for k in ("amax", "min_nonzero", "zeros", "underflow", "subnormal", "overflow", "te_overflow", "mse"):
+            assert row[k] == want[k], k
+    with pytest.raises(ValueError, match="sample"):
+        ft.Monitor(torch.nn.Identity(), sample=0)
+
+
+@gpu
+@pytest.mark.parametrize("sample", [1, 5])
+def test_monitor_gpu_queued_equals_stats(sample):
+    """The monitor's queued GPU statistics (scale from the device amax, record read at the next
+    step) against fp8kit.stats: the synchronous GPU kernel with recipe_scale's host scale (the
+    same kernel: everything bit for bit) and, for sample > 1, the CPU on the kept elements."""
+    recipes = ["te-current", "torchao-tensorwise", "msamp"]
+    assert fp8kit._fp8kit.cuda_stats_columns == ft._STAT_KEYS  # the binding's row tuples
+    mon = ft.Monitor(torch.nn.Identity(), recipes=recipes, sample=sample)
+    xs = {"a": (torch.randn(1000, 301, device="cuda") * 30).to(torch.bfloat16),
+          "g": torch.randn(4099, device="cuda") * 1e-3}
+    xs["a"][5, 7] = float("nan")
+    mon.watch("a", xs["a"], "input")
+    mon.watch("g", xs["g"], "grad")
+    assert mon._queues and not mon._pending  # queued, nothing read yet
+    mon.step()
+    assert mon._pending and not mon._queues  # copied out, read at the next step or on access
+    rows = mon.rows
+    assert len(rows) == 6 and not mon._pending
+    for row in rows:
+        x, role = xs[row["tensor"]], row["role"]
+        amax = float(x.float().abs().nan_to_num(0).max())
+        assert dict((n, a) for _, n, a in mon.trace)[row["tensor"]] == amax
+        r = fp8kit.recipe(row["recipe"])
+        scale, scale_inv = fp8kit.recipe_scale(row["recipe"], role, amax)
+        pol = r["policy"]
+        kw = dict(rounding=pol["rounding"], overflow=pol["overflow"], nan=pol["nan"], scale=scale,
+                  scale_inv=scale_inv)
+        if sample == 1:
+            want = fp8kit.stats(x, row["format"], **kw)
+            keys = ("numel", "amax", "min_nonzero", "zeros", "nan", "underflow", "subnormal", "overflow",
+                    "te_underflow", "te_overflow", "mse", "sqnr_db")  # sums too: the same kernel
+        else:
+            kept = x.cpu().reshape(-1)[torch.from_numpy(_sample_mask(x.numel(), sample))]
+            want = fp8kit.stats(kept, row["format"], **kw)
+            keys = ("numel", "amax", "min_nonzero", "zeros", "nan", "underflow", "subnormal", "overflow",
+                    "te_underflow", "te_overflow")
+            assert row["mse"] == pytest.approx(want["mse"], rel=1e-9)  # binary64 sums, order differs
+        assert row["sample"] == sample
+        for k in keys:
+            assert row[k] == want[k] or (row[k] != row[k] and want[k] != want[k]), (row["recipe"], k)

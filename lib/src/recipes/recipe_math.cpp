@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/recipes.hpp"
+#include "fp8kit/recipes/scale_params.hpp"
 
 namespace fp8kit {
 
@@ -22,6 +23,11 @@ Role parse_recipe_slot(std::string_view s, std::string_view what) {
     const auto r = numerics::parse_role(s);
     if (!r) throw std::invalid_argument(fmt::format("{}: unknown role '{}' (choose from input, weight, grad)", what, s));
     return recipe_slot(*r);
+}
+
+// The arguments recipe_scale passes to rule_scale, resolved (see recipes/scale_params.hpp).
+numerics::ScaleParams recipe_scale_params(const RecipeSpec& r, Role role) {
+    return numerics::make_scale_params(r.rule, r.role(role).format, r.epsilon, r.pow2, r.value_for_inf, r.margin);
 }
 
 ScalePair recipe_scale(const RecipeSpec& r, Role role, float amax) {

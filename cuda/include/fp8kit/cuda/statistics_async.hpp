@@ -1,0 +1,63 @@
+// Statistics without a host round trip: the scale comes from a device amax through the recipe's
+// rule (numerics::rule_scale on the device), the result goes to a device record, and nothing
+// waits, so a training step can queue the statistics of all its tensors and read them once
+// (fp8kit.torch.Monitor). Plain C++ types, no CUDA headers (like kernels.hpp).
+//
+// The numbers are those of statistics() (kernels.hpp): both run the same kernel on the same
+// record (statistics() is this call with a host scale, then a copy and a wait), so counts,
+// extremes and the histogram are exact and the two binary64 sums have the same bits for the same
+// device and launch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fp8kit/cuda/kernels.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
+
+namespace fp8kit::cuda {
+
+// One statistics result in device memory (plain data; copy it to the host and read it with
+// stats_of_record). statistics_async fills a record that holds zeros (all bytes) when the call
+// runs on the stream: zero an array of them with one cudaMemsetAsync.
+struct StatsRecord {
+    std::uint64_t counts[16];  // the kernel's counters (its own order; stats_of_record names them)
+    std::uint64_t histogram[numerics::kHistogramBins];
+    std::uint32_t amax_bits, min_bits;  // float32 bits of amax and min_nonzero of |x| (0xFFFFFFFF: none)
+    double sums[2];                     // sum x^2, sum (x - x^)^2
+    std::uint64_t numel;                // elements the statistics cover (the sample)
+    float scale, scale_inv;             // the scale the statistics used
+    std::uint32_t scale_ok;             // 0: the rule gave a scale or scale_inv not finite and > 0
+    std::uint32_t sample;               // the `sample` argument
+    std::uint32_t min_not;              // working: ~(min |x| bits), max-reduced (0: none yet)
+    std::uint32_t ctas_done;            // working: CTAs finished; the last one completes the record
+};
+
+// Bytes of the workspace statistics_async needs (the per-CTA partial sums). Calls queued on one
+// stream may share one workspace (each call is finished with it before the next starts); calls on
+// different streams need their own.
+std::size_t statistics_workspace_bytes();
+
+// Elements of a tensor of n elements that `sample` keeps: the elements of the blocks of 16
+// consecutive elements whose block index is a multiple of sample (sample = 1: all n).
+std::uint64_t sampled_count(std::size_t n, std::uint32_t sample);
+
+// Statistics of `in` (n elements) under format `to` and `policy` with the scale of `rule` at the
+// amax *d_amax (read on the device when the stream reaches this call): scale, scale_inv =
+// numerics::rule_scale(rule, *d_amax), as recipe_scale gives them on the host. Fills *d_record
+// (zeroed, see StatsRecord) with one kernel launch and no allocation.
+// sample >= 1: only the blocks of 16 elements at indices 0, sample, 2 * sample, ... are counted
+// (stochastic rounding draws the bits of each element's index in the whole tensor); the amax the
+// scale comes from is whatever *d_amax holds (the whole tensor's, in the monitor). Rules that need
+// a global amax (NVFP4) are rejected (their formats have no statistics kernel). Asynchronous.
+void statistics_async(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
+                      const numerics::ScaleParams& rule, const float* d_amax, StatsRecord* d_record,
+                      void* d_workspace, std::uint32_t sample = 1, std::uint64_t seed = 0, std::uint64_t first_index = 0,
+                      Stream stream = nullptr);
+
+// The statistics of a record copied to the host (after the stream finished). Throws
+// std::invalid_argument when the record's scale was not finite and > 0 (statistics() refuses
+// such a scale before it starts).
+numerics::QuantStats stats_of_record(const StatsRecord& r);
+
+}  // namespace fp8kit::cuda

@@ -1,0 +1,227 @@
+// cuda::statistics_async (scale from a device amax through the recipe's rule, result in a device
+// record) against lib: the scale equals fp8kit::recipe_scale(recipe, role, amax) bit for bit,
+// the statistics equal fp8kit::compute_stats under that scale (counts, extremes and histogram
+// exact; the binary64 sums to 1e-9 relative, the documented order tolerance of the statistics
+// kernel), and equal cuda::statistics bit for bit, sums included (the same kernel on the same
+// record). Sampling (every k-th block of 16 elements) equals compute_stats of exactly those
+// elements, gathered here on the host.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fp8kit/cuda/kernels.hpp"
+#include "fp8kit/cuda/statistics_async.hpp"
+#include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/recipes.hpp"
+#include "fp8kit/recipes/scale_params.hpp"
+#include "fp8kit/stats/statistics.hpp"
+
+namespace cu = fp8kit::cuda;
+using fp8kit::Format;
+using fp8kit::Policy;
+using fp8kit::Wide;
+
+namespace {
+
+struct DevBuf {
+    void* p;
+    explicit DevBuf(std::size_t b) : p(cu::device_alloc(b + 16)) {}
+    ~DevBuf() { cu::device_free(p); }
+    DevBuf(const DevBuf&) = delete;
+    DevBuf& operator=(const DevBuf&) = delete;
+};
+
+std::uint32_t bits(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+
+// Normal values over many binades with a NaN, zero or huge (finite) value now and then (and +-Inf
+// when with_inf: then amax is Inf), as `w` bits (round to nearest even from float32 for f16/bf16).
+std::vector<unsigned char> tensor(Wide w, std::size_t n, std::uint32_t seed, bool with_inf = false) {
+    std::mt19937 g(seed);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const float huge = w == Wide::f16 ? 6e4f : 1e30f;  // finite in w (f16's largest is 65504)
+    const float rare[] = {0.0f, -0.0f, NAN, with_inf ? INFINITY : 1e3f, with_inf ? -INFINITY : -2.0f, huge, -3e-41f};
+    std::vector<unsigned char> out(n * fp8kit::wide_size(w));
+    const Policy rne{fp8kit::emu::Rounding::nearest_even, fp8kit::emu::Overflow::no_saturate,
+                     fp8kit::emu::NanEncoding::signed_quiet_payload};
+    fp8kit::emu::with_wide(w, [&](auto dst) {
+        using D = decltype(dst);
+        for (std::size_t i = 0; i < n; ++i) {
+            const float x = g() % 2048 == 0 ? rare[g() % 7] : nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 24) - 12);
+            const auto v = static_cast<typename D::storage_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(bits(x), rne));
+            std::memcpy(out.data() + i * sizeof v, &v, sizeof v);
+        }
+        return 0;
+    });
+    return out;
+}
+
+// A zeroed record, as statistics_async needs.
+void zero(const DevBuf& rec) { cu::device_memset(rec.p, 0, sizeof(cu::StatsRecord)); }
+
+cu::StatsRecord read_record(const void* d) {
+    cu::StatsRecord r;
+    cu::copy_to_host(&r, d, sizeof r);
+    return r;
+}
+
+void check_equal(const fp8kit::QuantStats& got, const fp8kit::QuantStats& want, bool exact_sums) {
+    CHECK(got.numel == want.numel);
+    CHECK(got.zeros == want.zeros);
+    CHECK(got.nan == want.nan);
+    CHECK(got.inf == want.inf);
+    CHECK(got.underflow == want.underflow);
+    CHECK(got.subnormal == want.subnormal);
+    CHECK(got.overflow == want.overflow);
+    CHECK(got.te_underflow == want.te_underflow);
+    CHECK(got.te_overflow == want.te_overflow);
+    CHECK(bits(got.amax) == bits(want.amax));
+    CHECK(bits(got.min_nonzero) == bits(want.min_nonzero));
+    CHECK(std::equal(got.exp_hist.begin(), got.exp_hist.end(), want.exp_hist.begin(), want.exp_hist.end()));
+    if (exact_sums || std::isinf(want.sum_err2)) {
+        CHECK(std::memcmp(&got.sum_x2, &want.sum_x2, 8) == 0);
+        CHECK(std::memcmp(&got.sum_err2, &want.sum_err2, 8) == 0);
+    } else {
+        CHECK(got.sum_x2 == Approx(want.sum_x2).epsilon(1e-9));
+        CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
+    }
+}
+
+// The tensorwise presets whose rule has a statistics kernel (not the NVFP4 rules).
+std::vector<fp8kit::RecipeSpec> tensorwise_presets() {
+    std::vector<fp8kit::RecipeSpec> v;
+    for (const auto& name : fp8kit::recipe_presets()) {
+        const auto r = fp8kit::parse_recipe(name);
+        if (r.input.granularity == fp8kit::Granularity::tensor && cu::has_kernels(r.input.format) &&
+            cu::has_kernels(r.grad.format) && !fp8kit::numerics::rule_uses_global_amax(r.rule))
+            v.push_back(r);
+    }
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("statistics_async: the recipe's scale from a device amax, compute_stats's numbers", "[gpu]") {
+    const auto recipes = tensorwise_presets();
+    REQUIRE(recipes.size() >= 3);  // te-current, torchao-tensorwise, msamp at least
+    const std::size_t n = 200003;
+    for (Wide w : {Wide::f32, Wide::bf16, Wide::f16}) {
+        const auto host = tensor(w, n, 5 + static_cast<int>(w));
+        DevBuf din(host.size()), damax(4), drec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
+        cu::copy_to_device(din.p, host.data(), host.size());
+        cu::amax(w, din.p, n, static_cast<float*>(damax.p));
+        float amax = 0;
+        cu::copy_to_host(&amax, damax.p, 4);
+        for (const auto& r : recipes)
+            for (fp8kit::Role role : {fp8kit::Role::activation, fp8kit::Role::weight, fp8kit::Role::gradient}) {
+                INFO(r.name << " role " << fp8kit::slot_name(role) << " " << fp8kit::name(w));
+                const Format f = r.role(role).format;
+                const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, role, amax);
+                zero(drec);
+                cu::statistics_async(f, w, din.p, n, r.policy, fp8kit::recipe_scale_params(r, role),
+                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p, 1, 3);
+                const cu::StatsRecord rec = read_record(drec.p);
+                CHECK(bits(rec.scale) == bits(sp.scale));
+                CHECK(bits(rec.scale_inv) == bits(sp.scale_inv));
+                const auto got = cu::stats_of_record(rec);
+                const fp8kit::QuantConfig cfg{f, sp.scale, r.policy, sp.scale_inv, 3};
+                check_equal(got, fp8kit::compute_stats(host.data(), w, n, cfg), false);
+                check_equal(got, cu::statistics(f, w, din.p, n, r.policy, sp.scale, sp.scale_inv, 3), true);
+            }
+    }
+}
+
+TEST_CASE("statistics_async with sample k: compute_stats of every k-th block of 16 elements", "[gpu]") {
+    const auto r = fp8kit::parse_recipe("te-current");
+    const std::size_t n = 100000 + 7;
+    for (Wide w : {Wide::f32, Wide::bf16}) {
+        const std::size_t es = fp8kit::wide_size(w);
+        const auto host = tensor(w, n, 17);
+        DevBuf din(host.size() + 16), damax(4), drec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
+        cu::copy_to_device(din.p, host.data(), host.size());
+        // offset 0 (vector loads) and one element in (the unaligned element loop)
+        for (std::size_t off : {std::size_t{0}, std::size_t{1}})
+            for (std::uint32_t k : {1u, 2u, 7u, 64u, 100000u}) {
+                INFO(fp8kit::name(w) << " offset " << off << " sample " << k);
+                const unsigned char* h = host.data() + off * es;
+                const void* d = static_cast<const char*>(din.p) + off * es;
+                const std::size_t m = n - off;
+                cu::amax(w, d, m, static_cast<float*>(damax.p));
+                float amax = 0;
+                cu::copy_to_host(&amax, damax.p, 4);
+                const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, fp8kit::Role::activation, amax);
+                std::vector<unsigned char> kept;
+                for (std::size_t i = 0; i < m; ++i)
+                    if ((i / 16) % k == 0) kept.insert(kept.end(), h + i * es, h + (i + 1) * es);
+                const std::size_t kn = kept.size() / es;
+                CHECK(cu::sampled_count(m, k) == kn);
+                zero(drec);
+                cu::statistics_async(r.input.format, w, d, m, r.policy,
+                                     fp8kit::recipe_scale_params(r, fp8kit::Role::activation),
+                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p, k);
+                const cu::StatsRecord rec = read_record(drec.p);
+                CHECK(rec.sample == k);
+                const fp8kit::QuantConfig cfg{r.input.format, sp.scale, r.policy, sp.scale_inv, 0};
+                check_equal(cu::stats_of_record(rec), fp8kit::compute_stats(kept.data(), w, kn, cfg), false);
+            }
+    }
+}
+
+TEST_CASE("statistics_async: bad arguments throw with the function's name", "[gpu]") {
+    const auto r = fp8kit::parse_recipe("te-current");
+    const auto rule = fp8kit::recipe_scale_params(r, fp8kit::Role::activation);
+    DevBuf d(64), rec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
+    auto* out = static_cast<cu::StatsRecord*>(rec.p);
+    const auto* amax = static_cast<const float*>(d.p);
+    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e4m3, Wide::f32, d.p, 4, r.policy, rule, amax, out, ws.p, 0),
+                        Catch::Contains("statistics_async") && Catch::Contains("sample"));
+    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e5m2, Wide::f32, d.p, 4, r.policy, rule, amax, out, ws.p),
+                        Catch::Contains("statistics_async") && Catch::Contains("format"));
+    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e4m3, Wide::f32, d.p, 4, r.policy, rule, nullptr, out, ws.p),
+                        Catch::Contains("statistics_async"));
+    REQUIRE_THROWS_WITH(cu::statistics_async(Format::e4m3, Wide::f32, d.p, 4, r.policy, rule, amax, out, nullptr),
+                        Catch::Contains("statistics_async"));
+    // A record whose scale is not usable (here: zeroed) is refused when read, as statistics()
+    // refuses such a scale.
+    cu::StatsRecord zero{};
+    REQUIRE_THROWS_WITH(cu::stats_of_record(zero), Catch::Contains("finite and > 0"));
+}
+
+// An amax of +Inf: torchao's rule gives scale fmax / Inf = 0, which statistics() and
+// compute_stats refuse; the device record says so (scale_ok 0, the rule's scale kept) and reading
+// it throws the same way. te's rule at an Inf amax keeps a usable scale (TE's compute_scale_from_amax):
+// whatever recipe_scale gives, the device must give too, usable or not.
+TEST_CASE("statistics_async at an Inf amax: the rule's scale, refused when not usable", "[gpu]") {
+    const std::size_t n = 50001;
+    const auto host = tensor(Wide::f32, n, 23, true);
+    DevBuf din(host.size()), damax(4), drec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
+    cu::copy_to_device(din.p, host.data(), host.size());
+    cu::amax(Wide::f32, din.p, n, static_cast<float*>(damax.p));
+    float amax = 0;
+    cu::copy_to_host(&amax, damax.p, 4);
+    REQUIRE(std::isinf(amax));
+    for (const auto& r : tensorwise_presets()) {
+        INFO(r.name);
+        const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, fp8kit::Role::activation, amax);
+        zero(drec);
+        cu::statistics_async(r.input.format, Wide::f32, din.p, n, r.policy,
+                             fp8kit::recipe_scale_params(r, fp8kit::Role::activation), static_cast<const float*>(damax.p),
+                             static_cast<cu::StatsRecord*>(drec.p), ws.p);
+        const cu::StatsRecord rec = read_record(drec.p);
+        CHECK(bits(rec.scale) == bits(sp.scale));
+        CHECK(bits(rec.scale_inv) == bits(sp.scale_inv));
+        const bool usable = sp.scale > 0 && std::isfinite(sp.scale) && sp.scale_inv > 0 && std::isfinite(sp.scale_inv);
+        CHECK(rec.scale_ok == (usable ? 1u : 0u));
+        if (usable) {
+            const fp8kit::QuantConfig cfg{r.input.format, sp.scale, r.policy, sp.scale_inv, 0};
+            check_equal(cu::stats_of_record(rec), fp8kit::compute_stats(host.data(), Wide::f32, n, cfg), false);
+        } else {
+            CHECK_THROWS_WITH(cu::stats_of_record(rec), Catch::Contains("finite and > 0"));
+        }
+    }
+}
