@@ -28,6 +28,12 @@ nlohmann::json WatchReport::to_json() const {
         g.push_back({{"file", x.file}, {"gate", x.gate}, {"up", x.up}, {"step", x.step}, {"aligned", x.aligned}, {"max_abs_cos", top},
                      {"cos", x.cos}});
     }
+    auto& gr = j["gradients"] = nlohmann::json::array();
+    for (const auto& x : gradients) gr.push_back(x.to_json());
+    auto& bf = j["bf16_layers"] = nlohmann::json::array();
+    for (const auto& x : bf16) bf.push_back(x.to_json());
+    auto& nw = j["norm_weights"] = nlohmann::json::array();
+    for (const auto& x : norms) nw.push_back(x.to_json());
     return j;
 }
 
@@ -48,6 +54,9 @@ WatchReport watch_files(const WatchInputs& in) {
             for (auto& x : s.warnings) r.warnings.push_back(std::move(x));
             for (auto& x : s.tensors) r.shapes.push_back(std::move(x));
             for (auto& x : s.swiglu) r.swiglu.push_back(std::move(x));
+            for (auto& x : s.gradients) r.gradients.push_back(std::move(x));
+            for (auto& x : s.bf16) r.bf16.push_back(std::move(x));
+            for (auto& x : s.norms) r.norms.push_back(std::move(x));
         }
     }
     rank(r.warnings);
