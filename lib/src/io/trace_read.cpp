@@ -199,7 +199,10 @@ bool csv_header(std::string_view line, int& step_col, int& amax_col, int& tensor
 
 namespace {
 
-Trace read_csv_lines(const std::string& path) {
+// The rows of a CSV trace in file order, each given to add(tensor, step, amax, line); returns
+// the number of data rows. Every check but the per-series ones (Builder::finish) is here.
+template <class Add>
+std::size_t csv_rows(const std::string& path, Add&& add) {
     LineReader in(path);
     std::string line;
     std::size_t lineno = 0;
@@ -223,7 +226,8 @@ Trace read_csv_lines(const std::string& path) {
     }
     if (!have_header) throw TraceError(fmt::format("{}: empty file (need a header with step and amax)", path));
     const std::size_t need = static_cast<std::size_t>(std::max({step_col, amax_col, tensor_col})) + 1;
-    Builder b{path, {}, {}};
+    std::size_t rows = 0;
+    std::string tensor;
     while (in.next(line)) {
         lineno = in.lineno();
         strip_cr(line);
@@ -233,22 +237,30 @@ Trace read_csv_lines(const std::string& path) {
             fail(path, lineno, fmt::format("{} fields, the header needs at least {}", f.size(), need));
         const std::int64_t step = parse_step(f[step_col], path, lineno, "step");
         const float amax = parse_amax(f[amax_col], path, lineno);
-        std::string tensor;
+        tensor.clear();
         if (tensor_col >= 0) {
-            tensor = std::string(trim(f[tensor_col]));
+            tensor.assign(trim(f[tensor_col]));
             if (tensor.empty()) fail(path, lineno, "empty tensor name");
         }
-        b.add(tensor, step, amax, lineno);
+        add(tensor, step, amax, lineno);
+        ++rows;
     }
-    if (b.series.empty()) throw TraceError(fmt::format("{}: no data rows after the header", path));
+    if (rows == 0) throw TraceError(fmt::format("{}: no data rows after the header", path));
+    return rows;
+}
+
+Trace read_csv_lines(const std::string& path) {
+    Builder b{path, {}, {}};
+    csv_rows(path, [&](const std::string& t, std::int64_t s, float a, std::size_t l) { b.add(t, s, a, l); });
     return b.finish();
 }
 
-Trace read_dlfw_lines(const std::string& path) {
+// The _cur_amax rows of a dlfw-inspect log in file order (as csv_rows).
+template <class Add>
+std::size_t dlfw_rows(const std::string& path, Add&& add) {
     LineReader in(path);
     std::string line;
-    std::size_t lineno = 0;
-    Builder b{path, {}, {}};
+    std::size_t lineno = 0, rows = 0;
     static constexpr std::string_view kStat = "_cur_amax";
     while (in.next(line)) {
         lineno = in.lineno();
@@ -275,12 +287,37 @@ Trace read_dlfw_lines(const std::string& path) {
         if (vt == std::string_view::npos) fail(path, lineno, "_cur_amax line without value=");
         const auto vv = rest.substr(vt + 6);
         const float amax = parse_amax(vv.substr(0, vv.find_first_of(" \t")), path, lineno);
-        b.add(tensor, step, amax, lineno);
+        add(tensor, step, amax, lineno);
+        ++rows;
     }
-    if (b.series.empty())
+    if (rows == 0)
         throw TraceError(fmt::format("{}: neither a CSV trace (header with step and amax) nor a dlfw-inspect log "
                                      "(no line with _cur_amax)", path));
+    return rows;
+}
+
+Trace read_dlfw_lines(const std::string& path) {
+    Builder b{path, {}, {}};
+    dlfw_rows(path, [&](const std::string& t, std::int64_t s, float a, std::size_t l) { b.add(t, s, a, l); });
     return b.finish();
+}
+
+// Which reader read_trace picks for a file: true for CSV (the first non-empty line).
+bool is_csv_trace(const std::string& path) {
+    LineReader in(path);
+    std::string line;
+    while (in.next(line)) {
+        strip_cr(line);
+        if (trim(line).empty()) continue;
+        int s, a, t;
+        if (line.find(',') != std::string::npos && line.find("_cur_amax") == std::string::npos) {
+            if (csv_header(line, s, a, t)) return true;
+            // A CSV without the needed columns: let read_csv say which one is missing.
+            if (line.find(" - ") == std::string::npos) return true;
+        }
+        break;
+    }
+    return false;
 }
 
 }  // namespace
@@ -335,20 +372,15 @@ Trace read_te_stats(const std::string& path) {
 Trace read_trace(const std::string& path) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return read_te_stats(path);
-    LineReader in(path);
-    std::string line;
-    while (in.next(line)) {
-        strip_cr(line);
-        if (trim(line).empty()) continue;
-        int s, a, t;
-        if (line.find(',') != std::string::npos && line.find("_cur_amax") == std::string::npos) {
-            if (csv_header(line, s, a, t)) return read_csv(path);
-            // A CSV without the needed columns: let read_csv say which one is missing.
-            if (line.find(" - ") == std::string::npos) return read_csv(path);
-        }
-        break;
-    }
-    return read_dlfw_log(path);
+    return is_csv_trace(path) ? read_csv(path) : read_dlfw_log(path);
+}
+
+void stream_rows(const std::string& path, const RowFn& fn) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        throw TraceError(fmt::format("{}: a folder (TE statistics logs) is not read row by row", path));
+    if (is_csv_trace(path)) csv_rows(path, fn);
+    else dlfw_rows(path, fn);
 }
 
 bool matches(std::string_view pattern, std::string_view name) {

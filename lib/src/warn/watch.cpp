@@ -1,5 +1,7 @@
 // watch_files: every input through the trend watcher (and dumps through the shape signals).
 #include <cmath>
+#include <filesystem>
+#include <memory>
 
 #include "fp8kit/analysis/trace_input.hpp"
 #include "fp8kit/warn/watch.hpp"
@@ -41,12 +43,18 @@ WatchReport watch_files(const WatchInputs& in) {
     check(in.trend);
     WatchReport r;
     for (const auto& f : in.files) {
-        // 1. The amax series: a trace, or a dump's amax per dumped step (replay's loader).
-        const trace::Trace t = trace::load_trace(f, in.tensors, in.read);
-        Watcher w(in.trend, f);
-        watch_trace(w, t);
-        for (auto& x : w.warnings()) r.warnings.push_back(std::move(x));
-        for (const auto& tr : w.trends())
+        // 1. The amax series: a CSV trace or dlfw-inspect log streamed row by row (memory bounded
+        //    by the tensors); else, or when its steps are out of order, the whole trace, or a dump's
+        //    amax per dumped step (replay's loader).
+        const bool file = !dump::is_dump_file(f) && !std::filesystem::is_directory(f);
+        auto w = std::make_unique<Watcher>(in.trend, f);
+        if (!file || !watch_stream(*w, f, in.tensors)) {
+            w = std::make_unique<Watcher>(in.trend, f);
+            watch_trace(*w, trace::load_trace(f, in.tensors, in.read));
+        }
+        const Watcher& wr = *w;
+        for (auto& x : wr.warnings()) r.warnings.push_back(std::move(x));
+        for (const auto& tr : wr.trends())
             r.tensors.push_back({f, tr.tensor(), tr.points(), tr.spike_count(), tr.run_slope_per_k(), tr.recent_slope_per_k()});
         // 2. Shapes of a dump's tensors.
         if (in.shapes && dump::is_dump_file(f)) {
