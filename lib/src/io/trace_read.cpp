@@ -116,8 +116,9 @@ struct Builder {
     }
 };
 
-std::vector<std::string_view> split_commas(std::string_view line) {
-    std::vector<std::string_view> out;
+// Into `out` (reused across lines: no allocation per row).
+void split_commas(std::string_view line, std::vector<std::string_view>& out) {
+    out.clear();
     std::size_t start = 0;
     for (;;) {
         const auto p = line.find(',', start);
@@ -125,6 +126,11 @@ std::vector<std::string_view> split_commas(std::string_view line) {
         if (p == std::string_view::npos) break;
         start = p + 1;
     }
+}
+
+std::vector<std::string_view> split_commas(std::string_view line) {
+    std::vector<std::string_view> out;
+    split_commas(line, out);
     return out;
 }
 
@@ -228,11 +234,12 @@ std::size_t csv_rows(const std::string& path, Add&& add) {
     const std::size_t need = static_cast<std::size_t>(std::max({step_col, amax_col, tensor_col})) + 1;
     std::size_t rows = 0;
     std::string tensor;
+    std::vector<std::string_view> f;
     while (in.next(line)) {
         lineno = in.lineno();
         strip_cr(line);
         if (trim(line).empty()) continue;
-        const auto f = split_commas(line);
+        split_commas(line, f);
         if (f.size() < need)
             fail(path, lineno, fmt::format("{} fields, the header needs at least {}", f.size(), need));
         const std::int64_t step = parse_step(f[step_col], path, lineno, "step");

@@ -1,8 +1,6 @@
 // watch_stream: a trace file fed to a Watcher row by row as it is read, memory bounded by the
 // tensors (the watcher's windows, one index entry and one last step per tensor, one batch of rows)
 // rather than by the steps (docs/early-warning.md, "Streaming").
-#include <omp.h>
-
 #include <unordered_map>
 
 #include "fp8kit/numerics/roles.hpp"
@@ -17,30 +15,57 @@ struct Row {
     std::int64_t step;
 };
 
-// Rows of a batch go to the thread that owns their tensor (id % threads), in file order: each
-// tensor sees its steps in order, whatever the thread count, so the state is the same for any.
-void feed(Watcher& w, const std::vector<Row>& rows) {
+// A batch is grouped by tensor (a stable counting sort: each tensor's rows keep their file order)
+// and each tensor's run fed at once: its state stays in cache for the run instead of being
+// fetched again for every row of a step-major file. Tensors are independent, so the state is the
+// same for any thread count.
+void feed(Watcher& w, const std::vector<Row>& rows, std::vector<std::size_t>& start, std::vector<Row>& sorted) {
     auto& trends = w.trends();
-#pragma omp parallel
+    start.assign(trends.size() + 1, 0);
+    for (const Row& r : rows) ++start[r.id + 1];
+    for (std::size_t i = 0; i < trends.size(); ++i) start[i + 1] += start[i];
+    sorted.resize(rows.size());
     {
-        const auto k = static_cast<std::uint32_t>(omp_get_thread_num()), n = static_cast<std::uint32_t>(omp_get_num_threads());
-        for (const Row& r : rows)
-            if (r.id % n == k) trends[r.id].observe(r.step, r.amax);
+        std::vector<std::size_t> at(start.begin(), start.end() - 1);
+        for (const Row& r : rows) sorted[at[r.id]++] = r;
     }
+    const auto n = static_cast<std::ptrdiff_t>(trends.size());
+#pragma omp parallel for schedule(dynamic, 256)
+    for (std::ptrdiff_t t = 0; t < n; ++t)
+        for (std::size_t k = start[static_cast<std::size_t>(t)]; k < start[static_cast<std::size_t>(t) + 1]; ++k)
+            trends[static_cast<std::size_t>(t)].observe(sorted[k].step, sorted[k].amax);
 }
 
 }  // namespace
 
 bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::string>& patterns) {
-    constexpr std::size_t kBatch = 1 << 20;
+    constexpr std::size_t kBatch = 1 << 22;  // rows per batch (2 x 64 MiB with its sorted copy)
     std::unordered_map<std::string, std::int64_t> index;  // name -> watcher id, -1: filtered out
     std::vector<std::int64_t> last;                      // per watcher id: its last step
-    std::vector<Row> batch;
+    for (const auto& t : w.trends()) last.push_back(t.points() ? t.last_step() : -1);
+    std::vector<Row> batch, sorted;
+    std::vector<std::size_t> start;
     batch.reserve(kBatch);
     bool in_order = true;
     struct OutOfOrder {};
     try {
+        std::size_t prev = 0;
         trace::stream_rows(path, [&](const std::string& tensor, std::int64_t step, float amax, std::size_t) {
+            // A training script writes the tensors of every step in the same order: the tensor
+            // after the previous row's is tried first, the name index only when that fails.
+            auto& trends = w.trends();
+            std::size_t guess = prev + 1 < trends.size() ? prev + 1 : 0;
+            if (guess < trends.size() && trends[guess].tensor() == tensor) {
+                if (step <= last[guess]) throw OutOfOrder{};
+                last[guess] = step;
+                prev = guess;
+                batch.push_back({static_cast<std::uint32_t>(guess), amax, step});
+                if (batch.size() == kBatch) {
+                    feed(w, batch, start, sorted);
+                    batch.clear();
+                }
+                return;
+            }
             auto it = index.find(tensor);
             if (it == index.end()) {
                 bool keep = patterns.empty();
@@ -51,13 +76,14 @@ bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::st
             }
             if (it->second < 0) return;
             const auto id = static_cast<std::size_t>(it->second);
+            prev = id;
             // A step that does not increase needs the series sorted (or is an error the whole-file
             // reader reports with both lines): the caller reads the file whole instead.
             if (step <= last[id]) throw OutOfOrder{};
             last[id] = step;
             batch.push_back({static_cast<std::uint32_t>(id), amax, step});
             if (batch.size() == kBatch) {
-                feed(w, batch);
+                feed(w, batch, start, sorted);
                 batch.clear();
             }
         });
@@ -65,7 +91,7 @@ bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::st
         in_order = false;
     }
     if (!in_order) return false;
-    feed(w, batch);
+    feed(w, batch, start, sorted);
     // No tensor matched: the whole-file reader's message names the patterns.
     return !w.trends().empty();
 }
