@@ -69,6 +69,13 @@ bool overflows(float amax, float scale, Format f) {
     return (bits & 0x7FFFFFFFu) > ((bits >> 31) ? lim.neg : lim.pos);
 }
 
+float overflow_threshold(Format f) {
+    const std::uint32_t bits = overflow_limit(f).pos;
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
 bool overflows_by_encode(float amax, float scale, Format f) {
     if (std::isnan(amax) || std::isnan(scale)) return false;
     if (std::isinf(amax)) return true;
