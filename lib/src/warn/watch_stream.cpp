@@ -1,6 +1,7 @@
 // watch_stream: a trace file fed to a Watcher row by row as it is read, memory bounded by the
 // tensors (the watcher's windows, one index entry and one last step per tensor, one batch of rows)
 // rather than by the steps (docs/early-warning.md, "Streaming").
+#include <future>
 #include <unordered_map>
 
 #include "fp8kit/numerics/roles.hpp"
@@ -39,13 +40,26 @@ void feed(Watcher& w, const std::vector<Row>& rows, std::vector<std::size_t>& st
 }  // namespace
 
 bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::string>& patterns) {
-    constexpr std::size_t kBatch = 1 << 22;  // rows per batch (2 x 64 MiB with its sorted copy)
+    constexpr std::size_t kBatch = 1 << 21;  // rows per batch: 3 x 32 MiB (read, being fed, its sorted copy)
     std::unordered_map<std::string, std::int64_t> index;  // name -> watcher id, -1: filtered out
     std::vector<std::int64_t> last;                      // per watcher id: its last step
     for (const auto& t : w.trends()) last.push_back(t.points() ? t.last_step() : -1);
-    std::vector<Row> batch, sorted;
+    std::vector<Row> batch, inflight, sorted;
     std::vector<std::size_t> start;
     batch.reserve(kBatch);
+    // The batch before is fed on another thread while this one is read (parsing and feeding cost
+    // about the same): `pending` is waited for before the next hand-over and before a new tensor
+    // joins the watcher (its trends may move), and on the way out (the future's destructor).
+    std::future<void> pending;
+    auto wait = [&] {
+        if (pending.valid()) pending.get();
+    };
+    auto flush = [&] {
+        wait();
+        std::swap(batch, inflight);
+        batch.clear();
+        pending = std::async(std::launch::async, [&] { feed(w, inflight, start, sorted); });
+    };
     bool in_order = true;
     struct OutOfOrder {};
     try {
@@ -60,16 +74,14 @@ bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::st
                 last[guess] = step;
                 prev = guess;
                 batch.push_back({static_cast<std::uint32_t>(guess), amax, step});
-                if (batch.size() == kBatch) {
-                    feed(w, batch, start, sorted);
-                    batch.clear();
-                }
+                if (batch.size() == kBatch) flush();
                 return;
             }
             auto it = index.find(tensor);
             if (it == index.end()) {
                 bool keep = patterns.empty();
                 for (const auto& p : patterns) keep = keep || trace::matches(p, tensor);
+                if (keep) wait();
                 const std::int64_t id = keep ? static_cast<std::int64_t>(w.id(tensor, recipe_slot(guess_role(tensor)))) : -1;
                 it = index.emplace(tensor, id).first;
                 if (id >= 0) last.resize(w.trends().size(), -1);
@@ -82,14 +94,12 @@ bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::st
             if (step <= last[id]) throw OutOfOrder{};
             last[id] = step;
             batch.push_back({static_cast<std::uint32_t>(id), amax, step});
-            if (batch.size() == kBatch) {
-                feed(w, batch, start, sorted);
-                batch.clear();
-            }
+            if (batch.size() == kBatch) flush();
         });
     } catch (const OutOfOrder&) {
         in_order = false;
     }
+    wait();
     if (!in_order) return false;
     feed(w, batch, start, sorted);
     // No tensor matched: the whole-file reader's message names the patterns.
