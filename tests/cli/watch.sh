@@ -29,6 +29,9 @@ $FP8KIT watch --json "$D/amax_trace.csv" "$D/llama_tiny_dump.h5" > "$T/real.json
 # 3. Outputs: text, CSV, thread-count invariance.
 $FP8KIT watch "$D/amax_trace.csv" --top 3 > "$T/text"; check "text" $?
 grep -q "evidence:" "$T/text" && grep -q "resembles: " "$T/text" && grep -q "change: " "$T/text"; check "text names evidence, case, change" $?
+$FP8KIT watch "$D/llama_tiny_dump.h5" --top 1 > "$T/dtext"; check "text of a dump" $?
+grep -q "^BF16 layers under nvfp4 .*step 299): 3 of 14 linear layers, the last: step_000299/model.layers.1.mlp.gate_proj" "$T/dtext"
+check "text lists the BF16 layers per recipe" $?
 $FP8KIT watch --csv "$D/amax_trace.csv" > "$T/csv"; check "csv" $?
 head -1 "$T/csv" | grep -qx "signal,severity,file,tensor,step,step_end,evidence,resembles,advice"; check "csv header" $?
 $FP8KIT watch --json --threads 1 "$D/amax_trace.csv" > "$T/t1" && $FP8KIT watch --json --threads 2 "$D/amax_trace.csv" > "$T/t2"
@@ -57,6 +60,11 @@ bad "current-scaling forecast recipe" --recipe te-current "$D/amax_trace.csv"
 bad "csv and json" --csv --json "$D/amax_trace.csv"
 bad "unknown block recipe" --block-recipe nosuch "$D/amax_trace.csv"
 grep -q -- "--block-recipe" "$T/err"; check "the message names --block-recipe" $?
+bad "a delayed recipe for the wgrad noise" --grad-recipes te-current,te-delayed "$D/llama_tiny_dump.h5"
+grep -q -- "grad_recipes\|--grad-recipes" "$T/err"; check "the message names the gradient recipes" $?
+bad "unknown norm recipe" --norm-recipe nosuch "$D/amax_trace.csv"
+grep -q -- "--norm-recipe" "$T/err"; check "the message names --norm-recipe" $?
+bad "bf16 fraction past 1" --bf16-fraction 2 "$D/amax_trace.csv"
 printf 'step,tensor,amax\n5,a,1\n5,a,2\n' > "$T/twice.csv"
 bad "a step given twice" "$T/twice.csv"
 exit $fail
