@@ -46,11 +46,19 @@ WatchReport watch_files(const WatchInputs& in) {
         // 1. The amax series: a CSV trace or dlfw-inspect log streamed row by row (memory bounded
         //    by the tensors); else, or when its steps are out of order, the whole trace, or a dump's
         //    amax per dumped step (replay's loader).
-        const bool file = !dump::is_dump_file(f) && !std::filesystem::is_directory(f);
+        const bool is_dump = dump::is_dump_file(f);
+        const bool file = !is_dump && !std::filesystem::is_directory(f);
         auto w = std::make_unique<Watcher>(in.trend, f);
         if (!file || !watch_stream(*w, f, in.tensors)) {
             w = std::make_unique<Watcher>(in.trend, f);
-            watch_trace(*w, trace::load_trace(f, in.tensors, in.read));
+            try {
+                watch_trace(*w, trace::load_trace(f, in.tensors, in.read));
+            } catch (const trace::TraceError&) {
+                // A dump whose tensors carry no step (a checkpoint) has no amax series: it gets the
+                // shape signals only, whose reading reports a dump that is broken.
+                if (!is_dump || !in.shapes) throw;
+                w = std::make_unique<Watcher>(in.trend, f);
+            }
         }
         const Watcher& wr = *w;
         for (auto& x : wr.warnings()) r.warnings.push_back(std::move(x));
