@@ -26,6 +26,16 @@ D=$REPO/data/example
 $FP8KIT watch --json "$D/amax_trace.csv" "$D/llama_tiny_dump.h5" > "$T/real.json"; check "watch the real run" $?
 "$PY" "$REPO/tests/cli/watch_check.py" "$T/real.json"; check "no unsupported warning on the real run" $?
 
+# A transformers checkpoint (no steps): shape, gradient and norm-weight signals only; its norm
+# weights are at initialisation (all ones), which MXFP8 casts exactly: bias 0, no warning.
+$FP8KIT watch --json "$REPO/data/checkpoints/original/model.safetensors" > "$T/ckpt.json"; check "watch a checkpoint" $?
+"$PY" - "$T/ckpt.json" <<'PYEOF'; check "checkpoint: 3 norm weights with bias 0, no warning" $?
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = r["norm_weights"]
+sys.exit(0 if len(n) == 3 and all(x["bias"] == 0 for x in n) and not r["warnings"] and r["tensors"] == [] else 1)
+PYEOF
+
 # 3. Outputs: text, CSV, thread-count invariance.
 $FP8KIT watch "$D/amax_trace.csv" --top 3 > "$T/text"; check "text" $?
 grep -q "evidence:" "$T/text" && grep -q "resembles: " "$T/text" && grep -q "change: " "$T/text"; check "text names evidence, case, change" $?
