@@ -10,6 +10,7 @@
 #include "fp8kit/numerics/scale_rules.hpp"
 #include "fp8kit/stats/block_quantize.hpp"
 #include "fp8kit/warn/gradient.hpp"
+#include "fp8kit/warn/sources.hpp"
 
 namespace fp8kit::warn {
 namespace {
@@ -176,7 +177,7 @@ std::vector<Bf16Choice> bf16_choice(const std::vector<LayerGradient>& layers, do
 
 nlohmann::json Bf16Choice::to_json() const {
     return {{"file", file}, {"step", step}, {"recipe", recipe}, {"linear_layers", linear_layers}, {"keep", keep},
-            {"last", last}, {"by_error", by_error}};
+            {"last", last}, {"by_error", by_error}, {"rule", kCaseBf16Layers}};
 }
 
 }  // namespace fp8kit::warn
