@@ -94,3 +94,18 @@ TEST_CASE("watch_stream: bad rows throw TraceError naming the file and line", "[
         CHECK(std::string(e.what()).find("bad.csv:3") != std::string::npos);
     }
 }
+
+TEST_CASE("watch_stream: the bundled CSV trace and dlfw-inspect log equal their whole-file pass", "[warn]") {
+    for (const char* f : {"/example/amax_trace.csv", "/example/dlfw_inspect.log"}) {
+        const std::string p = std::string(FP8KIT_DATA_DIR) + f;
+        INFO(p);
+        TrendConfig c;
+        c.recipe = parse_recipe("te-delayed");
+        Watcher whole(c, p), streamed(c, p);
+        watch_trace(whole, trace::load_trace(p, {}));
+        REQUIRE(watch_stream(streamed, p, {}));
+        CHECK(streamed.trends().size() == whole.trends().size());
+        CHECK(keys(streamed) == keys(whole));
+        CHECK_FALSE(keys(whole).empty());
+    }
+}
