@@ -20,6 +20,7 @@ $FP8KIT watch --json "$T"/cases/*.csv "$T"/cases/*.h5 > "$T/planted.json"; check
 "$PY" "$REPO/scripts/plant_signatures.py" score "$T/cases" "$T/planted.json" > "$T/score.out"; rc=$?
 cat "$T/score.out"
 check "precision and recall >= 0.9 per signal" $rc
+"$PY" "$REPO/tests/cli/watch_check.py" "$T/planted.json"; check "every warning on the planted cases confirmed from their files" $?
 
 # 2. The bundled real run: every warning's evidence recomputed from the data.
 D=$REPO/data/example
