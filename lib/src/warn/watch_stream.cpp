@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "fp8kit/numerics/roles.hpp"
+#include "fp8kit/parallel/pool.hpp"
 #include "fp8kit/warn/trend.hpp"
 
 namespace fp8kit::warn {
@@ -31,7 +32,10 @@ void feed(Watcher& w, const std::vector<Row>& rows, std::vector<std::size_t>& st
         for (const Row& r : rows) sorted[at[r.id]++] = r;
     }
     const auto n = static_cast<std::ptrdiff_t>(trends.size());
-#pragma omp parallel for schedule(dynamic, 256)
+    // The thread count set for the process (parallel::threads(), --threads): this runs on a thread
+    // of its own, whose OpenMP default would be every core.
+    const int team = static_cast<int>(parallel::threads());
+#pragma omp parallel for schedule(dynamic, 256) num_threads(team)
     for (std::ptrdiff_t t = 0; t < n; ++t)
         for (std::size_t k = start[static_cast<std::size_t>(t)]; k < start[static_cast<std::size_t>(t) + 1]; ++k)
             trends[static_cast<std::size_t>(t)].observe(sorted[k].step, sorted[k].amax);
