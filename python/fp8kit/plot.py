@@ -12,7 +12,7 @@ REPORT.json is `fp8kit watch --json` output (or fp8kit.watch's dict saved as JSO
   blocks_<k>.png  histogram of the block scales (log2 scale_inv) of the dumped tensors with the
                   widest spread (warned ones first), under the report's block recipe;
   gradnoise.png   ||G|| / wgrad quantisation noise per layer and recipe against sqrt(3).
-Needs matplotlib (not in requirements.txt: install it yourself); the C++ CLI has no plotting.
+Needs matplotlib (not a dependency of the package; requirements.txt installs it); the C++ CLI has no plotting.
 """
 import argparse
 import json
