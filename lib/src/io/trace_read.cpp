@@ -146,20 +146,34 @@ public:
         f_.reset(std::fopen(path.c_str(), "rb"));
         if (!f_) throw TraceError(fmt::format("{}: cannot open the file: {}", path, std::strerror(errno)));
     }
+    // Read in blocks of kBlock bytes, lines cut with memchr (a getc per byte was a third of the time
+    // `watch` spends on a 10^8-row trace).
     bool next(std::string& line) {
         line.clear();
         ++lineno_;
-        std::FILE* f = f_.get();
         for (;;) {
-            const int c = getc_unlocked(f);
-            if (c == EOF) {
-                if (std::ferror(f)) fail(path_, lineno_, fmt::format("read error: {}", std::strerror(errno)));
-                return !line.empty();
+            if (pos_ == len_) {
+                if (eof_) return !line.empty();
+                buf_.resize(kBlock);
+                len_ = std::fread(buf_.data(), 1, buf_.size(), f_.get());
+                pos_ = 0;
+                if (len_ < buf_.size()) {
+                    if (std::ferror(f_.get())) fail(path_, lineno_, fmt::format("read error: {}", std::strerror(errno)));
+                    eof_ = true;
+                }
+                continue;
             }
-            if (c == '\n') return true;
-            if (line.size() >= kMaxLine)
+            const char* b = buf_.data() + pos_;
+            const void* nl = std::memchr(b, '\n', len_ - pos_);
+            const std::size_t take = nl ? static_cast<std::size_t>(static_cast<const char*>(nl) - b) : len_ - pos_;
+            if (line.size() + take > kMaxLine)
                 fail(path_, lineno_, fmt::format("line longer than {} bytes: not a trace", kMaxLine));
-            line.push_back(static_cast<char>(c));
+            line.append(b, take);
+            pos_ += take;
+            if (nl) {
+                ++pos_;
+                return true;
+            }
         }
     }
     std::size_t lineno() const { return lineno_; }
@@ -171,6 +185,10 @@ private:
     std::string path_;
     std::unique_ptr<std::FILE, Close> f_;
     std::size_t lineno_ = 0;
+    static constexpr std::size_t kBlock = 1 << 20;
+    std::vector<char> buf_;
+    std::size_t pos_ = 0, len_ = 0;
+    bool eof_ = false;
 };
 
 // Running out of memory is an error that names the line, never an end of file.
