@@ -5,7 +5,8 @@
 REPORT.json is `fp8kit watch --json` output (or fp8kit.watch's dict saved as JSON). Draws, as PNG:
   amax_<k>.png    amax over steps of the k-th warned tensor of a trace file (read again from the
                   file the report names), spikes marked, the growth window's fitted slope (and
-                  extrapolated one window further), and overflow steps marked;
+                  extrapolated one window further), the first overflow and the step the
+                  overflow forecast first passed its threshold;
   swiglu_<k>.png  |cos(gate row, up row)| per channel of each SwiGLU pair, with the threshold;
   channels_<k>.png per-channel amax of the dumped tensors with the largest max/median channel
                   ratio (warned ones first), with the median and the outlier threshold;
@@ -70,6 +71,10 @@ def plot_report(report, out, top=10):
                 ax.plot([f1, 2 * f1 - f0], line([f1, 2 * f1 - f0]), "k:", label="extrapolated")
             elif w["signal"] == "overflow":
                 ax.axvline(n["first_step"], color="orange", lw=1, label="first overflow")
+            elif w["signal"] == "overflow-forecast":
+                # The first step at which P(overflow within the horizon) passed the threshold.
+                ax.axvline(n["first_step"], color="purple", lw=1, ls="--",
+                           label=f"overflow forecast: P = {n['probability']:.2f} within {n['horizon']:g} steps")
         ax.set_xlabel("step")
         ax.set_ylabel("amax")
         ax.set_title(t, fontsize=9)
