@@ -7,12 +7,22 @@
       growth (amax x 2^(R (t - t0) / 1000) from step t0), a planted spike (amax x F at step t0)
       or nothing (null), and dump cases (one HDF5 per case: a real SwiGLU gate/up weight pair of
       llama_tiny_dump.h5) with 1..4 channels made aligned (up row = a x gate row + noise, |cos|
-      >= 0.95) or nothing. OUTDIR/manifest.json lists every case and what was planted where.
+      >= 0.95) or nothing; sub-noise gradient cases (one HDF5 per case: a real layer's input X and
+      output gradient dY of llama_tiny_dump.h5, float32) where dY is projected off the column space
+      of X and eps in [0.005, 0.03] of it added back, so that the weight gradient dY^T X shrinks by
+      eps while the operands, and the quantisation noise of the wgrad GEMM, keep their size, or left
+      as dumped (null); and norm-weight cases (a real gate weight beside a 64-element
+      input_layernorm weight): weights clustered round a value c (c (1 + 0.002 z)) whose MXFP8 cast
+      (TE's round-up E8M0 scale, E4M3 round-to-nearest: transcribed here with ml_dtypes, not from
+      fp8kit) is biased by more than 1%, or nulls: all ones (initialisation) or spread widely
+      (uniform 0.5 .. 1.5) with a reference bias under 0.25%.
+      OUTDIR/manifest.json lists every case and what was planted where.
   plant_signatures.py score OUTDIR REPORT.json
       Scores `fp8kit watch --json` over the cases: per signal, a true positive is a warning of
       that signal on the planted case's tensor at the planted step (spike: the step is listed;
       growth: first seen within [t0, t0 + 96]; swiglu-alignment: the warned channels are exactly
-      the planted ones); any other warning of the signal is a false positive. Prints precision
+      the planted ones; grad-noise: the planted layer and step; norm-weight-bias: the planted norm
+      weight); any other warning of the signal is a false positive. Prints precision
       and recall per signal and exits 1 when one is below 0.9.
 """
 import argparse
@@ -22,6 +32,7 @@ import os
 import sys
 
 import h5py
+import ml_dtypes
 import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -106,10 +117,104 @@ def plant(out, seed):
                 for k, v in src[n].attrs.items():
                     d.attrs[k] = v
         cases.append(case)
+    cases += plant_gradients(out, rng, src)
+    cases += plant_norms(out, rng, src)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(cases, f, indent=1)
     nulls = sum(c["signal"] is None for c in cases)
     print(f"{len(cases)} cases, {nulls} null ({100 * nulls / len(cases):.0f}%) in {out}")
+
+
+def write_h5(path, tensors):
+    with h5py.File(path, "w") as f:
+        for name, x, attrs in tensors:
+            d = f.create_dataset(name, data=x)
+            for k, v in attrs.items():
+                d.attrs[k] = v
+
+
+def as_f32(d):
+    """A dumped dataset as float32 (bfloat16 stored as uint16 with a dtype attribute)."""
+    x = d[...]
+    if d.attrs.get("dtype") == "bfloat16":
+        return (x.astype(np.uint32) << 16).view(np.float32)
+    return x.astype(np.float32)
+
+
+def plant_gradients(out, rng, src):
+    # Layers whose input has fewer features than tokens: only there can per-token gradients cancel
+    # (X's columns do not span every token direction).
+    layers = []
+    for step in sorted(src):
+        for name in sorted(src[step]):
+            g = src[step][name]
+            if "input" in g and "grad_output" in g and g["input"].shape[-1] < np.prod(g["input"].shape[:-1]):
+                layers.append((step, name))
+    cases = []
+    for i in range(45):
+        step, name = layers[rng.integers(len(layers))]
+        x = as_f32(src[step][name]["input"])
+        dy = as_f32(src[step][name]["grad_output"])
+        t = int(np.prod(x.shape[:-1]))
+        x2, dy2 = x.reshape(t, -1).astype(np.float64), dy.reshape(t, -1).astype(np.float64)
+        case = {"case": f"g{i:03d}", "tensor": f"{step}/{name}", "step": int(src[step][name]["input"].attrs["step"])}
+        if i < 30:
+            eps = float(rng.uniform(0.005, 0.03))
+            q, _ = np.linalg.qr(x2)
+            dy2 = dy2 - (1 - eps) * q @ (q.T @ dy2)
+            case.update(kind="sub-noise-gradient", signal="grad-noise", eps=eps)
+        else:
+            case.update(kind="null-gradient", signal=None)
+        case["file"] = os.path.join(out, case["case"] + ".h5")
+        attrs = lambda role: {"role": role, "step": case["step"]}
+        write_h5(case["file"], [(f"{step}/{name}/input", x2.astype(np.float32).reshape(x.shape), attrs("activation")),
+                                (f"{step}/{name}/grad_output", dy2.astype(np.float32).reshape(dy.shape), attrs("gradient"))])
+        cases.append(case)
+    return cases
+
+
+def mxfp8_bias(w):
+    """sum(Q(w) - w) / sum|w| of w (float32, length a multiple of 32) under TE's MXFP8 cast:
+    scale_inv = 2^ceil(log2(fl32(amax * fl32(1 / 448)))) per 1x32 block (float_to_e8m0 rounds up),
+    elements fl32(x / scale_inv) cast to E4M3 round-to-nearest-even (ml_dtypes), times scale_inv."""
+    w = np.asarray(w, dtype=np.float32).reshape(-1, 32)
+    amax = np.abs(w).max(axis=1, keepdims=True)
+    d = (amax * (np.float32(1) / np.float32(448))).astype(np.float32)
+    m, e = np.frexp(d.astype(np.float64))
+    e = np.where(m == 0.5, e - 1, e)  # an exact power of two keeps its exponent; else round up
+    scale_inv = np.exp2(e.astype(np.float64))
+    q = (w / scale_inv).astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) * scale_inv
+    return float((q - w).sum() / np.abs(w.astype(np.float64)).sum())
+
+
+def plant_norms(out, rng, src):
+    steps = sorted(src)
+    cases = []
+    for i in range(45):
+        step = steps[rng.integers(len(steps))]
+        layer = int(rng.integers(2))
+        gname = f"{step}/model.layers.{layer}.mlp.gate_proj/weight"
+        nname = f"{step}/model.layers.{layer}.input_layernorm/weight"
+        case = {"case": f"n{i:03d}", "tensor": nname, "step": int(src[gname].attrs["step"])}
+        while True:
+            if i < 30:  # clustered off the E4M3 grid
+                w = (rng.uniform(0.6, 1.6) * (1 + 0.002 * rng.standard_normal(64))).astype(np.float32)
+                if abs(mxfp8_bias(w)) > 0.01:
+                    break
+            elif i < 37:
+                w = np.ones(64, dtype=np.float32)
+                break
+            else:
+                w = rng.uniform(0.5, 1.5, 64).astype(np.float32)
+                if abs(mxfp8_bias(w)) < 0.0025:
+                    break
+        case.update(kind="norm-bias" if i < 30 else "null-norm", signal="norm-weight-bias" if i < 30 else None,
+                    bias=mxfp8_bias(w))
+        case["file"] = os.path.join(out, case["case"] + ".h5")
+        write_h5(case["file"], [(gname, src[gname][...], dict(src[gname].attrs)),
+                                (nname, w, {"role": "weight", "step": case["step"]})])
+        cases.append(case)
+    return cases
 
 
 def score(out, report):
@@ -119,7 +224,7 @@ def score(out, report):
     for w in warnings:
         by_file.setdefault(w["file"], []).append(w)
     ok = True
-    for signal in ("growth", "spike", "swiglu-alignment"):
+    for signal in ("growth", "spike", "swiglu-alignment", "grad-noise", "norm-weight-bias"):
         tp = fp = planted = 0
         for c in cases:
             ws = [w for w in by_file.get(c["file"], []) if w["signal"] == signal]
@@ -135,8 +240,10 @@ def score(out, report):
                     good = good and w["numbers"]["count"] == 1
                 elif signal == "growth":
                     good = w["tensor"] == c["tensor"] and c["step"] <= w["step"] <= c["step"] + GROWTH_LAG
-                else:
+                elif signal == "swiglu-alignment":
                     good = w["tensor"] == c["tensor"] and sorted(w["numbers"]["channels"]) == c["channels"]
+                else:
+                    good = w["tensor"] == c["tensor"] and w["step"] == c["step"]
                 if good and not hit:
                     tp += 1
                     hit = True

@@ -1,5 +1,6 @@
 // fp8kit watch: early warnings from the trends in amax traces and the shapes in dumps
 // (lib/src/warn; docs/early-warning.md). The CLI parses, calls warn::watch_files and prints.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@ namespace {
 struct WatchOpts {
     std::vector<std::string> files, tensors;
     std::string recipe = "te-delayed", algo, format = "auto", fixed_recipe = "te-current", block_recipe = "mxfp8";
+    std::string grad_recipes = "te-current,mxfp8,nvfp4", norm_recipe = "mxfp8";
     std::optional<int> history, margin;
     warn::TrendConfig trend;
     warn::ShapeConfig shape;
@@ -46,8 +48,20 @@ void run(WatchOpts& o) {
     if (!o.no_forecast) in.trend.recipe = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
     if (in.trend.fixed_calibration > 0) in.trend.fixed_recipe = named_recipe("--fixed-recipe", o.fixed_recipe);
     if (o.block_recipe != "none") in.shape.block_recipe = named_recipe("--block-recipe", o.block_recipe);
+    in.shape.grad.recipes.clear();
+    if (o.grad_recipes != "none") {
+        std::size_t at = 0;
+        while (at <= o.grad_recipes.size()) {
+            const auto comma = std::min(o.grad_recipes.find(',', at), o.grad_recipes.size());
+            in.shape.grad.recipes.push_back(named_recipe("--grad-recipes", o.grad_recipes.substr(at, comma - at)));
+            at = comma + 1;
+        }
+    }
+    in.shape.grad.norm_recipe.reset();
+    if (o.norm_recipe != "none") in.shape.grad.norm_recipe = named_recipe("--norm-recipe", o.norm_recipe);
     warn::WatchReport rep;
     try {
+        warn::check(in.shape.grad);
         rep = warn::watch_files(in);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
@@ -68,6 +82,13 @@ void run(WatchOpts& o) {
     for (std::size_t i = 0; i < rep.warnings.size() && (o.top == 0 || i < o.top); ++i)
         fmt::print("{}. {}\n", i + 1, warn::to_text(rep.warnings[i]));
     if (o.top && rep.warnings.size() > o.top) fmt::print("... {} more (--top 0 lists all, --json has all)\n", rep.warnings.size() - o.top);
+    for (const auto& c : rep.bf16) {
+        std::string last, err;
+        for (const auto& l : c.last) last += (last.empty() ? "" : ", ") + io::printable(l);
+        for (const auto& l : c.by_error) err += (err.empty() ? "" : ", ") + io::printable(l);
+        fmt::print("BF16 layers under {} ({}, step {}): {} of {} linear layers, the last: {}; by wgrad error: {}\n", c.recipe,
+                   io::printable(c.file), c.step, c.keep, c.linear_layers, last, err);
+    }
 }
 
 Register reg([](CLI::App& root) {
@@ -101,6 +122,16 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--outlier-k", o->shape.outlier_k, "Outlier channel: amax > k x median channel amax")->capture_default_str();
     cmd->add_option("--kurtosis-max", o->shape.kurtosis_max, "Warn above this kurtosis")->capture_default_str();
     cmd->add_option("--swiglu-cos", o->shape.swiglu_cos, "Aligned SwiGLU channel: |cos(gate, up)| >= this")->capture_default_str();
+    cmd->add_option("--grad-recipes", o->grad_recipes,
+                    "Recipes (comma-separated, or none) whose wgrad GEMM noise is measured on dumped input/grad_output pairs")
+        ->capture_default_str();
+    cmd->add_option("--grad-ratio", o->shape.grad.ratio_min, "Warn when ||G|| / wgrad quantisation noise falls below (sqrt 3)")
+        ->capture_default_str();
+    cmd->add_option("--bf16-fraction", o->shape.grad.bf16_fraction, "Share of linear layers a recipe keeps in BF16")->capture_default_str();
+    cmd->add_option("--norm-recipe", o->norm_recipe, "Recipe quantising LayerNorm/RMSNorm weights for their bias, or none")
+        ->capture_default_str();
+    cmd->add_option("--norm-bias-max", o->shape.grad.norm_bias_max, "Warn when |norm-weight bias| exceeds this fraction")
+        ->capture_default_str();
     cmd->add_option("--top", o->top, "Text: show this many warnings (0: all)")->capture_default_str();
     cmd->add_flag("--csv", o->csv, "CSV: one row per warning");
     cmd->add_flag("--json", o->json, "JSON: warnings, per-tensor trends, shapes, SwiGLU alignment");

@@ -11,9 +11,13 @@ from . import _fp8kit
 def watch(files, **options):
     """The report `fp8kit watch --json FILES...` prints, as a dict: 'warnings' (ranked, each with
     signal, tensor, step, evidence, numbers, resembles, advice), 'tensors' (growth rates per
-    series), 'shapes' and 'swiglu' (dumps). options: the CLI's settings with underscores, e.g.
-    window=64, growth=25, spike_k=16, recipe='te-delayed' (None: no forecast), format='auto',
-    fixed_calibration=0, block_recipe='mxfp8', outlier_k=64, swiglu_cos=0.9, tensors=[globs]."""
+    series), 'shapes' (with 'channel_amax' and 'blocks' 'scale_log2_hist'), 'swiglu', 'gradients'
+    (wgrad noise per linear layer and recipe), 'bf16_layers' and 'norm_weights' (dumps). options:
+    the CLI's settings with underscores, e.g. window=64, growth=25, spike_k=16,
+    recipe='te-delayed' (None: no forecast), format='auto', fixed_calibration=0,
+    block_recipe='mxfp8', outlier_k=64, swiglu_cos=0.9, tensors=[globs],
+    grad_recipes=['te-current', 'mxfp8', 'nvfp4'] ([]: off), grad_ratio=sqrt(3),
+    bf16_fraction=0.15, norm_recipe='mxfp8' ('none': off), norm_bias_max=0.005."""
     if isinstance(files, (str, os.PathLike)):
         files = [files]
     return json.loads(_fp8kit.watch_files([os.fspath(f) for f in files], json.dumps(options)))

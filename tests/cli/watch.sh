@@ -20,15 +20,29 @@ $FP8KIT watch --json "$T"/cases/*.csv "$T"/cases/*.h5 > "$T/planted.json"; check
 "$PY" "$REPO/scripts/plant_signatures.py" score "$T/cases" "$T/planted.json" > "$T/score.out"; rc=$?
 cat "$T/score.out"
 check "precision and recall >= 0.9 per signal" $rc
+"$PY" "$REPO/tests/cli/watch_check.py" "$T/planted.json"; check "every warning on the planted cases confirmed from their files" $?
 
 # 2. The bundled real run: every warning's evidence recomputed from the data.
 D=$REPO/data/example
 $FP8KIT watch --json "$D/amax_trace.csv" "$D/llama_tiny_dump.h5" > "$T/real.json"; check "watch the real run" $?
 "$PY" "$REPO/tests/cli/watch_check.py" "$T/real.json"; check "no unsupported warning on the real run" $?
 
+# A transformers checkpoint (no steps): shape, gradient and norm-weight signals only; its norm
+# weights are at initialisation (all ones), which MXFP8 casts exactly: bias 0, no warning.
+$FP8KIT watch --json "$REPO/data/checkpoints/original/model.safetensors" > "$T/ckpt.json"; check "watch a checkpoint" $?
+"$PY" - "$T/ckpt.json" <<'PYEOF'; check "checkpoint: 3 norm weights with bias 0, no warning" $?
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = r["norm_weights"]
+sys.exit(0 if len(n) == 3 and all(x["bias"] == 0 for x in n) and not r["warnings"] and r["tensors"] == [] else 1)
+PYEOF
+
 # 3. Outputs: text, CSV, thread-count invariance.
 $FP8KIT watch "$D/amax_trace.csv" --top 3 > "$T/text"; check "text" $?
 grep -q "evidence:" "$T/text" && grep -q "resembles: " "$T/text" && grep -q "change: " "$T/text"; check "text names evidence, case, change" $?
+$FP8KIT watch "$D/llama_tiny_dump.h5" --top 1 > "$T/dtext"; check "text of a dump" $?
+grep -q "^BF16 layers under nvfp4 .*step 299): 3 of 14 linear layers, the last: step_000299/model.layers.1.mlp.gate_proj" "$T/dtext"
+check "text lists the BF16 layers per recipe" $?
 $FP8KIT watch --csv "$D/amax_trace.csv" > "$T/csv"; check "csv" $?
 head -1 "$T/csv" | grep -qx "signal,severity,file,tensor,step,step_end,evidence,resembles,advice"; check "csv header" $?
 $FP8KIT watch --json --threads 1 "$D/amax_trace.csv" > "$T/t1" && $FP8KIT watch --json --threads 2 "$D/amax_trace.csv" > "$T/t2"
@@ -57,6 +71,11 @@ bad "current-scaling forecast recipe" --recipe te-current "$D/amax_trace.csv"
 bad "csv and json" --csv --json "$D/amax_trace.csv"
 bad "unknown block recipe" --block-recipe nosuch "$D/amax_trace.csv"
 grep -q -- "--block-recipe" "$T/err"; check "the message names --block-recipe" $?
+bad "a delayed recipe for the wgrad noise" --grad-recipes te-current,te-delayed "$D/llama_tiny_dump.h5"
+grep -q -- "grad_recipes\|--grad-recipes" "$T/err"; check "the message names the gradient recipes" $?
+bad "unknown norm recipe" --norm-recipe nosuch "$D/amax_trace.csv"
+grep -q -- "--norm-recipe" "$T/err"; check "the message names --norm-recipe" $?
+bad "bf16 fraction past 1" --bf16-fraction 2 "$D/amax_trace.csv"
 printf 'step,tensor,amax\n5,a,1\n5,a,2\n' > "$T/twice.csv"
 bad "a step given twice" "$T/twice.csv"
 exit $fail

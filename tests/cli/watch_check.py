@@ -101,8 +101,63 @@ def tensor_of(path, name):
         return x.reshape(-1, x.shape[-1])
 
 
+def mxfp8_columns(x):
+    """TE's MXFP8 cast (transcribed: float_to_e8m0 rounds amax * fl32(1/448) up to a power of two,
+    E4M3 round-to-nearest-even by ml_dtypes) of each row of x in blocks of 32, dequantised, float64."""
+    x = np.asarray(x, dtype=np.float32)
+    f, t = x.shape
+    b = x.reshape(f, t // 32, 32)
+    d = (np.abs(b).max(axis=-1, keepdims=True) * (np.float32(1) / np.float32(448))).astype(np.float32).astype(np.float64)
+    m, e = np.frexp(d)
+    s = np.exp2(np.where(m == 0.5, e - 1, e))
+    return ((b / s).astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) * s).reshape(f, t)
+
+
+def check_gradient(w):
+    """grad-noise: ||G|| of every recipe entry recomputed from the dumped input and output gradient;
+    the noise recomputed independently for MXFP8 with round-to-nearest (the other recipes' noise is
+    checked for consistency with the ratio only)."""
+    n = w["numbers"]
+    layer = n["layer"]
+    with h5py.File(w["file"], "r") as f:
+        x = decoded(f[layer["layer"] + "/input"]).astype(np.float32).reshape(layer["tokens"], -1)
+        dy = decoded(f[layer["layer"] + "/grad_output"]).astype(np.float32).reshape(layer["tokens"], -1)
+    g = dy.astype(np.float64).T @ x.astype(np.float64)
+    for r in layer["recipes"]:
+        if not close(r["grad_norm"], np.linalg.norm(g), 1e-9):
+            fail(w, f"{r['recipe']}: ||G|| {r['grad_norm']} != {np.linalg.norm(g)}")
+        if r["recipe"] == "mxfp8" and layer["tokens"] % 32 == 0:
+            noise = np.linalg.norm(mxfp8_columns(dy.T) @ mxfp8_columns(x.T).T - g)
+            if not close(r["noise_rtn"], noise, 1e-9):
+                fail(w, f"mxfp8 noise {r['noise_rtn']} != {noise}")
+    for b in n["below"]:
+        r = next(r for r in layer["recipes"] if r["recipe"] == b["recipe"])
+        key = "ratio_rtn" if b["rounding"] == "round-to-nearest" else "ratio_sr"
+        if not (b["ratio"] < n["threshold"] and close(r[key], r["grad_norm"] / r["noise_" + key[6:]], 1e-12)):
+            fail(w, f"{b}: not below {n['threshold']} or inconsistent")
+
+
+def check_norm(w):
+    n = w["numbers"]
+    if n["recipe"] != "mxfp8":
+        return fail(w, f"no independent check for recipe {n['recipe']}")
+    with h5py.File(w["file"], "r") as f:
+        v = decoded(f[w["tensor"]]).astype(np.float32).reshape(-1)
+    pad = (-len(v)) % 32  # zeros do not change a block's amax nor the sums
+    q = mxfp8_columns(np.concatenate([v, np.zeros(pad, np.float32)]).reshape(1, -1))[0, :len(v)]
+    bias = (q - v).sum() / np.abs(v.astype(np.float64)).sum()
+    if not (close(bias, n["bias"], 1e-9) and abs(bias) > 0.005):
+        fail(w, f"bias {bias} vs {n['bias']}")
+
+
 def check_shape(w):
     n = w["numbers"]
+    if w["signal"] == "grad-noise":
+        check_gradient(w)
+        return True
+    if w["signal"] == "norm-weight-bias":
+        check_norm(w)
+        return True
     if w["signal"] == "outlier-channels":
         x = tensor_of(w["file"], w["tensor"])
         ch = np.max(np.abs(x), axis=0).astype(np.float64)

@@ -43,7 +43,7 @@ def test_bad_settings_raise_value_error():
 
 
 def test_plot_writes_pngs(tmp_path):
-    pytest.importorskip("matplotlib", reason="fp8kit.plot needs matplotlib, which requirements.txt does not list")
+    pytest.importorskip("matplotlib", reason="fp8kit.plot needs matplotlib, which the fp8kit package does not depend on")
     from fp8kit import plot
     r = fp8kit.watch([os.path.join(DATA, "amax_trace.csv"), os.path.join(DATA, "llama_tiny_dump.h5")])
     paths = plot.plot_report(r, str(tmp_path / "plots"), top=2)
@@ -55,3 +55,88 @@ def test_plot_writes_pngs(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("[1, 2]")
     assert plot.main([str(bad), "--out", str(tmp_path / "x")]) == 2
+
+
+def _te_mxfp8_columnwise(x):
+    """Independent transcription (from TE's MXFP8 cast, not fp8kit) of the wgrad GEMM operand:
+    blocks of 32 tokens per feature, scale_inv = 2^ceil(log2(fl32(amax * fl32(1/448)))) (TE
+    float_to_e8m0 rounds up; an exact power of two stays), E4M3 round-to-nearest-even (ml_dtypes).
+    x: tokens x features float32; returns the dequantised features x tokens, float64."""
+    import ml_dtypes
+    xt = np.ascontiguousarray(x.T).astype(np.float32)
+    f, t = xt.shape
+    b = xt.reshape(f, t // 32, 32)
+    amax = np.abs(b).max(axis=-1, keepdims=True)
+    d = (amax * (np.float32(1) / np.float32(448))).astype(np.float32).astype(np.float64)
+    m, e = np.frexp(d)
+    e = np.where(m == 0.5, e - 1, e)
+    s = np.exp2(e)
+    q = (b / s).astype(np.float32).astype(ml_dtypes.float8_e4m3fn).astype(np.float64) * s
+    return q.reshape(f, t)
+
+
+def _bf16(d):
+    x = d[...]
+    return (x.astype(np.uint32) << 16).view(np.float32) if d.attrs.get("dtype") == "bfloat16" else x.astype(np.float32)
+
+
+def test_wgrad_noise_matches_an_independent_mxfp8_reference():
+    h5py = pytest.importorskip("h5py")
+    r = fp8kit.watch(os.path.join(DATA, "llama_tiny_dump.h5"), grad_recipes=["mxfp8"], recipe=None)
+    by = {(g["step"], g["layer"]): g for g in r["gradients"]}
+    assert len(by) == 45  # 15 linear layers x 3 dumped steps
+    with h5py.File(os.path.join(DATA, "llama_tiny_dump.h5")) as f:
+        layer = "step_000100/model.layers.0.mlp.up_proj"
+        x = _bf16(f[layer + "/input"]).reshape(128, -1)
+        dy = f[layer + "/grad_output"][...].astype(np.float32).reshape(128, -1)
+    g = dy.astype(np.float64).T @ x.astype(np.float64)
+    gq = _te_mxfp8_columnwise(dy) @ _te_mxfp8_columnwise(x).T
+    got = by[(100, layer)]["recipes"][0]
+    assert got["recipe"] == "mxfp8"
+    # binary64 sums in another order: 1e-9 relative
+    assert got["grad_norm"] == pytest.approx(np.linalg.norm(g), rel=1e-9)
+    assert got["noise_rtn"] == pytest.approx(np.linalg.norm(gq - g), rel=1e-9)
+    assert got["ratio_sr"] > np.sqrt(3) and got["ratio_rtn"] > np.sqrt(3)
+    # The BF16 choice: 15% of the 14 linear layers (lm_head left out), the last in model order.
+    c = [b for b in r["bf16_layers"] if b["step"] == 100][0]
+    assert c["linear_layers"] == 14 and c["keep"] == 3
+    assert c["last"] == ["step_000100/model.layers.1.mlp.gate_proj", "step_000100/model.layers.1.mlp.up_proj",
+                         "step_000100/model.layers.1.mlp.down_proj"]
+    assert not [w for w in r["warnings"] if w["signal"] == "grad-noise"]
+
+
+def test_norm_weight_bias_against_reference(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    import ml_dtypes
+    rng = np.random.default_rng(3)
+    w = (1.03 * (1 + 0.002 * rng.standard_normal(64))).astype(np.float32)
+    ones = np.ones(64, dtype=np.float32)
+    p = tmp_path / "norms.h5"
+    with h5py.File(p, "w") as f:
+        for name, v in (("model.layers.0.input_layernorm.weight", w), ("model.norm.weight", ones)):
+            f[name] = v
+            f[name].attrs["step"] = 7
+            f[name].attrs["role"] = "weight"
+    r = fp8kit.watch(str(p), recipe=None)
+    got = {n["tensor"]: n for n in r["norm_weights"]}
+    # Reference: TE MXFP8 (as above) on the 1 x 64 weight.
+    q = _te_mxfp8_columnwise(w.reshape(64, 1)).reshape(-1)
+    bias = (q - w).sum() / np.abs(w.astype(np.float64)).sum()
+    assert abs(bias) > 0.005
+    assert got["model.layers.0.input_layernorm.weight"]["bias"] == pytest.approx(bias, rel=1e-12)
+    assert got["model.norm.weight"]["bias"] == 0
+    warned = [x["tensor"] for x in r["warnings"] if x["signal"] == "norm-weight-bias"]
+    assert warned == ["model.layers.0.input_layernorm.weight"]
+    with pytest.raises(ValueError, match="grad_recipes"):
+        fp8kit.watch(str(p), grad_recipes=["te-delayed"])
+
+
+def test_plot_channels_and_block_scales(tmp_path):
+    pytest.importorskip("matplotlib", reason="fp8kit.plot needs matplotlib, which the fp8kit package does not depend on")
+    from fp8kit import plot
+    r = fp8kit.watch(os.path.join(DATA, "llama_tiny_dump.h5"), recipe=None)
+    s = r["shapes"][0]
+    assert len(s["channel_amax"]) == s["channels"] and max(s["channel_amax"]) == s["max_channel_amax"]
+    assert sum(c for _, c in s["blocks"]["scale_log2_hist"]) <= s["blocks"]["count"]
+    paths = [os.path.basename(p) for p in plot.plot_report(r, str(tmp_path), top=2)]
+    assert {"channels_0.png", "blocks_0.png", "gradnoise.png"} <= set(paths)

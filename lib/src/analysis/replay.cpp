@@ -78,6 +78,13 @@ bool overflows(float amax, float scale, Format f, Rounding rounding) {
     return std::fabs(s) > fp8_max(f);  // Inf included
 }
 
+float overflow_threshold(Format f) {
+    const std::uint32_t bits = overflow_limit(f).pos;
+    float v;
+    std::memcpy(&v, &bits, sizeof v);
+    return v;
+}
+
 bool overflows_by_encode(float amax, float scale, Format f) {
     if (std::isnan(amax) || std::isnan(scale)) return false;
     if (std::isinf(amax)) return true;

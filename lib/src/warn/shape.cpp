@@ -1,5 +1,6 @@
 // Shape signals of one tensor and of a SwiGLU gate/up pair (docs/early-warning.md, "shapes").
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "fp8kit/stats/statistics.hpp"
@@ -13,7 +14,9 @@ nlohmann::json ShapeStats::to_json() const {
                         {"outlier_channels", outlier_channels}, {"kurtosis", std::isfinite(kurtosis) ? nlohmann::json(kurtosis) : nlohmann::json(nullptr)}};
     if (has_blocks)
         j["blocks"] = {{"count", blocks}, {"underflow", underflow}, {"saturation", saturation},
-                       {"scale_log2_std", scale_log2_std}, {"scale_log2_range", scale_log2_range}};
+                       {"scale_log2_std", scale_log2_std}, {"scale_log2_range", scale_log2_range},
+                       {"scale_log2_hist", scale_log2_hist}};
+    j["channel_amax"] = channel_amax;
     return j;
 }
 
@@ -51,6 +54,7 @@ ShapeStats shape_of(const float* x, std::uint64_t rows, std::uint64_t cols, Role
     std::nth_element(tmp.begin(), tmp.begin() + cols / 2, tmp.end());
     s.median_channel_amax = cols ? tmp[cols / 2] : 0;
     s.max_channel_amax = cols ? *std::max_element(ch.begin(), ch.end()) : 0;
+    s.channel_amax = ch;
     if (cols >= cfg.min_channels && s.median_channel_amax > 0)
         for (std::uint64_t c = 0; c < cols; ++c)
             if (ch[c] > cfg.outlier_k * s.median_channel_amax) s.outlier_channels.push_back(c);
@@ -80,6 +84,12 @@ ShapeStats shape_of(const float* x, std::uint64_t rows, std::uint64_t cols, Role
         // amax (MX: 2^-127), which would say nothing about the data's range, so blocks with exactly
         // that scale_inv (recipes.hpp's rule_scale of amax 0) are left out.
         const float zero_inv = rule_scale(br.rule, br.format, 0.0f, br.epsilon, br.pow2, br.value_for_inf, 0).scale_inv;
+        // The histogram: compute_block_stats' exponent bins, less the blocks of zeros.
+        std::array<std::uint64_t, kExpHistBins> hist = b.scale_inv_exp_hist;
+        for (float si : b.scale_inv)
+            if (si == zero_inv && si > 0 && std::isfinite(si)) --hist[exp_hist_bin(static_cast<int>(std::floor(std::log2(si))))];
+        for (std::size_t k = 0; k < kExpHistBins; ++k)
+            if (hist[k] && k != kExpHistZeroBin && k != kExpHistNonfiniteBin) s.scale_log2_hist.emplace_back(exp_hist_exponent(k), hist[k]);
         double a = 0, a2 = 0, lo = INFINITY, hi = -INFINITY;
         std::uint64_t k = 0;
         for (float si : b.scale_inv) {

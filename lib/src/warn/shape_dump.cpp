@@ -87,6 +87,27 @@ void stats_warnings(const ShapeStats& s, Role role, const ShapeConfig& cfg, std:
     }
 }
 
+// A linear layer's input (tokens x in) and output gradient (tokens x out) as siblings: names
+// ending "input" and "grad_output" after the same '/' or '.' prefix, same file, same token count.
+void layer_of(dump::Dump& d, std::size_t i, const std::unordered_map<std::string, std::size_t>& by_name, const GradientConfig& cfg,
+              std::vector<LayerGradient>& out) {
+    const auto& t = d.tensors()[i];
+    const auto cut = t.name.find_last_of("/.");
+    if (cut == std::string::npos || t.name.compare(cut + 1, std::string::npos, "input") != 0 || t.shape.size() < 2) return;
+    const std::string prefix = t.name.substr(0, cut);
+    const auto it = by_name.find(t.file + '\0' + prefix + t.name[cut] + "grad_output");
+    if (it == by_name.end()) return;
+    const auto& g = d.tensors()[it->second];
+    const std::uint64_t in = t.shape.back(), out_f = g.shape.empty() ? 0 : g.shape.back();
+    if (in == 0 || out_f == 0 || t.numel / in != g.numel / out_f || t.numel / in == 0) return;
+    const std::vector<float> x = read_f32(d, i), dy = read_f32(d, it->second);
+    LayerGradient L = layer_gradient(x.data(), dy.data(), t.numel / in, in, out_f, cfg);
+    L.file = t.file;
+    L.layer = prefix;
+    L.step = t.step.value_or(-1);
+    out.push_back(std::move(L));
+}
+
 }  // namespace
 
 ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConfig& cfg, const dump::ReadOptions& read) {
@@ -100,6 +121,15 @@ ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConf
     for (std::size_t i = 0; i < d.tensors().size(); ++i) by_name.emplace(d.tensors()[i].file + '\0' + d.tensors()[i].name, i);
     for (std::size_t i = 0; i < d.tensors().size(); ++i) {
         const auto& t = d.tensors()[i];
+        if (t.numel && t.role != Role::optimizer_state && t.role != Role::gradient && cfg.grad.norm_recipe && is_norm_weight(t.name)) {
+            const std::vector<float> w = read_f32(d, i);
+            NormBias b = norm_bias(w.data(), t.numel, *cfg.grad.norm_recipe);
+            b.file = t.file;
+            b.tensor = t.name;
+            b.step = t.step.value_or(-1);
+            res.norms.push_back(std::move(b));
+        }
+        if (!cfg.grad.recipes.empty()) layer_of(d, i, by_name, cfg.grad, res.gradients);
         if (t.shape.size() < 2 || t.numel == 0 || t.role == Role::optimizer_state) continue;
         const std::vector<float> x = read_f32(d, i);
         const std::uint64_t cols = t.shape.back();
@@ -138,6 +168,9 @@ ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConf
         }
         res.swiglu.push_back(std::move(a));
     }
+    for (auto& w : gradient_warnings(res.gradients, cfg.grad)) res.warnings.push_back(std::move(w));
+    for (auto& w : norm_warnings(res.norms, cfg.grad)) res.warnings.push_back(std::move(w));
+    res.bf16 = bf16_choice(res.gradients, cfg.grad.bf16_fraction);
     rank(res.warnings);
     return res;
 }

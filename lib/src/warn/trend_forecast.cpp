@@ -36,8 +36,12 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
     //    (The growths are those between the window's points before this step's amax joins it.)
     const std::size_t w = ring_l2_.size();
     if (ring_n_ < w || n_ % static_cast<std::uint64_t>(cfg_->eval_every) || last_headroom_amax_ == 0) return;
-    // The log2 is taken only here, at the evaluation points.
-    next_l2_headroom_ = std::log2(static_cast<double>(last_headroom_amax_) * last_headroom_scale_ / fmax);
+    // The log2 is taken only here, at the evaluation points. Headroom is measured to the largest
+    // value that does not round past max (replay::overflows' limit, e.g. just under 464 for E4M3),
+    // not to max itself: a tensor sitting at its history's maximum (a slowly growing weight under
+    // margin 0) overflows only when it grows past that rounding slack in one step.
+    next_l2_headroom_ = std::log2(static_cast<double>(last_headroom_amax_) * last_headroom_scale_ /
+                                  static_cast<double>(replay::overflow_threshold(format_)));
     // g_sorted_ holds the window's w - 1 per-step growths in order: the median is read and the
     // MAD is the k-th smallest distance from it, walked outward from the median (O(w)).
     const std::vector<double>& g = g_sorted_;

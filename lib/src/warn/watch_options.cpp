@@ -12,6 +12,7 @@ void apply_options(WatchInputs& in, const nlohmann::json& o) {
     // Defaults as the CLI's: te-delayed forecast, te-current fixed scales, MXFP8 block statistics.
     in.trend.recipe = parse_recipe("te-delayed");
     in.shape.block_recipe = parse_recipe("mxfp8");
+    in.shape.grad = default_gradient_config();
     std::string fixed = "te-current";
     for (const auto& [k, v] : o.items()) {
         try {
@@ -26,6 +27,17 @@ void apply_options(WatchInputs& in, const nlohmann::json& o) {
             else if (k == "kurtosis_max") in.shape.kurtosis_max = v.get<double>();
             else if (k == "swiglu_cos") in.shape.swiglu_cos = v.get<double>();
             else if (k == "shapes") in.shapes = v.get<bool>();
+            else if (k == "grad_ratio") in.shape.grad.ratio_min = v.get<double>();
+            else if (k == "bf16_fraction") in.shape.grad.bf16_fraction = v.get<double>();
+            else if (k == "norm_bias_max") in.shape.grad.norm_bias_max = v.get<double>();
+            else if (k == "grad_recipes") {
+                in.shape.grad.recipes.clear();
+                for (const auto& r : v.get<std::vector<std::string>>()) in.shape.grad.recipes.push_back(parse_recipe(r));
+            } else if (k == "norm_recipe") {
+                const auto s = v.get<std::string>();
+                if (s == "none") in.shape.grad.norm_recipe.reset();
+                else in.shape.grad.norm_recipe = parse_recipe(s);
+            }
             else if (k == "tensors") in.tensors = v.get<std::vector<std::string>>();
             else if (k == "recipe") {
                 if (v.is_null()) in.trend.recipe.reset();
@@ -48,6 +60,23 @@ void apply_options(WatchInputs& in, const nlohmann::json& o) {
         }
     }
     if (in.trend.fixed_calibration > 0) in.trend.fixed_recipe = parse_recipe(fixed);
+    check(in.shape.grad);
+}
+
+GradientConfig default_gradient_config() {
+    GradientConfig g;
+    for (const char* r : {"te-current", "mxfp8", "nvfp4"}) g.recipes.push_back(parse_recipe(r));
+    g.norm_recipe = parse_recipe("mxfp8");
+    return g;
+}
+
+void check(const GradientConfig& g) {
+    if (!(g.ratio_min > 0)) throw std::invalid_argument("grad_ratio: must be > 0");
+    if (!(g.bf16_fraction >= 0 && g.bf16_fraction <= 1)) throw std::invalid_argument("bf16_fraction: must be in [0, 1]");
+    if (!(g.norm_bias_max >= 0)) throw std::invalid_argument("norm_bias_max: must be >= 0");
+    for (const auto& r : g.recipes)
+        if (r.kind != RecipeKind::current)
+            throw std::invalid_argument("grad_recipes: '" + r.name + "' is not a current-scaling or block recipe (the wgrad GEMM casts with this step's amax)");
 }
 
 }  // namespace fp8kit::warn

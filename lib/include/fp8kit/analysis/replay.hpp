@@ -19,6 +19,10 @@ namespace fp8kit::replay {
 // NaN amax or NaN scale: false (nothing to overflow; the NaN is reported as such).
 // Decided by a per-format magnitude limit found once from that encode (O(1) per call).
 bool overflows(float amax, float scale, Format f);
+// The largest float32 magnitude that does not round past the format's max (E4M3: the float below
+// 464, halfway to the next step 480; E5M2: the float below 61440): overflows(a, s, f) is
+// fl32(a * s) > this.
+float overflow_threshold(Format f);
 // The same decided by emu::encode on every call (the definition; tests compare the two).
 bool overflows_by_encode(float amax, float scale, Format f);
 // Under the role's rounding (RecipeSpec::policy_for): nearest-even (and the other deterministic

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -47,6 +48,13 @@ Trace read_te_stats(const std::string& path);
 // else is read as a dlfw-inspect log (which must contain at least one _cur_amax line).
 Trace read_trace(const std::string& path);
 
+// The rows of a CSV trace or a dlfw-inspect log (chosen as read_trace chooses), in file order,
+// without holding them: fn(tensor, step, amax, line) per row, memory one line. Same parsing and
+// messages as read_trace, except the checks that need a tensor's whole series (a step given
+// twice, steps out of order), which are the caller's. A folder (TE statistics logs, whose ranks
+// are combined per step) throws TraceError.
+using RowFn = std::function<void(const std::string& tensor, std::int64_t step, float amax, std::size_t line)>;
+void stream_rows(const std::string& path, const RowFn& fn);
 // Throws TraceError unless `path` names a regular file that can be opened for reading: a FIFO
 // would block for ever and a device such as /dev/zero never ends, so neither is read (nor
 // probed for its format).

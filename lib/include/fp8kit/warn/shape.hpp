@@ -15,6 +15,7 @@
 
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/recipes.hpp"
+#include "fp8kit/warn/gradient.hpp"
 #include "fp8kit/warn/warning.hpp"
 
 namespace fp8kit::warn {
@@ -27,6 +28,7 @@ struct ShapeConfig {
     std::optional<RecipeSpec> block_recipe;  // block statistics under this recipe (none: skipped)
     double underflow_max = 0.01;    // warn when more than this fraction of nonzeros flush to zero
     double saturation_max = 0;      // warn when more than this fraction overflows
+    GradientConfig grad;            // wgrad noise per layer, BF16 layer choice, norm-weight bias
 };
 
 struct ShapeStats {
@@ -40,6 +42,10 @@ struct ShapeStats {
     double underflow = 0, saturation = 0;          // fractions of the tensor's elements
     double scale_log2_std = 0, scale_log2_range = 0;  // over the blocks' scale_inv (blocks of zeros left out)
     std::uint64_t blocks = 0;
+    // For plots: every channel's amax, and the blocks' log2 scale_inv as (exponent, count) pairs
+    // (the exponent histogram of compute_block_stats, blocks of zeros left out as above).
+    std::vector<double> channel_amax;
+    std::vector<std::pair<int, std::uint64_t>> scale_log2_hist;
     nlohmann::json to_json() const;
 };
 
@@ -58,6 +64,9 @@ std::string swiglu_up_name(const std::string& gate);
 struct ShapeResult {
     std::vector<ShapeStats> tensors;
     std::vector<SwigluAlignment> swiglu;
+    std::vector<LayerGradient> gradients;  // linear layers with input and grad_output dumped
+    std::vector<Bf16Choice> bf16;
+    std::vector<NormBias> norms;
     std::vector<Warning> warnings;
 };
 

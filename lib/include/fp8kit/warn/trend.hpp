@@ -162,4 +162,12 @@ private:
 // threads; each series' result depends only on itself).
 void watch_trace(Watcher& w, const trace::Trace& t);
 
+// A CSV trace or dlfw-inspect log fed to a fresh watcher `w` row by row as it is read (series
+// matching `patterns`, all when empty): memory bounded by the tensors, not the steps, and the same
+// state as watch_trace on the whole file. Returns false, with `w` partly fed, when a tensor's
+// steps do not increase in file order or no tensor matches: the caller then reads the file whole
+// (trace::load_trace + watch_trace), which sorts the steps or gives the error message. Bad input
+// throws trace::TraceError naming the file and line.
+bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::string>& patterns);
+
 }  // namespace fp8kit::warn

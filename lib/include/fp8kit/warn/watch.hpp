@@ -33,7 +33,11 @@ struct WatchReport {
     std::vector<TensorSummary> tensors;   // every series, in input order
     std::vector<ShapeStats> shapes;
     std::vector<SwigluAlignment> swiglu;
-    nlohmann::json to_json() const;       // {"warnings": [...], "tensors": [...], "shapes": [...], "swiglu": [...]}
+    std::vector<LayerGradient> gradients;
+    std::vector<Bf16Choice> bf16;
+    std::vector<NormBias> norms;
+    // {"warnings", "tensors", "shapes", "swiglu", "gradients", "bf16_layers", "norm_weights"}
+    nlohmann::json to_json() const;
 };
 
 // Bad input throws trace::TraceError or dump::DumpError naming the file; a bad setting
@@ -46,9 +50,14 @@ namespace fp8kit::warn {
 
 // Settings by the CLI's option names (underscores for dashes): window, growth, spike_k,
 // spike_window, horizon, forecast_probability, fixed_calibration, outlier_k, kurtosis_max,
-// swiglu_cos, recipe (preset/file, or null: no forecast), format ("auto" or a format),
+// swiglu_cos, grad_recipes (list, or [] for none), grad_ratio, bf16_fraction, norm_recipe (or "none"),
+// norm_bias_max, recipe (preset/file, or null: no forecast), format ("auto" or a format),
 // fixed_recipe, block_recipe (or "none"), tensors (list of globs), shapes (bool). Unknown keys
 // and bad values throw std::invalid_argument naming the key. Python's fp8kit.watch uses it.
 void apply_options(WatchInputs& in, const nlohmann::json& options);
+// The defaults of the CLI and Python: te-current, mxfp8 and nvfp4 for the wgrad GEMM, mxfp8 for norm weights.
+GradientConfig default_gradient_config();
+// std::invalid_argument naming the setting when one is out of range.
+void check(const GradientConfig& g);
 
 }  // namespace fp8kit::warn
