@@ -72,26 +72,30 @@ std::optional<std::pair<std::string, std::string>> split_source(const std::strin
 
 // One syntax for a tensor in a file, everywhere: file.h5:/x and file.h5:x (HDF5 paths are
 // absolute either way), model.safetensors:name. `data` false: type and shape only, nothing read
-// (validate checks its operands against each other before loading any).
-ArrayFile open_array(const std::string& source, const RawLayout& raw, bool data) {
+// (validate checks its operands against each other before loading any). `mapped`: where the
+// elements lie in the file as stored, map them instead of reading them (map_array): under mpirun
+// each rank then reads only the pages of its own blocks (docs/mpi.md).
+ArrayFile open_array(const std::string& source, const RawLayout& raw, bool data, bool mapped = false) {
     auto header_only = [&](const ArrayInfo& i) { return ArrayFile{i.source, i.type, i.shape, {}}; };
     try {
         if (const auto split = split_source(source)) {
             const auto& [file, name] = *split;
             if (fp8kit::dump::is_hdf5_file(file)) {
                 const std::string path = name.empty() || name.front() != '/' ? file + ":/" + name : source;
-                return data ? load_array(path, raw, cli_read_options())
-                            : header_only(describe_array(path, raw, cli_read_options()));
+                if (!data) return header_only(describe_array(path, raw, cli_read_options()));
+                return mapped ? map_array(path, raw, cli_read_options()) : load_array(path, raw, cli_read_options());
             }
-            if (fp8kit::dump::is_dump_file(file))
-                return data ? load_safetensors(source, file, name, cli_read_options())
-                            : describe_safetensors(source, file, name, cli_read_options());
+            if (fp8kit::dump::is_dump_file(file)) {
+                if (!data) return describe_safetensors(source, file, name, cli_read_options());
+                return mapped ? map_safetensors(source, file, name, cli_read_options())
+                              : load_safetensors(source, file, name, cli_read_options());
+            }
             throw UsageError(fmt::format("{}: {} is neither HDF5 nor safetensors, so ':{}' names nothing in it (a "
                                          "tensor in a file: file.h5:/path, file.h5:path or model.safetensors:name)",
                                          source, file, name));
         }
-        return data ? load_array(source, raw, cli_read_options())
-                    : header_only(describe_array(source, raw, cli_read_options()));
+        if (!data) return header_only(describe_array(source, raw, cli_read_options()));
+        return mapped ? map_array(source, raw, cli_read_options()) : load_array(source, raw, cli_read_options());
     } catch (const ArrayFileError& e) {
         throw UsageError(e.what());
     } catch (const fp8kit::dump::DumpError& e) {
@@ -226,13 +230,15 @@ Register validate_cmd([](CLI::App& root) {
                                              o->scales, o->block, rows, cols, want, numel(sh.shape)));
         }
 
-        // 2. The data.
-        const ArrayFile in = load(o->input, raw_in);
-        const ArrayFile out = load(o->output, raw_out);
+        // 2. The data, mapped where it lies in the file as stored: validate reads each element
+        //    once, and under mpirun each rank only its own blocks' (plus the policy probes and
+        //    the examples), so neither is held whole per rank (docs/mpi.md).
+        const ArrayFile in = open_array(o->input, raw_in, true, true);
+        const ArrayFile out = open_array(o->output, raw_out, true, true);
         if (in.type != in_head.type || in.shape != in_head.shape || out.type != out_head.type || out.shape != out_head.shape)
             throw UsageError(fmt::format("{} or {} changed while it was read", o->input, o->output));
 
-        ValidateRequest rq{*from, in.data.data(), out.data.data(), in.size(), to, policy, {}};
+        ValidateRequest rq{*from, in.bytes(), out.bytes(), in.size(), to, policy, {}};
         std::vector<float> block_scales;
         rq.scaling.mode = mode;
         if (mode != ScaleMode::none && o->scales.empty()) rq.scaling.value = scale_value;
