@@ -169,6 +169,9 @@ void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts&
     nlohmann::json head;
     head["inputs"] = o.inputs;
     head["notes"] = L.notes;
+    // Inputs that could not be read (as inspect's "errors"): the sweep went on without them.
+    head["errors"] = nlohmann::json::array();
+    for (const auto& p : L.errors) head["errors"].push_back({{"file", p.file}, {"name", p.name}, {"message", p.message}});
     head["candidates"] = nlohmann::json::array();
     for (const auto& c : C) {
         nlohmann::json cj = to_json(c.recipe);
@@ -259,6 +262,15 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o) {
     }
 }
 
+// Each input that could not be read, one line on stderr as inspect writes it; exit status 1.
+void report_errors(const sweep::Loaded& L) {
+    std::fflush(stdout);
+    for (const auto& p : L.errors) fmt::print(stderr, "fp8kit: error: {}\n", io::printable(p.describe()));
+    if (!L.errors.empty()) exit_status() = 1;
+}
+
+void write_report(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L);
+
 void run(const SweepOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     if (o.top < 1) throw UsageError(fmt::format("--top {}: must be at least 1", o.top));
@@ -272,8 +284,13 @@ void run(const SweepOpts& o) {
     in.read = cli_read_options();
     sweep::Loaded L = cluster::load_sweep_inputs(cluster::world(), std::move(in));
     if (!L.sweep) return;
+    L.sweep->run(L.dumped, L.notes);
+    write_report(o, formats, L);
+    report_errors(L);
+}
+
+void write_report(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L) {
     const auto& sw = L.sweep;
-    sw->run(L.dumped, L.notes);
     const auto& C = sw->candidates();
     const auto& S = sw->series();
     // Per tensor, every output streams: each series' outcomes are computed again when its rows
@@ -285,6 +302,7 @@ void run(const SweepOpts& o) {
     fmt::print("sweep: {} recipes ({} on the delayed grid) over {} tensors", C.size(), grid, S.size());
     if (!L.trace_files.empty()) fmt::print(" from {} trace file(s)", L.trace_files.size());
     if (!L.dumped.empty()) fmt::print("; {} dumped tensors evaluated", L.dumped.size());
+    if (!L.errors.empty()) fmt::print("; {} input(s) could not be read and are left out (each named on stderr)", L.errors.size());
     fmt::print("\n\nRecommendations\n");
     for (Role cls : kClasses)
         if (sw->has_class(cls)) fmt::print("  {}\n", io::printable(sw->recommendation(cls)));

@@ -109,6 +109,23 @@ TEST_CASE("DumpedPass records round-trip", "[mpi]") {
     q.d.hist->save(b);
     REQUIRE(a == b);
     REQUIRE(r.kind == sweep::DumpedPass::Kind::left_out);
+    // A tensor that could not be read travels as its (file, name, message), not as an exception:
+    // rank 0 reports it and the sweep goes on.
+    sweep::DumpedPass f;
+    f.kind = sweep::DumpedPass::Kind::failed;
+    f.failure = {"bad1.h5", "step_2/x", "chunk at [16, 0]: its deflate stream is corrupt"};
+    f.notes = {"a note before the failure"};
+    const std::string frec = cluster::encode_pass(5, f);
+    std::size_t fpos = 0;
+    sweep::DumpedPass g;
+    REQUIRE(cluster::decode_pass(frec, fpos, g) == 5);
+    REQUIRE(fpos == frec.size());
+    REQUIRE(g.kind == sweep::DumpedPass::Kind::failed);
+    REQUIRE(g.failure.file == f.failure.file);
+    REQUIRE(g.failure.name == f.failure.name);
+    REQUIRE(g.failure.message == f.failure.message);
+    REQUIRE(g.notes == f.notes);
+    REQUIRE_FALSE(g.d.hist);
     std::size_t short_pos = 0;
     sweep::DumpedPass s;
     REQUIRE_THROWS(cluster::decode_pass(rec.substr(0, 40), short_pos, s));

@@ -53,7 +53,8 @@ bool pass_over(Comm& comm, const dump::Dump& d, const std::vector<std::uint64_t>
             sweep::DumpedPass p = pass(i);
             if (comm.root()) keep(i, std::move(p));
             else mine += encode_pass(i, p);
-        } catch (...) {  // one process stops at its first failure: so does each rank's share
+        } catch (...) {  // what no tensor goes on from (a failed tensor is a Kind::failed pass):
+                         // one process stops there, so does each rank's share
             if (comm.root()) failed = std::current_exception();
             else mine += encode_failure(i, std::current_exception());
             break;
@@ -85,6 +86,8 @@ std::string encode_pass(std::size_t i, const sweep::DumpedPass& p) {
     put<std::uint64_t>(out, p.notes.size());
     for (const auto& n : p.notes) put_string(out, n);
     put_string(out, p.rht_skip);
+    if (p.kind == sweep::DumpedPass::Kind::failed)  // a tensor that could not be read: why
+        put_string(out, p.failure.file), put_string(out, p.failure.name), put_string(out, p.failure.message);
     if (p.kind != sweep::DumpedPass::Kind::read) return out;
     put_string(out, p.series);
     put(out, p.role), put(out, p.d.step), put(out, p.d.amax);
@@ -111,6 +114,10 @@ std::size_t decode_pass(const std::string& bytes, std::size_t& pos, sweep::Dumpe
     const auto notes = in.get<std::uint64_t>();
     for (std::uint64_t k = 0; k < notes; ++k) p.notes.push_back(in.get_string());
     p.rht_skip = in.get_string();
+    if (p.kind == sweep::DumpedPass::Kind::failed) {
+        p.failure.file = in.get_string(), p.failure.name = in.get_string();
+        p.failure.message = in.get_string();
+    }
     if (p.kind != sweep::DumpedPass::Kind::read) return i;
     p.series = in.get_string();
     p.role = in.get<Role>(), p.d.step = in.get<std::int64_t>(), p.d.amax = in.get<float>();
