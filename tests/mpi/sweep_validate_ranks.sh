@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Issue 19: `mpirun -n P fp8kit sweep` (dumped tensors' histogram passes split over the ranks) and
+# Issue 19: `mpirun -n P fp8kit sweep` (dumped tensors' histogram passes, the series' replay in
+# groups of 64 series and the per-series rows split over the ranks) and
 # `mpirun -n P fp8kit validate` (blocks of elements split over the ranks) write, from rank 0, the
 # report of one process, byte for byte (--json, --csv, text; stderr's fp8kit lines; exit status),
-# for P = 1, 2, 3: sweep on the bundled example (dump, dump + trace, trace only), two MS-AMP rank
+# for P = 1, 2, 3: sweep on the bundled example (dump, dump + trace, trace only; 76 series: two
+# groups), a generated trace of 300 series (five groups; --json, --csv, text), two MS-AMP rank
 # files (a step dumped twice: exit 2 after the gather), generated step dumps, and step dumps with
 # two corrupt tensors on different ranks (each reported, the others swept, exit 1: for every P);
 # validate on a 1.1 M-element array (17 blocks) with spread mismatches, one
@@ -45,6 +47,16 @@ for k in (1, 2):
     with open(f"{d}/bad{k}.h5", "r+b") as f:
         f.seek(info.byte_offset + 2)
         f.write(b"\xff" * min(64, info.size - 2))
+# A trace of 300 series (5 groups of Sweep::kSeriesGroup = 64, split over the ranks) x 24 steps,
+# inputs, weights and gradients, with spikes (overflows) and a zero amax here and there.
+with open(f"{d}/trace300.csv", "w") as f:
+    f.write("step,tensor,amax\n")
+    for step in range(24):
+        for i in range(100):
+            for kind, base in (("input", 4.0), ("weight", 0.5), ("grad_output", 1e-3)):
+                a = base * np.exp(rng.standard_normal() * 0.5) * (40.0 if rng.random() < 0.02 else 1.0)
+                if rng.random() < 0.005: a = 0.0
+                f.write(f"{step},layers.{i}.mlp.fc{i % 3}.{kind},{a:.9g}\n")
 # validate: 1100 x 1000 float32 and ml_dtypes' E4M3 codes (the reference, independent of fp8kit).
 x = act((1100, 1000))
 q = x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
@@ -64,6 +76,10 @@ cases=(
   "sweep-example-json|0|sweep --json --tensor model.layers.1.mlp* $E/amax_trace.csv $E/llama_tiny_dump.h5"
   "sweep-example-csv|0|sweep --csv --tensor model.layers.1.mlp.up* $E/llama_tiny_dump.h5"
   "sweep-trace-only|0|sweep --json $E/dlfw_inspect.log"
+  "sweep-example-all|0|sweep --json --no-blocks $E/amax_trace.csv $E/llama_tiny_dump.h5"
+  "sweep-trace300-json|0|sweep --json $T/trace300.csv"
+  "sweep-trace300-csv|0|sweep --csv --format all $T/trace300.csv"
+  "sweep-trace300-text|0|sweep --wide --top 3 $T/trace300.csv"
   "sweep-msamp-twice|2|sweep --json $E/msamp_ranks/rank0.h5 $E/msamp_ranks/rank1.h5"
   "sweep-steps-csv|0|sweep --csv --format all $T/ok0.h5 $T/ok1.h5 $T/ok2.h5"
   "sweep-steps-text|0|sweep --wide $T/ok0.h5 $T/ok1.h5 $T/ok2.h5"

@@ -2,6 +2,7 @@
 // keeps every pass in tensor order; see cluster/sweep.hpp and docs/mpi.md.
 #include "fp8kit/cluster/sweep.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -40,40 +41,61 @@ std::string encode_failure(std::size_t i, std::exception_ptr failed) {
 }
 
 // The PassOver of load_sweep_inputs: this rank's share (contiguous, balanced over the bytes the
-// passes read: cluster::share), then the gather; rank 0 keeps its own
-// passes as they finish and the others' in rank order, which is tensor order.
+// passes read: cluster::share) encoded, the gather, and rank 0's concatenation of every share
+// broadcast, so that every rank keeps every pass in tensor order (each rank then holds the same
+// Loaded, and the trace series can be split too). A failure that no tensor goes on from travels
+// as a record and is thrown by every rank alike where it is decoded.
 bool pass_over(Comm& comm, const dump::Dump& d, const std::vector<std::uint64_t>& bytes,
                const std::function<sweep::DumpedPass(std::size_t)>& pass,
                const std::function<void(std::size_t, sweep::DumpedPass&&)>& keep) {
     const auto [first, last] = share(bytes, comm.rank(), comm.size());
     std::string mine;
-    std::exception_ptr failed;  // rank 0's first failure, thrown after the gather
     for (std::size_t i = first; i < last; ++i) {
         try {
-            sweep::DumpedPass p = pass(i);
-            if (comm.root()) keep(i, std::move(p));
-            else mine += encode_pass(i, p);
+            mine += encode_pass(i, pass(i));
         } catch (...) {  // what no tensor goes on from (a failed tensor is a Kind::failed pass):
                          // one process stops there, so does each rank's share
-            if (comm.root()) failed = std::current_exception();
-            else mine += encode_failure(i, std::current_exception());
+            mine += encode_failure(i, std::current_exception());
             break;
         }
     }
-    const auto all = comm.gather(std::move(mine));  // every rank joins, even after a failure
-    if (!comm.root()) return false;
-    if (failed) std::rethrow_exception(failed);
-    std::size_t expect = last;
-    for (std::size_t r = 1; r < all.size(); ++r) {
-        for (std::size_t pos = 0; pos < all[r].size();) {
-            sweep::DumpedPass p;
-            const std::size_t i = decode_pass(all[r], pos, p);  // throws a failed pass's error
-            if (i != expect++) throw std::runtime_error("fp8kit cluster: sweep records out of tensor order");
-            keep(i, std::move(p));
-        }
+    std::string all;
+    for (auto& part : comm.gather(std::move(mine))) all += part;  // rank order = tensor order
+    all = comm.broadcast(std::move(all));                       // every rank joins, even after a failure
+    std::size_t expect = 0;
+    for (std::size_t pos = 0; pos < all.size();) {
+        sweep::DumpedPass p;
+        const std::size_t i = decode_pass(all, pos, p);  // throws a failed pass's error
+        if (i != expect++) throw std::runtime_error("fp8kit cluster: sweep records out of tensor order");
+        keep(i, std::move(p));
     }
     if (expect != d.tensors().size()) throw std::runtime_error("fp8kit cluster: a rank's sweep passes are missing");
     return true;
+}
+
+// Groups [first, last) of Sweep::run on this rank: contiguous, balanced over the groups' weights.
+// Rank 0 gathers every group's bytes and broadcasts them: every rank merges every group in
+// order, so each holds the totals one process holds.
+void group_over(Comm& comm, std::size_t groups, const std::vector<std::uint64_t>& weight,
+                const std::function<std::string(std::size_t)>& make,
+                const std::function<void(std::size_t, const std::string&)>& use) {
+    const auto [first, last] = share(weight, comm.rank(), comm.size());
+    std::string mine;
+    for (std::size_t g = first; g < last; ++g) {
+        const std::string b = make(g);
+        put<std::uint64_t>(mine, g);
+        put_string(mine, b);
+    }
+    std::string all;
+    for (auto& part : comm.gather(std::move(mine))) all += part;
+    all = comm.broadcast(std::move(all));
+    std::size_t pos = 0, expect = 0;
+    Reader in{all, pos, "sweep groups"};
+    while (pos < all.size()) {
+        if (in.get<std::uint64_t>() != expect) throw std::runtime_error("fp8kit cluster: sweep groups out of order");
+        use(expect++, in.get_string());
+    }
+    if (expect != groups) throw std::runtime_error("fp8kit cluster: a rank's sweep groups are missing");
 }
 
 }  // namespace
@@ -136,20 +158,37 @@ sweep::Loaded load_sweep_inputs(Comm& comm, sweep::Inputs in) {
         return pass_over(comm, d, bytes, pass, keep);
     };
     if (comm.root()) return sweep::load_inputs(in);
-    // The other ranks read only dumps (the traces are rank 0's): what could fail before the
-    // gather is then what fails alike on rank 0 (a file that is missing or not a dump's
-    // header), which rank 0 reports; these ranks leave quietly (SharedError).
+    // Every rank reads the same traces and lists the same dumps, and decodes the same pass
+    // records: what fails here fails alike on rank 0, which reports it; the others leave
+    // quietly (SharedError).
     try {
-        std::vector<std::string> dumps;
-        for (const auto& f : in.files) {
-            trace::require_regular_file(f);
-            if (dump::is_dump_file(f)) dumps.push_back(f);
-        }
-        if (dumps.empty()) return {};  // traces only: rank 0 replays them alone
-        in.files = std::move(dumps);
         return sweep::load_inputs(in);
     } catch (const std::exception& e) {
         throw SharedError(e.what());
+    }
+}
+
+void run_sweep(Comm& comm, sweep::Loaded& L) {
+    if (comm.size() == 1) return L.sweep->run(L.dumped, L.notes);
+    L.sweep->run(L.dumped, L.notes, [&comm](std::size_t groups, const auto& weight, const auto& make, const auto& use) {
+        group_over(comm, groups, weight, make, use);
+    });
+}
+
+void series_rows(Comm& comm, std::size_t series, const std::function<std::string(std::size_t, std::size_t)>& make,
+                 const std::function<void(const std::string&)>& write) {
+    const std::size_t K = sweep::Sweep::kSeriesGroup, groups = (series + K - 1) / K;
+    const auto P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+    auto rows = [&](std::size_t g) { return g < groups ? make(g * K, std::min(series, (g + 1) * K)) : std::string(); };
+    if (P == 1) {
+        for (std::size_t g = 0; g < groups; ++g) write(rows(g));
+        return;
+    }
+    // Round t: group t P + r on rank r; rank 0 writes the round's groups in rank order, which is
+    // group order. Memory: one round's rows (P groups), whatever the series count.
+    for (std::size_t t = 0; t * P < groups; ++t) {
+        auto all = comm.gather(rows(t * P + r));
+        for (const auto& part : all) write(part);
     }
 }
 
