@@ -5,6 +5,8 @@
 #  - sweep: FILES dump files of GIB GiB each made with scripts/make_big_dump.py (KIND), the
 #    histogram passes only (--no-blocks) over all of them; then with the block presets over the
 #    first file alone (BLOCK_RANKS), which costs about 3 CPU-s per 16 M-element tensor.
+#  - sweep over a trace alone: TRACE_SERIES series (inputs, weights, gradients) x TRACE_STEPS
+#    steps of random amax (the replay of 74 recipes per series, split by groups of 64 series).
 #  - validate: an input .npy of VAL_GIB GiB float32 and its E4M3 codes (ml_dtypes' codes of one
 #    16 M-element tile, repeated: exact codes, so every element is compared and matches).
 # For each run: wall time of the whole mpirun, GB/s of tensor data (sweep: file bytes; validate:
@@ -16,7 +18,7 @@ set -uo pipefail
 FP8KIT=$1
 PY=${PY:-python3}
 OUT=${OUT:-/tmp/bench_mpi_sv} KIND=${KIND:-gzip} FILES=${FILES:-8} GIB=${GIB:-1} RANKS=${RANKS:-"1 2 4 8 16"}
-BLOCK_RANKS=${BLOCK_RANKS:-"1 2 4 8 16"} VAL_GIB=${VAL_GIB:-8} BUDGET=${BUDGET:-450} RUN_TIMEOUT=${RUN_TIMEOUT:-120}
+BLOCK_RANKS=${BLOCK_RANKS:-"1 2 4 8 16"} TRACE_SERIES=${TRACE_SERIES:-20000} TRACE_STEPS=${TRACE_STEPS:-200} VAL_GIB=${VAL_GIB:-8} BUDGET=${BUDGET:-450} RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 DATA=${DATA:-$OUT/data}
 START=$(date +%s)
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -60,8 +62,24 @@ X.flush(); Q.flush(); del X, Q
 import os; os.replace(f"{d}/q.npy.tmp", f"{d}/q.npy")
 PYEOF
 fi
+if [ ! -s "$DATA/trace.csv" ]; then
+"$PY" - "$DATA/trace.csv" "$TRACE_SERIES" "$TRACE_STEPS" <<'PYEOF' &
+import sys, numpy as np
+out, S, T = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = np.random.default_rng(5)
+kinds = ("input", "weight", "grad_output")
+names = [f"layers.{i // 3}.mlp.fc.{kinds[i % 3]}" for i in range(S)]
+base = np.array([(4.0, 0.5, 1e-3)[i % 3] for i in range(S)])
+with open(out + ".tmp", "w") as f:
+    f.write("step,tensor,amax\n")
+    for t in range(T):
+        a = base * np.exp(rng.standard_normal(S) * 0.5) * np.where(rng.random(S) < 0.01, 40.0, 1.0)
+        f.write("".join(f"{t},{n},{x:.6g}\n" for n, x in zip(names, a)))
+import os; os.replace(out + ".tmp", out)
+PYEOF
+fi
 wait
-for f in "${files[@]}" "$DATA/x.npy" "$DATA/q.npy"; do
+for f in "${files[@]}" "$DATA/x.npy" "$DATA/q.npy" "$DATA/trace.csv"; do
     [ -s "$f" ] || { log "FAIL: $f was not made ($PY needs h5py, numpy and ml_dtypes or torch)"; exit 1; }
 done
 dump_bytes=$(( $(du -cb "${files[@]}" | tail -1 | cut -f1) ))
@@ -69,6 +87,7 @@ val_bytes=$(( $(du -cb "$DATA/x.npy" "$DATA/q.npy" | tail -1 | cut -f1) ))
 t0=$(now); cat "${files[@]}" "$DATA/x.npy" "$DATA/q.npy" >/dev/null; t1=$(now)
 cat_rate=$(echo "$dump_bytes $val_bytes $t0 $t1" | awk '{printf "%.2f", ($1 + $2) / ($4 - $3) / 1e9}')
 log "host: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; fp8kit $("$FP8KIT" --version 2>/dev/null | head -1)"
+log "trace: $TRACE_SERIES series x $TRACE_STEPS steps, $(stat -c %s "$DATA/trace.csv" | awk '{printf "%.0f", $1 / 1e6}') MB"
 log "data made in $(( $(date +%s) - START )) s: dump $FILES x $GIB GiB $KIND ($(echo "$dump_bytes" | awk '{printf "%.2f", $1 / 2^30}') GiB on disk); validate $(echo "$val_bytes" | awk '{printf "%.2f", $1 / 2^30}') GiB (x.npy + q.npy); cat: $cat_rate GB/s"
 # bench LABEL BYTES RANKS -- ARGS...: one table, P = 1 first (its report is the reference).
 bench() {
@@ -98,6 +117,7 @@ bench() {
 first_bytes=$(stat -c %s "${files[0]}")
 bench sweep-passes "$dump_bytes" "$RANKS" -- sweep --json --no-blocks "${files[@]}"
 bench validate "$val_bytes" "$RANKS" -- validate --json --profile ml_dtypes --to e4m3 --input "$DATA/x.npy" --output "$DATA/q.npy"
+bench sweep-trace "$(stat -c %s "$DATA/trace.csv")" "$RANKS" -- sweep --json "$DATA/trace.csv"
 bench sweep-blocks "$first_bytes" "$BLOCK_RANKS" -- sweep --json "${files[0]}"
 log ""
 log "total $(( $(date +%s) - START )) s"
