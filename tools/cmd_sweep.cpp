@@ -25,7 +25,7 @@ using io::csv_field;
 struct SweepOpts {
     std::vector<std::string> inputs, tensors;
     std::string format = "auto";
-    bool csv = false, json = false, blocks = true, wide = false;
+    bool csv = false, json = false, blocks = true, wide = false, quiet = false, progress = false;
     int top = 5;
 };
 
@@ -110,10 +110,25 @@ void outcome_row(fmt::memory_buffer& b, const sweep::Outcome& oc, int min_safe_m
 
 std::string dump_json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
+// One phase's progress line, made when its total is first known (cluster::Progress calls).
+struct PhaseBar {
+    bool on;
+    std::string what;
+    std::unique_ptr<Progress> bar;
+    void operator()(std::size_t done, std::size_t total) {
+        if (!on) return;
+        if (!bar) bar = std::make_unique<Progress>(true, total, what);
+        bar->update(done);
+    }
+    void done() {
+        if (bar) bar->done();
+    }
+};
+
 // Writes rank 0's `bytes` to stdout (the other ranks only make rows: cluster::series_rows).
 void put_out(const std::string& bytes) { std::fwrite(bytes.data(), 1, bytes.size(), stdout); }
 
-void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& comm) {
+void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& comm, PhaseBar& bar) {
     const auto& C = sw.candidates();
     const auto& S = sw.series();
     if (comm.root())
@@ -163,7 +178,7 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& co
             for (std::size_t c = 0; c < C.size(); ++c) row(b, "tensor", field, S[s].role, c, oc[c], sw.min_safe_margin(c, oc));
         }
         return fmt::to_string(b);
-    }, put_out);
+    }, put_out, std::ref(bar));
     if (!comm.root()) return;
     std::fflush(stdout);
     for (const auto& n : L.notes) fmt::print(stderr, "fp8kit sweep: note: {}\n", io::printable(n));
@@ -204,7 +219,7 @@ void write_json_head(const sweep::Sweep& sw, const sweep::Loaded& L, const Sweep
 
 // One JSON object written in pieces: the small parts through nlohmann, each tensor as its own
 // line, so a sweep of 10^5 tensors never holds them all.
-void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts& o, cluster::Comm& comm) {
+void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts& o, cluster::Comm& comm, PhaseBar& bar) {
     const auto& C = sw.candidates();
     const auto& S = sw.series();
     if (comm.root()) write_json_head(sw, L, o);
@@ -233,13 +248,13 @@ void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts&
             b.append(std::string_view(s + 1 < S.size() ? "},\n" : "}\n"));
         }
         return fmt::to_string(b);
-    }, put_out);
+    }, put_out, std::ref(bar));
     if (comm.root()) fmt::print("]}}\n");
 }
 
 // Per tensor: its class's recommended recipe and TE's default. The ranking is computed once per
 // class (once per tensor made this quadratic in tensors).
-void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm& comm) {
+void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm& comm, PhaseBar& bar) {
     const auto& C = sw.candidates();
     const auto& S = sw.series();
     std::size_t best_of[3] = {0, 0, 0};
@@ -284,7 +299,7 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm&
                            b.overflow_steps, margin_str(sw.min_safe_margin(te, oc)), fmt::format("{:.4g}", b.worst_headroom));
         }
         return fmt::to_string(out);
-    }, put_out);
+    }, put_out, std::ref(bar));
 }
 
 // Each input that could not be read, one line on stderr as inspect writes it; exit status 1.
@@ -295,7 +310,7 @@ void report_errors(const sweep::Loaded& L) {
 }
 
 void write_report(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L,
-                  cluster::Comm& comm);
+                  cluster::Comm& comm, PhaseBar& rows);
 void write_summary(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L);
 
 void run(const SweepOpts& o) {
@@ -310,20 +325,28 @@ void run(const SweepOpts& o) {
     sweep::Inputs in;
     in.files = o.inputs, in.tensors = o.tensors, in.formats = formats, in.blocks = o.blocks;
     in.read = cli_read_options();
+    // Progress on rank 0's stderr, phase by phase (under mpirun: rank 0's share of each).
+    const bool show = progress_on(comm.root(), o.quiet, o.progress);
+    PhaseBar reading{show, "dumped tensors read", nullptr}, replay{show, "groups of series evaluated", nullptr},
+        rows{show, "groups of series written", nullptr};
+    in.progress = std::ref(reading);
     sweep::Loaded L = cluster::load_sweep_inputs(comm, std::move(in));
-    cluster::run_sweep(comm, L);
-    write_report(o, formats, L, comm);
+    reading.done();
+    cluster::run_sweep(comm, L, std::ref(replay));
+    replay.done();
+    write_report(o, formats, L, comm, rows);
+    rows.done();
     if (comm.root()) report_errors(L);
 }
 
 void write_report(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L,
-                  cluster::Comm& comm) {
+                  cluster::Comm& comm, PhaseBar& rows) {
     // Per tensor, every output streams: each series' outcomes are computed again when its rows
     // are written, so memory stays linear in tensors x steps, never tensors x candidates.
-    if (o.csv) return write_csv(*L.sweep, L, comm);
-    if (o.json) return write_json(*L.sweep, L, o, comm);
+    if (o.csv) return write_csv(*L.sweep, L, comm, rows);
+    if (o.json) return write_json(*L.sweep, L, o, comm, rows);
     if (comm.root()) write_summary(o, formats, L);
-    write_per_tensor(*L.sweep, o, comm);
+    write_per_tensor(*L.sweep, o, comm, rows);
     if (comm.root())
         for (const auto& n : L.notes) fmt::print("note: {}\n", io::printable(n));
 }
@@ -392,6 +415,8 @@ Register reg([](CLI::App& root) {
     cmd->add_flag("--csv", o->csv, "CSV: one row per (class or tensor, recipe)");
     cmd->add_flag("--wide", o->wide, "Never shorten tensor names (default: fit the terminal's width)");
     cmd->add_flag("--json", o->json, "JSON: recipes, per-class and per-tensor outcomes, recommendations");
+    cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
+    cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
     cmd->callback([o] { run(*o); });
 });

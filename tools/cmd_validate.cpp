@@ -8,6 +8,7 @@
 #include "command.hpp"
 #include "gemm_args.hpp"
 #include "read_flags.hpp"
+#include "terminal.hpp"
 #include <sys/stat.h>
 
 #include "fp8kit/cluster/validate.hpp"
@@ -22,7 +23,7 @@ namespace {
 struct ValidateOpts {
     std::string input, output, to, scale, scale_inv, scales, block, scales_are = "scale_inv", scales_dtype = "f32",
                 dtype, shape;
-    bool json = false;
+    bool json = false, quiet = false, progress = false;
     std::size_t examples = 5;
     PolicyOptions policy;
     bool gemm = false;  // --gemm: --output is a GEMM's D, compared with the accumulation models
@@ -138,6 +139,8 @@ Register validate_cmd([](CLI::App& root) {
                                                    "scales, as kernels write them) or scale")->group("Scaling");
     cmd->add_option("--scales-dtype", o->scales_dtype, "Type of a raw --scales file: f32 (default) or e8m0")->group("Scaling");
     cmd->add_flag("--json", o->json, "Print the report as JSON");
+    cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
+    cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
     cmd->add_option("--examples", o->examples, "Examples per class (default 5)");
     o->policy.add_to(cmd);
     add_read_flags(cmd);
@@ -267,8 +270,16 @@ Register validate_cmd([](CLI::App& root) {
 
         ValidateOptions vo;
         vo.examples = o->examples;
+        // Progress on rank 0's stderr (under mpirun: rank 0's share of the blocks).
+        const std::size_t blocks = (rq.n + 65535) >> 16;  // validate's blocks of 2^16 elements
+        Progress bar(progress_on(cluster::world().root(), o->quiet, o->progress), blocks, "blocks of 65536 elements");
+        if (bar.on())  // rank 0's share, drawn on the whole bar
+            vo.progress = [&bar, blocks](std::uint64_t done, std::uint64_t total) {
+                bar.update(static_cast<std::size_t>(done * blocks / std::max<std::uint64_t>(total, 1)));
+            };
         // Under mpirun the ranks share the comparison; rank 0 alone writes the report.
         auto split = cluster::validate(cluster::world(), rq, vo);
+        bar.done();
         if (!split) return;
         ValidateReport& r = *split;
         r.shape.assign(in.shape.begin(), in.shape.end());  // positions as multi-dimensional indices

@@ -177,7 +177,10 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
         }
         if (!in.pass_over(dmp, bytes, pass, keep)) return false;
     } else {
-        for (std::size_t i = 0; i < dmp.tensors().size(); ++i) keep(i, pass(i));
+        for (std::size_t i = 0; i < dmp.tensors().size(); ++i) {
+            keep(i, pass(i));
+            if (in.progress) in.progress(i + 1, dmp.tensors().size());
+        }
     }
     L.optimizer_state = skipped_opt;
     if (L.no_step)

@@ -47,12 +47,14 @@ std::string encode_failure(std::size_t i, std::exception_ptr failed) {
 // as a record and is thrown by every rank alike where it is decoded.
 bool pass_over(Comm& comm, const dump::Dump& d, const std::vector<std::uint64_t>& bytes,
                const std::function<sweep::DumpedPass(std::size_t)>& pass,
-               const std::function<void(std::size_t, sweep::DumpedPass&&)>& keep) {
+               const std::function<void(std::size_t, sweep::DumpedPass&&)>& keep,
+               const std::function<void(std::size_t, std::size_t)>& progress) {
     const auto [first, last] = share(bytes, comm.rank(), comm.size());
     std::string mine;
     for (std::size_t i = first; i < last; ++i) {
         try {
             mine += encode_pass(i, pass(i));
+            if (progress) progress(i + 1 - first, last - first);  // this rank's share
         } catch (...) {  // what no tensor goes on from (a failed tensor is a Kind::failed pass):
                          // one process stops there, so does each rank's share
             mine += encode_failure(i, std::current_exception());
@@ -78,11 +80,12 @@ bool pass_over(Comm& comm, const dump::Dump& d, const std::vector<std::uint64_t>
 // order, so each holds the totals one process holds.
 void group_over(Comm& comm, std::size_t groups, const std::vector<std::uint64_t>& weight,
                 const std::function<std::string(std::size_t)>& make,
-                const std::function<void(std::size_t, const std::string&)>& use) {
+                const std::function<void(std::size_t, const std::string&)>& use, const Progress& progress) {
     const auto [first, last] = share(weight, comm.rank(), comm.size());
     std::string mine;
     for (std::size_t g = first; g < last; ++g) {
         const std::string b = make(g);
+        if (progress) progress(g + 1 - first, last - first);
         put<std::uint64_t>(mine, g);
         put_string(mine, b);
     }
@@ -154,8 +157,9 @@ std::size_t decode_pass(const std::string& bytes, std::size_t& pos, sweep::Dumpe
 
 sweep::Loaded load_sweep_inputs(Comm& comm, sweep::Inputs in) {
     if (comm.size() == 1) return sweep::load_inputs(in);
-    in.pass_over = [&comm](const dump::Dump& d, const auto& bytes, const auto& pass, const auto& keep) {
-        return pass_over(comm, d, bytes, pass, keep);
+    in.pass_over = [&comm, progress = in.progress](const dump::Dump& d, const auto& bytes, const auto& pass,
+                                                   const auto& keep) {
+        return pass_over(comm, d, bytes, pass, keep, progress);
     };
     if (comm.root()) return sweep::load_inputs(in);
     // Every rank reads the same traces and lists the same dumps, and decodes the same pass
@@ -168,20 +172,30 @@ sweep::Loaded load_sweep_inputs(Comm& comm, sweep::Inputs in) {
     }
 }
 
-void run_sweep(Comm& comm, sweep::Loaded& L) {
-    if (comm.size() == 1) return L.sweep->run(L.dumped, L.notes);
-    L.sweep->run(L.dumped, L.notes, [&comm](std::size_t groups, const auto& weight, const auto& make, const auto& use) {
-        group_over(comm, groups, weight, make, use);
+void run_sweep(Comm& comm, sweep::Loaded& L, const Progress& progress) {
+    if (comm.size() == 1) {  // every group here, in order: what run() does without `over`
+        return L.sweep->run(L.dumped, L.notes, [&](std::size_t groups, const auto&, const auto& make, const auto& use) {
+            for (std::size_t g = 0; g < groups; ++g) {
+                use(g, make(g));
+                if (progress) progress(g + 1, groups);
+            }
+        });
+    }
+    L.sweep->run(L.dumped, L.notes, [&](std::size_t groups, const auto& weight, const auto& make, const auto& use) {
+        group_over(comm, groups, weight, make, use, progress);
     });
 }
 
 void series_rows(Comm& comm, std::size_t series, const std::function<std::string(std::size_t, std::size_t)>& make,
-                 const std::function<void(const std::string&)>& write) {
+                 const std::function<void(const std::string&)>& write, const Progress& progress) {
     const std::size_t K = sweep::Sweep::kSeriesGroup, groups = (series + K - 1) / K;
     const auto P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
     auto rows = [&](std::size_t g) { return g < groups ? make(g * K, std::min(series, (g + 1) * K)) : std::string(); };
     if (P == 1) {
-        for (std::size_t g = 0; g < groups; ++g) write(rows(g));
+        for (std::size_t g = 0; g < groups; ++g) {
+            write(rows(g));
+            if (progress) progress(g + 1, groups);
+        }
         return;
     }
     // Round t: group t P + r on rank r; rank 0 writes the round's groups in rank order, which is
@@ -189,6 +203,7 @@ void series_rows(Comm& comm, std::size_t series, const std::function<std::string
     for (std::size_t t = 0; t * P < groups; ++t) {
         auto all = comm.gather(rows(t * P + r));
         for (const auto& part : all) write(part);
+        if (progress) progress(std::min(groups, (t + 1) * P), groups);
     }
 }
 

@@ -52,6 +52,9 @@ struct Inputs {
     // strips of whole tiles; dumped_blocks.hpp).
     std::size_t block_memory_bytes = std::size_t(256) << 20;
     PassOver pass_over;                // empty: every dumped tensor read here, in order
+    // Called after each dumped tensor's pass made here, with (passes made, passes to make here);
+    // for a progress line (the CLI's, on rank 0). Empty: none.
+    std::function<void(std::size_t, std::size_t)> progress;
 };
 
 struct Loaded {
