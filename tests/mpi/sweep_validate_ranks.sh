@@ -9,7 +9,8 @@
 # two corrupt tensors on different ranks (each reported, the others swept, exit 1: for every P);
 # validate on a 1.1 M-element array (17 blocks) with spread mismatches, one
 # mismatch in the last block only (which decides the consistent policies), and exact codes under
-# a scale. Each command is small: mpirun's start dominates.
+# a scale; the input as .npy, HDF5 contiguous dataset and safetensors tensor (all three mapped,
+# so each rank reads its own blocks). Each command is small: mpirun's start dominates.
 # Usage: bash sweep_validate_ranks.sh /path/to/fp8kit /path/to/repo /path/to/mpiexec
 set -u
 FP8KIT=$1
@@ -65,6 +66,15 @@ np.save(f"{d}/exact.npy", q)
 spread = q.copy().reshape(-1)
 spread[rng.choice(spread.size, 4000, replace=False)] ^= 1
 np.save(f"{d}/spread.npy", spread.reshape(q.shape))
+# The same input as an HDF5 contiguous dataset and a safetensors tensor (4.4 MB each: validate maps
+# them, io/array_file.hpp map_array; smaller ones are read).
+with h5py.File(f"{d}/x.h5", "w") as f:
+    f["x"] = x
+import json, struct
+head = json.dumps({"x": {"dtype": "F32", "shape": list(x.shape), "data_offsets": [0, x.nbytes]}}).encode()
+head += b" " * (-len(head) % 8)
+with open(f"{d}/x.safetensors", "wb") as f:
+    f.write(struct.pack("<Q", len(head)) + head + x.tobytes())
 last = q.copy().reshape(-1)
 last[-7] ^= 1
 np.save(f"{d}/last.npy", last.reshape(q.shape))
@@ -88,6 +98,8 @@ cases=(
   "sweep-corrupt-csv|1|sweep --csv $T/bad0.h5 $T/bad1.h5 $T/bad2.h5"
   "validate-spread-text|1|validate --profile cuda-satfinite --to e4m3 --input $T/x.npy --output $T/spread.npy"
   "validate-last-json|1|validate --json --profile ml_dtypes --to e4m3 --input $T/x.npy --output $T/last.npy"
+  "validate-h5-json|1|validate --json --profile ml_dtypes --to e4m3 --input $T/x.h5:/x --output $T/last.npy"
+  "validate-safetensors-text|1|validate --profile cuda-satfinite --to e4m3 --input $T/x.safetensors:x --output $T/spread.npy"
   "validate-scaled-json|1|validate --json --profile ml_dtypes --to e4m3 --scale 0.25 --input $T/x.npy --output $T/exact.npy"
 )
 for c in "${cases[@]}"; do
