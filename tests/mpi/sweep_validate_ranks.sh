@@ -159,5 +159,18 @@ r = json.load(open(sys.argv[1]))
 assert r["mismatches"] == 1, r["mismatches"]
 assert "ml_dtypes" not in r["consistent_profiles"], r["consistent_profiles"]
 PYEOF
+# --progress: rank 0's progress line on stderr (stderr is a pipe here), nothing of it on stdout,
+# which stays one process's report; -q/--quiet leaves it out.
+for c in "sweep --json $T/trace300.csv|groups of series" "validate --json --profile ml_dtypes --to e4m3 --input $T/x.npy --output $T/last.npy|blocks of 65536" \
+         "inspect --json $T/ok0.h5|tensors"; do
+    # shellcheck disable=SC2206
+    args=(${c%%|*})
+    "$FP8KIT" "${args[@]}" >"$T/ref" 2>/dev/null
+    "$MPIEXEC" -n 2 "$FP8KIT" "${args[@]}" --progress >"$T/out" 2>"$T/err"
+    if ! cmp -s "$T/ref" "$T/out"; then echo "FAIL: ${args[0]} --progress changed stdout"; fail=1; fi
+    if ! tr '\r' '\n' <"$T/err" | grep -q "\] [0-9]*/[0-9]* ${c#*|}"; then echo "FAIL: ${args[0]} --progress drew no progress line"; fail=1; fi
+    "$MPIEXEC" -n 2 "$FP8KIT" "${args[@]}" --progress -q >"$T/out" 2>"$T/err"
+    if tr '\r' '\n' <"$T/err" | grep -q "\] [0-9]*/"; then echo "FAIL: ${args[0]} -q still drew a progress line"; fail=1; fi
+done
 [ $fail -eq 0 ] && echo "PASS: $n comparisons identical to one process (P = 1, 2, 3)"
 exit $fail
