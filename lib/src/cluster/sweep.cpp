@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <type_traits>
 
@@ -167,6 +168,8 @@ sweep::Loaded load_sweep_inputs(Comm& comm, sweep::Inputs in) {
     // quietly (SharedError).
     try {
         return sweep::load_inputs(in);
+    } catch (const std::bad_alloc&) {  // this rank's alone: said here, and the job ends (main)
+        throw;
     } catch (const std::exception& e) {
         throw SharedError(e.what());
     }
