@@ -29,7 +29,7 @@ namespace dp = fp8kit::dump;
 struct InspectOpts {
     std::vector<std::string> files, include, exclude, roles;
     std::string recipe = "te-current", format = "auto", steps;
-    bool json = false, csv = false, quiet = false, wide = false;
+    bool json = false, csv = false, quiet = false, wide = false, progress = false;
 };
 
 struct Row {
@@ -420,6 +420,7 @@ Register reg([](CLI::App& root) {
         ->allow_extra_args(false);
     cmd->add_option("--steps", o->steps, "Only these steps, e.g. 0-100,200,300-");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
+    cmd->add_flag("--progress", o->progress, "The progress bar on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
     cmd->add_flag("--wide", o->wide, "Never shorten names (default: fit the terminal's width; a file or pipe gets whole names)");
     cmd->callback([o] {
@@ -458,10 +459,8 @@ Register reg([](CLI::App& root) {
         // Under MPI each rank analyses its share of the tensors; rank 0 receives every result in
         // tensor order (lib/src/cluster) and alone writes the report and the progress.
         auto& comm = cluster::world();
-        const bool progress = comm.root() && !o->quiet && isatty(STDERR_FILENO) && dump.tensors().size() > 1;
+        Progress progress(progress_on(comm.root(), o->quiet, o->progress), dump.tensors().size(), "tensors");
         Rows rows;
-        const std::size_t n = dump.tensors().size();
-        auto next_draw = std::chrono::steady_clock::now();
         cluster::analyse_all(comm, dump, opts, [&](std::size_t i, const inspect::Result* r, std::exception_ptr failed) {
             const auto& t = dump.tensors()[i];
             if (r) rows.push_back({&t, *r});
@@ -472,15 +471,9 @@ Register reg([](CLI::App& root) {
             } catch (const std::exception& e) {
                 errors.push_back({t.file, t.name, e.what()});
             }
-            if (progress && std::chrono::steady_clock::now() >= next_draw) {
-                next_draw = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
-                const std::size_t w = 30, done = (i + 1) * w / n;
-                std::fprintf(stderr, "\r[%s%s] %zu/%zu tensors", std::string(done, '#').c_str(),
-                             std::string(w - done, ' ').c_str(), i + 1, n);
-                std::fflush(stderr);
-            }
+            progress.update(i + 1);
         });
-        if (progress) std::fprintf(stderr, "\r%s\r", std::string(60, ' ').c_str());
+        progress.done();
         if (!comm.root()) return;
 
         const auto te_checks = check_te_files(dump, errors);

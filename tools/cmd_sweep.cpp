@@ -25,7 +25,7 @@ using io::csv_field;
 struct SweepOpts {
     std::vector<std::string> inputs, tensors;
     std::string format = "auto";
-    bool csv = false, json = false, blocks = true, wide = false;
+    bool csv = false, json = false, blocks = true, wide = false, quiet = false, progress = false;
     int top = 5;
 };
 
@@ -110,14 +110,33 @@ void outcome_row(fmt::memory_buffer& b, const sweep::Outcome& oc, int min_safe_m
 
 std::string dump_json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
-void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
+// One phase's progress line, made when its total is first known (cluster::Progress calls).
+struct PhaseBar {
+    bool on;
+    std::string what;
+    std::unique_ptr<Progress> bar;
+    void operator()(std::size_t done, std::size_t total) {
+        if (!on) return;
+        if (!bar) bar = std::make_unique<Progress>(true, total, what);
+        bar->update(done);
+    }
+    void done() {
+        if (bar) bar->done();
+    }
+};
+
+// Writes rank 0's `bytes` to stdout (the other ranks only make rows: cluster::series_rows).
+void put_out(const std::string& bytes) { std::fwrite(bytes.data(), 1, bytes.size(), stdout); }
+
+void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& comm, PhaseBar& bar) {
     const auto& C = sw.candidates();
     const auto& S = sw.series();
-    fmt::print("scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps,worst_headroom,"
-               "mean_log2_headroom,min_safe_margin,dumped,underflow_share,subnormal_share,sqnr_db,sqnr_db_lo,"
-               "sqnr_db_hi\n");
-    // Rows go through one buffer, written once per class or tensor (10^5 tensors x 60 rows). The
-    // fields from class to format depend on the class and candidate only: spelled once.
+    if (comm.root())
+        fmt::print("scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps,worst_headroom,"
+                   "mean_log2_headroom,min_safe_margin,dumped,underflow_share,subnormal_share,sqnr_db,sqnr_db_lo,"
+                   "sqnr_db_hi\n");
+    // Rows go through one buffer, written once per class or group of tensors (10^5 tensors x 60
+    // rows). The fields from class to format depend on the class and candidate only: spelled once.
     std::vector<std::string> middle[3];
     for (std::size_t k = 0; k < 3; ++k)
         for (std::size_t c = 0; c < C.size(); ++c) {
@@ -127,9 +146,8 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
             middle[k].push_back(fmt::format(",{},\"{}\",{},{},{},{},{},", name(cls), C[c].label, name(r.kind),
                                             r.history_len, name(r.algo), r.margin, f));
         }
-    fmt::memory_buffer b;
-    auto row = [&](std::string_view scope, std::string_view field, Role cls, std::size_t c, const sweep::Outcome& oc,
-                   int msm) {
+    auto row = [&](fmt::memory_buffer& b, std::string_view scope, std::string_view field, Role cls, std::size_t c,
+                   const sweep::Outcome& oc, int msm) {
         b.append(scope);
         b.push_back(',');
         b.append(field);
@@ -140,35 +158,41 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L) {
         fmt::format_to(fmt::appender(b), FMT_COMPILE(",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n"), oc.dumped, oc.underflow_share(),
                        oc.subnormal_share(), oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(), oc.mean_sqnr_db_hi());
     };
-    auto flush = [&] {
-        std::fwrite(b.data(), 1, b.size(), stdout);
-        b.clear();
-    };
-    for (Role cls : kClasses) {
-        if (!sw.has_class(cls)) continue;
-        const std::string field = csv_field(name(cls));
-        for (std::size_t c = 0; c < C.size(); ++c)
-            row("class", field, cls, c, sw.per_class(c, cls), sw.min_safe_margin(c, -1, cls));
-        flush();
+    if (comm.root()) {
+        fmt::memory_buffer b;
+        for (Role cls : kClasses) {
+            if (!sw.has_class(cls)) continue;
+            const std::string field = csv_field(name(cls));
+            for (std::size_t c = 0; c < C.size(); ++c)
+                row(b, "class", field, cls, c, sw.per_class(c, cls), sw.min_safe_margin(c, -1, cls));
+            std::fwrite(b.data(), 1, b.size(), stdout);
+            b.clear();
+        }
     }
-    for (std::size_t s = 0; s < S.size(); ++s) {
-        const auto oc = sw.tensor_outcomes(s);
-        const std::string field = csv_field(S[s].tensor);
-        for (std::size_t c = 0; c < C.size(); ++c) row("tensor", field, S[s].role, c, oc[c], sw.min_safe_margin(c, oc));
-        flush();
-    }
+    // Per tensor: each group of series' rows made by one rank, written by rank 0 in order.
+    cluster::series_rows(comm, S.size(), [&](std::size_t first, std::size_t last) {
+        fmt::memory_buffer b;
+        for (std::size_t s = first; s < last; ++s) {
+            const auto oc = sw.tensor_outcomes(s);
+            const std::string field = csv_field(S[s].tensor);
+            for (std::size_t c = 0; c < C.size(); ++c) row(b, "tensor", field, S[s].role, c, oc[c], sw.min_safe_margin(c, oc));
+        }
+        return fmt::to_string(b);
+    }, put_out, std::ref(bar));
+    if (!comm.root()) return;
     std::fflush(stdout);
     for (const auto& n : L.notes) fmt::print(stderr, "fp8kit sweep: note: {}\n", io::printable(n));
 }
 
-// One JSON object written in pieces: the small parts through nlohmann, each tensor as its own
-// line, so a sweep of 10^5 tensors never holds them all.
-void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts& o) {
+// The JSON object up to its "tensors" array (rank 0).
+void write_json_head(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts& o) {
     const auto& C = sw.candidates();
-    const auto& S = sw.series();
     nlohmann::json head;
     head["inputs"] = o.inputs;
     head["notes"] = L.notes;
+    // Inputs that could not be read (as inspect's "errors"): the sweep went on without them.
+    head["errors"] = nlohmann::json::array();
+    for (const auto& p : L.errors) head["errors"].push_back({{"file", p.file}, {"name", p.name}, {"message", p.message}});
     head["candidates"] = nlohmann::json::array();
     for (const auto& c : C) {
         nlohmann::json cj = to_json(c.recipe);
@@ -191,36 +215,46 @@ void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts&
     std::string h = dump_json(head);
     h.pop_back();  // the closing brace: the tensors follow
     fmt::print("{}{}\"tensors\":[\n", h, head.empty() ? "" : ",");
-    // The tensors, one line each, as nlohmann would write {"class", "outcomes", "steps", "tensor"}.
-    fmt::memory_buffer b;
-    for (std::size_t s = 0; s < S.size(); ++s) {
-        const auto oc = sw.tensor_outcomes(s);
-        b.push_back('{');
-        json_out::key(b, "class", true);
-        json_out::string(b, name(S[s].role));
-        if (!C.empty()) {
-            json_out::key(b, "outcomes");
-            for (std::size_t c = 0; c < C.size(); ++c) {
-                b.append(std::string_view(c ? ",{" : "[{"));
-                outcome_row(b, oc[c], sw.min_safe_margin(c, oc));
-                b.push_back('}');
+}
+
+// One JSON object written in pieces: the small parts through nlohmann, each tensor as its own
+// line, so a sweep of 10^5 tensors never holds them all.
+void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts& o, cluster::Comm& comm, PhaseBar& bar) {
+    const auto& C = sw.candidates();
+    const auto& S = sw.series();
+    if (comm.root()) write_json_head(sw, L, o);
+    // The tensors, one line each, as nlohmann would write {"class", "outcomes", "steps", "tensor"};
+    // each group of series made by one rank, written by rank 0 in order.
+    cluster::series_rows(comm, S.size(), [&](std::size_t first, std::size_t last) {
+        fmt::memory_buffer b;
+        for (std::size_t s = first; s < last; ++s) {
+            const auto oc = sw.tensor_outcomes(s);
+            b.push_back('{');
+            json_out::key(b, "class", true);
+            json_out::string(b, name(S[s].role));
+            if (!C.empty()) {
+                json_out::key(b, "outcomes");
+                for (std::size_t c = 0; c < C.size(); ++c) {
+                    b.append(std::string_view(c ? ",{" : "[{"));
+                    outcome_row(b, oc[c], sw.min_safe_margin(c, oc));
+                    b.push_back('}');
+                }
+                b.push_back(']');
             }
-            b.push_back(']');
+            json_out::key(b, "steps");
+            json_out::integer(b, S[s].steps.size());
+            json_out::key(b, "tensor");
+            json_out::string(b, S[s].tensor);
+            b.append(std::string_view(s + 1 < S.size() ? "},\n" : "}\n"));
         }
-        json_out::key(b, "steps");
-        json_out::integer(b, S[s].steps.size());
-        json_out::key(b, "tensor");
-        json_out::string(b, S[s].tensor);
-        b.append(std::string_view(s + 1 < S.size() ? "},\n" : "}\n"));
-        std::fwrite(b.data(), 1, b.size(), stdout);
-        b.clear();
-    }
-    fmt::print("]}}\n");
+        return fmt::to_string(b);
+    }, put_out, std::ref(bar));
+    if (comm.root()) fmt::print("]}}\n");
 }
 
 // Per tensor: its class's recommended recipe and TE's default. The ranking is computed once per
 // class (once per tensor made this quadratic in tensors).
-void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o) {
+void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm& comm, PhaseBar& bar) {
     const auto& C = sw.candidates();
     const auto& S = sw.series();
     std::size_t best_of[3] = {0, 0, 0};
@@ -230,9 +264,13 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o) {
     std::size_t w = 6;
     for (const auto& s : S) w = std::max(w, io::printable(s.tensor).size());
     if (width) w = std::min(w, std::max<std::size_t>(24, width > 86 ? width - 86 : 0));
-    fmt::print("\nPer tensor: the recommended recipe of its class | TE default (history 1024, max, margin 0)\n");
-    fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", "tensor", w, "class", "steps",
-               "overflow", "margin*", "worst head", "overflow", "margin*", "worst head");
+    w = std::stoul(comm.broadcast(std::to_string(w)));  // rank 0's terminal decides the column
+    if (comm.root()) {
+        fmt::print("\nPer tensor: the recommended recipe of its class | TE default (history 1024, max, margin 0)\n");
+        fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", "tensor", w, "class", "steps",
+                   "overflow", "margin*", "worst head", "overflow", "margin*", "worst head");
+        std::fflush(stdout);  // the rows follow through put_out
+    }
     // Per class, the candidates the row reads (best, TE's default and their margin siblings):
     // only those are replayed again.
     std::vector<bool> wanted_of[3];
@@ -245,19 +283,35 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o) {
             for (std::size_t m : sw.margin_siblings(c)) wanted_of[k][m] = true;
         }
     }
-    for (std::size_t s = 0; s < S.size(); ++s) {
-        const Role cls = S[s].role;
-        const int k = cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0;
-        const std::size_t best = best_of[k];
-        const std::size_t te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
-        const auto oc = sw.tensor_outcomes(s, wanted_of[k]);
-        const auto &a = oc[best], &b = oc[te];
-        fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", fit_name(S[s].tensor, w), w,
-                   name(cls), S[s].steps.size(), a.overflow_steps, margin_str(sw.min_safe_margin(best, oc)),
-                   fmt::format("{:.4g}", a.worst_headroom), b.overflow_steps, margin_str(sw.min_safe_margin(te, oc)),
-                   fmt::format("{:.4g}", b.worst_headroom));
-    }
+    // Each group of series' rows made by one rank, written by rank 0 in order.
+    cluster::series_rows(comm, S.size(), [&](std::size_t first, std::size_t last) {
+        fmt::memory_buffer out;
+        for (std::size_t s = first; s < last; ++s) {
+            const Role cls = S[s].role;
+            const int k = cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0;
+            const std::size_t best = best_of[k];
+            const std::size_t te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
+            const auto oc = sw.tensor_outcomes(s, wanted_of[k]);
+            const auto &a = oc[best], &b = oc[te];
+            fmt::format_to(fmt::appender(out), "  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n",
+                           fit_name(S[s].tensor, w), w, name(cls), S[s].steps.size(), a.overflow_steps,
+                           margin_str(sw.min_safe_margin(best, oc)), fmt::format("{:.4g}", a.worst_headroom),
+                           b.overflow_steps, margin_str(sw.min_safe_margin(te, oc)), fmt::format("{:.4g}", b.worst_headroom));
+        }
+        return fmt::to_string(out);
+    }, put_out, std::ref(bar));
 }
+
+// Each input that could not be read, one line on stderr as inspect writes it; exit status 1.
+void report_errors(const sweep::Loaded& L) {
+    std::fflush(stdout);
+    for (const auto& p : L.errors) fmt::print(stderr, "fp8kit: error: {}\n", io::printable(p.describe()));
+    if (!L.errors.empty()) exit_status() = 1;
+}
+
+void write_report(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L,
+                  cluster::Comm& comm, PhaseBar& rows);
+void write_summary(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L);
 
 void run(const SweepOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
@@ -265,26 +319,49 @@ void run(const SweepOpts& o) {
     std::vector<std::optional<Format>> formats;
     if (o.format == "all") formats = {Format::e4m3, Format::e5m2};
     else formats = {parse_format_choice(o.format)};
-    // Under mpirun the ranks share the dumped tensors' histogram passes; rank 0 alone runs the
-    // sweep on them and writes the report (docs/mpi.md).
+    // Under mpirun the ranks share the dumped tensors' histogram passes, the series' replay and
+    // the per-series rows; rank 0 alone writes the report (docs/mpi.md).
+    auto& comm = cluster::world();
     sweep::Inputs in;
     in.files = o.inputs, in.tensors = o.tensors, in.formats = formats, in.blocks = o.blocks;
     in.read = cli_read_options();
-    sweep::Loaded L = cluster::load_sweep_inputs(cluster::world(), std::move(in));
-    if (!L.sweep) return;
-    const auto& sw = L.sweep;
-    sw->run(L.dumped, L.notes);
-    const auto& C = sw->candidates();
-    const auto& S = sw->series();
+    // Progress on rank 0's stderr, phase by phase (under mpirun: rank 0's share of each).
+    const bool show = progress_on(comm.root(), o.quiet, o.progress);
+    PhaseBar reading{show, "dumped tensors read", nullptr}, replay{show, "groups of series evaluated", nullptr},
+        rows{show, "groups of series written", nullptr};
+    in.progress = std::ref(reading);
+    sweep::Loaded L = cluster::load_sweep_inputs(comm, std::move(in));
+    reading.done();
+    cluster::run_sweep(comm, L, std::ref(replay));
+    replay.done();
+    write_report(o, formats, L, comm, rows);
+    rows.done();
+    if (comm.root()) report_errors(L);
+}
+
+void write_report(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L,
+                  cluster::Comm& comm, PhaseBar& rows) {
     // Per tensor, every output streams: each series' outcomes are computed again when its rows
     // are written, so memory stays linear in tensors x steps, never tensors x candidates.
-    if (o.csv) return write_csv(*sw, L);
-    if (o.json) return write_json(*sw, L, o);
+    if (o.csv) return write_csv(*L.sweep, L, comm, rows);
+    if (o.json) return write_json(*L.sweep, L, o, comm, rows);
+    if (comm.root()) write_summary(o, formats, L);
+    write_per_tensor(*L.sweep, o, comm, rows);
+    if (comm.root())
+        for (const auto& n : L.notes) fmt::print("note: {}\n", io::printable(n));
+}
+
+// The text report up to the per-tensor table (rank 0).
+void write_summary(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L) {
+    const auto& sw = L.sweep;
+    const auto& C = sw->candidates();
+    const auto& S = sw->series();
     std::size_t grid = 0;
     for (const auto& c : C) grid += c.grid;
     fmt::print("sweep: {} recipes ({} on the delayed grid) over {} tensors", C.size(), grid, S.size());
     if (!L.trace_files.empty()) fmt::print(" from {} trace file(s)", L.trace_files.size());
     if (!L.dumped.empty()) fmt::print("; {} dumped tensors evaluated", L.dumped.size());
+    if (!L.errors.empty()) fmt::print("; {} input(s) could not be read and are left out (each named on stderr)", L.errors.size());
     fmt::print("\n\nRecommendations\n");
     for (Role cls : kClasses)
         if (sw->has_class(cls)) fmt::print("  {}\n", io::printable(sw->recommendation(cls)));
@@ -318,8 +395,6 @@ void run(const SweepOpts& o) {
             if (!C[c].grid && (!C[c].blockwise || sw->per_class(c, cls).dumped)) line(c);
     }
     fmt::print("\n(margin*: smallest margin 0..4 with no overflowing step for that history/algo/format)\n");
-    write_per_tensor(*sw, o);
-    for (const auto& n : L.notes) fmt::print("note: {}\n", io::printable(n));
 }
 
 Register reg([](CLI::App& root) {
@@ -340,6 +415,8 @@ Register reg([](CLI::App& root) {
     cmd->add_flag("--csv", o->csv, "CSV: one row per (class or tensor, recipe)");
     cmd->add_flag("--wide", o->wide, "Never shorten tensor names (default: fit the terminal's width)");
     cmd->add_flag("--json", o->json, "JSON: recipes, per-class and per-tensor outcomes, recommendations");
+    cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
+    cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
     cmd->callback([o] { run(*o); });
 });

@@ -8,6 +8,7 @@
 #include "command.hpp"
 #include "gemm_args.hpp"
 #include "read_flags.hpp"
+#include "terminal.hpp"
 #include <sys/stat.h>
 
 #include "fp8kit/cluster/validate.hpp"
@@ -22,7 +23,7 @@ namespace {
 struct ValidateOpts {
     std::string input, output, to, scale, scale_inv, scales, block, scales_are = "scale_inv", scales_dtype = "f32",
                 dtype, shape;
-    bool json = false;
+    bool json = false, quiet = false, progress = false;
     std::size_t examples = 5;
     PolicyOptions policy;
     bool gemm = false;  // --gemm: --output is a GEMM's D, compared with the accumulation models
@@ -72,26 +73,30 @@ std::optional<std::pair<std::string, std::string>> split_source(const std::strin
 
 // One syntax for a tensor in a file, everywhere: file.h5:/x and file.h5:x (HDF5 paths are
 // absolute either way), model.safetensors:name. `data` false: type and shape only, nothing read
-// (validate checks its operands against each other before loading any).
-ArrayFile open_array(const std::string& source, const RawLayout& raw, bool data) {
+// (validate checks its operands against each other before loading any). `mapped`: where the
+// elements lie in the file as stored, map them instead of reading them (map_array): under mpirun
+// each rank then reads only the pages of its own blocks (docs/mpi.md).
+ArrayFile open_array(const std::string& source, const RawLayout& raw, bool data, bool mapped = false) {
     auto header_only = [&](const ArrayInfo& i) { return ArrayFile{i.source, i.type, i.shape, {}}; };
     try {
         if (const auto split = split_source(source)) {
             const auto& [file, name] = *split;
             if (fp8kit::dump::is_hdf5_file(file)) {
                 const std::string path = name.empty() || name.front() != '/' ? file + ":/" + name : source;
-                return data ? load_array(path, raw, cli_read_options())
-                            : header_only(describe_array(path, raw, cli_read_options()));
+                if (!data) return header_only(describe_array(path, raw, cli_read_options()));
+                return mapped ? map_array(path, raw, cli_read_options()) : load_array(path, raw, cli_read_options());
             }
-            if (fp8kit::dump::is_dump_file(file))
-                return data ? load_safetensors(source, file, name, cli_read_options())
-                            : describe_safetensors(source, file, name, cli_read_options());
+            if (fp8kit::dump::is_dump_file(file)) {
+                if (!data) return describe_safetensors(source, file, name, cli_read_options());
+                return mapped ? map_safetensors(source, file, name, cli_read_options())
+                              : load_safetensors(source, file, name, cli_read_options());
+            }
             throw UsageError(fmt::format("{}: {} is neither HDF5 nor safetensors, so ':{}' names nothing in it (a "
                                          "tensor in a file: file.h5:/path, file.h5:path or model.safetensors:name)",
                                          source, file, name));
         }
-        return data ? load_array(source, raw, cli_read_options())
-                    : header_only(describe_array(source, raw, cli_read_options()));
+        if (!data) return header_only(describe_array(source, raw, cli_read_options()));
+        return mapped ? map_array(source, raw, cli_read_options()) : load_array(source, raw, cli_read_options());
     } catch (const ArrayFileError& e) {
         throw UsageError(e.what());
     } catch (const fp8kit::dump::DumpError& e) {
@@ -134,6 +139,8 @@ Register validate_cmd([](CLI::App& root) {
                                                    "scales, as kernels write them) or scale")->group("Scaling");
     cmd->add_option("--scales-dtype", o->scales_dtype, "Type of a raw --scales file: f32 (default) or e8m0")->group("Scaling");
     cmd->add_flag("--json", o->json, "Print the report as JSON");
+    cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
+    cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
     cmd->add_option("--examples", o->examples, "Examples per class (default 5)");
     o->policy.add_to(cmd);
     add_read_flags(cmd);
@@ -226,13 +233,15 @@ Register validate_cmd([](CLI::App& root) {
                                              o->scales, o->block, rows, cols, want, numel(sh.shape)));
         }
 
-        // 2. The data.
-        const ArrayFile in = load(o->input, raw_in);
-        const ArrayFile out = load(o->output, raw_out);
+        // 2. The data, mapped where it lies in the file as stored: validate reads each element
+        //    once, and under mpirun each rank only its own blocks' (plus the policy probes and
+        //    the examples), so neither is held whole per rank (docs/mpi.md).
+        const ArrayFile in = open_array(o->input, raw_in, true, true);
+        const ArrayFile out = open_array(o->output, raw_out, true, true);
         if (in.type != in_head.type || in.shape != in_head.shape || out.type != out_head.type || out.shape != out_head.shape)
             throw UsageError(fmt::format("{} or {} changed while it was read", o->input, o->output));
 
-        ValidateRequest rq{*from, in.data.data(), out.data.data(), in.size(), to, policy, {}};
+        ValidateRequest rq{*from, in.bytes(), out.bytes(), in.size(), to, policy, {}};
         std::vector<float> block_scales;
         rq.scaling.mode = mode;
         if (mode != ScaleMode::none && o->scales.empty()) rq.scaling.value = scale_value;
@@ -261,8 +270,16 @@ Register validate_cmd([](CLI::App& root) {
 
         ValidateOptions vo;
         vo.examples = o->examples;
+        // Progress on rank 0's stderr (under mpirun: rank 0's share of the blocks).
+        const std::size_t blocks = (rq.n + 65535) >> 16;  // validate's blocks of 2^16 elements
+        Progress bar(progress_on(cluster::world().root(), o->quiet, o->progress), blocks, "blocks of 65536 elements");
+        if (bar.on())  // rank 0's share, drawn on the whole bar
+            vo.progress = [&bar, blocks](std::uint64_t done, std::uint64_t total) {
+                bar.update(static_cast<std::size_t>(done * blocks / std::max<std::uint64_t>(total, 1)));
+            };
         // Under mpirun the ranks share the comparison; rank 0 alone writes the report.
         auto split = cluster::validate(cluster::world(), rq, vo);
+        bar.done();
         if (!split) return;
         ValidateReport& r = *split;
         r.shape.assign(in.shape.begin(), in.shape.end());  // positions as multi-dimensional indices

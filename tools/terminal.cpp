@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 
 #include "fp8kit/io/printable.hpp"
@@ -57,6 +59,31 @@ std::string fit_name(std::string_view raw, std::size_t width) {
         }
     }
     return "..." + s.substr(s.size() - (width - 3));
+}
+
+bool progress_on(bool root, bool quiet, bool forced) { return root && !quiet && (forced || isatty(STDERR_FILENO)); }
+
+Progress::Progress(bool on, std::size_t total, std::string what) : on_(on && total > 1), total_(total), what_(std::move(what)) {}
+
+Progress::~Progress() { done(); }
+
+void Progress::update(std::size_t done) {
+    if (!on_) return;
+    const long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                              std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (now < next_ns_ && done < total_) return;
+    next_ns_ = now + 100'000'000;
+    const std::size_t w = 30, bar = done * w / total_;
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu %s", std::string(bar, '#').c_str(), std::string(w - bar, ' ').c_str(), done,
+                 total_, what_.c_str());
+    std::fflush(stderr);
+}
+
+void Progress::done() {
+    if (!on_) return;
+    std::fprintf(stderr, "\r%s\r", std::string(60 + what_.size(), ' ').c_str());
+    std::fflush(stderr);
+    on_ = false;
 }
 
 }  // namespace fp8kit::cli

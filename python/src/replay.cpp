@@ -140,6 +140,11 @@ pyb::dict sweep_inputs(const std::vector<std::string>& files, const std::vector<
     {
         pyb::gil_scoped_release nogil;
         L = sweep::load_inputs(in);
+        // fp8kit.sweep raises for an input it cannot read (the CLI reports it and goes on).
+        if (!L.errors.empty()) {
+            const auto& e = L.errors.front();
+            throw dump::DumpError(e.file, e.name, e.message);
+        }
         L.sweep->run(L.dumped, L.notes);
     }
     const sweep::Sweep& sw = *L.sweep;

@@ -109,6 +109,23 @@ TEST_CASE("DumpedPass records round-trip", "[mpi]") {
     q.d.hist->save(b);
     REQUIRE(a == b);
     REQUIRE(r.kind == sweep::DumpedPass::Kind::left_out);
+    // A tensor that could not be read travels as its (file, name, message), not as an exception:
+    // rank 0 reports it and the sweep goes on.
+    sweep::DumpedPass f;
+    f.kind = sweep::DumpedPass::Kind::failed;
+    f.failure = {"bad1.h5", "step_2/x", "chunk at [16, 0]: its deflate stream is corrupt"};
+    f.notes = {"a note before the failure"};
+    const std::string frec = cluster::encode_pass(5, f);
+    std::size_t fpos = 0;
+    sweep::DumpedPass g;
+    REQUIRE(cluster::decode_pass(frec, fpos, g) == 5);
+    REQUIRE(fpos == frec.size());
+    REQUIRE(g.kind == sweep::DumpedPass::Kind::failed);
+    REQUIRE(g.failure.file == f.failure.file);
+    REQUIRE(g.failure.name == f.failure.name);
+    REQUIRE(g.failure.message == f.failure.message);
+    REQUIRE(g.notes == f.notes);
+    REQUIRE_FALSE(g.d.hist);
     std::size_t short_pos = 0;
     sweep::DumpedPass s;
     REQUIRE_THROWS(cluster::decode_pass(rec.substr(0, 40), short_pos, s));
@@ -169,4 +186,73 @@ TEST_CASE("threads per rank: the cores divided by the ranks on the node (issue 2
     parallel::set_ranks_on_node(0);
     if (omp) ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
     else ::unsetenv("OMP_NUM_THREADS");
+}
+
+namespace {
+
+std::uint64_t bits_of(double v) {
+    std::uint64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+// Every field of two outcomes, binary64 values bit for bit.
+void require_same(const sweep::Outcome& a, const sweep::Outcome& b) {
+    REQUIRE(a.tensors == b.tensors);
+    REQUIRE(a.steps == b.steps);
+    REQUIRE(a.overflow_steps == b.overflow_steps);
+    REQUIRE(bits_of(a.worst_headroom) == bits_of(b.worst_headroom));
+    REQUIRE(a.worst_step == b.worst_step);
+    REQUIRE(a.worst_tensor == b.worst_tensor);
+    REQUIRE(a.first_step_overflows == b.first_step_overflows);
+    REQUIRE(a.min_series_steps == b.min_series_steps);
+    REQUIRE(a.max_series_steps == b.max_series_steps);
+    REQUIRE(bits_of(a.sum_log2_headroom) == bits_of(b.sum_log2_headroom));
+    REQUIRE(a.headroom_steps == b.headroom_steps);
+}
+
+}  // namespace
+
+TEST_CASE("Sweep::run's groups of series made anywhere, in any order, merge to one process's totals", "[mpi]") {
+    // 200 series (4 groups of 64, the last one short), three classes, spikes that overflow.
+    std::mt19937 rng(19);
+    std::normal_distribution<float> z(0.0f, 0.5f);
+    std::vector<trace::Series> series;
+    const Role roles[] = {Role::activation, Role::weight, Role::gradient};
+    for (int i = 0; i < 200; ++i) {
+        trace::Series s;
+        s.tensor = "layers." + std::to_string(i) + ".x";
+        s.role = roles[i % 3];
+        for (int t = 0; t < 30 + i % 7; ++t) {
+            s.steps.push_back(t);
+            s.amax.push_back(std::exp(z(rng)) * (rng() % 50 == 0 ? 40.0f : 1.0f) * (i % 3 == 2 ? 1e-3f : 4.0f));
+            s.lines.push_back(0);
+        }
+        series.push_back(std::move(s));
+    }
+    const auto cands = sweep::default_candidates({std::nullopt});
+    sweep::Sweep one(cands, series), split(cands, series);
+    std::vector<std::string> notes_one, notes_split;
+    one.run({}, notes_one);
+    std::size_t groups_seen = 0;
+    split.run({}, notes_split, [&](std::size_t groups, const std::vector<std::uint64_t>& weight, const auto& make,
+                                   const auto& use) {
+        REQUIRE(groups == (series.size() + sweep::Sweep::kSeriesGroup - 1) / sweep::Sweep::kSeriesGroup);
+        REQUIRE(weight.size() == groups);
+        std::vector<std::string> made(groups);
+        for (std::size_t g = groups; g-- > 0;) made[g] = make(g);  // as other ranks would, out of order
+        for (std::size_t g = 0; g < groups; ++g) use(g, made[g]);
+        groups_seen = groups;
+    });
+    REQUIRE(groups_seen == 4);
+    REQUIRE(notes_one == notes_split);
+    for (std::size_t c = 0; c < cands.size(); ++c)
+        for (Role cls : roles) require_same(one.per_class(c, cls), split.per_class(c, cls));
+    for (Role cls : roles) REQUIRE(one.ranked(cls) == split.ranked(cls));
+    // A malformed group is an error, never wrong totals.
+    sweep::Sweep bad(cands, series);
+    std::vector<std::string> n;
+    REQUIRE_THROWS(bad.run({}, n, [](std::size_t groups, const auto&, const auto& make, const auto& use) {
+        for (std::size_t g = 0; g < groups; ++g) use(g, make(g).substr(1));
+    }));
 }

@@ -85,6 +85,9 @@ struct ValidateRequest {
 struct ValidateOptions {
     std::size_t examples = 5;        // per class
     bool detect_policies = true;     // find the policies the output equals exactly
+    // Called on the calling thread as blocks of 2^16 elements are compared here, with (blocks
+    // done, this part's blocks), for a progress line; empty: none. Changes nothing in the report.
+    std::function<void(std::uint64_t, std::uint64_t)> progress;
 };
 
 struct MismatchExample {

@@ -10,6 +10,7 @@
 
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/sweep.hpp"
+#include "cluster/record.hpp"
 
 namespace fp8kit::sweep {
 namespace {
@@ -208,7 +209,85 @@ std::size_t class_index(Role cls) { return cls == Role::weight ? 1 : cls == Role
 
 }  // namespace
 
-void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& notes) {
+namespace {
+
+using cluster::detail::put;
+using cluster::detail::put_string;
+using cluster::detail::Reader;
+
+// Every field of an Outcome, in one order, for its bytes between processes (binary64 bit for bit).
+template <class O, class F>
+void each_field(O& o, F&& f) {
+    f(o.tensors), f(o.steps), f(o.overflow_steps), f(o.worst_headroom), f(o.worst_step), f(o.worst_tensor);
+    f(o.first_step_overflows), f(o.min_series_steps), f(o.max_series_steps), f(o.sum_log2_headroom);
+    f(o.headroom_steps), f(o.dumped), f(o.lossless), f(o.nonzero), f(o.underflow), f(o.subnormal);
+    f(o.overflow_elems), f(o.underflow_uncertain), f(o.subnormal_uncertain), f(o.ambiguous);
+    f(o.sum_sqnr_db), f(o.sum_sqnr_db_lo), f(o.sum_sqnr_db_hi), f(o.sqnr_count);
+}
+
+struct PutField {
+    std::string& out;
+    void operator()(const std::string& v) const { put_string(out, v); }
+    template <class T>
+    void operator()(const T& v) const { put(out, v); }
+};
+
+struct GetField {
+    Reader& in;
+    void operator()(std::string& v) const { v = in.get_string(); }
+    template <class T>
+    void operator()(T& v) const { v = in.template get<T>(); }
+};
+
+}  // namespace
+
+std::string Sweep::group_bytes(std::size_t first, std::size_t last) const {
+    const std::size_t C = cands_.size();
+    std::vector<std::array<Outcome, 3>> totals(C);
+    std::vector<std::string> notes;
+    std::size_t amax_differs = 0;
+    std::string first_difference;
+    bool dumps = false;
+    for (std::size_t s = first; s < last; ++s) {
+        const auto oc = evaluate(s, &notes, &amax_differs, &first_difference);
+        for (std::size_t c = 0; c < C; ++c) {
+            totals[c][class_index(series_[s].role)].merge(oc[c]);
+            dumps = dumps || oc[c].dumped > 0;
+        }
+    }
+    std::string out;
+    put<std::uint8_t>(out, dumps);
+    put<std::uint64_t>(out, amax_differs);
+    put_string(out, first_difference);
+    put<std::uint64_t>(out, notes.size());
+    for (const auto& n : notes) put_string(out, n);
+    for (const auto& per : totals)
+        for (const auto& o : per) each_field(o, PutField{out});
+    return out;
+}
+
+void Sweep::add_group(const std::string& bytes, std::vector<std::string>& notes, std::size_t& amax_differs,
+                      std::string& first_difference) {
+    std::size_t pos = 0;
+    Reader in{bytes, pos, "sweep group"};
+    const bool dumps = in.get<std::uint8_t>() != 0;  // read whatever has_dumps_ is
+    has_dumps_ = has_dumps_ || dumps;
+    const auto differs = static_cast<std::size_t>(in.get<std::uint64_t>());
+    std::string first = in.get_string();
+    if (differs && amax_differs == 0) first_difference = std::move(first);
+    amax_differs += differs;
+    const auto n = in.get<std::uint64_t>();
+    for (std::uint64_t k = 0; k < n; ++k) notes.push_back(in.get_string());
+    for (auto& per : per_class_)
+        for (auto& total : per) {
+            Outcome o;
+            each_field(o, GetField{in});
+            total.merge(o);
+        }
+    if (pos != bytes.size()) throw std::runtime_error("fp8kit: malformed sweep group");
+}
+
+void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& notes, const GroupOver& over) {
     const std::size_t C = cands_.size(), S = series_.size();
     dumped_ = dumped;
     dumped_of_.assign(S, {});
@@ -217,12 +296,18 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
     has_dumps_ = false;
     std::size_t amax_differs = 0;
     std::string first_difference;
-    for (std::size_t s = 0; s < S; ++s) {
-        const auto oc = evaluate(s, &notes, &amax_differs, &first_difference);
-        for (std::size_t c = 0; c < C; ++c) {
-            per_class_[c][class_index(series_[s].role)].merge(oc[c]);
-            has_dumps_ = has_dumps_ || oc[c].dumped > 0;
-        }
+    // Groups of kSeriesGroup series: each group's totals from zero, then the groups in order (the
+    // same grouping wherever the groups are evaluated: cluster/sweep.hpp).
+    const std::size_t groups = (S + kSeriesGroup - 1) / kSeriesGroup;
+    auto make = [&](std::size_t g) { return group_bytes(g * kSeriesGroup, std::min(S, (g + 1) * kSeriesGroup)); };
+    auto use = [&](std::size_t, const std::string& b) { add_group(b, notes, amax_differs, first_difference); };
+    if (over) {
+        std::vector<std::uint64_t> weight(groups, 0);  // the work: replayed steps, evaluated dumps
+        for (std::size_t s = 0; s < S; ++s)
+            weight[s / kSeriesGroup] += series_[s].steps.size() + 1 + 64 * dumped_of_[s].size();
+        over(groups, weight, make, use);
+    } else {
+        for (std::size_t g = 0; g < groups; ++g) use(g, make(g));
     }
     if (amax_differs)
         notes.push_back(fmt::format("{} dumped tensors have another amax than the trace at that step (first: {}); "

@@ -131,12 +131,20 @@ DumpedPass pass_one(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>
     return pd;
 }
 
+DumpedPass failed_pass(dump::Problem why) {
+    DumpedPass p;
+    p.kind = DumpedPass::Kind::failed;
+    p.failure = std::move(why);
+    return p;
+}
+
 // Every dumped tensor selected (one pass each, here or split by in.pass_over), into `read` in
 // tensor order. False where pass_over says this process only contributed its share.
 bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& L, std::vector<DumpedPass>& read) {
     if (L.dump_files.empty()) return true;
     dump::Dump dmp(L.dump_files, dump::Selection{}, in.read);
-    for (const auto& p : dmp.errors()) L.notes.push_back(p.describe());
+    // Files or tensors the reader could not list are failed inputs, as in inspect (exit 1).
+    L.errors.insert(L.errors.end(), dmp.errors().begin(), dmp.errors().end());
     std::size_t skipped_opt = 0;
     auto keep = [&](std::size_t i, DumpedPass&& p) {
         using K = DumpedPass::Kind;
@@ -145,11 +153,21 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
         if (p.kind == K::not_selected) ++L.not_selected;
         if (p.kind == K::no_step && L.no_step++ == 0) L.first_no_step = fmt::format("{}: {}", t.file, t.name);
         if (!p.rht_skip.empty() && L.rht_skipped++ == 0) L.first_rht_skipped = p.rht_skip;
+        if (p.kind == K::failed) L.errors.push_back(std::move(p.failure));
         for (auto& n : p.notes) L.notes.push_back(std::move(n));
         p.notes.clear();
         if (p.kind == K::read) read.push_back(std::move(p));
     };
-    auto pass = [&](std::size_t i) { return pass_one(dmp, i, blocks, in); };
+    // A tensor that cannot be read fails alone: the sweep goes on with the others.
+    auto pass = [&](std::size_t i) {
+        try {
+            return pass_one(dmp, i, blocks, in);
+        } catch (const dump::DumpError& e) {
+            return failed_pass({e.file, e.name, e.message});
+        } catch (const std::exception& e) {
+            return failed_pass({dmp.tensors()[i].file, dmp.tensors()[i].name, e.what()});
+        }
+    };
     if (in.pass_over) {
         std::vector<std::uint64_t> bytes;  // what each pass reads (pass_one's rules): shares balance these
         for (const auto& t : dmp.tensors()) {
@@ -159,7 +177,10 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
         }
         if (!in.pass_over(dmp, bytes, pass, keep)) return false;
     } else {
-        for (std::size_t i = 0; i < dmp.tensors().size(); ++i) keep(i, pass(i));
+        for (std::size_t i = 0; i < dmp.tensors().size(); ++i) {
+            keep(i, pass(i));
+            if (in.progress) in.progress(i + 1, dmp.tensors().size());
+        }
     }
     L.optimizer_state = skipped_opt;
     if (L.no_step)
@@ -183,6 +204,8 @@ std::string nothing_to_sweep(const Inputs& in, const Loaded& L) {
                            "needs a trace or dumps of several steps (for one state, use inspect)", L.no_step);
     if (L.optimizer_state) why += fmt::format("; {} optimizer-state tensor(s) left out", L.optimizer_state);
     if (L.not_selected && !in.tensors.empty()) why += fmt::format("; {} tensor(s) not matched by --tensor", L.not_selected);
+    if (!L.errors.empty())
+        why += fmt::format("; {} input(s) could not be read (first: {})", L.errors.size(), L.errors.front().describe());
     if (why.empty()) why = "; check the inputs and --tensor";
     return "no tensors to sweep" + why;
 }

@@ -15,6 +15,7 @@ public:
         all.push_back(std::move(mine));
         return all;
     }
+    std::string broadcast(std::string bytes) override { return bytes; }
 };
 
 std::atomic<Comm*> g_world{nullptr};

@@ -2,7 +2,9 @@
 // keeps every pass in tensor order; see cluster/sweep.hpp and docs/mpi.md.
 #include "fp8kit/cluster/sweep.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <type_traits>
 
@@ -40,39 +42,64 @@ std::string encode_failure(std::size_t i, std::exception_ptr failed) {
 }
 
 // The PassOver of load_sweep_inputs: this rank's share (contiguous, balanced over the bytes the
-// passes read: cluster::share), then the gather; rank 0 keeps its own
-// passes as they finish and the others' in rank order, which is tensor order.
+// passes read: cluster::share) encoded, the gather, and rank 0's concatenation of every share
+// broadcast, so that every rank keeps every pass in tensor order (each rank then holds the same
+// Loaded, and the trace series can be split too). A failure that no tensor goes on from travels
+// as a record and is thrown by every rank alike where it is decoded.
 bool pass_over(Comm& comm, const dump::Dump& d, const std::vector<std::uint64_t>& bytes,
                const std::function<sweep::DumpedPass(std::size_t)>& pass,
-               const std::function<void(std::size_t, sweep::DumpedPass&&)>& keep) {
+               const std::function<void(std::size_t, sweep::DumpedPass&&)>& keep,
+               const std::function<void(std::size_t, std::size_t)>& progress) {
     const auto [first, last] = share(bytes, comm.rank(), comm.size());
     std::string mine;
-    std::exception_ptr failed;  // rank 0's first failure, thrown after the gather
     for (std::size_t i = first; i < last; ++i) {
         try {
-            sweep::DumpedPass p = pass(i);
-            if (comm.root()) keep(i, std::move(p));
-            else mine += encode_pass(i, p);
-        } catch (...) {  // one process stops at its first failure: so does each rank's share
-            if (comm.root()) failed = std::current_exception();
-            else mine += encode_failure(i, std::current_exception());
+            mine += encode_pass(i, pass(i));
+            if (progress) progress(i + 1 - first, last - first);  // this rank's share
+        } catch (...) {  // what no tensor goes on from (a failed tensor is a Kind::failed pass):
+                         // one process stops there, so does each rank's share
+            mine += encode_failure(i, std::current_exception());
             break;
         }
     }
-    const auto all = comm.gather(std::move(mine));  // every rank joins, even after a failure
-    if (!comm.root()) return false;
-    if (failed) std::rethrow_exception(failed);
-    std::size_t expect = last;
-    for (std::size_t r = 1; r < all.size(); ++r) {
-        for (std::size_t pos = 0; pos < all[r].size();) {
-            sweep::DumpedPass p;
-            const std::size_t i = decode_pass(all[r], pos, p);  // throws a failed pass's error
-            if (i != expect++) throw std::runtime_error("fp8kit cluster: sweep records out of tensor order");
-            keep(i, std::move(p));
-        }
+    std::string all;
+    for (auto& part : comm.gather(std::move(mine))) all += part;  // rank order = tensor order
+    all = comm.broadcast(std::move(all));                       // every rank joins, even after a failure
+    std::size_t expect = 0;
+    for (std::size_t pos = 0; pos < all.size();) {
+        sweep::DumpedPass p;
+        const std::size_t i = decode_pass(all, pos, p);  // throws a failed pass's error
+        if (i != expect++) throw std::runtime_error("fp8kit cluster: sweep records out of tensor order");
+        keep(i, std::move(p));
     }
     if (expect != d.tensors().size()) throw std::runtime_error("fp8kit cluster: a rank's sweep passes are missing");
     return true;
+}
+
+// Groups [first, last) of Sweep::run on this rank: contiguous, balanced over the groups' weights.
+// Rank 0 gathers every group's bytes and broadcasts them: every rank merges every group in
+// order, so each holds the totals one process holds.
+void group_over(Comm& comm, std::size_t groups, const std::vector<std::uint64_t>& weight,
+                const std::function<std::string(std::size_t)>& make,
+                const std::function<void(std::size_t, const std::string&)>& use, const Progress& progress) {
+    const auto [first, last] = share(weight, comm.rank(), comm.size());
+    std::string mine;
+    for (std::size_t g = first; g < last; ++g) {
+        const std::string b = make(g);
+        if (progress) progress(g + 1 - first, last - first);
+        put<std::uint64_t>(mine, g);
+        put_string(mine, b);
+    }
+    std::string all;
+    for (auto& part : comm.gather(std::move(mine))) all += part;
+    all = comm.broadcast(std::move(all));
+    std::size_t pos = 0, expect = 0;
+    Reader in{all, pos, "sweep groups"};
+    while (pos < all.size()) {
+        if (in.get<std::uint64_t>() != expect) throw std::runtime_error("fp8kit cluster: sweep groups out of order");
+        use(expect++, in.get_string());
+    }
+    if (expect != groups) throw std::runtime_error("fp8kit cluster: a rank's sweep groups are missing");
 }
 
 }  // namespace
@@ -85,6 +112,8 @@ std::string encode_pass(std::size_t i, const sweep::DumpedPass& p) {
     put<std::uint64_t>(out, p.notes.size());
     for (const auto& n : p.notes) put_string(out, n);
     put_string(out, p.rht_skip);
+    if (p.kind == sweep::DumpedPass::Kind::failed)  // a tensor that could not be read: why
+        put_string(out, p.failure.file), put_string(out, p.failure.name), put_string(out, p.failure.message);
     if (p.kind != sweep::DumpedPass::Kind::read) return out;
     put_string(out, p.series);
     put(out, p.role), put(out, p.d.step), put(out, p.d.amax);
@@ -111,6 +140,10 @@ std::size_t decode_pass(const std::string& bytes, std::size_t& pos, sweep::Dumpe
     const auto notes = in.get<std::uint64_t>();
     for (std::uint64_t k = 0; k < notes; ++k) p.notes.push_back(in.get_string());
     p.rht_skip = in.get_string();
+    if (p.kind == sweep::DumpedPass::Kind::failed) {
+        p.failure.file = in.get_string(), p.failure.name = in.get_string();
+        p.failure.message = in.get_string();
+    }
     if (p.kind != sweep::DumpedPass::Kind::read) return i;
     p.series = in.get_string();
     p.role = in.get<Role>(), p.d.step = in.get<std::int64_t>(), p.d.amax = in.get<float>();
@@ -125,24 +158,55 @@ std::size_t decode_pass(const std::string& bytes, std::size_t& pos, sweep::Dumpe
 
 sweep::Loaded load_sweep_inputs(Comm& comm, sweep::Inputs in) {
     if (comm.size() == 1) return sweep::load_inputs(in);
-    in.pass_over = [&comm](const dump::Dump& d, const auto& bytes, const auto& pass, const auto& keep) {
-        return pass_over(comm, d, bytes, pass, keep);
+    in.pass_over = [&comm, progress = in.progress](const dump::Dump& d, const auto& bytes, const auto& pass,
+                                                   const auto& keep) {
+        return pass_over(comm, d, bytes, pass, keep, progress);
     };
     if (comm.root()) return sweep::load_inputs(in);
-    // The other ranks read only dumps (the traces are rank 0's): what could fail before the
-    // gather is then what fails alike on rank 0 (a file that is missing or not a dump's
-    // header), which rank 0 reports; these ranks leave quietly (SharedError).
+    // Every rank reads the same traces and lists the same dumps, and decodes the same pass
+    // records: what fails here fails alike on rank 0, which reports it; the others leave
+    // quietly (SharedError).
     try {
-        std::vector<std::string> dumps;
-        for (const auto& f : in.files) {
-            trace::require_regular_file(f);
-            if (dump::is_dump_file(f)) dumps.push_back(f);
-        }
-        if (dumps.empty()) return {};  // traces only: rank 0 replays them alone
-        in.files = std::move(dumps);
         return sweep::load_inputs(in);
+    } catch (const std::bad_alloc&) {  // this rank's alone: said here, and the job ends (main)
+        throw;
     } catch (const std::exception& e) {
         throw SharedError(e.what());
+    }
+}
+
+void run_sweep(Comm& comm, sweep::Loaded& L, const Progress& progress) {
+    if (comm.size() == 1) {  // every group here, in order: what run() does without `over`
+        return L.sweep->run(L.dumped, L.notes, [&](std::size_t groups, const auto&, const auto& make, const auto& use) {
+            for (std::size_t g = 0; g < groups; ++g) {
+                use(g, make(g));
+                if (progress) progress(g + 1, groups);
+            }
+        });
+    }
+    L.sweep->run(L.dumped, L.notes, [&](std::size_t groups, const auto& weight, const auto& make, const auto& use) {
+        group_over(comm, groups, weight, make, use, progress);
+    });
+}
+
+void series_rows(Comm& comm, std::size_t series, const std::function<std::string(std::size_t, std::size_t)>& make,
+                 const std::function<void(const std::string&)>& write, const Progress& progress) {
+    const std::size_t K = sweep::Sweep::kSeriesGroup, groups = (series + K - 1) / K;
+    const auto P = static_cast<std::size_t>(comm.size()), r = static_cast<std::size_t>(comm.rank());
+    auto rows = [&](std::size_t g) { return g < groups ? make(g * K, std::min(series, (g + 1) * K)) : std::string(); };
+    if (P == 1) {
+        for (std::size_t g = 0; g < groups; ++g) {
+            write(rows(g));
+            if (progress) progress(g + 1, groups);
+        }
+        return;
+    }
+    // Round t: group t P + r on rank r; rank 0 writes the round's groups in rank order, which is
+    // group order. Memory: one round's rows (P groups), whatever the series count.
+    for (std::size_t t = 0; t * P < groups; ++t) {
+        auto all = comm.gather(rows(t * P + r));
+        for (const auto& part : all) write(part);
+        if (progress) progress(std::min(groups, (t + 1) * P), groups);
     }
 }
 

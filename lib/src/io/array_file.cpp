@@ -11,7 +11,11 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/npy.hpp"
+#include "io/chunk_task.hpp"
 #include "io/dump_internal.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace fp8kit {
 
@@ -54,7 +58,12 @@ std::optional<Wide> as_wide(ElementType t) {
     return std::nullopt;
 }
 
-std::size_t ArrayFile::size() const { return data.size() / element_size(type); }
+std::size_t ArrayFile::size() const {
+    if (!mapped) return data.size() / element_size(type);
+    std::size_t n = 1;
+    for (std::size_t d : shape) n *= d;
+    return n;
+}
 
 std::string shape_text(const std::vector<std::size_t>& shape) {
     if (shape.empty()) return "scalar";
@@ -256,7 +265,52 @@ std::optional<std::pair<std::string, std::string>> hdf5_source(const std::string
     return std::nullopt;
 }
 
+// `bytes` at `offset` of `path` mapped read-only into a; false when it cannot be (then read).
+bool map_into(const std::string& path, std::uint64_t offset, std::uint64_t bytes, ArrayFile& a) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return false;
+    a.mapped = dump::detail::map_extent(fd, offset, bytes);  // the mapping outlives the descriptor
+    ::close(fd);
+    return a.mapped != nullptr;
+}
+
 }  // namespace
+
+ArrayFile map_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts) {
+    if (const auto h = hdf5_source(source)) {
+        const auto src = open_hdf5(source, h->first, h->second, opts);
+        const dump::TensorInfo& t = src->tensors().front();
+        ArrayFile a = header_of(source, t);
+        a.mapped = src->map(t);  // contiguous and stored as delivered: in place
+        if (!a.mapped) read_whole(source, *src, t, a);
+        return a;
+    }
+    if (ends_with(source, ".npy")) {
+        NpyHeader hd;
+        try {
+            hd = read_npy_header(source);  // checks the file's size against the shape
+        } catch (const NpyError& e) {
+            throw ArrayFileError(e.what());
+        }
+        ArrayFile a{source, npy_type(hd, source), hd.shape, {}};
+        if (map_into(source, hd.data_offset, std::uint64_t(hd.element_count()) * hd.item_size, a)) return a;
+        return load_npy(source);
+    }
+    File f(nullptr, &std::fclose);
+    std::size_t bytes = 0;
+    ArrayFile a = raw_layout(source, raw, f, bytes);
+    if (map_into(source, 0, bytes, a)) return a;
+    return load_raw(source, raw);
+}
+
+ArrayFile map_safetensors(const std::string& source, const std::string& file, const std::string& tensor,
+                          const dump::ReadOptions& opts) {
+    const auto [src, t] = find_safetensors(source, file, tensor, opts);
+    ArrayFile a = safetensors_header(source, *t);
+    a.mapped = src->map(*t);
+    if (!a.mapped) read_whole(source, *src, *t, a);
+    return a;
+}
 
 ArrayFile load_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts) {
     if (const auto h = hdf5_source(source)) return load_hdf5(source, h->first, h->second, opts);

@@ -520,7 +520,9 @@ public:
 
     std::shared_ptr<const void> map(const TensorInfo& t) override {
         const auto it = extents_.find(t.name);
-        if (raw_delivery_ || fp8_format(t.dtype) || it == extents_.end()) return nullptr;
+        // Raw delivery (array_file's validate inputs) hands over the stored elements as they are,
+        // which is what the mapping holds: mapped too, FP8 codes excepted as in both modes.
+        if (fp8_format(t.dtype) || it == extents_.end()) return nullptr;
         const Extent& e = it->second;
         std::uint64_t bytes = 0;
         if (fd() < 0 || user_block() != 0 || mul_overflows(t.numel, stored_size(t.dtype), bytes) || bytes != e.bytes ||

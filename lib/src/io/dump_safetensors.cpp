@@ -165,7 +165,8 @@ public:
 
     std::shared_ptr<const void> map(const TensorInfo& t) override {
         const auto it = entries_.find(t.name);
-        if (raw_ || fp8_format(t.dtype) || it == entries_.end()) return nullptr;
+        // Raw mode delivers the stored elements as they are, which is what the mapping holds.
+        if (fp8_format(t.dtype) || it == entries_.end()) return nullptr;
         // The offsets were checked against the file's size when it was listed.
         return map_extent(fd_.get(), it->second.begin, it->second.end - it->second.begin);
     }

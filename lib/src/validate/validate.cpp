@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 
@@ -228,6 +229,7 @@ std::optional<ValidateReport> run(const ValidateRequest& rq, const ValidateOptio
         }
     }
 
+    std::atomic<std::uint64_t> blocks_done{0};  // for opt.progress, called by thread 0 (this thread)
 #pragma omp parallel num_threads(threads)
     {
         const auto me = static_cast<std::size_t>(omp_get_thread_num());
@@ -279,6 +281,8 @@ std::optional<ValidateReport> run(const ValidateRequest& rq, const ValidateOptio
                 });
             }
             for (std::size_t g = 0; g < ng; ++g) alive.group[g] = group[g];
+            const std::uint64_t done = blocks_done.fetch_add(1, std::memory_order_relaxed) + 1;
+            if (me == 0 && opt.progress) opt.progress(done, last_block - first_block);
         }
     }
 

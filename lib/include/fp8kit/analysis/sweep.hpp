@@ -7,6 +7,7 @@
 #include <array>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -78,8 +79,21 @@ struct Dumped {
     std::vector<std::optional<numerics::StatsScalars>> block;
 };
 
+// How Sweep::run visits its groups of series (Sweep::kSeriesGroup series each, in series order):
+// given the group count and each group's weight (its steps and dumped entries: the work), call
+// make(g) for groups this process evaluates and use(g, bytes) for every group in order with the
+// bytes make(g) returned wherever it ran. Empty: make and use every group here, in order
+// (cluster/sweep.hpp splits the groups over MPI ranks, and every rank uses every group).
+using GroupOver = std::function<void(std::size_t groups, const std::vector<std::uint64_t>& weight,
+                                     const std::function<std::string(std::size_t)>& make,
+                                     const std::function<void(std::size_t, const std::string&)>& use)>;
+
 class Sweep {
 public:
+    // run() adds the series' outcomes per class in groups of this many series, each group's
+    // total from zero in series order, then the groups in order: a grouping fixed by the series
+    // alone, so the binary64 sums are the same however the groups are split over processes.
+    static constexpr std::size_t kSeriesGroup = 64;
     Sweep(std::vector<Candidate> candidates, std::vector<trace::Series> series);
     // Adds the series a dump alone defines (amax per dumped step) and returns its index.
     std::size_t add_series(trace::Series s);
@@ -90,7 +104,8 @@ public:
     // time, keeping only the per-class totals: time and memory are linear in tensors x steps
     // (docs/performance.md). Messages about the inputs (steps missing from a trace, trace amax
     // != dump amax) go to `notes`.
-    void run(const std::vector<Dumped>& dumped, std::vector<std::string>& notes);
+    // `over`: where the groups of series are evaluated (empty: here, in order).
+    void run(const std::vector<Dumped>& dumped, std::vector<std::string>& notes, const GroupOver& over = {});
 
     // Every candidate's outcome on one series ([candidate]), computed again on demand (the same
     // numbers as run() added to its class): per-tensor output streams with this, so no table
@@ -131,6 +146,11 @@ private:
     // [candidate][margin 0..4]: the grid candidate with the same history, algo and format
     // choice and that margin (npos when none), so that min_safe_margin does not search.
     std::vector<std::array<std::size_t, 5>> siblings_;
+    // One group of series [first, last) as bytes: its per-class totals from zero, the notes its
+    // series wrote, its amax differences; add_group merges them in group order.
+    std::string group_bytes(std::size_t first, std::size_t last) const;
+    void add_group(const std::string& bytes, std::vector<std::string>& notes, std::size_t& amax_differs,
+                   std::string& first_difference);
     std::vector<std::array<Outcome, 3>> per_class_;  // [candidate][input, weight, grad]
     std::vector<Dumped> dumped_;
     std::vector<std::vector<std::size_t>> dumped_of_;  // [series] -> indices into dumped_

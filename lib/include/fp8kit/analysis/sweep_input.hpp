@@ -16,10 +16,11 @@
 namespace fp8kit::sweep {
 
 // What the histogram pass over one dumped tensor keeps for the sweep: the tensor read (its
-// series name, class and Dumped entry, series index not yet set), or why it is left out; and the
-// notes the pass wrote, in order.
+// series name, class and Dumped entry, series index not yet set), or why it is left out, or why
+// it failed (a corrupt chunk: `failure`, reported like inspect's failed tensors); and the notes
+// the pass wrote, in order.
 struct DumpedPass {
-    enum class Kind : std::uint8_t { read, left_out, optimizer_state, not_selected, no_step };
+    enum class Kind : std::uint8_t { read, left_out, optimizer_state, not_selected, no_step, failed };
     Kind kind = Kind::left_out;
     std::string series;
     Role role = Role::activation;
@@ -28,11 +29,12 @@ struct DumpedPass {
     // Non-empty when a block preset could not take this tensor (nvfp4's column-wise RHT needs rows
     // in 16s): the reason, for sweep's one summary note.
     std::string rht_skip;
+    dump::Problem failure;  // Kind::failed: the file, tensor and message
 };
 
 // How the passes over a dump's tensors are run: given the dump, the bytes each tensor's pass
-// reads (0 for a tensor left out) and the pass of tensor i (which may throw, as reading a corrupt
-// tensor does), call keep(i, result) for every tensor in index order, and return true; or return
+// reads (0 for a tensor left out) and the pass of tensor i (a tensor that cannot be read comes
+// back as Kind::failed; the pass throws only what no tensor can go on from), call keep(i, result) for every tensor in index order, and return true; or return
 // false on a process that only contributed its share to another (an MPI rank other than 0;
 // load_inputs then returns a Loaded without a sweep). Empty: one process, every tensor in order
 // (cluster/sweep.hpp splits them over ranks).
@@ -50,6 +52,9 @@ struct Inputs {
     // strips of whole tiles; dumped_blocks.hpp).
     std::size_t block_memory_bytes = std::size_t(256) << 20;
     PassOver pass_over;                // empty: every dumped tensor read here, in order
+    // Called after each dumped tensor's pass made here, with (passes made, passes to make here);
+    // for a progress line (the CLI's, on rank 0). Empty: none.
+    std::function<void(std::size_t, std::size_t)> progress;
 };
 
 struct Loaded {
@@ -58,6 +63,10 @@ struct Loaded {
     std::vector<std::string> trace_files, dump_files;
     std::vector<Dumped> dumped;
     std::vector<std::string> notes;    // messages about the inputs (skipped tensors, ...)
+    // Inputs that could not be read, in input order: files or tensors the dump reader could not
+    // list, then dumped tensors whose pass failed (a corrupt chunk). The sweep goes on without
+    // them (a failed step is as if not dumped); the CLI reports each and exits 1, as inspect does.
+    std::vector<dump::Problem> errors;
     // Dumped tensors left out, by reason (for the "nothing to sweep" message).
     std::size_t no_step = 0, optimizer_state = 0, not_selected = 0;
     std::string first_no_step;  // "file: name" of the first tensor without a step
@@ -69,7 +78,7 @@ struct Loaded {
 
 // Reads every file. Bad input throws trace::TraceError or dump::DumpError naming the file, the
 // tensor or the filter: a file that cannot be opened, a tensor in two traces, a dumped step
-// given twice, nothing selected.
+// given twice, nothing selected. A dumped tensor that cannot be read goes to Loaded::errors.
 Loaded load_inputs(const Inputs& in);
 
 }  // namespace fp8kit::sweep

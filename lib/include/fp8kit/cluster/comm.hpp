@@ -18,6 +18,8 @@ public:
     // Collective: every rank passes its bytes; rank 0 gets size() strings, rank r's at index r
     // (its own included); the other ranks get an empty vector.
     virtual std::vector<std::string> gather(std::string mine) = 0;
+    // Collective: rank 0's bytes on every rank (what the others pass is ignored).
+    virtual std::string broadcast(std::string bytes) = 0;
     bool root() const { return rank() == 0; }
 };
 

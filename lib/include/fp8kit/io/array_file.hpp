@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -33,6 +34,11 @@ struct ArrayFile {
     std::vector<std::size_t> shape;
     std::vector<unsigned char> data;  // little-endian elements, C order
     std::size_t size() const;         // element count
+    // map_array: the elements in place, a read-only mapping of the file (data is then empty).
+    std::shared_ptr<const void> mapped = nullptr;
+    const unsigned char* bytes() const {
+        return mapped ? static_cast<const unsigned char*>(mapped.get()) : data.data();
+    }
     // u8 only: the format the file says the codes are in (a safetensors F8_* dtype); empty when
     // it does not say (.npy |u1, raw files, HDF5 integers, safetensors U8).
     std::optional<Format> codes_format = std::nullopt;
@@ -51,6 +57,18 @@ struct RawLayout {
 // in dumps, decides otherwise). HDF5 datasets are read by the dump reader (dump.hpp) with `opts`:
 // the same checks and limits as inspect, and nothing outside the named file.
 ArrayFile load_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts = {});
+
+// As load_array (and load_safetensors for `file` and `tensor` given), but where the elements lie
+// in the file as stored (.npy, raw files, HDF5 contiguous datasets, safetensors tensors of 4 MiB
+// or more) they are mapped read-only instead of read (ArrayFile::mapped): the process reads only
+// the pages it touches, and processes on one node share them in the page cache. validate's MPI
+// ranks each touch their own blocks (docs/mpi.md), so each reads about 1/P of the arrays. HDF5
+// chunked (compressed) data cannot be mapped: it is read whole, as load_array does. A file cut
+// by another process while mapped raises SIGBUS when a lost page is touched (as for inspect's
+// mappings, io/chunk_task.hpp).
+ArrayFile map_array(const std::string& source, const RawLayout& raw, const dump::ReadOptions& opts = {});
+ArrayFile map_safetensors(const std::string& source, const std::string& file, const std::string& tensor,
+                          const dump::ReadOptions& opts = {});
 
 // What load_array would return, less the data: the type and shape from headers (.npy header,
 // raw file size, HDF5 dataset listing), nothing read. Same errors as load_array for everything

@@ -55,6 +55,17 @@ struct MpiSession::World final : Comm {
         }
         return all;
     }
+    // Rank 0's length, then its bytes in pieces, to every rank (MPI_Bcast).
+    std::string broadcast(std::string bytes) override {
+        std::uint64_t n = bytes.size();
+        check(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "broadcast");
+        bytes.resize(n);
+        for (std::size_t at = 0; at < n; at += kPiece)
+            check(MPI_Bcast(bytes.data() + at, static_cast<int>(std::min<std::uint64_t>(kPiece, n - at)), MPI_BYTE, 0,
+                            MPI_COMM_WORLD),
+                  "broadcast");
+        return bytes;
+    }
 };
 
 bool launched_as_rank() {
