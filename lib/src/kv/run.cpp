@@ -150,7 +150,13 @@ Report run(const Options& opt) {
         std::map<char, std::vector<Tensor4>> data;
         for (auto& [kind, list] : layer.steps) {
             std::stable_sort(list.begin(), list.end());
-            for (const auto& e : list) data[kind].push_back(read_tensor(d, e.second));
+            for (const auto& e : list) {
+                try {
+                    data[kind].push_back(read_tensor(d, e.second));
+                } catch (const dump::DumpError& err) {  // a broken dataset: bad input, named
+                    throw KvError(err.what());
+                }
+            }
         }
         const auto& any = data.count('k') ? data['k'] : data.begin()->second;
         r.steps = any.size(), r.batch = any[0].batch, r.positions = any[0].positions, r.dim = any[0].dim;
