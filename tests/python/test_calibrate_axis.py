@@ -70,3 +70,29 @@ def test_granularity_refusals_name_the_library():
         fp8kit.calibrate(dump, ["static_minmax"], tensors=["*/lm_head/input"], granularity="head")
     with pytest.raises(fp8kit.CalibrateError, match="granularity 'row'"):
         fp8kit.calibrate(dump, ["max"], granularity="row")
+
+
+def test_nvfp4_headroom_from_modelopts_rule():
+    """ModelOpt's NVFP4 activation global scale amax / (6 * 448) (nvfp4_tensor.py), transcribed in
+    numpy: the scale bit for bit, and on the held-out step the blocks of 16 whose E4M3 block scale
+    block_amax / (6 s2) passes 448 or falls below 2^-9."""
+    import h5py
+    import ml_dtypes
+    import numpy as np
+
+    dump = os.path.join(ROOT, "data", "example", "llama_tiny_dump.h5")
+    r = fp8kit.calibrate(dump, ["modelopt_max"], tensors=["*/input"])
+    f = h5py.File(dump, "r")
+    seen_over = 0
+    for row in r["rows"]:
+        n = row["nvfp4"]
+        s2 = np.float32(row["amax"]) / np.float32(2688)
+        assert hexbits(n["global_scale"]) == hexbits(float(s2))
+        x = f["step_000299/" + row["tensor"]][()].view(ml_dtypes.bfloat16).astype(np.float64)
+        blocks = np.abs(x.reshape(-1, x.shape[-1] // 16, 16)).max(-1).ravel()
+        assert n["blocks"] == blocks.size
+        assert n["blocks_over"] == int((blocks > 448 * 6 * np.float64(s2)).sum())
+        assert n["blocks_under"] == int(((blocks > 0) & (blocks < 2.0 ** -9 * 6 * np.float64(s2))).sum())
+        assert n["headroom_binades"] == pytest.approx(np.log2(row["amax"] / blocks.max()), rel=1e-12)
+        seen_over += n["blocks_over"]
+    assert seen_over > 0  # step 299 passes the amax of steps 0 and 100 somewhere

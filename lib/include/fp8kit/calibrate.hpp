@@ -83,6 +83,18 @@ std::optional<Granularity> parse_granularity(std::string_view s);
 // llm-compressor's four observers, each checked against the library); CalibrateError says why not.
 void require_granularity(Method m, Granularity g);
 
+// NVFP4 activation headroom under a calibrated amax (lib/src/calibrate/nvfp4_headroom.cpp): the
+// global scale ModelOpt derives, amax / (6 * 448), and on the data (blocks of 16 along the last
+// dimension, `width`): blocks whose E4M3 block scale would pass 448 (the block saturates) or fall
+// below 2^-9 (E4M3's smallest subnormal), and log2(amax / data amax).
+struct Nvfp4Headroom {
+    float global_scale = 0;
+    float data_amax = 0;
+    double headroom_binades = 0;  // < 0: the data passes the calibrated amax
+    std::uint64_t blocks = 0, blocks_over = 0, blocks_under = 0;
+};
+Nvfp4Headroom nvfp4_headroom(const std::vector<Batch>& batches, float amax, std::size_t width);
+
 // A dump calibrated: one row per (tensor, method) (per channel / head: per slice too).
 struct Row {
     std::string tensor;      // the dump name without its step component ("model.l0.q_proj/input")
@@ -94,6 +106,7 @@ struct Row {
     std::vector<std::int64_t> calib_steps, holdout_steps;  // by token: both list every step
     HoldoutStats holdout;  // on the held-out batches (empty when none)
     HoldoutStats calib;    // on the calibration batches themselves
+    Nvfp4Headroom nvfp4;   // NVFP4 under this amax, on the held-out batches (else the calibration ones)
 };
 struct Options {
     std::vector<std::string> files;

@@ -317,6 +317,9 @@ Report run(const Options& o) {
                 row.holdout_steps = sp.hsteps;
                 row.calib = holdout_stats(calib[k], row.scale.value);
                 if (!sp.held.empty()) row.holdout = holdout_stats(held[k], row.scale.value);
+                const std::size_t width = o.granularity == Granularity::tensor && !shape.empty() ? shape.back() : 1;
+                row.nvfp4 = nvfp4_headroom(sp.held.empty() ? calib[k] : held[k], row.scale.amax,
+                                           o.granularity == Granularity::channel ? 1 : width);
                 r.rows.push_back(std::move(row));
             }
         }
