@@ -39,10 +39,41 @@ struct TensorRef {
 };
 
 // A tensor's stored bytes (little-endian, as in the file) and what they are.
+// Tensor bytes: large buffers on transparent huge pages where Linux offers them (madvise), so
+// reading a layer of tens of MB costs tens of page faults, not tens of thousands
+// (scripts/bench_checkpoint_check.sh: most of the time left was the kernel's page faults).
+void* allocate_tensor_bytes(std::size_t n);
+void free_tensor_bytes(void* p, std::size_t n);
+
+// A vector allocator that leaves new elements uninitialised: a tensor read is written whole by the
+// reader, so zero-filling it first would be a second pass over every byte (a multi-GB checkpoint:
+// half the time of `checkpoint check`, scripts/bench_checkpoint_check.sh).
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+    using value_type = T;
+    T* allocate(std::size_t n) { return static_cast<T*>(allocate_tensor_bytes(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t n) noexcept { free_tensor_bytes(p, n * sizeof(T)); }
+    template <class U>
+    struct rebind {
+        using other = UninitAllocator<U>;
+    };
+    UninitAllocator() = default;
+    template <class U>
+    UninitAllocator(const UninitAllocator<U>&) {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a) {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+
 struct RawTensor {
     std::string dtype;
     std::vector<std::uint64_t> shape;
-    std::vector<std::uint8_t> bytes;
+    std::vector<std::uint8_t, UninitAllocator<std::uint8_t>> bytes;
     std::uint64_t numel() const;
     float at(std::uint64_t i) const;  // element i as float32 (exact for every dtype read here)
     std::vector<float> to_floats() const;  // every element, as at() (the dtype tested once)

@@ -29,7 +29,7 @@ std::string shape_str(const std::vector<std::uint64_t>& s) { return fmt::format(
 // The weight's codes, one per element (FP4 unpacked, low nibble first as every producer here
 // packs: ModelOpt, compressed-tensors and gpt-oss).
 std::vector<std::uint8_t> codes_of(const Layer& L, const RawTensor& w, emu::NibbleOrder order = emu::NibbleOrder::low_first) {
-    if (w.dtype != "U8") return w.bytes;
+    if (w.dtype != "U8") return std::vector<std::uint8_t>(w.bytes.begin(), w.bytes.end());
     std::vector<std::uint8_t> c(w.bytes.size() * 2);
     emu::unpack_fp4_array(w.bytes.data(), c.data(), c.size(), order);
     c.resize(std::min<std::size_t>(c.size(), L.rows * L.cols));
@@ -80,7 +80,9 @@ struct Checker {
 
     // 2. Scale values.
     void values(const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st) {
-        const auto codes = codes_of(L, w);
+        // FP8 codes are the stored bytes themselves (no copy); FP4 is unpacked.
+        const std::vector<std::uint8_t> unpacked = w.dtype == "U8" ? codes_of(L, w) : std::vector<std::uint8_t>();
+        const std::uint8_t* codes = w.dtype == "U8" ? unpacked.data() : w.bytes.data();
         const std::uint64_t n = s.numel();
         std::uint64_t bad = 0, zero_live = 0, sub = 0, sub_e4m3 = 0;
         std::string first;
@@ -95,12 +97,25 @@ struct Checker {
         if (sub_e4m3)
             note(L.scale, "e4m3 subnormal block scale",
                  fmt::format("{} E4M3 block scales below 2^-6 (subnormal); ModelOpt clamps to >= 2^-9 and flushes below (PR #1382)", sub_e4m3));
-        // A block holding nonzero codes needs a nonzero scale.
+        // A block holding nonzero codes needs a nonzero scale. Each block's run of codes in a row
+        // is scanned only until the block is known to be live (one nonzero code), so a layer of
+        // nonzero weights costs about one code per block and row, not one per element.
         const std::uint64_t br = st.block_rows, bc = st.block_cols;
+        const std::uint8_t mask = w.dtype == "U8" ? 0x7 : 0x7F;
         std::vector<char> live(n, 0);
-        for (std::uint64_t r = 0; r < L.rows; ++r)
-            for (std::uint64_t c = 0; c < L.cols; ++c)
-                if ((codes[r * L.cols + c] & (w.dtype == "U8" ? 0x7 : 0x7F)) != 0) live[(r / br) * st.grid_cols + c / bc] = 1;
+        for (std::uint64_t r = 0; r < L.rows; ++r) {
+            const std::uint8_t* row = codes + r * L.cols;
+            char* lrow = &live[(r / br) * st.grid_cols];
+            for (std::uint64_t c0 = 0, k = 0; c0 < L.cols; c0 += bc, ++k) {
+                if (lrow[k]) continue;
+                const std::uint64_t c1 = std::min<std::uint64_t>(L.cols, c0 + bc);
+                for (std::uint64_t c = c0; c < c1; ++c)
+                    if (row[c] & mask) {
+                        lrow[k] = 1;
+                        break;
+                    }
+            }
+        }
         for (std::uint64_t i = 0; i < n; ++i)
             if (live[i] && st.block[i] == 0.0f) ++zero_live;
         // All-zero blocks: ModelOpt writes block scale 1.0 (nvfp4_tensor.py), compressed-tensors
