@@ -328,6 +328,11 @@ bool Report::failed() const {
 }
 
 Report check(const std::string& dir, const std::optional<std::string>& reference) {
+    // The layer buffers kept for reuse are given back when the check ends, however it ends (a
+    // long-lived process, e.g. Python, does not keep four layers' worth of memory).
+    struct Release {
+        ~Release() { release_tensor_buffers(); }
+    } release;
     Folder F(dir);
     std::optional<Folder> ref;
     if (reference) {

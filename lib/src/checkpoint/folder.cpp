@@ -388,6 +388,13 @@ void free_tensor_bytes(void* p, std::size_t n) {
     std::free(p);
 }
 
+void release_tensor_buffers() {
+    auto& c = buffer_cache();
+    std::lock_guard<std::mutex> lock(c.m);
+    for (auto& b : c.free) std::free(b.first);
+    c.free.clear();
+}
+
 RawTensor Folder::read(const std::string& n) const {
     const auto it = tensors_.find(n);
     if (it == tensors_.end()) throw CheckpointError(fmt::format("{}: no tensor '{}'", dir_, n));
