@@ -84,12 +84,70 @@ float e4m3_scale(ScalePolicy p, const std::vector<Tensor4>& steps, std::size_t h
 
 }  // namespace
 
+namespace {
+
+// The sums of one head over one batch element of one step: scores, FA3's P, O (FA3), O (normalised).
+struct HeadSums {
+    Sums s, p, o, on;
+};
+
+void attend_one(const Tensor4& q, const Tensor4& k, const Tensor4& v, std::size_t b, AttentionRow& row, HeadSums& hs) {
+    const std::size_t n = q.positions, d = q.dim, h = row.head, kh = row.kv_head;
+    const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
+    const auto qc = codes(q, b, h, row.q_scale), kc = codes(k, b, kh, row.k_scale), vc = codes(v, b, kh, row.v_scale);
+    std::vector<std::uint8_t> vt(d * n);  // V^T: the B operand of P V is dim x positions
+    for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t e = 0; e < d; ++e) vt[e * n + j] = vc[j * d + e];
+    const auto scores = scaled_gemm(qc, n, kc, n, d, row.q_scale, row.k_scale);
+    std::vector<std::uint8_t> pc(n * n, 0), pn(n * n, 0);
+    std::vector<float> rowsum(n);
+    std::vector<std::vector<double>> pref(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        std::vector<double> sref(i + 1);  // binary64 reference scores of the causal row
+        double mref = -HUGE_VAL, m = -HUGE_VAL;
+        for (std::size_t j = 0; j <= i; ++j) {
+            double acc = 0;
+            for (std::size_t e = 0; e < d; ++e) acc += static_cast<double>(q.at(b, h, i, e)) * k.at(b, kh, j, e);
+            sref[j] = acc * inv_sqrt_d;
+            mref = std::max(mref, sref[j]);
+            m = std::max(m, scores[i * n + j] * inv_sqrt_d);
+            hs.s.add(sref[j], scores[i * n + j] * inv_sqrt_d);
+        }
+        double zref = 0, z = 0;  // z: the float32 P~ summed in binary64, rounded to float32 below
+        for (std::size_t j = 0; j <= i; ++j) {
+            zref += std::exp(sref[j] - mref);
+            z += static_cast<float>(std::exp(scores[i * n + j] * inv_sqrt_d - m));
+        }
+        rowsum[i] = static_cast<float>(z);
+        pref[i].resize(i + 1);
+        for (std::size_t j = 0; j <= i; ++j) {
+            pref[i][j] = std::exp(sref[j] - mref) / zref;
+            const float pt = static_cast<float>(std::exp(scores[i * n + j] * inv_sqrt_d - m));
+            pc[i * n + j] = e4m3(pt);                                   // P~ in (0, 1]: no descale (FA3)
+            pn[i * n + j] = e4m3(static_cast<float>(pt / z));           // softmax, then cast (ModelOpt)
+            hs.p.add(pref[i][j], e4m3_value(pc[i * n + j]) / z);
+            ++row.p_nonzero;
+            row.p_underflow += e4m3_value(pc[i * n + j]) == 0.0f;
+        }
+    }
+    const auto o = scaled_gemm(pc, n, vt, d, n, 1.0f, row.v_scale);
+    const auto on = scaled_gemm(pn, n, vt, d, n, 1.0f, row.v_scale);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t e = 0; e < d; ++e) {
+            double ref = 0;
+            for (std::size_t j = 0; j <= i; ++j) ref += pref[i][j] * v.at(b, kh, j, e);
+            hs.o.add(ref, o[i * d + e] / rowsum[i]);
+            hs.on.add(ref, on[i * d + e]);
+        }
+}
+
+}  // namespace
+
 std::vector<AttentionRow> fp8_attention(const std::string& layer, const std::vector<Tensor4>& q,
                                         const std::vector<Tensor4>& k, const std::vector<Tensor4>& v, ScalePolicy p) {
     if (p == ScalePolicy::token_head) throw KvError("kv: FP8 attention takes per-tensor or per-head scales, not token_head");
-    const std::size_t hq = q.front().heads, hkv = k.front().heads, n = q.front().positions, d = q.front().dim;
+    const std::size_t hq = q.front().heads, hkv = k.front().heads;
     if (hkv == 0 || hq % hkv != 0) throw KvError(layer + ": " + std::to_string(hq) + " query heads for " + std::to_string(hkv) + " KV heads");
-    const double inv_sqrt_d = 1.0 / std::sqrt(static_cast<double>(d));
     std::vector<AttentionRow> rows;
     for (std::size_t h = 0; h < hq; ++h) {
         AttentionRow row;
@@ -100,60 +158,13 @@ std::vector<AttentionRow> fp8_attention(const std::string& layer, const std::vec
         row.q_scale = e4m3_scale(p, q, h, 'q');
         row.k_scale = e4m3_scale(p, k, row.kv_head, 'k');
         row.v_scale = e4m3_scale(p, v, row.kv_head, 'v');
-        Sums ss, sp, so, sn;
+        HeadSums hs;
         for (std::size_t s = 0; s < q.size(); ++s)
-            for (std::size_t b = 0; b < q[s].batch; ++b) {
-                const auto qc = codes(q[s], b, h, row.q_scale), kc = codes(k[s], b, row.kv_head, row.k_scale);
-                const auto vc = codes(v[s], b, row.kv_head, row.v_scale);
-                std::vector<std::uint8_t> vt(d * n);  // V^T: the B operand of P V is dim x positions
-                for (std::size_t j = 0; j < n; ++j)
-                    for (std::size_t e = 0; e < d; ++e) vt[e * n + j] = vc[j * d + e];
-                const auto scores = scaled_gemm(qc, n, kc, n, d, row.q_scale, row.k_scale);
-                std::vector<std::uint8_t> pc(n * n, 0), pn(n * n, 0);
-                std::vector<float> rowsum(n);
-                std::vector<std::vector<double>> pref(n);
-                for (std::size_t i = 0; i < n; ++i) {
-                    std::vector<double> sref(i + 1);  // binary64 reference scores of the causal row
-                    double mref = -HUGE_VAL, m = -HUGE_VAL;
-                    for (std::size_t j = 0; j <= i; ++j) {
-                        double acc = 0;
-                        for (std::size_t e = 0; e < d; ++e) acc += static_cast<double>(q[s].at(b, h, i, e)) * k[s].at(b, row.kv_head, j, e);
-                        sref[j] = acc * inv_sqrt_d;
-                        mref = std::max(mref, sref[j]);
-                        m = std::max(m, scores[i * n + j] * inv_sqrt_d);
-                        ss.add(sref[j], scores[i * n + j] * inv_sqrt_d);
-                    }
-                    double zref = 0, z = 0;
-                    for (std::size_t j = 0; j <= i; ++j) {
-                        zref += std::exp(sref[j] - mref);
-                        z += static_cast<float>(std::exp(scores[i * n + j] * inv_sqrt_d - m));
-                    }
-                    rowsum[i] = static_cast<float>(z);
-                    pref[i].resize(i + 1);
-                    for (std::size_t j = 0; j <= i; ++j) {
-                        pref[i][j] = std::exp(sref[j] - mref) / zref;
-                        const float pt = static_cast<float>(std::exp(scores[i * n + j] * inv_sqrt_d - m));
-                        pc[i * n + j] = e4m3(pt);  // P~ in (0, 1]: no descale (FA3)
-                        pn[i * n + j] = e4m3(static_cast<float>(pt / z));  // softmax, then cast (ModelOpt)
-                        sp.add(pref[i][j], e4m3_value(pc[i * n + j]) / z);
-                        ++row.p_nonzero;
-                        row.p_underflow += e4m3_value(pc[i * n + j]) == 0.0f;
-                    }
-                }
-                const auto o = scaled_gemm(pc, n, vt, d, n, 1.0f, row.v_scale);
-                const auto on = scaled_gemm(pn, n, vt, d, n, 1.0f, row.v_scale);
-                for (std::size_t i = 0; i < n; ++i)
-                    for (std::size_t e = 0; e < d; ++e) {
-                        double ref = 0;
-                        for (std::size_t j = 0; j <= i; ++j) ref += pref[i][j] * v[s].at(b, row.kv_head, j, e);
-                        so.add(ref, o[i * d + e] / rowsum[i]);
-                        sn.add(ref, on[i * d + e]);
-                    }
-            }
-        row.scores_sqnr_db = ss.db();
-        row.probs_sqnr_db = sp.db();
-        row.out_sqnr_db = so.db();
-        row.out_normalized_sqnr_db = sn.db();
+            for (std::size_t b = 0; b < q[s].batch; ++b) attend_one(q[s], k[s], v[s], b, row, hs);
+        row.scores_sqnr_db = hs.s.db();
+        row.probs_sqnr_db = hs.p.db();
+        row.out_sqnr_db = hs.o.db();
+        row.out_normalized_sqnr_db = hs.on.db();
         rows.push_back(row);
     }
     return rows;
