@@ -166,46 +166,77 @@ def test_position_buckets_match(report):
                 assert r["sqnr_db"] == pytest.approx(sqnr(xs, deq[..., sl, :]), rel=1e-9)
 
 
+def attention_sqnr(q, k, v, h, kh, sc):
+    """FA3 and normalised-P output SQNR of query head h (KV head kh) over every step and batch,
+    from the rules in numpy (E4M3 via ml_dtypes; S and P V as the exact GEMM: exact sums, one
+    float32 rounding, done here in float64 then float32)."""
+    e4 = ml_dtypes.float8_e4m3fn
+
+    def codes(x, s):
+        return np.clip((x / s).astype(F32), -448, 448).astype(e4).astype(np.float64)
+
+    so, sn = [0.0, 0.0], [0.0, 0.0]
+    for s in range(q.shape[0]):
+        for b in range(q.shape[1]):
+            qs, ks, vs = q[s, b, h].astype(np.float64), k[s, b, kh].astype(np.float64), v[s, b, kh].astype(np.float64)
+            n, d = qs.shape
+            mask = np.tril(np.ones((n, n), bool))
+            scores = ((codes(q[s, b, h], sc["q"]) @ codes(k[s, b, kh], sc["k"]).T) *
+                      (np.float64(sc["q"]) * np.float64(sc["k"]))).astype(F32).astype(np.float64) / np.sqrt(d)
+            sref = np.where(mask, qs @ ks.T / np.sqrt(d), -np.inf)
+            pref = np.exp(sref - sref.max(1, keepdims=True))
+            pref /= pref.sum(1, keepdims=True)
+            oref = pref @ vs
+            st = np.where(mask, scores, -np.inf)
+            pt = np.exp(st - st.max(1, keepdims=True)).astype(F32)
+            z = pt.astype(np.float64).sum(1).astype(F32)
+            vc = codes(v[s, b, kh], sc["v"])
+            o = ((pt.astype(e4).astype(np.float64) @ vc) * np.float64(sc["v"])).astype(F32) / z[:, None]
+            on = ((((pt / z[:, None]).astype(F32)).astype(e4).astype(np.float64) @ vc) * np.float64(sc["v"])).astype(F32)
+            for acc, got in ((so, o), (sn, on)):
+                acc[0] += np.sum(oref ** 2)
+                acc[1] += np.sum((got.astype(np.float64) - oref) ** 2)
+    return 10 * np.log10(so[0] / so[1]), 10 * np.log10(sn[0] / sn[1])
+
+
 def test_fp8_attention_matches_numpy():
     """FA3 numerics on layer 1 under calibrated per-tensor scales, from the rules in numpy."""
     r = fp8kit.kv(CAPTURE, formats=["e4m3"], policies=["tensor"], attention=True)
     att = {(a["layer"], a["head"]): a for a in r["attention"]}
     layer = LAYERS[1]
     q, k, v = (load(layer, t) for t in "qkv")
-    e4 = ml_dtypes.float8_e4m3fn
     sc = {t: F32(np.abs(x).max()) / F32(448) for t, x in (("q", q), ("k", k), ("v", v))}
-
-    def codes(x, s):
-        return np.clip((x / s).astype(F32), -448, 448).astype(e4).astype(np.float64)
-
     for h in (0, 3):
-        so = [0.0, 0.0]
-        sn = [0.0, 0.0]
-        for s in range(q.shape[0]):
-            for b in range(q.shape[1]):
-                qs, ks, vs = q[s, b, h].astype(np.float64), k[s, b, h].astype(np.float64), v[s, b, h].astype(np.float64)
-                n, d = qs.shape
-                mask = np.tril(np.ones((n, n), bool))
-                # S: exact sum, times q_scale * k_scale, one rounding to float32 (the exact model)
-                scores = ((codes(q[s, b, h], sc["q"]) @ codes(k[s, b, h], sc["k"]).T) *
-                          (np.float64(sc["q"]) * np.float64(sc["k"]))).astype(F32).astype(np.float64) / np.sqrt(d)
-                sref = np.where(mask, qs @ ks.T / np.sqrt(d), -np.inf)
-                pref = np.exp(sref - sref.max(1, keepdims=True))
-                pref /= pref.sum(1, keepdims=True)
-                oref = pref @ vs
-                st = np.where(mask, scores, -np.inf)
-                pt = np.exp(st - st.max(1, keepdims=True)).astype(F32)
-                z = pt.astype(np.float64).sum(1).astype(F32)
-                vc = codes(v[s, b, h], sc["v"])
-                o = ((pt.astype(e4).astype(np.float64) @ vc) * np.float64(sc["v"])).astype(F32) / z[:, None]
-                on = ((((pt / z[:, None]).astype(F32)).astype(e4).astype(np.float64) @ vc) * np.float64(sc["v"])).astype(F32)
-                for acc, got in ((so, o), (sn, on)):
-                    acc[0] += np.sum(oref ** 2)
-                    acc[1] += np.sum((got.astype(np.float64) - oref) ** 2)
+        fa3, normed = attention_sqnr(q, k, v, h, h, sc)
         a = att[(layer, h)]
-        assert a["out_sqnr_db"] == pytest.approx(10 * np.log10(so[0] / so[1]), rel=1e-6)
-        assert a["out_normalized_sqnr_db"] == pytest.approx(10 * np.log10(sn[0] / sn[1]), rel=1e-6)
+        assert a["out_sqnr_db"] == pytest.approx(fa3, rel=1e-6)
+        assert a["out_normalized_sqnr_db"] == pytest.approx(normed, rel=1e-6)
         assert F32(a["v_scale"]) == sc["v"] and F32(a["q_scale"]) == sc["q"]
+
+
+def test_fp8_attention_gqa_and_first_batch_scales(tmp_path):
+    """4 query heads over 2 KV heads (query head h reads KV head h // 2), vLLM's first-batch
+    scales (Q, K / 200, V / 100 of step 0) met by a later batch three times larger, float32."""
+    rng = np.random.default_rng(7)
+    path = tmp_path / "gqa.h5"
+    data = {"q": [], "k": [], "v": []}
+    with h5py.File(path, "w") as f:
+        for s in range(2):
+            for kind, heads, amp in (("q", 4, 2.0), ("k", 2, 3.0), ("v", 2, 0.5)):
+                x = (rng.standard_normal((1, heads, 24, 16)) * amp * (1 + 2 * s)).astype(F32)
+                f.create_dataset(f"step_{s:06d}/blk.attn.{kind}", data=x)
+                data[kind].append(x)
+    q, k, v = (np.stack(data[t]) for t in "qkv")
+    r = fp8kit.kv(str(path), formats=["e4m3"], policies=["vllm_first_batch"], attention=True)
+    sc = {t: F32(np.abs(x[0]).max()) / F32(rng_) for t, x, rng_ in (("q", q, 200), ("k", k, 200), ("v", v, 100))}
+    assert [a["kv_head"] for a in r["attention"]] == [0, 0, 1, 1]
+    for a in r["attention"]:
+        fa3, normed = attention_sqnr(q, k, v, a["head"], a["kv_head"], sc)
+        assert F32(a["k_scale"]) == sc["k"] and F32(a["v_scale"]) == sc["v"]
+        assert a["out_sqnr_db"] == pytest.approx(fa3, rel=1e-6)
+        assert a["out_normalized_sqnr_db"] == pytest.approx(normed, rel=1e-6)
+    # step 1 is three times step 0: past 448 x k_scale = 2.24 x the first batch's amax, so K saturates
+    assert sum(x["saturated"] for x in r["rows"] if x["tensor"] == "k") > 0
 
 
 def test_bad_input_is_named(tmp_path):
