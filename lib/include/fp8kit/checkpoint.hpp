@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -109,6 +110,10 @@ public:
     const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
     bool has(const std::string& name) const { return tensors_.count(name) != 0; }
     RawTensor read(const std::string& name) const;  // throws CheckpointError
+    // The stored bytes of `name` in pieces (first byte offset, pointer, byte count), in order,
+    // through the reader's reused buffers: a scan that needs no whole layer. Throws CheckpointError.
+    void stream(const std::string& name,
+                const std::function<void(std::uint64_t first, const std::uint8_t* bytes, std::size_t count)>& fn) const;
     std::string quant_algo;                         // as the config names it
     std::string kv_cache_algo;
 

@@ -395,6 +395,23 @@ void release_tensor_buffers() {
     c.free.clear();
 }
 
+void Folder::stream(const std::string& n,
+                    const std::function<void(std::uint64_t, const std::uint8_t*, std::size_t)>& fn) const {
+    const auto it = tensors_.find(n);
+    if (it == tensors_.end()) throw CheckpointError(fmt::format("{}: no tensor '{}'", dir_, n));
+    auto& src = *open_->src[it->second.shard];
+    const auto& infos = src.tensors();
+    const auto ti = std::find_if(infos.begin(), infos.end(), [&](const dump::TensorInfo& t) { return t.name == n; });
+    const std::size_t es = dump::detail::stored_size(ti->dtype);
+    try {
+        src.read(*ti, [&](const dump::Chunk& c) {
+            fn(c.first * es, static_cast<const std::uint8_t*>(c.bits), c.count * es);
+        });
+    } catch (const dump::DumpError& e) {
+        throw CheckpointError(e.what());
+    }
+}
+
 RawTensor Folder::read(const std::string& n) const {
     const auto it = tensors_.find(n);
     if (it == tensors_.end()) throw CheckpointError(fmt::format("{}: no tensor '{}'", dir_, n));
