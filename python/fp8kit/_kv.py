@@ -6,7 +6,7 @@ from . import _fp8kit
 
 KvError = _fp8kit.KvError
 FORMATS = ("e4m3", "e5m2", "e4m3fnuz", "nvfp4")
-POLICIES = ("one", "vllm_first_batch", "tensor", "head", "token_head")
+POLICIES = ("one", "vllm_first_batch", "tensor", "modelopt", "head", "token_head")
 
 
 def kv(dumps, formats=(), policies=(), bucket=32, attention=True):

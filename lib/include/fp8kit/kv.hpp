@@ -25,14 +25,15 @@ enum class CacheFormat { e4m3, e5m2, e4m3fnuz, nvfp4 };
 enum class ScalePolicy {
     one,               // no scales in the checkpoint, calculate_kv_scales off: 1.0
     vllm_first_batch,  // vLLM calculate_kv_scales: max|x| of the first batch / 200 (K, Q) or / 100 (V)
-    tensor,            // calibrated per tensor: amax / 448 (ModelOpt / llm-compressor k_scale); FNUZ x2
+    tensor,            // calibrated per tensor: amax / 448 (llm-compressor's k_scale); FNUZ x2
     head,              // calibrated per KV head (llm-compressor strategy attn_head): amax_h / 448; FNUZ x2
     token_head,        // dynamic per (token, head): max(amax / QMAX, 1e-6), vLLM's per-token cache kernel
+    modelopt,          // ModelOpt's exported FP8 k_scale / v_scale: max(amax / 448, 1.0); FNUZ x2
 };
 const char* name(CacheFormat f);
 const char* name(ScalePolicy p);
 std::optional<CacheFormat> parse_format(std::string_view s);  // e4m3 (fp8, fp8_e4m3), e5m2, e4m3fnuz (fnuz), nvfp4
-std::optional<ScalePolicy> parse_policy(std::string_view s);  // one (1.0), vllm_first_batch (first_batch), tensor, head, token_head
+std::optional<ScalePolicy> parse_policy(std::string_view s);  // one (1.0), vllm_first_batch (first_batch), tensor, modelopt, head, token_head
 std::vector<CacheFormat> all_formats();
 std::vector<ScalePolicy> all_policies();
 
@@ -41,6 +42,8 @@ std::vector<ScalePolicy> all_policies();
 float vllm_first_batch_scale(float amax, char which);  // which: 'q', 'k', 'v'
 // A calibrated checkpoint scale amax / 448 (float32), doubled on FNUZ by vLLM's loader.
 float calibrated_scale(float amax, CacheFormat f);
+// ModelOpt's export of an FP8 KV scale: max(amax / 448, 1.0) (float32), doubled on FNUZ by vLLM.
+float modelopt_kv_scale(float amax, CacheFormat f);
 // vLLM's dynamic per-token scale: max(amax / QMAX, 1e-6) in float32, QMAX 448 (E4M3), 240 (FNUZ);
 // E5M2 (not in vLLM's table) 57344.
 float token_head_scale(float amax, CacheFormat f);

@@ -148,6 +148,7 @@ float policy_scale(ScalePolicy p, CacheFormat f, const Amax& a, std::size_t h, c
         case ScalePolicy::one: return 1.0f;
         case ScalePolicy::vllm_first_batch: return fp4 ? a.first / 2688.0f : vllm_first_batch_scale(a.first, which);
         case ScalePolicy::tensor: return fp4 ? a.all / 2688.0f : calibrated_scale(a.all, f);
+        case ScalePolicy::modelopt: return fp4 ? a.all / 2688.0f : modelopt_kv_scale(a.all, f);
         case ScalePolicy::head: return fp4 ? a.head[h] / 2688.0f : calibrated_scale(a.head[h], f);
         default: return 0.0f;
     }
@@ -163,11 +164,19 @@ float vllm_first_batch_scale(float amax, char which) {
 }
 
 float calibrated_scale(float amax, CacheFormat f) {
-    // ModelOpt (export/quant_utils.py get_kv_cache_scaling_factor: amax / 448) and llm-compressor
-    // (calculate_qparams: amax / 448) write k_scale / v_scale for an E4M3 cache. vLLM
+    // llm-compressor (calculate_qparams, strategy tensor: amax / 448) writes k_scale / v_scale for
+    // an E4M3 cache (ModelOpt raises its export to at least 1.0: modelopt_kv_scale). vLLM
     // (model_executor/layers/quantization/kv_cache.py BaseKVCacheMethod.process_weights_after_loading)
     // doubles checkpoint scales on FNUZ platforms (`if current_platform.is_fp8_fnuz(): k_scale *= 2`).
     const float s = amax / 448.0f;
+    return f == CacheFormat::e4m3fnuz ? s * 2.0f : s;
+}
+
+float modelopt_kv_scale(float amax, CacheFormat f) {
+    // modelopt/torch/export/quant_utils.py get_kv_cache_scaling_factor: get_scaling_factor of the
+    // k/v_bmm_quantizer (amax / 448), then for an FP8 KV cache "we recommend default kv cache
+    // scaling factor to be 1": torch.max(factor, tensor([1.0])). vLLM doubles it on FNUZ.
+    const float s = std::max(amax / 448.0f, 1.0f);
     return f == CacheFormat::e4m3fnuz ? s * 2.0f : s;
 }
 
