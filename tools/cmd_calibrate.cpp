@@ -13,7 +13,7 @@ namespace {
 
 struct Options {
     std::vector<std::string> files, methods, tensors;
-    std::string holdout, save;
+    std::string holdout, save, granularity = "tensor";
     double holdout_tokens = 0;
     bool json = false, csv = false;
 };
@@ -29,7 +29,8 @@ void print_text(const calibrate::Report& r) {
         last = row.tensor;
         const bool h = row.holdout_batches != 0;
         const auto& s = h ? row.holdout : row.calib;
-        fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9.4f} {:>8.4f} {:>9}\n", io::printable(row.tensor),
+        const std::string t = row.index < 0 ? row.tensor : fmt::format("{}[{}]", row.tensor, row.index);
+        fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9.4f} {:>8.4f} {:>9}\n", io::printable(t),
                    calibrate::name(row.method), row.scale.value, row.scale.dtype, share(s.clipped, s.nonzero),
                    share(s.underflow, s.nonzero),
                    std::isfinite(s.sqnr_db) ? fmt::format("{:.2f}", s.sqnr_db) : std::string("inf"));
@@ -55,6 +56,9 @@ Register reg([](CLI::App& root) {
                     "Steps held out for the report (\"299\", \"200-\", \"none\"; default: each tensor's last step)");
     auto* tokens = cmd->add_option("--holdout-tokens", o->holdout_tokens,
                     "Hold out by sample instead: this fraction of every step's tokens (the last ones), e.g. 0.25");
+    cmd->add_option("--granularity", o->granularity,
+                    "tensor (default), channel (the last dimension: ModelOpt axis=-1) or head (dimension 1 of a\n"
+                    "[batch, heads, positions, head_dim] Q/K/V tensor: llm-compressor attn_head, ModelOpt axis=1)");
     cmd->add_option("--save", o->save, "Write the scales of the one --method as safetensors, under the tool's names");
     cmd->add_flag("--json", o->json, "Print the report as JSON");
     cmd->add_flag("--csv", o->csv, "Print one CSV row per tensor and method");
@@ -75,6 +79,9 @@ Register reg([](CLI::App& root) {
         if (!o->save.empty() && opt.methods.size() != 1)
             throw UsageError("calibrate: --save needs exactly one --method (the tool whose names and dtype it writes)");
         if (!o->holdout.empty()) opt.holdout_steps = o->holdout;
+        const auto g = calibrate::parse_granularity(o->granularity);
+        if (!g) throw UsageError(fmt::format("calibrate: --granularity '{}': unknown (tensor, channel, head)", o->granularity));
+        opt.granularity = *g;
         if (tokens->count() != 0) opt.holdout_tokens = o->holdout_tokens;
         calibrate::Report r;
         try {

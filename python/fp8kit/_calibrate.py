@@ -11,18 +11,21 @@ CalibrateError = _fp8kit.CalibrateError
 METHODS = ("modelopt_max", "modelopt_mse", "modelopt_percentile", "llmc_memoryless_minmax", "llmc_static_minmax", "llmc_minmax", "llmc_mse")
 
 
-def calibrate(dumps, methods=("all",), tensors=(), holdout_steps=None, holdout_tokens=None):
+def calibrate(dumps, methods=("all",), tensors=(), holdout_steps=None, holdout_tokens=None, granularity="tensor"):
     """Replays the activation tensors of `dumps` (paths; each step of a tensor is one batch) through
     each method. Returns the report as a dict: rows (tensor, checkpoint_name, method, tool, scale,
     scale_dtype, amax, calibration_steps, holdout_steps, holdout statistics) and notes.
     `holdout_steps`: "299", "200-", "none"; None holds out each tensor's last step.
-    `holdout_tokens`: a fraction of every step's tokens (the last ones) held out instead."""
+    `holdout_tokens`: a fraction of every step's tokens (the last ones) held out instead.
+    `granularity`: "tensor", "channel" (the last dimension; ModelOpt axis=-1) or "head" (dimension 1
+    of a [batch, heads, positions, head_dim] Q/K/V tensor; llm-compressor attn_head): one row per
+    channel or head, its number in "index"."""
     if isinstance(dumps, (str, os.PathLike)):
         dumps = [dumps]
     if isinstance(methods, str):
         methods = [methods]
     return json.loads(_fp8kit.calibrate_json([os.fspath(d) for d in dumps], list(methods), list(tensors), holdout_steps,
-                                                holdout_tokens))
+                                                holdout_tokens, granularity))
 
 
 def calibrate_scale(method, batches):

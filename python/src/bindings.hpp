@@ -49,6 +49,7 @@ void bind_replay(pyb::module_& m);
 void bind_simulate(pyb::module_& m);
 void bind_checkpoint(pyb::module_& m);
 void bind_calibrate(pyb::module_& m);
+void bind_kv(pyb::module_& m);
 void bind_gemm(pyb::module_& m);
 void bind_cuda(pyb::module_& m);
 void bind_warn(pyb::module_& m);

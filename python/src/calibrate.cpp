@@ -24,12 +24,15 @@ void bind_calibrate(pyb::module_& m) {
         "calibrate_json",
         [](const std::vector<std::string>& files, const std::vector<std::string>& methods,
            const std::vector<std::string>& tensors, std::optional<std::string> holdout_steps,
-           std::optional<double> holdout_tokens) {
+           std::optional<double> holdout_tokens, const std::string& granularity) {
             calibrate::Options o;
             o.files = files;
             o.include = tensors;
             o.holdout_steps = holdout_steps;
             o.holdout_tokens = holdout_tokens;
+            const auto g = calibrate::parse_granularity(granularity);
+            if (!g) throw calibrate::CalibrateError("granularity '" + granularity + "': unknown (tensor, channel, head)");
+            o.granularity = *g;
             for (const auto& s : methods) {
                 if (s == "all") o.methods = calibrate::all_methods();
                 else o.methods.push_back(method_arg(s));
@@ -42,7 +45,7 @@ void bind_calibrate(pyb::module_& m) {
             return calibrate::to_json(r);
         },
         pyb::arg("files"), pyb::arg("methods"), pyb::arg("tensors"), pyb::arg("holdout_steps") = pyb::none(),
-        pyb::arg("holdout_tokens") = pyb::none(),
+        pyb::arg("holdout_tokens") = pyb::none(), pyb::arg("granularity") = "tensor",
         "calibrate::run as the JSON document `fp8kit calibrate --json` prints");
     m.def(
         "calibrate_scale",

@@ -15,5 +15,6 @@ PYBIND11_MODULE(_fp8kit, m) {
     fp8kit::py::bind_warn(m);
     fp8kit::py::bind_checkpoint(m);
     fp8kit::py::bind_calibrate(m);
+    fp8kit::py::bind_kv(m);
     fp8kit::py::bind_cuda(m);
 }

@@ -51,6 +51,10 @@ struct Scale {
 // CalibrateError for no batches or (ModelOpt max, as its assertion) an infinite or NaN amax.
 Scale calibrate(Method m, const std::vector<Batch>& batches, DType dtype);
 
+// The scales of several groups calibrated together (per channel / per head): each group on its
+// own, except llm-compressor's mse, whose grid search shares one patience counter over the groups.
+std::vector<Scale> calibrate_groups(Method m, const std::vector<std::vector<Batch>>& groups, DType dtype);
+
 // ModelOpt's MseCalibrator candidates: torch.linspace(0.25, 4.0, 39) in float32 as torch's CPU
 // kernel computes it (start + step*i for the first half, end - step*(n-1-i) after, each one
 // fused multiply-add; bit-identical to torch 2.15 on AVX2 and AVX-512).
@@ -68,16 +72,41 @@ struct HoldoutStats {
 };
 HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale);
 
-// A dump calibrated: one row per (tensor, method).
+// Per tensor, per channel (the last dimension of an activation: ModelOpt's TensorQuantizer with
+// axis=-1) or per head (dimension 1 of a [batch, heads, positions, head_dim] Q/K/V tensor:
+// llm-compressor's strategy attn_head, ModelOpt's axis=1). A channel or head is calibrated as the
+// library does it with that axis: the same method on that slice of every batch.
+enum class Granularity { tensor, channel, head };
+const char* name(Granularity g);
+std::optional<Granularity> parse_granularity(std::string_view s);
+// Whether `m` is offered at granularity g (channel: ModelOpt's max; head: ModelOpt's max and
+// llm-compressor's four observers, each checked against the library); CalibrateError says why not.
+void require_granularity(Method m, Granularity g);
+
+// NVFP4 activation headroom under a calibrated amax (lib/src/calibrate/nvfp4_headroom.cpp): the
+// global scale ModelOpt derives, amax / (6 * 448), and on the data (blocks of 16 along the last
+// dimension, `width`): blocks whose E4M3 block scale would pass 448 (the block saturates) or fall
+// below 2^-9 (E4M3's smallest subnormal), and log2(amax / data amax).
+struct Nvfp4Headroom {
+    float global_scale = 0;
+    float data_amax = 0;
+    double headroom_binades = 0;  // < 0: the data passes the calibrated amax
+    std::uint64_t blocks = 0, blocks_over = 0, blocks_under = 0;
+};
+Nvfp4Headroom nvfp4_headroom(const std::vector<Batch>& batches, float amax, std::size_t width);
+
+// A dump calibrated: one row per (tensor, method) (per channel / head: per slice too).
 struct Row {
     std::string tensor;      // the dump name without its step component ("model.l0.q_proj/input")
     std::string checkpoint_name;  // "model.l0.q_proj.input_scale"
     Method method{};
+    std::int64_t index = -1;  // the channel or head (-1: per tensor)
     Scale scale;
     std::size_t calib_batches = 0, holdout_batches = 0;
     std::vector<std::int64_t> calib_steps, holdout_steps;  // by token: both list every step
     HoldoutStats holdout;  // on the held-out batches (empty when none)
     HoldoutStats calib;    // on the calibration batches themselves
+    Nvfp4Headroom nvfp4;   // NVFP4 under this amax, on the held-out batches (else the calibration ones)
 };
 struct Options {
     std::vector<std::string> files;
@@ -88,8 +117,10 @@ struct Options {
     // Hold out by sample instead: this fraction of the tokens (rows of the tensor seen as
     // [-1, last dim]) of every step, the last ones; every step then calibrates on the rest.
     std::optional<double> holdout_tokens;
+    Granularity granularity = Granularity::tensor;
 };
 struct Report {
+    Granularity granularity = Granularity::tensor;
     std::vector<Row> rows;
     std::vector<std::string> notes;  // files or tensors skipped, and why
 };

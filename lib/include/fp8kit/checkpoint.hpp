@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,10 +40,42 @@ struct TensorRef {
 };
 
 // A tensor's stored bytes (little-endian, as in the file) and what they are.
+// Tensor bytes: large buffers on transparent huge pages where Linux offers them (madvise), so
+// reading a layer of tens of MB costs tens of page faults, not tens of thousands
+// (scripts/bench_checkpoint_check.sh: most of the time left was the kernel's page faults).
+void* allocate_tensor_bytes(std::size_t n);
+void free_tensor_bytes(void* p, std::size_t n);  // keeps up to 4 large buffers for reuse
+void release_tensor_buffers();                    // frees the kept buffers
+
+// A vector allocator that leaves new elements uninitialised: a tensor read is written whole by the
+// reader, so zero-filling it first would be a second pass over every byte (a multi-GB checkpoint:
+// half the time of `checkpoint check`, scripts/bench_checkpoint_check.sh).
+template <class T>
+struct UninitAllocator : std::allocator<T> {
+    using value_type = T;
+    T* allocate(std::size_t n) { return static_cast<T*>(allocate_tensor_bytes(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t n) noexcept { free_tensor_bytes(p, n * sizeof(T)); }
+    template <class U>
+    struct rebind {
+        using other = UninitAllocator<U>;
+    };
+    UninitAllocator() = default;
+    template <class U>
+    UninitAllocator(const UninitAllocator<U>&) {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a) {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+
 struct RawTensor {
     std::string dtype;
     std::vector<std::uint64_t> shape;
-    std::vector<std::uint8_t> bytes;
+    std::vector<std::uint8_t, UninitAllocator<std::uint8_t>> bytes;
     std::uint64_t numel() const;
     float at(std::uint64_t i) const;  // element i as float32 (exact for every dtype read here)
     std::vector<float> to_floats() const;  // every element, as at() (the dtype tested once)
@@ -77,6 +110,10 @@ public:
     const std::map<std::string, TensorRef>& tensors() const { return tensors_; }
     bool has(const std::string& name) const { return tensors_.count(name) != 0; }
     RawTensor read(const std::string& name) const;  // throws CheckpointError
+    // The stored bytes of `name` in pieces (first byte offset, pointer, byte count), in order,
+    // through the reader's reused buffers: a scan that needs no whole layer. Throws CheckpointError.
+    void stream(const std::string& name,
+                const std::function<void(std::uint64_t first, const std::uint8_t* bytes, std::size_t count)>& fn) const;
     std::string quant_algo;                         // as the config names it
     std::string kv_cache_algo;
 

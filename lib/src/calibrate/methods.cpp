@@ -173,6 +173,39 @@ Shrunk llmc_grid_search(const Batch& b, DType d) {
     return out;
 }
 
+// _grid_search_mse over several groups at once (per head: strategy attn_head): each group keeps
+// its own best error and (min, max), but the patience counter is shared: `if torch.any(improved)`
+// resets it, so the search stops only when no group improved for 5 steps
+// (llmcompressor/observers/mse_quant.py, eager path).
+std::vector<Shrunk> llmc_grid_search_groups(const std::vector<const Batch*>& groups, DType d) {
+    const double grid = 100.0, maxshrink = 0.20;
+    const int total = static_cast<int>(maxshrink * grid), patience = 5;
+    const float worst = d == DType::bf16 ? from_bits(0x7F7F0000u) : std::numeric_limits<float>::max();
+    std::vector<float> best(groups.size(), worst), mn(groups.size()), mx(groups.size());
+    std::vector<Shrunk> out(groups.size());
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        std::tie(mn[g], mx[g]) = min_max(*groups[g]);
+        out[g] = {mn[g], mx[g], 0};
+    }
+    int no_improve = 0;
+    for (int i = 0; i < total; ++i) {
+        const float p = static_cast<float>(1.0 - i / grid);
+        bool any = false;
+        for (std::size_t g = 0; g < groups.size(); ++g) {
+            const float smn = to_dtype(mn[g] * p, d), smx = to_dtype(mx[g] * p, d);
+            const float err = llmc_error(*groups[g], llmc_scale(smn, smx, d), d);
+            if (err < best[g]) {
+                best[g] = err;
+                out[g] = {smn, smx, i};
+                any = true;
+            }
+        }
+        if (any) no_improve = 0;
+        else if (++no_improve >= patience) break;
+    }
+    return out;
+}
+
 Scale llmc_calibrate(Method m, const std::vector<Batch>& batches, DType d) {
     float mn = 0, mx = 0;
     int step = -1;
@@ -364,6 +397,37 @@ Scale calibrate(Method m, const std::vector<Batch>& batches, DType dtype) {
         case Method::modelopt_percentile: return modelopt_percentile(batches, 99.99);
         default: return llmc_calibrate(m, batches, dtype);
     }
+}
+
+std::vector<Scale> calibrate_groups(Method m, const std::vector<std::vector<Batch>>& groups, DType dtype) {
+    std::vector<Scale> out;
+    if (m != Method::llmc_mse) {  // every other method treats each group on its own
+        for (const auto& g : groups) out.push_back(calibrate(m, g, dtype));
+        return out;
+    }
+    for (const auto& g : groups) require(g, m);
+    const std::size_t n = groups.size(), batches = groups.front().size();
+    std::vector<float> mn(n, 0.0f), mx(n, 0.0f);
+    std::vector<int> step(n, -1);
+    for (std::size_t i = 0; i < batches; ++i) {  // the observer's call i: one grid search over all groups
+        std::vector<const Batch*> batch(n);
+        for (std::size_t g = 0; g < n; ++g) batch[g] = &groups[g][i];
+        const auto shrunk = llmc_grid_search_groups(batch, dtype);
+        for (std::size_t g = 0; g < n; ++g) {
+            step[g] = shrunk[g].step;
+            if (i == 0) mn[g] = shrunk[g].mn, mx[g] = shrunk[g].mx;
+            else mn[g] = lerp(mn[g], shrunk[g].mn, 0.01f, dtype), mx[g] = lerp(mx[g], shrunk[g].mx, 0.01f, dtype);
+        }
+    }
+    for (std::size_t g = 0; g < n; ++g) {
+        Scale s;
+        s.value = llmc_scale(mn[g], mx[g], dtype);
+        s.dtype = dtype == DType::bf16 ? "bfloat16" : "float32";
+        s.amax = std::max(std::fabs(std::min(mn[g], 0.0f)), std::fabs(std::max(mx[g], 0.0f)));
+        s.candidate = step[g];
+        out.push_back(s);
+    }
+    return out;
 }
 
 }  // namespace fp8kit::calibrate

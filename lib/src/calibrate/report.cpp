@@ -44,6 +44,7 @@ std::string steps(const std::vector<std::int64_t>& v) {
 std::string to_json(const Report& r) {
     nlohmann::json j;
     j["format"] = "e4m3";
+    j["granularity"] = name(r.granularity);
     j["rows"] = nlohmann::json::array();
     for (const auto& row : r.rows) {
         nlohmann::json o{{"tensor", row.tensor},
@@ -58,6 +59,10 @@ std::string to_json(const Report& r) {
                          {"holdout_steps", row.holdout_steps},
                          {"calibration", stats_json(row.calib)}};
         if (row.scale.candidate >= 0) o["candidate"] = row.scale.candidate;
+        if (row.index >= 0) o["index"] = row.index;
+        o["nvfp4"] = {{"global_scale", row.nvfp4.global_scale}, {"data_amax", row.nvfp4.data_amax},
+                      {"headroom_binades", num(row.nvfp4.headroom_binades)}, {"blocks", row.nvfp4.blocks},
+                      {"blocks_over", row.nvfp4.blocks_over}, {"blocks_under", row.nvfp4.blocks_under}};
         o["holdout"] = row.holdout_batches ? stats_json(row.holdout) : nlohmann::json(nullptr);
         j["rows"].push_back(o);
     }
@@ -68,17 +73,20 @@ std::string to_json(const Report& r) {
 std::string to_csv(const Report& r) {
     std::string s =
         "tensor,checkpoint_name,method,tool,scale,scale_bits_f32,scale_dtype,amax,calibration_steps,holdout_steps,"
-        "holdout_elements,holdout_clipped_share,holdout_underflow_share,holdout_sqnr_db\n";
+        "holdout_elements,holdout_clipped_share,holdout_underflow_share,holdout_sqnr_db,index,nvfp4_global_scale,nvfp4_headroom_binades,nvfp4_blocks_over_share\n";
     for (const auto& row : r.rows) {
         const bool h = row.holdout_batches != 0;
-        s += fmt::format("{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{}\n", csv_field(row.tensor),
+        s += fmt::format("{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{},{},{:.9g},{},{:.6g}\n", csv_field(row.tensor),
                          csv_field(row.checkpoint_name), name(row.method), tool(row.method), row.scale.value,
                          hex(row.scale.value), row.scale.dtype, row.scale.amax, steps(row.calib_steps),
                          steps(row.holdout_steps), h ? std::to_string(row.holdout.elements) : "",
                          h ? fmt::format("{:.6g}", share(row.holdout.clipped, row.holdout.nonzero)) : "",
                          h ? fmt::format("{:.6g}", share(row.holdout.underflow, row.holdout.nonzero)) : "",
                          h ? (std::isfinite(row.holdout.sqnr_db) ? fmt::format("{:.4f}", row.holdout.sqnr_db) : "inf")
-                           : "");
+                           : "",
+                         row.index >= 0 ? std::to_string(row.index) : "", row.nvfp4.global_scale,
+                         std::isfinite(row.nvfp4.headroom_binades) ? fmt::format("{:.4f}", row.nvfp4.headroom_binades) : "inf",
+                         share(row.nvfp4.blocks_over, row.nvfp4.blocks));
     }
     return s;
 }
@@ -87,6 +95,8 @@ std::string to_csv(const Report& r) {
 // exported input_scale is F32 of shape [] (data/checkpoints/modelopt_fp8); compressed-tensors'
 // is the activation dtype (BF16) of shape [1] (data/checkpoints/ct_fp8).
 void write_safetensors(const Report& r, Method m, const std::string& path) {
+    if (r.granularity != Granularity::tensor)
+        throw CalibrateError("--save: per-tensor scales only (per channel / per head scales are reported, not written)");
     nlohmann::json header = nlohmann::json::object();
     std::string data;
     for (const auto& row : r.rows) {

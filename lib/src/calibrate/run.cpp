@@ -49,6 +49,10 @@ std::string strip_step(const std::string& name) {
 // (compressed-tensors' names for static input and output activation scales; ModelOpt's exported
 // input_scale has the same name); any other tensor keeps its name, '/' -> '.', + ".input_scale".
 std::string checkpoint_name(const std::string& tensor) {
+    // Q/K/V as the attention kernel receives them (`<layer>.q/.k/.v`, fp8kit.torch.Monitor): the
+    // KV-cache scale names compressed-tensors writes and vLLM loads (`self_attn.k_scale`, ...).
+    if (tensor.size() > 2 && tensor[tensor.size() - 2] == '.' && std::string("qkv").find(tensor.back()) != std::string::npos)
+        return tensor.substr(0, tensor.size() - 2) + "." + tensor.back() + "_scale";
     for (const char* role : {"input", "output"}) {
         const std::string suffix = std::string("/") + role;
         if (tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0)
@@ -85,7 +89,49 @@ Batch read_batch(dump::Dump& d, std::size_t i) {
     return b;
 }
 
+// The slices of one tensor's batches: per channel (element i in channel i % width) or per head
+// (element i of a [batch, heads, positions, dim] tensor in head (i / (positions * dim)) % heads).
+std::vector<std::vector<Batch>> slices(const std::vector<Batch>& batches, Granularity g, const std::vector<std::uint64_t>& shape) {
+    const std::size_t width = shape.empty() || shape.back() == 0 ? 1 : shape.back();
+    const std::size_t n = g == Granularity::channel ? width : shape[1];
+    const std::size_t inner = g == Granularity::channel ? 1 : shape[2] * shape[3];
+    std::vector<std::vector<Batch>> out(n, std::vector<Batch>(batches.size()));
+    for (std::size_t b = 0; b < batches.size(); ++b)
+        for (std::size_t i = 0; i < batches[b].size(); ++i) {
+            const std::size_t k = g == Granularity::channel ? i % width : (i / inner) % n;
+            out[k][b].push_back(batches[b][i]);
+        }
+    return out;
+}
+
+void check_shape(const std::string& key, const std::vector<std::uint64_t>& shape, Granularity g) {
+    if (g == Granularity::head && shape.size() != 4)
+        throw CalibrateError(key + ": per head needs a [batch, heads, positions, head_dim] tensor (Q/K/V as "
+                             "fp8kit.torch.Monitor(attention=True) dumps them); it has " + std::to_string(shape.size()) + " dimensions");
+    if (g == Granularity::channel && shape.empty()) throw CalibrateError(key + ": per channel needs a tensor with a last dimension");
+}
+
 }  // namespace
+
+const char* name(Granularity g) { return g == Granularity::tensor ? "tensor" : g == Granularity::channel ? "channel" : "head"; }
+std::optional<Granularity> parse_granularity(std::string_view s) {
+    if (s == "tensor") return Granularity::tensor;
+    if (s == "channel") return Granularity::channel;
+    if (s == "head" || s == "attn_head") return Granularity::head;
+    return std::nullopt;
+}
+void require_granularity(Method m, Granularity g) {
+    if (g == Granularity::tensor) return;
+    const bool llmc = std::string(tool(m)) == "llm-compressor";
+    if (g == Granularity::channel && llmc)
+        throw CalibrateError(std::string(name(m)) + " per channel: llm-compressor refuses a channel strategy for activations "
+                                                    "(observers/helpers.py _flatten_activation)");
+    if (m == Method::modelopt_percentile)
+        throw CalibrateError("modelopt_percentile: per tensor only here (HistogramCalibrator with an axis is not transcribed)");
+    if (m == Method::modelopt_mse)
+        throw CalibrateError("modelopt_mse: per tensor only (ModelOpt's MseCalibrator with axis=-1 chose another candidate than "
+                             "the same method per slice on 9 of 64 channels of the example's lm_head/input: not transcribed)");
+}
 
 const char* name(Method m) {
     for (const auto& e : kMethods)
@@ -236,28 +282,46 @@ Report run(const Options& o) {
     if (files.empty()) throw CalibrateError("calibrate: no dump file given");
     dump::Selection sel;
     sel.include = o.include;
+    for (Method m : o.methods) require_granularity(m, o.granularity);
+    if (o.granularity == Granularity::head && o.holdout_tokens)
+        throw CalibrateError("--holdout-tokens: per tensor or per channel only (a token cut splits the heads' layout)");
     dump::Dump d(files, sel);
     if (!d.errors().empty()) throw CalibrateError(d.errors().front().describe());
     Report r;
+    r.granularity = o.granularity;
     for (const auto& [key, g] : group_tensors(d, o, r)) {
         const Split sp = split_group(d, key, g, rule);
         if (sp.calib.empty()) {
             r.notes.push_back(key + ": every step is held out: no calibration batch, skipped");
             continue;
         }
+        const auto& shape = d.tensors()[g.index.front()].shape;
+        std::vector<std::vector<Batch>> calib{sp.calib}, held{sp.held};
+        if (o.granularity != Granularity::tensor) {
+            check_shape(key, shape, o.granularity);
+            calib = slices(sp.calib, o.granularity, shape);
+            held = slices(sp.held, o.granularity, shape);
+        }
         for (Method m : o.methods) {
-            Row row;
-            row.tensor = key;
-            row.checkpoint_name = checkpoint_name(key);
-            row.method = m;
-            row.scale = calibrate(m, sp.calib, g.bf16 ? DType::bf16 : DType::f32);
-            row.calib_batches = sp.calib.size();
-            row.holdout_batches = sp.held.size();
-            row.calib_steps = sp.csteps;
-            row.holdout_steps = sp.hsteps;
-            row.calib = holdout_stats(sp.calib, row.scale.value);
-            if (!sp.held.empty()) row.holdout = holdout_stats(sp.held, row.scale.value);
-            r.rows.push_back(std::move(row));
+            const auto scales = calibrate_groups(m, calib, g.bf16 ? DType::bf16 : DType::f32);
+            for (std::size_t k = 0; k < calib.size(); ++k) {
+                Row row;
+                row.tensor = key;
+                row.checkpoint_name = checkpoint_name(key);
+                row.method = m;
+                row.index = o.granularity == Granularity::tensor ? -1 : static_cast<std::int64_t>(k);
+                row.scale = scales[k];
+                row.calib_batches = sp.calib.size();
+                row.holdout_batches = sp.held.size();
+                row.calib_steps = sp.csteps;
+                row.holdout_steps = sp.hsteps;
+                row.calib = holdout_stats(calib[k], row.scale.value);
+                if (!sp.held.empty()) row.holdout = holdout_stats(held[k], row.scale.value);
+                const std::size_t width = o.granularity == Granularity::tensor && !shape.empty() ? shape.back() : 1;
+                row.nvfp4 = nvfp4_headroom(sp.held.empty() ? calib[k] : held[k], row.scale.amax,
+                                           o.granularity == Granularity::channel ? 1 : width);
+                r.rows.push_back(std::move(row));
+            }
         }
     }
     if (r.rows.empty()) throw CalibrateError("calibrate: nothing calibrated: " + r.notes.front());

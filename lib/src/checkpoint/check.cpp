@@ -29,12 +29,44 @@ std::string shape_str(const std::vector<std::uint64_t>& s) { return fmt::format(
 // The weight's codes, one per element (FP4 unpacked, low nibble first as every producer here
 // packs: ModelOpt, compressed-tensors and gpt-oss).
 std::vector<std::uint8_t> codes_of(const Layer& L, const RawTensor& w, emu::NibbleOrder order = emu::NibbleOrder::low_first) {
-    if (w.dtype != "U8") return w.bytes;
+    if (w.dtype != "U8") return std::vector<std::uint8_t>(w.bytes.begin(), w.bytes.end());
     std::vector<std::uint8_t> c(w.bytes.size() * 2);
     emu::unpack_fp4_array(w.bytes.data(), c.data(), c.size(), order);
     c.resize(std::min<std::size_t>(c.size(), L.rows * L.cols));
     return c;
 }
+
+// Which blocks hold a nonzero code, from runs of codes in element order (the whole layer, or the
+// pieces a stream delivers). A block's codes in a row are scanned only until the block is known
+// to be live, so a layer of nonzero weights costs about one code per block and row.
+struct LiveBlocks {
+    std::uint64_t rows, cols, br, bc, grid_cols;
+    std::uint8_t mask;  // the code's magnitude bits (E4M3 0x7F, E2M1 0x7)
+    std::vector<char> live;
+    LiveBlocks(const Layer& L, const Scales& st, bool fp4, std::uint64_t n)
+        : rows(L.rows), cols(L.cols), br(st.block_rows), bc(st.block_cols), grid_cols(st.grid_cols),
+          mask(fp4 ? 0x7 : 0x7F), live(n, 0) {}
+    // codes[0..count) are elements first .. first + count - 1 (row-major).
+    void add(std::uint64_t first, const std::uint8_t* codes, std::uint64_t count) {
+        std::uint64_t r = first / cols, c = first % cols, i = 0;
+        while (i < count && r < rows) {
+            const std::uint64_t end = std::min<std::uint64_t>(cols, c + (count - i));  // this row's run
+            char* lrow = &live[(r / br) * grid_cols];
+            while (c < end) {
+                const std::uint64_t k = c / bc, stop = std::min<std::uint64_t>(end, (k + 1) * bc);
+                if (!lrow[k])
+                    for (std::uint64_t j = c; j < stop; ++j)
+                        if (codes[i + (j - c)] & mask) {
+                            lrow[k] = 1;
+                            break;
+                        }
+                i += stop - c;
+                c = stop;
+            }
+            if (c == cols) c = 0, ++r;
+        }
+    }
+};
 
 struct Checker {
     const Folder& F;
@@ -79,8 +111,7 @@ struct Checker {
     }
 
     // 2. Scale values.
-    void values(const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st) {
-        const auto codes = codes_of(L, w);
+    void values(const Layer& L, const std::vector<char>& live, const RawTensor& s, const Scales& st) {
         const std::uint64_t n = s.numel();
         std::uint64_t bad = 0, zero_live = 0, sub = 0, sub_e4m3 = 0;
         std::string first;
@@ -96,11 +127,6 @@ struct Checker {
             note(L.scale, "e4m3 subnormal block scale",
                  fmt::format("{} E4M3 block scales below 2^-6 (subnormal); ModelOpt clamps to >= 2^-9 and flushes below (PR #1382)", sub_e4m3));
         // A block holding nonzero codes needs a nonzero scale.
-        const std::uint64_t br = st.block_rows, bc = st.block_cols;
-        std::vector<char> live(n, 0);
-        for (std::uint64_t r = 0; r < L.rows; ++r)
-            for (std::uint64_t c = 0; c < L.cols; ++c)
-                if ((codes[r * L.cols + c] & (w.dtype == "U8" ? 0x7 : 0x7F)) != 0) live[(r / br) * st.grid_cols + c / bc] = 1;
         for (std::uint64_t i = 0; i < n; ++i)
             if (live[i] && st.block[i] == 0.0f) ++zero_live;
         // All-zero blocks: ModelOpt writes block scale 1.0 (nvfp4_tensor.py), compressed-tensors
@@ -313,6 +339,11 @@ bool Report::failed() const {
 }
 
 Report check(const std::string& dir, const std::optional<std::string>& reference) {
+    // The layer buffers kept for reuse are given back when the check ends, however it ends (a
+    // long-lived process, e.g. Python, does not keep four layers' worth of memory).
+    struct Release {
+        ~Release() { release_tensor_buffers(); }
+    } release;
     Folder F(dir);
     std::optional<Folder> ref;
     if (reference) {
@@ -332,9 +363,26 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         }
         if (!C.structure(L)) continue;
         // One layer at a time: its codes, its scales, and the original weight.
-        const RawTensor w = F.read(L.weight), s = F.read(L.scale);
+        const RawTensor s = F.read(L.scale);
         const Scales st = stored_scales(F, L, s);
-        C.values(L, w, s, st);
+        const bool fp4 = F.tensors().at(L.weight).dtype == "U8";
+        LiveBlocks lb(L, st, fp4, s.numel());
+        RawTensor w;  // the whole layer only where --reference compares it; else streamed
+        if (ref) {
+            w = F.read(L.weight);
+            const auto codes = codes_of(L, w);
+            lb.add(0, codes.data(), codes.size());
+        } else {
+            std::vector<std::uint8_t> nibbles;
+            F.stream(L.weight, [&](std::uint64_t first, const std::uint8_t* bytes, std::size_t count) {
+                if (!fp4) return lb.add(first, bytes, count);
+                nibbles.resize(2 * count);  // two E2M1 codes per byte, low nibble first
+                emu::unpack_fp4_array(bytes, nibbles.data(), nibbles.size(), emu::NibbleOrder::low_first);
+                const std::uint64_t total = L.rows * L.cols, e0 = 2 * first;
+                lb.add(e0, nibbles.data(), std::min<std::uint64_t>(nibbles.size(), total > e0 ? total - e0 : 0));
+            });
+        }
+        C.values(L, lb.live, s, st);
         if (!L.input_scale.empty()) {
             const float v = F.read(L.input_scale).at(0);
             if (!std::isfinite(v) || v == 0.0f) C.fail(L.input_scale, "input scale", fmt::format("input_scale {} (must be finite and nonzero)", v));

@@ -2,7 +2,13 @@
 // reader, raw mode: stored bytes as they are), and the layers the tensor names make up.
 #include <fnmatch.h>
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+#include <utility>
 #include <cctype>
 #include <cmath>
 #include <set>
@@ -325,6 +331,87 @@ void Folder::list_layers() {
     }
 }
 
+namespace {
+constexpr std::size_t kHuge = std::size_t(2) << 20;  // x86-64 transparent huge page
+}
+
+// Freed large buffers are kept (at most 4) and reused by the next read of a layer of the same
+// rounded size: a fresh page must be zeroed by the kernel before use, a second pass over every
+// byte that a checkpoint's repeated layer shapes make avoidable.
+struct BufferCache {
+    std::mutex m;
+    std::vector<std::pair<void*, std::size_t>> free;  // (buffer, size)
+    ~BufferCache() {
+        for (auto& b : free) std::free(b.first);
+    }
+};
+BufferCache& buffer_cache() {
+    static BufferCache c;
+    return c;
+}
+
+void* allocate_tensor_bytes(std::size_t n) {
+    if (n < 4 * kHuge) {
+        void* p = std::malloc(n ? n : 1);
+        if (!p) throw std::bad_alloc();
+        return p;
+    }
+    const std::size_t size = (n + kHuge - 1) / kHuge * kHuge;
+    {
+        auto& c = buffer_cache();
+        std::lock_guard<std::mutex> lock(c.m);
+        for (auto it = c.free.begin(); it != c.free.end(); ++it)
+            if (it->second == size) {
+                void* p = it->first;
+                c.free.erase(it);
+                return p;
+            }
+    }
+    void* p = std::aligned_alloc(kHuge, size);
+    if (!p) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    madvise(p, size, MADV_HUGEPAGE);  // a hint: where THP is off this changes nothing
+#endif
+    return p;
+}
+void free_tensor_bytes(void* p, std::size_t n) {
+    if (n >= 4 * kHuge) {
+        auto& c = buffer_cache();
+        std::lock_guard<std::mutex> lock(c.m);
+        if (c.free.size() >= 4) {
+            std::free(c.free.front().first);
+            c.free.erase(c.free.begin());
+        }
+        c.free.emplace_back(p, (n + kHuge - 1) / kHuge * kHuge);
+        return;
+    }
+    std::free(p);
+}
+
+void release_tensor_buffers() {
+    auto& c = buffer_cache();
+    std::lock_guard<std::mutex> lock(c.m);
+    for (auto& b : c.free) std::free(b.first);
+    c.free.clear();
+}
+
+void Folder::stream(const std::string& n,
+                    const std::function<void(std::uint64_t, const std::uint8_t*, std::size_t)>& fn) const {
+    const auto it = tensors_.find(n);
+    if (it == tensors_.end()) throw CheckpointError(fmt::format("{}: no tensor '{}'", dir_, n));
+    auto& src = *open_->src[it->second.shard];
+    const auto& infos = src.tensors();
+    const auto ti = std::find_if(infos.begin(), infos.end(), [&](const dump::TensorInfo& t) { return t.name == n; });
+    const std::size_t es = dump::detail::stored_size(ti->dtype);
+    try {
+        src.read(*ti, [&](const dump::Chunk& c) {
+            fn(c.first * es, static_cast<const std::uint8_t*>(c.bits), c.count * es);
+        });
+    } catch (const dump::DumpError& e) {
+        throw CheckpointError(e.what());
+    }
+}
+
 RawTensor Folder::read(const std::string& n) const {
     const auto it = tensors_.find(n);
     if (it == tensors_.end()) throw CheckpointError(fmt::format("{}: no tensor '{}'", dir_, n));
@@ -337,9 +424,7 @@ RawTensor Folder::read(const std::string& n) const {
     const std::size_t es = dump::detail::stored_size(ti->dtype);
     r.bytes.resize(ti->numel * es);
     try {
-        src.read(*ti, [&](const dump::Chunk& c) {
-            std::memcpy(r.bytes.data() + c.first * es, c.bits, c.count * es);
-        });
+        src.read_into(*ti, r.bytes.data(), nullptr);  // the stored bytes (raw mode), straight into place
     } catch (const dump::DumpError& e) {
         throw CheckpointError(e.what());
     }

@@ -201,6 +201,31 @@ public:
             });
     }
 
+    // Raw mode (the stored elements as they are): pool workers pread each piece straight into
+    // `dest`, one copy from the page cache instead of two (checkpoint check reads multi-GB
+    // shards this way). Converting reads go through read() (Source::read_into).
+    void read_into(const TensorInfo& t, void* dest, const PlacedFn& placed) override {
+        if (!raw_) return Source::read_into(t, dest, placed);
+        const auto it = entries_.find(t.name);
+        if (it == entries_.end()) throw DumpError(path_, t.name, "no such tensor in this file");
+        const std::size_t ssize = stored_size(t.dtype);
+        const std::size_t per = elements_per_read(t.dtype, opts_);
+        const std::uint64_t pieces = (t.numel + per - 1) / per;
+        const std::size_t window = parallel::default_window();
+        std::vector<std::string> bad(window);
+        auto count = [&](std::size_t i) { return static_cast<std::size_t>(std::min<std::uint64_t>(per, t.numel - i * per)); };
+        auto offset = [&](std::size_t i) { return it->second.begin + i * per * ssize; };
+        auto* out = static_cast<unsigned char*>(dest);
+        parallel::ordered(
+            static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
+            [&](std::size_t i, std::size_t s) { bad[s] = pread_exact(fd_.get(), out + i * per * ssize, count(i) * ssize, offset(i)); },
+            [&](std::size_t i, std::size_t s) {
+                if (!bad[s].empty())
+                    throw DumpError(path_, t.name, fmt::format("cannot read bytes at offset {}: {}", offset(i), bad[s]));
+                if (placed) placed(i * per, count(i));
+            });
+    }
+
 private:
     // The reference reader (huggingface/safetensors, src/tensor.rs: Metadata::validate and the
     // MetadataIncompleteBuffer check of read_metadata) requires the tensors' data_offsets to

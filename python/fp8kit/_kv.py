@@ -1,0 +1,29 @@
+"""The KV cache before serving: `fp8kit kv`. docs/inference.md, "The KV cache"."""
+import json
+import os
+
+from . import _fp8kit
+
+KvError = _fp8kit.KvError
+FORMATS = ("e4m3", "e5m2", "e4m3fnuz", "nvfp4")
+POLICIES = ("one", "vllm_first_batch", "tensor", "modelopt", "head", "token_head")
+
+
+def kv(dumps, formats=(), policies=(), bucket=32, attention=True):
+    """Casts the Q, K and V tensors of `dumps` (paths; `<layer>.q/.k/.v` as fp8kit.torch.Monitor(
+    attention=True) writes them, [batch, heads, positions, head_dim], each step one batch, step 0
+    the first) to each cache format under each scale policy (empty: all).
+
+    Returns the report as a dict whose tables are lists of records, so pandas reads each as is:
+    pandas.DataFrame(r["rows"]) (one row per layer, tensor, head, format, policy: scale, saturated,
+    underflow, sqnr_db, ...), r["positions"] (per position bucket of `bucket` positions) and
+    r["attention"] (FP8 attention per layer and query head, E4M3, per policy); plus steps, batch,
+    positions, head_dim, layers and notes. Raises KvError (a ValueError) on bad input."""
+    if isinstance(dumps, (str, os.PathLike)):
+        dumps = [dumps]
+    if isinstance(formats, str):
+        formats = [formats]
+    if isinstance(policies, str):
+        policies = [policies]
+    return json.loads(_fp8kit.kv_json([os.fspath(d) for d in dumps], list(formats), list(policies), int(bucket),
+                                      bool(attention)))

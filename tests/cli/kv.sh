@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# fp8kit kv (issue 28, item 4) as a user runs it, on data/example/llama_tiny_kv.h5 (post-rotary
+# Q/K/V of a trained 2-layer Llama, captured by fp8kit.torch.Monitor; scripts/make_kv_capture.py):
+# text, --csv and --json run and say what they hold; the same numbers for 1 and 2 threads; bad
+# input (unknown format / policy, missing file, a dump without Q/K/V, a tensor that is not 4-D)
+# exits 2 with one line naming it. The numbers themselves are checked against an independent
+# numpy transcription in tests/python/test_kv.py.
+# Usage: bash kv.sh /path/to/fp8kit /path/to/repo
+set -u
+FP8KIT=$1
+REPO=$2
+CAP=$REPO/data/example/llama_tiny_kv.h5
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+
+"$FP8KIT" kv "$CAP" --no-attention --csv > "$T/all.csv"; check "csv: exit 0" $?
+# 2 layers x 3 tensors (q, k, v) x 4 heads x 4 formats x 6 policies, plus the header
+[ "$(wc -l < "$T/all.csv")" -eq 577 ]; check "csv: 576 rows" $?
+grep -q '^model.layers.1.self_attn,k,3,e4m3,vllm_first_batch,' "$T/all.csv"; check "csv: a row per layer, tensor, head, format, policy" $?
+
+out=$("$FP8KIT" kv "$CAP" --format e4m3 --policy one --policy tensor); check "text: exit 0" $?
+printf '%s\n' "$out" | grep -q '^2 layers, 4 steps'; check "text: says what it read" $?
+printf '%s\n' "$out" | grep -q 'FP8 attention'; check "text: FP8 attention table" $?
+printf '%s\n' "$out" | grep -q '^model.layers.0.self_attn  *v  *e4m3  *tensor '; check "text: summary row" $?
+
+"$FP8KIT" kv "$CAP" --format nvfp4 --policy token_head --bucket 64 --json > "$T/r.json"; check "json: exit 0" $?
+grep -q '"positions": \[' "$T/r.json" && grep -q '"last": 63' "$T/r.json"; check "json: position buckets of 64" $?
+OMP_NUM_THREADS=1 "$FP8KIT" kv "$CAP" --format e4m3 --policy head --json > "$T/t1.json"
+OMP_NUM_THREADS=2 "$FP8KIT" kv "$CAP" --format e4m3 --policy head --json > "$T/t2.json"
+cmp -s "$T/t1.json" "$T/t2.json"; check "the same report for 1 and 2 threads" $?
+
+"$FP8KIT" kv "$CAP" --format fp16 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "fp16" "$T/err"; check "unknown format: exit 2, one line (got $rc)" $?
+"$FP8KIT" kv "$CAP" --policy max 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "'max'" "$T/err"; check "unknown policy: exit 2 (got $rc)" $?
+"$FP8KIT" kv "$T/missing.h5" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "missing.h5" "$T/err"; check "missing dump: exit 2, named (got $rc)" $?
+"$FP8KIT" kv "$REPO/data/example/llama_tiny_dump.h5" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "llama_tiny_dump.h5.*no Q/K/V" "$T/err"; check "no Q/K/V: exit 2, file named (got $rc)" $?
+"$FP8KIT" kv "$CAP" --bucket 0 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "bucket" "$T/err"; check "--bucket 0: exit 2 (got $rc)" $?
+exit $fail
