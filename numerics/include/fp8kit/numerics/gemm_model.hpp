@@ -317,8 +317,11 @@ FP8KIT_HD std::size_t scale_index(ScaleKind kind, bool is_b, std::size_t row, st
 }
 
 // The output rounding of a float32 result: its bits, or bfloat16 by nearest-even (emu::convert).
+// A NaN result is the canonical quiet NaN 0x7FC00000 (bfloat16 0x7FC0): the sign and payload of
+// a NaN depend on the processor (x86 propagates an operand's payload and makes Inf - Inf
+// 0xFFC00000, a GPU gives 0x7FFFFFFF), and hardware NaN payloads are not modelled.
 FP8KIT_HD std::uint32_t output_bits(float v, OutType out) {
-    const std::uint32_t b = bits_of(v);
+    const std::uint32_t b = is_nan(v) ? 0x7FC00000u : bits_of(v);
     if (out == OutType::f32) return b;
     return static_cast<std::uint32_t>(emu::convert<emu::Binary32, emu::BFloat16>(b, emu::kDecodePolicy));
 }
