@@ -18,7 +18,7 @@ timeout "${TEST_TIMEOUT:-180}" "$BUNDLE/bin/test_gpu" "[gemm]" 2>&1 | tail -n 25
 if [ "${SANITIZE:-1}" = 1 ] && command -v compute-sanitizer >/dev/null; then
     for tool in memcheck racecheck; do
         echo "== compute-sanitizer --tool $tool test_gpu [gemm] (quick)"
-        FP8KIT_GPU_TEST_QUICK=1 timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 "$BUNDLE/bin/test_gpu" "[gemm]" 2>&1 | tail -n 4 || fail=1
+        FP8KIT_GPU_TEST_QUICK=1 timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 "$BUNDLE/bin/test_gpu" "[gemm]" 2>&1 | tail -n 30 || fail=1
     done
 fi
 echo "== fp8kit_cuda_gemm_bench $SIZE^3"
