@@ -327,3 +327,5 @@ FP8KIT_HD std::uint32_t output_bits(float v, OutType out) {
 }
 
 }  // namespace fp8kit::numerics::gemm
+
+#undef FP8KIT_GEMM_UNROLL
