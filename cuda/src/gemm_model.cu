@@ -49,7 +49,7 @@ __device__ __forceinline__ float scale_at(const Side& s, bool is_b, std::size_t 
 // One step's codes [k0, k0 + n) of the block's 64 rows of one operand, decoded into sm[q * 64 + r].
 __device__ __forceinline__ void load_stage(CodeTerm* sm, const CodeTerm* table, const Side& s, std::size_t row0,
                                            std::size_t k, std::size_t k0, int n) {
-    const CodeTerm zero{0, 0, ng::kNoExponent, 0};
+    const CodeTerm zero = ng::zero_term();
     for (int idx = threadIdx.y * kThreads + threadIdx.x; idx < kTile * n; idx += kThreads * kThreads) {
         const int r = idx / n, q = idx - r * n;
         const std::size_t row = row0 + r;
@@ -178,7 +178,7 @@ __global__ void special_kernel(Args args) {
 
 // The 256-entry tables of a format, from emu (codes above its width read as zero, as lib's).
 struct HostTables {
-    std::vector<CodeTerm> terms = std::vector<CodeTerm>(256, CodeTerm{0, 0, ng::kNoExponent, 0});
+    std::vector<CodeTerm> terms = std::vector<CodeTerm>(256, ng::zero_term());
     std::vector<float> values = std::vector<float>(256, 0.0f);
     bool any_special = false;
 };

@@ -64,7 +64,8 @@ std::uint32_t exact_element(const GemmRequest& rq, const Tables& t, std::size_t 
         __int128 p = 0;
         for (std::size_t k = k0; k < std::min(rq.k, k0 + span); ++k) {
             const CodeValue &x = t.a.code[a[k]], &y = t.b.code[b[k]];
-            p += static_cast<__int128>(x.sig * y.sig) << (x.exp + y.exp - lsb);
+            // times 2^shift as a multiply: a left shift of a negative value is undefined (UBSan)
+            p += static_cast<__int128>(x.sig * y.sig) * (static_cast<__int128>(1) << (x.exp + y.exp - lsb));
         }
         const Scale s = scales_at(rq, i, j, k0 / 128, kblocks);
         const auto ua = emu::detail::unpack<emu::Binary32>(bit_cast<std::uint32_t>(s.a));

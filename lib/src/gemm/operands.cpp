@@ -14,7 +14,7 @@ CodeTable decode_table(Format f) {
     if (f == Format::e8m0) throw std::invalid_argument("format e8m0 is a scale format, not a GEMM operand format");
     CodeTable t;
     // Codes above the format's width read as zero, as `code` does.
-    t.term.fill(numerics::gemm::CodeTerm{0, 0, numerics::gemm::kNoExponent, 0});
+    t.term.fill(numerics::gemm::zero_term());
     emu::with_format(f, [&](auto fmt) {
         using F = decltype(fmt);
         t.min_exp = F::quantum_min;

@@ -62,19 +62,22 @@ inline constexpr int kNoExponent = -(1 << 20);
 
 // A code decoded once: value = sig * 2^exp (sig signed, 0 for zero, NaN and Inf);
 // field_exp: the exponent of its exponent field (floor(log2|value|) for normal codes, the
-// format's emin for subnormal ones, kNoExponent for zero); special: NaN or Inf.
+// format's emin for subnormal ones); special: NaN or Inf. A zero (and NaN/Inf, whose elements
+// are computed apart) has exp = field_exp = kNoExponent: it never wins the step's maximum and
+// its alignment is a right shift past every bit (no shift by more than the integer's width).
 struct CodeTerm {
     std::int32_t sig;
     std::int32_t exp;
     std::int32_t field_exp;
     std::int32_t special;
 };
+FP8KIT_HD constexpr CodeTerm zero_term() { return CodeTerm{0, kNoExponent, kNoExponent, 0}; }
 
 // Read through emu's unpack: no format rule is typed here.
 template <class F>
 FP8KIT_HD CodeTerm code_term(std::uint32_t code) {
     const auto u = emu::detail::unpack<F>(code);
-    CodeTerm t{0, 0, kNoExponent, 0};
+    CodeTerm t = zero_term();
     if (u.kind == emu::detail::Unpacked::nan || u.kind == emu::detail::Unpacked::infinity) {
         t.special = 1;
         return t;
@@ -131,7 +134,8 @@ FP8KIT_HD double f64_of(std::uint64_t u) {
 #endif
 }
 
-// A finite float32 as sig * 2^exp (sig signed, |sig| < 2^24).
+// A finite float32 as sig * 2^exp (sig signed, |sig| < 2^24); zero: exp = kNoExponent, as a
+// zero code's.
 struct FloatTerm {
     std::int32_t sig;
     std::int32_t exp;
@@ -145,6 +149,7 @@ FP8KIT_HD FloatTerm float_term(float c) {
     t.sig = field ? (man | 0x800000) : man;
     t.exp = (field ? field : 1) - 127 - 23;
     if (u >> 31) t.sig = -t.sig;
+    if (t.sig == 0) t.exp = kNoExponent;
     return t;
 }
 
