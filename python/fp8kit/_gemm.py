@@ -18,16 +18,19 @@ def _operands(a, b):
     return np.ascontiguousarray(codes_view(a)), np.ascontiguousarray(codes_view(b))
 
 
-def gemm(a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_b=1.0, accum="exact", out_dtype="f32"):
+def gemm(a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_b=1.0, accum="exact", out_dtype="f32",
+         device="cpu"):
     """D (M x N) of A (M x K codes) and B (N x K codes, the TN layout of torch._scaled_mm).
 
     a, b: uint8 codes or ml_dtypes float8 arrays. scale_a / scale_b: a number (tensorwise), M / N
     values (rowwise), or M x ceil(K/128) / ceil(N/128) x ceil(K/128) (1x128 and 128x128 blocks).
     accum: 'exact', 'fp32', 'sm90', 'sm90-fast', 'sm90-splitk:N', 'sm90-fast-splitk:N' (cuBLASLt's
     split-K kernels, N products per split), 'deepseek-128', 'h100tc' or 'aligned:key=value,...'.
-    out_dtype 'f32' gives float32; 'bf16' gives the bfloat16 bit patterns as uint16."""
+    out_dtype 'f32' gives float32; 'bf16' gives the bfloat16 bit patterns as uint16.
+    device 'cuda' computes it with the CUDA model (fp8kit::cuda::gemm_model: the same bits, every
+    model but 'exact'; host arrays in and out); ValueError where the module or machine has no GPU."""
     a, b = _operands(a, b)
-    bits = _fp8kit.gemm_bits(a, b, a_format, b_format, _scales(scale_a), _scales(scale_b), accum, out_dtype)
+    bits = _fp8kit.gemm_bits(a, b, a_format, b_format, _scales(scale_a), _scales(scale_b), accum, out_dtype, device)
     return bits.view(np.float32) if out_dtype == "f32" else bits.astype(np.uint16)
 
 

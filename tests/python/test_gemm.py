@@ -111,3 +111,28 @@ def test_split_k_is_the_one_cta_model_per_range_added_in_float32():
     assert np.array_equal(d.view(np.uint32), want.astype(np.float32).view(np.uint32))
     r = fp8kit.validate_gemm(d, a, b, "e4m3", "e5m2", scale_a=0.5, scale_b=3.0)
     assert r["matched"] == "sm90-fast-splitk:1408"
+
+
+def test_device_cuda_equals_the_cpu_model_or_says_why_not():
+    """device='cuda' (fp8kit::cuda::gemm_model) gives the CPU model's bits for every model but
+    'exact' (tests/gpu compares them in depth); without a GPU or CUDA kernels it raises ValueError
+    naming device='cuda', and an unknown device is refused."""
+    rng = np.random.default_rng(26)
+    a, b = codes(rng, (70, 300), "e4m3"), codes(rng, (33, 300), "e5m2")
+    with pytest.raises(ValueError, match="device"):
+        fp8kit.gemm(a, b, device="tpu")
+    ok, why = fp8kit._fp8kit.cuda_available()
+    if not ok:
+        with pytest.raises(ValueError, match="device='cuda'"):
+            fp8kit.gemm(a, b, accum="sm90", device="cuda")
+        pytest.skip(f"no CUDA: {why}")
+    with pytest.raises(ValueError, match="exact"):
+        fp8kit.gemm(a, b, accum="exact", device="cuda")
+    sa_row, sb_row = rng.uniform(0.01, 4, 70).astype(np.float32), rng.uniform(0.01, 4, 33).astype(np.float32)
+    sa_blk, sb_blk = rng.uniform(0.01, 4, (70, 3)).astype(np.float32), rng.uniform(0.01, 4, (1, 3)).astype(np.float32)
+    for accum in ("fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc", "sm90-splitk:128"):
+        for sa, sb in ((0.75, 1.5), (sa_row, sb_row), (sa_blk, sb_blk)):
+            for out in ("f32", "bf16"):
+                cpu = fp8kit.gemm(a, b, "e4m3", "e5m2", sa, sb, accum=accum, out_dtype=out)
+                gpu = fp8kit.gemm(a, b, "e4m3", "e5m2", sa, sb, accum=accum, out_dtype=out, device="cuda")
+                assert cpu.tobytes() == gpu.tobytes(), (accum, out)

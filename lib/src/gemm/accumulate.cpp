@@ -44,7 +44,7 @@ bool special_result(const GemmRequest& rq, const Tables& t, std::size_t i, std::
     float acc = 0;
     for (std::size_t k = 0; k < rq.k; ++k) {
         const Scale s = scales_at(rq, i, j, k / 128, kblocks);
-        acc += (t.a.code[a[k]].value * s.a) * (t.b.code[b[k]].value * s.b);
+        acc = numerics::gemm::special_add(acc, t.a.code[a[k]].value, s.a, t.b.code[b[k]].value, s.b);
     }
     out = to_output(acc, rq.out);
     return true;
@@ -64,7 +64,8 @@ std::uint32_t exact_element(const GemmRequest& rq, const Tables& t, std::size_t 
         __int128 p = 0;
         for (std::size_t k = k0; k < std::min(rq.k, k0 + span); ++k) {
             const CodeValue &x = t.a.code[a[k]], &y = t.b.code[b[k]];
-            p += static_cast<__int128>(x.sig * y.sig) << (x.exp + y.exp - lsb);
+            // times 2^shift as a multiply: a left shift of a negative value is undefined (UBSan)
+            p += static_cast<__int128>(x.sig * y.sig) * (static_cast<__int128>(1) << (x.exp + y.exp - lsb));
         }
         const Scale s = scales_at(rq, i, j, k0 / 128, kblocks);
         const auto ua = emu::detail::unpack<emu::Binary32>(bit_cast<std::uint32_t>(s.a));
@@ -88,115 +89,60 @@ std::uint32_t fp32_element(const GemmRequest& rq, const Tables& t, std::size_t i
     float outer = 0;
     for (std::size_t k0 = 0; k0 < rq.k || k0 == 0; k0 += span) {
         float inner = 0;
-        for (std::size_t k = k0; k < std::min(rq.k, k0 + span); ++k) inner += t.a.code[a[k]].value * t.b.code[b[k]].value;
+        for (std::size_t k = k0; k < std::min(rq.k, k0 + span); ++k)
+            inner = numerics::gemm::fp32_add(inner, t.a.code[a[k]].value, t.b.code[b[k]].value);
         const Scale s = scales_at(rq, i, j, k0 / 128, kblocks);
-        const float sab = s.a * s.b;
-        if (!blocks) return to_output(sab * inner, rq.out);
-        outer = outer + sab * inner;
-        if (k0 + span >= rq.k) break;
+        outer = numerics::gemm::fp32_scale(outer, s.a, s.b, inner, blocks);
+        if (!blocks || k0 + span >= rq.k) break;
     }
     return to_output(outer, rq.out);
 }
 
 // aligned, one range of k [k_begin, k_end) as one CTA accumulates it: steps of `group` products
 // inside chunks (promotion interval, 128-blocks for block scales); every chunk's partial sum goes
-// to the float32 outer sum, scaled there when `scale_each` (promotion or block scales).
-float aligned_range(const GemmRequest& rq, const AccumModel& m, const Tables& t, std::size_t i, std::size_t j,
-                    std::size_t k_begin, std::size_t k_end, bool scale_each) {
+// to the float32 outer sum (numerics::gemm::promote). The step is numerics::gemm::aligned_step
+// on a 1 x 1 tile, the CUDA model's code.
+float aligned_range(const GemmRequest& rq, const numerics::gemm::ModelParams& m, const Tables& t, std::size_t i,
+                    std::size_t j, std::size_t k_begin, std::size_t k_end) {
+    namespace ng = numerics::gemm;
     const std::uint8_t* a = rq.a.codes + i * rq.k;
     const std::uint8_t* b = rq.b.codes + j * rq.k;
-    std::size_t chunk = m.promote > 0 ? static_cast<std::size_t>(m.promote) : std::max<std::size_t>(rq.k, 1);
-    if (rq.a.scale_kind == ScaleKind::block) chunk = std::min<std::size_t>(chunk, 128);  // a block's scales end its partial sum
-    const std::size_t kblocks = (rq.k + 127) / 128;
-    std::vector<float> p(static_cast<std::size_t>(m.group));
-    std::vector<int> e(static_cast<std::size_t>(m.group));
+    const std::size_t chunk = ng::chunk_size(m, rq.k, rq.a.scale_kind), kblocks = (rq.k + 127) / 128;
+    const bool scale_each = ng::scale_each_chunk(m, rq.a.scale_kind);
     float outer = 0;
-    bool first = true;
     for (std::size_t c0 = k_begin; c0 < k_end; c0 += chunk) {
-        float inner = 0;
+        float inner[1][1] = {{0.0f}};
         const std::size_t c1 = std::min(k_end, c0 + chunk);
         for (std::size_t k0 = c0; k0 < c1; k0 += m.group) {
             const int n = static_cast<int>(std::min<std::size_t>(m.group, c1 - k0));
-            for (int q = 0; q < n; ++q) {
-                const CodeValue &x = t.a.code[a[k0 + q]], &y = t.b.code[b[k0 + q]];
-                p[q] = x.value * y.value;
-                e[q] = m.nominal_exponent ? x.field_exp + y.field_exp : (p[q] != 0 ? std::ilogb(p[q]) : 0);
-            }
-            inner = aligned_step(inner, p.data(), e.data(), n, m);
+            const auto load_a = [&](int q, int) { return t.a.term[a[k0 + q]]; };
+            const auto load_b = [&](int q, int) { return t.b.term[b[k0 + q]]; };
+            ng::aligned_step<std::int64_t, 1, 1>(inner, n, load_a, load_b, m);
         }
         const Scale s = scales_at(rq, i, j, c0 / 128, kblocks);
-        if (scale_each && m.promote_fma) {
-            // One rounding: cuBLASLt's block-scaled kernel (measured, docs/gemm.md "Block scales").
-            // fma(s, c, 0) is fl32(s * c), so the first chunk needs no case of its own.
-            outer = std::fma(s.a * s.b, inner, outer);
-        } else {
-            const float term = scale_each ? (s.a * s.b) * inner : inner;
-            // The first partial sum is taken as it is (the accumulator starts from it, no 0 + x).
-            outer = first ? term : outer + term;
-        }
-        first = false;
+        outer = ng::promote(outer, inner[0][0], c0 == k_begin, scale_each, s.a * s.b, m);
     }
     return outer;
 }
 
 // aligned: K whole, or cut into split-K ranges whose float32 partial sums are added in k order
 // (cuBLASLt's splitKreduce_kernel, measured: docs/gemm.md "Split-K"); then the epilogue.
-std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& m, const Tables& t, std::size_t i, std::size_t j) {
-    const bool scale_each = rq.a.scale_kind == ScaleKind::block || m.scale_at == ScaleAt::promotion;
-    const std::size_t split = m.split_k > 0 ? static_cast<std::size_t>(m.split_k) : std::max<std::size_t>(rq.k, 1);
+std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& model, const Tables& t, std::size_t i, std::size_t j) {
+    namespace ng = numerics::gemm;
+    const ng::ModelParams m = params_of(model);
+    const std::size_t split = ng::split_size(m, rq.k);
     float outer = 0;
-    for (std::size_t s0 = 0; s0 < rq.k; s0 += split) {
-        const float part = aligned_range(rq, m, t, i, j, s0, std::min(rq.k, s0 + split), scale_each);
-        outer = s0 == 0 ? part : outer + part;
-    }
-    if (!scale_each) {
-        // Measured on an H100 (docs/gemm.md): cuBLASLt's tensorwise kernels multiply by
-        // fl32(sa * sb); its rowwise (outer-vector scale) kernel by sb, then by sa.
+    for (std::size_t s0 = 0; s0 < rq.k; s0 += split)
+        outer = ng::reduce_split(outer, aligned_range(rq, m, t, i, j, s0, std::min(rq.k, s0 + split)), s0 == 0);
+    if (!ng::scale_each_chunk(m, rq.a.scale_kind)) {
         const Scale s = scales_at(rq, i, j, 0, (rq.k + 127) / 128);
         const bool rowwise = rq.a.scale_kind == ScaleKind::row || rq.b.scale_kind == ScaleKind::row;
-        outer = rowwise ? (outer * s.b) * s.a : (s.a * s.b) * outer;
+        outer = ng::aligned_epilogue(outer, s.a, s.b, rowwise);
     }
     return to_output(outer, rq.out);
 }
 
 }  // namespace
-
-float aligned_step(float acc, const float* p, const int* pe, int n, const AccumModel& m) {
-    // 1. The largest exponent among the non-zero terms (the accumulator is a term too, with its
-    // own exponent; a product brings its nominal or actual exponent, pe).
-    int e = INT_MIN;
-    if (acc != 0) e = std::ilogb(acc);
-    for (int q = 0; q < n; ++q)
-        if (p[q] != 0) e = std::max(e, pe[q]);
-    if (e == INT_MIN) return acc + 0.0f;
-    // 2. Align: units of 2^(e + 1 - bits); each term keeps its integer part (truncated toward zero
-    // floored, or rounded to nearest-even), plus a half unit as sticky bit when bits were lost. Counted in
-    // half units so the sticky bit is an integer too.
-    const int unit = e + 1 - m.align_bits;
-    std::int64_t halves = 0;
-    auto take = [&](float v) {
-        if (v == 0) return;
-        const double x = std::ldexp(static_cast<double>(v), -unit);
-        const double kept = m.align == AlignRound::nearest_even ? std::nearbyint(x)
-                            : m.align == AlignRound::floor      ? std::floor(x)
-                                                                : std::trunc(x);
-        halves += 2 * static_cast<std::int64_t>(kept);
-        if (m.sticky && kept != x) halves += x < kept ? -1 : 1;
-    };
-    take(acc);
-    for (int q = 0; q < n; ++q) take(p[q]);
-    // 3. The exact sum (|halves| < 2^53: check_request), truncated toward zero to sum_bits
-    // significant bits, then rounded to float32 by emu::convert.
-    double sum = std::ldexp(static_cast<double>(halves), unit - 1);
-    if (m.sum_bits > 0 && sum != 0) {
-        const int keep = std::ilogb(sum) + 1 - m.sum_bits;
-        sum = std::ldexp(std::trunc(std::ldexp(sum, -keep)), keep);
-    }
-    const emu::Policy pol{m.step_round == StepRound::toward_zero ? emu::Rounding::toward_zero : emu::Rounding::nearest_even,
-                          emu::Overflow::no_saturate, emu::NanEncoding::signed_quiet};
-    const auto bits = static_cast<std::uint32_t>(emu::convert<emu::Binary64, emu::Binary32>(bit_cast<std::uint64_t>(sum), pol));
-    return bit_cast<float>(bits);
-}
 
 std::uint32_t element(const GemmRequest& rq, const AccumModel& m, const Tables& t, std::size_t i, std::size_t j) {
     std::uint32_t special = 0;

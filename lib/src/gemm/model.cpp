@@ -145,4 +145,21 @@ std::string describe(const AccumModel& m) {
                        m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion", m.split_k, m.promote_fma ? 1 : 0);
 }
 
+numerics::gemm::ModelParams params_of(const AccumModel& m) {
+    numerics::gemm::ModelParams p;
+    p.kind = m.kind;
+    p.group = m.group;
+    p.align_bits = m.align_bits;
+    p.nominal_exponent = m.nominal_exponent;
+    p.sum_bits = m.sum_bits;
+    p.align = m.align;
+    p.sticky = m.sticky;
+    p.step_round = m.step_round;
+    p.promote = m.promote;
+    p.scale_at = m.scale_at;
+    p.split_k = m.split_k;
+    p.promote_fma = m.promote_fma;
+    return p;
+}
+
 }  // namespace fp8kit::gemm

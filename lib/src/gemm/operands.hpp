@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "fp8kit/gemm/gemm.hpp"
+#include "fp8kit/numerics/gemm_model.hpp"
 
 namespace fp8kit::gemm::detail {
 
@@ -14,13 +15,12 @@ struct CodeValue {
     std::int32_t sig = 0;   // signed; 0 for zero (and for NaN/Inf, see special)
     int exp = 0;            // value = sig * 2^exp
     float value = 0;        // the same value as float32 (exact: every code of <= 8 bits fits)
-    int lead = 0;           // floor(log2 |value|) for non-zero finite codes
-    int field_exp = 0;      // the exponent field's exponent: lead, but emin for subnormals
     bool special = false;   // NaN or Inf
 };
 
 struct CodeTable {
     std::array<CodeValue, 256> code{};
+    std::array<numerics::gemm::CodeTerm, 256> term{};  // the aligned model's view (numerics::gemm::code_term)
     int min_exp = 0;                // smallest exp of a non-zero finite code (the format's quantum)
     double max_units = 0;           // largest |sig| * 2^(exp - min_exp)
     bool any_special = false;
@@ -30,12 +30,7 @@ CodeTable decode_table(Format f);  // throws std::invalid_argument for E8M0 (a s
 
 // Which scale multiplies element (row, k) of an operand.
 inline std::size_t scale_index(const Operand& op, bool is_b, std::size_t row, std::size_t kblock, std::size_t kblocks) {
-    switch (op.scale_kind) {
-        case ScaleKind::tensor: return 0;
-        case ScaleKind::row: return row;
-        case ScaleKind::block: return (is_b ? row / 128 : row) * kblocks + kblock;
-    }
-    return 0;
+    return numerics::gemm::scale_index(op.scale_kind, is_b, row, kblock, kblocks);
 }
 
 // The output rounding of a float32 value (bf16: nearest-even through emu::convert).

@@ -2,5 +2,6 @@
 #pragma once
 
 #include "fp8kit/numerics/element_stats.hpp"
+#include "fp8kit/numerics/gemm_model.hpp"
 #include "fp8kit/numerics/roles.hpp"
 #include "fp8kit/numerics/scale_rules.hpp"

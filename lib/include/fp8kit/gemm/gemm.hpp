@@ -17,8 +17,9 @@ namespace fp8kit::gemm {
 // tensor: one scale. row: one per row of the operand (M for A, N for B).
 // block: A 1x128 (M x ceil(K/128)), B 128x128 (ceil(N/128) x ceil(K/128)), row-major,
 // as DeepSeek-V3 and TransformerEngine's Float8BlockScaling.
-enum class ScaleKind { tensor, row, block };
-enum class OutType { f32, bf16 };
+// (numerics/gemm_model.hpp: shared with the CUDA model.)
+using numerics::gemm::ScaleKind;
+using numerics::gemm::OutType;
 
 struct Operand {
     const std::uint8_t* codes = nullptr;  // rows x k

@@ -13,16 +13,19 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8kit/numerics/gemm_model.hpp"
+
 namespace fp8kit::gemm {
 
-enum class AccumKind { exact, fp32, aligned };
-enum class StepRound { toward_zero, nearest_even };
+// The enums live with the rules (numerics/gemm_model.hpp), shared with the CUDA model.
+using numerics::gemm::AccumKind;
+using numerics::gemm::StepRound;
 // How a term keeps its bits above the alignment unit: drop the rest (toward zero, sign-magnitude),
 // floor (toward -Inf: a right shift of a two's-complement significand), or nearest-even.
-enum class AlignRound { toward_zero, floor, nearest_even };
+using numerics::gemm::AlignRound;
 // When the scale product multiplies the sum: once in the epilogue, or at every promotion
 // (DeepGEMM's outer += inner * scale); block scales always use `promotion`.
-enum class ScaleAt { epilogue, promotion };
+using numerics::gemm::ScaleAt;
 
 struct AccumModel {
     std::string name;
@@ -64,6 +67,9 @@ AccumModel split_model(bool fast, int split_k);
 // The split sizes cuBLASLt's rule can give for K: ceil(tiles / S) tiles of 128 for S = 2..max_splits
 // (tiles = ceil(K/128)), each size once, largest first.
 std::vector<int> split_sizes(std::size_t k, int max_splits);
+// The model's parameters in the plain form the rules (numerics/gemm_model.hpp) and the CUDA
+// model (fp8kit/cuda/gemm.hpp) take.
+numerics::gemm::ModelParams params_of(const AccumModel& m);
 // Canonical text of a model (its name, or the aligned: list for unnamed ones).
 std::string describe(const AccumModel& m);
 
