@@ -7,6 +7,8 @@ from . import _fp8kit
 from ._recipes import _recipe_arg
 
 TraceError = _fp8kit.TraceError
+# With comm=: raised on ranks other than 0 for the error every rank meets alike (rank 0 raises the original).
+SharedError = _fp8kit.SharedError
 
 
 def read_trace(path):
@@ -39,7 +41,7 @@ def overflows(amax, scale, format):
     return _fp8kit.overflows(float(amax), float(scale), format)
 
 
-def sweep(inputs, include=None, formats=("auto",), blocks=True):
+def sweep(inputs, include=None, formats=("auto",), blocks=True, comm=None):
     """`fp8kit sweep` over amax traces (CSV, dlfw-inspect logs) and tensor dumps (HDF5,
     safetensors), told apart by content: every delayed-scaling setting (histories 1..1024, max and
     most_recent, margins 0..4), the tensorwise reference presets and, when a dump is given and
@@ -48,12 +50,20 @@ def sweep(inputs, include=None, formats=("auto",), blocks=True):
     format), 'all' (E4M3 and E5M2), or a list of 'auto', 'e4m3', 'e5m2', ...
     Returns {'table': rows per (candidate, class), 'tensors': rows per (candidate, tensor) (each a
     DataFrame when pandas is installed), 'ranked': {class: candidate labels, best first},
-    'recommendation': {class: text}, 'notes', 'trace_files', 'dump_files'}."""
+    'recommendation': {class: text}, 'notes', 'trace_files', 'dump_files'}.
+
+    comm: an mpi4py communicator (or any object with mpi4py's Get_rank(), Get_size(),
+    gather(obj, root=0) and bcast(obj, root=0)): every rank of it calls sweep with the same
+    arguments; the dumped tensors' passes and the replay of the series are split over the ranks
+    as `mpirun fp8kit sweep` splits them (docs/mpi.md), rank 0 returns the result one process
+    returns and the other ranks return None. An input that cannot be read raises on every rank."""
     files = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     pats = [include] if isinstance(include, str) else list(include or [])
     if isinstance(formats, str):
         formats = ["e4m3", "e5m2"] if formats == "all" else [formats]
-    out = _fp8kit.sweep([os.fspath(f) for f in files], pats, list(formats), bool(blocks))
+    out = _fp8kit.sweep([os.fspath(f) for f in files], pats, list(formats), bool(blocks), comm)
+    if out is None:  # a rank other than 0 of comm
+        return None
     rows, tensor_rows = out.pop("rows"), out.pop("tensor_rows")
     try:
         import pandas as pd

@@ -9,7 +9,7 @@ from ._dtypes import as_bits, codes_view, wide_name
 
 
 def validate(input, output, format, profile=None, rounding=None, overflow=None, nan=None, scale=None,
-             scale_inv=None, block_scales=None, layout=None, examples=5, detect_policies=True):
+             scale_inv=None, block_scales=None, layout=None, examples=5, detect_policies=True, comm=None):
     """Compare `output` (uint8 codes or an ml_dtypes float8 array, same size as `input`) with the
     reference codes of `input` under the named policy. Scaling: scale=S (the kernel computes
     fp8(x * S)) or scale_inv=S (it multiplies by fl32(1 / S)); a number for one scale, or an array
@@ -17,7 +17,13 @@ def validate(input, output, format, profile=None, rounding=None, overflow=None, 
     input seen as rows x last dimension).
 
     Returns the report as a dict: total, matches, mismatches, classes {name: {count, examples}},
-    consistent policies and profiles, plus 'summary' (text) and 'consistency' (one line)."""
+    consistent policies and profiles, plus 'summary' (text) and 'consistency' (one line).
+
+    comm: an mpi4py communicator (or any object with mpi4py's Get_rank(), Get_size() and
+    gather(obj, root=0)): every rank of it calls validate with the same arguments and holds the
+    whole input and output arrays (e.g. each rank loads the same files, as `mpirun fp8kit
+    validate` does); each rank compares its contiguous share of the 65536-element blocks, rank 0
+    returns the report one process returns and the other ranks return None (docs/mpi.md)."""
     x = np.asarray(input)
     wide = wide_name(x.dtype, "input")
     codes = codes_view(output, "output")
@@ -34,9 +40,11 @@ def validate(input, output, format, profile=None, rounding=None, overflow=None, 
         if layout not in (None, "tensor"):
             raise ValueError(f"block_scales: layout {layout} needs an array of scales")
         value = 1.0 if s is None else float(s)
-    text, summary, consistency = _fp8kit.validate(as_bits(x, wide), wide, codes, format, profile, rounding, overflow,
-                                                  nan, mode, value, layout or "tensor", blocks, int(examples),
-                                                  bool(detect_policies))
+    out = _fp8kit.validate(as_bits(x, wide), wide, codes, format, profile, rounding, overflow, nan, mode, value,
+                           layout or "tensor", blocks, int(examples), bool(detect_policies), comm)
+    if out is None:  # a rank other than 0 of comm
+        return None
+    text, summary, consistency = out
     report = json.loads(text)
     report["summary"] = summary
     report["consistency"] = consistency

@@ -13,6 +13,7 @@ PYBIND11_MODULE(_fp8kit, m) {
     fp8kit::py::bind_simulate(m);
     fp8kit::py::bind_gemm(m);
     fp8kit::py::bind_warn(m);
+    fp8kit::py::bind_comm(m);
     fp8kit::py::bind_checkpoint(m);
     fp8kit::py::bind_calibrate(m);
     fp8kit::py::bind_kv(m);

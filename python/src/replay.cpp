@@ -5,9 +5,11 @@
 #include <stdexcept>
 
 #include "bindings.hpp"
+#include "comm.hpp"
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/analysis/sweep.hpp"
 #include "fp8kit/analysis/sweep_input.hpp"
+#include "fp8kit/cluster/sweep.hpp"
 #include "fp8kit/io/trace.hpp"
 
 namespace fp8kit::py {
@@ -119,8 +121,11 @@ pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, const swe
 }
 
 // `fp8kit sweep` over amax traces and tensor dumps (sweep_input.hpp loads them as the CLI does).
-pyb::dict sweep_inputs(const std::vector<std::string>& files, const std::vector<std::string>& include,
-                       const std::vector<std::string>& formats, bool blocks) {
+// comm (a Python communicator, or None): the passes and the series groups are split over its
+// ranks by cluster::load_sweep_inputs and cluster::run_sweep, as `mpirun fp8kit sweep` does;
+// every rank then holds one process's Sweep, and rank 0 alone makes the rows (None elsewhere).
+pyb::object sweep_inputs(const std::vector<std::string>& files, const std::vector<std::string>& include,
+                         const std::vector<std::string>& formats, bool blocks, const pyb::object& comm) {
     sweep::Inputs in;
     in.files = files;
     in.tensors = include;
@@ -136,17 +141,22 @@ pyb::dict sweep_inputs(const std::vector<std::string>& files, const std::vector<
         in.formats.push_back(fm);
     }
     if (in.formats.empty()) in.formats.push_back(std::nullopt);
+    std::optional<PyComm> pc;
+    if (!comm.is_none()) pc.emplace(comm);
+    cluster::Comm& c = pc ? static_cast<cluster::Comm&>(*pc) : cluster::serial();
     sweep::Loaded L;
     {
         pyb::gil_scoped_release nogil;
-        L = sweep::load_inputs(in);
-        // fp8kit.sweep raises for an input it cannot read (the CLI reports it and goes on).
+        L = cluster::load_sweep_inputs(c, std::move(in));
+        // fp8kit.sweep raises for an input it cannot read (the CLI reports it and goes on). Every
+        // rank holds the same errors, so every rank raises here, before the next exchange.
         if (!L.errors.empty()) {
             const auto& e = L.errors.front();
             throw dump::DumpError(e.file, e.name, e.message);
         }
-        L.sweep->run(L.dumped, L.notes);
+        cluster::run_sweep(c, L);
     }
+    if (!c.root()) return pyb::none();
     const sweep::Sweep& sw = *L.sweep;
     pyb::list rows, tensor_rows;
     const Role classes[] = {Role::activation, Role::weight, Role::gradient};
@@ -192,7 +202,7 @@ void bind_replay(pyb::module_& m) {
     m.def("overflows", [](float amax, float scale, const std::string& f) {
         return replay::overflows(amax, scale, require_format(f, "format"));
     }, "amax"_a, "scale"_a, "format"_a);
-    m.def("sweep", &sweep_inputs, "files"_a, "include"_a, "formats"_a, "blocks"_a);
+    m.def("sweep", &sweep_inputs, "files"_a, "include"_a, "formats"_a, "blocks"_a, "comm"_a = pyb::none());
     m.def("classify_tensor", [](const std::string& n) { return std::string(name(recipe_slot(guess_role(n)))); },
           "name"_a);
 }

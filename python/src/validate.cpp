@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "bindings.hpp"
+#include "comm.hpp"
+#include "fp8kit/cluster/validate.hpp"
 #include "fp8kit/validate.hpp"
 
 namespace fp8kit::py {
@@ -16,12 +18,14 @@ BlockLayout layout_of(const std::string& s) {
     throw std::invalid_argument(fmt::format("layout: unknown block layout '{}' (choose from tensor, rowwise, 1x128, 128x128, mx32)", s));
 }
 
-// Returns (report JSON text, summary text, consistency line).
-pyb::tuple validate_bits(const pyb::array& input, const std::string& wide, const pyb::array& codes,
+// Returns (report JSON text, summary text, consistency line); with a communicator (comm not None),
+// each rank compares its share of the blocks (cluster::validate, as `mpirun fp8kit validate`) and
+// rank 0 returns the tuple, the others None.
+pyb::object validate_bits(const pyb::array& input, const std::string& wide, const pyb::array& codes,
                          const std::string& format, const OptStr& profile, const OptStr& rounding,
                          const OptStr& overflow, const OptStr& nan, const std::string& mode, double value,
                          const std::string& layout, const std::optional<pyb::array>& blocks,
-                         std::size_t examples, bool detect_policies) {
+                         std::size_t examples, bool detect_policies, const pyb::object& comm) {
     ValidateRequest req;
     req.from = require_wide(wide, "dtype");
     req.to = require_format(format, "format");
@@ -47,12 +51,16 @@ pyb::tuple validate_bits(const pyb::array& input, const std::string& wide, const
     ValidateOptions opts;
     opts.examples = examples;
     opts.detect_policies = detect_policies;
-    ValidateReport r;
+    std::optional<PyComm> pc;
+    if (!comm.is_none()) pc.emplace(comm);
+    std::optional<ValidateReport> r;
     {
         pyb::gil_scoped_release nogil;
-        r = validate(req, opts);
+        if (pc) r = cluster::validate(*pc, req, opts);
+        else r = validate(req, opts);
     }
-    return pyb::make_tuple(r.json(), r.summary(), describe_consistency(r));
+    if (!r) return pyb::none();
+    return pyb::make_tuple(r->json(), r->summary(), describe_consistency(*r));
 }
 
 // A TransformerEngine DumpTensors file: (name, format, scale_inv, report JSON, summary), or None.
@@ -72,7 +80,7 @@ void bind_validate(pyb::module_& m) {
     using namespace pyb::literals;
     m.def("validate", &validate_bits, "input"_a, "wide"_a, "output"_a, "format"_a, "profile"_a, "rounding"_a,
           "overflow"_a, "nan"_a, "mode"_a, "value"_a, "layout"_a, "block_scales"_a, "examples"_a,
-          "detect_policies"_a);
+          "detect_policies"_a, "comm"_a = pyb::none());
     m.def("check_te_quantized", &check_te_file, "path"_a);
 }
 
