@@ -26,7 +26,7 @@ TEST_CASE("compute_block_stats: strips with BlockStrip equal the whole tensor (b
         x[i] = static_cast<std::uint16_t>(u >> 16);  // truncation: any bf16 value will do
     }
     for (const char* preset : {"nvfp4", "nvfp4-rowwise", "nvfp4-torchao", "mxfp8", "mxfp4", "deepseek-v3"}) {
-        for (Role role : {Role::activation, Role::weight}) {
+        for (Role role : {Role::activation, Role::weight, Role::gradient}) {  // gradient: nvfp4 rounds stochastically
             INFO(preset << " role " << static_cast<int>(role));
             const BlockRecipe br = block_recipe(parse_recipe(preset), role, cols);
             if (br.block_rows > static_cast<int>(strip)) continue;  // deepseek-v3 weights: 128 x 128
@@ -39,6 +39,8 @@ TEST_CASE("compute_block_stats: strips with BlockStrip equal the whole tensor (b
                 BlockStrip s;
                 s.global_amax = global;
                 s.before = r ? &total : nullptr;
+                s.first_row = r;
+                s.total_rows = rows;
                 QuantStats next = compute_block_stats(&x[r * cols], Wide::bf16, strip, cols, br, s).total;
                 total = std::move(next);
             }

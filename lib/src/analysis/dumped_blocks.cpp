@@ -164,6 +164,8 @@ void DumpedBlocks::flush(std::size_t rows) {
         BlockStrip strip;
         strip.global_amax = uses_global(k) ? global_[k] : 0.0f;
         strip.before = strips_ ? &total_[k] : nullptr;
+        strip.first_row = strips_ * strip_rows_;  // every strip but the last has strip_rows_ rows
+        strip.total_rows = rows_;
         QuantStats s = compute_block_stats(buf_.data(), wide_, rows, cols_, recipes_[k], strip).total;
         total_[k] = std::move(s);
     }

@@ -694,13 +694,21 @@ BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
 namespace {
 
 // compute_block_stats: global_amax null takes the data's own; before null starts from nothing.
+// first_row, total_rows: where the data lies in the whole tensor (a strip of it: BlockStrip), so
+// that stochastic rounding draws each element's bits by its row-major index in the whole tensor, or
+// with columnwise_rht in the whole column-wise copy, as quantize_blocks does: the same codes for
+// any strip height. Element (r, c) of `data` takes index r * index_stride + index_offset + c.
 BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br,
-                       const float* global_amax, const QuantStats* before) {
+                       const float* global_amax, const QuantStats* before, std::size_t index_stride,
+                       std::size_t index_offset) {
     if (br.columnwise_rht) {  // the statistics of the column-wise copy (TE's RHT), with its own amax
         const ColumnwiseCopy c = columnwise_rht_copy(data, type, rows, cols);
         BlockRecipe plain = br;
         plain.columnwise_rht = false;
-        BlockStats s = block_stats(c.bytes.data(), c.type, c.rows, c.cols, plain, global_amax, before);
+        // The copy's row r' holds input column r': in the whole copy its element c' (input row
+        // first_row + c') has index r' * total_rows + first_row + c'.
+        BlockStats s = block_stats(c.bytes.data(), c.type, c.rows, c.cols, plain, global_amax, before,
+                                   index_stride, index_offset);
         s.columnwise_rht = true;
         return s;
     }
@@ -753,7 +761,7 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
             for (std::size_t r = r0; r < r1; ++r)
                 for (std::size_t c = c0; c < c1; c += kChunk) {
                     const std::size_t first = r * cols + c;
-                    fn(data, first, std::min(kChunk, c1 - c), first, p, sc, block, hist);
+                    fn(data, first, std::min(kChunk, c1 - c), r * index_stride + index_offset + c, p, sc, block, hist);
                 }
             parts[static_cast<std::size_t>(t)] = {block.amax, block.min_nonzero, block.sum_x2, block.sum_err2};
             block.sum_x2 = block.sum_err2 = 0;
@@ -808,12 +816,18 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
 
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br) {
-    return block_stats(data, type, rows, cols, br, nullptr, nullptr);
+    // Whole tensor: row-major indices (of the column-wise copy, cols x rows, with columnwise_rht).
+    return block_stats(data, type, rows, cols, br, nullptr, nullptr, br.columnwise_rht ? rows : cols, 0);
 }
 
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br, const BlockStrip& strip) {
-    return block_stats(data, type, rows, cols, br, &strip.global_amax, strip.before);
+    const std::size_t total_rows = strip.total_rows ? strip.total_rows : rows;
+    if (strip.first_row + rows > total_rows)
+        throw std::invalid_argument("compute_block_stats: the strip's rows pass the tensor's total_rows");
+    if (br.columnwise_rht)
+        return block_stats(data, type, rows, cols, br, &strip.global_amax, strip.before, total_rows, strip.first_row);
+    return block_stats(data, type, rows, cols, br, &strip.global_amax, strip.before, cols, strip.first_row * cols);
 }
 
 float block_global_amax(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br) {

@@ -150,6 +150,12 @@ struct BlockStrip {
     // still exact; sum_x2 and sum_err2 are the same nonnegative terms grouped otherwise (within
     // 2 * blocks * 2^-53 of each other, relative; docs/statistics.md).
     const QuantStats* before = nullptr;
+    // Where the strip lies: its first row and the whole tensor's row count (0: this strip's own,
+    // a strip that is the whole tensor). Stochastic rounding draws each element's bits by its
+    // row-major index in the whole tensor (with columnwise_rht: in the whole column-wise copy), so
+    // strips give the codes of the whole-tensor call.
+    std::size_t first_row = 0;
+    std::size_t total_rows = 0;
 };
 // compute_block_stats on one strip: total is `before` merged with this strip (the other fields
 // describe this strip alone).
