@@ -9,6 +9,7 @@ import csv
 import fnmatch
 import json
 import os
+import warnings as _warnings
 
 import torch
 
@@ -221,11 +222,22 @@ class Monitor:
     sample=k (default 1: every element) counts, in the statistics, only the blocks of 16
     consecutive elements whose index is a multiple of k (the amax and the scale stay the whole
     tensor's); rows say it in column 'sample' and their numel is the sample's. See docs/torch.md.
+    warn= raises fp8kit's early warnings live (docs/early-warning.md): True (a Watcher with its
+    defaults), a dict of Watcher options, or an fp8kit.Watcher. Every monitored step's amaxes are
+    fed to it as they are read, and every `warn_every` steps its new warnings are given to
+    `on_warning(warning_dict)`, or by default issued as Python warnings (category FP8Warning);
+    `warnings` holds all of them. GPU amaxes are read one step late (see above), so a step's
+    warnings come at the next poll after it.
     """
 
     def __init__(self, model, recipes=("te-current",), every=1, out_dir=None, tensors=None, modules=(),
-                 reduce_amax=False, group=None, dump_steps=(), dump_include=("*",), attention=False, sample=1):
+                 reduce_amax=False, group=None, dump_steps=(), dump_include=("*",), attention=False, sample=1,
+                 warn=None, warn_every=1, on_warning=None):
         self.recipes = [fp8kit.recipe(r) for r in recipes]
+        self._watcher = _make_watcher(warn)
+        self.warn_every, self.on_warning, self.warnings, self._fed = int(warn_every), on_warning, [], 0
+        if self.warn_every < 1:
+            raise ValueError(f"warn_every: {warn_every} must be an integer >= 1")
         self.sample = int(sample)
         if self.sample < 1:
             raise ValueError(f"sample: {sample} must be an integer >= 1 (1: every element)")
@@ -467,8 +479,31 @@ class Monitor:
         the next step()), the previous step's are read (one wait, normally already finished)."""
         if self._queues or self._pending:
             self._drain(keep_last=bool(self._queues))
+        if self._watcher is not None:
+            self._feed_watcher(poll=(self.step_index + 1) % self.warn_every == 0)
         self.step_index += 1
         self._active = self.step_index % self.every == 0
+
+    def _feed_watcher(self, poll):
+        """Feeds the trace entries read since the last call to the watcher, one observe() per step
+        (entries of a step still queued on the GPU wait for the next call), then polls it."""
+        end = self._fed
+        while end < len(self._trace) and self._trace[end] is not None:
+            end += 1
+        by_step = {}
+        for step, name, amax in self._trace[self._fed:end]:
+            by_step.setdefault(step, {})[name] = amax
+        for step in sorted(by_step):
+            self._watcher.observe(step, by_step[step])
+        self._fed = end
+        if poll:
+            for w in self._watcher.poll():
+                self.warnings.append(w)
+                if self.on_warning is not None:
+                    self.on_warning(w)
+                else:
+                    _warnings.warn(f"fp8kit [{w.get('signal')}] {w.get('tensor')}: {w.get('evidence')}", FP8Warning,
+                                   stacklevel=3)
 
     def remove(self):
         for h in self.handles:
@@ -513,6 +548,22 @@ class Monitor:
 
     def __exit__(self, *exc):
         self.close()
+
+
+class FP8Warning(UserWarning):
+    """An early warning of fp8kit's Watcher raised live by Monitor(warn=...)."""
+
+
+def _make_watcher(warn):
+    if warn is None or warn is False:
+        return None
+    if warn is True:
+        return fp8kit.Watcher()
+    if isinstance(warn, dict):
+        return fp8kit.Watcher(**warn)
+    if isinstance(warn, fp8kit.Watcher):
+        return warn
+    raise ValueError(f"warn: {warn!r} must be None, True, a dict of Watcher options or an fp8kit.Watcher")
 
 
 def monitor(model, recipes=("te-current",), every=1, out_dir=None, **kw):

@@ -337,3 +337,41 @@ def test_monitor_gpu_queued_equals_stats(sample):
         assert row["sample"] == sample
         for k in keys:
             assert row[k] == want[k] or (row[k] != row[k] and want[k] != want[k]), (row["recipe"], k)
+
+
+def _planted_steps(mon, steps=240, spike_at=150):
+    """Feeds one extra tensor per step: log-normal noise around 1 with one 100x spike."""
+    g = np.random.default_rng(27)
+    for step in range(steps):
+        a = float(np.exp(g.normal(0, 0.05))) * (100.0 if step == spike_at else 1.0)
+        mon.watch("planted.input", torch.tensor([a, -0.5 * a]), "input")
+        mon.step()
+
+
+def test_monitor_raises_warnings_live():
+    got = []
+    mon = ft.Monitor(tiny_model(), recipes=["te-current"], warn={"recipe": None}, warn_every=10,
+                     on_warning=lambda w: got.append((mon.step_index, w)))
+    _planted_steps(mon)
+    mon.close()
+    spikes = [(at, w) for at, w in got if w["signal"] == "spike" and w["tensor"] == "planted.input"]
+    assert spikes, [w["signal"] for _, w in got]
+    at, w = spikes[0]
+    assert 150 <= at < 160  # polled at the first warn_every boundary after the spike
+    assert mon.warnings == [w for _, w in got]
+    # The same trace fed to a Watcher by hand gives the same warnings (the monitor adds nothing).
+    ref = fp8kit.Watcher(recipe=None)
+    for step in sorted({s for s, _, _ in mon.trace}):
+        ref.observe(step, {n: a for s, n, a in mon.trace if s == step})
+    assert sorted((w["signal"], w["tensor"]) for w in ref.poll()) == sorted((w["signal"], w["tensor"]) for w in mon.warnings)
+
+
+def test_monitor_warnings_default_to_python_warnings():
+    mon = ft.Monitor(tiny_model(), recipes=["te-current"], warn=True, warn_every=5)
+    with pytest.warns(ft.FP8Warning, match="planted.input"):
+        _planted_steps(mon)
+    mon.close()
+    with pytest.raises(ValueError, match="warn_every"):
+        ft.Monitor(tiny_model(), warn=True, warn_every=0)
+    with pytest.raises(ValueError, match="warn:"):
+        ft.Monitor(tiny_model(), warn="yes")
