@@ -11,6 +11,7 @@
 #include "fp8kit/analysis/sweep.hpp"
 #include "fp8kit/analysis/sweep_input.hpp"
 #include "fp8kit/cluster/sweep.hpp"
+#include "fp8kit/warn/watch.hpp"
 #include "read_flags.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "json_out.hpp"
@@ -25,8 +26,11 @@ using io::csv_field;
 struct SweepOpts {
     std::vector<std::string> inputs, tensors;
     std::string format = "auto";
-    bool csv = false, json = false, blocks = true, wide = false, quiet = false, progress = false;
+    bool csv = false, json = false, blocks = true, wide = false, quiet = false, progress = false, warn = false;
     int top = 5;
+    // --warn: the early warnings of the same inputs (fp8kit watch with its defaults), computed on
+    // rank 0 before the report is written.
+    std::vector<warn::Warning> warnings;
 };
 
 constexpr Role kClasses[] = {Role::activation, Role::weight, Role::gradient};
@@ -193,6 +197,10 @@ void write_json_head(const sweep::Sweep& sw, const sweep::Loaded& L, const Sweep
     // Inputs that could not be read (as inspect's "errors"): the sweep went on without them.
     head["errors"] = nlohmann::json::array();
     for (const auto& p : L.errors) head["errors"].push_back({{"file", p.file}, {"name", p.name}, {"message", p.message}});
+    if (o.warn) {
+        head["warnings"] = nlohmann::json::array();
+        for (const auto& w : o.warnings) head["warnings"].push_back(warn::to_json(w));
+    }
     head["candidates"] = nlohmann::json::array();
     for (const auto& c : C) {
         nlohmann::json cj = to_json(c.recipe);
@@ -313,8 +321,27 @@ void write_report(const SweepOpts& o, const std::vector<std::optional<Format>>& 
                   cluster::Comm& comm, PhaseBar& rows);
 void write_summary(const SweepOpts& o, const std::vector<std::optional<Format>>& formats, const sweep::Loaded& L);
 
-void run(const SweepOpts& o) {
+// The early warnings of the sweep's inputs: `fp8kit watch` with its default settings on the same
+// files and tensor globs (docs/early-warning.md).
+std::vector<warn::Warning> early_warnings(const SweepOpts& o) {
+    warn::WatchInputs in;
+    warn::apply_options(in, nlohmann::json::object());
+    in.files = o.inputs;
+    in.tensors = o.tensors;
+    in.read = cli_read_options();
+    return warn::watch_files(in).warnings;
+}
+
+void print_warnings(const std::vector<warn::Warning>& ws, std::size_t top) {
+    fmt::print("\n{} early warning(s) (fp8kit watch's defaults; docs/early-warning.md){}\n", ws.size(), ws.empty() ? "" : ":");
+    for (std::size_t i = 0; i < ws.size() && i < top; ++i) fmt::print("{}. {}\n", i + 1, warn::to_text(ws[i]));
+    if (ws.size() > top) fmt::print("... {} more (fp8kit watch --top 0 lists all; --json has all)\n", ws.size() - top);
+}
+
+void run(SweepOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
+    if (o.csv && o.warn)
+        throw UsageError("--warn and --csv: the CSV is one table of outcomes; `fp8kit watch --csv` gives the warnings as CSV");
     if (o.top < 1) throw UsageError(fmt::format("--top {}: must be at least 1", o.top));
     std::vector<std::optional<Format>> formats;
     if (o.format == "all") formats = {Format::e4m3, Format::e5m2};
@@ -334,8 +361,10 @@ void run(const SweepOpts& o) {
     reading.done();
     cluster::run_sweep(comm, L, std::ref(replay));
     replay.done();
+    if (o.warn && comm.root()) o.warnings = early_warnings(o);
     write_report(o, formats, L, comm, rows);
     rows.done();
+    if (o.warn && comm.root() && !o.json) print_warnings(o.warnings, 20);
     if (comm.root()) report_errors(L);
 }
 
@@ -416,6 +445,8 @@ Register reg([](CLI::App& root) {
     cmd->add_flag("--wide", o->wide, "Never shorten tensor names (default: fit the terminal's width)");
     cmd->add_flag("--json", o->json, "JSON: recipes, per-class and per-tensor outcomes, recommendations");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
+    cmd->add_flag("--warn", o->warn, "Also the early warnings of the same inputs (fp8kit watch's defaults: growth, spikes, "
+                                     "overflow forecast, shape signals of dumps); text and --json");
     cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
     cmd->callback([o] { run(*o); });

@@ -78,4 +78,20 @@ grep -q -- "--norm-recipe" "$T/err"; check "the message names --norm-recipe" $?
 bad "bf16 fraction past 1" --bf16-fraction 2 "$D/amax_trace.csv"
 printf 'step,tensor,amax\n5,a,1\n5,a,2\n' > "$T/twice.csv"
 bad "a step given twice" "$T/twice.csv"
+# sweep --warn: the same warnings as watch on the same inputs (issue 27 item 1: trends in sweep too),
+# in --json and as text; refused with --csv.
+$FP8KIT sweep --warn --json -q --no-blocks "$D/amax_trace.csv" "$D/llama_tiny_dump.h5" > "$T/sw.json"; check "sweep --warn --json" $?
+$FP8KIT watch --json "$D/amax_trace.csv" "$D/llama_tiny_dump.h5" > "$T/wa.json"; check "watch --json, the same inputs" $?
+"$PY" - "$T/sw.json" "$T/wa.json" <<'PYEOF'
+import json, sys
+sw, wa = (json.load(open(p)) for p in sys.argv[1:3])
+key = lambda w: json.dumps(w, sort_keys=True)
+assert len(wa["warnings"]) > 0, "the bundled run has warnings"
+assert [key(w) for w in sw["warnings"]] == [key(w) for w in wa["warnings"]], (len(sw["warnings"]), len(wa["warnings"]))
+assert "classes" in sw and "tensors" in sw
+PYEOF
+check "sweep's warnings equal watch's" $?
+$FP8KIT sweep --warn -q "$D/amax_trace.csv" > "$T/sw.txt"; check "sweep --warn (text)" $?
+grep -q "early warning(s)" "$T/sw.txt"; check "the text report lists the warnings" $?
+$FP8KIT sweep --warn --csv "$D/amax_trace.csv" > /dev/null 2> "$T/err"; [ $? -eq 2 ] && grep -q -- "--warn and --csv" "$T/err"; check "sweep --warn --csv: exit 2 naming both" $?
 exit $fail
