@@ -29,16 +29,8 @@ namespace {
 
 constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 
-std::uint32_t bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
-float from_bits(std::uint32_t b) {
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-}
+std::uint32_t bits(float f) { return fp8kit::detail::bits_of(f); }
+float from_bits(std::uint32_t b) { return fp8kit::detail::float_of(b); }
 float to_dtype(float f, DType d) { return d == DType::bf16 ? fp8kit::detail::round_to_bf16(f) : f; }
 // float32 -> float8_e4m3fn -> float32 (torch's cast: round to nearest even; inputs are clamped
 // to +-448 first by every caller here, so saturation never decides).

@@ -18,17 +18,8 @@ namespace {
 constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 constexpr Policy kRneFp4{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
 
-std::uint32_t bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
-float from_bits(std::uint32_t b) {
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-}
-float decode_fmt(Format f, std::uint8_t c) { return from_bits(static_cast<std::uint32_t>(emu::decode(f, Wide::f32, c))); }
+std::uint32_t bits(float f) { return fp8kit::detail::bits_of(f); }
+float decode_fmt(Format f, std::uint8_t c) { return fp8kit::detail::decode_f32(f, c); }
 using fp8kit::detail::round_to_bf16;
 float round_scale(float s, const std::string& dtype) { return dtype == "BF16" ? round_to_bf16(s) : s; }
 Format element_format(Scheme s) { return (s == Scheme::nvfp4 || s == Scheme::mxfp4) ? Format::e2m1 : Format::e4m3; }

@@ -20,6 +20,11 @@ inline float float_of(std::uint32_t u) {
     return f;
 }
 
+// The float32 value of a code of format f (emu::decode's bits).
+inline float decode_f32(emu::Format f, std::uint8_t code) {
+    return float_of(static_cast<std::uint32_t>(emu::decode(f, emu::Wide::f32, code)));
+}
+
 // torch's float32 -> bfloat16 cast (round to nearest even, overflow to Inf), widened back to
 // float32: emu::convert's rule, written once for the producers' and calibrators' bfloat16 steps.
 // NaN comes back as it is (callers check scales for NaN themselves).

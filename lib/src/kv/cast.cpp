@@ -8,6 +8,8 @@
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/kv.hpp"
+#include "fp8kit/recipes.hpp"
+#include "convert/float_bits.hpp"
 
 namespace fp8kit::kv {
 namespace {
@@ -18,17 +20,8 @@ namespace {
 constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 constexpr Policy kRneFp4{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
 
-std::uint32_t bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
-float decode(Format f, std::uint8_t c) {
-    const auto b = static_cast<std::uint32_t>(emu::decode(f, Wide::f32, c));
-    float v;
-    std::memcpy(&v, &b, 4);
-    return v;
-}
+using fp8kit::detail::bits_of;
+using fp8kit::detail::decode_f32;
 Format element(CacheFormat f) {
     switch (f) {
         case CacheFormat::e5m2: return Format::e5m2;
@@ -37,15 +30,8 @@ Format element(CacheFormat f) {
         default: return Format::e4m3;
     }
 }
-// Largest finite value of the element format.
-float element_max(CacheFormat f) {
-    switch (f) {
-        case CacheFormat::e5m2: return 57344.0f;
-        case CacheFormat::e4m3fnuz: return 240.0f;
-        case CacheFormat::nvfp4: return 6.0f;
-        default: return 448.0f;
-    }
-}
+// Largest finite value of the element format (the traits' limit, numerics::format_max).
+float element_max(CacheFormat f) { return fp8_max(element(f)); }
 
 // Saturated: the cast without saturation would overflow, i.e. x / s rounds (to nearest even)
 // beyond the largest finite value: E4M3 |v| > 464, E5M2 |v| >= 61440, E4M3FNUZ |v| >= 248, E2M1
@@ -55,7 +41,7 @@ float element_max(CacheFormat f) {
 constexpr Policy kRneNoSat{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::canonical};
 bool overflows(Format el, float v) {
     if (el == Format::e2m1) return std::fabs(v) >= 7.0f;
-    return !std::isfinite(decode(el, emu::encode(el, Wide::f32, bits(v), kRneNoSat)));
+    return !std::isfinite(decode_f32(el, emu::encode(el, Wide::f32, bits_of(v), kRneNoSat)));
 }
 
 // One value cast: x / factor (float32, as `(float)x / scale` in the CUDA cache kernel) or
@@ -84,7 +70,7 @@ void cast_fp8(float x, float scale, bool by_reciprocal, CacheFormat f, Cell c) {
     const float m = element_max(f);
     const bool sat = overflows(el, v);
     if (by_reciprocal) v = std::clamp(v, -m, m);  // tl.clamp(k * (1 / k_scale), QUANT_MIN, QUANT_MAX)
-    const float q = decode(el, emu::encode(el, Wide::f32, bits(v), kRneSat));
+    const float q = decode_f32(el, emu::encode(el, Wide::f32, bits_of(v), kRneSat));
     account(x, static_cast<double>(q) * scale, sat, q == 0.0f, c);
 }
 
@@ -98,7 +84,7 @@ void cast_nvfp4_row(const float* x, std::size_t n, float s2, Cell c) {
         for (std::size_t i = b0; i < b1; ++i) amax = std::max(amax, std::fabs(x[i]));
         float sb = s2 == 0.0f ? 0.0f : amax / (6.0f * s2);
         sb = sb == 0.0f ? 1.0f : std::clamp(sb, 0.001953125f, 448.0f);
-        sb = decode(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(sb), kRneSat));
+        sb = decode_f32(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits_of(sb), kRneSat));
         const float factor = sb * s2;
         for (std::size_t i = b0; i < b1; ++i) {
             if (factor == 0.0f) {  // s2 = 0: every value of the scope is zero
@@ -106,7 +92,7 @@ void cast_nvfp4_row(const float* x, std::size_t n, float s2, Cell c) {
                 continue;
             }
             const float v = x[i] / factor;
-            const float q = decode(Format::e2m1, emu::encode(Format::e2m1, Wide::f32, bits(v), kRneFp4));
+            const float q = decode_f32(Format::e2m1, emu::encode(Format::e2m1, Wide::f32, bits_of(v), kRneFp4));
             account(x[i], static_cast<double>(q) * sb * s2, overflows(Format::e2m1, v), q == 0.0f, c);
         }
     }
