@@ -200,6 +200,17 @@ def test_missing_v_scale(tmp_path, kv_algo, trt):
     assert (f"{A}.v_proj.v_scale", "kv scale missing", True) in findings(r)
 
 
+def test_nvfp4_affine_kv_left_undetermined(tmp_path):
+    # Whether TensorRT-LLM takes kv_cache_quant_algo NVFP4_AFFINE is not in its transcribed source:
+    # reported as undetermined (a note), not guessed.
+    d = planted(tmp_path, lambda t: None, kv_algo="NVFP4_AFFINE")
+    r = fp8kit.checkpoint_check(d)
+    row = kv_rows(r)[f"{A}.k_proj.k_scale"]
+    assert row["engines"]["tensorrt_llm"]["fate"] == "undetermined"
+    assert (f"{A}.k_proj.k_scale", "kv scale undetermined", False) in findings(r)
+    assert not r["failed"]
+
+
 def test_affine_kv_bias(tmp_path):
     # ModelOpt's affine KV: k_proj.k_bias / v_proj.v_bias, one per KV head and channel (2 x 32 here).
     kb = np.linspace(-1, 1, 64, dtype=np.float32)

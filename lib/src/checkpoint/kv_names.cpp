@@ -143,6 +143,9 @@ KvOutcome trtllm(const Folder& F, const std::string& n) {
     const bool read = std::regex_match(n, kRead);
     if (!read) return {KvFate::dropped, "dropped silently: never read (modeling_utils.py _load_weights_impl hands qkv_proj only "
                                         "'<attn>.{q,k,v}_proj.*'; linear.py load_kv_scales reads only 'k_scale' / 'v_scale' there)"};
+    if (F.kv_cache_algo == "NVFP4_AFFINE")
+        return {KvFate::undetermined, "not determined: read into qkv_proj.kv_scales (linear.py load_kv_scales), but whether "
+                                      "TensorRT-LLM accepts kv_cache_quant_algo NVFP4_AFFINE is not in the transcribed source"};
     if (!nvfp4_kv(F))
         return {KvFate::replaced, fmt::format("replaced by 1.0: read into qkv_proj.kv_scales (linear.py load_kv_scales), used only for an "
                                               "NVFP4 KV cache; the {} KV cache keeps kv_cache_scaling_factor = 1.0 (attention_backend/trtllm.py)",
@@ -180,6 +183,7 @@ struct Names {
             return;
         }
         if (o.fate == KvFate::dropped) return fail(k.name, "kv scale dropped", msg);
+        if (o.fate == KvFate::undetermined) return note(k.name, "kv scale undetermined", msg);
         if (o.fate == KvFate::replaced) {
             const float v = max_value(k.name);
             if (v > 1.0f) fail(k.name, "kv scale replaced", fmt::format("{}; the checkpoint's {} > 1: K/V beyond 448 saturate", msg, v));
