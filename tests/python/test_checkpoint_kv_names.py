@@ -231,6 +231,13 @@ def test_affine_kv_bias(tmp_path):
     assert not any(t == f"{A}.k_proj.k_bias" and c == "kv bias" for t, c, _ in f)
 
 
+def test_affine_kv_bias_alone(tmp_path):
+    # A k_bias without v_bias: half an affine pair (FP8_AFFINE_KV_CFG biases both bmm quantizers).
+    r = fp8kit.checkpoint_check(planted(tmp_path, lambda t: t.update({f"{A}.k_proj.k_bias": f32(np.zeros(64), (1, 2, 1, 32))})))
+    kb = [f for f in r["findings"] if f["tensor"] == f"{A}.k_proj.k_bias" and f["check"] == "kv bias"]
+    assert len(kb) == 1 and "without v_bias" in kb[0]["message"] and kb[0]["failed"]
+
+
 def test_csv_rows_whole_names(tmp_path):
     """--csv: one row per KV name (scheme "kv"), names whole, each engine's "fate: detail" quoted
     where it holds commas; read with the csv module (and pandas where installed)."""

@@ -211,6 +211,11 @@ struct Names {
         if (bad) fail(n, "kv bias finite", fmt::format("{} of {} bias values are NaN or infinite (first: {})", bad, v.numel(), first));
         const std::string scale = prefix + "." + suf.substr(0, 1) + "_scale";
         if (!F.has(scale)) fail(n, "kv bias", "affine bias without its scale '" + scale + "'");
+        // ModelOpt's affine presets put a bias on both the k and the v bmm quantizer.
+        const std::string o = suf[0] == 'k' ? "v" : "k";
+        const std::string attn = ends_with(prefix, "_proj") ? prefix.substr(0, prefix.rfind('.')) : prefix;
+        if (!F.has(attn + "." + o + "_proj." + o + "_bias") && !F.has(attn + "." + o + "_bias"))
+            fail(n, "kv bias", fmt::format("{} without {}_bias: ModelOpt's affine KV presets write both", suf, o));
     }
 
     void found() {
