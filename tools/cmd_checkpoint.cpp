@@ -36,7 +36,7 @@ void print_text(const checkpoint::Report& r) {
             fmt::print("  {}{}\n", io::printable(k.name), k.present ? fmt::format("  {} [{}]", k.dtype, fmt::join(k.shape, ", ")) : "  (missing)");
             for (int i = 0; i < 3; ++i)
                 fmt::print("    {:<13} {:<12} {}\n", std::string(checkpoint::kKvEngines[i]) + ":", checkpoint::name(k.engines[i].fate),
-                           k.engines[i].detail);
+                           io::printable(k.engines[i].detail));
         }
     }
     if (!r.comparisons.empty()) {
