@@ -107,7 +107,7 @@ KvOutcome vllm(const std::string& n, const std::string& suf) {
     const std::string mapped = (suf == "k_scale" || suf == "v_scale" || suf == "kv_scale") ? remap_kv_scale_name(n) : n;
     if (std::regex_match(mapped, kParam))
         return {mapped == n ? KvFate::loaded : KvFate::renamed, "loaded as " + mapped + (suf == "kv_scale" ? " (and copied to v_scale)" : "")};
-    if (suf == "q_scale") return {KvFate::replaced, "dropped: q_scale is taken from k_scale (vllm attention/layer.py)"};
+    if (suf == "q_scale") return {KvFate::replaced, "replaced by k_scale: not loaded, vllm attention/layer.py takes q_scale from k_scale"};
     return {KvFate::dropped, fmt::format("dropped: remapped to '{}', which is no parameter (a warning only; the scale stays 1.0)", mapped)};
 }
 
