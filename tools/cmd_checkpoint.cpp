@@ -3,6 +3,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/ranges.h>
+
 #include "command.hpp"
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/io/printable.hpp"
@@ -29,8 +31,13 @@ void print_text(const checkpoint::Report& r) {
                        checkpoint::name(L.scale_convention),
                        L.global_scale.empty() ? "" : fmt::format(", global {}", checkpoint::name(L.global_convention)));
     if (!r.kv.empty()) {
-        fmt::print("KV / attention scales:\n");
-        for (const auto& k : r.kv) fmt::print("  {:<48} vLLM: {}\n", io::printable(k.name), k.vllm);
+        fmt::print("KV / attention scales (what each engine does with the name):\n");
+        for (const auto& k : r.kv) {
+            fmt::print("  {}{}\n", io::printable(k.name), k.present ? fmt::format("  {} [{}]", k.dtype, fmt::join(k.shape, ", ")) : "  (missing)");
+            for (int i = 0; i < 3; ++i)
+                fmt::print("    {:<13} {:<12} {}\n", std::string(checkpoint::kKvEngines[i]) + ":", checkpoint::name(k.engines[i].fate),
+                           io::printable(k.engines[i].detail));
+        }
     }
     if (!r.comparisons.empty()) {
         fmt::print("against the original:\n");

@@ -104,7 +104,7 @@ from ._replay import SharedError, TraceError, overflows, read_trace, replay, swe
 from . import _simulate as msamp  # noqa: E402
 from ._gemm import gemm, validate_gemm  # noqa: E402
 from ._watch import Watcher, watch  # noqa: E402
-from ._checkpoint import CheckpointError, checkpoint_check  # noqa: E402
+from ._checkpoint import CheckpointError, checkpoint_check, checkpoint_kv_names  # noqa: E402
 from ._calibrate import CalibrateError, calibrate, calibrate_scale  # noqa: E402
 from ._kv import KvError, kv  # noqa: E402
 

@@ -11,7 +11,23 @@ CheckpointError = _fp8kit.CheckpointError
 def checkpoint_check(dir, reference=None):
     """Checks checkpoint folder `dir` (and, with `reference`, re-quantises the original weights
     under the producer's own rule). Returns the report as a dict: producer, layers (scheme, scale
-    convention, excluded), findings, kv_scales (what vLLM does with each name), comparisons
-    (verdict, code/scale mismatches, sqnr_db, max_rel_error) and failed."""
+    convention, excluded), findings, kv_scales, comparisons (verdict, code/scale mismatches,
+    sqnr_db, max_rel_error) and failed.
+
+    kv_scales: one entry per KV / attention scale or affine KV bias found, and per k/v scale an
+    attention layer lacks (present False): name, dtype, shape, and engines = {"vllm", "sglang",
+    "tensorrt_llm"} -> {"fate", "detail"}, fate one of loaded, renamed, replaced, dropped,
+    rejected, undetermined (docs/inference.md, check 4, cites each engine's loader)."""
     ref = None if reference is None else os.fspath(reference)
     return json.loads(_fp8kit.checkpoint_check_json(os.fspath(dir), ref))
+
+
+def checkpoint_kv_names(dir):
+    """The per-engine KV name report of `checkpoint_check(dir)` as flat rows, one per (name,
+    engine): dicts with name, present, engine ("vllm", "sglang", "tensorrt_llm"), fate, detail."""
+    rows = []
+    for k in checkpoint_check(dir)["kv_scales"]:
+        for engine, o in k["engines"].items():
+            rows.append({"name": k["name"], "present": k["present"], "engine": engine,
+                         "fate": o["fate"], "detail": o["detail"]})
+    return rows

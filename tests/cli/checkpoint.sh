@@ -24,6 +24,8 @@ done
 "$FP8KIT" checkpoint check "$D/modelopt_fp8" --json > "$T/r.json"; check "json exit 0" $?
 grep -q '"loaded as model.layers.0.self_attn.attn.k_scale"' "$T/r.json"; check "json: k_scale mapped for vLLM" $?
 grep -q '"producer": "modelopt"' "$T/r.json"; check "json: producer" $?
+grep -q '"tensorrt_llm"' "$T/r.json"; check "json: KV names per engine" $?
+"$FP8KIT" checkpoint check "$D/modelopt_fp8" | grep -q '^    SGLang: *renamed *loaded as model.layers.0.self_attn.attn.v_scale$'; check "text: SGLang's fate of v_scale" $?
 
 "$FP8KIT" checkpoint check "$D/ct_nvfp4" --reference "$D/original" --csv > "$T/r.csv"; check "csv exit 0" $?
 head -1 "$T/r.csv" | grep -q '^module,scheme,excluded,scale_convention,verdict,'; check "csv header" $?

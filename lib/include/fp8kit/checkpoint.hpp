@@ -138,11 +138,28 @@ struct Finding {
     bool failed = true;
 };
 
+// What a serving engine does with one KV / attention scale name, transcribed from the engine's
+// own loader (lib/src/checkpoint/kv_names.cpp cites each file): loaded under the same name,
+// renamed (loaded under another), replaced (the engine uses another value: 1.0, or k_scale),
+// dropped (never loaded; silently or with a warning), rejected (loading fails: KeyError, assert),
+// undetermined (the transcribed source does not decide it).
+enum class KvFate { loaded, renamed, replaced, dropped, rejected, undetermined };
+const char* name(KvFate f);
+struct KvOutcome {
+    KvFate fate = KvFate::undetermined;
+    std::string detail;  // what happens, with the source function
+};
+inline constexpr const char* kKvEngines[3] = {"vLLM", "SGLang", "TensorRT-LLM"};
+
 // How the KV/attention scales are named, and what each engine does with the name.
 struct KvScale {
     std::string name;
-    std::string vllm;  // "loaded as <param>", "dropped (...)"
-    bool dropped = false;
+    std::string vllm;  // "loaded as <param>", "dropped (...)" (= engines[0].detail)
+    bool dropped = false;  // vLLM does not load it (as before: q_scale replaced by k_scale counts)
+    bool present = true;   // false: expected but missing (name: the name the producer would use)
+    std::string dtype;
+    std::vector<std::uint64_t> shape;
+    KvOutcome engines[3];  // vLLM, SGLang, TensorRT-LLM (kKvEngines)
 };
 
 // A layer re-quantised from the original weights and compared with the checkpoint.

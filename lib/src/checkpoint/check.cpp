@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checkpoint/kv_names.hpp"
 #include "checkpoint/producer_rules.hpp"
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/emu/pack.hpp"
@@ -182,39 +183,9 @@ struct Checker {
                          fmt::format("{} of the experts {} have an input_scale, this one has none (vLLM loads 0 -> inf -> NaN, vLLM #45212)", g.first, k));
     }
 
-    // 3. KV and attention scales, and what vLLM does with each name
-    // (vllm/model_executor/model_loader/weight_utils.py maybe_remap_kv_scale_name): ".kv_scale"
-    // -> ".attn.k_scale"; ".self_attn.k_proj.k_scale" -> ".self_attn.attn.k_scale"; other
-    // ".k_scale"/".v_scale" -> "<module>.attn.k_scale". Llama-style models hold the parameter as
-    // "<layer>.self_attn.attn.{k,v,q}_scale"; any other remapped name is dropped with a warning.
-    void kv() {
-        static const std::regex kKv(R"(^(.*)\.(k_scale|v_scale|q_scale|kv_scale|k_bias|v_bias|prob_scale|k_cache_scale|v_cache_scale)$)");
-        static const std::regex kParam(R"(^.*\.self_attn\.attn\.(k|v|q)_scale$)");
-        for (const auto& [n, t] : F.tensors()) {
-            std::smatch m;
-            if (!std::regex_match(n, m, kKv)) continue;
-            const std::string suf = m[2].str();
-            std::string mapped;
-            if (suf == "kv_scale") mapped = std::regex_replace(n, std::regex(R"(\.kv_scale$)"), ".attn.k_scale");
-            else if (suf == "k_scale" || suf == "v_scale") {
-                const std::string mo = ".self_attn." + suf.substr(0, 1) + "_proj." + suf;
-                mapped = n.find(mo) != std::string::npos ? std::regex_replace(n, std::regex(std::regex_replace(mo, std::regex(R"(\.)"), R"(\.)")), ".self_attn.attn." + suf)
-                                                         : n.substr(0, n.size() - suf.size()) + "attn." + suf;
-            } else mapped = n;
-            KvScale k{n, "", false};
-            if (std::regex_match(mapped, kParam)) {
-                k.vllm = "loaded as " + mapped + (suf == "kv_scale" ? " (and copied to v_scale)" : "");
-            } else if (suf == "q_scale") {
-                k.vllm = "dropped: q_scale is taken from k_scale (vllm attention/layer.py)";
-                k.dropped = true;
-            } else {
-                k.vllm = fmt::format("dropped: remapped to '{}', which is no parameter (a warning only; the scale stays 1.0)", mapped);
-                k.dropped = true;
-            }
-            if (k.dropped && suf != "q_scale") fail(n, "kv scale dropped", "vLLM " + k.vllm);
-            R.kv.push_back(std::move(k));
-        }
-    }
+    // 3. KV and attention scales: what vLLM, SGLang and TensorRT-LLM do with each name, and the
+    // affine KV bias (kv_names.cpp, which cites each engine's loader).
+    void kv() { detail::check_kv_names(F, R); }
 };
 
 Scales stored_scales(const Folder& F, const Layer& L, const RawTensor& s) {

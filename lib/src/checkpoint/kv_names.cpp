@@ -1,0 +1,304 @@
+// KV / attention scale names and what three serving engines do with each (issue 28 item 2), for
+// Llama-style models (attention under "<layer>.self_attn"). Each rule is transcribed from the
+// engine's loader; the stored versions read are named with their commit where they differ.
+//
+// vLLM   vllm/model_executor/model_loader/weight_utils.py maybe_remap_kv_scale_name: ".kv_scale"
+//        -> ".attn.k_scale"; ".self_attn.{k,v}_proj.{k,v}_scale" -> ".self_attn.attn.{k,v}_scale";
+//        other ".k_scale"/".v_scale" -> "<module>.attn.{k,v}_scale"; a remapped name that is no
+//        parameter: a warning, not loaded. q_scale without a parameter: k_scale is used
+//        (vllm/attention/layer.py). Other names reach vllm/model_executor/models/llama.py
+//        LlamaModel.load_weights (stored e06c9ba2), which indexes params_dict[name] after the
+//        stacked ".{q,k,v}_proj" -> ".qkv_proj" rename: KeyError for an affine k_bias / v_bias.
+//        Missing scales (vllm/model_executor/layers/quantization/
+//        kv_cache.py BaseKVCacheMethod.process_weights_after_loading, stored 0531c222): both
+//        missing -> 1.0; only k -> v = k; only v -> `assert layer.k_scale > 0.0` fails.
+// SGLang python/sglang/srt/model_loader/weight_utils.py maybe_remap_kv_scale_name (stored
+//        00b08c49; older versions, e.g. 57003bea, lack the ModelOpt branch): the same remapping as
+//        vLLM's, called from python/sglang/srt/models/llama.py LlamaForCausalLM.load_weights for
+//        every name holding "scale"; then stacked_params_mapping renames ".q_proj"/".k_proj"/
+//        ".v_proj" -> ".qkv_proj", ".gate_proj"/".up_proj" -> ".gate_up_proj" and indexes
+//        params_dict[name] (KeyError when absent, unless the name ends in ".bias"); a name outside
+//        the stacked mapping and not a parameter: logger.warning "Parameter ... not found", skipped.
+//        The attention holds only k_scale and v_scale (python/sglang/srt/layers/quantization/
+//        kv_cache.py BaseKVCacheMethod.create_weights, -1.0 until loaded), so q_scale and
+//        prob_scale are never loaded; missing scales as vLLM's (process_weights_after_loading:
+//        both -> 1.0, only k -> v = k, only v -> assert fails).
+// TensorRT-LLM (PyTorch backend) tensorrt_llm/_torch/models/modeling_utils.py _load_weights_impl
+//        hands each module the tensors under its own prefix (filter_weights), the fused qkv_proj
+//        those of "<attn>.q_proj", ".k_proj", ".v_proj"; tensorrt_llm/_torch/modules/linear.py
+//        load_kv_scales (FP8QDQLinearMethod and NVFP4LinearMethod; UnquantizedLinearMethod reads
+//        none) takes only the keys "k_scale" and "v_scale" there, and
+//        process_weights_after_loading_fused_qkv_linear (NVFP4: load_weights_fused_qkv_linear)
+//        sets qkv_proj.kv_scales = [1, max k, max v] (`assert v_scales, "k_scale and v_scale
+//        must be loaded together"`; TRTLLM_LOAD_KV_SCALES=0 skips it); these are used
+//        only for an NVFP4 KV cache (tensorrt_llm/_torch/modules/attention.py: has_fp4_kv_cache).
+//        An FP8 KV cache keeps kv_cache_scaling_factor = 1.0 (tensorrt_llm/_torch/
+//        attention_backend/trtllm.py TrtllmAttention: "Stay at 1.0 (no-op) for the PyTorch
+//        backend, which never overrides them"). Any other name is never read: dropped silently.
+// Affine KV (ModelOpt FP8_AFFINE_KV_CFG / NVFP4_AFFINE_KV_CFG): modelopt/torch/export/
+//        quant_utils.py _KV_CACHE_REPLACEMENTS writes k_bmm_quantizer._bias_value as
+//        "k_proj.k_bias" (v likewise); the bias is a per (KV head, channel) mean, reduced over the
+//        batch and sequence axes with keepdim (quant_utils kv_fp8_affine bias axes -2, -4;
+//        modelopt/torch/quantization/calib/bias.py compute_mean_bias): num_kv_heads * head_dim
+//        elements, the k_proj / v_proj output rows.
+#include "checkpoint/kv_names.hpp"
+
+#include <cmath>
+#include <map>
+#include <regex>
+
+#include <fmt/format.h>
+
+namespace fp8kit::checkpoint {
+
+const char* name(KvFate f) {
+    switch (f) {
+        case KvFate::loaded: return "loaded";
+        case KvFate::renamed: return "renamed";
+        case KvFate::replaced: return "replaced";
+        case KvFate::dropped: return "dropped";
+        case KvFate::rejected: return "rejected";
+        default: return "undetermined";
+    }
+}
+
+namespace detail {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& t) { return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0; }
+bool contains(const std::string& s, const std::string& t) { return s.find(t) != std::string::npos; }
+// Python's str.replace: every occurrence.
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+    for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+    return s;
+}
+
+// maybe_remap_kv_scale_name as vLLM and SGLang (00b08c49) write it: the remapped name, or the
+// name unchanged when it ends in none of the suffixes. The caller checks the parameter exists.
+std::string remap_kv_scale_name(const std::string& n) {
+    if (ends_with(n, ".kv_scale")) return replace_all(n, ".kv_scale", ".attn.k_scale");
+    for (const std::string s : {".k_scale", ".v_scale"}) {
+        if (!ends_with(n, s)) continue;
+        if (contains(n, ".self_attn.k_proj.k_scale") || contains(n, ".self_attn.v_proj.v_scale"))
+            return replace_all(n, ".self_attn." + s.substr(1, 1) + "_proj" + s, ".self_attn.attn" + s);
+        return replace_all(n, s, ".attn" + s);
+    }
+    return n;
+}
+
+bool is_bias(const std::string& suf) { return suf == "k_bias" || suf == "v_bias"; }
+bool is_kv_scale(const std::string& suf) { return suf != "q_scale" && suf != "prob_scale" && !is_bias(suf); }
+
+KvOutcome vllm(const std::string& n, const std::string& suf) {
+    static const std::regex kParam(R"(^.*\.self_attn\.attn\.(k|v|q)_scale$)");
+    if (is_bias(suf)) {
+        // llama.py LlamaModel.load_weights: no "scale" in the name, so no remapping; the stacked
+        // mapping renames ".k_proj" -> ".qkv_proj"; "...k_bias" does not end in ".bias", so
+        // params_dict[name] is indexed and raises KeyError (the same outside the mapping).
+        std::string name = n;
+        for (const char* w : {".q_proj", ".k_proj", ".v_proj"})
+            if (contains(name, w)) {
+                name = replace_all(name, w, ".qkv_proj");
+                break;
+            }
+        return {KvFate::rejected, fmt::format("load fails: '{}' is no parameter (params_dict[name] raises KeyError, "
+                                              "models/llama.py LlamaModel.load_weights)", name)};
+    }
+    const std::string mapped = (suf == "k_scale" || suf == "v_scale" || suf == "kv_scale") ? remap_kv_scale_name(n) : n;
+    if (std::regex_match(mapped, kParam))
+        return {mapped == n ? KvFate::loaded : KvFate::renamed, "loaded as " + mapped + (suf == "kv_scale" ? " (and copied to v_scale)" : "")};
+    if (suf == "q_scale") return {KvFate::replaced, "replaced by k_scale: not loaded, vllm attention/layer.py takes q_scale from k_scale"};
+    return {KvFate::dropped, fmt::format("dropped: remapped to '{}', which is no parameter (a warning only; the scale stays 1.0)", mapped)};
+}
+
+KvOutcome sglang(const std::string& n) {
+    static const std::regex kParam(R"(^.*\.self_attn\.attn\.(k|v)_scale$)");
+    std::string name = n;
+    if (contains(name, "scale")) {
+        name = remap_kv_scale_name(n);
+        if (name != n && !std::regex_match(name, kParam))
+            return {KvFate::dropped, fmt::format("dropped: remapped to '{}', which is no parameter (maybe_remap_kv_scale_name: "
+                                                 "a warning, not loaded)", name)};
+    }
+    static const std::pair<const char*, const char*> kStacked[] = {
+        {".q_proj", ".qkv_proj"}, {".k_proj", ".qkv_proj"}, {".v_proj", ".qkv_proj"}, {".gate_proj", ".gate_up_proj"}, {".up_proj", ".gate_up_proj"}};
+    for (const auto& [w, p] : kStacked) {
+        if (!contains(name, w)) continue;
+        const std::string stacked = replace_all(name, w, p);
+        if (std::regex_match(stacked, kParam)) return {KvFate::renamed, "loaded as " + stacked};
+        if (ends_with(stacked, ".bias")) return {KvFate::dropped, "dropped silently: renamed to '" + stacked + "', an extra bias (load_weights skips it)"};
+        return {KvFate::rejected, fmt::format("load fails: renamed to '{}' by stacked_params_mapping, no such parameter "
+                                              "(params_dict[name] raises KeyError, llama.py load_weights)", stacked)};
+    }
+    if (std::regex_match(name, kParam))
+        return {name == n ? KvFate::loaded : KvFate::renamed,
+                "loaded as " + name + (ends_with(n, ".kv_scale") ? " (and copied to v_scale by kv_cache.py)" : "")};
+    return {KvFate::dropped, "dropped: no parameter '" + name + "' (llama.py load_weights: warning 'Parameter ... not found in params_dict')"};
+}
+
+bool nvfp4_kv(const Folder& F) { return F.kv_cache_algo.rfind("NVFP4", 0) == 0 || F.kv_cache_algo.rfind("nvfp4", 0) == 0; }
+
+KvOutcome trtllm(const Folder& F, const std::string& n) {
+    static const std::regex kRead(R"(^.*\.self_attn\.(q|k|v)_proj\.(k|v)_scale$)");
+    const bool read = std::regex_match(n, kRead);
+    if (!read) return {KvFate::dropped, "dropped silently: never read (modeling_utils.py _load_weights_impl hands qkv_proj only "
+                                        "'<attn>.{q,k,v}_proj.*'; linear.py load_kv_scales reads only 'k_scale' / 'v_scale' there)"};
+    if (F.kv_cache_algo == "NVFP4_AFFINE")
+        return {KvFate::undetermined, "not determined: read into qkv_proj.kv_scales (linear.py load_kv_scales), but whether "
+                                      "TensorRT-LLM accepts kv_cache_quant_algo NVFP4_AFFINE is not in the transcribed source"};
+    if (!nvfp4_kv(F))
+        return {KvFate::replaced, fmt::format("replaced by 1.0: read into qkv_proj.kv_scales (linear.py load_kv_scales), used only for an "
+                                              "NVFP4 KV cache; the {} KV cache keeps kv_cache_scaling_factor = 1.0 (attention_backend/trtllm.py)",
+                                              F.kv_cache_algo.empty() ? "FP8 (assumed: none declared)" : F.kv_cache_algo)};
+    return {KvFate::renamed, "loaded into qkv_proj.kv_scales = [1, max k_scale, max v_scale] of the layer (linear.py "
+                             "process_weights_after_loading_fused_qkv_linear)"};
+}
+
+struct Names {
+    const Folder& F;
+    Report& R;
+    void fail(const std::string& t, const std::string& c, const std::string& m) { R.findings.push_back({t, c, m, true}); }
+    void note(const std::string& t, const std::string& c, const std::string& m) { R.findings.push_back({t, c, m, false}); }
+
+    float max_value(const std::string& n) {
+        const RawTensor t = F.read(n);
+        float m = 0;
+        for (std::uint64_t i = 0; i < t.numel(); ++i) m = std::max(m, std::fabs(t.at(i)));
+        return m;
+    }
+
+    // The findings of one name under one engine's outcome (severity as for vLLM before: a k/v
+    // scale an engine does not use is a failure; q_scale / prob_scale only notes).
+    void judge(const KvScale& k, const std::string& suf, int e) {
+        const KvOutcome& o = k.engines[e];
+        const std::string msg = fmt::format("{} {}", kKvEngines[e], o.detail);
+        if (o.fate == KvFate::rejected) return fail(k.name, is_bias(suf) ? "kv bias rejected" : "kv scale rejected", msg);
+        if (is_bias(suf)) {
+            if (o.fate == KvFate::dropped) fail(k.name, "kv bias ignored", msg + "; the affine offset is not applied");
+            else if (o.fate == KvFate::undetermined) note(k.name, "kv bias", msg);
+            return;
+        }
+        if (!is_kv_scale(suf)) {
+            if (o.fate == KvFate::dropped || o.fate == KvFate::replaced) note(k.name, "attention scale not loaded", msg);
+            return;
+        }
+        if (o.fate == KvFate::dropped) return fail(k.name, "kv scale dropped", msg);
+        if (o.fate == KvFate::undetermined) return note(k.name, "kv scale undetermined", msg);
+        if (o.fate == KvFate::replaced) {
+            const float v = max_value(k.name);
+            if (v > 1.0f) fail(k.name, "kv scale replaced", fmt::format("{}; the checkpoint's {} > 1: K/V beyond 448 saturate", msg, v));
+            else if (v != 1.0f) note(k.name, "kv scale replaced", fmt::format("{} (the checkpoint's {})", msg, v));
+        }
+    }
+
+    void bias_values(const std::string& n, const std::string& suf, const std::string& prefix) {
+        const auto& t = F.tensors().at(n);
+        if (t.dtype != "F32" && t.dtype != "BF16" && t.dtype != "F16")
+            return fail(n, "kv bias", fmt::format("dtype {} (ModelOpt writes the K/V activations' float dtype: F32, BF16 or F16)", t.dtype));
+        std::uint64_t numel = 1;
+        for (auto d : t.shape) numel *= d;
+        // The bias sits on its projection ("<attn>.k_proj.k_bias", as ModelOpt writes it) or on the attention.
+        const std::string proj = ends_with(prefix, "_proj") ? prefix : prefix + "." + suf.substr(0, 1) + "_proj";
+        for (const std::string w : {".weight", ".weight_packed"})
+            if (F.has(proj + w) && !F.tensors().at(proj + w).shape.empty() && F.tensors().at(proj + w).shape[0] != numel)
+                fail(n, "kv bias", fmt::format("{} elements; {} has {} output rows (one bias per KV head and channel)", numel,
+                                              proj + w, F.tensors().at(proj + w).shape[0]));
+        const RawTensor v = F.read(n);
+        std::uint64_t bad = 0;
+        std::string first;
+        for (std::uint64_t i = 0; i < v.numel(); ++i)
+            if (!std::isfinite(v.at(i)) && !bad++) first = fmt::format("[{}] = {}", i, v.at(i));
+        if (bad) fail(n, "kv bias finite", fmt::format("{} of {} bias values are NaN or infinite (first: {})", bad, v.numel(), first));
+        const std::string scale = prefix + "." + suf.substr(0, 1) + "_scale";
+        if (!F.has(scale)) fail(n, "kv bias", "affine bias without its scale '" + scale + "'");
+        // ModelOpt's affine presets put a bias on both the k and the v bmm quantizer.
+        const std::string o = suf[0] == 'k' ? "v" : "k";
+        const std::string attn = ends_with(prefix, "_proj") ? prefix.substr(0, prefix.rfind('.')) : prefix;
+        if (!F.has(attn + "." + o + "_proj." + o + "_bias") && !F.has(attn + "." + o + "_bias"))
+            fail(n, "kv bias", fmt::format("{} without {}_bias: ModelOpt's affine KV presets write both", suf, o));
+    }
+
+    void found() {
+        static const std::regex kKv(R"(^(.*)\.(k_scale|v_scale|q_scale|kv_scale|k_bias|v_bias|prob_scale|k_cache_scale|v_cache_scale)$)");
+        for (const auto& [n, t] : F.tensors()) {
+            std::smatch m;
+            if (!std::regex_match(n, m, kKv)) continue;
+            const std::string suf = m[2].str();
+            KvScale k;
+            k.name = n, k.dtype = t.dtype, k.shape = t.shape;
+            k.engines[0] = vllm(n, suf);
+            k.engines[1] = sglang(n);
+            k.engines[2] = trtllm(F, n);
+            k.vllm = k.engines[0].detail;
+            k.dropped = k.engines[0].fate == KvFate::dropped || k.engines[0].fate == KvFate::replaced;
+            for (int e = 0; e < 3; ++e) judge(k, suf, e);
+            if (is_bias(suf)) bias_values(n, suf, m[1].str());
+            R.kv.push_back(std::move(k));
+        }
+    }
+
+    void missing();
+};
+
+// Every attention layer ("<a>.self_attn" with q/k/v_proj weights) needs a K and a V scale once
+// the checkpoint declares a quantised KV cache or holds any KV scale.
+void Names::missing() {
+    static const std::regex kAttn(R"(^(.*\.self_attn)\.(q|k|v)_proj\.(weight|weight_packed)$)");
+    static const std::regex kKScale(R"(^(.*\.self_attn)(\.k_proj)?\.(k_scale|kv_scale)$)");
+    static const std::regex kVScale(R"(^(.*\.self_attn)(\.v_proj)?\.(v_scale|kv_scale)$)");
+    std::map<std::string, std::pair<std::string, std::string>> layers;  // attn -> (k name, v name)
+    bool any = false;
+    for (const auto& [n, t] : F.tensors()) {
+        std::smatch m;
+        if (std::regex_match(n, m, kAttn)) layers[m[1].str()];
+        if (std::regex_match(n, m, kKScale)) layers[m[1].str()].first = n, any = true;
+        if (std::regex_match(n, m, kVScale)) layers[m[1].str()].second = n, any = true;
+    }
+    if (!any && F.kv_cache_algo.empty()) return;
+    const bool nvfp4 = nvfp4_kv(F);
+    for (const auto& [attn, kv] : layers) {
+        if (!kv.first.empty() && !kv.second.empty()) continue;
+        const bool modelopt = F.producer() == Producer::modelopt;
+        for (const char c : {'k', 'v'}) {
+            const std::string& have = c == 'k' ? kv.first : kv.second;
+            const std::string& other = c == 'k' ? kv.second : kv.first;
+            if (!have.empty()) continue;
+            KvScale k;
+            k.name = attn + (modelopt ? fmt::format(".{}_proj.{}_scale", c, c) : fmt::format(".{}_scale", c));
+            k.present = false;
+            const std::string src = "kv_cache.py process_weights_after_loading";
+            if (other.empty()) {
+                k.engines[0] = k.engines[1] = {KvFate::replaced, "replaced by 1.0: no k_scale and no v_scale loaded (" + src + ")"};
+                k.engines[2] = {KvFate::replaced, "replaced by 1.0 (kv_scales / kv_cache_scaling_factor keep their 1.0)"};
+            } else if (c == 'v') {
+                k.engines[0] = k.engines[1] = {KvFate::replaced, "replaced by k_scale: only k_scale loaded, duplicated to v (" + src + ")"};
+                const bool read = std::regex_match(other, std::regex(R"(^.*\.self_attn\.(q|k|v)_proj\.k_scale$)"));
+                k.engines[2] = nvfp4 && read ? KvOutcome{KvFate::rejected, "load fails: assert v_scales, 'k_scale and v_scale must be loaded together' "
+                                                                           "(linear.py process_weights_after_loading_fused_qkv_linear)"}
+                                             : KvOutcome{KvFate::replaced, "replaced by 1.0 (kv_scales / kv_cache_scaling_factor keep their 1.0)"};
+            } else {
+                k.engines[0] = k.engines[1] = {KvFate::rejected, "load fails: only v_scale loaded, `assert layer.k_scale > 0.0` (" + src + ")"};
+                k.engines[2] = {KvFate::replaced, "replaced by 1.0: without k_scale no kv_scales are set (linear.py), FP8 keeps 1.0"};
+            }
+            k.vllm = k.engines[0].detail;
+            k.dropped = true;
+            const std::string msg = fmt::format("no {}_scale for {} ({}); vLLM {}; SGLang {}; TensorRT-LLM {}", c, attn,
+                                                other.empty() ? "nor the other" : "but " + other, k.engines[0].detail,
+                                                k.engines[1].detail, k.engines[2].detail);
+            if (other.empty()) note(k.name, "kv scale missing", msg);
+            else fail(k.name, "kv scale missing", msg);
+            R.kv.push_back(std::move(k));
+        }
+    }
+}
+
+}  // namespace
+
+void check_kv_names(const Folder& F, Report& R) {
+    Names N{F, R};
+    N.found();
+    N.missing();
+}
+
+}  // namespace detail
+}  // namespace fp8kit::checkpoint
