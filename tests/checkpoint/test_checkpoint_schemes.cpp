@@ -210,3 +210,20 @@ TEST_CASE("planted faults in W4A8 checkpoints", "[checkpoint]") {
         CHECK(has_failure(check(d), "pre_quant_scale", kO + ".pre_quant_scale"));
     }
 }
+
+TEST_CASE("W4A8 read from config.json alone: the group from the scale's shape", "[checkpoint]") {
+    fp8kit::test::ScratchDir s("ckpt");
+    const auto d = planted(s, "modelopt_w4a8", [](Tensors&) {});
+    fs::remove(fs::path(d) / "hf_quant_config.json");  // config.json's quantization_config has no group_size
+    const Folder F(d);
+    CHECK(F.producer() == Producer::modelopt);
+    std::size_t n = 0;
+    for (const auto& L : F.layers()) {
+        if (L.module == "lm_head") CHECK(L.excluded);  // config.json's "ignore"
+        if (L.scheme != Scheme::w4a8) continue;
+        ++n;
+        CHECK(L.block_cols == 64);
+    }
+    CHECK(n == 7);
+    all_bit_exact(check(d, kSmoothed));
+}

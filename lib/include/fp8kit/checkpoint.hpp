@@ -128,7 +128,7 @@ private:
     std::vector<std::string> exclude_;
     std::string weight_strategy_;                     // compressed-tensors config_groups weights.strategy
     std::uint64_t block_rows_ = 128, block_cols_ = 128;  // weight_block_size / block_structure
-    std::uint64_t group_size_ = 128;  // ModelOpt hf_quant_config group_size (W4A8_AWQ INT4 groups)
+    std::uint64_t group_size_ = 0;  // ModelOpt hf_quant_config group_size (W4A8_AWQ INT4 groups); 0: from the scale's shape
     std::vector<std::string> shards_;
     std::map<std::string, TensorRef> tensors_;
     std::vector<Layer> layers_;

@@ -217,7 +217,9 @@ void Folder::read_configs() {
     if (method == "modelopt") {
         producer_ = Producer::modelopt;
         quant_algo = qc.value("quant_algo", "");
-        exclude_ = strings(qc.value("exclude_modules", nlohmann::json::array()));
+        // ModelOpt 0.47 writes the list as "ignore" in config.json (exclude_modules in hf_quant_config.json).
+        exclude_ = strings(qc.value("exclude_modules", qc.value("ignore", nlohmann::json::array())));
+        if (quant_algo == "FP8_PER_CHANNEL_PER_TOKEN") weight_strategy_ = "channel";
     } else if (method == "compressed-tensors") {
         producer_ = Producer::compressed_tensors;
         quant_algo = qc.value("format", "");
@@ -261,6 +263,13 @@ void Folder::read_configs() {
 //    compressed-tensors M.weight / M.weight_packed + M.weight_scale [+ M.weight_global_scale];
 //    DeepSeek M.weight + M.weight_scale_inv; gpt-oss M.blocks / M_blocks + M.scales / M_scales.
 void Folder::list_layers() {
+    // W4A8's INT4 group: hf_quant_config's group_size; where no config gives it (config.json's
+    // quantization_config omits it), the columns over the scale's last dimension.
+    auto w4a8_group = [&](const Layer& L) -> std::uint64_t {
+        if (group_size_) return group_size_;
+        const auto& s = tensors_.at(L.scale).shape;
+        return (s.size() == 2 && s[1] > 0 && L.cols % s[1] == 0) ? L.cols / s[1] : 128;
+    };
     auto opt = [&](const std::string& n) { return has(n) ? n : std::string(); };
     for (const auto& [n, t] : tensors_) {
         Layer L;
@@ -336,7 +345,7 @@ void Folder::list_layers() {
             L.cols = (t.dtype == "U8") ? w[1] * 2 : w[1];
         }
         L.block_cols = L.scheme == Scheme::nvfp4 ? 16 : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
-                       : L.scheme == Scheme::w4a8 ? group_size_ : 0;
+                       : L.scheme == Scheme::w4a8 ? w4a8_group(L) : 0;
         if (L.scheme == Scheme::fp8_channel) L.block_cols = L.cols;
         if (L.scheme == Scheme::fp8_block) {
             L.block_rows = block_rows_;  // DeepSeek-V3 weight_block_size / compressed-tensors block_structure
