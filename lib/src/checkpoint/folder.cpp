@@ -268,7 +268,7 @@ void Folder::list_layers() {
     auto w4a8_group = [&](const Layer& L) -> std::uint64_t {
         if (group_size_) return group_size_;
         const auto& s = tensors_.at(L.scale).shape;
-        return (s.size() == 2 && s[1] > 0 && L.cols % s[1] == 0) ? L.cols / s[1] : 128;
+        return (s.size() == 2 && s[1] > 0 && L.cols >= s[1] && L.cols % s[1] == 0) ? L.cols / s[1] : 128;
     };
     auto opt = [&](const std::string& n) { return has(n) ? n : std::string(); };
     for (const auto& [n, t] : tensors_) {
