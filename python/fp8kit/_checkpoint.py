@@ -10,9 +10,11 @@ CheckpointError = _fp8kit.CheckpointError
 
 def checkpoint_check(dir, reference=None):
     """Checks checkpoint folder `dir` (and, with `reference`, re-quantises the original weights
-    under the producer's own rule). Returns the report as a dict: producer, layers (scheme, scale
-    convention, excluded), findings, kv_scales, comparisons (verdict, code/scale mismatches,
-    sqnr_db, max_rel_error) and failed.
+    under the producer's own rule). Returns the report as a dict: producer, layers (scheme:
+    fp8-per-tensor, fp8-per-channel, fp8-block, nvfp4, mxfp4, mxfp8, w4a8-int4 or unquantized;
+    scale convention; excluded; global_scale, input_scale, pre_quant_scale where present),
+    findings, kv_scales, comparisons (verdict, code/scale mismatches, sqnr_db, max_rel_error) and
+    failed.
 
     kv_scales: one entry per KV / attention scale or affine KV bias found, and per k/v scale an
     attention layer lacks (present False): name, dtype, shape, and engines = {"vllm", "sglang",

@@ -23,7 +23,9 @@ struct CheckpointError : std::runtime_error {
 };
 
 enum class Producer { modelopt, compressed_tensors, deepseek, gpt_oss, unknown };
-enum class Scheme { none, fp8_tensor, fp8_channel, fp8_block, nvfp4, mxfp4, mxfp8 };
+// w4a8: ModelOpt W4A8_AWQ: INT4 weights (two per byte, packed along the output rows), one float32
+// scale per group of the input dimension, an FP8 per-tensor second stage (weight_scale_2).
+enum class Scheme { none, fp8_tensor, fp8_channel, fp8_block, nvfp4, mxfp4, mxfp8, w4a8 };
 // dequant: x = code * scale (ModelOpt weight_scale, DeepSeek weight_scale_inv);
 // reciprocal: x = code / scale (compressed-tensors' NVFP4 weight_global_scale).
 enum class Convention { dequant, reciprocal };
@@ -89,6 +91,7 @@ struct Layer {
     std::string scale;         // per tensor / channel / block scale
     std::string global_scale;  // NVFP4 second level (weight_scale_2 / weight_global_scale)
     std::string input_scale;   // static activation scale, if any
+    std::string pre_quant_scale;  // ModelOpt AWQ smoothing factor of the input (x * s), if any
     Convention scale_convention = Convention::dequant;
     Convention global_convention = Convention::dequant;
     std::uint64_t rows = 0, cols = 0;        // logical weight shape (unpacked)
@@ -125,6 +128,7 @@ private:
     std::vector<std::string> exclude_;
     std::string weight_strategy_;                     // compressed-tensors config_groups weights.strategy
     std::uint64_t block_rows_ = 128, block_cols_ = 128;  // weight_block_size / block_structure
+    std::uint64_t group_size_ = 0;  // ModelOpt hf_quant_config group_size (W4A8_AWQ INT4 groups); 0: from the scale's shape
     std::vector<std::string> shards_;
     std::map<std::string, TensorRef> tensors_;
     std::vector<Layer> layers_;

@@ -31,6 +31,18 @@ std::string shape_str(const std::vector<std::uint64_t>& s) { return fmt::format(
 // packs: ModelOpt, compressed-tensors and gpt-oss).
 std::vector<std::uint8_t> codes_of(const Layer& L, const RawTensor& w, emu::NibbleOrder order = emu::NibbleOrder::low_first) {
     if (w.dtype != "U8") return std::vector<std::uint8_t>(w.bytes.begin(), w.bytes.end());
+    if (L.scheme == Scheme::w4a8) {
+        // ModelOpt INT4 (quant_utils.py pack_int4_in_uint8): byte [r/2][c] holds rows 2i (low
+        // nibble) and 2i + 1 (high nibble) of column c.
+        std::vector<std::uint8_t> c(L.rows * L.cols);
+        const bool low = order == emu::NibbleOrder::low_first;
+        for (std::uint64_t r = 0; r < L.rows; ++r)
+            for (std::uint64_t k = 0; k < L.cols; ++k) {
+                const std::uint8_t b = w.bytes[(r / 2) * L.cols + k];
+                c[r * L.cols + k] = ((r % 2 == 0) == low) ? (b & 0xF) : (b >> 4);
+            }
+        return c;
+    }
     std::vector<std::uint8_t> c(w.bytes.size() * 2);
     emu::unpack_fp4_array(w.bytes.data(), c.data(), c.size(), order);
     c.resize(std::min<std::size_t>(c.size(), L.rows * L.cols));
@@ -91,7 +103,9 @@ struct Checker {
             case Scheme::fp8_channel: want = L.rows; dtypes = {"F32", "BF16", "F16"}; break;
             case Scheme::fp8_block: want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32", "BF16"}; break;
             case Scheme::nvfp4: want = L.rows * ((L.cols + 15) / 16); dtypes = {"F8_E4M3"}; break;
-            case Scheme::mxfp4: want = L.rows * ((L.cols + 31) / 32); dtypes = {"U8", "F8_E8M0"}; break;
+            case Scheme::mxfp4:
+            case Scheme::mxfp8: want = L.rows * ((L.cols + 31) / 32); dtypes = {"U8", "F8_E8M0"}; break;
+            case Scheme::w4a8: want = L.rows * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32"}; break;
             default: return true;
         }
         bool ok = true;
@@ -107,6 +121,17 @@ struct Checker {
         if (L.scheme == Scheme::nvfp4 && (L.global_scale.empty() || numel(F.tensors().at(L.global_scale).shape) != 1)) {
             fail(L.module, "structure", "NVFP4 weight without a one-element global scale");
             ok = false;
+        }
+        if (L.scheme == Scheme::w4a8) {
+            if (numel(F.tensors().at(L.global_scale).shape) != 1) {
+                fail(L.global_scale, "structure", "W4A8 weight_scale_2 (the FP8 stage's per-tensor scale) must have one element");
+                ok = false;
+            }
+            if (w.shape.size() != 2 || w.shape[1] % L.block_cols != 0) {
+                // ModelOpt refuses partial groups (quant_utils.py _validate_int4_block_size).
+                fail(L.weight, "structure", fmt::format("W4A8 weight {} is not a whole number of {}-column groups", shape_str(w.shape), L.block_cols));
+                ok = false;
+            }
         }
         return ok;
     }
@@ -146,6 +171,32 @@ struct Checker {
         }
         if (zero_live) fail(L.scale, "zero scale", fmt::format("{} blocks hold nonzero codes but have scale 0 (their weights read as 0, 1/scale is inf)", zero_live));
         if (L.scheme == Scheme::nvfp4) global(L, st.global);
+        if (L.scheme == Scheme::w4a8) w4a8_stage(L, st);
+    }
+
+    // W4A8's FP8 stage: weight_scale_2 = amax / 448 over the fused group (ModelOpt
+    // get_weight_scaling_factor_2), so every group's amax 7 * weight_scale is at most
+    // 448 * weight_scale_2; a group above it was scaled from another amax and saturates in FP8.
+    void w4a8_stage(const Layer& L, const Scales& st) {
+        if (!std::isfinite(st.global) || st.global <= 0.0f) {
+            fail(L.global_scale, "scale finite", fmt::format("weight_scale_2 {} (must be finite and positive)", st.global));
+            return;
+        }
+        std::uint64_t over = 0;
+        for (float v : st.block) over += std::isfinite(v) && double(v) * 7.0 > double(st.global) * 448.0 * (1 + 1e-6);
+        if (over)
+            fail(L.scale, "w4a8 scale above fp8 stage",
+                 fmt::format("{} groups have 7 * weight_scale above 448 * weight_scale_2 = {} (their FP8 stage saturates)", over,
+                             double(st.global) * 448.0));
+    }
+
+    // AWQ's pre_quant_scale multiplies the input (ModelOpt asserts it positive, quant_utils.py
+    // get_prequant_scaling_factor).
+    void pre_quant(const Layer& L) {
+        if (L.pre_quant_scale.empty()) return;
+        std::uint64_t bad = 0;
+        for (float v : F.read(L.pre_quant_scale).to_floats()) bad += !(std::isfinite(v) && v > 0.0f);
+        if (bad) fail(L.pre_quant_scale, "pre_quant_scale", fmt::format("{} entries not finite and positive", bad));
     }
 
     // NVFP4's global scale: finite, nonzero, and the weight amax it implies plausible. Inverting
@@ -210,9 +261,9 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
     const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype, weight_dtype, shared_amax);
     // Scales.
     bool inverted = false, layout = false;
-    if (L.scheme == Scheme::nvfp4 && !same(ex.global, st.global)) {
-        ++c.scale_mismatches;
-        inverted = std::fabs(double(ex.global) * st.global - 1.0) < 1e-3;
+    if ((L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) && !same(ex.global, st.global)) {
+        ++c.scale_mismatches;  // W4A8's weight_scale_2 (the FP8 stage) is compared, not used by the INT4 codes
+        inverted = L.scheme == Scheme::nvfp4 && std::fabs(double(ex.global) * st.global - 1.0) < 1e-3;
         if (!inverted) c.verdict = "different amax";
     }
     std::uint64_t sm = 0;
@@ -252,7 +303,9 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
             ++miss_r[r];
             const float q = std::fabs(x[i] / detail::dequant_factor(F.producer(), L, use, r, k));
             if (q > detail::element_max(L.scheme)) ++sat_r[r];
-            if ((want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1) ++step_r[r];
+            if (L.scheme == Scheme::w4a8 ? std::fabs(detail::decode_element(L.scheme, want[i]) - detail::decode_element(L.scheme, got[i])) == 1.0f
+                                         : (want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1)
+                ++step_r[r];
         }
     }
     std::uint64_t miss = 0, sat = 0, step = 0;
@@ -280,7 +333,7 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
 // unshared in ModelOpt 0.47's export, only their input_scale shared). The group's largest amax;
 // -1 where the layer keeps its own.
 float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
-    if (F.producer() != Producer::modelopt || (L.scheme != Scheme::nvfp4 && L.scheme != Scheme::fp8_block)) return -1.0f;
+    if (F.producer() != Producer::modelopt || (L.scheme != Scheme::nvfp4 && L.scheme != Scheme::fp8_block && L.scheme != Scheme::w4a8)) return -1.0f;
     static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)$)");
     std::smatch m;
     if (!std::regex_match(L.module, m, kFused)) return -1.0f;
@@ -291,7 +344,7 @@ float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
     float a = 0;
     for (const auto& g : group) {
         const std::string n = m[1].str() + g + ".weight";
-        const std::string sc = m[1].str() + g + (L.scheme == Scheme::nvfp4 ? ".weight_scale_2" : ".weight_scale");
+        const std::string sc = m[1].str() + g + (L.scheme == Scheme::fp8_block ? ".weight_scale" : ".weight_scale_2");
         if (!ref.has(n) || !F.has(sc)) continue;
         if (L.scheme == Scheme::fp8_block && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
         for (float v : ref.read(n).to_floats()) a = std::max(a, std::fabs(v));
@@ -338,8 +391,10 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         const Scales st = stored_scales(F, L, s);
         const bool fp4 = F.tensors().at(L.weight).dtype == "U8";
         LiveBlocks lb(L, st, fp4, s.numel());
-        RawTensor w;  // the whole layer only where --reference compares it; else streamed
-        if (ref) {
+        if (L.scheme == Scheme::w4a8) lb.mask = 0xF;  // two's complement INT4: 0x8 is -8
+        C.pre_quant(L);
+        RawTensor w;  // the whole layer where --reference compares it or INT4 rows are paired; else streamed
+        if (ref || L.scheme == Scheme::w4a8) {
             w = F.read(L.weight);
             const auto codes = codes_of(L, w);
             lb.add(0, codes.data(), codes.size());
@@ -371,6 +426,12 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         }
         const std::vector<float> x = o.to_floats();
         R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, shared_amax(F, *ref, L)));
+        if (R.comparisons.back().verdict != "bit-exact" && F.producer() == Producer::modelopt &&
+            F.quant_algo.find("AWQ") != std::string::npos)
+            C.note(L.weight, "awq smoothing",
+                   "ModelOpt AWQ quantises the weight multiplied by 1/pre_quant_scale in float32 (model_calib.py "
+                   "apply_pre_quant_scale_and_smooth; q/k/v and gate/up rescaled again at export), and exports that scale only "
+                   "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the original");
     }
     C.experts();
     C.kv();

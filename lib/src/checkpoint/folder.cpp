@@ -45,6 +45,7 @@ const char* name(Scheme s) {
         case Scheme::nvfp4: return "nvfp4";
         case Scheme::mxfp4: return "mxfp4";
         case Scheme::mxfp8: return "mxfp8";
+        case Scheme::w4a8: return "w4a8-int4";
         default: return "unquantized";
     }
 }
@@ -204,9 +205,11 @@ void Folder::read_configs() {
         quant_algo = q.value("quant_algo", "");
         if (q.contains("kv_cache_quant_algo") && q["kv_cache_quant_algo"].is_string()) kv_cache_algo = q["kv_cache_quant_algo"];
         exclude_ = strings(q.value("exclude_modules", nlohmann::json::array()));
+        if (q.contains("group_size") && q["group_size"].is_number_unsigned() && q["group_size"] > 0) group_size_ = q["group_size"];
         std::string algo = quant_algo;  // written "fp8_pb_wo" by ModelOpt 0.47, upper case elsewhere
         for (auto& ch : algo) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
         if (algo == "FP8_PB_WO" || algo == "FP8_BLOCK_SCALES") weight_strategy_ = "block";  // 128x128
+        if (algo == "FP8_PER_CHANNEL_PER_TOKEN") weight_strategy_ = "channel";  // weight scale per output row
         return;
     }
     if (qc.is_null()) throw CheckpointError(fmt::format("{}: neither hf_quant_config.json nor config.json quantization_config", dir_));
@@ -214,7 +217,9 @@ void Folder::read_configs() {
     if (method == "modelopt") {
         producer_ = Producer::modelopt;
         quant_algo = qc.value("quant_algo", "");
-        exclude_ = strings(qc.value("exclude_modules", nlohmann::json::array()));
+        // ModelOpt 0.47 writes the list as "ignore" in config.json (exclude_modules in hf_quant_config.json).
+        exclude_ = strings(qc.value("exclude_modules", qc.value("ignore", nlohmann::json::array())));
+        if (quant_algo == "FP8_PER_CHANNEL_PER_TOKEN") weight_strategy_ = "channel";
     } else if (method == "compressed-tensors") {
         producer_ = Producer::compressed_tensors;
         quant_algo = qc.value("format", "");
@@ -258,6 +263,13 @@ void Folder::read_configs() {
 //    compressed-tensors M.weight / M.weight_packed + M.weight_scale [+ M.weight_global_scale];
 //    DeepSeek M.weight + M.weight_scale_inv; gpt-oss M.blocks / M_blocks + M.scales / M_scales.
 void Folder::list_layers() {
+    // W4A8's INT4 group: hf_quant_config's group_size; where no config gives it (config.json's
+    // quantization_config omits it), the columns over the scale's last dimension.
+    auto w4a8_group = [&](const Layer& L) -> std::uint64_t {
+        if (group_size_) return group_size_;
+        const auto& s = tensors_.at(L.scale).shape;
+        return (s.size() == 2 && s[1] > 0 && L.cols >= s[1] && L.cols % s[1] == 0) ? L.cols / s[1] : 128;
+    };
     auto opt = [&](const std::string& n) { return has(n) ? n : std::string(); };
     for (const auto& [n, t] : tensors_) {
         Layer L;
@@ -280,6 +292,12 @@ void Folder::list_layers() {
             if (has(m + ".weight_scale_inv")) {
                 L.scale = m + ".weight_scale_inv";
                 L.scheme = Scheme::fp8_block;
+            } else if (t.dtype == "U8" && has(m + ".weight_scale_2") && has(m + ".weight_scale") &&
+                       tensors_.at(m + ".weight_scale").dtype == "F32") {
+                // ModelOpt W4A8_AWQ: float32 INT4 group scales (NVFP4's are F8_E4M3).
+                L.scale = m + ".weight_scale";
+                L.global_scale = m + ".weight_scale_2";
+                L.scheme = Scheme::w4a8;
             } else if (t.dtype == "U8" && has(m + ".weight_scale_2")) {
                 L.scale = opt(m + ".weight_scale");
                 L.global_scale = m + ".weight_scale_2";
@@ -287,12 +305,17 @@ void Folder::list_layers() {
             } else if (t.dtype == "U8" && has(m + ".weight_scale")) {
                 L.scale = m + ".weight_scale";
                 L.scheme = Scheme::mxfp4;
+            } else if (t.dtype == "F8_E4M3" && has(m + ".weight_scale") &&
+                       (tensors_.at(m + ".weight_scale").dtype == "U8" || tensors_.at(m + ".weight_scale").dtype == "F8_E8M0")) {
+                L.scale = m + ".weight_scale";  // MXFP8: E8M0 scale per 32 (ModelOpt, compressed-tensors)
+                L.scheme = Scheme::mxfp8;
             } else if (t.dtype == "F8_E4M3") {
                 L.scale = opt(m + ".weight_scale");
                 const auto s = has(L.scale) ? tensors_.at(L.scale) : TensorRef{};
                 std::uint64_t sn = 1;
                 for (auto d : s.shape) sn *= d;
                 L.scheme = weight_strategy_ == "block" ? Scheme::fp8_block
+                           : weight_strategy_ == "channel" ? Scheme::fp8_channel
                            : sn == 1 ? Scheme::fp8_tensor
                            : (s.shape.size() >= 1 && t.shape.size() == 2 && s.shape[0] == t.shape[0] && sn == t.shape[0])
                                ? Scheme::fp8_channel : Scheme::fp8_block;
@@ -306,6 +329,7 @@ void Folder::list_layers() {
         }
         L.module = m;
         L.input_scale = opt(m + ".input_scale");
+        L.pre_quant_scale = opt(m + ".pre_quant_scale");
         L.excluded = excluded_by(exclude_, m);
         // Logical shape (codes unpacked).
         const auto& w = t.shape;
@@ -313,11 +337,15 @@ void Folder::list_layers() {
             L.rows = 1;
             for (std::size_t i = 0; i + 2 < w.size(); ++i) L.rows *= w[i];
             L.cols = w[w.size() - 2] * w.back() * 2;
+        } else if (L.scheme == Scheme::w4a8 && w.size() == 2) {
+            L.rows = w[0] * 2;  // two output rows per byte (quant_utils.py pack_int4_in_uint8)
+            L.cols = w[1];
         } else if (w.size() == 2) {
             L.rows = w[0];
             L.cols = (t.dtype == "U8") ? w[1] * 2 : w[1];
         }
-        L.block_cols = L.scheme == Scheme::nvfp4 ? 16 : L.scheme == Scheme::mxfp4 ? 32 : 0;
+        L.block_cols = L.scheme == Scheme::nvfp4 ? 16 : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
+                       : L.scheme == Scheme::w4a8 ? w4a8_group(L) : 0;
         if (L.scheme == Scheme::fp8_channel) L.block_cols = L.cols;
         if (L.scheme == Scheme::fp8_block) {
             L.block_rows = block_rows_;  // DeepSeek-V3 weight_block_size / compressed-tensors block_structure

@@ -38,12 +38,14 @@ std::vector<float> block_amax(const Layer& L, const std::vector<float>& x, const
 
 // compressed-tensors' MX scale (quantization/utils/mxfp_utils.py generate_mx_scales and
 // round_to_power_2): add half of the element format's last mantissa step to the bits of amax
-// and keep sign and exponent (a power of two, rounded up once the mantissa reaches
-// 1 - 2^-(m_elem+1): 1.75 for E2M1, 1.9375 for E4M3), then 127 + log2(that) - floor(log2(max)).
+// and keep sign and exponent (a power of two, rounded up once the mantissa reaches 1.75), then
+// 127 + log2(that) - floor(log2(max)). generate_mx_scales passes E2M1's mantissa width (1) for
+// every element format but FP6 E2M3: MXFP8's threshold is 1.75 too, not E4M3's 1.9375 (0.20.0;
+// checked on data/checkpoints/ct_mxfp8, where the E4M3 width gave 813 of 3840 scales differing).
 // Exact in float32 for bfloat16 and float32 amaxes alike (the threshold is the same bit).
 std::uint8_t ct_mx_code(float amax, Scheme s) {
     if (amax == 0.0f || !std::isfinite(amax)) return 0;  // log2(0) = -inf: not defined by the source
-    const int em = s == Scheme::mxfp8 ? 3 : 1, offset = s == Scheme::mxfp8 ? 8 : 2;
+    const int em = 1, offset = s == Scheme::mxfp8 ? 8 : 2;
     const std::uint32_t b = (bits(amax) + (1u << (23 - em - 1))) & 0xFF800000u;
     const int e = int((b >> 23) & 0xFF) - 127;
     const int code = 127 + e - offset;
@@ -68,6 +70,24 @@ std::uint8_t modelopt_mx_cast(float x) {
     return static_cast<std::uint8_t>((x > 0 ? 0 : 8) + ord);
 }
 
+// ModelOpt MXFP8 (modelopt/torch/quantization/qtensor/mxfp8_tensor.py _compute_e8m0_exponent):
+// descale = amax / 448 in float32; e = ceil(log2(descale)) where descale > 0, else -127;
+// clamped to [-127, 127]; code e + 127 (log2 as the C library's log2f).
+std::uint8_t modelopt_mxfp8_code(float amax) {
+    const float d = amax / 448.0f;
+    const float e = d > 0.0f ? std::ceil(std::log2(d)) : -127.0f;
+    return static_cast<std::uint8_t>(std::clamp(int(e), -127, 127) + 127);
+}
+
+// ModelOpt W4A8_AWQ INT4 codes (modelopt/torch/export/quant_utils.py pack_int4_in_uint8):
+// (weight / weight_scale).round().clamp(-8, 7): the quotient in float32 (a bfloat16 weight over a
+// float32 scale), torch.round rounds half to even (nearbyint under the default rounding mode);
+// the code is the two's complement nibble.
+std::uint8_t int4_code(float v) {
+    const float r = std::clamp(std::nearbyint(v), -8.0f, 7.0f);
+    return static_cast<std::uint8_t>(static_cast<int>(r) & 0xF);
+}
+
 }  // namespace
 
 void set_grid(const Layer& L, Scales& s) {
@@ -77,8 +97,11 @@ void set_grid(const Layer& L, Scales& s) {
     s.grid_cols = (L.cols + s.block_cols - 1) / s.block_cols;
 }
 
-float element_max(Scheme s) { return element_format(s) == Format::e2m1 ? 6.0f : 448.0f; }
-float decode_element(Scheme s, std::uint8_t code) { return decode_fmt(element_format(s), code); }
+float element_max(Scheme s) { return s == Scheme::w4a8 ? 7.0f : element_format(s) == Format::e2m1 ? 6.0f : 448.0f; }
+float decode_element(Scheme s, std::uint8_t code) {
+    if (s == Scheme::w4a8) return float((code & 0x8) ? int(code & 0xF) - 16 : int(code & 0xF));  // signed nibble
+    return decode_fmt(element_format(s), code);
+}
 
 Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& sd,
                        const std::string& wd, float shared_amax) {
@@ -133,8 +156,22 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
                 }
             }
             break;
-        case Scheme::mxfp4:
+        case Scheme::w4a8:
+            // ModelOpt W4A8_AWQ (modelopt/torch/export/quant_utils.py get_weight_scaling_factor ->
+            // get_scaling_factor(weight_quantizer[0])): weight_scale = amax / 7 per group, float32
+            // (maxbound of a 4-bit integer quantizer, 2^3 - 1); weight_scale_2 =
+            // get_scaling_factor(weight_quantizer[1]) = amax / 448 of the FP8 stage, whose amax is
+            // the weight's, shared over q/k/v and gate/up (preprocess_linear_fusion).
+            for (std::size_t i = 0; i < amax.size(); ++i) s.block[i] = amax[i] / 7.0f;
+            s.global = tensor_amax / 448.0f;
+            break;
         case Scheme::mxfp8:
+            if (p == Producer::modelopt) {
+                for (std::size_t i = 0; i < amax.size(); ++i) s.block[i] = decode_fmt(Format::e8m0, modelopt_mxfp8_code(amax[i]));
+                break;
+            }
+            [[fallthrough]];
+        case Scheme::mxfp4:
             for (std::size_t i = 0; i < amax.size(); ++i)
                 s.block[i] = decode_fmt(Format::e8m0, p == Producer::modelopt ? modelopt_mx_code(amax[i])
                                                       : p == Producer::compressed_tensors ? ct_mx_code(amax[i], L.scheme)
@@ -165,13 +202,14 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     // (ModelOpt FP8_PB_WO goes through FP8QTensor.quantize, whose expanded scale is not 0-dim:
     // float32 quotient, also for a weight of one block.)
     const bool mo_mx = p == Producer::modelopt && L.scheme == Scheme::mxfp4;
+    const bool int4 = L.scheme == Scheme::w4a8;
     const std::int64_t rows = static_cast<std::int64_t>(L.rows);
 #pragma omp parallel for schedule(static) if (q.size() > (1u << 16))
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::uint64_t c = 0; c < L.cols; ++c) {
             float v = x[r * L.cols + c] / dequant_factor(p, L, s, r, c);
             if (bf16_mid) v = round_to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
-            q[r * L.cols + c] = mo_mx ? modelopt_mx_cast(v) : emu::encode(f, Wide::f32, bits(v), pol);
+            q[r * L.cols + c] = int4 ? int4_code(v) : mo_mx ? modelopt_mx_cast(v) : emu::encode(f, Wide::f32, bits(v), pol);
         }
     return q;
 }
