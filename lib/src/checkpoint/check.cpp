@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checkpoint/moe_rules.hpp"
 #include "checkpoint/producer_rules.hpp"
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/emu/pack.hpp"
@@ -302,27 +303,20 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
     return c;
 }
 
-// ModelOpt shares one weight amax over the linears that read the same input
-// (modelopt/torch/export/quant_utils.py preprocess_linear_fusion, called for q/k/v and gate/up by
-// layer_utils.py): NVFP4's global amax (weight_scale_2), and a weight amax of one element (seen
-// with FP8_PB_WO on weights of a single 128x128 block; FP8 per-tensor weight scales came out
-// unshared in ModelOpt 0.47's export, only their input_scale shared). The group's largest amax;
-// -1 where the layer keeps its own.
+// ModelOpt shares one weight amax over some linears (the rule, with its source files, is
+// detail::modelopt_amax_group: q/k/v and gate/up for NVFP4's weight_scale_2 and a one-element
+// FP8_PB_WO scale; an expert's gate/up also for FP8 per-tensor). The group's largest amax; -1
+// where the layer keeps its own.
 float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
-    if (F.producer() != Producer::modelopt || (L.scheme != Scheme::nvfp4 && L.scheme != Scheme::fp8_block)) return -1.0f;
-    static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)$)");
-    std::smatch m;
-    if (!std::regex_match(L.module, m, kFused)) return -1.0f;
-    const std::string tail = m[2].str();
-    const std::vector<std::string> group = (tail == "gate_proj" || tail == "up_proj") ? std::vector<std::string>{"gate_proj", "up_proj"}
-                                           : (tail == "w1" || tail == "w3") ? std::vector<std::string>{"w1", "w3"}
-                                                                            : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
+    if (F.producer() != Producer::modelopt) return -1.0f;
+    const auto group = detail::modelopt_amax_group(L.module, L.scheme);
+    if (group.empty()) return -1.0f;
     float a = 0;
     for (const auto& g : group) {
-        const std::string n = m[1].str() + g + ".weight";
-        const std::string sc = m[1].str() + g + (L.scheme == Scheme::nvfp4 ? ".weight_scale_2" : ".weight_scale");
+        const std::string n = g + ".weight";
+        const std::string sc = g + (L.scheme == Scheme::nvfp4 ? ".weight_scale_2" : ".weight_scale");
         if (!ref.has(n) || !F.has(sc)) continue;
-        if (L.scheme == Scheme::fp8_block && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
+        if (L.scheme != Scheme::nvfp4 && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
         for (float v : ref.read(n).to_floats()) a = std::max(a, std::fabs(v));
     }
     return a;
@@ -402,6 +396,7 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, shared_amax(F, *ref, L)));
     }
     C.experts();
+    for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));
     C.kv();
     return R;
 }

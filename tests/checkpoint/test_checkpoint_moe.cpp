@@ -1,0 +1,150 @@
+// checkpoint check on the mixture-of-experts fixtures the producers' libraries wrote
+// (data/checkpoints/moe_*, scripts/make_moe_checkpoints.py: a Qwen3-MoE model of 4 experts,
+// ModelOpt 0.47 exporting its fused experts per expert, compressed-tensors 0.20 on per-expert
+// linears): every expert weight re-quantises bit for bit, and faults planted in one expert of a
+// copy (under a ScratchDir) are found and named on that expert only.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <string>
+
+#include "checkpoint/planted.hpp"
+#include "fp8kit/checkpoint.hpp"
+#include "scratch_dir.hpp"
+
+using namespace fp8kit::checkpoint;
+using fp8kit::test::planted;
+using fp8kit::test::Tensors;
+
+namespace {
+
+const std::string kMoe = std::string(FP8KIT_DATA_DIR) + "/checkpoints/";
+const std::string kOrig = kMoe + "moe_original";
+const std::string kE = "model.layers.0.mlp.experts.";
+
+std::size_t failures(const Report& r, const std::string& check, const std::string& tensor = "") {
+    std::size_t n = 0;
+    for (const auto& f : r.findings) n += f.failed && f.check == check && (tensor.empty() || f.tensor == tensor);
+    return n;
+}
+std::size_t notes(const Report& r, const std::string& check) {
+    std::size_t n = 0;
+    for (const auto& f : r.findings) n += !f.failed && f.check == check;
+    return n;
+}
+const Comparison& comparison(const Report& r, const std::string& module) {
+    for (const auto& c : r.comparisons)
+        if (c.module == module) return c;
+    FAIL("no comparison for " << module);
+    throw;
+}
+void set_f32(fp8kit::test::Tensor& t, float v) {
+    REQUIRE(t.dtype == "F32");
+    std::memcpy(t.bytes.data(), &v, 4);
+}
+
+}  // namespace
+
+TEST_CASE("every MoE fixture re-quantises bit for bit, every expert", "[checkpoint][moe]") {
+    const char* fixtures[] = {"moe_modelopt_fp8", "moe_modelopt_fp8_block", "moe_modelopt_nvfp4", "moe_modelopt_mxfp4",
+                              "moe_ct_fp8",       "moe_ct_fp8_block",       "moe_ct_nvfp4",       "moe_ct_mxfp4"};
+    for (const char* f : fixtures) {
+        INFO(f);
+        const Report r = check(kMoe + f, kOrig);
+        CHECK(r.comparisons.size() == 16);  // q k v o + 4 experts x (gate up down)
+        std::size_t experts = 0;
+        for (const auto& c : r.comparisons) {
+            INFO(c.module);
+            experts += c.module.rfind(kE, 0) == 0;
+            CHECK(c.verdict == "bit-exact");
+            CHECK(c.code_mismatches == 0);
+            CHECK(c.scale_mismatches == 0);
+        }
+        CHECK(experts == 12);
+        CHECK(failures(r, "missing expert input_scale") == 0);
+        CHECK_FALSE(r.failed());
+    }
+}
+
+TEST_CASE("ModelOpt's fused-expert sharing: one input_scale per projection, gate/up one weight amax", "[checkpoint][moe]") {
+    // _QuantFusedExperts: one input quantizer per projection for all experts, one weight
+    // quantizer per expert over the fused gate_up slice (modelopt plugins/huggingface.py).
+    for (const char* f : {"moe_modelopt_fp8", "moe_modelopt_nvfp4"}) {
+        INFO(f);
+        const Report r = check(kMoe + f);
+        CHECK(notes(r, "expert input scales differ") == 0);
+        CHECK(notes(r, "expert gate/up scales differ") == 0);
+    }
+    // compressed-tensors quantises each expert's linears on their own: the scales differ.
+    const Report ct = check(kMoe + "moe_ct_fp8");
+    CHECK(notes(ct, "expert input scales differ") == 3);  // gate, up, down
+    CHECK(notes(ct, "expert gate/up scales differ") > 0);
+    CHECK_FALSE(ct.failed());  // notes only
+    SECTION("an expert's gate weight scale of its own half (not the fused amax) is a different amax") {
+        fp8kit::test::ScratchDir s("moe");
+        const auto d = planted(s, "moe_modelopt_fp8", [](Tensors& t) {
+            auto& g = t.at(kE + "0.gate_proj.weight_scale");
+            float v;
+            std::memcpy(&v, g.bytes.data(), 4);
+            set_f32(g, v * 0.75f);
+        });
+        const Report r = check(d, kOrig);
+        CHECK(comparison(r, kE + "0.gate_proj").verdict == "different amax");
+        CHECK(comparison(r, kE + "0.up_proj").verdict == "bit-exact");
+        CHECK(notes(r, "expert gate/up scales differ") == 1);
+        CHECK(r.failed());
+    }
+}
+
+TEST_CASE("faults planted in one expert are found and named", "[checkpoint][moe]") {
+    fp8kit::test::ScratchDir s("moe");
+    SECTION("one expert's input_scale removed (vLLM #45212)") {
+        for (const char* f : {"moe_modelopt_fp8", "moe_modelopt_nvfp4", "moe_ct_fp8"}) {
+            INFO(f);
+            const auto d = planted(s, f, [](Tensors& t) { REQUIRE(t.erase(kE + "1.down_proj.input_scale") == 1); });
+            const Report r = check(d);
+            CHECK(failures(r, "missing expert input_scale", kE + "1.down_proj.input_scale") == 1);
+            CHECK(failures(r, "missing expert input_scale") == 1);  // that expert only
+            CHECK(r.failed());
+            std::filesystem::remove_all(d);
+        }
+    }
+    SECTION("one expert's input_scale zero") {
+        const auto d = planted(s, "moe_modelopt_fp8", [](Tensors& t) { set_f32(t.at(kE + "2.gate_proj.input_scale"), 0.0f); });
+        const Report r = check(d);
+        CHECK(failures(r, "input scale", kE + "2.gate_proj.input_scale") == 1);
+        CHECK(failures(r, "input scale") == 1);
+    }
+    SECTION("one expert's weight scale zero (FP8 per tensor, ModelOpt)") {
+        const auto d = planted(s, "moe_modelopt_fp8", [](Tensors& t) { set_f32(t.at(kE + "3.down_proj.weight_scale"), 0.0f); });
+        const Report r = check(d);
+        CHECK(failures(r, "zero scale", kE + "3.down_proj.weight_scale") == 1);
+        CHECK(failures(r, "zero scale") == 1);
+    }
+    SECTION("one expert's E4M3 block scale zero (NVFP4, compressed-tensors)") {
+        const auto d = planted(s, "moe_ct_nvfp4", [](Tensors& t) { t.at(kE + "2.up_proj.weight_scale").bytes[9] = 0; });
+        const Report r = check(d, kOrig);
+        CHECK(failures(r, "zero scale", kE + "2.up_proj.weight_scale") == 1);
+        CHECK(comparison(r, kE + "2.up_proj").verdict == "different amax");
+        CHECK(comparison(r, kE + "2.gate_proj").verdict == "bit-exact");
+    }
+    SECTION("one flipped code in one expert (FP8 block, ModelOpt)") {
+        const auto d = planted(s, "moe_modelopt_fp8_block", [](Tensors& t) { t.at(kE + "1.up_proj.weight").bytes[321] ^= 0x40; });
+        const Report r = check(d, kOrig);
+        const auto& c = comparison(r, kE + "1.up_proj");
+        CHECK(c.code_mismatches == 1);
+        CHECK(c.verdict == "codes differ");
+        std::size_t exact = 0;
+        for (const auto& k : r.comparisons) exact += k.verdict == "bit-exact";
+        CHECK(exact == 15);
+        CHECK(r.failed());
+    }
+    SECTION("one flipped code in one expert (MXFP4, compressed-tensors: packed nibbles)") {
+        const auto d = planted(s, "moe_ct_mxfp4", [](Tensors& t) { t.at(kE + "0.down_proj.weight_packed").bytes[77] ^= 0x04; });
+        const Report r = check(d, kOrig);
+        const auto& c = comparison(r, kE + "0.down_proj");
+        CHECK(c.code_mismatches == 1);
+        CHECK(c.verdict != "bit-exact");
+        CHECK(comparison(r, kE + "1.down_proj").verdict == "bit-exact");
+    }
+}
