@@ -55,12 +55,15 @@ std::vector<std::string> modelopt_amax_group(const std::string& module, Scheme s
     return {b + "q_proj", b + "k_proj", b + "v_proj"};
 }
 
-// Engines fuse an expert's gate and up into one w13 GEMM with one per-tensor scale: vLLM's FP8
-// MoE takes the larger of the two weight scales and re-quantises the other half, and its
-// ModelOpt NVFP4 MoE keeps one weight_scale_2 for w13 (vllm/model_executor/layers/quantization/
-// fp8.py and modelopt.py, process_weights_after_loading); it also takes the largest input_scale
-// of all experts of a projection. Differences are therefore notes: they cost accuracy (or a
-// re-quantisation) at load time, not correctness of the file.
+// Engines fuse an expert's gate and up into one w13 GEMM with one per-tensor scale per expert
+// (vllm/model_executor/layers/quantization/fp8.py and modelopt.py, process_weights_after_loading):
+// vLLM's FP8 MoE takes the larger of the two weight scales and re-quantises each half to it; its
+// NVFP4 MoE keeps w13_weight_scale_2[:, 0], the gate's global scale, for both halves, warning
+// "w1_weight_scale_2 must match w3_weight_scale_2. Accuracy may be affected." (so up_proj is
+// dequantised with the gate's factor: llm-compressor equalises the two before export). For the
+// input scales of one projection vLLM takes the largest over the experts ("Found input_scales
+// that are not equal for fp8 MoE layer. Using the maximum across experts"). These are notes: the
+// file holds what its producer wrote; the cost is at load time.
 std::vector<Finding> expert_scale_notes(const Folder& F, const std::vector<Layer>& layers) {
     std::vector<Finding> out;
     std::map<std::string, std::map<std::string, float>> w13;    // "<block>.experts.<e>." -> proj -> scale
@@ -90,7 +93,7 @@ std::vector<Finding> expert_scale_notes(const Folder& F, const std::vector<Layer
         if (!same_bits(a, b))
             out.push_back({e + ps.begin()->first, "expert gate/up scales differ",
                            fmt::format("{} {} and {} {} {} differ: an engine fusing the two into one w13 GEMM keeps one "
-                                       "scale for both (the other half re-quantised or dequantised with the wrong one)",
+                                       "(vLLM: FP8 the larger, re-quantising; NVFP4 the gate's, up_proj then dequantised with it)",
                                        ps.begin()->first, a, ps.rbegin()->first, b, global ? "global scales" : "per-tensor weight scales"),
                            false});
     }
