@@ -148,3 +148,86 @@ TEST_CASE("faults planted in one expert are found and named", "[checkpoint][moe]
         CHECK(comparison(r, kE + "1.down_proj").verdict == "bit-exact");
     }
 }
+
+namespace {
+
+// Restacks the per-expert tensors <kE><e>.<proj>.<suffix> (e = 0..3) of a library-written fixture
+// into one stacked tensor model.layers.0.mlp.experts.<proj>.<suffix> of shape [4, ...] (the
+// layout of compressed-tensors' 3-D expert weights, magnitude_expert_pruner.py): the codes and
+// scales stay the library's own bytes, only their arrangement changes.
+void stack(Tensors& t, const std::string& proj, const std::string& suffix) {
+    fp8kit::test::Tensor s;
+    for (int e = 0; e < 4; ++e) {
+        auto node = t.extract(kE + std::to_string(e) + "." + proj + "." + suffix);
+        REQUIRE(!node.empty());
+        if (e == 0) {
+            s.dtype = node.mapped().dtype;
+            s.shape = nlohmann::json::array({4});
+            for (const auto& d : node.mapped().shape) s.shape.push_back(d);
+        }
+        s.bytes.insert(s.bytes.end(), node.mapped().bytes.begin(), node.mapped().bytes.end());
+    }
+    t["model.layers.0.mlp.experts." + proj + "." + suffix] = s;
+}
+
+}  // namespace
+
+TEST_CASE("stacked 3-D expert weights [E, rows, cols] against a per-expert original", "[checkpoint][moe]") {
+    fp8kit::test::ScratchDir s("moe");
+    const std::string kStacked = "model.layers.0.mlp.experts.down_proj";
+    struct Case {
+        const char* fixture;
+        std::vector<const char*> suffixes;
+        Scheme scheme;
+    };
+    const Case cases[] = {{"moe_modelopt_fp8", {"weight", "weight_scale", "input_scale"}, Scheme::fp8_tensor},
+                          {"moe_ct_fp8", {"weight", "weight_scale", "input_scale"}, Scheme::fp8_tensor},
+                          {"moe_ct_fp8_block", {"weight", "weight_scale"}, Scheme::fp8_block},
+                          {"moe_modelopt_mxfp4", {"weight", "weight_scale"}, Scheme::mxfp4},
+                          {"moe_ct_mxfp4", {"weight_packed", "weight_scale"}, Scheme::mxfp4}};
+    for (const auto& c : cases) {
+        INFO(c.fixture);
+        fp8kit::test::ScratchDir good_dir("moe"), bad_dir("moe");
+        const auto d = planted(good_dir, c.fixture, [&](Tensors& t) {
+            for (const char* suf : c.suffixes) stack(t, "down_proj", suf);
+        });
+        const Report r = check(d, kOrig);
+        const Layer* L = nullptr;
+        for (const auto& l : r.layers)
+            if (l.module == kStacked) L = &l;
+        REQUIRE(L != nullptr);
+        CHECK(L->scheme == c.scheme);
+        CHECK(L->experts == 4);
+        CHECK(comparison(r, kStacked).verdict == "bit-exact");
+        CHECK(comparison(r, kStacked).elements == 4 * 128 * 64);
+        CHECK(r.comparisons.size() == 13);  // 16 - 4 per-expert down_proj + 1 stacked
+        CHECK_FALSE(r.failed());
+        // One flipped code in expert 2's slice of the stack.
+        const auto bad = planted(bad_dir, c.fixture, [&](Tensors& t) {
+            for (const char* suf : c.suffixes) stack(t, "down_proj", suf);
+            auto& w = t.at(kStacked + "." + c.suffixes[0]).bytes;
+            w[w.size() / 2 + 5] ^= c.scheme == Scheme::mxfp4 ? 0x02 : 0x40;
+        });
+        const auto& k = comparison(check(bad, kOrig), kStacked);
+        CHECK(k.code_mismatches == 1);
+        CHECK(k.verdict != "bit-exact");
+    }
+    SECTION("a zero scale of one expert in a stack of per-expert scales") {
+        const auto d = planted(s, "moe_modelopt_fp8", [&](Tensors& t) {
+            for (const char* suf : {"weight", "weight_scale", "input_scale"}) stack(t, "down_proj", suf);
+            std::memset(t.at(kStacked + ".weight_scale").bytes.data() + 4, 0, 4);  // expert 1
+        });
+        const Report r = check(d);
+        CHECK(failures(r, "zero scale", kStacked + ".weight_scale") == 1);
+    }
+    SECTION("stacked NVFP4 with a global scale per expert: said to be unchecked, never passed as checked") {
+        const auto d = planted(s, "moe_modelopt_nvfp4", [&](Tensors& t) {
+            for (const char* suf : {"weight", "weight_scale", "weight_scale_2", "input_scale"}) stack(t, "down_proj", suf);
+        });
+        const Report r = check(d, kOrig);
+        bool noted = false;
+        for (const auto& f : r.findings) noted = noted || (f.check == "not checked" && f.tensor == kStacked);
+        CHECK(noted);
+        for (const auto& k : r.comparisons) CHECK(k.module != kStacked);
+    }
+}

@@ -87,7 +87,7 @@ struct Checker {
         std::uint64_t want = 0;
         std::vector<std::string> dtypes;
         switch (L.scheme) {
-            case Scheme::fp8_tensor: want = 1; dtypes = {"F32", "BF16", "F16"}; break;
+            case Scheme::fp8_tensor: want = L.rows / std::max<std::uint64_t>(L.block_rows, 1); dtypes = {"F32", "BF16", "F16"}; break;
             case Scheme::fp8_channel: want = L.rows; dtypes = {"F32", "BF16", "F16"}; break;
             case Scheme::fp8_block: want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32", "BF16"}; break;
             case Scheme::nvfp4: want = L.rows * ((L.cols + 15) / 16); dtypes = {"F8_E4M3"}; break;
@@ -103,6 +103,11 @@ struct Checker {
         if (std::find(dtypes.begin(), dtypes.end(), s.dtype) == dtypes.end()) {
             fail(L.scale, "structure", fmt::format("dtype {} where {} stores {}", s.dtype, name(L.scheme), fmt::join(dtypes, " or ")));
             ok = false;
+        }
+        if (L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
+            numel(F.tensors().at(L.global_scale).shape) == L.experts) {
+            note(L.module, "not checked", "stacked NVFP4 experts with one global scale per expert: not checked yet");
+            return false;
         }
         if (L.scheme == Scheme::nvfp4 && (L.global_scale.empty() || numel(F.tensors().at(L.global_scale).shape) != 1)) {
             fail(L.module, "structure", "NVFP4 weight without a one-element global scale");
@@ -383,11 +388,14 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         }
         if (!ref) continue;
         const std::string orig = L.module + ".weight";
-        if (!ref->has(orig)) {
+        // A stacked expert weight's original may be stored per expert (transformers' save_pretrained).
+        std::optional<RawTensor> stacked;
+        if (!ref->has(orig) && L.experts > 0) stacked = detail::stacked_reference(*ref, L);
+        if (!ref->has(orig) && !stacked) {
             C.fail(orig, "reference", fmt::format("{} has no tensor '{}'", *reference, orig));
             continue;
         }
-        const RawTensor o = ref->read(orig);
+        const RawTensor o = stacked ? std::move(*stacked) : ref->read(orig);
         if (o.numel() != L.rows * L.cols) {
             C.fail(orig, "reference", fmt::format("original {} has {} elements, the checkpoint's weight {}", shape_str(o.shape), o.numel(), L.rows * L.cols));
             continue;

@@ -108,4 +108,25 @@ std::vector<Finding> expert_scale_notes(const Folder& F, const std::vector<Layer
     return out;
 }
 
+std::optional<RawTensor> stacked_reference(const Folder& ref, const Layer& L) {
+    static const std::regex kStack(R"(^(.*\.experts)\.([A-Za-z0-9_]+)$)");
+    std::smatch m;
+    if (L.experts == 0 || !std::regex_match(L.module, m, kStack)) return std::nullopt;
+    RawTensor out;
+    for (std::uint64_t e = 0; e < L.experts; ++e) {
+        const std::string n = fmt::format("{}.{}.{}.weight", m[1].str(), e, m[2].str());
+        if (!ref.has(n)) return std::nullopt;
+        RawTensor t = ref.read(n);
+        if (e == 0) {
+            out.dtype = t.dtype;
+            out.shape = t.shape;
+            out.shape.insert(out.shape.begin(), L.experts);
+        } else if (t.dtype != out.dtype || t.shape != std::vector<std::uint64_t>(out.shape.begin() + 1, out.shape.end())) {
+            return std::nullopt;
+        }
+        out.bytes.insert(out.bytes.end(), t.bytes.begin(), t.bytes.end());
+    }
+    return out;
+}
+
 }  // namespace fp8kit::checkpoint::detail

@@ -31,6 +31,7 @@ std::string to_json(const Report& r) {
                          {"scale", L.scale}, {"scale_convention", name(L.scale_convention)}};
         if (!L.global_scale.empty()) l["global_scale"] = {{"name", L.global_scale}, {"convention", name(L.global_convention)}};
         if (!L.input_scale.empty()) l["input_scale"] = L.input_scale;
+        if (L.experts) l["experts"] = L.experts;  // a stacked [experts, rows, cols] weight
         j["layers"].push_back(l);
     }
     j["findings"] = nlohmann::json::array();
