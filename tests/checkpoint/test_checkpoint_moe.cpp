@@ -220,6 +220,17 @@ TEST_CASE("stacked 3-D expert weights [E, rows, cols] against a per-expert origi
         const Report r = check(d);
         CHECK(failures(r, "zero scale", kStacked + ".weight_scale") == 1);
     }
+    // 64 rows per expert in 128-row blocks: a block would cross an expert's edge.
+    SECTION("stacked FP8 blocks across expert edges: said to be unchecked") {
+        const auto d = planted(s, "moe_ct_fp8_block", [&](Tensors& t) {
+            for (const char* suf : {"weight", "weight_scale"}) stack(t, "gate_proj", suf);
+        });
+        const Report r = check(d, kOrig);
+        bool noted = false;
+        for (const auto& f : r.findings) noted = noted || (f.check == "not checked" && f.tensor == "model.layers.0.mlp.experts.gate_proj");
+        CHECK(noted);
+        CHECK_FALSE(r.failed());
+    }
     SECTION("stacked NVFP4 with a global scale per expert: said to be unchecked, never passed as checked") {
         const auto d = planted(s, "moe_modelopt_nvfp4", [&](Tensors& t) {
             for (const char* suf : {"weight", "weight_scale", "weight_scale_2", "input_scale"}) stack(t, "down_proj", suf);
