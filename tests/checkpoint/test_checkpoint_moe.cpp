@@ -220,6 +220,16 @@ TEST_CASE("stacked 3-D expert weights [E, rows, cols] against a per-expert origi
         const Report r = check(d);
         CHECK(failures(r, "zero scale", kStacked + ".weight_scale") == 1);
     }
+    SECTION("a zero input_scale of one expert in a stack of per-expert input scales") {
+        const auto d = planted(s, "moe_modelopt_fp8", [&](Tensors& t) {
+            for (const char* suf : {"weight", "weight_scale", "input_scale"}) stack(t, "down_proj", suf);
+            std::memset(t.at(kStacked + ".input_scale").bytes.data() + 8, 0, 4);  // expert 2
+        });
+        const Report r = check(d);
+        REQUIRE(failures(r, "input scale", kStacked + ".input_scale") == 1);
+        for (const auto& f : r.findings)
+            if (f.check == "input scale") CHECK(f.message.find("expert 2") != std::string::npos);
+    }
     // 64 rows per expert in 128-row blocks: a block would cross an expert's edge.
     SECTION("stacked FP8 blocks across expert edges: said to be unchecked") {
         const auto d = planted(s, "moe_ct_fp8_block", [&](Tensors& t) {

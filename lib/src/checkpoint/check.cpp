@@ -389,8 +389,17 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         }
         C.values(L, lb.live, s, st);
         if (!L.input_scale.empty()) {
-            const float v = F.read(L.input_scale).at(0);
-            if (!std::isfinite(v) || v == 0.0f) C.fail(L.input_scale, "input scale", fmt::format("input_scale {} (must be finite and nonzero)", v));
+            // Every element: stacked experts carry one input_scale per expert ([E]); a zero one
+            // is the missing expert scale of vLLM #45212 in stacked form.
+            const RawTensor is = F.read(L.input_scale);
+            for (std::uint64_t i = 0; i < is.numel(); ++i) {
+                const float v = is.at(i);
+                if (std::isfinite(v) && v != 0.0f) continue;
+                C.fail(L.input_scale, "input scale",
+                       is.numel() == 1 ? fmt::format("input_scale {} (must be finite and nonzero)", v)
+                                       : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i, v, i));
+                break;
+            }
         }
         if (!ref) continue;
         const std::string orig = L.module + ".weight";
