@@ -4,7 +4,9 @@ producers' own libraries.
 
 One tiny randomly initialised Qwen3-MoE model (transformers Qwen3MoeForCausalLM, bfloat16, seed 0:
 1 layer, hidden 128, 4 experts of intermediate 64, top-2) is saved unquantised
-(data/checkpoints/moe_original) and then quantised and exported by:
+(data/checkpoints/moe_original) and then quantised and exported by the two libraries below; a
+Mixtral of the same sizes (MixtralForCausalLM, saved as moe_mixtral_original) by ModelOpt only
+(FP8, NVFP4), for Mixtral's expert names w1/w3/w2:
   - ModelOpt (nvidia-modelopt), on the CPU: mtq.quantize + export_hf_checkpoint with FP8_DEFAULT_CFG,
     FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG, NVFP4_DEFAULT_CFG and MXFP4_DEFAULT_CFG. transformers 5 keeps
     the experts fused in memory (Qwen3MoeExperts: gate_up_proj [E, 2I, H], down_proj [E, H, I]);
@@ -39,16 +41,10 @@ import make_quant_checkpoints as dense  # noqa: E402  (save, compressed_tensors_
 CALIB_TOKENS = 3  # one sequence of 3 tokens: top-2 of 4 experts, so some experts see no token
 
 
-def tiny_moe():
-    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
-
-    torch.manual_seed(0)
-    cfg = Qwen3MoeConfig(vocab_size=32, hidden_size=128, intermediate_size=192, moe_intermediate_size=64,
-                         num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
-                         num_experts=4, num_experts_per_tok=2, max_position_embeddings=64,
-                         tie_word_embeddings=False)
-    model = Qwen3MoeForCausalLM(cfg).to(torch.bfloat16)
-    with torch.no_grad():  # wider than the default init; each expert its own spread, so amaxes differ
+def widen(model):
+    """Wider weights than the default init, each expert on its own spread so amaxes differ; one
+    all-zero 16-element block in expert 1's up half, one 1.5 outlier in expert 2's down_proj."""
+    with torch.no_grad():
         for n, p in model.named_parameters():
             if n.endswith("proj.weight") or n.endswith("gate_up_proj") or n.endswith("experts.down_proj"):
                 p.copy_(torch.randn_like(p, dtype=torch.float32).mul_(0.05).to(p.dtype))
@@ -58,9 +54,32 @@ def tiny_moe():
         for e in range(ex.gate_up_proj.shape[0]):
             ex.gate_up_proj[e].mul_(1 + 0.5 * e)
             ex.down_proj[e].mul_(1 + 0.25 * e)
-        ex.gate_up_proj[1, 70, 32:48] = 0   # an all-zero 16-element block in expert 1's up half
-        ex.down_proj[2, 5, 7] = 1.5         # an outlier in expert 2's down_proj
+        ex.gate_up_proj[1, ex.gate_up_proj.shape[1] // 2 + 6, 32:48] = 0
+        ex.down_proj[2, 5, 7] = 1.5
     return model
+
+
+def tiny_moe():
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    torch.manual_seed(0)
+    cfg = Qwen3MoeConfig(vocab_size=32, hidden_size=128, intermediate_size=192, moe_intermediate_size=64,
+                         num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+                         num_experts=4, num_experts_per_tok=2, max_position_embeddings=64,
+                         tie_word_embeddings=False)
+    return widen(Qwen3MoeForCausalLM(cfg).to(torch.bfloat16))
+
+
+def tiny_mixtral():
+    """Mixtral: the same fused experts in memory, saved under Mixtral's names
+    (block_sparse_moe.experts.<e>.w1 / w3 / w2, transformers' conversion_mapping.py)."""
+    from transformers import MixtralConfig, MixtralForCausalLM
+
+    torch.manual_seed(0)
+    cfg = MixtralConfig(vocab_size=32, hidden_size=128, intermediate_size=64, num_hidden_layers=1,
+                        num_attention_heads=4, num_key_value_heads=2, head_dim=32, num_local_experts=4,
+                        num_experts_per_tok=2, max_position_embeddings=64, tie_word_embeddings=False)
+    return widen(MixtralForCausalLM(cfg).to(torch.bfloat16))
 
 
 class ExpertLinears(torch.nn.Module):
@@ -145,6 +164,21 @@ def main():
             made.append(out)
         except Exception as e:  # noqa: BLE001 - record what the library refuses
             failed.append(f"modelopt {cfg}: {type(e).__name__}: {e}")
+            if os.path.exists(out):
+                shutil.rmtree(out)
+    # Mixtral under ModelOpt only: its exported expert names (w1/w3/w2) carry the gate/up rule
+    # under other names. (compressed-tensors on the script's unfused linears would write
+    # mlp.experts.<e>.gate_proj, not the original's names.)
+    mixtral = tiny_mixtral()
+    dense.save(mixtral, os.path.join(root, "moe_mixtral_original"))
+    notes["calibration_experts_routed_mixtral"] = routed_experts(mixtral, data)
+    for cfg, name in (("FP8_DEFAULT_CFG", "moe_mixtral_modelopt_fp8"), ("NVFP4_DEFAULT_CFG", "moe_mixtral_modelopt_nvfp4")):
+        out = os.path.join(root, name)
+        try:
+            modelopt_checkpoint(mixtral, cfg, out, data, notes)
+            made.append(out)
+        except Exception as e:  # noqa: BLE001
+            failed.append(f"modelopt {cfg} (Mixtral): {type(e).__name__}: {e}")
             if os.path.exists(out):
                 shutil.rmtree(out)
     linear = unfuse_experts(copy.deepcopy(base))

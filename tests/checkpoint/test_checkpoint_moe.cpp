@@ -1,7 +1,7 @@
 // checkpoint check on the mixture-of-experts fixtures the producers' libraries wrote
 // (data/checkpoints/moe_*, scripts/make_moe_checkpoints.py: a Qwen3-MoE model of 4 experts,
 // ModelOpt 0.47 exporting its fused experts per expert, compressed-tensors 0.20 on per-expert
-// linears): every expert weight re-quantises bit for bit, and faults planted in one expert of a
+// linears; a Mixtral of 4 experts under ModelOpt): every expert weight re-quantises bit for bit, and faults planted in one expert of a
 // copy (under a ScratchDir) are found and named on that expert only.
 #include <catch2/catch.hpp>
 
@@ -62,6 +62,25 @@ TEST_CASE("every MoE fixture re-quantises bit for bit, every expert", "[checkpoi
         }
         CHECK(experts == 12);
         CHECK(failures(r, "missing expert input_scale") == 0);
+        CHECK_FALSE(r.failed());
+    }
+}
+
+TEST_CASE("Mixtral under ModelOpt: experts exported as w1/w3/w2, w1 and w3 share the fused amax", "[checkpoint][moe]") {
+    const std::string orig = std::string(FP8KIT_DATA_DIR) + "/checkpoints/moe_mixtral_original";
+    for (const char* f : {"moe_mixtral_modelopt_fp8", "moe_mixtral_modelopt_nvfp4"}) {
+        INFO(f);
+        const Report r = check(kMoe + f, orig);
+        CHECK(r.comparisons.size() == 16);
+        std::size_t w13 = 0;
+        for (const auto& c : r.comparisons) {
+            INFO(c.module);
+            CHECK(c.verdict == "bit-exact");
+            w13 += c.module.find(".block_sparse_moe.experts.") != std::string::npos &&
+                   (c.module.substr(c.module.size() - 3) == ".w1" || c.module.substr(c.module.size() - 3) == ".w3");
+        }
+        CHECK(w13 == 8);
+        CHECK(notes(r, "expert gate/up scales differ") == 0);
         CHECK_FALSE(r.failed());
     }
 }

@@ -24,6 +24,13 @@ for p in modelopt ct; do
   done
 done
 
+for c in moe_mixtral_modelopt_fp8 moe_mixtral_modelopt_nvfp4; do
+  out=$("$FP8KIT" checkpoint check "$D/$c" --reference "$D/moe_mixtral_original"); rc=$?
+  check "$c: exit 0" $rc
+  n=$(printf '%s\n' "$out" | grep -c 'experts\.[0-3]\.w[123]  *bit-exact ')
+  [ "$n" -eq 12 ]; check "$c: 12 expert weights bit-exact (got $n)" $?
+done
+
 # One expert's input_scale removed: the shard rewritten without it (header and data, by the
 # system python3: json and struct only).
 cp -r "$D/moe_modelopt_fp8" "$T/bad"

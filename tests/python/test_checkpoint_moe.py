@@ -23,6 +23,13 @@ def test_every_expert_bit_exact():
         assert not r["failed"], f
 
 
+def test_mixtral_experts_bit_exact():
+    for f in ("moe_mixtral_modelopt_fp8", "moe_mixtral_modelopt_nvfp4"):
+        r = fp8kit.checkpoint_check(os.path.join(DATA, f), os.path.join(DATA, "moe_mixtral_original"))
+        assert len([c for c in r["comparisons"] if ".block_sparse_moe.experts." in c["module"]]) == 12, f
+        assert all(c["verdict"] == "bit-exact" for c in r["comparisons"]) and not r["failed"], f
+
+
 def test_modelopt_experts_share_their_input_scale():
     r = fp8kit.checkpoint_check(os.path.join(DATA, "moe_modelopt_fp8"))
     with_scale = [l for l in r["layers"] if ".mlp.experts." in l["module"] and "input_scale" in l]

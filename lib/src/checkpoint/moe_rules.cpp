@@ -33,18 +33,20 @@ bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
 //    weight quantizer per expert over the whole fused gate_up slice, and _export_fused_experts
 //    (modelopt/torch/export/moe_utils.py) deep-copies it for the gate and the up half, so the two
 //    halves keep the fused amax: FP8 per-tensor weight_scale, NVFP4 weight_scale_2 and the
-//    one-element FP8_PB_WO scale are shared by experts.<e>.gate_proj and experts.<e>.up_proj. An
+//    one-element FP8_PB_WO scale are shared by experts.<e>.gate_proj and experts.<e>.up_proj
+//    (Mixtral: experts.<e>.w1 and experts.<e>.w3). An
 //    expert that saw no calibration token gets the fused slice's amax too (same file: "derive
 //    its amax once from the FUSED tensor so gate and up share the same weight_scale_2").
 std::vector<std::string> modelopt_amax_group(const std::string& module, Scheme s) {
     std::smatch m;
     if (std::regex_match(module, m, expert_re())) {
+        // Mixtral's experts are exported under its checkpoint names w1 (gate), w3 (up), w2 (down):
+        // ModelOpt's export applies transformers' reverse conversion mapping.
         const std::string p = m[3].str();
-        if ((p != "gate_proj" && p != "up_proj") ||
-            (s != Scheme::fp8_tensor && s != Scheme::nvfp4 && s != Scheme::fp8_block))
-            return {};
+        const bool gu = p == "gate_proj" || p == "up_proj", w13 = p == "w1" || p == "w3";
+        if ((!gu && !w13) || (s != Scheme::fp8_tensor && s != Scheme::nvfp4 && s != Scheme::fp8_block)) return {};
         const std::string e = m[1].str() + m[2].str() + ".";
-        return {e + "gate_proj", e + "up_proj"};
+        return gu ? std::vector<std::string>{e + "gate_proj", e + "up_proj"} : std::vector<std::string>{e + "w1", e + "w3"};
     }
     if (s != Scheme::nvfp4 && s != Scheme::fp8_block) return {};
     static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)$)");
