@@ -97,6 +97,9 @@ struct Layer {
     std::uint64_t rows = 0, cols = 0;        // logical weight shape (unpacked)
     std::uint64_t block_rows = 1, block_cols = 0;  // the block one scale covers (0: whole extent)
     bool excluded = false;  // listed as not quantised by the config (ignore / exclude_modules)
+    // Stacked experts: a 3-D weight [experts, r, c] is checked as rows = experts * r (its scales
+    // [experts, ...] in the same row order); a per-expert per-tensor scale is a block of r x c.
+    std::uint64_t experts = 0;
 };
 
 // The checkpoint folder, listed (headers and configs only).

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "checkpoint/kv_names.hpp"
+#include "checkpoint/moe_rules.hpp"
 #include "checkpoint/producer_rules.hpp"
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/emu/pack.hpp"
@@ -94,12 +95,23 @@ struct Checker {
             fail(L.weight, "structure", fmt::format("{} weight has no scale tensor", name(L.scheme)));
             return false;
         }
+        // Stacked experts whose scale layout the flattened rows cannot follow (yet).
+        if (L.scheme == Scheme::fp8_block && L.experts > 1 && (L.rows / L.experts) % std::max<std::uint64_t>(L.block_rows, 1) != 0) {
+            note(L.module, "not checked", fmt::format("stacked experts of {} rows each in blocks of {} rows (a block per expert edge): not checked yet",
+                                                      L.rows / L.experts, L.block_rows));
+            return false;
+        }
+        if (L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
+            numel(F.tensors().at(L.global_scale).shape) == L.experts) {
+            note(L.module, "not checked", "stacked NVFP4 experts with one global scale per expert: not checked yet");
+            return false;
+        }
         const auto& s = F.tensors().at(L.scale);
         const std::uint64_t sn = numel(s.shape);
         std::uint64_t want = 0;
         std::vector<std::string> dtypes;
         switch (L.scheme) {
-            case Scheme::fp8_tensor: want = 1; dtypes = {"F32", "BF16", "F16"}; break;
+            case Scheme::fp8_tensor: want = L.rows / std::max<std::uint64_t>(L.block_rows, 1); dtypes = {"F32", "BF16", "F16"}; break;
             case Scheme::fp8_channel: want = L.rows; dtypes = {"F32", "BF16", "F16"}; break;
             case Scheme::fp8_block: want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32", "BF16"}; break;
             case Scheme::nvfp4: want = L.rows * ((L.cols + 15) / 16); dtypes = {"F8_E4M3"}; break;
@@ -326,27 +338,20 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
     return c;
 }
 
-// ModelOpt shares one weight amax over the linears that read the same input
-// (modelopt/torch/export/quant_utils.py preprocess_linear_fusion, called for q/k/v and gate/up by
-// layer_utils.py): NVFP4's global amax (weight_scale_2), and a weight amax of one element (seen
-// with FP8_PB_WO on weights of a single 128x128 block; FP8 per-tensor weight scales came out
-// unshared in ModelOpt 0.47's export, only their input_scale shared). The group's largest amax;
-// -1 where the layer keeps its own.
+// ModelOpt shares one weight amax over some linears (the rule, with its source files, is
+// detail::modelopt_amax_group: q/k/v and gate/up for NVFP4's weight_scale_2 and a one-element
+// FP8_PB_WO scale; an expert's gate/up also for FP8 per-tensor). The group's largest amax; -1
+// where the layer keeps its own.
 float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
-    if (F.producer() != Producer::modelopt || (L.scheme != Scheme::nvfp4 && L.scheme != Scheme::fp8_block && L.scheme != Scheme::w4a8)) return -1.0f;
-    static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)$)");
-    std::smatch m;
-    if (!std::regex_match(L.module, m, kFused)) return -1.0f;
-    const std::string tail = m[2].str();
-    const std::vector<std::string> group = (tail == "gate_proj" || tail == "up_proj") ? std::vector<std::string>{"gate_proj", "up_proj"}
-                                           : (tail == "w1" || tail == "w3") ? std::vector<std::string>{"w1", "w3"}
-                                                                            : std::vector<std::string>{"q_proj", "k_proj", "v_proj"};
+    if (F.producer() != Producer::modelopt) return -1.0f;
+    const auto group = detail::modelopt_amax_group(L.module, L.scheme);
+    if (group.empty()) return -1.0f;
     float a = 0;
     for (const auto& g : group) {
-        const std::string n = m[1].str() + g + ".weight";
-        const std::string sc = m[1].str() + g + (L.scheme == Scheme::fp8_block ? ".weight_scale" : ".weight_scale_2");
+        const std::string n = g + ".weight";
+        const std::string sc = g + ((L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) ? ".weight_scale_2" : ".weight_scale");
         if (!ref.has(n) || !F.has(sc)) continue;
-        if (L.scheme == Scheme::fp8_block && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
+        if (L.scheme != Scheme::nvfp4 && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
         for (float v : ref.read(n).to_floats()) a = std::max(a, std::fabs(v));
     }
     return a;
@@ -410,16 +415,28 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
         }
         C.values(L, lb.live, s, st);
         if (!L.input_scale.empty()) {
-            const float v = F.read(L.input_scale).at(0);
-            if (!std::isfinite(v) || v == 0.0f) C.fail(L.input_scale, "input scale", fmt::format("input_scale {} (must be finite and nonzero)", v));
+            // Every element: stacked experts carry one input_scale per expert ([E]); a zero one
+            // is the missing expert scale of vLLM #45212 in stacked form.
+            const RawTensor is = F.read(L.input_scale);
+            for (std::uint64_t i = 0; i < is.numel(); ++i) {
+                const float v = is.at(i);
+                if (std::isfinite(v) && v != 0.0f) continue;
+                C.fail(L.input_scale, "input scale",
+                       is.numel() == 1 ? fmt::format("input_scale {} (must be finite and nonzero)", v)
+                                       : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i, v, i));
+                break;
+            }
         }
         if (!ref) continue;
         const std::string orig = L.module + ".weight";
-        if (!ref->has(orig)) {
+        // A stacked expert weight's original may be stored per expert (transformers' save_pretrained).
+        std::optional<RawTensor> stacked;
+        if (!ref->has(orig) && L.experts > 0) stacked = detail::stacked_reference(*ref, L);
+        if (!ref->has(orig) && !stacked) {
             C.fail(orig, "reference", fmt::format("{} has no tensor '{}'", *reference, orig));
             continue;
         }
-        const RawTensor o = ref->read(orig);
+        const RawTensor o = stacked ? std::move(*stacked) : ref->read(orig);
         if (o.numel() != L.rows * L.cols) {
             C.fail(orig, "reference", fmt::format("original {} has {} elements, the checkpoint's weight {}", shape_str(o.shape), o.numel(), L.rows * L.cols));
             continue;
@@ -434,6 +451,7 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
                    "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the original");
     }
     C.experts();
+    for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));
     C.kv();
     return R;
 }

@@ -314,9 +314,10 @@ void Folder::list_layers() {
                 const auto s = has(L.scale) ? tensors_.at(L.scale) : TensorRef{};
                 std::uint64_t sn = 1;
                 for (auto d : s.shape) sn *= d;
+                const bool per_expert = t.shape.size() == 3 && sn == t.shape[0] && sn > 1;  // [E] or [E, 1, 1]
                 L.scheme = weight_strategy_ == "block" ? Scheme::fp8_block
                            : weight_strategy_ == "channel" ? Scheme::fp8_channel
-                           : sn == 1 ? Scheme::fp8_tensor
+                           : (sn == 1 || per_expert) ? Scheme::fp8_tensor
                            : (s.shape.size() >= 1 && t.shape.size() == 2 && s.shape[0] == t.shape[0] && sn == t.shape[0])
                                ? Scheme::fp8_channel : Scheme::fp8_block;
             } else if (t.shape.size() == 2) {
@@ -343,6 +344,10 @@ void Folder::list_layers() {
         } else if (w.size() == 2) {
             L.rows = w[0];
             L.cols = (t.dtype == "U8") ? w[1] * 2 : w[1];
+        } else if (w.size() == 3) {  // stacked experts [E, r, c] (Layer::experts)
+            L.experts = w[0];
+            L.rows = w[0] * w[1];
+            L.cols = (t.dtype == "U8") ? w[2] * 2 : w[2];
         }
         L.block_cols = L.scheme == Scheme::nvfp4 ? 16 : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
                        : L.scheme == Scheme::w4a8 ? w4a8_group(L) : 0;
@@ -352,7 +357,13 @@ void Folder::list_layers() {
             L.block_cols = block_cols_;
         }
         if (L.scheme == Scheme::fp8_tensor) {
-            L.block_rows = L.rows;
+            // One scale per expert of a stack: a block of one expert's rows.
+            const bool per_expert = L.experts > 1 && !L.scale.empty() && [&] {
+                std::uint64_t sn = 1;
+                for (auto d : tensors_.at(L.scale).shape) sn *= d;
+                return sn == L.experts;
+            }();
+            L.block_rows = per_expert ? L.rows / L.experts : L.rows;
             L.block_cols = L.cols;
         }
         layers_.push_back(std::move(L));

@@ -112,7 +112,7 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
     for (float a : amax) tensor_amax = std::max(tensor_amax, a);
     if (shared_amax >= 0) {
         tensor_amax = shared_amax;
-        if (L.scheme == Scheme::fp8_block && amax.size() == 1) amax[0] = shared_amax;
+        if ((L.scheme == Scheme::fp8_block || L.scheme == Scheme::fp8_tensor) && amax.size() == 1) amax[0] = shared_amax;
     }
     s.block.resize(amax.size());
     switch (L.scheme) {

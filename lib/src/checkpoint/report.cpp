@@ -35,6 +35,7 @@ std::string to_json(const Report& r) {
         if (!L.global_scale.empty()) l["global_scale"] = {{"name", L.global_scale}, {"convention", name(L.global_convention)}};
         if (!L.input_scale.empty()) l["input_scale"] = L.input_scale;
         if (!L.pre_quant_scale.empty()) l["pre_quant_scale"] = L.pre_quant_scale;
+        if (L.experts) l["experts"] = L.experts;  // a stacked [experts, rows, cols] weight
         j["layers"].push_back(l);
     }
     j["findings"] = nlohmann::json::array();
