@@ -232,12 +232,12 @@ struct Names {
         if (n <= 1 || is_bias(suf)) return;
         float lo = INFINITY, hi = 0;
         for (std::uint64_t i = 0; i < n; ++i) lo = std::min(lo, std::fabs(t.at(i))), hi = std::max(hi, std::fabs(t.at(i)));
-        const std::string spread = fmt::format("{} values, min/max {:.4g}", n, hi > 0 ? lo / hi : 0.0f);
+        const std::string spread = fmt::format("a per-head scale of {} values (min/max {:.4g})", n, hi > 0 ? lo / hi : 0.0f);
         auto reaches = [](KvFate f) { return f == KvFate::loaded || f == KvFate::renamed; };
         KvOutcome& v = k.engines[0];
         const bool head_param = F.producer() == Producer::compressed_tensors && F.kv_cache_strategy == "attn_head" && suf != "prob_scale";
         if (reaches(v.fate) && head_param)
-            v.detail += fmt::format(" per head ({}; compressed_tensors.py CompressedTensorsKVCacheMethod.create_weights makes it "
+            v.detail += fmt::format(", {} (compressed_tensors.py CompressedTensorsKVCacheMethod.create_weights makes it "
                                     "[num_kv_heads] under strategy attn_head, on backends with supports_per_head_quant_scales)", spread);
         else if (reaches(v.fate))
             v = {KvFate::rejected, fmt::format("load fails: {} into the scalar parameter (weight_utils.py default_weight_loader: "
