@@ -4,11 +4,16 @@ get planted KV tensors, written here with numpy in the safetensors layout; the f
 gives a name comes from this file's own transcription of the engines' loaders (below), not from
 fp8kit's table:
 
-- vLLM: vllm/model_executor/model_loader/weight_utils.py maybe_remap_kv_scale_name; a remapped
-  name that is no parameter is skipped with a warning; q_scale falls back to k_scale
-  (vllm/attention/layer.py); a k_bias / v_bias reaches models/llama.py LlamaModel.load_weights,
-  whose params_dict[name] raises KeyError. Missing scales (layers/quantization/kv_cache.py
-  process_weights_after_loading): only k -> v = k.
+- vLLM (current main, weight_utils.py maybe_remap_kv_scale_name as docs.vllm.ai/en/latest renders
+  it, fetched 2026-05-07): ".kv_scale" -> ".attn.k_scale"; names ending in .{q,k,v}_scale,
+  .{q,k,v}_zero_point, .q.scale or .{k,v}_cache.scale go through scale_mapping_patterns (first
+  match, re.sub); a rewritten name that is no parameter is skipped with a warning. Parameters
+  (layers/quantization/kv_cache.py BaseKVCacheMethod.create_weights): <attn>.attn.{q,k,v,prob}_scale,
+  scalars; compressed-tensors adds {q,k,v}_zero_point and, under strategy "attn_head", per-head
+  q/k/v scales. A name not rewritten reaches models/llama.py LlamaModel.load_weights: stacked
+  .{q,k,v}_proj -> .qkv_proj, then params_dict[name] raises KeyError. A scale of more than one
+  element into a scalar parameter fails default_weight_loader's size assert. Missing scales
+  (layers/quantization/kv_cache.py process_weights_after_loading): only k -> v = k.
 - SGLang: python/sglang/srt/model_loader/weight_utils.py maybe_remap_kv_scale_name (the same
   remapping) for names holding "scale"; models/llama.py load_weights then renames
   .{q,k,v}_proj -> .qkv_proj and indexes params_dict (KeyError), other unknown names: warning,
@@ -17,7 +22,9 @@ fp8kit's table:
   "k_scale" / "v_scale" under <attn>.{q,k,v}_proj (modeling_utils.py filter_weights); they feed
   qkv_proj.kv_scales, used for an NVFP4 KV cache only; an FP8 KV cache stays at 1.0
   (attention_backend/trtllm.py). Everything else is never read. With an NVFP4 KV cache a k_scale
-  without v_scale fails `assert v_scales`.
+  without v_scale fails `assert v_scales`. load_kv_scales takes each scale with .reshape([]): one of
+  more than one element raises (the max is over q/k/v_proj, not over heads).
+- SGLang's parameters are scalars too (kv_cache.py); its default_weight_loader asserts equal sizes.
 """
 import json
 import os
@@ -48,14 +55,44 @@ def remap_kv_scale_name(name):
     return name
 
 
-def vllm_fate(name):
-    suffix = name.rsplit(".", 1)[1]
-    if suffix in ("k_bias", "v_bias"):
-        return "rejected"
-    mapped = remap_kv_scale_name(name) if suffix in ("k_scale", "v_scale", "kv_scale") else name
-    if re.fullmatch(r".*\.self_attn\.attn\.[kvq]_scale", mapped):
-        return "loaded" if mapped == name else "renamed"
-    return "replaced" if suffix == "q_scale" else "dropped"
+VLLM_PATTERNS = [  # scale_mapping_patterns, in order (attn_str "attn": no MLA here)
+    (r"\.self_attn\.([kv])_proj\.([kv])_scale$", r".self_attn.attn.\2_scale"),
+    (r"\.self_attn\.qkv_proj\.([kv])_scale$", r".self_attn.attn.\1_scale"),
+    (r"\.self_attn\.qkqkv_proj\.([kv])_scale$", r".self_attn.attn.\1_scale"),
+    (r"\.mixer\.[kv]_proj\.([kv])_scale$", r".mixer.attn.\1_scale"),
+    (r"\.self_attn\.q\.scale$", r".self_attn.attn.q_scale"),
+    (r"\.self_attn\.([kv])_cache\.scale$", r".self_attn.attn.\1_scale"),
+    (r"\.([qkv])_scale$", r".attn.\1_scale"),
+    (r"\.([qkv])_zero_point$", r".attn.\1_zero_point"),
+]
+VLLM_SUFFIXES = (".k_scale", ".v_scale", ".q_scale", ".k_zero_point", ".v_zero_point", ".q_zero_point",
+                 ".q.scale", ".k_cache.scale", ".v_cache.scale")
+
+
+def vllm_remap(name):
+    """Current vLLM maybe_remap_kv_scale_name: (rewritten, name)."""
+    if name.endswith(".kv_scale"):
+        return True, name.replace(".kv_scale", ".attn.k_scale")
+    if name.endswith(VLLM_SUFFIXES):
+        for pattern, replacement in VLLM_PATTERNS:
+            if re.search(pattern, name):
+                return True, re.sub(pattern, replacement, name)
+    return False, name
+
+
+def vllm_is_param(name, ct):
+    return bool(re.fullmatch(r".*\.self_attn\.attn\.(q|k|v|prob)_scale", name)
+                or (ct and re.fullmatch(r".*\.self_attn\.attn\.[qkv]_zero_point", name)))
+
+
+def vllm_fate(name, ct=False):
+    rewritten, n = vllm_remap(name) if ("scale" in name or "zero_point" in name) else (False, name)
+    if rewritten:
+        return "renamed" if vllm_is_param(n, ct) else "dropped"
+    for w in (".q_proj", ".k_proj", ".v_proj", ".gate_proj", ".up_proj"):
+        if w in n:
+            return "rejected"  # the stacked name is never a parameter: KeyError
+    return "loaded" if vllm_is_param(n, ct) else "rejected"
 
 
 def sglang_fate(name):
@@ -79,8 +116,17 @@ def trtllm_fate(name, kv_algo):
     return "renamed" if kv_algo.startswith("NVFP4") else "replaced"
 
 
-def expected(name, kv_algo="FP8"):
-    return {"vllm": vllm_fate(name), "sglang": sglang_fate(name), "tensorrt_llm": trtllm_fate(name, kv_algo)}
+def expected(name, kv_algo="FP8", ct=False, numel=1, ct_heads=False):
+    e = {"vllm": vllm_fate(name, ct), "sglang": sglang_fate(name), "tensorrt_llm": trtllm_fate(name, kv_algo)}
+    if numel > 1 and not name.endswith(("_bias",)):
+        # A per-head scale: only vLLM's compressed-tensors attn_head parameters take it.
+        if e["vllm"] in ("loaded", "renamed") and not (ct_heads and not name.endswith("prob_scale")):
+            e["vllm"] = "rejected"
+        if e["sglang"] in ("loaded", "renamed"):
+            e["sglang"] = "rejected"
+        if e["tensorrt_llm"] != "dropped":
+            e["tensorrt_llm"] = "rejected"
+    return e
 
 
 # --- a fixture copy with tensors planted ----------------------------------------------------
@@ -150,7 +196,14 @@ PLANTED_NAMES = {
     f"{A}.o_proj.k_scale": 0.5,      # k_scale on the wrong module
     f"{A}.q_scale": 0.5,             # attention query scale
     f"{A}.prob_scale": 0.5,          # softmax probability scale
+    f"{A}.qkv_proj.k_scale": 0.5,    # fused-projection form (newer vLLM's pattern list)
+    f"{A}.q.scale": 0.5,             # HYV3 forms
+    f"{A}.k_cache.scale": 0.5,
+    f"{A}.k_zero_point": 0.0,        # compressed-tensors zero point
+    f"{A}.attn.k_scale": 0.5,        # vLLM's own parameter name
 }
+KV_DROPPED = {f"{A}.kv_scale", f"{A}.k_proj.kv_scale", f"{A}.o_proj.k_scale", f"{A}.qkv_proj.k_scale", f"{A}.k_cache.scale",
+              f"{A}.attn.k_scale"}
 
 
 def test_every_name_under_each_engine(tmp_path):
@@ -162,13 +215,79 @@ def test_every_name_under_each_engine(tmp_path):
     for n in names:
         got = {e: rows[n]["engines"][e]["fate"] for e in ENGINES}
         assert got == expected(n), n
-    # A k/v scale an engine drops is a failed check, named per engine; q/prob scales are notes.
+    # The new forms under current vLLM: q_scale, q.scale, the fused and cache forms are loaded;
+    # prob_scale is never rewritten (KeyError); vLLM's own name gains a second ".attn".
+    assert {n: expected(n)["vllm"] for n in PLANTED_NAMES} == {
+        f"{A}.kv_scale": "renamed", f"{A}.k_proj.kv_scale": "dropped", f"{A}.o_proj.k_scale": "dropped",
+        f"{A}.q_scale": "renamed", f"{A}.prob_scale": "rejected", f"{A}.qkv_proj.k_scale": "renamed",
+        f"{A}.q.scale": "renamed", f"{A}.k_cache.scale": "renamed", f"{A}.k_zero_point": "dropped",
+        f"{A}.attn.k_scale": "dropped"}
+    assert rows[f"{A}.attn.k_scale"]["engines"]["vllm"]["detail"].find(f"{A}.attn.attn.k_scale") >= 0
+    # A k/v scale an engine drops is a failed check, named per engine; a dropped q/prob scale or
+    # zero point is a note; a load failure (prob_scale under vLLM) fails.
     f = findings(r)
-    for n in (f"{A}.kv_scale", f"{A}.k_proj.kv_scale", f"{A}.o_proj.k_scale"):
-        assert (n, "kv scale dropped", True) in f
-    for n in (f"{A}.q_scale", f"{A}.prob_scale"):
-        assert (n, "attention scale not loaded", False) in f
-        assert not any(t == n and failed for t, _, failed in f)
+    for n in KV_DROPPED:
+        assert (n, "kv scale dropped", True) in f, n
+    for n in (f"{A}.q_scale", f"{A}.prob_scale", f"{A}.k_zero_point", f"{A}.q.scale"):
+        assert (n, "attention scale not loaded", False) in f, n
+    assert (f"{A}.prob_scale", "attention scale rejected", True) in f
+    assert not any(t in (f"{A}.q_scale", f"{A}.q.scale", f"{A}.k_zero_point") and failed for t, _, failed in f)
+    assert r["failed"]
+
+
+def per_head_fates(report, names):
+    return {n: {e: kv_rows(report)[n]["engines"][e]["fate"] for e in ENGINES} for n in names}
+
+
+def test_per_head_kv_scale_rejected(tmp_path):
+    # ModelOpt names with one scale per KV head (2 here): every engine that reads them fails.
+    def edit(t):
+        t[f"{A}.k_proj.k_scale"] = f32([0.5, 0.125], (2,))
+        t[f"{A}.v_proj.v_scale"] = f32([0.25, 0.25], (2,))
+    r = fp8kit.checkpoint_check(planted(tmp_path, edit))
+    names = (f"{A}.k_proj.k_scale", f"{A}.v_proj.v_scale")
+    assert per_head_fates(r, names) == {n: expected(n, numel=2) for n in names}
+    assert all(v == "rejected" for n in names for v in per_head_fates(r, names)[n].values())
+    f = findings(r)
+    for n in names:
+        assert (n, "kv scale per-head", True) in f
+    msgs = [x["message"] for x in r["findings"] if x["tensor"] == f"{A}.k_proj.k_scale" and x["check"] == "kv scale per-head"]
+    assert len(msgs) == 3 and all("min/max 0.25" in m for m in msgs)  # 0.125 / 0.5
+    assert any("reshape([])" in m for m in msgs)
+    # One element in a [1] tensor is a single value everywhere.
+    r1 = fp8kit.checkpoint_check(planted(tmp_path / "one", lambda t: t.update({f"{A}.k_proj.k_scale": f32([0.5], (1,))})))
+    assert per_head_fates(r1, names[:1]) == {names[0]: expected(names[0])}
+    assert not any(c == "kv scale per-head" for _, c, _ in findings(r1))
+
+
+def planted_ct(tmp_path, strategy, k, v):
+    d = tmp_path / "ct"
+    shutil.copytree(os.path.join(DATA, "ct_fp8"), d)
+    for f in ("model.safetensors", "config.json"):
+        os.chmod(d / f, 0o644)
+    t = read_safetensors(d / "model.safetensors")
+    t[f"{A}.k_scale"], t[f"{A}.v_scale"] = k, v
+    write_safetensors(d / "model.safetensors", t)
+    c = json.loads((d / "config.json").read_text())
+    c["quantization_config"]["kv_cache_scheme"] = {"num_bits": 8, "type": "float", "strategy": strategy,
+                                                   "symmetric": True, "dynamic": False}
+    (d / "config.json").write_text(json.dumps(c))
+    return d
+
+
+@pytest.mark.parametrize("strategy", ["attn_head", "tensor"])
+def test_per_head_compressed_tensors(tmp_path, strategy):
+    # llm-compressor's names (<attn>.k_scale, one per KV head): vLLM loads them per head only under
+    # kv_cache_scheme strategy "attn_head"; SGLang rejects them; TensorRT-LLM never reads the name.
+    d = planted_ct(tmp_path, strategy, f32([0.5, 1.0], (2,)), f32([0.25, 0.5], (2,)))
+    r = fp8kit.checkpoint_check(d)
+    names = (f"{A}.k_scale", f"{A}.v_scale")
+    heads = strategy == "attn_head"
+    assert per_head_fates(r, names) == {n: expected(n, kv_algo="static", ct=True, numel=2, ct_heads=heads) for n in names}
+    f = findings(r)
+    for n in names:
+        assert (n, "kv scale per-head", not heads) in f          # vLLM: a note per head, or a failure
+        assert (n, "kv scale dropped", True) in f                 # TensorRT-LLM
     assert r["failed"]
 
 

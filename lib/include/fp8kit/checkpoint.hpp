@@ -122,6 +122,7 @@ public:
                 const std::function<void(std::uint64_t first, const std::uint8_t* bytes, std::size_t count)>& fn) const;
     std::string quant_algo;                         // as the config names it
     std::string kv_cache_algo;
+    std::string kv_cache_strategy;  // compressed-tensors kv_cache_scheme.strategy ("tensor", "attn_head")
 
 private:
     void read_configs();

@@ -224,7 +224,11 @@ void Folder::read_configs() {
         producer_ = Producer::compressed_tensors;
         quant_algo = qc.value("format", "");
         exclude_ = strings(qc.value("ignore", nlohmann::json::array()));
-        if (qc.contains("kv_cache_scheme") && !qc["kv_cache_scheme"].is_null()) kv_cache_algo = "static";
+        if (qc.contains("kv_cache_scheme") && qc["kv_cache_scheme"].is_object()) {
+            kv_cache_algo = "static";
+            const auto& ks = qc["kv_cache_scheme"];
+            if (ks.contains("strategy") && ks["strategy"].is_string()) kv_cache_strategy = ks["strategy"];
+        }
         // The first config group's weight strategy (a one-block 128x128 weight has one scale,
         // and only the config tells FP8_BLOCK from per-tensor).
         if (qc.contains("config_groups") && qc["config_groups"].is_object())

@@ -2,16 +2,31 @@
 // Llama-style models (attention under "<layer>.self_attn"). Each rule is transcribed from the
 // engine's loader; the stored versions read are named with their commit where they differ.
 //
-// vLLM   vllm/model_executor/model_loader/weight_utils.py maybe_remap_kv_scale_name: ".kv_scale"
-//        -> ".attn.k_scale"; ".self_attn.{k,v}_proj.{k,v}_scale" -> ".self_attn.attn.{k,v}_scale";
-//        other ".k_scale"/".v_scale" -> "<module>.attn.{k,v}_scale"; a remapped name that is no
-//        parameter: a warning, not loaded. q_scale without a parameter: k_scale is used
-//        (vllm/attention/layer.py). Other names reach vllm/model_executor/models/llama.py
-//        LlamaModel.load_weights (stored e06c9ba2), which indexes params_dict[name] after the
-//        stacked ".{q,k,v}_proj" -> ".qkv_proj" rename: KeyError for an affine k_bias / v_bias.
-//        Missing scales (vllm/model_executor/layers/quantization/
-//        kv_cache.py BaseKVCacheMethod.process_weights_after_loading, stored 0531c222): both
-//        missing -> 1.0; only k -> v = k; only v -> `assert layer.k_scale > 0.0` fails.
+// vLLM   (current main: vllm/model_executor/model_loader/weight_utils.py maybe_remap_kv_scale_name
+//        as rendered at docs.vllm.ai/en/latest/api/vllm/model_executor/model_loader/weight_utils/,
+//        fetched 2026-05-07; the repository snapshot was too large to fetch, so no commit): called
+//        from models/llama.py LlamaModel.load_weights for every name holding "scale" or
+//        "zero_point". ".kv_scale" -> ".attn.k_scale"; a name ending in .{k,v,q}_scale,
+//        .{k,v,q}_zero_point, .q.scale or .{k,v}_cache.scale is rewritten by the first matching
+//        pattern of scale_mapping_patterns: .self_attn.{k,v}_proj.{k,v}_scale -> .self_attn.attn.
+//        {k,v}_scale; .self_attn.qkv_proj.{k,v}_scale and .self_attn.qkqkv_proj.{k,v}_scale ->
+//        .self_attn.attn.{k,v}_scale; .mixer.{k,v}_proj.{k,v}_scale -> .mixer.attn.{k,v}_scale;
+//        .self_attn.q.scale -> .self_attn.attn.q_scale; .self_attn.{k,v}_cache.scale ->
+//        .self_attn.attn.{k,v}_scale; .{q,k,v}_scale -> .attn.{q,k,v}_scale; .{q,k,v}_zero_point ->
+//        .attn.{q,k,v}_zero_point. A rewritten name that is no parameter: a warning, not loaded.
+//        Parameters (layers/quantization/kv_cache.py BaseKVCacheMethod.create_weights): <attn>.attn.
+//        {q,k,v,prob}_scale, scalars (torch.tensor(-1.0)); compressed-tensors adds {q,k,v}_zero_point
+//        and, under kv_cache_scheme strategy "attn_head", makes q/k/v scales [num_kv_heads]
+//        (compressed_tensors.py CompressedTensorsKVCacheMethod.create_weights, which asserts
+//        layer.impl.supports_per_head_quant_scales). A name not rewritten reaches the stacked
+//        ".{q,k,v}_proj" -> ".qkv_proj" rename and params_dict[name]: KeyError when no parameter.
+//        So q_scale is loaded as <attn>.attn.q_scale (older vLLM, e.g. stored 0a1ee72e, remapped
+//        only .kv_scale/.k_scale/.v_scale and left q_scale to the KeyError), prob_scale is never
+//        rewritten (KeyError). Missing scales (kv_cache.py process_weights_after_loading, stored
+//        0531c222): both missing -> 1.0; only k -> v = k; only v -> `assert layer.k_scale > 0.0`.
+//        A scale of more than one element into a scalar parameter: weight_utils.py
+//        default_weight_loader `assert param.size() == loaded_weight.size()` (and kv_cache.py:
+//        "Only support per-tensor scaling factor for fp8 KV cache").
 // SGLang python/sglang/srt/model_loader/weight_utils.py maybe_remap_kv_scale_name (stored
 //        00b08c49; older versions, e.g. 57003bea, lack the ModelOpt branch): the same remapping as
 //        vLLM's, called from python/sglang/srt/models/llama.py LlamaForCausalLM.load_weights for
@@ -22,7 +37,9 @@
 //        The attention holds only k_scale and v_scale (python/sglang/srt/layers/quantization/
 //        kv_cache.py BaseKVCacheMethod.create_weights, -1.0 until loaded), so q_scale and
 //        prob_scale are never loaded; missing scales as vLLM's (process_weights_after_loading:
-//        both -> 1.0, only k -> v = k, only v -> assert fails).
+//        both -> 1.0, only k -> v = k, only v -> assert fails). The parameters are scalars
+//        (torch.tensor(-1.0)); a scale of more than one element fails weight_utils.py
+//        default_weight_loader's `assert param.size() == loaded_weight.size()` (stored 00b08c49).
 // TensorRT-LLM (PyTorch backend) tensorrt_llm/_torch/models/modeling_utils.py _load_weights_impl
 //        hands each module the tensors under its own prefix (filter_weights), the fused qkv_proj
 //        those of "<attn>.q_proj", ".k_proj", ".v_proj"; tensorrt_llm/_torch/modules/linear.py
@@ -35,6 +52,10 @@
 //        An FP8 KV cache keeps kv_cache_scaling_factor = 1.0 (tensorrt_llm/_torch/
 //        attention_backend/trtllm.py TrtllmAttention: "Stay at 1.0 (no-op) for the PyTorch
 //        backend, which never overrides them"). Any other name is never read: dropped silently.
+//        load_kv_scales (FP8QDQLinearMethod, stored 00bbf71e, called from
+//        load_weights_fused_qkv_linear whatever the KV cache) takes each as
+//        `w["k_scale"][...].reshape([])`: a scale of more than one element raises there. The
+//        "max" is over the k_scales of q/k/v_proj, each one value, not over heads.
 // Affine KV (ModelOpt FP8_AFFINE_KV_CFG / NVFP4_AFFINE_KV_CFG): modelopt/torch/export/
 //        quant_utils.py _KV_CACHE_REPLACEMENTS writes k_bmm_quantizer._bias_value as
 //        "k_proj.k_bias" (v likewise); the bias is a per (KV head, channel) mean, reduced over the
@@ -87,28 +108,61 @@ std::string remap_kv_scale_name(const std::string& n) {
 }
 
 bool is_bias(const std::string& suf) { return suf == "k_bias" || suf == "v_bias"; }
-bool is_kv_scale(const std::string& suf) { return suf != "q_scale" && suf != "prob_scale" && !is_bias(suf); }
+// A K or V cache scale under any of the names the engines know (q, prob and zero points are not).
+bool is_kv_scale(const std::string& suf) {
+    for (const char* k : {"k_scale", "v_scale", "kv_scale", "k_cache_scale", "v_cache_scale", "k_cache.scale", "v_cache.scale"})
+        if (suf == k) return true;
+    return false;
+}
 
-KvOutcome vllm(const std::string& n, const std::string& suf) {
-    static const std::regex kParam(R"(^.*\.self_attn\.attn\.(k|v|q)_scale$)");
-    if (is_bias(suf)) {
-        // llama.py LlamaModel.load_weights: no "scale" in the name, so no remapping; the stacked
-        // mapping renames ".k_proj" -> ".qkv_proj"; "...k_bias" does not end in ".bias", so
-        // params_dict[name] is indexed and raises KeyError (the same outside the mapping).
-        std::string name = n;
-        for (const char* w : {".q_proj", ".k_proj", ".v_proj"})
-            if (contains(name, w)) {
-                name = replace_all(name, w, ".qkv_proj");
-                break;
-            }
-        return {KvFate::rejected, fmt::format("load fails: '{}' is no parameter (params_dict[name] raises KeyError, "
-                                              "models/llama.py LlamaModel.load_weights)", name)};
+// vLLM's current maybe_remap_kv_scale_name (see the top): {rewritten?, name}. No MLA ("mla_attn"
+// parameters) in the Llama-style models checked here, so attn_str is "attn".
+std::pair<bool, std::string> vllm_remap(const std::string& n) {
+    if (ends_with(n, ".kv_scale")) return {true, replace_all(n, ".kv_scale", ".attn.k_scale")};
+    bool listed = false;
+    for (const char* s : {".k_scale", ".v_scale", ".q_scale", ".k_zero_point", ".v_zero_point", ".q_zero_point", ".q.scale", ".k_cache.scale", ".v_cache.scale"})
+        listed = listed || ends_with(n, s);
+    if (!listed) return {false, n};
+    static const std::pair<std::regex, const char*> kPatterns[] = {
+        {std::regex(R"(\.self_attn\.([kv])_proj\.([kv])_scale$)"), ".self_attn.attn.$2_scale"},
+        {std::regex(R"(\.self_attn\.qkv_proj\.([kv])_scale$)"), ".self_attn.attn.$1_scale"},
+        {std::regex(R"(\.self_attn\.qkqkv_proj\.([kv])_scale$)"), ".self_attn.attn.$1_scale"},
+        {std::regex(R"(\.mixer\.[kv]_proj\.([kv])_scale$)"), ".mixer.attn.$1_scale"},
+        {std::regex(R"(\.self_attn\.q\.scale$)"), ".self_attn.attn.q_scale"},
+        {std::regex(R"(\.self_attn\.([kv])_cache\.scale$)"), ".self_attn.attn.$1_scale"},
+        {std::regex(R"(\.([qkv])_scale$)"), ".attn.$1_scale"},
+        {std::regex(R"(\.([qkv])_zero_point$)"), ".attn.$1_zero_point"},
+    };
+    for (const auto& [re, rep] : kPatterns)
+        if (std::regex_search(n, re)) return {true, std::regex_replace(n, re, rep)};
+    return {false, n};
+}
+
+// The attention parameters vLLM creates (kv_cache.py; zero points only under compressed-tensors).
+bool vllm_param(const Folder& F, const std::string& n) {
+    static const std::regex kScale(R"(^.*\.self_attn\.attn\.(q|k|v|prob)_scale$)");
+    static const std::regex kZero(R"(^.*\.self_attn\.attn\.(q|k|v)_zero_point$)");
+    return std::regex_match(n, kScale) || (F.producer() == Producer::compressed_tensors && std::regex_match(n, kZero));
+}
+
+KvOutcome vllm(const Folder& F, const std::string& n) {
+    const auto [rewritten, name] = contains(n, "scale") || contains(n, "zero_point") ? vllm_remap(n) : std::pair<bool, std::string>{false, n};
+    if (rewritten) {
+        if (vllm_param(F, name)) return {KvFate::renamed, "loaded as " + name + (ends_with(n, ".kv_scale") ? " (and copied to v_scale)" : "")};
+        return {KvFate::dropped, fmt::format("dropped: remapped to '{}', which is no parameter (maybe_remap_kv_scale_name: a warning, "
+                                             "not loaded; the scale stays at its default)", name)};
     }
-    const std::string mapped = (suf == "k_scale" || suf == "v_scale" || suf == "kv_scale") ? remap_kv_scale_name(n) : n;
-    if (std::regex_match(mapped, kParam))
-        return {mapped == n ? KvFate::loaded : KvFate::renamed, "loaded as " + mapped + (suf == "kv_scale" ? " (and copied to v_scale)" : "")};
-    if (suf == "q_scale") return {KvFate::replaced, "replaced by k_scale: not loaded, vllm attention/layer.py takes q_scale from k_scale"};
-    return {KvFate::dropped, fmt::format("dropped: remapped to '{}', which is no parameter (a warning only; the scale stays 1.0)", mapped)};
+    // llama.py LlamaModel.load_weights: the stacked rename, then params_dict[name].
+    for (const char* w : {".q_proj", ".k_proj", ".v_proj", ".gate_proj", ".up_proj"}) {
+        if (!contains(name, w)) continue;
+        const std::string stacked = replace_all(name, w, std::string(w) == ".gate_proj" || std::string(w) == ".up_proj" ? ".gate_up_proj" : ".qkv_proj");
+        if (ends_with(stacked, ".bias")) return {KvFate::dropped, "dropped silently: renamed to '" + stacked + "', an extra bias (load_weights skips it)"};
+        return {KvFate::rejected, fmt::format("load fails: '{}' is no parameter (params_dict[name] raises KeyError, "
+                                              "models/llama.py LlamaModel.load_weights)", stacked)};
+    }
+    if (vllm_param(F, name)) return {KvFate::loaded, "loaded as " + name};
+    return {KvFate::rejected, fmt::format("load fails: '{}' is not rewritten by maybe_remap_kv_scale_name and is no parameter "
+                                          "(params_dict[name] raises KeyError, models/llama.py LlamaModel.load_weights)", name)};
 }
 
 KvOutcome sglang(const std::string& n) {
@@ -167,12 +221,47 @@ struct Names {
         return m;
     }
 
+    // A scale of more than one element (one per KV head, as llm-compressor's strategy "attn_head"
+    // writes it): what each engine that would load it does instead. No engine takes the max over
+    // heads; each rejects it at load, except vLLM under a compressed-tensors attn_head scheme,
+    // whose parameters are per head. `spread` is min/max over the values (how far one scale is
+    // from the per-head ones).
+    void per_head(KvScale& k, const std::string& suf) {
+        const RawTensor t = F.read(k.name);
+        const std::uint64_t n = t.numel();
+        if (n <= 1 || is_bias(suf)) return;
+        float lo = INFINITY, hi = 0;
+        for (std::uint64_t i = 0; i < n; ++i) lo = std::min(lo, std::fabs(t.at(i))), hi = std::max(hi, std::fabs(t.at(i)));
+        const std::string spread = fmt::format("a per-head scale of {} values (min/max {:.4g})", n, hi > 0 ? lo / hi : 0.0f);
+        auto reaches = [](KvFate f) { return f == KvFate::loaded || f == KvFate::renamed; };
+        KvOutcome& v = k.engines[0];
+        const bool head_param = F.producer() == Producer::compressed_tensors && F.kv_cache_strategy == "attn_head" && suf != "prob_scale";
+        if (reaches(v.fate) && head_param)
+            v.detail += fmt::format(", {} (compressed_tensors.py CompressedTensorsKVCacheMethod.create_weights makes it "
+                                    "[num_kv_heads] under strategy attn_head, on backends with supports_per_head_quant_scales)", spread);
+        else if (reaches(v.fate))
+            v = {KvFate::rejected, fmt::format("load fails: {} into the scalar parameter (weight_utils.py default_weight_loader: "
+                                               "assert param.size() == loaded_weight.size(); kv_cache.py: 'Only support per-tensor "
+                                               "scaling factor')", spread)};
+        if (reaches(k.engines[1].fate))
+            k.engines[1] = {KvFate::rejected, fmt::format("load fails: {} into the scalar parameter (weight_utils.py "
+                                                          "default_weight_loader: assert param.size() == loaded_weight.size())", spread)};
+        if (k.engines[2].fate != KvFate::dropped)  // read by load_kv_scales
+            k.engines[2] = {KvFate::rejected, fmt::format("load fails: {}; linear.py load_kv_scales takes w[\"{}\"][...].reshape([]), "
+                                                          "a RuntimeError for more than one element", spread, suf)};
+    }
+
     // The findings of one name under one engine's outcome (severity as for vLLM before: a k/v
     // scale an engine does not use is a failure; q_scale / prob_scale only notes).
     void judge(const KvScale& k, const std::string& suf, int e) {
         const KvOutcome& o = k.engines[e];
         const std::string msg = fmt::format("{} {}", kKvEngines[e], o.detail);
-        if (o.fate == KvFate::rejected) return fail(k.name, is_bias(suf) ? "kv bias rejected" : "kv scale rejected", msg);
+        std::uint64_t numel = 1;
+        for (auto d : k.shape) numel *= d;
+        if (numel > 1 && !is_bias(suf) && (o.fate == KvFate::rejected || o.fate == KvFate::renamed || o.fate == KvFate::loaded))
+            return o.fate == KvFate::rejected ? fail(k.name, "kv scale per-head", msg) : note(k.name, "kv scale per-head", msg);
+        if (o.fate == KvFate::rejected)
+            return fail(k.name, is_bias(suf) ? "kv bias rejected" : is_kv_scale(suf) ? "kv scale rejected" : "attention scale rejected", msg);
         if (is_bias(suf)) {
             if (o.fate == KvFate::dropped) fail(k.name, "kv bias ignored", msg + "; the affine offset is not applied");
             else if (o.fate == KvFate::undetermined) note(k.name, "kv bias", msg);
@@ -219,16 +308,19 @@ struct Names {
     }
 
     void found() {
-        static const std::regex kKv(R"(^(.*)\.(k_scale|v_scale|q_scale|kv_scale|k_bias|v_bias|prob_scale|k_cache_scale|v_cache_scale)$)");
+        static const std::regex kKv(
+            R"(^(.*)\.(k_scale|v_scale|q_scale|kv_scale|k_bias|v_bias|prob_scale|k_cache_scale|v_cache_scale|q\.scale|k_cache\.scale|)"
+            R"(v_cache\.scale|q_zero_point|k_zero_point|v_zero_point)$)");
         for (const auto& [n, t] : F.tensors()) {
             std::smatch m;
             if (!std::regex_match(n, m, kKv)) continue;
             const std::string suf = m[2].str();
             KvScale k;
             k.name = n, k.dtype = t.dtype, k.shape = t.shape;
-            k.engines[0] = vllm(n, suf);
+            k.engines[0] = vllm(F, n);
             k.engines[1] = sglang(n);
             k.engines[2] = trtllm(F, n);
+            per_head(k, suf);
             k.vllm = k.engines[0].detail;
             k.dropped = k.engines[0].fate == KvFate::dropped || k.engines[0].fate == KvFate::replaced;
             for (int e = 0; e < 3; ++e) judge(k, suf, e);
@@ -244,8 +336,8 @@ struct Names {
 // the checkpoint declares a quantised KV cache or holds any KV scale.
 void Names::missing() {
     static const std::regex kAttn(R"(^(.*\.self_attn)\.(q|k|v)_proj\.(weight|weight_packed)$)");
-    static const std::regex kKScale(R"(^(.*\.self_attn)(\.k_proj)?\.(k_scale|kv_scale)$)");
-    static const std::regex kVScale(R"(^(.*\.self_attn)(\.v_proj)?\.(v_scale|kv_scale)$)");
+    static const std::regex kKScale(R"(^(.*\.self_attn)(?:\.k_proj|\.qkv_proj)?\.(?:k_scale|kv_scale|k_cache\.scale)$)");
+    static const std::regex kVScale(R"(^(.*\.self_attn)(?:\.v_proj|\.qkv_proj)?\.(?:v_scale|kv_scale|v_cache\.scale)$)");
     std::map<std::string, std::pair<std::string, std::string>> layers;  // attn -> (k name, v name)
     bool any = false;
     for (const auto& [n, t] : F.tensors()) {
