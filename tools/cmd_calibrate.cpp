@@ -48,7 +48,9 @@ Register reg([](CLI::App& root) {
         "calibrate",
         "Replay activation dumps through ModelOpt's and llm-compressor's FP8 calibrators (per tensor, E4M3): the\n"
         "input_scale each writes, and its clipping, underflow and SQNR on held-out steps. Methods: modelopt_max,\n"
-        "modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, or all.");
+        "modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, or all.\n"
+        "Per channel: modelopt_max, modelopt_mse; per head: those and the llmc observers. ModelOpt's histogram\n"
+        "entropy and mse are refused: ModelOpt 0.47.0 raises TypeError for FP8 in both (docs/inference.md).");
     cmd->add_option("DUMPS", o->files, "Dump files (HDF5 / safetensors); each step of a tensor is one batch")->required();
     cmd->add_option("--method", o->methods, "Calibration method (repeatable; 'all' for every one)")->required();
     cmd->add_option("--tensors", o->tensors, "Tensor name patterns (fnmatch; default: tensors of role activation)");
@@ -72,6 +74,7 @@ Register reg([](CLI::App& root) {
                 for (auto a : calibrate::all_methods()) opt.methods.push_back(a);
                 continue;
             }
+            if (auto why = calibrate::not_offered(m)) throw UsageError("calibrate: --method " + *why);
             auto p = calibrate::parse_method(m);
             if (!p) throw UsageError(fmt::format("calibrate: --method '{}': unknown (modelopt_max, modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, all)", m));
             opt.methods.push_back(*p);

@@ -19,7 +19,9 @@ def calibrate(dumps, methods=("all",), tensors=(), holdout_steps=None, holdout_t
     `holdout_tokens`: a fraction of every step's tokens (the last ones) held out instead.
     `granularity`: "tensor", "channel" (the last dimension; ModelOpt axis=-1) or "head" (dimension 1
     of a [batch, heads, positions, head_dim] Q/K/V tensor; llm-compressor attn_head): one row per
-    channel or head, its number in "index"."""
+    channel or head, its number in "index". Per channel: modelopt_max, modelopt_mse (ModelOpt's
+    MseCalibrator with an axis); per head: those and the llmc observers. ModelOpt's histogram
+    "entropy" and "mse" raise CalibrateError: ModelOpt 0.47.0 raises TypeError for FP8 in both."""
     if isinstance(dumps, (str, os.PathLike)):
         dumps = [dumps]
     if isinstance(methods, str):

@@ -11,6 +11,7 @@ namespace fp8kit::py {
 namespace {
 
 calibrate::Method method_arg(const std::string& s) {
+    if (auto why = calibrate::not_offered(s)) throw calibrate::CalibrateError(*why);
     auto m = calibrate::parse_method(s);
     if (!m) throw calibrate::CalibrateError("unknown calibration method '" + s + "'");
     return *m;

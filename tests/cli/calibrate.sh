@@ -46,8 +46,14 @@ printf '%s\n' "$out" | grep -q 'held-out tokens'; check "by token: said" $?
 grep -q 'lm_head.input_scale' "$T/s.safetensors"; check "save: named input_scale" $?
 
 "$FP8KIT" calibrate "$DUMP" --method entropy 2> "$T/err"; rc=$?
-[ $rc -eq 2 ]; check "unknown method: exit 2 (got $rc)" $?
-[ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "entropy" "$T/err"; check "unknown method: one line naming it" $?
+[ $rc -eq 2 ] && grep -q "_compute_amax_entropy" "$T/err"; check "entropy (undefined for FP8 in ModelOpt): exit 2, why (got $rc)" $?
+[ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "entropy" "$T/err"; check "entropy: one line naming it" $?
+"$FP8KIT" calibrate "$DUMP" --method nosuch 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "nosuch" "$T/err"; check "unknown method: exit 2 (got $rc)" $?
+"$FP8KIT" calibrate "$DUMP" --method modelopt_percentile --granularity channel 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "HistogramCalibrator" "$T/err"; check "percentile per channel: exit 2, why (got $rc)" $?
+"$FP8KIT" calibrate "$DUMP" --method modelopt_mse --granularity channel --tensors '*/lm_head/input' --csv > "$T/ch.csv"; check "mse per channel: exit 0" $?
+[ "$(grep -c '^lm_head/input,' "$T/ch.csv")" -eq 64 ]; check "mse per channel: 64 rows" $?
 "$FP8KIT" calibrate "$T/missing.h5" --method max 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "missing.h5" "$T/err"; check "missing dump: exit 2, named (got $rc)" $?
 "$FP8KIT" calibrate "$DUMP" --method max --tensors 'nothing*' 2> "$T/err"; rc=$?

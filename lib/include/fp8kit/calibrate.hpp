@@ -32,6 +32,9 @@ const char* name(Method m);  // "modelopt_max", ...
 std::optional<Method> parse_method(std::string_view s);  // also "max", "mse", "static_minmax", ...
 std::vector<Method> all_methods();
 const char* tool(Method m);  // "modelopt" or "llm-compressor"
+// A method the libraries name that is not defined for FP8 (ModelOpt's histogram "entropy" and
+// "mse"): why, citing the source; nullopt for any other name.
+std::optional<std::string> not_offered(std::string_view method);
 
 // The dtype the activations arrive in: it decides the llm-compressor arithmetic (its observers
 // compute in the activation's dtype) and ModelOpt's amax buffer dtype.
@@ -51,8 +54,10 @@ struct Scale {
 // CalibrateError for no batches or (ModelOpt max, as its assertion) an infinite or NaN amax.
 Scale calibrate(Method m, const std::vector<Batch>& batches, DType dtype);
 
-// The scales of several groups calibrated together (per channel / per head): each group on its
-// own, except llm-compressor's mse, whose grid search shares one patience counter over the groups.
+// The scales of several groups calibrated together (per channel / per head: the library's
+// calibrator with an axis): each group on its own, except llm-compressor's mse, whose grid search
+// shares one patience counter over the groups, and ModelOpt's MseCalibrator, whose candidate amax
+// is rounded to the amax buffer's dtype with an axis (docs/inference.md).
 std::vector<Scale> calibrate_groups(Method m, const std::vector<std::vector<Batch>>& groups, DType dtype);
 
 // ModelOpt's MseCalibrator candidates: torch.linspace(0.25, 4.0, 39) in float32 as torch's CPU
@@ -79,8 +84,9 @@ HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale);
 enum class Granularity { tensor, channel, head };
 const char* name(Granularity g);
 std::optional<Granularity> parse_granularity(std::string_view s);
-// Whether `m` is offered at granularity g (channel: ModelOpt's max; head: ModelOpt's max and
-// llm-compressor's four observers, each checked against the library); CalibrateError says why not.
+// Whether `m` is offered at granularity g (channel: ModelOpt's max and mse; head: ModelOpt's max
+// and mse, llm-compressor's four observers, each checked against the library); CalibrateError
+// says why not.
 void require_granularity(Method m, Granularity g);
 
 // NVFP4 activation headroom under a calibrated amax (lib/src/calibrate/nvfp4_headroom.cpp): the

@@ -126,11 +126,24 @@ void require_granularity(Method m, Granularity g) {
     if (g == Granularity::channel && llmc)
         throw CalibrateError(std::string(name(m)) + " per channel: llm-compressor refuses a channel strategy for activations "
                                                     "(observers/helpers.py _flatten_activation)");
-    if (m == Method::modelopt_percentile)
-        throw CalibrateError("modelopt_percentile: per tensor only here (HistogramCalibrator with an axis is not transcribed)");
-    if (m == Method::modelopt_mse)
-        throw CalibrateError("modelopt_mse: per tensor only (ModelOpt's MseCalibrator with axis=-1 chose another candidate than "
-                             "the same method per slice on 9 of 64 channels of the example's lm_head/input: not transcribed)");
+    if (m == Method::modelopt_percentile)  // ModelOpt itself refuses (the golden script records its exception)
+        throw CalibrateError("modelopt_percentile: per tensor only: ModelOpt 0.47.0's HistogramCalibrator raises "
+                             "NotImplementedError for any axis (calib/histogram.py HistogramCalibrator.__init__: "
+                             "\"Calibrator histogram collection only supports per tensor scaling\")");
+}
+
+std::optional<std::string> not_offered(std::string_view method) {
+    // ModelOpt 0.47.0 calib/histogram.py HistogramCalibrator.compute_amax: both raise TypeError for
+    // FP8's num_bits=(4, 3) (scripts/make_calibration_golden.py records the exceptions).
+    if (method == "modelopt_entropy" || method == "entropy")
+        return std::string(method) + ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"entropy\") "
+               "(calib/histogram.py _compute_amax_entropy) computes nbins = 1 << (num_bits - 1 + int(unsigned)), which raises "
+               "TypeError for FP8's num_bits=(4, 3): a KL-divergence search over 128 INT8 levels";
+    if (method == "modelopt_hist_mse" || method == "hist_mse" || method == "histogram_mse")
+        return std::string(method) + ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"mse\") "
+               "(calib/histogram.py _compute_amax_mse) calls scaled_e4m3(centers, amax, 4, 3), which binds 4 and 3 to "
+               "ScaledE4M3Function.forward's bias and E and raises TypeError (missing M) (tensor_quant.py)";
+    return std::nullopt;
 }
 
 const char* name(Method m) {
@@ -303,7 +316,9 @@ Report run(const Options& o) {
             held = slices(sp.held, o.granularity, shape);
         }
         for (Method m : o.methods) {
-            const auto scales = calibrate_groups(m, calib, g.bf16 ? DType::bf16 : DType::f32);
+            const DType dt = g.bf16 ? DType::bf16 : DType::f32;
+            const auto scales = o.granularity == Granularity::tensor ? std::vector<Scale>{calibrate(m, calib.front(), dt)}
+                                                                     : calibrate_groups(m, calib, dt);
             for (std::size_t k = 0; k < calib.size(); ++k) {
                 Row row;
                 row.tensor = key;
