@@ -101,6 +101,20 @@ struct Nvfp4Headroom {
 };
 Nvfp4Headroom nvfp4_headroom(const std::vector<Batch>& batches, float amax, std::size_t width);
 
+// ModelOpt 0.47.0's FP8-scale sweep for a static NVFP4 weight (lib/src/calibrate/nvfp4_sweep.cpp;
+// NVFP4MSECalibrator, the reference sweep, and the export of the chosen scales): `w` row-major,
+// `cols` its last dimension (a multiple of 16). For each block of 16 along the last dimension,
+// the E4M3 block scale among the 126 positive finite ones that minimises the block's squared
+// NVFP4 fake-quantisation error; CalibrateError on a bad shape or a NaN / infinite weight.
+struct Nvfp4Sweep {
+    float global_amax = 0;                   // max |w| (the quantizer's global_amax)
+    float weight_scale_2 = 0;                // global_amax / (6 * 448), float32 (ModelOpt's export)
+    std::vector<std::uint8_t> weight_scale;  // E4M3 codes, one per block ([rows, cols / 16])
+    std::vector<float> amax;                 // the per-block amax loaded: global_amax * candidate
+    std::vector<int> candidate;              // 0..125: E4M3 code candidate + 1, divided by 448
+};
+Nvfp4Sweep nvfp4_scale_sweep(const std::vector<float>& w, std::size_t cols);
+
 // A dump calibrated: one row per (tensor, method) (per channel / head: per slice too).
 struct Row {
     std::string tensor;      // the dump name without its step component ("model.l0.q_proj/input")
