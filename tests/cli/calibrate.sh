@@ -62,4 +62,11 @@ grep -q 'lm_head.input_scale' "$T/s.safetensors"; check "save: named input_scale
 [ $rc -eq 2 ] && [ ! -e "$T/x.safetensors" ]; check "--save with two methods: exit 2, nothing written (got $rc)" $?
 "$FP8KIT" calibrate "$DUMP" --method max --holdout-steps 'x-y' 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "holdout-steps" "$T/err"; check "bad --holdout-steps: exit 2 (got $rc)" $?
+# ModelOpt's NVFP4 weight scale sweep: one step of a weight, saved under ModelOpt's export names
+"$FP8KIT" calibrate "$DUMP" --method modelopt_nvfp4_sweep --tensors 'step_000299/lm_head/weight' --save "$T/w.safetensors" > "$T/sw.txt"; check "nvfp4 sweep: exit 0" $?
+grep -q 'block scales differ from the max rule' "$T/sw.txt"; check "nvfp4 sweep: text" $?
+grep -q '"lm_head.weight_scale":{"data_offsets":\[0,1024\],"dtype":"F8_E4M3","shape":\[256,4\]}' "$T/w.safetensors"; check "nvfp4 sweep save: weight_scale F8_E4M3 [256,4]" $?
+grep -q '"lm_head.weight_scale_2":{"data_offsets":\[1024,1028\],"dtype":"F32","shape":\[\]}' "$T/w.safetensors"; check "nvfp4 sweep save: weight_scale_2 F32 []" $?
+"$FP8KIT" calibrate "$DUMP" --method modelopt_nvfp4_sweep --tensors '*/lm_head/weight' --holdout-steps none 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "one-shot" "$T/err"; check "nvfp4 sweep on 3 steps: exit 2, why (got $rc)" $?
 exit $fail

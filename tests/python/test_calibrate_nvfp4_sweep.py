@@ -59,3 +59,25 @@ def test_sweep_bad_input():
         fp8kit.nvfp4_scale_sweep(np.ones((4, 24), dtype=np.float32))
     with pytest.raises(fp8kit.CalibrateError, match="NaN or infinite"):
         fp8kit.nvfp4_scale_sweep(np.full((1, 16), np.nan, dtype=np.float32))
+
+
+def test_calibrate_method_reports_the_sweep():
+    """`fp8kit calibrate --method modelopt_nvfp4_sweep` (here through fp8kit.calibrate): the same
+    block scales under ModelOpt's export names (--save: tests/cli/calibrate.sh)."""
+    e = GOLDEN["tensors"]["lm_head/weight:float32"]
+    dump = os.path.join(ROOT, GOLDEN["dump"])
+    tensors = ["step_%06d/lm_head/weight" % GOLDEN["step"]]
+    r = fp8kit.calibrate(dump, ["modelopt_nvfp4_sweep"], tensors=tensors)
+    (row,) = r["rows"]
+    s = row["nvfp4_sweep"]
+    assert s["weight_scale_e4m3"] == e["weight_scale_e4m3"]
+    assert s["weight_scale_shape"] == [256, 4]
+    assert row["scale_bits_f32"] == e["weight_scale_2"][0] and row["tool"] == "modelopt"
+    assert row["checkpoint_name"] == "lm_head.weight_scale" and s["weight_scale_2_name"] == "lm_head.weight_scale_2"
+    assert s["sqnr_db"] > s["sqnr_max_rule_db"]  # the sweep minimises the squared error
+    with pytest.raises(fp8kit.CalibrateError, match="one-shot"):
+        fp8kit.calibrate(dump, ["modelopt_nvfp4_sweep"], tensors=["*/lm_head/weight"], holdout_steps="none")
+    with pytest.raises(fp8kit.CalibrateError, match="per tensor only"):
+        fp8kit.calibrate(dump, ["modelopt_nvfp4_sweep"], tensors=tensors, granularity="channel")
+    assert "modelopt_nvfp4_sweep" not in {x["method"] for x in
+                                          fp8kit.calibrate(dump, ["all"], tensors=["*/lm_head/input"])["rows"]}

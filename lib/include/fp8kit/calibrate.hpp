@@ -27,6 +27,8 @@ enum class Method {
     llmc_static_minmax,      // llm-compressor StaticMinMaxObserver
     llmc_minmax,             // llm-compressor MinMaxObserver (moving average 0.01)
     llmc_mse,                // llm-compressor MovingAverageMSEObserver (defaults)
+    modelopt_nvfp4_sweep,    // ModelOpt NVFP4MSECalibrator: a static NVFP4 weight's E4M3 block scales
+                             // (a weight method: not in all_methods())
 };
 const char* name(Method m);  // "modelopt_max", ...
 std::optional<Method> parse_method(std::string_view s);  // also "max", "mse", "static_minmax", ...
@@ -114,6 +116,20 @@ struct Nvfp4Sweep {
     std::vector<int> candidate;              // 0..125: E4M3 code candidate + 1, divided by 448
 };
 Nvfp4Sweep nvfp4_scale_sweep(const std::vector<float>& w, std::size_t cols);
+// ModelOpt's block scales without the sweep (nvfp4_tensor.py get_weights_scaling_factor, the
+// dynamic export): block amax / (6 * weight_scale_2), 0 -> 1.0, clamped to [2^-9, 448], E4M3.
+std::vector<std::uint8_t> nvfp4_max_scales(const std::vector<float>& w, float weight_scale_2);
+// SQNR (dB) of w under NVFP4 with E4M3 block codes and weight_scale_2: x / (e4m3(code) *
+// weight_scale_2) rounded to E2M1 (nearest even, saturating at 6), times that scale, binary64.
+double nvfp4_sqnr(const std::vector<float>& w, const std::vector<std::uint8_t>& codes, float weight_scale_2);
+
+// The sweep of one dump tensor, as `fp8kit calibrate --method modelopt_nvfp4_sweep` reports it.
+struct SweepRow {
+    std::vector<std::uint64_t> shape;        // [rows, cols / 16] of weight_scale
+    std::vector<std::uint8_t> weight_scale;  // E4M3 codes
+    double sqnr_db = 0, sqnr_max_db = 0;     // NVFP4 SQNR under the sweep's / the max rule's scales
+    std::uint64_t blocks = 0, blocks_changed = 0;  // blocks whose scale differs from the max rule's
+};
 
 // A dump calibrated: one row per (tensor, method) (per channel / head: per slice too).
 struct Row {
@@ -127,6 +143,7 @@ struct Row {
     HoldoutStats holdout;  // on the held-out batches (empty when none)
     HoldoutStats calib;    // on the calibration batches themselves
     Nvfp4Headroom nvfp4;   // NVFP4 under this amax, on the held-out batches (else the calibration ones)
+    std::optional<SweepRow> sweep;  // modelopt_nvfp4_sweep: scale = weight_scale_2, amax = global amax
 };
 struct Options {
     std::vector<std::string> files;

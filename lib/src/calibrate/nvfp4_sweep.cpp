@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "fp8kit/calibrate.hpp"
@@ -132,6 +133,36 @@ Nvfp4Sweep nvfp4_scale_sweep(const std::vector<float>& w, std::size_t cols) {
     // get_weights_scaling_factor_2_from_quantizer: global_amax.float() / (6.0 * 448.0)
     r.weight_scale_2 = r.global_amax / 2688.0f;
     return r;
+}
+
+std::vector<std::uint8_t> nvfp4_max_scales(const std::vector<float>& w, float weight_scale_2) {
+    std::vector<std::uint8_t> out(w.size() / kBlock);
+    for (std::size_t b = 0; b < out.size(); ++b) {
+        float amax = 0;
+        for (std::size_t i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(w[b * kBlock + i]));
+        float s = amax / (6.0f * weight_scale_2);  // E2M1_MAX * weights_scaling_factor_2, float32
+        if (s == 0.0f) s = 1.0f;
+        out[b] = e4m3_code(std::min(448.0f, std::max(0.001953125f, s)));
+    }
+    return out;
+}
+
+double nvfp4_sqnr(const std::vector<float>& w, const std::vector<std::uint8_t>& codes, float weight_scale_2) {
+    double sig = 0, err = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        const double scale = static_cast<double>(e4m3_value(codes[i / kBlock])) * weight_scale_2;
+        const double v = scale > 0 ? static_cast<double>(w[i]) / scale : 0.0;
+        std::uint64_t vb;
+        std::memcpy(&vb, &v, 8);
+        const auto code = emu::encode(Format::e2m1, Wide::f64, vb, kRneSat);
+        const std::uint64_t db = emu::decode(Format::e2m1, Wide::f64, code);
+        double q;
+        std::memcpy(&q, &db, 8);
+        const double d = q * scale - w[i];
+        sig += static_cast<double>(w[i]) * w[i];
+        err += d * d;
+    }
+    return err == 0 ? HUGE_VAL : 10.0 * std::log10(sig / err);
 }
 
 }  // namespace fp8kit::calibrate
