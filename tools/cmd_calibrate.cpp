@@ -43,6 +43,12 @@ void print_text(const calibrate::Report& r) {
                    share(s.underflow, s.nonzero),
                    std::isfinite(s.sqnr_db) ? fmt::format("{:.2f}", s.sqnr_db) : std::string("inf"));
     }
+    if (!r.rows.empty() && r.rows.front().sweep) {
+        fmt::print("\n{} rows; scale = weight_scale_2; SQNR: NVFP4 on the weight under the sweep's E4M3 block scales.\n",
+                   r.rows.size());
+        for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
+        return;
+    }
     const bool any_holdout = !r.rows.empty() && r.rows.front().holdout_batches != 0;
     const bool by_token = any_holdout && r.rows.front().calib_steps == r.rows.front().holdout_steps;
     fmt::print("\n{} rows; clipping, underflow and SQNR are on the {} (E4M3, x / scale, round to nearest even).\n",
