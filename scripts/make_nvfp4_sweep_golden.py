@@ -28,7 +28,7 @@ Weights: three float32 weights of data/example/llama_tiny_dump.h5 (step 299), as
 rounded to bfloat16 (torch .to), each one nn.Linear's weight.
 
 Environment: torch, h5py, nvidia-modelopt 0.47.0 (e.g. /work/ckptvenv); with --device cuda also
-triton and a GPU.
+triton and a GPU (without h5py there: --weights FILE.npz, written here by --save-weights).
     python scripts/make_nvfp4_sweep_golden.py --device cpu tests/golden/nvfp4_sweep_scales.json
 """
 import argparse
@@ -38,7 +38,6 @@ import os
 import struct
 import sys
 
-import h5py
 import numpy as np
 import torch
 
@@ -113,6 +112,9 @@ def sweep(w, device):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--weights", help="an .npz with the KEYS' step-299 weights (float32) instead of the dump "
+                                      "(for a machine without h5py; --save-weights writes it)")
+    ap.add_argument("--save-weights", help="write that .npz from the dump and stop")
     ap.add_argument("out")
     a = ap.parse_args()
     if a.device == "cpu":
@@ -124,21 +126,33 @@ def main():
                     "cpu: ModelOpt unchanged but the Triton launch of fp4_kernel.static_blockwise_fp4_fake_quant, "
                     "replaced by its torch transcription (compute_fp4_scales + nvfp4_scalar_quant)"),
            "dump": "data/example/llama_tiny_dump.h5", "step": STEP, "tensors": {}}
-    with h5py.File(DUMP, "r") as f:
-        for key in KEYS:
-            w = torch.from_numpy(np.asarray(f["step_%06d/%s" % (STEP, key)][...], dtype=np.float32))
-            for dtype in (torch.float32, torch.bfloat16):
-                name = "%s:%s" % (key, str(dtype).replace("torch.", ""))
-                if a.device == "cuda":
-                    os.environ["MODELOPT_NVFP4_TRITON_SWEEP"] = "0"
-                    e = sweep(w.to(dtype).cuda(), "cuda")
-                    os.environ["MODELOPT_NVFP4_TRITON_SWEEP"] = "1"
-                    e["triton_sweep_weight_scale_e4m3"] = sweep(w.to(dtype).cuda(), "cuda")["weight_scale_e4m3"]
-                else:
-                    e = sweep(w.to(dtype), "cpu")
-                e["shape"] = list(w.shape)
-                out["tensors"][name] = e
-                print(name, len(e["weight_scale_e4m3"]), "blocks", file=sys.stderr)
+    if a.save_weights:
+        import h5py
+
+        with h5py.File(DUMP, "r") as f:
+            np.savez(a.save_weights, **{k: np.asarray(f["step_%06d/%s" % (STEP, k)][...], dtype=np.float32) for k in KEYS})
+        return
+    if a.weights:
+        src = np.load(a.weights)
+    else:
+        import h5py
+
+        with h5py.File(DUMP, "r") as f:
+            src = {k: np.asarray(f["step_%06d/%s" % (STEP, k)][...], dtype=np.float32) for k in KEYS}
+    for key in KEYS:
+        w = torch.from_numpy(np.asarray(src[key], dtype=np.float32))
+        for dtype in (torch.float32, torch.bfloat16):
+            name = "%s:%s" % (key, str(dtype).replace("torch.", ""))
+            if a.device == "cuda":
+                os.environ["MODELOPT_NVFP4_TRITON_SWEEP"] = "0"
+                e = sweep(w.to(dtype).cuda(), "cuda")
+                os.environ["MODELOPT_NVFP4_TRITON_SWEEP"] = "1"
+                e["triton_sweep_weight_scale_e4m3"] = sweep(w.to(dtype).cuda(), "cuda")["weight_scale_e4m3"]
+            else:
+                e = sweep(w.to(dtype), "cpu")
+            e["shape"] = list(w.shape)
+            out["tensors"][name] = e
+            print(name, len(e["weight_scale_e4m3"]), "blocks", file=sys.stderr)
     with open(a.out, "w") as fo:
         json.dump(out, fo, indent=1, sort_keys=True)
         fo.write("\n")
