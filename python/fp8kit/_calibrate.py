@@ -9,6 +9,8 @@ from . import _fp8kit
 
 CalibrateError = _fp8kit.CalibrateError
 METHODS = ("modelopt_max", "modelopt_mse", "modelopt_percentile", "llmc_memoryless_minmax", "llmc_static_minmax", "llmc_minmax", "llmc_mse")
+# A weight method (one step of a weight; not in "all"): ModelOpt's NVFP4 FP8-scale sweep.
+WEIGHT_METHODS = ("modelopt_nvfp4_sweep",)
 
 
 def calibrate(dumps, methods=("all",), tensors=(), holdout_steps=None, holdout_tokens=None, granularity="tensor"):
