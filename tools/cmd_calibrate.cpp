@@ -92,7 +92,7 @@ Register reg([](CLI::App& root) {
             }
             if (auto why = calibrate::not_offered(m)) throw UsageError("calibrate: --method " + *why);
             auto p = calibrate::parse_method(m);
-            if (!p) throw UsageError(fmt::format("calibrate: --method '{}': unknown (modelopt_max, modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, all)", m));
+            if (!p) throw UsageError(fmt::format("calibrate: --method '{}': unknown (modelopt_max, modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, all; the weight method modelopt_nvfp4_sweep)", m));
             opt.methods.push_back(*p);
         }
         if (!o->save.empty() && opt.methods.size() != 1)
