@@ -89,7 +89,7 @@ std::string to_csv(const Report& r) {
         "holdout_elements,holdout_clipped_share,holdout_underflow_share,holdout_sqnr_db,index,nvfp4_global_scale,nvfp4_headroom_binades,nvfp4_blocks_over_share\n";
     for (const auto& row : r.rows) {
         const bool h = row.holdout_batches != 0;
-        s += fmt::format("{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{},{},{:.9g},{},{:.6g}\n", csv_field(row.tensor),
+        s += fmt::format("{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{},{},{},{},{}\n", csv_field(row.tensor),
                          csv_field(row.checkpoint_name), name(row.method), tool(row.method), row.scale.value,
                          hex(row.scale.value), row.scale.dtype, row.scale.amax, steps(row.calib_steps),
                          steps(row.holdout_steps), h ? std::to_string(row.holdout.elements) : "",
@@ -97,9 +97,13 @@ std::string to_csv(const Report& r) {
                          h ? fmt::format("{:.6g}", share(row.holdout.underflow, row.holdout.nonzero)) : "",
                          h ? (std::isfinite(row.holdout.sqnr_db) ? fmt::format("{:.4f}", row.holdout.sqnr_db) : "inf")
                            : "",
-                         row.index >= 0 ? std::to_string(row.index) : "", row.nvfp4.global_scale,
-                         std::isfinite(row.nvfp4.headroom_binades) ? fmt::format("{:.4f}", row.nvfp4.headroom_binades) : "inf",
-                         share(row.nvfp4.blocks_over, row.nvfp4.blocks));
+                         row.index >= 0 ? std::to_string(row.index) : "",
+                         // the sweep's row: its scale is weight_scale_2 already; no activation headroom
+                         row.sweep ? std::string() : fmt::format("{:.9g}", row.nvfp4.global_scale),
+                         row.sweep ? std::string()
+                         : std::isfinite(row.nvfp4.headroom_binades) ? fmt::format("{:.4f}", row.nvfp4.headroom_binades)
+                                                                     : std::string("inf"),
+                         row.sweep ? std::string() : fmt::format("{:.6g}", share(row.nvfp4.blocks_over, row.nvfp4.blocks)));
     }
     return s;
 }
