@@ -12,8 +12,10 @@ way of loading llm-compressor's observers without its training stack).
 - per head (dimension 1 of Q/K/V [batch, heads, positions, head_dim], as the KV cache holds them):
   llm-compressor 0.14.0.1 observers (memoryless_minmax, static_minmax, minmax, mse) with
   compressed-tensors 0.19.0 QuantizationArgs(strategy="attn_head"), base names "q" / "k" / "v"
-  (observers/helpers.py _flatten_attention), and ModelOpt's MaxCalibrator with axis=1, on the
-  Q/K/V of data/example/llama_tiny_kv.h5, steps 0 to 3 in order.
+  (observers/helpers.py _flatten_attention), and ModelOpt's MaxCalibrator and MseCalibrator with
+  axis=1, on the Q/K/V of data/example/llama_tiny_kv.h5, steps 0 to 3 in order.
+- refused: the exceptions ModelOpt 0.47.0 raises for a HistogramCalibrator with an axis and for
+  its histogram "entropy" and "mse" amax under FP8's num_bits=(4, 3) (fp8kit refuses the same).
 
 Environment: as make_calibration_golden.py (torch, nvidia-modelopt 0.47.0, llmcompressor
 0.14.0.1 and compressed-tensors 0.19.0 without their dependencies), e.g.
@@ -79,6 +81,28 @@ def llmc(Observer, batches, name, base):
     return obs.get_qparams()["scale"]
 
 
+def refusals():
+    """What ModelOpt 0.47.0 itself raises for the methods fp8kit refuses (docs/inference.md): the
+    HistogramCalibrator with an axis, and its entropy and mse amax for FP8's num_bits=(4, 3)."""
+    from modelopt.torch.quantization.calib.histogram import HistogramCalibrator
+
+    out = {}
+    try:
+        HistogramCalibrator(num_bits=(4, 3), axis=-1)
+    except Exception as e:  # noqa: BLE001  (the exception is the datum)
+        out["modelopt_percentile_axis"] = "%s: %s" % (type(e).__name__, e)
+    with h5py.File(DUMP, "r") as f:
+        x = bf16_tensor(f["step_000000/lm_head/input"])
+    for method in ("entropy", "mse"):
+        c = HistogramCalibrator(num_bits=(4, 3))
+        c.collect(x)
+        try:
+            c.compute_amax(method)
+        except Exception as e:  # noqa: BLE001
+            out["modelopt_histogram_" + method] = "%s: %s" % (type(e).__name__, e)
+    return out
+
+
 def main(out_path):
     Observer = load_observers()
     out = {"versions": {"torch": torch.__version__, "nvidia-modelopt": "0.47.0", "llmcompressor": "0.14.0.1",
@@ -97,11 +121,13 @@ def main(out_path):
             for kind in "qkv":
                 key = "%s.%s" % (layer, kind)
                 batches = [bf16_tensor(f["step_%06d/%s" % (s, key)]) for s in range(4)]
-                e = {"modelopt_max": bits_list(modelopt(batches, 1, False))}
+                e = {"modelopt_max": bits_list(modelopt(batches, 1, False)),
+                     "modelopt_mse": bits_list(modelopt(batches, 1, True))}
                 for name in ("memoryless_minmax", "static_minmax", "minmax", "mse"):
                     e["llmc_" + name] = bits_list(llmc(Observer, batches, name, kind))
                 out["head"]["tensors"][key] = e
                 print(key, {m: len(v) for m, v in e.items()}, file=sys.stderr)
+    out["refused"] = refusals()
     with open(out_path, "w") as fo:
         json.dump(out, fo, indent=1, sort_keys=True)
         fo.write("\n")

@@ -30,10 +30,24 @@ void print_text(const calibrate::Report& r) {
         const bool h = row.holdout_batches != 0;
         const auto& s = h ? row.holdout : row.calib;
         const std::string t = row.index < 0 ? row.tensor : fmt::format("{}[{}]", row.tensor, row.index);
+        if (row.sweep) {  // scale: weight_scale_2; SQNR: NVFP4 under the chosen block scales
+            fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9} {:>8} {:>9}\n", io::printable(t), calibrate::name(row.method),
+                       row.scale.value, row.scale.dtype, "-", "-",
+                       std::isfinite(row.sweep->sqnr_db) ? fmt::format("{:.2f}", row.sweep->sqnr_db) : std::string("inf"));
+            fmt::print("{:<44}   NVFP4: {} of {} block scales differ from the max rule's (SQNR {:.2f} dB with those)\n", "",
+                       row.sweep->blocks_changed, row.sweep->blocks, row.sweep->sqnr_max_db);
+            continue;
+        }
         fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9.4f} {:>8.4f} {:>9}\n", io::printable(t),
                    calibrate::name(row.method), row.scale.value, row.scale.dtype, share(s.clipped, s.nonzero),
                    share(s.underflow, s.nonzero),
                    std::isfinite(s.sqnr_db) ? fmt::format("{:.2f}", s.sqnr_db) : std::string("inf"));
+    }
+    if (!r.rows.empty() && r.rows.front().sweep) {
+        fmt::print("\n{} rows; scale = weight_scale_2; SQNR: NVFP4 on the weight under the sweep's E4M3 block scales.\n",
+                   r.rows.size());
+        for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
+        return;
     }
     const bool any_holdout = !r.rows.empty() && r.rows.front().holdout_batches != 0;
     const bool by_token = any_holdout && r.rows.front().calib_steps == r.rows.front().holdout_steps;
@@ -48,7 +62,11 @@ Register reg([](CLI::App& root) {
         "calibrate",
         "Replay activation dumps through ModelOpt's and llm-compressor's FP8 calibrators (per tensor, E4M3): the\n"
         "input_scale each writes, and its clipping, underflow and SQNR on held-out steps. Methods: modelopt_max,\n"
-        "modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, or all.");
+        "modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, or all.\n"
+        "Per channel: modelopt_max, modelopt_mse; per head: those and the llmc observers. ModelOpt's histogram\n"
+        "entropy and mse are refused: ModelOpt 0.47.0 raises TypeError for FP8 in both (docs/inference.md).\n"
+        "modelopt_nvfp4_sweep (not in 'all'): ModelOpt's FP8-scale sweep of a static NVFP4 weight, one step of\n"
+        "a weight tensor (--tensors 'step_000299/*/weight'): weight_scale (E4M3 per block of 16) and weight_scale_2.");
     cmd->add_option("DUMPS", o->files, "Dump files (HDF5 / safetensors); each step of a tensor is one batch")->required();
     cmd->add_option("--method", o->methods, "Calibration method (repeatable; 'all' for every one)")->required();
     cmd->add_option("--tensors", o->tensors, "Tensor name patterns (fnmatch; default: tensors of role activation)");
@@ -72,8 +90,9 @@ Register reg([](CLI::App& root) {
                 for (auto a : calibrate::all_methods()) opt.methods.push_back(a);
                 continue;
             }
+            if (auto why = calibrate::not_offered(m)) throw UsageError("calibrate: --method " + *why);
             auto p = calibrate::parse_method(m);
-            if (!p) throw UsageError(fmt::format("calibrate: --method '{}': unknown (modelopt_max, modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, all)", m));
+            if (!p) throw UsageError(fmt::format("calibrate: --method '{}': unknown (modelopt_max, modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, all; the weight method modelopt_nvfp4_sweep)", m));
             opt.methods.push_back(*p);
         }
         if (!o->save.empty() && opt.methods.size() != 1)

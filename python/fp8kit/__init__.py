@@ -105,7 +105,7 @@ from . import _simulate as msamp  # noqa: E402
 from ._gemm import gemm, validate_gemm  # noqa: E402
 from ._watch import Watcher, watch  # noqa: E402
 from ._checkpoint import CheckpointError, checkpoint_check, checkpoint_kv_names  # noqa: E402
-from ._calibrate import CalibrateError, calibrate, calibrate_scale  # noqa: E402
+from ._calibrate import CalibrateError, calibrate, calibrate_scale, nvfp4_scale_sweep  # noqa: E402
 from ._kv import KvError, kv  # noqa: E402
 
 __all__ += ["stats", "quantize_blocks", "te_rht16", "amax", "presets", "recipe", "recipe_policy", "recipe_scale", "DelayedScaling", "MsampScaling",

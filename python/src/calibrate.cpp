@@ -11,6 +11,7 @@ namespace fp8kit::py {
 namespace {
 
 calibrate::Method method_arg(const std::string& s) {
+    if (auto why = calibrate::not_offered(s)) throw calibrate::CalibrateError(*why);
     auto m = calibrate::parse_method(s);
     if (!m) throw calibrate::CalibrateError("unknown calibration method '" + s + "'");
     return *m;
@@ -56,6 +57,19 @@ void bind_calibrate(pyb::module_& m) {
         },
         pyb::arg("method"), pyb::arg("batches"), pyb::arg("bf16"),
         "calibrate::calibrate on float32 batches: (scale, dtype, amax, candidate)");
+    m.def(
+        "nvfp4_scale_sweep",
+        [](const std::vector<float>& w, std::size_t cols) {
+            calibrate::Nvfp4Sweep r;
+            {
+                pyb::gil_scoped_release release;
+                r = calibrate::nvfp4_scale_sweep(w, cols);
+            }
+            return pyb::make_tuple(r.weight_scale, r.weight_scale_2, r.global_amax, r.amax, r.candidate);
+        },
+        pyb::arg("weight"), pyb::arg("cols"),
+        "calibrate::nvfp4_scale_sweep on a row-major float32 weight: (weight_scale codes, weight_scale_2, "
+        "global_amax, amax, candidate)");
 }
 
 }  // namespace fp8kit::py

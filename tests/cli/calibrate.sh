@@ -46,8 +46,14 @@ printf '%s\n' "$out" | grep -q 'held-out tokens'; check "by token: said" $?
 grep -q 'lm_head.input_scale' "$T/s.safetensors"; check "save: named input_scale" $?
 
 "$FP8KIT" calibrate "$DUMP" --method entropy 2> "$T/err"; rc=$?
-[ $rc -eq 2 ]; check "unknown method: exit 2 (got $rc)" $?
-[ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "entropy" "$T/err"; check "unknown method: one line naming it" $?
+[ $rc -eq 2 ] && grep -q "_compute_amax_entropy" "$T/err"; check "entropy (undefined for FP8 in ModelOpt): exit 2, why (got $rc)" $?
+[ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "entropy" "$T/err"; check "entropy: one line naming it" $?
+"$FP8KIT" calibrate "$DUMP" --method nosuch 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "nosuch" "$T/err"; check "unknown method: exit 2 (got $rc)" $?
+"$FP8KIT" calibrate "$DUMP" --method modelopt_percentile --granularity channel 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "HistogramCalibrator" "$T/err"; check "percentile per channel: exit 2, why (got $rc)" $?
+"$FP8KIT" calibrate "$DUMP" --method modelopt_mse --granularity channel --tensors '*/lm_head/input' --csv > "$T/ch.csv"; check "mse per channel: exit 0" $?
+[ "$(grep -c '^lm_head/input,' "$T/ch.csv")" -eq 64 ]; check "mse per channel: 64 rows" $?
 "$FP8KIT" calibrate "$T/missing.h5" --method max 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "missing.h5" "$T/err"; check "missing dump: exit 2, named (got $rc)" $?
 "$FP8KIT" calibrate "$DUMP" --method max --tensors 'nothing*' 2> "$T/err"; rc=$?
@@ -56,4 +62,11 @@ grep -q 'lm_head.input_scale' "$T/s.safetensors"; check "save: named input_scale
 [ $rc -eq 2 ] && [ ! -e "$T/x.safetensors" ]; check "--save with two methods: exit 2, nothing written (got $rc)" $?
 "$FP8KIT" calibrate "$DUMP" --method max --holdout-steps 'x-y' 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "holdout-steps" "$T/err"; check "bad --holdout-steps: exit 2 (got $rc)" $?
+# ModelOpt's NVFP4 weight scale sweep: one step of a weight, saved under ModelOpt's export names
+"$FP8KIT" calibrate "$DUMP" --method modelopt_nvfp4_sweep --tensors 'step_000299/lm_head/weight' --save "$T/w.safetensors" > "$T/sw.txt"; check "nvfp4 sweep: exit 0" $?
+grep -q 'block scales differ from the max rule' "$T/sw.txt"; check "nvfp4 sweep: text" $?
+grep -q '"lm_head.weight_scale":{"data_offsets":\[0,1024\],"dtype":"F8_E4M3","shape":\[256,4\]}' "$T/w.safetensors"; check "nvfp4 sweep save: weight_scale F8_E4M3 [256,4]" $?
+grep -q '"lm_head.weight_scale_2":{"data_offsets":\[1024,1028\],"dtype":"F32","shape":\[\]}' "$T/w.safetensors"; check "nvfp4 sweep save: weight_scale_2 F32 []" $?
+"$FP8KIT" calibrate "$DUMP" --method modelopt_nvfp4_sweep --tensors '*/lm_head/weight' --holdout-steps none 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "one-shot" "$T/err"; check "nvfp4 sweep on 3 steps: exit 2, why (got $rc)" $?
 exit $fail

@@ -1,7 +1,7 @@
 """fp8kit.calibrate per channel and per head against the scales ModelOpt 0.47.0 and llm-compressor
 0.14.0.1 computed themselves (tests/golden/calibration_axis_scales.json, written by
 scripts/make_calibration_axis_golden.py): ModelOpt's TensorQuantizer with axis=-1 (max, mse) on
-three bfloat16 activations of the example dump; llm-compressor's observers with strategy attn_head
+three bfloat16 activations of the example dump, ModelOpt's MseCalibrator with axis=1 and llm-compressor's observers with strategy attn_head
 and ModelOpt's max with axis=1 on the post-rotary Q/K/V of data/example/llama_tiny_kv.h5. Every
 scale bit for bit."""
 import json
@@ -41,15 +41,41 @@ def test_per_channel_equals_modelopt_axis_minus_1():
         assert scales[(tensor, "modelopt_max")] == want, tensor
         n += len(want)
     assert n == 64 + 192 + 64
-    # ModelOpt's MseCalibrator with axis=-1 is in the golden file but not offered (docs/inference.md)
-    with pytest.raises(fp8kit.CalibrateError, match="per tensor only"):
-        fp8kit.calibrate(os.path.join(ROOT, g["dump"]), ["modelopt_mse"], granularity="channel")
+
+
+def test_mse_per_channel_equals_modelopt_axis_minus_1():
+    """ModelOpt's MseCalibrator with axis=-1: the candidate amax rounded to the bfloat16 buffer's
+    dtype (a 0-dim float32 candidate times a dimensioned bfloat16 amax stays bfloat16)."""
+    g = GOLDEN["channel"]
+    r = fp8kit.calibrate(os.path.join(ROOT, g["dump"]), ["modelopt_mse"],
+                         tensors=["step_%06d/%s" % (s, t) for s in g["steps"] for t in g["tensors"]],
+                         holdout_steps="none", granularity="channel")
+    scales = got(r)
+    n = 0
+    for tensor, methods in g["tensors"].items():
+        want = methods["modelopt_mse"]
+        assert scales[(tensor, "modelopt_mse")] == want, (tensor, [i for i, (a, b) in enumerate(
+            zip(scales[(tensor, "modelopt_mse")], want)) if a != b])
+        n += len(want)
+    assert n == 64 + 192 + 64
+    # That rounding decides: the per-tensor MseCalibrator (float32 candidate amax) on each channel
+    # of lm_head/input alone picks another scale on some channels than ModelOpt with axis=-1.
+    import h5py
+    import ml_dtypes
+    import numpy as np
+
+    with h5py.File(os.path.join(ROOT, g["dump"]), "r") as f:
+        xs = [f["step_%06d/lm_head/input" % s][()].view(ml_dtypes.bfloat16) for s in g["steps"]]
+    want = g["tensors"]["lm_head/input"]["modelopt_mse"]
+    per_slice = [hexbits(fp8kit.calibrate_scale("modelopt_mse", [np.ascontiguousarray(x[..., c]) for x in xs])[0])
+                 for c in range(xs[0].shape[-1])]
+    assert sum(a != b for a, b in zip(per_slice, want)) > 0
 
 
 def test_per_head_equals_llm_compressor_attn_head_and_modelopt_axis_1():
     g = GOLDEN["head"]
-    r = fp8kit.calibrate(os.path.join(ROOT, g["dump"]), ["modelopt_max", "memoryless_minmax", "static_minmax",
-                                                         "minmax", "llmc_mse"],
+    r = fp8kit.calibrate(os.path.join(ROOT, g["dump"]), ["modelopt_max", "modelopt_mse", "memoryless_minmax",
+                                                         "static_minmax", "minmax", "llmc_mse"],
                          tensors=["*self_attn.[qkv]"], holdout_steps="none", granularity="head")
     scales = got(r)
     n = 0
@@ -57,7 +83,7 @@ def test_per_head_equals_llm_compressor_attn_head_and_modelopt_axis_1():
         for method, want in methods.items():
             assert scales[(tensor, method)] == want, (tensor, method)
             n += len(want)
-    assert n == 6 * 5 * 4
+    assert n == 6 * 6 * 4
     names = {x["checkpoint_name"] for x in r["rows"]}
     assert "model.layers.1.self_attn.v_scale" in names  # the KV-cache scale names vLLM loads
 
@@ -70,6 +96,24 @@ def test_granularity_refusals_name_the_library():
         fp8kit.calibrate(dump, ["static_minmax"], tensors=["*/lm_head/input"], granularity="head")
     with pytest.raises(fp8kit.CalibrateError, match="granularity 'row'"):
         fp8kit.calibrate(dump, ["max"], granularity="row")
+
+
+def test_refused_where_modelopt_raises():
+    """Percentile with an axis, histogram entropy and histogram mse for FP8: ModelOpt 0.47.0 raises
+    (the golden file holds its exceptions) and fp8kit refuses, naming the source."""
+    refused = GOLDEN["refused"]
+    assert refused["modelopt_percentile_axis"].startswith("NotImplementedError")
+    assert refused["modelopt_histogram_entropy"].startswith("TypeError")
+    assert refused["modelopt_histogram_mse"].startswith("TypeError") and "'M'" in refused["modelopt_histogram_mse"]
+    dump = os.path.join(ROOT, "data", "example", "llama_tiny_dump.h5")
+    with pytest.raises(fp8kit.CalibrateError, match="NotImplementedError for any axis"):
+        fp8kit.calibrate(dump, ["modelopt_percentile"], granularity="channel")
+    with pytest.raises(fp8kit.CalibrateError, match="_compute_amax_entropy"):
+        fp8kit.calibrate(dump, ["entropy"])
+    with pytest.raises(fp8kit.CalibrateError, match="_compute_amax_mse"):
+        fp8kit.calibrate(dump, ["modelopt_hist_mse"])
+    with pytest.raises(fp8kit.CalibrateError, match="_compute_amax_entropy"):
+        fp8kit.calibrate_scale("modelopt_entropy", [[1.0, 2.0]])
 
 
 def test_nvfp4_headroom_from_modelopts_rule():

@@ -27,11 +27,16 @@ enum class Method {
     llmc_static_minmax,      // llm-compressor StaticMinMaxObserver
     llmc_minmax,             // llm-compressor MinMaxObserver (moving average 0.01)
     llmc_mse,                // llm-compressor MovingAverageMSEObserver (defaults)
+    modelopt_nvfp4_sweep,    // ModelOpt NVFP4MSECalibrator: a static NVFP4 weight's E4M3 block scales
+                             // (a weight method: not in all_methods())
 };
 const char* name(Method m);  // "modelopt_max", ...
 std::optional<Method> parse_method(std::string_view s);  // also "max", "mse", "static_minmax", ...
 std::vector<Method> all_methods();
 const char* tool(Method m);  // "modelopt" or "llm-compressor"
+// A method the libraries name that is not defined for FP8 (ModelOpt's histogram "entropy" and
+// "mse"): why, citing the source; nullopt for any other name.
+std::optional<std::string> not_offered(std::string_view method);
 
 // The dtype the activations arrive in: it decides the llm-compressor arithmetic (its observers
 // compute in the activation's dtype) and ModelOpt's amax buffer dtype.
@@ -51,8 +56,10 @@ struct Scale {
 // CalibrateError for no batches or (ModelOpt max, as its assertion) an infinite or NaN amax.
 Scale calibrate(Method m, const std::vector<Batch>& batches, DType dtype);
 
-// The scales of several groups calibrated together (per channel / per head): each group on its
-// own, except llm-compressor's mse, whose grid search shares one patience counter over the groups.
+// The scales of several groups calibrated together (per channel / per head: the library's
+// calibrator with an axis): each group on its own, except llm-compressor's mse, whose grid search
+// shares one patience counter over the groups, and ModelOpt's MseCalibrator, whose candidate amax
+// is rounded to the amax buffer's dtype with an axis (docs/inference.md).
 std::vector<Scale> calibrate_groups(Method m, const std::vector<std::vector<Batch>>& groups, DType dtype);
 
 // ModelOpt's MseCalibrator candidates: torch.linspace(0.25, 4.0, 39) in float32 as torch's CPU
@@ -79,8 +86,9 @@ HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale);
 enum class Granularity { tensor, channel, head };
 const char* name(Granularity g);
 std::optional<Granularity> parse_granularity(std::string_view s);
-// Whether `m` is offered at granularity g (channel: ModelOpt's max; head: ModelOpt's max and
-// llm-compressor's four observers, each checked against the library); CalibrateError says why not.
+// Whether `m` is offered at granularity g (channel: ModelOpt's max and mse; head: ModelOpt's max
+// and mse, llm-compressor's four observers, each checked against the library); CalibrateError
+// says why not.
 void require_granularity(Method m, Granularity g);
 
 // NVFP4 activation headroom under a calibrated amax (lib/src/calibrate/nvfp4_headroom.cpp): the
@@ -95,6 +103,34 @@ struct Nvfp4Headroom {
 };
 Nvfp4Headroom nvfp4_headroom(const std::vector<Batch>& batches, float amax, std::size_t width);
 
+// ModelOpt 0.47.0's FP8-scale sweep for a static NVFP4 weight (lib/src/calibrate/nvfp4_sweep.cpp;
+// NVFP4MSECalibrator, the reference sweep, and the export of the chosen scales): `w` row-major,
+// `cols` its last dimension (a multiple of 16). For each block of 16 along the last dimension,
+// the E4M3 block scale among the 126 positive finite ones that minimises the block's squared
+// NVFP4 fake-quantisation error; CalibrateError on a bad shape or a NaN / infinite weight.
+struct Nvfp4Sweep {
+    float global_amax = 0;                   // max |w| (the quantizer's global_amax)
+    float weight_scale_2 = 0;                // global_amax / (6 * 448), float32 (ModelOpt's export)
+    std::vector<std::uint8_t> weight_scale;  // E4M3 codes, one per block ([rows, cols / 16])
+    std::vector<float> amax;                 // the per-block amax loaded: global_amax * candidate
+    std::vector<int> candidate;              // 0..125: E4M3 code candidate + 1, divided by 448
+};
+Nvfp4Sweep nvfp4_scale_sweep(const std::vector<float>& w, std::size_t cols);
+// ModelOpt's block scales without the sweep (nvfp4_tensor.py get_weights_scaling_factor, the
+// dynamic export): block amax / (6 * weight_scale_2), 0 -> 1.0, clamped to [2^-9, 448], E4M3.
+std::vector<std::uint8_t> nvfp4_max_scales(const std::vector<float>& w, float weight_scale_2);
+// SQNR (dB) of w under NVFP4 with E4M3 block codes and weight_scale_2: x / (e4m3(code) *
+// weight_scale_2) rounded to E2M1 (nearest even, saturating at 6), times that scale, binary64.
+double nvfp4_sqnr(const std::vector<float>& w, const std::vector<std::uint8_t>& codes, float weight_scale_2);
+
+// The sweep of one dump tensor, as `fp8kit calibrate --method modelopt_nvfp4_sweep` reports it.
+struct SweepRow {
+    std::vector<std::uint64_t> shape;        // [rows, cols / 16] of weight_scale
+    std::vector<std::uint8_t> weight_scale;  // E4M3 codes
+    double sqnr_db = 0, sqnr_max_db = 0;     // NVFP4 SQNR under the sweep's / the max rule's scales
+    std::uint64_t blocks = 0, blocks_changed = 0;  // blocks whose scale differs from the max rule's
+};
+
 // A dump calibrated: one row per (tensor, method) (per channel / head: per slice too).
 struct Row {
     std::string tensor;      // the dump name without its step component ("model.l0.q_proj/input")
@@ -107,6 +143,7 @@ struct Row {
     HoldoutStats holdout;  // on the held-out batches (empty when none)
     HoldoutStats calib;    // on the calibration batches themselves
     Nvfp4Headroom nvfp4;   // NVFP4 under this amax, on the held-out batches (else the calibration ones)
+    std::optional<SweepRow> sweep;  // modelopt_nvfp4_sweep: scale = weight_scale_2, amax = global amax
 };
 struct Options {
     std::vector<std::string> files;

@@ -229,13 +229,20 @@ Scale llmc_calibrate(Method m, const std::vector<Batch>& batches, DType d) {
 // (as float32) and candidate c: loss[c] += sum((x - fq(x, amax * c))^2) (F.mse_loss then
 // reduce_sum, float32; binary64 here, rounded to float32 per batch); argmin (first minimum);
 // amax = initial * c, loaded into the quantizer's _amax buffer (the input dtype: rounded).
-Scale modelopt_mse(const std::vector<Batch>& batches, DType d) {
+// With an axis (`axis` true: one call per channel or head) `_compute_candidate_amax` multiplies
+// the [1, .., C, .., 1] amax buffer by a 0-dim float32 candidate: torch's type promotion lets a
+// 0-dim tensor not raise a dimensioned one's dtype, so the candidate amax is rounded to the
+// buffer's dtype (bfloat16 for a bfloat16 model) before the fake quantisation. Per tensor both
+// are 0-dim and the product stays float32. The losses are per slice (reduce_sum over the other
+// axes), the argmin per slice, and the final initial * c_best (a dimensioned float32 candidate
+// tensor: float32) is loaded into the buffer as per tensor.
+Scale modelopt_mse(const std::vector<Batch>& batches, DType d, bool axis) {
     const float initial = modelopt_amax(batches);
     const auto cands = modelopt_mse_candidates();
     std::vector<float> loss(cands.size(), 0.0f);
     for (std::size_t bi = 0; bi < batches.size(); ++bi)
         for (std::size_t c = 0; c < cands.size(); ++c) {
-            const float amax = initial * cands[c];
+            const float amax = axis ? to_dtype(initial * cands[c], d) : initial * cands[c];
             double sum = 0;
             for (float x : batches[bi]) {
                 const float e = x - modelopt_fp8_fake_quant(x, amax);
@@ -385,7 +392,7 @@ Scale calibrate(Method m, const std::vector<Batch>& batches, DType dtype) {
             s.dtype = "float32";
             return s;
         }
-        case Method::modelopt_mse: return modelopt_mse(batches, dtype);
+        case Method::modelopt_mse: return modelopt_mse(batches, dtype, false);
         case Method::modelopt_percentile: return modelopt_percentile(batches, 99.99);
         default: return llmc_calibrate(m, batches, dtype);
     }
@@ -393,6 +400,13 @@ Scale calibrate(Method m, const std::vector<Batch>& batches, DType dtype) {
 
 std::vector<Scale> calibrate_groups(Method m, const std::vector<std::vector<Batch>>& groups, DType dtype) {
     std::vector<Scale> out;
+    if (m == Method::modelopt_mse) {  // MseCalibrator with an axis: per slice, bf16 candidates
+        for (const auto& g : groups) {
+            require(g, m);
+            out.push_back(modelopt_mse(g, dtype, true));
+        }
+        return out;
+    }
     if (m != Method::llmc_mse) {  // every other method treats each group on its own
         for (const auto& g : groups) out.push_back(calibrate(m, g, dtype));
         return out;

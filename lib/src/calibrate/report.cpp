@@ -64,6 +64,19 @@ std::string to_json(const Report& r) {
                       {"headroom_binades", num(row.nvfp4.headroom_binades)}, {"blocks", row.nvfp4.blocks},
                       {"blocks_over", row.nvfp4.blocks_over}, {"blocks_under", row.nvfp4.blocks_under}};
         o["holdout"] = row.holdout_batches ? stats_json(row.holdout) : nlohmann::json(nullptr);
+        if (row.sweep) {  // the scale is weight_scale_2; the E4M3 statistics above do not apply
+            const auto& w = *row.sweep;
+            o.erase("calibration");
+            o.erase("nvfp4");
+            o["nvfp4_sweep"] = {{"weight_scale_name", row.checkpoint_name},
+                                {"weight_scale_2_name", row.checkpoint_name + "_2"},
+                                {"weight_scale_shape", w.shape},
+                                {"weight_scale_e4m3", w.weight_scale},
+                                {"blocks", w.blocks},
+                                {"blocks_changed_from_max", w.blocks_changed},
+                                {"sqnr_db", num(w.sqnr_db)},
+                                {"sqnr_max_rule_db", num(w.sqnr_max_db)}};
+        }
         j["rows"].push_back(o);
     }
     j["notes"] = r.notes;
@@ -76,7 +89,7 @@ std::string to_csv(const Report& r) {
         "holdout_elements,holdout_clipped_share,holdout_underflow_share,holdout_sqnr_db,index,nvfp4_global_scale,nvfp4_headroom_binades,nvfp4_blocks_over_share\n";
     for (const auto& row : r.rows) {
         const bool h = row.holdout_batches != 0;
-        s += fmt::format("{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{},{},{:.9g},{},{:.6g}\n", csv_field(row.tensor),
+        s += fmt::format("{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{},{},{},{},{}\n", csv_field(row.tensor),
                          csv_field(row.checkpoint_name), name(row.method), tool(row.method), row.scale.value,
                          hex(row.scale.value), row.scale.dtype, row.scale.amax, steps(row.calib_steps),
                          steps(row.holdout_steps), h ? std::to_string(row.holdout.elements) : "",
@@ -84,9 +97,13 @@ std::string to_csv(const Report& r) {
                          h ? fmt::format("{:.6g}", share(row.holdout.underflow, row.holdout.nonzero)) : "",
                          h ? (std::isfinite(row.holdout.sqnr_db) ? fmt::format("{:.4f}", row.holdout.sqnr_db) : "inf")
                            : "",
-                         row.index >= 0 ? std::to_string(row.index) : "", row.nvfp4.global_scale,
-                         std::isfinite(row.nvfp4.headroom_binades) ? fmt::format("{:.4f}", row.nvfp4.headroom_binades) : "inf",
-                         share(row.nvfp4.blocks_over, row.nvfp4.blocks));
+                         row.index >= 0 ? std::to_string(row.index) : "",
+                         // the sweep's row: its scale is weight_scale_2 already; no activation headroom
+                         row.sweep ? std::string() : fmt::format("{:.9g}", row.nvfp4.global_scale),
+                         row.sweep ? std::string()
+                         : std::isfinite(row.nvfp4.headroom_binades) ? fmt::format("{:.4f}", row.nvfp4.headroom_binades)
+                                                                     : std::string("inf"),
+                         row.sweep ? std::string() : fmt::format("{:.6g}", share(row.nvfp4.blocks_over, row.nvfp4.blocks)));
     }
     return s;
 }
@@ -101,6 +118,16 @@ void write_safetensors(const Report& r, Method m, const std::string& path) {
     std::string data;
     for (const auto& row : r.rows) {
         if (row.method != m) continue;
+        if (row.sweep) {  // ModelOpt's NVFP4 export: weight_scale F8_E4M3 [rows, cols/16], weight_scale_2 F32 []
+            const std::size_t begin = data.size();
+            data.append(reinterpret_cast<const char*>(row.sweep->weight_scale.data()), row.sweep->weight_scale.size());
+            header[row.checkpoint_name] = {{"dtype", "F8_E4M3"}, {"shape", row.sweep->shape}, {"data_offsets", {begin, data.size()}}};
+            const std::uint32_t b2 = bits(row.scale.value);
+            const std::size_t begin2 = data.size();
+            data.append(reinterpret_cast<const char*>(&b2), 4);
+            header[row.checkpoint_name + "_2"] = {{"dtype", "F32"}, {"shape", nlohmann::json::array()}, {"data_offsets", {begin2, data.size()}}};
+            continue;
+        }
         const bool bf16 = row.scale.dtype == "bfloat16";
         const std::uint32_t b = bits(row.scale.value);
         const std::size_t begin = data.size();

@@ -27,6 +27,7 @@ constexpr MethodName kMethods[] = {
     {Method::llmc_static_minmax, "llmc_static_minmax", "static_minmax"},
     {Method::llmc_minmax, "llmc_minmax", "minmax"},
     {Method::llmc_mse, "llmc_mse", "llmc-mse"},
+    {Method::modelopt_nvfp4_sweep, "modelopt_nvfp4_sweep", "nvfp4_sweep"},
 };
 
 // The tensor's name without the path component that names its step ("step_000100/m/input" ->
@@ -61,6 +62,16 @@ std::string checkpoint_name(const std::string& tensor) {
     std::string n = tensor;
     std::replace(n.begin(), n.end(), '/', '.');
     return n + ".input_scale";
+}
+
+// "<module>/weight" -> "<module>.weight_scale" (ModelOpt's NVFP4 export; weight_scale_2 beside it).
+std::string weight_scale_name(const std::string& tensor) {
+    const std::string suffix = "/weight";
+    std::string n = tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0
+                        ? tensor.substr(0, tensor.size() - suffix.size()) + "/weight_scale"
+                        : tensor + "/weight_scale";
+    std::replace(n.begin(), n.end(), '/', '.');
+    return n;
 }
 
 struct Group {
@@ -122,15 +133,30 @@ std::optional<Granularity> parse_granularity(std::string_view s) {
 }
 void require_granularity(Method m, Granularity g) {
     if (g == Granularity::tensor) return;
+    if (m == Method::modelopt_nvfp4_sweep)
+        throw CalibrateError("modelopt_nvfp4_sweep: per tensor only (its scales are per block of 16 already)");
     const bool llmc = std::string(tool(m)) == "llm-compressor";
     if (g == Granularity::channel && llmc)
         throw CalibrateError(std::string(name(m)) + " per channel: llm-compressor refuses a channel strategy for activations "
                                                     "(observers/helpers.py _flatten_activation)");
-    if (m == Method::modelopt_percentile)
-        throw CalibrateError("modelopt_percentile: per tensor only here (HistogramCalibrator with an axis is not transcribed)");
-    if (m == Method::modelopt_mse)
-        throw CalibrateError("modelopt_mse: per tensor only (ModelOpt's MseCalibrator with axis=-1 chose another candidate than "
-                             "the same method per slice on 9 of 64 channels of the example's lm_head/input: not transcribed)");
+    if (m == Method::modelopt_percentile)  // ModelOpt itself refuses (the golden script records its exception)
+        throw CalibrateError("modelopt_percentile: per tensor only: ModelOpt 0.47.0's HistogramCalibrator raises "
+                             "NotImplementedError for any axis (calib/histogram.py HistogramCalibrator.__init__: "
+                             "\"Calibrator histogram collection only supports per tensor scaling\")");
+}
+
+std::optional<std::string> not_offered(std::string_view method) {
+    // ModelOpt 0.47.0 calib/histogram.py HistogramCalibrator.compute_amax: both raise TypeError for
+    // FP8's num_bits=(4, 3) (scripts/make_calibration_golden.py records the exceptions).
+    if (method == "modelopt_entropy" || method == "entropy")
+        return std::string(method) + ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"entropy\") "
+               "(calib/histogram.py _compute_amax_entropy) computes nbins = 1 << (num_bits - 1 + int(unsigned)), which raises "
+               "TypeError for FP8's num_bits=(4, 3): a KL-divergence search over 128 INT8 levels";
+    if (method == "modelopt_hist_mse" || method == "hist_mse" || method == "histogram_mse")
+        return std::string(method) + ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"mse\") "
+               "(calib/histogram.py _compute_amax_mse) calls scaled_e4m3(centers, amax, 4, 3), which binds 4 and 3 to "
+               "ScaledE4M3Function.forward's bias and E and raises TypeError (missing M) (tensor_quant.py)";
+    return std::nullopt;
 }
 
 const char* name(Method m) {
@@ -145,12 +171,15 @@ std::optional<Method> parse_method(std::string_view s) {
 }
 std::vector<Method> all_methods() {
     std::vector<Method> v;
-    for (const auto& e : kMethods) v.push_back(e.m);
+    for (const auto& e : kMethods)
+        if (e.m != Method::modelopt_nvfp4_sweep) v.push_back(e.m);  // a weight method, named on its own
     return v;
 }
 const char* tool(Method m) {
-    return (m == Method::modelopt_max || m == Method::modelopt_mse || m == Method::modelopt_percentile) ? "modelopt"
-                                                                                                        : "llm-compressor";
+    return (m == Method::modelopt_max || m == Method::modelopt_mse || m == Method::modelopt_percentile ||
+            m == Method::modelopt_nvfp4_sweep)
+               ? "modelopt"
+               : "llm-compressor";
 }
 
 HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale) {
@@ -271,6 +300,43 @@ Split split_group(dump::Dump& d, const std::string& key, const Group& g, const H
     return sp;
 }
 
+// modelopt_nvfp4_sweep on one tensor: NVFP4MSECalibrator is one-shot (calib/mse.py collect raises
+// on a second call), so the tensor must have exactly one calibration step; its last dimension
+// is the block dimension. Reported: weight_scale_2 as the scale, the global amax, the block
+// scales, and the NVFP4 SQNR under them and under the max rule's scales.
+Row sweep_row(const std::string& key, const Split& sp, const std::vector<std::uint64_t>& shape) {
+    if (sp.calib.size() != 1)
+        throw CalibrateError(key + ": modelopt_nvfp4_sweep takes one step of a weight (NVFP4MSECalibrator is one-shot: "
+                             "calib/mse.py collect raises on a second call); it has " + std::to_string(sp.calib.size()) +
+                             " calibration steps: select one with --tensors 'step_000299/*/weight'");
+    const std::size_t cols = shape.empty() ? 0 : static_cast<std::size_t>(shape.back());
+    Nvfp4Sweep s;
+    try {
+        s = nvfp4_scale_sweep(sp.calib.front(), cols);
+    } catch (const CalibrateError& e) {
+        throw CalibrateError(key + ": " + e.what());
+    }
+    Row row;
+    row.tensor = key;
+    row.checkpoint_name = weight_scale_name(key);
+    row.method = Method::modelopt_nvfp4_sweep;
+    row.scale.value = s.weight_scale_2;
+    row.scale.dtype = "float32";
+    row.scale.amax = s.global_amax;
+    row.calib_batches = 1;
+    row.calib_steps = sp.csteps;
+    SweepRow w;
+    w.shape = {sp.calib.front().size() / cols, cols / 16};
+    w.weight_scale = s.weight_scale;
+    w.blocks = s.weight_scale.size();
+    const auto by_max = nvfp4_max_scales(sp.calib.front(), s.weight_scale_2);
+    for (std::size_t b = 0; b < by_max.size(); ++b) w.blocks_changed += by_max[b] != s.weight_scale[b];
+    w.sqnr_db = nvfp4_sqnr(sp.calib.front(), s.weight_scale, s.weight_scale_2);
+    w.sqnr_max_db = nvfp4_sqnr(sp.calib.front(), by_max, s.weight_scale_2);
+    row.sweep = std::move(w);
+    return row;
+}
+
 }  // namespace
 
 Report run(const Options& o) {
@@ -303,7 +369,15 @@ Report run(const Options& o) {
             held = slices(sp.held, o.granularity, shape);
         }
         for (Method m : o.methods) {
-            const auto scales = calibrate_groups(m, calib, g.bf16 ? DType::bf16 : DType::f32);
+            if (m == Method::modelopt_nvfp4_sweep) {
+                if (!sp.held.empty() || rule.tokens)
+                    throw CalibrateError(key + ": modelopt_nvfp4_sweep calibrates a weight: no held-out data (use --holdout-steps none)");
+                r.rows.push_back(sweep_row(key, sp, shape));
+                continue;
+            }
+            const DType dt = g.bf16 ? DType::bf16 : DType::f32;
+            const auto scales = o.granularity == Granularity::tensor ? std::vector<Scale>{calibrate(m, calib.front(), dt)}
+                                                                     : calibrate_groups(m, calib, dt);
             for (std::size_t k = 0; k < calib.size(); ++k) {
                 Row row;
                 row.tensor = key;
