@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # --device auto|cpu|cuda on inspect, sweep and validate, without needing a GPU (CI has none): an
 # unknown value and --device cuda where no GPU can be used are one line and exit 2 with nothing on
-# stdout; auto and cpu print the same report; --verbose says where the statistics run, and cuda
-# succeeds exactly when auto reports a GPU. tests/cli/device_gpu.sh compares cuda with cpu on a GPU.
+# stdout; auto and cpu print the same report (auto is the CPU); --verbose says where the statistics
+# run and why, and cuda succeeds exactly when auto --verbose reports a usable GPU. tests/cli/device_gpu.sh compares cuda with cpu on a GPU.
 # Usage: bash device.sh /path/to/fp8kit /path/to/repo
 set -u
 FP8KIT=$1
@@ -41,18 +41,21 @@ for c in inspect sweep validate; do
 
     run --device auto --verbose >"$T/auto" 2>"$T/err"
     cmp -s "$T/cpu" "$T/auto"; check "$c --device auto --verbose: the same report" $?
+    grep -q "^fp8kit $c: statistics on the CPU (" "$T/err"; check "$c --device auto --verbose: the CPU" $?
     run --device cuda >"$T/out" 2>"$T/cerr"; rc=$?
-    if grep -q "statistics on the CPU (" "$T/err"; then
-        # No GPU (or no CUDA build): auto fell back, and cuda must fail with auto's reason.
-        why=$(sed -n "s/^fp8kit $c: statistics on the CPU (\(.*\))$/\1/p" "$T/err")
-        check "$c --device auto --verbose names a reason" $(( ${#why} == 0 ))
+    # Why cuda cannot run, as auto --verbose reports it: the build, or the driver (CI: nvcc, no GPU).
+    why=$(sed -n "s/^fp8kit $c: statistics on the CPU (\(.*\))$/\1/p" "$T/err" |
+          sed -n 's/^\(this fp8kit was built without CUDA .*\)$/\1/p; s/^auto: .*; \(no usable CUDA GPU: .*\)$/\1/p')
+    if [ -n "$why" ]; then
         check "$c --device cuda without a GPU: exit 2" $(( rc != 2 ))
         check "$c --device cuda without a GPU: one line" $(( $(wc -l <"$T/cerr") != 1 ))
         grep -qxF "fp8kit: error: --device cuda: $why" "$T/cerr"; check "$c --device cuda names the reason ($why)" $?
         check "$c --device cuda without a GPU: nothing on stdout" $(( $(wc -c <"$T/out") != 0 ))
     else
-        grep -q "^fp8kit $c: statistics on the" "$T/err"; check "$c --device auto --verbose says where" $?
+        grep -q "; a GPU is usable)$" "$T/err"; check "$c --device auto --verbose: a GPU is usable" $?
         check "$c --device cuda with a GPU runs" $(( rc > 1 ))
+        run --device cuda --verbose >/dev/null 2>"$T/err"
+        grep -q "^fp8kit $c: statistics on the" "$T/err"; check "$c --device cuda --verbose says where" $?
     fi
     set +f
 done
@@ -60,7 +63,7 @@ done
 # Without CUDA built in, the reason is the build; with it, the driver's (CI: nvcc, no GPU).
 "$FP8KIT" inspect "$DUMP" -q --json --device auto --verbose >/dev/null 2>"$T/err"
 if grep -q "built without CUDA" "$T/err"; then
-    grep -qx "fp8kit inspect: statistics on the CPU (this fp8kit was built without CUDA (FP8KIT_CUDA=OFF or no nvcc))" "$T/err"
+    grep -qxF "fp8kit inspect: statistics on the CPU (this fp8kit was built without CUDA (FP8KIT_CUDA=OFF or no nvcc))" "$T/err"
     check "a build without CUDA says so" $?
 fi
 exit $fail

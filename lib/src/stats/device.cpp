@@ -32,28 +32,35 @@ std::string_view name(Device d) {
 void register_stats_engine(const StatsEngine* engine) { engine_slot().store(engine); }
 const StatsEngine* registered_stats_engine() { return engine_slot().load(); }
 
-bool StatsDevice::on_gpu(Format format, Wide type, const Policy& policy, std::size_t n) const {
-    return gpu && n >= min_gpu_elements && gpu->handles(format, type, policy);
+bool StatsDevice::on_gpu(Format format, Wide type, const Policy& policy) const {
+    return gpu && gpu->handles(format, type, policy);
 }
 
 QuantStats StatsDevice::compute(const void* data, Wide type, std::size_t n, const QuantConfig& cfg) const {
-    if (on_gpu(cfg.format, type, cfg.policy, n)) return gpu->compute(data, type, n, cfg);
+    if (on_gpu(cfg.format, type, cfg.policy)) return gpu->compute(data, type, n, cfg);
     return compute_stats(data, type, n, cfg);
+}
+
+std::string gpu_unavailable() {
+    const StatsEngine* e = registered_stats_engine();
+    if (!e) return "this fp8kit was built without CUDA (FP8KIT_CUDA=OFF or no nvcc)";
+    const std::string why = e->unavailable();
+    return why.empty() ? why : "no usable CUDA GPU: " + why;
 }
 
 StatsDevice select_device(Device d) {
     StatsDevice out;
     if (d == Device::cpu) return out;
-    const StatsEngine* e = registered_stats_engine();
-    std::string why = e ? e->unavailable() : "this fp8kit was built without CUDA (FP8KIT_CUDA=OFF or no nvcc)";
-    if (e && !why.empty()) why = "no usable CUDA GPU: " + why;
-    if (why.empty()) {
-        out.gpu = e;
-        out.min_gpu_elements = d == Device::auto_select ? kAutoGpuMinElements : 0;
+    if (d == Device::auto_select) {
+        out.fallback = registered_stats_engine()
+                           ? "auto: the CPU, which matched or beat the GPU on dumps read from files from 2 threads "
+                             "up (docs/performance.md); --device cuda uses the GPU"
+                           : gpu_unavailable();
         return out;
     }
-    if (d == Device::cuda) throw DeviceError(why);
-    out.fallback = std::move(why);
+    std::string why = gpu_unavailable();
+    if (!why.empty()) throw DeviceError(why);
+    out.gpu = registered_stats_engine();
     return out;
 }
 

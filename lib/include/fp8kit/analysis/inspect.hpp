@@ -22,7 +22,7 @@ struct Options {
     RecipeSpec recipe;
     std::optional<Format> format;  // overrides the recipe's per-role format ("auto" when unset)
     std::size_t memory_bytes = std::size_t(256) << 20;  // largest tensor analysed in memory
-    // Where per-tensor statistics run (--device): the CPU by default. Block recipes, and casts
+    // Where per-tensor statistics run (--device cuda: on the GPU): the CPU by default. Block recipes, and casts
     // the GPU has no statistics kernel for, run on the CPU whatever this says.
     StatsDevice device;
 };

@@ -44,23 +44,23 @@ struct DeviceError : std::runtime_error {
 // Where one command's statistics run. The default is the CPU.
 struct StatsDevice {
     const StatsEngine* gpu = nullptr;
-    // Casts of fewer elements stay on the CPU (auto: a copy and a launch cost more than the CPU's
-    // pass over a small tensor, docs/performance.md); 0 with --device cuda.
-    std::size_t min_gpu_elements = 0;
-    std::string fallback;  // auto without a usable GPU: why the CPU is used ("" otherwise)
+    std::string fallback;  // auto, or no usable GPU: why the CPU is used ("" for --device cpu)
 
     // True when compute() of this cast runs on the GPU.
-    bool on_gpu(Format format, Wide type, const Policy& policy, std::size_t n) const;
+    bool on_gpu(Format format, Wide type, const Policy& policy) const;
     // compute_stats, on the GPU where on_gpu() says so.
     QuantStats compute(const void* data, Wide type, std::size_t n, const QuantConfig& cfg) const;
 };
 
-// The elements from which auto sends a cast to the GPU.
-inline constexpr std::size_t kAutoGpuMinElements = std::size_t{1} << 20;
-
 // cpu: the CPU. cuda: the registered engine, or DeviceError naming why there is none (built
-// without CUDA; no usable GPU and the driver's reason). auto: the engine when a GPU can be used
-// (casts of kAutoGpuMinElements or more), else the CPU with `fallback` saying why.
+// without CUDA; no usable GPU, with the driver's reason). auto: the CPU, with `fallback` saying
+// why: on dumps read from files (the 16-core H100 host, docs/performance.md "--device") the GPU
+// gained about 10% with one thread, tied with 2 and lost from 4 threads up, since every byte
+// is read on the host and copied; and probing for a GPU alone costs the CUDA driver's start
+// (about 0.2 s), so auto does not probe.
 StatsDevice select_device(Device d);
+
+// For --verbose: "" when the registered engine can use a GPU now, else why not (probes the driver).
+std::string gpu_unavailable();
 
 }  // namespace fp8kit
