@@ -1,4 +1,4 @@
-// --device auto|cpu|cuda and --verbose, shared by inspect, sweep and validate (docs/cli-device.md).
+// --device auto|cpu|cuda and --verbose, shared by inspect, sweep and validate (docs/dumps.md, "--device").
 #pragma once
 
 #include <CLI/CLI.hpp>

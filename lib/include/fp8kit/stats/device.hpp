@@ -1,5 +1,5 @@
 // Where the statistics of a cast are computed: `--device auto|cpu|cuda` (fp8kit inspect, sweep,
-// validate; docs/cli-device.md). fp8kit::core never links CUDA: a program that links fp8kit::cuda
+// validate; docs/dumps.md, "--device"). fp8kit::core never links CUDA: a program that links fp8kit::cuda
 // registers a StatsEngine (the CLI does, tools/gpu_stats.cpp), and lib dispatches to it. The
 // statistics rule stays written once: the engine runs fp8kit::cuda::statistics
 // (cuda/include/fp8kit/cuda/kernels.hpp), which applies numerics::element_step to every element
