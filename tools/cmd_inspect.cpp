@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
+#include "device_flag.hpp"
 #include "read_flags.hpp"
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/inspect.hpp"
@@ -30,6 +31,7 @@ struct InspectOpts {
     std::vector<std::string> files, include, exclude, roles;
     std::string recipe = "te-current", format = "auto", steps;
     bool json = false, csv = false, quiet = false, wide = false, progress = false;
+    DeviceFlags device;
 };
 
 struct Row {
@@ -422,6 +424,9 @@ Register reg([](CLI::App& root) {
     cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
     cmd->add_flag("--progress", o->progress, "The progress bar on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
+    add_device_flags(cmd, o->device,
+                     "cuda: the per-tensor statistics of tensors of f32, f16 or bf16 run on the GPU (a copy "
+                     "and one kernel pass each); amax, reading and block recipes stay on the CPU.");
     cmd->add_flag("--wide", o->wide, "Never shorten names (default: fit the terminal's width; a file or pipe gets whole names)");
     cmd->callback([o] {
         inspect::Options opts;
@@ -432,6 +437,7 @@ Register reg([](CLI::App& root) {
             throw UsageError(fmt::format("--recipe {}: {}", o->recipe, e.what()));
         }
         if (o->format != "auto") opts.format = require_format(o->format, "--format");
+        opts.device = resolve_device(o->device, "inspect");
         dp::Selection sel;
         sel.include = o->include;
         sel.exclude = o->exclude;

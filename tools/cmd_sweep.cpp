@@ -12,6 +12,7 @@
 #include "fp8kit/analysis/sweep_input.hpp"
 #include "fp8kit/cluster/sweep.hpp"
 #include "fp8kit/warn/watch.hpp"
+#include "device_flag.hpp"
 #include "read_flags.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "json_out.hpp"
@@ -31,6 +32,7 @@ struct SweepOpts {
     // --warn: the early warnings of the same inputs (fp8kit watch with its defaults), computed on
     // rank 0 before the report is written.
     std::vector<warn::Warning> warnings;
+    DeviceFlags device;
 };
 
 constexpr Role kClasses[] = {Role::activation, Role::weight, Role::gradient};
@@ -343,6 +345,7 @@ void run(SweepOpts& o) {
     if (o.csv && o.warn)
         throw UsageError("--warn and --csv: the CSV is one table of outcomes; `fp8kit watch --csv` gives the warnings as CSV");
     if (o.top < 1) throw UsageError(fmt::format("--top {}: must be at least 1", o.top));
+    resolve_device(o.device, "sweep", false);  // checks --device; nothing of sweep's runs on a GPU
     std::vector<std::optional<Format>> formats;
     if (o.format == "all") formats = {Format::e4m3, Format::e5m2};
     else formats = {parse_format_choice(o.format)};
@@ -449,6 +452,10 @@ Register reg([](CLI::App& root) {
                                      "overflow forecast, shape signals of dumps); text and --json");
     cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
+    add_device_flags(cmd, o->device,
+                     "sweep computes on the CPU whatever this says: its per-tensor candidates come from one "
+                     "magnitude histogram per dumped tensor (O(bins) each) and its block presets have no GPU "
+                     "statistics kernel; cuda still checks that a GPU can be used.");
     cmd->callback([o] { run(*o); });
 });
 

@@ -7,6 +7,7 @@
 
 #include "command.hpp"
 #include "gemm_args.hpp"
+#include "device_flag.hpp"
 #include "read_flags.hpp"
 #include "terminal.hpp"
 #include <sys/stat.h>
@@ -28,6 +29,7 @@ struct ValidateOpts {
     PolicyOptions policy;
     bool gemm = false;  // --gemm: --output is a GEMM's D, compared with the accumulation models
     GemmArgs gemm_args;
+    DeviceFlags device;
 };
 
 // validate --gemm: which model D equals, its differences by class, its error against exact.
@@ -147,7 +149,12 @@ Register validate_cmd([](CLI::App& root) {
     cmd->add_flag("--gemm", o->gemm, "--output is a GEMM's D (.npy f32, or uint16 bf16 bits): say which accumulation model "
                                      "it equals bit for bit and classify the differences (docs/gemm.md)")->group("GEMM");
     o->gemm_args.add_to(cmd, false);
+    add_device_flags(cmd, o->device,
+                     "validate computes on the CPU whatever this says: its reference codes are one table "
+                     "lookup per element, cheaper than copying the input and codes to a GPU; cuda still "
+                     "checks that a GPU can be used.");
     cmd->callback([o] {
+        resolve_device(o->device, "validate", false);  // checks --device; validate runs on the CPU
         if (o->gemm) return validate_gemm(*o);
         if (o->input.empty()) throw UsageError("--input is required (or --gemm with --a and --b)");
         if (o->to.empty()) throw UsageError("--to is required");

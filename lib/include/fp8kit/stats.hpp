@@ -4,3 +4,4 @@
 #include "fp8kit/stats/statistics.hpp"
 #include "fp8kit/stats/block_quantize.hpp"
 #include "fp8kit/stats/magnitude_histogram.hpp"
+#include "fp8kit/stats/device.hpp"

@@ -98,7 +98,7 @@ Result analyse_whole(const dump::TensorInfo& t, const unsigned char* data, float
     res.amax = amax;
     if (res.granularity == Granularity::tensor) {
         res.scale = recipe_scale(r, res.role, res.amax);
-        res.stats = compute_stats(data, t.wide, n, config(r, res.role, res.format, res.scale));
+        res.stats = opts.device.compute(data, t.wide, n, config(r, res.role, res.format, res.scale));
     } else {
         // Block scales tile a 2-D view: rows of the last dimension.
         const std::size_t cols = t.shape.empty() ? 1 : static_cast<std::size_t>(t.shape.back());
@@ -141,7 +141,7 @@ Result analyse_streamed(dump::Dump& d, std::size_t i, const Options& opts) {
     res.scale = recipe_scale(r, res.role, amax);
     const QuantConfig cfg = config(r, res.role, res.format, res.scale);
     d.read_runs(i, [&](const dump::Chunk& c) {
-        const QuantStats s = compute_stats(c.bits, c.wide, c.count, cfg);
+        const QuantStats s = opts.device.compute(c.bits, c.wide, c.count, cfg);
         res.stats.merge(c.repeat > 1 ? times(s, c.repeat) : s);
     });
     return res;

@@ -13,6 +13,7 @@
 
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/recipes.hpp"
+#include "fp8kit/stats/device.hpp"
 #include "fp8kit/stats/statistics.hpp"
 
 namespace fp8kit::inspect {
@@ -21,6 +22,9 @@ struct Options {
     RecipeSpec recipe;
     std::optional<Format> format;  // overrides the recipe's per-role format ("auto" when unset)
     std::size_t memory_bytes = std::size_t(256) << 20;  // largest tensor analysed in memory
+    // Where per-tensor statistics run (--device cuda: on the GPU): the CPU by default. Block recipes, and casts
+    // the GPU has no statistics kernel for, run on the CPU whatever this says.
+    StatsDevice device;
 };
 
 // Throws std::invalid_argument when the recipe's scale depends on earlier steps (delayed,
