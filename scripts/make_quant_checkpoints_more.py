@@ -24,6 +24,8 @@ data/checkpoints/original before anything is written).
 Run with the environment of make_quant_checkpoints.py:
     /work/ckptvenv/bin/python scripts/make_quant_checkpoints_more.py data/checkpoints
 Written by: torch 2.15.0, transformers 5.24.0, compressed-tensors 0.20.0, nvidia-modelopt 0.47.0.
+On a GPU: OUTDIR --device cuda --prefix gpu_ --original data/checkpoints/original, as
+make_quant_checkpoints.py (the model gets the original's weights, then moves to the device).
 """
 import copy
 import json
@@ -67,7 +69,7 @@ def modelopt_export(model, cfg, out, smoothed_out=None):
     from modelopt.torch.export import export_hf_checkpoint
 
     torch.manual_seed(2)
-    data = torch.randint(0, 32, (4, 16))
+    data = torch.randint(0, 32, (4, 16)).to(base_script.DEVICE)
 
     def loop(m):
         with torch.no_grad():
@@ -107,12 +109,14 @@ def modelopt_export(model, cfg, out, smoothed_out=None):
 
 
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "data/checkpoints"
+    a = base_script.parse_args(sys.argv[1:])
+    base_script.DEVICE = a.device
+    root = a.root
     import modelopt.torch.quantization as mtq
 
-    base = base_script.tiny_model()
+    base = base_script.tiny_model(a.original)
     base.config.architectures = ["LlamaForCausalLM"]  # as save_pretrained sets it in the first script
-    check_same_as_original(base, root)
+    check_same_as_original(base, os.path.dirname(a.original.rstrip("/")) if a.original else root)
     made, failed = [], []
 
     def attempt(label, out, fn):
@@ -128,19 +132,19 @@ def main():
                 shutil.rmtree(out)
 
     for cfg, name in (("FP8_PER_CHANNEL_PER_TOKEN_CFG", "modelopt_fp8_pcpt"), ("MXFP8_DEFAULT_CFG", "modelopt_mxfp8")):
-        out = os.path.join(root, name)
+        out = os.path.join(root, a.prefix + name)
         attempt(f"modelopt {cfg}", out,
-                lambda: modelopt_export(copy.deepcopy(base), copy.deepcopy(getattr(mtq, cfg)), out))
-    out = os.path.join(root, "modelopt_w4a8")
+                lambda: modelopt_export(copy.deepcopy(base).to(a.device), copy.deepcopy(getattr(mtq, cfg)), out))
+    out = os.path.join(root, a.prefix + "modelopt_w4a8")
     attempt("modelopt W4A8_AWQ_BETA_CFG (group 128)", out + "_g128",
-            lambda: modelopt_export(copy.deepcopy(base), w4a8_cfg(128), out + "_g128"))
+            lambda: modelopt_export(copy.deepcopy(base).to(a.device), w4a8_cfg(128), out + "_g128"))
     attempt("modelopt W4A8_AWQ_BETA_CFG (group 64)", out,
-            lambda: modelopt_export(copy.deepcopy(base), w4a8_cfg(64), out, out + "_smoothed"))
+            lambda: modelopt_export(copy.deepcopy(base).to(a.device), w4a8_cfg(64), out, out + "_smoothed"))
     attempt("modelopt W4A8_AWQ_BETA_CFG (group 64, algorithm max)", out + "_max",
-            lambda: modelopt_export(copy.deepcopy(base), w4a8_cfg(64, "max"), out + "_max"))
-    out = os.path.join(root, "ct_mxfp8")
+            lambda: modelopt_export(copy.deepcopy(base).to(a.device), w4a8_cfg(64, "max"), out + "_max"))
+    out = os.path.join(root, a.prefix + "ct_mxfp8")
     attempt("compressed-tensors MXFP8", out, lambda: base_script.compressed_tensors_checkpoint(base, "MXFP8", out))
-    print(json.dumps({"written": made, "not_written": failed}, indent=1))
+    print(json.dumps({"versions": base_script.versions(), "written": made, "not_written": failed}, indent=1))
 
 
 if __name__ == "__main__":

@@ -42,9 +42,9 @@ void print_text(const checkpoint::Report& r) {
     if (!r.comparisons.empty()) {
         fmt::print("against the original:\n");
         for (const auto& c : r.comparisons)
-            fmt::print("  {:<48} {:<26} codes differing {:>8}/{:<8} scales differing {:>6}  SQNR {:.2f} dB  max rel {:.3g}\n",
+            fmt::print("  {:<48} {:<26} codes differing {:>8}/{:<8} scales differing {:>6}  SQNR {:.2f} dB  max rel {:.3g}  [{}]\n",
                        io::printable(c.module), c.verdict, c.code_mismatches, c.elements, c.scale_mismatches, c.sqnr_db,
-                       c.max_rel_error);
+                       c.max_rel_error, c.variant);
     }
     std::size_t fails = 0;
     for (const auto& f : r.findings) {

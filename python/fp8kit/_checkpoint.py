@@ -13,8 +13,9 @@ def checkpoint_check(dir, reference=None):
     under the producer's own rule). Returns the report as a dict: producer, layers (scheme:
     fp8-per-tensor, fp8-per-channel, fp8-block, nvfp4, mxfp4, mxfp8, w4a8-int4 or unquantized;
     scale convention; excluded; global_scale, input_scale, pre_quant_scale where present),
-    findings, kv_scales, comparisons (verdict, code/scale mismatches, sqnr_db, max_rel_error) and
-    failed.
+    findings, kv_scales, comparisons (verdict, code/scale mismatches, sqnr_db, max_rel_error, and
+    variant: the producer rule the verdict is under, "<producer> (CPU arithmetic)" or, for a
+    checkpoint written on a GPU, "<producer> (CUDA arithmetic)") and failed.
 
     kv_scales: one entry per KV / attention scale or affine KV bias found, and per k/v scale an
     attention layer lacks (present False): name, dtype, shape, and engines = {"vllm", "sglang",

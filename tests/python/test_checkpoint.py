@@ -30,3 +30,14 @@ def test_kv_names():
 def test_bad_input(tmp_path):
     with pytest.raises(fp8kit.CheckpointError, match="no_such"):
         fp8kit.checkpoint_check(str(tmp_path / "no_such"))
+
+
+def test_gpu_written_checkpoint_names_the_cuda_variant():
+    # data/checkpoints/gpu_modelopt_fp8: ModelOpt on an H100; every weight_scale is amax * fl(1/448)
+    # (torch's CUDA division by a Python number), bit-exact only under the CUDA variant.
+    gpu = fp8kit.checkpoint_check(os.path.join(DATA, "gpu_modelopt_fp8"), os.path.join(DATA, "original"))
+    cpu = fp8kit.checkpoint_check(os.path.join(DATA, "modelopt_fp8"), os.path.join(DATA, "original"))
+    assert not gpu["failed"] and not cpu["failed"]
+    assert {c["variant"] for c in gpu["comparisons"]} == {"modelopt (CUDA arithmetic)"}
+    assert {c["variant"] for c in cpu["comparisons"]} == {"modelopt (CPU arithmetic)"}
+    assert {c["verdict"] for c in gpu["comparisons"]} == {"bit-exact"}

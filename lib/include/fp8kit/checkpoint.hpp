@@ -177,6 +177,10 @@ struct Comparison {
                           // "saturation", "block layout", "nibble order", "different amax", "codes differ"
     std::uint64_t elements = 0, code_mismatches = 0, scale_mismatches = 0;
     double sqnr_db = 0, max_rel_error = 0;  // dequantised checkpoint against the original
+    // The producer rule the verdict is under: "<producer> (CPU arithmetic)", or, where only the
+    // producer's formula under torch's CUDA arithmetic is bit-exact (a checkpoint written on a
+    // GPU), "<producer> (CUDA arithmetic)". A layer matching neither keeps the CPU rule's verdict.
+    std::string variant;
 };
 
 struct Report {

@@ -1,6 +1,8 @@
 // The producers' weight quantisation rules (docs/inference.md: formula and source file of each).
 // Every cast goes through emu::encode (bit-exact); every division is one float32 operation, as
 // torch performs it on float32 tensors; a bfloat16 intermediate is rounded as torch rounds it (RNE).
+// A tensor divided by a Python number goes through by_scalar: a division on the CPU, a multiply
+// by the float32 reciprocal on CUDA (Arithmetic, producer_rules.hpp).
 #include "checkpoint/producer_rules.hpp"
 
 #include <algorithm>
@@ -22,6 +24,12 @@ std::uint32_t bits(float f) { return fp8kit::detail::bits_of(f); }
 float decode_fmt(Format f, std::uint8_t c) { return fp8kit::detail::decode_f32(f, c); }
 using fp8kit::detail::round_to_bf16;
 float round_scale(float s, const std::string& dtype) { return dtype == "BF16" ? round_to_bf16(s) : s; }
+
+// `tensor / python_number` as torch computes it, in float32 (its opmath type also for bfloat16
+// tensors; the caller rounds a bfloat16 result). CUDA: ATen native/cuda/BinaryDivTrueKernel.cu
+// div_true_kernel_cuda, when the divisor is a CPU scalar: inv_b = opmath_t(1.0) / b, then
+// a * inv_b (MulFunctor). CPU: native/cpu/BinaryOpsKernel.cpp div_true_kernel, a / b.
+float by_scalar(float a, float b, Arithmetic ar) { return ar == Arithmetic::cuda ? a * (1.0f / b) : a / b; }
 Format element_format(Scheme s) { return (s == Scheme::nvfp4 || s == Scheme::mxfp4) ? Format::e2m1 : Format::e4m3; }
 
 
@@ -54,8 +62,9 @@ std::uint8_t ct_mx_code(float amax, Scheme s) {
 
 // ModelOpt MXFP4 (modelopt/torch/quantization/qtensor/mxfp4_tensor.py quantize):
 // e = ceil(max(log2(amax / 6), -127)) in float32, code e + 127 (log2 as the C library's log2f).
-std::uint8_t modelopt_mx_code(float amax) {
-    const float d = amax / 6.0f;
+// On CUDA the division is by_scalar's reciprocal multiply (E2M1_max is the Python float 6.0).
+std::uint8_t modelopt_mx_code(float amax, Arithmetic ar) {
+    const float d = by_scalar(amax, 6.0f, ar);
     const float e = std::ceil(std::max(std::log2(d), -127.0f));
     return static_cast<std::uint8_t>(std::clamp(int(e) + 127, 0, 255));
 }
@@ -73,8 +82,9 @@ std::uint8_t modelopt_mx_cast(float x) {
 // ModelOpt MXFP8 (modelopt/torch/quantization/qtensor/mxfp8_tensor.py _compute_e8m0_exponent):
 // descale = amax / 448 in float32; e = ceil(log2(descale)) where descale > 0, else -127;
 // clamped to [-127, 127]; code e + 127 (log2 as the C library's log2f).
-std::uint8_t modelopt_mxfp8_code(float amax) {
-    const float d = amax / 448.0f;
+// (E4M3_MAX is the Python float torch.finfo(...).max: by_scalar on CUDA.)
+std::uint8_t modelopt_mxfp8_code(float amax, Arithmetic ar) {
+    const float d = by_scalar(amax, 448.0f, ar);
     const float e = d > 0.0f ? std::ceil(std::log2(d)) : -127.0f;
     return static_cast<std::uint8_t>(std::clamp(int(e), -127, 127) + 127);
 }
@@ -103,8 +113,17 @@ float decode_element(Scheme s, std::uint8_t code) {
     return decode_fmt(element_format(s), code);
 }
 
+std::string variant_name(Producer p, Arithmetic a) {
+    return std::string(name(p)) + (a == Arithmetic::cuda ? " (CUDA arithmetic)" : " (CPU arithmetic)");
+}
+
 Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& sd,
-                       const std::string& wd, float shared_amax) {
+                       const std::string& wd, float shared_amax, Arithmetic ar) {
+    // Only ModelOpt divides a tensor by a Python number in its scales; compressed-tensors divides
+    // by tensors it puts on the weight's device (calculate_range's bit range; generate_gparam's
+    // `448*6 / amax` is reciprocal() * 2688 on either device), so its CUDA scales are its CPU
+    // ones (its CUDA codes are not: expected_codes).
+    const Arithmetic mo = p == Producer::modelopt ? ar : Arithmetic::cpu;
     Scales s;
     set_grid(L, s);
     auto amax = block_amax(L, x, s);
@@ -119,11 +138,12 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
         case Scheme::fp8_tensor:
         case Scheme::fp8_channel:
         case Scheme::fp8_block:
-            // ModelOpt quant_utils.py / DeepSeek: amax / 448 in float32. compressed-tensors
-            // calculate_qparams: max_val_pos / 448 in the weight's dtype (BF16 scale), a zero
-            // scale replaced by the scale dtype's eps (utils/helpers.py step 5).
+            // ModelOpt quant_utils.py / DeepSeek: amax / 448 in float32 (ModelOpt: `amax.float() /
+            // quantizer.maxbound`, get_scaling_factor; FP8QTensor.quantize `amax / 448.0`: Python
+            // numbers). compressed-tensors calculate_qparams: max_val_pos / 448 in the weight's
+            // dtype (BF16 scale), a zero scale replaced by the scale dtype's eps (step 5).
             for (std::size_t i = 0; i < amax.size(); ++i) {
-                float v = round_scale(amax[i] / 448.0f, sd);
+                float v = round_scale(by_scalar(amax[i], 448.0f, mo), sd);
                 if (p == Producer::compressed_tensors && v == 0.0f) v = sd == "BF16" ? 0.0078125f : 1.1920929e-07f;
                 s.block[i] = v;
             }
@@ -147,7 +167,9 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             } else {
                 // ModelOpt nvfp4_tensor.py: weight_scale_2 = amax / (6*448); per-block
                 // scale = block_amax / (6 * weight_scale_2), clamped to [2^-9, 448], 0 -> 1.0, E4M3.
-                const float g = tensor_amax / 2688.0f;
+                // (`global_amax.float() / (E2M1_MAX * m_fp8)`: a Python number, by_scalar on CUDA;
+                // the per-block division is by a tensor.)
+                const float g = by_scalar(tensor_amax, 2688.0f, mo);
                 s.global = g;
                 for (std::size_t i = 0; i < amax.size(); ++i) {
                     float v = g == 0.0f ? 0.0f : amax[i] / (6.0f * g);
@@ -162,18 +184,18 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             // (maxbound of a 4-bit integer quantizer, 2^3 - 1); weight_scale_2 =
             // get_scaling_factor(weight_quantizer[1]) = amax / 448 of the FP8 stage, whose amax is
             // the weight's, shared over q/k/v and gate/up (preprocess_linear_fusion).
-            for (std::size_t i = 0; i < amax.size(); ++i) s.block[i] = amax[i] / 7.0f;
-            s.global = tensor_amax / 448.0f;
+            for (std::size_t i = 0; i < amax.size(); ++i) s.block[i] = by_scalar(amax[i], 7.0f, mo);
+            s.global = by_scalar(tensor_amax, 448.0f, mo);
             break;
         case Scheme::mxfp8:
             if (p == Producer::modelopt) {
-                for (std::size_t i = 0; i < amax.size(); ++i) s.block[i] = decode_fmt(Format::e8m0, modelopt_mxfp8_code(amax[i]));
+                for (std::size_t i = 0; i < amax.size(); ++i) s.block[i] = decode_fmt(Format::e8m0, modelopt_mxfp8_code(amax[i], mo));
                 break;
             }
             [[fallthrough]];
         case Scheme::mxfp4:
             for (std::size_t i = 0; i < amax.size(); ++i)
-                s.block[i] = decode_fmt(Format::e8m0, p == Producer::modelopt ? modelopt_mx_code(amax[i])
+                s.block[i] = decode_fmt(Format::e8m0, p == Producer::modelopt ? modelopt_mx_code(amax[i], mo)
                                                       : p == Producer::compressed_tensors ? ct_mx_code(amax[i], L.scheme)
                                                       : numerics::mx_code_floor(amax[i], numerics::format_emax(element_format(L.scheme))));
             break;
@@ -190,15 +212,28 @@ float dequant_factor(Producer p, const Layer& L, const Scales& s, std::uint64_t 
 }
 
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
-                                         const std::string& sd, const std::string& wd) {
+                                         const std::string& sd, const std::string& wd, Arithmetic ar) {
     std::vector<std::uint8_t> q(L.rows * L.cols);
     const Format f = element_format(L.scheme);
     const Policy pol = f == Format::e2m1 ? kRneFp4 : kRneSat;
     // torch rounds x / scale to the weight's dtype when the scale is a same-kind tensor of that
     // dtype (compressed-tensors: scales in the weight's dtype) or a 0-dim float32 tensor (ModelOpt
     // per-tensor weight_scale: quant_utils.py to_quantized_weight `weight / weights_scaling_factor`).
-    const bool bf16_mid = (p == Producer::compressed_tensors && sd == "BF16") ||
+    // compressed-tensors on CUDA: its Triton kernel (forward_helpers.py _quantize_kernel) divides
+    // in float32 (`tl.div_rn(input.to(tl.float32), scale.to(tl.float32))`), clamps, and casts
+    // with `.to(tl.float8e4nv)` (round to nearest even) or _round_to_fp4 (fp4_utils.py: E2M1's
+    // nearest-even bounds): no bfloat16 quotient.
+    const bool bf16_mid = (p == Producer::compressed_tensors && sd == "BF16" && ar == Arithmetic::cpu) ||
                           (p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16");
+    // ModelOpt FP8 per-tensor on CUDA: to_quantized_weight moves the 0-dim float32 weight_scale to
+    // the weight's device first (quant_utils.py `weights_scaling_factor.to(weight.device)`), so
+    // it is no CPU scalar: the CUDA kernel (BinaryDivTrueKernel.cu, gpu_kernel_with_scalars with
+    // DivFunctor) reads it as the common dtype, bfloat16, rounding it before the division. The
+    // CPU kernel keeps a scalar operand in float32 (cpu/BinaryOpsKernel.cpp div_true_kernel,
+    // iter.original_scalar_value<opmath_t>). Shown by data/checkpoints/gpu_modelopt_fp8: q_proj's
+    // and v_proj's scales are the same on both devices, yet 374 and 117 codes differ, all of them
+    // reproduced by this rule.
+    const bool bf16_divisor = ar == Arithmetic::cuda && p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16";
     // (ModelOpt FP8_PB_WO goes through FP8QTensor.quantize, whose expanded scale is not 0-dim:
     // float32 quotient, also for a weight of one block.)
     const bool mo_mx = p == Producer::modelopt && L.scheme == Scheme::mxfp4;
@@ -207,7 +242,8 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
 #pragma omp parallel for schedule(static) if (q.size() > (1u << 16))
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::uint64_t c = 0; c < L.cols; ++c) {
-            float v = x[r * L.cols + c] / dequant_factor(p, L, s, r, c);
+            const float d = dequant_factor(p, L, s, r, c);
+            float v = x[r * L.cols + c] / (bf16_divisor ? round_to_bf16(d) : d);
             if (bf16_mid) v = round_to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
             q[r * L.cols + c] = int4 ? int4_code(v) : mo_mx ? modelopt_mx_cast(v) : emu::encode(f, Wide::f32, bits(v), pol);
         }

@@ -5,11 +5,25 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "fp8kit/checkpoint.hpp"
 
 namespace fp8kit::checkpoint::detail {
+
+// Whose float arithmetic the producer ran on. torch differs in one operation: a tensor divided by
+// a CPU scalar (a Python number, e.g. ModelOpt's `amax / 448.0`) is, on CUDA, the tensor times the
+// float32 reciprocal of the scalar (ATen native/cuda/BinaryDivTrueKernel.cu div_true_kernel_cuda:
+// `iter.is_cpu_scalar(2)` -> `a * (opmath_t(1.0) / b)`, "may lose one bit of precision"), on
+// the CPU a true division. A 0-dim CUDA tensor divisor is no CPU scalar: the CUDA kernel casts
+// it to the common dtype first (ModelOpt FP8 per-tensor codes: expected_codes). compressed-tensors
+// 0.20.0 quantises on CUDA with its own Triton kernel (forward_helpers.py _quantize_triton,
+// registered for CUDA tensors; FP8 only from SM90): the quotient x / scale in float32
+// (tl.div_rn), never rounded to the weight's dtype first.
+enum class Arithmetic { cpu, cuda };
+// "modelopt (CPU arithmetic)", "compressed-tensors (CUDA arithmetic)": the variant a report names.
+std::string variant_name(Producer p, Arithmetic a);
 
 // The scales of one layer, as the decoded values the producer stores.
 struct Scales {
@@ -27,11 +41,12 @@ void set_grid(const Layer& L, Scales& s);
 // shared_amax >= 0: the amax of the fused group the layer's second-level scale is shared with
 // (ModelOpt preprocess_linear_fusion: q/k/v, gate/up), instead of the layer's own.
 Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& scale_dtype,
-                       const std::string& weight_dtype, float shared_amax = -1.0f);
+                       const std::string& weight_dtype, float shared_amax = -1.0f, Arithmetic a = Arithmetic::cpu);
 
 // One code per element (low bits): the producer's cast of x under scales s.
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
-                                         const std::string& scale_dtype, const std::string& weight_dtype);
+                                         const std::string& scale_dtype, const std::string& weight_dtype,
+                                         Arithmetic a = Arithmetic::cpu);
 
 // The element format's largest finite value (E4M3 448, E2M1 6).
 float element_max(Scheme s);

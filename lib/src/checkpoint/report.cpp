@@ -52,7 +52,8 @@ std::string to_json(const Report& r) {
     for (const auto& c : r.comparisons)
         j["comparisons"].push_back({{"module", c.module}, {"verdict", c.verdict}, {"elements", c.elements},
                                     {"code_mismatches", c.code_mismatches}, {"scale_mismatches", c.scale_mismatches},
-                                    {"sqnr_db", num(c.sqnr_db)}, {"max_rel_error", num(c.max_rel_error)}});
+                                    {"sqnr_db", num(c.sqnr_db)}, {"max_rel_error", num(c.max_rel_error)},
+                                    {"variant", c.variant}});
     return j.dump(2);
 }
 
@@ -60,7 +61,7 @@ std::string to_csv(const Report& r) {
     // Layers first, then one row per KV / attention scale (scheme "kv", its module the name less
     // the last component) with the kv_* columns and each engine's "fate: detail"; names whole.
     std::string o = "module,scheme,excluded,scale_convention,verdict,code_mismatches,scale_mismatches,sqnr_db,max_rel_error,findings,"
-                    "kv_name,kv_present,kv_dtype,vllm,sglang,tensorrt_llm\n";
+                    "kv_name,kv_present,kv_dtype,vllm,sglang,tensorrt_llm,variant\n";
     for (const auto& L : r.layers) {
         const Comparison* c = nullptr;
         for (const auto& k : r.comparisons)
@@ -68,10 +69,10 @@ std::string to_csv(const Report& r) {
         std::string fs;
         for (const auto& f : r.findings)
             if (f.tensor.rfind(L.module + ".", 0) == 0 && f.failed) fs += (fs.empty() ? "" : "; ") + f.check;
-        o += fmt::format("{},{},{},{},{},{},{},{},{},{},,,,,,\n", csv_field(L.module), name(L.scheme), L.excluded ? 1 : 0,
+        o += fmt::format("{},{},{},{},{},{},{},{},{},{},,,,,,,{}\n", csv_field(L.module), name(L.scheme), L.excluded ? 1 : 0,
                          csv_field(name(L.scale_convention)), c ? c->verdict : "", c ? std::to_string(c->code_mismatches) : "",
                          c ? std::to_string(c->scale_mismatches) : "", c ? fmt::format("{:.6g}", c->sqnr_db) : "",
-                         c ? fmt::format("{:.6g}", c->max_rel_error) : "", csv_field(fs));
+                         c ? fmt::format("{:.6g}", c->max_rel_error) : "", csv_field(fs), c ? csv_field(c->variant) : "");
     }
     for (const auto& k : r.kv) {
         std::string fs;
@@ -79,7 +80,7 @@ std::string to_csv(const Report& r) {
             if (f.tensor == k.name) fs += (fs.empty() ? "" : "; ") + std::string(f.failed ? "" : "note: ") + f.check;
         std::string eng;
         for (const auto& e : k.engines) eng += "," + csv_field(std::string(name(e.fate)) + ": " + e.detail);
-        o += fmt::format("{},kv,,,,,,,,{},{},{},{}{}\n", csv_field(k.name.substr(0, k.name.rfind('.'))), csv_field(fs), csv_field(k.name),
+        o += fmt::format("{},kv,,,,,,,,{},{},{},{}{},\n", csv_field(k.name.substr(0, k.name.rfind('.'))), csv_field(fs), csv_field(k.name),
                          k.present ? 1 : 0, k.dtype, eng);
     }
     return o;
