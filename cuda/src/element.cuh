@@ -104,35 +104,35 @@ __device__ __forceinline__ std::uint32_t scaled_bits(typename S::storage_t x, fl
     return nan ? w : yb;
 }
 
-// Whether any of 16 inputs is a NaN, from their packed 32-bit words, so that a step of 16
-// elements without NaNs (nearly all of them) converts each element without the NaN case:
+// Whether any of 16 f16 / bf16 inputs is a NaN, from their packed 32-bit words, so that a step
+// of 16 elements without NaNs (nearly all of them) converts each element without the NaN case:
 // the payload widening and the select cost the f16 kernels about 8 issue slots per element.
-// f16 / bf16 word v (two elements): a half h is a NaN iff (h & 0x7FFF) > 0x7C00 (bf16: 0x7F80),
-// i.e. iff (h & 0x7FFF) + 0x3FF (bf16: 0x7F) sets bit 15; the low half's sum stays below 2^16,
-// so it carries nothing into the high half. float32 x: a NaN iff (x & 0x7FFFFFFF) + 0x7FFFFF
-// sets bit 31.
+// Word v (two elements): a half h is a NaN iff (h & 0x7FFF) > 0x7C00 (bf16: 0x7F80), i.e. iff
+// (h & 0x7FFF) + 0x3FF (bf16: 0x7F) sets bit 15; the low half's sum stays below 2^16, so it
+// carries nothing into the high half.
 template <class S>
 __device__ __forceinline__ bool any_nan16(const typename S::storage_t (&e)[16]) {
+    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
+    constexpr std::uint32_t kBelow = S::man_bits == 7 ? 0x007F007Fu : 0x03FF03FFu;
     std::uint32_t acc = 0;
-    if constexpr (sizeof(typename S::storage_t) == 4) {
 #pragma unroll
-        for (int k = 0; k < 16; ++k) acc |= (e[k] & 0x7FFFFFFFu) + 0x7FFFFFu;
-        return (acc & 0x80000000u) != 0;
-    } else {
-        constexpr std::uint32_t kBelow = S::man_bits == 7 ? 0x007F007Fu : 0x03FF03FFu;
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-            const std::uint32_t v = static_cast<std::uint32_t>(e[2 * k]) | (static_cast<std::uint32_t>(e[2 * k + 1]) << 16);
-            acc |= (v & 0x7FFF7FFFu) + kBelow;
-        }
-        return (acc & 0x80008000u) != 0;
+    for (int k = 0; k < 8; ++k) {
+        const std::uint32_t v = static_cast<std::uint32_t>(e[2 * k]) | (static_cast<std::uint32_t>(e[2 * k + 1]) << 16);
+        acc |= (v & 0x7FFF7FFFu) + kBelow;
     }
+    return (acc & 0x80008000u) != 0;
 }
 
-// scaled_bits of 16 inputs: without the NaN case when none of them is a NaN (any_nan16).
+// scaled_bits of 16 inputs; f16 / bf16 without the NaN case when none of them is a NaN
+// (any_nan16). float32 inputs keep scaled_bits per element: their NaN case is one select, and
+// the split step made the memory-bound float32 casts 5-9% slower on the H100 (2026-11-26 run
+// in docs/performance.md).
 template <class S>
 __device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], float scale, std::uint32_t (&y)[16]) {
-    if (!any_nan16<S>(e)) {
+    if constexpr (sizeof(typename S::storage_t) == 4) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) y[k] = scaled_bits<S>(e[k], scale);
+    } else if (!any_nan16<S>(e)) {
 #pragma unroll
         for (int k = 0; k < 16; ++k) y[k] = mul_scale_bits(widen_non_nan<S>(e[k]), scale);
     } else {
