@@ -311,6 +311,16 @@ __device__ __forceinline__ std::uint8_t encode_grid(std::uint32_t v, const Eleme
     else return c.table[cast_table_key<D>(v)];
 }
 
+// Codes of four values already on D's grid, packed little-endian (kSrCvt / kSrTable).
+template <class D, int P>
+__device__ __forceinline__ std::uint32_t encode_grid_four(const std::uint32_t (&v)[4], const ElementCtx& c) {
+    if constexpr (P == kSrCvt) return cvt_two<D>(v[0], v[1]) | (cvt_two<D>(v[2], v[3]) << 16);
+    std::uint32_t out = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) out |= std::uint32_t{encode_grid<D, P>(v[k], c)} << (8 * k);
+    return out;
+}
+
 // The stochastic code of y with random word `random` (P: kSrCvt, kSrTable or kConvert).
 template <class D, int P, int R>
 __device__ __forceinline__ std::uint8_t stochastic_code(std::uint32_t y, const ElementCtx& c, std::uint32_t random) {
@@ -351,11 +361,7 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
 #pragma unroll
             for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], stochastic_word(c.seed, index0 + k));
         }
-        if constexpr (P == kSrCvt) return cvt_two<D>(v[0], v[1]) | (cvt_two<D>(v[2], v[3]) << 16);
-        std::uint32_t out = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) out |= std::uint32_t{encode_grid<D, P>(v[k], c)} << (8 * k);
-        return out;
+        return encode_grid_four<D, P>(v, c);
     } else if constexpr (P == kConvert && R == static_cast<int>(emu::Rounding::stochastic)) {
         std::uint32_t out = 0;
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
