@@ -56,10 +56,34 @@ inline const std::uint8_t* element_table(Format to, const Policy& p, cudaStream_
     return path == kTable || path == kSrTable ? cast_table(to, table_policy(p), stream) : nullptr;
 }
 
+// fl32(w * scale) (mul.rn.f32: nearest-even, no FMA, no flush to zero, as __fmul_rn), with a
+// NaN product replaced by 0x7FC00000, in straight-line PTX: written in C++, ptxas put the
+// multiply under a branch per element (BSSY/BRA/BSYNC), which cost the f16 and stochastic
+// kernels about 4 issue slots per element. volatile keeps it unconditional.
+__device__ __forceinline__ std::uint32_t mul_scale_bits(std::uint32_t w, float scale) {
+    std::uint32_t yb;
+    asm volatile(
+        "{\n\t.reg .pred q;\n\t.reg .f32 t;\n\t"
+        "mul.rn.f32 t, %1, %2;\n\t"
+        "setp.nan.f32 q, t, t;\n\t"
+        "mov.b32 %0, t;\n\t"
+        "@q mov.b32 %0, 0x7FC00000;\n\t}"
+        : "=r"(yb) : "f"(__uint_as_float(w)), "f"(scale));
+    return yb;
+}
+
+// The float32 bits of input x when x is not a NaN (exact: every f16 and bf16 value is a float32).
+template <class S>
+__device__ __forceinline__ std::uint32_t widen_non_nan(typename S::storage_t x) {
+    if constexpr (sizeof(typename S::storage_t) == 4) return x;
+    else if constexpr (S::man_bits == 7) return static_cast<std::uint32_t>(x) << 16;
+    else return __float_as_uint(__half2float(__ushort_as_half(x)));
+}
+
 // The float32 bits y that the conversion reads for input bits x (see the top of this file).
 // f16 NaNs are widened with their payload (sign, all-ones exponent, mantissa << 13): every
 // format's NaN code reads only the payload's leading bits, which the widening keeps; bf16 is
-// the upper half of a float32 and widens exactly.
+// the upper half of a float32 and widens exactly. A NaN input is not multiplied (its own bits).
 template <class S>
 __device__ __forceinline__ std::uint32_t scaled_bits(typename S::storage_t x, float scale) {
     std::uint32_t w;
@@ -74,29 +98,106 @@ __device__ __forceinline__ std::uint32_t scaled_bits(typename S::storage_t x, fl
         const std::uint32_t mag = x & 0x7FFFu;
         nan = mag > 0x7C00u;
         w = nan ? ((static_cast<std::uint32_t>(x & 0x8000u) << 16) | 0x7F800000u | ((x & 0x3FFu) << 13))
-                : __float_as_uint(__half2float(__ushort_as_half(x)));
+                : widen_non_nan<S>(x);
     }
-    // fl32(w * scale) (mul.rn.f32: nearest-even, no FMA, no flush to zero, as __fmul_rn), with a
-    // NaN product replaced by 0x7FC00000, in straight-line PTX: written in C++, ptxas put the
-    // multiply under a branch per element (BSSY/BRA/BSYNC), which cost the f16 and stochastic
-    // kernels about 4 issue slots per element. volatile keeps it unconditional.
-    std::uint32_t yb;
-    asm volatile(
-        "{\n\t.reg .pred q;\n\t.reg .f32 t;\n\t"
-        "mul.rn.f32 t, %1, %2;\n\t"
-        "setp.nan.f32 q, t, t;\n\t"
-        "mov.b32 %0, t;\n\t"
-        "@q mov.b32 %0, 0x7FC00000;\n\t}"
-        : "=r"(yb) : "f"(__uint_as_float(w)), "f"(scale));
+    const std::uint32_t yb = mul_scale_bits(w, scale);
     return nan ? w : yb;
 }
 
-// Run-time facts of one launch's conversion.
+// Whether any of 16 f16 / bf16 inputs is a NaN, from their packed 32-bit words, so that a step
+// of 16 elements without NaNs (nearly all of them) converts each element without the NaN case:
+// the payload widening and the select cost the f16 kernels about 8 issue slots per element.
+// Word v (two elements): a half h is a NaN iff (h & 0x7FFF) > 0x7C00 (bf16: 0x7F80), i.e. iff
+// (h & 0x7FFF) + 0x3FF (bf16: 0x7F) sets bit 15; the low half's sum stays below 2^16, so it
+// carries nothing into the high half.
+template <class S>
+__device__ __forceinline__ bool any_nan16(const typename S::storage_t (&e)[16]) {
+    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
+    constexpr std::uint32_t kBelow = S::man_bits == 7 ? 0x007F007Fu : 0x03FF03FFu;
+    std::uint32_t acc = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        const std::uint32_t v = static_cast<std::uint32_t>(e[2 * k]) | (static_cast<std::uint32_t>(e[2 * k + 1]) << 16);
+        acc |= (v & 0x7FFF7FFFu) + kBelow;
+    }
+    return (acc & 0x80008000u) != 0;
+}
+
+// scaled_bits of 16 inputs; f16 / bf16 without the NaN case when none of them is a NaN
+// (any_nan16). float32 inputs keep scaled_bits per element: their NaN case is one select, and
+// the split step made the memory-bound float32 casts 5-9% slower on the H100 (2026-11-26 run
+// in docs/performance.md).
+template <class S>
+__device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], float scale, std::uint32_t (&y)[16]) {
+    if constexpr (sizeof(typename S::storage_t) == 4) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) y[k] = scaled_bits<S>(e[k], scale);
+    } else if (!any_nan16<S>(e)) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) y[k] = mul_scale_bits(widen_non_nan<S>(e[k]), scale);
+    } else {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) y[k] = scaled_bits<S>(e[k], scale);
+    }
+}
+
+// emu::philox4x32_10 (emu/random.hpp, the definition of the rule's bits) on the device: the same
+// rounds with each 32 x 32 -> 64-bit product as one PTX mul.wide.u32 (random.hpp's portable
+// product compiles to IMAD.WIDE.U32 plus an add of zero to the high word: 20 more instructions
+// per call, 5 per element) and the round keys read from the launch's parameters (PhiloxKeys
+// below). The exhaustive check's stochastic runs and test_gpu compare every kernel that uses it
+// with emu::convert fed by emu::stochastic_bits, bit for bit.
+__device__ __forceinline__ std::uint32_t mulhilo32_wide(std::uint32_t a, std::uint32_t b, std::uint32_t* hi) {
+    std::uint32_t lo, h;
+    asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, t;\n\t}"
+        : "=r"(lo), "=r"(h) : "r"(a), "r"(b));
+    *hi = h;
+    return lo;
+}
+
+// The ten round keys of Philox4x32-10 under key `seed` (emu/random.hpp: k0 += 0x9E3779B9,
+// k1 += 0xBB67AE85 after each round), computed once per launch on the host: as kernel
+// parameters, ptxas loads them once into uniform registers that the rounds' LOP3 read, so a call
+// spends no instruction on them (recomputed per call, they cost about 18 of its 70).
+struct PhiloxKeys {
+    std::uint32_t k0[10], k1[10];
+};
+
+inline PhiloxKeys philox_round_keys(std::uint64_t seed) {
+    PhiloxKeys k{};
+    std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
+    for (int round = 0; round < 10; ++round) {
+        k.k0[round] = k0;
+        k.k1[round] = k1;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    return k;
+}
+
+// Run-time facts of one launch's conversion (built on the host: ElementCtx{policy, table, seed}).
 struct ElementCtx {
     Policy policy;
     const std::uint8_t* table;  // kTable: shared-memory copy of the cast table
     std::uint64_t seed;
+    PhiloxKeys keys;  // philox_round_keys(seed)
+    ElementCtx(Policy p, const std::uint8_t* t, std::uint64_t s) : policy(p), table(t), seed(s), keys(philox_round_keys(s)) {}
 };
+
+// emu::philox4x32_10(seed, counter) with the round keys of philox_round_keys(seed).
+__device__ __forceinline__ emu::PhiloxWords philox4x32_10_device(const PhiloxKeys& keys, std::uint64_t counter) {
+    std::uint32_t c0 = static_cast<std::uint32_t>(counter), c1 = static_cast<std::uint32_t>(counter >> 32);
+    std::uint32_t c2 = 0, c3 = 0;
+#pragma unroll
+    for (int round = 0; round < 10; ++round) {
+        std::uint32_t hi0, hi1;
+        const std::uint32_t lo0 = mulhilo32_wide(0xD2511F53u, c0, &hi0);
+        const std::uint32_t lo1 = mulhilo32_wide(0xCD9E8D57u, c2, &hi1);
+        const std::uint32_t n0 = hi1 ^ c1 ^ keys.k0[round], n2 = hi0 ^ c3 ^ keys.k1[round];
+        c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+    }
+    return {{c0, c1, c2, c3}};
+}
 
 template <class D>
 __device__ __forceinline__ std::uint8_t cvt_one(std::uint32_t y) {
@@ -171,26 +272,37 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_general(std::uint32_t u
     return u - 1u >= 0x7F7FFFFFu ? u : v;  // zero, Inf, NaN: not rounded
 }
 
-template <class D>
+// P: kSrCvt or kSrTable, the encoder of the result. The common case (y finite with its binade at
+// or above D's emin, shift = kShift) is computed on y itself, sign included (u + (random >> (32 -
+// kShift)) < 0x7F7FFFFF + 2^21 < 2^31: no carry reaches the sign bit), before the range test, so
+// that it needs no absolute value, sign merge or (kSrCvt) saturation: 8 executed instructions
+// per element instead of 10 in the SASS. A sum past float32's largest finite bits
+// gives exactly +-Inf there (the cleared low bits leave 0x7F800000): for kSrCvt that stays, as
+// cvt.rn.satfinite encodes +-Inf and +-FLT_MAX alike (max finite, the saturate-all policy); the
+// table path takes +-FLT_MAX, as the general step does.
+template <class D, int P = kSrTable>
 __device__ __forceinline__ std::uint32_t stochastic_grid_bits(std::uint32_t y, std::uint32_t random) {
     static_assert(D::total_bits == 8 && D::has_zero && D::man_bits <= 22, "FP8 element formats only");
     constexpr std::uint32_t kNormalLo = static_cast<std::uint32_t>(D::emin + 127) << 23;
     constexpr int kShift = 23 - D::man_bits;  // shift for results in D's normal range
     const std::uint32_t u = y & 0x7FFFFFFFu;
-    std::uint32_t v;
+    std::uint32_t v = (y + (random >> (32 - kShift))) & ~((1u << kShift) - 1u);
+    if constexpr (P != kSrCvt) v -= (v & 0x7FFFFFFFu) == 0x7F800000u ? 1u : 0u;  // +-Inf -> +-FLT_MAX
     // Binades whose results are D-subnormal with all of y's significand above 2^q - 1 bit: the
     // shift grows by one per binade below emin and stays <= 23 (the general step's first case).
     constexpr std::uint32_t kSubLo = static_cast<std::uint32_t>(D::emin + 127 - D::man_bits) << 23;
     static_assert(D::emin + 127 - D::man_bits >= 1, "the subnormal tier needs float32 normal binades");
-    if (u - kNormalLo < 0x7F800000u - kNormalLo) {  // finite, binade at or above D's emin: shift = kShift
-        v = min((u + (random >> (32 - kShift))) & ~((1u << kShift) - 1u), 0x7F7FFFFFu);
-    } else if (u - kSubLo < kNormalLo - kSubLo) {  // D-subnormal results: shift = kShift + (emin - e) <= 23
-        const int shift = kShift + static_cast<int>((kNormalLo - (u & 0x7F800000u)) >> 23);
-        v = (u + (random >> (32 - shift))) & ~((1u << shift) - 1u);
-    } else {
-        v = stochastic_grid_general<D>(u, random);
+    if (u - kNormalLo >= 0x7F800000u - kNormalLo) {  // not (finite, binade at or above D's emin)
+        std::uint32_t m;
+        if (u - kSubLo < kNormalLo - kSubLo) {  // D-subnormal results: shift = kShift + (emin - e) <= 23
+            const int shift = kShift + static_cast<int>((kNormalLo - (u & 0x7F800000u)) >> 23);
+            m = (u + (random >> (32 - shift))) & ~((1u << shift) - 1u);
+        } else {
+            m = stochastic_grid_general<D>(u, random);
+        }
+        v = (y & 0x80000000u) | m;
     }
-    return (y & 0x80000000u) | v;
+    return v;
 }
 
 // Code of a value already on D's grid (kSrCvt / kSrTable).
@@ -200,10 +312,20 @@ __device__ __forceinline__ std::uint8_t encode_grid(std::uint32_t v, const Eleme
     else return c.table[cast_table_key<D>(v)];
 }
 
+// Codes of four values already on D's grid, packed little-endian (kSrCvt / kSrTable).
+template <class D, int P>
+__device__ __forceinline__ std::uint32_t encode_grid_four(const std::uint32_t (&v)[4], const ElementCtx& c) {
+    if constexpr (P == kSrCvt) return cvt_two<D>(v[0], v[1]) | (cvt_two<D>(v[2], v[3]) << 16);
+    std::uint32_t out = 0;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) out |= std::uint32_t{encode_grid<D, P>(v[k], c)} << (8 * k);
+    return out;
+}
+
 // The stochastic code of y with random word `random` (P: kSrCvt, kSrTable or kConvert).
 template <class D, int P, int R>
 __device__ __forceinline__ std::uint8_t stochastic_code(std::uint32_t y, const ElementCtx& c, std::uint32_t random) {
-    if constexpr (P == kSrCvt || P == kSrTable) return encode_grid<D, P>(stochastic_grid_bits<D>(y, random), c);
+    if constexpr (P == kSrCvt || P == kSrTable) return encode_grid<D, P>(stochastic_grid_bits<D, P>(y, random), c);
     else return convert_fixed<D, R>(y, c.policy, random);
 }
 
@@ -214,7 +336,7 @@ __device__ __forceinline__ std::uint8_t encode_one(std::uint32_t y, const Elemen
     if constexpr (P == kCvt) return cvt_one<D>(y);
     else if constexpr (P == kTable) return c.table[cast_table_key<D>(y)];
     else if constexpr (P == kSrCvt || P == kSrTable)
-        return encode_grid<D, P>(stochastic_grid_bits<D>(y, stochastic_word(c.seed, index)), c);
+        return encode_grid<D, P>(stochastic_grid_bits<D, P>(y, stochastic_word(c.seed, index)), c);
     else {
         const std::uint32_t random =
             R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(c.seed, index) : 0u;
@@ -233,22 +355,18 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
     } else if constexpr (P == kSrCvt || P == kSrTable) {
         std::uint32_t v[4];
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
-            const emu::PhiloxWords w = emu::philox4x32_10(c.seed, index0 >> 2);
+            const emu::PhiloxWords w = philox4x32_10_device(c.keys, index0 >> 2);
 #pragma unroll
-            for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D>(y[k], w.w[k]);
+            for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], w.w[k]);
         } else {
 #pragma unroll
-            for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D>(y[k], stochastic_word(c.seed, index0 + k));
+            for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], stochastic_word(c.seed, index0 + k));
         }
-        if constexpr (P == kSrCvt) return cvt_two<D>(v[0], v[1]) | (cvt_two<D>(v[2], v[3]) << 16);
-        std::uint32_t out = 0;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) out |= std::uint32_t{encode_grid<D, P>(v[k], c)} << (8 * k);
-        return out;
+        return encode_grid_four<D, P>(v, c);
     } else if constexpr (P == kConvert && R == static_cast<int>(emu::Rounding::stochastic)) {
         std::uint32_t out = 0;
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
-            const emu::PhiloxWords w = emu::philox4x32_10(c.seed, index0 >> 2);
+            const emu::PhiloxWords w = philox4x32_10_device(c.keys, index0 >> 2);
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
                 // The narrow formats call it out of line: 16 inlined copies per kernel for each of
