@@ -141,63 +141,17 @@ __device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], f
     }
 }
 
-// emu::philox4x32_10 (emu/random.hpp, the definition of the rule's bits) on the device: the same
-// rounds with each 32 x 32 -> 64-bit product as one PTX mul.wide.u32 (random.hpp's portable
-// product compiles to IMAD.WIDE.U32 plus an add of zero to the high word: 20 more instructions
-// per call, 5 per element) and the round keys read from the launch's parameters (PhiloxKeys
-// below). The exhaustive check's stochastic runs and test_gpu compare every kernel that uses it
-// with emu::convert fed by emu::stochastic_bits, bit for bit.
-__device__ __forceinline__ std::uint32_t mulhilo32_wide(std::uint32_t a, std::uint32_t b, std::uint32_t* hi) {
-    std::uint32_t lo, h;
-    asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, t;\n\t}"
-        : "=r"(lo), "=r"(h) : "r"(a), "r"(b));
-    *hi = h;
-    return lo;
-}
-
-// The ten round keys of Philox4x32-10 under key `seed` (emu/random.hpp: k0 += 0x9E3779B9,
-// k1 += 0xBB67AE85 after each round), computed once per launch on the host: as kernel
-// parameters, ptxas loads them once into uniform registers that the rounds' LOP3 read, so a call
-// spends no instruction on them (recomputed per call, they cost about 18 of its 70).
-struct PhiloxKeys {
-    std::uint32_t k0[10], k1[10];
-};
-
-inline PhiloxKeys philox_round_keys(std::uint64_t seed) {
-    PhiloxKeys k{};
-    std::uint32_t k0 = static_cast<std::uint32_t>(seed), k1 = static_cast<std::uint32_t>(seed >> 32);
-    for (int round = 0; round < 10; ++round) {
-        k.k0[round] = k0;
-        k.k1[round] = k1;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    return k;
-}
-
 // Run-time facts of one launch's conversion (built on the host: ElementCtx{policy, table, seed}).
 struct ElementCtx {
     Policy policy;
     const std::uint8_t* table;  // kTable: shared-memory copy of the cast table
     std::uint64_t seed;
-    PhiloxKeys keys;  // philox_round_keys(seed)
-    ElementCtx(Policy p, const std::uint8_t* t, std::uint64_t s) : policy(p), table(t), seed(s), keys(philox_round_keys(s)) {}
+    // The round keys of Philox, computed once per launch on the host (emu/random.hpp): as kernel
+    // parameters, ptxas loads them into uniform registers that the rounds' LOP3 read, so a call
+    // spends no instruction on them (recomputed per call, they cost about 18 of its 70).
+    emu::PhiloxKeys keys;
+    ElementCtx(Policy p, const std::uint8_t* t, std::uint64_t s) : policy(p), table(t), seed(s), keys(emu::philox_round_keys(s)) {}
 };
-
-// emu::philox4x32_10(seed, counter) with the round keys of philox_round_keys(seed).
-__device__ __forceinline__ emu::PhiloxWords philox4x32_10_device(const PhiloxKeys& keys, std::uint64_t counter) {
-    std::uint32_t c0 = static_cast<std::uint32_t>(counter), c1 = static_cast<std::uint32_t>(counter >> 32);
-    std::uint32_t c2 = 0, c3 = 0;
-#pragma unroll
-    for (int round = 0; round < 10; ++round) {
-        std::uint32_t hi0, hi1;
-        const std::uint32_t lo0 = mulhilo32_wide(0xD2511F53u, c0, &hi0);
-        const std::uint32_t lo1 = mulhilo32_wide(0xCD9E8D57u, c2, &hi1);
-        const std::uint32_t n0 = hi1 ^ c1 ^ keys.k0[round], n2 = hi0 ^ c3 ^ keys.k1[round];
-        c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
-    }
-    return {{c0, c1, c2, c3}};
-}
 
 template <class D>
 __device__ __forceinline__ std::uint8_t cvt_one(std::uint32_t y) {
@@ -355,7 +309,7 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
     } else if constexpr (P == kSrCvt || P == kSrTable) {
         std::uint32_t v[4];
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
-            const emu::PhiloxWords w = philox4x32_10_device(c.keys, index0 >> 2);
+            const emu::PhiloxWords w = emu::philox4x32_10(c.keys, index0 >> 2);
 #pragma unroll
             for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], w.w[k]);
         } else {
@@ -366,7 +320,7 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
     } else if constexpr (P == kConvert && R == static_cast<int>(emu::Rounding::stochastic)) {
         std::uint32_t out = 0;
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
-            const emu::PhiloxWords w = philox4x32_10_device(c.keys, index0 >> 2);
+            const emu::PhiloxWords w = emu::philox4x32_10(c.keys, index0 >> 2);
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
                 // The narrow formats call it out of line: 16 inlined copies per kernel for each of

@@ -67,7 +67,7 @@ __device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], 
         if ((index0 & 3u) == 0) {
             emu::PhiloxWords r[4];
 #pragma unroll
-            for (int g = 0; g < 4; ++g) r[g] = philox4x32_10_device(c.keys, (index0 >> 2) + g);
+            for (int g = 0; g < 4; ++g) r[g] = emu::philox4x32_10(c.keys, (index0 >> 2) + g);
 #pragma unroll
             for (int g = 0; g < 4; ++g) {
                 std::uint32_t v[4];
