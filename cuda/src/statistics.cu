@@ -27,6 +27,8 @@ namespace {
 
 enum Count { kZeros, kNan, kInf, kUnderflow, kSubnormal, kOverflow, kTeOverflow, kNonzeroX, kNonzeroQ, kCounts };
 enum Sum { kX2, kErr2, kSums };
+constexpr int kMaxCopies = 7;  // aliases one launch completes (statistics_async_multi)
+static_assert(sizeof(StatsRecord) % 8 == 0, "records are copied as 64-bit words");
 static_assert(kCounts <= 16 && kSums == 2, "StatsRecord holds 16 counters and 2 sums");
 
 struct Acc {
@@ -40,6 +42,7 @@ struct Acc {
 struct Globals {
     StatsRecord* rec;               // zeroed by the caller; completed by the last CTA
     double* partial;                // gridDim.x * kSums (the workspace)
+    StatsRecord* copy_rec[kMaxCopies];  // Params::copies of them: aliases' records
 };
 
 struct Params {
@@ -53,6 +56,15 @@ struct Params {
     const float* d_amax;    // not null: scale, scale_inv = numerics::rule_scale(rule, *d_amax)
     numerics::ScaleParams rule;
     std::uint64_t numel;    // sampled_count(n, sample), for the record
+    // statistics_async_multi's aliases (see there): a plan whose numbers equal an earlier plan's
+    // whenever the two rules give the same scale pair at the amax. skip: this launch does nothing
+    // when rule_scale(skip_rule) equals its own usable pair (the earlier launch wrote the record);
+    // copies: the last CTA copies the finished record to copy_rec[c] when rule_scale(copy_rule[c])
+    // equals this launch's pair.
+    bool skip;
+    numerics::ScaleParams skip_rule;
+    int copies;
+    numerics::ScaleParams copy_rule[kMaxCopies];
 };
 
 // One histogram increment per distinct bin in the warp (warp-aggregated): lanes with the same bin
@@ -189,6 +201,27 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
     }
 }
 
+__device__ __forceinline__ bool usable(float scale, float scale_inv) {
+    return scale > 0.0f && scale <= FLT_MAX && scale_inv > 0.0f && scale_inv <= FLT_MAX;
+}
+__device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float scale, float scale_inv) {
+    return __float_as_uint(b.scale) == __float_as_uint(scale) && __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
+}
+
+// The last CTA, after completing g.rec: the record, word for word, to each alias whose rule gives
+// this launch's scale pair at the amax (the alias's own launch then skips). __syncthreads first:
+// thread 0 and 1 wrote the last fields; the other CTAs' atomics are visible after the fence.
+__device__ __noinline__ void copy_to_aliases(const Params& prm, const Globals& g, float scale_inv) {
+    __syncthreads();
+    const float amax = *prm.d_amax;
+    const auto* src = reinterpret_cast<const volatile unsigned long long*>(g.rec);
+    for (int c = 0; c < prm.copies; ++c) {
+        if (!same_pair(numerics::rule_scale(prm.copy_rule[c], amax), prm.scale, scale_inv)) continue;
+        auto* dst = reinterpret_cast<unsigned long long*>(g.copy_rec[c]);
+        for (unsigned i = threadIdx.x; i < sizeof(StatsRecord) / 8; i += blockDim.x) dst[i] = src[i];
+    }
+}
+
 // Three CTAs per SM at least (at most 85 registers): with 128-157 registers two were resident and
 // the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md).
 template <class S, class D, int P, int R>
@@ -199,20 +232,26 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     // The scale: the rule at the device amax (one thread per CTA; every CTA gets the same bits) or
     // the caller's. A scale that is not finite and > 0 gives no statistics: the record says so.
     __shared__ float scale_pair[2];
+    __shared__ bool skip_all;
     if (threadIdx.x == 0) {
         scale_pair[0] = prm0.scale;
         scale_pair[1] = prm0.scale_inv;
+        skip_all = false;
         if (prm0.d_amax != nullptr) {
-            const numerics::BlockScale b = numerics::rule_scale(prm0.rule, *prm0.d_amax);
+            const float amax = *prm0.d_amax;
+            const numerics::BlockScale b = numerics::rule_scale(prm0.rule, amax);
             scale_pair[0] = b.scale;
             scale_pair[1] = b.scale_inv;
+            skip_all = prm0.skip && usable(b.scale, b.scale_inv) &&
+                       same_pair(numerics::rule_scale(prm0.skip_rule, amax), b.scale, b.scale_inv);
         }
     }
     __syncthreads();
+    if (skip_all) return;  // an earlier launch of the same cast wrote (or writes) this record
     Params prm = prm0;
     prm.scale = scale_pair[0];
     const float scale_inv = scale_pair[1];
-    if (!(prm.scale > 0.0f && prm.scale <= FLT_MAX && scale_inv > 0.0f && scale_inv <= FLT_MAX)) {
+    if (!usable(prm.scale, scale_inv)) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
             g.rec->scale = prm.scale;
             g.rec->scale_inv = scale_inv;
@@ -351,16 +390,25 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         g.rec->sample = prm.sample;
         g.rec->scale_ok = 1u;
     }
+    if (prm.copies > 0) copy_to_aliases(prm, g, scale_inv);
 }
 
 // The most CTAs a launch uses (grid_for's cap), for the workspace of partial sums.
 unsigned max_ctas() { return grid_for(~std::size_t{0} >> 1); }
 
+// statistics_async_multi's links of one launch (none by default): see Params::skip and copies.
+struct Aliases {
+    const numerics::ScaleParams* skip_rule = nullptr;  // not null: skip when it gives the same pair
+    int copies = 0;
+    numerics::ScaleParams copy_rule[kMaxCopies];
+    StatsRecord* copy_rec[kMaxCopies] = {};
+};
+
 // The kernel on a zeroed record, queued on s: one launch.
 void launch_statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
                        const numerics::ScaleParams& rule, const float* d_amax, float scale, float scale_inv,
                        StatsRecord* rec, double* workspace, std::uint32_t sample, std::uint64_t seed,
-                       std::uint64_t first_index, cudaStream_t s) {
+                       std::uint64_t first_index, cudaStream_t s, const Aliases& alias = Aliases{}) {
     // The scale-independent constants (overflow limits, max finite); the kernel rescales them.
     Params prm{to, scale, numerics::element_consts(to, policy, 1.0f), 0, 0, sample, scale_inv, d_amax, rule,
                sampled_count(n, sample)};
@@ -368,7 +416,14 @@ void launch_statistics(Format to, Wide from, const void* in, std::size_t n, cons
     const std::uint8_t* table = element_table(to, policy, s);
     const ElementCtx ctx{policy, nullptr, seed};
     const unsigned grid = grid_for(((n + 15) / 16 + sample - 1) / sample);  // at most; `wave` CTAs run
-    const Globals g{rec, workspace};
+    Globals g{rec, workspace, {}};
+    prm.skip = alias.skip_rule != nullptr;
+    if (prm.skip) prm.skip_rule = *alias.skip_rule;
+    prm.copies = alias.copies;
+    for (int c = 0; c < alias.copies; ++c) {
+        prm.copy_rule[c] = alias.copy_rule[c];
+        g.copy_rec[c] = alias.copy_rec[c];
+    }
     with_input(from, [&](auto si) {
         with_cast_format(to, [&](auto di) {
             using S = decltype(si);
@@ -450,6 +505,66 @@ void statistics_async(Format to, Wide from, const void* in, std::size_t n, const
     if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics_async: at most 2^31 - 1 elements per call");
     launch_statistics(to, from, in, n, policy, rule, d_amax, 0.0f, 0.0f, d_record, static_cast<double*>(d_workspace),
                       sample, seed, first_index, as_stream(stream));
+}
+
+namespace {
+
+// Whether two plans of one tensor give the same statistics whenever their rules give the same
+// scale pair: the same format, input type, rounding and overflow, and NaN encodings that both turn
+// a NaN input into a NaN code (then the code of every element decodes alike: a NaN input's code is
+// some NaN, which element_step counts the same way, nan and nonzero_q; every other input's code
+// does not depend on the NaN encoding, emu/include/fp8kit/emu/policy.hpp). E4M3 and E5M2 only
+// (formats with NaN codes).
+bool nan_stays_nan(emu::NanEncoding e) {
+    using N = emu::NanEncoding;
+    return e == N::canonical || e == N::signed_all_ones || e == N::signed_quiet || e == N::signed_quiet_payload;
+}
+bool same_numbers(const StatsPlan& a, const StatsPlan& b) {
+    return a.to == b.to && (a.to == Format::e4m3 || a.to == Format::e5m2) && a.from == b.from &&
+           a.policy.rounding == b.policy.rounding && a.policy.overflow == b.policy.overflow &&
+           (a.policy.nan == b.policy.nan || (nan_stays_nan(a.policy.nan) && nan_stays_nan(b.policy.nan)));
+}
+
+void check_async_args(const StatsPlan& p, const float* d_amax, const void* d_record, const void* d_workspace,
+                      std::uint32_t sample, std::size_t n, const char* fn) {
+    require_input(p.from, fn);
+    require_gpu_format(p.to, fn);
+    const std::string f = std::string("fp8kit::cuda::") + fn;
+    if (d_amax == nullptr || d_record == nullptr || d_workspace == nullptr)
+        throw std::invalid_argument(f + ": d_amax, d_record and d_workspace must be device pointers");
+    if (numerics::rule_uses_global_amax(p.rule.rule))
+        throw std::invalid_argument(f + ": NVFP4 rules (a global amax) have no statistics kernel");
+    if (p.rule.format != p.to) throw std::invalid_argument(f + ": the rule's format differs from the cast's");
+    if (sample < 1) throw std::invalid_argument(f + ": sample must be >= 1");
+    if (n >= kPiece) throw std::invalid_argument(f + ": at most 2^31 - 1 elements per call");
+}
+
+}  // namespace
+
+void statistics_async_multi(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n,
+                            const float* d_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample,
+                            std::uint64_t seed, std::uint64_t first_index, Stream stream) {
+    for (std::size_t k = 0; k < count; ++k)
+        check_async_args(plans[k], d_amax, d_records, d_workspace, sample, n, "statistics_async_multi");
+    // root[k]: the first plan with the same numbers (k itself when none, or when that one already
+    // completes kMaxCopies aliases); each root's launch comes first and completes its aliases.
+    std::vector<std::size_t> root(count);
+    std::vector<Aliases> links(count);
+    for (std::size_t k = 0; k < count; ++k) {
+        root[k] = k;
+        for (std::size_t j = 0; j < k; ++j)
+            if (root[j] == j && links[j].copies < kMaxCopies && same_numbers(plans[j], plans[k])) {
+                root[k] = j;
+                links[j].copy_rule[links[j].copies] = plans[k].rule;
+                links[j].copy_rec[links[j].copies++] = d_records + k;
+                links[k].skip_rule = &plans[j].rule;
+                break;
+            }
+    }
+    for (std::size_t k = 0; k < count; ++k)
+        launch_statistics(plans[k].to, plans[k].from, in, n, plans[k].policy, plans[k].rule, d_amax, 0.0f, 0.0f,
+                          d_records + k, static_cast<double*>(d_workspace), sample, seed, first_index,
+                          as_stream(stream), links[k]);
 }
 
 numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
