@@ -7,7 +7,7 @@
 // by one thread in CTA order, so a given device and launch always gives the same sums.
 // Both entry points (statistics: host scale, host result; statistics_async: scale from a device
 // amax, result in a device record) run this one kernel on a zeroed StatsRecord, so they give the
-// same numbers for the same scale; the last CTA to finish adds the partial sums in CTA order and
+// same numbers for the same scale; the last CTA to finish adds the partial sums in a fixed order and
 // completes the record (one launch per call).
 #include <algorithm>
 #include <cfloat>
@@ -208,20 +208,6 @@ __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float s
     return __float_as_uint(b.scale) == __float_as_uint(scale) && __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
 }
 
-// The last CTA, after completing g.rec: the record, word for word, to each alias whose rule gives
-// this launch's scale pair at the amax (the alias's own launch then skips). __syncthreads first:
-// thread 0 and 1 wrote the last fields; the other CTAs' atomics are visible after the fence.
-__device__ __noinline__ void copy_to_aliases(const Params& prm, const Globals& g, float scale_inv) {
-    __syncthreads();
-    const float amax = *prm.d_amax;
-    const auto* src = reinterpret_cast<const volatile unsigned long long*>(g.rec);
-    for (int c = 0; c < prm.copies; ++c) {
-        if (!same_pair(numerics::rule_scale(prm.copy_rule[c], amax), prm.scale, scale_inv)) continue;
-        auto* dst = reinterpret_cast<unsigned long long*>(g.copy_rec[c]);
-        for (unsigned i = threadIdx.x; i < sizeof(StatsRecord) / 8; i += blockDim.x) dst[i] = src[i];
-    }
-}
-
 // Three CTAs per SM at least (at most 85 registers): with 128-157 registers two were resident and
 // the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md).
 template <class S, class D, int P, int R>
@@ -367,8 +353,12 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         for (int l = 0; l < 32; ++l) t += hist_fast[f][(l + f) & 31];
         if (t) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + numerics::histogram_bin_of_exponent(f - 127)), t);
     }
-    // The last CTA to finish (CUDA's threadFenceReduction pattern) adds the partial sums in CTA
-    // order, as the separate sum kernel did, and writes the rest of the record.
+    // The last CTA to finish (CUDA's threadFenceReduction pattern) adds the partial sums and
+    // writes the rest of the record. In a fixed order, so a given device and grid always gives the
+    // same sums: thread t adds CTAs t, t + blockDim, ... in order, each warp its 32 by a shuffle
+    // butterfly (both lanes of a pair add the same two numbers), then the warps in order. All
+    // threads load (about gridDim / blockDim loads each): one thread adding gridDim partials
+    // one load after another made every launch wait for up to 1056 dependent L2 round trips.
     __threadfence();
     __syncthreads();
     __shared__ bool last;
@@ -376,10 +366,18 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     __syncthreads();
     if (!last) return;
     __threadfence();
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) {
+        double s = 0;
+        for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s += __ldcg(g.partial + static_cast<std::size_t>(b) * kSums + k);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
+        if (lane == 0) sums[warp][k] = s;  // free: read before the __syncthreads above
+    }
+    __syncthreads();
     if (threadIdx.x < kSums) {
         double s = 0;
-        const volatile double* part = g.partial;
-        for (unsigned b = 0; b < gridDim.x; ++b) s += part[static_cast<std::size_t>(b) * kSums + threadIdx.x];
+        for (int w = 0; w < kWarps; ++w) s += sums[w][threadIdx.x];  // fixed order
         g.rec->sums[threadIdx.x] = s;
     }
     if (threadIdx.x == 0) {
@@ -390,7 +388,23 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         g.rec->sample = prm.sample;
         g.rec->scale_ok = 1u;
     }
-    if (prm.copies > 0) copy_to_aliases(prm, g, scale_inv);
+    // The record, word for word, to each alias whose rule gives this launch's scale pair at the
+    // amax (the alias's own launch then skips). After __syncthreads: threads 0 and 1 wrote the
+    // last fields; the other CTAs' atomics are visible after the fence above. Reads prm0 and g
+    // (kernel parameters) with static indices: a reference to a Params copy would put it in local
+    // memory for every thread.
+    if (prm0.copies > 0) {
+        __syncthreads();
+        const float amax = *prm0.d_amax;
+        const auto* src = reinterpret_cast<const volatile unsigned long long*>(g.rec);
+#pragma unroll
+        for (int c = 0; c < kMaxCopies; ++c) {
+            if (c >= prm0.copies || !same_pair(numerics::rule_scale(prm0.copy_rule[c], amax), prm.scale, scale_inv))
+                continue;
+            auto* dst = reinterpret_cast<unsigned long long*>(g.copy_rec[c]);
+            for (unsigned i = threadIdx.x; i < sizeof(StatsRecord) / 8; i += blockDim.x) dst[i] = src[i];
+        }
+    }
 }
 
 // The most CTAs a launch uses (grid_for's cap), for the workspace of partial sums.

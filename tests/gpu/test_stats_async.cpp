@@ -280,13 +280,29 @@ TEST_CASE("statistics_async_multi equals statistics_async plan by plan", "[gpu]"
         {Format::e4m3, Wide::f32, te.policy, fp8kit::recipe_scale_params(te, fp8kit::Role::activation)},
         {Format::e4m3, Wide::f32, ao.policy, fp8kit::recipe_scale_params(ao, fp8kit::Role::activation)}};
     REQUIRE(te.policy.nan != ao.policy.nan);  // differ in the NaN code only
+    // The second record is not zeroed but holds a planted count: only a word-for-word copy of
+    // the first (its own launch skipped) makes the two equal; a launch of its own would add to it.
     cu::device_memset(recs.p, 0, 2 * sizeof(cu::StatsRecord));
+    const std::uint64_t planted = 12345;
+    cu::copy_to_device(static_cast<char*>(recs.p) + sizeof(cu::StatsRecord), &planted, sizeof planted);
     cu::statistics_async_multi(plans, 2, din.p, 4099, static_cast<const float*>(damax.p),
                                static_cast<cu::StatsRecord*>(recs.p), ws.p);
     cu::StatsRecord r[2];
     cu::copy_to_host(r, recs.p, sizeof r);
     CHECK(r[0].scale_ok == 1u);
+    CHECK(r[0].counts[0] != planted);
     CHECK(std::memcmp(&r[0], &r[1], sizeof r[0]) == 0);
+    // With the scales apart (an amax below torchao's epsilon: TE's scale is fmax / amax, torchao's
+    // fmax / 1e-12), nothing is copied: the planted count stays in the second record's sum.
+    const float tiny = 1e-13f;
+    cu::copy_to_device(damax.p, &tiny, 4);
+    cu::device_memset(recs.p, 0, 2 * sizeof(cu::StatsRecord));
+    cu::copy_to_device(static_cast<char*>(recs.p) + sizeof(cu::StatsRecord), &planted, sizeof planted);
+    cu::statistics_async_multi(plans, 2, din.p, 4099, static_cast<const float*>(damax.p),
+                               static_cast<cu::StatsRecord*>(recs.p), ws.p);
+    cu::copy_to_host(r, recs.p, sizeof r);
+    CHECK(bits(r[0].scale) != bits(r[1].scale));
+    CHECK(r[1].counts[0] == r[0].counts[0] + planted);
 }
 
 TEST_CASE("statistics_async_multi: bad arguments throw with the function's name", "[gpu]") {
