@@ -27,7 +27,6 @@ namespace {
 
 enum Count { kZeros, kNan, kInf, kUnderflow, kSubnormal, kOverflow, kTeOverflow, kNonzeroX, kNonzeroQ, kCounts };
 enum Sum { kX2, kErr2, kSums };
-constexpr int kMaxCopies = 7;  // aliases one launch completes (statistics_async_multi)
 static_assert(sizeof(StatsRecord) % 8 == 0, "records are copied as 64-bit words");
 static_assert(kCounts <= 16 && kSums == 2, "StatsRecord holds 16 counters and 2 sums");
 
@@ -42,7 +41,6 @@ struct Acc {
 struct Globals {
     StatsRecord* rec;               // zeroed by the caller; completed by the last CTA
     double* partial;                // gridDim.x * kSums (the workspace)
-    StatsRecord* copy_rec[kMaxCopies];  // Params::copies of them: aliases' records
 };
 
 struct Params {
@@ -57,14 +55,11 @@ struct Params {
     numerics::ScaleParams rule;
     std::uint64_t numel;    // sampled_count(n, sample), for the record
     // statistics_async_multi's aliases (see there): a plan whose numbers equal an earlier plan's
-    // whenever the two rules give the same scale pair at the amax. skip: this launch does nothing
-    // when rule_scale(skip_rule) equals its own usable pair (the earlier launch wrote the record);
-    // copies: the last CTA copies the finished record to copy_rec[c] when rule_scale(copy_rule[c])
-    // equals this launch's pair.
-    bool skip;
-    numerics::ScaleParams skip_rule;
-    int copies;
-    numerics::ScaleParams copy_rule[kMaxCopies];
+    // whenever the two rules give the same scale pair at the amax. alias_src not null: when
+    // rule_scale(alias_rule) equals this launch's usable pair, CTA 0 copies the record at
+    // alias_src (complete: its launch came earlier on the stream) and the launch does nothing else.
+    const StatsRecord* alias_src;
+    numerics::ScaleParams alias_rule;
 };
 
 // One histogram increment per distinct bin in the warp (warp-aggregated): lanes with the same bin
@@ -228,12 +223,19 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
             const numerics::BlockScale b = numerics::rule_scale(prm0.rule, amax);
             scale_pair[0] = b.scale;
             scale_pair[1] = b.scale_inv;
-            skip_all = prm0.skip && usable(b.scale, b.scale_inv) &&
-                       same_pair(numerics::rule_scale(prm0.skip_rule, amax), b.scale, b.scale_inv);
+            skip_all = prm0.alias_src != nullptr && usable(b.scale, b.scale_inv) &&
+                       same_pair(numerics::rule_scale(prm0.alias_rule, amax), b.scale, b.scale_inv);
         }
     }
     __syncthreads();
-    if (skip_all) return;  // an earlier launch of the same cast wrote (or writes) this record
+    if (skip_all) {  // an earlier launch of the same cast wrote these numbers: copy them
+        if (blockIdx.x == 0) {
+            const auto* src = reinterpret_cast<const unsigned long long*>(prm0.alias_src);
+            auto* dst = reinterpret_cast<unsigned long long*>(g.rec);
+            for (unsigned i = threadIdx.x; i < sizeof(StatsRecord) / 8; i += blockDim.x) dst[i] = src[i];
+        }
+        return;
+    }
     Params prm = prm0;
     prm.scale = scale_pair[0];
     const float scale_inv = scale_pair[1];
@@ -388,34 +390,15 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         g.rec->sample = prm.sample;
         g.rec->scale_ok = 1u;
     }
-    // The record, word for word, to each alias whose rule gives this launch's scale pair at the
-    // amax (the alias's own launch then skips). After __syncthreads: threads 0 and 1 wrote the
-    // last fields; the other CTAs' atomics are visible after the fence above. Reads prm0 and g
-    // (kernel parameters) with static indices: a reference to a Params copy would put it in local
-    // memory for every thread.
-    if (prm0.copies > 0) {
-        __syncthreads();
-        const float amax = *prm0.d_amax;
-        const auto* src = reinterpret_cast<const volatile unsigned long long*>(g.rec);
-#pragma unroll
-        for (int c = 0; c < kMaxCopies; ++c) {
-            if (c >= prm0.copies || !same_pair(numerics::rule_scale(prm0.copy_rule[c], amax), prm.scale, scale_inv))
-                continue;
-            auto* dst = reinterpret_cast<unsigned long long*>(g.copy_rec[c]);
-            for (unsigned i = threadIdx.x; i < sizeof(StatsRecord) / 8; i += blockDim.x) dst[i] = src[i];
-        }
-    }
 }
 
 // The most CTAs a launch uses (grid_for's cap), for the workspace of partial sums.
 unsigned max_ctas() { return grid_for(~std::size_t{0} >> 1); }
 
-// statistics_async_multi's links of one launch (none by default): see Params::skip and copies.
+// statistics_async_multi's link of one launch (none by default): see Params::alias_src.
 struct Aliases {
-    const numerics::ScaleParams* skip_rule = nullptr;  // not null: skip when it gives the same pair
-    int copies = 0;
-    numerics::ScaleParams copy_rule[kMaxCopies];
-    StatsRecord* copy_rec[kMaxCopies] = {};
+    const StatsRecord* src = nullptr;
+    const numerics::ScaleParams* rule = nullptr;
 };
 
 // The kernel on a zeroed record, queued on s: one launch.
@@ -430,14 +413,9 @@ void launch_statistics(Format to, Wide from, const void* in, std::size_t n, cons
     const std::uint8_t* table = element_table(to, policy, s);
     const ElementCtx ctx{policy, nullptr, seed};
     const unsigned grid = grid_for(((n + 15) / 16 + sample - 1) / sample);  // at most; `wave` CTAs run
-    Globals g{rec, workspace, {}};
-    prm.skip = alias.skip_rule != nullptr;
-    if (prm.skip) prm.skip_rule = *alias.skip_rule;
-    prm.copies = alias.copies;
-    for (int c = 0; c < alias.copies; ++c) {
-        prm.copy_rule[c] = alias.copy_rule[c];
-        g.copy_rec[c] = alias.copy_rec[c];
-    }
+    const Globals g{rec, workspace};
+    prm.alias_src = alias.src;
+    if (alias.src != nullptr) prm.alias_rule = *alias.rule;
     with_input(from, [&](auto si) {
         with_cast_format(to, [&](auto di) {
             using S = decltype(si);
@@ -560,21 +538,14 @@ void statistics_async_multi(const StatsPlan* plans, std::size_t count, const voi
                             std::uint64_t seed, std::uint64_t first_index, Stream stream) {
     for (std::size_t k = 0; k < count; ++k)
         check_async_args(plans[k], d_amax, d_records, d_workspace, sample, n, "statistics_async_multi");
-    // root[k]: the first plan with the same numbers (k itself when none, or when that one already
-    // completes kMaxCopies aliases); each root's launch comes first and completes its aliases.
-    std::vector<std::size_t> root(count);
+    // links[k]: the first earlier plan with the same numbers, launched (and so finished) before k.
     std::vector<Aliases> links(count);
-    for (std::size_t k = 0; k < count; ++k) {
-        root[k] = k;
+    for (std::size_t k = 0; k < count; ++k)
         for (std::size_t j = 0; j < k; ++j)
-            if (root[j] == j && links[j].copies < kMaxCopies && same_numbers(plans[j], plans[k])) {
-                root[k] = j;
-                links[j].copy_rule[links[j].copies] = plans[k].rule;
-                links[j].copy_rec[links[j].copies++] = d_records + k;
-                links[k].skip_rule = &plans[j].rule;
+            if (links[j].src == nullptr && same_numbers(plans[j], plans[k])) {
+                links[k] = {d_records + j, &plans[j].rule};
                 break;
             }
-    }
     for (std::size_t k = 0; k < count; ++k)
         launch_statistics(plans[k].to, plans[k].from, in, n, plans[k].policy, plans[k].rule, d_amax, 0.0f, 0.0f,
                           d_records + k, static_cast<double*>(d_workspace), sample, seed, first_index,

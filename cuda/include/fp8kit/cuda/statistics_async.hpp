@@ -73,8 +73,9 @@ struct StatsPlan {
 // rules give the same scale pair at the amax, which the device decides (TE's and torchao's
 // current scaling agree at every finite amax >= torchao's epsilon whose scale is finite: fmax / amax
 // rounded once to float32, or in binary64 and then to float32, which is the same for a quotient of
-// two floats, since 53 >= 2 * 24 + 2; msamp's power of two differs): the first such plan's
-// launch copies its finished record to the others, whose launches then return at once. One
+// two floats, since 53 >= 2 * 24 + 2; msamp's power of two differs): the later plan's launch then
+// copies the earlier plan's finished record (launched before it on the stream) and does nothing
+// else; when the pairs differ it computes its own. One
 // workspace of statistics_workspace_bytes() serves all (the launches run one after another).
 void statistics_async_multi(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n,
                             const float* d_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample = 1,
