@@ -146,30 +146,39 @@ def _linear_types(extra):
 class _GpuStep:
     """One monitored step's GPU results on one device: amax slots (float32) and statistics records
     (StatsRecord) in device pages that never move while queued kernels write them; copy_out()
-    queues their copy to pinned host memory and an event, read_into() waits for that event (the
-    step's only wait) and fills the rows and trace entries that point at the slots."""
+    queues their copy to pinned host memory and an event, read() waits for that event (the step's
+    only wait), fills the trace entries that point at the slots and keeps the records' values as
+    one tuple each (cuda_stats_rows); rows (dicts) are built from them only when asked for
+    (Monitor.rows, write(), close())."""
     PAGE = 256
 
     def __init__(self, device):
         self.device = device
         self.amax_pages, self.rec_pages, self.n_amax, self.n_rec = [], [], 0, 0
-        self.trace, self.rows = [], []  # (trace index, step, name, amax slot), (row, record slot)
-        self.event = None
+        self.rec_used = []  # records used per page (from its start: a span never crosses pages)
+        self.trace = []  # (trace index, step, name, amax slot)
+        self.event = self.stats = None
 
     def amax_slot(self):
         page, i = divmod(self.n_amax, self.PAGE)
         if page == len(self.amax_pages):
             self.amax_pages.append(torch.empty(self.PAGE, dtype=torch.float32, device=self.device))
         self.n_amax += 1
-        return self.n_amax - 1, self.amax_pages[page][i:i + 1]
+        return self.n_amax - 1, self.amax_pages[page], i
 
-    def record_slot(self):
+    def record_slots(self, k):
+        """k consecutive zeroed records (statistics_async_multi's): first slot, device address."""
         size = _fp8kit.cuda_stats_record_bytes
         page, i = divmod(self.n_rec, self.PAGE)
+        if i + k > self.PAGE:  # not across pages: the slots left on this one stay unread
+            page, i = page + 1, 0
+            self.n_rec = page * self.PAGE
         if page == len(self.rec_pages):  # statistics_async fills zeroed records
             self.rec_pages.append(torch.zeros(self.PAGE * size, dtype=torch.uint8, device=self.device))
-        self.n_rec += 1
-        return self.n_rec - 1, self.rec_pages[page].data_ptr() + i * size
+            self.rec_used.append(0)
+        self.rec_used[page] = i + k
+        self.n_rec += k
+        return self.n_rec - k, self.rec_pages[page].data_ptr() + i * size
 
     @staticmethod
     def _to_host(pages):
@@ -186,14 +195,17 @@ class _GpuStep:
             self.event = torch.cuda.Event()
             self.event.record()
 
-    def read_into(self, rows, trace):
+    def read(self, trace):
         self.event.synchronize()
         amax = self.h_amax[: self.n_amax].tolist() if self.n_amax else []
-        stats = _fp8kit.cuda_stats_rows(self.h_rec.data_ptr(), self.n_rec) if self.n_rec else []
         for idx, step, name, slot in self.trace:
             trace[idx] = (step, name, amax[slot])
-        for row, slot in self.rows:
-            row.update(zip(_STAT_KEYS, stats[slot]))
+        # Per page, its used records (the slots skipped at a page's end hold zeroed records,
+        # which the reader refuses; None keeps the slot numbers).
+        size, self.stats = _fp8kit.cuda_stats_record_bytes, []
+        for page, used in enumerate(self.rec_used):
+            self.stats += _fp8kit.cuda_stats_rows(self.h_rec.data_ptr() + page * self.PAGE * size, used)
+            self.stats += [None] * (self.PAGE - used)
         self.amax_pages = self.rec_pages = self.h_amax = self.h_rec = None
 
 
@@ -251,7 +263,8 @@ class Monitor:
         self.tensors = set(_ROLE if tensors is None else tensors)
         self.reduce_amax, self.group = bool(reduce_amax), group
         self._rows, self._trace = [], []
-        self._queues, self._pending, self._plans, self._workspace = {}, [], {}, {}  # see _GpuStep
+        self._queues, self._pending, self._groups, self._workspace = {}, [], {}, {}  # see _GpuStep
+        self._row_parts = []  # rows not yet built, in order: lists of host rows, GPU tensors (_watch_cuda)
         self.out_dir = out_dir
         if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
                 and torch.distributed.get_world_size() > 1:
@@ -275,6 +288,7 @@ class Monitor:
     def rows(self):
         """One dict per step, tensor and recipe (GPU statistics read first if any are queued)."""
         self._drain()
+        self._build_rows()
         return self._rows
 
     @property
@@ -353,7 +367,7 @@ class Monitor:
         self._trace.append((self.step_index, name, amax))
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
             self._dump(name, x, role)
-        done = {}  # recipes that cast this tensor identically (format, policy, scale) share one pass
+        done, rows = {}, []  # recipes that cast this tensor identically (format, policy, scale) share one pass
         for r, arg in zip(self.recipes, self._scale_arg):
             spec = r["roles"][role]
             if spec["granularity"] == "tensor":
@@ -371,7 +385,8 @@ class Monitor:
             row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
                    "format": spec["format"]}
             row.update({k: s.get(k) for k in _STAT_KEYS})
-            self._rows.append(row)
+            rows.append(row)
+        self._row_parts.append(rows)  # after any GPU tensor's rows still to be built
 
     def _sampled(self, x):
         """The host tensor's elements the statistics count under sample=k (the GPU kernel's
@@ -393,60 +408,71 @@ class Monitor:
         s["sample"] = 1
         return s
 
-    def _plan(self, arg, role, wide, spec, pol):
-        key = (arg, role, wide)
-        p = self._plans.get(key)
-        if p is None:
-            p = self._plans[key] = _fp8kit.cuda_stats_plan(*arg, role, wide, spec["format"], pol["rounding"],
-                                                          pol["overflow"], pol["nan"])
-        return p
+    def _group(self, role, wide):
+        """The tensorwise recipes of a role and input type, resolved once: the CudaStatsGroup of
+        their distinct casts (recipes with the same format, policy and rule share one record),
+        and per recipe (name, format, index of its record in the tensor's span, or None for a
+        block recipe, computed on the host)."""
+        key = (role, wide)
+        g = self._groups.get(key)
+        if g is not None:
+            return g
+        plans, cols, done = [], [], {}
+        for r, arg in zip(self.recipes, self._scale_arg):
+            spec = r["roles"][role]
+            if spec["granularity"] != "tensor":
+                cols.append((r, spec["format"], None))
+                continue
+            pol = r["policy"]
+            k = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], r["rule"], r["epsilon"], r["pow2"],
+                 r["value_for_inf"], r["margin"])
+            if k not in done:
+                done[k] = len(plans)
+                plans.append(_fp8kit.cuda_stats_plan(*arg, role, wide, spec["format"], pol["rounding"],
+                                                     pol["overflow"], pol["nan"]))
+            cols.append((r, spec["format"], done[k]))
+        g = self._groups[key] = (_fp8kit.cuda_stats_group(plans), len(plans), tuple(cols),
+                                 any(c[2] is None for c in cols))
+        return g
 
     def _watch_cuda(self, name, x, role):
-        """watch() of a CUDA tensor: everything queued on torch's current stream, nothing waited for."""
-        fp8kit._device.require_cuda()
+        """watch() of a CUDA tensor: everything queued on torch's current stream, nothing waited
+        for; one call into the module (amax, then every recipe's statistics) and no row built."""
         wide = fp8kit._device.TORCH_DTYPE_WIDE[str(x.dtype)]
         stream = torch.cuda.current_stream(x.device).cuda_stream
         q = self._queues.get(x.device)
         if q is None:
+            fp8kit._device.require_cuda()
             q = self._queues[x.device] = _GpuStep(x.device)
-        amax_slot, amax_t = q.amax_slot()
-        _fp8kit.cuda_amax(x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), stream)
+        group, k, cols, host = self._group(role, wide)
+        amax_slot, page, i = q.amax_slot()
+        slot, records = q.record_slots(k) if k else (0, 0)
+        ws = self._workspace.get((x.device, stream))
+        if ws is None:  # one per stream: the calls on a stream use it one after the other
+            ws = self._workspace[(x.device, stream)] = torch.empty(
+                _fp8kit.cuda_stats_workspace_bytes(), dtype=torch.uint8, device=x.device)
         if self.reduce_amax and torch.distributed.is_available() and torch.distributed.is_initialized():
+            amax_t = page[i:i + 1]
+            _fp8kit.cuda_amax(x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), stream)
             torch.distributed.all_reduce(amax_t, op=torch.distributed.ReduceOp.MAX, group=self.group)
+            _fp8kit.cuda_watch(group, x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), records, ws.data_ptr(),
+                               self.sample, 0, stream, False)
+        else:
+            _fp8kit.cuda_watch(group, x.data_ptr(), wide, x.numel(), page.data_ptr() + 4 * i, records,
+                               ws.data_ptr(), self.sample, 0, stream)
         q.trace.append((len(self._trace), self.step_index, name, amax_slot))
         self._trace.append(None)  # filled when the step is read
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
             self._dump(name, x, role)
-        done, plans, records = {}, [], []  # recipes with the same format, policy and rule share a record
-        for r, arg in zip(self.recipes, self._scale_arg):
-            spec = r["roles"][role]
-            row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
-                   "format": spec["format"]}
-            self._rows.append(row)
-            if spec["granularity"] != "tensor":
-                s = self._block_stats(x, r, role)
-                row.update({k: s.get(k) for k in _STAT_KEYS})
-                continue
-            pol = r["policy"]
-            key = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], r["rule"], r["epsilon"], r["pow2"],
-                   r["value_for_inf"], r["margin"])
-            if key not in done:
-                slot, ptr = q.record_slot()
-                plans.append(self._plan(arg, role, wide, spec, pol))
-                records.append(ptr)
-                done[key] = slot
-            q.rows.append((row, done[key]))
-        if plans:
-            ws = self._workspace.get((x.device, stream))
-            if ws is None:  # one per stream: the calls on a stream use it one after the other
-                ws = self._workspace[(x.device, stream)] = torch.empty(
-                    _fp8kit.cuda_stats_workspace_bytes(), dtype=torch.uint8, device=x.device)
-            _fp8kit.cuda_stats_async(plans, x.data_ptr(), x.numel(), amax_t.data_ptr(), records, ws.data_ptr(),
-                                     self.sample, 0, stream)
+        blocks = None
+        if host:  # block recipes: their statistics on a host copy, now
+            blocks = {id(r): self._block_stats(x, r, role) for r, _, j in cols if j is None}
+        self._row_parts.append((q, self.step_index, name, role, slot, cols, blocks))
 
     def _drain(self, keep_last=False):
-        """Reads the queued GPU steps into rows and trace. keep_last: the step just queued stays
-        pending (step() reads it at the next step, when the GPU has long finished it)."""
+        """Reads the queued GPU steps (their amaxes into the trace, their records into tuples).
+        keep_last: the step just queued stays pending (step() reads it at the next step, when the
+        GPU has long finished it)."""
         fresh = len(self._queues)
         for q in self._queues.values():
             q.copy_out()
@@ -454,8 +480,30 @@ class Monitor:
         self._queues = {}
         last = len(self._pending) - (fresh if keep_last else 0)
         for q in self._pending[:last]:
-            q.read_into(self._rows, self._trace)
+            q.read(self._trace)
         self._pending = self._pending[last:]
+
+    def _build_rows(self):
+        """Rows (dicts) of the GPU tensors whose records have been read, in the order watched."""
+        parts, n = self._row_parts, 0
+        for n, part in enumerate(parts):
+            if not isinstance(part, tuple):  # host rows (CPU tensors)
+                self._rows.extend(part)
+                continue
+            q, step, name, role, slot, cols, blocks = part
+            if q.stats is None:  # still queued
+                break
+            for r, fmt, j in cols:
+                row = {"step": step, "tensor": name, "role": role, "recipe": r["name"], "format": fmt}
+                if j is None:
+                    s = blocks[id(r)]
+                    row.update({k: s.get(k) for k in _STAT_KEYS})
+                else:
+                    row.update(zip(_STAT_KEYS, q.stats[slot + j]))
+                self._rows.append(row)
+        else:
+            n = len(parts)
+        del parts[:n]
 
     def _dump(self, name, x, role):
         """x (a host copy) as dataset step_NNNNNN/<module>/<tensor> of out_dir/dump.h5, fp8kit's HDF5

@@ -110,12 +110,7 @@ pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::strin
 
 // A recipe's tensorwise cast of one role, resolved once (the monitor makes one per recipe, role
 // and input type): the format and policy fp8kit.stats would take, and the recipe's scale rule.
-struct StatsPlan {
-    Format format;
-    Wide wide;
-    Policy policy;
-    numerics::ScaleParams rule;
-};
+using StatsPlan = cuda::StatsPlan;
 
 StatsPlan stats_plan(const std::string& recipe, bool is_json, const std::string& role, const std::string& wide,
                      const std::string& format, const OptStr& rounding, const OptStr& overflow, const OptStr& nan) {
@@ -134,9 +129,33 @@ void stats_async(const std::vector<StatsPlan>& plans, Ptr in, std::size_t n, Ptr
     if (plans.size() != records.size()) throw std::invalid_argument("records: one record per plan");
     pyb::gil_scoped_release nogil;
     for (std::size_t i = 0; i < plans.size(); ++i)
-        cuda::statistics_async(plans[i].format, plans[i].wide, vp(in), n, plans[i].policy, plans[i].rule, fp(amax),
+        cuda::statistics_async(plans[i].to, plans[i].from, vp(in), n, plans[i].policy, plans[i].rule, fp(amax),
                                reinterpret_cast<cuda::StatsRecord*>(records[i]), vp(workspace), sample, seed, 0,
                                vp(stream));
+}
+
+// One monitored tensor in one call (the monitor's hot path): its amax into the device slot `amax`
+// (unless compute_amax is false: the slot already holds it, e.g. reduced across ranks), then the
+// statistics of every plan of `group` into the contiguous zeroed records at `records`
+// (statistics_async_multi: plans with the same cast share one pass when their scales agree).
+// A group is the plans of one role and input type, built once (cuda_stats_group).
+struct StatsGroup {
+    std::vector<StatsPlan> plans;
+};
+StatsGroup stats_group(const std::vector<StatsPlan>& plans) { return {plans}; }
+
+void watch(const StatsGroup& g, Ptr in, const std::string& wide, std::size_t n, Ptr amax,
+           Ptr records, Ptr workspace, std::uint32_t sample, std::uint64_t seed, Ptr stream, bool compute_amax) {
+    const Wide w = kernel_wide(wide, "x");
+    const std::vector<StatsPlan>& group = g.plans;
+    for (const auto& p : group)
+        if (p.from != w) throw std::invalid_argument("x: the plans were made for another input type");
+    pyb::gil_scoped_release nogil;
+    if (compute_amax) cuda::amax(w, vp(in), n, fp(amax), vp(stream));
+    if (!group.empty())
+        cuda::statistics_async_multi(group.data(), group.size(), vp(in), n, fp(amax),
+                                     reinterpret_cast<cuda::StatsRecord*>(records), vp(workspace), sample, seed, 0,
+                                     vp(stream));
 }
 
 // The columns of stats_rows, in the monitor's order.
@@ -194,6 +213,10 @@ void bind_cuda(pyb::module_& m) {
     m.def("cuda_stats_async", &stats_async, "plans"_a, "x"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a,
           "sample"_a, "seed"_a, "stream"_a);
     m.def("cuda_stats_rows", &stats_rows, "host"_a, "count"_a);
+    pyb::class_<StatsGroup>(m, "CudaStatsGroup").def_property_readonly("size", [](const StatsGroup& g) { return g.plans.size(); });
+    m.def("cuda_stats_group", &stats_group, "plans"_a);
+    m.def("cuda_watch", &watch, "group"_a, "x"_a, "wide"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a, "sample"_a,
+          "seed"_a, "stream"_a, "compute_amax"_a = true);
     pyb::tuple cols(std::size(kRowColumns));
     for (std::size_t i = 0; i < std::size(kRowColumns); ++i) cols[i] = pyb::str(kRowColumns[i]);
     m.attr("cuda_stats_columns") = cols;

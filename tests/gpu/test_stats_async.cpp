@@ -225,3 +225,98 @@ TEST_CASE("statistics_async at an Inf amax: the rule's scale, refused when not u
         }
     }
 }
+
+// statistics_async_multi: the statistics of several plans of one tensor in one call equal
+// statistics_async of each plan alone (counts, extremes, histogram and scale exact; sums to
+// 1e-9), also where TE's and torchao's plans are computed once (their scales agree at this amax)
+// and where they are not (an Inf amax: TE keeps a usable scale, torchao's is 0 and refused).
+TEST_CASE("statistics_async_multi equals statistics_async plan by plan", "[gpu]") {
+    const auto recipes = tensorwise_presets();
+    const std::size_t n = 150001;
+    for (bool with_inf : {false, true})
+        for (Wide w : {Wide::f32, Wide::bf16}) {
+            const auto host = tensor(w, n, 31 + static_cast<int>(w), with_inf);
+            DevBuf din(host.size()), damax(4), ws(cu::statistics_workspace_bytes());
+            cu::copy_to_device(din.p, host.data(), host.size());
+            cu::amax(w, din.p, n, static_cast<float*>(damax.p));
+            for (fp8kit::Role role : {fp8kit::Role::activation, fp8kit::Role::gradient}) {
+                std::vector<cu::StatsPlan> plans;
+                for (const auto& r : recipes)
+                    plans.push_back({r.role(role).format, w, r.policy, fp8kit::recipe_scale_params(r, role)});
+                const std::size_t k = plans.size(), rb = sizeof(cu::StatsRecord);
+                DevBuf multi(k * rb), one(rb);
+                cu::device_memset(multi.p, 0, k * rb);
+                cu::statistics_async_multi(plans.data(), k, din.p, n, static_cast<const float*>(damax.p),
+                                           static_cast<cu::StatsRecord*>(multi.p), ws.p, 1, 9);
+                std::vector<cu::StatsRecord> got(k);
+                cu::copy_to_host(got.data(), multi.p, k * rb);
+                int usable = 0;
+                for (std::size_t i = 0; i < k; ++i) {
+                    INFO(recipes[i].name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " inf " << with_inf);
+                    zero(one);
+                    cu::statistics_async(plans[i].to, w, din.p, n, plans[i].policy, plans[i].rule,
+                                         static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(one.p), ws.p, 1, 9);
+                    const cu::StatsRecord want = read_record(one.p);
+                    CHECK(bits(got[i].scale) == bits(want.scale));
+                    CHECK(bits(got[i].scale_inv) == bits(want.scale_inv));
+                    CHECK(got[i].scale_ok == want.scale_ok);
+                    CHECK(got[i].numel == want.numel);
+                    if (want.scale_ok) {
+                        ++usable;
+                        check_equal(cu::stats_of_record(got[i]), cu::stats_of_record(want), false);
+                    }
+                }
+                CHECK(usable >= (with_inf ? 1 : static_cast<int>(k)));
+            }
+        }
+    // The aliasing itself: te-current's and torchao-tensorwise's E4M3 plans at a finite amax have
+    // the same scale pair; the record of the second equals the first's word for word (copied).
+    const auto te = fp8kit::parse_recipe("te-current"), ao = fp8kit::parse_recipe("torchao-tensorwise");
+    const auto host = tensor(Wide::f32, 4099, 41);
+    DevBuf din(host.size()), damax(4), ws(cu::statistics_workspace_bytes()), recs(2 * sizeof(cu::StatsRecord));
+    cu::copy_to_device(din.p, host.data(), host.size());
+    cu::amax(Wide::f32, din.p, 4099, static_cast<float*>(damax.p));
+    const cu::StatsPlan plans[2] = {
+        {Format::e4m3, Wide::f32, te.policy, fp8kit::recipe_scale_params(te, fp8kit::Role::activation)},
+        {Format::e4m3, Wide::f32, ao.policy, fp8kit::recipe_scale_params(ao, fp8kit::Role::activation)}};
+    REQUIRE(te.policy.nan != ao.policy.nan);  // differ in the NaN code only
+    // The second record is not zeroed but holds a planted count: only a word-for-word copy of
+    // the first (its own launch skipped) makes the two equal; a launch of its own would add to it.
+    cu::device_memset(recs.p, 0, 2 * sizeof(cu::StatsRecord));
+    const std::uint64_t planted = 12345;
+    cu::copy_to_device(static_cast<char*>(recs.p) + sizeof(cu::StatsRecord), &planted, sizeof planted);
+    cu::statistics_async_multi(plans, 2, din.p, 4099, static_cast<const float*>(damax.p),
+                               static_cast<cu::StatsRecord*>(recs.p), ws.p);
+    cu::StatsRecord r[2];
+    cu::copy_to_host(r, recs.p, sizeof r);
+    CHECK(r[0].scale_ok == 1u);
+    CHECK(r[0].counts[0] != planted);
+    CHECK(std::memcmp(&r[0], &r[1], sizeof r[0]) == 0);
+    // With the scales apart (an amax below torchao's epsilon: TE's scale is fmax / amax, torchao's
+    // fmax / 1e-12), nothing is copied: the planted count stays in the second record's sum.
+    const float tiny = 1e-13f;
+    cu::copy_to_device(damax.p, &tiny, 4);
+    cu::device_memset(recs.p, 0, 2 * sizeof(cu::StatsRecord));
+    cu::copy_to_device(static_cast<char*>(recs.p) + sizeof(cu::StatsRecord), &planted, sizeof planted);
+    cu::statistics_async_multi(plans, 2, din.p, 4099, static_cast<const float*>(damax.p),
+                               static_cast<cu::StatsRecord*>(recs.p), ws.p);
+    cu::copy_to_host(r, recs.p, sizeof r);
+    CHECK(bits(r[0].scale) != bits(r[1].scale));
+    CHECK(r[1].counts[0] == r[0].counts[0] + planted);
+}
+
+TEST_CASE("statistics_async_multi: bad arguments throw with the function's name", "[gpu]") {
+    const auto r = fp8kit::parse_recipe("te-current");
+    const cu::StatsPlan ok{Format::e4m3, Wide::f32, r.policy, fp8kit::recipe_scale_params(r, fp8kit::Role::activation)};
+    const cu::StatsPlan bad{Format::e5m2, Wide::f32, r.policy, ok.rule};
+    DevBuf d(64), rec(2 * sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes());
+    auto* out = static_cast<cu::StatsRecord*>(rec.p);
+    const auto* amax = static_cast<const float*>(d.p);
+    const cu::StatsPlan two[2] = {ok, bad};
+    REQUIRE_THROWS_WITH(cu::statistics_async_multi(two, 2, d.p, 4, amax, out, ws.p),
+                        Catch::Contains("statistics_async_multi") && Catch::Contains("format"));
+    REQUIRE_THROWS_WITH(cu::statistics_async_multi(&ok, 1, d.p, 4, amax, out, ws.p, 0),
+                        Catch::Contains("statistics_async_multi") && Catch::Contains("sample"));
+    REQUIRE_THROWS_WITH(cu::statistics_async_multi(&ok, 1, d.p, 4, nullptr, out, ws.p),
+                        Catch::Contains("statistics_async_multi"));
+}

@@ -55,6 +55,32 @@ void statistics_async(Format to, Wide from, const void* in, std::size_t n, const
                       void* d_workspace, std::uint32_t sample = 1, std::uint64_t seed = 0, std::uint64_t first_index = 0,
                       Stream stream = nullptr);
 
+// One tensorwise cast whose statistics statistics_async_multi computes: statistics_async's
+// format, input type, policy and rule.
+struct StatsPlan {
+    Format to;
+    Wide from;
+    Policy policy;
+    numerics::ScaleParams rule;
+};
+
+// statistics_async for each of `count` plans on the same tensor and device amax, into the zeroed
+// records d_records[0..count) (contiguous), queued on one stream: record k holds what
+// statistics_async(plans[k]...) gives (counts, extremes and histogram exact; the two binary64
+// sums to the kernel's order tolerance, docs/cuda.md). Plans whose casts give the same numbers
+// when their scales agree (same format, input type, rounding and overflow; NaN encodings that
+// both give a NaN code: TE, torchao and MS-AMP's E4M3/E5M2 casts) are computed once when their
+// rules give the same scale pair at the amax, which the device decides (TE's and torchao's
+// current scaling agree at every finite amax >= torchao's epsilon whose scale is finite: fmax / amax
+// rounded once to float32, or in binary64 and then to float32, which is the same for a quotient of
+// two floats, since 53 >= 2 * 24 + 2; msamp's power of two differs): the later plan's launch then
+// copies the earlier plan's finished record (launched before it on the stream) and does nothing
+// else; when the pairs differ it computes its own. One
+// workspace of statistics_workspace_bytes() serves all (the launches run one after another).
+void statistics_async_multi(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n,
+                            const float* d_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample = 1,
+                            std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
+
 // The statistics of a record copied to the host (after the stream finished). Throws
 // std::invalid_argument when the record's scale was not finite and > 0 (statistics() refuses
 // such a scale before it starts).
