@@ -1,6 +1,6 @@
 #!/bin/bash
-# Writes data/checkpoints/gpu_* (issue 28): the fixtures of make_quant_checkpoints.py and
-# make_quant_checkpoints_more.py, quantised by ModelOpt 0.47.0 and compressed-tensors 0.20.0 with
+# Writes data/checkpoints/gpu_* (issue 28): the fixtures of make_quant_checkpoints.py,
+# make_quant_checkpoints_more.py and make_moe_checkpoints.py (gpu_moe_*), quantised by ModelOpt 0.47.0 and compressed-tensors 0.20.0 with
 # the model on CUDA, plus scripts/probe_cuda_div.py's probe of torch's CUDA division.
 # Run from the repository root on a GPU machine whose Python has torch, transformers and triton;
 # SITE: a folder with nvidia-modelopt 0.47.0, compressed-tensors 0.20.0 and their pure-Python
@@ -21,4 +21,7 @@ python3 "$R/scripts/make_quant_checkpoints.py" "$O/ckpt" --device cuda --prefix 
 python3 "$R/scripts/make_quant_checkpoints_more.py" "$O/ckpt" --device cuda --prefix gpu_ --original "$R/data/checkpoints/original" > "$O/log2.txt" 2>&1; echo rc2=$?
 wait $!; echo rc1=$?
 python3 "$R/scripts/probe_cuda_div.py" "$O/probe_div.json"
+# the MoE fixtures (a later run of record, data/checkpoints/README.md): the models get the weights
+# of moe_original and moe_mixtral_original
+python3 "$R/scripts/make_moe_checkpoints.py" "$O/ckpt" --device cuda --prefix gpu_ --original "$R/data/checkpoints" > "$O/log_moe.txt" 2>&1; echo rc_moe=$?
 ls "$O/ckpt"

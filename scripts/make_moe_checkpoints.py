@@ -25,12 +25,23 @@ Mixtral of the same sizes (MixtralForCausalLM, saved as moe_mixtral_original) by
 Same environment as scripts/make_quant_checkpoints.py:
     /tmp/ckptvenv/bin/python scripts/make_moe_checkpoints.py data/checkpoints
 Written by: torch 2.15.0, transformers 5.24.0, compressed-tensors 0.20.0, nvidia-modelopt 0.47.0.
+
+On a GPU (the gpu_moe_* fixtures, data/checkpoints/README.md):
+    python3 scripts/make_moe_checkpoints.py OUTDIR --device cuda --prefix gpu_ \
+        --original data/checkpoints
+builds the same two models on the CPU, loads into each the weights of ORIGINAL/moe_original and
+ORIGINAL/moe_mixtral_original (transformers' own from_pretrained, which fuses the per-expert
+tensors; re-saved and checked equal to the original tensor for tensor, so a different transformers
+version cannot change them), moves them to the device and quantises there: every scale and code
+is computed by the libraries with torch's CUDA arithmetic. The originals are not rewritten then.
 """
+import argparse
 import copy
 import json
 import os
 import shutil
 import sys
+import tempfile
 import warnings
 
 import torch
@@ -56,6 +67,39 @@ def widen(model):
             ex.down_proj[e].mul_(1 + 0.25 * e)
         ex.gate_up_proj[1, ex.gate_up_proj.shape[1] // 2 + 6, 32:48] = 0
         ex.down_proj[2, 5, 7] = 1.5
+    return model
+
+
+def load_original(model, original):
+    """Loads ORIGINAL (a save_pretrained folder of the same architecture) into model through
+    transformers' from_pretrained (it fuses the per-expert tensors as the in-memory model holds
+    them); returns how many tensors the seeded initialisation got different. Exits when the
+    loaded model, saved again, is not the original tensor for tensor (bit for bit)."""
+    from safetensors.torch import load_file
+
+    loaded = type(model).from_pretrained(original, dtype=torch.bfloat16)
+    state, want = model.state_dict(), loaded.state_dict()
+    if set(state) != set(want):
+        raise SystemExit(f"{original}: parameters differ from the built model: {sorted(set(state) ^ set(want))[:3]}")
+    differ = 0
+    with torch.no_grad():
+        for k, v in state.items():
+            if not torch.equal(v.view(torch.int16), want[k].view(torch.int16)):
+                differ += 1
+                v.copy_(want[k])
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        again, orig = load_file(os.path.join(tmp, "model.safetensors")), load_file(os.path.join(original, "model.safetensors"))
+        bad = sorted(k for k in orig if k not in again or not torch.equal(again[k].view(torch.int16), orig[k].view(torch.int16)))
+        if bad or set(again) != set(orig):
+            raise SystemExit(f"{original}: the loaded weights do not save back bit for bit: {bad[:3]}")
+    return differ
+
+
+def with_original(model, original):
+    if original:
+        print(f"{type(model).__name__}: {load_original(model, original)} tensors differed from {original} (now loaded)")
+        model.config.architectures = [type(model).__name__]  # save_pretrained sets it; ModelOpt's export reads it
     return model
 
 
@@ -114,9 +158,10 @@ def routed_experts(model, data):
     def hook(mod, args, out):
         hits.append(sorted(set(out[2].flatten().tolist())))
 
+    model = copy.deepcopy(model).to(dense.DEVICE)  # routed where the calibration runs
     hs = [l.mlp.gate.register_forward_hook(hook) for l in model.model.layers]
     with torch.no_grad():
-        model(data)
+        model(data.to(dense.DEVICE))
     for h in hs:
         h.remove()
     return hits
@@ -126,12 +171,12 @@ def modelopt_checkpoint(base, cfg_name, out, data, notes):
     import modelopt.torch.quantization as mtq
     from modelopt.torch.export import export_hf_checkpoint
 
-    model = copy.deepcopy(base)
+    model = copy.deepcopy(base).to(dense.DEVICE)
     cfg = copy.deepcopy(getattr(mtq, cfg_name))
 
     def loop(m):
         with torch.no_grad():
-            m(data)
+            m(data.to(dense.DEVICE))
 
     mtq.quantize(model, cfg, loop)
     if os.path.exists(out):
@@ -145,53 +190,65 @@ def modelopt_checkpoint(base, cfg_name, out, data, notes):
         os.remove(p)
 
 
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("root", nargs="?", default="data/checkpoints")
+    ap.add_argument("--device", default="cpu", help="where the libraries quantise (cpu, cuda)")
+    ap.add_argument("--prefix", default="", help="prefix of every folder written (gpu_)")
+    ap.add_argument("--original", help="a folder holding moe_original and moe_mixtral_original: load their "
+                    "weights (not rewritten)")
+    return ap.parse_args(argv)
+
+
+def write_all(jobs, made, failed):
+    """Runs each (label, out, make) job; a folder the library refuses is removed and recorded."""
+    for label, out, make in jobs:
+        try:
+            make(out)
+            made.append(out)
+        except Exception as e:  # noqa: BLE001 - record what the library refuses
+            failed.append(f"{label}: {type(e).__name__}: {e}")
+            if os.environ.get("TRACE"):
+                import traceback
+                traceback.print_exc()
+            if os.path.exists(out):
+                shutil.rmtree(out)
+
+
 def main():
-    root = sys.argv[1] if len(sys.argv) > 1 else "data/checkpoints"
+    a = parse_args(sys.argv[1:])
+    dense.DEVICE = a.device  # compressed_tensors_checkpoint and modelopt_checkpoint move the model there
+    root, pre = a.root, a.prefix
     os.makedirs(root, exist_ok=True)
-    base = tiny_moe()
-    dense.save(base, os.path.join(root, "moe_original"))
+    orig = (lambda name: os.path.join(a.original, name)) if a.original else (lambda name: None)
+    base = with_original(tiny_moe(), orig("moe_original"))
+    if not a.original:
+        dense.save(base, os.path.join(root, "moe_original"))
     torch.manual_seed(2)
     data = torch.randint(0, 32, (1, CALIB_TOKENS))
     notes = {"calibration_experts_routed": routed_experts(base, data)}
     made, failed = [], []
-    for cfg, name in (("FP8_DEFAULT_CFG", "moe_modelopt_fp8"),
-                      ("FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG", "moe_modelopt_fp8_block"),
-                      ("NVFP4_DEFAULT_CFG", "moe_modelopt_nvfp4"),
-                      ("MXFP4_DEFAULT_CFG", "moe_modelopt_mxfp4")):
-        out = os.path.join(root, name)
-        try:
-            modelopt_checkpoint(base, cfg, out, data, notes)
-            made.append(out)
-        except Exception as e:  # noqa: BLE001 - record what the library refuses
-            failed.append(f"modelopt {cfg}: {type(e).__name__}: {e}")
-            if os.path.exists(out):
-                shutil.rmtree(out)
+    mo = lambda model, cfg: (lambda out: modelopt_checkpoint(model, cfg, out, data, notes))  # noqa: E731
+    write_all([(f"modelopt {cfg}", os.path.join(root, pre + name), mo(base, cfg))
+               for cfg, name in (("FP8_DEFAULT_CFG", "moe_modelopt_fp8"),
+                                 ("FP8_2D_BLOCKWISE_WEIGHT_ONLY_CFG", "moe_modelopt_fp8_block"),
+                                 ("NVFP4_DEFAULT_CFG", "moe_modelopt_nvfp4"),
+                                 ("MXFP4_DEFAULT_CFG", "moe_modelopt_mxfp4"))], made, failed)
     # Mixtral under ModelOpt only: its exported expert names (w1/w3/w2) carry the gate/up rule
     # under other names. (compressed-tensors on the script's unfused linears would write
     # mlp.experts.<e>.gate_proj, not the original's names.)
-    mixtral = tiny_mixtral()
-    dense.save(mixtral, os.path.join(root, "moe_mixtral_original"))
+    mixtral = with_original(tiny_mixtral(), orig("moe_mixtral_original"))
+    if not a.original:
+        dense.save(mixtral, os.path.join(root, "moe_mixtral_original"))
     notes["calibration_experts_routed_mixtral"] = routed_experts(mixtral, data)
-    for cfg, name in (("FP8_DEFAULT_CFG", "moe_mixtral_modelopt_fp8"), ("NVFP4_DEFAULT_CFG", "moe_mixtral_modelopt_nvfp4")):
-        out = os.path.join(root, name)
-        try:
-            modelopt_checkpoint(mixtral, cfg, out, data, notes)
-            made.append(out)
-        except Exception as e:  # noqa: BLE001
-            failed.append(f"modelopt {cfg} (Mixtral): {type(e).__name__}: {e}")
-            if os.path.exists(out):
-                shutil.rmtree(out)
+    write_all([(f"modelopt {cfg} (Mixtral)", os.path.join(root, pre + name), mo(mixtral, cfg))
+               for cfg, name in (("FP8_DEFAULT_CFG", "moe_mixtral_modelopt_fp8"),
+                                 ("NVFP4_DEFAULT_CFG", "moe_mixtral_modelopt_nvfp4"))], made, failed)
     linear = unfuse_experts(copy.deepcopy(base))
-    for scheme in ("FP8", "FP8_BLOCK", "NVFP4", "MXFP4"):
-        out = os.path.join(root, "moe_ct_" + scheme.lower())
-        try:
-            dense.compressed_tensors_checkpoint(linear, scheme, out)
-            made.append(out)
-        except Exception as e:  # noqa: BLE001
-            failed.append(f"compressed-tensors {scheme}: {type(e).__name__}: {e}")
-            if os.path.exists(out):
-                shutil.rmtree(out)
-    print(json.dumps({"written": made, "not_written": failed, "notes": notes}, indent=1))
+    write_all([(f"compressed-tensors {scheme}", os.path.join(root, pre + "moe_ct_" + scheme.lower()),
+                (lambda s: lambda out: dense.compressed_tensors_checkpoint(linear, s, out))(scheme))
+               for scheme in ("FP8", "FP8_BLOCK", "NVFP4", "MXFP4")], made, failed)
+    print(json.dumps({"versions": dense.versions(), "written": made, "not_written": failed, "notes": notes}, indent=1))
 
 
 if __name__ == "__main__":
