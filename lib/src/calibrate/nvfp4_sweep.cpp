@@ -152,12 +152,7 @@ double nvfp4_sqnr(const std::vector<float>& w, const std::vector<std::uint8_t>& 
     for (std::size_t i = 0; i < w.size(); ++i) {
         const double scale = static_cast<double>(e4m3_value(codes[i / kBlock])) * weight_scale_2;
         const double v = scale > 0 ? static_cast<double>(w[i]) / scale : 0.0;
-        std::uint64_t vb;
-        std::memcpy(&vb, &v, 8);
-        const auto code = emu::encode(Format::e2m1, Wide::f64, vb, kRneSat);
-        const std::uint64_t db = emu::decode(Format::e2m1, Wide::f64, code);
-        double q;
-        std::memcpy(&q, &db, 8);
+        const double q = detail::round_trip_f64(Format::e2m1, v, kRneSat);
         const double d = q * scale - w[i];
         sig += static_cast<double>(w[i]) * w[i];
         err += d * d;

@@ -10,6 +10,7 @@
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/io/dump.hpp"
+#include "convert/float_bits.hpp"
 
 namespace fp8kit::calibrate {
 namespace {
@@ -193,12 +194,7 @@ HoldoutStats holdout_stats(const std::vector<Batch>& batches, float scale) {
             ++h.nonzero;
             const double v = static_cast<double>(x) / scale;
             h.clipped += std::fabs(v) > 448.0;
-            std::uint64_t vb;
-            std::memcpy(&vb, &v, 8);
-            const auto code = emu::encode(Format::e4m3, Wide::f64, vb, rne);
-            const std::uint64_t db = emu::decode(Format::e4m3, Wide::f64, code);
-            double q;
-            std::memcpy(&q, &db, 8);
+            const double q = detail::round_trip_f64(Format::e4m3, v, rne);
             h.underflow += q == 0.0;
             const double deq = q * scale;
             sig += static_cast<double>(x) * x;

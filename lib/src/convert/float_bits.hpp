@@ -25,6 +25,17 @@ inline float decode_f32(emu::Format f, std::uint8_t code) {
     return float_of(static_cast<std::uint32_t>(emu::decode(f, emu::Wide::f32, code)));
 }
 
+// A binary64 value cast to format f under `policy` and decoded back to binary64 (emu::encode and
+// emu::decode on the value's bits): the quantise-dequantise step of the calibrators' error sums.
+inline double round_trip_f64(emu::Format f, double v, emu::Policy policy) {
+    std::uint64_t vb;
+    std::memcpy(&vb, &v, sizeof vb);
+    const std::uint64_t db = emu::decode(f, emu::Wide::f64, emu::encode(f, emu::Wide::f64, vb, policy));
+    double q;
+    std::memcpy(&q, &db, sizeof q);
+    return q;
+}
+
 // torch's float32 -> bfloat16 cast (round to nearest even, overflow to Inf), widened back to
 // float32: emu::convert's rule, written once for the producers' and calibrators' bfloat16 steps.
 // NaN comes back as it is (callers check scales for NaN themselves).
