@@ -91,4 +91,17 @@ inline const Comparison& comparison(const Report& r, const std::string& module) 
 
 inline const std::string kQ = "model.layers.0.self_attn.q_proj", kK = "model.layers.0.self_attn.k_proj";
 
+// Every layer of a dense fixture (q k v o gate up down) bit-exact against its reference.
+inline void all_bit_exact(const Report& r) {
+    CHECK(r.comparisons.size() == 7);  // q k v o gate up down
+    for (const auto& c : r.comparisons) {
+        INFO(c.module);
+        CHECK(c.verdict == "bit-exact");
+        CHECK(c.code_mismatches == 0);
+        CHECK(c.scale_mismatches == 0);
+        CHECK(c.sqnr_db > 15);
+    }
+    CHECK_FALSE(r.failed());
+}
+
 }  // namespace fp8kit::test::ckpt

@@ -16,16 +16,7 @@ TEST_CASE("every fixture re-quantises bit for bit under its producer's preset", 
                               "modelopt_fp8", "modelopt_fp8_block", "modelopt_nvfp4", "modelopt_mxfp4"};
     for (const char* f : fixtures) {
         INFO(f);
-        const Report r = check(kData + f, kOriginal);
-        CHECK(r.comparisons.size() == 7);  // q k v o gate up down
-        for (const auto& c : r.comparisons) {
-            INFO(c.module);
-            CHECK(c.verdict == "bit-exact");
-            CHECK(c.code_mismatches == 0);
-            CHECK(c.scale_mismatches == 0);
-            CHECK(c.sqnr_db > 15);
-        }
-        CHECK_FALSE(r.failed());
+        all_bit_exact(check(kData + f, kOriginal));
     }
 }
 

@@ -16,17 +16,6 @@ const std::string kO = "model.layers.0.self_attn.o_proj", kDown = "model.layers.
 // W4A8_AWQ: ModelOpt quantises AWQ-smoothed weights; the exporter's own input, saved by the script.
 const std::string kSmoothed = kData + "modelopt_w4a8_smoothed";
 
-void all_bit_exact(const Report& r) {
-    CHECK(r.comparisons.size() == 7);  // q k v o gate up down
-    for (const auto& c : r.comparisons) {
-        INFO(c.module);
-        CHECK(c.verdict == "bit-exact");
-        CHECK(c.code_mismatches == 0);
-        CHECK(c.scale_mismatches == 0);
-        CHECK(c.sqnr_db > 15);
-    }
-    CHECK_FALSE(r.failed());
-}
 
 void set_byte_f32(Tensor& t, std::size_t i, float v) { std::memcpy(t.bytes.data() + 4 * i, &v, 4); }
 
