@@ -18,6 +18,7 @@ import tempfile
 import time
 
 import torch
+import fp8kit
 import fp8kit.torch as ft
 
 RECIPES = ["te-current", "torchao-tensorwise", "msamp"]
@@ -86,6 +87,25 @@ def kernel_rates(n=1 << 25):
                                      stream)
         torch.cuda.synchronize()
     out["stats_async_gelem_per_s"] = 10 * n / (time.perf_counter() - t0) / 1e9
+    # The monitor's whole call for one tensor (cuda_watch: the amax and the statistics of the
+    # bench's three recipes; for bf16, one read through the magnitude histogram), 10 calls, one wait.
+    plans = []
+    for r in RECIPES:
+        spec, pol = fp8kit.recipe(r)["roles"]["input"], fp8kit.recipe(r)["policy"]
+        plans.append(_fp8kit.cuda_stats_plan(r, False, "input", "bf16", spec["format"], pol["rounding"],
+                                             pol["overflow"], pol["nan"]))
+    group = _fp8kit.cuda_stats_group(plans)
+    wws = torch.zeros(_fp8kit.cuda_watch_workspace_bytes(), dtype=torch.uint8, device="cuda")
+    recs = torch.zeros(10 * 3 * _fp8kit.cuda_stats_record_bytes, dtype=torch.uint8, device="cuda")
+    for rounds in (1, 10):
+        recs.zero_()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for i in range(rounds):
+            _fp8kit.cuda_watch(group, x.data_ptr(), "bf16", n, amax.data_ptr(),
+                               recs.data_ptr() + 3 * i * _fp8kit.cuda_stats_record_bytes, wws.data_ptr(), 1, 0, stream)
+        torch.cuda.synchronize()
+    out["watch3_gelem_per_s"] = 10 * n / (time.perf_counter() - t0) / 1e9
     return out
 
 

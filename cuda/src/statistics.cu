@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "elementwise.cuh"
+#include "stats_record.cuh"
 #include "fp8kit/cuda/statistics_async.hpp"
 #include "fp8kit/numerics/element_stats.hpp"
 
@@ -24,11 +25,6 @@ using namespace detail;
 using numerics::kHistogramBins;
 
 namespace {
-
-enum Count { kZeros, kNan, kInf, kUnderflow, kSubnormal, kOverflow, kTeOverflow, kNonzeroX, kNonzeroQ, kCounts };
-enum Sum { kX2, kErr2, kSums };
-static_assert(sizeof(StatsRecord) % 8 == 0, "records are copied as 64-bit words");
-static_assert(kCounts <= 16 && kSums == 2, "StatsRecord holds 16 counters and 2 sums");
 
 struct Acc {
     // 32 bits: every total, even over the whole grid, is at most n < 2^31 (the host splits
@@ -196,9 +192,6 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
     }
 }
 
-__device__ __forceinline__ bool usable(float scale, float scale_inv) {
-    return scale > 0.0f && scale <= FLT_MAX && scale_inv > 0.0f && scale_inv <= FLT_MAX;
-}
 __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float scale, float scale_inv) {
     return __float_as_uint(b.scale) == __float_as_uint(scale) && __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
 }
@@ -517,6 +510,11 @@ bool same_numbers(const StatsPlan& a, const StatsPlan& b) {
            (a.policy.nan == b.policy.nan || (nan_stays_nan(a.policy.nan) && nan_stays_nan(b.policy.nan)));
 }
 
+
+}  // namespace
+
+namespace detail {
+
 void check_async_args(const StatsPlan& p, const float* d_amax, const void* d_record, const void* d_workspace,
                       std::uint32_t sample, std::size_t n, const char* fn) {
     require_input(p.from, fn);
@@ -531,7 +529,7 @@ void check_async_args(const StatsPlan& p, const float* d_amax, const void* d_rec
     if (n >= kPiece) throw std::invalid_argument(f + ": at most 2^31 - 1 elements per call");
 }
 
-}  // namespace
+}  // namespace detail
 
 void statistics_async_multi(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n,
                             const float* d_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample,

@@ -448,9 +448,9 @@ class Monitor:
         amax_slot, page, i = q.amax_slot()
         slot, records = q.record_slots(k) if k else (0, 0)
         ws = self._workspace.get((x.device, stream))
-        if ws is None:  # one per stream: the calls on a stream use it one after the other
-            ws = self._workspace[(x.device, stream)] = torch.empty(
-                _fp8kit.cuda_stats_workspace_bytes(), dtype=torch.uint8, device=x.device)
+        if ws is None:  # one per stream: the calls on a stream use it one after the other; zeroed
+            ws = self._workspace[(x.device, stream)] = torch.zeros(  # once, left zeroed by each call
+                _fp8kit.cuda_watch_workspace_bytes(), dtype=torch.uint8, device=x.device)
         if self.reduce_amax and torch.distributed.is_available() and torch.distributed.is_initialized():
             amax_t = page[i:i + 1]
             _fp8kit.cuda_amax(x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), stream)

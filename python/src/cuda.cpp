@@ -137,7 +137,8 @@ void stats_async(const std::vector<StatsPlan>& plans, Ptr in, std::size_t n, Ptr
 // One monitored tensor in one call (the monitor's hot path): its amax into the device slot `amax`
 // (unless compute_amax is false: the slot already holds it, e.g. reduced across ranks), then the
 // statistics of every plan of `group` into the contiguous zeroed records at `records`
-// (statistics_async_multi: plans with the same cast share one pass when their scales agree).
+// (cuda::watch_async: one read of a 16-bit tensor for all plans; the workspace is
+// cuda_watch_workspace_bytes() zeroed bytes, left zeroed).
 // A group is the plans of one role and input type, built once (cuda_stats_group).
 struct StatsGroup {
     std::vector<StatsPlan> plans;
@@ -151,11 +152,12 @@ void watch(const StatsGroup& g, Ptr in, const std::string& wide, std::size_t n, 
     for (const auto& p : group)
         if (p.from != w) throw std::invalid_argument("x: the plans were made for another input type");
     pyb::gil_scoped_release nogil;
-    if (compute_amax) cuda::amax(w, vp(in), n, fp(amax), vp(stream));
-    if (!group.empty())
-        cuda::statistics_async_multi(group.data(), group.size(), vp(in), n, fp(amax),
-                                     reinterpret_cast<cuda::StatsRecord*>(records), vp(workspace), sample, seed, 0,
-                                     vp(stream));
+    if (group.empty()) {
+        if (compute_amax) cuda::amax(w, vp(in), n, fp(amax), vp(stream));
+        return;
+    }
+    cuda::watch_async(group.data(), group.size(), vp(in), n, fp(amax), compute_amax,
+                      reinterpret_cast<cuda::StatsRecord*>(records), vp(workspace), sample, seed, 0, vp(stream));
 }
 
 // The columns of stats_rows, in the monitor's order.
@@ -222,6 +224,7 @@ void bind_cuda(pyb::module_& m) {
     m.attr("cuda_stats_columns") = cols;
     m.attr("cuda_stats_record_bytes") = sizeof(cuda::StatsRecord);
     m.def("cuda_stats_workspace_bytes", &cuda::statistics_workspace_bytes);
+    m.def("cuda_watch_workspace_bytes", &cuda::watch_workspace_bytes);
 #endif
 }
 

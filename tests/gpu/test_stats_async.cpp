@@ -320,3 +320,101 @@ TEST_CASE("statistics_async_multi: bad arguments throw with the function's name"
     REQUIRE_THROWS_WITH(cu::statistics_async_multi(&ok, 1, d.p, 4, nullptr, out, ws.p),
                         Catch::Contains("statistics_async_multi"));
 }
+
+namespace {
+
+// Every tensorwise preset's plan for `role` on input type w, in preset order.
+std::vector<cu::StatsPlan> preset_plans(const std::vector<fp8kit::RecipeSpec>& recipes, fp8kit::Role role, Wide w) {
+    std::vector<cu::StatsPlan> plans;
+    for (const auto& r : recipes) plans.push_back({r.role(role).format, w, r.policy, fp8kit::recipe_scale_params(r, role)});
+    return plans;
+}
+
+}  // namespace
+
+// watch_async's magnitude histogram (f16/bf16, sign-symmetric roundings) against lib: the amax
+// equals cuda::amax's bits, each record's scale equals recipe_scale at it, and the statistics equal
+// fp8kit::compute_stats (counts, extremes, histogram exact; sums to the documented 1e-9). A second
+// call on the same workspace gives the same bits: each call leaves its histogram and counters
+// zeroed (else the counts would double or the records stay incomplete).
+TEST_CASE("watch_async (16-bit magnitude histogram) equals compute_stats for every tensorwise preset", "[gpu]") {
+    const auto recipes = tensorwise_presets();
+    for (bool with_inf : {false, true})
+        for (Wide w : {Wide::bf16, Wide::f16})
+            for (std::size_t n : {std::size_t{1}, std::size_t{4097}, std::size_t{1} << 21}) {
+                const auto host = tensor(w, n, 71 + static_cast<int>(n % 97) + static_cast<int>(w), with_inf);
+                DevBuf din(host.size()), damax(4), want_amax(4), ws(cu::watch_workspace_bytes());
+                cu::copy_to_device(din.p, host.data(), host.size());
+                cu::device_memset(ws.p, 0, cu::watch_workspace_bytes());
+                cu::amax(w, din.p, n, static_cast<float*>(want_amax.p));
+                float amax = 0, ref_amax = 0;
+                cu::copy_to_host(&ref_amax, want_amax.p, 4);
+                for (fp8kit::Role role : {fp8kit::Role::activation, fp8kit::Role::weight, fp8kit::Role::gradient}) {
+                    const auto plans = preset_plans(recipes, role, w);
+                    const std::size_t k = plans.size(), rb = sizeof(cu::StatsRecord);
+                    DevBuf recs(k * rb), again(k * rb);
+                    cu::device_memset(recs.p, 0, k * rb);
+                    cu::device_memset(again.p, 0, k * rb);
+                    cu::watch_async(plans.data(), k, din.p, n, static_cast<float*>(damax.p), true,
+                                    static_cast<cu::StatsRecord*>(recs.p), ws.p);
+                    cu::watch_async(plans.data(), k, din.p, n, static_cast<float*>(damax.p), true,
+                                    static_cast<cu::StatsRecord*>(again.p), ws.p);
+                    cu::copy_to_host(&amax, damax.p, 4);
+                    REQUIRE(bits(amax) == bits(ref_amax));
+                    std::vector<cu::StatsRecord> got(k), got2(k);
+                    cu::copy_to_host(got.data(), recs.p, k * rb);
+                    cu::copy_to_host(got2.data(), again.p, k * rb);
+                    for (std::size_t i = 0; i < k; ++i) {
+                        INFO(recipes[i].name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " n " << n
+                                             << " inf " << with_inf);
+                        CHECK(std::memcmp(&got[i], &got2[i], rb) == 0);  // deterministic, workspace reset
+                        const Format f = plans[i].to;
+                        const fp8kit::ScalePair sp = fp8kit::recipe_scale(recipes[i], role, amax);
+                        CHECK(bits(got[i].scale) == bits(sp.scale));
+                        CHECK(bits(got[i].scale_inv) == bits(sp.scale_inv));
+                        CHECK(got[i].numel == n);
+                        const bool ok = sp.scale > 0 && std::isfinite(sp.scale) && sp.scale_inv > 0 && std::isfinite(sp.scale_inv);
+                        CHECK(got[i].scale_ok == (ok ? 1u : 0u));
+                        if (!ok) continue;
+                        const fp8kit::QuantConfig cfg{f, sp.scale, recipes[i].policy, sp.scale_inv, 0};
+                        check_equal(cu::stats_of_record(got[i]), fp8kit::compute_stats(host.data(), w, n, cfg), false);
+                    }
+                }
+            }
+}
+
+// A group with a plan the histogram cannot serve (stochastic rounding: random bits per element)
+// after sign-symmetric ones: those go through the histogram, the stochastic one through
+// statistics_async at the amax the histogram gave; float32 and sampled tensors take the element
+// loop. All equal statistics_async plan by plan.
+TEST_CASE("watch_async: stochastic plans, float32 and sampled tensors take the element loop", "[gpu]") {
+    const auto te = fp8kit::parse_recipe("te-current");
+    Policy sr = te.policy;
+    sr.rounding = fp8kit::emu::Rounding::stochastic;
+    for (Wide w : {Wide::bf16, Wide::f32})
+        for (std::uint32_t sample : {1u, 4u}) {
+            const std::size_t n = 70001;
+            const auto host = tensor(w, n, 90 + static_cast<int>(w));
+            const auto rule = fp8kit::recipe_scale_params(te, fp8kit::Role::activation);
+            const cu::StatsPlan plans[2] = {{Format::e4m3, w, te.policy, rule}, {Format::e4m3, w, sr, rule}};
+            const std::size_t rb = sizeof(cu::StatsRecord);
+            DevBuf din(host.size()), damax(4), ws(cu::watch_workspace_bytes()), recs(2 * rb), one(rb);
+            cu::copy_to_device(din.p, host.data(), host.size());
+            cu::device_memset(ws.p, 0, cu::watch_workspace_bytes());
+            cu::device_memset(recs.p, 0, 2 * rb);
+            cu::watch_async(plans, 2, din.p, n, static_cast<float*>(damax.p), true, static_cast<cu::StatsRecord*>(recs.p),
+                            ws.p, sample, 5);
+            cu::StatsRecord got[2];
+            cu::copy_to_host(got, recs.p, 2 * rb);
+            for (int i = 0; i < 2; ++i) {
+                INFO(fp8kit::name(w) << " sample " << sample << " plan " << i);
+                zero(one);
+                cu::statistics_async(Format::e4m3, w, din.p, n, plans[i].policy, rule, static_cast<const float*>(damax.p),
+                                     static_cast<cu::StatsRecord*>(one.p), ws.p, sample, 5);
+                const cu::StatsRecord want = read_record(one.p);
+                REQUIRE(want.scale_ok == 1u);
+                CHECK(got[i].sample == sample);
+                check_equal(cu::stats_of_record(got[i]), cu::stats_of_record(want), i == 1 || w == Wide::f32 || sample > 1);
+            }
+        }
+}

@@ -81,6 +81,26 @@ void statistics_async_multi(const StatsPlan* plans, std::size_t count, const voi
                             const float* d_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample = 1,
                             std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
 
+// The monitor's whole work for one tensor, queued on one stream with no wait: the amax into
+// *d_amax (compute_amax; otherwise *d_amax already holds it, e.g. reduced across ranks), then
+// the statistics of every plan at the scale its rule gives at that amax, into the zeroed records
+// d_records[0..count) (contiguous). The numbers are statistics_async's for each plan (counts,
+// extremes, histogram and scale exact; the two binary64 sums to the 1e-9 relative order
+// tolerance of docs/cuda.md).
+// How: a float16 or bfloat16 tensor (sample 1) is read once, into a histogram of its 2^15
+// magnitudes, and every plan whose rounding treats +x and -x alike (nearest-even, nearest-away,
+// toward zero; up to 8 such plans) is evaluated once per magnitude present (two launches in all,
+// whatever the number of plans: docs/cuda.md "Statistics from a histogram of magnitudes").
+// Other plans, and float32 or sampled tensors, take the amax kernel and statistics_async_multi.
+// d_workspace: watch_workspace_bytes() bytes, zeroed (all bytes) before its first use; every call
+// leaves it zeroed. Calls on one stream may share it; calls on different streams need their own.
+void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
+                 bool compute_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample = 1,
+                 std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
+
+// Bytes of watch_async's workspace (statistics_workspace_bytes() and the magnitude histogram).
+std::size_t watch_workspace_bytes();
+
 // The statistics of a record copied to the host (after the stream finished). Throws
 // std::invalid_argument when the record's scale was not finite and > 0 (statistics() refuses
 // such a scale before it starts).

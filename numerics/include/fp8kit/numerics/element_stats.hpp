@@ -49,13 +49,19 @@ FP8KIT_HD int histogram_bin(std::uint32_t bits) {
 
 enum class CodeKind : std::uint8_t { zero, subnormal, normal, special /* NaN or Inf */ };
 
-// What a code of an element format decodes to.
-FP8KIT_HD CodeKind code_kind(Format f, std::uint8_t code) {
-    const std::uint32_t mag = static_cast<std::uint32_t>(emu::decode(f, emu::Wide::f32, code)) & 0x7FFFFFFFu;
+// What a code of an element format decodes to, from the float32 bits it decodes to (for a
+// caller that has them already).
+FP8KIT_HD CodeKind code_kind_of_decoded(Format f, std::uint32_t decoded_bits) {
+    const std::uint32_t mag = decoded_bits & 0x7FFFFFFFu;
     if (mag == 0u) return CodeKind::zero;
     if (mag >= 0x7F800000u) return CodeKind::special;
     const int emin = emu::with_format(f, [](auto fmt) { return decltype(fmt)::emin; });
     return floor_log2(float_of(mag)) < emin ? CodeKind::subnormal : CodeKind::normal;
+}
+
+// What a code of an element format decodes to.
+FP8KIT_HD CodeKind code_kind(Format f, std::uint8_t code) {
+    return code_kind_of_decoded(f, static_cast<std::uint32_t>(emu::decode(f, emu::Wide::f32, code)));
 }
 
 // The policy with overflow left unsaturated: a code that is NaN/Inf under it marks an overflow.

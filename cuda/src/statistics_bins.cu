@@ -1,0 +1,396 @@
+// The statistics of a float16 or bfloat16 tensor from a histogram of its magnitudes (issue 23: the
+// monitor's every-step overhead). Why it is exact: under a deterministic rounding that treats +x
+// and -x alike (nearest-even, nearest-away, toward zero) and an FP8 format with a sign, every
+// number of a statistics record (docs/statistics.md) is a sum, a max or a min over the elements of
+// a function of |x| alone. numerics::element_step's flags and terms depend on x, the code's kind,
+// x^ and s = fl32(x * scale); the sign flips x, x^ and s together and changes none of the kinds,
+// |x - x^| or the exponent bin of s (a NaN input's code is a NaN in every FP8 format, so it counts
+// the same whatever its sign and payload). A 16-bit float has 2^15 magnitudes, so:
+//   K1 (magnitude_histogram_kernel) reads the tensor once: a shared-memory histogram per CTA,
+//       added into the workspace, and the largest non-NaN magnitude (the amax, as amax_kernel
+//       defines it: NaN ignored, Inf counts);
+//   K2 (evaluate_magnitudes_kernel) evaluates element_step once per magnitude present, for every
+//       plan, weighted by its count, and writes the records.
+// The tensor is read once for the amax and every recipe, instead of once for the amax and once per
+// distinct cast (statistics.cu). Counts, extremes and the exponent histogram are integers or
+// max/min and equal the element loop's exactly; the two binary64 sums are count * term per
+// magnitude, added in magnitude order in a fixed tree (the same bits for any grid and launch),
+// which is a different order from the element loop's: the documented 1e-9 relative tolerance.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "elementwise.cuh"
+#include "stats_record.cuh"
+#include "fp8kit/cuda/statistics_async.hpp"
+#include "fp8kit/numerics/element_stats.hpp"
+
+namespace fp8kit::cuda {
+
+using namespace detail;
+
+namespace {
+
+constexpr int kMagnitudes = 1 << 15;                   // |x| of a 16-bit float: its low 15 bits
+constexpr int kBinThreads = 1024;                      // K1
+constexpr int kEvalSpan = 64;                          // K2: magnitudes per CTA, one per thread
+constexpr int kEvalCtas = kMagnitudes / kEvalSpan;      // and one group of kEvalSpan threads per plan
+constexpr int kMaxBinPlans = 8;
+
+// One plan as K2 reads it: the element step's constants at scale_inv 1 (K2 rescales them).
+struct BinPlan {
+    Format to;
+    Policy policy;
+    numerics::ScaleParams rule;
+    numerics::ElementConsts consts;
+};
+struct BinPlans {
+    BinPlan p[kMaxBinPlans];
+    int count;
+};
+
+// watch_async's part of the workspace, after statistics_workspace_bytes(). hist, amax_mag and
+// ctas_done are zero between calls (zeroed by the caller before the first, re-zeroed by K2).
+struct BinsWorkspace {
+    std::uint32_t hist[kMagnitudes];
+    std::uint32_t amax_mag;   // K1: the largest non-NaN magnitude present (its 15 bits)
+    std::uint32_t top_mag;    // K1: the largest magnitude present (NaN included)
+    std::uint32_t low_not;    // K1: ~(the smallest magnitude present), max-reduced (0: none)
+    std::uint32_t ctas_done;  // K2: CTAs finished; the last one completes the records
+    double partial[kEvalCtas][kMaxBinPlans][kSums];
+};
+
+std::size_t bins_offset() { return (statistics_workspace_bytes() + 255) / 256 * 256; }
+
+// The plans whose numbers depend on |x| alone (see the top of this file).
+bool sign_symmetric(const StatsPlan& p) {
+    using R = emu::Rounding;
+    const bool rounding = p.policy.rounding == R::nearest_even || p.policy.rounding == R::nearest_away ||
+                          p.policy.rounding == R::toward_zero;
+    const bool signed_fp8 = p.to == Format::e4m3 || p.to == Format::e5m2 || p.to == Format::e4m3fnuz ||
+                            p.to == Format::e5m2fnuz;
+    return rounding && signed_fp8;
+}
+
+// ---- K1 ---------------------------------------------------------------------------------------
+
+__device__ __forceinline__ std::uint32_t warp_sum(std::uint32_t v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+    return v;
+}
+
+// One CTA per SM (128 KiB of shared counters). Zeros, the commonest single value in activations
+// and gradients, are counted in a register: 32 lanes adding to one shared word would serialise.
+template <class S>
+__global__ void __launch_bounds__(kBinThreads, 1)
+magnitude_histogram_kernel(const void* __restrict__ in, std::uint32_t n, BinsWorkspace* ws) {
+    using T = typename S::storage_t;
+    static_assert(sizeof(T) == 2, "16-bit inputs only");
+    extern __shared__ __align__(16) std::uint32_t hist[];  // kMagnitudes
+    uint4* hist4 = reinterpret_cast<uint4*>(hist);           // 16-byte stores and loads: 8 per thread
+    for (int i = threadIdx.x; i < kMagnitudes / 4; i += blockDim.x) hist4[i] = make_uint4(0u, 0u, 0u, 0u);
+    __syncthreads();
+    std::uint32_t zeros = 0;
+    auto add = [&](T bits) {
+        const std::uint32_t mag = bits & 0x7FFFu;
+        if (mag == 0u) ++zeros;
+        else atomicAdd(hist + mag, 1u);
+    };
+    const std::uint32_t stride = gridDim.x * blockDim.x, tid = blockIdx.x * blockDim.x + threadIdx.x;
+    const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
+    for (std::uint32_t c = tid; c < chunks; c += stride) {
+        T e[16];
+        load16<S>(in, c, e);
+#pragma unroll
+        for (int k = 0; k < 16; ++k) add(e[k]);
+    }
+    const T* in_t = static_cast<const T*>(in);
+    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) add(in_t[i]);
+    zeros = warp_sum(zeros);
+    if ((threadIdx.x & 31) == 0 && zeros != 0u) atomicAdd(hist, zeros);
+    __syncthreads();
+    // Into the workspace (only the magnitudes present), and the CTA's largest non-NaN magnitude:
+    // the bits of a non-NaN magnitude are ordered as its value.
+    // Also the range of magnitudes present, so that K2's CTAs outside it do nothing.
+    std::uint32_t top = 0, high = 0, low_not = 0;
+    for (int i = threadIdx.x; i < kMagnitudes / 4; i += blockDim.x) {
+        const uint4 v = hist4[i];
+        if ((v.x | v.y | v.z | v.w) == 0u) continue;
+        const std::uint32_t c4[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const std::uint32_t m = 4u * i + j, c = c4[j];
+            if (c == 0u) continue;
+            atomicAdd(ws->hist + m, c);
+            if (!is_nan_bits<S>(static_cast<T>(m))) top = max(top, m);
+            high = max(high, m);
+            low_not = max(low_not, ~m);
+        }
+    }
+    top = warp_max(top);
+    high = warp_max(high);
+    low_not = warp_max(low_not);
+    if ((threadIdx.x & 31) == 0) {
+        if (top != 0u) atomicMax(&ws->amax_mag, top);
+        if (high != 0u) atomicMax(&ws->top_mag, high);
+        if (low_not != 0u) atomicMax(&ws->low_not, low_not);
+    }
+}
+
+// ---- K2 ---------------------------------------------------------------------------------------
+
+// emu's conversion of a float32 to the plan's format (run-time format: once per magnitude, out
+// of line so that the dispatch over every format is compiled once).
+__device__ __noinline__ std::uint8_t encode_scaled(Format to, std::uint32_t s, Policy policy) {
+    return emu::encode(to, emu::Wide::f32, s, policy, 0u);
+}
+__device__ __noinline__ std::uint32_t decode_code(Format to, std::uint8_t q) {
+    return static_cast<std::uint32_t>(emu::decode(to, emu::Wide::f32, q));
+}
+
+// What one thread adds for one plan (its magnitude times its count).
+struct BinAcc {
+    std::uint32_t count[kCounts];  // one magnitude per thread: at most its count, below 2^31
+    double sum[kSums];
+    std::uint32_t amax, min_nz;  // float32 bits of |x| over finite x (min: nonzero)
+};
+
+// element_step of the magnitude `mag` (count c > 0) under plan p at (scale, scale_inv); the
+// exponent bin of s goes to the CTA's histogram.
+template <class S>
+__device__ __forceinline__ void evaluate_magnitude(std::uint32_t mag, std::uint32_t c, const BinPlan& p, float scale, float scale_inv,
+                                   BinAcc& a, unsigned long long* hist) {
+    using T = typename S::storage_t;
+    const T bits = static_cast<T>(mag);
+    const float x = widen<S>(bits);
+    const std::uint32_t s = scaled_bits<S>(bits, scale);
+    const std::uint8_t q = encode_scaled(p.to, s, p.policy);
+    numerics::ElementConsts consts = p.consts;
+    numerics::rescale(consts, scale_inv);
+    const std::uint32_t decoded = decode_code(p.to, q);
+    const numerics::Element e =
+        numerics::element_step(x, numerics::code_kind_of_decoded(p.to, decoded), static_cast<double>(__uint_as_float(decoded)),
+                               consts, [&] { return numerics::overflows(consts, s); });
+    const std::uint32_t w = c;
+    a.count[kZeros] += e.zero ? w : 0;
+    a.count[kNan] += e.nan ? w : 0;
+    a.count[kInf] += e.inf ? w : 0;
+    a.count[kUnderflow] += e.underflow ? w : 0;
+    a.count[kSubnormal] += e.subnormal ? w : 0;
+    a.count[kOverflow] += e.overflow ? w : 0;
+    a.count[kTeOverflow] += e.te_overflow ? w : 0;
+    a.count[kNonzeroX] += e.nonzero_x ? w : 0;
+    a.count[kNonzeroQ] += e.nonzero_q ? w : 0;
+    atomicAdd(hist + numerics::histogram_bin(s), static_cast<unsigned long long>(w));
+    if (e.finite) {
+        const std::uint32_t ax = __float_as_uint(x);  // x >= 0 here
+        a.amax = max(a.amax, ax);
+        if (ax != 0u) a.min_nz = min(a.min_nz, ax);
+        // count * term: the term the element loop adds c times, multiplied once (x^2 of a 16-bit
+        // float times an integer below 2^31 is exact; err2 rounds once).
+        a.sum[kX2] += static_cast<double>(c) * e.x2;
+        a.sum[kErr2] += static_cast<double>(c) * e.err2;
+    }
+}
+
+// The warp's totals of its plan into record r (integers and extremes: atomics, exact in any
+// order) and its two sums into sums[warp]; a warp whose lanes hold no magnitude adds nothing.
+__device__ __forceinline__ void flush_warp(BinAcc& a, bool warp_has, double (*sums)[kSums], StatsRecord* r) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp_has) {
+        // Integer totals with the warp reduction instruction (32-bit): each count as two 16-bit
+        // halves (a lane's count is below 2^31; 32 halves add to less than 2^21).
+        unsigned long long total[kCounts];
+#pragma unroll
+        for (int j = 0; j < kCounts; ++j) {
+            const std::uint32_t v = a.count[j];
+            total[j] = (static_cast<unsigned long long>(__reduce_add_sync(0xFFFFFFFFu, v >> 16)) << 16) +
+                       __reduce_add_sync(0xFFFFFFFFu, v & 0xFFFFu);
+        }
+        const std::uint32_t amax = __reduce_max_sync(0xFFFFFFFFu, a.amax), min_nz = __reduce_min_sync(0xFFFFFFFFu, a.min_nz);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+            for (int j = 0; j < kSums; ++j) a.sum[j] += __shfl_xor_sync(0xFFFFFFFFu, a.sum[j], o);
+        if (lane == 0) {
+            for (int j = 0; j < kCounts; ++j)
+                if (total[j]) atomicAdd(reinterpret_cast<unsigned long long*>(r->counts + j), total[j]);
+            if (amax) atomicMax(&r->amax_bits, amax);
+            if (min_nz != 0xFFFFFFFFu) atomicMax(&r->min_not, ~min_nz);  // max of ~ = min
+        }
+    }
+    if (lane == 0)
+        for (int j = 0; j < kSums; ++j) sums[warp][j] = warp_has ? a.sum[j] : 0.0;
+}
+
+// The last CTA: each record's two sums, the partials of the CTAs that took part (cta_lo ..
+// cta_hi) added in a fixed order (warp w takes (plan, sum) pairs w, w + warps, ...: lane l adds
+// CTAs cta_lo + l, cta_lo + l + 32, ... in order, then a butterfly); then the rest of each record.
+__device__ void complete_records(int count, const float (*pair)[2], const bool* ok, std::uint64_t numel,
+                                 StatsRecord* recs, BinsWorkspace* ws, std::uint32_t cta_lo, std::uint32_t cta_hi) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (int kj = warp; kj < count * kSums; kj += warps) {
+        const int k = kj / kSums, j = kj % kSums;
+        if (!ok[k]) continue;
+        double t = 0;
+        for (std::uint32_t b = cta_lo + lane; b <= cta_hi; b += 32) t += __ldcg(&ws->partial[b][k][j]);
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xFFFFFFFFu, t, o);
+        if (lane == 0) recs[k].sums[j] = t;
+    }
+    if (static_cast<int>(threadIdx.x) < count) {
+        const int k = threadIdx.x;
+        StatsRecord* r = recs + k;
+        if (ok[k]) {
+            r->min_bits = ~atomicOr(&r->min_not, 0u);
+            r->scale_ok = 1u;
+        }
+        r->scale = pair[k][0];
+        r->scale_inv = pair[k][1];
+        r->numel = numel;
+        r->sample = 1u;
+    }
+}
+
+// kEvalSpan magnitudes per CTA, blockDim = kEvalSpan * plans.count: thread t evaluates magnitude
+// first + t % kEvalSpan under plan t / kEvalSpan, so the plans of a magnitude run in parallel
+// warps (the evaluation is a long dependent chain: emu's conversion, element_step).
+template <class S>
+__global__ void __launch_bounds__(kEvalSpan * kMaxBinPlans)
+evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, bool amax_from_histogram,
+                           std::uint64_t numel, StatsRecord* recs) {
+    using T = typename S::storage_t;
+    constexpr int kWarpsPerPlan = kEvalSpan / 32;
+    __shared__ BinPlan plan[kMaxBinPlans];
+    __shared__ float amax_s;
+    __shared__ float pair[kMaxBinPlans][2];
+    __shared__ bool ok[kMaxBinPlans];
+    __shared__ unsigned long long hist[kMaxBinPlans][numerics::kHistogramBins];
+    __shared__ double sums[kMaxBinPlans * kWarpsPerPlan][kSums];
+    __shared__ bool last;
+    // Only the CTAs whose magnitudes meet K1's range [low, top] take part (CTA 0 alone when the
+    // tensor is empty): the others hold zero counts and return at once, so the launch costs what
+    // the range holds, not 2^15 magnitudes. The range is read before anything is reset (the last
+    // taking part resets it, after every CTA that takes part has read it).
+    const std::uint32_t low_not = __ldcg(&ws->low_not), top = __ldcg(&ws->top_mag);
+    const std::uint32_t cta_lo = low_not ? ~low_not / kEvalSpan : 0u, cta_hi = low_not ? top / kEvalSpan : 0u;
+    if (blockIdx.x < cta_lo || blockIdx.x > cta_hi) return;
+    // The plans into shared memory with constant indices (a kernel-parameter array indexed at run
+    // time is copied to local memory by every thread).
+#pragma unroll
+    for (int k = 0; k < kMaxBinPlans; ++k)
+        if (threadIdx.x == k && k < plans.count) plan[k] = plans.p[k];
+    if (threadIdx.x == 0)
+        amax_s = amax_from_histogram ? widen<S>(static_cast<T>(__ldcg(&ws->amax_mag))) : *d_amax;
+    const int count = plans.count;
+    const std::uint32_t first = blockIdx.x * kEvalSpan, mag = first + threadIdx.x % kEvalSpan;
+    const int k = threadIdx.x / kEvalSpan;
+    const std::uint32_t c = __ldcg(ws->hist + mag);
+    const bool cta_has = __syncthreads_or(c != 0u);  // also: plan and amax_s written
+    if (static_cast<int>(threadIdx.x) < count) {  // each plan's scale: the rule at the amax
+        const numerics::BlockScale b = numerics::rule_scale(plan[threadIdx.x].rule, amax_s);
+        pair[threadIdx.x][0] = b.scale;
+        pair[threadIdx.x][1] = b.scale_inv;
+        ok[threadIdx.x] = usable(b.scale, b.scale_inv);
+    }
+    if (cta_has)
+        for (int b = threadIdx.x; b < count * numerics::kHistogramBins; b += blockDim.x) (&hist[0][0])[b] = 0ull;
+    __syncthreads();  // every plan's counts read before plan 0's threads zero them
+    if (cta_has) {
+        if (k == 0 && c != 0u) ws->hist[mag] = 0u;  // left zeroed for the next call
+        const bool warp_has = __any_sync(0xFFFFFFFFu, c != 0u && ok[k]);
+        BinAcc a{};
+        a.min_nz = 0xFFFFFFFFu;
+        if (c != 0u && ok[k]) evaluate_magnitude<S>(mag, c, plan[k], pair[k][0], pair[k][1], a, hist[k]);
+        flush_warp(a, warp_has, sums, recs + k);
+        __syncthreads();
+        for (int b = threadIdx.x; b < count * numerics::kHistogramBins; b += blockDim.x) {
+            const int p = b / numerics::kHistogramBins, bin = b % numerics::kHistogramBins;
+            if (hist[p][bin]) atomicAdd(reinterpret_cast<unsigned long long*>(recs[p].histogram + bin), hist[p][bin]);
+        }
+    }
+    if (static_cast<int>(threadIdx.x) < count * kSums) {  // the CTA's partial sums, warps in order
+        const int p = threadIdx.x / kSums, j = threadIdx.x % kSums;
+        double t = 0;
+        if (cta_has)
+            for (int w = 0; w < kWarpsPerPlan; ++w) t += sums[p * kWarpsPerPlan + w][j];
+        ws->partial[blockIdx.x][p][j] = t;
+    }
+    // The last CTA taking part to finish (threadFenceReduction, as statistics.cu) completes the
+    // records: the barrier makes the CTA's writes visible to thread 0, whose fence (cumulative)
+    // makes them visible to the device before its count.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        last = atomicAdd(&ws->ctas_done, 1u) == cta_hi - cta_lo;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    complete_records(count, pair, ok, numel, recs, ws, cta_lo, cta_hi);
+    if (threadIdx.x == 0) {
+        if (amax_from_histogram) *d_amax = amax_s;
+        ws->amax_mag = ws->top_mag = ws->low_not = 0u;
+        ws->ctas_done = 0u;
+    }
+}
+
+// K1 and K2 for plans[0 .. count) (count <= kMaxBinPlans), records d_records[0 .. count).
+template <class S>
+void launch_bins(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
+                 bool compute_amax, StatsRecord* d_records, BinsWorkspace* ws, cudaStream_t s) {
+    BinPlans bp{};
+    bp.count = static_cast<int>(count);
+    for (std::size_t k = 0; k < count; ++k) {
+        const StatsPlan& p = plans[k];
+        bp.p[k] = {p.to, p.policy, p.rule, numerics::element_consts(p.to, p.policy, 1.0f)};
+    }
+    constexpr int smem = kMagnitudes * 4;
+    static const unsigned sms = [] {
+        FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(magnitude_histogram_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        int dev = 0, count = 0;
+        FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
+        FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev));
+        return static_cast<unsigned>(std::max(1, count));
+    }();
+    // At least 32 elements per thread (each CTA zeroes and scans 2^15 counters and adds the ones it
+    // holds into the workspace), at most one CTA per SM: the shared-memory atomics bound the rate.
+    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(sms, std::max<std::size_t>(1, n / (kBinThreads * 32))));
+    magnitude_histogram_kernel<S><<<grid, kBinThreads, smem, s>>>(in, static_cast<std::uint32_t>(n), ws);
+    check_launch("magnitude_histogram_kernel");
+    evaluate_magnitudes_kernel<S><<<kEvalCtas, kEvalSpan * static_cast<int>(count), 0, s>>>(bp, ws, d_amax, compute_amax,
+                                                                                          n, d_records);
+    check_launch("evaluate_magnitudes_kernel");
+}
+
+}  // namespace
+
+std::size_t watch_workspace_bytes() { return bins_offset() + sizeof(BinsWorkspace); }
+
+void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
+                 bool compute_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample,
+                 std::uint64_t seed, std::uint64_t first_index, Stream stream) {
+    for (std::size_t k = 0; k < count; ++k)
+        check_async_args(plans[k], d_amax, d_records, d_workspace, sample, n, "watch_async");
+    const cudaStream_t s = as_stream(stream);
+    const Wide from = count ? plans[0].from : Wide::f32;
+    // The magnitude path takes a leading run of sign-symmetric plans (records contiguous from 0);
+    // the plans after it take statistics_async one by one, at the amax K2 wrote.
+    std::size_t bins = 0;
+    if ((from == Wide::f16 || from == Wide::bf16) && sample == 1)
+        while (bins < count && bins < kMaxBinPlans && plans[bins].from == from && sign_symmetric(plans[bins])) ++bins;
+    if (bins == 0) {
+        if (compute_amax) amax(from, in, n, d_amax, stream);
+        if (count) statistics_async_multi(plans, count, in, n, d_amax, d_records, d_workspace, sample, seed, first_index, stream);
+        return;
+    }
+    auto* ws = reinterpret_cast<BinsWorkspace*>(static_cast<char*>(d_workspace) + bins_offset());
+    if (from == Wide::bf16) launch_bins<BFloat16>(plans, bins, in, n, d_amax, compute_amax, d_records, ws, s);
+    else launch_bins<Binary16>(plans, bins, in, n, d_amax, compute_amax, d_records, ws, s);
+    for (std::size_t k = bins; k < count; ++k)
+        statistics_async(plans[k].to, plans[k].from, in, n, plans[k].policy, plans[k].rule, d_amax, d_records + k,
+                         d_workspace, sample, seed, first_index, stream);
+}
+
+}  // namespace fp8kit::cuda
