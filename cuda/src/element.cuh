@@ -135,15 +135,16 @@ __device__ __forceinline__ bool plain_scale(float scale) {
 // scaled_bits of 16 inputs; f16 / bf16 without the NaN case when none of them is a NaN
 // (any_nan16). float32 inputs keep scaled_bits per element: their NaN case is one select, and
 // the split step made the memory-bound float32 casts 5-9% slower on the H100 (2026-11-26 run
-// in docs/performance.md). With a plain scale (plain_scale) the product needs no NaN
-// replacement: f16 / bf16 steps without NaNs are a widening and one FMUL per element; float32
-// inputs on the stochastic paths (kF32Plain; the deterministic float32 casts run at copy speed
-// and keep scaled_bits) keep a NaN input's own bits by one FSETP.NAN + select on the input.
-template <class S, bool kF32Plain = false>
+// in docs/performance.md). kPlain (the stochastic paths, which are issue-bound; the
+// deterministic casts run near copy speed and keep their measured code) with a plain scale
+// (plain_scale): the product needs no NaN replacement, so an f16 / bf16 step without NaNs is a
+// widening and one FMUL per element, and a float32 element keeps a NaN input's own bits by one
+// FSETP.NAN + select on the input.
+template <class S, bool kPlain = false>
 __device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], float scale, bool plain,
                                          std::uint32_t (&y)[16]) {
     if constexpr (sizeof(typename S::storage_t) == 4) {
-        if (kF32Plain && plain) {
+        if (kPlain && plain) {
 #pragma unroll
             for (int k = 0; k < 16; ++k) {
                 const float x = __uint_as_float(e[k]);
@@ -154,7 +155,7 @@ __device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], f
             for (int k = 0; k < 16; ++k) y[k] = scaled_bits<S>(e[k], scale);
         }
     } else if (!any_nan16<S>(e)) {
-        if (plain) {
+        if (kPlain && plain) {
 #pragma unroll
             for (int k = 0; k < 16; ++k) y[k] = __float_as_uint(__fmul_rn(__uint_as_float(widen_non_nan<S>(e[k])), scale));
         } else {
@@ -255,8 +256,9 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_general(std::uint32_t u
 // P: kSrCvt or kSrTable, the encoder of the result. The common case (y finite with its binade at
 // or above D's emin, shift = kShift) is computed on y itself, sign included (u + (random >> (32 -
 // kShift)) < 0x7F7FFFFF + 2^21 < 2^31: no carry reaches the sign bit), before the range test, so
-// that it needs no absolute value, sign merge or (kSrCvt) saturation: 8 executed instructions
-// per element instead of 10 in the SASS. A sum past float32's largest finite bits
+// that it needs no absolute value, sign merge or (kSrCvt) saturation: 7 issued instructions per
+// element in the SASS (LEA + compare for the range test, LEA.HI + LOP3 for the step, BSSY, BRA,
+// BSYNC for the branch; 10 before these two changes). A sum past float32's largest finite bits
 // gives exactly +-Inf there (the cleared low bits leave 0x7F800000): for kSrCvt that stays, as
 // cvt.rn.satfinite encodes +-Inf and +-FLT_MAX alike (max finite, the saturate-all policy); the
 // table path takes +-FLT_MAX, as the general step does.

@@ -87,14 +87,15 @@ __device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], 
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// CTAs per SM the stochastic paths are compiled for (__launch_bounds__' second argument): ptxas
-// otherwise gives the four interleaved Philox chains of encode16 58-62 registers, 4 CTAs of 256.
-#ifndef FP8KIT_SR_MIN_BLOCKS
-#define FP8KIT_SR_MIN_BLOCKS 1
-#endif
+// __launch_bounds__' second argument (minimum CTAs per SM; 0 emits no .minnctapersm, as if
+// omitted). The stochastic paths were measured with 1 (2026-11-26, branch sr16 in
+// docs/performance.md) and with 5 (48 registers and spills: the float32 and delayed-scaling
+// stochastic casts 6-12% slower, f16 / bf16 unchanged). The deterministic paths get none: with
+// .minnctapersm 1 ptxas gave the float32 casts 35 registers instead of 29-30 (6 CTAs per SM
+// instead of 8), and in that run, their code otherwise unchanged, they were 4-5% slower.
 template <int P>
 constexpr int cast_min_blocks() {
-    return P == kSrCvt || P == kSrTable ? FP8KIT_SR_MIN_BLOCKS : 1;
+    return P == kSrCvt || P == kSrTable ? 1 : 0;
 }
 
 template <class S, class D, int P, int R, bool kAmax>
@@ -118,7 +119,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
         load16<S>(in, c, e);
         // The amax before the cast, so that the inputs are dead once converted: after it, they
         // stayed live across the Philox calls (the stochastic delayed-scaling kernel needed 70
-        // registers, 3 CTAs per SM, against the plain cast's 60).
+        // registers, 3 CTAs per SM; now 64, 4 CTAs, as the plain stochastic cast).
         if (kAmax) {
 #pragma unroll
             for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, e[k]);
