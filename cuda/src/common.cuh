@@ -75,6 +75,16 @@ __device__ __forceinline__ std::uint32_t abs_bits_for_max(typename S::storage_t 
     return __float_as_uint(fabsf(widen<S>(bits)));
 }
 
+// max(acc, |x|) over non-NaN x, as a float (acc >= +0, never NaN): fmaxf returns the other operand
+// when one is a NaN (IEEE 754 maxNum; CUDA Math API fmaxf), so a NaN input never wins, as in
+// abs_bits_for_max, and for non-NaN values the float order is the order of abs_bits_for_max's
+// bits: __float_as_uint of the result equals the max of abs_bits_for_max over the same inputs.
+// One FMNMX with an |.| operand per float32 element instead of a NaN test, a select and a max.
+template <class S>
+__device__ __forceinline__ float max_abs(float acc, typename S::storage_t bits) {
+    return fmaxf(acc, fabsf(widen<S>(bits)));
+}
+
 // ---- loads ----------------------------------------------------------------------------------
 
 __device__ __forceinline__ bool aligned16(const void* p) {

@@ -26,6 +26,8 @@
 #error "fp8kit: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 needs sm_89 or newer; set CMAKE_CUDA_ARCHITECTURES to 89, 90 or later"
 #endif
 
+#include <cfloat>
+
 #include "common.cuh"
 #include "narrow.cuh"
 #include "tables.cuh"
@@ -123,18 +125,43 @@ __device__ __forceinline__ bool any_nan16(const typename S::storage_t (&e)[16]) 
     return (acc & 0x80008000u) != 0;
 }
 
+// Whether fl32(x * scale) can be a NaN only for NaN inputs x: scale finite and nonzero (0 * Inf,
+// Inf * 0 and NaN scales are the other ways to make one). Then the multiply needs no NaN
+// replacement (mul_scale_bits' setp + select: 2 issue slots per element); computed once per launch.
+__device__ __forceinline__ bool plain_scale(float scale) {
+    return fabsf(scale) <= FLT_MAX && scale != 0.0f;
+}
+
 // scaled_bits of 16 inputs; f16 / bf16 without the NaN case when none of them is a NaN
 // (any_nan16). float32 inputs keep scaled_bits per element: their NaN case is one select, and
 // the split step made the memory-bound float32 casts 5-9% slower on the H100 (2026-11-26 run
-// in docs/performance.md).
-template <class S>
-__device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], float scale, std::uint32_t (&y)[16]) {
+// in docs/performance.md). kPlain (the stochastic paths, which are issue-bound; the
+// deterministic casts run near copy speed and keep their measured code) with a plain scale
+// (plain_scale): the product needs no NaN replacement, so an f16 / bf16 step without NaNs is a
+// widening and one FMUL per element, and a float32 element keeps a NaN input's own bits by one
+// FSETP.NAN + select on the input.
+template <class S, bool kPlain = false>
+__device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], float scale, bool plain,
+                                         std::uint32_t (&y)[16]) {
     if constexpr (sizeof(typename S::storage_t) == 4) {
+        if (kPlain && plain) {
 #pragma unroll
-        for (int k = 0; k < 16; ++k) y[k] = scaled_bits<S>(e[k], scale);
+            for (int k = 0; k < 16; ++k) {
+                const float x = __uint_as_float(e[k]);
+                y[k] = isnan(x) ? e[k] : __float_as_uint(__fmul_rn(x, scale));
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) y[k] = scaled_bits<S>(e[k], scale);
+        }
     } else if (!any_nan16<S>(e)) {
+        if (kPlain && plain) {
 #pragma unroll
-        for (int k = 0; k < 16; ++k) y[k] = mul_scale_bits(widen_non_nan<S>(e[k]), scale);
+            for (int k = 0; k < 16; ++k) y[k] = __float_as_uint(__fmul_rn(__uint_as_float(widen_non_nan<S>(e[k])), scale));
+        } else {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) y[k] = mul_scale_bits(widen_non_nan<S>(e[k]), scale);
+        }
     } else {
 #pragma unroll
         for (int k = 0; k < 16; ++k) y[k] = scaled_bits<S>(e[k], scale);
@@ -229,8 +256,9 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_general(std::uint32_t u
 // P: kSrCvt or kSrTable, the encoder of the result. The common case (y finite with its binade at
 // or above D's emin, shift = kShift) is computed on y itself, sign included (u + (random >> (32 -
 // kShift)) < 0x7F7FFFFF + 2^21 < 2^31: no carry reaches the sign bit), before the range test, so
-// that it needs no absolute value, sign merge or (kSrCvt) saturation: 8 executed instructions
-// per element instead of 10 in the SASS. A sum past float32's largest finite bits
+// that it needs no absolute value, sign merge or (kSrCvt) saturation: 7 issued instructions per
+// element in the SASS (LEA + compare for the range test, LEA.HI + LOP3 for the step, BSSY, BRA,
+// BSYNC for the branch; 10 before these two changes). A sum past float32's largest finite bits
 // gives exactly +-Inf there (the cleared low bits leave 0x7F800000): for kSrCvt that stays, as
 // cvt.rn.satfinite encodes +-Inf and +-FLT_MAX alike (max finite, the saturate-all policy); the
 // table path takes +-FLT_MAX, as the general step does.
@@ -239,14 +267,18 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_bits(std::uint32_t y, s
     static_assert(D::total_bits == 8 && D::has_zero && D::man_bits <= 22, "FP8 element formats only");
     constexpr std::uint32_t kNormalLo = static_cast<std::uint32_t>(D::emin + 127) << 23;
     constexpr int kShift = 23 - D::man_bits;  // shift for results in D's normal range
-    const std::uint32_t u = y & 0x7FFFFFFFu;
     std::uint32_t v = (y + (random >> (32 - kShift))) & ~((1u << kShift) - 1u);
     if constexpr (P != kSrCvt) v -= (v & 0x7FFFFFFFu) == 0x7F800000u ? 1u : 0u;  // +-Inf -> +-FLT_MAX
     // Binades whose results are D-subnormal with all of y's significand above 2^q - 1 bit: the
     // shift grows by one per binade below emin and stays <= 23 (the general step's first case).
     constexpr std::uint32_t kSubLo = static_cast<std::uint32_t>(D::emin + 127 - D::man_bits) << 23;
     static_assert(D::emin + 127 - D::man_bits >= 1, "the subnormal tier needs float32 normal binades");
-    if (u - kNormalLo >= 0x7F800000u - kNormalLo) {  // not (finite, binade at or above D's emin)
+    // The range test kNormalLo <= |y| < 0x7F800000 on y << 1 (the sign shifted out): |y| - kNormalLo
+    // is below 2^31 when non-negative, so doubling it keeps the unsigned order, and it wraps to
+    // 2^32 - 2 (kNormalLo - |y|) >= 2^32 - 2 kNormalLo > 0xFF000000 - 2 kNormalLo when negative.
+    // One LEA and one compare per element instead of LOP3, add and compare.
+    if ((y << 1) - (kNormalLo << 1) >= 0xFF000000u - (kNormalLo << 1)) {  // not (finite, binade >= D's emin)
+        const std::uint32_t u = y & 0x7FFFFFFFu;
         std::uint32_t m;
         if (u - kSubLo < kNormalLo - kSubLo) {  // D-subnormal results: shift = kShift + (emin - e) <= 23
             const int shift = kShift + static_cast<int>((kNormalLo - (u & 0x7F800000u)) >> 23);

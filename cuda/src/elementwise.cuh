@@ -54,11 +54,12 @@ __device__ __forceinline__ void load16(const void* base, std::uint32_t chunk, ty
 }
 
 // Codes of 16 elements with stream indices index0 .. index0 + 15.
+// plain: plain_scale(scale), the launch's or the block's (false is always correct, only slower).
 template <class S, class D, int P, int R, bool kInline = true>
 __device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], float scale,
-                                          const ElementCtx& c, std::uint64_t index0) {
+                                          const ElementCtx& c, std::uint64_t index0, bool plain = false) {
     std::uint32_t y16[16];
-    scaled16<S>(e, scale, y16);
+    scaled16<S, P == kSrCvt || P == kSrTable>(e, scale, plain, y16);
     std::uint32_t w[4];
     if constexpr (P == kSrCvt || P == kSrTable) {
         // Four aligned groups (index0 % 4 == 0 for every step of a launch or none): their four
@@ -86,8 +87,19 @@ __device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], 
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// __launch_bounds__' second argument (minimum CTAs per SM; 0 emits no .minnctapersm, as if
+// omitted). The stochastic paths were measured with 1 (2026-11-26, branch sr16 in
+// docs/performance.md) and with 5 (48 registers and spills: the float32 and delayed-scaling
+// stochastic casts 6-12% slower, f16 / bf16 unchanged). The deterministic paths get none: with
+// .minnctapersm 1 ptxas gave the float32 casts 35 registers instead of 29-30 (6 CTAs per SM
+// instead of 8), and in that run, their code otherwise unchanged, they were 4-5% slower.
+template <int P>
+constexpr int cast_min_blocks() {
+    return P == kSrCvt || P == kSrTable ? 1 : 0;
+}
+
 template <class S, class D, int P, int R, bool kAmax>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, cast_min_blocks<P>())
 cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t n,
             ElementCtx ctx, const std::uint8_t* __restrict__ table, ScaleSource scale_src,
             std::uint64_t first_index, float* amax) {
@@ -95,28 +107,32 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
     const float scale = resolve_scale(scale_src);
+    const bool plain = plain_scale(scale);
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
-    std::uint32_t local_max = 0;
+    float local_max = 0.0f;
 
     const bool vec = aligned16(in) && aligned16(out);
     const std::uint32_t chunks = vec ? n / 16 : 0;
     for (std::uint32_t c = tid; c < chunks; c += stride) {
         T e[16];
         load16<S>(in, c, e);
-        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(e, scale, ctx, first_index + 16ull * c);
+        // The amax before the cast, so that the inputs are dead once converted: after it, they
+        // stayed live across the Philox calls (the stochastic delayed-scaling kernel needed 70
+        // registers, 3 CTAs per SM; now 64, 4 CTAs, as the plain stochastic cast).
         if (kAmax) {
 #pragma unroll
-            for (int k = 0; k < 16; ++k) local_max = max(local_max, abs_bits_for_max<S>(e[k]));
+            for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, e[k]);
         }
+        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(e, scale, ctx, first_index + 16ull * c, plain);
     }
     const T* in_t = static_cast<const T*>(in);
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
         const T x = in_t[i];
         out[i] = encode_one<D, P, R>(scaled_bits<S>(x, scale), ctx, first_index + i);
-        if (kAmax) local_max = max(local_max, abs_bits_for_max<S>(x));
+        if (kAmax) local_max = max_abs<S>(local_max, x);
     }
-    if (kAmax) block_amax_atomic(local_max, amax);
+    if (kAmax) block_amax_atomic(__float_as_uint(local_max), amax);
 }
 
 template <class S>
@@ -125,17 +141,17 @@ amax_kernel(const void* __restrict__ in, std::uint32_t n, float* amax) {
     using T = typename S::storage_t;
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
-    std::uint32_t local_max = 0;
+    float local_max = 0.0f;
     const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
     for (std::uint32_t c = tid; c < chunks; c += stride) {
         T e[16];
         load16<S>(in, c, e);
 #pragma unroll
-        for (int k = 0; k < 16; ++k) local_max = max(local_max, abs_bits_for_max<S>(e[k]));
+        for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, e[k]);
     }
     const T* in_t = static_cast<const T*>(in);
-    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) local_max = max(local_max, abs_bits_for_max<S>(in_t[i]));
-    block_amax_atomic(local_max, amax);
+    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) local_max = max_abs<S>(local_max, in_t[i]);
+    block_amax_atomic(__float_as_uint(local_max), amax);
 }
 
 // Arrays are processed in pieces of at most 2^31 elements (a multiple of 16, so alignment

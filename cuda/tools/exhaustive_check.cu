@@ -7,7 +7,9 @@
 // The formats with emulated kernels only (FP4 e2m1, FP6 e2m3 / e3m2, e3m4, e4m3b11fnuz,
 // e4m3ieee; issue 16) get all 2^32 float32 inputs under the policies of kNarrowPolicies and all
 // f16 / bf16 inputs under every policy. `--formats=new` runs only those (the FP8 part takes
-// minutes); `--formats=fp8` only the FP8 part; default both.
+// minutes); `--formats=fp8` only the FP8 part; default both. `--rounding=NAME` (e.g. stochastic)
+// runs the 2^32 float32 inputs under that rounding only (the f16/bf16 part, seconds, in full): a
+// quick check after a change to one path; the full run is what validates a commit.
 //
 // Every GPU run covers all 2^32 inputs. The CPU side computes each reference value with
 // emu::convert under the exact policy of the GPU run, but does not recompute what the
@@ -174,12 +176,21 @@ const Policy kNarrowPolicies[] = {
 
 int main(int argc, char** argv) {
     bool run_fp8 = true, run_new = true;
+    int only_rounding = -1;  // --rounding=NAME: that rounding only
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--formats=new") run_fp8 = false;
         else if (a == "--formats=fp8") run_new = false;
-        else { std::fprintf(stderr, "usage: %s [--formats=new|--formats=fp8]\n", argv[0]); return 2; }
+        else if (a.rfind("--rounding=", 0) == 0) {
+            for (int r = 0; r < 6; ++r)
+                if (a.substr(11) == fp8kit::name(static_cast<Rounding>(r))) only_rounding = r;
+            if (only_rounding < 0) { std::fprintf(stderr, "%s: unknown rounding in %s\n", argv[0], a.c_str()); return 2; }
+        } else {
+            std::fprintf(stderr, "usage: %s [--formats=new|--formats=fp8] [--rounding=NAME]\n", argv[0]);
+            return 2;
+        }
     }
+    const auto skip_rounding = [&](int r) { return only_rounding >= 0 && r != only_rounding; };
     std::string why;
     if (cu::device_count(&why) == 0) {
         std::printf("SKIPPED: no CUDA device: %s\n", why.c_str());
@@ -224,6 +235,7 @@ int main(int argc, char** argv) {
             const int n_nan = 4;  // FNUZ and E8M0 have one NaN code, but every policy is run
             const bool hw = f == Format::e4m3 || f == Format::e5m2;
             for (int ri = 0; ri < 6; ++ri) {
+                if (skip_rounding(ri)) continue;
                 const auto rnd = static_cast<Rounding>(ri);
                 const auto t0 = std::chrono::steady_clock::now();
                 for (int o = 0; o < 3; ++o)
@@ -276,6 +288,7 @@ int main(int argc, char** argv) {
         with_narrow(f, [&](auto dfmt) {
             using D = decltype(dfmt);
             for (const Policy& p : kNarrowPolicies) {
+                if (skip_rounding(static_cast<int>(p.rounding))) continue;
                 const auto t0 = std::chrono::steady_clock::now();
                 CHECK(cudaMemsetAsync(d_mm, 0, sizeof(Mismatch), s));
                 for (int sl = 0; sl < kSlices; ++sl) {
