@@ -33,7 +33,7 @@ namespace {
 
 constexpr int kMagnitudes = 1 << 15;                   // |x| of a 16-bit float: its low 15 bits
 constexpr int kBinThreads = 1024;                      // K1
-constexpr int kEvalSpan = 64;                          // K2: magnitudes per CTA, one per thread
+constexpr int kEvalSpan = 128;                         // K2: magnitudes per CTA, one per thread
 constexpr int kEvalCtas = kMagnitudes / kEvalSpan;      // and one group of kEvalSpan threads per plan
 constexpr int kMaxBinPlans = 8;
 
@@ -74,47 +74,64 @@ bool sign_symmetric(const StatsPlan& p) {
 
 // ---- K1 ---------------------------------------------------------------------------------------
 
-__device__ __forceinline__ std::uint32_t warp_sum(std::uint32_t v) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-    return v;
-}
-
 // One CTA per SM (128 KiB of shared counters). Zeros, the commonest single value in activations
 // and gradients, are counted in a register: 32 lanes adding to one shared word would serialise.
+// Each thread also keeps the smallest and largest magnitude it saw (two integer ops per element),
+// so the scan at the end covers only the CTA's range of magnitudes.
 template <class S>
 __global__ void __launch_bounds__(kBinThreads, 1)
 magnitude_histogram_kernel(const void* __restrict__ in, std::uint32_t n, BinsWorkspace* ws) {
     using T = typename S::storage_t;
     static_assert(sizeof(T) == 2, "16-bit inputs only");
     extern __shared__ __align__(16) std::uint32_t hist[];  // kMagnitudes
+    __shared__ std::uint32_t range[2];                      // the CTA's lowest and highest magnitude
     uint4* hist4 = reinterpret_cast<uint4*>(hist);           // 16-byte stores and loads: 8 per thread
     for (int i = threadIdx.x; i < kMagnitudes / 4; i += blockDim.x) hist4[i] = make_uint4(0u, 0u, 0u, 0u);
+    if (threadIdx.x == 0) {
+        range[0] = kMagnitudes;
+        range[1] = 0u;
+    }
     __syncthreads();
-    std::uint32_t zeros = 0;
+    std::uint32_t zeros = 0, lo = kMagnitudes, hi = 0;
     auto add = [&](T bits) {
         const std::uint32_t mag = bits & 0x7FFFu;
+        lo = min(lo, mag);
+        hi = max(hi, mag);
         if (mag == 0u) ++zeros;
         else atomicAdd(hist + mag, 1u);
     };
     const std::uint32_t stride = gridDim.x * blockDim.x, tid = blockIdx.x * blockDim.x + threadIdx.x;
     const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
-    for (std::uint32_t c = tid; c < chunks; c += stride) {
-        T e[16];
+    // Two chunks of 16 loaded before their counts: twice the loads in flight per thread.
+    for (std::uint32_t c = tid; c < chunks; c += 2 * stride) {
+        T e[16], f[16];
+        const bool two = c + stride < chunks;
         load16<S>(in, c, e);
+        if (two) load16<S>(in, c + stride, f);
 #pragma unroll
         for (int k = 0; k < 16; ++k) add(e[k]);
+        if (two) {
+#pragma unroll
+            for (int k = 0; k < 16; ++k) add(f[k]);
+        }
     }
     const T* in_t = static_cast<const T*>(in);
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) add(in_t[i]);
-    zeros = warp_sum(zeros);
-    if ((threadIdx.x & 31) == 0 && zeros != 0u) atomicAdd(hist, zeros);
+    zeros = __reduce_add_sync(0xFFFFFFFFu, zeros);
+    lo = __reduce_min_sync(0xFFFFFFFFu, lo);
+    hi = __reduce_max_sync(0xFFFFFFFFu, hi);
+    if ((threadIdx.x & 31) == 0) {
+        if (zeros != 0u) atomicAdd(hist, zeros);
+        atomicMin(range, lo);
+        atomicMax(range + 1, hi);
+    }
     __syncthreads();
-    // Into the workspace (only the magnitudes present), and the CTA's largest non-NaN magnitude:
-    // the bits of a non-NaN magnitude are ordered as its value.
-    // Also the range of magnitudes present, so that K2's CTAs outside it do nothing.
-    std::uint32_t top = 0, high = 0, low_not = 0;
-    for (int i = threadIdx.x; i < kMagnitudes / 4; i += blockDim.x) {
+    // Into the workspace (only the magnitudes present), and the CTA's largest non-NaN magnitude
+    // (the amax: the bits of a non-NaN magnitude are ordered as its value). K2's CTAs outside the
+    // range of all CTAs do nothing.
+    const std::uint32_t lo4 = range[0] / 4, hi4 = range[1] / 4;  // range[0] > range[1]: none
+    std::uint32_t top = 0;
+    for (std::uint32_t i = lo4 + threadIdx.x; i <= hi4 && range[0] <= range[1]; i += blockDim.x) {
         const uint4 v = hist4[i];
         if ((v.x | v.y | v.z | v.w) == 0u) continue;
         const std::uint32_t c4[4] = {v.x, v.y, v.z, v.w};
@@ -124,17 +141,13 @@ magnitude_histogram_kernel(const void* __restrict__ in, std::uint32_t n, BinsWor
             if (c == 0u) continue;
             atomicAdd(ws->hist + m, c);
             if (!is_nan_bits<S>(static_cast<T>(m))) top = max(top, m);
-            high = max(high, m);
-            low_not = max(low_not, ~m);
         }
     }
-    top = warp_max(top);
-    high = warp_max(high);
-    low_not = warp_max(low_not);
-    if ((threadIdx.x & 31) == 0) {
-        if (top != 0u) atomicMax(&ws->amax_mag, top);
-        if (high != 0u) atomicMax(&ws->top_mag, high);
-        if (low_not != 0u) atomicMax(&ws->low_not, low_not);
+    top = __reduce_max_sync(0xFFFFFFFFu, top);
+    if ((threadIdx.x & 31) == 0 && top != 0u) atomicMax(&ws->amax_mag, top);
+    if (threadIdx.x == 0 && range[0] <= range[1]) {
+        atomicMax(&ws->top_mag, range[1]);
+        atomicMax(&ws->low_not, ~range[0]);
     }
 }
 
@@ -149,9 +162,21 @@ __device__ __noinline__ std::uint32_t decode_code(Format to, std::uint8_t q) {
     return static_cast<std::uint32_t>(emu::decode(to, emu::Wide::f32, q));
 }
 
+// The code of s under plan p. Nearest-even with saturate-all into E4M3/E5M2 is what
+// cvt.rn.satfinite computes for every input but a NaN, whatever the NaN encoding (the encoding
+// acts on NaN inputs only, emu/include/fp8kit/emu/policy.hpp; the cast kernels' kCvt path, checked
+// against emu::convert by the exhaustive check): one instruction instead of emu's conversion.
+__device__ __forceinline__ std::uint8_t encode_fast(const BinPlan& p, std::uint32_t s) {
+    const bool cvt = p.policy.rounding == emu::Rounding::nearest_even && p.policy.overflow == emu::Overflow::saturate_all &&
+                     (s & 0x7FFFFFFFu) <= 0x7F800000u;
+    if (cvt && p.to == Format::e4m3) return cvt_one<emu::E4M3>(s);
+    if (cvt && p.to == Format::e5m2) return cvt_one<emu::E5M2>(s);
+    return encode_scaled(p.to, s, p.policy);
+}
+
 // What one thread adds for one plan (its magnitude times its count).
 struct BinAcc {
-    std::uint32_t count[kCounts];  // one magnitude per thread: at most its count, below 2^31
+    std::uint32_t count[kCounts];  // one magnitude per thread: at most its count (all counts add to n < 2^31)
     double sum[kSums];
     std::uint32_t amax, min_nz;  // float32 bits of |x| over finite x (min: nonzero)
 };
@@ -160,12 +185,12 @@ struct BinAcc {
 // exponent bin of s goes to the CTA's histogram.
 template <class S>
 __device__ __forceinline__ void evaluate_magnitude(std::uint32_t mag, std::uint32_t c, const BinPlan& p, float scale, float scale_inv,
-                                   BinAcc& a, unsigned long long* hist) {
+                                   BinAcc& a, std::uint32_t* hist) {
     using T = typename S::storage_t;
     const T bits = static_cast<T>(mag);
     const float x = widen<S>(bits);
     const std::uint32_t s = scaled_bits<S>(bits, scale);
-    const std::uint8_t q = encode_scaled(p.to, s, p.policy);
+    const std::uint8_t q = encode_fast(p, s);
     numerics::ElementConsts consts = p.consts;
     numerics::rescale(consts, scale_inv);
     const std::uint32_t decoded = decode_code(p.to, q);
@@ -182,7 +207,7 @@ __device__ __forceinline__ void evaluate_magnitude(std::uint32_t mag, std::uint3
     a.count[kTeOverflow] += e.te_overflow ? w : 0;
     a.count[kNonzeroX] += e.nonzero_x ? w : 0;
     a.count[kNonzeroQ] += e.nonzero_q ? w : 0;
-    atomicAdd(hist + numerics::histogram_bin(s), static_cast<unsigned long long>(w));
+    atomicAdd(hist + numerics::histogram_bin(s), w);
     if (e.finite) {
         const std::uint32_t ax = __float_as_uint(x);  // x >= 0 here
         a.amax = max(a.amax, ax);
@@ -194,20 +219,19 @@ __device__ __forceinline__ void evaluate_magnitude(std::uint32_t mag, std::uint3
     }
 }
 
-// The warp's totals of its plan into record r (integers and extremes: atomics, exact in any
-// order) and its two sums into sums[warp]; a warp whose lanes hold no magnitude adds nothing.
-__device__ __forceinline__ void flush_warp(BinAcc& a, bool warp_has, double (*sums)[kSums], StatsRecord* r) {
+// The CTA's integer totals of one plan: kCounts counts, then amax and ~min (max-reduced).
+constexpr int kCtaInts = kCounts + 2;
+
+// The warp's totals of its plan into the CTA's (shared atomics, exact in any order; the CTA adds
+// them to the record with one global atomic each) and its two sums into sums[warp]. A warp whose
+// lanes hold no magnitude adds nothing.
+__device__ __forceinline__ void flush_warp(BinAcc& a, bool warp_has, double (*sums)[kSums], std::uint32_t* cta_ints) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (warp_has) {
-        // Integer totals with the warp reduction instruction (32-bit): each count as two 16-bit
-        // halves (a lane's count is below 2^31; 32 halves add to less than 2^21).
-        unsigned long long total[kCounts];
+        // Integer totals with the warp reduction instruction: a total is at most n < 2^31.
+        std::uint32_t total[kCounts];
 #pragma unroll
-        for (int j = 0; j < kCounts; ++j) {
-            const std::uint32_t v = a.count[j];
-            total[j] = (static_cast<unsigned long long>(__reduce_add_sync(0xFFFFFFFFu, v >> 16)) << 16) +
-                       __reduce_add_sync(0xFFFFFFFFu, v & 0xFFFFu);
-        }
+        for (int j = 0; j < kCounts; ++j) total[j] = __reduce_add_sync(0xFFFFFFFFu, a.count[j]);
         const std::uint32_t amax = __reduce_max_sync(0xFFFFFFFFu, a.amax), min_nz = __reduce_min_sync(0xFFFFFFFFu, a.min_nz);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
@@ -215,13 +239,25 @@ __device__ __forceinline__ void flush_warp(BinAcc& a, bool warp_has, double (*su
             for (int j = 0; j < kSums; ++j) a.sum[j] += __shfl_xor_sync(0xFFFFFFFFu, a.sum[j], o);
         if (lane == 0) {
             for (int j = 0; j < kCounts; ++j)
-                if (total[j]) atomicAdd(reinterpret_cast<unsigned long long*>(r->counts + j), total[j]);
-            if (amax) atomicMax(&r->amax_bits, amax);
-            if (min_nz != 0xFFFFFFFFu) atomicMax(&r->min_not, ~min_nz);  // max of ~ = min
+                if (total[j]) atomicAdd(cta_ints + j, total[j]);
+            atomicMax(cta_ints + kCounts, amax);
+            atomicMax(cta_ints + kCounts + 1, ~min_nz);  // max of ~ = min; ~0xFFFFFFFF = 0: none
         }
     }
     if (lane == 0)
         for (int j = 0; j < kSums; ++j) sums[warp][j] = warp_has ? a.sum[j] : 0.0;
+}
+
+// The CTA's integer totals into the records: one global atomic per nonzero total.
+__device__ __forceinline__ void flush_cta_ints(const std::uint32_t (*cta_ints)[kCtaInts], int count, StatsRecord* recs) {
+    for (int t = threadIdx.x; t < count * kCtaInts; t += blockDim.x) {
+        const int p = t / kCtaInts, j = t % kCtaInts;
+        const std::uint32_t v = cta_ints[p][j];
+        if (v == 0u) continue;
+        if (j < kCounts) atomicAdd(reinterpret_cast<unsigned long long*>(recs[p].counts + j), static_cast<unsigned long long>(v));
+        else if (j == kCounts) atomicMax(&recs[p].amax_bits, v);
+        else atomicMax(&recs[p].min_not, v);
+    }
 }
 
 // The last CTA: each record's two sums, the partials of the CTAs that took part (cta_lo ..
@@ -233,8 +269,16 @@ __device__ void complete_records(int count, const float (*pair)[2], const bool* 
     for (int kj = warp; kj < count * kSums; kj += warps) {
         const int k = kj / kSums, j = kj % kSums;
         if (!ok[k]) continue;
+        // All of a lane's loads first (one round trip, not one per load), then the adds in order.
+        double v[kEvalCtas / 32];
+#pragma unroll
+        for (int r = 0; r < kEvalCtas / 32; ++r) {
+            const std::uint32_t b = cta_lo + lane + 32u * r;
+            v[r] = b <= cta_hi ? __ldcg(&ws->partial[b][k][j]) : 0.0;
+        }
         double t = 0;
-        for (std::uint32_t b = cta_lo + lane; b <= cta_hi; b += 32) t += __ldcg(&ws->partial[b][k][j]);
+#pragma unroll
+        for (int r = 0; r < kEvalCtas / 32; ++r) t += v[r];
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) t += __shfl_xor_sync(0xFFFFFFFFu, t, o);
         if (lane == 0) recs[k].sums[j] = t;
@@ -266,8 +310,11 @@ evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, boo
     __shared__ float amax_s;
     __shared__ float pair[kMaxBinPlans][2];
     __shared__ bool ok[kMaxBinPlans];
-    __shared__ unsigned long long hist[kMaxBinPlans][numerics::kHistogramBins];
+    // 32-bit counters (native shared atomics; 64-bit ones are a compare-and-swap loop): a bin's
+    // total is at most n < 2^31.
+    __shared__ std::uint32_t hist[kMaxBinPlans][numerics::kHistogramBins];
     __shared__ double sums[kMaxBinPlans * kWarpsPerPlan][kSums];
+    __shared__ std::uint32_t cta_ints[kMaxBinPlans][kCtaInts];
     __shared__ bool last;
     // Only the CTAs whose magnitudes meet K1's range [low, top] take part (CTA 0 alone when the
     // tensor is empty): the others hold zero counts and return at once, so the launch costs what
@@ -294,8 +341,10 @@ evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, boo
         pair[threadIdx.x][1] = b.scale_inv;
         ok[threadIdx.x] = usable(b.scale, b.scale_inv);
     }
-    if (cta_has)
-        for (int b = threadIdx.x; b < count * numerics::kHistogramBins; b += blockDim.x) (&hist[0][0])[b] = 0ull;
+    if (cta_has) {
+        for (int b = threadIdx.x; b < count * numerics::kHistogramBins; b += blockDim.x) (&hist[0][0])[b] = 0u;
+        for (int b = threadIdx.x; b < count * kCtaInts; b += blockDim.x) (&cta_ints[0][0])[b] = 0u;
+    }
     __syncthreads();  // every plan's counts read before plan 0's threads zero them
     if (cta_has) {
         if (k == 0 && c != 0u) ws->hist[mag] = 0u;  // left zeroed for the next call
@@ -303,11 +352,14 @@ evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, boo
         BinAcc a{};
         a.min_nz = 0xFFFFFFFFu;
         if (c != 0u && ok[k]) evaluate_magnitude<S>(mag, c, plan[k], pair[k][0], pair[k][1], a, hist[k]);
-        flush_warp(a, warp_has, sums, recs + k);
+        flush_warp(a, warp_has, sums, cta_ints[k]);
         __syncthreads();
+        flush_cta_ints(cta_ints, count, recs);
         for (int b = threadIdx.x; b < count * numerics::kHistogramBins; b += blockDim.x) {
             const int p = b / numerics::kHistogramBins, bin = b % numerics::kHistogramBins;
-            if (hist[p][bin]) atomicAdd(reinterpret_cast<unsigned long long*>(recs[p].histogram + bin), hist[p][bin]);
+            if (hist[p][bin])
+                atomicAdd(reinterpret_cast<unsigned long long*>(recs[p].histogram + bin),
+                          static_cast<unsigned long long>(hist[p][bin]));
         }
     }
     if (static_cast<int>(threadIdx.x) < count * kSums) {  // the CTA's partial sums, warps in order
@@ -336,6 +388,23 @@ evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, boo
     }
 }
 
+// numerics::element_consts(to, policy, 1) (two binary searches through emu's conversion, some
+// microseconds: the monitor calls watch_async for every tensor of every step), remembered per
+// thread for the (format, policy) pairs met so far.
+numerics::ElementConsts element_consts_cached(Format to, const Policy& p) {
+    struct Entry {
+        Format to;
+        Policy policy;
+        numerics::ElementConsts consts;
+    };
+    thread_local std::vector<Entry> cache;
+    for (const Entry& e : cache)
+        if (e.to == to && e.policy.rounding == p.rounding && e.policy.overflow == p.overflow && e.policy.nan == p.nan)
+            return e.consts;
+    cache.push_back({to, p, numerics::element_consts(to, p, 1.0f)});
+    return cache.back().consts;
+}
+
 // K1 and K2 for plans[0 .. count) (count <= kMaxBinPlans), records d_records[0 .. count).
 template <class S>
 void launch_bins(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
@@ -344,7 +413,7 @@ void launch_bins(const StatsPlan* plans, std::size_t count, const void* in, std:
     bp.count = static_cast<int>(count);
     for (std::size_t k = 0; k < count; ++k) {
         const StatsPlan& p = plans[k];
-        bp.p[k] = {p.to, p.policy, p.rule, numerics::element_consts(p.to, p.policy, 1.0f)};
+        bp.p[k] = {p.to, p.policy, p.rule, element_consts_cached(p.to, p.policy)};
     }
     constexpr int smem = kMagnitudes * 4;
     static const unsigned sms = [] {

@@ -143,6 +143,20 @@ def _linear_types(extra):
     return tuple(types) + tuple(extra)
 
 
+# The module's input-type names of the torch dtypes watch() passes to the kernels, keyed by the
+# dtype itself (no str() per call), from fp8kit._device's table.
+_WIDE_OF_DTYPE = {getattr(torch, k.split(".", 1)[1]): v for k, v in fp8kit._device.TORCH_DTYPE_WIDE.items()}
+
+
+def _raw_stream(device):
+    """torch's current stream on `device` as an integer (cudaStream_t): torch's own accessor of the
+    raw handle where this torch has it (no Stream object per call), else current_stream()."""
+    get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get is not None:
+        return get(device.index if device.index is not None else torch.cuda.current_device())
+    return torch.cuda.current_stream(device).cuda_stream
+
+
 class _GpuStep:
     """One monitored step's GPU results on one device: amax slots (float32) and statistics records
     (StatsRecord) in device pages that never move while queued kernels write them; copy_out()
@@ -298,8 +312,10 @@ class Monitor:
         return self._trace
 
     def _hook(self, module_name, mod):
-        def name(t):  # the model itself (name '') gives plain tensor names
-            return f"{module_name}.{t}" if module_name else t
+        # The tensor names, built once (the hooks run for every monitored step); the model itself
+        # (name '') gives plain tensor names.
+        names = {t: f"{module_name}.{t}" if module_name else t for t in ("input", "weight", "grad_output", "wgrad")}
+        name = names.__getitem__
 
         # The output gradient comes from a hook on the output tensor, registered only on monitored
         # steps: a module backward hook would add autograd nodes to every step.
@@ -438,8 +454,8 @@ class Monitor:
     def _watch_cuda(self, name, x, role):
         """watch() of a CUDA tensor: everything queued on torch's current stream, nothing waited
         for; one call into the module (amax, then every recipe's statistics) and no row built."""
-        wide = fp8kit._device.TORCH_DTYPE_WIDE[str(x.dtype)]
-        stream = torch.cuda.current_stream(x.device).cuda_stream
+        wide = _WIDE_OF_DTYPE[x.dtype]
+        stream = _raw_stream(x.device)
         q = self._queues.get(x.device)
         if q is None:
             fp8kit._device.require_cuda()
