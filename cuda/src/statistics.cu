@@ -56,6 +56,10 @@ struct Params {
     // alias_src (complete: its launch came earlier on the stream) and the launch does nothing else.
     const StatsRecord* alias_src;
     numerics::ScaleParams alias_rule;
+    // The normal tier (see normal_four): |s| in [norm_lo, norm_lo + norm_span], norm_lo =
+    // max(numerics::normal_min_bits, smallest normal float32) <= fast_hi; 0x80000000 and 0 (no
+    // |s| qualifies) where fast_hi is below it.
+    std::uint32_t norm_lo, norm_span;
 };
 
 // One histogram increment per distinct bin in the warp (warp-aggregated): lanes with the same bin
@@ -143,6 +147,12 @@ __device__ __forceinline__ bool fast_ok(std::uint32_t a, std::uint32_t s, std::u
     return (a - 1u < 0x7F7FFFFFu) & (as - 0x00800000u <= prm.fast_hi - 0x00800000u) & ((inc & 0x80u) == 0u);
 }
 
+// hist_fast[field of s][lane] from hist_lane = &hist_fast[0][lane]: (s >> 23) & 0xFF rows of 32
+// words, as a byte offset (one shift and one mask; s normal, so the field is 1..254).
+__device__ __forceinline__ std::uint32_t* field_counter(std::uint32_t* hist_lane, std::uint32_t s) {
+    return reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(hist_lane) + ((s >> 16) & 0x7F80u));
+}
+
 // pk: packed counts of a 16-element step (underflow bits 0-4, subnormal 5-9, te_overflow
 // 16-20; at most 16 each). hist_lane: &hist_fast[0][lane].
 __device__ __forceinline__ void fast_element(float x, std::uint32_t s, std::uint8_t q, std::uint32_t inc, Acc& acc,
@@ -150,13 +160,50 @@ __device__ __forceinline__ void fast_element(float x, std::uint32_t s, std::uint
                                              const Params& prm) {
     const std::uint32_t a = __float_as_uint(fabsf(x));
     pk += inc + (a > prm.te_bits ? (1u << 16) : 0u);
-    atomicAdd(hist_lane + (((s >> 23) & 0xFFu) << 5), 1u);
+    atomicAdd(field_counter(hist_lane, s), 1u);
     acc.amax = max(acc.amax, a);
     acc.min_nz = min(acc.min_nz, a);
     const double xd = x;
     const double e = xd - t.xhat[xhat_index(q)];
     acc.sum[kX2] += __dmul_rn(xd, xd);  // __dmul_rn: the term rounded alone, as element_step's
     acc.sum[kErr2] += __dmul_rn(e, e);
+}
+
+// The normal tier (issue 14, branch stat32): a group of four whose |s| all lie in
+// [norm_lo, norm_lo + norm_span], i.e. at least 2^emin of the format (numerics::normal_min_bits)
+// and at most fast_hi. Such an s is a normal float32 (norm_lo >= 2^-126) of a finite nonzero x
+// (x NaN, Inf or 0 gives s NaN, Inf or 0 under a finite scale > 0), it cannot overflow (fast_hi),
+// and its code is of kind normal (2^emin is a value of the format and every rounding is
+// monotone): fast_ok holds with inc = 0, so fast_element's counts reduce to te_overflow, and the
+// increment table is not read. amax, min and the te_overflow test are taken over the four first
+// (te_overflow per element only when the largest |x| passes te_threshold).
+template <class S>
+__device__ __forceinline__ void normal_four(const typename S::storage_t (&e)[16], int base, const std::uint32_t (&y)[4],
+                                            const std::uint8_t (&q)[4], Acc& acc, std::uint32_t& pk,
+                                            std::uint32_t* hist_lane, const CodeTables& t, const Params& prm) {
+    float x[4];
+    std::uint32_t a[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        x[k] = widen<S>(e[base + k]);
+        a[k] = __float_as_uint(fabsf(x[k]));
+    }
+    const std::uint32_t hi = max(max(a[0], a[1]), max(a[2], a[3])), lo = min(min(a[0], a[1]), min(a[2], a[3]));
+    acc.amax = max(acc.amax, hi);
+    acc.min_nz = min(acc.min_nz, lo);
+    if (hi > prm.te_bits) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) pk += a[k] > prm.te_bits ? (1u << 16) : 0u;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) atomicAdd(field_counter(hist_lane, y[k]), 1u);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const double xd = x[k];
+        const double d = xd - t.xhat[xhat_index(q[k])];
+        acc.sum[kX2] += __dmul_rn(xd, xd);  // the same terms in the same order as fast_element
+        acc.sum[kErr2] += __dmul_rn(d, d);
+    }
 }
 
 __device__ __forceinline__ void flush_fast(Acc& acc, std::uint32_t pk, std::uint32_t nfast) {
@@ -198,8 +245,11 @@ __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float s
 
 // Three CTAs per SM at least (at most 85 registers): with 128-157 registers two were resident and
 // the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md).
+#ifndef FP8KIT_STATS_MIN_BLOCKS
+#define FP8KIT_STATS_MIN_BLOCKS 3
+#endif
 template <class S, class D, int P, int R>
-__global__ void __launch_bounds__(kThreads, 3)
+__global__ void __launch_bounds__(kThreads, FP8KIT_STATS_MIN_BLOCKS)
 statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,
                   Params prm0, std::uint64_t first_index, Globals g) {
     using T = typename S::storage_t;
@@ -289,6 +339,14 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
 #pragma unroll
             for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
             codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd);
+            bool normal = true;
+#pragma unroll
+            for (int k = 0; k < 4; ++k) normal &= (y[k] & 0x7FFFFFFFu) - prm.norm_lo <= prm.norm_span;
+            if (normal) {
+                normal_four<S>(e, 4 * g4, y, q, acc, pk, hist_lane, tables, prm);
+                nfast += 4;
+                continue;
+            }
             bool all_fast = true;
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
@@ -403,6 +461,9 @@ void launch_statistics(Format to, Wide from, const void* in, std::size_t n, cons
     Params prm{to, scale, numerics::element_consts(to, policy, 1.0f), 0, 0, sample, scale_inv, d_amax, rule,
                sampled_count(n, sample)};
     prm.fast_hi = std::min({prm.consts.max_bits, prm.consts.limit[0], prm.consts.limit[1]});
+    const std::uint32_t norm_lo = std::max(numerics::normal_min_bits(to), 0x00800000u);
+    prm.norm_lo = prm.fast_hi >= norm_lo ? norm_lo : 0x80000000u;
+    prm.norm_span = prm.fast_hi >= norm_lo ? prm.fast_hi - norm_lo : 0u;
     const std::uint8_t* table = element_table(to, policy, s);
     const ElementCtx ctx{policy, nullptr, seed};
     const unsigned grid = grid_for(((n + 15) / 16 + sample - 1) / sample);  // at most; `wave` CTAs run
