@@ -59,17 +59,6 @@ FP8KIT_HD CodeKind code_kind_of_decoded(Format f, std::uint32_t decoded_bits) {
     return floor_log2(float_of(mag)) < emin ? CodeKind::subnormal : CodeKind::normal;
 }
 
-// code_kind_of_decoded's normal range as a threshold: the float32 bits of 2^emin, the smallest
-// magnitude of kind normal (floor_log2(v) >= emin <=> v >= 2^emin for v > 0; every emin of
-// emu's formats is >= -149, so 2^emin is a float32, subnormal for E8M0's -127). 2^emin is a
-// value of the format, so any monotone rounding (each of emu's, stochastic included) of an
-// |s| >= 2^emin that does not overflow gives a code of kind normal (the GPU statistics kernel's
-// fast tier relies on this; tests/gpu checks the threshold against code_kind on every code).
-FP8KIT_HD std::uint32_t normal_min_bits(Format f) {
-    const int emin = emu::with_format(f, [](auto fmt) { return decltype(fmt)::emin; });
-    return emin >= -126 ? static_cast<std::uint32_t>(emin + 127) << 23 : 1u << (emin + 149);
-}
-
 // What a code of an element format decodes to.
 FP8KIT_HD CodeKind code_kind(Format f, std::uint8_t code) {
     return code_kind_of_decoded(f, static_cast<std::uint32_t>(emu::decode(f, emu::Wide::f32, code)));
