@@ -1,7 +1,7 @@
 // One-pass statistics of a tensor under a format, policy and scale: fp8kit::compute_stats's
 // numbers (docs/statistics.md) in its result type: each element through numerics::element_step
 // (numerics/include/fp8kit/numerics/element_stats.hpp), or, for the common elements, through the
-// fast path that computes what element_step gives them (see fast_ok); the code through
+// fast path that computes what element_step gives them (see fast_group); the code through
 // element.cuh. Counts go
 // through integer atomics (exact in any order); the binary64 sums are written per CTA and added
 // by one thread in CTA order, so a given device and launch always gives the same sums.
@@ -70,7 +70,7 @@ __device__ __forceinline__ void histogram_add(std::uint32_t* hist, int bin) {
 // Tables every CTA fills at start from emu/numerics: x^ = decode(code) * scale_inv in binary64
 // (exact: a short code value times a float32, so computing it once per code gives the same double
 // as element_step's per-element product) and the kind of every code.
-// inc: the fast path's packed counter increment of a code (see fast_element): kind zero -> 1 (an
+// inc: the fast path's packed counter increment of a code (see fast_four): kind zero -> 1 (an
 // underflow: the fast path's x is nonzero), kind subnormal -> 1 << 5, and 0x80 for a NaN/Inf code
 // (never on the fast path: such an element takes element_step). One byte per code, at
 // inc_index(code): the bytes of four neighbouring codes share a shared-memory word, and the
@@ -138,25 +138,63 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::ui
 // err2 = (x - x^)^2, x^ finite. Its histogram bin (s normal) is 1 + floor_log2|s| + 149, a
 // function of the exponent field alone, counted per (field, lane) in hist_fast without conflicts
 // between the lanes of a warp. Everything else goes through stat_element.
-__device__ __forceinline__ bool fast_ok(std::uint32_t a, std::uint32_t s, std::uint32_t inc, const Params& prm) {
-    const std::uint32_t as = s & 0x7FFFFFFFu;
-    return (a - 1u < 0x7F7FFFFFu) & (as - 0x00800000u <= prm.fast_hi - 0x00800000u) & ((inc & 0x80u) == 0u);
+// The test per group of four (branch stat32: taking exactly the groups that main's per-element
+// test took, with fewer instructions): first on the plain products p = fl32(x * scale), without
+// scaled_bits' NaN selects: each |p| a normal float32 of at most fast_hi. p normal implies x
+// finite and nonzero (a NaN, Inf or zero x gives a NaN, Inf or zero product under a finite scale
+// > 0), and for an x that is not a NaN, p is scaled_bits. Then, on the codes, no NaN/Inf code
+// (fast_codes_ok; one test of the four increments OR-ed).
+__device__ __forceinline__ bool fast_group(const std::uint32_t (&p)[4], const Params& prm) {
+    bool ok = true;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) ok &= (p[k] & 0x7FFFFFFFu) - 0x00800000u <= prm.fast_hi - 0x00800000u;
+    return ok;
+}
+__device__ __forceinline__ bool fast_codes_ok(const std::uint32_t (&inc)[4]) {
+    return ((inc[0] | inc[1] | inc[2] | inc[3]) & 0x80u) == 0u;
 }
 
-// pk: packed counts of a 16-element step (underflow bits 0-4, subnormal 5-9, te_overflow
-// 16-20; at most 16 each). hist_lane: &hist_fast[0][lane].
-__device__ __forceinline__ void fast_element(float x, std::uint32_t s, std::uint8_t q, std::uint32_t inc, Acc& acc,
-                                             std::uint32_t& pk, std::uint32_t* hist_lane, const CodeTables& t,
-                                             const Params& prm) {
-    const std::uint32_t a = __float_as_uint(fabsf(x));
-    pk += inc + (a > prm.te_bits ? (1u << 16) : 0u);
-    atomicAdd(hist_lane + (((s >> 23) & 0xFFu) << 5), 1u);
-    acc.amax = max(acc.amax, a);
-    acc.min_nz = min(acc.min_nz, a);
-    const double xd = x;
-    const double e = xd - t.xhat[xhat_index(q)];
-    acc.sum[kX2] += __dmul_rn(xd, xd);  // __dmul_rn: the term rounded alone, as element_step's
-    acc.sum[kErr2] += __dmul_rn(e, e);
+// hist_fast[field of s][lane] from hist_lane = &hist_fast[0][lane]: (s >> 23) & 0xFF rows of 32
+// words, as a byte offset (one shift and one mask; s normal, so the field is 1..254).
+__device__ __forceinline__ std::uint32_t* field_counter(std::uint32_t* hist_lane, std::uint32_t s) {
+    return reinterpret_cast<std::uint32_t*>(reinterpret_cast<char*>(hist_lane) + ((s >> 16) & 0x7F80u));
+}
+
+// The fast path of a group of four elements x (input bits e[base..base+3]) with s = y, codes q and
+// increments inc. pk: packed counts of a 16-element step (underflow bits 0-4, subnormal 5-9,
+// te_overflow 16-20; at most 16 each). hist_lane: &hist_fast[0][lane]. amax and the minimum are
+// taken over the four first, and te_overflow (|x| > te_threshold, compared as bits: both
+// non-negative, neither NaN) per element only when the largest |x| passes it. The binary64 terms
+// are element_step's, added in element order.
+template <class S>
+__device__ __forceinline__ void fast_four(const typename S::storage_t (&e)[16], int base, const std::uint32_t (&y)[4],
+                                          const std::uint8_t (&q)[4], const std::uint32_t (&inc)[4], Acc& acc,
+                                          std::uint32_t& pk, std::uint32_t* hist_lane, const CodeTables& t,
+                                          const Params& prm) {
+    float x[4];
+    std::uint32_t a[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        x[k] = widen<S>(e[base + k]);
+        a[k] = __float_as_uint(fabsf(x[k]));
+    }
+    const std::uint32_t hi = max(max(a[0], a[1]), max(a[2], a[3])), lo = min(min(a[0], a[1]), min(a[2], a[3]));
+    acc.amax = max(acc.amax, hi);
+    acc.min_nz = min(acc.min_nz, lo);
+    pk += inc[0] + inc[1] + inc[2] + inc[3];
+    if (hi > prm.te_bits) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) pk += a[k] > prm.te_bits ? (1u << 16) : 0u;
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) atomicAdd(field_counter(hist_lane, y[k]), 1u);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const double xd = x[k];
+        const double d = xd - t.xhat[xhat_index(q[k])];
+        acc.sum[kX2] += __dmul_rn(xd, xd);  // __dmul_rn: the term rounded alone, as element_step's
+        acc.sum[kErr2] += __dmul_rn(d, d);
+    }
 }
 
 __device__ __forceinline__ void flush_fast(Acc& acc, std::uint32_t pk, std::uint32_t nfast) {
@@ -279,25 +317,29 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         const std::uint32_t c = j * sample;  // the chunk (block of 16) the sample takes
         T e[16];
         load16<S>(in, c, e);
-        // Four elements at a time (fewer live registers than 16): their codes, then the fast
-        // path if all four qualify, else element_step for each.
+        // Four elements at a time (fewer live registers than 16): the fast path's test on the
+        // products, their codes, then the fast path if all four qualify, else element_step for
+        // each.
         std::uint32_t pk = 0, nfast = 0;
 #pragma unroll
         for (int g4 = 0; g4 < 4; ++g4) {
             std::uint32_t y[4], rnd[4], inc[4];
             std::uint8_t q[4];
 #pragma unroll
-            for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
-            codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd);
-            bool all_fast = true;
+            for (int k = 0; k < 4; ++k) y[k] = __float_as_uint(__fmul_rn(widen<S>(e[4 * g4 + k]), prm.scale));
+            bool fast = fast_group(y, prm);
+            if (!fast) {  // scaled_bits' NaN cases (about 5 instructions per element) only here
 #pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                inc[k] = tables.inc[inc_index(q[k])];
-                all_fast &= fast_ok(__float_as_uint(fabsf(widen<S>(e[4 * g4 + k]))), y[k], inc[k], prm);
+                for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
             }
-            if (all_fast) {
+            codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd);
+            if (fast) {
 #pragma unroll
-                for (int k = 0; k < 4; ++k) fast_element(widen<S>(e[4 * g4 + k]), y[k], q[k], inc[k], acc, pk, hist_lane, tables, prm);
+                for (int k = 0; k < 4; ++k) inc[k] = tables.inc[inc_index(q[k])];
+                fast = fast_codes_ok(inc);
+            }
+            if (fast) {
+                fast_four<S>(e, 4 * g4, y, q, inc, acc, pk, hist_lane, tables, prm);
                 nfast += 4;
             } else {
 #pragma unroll
