@@ -561,14 +561,14 @@ void check_async_args(const StatsPlan& p, const float* d_amax, const void* d_rec
                       std::uint32_t sample, std::size_t n, const char* fn) {
     require_input(p.from, fn);
     require_gpu_format(p.to, fn);
-    const std::string f = std::string("fp8kit::cuda::") + fn;
+    // The message is built only on failure: the monitor calls this for every tensor of a step.
+    auto fail = [fn](const char* why) { throw std::invalid_argument(std::string("fp8kit::cuda::") + fn + why); };
     if (d_amax == nullptr || d_record == nullptr || d_workspace == nullptr)
-        throw std::invalid_argument(f + ": d_amax, d_record and d_workspace must be device pointers");
-    if (numerics::rule_uses_global_amax(p.rule.rule))
-        throw std::invalid_argument(f + ": NVFP4 rules (a global amax) have no statistics kernel");
-    if (p.rule.format != p.to) throw std::invalid_argument(f + ": the rule's format differs from the cast's");
-    if (sample < 1) throw std::invalid_argument(f + ": sample must be >= 1");
-    if (n >= kPiece) throw std::invalid_argument(f + ": at most 2^31 - 1 elements per call");
+        fail(": d_amax, d_record and d_workspace must be device pointers");
+    if (numerics::rule_uses_global_amax(p.rule.rule)) fail(": NVFP4 rules (a global amax) have no statistics kernel");
+    if (p.rule.format != p.to) fail(": the rule's format differs from the cast's");
+    if (sample < 1) fail(": sample must be >= 1");
+    if (n >= kPiece) fail(": at most 2^31 - 1 elements per call");
 }
 
 }  // namespace detail

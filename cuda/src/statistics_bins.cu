@@ -62,6 +62,29 @@ struct BinsWorkspace {
 
 std::size_t bins_offset() { return (statistics_workspace_bytes() + 255) / 256 * 256; }
 
+// K2's work on one tensor: its histogram (K1's workspace), its records and amax slot, and the
+// index of its plans in the launch's groups.
+struct WatchItem {
+    BinsWorkspace* ws;
+    float* d_amax;
+    StatsRecord* recs;
+    std::uint64_t numel;
+    std::uint32_t group;
+    std::uint32_t amax_from_histogram;  // compute_amax: K2 writes *d_amax from K1's largest magnitude
+};
+
+// One K2 launch: Items tensors (blockIdx.y) over Groups plan lists. Passed by value as one
+// __grid_constant__ parameter (read in place, indexed at run time, no copy per thread): a
+// batch's launch needs no host-to-device copy (CUDA 12.1's 32 KiB kernel parameters).
+template <int Items, int Groups>
+struct WatchLaunch {
+    BinPlans groups[Groups];
+    WatchItem items[Items];
+};
+using SingleLaunch = WatchLaunch<1, 1>;
+using BatchLaunch = WatchLaunch<static_cast<int>(WatchBatch::kMaxItems), static_cast<int>(WatchBatch::kMaxGroups)>;
+static_assert(sizeof(BatchLaunch) <= 32000, "K2's batch must fit the 32764 bytes of kernel parameters");
+
 // The plans whose numbers depend on |x| alone (see the top of this file).
 bool sign_symmetric(const StatsPlan& p) {
     using R = emu::Rounding;
@@ -297,15 +320,20 @@ __device__ void complete_records(int count, const float (*pair)[2], const bool* 
     }
 }
 
-// kEvalSpan magnitudes per CTA, blockDim = kEvalSpan * plans.count: thread t evaluates magnitude
-// first + t % kEvalSpan under plan t / kEvalSpan, so the plans of a magnitude run in parallel
-// warps (the evaluation is a long dependent chain: emu's conversion, element_step).
-template <class S>
+// kEvalSpan magnitudes per CTA of tensor blockIdx.y, blockDim = kEvalSpan * (the launch's largest
+// plan count): thread t evaluates magnitude first + t % kEvalSpan under plan t / kEvalSpan (idle
+// when its tensor has fewer plans), so the plans of a magnitude run in parallel warps (the
+// evaluation is a long dependent chain: emu's conversion, element_step).
+template <class S, int Items, int Groups>
 __global__ void __launch_bounds__(kEvalSpan * kMaxBinPlans)
-evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, bool amax_from_histogram,
-                           std::uint64_t numel, StatsRecord* recs) {
+evaluate_magnitudes_kernel(const __grid_constant__ WatchLaunch<Items, Groups> launch) {
     using T = typename S::storage_t;
     constexpr int kWarpsPerPlan = kEvalSpan / 32;
+    const WatchItem& item = launch.items[blockIdx.y];
+    const BinPlans& plans = launch.groups[item.group];
+    BinsWorkspace* const ws = item.ws;
+    StatsRecord* const recs = item.recs;
+    const bool amax_from_histogram = item.amax_from_histogram != 0u;
     __shared__ BinPlan plan[kMaxBinPlans];
     __shared__ float amax_s;
     __shared__ float pair[kMaxBinPlans][2];
@@ -323,16 +351,13 @@ evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, boo
     const std::uint32_t low_not = __ldcg(&ws->low_not), top = __ldcg(&ws->top_mag);
     const std::uint32_t cta_lo = low_not ? ~low_not / kEvalSpan : 0u, cta_hi = low_not ? top / kEvalSpan : 0u;
     if (blockIdx.x < cta_lo || blockIdx.x > cta_hi) return;
-    // The plans into shared memory with constant indices (a kernel-parameter array indexed at run
-    // time is copied to local memory by every thread).
-#pragma unroll
-    for (int k = 0; k < kMaxBinPlans; ++k)
-        if (threadIdx.x == k && k < plans.count) plan[k] = plans.p[k];
-    if (threadIdx.x == 0)
-        amax_s = amax_from_histogram ? widen<S>(static_cast<T>(__ldcg(&ws->amax_mag))) : *d_amax;
     const int count = plans.count;
+    if (static_cast<int>(threadIdx.x) < count) plan[threadIdx.x] = plans.p[threadIdx.x];
+    if (threadIdx.x == 0)
+        amax_s = amax_from_histogram ? widen<S>(static_cast<T>(__ldcg(&ws->amax_mag))) : *item.d_amax;
     const std::uint32_t first = blockIdx.x * kEvalSpan, mag = first + threadIdx.x % kEvalSpan;
     const int k = threadIdx.x / kEvalSpan;
+    const bool mine = k < count;  // this thread has a plan of its tensor
     const std::uint32_t c = __ldcg(ws->hist + mag);
     const bool cta_has = __syncthreads_or(c != 0u);  // also: plan and amax_s written
     if (static_cast<int>(threadIdx.x) < count) {  // each plan's scale: the rule at the amax
@@ -348,11 +373,11 @@ evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, boo
     __syncthreads();  // every plan's counts read before plan 0's threads zero them
     if (cta_has) {
         if (k == 0 && c != 0u) ws->hist[mag] = 0u;  // left zeroed for the next call
-        const bool warp_has = __any_sync(0xFFFFFFFFu, c != 0u && ok[k]);
+        const bool warp_has = __any_sync(0xFFFFFFFFu, mine && c != 0u && ok[k]);  // uniform per warp
         BinAcc a{};
         a.min_nz = 0xFFFFFFFFu;
-        if (c != 0u && ok[k]) evaluate_magnitude<S>(mag, c, plan[k], pair[k][0], pair[k][1], a, hist[k]);
-        flush_warp(a, warp_has, sums, cta_ints[k]);
+        if (mine && c != 0u && ok[k]) evaluate_magnitude<S>(mag, c, plan[k], pair[k][0], pair[k][1], a, hist[k]);
+        flush_warp(a, warp_has, sums, mine ? cta_ints[k] : nullptr);
         __syncthreads();
         flush_cta_ints(cta_ints, count, recs);
         for (int b = threadIdx.x; b < count * numerics::kHistogramBins; b += blockDim.x) {
@@ -380,9 +405,9 @@ evaluate_magnitudes_kernel(BinPlans plans, BinsWorkspace* ws, float* d_amax, boo
     __syncthreads();
     if (!last) return;
     __threadfence();
-    complete_records(count, pair, ok, numel, recs, ws, cta_lo, cta_hi);
+    complete_records(count, pair, ok, item.numel, recs, ws, cta_lo, cta_hi);
     if (threadIdx.x == 0) {
-        if (amax_from_histogram) *d_amax = amax_s;
+        if (amax_from_histogram) *item.d_amax = amax_s;
         ws->amax_mag = ws->top_mag = ws->low_not = 0u;
         ws->ctas_done = 0u;
     }
@@ -405,16 +430,20 @@ numerics::ElementConsts element_consts_cached(Format to, const Policy& p) {
     return cache.back().consts;
 }
 
-// K1 and K2 for plans[0 .. count) (count <= kMaxBinPlans), records d_records[0 .. count).
-template <class S>
-void launch_bins(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
-                 bool compute_amax, StatsRecord* d_records, BinsWorkspace* ws, cudaStream_t s) {
+// K2's view of plans[0 .. count) (count <= kMaxBinPlans).
+BinPlans bin_plans(const StatsPlan* plans, std::size_t count) {
     BinPlans bp{};
     bp.count = static_cast<int>(count);
     for (std::size_t k = 0; k < count; ++k) {
         const StatsPlan& p = plans[k];
         bp.p[k] = {p.to, p.policy, p.rule, element_consts_cached(p.to, p.policy)};
     }
+    return bp;
+}
+
+// K1: the magnitude histogram of `in` into ws.
+template <class S>
+void launch_histogram(const void* in, std::size_t n, BinsWorkspace* ws, cudaStream_t s) {
     constexpr int smem = kMagnitudes * 4;
     static const unsigned sms = [] {
         FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(magnitude_histogram_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -428,9 +457,34 @@ void launch_bins(const StatsPlan* plans, std::size_t count, const void* in, std:
     const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(sms, std::max<std::size_t>(1, n / (kBinThreads * 32))));
     magnitude_histogram_kernel<S><<<grid, kBinThreads, smem, s>>>(in, static_cast<std::uint32_t>(n), ws);
     check_launch("magnitude_histogram_kernel");
-    evaluate_magnitudes_kernel<S><<<kEvalCtas, kEvalSpan * static_cast<int>(count), 0, s>>>(bp, ws, d_amax, compute_amax,
-                                                                                          n, d_records);
+}
+
+// K2 over launch.items[0 .. items), blockDim for the largest plan count among them.
+template <class S, int Items, int Groups>
+void launch_evaluate(const WatchLaunch<Items, Groups>& launch, unsigned items, int max_plans, cudaStream_t s) {
+    evaluate_magnitudes_kernel<S, Items, Groups><<<dim3(kEvalCtas, items), kEvalSpan * max_plans, 0, s>>>(launch);
     check_launch("evaluate_magnitudes_kernel");
+}
+
+// K1 and K2 for plans[0 .. count) (count <= kMaxBinPlans), records d_records[0 .. count).
+template <class S>
+void launch_bins(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
+                 bool compute_amax, StatsRecord* d_records, BinsWorkspace* ws, cudaStream_t s) {
+    SingleLaunch launch{};
+    launch.groups[0] = bin_plans(plans, count);
+    launch.items[0] = {ws, d_amax, d_records, n, 0u, compute_amax ? 1u : 0u};
+    launch_histogram<S>(in, n, ws, s);
+    launch_evaluate<S>(launch, 1u, static_cast<int>(count), s);
+}
+
+// How many of plans[0 .. count) the magnitude path takes (a leading run of sign-symmetric plans
+// of the tensor's input type, at most kMaxBinPlans; 0 for float32 or sampled tensors).
+std::size_t bins_plans(const StatsPlan* plans, std::size_t count, std::uint32_t sample) {
+    const Wide from = count ? plans[0].from : Wide::f32;
+    std::size_t bins = 0;
+    if ((from == Wide::f16 || from == Wide::bf16) && sample == 1)
+        while (bins < count && bins < kMaxBinPlans && plans[bins].from == from && sign_symmetric(plans[bins])) ++bins;
+    return bins;
 }
 
 }  // namespace
@@ -446,9 +500,7 @@ void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std:
     const Wide from = count ? plans[0].from : Wide::f32;
     // The magnitude path takes a leading run of sign-symmetric plans (records contiguous from 0);
     // the plans after it take statistics_async one by one, at the amax K2 wrote.
-    std::size_t bins = 0;
-    if ((from == Wide::f16 || from == Wide::bf16) && sample == 1)
-        while (bins < count && bins < kMaxBinPlans && plans[bins].from == from && sign_symmetric(plans[bins])) ++bins;
+    const std::size_t bins = bins_plans(plans, count, sample);
     if (bins == 0) {
         if (compute_amax) amax(from, in, n, d_amax, stream);
         if (count) statistics_async_multi(plans, count, in, n, d_amax, d_records, d_workspace, sample, seed, first_index, stream);
@@ -460,6 +512,112 @@ void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std:
     for (std::size_t k = bins; k < count; ++k)
         statistics_async(plans[k].to, plans[k].from, in, n, plans[k].policy, plans[k].rule, d_amax, d_records + k,
                          d_workspace, sample, seed, first_index, stream);
+}
+
+// ---- WatchBatch ----------------------------------------------------------------------------
+
+namespace {
+
+bool same_bits(float a, float b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) { return __builtin_memcmp(&a, &b, sizeof a) == 0; }
+
+// Field by field (the structs have padding): the same plan, so the same BinPlan.
+bool same_plan(const StatsPlan& a, const StatsPlan& b) {
+    const numerics::ScaleParams &r = a.rule, &t = b.rule;
+    return a.to == b.to && a.from == b.from && a.policy.rounding == b.policy.rounding &&
+           a.policy.overflow == b.policy.overflow && a.policy.nan == b.policy.nan && r.rule == t.rule &&
+           r.format == t.format && same_bits(r.epsilon, t.epsilon) && r.pow2 == t.pow2 &&
+           same_bits(r.value_for_inf, t.value_for_inf) && r.margin == t.margin && same_bits(r.fmax, t.fmax) &&
+           r.emax == t.emax && same_bits(r.global_amax, t.global_amax) && same_bits(r.global_encode, t.global_encode);
+}
+
+}  // namespace
+
+struct WatchBatch::Impl {
+    // The tensors of one input type waiting for K2, as its launch will read them.
+    struct Pending {
+        BatchLaunch launch{};
+        std::vector<StatsPlan> group_plans[kMaxGroups];  // launch.groups[g]'s plans, to find them again
+        unsigned items = 0, groups = 0;
+        int max_plans = 0;
+    };
+    cudaStream_t stream;
+    void* general = nullptr;            // watch_workspace_bytes(), zeroed: add()'s immediate path
+    std::vector<BinsWorkspace*> slots;  // one histogram per pending tensor, zeroed between uses
+    Pending bf16, f16;
+
+    std::size_t used() const { return bf16.items + f16.items; }
+
+    void* zeroed(std::size_t bytes) {
+        void* p = nullptr;
+        FP8KIT_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream));
+        FP8KIT_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream));
+        return p;
+    }
+    BinsWorkspace* slot(std::size_t i) {
+        while (slots.size() <= i) slots.push_back(static_cast<BinsWorkspace*>(zeroed(sizeof(BinsWorkspace))));
+        return slots[i];
+    }
+    // The index of plans[0 .. count) among p's groups; kMaxGroups when they are new and p is full.
+    unsigned group_of(Pending& p, const StatsPlan* plans, std::size_t count) {
+        for (unsigned g = 0; g < p.groups; ++g) {
+            const std::vector<StatsPlan>& q = p.group_plans[g];
+            bool same = q.size() == count;
+            for (std::size_t k = 0; same && k < count; ++k) same = same_plan(q[k], plans[k]);
+            if (same) return g;
+        }
+        if (p.groups == kMaxGroups) return kMaxGroups;
+        p.group_plans[p.groups].assign(plans, plans + count);
+        p.launch.groups[p.groups] = bin_plans(plans, count);
+        return p.groups++;
+    }
+    template <class S>
+    void evaluate(Pending& p) {
+        if (p.items == 0) return;
+        launch_evaluate<S>(p.launch, p.items, p.max_plans, stream);
+        p.items = p.groups = 0;
+        p.max_plans = 0;
+    }
+};
+
+WatchBatch::WatchBatch(Stream stream) : impl_(std::make_unique<Impl>()) { impl_->stream = as_stream(stream); }
+
+WatchBatch::~WatchBatch() {
+    // Stream-ordered: after everything queued. Errors are ignored (the context may be gone at exit).
+    for (BinsWorkspace* w : impl_->slots) (void)cudaFreeAsync(w, impl_->stream);
+    if (impl_->general) (void)cudaFreeAsync(impl_->general, impl_->stream);
+}
+
+std::size_t WatchBatch::pending() const { return impl_->used(); }
+
+void WatchBatch::add(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
+                     bool compute_amax, StatsRecord* d_records, std::uint32_t sample, std::uint64_t seed,
+                     std::uint64_t first_index) {
+    Impl& b = *impl_;
+    const std::size_t bins = bins_plans(plans, count, sample);
+    if (bins == 0 || bins < count) {  // not (only) the magnitude path: all of it now
+        if (b.general == nullptr) b.general = b.zeroed(watch_workspace_bytes());
+        watch_async(plans, count, in, n, d_amax, compute_amax, d_records, b.general, sample, seed, first_index, b.stream);
+        return;
+    }
+    for (std::size_t k = 0; k < count; ++k)
+        check_async_args(plans[k], d_amax, d_records, this, sample, n, "WatchBatch::add");
+    Impl::Pending* p = plans[0].from == Wide::bf16 ? &b.bf16 : &b.f16;
+    unsigned g = b.group_of(*p, plans, count);
+    if (g == kMaxGroups || b.used() == kMaxItems) {  // a full launch: evaluate what is pending first
+        flush();
+        g = b.group_of(*p, plans, count);
+    }
+    BinsWorkspace* ws = b.slot(b.used());
+    if (plans[0].from == Wide::bf16) launch_histogram<BFloat16>(in, n, ws, b.stream);
+    else launch_histogram<Binary16>(in, n, ws, b.stream);
+    p->launch.items[p->items++] = {ws, d_amax, d_records, n, g, compute_amax ? 1u : 0u};
+    p->max_plans = std::max(p->max_plans, static_cast<int>(count));
+}
+
+void WatchBatch::flush() {
+    impl_->evaluate<BFloat16>(impl_->bf16);
+    impl_->evaluate<Binary16>(impl_->f16);
 }
 
 }  // namespace fp8kit::cuda

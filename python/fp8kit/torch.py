@@ -277,7 +277,7 @@ class Monitor:
         self.tensors = set(_ROLE if tensors is None else tensors)
         self.reduce_amax, self.group = bool(reduce_amax), group
         self._rows, self._trace = [], []
-        self._queues, self._pending, self._groups, self._workspace = {}, [], {}, {}  # see _GpuStep
+        self._queues, self._pending, self._groups, self._batches = {}, [], {}, {}  # see _GpuStep, _watch_cuda
         self._row_parts = []  # rows not yet built, in order: lists of host rows, GPU tensors (_watch_cuda)
         self.out_dir = out_dir
         if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
@@ -463,19 +463,17 @@ class Monitor:
         group, k, cols, host = self._group(role, wide)
         amax_slot, page, i = q.amax_slot()
         slot, records = q.record_slots(k) if k else (0, 0)
-        ws = self._workspace.get((x.device, stream))
-        if ws is None:  # one per stream: the calls on a stream use it one after the other; zeroed
-            ws = self._workspace[(x.device, stream)] = torch.zeros(  # once, left zeroed by each call
-                _fp8kit.cuda_watch_workspace_bytes(), dtype=torch.uint8, device=x.device)
+        b = self._batches.get((x.device, stream))
+        if b is None:  # one per stream: K1 (the tensor's histogram) now, K2 for all at the step's end
+            b = self._batches[(x.device, stream)] = (_fp8kit.cuda_watch_batch(stream),
+                                                     torch.cuda.current_stream(x.device))
         if self.reduce_amax and torch.distributed.is_available() and torch.distributed.is_initialized():
             amax_t = page[i:i + 1]
             _fp8kit.cuda_amax(x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), stream)
             torch.distributed.all_reduce(amax_t, op=torch.distributed.ReduceOp.MAX, group=self.group)
-            _fp8kit.cuda_watch(group, x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), records, ws.data_ptr(),
-                               self.sample, 0, stream, False)
+            b[0].add(group, x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), records, self.sample, 0, False)
         else:
-            _fp8kit.cuda_watch(group, x.data_ptr(), wide, x.numel(), page.data_ptr() + 4 * i, records,
-                               ws.data_ptr(), self.sample, 0, stream)
+            b[0].add(group, x.data_ptr(), wide, x.numel(), page.data_ptr() + 4 * i, records, self.sample, 0)
         q.trace.append((len(self._trace), self.step_index, name, amax_slot))
         self._trace.append(None)  # filled when the step is read
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
@@ -485,10 +483,22 @@ class Monitor:
             blocks = {id(r): self._block_stats(x, r, role) for r, _, j in cols if j is None}
         self._row_parts.append((q, self.step_index, name, role, slot, cols, blocks))
 
+    def _flush_batches(self):
+        """Queues the evaluation of every tensor watched since the last flush (one launch per stream
+        and input type: cuda::WatchBatch), ordered before the copies that torch's current stream
+        makes next."""
+        for (dev, _), (batch, stream) in self._batches.items():
+            if batch.pending:
+                batch.flush()
+                current = torch.cuda.current_stream(dev)
+                if current != stream:
+                    current.wait_stream(stream)
+
     def _drain(self, keep_last=False):
         """Reads the queued GPU steps (their amaxes into the trace, their records into tuples).
         keep_last: the step just queued stays pending (step() reads it at the next step, when the
         GPU has long finished it)."""
+        self._flush_batches()
         fresh = len(self._queues)
         for q in self._queues.values():
             q.copy_out()

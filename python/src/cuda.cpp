@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -160,6 +161,29 @@ void watch(const StatsGroup& g, Ptr in, const std::string& wide, std::size_t n, 
                       reinterpret_cast<cuda::StatsRecord*>(records), vp(workspace), sample, seed, 0, vp(stream));
 }
 
+// The monitor's batch of one stream (cuda::WatchBatch): watch()'s arguments per tensor, the
+// evaluation of all of them at flush() (the end of a step).
+struct WatchBatch {
+    std::unique_ptr<cuda::WatchBatch> batch;
+    Ptr stream;
+};
+WatchBatch watch_batch(Ptr stream) { return {std::make_unique<cuda::WatchBatch>(vp(stream)), stream}; }
+
+void watch_batch_add(WatchBatch& b, const StatsGroup& g, Ptr in, const std::string& wide, std::size_t n, Ptr amax,
+                     Ptr records, std::uint32_t sample, std::uint64_t seed, bool compute_amax) {
+    const Wide w = kernel_wide(wide, "x");
+    const std::vector<StatsPlan>& group = g.plans;
+    for (const auto& p : group)
+        if (p.from != w) throw std::invalid_argument("x: the plans were made for another input type");
+    pyb::gil_scoped_release nogil;
+    if (group.empty()) {  // a role whose recipes are all block recipes: the amax alone
+        if (compute_amax) cuda::amax(w, vp(in), n, fp(amax), vp(b.stream));
+        return;
+    }
+    b.batch->add(group.data(), group.size(), vp(in), n, fp(amax), compute_amax,
+                 reinterpret_cast<cuda::StatsRecord*>(records), sample, seed, 0);
+}
+
 // The columns of stats_rows, in the monitor's order.
 const char* const kRowColumns[] = {"numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal",
                                    "overflow", "te_underflow", "te_overflow", "mse", "sqnr_db",
@@ -225,6 +249,12 @@ void bind_cuda(pyb::module_& m) {
     m.attr("cuda_stats_record_bytes") = sizeof(cuda::StatsRecord);
     m.def("cuda_stats_workspace_bytes", &cuda::statistics_workspace_bytes);
     m.def("cuda_watch_workspace_bytes", &cuda::watch_workspace_bytes);
+    pyb::class_<WatchBatch>(m, "CudaWatchBatch")
+        .def("add", &watch_batch_add, "group"_a, "x"_a, "wide"_a, "n"_a, "amax"_a, "records"_a, "sample"_a,
+             "seed"_a, "compute_amax"_a = true)
+        .def("flush", [](WatchBatch& b) { b.batch->flush(); })
+        .def_property_readonly("pending", [](const WatchBatch& b) { return b.batch->pending(); });
+    m.def("cuda_watch_batch", &watch_batch, "stream"_a);
 #endif
 }
 

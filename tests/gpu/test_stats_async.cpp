@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -417,4 +418,92 @@ TEST_CASE("watch_async: stochastic plans, float32 and sampled tensors take the e
                 check_equal(cu::stats_of_record(got[i]), cu::stats_of_record(want), i == 1 || w == Wide::f32 || sample > 1);
             }
         }
+}
+
+// cuda::WatchBatch (the monitor's batch: K1 at add(), one K2 launch for every tensor at flush())
+// against watch_async tensor by tensor, bit for bit (the same kernels per tensor, sums in the same
+// order), and against lib's compute_stats. 600 tensors of both 16-bit types and many plan lists:
+// the batch flushes itself when its launch is full (512 tensors, 4 plan lists per input type);
+// a float32 tensor, a sampled one and a stochastic plan take watch_async's element loop at add().
+// The inputs are overwritten before the last flush: K2 must read only the histograms.
+TEST_CASE("WatchBatch: every tensor's K2 in one launch equals watch_async and compute_stats", "[gpu]") {
+    const auto recipes = tensorwise_presets();
+    REQUIRE(recipes.size() >= 3);
+    const fp8kit::Role roles[3] = {fp8kit::Role::activation, fp8kit::Role::weight, fp8kit::Role::gradient};
+    struct Tensor {
+        Wide w;
+        std::size_t n;
+        std::uint32_t sample;
+        fp8kit::Role role;
+        std::vector<std::size_t> which;  // recipes' indices
+        std::vector<cu::StatsPlan> plans;
+        std::vector<unsigned char> host;
+        std::unique_ptr<DevBuf> in, amax, recs;
+    };
+    std::vector<Tensor> ts(600);
+    const std::size_t rb = sizeof(cu::StatsRecord);
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+        Tensor& t = ts[i];
+        t.w = i == 7 ? Wide::f32 : i % 3 == 0 ? Wide::f16 : Wide::bf16;
+        t.n = i % 50 == 0 ? 70001 : 1 + (i * 37) % 3000;
+        t.sample = i == 11 ? 4u : 1u;
+        t.role = roles[i % 3];
+        for (std::size_t k = 0; k < 3; ++k) t.which.push_back((i / 3 + k) % recipes.size());
+        for (std::size_t j : t.which) {
+            const auto& r = recipes[j];
+            cu::StatsPlan p{r.role(t.role).format, t.w, r.policy, fp8kit::recipe_scale_params(r, t.role)};
+            if (i == 13) p.policy.rounding = fp8kit::emu::Rounding::stochastic;
+            t.plans.push_back(p);
+        }
+        t.host = tensor(t.w, t.n, 500 + static_cast<std::uint32_t>(i), i % 7 == 0);
+        t.in = std::make_unique<DevBuf>(t.host.size());
+        t.amax = std::make_unique<DevBuf>(4);
+        t.recs = std::make_unique<DevBuf>(3 * rb);
+        cu::copy_to_device(t.in->p, t.host.data(), t.host.size());
+        cu::device_memset(t.recs->p, 0, 3 * rb);
+    }
+    // The reference: watch_async, tensor by tensor.
+    std::vector<std::vector<cu::StatsRecord>> want(ts.size(), std::vector<cu::StatsRecord>(3));
+    std::vector<float> want_amax(ts.size());
+    {
+        DevBuf ws(cu::watch_workspace_bytes()), recs(3 * rb), amax(4);
+        cu::device_memset(ws.p, 0, cu::watch_workspace_bytes());
+        for (std::size_t i = 0; i < ts.size(); ++i) {
+            cu::device_memset(recs.p, 0, 3 * rb);
+            cu::watch_async(ts[i].plans.data(), 3, ts[i].in->p, ts[i].n, static_cast<float*>(amax.p), true,
+                            static_cast<cu::StatsRecord*>(recs.p), ws.p, ts[i].sample, 9);
+            cu::copy_to_host(want[i].data(), recs.p, 3 * rb);
+            cu::copy_to_host(&want_amax[i], amax.p, 4);
+        }
+    }
+    {
+        cu::WatchBatch batch;
+        for (auto& t : ts)
+            batch.add(t.plans.data(), 3, t.in->p, t.n, static_cast<float*>(t.amax->p), true,
+                      static_cast<cu::StatsRecord*>(t.recs->p), t.sample, 9);
+        CHECK(batch.pending() > 0);
+        CHECK(batch.pending() < ts.size());  // it flushed itself on the way
+        for (auto& t : ts) cu::device_memset(t.in->p, 0, t.host.size());
+        batch.flush();
+        CHECK(batch.pending() == 0);
+    }
+    for (std::size_t i = 0; i < ts.size(); ++i) {
+        const Tensor& t = ts[i];
+        float amax = 0;
+        cu::copy_to_host(&amax, t.amax->p, 4);
+        std::vector<cu::StatsRecord> got(3);
+        cu::copy_to_host(got.data(), t.recs->p, 3 * rb);
+        INFO("tensor " << i << " " << fp8kit::name(t.w) << " n " << t.n << " sample " << t.sample);
+        REQUIRE(bits(amax) == bits(want_amax[i]));
+        for (std::size_t k = 0; k < 3; ++k) {
+            const auto& r = recipes[t.which[k]];
+            INFO(r.name << " " << fp8kit::slot_name(t.role));
+            REQUIRE(std::memcmp(&got[k], &want[i][k], rb) == 0);
+            const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, t.role, amax);
+            CHECK(bits(got[k].scale) == bits(sp.scale));
+            if (got[k].scale_ok == 0u || t.sample != 1) continue;  // sampled: the test above covers it
+            const fp8kit::QuantConfig cfg{t.plans[k].to, sp.scale, t.plans[k].policy, sp.scale_inv, 9};
+            check_equal(cu::stats_of_record(got[k]), fp8kit::compute_stats(t.host.data(), t.w, t.n, cfg), false);
+        }
+    }
 }

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/numerics/scale_rules.hpp"
@@ -100,6 +101,43 @@ void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std:
 
 // Bytes of watch_async's workspace (statistics_workspace_bytes() and the magnitude histogram).
 std::size_t watch_workspace_bytes();
+
+// watch_async for the many tensors of a training step, with the evaluation of the magnitudes (K2
+// of docs/cuda.md "Statistics from a histogram of magnitudes") of all of them in one launch:
+// add() reads the tensor now (K1, into a histogram of its own) and flush() evaluates every
+// histogram added since the last flush. K1 must read a tensor where the caller is (before, say,
+// an in-place gradient clip), but K2 reads only the histogram, so one launch at the end of the
+// step serves every tensor: one launch instead of one per tensor, with all of them in parallel
+// on the GPU instead of a short chain of round trips each.
+// Records and amax slots hold watch_async's numbers once the stream reaches the end of the
+// flush() after their add(). Tensors that the magnitude path does not serve (float32, sample > 1,
+// a plan it cannot evaluate: see watch_async) are computed by add() itself, as watch_async does.
+// Everything runs on the stream given at construction, without waiting; the batch owns its device
+// memory (one histogram of 160 KiB per tensor added between two flushes, at most kMaxItems: the
+// batch flushes itself when full).
+class WatchBatch {
+public:
+    static constexpr std::size_t kMaxItems = 512;  // tensors per K2 launch (its parameter space)
+    static constexpr std::size_t kMaxGroups = 4;   // distinct plan lists per K2 launch
+
+    explicit WatchBatch(Stream stream = nullptr);
+    ~WatchBatch();
+    WatchBatch(const WatchBatch&) = delete;
+    WatchBatch& operator=(const WatchBatch&) = delete;
+
+    // watch_async's arguments (the workspace is the batch's).
+    void add(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
+             bool compute_amax, StatsRecord* d_records, std::uint32_t sample = 1, std::uint64_t seed = 0,
+             std::uint64_t first_index = 0);
+    // Queues the evaluation of every tensor added since the last flush (nothing if none).
+    void flush();
+    // Tensors added whose records wait for flush().
+    std::size_t pending() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
 
 // The statistics of a record copied to the host (after the stream finished). Throws
 // std::invalid_argument when the record's scale was not finite and > 0 (statistics() refuses
