@@ -4,6 +4,12 @@
 //   kCvt    policy == {nearest_even, saturate_all, canonical} and format E4M3/E5M2: the sm_89+
 //           instruction cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32, which computes exactly that policy
 //           (profile cuda-satfinite; the exhaustive check compares it with emu::convert).
+//   kCvtFix nearest-even into E4M3/E5M2 with any other overflow or NaN policy (torch's casts,
+//           ml_dtypes'): cvt.rn.satfinite for |y| at most D's largest finite value, where every
+//           nearest-even policy gives the code saturate-all gives (the overflow and NaN policies
+//           act only above it and on NaN), and the kTable lookup for the rest (Inf, NaN, |y|
+//           past max finite), decided per group of four (session 11; the exhaustive check
+//           compares it with emu::convert under every policy).
 //   kTable  any other deterministic rounding into an FP8 element format: a table of
 //           emu::convert's own results (cuda/src/tables.cu), looked up in shared memory.
 //   kSrCvt, kSrTable  stochastic rounding into an FP8 element format: an integer step moves y
@@ -34,7 +40,10 @@
 
 namespace fp8kit::cuda::detail {
 
-enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTable = 4 };
+enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTable = 4, kCvtFix = 5 };
+
+// Paths that read a cast table (in shared memory).
+constexpr bool reads_table(int path) { return path == kTable || path == kSrTable || path == kCvtFix; }
 
 // Which path the host launches for (format, policy).
 inline ElementPath element_path(Format to, const Policy& p) {
@@ -42,7 +51,7 @@ inline ElementPath element_path(Format to, const Policy& p) {
     const bool sat_canonical = p.overflow == emu::Overflow::saturate_all && p.nan == emu::NanEncoding::canonical;
     const bool ocp = to == Format::e4m3 || to == Format::e5m2;
     if (p.rounding == emu::Rounding::stochastic) return ocp && sat_canonical ? kSrCvt : kSrTable;
-    if (ocp && p.rounding == emu::Rounding::nearest_even && sat_canonical) return kCvt;
+    if (ocp && p.rounding == emu::Rounding::nearest_even) return sat_canonical ? kCvt : kCvtFix;
     return kTable;
 }
 
@@ -55,7 +64,7 @@ inline Policy table_policy(const Policy& p) {
 // Device pointer to the cast table the path of (to, policy) reads, or null when it reads none.
 inline const std::uint8_t* element_table(Format to, const Policy& p, cudaStream_t stream) {
     const ElementPath path = element_path(to, p);
-    return path == kTable || path == kSrTable ? cast_table(to, table_policy(p), stream) : nullptr;
+    return reads_table(path) ? cast_table(to, table_policy(p), stream) : nullptr;
 }
 
 // fl32(w * scale) (mul.rn.f32: nearest-even, no FMA, no flush to zero, as __fmul_rn), with a
@@ -179,6 +188,15 @@ struct ElementCtx {
     emu::PhiloxKeys keys;
     ElementCtx(Policy p, const std::uint8_t* t, std::uint64_t s) : policy(p), table(t), seed(s), keys(emu::philox_round_keys(s)) {}
 };
+
+// Float32 bits of D's largest finite value (E4M3 448: 0x43E00000; E5M2 57344: 0x47600000).
+template <class D>
+__host__ __device__ constexpr std::uint32_t max_finite_bits() {
+    return (static_cast<std::uint32_t>(D::emax + 127) << 23) |
+           (static_cast<std::uint32_t>(D::max_man_at_max_exp) << (23 - D::man_bits));
+}
+static_assert(max_finite_bits<emu::E4M3>() == 0x43E00000u && max_finite_bits<emu::E5M2>() == 0x47600000u,
+              "max finite of E4M3 is 448, of E5M2 57344");
 
 template <class D>
 __device__ __forceinline__ std::uint8_t cvt_one(std::uint32_t y) {
@@ -320,6 +338,7 @@ __device__ __forceinline__ std::uint8_t stochastic_code(std::uint32_t y, const E
 template <class D, int P, int R>
 __device__ __forceinline__ std::uint8_t encode_one(std::uint32_t y, const ElementCtx& c, std::uint64_t index) {
     if constexpr (P == kCvt) return cvt_one<D>(y);
+    else if constexpr (P == kCvtFix) return (y & 0x7FFFFFFFu) <= max_finite_bits<D>() ? cvt_one<D>(y) : c.table[cast_table_key<D>(y)];
     else if constexpr (P == kTable) return c.table[cast_table_key<D>(y)];
     else if constexpr (P == kSrCvt || P == kSrTable)
         return encode_grid<D, P>(stochastic_grid_bits<D, P>(y, stochastic_word(c.seed, index)), c);
@@ -338,6 +357,13 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
                                                      std::uint64_t index0) {
     if constexpr (P == kCvt) {
         return cvt_two<D>(y[0], y[1]) | (cvt_two<D>(y[2], y[3]) << 16);
+    } else if constexpr (P == kCvtFix) {
+        const std::uint32_t hi = max(max(y[0] & 0x7FFFFFFFu, y[1] & 0x7FFFFFFFu), max(y[2] & 0x7FFFFFFFu, y[3] & 0x7FFFFFFFu));
+        if (hi <= max_finite_bits<D>()) return cvt_two<D>(y[0], y[1]) | (cvt_two<D>(y[2], y[3]) << 16);
+        std::uint32_t out = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) out |= std::uint32_t{c.table[cast_table_key<D>(y[k])]} << (8 * k);
+        return out;
     } else if constexpr (P == kSrCvt || P == kSrTable) {
         std::uint32_t v[4];
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
@@ -382,7 +408,7 @@ constexpr bool path_exists() {
     constexpr bool e8m0 = !D::has_zero;
     constexpr bool ocp = D::encoding == emu::Encoding::ieee || D::encoding == emu::Encoding::fn;
     constexpr bool narrow = is_narrow_type<D>();  // kConvert only (element_path)
-    if constexpr (P == kCvt || P == kSrCvt) return ocp && !e8m0 && !narrow && D::total_bits == 8;
+    if constexpr (P == kCvt || P == kSrCvt || P == kCvtFix) return ocp && !e8m0 && !narrow && D::total_bits == 8;
     else if constexpr (P == kTable || P == kSrTable) return !e8m0 && !narrow && D::total_bits == 8;
     else return e8m0 || narrow;
 }
@@ -390,14 +416,14 @@ constexpr bool path_exists() {
 // Dynamic shared memory a kernel of path P needs for the table of D.
 template <class D, int P>
 constexpr std::size_t element_smem() {
-    if constexpr (P == kTable || P == kSrTable) return cast_table_size<D>();
+    if constexpr (reads_table(P)) return cast_table_size<D>();
     else return 0;
 }
 
 // Copies the launch's cast table into shared memory (kTable, kSrTable); every thread must call it.
 template <class D, int P>
 __device__ __forceinline__ void load_cast_table(ElementCtx& c, const std::uint8_t* global_table, std::uint8_t* smem) {
-    if constexpr (P == kTable || P == kSrTable) {
+    if constexpr (reads_table(P)) {
         constexpr int kVecs = static_cast<int>(cast_table_size<D>() / 16);
         for (int i = threadIdx.x; i < kVecs; i += blockDim.x)
             reinterpret_cast<uint4*>(smem)[i] = __ldg(reinterpret_cast<const uint4*>(global_table) + i);
@@ -414,6 +440,7 @@ void with_element_path(Format to, const Policy& p, Fn&& fn) {
     switch (element_path(to, p)) {
         case kCvt: fn(std::integral_constant<int, kCvt>{}, std::integral_constant<int, 0>{}); return;
         case kTable: fn(std::integral_constant<int, kTable>{}, std::integral_constant<int, 0>{}); return;
+        case kCvtFix: fn(std::integral_constant<int, kCvtFix>{}, std::integral_constant<int, 0>{}); return;
         case kSrCvt: fn(std::integral_constant<int, kSrCvt>{}, std::integral_constant<int, 5>{}); return;
         case kSrTable: fn(std::integral_constant<int, kSrTable>{}, std::integral_constant<int, 5>{}); return;
         case kConvert: break;
