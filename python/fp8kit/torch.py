@@ -244,7 +244,10 @@ class Monitor:
     recipe's rule and the statistics go to a device record (cuda/include/fp8kit/cuda/
     statistics_async.hpp); the step's slots are copied to pinned host memory at step() and read at
     the next step() (or when rows, trace or the files are asked for): one wait per monitored step.
-    Block recipes give per-block scales but their statistics are computed on the host (a copy).
+    Block recipes (TE 1x128 / 128x128, MX, DeepSeek and row-wise blocks; the tensor seen as rows x
+    its last dimension) run on the GPU too (cuda::block_statistics_async, one launch each, the
+    totals of lib's compute_block_stats); NVFP4 (a global amax, TE's column-wise RHT copy) is
+    computed on a host copy.
     sample=k (default 1: every element) counts, in the statistics, only the blocks of 16
     consecutive elements whose index is a multiple of k (the amax and the scale stay the whole
     tensor's); rows say it in column 'sample' and their numel is the sample's. See docs/torch.md.
@@ -277,7 +280,7 @@ class Monitor:
         self.tensors = set(_ROLE if tensors is None else tensors)
         self.reduce_amax, self.group = bool(reduce_amax), group
         self._rows, self._trace = [], []
-        self._queues, self._pending, self._groups, self._batches = {}, [], {}, {}  # see _GpuStep, _watch_cuda
+        self._queues, self._pending, self._groups, self._batches, self._block_ws = {}, [], {}, {}, {}  # _watch_cuda
         self._row_parts = []  # rows not yet built, in order: lists of host rows, GPU tensors (_watch_cuda)
         self.out_dir = out_dir
         if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
@@ -424,20 +427,24 @@ class Monitor:
         s["sample"] = 1
         return s
 
-    def _group(self, role, wide):
-        """The tensorwise recipes of a role and input type, resolved once: the CudaStatsGroup of
-        their distinct casts (recipes with the same format, policy and rule share one record),
-        and per recipe (name, format, index of its record in the tensor's span, or None for a
-        block recipe, computed on the host)."""
-        key = (role, wide)
+    def _group(self, role, wide, ncols):
+        """The recipes of a role and input type (and, for block recipes, the tensor's column count),
+        resolved once: the CudaStatsGroup of the tensorwise recipes' distinct casts (recipes with the
+        same format, policy and rule share one record), the GPU block plans (CudaBlockStatsPlan, one
+        record each, after the group's), and per recipe (name, format, index of its record in the
+        tensor's span, or None for a block recipe the GPU does not serve, computed on the host)."""
+        key = (role, wide, ncols)
         g = self._groups.get(key)
         if g is not None:
             return g
-        plans, cols, done = [], [], {}
+        plans, blocks, cols, done = [], [], [], {}
         for r, arg in zip(self.recipes, self._scale_arg):
             spec = r["roles"][role]
             if spec["granularity"] != "tensor":
-                cols.append((r, spec["format"], None))
+                bp = _fp8kit.cuda_block_stats_plan(*arg, role, wide, ncols)
+                cols.append((r, spec["format"], None if bp is None else ("block", len(blocks))))
+                if bp is not None:
+                    blocks.append(bp)
                 continue
             pol = r["policy"]
             k = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], r["rule"], r["epsilon"], r["pow2"],
@@ -447,7 +454,9 @@ class Monitor:
                 plans.append(_fp8kit.cuda_stats_plan(*arg, role, wide, spec["format"], pol["rounding"],
                                                      pol["overflow"], pol["nan"]))
             cols.append((r, spec["format"], done[k]))
-        g = self._groups[key] = (_fp8kit.cuda_stats_group(plans), len(plans), tuple(cols),
+        # Block records follow the group's in the tensor's span.
+        cols = tuple((r, f, len(plans) + j[1] if isinstance(j, tuple) else j) for r, f, j in cols)
+        g = self._groups[key] = (_fp8kit.cuda_stats_group(plans), len(plans), tuple(blocks), cols,
                                  any(c[2] is None for c in cols))
         return g
 
@@ -460,9 +469,10 @@ class Monitor:
         if q is None:
             fp8kit._device.require_cuda()
             q = self._queues[x.device] = _GpuStep(x.device)
-        group, k, cols, host = self._group(role, wide)
+        ncols = x.shape[-1] if x.dim() else 1
+        group, k, blocks, cols, host = self._group(role, wide, ncols)
         amax_slot, page, i = q.amax_slot()
-        slot, records = q.record_slots(k) if k else (0, 0)
+        slot, records = q.record_slots(k + len(blocks)) if k + len(blocks) else (0, 0)
         b = self._batches.get((x.device, stream))
         if b is None:  # one per stream: K1 (the tensor's histogram) now, K2 for all at the step's end
             b = self._batches[(x.device, stream)] = (_fp8kit.cuda_watch_batch(stream),
@@ -474,6 +484,16 @@ class Monitor:
             b[0].add(group, x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), records, self.sample, 0, False)
         else:
             b[0].add(group, x.data_ptr(), wide, x.numel(), page.data_ptr() + 4 * i, records, self.sample, 0)
+        if blocks:  # block recipes the GPU serves: their statistics now, on the stream
+            ws = self._block_ws.get((x.device, stream))
+            if ws is None:  # one per stream (the launches on a stream use it one after the other)
+                ws = self._block_ws[(x.device, stream)] = torch.empty(
+                    _fp8kit.cuda_stats_workspace_bytes(), dtype=torch.uint8, device=x.device)
+            size = _fp8kit.cuda_stats_record_bytes
+            for j, bp in enumerate(blocks):
+                _fp8kit.cuda_block_stats_async(bp, x.data_ptr(), x.numel() // ncols if ncols else 0, ncols,
+                                               records + (k + j) * size,
+                                               0, ws.data_ptr(), 0, stream)
         q.trace.append((len(self._trace), self.step_index, name, amax_slot))
         self._trace.append(None)  # filled when the step is read
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):

@@ -20,6 +20,7 @@
 #include "fp8kit/cuda/statistics_async.hpp"
 #include "fp8kit/recipes.hpp"
 #include "fp8kit/recipes/scale_params.hpp"
+#include "fp8kit/stats/statistics.hpp"
 #endif
 
 namespace fp8kit::py {
@@ -122,6 +123,37 @@ StatsPlan stats_plan(const std::string& recipe, bool is_json, const std::string&
     if (rule.format != f)
         throw std::invalid_argument(fmt::format("format: {} is not the recipe's format for role {}", format, role));
     return {f, w, resolve_policy(f, w, std::nullopt, rounding, overflow, nan), rule};
+}
+
+// A block recipe's cast of one role on a tensor of `cols` columns (lib's block_recipe), or None
+// when the GPU does not serve it (NVFP4's global amax, TE's column-wise RHT copy, a format
+// without kernels, a delayed recipe): the monitor then computes it on a host copy.
+pyb::object block_stats_plan(const std::string& recipe, bool is_json, const std::string& role, const std::string& wide,
+                             std::size_t cols) {
+    const RecipeSpec r = recipe_of(recipe, is_json);
+    const Wide w = kernel_wide(wide, "x");
+    BlockRecipe br;
+    try {
+        br = block_recipe(r, parse_recipe_slot(role), cols);
+    } catch (const std::invalid_argument&) {
+        return pyb::none();
+    }
+    if (br.columnwise_rht || numerics::rule_uses_global_amax(br.rule) || br.block_rows < 1 ||
+        !cuda::has_cast_kernels(br.format) || br.format == Format::e8m0)
+        return pyb::none();
+    const cuda::BlockStatsPlan p{br.format, w, br.policy,
+                                 numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
+                                 br.block_rows, br.block_cols};
+    return pyb::cast(p);
+}
+
+// compute_block_stats' total of a rows x cols device tensor into the zeroed record at `record`,
+// each tile's scale_inv at `scale_inv` (0: not written).
+void block_stats_async(const cuda::BlockStatsPlan& p, Ptr in, std::size_t rows, std::size_t cols, Ptr record,
+                       Ptr scale_inv, Ptr workspace, std::uint64_t seed, Ptr stream) {
+    pyb::gil_scoped_release nogil;
+    cuda::block_statistics_async(p, vp(in), rows, cols, reinterpret_cast<cuda::StatsRecord*>(record), fp(scale_inv),
+                                 vp(workspace), seed, vp(stream));
 }
 
 // The statistics of one tensor under several plans (one record each), one call from Python.
@@ -239,6 +271,11 @@ void bind_cuda(pyb::module_& m) {
     m.def("cuda_stats_async", &stats_async, "plans"_a, "x"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a,
           "sample"_a, "seed"_a, "stream"_a);
     m.def("cuda_stats_rows", &stats_rows, "host"_a, "count"_a);
+    pyb::class_<cuda::BlockStatsPlan>(m, "CudaBlockStatsPlan")
+        .def_property_readonly("block_shape", [](const cuda::BlockStatsPlan& p) { return pyb::make_tuple(p.block_rows, p.block_cols); });
+    m.def("cuda_block_stats_plan", &block_stats_plan, "recipe"_a, "is_json"_a, "role"_a, "wide"_a, "cols"_a);
+    m.def("cuda_block_stats_async", &block_stats_async, "plan"_a, "x"_a, "rows"_a, "cols"_a, "record"_a, "scale_inv"_a,
+          "workspace"_a, "seed"_a, "stream"_a);
     pyb::class_<StatsGroup>(m, "CudaStatsGroup").def_property_readonly("size", [](const StatsGroup& g) { return g.plans.size(); });
     m.def("cuda_stats_group", &stats_group, "plans"_a);
     m.def("cuda_watch", &watch, "group"_a, "x"_a, "wide"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a, "sample"_a,

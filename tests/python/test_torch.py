@@ -431,3 +431,41 @@ def test_monitor_warnings_default_to_python_warnings():
         ft.Monitor(tiny_model(), warn=True, warn_every=0)
     with pytest.raises(ValueError, match="warn:"):
         ft.Monitor(tiny_model(), warn="yes")
+
+
+@gpu
+def test_monitor_gpu_block_recipes_equal_host_block_stats():
+    """Block recipes in the monitor run on the GPU (cuda_block_stats_async: lib's
+    compute_block_stats totals per tile scale): every row equals fp8kit.stats(host copy,
+    recipe=...) with counts and extremes exact and the binary64 sums (mse, sqnr_db) to the
+    documented 1e-9; NVFP4 (a global amax and TE's column-wise RHT) stays on the host copy and
+    equals it exactly. f32, bf16 and 3-D tensors (rows x last dimension), partial edge tiles."""
+    recipes = ["te-block", "mxfp8", "mx-ocp", "deepseek-v3", "nvfp4"]
+    mon = ft.Monitor(torch.nn.Identity(), recipes=recipes)
+    group = mon._group("input", "bf16", 300)
+    assert sum(1 for c in group[3] if c[2] is not None) == 4  # all but NVFP4 on the GPU
+    torch.manual_seed(3)
+    # NVFP4's column-wise copy needs a row count that is a multiple of 16 (TE asserts the same).
+    xs = {"a": (torch.randn(144, 300, device="cuda") * 30).to(torch.bfloat16),
+          "w": torch.randn(256, 160, device="cuda") * 1e-2,
+          "g": torch.randn(3, 48, 96, device="cuda") * 1e-4}
+    xs["a"][5, 7] = float("nan")
+    xs["w"][0, 0] = float("inf")
+    roles = {"a": "input", "w": "weight", "g": "grad"}
+    for n, x in xs.items():
+        mon.watch(n, x, roles[n])
+    mon.step()
+    rows = mon.rows
+    assert len(rows) == len(xs) * len(recipes)
+    keys = ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
+            "te_underflow", "te_overflow", "sample")
+    for row in rows:
+        x = xs[row["tensor"]]
+        want = fp8kit.stats(x.cpu().reshape(-1, x.shape[-1]), recipe=row["recipe"], role=row["role"])
+        for k in keys:
+            assert row[k] == (want[k] if k != "sample" else 1), (row["tensor"], row["recipe"], k)
+        for k in ("mse", "sqnr_db"):
+            if np.isfinite(want[k]):
+                assert row[k] == pytest.approx(want[k], rel=1e-9), (row["tensor"], row["recipe"], k)
+            else:
+                assert row[k] == want[k] or (np.isnan(row[k]) and np.isnan(want[k]))

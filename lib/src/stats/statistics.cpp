@@ -382,6 +382,17 @@ bool cpu_has_avx512f() {
 #endif
 }
 
+// The general loop (element_step per element) for input type w.
+RunFn run_general(Wide w) {
+    switch (w) {
+        case Wide::f64: return run<Wide::f64>;
+        case Wide::f16: return run<Wide::f16>;
+        case Wide::bf16: return run<Wide::bf16>;
+        case Wide::f32: break;
+    }
+    return run<Wide::f32>;
+}
+
 RunFn run_for(Wide w, const Prepared& p) {
 #if defined(FP8KIT_X86_SIMD)
     static const bool avx512 = cpu_has_avx512f();
@@ -397,13 +408,7 @@ RunFn run_for(Wide w, const Prepared& p) {
 #else
     (void)p;
 #endif
-    switch (w) {
-        case Wide::f64: return run<Wide::f64>;
-        case Wide::f16: return run<Wide::f16>;
-        case Wide::bf16: return run<Wide::bf16>;
-        case Wide::f32: break;
-    }
-    return run<Wide::f32>;
+    return run_general(w);
 }
 
 // ---- bfloat16 / float16 arrays by pattern ----------------------------------------------------
@@ -737,7 +742,7 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
     // given when the data is a strip of it.
     if (numerics::rule_uses_global_amax(br.rule))
         numerics::set_global_amax(rule, global_amax ? *global_amax : amax_of(data, type, rows * cols));
-    const RunFn fn = run_for(type, base);
+    const RunFn fn = run_for(type, base), general = run_general(type);
 #pragma omp parallel if (rows * cols > kChunk)
     {
         Scratch sc(std::min(kChunk, std::min(bw, cols)));
@@ -757,11 +762,16 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
             const numerics::BlockScale sp = numerics::rule_scale(rule, static_cast<float>(am));
             out.scale_inv[static_cast<std::size_t>(t)] = sp.scale_inv;
             set_scale(p, sp.scale, sp.scale_inv);
+            // A pair that is not finite and > 0 (an Inf amax under the MX floor rule gives
+            // scale_inv +Inf) takes element_step itself: the fast loop's x^ table times such a
+            // scale_inv gives NaN error terms where element_step gives +Inf (docs/statistics.md).
+            const bool usable = sp.scale > 0.0f && std::isfinite(sp.scale) && sp.scale_inv > 0.0f && std::isfinite(sp.scale_inv);
+            const RunFn block_fn = usable ? fn : general;
             Scalars block;
             for (std::size_t r = r0; r < r1; ++r)
                 for (std::size_t c = c0; c < c1; c += kChunk) {
                     const std::size_t first = r * cols + c;
-                    fn(data, first, std::min(kChunk, c1 - c), r * index_stride + index_offset + c, p, sc, block, hist);
+                    block_fn(data, first, std::min(kChunk, c1 - c), r * index_stride + index_offset + c, p, sc, block, hist);
                 }
             parts[static_cast<std::size_t>(t)] = {block.amax, block.min_nonzero, block.sum_x2, block.sum_err2};
             block.sum_x2 = block.sum_err2 = 0;

@@ -99,6 +99,28 @@ void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std:
                  bool compute_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample = 1,
                  std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
 
+// A block-scaled cast (lib's BlockRecipe without its NVFP4 and column-wise RHT cases): tiles of
+// block_rows x block_cols over a row-major tensor, edge tiles partial, each scaled by `rule` at
+// the tile's amax.
+struct BlockStatsPlan {
+    Format to;
+    Wide from;
+    Policy policy;
+    numerics::ScaleParams rule;
+    int block_rows, block_cols;  // >= 1
+};
+
+// fp8kit::compute_block_stats(in, from, rows, cols, recipe).total on the device, into the zeroed
+// *d_record (its scale and scale_inv stay 0: one pair per tile), and each tile's scale_inv into
+// d_scale_inv (grid_rows x grid_cols float32, row-major; null: not written). Counts, extremes and
+// histogram exact; the two binary64 sums to the 1e-9 relative order tolerance (docs/cuda.md).
+// Stochastic rounding draws element (r, c)'s bits from emu::stochastic_bits(seed, r * cols + c)
+// (compute_block_stats: seed 0). d_workspace: statistics_workspace_bytes(). Rules with a global
+// amax (NVFP4) are refused (std::invalid_argument): they stay on the host. One launch, no wait.
+void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::size_t rows, std::size_t cols,
+                            StatsRecord* d_record, float* d_scale_inv, void* d_workspace, std::uint64_t seed = 0,
+                            Stream stream = nullptr);
+
 // Bytes of watch_async's workspace (statistics_workspace_bytes() and the magnitude histogram).
 std::size_t watch_workspace_bytes();
 

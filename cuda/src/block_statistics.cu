@@ -1,0 +1,219 @@
+// The statistics of a block-scaled cast on the GPU (issue 23 item 2b: the monitor's block recipes):
+// lib's compute_block_stats `total` (lib/src/stats/statistics.cpp block_stats), i.e. the whole
+// tensor cast with one scale per tile of block_rows x block_cols, each from the recipe's rule at the
+// tile's amax. One warp per tile: the tile's amax (NaN ignored, Inf counts, as amax_of), the rule's
+// scale pair there (numerics::rule_scale, the call block_stats makes), then every element of the
+// tile through numerics::element_step with that pair, as statistics_bins.cu's K2 calls it: the
+// code from element.cuh's path for the policy (emu::convert's bits), x^ = decode(code) *
+// scale_inv. Counts, extremes and the exponent histogram are integers or max/min, equal to lib's;
+// the binary64 sums are added per warp, per CTA and over CTAs in a fixed order (the same bits for
+// a given device and launch), a different order from lib's block after block: the documented 1e-9
+// relative order tolerance of the statistics kernel (docs/cuda.md).
+#include <string>
+
+#include "elementwise.cuh"
+#include "stats_record.cuh"
+#include "fp8kit/cuda/statistics_async.hpp"
+#include "fp8kit/numerics/element_stats.hpp"
+
+namespace fp8kit::cuda {
+
+using namespace detail;
+using numerics::kHistogramBins;
+
+namespace {
+
+struct BlockAcc {
+    std::uint32_t count[kCounts];
+    double sum[kSums];
+    std::uint32_t amax, min_nz;  // float32 bits of |x| over finite x (min: nonzero)
+};
+
+struct BlockParams {
+    Format format;
+    Policy policy;
+    numerics::ScaleParams rule;
+    numerics::ElementConsts consts;  // at scale_inv 1; rescaled per tile
+    std::uint32_t rows, cols, tile_rows, tile_cols, grid_cols, blocks;
+    StatsRecord* rec;   // zeroed; completed by the last CTA
+    double* partial;    // gridDim.x * kSums
+    float* scale_inv;   // per tile, or null
+};
+
+__device__ __noinline__ bool block_stochastic_overflow(const numerics::ElementConsts& c, Format f, Policy p,
+                                                       std::uint32_t s, std::uint32_t random) {
+    return numerics::stochastic_overflows(c, f, p, s, random);
+}
+
+// One element x (bits) at row-major index `index` under the tile's scale pair: element_step's
+// flags and terms into a, its exponent bin into the CTA's histogram.
+template <class S, class D, int P, int R>
+__device__ __forceinline__ void block_element(typename S::storage_t bits, std::uint64_t index, float scale,
+                                              const numerics::ElementConsts& consts, const BlockParams& prm,
+                                              const ElementCtx& ctx, BlockAcc& a, std::uint32_t* hist) {
+    const float x = widen<S>(bits);
+    const std::uint32_t s = scaled_bits<S>(bits, scale);
+    const std::uint8_t q = encode_one<D, P, R>(s, ctx, index);
+    const std::uint32_t decoded = static_cast<std::uint32_t>(emu::convert<D, Binary32>(q, emu::kDecodePolicy));
+    const numerics::Element e = numerics::element_step(
+        x, numerics::code_kind_of_decoded(prm.format, decoded), static_cast<double>(__uint_as_float(decoded)), consts, [&] {
+            if constexpr (R == static_cast<int>(emu::Rounding::stochastic))
+                return (s & 0x7FFFFFFFu) > consts.max_bits &&
+                       block_stochastic_overflow(consts, prm.format, prm.policy, s, stochastic_word(ctx.seed, index));
+            else
+                return numerics::overflows(consts, s);
+        });
+    a.count[kZeros] += e.zero;
+    a.count[kNan] += e.nan;
+    a.count[kInf] += e.inf;
+    a.count[kUnderflow] += e.underflow;
+    a.count[kSubnormal] += e.subnormal;
+    a.count[kOverflow] += e.overflow;
+    a.count[kTeOverflow] += e.te_overflow;
+    a.count[kNonzeroX] += e.nonzero_x;
+    a.count[kNonzeroQ] += e.nonzero_q;
+    atomicAdd(hist + numerics::histogram_bin(s), 1u);
+    if (e.finite) {
+        const std::uint32_t ax = __float_as_uint(fabsf(x));
+        a.amax = max(a.amax, ax);
+        if (ax != 0u) a.min_nz = min(a.min_nz, ax);
+        a.sum[kX2] += e.x2;
+        a.sum[kErr2] += e.err2;
+    }
+}
+
+// One tile by one warp: its amax, the rule's scale pair, then its elements.
+template <class S, class D, int P, int R>
+__device__ void block_tile(const typename S::storage_t* in, std::uint32_t tile, const BlockParams& prm,
+                           const ElementCtx& ctx, BlockAcc& a, std::uint32_t* hist) {
+    const int lane = threadIdx.x & 31;
+    const std::uint32_t bi = tile / prm.grid_cols, bj = tile % prm.grid_cols;
+    const std::uint32_t r0 = bi * prm.tile_rows, r1 = min(prm.rows, r0 + prm.tile_rows);
+    const std::uint32_t c0 = bj * prm.tile_cols, c1 = min(prm.cols, c0 + prm.tile_cols), w = c1 - c0;
+    const std::uint32_t m = (r1 - r0) * w;
+    float amax = 0.0f;
+    for (std::uint32_t k = lane; k < m; k += 32) amax = max_abs<S>(amax, in[static_cast<std::size_t>(r0 + k / w) * prm.cols + c0 + k % w]);
+    amax = __uint_as_float(__reduce_max_sync(0xFFFFFFFFu, __float_as_uint(amax)));  // >= 0: ordered as bits
+    const numerics::BlockScale b = numerics::rule_scale(prm.rule, amax);
+    if (lane == 0 && prm.scale_inv != nullptr) prm.scale_inv[tile] = b.scale_inv;
+    numerics::ElementConsts consts = prm.consts;
+    numerics::rescale(consts, b.scale_inv);
+    for (std::uint32_t k = lane; k < m; k += 32) {
+        const std::size_t i = static_cast<std::size_t>(r0 + k / w) * prm.cols + c0 + k % w;
+        block_element<S, D, P, R>(in[i], i, b.scale, consts, prm, ctx, a, hist);
+    }
+}
+
+template <class S, class D, int P, int R>
+__global__ void __launch_bounds__(kThreads)
+block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                        BlockParams prm) {
+    using T = typename S::storage_t;
+    constexpr int kWarps = kThreads / 32;
+    extern __shared__ __align__(16) std::uint8_t smem[];
+    __shared__ std::uint32_t hist[kHistogramBins];
+    __shared__ double sums[kWarps][kSums];
+    __shared__ bool last;
+    for (int i = threadIdx.x; i < kHistogramBins; i += blockDim.x) hist[i] = 0u;
+    load_cast_table<D, P>(ctx, table, smem);  // synchronizes the CTA
+    __syncthreads();
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    BlockAcc a{};
+    a.min_nz = 0xFFFFFFFFu;
+    const std::uint32_t warps = gridDim.x * kWarps;
+    for (std::uint32_t t = blockIdx.x * kWarps + warp; t < prm.blocks; t += warps)
+        block_tile<S, D, P, R>(static_cast<const T*>(in), t, prm, ctx, a, hist);
+    // Counts and extremes: warp reductions, one atomic per warp; sums per warp, then per CTA.
+#pragma unroll
+    for (int k = 0; k < kCounts; ++k) a.count[k] = __reduce_add_sync(0xFFFFFFFFu, a.count[k]);
+    a.amax = __reduce_max_sync(0xFFFFFFFFu, a.amax);
+    a.min_nz = __reduce_min_sync(0xFFFFFFFFu, a.min_nz);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+        for (int k = 0; k < kSums; ++k) a.sum[k] += __shfl_xor_sync(0xFFFFFFFFu, a.sum[k], o);
+    if (lane == 0) {
+        for (int k = 0; k < kCounts; ++k)
+            if (a.count[k]) atomicAdd(reinterpret_cast<unsigned long long*>(prm.rec->counts + k), static_cast<unsigned long long>(a.count[k]));
+        if (a.amax) atomicMax(&prm.rec->amax_bits, a.amax);
+        if (a.min_nz != 0xFFFFFFFFu) atomicMax(&prm.rec->min_not, ~a.min_nz);  // max of ~ = min
+        for (int k = 0; k < kSums; ++k) sums[warp][k] = a.sum[k];
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < kHistogramBins; b += blockDim.x)
+        if (hist[b]) atomicAdd(reinterpret_cast<unsigned long long*>(prm.rec->histogram + b), static_cast<unsigned long long>(hist[b]));
+    if (threadIdx.x < kSums) {
+        double s = 0;
+        for (int w = 0; w < kWarps; ++w) s += sums[w][threadIdx.x];  // fixed order
+        prm.partial[static_cast<std::size_t>(blockIdx.x) * kSums + threadIdx.x] = s;
+    }
+    // The last CTA to finish adds the partial sums in CTA order (threadFenceReduction).
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) last = atomicAdd(&prm.rec->ctas_done, 1u) == gridDim.x - 1;
+    __syncthreads();
+    if (!last || threadIdx.x != 0) return;
+    __threadfence();
+    for (int k = 0; k < kSums; ++k) {
+        double s = 0;
+        for (unsigned c = 0; c < gridDim.x; ++c) s += __ldcg(prm.partial + static_cast<std::size_t>(c) * kSums + k);
+        prm.rec->sums[k] = s;
+    }
+    prm.rec->min_bits = ~atomicOr(&prm.rec->min_not, 0u);
+    prm.rec->numel = static_cast<std::uint64_t>(prm.rows) * prm.cols;
+    prm.rec->sample = 1u;
+    prm.rec->scale_ok = 1u;  // scale, scale_inv stay 0: one pair per tile (d_scale_inv)
+}
+
+}  // namespace
+
+void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::size_t rows, std::size_t cols,
+                            StatsRecord* d_record, float* d_scale_inv, void* d_workspace, std::uint64_t seed,
+                            Stream stream) {
+    const char* fn = "block_statistics_async";
+    require_input(plan.from, fn);
+    auto fail = [](const std::string& why) { throw std::invalid_argument("fp8kit::cuda::block_statistics_async: " + why); };
+    if (!has_cast_kernels(plan.to)) fail("format #" + std::to_string(static_cast<int>(plan.to)) + " has no GPU kernel");
+    if (plan.to == Format::e8m0) fail("e8m0 is a scale format; name an element format");
+    if (d_record == nullptr || d_workspace == nullptr) fail("d_record and d_workspace must be device pointers");
+    if (numerics::rule_uses_global_amax(plan.rule.rule)) fail("NVFP4 rules (a global amax) are computed on the host");
+    if (plan.rule.format != plan.to) fail("the rule's format differs from the cast's");
+    if (plan.block_rows < 1 || plan.block_cols < 1) fail("block shape must be >= 1 x 1");
+    if (rows * cols >= kPiece || rows >= kPiece || cols >= kPiece) fail("at most 2^31 - 1 elements per call");
+    BlockParams prm{};
+    prm.format = plan.to;
+    prm.policy = plan.policy;
+    prm.rule = plan.rule;
+    prm.consts = numerics::element_consts(plan.to, plan.policy, 1.0f);
+    prm.rows = static_cast<std::uint32_t>(rows);
+    prm.cols = static_cast<std::uint32_t>(cols);
+    prm.tile_rows = static_cast<std::uint32_t>(plan.block_rows);
+    prm.tile_cols = static_cast<std::uint32_t>(plan.block_cols);
+    prm.grid_cols = static_cast<std::uint32_t>((cols + plan.block_cols - 1) / plan.block_cols);
+    prm.blocks = static_cast<std::uint32_t>((rows + plan.block_rows - 1) / plan.block_rows) * prm.grid_cols;
+    prm.rec = d_record;
+    prm.partial = static_cast<double*>(d_workspace);
+    prm.scale_inv = d_scale_inv;
+    if (rows * cols == 0) prm.blocks = 0;
+    const cudaStream_t s = as_stream(stream);
+    const std::uint8_t* table = element_table(plan.to, plan.policy, s);
+    const ElementCtx ctx{plan.policy, nullptr, seed};
+    const unsigned grid = grid_for(static_cast<std::size_t>(std::max<std::uint32_t>(prm.blocks, 1)) * 32);
+    with_input(plan.from, [&](auto si) {
+        with_cast_format(plan.to, [&](auto di) {
+            using S = decltype(si);
+            using D = decltype(di);
+            with_element_path(plan.to, plan.policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                if constexpr (path_exists<D, P, R>() && D::has_zero) {
+                    constexpr int dyn = static_cast<int>(element_smem<D, P>());
+                    block_statistics_kernel<S, D, P, R><<<grid, kThreads, dyn, s>>>(in, ctx, table, prm);
+                }
+            });
+            return 0;
+        });
+    });
+    check_launch("block_statistics_kernel");
+}
+
+}  // namespace fp8kit::cuda
