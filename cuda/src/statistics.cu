@@ -287,10 +287,13 @@ __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float s
     return __float_as_uint(b.scale) == __float_as_uint(scale) && __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
 }
 
-// Three CTAs per SM at least (at most 85 registers): with 128-157 registers two were resident and
-// the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md).
+// Four CTAs per SM at least (at most 64 registers): with 128-157 registers two were resident and
+// the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md); with the
+// tables off the fast path (branch stat33) four fit with no spill on the deterministic paths
+// (40-112 B on the stochastic ones, ptxas -v), and four measured faster than three on both rows
+// (docs/performance.md, "Branch stat33"): the kernel waits on latency, so more warps help.
 template <class S, class D, int P, int R>
-__global__ void __launch_bounds__(kThreads, 3)
+__global__ void __launch_bounds__(kThreads, 4)
 statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,
                   Params prm0, std::uint64_t first_index, Globals g) {
     using T = typename S::storage_t;
