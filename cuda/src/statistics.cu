@@ -12,12 +12,16 @@
 #include <algorithm>
 #include <cfloat>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include <cuda_fp8.h>
 
 #include "elementwise.cuh"
 #include "stats_record.cuh"
 #include "fp8kit/cuda/statistics_async.hpp"
 #include "fp8kit/numerics/element_stats.hpp"
+#include "fp8kit/numerics/packed_kinds.hpp"
 
 namespace fp8kit::cuda {
 
@@ -150,8 +154,55 @@ __device__ __forceinline__ bool fast_group(const std::uint32_t (&p)[4], const Pa
     for (int k = 0; k < 4; ++k) ok &= (p[k] & 0x7FFFFFFFu) - 0x00800000u <= prm.fast_hi - 0x00800000u;
     return ok;
 }
-__device__ __forceinline__ bool fast_codes_ok(const std::uint32_t (&inc)[4]) {
-    return ((inc[0] | inc[1] | inc[2] | inc[3]) & 0x80u) == 0u;
+
+// Branch stat33: where D allows, the fast path reads neither table. The kinds of its four codes
+// come from the packed code word by SWAR bit operations (numerics::packed_kinds, derived from D's
+// traits), and for the OCP formats E4M3 and E5M2 x^ from the hardware's exact decode
+// (cvt.rn.f16x2.e4m3x2 / .e5m2x2 through cuda_fp8.h's __nv_cvt_fp8x2_to_halfraw2: every finite
+// code is a binary16 value; the fast path has no NaN/Inf code). Other formats keep the tables.
+template <class D>
+constexpr bool kSwarKinds = numerics::packed_kinds_apply<D>();
+template <class D>
+constexpr bool kHwDecode = std::is_same_v<D, emu::E4M3> || std::is_same_v<D, emu::E5M2>;
+
+// The fast path's code test and packed counts of four codes (code k in bits 8k..8k+7 of w; q the
+// same codes): false for a NaN/Inf code; else inc = the sum of their increments (kind zero -> 1,
+// subnormal -> 1 << 5; see fast_four).
+template <class D>
+__device__ __forceinline__ bool fast_codes(std::uint32_t w, const std::uint8_t (&q)[4], const CodeTables& t,
+                                           std::uint32_t& inc) {
+    if constexpr (kSwarKinds<D>) {
+        const numerics::PackedKinds k = numerics::packed_kinds<D>(w);
+        inc = __popc(k.zero) + (__popc(k.subnormal) << 5);
+        return k.special == 0u;
+    } else {
+        std::uint32_t i[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) i[k] = t.inc[inc_index(q[k])];
+        inc = i[0] + i[1] + i[2] + i[3];
+        return ((i[0] | i[1] | i[2] | i[3]) & 0x80u) == 0u;
+    }
+}
+
+// x - x^ for the four codes, x^ = decode(q) * scale_inv in binary64 (exact: a short code value
+// times a float32). From the hardware decode: one fma, x - decode(q) * scale_inv with its exact
+// product, rounded once like the table path's subtraction of the exact x^.
+template <class D>
+__device__ __forceinline__ void differences(const float (&x)[4], std::uint32_t w, const std::uint8_t (&q)[4],
+                                            const CodeTables& t, double scale_inv, double (&d)[4]) {
+    if constexpr (kHwDecode<D>) {
+        constexpr __nv_fp8_interpretation_t kind = std::is_same_v<D, emu::E4M3> ? __NV_E4M3 : __NV_E5M2;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const __half2_raw r = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(w >> (16 * h)), kind);
+            const float2 f = __half22float2(__half2(r));
+            d[2 * h] = __fma_rn(-static_cast<double>(f.x), scale_inv, static_cast<double>(x[2 * h]));
+            d[2 * h + 1] = __fma_rn(-static_cast<double>(f.y), scale_inv, static_cast<double>(x[2 * h + 1]));
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) d[k] = static_cast<double>(x[k]) - t.xhat[xhat_index(q[k])];
+    }
 }
 
 // hist_fast[field of s][lane] from hist_lane = &hist_fast[0][lane]: (s >> 23) & 0xFF rows of 32
@@ -166,9 +217,9 @@ __device__ __forceinline__ std::uint32_t* field_counter(std::uint32_t* hist_lane
 // taken over the four first, and te_overflow (|x| > te_threshold, compared as bits: both
 // non-negative, neither NaN) per element only when the largest |x| passes it. The binary64 terms
 // are element_step's, added in element order.
-template <class S>
+template <class S, class D>
 __device__ __forceinline__ void fast_four(const typename S::storage_t (&e)[16], int base, const std::uint32_t (&y)[4],
-                                          const std::uint8_t (&q)[4], const std::uint32_t (&inc)[4], Acc& acc,
+                                          const std::uint8_t (&q)[4], std::uint32_t w, std::uint32_t inc, Acc& acc,
                                           std::uint32_t& pk, std::uint32_t* hist_lane, const CodeTables& t,
                                           const Params& prm) {
     float x[4];
@@ -181,19 +232,20 @@ __device__ __forceinline__ void fast_four(const typename S::storage_t (&e)[16], 
     const std::uint32_t hi = max(max(a[0], a[1]), max(a[2], a[3])), lo = min(min(a[0], a[1]), min(a[2], a[3]));
     acc.amax = max(acc.amax, hi);
     acc.min_nz = min(acc.min_nz, lo);
-    pk += inc[0] + inc[1] + inc[2] + inc[3];
+    pk += inc;
     if (hi > prm.te_bits) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) pk += a[k] > prm.te_bits ? (1u << 16) : 0u;
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) atomicAdd(field_counter(hist_lane, y[k]), 1u);
+    double d[4];
+    differences<D>(x, w, q, t, prm.consts.scale_inv, d);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const double xd = x[k];
-        const double d = xd - t.xhat[xhat_index(q[k])];
         acc.sum[kX2] += __dmul_rn(xd, xd);  // __dmul_rn: the term rounded alone, as element_step's
-        acc.sum[kErr2] += __dmul_rn(d, d);
+        acc.sum[kErr2] += __dmul_rn(d[k], d[k]);
     }
 }
 
@@ -208,7 +260,7 @@ __device__ __forceinline__ void flush_fast(Acc& acc, std::uint32_t pk, std::uint
 // Codes of four elements of y (stream indices index0..+3) and their random words.
 template <class D, int P, int R>
 __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const ElementCtx& c, std::uint64_t index0,
-                                           std::uint8_t (&q)[4], std::uint32_t (&rnd)[4]) {
+                                           std::uint8_t (&q)[4], std::uint32_t (&rnd)[4], std::uint32_t& w) {
     if constexpr (R == static_cast<int>(emu::Rounding::stochastic)) {
         if ((index0 & 3u) == 0) {
             const emu::PhiloxWords w = emu::philox4x32_10(c.seed, index0 >> 2);
@@ -220,8 +272,9 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
         }
 #pragma unroll
         for (int k = 0; k < 4; ++k) q[k] = stochastic_code<D, P, R>(y[k], c, rnd[k]);
+        w = q[0] | (q[1] << 8) | (q[2] << 16) | (static_cast<std::uint32_t>(q[3]) << 24);
     } else {
-        const std::uint32_t w = encode_four<D, P, R>(y, c, index0);
+        w = encode_four<D, P, R>(y, c, index0);
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             q[k] = static_cast<std::uint8_t>(w >> (8 * k));
@@ -234,10 +287,13 @@ __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float s
     return __float_as_uint(b.scale) == __float_as_uint(scale) && __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
 }
 
-// Three CTAs per SM at least (at most 85 registers): with 128-157 registers two were resident and
-// the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md).
+// Four CTAs per SM at least (at most 64 registers): with 128-157 registers two were resident and
+// the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md); with the
+// tables off the fast path (branch stat33) four fit with no spill on the deterministic paths
+// (40-112 B on the stochastic ones, ptxas -v), and four measured faster than three on both rows
+// (docs/performance.md, "Branch stat33"): the kernel waits on latency, so more warps help.
 template <class S, class D, int P, int R>
-__global__ void __launch_bounds__(kThreads, 3)
+__global__ void __launch_bounds__(kThreads, 4)
 statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,
                   Params prm0, std::uint64_t first_index, Globals g) {
     using T = typename S::storage_t;
@@ -323,7 +379,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         std::uint32_t pk = 0, nfast = 0;
 #pragma unroll
         for (int g4 = 0; g4 < 4; ++g4) {
-            std::uint32_t y[4], rnd[4], inc[4];
+            std::uint32_t y[4], rnd[4], w, inc = 0;
             std::uint8_t q[4];
 #pragma unroll
             for (int k = 0; k < 4; ++k) y[k] = __float_as_uint(__fmul_rn(widen<S>(e[4 * g4 + k]), prm.scale));
@@ -332,14 +388,10 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
 #pragma unroll
                 for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
             }
-            codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd);
+            codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd, w);
+            if (fast) fast = fast_codes<D>(w, q, tables, inc);
             if (fast) {
-#pragma unroll
-                for (int k = 0; k < 4; ++k) inc[k] = tables.inc[inc_index(q[k])];
-                fast = fast_codes_ok(inc);
-            }
-            if (fast) {
-                fast_four<S>(e, 4 * g4, y, q, inc, acc, pk, hist_lane, tables, prm);
+                fast_four<S, D>(e, 4 * g4, y, q, w, inc, acc, pk, hist_lane, tables, prm);
                 nfast += 4;
             } else {
 #pragma unroll
