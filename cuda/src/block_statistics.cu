@@ -38,6 +38,8 @@ struct BlockParams {
     StatsRecord* rec;   // zeroed; completed by the last CTA
     double* partial;    // gridDim.x * kSums
     float* scale_inv;   // per tile, or null
+    float* tile_amax;   // per tile: max |x| over finite x (0: none), or null
+    float* tile_min;    // per tile: min nonzero |x| over finite x (0: none), or null
 };
 
 __device__ __noinline__ bool block_stochastic_overflow(const numerics::ElementConsts& c, Format f, Policy p,
@@ -98,9 +100,24 @@ __device__ void block_tile(const typename S::storage_t* in, std::uint32_t tile, 
     if (lane == 0 && prm.scale_inv != nullptr) prm.scale_inv[tile] = b.scale_inv;
     numerics::ElementConsts consts = prm.consts;
     numerics::rescale(consts, b.scale_inv);
+    BlockAcc t{};  // this tile's part, added to a at the end (counts stay small; sums in order)
+    t.min_nz = 0xFFFFFFFFu;
     for (std::uint32_t k = lane; k < m; k += 32) {
         const std::size_t i = static_cast<std::size_t>(r0 + k / w) * prm.cols + c0 + k % w;
-        block_element<S, D, P, R>(in[i], i, b.scale, consts, prm, ctx, a, hist);
+        block_element<S, D, P, R>(in[i], i, b.scale, consts, prm, ctx, t, hist);
+    }
+#pragma unroll
+    for (int k = 0; k < kCounts; ++k) a.count[k] += t.count[k];
+#pragma unroll
+    for (int k = 0; k < kSums; ++k) a.sum[k] += t.sum[k];
+    a.amax = max(a.amax, t.amax);
+    a.min_nz = min(a.min_nz, t.min_nz);
+    if (prm.tile_amax != nullptr) {  // the tile's extremes (lib's BlockStats dynamic range)
+        const std::uint32_t hi = __reduce_max_sync(0xFFFFFFFFu, t.amax), lo = __reduce_min_sync(0xFFFFFFFFu, t.min_nz);
+        if (lane == 0) {
+            prm.tile_amax[tile] = __uint_as_float(hi);
+            prm.tile_min[tile] = __uint_as_float(lo == 0xFFFFFFFFu ? 0u : lo);
+        }
     }
 }
 
@@ -169,7 +186,7 @@ block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::
 
 void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::size_t rows, std::size_t cols,
                             StatsRecord* d_record, float* d_scale_inv, void* d_workspace, std::uint64_t seed,
-                            Stream stream) {
+                            Stream stream, float* d_tile_amax, float* d_tile_min) {
     const char* fn = "block_statistics_async";
     require_input(plan.from, fn);
     auto fail = [](const std::string& why) { throw std::invalid_argument("fp8kit::cuda::block_statistics_async: " + why); };
@@ -194,6 +211,9 @@ void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::siz
     prm.rec = d_record;
     prm.partial = static_cast<double*>(d_workspace);
     prm.scale_inv = d_scale_inv;
+    if ((d_tile_amax == nullptr) != (d_tile_min == nullptr)) fail("d_tile_amax and d_tile_min: give both or neither");
+    prm.tile_amax = d_tile_amax;
+    prm.tile_min = d_tile_min;
     if (rows * cols == 0) prm.blocks = 0;
     const cudaStream_t s = as_stream(stream);
     const std::uint8_t* table = element_table(plan.to, plan.policy, s);

@@ -195,6 +195,28 @@ def stats(x, format, profile, rounding, overflow, nan, scale, scale_inv, seed, s
                               float(scale_inv), int(seed), d.stream)
 
 
+def block_stats(x, r, role, stream=None):
+    """fp8kit.stats(device array, recipe=<block recipe dict r>): the dict the host gives, from the
+    GPU (cuda::block_statistics_async); 'scale_inv' is a device array of the grid's shape. A
+    ValueError naming the recipe where the GPU has no block statistics (NVFP4: a global amax and
+    TE's column-wise RHT copy)."""
+    import json
+    d = _input(x, stream)
+    if len(d.shape) != 2:
+        raise ValueError(f"x: a 2-D array is needed for block statistics, got {len(d.shape)} dimensions")
+    rows, cols = d.shape
+    plan = _fp8kit.cuda_block_stats_plan(json.dumps(r), True, role, d.wide, cols)
+    if plan is None:
+        raise ValueError(f"recipe: {r['name']} ({r['rule']}) has no GPU block statistics (a global amax or TE's "
+                         "column-wise RHT copy); pass a host array")
+    br, bc = plan.block_shape
+    scale_inv = d.empty((-(-rows // br), -(-cols // bc)), "f32")
+    # Seed 0, as compute_block_stats draws stochastic bits on the host.
+    out = _fp8kit.cuda_block_stats(plan, d.ptr, rows, cols, out_ptr(scale_inv), 0, d.stream)
+    out["scale_inv"] = d.wrap(scale_inv)
+    return out
+
+
 def block_kind(r, role):
     """The block kernel of recipe dict r for `role`: (kind, scale element type), or a ValueError
     naming the recipe when the GPU has no kernel for its rule and block shape."""

@@ -110,7 +110,8 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
     True: the statistics are of TE's column-wise copy after its RHT (quantize_blocks), for the
     'nvfp4' preset's inputs and gradients.
     format= or profile=/rounding=/overflow=/nan= given with a recipe override its choices.
-    A GPU array (tensorwise recipes or an explicit scale) runs the CUDA statistics kernel.
+    A GPU array runs the CUDA statistics kernels (block recipes: lib's block statistics per tile on
+    the GPU, 'scale_inv' a device array; NVFP4 needs a host array).
     """
     if _device.is_device(x):
         return _stats_device(x, format, profile, rounding, overflow, nan, scale, scale_inv, recipe, role, seed)
@@ -148,9 +149,12 @@ def _stats_device(x, format, profile, rounding, overflow, nan, scale, scale_inv,
         role = _fp8kit.recipe_slot(role)
         r = recipe(recipe_)
         spec, name = r["roles"][role], r["name"]
-        if spec["granularity"] != "tensor":
-            raise ValueError(f"recipe: {name} is not tensorwise; block statistics of GPU arrays are not "
-                             "available (pass a host array)")
+        if spec["granularity"] != "tensor":  # block statistics on the GPU, as the host's (below)
+            if format is not None:
+                spec["format"] = format
+            d = _device.block_stats(x, r, role)
+            d["recipe"] = name
+            return d
         format = spec["format"] if format is None else format
         if profile is None and rounding is None and overflow is None and nan is None:
             pol = recipe_policy(r, role)

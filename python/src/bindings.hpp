@@ -39,6 +39,9 @@ RecipeSpec recipe_of(const std::string& text, bool is_json);
 
 // All numbers of a QuantStats (and mse, sqnr_db, dynamic range, exponent histogram) as a dict.
 pyb::dict stats_dict(const QuantStats& s);
+// A BlockStats as fp8kit.stats(recipe=<block recipe>) returns it, without 'scale_inv' (the caller
+// adds it: a numpy array, or a device array for a GPU input).
+pyb::dict block_stats_dict(const BlockStats& b, Format format);
 
 void bind_convert(pyb::module_& m);
 void bind_stats(pyb::module_& m);

@@ -156,6 +156,51 @@ void block_stats_async(const cuda::BlockStatsPlan& p, Ptr in, std::size_t rows, 
                                  vp(workspace), seed, vp(stream));
 }
 
+// fp8kit.stats(device array, recipe=<block recipe>): block_statistics_async with each tile's
+// scale_inv into the caller's device array at `scale_inv` (grid_rows x grid_cols float32) and its
+// extremes into a temporary, then a wait, and BlockStats' per-tile fields by lib's
+// summarize_tiles from the tiles' scale_inv and extremes (copied to the host: one value each; the
+// tensor stays on the device). The dict of block_stats_dict, without 'scale_inv'.
+pyb::dict block_stats_sync(const cuda::BlockStatsPlan& p, Ptr in, std::size_t rows, std::size_t cols, Ptr scale_inv,
+                           std::uint64_t seed, Ptr stream) {
+    BlockStats b;
+    b.tile_rows = static_cast<std::size_t>(p.block_rows);
+    b.tile_cols = static_cast<std::size_t>(p.block_cols);
+    b.grid_rows = (rows + b.tile_rows - 1) / b.tile_rows;
+    b.grid_cols = (cols + b.tile_cols - 1) / b.tile_cols;
+    b.blocks = b.grid_rows * b.grid_cols;
+    std::vector<float> amax(b.blocks), mins(b.blocks);
+    b.scale_inv.resize(b.blocks);
+    cuda::StatsRecord rec{};
+    {
+        pyb::gil_scoped_release nogil;
+        const std::size_t ws = cuda::statistics_workspace_bytes(), rb = sizeof(cuda::StatsRecord), tb = b.blocks * 4;
+        auto* mem = static_cast<char*>(cuda::device_alloc(rb + ws + 2 * tb + 16));
+        try {
+            cuda::device_memset(mem, 0, rb);
+            cuda::synchronize();  // the zeroed record before the launch on any stream
+            auto* tile_amax = reinterpret_cast<float*>(mem + rb + ws);
+            cuda::block_statistics_async(p, vp(in), rows, cols, reinterpret_cast<cuda::StatsRecord*>(mem), fp(scale_inv),
+                                         mem + rb, seed, vp(stream), tile_amax, tile_amax + b.blocks);
+            cuda::synchronize();
+            cuda::copy_to_host(&rec, mem, rb);
+            if (b.blocks) {
+                cuda::copy_to_host(amax.data(), tile_amax, tb);
+                cuda::copy_to_host(mins.data(), tile_amax + b.blocks, tb);
+                cuda::copy_to_host(b.scale_inv.data(), fp(scale_inv), tb);
+            }
+        } catch (...) {
+            cuda::device_free(mem);
+            throw;
+        }
+        cuda::device_free(mem);
+    }
+    b.total = cuda::stats_of_record(rec);
+    const std::vector<double> amax_d(amax.begin(), amax.end()), min_d(mins.begin(), mins.end());
+    summarize_tiles(b, amax_d.data(), min_d.data());
+    return block_stats_dict(b, p.to);
+}
+
 // The statistics of one tensor under several plans (one record each), one call from Python.
 void stats_async(const std::vector<StatsPlan>& plans, Ptr in, std::size_t n, Ptr amax, const std::vector<Ptr>& records,
                  Ptr workspace, std::uint32_t sample, std::uint64_t seed, Ptr stream) {
@@ -274,6 +319,8 @@ void bind_cuda(pyb::module_& m) {
     pyb::class_<cuda::BlockStatsPlan>(m, "CudaBlockStatsPlan")
         .def_property_readonly("block_shape", [](const cuda::BlockStatsPlan& p) { return pyb::make_tuple(p.block_rows, p.block_cols); });
     m.def("cuda_block_stats_plan", &block_stats_plan, "recipe"_a, "is_json"_a, "role"_a, "wide"_a, "cols"_a);
+    m.def("cuda_block_stats", &block_stats_sync, "plan"_a, "x"_a, "rows"_a, "cols"_a, "scale_inv"_a, "seed"_a,
+          "stream"_a);
     m.def("cuda_block_stats_async", &block_stats_async, "plan"_a, "x"_a, "rows"_a, "cols"_a, "record"_a, "scale_inv"_a,
           "workspace"_a, "seed"_a, "stream"_a);
     pyb::class_<StatsGroup>(m, "CudaStatsGroup").def_property_readonly("size", [](const StatsGroup& g) { return g.plans.size(); });

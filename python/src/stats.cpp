@@ -54,6 +54,23 @@ pyb::dict stats_dict(const QuantStats& s) {
     return d;
 }
 
+pyb::dict block_stats_dict(const BlockStats& b, Format format) {
+    pyb::dict d = stats_dict(b.total);
+    d["format"] = std::string(name(format));
+    d["blocks"] = b.blocks;
+    d["grid"] = pyb::make_tuple(b.grid_rows, b.grid_cols);
+    d["block_shape"] = pyb::make_tuple(b.tile_rows, b.tile_cols);
+    d["columnwise_rht"] = b.columnwise_rht;  // the statistics are of the column-wise copy (TE's RHT)
+    d["scale_inv_min"] = b.scale_inv_min;
+    d["scale_inv_max"] = b.scale_inv_max;
+    put_hist(d, b.scale_inv_exp_hist, "scale_inv_exp_hist");
+    d["blocks_with_range"] = b.blocks_with_range;
+    d["dr_max"] = b.dr_max;
+    d["dr_mean"] = b.dr_mean;
+    d["dr_hist"] = pyb::array_t<std::uint64_t>(b.dr_hist.size(), b.dr_hist.data());
+    return d;
+}
+
 namespace {
 
 pyb::dict stats(const pyb::array& x, const std::string& wide, const std::string& format, const OptStr& profile,
@@ -109,25 +126,14 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
         pyb::gil_scoped_release nogil;
         b = compute_block_stats(data, w, rows, cols, br);
     }
-    pyb::dict d = stats_dict(b.total);
-    d["format"] = std::string(name(br.format));
-    d["blocks"] = b.blocks;
-    d["grid"] = pyb::make_tuple(b.grid_rows, b.grid_cols);
-    d["block_shape"] = pyb::make_tuple(b.tile_rows, b.tile_cols);
-    d["columnwise_rht"] = b.columnwise_rht;  // the statistics are of the column-wise copy (TE's RHT)
-    d["scale_inv_min"] = b.scale_inv_min;
-    d["scale_inv_max"] = b.scale_inv_max;
-    put_hist(d, b.scale_inv_exp_hist, "scale_inv_exp_hist");
-    d["blocks_with_range"] = b.blocks_with_range;
-    d["dr_max"] = b.dr_max;
-    d["dr_mean"] = b.dr_mean;
-    d["dr_hist"] = pyb::array_t<std::uint64_t>(b.dr_hist.size(), b.dr_hist.data());
+    pyb::dict d = block_stats_dict(b, br.format);
     // One scale per block, in the grid's shape (scale_inv holds grid_rows * grid_cols values).
     d["scale_inv"] = pyb::array_t<float>(std::vector<pyb::ssize_t>{static_cast<pyb::ssize_t>(b.grid_rows),
                                                                      static_cast<pyb::ssize_t>(b.grid_cols)},
                                          b.scale_inv.data());
     return d;
 }
+
 
 // Codes and block scales of a block recipe; packed: two E2M1 codes per byte along each row,
 // element 2i in the low nibble (torch float4_e2m1fn_x2, cuda_fp4.h __nv_fp4x2, TE's NVFP4 data).

@@ -109,6 +109,36 @@ def test_block_quantize_same_bits(fw, recipe):
 
 
 @gpu
+@pytest.mark.parametrize("fw", FWS)
+def test_stats_device_block_recipes_equal_host(fw):
+    """stats(device array, recipe=<block recipe>) against the host's compute_block_stats: every
+    count, extreme and per-tile field exact (scale_inv bit for bit, as a device array of the
+    framework), the binary64 sums to the documented 1e-9; NVFP4 is a ValueError naming it."""
+    x = (np.random.default_rng(12).standard_normal((130, 300)) * np.logspace(-4, 4, 300)).astype(np.float32)
+    x[3, 5], x[60, 200] = np.nan, np.inf
+    xd = to_dev(fw, x)
+    exact = ("numel", "finite", "zeros", "nan", "inf", "underflow", "subnormal", "overflow", "te_underflow",
+             "te_overflow", "amax", "min_nonzero", "format", "blocks", "grid", "block_shape", "scale_inv_min",
+             "scale_inv_max", "blocks_with_range", "dr_max", "dr_mean", "recipe")
+    for recipe in ("te-block", "mxfp8", "mx-ocp", "deepseek-v3"):
+        for role in ("input", "weight", "grad"):
+            g, c = fp8kit.stats(xd, recipe=recipe, role=role), fp8kit.stats(x, recipe=recipe, role=role)
+            for k in exact:
+                assert g[k] == c[k] or (g[k] != g[k] and c[k] != c[k]), (recipe, role, k)
+            np.testing.assert_array_equal(g["exp_hist"]["count"], c["exp_hist"]["count"])
+            np.testing.assert_array_equal(g["scale_inv_exp_hist"]["count"], c["scale_inv_exp_hist"]["count"])
+            np.testing.assert_array_equal(g["dr_hist"], c["dr_hist"])
+            same_bits(to_host(fw, g["scale_inv"]), c["scale_inv"])
+            for k in ("sum_x2", "sum_err2"):
+                if np.isfinite(c[k]):
+                    assert g[k] == pytest.approx(c[k], rel=1e-9), (recipe, role, k)
+                else:
+                    assert g[k] == c[k], (recipe, role, k)
+    with pytest.raises(ValueError, match="nvfp4"):
+        fp8kit.stats(to_dev(fw, x[:128]), recipe="nvfp4", role="input")
+
+
+@gpu
 def test_torch_stream_and_errors():
     torch = pytest.importorskip("torch")
     x = torch.randn(4096, device="cuda")

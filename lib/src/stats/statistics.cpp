@@ -788,8 +788,7 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
         out.total = *before;
         out.total.merge(counts);  // integers, maxima and minima: exact; counts' sums are 0
     }
-    bool any = false;
-    double dr_sum = 0;
+    std::vector<double> tile_amax(out.blocks), tile_min(out.blocks);
     for (std::size_t t = 0; t < out.blocks; ++t) {
         const BlockPart& bp = parts[t];
         Scalars sums;
@@ -798,6 +797,19 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
         sums.sum_x2 = bp.sum_x2;
         sums.sum_err2 = bp.sum_err2;
         merge(out.total, sums);
+        tile_amax[t] = bp.amax;
+        tile_min[t] = bp.min_nonzero;
+    }
+    summarize_tiles(out, tile_amax.data(), tile_min.data());
+    return out;
+}
+
+}  // namespace
+
+void summarize_tiles(BlockStats& out, const double* tile_amax, const double* tile_min_nonzero) {
+    bool any = false;
+    double dr_sum = 0;
+    for (std::size_t t = 0; t < out.blocks; ++t) {
         const float si = out.scale_inv[t];
         ++out.scale_inv_exp_hist[hist_bin(bits_of(si))];
         if (std::isfinite(si)) {
@@ -806,8 +818,8 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
             if (!any || d > out.scale_inv_max) out.scale_inv_max = d;
             any = true;
         }
-        if (bp.min_nonzero != 0.0) {
-            const double dr = std::log2(bp.amax) - std::log2(bp.min_nonzero);
+        if (tile_min_nonzero[t] != 0.0) {
+            const double dr = std::log2(tile_amax[t]) - std::log2(tile_min_nonzero[t]);
             ++out.blocks_with_range;
             dr_sum += dr;
             if (dr > out.dr_max) out.dr_max = dr;
@@ -819,10 +831,7 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
         }
     }
     if (out.blocks_with_range) out.dr_mean = dr_sum / static_cast<double>(out.blocks_with_range);
-    return out;
 }
-
-}  // namespace
 
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br) {

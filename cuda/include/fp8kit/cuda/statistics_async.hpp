@@ -116,10 +116,12 @@ struct BlockStatsPlan {
 // histogram exact; the two binary64 sums to the 1e-9 relative order tolerance (docs/cuda.md).
 // Stochastic rounding draws element (r, c)'s bits from emu::stochastic_bits(seed, r * cols + c)
 // (compute_block_stats: seed 0). d_workspace: statistics_workspace_bytes(). Rules with a global
-// amax (NVFP4) are refused (std::invalid_argument): they stay on the host. One launch, no wait.
+// amax (NVFP4) are refused (std::invalid_argument): they stay on the host. d_tile_amax and
+// d_tile_min (both or neither; grid_rows x grid_cols float32): each tile's max and min nonzero |x|
+// over its finite x (0 when none), what fp8kit::summarize_tiles takes. One launch, no wait.
 void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::size_t rows, std::size_t cols,
                             StatsRecord* d_record, float* d_scale_inv, void* d_workspace, std::uint64_t seed = 0,
-                            Stream stream = nullptr);
+                            Stream stream = nullptr, float* d_tile_amax = nullptr, float* d_tile_min = nullptr);
 
 // Bytes of watch_async's workspace (statistics_workspace_bytes() and the magnitude histogram).
 std::size_t watch_workspace_bytes();

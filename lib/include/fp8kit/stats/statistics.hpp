@@ -136,6 +136,13 @@ struct BlockStats {
 BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
                                const BlockRecipe& br);
 
+// BlockStats' per-tile fields (scale_inv_exp_hist, scale_inv_min/max, blocks_with_range, dr_max,
+// dr_mean, dr_hist) from out.scale_inv and each tile's extremes over its finite |x| (tile_amax[t],
+// tile_min_nonzero[t]: 0 when the tile has no nonzero finite value), out.blocks tiles in row-major
+// order; the other fields are left as they are. compute_block_stats calls it; so does the GPU path
+// of fp8kit.stats (the tiles' extremes from cuda::block_statistics_async).
+void summarize_tiles(BlockStats& out, const double* tile_amax, const double* tile_min_nonzero);
+
 // A strip of whole tile rows of a larger tensor (sweep's DumpedBlocks, which bounds the memory of
 // the block presets): what its statistics take from the rest of the tensor, so that the strips'
 // statistics are the whole tensor's.
