@@ -83,7 +83,8 @@ __device__ __forceinline__ std::uint32_t mul_scale_bits(std::uint32_t w, float s
     return yb;
 }
 
-// The float32 bits of input x when x is not a NaN (exact: every f16 and bf16 value is a float32).
+// The float32 bits of input x when x is not a NaN (exact: every f16 and bf16 value is a float32);
+// a NaN x gives some NaN.
 template <class S>
 __device__ __forceinline__ std::uint32_t widen_non_nan(typename S::storage_t x) {
     if constexpr (sizeof(typename S::storage_t) == 4) return x;
@@ -149,10 +150,29 @@ __device__ __forceinline__ bool plain_scale(float scale) {
 // (plain_scale): the product needs no NaN replacement, so an f16 / bf16 step without NaNs is a
 // widening and one FMUL per element, and a float32 element keeps a NaN input's own bits by one
 // FSETP.NAN + select on the input.
-template <class S, bool kPlain = false>
+// kAnyNan (kSrCvt: the canonical NaN code, nan_code in emu/convert.hpp, whatever the NaN's sign
+// and payload): f16 / bf16 inputs are widened and multiplied without any NaN case, as every NaN
+// y, a NaN input's widened bits or a NaN product, gives that one code. This drops any_nan16's
+// 8 words of LOP3 + add + OR and the branch on `plain` (about 2 issue slots per element).
+template <class S, bool kPlain = false, bool kAnyNan = false>
 __device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], float scale, bool plain,
                                          std::uint32_t (&y)[16]) {
-    if constexpr (sizeof(typename S::storage_t) == 4) {
+    if constexpr (kAnyNan && sizeof(typename S::storage_t) == 2 && S::man_bits == 7) {
+        // bf16 from the loaded 32-bit words (two elements each): the low one is v << 16, the high
+        // one v & 0xFFFF0000, one instruction each. The AND is PTX so that NVVM cannot rewrite it
+        // as (v >> 16) << 16: written in C++, the high half became PRMT, a move and a shift.
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const std::uint32_t v = static_cast<std::uint32_t>(e[2 * k]) | (static_cast<std::uint32_t>(e[2 * k + 1]) << 16);
+            std::uint32_t hi;
+            asm("and.b32 %0, %1, 0xFFFF0000;" : "=r"(hi) : "r"(v));
+            y[2 * k] = __float_as_uint(__fmul_rn(__uint_as_float(v << 16), scale));
+            y[2 * k + 1] = __float_as_uint(__fmul_rn(__uint_as_float(hi), scale));
+        }
+    } else if constexpr (kAnyNan && sizeof(typename S::storage_t) == 2) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k) y[k] = __float_as_uint(__fmul_rn(__uint_as_float(widen_non_nan<S>(e[k])), scale));
+    } else if constexpr (sizeof(typename S::storage_t) == 4) {
         if (kPlain && plain) {
 #pragma unroll
             for (int k = 0; k < 16; ++k) {
@@ -273,40 +293,88 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_general(std::uint32_t u
 
 // P: kSrCvt or kSrTable, the encoder of the result. The common case (y finite with its binade at
 // or above D's emin, shift = kShift) is computed on y itself, sign included (u + (random >> (32 -
-// kShift)) < 0x7F7FFFFF + 2^21 < 2^31: no carry reaches the sign bit), before the range test, so
-// that it needs no absolute value, sign merge or (kSrCvt) saturation: 7 issued instructions per
-// element in the SASS (LEA + compare for the range test, LEA.HI + LOP3 for the step, BSSY, BRA,
-// BSYNC for the branch; 10 before these two changes). A sum past float32's largest finite bits
-// gives exactly +-Inf there (the cleared low bits leave 0x7F800000): for kSrCvt that stays, as
-// cvt.rn.satfinite encodes +-Inf and +-FLT_MAX alike (max finite, the saturate-all policy); the
-// table path takes +-FLT_MAX, as the general step does.
-template <class D, int P = kSrTable>
-__device__ __forceinline__ std::uint32_t stochastic_grid_bits(std::uint32_t y, std::uint32_t random) {
-    static_assert(D::total_bits == 8 && D::has_zero && D::man_bits <= 22, "FP8 element formats only");
-    constexpr std::uint32_t kNormalLo = static_cast<std::uint32_t>(D::emin + 127) << 23;
+// kShift)) < 0x7F7FFFFF + 2^21 < 2^31: no carry reaches the sign bit), without an absolute
+// value, sign merge or (kSrCvt) saturation: LEA.HI + LOP3 in the SASS. A sum past float32's
+// largest finite bits gives exactly +-Inf there (the cleared low bits leave 0x7F800000): for
+// kSrCvt that stays, as cvt.rn.satfinite encodes +-Inf and +-FLT_MAX alike (max finite, the
+// saturate-all policy); the table path takes +-FLT_MAX, as the general step does.
+template <class D, int P>
+__device__ __forceinline__ std::uint32_t stochastic_grid_common(std::uint32_t y, std::uint32_t random) {
     constexpr int kShift = 23 - D::man_bits;  // shift for results in D's normal range
     std::uint32_t v = (y + (random >> (32 - kShift))) & ~((1u << kShift) - 1u);
     if constexpr (P != kSrCvt) v -= (v & 0x7FFFFFFFu) == 0x7F800000u ? 1u : 0u;  // +-Inf -> +-FLT_MAX
+    return v;
+}
+
+// Whether y is outside the common case: not (finite with its binade at or above D's emin). The
+// test kNormalLo <= |y| < 0x7F800000 on y << 1 (the sign shifted out): |y| - kNormalLo is below
+// 2^31 when non-negative, so doubling it keeps the unsigned order, and it wraps to
+// 2^32 - 2 (kNormalLo - |y|) >= 2^32 - 2 kNormalLo > 0xFF000000 - 2 kNormalLo when negative.
+// One LEA and one compare per element instead of LOP3, add and compare.
+template <class D>
+__device__ __forceinline__ bool outside_common(std::uint32_t y) {
+    constexpr std::uint32_t kNormalLo = static_cast<std::uint32_t>(D::emin + 127) << 23;
+    return (y << 1) - (kNormalLo << 1) >= 0xFF000000u - (kNormalLo << 1);
+}
+
+// The grid value of a y outside the common case (outside_common).
+template <class D>
+__device__ __forceinline__ std::uint32_t stochastic_grid_outside(std::uint32_t y, std::uint32_t random) {
+    constexpr std::uint32_t kNormalLo = static_cast<std::uint32_t>(D::emin + 127) << 23;
+    constexpr int kShift = 23 - D::man_bits;
     // Binades whose results are D-subnormal with all of y's significand above 2^q - 1 bit: the
     // shift grows by one per binade below emin and stays <= 23 (the general step's first case).
     constexpr std::uint32_t kSubLo = static_cast<std::uint32_t>(D::emin + 127 - D::man_bits) << 23;
     static_assert(D::emin + 127 - D::man_bits >= 1, "the subnormal tier needs float32 normal binades");
-    // The range test kNormalLo <= |y| < 0x7F800000 on y << 1 (the sign shifted out): |y| - kNormalLo
-    // is below 2^31 when non-negative, so doubling it keeps the unsigned order, and it wraps to
-    // 2^32 - 2 (kNormalLo - |y|) >= 2^32 - 2 kNormalLo > 0xFF000000 - 2 kNormalLo when negative.
-    // One LEA and one compare per element instead of LOP3, add and compare.
-    if ((y << 1) - (kNormalLo << 1) >= 0xFF000000u - (kNormalLo << 1)) {  // not (finite, binade >= D's emin)
-        const std::uint32_t u = y & 0x7FFFFFFFu;
-        std::uint32_t m;
-        if (u - kSubLo < kNormalLo - kSubLo) {  // D-subnormal results: shift = kShift + (emin - e) <= 23
-            const int shift = kShift + static_cast<int>((kNormalLo - (u & 0x7F800000u)) >> 23);
-            m = (u + (random >> (32 - shift))) & ~((1u << shift) - 1u);
-        } else {
-            m = stochastic_grid_general<D>(u, random);
-        }
-        v = (y & 0x80000000u) | m;
+    const std::uint32_t u = y & 0x7FFFFFFFu;
+    std::uint32_t m;
+    if (u - kSubLo < kNormalLo - kSubLo) {  // D-subnormal results: shift = kShift + (emin - e) <= 23
+        const int shift = kShift + static_cast<int>((kNormalLo - (u & 0x7F800000u)) >> 23);
+        m = (u + (random >> (32 - shift))) & ~((1u << shift) - 1u);
+    } else {
+        m = stochastic_grid_general<D>(u, random);
     }
-    return v;
+    return (y & 0x80000000u) | m;
+}
+
+// The grid value of one element: 7 issued instructions per element in the SASS when y is in the
+// common case (LEA + compare for the range test, LEA.HI + LOP3 for the step, BSSY, BRA, BSYNC
+// for the branch).
+template <class D, int P = kSrTable>
+__device__ __forceinline__ std::uint32_t stochastic_grid_bits(std::uint32_t y, std::uint32_t random) {
+    static_assert(D::total_bits == 8 && D::has_zero && D::man_bits <= 22, "FP8 element formats only");
+    const std::uint32_t v = stochastic_grid_common<D, P>(y, random);
+    return outside_common<D>(y) ? stochastic_grid_outside<D>(y, random) : v;
+}
+
+// stochastic_grid_bits of four elements. For E5M2 / E5M2FNUZ (normal range down to 2^-14 or
+// 2^-15, so that an element outside the common case is rare: Inf, NaN, zero, |y| < 2^-14) one
+// range test and one branch serve the group (the branch's BSSY / BRA / BSYNC cost 3 issue slots
+// each time); a group with such an element is redone element by element. For E4M3 (normal only
+// from 2^-6) unscaled data has elements outside in a large share of the warps' groups (0.8% of
+// the elements of the benchmark's uniform(-2, 2) input, so about 64% of the groups of four of a
+// warp), and a redone group costs more than the branches saved: one test per element there
+// (branch sr16's analysis, 2026-11-26). kGroup: the element-wise kernels pass it for 16-bit
+// inputs only; on float32 inputs (memory-bound) the group test cost the f32 -> e5m2 stochastic
+// cast about 1% (branch sr17's bench).
+template <class D, int P, bool kGroup = true>
+__device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4], const std::uint32_t (&r)[4],
+                                                     std::uint32_t (&v)[4]) {
+    if constexpr (kGroup && D::emin <= -14) {
+        bool out = false;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            v[k] = stochastic_grid_common<D, P>(y[k], r[k]);
+            out |= outside_common<D>(y[k]);
+        }
+        if (out) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], r[k]);
+        }
+    } else {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], r[k]);
+    }
 }
 
 // Code of a value already on D's grid (kSrCvt / kSrTable).
@@ -368,8 +436,7 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
         std::uint32_t v[4];
         if ((index0 & 3u) == 0) {  // an aligned group: one Philox call, all four words
             const emu::PhiloxWords w = emu::philox4x32_10(c.keys, index0 >> 2);
-#pragma unroll
-            for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], w.w[k]);
+            stochastic_grid_four<D, P>(y, w.w, v);
         } else {
 #pragma unroll
             for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], stochastic_word(c.seed, index0 + k));

@@ -59,7 +59,7 @@ template <class S, class D, int P, int R, bool kInline = true>
 __device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], float scale,
                                           const ElementCtx& c, std::uint64_t index0, bool plain = false) {
     std::uint32_t y16[16];
-    scaled16<S, P == kSrCvt || P == kSrTable>(e, scale, plain, y16);
+    scaled16<S, P == kSrCvt || P == kSrTable, P == kSrCvt>(e, scale, plain, y16);
     std::uint32_t w[4];
     if constexpr (P == kSrCvt || P == kSrTable) {
         // Four aligned groups (index0 % 4 == 0 for every step of a launch or none): their four
@@ -71,9 +71,9 @@ __device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], 
             for (int g = 0; g < 4; ++g) r[g] = emu::philox4x32_10(c.keys, (index0 >> 2) + g);
 #pragma unroll
             for (int g = 0; g < 4; ++g) {
+                const std::uint32_t y[4] = {y16[4 * g], y16[4 * g + 1], y16[4 * g + 2], y16[4 * g + 3]};
                 std::uint32_t v[4];
-#pragma unroll
-                for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y16[4 * g + k], r[g].w[k]);
+                stochastic_grid_four<D, P, sizeof(typename S::storage_t) == 2>(y, r[g].w, v);
                 w[g] = encode_grid_four<D, P>(v, c);
             }
             return make_uint4(w[0], w[1], w[2], w[3]);
