@@ -113,6 +113,14 @@ __device__ __forceinline__ void block_amax_atomic(std::uint32_t v, float* amax) 
     }
 }
 
+// ---- scratch memory of the synchronous entry points ---------------------------------------------
+// Stream-ordered allocations from a pool of the current device that keeps up to 64 MiB when it is
+// idle (device.cu). The default pool's release threshold is 0: every stream synchronisation gave
+// its memory back, and the next cudaMallocAsync mapped it again, which cost the synchronous
+// statistics() about 0.12 ms a call on the H100 (docs/performance.md, session 12).
+void* scratch_alloc(std::size_t bytes, cudaStream_t s);
+void scratch_free(void* p, cudaStream_t s);
+
 // ---- launch geometry --------------------------------------------------------------------------
 
 constexpr int kThreads = 256;

@@ -1,5 +1,8 @@
 // Device helpers of the host API, and dequantize (a per-call 256-entry table made by emu::convert,
 // then a vectorised gather).
+#include <cstdint>
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include "elementwise.cuh"
@@ -28,6 +31,38 @@ std::string device_name() {
     FP8KIT_CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
     return p.name;
 }
+
+namespace detail {
+
+namespace {
+cudaMemPool_t scratch_pool() {
+    int dev = 0;
+    FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
+    static std::mutex mutex;
+    static std::map<int, cudaMemPool_t> pools;  // one per device, for the process's lifetime
+    const std::lock_guard<std::mutex> lock(mutex);
+    auto it = pools.find(dev);
+    if (it != pools.end()) return it->second;
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    cudaMemPool_t pool;
+    FP8KIT_CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    std::uint64_t keep = std::uint64_t{64} << 20;
+    FP8KIT_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    return pools[dev] = pool;
+}
+}  // namespace
+
+void* scratch_alloc(std::size_t bytes, cudaStream_t s) {
+    void* p = nullptr;
+    FP8KIT_CUDA_CHECK(cudaMallocFromPoolAsync(&p, bytes > 0 ? bytes : 1, scratch_pool(), s));
+    return p;
+}
+void scratch_free(void* p, cudaStream_t s) { FP8KIT_CUDA_CHECK(cudaFreeAsync(p, s)); }
+
+}  // namespace detail
 
 void* device_alloc(std::size_t bytes) {
     void* p = nullptr;

@@ -98,6 +98,11 @@ constexpr int cast_min_blocks() {
     return P == kSrCvt || P == kSrTable ? 1 : 0;
 }
 
+// 16-bit inputs under stochastic rounding: the conversion is issue-bound (Philox), so the kernel
+// loads the next step's input before converting this one.
+template <class S, int P>
+constexpr bool kPrefetchStep = sizeof(typename S::storage_t) == 2 && (P == kSrCvt || P == kSrTable);
+
 template <class S, class D, int P, int R, bool kAmax>
 __global__ void __launch_bounds__(kThreads, cast_min_blocks<P>())
 cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t n,
@@ -114,7 +119,26 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 
     const bool vec = aligned16(in) && aligned16(out);
     const std::uint32_t chunks = vec ? n / 16 : 0;
-    for (std::uint32_t c = tid; c < chunks; c += stride) {
+    constexpr bool kPrefetch = kPrefetchStep<S, P>;
+    if constexpr (kPrefetch) {
+        // The next step's input loaded before this step's conversion, so that its 32 bytes are
+        // in flight while this step computes (bf16 -> e5m2 stochastic 83% -> 87% of copy, session
+        // 12). chunks < 2^27 and stride < 2^19: c + stride does not wrap.
+        T e[16];
+        if (tid < chunks) load16<S>(in, tid, e);
+        for (std::uint32_t c = tid; c < chunks; c += stride) {
+            T nx[16];
+            if (c + stride < chunks) load16<S>(in, c + stride, nx);
+            if (kAmax) {
+#pragma unroll
+                for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, e[k]);
+            }
+            reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(e, scale, ctx, first_index + 16ull * c, plain);
+#pragma unroll
+            for (int k = 0; k < 16; ++k) e[k] = nx[k];
+        }
+    }
+    for (std::uint32_t c = kPrefetch ? chunks : tid; c < chunks; c += stride) {
         T e[16];
         load16<S>(in, c, e);
         // The amax before the cast, so that the inputs are dead once converted: after it, they

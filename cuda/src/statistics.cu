@@ -656,15 +656,15 @@ numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_
         throw std::invalid_argument("fp8kit::cuda::statistics: scale_inv " + std::to_string(scale_inv) + " must be finite and > 0");
     if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics: at most 2^31 - 1 elements per call");
     const cudaStream_t s = as_stream(stream);
-    StatsRecord* rec = nullptr;  // the record, then the workspace
-    FP8KIT_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&rec), sizeof(StatsRecord) + statistics_workspace_bytes(), s));
+    // The record, then the workspace.
+    auto* rec = static_cast<StatsRecord*>(scratch_alloc(sizeof(StatsRecord) + statistics_workspace_bytes(), s));
     FP8KIT_CUDA_CHECK(cudaMemsetAsync(rec, 0, sizeof(StatsRecord), s));
     const numerics::ScaleParams unused = numerics::make_scale_params(numerics::ScaleRule::te, to, 0.0, false, FLT_MAX, 0);
     launch_statistics(to, from, in, n, policy, unused, nullptr, scale, scale_inv, rec,
                       reinterpret_cast<double*>(rec + 1), 1, seed, first_index, s);
     StatsRecord host;
     FP8KIT_CUDA_CHECK(cudaMemcpyAsync(&host, rec, sizeof host, cudaMemcpyDeviceToHost, s));
-    FP8KIT_CUDA_CHECK(cudaFreeAsync(rec, s));
+    scratch_free(rec, s);
     FP8KIT_CUDA_CHECK(cudaStreamSynchronize(s));
     return stats_of_record(host);
 }

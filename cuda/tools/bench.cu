@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "fp8kit/cuda/kernels.hpp"
+#include "fp8kit/cuda/statistics_async.hpp"
 
 namespace cu = fp8kit::cuda;
 using fp8kit::emu::Format;
@@ -139,6 +141,24 @@ int main(int argc, char** argv) {
     row("current_scaling", 9 * N, [&] {
         cu::quantize_current_scaling(Format::e4m3, Wide::f32, x, q, n, sat, scalars + 2, scalars + 3, scalars + 4);
     });
+    // The statistics kernel: statistics_async (what the monitor launches: a zeroed record, the
+    // scale of TE's rule at the device amax, no allocation and no wait) and the synchronous
+    // statistics() (allocation, the kernel, a copy of the record to pageable host memory and a
+    // stream synchronisation: the host's round trip is inside its time). Both at scale 0.5.
+    const auto te_rule = fp8kit::numerics::make_scale_params(fp8kit::numerics::ScaleRule::te, Format::e4m3, 0.0, false, FLT_MAX, 0);
+    // amax 896: TE's rule gives 448 / 896 = 0.5, the scale of the synchronous rows.
+    const float stats_amax = 896.0f;
+    CHECK(cudaMemcpy(scalars + 6, &stats_amax, 4, cudaMemcpyHostToDevice));
+    cu::StatsRecord* record;
+    void* workspace;
+    CHECK(cudaMalloc(&record, sizeof(cu::StatsRecord)));
+    CHECK(cudaMalloc(&workspace, cu::statistics_workspace_bytes()));
+    auto stats_async = [&](const Policy& p, std::uint64_t seed) {
+        CHECK(cudaMemsetAsync(record, 0, sizeof(cu::StatsRecord)));
+        cu::statistics_async(Format::e4m3, Wide::f32, x, n, p, te_rule, scalars + 6, record, workspace, 1, seed);
+    };
+    row("statistics_async", 4 * N, [&] { stats_async(sat, 0); });
+    row("statistics_async_stochastic", 4 * N, [&] { stats_async(sr, 42); });
     row("statistics", 4 * N, [&] { cu::statistics(Format::e4m3, Wide::f32, x, n, sat, 0.5f); });
     row("statistics_stochastic", 4 * N, [&] { cu::statistics(Format::e4m3, Wide::f32, x, n, sr, 0.5f, 0.0f, 42); });
     row("mx_e4m3_round_up", 5 * N + N / 32, [&] {
