@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "fp8kit/numerics/scale_blocks.hpp"
+#include "fp8kit/numerics/validate_rules.hpp"
 #include "fp8kit/validate.hpp"
 #include "validate_cases.hpp"
 

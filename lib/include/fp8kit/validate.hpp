@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "fp8kit/convert/names.hpp"
-#include "fp8kit/numerics/scale_blocks.hpp"
+#include "fp8kit/numerics/validate_rules.hpp"
 
 namespace fp8kit {
 
@@ -48,7 +48,7 @@ inline constexpr MismatchClass kAllMismatchClasses[] = {
     MismatchClass::scale,         MismatchClass::other};
 std::string_view name(MismatchClass c);  // "tie", "direction", ..., "nan-encoding", "flush-to-zero"
 
-// How scales apply and how block scales tile the input (numerics/scale_blocks.hpp, shared with
+// How scales apply and how block scales tile the input (numerics/validate_rules.hpp, shared with
 // the GPU scan): ScaleMode none / scale / scale_inv; BlockLayout, the input seen as a matrix
 // rows x cols (cols = the last dimension, rows = the product of the others), scales stored
 // row-major over the blocks:
@@ -154,20 +154,10 @@ std::optional<ValidateReport> validate(const ValidateRequest& request, const Val
                                        const ValidateSplit& split);
 
 // The comparison done elsewhere (on a GPU: cuda/include/fp8kit/cuda/validate.hpp), the report
-// here. The 60 deterministic policies the search tries, in the report's order: policy s has
-// rounding kValidateRoundings[s / 12], overflow kValidateOverflows[s / 4 % 3] and NaN encoding
-// kValidateNans[s % 4].
-inline constexpr int kValidatePolicyCount = 60;
-inline constexpr Rounding kValidateRoundings[] = {Rounding::nearest_even, Rounding::nearest_away,
-                                                  Rounding::toward_zero, Rounding::toward_positive,
-                                                  Rounding::toward_negative};
-inline constexpr emu::Overflow kValidateOverflows[] = {emu::Overflow::saturate_all, emu::Overflow::saturate_finite,
-                                                       emu::Overflow::no_saturate};
-inline constexpr NanEncoding kValidateNans[] = {NanEncoding::canonical, NanEncoding::signed_all_ones,
-                                                NanEncoding::signed_quiet, NanEncoding::signed_quiet_payload};
-inline Policy validate_policy(int s) {
-    return Policy{kValidateRoundings[s / 12], kValidateOverflows[s / 4 % 3], kValidateNans[s % 4]};
-}
+// here. The 60 deterministic policies the search tries, in the report's order: validate_policy(s)
+// for s < kValidatePolicyCount (numerics/validate_rules.hpp).
+using numerics::kValidatePolicyCount;
+using numerics::validate_policy;
 
 // What a scan of n elements found: every element whose code differs from the reference code
 // (ascending index, with its input bits as stored and the kernel's code), and the policies whose

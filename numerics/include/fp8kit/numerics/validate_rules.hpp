@@ -1,6 +1,7 @@
-// How validate()'s scales tile an array and multiply its elements (lib/include/fp8kit/validate.hpp,
-// docs/validate.md), written once for lib's CPU scan and the GPU scan
-// (cuda/include/fp8kit/cuda/validate.hpp). Host and device; no std containers.
+// The rules validate()'s scans share (lib/include/fp8kit/validate.hpp, docs/validate.md): how its
+// scales tile an array and multiply its elements, and the order of the policies its search tries.
+// Written once for lib's CPU scan and the GPU scan (cuda/include/fp8kit/cuda/validate.hpp).
+// Host and device; no std containers.
 //
 // The array is seen as a matrix rows x cols (cols = the last dimension, rows = the product of the
 // others); scales are stored row-major over the blocks.
@@ -10,6 +11,7 @@
 #include <cstdint>
 
 #include "fp8kit/emu/format.hpp"
+#include "fp8kit/emu/policy.hpp"
 
 namespace fp8kit::numerics {
 
@@ -77,5 +79,18 @@ struct BlockWalk {
 inline float scale_multiplier(ScaleMode m, float s) {
     return m == ScaleMode::scale ? s : m == ScaleMode::scale_inv ? 1.0f / s : 1.0f;
 }
+
+// The deterministic policies the search tries (5 roundings x 3 overflows x 4 NaN encodings), in
+// the report's order: policy s has Rounding(s / 12), Overflow(s / 4 % 3), NanEncoding(s % 4),
+// the enumerators' order in emu/policy.hpp (nearest_even .. toward_negative; saturate_all,
+// saturate_finite, no_saturate; canonical .. signed_quiet_payload).
+inline constexpr int kValidatePolicyCount = 60;
+FP8KIT_HD emu::Policy validate_policy(int s) {
+    return emu::Policy{static_cast<emu::Rounding>(s / 12), static_cast<emu::Overflow>(s / 4 % 3),
+                       static_cast<emu::NanEncoding>(s % 4)};
+}
+static_assert(static_cast<int>(emu::Rounding::toward_negative) == 4 && static_cast<int>(emu::Overflow::no_saturate) == 2 &&
+                  static_cast<int>(emu::NanEncoding::signed_quiet_payload) == 3,
+              "validate_policy reads the enumerators' order");
 
 }  // namespace fp8kit::numerics
