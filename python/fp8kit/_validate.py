@@ -4,12 +4,13 @@ import os
 
 import numpy as np
 
-from . import _fp8kit
+from . import _device, _fp8kit
 from ._dtypes import as_bits, codes_view, wide_name
 
 
 def validate(input, output, format, profile=None, rounding=None, overflow=None, nan=None, scale=None,
-             scale_inv=None, block_scales=None, layout=None, examples=5, detect_policies=True, comm=None):
+             scale_inv=None, block_scales=None, layout=None, examples=5, detect_policies=True, comm=None,
+             stream=None):
     """Compare `output` (uint8 codes or an ml_dtypes float8 array, same size as `input`) with the
     reference codes of `input` under the named policy. Scaling: scale=S (the kernel computes
     fp8(x * S)) or scale_inv=S (it multiplies by fl32(1 / S)); a number for one scale, or an array
@@ -19,22 +20,34 @@ def validate(input, output, format, profile=None, rounding=None, overflow=None, 
     Returns the report as a dict: total, matches, mismatches, classes {name: {count, examples}},
     consistent policies and profiles, plus 'summary' (text) and 'consistency' (one line).
 
+    GPU arrays (torch CUDA tensors, CuPy, JAX; input float32/float16/bfloat16, output uint8 codes
+    or a torch float8 tensor): both input and output on the GPU; the comparison runs there
+    (cuda::validate_scan, on the input framework's current stream or `stream`, a cudaStream_t as
+    int) and the mismatching elements come back to be classified on the host by the same code:
+    the report equals the one the same arrays give as numpy. Block scales may be a device or a
+    host array. One of input/output on the GPU and the other not is a ValueError, as is comm=.
+
     comm: an mpi4py communicator (or any object with mpi4py's Get_rank(), Get_size() and
     gather(obj, root=0)): every rank of it calls validate with the same arguments and holds the
     whole input and output arrays (e.g. each rank loads the same files, as `mpirun fp8kit
     validate` does); each rank compares its contiguous share of the 65536-element blocks, rank 0
     returns the report one process returns and the other ranks return None (docs/mpi.md)."""
-    x = np.asarray(input)
-    wide = wide_name(x.dtype, "input")
-    codes = codes_view(output, "output")
     if scale is not None and scale_inv is not None:
         raise ValueError("scale and scale_inv: give one of them, not both")
     mode = "none" if scale is None and scale_inv is None else ("scale" if scale is not None else "scale_inv")
     s = scale if scale is not None else scale_inv
+    if _device.is_device(input) or _device.is_device(output):
+        return _validate_device(input, output, format, profile, rounding, overflow, nan, mode, s, layout, examples,
+                                detect_policies, comm, stream)
+    x = np.asarray(input)
+    wide = wide_name(x.dtype, "input")
+    codes = codes_view(output, "output")
     blocks, value = None, 1.0
     if s is not None and np.ndim(s) > 0:
         if layout is None or layout == "tensor":
             raise ValueError("layout: an array of block scales needs layout= rowwise, 1x128, 128x128 or mx32")
+        if _device.is_device(s):
+            raise ValueError("scale: block scales on the GPU need input and output on the GPU too")
         blocks = np.ascontiguousarray(s, dtype=np.float32)
     else:
         if layout not in (None, "tensor"):
@@ -44,11 +57,54 @@ def validate(input, output, format, profile=None, rounding=None, overflow=None, 
                            layout or "tensor", blocks, int(examples), bool(detect_policies), comm)
     if out is None:  # a rank other than 0 of comm
         return None
+    return _report(out)
+
+
+def _report(out):
     text, summary, consistency = out
     report = json.loads(text)
     report["summary"] = summary
     report["consistency"] = consistency
     return report
+
+
+def _validate_device(input, output, format, profile, rounding, overflow, nan, mode, s, layout, examples,
+                     detect_policies, comm, stream):
+    """validate() of GPU arrays: pointers, shapes and the stream to _fp8kit.cuda_validate."""
+    if comm is not None:
+        raise ValueError("comm: not supported with GPU arrays (one GPU compares the whole array); pass host "
+                         "arrays to split the comparison over ranks")
+    if not (_device.is_device(input) and _device.is_device(output)):
+        which = "input" if _device.is_device(input) else "output"
+        raise ValueError(f"input, output: only the {which} is a GPU array; pass both on the GPU or both on the host")
+    d = _device.DeviceArray(input, stream)
+    if d.wide not in ("f32", "f16", "bf16"):
+        raise ValueError(f"input: device arrays of float32, float16 or bfloat16 expected, got {d.wide}")
+    c = _device.DeviceArray(output, d.stream)
+    if not (c.wide == "u1" or (c.kind == "torch" and "float8" in c.wide)):
+        raise ValueError(f"output: uint8 codes (or a torch float8 tensor) expected on the GPU, got {c.wide}")
+    if c.size != d.size:
+        raise ValueError(f"output: {c.size} codes for {d.size} input elements")
+    cols = d.shape[-1] if len(d.shape) > 0 else 1
+    rows = 0 if cols == 0 else d.size // cols
+    host_blocks, dev_ptr, dev_count, value = None, 0, 0, 1.0
+    if s is not None and np.ndim(s) > 0:
+        if layout is None or layout == "tensor":
+            raise ValueError("layout: an array of block scales needs layout= rowwise, 1x128, 128x128 or mx32")
+        if _device.is_device(s):
+            b = _device.DeviceArray(s, d.stream)
+            if b.wide != "f32":
+                raise ValueError(f"scale: block scales on the GPU must be float32, got {b.wide}")
+            dev_ptr, dev_count = b.ptr, b.size
+        else:
+            host_blocks = np.ascontiguousarray(_device.host_view(s), dtype=np.float32)
+    else:
+        if layout not in (None, "tensor"):
+            raise ValueError(f"block_scales: layout {layout} needs an array of scales")
+        value = 1.0 if s is None else float(s)
+    return _report(_fp8kit.cuda_validate(d.ptr, d.wide, c.ptr, d.size, rows, cols, format, profile, rounding,
+                                         overflow, nan, mode, value, layout or "tensor", host_blocks, dev_ptr,
+                                         dev_count, int(examples), bool(detect_policies), d.stream))
 
 
 def validate_te_dump(path):

@@ -12,6 +12,7 @@
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/stats/statistics.hpp"
+#include "fp8kit/validate.hpp"
 
 namespace fp8kit {
 struct RecipeSpec;
@@ -42,6 +43,10 @@ pyb::dict stats_dict(const QuantStats& s);
 // A BlockStats as fp8kit.stats(recipe=<block recipe>) returns it, without 'scale_inv' (the caller
 // adds it: a numpy array, or a device array for a GPU input).
 pyb::dict block_stats_dict(const BlockStats& b, Format format);
+
+// validate()'s scaling arguments (python/src/validate.cpp): the layout and mode names.
+BlockLayout parse_block_layout(const std::string& s);
+ScaleMode parse_scale_mode(const std::string& s);
 
 void bind_convert(pyb::module_& m);
 void bind_stats(pyb::module_& m);

@@ -18,6 +18,7 @@
 #ifdef FP8KIT_PY_CUDA
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/cuda/statistics_async.hpp"
+#include "fp8kit/cuda/validate.hpp"
 #include "fp8kit/recipes.hpp"
 #include "fp8kit/recipes/scale_params.hpp"
 #include "fp8kit/stats/statistics.hpp"
@@ -280,6 +281,68 @@ pyb::list stats_rows(Ptr host, std::size_t count) {
     return out;
 }
 
+// fp8kit.validate(device input, device codes): cuda::validate_scan on `stream` (the caller's
+// current stream), then lib's validate_mismatches for the report: (report JSON, summary,
+// consistency line), what the host path returns. Block scales come as a device pointer with
+// their count (device_blocks != 0) or as a host float32 array.
+pyb::tuple validate(Ptr in, const std::string& wide, Ptr codes, std::size_t n, std::size_t rows, std::size_t cols,
+                    const std::string& format, const OptStr& profile, const OptStr& rounding, const OptStr& overflow,
+                    const OptStr& nan, const std::string& mode, double value, const std::string& layout,
+                    const std::optional<pyb::array>& host_blocks, Ptr device_blocks, std::size_t device_block_count,
+                    std::size_t examples, bool detect_policies, Ptr stream) {
+    ValidateRequest req;
+    req.from = kernel_wide(wide, "input");
+    req.to = kernel_format(format, true);
+    req.policy = resolve_policy(req.to, req.from, profile, rounding, overflow, nan);
+    req.n = n;
+    req.scaling.mode = parse_scale_mode(mode);
+    req.scaling.layout = parse_block_layout(layout);
+    req.scaling.value = static_cast<float>(value);
+    req.scaling.rows = rows;
+    req.scaling.cols = cols;
+    cuda::ValidateScaling sc;
+    sc.mode = req.scaling.mode;
+    sc.layout = req.scaling.layout;
+    sc.value = req.scaling.value;
+    sc.rows = rows;
+    sc.cols = cols;
+    if (req.scaling.layout != BlockLayout::tensor) {
+        if (device_blocks) {
+            sc.scales = fp(device_blocks);
+            sc.block_count = device_block_count;
+            sc.scales_on_device = true;
+        } else if (host_blocks) {
+            sc.scales = static_cast<const float*>(contiguous_data(*host_blocks, 4, "block_scales"));
+            sc.block_count = static_cast<std::size_t>(host_blocks->size());
+        } else {
+            throw std::invalid_argument(fmt::format("block_scales: layout {} needs one scale per block", layout));
+        }
+        const std::size_t want = block_scale_count(sc.layout, rows, cols);
+        if (cols == 0 || rows * cols != n || sc.block_count != want)
+            throw std::invalid_argument(fmt::format("validate: {} blocks of a {} x {} input need {} scales, got {}",
+                                                    layout, rows, cols, want, sc.block_count));
+    }
+    ValidateOptions opts;
+    opts.examples = examples;
+    opts.detect_policies = detect_policies;
+    ValidateReport r;
+    {
+        pyb::gil_scoped_release nogil;
+        cuda::ValidateScan s = cuda::validate_scan(req.to, req.from, vp(in), u8(codes), n, req.policy, sc,
+                                                   detect_policies, vp(stream));
+        req.scaling.blocks = s.scales.data();  // the S the scan used, on the host
+        req.scaling.block_count = s.scales.size();
+        MismatchScan m;
+        m.n = s.n;
+        m.indices = std::move(s.indices);
+        m.input_bits = std::move(s.input_bits);
+        m.codes = std::move(s.codes);
+        m.policies = s.policies;
+        r = validate_mismatches(req, m, opts);
+    }
+    return pyb::make_tuple(r.json(), r.summary(), describe_consistency(r));
+}
+
 #endif
 
 pyb::tuple cuda_available() {
@@ -339,6 +402,9 @@ void bind_cuda(pyb::module_& m) {
         .def("flush", [](WatchBatch& b) { b.batch->flush(); })
         .def_property_readonly("pending", [](const WatchBatch& b) { return b.batch->pending(); });
     m.def("cuda_watch_batch", &watch_batch, "stream"_a);
+    m.def("cuda_validate", &validate, "x"_a, "wide"_a, "codes"_a, "n"_a, "rows"_a, "cols"_a, "format"_a, "profile"_a,
+          "rounding"_a, "overflow"_a, "nan"_a, "mode"_a, "value"_a, "layout"_a, "host_blocks"_a, "device_blocks"_a,
+          "device_block_count"_a, "examples"_a, "detect_policies"_a, "stream"_a);
 #endif
 }
 

@@ -9,14 +9,22 @@
 #include "fp8kit/validate.hpp"
 
 namespace fp8kit::py {
-namespace {
 
-BlockLayout layout_of(const std::string& s) {
+BlockLayout parse_block_layout(const std::string& s) {
     for (BlockLayout b : {BlockLayout::tensor, BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128,
                           BlockLayout::mx32})
         if (s == name(b)) return b;
     throw std::invalid_argument(fmt::format("layout: unknown block layout '{}' (choose from tensor, rowwise, 1x128, 128x128, mx32)", s));
 }
+
+ScaleMode parse_scale_mode(const std::string& s) {
+    if (s == "none") return ScaleMode::none;
+    if (s == "scale") return ScaleMode::scale;
+    if (s == "scale_inv") return ScaleMode::scale_inv;
+    throw std::invalid_argument(fmt::format("scaling: unknown mode '{}'", s));
+}
+
+namespace {
 
 // Returns (report JSON text, summary text, consistency line); with a communicator (comm not None),
 // each rank compares its share of the blocks (cluster::validate, as `mpirun fp8kit validate`) and
@@ -35,11 +43,8 @@ pyb::object validate_bits(const pyb::array& input, const std::string& wide, cons
     req.n = static_cast<std::size_t>(input.size());
     if (static_cast<std::size_t>(codes.size()) != req.n)
         throw std::invalid_argument(fmt::format("output: {} codes for {} input elements", codes.size(), req.n));
-    if (mode == "none") req.scaling.mode = ScaleMode::none;
-    else if (mode == "scale") req.scaling.mode = ScaleMode::scale;
-    else if (mode == "scale_inv") req.scaling.mode = ScaleMode::scale_inv;
-    else throw std::invalid_argument(fmt::format("scaling: unknown mode '{}'", mode));
-    req.scaling.layout = layout_of(layout);
+    req.scaling.mode = parse_scale_mode(mode);
+    req.scaling.layout = parse_block_layout(layout);
     req.scaling.value = static_cast<float>(value);
     req.scaling.cols = input.ndim() == 0 ? 1 : static_cast<std::size_t>(input.shape(input.ndim() - 1));
     req.scaling.rows = req.scaling.cols == 0 ? 0 : req.n / req.scaling.cols;

@@ -161,3 +161,86 @@ class _FakeGpuArray:
 def test_gpu_array_without_kernels_is_a_clear_error():
     with pytest.raises(RuntimeError, match="fp8kit: a GPU array was passed but"):
         fp8kit.quantize(_FakeGpuArray(), "e4m3", profile="torch")
+
+
+def _validate_cases(shape):
+    """(scaling kwargs, block scales as numpy or None) for every mode and layout of validate()."""
+    rows, cols = shape
+    rng = np.random.default_rng(31)
+
+    def blocks(n):
+        return np.ldexp(1 + rng.integers(0, 1000, n) / 1000, rng.integers(-6, 7, n)).astype(np.float32)
+
+    grids = {"rowwise": (rows,), "1x128": (rows, -(-cols // 128)), "128x128": (-(-rows // 128), -(-cols // 128)),
+             "mx32": (rows, -(-cols // 32))}
+    cases = [({}, None), (dict(scale=3.7), None), (dict(scale_inv=0.021), None)]
+    for i, (layout, g) in enumerate(grids.items()):
+        b = blocks(int(np.prod(g))).reshape(g)
+        cases.append((dict(scale=b, layout=layout) if i % 2 else dict(scale_inv=b, layout=layout), b))
+    return cases
+
+
+@gpu
+@pytest.mark.parametrize("fw", FWS)
+def test_validate_device_equals_host(fw):
+    """validate(device input, device codes) is the dict validate(numpy) gives, for f32/f16/bf16,
+    E4M3/E5M2/E2M1, every scaling mode and block layout (scales on the device and on the host),
+    with codes of another policy and random codes mixed in (mismatches of every class)."""
+    rng = np.random.default_rng(23)
+    shape = (130, 200)
+    x = (rng.standard_normal(shape) * np.logspace(-4, 4, shape[1])).astype(np.float32)
+    x[3, 5], x[7, 9], x[60, 150], x[1, 1] = np.nan, np.inf, -np.inf, 1e-40
+    other = dict(rounding="toward-zero", overflow="saturate-finite", nan="signed-all-ones")
+    for wide in ("f32", "f16", "bf16"):
+        if fw == "cupy" and wide == "bf16":
+            continue
+        xw = x.astype(WIDE[wide])
+        xd = to_dev(fw, xw)
+        for fmt, pol in (("e4m3", dict(profile="cuda-satfinite")), ("e5m2", dict(profile="torch")),
+                         ("e2m1", dict(rounding="nearest-even", overflow="saturate-all", nan="canonical"))):
+            codes = fp8kit.quantize(xw, fmt, **(other if fmt != "e2m1" else pol))
+            flip = rng.random(codes.shape) < 0.01
+            codes[flip] = rng.integers(0, 16 if fmt == "e2m1" else 256, int(flip.sum()))
+            cd = to_dev(fw, codes)
+            for k, (kw, b) in enumerate(_validate_cases(shape)):
+                want = fp8kit.validate(xw, codes, fmt, examples=3, **pol, **kw)
+                if b is not None and k % 2:
+                    kw = dict(kw, **{("scale" if "scale" in kw else "scale_inv"): to_dev(fw, b)})
+                got = fp8kit.validate(xd, cd, fmt, examples=3, **pol, **kw)
+                assert got == want, (wide, fmt, kw.get("layout"))
+            assert want["mismatches"] > 0
+    got = fp8kit.validate(xd, cd, "e4m3", profile="cuda-satfinite", detect_policies=False)
+    assert got == fp8kit.validate(xw, codes, "e4m3", profile="cuda-satfinite", detect_policies=False)
+
+
+@gpu
+def test_validate_device_torch_float8_and_errors():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(64, 96, device="cuda") * 100
+    q = fp8kit.quantize(x, "e4m3", profile="torch")
+    want = fp8kit.validate(x.cpu(), q.cpu().numpy(), "e4m3", profile="cuda-satfinite")
+    assert fp8kit.validate(x, q.view(torch.float8_e4m3fn), "e4m3", profile="cuda-satfinite") == want
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        assert fp8kit.validate(x, q, "e4m3", profile="cuda-satfinite") == want
+    with pytest.raises(ValueError, match="only the input is a GPU array"):
+        fp8kit.validate(x, q.cpu().numpy(), "e4m3", profile="torch")
+    with pytest.raises(ValueError, match="only the output is a GPU array"):
+        fp8kit.validate(x.cpu(), q, "e4m3", profile="torch")
+    with pytest.raises(ValueError, match="comm"):
+        fp8kit.validate(x, q, "e4m3", profile="torch", comm=object())
+    with pytest.raises(ValueError, match="float64"):
+        fp8kit.validate(x.double(), q, "e4m3", profile="torch")
+    with pytest.raises(ValueError, match="128 codes for 6144"):
+        fp8kit.validate(x, q.reshape(-1)[:128], "e4m3", profile="torch")
+    with pytest.raises(ValueError, match="need 64 scales, got 3"):
+        fp8kit.validate(x, q, "e4m3", profile="torch", scale=torch.ones(3, device="cuda"), layout="rowwise")
+    with pytest.raises(ValueError, match="block scales on the GPU need input and output on the GPU"):
+        fp8kit.validate(x.cpu(), q.cpu().numpy(), "e4m3", profile="torch", scale=torch.ones(64, device="cuda"),
+                        layout="rowwise")
+
+
+@pytest.mark.skipif(ok, reason="the module has the kernels and a GPU: the error path is not reachable")
+def test_validate_gpu_array_without_kernels_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="fp8kit: a GPU array was passed but"):
+        fp8kit.validate(_FakeGpuArray(), _FakeGpuArray(), "e4m3", profile="torch")

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "fp8kit/convert/names.hpp"
+#include "fp8kit/numerics/validate_rules.hpp"
 
 namespace fp8kit {
 
@@ -47,20 +48,19 @@ inline constexpr MismatchClass kAllMismatchClasses[] = {
     MismatchClass::scale,         MismatchClass::other};
 std::string_view name(MismatchClass c);  // "tie", "direction", ..., "nan-encoding", "flush-to-zero"
 
-enum class ScaleMode : std::uint8_t { none, scale, scale_inv };
-
-// How block scales tile the input, seen as a matrix rows x cols (cols = the last dimension,
-// rows = the product of the others). Scales are stored row-major over the blocks.
-enum class BlockLayout : std::uint8_t {
-    tensor,     // one scale for everything (Scaling::value)
-    rowwise,    // one per row: rows scales
-    b1x128,     // 1 x 128 blocks: rows * ceil(cols / 128) scales
-    b128x128,   // 128 x 128 blocks: ceil(rows / 128) * ceil(cols / 128) scales
-    mx32,       // 1 x 32 blocks (OCP MX): rows * ceil(cols / 32) scales
-};
+// How scales apply and how block scales tile the input (numerics/validate_rules.hpp, shared with
+// the GPU scan): ScaleMode none / scale / scale_inv; BlockLayout, the input seen as a matrix
+// rows x cols (cols = the last dimension, rows = the product of the others), scales stored
+// row-major over the blocks:
+//   tensor    one scale for everything (Scaling::value)
+//   rowwise   one per row: rows scales
+//   b1x128    1 x 128 blocks: rows * ceil(cols / 128) scales
+//   b128x128  128 x 128 blocks: ceil(rows / 128) * ceil(cols / 128) scales
+//   mx32      1 x 32 blocks (OCP MX): rows * ceil(cols / 32) scales
+using numerics::ScaleMode;
+using numerics::BlockLayout;
+using numerics::block_scale_count;  // number of scales a layout needs for a rows x cols matrix
 std::string_view name(BlockLayout b);  // "tensor", "rowwise", "1x128", "128x128", "mx32"
-// Number of scales a layout needs for a rows x cols matrix.
-std::size_t block_scale_count(BlockLayout b, std::size_t rows, std::size_t cols);
 
 struct Scaling {
     ScaleMode mode = ScaleMode::none;
@@ -152,6 +152,33 @@ struct ValidateSplit {
 // The report on part 0; nullopt on the other parts. Throws as validate() does (on every part).
 std::optional<ValidateReport> validate(const ValidateRequest& request, const ValidateOptions& options,
                                        const ValidateSplit& split);
+
+// The comparison done elsewhere (on a GPU: cuda/include/fp8kit/cuda/validate.hpp), the report
+// here. The 60 deterministic policies the search tries, in the report's order: validate_policy(s)
+// for s < kValidatePolicyCount (numerics/validate_rules.hpp).
+using numerics::kValidatePolicyCount;
+using numerics::validate_policy;
+
+// What a scan of n elements found: every element whose code differs from the reference code
+// (ascending index, with its input bits as stored and the kernel's code), and the policies whose
+// codes equal the kernel's on every element (bit s: validate_policy(s); read only with
+// ValidateOptions::detect_policies).
+struct MismatchScan {
+    std::uint64_t n = 0;
+    std::vector<std::uint64_t> indices;
+    std::vector<std::uint64_t> input_bits;
+    std::vector<std::uint8_t> codes;
+    std::uint64_t policies = 0;
+};
+
+// validate()'s report from a scan: the same classification of each mismatch (lib's one
+// classifier), the same class choice, examples and consistent policies and profiles, so for the
+// scan of (request's input, codes) the report equals validate(request, options). request.input
+// and request.codes are not read (may be null); request.n must equal scan.n; the scaling's block
+// scales are read on the host. Throws std::invalid_argument as validate() does, and on a scan
+// whose arrays disagree in length or whose indices are not ascending and below n.
+ValidateReport validate_mismatches(const ValidateRequest& request, const MismatchScan& scan,
+                                   const ValidateOptions& options = {});
 
 // One line naming the consistent profiles / policies ("equals profile cuda-satfinite", "equals
 // nearest-away, saturate-all, NaN any"), or that none of them matches.

@@ -15,18 +15,6 @@ namespace fp8kit {
 
 using namespace validate_detail;
 
-std::size_t block_scale_count(BlockLayout b, std::size_t rows, std::size_t cols) {
-    auto ceil_div = [](std::size_t a, std::size_t d) { return (a + d - 1) / d; };
-    switch (b) {
-        case BlockLayout::tensor: return 1;
-        case BlockLayout::rowwise: return rows;
-        case BlockLayout::b1x128: return rows * ceil_div(cols, 128);
-        case BlockLayout::b128x128: return ceil_div(rows, 128) * ceil_div(cols, 128);
-        case BlockLayout::mx32: return rows * ceil_div(cols, 32);
-    }
-    return 1;
-}
-
 namespace {
 
 // Elements are processed in fixed blocks of this size; every per-block result is an integer
@@ -34,28 +22,9 @@ namespace {
 constexpr std::size_t kBlock = std::size_t{1} << 16;
 constexpr std::size_t kSampleTarget = std::size_t{1} << 12;  // evenly spaced elements that prune policies
 
-// Which scale applies to element i, walked incrementally (no division per element).
-struct BlockCursor {
-    BlockLayout layout;
-    std::size_t cols, row, col, per_row;
-    BlockCursor(BlockLayout l, std::size_t cols_, std::size_t first)
-        : layout(l), cols(cols_ ? cols_ : 1), row(first / cols), col(first % cols) {
-        per_row = layout == BlockLayout::mx32 ? (cols + 31) / 32 : (cols + 127) / 128;
-    }
-    std::size_t index() const {
-        switch (layout) {
-            case BlockLayout::tensor: return 0;
-            case BlockLayout::rowwise: return row;
-            case BlockLayout::b1x128: return row * per_row + (col >> 7);
-            case BlockLayout::b128x128: return (row >> 7) * per_row + (col >> 7);
-            case BlockLayout::mx32: return row * per_row + (col >> 5);
-        }
-        return 0;
-    }
-    void next() {
-        if (++col == cols) { col = 0; ++row; }
-    }
-};
+// Which scale applies to element i, walked incrementally (no division per element); the GPU
+// scan computes the same index per element with numerics::block_of.
+using BlockCursor = numerics::BlockWalk;
 
 struct ThreadResult {
     std::uint64_t counts[kMaskCount] = {};
@@ -66,11 +35,6 @@ void keep_lowest(std::vector<std::uint64_t>& v, std::size_t k) {
     std::sort(v.begin(), v.end());
     if (v.size() > k) v.resize(k);
 }
-
-const Rounding kDeterministicRoundings[] = {Rounding::nearest_even, Rounding::nearest_away, Rounding::toward_zero,
-                                            Rounding::toward_positive, Rounding::toward_negative};
-const NanEncoding kNanEncodings[] = {NanEncoding::canonical, NanEncoding::signed_all_ones,
-                                     NanEncoding::signed_quiet, NanEncoding::signed_quiet_payload};
 
 bool same(const Policy& a, const Policy& b) {
     return a.rounding == b.rounding && a.overflow == b.overflow && a.nan == b.nan;
@@ -111,17 +75,122 @@ void merge_scan(const std::string& in, ThreadResult& all, std::vector<char>& ok)
     for (std::size_t s = 0; s < ns; ++s) ok[s] = ok[s] && in[pos + s];
 }
 
+// Engine::widen's table for float16 inputs (empty for the others).
+template <class W>
+std::vector<float> f16_table() {
+    std::vector<float> v;
+    if constexpr (std::is_same_v<W, emu::Binary16>) {
+        for (u64 b = 0; b < 65536; ++b)
+            v.push_back(bit_cast<float>(static_cast<std::uint32_t>(
+                emu::convert<W, emu::Binary32>(static_cast<std::uint16_t>(b), emu::kDecodePolicy))));
+    }
+    return v;
+}
+
+// The report from a scan's results (both paths: run() below and validate_mismatches()): `all`
+// holds the count of every explain() mask and each mask's lowest-index examples, `consistent`
+// the policies that hold on every element (in validate_policy order), fetch(i) the input bits
+// and the kernel's code of a mismatching element i.
+template <class W, class C, class F, bool Scaled, class Fetch>
+ValidateReport assemble(const ValidateRequest& rq, const ValidateOptions& opt, const Engine<W, C, F, Scaled>& eng,
+                        const CodeTable& table, const std::vector<float>& raw, const ThreadResult& all,
+                        const std::vector<Policy>& consistent, Fetch&& fetch) {
+    using E = Engine<W, C, F, Scaled>;
+    const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
+    const std::size_t cols = layout == BlockLayout::tensor ? 1 : rq.scaling.cols;
+    const bool per_block = E::scaled && layout != BlockLayout::tensor;
+    const std::size_t k = opt.examples;
+    const std::size_t n = rq.n;
+
+    ValidateReport r;
+    r.to = rq.to;
+    r.from = rq.from;
+    r.policy = rq.policy;
+    r.scale_mode = rq.scaling.mode;
+    r.layout = layout;
+    r.total = n;
+    for (int m = 0; m < kMaskCount; ++m) r.mismatches += all.counts[m];
+    r.matches = n - r.mismatches;
+
+    // Each mismatch goes to the class, among those that explain it, that explains the most
+    // mismatches overall; on equal counts the more specific class (this order) wins. So a
+    // truncating kernel reads as "direction" throughout even where one element happens to
+    // equal rounding through bfloat16 too.
+    static const MismatchClass priority[] = {MismatchClass::nan_encoding, MismatchClass::overflow,
+                                             MismatchClass::flush_to_zero, MismatchClass::scale,
+                                             MismatchClass::double_rounding, MismatchClass::tie,
+                                             MismatchClass::direction};
+    std::uint64_t explains[kMismatchClassCount] = {};
+    for (int m = 0; m < kMaskCount; ++m)
+        for (int c = 0; c < 7; ++c)
+            if (m & (1 << c)) explains[c] += all.counts[m];
+    std::vector<std::pair<std::uint64_t, int>> chosen;  // (index, class) of candidate examples
+    for (int m = 0; m < kMaskCount; ++m) {
+        int cls = static_cast<int>(MismatchClass::other);
+        std::uint64_t best = 0;
+        for (MismatchClass c : priority) {
+            const int ci = static_cast<int>(c);
+            if ((m & (1 << ci)) && (cls == static_cast<int>(MismatchClass::other) || explains[ci] > best)) {
+                cls = ci;
+                best = explains[ci];
+            }
+        }
+        r.classes[static_cast<std::size_t>(cls)].count += all.counts[m];
+        for (std::uint64_t i : all.examples[m]) chosen.emplace_back(i, cls);
+    }
+    std::sort(chosen.begin(), chosen.end());
+    for (auto [i, cls] : chosen) {
+        ClassReport& cr = r.classes[static_cast<std::size_t>(cls)];
+        if (cr.examples.size() >= k) continue;
+        BlockCursor cur(layout, cols, i);
+        const std::size_t sb = per_block ? cur.index() : 0;
+        const auto [x, actual] = fetch(i);
+        const u64 v = eng.scaled_bits(x, sb);
+        MismatchExample ex;
+        ex.index = i;
+        ex.input_bits = x;
+        ex.input = to_double<W>(x);
+        ex.scaled = to_double<C>(v);
+        ex.scale = E::scaled ? static_cast<double>(raw[sb]) : 1.0;
+        ex.expected = E::round(v, rq.policy);
+        ex.actual = actual;
+        ex.expected_value = table.value[ex.expected];
+        ex.actual_value = table.value[ex.actual];
+        cr.examples.push_back(ex);
+    }
+
+    if (!opt.detect_policies) return r;
+    r.consistent_policies = consistent;
+    r.policies_detected = true;
+    auto holds = [&](const Policy& p) {
+        return std::any_of(r.consistent_policies.begin(), r.consistent_policies.end(),
+                           [&](const Policy& q) { return same(p, q); });
+    };
+    // The type the final cast rounds from: the input, or the float32/float64 product.
+    const Wide cast_from = std::is_same_v<C, emu::Binary64> ? Wide::f64 : (E::scaled ? Wide::f32 : rq.from);
+    for (Profile p : emu::kAllProfiles) {
+        // ml_dtypes and torch narrow float64 to float32 first: no single-rounding policy is theirs.
+        if (cast_from == Wide::f64 && (p == Profile::ml_dtypes || p == Profile::torch)) continue;
+        if (rq.to == Format::e8m0) {
+            for (Rounding rd : {Rounding::toward_zero, Rounding::toward_positive}) {
+                const auto pr = emu::profile_policy(p, rq.to, cast_from, rd);
+                if (pr.ok && holds(pr.policy))
+                    r.consistent_profiles.push_back(std::string(name(p)) + " (e8m0 " + std::string(name(rd)) + ")");
+            }
+        } else {
+            const auto pr = emu::profile_policy(p, rq.to, cast_from);
+            if (pr.ok && holds(pr.policy)) r.consistent_profiles.push_back(std::string(name(p)));
+        }
+    }
+    return r;
+}
+
 template <class W, class C, class F, bool Scaled>
 std::optional<ValidateReport> run(const ValidateRequest& rq, const ValidateOptions& opt, const ValidateSplit& split,
                                   const std::vector<float>& raw, const std::vector<float>& mult) {
     using E = Engine<W, C, F, Scaled>;
     const CodeTable table = code_table<F>();
-    std::vector<float> f16_values;
-    if constexpr (std::is_same_v<W, emu::Binary16>) {
-        for (u64 b = 0; b < 65536; ++b)
-            f16_values.push_back(bit_cast<float>(static_cast<std::uint32_t>(
-                emu::convert<W, emu::Binary32>(static_cast<std::uint16_t>(b), emu::kDecodePolicy))));
-    }
+    const std::vector<float> f16_values = f16_table<W>();
     const E eng{rq.input, rq.codes, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table, f16_values.data()};
     const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
     const std::size_t cols = layout == BlockLayout::tensor ? 1 : rq.scaling.cols;
@@ -172,14 +241,12 @@ std::optional<ValidateReport> run(const ValidateRequest& rq, const ValidateOptio
         for (std::size_t i = 0; i < n; i += stride) probe.push_back(i);
         std::vector<u64> probe_v(probe.size());
         for (std::size_t j = 0; j < probe.size(); ++j) probe_v[j] = value_at(probe[j]);
-        for (Rounding rd : kDeterministicRoundings)
-            for (emu::Overflow o : kOverflows)
-                for (NanEncoding ne : kNanEncodings) {
-                    const Policy p{rd, o, ne};
-                    bool ok = true;
-                    for (std::size_t j = 0; j < probe.size() && ok; ++j) ok = E::round(probe_v[j], p) == codes[probe[j]];
-                    if (ok) survivors.push_back(p);
-                }
+        for (int ps = 0; ps < kValidatePolicyCount; ++ps) {
+            const Policy p = validate_policy(ps);
+            bool ok = true;
+            for (std::size_t j = 0; j < probe.size() && ok; ++j) ok = E::round(probe_v[j], p) == codes[probe[j]];
+            if (ok) survivors.push_back(p);
+        }
     }
     const std::size_t ns = survivors.size();
     std::vector<Rounding> group_roundings{rq.policy.rounding};
@@ -307,89 +374,93 @@ std::optional<ValidateReport> run(const ValidateRequest& rq, const ValidateOptio
         for (auto& v : all.examples) keep_lowest(v, k);
     }
 
-    ValidateReport r;
-    r.to = rq.to;
-    r.from = rq.from;
-    r.policy = rq.policy;
-    r.scale_mode = rq.scaling.mode;
-    r.layout = layout;
-    r.total = n;
-    for (int m = 0; m < kMaskCount; ++m) r.mismatches += all.counts[m];
-    r.matches = n - r.mismatches;
-
-    // Each mismatch goes to the class, among those that explain it, that explains the most
-    // mismatches overall; on equal counts the more specific class (this order) wins. So a
-    // truncating kernel reads as "direction" throughout even where one element happens to
-    // equal rounding through bfloat16 too.
-    static const MismatchClass priority[] = {MismatchClass::nan_encoding, MismatchClass::overflow,
-                                             MismatchClass::flush_to_zero, MismatchClass::scale,
-                                             MismatchClass::double_rounding, MismatchClass::tie,
-                                             MismatchClass::direction};
-    std::uint64_t explains[kMismatchClassCount] = {};
-    for (int m = 0; m < kMaskCount; ++m)
-        for (int c = 0; c < 7; ++c)
-            if (m & (1 << c)) explains[c] += all.counts[m];
-    std::vector<std::pair<std::uint64_t, int>> chosen;  // (index, class) of candidate examples
-    for (int m = 0; m < kMaskCount; ++m) {
-        int cls = static_cast<int>(MismatchClass::other);
-        std::uint64_t best = 0;
-        for (MismatchClass c : priority) {
-            const int ci = static_cast<int>(c);
-            if ((m & (1 << ci)) && (cls == static_cast<int>(MismatchClass::other) || explains[ci] > best)) {
-                cls = ci;
-                best = explains[ci];
-            }
-        }
-        r.classes[static_cast<std::size_t>(cls)].count += all.counts[m];
-        for (std::uint64_t i : all.examples[m]) chosen.emplace_back(i, cls);
-    }
-    std::sort(chosen.begin(), chosen.end());
-    for (auto [i, cls] : chosen) {
-        ClassReport& cr = r.classes[static_cast<std::size_t>(cls)];
-        if (cr.examples.size() >= k) continue;
-        BlockCursor cur(layout, cols, i);
-        const std::size_t sb = per_block ? cur.index() : 0;
-        const u64 x = eng.load(i);
-        const u64 v = eng.scaled_bits(x, sb);
-        MismatchExample ex;
-        ex.index = i;
-        ex.input_bits = x;
-        ex.input = to_double<W>(x);
-        ex.scaled = to_double<C>(v);
-        ex.scale = E::scaled ? static_cast<double>(raw[sb]) : 1.0;
-        ex.expected = E::round(v, rq.policy);
-        ex.actual = codes[i];
-        ex.expected_value = table.value[ex.expected];
-        ex.actual_value = table.value[ex.actual];
-        cr.examples.push_back(ex);
-    }
-
-    if (!opt.detect_policies) return r;
+    std::vector<Policy> consistent;
     for (std::size_t s = 0; s < ns; ++s)
-        if (ok[s]) r.consistent_policies.push_back(survivors[s]);
-    r.policies_detected = true;
+        if (ok[s]) consistent.push_back(survivors[s]);
+    return assemble(rq, opt, eng, table, raw, all, consistent,
+                    [&](std::uint64_t i) { return std::pair<u64, std::uint8_t>{eng.load(i), codes[i]}; });
+}
 
-    auto consistent = [&](const Policy& p) {
-        return std::any_of(r.consistent_policies.begin(), r.consistent_policies.end(),
-                           [&](const Policy& q) { return same(p, q); });
-    };
-    // The type the final cast rounds from: the input, or the float32/float64 product.
-    const Wide cast_from = std::is_same_v<C, emu::Binary64> ? Wide::f64 : (E::scaled ? Wide::f32 : rq.from);
-    for (Profile p : emu::kAllProfiles) {
-        // ml_dtypes and torch narrow float64 to float32 first: no single-rounding policy is theirs.
-        if (cast_from == Wide::f64 && (p == Profile::ml_dtypes || p == Profile::torch)) continue;
-        if (rq.to == Format::e8m0) {
-            for (Rounding rd : {Rounding::toward_zero, Rounding::toward_positive}) {
-                const auto pr = emu::profile_policy(p, rq.to, cast_from, rd);
-                if (pr.ok && consistent(pr.policy))
-                    r.consistent_profiles.push_back(std::string(name(p)) + " (e8m0 " + std::string(name(rd)) + ")");
-            }
-        } else {
-            const auto pr = emu::profile_policy(p, rq.to, cast_from);
-            if (pr.ok && consistent(pr.policy)) r.consistent_profiles.push_back(std::string(name(p)));
-        }
+// validate_mismatches(): each mismatch of the scan classified by the same Engine::explain, the
+// masks counted and the lowest examples kept as run() does, then the same assembly.
+template <class W, class C, class F, bool Scaled>
+ValidateReport run_mismatches(const ValidateRequest& rq, const MismatchScan& scan, const ValidateOptions& opt,
+                              const std::vector<float>& raw, const std::vector<float>& mult) {
+    using E = Engine<W, C, F, Scaled>;
+    const CodeTable table = code_table<F>();
+    const std::vector<float> f16_values = f16_table<W>();
+    const E eng{nullptr, nullptr, rq.policy, {rq.scaling.mode, raw.data(), mult.data()}, &table, f16_values.data()};
+    const BlockLayout layout = rq.scaling.mode == ScaleMode::none ? BlockLayout::tensor : rq.scaling.layout;
+    const std::size_t cols = layout == BlockLayout::tensor ? 1 : rq.scaling.cols;
+    const bool per_block = E::scaled && layout != BlockLayout::tensor;
+    ThreadResult all;
+    for (std::size_t j = 0; j < scan.indices.size(); ++j) {
+        const std::uint64_t i = scan.indices[j];
+        const u64 x = scan.input_bits[j];
+        const std::uint8_t a = scan.codes[j];
+        const std::size_t sb = per_block ? numerics::block_of(layout, i, cols) : 0;
+        const u64 v = eng.scaled_bits(x, sb);
+        const std::uint8_t e = E::round(v, rq.policy);
+        if (e == a)
+            throw std::invalid_argument("validate: the scan lists element " + std::to_string(i) +
+                                        ", whose code equals the reference code");
+        const unsigned m = eng.explain(x, v, sb, e, a);
+        ++all.counts[m];
+        if (all.examples[m].size() < opt.examples) all.examples[m].push_back(i);  // ascending: the lowest
     }
-    return r;
+    std::vector<Policy> consistent;
+    for (int s = 0; s < kValidatePolicyCount; ++s)
+        if ((scan.policies >> s) & 1u) consistent.push_back(validate_policy(s));
+    return assemble(rq, opt, eng, table, raw, all, consistent, [&](std::uint64_t i) {
+        const std::size_t j = static_cast<std::size_t>(
+            std::lower_bound(scan.indices.begin(), scan.indices.end(), i) - scan.indices.begin());
+        return std::pair<u64, std::uint8_t>{scan.input_bits[j], scan.codes[j]};
+    });
+}
+
+// The request's checks shared by both entry points; the scales S (raw) and what multiplies the
+// elements (mult: numerics::scale_multiplier), one per block (one for tensor scaling).
+void check_request(const ValidateRequest& rq, std::vector<float>& raw, std::vector<float>& mult) {
+    if (rq.policy.rounding == Rounding::stochastic)
+        throw std::invalid_argument("validate: stochastic rounding has no single reference code per element");
+    const Scaling& sc = rq.scaling;
+    if (sc.mode == ScaleMode::none) return;
+    if (sc.layout == BlockLayout::tensor) {
+        raw = {sc.value};
+    } else {
+        if (sc.cols == 0 || sc.rows * sc.cols != rq.n)
+            throw std::invalid_argument("validate: block scales need rows x cols equal to the element count");
+        const std::size_t want = block_scale_count(sc.layout, sc.rows, sc.cols);
+        if (sc.blocks == nullptr || sc.block_count != want)
+            throw std::invalid_argument("validate: " + std::string(name(sc.layout)) + " blocks of a " +
+                                        std::to_string(sc.rows) + " x " + std::to_string(sc.cols) + " input need " +
+                                        std::to_string(want) + " scales, got " + std::to_string(sc.block_count));
+        raw.assign(sc.blocks, sc.blocks + sc.block_count);
+    }
+    for (float s : raw) mult.push_back(numerics::scale_multiplier(sc.mode, s));
+}
+
+// The engine's types as one value for with_engine_types' callable.
+template <class W_, class C_, class F_, bool Scaled_>
+struct EngineTypes {
+    using W = W_;
+    using C = C_;
+    using F = F_;
+    static constexpr bool scaled = Scaled_;
+};
+
+// fn(EngineTypes<W, C, F, Scaled>{}) for the request's input type, rounding type and format.
+template <class Fn>
+decltype(auto) with_engine_types(const ValidateRequest& rq, Fn&& fn) {
+    return emu::with_wide(rq.from, [&](auto w) {
+        using W = decltype(w);
+        return emu::with_format(rq.to, [&](auto f) {
+            using F = decltype(f);
+            if (rq.scaling.mode == ScaleMode::none) return fn(EngineTypes<W, W, F, false>{});
+            if constexpr (std::is_same_v<W, emu::Binary64>) return fn(EngineTypes<W, emu::Binary64, F, true>{});
+            else return fn(EngineTypes<W, emu::Binary32, F, true>{});
+        });
+    });
 }
 
 }  // namespace
@@ -404,33 +475,29 @@ std::optional<ValidateReport> validate(const ValidateRequest& rq, const Validate
         throw std::invalid_argument("validate: a split needs 0 <= part < parts and a gather");
     if (rq.n > 0 && (rq.input == nullptr || rq.codes == nullptr))
         throw std::invalid_argument("validate: input or codes is null");
-    if (rq.policy.rounding == Rounding::stochastic)
-        throw std::invalid_argument("validate: stochastic rounding has no single reference code per element");
-    const Scaling& sc = rq.scaling;
     std::vector<float> raw, mult;
-    if (sc.mode != ScaleMode::none) {
-        if (sc.layout == BlockLayout::tensor) {
-            raw = {sc.value};
-        } else {
-            if (sc.cols == 0 || sc.rows * sc.cols != rq.n)
-                throw std::invalid_argument("validate: block scales need rows x cols equal to the element count");
-            const std::size_t want = block_scale_count(sc.layout, sc.rows, sc.cols);
-            if (sc.blocks == nullptr || sc.block_count != want)
-                throw std::invalid_argument("validate: " + std::string(name(sc.layout)) + " blocks of a " +
-                                            std::to_string(sc.rows) + " x " + std::to_string(sc.cols) + " input need " +
-                                            std::to_string(want) + " scales, got " + std::to_string(sc.block_count));
-            raw.assign(sc.blocks, sc.blocks + sc.block_count);
-        }
-        for (float s : raw) mult.push_back(sc.mode == ScaleMode::scale ? s : 1.0f / s);
-    }
-    return emu::with_wide(rq.from, [&](auto w) {
-        using W = decltype(w);
-        return emu::with_format(rq.to, [&](auto f) {
-            using F = decltype(f);
-            if (sc.mode == ScaleMode::none) return run<W, W, F, false>(rq, opt, split, raw, mult);
-            if constexpr (std::is_same_v<W, emu::Binary64>) return run<W, emu::Binary64, F, true>(rq, opt, split, raw, mult);
-            else return run<W, emu::Binary32, F, true>(rq, opt, split, raw, mult);
-        });
+    check_request(rq, raw, mult);
+    return with_engine_types(rq, [&](auto t) {
+        using T = decltype(t);
+        return run<typename T::W, typename T::C, typename T::F, T::scaled>(rq, opt, split, raw, mult);
+    });
+}
+
+ValidateReport validate_mismatches(const ValidateRequest& rq, const MismatchScan& scan, const ValidateOptions& opt) {
+    if (scan.n != rq.n)
+        throw std::invalid_argument("validate: a scan of " + std::to_string(scan.n) + " elements for a request of " +
+                                    std::to_string(rq.n));
+    const std::size_t m = scan.indices.size();
+    if (scan.input_bits.size() != m || scan.codes.size() != m)
+        throw std::invalid_argument("validate: the scan's indices, input bits and codes differ in length");
+    for (std::size_t j = 0; j < m; ++j)
+        if (scan.indices[j] >= scan.n || (j > 0 && scan.indices[j] <= scan.indices[j - 1]))
+            throw std::invalid_argument("validate: the scan's indices are not ascending below n");
+    std::vector<float> raw, mult;
+    check_request(rq, raw, mult);
+    return with_engine_types(rq, [&](auto t) {
+        using T = decltype(t);
+        return run_mismatches<typename T::W, typename T::C, typename T::F, T::scaled>(rq, scan, opt, raw, mult);
     });
 }
 

@@ -4,4 +4,5 @@
 #include "fp8kit/numerics/element_stats.hpp"
 #include "fp8kit/numerics/gemm_model.hpp"
 #include "fp8kit/numerics/roles.hpp"
+#include "fp8kit/numerics/validate_rules.hpp"
 #include "fp8kit/numerics/scale_rules.hpp"
