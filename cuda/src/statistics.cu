@@ -30,13 +30,7 @@ using numerics::kHistogramBins;
 
 namespace {
 
-struct Acc {
-    // 32 bits: every total, even over the whole grid, is at most n < 2^31 (the host splits
-    // larger tensors), and fewer registers keep more warps resident.
-    std::uint32_t count[kCounts];
-    double sum[kSums];
-    std::uint32_t amax, min_nz;  // float32 bits of |x|
-};
+using Acc = StatsAcc;
 
 struct Globals {
     StatsRecord* rec;               // zeroed by the caller; completed by the last CTA
@@ -363,7 +357,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
 
     numerics::ElementConsts consts1 = prm.consts;
     consts1.scale_inv = 1.0;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int lane = threadIdx.x & 31;
     std::uint32_t* hist_lane = &hist_fast[0][lane];
     Acc acc{};
     acc.min_nz = 0xFFFFFFFFu;
@@ -412,29 +406,9 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         stat_element<S, R>(in_t[i], y, q, rnd, acc, hist, tables, prm, ctx.policy, consts1);
     }
 
-    // Counts and extremes: warp shuffles, then one atomic per warp.
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-#pragma unroll
-        for (int k = 0; k < kCounts; ++k) acc.count[k] += __shfl_xor_sync(0xFFFFFFFFu, acc.count[k], o);
-#pragma unroll
-        for (int k = 0; k < kSums; ++k) acc.sum[k] += __shfl_xor_sync(0xFFFFFFFFu, acc.sum[k], o);
-        acc.amax = max(acc.amax, __shfl_xor_sync(0xFFFFFFFFu, acc.amax, o));
-        acc.min_nz = min(acc.min_nz, __shfl_xor_sync(0xFFFFFFFFu, acc.min_nz, o));
-    }
-    if (lane == 0) {
-        for (int k = 0; k < kCounts; ++k)
-            if (acc.count[k]) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->counts + k), static_cast<unsigned long long>(acc.count[k]));
-        if (acc.amax) atomicMax(&g.rec->amax_bits, acc.amax);
-        if (acc.min_nz != 0xFFFFFFFFu) atomicMax(&g.rec->min_not, ~acc.min_nz);  // max of ~ = min
-        for (int k = 0; k < kSums; ++k) sums[warp][k] = acc.sum[k];
-    }
+    // Counts and extremes: one atomic per warp; sums per warp (stats_record.cuh).
+    add_warp_totals(acc, g.rec, sums);
     __syncthreads();
-    if (threadIdx.x < kSums) {
-        double s = 0;
-        for (int w = 0; w < kWarps; ++w) s += sums[w][threadIdx.x];  // fixed order
-        g.partial[static_cast<std::size_t>(blockIdx.x) * kSums + threadIdx.x] = s;
-    }
     for (int b = threadIdx.x; b < kHistogramBins; b += blockDim.x)
         if (hist[b]) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + b), static_cast<unsigned long long>(hist[b]));
     // Exponent fields 1..254 (normal s) to their bins; the lanes are read in a rotated order so
@@ -444,35 +418,9 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         for (int l = 0; l < 32; ++l) t += hist_fast[f][(l + f) & 31];
         if (t) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + numerics::histogram_bin_of_exponent(f - 127)), t);
     }
-    // The last CTA to finish (CUDA's threadFenceReduction pattern) adds the partial sums and
-    // writes the rest of the record. In a fixed order, so a given device and grid always gives the
-    // same sums: thread t adds CTAs t, t + blockDim, ... in order, each warp its 32 by a shuffle
-    // butterfly (both lanes of a pair add the same two numbers), then the warps in order. All
-    // threads load (about gridDim / blockDim loads each): one thread adding gridDim partials
-    // one load after another made every launch wait for up to 1056 dependent L2 round trips.
-    __threadfence();
-    __syncthreads();
-    __shared__ bool last;
-    if (threadIdx.x == 0) last = atomicAdd(&g.rec->ctas_done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-#pragma unroll
-    for (int k = 0; k < kSums; ++k) {
-        double s = 0;
-        for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s += __ldcg(g.partial + static_cast<std::size_t>(b) * kSums + k);
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
-        if (lane == 0) sums[warp][k] = s;  // free: read before the __syncthreads above
-    }
-    __syncthreads();
-    if (threadIdx.x < kSums) {
-        double s = 0;
-        for (int w = 0; w < kWarps; ++w) s += sums[w][threadIdx.x];  // fixed order
-        g.rec->sums[threadIdx.x] = s;
-    }
+    // The last CTA to finish adds the partial sums and writes the rest of the record.
+    if (!finish_record(sums, g.partial, g.rec)) return;
     if (threadIdx.x == 0) {
-        g.rec->min_bits = ~atomicOr(&g.rec->min_not, 0u);
         g.rec->scale = prm.scale;
         g.rec->scale_inv = scale_inv;
         g.rec->numel = prm.numel;
