@@ -23,11 +23,7 @@ using numerics::kHistogramBins;
 
 namespace {
 
-struct BlockAcc {
-    std::uint32_t count[kCounts];
-    double sum[kSums];
-    std::uint32_t amax, min_nz;  // float32 bits of |x| over finite x (min: nonzero)
-};
+using BlockAcc = StatsAcc;
 
 struct BlockParams {
     Format format;
@@ -130,53 +126,22 @@ block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::
     extern __shared__ __align__(16) std::uint8_t smem[];
     __shared__ std::uint32_t hist[kHistogramBins];
     __shared__ double sums[kWarps][kSums];
-    __shared__ bool last;
     for (int i = threadIdx.x; i < kHistogramBins; i += blockDim.x) hist[i] = 0u;
     load_cast_table<D, P>(ctx, table, smem);  // synchronizes the CTA
     __syncthreads();
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int warp = threadIdx.x >> 5;
     BlockAcc a{};
     a.min_nz = 0xFFFFFFFFu;
     const std::uint32_t warps = gridDim.x * kWarps;
     for (std::uint32_t t = blockIdx.x * kWarps + warp; t < prm.blocks; t += warps)
         block_tile<S, D, P, R>(static_cast<const T*>(in), t, prm, ctx, a, hist);
-    // Counts and extremes: warp reductions, one atomic per warp; sums per warp, then per CTA.
-#pragma unroll
-    for (int k = 0; k < kCounts; ++k) a.count[k] = __reduce_add_sync(0xFFFFFFFFu, a.count[k]);
-    a.amax = __reduce_max_sync(0xFFFFFFFFu, a.amax);
-    a.min_nz = __reduce_min_sync(0xFFFFFFFFu, a.min_nz);
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-        for (int k = 0; k < kSums; ++k) a.sum[k] += __shfl_xor_sync(0xFFFFFFFFu, a.sum[k], o);
-    if (lane == 0) {
-        for (int k = 0; k < kCounts; ++k)
-            if (a.count[k]) atomicAdd(reinterpret_cast<unsigned long long*>(prm.rec->counts + k), static_cast<unsigned long long>(a.count[k]));
-        if (a.amax) atomicMax(&prm.rec->amax_bits, a.amax);
-        if (a.min_nz != 0xFFFFFFFFu) atomicMax(&prm.rec->min_not, ~a.min_nz);  // max of ~ = min
-        for (int k = 0; k < kSums; ++k) sums[warp][k] = a.sum[k];
-    }
+    // Counts and extremes: one atomic per warp; sums per warp; the last CTA completes the record
+    // (stats_record.cuh).
+    add_warp_totals(a, prm.rec, sums);
     __syncthreads();
     for (int b = threadIdx.x; b < kHistogramBins; b += blockDim.x)
         if (hist[b]) atomicAdd(reinterpret_cast<unsigned long long*>(prm.rec->histogram + b), static_cast<unsigned long long>(hist[b]));
-    if (threadIdx.x < kSums) {
-        double s = 0;
-        for (int w = 0; w < kWarps; ++w) s += sums[w][threadIdx.x];  // fixed order
-        prm.partial[static_cast<std::size_t>(blockIdx.x) * kSums + threadIdx.x] = s;
-    }
-    // The last CTA to finish adds the partial sums in CTA order (threadFenceReduction).
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) last = atomicAdd(&prm.rec->ctas_done, 1u) == gridDim.x - 1;
-    __syncthreads();
-    if (!last || threadIdx.x != 0) return;
-    __threadfence();
-    for (int k = 0; k < kSums; ++k) {
-        double s = 0;
-        for (unsigned c = 0; c < gridDim.x; ++c) s += __ldcg(prm.partial + static_cast<std::size_t>(c) * kSums + k);
-        prm.rec->sums[k] = s;
-    }
-    prm.rec->min_bits = ~atomicOr(&prm.rec->min_not, 0u);
+    if (!finish_record(sums, prm.partial, prm.rec) || threadIdx.x != 0) return;
     prm.rec->numel = static_cast<std::uint64_t>(prm.rows) * prm.cols;
     prm.rec->sample = 1u;
     prm.rec->scale_ok = 1u;  // scale, scale_inv stay 0: one pair per tile (d_scale_inv)
