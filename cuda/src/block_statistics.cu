@@ -61,23 +61,8 @@ __device__ __forceinline__ void block_element(typename S::storage_t bits, std::u
             else
                 return numerics::overflows(consts, s);
         });
-    a.count[kZeros] += e.zero;
-    a.count[kNan] += e.nan;
-    a.count[kInf] += e.inf;
-    a.count[kUnderflow] += e.underflow;
-    a.count[kSubnormal] += e.subnormal;
-    a.count[kOverflow] += e.overflow;
-    a.count[kTeOverflow] += e.te_overflow;
-    a.count[kNonzeroX] += e.nonzero_x;
-    a.count[kNonzeroQ] += e.nonzero_q;
     atomicAdd(hist + numerics::histogram_bin(s), 1u);
-    if (e.finite) {
-        const std::uint32_t ax = __float_as_uint(fabsf(x));
-        a.amax = max(a.amax, ax);
-        if (ax != 0u) a.min_nz = min(a.min_nz, ax);
-        a.sum[kX2] += e.x2;
-        a.sum[kErr2] += e.err2;
-    }
+    add_element(a, e, x);
 }
 
 // One tile by one warp: its amax, the rule's scale pair, then its elements.

@@ -108,22 +108,7 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::ui
         else
             return numerics::overflows(prm.consts, s);
     });
-    acc.count[kZeros] += e.zero;
-    acc.count[kNan] += e.nan;
-    acc.count[kInf] += e.inf;
-    acc.count[kUnderflow] += e.underflow;
-    acc.count[kSubnormal] += e.subnormal;
-    acc.count[kOverflow] += e.overflow;
-    acc.count[kTeOverflow] += e.te_overflow;
-    acc.count[kNonzeroX] += e.nonzero_x;
-    acc.count[kNonzeroQ] += e.nonzero_q;
-    if (e.finite) {
-        const std::uint32_t a = __float_as_uint(fabsf(x));
-        acc.amax = max(acc.amax, a);
-        if (a != 0u) acc.min_nz = min(acc.min_nz, a);
-        acc.sum[kX2] += e.x2;
-        acc.sum[kErr2] += e.err2;
-    }
+    add_element(acc, e, x);
 }
 
 // The fast path (issue 14: the per-element work is integer counting and the two binary64 terms).

@@ -7,6 +7,7 @@
 #include <cfloat>
 
 #include "fp8kit/cuda/statistics_async.hpp"
+#include "fp8kit/numerics/element_stats.hpp"
 
 namespace fp8kit::cuda::detail {
 
@@ -28,6 +29,26 @@ struct StatsAcc {
     double sum[kSums];
     std::uint32_t amax, min_nz;  // float32 bits of |x| over finite x (min_nz: nonzero; 0xFFFFFFFF: none)
 };
+
+// One element's numerics::element_step result (x: the input as float32) added to a thread's totals.
+__device__ __forceinline__ void add_element(StatsAcc& a, const numerics::Element& e, float x) {
+    a.count[kZeros] += e.zero;
+    a.count[kNan] += e.nan;
+    a.count[kInf] += e.inf;
+    a.count[kUnderflow] += e.underflow;
+    a.count[kSubnormal] += e.subnormal;
+    a.count[kOverflow] += e.overflow;
+    a.count[kTeOverflow] += e.te_overflow;
+    a.count[kNonzeroX] += e.nonzero_x;
+    a.count[kNonzeroQ] += e.nonzero_q;
+    if (e.finite) {
+        const std::uint32_t ax = __float_as_uint(fabsf(x));
+        a.amax = max(a.amax, ax);
+        if (ax != 0u) a.min_nz = min(a.min_nz, ax);
+        a.sum[kX2] += e.x2;
+        a.sum[kErr2] += e.err2;
+    }
+}
 
 // The end of a statistics kernel that fills one record from every CTA, in two calls, both by
 // every thread of the CTA (blockDim.x a multiple of 32, at most kMaxWarps warps):
