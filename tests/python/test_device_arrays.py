@@ -44,6 +44,14 @@ def to_host(fw, d):
     return np.asarray(d)
 
 
+def same_bits_or_nan(a, b):
+    """float32 arrays equal bit for bit, NaN only as NaN: a rule's NaN scale (NVFP4 at a global
+    amax of Inf) is 0xFFC00000 on x86 and 0x7FFFFFFF on the GPU (cuda/include/fp8kit/cuda/blocks.hpp)."""
+    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    nan = np.isnan(a) & np.isnan(b)
+    same_bits(np.where(nan, np.float32(0), a), np.where(nan, np.float32(0), b))
+
+
 def same_bits(a, b):
     a, b = np.asarray(a), np.asarray(b)
     assert a.shape == b.shape and a.dtype.itemsize == b.dtype.itemsize
@@ -133,7 +141,7 @@ def test_stats_device_block_recipes_equal_host(fw):
             np.testing.assert_array_equal(g["exp_hist"]["count"], c["exp_hist"]["count"])
             np.testing.assert_array_equal(g["scale_inv_exp_hist"]["count"], c["scale_inv_exp_hist"]["count"])
             np.testing.assert_array_equal(g["dr_hist"], c["dr_hist"])
-            same_bits(to_host(fw, g["scale_inv"]), c["scale_inv"])
+            same_bits_or_nan(to_host(fw, g["scale_inv"]), c["scale_inv"])
             for k in ("sum_x2", "sum_err2"):
                 if np.isfinite(c[k]):
                     assert g[k] == pytest.approx(c[k], rel=1e-9), (recipe, role, k)

@@ -116,7 +116,9 @@ struct BlockStatsPlan {
 
 // fp8kit::compute_block_stats(in, from, rows, cols, recipe).total on the device, into the zeroed
 // *d_record (its scale and scale_inv stay 0: one pair per tile), and each tile's scale_inv into
-// d_scale_inv (grid_rows x grid_cols float32, row-major; null: not written). Counts, extremes and
+// d_scale_inv (grid_rows x grid_cols float32, row-major; null: not written; bit for bit lib's,
+// except that a NaN scale_inv, which NVFP4's rules give at a global amax of Inf, is the GPU's NaN
+// 0x7FFFFFFF where x86 gives 0xFFC00000, as quantize_blocks in blocks.hpp). Counts, extremes and
 // histogram exact; the two binary64 sums to the 1e-9 relative order tolerance (docs/cuda.md).
 // Stochastic rounding draws element (r, c)'s bits from emu::stochastic_bits(seed, r * cols + c)
 // (compute_block_stats: seed 0). d_workspace: statistics_workspace_bytes(). d_tile_amax and
