@@ -323,7 +323,7 @@ class Monitor:
         self.reduce_amax, self.group = bool(reduce_amax), group
         self._rows, self._trace = [], []
         self._queues, self._pending, self._groups, self._batches, self._block_ws = {}, [], {}, {}, {}  # _watch_cuda
-        self._tile_bufs = {}  # (device, stream, rows, cols, block plan) -> device buffers (_GpuStep.tile_buffer)
+        self._tile_bufs = {}  # (device, stream, tiles) -> device buffers (_GpuStep.tile_buffer)
         self._row_parts = []  # rows not yet built, in order: lists of host rows, GPU tensors (_watch_cuda)
         self.out_dir = out_dir
         if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
@@ -537,7 +537,8 @@ class Monitor:
             size, nrows = _fp8kit.cuda_stats_record_bytes, x.numel() // ncols if ncols else 0
             for j, bp in enumerate(blocks):
                 gr, gc = _fp8kit.cuda_block_grid(bp, nrows, ncols)
-                t, buf = q.tile_buffer(self._tile_bufs, (x.device, stream, nrows, ncols, j), gr * gc)
+                # keyed by the tile count: any launch of that many tiles can use the buffer
+                t, buf = q.tile_buffer(self._tile_bufs, (x.device, stream, gr * gc), gr * gc)
                 tiles += (t,)
                 _fp8kit.cuda_block_stats_async(bp, x.data_ptr(), nrows, ncols, records + (k + j) * size, buf,
                                                ws.data_ptr(), 0, stream, buf + 4 * gr * gc, buf + 8 * gr * gc,

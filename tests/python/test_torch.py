@@ -494,12 +494,15 @@ def test_monitor_gpu_block_recipes_equal_host_block_stats():
     assert all(c[2] is not None for c in group[3])  # every block recipe on the GPU, NVFP4 included
     torch.manual_seed(3)
     # NVFP4's column-wise copy needs a row count that is a multiple of 16 (TE asserts the same).
-    xs = {"a": (torch.randn(144, 300, device="cuda") * 30).to(torch.bfloat16),
+    # "w2" before "a", of its shape and type: a weight's NVFP4 tiles (16 x 16) are fewer than an
+    # input's (1 x 16 of the column-wise copy); their tile buffers must not be mixed up.
+    xs = {"w2": (torch.randn(144, 300, device="cuda") * 3).to(torch.bfloat16),
+          "a": (torch.randn(144, 300, device="cuda") * 30).to(torch.bfloat16),
           "w": torch.randn(256, 160, device="cuda") * 1e-2,
           "g": torch.randn(3, 48, 96, device="cuda") * 1e-4}
     xs["a"][5, 7] = float("nan")
     xs["w"][0, 0] = float("inf")
-    roles = {"a": "input", "w": "weight", "g": "grad"}
+    roles = {"w2": "weight", "a": "input", "w": "weight", "g": "grad"}
     for step in range(2):
         for n, x in xs.items():
             mon.watch(n, x * (1 + step) if step else x, roles[n])
