@@ -9,10 +9,15 @@
 // the binary64 sums are added per warp, per CTA and over CTAs in a fixed order (the same bits for
 // a given device and launch), a different order from lib's block after block: the documented 1e-9
 // relative order tolerance of the statistics kernel (docs/cuda.md).
+// NVFP4 (issue 23): the rules with a second-level scale read the tensor's amax, computed on the
+// stream first (cuda::amax) and set into the rule on the device (numerics::set_global_amax, lib's
+// call); TE's column-wise copy is made first by te_rht16_columnwise (hadamard.cu) into a
+// stream-ordered temporary, as lib's block_stats and quantize_blocks (fp4_blocks.cu) do.
 #include <string>
 
 #include "elementwise.cuh"
 #include "stats_record.cuh"
+#include "fp8kit/cuda/hadamard.hpp"
 #include "fp8kit/cuda/statistics_async.hpp"
 #include "fp8kit/numerics/element_stats.hpp"
 
@@ -36,6 +41,7 @@ struct BlockParams {
     float* scale_inv;   // per tile, or null
     float* tile_amax;   // per tile: max |x| over finite x (0: none), or null
     float* tile_min;    // per tile: min nonzero |x| over finite x (0: none), or null
+    const float* global_amax;  // NVFP4 rules: the tensor's amax (device), else null
 };
 
 __device__ __noinline__ bool block_stochastic_overflow(const numerics::ElementConsts& c, Format f, Policy p,
@@ -68,7 +74,8 @@ __device__ __forceinline__ void block_element(typename S::storage_t bits, std::u
 // One tile by one warp: its amax, the rule's scale pair, then its elements.
 template <class S, class D, int P, int R>
 __device__ void block_tile(const typename S::storage_t* in, std::uint32_t tile, const BlockParams& prm,
-                           const ElementCtx& ctx, BlockAcc& a, std::uint32_t* hist) {
+                           const numerics::ScaleParams& rule, const ElementCtx& ctx, BlockAcc& a,
+                           std::uint32_t* hist) {
     const int lane = threadIdx.x & 31;
     const std::uint32_t bi = tile / prm.grid_cols, bj = tile % prm.grid_cols;
     const std::uint32_t r0 = bi * prm.tile_rows, r1 = min(prm.rows, r0 + prm.tile_rows);
@@ -77,7 +84,7 @@ __device__ void block_tile(const typename S::storage_t* in, std::uint32_t tile, 
     float amax = 0.0f;
     for (std::uint32_t k = lane; k < m; k += 32) amax = max_abs<S>(amax, in[static_cast<std::size_t>(r0 + k / w) * prm.cols + c0 + k % w]);
     amax = __uint_as_float(__reduce_max_sync(0xFFFFFFFFu, __float_as_uint(amax)));  // >= 0: ordered as bits
-    const numerics::BlockScale b = numerics::rule_scale(prm.rule, amax);
+    const numerics::BlockScale b = numerics::rule_scale(rule, amax);
     if (lane == 0 && prm.scale_inv != nullptr) prm.scale_inv[tile] = b.scale_inv;
     numerics::ElementConsts consts = prm.consts;
     numerics::rescale(consts, b.scale_inv);
@@ -117,9 +124,11 @@ block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::
     const int warp = threadIdx.x >> 5;
     BlockAcc a{};
     a.min_nz = 0xFFFFFFFFu;
+    numerics::ScaleParams rule = prm.rule;  // NVFP4: its second level from the tensor's amax
+    if (prm.global_amax != nullptr) numerics::set_global_amax(rule, *prm.global_amax);
     const std::uint32_t warps = gridDim.x * kWarps;
     for (std::uint32_t t = blockIdx.x * kWarps + warp; t < prm.blocks; t += warps)
-        block_tile<S, D, P, R>(static_cast<const T*>(in), t, prm, ctx, a, hist);
+        block_tile<S, D, P, R>(static_cast<const T*>(in), t, prm, rule, ctx, a, hist);
     // Counts and extremes: one atomic per warp; sums per warp; the last CTA completes the record
     // (stats_record.cuh).
     add_warp_totals(a, prm.rec, sums);
@@ -132,18 +141,54 @@ block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::
     prm.rec->scale_ok = 1u;  // scale, scale_inv stay 0: one pair per tile (d_scale_inv)
 }
 
+[[noreturn]] void block_fail(const std::string& why) {
+    throw std::invalid_argument("fp8kit::cuda::block_statistics_async: " + why);
+}
+
+// plan.columnwise_rht: TE's column-wise copy (cols x rows) into a stream-ordered temporary, then
+// the plain statistics of it, as lib's block_stats recurses on columnwise_rht_copy.
+void block_statistics_columnwise(const BlockStatsPlan& plan, const void* in, std::size_t rows, std::size_t cols,
+                                 StatsRecord* d_record, float* d_scale_inv, void* d_workspace, std::uint64_t seed,
+                                 Stream stream, float* d_tile_amax, float* d_tile_min, float* d_global_amax) {
+    if (plan.block_rows != 1 || plan.block_cols != 16)
+        block_fail("columnwise_rht needs 1 x 16 blocks (TE's Hadamard dimension is the NVFP4 tile length 16), got " +
+                   std::to_string(plan.block_rows) + " x " + std::to_string(plan.block_cols));
+    if (rows % 16 != 0)
+        block_fail("columnwise_rht: the row count " + std::to_string(rows) +
+                   " must be a multiple of 16 (TE's random Hadamard transform works on 16 rows of each column)");
+    const cudaStream_t s = as_stream(stream);
+    void* copy = nullptr;
+    const std::size_t bytes = rows * cols * wide_bytes(plan.from);
+    if (bytes > 0) FP8KIT_CUDA_CHECK(cudaMallocAsync(&copy, bytes, s));
+    BlockStatsPlan plain = plan;
+    plain.columnwise_rht = false;
+    try {
+        te_rht16_columnwise(plan.from, in, rows, cols, copy, true, stream);
+        block_statistics_async(plain, copy, cols, rows, d_record, d_scale_inv, d_workspace, seed, stream, d_tile_amax,
+                               d_tile_min, d_global_amax);
+    } catch (...) {
+        if (copy) cudaFreeAsync(copy, s);
+        throw;
+    }
+    if (copy) FP8KIT_CUDA_CHECK(cudaFreeAsync(copy, s));
+}
+
 }  // namespace
 
 void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::size_t rows, std::size_t cols,
                             StatsRecord* d_record, float* d_scale_inv, void* d_workspace, std::uint64_t seed,
-                            Stream stream, float* d_tile_amax, float* d_tile_min) {
+                            Stream stream, float* d_tile_amax, float* d_tile_min, float* d_global_amax) {
     const char* fn = "block_statistics_async";
     require_input(plan.from, fn);
-    auto fail = [](const std::string& why) { throw std::invalid_argument("fp8kit::cuda::block_statistics_async: " + why); };
+    auto fail = [](const std::string& why) { block_fail(why); };
     if (!has_cast_kernels(plan.to)) fail("format #" + std::to_string(static_cast<int>(plan.to)) + " has no GPU kernel");
     if (plan.to == Format::e8m0) fail("e8m0 is a scale format; name an element format");
     if (d_record == nullptr || d_workspace == nullptr) fail("d_record and d_workspace must be device pointers");
-    if (numerics::rule_uses_global_amax(plan.rule.rule)) fail("NVFP4 rules (a global amax) are computed on the host");
+    const bool global = numerics::rule_uses_global_amax(plan.rule.rule);
+    if (global && d_global_amax == nullptr) fail("NVFP4 rules (a global amax) need d_global_amax, a device float");
+    if (plan.columnwise_rht)
+        return block_statistics_columnwise(plan, in, rows, cols, d_record, d_scale_inv, d_workspace, seed, stream,
+                                           d_tile_amax, d_tile_min, d_global_amax);
     if (plan.rule.format != plan.to) fail("the rule's format differs from the cast's");
     if (plan.block_rows < 1 || plan.block_cols < 1) fail("block shape must be >= 1 x 1");
     if (rows * cols >= kPiece || rows >= kPiece || cols >= kPiece) fail("at most 2^31 - 1 elements per call");
@@ -166,6 +211,10 @@ void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::siz
     prm.tile_min = d_tile_min;
     if (rows * cols == 0) prm.blocks = 0;
     const cudaStream_t s = as_stream(stream);
+    if (global) {  // lib: set_global_amax(rule, amax_of(data)) before the blocks
+        amax(plan.from, in, rows * cols, d_global_amax, stream);
+        prm.global_amax = d_global_amax;
+    }
     const std::uint8_t* table = element_table(plan.to, plan.policy, s);
     const ElementCtx ctx{plan.policy, nullptr, seed};
     const unsigned grid = grid_for(static_cast<std::size_t>(std::max<std::uint32_t>(prm.blocks, 1)) * 32);

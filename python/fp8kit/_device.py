@@ -197,9 +197,9 @@ def stats(x, format, profile, rounding, overflow, nan, scale, scale_inv, seed, s
 
 def block_stats(x, r, role, stream=None):
     """fp8kit.stats(device array, recipe=<block recipe dict r>): the dict the host gives, from the
-    GPU (cuda::block_statistics_async); 'scale_inv' is a device array of the grid's shape. A
-    ValueError naming the recipe where the GPU has no block statistics (NVFP4: a global amax and
-    TE's column-wise RHT copy)."""
+    GPU (cuda::block_statistics_async; NVFP4's global amax and TE's column-wise RHT copy on the
+    device too); 'scale_inv' is a device array of the grid's shape. A ValueError naming the recipe
+    where the GPU has no block statistics (a format without kernels)."""
     import json
     d = _input(x, stream)
     if len(d.shape) != 2:
@@ -207,10 +207,8 @@ def block_stats(x, r, role, stream=None):
     rows, cols = d.shape
     plan = _fp8kit.cuda_block_stats_plan(json.dumps(r), True, role, d.wide, cols)
     if plan is None:
-        raise ValueError(f"recipe: {r['name']} ({r['rule']}) has no GPU block statistics (a global amax or TE's "
-                         "column-wise RHT copy); pass a host array")
-    br, bc = plan.block_shape
-    scale_inv = d.empty((-(-rows // br), -(-cols // bc)), "f32")
+        raise ValueError(f"recipe: {r['name']} ({r['rule']}) has no GPU block statistics; pass a host array")
+    scale_inv = d.empty(_fp8kit.cuda_block_grid(plan, rows, cols), "f32")
     # Seed 0, as compute_block_stats draws stochastic bits on the host.
     out = _fp8kit.cuda_block_stats(plan, d.ptr, rows, cols, out_ptr(scale_inv), 0, d.stream)
     out["scale_inv"] = d.wrap(scale_inv)

@@ -111,7 +111,7 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
     'nvfp4' preset's inputs and gradients.
     format= or profile=/rounding=/overflow=/nan= given with a recipe override its choices.
     A GPU array runs the CUDA statistics kernels (block recipes: lib's block statistics per tile on
-    the GPU, 'scale_inv' a device array; NVFP4 needs a host array).
+    the GPU, NVFP4's global amax and TE's column-wise RHT copy included; 'scale_inv' a device array).
     """
     if _device.is_device(x):
         return _stats_device(x, format, profile, rounding, overflow, nan, scale, scale_inv, recipe, role, seed)

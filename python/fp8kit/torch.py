@@ -128,6 +128,12 @@ class FakeQuantize(torch.nn.Module):
 
 _STAT_KEYS = ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
               "te_underflow", "te_overflow", "mse", "sqnr_db", "dynamic_range_binades", "sample")
+# Block recipes' per-block fields (lib's BlockStats, the names fp8kit.stats(x, recipe=<block
+# recipe>) gives): tensorwise recipes leave them None (blank in stats.csv), so that every row has
+# the same columns. On the GPU they come from each tile's scale_inv and extremes through lib's
+# summarize_tiles (_fp8kit.tile_summary), the one definition of them.
+_BLOCK_KEYS = ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "dr_max", "dr_mean")
+_ROW_KEYS = _STAT_KEYS + _BLOCK_KEYS
 # Role of each captured tensor in a recipe (input and weight in the forward pass, gradients in
 # the backward pass), as TransformerEngine assigns formats.
 _ROLE = {"input": "input", "weight": "weight", "grad_output": "grad", "wgrad": "grad"}
@@ -163,7 +169,9 @@ class _GpuStep:
     queues their copy to pinned host memory and an event, read() waits for that event (the step's
     only wait), fills the trace entries that point at the slots and keeps the records' values as
     one tuple each (cuda_stats_rows); rows (dicts) are built from them only when asked for
-    (Monitor.rows, write(), close())."""
+    (Monitor.rows, write(), close()). Block recipes also write each tile's scale_inv and extremes
+    into device buffers (tile_buffer: the monitor's, reused from step to step), copied to pinned
+    host memory with the records; rows summarize them (tile_summary)."""
     PAGE = 256
 
     def __init__(self, device):
@@ -172,6 +180,20 @@ class _GpuStep:
         self.rec_used = []  # records used per page (from its start: a span never crosses pages)
         self.trace = []  # (trace index, step, name, amax slot)
         self.event = self.stats = None
+        self.tiles, self.tile_uses, self.h_tiles = [], {}, None  # (device buffer, tiles) per block launch
+
+    def tile_buffer(self, cache, key, blocks):
+        """A device float32 buffer [scale_inv | tile amax | tile min] of `blocks` tiles for one
+        block launch of this step: the n-th launch of `key` this step takes the cache's n-th buffer
+        (allocated on its first use; the copy of the previous step's contents is queued on the
+        stream before this step's launches). Returns (its index in this step's tiles, pointer)."""
+        n = self.tile_uses.get(key, 0)
+        self.tile_uses[key] = n + 1
+        bufs = cache.setdefault(key, [])
+        if n == len(bufs):
+            bufs.append(torch.empty(3 * max(blocks, 1), dtype=torch.float32, device=self.device))
+        self.tiles.append((bufs[n], blocks))
+        return len(self.tiles) - 1, bufs[n].data_ptr()
 
     def amax_slot(self):
         page, i = divmod(self.n_amax, self.PAGE)
@@ -206,6 +228,12 @@ class _GpuStep:
     def copy_out(self):
         with torch.cuda.device(self.device):
             self.h_amax, self.h_rec = self._to_host(self.amax_pages), self._to_host(self.rec_pages)
+            if self.tiles:
+                self.h_tiles = torch.empty(sum(3 * b for _, b in self.tiles), dtype=torch.float32, pin_memory=True)
+                at = 0
+                for buf, b in self.tiles:
+                    self.h_tiles[at:at + 3 * b].copy_(buf[:3 * b], non_blocking=True)
+                    at += 3 * b
             self.event = torch.cuda.Event()
             self.event.record()
 
@@ -221,6 +249,17 @@ class _GpuStep:
             self.stats += _fp8kit.cuda_stats_rows(self.h_rec.data_ptr() + page * self.PAGE * size, used)
             self.stats += [None] * (self.PAGE - used)
         self.amax_pages = self.rec_pages = self.h_amax = self.h_rec = None
+        if self.h_tiles is not None:  # per block launch: (scale_inv, tile amax, tile min), host arrays
+            h, at, parts = self.h_tiles.numpy(), 0, []
+            for _, b in self.tiles:
+                parts.append((h[at:at + b], h[at + b:at + 2 * b], h[at + 2 * b:at + 3 * b]))
+                at += 3 * b
+            self.h_tiles = parts
+        self.tiles = None
+
+    def tile_summary(self, k):
+        """BlockStats' per-block fields of this step's k-th block launch (lib's summarize_tiles)."""
+        return _fp8kit.tile_summary(*self.h_tiles[k])
 
 
 class Monitor:
@@ -244,10 +283,13 @@ class Monitor:
     recipe's rule and the statistics go to a device record (cuda/include/fp8kit/cuda/
     statistics_async.hpp); the step's slots are copied to pinned host memory at step() and read at
     the next step() (or when rows, trace or the files are asked for): one wait per monitored step.
-    Block recipes (TE 1x128 / 128x128, MX, DeepSeek and row-wise blocks; the tensor seen as rows x
-    its last dimension) run on the GPU too (cuda::block_statistics_async, one launch each, the
-    totals of lib's compute_block_stats); NVFP4 (a global amax, TE's column-wise RHT copy) is
-    computed on a host copy.
+    Block recipes (TE 1x128 / 128x128, MX, DeepSeek, row-wise blocks and NVFP4; the tensor seen as
+    rows x its last dimension) run on the GPU too (cuda::block_statistics_async, one launch each,
+    the totals of lib's compute_block_stats; NVFP4's global amax and TE's column-wise RHT copy are
+    computed on the device, on the same stream). Their rows also carry the per-block fields
+    (blocks, scale_inv_min, scale_inv_max, blocks_with_range, dr_max, dr_mean: lib's BlockStats,
+    as fp8kit.stats(x, recipe=...) gives them; None for tensorwise recipes): each tile's scale_inv
+    and extremes stay in device buffers until step() copies them with the records.
     sample=k (default 1: every element) counts, in the statistics, only the blocks of 16
     consecutive elements whose index is a multiple of k (the amax and the scale stay the whole
     tensor's); rows say it in column 'sample' and their numel is the sample's. See docs/torch.md.
@@ -281,6 +323,7 @@ class Monitor:
         self.reduce_amax, self.group = bool(reduce_amax), group
         self._rows, self._trace = [], []
         self._queues, self._pending, self._groups, self._batches, self._block_ws = {}, [], {}, {}, {}  # _watch_cuda
+        self._tile_bufs = {}  # (device, stream, tiles) -> device buffers (_GpuStep.tile_buffer)
         self._row_parts = []  # rows not yet built, in order: lists of host rows, GPU tensors (_watch_cuda)
         self.out_dir = out_dir
         if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
@@ -403,7 +446,7 @@ class Monitor:
                 s = self._block_stats(x, r, role)
             row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
                    "format": spec["format"]}
-            row.update({k: s.get(k) for k in _STAT_KEYS})
+            row.update({k: s.get(k) for k in _ROW_KEYS})
             rows.append(row)
         self._row_parts.append(rows)  # after any GPU tensor's rows still to be built
 
@@ -484,16 +527,22 @@ class Monitor:
             b[0].add(group, x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), records, self.sample, 0, False)
         else:
             b[0].add(group, x.data_ptr(), wide, x.numel(), page.data_ptr() + 4 * i, records, self.sample, 0)
+        tiles = ()
         if blocks:  # block recipes the GPU serves: their statistics now, on the stream
             ws = self._block_ws.get((x.device, stream))
-            if ws is None:  # one per stream (the launches on a stream use it one after the other)
-                ws = self._block_ws[(x.device, stream)] = torch.empty(
-                    _fp8kit.cuda_stats_workspace_bytes(), dtype=torch.uint8, device=x.device)
-            size = _fp8kit.cuda_stats_record_bytes
+            wsb = _fp8kit.cuda_stats_workspace_bytes()
+            if ws is None:  # one per stream (the launches on a stream use it one after the other);
+                # 16 bytes more for NVFP4's global amax (each launch writes it, then reads it)
+                ws = self._block_ws[(x.device, stream)] = torch.empty(wsb + 16, dtype=torch.uint8, device=x.device)
+            size, nrows = _fp8kit.cuda_stats_record_bytes, x.numel() // ncols if ncols else 0
             for j, bp in enumerate(blocks):
-                _fp8kit.cuda_block_stats_async(bp, x.data_ptr(), x.numel() // ncols if ncols else 0, ncols,
-                                               records + (k + j) * size,
-                                               0, ws.data_ptr(), 0, stream)
+                gr, gc = _fp8kit.cuda_block_grid(bp, nrows, ncols)
+                # keyed by the tile count: any launch of that many tiles can use the buffer
+                t, buf = q.tile_buffer(self._tile_bufs, (x.device, stream, gr * gc), gr * gc)
+                tiles += (t,)
+                _fp8kit.cuda_block_stats_async(bp, x.data_ptr(), nrows, ncols, records + (k + j) * size, buf,
+                                               ws.data_ptr(), 0, stream, buf + 4 * gr * gc, buf + 8 * gr * gc,
+                                               ws.data_ptr() + wsb if bp.global_amax else 0)
         q.trace.append((len(self._trace), self.step_index, name, amax_slot))
         self._trace.append(None)  # filled when the step is read
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
@@ -501,7 +550,7 @@ class Monitor:
         blocks = None
         if host:  # block recipes: their statistics on a host copy, now
             blocks = {id(r): self._block_stats(x, r, role) for r, _, j in cols if j is None}
-        self._row_parts.append((q, self.step_index, name, role, slot, cols, blocks))
+        self._row_parts.append((q, self.step_index, name, role, slot, cols, blocks, k, tiles))
 
     def _flush_batches(self):
         """Queues the evaluation of every tensor watched since the last flush (one launch per stream
@@ -536,16 +585,19 @@ class Monitor:
             if not isinstance(part, tuple):  # host rows (CPU tensors)
                 self._rows.extend(part)
                 continue
-            q, step, name, role, slot, cols, blocks = part
+            q, step, name, role, slot, cols, blocks, k, tiles = part
             if q.stats is None:  # still queued
                 break
             for r, fmt, j in cols:
                 row = {"step": step, "tensor": name, "role": role, "recipe": r["name"], "format": fmt}
                 if j is None:
                     s = blocks[id(r)]
-                    row.update({k: s.get(k) for k in _STAT_KEYS})
+                    row.update({key: s.get(key) for key in _ROW_KEYS})
                 else:
                     row.update(zip(_STAT_KEYS, q.stats[slot + j]))
+                    # records k.. are the block launches', in the order of `tiles`
+                    per_block = q.tile_summary(tiles[j - k]) if j >= k else {}
+                    row.update({key: per_block.get(key) for key in _BLOCK_KEYS})
                 self._rows.append(row)
         else:
             n = len(parts)
@@ -622,7 +674,7 @@ class Monitor:
             for step, name, a in trace:
                 w.writerow([step, name, f"{a:.9g}"])
         with open(os.path.join(out_dir, "stats.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["step", "tensor", "role", "recipe", "format", *_STAT_KEYS])
+            w = csv.DictWriter(f, fieldnames=["step", "tensor", "role", "recipe", "format", *_ROW_KEYS])
             w.writeheader()
             w.writerows(rows)
         with open(os.path.join(out_dir, "stats.json"), "w") as f:

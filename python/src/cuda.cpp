@@ -11,6 +11,8 @@
 #include <iterator>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "bindings.hpp"
@@ -126,9 +128,9 @@ StatsPlan stats_plan(const std::string& recipe, bool is_json, const std::string&
     return {f, w, resolve_policy(f, w, std::nullopt, rounding, overflow, nan), rule};
 }
 
-// A block recipe's cast of one role on a tensor of `cols` columns (lib's block_recipe), or None
-// when the GPU does not serve it (NVFP4's global amax, TE's column-wise RHT copy, a format
-// without kernels, a delayed recipe): the monitor then computes it on a host copy.
+// A block recipe's cast of one role on a tensor of `cols` columns (lib's block_recipe), NVFP4's
+// global amax and TE's column-wise RHT copy included, or None when the GPU does not serve it (a
+// format without kernels, a delayed recipe): the monitor then computes it on a host copy.
 pyb::object block_stats_plan(const std::string& recipe, bool is_json, const std::string& role, const std::string& wide,
                              std::size_t cols) {
     const RecipeSpec r = recipe_of(recipe, is_json);
@@ -139,22 +141,29 @@ pyb::object block_stats_plan(const std::string& recipe, bool is_json, const std:
     } catch (const std::invalid_argument&) {
         return pyb::none();
     }
-    if (br.columnwise_rht || numerics::rule_uses_global_amax(br.rule) || br.block_rows < 1 ||
-        !cuda::has_cast_kernels(br.format) || br.format == Format::e8m0)
-        return pyb::none();
+    if (br.block_rows < 1 || !cuda::has_cast_kernels(br.format) || br.format == Format::e8m0) return pyb::none();
     const cuda::BlockStatsPlan p{br.format, w, br.policy,
                                  numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
-                                 br.block_rows, br.block_cols};
+                                 br.block_rows, br.block_cols, br.columnwise_rht};
     return pyb::cast(p);
 }
 
+// The grid of tiles block_statistics_async writes for a rows x cols tensor (with
+// columnwise_rht: that of the cols x rows copy), as (grid_rows, grid_cols).
+std::pair<std::size_t, std::size_t> block_grid(const cuda::BlockStatsPlan& p, std::size_t rows, std::size_t cols) {
+    if (p.columnwise_rht) std::swap(rows, cols);
+    return {(rows + p.block_rows - 1) / p.block_rows, (cols + p.block_cols - 1) / p.block_cols};
+}
+
 // compute_block_stats' total of a rows x cols device tensor into the zeroed record at `record`,
-// each tile's scale_inv at `scale_inv` (0: not written).
+// each tile's scale_inv at `scale_inv` and extremes at tile_amax / tile_min (0: not written);
+// global_amax: one device float for NVFP4's rules (0 otherwise).
 void block_stats_async(const cuda::BlockStatsPlan& p, Ptr in, std::size_t rows, std::size_t cols, Ptr record,
-                       Ptr scale_inv, Ptr workspace, std::uint64_t seed, Ptr stream) {
+                       Ptr scale_inv, Ptr workspace, std::uint64_t seed, Ptr stream, Ptr tile_amax, Ptr tile_min,
+                       Ptr global_amax) {
     pyb::gil_scoped_release nogil;
     cuda::block_statistics_async(p, vp(in), rows, cols, reinterpret_cast<cuda::StatsRecord*>(record), fp(scale_inv),
-                                 vp(workspace), seed, vp(stream));
+                                 vp(workspace), seed, vp(stream), fp(tile_amax), fp(tile_min), fp(global_amax));
 }
 
 // fp8kit.stats(device array, recipe=<block recipe>): block_statistics_async with each tile's
@@ -167,22 +176,23 @@ pyb::dict block_stats_sync(const cuda::BlockStatsPlan& p, Ptr in, std::size_t ro
     BlockStats b;
     b.tile_rows = static_cast<std::size_t>(p.block_rows);
     b.tile_cols = static_cast<std::size_t>(p.block_cols);
-    b.grid_rows = (rows + b.tile_rows - 1) / b.tile_rows;
-    b.grid_cols = (cols + b.tile_cols - 1) / b.tile_cols;
+    std::tie(b.grid_rows, b.grid_cols) = block_grid(p, rows, cols);
     b.blocks = b.grid_rows * b.grid_cols;
+    b.columnwise_rht = p.columnwise_rht;
     std::vector<float> amax(b.blocks), mins(b.blocks);
     b.scale_inv.resize(b.blocks);
     cuda::StatsRecord rec{};
     {
         pyb::gil_scoped_release nogil;
         const std::size_t ws = cuda::statistics_workspace_bytes(), rb = sizeof(cuda::StatsRecord), tb = b.blocks * 4;
-        auto* mem = static_cast<char*>(cuda::device_alloc(rb + ws + 2 * tb + 16));
+        auto* mem = static_cast<char*>(cuda::device_alloc(rb + ws + 2 * tb + 16));  // + NVFP4's global amax
         try {
             cuda::device_memset(mem, 0, rb);
             cuda::synchronize();  // the zeroed record before the launch on any stream
             auto* tile_amax = reinterpret_cast<float*>(mem + rb + ws);
             cuda::block_statistics_async(p, vp(in), rows, cols, reinterpret_cast<cuda::StatsRecord*>(mem), fp(scale_inv),
-                                         mem + rb, seed, vp(stream), tile_amax, tile_amax + b.blocks);
+                                         mem + rb, seed, vp(stream), tile_amax, tile_amax + b.blocks,
+                                         tile_amax + 2 * b.blocks);
             cuda::synchronize();
             cuda::copy_to_host(&rec, mem, rb);
             if (b.blocks) {
@@ -380,12 +390,17 @@ void bind_cuda(pyb::module_& m) {
           "sample"_a, "seed"_a, "stream"_a);
     m.def("cuda_stats_rows", &stats_rows, "host"_a, "count"_a);
     pyb::class_<cuda::BlockStatsPlan>(m, "CudaBlockStatsPlan")
-        .def_property_readonly("block_shape", [](const cuda::BlockStatsPlan& p) { return pyb::make_tuple(p.block_rows, p.block_cols); });
+        .def_property_readonly("block_shape", [](const cuda::BlockStatsPlan& p) { return pyb::make_tuple(p.block_rows, p.block_cols); })
+        .def_property_readonly("columnwise_rht", [](const cuda::BlockStatsPlan& p) { return p.columnwise_rht; })
+        .def_property_readonly("global_amax", [](const cuda::BlockStatsPlan& p) {
+            return numerics::rule_uses_global_amax(p.rule.rule);
+        });
     m.def("cuda_block_stats_plan", &block_stats_plan, "recipe"_a, "is_json"_a, "role"_a, "wide"_a, "cols"_a);
     m.def("cuda_block_stats", &block_stats_sync, "plan"_a, "x"_a, "rows"_a, "cols"_a, "scale_inv"_a, "seed"_a,
           "stream"_a);
     m.def("cuda_block_stats_async", &block_stats_async, "plan"_a, "x"_a, "rows"_a, "cols"_a, "record"_a, "scale_inv"_a,
-          "workspace"_a, "seed"_a, "stream"_a);
+          "workspace"_a, "seed"_a, "stream"_a, "tile_amax"_a = Ptr{0}, "tile_min"_a = Ptr{0}, "global_amax"_a = Ptr{0});
+    m.def("cuda_block_grid", &block_grid, "plan"_a, "rows"_a, "cols"_a);
     pyb::class_<StatsGroup>(m, "CudaStatsGroup").def_property_readonly("size", [](const StatsGroup& g) { return g.plans.size(); });
     m.def("cuda_stats_group", &stats_group, "plans"_a);
     m.def("cuda_watch", &watch, "group"_a, "x"_a, "wide"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a, "sample"_a,

@@ -187,6 +187,32 @@ pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const
     return d;
 }
 
+// BlockStats' per-block fields from each tile's scale_inv and extremes (float32 arrays of one
+// value per tile, row-major: what cuda::block_statistics_async writes), by lib's summarize_tiles,
+// the one definition of them (the monitor's rows of GPU tensors). The keys block_stats_dict uses.
+pyb::dict tile_summary(const pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>& scale_inv,
+                       const pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>& tile_amax,
+                       const pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>& tile_min) {
+    const std::size_t n = static_cast<std::size_t>(scale_inv.size());
+    if (static_cast<std::size_t>(tile_amax.size()) != n || static_cast<std::size_t>(tile_min.size()) != n)
+        throw std::invalid_argument(fmt::format("tile_summary: scale_inv, tile_amax and tile_min must have one value "
+                                                "per tile each (got {}, {}, {})",
+                                                n, tile_amax.size(), tile_min.size()));
+    BlockStats b;
+    b.blocks = n;
+    b.scale_inv.assign(scale_inv.data(), scale_inv.data() + n);
+    const std::vector<double> amax(tile_amax.data(), tile_amax.data() + n), mins(tile_min.data(), tile_min.data() + n);
+    summarize_tiles(b, amax.data(), mins.data());
+    pyb::dict d;
+    d["blocks"] = b.blocks;
+    d["scale_inv_min"] = b.scale_inv_min;
+    d["scale_inv_max"] = b.scale_inv_max;
+    d["blocks_with_range"] = b.blocks_with_range;
+    d["dr_max"] = b.dr_max;
+    d["dr_mean"] = b.dr_mean;
+    return d;
+}
+
 }  // namespace
 
 void bind_stats(pyb::module_& m) {
@@ -197,6 +223,7 @@ void bind_stats(pyb::module_& m) {
     m.def("quantize_blocks", &quantize_blocks_py, "x"_a, "wide"_a, "recipe"_a, "is_json"_a, "role"_a, "packed"_a,
           "seed"_a);
     m.def("block_stats", &block_stats, "x"_a, "wide"_a, "recipe"_a, "is_json"_a, "role"_a);
+    m.def("tile_summary", &tile_summary, "scale_inv"_a, "tile_amax"_a, "tile_min"_a);
 }
 
 }  // namespace fp8kit::py

@@ -563,3 +563,102 @@ TEST_CASE("block_statistics_async equals compute_block_stats for every block pre
     }
     CHECK(served > 0);
 }
+
+// NVFP4 on the GPU (issue 23 B): block_statistics_async with the rule's global amax computed on
+// the device, and TE's column-wise RHT copy made on the device where the preset's role asks for it,
+// against lib's compute_block_stats: counts, extremes and histogram exact, every tile's scale_inv
+// bit for bit (a NaN scale_inv, which the rules give when the global amax is Inf, only as a NaN:
+// x86 makes the default NaN 0xFFC00000 where the GPU makes 0x7FFFFFFF, as blocks.hpp's
+// quantize_blocks documents; such tiles must occur here), the global amax equal to lib's block_global_amax, the per-tile fields that
+// summarize_tiles gives from the GPU's tile extremes equal to lib's, and the binary64 sums to the
+// 1e-9 order tolerance. f32, bf16 and f16 inputs; shapes with partial blocks; a block of NaN, one
+// of +Inf and Inf elsewhere; rows that are not a multiple of 16 refused under the column-wise RHT.
+TEST_CASE("block_statistics_async NVFP4 (global amax, column-wise RHT) equals compute_block_stats", "[gpu]") {
+    int served = 0, with_rht = 0;
+    std::size_t nan_scales = 0;
+    for (const char* name : {"nvfp4", "nvfp4-rowwise", "nvfp4-torchao"}) {
+        const auto r = fp8kit::parse_recipe(name);
+        for (fp8kit::Role role : {fp8kit::Role::activation, fp8kit::Role::weight, fp8kit::Role::gradient})
+            for (Wide w : {Wide::f32, Wide::bf16, Wide::f16})
+                for (auto [rows, cols] : {std::pair<std::size_t, std::size_t>{16, 33}, {144, 300}, {48, 17}, {7, 40}}) {
+                    const fp8kit::BlockRecipe br = fp8kit::block_recipe(r, role, cols);
+                    REQUIRE(fp8kit::numerics::rule_uses_global_amax(br.rule));
+                    auto host = tensor(w, rows * cols, 900 + static_cast<std::uint32_t>(rows * 7 + cols), rows == 144);
+                    if (rows == 144) {  // a block of NaN and a block of +Inf (row 2: elements 0..15, 16..31)
+                        const std::size_t es = fp8kit::wide_size(w);
+                        const Policy rne{fp8kit::emu::Rounding::nearest_even, fp8kit::emu::Overflow::no_saturate,
+                                         fp8kit::emu::NanEncoding::signed_quiet_payload};
+                        fp8kit::emu::with_wide(w, [&](auto dst) {
+                            using D = decltype(dst);
+                            for (std::size_t c = 0; c < 32; ++c) {
+                                const auto v = static_cast<typename D::storage_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(
+                                    bits(c < 16 ? NAN : INFINITY), rne));
+                                std::memcpy(host.data() + (2 * cols + c) * es, &v, es);
+                            }
+                            return 0;
+                        });
+                    }
+                    const cu::BlockStatsPlan plan{br.format, w, br.policy,
+                                                  fp8kit::numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2,
+                                                                                      br.value_for_inf, 0),
+                                                  br.block_rows, br.block_cols, br.columnwise_rht};
+                    INFO(name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " " << rows << " x " << cols
+                              << (br.columnwise_rht ? " (column-wise RHT)" : ""));
+                    DevBuf din(host.size()), rec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes()), gamax(4);
+                    cu::copy_to_device(din.p, host.data(), host.size());
+                    zero(rec);
+                    if (br.columnwise_rht && rows % 16 != 0) {
+                        CHECK_THROWS_AS(fp8kit::compute_block_stats(host.data(), w, rows, cols, br), std::invalid_argument);
+                        CHECK_THROWS_AS(cu::block_statistics_async(plan, din.p, rows, cols, static_cast<cu::StatsRecord*>(rec.p),
+                                                                   nullptr, ws.p, 0, nullptr, nullptr, nullptr,
+                                                                   static_cast<float*>(gamax.p)),
+                                        std::invalid_argument);
+                        continue;
+                    }
+                    ++served;
+                    with_rht += br.columnwise_rht;
+                    const fp8kit::BlockStats want = fp8kit::compute_block_stats(host.data(), w, rows, cols, br);
+                    CHECK(want.columnwise_rht == br.columnwise_rht);
+                    const std::size_t nb = want.blocks;
+                    DevBuf sinv(nb * 4), tamax(nb * 4), tmin(nb * 4);
+                    CHECK_THROWS_AS(cu::block_statistics_async(plan, din.p, rows, cols, static_cast<cu::StatsRecord*>(rec.p),
+                                                               nullptr, ws.p),
+                                    std::invalid_argument);  // no d_global_amax
+                    cu::block_statistics_async(plan, din.p, rows, cols, static_cast<cu::StatsRecord*>(rec.p),
+                                               static_cast<float*>(sinv.p), ws.p, 0, nullptr, static_cast<float*>(tamax.p),
+                                               static_cast<float*>(tmin.p), static_cast<float*>(gamax.p));
+                    const cu::StatsRecord got = read_record(rec.p);
+                    CHECK(got.numel == rows * cols);
+                    check_equal(cu::stats_of_record(got), want.total, false);
+                    float ga = 0;
+                    cu::copy_to_host(&ga, gamax.p, 4);
+                    CHECK(bits(ga) == bits(fp8kit::block_global_amax(host.data(), w, rows, cols, br)));
+                    fp8kit::BlockStats b;
+                    b.blocks = nb;
+                    b.scale_inv.resize(nb);
+                    std::vector<float> am(nb), mn(nb);
+                    cu::copy_to_host(b.scale_inv.data(), sinv.p, nb * 4);
+                    cu::copy_to_host(am.data(), tamax.p, nb * 4);
+                    cu::copy_to_host(mn.data(), tmin.p, nb * 4);
+                    std::size_t differ = 0;
+                    for (std::size_t t = 0; t < nb; ++t) {
+                        const bool both_nan = std::isnan(b.scale_inv[t]) && std::isnan(want.scale_inv[t]);
+                        nan_scales += both_nan;
+                        differ += !both_nan && bits(b.scale_inv[t]) != bits(want.scale_inv[t]);
+                    }
+                    CHECK(differ == 0);
+                    const std::vector<double> amd(am.begin(), am.end()), mnd(mn.begin(), mn.end());
+                    fp8kit::summarize_tiles(b, amd.data(), mnd.data());
+                    CHECK(b.scale_inv_exp_hist == want.scale_inv_exp_hist);
+                    CHECK(b.scale_inv_min == want.scale_inv_min);
+                    CHECK(b.scale_inv_max == want.scale_inv_max);
+                    CHECK(b.blocks_with_range == want.blocks_with_range);
+                    CHECK(b.dr_max == want.dr_max);
+                    CHECK(b.dr_mean == want.dr_mean);
+                    CHECK(b.dr_hist == want.dr_hist);
+                }
+    }
+    CHECK(served > 0);
+    CHECK(with_rht > 0);
+    CHECK(nan_scales > 0);
+}

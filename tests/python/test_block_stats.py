@@ -232,3 +232,31 @@ def test_block_grid_small_and_odd_shapes(shape):
         if r["rule"].startswith("nvfp4"):  # NaN bits of a product: see test_block_scale_inv_per_block
             got, want = _nan_as_one(got), _nan_as_one(want)
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), preset
+
+
+@pytest.mark.parametrize("recipe", ["te-block", "mxfp8", "nvfp4-rowwise"])
+def test_tile_summary_is_block_stats_per_block_fields(recipe):
+    """_fp8kit.tile_summary (the monitor's per-block fields of GPU tensors: lib's summarize_tiles
+    on each tile's scale_inv and extremes) from the tiles' extremes computed here with numpy
+    (max and min nonzero |x| over finite x, 0 when none) and stats' scale_inv gives the fields
+    fp8kit.stats(x, recipe=...) gives, exactly; mismatched lengths are a ValueError naming them."""
+    rng = np.random.default_rng(4)
+    x = (rng.standard_normal(SHAPE) * np.logspace(-5, 5, SHAPE[1])).astype(F32)
+    x[0, :40] = 0.0
+    x[1, 2], x[3, 4] = np.nan, np.inf
+    want = fp8kit.stats(x, recipe=recipe, role="weight")
+    tr, tc = want["block_shape"]
+    gr, gc = want["grid"]
+    amax, mins = np.zeros((gr, gc), F32), np.zeros((gr, gc), F32)
+    for i in range(gr):
+        for j in range(gc):
+            a = np.abs(x[i * tr:(i + 1) * tr, j * tc:(j + 1) * tc])
+            a = a[np.isfinite(a)]
+            amax[i, j] = a.max() if a.size else 0
+            nz = a[a != 0]
+            mins[i, j] = nz.min() if nz.size else 0
+    got = fp8kit._fp8kit.tile_summary(want["scale_inv"].ravel(), amax.ravel(), mins.ravel())
+    for k in ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "dr_max", "dr_mean"):
+        assert got[k] == want[k], k
+    with pytest.raises(ValueError, match="one value per tile"):
+        fp8kit._fp8kit.tile_summary(want["scale_inv"].ravel(), amax.ravel()[1:], mins.ravel())

@@ -126,6 +126,53 @@ def test_monitor_cpu_files(tmp_path):
         assert int(r["numel"]) > 0 and float(r["amax"]) > 0
 
 
+BLOCK_KEYS = ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "dr_max", "dr_mean")
+
+
+def test_monitor_cpu_rows_carry_per_block_fields(tmp_path):
+    """CPU tensors: block recipes' rows carry lib's per-block fields (BlockStats: blocks,
+    scale_inv_min/max, blocks_with_range, dr_max, dr_mean) equal to fp8kit.stats(host copy,
+    recipe=...)'s; tensorwise rows leave them None, blank in stats.csv, so that one table holds
+    both (pandas reads it as one frame when installed)."""
+    recipes = ["te-current", "te-block", "mxfp8", "nvfp4"]
+    mon = ft.Monitor(torch.nn.Identity(), recipes=recipes, out_dir=str(tmp_path))
+    g = torch.Generator().manual_seed(5)
+    xs = {"a": (torch.randn(48, 300, generator=g) * torch.logspace(-3, 3, 300)).to(torch.bfloat16),
+          "w": torch.randn(32, 160, generator=g) * 1e-2}
+    xs["w"][0, :16] = 0.0  # a block without range
+    xs["w"][1, 3] = float("nan")
+    roles = {"a": "input", "w": "weight"}
+    for n, x in xs.items():
+        mon.watch(n, x, roles[n])
+    mon.close()
+    rows = mon.rows
+    assert len(rows) == len(xs) * len(recipes)
+    for row in rows:
+        x = xs[row["tensor"]]
+        if row["recipe"] == "te-current":
+            assert all(row[k] is None for k in BLOCK_KEYS)
+            continue
+        want = fp8kit.stats(x, recipe=row["recipe"], role=row["role"])
+        for k in BLOCK_KEYS:
+            assert row[k] == want[k], (row["tensor"], row["recipe"], k)
+        assert row["blocks"] > 1 and row["scale_inv_max"] > 0 and row["blocks_with_range"] > 0
+    table = list(csv.DictReader(open(tmp_path / "stats.csv")))
+    assert len(table) == len(rows)
+    for row, line in zip(rows, table):
+        for k in BLOCK_KEYS:
+            assert (line[k] == "") == (row[k] is None)
+            if row[k] is not None:
+                assert float(line[k]) == pytest.approx(row[k], rel=1e-15)
+    js = json.load(open(tmp_path / "stats.json"))
+    assert [[r[k] for k in BLOCK_KEYS] for r in js] == [[r[k] for k in BLOCK_KEYS] for r in rows]
+    try:
+        import pandas
+    except ImportError:
+        return
+    df = pandas.read_csv(tmp_path / "stats.csv")
+    assert df["blocks"].isna().sum() == len(xs)  # the te-current rows
+
+
 def test_monitor_amax_is_torch_amax(tmp_path):
     model = tiny_model()
     seen = {}
@@ -437,30 +484,35 @@ def test_monitor_warnings_default_to_python_warnings():
 def test_monitor_gpu_block_recipes_equal_host_block_stats():
     """Block recipes in the monitor run on the GPU (cuda_block_stats_async: lib's
     compute_block_stats totals per tile scale): every row equals fp8kit.stats(host copy,
-    recipe=...) with counts and extremes exact and the binary64 sums (mse, sqnr_db) to the
-    documented 1e-9; NVFP4 (a global amax and TE's column-wise RHT) stays on the host copy and
-    equals it exactly. f32, bf16 and 3-D tensors (rows x last dimension), partial edge tiles."""
-    recipes = ["te-block", "mxfp8", "mx-ocp", "deepseek-v3", "nvfp4"]
+    recipe=...) with counts, extremes and the per-block fields (lib's summarize_tiles of the
+    GPU's tiles) exact and the binary64 sums (mse, sqnr_db) to the documented 1e-9; NVFP4 (its
+    global amax and TE's column-wise RHT copy on the device) too. f32, bf16 and 3-D tensors (rows
+    x last dimension), partial edge tiles; two steps (the tile buffers reused)."""
+    recipes = ["te-block", "mxfp8", "mx-ocp", "deepseek-v3", "nvfp4", "nvfp4-rowwise"]
     mon = ft.Monitor(torch.nn.Identity(), recipes=recipes)
     group = mon._group("input", "bf16", 300)
-    assert sum(1 for c in group[3] if c[2] is not None) == 4  # all but NVFP4 on the GPU
+    assert all(c[2] is not None for c in group[3])  # every block recipe on the GPU, NVFP4 included
     torch.manual_seed(3)
     # NVFP4's column-wise copy needs a row count that is a multiple of 16 (TE asserts the same).
-    xs = {"a": (torch.randn(144, 300, device="cuda") * 30).to(torch.bfloat16),
+    # "w2" before "a", of its shape and type: a weight's NVFP4 tiles (16 x 16) are fewer than an
+    # input's (1 x 16 of the column-wise copy); their tile buffers must not be mixed up.
+    xs = {"w2": (torch.randn(144, 300, device="cuda") * 3).to(torch.bfloat16),
+          "a": (torch.randn(144, 300, device="cuda") * 30).to(torch.bfloat16),
           "w": torch.randn(256, 160, device="cuda") * 1e-2,
           "g": torch.randn(3, 48, 96, device="cuda") * 1e-4}
     xs["a"][5, 7] = float("nan")
     xs["w"][0, 0] = float("inf")
-    roles = {"a": "input", "w": "weight", "g": "grad"}
-    for n, x in xs.items():
-        mon.watch(n, x, roles[n])
-    mon.step()
+    roles = {"w2": "weight", "a": "input", "w": "weight", "g": "grad"}
+    for step in range(2):
+        for n, x in xs.items():
+            mon.watch(n, x * (1 + step) if step else x, roles[n])
+        mon.step()
     rows = mon.rows
-    assert len(rows) == len(xs) * len(recipes)
+    assert len(rows) == 2 * len(xs) * len(recipes)
     keys = ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
-            "te_underflow", "te_overflow", "sample")
+            "te_underflow", "te_overflow", "sample") + BLOCK_KEYS
     for row in rows:
-        x = xs[row["tensor"]]
+        x = xs[row["tensor"]] * (1 + row["step"]) if row["step"] else xs[row["tensor"]]
         want = fp8kit.stats(x.cpu().reshape(-1, x.shape[-1]), recipe=row["recipe"], role=row["role"])
         for k in keys:
             assert row[k] == (want[k] if k != "sample" else 1), (row["tensor"], row["recipe"], k)

@@ -99,29 +99,43 @@ void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std:
                  bool compute_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample = 1,
                  std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
 
-// A block-scaled cast (lib's BlockRecipe without its NVFP4 and column-wise RHT cases): tiles of
-// block_rows x block_cols over a row-major tensor, edge tiles partial, each scaled by `rule` at
-// the tile's amax.
+// A block-scaled cast (lib's BlockRecipe): tiles of block_rows x block_cols over a row-major
+// tensor, edge tiles partial, each scaled by `rule` at the tile's amax (NVFP4's rules also at the
+// tensor's global amax: block_statistics_async's d_global_amax).
 struct BlockStatsPlan {
     Format to;
     Wide from;
     Policy policy;
     numerics::ScaleParams rule;
     int block_rows, block_cols;  // >= 1
+    // lib's BlockRecipe::columnwise_rht (TE NVFP4's input and gradient roles): the statistics of
+    // TE's column-wise copy (te_rht16_columnwise, hadamard.hpp: cols x rows), as
+    // compute_block_stats gives them. Needs 1 x 16 blocks and a row count that is a multiple of 16.
+    bool columnwise_rht = false;
 };
 
 // fp8kit::compute_block_stats(in, from, rows, cols, recipe).total on the device, into the zeroed
 // *d_record (its scale and scale_inv stay 0: one pair per tile), and each tile's scale_inv into
-// d_scale_inv (grid_rows x grid_cols float32, row-major; null: not written). Counts, extremes and
+// d_scale_inv (grid_rows x grid_cols float32, row-major; null: not written; bit for bit lib's,
+// except that a NaN scale_inv, which NVFP4's rules give at a global amax of Inf, is the GPU's NaN
+// 0x7FFFFFFF where x86 gives 0xFFC00000, as quantize_blocks in blocks.hpp). Counts, extremes and
 // histogram exact; the two binary64 sums to the 1e-9 relative order tolerance (docs/cuda.md).
 // Stochastic rounding draws element (r, c)'s bits from emu::stochastic_bits(seed, r * cols + c)
-// (compute_block_stats: seed 0). d_workspace: statistics_workspace_bytes(). Rules with a global
-// amax (NVFP4) are refused (std::invalid_argument): they stay on the host. d_tile_amax and
+// (compute_block_stats: seed 0). d_workspace: statistics_workspace_bytes(). d_tile_amax and
 // d_tile_min (both or neither; grid_rows x grid_cols float32): each tile's max and min nonzero |x|
-// over its finite x (0 when none), what fp8kit::summarize_tiles takes. One launch, no wait.
+// over its finite x (0 when none), what fp8kit::summarize_tiles takes.
+// Rules with a global amax (numerics::rule_uses_global_amax: NVFP4's two-level scale) need
+// d_global_amax, one device float the call fills first with the tensor's amax (cuda::amax: NaN
+// ignored, Inf kept, as lib's amax_of), which the kernel then passes to numerics::set_global_amax,
+// the call lib's block_stats makes (std::invalid_argument when null).
+// plan.columnwise_rht: the copy is made on the stream into a stream-ordered temporary
+// (cudaMallocAsync / cudaFreeAsync), then everything above runs on it (cols x rows; the global
+// amax is the copy's, TE's global_amax_col): the grid, tiles and stochastic indices are the copy's.
+// Everything is queued on `stream` with no wait.
 void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::size_t rows, std::size_t cols,
                             StatsRecord* d_record, float* d_scale_inv, void* d_workspace, std::uint64_t seed = 0,
-                            Stream stream = nullptr, float* d_tile_amax = nullptr, float* d_tile_min = nullptr);
+                            Stream stream = nullptr, float* d_tile_amax = nullptr, float* d_tile_min = nullptr,
+                            float* d_global_amax = nullptr);
 
 // Bytes of watch_async's workspace (statistics_workspace_bytes() and the magnitude histogram).
 std::size_t watch_workspace_bytes();
