@@ -93,10 +93,11 @@ __device__ __noinline__ bool stochastic_overflow_call(const numerics::ElementCon
     return numerics::stochastic_overflows(c, f, p, s, random);
 }
 
-// Element with input bits `bits`, code q, stochastic random word `random` (0 otherwise).
+// Element with input bits `bits`, scaled bits s, code q and stream index `index` (its random word, drawn
+// again here only for a stochastic element past the largest finite magnitude).
 template <class S, int R>
 __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::uint32_t s, std::uint8_t q,
-                                             std::uint32_t random, Acc& acc, std::uint32_t* hist,
+                                             const ElementCtx& ctx, std::uint64_t index, Acc& acc, std::uint32_t* hist,
                                              const CodeTables& t, const Params& prm, const Policy& policy,
                                              const numerics::ElementConsts& consts1) {
     const float x = widen<S>(bits);
@@ -104,7 +105,8 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::ui
     // consts1: prm.consts with scale_inv 1, since t.xhat already holds decode(q) * scale_inv.
     const numerics::Element e = numerics::element_step(x, t.kind[q], t.xhat[xhat_index(q)], consts1, [&] {
         if constexpr (R == static_cast<int>(emu::Rounding::stochastic))
-            return (s & 0x7FFFFFFFu) > prm.consts.max_bits && stochastic_overflow_call(prm.consts, prm.format, policy, s, random);
+            return (s & 0x7FFFFFFFu) > prm.consts.max_bits &&
+                   stochastic_overflow_call(prm.consts, prm.format, policy, s, stochastic_word(ctx.seed, index));
         else
             return numerics::overflows(prm.consts, s);
     });
@@ -236,32 +238,40 @@ __device__ __forceinline__ void flush_fast(Acc& acc, std::uint32_t pk, std::uint
     acc.count[kNonzeroQ] += nfast - (pk & 0x1Fu);
 }
 
-// Codes of four elements of y (stream indices index0..+3) and their random words.
+// Codes of four elements of y (stream indices index0..+3), packed little-endian in w and one per
+// byte in q. On the grid paths (kSrCvt / kSrTable) the four random words die here: stat_element,
+// which needs one only for an element past the largest finite magnitude (rare), draws it again
+// (random_word), so that the fast path does not keep four more registers live (the stochastic
+// instantiations spilled at the 64 registers four CTAs per SM allow).
 template <class D, int P, int R>
 __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const ElementCtx& c, std::uint64_t index0,
-                                           std::uint8_t (&q)[4], std::uint32_t (&rnd)[4], std::uint32_t& w) {
+                                           std::uint8_t (&q)[4], std::uint32_t& w) {
     if constexpr (R == static_cast<int>(emu::Rounding::stochastic)) {
+        std::uint32_t rnd[4];
         if ((index0 & 3u) == 0) {
             // The launch's round keys (ElementCtx::keys): recomputed from the seed per call, they
             // cost about 20 instructions per four elements.
-            const emu::PhiloxWords w = emu::philox4x32_10(c.keys, index0 >> 2);
+            const emu::PhiloxWords pw = emu::philox4x32_10(c.keys, index0 >> 2);
 #pragma unroll
-            for (int k = 0; k < 4; ++k) rnd[k] = w.w[k];
+            for (int k = 0; k < 4; ++k) rnd[k] = pw.w[k];
         } else {
 #pragma unroll
             for (int k = 0; k < 4; ++k) rnd[k] = stochastic_word(c.seed, index0 + k);
         }
+        if constexpr (P == kSrCvt || P == kSrTable) {
+            std::uint32_t v[4];
+            stochastic_grid_four<D, P>(y, rnd, v);
+            w = encode_grid_four<D, P>(v, c);
+        } else {
+            w = 0;
 #pragma unroll
-        for (int k = 0; k < 4; ++k) q[k] = stochastic_code<D, P, R>(y[k], c, rnd[k]);
-        w = q[0] | (q[1] << 8) | (q[2] << 16) | (static_cast<std::uint32_t>(q[3]) << 24);
+            for (int k = 0; k < 4; ++k) w |= std::uint32_t{stochastic_code<D, P, R>(y[k], c, rnd[k])} << (8 * k);
+        }
     } else {
         w = encode_four<D, P, R>(y, c, index0);
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            q[k] = static_cast<std::uint8_t>(w >> (8 * k));
-            rnd[k] = 0;
-        }
     }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) q[k] = static_cast<std::uint8_t>(w >> (8 * k));
 }
 
 __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float scale, float scale_inv) {
@@ -360,7 +370,7 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         std::uint32_t pk = 0, nfast = 0;
 #pragma unroll
         for (int g4 = 0; g4 < 4; ++g4) {
-            std::uint32_t y[4], rnd[4], w, inc = 0;
+            std::uint32_t y[4], w, inc = 0;
             std::uint8_t q[4];
 #pragma unroll
             for (int k = 0; k < 4; ++k) y[k] = __float_as_uint(__fmul_rn(widen<S>(e[4 * g4 + k]), prm.scale));
@@ -369,14 +379,15 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
 #pragma unroll
                 for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
             }
-            codes_four<D, P, R>(y, ctx, first_index + 16ull * c + 4 * g4, q, rnd, w);
+            const std::uint64_t index0 = first_index + 16ull * c + 4 * g4;
+            codes_four<D, P, R>(y, ctx, index0, q, w);
             if (fast) fast = fast_codes<D>(w, q, tables, inc);
             if (fast) {
                 fast_four<S, D>(e, 4 * g4, y, q, w, inc, acc, pk, hist_lane, tables, prm);
                 nfast += 4;
             } else {
 #pragma unroll
-                for (int k = 0; k < 4; ++k) stat_element<S, R>(e[4 * g4 + k], y[k], q[k], rnd[k], acc, hist, tables, prm, ctx.policy, consts1);
+                for (int k = 0; k < 4; ++k) stat_element<S, R>(e[4 * g4 + k], y[k], q[k], ctx, index0 + k, acc, hist, tables, prm, ctx.policy, consts1);
             }
         }
         flush_fast(acc, pk, nfast);  // pk: at most 16 per field since the last flush
@@ -385,10 +396,8 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
         if (sample > 1 && (i / 16) % sample != 0) continue;
         const std::uint32_t y = scaled_bits<S>(in_t[i], prm.scale);
-        const std::uint32_t rnd = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_word(ctx.seed, first_index + i) : 0u;
-        const std::uint8_t q = R == static_cast<int>(emu::Rounding::stochastic) ? stochastic_code<D, P, R>(y, ctx, rnd)
-                                                                                 : encode_one<D, P, R>(y, ctx, first_index + i);
-        stat_element<S, R>(in_t[i], y, q, rnd, acc, hist, tables, prm, ctx.policy, consts1);
+        const std::uint8_t q = encode_one<D, P, R>(y, ctx, first_index + i);
+        stat_element<S, R>(in_t[i], y, q, ctx, first_index + i, acc, hist, tables, prm, ctx.policy, consts1);
     }
 
     // Counts and extremes: one atomic per warp; sums per warp (stats_record.cuh).
