@@ -139,19 +139,26 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs s, bool collect
     }
 }
 
-// Device memory of one call, freed on the stream however the call ends.
+// Device memory of one call, from the scratch pool (common.cuh: it keeps up to 64 MiB across
+// stream synchronisations, where the default pool gave it back at each), freed on the stream
+// however the call ends.
 struct DeviceBuffers {
     cudaStream_t stream;
     std::vector<void*> held;
     template <class T>
     T* get(std::size_t count) {
-        void* p = nullptr;
-        FP8KIT_CUDA_CHECK(cudaMallocAsync(&p, count > 0 ? count * sizeof(T) : 1, stream));
+        held.reserve(held.size() + 1);  // so that recording the pointer cannot throw and leak it
+        void* p = scratch_alloc(count * sizeof(T), stream);  // 0 bytes: 1 byte (scratch_alloc)
         held.push_back(p);
         return static_cast<T*>(p);
     }
     ~DeviceBuffers() {
-        for (void* p : held) cudaFreeAsync(p, stream);
+        for (void* p : held) {
+            try {
+                scratch_free(p, stream);
+            } catch (...) {  // a destructor must not throw: the first error is the one reported
+            }
+        }
     }
 };
 
