@@ -11,13 +11,13 @@
 // relative order tolerance of the statistics kernel (docs/cuda.md).
 // NVFP4 (issue 23): the rules with a second-level scale read the tensor's amax, computed on the
 // stream first (cuda::amax) and set into the rule on the device (numerics::set_global_amax, lib's
-// call); TE's column-wise copy is made first by te_rht16_columnwise (hadamard.cu) into a
-// stream-ordered temporary, as lib's block_stats and quantize_blocks (fp4_blocks.cu) do.
+// call); TE's column-wise copy is made first by te_rht16_columnwise into a stream-ordered
+// temporary (detail::with_rht_columnwise_copy, hadamard.cu), as lib's block_stats does and
+// quantize_blocks (fp4_blocks.cu) does through the same helper.
 #include <string>
 
 #include "elementwise.cuh"
 #include "stats_record.cuh"
-#include "fp8kit/cuda/hadamard.hpp"
 #include "fp8kit/cuda/statistics_async.hpp"
 #include "fp8kit/numerics/element_stats.hpp"
 
@@ -156,21 +156,12 @@ void block_statistics_columnwise(const BlockStatsPlan& plan, const void* in, std
     if (rows % 16 != 0)
         block_fail("columnwise_rht: the row count " + std::to_string(rows) +
                    " must be a multiple of 16 (TE's random Hadamard transform works on 16 rows of each column)");
-    const cudaStream_t s = as_stream(stream);
-    void* copy = nullptr;
-    const std::size_t bytes = rows * cols * wide_bytes(plan.from);
-    if (bytes > 0) FP8KIT_CUDA_CHECK(cudaMallocAsync(&copy, bytes, s));
     BlockStatsPlan plain = plan;
     plain.columnwise_rht = false;
-    try {
-        te_rht16_columnwise(plan.from, in, rows, cols, copy, true, stream);
+    with_rht_columnwise_copy(plan.from, in, rows, cols, stream, [&](const void* copy) {
         block_statistics_async(plain, copy, cols, rows, d_record, d_scale_inv, d_workspace, seed, stream, d_tile_amax,
                                d_tile_min, d_global_amax);
-    } catch (...) {
-        if (copy) cudaFreeAsync(copy, s);
-        throw;
-    }
-    if (copy) FP8KIT_CUDA_CHECK(cudaFreeAsync(copy, s));
+    });
 }
 
 }  // namespace

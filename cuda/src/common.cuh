@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -120,6 +121,15 @@ __device__ __forceinline__ void block_amax_atomic(std::uint32_t v, float* amax) 
 // statistics() about 0.12 ms a call on the H100 (docs/performance.md, session 12).
 void* scratch_alloc(std::size_t bytes, cudaStream_t s);
 void scratch_free(void* p, cudaStream_t s);
+
+// ---- TE's column-wise random Hadamard copy (hadamard.cu) --------------------------------------
+// The spec's columnwise_rht on the GPU, for quantize_blocks (fp4_blocks.cu) and
+// block_statistics_async (block_statistics.cu), as lib does on the host: a stream-ordered
+// temporary of rows * cols elements of `type`, te_rht16_columnwise(type, in, rows, cols, copy,
+// random signs) into it, use(copy) (the consumer on the cols x rows copy, on `stream`), then the
+// temporary freed on the stream, also when the transform or use throws.
+void with_rht_columnwise_copy(Wide type, const void* in, std::size_t rows, std::size_t cols, Stream stream,
+                              const std::function<void(const void* copy)>& use);
 
 // ---- launch geometry --------------------------------------------------------------------------
 

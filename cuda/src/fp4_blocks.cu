@@ -8,7 +8,6 @@
 
 #include "element.cuh"
 #include "fp8kit/cuda/blocks.hpp"
-#include "fp8kit/cuda/hadamard.hpp"
 #include "fp8kit/emu/pack.hpp"
 #include "narrow.cuh"
 
@@ -99,8 +98,9 @@ block_quantize_kernel(const typename S::storage_t* __restrict__ in, Geometry g, 
 
 [[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("fp8kit::cuda::quantize_blocks: " + what); }
 
-// spec.columnwise_rht: the transform into a temporary (stream-ordered), then the plain quantiser
-// on the cols x rows copy, as lib's quantize_blocks does on the host.
+// spec.columnwise_rht: the transform into a temporary (stream-ordered, with_rht_columnwise_copy in
+// hadamard.cu), then the plain quantiser on the cols x rows copy, as lib's quantize_blocks does on
+// the host.
 void quantize_columnwise_rht(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
                              std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                              float* d_scale_inv, float* d_global_amax, std::uint64_t seed, Stream stream) {
@@ -110,21 +110,12 @@ void quantize_columnwise_rht(const BlockSpec& spec, Wide from, const void* in, s
     if (rows % 16 != 0)
         bad("columnwise_rht: the row count " + std::to_string(rows) +
             " must be a multiple of 16 (TE's random Hadamard transform works on 16 rows of each column)");
-    const cudaStream_t s = as_stream(stream);
-    void* copy = nullptr;
-    const std::size_t bytes = rows * cols * wide_bytes(from);
-    if (bytes > 0) FP8KIT_CUDA_CHECK(cudaMallocAsync(&copy, bytes, s));
     BlockSpec plain = spec;
     plain.columnwise_rht = false;
-    try {
-        te_rht16_columnwise(from, in, rows, cols, copy, true, stream);
+    with_rht_columnwise_copy(from, in, rows, cols, stream, [&](const void* copy) {
         quantize_blocks(plain, from, copy, cols, rows, d_codes, packed, d_scale_codes, d_scale, d_scale_inv,
                         d_global_amax, seed, stream);
-    } catch (...) {
-        if (copy) cudaFreeAsync(copy, s);
-        throw;
-    }
-    if (copy) FP8KIT_CUDA_CHECK(cudaFreeAsync(copy, s));
+    });
 }
 
 }  // namespace

@@ -53,4 +53,24 @@ void te_rht16_columnwise(Wide type, const void* in, std::size_t rows, std::size_
     check_launch("rht16_kernel");
 }
 
+namespace detail {
+
+void with_rht_columnwise_copy(Wide type, const void* in, std::size_t rows, std::size_t cols, Stream stream,
+                              const std::function<void(const void* copy)>& use) {
+    const cudaStream_t s = as_stream(stream);
+    void* copy = nullptr;
+    const std::size_t bytes = rows * cols * wide_bytes(type);
+    if (bytes > 0) FP8KIT_CUDA_CHECK(cudaMallocAsync(&copy, bytes, s));
+    try {
+        te_rht16_columnwise(type, in, rows, cols, copy, true, stream);
+        use(copy);
+    } catch (...) {
+        if (copy) cudaFreeAsync(copy, s);  // unchecked: the first error is the one reported
+        throw;
+    }
+    if (copy) FP8KIT_CUDA_CHECK(cudaFreeAsync(copy, s));
+}
+
+}  // namespace detail
+
 }  // namespace fp8kit::cuda

@@ -35,7 +35,7 @@ struct ScanArgs {
     const float* mult;          // device: what multiplies each block's elements
     std::uint32_t default_nan;  // the host's float32 NaN for Inf * 0 (see host_product)
     bool detect;
-    std::uint64_t threshold;    // Engine::special_threshold in the bits of the rounded type
+    std::uint64_t threshold;    // numerics::special_threshold in the bits of the rounded type
     unsigned long long* count;
     unsigned long long* policies;
     // Second pass: the mismatches, at most `capacity` of them.
@@ -139,29 +139,28 @@ __global__ void __launch_bounds__(kThreads) scan_kernel(ScanArgs s, bool collect
     }
 }
 
-// Device memory of one call, freed on the stream however the call ends.
+// Device memory of one call, from the scratch pool (common.cuh: it keeps up to 64 MiB across
+// stream synchronisations, where the default pool gave it back at each), freed on the stream
+// however the call ends.
 struct DeviceBuffers {
     cudaStream_t stream;
     std::vector<void*> held;
     template <class T>
     T* get(std::size_t count) {
-        void* p = nullptr;
-        FP8KIT_CUDA_CHECK(cudaMallocAsync(&p, count > 0 ? count * sizeof(T) : 1, stream));
+        held.reserve(held.size() + 1);  // so that recording the pointer cannot throw and leak it
+        void* p = scratch_alloc(count * sizeof(T), stream);  // 0 bytes: 1 byte (scratch_alloc)
         held.push_back(p);
         return static_cast<T*>(p);
     }
     ~DeviceBuffers() {
-        for (void* p : held) cudaFreeAsync(p, stream);
+        for (void* p : held) {
+            try {
+                scratch_free(p, stream);
+            } catch (...) {  // a destructor must not throw: the first error is the one reported
+            }
+        }
     }
 };
-
-// Engine::special_threshold: the largest finite value of F, rounded toward zero into C's bits.
-template <class C, class F>
-std::uint64_t special_threshold() {
-    const std::uint64_t m = emu::convert<F, emu::Binary64>(static_cast<std::uint64_t>(F::max_finite_code), emu::kDecodePolicy);
-    return emu::convert<emu::Binary64, C>(m, {emu::Rounding::toward_zero, emu::Overflow::saturate_all,
-                                              emu::NanEncoding::canonical});
-}
 
 // The host's NaN for Inf * 0 (what lib's float32 multiply gives there), measured at run time.
 std::uint32_t host_default_nan() {
@@ -212,7 +211,7 @@ ValidateScan scan(const void* d_input, const std::uint8_t* d_codes, std::size_t 
     a.cols = a.layout == BlockLayout::tensor ? 1 : sc.cols;
     a.default_nan = host_default_nan();
     a.detect = detect;
-    a.threshold = a.scaled ? special_threshold<Binary32, F>() : special_threshold<W, F>();
+    a.threshold = a.scaled ? numerics::special_threshold<Binary32, F>() : numerics::special_threshold<W, F>();
     float* d_mult = mem.get<float>(mult.size());
     if (!mult.empty())
         FP8KIT_CUDA_CHECK(cudaMemcpyAsync(d_mult, mult.data(), mult.size() * sizeof(float), cudaMemcpyHostToDevice, stream));

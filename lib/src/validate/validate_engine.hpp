@@ -130,12 +130,8 @@ struct Engine {
     }
 
     // Magnitude bits above which an element may depend on the overflow or NaN policy.
-    u64 special_threshold() const {
-        const u64 m = bit_cast<u64>(table->max_finite);
-        const u64 t = emu::convert<emu::Binary64, C>(m, {emu::Rounding::toward_zero, emu::Overflow::saturate_all,
-                                                          emu::NanEncoding::canonical});
-        return t;
-    }
+    // numerics/validate_rules.hpp, shared with the GPU scan.
+    static u64 special_threshold() { return numerics::special_threshold<C, F>(); }
     static bool special(u64 v, u64 threshold) { return (v & C::code_mask & ~C::sign_mask) > threshold; }
 
     // The classes that explain a mismatch (bit set; 0: other).

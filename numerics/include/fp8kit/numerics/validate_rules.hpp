@@ -1,5 +1,6 @@
 // The rules validate()'s scans share (lib/include/fp8kit/validate.hpp, docs/validate.md): how its
-// scales tile an array and multiply its elements, and the order of the policies its search tries.
+// scales tile an array and multiply its elements, the order of the policies its search tries
+// and the values for which it tries every overflow and NaN policy (special_threshold).
 // Written once for lib's CPU scan and the GPU scan (cuda/include/fp8kit/cuda/validate.hpp).
 // Host and device; no std containers.
 //
@@ -10,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "fp8kit/emu/convert.hpp"
 #include "fp8kit/emu/format.hpp"
 #include "fp8kit/emu/policy.hpp"
 
@@ -89,6 +91,20 @@ FP8KIT_HD emu::Policy validate_policy(int s) {
     return emu::Policy{static_cast<emu::Rounding>(s / 12), static_cast<emu::Overflow>(s / 4 % 3),
                        static_cast<emu::NanEncoding>(s % 4)};
 }
+// The magnitude bits (in C, the type the reference rounds from) above which an element may depend
+// on the overflow or NaN policy, so that the search tries every overflow and NaN encoding: F's
+// largest finite value, widened exactly to binary64 and rounded toward zero into C (saturating).
+// lib's Engine::special_threshold
+// (lib/src/validate/validate_engine.hpp) and the GPU scan (cuda/src/validate.cu) both call it.
+template <class C, class F>
+FP8KIT_HD std::uint64_t special_threshold() {
+    static_assert((F::max_finite_code & ~F::code_mask) == 0, "max_finite_code is a code of F");
+    const std::uint64_t m = emu::convert<F, emu::Binary64>(static_cast<typename F::storage_t>(F::max_finite_code),
+                                                           emu::kDecodePolicy);
+    return emu::convert<emu::Binary64, C>(m, emu::Policy{emu::Rounding::toward_zero, emu::Overflow::saturate_all,
+                                                         emu::NanEncoding::canonical});
+}
+
 static_assert(static_cast<int>(emu::Rounding::toward_negative) == 4 && static_cast<int>(emu::Overflow::no_saturate) == 2 &&
                   static_cast<int>(emu::NanEncoding::signed_quiet_payload) == 3,
               "validate_policy reads the enumerators' order");
