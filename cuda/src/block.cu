@@ -204,19 +204,19 @@ void launch_blocks(Shape shape, Format to, Wide from, const void* in, std::uint8
                         switch (shape) {
                             case Shape::row128: {
                                 const std::size_t nb = (cols + 127) / 128;
-                                row_block_kernel<S, D, P, R, 128><<<grid_for(pr * nb * 8), kThreads, smem, s>>>(
+                                row_block_kernel<S, D, P, R, 128><<<grid_for_path<P, R>(pr * nb * 8), kThreads, smem, s>>>(
                                     pin, pout, r32, c32, ctx, table, rule, scale_inv + r0 * nb, nullptr, f);
                                 break;
                             }
                             case Shape::row32: {
                                 const std::size_t nb = (cols + 31) / 32;
-                                row_block_kernel<S, D, P, R, 32><<<grid_for(pr * nb * 2), kThreads, smem, s>>>(
+                                row_block_kernel<S, D, P, R, 32><<<grid_for_path<P, R>(pr * nb * 2), kThreads, smem, s>>>(
                                     pin, pout, r32, c32, ctx, table, rule, nullptr, codes + r0 * nb, f);
                                 break;
                             }
                             case Shape::tile128: {
                                 const std::size_t tiles = ((pr + 127) / 128) * ((cols + 127) / 128);
-                                tile_kernel<S, D, P, R><<<grid_for(tiles * kThreads), kThreads, smem, s>>>(
+                                tile_kernel<S, D, P, R><<<grid_for_path<P, R>(tiles * kThreads), kThreads, smem, s>>>(
                                     pin, pout, r32, c32, ctx, table, rule, scale_inv + (r0 / 128) * ((cols + 127) / 128), f);
                                 break;
                             }

@@ -27,7 +27,7 @@ void amax(Wide from, const void* in, std::size_t n, float* d_amax, Stream stream
     with_input(from, [&](auto w) {
         for (std::size_t off = 0; off < n; off += kPiece) {  // 32-bit indices in the kernel
             const std::size_t m = n - off < kPiece ? n - off : kPiece;
-            amax_kernel<decltype(w)><<<grid_for((m + 15) / 16), kThreads, 0, s>>>(
+            amax_kernel<decltype(w)><<<grid_per_item((m + 15) / 16), kThreads, 0, s>>>(
                 static_cast<const char*>(in) + off * es, static_cast<std::uint32_t>(m), d_amax);
         }
     });

@@ -135,8 +135,8 @@ void with_rht_columnwise_copy(Wide type, const void* in, std::size_t rows, std::
 
 constexpr int kThreads = 256;
 
-// Enough blocks to fill the device a few times over; grid-stride loops cover the rest.
-inline unsigned grid_for(std::size_t work_items, int threads = kThreads) {
+// At most ctas_per_sm CTAs per SM (a few waves); the kernel's grid-stride loop covers the rest.
+inline unsigned grid_for(std::size_t work_items, int threads = kThreads, int ctas_per_sm = 8) {
     static int sms = [] {
         int dev = 0, n = 0;
         if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
@@ -144,9 +144,19 @@ inline unsigned grid_for(std::size_t work_items, int threads = kThreads) {
         return n;
     }();
     const std::size_t want = (work_items + threads - 1) / threads;
-    const std::size_t cap = static_cast<std::size_t>(sms) * 8;
+    const std::size_t cap = static_cast<std::size_t>(sms) * static_cast<std::size_t>(ctas_per_sm);
     const std::size_t g = want < cap ? want : cap;
     return static_cast<unsigned>(g > 0 ? g : 1);
+}
+
+// One work item per thread: ceil(work_items / threads) CTAs, so that the grid-stride loop runs
+// once. For the memory-bound kernels on their deterministic paths this was 3-10% faster than
+// grid_for's 8 CTAs per SM on the H100 (session 13, docs/performance.md: f32 -> e4m3 cast 0.458
+// -> 0.437 ms, dequantize 0.518 -> 0.474 ms, MX 0.486 -> 0.440 ms for 2^28 elements). The
+// callers' pieces keep work_items below 2^31, far inside gridDim.x's limit.
+inline unsigned grid_per_item(std::size_t work_items, int threads = kThreads) {
+    const std::size_t want = (work_items + threads - 1) / threads;
+    return static_cast<unsigned>(want > 0 ? want : 1);
 }
 
 // Host-side dispatch of a run-time format to a callable templated on the emu format (emu's own

@@ -137,7 +137,7 @@ void dequantize(Format from, Wide to, const std::uint8_t* in, void* out, std::si
         with_input(to, [&](auto w) {
             for (std::size_t off = 0; off < n; off += kPiece) {  // 32-bit indices in the kernel
                 const std::size_t m = n - off < kPiece ? n - off : kPiece;
-                dequantize_kernel<decltype(f), decltype(w)><<<grid_for((m + 15) / 16), kThreads, 0, s>>>(
+                dequantize_kernel<decltype(f), decltype(w)><<<grid_per_item((m + 15) / 16), kThreads, 0, s>>>(
                     in + off, static_cast<char*>(out) + off * es, static_cast<std::uint32_t>(m), scale_inv);
             }
         });

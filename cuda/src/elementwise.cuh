@@ -98,6 +98,16 @@ constexpr int cast_min_blocks() {
     return P == kSrCvt || P == kSrTable ? 1 : 0;
 }
 
+// The grid of an element-wise or block kernel on path (P, R). Deterministic paths: one step per
+// thread (grid_per_item). Stochastic rounding (Philox: issue-bound, and the 16-bit inputs
+// prefetch the next step) keeps a grid-stride loop over at most 32 CTAs per SM: one step per
+// thread was 4-35% slower there, 32 per SM 1-3% faster than 8 (session 13, docs/performance.md).
+template <int P, int R>
+inline unsigned grid_for_path(std::size_t work_items) {
+    constexpr bool kStochastic = P == kSrCvt || P == kSrTable || R == static_cast<int>(emu::Rounding::stochastic);
+    return kStochastic ? grid_for(work_items, kThreads, 32) : grid_per_item(work_items);
+}
+
 // 16-bit inputs under stochastic rounding: the conversion is issue-bound (Philox), so the kernel
 // loads the next step's input before converting this one.
 template <class S, int P>
@@ -123,7 +133,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
     if constexpr (kPrefetch) {
         // The next step's input loaded before this step's conversion, so that its 32 bytes are
         // in flight while this step computes (bf16 -> e5m2 stochastic 83% -> 87% of copy, session
-        // 12). chunks < 2^27 and stride < 2^19: c + stride does not wrap.
+        // 12). chunks < 2^27 and stride <= 2^27 + 255 (grid_for_path): c + stride does not wrap.
         T e[16];
         if (tid < chunks) load16<S>(in, tid, e);
         for (std::uint32_t c = tid; c < chunks; c += stride) {
@@ -201,7 +211,7 @@ void launch_cast(Format to, Wide from, const void* in, std::uint8_t* out, std::s
                     constexpr std::size_t smem = element_smem<D, P>();
                     for (std::size_t off = 0; off < n; off += kPiece) {
                         const std::size_t m = n - off < kPiece ? n - off : kPiece;
-                        cast_kernel<S, D, P, R, kAmax><<<grid_for((m + 15) / 16), kThreads, smem, stream>>>(
+                        cast_kernel<S, D, P, R, kAmax><<<grid_for_path<P, R>((m + 15) / 16), kThreads, smem, stream>>>(
                             static_cast<const char*>(in) + off * es, out + off, static_cast<std::uint32_t>(m), ctx,
                             table, src, first_index + off, amax);
                     }
