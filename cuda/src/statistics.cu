@@ -241,7 +241,7 @@ __device__ __forceinline__ void flush_fast(Acc& acc, std::uint32_t pk, std::uint
 // Codes of four elements of y (stream indices index0..+3), packed little-endian in w and one per
 // byte in q. On the grid paths (kSrCvt / kSrTable) the four random words die here: stat_element,
 // which needs one only for an element past the largest finite magnitude (rare), draws it again
-// (random_word), so that the fast path does not keep four more registers live (the stochastic
+// (stochastic_word), so that the fast path does not keep four more registers live (the stochastic
 // instantiations spilled at the 64 registers four CTAs per SM allow).
 template <class D, int P, int R>
 __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const ElementCtx& c, std::uint64_t index0,
