@@ -150,12 +150,8 @@ block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::
 void block_statistics_columnwise(const BlockStatsPlan& plan, const void* in, std::size_t rows, std::size_t cols,
                                  StatsRecord* d_record, float* d_scale_inv, void* d_workspace, std::uint64_t seed,
                                  Stream stream, float* d_tile_amax, float* d_tile_min, float* d_global_amax) {
-    if (plan.block_rows != 1 || plan.block_cols != 16)
-        block_fail("columnwise_rht needs 1 x 16 blocks (TE's Hadamard dimension is the NVFP4 tile length 16), got " +
-                   std::to_string(plan.block_rows) + " x " + std::to_string(plan.block_cols));
-    if (rows % 16 != 0)
-        block_fail("columnwise_rht: the row count " + std::to_string(rows) +
-                   " must be a multiple of 16 (TE's random Hadamard transform works on 16 rows of each column)");
+    const std::string why = rht_columnwise_shape_error(plan.block_rows, plan.block_cols, rows);
+    if (!why.empty()) block_fail(why);
     BlockStatsPlan plain = plan;
     plain.columnwise_rht = false;
     with_rht_columnwise_copy(plan.from, in, rows, cols, stream, [&](const void* copy) {

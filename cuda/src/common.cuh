@@ -131,6 +131,10 @@ void scratch_free(void* p, cudaStream_t s);
 void with_rht_columnwise_copy(Wide type, const void* in, std::size_t rows, std::size_t cols, Stream stream,
                               const std::function<void(const void* copy)>& use);
 
+// What the column-wise RHT needs of the shape (1 x 16 blocks, a row count that is a multiple of 16),
+// as a message for the caller to throw with its own name, or "" when the shape is fine.
+std::string rht_columnwise_shape_error(int block_rows, int block_cols, std::size_t rows);
+
 // ---- launch geometry --------------------------------------------------------------------------
 
 constexpr int kThreads = 256;

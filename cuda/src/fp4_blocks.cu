@@ -104,12 +104,8 @@ block_quantize_kernel(const typename S::storage_t* __restrict__ in, Geometry g, 
 void quantize_columnwise_rht(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
                              std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                              float* d_scale_inv, float* d_global_amax, std::uint64_t seed, Stream stream) {
-    if (spec.block_rows != 1 || spec.block_cols != 16)
-        bad("columnwise_rht needs 1 x 16 blocks (TE's Hadamard dimension is the NVFP4 tile length 16), got " +
-            std::to_string(spec.block_rows) + " x " + std::to_string(spec.block_cols));
-    if (rows % 16 != 0)
-        bad("columnwise_rht: the row count " + std::to_string(rows) +
-            " must be a multiple of 16 (TE's random Hadamard transform works on 16 rows of each column)");
+    const std::string why = rht_columnwise_shape_error(spec.block_rows, spec.block_cols, rows);
+    if (!why.empty()) bad(why);
     BlockSpec plain = spec;
     plain.columnwise_rht = false;
     with_rht_columnwise_copy(from, in, rows, cols, stream, [&](const void* copy) {

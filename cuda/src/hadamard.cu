@@ -2,6 +2,8 @@
 // (column, group of 16 rows), the same three calls as lib/src/convert/hadamard.cpp: widen each
 // element exactly to binary64 (emu::convert), numerics::te_rht16_group, round once to the type
 // (emu::convert, nearest even).
+#include <string>
+
 #include "common.cuh"
 #include "fp8kit/cuda/hadamard.hpp"
 #include "fp8kit/numerics/hadamard.hpp"
@@ -54,6 +56,16 @@ void te_rht16_columnwise(Wide type, const void* in, std::size_t rows, std::size_
 }
 
 namespace detail {
+
+std::string rht_columnwise_shape_error(int block_rows, int block_cols, std::size_t rows) {
+    if (block_rows != 1 || block_cols != 16)
+        return "columnwise_rht needs 1 x 16 blocks (TE's Hadamard dimension is the NVFP4 tile length 16), got " +
+               std::to_string(block_rows) + " x " + std::to_string(block_cols);
+    if (rows % 16 != 0)
+        return "columnwise_rht: the row count " + std::to_string(rows) +
+               " must be a multiple of 16 (TE's random Hadamard transform works on 16 rows of each column)";
+    return {};
+}
 
 void with_rht_columnwise_copy(Wide type, const void* in, std::size_t rows, std::size_t cols, Stream stream,
                               const std::function<void(const void* copy)>& use) {
