@@ -33,6 +33,7 @@
 #endif
 
 #include <cfloat>
+#include <type_traits>
 
 #include "common.cuh"
 #include "narrow.cuh"
@@ -376,6 +377,36 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
         for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], r[k]);
     }
 }
+
+// Binary16 inputs at scale 1 into a format whose normal range starts above binary16's smallest
+// normal (D::emin > -14: E4M3 from 2^-6, E4M3FNUZ, E4M3B11FNUZ). There stochastic_grid_bits
+// branches per element below 2^emin (0.8% of unscaled uniform(-2, 2) data, in about a fifth of a
+// warp's element slots: about 3 branch instructions per element plus the divergent block). This
+// step has no branch: for 0 <= |y| < 2^emin convert's stochastic step (stochastic_grid_general:
+// the subnormal tier and the steps below it alike) is floor((|y| + random q 2^-32) / q) q, with q
+// = 2^(emin - man_bits) D's subnormal quantum. A binary16 value is a multiple of 2^-24, so t = |y|
+// + 2^emin is exact in float32 (its quantum in [2^emin, 2^(emin+1)) is 2^(emin-23) <= 2^-24), and
+// that binade's D quantum is q too: the common step on t's bits, then t - 2^emin (exact), gives
+// that value, t being a multiple of its float32 quantum. |y| >= 2^emin takes the common step as is
+// (c = 0), and the sign is put back (no carry reaches it). +-Inf stays +-Inf. A NaN: the add makes
+// it 0x7FFFFFFF, held at 0x7FF00000 so that the step leaves a NaN (kSrCvt: every NaN has the one
+// code; kSrTable steps with a NaN input do not come here, see encode16).
+template <class D>
+__device__ __forceinline__ std::uint32_t stochastic_grid_unit_binary16(std::uint32_t y, std::uint32_t random) {
+    static_assert(D::emin > -14 && D::emin <= -1, "binary16 values below 2^emin must be exact after adding 2^emin");
+    constexpr int kShift = 23 - D::man_bits;
+    const float normal_lo = __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23);
+    const float a = fabsf(__uint_as_float(y));
+    const float c = a < normal_lo ? normal_lo : 0.0f;
+    const std::uint32_t t = min(__float_as_uint(__fadd_rn(a, c)), 0x7FF00000u);
+    const std::uint32_t v = (t + (random >> (32 - kShift))) & ~((1u << kShift) - 1u);
+    return __float_as_uint(__fadd_rn(__uint_as_float(v), -c)) | (y & 0x80000000u);
+}
+
+// Whether encode16 takes stochastic_grid_unit_binary16 for inputs S, format D and path P at scale 1.
+template <class S, class D, int P>
+constexpr bool kUnitBinary16 = std::is_same_v<S, emu::Binary16> && (P == kSrCvt || P == kSrTable) && D::emin > -14 &&
+                               D::total_bits == 8 && D::has_zero;
 
 // Code of a value already on D's grid (kSrCvt / kSrTable).
 template <class D, int P>

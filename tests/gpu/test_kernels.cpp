@@ -213,6 +213,29 @@ TEST_CASE("quantize equals encode_array for every format, policy and input type"
     }
 }
 
+// Binary16 inputs at scale 1 under stochastic rounding take their own step for the E4M3-like
+// formats (cuda/src/element.cuh, stochastic_grid_unit_binary16): every one of the 2^16 inputs,
+// each with 16 random words (16 copies at different stream indices), at first indices that
+// start an aligned group of four (0, 4100, 2^35 + 8: a Philox counter with a nonzero high word)
+// and one that does not (6: the per-element path).
+TEST_CASE("f16 stochastic quantize at scale 1 equals encode_array over many random words", "[gpu]") {
+    constexpr std::size_t kCopies = 16, n = 65536 * kCopies;
+    std::vector<std::uint16_t> in(n);
+    for (std::size_t i = 0; i < n; ++i) in[i] = static_cast<std::uint16_t>(i);
+    Dev din(n * 2), dout(n);
+    cu::copy_to_device(din.p, in.data(), n * 2);
+    for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{4100}, (std::uint64_t{1} << 35) + 8, std::uint64_t{6}})
+        for (Format f : gpu_formats())
+            for (const Policy& p : all_policies()) {
+                if (p.rounding != Rounding::stochastic) continue;
+                std::vector<std::uint8_t> want(n);
+                fp8kit::encode_array(f, Wide::f16, in.data(), want.data(), n, p, 0xC0FFEEull, first);
+                cu::quantize(f, Wide::f16, din.p, dout.as<std::uint8_t>(), n, p, 1.0f, 0xC0FFEEull, first);
+                INFO("f16 -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " first index " << first);
+                REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), want) == 0);
+            }
+}
+
 TEST_CASE("scaled quantize equals encode(fl32(x * scale))", "[gpu]") {
     const float scales[] = {0.5f, 3.0f, 1e-3f, 448.0f / 1234.5f, std::ldexp(1.0f, -20), 1e30f, 0.0f, INFINITY, NAN};
     const Policy policies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical},
