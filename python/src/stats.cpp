@@ -54,19 +54,28 @@ pyb::dict stats_dict(const QuantStats& s) {
     return d;
 }
 
-pyb::dict block_stats_dict(const BlockStats& b, Format format) {
-    pyb::dict d = stats_dict(b.total);
-    d["format"] = std::string(name(format));
+namespace {
+
+// The per-block fields that block_stats_dict and tile_summary share (lib's summarize_tiles).
+void put_tile_fields(pyb::dict& d, const BlockStats& b) {
     d["blocks"] = b.blocks;
-    d["grid"] = pyb::make_tuple(b.grid_rows, b.grid_cols);
-    d["block_shape"] = pyb::make_tuple(b.tile_rows, b.tile_cols);
-    d["columnwise_rht"] = b.columnwise_rht;  // the statistics are of the column-wise copy (TE's RHT)
     d["scale_inv_min"] = b.scale_inv_min;
     d["scale_inv_max"] = b.scale_inv_max;
-    put_hist(d, b.scale_inv_exp_hist, "scale_inv_exp_hist");
     d["blocks_with_range"] = b.blocks_with_range;
     d["dr_max"] = b.dr_max;
     d["dr_mean"] = b.dr_mean;
+}
+
+}  // namespace
+
+pyb::dict block_stats_dict(const BlockStats& b, Format format) {
+    pyb::dict d = stats_dict(b.total);
+    d["format"] = std::string(name(format));
+    put_tile_fields(d, b);
+    d["grid"] = pyb::make_tuple(b.grid_rows, b.grid_cols);
+    d["block_shape"] = pyb::make_tuple(b.tile_rows, b.tile_cols);
+    d["columnwise_rht"] = b.columnwise_rht;  // the statistics are of the column-wise copy (TE's RHT)
+    put_hist(d, b.scale_inv_exp_hist, "scale_inv_exp_hist");
     d["dr_hist"] = pyb::array_t<std::uint64_t>(b.dr_hist.size(), b.dr_hist.data());
     return d;
 }
@@ -189,7 +198,7 @@ pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const
 
 // BlockStats' per-block fields from each tile's scale_inv and extremes (float32 arrays of one
 // value per tile, row-major: what cuda::block_statistics_async writes), by lib's summarize_tiles,
-// the one definition of them (the monitor's rows of GPU tensors). The keys block_stats_dict uses.
+// the one definition of them (the monitor's rows of GPU tensors): put_tile_fields' keys.
 pyb::dict tile_summary(const pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>& scale_inv,
                        const pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>& tile_amax,
                        const pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>& tile_min) {
@@ -204,12 +213,7 @@ pyb::dict tile_summary(const pyb::array_t<float, pyb::array::c_style | pyb::arra
     const std::vector<double> amax(tile_amax.data(), tile_amax.data() + n), mins(tile_min.data(), tile_min.data() + n);
     summarize_tiles(b, amax.data(), mins.data());
     pyb::dict d;
-    d["blocks"] = b.blocks;
-    d["scale_inv_min"] = b.scale_inv_min;
-    d["scale_inv_max"] = b.scale_inv_max;
-    d["blocks_with_range"] = b.blocks_with_range;
-    d["dr_max"] = b.dr_max;
-    d["dr_mean"] = b.dr_mean;
+    put_tile_fields(d, b);
     return d;
 }
 
