@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
     narrow<<<4096, 256>>>(x, h, n, true);
     row("cast_bf16_e4m3_satfinite", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::bf16, h, q, n, sat); });
     row("cast_bf16_e5m2_stochastic", 3 * N, [&] { cu::quantize(Format::e5m2, Wide::bf16, h, q, n, sr, 1.0f, 42); });
+    // bf16 into E4M3: its subnormal tier takes the per-element branch (as the scaled f16 row).
+    row("cast_bf16_e4m3_stochastic", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::bf16, h, q, n, sr, 1.0f, 42); });
     cu::quantize(Format::e4m3, Wide::f32, x, q, n, sat);
     row("dequantize_e4m3_f32", 5 * N, [&] { cu::dequantize(Format::e4m3, Wide::f32, q, y, n, 0.25f); });
     row("amax_f32", 4 * N, [&] { cu::amax(Wide::f32, x, n, scalars + 5); });
