@@ -379,7 +379,8 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
 }
 
 // Binary16 inputs at scale 1 into a format whose normal range starts above binary16's smallest
-// normal (D::emin > -14: E4M3 from 2^-6, E4M3FNUZ, E4M3B11FNUZ). There stochastic_grid_bits
+// normal (D::emin > -14) and that has a stochastic cvt / table path (kUnitBinary16: E4M3 from
+// 2^-6, E4M3FNUZ; the emulated formats take kConvert). There stochastic_grid_bits
 // branches per element below 2^emin (0.8% of unscaled uniform(-2, 2) data, in about a fifth of a
 // warp's element slots: about 3 branch instructions per element plus the divergent block). This
 // step has no branch: for 0 <= |y| < 2^emin convert's stochastic step (stochastic_grid_general:
