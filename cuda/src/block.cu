@@ -59,7 +59,10 @@ __device__ __forceinline__ std::uint32_t segment_amax(const typename S::storage_
 template <class S, class D, int P, int R, bool kInline = true>
 __device__ __forceinline__ uint4 encode_segment(const typename S::storage_t (&e)[16], float scale, const ElementCtx& c,
                                                 std::uint64_t index0) {
-    return encode16<S, D, P, R, kInline>(e, scale, c, index0);
+    Step16<S> u;
+#pragma unroll
+    for (int k = 0; k < 16; ++k) u.e[k] = e[k];
+    return encode16<S, D, P, R, kInline>(u, scale, c, index0);
 }
 
 // 1 x G blocks along rows (G = 32 or 128): G / 16 lanes per block. Segments are numbered row by

@@ -117,6 +117,21 @@ __device__ __forceinline__ std::uint32_t scaled_bits(typename S::storage_t x, fl
     return nan ? w : yb;
 }
 
+// 16 elements of type S as loaded: kVecs 16-byte vectors, read as elements through `e`.
+template <class S>
+union Step16 {
+    static constexpr int kVecs = 16 * static_cast<int>(sizeof(typename S::storage_t)) / 16;
+    uint4 v[kVecs];
+    typename S::storage_t e[16];
+    // 32-bit word k of the step as loaded (k a compile-time constant after unrolling): read as
+    // e[2k] | e[2k+1] << 16 instead, some words were re-packed from their halves (SHF, IMAD.U32
+    // and two LOP3 each in the SASS of the bf16 kernels).
+    __device__ __forceinline__ std::uint32_t word(int k) const {
+        const uint4& q = v[k / 4];
+        return k % 4 == 0 ? q.x : k % 4 == 1 ? q.y : k % 4 == 2 ? q.z : q.w;
+    }
+};
+
 // Whether any of 16 f16 / bf16 inputs is a NaN, from their packed 32-bit words, so that a step
 // of 16 elements without NaNs (nearly all of them) converts each element without the NaN case:
 // the payload widening and the select cost the f16 kernels about 8 issue slots per element.
@@ -378,36 +393,114 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
     }
 }
 
-// Binary16 inputs at scale 1 into a format whose normal range starts above binary16's smallest
-// normal (D::emin > -14) and that has a stochastic cvt / table path (kUnitBinary16: E4M3 from
-// 2^-6, E4M3FNUZ; the emulated formats take kConvert). There stochastic_grid_bits
+// The coarse step: stochastic rounding of y = x * scale without the per-element range branch,
+// for f16 / bf16 inputs x, a power-of-two scale and a format whose normal range starts above
+// binary16's smallest normal (D::emin > -14) with a stochastic cvt / table path (kCoarseStep:
+// E4M3 from 2^-6, E4M3FNUZ; the emulated formats take kConvert). There stochastic_grid_bits
 // branches per element below 2^emin (0.8% of unscaled uniform(-2, 2) data, in about a fifth of a
-// warp's element slots: about 3 branch instructions per element plus the divergent block). This
-// step has no branch: for 0 <= |y| < 2^emin convert's stochastic step (stochastic_grid_general:
-// the subnormal tier and the steps below it alike) is floor((|y| + random q 2^-32) / q) q, with q
-// = 2^(emin - man_bits) D's subnormal quantum. A binary16 value is a multiple of 2^-24, so t = |y|
-// + 2^emin is exact in float32 (its quantum in [2^emin, 2^(emin+1)) is 2^(emin-23) <= 2^-24), and
-// that binade's D quantum is q too: the common step on t's bits, then t - 2^emin (exact), gives
-// that value, t being a multiple of its float32 quantum. |y| >= 2^emin takes the common step as is
-// (c = 0), and the sign is put back (no carry reaches it). +-Inf stays +-Inf. A NaN: the add makes
-// it 0x7FFFFFFF, held at 0x7FF00000 so that the step leaves a NaN (kSrCvt: every NaN has the one
-// code; kSrTable steps with a NaN input do not come here, see encode16).
-template <class D>
-__device__ __forceinline__ std::uint32_t stochastic_grid_unit_binary16(std::uint32_t y, std::uint32_t random) {
+// warp's element slots: about 3 branch instructions per element plus the divergent block).
+// Why it is exact: for 0 <= |y| < 2^emin convert's stochastic step (stochastic_grid_general: the
+// subnormal tier and the steps below it alike) is floor((|y| + random q 2^-32) / q) q, with q =
+// 2^(emin - man_bits) D's subnormal quantum. When |y| is a multiple of 2^(emin - 23) (see
+// coarse_range for the inputs that are), t = |y| + 2^emin is exact in float32 (its quantum in
+// [2^emin, 2^(emin+1)) is 2^(emin-23)) and that binade's D quantum is q too; y's bits below
+// 2^(emin-23) being zero, the random bits below the common step's kShift cannot carry. So the
+// common step on t's bits, then t - 2^emin (exact), gives convert's value. |y| >= 2^emin takes the
+// common step as is (c = 0), and the sign is put back (no carry reaches it). +-Inf stays +-Inf.
+// A NaN: the add makes it 0x7FFFFFFF, held at 0x7FF00000 so that the step leaves a NaN (kSrCvt:
+// every NaN has the one code; kSrTable steps with a NaN input do not come here, coarse_range).
+// A finite y whose step passes FLT_MAX gives +-Inf: cvt.rn.satfinite encodes it as +-FLT_MAX
+// (kSrCvt); kSrTable steps with such inputs do not come here (coarse_range's `from`).
+// w: x's float32 bits (widen_non_nan); scale = 2^k > 0, so y = |x| 2^k with x's sign, exactly.
+// kScaled false: scale is 1 and not read (no multiply: one instruction of about 21 per element).
+// In the SASS the step avoids the integer ALU pipe, which these kernels saturate (ncu, session
+// 15: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs at half
+// the issue rate (16 lanes per SM sub-partition on sm_90): the range test is one FFMA.SAT on the
+// FP32 pipe instead of FSETP + FSEL (float compare and select are ALU work), and the step on the
+// bits is IMAD.WIDE + IMAD.SHL on the FMA-heavy pipe instead of LEA.HI + LOP3.
+//  - cu = sat(2^23 - |y| 2^(23-emin)) is 1 for |y| < 2^emin (|y| 2^(23-emin) is then an integer
+//    below 2^23, by the precondition) and 0 above, for Inf and for NaN (.sat flushes NaN to 0);
+//    t = fma(cu, 2^emin, |y|) and the result fma(cu, -2^emin, v) are |y| + c and v - c, exact.
+//  - floor((t + floor(random / 2^(32-kShift))) / 2^kShift) = floor((t 2^(32-kShift) + random) /
+//    2^32) for integer t: the high word of one 32 x 32 + 32 -> 64-bit multiply-add.
+template <class D, bool kScaled>
+__device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w, float scale, std::uint32_t random) {
     static_assert(D::emin > -14 && D::emin <= -1, "binary16 values below 2^emin must be exact after adding 2^emin");
     constexpr int kShift = 23 - D::man_bits;
     const float normal_lo = __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23);
-    const float a = fabsf(__uint_as_float(y));
-    const float c = a < normal_lo ? normal_lo : 0.0f;
-    const std::uint32_t t = min(__float_as_uint(__fadd_rn(a, c)), 0x7FF00000u);
-    const std::uint32_t v = (t + (random >> (32 - kShift))) & ~((1u << kShift) - 1u);
-    return __float_as_uint(__fadd_rn(__uint_as_float(v), -c)) | (y & 0x80000000u);
+    const float k_unit = __uint_as_float(static_cast<std::uint32_t>(23 - D::emin + 127) << 23);  // 2^(23-emin)
+    const float a = kScaled ? __fmul_rn(fabsf(__uint_as_float(w)), scale) : fabsf(__uint_as_float(w));
+    float cu;
+    asm("fma.rn.sat.f32 %0, %1, %2, 0f4B000000;" : "=f"(cu) : "f"(a), "f"(-k_unit));  // 0f4B000000: 2^23
+    const std::uint32_t t = min(__float_as_uint(__fmaf_rn(cu, normal_lo, a)), 0x7FF00000u);
+    std::uint32_t kept;  // floor((t 2^(32-kShift) + random) / 2^32)
+    asm("{\n\t.reg .u64 p;\n\tmad.wide.u32 p, %1, %2, %3;\n\tmov.b64 {_, %0}, p;\n\t}"
+        : "=r"(kept) : "r"(t), "n"(1u << (32 - kShift)), "l"(static_cast<std::uint64_t>(random)));
+    const std::uint32_t v = kept * (1u << kShift);
+    return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
 }
 
-// Whether encode16 takes stochastic_grid_unit_binary16 for inputs S, format D and path P at scale 1.
+// Whether encode16 may take stochastic_grid_coarse for inputs S, format D and path P.
 template <class S, class D, int P>
-constexpr bool kUnitBinary16 = std::is_same_v<S, emu::Binary16> && (P == kSrCvt || P == kSrTable) && D::emin > -14 &&
-                               D::total_bits == 8 && D::has_zero;
+constexpr bool kCoarseStep = sizeof(typename S::storage_t) == 2 && (P == kSrCvt || P == kSrTable) &&
+                             D::emin > -14 && D::total_bits == 8 && D::has_zero;
+
+// The inputs of one launch for which stochastic_grid_coarse equals stochastic_grid_bits, as
+// magnitude bits h = x & 0x7FFF of S: every h == 0 or tiny_below <= h < from. tiny_below == 0: no
+// input (the scale is not a power of two 2^k, k an integer, or too small); tiny_below == 1: all
+// h < from. Derivation (B = S::bias, M = S::man_bits): y = x 2^k is exact where x's quantum
+// 2^(e-M) times 2^k is at least 2^(emin-23), i.e. for x's exponent e >= emin - 23 + M - k; a
+// subnormal x (quantum 2^(1-B-M)) needs k >= emin - 24 + B + M, the same bound as e = 1 - B.
+// f16 (B 15, M 10) into E4M3 (emin -6): every input for k >= -5; bf16 (B 127, M 7) at k = 0:
+// |x| >= 2^-22. from: NaN inputs (kSrTable) and, kSrTable, inputs with |y| >= 1.875 2^127, whose
+// step could pass FLT_MAX (the nearest-even table would take +-Inf as Inf, not as FLT_MAX).
+struct CoarseRange {
+    std::uint32_t tiny_below = 0;
+    std::uint32_t from = 0x8000;
+    bool unit = false;  // scale == 1
+};
+template <class S, class D, int P>
+__device__ __forceinline__ CoarseRange coarse_range(float scale) {
+    CoarseRange r;
+    const std::uint32_t sb = __float_as_uint(scale);
+    if ((sb & 0x807FFFFFu) != 0 || (sb >> 23) == 0 || (sb >> 23) == 0xFF) return r;  // not +2^k, k in [-126, 127]
+    constexpr int B = S::bias, M = S::man_bits;
+    const int k = static_cast<int>(sb >> 23) - 127;
+    const int te = D::emin - 23 + M - k;  // smallest exponent of an exact |x|
+    if (te + B > 2 * B) return r;         // no finite x
+    r.tiny_below = te <= 1 - B ? 1u : static_cast<std::uint32_t>(te + B) << M;
+    r.unit = k == 0;
+    if constexpr (P == kSrTable) {
+        constexpr std::uint32_t kNan = (static_cast<std::uint32_t>(2 * B + 1) << M) + 1;  // smallest NaN h
+        const int eb = 127 - k + B;  // S's biased exponent of 2^(127 - k)
+        const std::uint32_t big = eb > 2 * B ? kNan : (static_cast<std::uint32_t>(eb) << M) | (0x70u << (M - 7));
+        r.from = min(big, kNan);
+    }
+    return r;
+}
+
+// Whether any of 16 f16 / bf16 inputs lies outside a CoarseRange (0 < h < tiny_below or h >=
+// from), from their packed 32-bit words: for a half h < 2^15, h + (0x8000 - b) sets bit 15 iff h
+// >= b, and h + 0x7FFF iff h != 0, with no carry into the other half. The two tests run only
+// where they can fire (tiny_below > 1; from < 0x8000), which is uniform per launch.
+template <class S>
+__device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const CoarseRange& r) {
+    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
+    const std::uint32_t below = (0x8000u - r.tiny_below) * 0x10001u, from = (0x8000u - r.from) * 0x10001u;
+    std::uint32_t acc = 0;
+    if (r.tiny_below > 1) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const std::uint32_t m = u.word(k) & 0x7FFF7FFFu;
+            acc |= (m + 0x7FFF7FFFu) & ~(m + below);
+        }
+    }
+    if (r.from < 0x8000u) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc |= (u.word(k) & 0x7FFF7FFFu) + from;
+    }
+    return (acc & 0x80008000u) != 0;
+}
 
 // Code of a value already on D's grid (kSrCvt / kSrTable).
 template <class D, int P>

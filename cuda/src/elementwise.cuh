@@ -38,14 +38,6 @@ __device__ __forceinline__ float resolve_scale(const ScaleSource& src) {
     return s;
 }
 
-// 16 elements of type S as loaded: kVecs 16-byte vectors, read as elements through `e`.
-template <class S>
-union Step16 {
-    static constexpr int kVecs = 16 * static_cast<int>(sizeof(typename S::storage_t)) / 16;
-    uint4 v[kVecs];
-    typename S::storage_t e[16];
-};
-
 // Step chunk (16 elements of type S) from 16-byte-aligned memory, as loaded.
 template <class S>
 __device__ __forceinline__ void load_step(const void* base, std::uint32_t chunk, Step16<S>& u) {
@@ -63,11 +55,12 @@ __device__ __forceinline__ void load16(const void* base, std::uint32_t chunk, ty
     for (int k = 0; k < 16; ++k) e[k] = u.e[k];
 }
 
-// Codes of 16 binary16 inputs at scale 1 whose stream indices index0 .. index0 + 15 start an
-// aligned group (kUnitBinary16): the widened inputs through stochastic_grid_unit_binary16.
-template <class S, class D, int P>
-__device__ __forceinline__ uint4 encode16_unit_binary16(const typename S::storage_t (&e)[16], const ElementCtx& c,
-                                                        std::uint64_t index0) {
+// Codes of 16 elements whose stream indices index0 .. index0 + 15 start an aligned group
+// (index0 % 4 == 0 for every step of a launch or none): four Philox calls side by side, without a
+// branch between them, so that ptxas can interleave the four dependent chains of ten rounds (about
+// 44 instructions each); grid_four(g, words, v) puts group g's four elements on D's grid.
+template <class D, int P, class GridFour>
+__device__ __forceinline__ uint4 encode16_aligned(const ElementCtx& c, std::uint64_t index0, GridFour&& grid_four) {
     emu::PhiloxWords r[4];
 #pragma unroll
     for (int g = 0; g < 4; ++g) r[g] = emu::philox4x32_10(c.keys, (index0 >> 2) + g);
@@ -75,45 +68,48 @@ __device__ __forceinline__ uint4 encode16_unit_binary16(const typename S::storag
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
         std::uint32_t v[4];
-#pragma unroll
-        for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_unit_binary16<D>(widen_non_nan<S>(e[4 * g + k]), r[g].w[k]);
+        grid_four(g, r[g].w, v);
         w[g] = encode_grid_four<D, P>(v, c);
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Codes of 16 f16 / bf16 inputs through stochastic_grid_coarse (an aligned group; kScaled: see there).
+template <class S, class D, int P, bool kScaled>
+__device__ __forceinline__ uint4 encode16_coarse(const Step16<S>& u, float scale, const ElementCtx& c,
+                                                 std::uint64_t index0) {
+    return encode16_aligned<D, P>(c, index0, [&](int g, const std::uint32_t(&words)[4], std::uint32_t(&v)[4]) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_coarse<D, kScaled>(widen_non_nan<S>(u.e[4 * g + k]), scale, words[k]);
+    });
+}
+
 // Codes of 16 elements with stream indices index0 .. index0 + 15.
 // plain: plain_scale(scale), the launch's or the block's (false is always correct, only slower).
-// unit: scale == 1 (false is always correct, only slower): binary16 inputs under stochastic
-// rounding into E4M3-like formats take encode16_unit_binary16 (kSrTable: when no input is a NaN).
+// coarse: coarse_range<S, D, P>(scale) (the default, no input, is always correct, only slower):
+// f16 / bf16 inputs under stochastic rounding into E4M3-like formats whose 16 inputs all lie in
+// it take stochastic_grid_coarse.
 template <class S, class D, int P, int R, bool kInline = true>
-__device__ __forceinline__ uint4 encode16(const typename S::storage_t (&e)[16], float scale,
-                                          const ElementCtx& c, std::uint64_t index0, bool plain = false,
-                                          bool unit = false) {
-    if constexpr (kUnitBinary16<S, D, P>) {
-        if (unit && (index0 & 3u) == 0 && (P == kSrCvt || !any_nan16<S>(e))) return encode16_unit_binary16<S, D, P>(e, c, index0);
-    }
-    std::uint32_t y16[16];
-    scaled16<S, P == kSrCvt || P == kSrTable, P == kSrCvt>(e, scale, plain, y16);
-    std::uint32_t w[4];
-    if constexpr (P == kSrCvt || P == kSrTable) {
-        // Four aligned groups (index0 % 4 == 0 for every step of a launch or none): their four
-        // Philox calls side by side, without a branch between them, so that ptxas can interleave
-        // the four dependent chains of ten rounds (about 44 instructions each).
-        if ((index0 & 3u) == 0) {
-            emu::PhiloxWords r[4];
-#pragma unroll
-            for (int g = 0; g < 4; ++g) r[g] = emu::philox4x32_10(c.keys, (index0 >> 2) + g);
-#pragma unroll
-            for (int g = 0; g < 4; ++g) {
-                const std::uint32_t y[4] = {y16[4 * g], y16[4 * g + 1], y16[4 * g + 2], y16[4 * g + 3]};
-                std::uint32_t v[4];
-                stochastic_grid_four<D, P, sizeof(typename S::storage_t) == 2>(y, r[g].w, v);
-                w[g] = encode_grid_four<D, P>(v, c);
-            }
-            return make_uint4(w[0], w[1], w[2], w[3]);
+__device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const ElementCtx& c, std::uint64_t index0,
+                                          bool plain = false, const CoarseRange& coarse = {}) {
+    if constexpr (kCoarseStep<S, D, P>) {
+        if (coarse.tiny_below != 0 && (index0 & 3u) == 0 && !outside_coarse16<S>(u, coarse)) {
+            if (coarse.unit) return encode16_coarse<S, D, P, false>(u, scale, c, index0);
+            return encode16_coarse<S, D, P, true>(u, scale, c, index0);
         }
     }
+    const auto& e = u.e;
+    std::uint32_t y16[16];
+    scaled16<S, P == kSrCvt || P == kSrTable, P == kSrCvt>(e, scale, plain, y16);
+    if constexpr (P == kSrCvt || P == kSrTable) {
+        if ((index0 & 3u) == 0) {
+            return encode16_aligned<D, P>(c, index0, [&](int g, const std::uint32_t(&words)[4], std::uint32_t(&v)[4]) {
+                const std::uint32_t y[4] = {y16[4 * g], y16[4 * g + 1], y16[4 * g + 2], y16[4 * g + 3]};
+                stochastic_grid_four<D, P, sizeof(typename S::storage_t) == 2>(y, words, v);
+            });
+        }
+    }
+    std::uint32_t w[4];
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
         const std::uint32_t y[4] = {y16[4 * g], y16[4 * g + 1], y16[4 * g + 2], y16[4 * g + 3]};
@@ -158,7 +154,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
     load_cast_table<D, P>(ctx, table, smem);
     const float scale = resolve_scale(scale_src);
     const bool plain = plain_scale(scale);
-    const bool unit = scale == 1.0f;
+    const CoarseRange coarse = coarse_range<S, D, P>(scale);
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     float local_max = 0.0f;
@@ -182,21 +178,21 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 #pragma unroll
                 for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, cur.e[k]);
             }
-            reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(cur.e, scale, ctx, first_index + 16ull * c, plain, unit);
+            reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(cur, scale, ctx, first_index + 16ull * c, plain, coarse);
             cur = nx;
         }
     }
     for (std::uint32_t c = kPrefetch ? chunks : tid; c < chunks; c += stride) {
-        T e[16];
-        load16<S>(in, c, e);
+        Step16<S> u;
+        load_step<S>(in, c, u);
         // The amax before the cast, so that the inputs are dead once converted: after it, they
         // stayed live across the Philox calls (the stochastic delayed-scaling kernel needed 70
         // registers, 3 CTAs per SM; now 64, 4 CTAs, as the plain stochastic cast).
         if (kAmax) {
 #pragma unroll
-            for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, e[k]);
+            for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, u.e[k]);
         }
-        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(e, scale, ctx, first_index + 16ull * c, plain, unit);
+        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(u, scale, ctx, first_index + 16ull * c, plain, coarse);
     }
     const T* in_t = static_cast<const T*>(in);
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {

@@ -117,6 +117,7 @@ def main():
     c_sr4_16 = torch.compile(lambda t: stochastic_e4m3(t.float()))
     c_sr5_16 = torch.compile(lambda t: stochastic_e5m2(t.float()))
     c_sr4_16s = torch.compile(lambda t: stochastic_e4m3(t.float() * 0.5))
+    c_sr4_16s37 = torch.compile(lambda t: stochastic_e4m3(t.float() * 0.37))
     c_dequant = torch.compile(dequant)
     y = torch.empty_like(x)
     xh = x.half()
@@ -146,6 +147,8 @@ def main():
         "cast_bf16_e5m2_stochastic": ("compile(xb.float() rand+RZ, e5m2)", median_ms(lambda: c_sr5_16(xb), runs)),
         "cast_bf16_e4m3_stochastic": ("compile(xb.float() rand+RZ, e4m3)", median_ms(lambda: c_sr4_16(xb), runs)),
         "cast_f16_e4m3_stochastic_scaled": ("compile((xh.float() * 0.5) rand+RZ, e4m3)", median_ms(lambda: c_sr4_16s(xh), runs)),
+        "cast_f16_e4m3_stochastic_scale_0.37": ("compile((xh.float() * 0.37) rand+RZ, e4m3)", median_ms(lambda: c_sr4_16s37(xh), runs)),
+        "cast_bf16_e4m3_stochastic_scale_0.37": ("compile((xb.float() * 0.37) rand+RZ, e4m3)", median_ms(lambda: c_sr4_16s37(xb), runs)),
         "dequantize_e4m3_f32": ("compile(q.to(f32) * scale_inv)", median_ms(lambda: c_dequant(q8, s_inv), runs)),
         "amax_f32": ("x.abs().max()", median_ms(lambda: x.abs().max(), runs)),
         "mx_e4m3_floor": ("compile(1x32 amax->floor e8m0->cast)", median_ms(lambda: c_mx_floor(x), runs)),
