@@ -74,29 +74,28 @@ __device__ __forceinline__ uint4 encode16_aligned(const ElementCtx& c, std::uint
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// Codes of 16 f16 / bf16 inputs through stochastic_grid_coarse (an aligned group; kScaled: see there).
-template <class S, class D, int P, bool kScaled>
-__device__ __forceinline__ uint4 encode16_coarse(const Step16<S>& u, float scale, const ElementCtx& c,
-                                                 std::uint64_t index0) {
+// Codes of 16 f16 / bf16 inputs through stochastic_grid_float (an aligned group).
+template <class S, class D, int P>
+__device__ __forceinline__ uint4 encode16_float(const Step16<S>& u, float scale, const ElementCtx& c,
+                                                std::uint64_t index0) {
     return encode16_aligned<D, P>(c, index0, [&](int g, const std::uint32_t(&words)[4], std::uint32_t(&v)[4]) {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_coarse<D, kScaled>(widen_non_nan<S>(u.e[4 * g + k]), scale, words[k]);
+        for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_float<D>(widen_non_nan<S>(u.e[4 * g + k]), scale, words[k]);
     });
 }
 
 // Codes of 16 elements with stream indices index0 .. index0 + 15.
 // plain: plain_scale(scale), the launch's or the block's (false is always correct, only slower).
-// coarse: coarse_range<S, D, P>(scale) (the default, no input, is always correct, only slower):
-// f16 / bf16 inputs under stochastic rounding into E4M3-like formats whose 16 inputs all lie in
-// it take stochastic_grid_coarse.
+// fstep: float_step_range<S, D, P>(scale) (the default, off, is always correct, only slower):
+// f16 / bf16 inputs under stochastic rounding into an FP8 format on the cvt / table paths take
+// stochastic_grid_float when it is on (kSrTable: unless one of the 16 inputs is at or above
+// its `from`).
 template <class S, class D, int P, int R, bool kInline = true>
 __device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const ElementCtx& c, std::uint64_t index0,
-                                          bool plain = false, const CoarseRange& coarse = {}) {
-    if constexpr (kCoarseStep<S, D, P>) {
-        if (coarse.tiny_below != 0 && (index0 & 3u) == 0 && !outside_coarse16<S>(u, coarse)) {
-            if (coarse.unit) return encode16_coarse<S, D, P, false>(u, scale, c, index0);
-            return encode16_coarse<S, D, P, true>(u, scale, c, index0);
-        }
+                                          bool plain = false, const FloatStepRange& fstep = {}) {
+    if constexpr (kFloatStep<S, D, P>) {
+        if (fstep.on && (index0 & 3u) == 0 && (P != kSrTable || !any_from16<S>(u, fstep.from)))
+            return encode16_float<S, D, P>(u, scale, c, index0);
     }
     const auto& e = u.e;
     std::uint32_t y16[16];
@@ -154,7 +153,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
     load_cast_table<D, P>(ctx, table, smem);
     const float scale = resolve_scale(scale_src);
     const bool plain = plain_scale(scale);
-    const CoarseRange coarse = coarse_range<S, D, P>(scale);
+    const FloatStepRange fstep = float_step_range<S, D, P>(scale);
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     float local_max = 0.0f;
@@ -178,7 +177,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 #pragma unroll
                 for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, cur.e[k]);
             }
-            reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(cur, scale, ctx, first_index + 16ull * c, plain, coarse);
+            reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(cur, scale, ctx, first_index + 16ull * c, plain, fstep);
             cur = nx;
         }
     }
@@ -192,7 +191,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 #pragma unroll
             for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, u.e[k]);
         }
-        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(u, scale, ctx, first_index + 16ull * c, plain, coarse);
+        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(u, scale, ctx, first_index + 16ull * c, plain, fstep);
     }
     const T* in_t = static_cast<const T*>(in);
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {

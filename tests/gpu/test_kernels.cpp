@@ -213,15 +213,16 @@ TEST_CASE("quantize equals encode_array for every format, policy and input type"
     }
 }
 
-// f16 / bf16 inputs under stochastic rounding into the E4M3-like formats take the coarse step at
-// power-of-two scales (cuda/src/element.cuh, stochastic_grid_coarse and coarse_range). Every one
-// of the 2^16 input patterns, in copies that each order them differently (so that a step of 16
-// mixes inputs inside and outside the coarse range: tiny bf16 values, NaNs, values whose step
-// passes FLT_MAX), each copy drawing other random words: at scale 1 with 16 copies and first
-// indices that start an aligned group of four (0, 4100, 2^35 + 8: a Philox counter with a nonzero
-// high word) and one that does not (6: the per-element path); then 4 copies at scales around
-// the bounds of coarse_range (2^-5 is the smallest power of two that takes every f16 input into
-// E4M3, 2^112 the first where f16 inputs can step past FLT_MAX) and at 0.37 (not a power of two).
+// f16 / bf16 inputs under stochastic rounding into the FP8 formats take the float step at every
+// scale > 0 (cuda/src/element.cuh, stochastic_grid_float and float_step_range). Every one of the
+// 2^16 input patterns, in copies that each order them differently (so that a step of 16 mixes
+// inputs of every kind: zeros, values below 2^emin, NaNs, values whose step passes FLT_MAX, which
+// the table path keeps out of the float step), each copy drawing other random words: at scale 1
+// with 16 copies and first indices that start an aligned group of four (0, 4100, 2^35 + 8: a
+// Philox counter with a nonzero high word) and one that does not (6: the per-element path); then
+// 4 copies at powers of two around the bounds (2^-5 is the smallest that takes every f16 input
+// into E4M3's normal range, 2^112 the first where f16 inputs can step past FLT_MAX) and at scales
+// that are not powers of two (whose products have bits below 2^(emin-23)).
 std::vector<std::uint16_t> patterns16(std::size_t copies) {
     std::vector<std::uint16_t> v(65536 * copies);
     for (std::size_t j = 0; j < copies; ++j)
@@ -251,30 +252,30 @@ std::vector<Policy> stochastic_policies() {
     return v;
 }
 
-TEST_CASE("f16 / bf16 stochastic quantize at power-of-two scales equals the reference over many random words", "[gpu]") {
+TEST_CASE("f16 / bf16 stochastic quantize at many scales equals the reference over many random words", "[gpu]") {
     for (Wide w : {Wide::f16, Wide::bf16}) {
         const auto in = patterns16(16);
         for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{4100}, (std::uint64_t{1} << 35) + 8, std::uint64_t{6}})
             check_stochastic_16(w, in, 1.0f, first, gpu_formats(), stochastic_policies());
         const auto in4 = patterns16(4);
-        const std::vector<Format> e4m3_like = {Format::e4m3, Format::e4m3fnuz};
+        const std::vector<Format> fp8 = {Format::e4m3, Format::e4m3fnuz, Format::e5m2, Format::e5m2fnuz};
         const std::vector<Policy> some = {{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical},
                                           {Rounding::stochastic, Overflow::saturate_finite, NanEncoding::signed_all_ones},
                                           {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet_payload}};
         for (int k : {-7, -6, -5, -1, 2, 20, 100, 111, 112, 120, 127})
             for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{6}})
-                check_stochastic_16(w, in4, std::ldexp(1.0f, k), first, e4m3_like, some);
-        check_stochastic_16(w, in4, 0.37f, 0, e4m3_like, some);
+                check_stochastic_16(w, in4, std::ldexp(1.0f, k), first, fp8, some);
+        for (float s : {0.37f, 3.1f, 1e-3f, 7.77e-5f, 1e5f, 1.5e36f}) check_stochastic_16(w, in4, s, 0, fp8, some);
     }
 }
 
-// bf16 inputs below coarse_range's tiny bound (|x| < 2^-22 at scale 1 into E4M3) must leave the
-// coarse step: for x = (odd m) 2^-30, |x| + 2^-6 is a tie in float32 and rounds away 2^-30, so the
-// coarse step misses convert's carry for one random word in 2^21 (on average; in a host simulation
-// of the coarse step without the bound, 25 of 2^26 such elements came out wrong, docs/validation.md
-// session 15). 2^26 elements, 15 of each 16 such values (and one normal value per step): about 23
-// mismatches expected if the bound were dropped.
-TEST_CASE("bf16 stochastic quantize leaves the coarse step below 2^-22", "[gpu]") {
+// The float step adds the random word's low bits to |y| in float32 (stochastic_grid_float's f):
+// for x = (odd m) 2^-30, |x| + 2^-6 is a tie in float32, and a step without those bits misses
+// convert's carry for one random word in about 2^21 (a host simulation of the step without them
+// got 6 of 2^24 such elements wrong, cuda/tools/float_step_sim.cpp). 2^26 elements, 15 of each 16
+// such values (and one normal value per step): about 23 mismatches expected if the bits were
+// dropped.
+TEST_CASE("bf16 stochastic quantize of tiny inputs equals the reference", "[gpu]") {
     const std::size_t n = std::size_t{1} << 26;
     std::vector<std::uint16_t> in(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -497,7 +498,8 @@ void check_mx_against_lib(const std::vector<float>& x, std::size_t rows, std::si
 TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
     const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {3, 130}, {128, 128}, {129, 257}, {2, 384}, {7, 1000}, {130, 36}};
     const Policy policies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical},
-                               {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet}};
+                               {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet},
+                               {Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical}};
     for (Wide w : kInputs)
         for (auto [rows, cols] : shapes) {
             const auto x = block_input(w, rows, cols, static_cast<std::uint32_t>(rows * 1000 + cols));
