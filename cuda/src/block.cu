@@ -62,10 +62,11 @@ __device__ __forceinline__ uint4 encode_segment(const typename S::storage_t (&e)
     Step16<S> u;
 #pragma unroll
     for (int k = 0; k < 16; ++k) u.e[k] = e[k];
-    // The block's scale decides per segment whether the float step applies (stochastic_grid_float).
-    FloatStepRange fstep;
-    if constexpr (kFloatStep<S, D, P>) fstep = float_step_range<S, D, P>(scale);
-    return encode16<S, D, P, R, kInline>(u, scale, c, index0, false, fstep);
+    // The block's scale decides per segment whether the float step applies (stochastic_grid_float;
+    // not the coarse step, whose range costs more integer work per segment).
+    StepRanges ranges;
+    if constexpr (kFloatStep<S, D, P>) ranges.fstep = float_step_range<S, D, P>(scale);
+    return encode16<S, D, P, R, kInline>(u, scale, c, index0, false, ranges);
 }
 
 // 1 x G blocks along rows (G = 32 or 128): G / 16 lanes per block. Segments are numbered row by

@@ -393,11 +393,125 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
     }
 }
 
+// The coarse step: stochastic rounding of y = x * scale without the per-element range branch,
+// for f16 / bf16 inputs x, a power-of-two scale and a format whose normal range starts above
+// binary16's smallest normal (D::emin > -14) with a stochastic cvt / table path (kCoarseStep:
+// E4M3 from 2^-6, E4M3FNUZ; the emulated formats take kConvert). There stochastic_grid_bits
+// branches per element below 2^emin (0.8% of unscaled uniform(-2, 2) data, in about a fifth of a
+// warp's element slots: about 3 branch instructions per element plus the divergent block).
+// Why it is exact: for 0 <= |y| < 2^emin convert's stochastic step (stochastic_grid_general: the
+// subnormal tier and the steps below it alike) is floor((|y| + random q 2^-32) / q) q, with q =
+// 2^(emin - man_bits) D's subnormal quantum. When |y| is a multiple of 2^(emin - 23) (see
+// coarse_range for the inputs that are), t = |y| + 2^emin is exact in float32 (its quantum in
+// [2^emin, 2^(emin+1)) is 2^(emin-23)) and that binade's D quantum is q too; y's bits below
+// 2^(emin-23) being zero, the random bits below the common step's kShift cannot carry. So the
+// common step on t's bits, then t - 2^emin (exact), gives convert's value. |y| >= 2^emin takes the
+// common step as is (c = 0), and the sign is put back (no carry reaches it). +-Inf stays +-Inf.
+// A NaN: the add makes it 0x7FFFFFFF, held at 0x7FF00000 so that the step leaves a NaN (kSrCvt:
+// every NaN has the one code; kSrTable steps with a NaN input do not come here, coarse_range).
+// A finite y whose step passes FLT_MAX gives +-Inf: cvt.rn.satfinite encodes it as +-FLT_MAX
+// (kSrCvt); kSrTable steps with such inputs do not come here (coarse_range's `from`).
+// w: x's float32 bits (widen_non_nan); scale = 2^k > 0, so y = |x| 2^k with x's sign, exactly.
+// Checked against emu::convert on every f16 and bf16 input at every power-of-two scale on the
+// host (cuda/tools/coarse_step_sim.cpp), and on the GPU against lib's encode_array.
+// In the SASS the step avoids the integer ALU pipe, which these kernels saturate (ncu, session
+// 15: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs at half
+// the issue rate (16 lanes per SM sub-partition on sm_90): the range test is one FFMA.SAT on the
+// FP32 pipe instead of FSETP + FSEL (float compare and select are ALU work), and the step on the
+// bits is IMAD.WIDE + IMAD.SHL on the FMA-heavy pipe instead of LEA.HI + LOP3.
+//  - cu = sat(2^23 - |y| 2^(23-emin)) is 1 for |y| < 2^emin (|y| 2^(23-emin) is then an integer
+//    below 2^23, by the precondition) and 0 above, for Inf and for NaN (.sat flushes NaN to 0);
+//    t = fma(cu, 2^emin, |y|) and the result fma(cu, -2^emin, v) are |y| + c and v - c, exact.
+//  - floor((t + floor(random / 2^(32-kShift))) / 2^kShift) = floor((t 2^(32-kShift) + random) /
+//    2^32) for integer t: the high word of one 32 x 32 + 32 -> 64-bit multiply-add.
+template <class D>
+__device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w, float scale, std::uint32_t random) {
+    static_assert(D::emin > -14 && D::emin <= -1, "binary16 values below 2^emin must be exact after adding 2^emin");
+    constexpr int kShift = 23 - D::man_bits;
+    const float normal_lo = __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23);
+    const float k_unit = __uint_as_float(static_cast<std::uint32_t>(23 - D::emin + 127) << 23);  // 2^(23-emin)
+    const float a = __fmul_rn(fabsf(__uint_as_float(w)), scale);
+    float cu;
+    asm("fma.rn.sat.f32 %0, %1, %2, 0f4B000000;" : "=f"(cu) : "f"(a), "f"(-k_unit));  // 0f4B000000: 2^23
+    const std::uint32_t t = min(__float_as_uint(__fmaf_rn(cu, normal_lo, a)), 0x7FF00000u);
+    std::uint32_t kept;  // floor((t 2^(32-kShift) + random) / 2^32)
+    asm("{\n\t.reg .u64 p;\n\tmad.wide.u32 p, %1, %2, %3;\n\tmov.b64 {_, %0}, p;\n\t}"
+        : "=r"(kept) : "r"(t), "n"(1u << (32 - kShift)), "l"(static_cast<std::uint64_t>(random)));
+    const std::uint32_t v = kept * (1u << kShift);
+    return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
+}
+
+// Whether encode16 may take stochastic_grid_coarse for inputs S, format D and path P.
+template <class S, class D, int P>
+constexpr bool kCoarseStep = sizeof(typename S::storage_t) == 2 && (P == kSrCvt || P == kSrTable) &&
+                             D::emin > -14 && D::total_bits == 8 && D::has_zero;
+
+// The inputs of one launch for which stochastic_grid_coarse equals stochastic_grid_bits, as
+// magnitude bits h = x & 0x7FFF of S: every h == 0 or tiny_below <= h < from. tiny_below == 0: no
+// input (the scale is not a power of two 2^k, k an integer, or too small); tiny_below == 1: all
+// h < from. Derivation (B = S::bias, M = S::man_bits): y = x 2^k is exact where x's quantum
+// 2^(e-M) times 2^k is at least 2^(emin-23), i.e. for x's exponent e >= emin - 23 + M - k; a
+// subnormal x (quantum 2^(1-B-M)) needs k >= emin - 24 + B + M, the same bound as e = 1 - B.
+// f16 (B 15, M 10) into E4M3 (emin -6): every input for k >= -5; bf16 (B 127, M 7) at k = 0:
+// |x| >= 2^-22. from: NaN inputs (kSrTable) and, kSrTable, inputs with |y| >= 1.875 2^127, whose
+// step could pass FLT_MAX (the nearest-even table would take +-Inf as Inf, not as FLT_MAX).
+struct CoarseRange {
+    std::uint32_t tiny_below = 0;
+    std::uint32_t from = 0x8000;
+};
+template <class S, class D, int P>
+__device__ __forceinline__ CoarseRange coarse_range(float scale) {
+    CoarseRange r;
+    const std::uint32_t sb = __float_as_uint(scale);
+    if ((sb & 0x807FFFFFu) != 0 || (sb >> 23) == 0 || (sb >> 23) == 0xFF) return r;  // not +2^k, k in [-126, 127]
+    constexpr int B = S::bias, M = S::man_bits;
+    const int k = static_cast<int>(sb >> 23) - 127;
+    const int te = D::emin - 23 + M - k;  // smallest exponent of an exact |x|
+    if (te + B > 2 * B) return r;         // no finite x
+    r.tiny_below = te <= 1 - B ? 1u : static_cast<std::uint32_t>(te + B) << M;
+    if constexpr (P == kSrTable) {
+        constexpr std::uint32_t kNan = (static_cast<std::uint32_t>(2 * B + 1) << M) + 1;  // smallest NaN h
+        const int eb = 127 - k + B;  // S's biased exponent of 2^(127 - k)
+        const std::uint32_t big = eb > 2 * B ? kNan : (static_cast<std::uint32_t>(eb) << M) | (0x70u << (M - 7));
+        r.from = min(big, kNan);
+    }
+    return r;
+}
+
+// Whether any of 16 f16 / bf16 inputs lies outside a CoarseRange (0 < h < tiny_below or h >=
+// from), from their packed 32-bit words: for a half h < 2^15, h + (0x8000 - b) sets bit 15 iff h
+// >= b, and h + 0x7FFF iff h != 0, with no carry into the other half. The two tests run only
+// where they can fire (tiny_below > 1; from < 0x8000), which is uniform per launch.
+template <class S>
+__device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const CoarseRange& r) {
+    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
+    const std::uint32_t below = (0x8000u - r.tiny_below) * 0x10001u, from = (0x8000u - r.from) * 0x10001u;
+    std::uint32_t acc = 0;
+    if (r.tiny_below > 1) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+            const std::uint32_t m = u.word(k) & 0x7FFF7FFFu;
+            acc |= (m + 0x7FFF7FFFu) & ~(m + below);
+        }
+    }
+    if (r.from < 0x8000u) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc |= (u.word(k) & 0x7FFF7FFFu) + from;
+    }
+    return (acc & 0x80008000u) != 0;
+}
+
 // The float step: stochastic rounding of y = x * scale (x an f16 / bf16 input, scale > 0 and
-// finite) without the per-element range branch of stochastic_grid_bits, for every FP8 format on
-// the cvt / table paths (kFloatStep). There stochastic_grid_bits branches per element below 2^emin
-// (for E4M3, 0.8% of unscaled uniform(-2, 2) data and 2% of it at scale 0.37: about 3 branch
-// instructions per element plus a divergent block that half the warps' steps enter).
+// finite) without the per-element range branch of stochastic_grid_bits, for the steps that the
+// coarse step cannot take: a scale that is not a power of two (products with bits below
+// 2^(emin-23)), or a step with a tiny bf16 input. There stochastic_grid_bits branches per element
+// below 2^emin (for E4M3, 2.1% of the benchmark's uniform(-2, 2) data at scale 0.37: about 3
+// branch instructions per element plus a divergent block that half of a warp's steps enter).
+// It is exact for every FP8 format, but it costs two instructions per element more than the
+// coarse step (the LOP3 for f and one more FFMA), which measured 9 points of copy bandwidth on
+// f16 -> E4M3 at scale 1 (90% -> 81%, H100, session 16), so the coarse step keeps its steps;
+// E5M2 / E5M2FNUZ keep stochastic_grid_four's grouped test (the float step measured 84% against
+// its 89% on bf16 -> E5M2, same run): kFloatStep is kCoarseStep.
 // With q = 2^(emin - M) D's subnormal quantum (M = D::man_bits) and rho = random q 2^-32, the
 // value convert gives (emu::convert's step 4, stochastic_grid_general here) is
 //   |y| >= 2^emin: y's bits plus random >> (32 - kShift), the low kShift bits cleared (y has no
@@ -456,8 +570,7 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, 
 
 // Whether encode16 may take stochastic_grid_float for inputs S, format D and path P.
 template <class S, class D, int P>
-constexpr bool kFloatStep = sizeof(typename S::storage_t) == 2 && (P == kSrCvt || P == kSrTable) &&
-                            D::total_bits == 8 && D::has_zero;
+constexpr bool kFloatStep = kCoarseStep<S, D, P>;
 
 // When a launch's steps may take stochastic_grid_float: on (scale > 0 and finite: then y = |x|
 // scale with x's sign, and no NaN comes from the product), and on kSrTable only for steps whose

@@ -74,28 +74,51 @@ __device__ __forceinline__ uint4 encode16_aligned(const ElementCtx& c, std::uint
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// Codes of 16 f16 / bf16 inputs through stochastic_grid_float (an aligned group).
-template <class S, class D, int P>
-__device__ __forceinline__ uint4 encode16_float(const Step16<S>& u, float scale, const ElementCtx& c,
-                                                std::uint64_t index0) {
+// Codes of 16 f16 / bf16 inputs through stochastic_grid_coarse or stochastic_grid_float (an
+// aligned group).
+template <class S, class D, int P, bool kCoarse>
+__device__ __forceinline__ uint4 encode16_branchless(const Step16<S>& u, float scale, const ElementCtx& c,
+                                                     std::uint64_t index0) {
     return encode16_aligned<D, P>(c, index0, [&](int g, const std::uint32_t(&words)[4], std::uint32_t(&v)[4]) {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_float<D>(widen_non_nan<S>(u.e[4 * g + k]), scale, words[k]);
+        for (int k = 0; k < 4; ++k) {
+            const std::uint32_t w = widen_non_nan<S>(u.e[4 * g + k]);
+            v[k] = kCoarse ? stochastic_grid_coarse<D>(w, scale, words[k]) : stochastic_grid_float<D>(w, scale, words[k]);
+        }
     });
+}
+
+// The branch-free steps of one launch (the defaults, off, are always correct, only slower).
+struct StepRanges {
+    CoarseRange coarse;
+    FloatStepRange fstep;
+};
+template <class S, class D, int P>
+__device__ __forceinline__ StepRanges step_ranges(float scale) {
+    StepRanges r;
+    if constexpr (kCoarseStep<S, D, P>) {
+        r.coarse = coarse_range<S, D, P>(scale);
+        r.fstep = float_step_range<S, D, P>(scale);
+    }
+    return r;
 }
 
 // Codes of 16 elements with stream indices index0 .. index0 + 15.
 // plain: plain_scale(scale), the launch's or the block's (false is always correct, only slower).
-// fstep: float_step_range<S, D, P>(scale) (the default, off, is always correct, only slower):
-// f16 / bf16 inputs under stochastic rounding into an FP8 format on the cvt / table paths take
-// stochastic_grid_float when it is on (kSrTable: unless one of the 16 inputs is at or above
-// its `from`).
+// ranges: step_ranges<S, D, P>(scale): f16 / bf16 inputs under stochastic rounding into the
+// E4M3-like formats take stochastic_grid_coarse when their 16 inputs lie in its range, else
+// stochastic_grid_float when it is on (kSrTable: unless one of the 16 inputs is at or above its
+// `from`), else the general step.
 template <class S, class D, int P, int R, bool kInline = true>
 __device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const ElementCtx& c, std::uint64_t index0,
-                                          bool plain = false, const FloatStepRange& fstep = {}) {
-    if constexpr (kFloatStep<S, D, P>) {
-        if (fstep.on && (index0 & 3u) == 0 && (P != kSrTable || !any_from16<S>(u, fstep.from)))
-            return encode16_float<S, D, P>(u, scale, c, index0);
+                                          bool plain = false, const StepRanges& ranges = {}) {
+    if constexpr (kCoarseStep<S, D, P>) {
+        if ((index0 & 3u) == 0) {
+            if (ranges.coarse.tiny_below != 0 && !outside_coarse16<S>(u, ranges.coarse))
+                return encode16_branchless<S, D, P, true>(u, scale, c, index0);
+            if (ranges.fstep.on && (P != kSrTable || !any_from16<S>(u, ranges.fstep.from)))
+                return encode16_branchless<S, D, P, false>(u, scale, c, index0);
+        }
     }
     const auto& e = u.e;
     std::uint32_t y16[16];
@@ -123,8 +146,13 @@ __device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const
 // stochastic casts 6-12% slower, f16 / bf16 unchanged). The deterministic paths get none: with
 // .minnctapersm 1 ptxas gave the float32 casts 35 registers instead of 29-30 (6 CTAs per SM
 // instead of 8), and in that run, their code otherwise unchanged, they were 4-5% slower.
-template <int P>
+// f16 / bf16 into the E4M3-like formats (kCoarseStep) get 3: with the float step ptxas took 96
+// registers (2 CTAs per SM) and the kernels fell from 90% to 79% of copy; capped at 80 (3 CTAs,
+// no spill) they measured 80-84%, with 4 (64 registers, 4-24 bytes of spills) within a point of
+// that (session 16, H100).
+template <class S, class D, int P>
 constexpr int cast_min_blocks() {
+    if constexpr (kCoarseStep<S, D, P>) return 3;
     return P == kSrCvt || P == kSrTable ? 1 : 0;
 }
 
@@ -144,7 +172,7 @@ template <class S, int P>
 constexpr bool kPrefetchStep = sizeof(typename S::storage_t) == 2 && (P == kSrCvt || P == kSrTable);
 
 template <class S, class D, int P, int R, bool kAmax>
-__global__ void __launch_bounds__(kThreads, cast_min_blocks<P>())
+__global__ void __launch_bounds__(kThreads, cast_min_blocks<S, D, P>())
 cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t n,
             ElementCtx ctx, const std::uint8_t* __restrict__ table, ScaleSource scale_src,
             std::uint64_t first_index, float* amax) {
@@ -153,7 +181,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
     load_cast_table<D, P>(ctx, table, smem);
     const float scale = resolve_scale(scale_src);
     const bool plain = plain_scale(scale);
-    const FloatStepRange fstep = float_step_range<S, D, P>(scale);
+    const StepRanges ranges = step_ranges<S, D, P>(scale);
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     float local_max = 0.0f;
@@ -177,7 +205,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 #pragma unroll
                 for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, cur.e[k]);
             }
-            reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(cur, scale, ctx, first_index + 16ull * c, plain, fstep);
+            reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(cur, scale, ctx, first_index + 16ull * c, plain, ranges);
             cur = nx;
         }
     }
@@ -191,7 +219,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 #pragma unroll
             for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, u.e[k]);
         }
-        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(u, scale, ctx, first_index + 16ull * c, plain, fstep);
+        reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(u, scale, ctx, first_index + 16ull * c, plain, ranges);
     }
     const T* in_t = static_cast<const T*>(in);
     for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {

@@ -213,16 +213,18 @@ TEST_CASE("quantize equals encode_array for every format, policy and input type"
     }
 }
 
-// f16 / bf16 inputs under stochastic rounding into the FP8 formats take the float step at every
-// scale > 0 (cuda/src/element.cuh, stochastic_grid_float and float_step_range). Every one of the
-// 2^16 input patterns, in copies that each order them differently (so that a step of 16 mixes
-// inputs of every kind: zeros, values below 2^emin, NaNs, values whose step passes FLT_MAX, which
-// the table path keeps out of the float step), each copy drawing other random words: at scale 1
-// with 16 copies and first indices that start an aligned group of four (0, 4100, 2^35 + 8: a
-// Philox counter with a nonzero high word) and one that does not (6: the per-element path); then
-// 4 copies at powers of two around the bounds (2^-5 is the smallest that takes every f16 input
-// into E4M3's normal range, 2^112 the first where f16 inputs can step past FLT_MAX) and at scales
-// that are not powers of two (whose products have bits below 2^(emin-23)).
+// f16 / bf16 inputs under stochastic rounding into the E4M3-like formats take the branch-free
+// steps (cuda/src/element.cuh): the coarse step at power-of-two scales (coarse_range), the float
+// step at other scales > 0 and for steps outside the coarse range (float_step_range). Every one of
+// the 2^16 input patterns, in copies that each order them differently (so that a step of 16 mixes
+// inputs of every kind: zeros, values below 2^emin, tiny bf16 values, NaNs, values whose step
+// passes FLT_MAX, which the table path keeps out of both steps), each copy drawing other random
+// words: at scale 1 with 16 copies and first indices that start an aligned group of four (0, 4100,
+// 2^35 + 8: a Philox counter with a nonzero high word) and one that does not (6: the per-element
+// path); then 4 copies at powers of two around the coarse range's bounds (2^-5 is the smallest
+// that takes every f16 input into E4M3, 2^112 the first where f16 inputs can step past FLT_MAX)
+// and at scales that are not powers of two (whose products have bits below 2^(emin-23)), into
+// E4M3, E4M3FNUZ and, for the grouped general step, E5M2 and E5M2FNUZ.
 std::vector<std::uint16_t> patterns16(std::size_t copies) {
     std::vector<std::uint16_t> v(65536 * copies);
     for (std::size_t j = 0; j < copies; ++j)
@@ -269,12 +271,14 @@ TEST_CASE("f16 / bf16 stochastic quantize at many scales equals the reference ov
     }
 }
 
-// The float step adds the random word's low bits to |y| in float32 (stochastic_grid_float's f):
-// for x = (odd m) 2^-30, |x| + 2^-6 is a tie in float32, and a step without those bits misses
-// convert's carry for one random word in about 2^21 (a host simulation of the step without them
-// got 6 of 2^24 such elements wrong, cuda/tools/float_step_sim.cpp). 2^26 elements, 15 of each 16
-// such values (and one normal value per step): about 23 mismatches expected if the bits were
-// dropped.
+// bf16 inputs below coarse_range's tiny bound (|x| < 2^-22 at scale 1 into E4M3) must leave the
+// coarse step, for the float step, which adds the random word's low bits to |y| in float32: for
+// x = (odd m) 2^-30, |x| + 2^-6 is a tie in float32, and a step without those bits (the coarse
+// step) misses convert's carry for one random word in about 2^21 (host simulations: 25 of 2^26
+// such elements wrong for the coarse step without its bound, 6 of 2^24 for the float step without
+// the low bits; cuda/tools/float_step_sim.cpp). 2^26 elements, 15 of each 16 such values (and one
+// normal value per step): about 23 mismatches expected if either were wrong. The same at scale
+// 0.37, where every step takes the float step.
 TEST_CASE("bf16 stochastic quantize of tiny inputs equals the reference", "[gpu]") {
     const std::size_t n = std::size_t{1} << 26;
     std::vector<std::uint16_t> in(n);
@@ -284,7 +288,8 @@ TEST_CASE("bf16 stochastic quantize of tiny inputs equals the reference", "[gpu]
         const std::uint16_t sign = static_cast<std::uint16_t>((i / 1024) % 2 ? 0x8000u : 0u);
         in[i] = i % 16 != 5 ? static_cast<std::uint16_t>(tiny | sign) : static_cast<std::uint16_t>(0x3F80u + (i / 16) % 16);
     }
-    check_stochastic_16(Wide::bf16, in, 1.0f, 0, {Format::e4m3}, {{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical}});
+    for (float scale : {1.0f, 0.37f})
+        check_stochastic_16(Wide::bf16, in, scale, 0, {Format::e4m3}, {{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical}});
 }
 
 TEST_CASE("scaled quantize equals encode(fl32(x * scale))", "[gpu]") {
