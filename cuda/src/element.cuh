@@ -412,6 +412,9 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
 // A finite y whose step passes FLT_MAX gives +-Inf: cvt.rn.satfinite encodes it as +-FLT_MAX
 // (kSrCvt); kSrTable steps with such inputs do not come here (coarse_range's `from`).
 // w: x's float32 bits (widen_non_nan); scale = 2^k > 0, so y = |x| 2^k with x's sign, exactly.
+// kScaled false: scale is 1 and not read (no FMUL: with the rest of the step off the ALU pipe,
+// dropping this variant cost f16 -> E4M3 at scale 1 about 3 points of copy bandwidth, 90% -> 87%,
+// H100, session 16; before that change it had measured no gain, session 15).
 // Checked against emu::convert on every f16 and bf16 input at every power-of-two scale on the
 // host (cuda/tools/coarse_step_sim.cpp), and on the GPU against lib's encode_array.
 // In the SASS the step avoids the integer ALU pipe, which these kernels saturate (ncu, session
@@ -424,13 +427,13 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
 //    t = fma(cu, 2^emin, |y|) and the result fma(cu, -2^emin, v) are |y| + c and v - c, exact.
 //  - floor((t + floor(random / 2^(32-kShift))) / 2^kShift) = floor((t 2^(32-kShift) + random) /
 //    2^32) for integer t: the high word of one 32 x 32 + 32 -> 64-bit multiply-add.
-template <class D>
+template <class D, bool kScaled = true>
 __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w, float scale, std::uint32_t random) {
     static_assert(D::emin > -14 && D::emin <= -1, "binary16 values below 2^emin must be exact after adding 2^emin");
     constexpr int kShift = 23 - D::man_bits;
     const float normal_lo = __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23);
     const float k_unit = __uint_as_float(static_cast<std::uint32_t>(23 - D::emin + 127) << 23);  // 2^(23-emin)
-    const float a = __fmul_rn(fabsf(__uint_as_float(w)), scale);
+    const float a = kScaled ? __fmul_rn(fabsf(__uint_as_float(w)), scale) : fabsf(__uint_as_float(w));
     float cu;
     asm("fma.rn.sat.f32 %0, %1, %2, 0f4B000000;" : "=f"(cu) : "f"(a), "f"(-k_unit));  // 0f4B000000: 2^23
     const std::uint32_t t = min(__float_as_uint(__fmaf_rn(cu, normal_lo, a)), 0x7FF00000u);
@@ -458,6 +461,7 @@ constexpr bool kCoarseStep = sizeof(typename S::storage_t) == 2 && (P == kSrCvt 
 struct CoarseRange {
     std::uint32_t tiny_below = 0;
     std::uint32_t from = 0x8000;
+    bool unit = false;  // scale == 1
 };
 template <class S, class D, int P>
 __device__ __forceinline__ CoarseRange coarse_range(float scale) {
@@ -469,6 +473,7 @@ __device__ __forceinline__ CoarseRange coarse_range(float scale) {
     const int te = D::emin - 23 + M - k;  // smallest exponent of an exact |x|
     if (te + B > 2 * B) return r;         // no finite x
     r.tiny_below = te <= 1 - B ? 1u : static_cast<std::uint32_t>(te + B) << M;
+    r.unit = k == 0;
     if constexpr (P == kSrTable) {
         constexpr std::uint32_t kNan = (static_cast<std::uint32_t>(2 * B + 1) << M) + 1;  // smallest NaN h
         const int eb = 127 - k + B;  // S's biased exponent of 2^(127 - k)

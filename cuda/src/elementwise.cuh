@@ -76,14 +76,15 @@ __device__ __forceinline__ uint4 encode16_aligned(const ElementCtx& c, std::uint
 
 // Codes of 16 f16 / bf16 inputs through stochastic_grid_coarse or stochastic_grid_float (an
 // aligned group).
-template <class S, class D, int P, bool kCoarse>
+// kCoarse: the coarse step (kUnit: at scale 1, no multiply), else the float step.
+template <class S, class D, int P, bool kCoarse, bool kUnit = false>
 __device__ __forceinline__ uint4 encode16_branchless(const Step16<S>& u, float scale, const ElementCtx& c,
                                                      std::uint64_t index0) {
     return encode16_aligned<D, P>(c, index0, [&](int g, const std::uint32_t(&words)[4], std::uint32_t(&v)[4]) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             const std::uint32_t w = widen_non_nan<S>(u.e[4 * g + k]);
-            v[k] = kCoarse ? stochastic_grid_coarse<D>(w, scale, words[k]) : stochastic_grid_float<D>(w, scale, words[k]);
+            v[k] = kCoarse ? stochastic_grid_coarse<D, !kUnit>(w, scale, words[k]) : stochastic_grid_float<D>(w, scale, words[k]);
         }
     });
 }
@@ -114,8 +115,10 @@ __device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const
                                           bool plain = false, const StepRanges& ranges = {}) {
     if constexpr (kCoarseStep<S, D, P>) {
         if ((index0 & 3u) == 0) {
-            if (ranges.coarse.tiny_below != 0 && !outside_coarse16<S>(u, ranges.coarse))
+            if (ranges.coarse.tiny_below != 0 && !outside_coarse16<S>(u, ranges.coarse)) {
+                if (ranges.coarse.unit) return encode16_branchless<S, D, P, true, true>(u, scale, c, index0);
                 return encode16_branchless<S, D, P, true>(u, scale, c, index0);
+            }
             if (ranges.fstep.on && (P != kSrTable || !any_from16<S>(u, ranges.fstep.from)))
                 return encode16_branchless<S, D, P, false>(u, scale, c, index0);
         }
