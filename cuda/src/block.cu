@@ -65,7 +65,7 @@ __device__ __forceinline__ uint4 encode_segment(const typename S::storage_t (&e)
     // The block's scale decides per segment whether the float step applies (stochastic_grid_float;
     // not the coarse step, whose range costs more integer work per segment).
     StepRanges ranges;
-    if constexpr (kFloatStep<S, D, P>) ranges.fstep = float_step_range<S, D, P>(scale);
+    if constexpr (kCoarseStep<S, D, P>) ranges.fstep = float_step_range<S, D, P>(scale);
     return encode16<S, D, P, R, kInline>(u, scale, c, index0, false, ranges);
 }
 

@@ -483,6 +483,25 @@ __device__ __forceinline__ CoarseRange coarse_range(float scale) {
     return r;
 }
 
+// Bit 15 / 31 set where a half of 16 f16 / bf16 inputs has magnitude bits h >= from (from <=
+// 0x8000), from their packed 32-bit words: for a half h < 2^15, h + (0x8000 - from) sets bit 15
+// iff h >= from, with no carry into the other half.
+template <class S>
+__device__ __forceinline__ std::uint32_t from_bits16(const Step16<S>& u, std::uint32_t from) {
+    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
+    const std::uint32_t add = (0x8000u - from) * 0x10001u;
+    std::uint32_t acc = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc |= (u.word(k) & 0x7FFF7FFFu) + add;
+    return acc;
+}
+
+// Whether any of 16 f16 / bf16 inputs has magnitude bits h >= from.
+template <class S>
+__device__ __forceinline__ bool any_from16(const Step16<S>& u, std::uint32_t from) {
+    return (from_bits16<S>(u, from) & 0x80008000u) != 0;
+}
+
 // Whether any of 16 f16 / bf16 inputs lies outside a CoarseRange (0 < h < tiny_below or h >=
 // from), from their packed 32-bit words: for a half h < 2^15, h + (0x8000 - b) sets bit 15 iff h
 // >= b, and h + 0x7FFF iff h != 0, with no carry into the other half. The two tests run only
@@ -490,7 +509,7 @@ __device__ __forceinline__ CoarseRange coarse_range(float scale) {
 template <class S>
 __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const CoarseRange& r) {
     static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
-    const std::uint32_t below = (0x8000u - r.tiny_below) * 0x10001u, from = (0x8000u - r.from) * 0x10001u;
+    const std::uint32_t below = (0x8000u - r.tiny_below) * 0x10001u;
     std::uint32_t acc = 0;
     if (r.tiny_below > 1) {
 #pragma unroll
@@ -499,10 +518,7 @@ __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const Coars
             acc |= (m + 0x7FFF7FFFu) & ~(m + below);
         }
     }
-    if (r.from < 0x8000u) {
-#pragma unroll
-        for (int k = 0; k < 8; ++k) acc |= (u.word(k) & 0x7FFF7FFFu) + from;
-    }
+    if (r.from < 0x8000u) acc |= from_bits16<S>(u, r.from);
     return (acc & 0x80008000u) != 0;
 }
 
@@ -516,7 +532,7 @@ __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const Coars
 // coarse step (the LOP3 for f and one more FFMA), which measured 9 points of copy bandwidth on
 // f16 -> E4M3 at scale 1 (90% -> 81%, H100, session 16), so the coarse step keeps its steps;
 // E5M2 / E5M2FNUZ keep stochastic_grid_four's grouped test (the float step measured 84% against
-// its 89% on bf16 -> E5M2, same run): kFloatStep is kCoarseStep.
+// its 89% on bf16 -> E5M2, same run): both steps serve the kCoarseStep instantiations.
 // With q = 2^(emin - M) D's subnormal quantum (M = D::man_bits) and rho = random q 2^-32, the
 // value convert gives (emu::convert's step 4, stochastic_grid_general here) is
 //   |y| >= 2^emin: y's bits plus random >> (32 - kShift), the low kShift bits cleared (y has no
@@ -573,10 +589,6 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, 
     return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
 }
 
-// Whether encode16 may take stochastic_grid_float for inputs S, format D and path P.
-template <class S, class D, int P>
-constexpr bool kFloatStep = kCoarseStep<S, D, P>;
-
 // When a launch's steps may take stochastic_grid_float: on (scale > 0 and finite: then y = |x|
 // scale with x's sign, and no NaN comes from the product), and on kSrTable only for steps whose
 // 16 inputs have magnitude bits h = x & 0x7FFF below `from`. from keeps out NaN inputs (the table
@@ -600,19 +612,6 @@ __device__ __forceinline__ FloatStepRange float_step_range(float scale) {
         r.from = eb > 2 * B ? kNan : eb <= 0 ? 0u : min(static_cast<std::uint32_t>(eb) << M, kNan);
     }
     return r;
-}
-
-// Whether any of 16 f16 / bf16 inputs has magnitude bits h >= from (from <= 0x8000), from their
-// packed 32-bit words: for a half h < 2^15, h + (0x8000 - from) sets bit 15 iff h >= from, with no
-// carry into the other half.
-template <class S>
-__device__ __forceinline__ bool any_from16(const Step16<S>& u, std::uint32_t from) {
-    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
-    const std::uint32_t add = (0x8000u - from) * 0x10001u;
-    std::uint32_t acc = 0;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) acc |= (u.word(k) & 0x7FFF7FFFu) + add;
-    return (acc & 0x80008000u) != 0;
 }
 
 // Code of a value already on D's grid (kSrCvt / kSrTable).
