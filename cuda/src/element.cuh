@@ -93,6 +93,17 @@ __device__ __forceinline__ std::uint32_t widen_non_nan(typename S::storage_t x) 
     else return __float_as_uint(__half2float(__ushort_as_half(x)));
 }
 
+// widen_non_nan of half `hi` (0: bits 0-15, 1: bits 16-31) of a word of two f16 / bf16 inputs.
+template <class S>
+__device__ __forceinline__ std::uint32_t widen_half(std::uint32_t word, int hi) {
+    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
+    if constexpr (S::man_bits == 7) return hi ? word & 0xFFFF0000u : word << 16;
+    else {
+        const __half2 h2 = *reinterpret_cast<const __half2*>(&word);
+        return __float_as_uint(hi ? __high2float(h2) : __low2float(h2));
+    }
+}
+
 // The float32 bits y that the conversion reads for input bits x (see the top of this file).
 // f16 NaNs are widened with their payload (sign, all-ones exponent, mantissa << 13): every
 // format's NaN code reads only the payload's leading bits, which the widening keeps; bf16 is
@@ -393,6 +404,33 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
     }
 }
 
+
+// The step on the bits of t >= 0 (t <= 0x7FF00000 where kShift = 20), kept to a multiple of
+// 2^kShift: floor((t + floor(random / 2^(32-kShift))) / 2^kShift) 2^kShift. random's low 32 -
+// kShift bits cannot carry: t + floor(random / 2^(32-kShift)) is an integer, and adding
+// (random mod 2^(32-kShift)) / 2^(32-kShift) < 1 to it does not change its floor divided by
+// 2^kShift. Two forms of the same value, for the pipes they load (sm_90: the integer ALU pipe
+// has 16 lanes per SM sub-partition, half the issue rate, and Philox's XORs already sit there):
+//  - kAddForm: the add and a mask (LEA.HI + LOP3, both ALU);
+//  - else the high word of t 2^(32-kShift) + random, shifted back (mad.wide.u32, which ptxas turns
+//    into LEA + LEA.HI.X on the ALU pipe, then IMAD.SHL on the FMA pipe). Given the multiplier in
+//    a register, ptxas emitted IMAD.WIDE, and f16 / bf16 -> E4M3 stochastic fell from 90% and
+//    87% to 84% and 81% of copy (H100, session 17, docs/performance.md).
+// One instruction fewer against one less on the FMA pipe: the add form measured faster wherever
+// the input widens on the FMA pipe (f16: HADD2.F32) and in the coarse step, the multiply-add form
+// in bf16's float step (its widening and sign are ALU work), session 17.
+template <int kShift, bool kAddForm>
+__device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_t random) {
+    if constexpr (kAddForm) {
+        return (t + (random >> (32 - kShift))) & ~((1u << kShift) - 1u);
+    } else {
+        std::uint32_t kept;  // floor((t 2^(32-kShift) + random) / 2^32)
+        asm("{\n\t.reg .u64 p;\n\tmad.wide.u32 p, %1, %2, %3;\n\tmov.b64 {_, %0}, p;\n\t}"
+            : "=r"(kept) : "r"(t), "n"(1u << (32 - kShift)), "l"(static_cast<std::uint64_t>(random)));
+        return kept * (1u << kShift);
+    }
+}
+
 // The coarse step: stochastic rounding of y = x * scale without the per-element range branch,
 // for f16 / bf16 inputs x, a power-of-two scale and a format whose normal range starts above
 // binary16's smallest normal (D::emin > -14) with a stochastic cvt / table path (kCoarseStep:
@@ -417,16 +455,15 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
 // H100, session 16; before that change it had measured no gain, session 15).
 // Checked against emu::convert on every f16 and bf16 input at every power-of-two scale on the
 // host (cuda/tools/coarse_step_sim.cpp), and on the GPU against lib's encode_array.
-// In the SASS the step avoids the integer ALU pipe, which these kernels saturate (ncu, session
-// 15: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs at half
-// the issue rate (16 lanes per SM sub-partition on sm_90): the range test is one FFMA.SAT on the
-// FP32 pipe instead of FSETP + FSEL (float compare and select are ALU work), and the step on the
-// bits is IMAD.WIDE + IMAD.SHL on the FMA-heavy pipe instead of LEA.HI + LOP3.
+// In the SASS the range test keeps off the integer ALU pipe, which these kernels saturate (ncu,
+// session 15: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs
+// at half the issue rate (16 lanes per SM sub-partition on sm_90): it is one FFMA.SAT on the FP32
+// pipe instead of FSETP + FSEL (float compare and select are ALU work). The step on the bits is
+// step_bits' add form (two instructions; the multiply-add form took three, session 17).
 //  - cu = sat(2^23 - |y| 2^(23-emin)) is 1 for |y| < 2^emin (|y| 2^(23-emin) is then an integer
 //    below 2^23, by the precondition) and 0 above, for Inf and for NaN (.sat flushes NaN to 0);
 //    t = fma(cu, 2^emin, |y|) and the result fma(cu, -2^emin, v) are |y| + c and v - c, exact.
-//  - floor((t + floor(random / 2^(32-kShift))) / 2^kShift) = floor((t 2^(32-kShift) + random) /
-//    2^32) for integer t: the high word of one 32 x 32 + 32 -> 64-bit multiply-add.
+//  - the step on t's bits: step_bits.
 template <class D, bool kScaled = true>
 __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w, float scale, std::uint32_t random) {
     static_assert(D::emin > -14 && D::emin <= -1, "binary16 values below 2^emin must be exact after adding 2^emin");
@@ -437,10 +474,7 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w,
     float cu;
     asm("fma.rn.sat.f32 %0, %1, %2, 0f4B000000;" : "=f"(cu) : "f"(a), "f"(-k_unit));  // 0f4B000000: 2^23
     const std::uint32_t t = min(__float_as_uint(__fmaf_rn(cu, normal_lo, a)), 0x7FF00000u);
-    std::uint32_t kept;  // floor((t 2^(32-kShift) + random) / 2^32)
-    asm("{\n\t.reg .u64 p;\n\tmad.wide.u32 p, %1, %2, %3;\n\tmov.b64 {_, %0}, p;\n\t}"
-        : "=r"(kept) : "r"(t), "n"(1u << (32 - kShift)), "l"(static_cast<std::uint64_t>(random)));
-    const std::uint32_t v = kept * (1u << kShift);
+    const std::uint32_t v = step_bits<kShift, true>(t, random);
     return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
 }
 
@@ -537,13 +571,12 @@ __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const Coars
 // value convert gives (emu::convert's step 4, stochastic_grid_general here) is
 //   |y| >= 2^emin: y's bits plus random >> (32 - kShift), the low kShift bits cleared (y has no
 //                  bits below 2^-kShift of its last kept bit, so the dropped random bits carry
-//                  nothing): the high word of t 2^(32-kShift) + random, t = |y|'s bits, times
-//                  2^kShift (IMAD.WIDE + IMAD.SHL);
+//                  nothing): step_bits on t = |y|'s bits;
 //   |y| <  2^emin: floor_q(|y| + rho) (convert truncates |y| to 32 bits below q first; as rho
 //                  is a multiple of q 2^-32, truncating first changes no floor).
 // The second case is made the first by computing t = 2^emin + |y| + rl q 2^-32 in float32
 // rounded toward zero, rl the low 32 - kShift bits of `random` (the high kShift bits, added by the
-// same IMAD.WIDE, carry in units of 2^(emin-23), t's quantum in [2^emin, 2^(emin+1))). For nested
+// same step_bits, carry in units of 2^(emin-23), t's quantum in [2^emin, 2^(emin+1))). For nested
 // power-of-two grids g <= G and c a multiple of g, floor_G(c + floor_g(x)) = floor_G(c + x); an
 // RZ sum of non-negative terms is the floor onto its binade's grid; so the two RZ sums below
 // floor onto 2^(emin-23) (or 2^(emin-22) when t reaches 2^(emin+1), where the result is 2^emin
@@ -561,11 +594,10 @@ __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const Coars
 // Checked against emu::convert for every float32 exponent, and for every f16 / bf16 input at
 // eight scales, in the four FP8 formats (cuda/tools/float_step_sim.cpp, 237 M checks), and on
 // the GPU against lib's encode_array (tests/gpu/test_kernels.cpp).
-// In the SASS the step keeps off the integer ALU pipe, which these kernels saturate (ncu, session
-// 15: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs at half
-// the issue rate on sm_90: FFMA.SAT, three FFMA, IMAD.WIDE and IMAD.SHL run on the FMA pipes;
-// the LOP3 for f, the NaN clamp (IMNMX) and the sign's LOP3 on the ALU pipe.
-template <class D>
+// In the SASS (session 17): FMUL, FFMA.SAT and three FFMA on the FP32 pipes; the LOP3 for f, the
+// NaN clamp (VIMNMX), step_bits and the sign's LOP3 on the integer ALU pipe, which runs at half
+// the issue rate on sm_90. kAddForm: step_bits' form (see there; f16 true, bf16 false).
+template <class D, bool kAddForm>
 __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, float scale, std::uint32_t random) {
     constexpr int M = D::man_bits, kShift = 23 - M, F = D::emin - M - 9;
     static_assert(D::total_bits == 8 && D::has_zero && F >= -126 && F >= D::emin - 23,
@@ -582,10 +614,7 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, 
     asm("fma.rz.f32 %0, %1, %2, %3;" : "=f"(inner) : "f"(f), "f"(cu), "f"(a));
     asm("fma.rz.f32 %0, %1, %2, %3;" : "=f"(t) : "f"(cu), "f"(offset), "f"(inner));
     const std::uint32_t tb = min(__float_as_uint(t), kNanClamp);
-    std::uint32_t kept;  // floor((t 2^(32-kShift) + random) / 2^32)
-    asm("{\n\t.reg .u64 p;\n\tmad.wide.u32 p, %1, %2, %3;\n\tmov.b64 {_, %0}, p;\n\t}"
-        : "=r"(kept) : "r"(tb), "n"(1u << (32 - kShift)), "l"(static_cast<std::uint64_t>(random)));
-    const std::uint32_t v = kept * (1u << kShift);
+    const std::uint32_t v = step_bits<kShift, kAddForm>(tb, random);
     return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
 }
 
