@@ -416,9 +416,9 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
 //    into LEA + LEA.HI.X on the ALU pipe, then IMAD.SHL on the FMA pipe). Given the multiplier in
 //    a register, ptxas emitted IMAD.WIDE, and f16 / bf16 -> E4M3 stochastic fell from 90% and
 //    87% to 84% and 81% of copy (H100, session 17, docs/performance.md).
-// One instruction fewer against one less on the FMA pipe: the add form measured faster wherever
-// the input widens on the FMA pipe (f16: HADD2.F32) and in the coarse step, the multiply-add form
-// in bf16's float step (its widening and sign are ALU work), session 17.
+// One instruction fewer against one less on the FMA pipe: the add form measured faster where the
+// input widens on the FMA pipe (f16: HADD2.F32), the multiply-add form where it widens on the ALU
+// pipe (bf16: LOP3 for the upper half), H100, session 17 (docs/performance.md).
 template <int kShift, bool kAddForm>
 __device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_t random) {
     if constexpr (kAddForm) {
@@ -459,12 +459,12 @@ __device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_
 // session 15: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs
 // at half the issue rate (16 lanes per SM sub-partition on sm_90): it is one FFMA.SAT on the FP32
 // pipe instead of FSETP + FSEL (float compare and select are ALU work). The step on the bits is
-// step_bits' add form (two instructions; the multiply-add form took three, session 17).
+// step_bits (kAddForm: its form, see there; f16 true, bf16 false).
 //  - cu = sat(2^23 - |y| 2^(23-emin)) is 1 for |y| < 2^emin (|y| 2^(23-emin) is then an integer
 //    below 2^23, by the precondition) and 0 above, for Inf and for NaN (.sat flushes NaN to 0);
 //    t = fma(cu, 2^emin, |y|) and the result fma(cu, -2^emin, v) are |y| + c and v - c, exact.
 //  - the step on t's bits: step_bits.
-template <class D, bool kScaled = true>
+template <class D, bool kScaled, bool kAddForm>
 __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w, float scale, std::uint32_t random) {
     static_assert(D::emin > -14 && D::emin <= -1, "binary16 values below 2^emin must be exact after adding 2^emin");
     constexpr int kShift = 23 - D::man_bits;
@@ -474,7 +474,7 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w,
     float cu;
     asm("fma.rn.sat.f32 %0, %1, %2, 0f4B000000;" : "=f"(cu) : "f"(a), "f"(-k_unit));  // 0f4B000000: 2^23
     const std::uint32_t t = min(__float_as_uint(__fmaf_rn(cu, normal_lo, a)), 0x7FF00000u);
-    const std::uint32_t v = step_bits<kShift, true>(t, random);
+    const std::uint32_t v = step_bits<kShift, kAddForm>(t, random);
     return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
 }
 

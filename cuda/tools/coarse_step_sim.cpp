@@ -53,7 +53,7 @@ Range coarse_range(bool bf16, int emin, int k, bool table) {
     return r;
 }
 
-// stochastic_grid_coarse<D, true>(w, scale, random).
+// stochastic_grid_coarse (scaled) of w, scale and random.
 template <class D>
 std::uint32_t coarse_step(std::uint32_t w, float scale, std::uint32_t random) {
     constexpr int kShift = 23 - D::man_bits;
