@@ -14,6 +14,7 @@
 //    coarse step below 2^-22").
 //
 // Build and run (a few seconds):  g++ -O2 -std=c++20 -Iemu/include cuda/tools/coarse_step_sim.cpp && ./a.out
+#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -64,6 +65,11 @@ std::uint32_t coarse_step(std::uint32_t w, float scale, std::uint32_t random) {
     const std::uint32_t t = std::min(b_of(std::fma(cu, lo, a)), 0x7FF00000u);
     const std::uint64_t p = std::uint64_t{t} * (1u << (32 - kShift)) + random;
     const std::uint32_t v = static_cast<std::uint32_t>(p >> 32) << kShift;
+    // step_bits' add form (cuda/src/element.cuh, used for f16 inputs) must give the same bits.
+    if (((t + (random >> (32 - kShift))) & ~((1u << kShift) - 1u)) != v) {
+        std::fprintf(stderr, "step_bits: add form != multiply-add form at t = 0x%08x, random = 0x%08x\n", t, random);
+        std::abort();
+    }
     return b_of(std::fma(cu, -lo, f_of(v))) | (w & 0x80000000u);
 }
 

@@ -17,6 +17,7 @@
 //
 // Build and run (about a minute):
 //   g++ -O2 -std=c++20 -frounding-math -Iemu/include cuda/tools/float_step_sim.cpp && ./a.out
+#include <cstdlib>
 #include <algorithm>
 #include <cfenv>
 #include <cmath>
@@ -56,6 +57,11 @@ std::uint32_t float_step(std::uint32_t w, float scale, std::uint32_t random, boo
     const std::uint32_t tb = std::min(b_of(t), 0x7FFFFFFFu & ~((1u << kShift) - 1u));
     const std::uint64_t p = std::uint64_t{tb} * (1u << (32 - kShift)) + random;
     const std::uint32_t v = static_cast<std::uint32_t>(p >> 32) << kShift;
+    // step_bits' add form (cuda/src/element.cuh, used for f16 inputs) must give the same bits.
+    if (((tb + (random >> (32 - kShift))) & ~((1u << kShift) - 1u)) != v) {
+        std::fprintf(stderr, "step_bits: add form != multiply-add form at t = 0x%08x, random = 0x%08x\n", tb, random);
+        std::abort();
+    }
     return b_of(std::fma(cu, -std::ldexp(1.0f, D::emin), f_of(v))) | (w & 0x80000000u);
 }
 
