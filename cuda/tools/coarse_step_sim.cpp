@@ -14,11 +14,11 @@
 //    coarse step below 2^-22").
 //
 // Build and run (a few seconds):  g++ -O2 -std=c++20 -Iemu/include cuda/tools/coarse_step_sim.cpp && ./a.out
-#include <cstdlib>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 

@@ -17,12 +17,12 @@
 //
 // Build and run (about a minute):
 //   g++ -O2 -std=c++20 -frounding-math -Iemu/include cuda/tools/float_step_sim.cpp && ./a.out
-#include <cstdlib>
 #include <algorithm>
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
