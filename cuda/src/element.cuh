@@ -93,15 +93,13 @@ __device__ __forceinline__ std::uint32_t widen_non_nan(typename S::storage_t x) 
     else return __float_as_uint(__half2float(__ushort_as_half(x)));
 }
 
-// widen_non_nan of half `hi` (0: bits 0-15, 1: bits 16-31) of a word of two f16 / bf16 inputs.
+// widen_non_nan of half `hi` (0: bits 0-15, 1: bits 16-31) of a word of two f16 inputs, from the
+// packed word (HADD2.F32 .H0_H0 / .H1_H1, no shift first). bf16 inputs read their elements.
 template <class S>
 __device__ __forceinline__ std::uint32_t widen_half(std::uint32_t word, int hi) {
-    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
-    if constexpr (S::man_bits == 7) return hi ? word & 0xFFFF0000u : word << 16;
-    else {
-        const __half2 h2 = *reinterpret_cast<const __half2*>(&word);
-        return __float_as_uint(hi ? __high2float(h2) : __low2float(h2));
-    }
+    static_assert(sizeof(typename S::storage_t) == 2 && S::man_bits == 10, "f16 inputs");
+    const __half2 h2 = *reinterpret_cast<const __half2*>(&word);
+    return __float_as_uint(hi ? __high2float(h2) : __low2float(h2));
 }
 
 // The float32 bits y that the conversion reads for input bits x (see the top of this file).
@@ -403,7 +401,6 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
         for (int k = 0; k < 4; ++k) v[k] = stochastic_grid_bits<D, P>(y[k], r[k]);
     }
 }
-
 
 // The step on the bits of t >= 0 (t <= 0x7FF00000 where kShift = 20), kept to a multiple of
 // 2^kShift: floor((t + floor(random / 2^(32-kShift))) / 2^kShift) 2^kShift. random's low 32 -

@@ -88,8 +88,9 @@ __device__ __forceinline__ uint4 encode16_branchless(const Step16<S>& u, float s
     return encode16_aligned<D, P>(c, index0, [&](int g, const std::uint32_t(&words)[4], std::uint32_t(&v)[4]) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
-            const std::uint32_t w =
-                kF16 ? widen_half<S>(u.word(2 * g + k / 2), k % 2) : widen_non_nan<S>(u.e[4 * g + k]);
+            std::uint32_t w;
+            if constexpr (kF16) w = widen_half<S>(u.word(2 * g + k / 2), k % 2);
+            else w = widen_non_nan<S>(u.e[4 * g + k]);
             v[k] = kCoarse ? stochastic_grid_coarse<D, !kUnit, kF16>(w, scale, words[k])
                            : stochastic_grid_float<D, kF16>(w, scale, words[k]);
         }

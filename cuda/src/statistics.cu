@@ -168,10 +168,22 @@ __device__ __forceinline__ bool fast_codes(std::uint32_t w, const std::uint8_t (
 // x - x^ for the four codes, x^ = decode(q) * scale_inv in binary64 (exact: a short code value
 // times a float32). From the hardware decode: one fma, x - decode(q) * scale_inv with its exact
 // product, rounded once like the table path's subtraction of the exact x^.
-template <class D>
+// kFromGrid (the stochastic grid paths, kGridSr): decode(q) is v, the grid value the code was
+// encoded from. On the fast path v is finite with |v| <= D's largest finite value (a stochastic
+// step ends on one of the two grid values around |y|, and |y| <= fast_hi <= that largest value,
+// itself on the grid), so its code is exact and decodes to v (a zero's sign aside: +-0 times
+// scale_inv leaves x - 0 = x either way).
+// The same fma then gives the same double as the decode, with no decode (2 cvt and 4 HADD2.F32
+// per four elements in the SASS).
+template <class D, bool kFromGrid>
 __device__ __forceinline__ void differences(const float (&x)[4], std::uint32_t w, const std::uint8_t (&q)[4],
-                                            const CodeTables& t, double scale_inv, double (&d)[4]) {
-    if constexpr (kHwDecode<D>) {
+                                            const std::uint32_t (&v)[4], const CodeTables& t, double scale_inv,
+                                            double (&d)[4]) {
+    if constexpr (kFromGrid) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k)
+            d[k] = __fma_rn(-static_cast<double>(__uint_as_float(v[k])), scale_inv, static_cast<double>(x[k]));
+    } else if constexpr (kHwDecode<D>) {
         constexpr __nv_fp8_interpretation_t kind = std::is_same_v<D, emu::E4M3> ? __NV_E4M3 : __NV_E5M2;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -198,35 +210,37 @@ __device__ __forceinline__ std::uint32_t* field_counter(std::uint32_t* hist_lane
 // taken over the four first, and te_overflow (|x| > te_threshold, compared as bits: both
 // non-negative, neither NaN) per element only when the largest |x| passes it. The binary64 terms
 // are element_step's, added in element order.
-template <class S, class D>
+// The extremes are taken on the floats (FMNMX with the |.| modifier: for finite x the order of
+// |x| equals the order of its bits, which the record keeps; the fast path has no NaN), not on
+// the bits of fabsf (a LOP3 more per element). x^2 is added with one fma: the product of two
+// float32 values is exact in binary64 (48 significant bits, exponents within binary64's normal
+// range), so fma(x, x, sum) is the sum plus element_step's term x * x, rounded once as before.
+template <class S, class D, bool kFromGrid>
 __device__ __forceinline__ void fast_four(const typename S::storage_t (&e)[16], int base, const std::uint32_t (&y)[4],
-                                          const std::uint8_t (&q)[4], std::uint32_t w, std::uint32_t inc, Acc& acc,
-                                          std::uint32_t& pk, std::uint32_t* hist_lane, const CodeTables& t,
-                                          const Params& prm) {
+                                          const std::uint8_t (&q)[4], std::uint32_t w, const std::uint32_t (&v)[4],
+                                          std::uint32_t inc, Acc& acc, std::uint32_t& pk, std::uint32_t* hist_lane,
+                                          const CodeTables& t, const Params& prm) {
     float x[4];
-    std::uint32_t a[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-        x[k] = widen<S>(e[base + k]);
-        a[k] = __float_as_uint(fabsf(x[k]));
-    }
-    const std::uint32_t hi = max(max(a[0], a[1]), max(a[2], a[3])), lo = min(min(a[0], a[1]), min(a[2], a[3]));
-    acc.amax = max(acc.amax, hi);
-    acc.min_nz = min(acc.min_nz, lo);
+    for (int k = 0; k < 4; ++k) x[k] = widen<S>(e[base + k]);
+    const float hi = fmaxf(fmaxf(fabsf(x[0]), fabsf(x[1])), fmaxf(fabsf(x[2]), fabsf(x[3])));
+    const float lo = fminf(fminf(fabsf(x[0]), fabsf(x[1])), fminf(fabsf(x[2]), fabsf(x[3])));
+    acc.amax = max(acc.amax, __float_as_uint(hi));
+    acc.min_nz = min(acc.min_nz, __float_as_uint(lo));
     pk += inc;
-    if (hi > prm.te_bits) {
+    if (__float_as_uint(hi) > prm.te_bits) {
 #pragma unroll
-        for (int k = 0; k < 4; ++k) pk += a[k] > prm.te_bits ? (1u << 16) : 0u;
+        for (int k = 0; k < 4; ++k) pk += __float_as_uint(fabsf(x[k])) > prm.te_bits ? (1u << 16) : 0u;
     }
 #pragma unroll
     for (int k = 0; k < 4; ++k) atomicAdd(field_counter(hist_lane, y[k]), 1u);
     double d[4];
-    differences<D>(x, w, q, t, prm.consts.scale_inv, d);
+    differences<D, kFromGrid>(x, w, q, v, t, prm.consts.scale_inv, d);
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
         const double xd = x[k];
-        acc.sum[kX2] += __dmul_rn(xd, xd);  // __dmul_rn: the term rounded alone, as element_step's
-        acc.sum[kErr2] += __dmul_rn(d[k], d[k]);
+        acc.sum[kX2] = __fma_rn(xd, xd, acc.sum[kX2]);
+        acc.sum[kErr2] += __dmul_rn(d[k], d[k]);  // __dmul_rn: the term rounded alone, as element_step's
     }
 }
 
@@ -238,14 +252,19 @@ __device__ __forceinline__ void flush_fast(Acc& acc, std::uint32_t pk, std::uint
     acc.count[kNonzeroQ] += nfast - (pk & 0x1Fu);
 }
 
+// The stochastic grid paths: codes encoded from grid values (differences reads those values).
+template <int P, int R>
+constexpr bool kGridSr = R == static_cast<int>(emu::Rounding::stochastic) && (P == kSrCvt || P == kSrTable);
+
 // Codes of four elements of y (stream indices index0..+3), packed little-endian in w and one per
-// byte in q. On the grid paths (kSrCvt / kSrTable) the four random words die here: stat_element,
+// byte in q; on the grid paths (kGridSr) also their grid values v (else v is not written).
+// On the grid paths the four random words die here: stat_element,
 // which needs one only for an element past the largest finite magnitude (rare), draws it again
 // (stochastic_word), so that the fast path does not keep four more registers live (the stochastic
 // instantiations spilled at the 64 registers four CTAs per SM allow).
 template <class D, int P, int R>
 __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const ElementCtx& c, std::uint64_t index0,
-                                           std::uint8_t (&q)[4], std::uint32_t& w) {
+                                           std::uint8_t (&q)[4], std::uint32_t& w, std::uint32_t (&v)[4]) {
     if constexpr (R == static_cast<int>(emu::Rounding::stochastic)) {
         std::uint32_t rnd[4];
         if ((index0 & 3u) == 0) {
@@ -258,8 +277,7 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
 #pragma unroll
             for (int k = 0; k < 4; ++k) rnd[k] = stochastic_word(c.seed, index0 + k);
         }
-        if constexpr (P == kSrCvt || P == kSrTable) {
-            std::uint32_t v[4];
+        if constexpr (kGridSr<P, R>) {
             stochastic_grid_four<D, P>(y, rnd, v);
             w = encode_grid_four<D, P>(v, c);
         } else {
@@ -273,6 +291,15 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
 #pragma unroll
     for (int k = 0; k < 4; ++k) q[k] = static_cast<std::uint8_t>(w >> (8 * k));
 }
+
+// Paths on which every NaN y gives the same code (kCvt, kSrCvt: the policy's one canonical NaN
+// code, whatever the NaN's sign and payload, as cvt.rn.satfinite gives; element.cuh). There the
+// product's NaN serves as scaled_bits' y: it codes alike, lands in the same histogram bin, and
+// element_step reads x itself for a NaN (its overflow test is asked for finite x only). The
+// selects, predicated off but issued on the fast path, cost 19 issue slots per four elements
+// (session 13's SASS).
+template <int P>
+constexpr bool kAnyNanSame = P == kCvt || P == kSrCvt;
 
 __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float scale, float scale_inv) {
     return __float_as_uint(b.scale) == __float_as_uint(scale) && __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
@@ -370,20 +397,20 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
         std::uint32_t pk = 0, nfast = 0;
 #pragma unroll
         for (int g4 = 0; g4 < 4; ++g4) {
-            std::uint32_t y[4], w, inc = 0;
+            std::uint32_t y[4], w, inc = 0, v[4];
             std::uint8_t q[4];
 #pragma unroll
             for (int k = 0; k < 4; ++k) y[k] = __float_as_uint(__fmul_rn(widen<S>(e[4 * g4 + k]), prm.scale));
             bool fast = fast_group(y, prm);
-            if (!fast) {  // scaled_bits' NaN cases (about 5 instructions per element) only here
+            if (!kAnyNanSame<P> && !fast) {  // scaled_bits' NaN cases (about 5 instructions per element)
 #pragma unroll
                 for (int k = 0; k < 4; ++k) y[k] = scaled_bits<S>(e[4 * g4 + k], prm.scale);
             }
             const std::uint64_t index0 = first_index + 16ull * c + 4 * g4;
-            codes_four<D, P, R>(y, ctx, index0, q, w);
+            codes_four<D, P, R>(y, ctx, index0, q, w, v);
             if (fast) fast = fast_codes<D>(w, q, tables, inc);
             if (fast) {
-                fast_four<S, D>(e, 4 * g4, y, q, w, inc, acc, pk, hist_lane, tables, prm);
+                fast_four<S, D, kGridSr<P, R>>(e, 4 * g4, y, q, w, v, inc, acc, pk, hist_lane, tables, prm);
                 nfast += 4;
             } else {
 #pragma unroll

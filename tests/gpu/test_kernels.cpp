@@ -618,9 +618,12 @@ void check_stats_equal(const Got& got, const fp8kit::QuantStats& want) {
     else CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
 }
 
+// The stochastic policies take both grid paths: saturate_all with the canonical NaN the cvt
+// encoder (kSrCvt), the other the table (kSrTable); element.cuh's element_path.
 TEST_CASE("statistics kernel equals fp8kit::compute_stats", "[gpu]") {
     const Policy policies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical},
                                {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet},
+                               {Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical},
                                {Rounding::toward_zero, Overflow::saturate_finite, NanEncoding::signed_all_ones}};
     for (Wide w : kInputs) {
         auto bytes = inputs_bytes(w, 50000, 6);
@@ -648,11 +651,14 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats on mostly in-range dat
     std::mt19937 g(11);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> x(n);
-    const float rare[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e30f, -3e-41f};
+    // -NAN: a negative NaN, which the canonical-NaN paths code like the product's positive NaN.
+    const float rare[] = {0.0f, -0.0f, NAN, -NAN, INFINITY, -INFINITY, 1e30f, -3e-41f};
+    constexpr std::uint32_t kRare = sizeof rare / sizeof rare[0];
     for (std::size_t i = 0; i < n; ++i)
-        x[i] = g() % 4096 == 0 ? rare[g() % 7] : nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 24) - 14);
+        x[i] = g() % 4096 == 0 ? rare[g() % kRare] : nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 24) - 14);
     const Policy policies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical},
                                {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet},
+                               {Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical},
                                {Rounding::toward_zero, Overflow::saturate_finite, NanEncoding::signed_all_ones}};
     for (Wide w : kInputs) {
         std::vector<unsigned char> bytes(n * fp8kit::wide_size(w));
