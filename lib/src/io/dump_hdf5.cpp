@@ -1145,7 +1145,8 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
     if (opts.hdf5_listing_timeout_ms == 0) return "";
     int fds[2];
     if (::pipe(fds) != 0) return "";  // no pipe to spare: list without the guard
-    const pid_t pid = fork();
+    pid_t pid = -1;
+    parallel::while_idle([&] { pid = fork(); });  // no pool worker inside the allocator (pool.hpp)
     if (pid == 0) {
         // The child: stdout and stderr to /dev/null, list while reporting progress, and leave
         // without running exit handlers or flushing stdio.

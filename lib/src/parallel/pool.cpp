@@ -53,6 +53,13 @@ public:
         }
         cv_.notify_one();
     }
+    // Runs f once every worker waits for work with the queue empty, and keeps them there until f
+    // returns (the queue's lock is held: no worker can take a job meanwhile).
+    void while_idle(const std::function<void()>& f) {
+        std::unique_lock<std::mutex> l(m_);
+        idle_.wait(l, [this] { return jobs_.empty() && busy_ == 0; });
+        f();
+    }
 
 private:
     void loop() {
@@ -64,12 +71,21 @@ private:
                 if (jobs_.empty()) return;
                 job = std::move(jobs_.front());
                 jobs_.pop_front();
+                ++busy_;
             }
             job();
+            job = nullptr;  // the job's captures are freed before the worker counts as idle
+            {
+                std::lock_guard<std::mutex> l(m_);
+                --busy_;
+            }
+            idle_.notify_all();
         }
     }
     std::mutex m_;
     std::condition_variable cv_;
+    std::condition_variable idle_;  // a worker finished a job (while_idle)
+    unsigned busy_ = 0;             // workers between taking a job and freeing it
     std::deque<std::function<void()>> jobs_;
     bool stop_ = false;
     std::vector<std::thread> workers_;
@@ -96,6 +112,12 @@ struct Slot {
 };
 
 }  // namespace
+
+void while_idle(const std::function<void()>& f) {
+    std::lock_guard<std::mutex> l(g_pool_mutex);
+    if (g_pool) g_pool->while_idle(f);
+    else f();
+}
 
 unsigned default_threads() {
     if (const char* env = std::getenv("OMP_NUM_THREADS")) {

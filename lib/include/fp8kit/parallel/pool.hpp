@@ -37,6 +37,13 @@ void ordered(std::size_t n, std::size_t window, const std::function<void(std::si
              const std::function<void(std::size_t, std::size_t)>& work,
              const std::function<void(std::size_t, std::size_t)>& consume);
 
+// Runs f on the calling thread while every pool worker is idle (no job queued or running, the
+// last job's captures already freed) and keeps them idle until f returns. For fork() without
+// exec: a worker inside malloc/free at the moment of the fork leaves the child's allocator
+// locked (GCC 12's AddressSanitizer allocator takes no lock around fork, unlike glibc's malloc),
+// and the child then blocks on its first allocation. f must not submit work to the pool.
+void while_idle(const std::function<void()>& f);
+
 // The window that keeps every worker busy while the caller consumes: threads() + 2.
 std::size_t default_window();
 
