@@ -43,6 +43,11 @@ namespace fp8kit::cuda::detail {
 
 enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTable = 4, kCvtFix = 5 };
 
+// Paths on which every NaN y gives the same code: the policy's one canonical NaN code (nan_code in
+// emu/convert.hpp), whatever the NaN's sign and payload, as cvt.rn.satfinite gives. A kernel on
+// such a path may let any NaN stand for another (a NaN product for a NaN input's own bits).
+constexpr bool nan_codes_alike(int path) { return path == kCvt || path == kSrCvt; }
+
 // Paths that read a cast table (in shared memory).
 constexpr bool reads_table(int path) { return path == kTable || path == kSrTable || path == kCvtFix; }
 
@@ -140,6 +145,23 @@ union Step16 {
         return k % 4 == 0 ? q.x : k % 4 == 1 ? q.y : k % 4 == 2 ? q.z : q.w;
     }
 };
+
+// Whether all 16 f16 inputs are finite, tested on the FP pipes: acc = fma(x, 0, acc) per packed
+// pair of inputs stays +0 unless an x is NaN or Inf (x * 0 is NaN there, +-0 otherwise, and
+// +0 + -0 = +0 under round-to-nearest). Eight HFMA2 and one HADD2 per 16 inputs, in two chains,
+// instead of one integer ALU op per element: the stochastic steps below need their NaN clamp
+// (min on the bits, VIMNMX on the integer ALU pipe, which issues at half rate on sm_90 and bounds
+// these kernels) only for NaN inputs (see kStepsWithoutClamp in elementwise.cuh).
+template <class S>
+__device__ __forceinline__ bool finite16(const Step16<S>& u) {
+    static_assert(sizeof(typename S::storage_t) == 2 && S::man_bits == 10, "f16 inputs");
+    std::uint32_t acc[2] = {0u, 0u};
+#pragma unroll
+    for (int k = 0; k < 8; ++k) asm("fma.rn.f16x2 %0, %1, %2, %0;" : "+r"(acc[k & 1]) : "r"(u.word(k)), "r"(0u));
+    std::uint32_t sum;
+    asm("add.rn.f16x2 %0, %1, %2;" : "=r"(sum) : "r"(acc[0]), "r"(acc[1]));
+    return sum == 0u;
+}
 
 // Whether any of 16 f16 / bf16 inputs is a NaN, from their packed 32-bit words, so that a step
 // of 16 elements without NaNs (nearly all of them) converts each element without the NaN case:
@@ -461,7 +483,8 @@ __device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_
 //    below 2^23, by the precondition) and 0 above, for Inf and for NaN (.sat flushes NaN to 0);
 //    t = fma(cu, 2^emin, |y|) and the result fma(cu, -2^emin, v) are |y| + c and v - c, exact.
 //  - the step on t's bits: step_bits.
-template <class D, bool kScaled, bool kAddForm>
+// kClamp false: the caller knows w is not a NaN (finite16), and the clamp goes.
+template <class D, bool kScaled, bool kAddForm, bool kClamp = true>
 __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w, float scale, std::uint32_t random) {
     static_assert(D::emin > -14 && D::emin <= -1, "binary16 values below 2^emin must be exact after adding 2^emin");
     constexpr int kShift = 23 - D::man_bits;
@@ -470,7 +493,8 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w,
     const float a = kScaled ? __fmul_rn(fabsf(__uint_as_float(w)), scale) : fabsf(__uint_as_float(w));
     float cu;
     asm("fma.rn.sat.f32 %0, %1, %2, 0f4B000000;" : "=f"(cu) : "f"(a), "f"(-k_unit));  // 0f4B000000: 2^23
-    const std::uint32_t t = min(__float_as_uint(__fmaf_rn(cu, normal_lo, a)), 0x7FF00000u);
+    const std::uint32_t tf = __float_as_uint(__fmaf_rn(cu, normal_lo, a));
+    const std::uint32_t t = kClamp ? min(tf, 0x7FF00000u) : tf;
     const std::uint32_t v = step_bits<kShift, kAddForm>(t, random);
     return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
 }
@@ -594,7 +618,8 @@ __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const Coars
 // In the SASS (session 17): FMUL, FFMA.SAT and three FFMA on the FP32 pipes; the LOP3 for f, the
 // NaN clamp (VIMNMX), step_bits and the sign's LOP3 on the integer ALU pipe, which runs at half
 // the issue rate on sm_90. kAddForm: step_bits' form (see there; f16 true, bf16 false).
-template <class D, bool kAddForm>
+// kClamp false: the caller knows w is not a NaN (finite16), and the NaN clamp goes.
+template <class D, bool kAddForm, bool kClamp = true>
 __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, float scale, std::uint32_t random) {
     constexpr int M = D::man_bits, kShift = 23 - M, F = D::emin - M - 9;
     static_assert(D::total_bits == 8 && D::has_zero && F >= -126 && F >= D::emin - 23,
@@ -610,7 +635,7 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, 
     const float f = __uint_as_float(kF | (random & kLow));
     asm("fma.rz.f32 %0, %1, %2, %3;" : "=f"(inner) : "f"(f), "f"(cu), "f"(a));
     asm("fma.rz.f32 %0, %1, %2, %3;" : "=f"(t) : "f"(cu), "f"(offset), "f"(inner));
-    const std::uint32_t tb = min(__float_as_uint(t), kNanClamp);
+    const std::uint32_t tb = kClamp ? min(__float_as_uint(t), kNanClamp) : __float_as_uint(t);
     const std::uint32_t v = step_bits<kShift, kAddForm>(tb, random);
     return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
 }

@@ -292,14 +292,12 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
     for (int k = 0; k < 4; ++k) q[k] = static_cast<std::uint8_t>(w >> (8 * k));
 }
 
-// Paths on which every NaN y gives the same code (kCvt, kSrCvt: the policy's one canonical NaN
-// code, whatever the NaN's sign and payload, as cvt.rn.satfinite gives; element.cuh). There the
-// product's NaN serves as scaled_bits' y: it codes alike, lands in the same histogram bin, and
-// element_step reads x itself for a NaN (its overflow test is asked for finite x only). The
-// selects, predicated off but issued on the fast path, cost 19 issue slots per four elements
-// (session 13's SASS).
+// On the paths of nan_codes_alike (element.cuh) the product's NaN serves as scaled_bits' y: it
+// codes alike, lands in the same histogram bin, and element_step reads x itself for a NaN (its
+// overflow test is asked for finite x only). The selects, predicated off but issued on the fast
+// path, cost 19 issue slots per four elements (session 13's SASS).
 template <int P>
-constexpr bool kAnyNanSame = P == kCvt || P == kSrCvt;
+constexpr bool kAnyNanSame = nan_codes_alike(P);
 
 __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float scale, float scale_inv) {
     return __float_as_uint(b.scale) == __float_as_uint(scale) && __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
