@@ -146,21 +146,40 @@ union Step16 {
     }
 };
 
-// Whether all 16 f16 inputs are finite, tested on the FP pipes: acc = fma(x, 0, acc) per packed
+// Whether all 16 f16 / bf16 inputs are finite, tested on the FP pipes: acc = fma(x, 0, acc) per packed
 // pair of inputs stays +0 unless an x is NaN or Inf (x * 0 is NaN there, +-0 otherwise, and
 // +0 + -0 = +0 under round-to-nearest). Eight HFMA2 and one HADD2 per 16 inputs, in two chains,
-// instead of one integer ALU op per element: the stochastic steps below need their NaN clamp
-// (min on the bits, VIMNMX on the integer ALU pipe, which issues at half rate on sm_90 and bounds
-// these kernels) only for NaN inputs (see kStepsWithoutClamp in elementwise.cuh).
+// on the FP pipes: the stochastic steps below take no NaN input (its bits would carry into the
+// sign), and a NaN clamp in each step (min on the bits, VIMNMX) was one op per element on the
+// integer ALU pipe, which issues at half rate on sm_90 and bounds these kernels (see encode16
+// in elementwise.cuh).
+// bf16 inputs take the same test with the bf16x2 forms (HFMA2.BF16_V2; add.rn.bf16x2 needs sm_90).
 template <class S>
 __device__ __forceinline__ bool finite16(const Step16<S>& u) {
-    static_assert(sizeof(typename S::storage_t) == 2 && S::man_bits == 10, "f16 inputs");
+    static_assert(sizeof(typename S::storage_t) == 2, "f16 / bf16 inputs");
     std::uint32_t acc[2] = {0u, 0u};
-#pragma unroll
-    for (int k = 0; k < 8; ++k) asm("fma.rn.f16x2 %0, %1, %2, %0;" : "+r"(acc[k & 1]) : "r"(u.word(k)), "r"(0u));
     std::uint32_t sum;
-    asm("add.rn.f16x2 %0, %1, %2;" : "=r"(sum) : "r"(acc[0]), "r"(acc[1]));
+    if constexpr (S::man_bits == 10) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) asm("fma.rn.f16x2 %0, %1, %2, %0;" : "+r"(acc[k & 1]) : "r"(u.word(k)), "r"(0u));
+        asm("add.rn.f16x2 %0, %1, %2;" : "=r"(sum) : "r"(acc[0]), "r"(acc[1]));
+    } else {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) asm("fma.rn.bf16x2 %0, %1, %2, %0;" : "+r"(acc[k & 1]) : "r"(u.word(k)), "r"(0u));
+        asm("add.rn.bf16x2 %0, %1, %2;" : "=r"(sum) : "r"(acc[0]), "r"(acc[1]));
+    }
     return sum == 0u;
+}
+
+// The sign bits of four f16 / bf16 inputs (the halves of words lo and hi, in element order) in
+// bits 7, 15, 23 and 31: byte k of the result is the high byte of input k (PRMT selector 0x7531),
+// whose top bit is the input's sign. OR-ed onto the codes of the inputs' magnitudes, they give the
+// inputs' codes where the format is sign-magnitude with a negative zero and the encoder rounds
+// symmetrically (cvt.rn.satfinite into E4M3 / E5M2: code(-m) = code(m) | 0x80 for every m that
+// is not a NaN), which replaces one LOP3 per element (the steps' sign merge) by two per four.
+// Not for NaN inputs: cvt gives a NaN its one code 0x7F whatever its sign.
+__device__ __forceinline__ std::uint32_t sign_bytes(std::uint32_t lo, std::uint32_t hi) {
+    return __byte_perm(lo, hi, 0x7531) & 0x80808080u;
 }
 
 // Whether any of 16 f16 / bf16 inputs is a NaN, from their packed 32-bit words, so that a step
@@ -424,7 +443,8 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
     }
 }
 
-// The step on the bits of t >= 0 (t <= 0x7FF00000 where kShift = 20), kept to a multiple of
+// The step on the bits t of a float32 >= 0 that is not a NaN (a NaN's bits would carry into the
+// sign: the callers keep NaN inputs out, see encode16), kept to a multiple of
 // 2^kShift: floor((t + floor(random / 2^(32-kShift))) / 2^kShift) 2^kShift. random's low 32 -
 // kShift bits cannot carry: t + floor(random / 2^(32-kShift)) is an integer, and adding
 // (random mod 2^(32-kShift)) / 2^(32-kShift) < 1 to it does not change its floor divided by
@@ -435,9 +455,12 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
 //    into LEA + LEA.HI.X on the ALU pipe, then IMAD.SHL on the FMA pipe). Given the multiplier in
 //    a register, ptxas emitted IMAD.WIDE, and f16 / bf16 -> E4M3 stochastic fell from 90% and
 //    87% to 84% and 81% of copy (H100, session 17, docs/performance.md).
-// One instruction fewer against one less on the FMA pipe: the add form measured faster where the
-// input widens on the FMA pipe (f16: HADD2.F32), the multiply-add form where it widens on the ALU
-// pipe (bf16: LOP3 for the upper half), H100, session 17 (docs/performance.md).
+// One instruction fewer against one less on the FMA pipe. Session 17 (H100) measured the add form
+// faster for f16 (widened on the FMA pipe, HADD2.F32) and the multiply-add form for bf16 (LOP3 for
+// the upper half, on the ALU pipe). Once the NaN clamp and the sign merge left the steps (session
+// 20: finite16, sign_bytes), the add form measured faster for bf16 -> E4M3 too (scale 0.37: 0.3204
+// -> 0.3113 ms, 218 M -> 210 M warp instructions); the multiply-add form stays where the steps
+// keep their sign merge (kSrTable, bf16; not measured since).
 template <int kShift, bool kAddForm>
 __device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_t random) {
     if constexpr (kAddForm) {
@@ -464,8 +487,8 @@ __device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_
 // 2^(emin-23) being zero, the random bits below the common step's kShift cannot carry. So the
 // common step on t's bits, then t - 2^emin (exact), gives convert's value. |y| >= 2^emin takes the
 // common step as is (c = 0), and the sign is put back (no carry reaches it). +-Inf stays +-Inf.
-// A NaN: the add makes it 0x7FFFFFFF, held at 0x7FF00000 so that the step leaves a NaN (kSrCvt:
-// every NaN has the one code; kSrTable steps with a NaN input do not come here, coarse_range).
+// A NaN input must not come here: its bits would carry into the sign (kSrCvt steps with a NaN or
+// an Inf take the general step, finite16; kSrTable steps with a NaN, coarse_range's `from`).
 // A finite y whose step passes FLT_MAX gives +-Inf: cvt.rn.satfinite encodes it as +-FLT_MAX
 // (kSrCvt); kSrTable steps with such inputs do not come here (coarse_range's `from`).
 // w: x's float32 bits (widen_non_nan); scale = 2^k > 0, so y = |x| 2^k with x's sign, exactly.
@@ -478,13 +501,13 @@ __device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_
 // session 15: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs
 // at half the issue rate (16 lanes per SM sub-partition on sm_90): it is one FFMA.SAT on the FP32
 // pipe instead of FSETP + FSEL (float compare and select are ALU work). The step on the bits is
-// step_bits (kAddForm: its form, see there; f16 true, bf16 false).
+// step_bits (kAddForm: its form, see there).
 //  - cu = sat(2^23 - |y| 2^(23-emin)) is 1 for |y| < 2^emin (|y| 2^(23-emin) is then an integer
 //    below 2^23, by the precondition) and 0 above, for Inf and for NaN (.sat flushes NaN to 0);
 //    t = fma(cu, 2^emin, |y|) and the result fma(cu, -2^emin, v) are |y| + c and v - c, exact.
 //  - the step on t's bits: step_bits.
-// kClamp false: the caller knows w is not a NaN (finite16), and the clamp goes.
-template <class D, bool kScaled, bool kAddForm, bool kClamp = true>
+// kSign false: the result is |v|, the caller puts the sign back on the code (sign_bytes).
+template <class D, bool kScaled, bool kAddForm, bool kSign = true>
 __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w, float scale, std::uint32_t random) {
     static_assert(D::emin > -14 && D::emin <= -1, "binary16 values below 2^emin must be exact after adding 2^emin");
     constexpr int kShift = 23 - D::man_bits;
@@ -493,10 +516,10 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w,
     const float a = kScaled ? __fmul_rn(fabsf(__uint_as_float(w)), scale) : fabsf(__uint_as_float(w));
     float cu;
     asm("fma.rn.sat.f32 %0, %1, %2, 0f4B000000;" : "=f"(cu) : "f"(a), "f"(-k_unit));  // 0f4B000000: 2^23
-    const std::uint32_t tf = __float_as_uint(__fmaf_rn(cu, normal_lo, a));
-    const std::uint32_t t = kClamp ? min(tf, 0x7FF00000u) : tf;
+    const std::uint32_t t = __float_as_uint(__fmaf_rn(cu, normal_lo, a));
     const std::uint32_t v = step_bits<kShift, kAddForm>(t, random);
-    return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
+    const std::uint32_t m = __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v)));
+    return kSign ? m | (w & 0x80000000u) : m;
 }
 
 // Whether encode16 may take stochastic_grid_coarse for inputs S, format D and path P.
@@ -607,25 +630,24 @@ __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const Coars
 //    = 0 every fma below gives |y| (an RZ add of 0) and leaves the common step.
 //  - f = 2^F (1 + rl 2^-23), F = emin - M - 9, from one LOP3: f - 2^F = rl q 2^-32 exactly; the
 //    2^F is taken back by the second sum's constant 2^emin - 2^F (exact: F >= emin - 23).
-//  - NaN: the fmas make it 0x7FFFFFFF, held below the kShift bits' carry (0x7FF00000 for E4M3)
-//    so that the step leaves a NaN: kSrCvt has one NaN code; kSrTable steps with a NaN input
-//    do not come here (float_step_range). +-Inf stays +-Inf. A step past FLT_MAX gives +-Inf:
+//  - A NaN input must not come here: the fmas make it 0x7FFFFFFF, which the step would carry
+//    into the sign (kSrCvt steps with a NaN or an Inf take the general step, finite16; kSrTable
+//    steps with a NaN, float_step_range). +-Inf stays +-Inf. A step past FLT_MAX gives +-Inf:
 //    cvt.rn.satfinite encodes it as +-FLT_MAX (kSrCvt); on kSrTable, float_step_range keeps
 //    such inputs out.
 // Checked against emu::convert for every float32 exponent, and for every f16 / bf16 input at
 // eight scales, in the four FP8 formats (cuda/tools/float_step_sim.cpp, 237 M checks), and on
 // the GPU against lib's encode_array (tests/gpu/test_kernels.cpp).
-// In the SASS (session 17): FMUL, FFMA.SAT and three FFMA on the FP32 pipes; the LOP3 for f, the
-// NaN clamp (VIMNMX), step_bits and the sign's LOP3 on the integer ALU pipe, which runs at half
-// the issue rate on sm_90. kAddForm: step_bits' form (see there; f16 true, bf16 false).
-// kClamp false: the caller knows w is not a NaN (finite16), and the NaN clamp goes.
-template <class D, bool kAddForm, bool kClamp = true>
+// In the SASS (session 20, bf16): FMUL, FFMA.SAT and three FFMA on the FP32 pipes; the LOP3 for f
+// and step_bits on the integer ALU pipe, which runs at half the issue rate on sm_90 (the NaN
+// clamp, one VIMNMX, went in sessions 19-20: see above). kAddForm: step_bits' form (see there).
+// kSign false: the result is |v|, the caller puts the sign back on the code (sign_bytes).
+template <class D, bool kAddForm, bool kSign = true>
 __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, float scale, std::uint32_t random) {
     constexpr int M = D::man_bits, kShift = 23 - M, F = D::emin - M - 9;
     static_assert(D::total_bits == 8 && D::has_zero && F >= -126 && F >= D::emin - 23,
                   "FP8 element formats: f is a normal float32, 2^emin - 2^F is exact");
     constexpr std::uint32_t kF = static_cast<std::uint32_t>(F + 127) << 23, kLow = (1u << (32 - kShift)) - 1u;
-    constexpr std::uint32_t kNanClamp = 0x7FFFFFFFu & ~((1u << kShift) - 1u);
     const float normal_lo = __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23);
     const float k_unit = __uint_as_float(static_cast<std::uint32_t>(24 - D::emin + 127) << 23);  // 2^(24-emin)
     const float offset = normal_lo - __uint_as_float(kF);                                          // 2^emin - 2^F
@@ -635,9 +657,9 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, 
     const float f = __uint_as_float(kF | (random & kLow));
     asm("fma.rz.f32 %0, %1, %2, %3;" : "=f"(inner) : "f"(f), "f"(cu), "f"(a));
     asm("fma.rz.f32 %0, %1, %2, %3;" : "=f"(t) : "f"(cu), "f"(offset), "f"(inner));
-    const std::uint32_t tb = kClamp ? min(__float_as_uint(t), kNanClamp) : __float_as_uint(t);
-    const std::uint32_t v = step_bits<kShift, kAddForm>(tb, random);
-    return __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v))) | (w & 0x80000000u);
+    const std::uint32_t v = step_bits<kShift, kAddForm>(__float_as_uint(t), random);
+    const std::uint32_t m = __float_as_uint(__fmaf_rn(cu, -normal_lo, __uint_as_float(v)));
+    return kSign ? m | (w & 0x80000000u) : m;
 }
 
 // When a launch's steps may take stochastic_grid_float: on (scale > 0 and finite: then y = |x|

@@ -76,9 +76,11 @@ __device__ __forceinline__ uint4 encode16_aligned(const ElementCtx& c, std::uint
 
 // Codes of 16 f16 / bf16 inputs through stochastic_grid_coarse or stochastic_grid_float (an
 // aligned group).
-// kCoarse: the coarse step (kUnit: at scale 1, no multiply), else the float step. kClamp: the
-// steps' NaN clamp, needed only where an input may be a NaN (see encode16).
-template <class S, class D, int P, bool kCoarse, bool kUnit = false, bool kClamp = true>
+// kCoarse: the coarse step (kUnit: at scale 1, no multiply), else the float step. No input is a
+// NaN (see encode16). On kSrCvt every input is finite (finite16): the steps give magnitudes, and
+// the signs go onto the codes four at a time (sign_bytes: cvt into E4M3 is symmetric in the
+// sign); there bf16 takes step_bits' add form too (see step_bits).
+template <class S, class D, int P, bool kCoarse, bool kUnit = false>
 __device__ __forceinline__ uint4 encode16_branchless(const Step16<S>& u, float scale, const ElementCtx& c,
                                                      std::uint64_t index0) {
     // f16 halves widen from their packed words (HADD2.F32 .H0_H0 / .H1_H1): read one by one from
@@ -86,16 +88,25 @@ __device__ __forceinline__ uint4 encode16_branchless(const Step16<S>& u, float s
     // 0.37 measured 82.9% of copy against 85.5% (H100, session 17). bf16 keeps `e` (from the words it
     // measured a point slower).
     constexpr bool kF16 = S::man_bits == 10;
-    return encode16_aligned<D, P>(c, index0, [&](int g, const std::uint32_t(&words)[4], std::uint32_t(&v)[4]) {
+    constexpr bool kSignOnCodes = P == kSrCvt;
+    constexpr bool kAddForm = kF16 || kSignOnCodes;
+    uint4 out = encode16_aligned<D, P>(c, index0, [&](int g, const std::uint32_t(&words)[4], std::uint32_t(&v)[4]) {
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             std::uint32_t w;
             if constexpr (kF16) w = widen_half<S>(u.word(2 * g + k / 2), k % 2);
             else w = widen_non_nan<S>(u.e[4 * g + k]);
-            v[k] = kCoarse ? stochastic_grid_coarse<D, !kUnit, kF16, kClamp>(w, scale, words[k])
-                           : stochastic_grid_float<D, kF16, kClamp>(w, scale, words[k]);
+            v[k] = kCoarse ? stochastic_grid_coarse<D, !kUnit, kAddForm, !kSignOnCodes>(w, scale, words[k])
+                           : stochastic_grid_float<D, kAddForm, !kSignOnCodes>(w, scale, words[k]);
         }
     });
+    if constexpr (kSignOnCodes) {
+        out.x |= sign_bytes(u.word(0), u.word(1));
+        out.y |= sign_bytes(u.word(2), u.word(3));
+        out.z |= sign_bytes(u.word(4), u.word(5));
+        out.w |= sign_bytes(u.word(6), u.word(7));
+    }
+    return out;
 }
 
 // The branch-free steps of one launch (the defaults, off, are always correct, only slower).
@@ -116,29 +127,20 @@ __device__ __forceinline__ StepRanges step_ranges(float scale) {
 // The branch-free steps of an aligned step of 16 (kCoarseStep), when one applies: the coarse step
 // when its 16 inputs lie in its range, else the float step when it is on (kSrTable: unless one of
 // the 16 inputs is at or above its `from`). Returns whether it took one (codes in `out`).
-template <class S, class D, int P, bool kClamp>
+template <class S, class D, int P>
 __device__ __forceinline__ bool branchless16(const Step16<S>& u, float scale, const ElementCtx& c, std::uint64_t index0,
                                              const StepRanges& ranges, uint4& out) {
     if (ranges.coarse.tiny_below != 0 && !outside_coarse16<S>(u, ranges.coarse)) {
-        if (ranges.coarse.unit) out = encode16_branchless<S, D, P, true, true, kClamp>(u, scale, c, index0);
-        else out = encode16_branchless<S, D, P, true, false, kClamp>(u, scale, c, index0);
+        if (ranges.coarse.unit) out = encode16_branchless<S, D, P, true, true>(u, scale, c, index0);
+        else out = encode16_branchless<S, D, P, true, false>(u, scale, c, index0);
         return true;
     }
     if (ranges.fstep.on && (P != kSrTable || !any_from16<S>(u, ranges.fstep.from))) {
-        out = encode16_branchless<S, D, P, false, false, kClamp>(u, scale, c, index0);
+        out = encode16_branchless<S, D, P, false, false>(u, scale, c, index0);
         return true;
     }
     return false;
 }
-
-// Where the branch-free steps go without their NaN clamp (one integer ALU op per element): on
-// kSrTable always, as the ranges' `from` keeps NaN inputs out of both steps; on kSrCvt for f16
-// inputs, for steps of 16 finite inputs (finite16; a step with a NaN or an Inf takes the general
-// step). H100, session 19 (docs/performance.md): f16 -> E4M3 at scale 0.37 2.6% faster (ncu: 389
-// -> 379 us, integer ALU pipe 64% -> 61% busy). bf16 on kSrCvt keeps the clamp: with finite16
-// (packed bf16 fmas) it ran 1% slower and 0.2 instructions per element more.
-template <class S, int P>
-constexpr bool kStepsWithoutClamp = P == kSrTable || S::man_bits == 10;
 
 // Codes of 16 elements with stream indices index0 .. index0 + 15.
 // plain: plain_scale(scale), the launch's or the block's (false is always correct, only slower).
@@ -151,14 +153,13 @@ __device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const
                                           bool plain = false, const StepRanges& ranges = {}) {
     if constexpr (kCoarseStep<S, D, P>) {
         if ((index0 & 3u) == 0) {
+            // The steps take no NaN input: on kSrTable the ranges' `from` keeps NaNs out; on
+            // kSrCvt a step of 16 with a NaN or an Inf takes the general step (finite16, on the
+            // FP pipes). That replaced a NaN clamp per element (VIMNMX, integer ALU pipe), and on
+            // kSrCvt the sign merge per element too (sign_bytes): H100, sessions 19-20
+            // (docs/performance.md), f16 -> E4M3 at scale 0.37 84% -> 87% of copy, bf16 84% -> 86%.
             uint4 out;
-            if constexpr (kStepsWithoutClamp<S, P>) {
-                bool no_nan = true;  // kSrTable: the ranges keep NaN inputs out
-                if constexpr (P != kSrTable) no_nan = finite16<S>(u);
-                if (no_nan && branchless16<S, D, P, false>(u, scale, c, index0, ranges, out)) return out;
-            } else {
-                if (branchless16<S, D, P, true>(u, scale, c, index0, ranges, out)) return out;
-            }
+            if ((P == kSrTable || finite16<S>(u)) && branchless16<S, D, P>(u, scale, c, index0, ranges, out)) return out;
         }
     }
     const auto& e = u.e;
