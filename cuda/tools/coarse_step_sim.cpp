@@ -68,7 +68,7 @@ std::uint32_t coarse_step(std::uint32_t w, float scale, std::uint32_t random) {
     const std::uint32_t t = b_of(std::fma(cu, lo, a));
     const std::uint64_t p = std::uint64_t{t} * (1u << (32 - kShift)) + random;
     const std::uint32_t v = static_cast<std::uint32_t>(p >> 32) << kShift;
-    // step_bits' add form (cuda/src/element.cuh, used for f16 inputs) must give the same bits.
+    // step_bits' add form (cuda/src/element.cuh: f16 inputs, and bf16 on the cvt path) must give the same bits.
     if (((t + (random >> (32 - kShift))) & ~((1u << kShift) - 1u)) != v) {
         std::fprintf(stderr, "step_bits: add form != multiply-add form at t = 0x%08x, random = 0x%08x\n", t, random);
         std::abort();

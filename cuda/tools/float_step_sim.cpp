@@ -61,7 +61,7 @@ std::uint32_t float_step(std::uint32_t w, float scale, std::uint32_t random, boo
     const std::uint32_t tb = b_of(t);
     const std::uint64_t p = std::uint64_t{tb} * (1u << (32 - kShift)) + random;
     const std::uint32_t v = static_cast<std::uint32_t>(p >> 32) << kShift;
-    // step_bits' add form (cuda/src/element.cuh, used for f16 inputs) must give the same bits.
+    // step_bits' add form (cuda/src/element.cuh: f16 inputs, and bf16 on the cvt path) must give the same bits.
     if (((tb + (random >> (32 - kShift))) & ~((1u << kShift) - 1u)) != v) {
         std::fprintf(stderr, "step_bits: add form != multiply-add form at t = 0x%08x, random = 0x%08x\n", tb, random);
         std::abort();
