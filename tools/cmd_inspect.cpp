@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <set>
+#include <type_traits>
+#include <variant>
 #include <nlohmann/json.hpp>
 
 #include "command.hpp"
@@ -16,7 +19,9 @@
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/analysis/inspect.hpp"
 #include "fp8kit/cluster/inspect.hpp"
+#include "fp8kit/io/json_number.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/stats/fields.hpp"
 #include "fp8kit/validate.hpp"
 #include "terminal.hpp"
 
@@ -47,16 +52,16 @@ struct Row {
 using Rows = std::deque<Row>;
 
 
-// JSON has no Inf/NaN: they are written as the strings "inf", "-inf", "nan".
-nlohmann::ordered_json num(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-}
-std::string text(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return exact(v);
+// Non-finite numbers as every report writes them (io/json_number.hpp).
+nlohmann::ordered_json num(double v) { return io::json_number<nlohmann::ordered_json>(v); }
+std::string text(double v) { return std::isfinite(v) ? exact(v) : io::nonfinite_word(v); }
+
+// One row of a statistics type's field table (stats/fields.hpp).
+void put(nlohmann::ordered_json& j, const StatField& f) {
+    std::visit([&](auto v) {
+        if constexpr (std::is_same_v<decltype(v), double>) j[std::string(f.key)] = num(v);
+        else j[std::string(f.key)] = v;
+    }, f.value);
 }
 
 std::string short_role(const dp::TensorInfo& t) {
@@ -110,42 +115,25 @@ nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
     j["recipe"] = recipe;
     j["recipe_role"] = std::string(slot_name(r.role));
     j["format"] = std::string(name(r.format));
-    j["numel"] = s.numel;
-    j["amax"] = num(s.amax);
-    j["min_nonzero"] = num(s.min_nonzero);
-    j["zeros"] = s.zeros;
-    j["nan"] = s.nan;
-    j["inf"] = s.inf;
-    j["underflow"] = s.underflow;
-    j["subnormal"] = s.subnormal;
-    j["overflow"] = s.overflow;
-    j["te_underflow"] = s.te_underflow;
-    j["te_overflow"] = s.te_overflow;
+    for (const auto& f : quant_stats_fields(s)) put(j, f);
     j["underflow_pct"] = num(row.under());
     j["subnormal_pct"] = num(row.sub());
     j["overflow_pct"] = num(row.over());
     if (r.blocks) {
         j["scale"] = nullptr;
         j["scale_inv"] = nullptr;
-        j["blocks"] = r.blocks->blocks;
-        j["block_rows"] = r.blocks->tile_rows;
-        j["block_cols"] = r.blocks->tile_cols;
-        j["columnwise_rht"] = r.blocks->columnwise_rht;  // blocks of the column-wise copy after TE's RHT
-        j["scale_inv_min"] = num(r.blocks->scale_inv_min);
-        j["scale_inv_max"] = num(r.blocks->scale_inv_max);
-        j["block_dynamic_range_max"] = num(r.blocks->dr_max);
+        for (const auto& f : block_stats_fields(*r.blocks)) put(j, f);
     } else {
         j["scale"] = num(r.scale.scale);
         j["scale_inv"] = num(r.scale.scale_inv);
     }
-    j["mse"] = num(s.mse());
-    j["sqnr_db"] = num(s.sqnr_db());
-    j["dynamic_range_binades"] = num(s.dynamic_range_binades());
-    j["sum_x2"] = num(s.sum_x2);
-    j["sum_err2"] = num(s.sum_err2);
     j["exp_hist"] = exp_hist_json(s);
     return j;
 }
+
+// The JSON fields that the CSV carries in its key columns, not as statistics.
+const std::set<std::string> kCsvKeyFields = {"file", "name", "step", "step_guessed", "role", "role_guessed",
+                                             "dtype", "storage", "recipe", "recipe_role", "format"};
 
 // Long form: one line per tensor and statistic, for pandas (pivot on `stat`).
 void write_csv(const Rows& rows, const std::string& recipe) {
@@ -155,12 +143,9 @@ void write_csv(const Rows& rows, const std::string& recipe) {
         const std::string key = fmt::format("{},{},{},{},{},{}", csv_field(row.t->file), csv_field(row.t->name),
                                             row.t->step ? std::to_string(*row.t->step) : "",
                                             dp::name(row.t->role), dp::name(row.t->dtype), name(row.r.format));
-        for (const char* stat : {"numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow",
-                                 "subnormal", "overflow", "te_underflow", "te_overflow", "underflow_pct",
-                                 "subnormal_pct", "overflow_pct", "scale", "scale_inv", "scale_inv_min",
-                                 "scale_inv_max", "mse", "sqnr_db", "dynamic_range_binades", "sum_x2", "sum_err2"}) {
-            if (!j.contains(stat) || j[stat].is_null()) continue;
-            const auto& v = j[stat];
+        // Every scalar field of the JSON form, in its order.
+        for (const auto& [stat, v] : j.items()) {
+            if (kCsvKeyFields.count(stat) || v.is_null() || v.is_structured()) continue;
             std::string value = v.is_string() ? v.get<std::string>()
                                 : v.is_number_float() ? text(v.get<double>())
                                                       : v.dump();
@@ -261,14 +246,14 @@ void write_json(const Rows& rows, const inspect::Options& opts, const InspectOpt
     fmt::print("{}\n", std::string_view(doc).substr(at + mark.size()));
 }
 
-// "tensor" or "file: tensor" when the run read several files; escaped for the terminal.
-std::string where(const dp::TensorInfo& t, bool multi_file, std::size_t width) {
-    return multi_file ? io::printable(t.file) + ": " + fit_name(t.name, width) : fit_name(t.name, width);
+// "tensor" or "file: tensor" when the run read several files; whole, escaped for the terminal.
+std::string where(const dp::TensorInfo& t, bool multi_file) {
+    return multi_file ? io::printable(t.file) + ": " + io::printable(t.name) : io::printable(t.name);
 }
 
 // The five worst tensors by `metric`: largest positive values, or lowest finite ones.
 void write_worst(const Rows& rows, const char* title, const std::function<double(const Row&)>& metric,
-                 bool lowest, bool multi_file, std::size_t width) {
+                 bool lowest, bool multi_file) {
     std::vector<const Row*> v;
     for (const auto& r : rows) {
         const double m = metric(r);
@@ -285,7 +270,7 @@ void write_worst(const Rows& rows, const char* title, const std::function<double
         const auto& t = *v[i]->t;
         const std::string step = t.step ? fmt::format(" (step {}{})", *t.step, t.step_guessed ? "*" : "") : "";
         fmt::print("  {:>9}  {:<4}  {}{}\n", val, name(v[i]->r.format),
-                   where(t, multi_file, width ? std::max<std::size_t>(width, 40) - 19 : 0), step);
+                   where(t, multi_file), step);
     }
 }
 
@@ -298,8 +283,8 @@ std::string formats_by_role(const inspect::Options& opts) {
 }
 
 // One line per tensor, grouped under its parent path. The leaf column is as wide as the longest
-// leaf, within the width of the terminal (the other columns take kFixed); a leaf that must be
-// cut keeps its tail and its layer index (fit_name).
+// leaf, within the width of the terminal (the other columns take kFixed); a longer leaf is written
+// whole and its row goes on below it (name_cell).
 void write_table(const Rows& rows, const dp::Dump& dump, std::size_t width) {
     constexpr std::size_t kFixed = 76, kMinName = 18;  // kFixed: the columns after the name
     auto split = [](const std::string& n) {
@@ -319,11 +304,11 @@ void write_table(const Rows& rows, const dp::Dump& dump, std::size_t width) {
         const std::string g = dump.files_opened() > 1 ? t.file + ": " + parent : parent;
         if (g != group || &row == &rows.front()) {
             group = g;
-            fmt::print("{}\n", fit_name(g.empty() ? "/" : g, width));
+            fmt::print("{}\n", io::printable(g.empty() ? "/" : g));
         }
         const std::string step = t.step ? std::to_string(*t.step) + (t.step_guessed ? "*" : "") : "-";
-        fmt::print("  {:<{}} {:>7} {:<7} {:<4} {:<4} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6}\n", fit_name(leaf, leaf_w),
-                   leaf_w, step, short_role(t), dp::name(t.dtype), name(row.r.format), row.r.stats.numel,
+        fmt::print("  {} {:>7} {:<7} {:<4} {:<4} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6}\n", name_cell(leaf, leaf_w, 2),
+                   step, short_role(t), dp::name(t.dtype), name(row.r.format), row.r.stats.numel,
                    fmt::format("{:.3g}", row.r.stats.amax), pct_text(row.under()), pct_text(row.sub()),
                    pct_text(row.over()), sqnr_text(row.r.stats.sqnr_db()));
     }
@@ -358,13 +343,13 @@ void write_terminal(const Rows& rows, const inspect::Options& opts, const Inspec
     write_notes(dump);
     if (!rows.empty()) fmt::print("\n");
     write_worst(rows, "worst overflow (share of elements past the format's max):",
-                [](const Row& r) { return r.over(); }, false, multi, width);
+                [](const Row& r) { return r.over(); }, false, multi);
     write_worst(rows, "worst underflow (share of elements, nonzero, that become zero):",
-                [](const Row& r) { return r.under(); }, false, multi, width);
+                [](const Row& r) { return r.under(); }, false, multi);
     write_worst(rows, "most subnormal (share of elements cast to subnormal codes):",
-                [](const Row& r) { return r.sub(); }, false, multi, width);
+                [](const Row& r) { return r.sub(); }, false, multi);
     write_worst(rows, "lowest SQNR (signal to quantisation noise):",
-                [](const Row& r) { return r.r.stats.sqnr_db(); }, true, multi, width);
+                [](const Row& r) { return r.r.stats.sqnr_db(); }, true, multi);
     if (rows.empty()) return;
     write_table(rows, dump, width);
     fmt::print("\nrole*, step* = guessed from the name (a step also from the file or folder name)\n"
@@ -427,7 +412,7 @@ Register reg([](CLI::App& root) {
     add_device_flags(cmd, o->device,
                      "cuda: the per-tensor statistics of tensors of f32, f16 or bf16 run on the GPU (a copy "
                      "and one kernel pass each); amax, reading and block recipes stay on the CPU.");
-    cmd->add_flag("--wide", o->wide, "Never shorten names (default: fit the terminal's width; a file or pipe gets whole names)");
+    cmd->add_flag("--wide", o->wide, "Name column as wide as the longest name (default: within the terminal's width; a longer name is written whole and its row continues on the next line; a file or pipe gets one line per row)");
     cmd->callback([o] {
         inspect::Options opts;
         try {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fp8kit/io/json_number.hpp"
 #include "command.hpp"
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/io/trace.hpp"
@@ -29,11 +30,7 @@ struct ReplayOpts {
 };
 
 
-nlohmann::json num(double v) {
-    if (std::isnan(v)) return nullptr;
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-}
+nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 
 void run(const ReplayOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
@@ -116,8 +113,8 @@ void run(const ReplayOpts& o) {
     std::size_t total = 0, bad = 0;
     for (const auto& s : res) {
         const std::string worst = s.worst_step < 0 ? "-" : fmt::format("{:.4g} ({})", s.worst_headroom, s.worst_step);
-        std::printf("%-*s  %-10s  %-6s  %6zu  %9zu  %-22s\n", static_cast<int>(w),
-                    s.tensor.empty() ? "(unnamed)" : fit_name(s.tensor, w).c_str(), std::string(name(s.role)).c_str(),
+        std::printf("%s  %-10s  %-6s  %6zu  %9zu  %-22s\n",
+                    name_cell(s.tensor.empty() ? "(unnamed)" : s.tensor, w, 0).c_str(), std::string(name(s.role)).c_str(),
                     std::string(name(s.format)).c_str(), s.steps.size(), s.overflow_steps, worst.c_str());
         total += s.overflow_steps;
         bad += s.overflow_steps > 0;
@@ -152,7 +149,7 @@ Register reg([](CLI::App& root) {
     cmd->add_flag("--json", o->json, "JSON: every series with its scales");
     cmd->add_flag("--warn", o->warn, "Also the early warnings of the trace (growth, spikes, overflow forecast: fp8kit watch)");
     add_read_flags(cmd);
-    cmd->add_flag("--wide", o->wide, "Never shorten tensor names (default: fit the terminal's width)");
+    cmd->add_flag("--wide", o->wide, "Name column as wide as the longest name (default: within the terminal's width; a longer name is written whole and its row continues on the next line; a file or pipe gets one line per row)");
     cmd->callback([o] { run(*o); });
 });
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fp8kit/io/json_number.hpp"
 #include "command.hpp"
 #include "read_flags.hpp"
 #include "fp8kit/io/dump.hpp"
@@ -34,11 +35,7 @@ struct SimOpts {
 using Row = sim::MsampRow;
 using Flags = sim::MsampFlags;
 
-nlohmann::json num(double v) {
-    if (std::isnan(v)) return nullptr;
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-}
+nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 
 double find(const std::vector<Row>& rows, const std::string& sec, const std::string& t, int n, const std::string& path,
             const std::string& order, const std::string& metric, bool worst_max = true) {

@@ -7,6 +7,7 @@
 #include <fmt/compile.h>
 #include <nlohmann/json.hpp>
 
+#include "fp8kit/io/json_number.hpp"
 #include "command.hpp"
 #include "fp8kit/analysis/sweep.hpp"
 #include "fp8kit/analysis/sweep_input.hpp"
@@ -37,11 +38,7 @@ struct SweepOpts {
 
 constexpr Role kClasses[] = {Role::activation, Role::weight, Role::gradient};
 
-nlohmann::json num(double v) {
-    if (std::isnan(v)) return nullptr;
-    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-    return v;
-}
+nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 
 std::string pct(double v) { return std::isnan(v) ? "-" : fmt::format("{:.3g}", 100 * v); }
 std::string dbs(const sweep::Outcome& o) {
@@ -303,8 +300,8 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm&
             const std::size_t te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
             const auto oc = sw.tensor_outcomes(s, wanted_of[k]);
             const auto &a = oc[best], &b = oc[te];
-            fmt::format_to(fmt::appender(out), "  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n",
-                           fit_name(S[s].tensor, w), w, name(cls), S[s].steps.size(), a.overflow_steps,
+            fmt::format_to(fmt::appender(out), "  {} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n",
+                           name_cell(S[s].tensor, w, 2), name(cls), S[s].steps.size(), a.overflow_steps,
                            margin_str(sw.min_safe_margin(best, oc)), fmt::format("{:.4g}", a.worst_headroom),
                            b.overflow_steps, margin_str(sw.min_safe_margin(te, oc)), fmt::format("{:.4g}", b.worst_headroom));
         }
@@ -445,7 +442,7 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--top", o->top, "Grid rows shown per class")->capture_default_str();
     cmd->add_flag("!--no-blocks", o->blocks, "Skip the block recipes on dumps");
     cmd->add_flag("--csv", o->csv, "CSV: one row per (class or tensor, recipe)");
-    cmd->add_flag("--wide", o->wide, "Never shorten tensor names (default: fit the terminal's width)");
+    cmd->add_flag("--wide", o->wide, "Name column as wide as the longest name (default: within the terminal's width; a longer name is written whole and its row continues on the next line; a file or pipe gets one line per row)");
     cmd->add_flag("--json", o->json, "JSON: recipes, per-class and per-tensor outcomes, recommendations");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
     cmd->add_flag("--warn", o->warn, "Also the early warnings of the same inputs (fp8kit watch's defaults: growth, spikes, "

@@ -1,10 +1,9 @@
-// Name shortening for the terminal tables of inspect, replay and sweep.
+// Names in the terminal tables of inspect, replay and sweep, the terminal's width, the progress line.
 #include "terminal.hpp"
 
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,41 +23,11 @@ std::size_t output_width() {
     return 0;
 }
 
-namespace {
-
-bool separator(char c) { return c == '.' || c == '/' || c == '_' || c == '-' || c == ':'; }
-
-// [begin, end) of the first separator-delimited component made of digits (a layer index), with
-// the component before it ("layer.3", "layers_12", "h.5"); npos when the name has none.
-std::pair<std::size_t, std::size_t> layer_index(const std::string& s) {
-    std::size_t start = 0, prev = std::string::npos;
-    for (std::size_t i = 0; i <= s.size(); ++i) {
-        if (i < s.size() && !separator(s[i])) continue;
-        bool digits = i > start;
-        for (std::size_t k = start; k < i && digits; ++k) digits = std::isdigit(static_cast<unsigned char>(s[k])) != 0;
-        if (digits) return {prev == std::string::npos ? start : prev, i};
-        prev = start;
-        start = i + 1;
-    }
-    return {std::string::npos, std::string::npos};
-}
-
-}  // namespace
-
-std::string fit_name(std::string_view raw, std::size_t width) {
-    const std::string s = io::printable(raw);
-    if (width == 0 || s.size() <= width) return s;
-    if (width <= 3) return s.substr(s.size() - width);
-    const auto [lb, le] = layer_index(s);
-    // "...layer.3...tail" when the index is not already in the tail we can keep.
-    if (lb != std::string::npos) {
-        const std::string idx = (lb == 0 ? "" : "...") + s.substr(lb, le - lb);
-        if (idx.size() + 3 + 8 <= width) {  // room for at least 8 characters of tail
-            const std::size_t keep = width - idx.size() - 3;
-            if (s.size() - keep > le) return idx + "..." + s.substr(s.size() - keep);
-        }
-    }
-    return "..." + s.substr(s.size() - (width - 3));
+std::string name_cell(std::string_view raw, std::size_t width, std::size_t indent) {
+    std::string s = io::printable(raw);
+    if (s.size() <= width) return s + std::string(width - s.size(), ' ');
+    if (width == 0) return s;
+    return s + "\n" + std::string(indent + width, ' ');
 }
 
 bool progress_on(bool root, bool quiet, bool forced) { return root && !quiet && (forced || isatty(STDERR_FILENO)); }

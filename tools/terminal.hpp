@@ -1,5 +1,5 @@
-// Printing names on a terminal: how wide it is, and how to shorten a name without losing the
-// parts that tell it from its neighbours.
+// Printing names on a terminal: how wide it is, and how to lay out a table row without cutting a
+// name (neighbouring layers differ only in an index).
 #pragma once
 
 #include <cstddef>
@@ -12,11 +12,13 @@ namespace fp8kit::cli {
 // else $COLUMNS when set, else 0 (no limit: a file or a pipe gets whole names).
 std::size_t output_width();
 
-// `name` in at most `width` columns. When it must be cut, the tail (the leaf, e.g.
-// "self.query.weight") and the first component holding a number (the layer index, "layer.3") are
-// kept and "..." marks what was left out. width 0: no limit. Control characters are escaped first
-// (io::printable), so the result is safe to print.
-std::string fit_name(std::string_view name, std::size_t width);
+// `name` as the first cell of a table row whose name column is `width` characters wide and starts
+// at column `indent`. A name that fits is padded to the width. A longer one is never cut (neighbours
+// such as layers.3.q_proj and layers.13.q_proj must stay apart): it is written whole, then the row
+// continues on the next line at column indent + width, so the other columns stay aligned. width 0:
+// no column (the name alone). Control characters are escaped first (io::printable), so the result is
+// safe to print.
+std::string name_cell(std::string_view name, std::size_t width, std::size_t indent);
 
 // The progress line of inspect, sweep and validate on stderr: "[#####     ] 12/128 tensors",
 // redrawn at most every 100 ms, erased by done() (or the destructor). Drawn only where `on`:

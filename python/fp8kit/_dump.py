@@ -58,6 +58,10 @@ def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):
         yield info, bits.view(WIDE_DTYPES[info["wide"]])
 
 
+# Fields of the module's per-tensor analysis that inspect's rows (like `fp8kit inspect --json`) leave out.
+_ANALYSE_ONLY = ("exp_hist", "granularity", "recipe_amax", "streamed")
+
+
 def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", format="auto", errors="raise",
             comm=None):
     """Per-tensor FP8 statistics of a dump, computed by the same C++ code as `fp8kit inspect`
@@ -97,17 +101,12 @@ def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", 
         row = {k: info[k] for k in ("file", "name", "step", "step_guessed", "role", "role_guessed", "dtype", "storage")}
         row["shape"] = list(info["shape"])
         row["recipe"], row["recipe_role"], row["format"] = s["recipe"], s["recipe_role"], s["format"]
-        for k in ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
-                  "te_underflow", "te_overflow"):
-            row[k] = s[k]
+        # Every field of the analysis, under the CLI's key (lib's field tables, fp8kit/stats/fields.hpp).
+        for k, v in s.items():
+            if k not in row and k not in _ANALYSE_ONLY:
+                row[k] = v
         for k in ("underflow", "subnormal", "overflow"):
             row[k + "_pct"] = 100.0 * s[k] / s["numel"] if s["numel"] else float("nan")
-        for k in ("scale", "scale_inv", "blocks", "block_rows", "block_cols", "columnwise_rht", "scale_inv_min",
-                  "scale_inv_max", "block_dynamic_range_max"):
-            if k in s:
-                row[k] = s[k]
-        for k in ("mse", "sqnr_db", "dynamic_range_binades", "sum_x2", "sum_err2"):
-            row[k] = s[k]
         rows.append(row)
     if comm is not None:
         parts = comm.gather((rows, failed), root=0)  # rank order = tensor order

@@ -132,7 +132,7 @@ _STAT_KEYS = ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow"
 # recipe>) gives): tensorwise recipes leave them None (blank in stats.csv), so that every row has
 # the same columns. On the GPU they come from each tile's scale_inv and extremes through lib's
 # summarize_tiles (_fp8kit.tile_summary), the one definition of them.
-_BLOCK_KEYS = ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "dr_max", "dr_mean")
+_BLOCK_KEYS = ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "block_dynamic_range_max", "block_dynamic_range_mean")
 _ROW_KEYS = _STAT_KEYS + _BLOCK_KEYS
 # Role of each captured tensor in a recipe (input and weight in the forward pass, gradients in
 # the backward pass), as TransformerEngine assigns formats.
@@ -287,7 +287,7 @@ class Monitor:
     rows x its last dimension) run on the GPU too (cuda::block_statistics_async, one launch each,
     the totals of lib's compute_block_stats; NVFP4's global amax and TE's column-wise RHT copy are
     computed on the device, on the same stream). Their rows also carry the per-block fields
-    (blocks, scale_inv_min, scale_inv_max, blocks_with_range, dr_max, dr_mean: lib's BlockStats,
+    (blocks, scale_inv_min, scale_inv_max, blocks_with_range, block_dynamic_range_max, block_dynamic_range_mean: lib's BlockStats,
     as fp8kit.stats(x, recipe=...) gives them; None for tensorwise recipes): each tile's scale_inv
     and extremes stay in device buffers until step() copies them with the records.
     sample=k (default 1: every element) counts, in the statistics, only the blocks of 16

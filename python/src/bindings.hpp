@@ -11,6 +11,7 @@
 
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/stats/fields.hpp"
 #include "fp8kit/stats/statistics.hpp"
 #include "fp8kit/validate.hpp"
 
@@ -39,6 +40,8 @@ std::vector<pyb::ssize_t> shape_of(const pyb::array& a);
 RecipeSpec recipe_of(const std::string& text, bool is_json);
 
 // All numbers of a QuantStats (and mse, sqnr_db, dynamic range, exponent histogram) as a dict.
+// A statistics type's field table (fp8kit/stats/fields.hpp) into `d`: the CLI's keys.
+void put_fields(pyb::dict& d, const std::vector<StatField>& fields);
 pyb::dict stats_dict(const QuantStats& s);
 // A BlockStats as fp8kit.stats(recipe=<block recipe>) returns it, without 'scale_inv' (the caller
 // adds it: a numpy array, or a device array for a GPU input).

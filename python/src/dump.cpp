@@ -132,13 +132,7 @@ public:
         if (r.blocks) {
             d["scale"] = pyb::none();
             d["scale_inv"] = pyb::none();
-            d["blocks"] = r.blocks->blocks;
-            d["block_rows"] = r.blocks->tile_rows;
-            d["block_cols"] = r.blocks->tile_cols;
-            d["columnwise_rht"] = r.blocks->columnwise_rht;
-            d["scale_inv_min"] = r.blocks->scale_inv_min;
-            d["scale_inv_max"] = r.blocks->scale_inv_max;
-            d["block_dynamic_range_max"] = r.blocks->dr_max;
+            put_fields(d, block_stats_fields(*r.blocks));
         } else {
             d["scale"] = r.scale.scale;
             d["scale_inv"] = r.scale.scale_inv;

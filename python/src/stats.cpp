@@ -3,9 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <stdexcept>
+#include <variant>
 
 #include "bindings.hpp"
 #include "fp8kit/stats/block_quantize.hpp"
+#include "fp8kit/stats/fields.hpp"
 #include "fp8kit/stats/statistics.hpp"
 #include "fp8kit/emu/pack.hpp"
 
@@ -31,25 +33,13 @@ void put_hist(pyb::dict& d, const std::array<std::uint64_t, kExpHistBins>& h, co
 
 }  // namespace
 
+void put_fields(pyb::dict& d, const std::vector<StatField>& fields) {
+    for (const auto& f : fields) std::visit([&](auto v) { d[pyb::str(f.key.data(), f.key.size())] = v; }, f.value);
+}
+
 pyb::dict stats_dict(const QuantStats& s) {
     pyb::dict d;
-    d["numel"] = s.numel;
-    d["finite"] = s.finite();
-    d["zeros"] = s.zeros;
-    d["nan"] = s.nan;
-    d["inf"] = s.inf;
-    d["underflow"] = s.underflow;
-    d["subnormal"] = s.subnormal;
-    d["overflow"] = s.overflow;
-    d["te_underflow"] = s.te_underflow;
-    d["te_overflow"] = s.te_overflow;
-    d["amax"] = s.amax;
-    d["min_nonzero"] = s.min_nonzero;
-    d["sum_x2"] = s.sum_x2;
-    d["sum_err2"] = s.sum_err2;
-    d["mse"] = s.mse();
-    d["sqnr_db"] = s.sqnr_db();
-    d["dynamic_range_binades"] = s.dynamic_range_binades();
+    put_fields(d, quant_stats_fields(s));
     put_hist(d, s.exp_hist, "exp_hist");
     return d;
 }
@@ -57,14 +47,7 @@ pyb::dict stats_dict(const QuantStats& s) {
 namespace {
 
 // The per-block fields that block_stats_dict and tile_summary share (lib's summarize_tiles).
-void put_tile_fields(pyb::dict& d, const BlockStats& b) {
-    d["blocks"] = b.blocks;
-    d["scale_inv_min"] = b.scale_inv_min;
-    d["scale_inv_max"] = b.scale_inv_max;
-    d["blocks_with_range"] = b.blocks_with_range;
-    d["dr_max"] = b.dr_max;
-    d["dr_mean"] = b.dr_mean;
-}
+void put_tile_fields(pyb::dict& d, const BlockStats& b) { put_fields(d, block_stats_fields(b)); }
 
 }  // namespace
 
@@ -74,9 +57,8 @@ pyb::dict block_stats_dict(const BlockStats& b, Format format) {
     put_tile_fields(d, b);
     d["grid"] = pyb::make_tuple(b.grid_rows, b.grid_cols);
     d["block_shape"] = pyb::make_tuple(b.tile_rows, b.tile_cols);
-    d["columnwise_rht"] = b.columnwise_rht;  // the statistics are of the column-wise copy (TE's RHT)
     put_hist(d, b.scale_inv_exp_hist, "scale_inv_exp_hist");
-    d["dr_hist"] = pyb::array_t<std::uint64_t>(b.dr_hist.size(), b.dr_hist.data());
+    d["block_dynamic_range_hist"] = pyb::array_t<std::uint64_t>(b.dr_hist.size(), b.dr_hist.data());
     return d;
 }
 

@@ -256,7 +256,7 @@ def test_tile_summary_is_block_stats_per_block_fields(recipe):
             nz = a[a != 0]
             mins[i, j] = nz.min() if nz.size else 0
     got = fp8kit._fp8kit.tile_summary(want["scale_inv"].ravel(), amax.ravel(), mins.ravel())
-    for k in ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "dr_max", "dr_mean"):
+    for k in ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "block_dynamic_range_max", "block_dynamic_range_mean"):
         assert got[k] == want[k], k
     with pytest.raises(ValueError, match="one value per tile"):
         fp8kit._fp8kit.tile_summary(want["scale_inv"].ravel(), amax.ravel()[1:], mins.ravel())

@@ -45,3 +45,19 @@ def test_inspect_matches_cli_json():
             assert same(row[k], c[k]), (row["name"], k, row[k], c[k])
         for k in ("amax", "min_nonzero", "scale", "scale_inv", "sqnr_db", "mse", "sum_x2", "sum_err2"):
             assert same(float(row[k]), float(num(c[k]))), (row["name"], k, row[k], c[k])
+
+
+def test_inspect_keys_match_cli_json():
+    """One field table for both (lib's stats/fields.hpp): the module's columns are the CLI's keys,
+    for a per-tensor recipe and a block recipe."""
+    for recipe in ("te-current", "mxfp8"):
+        out = subprocess.run([cli(), "inspect", str(DUMP), "--json", "--quiet", "--recipe", recipe,
+                              "--include", "*lm_head/weight"], check=True, capture_output=True, text=True).stdout
+        rows = json.loads(out)["tensors"]
+        assert rows, recipe
+        cli_keys = set(rows[0]) - {"exp_hist"}
+        df = fp8kit.inspect(DUMP, include="*lm_head/weight", recipe=recipe)
+        py_keys = set(df.columns) if hasattr(df, "columns") else set(df[0])
+        assert py_keys == cli_keys, (recipe, sorted(py_keys ^ cli_keys))
+        if recipe == "mxfp8":
+            assert "block_dynamic_range_max" in cli_keys

@@ -129,7 +129,7 @@ def test_stats_device_block_recipes_equal_host(fw):
     xd = to_dev(fw, x)
     exact = ("numel", "finite", "zeros", "nan", "inf", "underflow", "subnormal", "overflow", "te_underflow",
              "te_overflow", "amax", "min_nonzero", "format", "blocks", "grid", "block_shape", "scale_inv_min",
-             "scale_inv_max", "blocks_with_range", "dr_max", "dr_mean", "recipe")
+             "scale_inv_max", "blocks_with_range", "block_dynamic_range_max", "block_dynamic_range_mean", "recipe")
     x128 = np.ascontiguousarray(x[:128])
     for recipe in ("te-block", "mxfp8", "mx-ocp", "deepseek-v3", "nvfp4", "nvfp4-rowwise", "nvfp4-torchao"):
         for role in ("input", "weight", "grad"):
@@ -140,7 +140,7 @@ def test_stats_device_block_recipes_equal_host(fw):
                 assert g[k] == c[k] or (g[k] != g[k] and c[k] != c[k]), (recipe, role, k)
             np.testing.assert_array_equal(g["exp_hist"]["count"], c["exp_hist"]["count"])
             np.testing.assert_array_equal(g["scale_inv_exp_hist"]["count"], c["scale_inv_exp_hist"]["count"])
-            np.testing.assert_array_equal(g["dr_hist"], c["dr_hist"])
+            np.testing.assert_array_equal(g["block_dynamic_range_hist"], c["block_dynamic_range_hist"])
             same_bits_or_nan(to_host(fw, g["scale_inv"]), c["scale_inv"])
             for k in ("sum_x2", "sum_err2"):
                 if np.isfinite(c[k]):

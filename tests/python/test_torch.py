@@ -126,12 +126,12 @@ def test_monitor_cpu_files(tmp_path):
         assert int(r["numel"]) > 0 and float(r["amax"]) > 0
 
 
-BLOCK_KEYS = ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "dr_max", "dr_mean")
+BLOCK_KEYS = ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "block_dynamic_range_max", "block_dynamic_range_mean")
 
 
 def test_monitor_cpu_rows_carry_per_block_fields(tmp_path):
     """CPU tensors: block recipes' rows carry lib's per-block fields (BlockStats: blocks,
-    scale_inv_min/max, blocks_with_range, dr_max, dr_mean) equal to fp8kit.stats(host copy,
+    scale_inv_min/max, blocks_with_range, block_dynamic_range_max, block_dynamic_range_mean) equal to fp8kit.stats(host copy,
     recipe=...)'s; tensorwise rows leave them None, blank in stats.csv, so that one table holds
     both (pandas reads it as one frame when installed)."""
     recipes = ["te-current", "te-block", "mxfp8", "nvfp4"]

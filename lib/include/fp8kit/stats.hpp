@@ -5,3 +5,4 @@
 #include "fp8kit/stats/block_quantize.hpp"
 #include "fp8kit/stats/magnitude_histogram.hpp"
 #include "fp8kit/stats/device.hpp"
+#include "fp8kit/stats/fields.hpp"

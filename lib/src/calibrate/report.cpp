@@ -1,6 +1,7 @@
 // calibrate's report as JSON and CSV, and the scales as a safetensors file under the tool's
 // checkpoint names (the terminal text is the CLI's).
 #include <cmath>
+#include "fp8kit/io/json_number.hpp"
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -13,7 +14,7 @@
 namespace fp8kit::calibrate {
 namespace {
 
-nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 std::uint32_t bits(float f) {
     std::uint32_t b;
     std::memcpy(&b, &f, 4);

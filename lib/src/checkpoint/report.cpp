@@ -1,5 +1,6 @@
 // checkpoint check's report as JSON and CSV (the terminal text is the CLI's).
 #include <cmath>
+#include "fp8kit/io/json_number.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,7 +11,7 @@ namespace fp8kit::checkpoint {
 namespace {
 
 // JSON has no inf: an exact match's SQNR is written as null.
-nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 
 std::string csv_field(const std::string& s) {
     if (s.find_first_of(",\"\n") == std::string::npos) return s;

@@ -1,6 +1,7 @@
 // kv's report as JSON (three flat tables: rows per head, position buckets, attention; each a list
 // of records that pandas.DataFrame reads as is) and as CSV (the per-head rows).
 #include <cmath>
+#include "fp8kit/io/json_number.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,7 +11,7 @@
 namespace fp8kit::kv {
 namespace {
 
-nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 double share(std::uint64_t n, std::uint64_t d) { return d ? static_cast<double>(n) / d : 0.0; }
 
 void put_stats(nlohmann::json& o, const CastStats& s) {

@@ -2,6 +2,7 @@
 // against sqrt(3) (arXiv 2505.19115), and the BF16 layer choice (arXiv 2509.25149).
 // docs/early-warning.md, "Gradient and norm-weight signals".
 #include <algorithm>
+#include "fp8kit/io/json_number.hpp"
 #include <cmath>
 #include <regex>
 #include <stdexcept>
@@ -99,7 +100,7 @@ LayerGradient layer_gradient(const float* x, const float* dy, std::uint64_t toke
 }
 
 nlohmann::json LayerGradient::to_json() const {
-    auto num = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    auto num = [](double v) { return io::json_number(v); };  // non-finite: io/json_number.hpp
     nlohmann::json rs = nlohmann::json::array();
     for (const auto& r : recipes) {
         nlohmann::json j = {{"recipe", r.recipe}, {"grad_norm", r.norm}};

@@ -1,5 +1,6 @@
 // watch_files: every input through the trend watcher (and dumps through the shape signals).
 #include <cmath>
+#include "fp8kit/io/json_number.hpp"
 #include <filesystem>
 #include <memory>
 
@@ -9,7 +10,7 @@
 namespace fp8kit::warn {
 namespace {
 
-nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 
 }  // namespace
 

@@ -1,0 +1,36 @@
+// How every report writes a number that may be non-finite. JSON has no Inf or NaN, so each report
+// (CLI --json of every command, the JSON files fp8kit writes) writes them as the strings "inf",
+// "-inf" and "nan"; a finite value is a JSON number. null means "no value" (not applicable), never a
+// non-finite number. docs/schemas/README.md gives the convention; CSV and text use the same words.
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace fp8kit::io {
+
+// The word for a non-finite value ("inf", "-inf", "nan"); empty for a finite one.
+inline const char* nonfinite_word(double v) {
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    return "";
+}
+
+// `v` as a JSON value: a number, or its non-finite word. Json: nlohmann::json or ordered_json.
+template <class Json = nlohmann::json>
+Json json_number(double v) {
+    if (!std::isfinite(v)) return Json(nonfinite_word(v));
+    return Json(v);
+}
+
+// `v` as text (CSV cells, terminal): the shortest decimal that reads back to the same double, or its
+// non-finite word.
+inline std::string text_number(double v) {
+    if (!std::isfinite(v)) return nonfinite_word(v);
+    return fmt::format("{}", v);
+}
+
+}  // namespace fp8kit::io
