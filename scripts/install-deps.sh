@@ -26,7 +26,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
   /usr/bin/python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, h5py, ml_dtypes, pandas, matplotlib, nbclient, pytest, ipykernel, scikit_build_core, pybind11" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, h5py, ml_dtypes, pandas, matplotlib, nbclient, pytest, ipykernel, scikit_build_core, pybind11, jsonschema" 2>/dev/null; then
   echo "== installing Python packages into .venv"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r requirements.txt
