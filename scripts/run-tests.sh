@@ -17,8 +17,8 @@ stage_table() {
 }
 trap stage_table EXIT
 stage "install dependencies"
-scripts/install-deps.sh
-# With ccache (scripts/install-deps.sh installs it), the Python module's build (pip install below,
+scripts/install/install-deps.sh
+# With ccache (scripts/install/install-deps.sh installs it), the Python module's build (pip install below,
 # in build-pip/) reuses the Release build's objects of the library: same flags, and build-pip sits
 # at the depth of build/ with the same generator, so the relative paths ccache hashes are equal.
 if command -v ccache >/dev/null; then
@@ -30,7 +30,7 @@ if command -v ccache >/dev/null; then
 fi
 export CMAKE_GENERATOR="Unix Makefiles"
 stage "build (Release)"
-scripts/build.sh
+scripts/install/build.sh
 # Tests remove every file they make, also when they fail. Each suite runs with TMPDIR set to one
 # fresh folder (C++ tests, tests/cli/*.sh, pytest and notebooks all create theirs under TMPDIR),
 # and the run fails, listing them, if anything is left there after a suite.
@@ -53,12 +53,12 @@ check_test_tmp ctest
 # leaving out the [exhaustive] 2^32-input loops (pure integer arithmetic, already run above, ~10x
 # slower under UBSan), then every libFuzzer harness for a bounded time.
 stage "sanitizer build (build-asan: address,undefined)"
-scripts/build-asan.sh
+scripts/install/build-asan.sh
 stage "ctest -LE exhaustive (sanitizers)"
 (cd build-asan && in_test_tmp ctest --output-on-failure -j"$(nproc)" -LE exhaustive)
 check_test_tmp "ctest (sanitizers)"
 stage "fuzzing (build, then at most ${FP8KIT_FUZZ_SECONDS:-30} s per harness)"
-scripts/run-fuzz.sh "${FP8KIT_FUZZ_SECONDS:-30}"
+scripts/test/run-fuzz.sh "${FP8KIT_FUZZ_SECONDS:-30}"
 stage "Python module: pip install into .venv"
 # Without a GPU the module's CUDA kernels cannot run here, so this build leaves them out (CI: nvcc
 # doubled the stage on 2 cores, 329 -> 661 s); with a GPU they are built and
@@ -77,7 +77,7 @@ if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
 fi
 if ls notebooks/*.ipynb >/dev/null 2>&1; then
   stage "notebooks"
-  in_test_tmp .venv/bin/python scripts/run_notebooks.py notebooks/*.ipynb
+  in_test_tmp .venv/bin/python scripts/test/run_notebooks.py notebooks/*.ipynb
   check_test_tmp notebooks
 fi
 stage "done"

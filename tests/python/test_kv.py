@@ -1,5 +1,5 @@
 """fp8kit.kv on real post-rotary Q/K/V (data/example/llama_tiny_kv.h5, captured by
-fp8kit.torch.Monitor(attention=True) from a trained 2-layer Llama; scripts/make_kv_capture.py),
+fp8kit.torch.Monitor(attention=True) from a trained 2-layer Llama; scripts/fixtures/make_kv_capture.py),
 against an independent numpy transcription of the rules written here from the sources, with
 ml_dtypes doing every cast:
 

@@ -1,5 +1,5 @@
 """TransformerEngine DumpTensors files from Python: data/te/ was written by real torch.save
-(scripts/make_te_fixtures.py); values are compared with torch's own view of them
+(scripts/fixtures/make_te_fixtures.py); values are compared with torch's own view of them
 (data/te/EXPECTED.txt), not with fp8kit's reader."""
 import os
 
