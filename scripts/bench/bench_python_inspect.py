@@ -6,7 +6,11 @@ over one dump, each with 1 and 2 threads (OMP_NUM_THREADS, which the pool reads 
 Python run is a fresh process, so the pool starts with the thread count asked for. Also checks
 that fp8kit.inspect's numbers equal the CLI's JSON (the same inspect::analyse).
 Usage: .venv/bin/python scripts/bench/bench_python_inspect.py DUMP.h5 [FP8KIT] [THREADS="1 2"] [REPS=3]"""
-import json, os, subprocess, sys, time
+import json
+import os
+import subprocess
+import sys
+import time
 
 dump = sys.argv[1]
 cli_bin = sys.argv[2] if len(sys.argv) > 2 else "build/tools/fp8kit"
@@ -46,7 +50,8 @@ for n in threads:
         print(f"| {name} | {n if name == 'fp8kit.inspect' or name == 'fp8kit.read_dump' else 1} | {best([sys.executable, '-c', code, dump], env):.2f} |")
 print(f"load average after: {os.getloadavg()[0]:.1f}")
 # The same numbers: fp8kit.inspect against the CLI's JSON, tensor by tensor.
-import fp8kit
+import fp8kit  # noqa: E402
+
 rows = fp8kit.inspect(dump)
 rows = rows.to_dict("records") if hasattr(rows, "to_dict") else rows
 cli = json.loads(subprocess.run([cli_bin, "inspect", dump, "--json"], capture_output=True, text=True, check=True).stdout)

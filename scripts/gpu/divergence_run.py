@@ -36,12 +36,11 @@ import os
 import sys
 import time
 
+import fp8kit
+import fp8kit.torch as ft
 import numpy as np
 import torch
 import transformers
-
-import fp8kit
-import fp8kit.torch as ft
 
 
 def parse():

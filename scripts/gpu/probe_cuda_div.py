@@ -1,6 +1,8 @@
 """Probe of torch's CUDA `tensor / python_number` (ATen BinaryDivTrueKernel.cu: a * (1/b) when b is a
 CPU scalar) against the CPU's division, and of CUDA's log2 (ModelOpt MXFP4/MXFP8 exponents)."""
-import json, sys
+import json
+import sys
+
 import torch
 
 torch.manual_seed(0)

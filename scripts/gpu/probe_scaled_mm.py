@@ -14,7 +14,6 @@ random, wide-exponent and adversarial (cancelling) inputs, split-K shapes (the e
 follows the kernel the profiler names) and block scales (1x128 x 128x128).
 """
 import ctypes
-import glob
 import json
 import os
 import subprocess

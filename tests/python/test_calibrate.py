@@ -5,12 +5,11 @@ import json
 import os
 import struct
 
+import fp8kit
 import h5py
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 DUMP = os.path.join(ROOT, "data", "example", "llama_tiny_dump.h5")

@@ -8,9 +8,8 @@ import json
 import os
 import struct
 
-import pytest
-
 import fp8kit
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN = json.load(open(os.path.join(ROOT, "tests", "golden", "calibration_axis_scales.json")))

@@ -8,10 +8,9 @@ import json
 import os
 import struct
 
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN = json.load(open(os.path.join(ROOT, "tests", "golden", "nvfp4_sweep_scales.json")))

@@ -32,10 +32,9 @@ import re
 import shutil
 import struct
 
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "checkpoints")
 A = "model.layers.0.self_attn"

@@ -18,12 +18,11 @@ to 1e-9 relative; FP8 attention's outputs (exact GEMM vs float64 numpy) to 1e-6 
 """
 import os
 
+import fp8kit
 import h5py
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CAPTURE = os.path.join(ROOT, "data", "example", "llama_tiny_kv.h5")

@@ -3,11 +3,9 @@
 (data/te/EXPECTED.txt), not with fp8kit's reader."""
 import os
 
-import ml_dtypes
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 
 TE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "te")
 D = os.path.join(TE, "dumps", "tensor_dumps")
