@@ -18,6 +18,9 @@ stage_table() {
 trap stage_table EXIT
 stage "install dependencies"
 scripts/install/install-deps.sh
+# Formatting first (seconds): clang-format 14 (.clang-format) and ruff (pyproject.toml).
+stage "check formatting (scripts/check-format.sh)"
+scripts/check-format.sh
 # With ccache (scripts/install/install-deps.sh installs it), the Python module's build (pip install below,
 # in build-pip/) reuses the Release build's objects of the library: same flags, and build-pip sits
 # at the depth of build/ with the same generator, so the relative paths ccache hashes are equal.
@@ -57,7 +60,7 @@ scripts/install/build-asan.sh
 stage "ctest -LE exhaustive (sanitizers)"
 (cd build-asan && in_test_tmp ctest --output-on-failure -j"$(nproc)" -LE exhaustive)
 check_test_tmp "ctest (sanitizers)"
-stage "fuzzing (build, then at most ${FP8KIT_FUZZ_SECONDS:-30} s per harness)"
+stage "fuzzing (build, then at most ${FP8KIT_FUZZ_SECONDS:-30} s per harness, $(nproc) at a time)"
 scripts/test/run-fuzz.sh "${FP8KIT_FUZZ_SECONDS:-30}"
 stage "Python module: pip install into .venv"
 # Without a GPU the module's CUDA kernels cannot run here, so this build leaves them out (CI: nvcc
@@ -70,14 +73,15 @@ env "${pip_env[@]}" .venv/bin/pip install -q --no-build-isolation .
 if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
   stage "pytest"
   # tmp_path folders are pytest's own, under --basetemp: removed here; anything else a test leaves
-  # in TMPDIR is reported.
-  in_test_tmp .venv/bin/python -m pytest -q --durations=10 --basetemp "$test_tmp/pytest" tests/python
+  # in TMPDIR is reported. -n: pytest-xdist, one worker per core (each test runs in one worker;
+  # --basetemp holds a folder per worker).
+  in_test_tmp .venv/bin/python -m pytest -q -n "$(nproc)" --durations=10 --basetemp "$test_tmp/pytest" tests/python
   rm -rf "$test_tmp/pytest"
   check_test_tmp pytest
 fi
 if ls notebooks/*.ipynb >/dev/null 2>&1; then
   stage "notebooks"
-  in_test_tmp .venv/bin/python scripts/test/run_notebooks.py notebooks/*.ipynb
+  in_test_tmp .venv/bin/python scripts/test/run_notebooks.py --jobs "$(nproc)" notebooks/*.ipynb
   check_test_tmp notebooks
 fi
 stage "done"

@@ -9,7 +9,7 @@ packages=(cmake g++ make pkg-config git ca-certificates
           libomp-dev catch2 libfmt-dev libhdf5-dev hdf5-tools libcli11-dev
           nlohmann-json3-dev libbenchmark-dev pybind11-dev zlib1g-dev
           python3 python3-dev python3-venv python3-pip clang libclang-rt-14-dev
-          strace ccache
+          strace ccache clang-format-14
           libopenmpi-dev openmpi-bin)  # MPI: optional for the build (issue 19), used by tests/mpi
 missing=()
 for p in "${packages[@]}"; do
@@ -26,7 +26,8 @@ if [ ! -x .venv/bin/python ]; then
   echo "== creating .venv"
   /usr/bin/python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, h5py, ml_dtypes, pandas, matplotlib, nbclient, pytest, ipykernel, scikit_build_core, pybind11" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, h5py, ml_dtypes, pandas, matplotlib, nbclient, pytest, xdist, ipykernel, scikit_build_core, pybind11" 2>/dev/null ||
+   [ ! -x .venv/bin/ruff ]; then
   echo "== installing Python packages into .venv"
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r requirements.txt

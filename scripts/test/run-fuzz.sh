@@ -2,9 +2,12 @@
 # Builds the libFuzzer harnesses (clang, AddressSanitizer + UndefinedBehaviorSanitizer) and runs each
 # for SECONDS (default 60) over its seed corpus in fuzz/corpus/<name>/. Any crash fails the run and
 # leaves the input in build-fuzz/crashes/; turn it into a regression test (tests/*/...).
+# Each harness is one process on one core: FP8KIT_FUZZ_JOBS of them (default: the number of
+# cores) run at a time, so the run takes about (harnesses / jobs) x SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-60}
+max_jobs=${FP8KIT_FUZZ_JOBS:-$(nproc)}
 # -O1 -g1 as in build-asan.sh: about 2.3x faster to compile than -O2 -g (CI time). The optimisation
 # level changes the coverage edges libFuzzer steers by, so the fixed run counts below were replayed
 # clean in full at this level before it landed.
@@ -14,8 +17,8 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo 
   -DFP8KIT_SANITIZE=address,undefined >/dev/null
 cmake --build build-fuzz -j"$(nproc)"
 mkdir -p build-fuzz/crashes
-status=0
-for bin in build-fuzz/fuzz/fuzz_*; do
+fuzz_one() {
+  local bin=$1 name corpus work extra lsan runs
   name=$(basename "$bin"); name=${name#fuzz_}
   corpus=fuzz/corpus/$name
   work=build-fuzz/corpus/$name
@@ -56,14 +59,27 @@ for bin in build-fuzz/fuzz/fuzz_*; do
   esac
   runs=${FP8KIT_FUZZ_RUNS:-$runs}
   extra+=(-runs="$runs")
-  echo "== fuzz $name for ${seconds}s"
-  if ! LSAN_OPTIONS="$lsan" "$bin" "${extra[@]}" -seed=1 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-       -artifact_prefix=build-fuzz/crashes/"$name"- "$work" "$corpus" >build-fuzz/"$name".log 2>&1; then
+  LSAN_OPTIONS="$lsan" "$bin" "${extra[@]}" -seed=1 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix=build-fuzz/crashes/"$name"- "$work" "$corpus" >build-fuzz/"$name".log 2>&1
+}
+names=()
+for bin in build-fuzz/fuzz/fuzz_*; do
+  name=$(basename "$bin"); names+=("${name#fuzz_}")
+  # At most max_jobs at a time: wait for one to end before starting the next.
+  while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || true; done
+  echo "== fuzz ${name#fuzz_} for at most ${seconds}s"
+  rm -f build-fuzz/"${name#fuzz_}".rc
+  (set +e; fuzz_one "$bin"; echo $? >build-fuzz/"${name#fuzz_}".rc) &
+done
+wait
+status=0
+for name in "${names[@]}"; do
+  if [ "$(cat build-fuzz/"$name".rc 2>/dev/null)" != 0 ]; then
     echo "FAIL: fuzz_$name found a crash (see build-fuzz/$name.log and build-fuzz/crashes/)"
     tail -30 build-fuzz/"$name".log
     status=1
   else
-    grep -E "stat::number_of_executed_units|cov:" build-fuzz/"$name".log | tail -2
+    echo "== fuzz $name: $(grep -E "stat::number_of_executed_units" build-fuzz/"$name".log | tail -1)"
   fi
 done
 exit $status
