@@ -32,6 +32,10 @@ if command -v ccache >/dev/null; then
   export CMAKE_CUDA_COMPILER_LAUNCHER=ccache
 fi
 export CMAKE_GENERATOR="Unix Makefiles"
+# Every `cmake --build` on every core, also those that pass no -j: pip's build of the module
+# (scikit-build-core runs `cmake --build build-pip` with no -j, so Make built it on one core while
+# the other idled) and tests/package's consumer build.
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 stage "build (Release)"
 scripts/install/build.sh
 # Tests remove every file they make, also when they fail. Each suite runs with TMPDIR set to one
@@ -39,7 +43,10 @@ scripts/install/build.sh
 # and the run fails, listing them, if anything is left there after a suite.
 test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/fp8kit-tests.XXXXXX")
 trap 'rm -rf "$test_tmp"; stage_table' EXIT
-in_test_tmp() { TMPDIR="$test_tmp" "$@"; }
+# OMP_WAIT_POLICY=passive: ctest runs two test processes at once and each OpenMP loop in them uses
+# every core, so a thread that waits at a barrier must sleep, not spin on a core the other process
+# needs (libgomp's default spins first). It changes no result, only who gets the CPU.
+in_test_tmp() { TMPDIR="$test_tmp" OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" "$@"; }
 check_test_tmp() {
   local left
   left=$(find "$test_tmp" -mindepth 1 -maxdepth 1 -printf '  %f\n' | head -20)
