@@ -129,7 +129,7 @@ def main():
         # Warm-up of the monitor path: one-time costs (the first launches of its kernels, pinned
         # host pages, the first read of a queued step at the second step()) stay out of the
         # per-step figure; with one warm-up step and 10 timed ones they added up to about 4 ms per
-        # step in a process's first run (session 12, docs/performance.md).
+        # step in a process's first run (2026-11-27, docs/performance.md at 09ae615).
         steps(model, opt, ids, 3, mon)
         every1 = steps(model, opt, ids, a.every1_steps, mon)
         host["every1"] = HOST["last"]

@@ -3,7 +3,7 @@ torch_monitor_overhead.py): torch.profiler's kernel times over 3 steps, without 
 it every step (3 recipes, all elements) and every step with sample=256; per setting the GPU busy
 time per step, the 8 kernels with the most time (ms per step, launches per step, median launch)
 and how many statistics launches per step took under 6 us (the ones that copy another recipe's
-record, fp8kit::cuda::statistics_async_multi). Results: docs/performance.md ("Branch gstat").
+record, fp8kit::cuda::statistics_async_multi). Results: docs/performance.md at 09ae615.
 
     python bench/torch_monitor_profile.py
 """

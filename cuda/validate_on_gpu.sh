@@ -10,7 +10,7 @@
 #      on test_gpu (six-policy quick mode), run beside 3.
 # Logs go to $OUT (default ./fp8kit-gpu-logs); the last line says PASS or FAIL.
 # FP8KIT_VALIDATE_PARTS (default "test_gpu exhaustive sanitizers") runs only the parts named, for a
-# machine that limits one command's time (H100, session 19: test_gpu 85 s; the exhaustive check and
+# machine that limits one command's time (H100, 2026-11-27: test_gpu 85 s; the exhaustive check and
 # the sanitizers side by side 508 s): the validation is every part passing at one commit.
 set -u -o pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -78,7 +78,7 @@ if wanted sanitizers; then
   export FP8KIT_GPU_TEST_QUICK=1 OMP_NUM_THREADS=2
   run timeout 300 "$SAN" --tool memcheck --leak-check full --error-exitcode 1 "$TEST" > "$OUT/memcheck.log" 2>&1
   echo $? > "$RCDIR/memcheck.rc"
-  # racecheck is the slowest (about 5 minutes over the whole quick test_gpu on the H100, session 12)
+  # racecheck is the slowest (about 5 minutes over the whole quick test_gpu on the H100, 2026-11-27)
   run timeout 450 "$SAN" --tool racecheck --error-exitcode 1 "$TEST" > "$OUT/racecheck.log" 2>&1
   echo $? > "$RCDIR/racecheck.rc"
   run timeout 300 "$SAN" --tool initcheck --error-exitcode 1 "$TEST" > "$OUT/initcheck.log" 2>&1

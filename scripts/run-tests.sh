@@ -17,8 +17,11 @@ stage_table() {
 }
 trap stage_table EXIT
 stage "install dependencies"
-scripts/install-deps.sh
-# With ccache (scripts/install-deps.sh installs it), the Python module's build (pip install below,
+scripts/install/install-deps.sh
+# Formatting first (seconds): clang-format 14 (.clang-format) and ruff (pyproject.toml).
+stage "check formatting (scripts/check-format.sh)"
+scripts/check-format.sh
+# With ccache (scripts/install/install-deps.sh installs it), the Python module's build (pip install below,
 # in build-pip/) reuses the Release build's objects of the library: same flags, and build-pip sits
 # at the depth of build/ with the same generator, so the relative paths ccache hashes are equal.
 if command -v ccache >/dev/null; then
@@ -29,14 +32,30 @@ if command -v ccache >/dev/null; then
   export CMAKE_CUDA_COMPILER_LAUNCHER=ccache
 fi
 export CMAKE_GENERATOR="Unix Makefiles"
-stage "build (Release)"
-scripts/build.sh
+# Every `cmake --build` on every core, also those that pass no -j: pip's build of the module
+# (scikit-build-core runs `cmake --build build-pip` with no -j, so Make built it on one core while
+# the other idled) and tests/package's consumer build.
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+# Without a GPU the CUDA kernels cannot run here: nvcc compiles them to PTX only (compute_90, the
+# whole front end and NVVM, which is what a source change can break) and leaves out ptxas's sm_90
+# machine code, about a third of nvcc's CPU time (cuda/src/cast.cu: 48.3 -> 31.6 s of CPU on the
+# dev VM). The sm_90 build is checked where it runs: cuda/pack_for_gpu.sh builds it for every GPU
+# validation (docs/validation.md).
+have_gpu=false
+if nvidia-smi -L >/dev/null 2>&1; then have_gpu=true; fi
+cuda_args=()
+if ! $have_gpu; then cuda_args=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual); fi
+stage "build (Release${cuda_args:+; CUDA as PTX only, no GPU})"
+scripts/install/build.sh "${cuda_args[@]}"
 # Tests remove every file they make, also when they fail. Each suite runs with TMPDIR set to one
 # fresh folder (C++ tests, tests/cli/*.sh, pytest and notebooks all create theirs under TMPDIR),
 # and the run fails, listing them, if anything is left there after a suite.
 test_tmp=$(mktemp -d "${TMPDIR:-/tmp}/fp8kit-tests.XXXXXX")
 trap 'rm -rf "$test_tmp"; stage_table' EXIT
-in_test_tmp() { TMPDIR="$test_tmp" "$@"; }
+# OMP_WAIT_POLICY=passive: ctest runs two test processes at once and each OpenMP loop in them uses
+# every core, so a thread that waits at a barrier must sleep, not spin on a core the other process
+# needs (libgomp's default spins first). It changes no result, only who gets the CPU.
+in_test_tmp() { TMPDIR="$test_tmp" OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" "$@"; }
 check_test_tmp() {
   local left
   left=$(find "$test_tmp" -mindepth 1 -maxdepth 1 -printf '  %f\n' | head -20)
@@ -53,31 +72,33 @@ check_test_tmp ctest
 # leaving out the [exhaustive] 2^32-input loops (pure integer arithmetic, already run above, ~10x
 # slower under UBSan), then every libFuzzer harness for a bounded time.
 stage "sanitizer build (build-asan: address,undefined)"
-scripts/build-asan.sh
+scripts/install/build-asan.sh
 stage "ctest -LE exhaustive (sanitizers)"
 (cd build-asan && in_test_tmp ctest --output-on-failure -j"$(nproc)" -LE exhaustive)
 check_test_tmp "ctest (sanitizers)"
-stage "fuzzing (build, then at most ${FP8KIT_FUZZ_SECONDS:-30} s per harness)"
-scripts/run-fuzz.sh "${FP8KIT_FUZZ_SECONDS:-30}"
+stage "fuzzing (build, then at most ${FP8KIT_FUZZ_SECONDS:-30} s per harness, $(nproc) at a time)"
+scripts/test/run-fuzz.sh "${FP8KIT_FUZZ_SECONDS:-30}"
 stage "Python module: pip install into .venv"
 # Without a GPU the module's CUDA kernels cannot run here, so this build leaves them out (CI: nvcc
 # doubled the stage on 2 cores, 329 -> 661 s); with a GPU they are built and
 # tests/python/test_device_arrays.py runs them. CMAKE_ARGS comes after pyproject.toml's cmake.args,
 # so it wins (scikit-build-core). A user's own `pip install .` keeps FP8KIT_CUDA=AUTO.
 pip_env=()
-if ! nvidia-smi -L >/dev/null 2>&1; then pip_env=(CMAKE_ARGS="-DFP8KIT_CUDA=OFF"); fi
+if ! $have_gpu; then pip_env=(CMAKE_ARGS="-DFP8KIT_CUDA=OFF"); fi
 env "${pip_env[@]}" .venv/bin/pip install -q --no-build-isolation .
 if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
   stage "pytest"
   # tmp_path folders are pytest's own, under --basetemp: removed here; anything else a test leaves
-  # in TMPDIR is reported.
-  in_test_tmp .venv/bin/python -m pytest -q --durations=10 --basetemp "$test_tmp/pytest" tests/python
+  # in TMPDIR is reported. -n: pytest-xdist, one worker per core; --dist loadfile keeps each file's
+  # tests in one worker, in order, so a module fixture is made once (--basetemp holds a folder per
+  # worker).
+  in_test_tmp .venv/bin/python -m pytest -q -n "$(nproc)" --dist loadfile --durations=10 --basetemp "$test_tmp/pytest" tests/python
   rm -rf "$test_tmp/pytest"
   check_test_tmp pytest
 fi
 if ls notebooks/*.ipynb >/dev/null 2>&1; then
   stage "notebooks"
-  in_test_tmp .venv/bin/python scripts/run_notebooks.py notebooks/*.ipynb
+  in_test_tmp .venv/bin/python scripts/test/run_notebooks.py --jobs "$(nproc)" notebooks/*.ipynb
   check_test_tmp notebooks
 fi
 stage "done"

@@ -118,7 +118,7 @@ __device__ __forceinline__ void block_amax_atomic(std::uint32_t v, float* amax) 
 // Stream-ordered allocations from a pool of the current device that keeps up to 64 MiB when it is
 // idle (device.cu). The default pool's release threshold is 0: every stream synchronisation gave
 // its memory back, and the next cudaMallocAsync mapped it again, which cost the synchronous
-// statistics() about 0.12 ms a call on the H100 (docs/performance.md, session 12).
+// statistics() about 0.12 ms a call on the H100 (docs/performance.md at 09ae615).
 void* scratch_alloc(std::size_t bytes, cudaStream_t s);
 void scratch_free(void* p, cudaStream_t s);
 
@@ -155,7 +155,7 @@ inline unsigned grid_for(std::size_t work_items, int threads = kThreads, int cta
 
 // One work item per thread: ceil(work_items / threads) CTAs, so that the grid-stride loop runs
 // once. For the memory-bound kernels on their deterministic paths this was 3-10% faster than
-// grid_for's 8 CTAs per SM on the H100 (session 13, docs/performance.md: f32 -> e4m3 cast 0.458
+// grid_for's 8 CTAs per SM on the H100 (2026-11-27, docs/performance.md at 09ae615: f32 -> e4m3 cast 0.458
 // -> 0.437 ms, dequantize 0.518 -> 0.474 ms, MX 0.486 -> 0.440 ms for 2^28 elements). The
 // callers' pieces keep work_items below 2^31, far inside gridDim.x's limit.
 inline unsigned grid_per_item(std::size_t work_items, int threads = kThreads) {

@@ -8,7 +8,7 @@
 //           ml_dtypes'): cvt.rn.satfinite for |y| at most D's largest finite value, where every
 //           nearest-even policy gives the code saturate-all gives (the overflow and NaN policies
 //           act only above it and on NaN), and the kTable lookup for the rest (Inf, NaN, |y|
-//           past max finite), decided per group of four (session 11; the exhaustive check
+//           past max finite), decided per group of four (2026-11-26; the exhaustive check
 //           compares it with emu::convert under every policy).
 //   kTable  any other deterministic rounding into an FP8 element format: a table of
 //           emu::convert's own results (cuda/src/tables.cu), looked up in shared memory.
@@ -420,9 +420,9 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_bits(std::uint32_t y, s
 // from 2^-6) unscaled data has elements outside in a large share of the warps' groups (0.8% of
 // the elements of the benchmark's uniform(-2, 2) input, so about 64% of the groups of four of a
 // warp), and a redone group costs more than the branches saved: one test per element there
-// (branch sr16's analysis, 2026-11-26). kGroup: the element-wise kernels pass it for 16-bit
+// (an analysis of 2026-11-26). kGroup: the element-wise kernels pass it for 16-bit
 // inputs only; on float32 inputs (memory-bound) the group test cost the f32 -> e5m2 stochastic
-// cast about 1% (branch sr17's bench).
+// cast about 1% (a bench of 2026-11-26).
 template <class D, int P, bool kGroup = true>
 __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4], const std::uint32_t (&r)[4],
                                                      std::uint32_t (&v)[4]) {
@@ -454,11 +454,11 @@ __device__ __forceinline__ void stochastic_grid_four(const std::uint32_t (&y)[4]
 //  - else the high word of t 2^(32-kShift) + random, shifted back (mad.wide.u32, which ptxas turns
 //    into LEA + LEA.HI.X on the ALU pipe, then IMAD.SHL on the FMA pipe). Given the multiplier in
 //    a register, ptxas emitted IMAD.WIDE, and f16 / bf16 -> E4M3 stochastic fell from 90% and
-//    87% to 84% and 81% of copy (H100, session 17, docs/performance.md).
-// One instruction fewer against one less on the FMA pipe. Session 17 (H100) measured the add form
+//    87% to 84% and 81% of copy (H100, 2026-11-27, docs/performance.md at 09ae615).
+// One instruction fewer against one less on the FMA pipe. On the H100 (2026-11-27) the add form measured
 // faster for f16 (widened on the FMA pipe, HADD2.F32) and the multiply-add form for bf16 (LOP3 for
-// the upper half, on the ALU pipe). Once the NaN clamp and the sign merge left the steps (session
-// 20: finite16, sign_bytes), the add form measured faster for bf16 -> E4M3 too (scale 0.37: 0.3204
+// the upper half, on the ALU pipe). Once the NaN clamp and the sign merge left the steps (2026-11-28:
+// finite16, sign_bytes), the add form measured faster for bf16 -> E4M3 too (scale 0.37: 0.3204
 // -> 0.3113 ms, 218 M -> 210 M warp instructions); the multiply-add form stays where the steps
 // keep their sign merge (kSrTable, bf16; not measured since).
 template <int kShift, bool kAddForm>
@@ -494,11 +494,11 @@ __device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_
 // w: x's float32 bits (widen_non_nan); scale = 2^k > 0, so y = |x| 2^k with x's sign, exactly.
 // kScaled false: scale is 1 and not read (no FMUL: with the rest of the step off the ALU pipe,
 // dropping this variant cost f16 -> E4M3 at scale 1 about 3 points of copy bandwidth, 90% -> 87%,
-// H100, session 16; before that change it had measured no gain, session 15).
+// H100, 2026-11-27; before an earlier change it had measured no gain).
 // Checked against emu::convert on every f16 and bf16 input at every power-of-two scale on the
 // host (cuda/tools/coarse_step_sim.cpp), and on the GPU against lib's encode_array.
 // In the SASS the range test keeps off the integer ALU pipe, which these kernels saturate (ncu,
-// session 15: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs
+// 2026-11-27, H100: the ALU pipe 70% busy at 62% issue; Philox's XORs are ALU work too) and which runs
 // at half the issue rate (16 lanes per SM sub-partition on sm_90): it is one FFMA.SAT on the FP32
 // pipe instead of FSETP + FSEL (float compare and select are ALU work). The step on the bits is
 // step_bits (kAddForm: its form, see there).
@@ -608,7 +608,7 @@ __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const Coars
 // branch instructions per element plus a divergent block that half of a warp's steps enter).
 // It is exact for every FP8 format, but it costs two instructions per element more than the
 // coarse step (the LOP3 for f and one more FFMA), which measured 9 points of copy bandwidth on
-// f16 -> E4M3 at scale 1 (90% -> 81%, H100, session 16), so the coarse step keeps its steps;
+// f16 -> E4M3 at scale 1 (90% -> 81%, H100, 2026-11-27), so the coarse step keeps its steps;
 // E5M2 / E5M2FNUZ keep stochastic_grid_four's grouped test (the float step measured 84% against
 // its 89% on bf16 -> E5M2, same run): both steps serve the kCoarseStep instantiations.
 // With q = 2^(emin - M) D's subnormal quantum (M = D::man_bits) and rho = random q 2^-32, the
@@ -638,9 +638,9 @@ __device__ __forceinline__ bool outside_coarse16(const Step16<S>& u, const Coars
 // Checked against emu::convert for every float32 exponent, and for every f16 / bf16 input at
 // eight scales, in the four FP8 formats (cuda/tools/float_step_sim.cpp, 237 M checks), and on
 // the GPU against lib's encode_array (tests/gpu/test_kernels.cpp).
-// In the SASS (session 20, bf16): FMUL, FFMA.SAT and three FFMA on the FP32 pipes; the LOP3 for f
+// In the SASS (2026-11-28, bf16): FMUL, FFMA.SAT and three FFMA on the FP32 pipes; the LOP3 for f
 // and step_bits on the integer ALU pipe, which runs at half the issue rate on sm_90 (the NaN
-// clamp, one VIMNMX, went in sessions 19-20: see above). kAddForm: step_bits' form (see there).
+// clamp, one VIMNMX, went on 2026-11-27 and 2026-11-28: see above). kAddForm: step_bits' form (see there).
 // kSign false: the result is |v|, the caller puts the sign back on the code (sign_bytes).
 template <class D, bool kAddForm, bool kSign = true>
 __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, float scale, std::uint32_t random) {

@@ -85,7 +85,7 @@ __device__ __forceinline__ uint4 encode16_branchless(const Step16<S>& u, float s
                                                      std::uint64_t index0) {
     // f16 halves widen from their packed words (HADD2.F32 .H0_H0 / .H1_H1): read one by one from
     // `e`, half of them were first shifted into place (SHF, ALU pipe), and f16 -> E4M3 at scale
-    // 0.37 measured 82.9% of copy against 85.5% (H100, session 17). bf16 keeps `e` (from the words it
+    // 0.37 measured 82.9% of copy against 85.5% (H100, 2026-11-27). bf16 keeps `e` (from the words it
     // measured a point slower).
     constexpr bool kF16 = S::man_bits == 10;
     constexpr bool kSignOnCodes = P == kSrCvt;
@@ -156,7 +156,7 @@ __device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const
             // The steps take no NaN input: on kSrTable the ranges' `from` keeps NaNs out; on
             // kSrCvt a step of 16 with a NaN or an Inf takes the general step (finite16, on the
             // FP pipes). That replaced a NaN clamp per element (VIMNMX, integer ALU pipe), and on
-            // kSrCvt the sign merge per element too (sign_bytes): H100, sessions 19-20
+            // kSrCvt the sign merge per element too (sign_bytes): H100, 2026-11-27 to 2026-11-28
             // (docs/performance.md), f16 -> E4M3 at scale 0.37 84% -> 87% of copy, bf16 84% -> 86%.
             uint4 out;
             if ((P == kSrTable || finite16<S>(u)) && branchless16<S, D, P>(u, scale, c, index0, ranges, out)) return out;
@@ -184,15 +184,15 @@ __device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const
 }
 
 // __launch_bounds__' second argument (minimum CTAs per SM; 0 emits no .minnctapersm, as if
-// omitted). The stochastic paths were measured with 1 (2026-11-26, branch sr16 in
-// docs/performance.md) and with 5 (48 registers and spills: the float32 and delayed-scaling
+// omitted). The stochastic paths were measured with 1 (2026-11-26, docs/performance.md
+// at 09ae615) and with 5 (48 registers and spills: the float32 and delayed-scaling
 // stochastic casts 6-12% slower, f16 / bf16 unchanged). The deterministic paths get none: with
 // .minnctapersm 1 ptxas gave the float32 casts 35 registers instead of 29-30 (6 CTAs per SM
 // instead of 8), and in that run, their code otherwise unchanged, they were 4-5% slower.
 // f16 / bf16 into the E4M3-like formats (kCoarseStep) get 3: with the float step ptxas took 96
 // registers (2 CTAs per SM) and the kernels fell from 90% to 79% of copy; capped at 80 (3 CTAs,
 // no spill) they measured 80-84%, with 4 (64 registers, 4-24 bytes of spills) within a point of
-// that (session 16, H100).
+// that (2026-11-27, H100).
 template <class S, class D, int P>
 constexpr int cast_min_blocks() {
     if constexpr (kCoarseStep<S, D, P>) return 3;
@@ -202,7 +202,7 @@ constexpr int cast_min_blocks() {
 // The grid of an element-wise or block kernel on path (P, R). Deterministic paths: one step per
 // thread (grid_per_item). Stochastic rounding (Philox: issue-bound, and the 16-bit inputs
 // prefetch the next step) keeps a grid-stride loop over at most 32 CTAs per SM: one step per
-// thread was 4-35% slower there, 32 per SM 1-3% faster than 8 (session 13, docs/performance.md).
+// thread was 4-35% slower there, 32 per SM 1-3% faster than 8 (2026-11-27, docs/performance.md at 09ae615).
 template <int P, int R>
 inline unsigned grid_for_path(std::size_t work_items) {
     constexpr bool kStochastic = P == kSrCvt || P == kSrTable || R == static_cast<int>(emu::Rounding::stochastic);
@@ -234,8 +234,8 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
     constexpr bool kPrefetch = kPrefetchStep<S, P>;
     if constexpr (kPrefetch) {
         // The next step's input loaded before this step's conversion, so that its 32 bytes are
-        // in flight while this step computes (bf16 -> e5m2 stochastic 83% -> 87% of copy, session
-        // 12). chunks < 2^27 and stride <= 2^27 + 255 (grid_for_path): c + stride does not wrap.
+        // in flight while this step computes (bf16 -> e5m2 stochastic 83% -> 87% of copy,
+        // H100, 2026-11-27). chunks < 2^27 and stride <= 2^27 + 255 (grid_for_path): c + stride does not wrap.
         // The step's input is kept as loaded (16-byte vectors): held as 16 separate 16-bit
         // elements, the hand-over to the next step cost 16 predicated PRMT and the re-packing 10
         // more per step. The next step's load is unconditional (the last chunk again at the end).

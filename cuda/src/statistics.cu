@@ -123,7 +123,7 @@ __device__ __forceinline__ void stat_element(typename S::storage_t bits, std::ui
 // err2 = (x - x^)^2, x^ finite. Its histogram bin (s normal) is 1 + floor_log2|s| + 149, a
 // function of the exponent field alone, counted per (field, lane) in hist_fast without conflicts
 // between the lanes of a warp. Everything else goes through stat_element.
-// The test per group of four (branch stat32: taking exactly the groups that main's per-element
+// The test per group of four (2026-11-26: taking exactly the groups that main's per-element
 // test took, with fewer instructions): first on the plain products p = fl32(x * scale), without
 // scaled_bits' NaN selects: each |p| a normal float32 of at most fast_hi. p normal implies x
 // finite and nonzero (a NaN, Inf or zero x gives a NaN, Inf or zero product under a finite scale
@@ -136,7 +136,7 @@ __device__ __forceinline__ bool fast_group(const std::uint32_t (&p)[4], const Pa
     return ok;
 }
 
-// Branch stat33: where D allows, the fast path reads neither table. The kinds of its four codes
+// 2026-11-26: where D allows, the fast path reads neither table. The kinds of its four codes
 // come from the packed code word by SWAR bit operations (numerics::packed_kinds, derived from D's
 // traits), and for the OCP formats E4M3 and E5M2 x^ from the hardware's exact decode
 // (cvt.rn.f16x2.e4m3x2 / .e5m2x2 through cuda_fp8.h's __nv_cvt_fp8x2_to_halfraw2: every finite
@@ -295,7 +295,7 @@ __device__ __forceinline__ void codes_four(const std::uint32_t (&y)[4], const El
 // On the paths of nan_codes_alike (element.cuh) the product's NaN serves as scaled_bits' y: it
 // codes alike, lands in the same histogram bin, and element_step reads x itself for a NaN (its
 // overflow test is asked for finite x only). The selects, predicated off but issued on the fast
-// path, cost 19 issue slots per four elements (session 13's SASS).
+// path, cost 19 issue slots per four elements (the 2026-11-27 SASS).
 template <int P>
 constexpr bool kAnyNanSame = nan_codes_alike(P);
 
@@ -305,9 +305,9 @@ __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float s
 
 // Four CTAs per SM at least (at most 64 registers): with 128-157 registers two were resident and
 // the kernel had too few loads in flight (2026-11-25 03:51 UTC run, docs/performance.md); with the
-// tables off the fast path (branch stat33) four fit with no spill on the deterministic paths
+// tables off the fast path (2026-11-26) four fit with no spill on the deterministic paths
 // (40-112 B on the stochastic ones, ptxas -v), and four measured faster than three on both rows
-// (docs/performance.md, "Branch stat33"): the kernel waits on latency, so more warps help.
+// (docs/performance.md at 09ae615): the kernel waits on latency, so more warps help.
 template <class S, class D, int P, int R>
 __global__ void __launch_bounds__(kThreads, 4)
 statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,

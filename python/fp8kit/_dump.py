@@ -3,8 +3,6 @@ table (a pandas DataFrame when pandas is installed, a list of dicts otherwise)."
 import os
 import warnings
 
-import numpy as np
-
 from . import _fp8kit
 from ._dtypes import WIDE_DTYPES
 from ._recipes import _recipe_arg

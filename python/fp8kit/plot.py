@@ -25,7 +25,7 @@ def _pyplot():
     try:
         import matplotlib
     except ImportError:
-        raise SystemExit("fp8kit.plot needs matplotlib (pip install matplotlib)")
+        raise SystemExit("fp8kit.plot needs matplotlib (pip install matplotlib)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     return plt

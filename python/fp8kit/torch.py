@@ -14,6 +14,7 @@ import warnings as _warnings
 import torch
 
 import fp8kit
+
 from . import _fp8kit
 from ._linear import Fp8Linear, swap_linears
 

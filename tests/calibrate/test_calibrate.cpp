@@ -3,7 +3,7 @@
 // percentile) and llm-compressor
 // 0.14.0.1 (memoryless_minmax, static_minmax, minmax, mse observers) computed on the activations of
 // data/example/llama_tiny_dump.h5 (15 bfloat16 inputs and 3 float32 weights, steps 0 and 100;
-// scripts/make_calibration_golden.py). Every
+// scripts/fixtures/make_calibration_golden.py). Every
 // scale must match bit for bit, through the library API and through the dump reader.
 #include <catch2/catch.hpp>
 

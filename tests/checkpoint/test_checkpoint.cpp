@@ -1,5 +1,5 @@
 // checkpoint check on the fixtures the producers' libraries wrote (data/checkpoints, written by
-// scripts/make_quant_checkpoints.py with compressed-tensors 0.20.0 and nvidia-modelopt 0.47.0):
+// scripts/fixtures/make_quant_checkpoints.py with compressed-tensors 0.20.0 and nvidia-modelopt 0.47.0):
 // every weight must re-quantise bit for bit; then faults are planted in copies made here (under
 // a ScratchDir, removed also on failure) and each must be found and named.
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
 // Checkpoints written on a GPU (data/checkpoints/gpu_*: ModelOpt 0.47.0 and compressed-tensors
-// 0.20.0 with the model on an H100, scripts/make_gpu_checkpoints.sh; the mixture-of-experts
-// gpu_moe_* by scripts/make_moe_checkpoints.py --device cuda): torch's CUDA arithmetic
+// 0.20.0 with the model on an H100, scripts/fixtures/make_gpu_checkpoints.sh; the mixture-of-experts
+// gpu_moe_* by scripts/fixtures/make_moe_checkpoints.py --device cuda): torch's CUDA arithmetic
 // differs from the CPU's (a tensor divided by a Python number is a reciprocal multiply;
 // compressed-tensors quantises with a Triton kernel), so `check --reference` must model the
 // producer's CUDA arithmetic as a variant of its rule, and still fault a scale neither gives.

@@ -1,5 +1,5 @@
 // checkpoint check on the mixture-of-experts fixtures the producers' libraries wrote
-// (data/checkpoints/moe_*, scripts/make_moe_checkpoints.py: a Qwen3-MoE model of 4 experts,
+// (data/checkpoints/moe_*, scripts/fixtures/make_moe_checkpoints.py: a Qwen3-MoE model of 4 experts,
 // ModelOpt 0.47 exporting its fused experts per expert, compressed-tensors 0.20 on per-expert
 // linears; a Mixtral of 4 experts under ModelOpt): every expert weight re-quantises bit for bit, and faults planted in one expert of a
 // copy (under a ScratchDir) are found and named on that expert only.

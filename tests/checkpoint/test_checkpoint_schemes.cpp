@@ -1,6 +1,6 @@
 // ModelOpt FP8 per-channel/per-token, MXFP8 (ModelOpt and compressed-tensors) and ModelOpt W4A8
 // (INT4 AWQ + FP8), on checkpoints the libraries wrote themselves
-// (scripts/make_quant_checkpoints_more.py: nvidia-modelopt 0.47.0, compressed-tensors 0.20.0):
+// (scripts/fixtures/make_quant_checkpoints_more.py: nvidia-modelopt 0.47.0, compressed-tensors 0.20.0):
 // every weight re-quantises bit for bit, then planted faults are found and named.
 #include <catch2/catch.hpp>
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fp8kit calibrate (issue 28, item 3) as a user runs it, on data/example/llama_tiny_dump.h5:
 # the scales printed by --csv equal, bit for bit, those the libraries computed
-# (tests/golden/calibration_scales.json, scripts/make_calibration_golden.py); --json; --save
+# (tests/golden/calibration_scales.json, scripts/fixtures/make_calibration_golden.py); --json; --save
 # writes a safetensors file under the tool's name; bad input exits 2 with one line naming it.
 # Usage: bash calibrate.sh /path/to/fp8kit /path/to/repo
 set -u

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fp8kit checkpoint check (issue 28) as a user runs it: on checkpoints written by compressed-tensors
-# and ModelOpt themselves (data/checkpoints, scripts/make_quant_checkpoints.py) every weight is
+# and ModelOpt themselves (data/checkpoints, scripts/fixtures/make_quant_checkpoints.py) every weight is
 # bit-exact against the original (exit 0); --json and --csv; a copy with one code flipped exits 1
 # and names the layer; a missing folder exits 2.
 # Usage: bash checkpoint.sh /path/to/fp8kit /path/to/repo

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fp8kit checkpoint check on the mixture-of-experts checkpoints written by ModelOpt and
-# compressed-tensors themselves (data/checkpoints/moe_*, scripts/make_moe_checkpoints.py): all 16
+# compressed-tensors themselves (data/checkpoints/moe_*, scripts/fixtures/make_moe_checkpoints.py): all 16
 # weights (12 of them experts) bit-exact against the original under FP8 per-tensor, FP8 block,
 # NVFP4 and MXFP4 (exit 0); a copy with one expert's input_scale removed exits 1 naming it.
 # Usage: bash checkpoint_moe.sh /path/to/fp8kit /path/to/repo

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fp8kit checkpoint check on the ModelOpt FP8 per-channel/per-token, MXFP8 (ModelOpt,
 # compressed-tensors) and W4A8 checkpoints the libraries wrote (data/checkpoints,
-# scripts/make_quant_checkpoints_more.py): 7 layers bit-exact each (W4A8_AWQ against the weights
+# scripts/fixtures/make_quant_checkpoints_more.py): 7 layers bit-exact each (W4A8_AWQ against the weights
 # ModelOpt quantised, modelopt_w4a8_smoothed); against the unsmoothed original W4A8_AWQ exits 1 and
 # says why; a changed MXFP8 scale byte exits 1 and names the layer.
 # Usage: bash checkpoint_schemes.sh /path/to/fp8kit /path/to/repo

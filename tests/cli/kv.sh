@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fp8kit kv (issue 28, item 4) as a user runs it, on data/example/llama_tiny_kv.h5 (post-rotary
-# Q/K/V of a trained 2-layer Llama, captured by fp8kit.torch.Monitor; scripts/make_kv_capture.py):
+# Q/K/V of a trained 2-layer Llama, captured by fp8kit.torch.Monitor; scripts/fixtures/make_kv_capture.py):
 # text, --csv and --json run and say what they hold; the same numbers for 1 and 2 threads; bad
 # input (unknown format / policy, missing file, a dump without Q/K/V, a tensor that is not 4-D)
 # exits 2 with one line naming it. The numbers themselves are checked against an independent

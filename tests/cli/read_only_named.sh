@@ -12,7 +12,7 @@
 set -u
 FP8KIT=$1
 REPO=$2
-command -v strace >/dev/null || { echo "SKIP: strace is not installed (scripts/install-deps.sh installs it)"; exit 77; }
+command -v strace >/dev/null || { echo "SKIP: strace is not installed (scripts/install/install-deps.sh installs it)"; exit 77; }
 PY="$REPO/.venv/bin/python"
 [ -x "$PY" ] || PY=python3
 "$PY" -c "import h5py" 2>/dev/null || { echo "SKIP: no Python with h5py to write the fixtures"; exit 77; }

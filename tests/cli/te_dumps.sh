@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # inspect reads TransformerEngine DumpTensors output (issue 23): data/te/ holds files written by
-# real torch.save (scripts/make_te_fixtures.py, torch 2.11), in both path layouts, with the
+# real torch.save (scripts/fixtures/make_te_fixtures.py, torch 2.11), in both path layouts, with the
 # quantized entry pickled under TE's reconstructor names. inspect lists both entries and compares
 # TE's codes with the reference (one planted mismatch). Hostile pickles are crafted here with
 # Python's stdlib (pickle opcodes written by hand, never loaded): inspect must refuse each with

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fp8kit watch (issue 27; docs/early-warning.md): planted signatures reach precision and recall
-# >= 0.9 per signal (scripts/plant_signatures.py), every warning on the bundled real run is
+# >= 0.9 per signal (scripts/fixtures/plant_signatures.py), every warning on the bundled real run is
 # supported by the data (tests/cli/watch_check.py recomputes its evidence), outputs, bad input.
 # Usage: bash watch.sh /path/to/fp8kit /path/to/repo
 set -u
@@ -15,9 +15,9 @@ check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; f
 
 # 1. Planted signatures.
 mkdir "$T/cases"
-"$PY" "$REPO/scripts/plant_signatures.py" plant "$T/cases" > "$T/plant.out"; check "plant: $(cat "$T/plant.out")" $?
+"$PY" "$REPO/scripts/fixtures/plant_signatures.py" plant "$T/cases" > "$T/plant.out"; check "plant: $(cat "$T/plant.out")" $?
 $FP8KIT watch --json "$T"/cases/*.csv "$T"/cases/*.h5 > "$T/planted.json"; check "watch over the planted cases" $?
-"$PY" "$REPO/scripts/plant_signatures.py" score "$T/cases" "$T/planted.json" > "$T/score.out"; rc=$?
+"$PY" "$REPO/scripts/fixtures/plant_signatures.py" score "$T/cases" "$T/planted.json" > "$T/score.out"; rc=$?
 cat "$T/score.out"
 check "precision and recall >= 0.9 per signal" $rc
 "$PY" "$REPO/tests/cli/watch_check.py" "$T/planted.json"; check "every warning on the planted cases confirmed from their files" $?

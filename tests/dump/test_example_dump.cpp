@@ -1,4 +1,4 @@
-// The committed dump of a real training run (scripts/make_example_dump.py): the listing, the
+// The committed dump of a real training run (scripts/fixtures/make_example_dump.py): the listing, the
 // metadata, and every value compared with a plain whole-dataset H5Dread done here, plus a few
 // elements as h5py 3.16 reads them.
 #include <map>

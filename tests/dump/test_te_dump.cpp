@@ -1,5 +1,5 @@
 // TransformerEngine DumpTensors files (data/te/, written by real torch.save through
-// scripts/make_te_fixtures.py on the GPU machine): both path layouts, high_precision values equal
+// scripts/fixtures/make_te_fixtures.py on the GPU machine): both path layouts, high_precision values equal
 // to torch's own view of them (data/te/EXPECTED.txt), the quantized entry's codes, and every
 // hostile file refused with one line naming the file and what was refused.
 #include <cstdint>

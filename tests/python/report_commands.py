@@ -1,5 +1,5 @@
 """Every `--json` report of the CLI, each run on bundled data: the list that docs/schemas/ covers.
-tests/python/test_report_schemas.py validates each output against its schema; scripts/make_report_schemas.py
+tests/python/test_report_schemas.py validates each output against its schema; scripts/fixtures/make_report_schemas.py
 drafts a schema from these outputs when a report is added (the committed schemas are then reviewed by hand)."""
 import numpy as np
 import ml_dtypes

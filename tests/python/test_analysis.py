@@ -1,16 +1,13 @@
 """Statistics, recipes, validate, dump reading and replay through the module, each against a
 reference computed here with numpy / ml_dtypes / h5py, never with fp8kit itself."""
-import json
-import os
 from pathlib import Path
 
+import fp8kit
 import h5py
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
-from conftest import FP8, adversarial_array
+from conftest import FP8
 
 REPO = Path(__file__).resolve().parents[2]
 DUMP = REPO / "data" / "example" / "llama_tiny_dump.h5"

@@ -2,11 +2,10 @@
 block grid's shape, for every row/block preset and role, on shapes that are not multiples of the
 tile. Each block's amax and scale are computed here with numpy from the formulas of
 docs/recipes.md (float32 arithmetic as the frameworks do it) and compared bit for bit."""
+import fp8kit
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 
 F32 = np.float32
 ROLES = ("input", "weight", "grad")

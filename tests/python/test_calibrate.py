@@ -1,16 +1,15 @@
 """fp8kit.calibrate / calibrate_scale against the scales the calibration libraries computed
-(tests/golden/calibration_scales.json, scripts/make_calibration_golden.py: nvidia-modelopt 0.47.0,
+(tests/golden/calibration_scales.json, scripts/fixtures/make_calibration_golden.py: nvidia-modelopt 0.47.0,
 llm-compressor 0.14.0.1) on data/example/llama_tiny_dump.h5; bad input raises CalibrateError."""
 import json
 import os
 import struct
 
+import fp8kit
 import h5py
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 DUMP = os.path.join(ROOT, "data", "example", "llama_tiny_dump.h5")

@@ -1,6 +1,6 @@
 """fp8kit.calibrate per channel and per head against the scales ModelOpt 0.47.0 and llm-compressor
 0.14.0.1 computed themselves (tests/golden/calibration_axis_scales.json, written by
-scripts/make_calibration_axis_golden.py): ModelOpt's TensorQuantizer with axis=-1 (max, mse) on
+scripts/fixtures/make_calibration_axis_golden.py): ModelOpt's TensorQuantizer with axis=-1 (max, mse) on
 three bfloat16 activations of the example dump, ModelOpt's MseCalibrator with axis=1 and llm-compressor's observers with strategy attn_head
 and ModelOpt's max with axis=1 on the post-rotary Q/K/V of data/example/llama_tiny_kv.h5. Every
 scale bit for bit."""
@@ -8,9 +8,8 @@ import json
 import os
 import struct
 
-import pytest
-
 import fp8kit
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN = json.load(open(os.path.join(ROOT, "tests", "golden", "calibration_axis_scales.json")))

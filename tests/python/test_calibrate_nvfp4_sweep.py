@@ -1,5 +1,5 @@
 """fp8kit.nvfp4_scale_sweep against ModelOpt 0.47.0's own FP8-scale sweep for static NVFP4 weights
-(tests/golden/nvfp4_sweep_scales.json, written by scripts/make_nvfp4_sweep_golden.py: mtq.quantize
+(tests/golden/nvfp4_sweep_scales.json, written by scripts/fixtures/make_nvfp4_sweep_golden.py: mtq.quantize
 with NVFP4_W4A4_WEIGHT_MSE_FP8_SWEEP_CFG, NVFP4MSECalibrator's reference sweep, the export's
 weight_scale and weight_scale_2). The file's "mode" says how ModelOpt ran: on the CPU, ModelOpt
 cannot launch its Triton fake-quant kernel, so that one launch is replaced by its torch
@@ -8,10 +8,9 @@ import json
 import os
 import struct
 
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN = json.load(open(os.path.join(ROOT, "tests", "golden", "nvfp4_sweep_scales.json")))

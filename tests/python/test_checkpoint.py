@@ -2,9 +2,8 @@
 producer and conventions reported, and bad input raising CheckpointError."""
 import os
 
-import pytest
-
 import fp8kit
+import pytest
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "checkpoints")
 

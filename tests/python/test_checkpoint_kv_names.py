@@ -32,10 +32,9 @@ import re
 import shutil
 import struct
 
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "checkpoints")
 A = "model.layers.0.self_attn"
@@ -367,7 +366,7 @@ def test_csv_rows_whole_names(tmp_path):
 
     repo = Path(__file__).resolve().parents[2]
     exe = Path(os.environ.get("FP8KIT_CLI", repo / "build" / "tools" / "fp8kit"))
-    assert exe.exists(), f"{exe}: the fp8kit CLI is needed (run scripts/build.sh, or set FP8KIT_CLI)"
+    assert exe.exists(), f"{exe}: the fp8kit CLI is needed (run scripts/install/build.sh, or set FP8KIT_CLI)"
     d = planted(tmp_path, lambda t: t.update({f"{A}.o_proj.k_scale": f32([0.5])}))
     out = subprocess.run([str(exe), "checkpoint", "check", str(d), "--csv"], capture_output=True, text=True)
     assert out.returncode == 1

@@ -1,5 +1,5 @@
 """fp8kit.checkpoint_check on the mixture-of-experts fixtures ModelOpt and compressed-tensors wrote
-(data/checkpoints/moe_*, scripts/make_moe_checkpoints.py): every expert weight bit-exact; ModelOpt's
+(data/checkpoints/moe_*, scripts/fixtures/make_moe_checkpoints.py): every expert weight bit-exact; ModelOpt's
 shared expert input scales seen in the report; one expert's input_scale removed from a copy is
 named."""
 import json

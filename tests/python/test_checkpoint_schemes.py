@@ -1,5 +1,5 @@
 """fp8kit.checkpoint_check on the ModelOpt FP8 per-channel/per-token, MXFP8 and W4A8 fixtures that
-nvidia-modelopt 0.47.0 and compressed-tensors 0.20.0 wrote (scripts/make_quant_checkpoints_more.py):
+nvidia-modelopt 0.47.0 and compressed-tensors 0.20.0 wrote (scripts/fixtures/make_quant_checkpoints_more.py):
 schemes, groups and conventions reported, every weight bit-exact, a planted fault named."""
 import os
 import shutil

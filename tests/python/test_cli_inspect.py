@@ -2,7 +2,7 @@
 CLI must report the same statistics for every tensor (counts and scales exactly; the float64 sums
 are printed by the CLI with 9 to 17 significant digits, so those compare as the CLI's text reads back).
 
-The CLI comes from FP8KIT_CLI or build/tools/fp8kit (scripts/build.sh builds it before pytest)."""
+The CLI comes from FP8KIT_CLI or build/tools/fp8kit (scripts/install/build.sh builds it before pytest)."""
 import json
 import math
 import os
@@ -17,7 +17,7 @@ DUMP = REPO / "data" / "example" / "llama_tiny_dump.h5"
 
 def cli():
     p = Path(os.environ.get("FP8KIT_CLI", REPO / "build" / "tools" / "fp8kit"))
-    assert p.exists(), f"{p}: the fp8kit CLI is needed (run scripts/build.sh, or set FP8KIT_CLI)"
+    assert p.exists(), f"{p}: the fp8kit CLI is needed (run scripts/install/build.sh, or set FP8KIT_CLI)"
     return str(p)
 
 

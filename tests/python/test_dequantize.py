@@ -1,9 +1,8 @@
 """fp8kit.dequantize, decode and formats() against ml_dtypes' decoding of all 256 codes."""
+import fp8kit
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 from conftest import BITS, FP8
 
 OUT = [np.float64, np.float32, np.float16, ml_dtypes.bfloat16]

@@ -2,11 +2,10 @@
 the same bits as the same values passed as numpy arrays (the C++ reference), for every format
 the kernels cover, every profile, stochastic rounding, scaled casts, amax, statistics and the
 block quantisers. Skipped, with the reason, without a GPU or without the framework."""
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
-from conftest import random_array, WIDE
+from conftest import WIDE, random_array
 
 ok, why = fp8kit._fp8kit.cuda_available()
 gpu = pytest.mark.skipif(not ok, reason=f"GPU tests: {why}")

@@ -1,6 +1,6 @@
 """data/divergence/ (docs/early-warning.md, "A provoked divergence"): the figures in each run's
 summary.json and warnings are recomputed here from the committed loss and amax files with numpy,
-independently of fp8kit and of scripts/divergence_run.py."""
+independently of fp8kit and of scripts/gpu/divergence_run.py."""
 import csv
 import gzip
 import json

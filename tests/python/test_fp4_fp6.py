@@ -3,11 +3,10 @@
 ml_dtypes is the reference for profile ml_dtypes. For cuda-satfinite (cuda_fp4.h / cuda_fp6.h),
 which differs from ml_dtypes only in NaN (+max instead of a zero of the opposite sign), the test
 applies that documented difference to ml_dtypes' result."""
+import fp8kit
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 from conftest import WIDE, random_array
 
 NEW = {

@@ -4,11 +4,10 @@ rule written out below; `fp32` against numpy float32 sums in k order; validate_g
 model an output was made with. docs/gemm.md defines the models."""
 from fractions import Fraction
 
+import fp8kit
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 
 FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
 

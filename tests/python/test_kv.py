@@ -1,5 +1,5 @@
 """fp8kit.kv on real post-rotary Q/K/V (data/example/llama_tiny_kv.h5, captured by
-fp8kit.torch.Monitor(attention=True) from a trained 2-layer Llama; scripts/make_kv_capture.py),
+fp8kit.torch.Monitor(attention=True) from a trained 2-layer Llama; scripts/fixtures/make_kv_capture.py),
 against an independent numpy transcription of the rules written here from the sources, with
 ml_dtypes doing every cast:
 
@@ -18,12 +18,11 @@ to 1e-9 relative; FP8 attention's outputs (exact GEMM vs float64 numpy) to 1e-6 
 """
 import os
 
+import fp8kit
 import h5py
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CAPTURE = os.path.join(ROOT, "data", "example", "llama_tiny_kv.h5")

@@ -10,9 +10,8 @@ import subprocess
 import sys
 import threading
 
-import pytest
-
 import fp8kit
+import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DUMP = os.path.join(REPO, "data", "example", "llama_tiny_dump.h5")

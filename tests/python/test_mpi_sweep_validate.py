@@ -13,10 +13,9 @@ import subprocess
 import sys
 import threading
 
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRACE = os.path.join(REPO, "data", "example", "amax_trace.csv")

@@ -4,13 +4,12 @@ torchao's Python code (nvfp4_reference.py, mx_reference.py): codes and scale byt
 the bundled real tensors and on random and adversarial blocks."""
 import os
 
-import ml_dtypes
-import numpy as np
-import pytest
-
 import fp8kit
+import ml_dtypes
 import mx_reference
+import numpy as np
 import nvfp4_reference as ref
+import pytest
 
 F32 = np.float32
 DUMP = os.path.join(os.path.dirname(__file__), "..", "..", "data", "example", "llama_tiny_dump.h5")

@@ -4,11 +4,9 @@ ml_dtypes is the reference for the ml_dtypes profile. The other profiles differ 
 overflow and NaN handling, which each test applies to ml_dtypes' result with numpy, following the
 profile's documented behaviour (cuda_fp8.h: satfinite clips to +-max and Inf to max, NaN -> 0x7F;
 nosat keeps ml_dtypes' overflow, NaN -> 0x7F; torch: NaN -> sign | 0x7F)."""
-import ml_dtypes
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 from conftest import FP8, WIDE, adversarial_array, grid, lognormal_array, random_array
 
 

@@ -90,7 +90,7 @@ print(n, len(rows))
 """
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed (scripts/install-deps.sh)")
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed (scripts/install/install-deps.sh)")
 def test_python_opens_nothing_outside(tree):
     trace = tree / "python.trace"
     paths = [str(tree / "dump" / d) for d in DUMPS]

@@ -4,12 +4,11 @@ against an independent numpy reference written from TE's code facts
 H16 by Sylvester's construction and multiplies it on the left by diag(get_wgrad_sign_vector());
 _apply_rht reshapes x.T to (-1, 16) and multiplies by H * (1/sqrt(16)); _quantize applies it to
 the column-wise input x.T only). Bit for bit: both sides form the exact sum and round once."""
+import fp8kit
 import ml_dtypes
 import numpy as np
-import pytest
-
-import fp8kit
 import nvfp4_reference as ref
+import pytest
 from nvfp4_reference import TE_SIGNS, sylvester
 
 F32 = np.float32

@@ -5,11 +5,10 @@ fp8kit's C++). Casts use numpy / ml_dtypes, never fp8kit. Everything is compared
 import math
 import pathlib
 
+import fp8kit
 import ml_dtypes
 import numpy as np
 import pytest
-
-import fp8kit
 
 f32 = np.float32
 E4 = ml_dtypes.float8_e4m3fn

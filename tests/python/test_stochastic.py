@@ -7,9 +7,8 @@ import subprocess
 import sys
 from fractions import Fraction
 
-import numpy as np
-
 import fp8kit
+import numpy as np
 from conftest import FP8, grid
 
 M32 = 0xFFFFFFFF

@@ -5,11 +5,10 @@ import fnmatch
 import json
 import subprocess
 
+import fp8kit
 import h5py
 import numpy as np
 import pytest
-
-import fp8kit
 from test_cli_inspect import DUMP, REPO, cli, same
 
 TRACE = REPO / "data" / "example" / "amax_trace.csv"

@@ -1,13 +1,11 @@
 """TransformerEngine DumpTensors files from Python: data/te/ was written by real torch.save
-(scripts/make_te_fixtures.py); values are compared with torch's own view of them
+(scripts/fixtures/make_te_fixtures.py); values are compared with torch's own view of them
 (data/te/EXPECTED.txt), not with fp8kit's reader."""
 import os
 
-import ml_dtypes
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 
 TE = os.path.join(os.path.dirname(__file__), "..", "..", "data", "te")
 D = os.path.join(TE, "dumps", "tensor_dumps")

@@ -2,10 +2,9 @@
 monitor hook fed step by step."""
 import os
 
+import fp8kit
 import numpy as np
 import pytest
-
-import fp8kit
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "example")
 
@@ -107,7 +106,6 @@ def test_wgrad_noise_matches_an_independent_mxfp8_reference():
 
 def test_norm_weight_bias_against_reference(tmp_path):
     h5py = pytest.importorskip("h5py")
-    import ml_dtypes
     rng = np.random.default_rng(3)
     w = (1.03 * (1 + 0.002 * rng.standard_normal(64))).astype(np.float32)
     ones = np.ones(64, dtype=np.float32)

@@ -44,14 +44,14 @@ struct TensorRef {
 // A tensor's stored bytes (little-endian, as in the file) and what they are.
 // Tensor bytes: large buffers on transparent huge pages where Linux offers them (madvise), so
 // reading a layer of tens of MB costs tens of page faults, not tens of thousands
-// (scripts/bench_checkpoint_check.sh: most of the time left was the kernel's page faults).
+// (scripts/bench/bench_checkpoint_check.sh: most of the time left was the kernel's page faults).
 void* allocate_tensor_bytes(std::size_t n);
 void free_tensor_bytes(void* p, std::size_t n);  // keeps up to 4 large buffers for reuse
 void release_tensor_buffers();                    // frees the kept buffers
 
 // A vector allocator that leaves new elements uninitialised: a tensor read is written whole by the
 // reader, so zero-filling it first would be a second pass over every byte (a multi-GB checkpoint:
-// half the time of `checkpoint check`, scripts/bench_checkpoint_check.sh).
+// half the time of `checkpoint check`, scripts/bench/bench_checkpoint_check.sh).
 template <class T>
 struct UninitAllocator : std::allocator<T> {
     using value_type = T;

@@ -148,7 +148,7 @@ void require_granularity(Method m, Granularity g) {
 
 std::optional<std::string> not_offered(std::string_view method) {
     // ModelOpt 0.47.0 calib/histogram.py HistogramCalibrator.compute_amax: both raise TypeError for
-    // FP8's num_bits=(4, 3) (scripts/make_calibration_golden.py records the exceptions).
+    // FP8's num_bits=(4, 3) (scripts/fixtures/make_calibration_golden.py records the exceptions).
     if (method == "modelopt_entropy" || method == "entropy")
         return std::string(method) + ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"entropy\") "
                "(calib/histogram.py _compute_amax_entropy) computes nbins = 1 << (num_bits - 1 + int(unsigned)), which raises "

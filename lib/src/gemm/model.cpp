@@ -63,7 +63,7 @@ std::vector<AccumModel> named_models() {
 }
 
 // The split-K kernels cuBLASLt 13.1 picks for small M x N and large K (nvjet_sm90_*_splitK_* then
-// cublasLt::splitKreduce_kernel), measured on an H200 with scripts/probe_splitk.py (docs/gemm.md,
+// cublasLt::splitKreduce_kernel), measured on an H200 with scripts/gpu/probe_splitk.py (docs/gemm.md,
 // "Split-K"): each CTA accumulates its range of k as sm90 / sm90-fast do from zero, and the
 // reduction adds the float32 partials in k order before the epilogue.
 AccumModel split_model(bool fast, int split_k) {
