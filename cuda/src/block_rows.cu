@@ -26,36 +26,64 @@ template <class D>
 constexpr std::uint32_t kMaxBits = (static_cast<std::uint32_t>(D::emax + 127) << 23) |
                                    (static_cast<std::uint32_t>((1u << D::man_bits) - 1u) << (23 - D::man_bits));
 
-// The code of y (float32 bits, |y| <= D's largest finite value) under nearest-even: D's normal
-// range rounds y's mantissa to D::man_bits bits (ties to even, a carry moves into the exponent)
-// and re-biases the exponent; below D's smallest normal 2^emin the quantum is 2^(emin - man_bits),
-// and one float32 add of C = 2^(emin - man_bits + 23), whose ulp is that quantum, rounds |y| to a
-// multiple of it (roundTiesToEven), the multiple being the code (bits(|y| + C) - bits(C); a
-// carry to 2^emin gives the first normal code). The sign goes to D's top bit (-0 and negatives
-// that round to zero keep it). On D's grid (stochastic rounding's grid values) it is the exact
-// encoding.
+// E2M1 / E2M3 / E3M2 through the sm_89+ FP8 cvt (cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32): scaled by
+// 2^(emin(T) - emin(D)) (exact), D's grid is T's (T = E4M3 for E2M1 / E2M3: 3 mantissa bits and the
+// same quantum below the smallest normal; T = E5M2 for E3M2: 2 bits), and a magnitude's T code is
+// its D code (E2M3 / E3M2: the same exponent field and mantissa; E2M1, whose grid values are
+// E2M3 values with mantissa 0 or 4: its E2M3 code >> 2). These formats have neither Inf nor NaN:
+// every magnitude past the largest finite value, Inf included, gives the largest finite code
+// under every overflow policy (emu::convert: on_overflow / overflow_nan fall back to max_finite),
+// so magnitudes are clamped to it first. The sign goes to D's top bit (-0 and negatives that round
+// to zero keep it, as emu::convert's sign-magnitude assembly).
 template <class D>
-__device__ __forceinline__ std::uint32_t mx_narrow_code_rne(std::uint32_t y) {
-    constexpr int kM = D::man_bits, kS = 23 - kM;
+using CvtTwin = std::conditional_t<D::exp_bits == 3, emu::E5M2, emu::E4M3>;
+
+template <class D>
+__device__ __forceinline__ float twin_scale() {
+    return __uint_as_float(static_cast<std::uint32_t>(CvtTwin<D>::emin - D::emin + 127) << 23);
+}
+
+// Nearest-even onto D's grid for E2M1 (1 mantissa bit, which no cvt has): one float32 add of
+// C = 2^(e + 23 - m), e = max(exponent of u, emin), whose ulp is D's quantum at u, and its
+// subtraction (both exact but the add's roundTiesToEven, which rounds at D's last bit); a carry
+// to the next binade is D's next value.
+template <class D>
+__device__ __forceinline__ std::uint32_t rne_grid(std::uint32_t u) {
     constexpr std::uint32_t kNormalLo = static_cast<std::uint32_t>(D::emin + 127) << 23;
-    constexpr std::uint32_t kCBits = static_cast<std::uint32_t>(D::quantum_min + 23 + 127) << 23;
-    constexpr std::uint32_t kRebias = static_cast<std::uint32_t>(127 - D::bias) << kM;
-    const std::uint32_t u = y & 0x7FFFFFFFu;
-    const std::uint32_t sub = __float_as_uint(__fadd_rn(__uint_as_float(u), __uint_as_float(kCBits))) - kCBits;
-    const std::uint32_t b = u + ((1u << (kS - 1)) - 1u) + ((u >> kS) & 1u);
-    const std::uint32_t nor = (b >> kS) - kRebias;
-    return (u < kNormalLo ? sub : nor) | ((y >> 31) << (D::total_bits - 1));
+    const std::uint32_t c = max(u & 0x7F800000u, kNormalLo) + (static_cast<std::uint32_t>(23 - D::man_bits) << 23);
+    return __float_as_uint(__fsub_rn(__fadd_rn(__uint_as_float(u), __uint_as_float(c)), __uint_as_float(c)));
+}
+
+// Codes of four magnitudes g (float32 bits, at most D's largest finite value; E2M1: on D's grid)
+// with the signs of y, little-endian bytes.
+template <class D>
+__device__ __forceinline__ std::uint32_t mx_narrow_cvt_four(const std::uint32_t (&g)[4], const std::uint32_t (&y)[4]) {
+    using T = CvtTwin<D>;
+    const float k = twin_scale<D>();
+    std::uint32_t t[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) t[i] = __float_as_uint(__fmul_rn(__uint_as_float(g[i]), k));
+    std::uint32_t w = cvt_two<T>(t[0], t[1]) | (cvt_two<T>(t[2], t[3]) << 16);
+    if constexpr (D::man_bits == 1) w = (w >> 2) & 0x07070707u;
+    // Sign bits: the high byte of each y (PRMT), bit 7 moved to D's sign bit.
+    const std::uint32_t sb = __byte_perm(__byte_perm(y[0], y[1], 0x0073), __byte_perm(y[2], y[3], 0x0073), 0x5410) & 0x80808080u;
+    return w | (sb >> (8 - D::total_bits));
 }
 
 // Codes of four E2M1 / E2M3 / E3M2 elements (stream indices index0 ..), little-endian bytes.
-// Nearest-even (read at run time when R < 0) and stochastic rounding take the steps above when
-// all four |y| are at most D's largest finite value; otherwise (NaN, Inf, overflow, the other
-// roundings) emu::convert itself, with the same random words.
+// Nearest-even (read at run time when R < 0) and stochastic rounding of non-NaN elements take the
+// steps above (stochastic: element.cuh's stochastic_grid_general with the existing bit rule's
+// words, then the exact encoding of the grid value); a group with a NaN, and the other roundings,
+// take emu::convert itself, with the same random words.
 template <class D, int R>
 __device__ __forceinline__ std::uint32_t mx_narrow_four(const std::uint32_t (&y)[4], const ElementCtx& c,
                                                         std::uint64_t index0) {
-    const std::uint32_t hi = max(max(y[0] & 0x7FFFFFFFu, y[1] & 0x7FFFFFFFu), max(y[2] & 0x7FFFFFFFu, y[3] & 0x7FFFFFFFu));
-    const bool in_range = hi <= kMaxBits<D>;
+    std::uint32_t u[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) u[k] = y[k] & 0x7FFFFFFFu;
+    const bool no_nan = max(max(u[0], u[1]), max(u[2], u[3])) <= 0x7F800000u;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) u[k] = min(u[k], kMaxBits<D>);
     std::uint32_t out = 0;
     if constexpr (R == static_cast<int>(emu::Rounding::stochastic)) {
         std::uint32_t w[4];
@@ -67,20 +95,22 @@ __device__ __forceinline__ std::uint32_t mx_narrow_four(const std::uint32_t (&y)
 #pragma unroll
             for (int k = 0; k < 4; ++k) w[k] = stochastic_word(c.seed, index0 + k);
         }
-        if (in_range) {
+        if (no_nan) {
+            std::uint32_t g[4];
 #pragma unroll
-            for (int k = 0; k < 4; ++k) {
-                const std::uint32_t v = (y[k] & 0x80000000u) | stochastic_grid_general<D>(y[k] & 0x7FFFFFFFu, w[k]);
-                out |= mx_narrow_code_rne<D>(v) << (8 * k);
-            }
+            for (int k = 0; k < 4; ++k) g[k] = stochastic_grid_general<D>(u[k], w[k]);
+            out = mx_narrow_cvt_four<D>(g, y);
         } else {
 #pragma unroll
             for (int k = 0; k < 4; ++k) out |= std::uint32_t{convert_fixed<D, R>(y[k], c.policy, w[k])} << (8 * k);
         }
     } else {
-        if (in_range && c.policy.rounding == emu::Rounding::nearest_even) {
+        if (no_nan && c.policy.rounding == emu::Rounding::nearest_even) {
+            if constexpr (D::man_bits == 1) {
 #pragma unroll
-            for (int k = 0; k < 4; ++k) out |= mx_narrow_code_rne<D>(y[k]) << (8 * k);
+                for (int k = 0; k < 4; ++k) u[k] = rne_grid<D>(u[k]);
+            }
+            out = mx_narrow_cvt_four<D>(u, y);
         } else {
 #pragma unroll
             for (int k = 0; k < 4; ++k) out |= std::uint32_t{convert_fixed<D, R>(y[k], c.policy, 0u)} << (8 * k);
@@ -106,9 +136,20 @@ __device__ __forceinline__ uint4 encode_block_segment(const typename S::storage_
     std::uint32_t w[4];
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
+        // fl32(x * scale) by __fmul_rn, equal to lib's host product unless it is a NaN (a NaN
+        // operand, Inf * 0): a group with one takes host_mul_bits, which gives the host's NaN.
         std::uint32_t y[4];
+        bool nan = false;
 #pragma unroll
-        for (int k = 0; k < 4; ++k) y[k] = host_mul_bits(widen_bits<S>(e[4 * g + k]), scale);
+        for (int k = 0; k < 4; ++k) {
+            const float p = __fmul_rn(__uint_as_float(widen_non_nan<S>(e[4 * g + k])), scale);
+            nan |= p != p;
+            y[k] = __float_as_uint(p);
+        }
+        if (nan) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) y[k] = host_mul_bits(widen_bits<S>(e[4 * g + k]), scale);
+        }
         if constexpr (kMxNarrow<D>) w[g] = mx_narrow_four<D, R>(y, c, index0 + 4 * g);
         else w[g] = encode_four<D, P, R>(y, c, index0 + 4 * g);
     }
@@ -179,9 +220,10 @@ row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const 
 #pragma unroll
             for (int k = 0; k < 16; ++k) e[k] = here && c0 + k < g.cols ? row[c0 + k] : T{0};
         }
-        std::uint32_t m = 0;  // |x| bits, NaN ignored (as lib's amax_of)
+        float mf = 0.0f;  // max |x|, NaN ignored (as lib's amax_of; common.cuh max_abs)
 #pragma unroll
-        for (int k = 0; k < 16; ++k) m = max(m, abs_bits_for_max<S>(e[k]));
+        for (int k = 0; k < 16; ++k) mf = max_abs<S>(mf, e[k]);
+        std::uint32_t m = __float_as_uint(mf);
         for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
         tensor_max = max(tensor_max, m);
         if (!valid) continue;

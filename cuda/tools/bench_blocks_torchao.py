@@ -54,6 +54,7 @@ def main():
     except ImportError as e:
         sys.exit(f"torchao is not importable ({e}): carry its wheel (docs/performance.md)")
 
+    torch._dynamo.config.recompile_limit = 64  # one compiled function per peer and input type
     n = 1 << log2n
     g = torch.Generator(device="cuda").manual_seed(0)
     x = (torch.randn(n, device="cuda", generator=g) * 4).view(-1, 4096)
