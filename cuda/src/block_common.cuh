@@ -34,7 +34,7 @@ __device__ __forceinline__ std::uint32_t widen_bits(typename S::storage_t x) {
 }
 
 // block_rows.cu: quantize_blocks for blocks of 1 or 16 rows by 16 or 32 columns (NVFP4 1x16 and
-// 16x16, MX 1x32), warps of lanes that each own 16 consecutive elements of a row, the global amax
+// 16x16, MX 1x32), a lane per row of a block (16 or 32 consecutive elements), the global amax
 // included. Returns false (launching nothing) for any other block shape; the caller then runs the
 // general kernel. Same arguments and results as quantize_blocks after its checks.
 bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,

@@ -1,8 +1,9 @@
 // The fast path of quantize_blocks (blocks.hpp) for the block shapes of NVFP4 and MX: 1 x 16 and
 // 16 x 16 (NVFP4, TE and torchao) and 1 x 32 (MXFP4, MXFP6, MXFP8 under every E8M0 rule), in the
-// style of block.cu: each lane owns 16 consecutive elements of a row (a segment: 16-byte loads,
-// one 16-byte store of codes or one 8-byte store of packed E2M1 pairs), the lanes of one block are
-// adjacent in a warp and meet in shuffles for its amax, and the element conversion's path is fixed
+// style of block.cu: each lane owns one row of a block, 16 or 32 consecutive elements (segments
+// of 16: 16-byte loads, a 16-byte store of codes or an 8-byte store of packed E2M1 pairs each), the
+// 16 lanes of a 16 x 16 block are adjacent in a warp and meet in shuffles for its amax, and the
+// element conversion's path is fixed
 // at compile time (element.cuh). Scales come from numerics::rule_scale, the products from
 // host_mul_bits (lib's host multiply), and the codes from emu::convert's results: through
 // element.cuh's paths for the FP8 formats, and for E2M1 / E2M3 / E3M2 from the exact steps below,
@@ -166,10 +167,9 @@ __device__ __forceinline__ std::uint32_t pack_word(std::uint32_t w) {
 struct RowGeom {
     std::uint32_t rows, cols;
     std::uint32_t block_rows;  // 1 or 16
-    std::uint32_t seg_log2;    // log2(segments across a block): 0 (16 columns) or 1 (32)
-    std::uint32_t lanes_log2;  // log2(lanes per block) = log2(block_rows) + seg_log2
+    std::uint32_t lanes_log2;  // log2(lanes per block) = log2(block_rows)
     std::uint32_t grid_cols;
-    std::uint32_t segs;  // grid_rows * grid_cols lanes per block (< 2^31)
+    std::uint32_t items;  // grid_rows * grid_cols * block_rows (< 2^31)
 };
 
 struct RowOut {
@@ -179,10 +179,40 @@ struct RowOut {
     float* scale_inv;
 };
 
-// Segment s: block b = s >> lanes_log2 (row-major in the block grid), lane w = s & (lanes - 1)
-// within it: row w >> seg_log2 of the block, segment w & (2^seg_log2 - 1) across it. Segments
-// past the tensor's edge read as +0 (which changes no amax) and store nothing.
-template <class S, class D, int P, int R, bool kPacked>
+// Stores the codes of segment [c, c + 16) of row r (its 16 codes in q).
+template <bool kPacked>
+__device__ __forceinline__ void store_codes(const RowOut& o, const RowGeom& g, bool vec, std::uint32_t r, std::uint32_t c,
+                                            const uint4& q) {
+    if constexpr (kPacked) {
+        const uint2 p = make_uint2(pack_word(q.x) | (pack_word(q.y) << 16), pack_word(q.z) | (pack_word(q.w) << 16));
+        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c / 2;
+        if (vec) {
+            *reinterpret_cast<uint2*>(dst) = p;
+        } else {
+            const std::uint32_t pw[2] = {p.x, p.y};
+#pragma unroll
+            for (int k = 0; k < 8; ++k)
+                if (c + 2 * k < g.cols) dst[k] = static_cast<std::uint8_t>(pw[k / 4] >> (8 * (k % 4)));
+        }
+    } else {
+        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * g.cols + c;
+        if (vec) {
+            *reinterpret_cast<uint4*>(dst) = q;
+        } else {
+            const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int k = 0; k < 16; ++k)
+                if (c + k < g.cols) dst[k] = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
+        }
+    }
+}
+
+// Item s: block b = s >> lanes_log2 (row-major in the block grid), row w = s & (lanes - 1) of it;
+// the lane holds that row's kSegs segments of 16 elements (the block's width: 1 x 32 blocks are
+// one lane's, so that the rule and the index arithmetic are paid once per 32 elements), and the
+// block_rows lanes of a 16-row block meet in shuffles. Elements past the tensor's edge read as +0
+// (which changes no amax) and store nothing.
+template <class S, class D, int P, int R, bool kPacked, int kSegs>
 __global__ void __launch_bounds__(kThreads)
 row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
                   numerics::ScaleParams rule, const float* __restrict__ d_global_amax, float* amax_out, RowOut o) {
@@ -197,32 +227,36 @@ row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const 
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t warp_first = (blockIdx.x * blockDim.x + threadIdx.x) & ~31u;
     std::uint32_t tensor_max = 0;  // amax_out: the blocks' amax bits, as lib's amax_of
-    for (std::uint32_t base = warp_first; base < g.segs; base += stride) {
+    for (std::uint32_t base = warp_first; base < g.items; base += stride) {
         const std::uint32_t s = base + lane;
-        const bool valid = s < g.segs;
+        const bool valid = s < g.items;
         const std::uint32_t b = s >> g.lanes_log2, w = s & (lanes - 1u);
         const std::uint32_t bi = b / g.grid_cols, bj = b - bi * g.grid_cols;
-        const std::uint32_t r = bi * g.block_rows + (w >> g.seg_log2);
-        const std::uint32_t c0 = ((bj << g.seg_log2) + (w & ((1u << g.seg_log2) - 1u))) * 16;
+        const std::uint32_t r = bi * g.block_rows + w;
+        const std::uint32_t c0 = bj * (16 * kSegs);
         const bool here = valid && r < g.rows && c0 < g.cols;
         const T* row = static_cast<const T*>(in) + static_cast<std::size_t>(r) * g.cols;
-        T e[16];
-        if (here && vec) {
-            union {
-                uint4 v[Step16<S>::kVecs];
-                T e[16];
-            } u;
-#pragma unroll
-            for (int k = 0; k < Step16<S>::kVecs; ++k) u.v[k] = __ldg(reinterpret_cast<const uint4*>(row + c0) + k);
-#pragma unroll
-            for (int k = 0; k < 16; ++k) e[k] = u.e[k];
-        } else {
-#pragma unroll
-            for (int k = 0; k < 16; ++k) e[k] = here && c0 + k < g.cols ? row[c0 + k] : T{0};
-        }
+        T e[kSegs][16];
         float mf = 0.0f;  // max |x|, NaN ignored (as lib's amax_of; common.cuh max_abs)
 #pragma unroll
-        for (int k = 0; k < 16; ++k) mf = max_abs<S>(mf, e[k]);
+        for (int j = 0; j < kSegs; ++j) {
+            const std::uint32_t c = c0 + 16 * j;
+            if (here && vec && c < g.cols) {
+                union {
+                    uint4 v[Step16<S>::kVecs];
+                    T e[16];
+                } u;
+#pragma unroll
+                for (int k = 0; k < Step16<S>::kVecs; ++k) u.v[k] = __ldg(reinterpret_cast<const uint4*>(row + c) + k);
+#pragma unroll
+                for (int k = 0; k < 16; ++k) e[j][k] = u.e[k];
+            } else {
+#pragma unroll
+                for (int k = 0; k < 16; ++k) e[j][k] = here && c + k < g.cols ? row[c + k] : T{0};
+            }
+#pragma unroll
+            for (int k = 0; k < 16; ++k) mf = max_abs<S>(mf, e[j][k]);
+        }
         std::uint32_t m = __float_as_uint(mf);
         for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
         tensor_max = max(tensor_max, m);
@@ -233,29 +267,12 @@ row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const 
             if (o.scale) o.scale[b] = bs.scale;
             if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
         }
-        if (!here) continue;
-        const uint4 q = encode_block_segment<S, D, P, R>(e, bs.scale, ctx, static_cast<std::uint64_t>(r) * g.cols + c0);
-        if constexpr (kPacked) {
-            const uint2 p = make_uint2(pack_word(q.x) | (pack_word(q.y) << 16), pack_word(q.z) | (pack_word(q.w) << 16));
-            std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c0 / 2;
-            if (vec) {
-                *reinterpret_cast<uint2*>(dst) = p;
-            } else {
-                const std::uint32_t pw[2] = {p.x, p.y};
 #pragma unroll
-                for (int k = 0; k < 8; ++k)
-                    if (c0 + 2 * k < g.cols) dst[k] = static_cast<std::uint8_t>(pw[k / 4] >> (8 * (k % 4)));
-            }
-        } else {
-            std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * g.cols + c0;
-            if (vec) {
-                *reinterpret_cast<uint4*>(dst) = q;
-            } else {
-                const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-                for (int k = 0; k < 16; ++k)
-                    if (c0 + k < g.cols) dst[k] = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
-            }
+        for (int j = 0; j < kSegs; ++j) {
+            const std::uint32_t c = c0 + 16 * j;
+            if (!here || c >= g.cols) continue;
+            const uint4 q = encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
+            store_codes<kPacked>(o, g, vec, r, c, q);
         }
     }
     if (amax_out) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
@@ -267,19 +284,18 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                          std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                          float* d_scale_inv, float* d_global_amax, std::uint64_t seed, cudaStream_t stream) {
     if (!(spec.block_rows == 1 || spec.block_rows == 16) || !(spec.block_cols == 16 || spec.block_cols == 32)) return false;
-    if (spec.block_rows * spec.block_cols / 16 > 32) return false;  // 16 x 32: more lanes than a warp
     if (rows == 0 || cols == 0) {
         FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));  // amax of nothing: +0
         return true;
     }
     const std::size_t grid_rows = (rows + spec.block_rows - 1) / spec.block_rows;
     const std::size_t grid_cols = (cols + spec.block_cols - 1) / spec.block_cols;
-    const std::uint32_t seg_log2 = spec.block_cols == 32 ? 1 : 0;
-    const std::uint32_t lanes_log2 = (spec.block_rows == 16 ? 4 : 0) + seg_log2;
-    const std::size_t segs = (grid_rows * grid_cols) << lanes_log2;
-    if (segs >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31)) return false;
+    const std::uint32_t lanes_log2 = spec.block_rows == 16 ? 4 : 0;
+    const std::size_t items = (grid_rows * grid_cols) << lanes_log2;
+    if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31)) return false;
     const RowGeom g{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(spec.block_rows),
-                    seg_log2, lanes_log2, static_cast<std::uint32_t>(grid_cols), static_cast<std::uint32_t>(segs)};
+                    lanes_log2, static_cast<std::uint32_t>(grid_cols), static_cast<std::uint32_t>(items)};
+    const bool wide = spec.block_cols == 32;
     const numerics::ScaleParams rule =
         numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
     const RowOut o{d_codes, d_scale_codes, d_scale, d_scale_inv};
@@ -312,15 +328,22 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                 if constexpr (kFastPath<D, P, R>) {
                     launched = true;
                     constexpr std::size_t smem = element_smem<D, P>();
-                    const unsigned grid = grid_for_path<P, R>(segs);
+                    const unsigned grid = grid_for_path<P, R>(items);
+                    auto launch = [&](auto packed_c, auto segs_c) {
+                        row_blocks_kernel<S, D, P, R, decltype(packed_c)::value, decltype(segs_c)::value>
+                            <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, amax_out, o);
+                    };
+                    using One = std::integral_constant<int, 1>;
+                    using Two = std::integral_constant<int, 2>;
                     if constexpr (std::is_same_v<D, emu::E2M1>) {
                         if (packed) {
-                            row_blocks_kernel<S, D, P, R, true><<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, amax_out, o);
+                            if (wide) launch(std::true_type{}, Two{});
+                            else launch(std::true_type{}, One{});
                             return;
                         }
                     }
-                    row_blocks_kernel<S, D, P, R, false><<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax,
-                                                                                          amax_out, o);
+                    if (wide) launch(std::false_type{}, Two{});
+                    else launch(std::false_type{}, One{});
                 }
             });
             return 0;
