@@ -31,4 +31,12 @@ timeout 240 python3 "$ROOT/cuda/tools/bench_torch.py" "$OUT/bench_fp8kit.csv" "$
   tee "$OUT/bench_table.txt"
 rc=${PIPESTATUS[0]}
 [ $rc -eq 0 ] || { tail -20 "$OUT/torch_stderr.log"; echo "FAIL: bench_torch.py (exit $rc)"; exit 1; }
+# The NVFP4 / MX block rows beside torchao's own quantisers (torchao importable: on a machine
+# without network, install its wheel first; docs/performance.md "Issue 48").
+if python3 -c "import torchao" 2>/dev/null; then
+  timeout 300 python3 "$ROOT/cuda/tools/bench_blocks_torchao.py" "$OUT/bench_fp8kit.csv" "$LOG2N" "$RUNS" \
+    2>"$OUT/torchao_stderr.log" | tee "$OUT/bench_blocks_table.txt" || echo "bench_blocks_torchao.py failed (see $OUT/torchao_stderr.log)"
+else
+  echo "torchao not importable: no block-row peers (docs/performance.md)"
+fi
 echo "table in $OUT/bench_table.txt"

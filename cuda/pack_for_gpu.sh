@@ -29,6 +29,6 @@ git -C "$ROOT" status --porcelain --untracked-files=no | grep -q . && echo "(wit
 if [ -n "${FP8KIT_BUNDLE:-}" ]; then
     mkdir -p "$BUNDLE/tree/cuda/tools"
     cp "$ROOT/cuda/bench_on_gpu.sh" "$ROOT/cuda/validate_on_gpu.sh" "$ROOT/cuda/gemm_model_on_gpu.sh" "$BUNDLE/tree/cuda/"
-    cp "$ROOT/cuda/tools/bench_torch.py" "$ROOT/cuda/tools/bench_gemm_torch.py" "$BUNDLE/tree/cuda/tools/"
+    cp "$ROOT/cuda/tools/bench_torch.py" "$ROOT/cuda/tools/bench_gemm_torch.py" "$ROOT/cuda/tools/bench_blocks_torchao.py" "$BUNDLE/tree/cuda/tools/"
 fi
 du -sh "$BUNDLE"; ls "$BUNDLE/bin" "$BUNDLE/lib"

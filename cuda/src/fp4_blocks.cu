@@ -1,13 +1,13 @@
 // The GPU block quantiser of blocks.hpp (NVFP4 TE / torchao, MXFP4, MXFP6 and every other block
 // recipe lib's quantize_blocks takes), and the loud refusal of the sm_100 FP4 cvt on older GPUs.
+// The NVFP4 and MX block shapes run block_rows.cu's kernel; the rest the general one below.
 // Steps follow lib/src/stats/block_quantize.cpp one for one; the rules are numerics::rule_scale
 // and emu::convert, called here, never re-typed.
 #include <cuda_fp4.h>
 
 #include <cfloat>
 
-#include "element.cuh"
-#include "fp8kit/cuda/blocks.hpp"
+#include "block_common.cuh"
 #include "fp8kit/emu/pack.hpp"
 #include "narrow.cuh"
 
@@ -16,31 +16,6 @@ namespace fp8kit::cuda {
 using namespace detail;
 
 namespace {
-
-// The float32 bits lib's host multiply gives for fl32(x * scale) (x86-64 SSE mulss, Intel SDM
-// vol. 1 section 4.8.3.5): a NaN operand comes back quieted (x's when x is NaN, else the
-// scale's); a NaN from non-NaN operands (Inf * 0) is the default NaN 0xFFC00000. __fmul_rn
-// returns 0x7FFFFFFF for all of them, so the NaN cases are taken apart before the multiply.
-__device__ __forceinline__ std::uint32_t host_mul_bits(std::uint32_t x, float scale) {
-    const std::uint32_t s = __float_as_uint(scale);
-    if ((x & 0x7FFFFFFFu) > 0x7F800000u) return x | 0x00400000u;
-    if ((s & 0x7FFFFFFFu) > 0x7F800000u) return s | 0x00400000u;
-    const float y = __fmul_rn(__uint_as_float(x), scale);
-    return y != y ? 0xFFC00000u : __float_as_uint(y);
-}
-
-// An input element widened to float32 bits exactly (f16 NaN: sign, all-ones exponent, payload
-// << 13, which the multiply then quiets, as lib's widening and multiply do).
-template <class S>
-__device__ __forceinline__ std::uint32_t widen_bits(typename S::storage_t x) {
-    if constexpr (sizeof(typename S::storage_t) == 4) return x;
-    else if constexpr (S::man_bits == 7) return static_cast<std::uint32_t>(x) << 16;
-    else {
-        const std::uint32_t mag = x & 0x7FFFu;
-        if (mag > 0x7C00u) return (static_cast<std::uint32_t>(x & 0x8000u) << 16) | 0x7F800000u | ((x & 0x3FFu) << 13);
-        return __float_as_uint(__half2float(__ushort_as_half(x)));
-    }
-}
 
 template <class D>
 __device__ __noinline__ std::uint8_t block_convert(std::uint32_t y, Policy p, std::uint32_t random) {
@@ -60,7 +35,9 @@ struct Outputs {
     float* scale_inv;
 };
 
-// One thread per block: 1. the block amax, 2. its scale, 3. its codes.
+// The general kernel, for the block shapes quantize_row_blocks (block_rows.cu) does not take
+// (1 x 128, 128 x 128, whole-tensor blocks, ...): one thread per block: 1. the block amax, 2. its
+// scale, 3. its codes.
 template <class S, class D>
 __global__ void __launch_bounds__(kThreads)
 block_quantize_kernel(const typename S::storage_t* __restrict__ in, Geometry g, numerics::ScaleParams rule,
@@ -139,6 +116,9 @@ void quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size
     g.grid_cols = (g.cols + g.tile_cols - 1) / g.tile_cols;
     g.blocks = static_cast<std::size_t>((rows + g.tile_rows - 1) / g.tile_rows) * g.grid_cols;
     const cudaStream_t s = as_stream(stream);
+    if (quantize_row_blocks(spec, from, in, rows, cols, d_codes, packed, d_scale_codes, d_scale, d_scale_inv,
+                            d_global_amax, seed, s))
+        return;
     amax(from, in, rows * cols, d_global_amax, stream);  // 1. (zero for an empty tensor)
     if (g.blocks == 0) return;
     const numerics::ScaleParams rule =

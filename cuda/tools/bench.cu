@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fp8kit/cuda/blocks.hpp"
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/cuda/statistics_async.hpp"
 
@@ -193,6 +194,40 @@ int main(int argc, char** argv) {
     row("block_128x128", 5 * N + N / 4096, [&] {
         cu::quantize_block_128x128(Format::e4m3, Wide::f32, x, q, rows, cols, sat, block_scales);
     });
+    // The block quantiser (blocks.hpp) on the NVFP4 and MX recipes, from f32 and bf16: codes
+    // (E2M1 packed two per byte; E2M3 / E3M2 / E4M3 one per byte) and the scale bytes, the
+    // rows that cuda/tools/bench_torch.py sets beside torchao's nvfp4_quantize and to_mx. NVFP4
+    // reads its input twice (the global amax first, then the blocks), so its bytes count both
+    // passes, as current_scaling's do: its % of copy is its % of that two-pass floor.
+    std::uint8_t* s16;
+    CHECK(cudaMalloc(&s16, n / 16));
+    narrow<<<4096, 256>>>(x, h, n, true);  // bf16 copies again (dequantize_e4m3_f32 wrote y)
+    using fp8kit::numerics::ScaleRule;
+    auto blocks = [&](const char* name, Format f, ScaleRule rule, int br, int bc, const Policy& p, Wide w, bool packed) {
+        const double in = (w == Wide::f32 ? 4.0 : 2.0) * N;
+        const double out = (packed ? N / 2 : N) + N / (br * bc);
+        const bool two_pass = rule == ScaleRule::nvfp4_te || rule == ScaleRule::nvfp4_torchao;
+        const cu::BlockSpec spec{f, rule, br, bc, p};
+        const void* src = w == Wide::f32 ? static_cast<const void*>(x) : static_cast<const void*>(h);
+        row(name, (two_pass ? 2 * in : in) + out, [&] {
+            cu::quantize_blocks(spec, w, src, rows, cols, q, packed, s16, nullptr, nullptr, scalars + 8, 42);
+        });
+    };
+    for (Wide w : {Wide::f32, Wide::bf16}) {
+        const std::string t = w == Wide::f32 ? "_f32" : "_bf16";
+        auto nm = [&](const char* stem) { return std::string(stem) + t; };
+        blocks(nm("nvfp4_te_1x16_packed").c_str(), Format::e2m1, ScaleRule::nvfp4_te, 1, 16, sat, w, true);
+        blocks(nm("nvfp4_te_16x16_packed").c_str(), Format::e2m1, ScaleRule::nvfp4_te, 16, 16, sat, w, true);
+        blocks(nm("nvfp4_te_1x16_stochastic_packed").c_str(), Format::e2m1, ScaleRule::nvfp4_te, 1, 16, sr, w, true);
+        blocks(nm("nvfp4_torchao_1x16_packed").c_str(), Format::e2m1, ScaleRule::nvfp4_torchao, 1, 16, sat, w, true);
+        blocks(nm("mxfp4_round_up_packed").c_str(), Format::e2m1, ScaleRule::mx_roundup, 1, 32, sat, w, true);
+        blocks(nm("mxfp4_floor_packed").c_str(), Format::e2m1, ScaleRule::mx_ocp_floor, 1, 32, sat, w, true);
+        blocks(nm("mxfp4_round_up_stochastic_packed").c_str(), Format::e2m1, ScaleRule::mx_roundup, 1, 32, sr, w, true);
+        blocks(nm("mxfp6_e2m3_round_up").c_str(), Format::e2m3, ScaleRule::mx_roundup, 1, 32, sat, w, false);
+        blocks(nm("mxfp6_e3m2_floor").c_str(), Format::e3m2, ScaleRule::mx_ocp_floor, 1, 32, sat, w, false);
+        blocks(nm("mxfp8_blocks_round_up").c_str(), Format::e4m3, ScaleRule::mx_roundup, 1, 32, sat, w, false);
+        blocks(nm("mxfp8_blocks_floor").c_str(), Format::e4m3, ScaleRule::mx_ocp_floor, 1, 32, sat, w, false);
+    }
     CHECK(cudaDeviceSynchronize());
     return 0;
 }

@@ -222,10 +222,33 @@ def block_kind(r, role):
     shape = (spec["block_rows"], spec["block_cols"])
     if r["rule"] == "te" and shape in ((1, 128), (128, 128)):
         return f"{shape[0]}x{shape[1]}", "f32"
-    if r["rule"] in ("mx-roundup", "mx-ocp-floor") and shape == (1, 32):
+    if r["rule"] in ("mx-roundup", "mx-ocp-floor") and shape == (1, 32) and spec["format"] in ("e4m3", "e5m2"):
         return ("mx-roundup" if r["rule"] == "mx-roundup" else "mx-floor"), "u1"
     raise ValueError(f"recipe: {r['name']} ({r['rule']}, blocks {shape[0]}x{shape[1]}) has no CUDA kernel; "
                      "use a host array")
+
+
+def quantize_recipe_blocks(x, recipe_arg, role, packed, seed, stream=None):
+    """Every block recipe (NVFP4, MXFP4 / MXFP6 / MXFP8, ...) on a 2-D device array through
+    cuda::quantize_blocks (cuda/blocks.hpp): the host quantize_blocks' dict, with device arrays of
+    x's framework for 'codes' (packed: two E2M1 codes per byte), 'scale_codes', 'scale',
+    'scale_inv' and 'global_amax' (shape (1,)), and 'block_shape', 'grid', 'columnwise_rht'."""
+    d = _input(x, stream)
+    if len(d.shape) != 2:
+        raise ValueError("x: block recipes need a 2-D array")
+    rows, cols = d.shape
+    lay = _fp8kit.cuda_block_layout(*recipe_arg, role, rows, cols)
+    qr, qc = lay["shape"]
+    if packed and (lay["format"] != "e2m1" or qc % 2):
+        raise ValueError(f"packed: needs e2m1 codes and an even row length, got {lay['format']} and {qc}")
+    codes = d.empty((qr, qc // 2) if packed else (qr, qc), "u1")
+    grid = tuple(lay["grid"])
+    sc, s, si, ga = d.empty(grid, "u1"), d.empty(grid, "f32"), d.empty(grid, "f32"), d.empty((1,), "f32")
+    _fp8kit.cuda_quantize_blocks(*recipe_arg, role, d.ptr, d.wide, rows, cols, out_ptr(codes), bool(packed),
+                                 out_ptr(sc), out_ptr(s), out_ptr(si), out_ptr(ga), int(seed), d.stream)
+    return {"codes": d.wrap(codes), "scale_codes": d.wrap(sc), "scale": d.wrap(s), "scale_inv": d.wrap(si),
+            "global_amax": d.wrap(ga), "block_shape": tuple(lay["block_shape"]), "grid": grid,
+            "columnwise_rht": bool(lay["columnwise_rht"])}
 
 
 def quantize_blocks(x, r, role, rounding, overflow, nan, seed, stream=None):

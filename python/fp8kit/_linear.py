@@ -91,22 +91,16 @@ def gemm_scales(a, b, recipe_name, gemm):
 
 def dequantised(t, r, role, seed):
     """t quantised under recipe r's role and dequantised to float32 on t's device (the values
-    Operand.values gives). CUDA tensors run fp8kit's kernels where the recipe has one
-    (tensorwise, TE 1x128 / 128x128 and MX 1x32 blocks of FP8: fake_quantize's path); otherwise
-    (NVFP4's 1x16 blocks, MX FP4/FP6, a module without the kernels), and for CPU tensors, the host
-    reference on a host copy."""
+    Operand.values gives). CUDA tensors run fp8kit's kernels (fake_quantize's path: tensorwise
+    casts, TE 1x128 / 128x128 and FP8 MX blocks through their dedicated kernels, every other block
+    recipe, NVFP4 and MX FP4 / FP6 included, through cuda::quantize_blocks); a module without the
+    kernels, and CPU tensors, take the host reference on a host copy."""
     if t.is_cuda:
         from .torch import _fake_quantize_values
-        try:
-            fp8kit._device.block_kind(r, role) if r["roles"][role]["granularity"] != "tensor" else None
-        except ValueError:  # no CUDA kernel for this block shape (NVFP4's 1x16): host copy below
+        try:  # ValueError / RuntimeError: a module without the kernels, or a format without one
+            return _fake_quantize_values(t.float(), copy.deepcopy(r), None, role, None, None, None, None, 1.0, seed)
+        except (ValueError, RuntimeError):
             pass
-        else:
-            try:  # ValueError: a module without the kernels, or no kernel for the format (MX FP4): host copy
-                return _fake_quantize_values(t.float(), copy.deepcopy(r), None, role, None, None, None, None, 1.0,
-                                             seed)
-            except (ValueError, RuntimeError):
-                pass
     return Operand(t, r, role, seed).values(t.device)
 
 

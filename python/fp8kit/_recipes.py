@@ -65,15 +65,23 @@ def quantize_blocks(x, recipe, role="input", packed=False, seed=0, stream=None):
     copy: codes of shape (cols, rows) of te_rht16(x), scales along its rows, 'global_amax' after
     the transform, 'columnwise_rht': True; x's row count must be a multiple of 16. The row-wise
     copies are the 'nvfp4-rowwise' preset.
-    A GPU array (1x128 / 128x128 TE blocks and MX blocks of 32, unpacked) runs the CUDA kernel
-    and returns {'codes', 'scale_inv'} (TE blocks) or {'codes', 'scale_codes'} (MX, E8M0) as
-    arrays of its framework, equal to the host result's entries of the same name.
+    A GPU array runs the CUDA kernels, asynchronously on the array's stream: TE's 1x128 / 128x128
+    blocks and FP8 MX blocks of 32, unpacked, return {'codes', 'scale_inv'} (TE blocks) or
+    {'codes', 'scale_codes'} (MX, E8M0) from their dedicated kernels; every other block recipe
+    (NVFP4, MXFP4, MXFP6, packed codes, ...) returns the host result's dict with device arrays
+    ('global_amax' a 1-element array), from cuda::quantize_blocks. Equal, entry by entry, to the
+    host result.
     """
     if _device.is_device(x):
-        if packed:
-            raise ValueError("packed: not available for GPU arrays")
         r = globals()["recipe"](recipe)
         role = _fp8kit.recipe_slot(role)
+        try:
+            _device.block_kind(r, role)
+            dedicated = not packed
+        except ValueError:
+            dedicated = False
+        if not dedicated:
+            return _device.quantize_recipe_blocks(x, _recipe_arg(recipe), role, packed, seed, stream)
         pol = recipe_policy(r, role)
         codes, scales = _device.quantize_blocks(x, r, role, pol["rounding"], pol["overflow"], pol["nan"], seed, stream)
         return {"codes": codes, ("scale_codes" if r["rule"].startswith("mx") else "scale_inv"): scales}

@@ -37,10 +37,10 @@ def _block_scale_inv(x, r, role, policy, seed):
         raise ValueError("profile: block recipes take their policy from the recipe")
     if x.is_cuda:
         d = fp8kit.quantize_blocks(x, r, role, seed=seed)
-        if "scale_codes" in d:  # E8M0 codes: their values are the scale_inv (exact decode)
-            sinv = fp8kit.dequantize(d["scale_codes"], "e8m0", dtype=torch.float32)
-        else:
+        if "scale_inv" in d:
             sinv = d["scale_inv"]
+        else:  # FP8 MX kernel: E8M0 codes, whose values are the scale_inv (exact decode)
+            sinv = fp8kit.dequantize(d["scale_codes"], "e8m0", dtype=torch.float32)
     else:
         d = fp8kit.quantize_blocks(x, r, role, seed=seed)
         sinv = torch.from_numpy(d["scale_inv"].astype("float32", copy=False))

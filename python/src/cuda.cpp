@@ -18,6 +18,7 @@
 #include "bindings.hpp"
 
 #ifdef FP8KIT_PY_CUDA
+#include "fp8kit/cuda/blocks.hpp"
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/cuda/statistics_async.hpp"
 #include "fp8kit/cuda/validate.hpp"
@@ -96,6 +97,43 @@ void quantize_block(const std::string& kind, Ptr in, const std::string& wide, Pt
                           0, vp(stream));
     else
         throw std::invalid_argument(fmt::format("kind: unknown block kind '{}'", kind));
+}
+
+// Any block recipe's cast of one role (lib's block_recipe, as quantize_blocks on the host):
+// cuda_block_layout gives the outputs' shapes for a rows x cols input, cuda_quantize_blocks fills
+// them (cuda/blocks.hpp quantize_blocks, the global amax included; asynchronous on `stream`).
+BlockRecipe block_recipe_of(const std::string& recipe, bool is_json, const std::string& role, std::size_t cols) {
+    return block_recipe(recipe_of(recipe, is_json), parse_recipe_slot(role), cols);
+}
+
+pyb::dict block_layout(const std::string& recipe, bool is_json, const std::string& role, std::size_t rows,
+                       std::size_t cols) {
+    const BlockRecipe br = block_recipe_of(recipe, is_json, role, cols);
+    // With columnwise_rht the codes are of TE's column-wise copy, cols x rows.
+    const std::size_t qr = br.columnwise_rht ? cols : rows, qc = br.columnwise_rht ? rows : cols;
+    const std::size_t tr = br.block_rows == 0 ? (qr > 0 ? qr : 1) : static_cast<std::size_t>(br.block_rows);
+    const std::size_t tc = br.block_cols == 0 ? (qc > 0 ? qc : 1) : static_cast<std::size_t>(br.block_cols);
+    pyb::dict d;
+    d["shape"] = pyb::make_tuple(qr, qc);
+    d["block_shape"] = pyb::make_tuple(tr, tc);
+    d["grid"] = pyb::make_tuple((qr + tr - 1) / tr, (qc + tc - 1) / tc);
+    d["columnwise_rht"] = br.columnwise_rht;
+    d["format"] = std::string(name(br.format));
+    return d;
+}
+
+void quantize_recipe_blocks(const std::string& recipe, bool is_json, const std::string& role, Ptr in,
+                            const std::string& wide, std::size_t rows, std::size_t cols, Ptr codes, bool packed,
+                            Ptr scale_codes, Ptr scale, Ptr scale_inv, Ptr global_amax, std::uint64_t seed, Ptr stream) {
+    const Wide w = kernel_wide(wide, "x");
+    const BlockRecipe br = block_recipe_of(recipe, is_json, role, cols);
+    if (!cuda::has_cast_kernels(br.format))
+        throw std::invalid_argument(fmt::format("recipe: no CUDA kernel for its format {}", name(br.format)));
+    const cuda::BlockSpec spec{br.format, br.rule, br.block_rows, br.block_cols, br.policy, br.epsilon, br.pow2,
+                               br.value_for_inf, br.columnwise_rht};
+    pyb::gil_scoped_release nogil;
+    cuda::quantize_blocks(spec, w, vp(in), rows, cols, u8(codes), packed, u8(scale_codes), fp(scale), fp(scale_inv),
+                          fp(global_amax), seed, vp(stream));
 }
 
 pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::string& format, const OptStr& profile,
@@ -381,6 +419,10 @@ void bind_cuda(pyb::module_& m) {
     m.def("cuda_quantize_block", &quantize_block, "kind"_a, "x"_a, "wide"_a, "out"_a, "rows"_a, "cols"_a,
           "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a, "scales"_a, "pow2"_a, "epsilon"_a,
           "seed"_a, "stream"_a);
+    m.def("cuda_block_layout", &block_layout, "recipe"_a, "is_json"_a, "role"_a, "rows"_a, "cols"_a);
+    m.def("cuda_quantize_blocks", &quantize_recipe_blocks, "recipe"_a, "is_json"_a, "role"_a, "x"_a, "wide"_a, "rows"_a,
+          "cols"_a, "codes"_a, "packed"_a, "scale_codes"_a, "scale"_a, "scale_inv"_a, "global_amax"_a, "seed"_a,
+          "stream"_a);
     m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a,
           "nan"_a, "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
     pyb::class_<StatsPlan>(m, "CudaStatsPlan");

@@ -186,8 +186,9 @@ struct Case {
 };
 
 // One preset / role on one tensor: GPU block quantiser against lib's quantize_blocks.
+// in_offset: bytes the input starts past a 16-byte boundary (the kernels' unvectorised loads).
 void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_t rows, std::size_t cols, bool packed,
-                  std::uint64_t seed, const Policy* policy_override = nullptr) {
+                  std::uint64_t seed, const Policy* policy_override = nullptr, std::size_t in_offset = 0) {
     fp8kit::BlockRecipe br = fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, cols);
     if (policy_override) br.policy = *policy_override;
     const auto bytes = as_bytes(w, x);
@@ -199,8 +200,9 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
     REQUIRE(want.rows * want.cols == rows * cols);
     const std::size_t blocks = want.grid_rows * want.grid_cols, ncode = packed ? rows * cols / 2 : rows * cols;
     Buf din(bytes.size()), dcodes(ncode), dsc(blocks), ds(blocks * 4), dsi(blocks * 4), damax(4);
-    cu::copy_to_device(din.p, bytes.data(), bytes.size());
-    cu::quantize_blocks(spec, w, din.p, rows, cols, dcodes.as<std::uint8_t>(), packed, dsc.as<std::uint8_t>(), ds.as<float>(),
+    void* in = static_cast<unsigned char*>(din.p) + in_offset;  // Buf keeps 16 bytes spare
+    cu::copy_to_device(in, bytes.data(), bytes.size());
+    cu::quantize_blocks(spec, w, in, rows, cols, dcodes.as<std::uint8_t>(), packed, dsc.as<std::uint8_t>(), ds.as<float>(),
                         dsi.as<float>(), damax.as<float>(), seed);
     std::vector<std::uint8_t> want_codes = want.codes;
     if (packed) {
@@ -210,7 +212,7 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
                                         want.cols, fp8kit::emu::NibbleOrder::low_first);
     }
     INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " " << rows << "x" << cols
-                  << (packed ? " packed" : "") << " " << fp8kit::describe(br.policy) << (br.columnwise_rht ? " columnwise_rht" : ""));
+                  << (packed ? " packed" : "") << (in_offset ? " offset" : "") << " " << fp8kit::describe(br.policy) << (br.columnwise_rht ? " columnwise_rht" : ""));
     REQUIRE(mismatches(host<std::uint8_t>(dcodes.p, ncode), want_codes) == 0);
     REQUIRE(host<std::uint8_t>(dsc.p, blocks) == want.scale_codes);
     const auto ga = host<float>(damax.p, 1), s = host<float>(ds.p, blocks), si = host<float>(dsi.p, blocks);
@@ -227,7 +229,7 @@ const Case kCases[] = {{"nvfp4-rowwise", fp8kit::Role::activation}, {"nvfp4", fp
                        {"mxfp4", fp8kit::Role::activation}, {"mxfp4-ocp", fp8kit::Role::activation},
                        {"mxfp6-e2m3", fp8kit::Role::weight}, {"mxfp6-e2m3-ocp", fp8kit::Role::weight},
                        {"mxfp6-e3m2", fp8kit::Role::gradient}, {"mxfp6-e3m2-ocp", fp8kit::Role::gradient},
-                       {"mxfp8", fp8kit::Role::activation}};
+                       {"mxfp8", fp8kit::Role::activation}, {"mx-ocp", fp8kit::Role::activation}};
 
 // A tensor whose blocks are: random normals at one of 40 magnitudes, all zero, one outlier,
 // all ties, subnormal, NaN / Inf holding, and the adversarial values, in row-major order.
@@ -278,6 +280,68 @@ TEST_CASE("block quantiser: stochastic rounding draws lib's bits; all-zero and I
         for (const Case& k : kCases) check_blocks(k, Wide::f32, z, 32, 48, false, 1);
         z[100] = INFINITY;
         for (const Case& k : kCases) check_blocks(k, Wide::bf16, z, 32, 48, false, 1);
+    }
+}
+
+// The warp kernel of the NVFP4 / MX block shapes (cuda/src/block_rows.cu) on tensors of many
+// warps: vectorised rows (cols a multiple of 16), rows that are not, an input that is not 16-byte
+// aligned, every input type, packed and not, and every rounding with the saturating and the
+// non-saturating overflow policies (the other roundings and the overflowing elements take
+// emu::convert itself; nearest-even and stochastic rounding of in-range E2M1 / E2M3 / E3M2
+// elements take the kernel's own exact steps).
+TEST_CASE("block quantiser, warp kernel: large shapes, unaligned input, every rounding", "[gpu][fp4]") {
+    const std::pair<std::size_t, std::size_t> shapes[] = {{96, 512}, {50, 272}, {33, 90}};
+    for (const auto& [rows, cols] : shapes) {
+        const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows + cols));
+        for (Wide w : kInputs)
+            for (const Case& k : kCases) {
+                const bool fp4 = k.preset.rfind("nvfp4", 0) == 0 || k.preset.rfind("mxfp4", 0) == 0;
+                check_blocks(k, w, x, rows, cols, false, 9);
+                check_blocks(k, w, x, rows, cols, false, 9, nullptr, fp8kit::wide_size(w));
+                if (fp4) check_blocks(k, w, x, rows, cols, true, 9);
+                if (fp4) check_blocks(k, w, x, rows, cols, true, 9, nullptr, 2 * fp8kit::wide_size(w));
+            }
+    }
+    const auto x = block_tensor(32, 160, 77);
+    for (int r = 0; r < 6; ++r)
+        for (Overflow o : {Overflow::saturate_all, Overflow::no_saturate})
+            for (const Case& k : kCases) {
+                const Policy p{static_cast<Rounding>(r), o, NanEncoding::canonical};
+                check_blocks(k, Wide::f32, x, 32, 160, false, 0xABCDull, &p);
+                check_blocks(k, Wide::bf16, x, 32, 160, false, 0xABCDull, &p);
+            }
+}
+
+// The kernel's nearest-even and stochastic steps for E2M1 / E2M3 / E3M2, element by element over a
+// sweep of float32 values: every 32-element MX block holds the format's largest finite value (so
+// that the E8M0 rules give the scale 1, or 1/2 where the round-up rule's fl32(1 / fmax) rounds
+// up: the products stay exact and the sweep's ties stay ties) and 31 values of a sweep over
+// [-fmax, fmax]: float32 bits 0 .. fmax in steps of 2^11 units in the
+// last place, with both signs, the format's codes, their midpoints and the floats beside them.
+TEST_CASE("block quantiser, warp kernel: E2M1 / E2M3 / E3M2 steps over a float32 sweep", "[gpu][fp4]") {
+    const std::pair<Format, const char*> fmts[] = {{Format::e2m1, "mxfp4"}, {Format::e2m3, "mxfp6-e2m3"}, {Format::e3m2, "mxfp6-e3m2"}};
+    const auto adv = adversarial_f32(0, 1);
+    for (const auto& [f, stem] : fmts) {
+        const float fmax = static_cast<float>(fp8kit::format_info(f).max_finite);
+        std::vector<float> sweep;
+        for (std::uint32_t b = 0; b <= b_of(fmax); b += 1u << 11) {
+            float v;
+            std::memcpy(&v, &b, 4);
+            sweep.push_back(v);
+            sweep.push_back(-v);
+        }
+        for (float v : adv)
+            if (std::fabs(v) <= fmax) sweep.push_back(v);
+        const std::size_t cols = 32 * 64, rows = (sweep.size() / 31 + 64) / 64;
+        std::vector<float> x(rows * cols, 0.0f);
+        for (std::size_t i = 0, j = 0; i < x.size(); ++i) x[i] = i % 32 == 0 ? fmax : sweep[j++ % sweep.size()];
+        for (const char* suffix : {"", "-ocp"}) {
+            const Case k{std::string(stem) + suffix, fp8kit::Role::activation};
+            check_blocks(k, Wide::f32, x, rows, cols, false, 0);
+            const Policy sr{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical};
+            check_blocks(k, Wide::f32, x, rows, cols, false, 0x1234ull, &sr);
+            if (f == Format::e2m1) check_blocks(k, Wide::f32, x, rows, cols, true, 0);
+        }
     }
 }
 

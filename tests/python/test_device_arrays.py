@@ -117,6 +117,47 @@ def test_block_quantize_same_bits(fw, recipe):
 
 @gpu
 @pytest.mark.parametrize("fw", FWS)
+@pytest.mark.parametrize("recipe", ["nvfp4-rowwise", "nvfp4", "nvfp4-torchao", "mxfp4", "mxfp4-ocp", "mxfp6-e2m3",
+                                    "mxfp6-e3m2-ocp"])
+def test_block_quantize_fp4_fp6_recipes_same_bits(fw, recipe):
+    """quantize_blocks of a device array under the NVFP4 / MXFP4 / MXFP6 recipes (cuda::quantize_blocks)
+    equals the host's dict entry by entry: codes (packed too for E2M1), scale codes, scales,
+    scale_inv, the global amax, the grid; every role (the 'nvfp4' input and grad roles: TE's
+    column-wise RHT copy, so 128 rows), with NaN / Inf elements, the gradient's stochastic rounding."""
+    x = (np.random.default_rng(21).standard_normal((128, 320)) * np.logspace(-3, 3, 320)).astype(np.float32)
+    x[5, 7], x[90, 33] = np.nan, np.inf
+    for wide in ("f32", "bf16"):
+        xw = x if wide == "f32" else x.astype(WIDE["bf16"])
+        for role in ("input", "weight", "grad"):
+            for packed in ((False, True) if recipe.startswith(("nvfp4", "mxfp4")) else (False,)):
+                got = fp8kit.quantize_blocks(to_dev(fw, xw), recipe, role=role, packed=packed, seed=7)
+                want = fp8kit.quantize_blocks(xw, recipe, role=role, packed=packed, seed=7)
+                same_bits(to_host(fw, got["codes"]), want["codes"])
+                same_bits(to_host(fw, got["scale_codes"]), want["scale_codes"])
+                for k in ("scale", "scale_inv"):
+                    same_bits_or_nan(to_host(fw, got[k]), want[k])
+                same_bits(to_host(fw, got["global_amax"]), np.array([want["global_amax"]], np.float32))
+                assert got["grid"] == tuple(want["grid"]) and got["block_shape"] == tuple(want["block_shape"])
+
+
+@gpu
+@pytest.mark.parametrize("recipe", ["nvfp4-rowwise", "nvfp4-torchao", "mxfp4", "mxfp6-e2m3", "mxfp8"])
+def test_fake_quantize_cuda_block_recipes_equal_cpu(recipe):
+    """fp8kit.torch.fake_quantize of a CUDA tensor under the FP4 / FP6 / MX block recipes runs on
+    the device (cuda::quantize_blocks, the decode kernel) and equals the CPU tensor's result."""
+    torch = pytest.importorskip("torch")
+    from fp8kit.torch import fake_quantize
+    x = torch.from_numpy((np.random.default_rng(4).standard_normal((64, 256)) * 3).astype(np.float32))
+    for dt in (torch.float32, torch.bfloat16):
+        for role in ("input", "grad"):
+            got = fake_quantize(x.to(dt).cuda(), recipe=recipe, role=role, seed=3)
+            want = fake_quantize(x.to(dt), recipe=recipe, role=role, seed=3)
+            assert got.is_cuda and got.dtype == dt
+            same_bits(to_host("torch", got), to_host("torch", want))
+
+
+@gpu
+@pytest.mark.parametrize("fw", FWS)
 def test_stats_device_block_recipes_equal_host(fw):
     """stats(device array, recipe=<block recipe>) against the host's compute_block_stats: every
     count, extreme and per-tile field exact (scale_inv bit for bit, as a device array of the

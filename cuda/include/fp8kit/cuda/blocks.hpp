@@ -44,7 +44,9 @@ struct BlockSpec {
 // E2M1 codes each, element 2k in the low nibble (torch float4_e2m1fn_x2, cuda_fp4.h __nv_fp4x2;
 // needs format e2m1 and even block columns); d_scale_codes the E8M0 / E4M3 scale bytes;
 // d_scale the factor the elements were multiplied by; d_scale_inv the dequantisation factor.
-// One thread per block: made for checking against lib and for tensors of training size, not tuned.
+// The NVFP4 and MX block shapes (1 x 16, 16 x 16, 1 x 32) with E2M1 / E2M3 / E3M2 elements, or
+// E4M3 / E5M2 on the cvt paths, run a warp kernel (cuda/src/block_rows.cu; its speed: docs/performance.md); every
+// other shape and policy runs a kernel of one thread per block (made for checking against lib).
 void quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
                      std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                      float* d_scale_inv, float* d_global_amax, std::uint64_t seed = 0, Stream stream = nullptr);

@@ -1,0 +1,356 @@
+// The fast path of quantize_blocks (blocks.hpp) for the block shapes of NVFP4 and MX: 1 x 16 and
+// 16 x 16 (NVFP4, TE and torchao) and 1 x 32 (MXFP4, MXFP6, MXFP8 under every E8M0 rule), in the
+// style of block.cu: each lane owns one row of a block, 16 or 32 consecutive elements (segments
+// of 16: 16-byte loads, a 16-byte store of codes or an 8-byte store of packed E2M1 pairs each), the
+// 16 lanes of a 16 x 16 block are adjacent in a warp and meet in shuffles for its amax, and the
+// element conversion's path is fixed
+// at compile time (element.cuh). Scales come from numerics::rule_scale, the products from
+// host_mul_bits (lib's host multiply), and the codes from emu::convert's results: through
+// element.cuh's paths for the FP8 formats, and for E2M1 / E2M3 / E3M2 from the exact steps below,
+// which fall back to emu::convert itself for every element they do not cover.
+#include <cfloat>
+#include <type_traits>
+
+#include "block_common.cuh"
+#include "elementwise.cuh"
+
+namespace fp8kit::cuda::detail {
+
+namespace {
+
+// The OCP MX element formats (E2M1, E2M3, E3M2: no Inf, no NaN) with the exact steps below.
+template <class D>
+constexpr bool kMxNarrow = std::is_same_v<D, emu::E2M1> || std::is_same_v<D, emu::E2M3> || std::is_same_v<D, emu::E3M2>;
+
+// Float32 bits of D's largest finite value (E2M1 6, E2M3 7.5, E3M2 28).
+template <class D>
+constexpr std::uint32_t kMaxBits = (static_cast<std::uint32_t>(D::emax + 127) << 23) |
+                                   (static_cast<std::uint32_t>((1u << D::man_bits) - 1u) << (23 - D::man_bits));
+
+// E2M1 / E2M3 / E3M2 through the sm_89+ FP8 cvt (cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32): scaled by
+// 2^(emin(T) - emin(D)) (exact), D's grid is T's (T = E4M3 for E2M1 / E2M3: 3 mantissa bits and the
+// same quantum below the smallest normal; T = E5M2 for E3M2: 2 bits), and a magnitude's T code is
+// its D code (E2M3 / E3M2: the same exponent field and mantissa; E2M1, whose grid values are
+// E2M3 values with mantissa 0 or 4: its E2M3 code >> 2). These formats have neither Inf nor NaN:
+// every magnitude past the largest finite value, Inf included, gives the largest finite code
+// under every overflow policy (emu::convert: on_overflow / overflow_nan fall back to max_finite),
+// so magnitudes are clamped to it first. The sign goes to D's top bit (-0 and negatives that round
+// to zero keep it, as emu::convert's sign-magnitude assembly).
+template <class D>
+using CvtTwin = std::conditional_t<D::exp_bits == 3, emu::E5M2, emu::E4M3>;
+
+template <class D>
+__device__ __forceinline__ float twin_scale() {
+    return __uint_as_float(static_cast<std::uint32_t>(CvtTwin<D>::emin - D::emin + 127) << 23);
+}
+
+// Nearest-even onto D's grid for E2M1 (1 mantissa bit, which no cvt has): one float32 add of
+// C = 2^(e + 23 - m), e = max(exponent of u, emin), whose ulp is D's quantum at u, and its
+// subtraction (both exact but the add's roundTiesToEven, which rounds at D's last bit); a carry
+// to the next binade is D's next value.
+template <class D>
+__device__ __forceinline__ std::uint32_t rne_grid(std::uint32_t u) {
+    constexpr std::uint32_t kNormalLo = static_cast<std::uint32_t>(D::emin + 127) << 23;
+    const std::uint32_t c = max(u & 0x7F800000u, kNormalLo) + (static_cast<std::uint32_t>(23 - D::man_bits) << 23);
+    return __float_as_uint(__fsub_rn(__fadd_rn(__uint_as_float(u), __uint_as_float(c)), __uint_as_float(c)));
+}
+
+// Codes of four magnitudes g (float32 bits, at most D's largest finite value; E2M1: on D's grid)
+// with the signs of y, little-endian bytes.
+template <class D>
+__device__ __forceinline__ std::uint32_t mx_narrow_cvt_four(const std::uint32_t (&g)[4], const std::uint32_t (&y)[4]) {
+    using T = CvtTwin<D>;
+    const float k = twin_scale<D>();
+    std::uint32_t t[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) t[i] = __float_as_uint(__fmul_rn(__uint_as_float(g[i]), k));
+    std::uint32_t w = cvt_two<T>(t[0], t[1]) | (cvt_two<T>(t[2], t[3]) << 16);
+    if constexpr (D::man_bits == 1) w = (w >> 2) & 0x07070707u;
+    // Sign bits: the high byte of each y (PRMT), bit 7 moved to D's sign bit.
+    const std::uint32_t sb = __byte_perm(__byte_perm(y[0], y[1], 0x0073), __byte_perm(y[2], y[3], 0x0073), 0x5410) & 0x80808080u;
+    return w | (sb >> (8 - D::total_bits));
+}
+
+// Codes of four E2M1 / E2M3 / E3M2 elements (stream indices index0 ..), little-endian bytes.
+// Nearest-even (read at run time when R < 0) and stochastic rounding of non-NaN elements take the
+// steps above (stochastic: element.cuh's stochastic_grid_general with the existing bit rule's
+// words, then the exact encoding of the grid value); a group with a NaN, and the other roundings,
+// take emu::convert itself, with the same random words.
+template <class D, int R>
+__device__ __forceinline__ std::uint32_t mx_narrow_four(const std::uint32_t (&y)[4], const ElementCtx& c,
+                                                        std::uint64_t index0) {
+    std::uint32_t u[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) u[k] = y[k] & 0x7FFFFFFFu;
+    const bool no_nan = max(max(u[0], u[1]), max(u[2], u[3])) <= 0x7F800000u;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) u[k] = min(u[k], kMaxBits<D>);
+    std::uint32_t out = 0;
+    if constexpr (R == static_cast<int>(emu::Rounding::stochastic)) {
+        std::uint32_t w[4];
+        if ((index0 & 3u) == 0) {
+            const emu::PhiloxWords pw = emu::philox4x32_10(c.keys, index0 >> 2);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) w[k] = pw.w[k];
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) w[k] = stochastic_word(c.seed, index0 + k);
+        }
+        if (no_nan) {
+            std::uint32_t g[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) g[k] = stochastic_grid_general<D>(u[k], w[k]);
+            out = mx_narrow_cvt_four<D>(g, y);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) out |= std::uint32_t{convert_fixed<D, R>(y[k], c.policy, w[k])} << (8 * k);
+        }
+    } else {
+        if (no_nan && c.policy.rounding == emu::Rounding::nearest_even) {
+            if constexpr (D::man_bits == 1) {
+#pragma unroll
+                for (int k = 0; k < 4; ++k) u[k] = rne_grid<D>(u[k]);
+            }
+            out = mx_narrow_cvt_four<D>(u, y);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) out |= std::uint32_t{convert_fixed<D, R>(y[k], c.policy, 0u)} << (8 * k);
+        }
+    }
+    return out;
+}
+
+// The (format, path) pairs with a kernel here: E2M1 / E2M3 / E3M2 under every policy, and E4M3 /
+// E5M2 on the cvt paths (nearest-even and stochastic rounding with the saturating, canonical
+// policies, and nearest-even with any overflow and NaN policy: MXFP8 as TE, torchao and the OCP
+// rule give it). The rest (the FNUZ formats, the other roundings into FP8, the ml_dtypes formats)
+// run the general kernel of fp4_blocks.cu, so that this file compiles in reasonable time.
+template <class D, int P, int R>
+constexpr bool kFastPath = kMxNarrow<D> ? P == kConvert
+                                        : (std::is_same_v<D, emu::E4M3> || std::is_same_v<D, emu::E5M2>) &&
+                                              (P == kCvt || P == kCvtFix || P == kSrCvt) && path_exists<D, P, R>();
+
+// Codes of one segment (16 elements, stream indices index0 ..) at the block's scale.
+template <class S, class D, int P, int R>
+__device__ __forceinline__ uint4 encode_block_segment(const typename S::storage_t (&e)[16], float scale,
+                                                      const ElementCtx& c, std::uint64_t index0) {
+    std::uint32_t w[4];
+#pragma unroll
+    for (int g = 0; g < 4; ++g) {
+        // fl32(x * scale) by __fmul_rn, equal to lib's host product unless it is a NaN (a NaN
+        // operand, Inf * 0): a group with one takes host_mul_bits, which gives the host's NaN.
+        std::uint32_t y[4];
+        bool nan = false;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+            const float p = __fmul_rn(__uint_as_float(widen_non_nan<S>(e[4 * g + k])), scale);
+            nan |= p != p;
+            y[k] = __float_as_uint(p);
+        }
+        if (nan) {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) y[k] = host_mul_bits(widen_bits<S>(e[4 * g + k]), scale);
+        }
+        if constexpr (kMxNarrow<D>) w[g] = mx_narrow_four<D, R>(y, c, index0 + 4 * g);
+        else w[g] = encode_four<D, P, R>(y, c, index0 + 4 * g);
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Two E2M1 codes per byte, element 2k in the low nibble (emu::pack_fp4, NibbleOrder::low_first):
+// the four codes of word w (bytes c0..c3, each < 16) become the 16 bits c0 | c1 << 4 | c2 << 8 | c3 << 12.
+__device__ __forceinline__ std::uint32_t pack_word(std::uint32_t w) {
+    const std::uint32_t t = (w & 0x000F000Fu) | ((w & 0x0F000F00u) >> 4);
+    return (t & 0xFFu) | ((t >> 8) & 0xFF00u);
+}
+
+struct RowGeom {
+    std::uint32_t rows, cols;
+    std::uint32_t block_rows;  // 1 or 16
+    std::uint32_t lanes_log2;  // log2(lanes per block) = log2(block_rows)
+    std::uint32_t grid_cols;
+    std::uint32_t items;  // grid_rows * grid_cols * block_rows (< 2^31)
+};
+
+struct RowOut {
+    std::uint8_t* codes;
+    std::uint8_t* scale_codes;
+    float* scale;
+    float* scale_inv;
+};
+
+// Stores the codes of segment [c, c + 16) of row r (its 16 codes in q).
+template <bool kPacked>
+__device__ __forceinline__ void store_codes(const RowOut& o, const RowGeom& g, bool vec, std::uint32_t r, std::uint32_t c,
+                                            const uint4& q) {
+    if constexpr (kPacked) {
+        const uint2 p = make_uint2(pack_word(q.x) | (pack_word(q.y) << 16), pack_word(q.z) | (pack_word(q.w) << 16));
+        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c / 2;
+        if (vec) {
+            *reinterpret_cast<uint2*>(dst) = p;
+        } else {
+            const std::uint32_t pw[2] = {p.x, p.y};
+#pragma unroll
+            for (int k = 0; k < 8; ++k)
+                if (c + 2 * k < g.cols) dst[k] = static_cast<std::uint8_t>(pw[k / 4] >> (8 * (k % 4)));
+        }
+    } else {
+        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * g.cols + c;
+        if (vec) {
+            *reinterpret_cast<uint4*>(dst) = q;
+        } else {
+            const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int k = 0; k < 16; ++k)
+                if (c + k < g.cols) dst[k] = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
+        }
+    }
+}
+
+// Item s: block b = s >> lanes_log2 (row-major in the block grid), row w = s & (lanes - 1) of it;
+// the lane holds that row's kSegs segments of 16 elements (the block's width: 1 x 32 blocks are
+// one lane's, so that the rule and the index arithmetic are paid once per 32 elements), and the
+// block_rows lanes of a 16-row block meet in shuffles. Elements past the tensor's edge read as +0
+// (which changes no amax) and store nothing.
+template <class S, class D, int P, int R, bool kPacked, int kSegs>
+__global__ void __launch_bounds__(kThreads)
+row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                  numerics::ScaleParams rule, const float* __restrict__ d_global_amax, float* amax_out, RowOut o) {
+    using T = typename S::storage_t;
+    extern __shared__ __align__(16) std::uint8_t smem[];
+    load_cast_table<D, P>(ctx, table, smem);
+    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(rule, *d_global_amax);
+    const bool vec = g.cols % 16 == 0 && aligned16(in) &&
+                     (reinterpret_cast<std::uintptr_t>(o.codes) & (kPacked ? 7u : 15u)) == 0;
+    const std::uint32_t lanes = 1u << g.lanes_log2;
+    const std::uint32_t lane = threadIdx.x & 31;
+    const std::uint32_t stride = gridDim.x * blockDim.x;
+    const std::uint32_t warp_first = (blockIdx.x * blockDim.x + threadIdx.x) & ~31u;
+    std::uint32_t tensor_max = 0;  // amax_out: the blocks' amax bits, as lib's amax_of
+    for (std::uint32_t base = warp_first; base < g.items; base += stride) {
+        const std::uint32_t s = base + lane;
+        const bool valid = s < g.items;
+        const std::uint32_t b = s >> g.lanes_log2, w = s & (lanes - 1u);
+        const std::uint32_t bi = b / g.grid_cols, bj = b - bi * g.grid_cols;
+        const std::uint32_t r = bi * g.block_rows + w;
+        const std::uint32_t c0 = bj * (16 * kSegs);
+        const bool here = valid && r < g.rows && c0 < g.cols;
+        const T* row = static_cast<const T*>(in) + static_cast<std::size_t>(r) * g.cols;
+        T e[kSegs][16];
+        float mf = 0.0f;  // max |x|, NaN ignored (as lib's amax_of; common.cuh max_abs)
+#pragma unroll
+        for (int j = 0; j < kSegs; ++j) {
+            const std::uint32_t c = c0 + 16 * j;
+            if (here && vec && c < g.cols) {
+                union {
+                    uint4 v[Step16<S>::kVecs];
+                    T e[16];
+                } u;
+#pragma unroll
+                for (int k = 0; k < Step16<S>::kVecs; ++k) u.v[k] = __ldg(reinterpret_cast<const uint4*>(row + c) + k);
+#pragma unroll
+                for (int k = 0; k < 16; ++k) e[j][k] = u.e[k];
+            } else {
+#pragma unroll
+                for (int k = 0; k < 16; ++k) e[j][k] = here && c + k < g.cols ? row[c + k] : T{0};
+            }
+#pragma unroll
+            for (int k = 0; k < 16; ++k) mf = max_abs<S>(mf, e[j][k]);
+        }
+        std::uint32_t m = __float_as_uint(mf);
+        for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+        tensor_max = max(tensor_max, m);
+        if (!valid) continue;
+        const numerics::BlockScale bs = numerics::rule_scale(rule, __uint_as_float(m));
+        if (w == 0) {
+            if (o.scale_codes) o.scale_codes[b] = bs.code;
+            if (o.scale) o.scale[b] = bs.scale;
+            if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
+        }
+#pragma unroll
+        for (int j = 0; j < kSegs; ++j) {
+            const std::uint32_t c = c0 + 16 * j;
+            if (!here || c >= g.cols) continue;
+            const uint4 q = encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
+            store_codes<kPacked>(o, g, vec, r, c, q);
+        }
+    }
+    if (amax_out) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
+}
+
+}  // namespace
+
+bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                         std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
+                         float* d_scale_inv, float* d_global_amax, std::uint64_t seed, cudaStream_t stream) {
+    if (!(spec.block_rows == 1 || spec.block_rows == 16) || !(spec.block_cols == 16 || spec.block_cols == 32)) return false;
+    if (rows == 0 || cols == 0) {
+        FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));  // amax of nothing: +0
+        return true;
+    }
+    const std::size_t grid_rows = (rows + spec.block_rows - 1) / spec.block_rows;
+    const std::size_t grid_cols = (cols + spec.block_cols - 1) / spec.block_cols;
+    const std::uint32_t lanes_log2 = spec.block_rows == 16 ? 4 : 0;
+    const std::size_t items = (grid_rows * grid_cols) << lanes_log2;
+    if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31)) return false;
+    const RowGeom g{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(spec.block_rows),
+                    lanes_log2, static_cast<std::uint32_t>(grid_cols), static_cast<std::uint32_t>(items)};
+    const bool wide = spec.block_cols == 32;
+    const numerics::ScaleParams rule =
+        numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
+    const RowOut o{d_codes, d_scale_codes, d_scale, d_scale_inv};
+    bool fast = false;
+    with_cast_format(spec.format, [&](auto di) {
+        with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
+            fast = kFastPath<decltype(di), decltype(p)::value, decltype(r)::value>;
+        });
+        return 0;
+    });
+    if (!fast) return false;
+    // The global amax: a pass of its own before the blocks where the rule reads it (NVFP4),
+    // else the blocks' amax folded into it by the kernel (one atomicMax per CTA on zeroed bits).
+    float* amax_out = nullptr;
+    if (numerics::rule_uses_global_amax(spec.rule)) {
+        fp8kit::cuda::amax(from, in, rows * cols, d_global_amax, stream);
+    } else {
+        FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));
+        amax_out = d_global_amax;
+    }
+    const std::uint8_t* table = element_table(spec.format, spec.policy, stream);
+    const ElementCtx ctx{spec.policy, nullptr, seed};
+    bool launched = false;
+    with_input(from, [&](auto si) {
+        with_cast_format(spec.format, [&](auto di) {
+            using S = decltype(si);
+            using D = decltype(di);
+            with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                if constexpr (kFastPath<D, P, R>) {
+                    launched = true;
+                    constexpr std::size_t smem = element_smem<D, P>();
+                    const unsigned grid = grid_for_path<P, R>(items);
+                    auto launch = [&](auto packed_c, auto segs_c) {
+                        row_blocks_kernel<S, D, P, R, decltype(packed_c)::value, decltype(segs_c)::value>
+                            <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, amax_out, o);
+                    };
+                    using One = std::integral_constant<int, 1>;
+                    using Two = std::integral_constant<int, 2>;
+                    if constexpr (std::is_same_v<D, emu::E2M1>) {
+                        if (packed) {
+                            if (wide) launch(std::true_type{}, Two{});
+                            else launch(std::true_type{}, One{});
+                            return;
+                        }
+                    }
+                    if (wide) launch(std::false_type{}, Two{});
+                    else launch(std::false_type{}, One{});
+                }
+            });
+            return 0;
+        });
+    });
+    check_launch("row_blocks_kernel");
+    return launched;
+}
+
+}  // namespace fp8kit::cuda::detail
