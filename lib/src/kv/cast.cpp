@@ -135,6 +135,8 @@ float policy_scale(ScalePolicy p, CacheFormat f, const Amax& a, std::size_t h, c
         case ScalePolicy::vllm_first_batch: return fp4 ? a.first / 2688.0f : vllm_first_batch_scale(a.first, which);
         case ScalePolicy::tensor: return fp4 ? a.all / 2688.0f : calibrated_scale(a.all, f);
         case ScalePolicy::modelopt: return fp4 ? a.all / 2688.0f : modelopt_kv_scale(a.all, f);
+        // ModelOpt's HF export: amax / 448 unclamped, the calibrated rule.
+        case ScalePolicy::modelopt_hf: return fp4 ? a.all / 2688.0f : calibrated_scale(a.all, f);
         case ScalePolicy::head: return fp4 ? a.head[h] / 2688.0f : calibrated_scale(a.head[h], f);
         default: return 0.0f;
     }
@@ -151,7 +153,9 @@ float vllm_first_batch_scale(float amax, char which) {
 
 float calibrated_scale(float amax, CacheFormat f) {
     // llm-compressor (calculate_qparams, strategy tensor: amax / 448) writes k_scale / v_scale for
-    // an E4M3 cache (ModelOpt raises its export to at least 1.0: modelopt_kv_scale). vLLM
+    // an E4M3 cache, as ModelOpt's HF export does (unified_export_hf.py -> postprocess_state_dict
+    // divides the k/v_bmm_quantizer amax by 448, warns above 0.5 and never clamps; its TensorRT-LLM
+    // and Megatron exports raise it to at least 1.0: modelopt_kv_scale). vLLM
     // (model_executor/layers/quantization/kv_cache.py BaseKVCacheMethod.process_weights_after_loading)
     // doubles checkpoint scales on FNUZ platforms (`if current_platform.is_fp8_fnuz(): k_scale *= 2`).
     const float s = amax / 448.0f;
