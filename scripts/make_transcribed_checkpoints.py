@@ -162,6 +162,18 @@ def main():
             t[pre + m + ".weight_packed"] = ("U8", packed)
             t[pre + m + ".weight_scale"] = ("F8_E4M3", s)
             t[pre + m + ".weight_global_scale"] = ("F32", np.array([gs], dtype=np.float32))
+    # The transcription against compressed-tensors' own output: where a layer's amax is its
+    # group's largest (q_proj, up_proj, and the groups of one), the tensors are ct_nvfp4's, byte
+    # for byte.
+    for g in groups:
+        amax = max(float(np.abs(f32(orig[pre + m + ".weight"][1])).max()) for m in g)
+        for m in g:
+            if float(np.abs(f32(orig[pre + m + ".weight"][1])).max()) != amax:
+                continue
+            for s in ("weight_packed", "weight_scale", "weight_global_scale"):
+                k = pre + m + "." + s
+                if not np.array_equal(t[k][1].view(np.uint8), ct[k][1].view(np.uint8)):
+                    raise SystemExit(f"{k}: the transcription differs from data/checkpoints/ct_nvfp4")
     save(os.path.join(data, "llmc_nvfp4_fused"), t, ct_config)
     print("ml_dtypes", ml_dtypes.__version__, "numpy", np.__version__)
 

@@ -32,6 +32,8 @@ enum class ScalePolicy {
                        // max(amax / 448, 1.0) (quant_utils.py get_kv_cache_scaling_factor); FNUZ x2
     modelopt_hf,       // ModelOpt's HF export (unified_export_hf.py -> postprocess_state_dict):
                        // amax / 448, never clamped (data/checkpoints/modelopt_fp8 stores 0.0045); FNUZ x2
+    llmc_minmax,       // llm-compressor's KV observer (observers/min_max.py MinMaxObserver, moving average
+                       // 0.01, in bfloat16, stored BF16): calibrate's llmc_minmax, one batch per step; FNUZ x2
 };
 const char* name(CacheFormat f);
 const char* name(ScalePolicy p);
@@ -70,6 +72,10 @@ struct Tensor4 {
         return data[((b * heads + h) * positions + p) * dim + d];
     }
 };
+// llm-compressor's k_scale / v_scale of the steps (each step one calibration batch, step 0 first):
+// calibrate::calibrate(Method::llmc_minmax, ..., DType::bf16) (the captured K/V are bfloat16), its
+// BF16 scale widened; doubled on FNUZ by vLLM. NVFP4: the observer's amax / 2688.
+float llmc_minmax_scale(const std::vector<Tensor4>& steps, CacheFormat f);
 
 // The cache cast of one tensor (all its steps, step 0 first: the first batch) under (format,
 // policy): the scale(s) used and the statistics per head and per position bucket.

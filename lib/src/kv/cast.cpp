@@ -7,6 +7,7 @@
 
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
+#include "fp8kit/calibrate.hpp"
 #include "fp8kit/kv.hpp"
 #include "fp8kit/recipes.hpp"
 #include "convert/float_bits.hpp"
@@ -170,6 +171,15 @@ float modelopt_kv_scale(float amax, CacheFormat f) {
     return f == CacheFormat::e4m3fnuz ? s * 2.0f : s;
 }
 
+float llmc_minmax_scale(const std::vector<Tensor4>& steps, CacheFormat f) {
+    std::vector<calibrate::Batch> batches;
+    batches.reserve(steps.size());
+    for (const Tensor4& t : steps) batches.push_back(t.data);
+    const calibrate::Scale s = calibrate::calibrate(calibrate::Method::llmc_minmax, batches, calibrate::DType::bf16);
+    if (f == CacheFormat::nvfp4) return s.amax / 2688.0f;
+    return f == CacheFormat::e4m3fnuz ? s.value * 2.0f : s.value;
+}
+
 float token_head_scale(float amax, CacheFormat f) {
     // vllm/v1/attention/ops/triton_reshape_and_cache_flash.py _reshape_cache_per_token:
     // tl.maximum(tl.max(tl.abs(k)) / QUANT_MAX, 1e-6), QUANT_MAX from _PER_TOKEN_QUANT_PARAMS
@@ -198,7 +208,8 @@ CastResult cast_cache(const std::vector<Tensor4>& steps, char which, CacheFormat
     r.per_bucket.assign((t0.positions + bucket - 1) / bucket, {});
     if (p != ScalePolicy::token_head) {
         const std::size_t n = p == ScalePolicy::head ? t0.heads : 1;
-        for (std::size_t h = 0; h < n; ++h) r.scales.push_back(policy_scale(p, f, a, h, which));
+        for (std::size_t h = 0; h < n; ++h)
+            r.scales.push_back(p == ScalePolicy::llmc_minmax ? llmc_minmax_scale(steps, f) : policy_scale(p, f, a, h, which));
     }
     for (const Tensor4& t : steps)
         for (std::size_t b = 0; b < t.batch; ++b)
