@@ -154,9 +154,9 @@ TEST_CASE("every scale value: sign, NaN, Inf, zero and magnitude", "[checkpoint]
 }
 
 TEST_CASE("every scale shape for every layout: a transposed DeepSeek grid fails", "[checkpoint]") {
-    fp8kit::test::ScratchDir s("ckpt");
+    fp8kit::test::ScratchDir s1("ckpt"), s2("ckpt");
     // DeepSeek-V3: weight_scale_inv [ceil(rows/128), ceil(cols/128)]; down_proj [128, 192] -> [1, 2].
-    auto deepseek = [&](const nlohmann::json& down_shape) {
+    auto deepseek = [&](const fp8kit::test::ScratchDir& s, const nlohmann::json& down_shape) {
         const auto d = planted(s, "tf_fp8_block", [&](Tensors& t) {
             Tensors out;
             for (auto& [k, v] : t) {
@@ -180,10 +180,10 @@ TEST_CASE("every scale shape for every layout: a transposed DeepSeek grid fails"
         std::ofstream(fs::path(d) / "config.json") << c.dump();
         return d;
     };
-    const Report ok = check(deepseek({1, 2}));
+    const Report ok = check(deepseek(s1, {1, 2}));
     CHECK_FALSE(any_failure(ok, "scale shape"));
     CHECK_FALSE(any_failure(ok, "structure"));
-    const Report bad = check(deepseek({2, 1}));
+    const Report bad = check(deepseek(s2, {2, 1}));
     CHECK(has_failure(bad, "scale shape", kDown + ".weight_scale_inv"));
     CHECK(bad.failed());
     // ModelOpt's own FP8_PB_WO layout [gr, 1, gc, 1] stays right for ModelOpt.
@@ -262,7 +262,8 @@ TEST_CASE("gpt-oss original/: read from the tensor names; stacked experts agains
             if (p != "up_proj") t["block.0.mlp." + gpt_oss_name(p)] = st;
         }
     });
-    const auto hf = planted(s, "moe_ct_mxfp4", [](Tensors& t) { stack_experts(t, "model.layers.0.mlp.experts.", "_", false); });
+    fp8kit::test::ScratchDir s2("ckpt");
+    const auto hf = planted(s2, "moe_ct_mxfp4", [](Tensors& t) { stack_experts(t, "model.layers.0.mlp.experts.", "_", false); });
     std::ofstream(fs::path(hf) / "config.json") << nlohmann::json{{"quantization_config", {{"quant_method", "mxfp4"}}}}.dump();
     for (const auto& [dir, what] : {std::pair{d, "stacked"}, std::pair{hf, "per expert"}}) {
         INFO(what);
