@@ -1,6 +1,7 @@
 // `fp8kit kv DUMPS`: find the captured Q, K, V of each attention layer (names `<layer>.q`, `.k`,
 // `.v`, as fp8kit.torch.Monitor(attention=True) writes them; each dump step one batch, in step
 // order), cast them under every format and policy, and run FP8 attention where all three exist.
+#include <iterator>
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -116,7 +117,7 @@ std::optional<CacheFormat> parse_format(std::string_view s) {
     return std::nullopt;
 }
 std::optional<ScalePolicy> parse_policy(std::string_view s) {
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < int(std::size(kPolicies)); ++i)
         if (s == kPolicies[i].name || s == kPolicies[i].alias) return static_cast<ScalePolicy>(i);
     return std::nullopt;
 }
