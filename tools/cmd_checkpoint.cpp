@@ -13,7 +13,7 @@ namespace fp8kit::cli {
 namespace {
 
 struct Options {
-    std::string dir, reference;
+    std::string dir, reference, engine;
     bool json = false, csv = false;
 };
 
@@ -46,12 +46,9 @@ void print_text(const checkpoint::Report& r) {
                        io::printable(c.module), c.verdict, c.code_mismatches, c.elements, c.scale_mismatches, c.sqnr_db,
                        c.max_rel_error, c.variant);
     }
-    std::size_t fails = 0;
-    for (const auto& f : r.findings) {
-        fails += f.failed;
+    for (const auto& f : r.findings)
         fmt::print("{} [{}] {}: {}\n", f.failed ? "FAIL" : "note", f.check, io::printable(f.tensor), f.message);
-    }
-    fmt::print("{}\n", r.failed() ? fmt::format("FAILED ({} failed checks)", fails) : std::string("OK"));
+    fmt::print("{}\n", checkpoint::summary(r));
 }
 
 Register reg([](CLI::App& root) {
@@ -65,13 +62,17 @@ Register reg([](CLI::App& root) {
         "weight under the producer's own rule and compare every code and scale. Exit 1 when a check fails.");
     chk->add_option("DIR", o->dir, "Checkpoint folder")->required();
     chk->add_option("--reference", o->reference, "The unquantised original (a folder of safetensors)");
+    chk->add_option("--engine", o->engine,
+                    "The serving engine the checkpoint is for: vllm, sglang, trtllm, or all. What that engine drops,\n"
+                    "renames wrongly or rejects fails the check; other engines' concerns stay notes");
     chk->add_flag("--json", o->json, "Print the report as JSON");
     chk->add_flag("--csv", o->csv, "Print one CSV row per layer");
     chk->callback([o] {
         if (o->json && o->csv) throw UsageError("checkpoint check: --json and --csv exclude each other");
         checkpoint::Report r;
         try {
-            r = checkpoint::check(o->dir, o->reference.empty() ? std::nullopt : std::optional<std::string>(o->reference));
+            r = checkpoint::check(o->dir, checkpoint::CheckOptions{o->reference.empty() ? std::nullopt : std::optional<std::string>(o->reference),
+                                                                   o->engine});
         } catch (const checkpoint::CheckpointError& e) {
             throw UsageError(fmt::format("checkpoint check: {}", e.what()));
         }

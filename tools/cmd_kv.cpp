@@ -69,12 +69,12 @@ Register reg([](CLI::App& root) {
         "kv",
         "The KV cache before serving: K, V (and Q) captured after the rotary embedding (fp8kit.torch.Monitor\n"
         "attention=True), cast to an e4m3 / e5m2 / e4m3fnuz / nvfp4 cache under each scale policy (one,\n"
-        "vllm_first_batch, tensor, modelopt, head, token_head): saturation, underflow, SQNR per layer, head and position,\n"
+        "vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, llmc_minmax, head, token_head): saturation, underflow, SQNR per layer, head and position,\n"
         "and FP8 attention (Q K^T, P in E4M3, P V) through the reference GEMM.");
     cmd->add_option("DUMPS", o->files, "Dump files with <layer>.q/.k/.v tensors [batch, heads, positions, head_dim]; each step one batch")
         ->required();
     cmd->add_option("--format", o->formats, "Cache format (repeatable): e4m3, e5m2, e4m3fnuz, nvfp4 (default: all)");
-    cmd->add_option("--policy", o->policies, "Scale policy (repeatable): one, vllm_first_batch, tensor, modelopt, head, token_head (default: all)");
+    cmd->add_option("--policy", o->policies, "Scale policy (repeatable): one, vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, llmc_minmax, head, token_head (default: all)");
     cmd->add_option("--bucket", o->bucket, "Positions per position bucket (default 32)");
     cmd->add_flag("--no-attention", o->no_attention, "Skip FP8 attention");
     cmd->add_flag("--json", o->json, "Print the report as JSON (rows, positions, attention)");
@@ -92,7 +92,7 @@ Register reg([](CLI::App& root) {
         }
         for (const auto& s : o->policies) {
             auto p = kv::parse_policy(s);
-            if (!p) throw UsageError(fmt::format("kv: --policy '{}': unknown (one, vllm_first_batch, tensor, modelopt, head, token_head)", s));
+            if (!p) throw UsageError(fmt::format("kv: --policy '{}': unknown (one, vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, llmc_minmax, head, token_head)", s));
             opt.policies.push_back(*p);
         }
         kv::Report r;

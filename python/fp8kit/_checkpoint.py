@@ -8,7 +8,7 @@ from . import _fp8kit
 CheckpointError = _fp8kit.CheckpointError
 
 
-def checkpoint_check(dir, reference=None):
+def checkpoint_check(dir, reference=None, engine=""):
     """Checks checkpoint folder `dir` (and, with `reference`, re-quantises the original weights
     under the producer's own rule). Returns the report as a dict: producer, layers (scheme:
     fp8-per-tensor, fp8-per-channel, fp8-block, nvfp4, mxfp4, mxfp8, w4a8-int4 or unquantized;
@@ -20,9 +20,12 @@ def checkpoint_check(dir, reference=None):
     kv_scales: one entry per KV / attention scale or affine KV bias found, and per k/v scale an
     attention layer lacks (present False): name, dtype, shape, and engines = {"vllm", "sglang",
     "tensorrt_llm"} -> {"fate", "detail"}, fate one of loaded, renamed, replaced, dropped,
-    rejected, undetermined (docs/inference.md, check 4, cites each engine's loader)."""
+    rejected, undetermined (docs/inference.md, check 4, cites each engine's loader).
+
+    engine: "" (none), "vllm", "sglang", "trtllm", or "all": what that engine (every engine, for
+    "all") drops, renames wrongly or rejects is a failed finding; other engines' concerns are notes."""
     ref = None if reference is None else os.fspath(reference)
-    return json.loads(_fp8kit.checkpoint_check_json(os.fspath(dir), ref))
+    return json.loads(_fp8kit.checkpoint_check_json(os.fspath(dir), ref, engine))
 
 
 def checkpoint_kv_names(dir):

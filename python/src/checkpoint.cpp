@@ -11,16 +11,16 @@ void bind_checkpoint(pyb::module_& m) {
     pyb::register_exception<checkpoint::CheckpointError>(m, "CheckpointError", PyExc_ValueError);
     m.def(
         "checkpoint_check_json",
-        [](const std::string& dir, std::optional<std::string> reference) {
+        [](const std::string& dir, std::optional<std::string> reference, const std::string& engine) {
             checkpoint::Report r;
             {
                 pyb::gil_scoped_release release;
-                r = checkpoint::check(dir, reference);
+                r = checkpoint::check(dir, checkpoint::CheckOptions{reference, engine});
             }
             return checkpoint::to_json(r);
         },
-        pyb::arg("dir"), pyb::arg("reference") = pyb::none(),
-        "checkpoint::check(dir, reference) as the JSON document `fp8kit checkpoint check --json` prints");
+        pyb::arg("dir"), pyb::arg("reference") = pyb::none(), pyb::arg("engine") = "",
+        "checkpoint::check(dir, {reference, engine}) as the JSON document `fp8kit checkpoint check --json` prints");
 }
 
 }  // namespace fp8kit::py

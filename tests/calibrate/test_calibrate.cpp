@@ -191,6 +191,34 @@ TEST_CASE("calibrate: --save writes the tool's names, dtype and shape", "[calibr
     }
 }
 
+TEST_CASE("calibrate: --save writes ModelOpt's KV scale names on the projections", "[calibrate]") {
+    // ModelOpt: <attn>.k_proj.k_scale / v_proj.v_scale (quant_utils.py _KV_CACHE_REPLACEMENTS, as in
+    // data/checkpoints/modelopt_fp8); compressed-tensors: <attn>.k_scale / v_scale.
+    fp8kit::test::ScratchDir scratch("calibrate");
+    Options o;
+    o.files = {std::string(FP8KIT_DATA_DIR) + "/example/llama_tiny_kv.h5"};
+    o.include = {"*/model.layers.0.self_attn.k", "*/model.layers.0.self_attn.v"};
+    o.methods = {Method::llmc_static_minmax, Method::modelopt_max};
+    const auto r = run(o);
+    for (Method m : o.methods) {
+        const std::string path = scratch.path() + "/kv.safetensors";
+        write_safetensors(r, m, path);
+        std::ifstream f(path, std::ios::binary);
+        std::uint64_t n = 0;
+        f.read(reinterpret_cast<char*>(&n), 8);
+        std::string h(n, '\0');
+        f.read(h.data(), static_cast<std::streamsize>(n));
+        const auto j = nlohmann::json::parse(h);
+        const std::string a = "model.layers.0.self_attn";
+        const bool mo = m == Method::modelopt_max;
+        for (const char* c : {"k", "v"}) {
+            INFO(c);
+            CHECK(j.contains(mo ? a + "." + c + "_proj." + c + "_scale" : a + "." + c + "_scale"));
+            CHECK_FALSE(j.contains(mo ? a + "." + c + "_scale" : a + "." + c + "_proj." + c + "_scale"));
+        }
+    }
+}
+
 TEST_CASE("calibrate: holding out by token", "[calibrate]") {
     Options o;
     o.files = {kDump};

@@ -16,8 +16,8 @@ fail=0
 check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
 
 "$FP8KIT" kv "$CAP" --no-attention --csv > "$T/all.csv"; check "csv: exit 0" $?
-# 2 layers x 3 tensors (q, k, v) x 4 heads x 4 formats x 6 policies, plus the header
-[ "$(wc -l < "$T/all.csv")" -eq 577 ]; check "csv: 576 rows" $?
+# 2 layers x 3 tensors (q, k, v) x 4 heads x 4 formats x 8 policies, plus the header
+[ "$(wc -l < "$T/all.csv")" -eq 769 ]; check "csv: 768 rows" $?
 grep -q '^model.layers.1.self_attn,k,3,e4m3,vllm_first_batch,' "$T/all.csv"; check "csv: a row per layer, tensor, head, format, policy" $?
 
 out=$("$FP8KIT" kv "$CAP" --format e4m3 --policy one --policy tensor); check "text: exit 0" $?
@@ -41,4 +41,20 @@ cmp -s "$T/t1.json" "$T/t2.json"; check "the same report for 1 and 2 threads" $?
 [ $rc -eq 2 ] && grep -q "llama_tiny_dump.h5.*no Q/K/V" "$T/err"; check "no Q/K/V: exit 2, file named (got $rc)" $?
 "$FP8KIT" kv "$CAP" --bucket 0 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "bucket" "$T/err"; check "--bucket 0: exit 2 (got $rc)" $?
+# The producers' KV policies (issue 51): ModelOpt's HF export (amax / 448, no clamp) is `tensor`'s
+# number, its TensorRT-LLM export clamps to >= 1; llm-compressor's observer is calibrate's
+# llmc_minmax (checked against llm-compressor itself in tests/golden), bit for bit.
+"$FP8KIT" kv "$CAP" --format e4m3 --policy modelopt_hf --policy tensor --policy modelopt_trtllm --policy llmc_minmax --no-attention --json > "$T/p.json"; check "producer policies: exit 0" $?
+"$FP8KIT" calibrate "$CAP" --method llmc_minmax --tensors '*/model.layers.0.self_attn.k' --json > "$T/c.json"; check "calibrate llmc_minmax: exit 0" $?
+python3 - "$T/p.json" "$T/c.json" <<'PY'
+import json, sys
+kv, cal = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+s = {(r["policy"]): r["scale"] for r in kv["rows"] if r["layer"] == "model.layers.0.self_attn" and r["tensor"] == "k" and r["head"] == 0}
+assert s["modelopt_hf"] == s["tensor"] and s["modelopt_hf"] < 1, s
+assert s["modelopt_trtllm"] == 1.0, s
+c = [r["scale"] for r in cal["rows"]]
+assert len(c) == 1 and s["llmc_minmax"] == c[0], (s, c)
+PY
+check "modelopt_hf = amax/448 unclamped, modelopt_trtllm = 1, llmc_minmax = calibrate's" $?
+
 exit $fail

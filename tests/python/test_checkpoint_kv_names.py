@@ -41,6 +41,11 @@ A = "model.layers.0.self_attn"
 ENGINES = ("vllm", "sglang", "tensorrt_llm")
 
 
+def check_all(*a, **k):
+    """checkpoint_check targeting every engine: each engine's concern is a failed finding."""
+    return fp8kit.checkpoint_check(*a, engine="all", **k)
+
+
 # --- the engines' rules, transcribed here ---------------------------------------------------
 def remap_kv_scale_name(name):
     """maybe_remap_kv_scale_name (vLLM and SGLang): the name it returns before the param check."""
@@ -207,7 +212,7 @@ KV_DROPPED = {f"{A}.kv_scale", f"{A}.k_proj.kv_scale", f"{A}.o_proj.k_scale", f"
 
 def test_every_name_under_each_engine(tmp_path):
     d = planted(tmp_path, lambda t: t.update({n: f32([v]) for n, v in PLANTED_NAMES.items()}))
-    r = fp8kit.checkpoint_check(d)
+    r = check_all(d)
     rows = kv_rows(r)
     names = list(PLANTED_NAMES) + [f"{A}.k_proj.k_scale", f"{A}.v_proj.v_scale"]
     assert set(names) <= set(rows)
@@ -243,7 +248,7 @@ def test_per_head_kv_scale_rejected(tmp_path):
     def edit(t):
         t[f"{A}.k_proj.k_scale"] = f32([0.5, 0.125], (2,))
         t[f"{A}.v_proj.v_scale"] = f32([0.25, 0.25], (2,))
-    r = fp8kit.checkpoint_check(planted(tmp_path, edit))
+    r = check_all(planted(tmp_path, edit))
     names = (f"{A}.k_proj.k_scale", f"{A}.v_proj.v_scale")
     assert per_head_fates(r, names) == {n: expected(n, numel=2) for n in names}
     assert all(v == "rejected" for n in names for v in per_head_fates(r, names)[n].values())
@@ -254,7 +259,7 @@ def test_per_head_kv_scale_rejected(tmp_path):
     assert len(msgs) == 3 and all("min/max 0.25" in m for m in msgs)  # 0.125 / 0.5
     assert any("reshape([])" in m for m in msgs)
     # One element in a [1] tensor is a single value everywhere.
-    r1 = fp8kit.checkpoint_check(planted(tmp_path / "one", lambda t: t.update({f"{A}.k_proj.k_scale": f32([0.5], (1,))})))
+    r1 = check_all(planted(tmp_path / "one", lambda t: t.update({f"{A}.k_proj.k_scale": f32([0.5], (1,))})))
     assert per_head_fates(r1, names[:1]) == {names[0]: expected(names[0])}
     assert not any(c == "kv scale per-head" for _, c, _ in findings(r1))
 
@@ -279,7 +284,7 @@ def test_per_head_compressed_tensors(tmp_path, strategy):
     # llm-compressor's names (<attn>.k_scale, one per KV head): vLLM loads them per head only under
     # kv_cache_scheme strategy "attn_head"; SGLang rejects them; TensorRT-LLM never reads the name.
     d = planted_ct(tmp_path, strategy, f32([0.5, 1.0], (2,)), f32([0.25, 0.5], (2,)))
-    r = fp8kit.checkpoint_check(d)
+    r = check_all(d)
     names = (f"{A}.k_scale", f"{A}.v_scale")
     heads = strategy == "attn_head"
     assert per_head_fates(r, names) == {n: expected(n, kv_algo="static", ct=True, numel=2, ct_heads=heads) for n in names}
@@ -291,7 +296,7 @@ def test_per_head_compressed_tensors(tmp_path, strategy):
 
 
 def test_unplanted_fixture_loads_everywhere():
-    r = fp8kit.checkpoint_check(os.path.join(DATA, "modelopt_fp8"))
+    r = check_all(os.path.join(DATA, "modelopt_fp8"))
     for n, k in kv_rows(r).items():
         assert {e: k["engines"][e]["fate"] for e in ENGINES} == expected(n)
     assert not r["failed"]  # TensorRT-LLM's 1.0 for scales below 1 is a note
@@ -302,7 +307,7 @@ def test_unplanted_fixture_loads_everywhere():
 
 def test_scale_above_one_replaced_by_trtllm(tmp_path):
     d = planted(tmp_path, lambda t: t.update({f"{A}.k_proj.k_scale": f32([2.0])}))
-    r = fp8kit.checkpoint_check(d)
+    r = check_all(d)
     assert (f"{A}.k_proj.k_scale", "kv scale replaced", True) in findings(r)
     assert kv_rows(r)[f"{A}.k_proj.k_scale"]["engines"]["tensorrt_llm"]["fate"] == "replaced"
 
@@ -310,7 +315,7 @@ def test_scale_above_one_replaced_by_trtllm(tmp_path):
 @pytest.mark.parametrize("kv_algo,trt", [("FP8", "replaced"), ("NVFP4", "rejected")])
 def test_missing_v_scale(tmp_path, kv_algo, trt):
     d = planted(tmp_path, lambda t: t.pop(f"{A}.v_proj.v_scale"), kv_algo=kv_algo)
-    r = fp8kit.checkpoint_check(d)
+    r = check_all(d)
     row = kv_rows(r)[f"{A}.v_proj.v_scale"]
     assert not row["present"]
     # vLLM and SGLang duplicate k_scale into v (kv_cache.py); TensorRT-LLM per its KV cache.
@@ -322,7 +327,7 @@ def test_nvfp4_affine_kv_left_undetermined(tmp_path):
     # Whether TensorRT-LLM takes kv_cache_quant_algo NVFP4_AFFINE is not in its transcribed source:
     # reported as undetermined (a note), not guessed.
     d = planted(tmp_path, lambda t: None, kv_algo="NVFP4_AFFINE")
-    r = fp8kit.checkpoint_check(d)
+    r = check_all(d)
     row = kv_rows(r)[f"{A}.k_proj.k_scale"]
     assert row["engines"]["tensorrt_llm"]["fate"] == "undetermined"
     assert (f"{A}.k_proj.k_scale", "kv scale undetermined", False) in findings(r)
@@ -338,7 +343,7 @@ def test_affine_kv_bias(tmp_path):
         t[f"{A}.k_proj.k_bias"] = bf16(kb, (1, 2, 1, 32))
         t[f"{A}.v_proj.v_bias"] = f32(np.zeros(63), (63,))  # one channel short
 
-    r = fp8kit.checkpoint_check(planted(tmp_path, edit))
+    r = check_all(planted(tmp_path, edit))
     rows, f = kv_rows(r), findings(r)
     for n in (f"{A}.k_proj.k_bias", f"{A}.v_proj.v_bias"):
         assert {e: rows[n]["engines"][e]["fate"] for e in ENGINES} == expected(n)
@@ -351,7 +356,7 @@ def test_affine_kv_bias(tmp_path):
 
 def test_affine_kv_bias_alone(tmp_path):
     # A k_bias without v_bias: half an affine pair (FP8_AFFINE_KV_CFG biases both bmm quantizers).
-    r = fp8kit.checkpoint_check(planted(tmp_path, lambda t: t.update({f"{A}.k_proj.k_bias": f32(np.zeros(64), (1, 2, 1, 32))})))
+    r = check_all(planted(tmp_path, lambda t: t.update({f"{A}.k_proj.k_bias": f32(np.zeros(64), (1, 2, 1, 32))})))
     kb = [f for f in r["findings"] if f["tensor"] == f"{A}.k_proj.k_bias" and f["check"] == "kv bias"]
     assert len(kb) == 1 and "without v_bias" in kb[0]["message"] and kb[0]["failed"]
 

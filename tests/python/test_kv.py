@@ -79,7 +79,7 @@ def reference(x, kind, fmt, policy):
             s2 = F32(1)
         elif policy == "vllm_first_batch":
             s2 = amax_first / F32(2688)
-        elif policy in ("tensor", "modelopt"):
+        elif policy in ("tensor", "modelopt_trtllm", "modelopt_hf"):
             s2 = amax_all / F32(2688)
         elif policy == "head":
             s2 = (amax_head / F32(2688)).reshape(1, 1, -1, 1, 1)
@@ -96,7 +96,7 @@ def reference(x, kind, fmt, policy):
     else:
         a = amax_head.reshape(1, 1, -1, 1, 1) if policy == "head" else amax_all
         s = (a / F32(448)).astype(F32)
-        if policy == "modelopt":
+        if policy == "modelopt_trtllm":
             s = np.maximum(s, F32(1))
         if fmt == "e4m3fnuz":
             s = (s * F32(2)).astype(F32)
@@ -122,7 +122,7 @@ def test_capture_is_post_rotary_qkv_of_a_real_model():
 
 
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e4m3fnuz", "nvfp4"])
-@pytest.mark.parametrize("policy", ["one", "vllm_first_batch", "tensor", "modelopt", "head", "token_head"])
+@pytest.mark.parametrize("policy", ["one", "vllm_first_batch", "tensor", "modelopt_trtllm", "modelopt_hf", "head", "token_head"])
 def test_per_head_numbers_match_the_transcription(report, fmt, policy):
     rows = {(r["layer"], r["tensor"], r["head"]): r for r in report["rows"] if r["format"] == fmt and r["policy"] == policy}
     assert len(rows) == 2 * 3 * 4
@@ -151,7 +151,8 @@ def test_first_batch_and_calibrated_scales(report):
             assert F32(got[("e4m3fnuz", "tensor")]) == F32(np.abs(x).max()) / F32(448) * F32(2)
             assert F32(got[("e4m3", "head")]) == F32(np.abs(x[:, :, 0]).max()) / F32(448)
             assert got[("e4m3", "one")] == 1.0
-            assert got[("e4m3", "modelopt")] == 1.0  # max(amax / 448, 1): these amaxes are far below 448
+            assert got[("e4m3", "modelopt_trtllm")] == 1.0  # max(amax / 448, 1): these amaxes are far below 448
+            assert F32(got[("e4m3", "modelopt_hf")]) == F32(np.abs(x).max()) / F32(448)  # HF export: no clamp
 
 
 def test_position_buckets_match(report):
@@ -277,7 +278,7 @@ def test_synthetic_extremes_match_the_transcription(tmp_path):
     assert r["positions"] and [p["last"] for p in r["positions"][:3]] == [2, 5, 7]
     seen_sat = seen_und = 0
     for fmt in ("e4m3", "e5m2", "e4m3fnuz", "nvfp4"):
-        for policy in ("one", "vllm_first_batch", "tensor", "modelopt", "head", "token_head"):
+        for policy in ("one", "vllm_first_batch", "tensor", "modelopt_trtllm", "modelopt_hf", "head", "token_head"):
             for kind in "qkv":
                 x = data[kind]
                 deq, sat, und = reference(x, kind, fmt, policy)

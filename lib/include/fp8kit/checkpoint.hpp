@@ -123,6 +123,14 @@ public:
     std::string quant_algo;                         // as the config names it
     std::string kv_cache_algo;
     std::string kv_cache_strategy;  // compressed-tensors kv_cache_scheme.strategy ("tensor", "attn_head")
+    std::string scale_fmt;          // config.json quantization_config.scale_fmt ("ue8m0": power-of-two block scales)
+    // compressed-tensors config_groups targets (class names "Linear", or names / "re:" patterns):
+    // a quantised layer none of them names (llm-compressor model_free_ptq quantises by tensor
+    // name, embed_tokens included) is noted. Empty: no targets given.
+    std::vector<std::string> targets;
+    // The layout was recognised from the tensor names alone (gpt-oss original/: `.blocks` +
+    // `.scales`, config.json without quantization_config).
+    bool layout_from_names = false;
 
 private:
     void read_configs();
@@ -185,6 +193,7 @@ struct Comparison {
 
 struct Report {
     std::string dir;
+    std::string engine;  // the engine named by CheckOptions::engine ("" for none)
     Producer producer = Producer::unknown;
     std::vector<Layer> layers;
     std::vector<Finding> findings;
@@ -193,7 +202,22 @@ struct Report {
     bool failed() const;
 };
 
+// What a check is run for. engine: "" (none), "vllm", "sglang", "trtllm" or "all". What an engine does
+// with a name (drops, renames wrongly, rejects at load) is a note about that engine, and a failure
+// only for the engine named here ("all": every engine): the checkpoint is not wrong for an engine
+// nobody targets.
+struct CheckOptions {
+    std::optional<std::string> reference;
+    std::string engine;
+};
+// The engines CheckOptions::engine accepts, in kKvEngines order.
+inline constexpr const char* kEngineKeys[3] = {"vllm", "sglang", "trtllm"};
+
 Report check(const std::string& dir, const std::optional<std::string>& reference = std::nullopt);
+Report check(const std::string& dir, const CheckOptions& options);  // throws CheckpointError (an unknown engine too)
+// The verdict line: "OK", or "FAILED (N failed: k <class>, ...)" counting every failed finding by
+// its check and every comparison that is not bit-exact by its verdict.
+std::string summary(const Report& r);
 std::string to_json(const Report& r);  // one JSON document
 std::string to_csv(const Report& r);   // one row per layer: module, scheme, convention, verdict, ...
 

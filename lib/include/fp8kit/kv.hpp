@@ -28,12 +28,17 @@ enum class ScalePolicy {
     tensor,            // calibrated per tensor: amax / 448 (llm-compressor's k_scale); FNUZ x2
     head,              // calibrated per KV head (llm-compressor strategy attn_head): amax_h / 448; FNUZ x2
     token_head,        // dynamic per (token, head): max(amax / QMAX, 1e-6), vLLM's per-token cache kernel
-    modelopt,          // ModelOpt's exported FP8 k_scale / v_scale: max(amax / 448, 1.0); FNUZ x2
+    modelopt,          // ModelOpt's TensorRT-LLM checkpoint / Megatron export of an FP8 k/v scale:
+                       // max(amax / 448, 1.0) (quant_utils.py get_kv_cache_scaling_factor); FNUZ x2
+    modelopt_hf,       // ModelOpt's HF export (unified_export_hf.py -> postprocess_state_dict):
+                       // amax / 448, never clamped (data/checkpoints/modelopt_fp8 stores 0.0045); FNUZ x2
+    llmc_minmax,       // llm-compressor's KV observer (observers/min_max.py MinMaxObserver, moving average
+                       // 0.01, in bfloat16, stored BF16): calibrate's llmc_minmax, one batch per step; FNUZ x2
 };
 const char* name(CacheFormat f);
 const char* name(ScalePolicy p);
 std::optional<CacheFormat> parse_format(std::string_view s);  // e4m3 (fp8, fp8_e4m3), e5m2, e4m3fnuz (fnuz), nvfp4
-std::optional<ScalePolicy> parse_policy(std::string_view s);  // one (1.0), vllm_first_batch (first_batch), tensor, modelopt, head, token_head
+std::optional<ScalePolicy> parse_policy(std::string_view s);  // one (1.0), vllm_first_batch (first_batch), tensor, modelopt_trtllm (modelopt), modelopt_hf, head, token_head
 std::vector<CacheFormat> all_formats();
 std::vector<ScalePolicy> all_policies();
 
@@ -67,6 +72,10 @@ struct Tensor4 {
         return data[((b * heads + h) * positions + p) * dim + d];
     }
 };
+// llm-compressor's k_scale / v_scale of the steps (each step one calibration batch, step 0 first):
+// calibrate::calibrate(Method::llmc_minmax, ..., DType::bf16) (the captured K/V are bfloat16), its
+// BF16 scale widened; doubled on FNUZ by vLLM. NVFP4: the observer's amax / 2688.
+float llmc_minmax_scale(const std::vector<Tensor4>& steps, CacheFormat f);
 
 // The cache cast of one tensor (all its steps, step 0 first: the first batch) under (format,
 // policy): the scale(s) used and the statistics per head and per position bucket.

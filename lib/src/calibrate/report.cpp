@@ -109,6 +109,21 @@ std::string to_csv(const Report& r) {
     return s;
 }
 
+// The name a tool writes a scale under. checkpoint_name gives compressed-tensors' names (KV scales
+// on the attention: `<attn>.k_scale`, compressed-tensors lifecycle/initialize.py
+// _initialize_attn_scales); ModelOpt's HF export puts them on the projection
+// (modelopt/torch/export/quant_utils.py _KV_CACHE_REPLACEMENTS: k_bmm_quantizer -> `k_proj.k_scale`,
+// v_bmm_quantizer -> `v_proj.v_scale`), as data/checkpoints/modelopt_fp8 holds them.
+static std::string saved_name(const std::string& name, bool modelopt) {
+    if (!modelopt) return name;
+    for (const char c : {'k', 'v'}) {
+        const std::string tail = fmt::format(".self_attn.{}_scale", c);
+        if (name.size() > tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0)
+            return name.substr(0, name.size() - tail.size()) + fmt::format(".self_attn.{}_proj.{}_scale", c, c);
+    }
+    return name;
+}
+
 // safetensors: 8-byte little-endian header length, the JSON header, then the data. ModelOpt's
 // exported input_scale is F32 of shape [] (data/checkpoints/modelopt_fp8); compressed-tensors'
 // is the activation dtype (BF16) of shape [1] (data/checkpoints/ct_fp8).
@@ -139,7 +154,7 @@ void write_safetensors(const Report& r, Method m, const std::string& path) {
             data.append(reinterpret_cast<const char*>(&b), 4);
         }
         const bool modelopt = std::string(tool(m)) == "modelopt";
-        header[row.checkpoint_name] = {{"dtype", bf16 ? "BF16" : "F32"},
+        header[saved_name(row.checkpoint_name, modelopt)] = {{"dtype", bf16 ? "BF16" : "F32"},
                                        {"shape", modelopt ? nlohmann::json::array() : nlohmann::json::array({1})},
                                        {"data_offsets", {begin, data.size()}}};
     }

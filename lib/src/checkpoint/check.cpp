@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include <fmt/format.h>
@@ -82,6 +83,86 @@ struct LiveBlocks {
     }
 };
 
+// The scale shapes each layout stores for weight w (rows per expert, cols = L's logical shape):
+// the block grid [grid_rows, grid_cols] (compressed-tensors, DeepSeek weight_scale_inv, NVFP4,
+// MX, W4A8), behind [experts] for a stacked weight; gpt-oss `.scales` = the `.blocks` shape
+// without its last dimension; per tensor any shape of one element (ModelOpt [], compressed-tensors
+// [1]), per expert [E], [E, 1], [E, 1, 1]; per channel [rows] or [rows, 1]. A one-block FP8 block
+// grid may be stored as one element (ModelOpt FP8_PB_WO writes []).
+std::vector<std::vector<std::uint64_t>> scale_shapes(Producer p, const Layer& L, const std::vector<std::uint64_t>& w) {
+    const std::uint64_t E = L.experts, r = E ? L.rows / E : L.rows, c = L.cols;
+    auto with_e = [&](std::vector<std::uint64_t> v) {
+        if (E) v.insert(v.begin(), E);
+        return v;
+    };
+    const std::uint64_t br = std::max<std::uint64_t>(L.block_rows, 1), bc = std::max<std::uint64_t>(L.block_cols ? L.block_cols : c, 1);
+    switch (L.scheme) {
+        case Scheme::fp8_tensor:
+            if (L.block_rows < L.rows) return {{E}, {E, 1}, {E, 1, 1}};
+            return {};  // any shape of one element
+        case Scheme::fp8_channel: return {with_e({r}), with_e({r, 1})};
+        case Scheme::fp8_block: {
+            const std::uint64_t gr = (r + br - 1) / br, gc = (c + bc - 1) / bc;
+            // ModelOpt FP8_PB_WO keeps FP8QTensor's blocked view [gr, 1, gc, 1] (qtensor/fp8_tensor.py).
+            if (p == Producer::modelopt) return {with_e({gr, gc}), with_e({gr, 1, gc, 1})};
+            return {with_e({gr, gc})};
+        }
+        case Scheme::nvfp4:
+        case Scheme::mxfp4:
+        case Scheme::mxfp8:
+        case Scheme::w4a8:
+            if (L.weight.size() > 6 && L.weight.compare(L.weight.size() - 6, 6, "blocks") == 0 && w.size() >= 2)
+                return {std::vector<std::uint64_t>(w.begin(), w.end() - 1)};
+            return {with_e({r, (c + bc - 1) / bc})};
+        default: return {};
+    }
+}
+bool shape_ok(Producer p, const Layer& L, const std::vector<std::uint64_t>& w, const std::vector<std::uint64_t>& s) {
+    const auto ok = scale_shapes(p, L, w);
+    const bool one = numel(s) == 1;
+    if (one && (L.scheme == Scheme::fp8_tensor && L.block_rows >= L.rows)) return true;
+    if (one && L.scheme == Scheme::fp8_block && !L.experts) return true;  // one block: ModelOpt [] or [1, 1]
+    return std::find(ok.begin(), ok.end(), s) != ok.end();
+}
+std::string expected_shapes(Producer p, const Layer& L, const std::vector<std::uint64_t>& w) {
+    std::vector<std::string> v;
+    for (const auto& s : scale_shapes(p, L, w)) v.push_back(shape_str(s));
+    return v.empty() ? std::string("one element") : fmt::format("{}", fmt::join(v, " or "));
+}
+
+// Whether a config_groups target names the module: a class name ("Linear", which every quantised
+// layer here is, save embeddings) or a module name / "re:" pattern (compressed_tensors/utils/match.py).
+bool targeted(const std::vector<std::string>& targets, const std::string& module) {
+    const bool embed = module.find("embed") != std::string::npos;
+    for (const auto& t : targets) {
+        if (t.rfind("re:", 0) == 0) {
+            try {
+                if (std::regex_search(module, std::regex(t.substr(3)))) return true;
+            } catch (const std::regex_error&) {
+            }
+        } else if (t == module || (module.size() > t.size() && module.compare(module.size() - t.size() - 1, std::string::npos, "." + t) == 0)) {
+            return true;
+        } else if (t == "Linear" && !embed) {
+            return true;
+        } else if (t == "Embedding" && embed) {
+            return true;
+        }
+    }
+    return false;
+}
+
+// An engine's concern (a name it drops, renames wrongly or rejects) is a failure only when the
+// check targets that engine (CheckOptions::engine); otherwise a note.
+int engine_index(const std::string& e) {
+    for (int i = 0; i < 3; ++i)
+        if (e == kEngineKeys[i]) return i;
+    return -1;
+}
+
+// Weights of a real model stay far below this; a scale implying larger ones (an uninitialised
+// scale: torch.empty's -3e27, 1e30) is a fault. The same bound as the NVFP4 global-scale check.
+constexpr double kMaxPlausibleWeight = 1e4;
+
 struct Checker {
     const Folder& F;
     Report& R;
@@ -113,7 +194,8 @@ struct Checker {
         switch (L.scheme) {
             case Scheme::fp8_tensor: want = L.rows / std::max<std::uint64_t>(L.block_rows, 1); dtypes = {"F32", "BF16", "F16"}; break;
             case Scheme::fp8_channel: want = L.rows; dtypes = {"F32", "BF16", "F16"}; break;
-            case Scheme::fp8_block: want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32", "BF16"}; break;
+            // F8_E8M0: transformers FineGrainedFP8 / DeepSeek-V3.1 with scale_fmt "ue8m0".
+            case Scheme::fp8_block: want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32", "BF16", "F8_E8M0"}; break;
             case Scheme::nvfp4: want = L.rows * ((L.cols + 15) / 16); dtypes = {"F8_E4M3"}; break;
             case Scheme::mxfp4:
             case Scheme::mxfp8: want = L.rows * ((L.cols + 31) / 32); dtypes = {"U8", "F8_E8M0"}; break;
@@ -124,6 +206,12 @@ struct Checker {
         if (sn != want) {
             fail(L.scale, "structure", fmt::format("shape {} holds {} scales; {} weight {} needs {}", shape_str(s.shape), sn,
                                                    name(L.scheme), shape_str(w.shape), want));
+            ok = false;
+        } else if (!shape_ok(F.producer(), L, w.shape, s.shape)) {
+            // The right count in the wrong arrangement (a block grid stored transposed: DeepSeek
+            // [2, 1] for a [128, 192] weight) is read in the wrong order by every engine.
+            fail(L.scale, "scale shape", fmt::format("shape {} for {} weight {}: the layout stores {}", shape_str(s.shape), name(L.scheme),
+                                                     shape_str(w.shape), expected_shapes(F.producer(), L, w.shape)));
             ok = false;
         }
         if (std::find(dtypes.begin(), dtypes.end(), s.dtype) == dtypes.end()) {
@@ -153,13 +241,25 @@ struct Checker {
         const std::uint64_t n = s.numel();
         std::uint64_t bad = 0, zero_live = 0, sub = 0, sub_e4m3 = 0;
         std::string first;
+        // MX dequantises by multiplying with 2^(code - 127): E8M0 code 0 (2^-127, a float32
+        // subnormal, an all-zero block's scale) is a legal scale, and so is any subnormal there.
+        const bool mx = L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8;
+        const double emax = detail::element_max(L.scheme);
+        std::uint64_t neg = 0, big = 0;
+        std::string first_neg, first_big;
         for (std::uint64_t i = 0; i < n; ++i) {
             const float v = st.block[i];
-            if (!std::isfinite(v)) { if (!bad++) first = fmt::format("scale[{}] = {}", i, v); }
-            else if (v != 0 && std::fabs(v) < 1.17549435e-38f) ++sub;
+            if (!std::isfinite(v)) { if (!bad++) first = fmt::format("scale[{}] = {}", i, v); continue; }
+            if (std::signbit(v) && v != 0) { if (!neg++) first_neg = fmt::format("scale[{}] = {}", i, v); continue; }
+            if (L.scheme != Scheme::nvfp4 && double(v) * emax > kMaxPlausibleWeight) { if (!big++) first_big = fmt::format("scale[{}] = {:g}", i, v); }
+            if (v != 0 && std::fabs(v) < 1.17549435e-38f) { if (!mx) ++sub; }
             else if (s.dtype == "F8_E4M3" && v != 0 && std::fabs(v) < 0.015625f) ++sub_e4m3;
         }
         if (bad) fail(L.scale, "scale finite", fmt::format("{} of {} scales are NaN or infinite (first: {})", bad, n, first));
+        if (neg) fail(L.scale, "scale sign", fmt::format("{} of {} scales are negative (first: {}): every producer stores |scale|; "
+                                                         "an uninitialised scale?", neg, n, first_neg));
+        if (big) fail(L.scale, "scale magnitude", fmt::format("{} of {} scales imply weights beyond |{:g}| ({} * {:g}; first: {}): an "
+                                                              "uninitialised scale?", big, n, kMaxPlausibleWeight, "scale", emax, first_big));
         if (sub) fail(L.scale, "scale subnormal", fmt::format("{} scales are float32 subnormals: 1/scale overflows to inf", sub));
         if (sub_e4m3)
             note(L.scale, "e4m3 subnormal block scale",
@@ -267,12 +367,23 @@ bool same(float a, float b) { return std::memcmp(&a, &b, 4) == 0 || (a == 0 && b
 
 // 4. Against the original: scale faults first, then codes under the checkpoint's own scales,
 // under the producer's rule computed with arithmetic `ar`.
+// One rule a producer may have written a layer under.
+struct Variant {
+    detail::Arithmetic ar = detail::Arithmetic::cpu;
+    float shared_amax = -1.0f;  // the fused group's amax, or -1: the layer's own
+    detail::BlockRule rule = detail::BlockRule::amax_div;
+    std::string label;          // appended to the variant name
+};
+
 Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
-                         const std::vector<float>& x, const std::string& weight_dtype, float shared_amax, detail::Arithmetic ar) {
+                         const std::vector<float>& x, const std::string& weight_dtype, const Variant& v) {
+    const float shared_amax = v.shared_amax;
+    const detail::Arithmetic ar = v.ar;
     Comparison c{L.module, "bit-exact", 0, 0, 0, 0, 0, {}};
     c.elements = L.rows * L.cols;
     c.variant = detail::variant_name(F.producer(), ar);
-    const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype, weight_dtype, shared_amax, ar);
+    if (!v.label.empty()) c.variant.insert(c.variant.size() - 1, ", " + v.label);
+    const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype, weight_dtype, shared_amax, ar, v.rule);
     // Scales.
     bool inverted = false, layout = false;
     if ((L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) && !same(ex.global, st.global)) {
@@ -296,7 +407,7 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     // Codes under the stored scales (with the expected global scale when only that is inverted).
     Scales use = st;
     if (inverted) use.global = ex.global;
-    const auto want = detail::expected_codes(F.producer(), L, x, use, s.dtype, weight_dtype, ar);
+    const auto want = detail::expected_codes(F.producer(), L, x, use, s.dtype, weight_dtype, ar, v.rule);
     const auto got = codes_of(L, w);
     const std::uint8_t mag = w.dtype == "U8" ? 0x7 : 0x7F, sign = w.dtype == "U8" ? 0x8 : 0x80;
     // Per row, then summed in row order: the same sums for any thread count.
@@ -340,35 +451,92 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     return c;
 }
 
-// The producer's CPU rule first (the libraries' reference arithmetic); where it is not bit-exact,
-// the same rule under torch's CUDA arithmetic (detail::Arithmetic: ModelOpt's `amax / 448.0` is a
-// reciprocal multiply on CUDA), taken only if that one is bit-exact: a 1-ulp scale from a GPU is
-// not "different amax", and a scale that neither variant gives is still a fault (the CPU verdict).
+// The producer's rules in order, the CPU arithmetic first (the libraries' reference arithmetic);
+// the first that is bit-exact is the verdict, and where none is, the first rule's verdict stands:
+// a 1-ulp scale from a GPU or from another of the producer's own rules is not "different amax",
+// and a scale that no rule gives is still a fault. Rules per producer:
+//  - ModelOpt: its fused-group amax (detail::fused_amax_group), CPU then CUDA arithmetic;
+//  - compressed-tensors: each layer's own amax (compressed-tensors' calculate_qparams), then for
+//    NVFP4 the fused group's (llm-compressor update_fused_layer_weight_global_scales), each on
+//    CPU then CUDA;
+//  - DeepSeek / transformers block FP8 (quant_method "fp8"): amax / 448, transformers'
+//    FineGrainedFP8 and the ue8m0 power-of-two scale (detail::BlockRule).
 Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
-                   const std::vector<float>& x, const std::string& weight_dtype, float shared_amax) {
-    Comparison c = compare_under(F, L, w, s, st, x, weight_dtype, shared_amax, detail::Arithmetic::cpu);
-    if (c.verdict == "bit-exact") return c;
-    Comparison g = compare_under(F, L, w, s, st, x, weight_dtype, shared_amax, detail::Arithmetic::cuda);
-    return g.verdict == "bit-exact" ? g : c;
+                   const std::vector<float>& x, const std::string& weight_dtype, const std::vector<Variant>& vs) {
+    Comparison first;
+    for (std::size_t i = 0; i < vs.size(); ++i) {
+        Comparison c = compare_under(F, L, w, s, st, x, weight_dtype, vs[i]);
+        if (c.verdict == "bit-exact") return c;
+        if (i == 0) first = std::move(c);
+    }
+    return first;
 }
 
-// ModelOpt shares one weight amax over some linears (the rule, with its source files, is
-// detail::modelopt_amax_group: q/k/v and gate/up for NVFP4's weight_scale_2 and a one-element
-// FP8_PB_WO scale; an expert's gate/up also for FP8 per-tensor). The group's largest amax; -1
-// where the layer keeps its own.
+// The amax of the fused group L shares its scale with (the group's largest), or -1 where L
+// keeps its own amax or a member is missing from the reference.
 float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
-    if (F.producer() != Producer::modelopt) return -1.0f;
-    const auto group = detail::modelopt_amax_group(L.module, L.scheme);
+    const auto group = detail::fused_amax_group(F.producer(), L.module, L.scheme);
     if (group.empty()) return -1.0f;
     float a = 0;
     for (const auto& g : group) {
         const std::string n = g + ".weight";
-        const std::string sc = g + ((L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) ? ".weight_scale_2" : ".weight_scale");
+        const std::string sc = g + (F.producer() == Producer::compressed_tensors ? ".weight_global_scale"
+                                    : (L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) ? ".weight_scale_2" : ".weight_scale");
         if (!ref.has(n) || !F.has(sc)) continue;
         if (L.scheme != Scheme::nvfp4 && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
         for (float v : ref.read(n).to_floats()) a = std::max(a, std::fabs(v));
     }
     return a;
+}
+
+std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L) {
+    using detail::Arithmetic;
+    const float shared = shared_amax(F, ref, L);
+    std::vector<Variant> v;
+    if (F.producer() == Producer::deepseek && L.scheme == Scheme::fp8_block) {
+        for (auto r : {detail::BlockRule::amax_div, detail::BlockRule::transformers, detail::BlockRule::ue8m0})
+            v.push_back({Arithmetic::cpu, -1.0f, r, r == detail::BlockRule::amax_div ? "" : detail::name(r)});
+        return v;
+    }
+    if (F.producer() == Producer::compressed_tensors) {
+        v = {{Arithmetic::cpu, -1.0f, {}, ""}, {Arithmetic::cuda, -1.0f, {}, ""}};
+        if (shared >= 0) {
+            v.push_back({Arithmetic::cpu, shared, {}, "llm-compressor fused global scale"});
+            v.push_back({Arithmetic::cuda, shared, {}, "llm-compressor fused global scale"});
+        }
+        return v;
+    }
+    return {{Arithmetic::cpu, shared, {}, ""}, {Arithmetic::cuda, shared, {}, ""}};
+}
+
+// The original of layer L in the reference: <module>.weight; a stacked weight stored under the
+// module's own name (gpt-oss: `<p>.blocks` quantises `<p>`), possibly as [experts, cols, rows]
+// (transformers' GptOssExperts gate_up_proj / down_proj, the transpose of the `_blocks` rows); or
+// per expert (detail::stacked_reference). nullopt: none found.
+std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::string& used) {
+    for (const std::string& n : {L.module + ".weight", L.module}) {
+        if (!ref.has(n)) continue;
+        used = n;
+        RawTensor o = ref.read(n);
+        const std::uint64_t E = std::max<std::uint64_t>(L.experts, 1), r = L.rows / E, c = L.cols;
+        if (L.experts && o.shape.size() == 3 && o.shape[0] == E && o.shape[1] == c && o.shape[2] == r && r != c) {
+            RawTensor t = o;  // per expert [c, r] -> [r, c]
+            const std::size_t es = o.bytes.size() / o.numel();
+            for (std::uint64_t e = 0; e < E; ++e)
+                for (std::uint64_t i = 0; i < c; ++i)
+                    for (std::uint64_t j = 0; j < r; ++j)
+                        std::memcpy(&t.bytes[((e * r + j) * c + i) * es], &o.bytes[((e * c + i) * r + j) * es], es);
+            t.shape = {E, r, c};
+            return t;
+        }
+        return o;
+    }
+    if (L.experts > 0) {
+        auto s = detail::stacked_reference(ref, L);
+        if (s) used = L.module + " (per expert)";
+        return s;
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -381,7 +549,25 @@ bool Report::failed() const {
     return false;
 }
 
-Report check(const std::string& dir, const std::optional<std::string>& reference) {
+Report check(const std::string& dir, const std::optional<std::string>& reference) { return check(dir, CheckOptions{reference, ""}); }
+
+std::string summary(const Report& r) {
+    if (!r.failed()) return "OK";
+    std::map<std::string, std::size_t> by;
+    std::size_t n = 0;
+    for (const auto& f : r.findings)
+        if (f.failed) ++by[f.check], ++n;
+    for (const auto& c : r.comparisons)
+        if (c.verdict != "bit-exact") ++by[c.verdict], ++n;
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : by) parts.push_back(fmt::format("{} {}", v, k));
+    return fmt::format("FAILED ({} failed: {})", n, fmt::join(parts, ", "));
+}
+
+Report check(const std::string& dir, const CheckOptions& opt) {
+    const std::optional<std::string>& reference = opt.reference;
+    if (!opt.engine.empty() && opt.engine != "all" && engine_index(opt.engine) < 0)
+        throw CheckpointError(fmt::format("engine '{}' is not one fp8kit knows (vllm, sglang, trtllm, all)", opt.engine));
     // The layer buffers kept for reuse are given back when the check ends, however it ends (a
     // long-lived process, e.g. Python, does not keep four layers' worth of memory).
     struct Release {
@@ -396,14 +582,23 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
     Report R;
     R.dir = dir;
     R.producer = F.producer();
+    R.engine = opt.engine;
     R.layers = F.layers();
     Checker C{F, R};
+    if (F.layout_from_names)
+        C.note(dir, "layout", "no quantisation config: MXFP4 read from the tensor names (<name>.blocks / <name>.scales: gpt-oss original/, "
+                              "gpt_oss/torch/weights.py)");
     for (const auto& L : F.layers()) {
         if (L.scheme == Scheme::none) {
             if (!L.excluded && L.module.find("embed") == std::string::npos)
                 C.note(L.weight, "unquantized", "not quantised and not in the exclude list");
             continue;
         }
+        if (!F.targets.empty() && !targeted(F.targets, L.module))
+            C.note(L.module, "outside targets",
+                   fmt::format("quantised though no config_groups target ({}) names it (llm-compressor model_free_ptq quantises by "
+                               "tensor name; an engine building the module from the config may not expect a quantised weight)",
+                               fmt::join(F.targets, ", ")));
         if (!C.structure(L)) continue;
         // One layer at a time: its codes, its scales, and the original weight.
         const RawTensor s = F.read(L.scale);
@@ -442,21 +637,19 @@ Report check(const std::string& dir, const std::optional<std::string>& reference
             }
         }
         if (!ref) continue;
-        const std::string orig = L.module + ".weight";
-        // A stacked expert weight's original may be stored per expert (transformers' save_pretrained).
-        std::optional<RawTensor> stacked;
-        if (!ref->has(orig) && L.experts > 0) stacked = detail::stacked_reference(*ref, L);
-        if (!ref->has(orig) && !stacked) {
+        std::string orig = L.module + ".weight";
+        std::optional<RawTensor> found = original_of(*ref, L, orig);
+        if (!found) {
             C.fail(orig, "reference", fmt::format("{} has no tensor '{}'", *reference, orig));
             continue;
         }
-        const RawTensor o = stacked ? std::move(*stacked) : ref->read(orig);
+        const RawTensor o = std::move(*found);
         if (o.numel() != L.rows * L.cols) {
             C.fail(orig, "reference", fmt::format("original {} has {} elements, the checkpoint's weight {}", shape_str(o.shape), o.numel(), L.rows * L.cols));
             continue;
         }
         const std::vector<float> x = o.to_floats();
-        R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, shared_amax(F, *ref, L)));
+        R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, variants(F, *ref, L)));
         if (R.comparisons.back().verdict != "bit-exact" && F.producer() == Producer::modelopt &&
             F.quant_algo.find("AWQ") != std::string::npos)
             C.note(L.weight, "awq smoothing",

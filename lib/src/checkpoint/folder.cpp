@@ -188,6 +188,18 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
         if (!src.errors().empty()) throw CheckpointError(src.errors().front().describe());
         for (const auto& t : src.tensors()) tensors_[t.name] = TensorRef{t.name, t.storage, t.shape, s};
     }
+    if (!unquantized && producer_ == Producer::unknown) {
+        for (const auto& [n, t] : tensors_)
+            if (ends_with(n, ".blocks") && has(n.substr(0, n.size() - 7) + ".scales")) {
+                producer_ = Producer::gpt_oss;
+                quant_algo = "mxfp4";
+                layout_from_names = true;
+                break;
+            }
+        if (producer_ == Producer::unknown)
+            throw CheckpointError(fmt::format("{}: neither hf_quant_config.json nor config.json quantization_config, nor gpt-oss "
+                                              "original/ tensors (<name>.blocks with <name>.scales)", dir));
+    }
     list_layers();
 }
 
@@ -212,8 +224,15 @@ void Folder::read_configs() {
         if (algo == "FP8_PER_CHANNEL_PER_TOKEN") weight_strategy_ = "channel";  // weight scale per output row
         return;
     }
-    if (qc.is_null()) throw CheckpointError(fmt::format("{}: neither hf_quant_config.json nor config.json quantization_config", dir_));
+    if (qc.is_null()) {
+        // gpt-oss's original/ folder (gpt_oss/torch/weights.py Checkpoint) has no quantization
+        // config: its MXFP4 tensors are told by their names (`<p>.blocks` + `<p>.scales`), once
+        // the shard headers are read (Folder::Folder).
+        producer_ = Producer::unknown;
+        return;
+    }
     const std::string method = qc.value("quant_method", "");
+    if (qc.contains("scale_fmt") && qc["scale_fmt"].is_string()) scale_fmt = qc["scale_fmt"];
     if (method == "modelopt") {
         producer_ = Producer::modelopt;
         quant_algo = qc.value("quant_algo", "");
@@ -231,6 +250,10 @@ void Folder::read_configs() {
         }
         // The first config group's weight strategy (a one-block 128x128 weight has one scale,
         // and only the config tells FP8_BLOCK from per-tensor).
+        if (qc.contains("config_groups") && qc["config_groups"].is_object())
+            for (const auto& [g, v] : qc["config_groups"].items())
+                if (v.is_object() && v.contains("targets"))
+                    for (const auto& t : strings(v["targets"])) targets.push_back(t);
         if (qc.contains("config_groups") && qc["config_groups"].is_object())
             for (const auto& [g, v] : qc["config_groups"].items())
                 if (v.is_object() && v.contains("weights") && v["weights"].is_object()) {
@@ -342,6 +365,7 @@ void Folder::list_layers() {
             L.rows = 1;
             for (std::size_t i = 0; i + 2 < w.size(); ++i) L.rows *= w[i];
             L.cols = w[w.size() - 2] * w.back() * 2;
+            if (w.size() == 4) L.experts = w[0];  // gpt-oss [experts, rows, blocks, 16]
         } else if (L.scheme == Scheme::w4a8 && w.size() == 2) {
             L.rows = w[0] * 2;  // two output rows per byte (quant_utils.py pack_int4_in_uint8)
             L.cols = w[1];

@@ -254,6 +254,12 @@ struct Names {
     // The findings of one name under one engine's outcome (severity as for vLLM before: a k/v
     // scale an engine does not use is a failure; q_scale / prob_scale only notes).
     void judge(const KvScale& k, const std::string& suf, int e) {
+        // What engine e does is a failure only when the check targets e (CheckOptions::engine).
+        const bool target = R.engine == kEngineKeys[e] || R.engine == "all";
+        auto fail = [&](const std::string& t, const std::string& c, const std::string& m) {
+            if (target) return this->fail(t, c, m);
+            this->note(t, c, m + fmt::format(" (a failure under --engine {})", kEngineKeys[e]));
+        };
         const KvOutcome& o = k.engines[e];
         const std::string msg = fmt::format("{} {}", kKvEngines[e], o.detail);
         std::uint64_t numel = 1;

@@ -58,6 +58,26 @@ std::vector<std::string> modelopt_amax_group(const std::string& module, Scheme s
     return {b + "q_proj", b + "k_proj", b + "v_proj"};
 }
 
+// llm-compressor (modifiers/utils/helpers.py update_fused_layer_weight_global_scales, called for
+// every submodule by QuantizationModifier before the weight qparams; modeling/fused_modules.py
+// get_fused_attention_linears: q/k/v or MLA's q_a_proj + kv_a_proj_with_mqa; get_fused_mlp_linears:
+// gate_proj + up_proj, Mixtral's expert w1 + w3) sets every member's weight_global_scale to the
+// minimum over the members. That global is generate_gparam's bf16(2688 * bf16(1/amax)), which
+// never rises with amax, so the minimum is the global of the group's largest amax (both the older
+// helper, torch.min of the globals, and the current one). Only TENSOR_GROUP (NVFP4) layers.
+std::vector<std::string> fused_amax_group(Producer p, const std::string& module, Scheme s) {
+    if (p == Producer::modelopt) return modelopt_amax_group(module, s);
+    if (p != Producer::compressed_tensors || s != Scheme::nvfp4) return {};
+    static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|q_a_proj|kv_a_proj_with_mqa|gate_proj|up_proj|w1|w3)$)");
+    std::smatch m;
+    if (!std::regex_match(module, m, kFused)) return {};
+    const std::string t = m[2].str(), b = m[1].str();
+    if (t == "gate_proj" || t == "up_proj") return {b + "gate_proj", b + "up_proj"};
+    if (t == "w1" || t == "w3") return {b + "w1", b + "w3"};
+    if (t == "q_a_proj" || t == "kv_a_proj_with_mqa") return {b + "q_a_proj", b + "kv_a_proj_with_mqa"};
+    return {b + "q_proj", b + "k_proj", b + "v_proj"};
+}
+
 // Engines fuse an expert's gate and up into one w13 GEMM with one per-tensor scale per expert
 // (vllm/model_executor/layers/quantization/fp8.py and modelopt.py, process_weights_after_loading):
 // vLLM's FP8 MoE takes the larger of the two weight scales and re-quantises each half to it; its

@@ -15,6 +15,13 @@ namespace fp8kit::checkpoint::detail {
 // shared amax with `module` under scheme `s`; empty where the layer keeps its own amax.
 std::vector<std::string> modelopt_amax_group(const std::string& module, Scheme s);
 
+// The fused group whose members share one weight amax under producer p (the layer's own module
+// included); empty where the layer keeps its own. ModelOpt: modelopt_amax_group. compressed-tensors
+// checkpoints written by llm-compressor: NVFP4's weight_global_scale over q/k/v, q_a_proj /
+// kv_a_proj_with_mqa, gate/up and an expert's w1/w3 (llm-compressor modifiers/utils/helpers.py
+// update_fused_layer_weight_global_scales; compressed-tensors alone writes each layer's own).
+std::vector<std::string> fused_amax_group(Producer p, const std::string& module, Scheme s);
+
 // Notes on the scales of the experts of every MoE block (per-tensor weight scale or NVFP4 global
 // scale differing between an expert's gate and up projection, input scales differing between
 // experts of one projection). Reads only one-element scale tensors.

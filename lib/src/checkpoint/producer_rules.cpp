@@ -113,12 +113,19 @@ float decode_element(Scheme s, std::uint8_t code) {
     return decode_fmt(element_format(s), code);
 }
 
+const char* name(BlockRule r) {
+    return r == BlockRule::transformers ? "transformers FineGrainedFP8" : r == BlockRule::ue8m0 ? "ue8m0 power-of-two scales" : "amax / 448";
+}
+
+// transformers Fp8Quantize: the float32 multiplier of a block (448 / amax; 1 for amax 0).
+float transformers_multiplier(float amax) { return amax > 0.0f ? 448.0f / amax : 1.0f; }
+
 std::string variant_name(Producer p, Arithmetic a) {
     return std::string(name(p)) + (a == Arithmetic::cuda ? " (CUDA arithmetic)" : " (CPU arithmetic)");
 }
 
 Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& sd,
-                       const std::string& wd, float shared_amax, Arithmetic ar) {
+                       const std::string& wd, float shared_amax, Arithmetic ar, BlockRule rule) {
     // Only ModelOpt divides a tensor by a Python number in its scales; compressed-tensors divides
     // by tensors it puts on the weight's device (calculate_range's bit range; generate_gparam's
     // `448*6 / amax` is reciprocal() * 2688 on either device), so its CUDA scales are its CPU
@@ -142,6 +149,13 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             // quantizer.maxbound`, get_scaling_factor; FP8QTensor.quantize `amax / 448.0`: Python
             // numbers). compressed-tensors calculate_qparams: max_val_pos / 448 in the weight's
             // dtype (BF16 scale), a zero scale replaced by the scale dtype's eps (step 5).
+            if (L.scheme == Scheme::fp8_block && rule != BlockRule::amax_div) {
+                for (std::size_t i = 0; i < amax.size(); ++i)
+                    s.block[i] = rule == BlockRule::transformers
+                                     ? 1.0f / transformers_multiplier(amax[i])
+                                     : std::exp2(std::ceil(std::log2(std::max(amax[i], 1e-4f) / 448.0f)));
+                break;
+            }
             for (std::size_t i = 0; i < amax.size(); ++i) {
                 float v = round_scale(by_scalar(amax[i], 448.0f, mo), sd);
                 if (p == Producer::compressed_tensors && v == 0.0f) v = sd == "BF16" ? 0.0078125f : 1.1920929e-07f;
@@ -212,8 +226,15 @@ float dequant_factor(Producer p, const Layer& L, const Scales& s, std::uint64_t 
 }
 
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
-                                         const std::string& sd, const std::string& wd, Arithmetic ar) {
+                                         const std::string& sd, const std::string& wd, Arithmetic ar, BlockRule rule) {
     std::vector<std::uint8_t> q(L.rows * L.cols);
+    // transformers multiplies by fl(448 / amax) of the block, which 1 / (its stored 1/t) need not
+    // give back: the multiplier comes from the original weights.
+    std::vector<float> mul;
+    if (L.scheme == Scheme::fp8_block && rule == BlockRule::transformers) {
+        mul = block_amax(L, x, s);
+        for (float& m : mul) m = transformers_multiplier(m);
+    }
     const Format f = element_format(L.scheme);
     const Policy pol = f == Format::e2m1 ? kRneFp4 : kRneSat;
     // torch rounds x / scale to the weight's dtype when the scale is a same-kind tensor of that
@@ -243,7 +264,8 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::uint64_t c = 0; c < L.cols; ++c) {
             const float d = dequant_factor(p, L, s, r, c);
-            float v = x[r * L.cols + c] / (bf16_divisor ? round_to_bf16(d) : d);
+            float v = mul.empty() ? x[r * L.cols + c] / (bf16_divisor ? round_to_bf16(d) : d)
+                                  : std::clamp(x[r * L.cols + c] * mul[(r / s.block_rows) * s.grid_cols + c / s.block_cols], -448.0f, 448.0f);
             if (bf16_mid) v = round_to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
             q[r * L.cols + c] = int4 ? int4_code(v) : mo_mx ? modelopt_mx_cast(v) : emu::encode(f, Wide::f32, bits(v), pol);
         }

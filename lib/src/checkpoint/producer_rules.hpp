@@ -25,6 +25,20 @@ enum class Arithmetic { cpu, cuda };
 // "modelopt (CPU arithmetic)", "compressed-tensors (CUDA arithmetic)": the variant a report names.
 std::string variant_name(Producer p, Arithmetic a);
 
+// Which of a producer's block-FP8 rules (Producer::deepseek: a config.json quant_method "fp8",
+// written by DeepSeek's own tools or by transformers' FineGrainedFP8):
+//  amax_div:     s = amax / 448 per block in float32, codes e4m3(x / s) (DeepSeek-V3
+//                inference/kernel.py act_quant's rule, applied to 128x128 blocks);
+//  transformers: t = fl(448 / amax) (1 for an all-zero block), s = fl(1 / t), codes
+//                e4m3(clamp(x * t, -448, 448)) (transformers integrations/finegrained_fp8.py
+//                Fp8Quantize.convert: `scales = _FP8_MAX / safe_max_abs`, `reshaped * scales`,
+//                `inv_scales = 1.0 / scales`, all float32);
+//  ue8m0:        s = 2^ceil(log2(max(amax, 1e-4) / 448)), codes e4m3(x / s) (DeepSeek-V3.1
+//                inference/kernel.py act_quant with scale_fmt "ue8m0": the scale rounded up to a
+//                power of two, stored as float32 or as F8_E8M0).
+enum class BlockRule { amax_div, transformers, ue8m0 };
+const char* name(BlockRule r);
+
 // The scales of one layer, as the decoded values the producer stores.
 struct Scales {
     std::vector<float> block;  // per block, row-major over the block grid (one entry per tensor/row for FP8)
@@ -41,12 +55,13 @@ void set_grid(const Layer& L, Scales& s);
 // shared_amax >= 0: the amax of the fused group the layer's second-level scale is shared with
 // (ModelOpt preprocess_linear_fusion: q/k/v, gate/up), instead of the layer's own.
 Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, const std::string& scale_dtype,
-                       const std::string& weight_dtype, float shared_amax = -1.0f, Arithmetic a = Arithmetic::cpu);
+                       const std::string& weight_dtype, float shared_amax = -1.0f, Arithmetic a = Arithmetic::cpu,
+                       BlockRule rule = BlockRule::amax_div);
 
 // One code per element (low bits): the producer's cast of x under scales s.
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
                                          const std::string& scale_dtype, const std::string& weight_dtype,
-                                         Arithmetic a = Arithmetic::cpu);
+                                         Arithmetic a = Arithmetic::cpu, BlockRule rule = BlockRule::amax_div);
 
 // The element format's largest finite value (E4M3 448, E2M1 6).
 float element_max(Scheme s);

@@ -7,6 +7,7 @@
 
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
+#include "fp8kit/calibrate.hpp"
 #include "fp8kit/kv.hpp"
 #include "fp8kit/recipes.hpp"
 #include "convert/float_bits.hpp"
@@ -135,6 +136,8 @@ float policy_scale(ScalePolicy p, CacheFormat f, const Amax& a, std::size_t h, c
         case ScalePolicy::vllm_first_batch: return fp4 ? a.first / 2688.0f : vllm_first_batch_scale(a.first, which);
         case ScalePolicy::tensor: return fp4 ? a.all / 2688.0f : calibrated_scale(a.all, f);
         case ScalePolicy::modelopt: return fp4 ? a.all / 2688.0f : modelopt_kv_scale(a.all, f);
+        // ModelOpt's HF export: amax / 448 unclamped, the calibrated rule.
+        case ScalePolicy::modelopt_hf: return fp4 ? a.all / 2688.0f : calibrated_scale(a.all, f);
         case ScalePolicy::head: return fp4 ? a.head[h] / 2688.0f : calibrated_scale(a.head[h], f);
         default: return 0.0f;
     }
@@ -151,7 +154,9 @@ float vllm_first_batch_scale(float amax, char which) {
 
 float calibrated_scale(float amax, CacheFormat f) {
     // llm-compressor (calculate_qparams, strategy tensor: amax / 448) writes k_scale / v_scale for
-    // an E4M3 cache (ModelOpt raises its export to at least 1.0: modelopt_kv_scale). vLLM
+    // an E4M3 cache, as ModelOpt's HF export does (unified_export_hf.py -> postprocess_state_dict
+    // divides the k/v_bmm_quantizer amax by 448, warns above 0.5 and never clamps; its TensorRT-LLM
+    // and Megatron exports raise it to at least 1.0: modelopt_kv_scale). vLLM
     // (model_executor/layers/quantization/kv_cache.py BaseKVCacheMethod.process_weights_after_loading)
     // doubles checkpoint scales on FNUZ platforms (`if current_platform.is_fp8_fnuz(): k_scale *= 2`).
     const float s = amax / 448.0f;
@@ -164,6 +169,15 @@ float modelopt_kv_scale(float amax, CacheFormat f) {
     // scaling factor to be 1": torch.max(factor, tensor([1.0])). vLLM doubles it on FNUZ.
     const float s = std::max(amax / 448.0f, 1.0f);
     return f == CacheFormat::e4m3fnuz ? s * 2.0f : s;
+}
+
+float llmc_minmax_scale(const std::vector<Tensor4>& steps, CacheFormat f) {
+    std::vector<calibrate::Batch> batches;
+    batches.reserve(steps.size());
+    for (const Tensor4& t : steps) batches.push_back(t.data);
+    const calibrate::Scale s = calibrate::calibrate(calibrate::Method::llmc_minmax, batches, calibrate::DType::bf16);
+    if (f == CacheFormat::nvfp4) return s.amax / 2688.0f;
+    return f == CacheFormat::e4m3fnuz ? s.value * 2.0f : s.value;
 }
 
 float token_head_scale(float amax, CacheFormat f) {
@@ -194,7 +208,8 @@ CastResult cast_cache(const std::vector<Tensor4>& steps, char which, CacheFormat
     r.per_bucket.assign((t0.positions + bucket - 1) / bucket, {});
     if (p != ScalePolicy::token_head) {
         const std::size_t n = p == ScalePolicy::head ? t0.heads : 1;
-        for (std::size_t h = 0; h < n; ++h) r.scales.push_back(policy_scale(p, f, a, h, which));
+        for (std::size_t h = 0; h < n; ++h)
+            r.scales.push_back(p == ScalePolicy::llmc_minmax ? llmc_minmax_scale(steps, f) : policy_scale(p, f, a, h, which));
     }
     for (const Tensor4& t : steps)
         for (std::size_t b = 0; b < t.batch; ++b)

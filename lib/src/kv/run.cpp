@@ -1,6 +1,7 @@
 // `fp8kit kv DUMPS`: find the captured Q, K, V of each attention layer (names `<layer>.q`, `.k`,
 // `.v`, as fp8kit.torch.Monitor(attention=True) writes them; each dump step one batch, in step
 // order), cast them under every format and policy, and run FP8 attention where all three exist.
+#include <iterator>
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -19,7 +20,8 @@ struct NameEntry {
 };
 constexpr NameEntry kFormats[] = {{"e4m3", "fp8_e4m3"}, {"e5m2", "fp8_e5m2"}, {"e4m3fnuz", "fnuz"}, {"nvfp4", "fp4"}};
 constexpr NameEntry kPolicies[] = {{"one", "1.0"}, {"vllm_first_batch", "first_batch"}, {"tensor", "calibrated"},
-                                   {"head", "per_head"}, {"token_head", "per_token_head"}, {"modelopt", "modelopt_kv"}};
+                                   {"head", "per_head"}, {"token_head", "per_token_head"}, {"modelopt_trtllm", "modelopt"},
+                                   {"modelopt_hf", "modelopt_hf_export"}, {"llmc_minmax", "llmc"}};
 
 // "step_000100/model.layers.0.self_attn.k" -> ("model.layers.0.self_attn", 'k'); not a Q/K/V name: nullopt.
 std::optional<std::pair<std::string, char>> split_name(const std::string& full) {
@@ -115,14 +117,15 @@ std::optional<CacheFormat> parse_format(std::string_view s) {
     return std::nullopt;
 }
 std::optional<ScalePolicy> parse_policy(std::string_view s) {
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < int(std::size(kPolicies)); ++i)
         if (s == kPolicies[i].name || s == kPolicies[i].alias) return static_cast<ScalePolicy>(i);
     return std::nullopt;
 }
 std::vector<CacheFormat> all_formats() { return {CacheFormat::e4m3, CacheFormat::e5m2, CacheFormat::e4m3fnuz, CacheFormat::nvfp4}; }
 std::vector<ScalePolicy> all_policies() {
     return {ScalePolicy::one,  ScalePolicy::vllm_first_batch, ScalePolicy::tensor,
-            ScalePolicy::modelopt, ScalePolicy::head, ScalePolicy::token_head};
+            ScalePolicy::modelopt, ScalePolicy::modelopt_hf, ScalePolicy::llmc_minmax, ScalePolicy::head,
+            ScalePolicy::token_head};
 }
 
 Report run(const Options& opt) {
