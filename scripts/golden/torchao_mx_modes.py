@@ -22,7 +22,8 @@ neighbours, the element maxima (448, 57344, 6, 7.5, 28) times powers of two and 
 2^k (1 + j 2^-23) (where a float32 log2 of amax / max may round to k), the EVEN rounding boundaries,
 FLT_MAX, +-Inf, signed zeros, random magnitudes. Set "nan" (NaN elements) is used for the E4M3 cases only: torchao's FP4/FP6 casts
 (custom_fp_utils._f32_to_floatx_unpacked) have no NaN rule (a NaN's code is computed from its bits
-as if it were a number), so FP4/FP6/NVFP4 cases take set "finite" (Inf, no NaN).
+as if it were a number), so FP4/FP6/NVFP4 cases take set "finite" (Inf, no NaN); two-level NVFP4
+takes "noinf" (the same, Inf and |x| > 1e38 zeroed). bfloat16 NaNs are written as 0x7FC0.
 
 Environment: torch 2.11.0 (CPU), torchao 0.18.0, numpy (python -m pip install torch==2.11.0
 torchao==0.18.0 into a virtual environment).
@@ -129,10 +130,19 @@ def main():
     blob = Blob()
     inputs, cases = {}, []
     tensors = {}
-    for set_name, with_nan in (("nan", True), ("finite", False)):
-        x32 = make_input(rng, with_nan)
+    for set_name, with_nan in (("nan", True), ("finite", False), ("noinf", False)):
+        if set_name == "noinf":  # the "finite" set with Inf and |x| > 1e38 zeroed
+            x32 = np.where(np.abs(x32) > F32(1e38), F32(0), x32).astype(F32)
+        else:
+            x32 = make_input(rng, with_nan)
         t32 = torch.from_numpy(x32.copy())
         tb = t32.to(torch.bfloat16)
+        # torch rounds a float32 NaN to the bfloat16 bits 0xFFFF (sign set); keep the NaNs positive
+        # (0x7FC0) as in the float32 input: which of two NaN operands a product returns is the
+        # CPU's choice, not a rule (x * NaN scale, RCEIL).
+        bits = tb.view(torch.int16).clone()
+        bits[torch.isnan(tb)] = 0x7FC0
+        tb = bits.view(torch.bfloat16)
         tensors[(set_name, "f32")] = t32
         tensors[(set_name, "bf16")] = tb
         inputs[f"{set_name}/f32"] = blob.add(x32)
@@ -153,10 +163,14 @@ def main():
         s, d = nvfp4_quantize(x, 16, per_tensor_scale=None)
         cases.append({"preset": "nvfp4-torchao-single", "format": "e2m1", "input": f"finite/{wide}", "dtype": wide,
                       "rows": ROWS, "cols": COLS, "packed": True, "scales": blob.add(u8(s)), "codes": blob.add(u8(d))})
+        # Two-level: on the same data with Inf and |x| > 1e38 zeroed (bfloat16 rounds FLT_MAX to Inf;
+        # an Inf tensor amax makes every
+        # per-tensor-scaled block degenerate: all codes 0, Inf blocks NaN).
+        x = tensors[("noinf", wide)]
         amax = torch.max(torch.abs(x.float()))
         pts = per_tensor_amax_to_scale(amax)
         s, d = nvfp4_quantize(x, 16, per_tensor_scale=pts)
-        cases.append({"preset": "nvfp4-torchao", "format": "e2m1", "input": f"finite/{wide}", "dtype": wide,
+        cases.append({"preset": "nvfp4-torchao", "format": "e2m1", "input": f"noinf/{wide}", "dtype": wide,
                       "rows": ROWS, "cols": COLS, "packed": True, "scales": blob.add(u8(s)), "codes": blob.add(u8(d)),
                       "per_tensor_scale": struct.unpack("<I", struct.pack("<f", float(pts)))[0]})
 

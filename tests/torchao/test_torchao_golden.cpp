@@ -50,9 +50,11 @@ std::vector<std::uint8_t> unpack(const std::vector<std::uint8_t>& packed) {
     return codes;
 }
 
+// Differing entries; the first few are printed (index, fp8kit's byte, torchao's byte).
 std::size_t count_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
     std::size_t n = a.size() == b.size() ? 0 : 1 + std::max(a.size(), b.size());
-    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) n += a[i] != b[i];
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+        if (a[i] != b[i] && ++n <= 4) UNSCOPED_INFO("  [" << i << "] fp8kit " << int(a[i]) << ", torchao " << int(b[i]));
     return n;
 }
 
