@@ -23,8 +23,8 @@ namespace {
 
 struct ValidateOpts {
     std::string input, output, to, scale, scale_inv, scales, block, scales_are = "scale_inv", scales_dtype = "f32",
-                dtype, shape;
-    bool json = false, quiet = false, progress = false;
+                dtype, shape, scales_layout = "row-major", global_scale;
+    bool json = false, quiet = false, progress = false, packed = false;
     std::size_t examples = 5;
     PolicyOptions policy;
     bool gemm = false;  // --gemm: --output is a GEMM's D, compared with the accumulation models
@@ -115,9 +115,16 @@ std::uint64_t numel(const std::vector<std::size_t>& shape) {
 }
 
 BlockLayout parse_block(const std::string& s) {
-    for (BlockLayout b : {BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128, BlockLayout::mx32})
+    for (BlockLayout b : {BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128, BlockLayout::mx32,
+                          BlockLayout::nv16})
         if (s == name(b)) return b;
-    throw UsageError(fmt::format("--block: unknown layout '{}' (choose from rowwise, 1x128, 128x128, mx32)", s));
+    throw UsageError(fmt::format("--block: unknown layout '{}' (choose from rowwise, 1x128, 128x128, mx32, 1x16)", s));
+}
+
+ScaleOrder parse_order(const std::string& s) {
+    for (ScaleOrder o : {ScaleOrder::row_major, ScaleOrder::padded, ScaleOrder::swizzled})
+        if (s == name(o)) return o;
+    throw UsageError(fmt::format("--scales-layout: unknown order '{}' (choose from row-major, padded, swizzled)", s));
 }
 
 Register validate_cmd([](CLI::App& root) {
@@ -130,16 +137,26 @@ Register validate_cmd([](CLI::App& root) {
         "Exit 0: bit-exact, 1: mismatches, 2: bad input");
     cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor (required unless --gemm)");
     cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor (F8_* or U8)")->required();
+    cmd->add_flag("--packed", o->packed, "--output holds E2M1 codes two per byte along each row, element 2i in the low "
+                                         "nibble (torch float4_e2m1fn_x2, TE's NVFP4 data): shape rows x cols/2 (--to e2m1)");
     cmd->add_option("--to", o->to, "Target format (required unless --gemm): " + format_choices());
     cmd->add_option("--dtype", o->dtype, "Element type of a raw --input: f64, f32, f16, bf16");
     cmd->add_option("--shape", o->shape, "Shape of raw files, e.g. 4096x1024 (default: one dimension)");
     cmd->add_option("--scale", o->scale, "Quantisation scale S: q = fp8(fl32(x * S))")->group("Scaling");
     cmd->add_option("--scale-inv", o->scale_inv, "Dequantisation scale S: q = fp8(fl32(x * fl32(1/S)))")->group("Scaling");
     cmd->add_option("--scales", o->scales, "Per-block scales (.npy <f4 or |u1 E8M0, raw .bin, or file.h5:/dataset)")->group("Scaling");
-    cmd->add_option("--block", o->block, "Block layout of --scales: rowwise, 1x128, 128x128, mx32")->group("Scaling");
+    cmd->add_option("--block", o->block, "Block layout of --scales: rowwise, 1x128, 128x128, mx32, 1x16")->group("Scaling");
+    cmd->add_option("--scales-layout", o->scales_layout, "Where each block's scale lies in --scales: row-major (default), "
+                                                         "padded (TE's scale_inv: 128-row x 4-column multiples) or swizzled "
+                                                         "(cuBLASLt's 128x4 tiles, TE's swizzle, torchao's to_blocked); "
+                                                         "padded and swizzled for mx32 and 1x16")->group("Scaling");
+    cmd->add_option("--global-scale", o->global_scale, "E4M3 --scales: the float32 second-level dequantisation scale G "
+                                                       "(TE's 1/S_enc, torchao's per_tensor_scale; default 1). scale_inv: "
+                                                       "x * fl32(1/fl32(e4m3*G)) (TE); scale: x * fl32(fl32(1/G)/e4m3) (torchao)")->group("Scaling");
     cmd->add_option("--scales-are", o->scales_are, "What --scales holds: scale_inv (default: dequantisation "
                                                    "scales, as kernels write them) or scale")->group("Scaling");
-    cmd->add_option("--scales-dtype", o->scales_dtype, "Type of a raw --scales file: f32 (default) or e8m0")->group("Scaling");
+    cmd->add_option("--scales-dtype", o->scales_dtype, "Type of --scales: f32 (default for raw files), e8m0 (default for "
+                                                       "one-byte scales) or e4m3 (NVFP4 block scales)")->group("Scaling");
     cmd->add_flag("--json", o->json, "Print the report as JSON");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
     cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
@@ -182,6 +199,14 @@ Register validate_cmd([](CLI::App& root) {
         if (o->scales.empty() && !o->block.empty()) throw UsageError("--block needs --scales FILE");
         if (o->scales_are != "scale_inv" && o->scales_are != "scale")
             throw UsageError(fmt::format("--scales-are: '{}' (choose scale_inv or scale)", o->scales_are));
+        if (o->scales_dtype != "f32" && o->scales_dtype != "e8m0" && o->scales_dtype != "e4m3")
+            throw UsageError(fmt::format("--scales-dtype: '{}' (choose f32, e8m0 or e4m3)", o->scales_dtype));
+        const ScaleOrder order = parse_order(o->scales_layout);
+        if (o->scales.empty() && (order != ScaleOrder::row_major || !o->global_scale.empty()))
+            throw UsageError("--scales-layout and --global-scale need --scales FILE");
+        if (!o->global_scale.empty() && o->scales_dtype != "e4m3")
+            throw UsageError("--global-scale needs --scales-dtype e4m3 (NVFP4's E4M3 block scales)");
+        const float global = o->global_scale.empty() ? 1.0f : parse_scale(o->global_scale, "--global-scale");
 
         // 1. Everything that needs no data, before any is read: the input's and output's types
         //    and shapes from their headers, the options, and the scales' count. A wrong --output
@@ -194,7 +219,19 @@ Register validate_cmd([](CLI::App& root) {
         if (policy.rounding == Rounding::stochastic)
             throw UsageError("--round stochastic: validate needs a deterministic reference; choose another rounding");
 
-        RawLayout raw_out{ElementType::u8, raw_in.shape.empty() ? in_head.shape : raw_in.shape};
+        if (o->packed && to != Format::e2m1)
+            throw UsageError(fmt::format("--packed: only E2M1 codes are packed two per byte, --to is {}", name(to)));
+        // Packed E2M1: the output's last dimension is half the input's.
+        std::vector<std::size_t> out_shape = raw_in.shape.empty() ? in_head.shape : raw_in.shape;
+        const std::size_t in_cols = in_head.shape.empty() ? 1 : in_head.shape.back();
+        if (o->packed) {
+            if (in_cols % 2 != 0)
+                throw UsageError(fmt::format("--packed: {} has rows of {} elements, which cannot be packed two per byte",
+                                             o->input, in_cols));
+            if (out_shape.empty()) out_shape = {1};
+            out_shape.back() /= 2;
+        }
+        RawLayout raw_out{ElementType::u8, out_shape};
         const ArrayFile out_head = open_array(o->output, raw_out, false);
         if (out_head.type != ElementType::u8)
             throw UsageError(fmt::format("{}: wrong dtype: FP8 codes must be one byte per element (|u1 or V1), got {}",
@@ -204,9 +241,10 @@ Register validate_cmd([](CLI::App& root) {
         if (out_head.codes_format && *out_head.codes_format != to)
             throw UsageError(fmt::format("{}: holds {} codes, but --to is {}", o->output, name(*out_head.codes_format),
                                          name(to)));
-        if (out_head.shape != in_head.shape)
-            throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}", o->input, shape_text(in_head.shape),
-                                         o->output, shape_text(out_head.shape)));
+        if (o->packed ? out_head.shape != out_shape : out_head.shape != in_head.shape)
+            throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}{}", o->input, shape_text(in_head.shape),
+                                         o->output, shape_text(out_head.shape),
+                                         o->packed ? fmt::format(" (packed: {} expected)", shape_text(out_shape)) : ""));
         // Nothing compared is not "bit-exact": an empty input (or a zero in --shape) is refused.
         if (numel(in_head.shape) == 0)
             throw UsageError(fmt::format("{}: no elements to compare (shape {})", o->input, shape_text(in_head.shape)));
@@ -214,7 +252,8 @@ Register validate_cmd([](CLI::App& root) {
         ScaleMode mode = ScaleMode::none;
         float scale_value = 0;
         BlockLayout layout = BlockLayout::tensor;
-        RawLayout raw_scales{o->scales_dtype == "e8m0" ? ElementType::u8 : ElementType::f32, {}};
+        RawLayout raw_scales{o->scales_dtype == "f32" ? ElementType::f32 : ElementType::u8, {}};
+        ScaleType scale_type = ScaleType::f32;
         const std::size_t cols = in_head.shape.empty() ? 1 : in_head.shape.back();
         const std::size_t rows = cols ? static_cast<std::size_t>(numel(in_head.shape)) / cols : 0;
         if (!o->scale.empty()) {
@@ -226,18 +265,33 @@ Register validate_cmd([](CLI::App& root) {
         } else if (!o->scales.empty()) {
             mode = o->scales_are == "scale" ? ScaleMode::scale : ScaleMode::scale_inv;
             layout = parse_block(o->block);
-            if (o->scales_dtype != "f32" && o->scales_dtype != "e8m0")
-                throw UsageError(fmt::format("--scales-dtype: '{}' (choose f32 or e8m0)", o->scales_dtype));
             const ArrayFile sh = open_array(o->scales, raw_scales, false);
             if (sh.type != ElementType::u8 && sh.type != ElementType::f32)
-                throw UsageError(fmt::format("{}: wrong dtype: scales must be float32 or E8M0 bytes, got {}", o->scales, name(sh.type)));
-            if (sh.codes_format && *sh.codes_format != Format::e8m0)  // a safetensors F8_E4M3 tensor, say
-                throw UsageError(fmt::format("{}: holds {} codes; one-byte scales are E8M0 codes", o->scales,
+                throw UsageError(fmt::format("{}: wrong dtype: scales must be float32, E8M0 or E4M3 bytes, got {}", o->scales,
+                                             name(sh.type)));
+            // One-byte scales: E8M0 unless --scales-dtype e4m3 (or a safetensors F8_E4M3 tensor).
+            const bool e4m3 = o->scales_dtype == "e4m3" || (sh.codes_format && *sh.codes_format == Format::e4m3);
+            if (sh.type == ElementType::f32 && o->scales_dtype != "f32")
+                throw UsageError(fmt::format("{}: holds float32 scales, but --scales-dtype is {}", o->scales, o->scales_dtype));
+            if (sh.type == ElementType::u8) scale_type = e4m3 ? ScaleType::e4m3 : ScaleType::e8m0;
+            if (sh.codes_format && *sh.codes_format != Format::e8m0 && *sh.codes_format != Format::e4m3)
+                throw UsageError(fmt::format("{}: holds {} codes; one-byte scales are E8M0 or E4M3 codes", o->scales,
                                              name(*sh.codes_format)));
-            const std::size_t want = block_scale_count(layout, rows, cols);
+            if (sh.codes_format && *sh.codes_format == Format::e8m0 && o->scales_dtype == "e4m3")
+                throw UsageError(fmt::format("{}: holds E8M0 codes, but --scales-dtype is e4m3", o->scales));
+            if (!o->global_scale.empty() && scale_type != ScaleType::e4m3)
+                throw UsageError(fmt::format("--global-scale: {} holds {} scales, not E4M3", o->scales, name(scale_type)));
+            std::size_t want = 0;
+            try {
+                want = stored_scale_count(layout, rows, cols, order);
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(fmt::format("--scales-layout {}: {}", o->scales_layout, e.what()));
+            }
             if (numel(sh.shape) != want)
-                throw UsageError(fmt::format("{}: wrong size: {} blocks of a {} x {} input need {} scales, the file has {}",
-                                             o->scales, o->block, rows, cols, want, numel(sh.shape)));
+                throw UsageError(fmt::format("{}: wrong size: {} blocks of a {} x {} input need {} scales{}, the file has {}",
+                                             o->scales, o->block, rows, cols, want,
+                                             order == ScaleOrder::row_major ? "" : fmt::format(" ({})", o->scales_layout),
+                                             numel(sh.shape)));
         }
 
         // 2. The data, mapped where it lies in the file as stored: validate reads each element
@@ -248,27 +302,32 @@ Register validate_cmd([](CLI::App& root) {
         if (in.type != in_head.type || in.shape != in_head.shape || out.type != out_head.type || out.shape != out_head.shape)
             throw UsageError(fmt::format("{} or {} changed while it was read", o->input, o->output));
 
-        ValidateRequest rq{*from, in.bytes(), out.bytes(), in.size(), to, policy, {}};
+        std::vector<std::uint8_t> unpacked;  // --packed: one code per byte
+        if (o->packed) {
+            try {
+                unpacked = unpack_fp4_codes(out.bytes(), out.size(), rows, cols);
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(fmt::format("{}: {}", o->output, e.what()));
+            }
+        }
+        ValidateRequest rq{*from, in.bytes(), o->packed ? unpacked.data() : out.bytes(), in.size(), to, policy, {}};
         std::vector<float> block_scales;
         rq.scaling.mode = mode;
         if (mode != ScaleMode::none && o->scales.empty()) rq.scaling.value = scale_value;
         if (!o->scales.empty()) {
             rq.scaling.layout = layout;
             const ArrayFile sf = load(o->scales, raw_scales);
-            if (sf.type == ElementType::u8) {
-                // E8M0 codes: 2^(c-127), NaN for 0xFF; decoding to float32 is exact.
-                for (std::size_t i = 0; i < sf.size(); ++i) {
-                    const auto b = static_cast<std::uint32_t>(emu::decode(Format::e8m0, Wide::f32, sf.data[i]));
-                    float f;
-                    std::memcpy(&f, &b, sizeof f);
-                    block_scales.push_back(f);
-                }
-            } else {
-                block_scales.resize(sf.size());
-                std::memcpy(block_scales.data(), sf.data.data(), sf.data.size());
+            StoredScales st;
+            st.data = sf.data.data();
+            st.count = sf.size();
+            st.type = sf.type == ElementType::u8 ? scale_type : ScaleType::f32;
+            st.order = order;
+            st.global = global;
+            try {  // E8M0 decodes exactly; E4M3 combines with --global-scale (validate.hpp)
+                block_scales = block_scale_values(st, layout, rows, cols, mode);
+            } catch (const std::invalid_argument& e) {
+                throw UsageError(fmt::format("{}: {} (changed while it was read?)", o->scales, e.what()));
             }
-            if (block_scales.size() != block_scale_count(layout, rows, cols))
-                throw UsageError(fmt::format("{} changed while it was read", o->scales));
             rq.scaling.blocks = block_scales.data();
             rq.scaling.block_count = block_scales.size();
             rq.scaling.rows = rows;

@@ -12,9 +12,10 @@ namespace fp8kit::py {
 
 BlockLayout parse_block_layout(const std::string& s) {
     for (BlockLayout b : {BlockLayout::tensor, BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128,
-                          BlockLayout::mx32})
+                          BlockLayout::mx32, BlockLayout::nv16})
         if (s == name(b)) return b;
-    throw std::invalid_argument(fmt::format("layout: unknown block layout '{}' (choose from tensor, rowwise, 1x128, 128x128, mx32)", s));
+    throw std::invalid_argument(
+        fmt::format("layout: unknown block layout '{}' (choose from tensor, rowwise, 1x128, 128x128, mx32, 1x16)", s));
 }
 
 ScaleMode parse_scale_mode(const std::string& s) {
@@ -68,6 +69,33 @@ pyb::object validate_bits(const pyb::array& input, const std::string& wide, cons
     return pyb::make_tuple(r->json(), r->summary(), describe_consistency(*r));
 }
 
+// Stored block scales (f32, E8M0 or E4M3 with a global scale; row-major, padded or swizzled) to
+// the row-major float32 scales validate reads (lib's block_scale_values).
+pyb::array_t<float> stored_scale_values(const pyb::array& scales, const std::string& type, const std::string& order,
+                                        double global, const std::string& layout, std::size_t rows, std::size_t cols,
+                                        const std::string& mode) {
+    StoredScales st;
+    if (type == "f32") st.type = ScaleType::f32;
+    else if (type == "e8m0") st.type = ScaleType::e8m0;
+    else if (type == "e4m3") st.type = ScaleType::e4m3;
+    else throw std::invalid_argument(fmt::format("scales_dtype: '{}' (choose f32, e8m0 or e4m3)", type));
+    if (order == "row-major") st.order = ScaleOrder::row_major;
+    else if (order == "padded") st.order = ScaleOrder::padded;
+    else if (order == "swizzled") st.order = ScaleOrder::swizzled;
+    else throw std::invalid_argument(fmt::format("scales_layout: '{}' (choose row-major, padded or swizzled)", order));
+    st.data = contiguous_data(scales, st.type == ScaleType::f32 ? 4 : 1, "block_scales");
+    st.count = static_cast<std::size_t>(scales.size());
+    st.global = static_cast<float>(global);
+    const std::vector<float> v = block_scale_values(st, parse_block_layout(layout), rows, cols, parse_scale_mode(mode));
+    return pyb::array_t<float>(static_cast<pyb::ssize_t>(v.size()), v.data());
+}
+
+pyb::array_t<std::uint8_t> unpack_fp4(const pyb::array& packed, std::size_t rows, std::size_t cols) {
+    const auto* p = static_cast<const std::uint8_t*>(contiguous_data(packed, 1, "output"));
+    const std::vector<std::uint8_t> c = unpack_fp4_codes(p, static_cast<std::size_t>(packed.size()), rows, cols);
+    return pyb::array_t<std::uint8_t>(static_cast<pyb::ssize_t>(c.size()), c.data());
+}
+
 // A TransformerEngine DumpTensors file: (name, format, scale_inv, report JSON, summary), or None.
 pyb::object check_te_file(const std::string& path) {
     std::optional<TeQuantizedCheck> c;
@@ -87,6 +115,9 @@ void bind_validate(pyb::module_& m) {
           "overflow"_a, "nan"_a, "mode"_a, "value"_a, "layout"_a, "block_scales"_a, "examples"_a,
           "detect_policies"_a, "comm"_a = pyb::none());
     m.def("check_te_quantized", &check_te_file, "path"_a);
+    m.def("stored_scale_values", &stored_scale_values, "scales"_a, "type"_a, "order"_a, "global_scale"_a, "layout"_a,
+          "rows"_a, "cols"_a, "mode"_a);
+    m.def("unpack_fp4_codes", &unpack_fp4, "packed"_a, "rows"_a, "cols"_a);
 }
 
 }  // namespace fp8kit::py

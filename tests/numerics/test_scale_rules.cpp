@@ -216,3 +216,51 @@ TEST_CASE("rule_scale: the one entry point gives each rule's scale, inverse and 
     CHECK(format_max(Format::e5m2) == 57344.0f);
     CHECK(format_max(Format::e4m3fnuz) == 240.0f);
 }
+
+TEST_CASE("torchao 0.18 MX rules: FLOOR, CEIL, EVEN from the amax bits, RCEIL with a float32 log2", "[numerics][scale]") {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    // E4M3 (emax 8, 3 mantissa bits). 1.9375 = 2 - 2^-4 is EVEN's boundary: it rounds up to 2.
+    CHECK(mx_code_torchao(1.9375f, 8, 3, TorchaoMx::floor) == 119);
+    CHECK(mx_code_torchao(1.9375f, 8, 3, TorchaoMx::even) == 120);
+    CHECK(mx_code_torchao(1.875f, 8, 3, TorchaoMx::even) == 119);
+    CHECK(mx_code_torchao(1.9375f, 8, 3, TorchaoMx::ceil) == 120);
+    CHECK(mx_code_torchao(2.0f, 8, 3, TorchaoMx::ceil) == 120);
+    // Zero and subnormal amaxes: code 0; Inf reads exponent 255 (code 255 - 8), NaN 0xFF.
+    CHECK(mx_code_torchao(0.0f, 8, 3, TorchaoMx::floor) == 0);
+    CHECK(mx_code_torchao(1e-40f, 8, 3, TorchaoMx::ceil) == 0);
+    CHECK(mx_code_torchao(inf, 8, 3, TorchaoMx::floor) == 247);
+    CHECK(mx_code_torchao(inf, 2, 1, TorchaoMx::even) == 253);
+    CHECK(mx_code_torchao(nan, 8, 3, TorchaoMx::ceil) == 0xFF);
+    // Code 0 divides by 2^-126 (F32_MIN_NORMAL) but dequantises with 2^-127; 0xFF divides by Inf.
+    CHECK(bits(mx_torchao_cast_pair(0).scale) == p2(126));
+    CHECK(bits(mx_torchao_cast_pair(0).scale_inv) == 0x00400000u);
+    CHECK(bits(mx_torchao_cast_pair(0xFF).scale) == 0u);
+    CHECK(bits(mx_torchao_cast_pair(130).scale) == p2(-3));
+    // RCEIL: 16 (1 + 2^-23) has a float32 log2 of exactly 4, so the code is 4 + 127, not 5 + 127.
+    CHECK(ceil_log2_f32(16.0f * (1.0f + FLT_EPSILON)) == 4);
+    CHECK(ceil_log2_f32(1.0f + FLT_EPSILON) == 1);
+    CHECK(mx_code_torchao_rceil(16.0f * (1.0f + FLT_EPSILON), 1.0f) == 131);  // fmax 1: the quotient is exact
+    CHECK(mx_code_roundup(16.0f * (1.0f + FLT_EPSILON), 1.0f) == 132);
+    CHECK(mx_code_torchao_rceil(inf, 448.0f) == 0xFE);
+    CHECK(mx_code_torchao_rceil(nan, 448.0f) == 0xFF);
+    CHECK(mx_code_torchao_rceil(0.0f, 448.0f) == 0);
+    CHECK(bits(mx_torchao_rceil_cast_pair(0).scale) == p2(0));
+    // The block amax keeps NaN for the torchao rules only.
+    CHECK(is_nan(rule_block_amax(ScaleRule::mx_torchao_floor, 3.0f, true)));
+    CHECK(rule_block_amax(ScaleRule::mx_roundup, 3.0f, true) == 3.0f);
+    CHECK(rule_block_amax(ScaleRule::nvfp4_torchao_single, 3.0f, false) == 3.0f);
+}
+
+TEST_CASE("torchao NVFP4 without a per-tensor scale", "[numerics][scale]") {
+    // amax 6: block scale 1 (0x38), encode 1, decode 1.
+    const Nvfp4Block b = nvfp4_torchao_single_block(6.0f);
+    CHECK(b.scale_code == 0x38);
+    CHECK(b.encode == 1.0f);
+    CHECK(b.decode == 1.0f);
+    // Tiny and zero blocks: the scale is clamped to E4M3's smallest normal 2^-6 (0x08).
+    CHECK(nvfp4_torchao_single_block(0.0f).scale_code == 0x08);
+    CHECK(bits(nvfp4_torchao_single_block(0.0f).encode) == p2(6));
+    // Huge blocks: clamped to 448 (0x7E); NaN stays NaN (0x7F).
+    CHECK(nvfp4_torchao_single_block(1e30f).scale_code == 0x7E);
+    CHECK(nvfp4_torchao_single_block(std::numeric_limits<float>::quiet_NaN()).scale_code == 0x7F);
+}

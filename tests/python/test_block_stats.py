@@ -37,6 +37,8 @@ def nvfp4_scale_inv(rule, amax, gamax):
                 s_enc = F32(1)
             b = e4m3_satfinite(np.minimum(F32(amax * F32(s_enc * F32(F32(1) / F32(6)))), np.finfo(F32).max))
             return F32(F32(b * gamax) * F32(F32(1) / F32(2688)))
+        if rule == "nvfp4-torchao-single":  # nvfp4_quantize(per_tensor_scale=None)
+            return e4m3_satfinite(np.clip(F32(amax / F32(6)), F32(2.0 ** -6), F32(448)))
         pts = F32(gamax / F32(2688))
         b = e4m3_satfinite(np.clip(F32(F32(amax / F32(6)) / pts), F32(2.0 ** -6), F32(448)))
         return F32(b * pts)
@@ -117,6 +119,26 @@ def scale_inv_of(r, role, amax, gamax=None):
             code, man = (u >> 23) & 0xFF, u & 0x7FFFFF
             if man and code != 0xFE and not (code == 0 and man <= 0x400000):
                 code += 1
+    elif rule in ("mx-torchao-floor", "mx-torchao-ceil", "mx-torchao-even"):
+        # torchao 0.18 to_mx: from the float32 bits of amax; EVEN first adds 2^(22 - mbits) and
+        # keeps sign and exponent; CEIL adds one for a nonzero mantissa; clamp(e - emax, -127,
+        # 128) + 127; NaN -> 0xFF (an Inf amax is not special).
+        emax = {"e4m3": 8, "e5m2": 15, "e2m1": 2, "e2m3": 2, "e3m2": 4}[fmt]
+        mbits = {"e4m3": 3, "e5m2": 2, "e2m1": 1, "e2m3": 3, "e3m2": 2}[fmt]
+        u = bits(amax)
+        if rule == "mx-torchao-even":
+            u = (u + (1 << (22 - mbits))) & 0xFF800000
+        e = ((u >> 23) & 0xFF) - 127
+        if rule == "mx-torchao-ceil" and u & 0x7FFFFF:
+            e += 1
+        code = 0xFF if np.isnan(amax) else min(max(e - emax, -127), 128) + 127
+    elif rule == "mx-torchao-rceil":
+        # torchao 0.18 _to_mx_rceil: descale = fl32(amax / fmax); NaN -> 0xFF, Inf -> 0xFE, else
+        # clamp(ceil(float32 log2(descale)), -127, 127) + 127.
+        with np.errstate(over="ignore", divide="ignore"):
+            d = F32(amax / fm)
+            l2 = np.log2(d)
+        code = 0xFF if np.isnan(d) else 0xFE if np.isinf(d) else int(min(max(np.ceil(l2), -127), 127)) + 127
     elif rule == "mx-ocp-floor":
         # X = 2^(floor(log2 amax) - emax_elem), code clamped to [0, 254]; 0 -> 0; NaN/Inf -> 0xFF.
         emax = {"e4m3": 8, "e5m2": 15, "e2m1": 2, "e2m3": 2, "e3m2": 4}[fmt]

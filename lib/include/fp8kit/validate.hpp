@@ -57,10 +57,11 @@ std::string_view name(MismatchClass c);  // "tie", "direction", ..., "nan-encodi
 //   b1x128    1 x 128 blocks: rows * ceil(cols / 128) scales
 //   b128x128  128 x 128 blocks: ceil(rows / 128) * ceil(cols / 128) scales
 //   mx32      1 x 32 blocks (OCP MX): rows * ceil(cols / 32) scales
+//   nv16      1 x 16 blocks (NVFP4): rows * ceil(cols / 16) scales
 using numerics::ScaleMode;
 using numerics::BlockLayout;
 using numerics::block_scale_count;  // number of scales a layout needs for a rows x cols matrix
-std::string_view name(BlockLayout b);  // "tensor", "rowwise", "1x128", "128x128", "mx32"
+std::string_view name(BlockLayout b);  // "tensor", "rowwise", "1x128", "128x128", "mx32", "1x16"
 
 struct Scaling {
     ScaleMode mode = ScaleMode::none;
@@ -179,6 +180,55 @@ struct MismatchScan {
 // whose arrays disagree in length or whose indices are not ascending and below n.
 ValidateReport validate_mismatches(const ValidateRequest& request, const MismatchScan& scan,
                                    const ValidateOptions& options = {});
+
+// ---- Block scales and codes as kernels store them (docs/validate.md, "NVFP4 and MX outputs") ----
+
+// The type of stored block scales: float32 values, E8M0 bytes (MX: 2^(b - 127), 0xFF NaN) or
+// E4M3 bytes (NVFP4: with a float32 second-level scale, StoredScales::global).
+enum class ScaleType : std::uint8_t { f32, e8m0, e4m3 };
+std::string_view name(ScaleType t);  // "f32", "e8m0", "e4m3"
+
+// Where each block's scale lies: row-major (rows x blocks across, as validate() reads it),
+// row-major padded to 128-row x 4-column multiples (TransformerEngine's MXFP8 / NVFP4 scale_inv
+// tensors), or swizzled in cuBLASLt's 128 x 4 tiles (numerics::swizzled_scale_offset: what
+// cuBLASLt's block-scaled GEMMs read, TE's swizzle and torchao's to_blocked write). Padding is
+// not read.
+enum class ScaleOrder : std::uint8_t { row_major, padded, swizzled };
+std::string_view name(ScaleOrder o);  // "row-major", "padded", "swizzled"
+
+struct StoredScales {
+    const void* data = nullptr;  // `count` entries of `type` (bytes, or float32 for f32)
+    std::size_t count = 0;
+    ScaleType type = ScaleType::f32;
+    ScaleOrder order = ScaleOrder::row_major;
+    // E4M3 scales: the tensor's float32 second-level scale G, a dequantisation scale (TE's
+    // S_dec = fl32(1 / S_enc), torchao's per_tensor_scale; 1 for none). Each block's value is
+    //   ScaleMode::scale_inv: S = fl32(e4m3(b) * G), the elements multiplied by fl32(1 / S)
+    //                         (TransformerEngine's order);
+    //   ScaleMode::scale:     S = fl32(fl32(1 / G) / e4m3(b)), the elements multiplied by S
+    //                         (torchao's nvfp4_quantize; with G = 1 this is fl32(1 / e4m3(b)),
+    //                         equal to the scale_inv reading).
+    float global = 1.0f;
+};
+
+// Entries a scale file must hold for `layout` over a rows x cols input in `order`
+// (row-major: block_scale_count; padded and swizzled: MX and 1x16 layouts only, the grid padded
+// to 128 x 4 multiples). std::invalid_argument for padded/swizzled with another layout.
+std::size_t stored_scale_count(BlockLayout layout, std::size_t rows, std::size_t cols, ScaleOrder order);
+
+// The float32 block scales validate() reads (Scaling::blocks, row-major) from stored ones.
+// `mode` says how E4M3 scales combine with the global scale (above); E8M0 and f32 values are
+// read as they are (E8M0 decodes exactly). std::invalid_argument naming what is wrong when the
+// count does not match stored_scale_count.
+std::vector<float> block_scale_values(const StoredScales& s, BlockLayout layout, std::size_t rows, std::size_t cols,
+                                      ScaleMode mode);
+
+// Packed E2M1 codes (two per byte along each row, element 2i in the low nibble: torch
+// float4_e2m1fn_x2, torchao pack_uint4, cuda_fp4.h __nv_fp4x2_e2m1, TE's NVFP4 data) to one code
+// per byte, rows x cols. std::invalid_argument when cols is odd or the byte count is not
+// rows * cols / 2.
+std::vector<std::uint8_t> unpack_fp4_codes(const std::uint8_t* packed, std::size_t bytes, std::size_t rows,
+                                           std::size_t cols);
 
 // One line naming the consistent profiles / policies ("equals profile cuda-satfinite", "equals
 // nearest-away, saturate-all, NaN any"), or that none of them matches.

@@ -157,6 +157,38 @@ std::vector<RecipeSpec> make_presets() {
         }
     }
     {
+        RecipeSpec r = base("nvfp4-torchao-single",
+                            "pytorch/ao torchao/prototype/mx_formats/nvfp4_tensor.py (nvfp4_quantize "
+                            "with per_tensor_scale=None: block scales only)",
+                            RecipeKind::current, ScaleRule::nvfp4_torchao_single);
+        r.input = blocks(Format::e2m1, 1, 16);
+        r.weight = blocks(Format::e2m1, 1, 16);
+        r.grad = blocks(Format::e2m1, 1, 16);
+        r.policy = kMxElement;
+        v.push_back(r);
+    }
+    // torchao 0.18's to_mx (torchao/prototype/mx_formats/mx_tensor.py) under each
+    // ScaleCalculationMode, for MXFP8 (E4M3), MXFP4 and MXFP6: block amax with NaN kept
+    // (torch.amax), FLOOR/CEIL/EVEN divide by max(2^(code - 127), 2^-126), RCEIL's float32
+    // division and log2 (numerics/scale_rules.hpp). E4M3 elements: clamp to +-448, then torch's
+    // cast (NaN keeps its sign); FP4/FP6: torchao's RNE bit cast, which saturates.
+    for (const auto& [fmt, stem] : {std::pair{Format::e4m3, "mxfp8"}, std::pair{Format::e2m1, "mxfp4"},
+                                    std::pair{Format::e2m3, "mxfp6-e2m3"}, std::pair{Format::e3m2, "mxfp6-e3m2"}}) {
+        for (const auto& [rule, mode] : {std::pair{ScaleRule::mx_torchao_floor, "floor"},
+                                         std::pair{ScaleRule::mx_torchao_ceil, "ceil"},
+                                         std::pair{ScaleRule::mx_torchao_even, "even"},
+                                         std::pair{ScaleRule::mx_torchao_rceil, "rceil"}}) {
+            RecipeSpec r = base("", "", RecipeKind::current, rule);
+            r.name = std::string(stem) + "-torchao-" + mode;
+            r.source = "pytorch/ao 0.18 torchao/prototype/mx_formats/mx_tensor.py (to_mx, ScaleCalculationMode)";
+            r.input = blocks(fmt, 1, 32);
+            r.weight = blocks(fmt, 1, 32);
+            r.grad = blocks(fmt, 1, 32);
+            r.policy = fmt == Format::e4m3 ? kTorchClamped : kMxElement;
+            v.push_back(r);
+        }
+    }
+    {
         RecipeSpec r = base("torchao-tensorwise",
                             "pytorch/ao torchao/float8/float8_utils.py (amax_to_scale), config.py "
                             "TENSORWISE",
@@ -240,7 +272,9 @@ const std::pair<const char*, ScaleRule> kRules[] = {
     {"te", ScaleRule::te}, {"torchao", ScaleRule::torchao}, {"msamp", ScaleRule::msamp},
     {"deepseek", ScaleRule::deepseek}, {"mx-roundup", ScaleRule::mx_roundup},
     {"mx-ocp-floor", ScaleRule::mx_ocp_floor}, {"nvfp4-te", ScaleRule::nvfp4_te},
-    {"nvfp4-torchao", ScaleRule::nvfp4_torchao}};
+    {"nvfp4-torchao", ScaleRule::nvfp4_torchao}, {"mx-torchao-floor", ScaleRule::mx_torchao_floor},
+    {"mx-torchao-ceil", ScaleRule::mx_torchao_ceil}, {"mx-torchao-even", ScaleRule::mx_torchao_even},
+    {"mx-torchao-rceil", ScaleRule::mx_torchao_rceil}, {"nvfp4-torchao-single", ScaleRule::nvfp4_torchao_single}};
 const std::pair<const char*, AmaxAlgo> kAlgos[] = {{"max", AmaxAlgo::max},
                                                    {"most_recent", AmaxAlgo::most_recent}};
 const std::pair<const char*, Granularity> kGran[] = {

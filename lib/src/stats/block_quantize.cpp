@@ -77,12 +77,16 @@ BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, st
         const std::size_t bi = static_cast<std::size_t>(t) / out.grid_cols, bj = static_cast<std::size_t>(t) % out.grid_cols;
         const std::size_t r0 = bi * out.tile_rows, r1 = std::min(rows, r0 + out.tile_rows);
         const std::size_t c0 = bj * out.tile_cols, c1 = std::min(cols, c0 + out.tile_cols);
-        // 2. Block amax as the framework kernels reduce it (fmaxf: NaN ignored).
+        // 2. Block amax as the framework kernels reduce it (fmaxf: NaN ignored; NaN for a block
+        //    holding one under the rules whose amax keeps NaN).
         float am = 0.0f;
         for (std::size_t r = r0; r < r1; ++r) am = std::max(am, amax_of(static_cast<const unsigned char*>(data) +
                                                                         wide_size(type) * (r * cols + c0), type, c1 - c0));
         // 3. The block's scale from the rule, then 4. each element: fl32(x * scale), encoded.
-        const numerics::BlockScale s = numerics::rule_scale(rule, am);
+        bool nan = false;  // rules whose block amax keeps NaN (torchao's torch.amax)
+        if (numerics::rule_amax_keeps_nan(br.rule))
+            for (std::size_t r = r0; r < r1 && !nan; ++r) nan = any_nan(data, type, r * cols + c0, c1 - c0);
+        const numerics::BlockScale s = numerics::rule_scale(rule, numerics::rule_block_amax(br.rule, am, nan));
         out.scale_codes[static_cast<std::size_t>(t)] = s.code;
         out.scale[static_cast<std::size_t>(t)] = s.scale;
         out.scale_inv[static_cast<std::size_t>(t)] = s.scale_inv;

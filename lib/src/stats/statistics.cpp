@@ -650,6 +650,39 @@ float amax_of(const void* data, Wide type, std::size_t n) {
     return static_cast<float>(m);  // exact except for f64 data: one rounding, Inf past FLT_MAX
 }
 
+bool any_nan(const void* data, Wide type, std::size_t first, std::size_t count) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = first; i < first + count; ++i) {
+        switch (type) {
+            case Wide::f64: {
+                std::uint64_t u;
+                std::memcpy(&u, p + 8 * i, 8);
+                if ((u & 0x7FFFFFFFFFFFFFFFull) > 0x7FF0000000000000ull) return true;
+                break;
+            }
+            case Wide::f32: {
+                std::uint32_t u;
+                std::memcpy(&u, p + 4 * i, 4);
+                if ((u & 0x7FFFFFFFu) > 0x7F800000u) return true;
+                break;
+            }
+            case Wide::f16: {
+                std::uint16_t u;
+                std::memcpy(&u, p + 2 * i, 2);
+                if ((u & 0x7FFFu) > 0x7C00u) return true;
+                break;
+            }
+            case Wide::bf16: {
+                std::uint16_t u;
+                std::memcpy(&u, p + 2 * i, 2);
+                if ((u & 0x7FFFu) > 0x7F80u) return true;
+                break;
+            }
+        }
+    }
+    return false;
+}
+
 float amax_of_here(const void* data, Wide type, std::size_t n) {
     return static_cast<float>(amax_any(data, type, 0, n));  // the one rounding of amax_of
 }
@@ -759,7 +792,11 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
                 const double a = amax_any(data, type, r * cols + c0, c1 - c0);
                 if (a > am) am = a;
             }
-            const numerics::BlockScale sp = numerics::rule_scale(rule, static_cast<float>(am));
+            bool nan = false;  // rules whose block amax keeps NaN (torchao's torch.amax)
+            if (numerics::rule_amax_keeps_nan(br.rule))
+                for (std::size_t r = r0; r < r1 && !nan; ++r) nan = any_nan(data, type, r * cols + c0, c1 - c0);
+            const numerics::BlockScale sp =
+                numerics::rule_scale(rule, numerics::rule_block_amax(br.rule, static_cast<float>(am), nan));
             out.scale_inv[static_cast<std::size_t>(t)] = sp.scale_inv;
             set_scale(p, sp.scale, sp.scale_inv);
             // A pair that is not finite and > 0 (an Inf amax under the MX floor rule gives

@@ -30,6 +30,7 @@ std::string_view name(BlockLayout b) {
         case BlockLayout::b1x128: return "1x128";
         case BlockLayout::b128x128: return "128x128";
         case BlockLayout::mx32: return "mx32";
+        case BlockLayout::nv16: return "1x16";
     }
     return "?";
 }

@@ -70,6 +70,9 @@ float amax_of(const void* data, Wide type, std::size_t n);
 // The same on the calling thread only (no OpenMP team): for pieces of a tensor on the workers of
 // the thread pool (parallel/pool.hpp), whose maxima combine exactly in any order.
 float amax_of_here(const void* data, Wide type, std::size_t n);
+// Whether elements [first, first + count) hold a NaN (the block amax of the rules whose amax keeps
+// NaN: numerics::rule_amax_keeps_nan, rule_block_amax).
+bool any_nan(const void* data, Wide type, std::size_t first, std::size_t count);
 
 // ---- Block recipes --------------------------------------------------------------------------
 

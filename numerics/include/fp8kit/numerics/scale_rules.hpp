@@ -107,6 +107,11 @@ FP8KIT_HD int format_emax(Format f) {
     return emu::with_format(f, [](auto fmt) { return decltype(fmt)::emax; });
 }
 
+// The element format's mantissa bits (3 for E4M3, 1 for E2M1).
+FP8KIT_HD int format_mbits(Format f) {
+    return emu::with_format(f, [](auto fmt) { return decltype(fmt)::man_bits; });
+}
+
 // ---- per-tensor and per-block rules -------------------------------------------------------
 
 struct ScalePair {
@@ -251,6 +256,78 @@ FP8KIT_HD ScalePair mx_cast_pair(MxRule rule, std::uint8_t code) {
     return p;
 }
 
+// ---- torchao 0.18's MX rules (torchao/prototype/mx_formats/mx_tensor.py, to_mx) -------------
+// ScaleCalculationMode FLOOR, CEIL and EVEN, from the bits of the block amax in float32, in
+// to_mx's order (emax = the element format's emax, torchao's F*_MAX_POW2; mbits its mantissa bits):
+//   EVEN:  bits = (bits + 2^(22 - mbits)) & 0xFF800000  (the amax rounded to the element's precision
+//          first: a carry moves it to the next power of two; NaN is put back afterwards)
+//   e = biased exponent field of bits - 127             (every subnormal reads as -127)
+//   CEIL:  e += 1 when the mantissa field is nonzero
+//   code = clamp(e - emax, -127, 128) + 127; NaN amax -> 0xFF. An Inf amax is NOT 0xFF: its
+//          exponent field 255 gives code 255 - emax - 0 (247 for E4M3), as torchao 0.18 computes it.
+// torchao's amax is torch.amax(torch.abs(block)): NaN propagates (rule_amax_keeps_nan).
+enum class TorchaoMx : std::uint8_t { floor, ceil, even };
+
+FP8KIT_HD std::uint8_t mx_code_torchao(float block_amax, int emax_elem, int mbits_elem, TorchaoMx mode) {
+    if (is_nan(block_amax)) return kE8m0Nan;
+    std::uint32_t u = bits_of(block_amax) & 0x7FFFFFFFu;  // torch.abs: the sign bit is clear
+    if (mode == TorchaoMx::even) u = (u + (std::uint32_t{1} << (22 - mbits_elem))) & 0xFF800000u;
+    int e = static_cast<int>((u >> 23) & 0xFFu) - 127;
+    if (mode == TorchaoMx::ceil && (u & 0x7FFFFFu) != 0) ++e;
+    int unbiased = e - emax_elem;
+    unbiased = unbiased < -127 ? -127 : (unbiased > 128 ? 128 : unbiased);
+    return static_cast<std::uint8_t>(unbiased + 127);
+}
+
+// The scale torchao's FLOOR/CEIL/EVEN cast with, from the code: scale_fp32 = float with exponent
+// field `code` (code 0 is 0.0, 0xFF is +Inf), clamp(min=F32_MIN_NORMAL = 2^-126), and the elements
+// are DIVIDED by it. So code 0 divides by 2^-126 (while the code stores 2^-127: the elements come
+// out half as large as under the OCP rule), and code 0xFF divides by Inf (finite elements -> +-0,
+// Inf and NaN -> NaN). Division by a power of two equals the multiply by its exact reciprocal, so
+// `scale` is 2^(127 - code), 2^126 for code 0, 0 for 0xFF. scale_inv is what torchao dequantises
+// with (get_fp_scale): 2^(code - 127) (2^-127 for code 0), NaN for 0xFF.
+FP8KIT_HD ScalePair mx_torchao_cast_pair(std::uint8_t code) {
+    if (code == kE8m0Nan) return {0.0f, float_of(0x7FC00000u)};
+    ScalePair p = e8m0_scale_pair(code);
+    if (code == 0) p.scale = pow2f(126);
+    return p;
+}
+
+// ceil(log2(v)) with torch.log2's float32 result, taken as correctly rounded (the binary64 log2
+// rounded to float32, then ceiled): for v just above 2^k the float32 log2 rounds to k exactly
+// when |k| is large enough, and the ceiling is then k, where the exact ceiling is k + 1.
+FP8KIT_HD int ceil_log2_f32(float v) {
+#if defined(__CUDA_ARCH__)
+    const float l = static_cast<float>(::log2(static_cast<double>(v)));
+#else
+    const float l = static_cast<float>(std::log2(static_cast<double>(v)));
+#endif
+    const int f = static_cast<int>(l);
+    return static_cast<float>(f) < l ? f + 1 : f;
+}
+
+// torchao 0.18 RCEIL (mx_tensor.py _to_mx_rceil, the path every CPU and every GPU before
+// Blackwell takes: the cvt.rp.satfinite.ue8m0x2.f32 branch needs torch.compile on sm_100):
+//   descale = fl32(amax / fmax) (a division); NaN -> 0xFF; Inf -> 0xFE;
+//   code = clamp(ceil(log2(descale)), -127, 127) + 127 with torch.log2 in float32 (ceil_log2_f32;
+//   log2(0) = -Inf -> code 0).
+// Cast: rcp = 1 for code 0, 2^-127 for 0xFE, NaN for 0xFF, else 2^(127 - code); elements x * rcp,
+// then clamped to +-fmax (torch.clamp keeps NaN). Dequantisation (get_fp_scale): 2^(code - 127).
+FP8KIT_HD std::uint8_t mx_code_torchao_rceil(float block_amax, float fmax) {
+    const float d = div_rn(block_amax, fmax);
+    if (is_nan(d)) return kE8m0Nan;
+    if (is_inf(d)) return 0xFE;
+    if (d == 0.0f) return 0;
+    int c = ceil_log2_f32(d);
+    c = c < -127 ? -127 : (c > 127 ? 127 : c);
+    return static_cast<std::uint8_t>(c + 127);
+}
+FP8KIT_HD ScalePair mx_torchao_rceil_cast_pair(std::uint8_t code) {
+    ScalePair p = e8m0_scale_pair(code);
+    if (code == 0) p.scale = 1.0f;
+    return p;  // 0xFE: 2^-127 (e8m0_scale_pair's own); 0xFF: NaN
+}
+
 // ---- NVFP4 (E2M1 elements, E4M3 block scales, a float32 global scale) ------------------------
 
 // 448 * 6: E4M3's largest value times E2M1's, the constant of every NVFP4 rule (exact in float32).
@@ -330,6 +407,22 @@ FP8KIT_HD Nvfp4Block nvfp4_torchao_block(float block_amax, float global_amax) {
     return {code, enc, dec};
 }
 
+// torchao NVFP4 without a per-tensor scale (nvfp4_tensor.py nvfp4_quantize with
+// per_tensor_scale=None, "single level scaling"), in its order:
+//   1. block_scale = fl32(block_amax / 6);
+//   2. byte = e4m3(clamp(block_scale, 2^-6, 448)) (NaN stays NaN: byte 0x7F);
+//   3. encode = fl32(1 / float(byte)) (torch's 1.0 / t is t.reciprocal() * 1.0); the elements are
+//      clamped to +-6 and rounded to nearest even;
+//   4. decode = float(byte) (NVFP4Tensor.dequantize with no per-tensor scale).
+FP8KIT_HD Nvfp4Block nvfp4_torchao_single_block(float block_amax) {
+    const float sb = div_rn(block_amax, 6.0f);                                            // 1
+    const float tiny = float_of(0x3C800000u);                                             // 2^-6
+    const float clamped = is_nan(sb) ? sb : (sb < tiny ? tiny : (sb > 448.0f ? 448.0f : sb));
+    const std::uint8_t code = e4m3_satfinite(clamped);                                    // 2
+    const float enc = div_rn(1.0f, e4m3_value(code));                                     // 3
+    return {code, enc, e4m3_value(code)};                                                 // 4
+}
+
 // ---- one entry point for every rule -------------------------------------------------------
 
 // The formula that turns an amax into a scale (a recipe's `rule`).
@@ -342,11 +435,43 @@ enum class ScaleRule : std::uint8_t {
     mx_ocp_floor,  // mx_code_floor (OCP MX v1.0 section 6.3)
     nvfp4_te,      // nvfp4_te_block (TransformerEngine NVFP4; needs the tensor's global amax)
     nvfp4_torchao, // nvfp4_torchao_block (torchao NVFP4 with a per-tensor scale; likewise)
+    // torchao 0.18 to_mx / nvfp4_quantize (torchao/prototype/mx_formats), whose block amax keeps
+    // NaN (rule_amax_keeps_nan):
+    mx_torchao_floor,      // mx_code_torchao(floor) + mx_torchao_cast_pair (ScaleCalculationMode.FLOOR)
+    mx_torchao_ceil,       // mx_code_torchao(ceil) + mx_torchao_cast_pair (CEIL)
+    mx_torchao_even,       // mx_code_torchao(even) + mx_torchao_cast_pair (EVEN)
+    mx_torchao_rceil,      // mx_code_torchao_rceil + mx_torchao_rceil_cast_pair (RCEIL)
+    nvfp4_torchao_single,  // nvfp4_torchao_single_block (NVFP4 without a per-tensor scale)
 };
 
 // Whether a rule's block scale depends on the whole tensor's amax too (ScaleParams::global_amax).
 FP8KIT_HD bool rule_uses_global_amax(ScaleRule r) {
     return r == ScaleRule::nvfp4_te || r == ScaleRule::nvfp4_torchao;
+}
+
+// Whether a rule's block amax keeps NaN (torch.amax(torch.abs(x)): a block holding a NaN has amax
+// NaN) rather than ignoring it as the kernels' fmaxf reductions do (TE, cuBLAS, lib's amax_of).
+// True for torchao's to_mx and single-level nvfp4_quantize rules.
+FP8KIT_HD bool rule_amax_keeps_nan(ScaleRule r) {
+    return r == ScaleRule::mx_torchao_floor || r == ScaleRule::mx_torchao_ceil || r == ScaleRule::mx_torchao_even ||
+           r == ScaleRule::mx_torchao_rceil || r == ScaleRule::nvfp4_torchao_single;
+}
+
+// The amax a rule is given for one block: the block's amax with NaN ignored, or NaN when the rule
+// keeps NaN and the block holds one. Every caller of rule_scale on a block goes through this.
+FP8KIT_HD float rule_block_amax(ScaleRule r, float amax_nan_ignored, bool block_has_nan) {
+    return (block_has_nan && rule_amax_keeps_nan(r)) ? float_of(0x7FC00000u) : amax_nan_ignored;
+}
+
+// Whether a rule writes E8M0 scale codes (the MX rules).
+FP8KIT_HD bool rule_is_mx(ScaleRule r) {
+    return r == ScaleRule::mx_roundup || r == ScaleRule::mx_ocp_floor || r == ScaleRule::mx_torchao_floor ||
+           r == ScaleRule::mx_torchao_ceil || r == ScaleRule::mx_torchao_even || r == ScaleRule::mx_torchao_rceil;
+}
+
+// Whether a rule writes E4M3 block-scale bytes (the NVFP4 rules).
+FP8KIT_HD bool rule_is_nvfp4(ScaleRule r) {
+    return r == ScaleRule::nvfp4_te || r == ScaleRule::nvfp4_torchao || r == ScaleRule::nvfp4_torchao_single;
 }
 
 // A rule with its parameters, and the format facts it reads, resolved once (per tensor or per
@@ -360,6 +485,7 @@ struct ScaleParams {
     int margin;           // msamp only
     float fmax;           // format_max(format)
     int emax;             // format_emax(format)
+    int mbits;            // format_mbits(format) (torchao EVEN)
     float global_amax;    // nvfp4 rules: amax of the whole tensor (0 until set_global_amax)
     float global_encode;  // nvfp4_te: nvfp4_te_global_encode(global_amax)
 };
@@ -372,8 +498,8 @@ FP8KIT_HD void set_global_amax(ScaleParams& p, float global_amax) {
 
 FP8KIT_HD ScaleParams make_scale_params(ScaleRule rule, Format format, double epsilon, bool pow2,
                                         float value_for_inf, int margin) {
-    return {rule, format, epsilon, pow2, value_for_inf, margin, format_max(format), format_emax(format), 0.0f,
-            nvfp4_te_global_encode(0.0f)};
+    return {rule, format, epsilon, pow2, value_for_inf, margin, format_max(format), format_emax(format),
+            format_mbits(format), 0.0f, nvfp4_te_global_encode(0.0f)};
 }
 
 // One scale for one amax. `code` is the E8M0 code for the MX rules, the E4M3 block-scale byte
@@ -413,6 +539,25 @@ FP8KIT_HD BlockScale rule_scale(const ScaleParams& p, float amax) {
         }
         case ScaleRule::nvfp4_torchao: {
             const Nvfp4Block b = nvfp4_torchao_block(amax, p.global_amax);
+            return {b.encode, b.decode, b.scale_code};
+        }
+        case ScaleRule::mx_torchao_floor:
+        case ScaleRule::mx_torchao_ceil:
+        case ScaleRule::mx_torchao_even: {
+            const TorchaoMx mode = p.rule == ScaleRule::mx_torchao_floor  ? TorchaoMx::floor
+                                   : p.rule == ScaleRule::mx_torchao_ceil ? TorchaoMx::ceil
+                                                                          : TorchaoMx::even;
+            const std::uint8_t c = mx_code_torchao(amax, p.emax, p.mbits, mode);
+            const ScalePair m = mx_torchao_cast_pair(c);
+            return {m.scale, m.scale_inv, c};
+        }
+        case ScaleRule::mx_torchao_rceil: {
+            const std::uint8_t c = mx_code_torchao_rceil(amax, p.fmax);
+            const ScalePair m = mx_torchao_rceil_cast_pair(c);
+            return {m.scale, m.scale_inv, c};
+        }
+        case ScaleRule::nvfp4_torchao_single: {
+            const Nvfp4Block b = nvfp4_torchao_single_block(amax);
             return {b.encode, b.decode, b.scale_code};
         }
         case ScaleRule::mx_ocp_floor: break;

@@ -25,11 +25,12 @@ enum class BlockLayout : std::uint8_t {
     b1x128,     // 1 x 128 blocks: rows * ceil(cols / 128) scales
     b128x128,   // 128 x 128 blocks: ceil(rows / 128) * ceil(cols / 128) scales
     mx32,       // 1 x 32 blocks (OCP MX): rows * ceil(cols / 32) scales
+    nv16,       // 1 x 16 blocks (NVFP4): rows * ceil(cols / 16) scales
 };
 
-// Blocks across one row of the matrix (1x128 and 128x128: 128 columns each, MX: 32).
+// Blocks across one row of the matrix (1x128 and 128x128: 128 columns each, MX: 32, NVFP4: 16).
 FP8KIT_HD std::size_t blocks_per_row(BlockLayout b, std::size_t cols) {
-    return b == BlockLayout::mx32 ? (cols + 31) / 32 : (cols + 127) / 128;
+    return b == BlockLayout::mx32 ? (cols + 31) / 32 : b == BlockLayout::nv16 ? (cols + 15) / 16 : (cols + 127) / 128;
 }
 
 // Number of scales a layout needs for a rows x cols matrix.
@@ -38,7 +39,8 @@ FP8KIT_HD std::size_t block_scale_count(BlockLayout b, std::size_t rows, std::si
         case BlockLayout::tensor: return 1;
         case BlockLayout::rowwise: return rows;
         case BlockLayout::b1x128:
-        case BlockLayout::mx32: return rows * blocks_per_row(b, cols);
+        case BlockLayout::mx32:
+        case BlockLayout::nv16: return rows * blocks_per_row(b, cols);
         case BlockLayout::b128x128: return (rows + 127) / 128 * blocks_per_row(b, cols);
     }
     return 1;
@@ -52,6 +54,7 @@ FP8KIT_HD std::size_t block_at(BlockLayout b, std::size_t row, std::size_t col, 
         case BlockLayout::b1x128: return row * per_row + (col >> 7);
         case BlockLayout::b128x128: return (row >> 7) * per_row + (col >> 7);
         case BlockLayout::mx32: return row * per_row + (col >> 5);
+        case BlockLayout::nv16: return row * per_row + (col >> 4);
     }
     return 0;
 }
@@ -61,6 +64,23 @@ FP8KIT_HD std::size_t block_of(BlockLayout b, std::size_t i, std::size_t cols) {
     if (b == BlockLayout::tensor) return 0;
     const std::size_t c = cols ? cols : 1;
     return block_at(b, i / c, i % c, blocks_per_row(b, c));
+}
+
+// The swizzled scale-factor layout of cuBLASLt's block-scaled GEMMs ("1D Block Scaling Factors
+// Layout": CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 / VEC16_UE4M3), which TransformerEngine's
+// swizzle (transformer_engine/common/swizzle/swizzle.cu) and torchao's to_blocked
+// (torchao/prototype/mx_formats/utils.py) write: the row-major matrix of scales (R rows, C scales
+// per row) is padded to multiples of 128 x 4 and cut into 128 x 4 tiles, stored tile after tile
+// (tile row-major over the tiles: ceil(C / 4) tiles across); inside a tile, scale (r, c) lies at
+// (r % 32) * 16 + (r / 32) * 4 + c. Padding entries are not read.
+FP8KIT_HD std::size_t swizzled_scale_count(std::size_t scale_rows, std::size_t scale_cols) {
+    return (scale_rows + 127) / 128 * 128 * ((scale_cols + 3) / 4 * 4);
+}
+FP8KIT_HD std::size_t swizzled_scale_offset(std::size_t r, std::size_t c, std::size_t scale_cols) {
+    const std::size_t tiles_across = (scale_cols + 3) / 4;
+    const std::size_t tile = (r / 128) * tiles_across + c / 4;
+    const std::size_t rr = r % 128;
+    return tile * 512 + (rr % 32) * 16 + (rr / 32) * 4 + c % 4;
 }
 
 // block_of walked along the array without a division per element (lib's scan).
