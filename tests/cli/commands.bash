@@ -26,6 +26,6 @@ CMDS=(
 # The one line a lost report prints: a report into /dev/full ($1 = full) or a closed standard
 # output ($1 = closed); `-o -` names its option.
 lost_line() {
-    if [ "$1" = full ]; then echo '^fp8kit: error: .*\(standard output\|-o -\).*No space left on device'
+    if [ "$1" = full ]; then echo '^fp8kit: error: \(writing standard output failed\(: No space left on device\)\?: the report is incomplete\|-o -: write failed: No space left on device\)$'
     else echo '^fp8kit: error: \(standard output is closed: the report was lost\|-o -: .*No space left on device\)$'; fi
 }

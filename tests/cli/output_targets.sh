@@ -37,7 +37,7 @@ wait_in_open() {
     done
 }
 # Nothing but the named entries in folder $1 (no temporary left behind).
-only() { local d=$1; shift; [ "$(ls -A "$d" | sort | tr '\n' ' ')" = "$(printf '%s\n' "$@" | sort | tr '\n' ' ')" ]; }
+only() { local d=$1; shift; [ "$(ls -A "$d" | sort | tr '\n' ' ')" = "$(for e in "$@"; do echo "$e"; done | sort | tr '\n' ' ')" ]; }
 
 for c in table gemm calibrate; do
     D=$T/$c
@@ -116,7 +116,7 @@ for c in table gemm calibrate; do
     (trap '' XFSZ; ulimit -f 0; run $c "$D/full" 2>&1; echo "exit $?") | cat > "$T/err"
     rc=$(sed -n 's/^exit //p' "$T/err")
     [ "$rc" = 2 ] && grep -q "write failed: File too large" "$T/err"
-    s=$?; check "$c: a failing write: exit 2 ($rc: $(head -c 200 "$T/err"))" $s
+    s=$?; check "$c: a failing write: exit 2 ($rc: $(head -1 "$T/err"))" $s
     [ "$(cat "$D/full")" = old ]; check "$c: a failing write keeps the old file" $?
     only "$D" ref full; check "$c: a failing write leaves nothing" $?
     rm "$D/full"

@@ -35,10 +35,15 @@ std::string base_of(const std::string& path) {
 
 // Standard output's buffered bytes, flushed; false with errno set when they did not get out.
 bool flush_stdio() {
-    std::cout.flush();
     errno = 0;
-    const bool ok = !std::cout.bad() && std::fflush(stdout) == 0 && std::ferror(stdout) == 0;
-    if (!ok && errno == 0) errno = EIO;
+    std::cout.flush();  // synced with stdio: this may be where a full disk is found
+    int e = errno;
+    const bool cout_bad = std::cout.bad();
+    errno = 0;
+    const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+    if (!e) e = errno;
+    const bool ok = !cout_bad && !failed;
+    errno = ok ? 0 : e;  // 0 when the failure was met (and cleared) by an earlier write
     return ok;
 }
 
@@ -49,7 +54,7 @@ OutputFile::OutputFile(std::string path, std::string option, bool direct)
     const std::string who = label(option_, path_);
     if (path_.empty()) throw OutputError(fmt::format("{}: an empty path", option_.empty() ? "output" : option_));
     if (path_ == "-") {  // standard output, after what stdio holds
-        if (!flush_stdio()) fail("writing standard output failed", errno);
+        if (!flush_stdio()) fail("writing standard output failed", errno ? errno : EIO);
         fd_ = STDOUT_FILENO;
         in_place_ = true;
         return;
@@ -193,7 +198,8 @@ void remove_temporaries_on_signals() { detail::enable_temp_cleanup(); }
 
 void flush_stdout() {
     if (!flush_stdio())
-        throw OutputError(fmt::format("writing standard output failed: {}: the report is incomplete", std::strerror(errno)));
+        throw OutputError(fmt::format("writing standard output failed{}{}: the report is incomplete", errno ? ": " : "",
+                                      errno ? std::strerror(errno) : ""));
 }
 
 int finish_stdout(int status, bool closed_at_start) {
