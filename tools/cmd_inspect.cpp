@@ -23,6 +23,7 @@
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/stats/fields.hpp"
 #include "fp8kit/validate.hpp"
+#include "fp8kit/io/sink.hpp"
 #include "terminal.hpp"
 
 namespace fp8kit::cli {
@@ -474,7 +475,7 @@ Register reg([](CLI::App& root) {
             write_terminal(rows, opts, *o, dump, errors);
             write_te_terminal(te_checks);
         }
-        std::fflush(stdout);
+        io::flush_stdout();
         for (const auto& p : errors) fmt::print(stderr, "fp8kit: error: {}\n", io::printable(p.describe()));
         if (!errors.empty()) exit_status() = 1;
     });

@@ -16,6 +16,7 @@
 #include "device_flag.hpp"
 #include "read_flags.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/sink.hpp"
 #include "json_out.hpp"
 #include "recipe_args.hpp"
 #include "terminal.hpp"
@@ -183,7 +184,7 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& co
         return fmt::to_string(b);
     }, put_out, std::ref(bar));
     if (!comm.root()) return;
-    std::fflush(stdout);
+    io::flush_stdout();
     for (const auto& n : L.notes) fmt::print(stderr, "fp8kit sweep: note: {}\n", io::printable(n));
 }
 
@@ -276,7 +277,7 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm&
         fmt::print("\nPer tensor: the recommended recipe of its class | TE default (history 1024, max, margin 0)\n");
         fmt::print("  {:<{}} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n", "tensor", w, "class", "steps",
                    "overflow", "margin*", "worst head", "overflow", "margin*", "worst head");
-        std::fflush(stdout);  // the rows follow through put_out
+        io::flush_stdout();  // the rows follow through put_out
     }
     // Per class, the candidates the row reads (best, TE's default and their margin siblings):
     // only those are replayed again.
@@ -311,7 +312,7 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm&
 
 // Each input that could not be read, one line on stderr as inspect writes it; exit status 1.
 void report_errors(const sweep::Loaded& L) {
-    std::fflush(stdout);
+    io::flush_stdout();
     for (const auto& p : L.errors) fmt::print(stderr, "fp8kit: error: {}\n", io::printable(p.describe()));
     if (!L.errors.empty()) exit_status() = 1;
 }

@@ -1,10 +1,8 @@
 // fp8kit table: an exhaustive conversion table as raw bytes, for diffing a kernel's own output.
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <condition_variable>
 #include <exception>
 #include <mutex>
@@ -13,14 +11,11 @@
 #include <new>
 #include <vector>
 
-#include <fcntl.h>
 #include <omp.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "command.hpp"
-#include "temp_cleanup.hpp"
 #include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/io/sink.hpp"
 
 namespace fp8kit::cli {
 namespace {
@@ -30,101 +25,11 @@ struct TableOpts {
     PolicyOptions policy;
 };
 
-// A regular file (or a name that does not exist yet) is written to a temporary file of a
-// unique name in the same folder and renamed over FILE at the end: a failed run never leaves a
-// file that looks complete, never touches another file of the user's, and two runs never share
-// a temporary. A symlink is written through: the temporary goes next to the file it points at,
-// and the rename replaces that file, not the link. Anything else that exists (/dev/null,
-// /dev/stdout, a FIFO, a terminal) is written in place: renaming over it would replace the
-// device with a plain file.
-// Regular files are written with O_DIRECT where the file system allows it: a 4 GiB table then
-// goes from our buffers to the disk without passing through the page cache, which costs the
-// kernel about 9 s of CPU per table on ext4 (docs/performance.md). Writes that are not whole
-// aligned blocks switch the file back to ordinary buffered writes.
-class Sink {
-public:
-    static constexpr std::size_t kAlign = 4096;
-
-    explicit Sink(const std::string& path) : path_(path) {
-        if (path == "-") { fd_ = STDOUT_FILENO; in_place_ = true; return; }
-        struct stat st {}, lst {};
-        const bool exists = ::stat(path.c_str(), &st) == 0;
-        if (exists && S_ISDIR(st.st_mode)) throw UsageError(fmt::format("-o {}: is a directory", path));
-        const bool dangling = !exists && ::lstat(path.c_str(), &lst) == 0 && S_ISLNK(lst.st_mode);
-        in_place_ = (exists && !S_ISREG(st.st_mode)) || dangling;
-        if (in_place_) {  // a device, FIFO or terminal; or a dangling link, created through
-            fd_ = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | (dangling ? O_CREAT : 0), 0666);
-            if (fd_ < 0) throw UsageError(fmt::format("-o {}: cannot write: {}", path, std::strerror(errno)));
-            return;
-        }
-        target_ = path;
-        if (exists) {  // through any symlinks, to the file itself
-            char* real = ::realpath(path.c_str(), nullptr);
-            if (!real) throw UsageError(fmt::format("-o {}: cannot resolve: {}", path, std::strerror(errno)));
-            target_ = real;
-            std::free(real);
-        }
-        const auto slash = target_.find_last_of('/');
-        const std::string dir = slash == std::string::npos ? "" : target_.substr(0, slash + 1);
-        const std::string base = slash == std::string::npos ? target_ : target_.substr(slash + 1);
-        std::string tmpl = dir + "." + base + ".XXXXXX.partial";
-        fd_ = make_registered_temp(tmpl.data(), 8, O_CLOEXEC);  // Ctrl-C now removes it (temp_cleanup.hpp)
-        if (fd_ < 0) throw UsageError(fmt::format("-o {}: cannot create a temporary file in {}: {}", path,
-                                                  dir.empty() ? "." : dir, std::strerror(errno)));
-        tmp_ = tmpl;
-        // mkostemps creates the file 0600; a table is as readable as any file the user writes.
-        const mode_t mask = ::umask(0);
-        ::umask(mask);
-        ::fchmod(fd_, exists ? (st.st_mode & 07777) : (0666 & ~mask));
-        const int fl = ::fcntl(fd_, F_GETFL);
-        direct_ = fl >= 0 && ::fcntl(fd_, F_SETFL, fl | O_DIRECT) == 0;
-    }
-    void write(const void* p, std::size_t n) {
-        if (direct_ && (reinterpret_cast<std::uintptr_t>(p) % kAlign != 0 || n % kAlign != 0)) buffered();
-        const auto* c = static_cast<const char*>(p);
-        while (n > 0) {
-            const ssize_t w = ::write(fd_, c, n);
-            if (w < 0 && errno == EINTR) continue;
-            if (w < 0 && errno == EINVAL && direct_) { buffered(); continue; }
-            if (w <= 0) fail();
-            c += w;
-            n -= static_cast<std::size_t>(w);
-        }
-    }
-    void commit() {
-        if (fd_ == STDOUT_FILENO) return;
-        const int fd = fd_;
-        fd_ = -1;
-        if (::close(fd) != 0) fail();
-        if (!in_place_ && rename_and_forget(tmp_.c_str(), target_.c_str()) != 0) fail();
-        tmp_.clear();
-    }
-    ~Sink() {
-        if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
-        if (!tmp_.empty()) ::unlink(tmp_.c_str());
-        forget_temp_file();
-    }
-
-private:
-    void buffered() {
-        direct_ = false;
-        const int fl = ::fcntl(fd_, F_GETFL);
-        if (fl < 0 || ::fcntl(fd_, F_SETFL, fl & ~O_DIRECT) != 0) fail();
-    }
-    [[noreturn]] void fail() {
-        const std::string why = std::strerror(errno);
-        if (fd_ >= 0 && fd_ != STDOUT_FILENO) ::close(fd_);
-        if (!tmp_.empty()) ::unlink(tmp_.c_str());
-        forget_temp_file();
-        tmp_.clear();
-        fd_ = -1;
-        throw UsageError(fmt::format("-o {}: write failed: {}", path_, why));
-    }
-    std::string path_, target_, tmp_;
-    int fd_ = -1;
-    bool in_place_ = false;
-    bool direct_ = false;
-};
+// The output goes through the one sink (io/sink.hpp: a unique temporary renamed into place, a
+// device or FIFO written in place). Regular files are written with O_DIRECT where the file system
+// allows it: a 4 GiB table then goes from our buffers to the disk without passing through the page
+// cache, which costs the kernel about 9 s of CPU per table on ext4 (docs/performance.md).
+using Sink = io::OutputFile;
 
 // Slices aligned for O_DIRECT.
 struct AlignedBytes {
@@ -239,7 +144,7 @@ Register reg([](CLI::App& root) {
             for (int i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>(i);
             std::vector<unsigned char> out(codes.size() * wide_size(to));
             decode_array(*fmt_from, to, codes.data(), out.data(), codes.size());
-            Sink sink(o->output);
+            Sink sink(o->output, "-o", true);
             sink.write(out.data(), out.size());
             sink.commit();
             return;
@@ -259,10 +164,10 @@ Register reg([](CLI::App& root) {
         // the end of every slice, which on a shared machine cost more than they computed. The
         // scalar path needs every core.
         if (std::string(encode_path(to, *wide_from, p)) != "scalar") omp_set_num_threads(1);
-        Sink sink(o->output);
+        Sink sink(o->output, "-o", true);
         SliceWriter writer(sink, slice);
         for (std::uint64_t first = 0; first < total; first += slice) {
-            AlignedBytes& buf = writer.next();  // rethrows a write error (UsageError)
+            AlignedBytes& buf = writer.next();  // rethrows a write error (io::OutputError)
             encode_bit_range(to, *wide_from, first, slice, buf.data, p);
             writer.push();
         }

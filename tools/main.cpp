@@ -16,11 +16,16 @@
 #include <memory>
 #include <string_view>
 
+#include <algorithm>
+#include <string>
+
+#include "fp8kit/cluster/launcher.hpp"
 #include "fp8kit/cluster/mpi.hpp"
 #endif
 #include "fp8kit/convert/policy_args.hpp"
 #include "fp8kit/cluster/comm.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/sink.hpp"
 
 namespace fp8kit::cli {
 
@@ -76,42 +81,6 @@ std::string exact(double v) { return fmt::format("{}", v); }
 
 }  // namespace fp8kit::cli
 
-namespace {
-
-// A closed standard output would let the next open() take descriptor 1, and the report would
-// be written into whatever file that was (a dump being read). Descriptor 1 is taken by
-// /dev/full instead: every write to it fails, and finish_output() reports the loss.
-bool reserve_stdout() {
-    if (::fcntl(STDOUT_FILENO, F_GETFD) != -1 || errno != EBADF) return false;
-    const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
-    if (fd >= 0 && fd != STDOUT_FILENO) {
-        ::dup2(fd, STDOUT_FILENO);
-        ::close(fd);
-    }
-    return true;
-}
-
-// Output that did not reach its destination (a full disk, a closed pipe or descriptor) is a
-// failure, whatever the command found: exit 2 with the reason, never 0.
-int finish_output(int status, bool stdout_closed) {
-    std::cout.flush();
-    const bool cout_bad = std::cout.bad();
-    errno = 0;
-    const bool flush_failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
-    const int flush_errno = errno;
-    const bool close_failed = std::fclose(stdout) != 0;  // NFS and the like report errors here
-    if (!cout_bad && !flush_failed && !close_failed) return status;
-    const int e = flush_failed ? flush_errno : errno;
-    if (stdout_closed)
-        std::fprintf(stderr, "fp8kit: error: standard output is closed: the report was lost\n");
-    else
-        std::fprintf(stderr, "fp8kit: error: writing standard output failed%s%s: the report is incomplete\n",
-                     e ? ": " : "", e ? std::strerror(e) : "");
-    return 2;
-}
-
-}  // namespace
-
 #if FP8KIT_HAVE_MPI
 namespace {
 
@@ -124,6 +93,25 @@ bool splits_over_ranks(int argc, char** argv) {
         if (!a.empty() && a[0] != '-') return a == "inspect" || a == "sweep" || a == "validate";
     }
     return false;
+}
+
+// Under MPI the report is written by rank 0 to the launcher's own standard output where it can
+// reach it (cluster/launcher.hpp), so that a failure there is seen; true when the launcher's
+// standard output is closed (descriptor 1 is then /dev/full, as for a closed one of our own).
+bool write_to_launcher_stdout() {
+    const auto l = fp8kit::cluster::launcher_stdout();
+    if (l.fd >= 0) fp8kit::io::adopt_stdout(l.fd);
+    if (!l.closed) return false;
+    const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+    fp8kit::io::adopt_stdout(full);
+    return true;
+}
+
+// The writing rank's outcome is every rank's exit status (the worst of all ranks').
+int agree(fp8kit::cluster::Comm& comm, int status) {
+    int worst = status;
+    for (const auto& s : comm.gather(std::to_string(status))) worst = std::max(worst, std::stoi(s));
+    return std::stoi(comm.broadcast(std::to_string(worst)));
 }
 
 }  // namespace
@@ -141,7 +129,11 @@ int main(int argc, char** argv) {
 #endif
     // Only rank 0 writes: the other ranks' argument errors are rank 0's too.
     const bool speaks = fp8kit::cluster::world().root();
-    const bool stdout_closed = reserve_stdout();
+    bool stdout_closed = fp8kit::io::reserve_stdout();
+#if FP8KIT_HAVE_MPI
+    if (mpi && speaks) stdout_closed = write_to_launcher_stdout() || stdout_closed;
+#endif
+    fp8kit::io::remove_temporaries_on_signals();  // an interrupted -o leaves no temporary (io/sink.hpp)
 #if defined(__GLIBC__)
     // Reading a dump allocates and frees buffers of several MiB per chunk (libhdf5's decompression
     // buffers among them). By default glibc returns such memory to the kernel on every free, and
@@ -158,16 +150,16 @@ int main(int argc, char** argv) {
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
-        return finish_output(app.exit(e), stdout_closed);
+        return fp8kit::io::finish_stdout(app.exit(e), stdout_closed);
     } catch (const CLI::CallForAllHelp& e) {
-        return finish_output(app.exit(e), stdout_closed);
+        return fp8kit::io::finish_stdout(app.exit(e), stdout_closed);
     } catch (const CLI::CallForVersion& e) {
-        return finish_output(app.exit(e), stdout_closed);
+        return fp8kit::io::finish_stdout(app.exit(e), stdout_closed);
     } catch (const CLI::ParseError& e) {
         if (speaks) std::fprintf(stderr, "fp8kit: error: %s (see 'fp8kit --help')\n", e.what());
         return 2;
     } catch (const UsageError& e) {  // the same on every rank: rank 0 says it
-        if (std::ferror(stdout)) return finish_output(2, stdout_closed);
+        if (std::ferror(stdout)) return fp8kit::io::finish_stdout(2, stdout_closed);
         std::fflush(stdout);
         if (speaks) std::fprintf(stderr, "fp8kit: error: %s\n", fp8kit::io::printable(e.what()).c_str());
         return 2;
@@ -175,7 +167,14 @@ int main(int argc, char** argv) {
         return 2;
     } catch (const std::exception& e) {  // everything else: one line, exit 2
         // fmt::print throws when standard output fails mid-report: say that, not "cannot write to file".
-        if (std::ferror(stdout)) return finish_output(2, stdout_closed);
+        if (std::ferror(stdout)) {
+            const int status = fp8kit::io::finish_stdout(2, stdout_closed);
+#if FP8KIT_HAVE_MPI
+            // The other ranks may be waiting in an exchange with this one: end the job.
+            if (mpi && mpi->comm().size() > 1) mpi->abort(status);
+#endif
+            return status;
+        }
         std::fflush(stdout);
         std::fprintf(stderr, "fp8kit: error: %s\n", fp8kit::io::printable(e.what()).c_str());
 #if FP8KIT_HAVE_MPI
@@ -185,5 +184,9 @@ int main(int argc, char** argv) {
 #endif
         return 2;
     }
-    return finish_output(exit_status(), stdout_closed);
+    const int status = fp8kit::io::finish_stdout(exit_status(), stdout_closed);
+#if FP8KIT_HAVE_MPI
+    if (mpi && mpi->comm().size() > 1 && splits_over_ranks(argc, argv)) return agree(mpi->comm(), status);
+#endif
+    return status;
 }

@@ -1,6 +1,7 @@
 // Device helpers of the host API, and dequantize (a per-call 256-entry table made by emu::convert,
 // then a vectorised gather).
 #include <cstdint>
+#include <dlfcn.h>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -16,7 +17,16 @@ int device_count(std::string* why) {
     int n = 0;
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess) {
-        if (why) *why = cudaGetErrorString(e);
+        // The runtime answers cudaErrorInsufficientDriver also when no driver is installed at all
+        // (libcuda.so.1 absent): "CUDA driver version is insufficient" would then send the user
+        // after a driver upgrade on a machine that has no GPU. The driver library, once the
+        // runtime has tried to load it, tells the two apart.
+        void* driver = e == cudaErrorInsufficientDriver ? ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) : nullptr;
+        const bool no_driver = e == cudaErrorInsufficientDriver && !driver;
+        if (driver) ::dlclose(driver);
+        if (why && no_driver) *why = "no NVIDIA GPU driver was found (libcuda.so.1 is not installed)";
+        else if (why && e == cudaErrorNoDevice) *why = "no NVIDIA GPU was found (the driver sees none)";
+        else if (why) *why = cudaGetErrorString(e);
         cudaGetLastError();  // clear the sticky error so later calls start clean
         return 0;
     }

@@ -21,6 +21,17 @@ import os
 import sys
 
 
+def _savefig(fig, path):
+    """A figure as PNG through fp8kit's output sink (io/sink.hpp): never a half-written file."""
+    import io
+
+    from . import _fp8kit
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+    _fp8kit.write_file(path, buf.getvalue())
+
+
 def _pyplot():
     try:
         import matplotlib
@@ -80,7 +91,7 @@ def plot_report(report, out, top=10):
         ax.set_title(t, fontsize=9)
         ax.legend(fontsize=8)
         p = os.path.join(out, f"amax_{k}.png")
-        fig.savefig(p, dpi=100, bbox_inches="tight")
+        _savefig(fig, p)
         plt.close(fig)
         written.append(p)
     for k, g in enumerate(report.get("swiglu", [])[:top]):
@@ -92,7 +103,7 @@ def plot_report(report, out, top=10):
         ax.set_ylabel("|cos(gate, up)|")
         ax.set_title(f"{g['gate']} (step {g['step']})", fontsize=9)
         p = os.path.join(out, f"swiglu_{k}.png")
-        fig.savefig(p, dpi=100, bbox_inches="tight")
+        _savefig(fig, p)
         plt.close(fig)
         written.append(p)
     written += plot_shapes(report, out, top, plt)
@@ -114,7 +125,7 @@ def plot_shapes(report, out, top, plt, outlier_k=64):
 
     def save(fig, name):
         p = os.path.join(out, name)
-        fig.savefig(p, dpi=100, bbox_inches="tight")
+        _savefig(fig, p)
         plt.close(fig)
         written.append(p)
 

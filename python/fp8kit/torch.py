@@ -7,6 +7,7 @@ two give the same bits. This file only moves tensors, hooks modules and writes f
 """
 import csv
 import fnmatch
+import io
 import json
 import os
 import warnings as _warnings
@@ -669,17 +670,19 @@ class Monitor:
             raise ValueError("out_dir: name the folder the monitor writes to")
         os.makedirs(out_dir, exist_ok=True)
         rows, trace = self.rows, self.trace
-        with open(os.path.join(out_dir, "amax_trace.csv"), "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["step", "tensor", "amax"])
-            for step, name, a in trace:
-                w.writerow([step, name, f"{a:.9g}"])
-        with open(os.path.join(out_dir, "stats.csv"), "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=["step", "tensor", "role", "recipe", "format", *_ROW_KEYS])
-            w.writeheader()
-            w.writerows(rows)
-        with open(os.path.join(out_dir, "stats.json"), "w") as f:
-            json.dump(rows, f, allow_nan=True)
+        # Each file through fp8kit's output sink (io/sink.hpp): written whole or not at all.
+        f = io.StringIO(newline="")
+        w = csv.writer(f)
+        w.writerow(["step", "tensor", "amax"])
+        for step, name, a in trace:
+            w.writerow([step, name, f"{a:.9g}"])
+        _fp8kit.write_file(os.path.join(out_dir, "amax_trace.csv"), f.getvalue().encode())
+        f = io.StringIO(newline="")
+        w = csv.DictWriter(f, fieldnames=["step", "tensor", "role", "recipe", "format", *_ROW_KEYS])
+        w.writeheader()
+        w.writerows(rows)
+        _fp8kit.write_file(os.path.join(out_dir, "stats.csv"), f.getvalue().encode())
+        _fp8kit.write_file(os.path.join(out_dir, "stats.json"), json.dumps(rows, allow_nan=True).encode())
 
     def close(self):
         self._drain()

@@ -65,5 +65,6 @@ void bind_gemm(pyb::module_& m);
 void bind_cuda(pyb::module_& m);
 void bind_warn(pyb::module_& m);
 void bind_comm(pyb::module_& m);
+void bind_io(pyb::module_& m);
 
 }  // namespace fp8kit::py

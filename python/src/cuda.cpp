@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "bindings.hpp"
+#include "fp8kit/stats/device.hpp"
 
 #ifdef FP8KIT_PY_CUDA
 #include "fp8kit/cuda/blocks.hpp"
@@ -400,8 +401,7 @@ pyb::tuple cuda_available() {
     if (n > 0) return pyb::make_tuple(true, std::string());
     return pyb::make_tuple(false, fmt::format("no CUDA device: {}", why));
 #else
-    return pyb::make_tuple(false, std::string("this fp8kit module was built without the CUDA kernels (no nvcc "
-                                              "when it was built; pip install . on a machine with nvcc)"));
+    return pyb::make_tuple(false, fp8kit::built_without_cuda());
 #endif
 }
 

@@ -6,6 +6,7 @@
 
 #include "bindings.hpp"
 #include "fp8kit/gemm.hpp"
+#include "fp8kit/stats/device.hpp"
 
 #ifdef FP8KIT_PY_CUDA
 #include "fp8kit/cuda/gemm.hpp"
@@ -82,8 +83,7 @@ std::vector<std::uint32_t> gemm_on_cuda(const gemm::GemmRequest& rq, const gemm:
 #else
     (void)rq;
     (void)m;
-    throw std::invalid_argument("device='cuda': this fp8kit module was built without the CUDA kernels (no nvcc when it "
-                                "was built; pip install . on a machine with nvcc)");
+    throw std::invalid_argument("device='cuda': " + fp8kit::built_without_cuda());
 #endif
 }
 

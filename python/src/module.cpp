@@ -18,4 +18,5 @@ PYBIND11_MODULE(_fp8kit, m) {
     fp8kit::py::bind_calibrate(m);
     fp8kit::py::bind_kv(m);
     fp8kit::py::bind_cuda(m);
+    fp8kit::py::bind_io(m);
 }

@@ -45,6 +45,15 @@ printf '%s\n' "$out" | grep -q 'held-out tokens'; check "by token: said" $?
 "$FP8KIT" calibrate "$DUMP" --method mse --tensors '*/lm_head/input' --save "$T/s.safetensors" > /dev/null; check "save: exit 0" $?
 grep -q 'lm_head.input_scale' "$T/s.safetensors"; check "save: named input_scale" $?
 
+# The command is named once: "calibrate: no tensor matches", never "calibrate: calibrate: ...".
+"$FP8KIT" calibrate "$DUMP" --method max --tensors 'no/such/*' 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -qx "fp8kit: error: calibrate: no tensor matches --tensors" "$T/err"
+s=$?; check "no match: exit 2, the command named once (got $rc: $(cat "$T/err"))" $s
+# --save through the output sink: a full device is a failure (exit 2, one line), never exit 0.
+"$FP8KIT" calibrate "$DUMP" --method max --tensors '*/lm_head/input' --save /dev/full > /dev/null 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -qx "fp8kit: error: --save /dev/full: write failed: No space left on device" "$T/err"
+s=$?; check "--save /dev/full: exit 2 (got $rc: $(cat "$T/err"))" $s
+
 "$FP8KIT" calibrate "$DUMP" --method entropy 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "_compute_amax_entropy" "$T/err"; check "entropy (undefined for FP8 in ModelOpt): exit 2, why (got $rc)" $?
 [ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "entropy" "$T/err"; check "entropy: one line naming it" $?

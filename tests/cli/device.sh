@@ -63,7 +63,14 @@ done
 # Without CUDA built in, the reason is the build; with it, the driver's (CI: nvcc, no GPU).
 "$FP8KIT" inspect "$DUMP" -q --json --device auto --verbose >/dev/null 2>"$T/err"
 if grep -q "built without CUDA" "$T/err"; then
-    grep -qxF "fp8kit inspect: statistics on the CPU (this fp8kit was built without CUDA (FP8KIT_CUDA=OFF or no nvcc))" "$T/err"
+    grep -qxE "fp8kit inspect: statistics on the CPU \(this fp8kit was built without CUDA \((FP8KIT_CUDA=OFF|no nvcc was found when it was built)\)\)" "$T/err"
     check "a build without CUDA says so" $?
+fi
+# A CUDA build on a machine without the NVIDIA driver (no libcuda.so.1): "no driver was found",
+# not the runtime's "CUDA driver version is insufficient", which asks for a driver upgrade.
+if ! grep -q "built without CUDA" "$T/err" && ! ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+    "$FP8KIT" inspect "$DUMP" -q --json --device cuda >/dev/null 2>"$T/err"
+    grep -qxF "fp8kit: error: --device cuda: no usable CUDA GPU: no NVIDIA GPU driver was found (libcuda.so.1 is not installed)" "$T/err"
+    s=$?; check "no driver installed: --device cuda says so ($(head -c 200 "$T/err"))" $s
 fi
 exit $fail

@@ -11,6 +11,12 @@ trap 'rm -rf "$tmp"' EXIT
 mkfifo "$tmp/pipe"
 cat "$tmp/pipe" > "$tmp/received" &
 reader=$!
+# The output is opened without blocking (a FIFO with no reader is refused): wait until cat is
+# blocked opening the FIFO, from when it counts as its reader.
+for _ in $(seq 200); do
+    [ "$(cat /proc/$reader/comm 2>/dev/null)" = cat ] && [ "$(cut -d' ' -f1 /proc/$reader/syscall 2>/dev/null)" = 257 ] && break
+    sleep 0.05
+done
 "$fp8kit" table --from f16 --to e4m3 --profile ml_dtypes -o "$tmp/pipe"
 wait "$reader"
 [ -p "$tmp/pipe" ] || { echo "FAIL: the FIFO was replaced by a $(stat -c %F "$tmp/pipe")"; exit 1; }

@@ -167,6 +167,7 @@ std::string to_json(const Report& r);
 std::string to_csv(const Report& r);
 // The scales of one method as a safetensors file, under that tool's checkpoint names and dtypes
 // (ModelOpt: F32 shape [], amax/448; llm-compressor: the activation dtype, shape [1]).
+// Written through io::OutputFile (io/sink.hpp); throws io::OutputError naming --save.
 void write_safetensors(const Report& r, Method m, const std::string& path);
 
 }  // namespace fp8kit::calibrate

@@ -4,12 +4,12 @@
 #include "fp8kit/io/json_number.hpp"
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "fp8kit/calibrate.hpp"
+#include "fp8kit/io/sink.hpp"
 
 namespace fp8kit::calibrate {
 namespace {
@@ -162,13 +162,12 @@ void write_safetensors(const Report& r, Method m, const std::string& path) {
     header["__metadata__"] = {{"producer", "fp8kit calibrate"}, {"method", name(m)}, {"tool", tool(m)}};
     std::string h = header.dump();
     while ((h.size() + 8) % 8) h += ' ';
-    std::ofstream f(path, std::ios::binary);
-    if (!f) throw CalibrateError(fmt::format("--save {}: cannot write the file", path));
     const std::uint64_t n = h.size();
-    f.write(reinterpret_cast<const char*>(&n), 8);
-    f.write(h.data(), static_cast<std::streamsize>(h.size()));
-    f.write(data.data(), static_cast<std::streamsize>(data.size()));
-    if (!f) throw CalibrateError(fmt::format("--save {}: write failed", path));
+    io::OutputFile f(path, "--save");  // io/sink.hpp: unique temporary, checked close, rename
+    f.write(&n, 8);
+    f.write(h);
+    f.write(data);
+    f.commit();
 }
 
 }  // namespace fp8kit::calibrate

@@ -255,8 +255,8 @@ std::map<std::string, Group> group_tensors(const dump::Dump& d, const Options& o
         g.bf16 = g.bf16 && t.dtype == dump::DType::bf16;
     }
     if (groups.empty())
-        throw CalibrateError(o.include.empty() ? "calibrate: no activation tensor in the dump (role 'activation'; name others with --tensors)"
-                                               : "calibrate: no tensor matches --tensors");
+        throw CalibrateError(o.include.empty() ? "no activation tensor in the dump (role 'activation'; name others with --tensors)"
+                                               : "no tensor matches --tensors");
     return groups;
 }
 
@@ -336,12 +336,12 @@ Row sweep_row(const std::string& key, const Split& sp, const std::vector<std::ui
 }  // namespace
 
 Report run(const Options& o) {
-    if (o.methods.empty()) throw CalibrateError("calibrate: no --method given");
+    if (o.methods.empty()) throw CalibrateError("no --method given");
     const HoldoutRule rule = parse_holdout(o);
     std::vector<dump::Problem> problems;
     const auto files = dump::expand_inputs(o.files, problems);
     if (!problems.empty()) throw CalibrateError(problems.front().describe());
-    if (files.empty()) throw CalibrateError("calibrate: no dump file given");
+    if (files.empty()) throw CalibrateError("no dump file given");
     dump::Selection sel;
     sel.include = o.include;
     for (Method m : o.methods) require_granularity(m, o.granularity);
@@ -394,7 +394,7 @@ Report run(const Options& o) {
             }
         }
     }
-    if (r.rows.empty()) throw CalibrateError("calibrate: nothing calibrated: " + r.notes.front());
+    if (r.rows.empty()) throw CalibrateError("nothing calibrated: " + r.notes.front());
     return r;
 }
 

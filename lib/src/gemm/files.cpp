@@ -112,15 +112,11 @@ std::vector<std::uint32_t> load_output(const std::string& path, std::size_t m, s
 }
 
 void save_output(const std::string& path, const std::vector<std::uint32_t>& d, std::size_t m, std::size_t n, OutType out) {
-    try {
-        if (out == OutType::f32) {
-            write_npy(path, "<f4", {m, n}, d.data(), d.size() * 4);
-        } else {
-            std::vector<std::uint16_t> h(d.begin(), d.end());
-            write_npy(path, "<u2", {m, n}, h.data(), h.size() * 2);
-        }
-    } catch (const NpyError& e) {
-        throw GemmInputError(fmt::format("-o: {}", e.what()));
+    if (out == OutType::f32) {
+        write_npy(path, "<f4", {m, n}, d.data(), d.size() * 4, "-o");
+    } else {
+        std::vector<std::uint16_t> h(d.begin(), d.end());
+        write_npy(path, "<u2", {m, n}, h.data(), h.size() * 2, "-o");
     }
 }
 

@@ -1,4 +1,5 @@
 #include "fp8kit/io/npy.hpp"
+#include "fp8kit/io/sink.hpp"
 
 #include <cctype>
 #include <cerrno>
@@ -216,7 +217,7 @@ NpyArray read_npy(const std::string& path) {
 }
 
 void write_npy(const std::string& path, const std::string& descr, const std::vector<std::size_t>& shape,
-               const void* data, std::size_t bytes) {
+               const void* data, std::size_t bytes, const std::string& option) {
     // 1. Header: the dict literal, padded with spaces to a multiple of 64 bytes, ending in '\n'.
     std::string dims;
     for (std::size_t d : shape) dims += fmt::format("{}, ", d);
@@ -229,17 +230,11 @@ void write_npy(const std::string& path, const std::string& descr, const std::vec
     head += static_cast<char>(dict.size() & 0xFF);
     head += static_cast<char>(dict.size() >> 8);
     head += dict;
-    // 2. Write beside the target and rename: no partial file under `path`.
-    const std::string tmp = path + ".tmp";
-    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-    if (!f) throw NpyError(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
-    const bool ok = std::fwrite(head.data(), 1, head.size(), f.get()) == head.size() &&
-                    (bytes == 0 || std::fwrite(data, 1, bytes, f.get()) == bytes);
-    const bool closed = std::fclose(f.release()) == 0;
-    if (!ok || !closed || std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        throw NpyError(fmt::format("{}: write failed", path));
-    }
+    // 2. Through the one sink (io/sink.hpp): a unique temporary beside the target, renamed into place.
+    io::OutputFile f(path, option);
+    f.write(head);
+    if (bytes) f.write(data, bytes);
+    f.commit();
 }
 
 }  // namespace fp8kit

@@ -41,9 +41,15 @@ QuantStats StatsDevice::compute(const void* data, Wide type, std::size_t n, cons
     return compute_stats(data, type, n, cfg);
 }
 
+#ifndef FP8KIT_NO_CUDA_WHY
+#define FP8KIT_NO_CUDA_WHY "FP8KIT_CUDA=OFF or no nvcc"
+#endif
+
+std::string built_without_cuda() { return "this fp8kit was built without CUDA (" FP8KIT_NO_CUDA_WHY ")"; }
+
 std::string gpu_unavailable() {
     const StatsEngine* e = registered_stats_engine();
-    if (!e) return "this fp8kit was built without CUDA (FP8KIT_CUDA=OFF or no nvcc)";
+    if (!e) return built_without_cuda();
     const std::string why = e->unavailable();
     return why.empty() ? why : "no usable CUDA GPU: " + why;
 }

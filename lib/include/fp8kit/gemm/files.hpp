@@ -37,6 +37,7 @@ void load_inputs(GemmInputs& in, const std::string& a_path, const std::string& b
                  Format b_format, const std::string& scale_a, const std::string& scale_b, OutType out);
 
 // An output as written by `fp8kit gemm`: M x N, <f4 for f32 or <u2 (bf16 bits) for bf16.
+// save_output writes through io::OutputFile (io/sink.hpp) and throws io::OutputError.
 std::vector<std::uint32_t> load_output(const std::string& path, std::size_t m, std::size_t n, OutType out);
 void save_output(const std::string& path, const std::vector<std::uint32_t>& d, std::size_t m, std::size_t n, OutType out);
 

@@ -44,9 +44,10 @@ NpyHeader parse_npy_header(const unsigned char* bytes, std::size_t size, std::si
                            const std::string& what);
 
 // Writes a format 1.0 .npy file (C order): `descr` as NumPy spells it ("<f4", "<u2", "|u1"),
-// `bytes` little-endian element bytes. Written to `path`.tmp and renamed, so a failed write
-// leaves no partial file under `path`; throws NpyError naming the file.
+// `bytes` little-endian element bytes. Written through io::OutputFile (io/sink.hpp): a failed
+// write leaves nothing behind and `path` as it was; throws io::OutputError naming `option` (the
+// argument, e.g. "-o"; may be empty) and the file.
 void write_npy(const std::string& path, const std::string& descr, const std::vector<std::size_t>& shape,
-               const void* data, std::size_t bytes);
+               const void* data, std::size_t bytes, const std::string& option = {});
 
 }  // namespace fp8kit

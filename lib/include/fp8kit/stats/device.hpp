@@ -60,6 +60,11 @@ struct StatsDevice {
 // (about 0.2 s), so auto does not probe.
 StatsDevice select_device(Device d);
 
+// Why this build has no GPU path: "this fp8kit was built without CUDA (FP8KIT_CUDA=OFF)" or
+// "(no nvcc was found when it was built)", as CMake configured it. The CLI and the Python module
+// both say it.
+std::string built_without_cuda();
+
 // For --verbose: "" when the registered engine can use a GPU now, else why not (probes the driver).
 std::string gpu_unavailable();
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-namespace fp8kit::cli {
+namespace fp8kit::io::detail {
 namespace {
 
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
@@ -32,10 +32,13 @@ sigset_t handled_set() {
     return set;
 }
 
-void install_once() {
-    static bool installed = false;
-    if (installed) return;
-    installed = true;
+bool g_enabled = false;
+
+}  // namespace
+
+void enable_temp_cleanup() {
+    if (g_enabled) return;
+    g_enabled = true;
     for (int s : kSignals) {
         struct sigaction old {};
         // A signal the shell set to be ignored (nohup, a background job's SIGINT) stays ignored.
@@ -47,10 +50,8 @@ void install_once() {
     }
 }
 
-}  // namespace
-
 int make_registered_temp(char* tmpl, int suffix_len, int flags) {
-    install_once();
+    if (!g_enabled || g_registered) return ::mkostemps(tmpl, suffix_len, flags);
     const sigset_t set = handled_set();
     sigset_t old;
     ::pthread_sigmask(SIG_BLOCK, &set, &old);  // table creates it before starting other threads
@@ -67,7 +68,9 @@ int make_registered_temp(char* tmpl, int suffix_len, int flags) {
     return fd;
 }
 
-void forget_temp_file() { g_registered = 0; }
+void forget_temp_file(const char* path) {
+    if (g_registered && ::strcmp(g_path, path) == 0) g_registered = 0;
+}
 
 int rename_and_forget(const char* from, const char* to) {
     const sigset_t set = handled_set();
@@ -78,9 +81,9 @@ int rename_and_forget(const char* from, const char* to) {
     // dies of the signal anyway); after it, the temporary's name no longer exists.
     ::pthread_sigmask(SIG_BLOCK, &set, &old);
     const int r = ::rename(from, to);
-    if (r == 0) g_registered = 0;
+    if (r == 0 && g_registered && ::strcmp(g_path, from) == 0) g_registered = 0;
     ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return r;
 }
 
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::io::detail
