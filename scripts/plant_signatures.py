@@ -16,14 +16,17 @@
       (TE's round-up E8M0 scale, E4M3 round-to-nearest: transcribed here with ml_dtypes, not from
       fp8kit) is biased by more than 1%, or nulls: all ones (initialisation) or spread widely
       (uniform 0.5 .. 1.5) with a reference bias under 0.25%.
-      OUTDIR/manifest.json lists every case and what was planted where.
-  plant_signatures.py score OUTDIR REPORT.json
-      Scores `fp8kit watch --json` over the cases: per signal, a true positive is a warning of
-      that signal on the planted case's tensor at the planted step (spike: the step is listed;
-      growth: first seen within [t0, t0 + 96]; swiglu-alignment: the warned channels are exactly
-      the planted ones; grad-noise: the planted layer and step; norm-weight-bias: the planted norm
-      weight); any other warning of the signal is a false positive. Prints precision
-      and recall per signal and exits 1 when one is below 0.9.
+      OUTDIR/manifest.json lists every case and what was planted where; OUTDIR/clean/ holds each
+      amax case's series as it was before planting (the same file name).
+  plant_signatures.py score OUTDIR REPORT.json CLEAN_REPORT.json
+      Scores `fp8kit watch --json` over the cases (REPORT) against the same over OUTDIR/clean/
+      (CLEAN_REPORT): per signal, a true positive is a warning of that signal on the planted
+      case's tensor at the planted step (spike: the step is listed and not in the clean series'
+      list; growth: an episode the clean series does not have, first seen within [t0, t0 + 40];
+      swiglu-alignment: the warned channels are exactly the planted ones; grad-noise: the planted
+      layer and step; norm-weight-bias: the planted norm weight); any other warning of the signal
+      that the clean series does not raise (a spike step or growth episode of its own) is a false
+      positive. Prints precision and recall per signal and exits 1 when one is below 0.9.
 """
 import argparse
 import csv
@@ -37,7 +40,7 @@ import numpy as np
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(REPO, "data", "example")
-GROWTH_LAG = 96  # steps after t0 within which a growth warning counts (window 64 + evaluation stride)
+GROWTH_LAG = 40  # steps after t0 within which a growth episode counts (issue 50: within 40 steps of its onset)
 
 
 def real_series():
@@ -87,6 +90,9 @@ def plant(out, seed):
             case.update(signal=None)
         case["file"] = os.path.join(out, case["case"] + ".csv")
         write_csv(case["file"], case["tensor"], steps, amax.astype(np.float32))
+        os.makedirs(os.path.join(out, "clean"), exist_ok=True)
+        case["clean"] = os.path.join(out, "clean", case["case"] + ".csv")
+        write_csv(case["clean"], case["tensor"], steps, series[name][1])
         cases.append(case)
     # SwiGLU pairs of the real dump.
     src = h5py.File(os.path.join(DATA, "llama_tiny_dump.h5"), "r")
@@ -217,30 +223,42 @@ def plant_norms(out, rng, src):
     return cases
 
 
-def score(out, report):
+def score(out, report, clean_report):
     cases = json.load(open(os.path.join(out, "manifest.json")))
-    warnings = json.load(open(report))["warnings"]
     by_file = {}
-    for w in warnings:
+    for w in json.load(open(report))["warnings"]:
         by_file.setdefault(w["file"], []).append(w)
+    clean = {}
+    for w in json.load(open(clean_report))["warnings"]:
+        clean.setdefault(w["file"], []).append(w)
+
+    def events(ws, signal):
+        """What a signal says about an amax series: spike steps, growth episodes' first steps."""
+        if signal == "spike":
+            return {s["step"] for w in ws if w["signal"] == "spike" for s in w["numbers"]["spikes"]}
+        return {w["step"] for w in ws if w["signal"] == "growth"}
+
     ok = True
     for signal in ("growth", "spike", "swiglu-alignment", "grad-noise", "norm-weight-bias"):
         tp = fp = planted = 0
         for c in cases:
-            ws = [w for w in by_file.get(c["file"], []) if w["signal"] == signal]
             is_planted = c["signal"] == signal
             planted += is_planted
+            if signal in ("growth", "spike"):
+                if "clean" not in c:
+                    continue
+                new = events(by_file.get(c["file"], []), signal) - events(clean.get(c["clean"], []), signal)
+                lo, hi = (c["step"], c["step"]) if signal == "spike" else (c.get("step", 0), c.get("step", 0) + GROWTH_LAG)
+                hit = is_planted and any(lo <= s <= hi for s in new)
+                tp += hit
+                fp += len(new) - hit
+                continue
             hit = False
-            for w in ws:
+            for w in (w for w in by_file.get(c["file"], []) if w["signal"] == signal):
                 if not is_planted:
                     fp += 1
                     continue
-                if signal == "spike":
-                    good = w["tensor"] == c["tensor"] and c["step"] in [s["step"] for s in w["numbers"]["spikes"]]
-                    good = good and w["numbers"]["count"] == 1
-                elif signal == "growth":
-                    good = w["tensor"] == c["tensor"] and c["step"] <= w["step"] <= c["step"] + GROWTH_LAG
-                elif signal == "swiglu-alignment":
+                if signal == "swiglu-alignment":
                     good = w["tensor"] == c["tensor"] and sorted(w["numbers"]["channels"]) == c["channels"]
                 else:
                     good = w["tensor"] == c["tensor"] and w["step"] == c["step"]
@@ -265,12 +283,13 @@ def main():
     b = sub.add_parser("score")
     b.add_argument("out")
     b.add_argument("report")
+    b.add_argument("clean_report")
     args = p.parse_args()
     if args.cmd == "plant":
         os.makedirs(args.out, exist_ok=True)
         plant(args.out, args.seed)
         return 0
-    return score(args.out, args.report)
+    return score(args.out, args.report, args.clean_report)
 
 
 if __name__ == "__main__":
