@@ -52,6 +52,11 @@ def close(a, b, rel=1e-9):
     return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
 
 
+def t_quantile(z, dof):
+    """Student's t quantile at the normal quantile z's tail (Cornish-Fisher, two terms), as lib's."""
+    return z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof * dof)
+
+
 def ols(st, l2):
     """Least-squares slope of log2 amax on the step and its standard error, log2 per 1000 steps."""
     x = st - st.mean()
@@ -81,7 +86,7 @@ def check_trend(w, steps, amax):
             # Tolerances: binary64 sums in another order (se from SSE = Syy - b Sxy loses digits
             # when the fit is close; 1e-6 log2/1000 absolute is far below any threshold).
             if not (close(slope, fit["slope_log2_per_1000"], 1e-6) and abs(se - fit["se_log2_per_1000"]) <= 1e-4 * se + 1e-6) or \
-                    slope - base < n["threshold"] or slope - base < n["z"] * se:
+                    slope - base < n["threshold"] or slope - base < t_quantile(n["z"], win - 2) * se:
                 fail(w, f"window ending {fit['to_step']}: slope {slope} se {se} vs {fit}")
         i0 = int(np.nonzero(st == n["from_step"])[0][0])
         if not close(float(am[i0]), n["from_amax"], 1e-6):

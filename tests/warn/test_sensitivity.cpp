@@ -190,8 +190,8 @@ TEST_CASE("sensitivity: growth of 6 log2 per 1000 steps on smooth series is flag
     // qualify is decided by that formula, not by trying.
     TrendConfig c;
     const auto base = watch(clean(), c);
-    REQUIRE(growth_detection_delay(c, 0.04, 6) <= 40);
-    REQUIRE(growth_detection_delay(c, 0.05, 6) > 40);
+    REQUIRE(growth_detection_delay(c, 0.035, 6) <= 40);
+    REQUIRE(growth_detection_delay(c, 0.045, 6) > 40);
     std::size_t cases = 0, series = 0, found_n = 0;
     for (std::size_t i = 0; i < clean().series.size(); ++i) {
         const auto& s0 = clean().series[i];

@@ -22,6 +22,12 @@ double median_of(double* v, std::size_t n) {
 
 }  // namespace
 
+double t_quantile(double z, double dof) {
+    // Cornish-Fisher expansion of Student's t quantile in the normal quantile z (two terms).
+    const double z3 = z * z * z, z5 = z3 * z * z;
+    return z + (z3 + z) / (4 * dof) + (5 * z5 + 16 * z3 + 3 * z) / (96 * dof * dof);
+}
+
 void check(const TrendConfig& c) {
     auto bad = [](const char* f, const std::string& why) {
         throw std::invalid_argument(fmt::format("{}: {}", f, why));
@@ -50,7 +56,7 @@ int growth_detection_delay(const TrendConfig& c, double sigma, double rate_per_k
     for (int w = c.growth_min_window;; w = std::min(2 * w, c.window)) {
         const double n = w;
         const double se = 1000 * sigma * std::sqrt(12 / (n * (n * n - 1)));
-        if (rate_per_k - c.growth_per_k >= 2 * se && rate_per_k >= (c.growth_z + 2) * se) return w + c.eval_every;
+        if (rate_per_k - c.growth_per_k >= 2 * se && rate_per_k >= (t_quantile(c.growth_z, n - 2) + 2) * se) return w + c.eval_every;
         if (w == c.window) return -1;
     }
 }
@@ -246,9 +252,11 @@ void TensorTrend::evaluate(std::int64_t step) {
     if (fits.empty()) return;
     recent_slope_ = fits.back().slope_per_k / 1000;
     const double thr = cfg_->growth_per_k, z = cfg_->growth_z;
+    // z standard errors of a normal, as Student's t quantile for the window's n - 2 degrees of
+    // freedom (the same tail probability: short windows' se is itself uncertain).
     auto past = [&](const GrowthFit& f, double base) {
         const double d = f.slope_per_k - base;
-        return d >= thr && d >= z * f.se_per_k;
+        return d >= thr && d >= t_quantile(z, f.window - 2) * f.se_per_k;
     };
     auto open = [&](const GrowthFit& f, double base) {
         ++episode_count_;

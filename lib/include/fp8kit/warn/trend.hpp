@@ -62,10 +62,14 @@ void check(const TrendConfig& c);
 // starting on a series of white noise sigma (log2 amax per point, one point per step): the
 // smallest window W of the ladder (growth_min_window, doubling, up to window) whose slope standard
 // error se_W = 1000 sigma sqrt(12 / (W (W^2 - 1))) satisfies rate - growth_per_k >= 2 se_W and
-// rate >= (growth_z + 2) se_W (a fit over W points inside the growth then passes with
+// rate >= (t_quantile(growth_z, W - 2) + 2) se_W (a fit over W points inside the growth then passes with
 // probability >= 97.7%), plus eval_every. -1 when no window of the ladder does (a longer
 // `window` is needed). docs/early-warning.md derives it.
 int growth_detection_delay(const TrendConfig& c, double sigma, double rate_per_k);
+// Student's t quantile with `dof` degrees of freedom at the tail probability of the normal
+// quantile z (Cornish-Fisher, two terms): the growth test's "growth_z standard errors" for a fit
+// over W points is t_quantile(growth_z, W - 2) of them.
+double t_quantile(double z, double dof);
 // Robust noise of a series in log2 per point: 1.4826 x the MAD of the second differences of
 // log2 amax, / sqrt(6) (white noise of sigma gives sigma; a straight trend gives 0). Zero and
 // non-finite amaxes are left out. NaN with fewer than 8 points.
