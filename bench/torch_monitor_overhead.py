@@ -7,8 +7,7 @@ Also every step with sample=k for each k of --samples (statistics of every k-th 
 elements; amax and scales of the whole tensors), every step with no recipe (the amax trace
 alone), the extra time of one monitored step (from the every-100th run), and per setting the time
 the host took to queue a step (host_queue_ms: close to the step time means the host, not the GPU,
-sets the pace). The monitor writes its rows and amax trace to out_dir as it makes them, at each
-step(): building and writing them is inside the timed steps.
+sets the pace).
 
     python bench/torch_monitor_overhead.py [--steps 100] [--batch 8] [--seq 1024] [--samples 16,64]
                                            [--json OUT]

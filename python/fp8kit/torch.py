@@ -11,8 +11,6 @@ import json
 import os
 import warnings as _warnings
 
-import numpy as np
-
 import torch
 
 import fp8kit
@@ -239,12 +237,11 @@ class _GpuStep:
             self.event = torch.cuda.Event()
             self.event.record()
 
-    def read(self, trace, base=0):
-        """trace: the monitor's trace list, whose first entry has absolute index `base`."""
+    def read(self, trace):
         self.event.synchronize()
         amax = self.h_amax[: self.n_amax].tolist() if self.n_amax else []
         for idx, step, name, slot in self.trace:
-            trace[idx - base] = (step, name, amax[slot])
+            trace[idx] = (step, name, amax[slot])
         # Per page, its used records (the slots skipped at a page's end hold zeroed records,
         # which the reader refuses; None keeps the slot numbers).
         size, self.stats = _fp8kit.cuda_stats_record_bytes, []
@@ -271,11 +268,9 @@ class Monitor:
 
     Captured: 'input' and 'weight' (forward), 'grad_output' (a hook on the output) and 'wgrad'
     (the weight's gradient); `tensors=` picks some. watch(name, tensor, role) adds any other tensor. Call
-    step() once per training step (after backward). With out_dir, out_dir/amax_trace.csv
-    (step,tensor,amax: what `fp8kit replay` and `fp8kit sweep` read) and out_dir/stats.csv and
-    stats.json (one row per step, tensor and recipe) are written as the rows are made, at each
-    step() (a GPU step's at the next one), and dropped from memory: memory stays flat over steps;
-    `rows` and `trace` then read the files back. close() (or leaving a `with` block) completes them.
+    step() once per training step (after backward). close() (or leaving a `with` block) writes
+    out_dir/amax_trace.csv (step,tensor,amax: what `fp8kit replay` and `fp8kit sweep` read) and
+    out_dir/stats.csv and stats.json (one row per step, tensor and recipe).
     With reduce_amax=True under torch.distributed, each amax is reduced with MAX over `group`
     before the recipe's scale is computed, as TransformerEngine's reduce_amax does; every rank
     writes its own files (rank_R/ under out_dir when the world has more than one rank).
@@ -301,9 +296,8 @@ class Monitor:
     warn= raises fp8kit's early warnings live (docs/early-warning.md): True (a Watcher with its
     defaults), a dict of Watcher options, or an fp8kit.Watcher. Every monitored step's amaxes are
     fed to it as they are read, and every `warn_every` steps its new warnings are given to
-    `on_warning(warning_dict)`, or by default issued as Python warnings (category FP8Warning) when
-    their level is 'warning' (top-level; 'info' ones, such as early-training transients, are not
-    issued); `warnings` holds all of them. GPU amaxes are read one step late (see above), so a step's
+    `on_warning(warning_dict)`, or by default issued as Python warnings (category FP8Warning);
+    `warnings` holds all of them. GPU amaxes are read one step late (see above), so a step's
     warnings come at the next poll after it.
     """
 
@@ -328,10 +322,6 @@ class Monitor:
         self.tensors = set(_ROLE if tensors is None else tensors)
         self.reduce_amax, self.group = bool(reduce_amax), group
         self._rows, self._trace = [], []
-        # With out_dir, rows and trace entries stream to its files at each step() once built (and
-        # fed to the watcher): memory stays flat over steps. _trace_base: the absolute index of
-        # _trace[0] (GPU steps fill entries by absolute index).
-        self._trace_base, self._sink = 0, None
         self._queues, self._pending, self._groups, self._batches, self._block_ws = {}, [], {}, {}, {}  # _watch_cuda
         self._tile_bufs = {}  # (device, stream, tiles) -> device buffers (_GpuStep.tile_buffer)
         self._row_parts = []  # rows not yet built, in order: lists of host rows, GPU tensors (_watch_cuda)
@@ -356,24 +346,16 @@ class Monitor:
 
     @property
     def rows(self):
-        """One dict per step, tensor and recipe (GPU statistics read first if any are queued).
-        With out_dir the rows already streamed are read back from out_dir/stats.json."""
+        """One dict per step, tensor and recipe (GPU statistics read first if any are queued)."""
         self._drain()
         self._build_rows()
-        if self._sink is None:
-            return self._rows
-        self._stream(final=False)
-        return self._sink.read_rows()
+        return self._rows
 
     @property
     def trace(self):
-        """(step, tensor, amax) per captured tensor (GPU amaxes read first if any are queued).
-        With out_dir the entries already streamed are read back from out_dir/amax_trace.csv."""
+        """(step, tensor, amax) per captured tensor (GPU amaxes read first if any are queued)."""
         self._drain()
-        if self._sink is None:
-            return self._trace
-        self._stream(final=False)
-        return self._sink.read_trace() + self._trace
+        return self._trace
 
     def _hook(self, module_name, mod):
         # The tensor names, built once (the hooks run for every monitored step); the model itself
@@ -561,7 +543,7 @@ class Monitor:
                 _fp8kit.cuda_block_stats_async(bp, x.data_ptr(), nrows, ncols, records + (k + j) * size, buf,
                                                ws.data_ptr(), 0, stream, buf + 4 * gr * gc, buf + 8 * gr * gc,
                                                ws.data_ptr() + wsb if bp.global_amax else 0)
-        q.trace.append((self._trace_base + len(self._trace), self.step_index, name, amax_slot))
+        q.trace.append((len(self._trace), self.step_index, name, amax_slot))
         self._trace.append(None)  # filled when the step is read
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
             self._dump(name, x, role)
@@ -593,7 +575,7 @@ class Monitor:
         self._queues = {}
         last = len(self._pending) - (fresh if keep_last else 0)
         for q in self._pending[:last]:
-            q.read(self._trace, self._trace_base)
+            q.read(self._trace)
         self._pending = self._pending[last:]
 
     def _build_rows(self):
@@ -645,8 +627,6 @@ class Monitor:
             self._drain(keep_last=bool(self._queues))
         if self._watcher is not None:
             self._feed_watcher(poll=(self.step_index + 1) % self.warn_every == 0)
-        if self.out_dir is not None:
-            self._stream(final=False)
         self.step_index += 1
         self._active = self.step_index % self.every == 0
 
@@ -667,28 +647,9 @@ class Monitor:
                 self.warnings.append(w)
                 if self.on_warning is not None:
                     self.on_warning(w)
-                elif w.get("level", "warning") == "warning":  # info (transients, folded) is kept, not raised
+                else:
                     _warnings.warn(f"fp8kit [{w.get('signal')}] {w.get('tensor')}: {w.get('evidence')}", FP8Warning,
                                    stacklevel=3)
-
-    def _stream(self, final):
-        """Writes the rows built so far and the leading trace entries that are read (and fed to
-        the watcher) to out_dir's files, and drops them from memory. final: every entry (close)."""
-        if self._sink is None:
-            self._sink = _Sink(self.out_dir)
-        self._build_rows()
-        self._sink.write_rows(self._rows)
-        self._rows = []
-        end = 0
-        limit = len(self._trace) if self._watcher is None or final else self._fed
-        while end < limit and self._trace[end] is not None:
-            end += 1
-        self._sink.write_trace(self._trace[:end])
-        del self._trace[:end]
-        self._trace_base += end
-        self._fed -= end
-        if final:
-            self._sink.close()
 
     def remove(self):
         for h in self.handles:
@@ -701,16 +662,10 @@ class Monitor:
             self._attn_orig = {}
 
     def write(self, out_dir=None):
-        """Writes amax_trace.csv, stats.csv and stats.json into out_dir (the monitor's own out_dir
-        is written as the run goes and completed by close())."""
+        """Writes amax_trace.csv, stats.csv and stats.json into out_dir."""
         out_dir = out_dir or self.out_dir
         if out_dir is None:
             raise ValueError("out_dir: name the folder the monitor writes to")
-        if self.out_dir is not None and os.path.abspath(out_dir) == os.path.abspath(self.out_dir):
-            self._drain()
-            self._stream(final=False)
-            self._sink.flush()
-            return
         os.makedirs(out_dir, exist_ok=True)
         rows, trace = self.rows, self.trace
         with open(os.path.join(out_dir, "amax_trace.csv"), "w", newline="") as f:
@@ -732,72 +687,13 @@ class Monitor:
             self._h5.close()
             self._h5 = None
         if self.out_dir is not None:
-            self._stream(final=True)
+            self.write()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
-
-
-class _Sink:
-    """The monitor's files, written as rows and trace entries are made: amax_trace.csv,
-    stats.csv and stats.json (a JSON array kept closed after every write: each file is complete
-    whenever it is flushed)."""
-    ROW_FIELDS = ["step", "tensor", "role", "recipe", "format", *_ROW_KEYS]
-
-    def __init__(self, out_dir):
-        os.makedirs(out_dir, exist_ok=True)
-        self.paths = {k: os.path.join(out_dir, k) for k in ("amax_trace.csv", "stats.csv", "stats.json")}
-        self.trace_f = open(self.paths["amax_trace.csv"], "w", newline="")
-        self.trace_w = csv.writer(self.trace_f)
-        self.trace_w.writerow(["step", "tensor", "amax"])
-        self.stats_f = open(self.paths["stats.csv"], "w", newline="")
-        self.stats_w = csv.DictWriter(self.stats_f, fieldnames=self.ROW_FIELDS)
-        self.stats_w.writeheader()
-        self.json_f = open(self.paths["stats.json"], "wb")
-        self.json_f.write(b"[]")
-        self.n_rows, self.closed = 0, False
-
-    def write_rows(self, rows):
-        if not rows or self.closed:
-            return
-        self.stats_w.writerows(rows)
-        self.json_f.seek(-1, os.SEEK_END)  # over the closing bracket
-        self.json_f.write(("," if self.n_rows else "").encode()
-                          + ",".join(json.dumps(r, allow_nan=True) for r in rows).encode() + b"]")
-        self.n_rows += len(rows)
-
-    def write_trace(self, entries):
-        if self.closed:
-            return
-        for step, name, a in entries:
-            self.trace_w.writerow([step, name, f"{a:.9g}"])
-
-    def flush(self):
-        if not self.closed:
-            for f in (self.trace_f, self.stats_f, self.json_f):
-                f.flush()
-
-    def close(self):
-        if not self.closed:
-            for f in (self.trace_f, self.stats_f, self.json_f):
-                f.close()
-            self.closed = True
-
-    def read_rows(self):
-        self.flush()
-        with open(self.paths["stats.json"]) as f:
-            return json.load(f)
-
-    def read_trace(self):
-        """The streamed entries, amaxes back to the float32 values written (9 significant digits)."""
-        self.flush()
-        with open(self.paths["amax_trace.csv"], newline="") as f:
-            r = csv.reader(f)
-            next(r)
-            return [(int(s), n, float(np.float32(a))) for s, n, a in r]
 
 
 class FP8Warning(UserWarning):

@@ -82,7 +82,7 @@ def check_trend(w, steps, amax):
             i = int(np.nonzero(st == fit["to_step"])[0][0])
             win = fit["window"]
             slope, se = ols(st[i - win + 1:i + 1].astype(np.float64), np.log2(am[i - win + 1:i + 1].astype(np.float64)))
-            base = n["baseline_log2_per_1000"] if key is None else 0
+            base = n["baseline_log2_per_1000"] if key is None else min(0, n["baseline_log2_per_1000"])
             # Tolerances: binary64 sums in another order (se from SSE = Syy - b Sxy loses digits
             # when the fit is close; 1e-6 log2/1000 absolute is far below any threshold).
             if not (close(slope, fit["slope_log2_per_1000"], 1e-6) and abs(se - fit["se_log2_per_1000"]) <= 1e-4 * se + 1e-6) or \

@@ -294,7 +294,8 @@ void TensorTrend::evaluate(std::int64_t step) {
     }
     // New growth inside an open episode: each window, once it has filled with points after the
     // report (the reported growth's ramp is over for it), is measured against the lowest slope it
-    // has shown since; past that baseline by the threshold is new growth, reported again.
+    // has shown since (never below 0: a series that stops falling is not growing); past that
+    // baseline by the threshold is new growth, reported again.
     for (std::size_t i = 0; i < fits.size(); ++i) {
         const GrowthFit& f = fits[i];
         if (n_ - report_n_ >= static_cast<std::uint64_t>(f.window) && !std::isnan(baseline_[i]) && past(f, baseline_[i])) {
@@ -304,7 +305,7 @@ void TensorTrend::evaluate(std::int64_t step) {
     }
     for (std::size_t i = 0; i < fits.size(); ++i)
         if (n_ - report_n_ >= static_cast<std::uint64_t>(fits[i].window))
-            baseline_[i] = std::isnan(baseline_[i]) ? fits[i].slope_per_k : std::min(baseline_[i], fits[i].slope_per_k);
+            baseline_[i] = std::max(0.0, std::isnan(baseline_[i]) ? fits[i].slope_per_k : std::min(baseline_[i], fits[i].slope_per_k));
     if (open_ >= 0) {
         GrowthEpisode& e = episodes_[static_cast<std::size_t>(open_)];
         for (const auto& x : fits)
