@@ -248,10 +248,16 @@ def score(out, report, clean_report):
                 if "clean" not in c:
                     continue
                 new = events(by_file.get(c["file"], []), signal) - events(clean.get(c["clean"], []), signal)
-                lo, hi = (c["step"], c["step"]) if signal == "spike" else (c.get("step", 0), c.get("step", 0) + GROWTH_LAG)
+                t0 = c.get("step", 0)
+                lo, hi = (t0, t0) if signal == "spike" else (t0, t0 + GROWTH_LAG)
                 hit = is_planted and any(lo <= s <= hi for s in new)
+                if c["signal"] is not None:
+                    # After the planted onset the series is no longer the clean one: further events
+                    # there (a growing series' spikes, a planted growth's later episodes) are
+                    # neither true nor false.
+                    new = {s for s in new if s < t0}
                 tp += hit
-                fp += len(new) - hit
+                fp += max(0, len(new) - hit)
                 continue
             hit = False
             for w in (w for w in by_file.get(c["file"], []) if w["signal"] == signal):
