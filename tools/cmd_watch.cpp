@@ -77,11 +77,16 @@ void run(WatchOpts& o) {
         for (const auto& w : rep.warnings) fmt::print("{}\n", warn::to_csv_row(w));
         return;
     }
-    fmt::print("{} tensor series, {} dumped tensors, {} SwiGLU pairs: {} warning(s)\n\n", rep.tensors.size(), rep.shapes.size(),
-               rep.swiglu.size(), rep.warnings.size());
-    for (std::size_t i = 0; i < rep.warnings.size() && (o.top == 0 || i < o.top); ++i)
-        fmt::print("{}. {}\n", i + 1, warn::to_text(rep.warnings[i]));
-    if (o.top && rep.warnings.size() > o.top) fmt::print("... {} more (--top 0 lists all, --json has all)\n", rep.warnings.size() - o.top);
+    // Top-level warnings (ranked first), then the info section folded by signal and reason.
+    const auto top = static_cast<std::size_t>(std::count_if(rep.warnings.begin(), rep.warnings.end(),
+                                                            [](const warn::Warning& w) { return w.level == "warning"; }));
+    fmt::print("{} tensor series, {} dumped tensors, {} SwiGLU pairs: {} warning(s), {} info\n\n", rep.tensors.size(), rep.shapes.size(),
+               rep.swiglu.size(), top, rep.warnings.size() - top);
+    for (std::size_t i = 0; i < top && (o.top == 0 || i < o.top); ++i) fmt::print("{}. {}\n", i + 1, warn::to_text(rep.warnings[i]));
+    if (o.top && top > o.top) fmt::print("... {} more warning(s) (--top 0 lists all, --json has all)\n", top - o.top);
+    if (top < rep.warnings.size())
+        fmt::print("info ({} item(s), each with its evidence in --json and --csv):\n{}", rep.warnings.size() - top,
+                   warn::info_text(rep.warnings));
     for (const auto& c : rep.bf16) {
         std::string last, err;
         for (const auto& l : c.last) last += (last.empty() ? "" : ", ") + io::printable(l);
@@ -106,8 +111,14 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--margin", o->margin, "Scale divided by 2^margin");
     cmd->add_option("--format", o->format, "Cast format, or auto (the recipe's per class)")->capture_default_str();
     cmd->add_flag("--no-forecast", o->no_forecast, "No overflow or forecast signals (trends only)");
-    cmd->add_option("--window", o->trend.window, "Growth: points in the slope window (even)")->capture_default_str();
+    cmd->add_option("--window", o->trend.window, "Points kept: the longest growth window and the forecast's (even)")->capture_default_str();
     cmd->add_option("--growth", o->trend.growth_per_k, "Growth warning at this many log2 per 1000 steps")->capture_default_str();
+    cmd->add_option("--growth-z", o->trend.growth_z, "Growth: slope at least this many standard errors above its baseline")
+        ->capture_default_str();
+    cmd->add_option("--growth-top", o->trend.growth_top,
+                    "Growth is a top-level warning from this slope (no following recipe, after warm-up)")->capture_default_str();
+    cmd->add_option("--warmup", o->trend.warmup, "Steps from a tensor's first step whose events are early-training transients (info)")
+        ->capture_default_str();
     cmd->add_option("--spike-k", o->trend.spike_k, "Spike: amax > k x running median")->capture_default_str();
     cmd->add_option("--spike-window", o->trend.spike_window, "Spike: points in the running median")->capture_default_str();
     cmd->add_option("--horizon", o->trend.forecast_horizon, "Forecast horizon in steps")->capture_default_str();

@@ -9,11 +9,13 @@ from . import _fp8kit
 
 
 def watch(files, **options):
-    """The report `fp8kit watch --json FILES...` prints, as a dict: 'warnings' (ranked, each with
-    signal, tensor, step, evidence, numbers, resembles, advice), 'tensors' (growth rates per
+    """The report `fp8kit watch --json FILES...` prints, as a dict: 'warnings' (ranked, top-level
+    first, each with signal, tensor, step, evidence, numbers, resembles, advice, level ('warning'
+    or 'info') and note), 'risk' (the risk signals, uncalibrated), 'tensors' (growth rates per
     series), 'shapes' (with 'channel_amax' and 'blocks' 'scale_log2_hist'), 'swiglu', 'gradients'
     (wgrad noise per linear layer and recipe), 'bf16_layers' and 'norm_weights' (dumps). options:
-    the CLI's settings with underscores, e.g. window=64, growth=25, spike_k=16,
+    the CLI's settings with underscores, e.g. window=128, growth=4, growth_z=5, growth_top=25,
+    warmup=100, spike_k=8,
     recipe='te-delayed' (None: no forecast), format='auto', fixed_calibration=0,
     block_recipe='mxfp8', outlier_k=64, swiglu_cos=0.9, tensors=[globs],
     grad_recipes=['te-current', 'mxfp8', 'nvfp4'] ([]: off), grad_ratio=sqrt(3),

@@ -17,7 +17,8 @@ check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; f
 mkdir "$T/cases"
 "$PY" "$REPO/scripts/fixtures/plant_signatures.py" plant "$T/cases" > "$T/plant.out"; check "plant: $(cat "$T/plant.out")" $?
 $FP8KIT watch --json "$T"/cases/*.csv "$T"/cases/*.h5 > "$T/planted.json"; check "watch over the planted cases" $?
-"$PY" "$REPO/scripts/fixtures/plant_signatures.py" score "$T/cases" "$T/planted.json" > "$T/score.out"; rc=$?
+$FP8KIT watch --json "$T"/cases/clean/*.csv > "$T/clean.json"; check "watch over the cases before planting" $?
+"$PY" "$REPO/scripts/fixtures/plant_signatures.py" score "$T/cases" "$T/planted.json" "$T/clean.json" > "$T/score.out"; rc=$?
 cat "$T/score.out"
 check "precision and recall >= 0.9 per signal" $rc
 "$PY" "$REPO/tests/cli/watch_check.py" "$T/planted.json"; check "every warning on the planted cases confirmed from their files" $?
@@ -44,7 +45,7 @@ $FP8KIT watch "$D/llama_tiny_dump.h5" --top 1 > "$T/dtext"; check "text of a dum
 grep -q "^BF16 layers under nvfp4 .*step 299): 3 of 14 linear layers, the last: step_000299/model.layers.1.mlp.gate_proj" "$T/dtext"
 check "text lists the BF16 layers per recipe" $?
 $FP8KIT watch --csv "$D/amax_trace.csv" > "$T/csv"; check "csv" $?
-head -1 "$T/csv" | grep -qx "signal,severity,file,tensor,step,step_end,evidence,resembles,advice"; check "csv header" $?
+head -1 "$T/csv" | grep -qx "signal,severity,file,tensor,step,step_end,evidence,resembles,advice,level,note"; check "csv header" $?
 $FP8KIT watch --json --threads 1 "$D/amax_trace.csv" > "$T/t1" && $FP8KIT watch --json --threads 2 "$D/amax_trace.csv" > "$T/t2"
 cmp -s "$T/t1" "$T/t2"; check "same report for 1 and 2 threads" $?
 

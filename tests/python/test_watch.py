@@ -14,8 +14,8 @@ def test_watch_real_trace_matches_cli_fields():
     assert {"warnings", "tensors", "shapes", "swiglu"} <= set(r)
     assert len(r["tensors"]) == 60
     assert all(w["signal"] in ("growth", "spike") for w in r["warnings"])  # no recipe: no overflow signals
-    sev = [w["severity"] for w in r["warnings"]]
-    assert sev == sorted(sev, reverse=True)
+    key = [(w["level"] != "warning", -w["severity"]) for w in r["warnings"]]  # top-level first, then by severity
+    assert key == sorted(key)
 
 
 def test_watcher_spike_polled_once():

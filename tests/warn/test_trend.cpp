@@ -40,9 +40,12 @@ TEST_CASE("growth: slope of an exact exponential, first seen once the window is 
     const Warning* g = find(ws, "growth");
     REQUIRE(g != nullptr);
     CHECK(g->numbers["slope_log2_per_1000"].get<double>() == Approx(50).epsilon(1e-6));  // float32 amaxes
-    // The median lagged slope reaches 25 when half the pairs are fully past the knee: not before step 100.
+    // Flagged once the shortest window's least-squares slope passes the threshold: after the knee,
+    // within that window; one episode (the longer windows' ramps are not new growth).
     CHECK(g->step > 100);
-    CHECK(g->step <= 100 + 64 + 16);
+    CHECK(g->step <= 100 + 16 + 4);
+    CHECK(g->numbers["episodes"] == 1);
+    CHECK(g->level == "warning");  // after warm-up, no recipe follows it, faster than growth_top
     CHECK(find(ws, "spike") == nullptr);
 }
 
@@ -128,7 +131,8 @@ TEST_CASE("a monitor's poll returns each warning once; incremental equals a whol
     const auto a = live.warnings(), b = batch.warnings();
     REQUIRE(a.size() == b.size());
     for (std::size_t i = 0; i < a.size(); ++i) CHECK(to_json(a[i]) == to_json(b[i]));
-    CHECK(polled == a.size());
+    // Each warning at least once; a top-level overflow or spike again when a later step adds to it.
+    CHECK(polled >= a.size());
     CHECK(live.poll().empty());
     CHECK(find(a, "spike") != nullptr);
     CHECK(find(a, "growth") != nullptr);

@@ -12,6 +12,7 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
         ++nonfinite_;
         if (nonfinite_first_ < 0) nonfinite_first_ = step;
     }
+    overflow_now_ = false;
     if (!delayed_ && !windowed_) return;
     // 1. The scale this step casts with and whether the cast overflows (replay's rule).
     const float scale = delayed_ ? delayed_->scale_for_step() : windowed_->scale_for_step(amax);
@@ -19,8 +20,23 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
     // fl32(amax * scale) <= max cannot round past max: replay's test only runs above it.
     if (std::isfinite(amax) && !(amax * scale <= fmax) && replay::overflows(amax, scale, format_, rounding_)) {
         ++overflow_count_;
+        overflow_now_ = true;
         if (overflow_first_ < 0) overflow_first_ = step;
-        overflow_worst_ = std::max(overflow_worst_, static_cast<double>(amax) * scale / fmax);
+        if (step >= warmup_end()) ++overflow_late_;
+        // Every overflowing step is kept, as runs of consecutive points (at most kOverflowRuns
+        // runs: beyond them the steps are counted, not listed, and the report says so).
+        if (!overflow_runs_.empty() && overflow_last_n_ + 1 == n_ && !overflow_truncated_)
+            overflow_runs_.back().second = step;
+        else if (overflow_runs_.size() < kOverflowRuns)
+            overflow_runs_.push_back({step, step});
+        else
+            overflow_truncated_ = true;
+        overflow_last_n_ = n_;
+        const double head = static_cast<double>(amax) * scale / fmax;
+        if (head > overflow_worst_) {
+            overflow_worst_ = head;
+            overflow_worst_step_ = step;
+        }
     }
     // 2. The recipe takes the step in; the next step's scale if its amax were this one.
     if (delayed_) delayed_->record(amax);

@@ -1,4 +1,5 @@
 // watch_files: every input through the trend watcher (and dumps through the shape signals).
+#include <algorithm>
 #include <cmath>
 #include "fp8kit/io/json_number.hpp"
 #include <filesystem>
@@ -21,6 +22,7 @@ nlohmann::json WatchReport::to_json() const {
     auto& t = j["tensors"] = nlohmann::json::array();
     for (const auto& x : tensors)
         t.push_back({{"file", x.file}, {"tensor", x.tensor}, {"points", x.points}, {"spikes", x.spikes},
+                     {"spikes_after_warmup", x.spikes_after_warmup}, {"steps_after_warmup", x.steps_after_warmup},
                      {"run_slope_log2_per_1000", num(x.run_slope_per_k)}, {"recent_slope_log2_per_1000", num(x.recent_slope_per_k)}});
     auto& s = j["shapes"] = nlohmann::json::array();
     for (const auto& x : shapes) s.push_back(x.to_json());
@@ -37,6 +39,7 @@ nlohmann::json WatchReport::to_json() const {
     for (const auto& x : bf16) bf.push_back(x.to_json());
     auto& nw = j["norm_weights"] = nlohmann::json::array();
     for (const auto& x : norms) nw.push_back(x.to_json());
+    j["risk"] = risk.to_json();
     return j;
 }
 
@@ -64,7 +67,8 @@ WatchReport watch_files(const WatchInputs& in) {
         const Watcher& wr = *w;
         for (auto& x : wr.warnings()) r.warnings.push_back(std::move(x));
         for (const auto& tr : wr.trends())
-            r.tensors.push_back({f, tr.tensor(), tr.points(), tr.spike_count(), tr.run_slope_per_k(), tr.recent_slope_per_k()});
+            r.tensors.push_back({f, tr.tensor(), tr.points(), tr.spike_count(), tr.run_slope_per_k(), tr.recent_slope_per_k(),
+                                 tr.spikes_after_warmup(), std::max<std::int64_t>(0, tr.last_step() - tr.warmup_end())});
         // 2. Shapes of a dump's tensors.
         if (in.shapes && dump::is_dump_file(f)) {
             ShapeResult s = shape_signals({f}, in.shape, in.read);
@@ -77,7 +81,76 @@ WatchReport watch_files(const WatchInputs& in) {
         }
     }
     rank(r.warnings);
+    r.risk = risk(r);
     return r;
+}
+
+RiskReport risk(const WatchReport& r, const RiskConfig& c) {
+    RiskReport out;
+    auto add = [&](std::string signal, const std::string& file, const std::string& tensor, double v, double ref, double score,
+                   std::int64_t step) {
+        if (!std::isfinite(score)) return;
+        out.signals.push_back({std::move(signal), file, tensor, v, ref, score, step});
+        if (score > out.run_score) {
+            out.run_score = score;
+            out.run_signal = out.signals.back().signal;
+            out.run_tensor = tensor;
+        }
+    };
+    for (const auto& t : r.tensors)
+        if (t.steps_after_warmup > 0) {
+            const double d = 1000.0 * static_cast<double>(t.spikes_after_warmup) / static_cast<double>(t.steps_after_warmup);
+            add("spike-density", t.file, t.tensor, d, c.spike_density, d / c.spike_density, -1);
+        }
+    for (const auto& g : r.gradients) {
+        double lo = INFINITY;
+        for (const auto& x : g.recipes)
+            if (x.skipped.empty()) lo = std::min({lo, x.ratio_rtn(), x.ratio_sr()});
+        if (std::isfinite(lo) && lo > 0) add("grad-noise-ratio", g.file, g.layer, lo, c.grad_ratio, c.grad_ratio / lo, g.step);
+    }
+    // Dumped tensors by name without the step component: first and last dumped step.
+    struct Span {
+        const ShapeStats *first = nullptr, *last = nullptr;
+    };
+    std::vector<std::pair<std::string, Span>> spans;
+    for (const auto& s : r.shapes) {
+        std::string name = s.file + '\0' + s.tensor;
+        if (s.tensor.rfind("step_", 0) == 0 && s.tensor.find('/') != std::string::npos)
+            name = s.file + '\0' + s.tensor.substr(s.tensor.find('/') + 1);
+        auto it = std::find_if(spans.begin(), spans.end(), [&](const auto& x) { return x.first == name; });
+        if (it == spans.end()) {
+            spans.push_back({name, {&s, &s}});
+            continue;
+        }
+        if (s.step < it->second.first->step) it->second.first = &s;
+        if (s.step > it->second.last->step) it->second.last = &s;
+    }
+    for (const auto& [key, sp] : spans) {
+        const std::string tensor = key.substr(key.find('\0') + 1);
+        const ShapeStats &a = *sp.first, &b = *sp.last;
+        if (b.kurtosis > 0) add("kurtosis", b.file, tensor, b.kurtosis, c.kurtosis, b.kurtosis / c.kurtosis, b.step);
+        if (b.step > a.step) {
+            const double per_k = 1000.0 / static_cast<double>(b.step - a.step);
+            if (a.kurtosis > 0 && b.kurtosis > 0) {
+                const double tr = std::log2(b.kurtosis / a.kurtosis) * per_k;
+                add("kurtosis-trend", b.file, tensor, tr, c.kurtosis_trend, tr / c.kurtosis_trend, b.step);
+            }
+            if (a.has_blocks && b.has_blocks) {
+                const double rate = (b.scale_log2_std - a.scale_log2_std) * per_k;
+                add("scale-spread-rate", b.file, tensor, rate, c.scale_spread_rate, rate / c.scale_spread_rate, b.step);
+            }
+        }
+    }
+    return out;
+}
+
+nlohmann::json RiskReport::to_json() const {
+    nlohmann::json s = nlohmann::json::array();
+    for (const auto& x : signals)
+        s.push_back({{"signal", x.signal}, {"file", x.file}, {"tensor", x.tensor}, {"value", x.value}, {"reference", x.reference},
+                     {"score", x.score}, {"step", x.step}});
+    return {{"calibrated", false}, {"verdict", nullptr}, {"run_score", run_score}, {"run_signal", run_signal},
+            {"run_tensor", run_tensor}, {"signals", s}};
 }
 
 }  // namespace fp8kit::warn

@@ -18,6 +18,11 @@ void apply_options(WatchInputs& in, const nlohmann::json& o) {
         try {
             if (k == "window") in.trend.window = v.get<int>();
             else if (k == "growth") in.trend.growth_per_k = v.get<double>();
+            else if (k == "growth_z") in.trend.growth_z = v.get<double>();
+            else if (k == "growth_min_window") in.trend.growth_min_window = v.get<int>();
+            else if (k == "growth_gap") in.trend.growth_gap = v.get<int>();
+            else if (k == "growth_top") in.trend.growth_top = v.get<double>();
+            else if (k == "warmup") in.trend.warmup = v.get<std::int64_t>();
             else if (k == "spike_k") in.trend.spike_k = v.get<double>();
             else if (k == "spike_window") in.trend.spike_window = v.get<int>();
             else if (k == "horizon") in.trend.forecast_horizon = v.get<double>();

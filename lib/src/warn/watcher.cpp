@@ -39,7 +39,11 @@ std::vector<Warning> Watcher::warnings() const {
 std::vector<Warning> Watcher::poll() {
     std::vector<Warning> fresh;
     for (auto& w : warnings()) {
-        const std::string key = w.tensor + '\0' + w.signal;
+        // Each (tensor, signal) once; a growth episode is its own warning (new growth is raised
+        // again), and a top-level overflow or spike is raised again when a later step adds to it.
+        std::string key = w.tensor + '\0' + w.signal;
+        if (w.signal == "growth") key += '\0' + std::to_string(w.step);
+        else if (w.level == "warning" && (w.signal == "overflow" || w.signal == "spike")) key += '\0' + w.numbers.value("count", nlohmann::json(0)).dump();
         if (polled_.emplace(key, w.step).second) fresh.push_back(std::move(w));
     }
     return fresh;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,17 +23,28 @@ struct Warning {
     nlohmann::json numbers;      // the same numbers, for programs
     std::string resembles;       // the published case (arXiv id)
     std::string advice;          // what to change
+    // "warning": top-level, actionable; "info": folded into the report's info section, with
+    // `note` saying why (an early-training transient, absorbed by the recipe, folded into
+    // another warning of the same tensor).
+    std::string level = "warning";
+    std::string note;
 };
 
-// Highest severity first; ties by file, tensor, signal, step (a total order: same output for
-// any thread count).
+// Top-level warnings before info; then highest severity first; ties by file, tensor, signal, step.
+
+// (A total order: same output for any thread count.)
 void rank(std::vector<Warning>& w);
 
 nlohmann::json to_json(const Warning& w);
-// CSV header and rows: signal,severity,file,tensor,step,step_end,evidence,resembles,advice.
+// CSV header and rows: signal,severity,file,tensor,step,step_end,evidence,resembles,advice,level,note.
 std::string csv_header();
 std::string to_csv_row(const Warning& w);
 // Plain text, one paragraph per warning.
 std::string to_text(const Warning& w);
+// The info section: the info-level warnings folded, one line per (signal, note) with the count
+// and the first tensors named.
+std::string info_text(const std::vector<Warning>& w);
+// Steps as runs "1-9, 14, 20-22" (runs of [first, last]).
+std::string step_runs(const std::vector<std::pair<std::int64_t, std::int64_t>>& runs);
 
 }  // namespace fp8kit::warn

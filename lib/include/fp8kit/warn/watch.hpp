@@ -26,7 +26,39 @@ struct TensorSummary {
     std::string file, tensor;
     std::uint64_t points = 0, spikes = 0;
     double run_slope_per_k = 0, recent_slope_per_k = 0;
+    std::uint64_t spikes_after_warmup = 0;
+    std::int64_t steps_after_warmup = 0;  // last step - warm-up end (0 when the run ends in warm-up)
 };
+
+// Risk score (docs/early-warning.md, "Risk score"): per signal s a value v and a reference r, the
+// signal's score v / r (for the gradient-to-noise ratio r / v: lower is riskier); a tensor's
+// score is the largest of its signals', the run's the largest of its tensors'. The references
+// are placeholders until a divergence benchmark fits them: the report says `calibrated: false`
+// and gives no verdict.
+struct RiskConfig {
+    double spike_density = 10;        // spikes per 1000 steps after warm-up
+    double grad_ratio = 1.7320508075688772;  // ||G|| / wgrad noise (the grad-noise threshold, sqrt 3)
+    double kurtosis = 1000;           // Pearson kurtosis (the kurtosis warning's threshold)
+    double kurtosis_trend = 10;       // log2 of kurtosis per 1000 steps between dumped steps
+    double scale_spread_rate = 2;     // change of the block scales' log2 std per 1000 steps
+};
+struct RiskSignal {
+    std::string signal, file, tensor;
+    double value = 0, reference = 0, score = 0;
+    std::int64_t step = -1;  // the (last) step the value describes
+};
+struct RiskReport {
+    std::vector<RiskSignal> signals;  // every signal of every tensor
+    double run_score = 0;
+    std::string run_signal, run_tensor;  // the signal and tensor that set it
+    nlohmann::json to_json() const;
+};
+// The signals from a report's trends (spike density after warm-up), dumped layers (gradient
+// norm against the wgrad quantisation noise, the smallest ratio over recipes and roundings) and
+// dumped tensors (kurtosis at its last dumped step, and between its first and last dumped steps
+// the trend of log2 kurtosis and the change of the block scales' log2 std, per 1000 steps; a
+// dumped tensor's name is taken without its step_NNNNNN/ component).
+RiskReport risk(const struct WatchReport& r, const RiskConfig& c = {});
 
 struct WatchReport {
     std::vector<Warning> warnings;        // ranked
@@ -36,7 +68,8 @@ struct WatchReport {
     std::vector<LayerGradient> gradients;
     std::vector<Bf16Choice> bf16;
     std::vector<NormBias> norms;
-    // {"warnings", "tensors", "shapes", "swiglu", "gradients", "bf16_layers", "norm_weights"}
+    RiskReport risk;  // risk(*this) once the rest is filled
+    // {"warnings", "tensors", "shapes", "swiglu", "gradients", "bf16_layers", "norm_weights", "risk"}
     nlohmann::json to_json() const;
 };
 
@@ -48,7 +81,8 @@ WatchReport watch_files(const WatchInputs& in);
 
 namespace fp8kit::warn {
 
-// Settings by the CLI's option names (underscores for dashes): window, growth, spike_k,
+// Settings by the CLI's option names (underscores for dashes): window, growth, growth_z,
+// growth_min_window, growth_gap, growth_top, warmup, spike_k,
 // spike_window, horizon, forecast_probability, fixed_calibration, outlier_k, kurtosis_max,
 // swiglu_cos, grad_recipes (list, or [] for none), grad_ratio, bf16_fraction, norm_recipe (or "none"),
 // norm_bias_max, recipe (preset/file, or null: no forecast), format ("auto" or a format),
