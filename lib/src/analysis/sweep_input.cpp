@@ -145,6 +145,7 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
     dump::Dump dmp(L.dump_files, dump::Selection{}, in.read);
     // Files or tensors the reader could not list are failed inputs, as in inspect (exit 1).
     L.errors.insert(L.errors.end(), dmp.errors().begin(), dmp.errors().end());
+    L.skipped = dump::skipped(dmp.notes());
     std::size_t skipped_opt = 0;
     auto keep = [&](std::size_t i, DumpedPass&& p) {
         using K = DumpedPass::Kind;
