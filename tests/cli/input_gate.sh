@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The input gate (lib/io, fp8kit/io/gate.hpp; docs/hardening.md, "Reading inputs"), command by
+# command:
+# 1. A FIFO given as an input is refused without blocking (each run under `timeout`; an open() of a
+#    FIFO waits for a writer): validate --output, gemm A, recipe show, inspect --recipe, checkpoint
+#    check on a folder holding a FIFO named *.safetensors, and the dump readers (inspect, sweep,
+#    replay, calibrate, kv). A device (/dev/zero) is refused too. One message naming the file.
+# 2. A 10 MB HDF5 'dtype' attribute (inspect, sweep, replay), a 10 MB 'role' attribute and a 4 MB
+#    safetensors dtype string are quoted short (every output line under 2000 bytes).
+# 3. A dataset stored outside the file is skipped with a note by every command that reads dumps:
+#    inspect, sweep, replay, calibrate, kv (text: "skipped ...", JSON: "skipped").
+# 4. A TransformerEngine tensor_dumps/ folder given to inspect is read as the layout docs/dumps.md
+#    documents; a folder without one is refused with the globs to use.
+# Fixtures: tests/cli/make_gate_fixtures.py (h5py, generated here). Exit 77 without h5py.
+# Usage: bash input_gate.sh /path/to/fp8kit /path/to/repo
+set -u
+FP8KIT=$1
+REPO=$2
+PY="$REPO/.venv/bin/python"
+[ -x "$PY" ] || PY=python3
+"$PY" -c "import h5py" 2>/dev/null || { echo "SKIP: no Python with h5py to write the fixtures"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+"$PY" "$REPO/tests/cli/make_gate_fixtures.py" "$T" || { echo "FAIL: fixtures"; exit 1; }
+mkfifo "$T/fifo"
+
+# refused NAME PATTERN CMD...: CMD exits nonzero within 20 s (not killed by timeout), and its
+# stderr names the refused file with PATTERN (what it is).
+refused() {
+    local name=$1 pat=$2; shift 2
+    timeout 20 "$@" >"$T/out" 2>"$T/err"; local rc=$?
+    check "$name: exits nonzero without blocking (rc $rc)" $((rc == 0 || rc == 124 || rc == 137))
+    grep -q "$pat" "$T/err"; check "$name: the message says $pat" $?
+}
+refused "validate --output FIFO" "fifo: a FIFO, not a regular file" \
+    "$FP8KIT" validate --to e4m3 --profile torch --input "$T/x.npy" --output "$T/fifo"
+refused "validate --input FIFO" "fifo: a FIFO, not a regular file" \
+    "$FP8KIT" validate --to e4m3 --profile torch --input "$T/fifo" --output "$T/x.npy"
+refused "gemm FIFO B" "fifo: a FIFO, not a regular file" "$FP8KIT" gemm "$T/fifo" "$T/b.npy"
+refused "gemm A FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" gemm "$T/a.npy" "$T/fifo"
+refused "recipe show FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" recipe show "$T/fifo"
+refused "inspect --recipe FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" inspect --recipe "$T/fifo" "$T/skip.h5"
+refused "recipe show /dev/zero" "zero: a device, not a regular file" "$FP8KIT" recipe show /dev/zero
+refused "gemm /dev/zero B" "zero: a device, not a regular file" "$FP8KIT" gemm /dev/zero "$T/b.npy"
+mkdir "$T/ckpt" && mkfifo "$T/ckpt/model.safetensors"
+refused "checkpoint check: a FIFO named *.safetensors" "model.safetensors: a FIFO, not a regular file" \
+    "$FP8KIT" checkpoint check "$T/ckpt" --unquantized
+mkdir "$T/ckpt2" && mkfifo "$T/ckpt2/config.json" && cp "$T/big.safetensors" "$T/ckpt2/model.safetensors"
+refused "checkpoint check: a FIFO config.json" "config.json: a FIFO, not a regular file" \
+    "$FP8KIT" checkpoint check "$T/ckpt2"
+refused "inspect FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" inspect "$T/fifo"
+refused "sweep FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" sweep "$T/fifo"
+refused "replay FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" replay "$T/fifo"
+refused "calibrate FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" calibrate "$T/fifo" --method max
+refused "kv FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" kv "$T/fifo"
+
+# 2. Big strings quoted short: no line of any output over 2000 bytes, and the cut is said.
+short() {
+    local name=$1; shift
+    timeout 60 "$@" >"$T/out" 2>"$T/err"; local rc=$?
+    check "$name: finished (rc $rc)" $((rc == 124 || rc == 137 || rc > 2))
+    local longest
+    longest=$(cat "$T/out" "$T/err" | awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }')
+    check "$name: longest output line $longest bytes (< 2000)" $((longest >= 2000))
+    cat "$T/out" "$T/err" | grep -q "bytes)"; check "$name: the quoted string says it was cut" $?
+}
+short "inspect: 10 MB dtype and role attributes" "$FP8KIT" inspect "$T/bigattr.h5"
+short "inspect --json: 10 MB dtype and role attributes" "$FP8KIT" inspect --json "$T/bigattr.h5"
+grep -q "attribute role='rrrr.*(10485760 bytes)" "$T/out"; check "inspect --json: the role note quoted" $?
+short "sweep: 10 MB dtype attribute" "$FP8KIT" sweep "$T/bigattr.h5"
+grep -q "unsupported dtype 'eeee.*(10485760 bytes)" "$T/out" "$T/err"; check "sweep: the dtype quoted" $?
+short "replay: 10 MB dtype attribute" "$FP8KIT" replay "$T/bigattr.h5"
+short "inspect: 4 MB safetensors dtype" "$FP8KIT" inspect "$T/big.safetensors"
+grep -q "unsupported dtype 'FFFF.*(4194304 bytes)" "$T/out" "$T/err"; check "safetensors: the dtype quoted" $?
+
+# 3. Skipped datasets noted by every command that reads dumps (text and JSON).
+noted() {
+    local name=$1; shift
+    "$@" >"$T/out" 2>"$T/err"; local rc=$?
+    check "$name: exit 0 (rc $rc)" $rc
+    grep -q "skipped.*outside.weight: raw data stored outside the file" "$T/out" "$T/err"; check "$name: notes the skipped dataset" $?
+}
+noted_json() {
+    local name=$1; shift
+    "$@" >"$T/out.json" 2>"$T/err"; local rc=$?
+    check "$name: exit 0 (rc $rc)" $rc
+    "$PY" - "$T/out.json" <<'PYEOF'; check "$name: JSON 'skipped' names the dataset" $?
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert any("outside.weight: raw data stored outside the file" in s for s in j["skipped"]), j.get("skipped")
+PYEOF
+}
+noted "inspect" "$FP8KIT" inspect "$T/skip.h5"
+noted "sweep" "$FP8KIT" sweep "$T/skip.h5" --no-blocks
+noted_json "sweep --json" "$FP8KIT" sweep "$T/skip.h5" --no-blocks --json
+noted "sweep --csv" "$FP8KIT" sweep "$T/skip.h5" --no-blocks --csv
+noted "replay" "$FP8KIT" replay "$T/skip.h5"
+noted_json "replay --json" "$FP8KIT" replay "$T/skip.h5" --json
+noted "calibrate" "$FP8KIT" calibrate "$T/skip.h5" --method modelopt_max
+noted_json "calibrate --json" "$FP8KIT" calibrate "$T/skip.h5" --method modelopt_max --json
+noted "kv" "$FP8KIT" kv "$T/skip.h5" --no-attention --format e4m3 --policy tensor
+noted_json "kv --json" "$FP8KIT" kv "$T/skip.h5" --no-attention --format e4m3 --policy tensor --json
+
+# 4. Folders: TE's tensor_dumps/ read as its documented layout; a folder without one refused.
+D=$REPO/data/te/dumps
+for dir in "$D/tensor_dumps" "$D/tensor_dumps/" "$D"; do
+    out=$("$FP8KIT" inspect --wide "$dir" 2>&1); rc=$?
+    check "inspect $dir: exit 0 (rc $rc)" $rc
+    echo "$out" | grep -q "8 tensors, 921 elements, from 5 file(s)"; check "inspect $dir: the 5 files of both layouts" $?
+done
+mkdir "$T/empty"
+out=$("$FP8KIT" inspect "$T/empty" 2>&1); rc=$?
+check "inspect on a folder without dumps: exit nonzero" $((rc == 0))
+echo "$out" | grep -q "empty/rank_\*/\*.pt' '.*empty/rank_\*/iter_\*/\*.pt'"; check "the message names the globs to use" $?
+
+exit $fail
