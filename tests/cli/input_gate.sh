@@ -44,10 +44,11 @@ refused "recipe show FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" recipe s
 refused "inspect --recipe FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" inspect --recipe "$T/fifo" "$T/skip.h5"
 refused "recipe show /dev/zero" "zero: a device, not a regular file" "$FP8KIT" recipe show /dev/zero
 refused "gemm /dev/zero B" "zero: a device, not a regular file" "$FP8KIT" gemm /dev/zero "$T/b.npy"
-mkdir "$T/ckpt" && mkfifo "$T/ckpt/model.safetensors"
+CK=$REPO/data/checkpoints/ct_fp8
+mkdir "$T/ckpt" && cp "$CK/config.json" "$T/ckpt/" && mkfifo "$T/ckpt/model.safetensors"
 refused "checkpoint check: a FIFO named *.safetensors" "model.safetensors: a FIFO, not a regular file" \
-    "$FP8KIT" checkpoint check "$T/ckpt" --unquantized
-mkdir "$T/ckpt2" && mkfifo "$T/ckpt2/config.json" && cp "$T/big.safetensors" "$T/ckpt2/model.safetensors"
+    "$FP8KIT" checkpoint check "$T/ckpt"
+mkdir "$T/ckpt2" && mkfifo "$T/ckpt2/config.json" && cp "$CK/model.safetensors" "$T/ckpt2/"
 refused "checkpoint check: a FIFO config.json" "config.json: a FIFO, not a regular file" \
     "$FP8KIT" checkpoint check "$T/ckpt2"
 refused "inspect FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" inspect "$T/fifo"
@@ -55,6 +56,8 @@ refused "sweep FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" sweep "$T/fifo
 refused "replay FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" replay "$T/fifo"
 refused "calibrate FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" calibrate "$T/fifo" --method max
 refused "kv FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" kv "$T/fifo"
+refused "simulate msamp FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" simulate msamp "$T/fifo" --level O1 --ranks 8
+refused "watch FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" watch "$T/fifo"
 
 # 2. Big strings quoted short: no line of any output over 2000 bytes, and the cut is said.
 short() {
@@ -74,6 +77,12 @@ grep -q "unsupported dtype 'eeee.*(10485760 bytes)" "$T/out" "$T/err"; check "sw
 short "replay: 10 MB dtype attribute" "$FP8KIT" replay "$T/bigattr.h5"
 short "inspect: 4 MB safetensors dtype" "$FP8KIT" inspect "$T/big.safetensors"
 grep -q "unsupported dtype 'FFFF.*(4194304 bytes)" "$T/out" "$T/err"; check "safetensors: the dtype quoted" $?
+
+short "validate: 10 MB dtype attribute" "$FP8KIT" validate --to e4m3 --profile torch --input "$T/x.npy" --output "$T/bigattr.h5:/step_0/big_dtype"
+short "calibrate: 10 MB dtype attribute" "$FP8KIT" calibrate "$T/bigattr.h5" --method modelopt_max
+short "kv: 10 MB dtype attribute" "$FP8KIT" kv "$T/bigattr.h5"
+mkdir "$T/ckpt3" && cp "$CK/config.json" "$T/ckpt3/" && cp "$T/big.safetensors" "$T/ckpt3/model.safetensors"
+short "checkpoint check: 4 MB safetensors dtype" "$FP8KIT" checkpoint check "$T/ckpt3"
 
 # 3. Skipped datasets noted by every command that reads dumps (text and JSON).
 noted() {
@@ -114,5 +123,33 @@ mkdir "$T/empty"
 out=$("$FP8KIT" inspect "$T/empty" 2>&1); rc=$?
 check "inspect on a folder without dumps: exit nonzero" $((rc == 0))
 echo "$out" | grep -q "empty/rank_\*/\*.pt' '.*empty/rank_\*/iter_\*/\*.pt'"; check "the message names the globs to use" $?
+
+# 5. Only the named files are opened (strace), by the commands that read dumps, arrays and folders and
+#    that tests/cli/read_only_named.sh does not trace: calibrate, kv, gemm, checkpoint check, watch,
+#    inspect on a folder (skip.h5's outside.weight has its bytes in other/bytes.bin: never opened).
+if command -v strace >/dev/null; then
+    # only NAME ALLOWED CMD...: CMD opens no path outside the system's folders other than those
+    # matching the extended regular expression ALLOWED.
+    only() {
+        local name=$1 allowed=$2; shift 2
+        ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+            strace -f -qq -e trace=open,openat -o "$T/trace" timeout 60 "$@" >"$T/out" 2>"$T/err"; local rc=$?
+        check "$name: finished (rc $rc)" $((rc == 124 || rc > 2))
+        local bad
+        bad=$(grep -o 'open[a-z]*([^"]*"[^"]*"' "$T/trace" | sed 's/.*"\(.*\)"/\1/' |
+            grep -Ev '^(/lib|/usr/lib|/usr/local/lib|/etc/ld\.so|/proc/|/sys/|/dev/null$|/usr/share/locale|/usr/lib/locale)' |
+            grep -Ev "$allowed" | sort -u)
+        check "$name: opens only the named files${bad:+ (also opened: $(echo $bad))}" "$([ -z "$bad" ]; echo $?)"
+    }
+    only "calibrate" "^$T/skip.h5\$" "$FP8KIT" calibrate "$T/skip.h5" --method modelopt_max
+    only "kv" "^$T/skip.h5\$" "$FP8KIT" kv "$T/skip.h5" --no-attention
+    only "gemm" "^$T/(a|b).npy\$" "$FP8KIT" gemm "$T/a.npy" "$T/b.npy"
+    C=$REPO/data/checkpoints/ct_fp8
+    only "checkpoint check" "^$C(/|\$)" "$FP8KIT" checkpoint check "$C"
+    only "watch" "^$REPO/data/example/amax_trace.csv\$" "$FP8KIT" watch "$REPO/data/example/amax_trace.csv"
+    only "inspect a tensor_dumps folder" "^$REPO/data/te/dumps/tensor_dumps(/|\$)" "$FP8KIT" inspect "$REPO/data/te/dumps/tensor_dumps"
+else
+    echo "skip: strace is not installed: the 'only the named files' checks did not run"
+fi
 
 exit $fail
