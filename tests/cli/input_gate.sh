@@ -123,6 +123,12 @@ mkdir "$T/empty"
 out=$("$FP8KIT" inspect "$T/empty" 2>&1); rc=$?
 check "inspect on a folder without dumps: exit nonzero" $((rc == 0))
 echo "$out" | grep -q "empty/rank_\*/\*.pt' '.*empty/rank_\*/iter_\*/\*.pt'"; check "the message names the globs to use" $?
+"$FP8KIT" sweep "$D/tensor_dumps" --no-blocks --json >"$T/te.json" 2>"$T/err"; rc=$?
+check "sweep on a tensor_dumps folder: exit 0 or 1 (rc $rc)" $((rc > 1))
+"$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["tensors"], j' "$T/te.json"; check "sweep on a tensor_dumps folder: its tensors swept" $?
+out=$("$FP8KIT" sweep "$T/empty" 2>&1); rc=$?
+check "sweep on a folder without dumps: exit nonzero" $((rc == 0))
+echo "$out" | grep -q "empty/rank_\*/\*.pt'"; check "sweep: the message names the globs to use" $?
 
 # 5. Only the named files are opened (strace), by the commands that read dumps, arrays and folders and
 #    that tests/cli/read_only_named.sh does not trace: calibrate, kv, gemm, checkpoint check, watch,
