@@ -32,12 +32,12 @@ refused() {
     local name=$1 pat=$2; shift 2
     timeout 20 "$@" >"$T/out" 2>"$T/err"; local rc=$?
     check "$name: exits nonzero without blocking (rc $rc)" $((rc == 0 || rc == 124 || rc == 137))
-    grep -q "$pat" "$T/err"; check "$name: the message says $pat" $?
+    cat "$T/out" "$T/err" | grep -q "$pat"; check "$name: the message says $pat" $?
 }
 refused "validate --output FIFO" "fifo: a FIFO, not a regular file" \
     "$FP8KIT" validate --to e4m3 --profile torch --input "$T/x.npy" --output "$T/fifo"
 refused "validate --input FIFO" "fifo: a FIFO, not a regular file" \
-    "$FP8KIT" validate --to e4m3 --profile torch --input "$T/fifo" --output "$T/x.npy"
+    "$FP8KIT" validate --to e4m3 --profile torch --input "$T/fifo" --dtype f32 --output "$T/x.npy"
 refused "gemm FIFO B" "fifo: a FIFO, not a regular file" "$FP8KIT" gemm "$T/fifo" "$T/b.npy"
 refused "gemm A FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" gemm "$T/a.npy" "$T/fifo"
 refused "recipe show FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" recipe show "$T/fifo"
