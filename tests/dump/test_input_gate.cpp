@@ -9,8 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include <catch2/catch_test_macros.hpp>
-#include <catch2/matchers/catch_matchers_string.hpp>
+#include <catch2/catch.hpp>
 
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/io/gate.hpp"
@@ -18,7 +17,6 @@
 #include "fp8kit/recipes.hpp"
 #include "scratch_dir.hpp"
 
-using Catch::Matchers::ContainsSubstring;
 using namespace fp8kit;
 
 namespace {
@@ -43,25 +41,25 @@ TEST_CASE("input gate: a FIFO, a device and a folder are refused without blockin
     const auto t0 = std::chrono::steady_clock::now();
     CHECK(message_of([&] { io::open_input(fifo); }) ==
           fifo + ": a FIFO, not a regular file: not read (fp8kit reads inputs from regular files only)");
-    CHECK_THAT(message_of([&] { io::check_input(fifo); }), ContainsSubstring("a FIFO, not a regular file"));
-    CHECK_THAT(message_of([&] { io::read_input_text(fifo, 100, "a test file"); }), ContainsSubstring("a FIFO"));
-    CHECK_THAT(message_of([&] { read_npy(fifo); }), ContainsSubstring("fifo: a FIFO, not a regular file"));
-    CHECK_THAT(message_of([&] { parse_recipe(fifo); }), ContainsSubstring("fifo: a FIFO, not a regular file"));
-    CHECK_THAT(message_of([&] { dump::open_source(fifo); }), ContainsSubstring("fifo: a FIFO, not a regular file"));
+    CHECK_THAT(message_of([&] { io::check_input(fifo); }), Catch::Contains("a FIFO, not a regular file"));
+    CHECK_THAT(message_of([&] { io::read_input_text(fifo, 100, "a test file"); }), Catch::Contains("a FIFO"));
+    CHECK_THAT(message_of([&] { read_npy(fifo); }), Catch::Contains("fifo: a FIFO, not a regular file"));
+    CHECK_THAT(message_of([&] { parse_recipe(fifo); }), Catch::Contains("fifo: a FIFO, not a regular file"));
+    CHECK_THAT(message_of([&] { dump::open_source(fifo); }), Catch::Contains("fifo: a FIFO, not a regular file"));
     CHECK_FALSE(dump::is_dump_file(fifo));
     CHECK_FALSE(dump::is_hdf5_file(fifo));
-    CHECK_THAT(message_of([&] { io::open_input("/dev/zero"); }), ContainsSubstring("/dev/zero: a device, not a regular file"));
-    CHECK_THAT(message_of([&] { io::open_input(dir.path()); }), ContainsSubstring(": a directory, not a regular file"));
+    CHECK_THAT(message_of([&] { io::open_input("/dev/zero"); }), Catch::Contains("/dev/zero: a device, not a regular file"));
+    CHECK_THAT(message_of([&] { io::open_input(dir.path()); }), Catch::Contains(": a directory, not a regular file"));
     CHECK_THAT(message_of([&] { io::open_input(dir.file("none")); }),
-               ContainsSubstring("none: cannot open: No such file or directory"));
+               Catch::Contains("none: cannot open: No such file or directory"));
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10));
 
     std::vector<dump::Problem> problems;
     const auto files = dump::expand_inputs({fifo, "/dev/zero"}, problems);
     CHECK(files.empty());
     REQUIRE(problems.size() == 2);
-    CHECK_THAT(problems[0].describe(), ContainsSubstring("a FIFO, not a regular file"));
-    CHECK_THAT(problems[1].describe(), ContainsSubstring("a device, not a regular file"));
+    CHECK_THAT(problems[0].describe(), Catch::Contains("a FIFO, not a regular file"));
+    CHECK_THAT(problems[1].describe(), Catch::Contains("a device, not a regular file"));
 }
 
 TEST_CASE("input gate: a regular file is opened read-only, blocking reads, with its size; limits are named", "[gate]") {
@@ -102,6 +100,6 @@ TEST_CASE("input gate: a TransformerEngine tensor_dumps folder is read as its do
     const auto none = dump::expand_inputs({dir.path()}, problems);
     CHECK(none.empty());
     REQUIRE(problems.size() == 1);
-    CHECK_THAT(problems[0].message, ContainsSubstring("/rank_*/*.pt'"));
-    CHECK_THAT(problems[0].message, ContainsSubstring("/rank_*/iter_*/*.pt'"));
+    CHECK_THAT(problems[0].message, Catch::Contains("/rank_*/*.pt'"));
+    CHECK_THAT(problems[0].message, Catch::Contains("/rank_*/iter_*/*.pt'"));
 }
