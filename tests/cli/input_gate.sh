@@ -38,12 +38,12 @@ refused "validate --output FIFO" "fifo: a FIFO, not a regular file" \
     "$FP8KIT" validate --to e4m3 --profile torch --input "$T/x.npy" --output "$T/fifo"
 refused "validate --input FIFO" "fifo: a FIFO, not a regular file" \
     "$FP8KIT" validate --to e4m3 --profile torch --input "$T/fifo" --dtype f32 --output "$T/x.npy"
-refused "gemm FIFO B" "fifo: a FIFO, not a regular file" "$FP8KIT" gemm "$T/fifo" "$T/b.npy"
-refused "gemm A FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" gemm "$T/a.npy" "$T/fifo"
+refused "gemm FIFO B" "fifo: a FIFO, not a regular file" "$FP8KIT" gemm "$T/fifo" "$T/b.npy" -o "$T/d.npy"
+refused "gemm A FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" gemm "$T/a.npy" "$T/fifo" -o "$T/d.npy"
 refused "recipe show FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" recipe show "$T/fifo"
 refused "inspect --recipe FIFO" "fifo: a FIFO, not a regular file" "$FP8KIT" inspect --recipe "$T/fifo" "$T/skip.h5"
 refused "recipe show /dev/zero" "zero: a device, not a regular file" "$FP8KIT" recipe show /dev/zero
-refused "gemm /dev/zero B" "zero: a device, not a regular file" "$FP8KIT" gemm /dev/zero "$T/b.npy"
+refused "gemm /dev/zero B" "zero: a device, not a regular file" "$FP8KIT" gemm /dev/zero "$T/b.npy" -o "$T/d.npy"
 CK=$REPO/data/checkpoints/ct_fp8
 mkdir "$T/ckpt" && cp "$CK/config.json" "$T/ckpt/" && mkfifo "$T/ckpt/model.safetensors"
 refused "checkpoint check: a FIFO named *.safetensors" "model.safetensors: a FIFO, not a regular file" \
@@ -144,12 +144,12 @@ if command -v strace >/dev/null; then
         local bad
         bad=$(grep -o 'open[a-z]*([^"]*"[^"]*"' "$T/trace" | sed 's/.*"\(.*\)"/\1/' |
             grep -Ev '^(/lib|/usr/lib|/usr/local/lib|/etc/ld\.so|/proc/|/sys/|/dev/null$|/usr/share/locale|/usr/lib/locale)' |
-            grep -Ev "$allowed" | sort -u)
+            grep -Ev '\.so(\.[0-9]+)*$' | grep -Ev "$allowed" | sort -u)
         check "$name: opens only the named files${bad:+ (also opened: $(echo $bad))}" "$([ -z "$bad" ]; echo $?)"
     }
     only "calibrate" "^$T/skip.h5\$" "$FP8KIT" calibrate "$T/skip.h5" --method modelopt_max
     only "kv" "^$T/skip.h5\$" "$FP8KIT" kv "$T/skip.h5" --no-attention
-    only "gemm" "^$T/(a|b).npy\$" "$FP8KIT" gemm "$T/a.npy" "$T/b.npy"
+    only "gemm" "^$T/(a|b|d).npy(\.[^/]*)?\$" "$FP8KIT" gemm "$T/a.npy" "$T/b.npy" -o "$T/d.npy"
     C=$REPO/data/checkpoints/ct_fp8
     only "checkpoint check" "^$C(/|\$)" "$FP8KIT" checkpoint check "$C"
     only "watch" "^$REPO/data/example/amax_trace.csv\$" "$FP8KIT" watch "$REPO/data/example/amax_trace.csv"
