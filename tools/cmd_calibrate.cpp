@@ -46,6 +46,7 @@ void print_text(const calibrate::Report& r) {
     if (!r.rows.empty() && r.rows.front().sweep) {
         fmt::print("\n{} rows; scale = weight_scale_2; SQNR: NVFP4 on the weight under the sweep's E4M3 block scales.\n",
                    r.rows.size());
+        for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
         for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
         return;
     }
@@ -53,6 +54,7 @@ void print_text(const calibrate::Report& r) {
     const bool by_token = any_holdout && r.rows.front().calib_steps == r.rows.front().holdout_steps;
     fmt::print("\n{} rows; clipping, underflow and SQNR are on the {} (E4M3, x / scale, round to nearest even).\n",
                r.rows.size(), !any_holdout ? "calibration steps (nothing held out)" : by_token ? "held-out tokens" : "held-out steps");
+    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
     for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
 }
 
@@ -109,6 +111,8 @@ Register reg([](CLI::App& root) {
         } catch (const calibrate::CalibrateError& e) {
             throw UsageError(fmt::format("calibrate: {}", e.what()));
         }
+        if (o->csv)
+            for (const auto& n : r.skipped) fmt::print(stderr, "fp8kit calibrate: note: skipped {}\n", io::printable(n));
         if (o->json) fmt::print("{}\n", calibrate::to_json(r));
         else if (o->csv) fmt::print("{}", calibrate::to_csv(r));
         else print_text(r);

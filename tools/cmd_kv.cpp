@@ -60,6 +60,7 @@ void print_text(const kv::Report& r) {
                        pct(a.p_underflow, a.p_nonzero));
     }
     fmt::print("\nPosition buckets and per-head rows: --json (or --csv for the rows).\n");
+    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
     for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
 }
 
@@ -101,6 +102,8 @@ Register reg([](CLI::App& root) {
         } catch (const kv::KvError& e) {
             throw UsageError(fmt::format("kv: {}", e.what()));
         }
+        if (o->csv)
+            for (const auto& n : r.skipped) fmt::print(stderr, "fp8kit kv: note: skipped {}\n", io::printable(n));
         if (o->json) fmt::print("{}\n", kv::to_json(r));
         else if (o->csv) fmt::print("{}", kv::to_csv(r));
         else print_text(r);

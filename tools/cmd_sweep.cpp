@@ -185,6 +185,7 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& co
     }, put_out, std::ref(bar));
     if (!comm.root()) return;
     io::flush_stdout();
+    for (const auto& n : L.skipped) fmt::print(stderr, "fp8kit sweep: note: skipped {}\n", io::printable(n));
     for (const auto& n : L.notes) fmt::print(stderr, "fp8kit sweep: note: {}\n", io::printable(n));
 }
 
@@ -194,6 +195,7 @@ void write_json_head(const sweep::Sweep& sw, const sweep::Loaded& L, const Sweep
     nlohmann::json head;
     head["inputs"] = o.inputs;
     head["notes"] = L.notes;
+    head["skipped"] = L.skipped;
     // Inputs that could not be read (as inspect's "errors"): the sweep went on without them.
     head["errors"] = nlohmann::json::array();
     for (const auto& p : L.errors) head["errors"].push_back({{"file", p.file}, {"name", p.name}, {"message", p.message}});
@@ -377,8 +379,10 @@ void write_report(const SweepOpts& o, const std::vector<std::optional<Format>>& 
     if (o.json) return write_json(*L.sweep, L, o, comm, rows);
     if (comm.root()) write_summary(o, formats, L);
     write_per_tensor(*L.sweep, o, comm, rows);
-    if (comm.root())
+    if (comm.root()) {
+        for (const auto& n : L.skipped) fmt::print("note: skipped {}\n", io::printable(n));
         for (const auto& n : L.notes) fmt::print("note: {}\n", io::printable(n));
+    }
 }
 
 // The text report up to the per-tensor table (rank 0).

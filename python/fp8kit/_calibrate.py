@@ -6,6 +6,7 @@ import os
 import numpy as np
 
 from . import _fp8kit
+from ._dump import warn_skipped
 
 CalibrateError = _fp8kit.CalibrateError
 METHODS = ("modelopt_max", "modelopt_mse", "modelopt_percentile", "llmc_memoryless_minmax", "llmc_static_minmax", "llmc_minmax", "llmc_mse")
@@ -16,7 +17,8 @@ WEIGHT_METHODS = ("modelopt_nvfp4_sweep",)
 def calibrate(dumps, methods=("all",), tensors=(), holdout_steps=None, holdout_tokens=None, granularity="tensor"):
     """Replays the activation tensors of `dumps` (paths; each step of a tensor is one batch) through
     each method. Returns the report as a dict: rows (tensor, checkpoint_name, method, tool, scale,
-    scale_dtype, amax, calibration_steps, holdout_steps, holdout statistics) and notes.
+    scale_dtype, amax, calibration_steps, holdout_steps, holdout statistics), notes and skipped
+    (datasets skipped on purpose, also named in a UserWarning).
     `holdout_steps`: "299", "200-", "none"; None holds out each tensor's last step.
     `holdout_tokens`: a fraction of every step's tokens (the last ones) held out instead.
     `granularity`: "tensor", "channel" (the last dimension; ModelOpt axis=-1) or "head" (dimension 1
@@ -28,8 +30,10 @@ def calibrate(dumps, methods=("all",), tensors=(), holdout_steps=None, holdout_t
         dumps = [dumps]
     if isinstance(methods, str):
         methods = [methods]
-    return json.loads(_fp8kit.calibrate_json([os.fspath(d) for d in dumps], list(methods), list(tensors), holdout_steps,
-                                                holdout_tokens, granularity))
+    r = json.loads(_fp8kit.calibrate_json([os.fspath(d) for d in dumps], list(methods), list(tensors), holdout_steps,
+                                          holdout_tokens, granularity))
+    warn_skipped(r["skipped"])
+    return r
 
 
 def calibrate_scale(method, batches):

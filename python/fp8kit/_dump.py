@@ -24,13 +24,17 @@ def open_dump(paths, include=None, exclude=None, steps=None):
     return _fp8kit.Dump(_paths(paths), _patterns(include), _patterns(exclude), steps)
 
 
+def warn_skipped(lines, shown=5, stacklevel=3):
+    """One UserWarning naming the datasets skipped on purpose (what each points at), if any:
+    `lines` as the library's dump::skipped() writes them (the CLI's "note: skipped" lines)."""
+    if lines:
+        more = f"; and {len(lines) - shown} more" if len(lines) > shown else ""
+        warnings.warn(f"fp8kit: {len(lines)} dataset(s) skipped, not read: "
+                      + "; ".join(lines[:shown]) + more, UserWarning, stacklevel=stacklevel + 1)
+
+
 def _warn_skipped(d, shown=5):
-    """One UserWarning naming the datasets skipped on purpose (what each points at), if any."""
-    notes = d.notes()
-    if notes:
-        more = f"; and {len(notes) - shown} more" if len(notes) > shown else ""
-        warnings.warn(f"fp8kit: {len(notes)} dataset(s) skipped, not read: "
-                      + "; ".join(n["text"] for n in notes[:shown]) + more, UserWarning, stacklevel=3)
+    warn_skipped([n["text"] for n in d.notes()], shown, stacklevel=4)
 
 
 def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):

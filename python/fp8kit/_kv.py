@@ -3,6 +3,7 @@ import json
 import os
 
 from . import _fp8kit
+from ._dump import warn_skipped
 
 KvError = _fp8kit.KvError
 FORMATS = ("e4m3", "e5m2", "e4m3fnuz", "nvfp4")
@@ -18,12 +19,15 @@ def kv(dumps, formats=(), policies=(), bucket=32, attention=True):
     pandas.DataFrame(r["rows"]) (one row per layer, tensor, head, format, policy: scale, saturated,
     underflow, sqnr_db, ...), r["positions"] (per position bucket of `bucket` positions) and
     r["attention"] (FP8 attention per layer and query head, E4M3, per policy); plus steps, batch,
-    positions, head_dim, layers and notes. Raises KvError (a ValueError) on bad input."""
+    positions, head_dim, layers, notes and skipped (datasets skipped on purpose, also named in a
+    UserWarning). Raises KvError (a ValueError) on bad input."""
     if isinstance(dumps, (str, os.PathLike)):
         dumps = [dumps]
     if isinstance(formats, str):
         formats = [formats]
     if isinstance(policies, str):
         policies = [policies]
-    return json.loads(_fp8kit.kv_json([os.fspath(d) for d in dumps], list(formats), list(policies), int(bucket),
-                                      bool(attention)))
+    r = json.loads(_fp8kit.kv_json([os.fspath(d) for d in dumps], list(formats), list(policies), int(bucket),
+                                   bool(attention)))
+    warn_skipped(r["skipped"])
+    return r

@@ -4,6 +4,7 @@ import os
 import numpy as np
 
 from . import _fp8kit
+from ._dump import warn_skipped
 from ._recipes import _recipe_arg
 
 TraceError = _fp8kit.TraceError
@@ -50,7 +51,9 @@ def sweep(inputs, include=None, formats=("auto",), blocks=True, comm=None):
     format), 'all' (E4M3 and E5M2), or a list of 'auto', 'e4m3', 'e5m2', ...
     Returns {'table': rows per (candidate, class), 'tensors': rows per (candidate, tensor) (each a
     DataFrame when pandas is installed), 'ranked': {class: candidate labels, best first},
-    'recommendation': {class: text}, 'notes', 'trace_files', 'dump_files'}.
+    'recommendation': {class: text}, 'notes', 'skipped', 'trace_files', 'dump_files'}. Datasets
+    skipped on purpose (stored outside the file named, integer tensors) are listed in 'skipped' and
+    named in a UserWarning.
 
     comm: an mpi4py communicator (or any object with mpi4py's Get_rank(), Get_size(),
     gather(obj, root=0) and bcast(obj, root=0)): every rank of it calls sweep with the same
@@ -64,6 +67,7 @@ def sweep(inputs, include=None, formats=("auto",), blocks=True, comm=None):
     out = _fp8kit.sweep([os.fspath(f) for f in files], pats, list(formats), bool(blocks), comm)
     if out is None:  # a rank other than 0 of comm
         return None
+    warn_skipped(out["skipped"])
     rows, tensor_rows = out.pop("rows"), out.pop("tensor_rows")
     try:
         import pandas as pd

@@ -62,13 +62,13 @@ $FP8KIT table --from e4m3 --to f32 -o /dev/full 2> "$T/err"; rc=$?
 mkfifo "$T/fifo.csv"
 for cmd in replay sweep; do
     timeout 10 $FP8KIT $cmd "$T/fifo.csv" > /dev/null 2> "$T/err"; rc=$?
-    [ $rc -eq 2 ] && grep -q "not a regular file (a FIFO)" "$T/err"; check "$cmd FIFO: refused at once ($rc)" $?
+    [ $rc -eq 2 ] && grep -q "a FIFO, not a regular file" "$T/err"; check "$cmd FIFO: refused at once ($rc)" $?
 done
 timeout 10 $FP8KIT replay /dev/zero > /dev/null 2> "$T/err"; rc=$?
-[ $rc -eq 2 ] && grep -q "not a regular file (a device)" "$T/err"; check "replay /dev/zero: refused at once ($rc)" $?
+[ $rc -eq 2 ] && grep -q "a device, not a regular file" "$T/err"; check "replay /dev/zero: refused at once ($rc)" $?
 mkfifo "$T/fifo.safetensors"
 timeout 10 $FP8KIT inspect "$T/good.safetensors" "$T/fifo.*" > "$T/out" 2> "$T/err"; rc=$?
-[ $rc -eq 1 ] && grep -q "fifo.safetensors: a FIFO: not read" "$T/err" && grep -q "1 tensors" "$T/out"
+[ $rc -eq 1 ] && grep -q "fifo.safetensors: a FIFO, not a regular file" "$T/err" && grep -q "1 tensors" "$T/out"
 check "inspect glob matching a FIFO: named, not read, the other file reported ($rc)" $?
 { printf 'step,tensor,amax\n0,a,1\n1,'; head -c 2000000 /dev/zero | tr '\0' a; printf ',1\n'; } > "$T/long.csv"
 $FP8KIT replay "$T/long.csv" > /dev/null 2> "$T/err"; rc=$?

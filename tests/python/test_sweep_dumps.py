@@ -118,7 +118,7 @@ def test_sweep_trace_and_dump_together():
 
 
 def test_sweep_bad_inputs(tmp_path):
-    with pytest.raises(ValueError, match="no_such_file.h5: cannot open the file"):
+    with pytest.raises(ValueError, match="no_such_file.h5: cannot open"):
         fp8kit.sweep(tmp_path / "no_such_file.h5")
     with pytest.raises(ValueError, match="no tensors to sweep"):
         fp8kit.sweep(DUMP, include="nothing.matches")

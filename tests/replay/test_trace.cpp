@@ -107,7 +107,7 @@ TEST_CASE("trace: bad files name the file and line", "[replay][trace]") {
     CHECK(error_of(p).find("neither a CSV trace") != std::string::npos);
     p = write_tmp("empty.csv", "");
     CHECK(error_of(p).find(p + ": ") == 0);
-    CHECK(error_of("/nonexistent/trace.csv") == "/nonexistent/trace.csv: cannot open the file: No such file or directory");
+    CHECK(error_of("/nonexistent/trace.csv") == "/nonexistent/trace.csv: cannot open: No such file or directory");
 }
 
 // Biases and normalisation parameters are parameters: weights, not activations (issue 20 item

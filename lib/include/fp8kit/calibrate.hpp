@@ -160,6 +160,7 @@ struct Report {
     Granularity granularity = Granularity::tensor;
     std::vector<Row> rows;
     std::vector<std::string> notes;  // files or tensors skipped, and why
+    std::vector<std::string> skipped;  // datasets the dump reader skipped on purpose (dump::skipped())
 };
 Report run(const Options& o);  // throws CalibrateError on bad input
 

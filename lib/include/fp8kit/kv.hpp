@@ -132,6 +132,7 @@ struct Report {
     std::vector<std::string> layers;
     std::size_t steps = 0, batch = 0, positions = 0, dim = 0;
     std::vector<std::string> notes;
+    std::vector<std::string> skipped;  // datasets the dump reader skipped on purpose (dump::skipped())
 };
 Report run(const Options& o);  // throws KvError on bad input
 

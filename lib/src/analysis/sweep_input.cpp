@@ -1,5 +1,6 @@
 // Loading a sweep's traces and dumps (sweep_input.hpp).
 #include "fp8kit/analysis/sweep_input.hpp"
+#include "fp8kit/io/gate.hpp"
 
 #include <fmt/format.h>
 
@@ -145,6 +146,7 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
     dump::Dump dmp(L.dump_files, dump::Selection{}, in.read);
     // Files or tensors the reader could not list are failed inputs, as in inspect (exit 1).
     L.errors.insert(L.errors.end(), dmp.errors().begin(), dmp.errors().end());
+    L.skipped = dump::skipped(dmp.notes());
     std::size_t skipped_opt = 0;
     auto keep = [&](std::size_t i, DumpedPass&& p) {
         using K = DumpedPass::Kind;
@@ -217,14 +219,27 @@ Loaded load_inputs(const Inputs& in) {
     auto cands = default_candidates(in.formats);
     const auto blocks = block_candidates();
     bool any_dump = false;
+    // A folder is read as the dump layout docs/dumps.md documents (TE tensor_dumps/), or refused
+    // with the globs to use.
+    std::vector<std::string> files;
     for (const auto& f : in.files) {
+        if (io::is_folder(f)) {
+            const auto inside = dump::folder_files(f);
+            if (inside.empty())
+                throw dump::DumpError(f, "", "a directory with no dump file in a documented layout: " + dump::folder_hint(f));
+            files.insert(files.end(), inside.begin(), inside.end());
+        } else {
+            files.push_back(f);
+        }
+    }
+    for (const auto& f : files) {
         trace::require_regular_file(f);  // before any probe: a FIFO would block it
         any_dump |= dump::is_dump_file(f);
     }
     if (in.blocks && any_dump) cands.insert(cands.end(), blocks.begin(), blocks.end());
     // 2. Files, told apart by content.
     Loaded L;
-    for (const auto& f : in.files) {
+    for (const auto& f : files) {
         (dump::is_dump_file(f) ? L.dump_files : L.trace_files).push_back(f);
     }
     // 3. Trace series, then the dumped tensors.

@@ -33,6 +33,7 @@ Trace dump_trace(const std::string& path, const dump::ReadOptions& read) {
     }
     Trace tr;
     tr.file = path;
+    tr.skipped = dump::skipped(d.notes());
     for (auto& [n, v] : by_name) {
         std::sort(v.begin(), v.end());
         Series s;

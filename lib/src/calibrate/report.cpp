@@ -81,6 +81,7 @@ std::string to_json(const Report& r) {
         j["rows"].push_back(o);
     }
     j["notes"] = r.notes;
+    j["skipped"] = r.skipped;
     return j.dump(1);
 }
 

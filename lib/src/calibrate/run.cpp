@@ -351,6 +351,7 @@ Report run(const Options& o) {
     if (!d.errors().empty()) throw CalibrateError(d.errors().front().describe());
     Report r;
     r.granularity = o.granularity;
+    r.skipped = dump::skipped(d.notes());
     for (const auto& [key, g] : group_tensors(d, o, r)) {
         const Split sp = split_group(d, key, g, rule);
         if (sp.calib.empty()) {

@@ -23,6 +23,7 @@
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
+#include "fp8kit/io/gate.hpp"
 #include "io/dump_internal.hpp"
 
 namespace fp8kit::checkpoint {
@@ -114,10 +115,15 @@ Folder::Folder(Folder&&) noexcept = default;
 namespace {
 
 nlohmann::json read_json(const fs::path& p) {
-    std::ifstream in(p);
-    if (!in) throw CheckpointError(fmt::format("{}: cannot open", p.string()));
+    std::string text;
     try {
-        return nlohmann::json::parse(in);
+        // config.json, hf_quant_config.json, the index: regular files only, at most 256 MiB.
+        text = io::read_input_text(p.string(), std::uint64_t(256) << 20, "a checkpoint's JSON file");
+    } catch (const io::InputError& e) {
+        throw CheckpointError(e.what());
+    }
+    try {
+        return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         throw CheckpointError(fmt::format("{}: not JSON ({})", p.string(), e.what()));
     }

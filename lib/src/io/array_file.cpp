@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/npy.hpp"
+#include "fp8kit/io/gate.hpp"
 #include "io/chunk_task.hpp"
 #include "io/dump_internal.hpp"
 
@@ -125,8 +126,11 @@ using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 ArrayFile raw_layout(const std::string& path, const RawLayout& raw, File& f, std::size_t& bytes) {
     if (!raw.type)
         throw ArrayFileError(fmt::format("{}: a raw file needs its element type (--dtype)", path));
-    f.reset(std::fopen(path.c_str(), "rb"));
-    if (!f) throw ArrayFileError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    try {
+        f = io::open_input_stream(path);  // regular files only (io/gate.hpp)
+    } catch (const io::InputError& e) {
+        throw ArrayFileError(e.what());
+    }
     std::fseek(f.get(), 0, SEEK_END);
     const long end = std::ftell(f.get());
     if (end < 0) throw ArrayFileError(fmt::format("{}: cannot tell its size", path));
@@ -267,8 +271,12 @@ std::optional<std::pair<std::string, std::string>> hdf5_source(const std::string
 
 // `bytes` at `offset` of `path` mapped read-only into a; false when it cannot be (then read).
 bool map_into(const std::string& path, std::uint64_t offset, std::uint64_t bytes, ArrayFile& a) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
+    int fd = -1;
+    try {
+        fd = io::open_input(path).release();
+    } catch (const io::InputError&) {
+        return false;
+    }
     a.mapped = dump::detail::map_extent(fd, offset, bytes);  // the mapping outlives the descriptor
     ::close(fd);
     return a.mapped != nullptr;

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/io/gate.hpp"
 #include "fp8kit/parallel/pool.hpp"
 #include "io/chunk_task.hpp"
 #include "io/dump_internal.hpp"
@@ -270,11 +271,11 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
         }
         if (!untagged_codes) {
             if (!d)
-                return fail(Plan::error, fmt::format("unsupported dtype '{}' ({} of {} data)", *attr_or_tag,
+                return fail(Plan::error, fmt::format("unsupported dtype '{}' ({} of {} data)", io::quoted(*attr_or_tag, 64),
                                                      attr ? "attribute 'dtype'" : "opaque tag", stored));
             if (stored_size(*d) != size)
                 return fail(Plan::error, fmt::format("{} dtype='{}' needs {}-byte elements but the data is {}",
-                                                     attr ? "attribute" : "opaque tag", *attr_or_tag, stored_size(*d), stored));
+                                                     attr ? "attribute" : "opaque tag", io::quoted(*attr_or_tag, 64), stored_size(*d), stored));
             p.dtype = *d;
             p.storage = stored + implied;
         }
@@ -698,6 +699,11 @@ private:
         path_ = path;
         folder_ = dump_folder(path);
         dapl_ = confined_access(folder_);
+        try {
+            io::check_input(path);  // libhdf5 opens by name: a FIFO would block it (io/gate.hpp)
+        } catch (const io::InputError& e) {
+            throw DumpError(path, "", e.reason);
+        }
         Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
         file_ = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
         if (!file_.ok()) throw DumpError(path, "", "cannot open as HDF5: " + hdf5_detail());
@@ -1033,9 +1039,13 @@ private:
     int fd() {
         if (!fd_tried_) {
             fd_tried_ = true;
-            raw_fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-            struct stat st {};
-            if (raw_fd_ >= 0 && ::fstat(raw_fd_, &st) == 0) file_size_ = static_cast<std::uint64_t>(st.st_size);
+            try {
+                io::InputFile f = io::open_input(path_);
+                file_size_ = f.size();
+                raw_fd_ = f.release();
+            } catch (const io::InputError&) {
+                raw_fd_ = -1;
+            }
         }
         return raw_fd_;
     }
@@ -1086,7 +1096,7 @@ private:
                 t.role = *role;
             } else {
                 notes_.push_back({path_, name, fmt::format("attribute role='{}' is not one of activation, "
-                                                           "weight, gradient, optimizer_state: guessed from the name", *r)});
+                                                           "weight, gradient, optimizer_state: guessed from the name", io::quoted(*r, 64))});
             }
         }
         const bool had_role = t.role != Role::unknown;

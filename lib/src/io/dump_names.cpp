@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "fp8kit/io/printable.hpp"
+
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/numerics/roles.hpp"
 
@@ -100,8 +102,15 @@ Wide delivered_as(DType d) {
 }
 
 std::string Problem::describe() const {
-    return name.empty() ? fmt::format("{}: {}", file, message)
-                        : fmt::format("{}: {}: {}", file, name, message);
+    return name.empty() ? fmt::format("{}: {}", io::quoted(file, 400), message)
+                        : fmt::format("{}: {}: {}", io::quoted(file, 400), io::quoted(name), message);
+}
+
+std::vector<std::string> skipped(const std::vector<Problem>& notes) {
+    std::vector<std::string> out;
+    out.reserve(notes.size());
+    for (const auto& n : notes) out.push_back(n.describe());
+    return out;
 }
 
 DumpError::DumpError(std::string f, std::string n, const std::string& msg)

@@ -18,6 +18,7 @@
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/parallel/pool.hpp"
 #include "io/chunk_task.hpp"
+#include "fp8kit/io/gate.hpp"
 #include "io/dump_internal.hpp"
 
 namespace fp8kit::dump::detail {
@@ -53,6 +54,15 @@ bool is_integer_dtype(const std::string& s) {
     return std::any_of(std::begin(kInts), std::end(kInts), [&](const char* n) { return s == n; });
 }
 
+// The file through the input gate (io/gate.hpp): a FIFO or device is refused without blocking.
+int open_gated(const std::string& path) {
+    try {
+        return io::open_input(path).release();
+    } catch (const io::InputError& e) {
+        throw DumpError(path, "", e.reason);
+    }
+}
+
 class Fd {
 public:
     explicit Fd(int fd) : fd_(fd) {}
@@ -75,9 +85,8 @@ struct Entry {
 class SafetensorsSource final : public Source {
 public:
     SafetensorsSource(const std::string& path, const ReadOptions& opts, bool raw)
-        : opts_(opts), raw_(raw), fd_(::open(path.c_str(), O_RDONLY)) {
+        : opts_(opts), raw_(raw), fd_(open_gated(path)) {
         path_ = path;
-        if (fd_.get() < 0) throw DumpError(path, "", fmt::format("cannot open: {}", std::strerror(errno)));
         struct stat st {};
         if (::fstat(fd_.get(), &st) != 0) throw DumpError(path, "", fmt::format("cannot stat: {}", std::strerror(errno)));
         const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
@@ -274,7 +283,7 @@ private:
         const auto d = raw_ && dts == "U8" ? std::optional<DType>(DType::e4m3) : parse_st_dtype(dts);
         if (!d) {
             why = is_integer_dtype(dts) ? fmt::format("skip: {} tensor: not analysed", dts)
-                                        : fmt::format("unsupported dtype '{}'", dts);
+                                        : fmt::format("unsupported dtype '{}'", io::quoted(dts, 64));
             return false;
         }
         if (!shape.is_array()) { why = "shape is not an array"; return false; }

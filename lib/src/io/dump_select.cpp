@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/dump.hpp"
+#include "fp8kit/io/gate.hpp"
 #include "io/dump_internal.hpp"
 
 namespace fp8kit::dump {
@@ -77,17 +78,59 @@ bool Selection::matches(const TensorInfo& t) const {
 
 namespace {
 
-// Dumps are read from regular files only (and folders, which the reader names as such): a FIFO
-// would block for ever, and a device such as /dev/zero never ends.
+// Dumps are read from regular files only (and folders, read as their documented layout): a FIFO
+// would block for ever, and a device such as /dev/zero never ends (io/gate.hpp).
 bool readable_kind(const std::string& path, const struct stat& st, std::vector<Problem>& problems) {
     if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return true;
-    const char* what = S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
-    problems.push_back({path, "", fmt::format("{}: not read (dumps are read from regular files only)", what)});
+    problems.push_back({path, "", fmt::format("{}, not a regular file: not read (dumps are read from regular files only)",
+                                              io::kind_name(st.st_mode))});
     return false;
 }
 
+std::vector<std::string> glob_sorted(const std::string& pattern) {
+    std::vector<std::string> found;
+    glob_t g{};
+    if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) found.assign(g.gl_pathv, g.gl_pathv + g.gl_pathc);
+    globfree(&g);
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+// A path kept as an input: a folder becomes its layout's files (or a Problem naming the globs).
+void keep(const std::string& path, const struct stat& st, std::vector<std::string>& out,
+          std::vector<Problem>& problems) {
+    if (!readable_kind(path, st, problems)) return;
+    if (!S_ISDIR(st.st_mode)) {
+        out.push_back(path);
+        return;
+    }
+    const auto files = folder_files(path);
+    if (files.empty())
+        problems.push_back({path, "", "a directory with no dump file in a documented layout: " + folder_hint(path)});
+    for (const auto& f : files) {
+        struct stat fs {};
+        if (::stat(f.c_str(), &fs) == 0 && S_ISREG(fs.st_mode)) out.push_back(f);
+        else if (::stat(f.c_str(), &fs) == 0) readable_kind(f, fs, problems);
+    }
+}
+
 }  // namespace
+
+std::vector<std::string> folder_files(const std::string& dir) {
+    std::string d = dir;
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    // TransformerEngine DumpTensors (transformer_engine/debug/features/dump_tensors.py):
+    // {log_dir}/tensor_dumps/rank_N/{layer}_{tensor}_iter_{iter:06d}.pt, or, in older versions,
+    // .../rank_N/iter_{iter:06d}/{layer}_{tensor}.pt.
+    static const char* const kLayouts[] = {"rank_*/*.pt", "rank_*/iter_*/*.pt", "tensor_dumps/rank_*/*.pt",
+                                           "tensor_dumps/rank_*/iter_*/*.pt", "*.pt", "iter_*/*.pt"};
+    std::vector<std::string> out;
+    for (const char* l : kLayouts)
+        for (auto& f : glob_sorted(d + "/" + l)) out.push_back(std::move(f));
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
 
 std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
                                        std::vector<Problem>& problems) {
@@ -96,7 +139,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
         struct stat st {};
         if (::stat(a.c_str(), &st) == 0 || !has_glob_chars(a)) {
             // A missing plain path is reported when it is opened, with the system's reason.
-            if (::stat(a.c_str(), &st) != 0 || readable_kind(a, st, problems)) out.push_back(a);
+            if (::stat(a.c_str(), &st) != 0) out.push_back(a);
+            else keep(a, st, out, problems);
             continue;
         }
         glob_t g{};
@@ -104,8 +148,10 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
         if (rc == 0) {
             std::vector<std::string> found(g.gl_pathv, g.gl_pathv + g.gl_pathc);
             std::sort(found.begin(), found.end());
-            for (const auto& f : found)
-                if (::stat(f.c_str(), &st) != 0 || readable_kind(f, st, problems)) out.push_back(f);
+            for (const auto& f : found) {
+                if (::stat(f.c_str(), &st) != 0) out.push_back(f);
+                else keep(f, st, out, problems);
+            }
         } else {
             problems.push_back({a, "", rc == GLOB_NOMATCH ? "no file matches this pattern"
                                                           : "cannot expand this pattern"});

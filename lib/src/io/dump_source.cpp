@@ -1,14 +1,16 @@
 // Telling HDF5 from safetensors by content, and what both readers share.
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "fp8kit/io/gate.hpp"
 #include "io/dump_internal.hpp"
 #include "io/torch_dump.hpp"
 #include "io/zip_stored.hpp"
@@ -91,50 +93,83 @@ void Source::read_into(const TensorInfo& t, void* dest, const PlacedFn& placed) 
     });
 }
 
-bool is_hdf5_file(const std::string& path) {
+namespace {
+
+// The first bytes of an input, read through the gate: nothing (false) for what is not a readable
+// regular file, so that the probes never block on a FIFO.
+bool read_at(const io::InputFile& f, std::uint64_t at, unsigned char* buf, std::size_t n) {
+    return at + n <= f.size() && ::pread(f.fd(), buf, n, static_cast<off_t>(at)) == static_cast<ssize_t>(n);
+}
+
+bool hdf5_signature(const io::InputFile& f) {
     static const unsigned char kSig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    in.seekg(0, std::ios::end);
-    const std::streamoff size = in.tellg();
     // The superblock is at 0 or after a user block of 512, 1024, 2048, ... bytes.
-    for (std::streamoff at = 0; at + 8 <= size; at = at == 0 ? 512 : at * 2) {
+    for (std::uint64_t at = 0; at + 8 <= f.size(); at = at == 0 ? 512 : at * 2) {
         unsigned char buf[8];
-        in.seekg(at);
-        if (!in.read(reinterpret_cast<char*>(buf), 8)) return false;
+        if (!read_at(f, at, buf, 8)) return false;
         if (std::memcmp(buf, kSig, 8) == 0) return true;
     }
     return false;
 }
 
+bool zip_signature(const io::InputFile& f) {
+    unsigned char h[4];
+    return read_at(f, 0, h, 4) && h[0] == 'P' && h[1] == 'K' && h[2] == 3 && h[3] == 4;
+}
+
+std::optional<io::InputFile> try_open(const std::string& path) {
+    try {
+        return io::open_input(path);
+    } catch (const io::InputError&) {
+        return std::nullopt;
+    }
+}
+
+}  // namespace
+
+bool is_hdf5_file(const std::string& path) {
+    const auto f = try_open(path);
+    return f && hdf5_signature(*f);
+}
+
 bool is_dump_file(const std::string& path) {
-    if (is_hdf5_file(path) || detail::is_zip_file(path)) return true;
-    std::ifstream in(path, std::ios::binary);
+    const auto f = try_open(path);
+    if (!f) return false;
+    if (hdf5_signature(*f) || zip_signature(*f)) return true;
     unsigned char h[9];
-    if (!in.read(reinterpret_cast<char*>(h), 9)) return false;
+    if (!read_at(*f, 0, h, 9)) return false;
     std::uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | h[i];
     return n > 1 && n < (std::uint64_t{100} << 20) && h[8] == '{';  // safetensors header
 }
 
+std::string folder_hint(const std::string& dir) {
+    std::string d = dir;
+    while (d.size() > 1 && d.back() == '/') d.pop_back();
+    return fmt::format("give the files, or globs in the layout docs/dumps.md documents, such as "
+                       "'{0}/rank_*/*.pt' '{0}/rank_*/iter_*/*.pt' (TransformerEngine tensor_dumps/)",
+                       io::quoted(d));
+}
+
 std::unique_ptr<Source> open_source(const std::string& path, const ReadOptions& opts) {
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0)
-        throw DumpError(path, "", fmt::format("cannot open: {}", std::strerror(errno)));
-    if (S_ISDIR(st.st_mode)) throw DumpError(path, "", "is a directory, not a dump file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw DumpError(path, "", fmt::format("cannot open: {}", std::strerror(errno)));
-    if (is_hdf5_file(path)) return detail::open_hdf5(path, opts);
-    if (detail::is_zip_file(path)) return detail::open_torch(path, opts);  // torch.save (TE DumpTensors)
+    if (io::is_folder(path))
+        throw DumpError(path, "", "is a directory, not a dump file: " + folder_hint(path));
+    std::optional<io::InputFile> f;
+    try {
+        f = io::open_input(path);
+    } catch (const io::InputError& e) {
+        throw DumpError(path, "", e.reason);
+    }
+    if (hdf5_signature(*f)) return detail::open_hdf5(path, opts);
+    if (zip_signature(*f)) return detail::open_torch(path, opts);  // torch.save (TE DumpTensors)
     unsigned char head[9] = {};
-    in.read(reinterpret_cast<char*>(head), 9);
-    const auto got = in.gcount();
+    const bool got = read_at(*f, 0, head, 9);
     const bool named_st = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
-    if ((got == 9 && head[8] == '{') || named_st) return detail::open_safetensors(path, opts);
+    if ((got && head[8] == '{') || named_st) return detail::open_safetensors(path, opts);
     throw DumpError(path, "",
                     fmt::format("neither an HDF5 file (no HDF5 signature), a safetensors file "
                                 "(no JSON header) nor a torch.save zip archive{}",
-                                st.st_size < 9 ? fmt::format(": only {} bytes", st.st_size) : ""));
+                                f->size() < 9 ? fmt::format(": only {} bytes", f->size()) : ""));
 }
 
 }  // namespace fp8kit::dump

@@ -11,6 +11,7 @@
 //   - an external link: the same fallback search, after the link access list's callback.
 // So fp8kit decides from the names alone, before libhdf5 opens anything, and allows only names
 // that every one of those searches resolves to the same regular file inside the dump's folder.
+#include "fp8kit/io/gate.hpp"
 #include "io/hdf5_outside.hpp"
 
 #include <limits.h>
@@ -100,6 +101,11 @@ Outside check_external(hid_t dcpl, int n, const std::string& folder, bool allow)
 std::string plain_source(hid_t file, const std::string& path, const std::string& dset, const std::string& folder) {
     Handle own;
     if (path != ".") {
+        try {
+            io::check_input(path);  // libhdf5 opens by name: a FIFO would block it (io/gate.hpp)
+        } catch (const io::InputError& e) {
+            return "its source file is " + e.reason;
+        }
         Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
         own = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
         if (!own.ok()) return "its source file cannot be opened as HDF5";

@@ -1,4 +1,5 @@
 #include "fp8kit/io/npy.hpp"
+#include "fp8kit/io/gate.hpp"
 #include "fp8kit/io/sink.hpp"
 
 #include <cctype>
@@ -164,8 +165,12 @@ struct FileCloser {
 };
 
 std::unique_ptr<std::FILE, FileCloser> open_file(const std::string& path, std::size_t& size) {
-    std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
-    if (!f) throw NpyError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    std::unique_ptr<std::FILE, FileCloser> f;
+    try {
+        f.reset(io::open_input_stream(path).release());  // regular files only (io/gate.hpp)
+    } catch (const io::InputError& e) {
+        throw NpyError(e.what());
+    }
     if (std::fseek(f.get(), 0, SEEK_END) != 0) throw NpyError(fmt::format("{}: cannot seek", path));
     const long end = std::ftell(f.get());
     if (end < 0) throw NpyError(fmt::format("{}: cannot tell its size", path));

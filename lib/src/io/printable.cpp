@@ -35,11 +35,11 @@ std::string printable(std::string_view s) {
 }
 
 std::string quoted(std::string_view s, std::size_t max) {
-    if (s.size() <= max) return std::string(s);
+    if (s.size() <= max) return printable(s);
     // Cut at a character boundary: never in the middle of a UTF-8 sequence.
     std::size_t n = max;
     while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
-    return fmt::format("{}... ({} bytes)", s.substr(0, n), s.size());
+    return fmt::format("{}... ({} bytes)", printable(s.substr(0, n)), s.size());
 }
 
 std::string csv_field(std::string_view s) {

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "fp8kit/io/gate.hpp"
 #include "fp8kit/io/printable.hpp"
 
 namespace fp8kit::te {
@@ -137,6 +138,7 @@ StatsLog read_stats_log(const std::string& path) {
         const auto r = digits_after(base.substr(g + 12, base.size() - g - 16), "");
         if (r && *r <= 1 << 30) log.rank = static_cast<int>(*r);
     }
+    io::check_input(path);  // regular files only, refused without blocking (io/gate.hpp)
     std::ifstream in(path);
     std::string text;
     std::size_t lineno = 0;

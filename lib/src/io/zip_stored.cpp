@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/gate.hpp"
 
 namespace fp8kit::dump::detail {
 namespace {
@@ -59,8 +60,17 @@ bool safe_name(const std::string& name) {
 
 }  // namespace
 
+// Both through the input gate (io/gate.hpp): a FIFO or device is refused without blocking.
+int open_gated(const std::string& path) {
+    try {
+        return io::open_input(path).release();
+    } catch (const io::InputError&) {
+        return -1;
+    }
+}
+
 bool is_zip_file(const std::string& path) {
-    Fd f{::open(path.c_str(), O_RDONLY)};
+    Fd f{open_gated(path)};
     std::uint8_t h[4];
     return f.fd >= 0 && ::pread(f.fd, h, 4, 0) == 4 && u32(h) == kLocalSig;
 }
@@ -70,8 +80,12 @@ ZipStored::~ZipStored() {
 }
 
 ZipStored::ZipStored(const std::string& path) : path_(path) {
-    Fd f{::open(path.c_str(), O_RDONLY)};
-    if (f.fd < 0) throw ZipError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    Fd f{-1};
+    try {
+        f.fd = io::open_input(path).release();
+    } catch (const io::InputError& e) {
+        throw ZipError(e.what());
+    }
     struct stat st {};
     if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) throw ZipError(fmt::format("{}: not a regular file", path));
     file_size_ = static_cast<std::uint64_t>(st.st_size);

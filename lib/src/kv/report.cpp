@@ -29,7 +29,8 @@ void put_stats(nlohmann::json& o, const CastStats& s) {
 
 std::string to_json(const Report& r) {
     nlohmann::json j{{"steps", r.steps}, {"batch", r.batch}, {"positions", r.positions}, {"head_dim", r.dim},
-                     {"layers", r.layers}, {"notes", r.notes}};
+                     {"layers", r.layers}, {"notes", r.notes},
+                     {"skipped", r.skipped}};
     j["rows"] = nlohmann::json::array();
     for (const auto& row : r.rows) {
         nlohmann::json o{{"layer", row.layer}, {"tensor", std::string(1, row.tensor)}, {"head", row.head},

@@ -150,6 +150,7 @@ Report run(const Options& opt) {
     if (layers.empty())
         throw KvError(files.front() + ": no Q/K/V tensor (names ending in .q, .k, .v, as fp8kit.torch.Monitor(attention=True) dumps them)");
     Report r;
+    r.skipped = dump::skipped(d.notes());
     for (auto& [name, layer] : layers) {
         std::map<char, std::vector<Tensor4>> data;
         for (auto& [kind, list] : layer.steps) {

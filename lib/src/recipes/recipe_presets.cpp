@@ -1,4 +1,6 @@
 // The named presets and user recipe files (JSON, every field required, unknown fields rejected).
+#include <sys/stat.h>
+
 #include <cfloat>
 #include <fstream>
 #include <stdexcept>
@@ -7,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fp8kit/recipes.hpp"
+#include "fp8kit/io/gate.hpp"
 
 namespace fp8kit {
 namespace {
@@ -483,19 +486,28 @@ nlohmann::json to_json(const RecipeSpec& r) {
               {"nan", std::string(name(r.policy.nan))}}}};
 }
 
+// A recipe file is a few hundred bytes of JSON; anything near this is not one.
+constexpr std::uint64_t kMaxRecipeBytes = std::uint64_t(1) << 20;
+
 RecipeSpec parse_recipe(const std::string& name_or_path) {
     for (const auto& r : presets())
         if (r.name == name_or_path) return r;
-    std::ifstream in(name_or_path);
-    if (!in) {
+    struct stat st {};
+    if (::stat(name_or_path.c_str(), &st) != 0) {
         std::string names;
         for (const auto& n : recipe_presets()) names += (names.empty() ? "" : ", ") + n;
         throw std::invalid_argument(fmt::format(
-            "recipe '{}': not a preset ({}) and no readable file by that name", name_or_path, names));
+            "recipe '{}': not a preset ({}) and no readable file by that name", io::quoted(name_or_path), names));
+    }
+    std::string text;
+    try {
+        text = io::read_input_text(name_or_path, kMaxRecipeBytes, "a recipe file");  // io/gate.hpp
+    } catch (const io::InputError& e) {
+        throw std::invalid_argument(fmt::format("recipe file {}", e.what()));
     }
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(in);
+        j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
         throw std::invalid_argument(fmt::format("recipe file '{}': not valid JSON: {}", name_or_path, e.what()));
     }

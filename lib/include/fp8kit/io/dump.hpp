@@ -84,6 +84,11 @@ struct Problem {
     std::string describe() const;  // "file: dataset: message" / "file: message"
 };
 
+// What the readers skipped on purpose (Source::notes(), Dump::notes()), one line each, as
+// describe() writes it (every untrusted part through io::quoted). The one list every command
+// reports: a "note: skipped ..." line in its text, "skipped" in its JSON, a UserWarning in Python.
+std::vector<std::string> skipped(const std::vector<Problem>& notes);
+
 struct DumpError : std::runtime_error {
     DumpError(std::string file, std::string name, const std::string& message);
     std::string file, name, message;
@@ -172,9 +177,18 @@ struct Selection {
 };
 
 // Arguments to file names: an existing path is kept; otherwise a pattern with * ? [ is expanded
-// (sorted); a missing file or a pattern matching nothing becomes a Problem.
+// (sorted); a missing file or a pattern matching nothing becomes a Problem. A folder is read as
+// the layout docs/dumps.md documents (folder_files), or is a Problem naming the globs to use.
+// Only regular files are kept: a FIFO, socket or device is a Problem (io/gate.hpp).
 std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
                                        std::vector<Problem>& problems);
+// The dump files of a folder in the documented layout of TransformerEngine's DumpTensors
+// (docs/dumps.md): DIR/rank_*/*.pt and DIR/rank_*/iter_*/*.pt for DIR = {log_dir}/tensor_dumps,
+// the same under DIR/tensor_dumps/ for DIR = log_dir, and DIR/*.pt, DIR/iter_*/*.pt for one
+// rank's folder. Sorted; empty when the folder holds none.
+std::vector<std::string> folder_files(const std::string& dir);
+// "give the files, or globs ... such as 'DIR/rank_*/*.pt' ...": for a folder that holds none.
+std::string folder_hint(const std::string& dir);
 
 // Several files as one dump: lists every file up front (keeping at most one open), applies the
 // selection, and reads tensors on demand.

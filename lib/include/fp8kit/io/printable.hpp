@@ -15,8 +15,10 @@ namespace fp8kit::io {
 // output (JSON and CSV escape by their own rules); library messages stay unescaped.
 std::string printable(std::string_view s);
 
-// `s` cut to its first `max` bytes, ending "... (N bytes)" when cut: for quoting input in an
-// error message. Not escaped (printable() is applied where the message is printed).
+// The one quoting function for untrusted text in a message (a tensor name, an attribute, a
+// dtype, a path): `s` cut to its first `max` bytes, ending "... (N bytes)" when cut, with its
+// control characters escaped as printable() does (so printable() of the result is the result:
+// applying it again where the message is printed changes nothing).
 std::string quoted(std::string_view s, std::size_t max = 200);
 
 // One CSV field (RFC 4180): quoted, with inner quotes doubled, when it holds a separator, a quote

@@ -31,6 +31,8 @@ struct Series {
 struct Trace {
     std::string file;
     std::vector<Series> series;  // in order of first appearance
+    // A dump read as a trace: the datasets its reader skipped on purpose (dump::skipped()).
+    std::vector<std::string> skipped;
 };
 
 // CSV: a header naming `step` and `amax` (and optionally `tensor`), in any order; other columns

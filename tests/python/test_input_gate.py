@@ -1,0 +1,65 @@
+"""The input gate (fp8kit/io/gate.hpp; docs/hardening.md, "Reading inputs") in Python: a dataset
+stored outside the file is skipped with a UserWarning naming it by fp8kit.sweep, fp8kit.calibrate
+and fp8kit.kv (read_dump and inspect: test_read_only_named.py), and listed in 'skipped'; a FIFO
+given as a dump or a recipe is refused at once (never blocks), naming the file; a 10 MB 'dtype'
+attribute is quoted short in the error. Fixtures: tests/cli/make_gate_fixtures.py."""
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+h5py = pytest.importorskip("h5py")
+import fp8kit  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "..", "cli", "make_gate_fixtures.py")
+SKIPPED = "outside.weight: raw data stored outside the file"
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    root = tmp_path_factory.mktemp("gate")
+    subprocess.run([sys.executable, FIXTURES, str(root)], check=True)
+    os.mkfifo(root / "fifo")
+    return root
+
+
+def _warned(record):
+    return [str(w.message) for w in record if issubclass(w.category, UserWarning) and SKIPPED in str(w.message)]
+
+
+@pytest.mark.parametrize("call", ["sweep", "calibrate", "kv"])
+def test_skipped_dataset_is_warned_and_listed(tree, call):
+    path = str(tree / "skip.h5")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        if call == "sweep":
+            r = fp8kit.sweep(path, blocks=False)
+        elif call == "calibrate":
+            r = fp8kit.calibrate(path, methods="modelopt_max")
+        else:
+            r = fp8kit.kv(path, formats="e4m3", policies="tensor", attention=False)
+    assert len(_warned(record)) == 1, [str(w.message) for w in record]
+    assert any(SKIPPED in s for s in r["skipped"]), r["skipped"]
+
+
+def test_fifo_dump_is_refused_without_blocking(tree):
+    # In a child process with a timeout: on the build before the gate, opening the FIFO blocks.
+    code = ("import fp8kit, sys\n"
+            "try:\n"
+            "    list(fp8kit.read_dump(sys.argv[1]))\n"
+            "except fp8kit.DumpError as e:\n"
+            "    print(e); sys.exit(3)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(tree / "fifo")], capture_output=True, text=True,
+                       timeout=60, env=os.environ)
+    assert p.returncode == 3, p.stderr
+    assert "fifo: a FIFO, not a regular file" in p.stdout
+
+
+def test_big_dtype_attribute_is_quoted_short(tree):
+    with pytest.raises(fp8kit.DumpError) as e:
+        list(fp8kit.read_dump(str(tree / "bigattr.h5"), include="*big_dtype"))
+    text = str(e.value)
+    assert len(text) < 2000 and "(10485760 bytes)" in text, text[:300]
