@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "fp8kit/emu/pack.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/io/te_debug.hpp"
 #include "io/dump_internal.hpp"
@@ -38,13 +39,17 @@ const std::map<std::string, std::pair<std::string, std::size_t>, std::less<>>& d
         {"float8_e4m3fnuz", {"torch.Float8_e4m3fnuzStorage", 1}},
         {"float8_e5m2fnuz", {"torch.Float8_e5m2fnuzStorage", 1}},
         {"float8_e8m0fnu", {"torch.Float8_e8m0fnuStorage", 1}},
+        // Only through _rebuild_tensor_v3 (torch/storage.py _new_dtypes): no typed storage class.
+        {"float4_e2m1fn_x2", {"", 1}}, {"uint16", {"", 2}}, {"uint32", {"", 4}}, {"uint64", {"", 8}},
+        {"bits8", {"", 1}}, {"bits16", {"", 2}}, {"bits1x8", {"", 1}}, {"bits2x4", {"", 1}}, {"bits4x2", {"", 1}},
+        {"complex32", {"", 4}}, {"bcomplex32", {"", 4}},
     };
     return t;
 }
 
 std::string storage_dtype(const std::string& storage_type) {
     for (const auto& [dt, st] : dtype_table())
-        if (st.first == storage_type) return dt;
+        if (!st.first.empty() && st.first == storage_type) return dt;
     throw Bad(fmt::format("storage type {} does not say its element type (untyped storages are not read)", storage_type));
 }
 
@@ -73,20 +78,33 @@ std::vector<std::uint64_t> dims(const PValue& v, const char* what) {
 }
 
 // _rebuild_tensor_v2(storage, storage_offset, size, stride, ...), _rebuild_tensor(storage,
-// storage_offset, size, stride), _rebuild_parameter(data, requires_grad, backward_hooks).
+// storage_offset, size, stride), _rebuild_parameter(data, requires_grad, backward_hooks), and
+// _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype
+// [, metadata]) (torch/_utils.py): torch/_tensor.py _reduce_ex_internal writes v3 for the dtypes
+// of torch/storage.py _new_dtypes (float8 and float4 types, uint16/32/64, bits*, complex32), over
+// an untyped storage whose persistent id counts bytes (torch/serialization.py persistent_id:
+// storage.nbytes()); offset, size and stride count elements of `dtype`.
 TorchTensor tensor(const PValue& v) {
     if (v.kind == K::object && v.text == "torch._utils._rebuild_parameter" && !v.items.empty() &&
         v.items[0]->kind == K::object && v.items[0]->text != v.text)
         return tensor(*v.items[0]);
-    const bool rebuild = v.kind == K::object &&
-                         (v.text == "torch._utils._rebuild_tensor_v2" || v.text == "torch._utils._rebuild_tensor");
-    if (!rebuild || v.items.size() < 4) throw Bad(fmt::format("expected a tensor, found {}", describe(v)));
+    const bool v3 = v.kind == K::object && v.text == "torch._utils._rebuild_tensor_v3";
+    const bool rebuild = v3 || (v.kind == K::object && (v.text == "torch._utils._rebuild_tensor_v2" ||
+                                                        v.text == "torch._utils._rebuild_tensor"));
+    if (!rebuild || v.items.size() < (v3 ? 7u : 4u)) throw Bad(fmt::format("expected a tensor, found {}", describe(v)));
     const PValue& s = *v.items[0];
     if (s.kind != K::storage) throw Bad(fmt::format("tensor storage is {}, not a storage", describe(s)));
     TorchTensor t;
-    t.dtype = storage_dtype(s.text);
+    if (v3) {
+        if (s.text != "torch.UntypedStorage")
+            throw Bad(fmt::format("_rebuild_tensor_v3 over a {}, not torch.UntypedStorage", s.text));
+        t.dtype = torch_dtype(*v.items[6]);
+        t.storage_numel = static_cast<std::uint64_t>(s.i) / torch_element_size(t.dtype);  // s.i: bytes
+    } else {
+        t.dtype = storage_dtype(s.text);
+        t.storage_numel = static_cast<std::uint64_t>(s.i);
+    }
     t.key = s.key;
-    t.storage_numel = static_cast<std::uint64_t>(s.i);
     const std::int64_t off = integer(*v.items[1], "storage offset");
     if (off < 0) throw Bad(fmt::format("negative storage offset {}", off));
     t.offset = static_cast<std::uint64_t>(off);
@@ -333,6 +351,12 @@ public:
                                                                  tt->dtype, fmt::join(tt->shape, "x"), fmt::join(q.shape, "x"))});
                     continue;
                 }
+            } else if (tt->dtype == "float4_e2m1fn_x2") {
+                // Two E2M1 codes per byte, element 2i in the low nibble (the order TE, torchao and
+                // ModelOpt pack; torch itself defines no arithmetic on the type): listed unpacked,
+                // the last dimension doubled.
+                t.dtype = DType::e2m1;
+                t.storage = "torch.float4_e2m1fn_x2 (two E2M1 codes per byte, low nibble first)";
             } else {
                 const auto d = torch_dump_dtype(tt->dtype);
                 if (!d) {
@@ -350,6 +374,11 @@ public:
             }
             t.shape = tt->shape;
             t.numel = tt->numel();
+            if (tt->dtype == "float4_e2m1fn_x2") {
+                if (t.shape.empty()) t.shape.push_back(1);
+                t.shape.back() *= 2;
+                t.numel *= 2;
+            }
             t.wide = delivered_as(t.dtype);
             complete_guesses(t);
             tensors_.push_back(t);
@@ -363,6 +392,16 @@ public:
         if (i == tensors_.size()) throw DumpError(path_, t.name, "no such tensor in this file");
         std::vector<std::uint8_t> scratch;
         try {
+            if (stored_[i].dtype == "float4_e2m1fn_x2") {
+                std::vector<std::uint8_t> codes;
+                file_.read(stored_[i], std::max<std::size_t>(1, elements_per_read(t.dtype, opts_) / 2),
+                           [&](const std::uint8_t* p, std::size_t n, std::uint64_t first) {
+                               codes.resize(2 * n);
+                               emu::unpack_fp4_array(p, codes.data(), 2 * n, emu::NibbleOrder::low_first);
+                               deliver(t.dtype, codes.data(), 2 * n, 2 * first, scratch, fn);
+                           });
+                return;
+            }
             file_.read(stored_[i], elements_per_read(t.dtype, opts_),
                        [&](const std::uint8_t* p, std::size_t n, std::uint64_t first) {
                            deliver(t.dtype, p, n, first, scratch, fn);

@@ -15,7 +15,8 @@ namespace {
 
 // Globals a torch.save of a TransformerEngine DumpTensors dict references.
 constexpr std::string_view kCallables[] = {
-    "torch._utils._rebuild_tensor_v2",  // torch/_utils.py (every plain tensor)
+    "torch._utils._rebuild_tensor_v2",  // torch/_utils.py (a tensor over a typed storage)
+    "torch._utils._rebuild_tensor_v3",  // torch/_utils.py: the dtypes of torch.storage._new_dtypes()
     "torch._utils._rebuild_tensor",
     "torch._utils._rebuild_parameter",  // nn.Parameter (weights)
     "torch.Size",
@@ -37,6 +38,10 @@ constexpr std::string_view kValues[] = {
     "torch.float64", "torch.float32", "torch.float16", "torch.bfloat16", "torch.float8_e4m3fn",
     "torch.float8_e5m2", "torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu",
     "torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.bool",
+    // the dtypes torch pickles through _rebuild_tensor_v3 over an untyped storage
+    // (torch/storage.py _new_dtypes, torch/_tensor.py _reduce_ex_internal; torch >= 2.2)
+    "torch.float4_e2m1fn_x2", "torch.uint16", "torch.uint32", "torch.uint64", "torch.bits8", "torch.bits16",
+    "torch.bits1x8", "torch.bits2x4", "torch.bits4x2", "torch.complex32", "torch.bcomplex32",
     // storage types (torch/serialization.py persistent_id: the typed storage's class)
     "torch.UntypedStorage", "torch.DoubleStorage", "torch.FloatStorage", "torch.HalfStorage",
     "torch.BFloat16Storage", "torch.ByteStorage", "torch.CharStorage", "torch.ShortStorage",
