@@ -207,7 +207,11 @@ void write_te_terminal(const std::vector<TeQuantizedCheck>& checks) {
     fmt::print("\nTransformerEngine quantized vs fp8kit reference (TE's scale_inv, profile cuda-satfinite):\n");
     for (const auto& c : checks) {
         const auto& r = c.report;
-        fmt::print("  {} ({}): {}, scale_inv {}: ", io::printable(c.name), io::printable(c.file), name(c.format), c.scale_inv);
+        if (c.layout == BlockLayout::tensor)
+            fmt::print("  {} ({}): {}, scale_inv {}: ", io::printable(c.name), io::printable(c.file), name(c.format), c.scale_inv);
+        else
+            fmt::print("  {} ({}): {} {}, {} block scale_inv{}: ", io::printable(c.name), io::printable(c.file), c.kind,
+                       name(c.format), name(c.layout), c.swizzled ? " (GEMM-swizzled)" : "");
         if (r.exact()) {
             fmt::print("bit-exact, {} codes\n", r.total);
             continue;

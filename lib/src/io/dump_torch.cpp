@@ -120,6 +120,37 @@ std::optional<TorchTensor> optional_tensor(const PValue& v) {
     return tensor(v);
 }
 
+int te_dtype(const PValue& e, const char* what) {
+    if (e.kind != K::object || e.text.size() < 6 || e.text.compare(e.text.size() - 6, 6, ".DType") != 0 ||
+        e.items.size() != 1)
+        throw Bad(fmt::format("{} is {}, not TransformerEngine's DType", what, describe(e)));
+    return static_cast<int>(integer(*e.items[0], what));
+}
+
+bool flag(const PValue& v, const char* what) {
+    if (v.kind == K::none) return false;
+    if (v.kind != K::boolean) throw Bad(fmt::format("{}: expected True or False, found {}", what, describe(v)));
+    return v.i != 0;
+}
+
+// A quantizer object (NEWOBJ + BUILD, interpreted by torch_pickle) or None: its class and scalar fields.
+void quantizer(const PValue& v, TeQuantized& q) {
+    if (v.kind == K::none) return;
+    if (v.kind != K::instance) throw Bad(fmt::format("quantizer is {}, not a TransformerEngine quantizer", describe(v)));
+    q.quantizer = v.text.substr(v.text.rfind('.') + 1);
+    for (const auto& [k, x] : v.entries) {
+        if (k->kind != K::string) continue;
+        std::string text;
+        if (x->kind == K::boolean) text = x->i ? "True" : "False";
+        else if (x->kind == K::integer) text = std::to_string(x->i);
+        else if (x->kind == K::floating) text = fmt::format("{}", x->f);
+        else if (x->kind == K::object && x->items.size() == 1 && x->items[0]->kind == K::integer)
+            text = fmt::format("DType({})", x->items[0]->i);
+        else continue;
+        q.quantizer_state.emplace_back(k->text, text);
+    }
+}
+
 TeQuantized quantized(const PValue& v) {
     static const std::pair<const char*, const char*> kKinds[] = {
         {"transformer_engine.pytorch.tensor.float8_tensor._make_float8_tensor_in_reduce_ex", "Float8Tensor"},
@@ -130,22 +161,66 @@ TeQuantized quantized(const PValue& v) {
     TeQuantized q;
     for (const auto& [fn, kind] : kKinds)
         if (v.text == fn) q.kind = kind;
-    if (q.kind != "Float8Tensor") return q;  // listed, not decoded
-    // (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
     const auto& a = v.items;
-    if (a.size() < 5 || a.size() > 6)
-        throw Bad(fmt::format("_make_float8_tensor_in_reduce_ex with {} arguments (5 or 6 expected)", a.size()));
-    q.data = optional_tensor(*a[0]);
-    const PValue& e = *a[1];
-    if (e.kind != K::object || e.text.size() < 6 || e.text.compare(e.text.size() - 6, 6, ".DType") != 0 ||
-        e.items.size() != 1)
-        throw Bad(fmt::format("fp8_dtype is {}, not TransformerEngine's DType", describe(e)));
-    q.fp8_dtype = static_cast<int>(integer(*e.items[0], "fp8_dtype"));
-    q.scale_inv = tensor(*a[2]);
-    q.dtype = torch_dtype(*a[3]);
-    q.shape = dims(*a[4], "shape");
-    if (a.size() == 6) q.transpose = optional_tensor(*a[5]);
-    if (!q.data && !q.transpose) throw Bad("Float8Tensor without data and without its transpose");
+    auto count = [&](std::initializer_list<std::size_t> allowed, const char* versions) {
+        for (std::size_t n : allowed)
+            if (a.size() == n) return;
+        throw Bad(fmt::format("{} reconstructed from {} arguments: not a layout of TransformerEngine {}", q.kind,
+                              a.size(), versions));
+    };
+    if (q.kind == "Float8Tensor") {
+        // (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
+        count({5, 6}, "2.x");
+        q.data = optional_tensor(*a[0]);
+        q.fp8_dtype = te_dtype(*a[1], "fp8_dtype");
+        q.scale_inv = tensor(*a[2]);
+        q.dtype = torch_dtype(*a[3]);
+        q.shape = dims(*a[4], "shape");
+        if (a.size() == 6) q.transpose = optional_tensor(*a[5]);
+        if (!q.data && !q.transpose) throw Bad("Float8Tensor without data and without its transpose");
+    } else if (q.kind == "MXFP8Tensor") {
+        count({9}, "2.16 to 2.18");
+        q.data = optional_tensor(*a[0]);
+        q.scale_inv = optional_tensor(*a[1]);
+        q.columnwise_data = optional_tensor(*a[2]);
+        q.columnwise_scale_inv = optional_tensor(*a[3]);
+        q.fp8_dtype = te_dtype(*a[4], "fp8_dtype");
+        q.dtype = torch_dtype(*a[5]);
+        q.shape = dims(*a[6], "shape");
+        quantizer(*a[7], q);
+        q.swizzled = flag(*a[8], "with_gemm_swizzled_scales");
+    } else if (q.kind == "NVFP4Tensor") {
+        count({11, 14}, "2.16 (11 arguments) or 2.17 to 2.18 (14)");
+        q.shape = dims(*a[0], "shape");
+        q.data = optional_tensor(*a[1]);
+        q.scale_inv = optional_tensor(*a[2]);
+        q.columnwise_data = optional_tensor(*a[3]);
+        q.columnwise_scale_inv = optional_tensor(*a[4]);
+        q.amax = optional_tensor(*a[5]);
+        q.columnwise_amax = optional_tensor(*a[6]);
+        q.fp8_dtype = te_dtype(*a[7], "fp4_dtype");
+        q.dtype = torch_dtype(*a[8]);
+        quantizer(*a[9], q);
+        q.swizzled = flag(*a[10], "with_gemm_swizzled_scales");
+        if (a.size() == 14) {
+            q.row_scaled = flag(*a[11], "row_scaled_nvfp4");
+            q.use_4over6 = flag(*a[12], "nvfp4_use_4over6");
+            if (a[13]->kind == K::floating) q.e4m3_max = a[13]->f;
+            else if (a[13]->kind == K::integer) q.e4m3_max = static_cast<double>(a[13]->i);
+            else if (a[13]->kind != K::none) throw Bad(fmt::format("nvfp4_e4m3_max is {}", describe(*a[13])));
+        }
+    } else if (q.kind == "Float8BlockwiseQTensor") {
+        count({10}, "2.16 to 2.18");
+        q.shape = dims(*a[0], "shape");
+        q.data = optional_tensor(*a[1]);
+        q.scale_inv = optional_tensor(*a[2]);
+        q.columnwise_data = optional_tensor(*a[3]);
+        q.columnwise_scale_inv = optional_tensor(*a[4]);
+        q.fp8_dtype = te_dtype(*a[5], "fp8_dtype");
+        q.dtype = torch_dtype(*a[6]);
+        quantizer(*a[7], q);
+        q.is_2d = flag(*a[8], "is_2D_scaled");
+    }
     return q;
 }
 
@@ -331,30 +406,38 @@ public:
                 t.role_guessed = true;
             }
             const TorchTensor* tt = e.tensor ? &*e.tensor : nullptr;
+            bool packed = false;  // two E2M1 codes per byte, low nibble first
             if (e.quantized) {
                 const TeQuantized& q = *e.quantized;
-                if (q.kind != "Float8Tensor" || !q.data) {
-                    notes_.push_back({path, t.name, fmt::format("TransformerEngine {}{}: not decoded (Float8Tensor "
-                                                                "row-wise data is)", q.kind, q.data ? "" : " holding only its transpose")});
+                if (!q.data) {
+                    notes_.push_back({path, t.name, fmt::format("TransformerEngine {} holding only its column-wise data: "
+                                                                "not decoded (row-wise data is)", q.kind)});
                     continue;
                 }
-                const auto f = te_fp8_dtype(q.fp8_dtype);
+                const bool fp4 = q.kind == "NVFP4Tensor";
+                const auto f = fp4 ? (q.fp8_dtype == 10 ? std::optional<DType>(DType::e2m1) : std::nullopt)
+                                   : te_fp8_dtype(q.fp8_dtype);
                 if (!f) {
-                    errors_.push_back({path, t.name, fmt::format("Float8Tensor fp8_dtype {} is not E4M3 (7) or E5M2 (8)", q.fp8_dtype)});
+                    errors_.push_back({path, t.name, fmt::format("{} {} {} is not {}", q.kind, fp4 ? "fp4_dtype" : "fp8_dtype",
+                                                                 q.fp8_dtype, fp4 ? "E2M1 (10)" : "E4M3 (7) or E5M2 (8)")});
                     continue;
                 }
                 t.dtype = *f;
-                t.storage = fmt::format("TE Float8Tensor {} codes", name(*f));
+                t.storage = fmt::format("TE {} {} codes{}", q.kind, name(*f), q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
                 tt = &*q.data;
-                if (tt->dtype != "uint8" || tt->shape != q.shape) {
-                    errors_.push_back({path, t.name, fmt::format("Float8Tensor data is {} {}, expected uint8 of shape {}",
-                                                                 tt->dtype, fmt::join(tt->shape, "x"), fmt::join(q.shape, "x"))});
+                auto want = q.shape;
+                if (fp4 && !want.empty()) want.back() = (want.back() + 1) / 2;
+                if (tt->dtype != "uint8" || tt->shape != want) {
+                    errors_.push_back({path, t.name, fmt::format("{} data is {} {}, expected uint8 of shape {}", q.kind,
+                                                                 tt->dtype, fmt::join(tt->shape, "x"), fmt::join(want, "x"))});
                     continue;
                 }
+                packed = fp4;
             } else if (tt->dtype == "float4_e2m1fn_x2") {
                 // Two E2M1 codes per byte, element 2i in the low nibble (the order TE, torchao and
                 // ModelOpt pack; torch itself defines no arithmetic on the type): listed unpacked,
                 // the last dimension doubled.
+                packed = true;
                 t.dtype = DType::e2m1;
                 t.storage = "torch.float4_e2m1fn_x2 (two E2M1 codes per byte, low nibble first)";
             } else {
@@ -374,15 +457,23 @@ public:
             }
             t.shape = tt->shape;
             t.numel = tt->numel();
-            if (tt->dtype == "float4_e2m1fn_x2") {
+            if (packed) {
                 if (t.shape.empty()) t.shape.push_back(1);
                 t.shape.back() *= 2;
                 t.numel *= 2;
+                if (e.quantized) {  // an odd last dimension: the last byte's high nibble is padding
+                    t.shape = e.quantized->shape;
+                    if (t.shape.back() % 2) {
+                        notes_.push_back({path, t.name, "NVFP4Tensor with an odd last dimension: not decoded"});
+                        continue;
+                    }
+                }
             }
             t.wide = delivered_as(t.dtype);
             complete_guesses(t);
             tensors_.push_back(t);
             stored_.push_back(*tt);
+            packed_.push_back(packed);
         }
     }
 
@@ -392,7 +483,7 @@ public:
         if (i == tensors_.size()) throw DumpError(path_, t.name, "no such tensor in this file");
         std::vector<std::uint8_t> scratch;
         try {
-            if (stored_[i].dtype == "float4_e2m1fn_x2") {
+            if (packed_[i]) {
                 std::vector<std::uint8_t> codes;
                 file_.read(stored_[i], std::max<std::size_t>(1, elements_per_read(t.dtype, opts_) / 2),
                            [&](const std::uint8_t* p, std::size_t n, std::uint64_t first) {
@@ -415,6 +506,7 @@ private:
     ReadOptions opts_;
     TorchFile file_;
     std::vector<TorchTensor> stored_;  // parallel to tensors_
+    std::vector<bool> packed_;         // parallel: FP4 codes two per byte
 };
 
 }  // namespace

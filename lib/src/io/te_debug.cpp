@@ -208,6 +208,23 @@ std::vector<std::string> find_stats_logs(const std::string& path) {
     return out;
 }
 
+std::vector<std::uint8_t> te_rowwise_scales(const std::vector<std::uint8_t>& stored,
+                                            const std::vector<std::uint64_t>& shape, std::uint64_t rows,
+                                            std::uint64_t blocks, bool swizzled) {
+    const std::uint64_t pr = (rows + 127) / 128 * 128, pc = (blocks + 3) / 4 * 4;
+    if (shape.size() != 2 || shape[0] != pr || shape[1] != pc || stored.size() != pr * pc)
+        throw std::invalid_argument(fmt::format("scale_inv is {}, expected {}x{} ({} rows padded to 128, {} blocks "
+                                                "padded to 4)", fmt::join(shape, "x"), pr, pc, rows, blocks));
+    std::vector<std::uint8_t> out(rows * blocks);
+    for (std::uint64_t r = 0; r < rows; ++r)
+        for (std::uint64_t c = 0; c < blocks; ++c) {
+            const std::uint64_t at = swizzled ? ((r / 128) * (pc / 4) + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4
+                                              : r * pc + c;
+            out[r * blocks + c] = stored[at];
+        }
+    return out;
+}
+
 int significant_digits(std::string_view t) {
     if (!t.empty() && (t[0] == '-' || t[0] == '+')) t.remove_prefix(1);
     if (t.find_first_of("eE") != std::string_view::npos || t.find('.') == std::string_view::npos) return kExact;

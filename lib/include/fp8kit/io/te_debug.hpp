@@ -34,6 +34,16 @@ struct DumpPath {
 // nullopt when the path is not in either DumpTensors layout.
 std::optional<DumpPath> parse_dump_path(std::string_view path);
 
+// The row-wise scales of an MXFP8 or NVFP4 tensor as rows x blocks bytes, row-major: TE's scale_inv
+// is padded to (round_up(rows, 128), round_up(blocks, 4)) and, when `swizzled`, stored in cuBLAS's
+// tiled layout: 128 x 4 tiles in row-major tile order, element (r, c) of a tile at byte
+// (r % 32) * 16 + (r / 32) * 4 + c (TE tests/pytorch/mxfp8/mxfp8_utils.py
+// _rowwise_swizzle_mxfp8_scale: view(M/128, 4, 32, K/128, 4).permute(0, 3, 2, 1, 4)).
+// Throws std::invalid_argument when the stored shape is not that padding.
+std::vector<std::uint8_t> te_rowwise_scales(const std::vector<std::uint8_t>& stored,
+                                            const std::vector<std::uint64_t>& stored_shape, std::uint64_t rows,
+                                            std::uint64_t blocks, bool swizzled);
+
 // ---- statistics logs ----
 
 struct StatName {
