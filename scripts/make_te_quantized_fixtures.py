@@ -31,7 +31,8 @@ round_up(ceil(cols / 128), 4)). NVFP4 row-wise data: two E2M1 codes per byte, lo
 Codes are torch's own casts (torch.float8_e4m3fn / float8_e5m2, round to nearest even) of
 x * 2^-e (MXFP8: e = ceil(log2(amax / fp8_max)), the E8M0 scale rounded up as TE's
 float_to_e8m0 does) or of x * scale (blockwise: scale = 2^floor(log2(fp8_max / amax)), TE's
-force_pow_2_scales), so scale_inv is exact. One file has one code flipped on purpose.
+force_pow_2_scales), so scale_inv is exact; NVFP4 follows TE's Python reference (see nvfp4()).
+Two files have one code flipped on purpose.
 tensor_dumps/rank_0/layers_9_fc1_activation_iter_000001.pt is a TE 2.15 pickle (a bound
 classmethod through getattr), which fp8kit refuses by design.
 
@@ -180,18 +181,39 @@ def blockwise(x, fmt, two_d, flip=None):
     return Reduced(make_bw, (x.shape, codes, sinv, None, None, te, x.dtype, q, two_d, None))
 
 
-def nvfp4(x, version):
+def nvfp4(x, version, swizzled=False, flip=None):
+    """TE's NVFP4 row-wise quantisation (1 x 16 blocks, E4M3 block scales, float32 global amax) in
+    the order of TE's Python reference (transformer_engine/pytorch/custom_recipes/
+    quantization_ref_nvfp4.py, _quantize_blockwise_reference, pow_2_scales=False): S_enc =
+    fl32(2688 / amax); block scale = e4m3(clamp(block_amax * fl32(S_enc * fl32(1 / 6)), +-448));
+    encode = fl32(1 / fl32(float(scale) * fl32(1 / S_enc))); codes = E2M1(clamp(x * encode, +-6)).
+    The E4M3 cast is torch's, the E2M1 cast ml_dtypes' (round to nearest even); packed two per
+    byte, low nibble first."""
+    import ml_dtypes
+    import numpy as np
     rows, cols = x.shape
-    codes = torch.randint(0, 16, (rows, cols), dtype=torch.uint8, generator=g)
+    xf = x.float()
+    amax = xf.abs().max().reshape(1)
+    s_enc = torch.tensor(2688.0) / amax
+    s_dec = torch.tensor(1.0) / s_enc
+    mult = s_enc * torch.reciprocal(torch.tensor(6.0))
+    blk = xf.view(rows, cols // 16, 16)
+    sb = torch.clamp(blk.abs().amax(dim=2, keepdim=True) * mult, -448.0, 448.0).to(torch.float8_e4m3fn)
+    enc = torch.tensor(1.0) / (sb.float() * s_dec)
+    y = torch.clamp(blk * enc, -6.0, 6.0).reshape(rows, cols).numpy()
+    codes = torch.from_numpy(y.astype(ml_dtypes.float4_e2m1fn).view(np.uint8).copy()) & 15
+    if flip is not None:
+        codes.view(-1)[flip] ^= 1
     packed = (codes[:, 0::2] | (codes[:, 1::2] << 4)).contiguous()  # low nibble first
-    scale = torch.randint(0x20, 0x50, ((rows + 127) // 128 * 128, (cols // 16 + 3) // 4 * 4), dtype=torch.uint8,
-                          generator=g)
-    amax = torch.tensor([x.float().abs().max().item()])
+    scale = torch.zeros(((rows + 127) // 128 * 128, (cols // 16 + 3) // 4 * 4), dtype=torch.uint8)
+    scale[:rows, : cols // 16] = sb.view(torch.uint8).reshape(rows, cols // 16)
+    if swizzled:
+        scale = swizzle(scale)
     q = NVFP4Quantizer(E2M1, with_rht=False, with_post_rht_amax=False, with_amax_reduction=False,
                        amax_reduction_group=None, with_2d_quantization=False, stochastic_rounding=False,
                        row_scaled_nvfp4=False, rht_matrix_random_sign_mask_t=0,
                        rht_matrix=torch.eye(16, dtype=torch.bfloat16))
-    args = (x.shape, packed, scale, None, None, amax, None, E2M1, x.dtype, q, False)
+    args = (x.shape, packed, scale, None, None, amax, None, E2M1, x.dtype, q, swizzled)
     if version >= (2, 17):
         args += (False, False, None)
     return Reduced(make_nv, args), codes
@@ -202,6 +224,7 @@ x2 = torch.randn(4, 64, generator=g) * 0.01
 x3 = torch.randn(20, 300, generator=g) * 5
 x4 = (torch.randn(200, 260, generator=g) * 2).to(torch.bfloat16)
 x5 = torch.randn(8, 32, generator=g)
+x6 = (torch.randn(136, 64, generator=g) * 7).to(torch.bfloat16)
 save({"high_precision": x1, "quantized": mxfp8(x1, "e4m3", swizzled=True)}, "layers_0_fc1_activation_iter_000001.pt",
      kind="MXFP8Tensor", layout="mx32", swizzled=True, mismatches=0)
 save({"high_precision": x2, "quantized": mxfp8(x2, "e5m2", swizzled=False, flip=70)},
@@ -211,10 +234,11 @@ save({"high_precision": x3, "quantized": blockwise(x3, "e4m3", two_d=False)}, "l
      kind="Float8BlockwiseQTensor", layout="1x128", mismatches=0)
 save({"high_precision": x4, "quantized": blockwise(x4, "e4m3", two_d=True, flip=1000)},
      "layers_0_fc2_weight_iter_000001.pt", kind="Float8BlockwiseQTensor", layout="128x128", mismatches=1, first=1000)
-for ver in ((2, 16), (2, 17)):
-    q, codes = nvfp4(x5, ver)
+for ver, x, swz, flip in (((2, 16), x5, False, None), ((2, 17), x6, True, 77)):
+    q, codes = nvfp4(x, ver, swizzled=swz, flip=flip)
     name = f"layers_1_qkv_activation_iter_0000{ver[1]}.pt"
-    save({"high_precision": x5, "quantized": q}, name, kind="NVFP4Tensor", te=f"{ver[0]}.{ver[1]}",
+    save({"high_precision": x, "quantized": q}, name, kind="NVFP4Tensor", te=f"{ver[0]}.{ver[1]}", swizzled=swz,
+         shape=list(x.shape), mismatches=0 if flip is None else 1, **({} if flip is None else {"first": flip}),
          codes="".join(format(c, "x") for c in codes.view(-1).tolist()))
 
 

@@ -1,8 +1,9 @@
 // TransformerEngine's MXFP8Tensor, NVFP4Tensor and Float8BlockwiseQTensor entries (data/te/quantized/,
 // written by real torch.save through scripts/make_te_quantized_fixtures.py with TE 2.16-2.18's
 // exact argument tuples and quantizer objects): the quantizer is read as data (NEWOBJ + BUILD,
-// nothing constructed), the row-wise codes are listed, MXFP8 (swizzled and plain E8M0 scales) and
-// blockwise (1x128, 128x128) codes are compared with the reference under TE's scale_inv, and a
+// nothing constructed), the row-wise codes are listed, MXFP8 (swizzled and plain E8M0 scales),
+// blockwise (1x128, 128x128) and NVFP4 (packed codes, E4M3 block scales, amax) are compared with
+// the reference under TE's own scales, and a
 // TE 2.15 pickle (bound classmethod) is refused with a message naming the versions read.
 #include <fstream>
 
@@ -67,7 +68,7 @@ TEST_CASE("te quantized: GEMM-swizzled scales unswizzled as cuBLAS lays them out
     CHECK_THAT(src->tensors().at(1).storage, Catch::Contains("MXFP8Quantizer"));
 }
 
-TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 listed as unpacked E2M1 codes, quantizer read as data", "[dump]") {
+TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 (swizzled): codes, E4M3 scales and amax against the reference", "[dump]") {
     int listed = 0;
     for (const auto& [file, e] : expected().items()) {
         if (e["kind"] != "NVFP4Tensor") continue;
@@ -77,7 +78,7 @@ TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 listed as unpacked E2M1 codes
         REQUIRE(src->tensors().size() == 2);
         const TensorInfo& t = src->tensors()[1];
         CHECK(t.dtype == DType::e2m1);
-        CHECK(t.shape == std::vector<std::uint64_t>{8, 32});
+        CHECK(t.shape == e["shape"].get<std::vector<std::uint64_t>>());
         // The codes, as the fixture packed them (low nibble first), decoded.
         const std::string codes = e["codes"];
         std::vector<float> got(t.numel);
@@ -92,7 +93,25 @@ TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 listed as unpacked E2M1 codes
             if (std::memcmp(&got[k], &want, 4) != 0) FAIL("code " << k);
         }
         CHECK_THAT(t.storage, Catch::Contains("NVFP4Tensor") && Catch::Contains("NVFP4Quantizer"));
-        CHECK_FALSE(check_te_quantized(kRank0 + file));  // NVFP4 is listed, not compared
+        // Compared: TE's codes under its own E4M3 block scales and amax; its scale bytes against
+        // the reference's (TE's rule, numerics::nvfp4_te_block) for the same amax.
+        const auto c = check_te_quantized(kRank0 + file);
+        REQUIRE(c);
+        INFO(c->report.summary());
+        CHECK(c->kind == "NVFP4Tensor");
+        CHECK(c->format == Format::e2m1);
+        CHECK(c->swizzled == e["swizzled"].get<bool>());
+        CHECK(c->amax_matches);
+        CHECK(c->scale_blocks == t.numel / 16);
+        CHECK(c->scale_mismatches == 0);
+        CHECK(c->report.total == t.numel);
+        CHECK(c->report.mismatches == e["mismatches"].get<std::uint64_t>());
+        if (e.contains("first")) {
+            std::uint64_t first = ~0ull;
+            for (const auto& cl : c->report.classes)
+                for (const auto& x : cl.examples) first = std::min(first, x.index);
+            CHECK(first == e["first"].get<std::uint64_t>());
+        }
         ++listed;
     }
     CHECK(listed == 2);

@@ -197,7 +197,15 @@ namespace fp8kit {
 //                           padded, optionally GEMM-swizzled layout (dump::detail::te_rowwise_scales)
 //   Float8BlockwiseQTensor  float32 scale_inv per 1 x 128 block (stored transposed: blocks x
 //                           round_up(rows, 4)) or per 128 x 128 block (is_2D_scaled)
-// NVFP4Tensor is listed by the dump reader but not compared here (nullopt).
+//   NVFP4Tensor             E2M1 codes (two per byte, low nibble first) under TE's stored E4M3
+//                           byte per 1 x 16 block and float32 amax, TE's rule
+//                           (numerics::nvfp4_te_block): each element is fl32(x * encode) with
+//                           encode from TE's byte and S_enc = fl32(2688 / amax), rounded to E2M1
+//                           (RNE, satfinite). The report's inputs are those scaled values (its
+//                           scale mode: none). TE's scale bytes are compared with the reference's
+//                           for the same amax (scale_mismatches), and TE's amax with max |x|.
+//                           Not compared: 2.17+ tensors with row_scaled_nvfp4 or nvfp4_use_4over6,
+//                           and quantizers with RHT or stochastic rounding (nullopt).
 struct TeQuantizedCheck {
     std::string file;
     std::string name;  // "{layer}_{tensor}" from the path, else the file name
@@ -205,11 +213,15 @@ struct TeQuantizedCheck {
     Format format;     // from the tensor's fp8_dtype
     float scale_inv;   // Float8Tensor's; the first block's for block types
     BlockLayout layout = BlockLayout::tensor;
-    bool swizzled = false;  // MXFP8: scales were stored GEMM-swizzled
+    bool swizzled = false;  // MXFP8, NVFP4: scales were stored GEMM-swizzled
     ValidateReport report;
+    // NVFP4: the E4M3 block scale bytes compared, those differing from the reference's, and
+    // whether TE's amax equals max |high_precision| (as float32).
+    std::uint64_t scale_blocks = 0, scale_mismatches = 0;
+    bool amax_matches = true;
 };
-// nullopt when the file lacks either entry or its quantized entry is NVFP4 or has no row-wise
-// data. Throws dump::DumpError naming the file when it cannot be read, or when the two entries
+// nullopt when the file lacks either entry or its quantized entry has no row-wise data (or is an
+// NVFP4 variant named above as not compared). Throws dump::DumpError naming the file when it cannot be read, or when the two entries
 // disagree (shape, scale_inv shapes and types).
 std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, const std::optional<Policy>& policy = {},
                                                    const ValidateOptions& options = {});
