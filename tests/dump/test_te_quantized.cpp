@@ -30,7 +30,8 @@ nlohmann::json expected() {
 
 TEST_CASE("te quantized: MXFP8 and blockwise codes against the reference", "[dump]") {
     int compared = 0;
-    for (const auto& [file, e] : expected().items()) {
+    const nlohmann::json ex = expected();  // kept alive for items()
+    for (const auto& [file, e] : ex.items()) {
         if (e["kind"] != "MXFP8Tensor" && e["kind"] != "Float8BlockwiseQTensor") continue;
         INFO(file);
         const auto c = check_te_quantized(kRank0 + file);
@@ -70,7 +71,8 @@ TEST_CASE("te quantized: GEMM-swizzled scales unswizzled as cuBLAS lays them out
 
 TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 (swizzled): codes, E4M3 scales and amax against the reference", "[dump]") {
     int listed = 0;
-    for (const auto& [file, e] : expected().items()) {
+    const nlohmann::json ex = expected();  // kept alive for items()
+    for (const auto& [file, e] : ex.items()) {
         if (e["kind"] != "NVFP4Tensor") continue;
         INFO(file);
         auto src = open_source(kRank0 + file);

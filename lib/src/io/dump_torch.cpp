@@ -96,7 +96,7 @@ TorchTensor tensor(const PValue& v) {
     if (s.kind != K::storage) throw Bad(fmt::format("tensor storage is {}, not a storage", describe(s)));
     TorchTensor t;
     if (v3) {
-        if (s.text != "torch.UntypedStorage")
+        if (s.text != "torch.UntypedStorage" && s.text != "torch.storage.UntypedStorage")
             throw Bad(fmt::format("_rebuild_tensor_v3 over a {}, not torch.UntypedStorage", s.text));
         t.dtype = torch_dtype(*v.items[6]);
         t.storage_numel = static_cast<std::uint64_t>(s.i) / torch_element_size(t.dtype);  // s.i: bytes

@@ -54,7 +54,7 @@ constexpr std::string_view kValues[] = {
     "torch.float4_e2m1fn_x2", "torch.uint16", "torch.uint32", "torch.uint64", "torch.bits8", "torch.bits16",
     "torch.bits1x8", "torch.bits2x4", "torch.bits4x2", "torch.complex32", "torch.bcomplex32",
     // storage types (torch/serialization.py persistent_id: the typed storage's class)
-    "torch.UntypedStorage", "torch.DoubleStorage", "torch.FloatStorage", "torch.HalfStorage",
+    "torch.UntypedStorage", "torch.storage.UntypedStorage", "torch.DoubleStorage", "torch.FloatStorage", "torch.HalfStorage",
     "torch.BFloat16Storage", "torch.ByteStorage", "torch.CharStorage", "torch.ShortStorage",
     "torch.IntStorage", "torch.LongStorage", "torch.BoolStorage", "torch.Float8_e4m3fnStorage",
     "torch.Float8_e5m2Storage", "torch.Float8_e4m3fnuzStorage", "torch.Float8_e5m2fnuzStorage",

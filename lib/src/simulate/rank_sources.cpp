@@ -74,6 +74,7 @@ public:
     std::size_t size() const override { return src_->size(); }
     void fill(int rank, std::size_t first, std::size_t count, float* out) const override {
         src_->fill(rank, first, count, out);
+        if (w_ == WgradDtype::f32) return;
         constexpr emu::Policy rne{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::canonical};
         for (std::size_t i = 0; i < count; ++i) {
             if (w_ == WgradDtype::bf16) {
