@@ -193,7 +193,15 @@ void write_te_terminal(const std::vector<TeQuantizedCheck>& checks) {
     fmt::print("\nTransformerEngine quantized vs fp8kit reference (TE's scale_inv, profile cuda-satfinite):\n");
     for (const auto& c : checks) {
         const auto& r = c.report;
-        fmt::print("  {} ({}): {}, scale_inv {}: ", io::printable(c.name), io::printable(c.file), name(c.format), c.scale_inv);
+        if (c.kind == "NVFP4Tensor")
+            fmt::print("  {} ({}): NVFP4Tensor e2m1, amax {}{}, {} of {} E4M3 block scales differ from the reference's{}: ",
+                       io::printable(c.name), io::printable(c.file), c.scale_inv, c.amax_matches ? "" : " (not max |x|)",
+                       c.scale_mismatches, c.scale_blocks, c.swizzled ? " (GEMM-swizzled)" : "");
+        else if (c.layout == BlockLayout::tensor)
+            fmt::print("  {} ({}): {}, scale_inv {}: ", io::printable(c.name), io::printable(c.file), name(c.format), c.scale_inv);
+        else
+            fmt::print("  {} ({}): {} {}, {} block scale_inv{}: ", io::printable(c.name), io::printable(c.file), c.kind,
+                       name(c.format), name(c.layout), c.swizzled ? " (GEMM-swizzled)" : "");
         if (r.exact()) {
             fmt::print("bit-exact, {} codes\n", r.total);
             continue;

@@ -42,6 +42,7 @@ void run(const ReplayOpts& o) {
         throw UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
     }
     const auto trace = trace::load_trace(o.trace, o.tensors, cli_read_options());
+    for (const auto& n : trace.notes) fmt::print(stderr, "fp8kit replay: note: {}\n", io::printable(n));
     std::vector<replay::SeriesResult> res;
     for (const auto& s : trace.series) {
         try {

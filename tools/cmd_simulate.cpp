@@ -30,6 +30,7 @@ struct SimOpts {
     std::uint64_t seed = 0;
     bool fp32_master = false, csv = false, json = false;
     std::string optimizer_grad = "mean";
+    std::string wgrad_dtype = "fp32";
 };
 
 using Row = sim::MsampRow;
@@ -76,6 +77,14 @@ void print_summary(const std::vector<Row>& rows, const std::vector<std::string>&
         for (const auto& [t, k] : f.margin) by_margin[k].insert(t);
         for (const auto& [k, ts] : by_margin)
             std::printf("  margin %d (scale / 2^%d) keeps every partial sum <= 448 for: %s\n", k, k, list(ts).c_str());
+        if (!f.stall.empty())
+            std::printf("  stalled partial sums (>= %.0f%% of hops add a nonzero value and change nothing): %s\n"
+                        "    an E4M3 partial keeps 3 mantissa bits, so once it is more than 16 times an addend the\n"
+                        "    addend is lost; the rank and ring orders add N values one by one into one partial. A\n"
+                        "    margin does not help (it scales partial and addend alike); the tree order (pairwise\n"
+                        "    partials of equal size, with the margin it needs against overflow) or a BF16/FP32\n"
+                        "    all-reduce does.\n",
+                        100 * sim::kStallFlag, list(f.stall).c_str());
         std::printf("\n");
     }
     if (o.level == "O2") {
@@ -128,6 +137,11 @@ void run(const SimOpts& o) {
     }
     try {
         ro.optimizer_grad = sim::parse_optimizer_grad(o.optimizer_grad);
+        try {
+            ro.wgrad = sim::parse_wgrad_dtype(o.wgrad_dtype);
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(fmt::format("--wgrad-dtype: {}", e.what()));
+        }
     } catch (const std::invalid_argument& e) {
         throw UsageError(fmt::format("--optimizer-grad {}", e.what()));
     }
@@ -183,6 +197,7 @@ void run(const SimOpts& o) {
                 j["state_dtypes"] = {{"exp_avg", o.exp_avg_dtype}, {"exp_avg_sq", o.exp_avg_sq_dtype}, {"master", o.master_dtype}};
         }
         if (o.level == "O2") j["optimizer_grad"] = o.optimizer_grad;
+        j["wgrad_dtype"] = o.wgrad_dtype;
         j["orders"] = o.orders;
         j["hop"] = o.hop;
         j["spread"] = o.spread;
@@ -193,7 +208,7 @@ void run(const SimOpts& o) {
                                  {"path", r.path}, {"order", r.order}, {"metric", r.metric}, {"value", num(r.value)}});
         auto& fl = j["flags"] = nlohmann::json::array();
         for (const auto& [k, f] : flags)
-            fl.push_back({{"ranks", k.first}, {"path", k.second}, {"overflow", f.overflow}, {"underflow", f.underflow}, {"margin", f.margin}});
+            fl.push_back({{"ranks", k.first}, {"path", k.second}, {"overflow", f.overflow}, {"underflow", f.underflow}, {"margin", f.margin}, {"stall", f.stall}});
         j["notes"] = notes;
         j["skipped"] = skipped;
         std::printf("%s\n", j.dump(1).c_str());
@@ -232,6 +247,9 @@ Register reg([](CLI::App& root) {
                     "O2: what the simulated optimizer takes: mean (the exact rank mean, as the FP32 reference;\n"
                     "isolates the states) or fp8-allreduce (the FP8 all-reduce's result, first --path and --order;\n"
                     "the drift is O2 end to end)")->capture_default_str();
+    cmd->add_option("--wgrad-dtype", o->wgrad_dtype,
+                    "dtype the weight gradient enters the FP8 all-reduce in: fp32 (the dump as is), fp16 (MS-AMP's FP8 "
+                    "GEMM output under autocast) or bf16")->capture_default_str();
     cmd->add_option("--exp-avg-dtype", o->exp_avg_dtype, "O2 te-fused-adam: exp_avg as fp32, fp16, bf16 or fp8")->capture_default_str();
     cmd->add_option("--exp-avg-sq-dtype", o->exp_avg_sq_dtype, "O2 te-fused-adam: exp_avg_sq as fp32, fp16, bf16 or fp8")->capture_default_str();
     cmd->add_option("--master-weight-dtype", o->master_dtype, "O2 te-fused-adam: master weights fp32 or fp16")->capture_default_str();

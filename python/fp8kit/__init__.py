@@ -100,7 +100,7 @@ from ._recipes import (DelayedScaling, MsampScaling, amax, presets, quantize_blo
                        recipe_scale, stats)
 from ._validate import validate, validate_te_dump  # noqa: E402
 from ._dump import DumpError, inspect, read_dump  # noqa: E402
-from ._replay import SharedError, TraceError, overflows, read_trace, replay, sweep  # noqa: E402
+from ._replay import SharedError, TraceError, overflows, read_trace, replay, sweep, te_stats  # noqa: E402
 from . import _simulate as msamp  # noqa: E402
 from ._gemm import gemm, validate_gemm  # noqa: E402
 from ._watch import Watcher, watch  # noqa: E402
@@ -109,5 +109,5 @@ from ._calibrate import CalibrateError, calibrate, calibrate_scale, nvfp4_scale_
 from ._kv import KvError, kv  # noqa: E402
 
 __all__ += ["stats", "quantize_blocks", "te_rht16", "amax", "presets", "recipe", "recipe_policy", "recipe_scale", "DelayedScaling", "MsampScaling",
-            "watch", "Watcher", "validate", "validate_te_dump", "read_dump", "inspect", "DumpError", "read_trace", "replay", "sweep", "overflows",
+            "watch", "Watcher", "validate", "validate_te_dump", "read_dump", "inspect", "DumpError", "read_trace", "te_stats", "replay", "sweep", "overflows",
             "TraceError", "SharedError", "gemm", "validate_gemm"]

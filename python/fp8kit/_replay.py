@@ -17,6 +17,17 @@ def read_trace(path):
     return _fp8kit.read_trace(os.fspath(path))
 
 
+def te_stats(path):
+    """Every statistic of TransformerEngine's statistics logs (a log file, the
+    nvdlfw_inspect_statistics_logs folder or the log_dir holding it): {'files', 'notes',
+    'series'}, each series {'name', 'layer', 'tensor', 'recipe', 'stat', 'columnwise', 'rank'
+    (None when combined over ranks), 'ranks', 'steps' (int64), 'values' (float64), 'readable'
+    (bool: False where the log wrote too few significant digits to read the value)}. Ranks are
+    combined where the statistic allows it (max, min, numel-weighted mean); statistic names TE
+    does not log are skipped with a note."""
+    return _fp8kit.te_stats(os.fspath(path))
+
+
 def replay(trace, recipe="te-delayed", format=None, include=None):
     """Replays every series of `trace` (a file path, or a list of {'tensor', 'steps', 'amax'}
     dicts) through `recipe` (preset name, file or dict): the scale each step casts with, its

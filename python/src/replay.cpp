@@ -10,6 +10,7 @@
 #include "fp8kit/analysis/sweep.hpp"
 #include "fp8kit/analysis/sweep_input.hpp"
 #include "fp8kit/cluster/sweep.hpp"
+#include "fp8kit/io/te_debug.hpp"
 #include "fp8kit/io/trace.hpp"
 
 namespace fp8kit::py {
@@ -35,6 +36,44 @@ pyb::list read_trace(const std::string& path) {
         d["amax"] = to_array(s.amax);
         out.append(d);
     }
+    return out;
+}
+
+// Every statistic of TransformerEngine's statistics logs (te::read_run_stats).
+pyb::dict te_stats(const std::string& path) {
+    te::RunStats r;
+    {
+        pyb::gil_scoped_release nogil;
+        try {
+            r = te::read_run_stats(path);
+        } catch (const trace::TraceError&) {
+            throw;
+        } catch (const std::runtime_error& e) {
+            throw trace::TraceError(e.what());
+        }
+    }
+    pyb::list series;
+    for (const auto& s : r.series) {
+        pyb::dict d;
+        d["name"] = s.name;
+        d["layer"] = s.parts.layer;
+        d["tensor"] = s.parts.tensor;
+        d["recipe"] = s.parts.recipe;
+        d["stat"] = s.parts.stat;
+        d["columnwise"] = s.parts.columnwise;
+        d["rank"] = s.rank ? pyb::object(pyb::int_(*s.rank)) : pyb::object(pyb::none());
+        d["ranks"] = s.ranks;
+        d["steps"] = to_array(s.steps);
+        d["values"] = to_array(s.values);
+        std::vector<std::uint8_t> ok(s.steps.size());
+        for (std::size_t k = 0; k < ok.size(); ++k) ok[k] = s.readable(k);
+        d["readable"] = pyb::array_t<bool>(static_cast<pyb::ssize_t>(ok.size()), reinterpret_cast<const bool*>(ok.data()));
+        series.append(d);
+    }
+    pyb::dict out;
+    out["files"] = r.files;
+    out["series"] = series;
+    out["notes"] = r.notes;
     return out;
 }
 
@@ -199,6 +238,7 @@ void bind_replay(pyb::module_& m) {
     using namespace pyb::literals;
     pyb::register_exception<trace::TraceError>(m, "TraceError", PyExc_ValueError);
     m.def("read_trace", &read_trace, "path"_a);
+    m.def("te_stats", &te_stats, "path"_a);
     m.def("replay_series", &replay_series, "recipe"_a, "is_json"_a, "tensor"_a, "steps"_a, "amax"_a, "format"_a);
     m.def("overflows", [](float amax, float scale, const std::string& f) {
         return replay::overflows(amax, scale, require_format(f, "format"));

@@ -72,6 +72,15 @@ TEST_CASE("torch: pickles that would run code are refused by name", "[corrupt]")
     CHECK_THAT(refused(std::string("\x80\x02}b.", 5), "p4.pt"), Catch::Contains("refused opcode BUILD"));
     CHECK_THAT(refused(std::string("\x80\x02(i__main__\nX\n.", 16), "p5.pt"), Catch::Contains("refused opcode INST"));
     CHECK_THAT(refused(std::string("\x80\x02)\x81.", 5), "p6.pt"), Catch::Contains("refused opcode NEWOBJ"));
+    // NEWOBJ and BUILD are read only for TransformerEngine's quantizer classes, as data.
+    CHECK_THAT(refused(std::string("\x80\x02" "ctorch\nfloat32\n)\x81.", 20), "p6b.pt"),
+               Catch::Contains("NEWOBJ of torch.float32: refused"));
+    CHECK_THAT(refused(std::string("\x80\x02" "cos\nsystem\n)\x81.", 16), "p6c.pt"),
+               Catch::Contains("refused global os.system"));
+    CHECK_THAT(refused(std::string("\x80\x02}}b.", 6), "p6d.pt"), Catch::Contains("BUILD on a dict of 0: refused"));
+    // TE 2.15's bound classmethod: refused, and the message says which TE versions are read.
+    CHECK_THAT(refused(std::string("\x80\x02" "c__builtin__\ngetattr\n.", 24), "p6e.pt"),
+               Catch::Contains("TransformerEngine 2.15") && Catch::Contains("2.16"));
     // A list placed inside itself (a cycle) and values nested deeper than the limit.
     CHECK_THAT(refused(std::string("\x80\x02]q\x00]h\x00" "a0h\x00" "a.", 14), "p7.pt"),
                Catch::Contains("already placed in another value"));

@@ -123,3 +123,79 @@ TEST_CASE("te stats: a malformed statistics line is named", "[dump]") {
     dump::test::write_bytes(p, line("fc1_activation_mean", 1, "1.0") + line("fc1_activation_mean", 1, "2.0"));
     CHECK_THROWS_WITH(te::combine_ranks({te::read_stats_log(p)}), Catch::Contains("logged twice by rank 3"));
 }
+
+TEST_CASE("te stats: significant digits of a logged value", "[dump]") {
+    CHECK(te::significant_digits("0.0000") == 0);
+    CHECK(te::significant_digits("0.0012") == 2);
+    CHECK(te::significant_digits("-0.0123") == 3);
+    CHECK(te::significant_digits("12.5000") == 6);
+    CHECK(te::significant_digits("7.92742e-06") == te::kExact);  // exponent form: as written
+    CHECK(te::significant_digits("3") == te::kExact);
+    CHECK(te::unreadable("0.0000"));
+    CHECK(te::unreadable("0.0012"));
+    CHECK_FALSE(te::unreadable("0.0123"));
+    CHECK_FALSE(te::unreadable("nan"));
+}
+
+TEST_CASE("te stats: unknown names skipped with a note, means weighted by numel, coarse amax left out", "[dump]") {
+    const std::string root = dump::test::scratch("te_run2");
+    ::mkdir(root.c_str(), 0755);
+    const std::string a = root + "/nvdlfw_inspect_globalrank-0.log", b = root + "/nvdlfw_inspect_globalrank-1.log";
+    // As TE writes it: "%(asctime)s - %(levelname)s - " then the line, value with 4 decimals.
+    auto tl = [](const std::string& n, int it, const std::string& v) {
+        return "2026-11-29 01:00:00,000 - INFO - " + line(n, it, v);
+    };
+    dump::test::write_bytes(a, tl("fc1_activation_mean", 1, "1.0000") + tl("fc1_activation_numel", 1, "100.0000") +
+                                   tl("fc1_activation_some_future_stat", 1, "3.0000") +
+                                   tl("fc1_gradient_cur_amax", 1, "0.0000") + tl("fc1_gradient_cur_amax", 2, "0.0250") +
+                                   tl("fc2_activation_max", 1, "2.5000") + tl("fc2_activation_min", 1, "-4.0000") +
+                                   tl("fc1_activation_dynamic_range_top", 1, "3.0000") +
+                                   tl("fc1_activation_sum", 1, "100.0000"));
+    dump::test::write_bytes(b, tl("fc1_activation_mean", 1, "4.0000") + tl("fc1_activation_numel", 1, "300.0000") +
+                                   tl("fc1_gradient_cur_amax", 1, "0.0001") + tl("fc1_gradient_cur_amax", 2, "0.0300") +
+                                   tl("fc1_activation_dynamic_range_top", 1, "5.0000") +
+                                   tl("fc1_activation_sum", 1, "1200.0000"));
+    const auto run = te::read_run_stats(root);
+    REQUIRE(run.files.size() == 2);
+    REQUIRE(run.notes.size() == 1);
+    CHECK_THAT(run.notes[0], Catch::Contains("globalrank-0.log:3") && Catch::Contains("fc1_activation_some_future_stat"));
+    auto find = [&](const std::string& n, std::optional<int> rank) -> const te::StatSeries* {
+        for (const auto& s : run.series)
+            if (s.name == n && s.rank == rank) return &s;
+        return nullptr;
+    };
+    const auto* mean = find("fc1_activation_mean", std::nullopt);
+    REQUIRE(mean);
+    CHECK(mean->ranks == 2);
+    CHECK(mean->values == std::vector<double>{(100.0 * 1 + 300.0 * 4) / 400.0});  // 3.25
+    const auto* top = find("fc1_activation_dynamic_range_top", std::nullopt);
+    REQUIRE(top);
+    CHECK(top->values == std::vector<double>{5.0});
+    CHECK_FALSE(find("fc1_activation_sum", std::nullopt));  // a sum would double-count ranks of one group
+    REQUIRE(find("fc1_activation_sum", 1));
+    const auto* g = find("fc1_gradient_cur_amax", std::nullopt);
+    REQUIRE(g);
+    CHECK(g->values == std::vector<double>{0.0001, 0.03});
+    CHECK_FALSE(g->readable(0));  // 0.0000 and 0.0001: too few digits
+    CHECK(g->readable(1));
+
+    // replay: the unreadable step is left out with a note, never read as 0; fc2 has no cur_amax,
+    // so its amax is max(|max|, |min|).
+    const auto tr = trace::read_te_stats(root);
+    REQUIRE(tr.series.size() == 2);
+    CHECK(tr.series[0].tensor == "fc1_gradient");
+    CHECK(tr.series[0].steps == std::vector<std::int64_t>{2});
+    CHECK(tr.series[0].amax == std::vector<float>{0.03f});
+    CHECK(tr.series[1].tensor == "fc2_activation");
+    CHECK(tr.series[1].amax == std::vector<float>{4.0f});
+    bool noted = false;
+    for (const auto& n : tr.notes) noted = noted || (n.find("fc1_gradient") != std::string::npos && n.find("unreadable") != std::string::npos);
+    CHECK(noted);
+
+    // A single-file dlfw log: the same rule.
+    const auto one = trace::read_dlfw_log(a);
+    REQUIRE(one.series.size() == 1);
+    CHECK(one.series[0].steps == std::vector<std::int64_t>{2});
+    REQUIRE(one.notes.size() == 1);
+    CHECK_THAT(one.notes[0], Catch::Contains("value=0.0000") && Catch::Contains("fewer than 3 significant digits"));
+}

@@ -268,6 +268,31 @@ TEST_CASE("gemm compare names the model an output was made with", "[gemm]") {
     REQUIRE(r.models[3].mismatches == 1);
 }
 
+TEST_CASE("gemm compare counts non-finite elements in the bound", "[gemm]") {
+    std::mt19937 rng(5);
+    Case c(4, 4, 256, Format::e4m3, Format::e4m3);
+    fill(c.a, Format::e4m3, rng);
+    fill(c.b, Format::e4m3, rng);
+    const auto good = mm(c.request(), model("sm90"));
+    REQUIRE(compare(c.request(), good).bound_violations == 0);
+    const std::uint32_t inf = 0x7f800000u, ninf = 0xff800000u, nan = 0x7fc00000u;
+    for (const std::uint32_t bad : {inf, ninf, nan}) {
+        auto d = good;
+        d[5] = bad;  // planted in an sm90 output whose exact value is finite
+        const GemmComparison r = compare(c.request(), d);
+        INFO(r.summary());
+        CHECK(r.bound_violations == 1);
+        CHECK(r.nonfinite_violations == 1);
+        CHECK_THAT(r.summary(), Catch::Contains("1 elements outside the " + r.closest + " bound (1 of them"));
+        CHECK_THAT(r.json(), Catch::Contains("\"nonfinite_violations\":1"));
+    }
+    // Two planted: both counted, and the finite error measure still reads the finite ones.
+    auto d = good;
+    d[0] = inf;
+    d[15] = nan;
+    CHECK(compare(c.request(), d).bound_violations == 2);
+}
+
 TEST_CASE("gemm split-K: each range accumulated alone, partials added in float32 in k order", "[gemm]") {
     // Hand-worked from the definition (docs/gemm.md "Split-K"): a product 2^16 at k = 0 and a
     // product 2^-1 at k = 256. One accumulator (sm90-fast) truncates the small one away (unit

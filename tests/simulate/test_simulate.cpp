@@ -218,3 +218,39 @@ TEST_CASE("O2: step(grad, ref_grad) feeds the simulated side and the FP32 refere
     CHECK(parse_optimizer_grad("fp8-allreduce") == OptimizerGrad::fp8_allreduce);
     CHECK_THROWS_AS(parse_optimizer_grad("fp8"), std::invalid_argument);
 }
+
+TEST_CASE("allreduce: stalled partial sums are counted", "[simulate]") {
+    // Element 0: 256 then two 4s. E4M3's spacing at 256 is 32, so 256 + 4 rounds back to 256 at
+    // both hops, in every order (the tree adds 256 + 4 first too). Element 1: 1 + 1 + 1 never stalls.
+    auto src = explicit_ranks({{256.0f, 1.0f}, {4.0f, 1.0f}, {4.0f, 1.0f}});
+    AllReduceOptions o;
+    o.path = Path::non_ddp;
+    const auto r = fp8_allreduce(*src, {Order::rank, Order::tree}, o);
+    REQUIRE(r.scale == 1.0f);
+    for (const auto& x : r.orders) {
+        INFO(name(x.order));
+        CHECK(x.hops == 4);
+        CHECK(x.stalled_hops == 2);
+        CHECK(x.hop_overflows == 0);
+    }
+}
+
+TEST_CASE("allreduce: the weight gradient rounded to its dtype first (MS-AMP's wgrad_qtype)", "[simulate]") {
+    const float v[] = {1.0f + 0x1p-10f, 1e-8f, 70000.0f, -3.0f};
+    std::vector<float> g(std::begin(v), std::end(v));
+    CHECK(parse_wgrad_dtype("fp16") == WgradDtype::f16);
+    CHECK_THROWS_WITH(parse_wgrad_dtype("fp8"), Catch::Contains("fp32, fp16 or bf16"));
+    std::vector<float> out(4);
+    rounded_ranks(explicit_ranks({g}), WgradDtype::f16)->fill(0, 0, 4, out.data());
+    CHECK(out[0] == 1.0f + 0x1p-10f);  // representable in float16
+    CHECK(out[1] == 0.0f);             // below half of float16's smallest subnormal 2^-24
+    CHECK(std::isinf(out[2]));         // above 65504: Inf, as torch's .half()
+    CHECK(out[3] == -3.0f);
+    rounded_ranks(explicit_ranks({g}), WgradDtype::bf16)->fill(0, 0, 4, out.data());
+    CHECK(out[0] == 1.0f);             // bfloat16 keeps 7 fraction bits: 1 + 2^-10 rounds to 1
+    CHECK(out[1] != 0.0f);
+    CHECK(std::fabs(out[1] - 1e-8f) <= 1e-8f * 0x1p-8f);  // within half a bfloat16 ulp
+    CHECK(out[2] == 70144.0f);         // nearest bfloat16 (spacing 512 at 2^16)
+    rounded_ranks(explicit_ranks({g}), WgradDtype::f32)->fill(0, 0, 4, out.data());
+    CHECK(out == g);
+}

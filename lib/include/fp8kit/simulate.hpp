@@ -70,6 +70,18 @@ public:
     virtual std::size_t size() const = 0;
     virtual void fill(int rank, std::size_t first, std::size_t count, float* out) const = 0;
 };
+// The dtype the weight gradient has when it enters the FP8 all-reduce. MS-AMP casts the FP8
+// GEMM's weight-gradient output, whose dtype is ctx.output_qtype (msamp/nn/functional.py,
+// _FP8GemmFunction.backward: wgrad_qtype = ctx.output_qtype): the autocast dtype under
+// torch.autocast (float16 unless set), else the input's dtype. f32 casts the dumped gradient
+// directly; f16 / bf16 first round each rank's float32 value to that type (nearest even;
+// float16 overflows to Inf as torch's .half() does).
+enum class WgradDtype : std::uint8_t { f32, f16, bf16 };
+std::string_view name(WgradDtype w);
+WgradDtype parse_wgrad_dtype(std::string_view s);  // "fp32" | "fp16" | "bf16"; throws std::invalid_argument
+// `src` with every value rounded to `w` (kept alive by the caller).
+std::unique_ptr<RankSource> rounded_ranks(std::unique_ptr<RankSource> src, WgradDtype w);
+
 // Ranks given explicitly (each vector one rank, all of one size).
 std::unique_ptr<RankSource> explicit_ranks(std::vector<std::vector<float>> ranks);
 // One gradient split into N ranks (docs/msamp.md, "perturbation model"): rank r holds
@@ -92,6 +104,10 @@ struct OrderResult {
     std::vector<std::uint8_t> codes;  // the summed E4M3 codes
     std::vector<float> values;        // fl32(e4m3(code) * scale_inv): ScalingTensor.float()
     std::uint64_t hop_overflows = 0;  // hops whose sum before the cast exceeded 448 in magnitude
+    // Hops that added a nonzero value and returned the other operand's code unchanged (no
+    // overflow): the partial sum has stalled, its E4M3 spacing (2^-3 of it) larger than twice the
+    // addend. hops = size x (N - 1).
+    std::uint64_t stalled_hops = 0, hops = 0;
     double max_partial = 0;           // largest |partial sum| before the cast, in scaled units
     // against the exact mean (float64 sum of the ranks' float32 values / N):
     double rel_error = 0;  // ||result - mean|| / ||mean|| (L2)
@@ -300,6 +316,7 @@ struct MsampRunOptions {
     TeAdamOptions te;
     bool fp32_master = false;          // LBAdamW: FP32 master weights
     OptimizerGrad optimizer_grad = OptimizerGrad::mean;
+    WgradDtype wgrad = WgradDtype::f32;  // the gradient's dtype entering the all-reduce
 };
 
 // One number of the long-form output (section allreduce or optimizer).
@@ -313,9 +330,11 @@ struct MsampRow {
 
 // A tensor is flagged as underflowing when this share of its nonzero mean elements sums to 0.
 inline constexpr double kUnderflowFlag = 0.01;
+// A tensor is flagged as stalling when, in some order, this share of its hops add nothing.
+inline constexpr double kStallFlag = 0.01;
 
 struct MsampFlags {  // per (ranks, path): the tensors flagged
-    std::set<std::string> overflow, underflow;
+    std::set<std::string> overflow, underflow, stall;
     std::map<std::string, int> margin;  // the margin that avoids every clamp, where > 0
 };
 

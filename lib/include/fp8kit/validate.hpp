@@ -239,19 +239,40 @@ std::string describe_consistency(const ValidateReport& r);
 namespace fp8kit {
 
 // TransformerEngine's own quantisation, checked on real data: a DumpTensors file holding both
-// `high_precision` and a Float8Tensor `quantized` (io/te_debug.hpp). TE's codes are compared
-// with the reference for the high_precision tensor under TE's scale_inv (ScaleMode::scale_inv,
-// one per-tensor scale) and `policy`.
+// `high_precision` and a quantised `quantized` entry (io/te_debug.hpp) with row-wise data. TE's
+// codes are compared with the reference for the high_precision tensor under TE's own scale_inv
+// (ScaleMode::scale_inv) and `policy`:
+//   Float8Tensor            one per-tensor scale_inv (float32)
+//   MXFP8Tensor             E8M0 scale_inv per 1 x 32 block (BlockLayout::mx32), read from TE's
+//                           padded, optionally GEMM-swizzled layout (dump::detail::te_rowwise_scales)
+//   Float8BlockwiseQTensor  float32 scale_inv per 1 x 128 block (stored transposed: blocks x
+//                           round_up(rows, 4)) or per 128 x 128 block (is_2D_scaled)
+//   NVFP4Tensor             E2M1 codes (two per byte, low nibble first) under TE's stored E4M3
+//                           byte per 1 x 16 block and float32 amax, TE's rule
+//                           (numerics::nvfp4_te_block): each element is fl32(x * encode) with
+//                           encode from TE's byte and S_enc = fl32(2688 / amax), rounded to E2M1
+//                           (RNE, satfinite). The report's inputs are those scaled values (its
+//                           scale mode: none). TE's scale bytes are compared with the reference's
+//                           for the same amax (scale_mismatches), and TE's amax with max |x|.
+//                           Not compared: 2.17+ tensors with row_scaled_nvfp4 or nvfp4_use_4over6,
+//                           and quantizers with RHT or stochastic rounding (nullopt).
 struct TeQuantizedCheck {
     std::string file;
     std::string name;  // "{layer}_{tensor}" from the path, else the file name
-    Format format;     // from the Float8Tensor's fp8_dtype
-    float scale_inv;
+    std::string kind;  // "Float8Tensor", "MXFP8Tensor", "Float8BlockwiseQTensor"
+    Format format;     // from the tensor's fp8_dtype
+    float scale_inv;   // Float8Tensor's; the first block's for block types
+    BlockLayout layout = BlockLayout::tensor;
+    bool swizzled = false;  // MXFP8, NVFP4: scales were stored GEMM-swizzled
     ValidateReport report;
+    // NVFP4: the E4M3 block scale bytes compared, those differing from the reference's, and
+    // whether TE's amax equals max |high_precision| (as float32).
+    std::uint64_t scale_blocks = 0, scale_mismatches = 0;
+    bool amax_matches = true;
 };
-// nullopt when the file lacks either entry or its quantized entry is not a Float8Tensor with
-// row-wise data. Throws dump::DumpError naming the file when it cannot be read, or when the two
-// entries disagree (shape, a scale_inv that is not one float32).
+// nullopt when the file lacks either entry or its quantized entry has no row-wise data (or is an
+// NVFP4 variant named above as not compared). Throws dump::DumpError naming the file when it cannot be read, or when the two entries
+// disagree (shape, scale_inv shapes and types).
 std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, const std::optional<Policy>& policy = {},
                                                    const ValidateOptions& options = {});
 

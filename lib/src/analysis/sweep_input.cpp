@@ -31,6 +31,7 @@ void load_traces(const Inputs& in, Loaded& L, std::vector<trace::Series>& series
                  std::map<std::string, std::size_t>& by_name) {
     for (const auto& f : L.trace_files) {
         trace::Trace t = trace::read_trace(f);
+        for (auto& n : t.notes) L.notes.push_back(std::move(n));
         for (auto& s : t.series) {
             if (!selected(in.tensors, s.tensor)) continue;
             if (by_name.count(s.tensor))

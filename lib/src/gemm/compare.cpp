@@ -176,7 +176,16 @@ GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& 
     const double u_out = rq.out == OutType::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -8);
     for (std::size_t e = 0; e < n; ++e) {
         const double x = as_double(exact[e], rq.out), v = as_double(user[e], rq.out);
-        if (!std::isfinite(x) || !std::isfinite(v)) continue;
+        if (!std::isfinite(x) || !std::isfinite(v)) {
+            // No finite error to measure: equal non-finite values agree, anything else is outside
+            // every bound (an infinite error).
+            const bool agree = (std::isnan(x) && std::isnan(v)) || (std::isinf(x) && x == v);
+            if (!agree) {
+                c.bound_violations += 1;
+                ++c.nonfinite_violations;
+            }
+            continue;
+        }
         const double err = std::fabs(v - x);
         c.max_abs_error = std::max(c.max_abs_error, err);
         if (x != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(x));
@@ -194,8 +203,12 @@ std::string GemmComparison::summary() const {
             if (counts[k]) s += fmt::format(" {} {}", name(static_cast<DiffClass>(k)), counts[k]);
         s += "\n";
     }
-    s += fmt::format("error against exact: max abs {:.6g}, max rel {:.6g}; {} elements outside the {} bound\n",
-                     max_abs_error, max_rel_error, static_cast<std::size_t>(bound_violations), closest);
+    s += fmt::format("error against exact: max abs {:.6g}, max rel {:.6g} (finite elements); {} elements outside "
+                     "the {} bound{}\n",
+                     max_abs_error, max_rel_error, static_cast<std::size_t>(bound_violations), closest,
+                     nonfinite_violations ? fmt::format(" ({} of them Inf or NaN where exact is not, or finite where "
+                                                        "exact is not)", nonfinite_violations)
+                                          : std::string());
     return s;
 }
 
@@ -209,6 +222,7 @@ std::string GemmComparison::json() const {
     j["max_abs_error"] = max_abs_error;
     j["max_rel_error"] = max_rel_error;
     j["bound_violations"] = static_cast<std::size_t>(bound_violations);
+    j["nonfinite_violations"] = nonfinite_violations;
     return j.dump();
 }
 

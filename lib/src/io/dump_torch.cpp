@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "fp8kit/emu/pack.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/io/te_debug.hpp"
 #include "io/dump_internal.hpp"
@@ -38,13 +39,17 @@ const std::map<std::string, std::pair<std::string, std::size_t>, std::less<>>& d
         {"float8_e4m3fnuz", {"torch.Float8_e4m3fnuzStorage", 1}},
         {"float8_e5m2fnuz", {"torch.Float8_e5m2fnuzStorage", 1}},
         {"float8_e8m0fnu", {"torch.Float8_e8m0fnuStorage", 1}},
+        // Only through _rebuild_tensor_v3 (torch/storage.py _new_dtypes): no typed storage class.
+        {"float4_e2m1fn_x2", {"", 1}}, {"uint16", {"", 2}}, {"uint32", {"", 4}}, {"uint64", {"", 8}},
+        {"bits8", {"", 1}}, {"bits16", {"", 2}}, {"bits1x8", {"", 1}}, {"bits2x4", {"", 1}}, {"bits4x2", {"", 1}},
+        {"complex32", {"", 4}}, {"bcomplex32", {"", 4}},
     };
     return t;
 }
 
 std::string storage_dtype(const std::string& storage_type) {
     for (const auto& [dt, st] : dtype_table())
-        if (st.first == storage_type) return dt;
+        if (!st.first.empty() && st.first == storage_type) return dt;
     throw Bad(fmt::format("storage type {} does not say its element type (untyped storages are not read)", storage_type));
 }
 
@@ -73,20 +78,33 @@ std::vector<std::uint64_t> dims(const PValue& v, const char* what) {
 }
 
 // _rebuild_tensor_v2(storage, storage_offset, size, stride, ...), _rebuild_tensor(storage,
-// storage_offset, size, stride), _rebuild_parameter(data, requires_grad, backward_hooks).
+// storage_offset, size, stride), _rebuild_parameter(data, requires_grad, backward_hooks), and
+// _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, backward_hooks, dtype
+// [, metadata]) (torch/_utils.py): torch/_tensor.py _reduce_ex_internal writes v3 for the dtypes
+// of torch/storage.py _new_dtypes (float8 and float4 types, uint16/32/64, bits*, complex32), over
+// an untyped storage whose persistent id counts bytes (torch/serialization.py persistent_id:
+// storage.nbytes()); offset, size and stride count elements of `dtype`.
 TorchTensor tensor(const PValue& v) {
     if (v.kind == K::object && v.text == "torch._utils._rebuild_parameter" && !v.items.empty() &&
         v.items[0]->kind == K::object && v.items[0]->text != v.text)
         return tensor(*v.items[0]);
-    const bool rebuild = v.kind == K::object &&
-                         (v.text == "torch._utils._rebuild_tensor_v2" || v.text == "torch._utils._rebuild_tensor");
-    if (!rebuild || v.items.size() < 4) throw Bad(fmt::format("expected a tensor, found {}", describe(v)));
+    const bool v3 = v.kind == K::object && v.text == "torch._utils._rebuild_tensor_v3";
+    const bool rebuild = v3 || (v.kind == K::object && (v.text == "torch._utils._rebuild_tensor_v2" ||
+                                                        v.text == "torch._utils._rebuild_tensor"));
+    if (!rebuild || v.items.size() < (v3 ? 7u : 4u)) throw Bad(fmt::format("expected a tensor, found {}", describe(v)));
     const PValue& s = *v.items[0];
     if (s.kind != K::storage) throw Bad(fmt::format("tensor storage is {}, not a storage", describe(s)));
     TorchTensor t;
-    t.dtype = storage_dtype(s.text);
+    if (v3) {
+        if (s.text != "torch.UntypedStorage" && s.text != "torch.storage.UntypedStorage")
+            throw Bad(fmt::format("_rebuild_tensor_v3 over a {}, not torch.UntypedStorage", s.text));
+        t.dtype = torch_dtype(*v.items[6]);
+        t.storage_numel = static_cast<std::uint64_t>(s.i) / torch_element_size(t.dtype);  // s.i: bytes
+    } else {
+        t.dtype = storage_dtype(s.text);
+        t.storage_numel = static_cast<std::uint64_t>(s.i);
+    }
     t.key = s.key;
-    t.storage_numel = static_cast<std::uint64_t>(s.i);
     const std::int64_t off = integer(*v.items[1], "storage offset");
     if (off < 0) throw Bad(fmt::format("negative storage offset {}", off));
     t.offset = static_cast<std::uint64_t>(off);
@@ -102,6 +120,37 @@ std::optional<TorchTensor> optional_tensor(const PValue& v) {
     return tensor(v);
 }
 
+int te_dtype(const PValue& e, const char* what) {
+    if (e.kind != K::object || e.text.size() < 6 || e.text.compare(e.text.size() - 6, 6, ".DType") != 0 ||
+        e.items.size() != 1)
+        throw Bad(fmt::format("{} is {}, not TransformerEngine's DType", what, describe(e)));
+    return static_cast<int>(integer(*e.items[0], what));
+}
+
+bool flag(const PValue& v, const char* what) {
+    if (v.kind == K::none) return false;
+    if (v.kind != K::boolean) throw Bad(fmt::format("{}: expected True or False, found {}", what, describe(v)));
+    return v.i != 0;
+}
+
+// A quantizer object (NEWOBJ + BUILD, interpreted by torch_pickle) or None: its class and scalar fields.
+void quantizer(const PValue& v, TeQuantized& q) {
+    if (v.kind == K::none) return;
+    if (v.kind != K::instance) throw Bad(fmt::format("quantizer is {}, not a TransformerEngine quantizer", describe(v)));
+    q.quantizer = v.text.substr(v.text.rfind('.') + 1);
+    for (const auto& [k, x] : v.entries) {
+        if (k->kind != K::string) continue;
+        std::string text;
+        if (x->kind == K::boolean) text = x->i ? "True" : "False";
+        else if (x->kind == K::integer) text = std::to_string(x->i);
+        else if (x->kind == K::floating) text = fmt::format("{}", x->f);
+        else if (x->kind == K::object && x->items.size() == 1 && x->items[0]->kind == K::integer)
+            text = fmt::format("DType({})", x->items[0]->i);
+        else continue;
+        q.quantizer_state.emplace_back(k->text, text);
+    }
+}
+
 TeQuantized quantized(const PValue& v) {
     static const std::pair<const char*, const char*> kKinds[] = {
         {"transformer_engine.pytorch.tensor.float8_tensor._make_float8_tensor_in_reduce_ex", "Float8Tensor"},
@@ -112,22 +161,66 @@ TeQuantized quantized(const PValue& v) {
     TeQuantized q;
     for (const auto& [fn, kind] : kKinds)
         if (v.text == fn) q.kind = kind;
-    if (q.kind != "Float8Tensor") return q;  // listed, not decoded
-    // (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
     const auto& a = v.items;
-    if (a.size() < 5 || a.size() > 6)
-        throw Bad(fmt::format("_make_float8_tensor_in_reduce_ex with {} arguments (5 or 6 expected)", a.size()));
-    q.data = optional_tensor(*a[0]);
-    const PValue& e = *a[1];
-    if (e.kind != K::object || e.text.size() < 6 || e.text.compare(e.text.size() - 6, 6, ".DType") != 0 ||
-        e.items.size() != 1)
-        throw Bad(fmt::format("fp8_dtype is {}, not TransformerEngine's DType", describe(e)));
-    q.fp8_dtype = static_cast<int>(integer(*e.items[0], "fp8_dtype"));
-    q.scale_inv = tensor(*a[2]);
-    q.dtype = torch_dtype(*a[3]);
-    q.shape = dims(*a[4], "shape");
-    if (a.size() == 6) q.transpose = optional_tensor(*a[5]);
-    if (!q.data && !q.transpose) throw Bad("Float8Tensor without data and without its transpose");
+    auto count = [&](std::initializer_list<std::size_t> allowed, const char* versions) {
+        for (std::size_t n : allowed)
+            if (a.size() == n) return;
+        throw Bad(fmt::format("{} reconstructed from {} arguments: not a layout of TransformerEngine {}", q.kind,
+                              a.size(), versions));
+    };
+    if (q.kind == "Float8Tensor") {
+        // (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
+        count({5, 6}, "2.x");
+        q.data = optional_tensor(*a[0]);
+        q.fp8_dtype = te_dtype(*a[1], "fp8_dtype");
+        q.scale_inv = tensor(*a[2]);
+        q.dtype = torch_dtype(*a[3]);
+        q.shape = dims(*a[4], "shape");
+        if (a.size() == 6) q.transpose = optional_tensor(*a[5]);
+        if (!q.data && !q.transpose) throw Bad("Float8Tensor without data and without its transpose");
+    } else if (q.kind == "MXFP8Tensor") {
+        count({9}, "2.16 to 2.18");
+        q.data = optional_tensor(*a[0]);
+        q.scale_inv = optional_tensor(*a[1]);
+        q.columnwise_data = optional_tensor(*a[2]);
+        q.columnwise_scale_inv = optional_tensor(*a[3]);
+        q.fp8_dtype = te_dtype(*a[4], "fp8_dtype");
+        q.dtype = torch_dtype(*a[5]);
+        q.shape = dims(*a[6], "shape");
+        quantizer(*a[7], q);
+        q.swizzled = flag(*a[8], "with_gemm_swizzled_scales");
+    } else if (q.kind == "NVFP4Tensor") {
+        count({11, 14}, "2.16 (11 arguments) or 2.17 to 2.18 (14)");
+        q.shape = dims(*a[0], "shape");
+        q.data = optional_tensor(*a[1]);
+        q.scale_inv = optional_tensor(*a[2]);
+        q.columnwise_data = optional_tensor(*a[3]);
+        q.columnwise_scale_inv = optional_tensor(*a[4]);
+        q.amax = optional_tensor(*a[5]);
+        q.columnwise_amax = optional_tensor(*a[6]);
+        q.fp8_dtype = te_dtype(*a[7], "fp4_dtype");
+        q.dtype = torch_dtype(*a[8]);
+        quantizer(*a[9], q);
+        q.swizzled = flag(*a[10], "with_gemm_swizzled_scales");
+        if (a.size() == 14) {
+            q.row_scaled = flag(*a[11], "row_scaled_nvfp4");
+            q.use_4over6 = flag(*a[12], "nvfp4_use_4over6");
+            if (a[13]->kind == K::floating) q.e4m3_max = a[13]->f;
+            else if (a[13]->kind == K::integer) q.e4m3_max = static_cast<double>(a[13]->i);
+            else if (a[13]->kind != K::none) throw Bad(fmt::format("nvfp4_e4m3_max is {}", describe(*a[13])));
+        }
+    } else if (q.kind == "Float8BlockwiseQTensor") {
+        count({10}, "2.16 to 2.18");
+        q.shape = dims(*a[0], "shape");
+        q.data = optional_tensor(*a[1]);
+        q.scale_inv = optional_tensor(*a[2]);
+        q.columnwise_data = optional_tensor(*a[3]);
+        q.columnwise_scale_inv = optional_tensor(*a[4]);
+        q.fp8_dtype = te_dtype(*a[5], "fp8_dtype");
+        q.dtype = torch_dtype(*a[6]);
+        quantizer(*a[7], q);
+        q.is_2d = flag(*a[8], "is_2D_scaled");
+    }
     return q;
 }
 
@@ -313,26 +406,40 @@ public:
                 t.role_guessed = true;
             }
             const TorchTensor* tt = e.tensor ? &*e.tensor : nullptr;
+            bool packed = false;  // two E2M1 codes per byte, low nibble first
             if (e.quantized) {
                 const TeQuantized& q = *e.quantized;
-                if (q.kind != "Float8Tensor" || !q.data) {
-                    notes_.push_back({path, t.name, fmt::format("TransformerEngine {}{}: not decoded (Float8Tensor "
-                                                                "row-wise data is)", q.kind, q.data ? "" : " holding only its transpose")});
+                if (!q.data) {
+                    notes_.push_back({path, t.name, fmt::format("TransformerEngine {} holding only its column-wise data: "
+                                                                "not decoded (row-wise data is)", q.kind)});
                     continue;
                 }
-                const auto f = te_fp8_dtype(q.fp8_dtype);
+                const bool fp4 = q.kind == "NVFP4Tensor";
+                const auto f = fp4 ? (q.fp8_dtype == 10 ? std::optional<DType>(DType::e2m1) : std::nullopt)
+                                   : te_fp8_dtype(q.fp8_dtype);
                 if (!f) {
-                    errors_.push_back({path, t.name, fmt::format("Float8Tensor fp8_dtype {} is not E4M3 (7) or E5M2 (8)", q.fp8_dtype)});
+                    errors_.push_back({path, t.name, fmt::format("{} {} {} is not {}", q.kind, fp4 ? "fp4_dtype" : "fp8_dtype",
+                                                                 q.fp8_dtype, fp4 ? "E2M1 (10)" : "E4M3 (7) or E5M2 (8)")});
                     continue;
                 }
                 t.dtype = *f;
-                t.storage = fmt::format("TE Float8Tensor {} codes", name(*f));
+                t.storage = fmt::format("TE {} {} codes{}", q.kind, name(*f), q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
                 tt = &*q.data;
-                if (tt->dtype != "uint8" || tt->shape != q.shape) {
-                    errors_.push_back({path, t.name, fmt::format("Float8Tensor data is {} {}, expected uint8 of shape {}",
-                                                                 tt->dtype, fmt::join(tt->shape, "x"), fmt::join(q.shape, "x"))});
+                auto want = q.shape;
+                if (fp4 && !want.empty()) want.back() = (want.back() + 1) / 2;
+                if (tt->dtype != "uint8" || tt->shape != want) {
+                    errors_.push_back({path, t.name, fmt::format("{} data is {} {}, expected uint8 of shape {}", q.kind,
+                                                                 tt->dtype, fmt::join(tt->shape, "x"), fmt::join(want, "x"))});
                     continue;
                 }
+                packed = fp4;
+            } else if (tt->dtype == "float4_e2m1fn_x2") {
+                // Two E2M1 codes per byte, element 2i in the low nibble (the order TE, torchao and
+                // ModelOpt pack; torch itself defines no arithmetic on the type): listed unpacked,
+                // the last dimension doubled.
+                packed = true;
+                t.dtype = DType::e2m1;
+                t.storage = "torch.float4_e2m1fn_x2 (two E2M1 codes per byte, low nibble first)";
             } else {
                 const auto d = torch_dump_dtype(tt->dtype);
                 if (!d) {
@@ -350,10 +457,23 @@ public:
             }
             t.shape = tt->shape;
             t.numel = tt->numel();
+            if (packed) {
+                if (t.shape.empty()) t.shape.push_back(1);
+                t.shape.back() *= 2;
+                t.numel *= 2;
+                if (e.quantized) {  // an odd last dimension: the last byte's high nibble is padding
+                    t.shape = e.quantized->shape;
+                    if (t.shape.back() % 2) {
+                        notes_.push_back({path, t.name, "NVFP4Tensor with an odd last dimension: not decoded"});
+                        continue;
+                    }
+                }
+            }
             t.wide = delivered_as(t.dtype);
             complete_guesses(t);
             tensors_.push_back(t);
             stored_.push_back(*tt);
+            packed_.push_back(packed);
         }
     }
 
@@ -363,6 +483,16 @@ public:
         if (i == tensors_.size()) throw DumpError(path_, t.name, "no such tensor in this file");
         std::vector<std::uint8_t> scratch;
         try {
+            if (packed_[i]) {
+                std::vector<std::uint8_t> codes;
+                file_.read(stored_[i], std::max<std::size_t>(1, elements_per_read(t.dtype, opts_) / 2),
+                           [&](const std::uint8_t* p, std::size_t n, std::uint64_t first) {
+                               codes.resize(2 * n);
+                               emu::unpack_fp4_array(p, codes.data(), 2 * n, emu::NibbleOrder::low_first);
+                               deliver(t.dtype, codes.data(), 2 * n, 2 * first, scratch, fn);
+                           });
+                return;
+            }
             file_.read(stored_[i], elements_per_read(t.dtype, opts_),
                        [&](const std::uint8_t* p, std::size_t n, std::uint64_t first) {
                            deliver(t.dtype, p, n, first, scratch, fn);
@@ -376,6 +506,7 @@ private:
     ReadOptions opts_;
     TorchFile file_;
     std::vector<TorchTensor> stored_;  // parallel to tensors_
+    std::vector<bool> packed_;         // parallel: FP4 codes two per byte
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <map>
 #include <regex>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -169,10 +170,17 @@ StatsLog read_stats_log(const std::string& path) {
         const double value = std::strtod(vtext.c_str(), &end);
         if (vtext.empty() || end != vtext.c_str() + vtext.size()) throw bad("value= is not a number");
         const auto parts = split_stat_name(full);
-        if (!parts) throw bad(fmt::format("{} does not end in _{{tensor}}_{{stat}} with a known tensor and statistic", io::quoted(full, 80)));
-        log.lines.push_back(StatLine{*parts, full, *iter, value, log.rank, lineno});
+        if (!parts) {
+            log.notes.push_back(fmt::format("{}:{}: {} skipped: it does not end in _{{tensor}}_{{stat}} with a tensor "
+                                            "and statistic TransformerEngine logs", path, lineno, io::quoted(full, 80)));
+            continue;
+        }
+        log.lines.push_back(StatLine{*parts, full, *iter, value, log.rank, lineno, significant_digits(vtext)});
     }
     if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path));
+    if (log.lines.empty() && !log.notes.empty())
+        throw std::runtime_error(fmt::format("{}: no statistic TransformerEngine logs ({} lines with unknown names; "
+                                             "the first: {})", path, log.notes.size(), log.notes.front()));
     if (log.lines.empty())
         throw std::runtime_error(fmt::format("{}: no statistics lines (name iteration=N value=V): not a "
                                              "nvdlfw_inspect_statistics_logs file", path));
@@ -202,31 +210,98 @@ std::vector<std::string> find_stats_logs(const std::string& path) {
     return out;
 }
 
+std::vector<std::uint8_t> te_rowwise_scales(const std::vector<std::uint8_t>& stored,
+                                            const std::vector<std::uint64_t>& shape, std::uint64_t rows,
+                                            std::uint64_t blocks, bool swizzled) {
+    const std::uint64_t pr = (rows + 127) / 128 * 128, pc = (blocks + 3) / 4 * 4;
+    if (shape.size() != 2 || shape[0] != pr || shape[1] != pc || stored.size() != pr * pc)
+        throw std::invalid_argument(fmt::format("scale_inv is {}, expected {}x{} ({} rows padded to 128, {} blocks "
+                                                "padded to 4)", fmt::join(shape, "x"), pr, pc, rows, blocks));
+    std::vector<std::uint8_t> out(rows * blocks);
+    for (std::uint64_t r = 0; r < rows; ++r)
+        for (std::uint64_t c = 0; c < blocks; ++c) {
+            const std::uint64_t at = swizzled ? ((r / 128) * (pc / 4) + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4
+                                              : r * pc + c;
+            out[r * blocks + c] = stored[at];
+        }
+    return out;
+}
+
+int significant_digits(std::string_view t) {
+    if (!t.empty() && (t[0] == '-' || t[0] == '+')) t.remove_prefix(1);
+    if (t.find_first_of("eE") != std::string_view::npos || t.find('.') == std::string_view::npos) return kExact;
+    int n = 0;
+    bool started = false;
+    for (char c : t) {
+        if (c < '0' || c > '9') continue;
+        started = started || c != '0';
+        if (started) ++n;
+    }
+    return n;
+}
+
+bool unreadable(std::string_view value_text) { return significant_digits(value_text) < kMinSignificant; }
+
 Combine combine_of(std::string_view stat) {
-    if (stat == "max" || stat == "cur_amax") return Combine::max;
-    if (stat == "min") return Combine::min;
+    if (stat == "max" || stat == "cur_amax" || stat == "dynamic_range_top" || stat == "scale_inv_max" ||
+        stat.rfind("max_blockwise_dynamic_range", 0) == 0)
+        return Combine::max;
+    if (stat == "min" || stat == "dynamic_range_bottom" || stat == "scale_inv_min") return Combine::min;
+    if (stat == "mean") return Combine::mean;
     return Combine::none;
 }
 
 std::vector<StatSeries> combine_ranks(const std::vector<StatsLog>& logs) {
-    // (name, rank or -1) -> step -> (value, ranks seen)
-    std::map<std::pair<std::string, int>, std::map<std::int64_t, std::pair<double, int>>> acc;
+    // numel per ({layer}_{tensor}, rank, step): the weights of a combined mean.
+    std::map<std::tuple<std::string, int, std::int64_t>, double> numel;
+    for (const auto& log : logs)
+        for (const auto& l : log.lines)
+            if (l.name.stat == "numel" && l.name.recipe.empty() && !l.name.columnwise)
+                numel[{l.name.layer + "_" + l.name.tensor, l.rank, l.iteration}] = l.value;
+    auto weight = [&](const StatLine& l) -> std::optional<double> {
+        const auto it = numel.find({l.name.layer + "_" + l.name.tensor, l.rank, l.iteration});
+        if (it == numel.end() || !(it->second >= 0)) return std::nullopt;
+        return it->second;
+    };
+    // A mean series is combined only when every one of its lines has its numel.
+    std::map<std::string, bool> mean_weighted;
+    for (const auto& log : logs)
+        for (const auto& l : log.lines)
+            if (combine_of(l.name.stat) == Combine::mean) {
+                auto [it, fresh] = mean_weighted.try_emplace(l.full, true);
+                it->second = it->second && weight(l).has_value();
+            }
+    struct Acc {
+        double value = 0, wsum = 0, wtotal = 0;
+        int ranks = 0, significant = kExact;
+    };
+    // (name, rank or -1) -> step -> accumulated value
+    std::map<std::pair<std::string, int>, std::map<std::int64_t, Acc>> acc;
     std::map<std::string, StatName> parts;
     for (const auto& log : logs)
         for (const auto& l : log.lines) {
-            const Combine c = l.name.recipe.empty() && !l.name.columnwise ? combine_of(l.name.stat) : Combine::none;
+            Combine c = combine_of(l.name.stat);
+            if (c == Combine::mean && !mean_weighted.at(l.full)) c = Combine::none;
             auto& slot = acc[{l.full, c == Combine::none ? l.rank : -1}];
             parts.emplace(l.full, l.name);
-            auto [it, fresh] = slot.try_emplace(l.iteration, l.value, 1);
-            if (fresh) continue;
-            if (c == Combine::none)
+            auto [it, fresh] = slot.try_emplace(l.iteration);
+            Acc& a = it->second;
+            if (!fresh && c == Combine::none)
                 throw std::runtime_error(fmt::format("{}:{}: {} at iteration {} logged twice by rank {}", log.file,
                                                      l.line, l.full, l.iteration, l.rank));
+            a.significant = std::min(a.significant, l.significant);
+            ++a.ranks;
+            if (c == Combine::mean) {
+                const double w = *weight(l);
+                a.wsum += w * l.value;
+                a.wtotal += w;
+                a.value = a.ranks == 1 || !(a.wtotal > 0) ? (a.ranks == 1 ? l.value : a.value) : a.wsum / a.wtotal;
+                continue;
+            }
             // NaN wins, as torch.max/min propagate it.
-            double& v = it->second.first;
-            if (std::isnan(l.value) || std::isnan(v)) v = NAN;
-            else v = c == Combine::max ? std::max(v, l.value) : std::min(v, l.value);
-            ++it->second.second;
+            if (fresh) a.value = l.value;
+            else if (std::isnan(l.value) || std::isnan(a.value)) a.value = NAN;
+            else a.value = c == Combine::max ? std::max(a.value, l.value) : std::min(a.value, l.value);
         }
     std::vector<StatSeries> out;
     for (const auto& [key, steps] : acc) {
@@ -234,14 +309,27 @@ std::vector<StatSeries> combine_ranks(const std::vector<StatsLog>& logs) {
         s.name = key.first;
         s.parts = parts.at(key.first);
         if (key.second >= 0) s.rank = key.second;
-        for (const auto& [step, vr] : steps) {
+        for (const auto& [step, a] : steps) {
             s.steps.push_back(step);
-            s.values.push_back(vr.first);
-            s.ranks = std::max(s.ranks, vr.second);
+            s.values.push_back(a.value);
+            s.significant.push_back(a.significant);
+            s.ranks = std::max(s.ranks, a.ranks);
         }
         out.push_back(std::move(s));
     }
     return out;
+}
+
+RunStats read_run_stats(const std::string& path) {
+    RunStats r;
+    r.files = find_stats_logs(path);
+    std::vector<StatsLog> logs;
+    for (const auto& f : r.files) {
+        logs.push_back(read_stats_log(f));
+        for (auto& n : logs.back().notes) r.notes.push_back(std::move(n));
+    }
+    r.series = combine_ranks(logs);
+    return r;
 }
 
 }  // namespace fp8kit::te

@@ -27,15 +27,32 @@ struct TorchTensor {
     std::uint64_t numel() const;
 };
 
-// A TransformerEngine QuantizedTensor as its reconstructor's arguments.
+// A TransformerEngine QuantizedTensor as its reconstructor's arguments
+// (transformer_engine/pytorch/tensor/*_tensor.py, __reduce_ex__ and _make_*_in_reduce_ex; TE 2.16
+// to 2.18 write the tuples below; 2.15 pickles a bound classmethod, which the interpreter refuses):
+//   Float8Tensor   (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
+//   MXFP8Tensor    (rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv,
+//                   fp8_dtype, dtype, shape, quantizer, with_gemm_swizzled_scales)
+//   NVFP4Tensor    (shape, rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv,
+//                   amax_rowwise, amax_columnwise, fp4_dtype, dtype, quantizer,
+//                   with_gemm_swizzled_scales) in 2.16; 2.17+ append row_scaled_nvfp4,
+//                   nvfp4_use_4over6, nvfp4_e4m3_max
+//   Float8BlockwiseQTensor (shape, rowwise_data, rowwise_scale_inv, columnwise_data,
+//                   columnwise_scale_inv, fp8_dtype, dtype, quantizer, is_2D_scaled, data_format)
 struct TeQuantized {
     std::string kind;  // "Float8Tensor", "MXFP8Tensor", "NVFP4Tensor", "Float8BlockwiseQTensor"
-    // Float8Tensor (_make_float8_tensor_in_reduce_ex(data, fp8_dtype, fp8_scale_inv, dtype, shape,
-    // data_transpose), transformer_engine/pytorch/tensor/float8_tensor.py):
-    std::optional<TorchTensor> data, transpose, scale_inv;
-    int fp8_dtype = -1;    // TE's DType value (NVTEDType: 7 = E4M3, 8 = E5M2)
+    std::optional<TorchTensor> data, transpose, scale_inv;  // row-wise data and scale_inv
+    std::optional<TorchTensor> columnwise_data, columnwise_scale_inv, amax, columnwise_amax;
+    int fp8_dtype = -1;    // TE's DType value (NVTEDType: 7 = E4M3, 8 = E5M2, 10 = E2M1)
     std::string dtype;     // the dequantised dtype
     std::vector<std::uint64_t> shape;
+    bool swizzled = false;      // MXFP8/NVFP4 with_gemm_swizzled_scales: cuBLAS's tiled scale layout
+    bool is_2d = false;         // blockwise: 128x128 blocks (else 1x128)
+    bool row_scaled = false;    // NVFP4 (2.17+) row_scaled_nvfp4
+    bool use_4over6 = false;    // NVFP4 (2.17+) nvfp4_use_4over6
+    std::optional<double> e4m3_max;  // NVFP4 (2.17+) nvfp4_e4m3_max
+    std::string quantizer;      // the quantizer's class ("" when None)
+    std::vector<std::pair<std::string, std::string>> quantizer_state;  // its scalar fields, as text
 };
 
 struct TorchEntry {

@@ -15,7 +15,8 @@ namespace {
 
 // Globals a torch.save of a TransformerEngine DumpTensors dict references.
 constexpr std::string_view kCallables[] = {
-    "torch._utils._rebuild_tensor_v2",  // torch/_utils.py (every plain tensor)
+    "torch._utils._rebuild_tensor_v2",  // torch/_utils.py (a tensor over a typed storage)
+    "torch._utils._rebuild_tensor_v3",  // torch/_utils.py: the dtypes of torch.storage._new_dtypes()
     "torch._utils._rebuild_tensor",
     "torch._utils._rebuild_parameter",  // nn.Parameter (weights)
     "torch.Size",
@@ -32,13 +33,28 @@ constexpr std::string_view kCallables[] = {
     "transformer_engine_torch.DType",
     "transformer_engine.pytorch.constants.DType",
 };
+// Classes NEWOBJ may name: the quantizer objects TE 2.16+ puts in its MXFP8, NVFP4 and blockwise
+// argument tuples (transformer_engine/pytorch/tensor/*_tensor.py __reduce_ex__: self._quantizer).
+// They pickle by object.__reduce_ex__(2): NEWOBJ (cls, ()) then BUILD with their __dict__
+// (NVFP4Quantizer.__getstate__ drops amax_reduction_group). Only recorded, never constructed.
+constexpr std::string_view kClasses[] = {
+    "transformer_engine.pytorch.tensor.mxfp8_tensor.MXFP8Quantizer",
+    "transformer_engine.pytorch.tensor.nvfp4_tensor.NVFP4Quantizer",
+    "transformer_engine.pytorch.tensor.float8_blockwise_tensor.Float8BlockQuantizer",
+    "transformer_engine.pytorch.tensor.float8_tensor.Float8Quantizer",
+    "transformer_engine.pytorch.tensor.float8_tensor.Float8CurrentScalingQuantizer",
+};
 constexpr std::string_view kValues[] = {
     // torch dtypes (a dtype pickles as the global torch.<name>)
     "torch.float64", "torch.float32", "torch.float16", "torch.bfloat16", "torch.float8_e4m3fn",
     "torch.float8_e5m2", "torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu",
     "torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.bool",
+    // the dtypes torch pickles through _rebuild_tensor_v3 over an untyped storage
+    // (torch/storage.py _new_dtypes, torch/_tensor.py _reduce_ex_internal; torch >= 2.2)
+    "torch.float4_e2m1fn_x2", "torch.uint16", "torch.uint32", "torch.uint64", "torch.bits8", "torch.bits16",
+    "torch.bits1x8", "torch.bits2x4", "torch.bits4x2", "torch.complex32", "torch.bcomplex32",
     // storage types (torch/serialization.py persistent_id: the typed storage's class)
-    "torch.UntypedStorage", "torch.DoubleStorage", "torch.FloatStorage", "torch.HalfStorage",
+    "torch.UntypedStorage", "torch.storage.UntypedStorage", "torch.DoubleStorage", "torch.FloatStorage", "torch.HalfStorage",
     "torch.BFloat16Storage", "torch.ByteStorage", "torch.CharStorage", "torch.ShortStorage",
     "torch.IntStorage", "torch.LongStorage", "torch.BoolStorage", "torch.Float8_e4m3fnStorage",
     "torch.Float8_e5m2Storage", "torch.Float8_e4m3fnuzStorage", "torch.Float8_e5m2fnuzStorage",
@@ -159,10 +175,18 @@ private:
 
 void Machine::global(const std::string& module, const std::string& name) {
     const std::string q = module + "." + name;
-    if (!allowed_global(q))
+    if (!allowed_global(q)) {
+        // TE 2.15's __reduce_ex__ returns the bound classmethod cls._make_in_reduce_ex, which
+        // pickles as getattr(cls, "_make_in_reduce_ex"): never called here.
+        const bool te215 = q == "__builtin__.getattr" || q == "builtins.getattr";
         fail(fmt::format("refused global {} (only torch tensor/storage/dtype globals, collections.OrderedDict and "
-                         "TransformerEngine's reconstructors are accepted; nothing is executed)",
-                         io::quoted(q, 160)));
+                         "TransformerEngine's reconstructors are accepted; nothing is executed){}",
+                         io::quoted(q, 160),
+                         te215 ? ": TransformerEngine 2.15 pickles its quantised tensors through a bound classmethod "
+                                 "(getattr(cls, '_make_in_reduce_ex')), which is not read; TE 2.16 and later write "
+                                 "module-level reconstructors, which are"
+                               : ""));
+    }
     PRef g = make(PValue::Kind::global);
     g->text = q;
     push(std::move(g));
@@ -305,6 +329,33 @@ bool Machine::step(std::uint8_t op) {
             return true;
         }
         case 'R': reduce(); return true;
+        case 0x81: {  // NEWOBJ: cls.__new__(cls, *args), recorded only
+            if (stack_.size() < floor() + 2) fail("refused opcode NEWOBJ (0x81) without a class and arguments");
+            PRef args = pop(), cls = pop();
+            if (cls->kind != K::global || !allowed_class(cls->text))
+                fail(fmt::format("NEWOBJ of {}: refused (only TransformerEngine's quantizer classes are read, as "
+                                 "data; nothing is executed)", describe(*cls)));
+            if (args->kind != K::tuple) fail(fmt::format("NEWOBJ arguments are {}, not a tuple", describe(*args)));
+            PRef o = make(K::instance);
+            o->text = cls->text;
+            for (auto& c : args->items) adopt(*o, *c);
+            o->items = args->items;
+            push(std::move(o));
+            return true;
+        }
+        case 'b': {  // BUILD: the state of a fresh NEWOBJ instance, kept as its entries
+            if (stack_.size() < floor() + 2) fail("refused opcode BUILD (0x62) without an object and a state");
+            PRef state = pop();
+            PValue& o = *top();
+            if (o.kind != K::instance || o.frozen || o.i)
+                fail(fmt::format("BUILD on {}: refused (only a TransformerEngine quantizer just made by NEWOBJ takes "
+                                 "a state)", describe(o)));
+            if (state->kind != K::dict) fail(fmt::format("BUILD state is {}, not a dict", describe(*state)));
+            adopt(o, *state);
+            o.entries = state->entries;
+            o.i = 1;
+            return true;
+        }
         case 'Q': persistent_id(); return true;
         default:
             fail(fmt::format("refused opcode {} (0x{:02x}): not part of what torch.save writes, or could run code",
@@ -328,8 +379,13 @@ bool allowed_callable(std::string_view q) {
     return std::find(std::begin(kCallables), std::end(kCallables), q) != std::end(kCallables);
 }
 
+bool allowed_class(std::string_view q) {
+    return std::find(std::begin(kClasses), std::end(kClasses), q) != std::end(kClasses);
+}
+
 bool allowed_global(std::string_view q) {
-    return allowed_callable(q) || std::find(std::begin(kValues), std::end(kValues), q) != std::end(kValues);
+    return allowed_callable(q) || allowed_class(q) ||
+           std::find(std::begin(kValues), std::end(kValues), q) != std::end(kValues);
 }
 
 std::string describe(const PValue& v) {
@@ -346,6 +402,7 @@ std::string describe(const PValue& v) {
         case K::global: return v.text;
         case K::object: return fmt::format("{}(...)", v.text);
         case K::storage: return fmt::format("a {} ({} elements)", v.text, v.i);
+        case K::instance: return fmt::format("a {} object", v.text);
     }
     return "?";
 }

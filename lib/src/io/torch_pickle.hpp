@@ -5,8 +5,11 @@
 // Lib/pickletools.py documents each) and builds a tree of plain values. A GLOBAL is accepted only
 // when its exact "module.name" is in the allow-list below; REDUCE of an allowed callable records
 // the callable's name and its arguments as data and calls nothing. Any other global, REDUCE of
-// a non-callable, BUILD, NEWOBJ, INST/OBJ, protocol-0/1 text opcodes, or an unknown opcode is a
-// PickleError naming the opcode or the global and its byte offset.
+// a non-callable, NEWOBJ of a class not in the allow-list, BUILD of anything but such a fresh
+// object with a dict, INST/OBJ, protocol-0/1 text opcodes, or an unknown opcode is a PickleError
+// naming the opcode or the global and its byte offset. NEWOBJ of an allowed class (TE's quantizers,
+// which pickle as copyreg.__newobj__ plus their __dict__) records the class and its state as data:
+// no constructor and no __setstate__ runs.
 //
 // Memory and depth are bounded: values nest at most kMaxDepth deep, a container cannot be changed
 // after it has been placed in another (so no cycles), and the input is read once.
@@ -35,6 +38,8 @@ struct PValue {
         global,   // an allowed global used as a value (a dtype, a storage type): text = "module.name"
         object,   // REDUCE of an allowed callable: text = its "module.name", items = its arguments
         storage,  // a persistent id ('storage', type, key, location, numel): text = type, key, numel
+        instance, // NEWOBJ of an allowed class (a TE quantizer): text = its "module.name", items = the
+                  // NEWOBJ arguments, entries = the BUILD state dict (i = 1 once built)
     };
     Kind kind = Kind::none;
     std::int64_t i = 0;  // integer, boolean; storage: numel
@@ -56,6 +61,7 @@ PRef unpickle(const std::uint8_t* data, std::size_t n, const std::string& what);
 // dtypes, torch.Size, collections.OrderedDict, TransformerEngine's reconstructors and DType enums.
 bool allowed_global(std::string_view qualified);
 bool allowed_callable(std::string_view qualified);  // the subset REDUCE may name
+bool allowed_class(std::string_view qualified);     // the subset NEWOBJ may name
 
 // The kind in a message: "a tuple", "an integer", "torch.Size(...)", ...
 std::string describe(const PValue& v);

@@ -284,8 +284,10 @@ Trace read_csv_lines(const std::string& path) {
 }
 
 // The _cur_amax rows of a dlfw-inspect log in file order (as csv_rows).
-template <class Add>
-std::size_t dlfw_rows(const std::string& path, Add&& add) {
+// A value written with too few significant digits (te::unreadable: TE's logger prints four
+// decimals, so a small amax reads 0.0000) is not a row: skip(tensor, step, line, text) is called.
+template <class Add, class Skip>
+std::size_t dlfw_rows(const std::string& path, Add&& add, Skip&& skip) {
     LineReader in(path);
     std::string line;
     std::size_t lineno = 0, rows = 0;
@@ -314,9 +316,14 @@ std::size_t dlfw_rows(const std::string& path, Add&& add) {
         const auto vt = rest.find("value=");
         if (vt == std::string_view::npos) fail(path, lineno, "_cur_amax line without value=");
         const auto vv = rest.substr(vt + 6);
-        const float amax = parse_amax(vv.substr(0, vv.find_first_of(" \t")), path, lineno);
-        add(tensor, step, amax, lineno);
+        const auto text = vv.substr(0, vv.find_first_of(" \t"));
+        const float amax = parse_amax(text, path, lineno);
         ++rows;
+        if (te::unreadable(text)) {
+            skip(tensor, step, lineno, std::string(text));
+            continue;
+        }
+        add(tensor, step, amax, lineno);
     }
     if (rows == 0)
         throw TraceError(fmt::format("{}: neither a CSV trace (header with step and amax) nor a dlfw-inspect log "
@@ -324,10 +331,28 @@ std::size_t dlfw_rows(const std::string& path, Add&& add) {
     return rows;
 }
 
+std::string unreadable_note(const std::string& path, const std::string& tensor, std::size_t n, const std::string& first) {
+    return fmt::format("{}: {}: {} amax value(s) left out, written with fewer than {} significant digits (TE's "
+                       "statistics logger prints four decimals; such a value is unreadable, not zero); the first: {}",
+                       path, tensor, n, te::kMinSignificant, first);
+}
+
 Trace read_dlfw_lines(const std::string& path) {
     Builder b{path, {}, {}};
-    dlfw_rows(path, [&](const std::string& t, std::int64_t s, float a, std::size_t l) { b.add(t, s, a, l); });
-    return b.finish();
+    std::map<std::string, std::pair<std::size_t, std::string>> skipped;  // tensor -> (count, first line)
+    dlfw_rows(path, [&](const std::string& t, std::int64_t s, float a, std::size_t l) { b.add(t, s, a, l); },
+              [&](const std::string& t, std::int64_t s, std::size_t l, const std::string& text) {
+                  auto& k = skipped[t];
+                  if (k.first++ == 0) k.second = fmt::format("line {}, iteration {}: value={}", l, s, text);
+              });
+    std::vector<std::string> notes;
+    for (const auto& [t, k] : skipped)
+        notes.push_back(unreadable_note(path, t, k.first, k.second));
+    if (b.series.empty() && !skipped.empty())
+        throw TraceError(fmt::format("{}: every _cur_amax value is unreadable ({})", path, notes.front()));
+    Trace tr = b.finish();
+    tr.notes = std::move(notes);
+    return tr;
 }
 
 // Which reader read_trace picks for a file: true for CSV (the first non-empty line).
@@ -368,19 +393,65 @@ void require_regular_file(const std::string& path) {
 Trace read_te_stats(const std::string& path) {
     Trace t;
     t.file = path;
-    std::vector<te::StatsLog> logs;
     try {
-        for (const auto& f : te::find_stats_logs(path)) logs.push_back(te::read_stats_log(f));
-        for (auto& s : te::combine_ranks(logs)) {
-            if (s.parts.stat != "cur_amax" || !s.parts.recipe.empty() || s.parts.columnwise) continue;
+        te::RunStats run = te::read_run_stats(path);
+        t.notes = std::move(run.notes);
+        // {layer}_{tensor} -> its combined max and min series, for tensors without cur_amax.
+        std::map<std::string, const te::StatSeries*> max_of, min_of;
+        std::map<std::string, bool> has_amax;
+        for (const auto& s : run.series) {
+            if (!s.parts.recipe.empty() || s.parts.columnwise || s.rank) continue;
+            const std::string k = s.parts.layer + "_" + s.parts.tensor;
+            if (s.parts.stat == "cur_amax") has_amax[k] = true;
+            if (s.parts.stat == "max") max_of[k] = &s;
+            if (s.parts.stat == "min") min_of[k] = &s;
+        }
+        auto emit = [&](const std::string& tensor, const te::StatSeries& parts, std::vector<std::int64_t> steps,
+                        std::vector<double> amax, std::vector<bool> readable, const char* from) {
             Series out;
-            out.tensor = s.parts.layer + "_" + s.parts.tensor;
-            const Role r = te::role_of(s.parts.tensor);
+            out.tensor = tensor;
+            const Role r = te::role_of(parts.parts.tensor);
             out.role = recipe_slot(r == Role::unknown ? guess_role(out.tensor) : r);
-            out.steps = s.steps;
-            for (double v : s.values) out.amax.push_back(static_cast<float>(v));
+            std::size_t left = 0;
+            std::string first;
+            for (std::size_t k = 0; k < steps.size(); ++k) {
+                if (!readable[k]) {
+                    if (left++ == 0) first = fmt::format("iteration {}: value={:.4f}", steps[k], amax[k]);
+                    continue;
+                }
+                out.steps.push_back(steps[k]);
+                out.amax.push_back(static_cast<float>(amax[k]));
+            }
+            if (left) t.notes.push_back(unreadable_note(path, tensor + " (" + from + ")", left, first));
             out.lines.assign(out.steps.size(), 0);
-            t.series.push_back(std::move(out));
+            if (!out.steps.empty()) t.series.push_back(std::move(out));
+        };
+        for (const auto& s : run.series) {
+            if (s.parts.stat != "cur_amax" || !s.parts.recipe.empty() || s.parts.columnwise) continue;
+            std::vector<bool> ok(s.steps.size());
+            for (std::size_t k = 0; k < ok.size(); ++k) ok[k] = s.readable(k);
+            emit(s.parts.layer + "_" + s.parts.tensor, s, s.steps, s.values, ok, "cur_amax");
+        }
+        // Without cur_amax, the amax is max(|max|, |min|) at the steps that log both (LogTensorStats
+        // max and min are the signed extremes, torch.max / torch.min).
+        for (const auto& [k, mx] : max_of) {
+            const auto mn = min_of.find(k);
+            if (has_amax.count(k) || mn == min_of.end()) continue;
+            std::map<std::int64_t, std::size_t> at;
+            for (std::size_t j = 0; j < mn->second->steps.size(); ++j) at[mn->second->steps[j]] = j;
+            std::vector<std::int64_t> steps;
+            std::vector<double> amax;
+            std::vector<bool> ok;
+            for (std::size_t j = 0; j < mx->steps.size(); ++j) {
+                const auto m = at.find(mx->steps[j]);
+                if (m == at.end()) continue;
+                const double a = mx->values[j], b = mn->second->values[m->second];
+                steps.push_back(mx->steps[j]);
+                amax.push_back(std::isnan(a) || std::isnan(b) ? NAN : std::max(std::fabs(a), std::fabs(b)));
+                // The larger magnitude decides; its digits must be readable.
+                ok.push_back(std::fabs(a) >= std::fabs(b) ? mx->readable(j) : mn->second->readable(m->second));
+            }
+            emit(k, *mx, steps, amax, ok, "max(|max|, |min|)");
         }
     } catch (const TraceError&) {
         throw;
@@ -388,8 +459,8 @@ Trace read_te_stats(const std::string& path) {
         throw TraceError(e.what());
     }
     if (t.series.empty())
-        throw TraceError(fmt::format("{}: the statistics logs hold no cur_amax statistic (LogTensorStats "
-                                     "stats: [cur_amax]) to replay", path));
+        throw TraceError(fmt::format("{}: the statistics logs hold no readable amax (LogTensorStats stats: [cur_amax], "
+                                     "or both max and min){}", path, t.notes.empty() ? "" : ": " + t.notes.front()));
     return t;
 }
 
@@ -404,7 +475,7 @@ void stream_rows(const std::string& path, const RowFn& fn) {
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         throw TraceError(fmt::format("{}: a folder (TE statistics logs) is not read row by row", path));
     if (is_csv_trace(path)) csv_rows(path, fn);
-    else dlfw_rows(path, fn);
+    else dlfw_rows(path, fn, [](const std::string&, std::int64_t, std::size_t, const std::string&) {});
 }
 
 bool matches(std::string_view pattern, std::string_view name) {

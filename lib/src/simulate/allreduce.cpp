@@ -57,7 +57,10 @@ struct Hop {
         const double s = std::fabs(static_cast<double>(t.sum[k]));
         if (s > kE4M3Max) ++r.hop_overflows;
         if (s > r.max_partial) r.max_partial = s;  // NaN compares false
-        return t.code[k];
+        const std::uint8_t c = t.code[k];
+        ++r.hops;
+        if (!(s > kE4M3Max) && (((b & 0x7F) != 0 && c == a) || ((a & 0x7F) != 0 && c == b))) ++r.stalled_hops;
+        return c;
     }
 };
 

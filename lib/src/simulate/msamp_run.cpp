@@ -32,6 +32,9 @@ void allreduce_rows(const AllReduceResult& r, float old_scale, const std::string
         const std::string on(name(o.order));
         const double under = r.size ? double(o.underflow) / double(r.size) : 0.0;
         add(on, "hop_overflows", double(o.hop_overflows));
+        const double stalled = o.hops ? double(o.stalled_hops) / double(o.hops) : 0.0;
+        add(on, "stalled_share", stalled);
+        if (stalled >= kStallFlag) flags.stall.insert(tensor);
         add(on, "max_partial", o.max_partial);
         add(on, "rel_error", o.rel_error);
         add(on, "sqnr_db", o.sqnr_db);
@@ -57,7 +60,8 @@ std::vector<float> mean_of(const std::vector<std::vector<float>>& g) {
 }
 
 std::unique_ptr<RankSource> rank_source(DumpInput& in, std::vector<std::vector<float>> g, int n, const MsampRunOptions& o) {
-    return in.ranks() > 1 ? explicit_ranks(std::move(g)) : split_ranks(std::move(g[0]), n, o.spread, o.seed);
+    auto src = in.ranks() > 1 ? explicit_ranks(std::move(g)) : split_ranks(std::move(g[0]), n, o.spread, o.seed);
+    return o.wgrad == WgradDtype::f32 ? std::move(src) : rounded_ranks(std::move(src), o.wgrad);
 }
 
 // The old scale of the weight gradient's ScalingMeta at each dumped step, for the N and path whose

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "convert/float_bits.hpp"
+#include "fp8kit/emu/convert.hpp"
 #include "fp8kit/simulate.hpp"
 
 namespace fp8kit::simulate {
@@ -65,7 +67,46 @@ private:
     std::uint64_t seed_;
 };
 
+class Rounded final : public RankSource {
+public:
+    Rounded(std::unique_ptr<RankSource> src, WgradDtype w) : src_(std::move(src)), w_(w) {}
+    int ranks() const override { return src_->ranks(); }
+    std::size_t size() const override { return src_->size(); }
+    void fill(int rank, std::size_t first, std::size_t count, float* out) const override {
+        src_->fill(rank, first, count, out);
+        if (w_ == WgradDtype::f32) return;
+        constexpr emu::Policy rne{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::canonical};
+        for (std::size_t i = 0; i < count; ++i) {
+            if (w_ == WgradDtype::bf16) {
+                out[i] = detail::round_to_bf16(out[i]);
+            } else if (out[i] == out[i]) {  // float16, overflow to Inf (torch's .half())
+                const auto h = emu::convert<emu::Binary32, emu::Binary16>(detail::bits_of(out[i]), rne);
+                out[i] = detail::float_of(static_cast<std::uint32_t>(emu::convert<emu::Binary16, emu::Binary32>(h, rne)));
+            }
+        }
+    }
+
+private:
+    std::unique_ptr<RankSource> src_;
+    WgradDtype w_;
+};
+
 }  // namespace
+
+std::string_view name(WgradDtype w) {
+    return w == WgradDtype::f16 ? "fp16" : w == WgradDtype::bf16 ? "bf16" : "fp32";
+}
+
+WgradDtype parse_wgrad_dtype(std::string_view s) {
+    if (s == "fp32" || s == "float32") return WgradDtype::f32;
+    if (s == "fp16" || s == "float16") return WgradDtype::f16;
+    if (s == "bf16" || s == "bfloat16") return WgradDtype::bf16;
+    throw std::invalid_argument(fmt::format("wgrad dtype '{}': fp32, fp16 or bf16", s));
+}
+
+std::unique_ptr<RankSource> rounded_ranks(std::unique_ptr<RankSource> src, WgradDtype w) {
+    return std::make_unique<Rounded>(std::move(src), w);
+}
 
 std::unique_ptr<RankSource> explicit_ranks(std::vector<std::vector<float>> ranks) {
     return std::make_unique<Explicit>(std::move(ranks));

@@ -3,16 +3,141 @@
 // (transformer_engine/pytorch/tensor/float8_tensor.py keeps only _scale_inv in the pickle), so the
 // reference is ScaleMode::scale_inv: q = fp8(fl(x * fl32(1 / scale_inv))); a scale that is not
 // a power of two can differ from TE's by one ulp there, which validate classifies as `scale`.
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
+#include "fp8kit/emu/pack.hpp"
 #include "fp8kit/emu/profiles.hpp"
+#include "fp8kit/numerics/scale_rules.hpp"
 #include "fp8kit/io/te_debug.hpp"
 #include "fp8kit/validate.hpp"
 #include "io/torch_dump.hpp"
 
 namespace fp8kit {
+
+namespace {
+
+std::vector<float> f32_of(const std::vector<std::uint8_t>& b) {
+    std::vector<float> v(b.size() / 4);
+    std::memcpy(v.data(), b.data(), v.size() * 4);
+    return v;
+}
+
+std::string file_name(const std::string& path) {
+    const auto te = te::parse_dump_path(path);
+    return te ? te->layer + "_" + te->tensor : path.substr(path.rfind('/') + 1);
+}
+
+bool state_is(const dump::detail::TeQuantized& q, const char* key, const char* value) {
+    for (const auto& [k, v] : q.quantizer_state)
+        if (k == key) return v == value;
+    return false;
+}
+
+std::optional<TeQuantizedCheck> check_nvfp4(const dump::detail::TorchFile& f, const std::string& path,
+                                            const dump::detail::TorchTensor& x, const dump::detail::TeQuantized& q,
+                                            const std::optional<Policy>& policy, const ValidateOptions& options) {
+    using namespace dump::detail;
+    if (q.row_scaled || q.use_4over6 || state_is(q, "with_rht", "True") || state_is(q, "stochastic_rounding", "True") ||
+        state_is(q, "with_2d_quantization", "True"))
+        return std::nullopt;
+    const std::string name = file_name(path);
+    const auto xd = torch_dump_dtype(x.dtype);
+    if (!xd || dump::fp8_format(*xd) || *xd == dump::DType::f64)
+        throw dump::DumpError(path, name + "/high_precision", fmt::format("torch.{}: not a float32/16 or bfloat16 tensor", x.dtype));
+    if (q.fp8_dtype != 10) throw dump::DumpError(path, name + "/quantized", fmt::format("fp4_dtype {} is not E2M1 (10)", q.fp8_dtype));
+    std::uint64_t rows = 1, cols = x.shape.empty() ? 1 : x.shape.back();
+    for (std::size_t d = 0; d + 1 < x.shape.size(); ++d) rows *= x.shape[d];
+    auto want = q.shape;
+    if (!want.empty()) want.back() = (want.back() + 1) / 2;
+    if (x.shape != q.shape || cols % 16 || q.data->dtype != "uint8" || q.data->shape != want)
+        throw dump::DumpError(path, name, fmt::format("high_precision is {} but the NVFP4Tensor is {} with {} data {} "
+                                                      "(the last dimension must be a multiple of 16)",
+                                                      fmt::join(x.shape, "x"), fmt::join(q.shape, "x"), q.data->dtype,
+                                                      fmt::join(q.data->shape, "x")));
+    if (!q.scale_inv || q.scale_inv->dtype != "uint8" || !q.amax || q.amax->dtype != "float32" || q.amax->numel() != 1)
+        throw dump::DumpError(path, name + "/quantized", "NVFP4Tensor without uint8 row-wise scale_inv and one float32 amax_rowwise");
+    const dump::ReadOptions opts;
+    f.check(x, name + "/high_precision", opts);
+    f.check(*q.data, name + "/quantized", opts);
+    f.check(*q.scale_inv, name + "/quantized scale_inv", opts);
+    f.check(*q.amax, name + "/quantized amax", opts);
+    const auto raw = f.read_all(x);
+    const auto packed = f.read_all(*q.data);
+    const auto amax_bytes = f.read_all(*q.amax);
+    float amax;
+    std::memcpy(&amax, amax_bytes.data(), 4);
+    const std::uint64_t nb = cols / 16;
+    std::vector<std::uint8_t> bytes;
+    try {
+        bytes = te::te_rowwise_scales(f.read_all(*q.scale_inv), q.scale_inv->shape, rows, nb, q.swizzled);
+    } catch (const std::invalid_argument& e) {
+        throw dump::DumpError(path, name + "/quantized scale_inv", e.what());
+    }
+    // The input as float32 (exact for f32/f16/bf16).
+    const std::size_t n = rows * cols;
+    std::vector<float> xf(n);
+    const Wide from = dump::delivered_as(*xd);
+    for (std::size_t k = 0; k < n && from != Wide::f16; ++k) {
+        std::uint32_t b = 0;
+        if (from == Wide::f32) {
+            std::memcpy(&b, raw.data() + 4 * k, 4);
+        } else {  // bfloat16: the high half of a float32
+            std::uint16_t h;
+            std::memcpy(&h, raw.data() + 2 * k, 2);
+            b = std::uint32_t(h) << 16;
+        }
+        std::memcpy(&xf[k], &b, 4);
+    }
+    if (from == Wide::f16) {  // binary16 widened exactly: (1024 + m) 2^(e - 25), subnormals m 2^-24
+        for (std::size_t k = 0; k < n; ++k) {
+            std::uint16_t h;
+            std::memcpy(&h, raw.data() + 2 * k, 2);
+            const float v = std::ldexp(static_cast<float>((h & 0x3ff) | ((h >> 10 & 0x1f) ? 0x400 : 0)),
+                                       ((h >> 10 & 0x1f) ? int(h >> 10 & 0x1f) : 1) - 25);
+            xf[k] = (h >> 10 & 0x1f) == 0x1f ? ((h & 0x3ff) ? NAN : INFINITY) : v;
+            if (h & 0x8000) xf[k] = -xf[k];
+        }
+    }
+    float ref_amax = 0;
+    for (float v : xf) ref_amax = std::max(ref_amax, std::fabs(v));
+    const float s_enc = numerics::nvfp4_te_global_encode(amax);
+    const float s_dec = numerics::div_rn(1.0f, s_enc);
+    std::vector<float> scaled(n);
+    std::uint64_t scale_miss = 0;
+    for (std::uint64_t r = 0; r < rows; ++r)
+        for (std::uint64_t b = 0; b < nb; ++b) {
+            const float* blk = xf.data() + r * cols + b * 16;
+            float bmax = 0;
+            for (int k = 0; k < 16; ++k) bmax = std::max(bmax, std::fabs(blk[k]));
+            const std::uint8_t te_byte = bytes[r * nb + b];
+            scale_miss += numerics::nvfp4_te_block(bmax, s_enc, amax).scale_code != te_byte;
+            float enc = numerics::div_rn(1.0f, numerics::mul_rn(numerics::e4m3_value(te_byte), s_dec));
+            enc = std::isnan(enc) ? std::numeric_limits<float>::max() : std::min(enc, std::numeric_limits<float>::max());
+            for (int k = 0; k < 16; ++k) scaled[r * cols + b * 16 + k] = numerics::mul_rn(blk[k], enc);
+        }
+    std::vector<std::uint8_t> codes(n);
+    emu::unpack_fp4_array(packed.data(), codes.data(), n, emu::NibbleOrder::low_first);
+    ValidateRequest req;
+    req.from = Wide::f32;
+    req.input = scaled.data();
+    req.codes = codes.data();
+    req.n = n;
+    req.to = Format::e2m1;
+    req.policy = policy ? *policy : emu::profile_policy(Profile::cuda_satfinite, req.to, req.from).policy;
+    req.scaling.mode = ScaleMode::none;
+    TeQuantizedCheck out{path, name, q.kind, req.to, amax, BlockLayout::tensor, q.swizzled, validate(req, options)};
+    out.report.shape = x.shape;
+    out.scale_blocks = rows * nb;
+    out.scale_mismatches = scale_miss;
+    out.amax_matches = ref_amax == amax;
+    return out;
+}
+
+}  // namespace
 
 std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, const std::optional<Policy>& policy,
                                                    const ValidateOptions& options) {
@@ -20,8 +145,8 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
     const TorchFile f(path);
     const TorchEntry* hp = f.find("high_precision");
     const TorchEntry* q = f.find("quantized");
-    if (!hp || !hp->tensor || !q || !q->quantized || q->quantized->kind != "Float8Tensor" || !q->quantized->data)
-        return std::nullopt;
+    if (!hp || !hp->tensor || !q || !q->quantized || !q->quantized->data) return std::nullopt;
+    if (q->quantized->kind == "NVFP4Tensor") return check_nvfp4(f, path, *hp->tensor, *q->quantized, policy, options);
     const auto te = te::parse_dump_path(path);
     const std::string name = te ? te->layer + "_" + te->tensor : path.substr(path.rfind('/') + 1);
     const TorchTensor& x = *hp->tensor;
@@ -32,13 +157,11 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
     if (!xd || dump::fp8_format(*xd))
         throw dump::DumpError(path, name + "/high_precision", fmt::format("torch.{}: not a float64/32/16 or bfloat16 tensor", x.dtype));
     if (x.shape != fq.shape || fq.data->shape != fq.shape || fq.data->dtype != "uint8")
-        throw dump::DumpError(path, name, fmt::format("high_precision is {} but the Float8Tensor is {} with {} data {}",
-                                                      fmt::join(x.shape, "x"), fmt::join(fq.shape, "x"),
+        throw dump::DumpError(path, name, fmt::format("high_precision is {} but the {} is {} with {} data {}",
+                                                      fmt::join(x.shape, "x"), fq.kind, fmt::join(fq.shape, "x"),
                                                       fq.data->dtype, fmt::join(fq.data->shape, "x")));
+    if (!fq.scale_inv) throw dump::DumpError(path, name + "/quantized", fmt::format("{} without its row-wise scale_inv", fq.kind));
     const TorchTensor& si = *fq.scale_inv;
-    if (si.dtype != "float32" || si.numel() != 1)
-        throw dump::DumpError(path, name + "/quantized", fmt::format("scale_inv is torch.{} with {} elements, not one float32",
-                                                                     si.dtype, si.numel()));
     const dump::ReadOptions opts;
     f.check(x, name + "/high_precision", opts);
     f.check(*fq.data, name + "/quantized", opts);
@@ -46,8 +169,9 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
     const auto input = f.read_all(x);
     const auto codes = f.read_all(*fq.data);
     const auto s = f.read_all(si);
-    float scale_inv;
-    std::memcpy(&scale_inv, s.data(), 4);
+    // The matrix view: rows = product of the leading dimensions, cols = the last.
+    std::uint64_t rows = 1, cols = x.shape.empty() ? 1 : x.shape.back();
+    for (std::size_t d = 0; d + 1 < x.shape.size(); ++d) rows *= x.shape[d];
 
     ValidateRequest req;
     req.from = dump::delivered_as(*xd);
@@ -58,9 +182,61 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
     // TE's casts are cuda_fp8.h's (round to nearest even, __NV_SATFINITE).
     req.policy = policy ? *policy : emu::profile_policy(Profile::cuda_satfinite, req.to, req.from).policy;
     req.scaling.mode = ScaleMode::scale_inv;
-    req.scaling.layout = BlockLayout::tensor;
-    req.scaling.value = scale_inv;
-    TeQuantizedCheck out{path, name, req.to, scale_inv, validate(req, options)};
+    req.scaling.rows = rows;
+    req.scaling.cols = cols;
+    std::vector<float> blocks;
+    auto bad_scales = [&](const std::string& why) {
+        return dump::DumpError(path, name + "/quantized scale_inv", why);
+    };
+    if (fq.kind == "Float8Tensor") {
+        if (si.dtype != "float32" || si.numel() != 1)
+            throw bad_scales(fmt::format("torch.{} with {} elements, not one float32", si.dtype, si.numel()));
+        req.scaling.layout = BlockLayout::tensor;
+        std::memcpy(&req.scaling.value, s.data(), 4);
+    } else if (fq.kind == "MXFP8Tensor") {
+        if (si.dtype != "uint8") throw bad_scales(fmt::format("torch.{}, not uint8 E8M0 scales", si.dtype));
+        const std::uint64_t nb = (cols + 31) / 32;
+        std::vector<std::uint8_t> e8;
+        try {
+            e8 = te::te_rowwise_scales(s, si.shape, rows, nb, fq.swizzled);
+        } catch (const std::invalid_argument& e) {
+            throw bad_scales(e.what());
+        }
+        blocks.resize(e8.size());
+        for (std::size_t k = 0; k < e8.size(); ++k)  // E8M0: 2^(e - 127), 0xff NaN; exact in float32
+            blocks[k] = e8[k] == 0xff ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int(e8[k]) - 127);
+        req.scaling.layout = BlockLayout::mx32;
+    } else if (fq.kind == "Float8BlockwiseQTensor") {
+        if (si.dtype != "float32") throw bad_scales(fmt::format("torch.{}, not float32", si.dtype));
+        const std::vector<float> v = f32_of(s);
+        const std::uint64_t kb = (cols + 127) / 128, rb = (rows + 127) / 128;
+        if (fq.is_2d) {
+            // (ceil(rows/128), round_up(ceil(cols/128), 4)), element [row block, column block]
+            const std::uint64_t pc = (kb + 3) / 4 * 4;
+            if (si.shape != std::vector<std::uint64_t>{rb, pc})
+                throw bad_scales(fmt::format("{}, expected {}x{} for 128x128 blocks", fmt::join(si.shape, "x"), rb, pc));
+            for (std::uint64_t r = 0; r < rb; ++r)
+                for (std::uint64_t c = 0; c < kb; ++c) blocks.push_back(v[r * pc + c]);
+            req.scaling.layout = BlockLayout::b128x128;
+        } else {
+            // (ceil(cols/128), round_up(rows, 4)), element [column block, row]: transposed
+            const std::uint64_t pr = (rows + 3) / 4 * 4;
+            if (si.shape != std::vector<std::uint64_t>{kb, pr})
+                throw bad_scales(fmt::format("{}, expected {}x{} for 1x128 blocks", fmt::join(si.shape, "x"), kb, pr));
+            for (std::uint64_t r = 0; r < rows; ++r)
+                for (std::uint64_t c = 0; c < kb; ++c) blocks.push_back(v[c * pr + r]);
+            req.scaling.layout = BlockLayout::b1x128;
+        }
+    } else {
+        return std::nullopt;
+    }
+    if (!blocks.empty()) {
+        req.scaling.blocks = blocks.data();
+        req.scaling.block_count = blocks.size();
+        req.scaling.value = blocks.front();
+    }
+    TeQuantizedCheck out{path, name, fq.kind, req.to, req.scaling.value, req.scaling.layout, fq.swizzled,
+                         validate(req, options)};
     out.report.shape = x.shape;
     return out;
 }

@@ -36,7 +36,11 @@ struct GemmComparison {
     std::size_t counts[kDiffClasses] = {};  // differences from `closest`, by class
     double max_abs_error = 0;         // |user - exact| over finite elements (binary64)
     double max_rel_error = 0;         // relative to |exact| where exact != 0
-    double bound_violations = 0;      // elements where |user - exact| exceeds the closest model's bound
+    // Elements where |user - exact| exceeds the closest model's bound. A non-finite element counts
+    // unless it equals exact's (the same infinity, or NaN where exact is NaN): Inf or NaN where
+    // exact is finite, a finite value where exact is not, or the opposite infinity.
+    double bound_violations = 0;
+    std::size_t nonfinite_violations = 0;  // the non-finite ones among bound_violations
     std::size_t elements = 0;
     std::string summary() const;
     std::string json() const;

@@ -34,6 +34,16 @@ struct DumpPath {
 // nullopt when the path is not in either DumpTensors layout.
 std::optional<DumpPath> parse_dump_path(std::string_view path);
 
+// The row-wise scales of an MXFP8 or NVFP4 tensor as rows x blocks bytes, row-major: TE's scale_inv
+// is padded to (round_up(rows, 128), round_up(blocks, 4)) and, when `swizzled`, stored in cuBLAS's
+// tiled layout: 128 x 4 tiles in row-major tile order, element (r, c) of a tile at byte
+// (r % 32) * 16 + (r / 32) * 4 + c (TE tests/pytorch/mxfp8/mxfp8_utils.py
+// _rowwise_swizzle_mxfp8_scale: view(M/128, 4, 32, K/128, 4).permute(0, 3, 2, 1, 4)).
+// Throws std::invalid_argument when the stored shape is not that padding.
+std::vector<std::uint8_t> te_rowwise_scales(const std::vector<std::uint8_t>& stored,
+                                            const std::vector<std::uint64_t>& stored_shape, std::uint64_t rows,
+                                            std::uint64_t blocks, bool swizzled);
+
 // ---- statistics logs ----
 
 struct StatName {
@@ -48,6 +58,20 @@ struct StatName {
 // known stat ends the name.
 std::optional<StatName> split_stat_name(std::string_view name);
 
+// How many significant digits a logged value keeps: TE's MetricLogger line prints value={:.4f}
+// (four decimals, stats_buffer.py _Buffer.log -> nvdlfw_inspect MetricLogger.log_scalar), so an
+// amax of 2.5e-6 is written 0.0000 and one of 1.2e-3 is written 0.0012. A value written with a
+// decimal point and no exponent keeps the digits from its first nonzero digit on (0.0000: none);
+// an integer or an exponent form ("7.9e-06", as %g writes) is taken as exact (kExact).
+inline constexpr int kExact = 99;
+int significant_digits(std::string_view value_text);
+// The fewest significant digits a logged value needs to be read as a number: 3 keeps the
+// printed value's rounding error (half a unit in its last digit) at most 5/1000 of it, under a
+// tenth of E4M3's relative spacing (2^-3) and far under E5M2's (2^-2); with fewer, the value
+// is unreadable (replay leaves it out and says so; it never reads it as 0).
+inline constexpr int kMinSignificant = 3;
+bool unreadable(std::string_view value_text);
+
 struct StatLine {
     StatName name;
     std::string full;  // the name as logged
@@ -55,26 +79,39 @@ struct StatLine {
     double value = 0;
     int rank = 0;
     std::size_t line = 0;  // 1-based, in its file
+    int significant = kExact;  // significant_digits of the value as written
 };
 
 struct StatsLog {
     std::string file;
     int rank = 0;  // from _globalrank-R.log
     std::vector<StatLine> lines;
+    // Lines skipped, one note each: a statistic whose name is not one TE logs (a newer TE's, or
+    // another feature's), named with its file and line.
+    std::vector<std::string> notes;
 };
 
 // Reads one statistics log. Throws std::runtime_error naming the file and line for a line that
 // looks like a statistic but is malformed, or for a file with no statistics at all (such as the
-// free-text nvdlfw_inspect_logs/ file of the same name).
+// free-text nvdlfw_inspect_logs/ file of the same name). A well-formed line whose statistic name
+// is unknown is skipped with a note.
 StatsLog read_stats_log(const std::string& path);
 // The statistics logs of a run: `path` is a log file, the nvdlfw_inspect_statistics_logs folder,
 // or the log_dir holding it. Files under nvdlfw_inspect_logs/ are never read.
 std::vector<std::string> find_stats_logs(const std::string& path);
 
-// How ranks' values of a statistic combine per step: MAX for max and cur_amax (reduce_amax=True
-// in TE), MIN for min, and none for the others (mean, std, underflows%, ... need counts that are
-// not logged), which stay per rank.
-enum class Combine : std::uint8_t { max, min, none };
+// How ranks' values of a statistic combine per step. Each rank's file holds the value TE
+// already reduced over that rank's reduction group (stats_buffer.py _Buffer.log gathers the
+// group's helper statistics), and ranks of one group log the same value, so only combinations
+// that give the same answer when a value is seen twice are made:
+//   max: max, cur_amax, dynamic_range_top, scale_inv_max, max_blockwise_dynamic_range_* (MAX);
+//   min: min, dynamic_range_bottom, scale_inv_min (MIN);
+//   mean: the mean weighted by the same rank's logged numel of that tensor and step; a mean
+//         without its numel on every rank that logged it stays per rank;
+//   none: sums and counts (sum, numel, l1_norm, *_num, ...), which would double-count ranks of
+//         one group, and statistics that need more than the logged ones (std, variance,
+//         dynamic_range, %, mse, l2_norm): per rank.
+enum class Combine : std::uint8_t { max, min, mean, none };
 Combine combine_of(std::string_view stat);
 
 struct StatSeries {
@@ -84,9 +121,23 @@ struct StatSeries {
     int ranks = 1;
     std::vector<std::int64_t> steps;
     std::vector<double> values;
+    // Per step: the fewest significant digits among the values combined (kExact when every
+    // value was an integer or in exponent form). unreadable(step) when below kMinSignificant.
+    std::vector<int> significant;
+    bool readable(std::size_t k) const { return significant[k] >= kMinSignificant; }
 };
 // One series per name (combined over ranks where combine_of allows, else one per rank), steps
-// sorted. A step logged by only some ranks is combined over those (ranks counts the most).
+// sorted. A step logged by only some ranks is combined over those (ranks counts the most). A
+// combined max or min is unreadable when any rank's value is; a weighted mean likewise.
 std::vector<StatSeries> combine_ranks(const std::vector<StatsLog>& logs);
+
+// Every statistic of a run (find_stats_logs + read_stats_log + combine_ranks) and the notes of
+// the lines skipped.
+struct RunStats {
+    std::vector<std::string> files;
+    std::vector<StatSeries> series;
+    std::vector<std::string> notes;
+};
+RunStats read_run_stats(const std::string& path);
 
 }  // namespace fp8kit::te

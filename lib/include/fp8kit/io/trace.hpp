@@ -33,6 +33,9 @@ struct Trace {
     std::vector<Series> series;  // in order of first appearance
     // A dump read as a trace: the datasets its reader skipped on purpose (dump::skipped()).
     std::vector<std::string> skipped;
+    // What was left out and why, one line each: amax values a log wrote with too few significant
+    // digits to be read (te::unreadable), statistic names no TE version logs. Callers show them.
+    std::vector<std::string> notes;
 };
 
 // CSV: a header naming `step` and `amax` (and optionally `tensor`), in any order; other columns
@@ -41,10 +44,14 @@ struct Trace {
 Trace read_csv(const std::string& path);
 // nvidia-dlfw-inspect log: lines containing `_cur_amax` are parsed (tensor = text before
 // `_cur_amax` after the last " - " or whitespace, iteration=N, value=V); other lines are ignored.
+// A value written with too few significant digits (te::unreadable, such as TE's 0.0000) is left
+// out with a note in Trace::notes (stream_rows leaves it out silently).
 Trace read_dlfw_log(const std::string& path);
 // TransformerEngine statistics logs of several ranks (io/te_debug.hpp): `path` is the log_dir or
 // its nvdlfw_inspect_statistics_logs folder. Each {layer}_{tensor}_cur_amax series is the MAX
-// over the ranks per step (as reduce_amax=True does); lines are not kept (0).
+// over the ranks per step (as reduce_amax=True does); a tensor that logs max and min but not
+// cur_amax gets max(|max|, |min|). Values too coarse to read (te::unreadable) are left out with
+// a note, never read as 0; lines are not kept (0). Every other statistic: te::read_run_stats.
 Trace read_te_stats(const std::string& path);
 // A folder: read_te_stats. A file, by content: a first non-empty line that names the `step` and `amax` columns is CSV, anything
 // else is read as a dlfw-inspect log (which must contain at least one _cur_amax line).
