@@ -36,7 +36,8 @@ constexpr fp8kit::Policy kPolicy{fp8kit::Rounding::nearest_even, fp8kit::Overflo
 // 100 scales as a delayed-scaling grid produces them: fl32(448 / amax) / 2^margin, not powers of two.
 std::vector<float> scales() {
     std::vector<float> s;
-    for (int i = 0; i < 100; ++i) s.push_back(448.0f / (8.0f + 0.37f * static_cast<float>(i % 20)) / static_cast<float>(1 << (i / 20)));
+    for (int i = 0; i < 100; ++i)
+        s.push_back(448.0f / (8.0f + 0.37f * static_cast<float>(i % 20)) / static_cast<float>(1 << (i / 20)));
     return s;
 }
 

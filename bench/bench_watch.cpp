@@ -38,8 +38,8 @@ double noise(std::uint64_t k) {
 double amax_of_point(std::size_t t, std::int64_t s) {
     const auto k = static_cast<std::uint64_t>(t) * 1000003ull + static_cast<std::uint64_t>(s);
     double l2 = 0.3 * noise(k);
-    if (t % 1000 == 1) l2 += 0.05 * static_cast<double>(s);        // growing tensors
-    if (t % 1000 == 2 && s % 250 == 200) l2 += 8;                  // spiking tensors
+    if (t % 1000 == 1) l2 += 0.05 * static_cast<double>(s);  // growing tensors
+    if (t % 1000 == 2 && s % 250 == 200) l2 += 8;            // spiking tensors
     return std::exp2(l2);
 }
 
@@ -51,8 +51,9 @@ int write_csv(std::size_t tensors, std::int64_t steps, const char* path, bool ou
     char line[96];
     for (std::int64_t s = 0; s < steps; ++s)
         for (std::size_t t = 0; t < tensors; ++t) {
-            const int n = std::snprintf(line, sizeof line, "%lld,model.layers.%zu.input,%.9g\n", static_cast<long long>(s), t,
-                                        static_cast<double>(static_cast<float>(amax_of_point(t, s))));
+            const int n =
+                std::snprintf(line, sizeof line, "%lld,model.layers.%zu.input,%.9g\n", static_cast<long long>(s), t,
+                              static_cast<double>(static_cast<float>(amax_of_point(t, s))));
             buf.append(line, static_cast<std::size_t>(n));
             if (buf.size() > (1u << 24)) {
                 std::fwrite(buf.data(), 1, buf.size(), f);
@@ -82,7 +83,8 @@ int main(int argc, char** argv) {
         // One step of every tensor; tensors are independent, so any split gives the same state.
 #pragma omp parallel for schedule(static)
         for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(tensors); ++t) {
-            trends[static_cast<std::size_t>(t)].observe(s, static_cast<float>(amax_of_point(static_cast<std::size_t>(t), s)));
+            trends[static_cast<std::size_t>(t)].observe(
+                s, static_cast<float>(amax_of_point(static_cast<std::size_t>(t), s)));
         }
     }
     const auto t1 = std::chrono::steady_clock::now();
@@ -90,10 +92,12 @@ int main(int argc, char** argv) {
     const auto t2 = std::chrono::steady_clock::now();
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    const double feed = std::chrono::duration<double>(t1 - t0).count(), rep = std::chrono::duration<double>(t2 - t1).count();
-    std::printf("%zu tensors x %lld steps, recipe %s, %u threads: feed %.2f s (%.3g points/s), report %.2f s (%zu warnings), "
-                "peak RSS %.0f MiB\n",
-                tensors, static_cast<long long>(steps), recipe.c_str(), parallel::threads(), feed,
-                static_cast<double>(tensors) * static_cast<double>(steps) / feed, rep, ws.size(), ru.ru_maxrss / 1024.0);
+    const double feed = std::chrono::duration<double>(t1 - t0).count(),
+                 rep = std::chrono::duration<double>(t2 - t1).count();
+    std::printf(
+        "%zu tensors x %lld steps, recipe %s, %u threads: feed %.2f s (%.3g points/s), report %.2f s (%zu warnings), "
+        "peak RSS %.0f MiB\n",
+        tensors, static_cast<long long>(steps), recipe.c_str(), parallel::threads(), feed,
+        static_cast<double>(tensors) * static_cast<double>(steps) / feed, rep, ws.size(), ru.ru_maxrss / 1024.0);
     return 0;
 }

@@ -32,8 +32,8 @@
 namespace {
 
 struct Shared {
-    volatile int bad;   // set by any process that opened a forbidden path
-    char path[4096];    // the first such path
+    volatile int bad;  // set by any process that opened a forbidden path
+    char path[4096];   // the first such path
 };
 Shared* g_shared = nullptr;
 bool g_recording = false;
@@ -159,7 +159,8 @@ void remove_folder() {
     if (g_folder.empty()) return;
     if (DIR* d = opendir(g_folder.c_str())) {
         while (const dirent* e = readdir(d))
-            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) unlink((g_folder + "/" + e->d_name).c_str());
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                unlink((g_folder + "/" + e->d_name).c_str());
         closedir(d);
     }
     rmdir(g_folder.c_str());
@@ -196,8 +197,7 @@ std::vector<std::string> read_as_inspect(const std::string& path, const fp8kit::
         if (t.numel > (std::uint64_t(1) << 20)) continue;
         try {
             src->read(t, [](const dump::Chunk&) {});
-        } catch (const dump::DumpError&) {
-        }
+        } catch (const dump::DumpError&) {}
     }
     return fp8kit::fuzz::names_to_validate(*src);
 }

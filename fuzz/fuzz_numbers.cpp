@@ -11,7 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     if (auto v = fp8kit::parse_unsigned(text, 255); v && *v > 255) std::abort();
     if (auto v = fp8kit::parse_unsigned(text, ~0ull); v) (void)*v;
-    if (auto d = fp8kit::parse_number(text); d && std::isinf(*d) && text.find_first_of("iI") == std::string_view::npos) std::abort();
+    if (auto d = fp8kit::parse_number(text); d && std::isinf(*d) && text.find_first_of("iI") == std::string_view::npos)
+        std::abort();
     (void)fp8kit::parse_float32(text);
     (void)fp8kit::parse_format(text);
     (void)fp8kit::parse_rounding(text);

@@ -15,14 +15,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const auto r = fp8kit::parse_recipe(file.path());
         (void)fp8kit::to_json(r);
         (void)fp8kit::recipe_scale(r, fp8kit::Role::activation, 1.0f);
-    } catch (const std::invalid_argument&) {
-    }
+    } catch (const std::invalid_argument&) {}
     const auto j = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded()) return 0;
     try {
         (void)fp8kit::recipe_from_json(j, "fuzz");
     } catch (const std::invalid_argument&) {
-    } catch (const nlohmann::json::exception&) {
-    }
+    } catch (const nlohmann::json::exception&) {}
     return 0;
 }

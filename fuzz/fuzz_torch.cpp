@@ -10,8 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (fp8kit::dump::is_hdf5_file(path)) return;  // the hdf5 harnesses cover those
         try {
             (void)fp8kit::check_te_quantized(path);
-        } catch (const fp8kit::dump::DumpError&) {
-        }
+        } catch (const fp8kit::dump::DumpError&) {}
     });
     return 0;
 }

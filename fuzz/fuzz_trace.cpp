@@ -24,8 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (auto* reader : {&read_csv, &read_dlfw_log, &read_trace}) {
         try {
             check(reader(file.path()));
-        } catch (const TraceError&) {
-        }
+        } catch (const TraceError&) {}
     }
     return 0;
 }

@@ -42,8 +42,7 @@ inline void load_each_as_validate(const std::string& path, const std::vector<std
             for (std::size_t d : a.shape) count *= d;
             if (a.data.size() != count * element_size(a.type)) std::abort();
             if (a.codes_format && a.type != ElementType::u8) std::abort();
-        } catch (const std::exception&) {
-        }
+        } catch (const std::exception&) {}
     }
 }
 

@@ -21,8 +21,8 @@ struct Options {
 double share(std::uint64_t n, std::uint64_t d) { return d ? 100.0 * static_cast<double>(n) / d : 0.0; }
 
 void print_text(const calibrate::Report& r) {
-    fmt::print("{:<44} {:<22} {:>13} {:<8} {:>9} {:>8} {:>9}\n", "tensor", "method", "scale", "dtype",
-               "clipped%", "under%", "SQNR dB");
+    fmt::print("{:<44} {:<22} {:>13} {:<8} {:>9} {:>8} {:>9}\n", "tensor", "method", "scale", "dtype", "clipped%",
+               "under%", "SQNR dB");
     std::string last;
     for (const auto& row : r.rows) {
         if (row.tensor != last && !last.empty()) fmt::print("\n");
@@ -31,11 +31,12 @@ void print_text(const calibrate::Report& r) {
         const auto& s = h ? row.holdout : row.calib;
         const std::string t = row.index < 0 ? row.tensor : fmt::format("{}[{}]", row.tensor, row.index);
         if (row.sweep) {  // scale: weight_scale_2; SQNR: NVFP4 under the chosen block scales
-            fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9} {:>8} {:>9}\n", io::printable(t), calibrate::name(row.method),
-                       row.scale.value, row.scale.dtype, "-", "-",
-                       std::isfinite(row.sweep->sqnr_db) ? fmt::format("{:.2f}", row.sweep->sqnr_db) : std::string("inf"));
-            fmt::print("{:<44}   NVFP4: {} of {} block scales differ from the max rule's (SQNR {:.2f} dB with those)\n", "",
-                       row.sweep->blocks_changed, row.sweep->blocks, row.sweep->sqnr_max_db);
+            fmt::print(
+                "{:<44} {:<22} {:>13.7g} {:<8} {:>9} {:>8} {:>9}\n", io::printable(t), calibrate::name(row.method),
+                row.scale.value, row.scale.dtype, "-", "-",
+                std::isfinite(row.sweep->sqnr_db) ? fmt::format("{:.2f}", row.sweep->sqnr_db) : std::string("inf"));
+            fmt::print("{:<44}   NVFP4: {} of {} block scales differ from the max rule's (SQNR {:.2f} dB with those)\n",
+                       "", row.sweep->blocks_changed, row.sweep->blocks, row.sweep->sqnr_max_db);
             continue;
         }
         fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9.4f} {:>8.4f} {:>9}\n", io::printable(t),
@@ -44,8 +45,9 @@ void print_text(const calibrate::Report& r) {
                    std::isfinite(s.sqnr_db) ? fmt::format("{:.2f}", s.sqnr_db) : std::string("inf"));
     }
     if (!r.rows.empty() && r.rows.front().sweep) {
-        fmt::print("\n{} rows; scale = weight_scale_2; SQNR: NVFP4 on the weight under the sweep's E4M3 block scales.\n",
-                   r.rows.size());
+        fmt::print(
+            "\n{} rows; scale = weight_scale_2; SQNR: NVFP4 on the weight under the sweep's E4M3 block scales.\n",
+            r.rows.size());
         for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
         for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
         return;
@@ -53,7 +55,10 @@ void print_text(const calibrate::Report& r) {
     const bool any_holdout = !r.rows.empty() && r.rows.front().holdout_batches != 0;
     const bool by_token = any_holdout && r.rows.front().calib_steps == r.rows.front().holdout_steps;
     fmt::print("\n{} rows; clipping, underflow and SQNR are on the {} (E4M3, x / scale, round to nearest even).\n",
-               r.rows.size(), !any_holdout ? "calibration steps (nothing held out)" : by_token ? "held-out tokens" : "held-out steps");
+               r.rows.size(),
+               !any_holdout ? "calibration steps (nothing held out)"
+               : by_token   ? "held-out tokens"
+                            : "held-out steps");
     for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
     for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
 }
@@ -64,18 +69,21 @@ Register reg([](CLI::App& root) {
         "calibrate",
         "Replay activation dumps through ModelOpt's and llm-compressor's FP8 calibrators (per tensor, E4M3): the\n"
         "input_scale each writes, and its clipping, underflow and SQNR on held-out steps. Methods: modelopt_max,\n"
-        "modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, or all.\n"
+        "modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, or "
+        "all.\n"
         "Per channel: modelopt_max, modelopt_mse; per head: those and the llmc observers. ModelOpt's histogram\n"
         "entropy and mse are refused: ModelOpt 0.47.0 raises TypeError for FP8 in both (docs/inference.md).\n"
         "modelopt_nvfp4_sweep (not in 'all'): ModelOpt's FP8-scale sweep of a static NVFP4 weight, one step of\n"
         "a weight tensor (--tensors 'step_000299/*/weight'): weight_scale (E4M3 per block of 16) and weight_scale_2.");
-    cmd->add_option("DUMPS", o->files, "Dump files (HDF5 / safetensors); each step of a tensor is one batch")->required();
+    cmd->add_option("DUMPS", o->files, "Dump files (HDF5 / safetensors); each step of a tensor is one batch")
+        ->required();
     cmd->add_option("--method", o->methods, "Calibration method (repeatable; 'all' for every one)")->required();
     cmd->add_option("--tensors", o->tensors, "Tensor name patterns (fnmatch; default: tensors of role activation)");
     cmd->add_option("--holdout-steps", o->holdout,
                     "Steps held out for the report (\"299\", \"200-\", \"none\"; default: each tensor's last step)");
-    auto* tokens = cmd->add_option("--holdout-tokens", o->holdout_tokens,
-                    "Hold out by sample instead: this fraction of every step's tokens (the last ones), e.g. 0.25");
+    auto* tokens =
+        cmd->add_option("--holdout-tokens", o->holdout_tokens,
+                        "Hold out by sample instead: this fraction of every step's tokens (the last ones), e.g. 0.25");
     cmd->add_option("--granularity", o->granularity,
                     "tensor (default), channel (the last dimension: ModelOpt axis=-1) or head (dimension 1 of a\n"
                     "[batch, heads, positions, head_dim] Q/K/V tensor: llm-compressor attn_head, ModelOpt axis=1)");
@@ -94,14 +102,21 @@ Register reg([](CLI::App& root) {
             }
             if (auto why = calibrate::not_offered(m)) throw UsageError("calibrate: --method " + *why);
             auto p = calibrate::parse_method(m);
-            if (!p) throw UsageError(fmt::format("calibrate: --method '{}': unknown (modelopt_max, modelopt_mse, modelopt_percentile, llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, all; the weight method modelopt_nvfp4_sweep)", m));
+            if (!p)
+                throw UsageError(
+                    fmt::format("calibrate: --method '{}': unknown (modelopt_max, modelopt_mse, modelopt_percentile, "
+                                "llmc_memoryless_minmax, llmc_static_minmax, llmc_minmax, llmc_mse, all; the weight "
+                                "method modelopt_nvfp4_sweep)",
+                                m));
             opt.methods.push_back(*p);
         }
         if (!o->save.empty() && opt.methods.size() != 1)
             throw UsageError("calibrate: --save needs exactly one --method (the tool whose names and dtype it writes)");
         if (!o->holdout.empty()) opt.holdout_steps = o->holdout;
         const auto g = calibrate::parse_granularity(o->granularity);
-        if (!g) throw UsageError(fmt::format("calibrate: --granularity '{}': unknown (tensor, channel, head)", o->granularity));
+        if (!g)
+            throw UsageError(
+                fmt::format("calibrate: --granularity '{}': unknown (tensor, channel, head)", o->granularity));
         opt.granularity = *g;
         if (tokens->count() != 0) opt.holdout_tokens = o->holdout_tokens;
         calibrate::Report r;
@@ -112,10 +127,14 @@ Register reg([](CLI::App& root) {
             throw UsageError(fmt::format("calibrate: {}", e.what()));
         }
         if (o->csv)
-            for (const auto& n : r.skipped) fmt::print(stderr, "fp8kit calibrate: note: skipped {}\n", io::printable(n));
-        if (o->json) fmt::print("{}\n", calibrate::to_json(r));
-        else if (o->csv) fmt::print("{}", calibrate::to_csv(r));
-        else print_text(r);
+            for (const auto& n : r.skipped)
+                fmt::print(stderr, "fp8kit calibrate: note: skipped {}\n", io::printable(n));
+        if (o->json)
+            fmt::print("{}\n", calibrate::to_json(r));
+        else if (o->csv)
+            fmt::print("{}", calibrate::to_csv(r));
+        else
+            print_text(r);
     });
 });
 

@@ -33,18 +33,21 @@ void print_text(const checkpoint::Report& r) {
     if (!r.kv.empty()) {
         fmt::print("KV / attention scales (what each engine does with the name):\n");
         for (const auto& k : r.kv) {
-            fmt::print("  {}{}\n", io::printable(k.name), k.present ? fmt::format("  {} [{}]", k.dtype, fmt::join(k.shape, ", ")) : "  (missing)");
+            fmt::print("  {}{}\n", io::printable(k.name),
+                       k.present ? fmt::format("  {} [{}]", k.dtype, fmt::join(k.shape, ", ")) : "  (missing)");
             for (int i = 0; i < 3; ++i)
-                fmt::print("    {:<13} {:<12} {}\n", std::string(checkpoint::kKvEngines[i]) + ":", checkpoint::name(k.engines[i].fate),
-                           io::printable(k.engines[i].detail));
+                fmt::print("    {:<13} {:<12} {}\n", std::string(checkpoint::kKvEngines[i]) + ":",
+                           checkpoint::name(k.engines[i].fate), io::printable(k.engines[i].detail));
         }
     }
     if (!r.comparisons.empty()) {
         fmt::print("against the original:\n");
         for (const auto& c : r.comparisons)
-            fmt::print("  {:<48} {:<26} codes differing {:>8}/{:<8} scales differing {:>6}  SQNR {:.2f} dB  max rel {:.3g}  [{}]\n",
-                       io::printable(c.module), c.verdict, c.code_mismatches, c.elements, c.scale_mismatches, c.sqnr_db,
-                       c.max_rel_error, c.variant);
+            fmt::print(
+                "  {:<48} {:<26} codes differing {:>8}/{:<8} scales differing {:>6}  SQNR {:.2f} dB  max rel {:.3g}  "
+                "[{}]\n",
+                io::printable(c.module), c.verdict, c.code_mismatches, c.elements, c.scale_mismatches, c.sqnr_db,
+                c.max_rel_error, c.variant);
     }
     for (const auto& f : r.findings)
         fmt::print("{} [{}] {}: {}\n", f.failed ? "FAIL" : "note", f.check, io::printable(f.tensor), f.message);
@@ -52,7 +55,8 @@ void print_text(const checkpoint::Report& r) {
 }
 
 Register reg([](CLI::App& root) {
-    auto* cmd = root.add_subcommand("checkpoint", "Quantised inference checkpoints (ModelOpt, compressed-tensors, DeepSeek-V3, gpt-oss)");
+    auto* cmd = root.add_subcommand(
+        "checkpoint", "Quantised inference checkpoints (ModelOpt, compressed-tensors, DeepSeek-V3, gpt-oss)");
     cmd->require_subcommand(1);
     auto o = std::make_shared<Options>();
     auto* chk = cmd->add_subcommand(
@@ -71,14 +75,18 @@ Register reg([](CLI::App& root) {
         if (o->json && o->csv) throw UsageError("checkpoint check: --json and --csv exclude each other");
         checkpoint::Report r;
         try {
-            r = checkpoint::check(o->dir, checkpoint::CheckOptions{o->reference.empty() ? std::nullopt : std::optional<std::string>(o->reference),
-                                                                   o->engine});
+            r = checkpoint::check(
+                o->dir, checkpoint::CheckOptions{
+                            o->reference.empty() ? std::nullopt : std::optional<std::string>(o->reference), o->engine});
         } catch (const checkpoint::CheckpointError& e) {
             throw UsageError(fmt::format("checkpoint check: {}", e.what()));
         }
-        if (o->json) fmt::print("{}\n", checkpoint::to_json(r));
-        else if (o->csv) fmt::print("{}", checkpoint::to_csv(r));
-        else print_text(r);
+        if (o->json)
+            fmt::print("{}\n", checkpoint::to_json(r));
+        else if (o->csv)
+            fmt::print("{}", checkpoint::to_csv(r));
+        else
+            print_text(r);
         exit_status() = r.failed() ? 1 : 0;
     });
 });

@@ -17,7 +17,9 @@ namespace {
 
 std::uint64_t require_unsigned(const std::string& s, std::uint64_t max, const char* what) {
     const auto v = fp8kit::parse_unsigned(s, max);
-    if (!v) throw UsageError(fmt::format("{} '{}' is not an integer in 0..0x{:x} (hex 0x.., binary 0b.., or decimal)", what, s, max));
+    if (!v)
+        throw UsageError(
+            fmt::format("{} '{}' is not an integer in 0..0x{:x} (hex 0x.., binary 0b.., or decimal)", what, s, max));
     return *v;
 }
 
@@ -25,7 +27,9 @@ std::uint64_t require_unsigned(const std::string& s, std::uint64_t max, const ch
 // binary64 and then, for narrower sources, rounded to nearest-even like a C cast; or with
 // --bits, the source's own bit pattern.
 std::uint64_t source_bits(const std::string& s, Wide from, bool bits) {
-    if (bits) return require_unsigned(s, from == Wide::f64 ? ~0ull : (1ull << (8 * fp8kit::wide_size(from))) - 1, "bit pattern");
+    if (bits)
+        return require_unsigned(s, from == Wide::f64 ? ~0ull : (1ull << (8 * fp8kit::wide_size(from))) - 1,
+                                "bit pattern");
     const auto parsed = fp8kit::parse_number(s);
     if (!parsed)
         throw UsageError(fmt::format("VALUE '{}' is not a number (decimal, hex float like 0x1.8p-9, inf, nan)", s));
@@ -33,9 +37,8 @@ std::uint64_t source_bits(const std::string& s, Wide from, bool bits) {
     std::uint64_t b;
     std::memcpy(&b, &d, sizeof d);
     if (from == Wide::f64) return b;
-    return emu::with_wide(from, [&](auto w) -> std::uint64_t {
-        return emu::convert<emu::Binary64, decltype(w)>(b, emu::kDecodePolicy);
-    });
+    return emu::with_wide(
+        from, [&](auto w) -> std::uint64_t { return emu::convert<emu::Binary64, decltype(w)>(b, emu::kDecodePolicy); });
 }
 
 double as_double(Wide from, std::uint64_t bits) {
@@ -66,8 +69,14 @@ std::pair<int, int> neighbours(Format f, double x) {
         if (k == CodeClass::nan || k == CodeClass::infinity) continue;
         if (k == CodeClass::zero && c != 0) continue;  // -0 is the same value as +0
         const double v = decode_value(f, static_cast<std::uint8_t>(c));
-        if (v < x && v > vb) { vb = v; below = c; }
-        if (v > x && v < va) { va = v; above = c; }
+        if (v < x && v > vb) {
+            vb = v;
+            below = c;
+        }
+        if (v > x && v < va) {
+            va = v;
+            above = c;
+        }
     }
     return {below, above};
 }
@@ -81,13 +90,17 @@ struct EncodeOpts {
 
 Register encode_cmd([](CLI::App& root) {
     auto o = std::make_shared<EncodeOpts>();
-    auto* cmd = root.add_subcommand("encode", "Encode values to a format of at most 8 bits, showing the code, its fields, "
-                                              "the decoded value, the error and the two neighbouring codes");
-    cmd->add_option("VALUE", o->values, "Numbers (decimal, hex float, inf, nan; use -- before negatives), "
-                                        "or bit patterns with --bits")->required();
+    auto* cmd = root.add_subcommand("encode",
+                                    "Encode values to a format of at most 8 bits, showing the code, its fields, "
+                                    "the decoded value, the error and the two neighbouring codes");
+    cmd->add_option("VALUE", o->values,
+                    "Numbers (decimal, hex float, inf, nan; use -- before negatives), "
+                    "or bit patterns with --bits")
+        ->required();
     cmd->add_option("--to", o->to, "Target format: " + format_choices())->required();
-    cmd->add_option("--from", o->from, "Source type the value is first read as: " + wide_choices() +
-                                       " (default f64: one rounding from the nearest binary64)");
+    cmd->add_option("--from", o->from,
+                    "Source type the value is first read as: " + wide_choices() +
+                        " (default f64: one rounding from the nearest binary64)");
     cmd->add_flag("--bits", o->bits, "VALUEs are bit patterns of the --from type (e.g. --from f32 0x43e80000)");
     cmd->add_flag("--json", o->json, "Print JSON");
     o->policy.add_to(cmd);
@@ -106,12 +119,22 @@ Register encode_cmd([](CLI::App& root) {
             const auto [below, above] = std::isnan(x) ? std::pair<int, int>{-1, -1} : neighbours(to, x);
             const int hexw = static_cast<int>(2 * fp8kit::wide_size(from));
             if (o->json) {
-                nlohmann::json j = {{"input", s}, {"from", name(from)}, {"input_bits", fmt::format("0x{:0{}x}", b, hexw)},
-                                    {"to", name(to)}, {"policy", describe(p)}, {"code", fmt::format("0x{:02x}", c)},
-                                    {"fields", fields(to, c)}, {"class", name(k)}, {"value", value_text(to, c)}};
+                nlohmann::json j = {{"input", s},
+                                    {"from", name(from)},
+                                    {"input_bits", fmt::format("0x{:0{}x}", b, hexw)},
+                                    {"to", name(to)},
+                                    {"policy", describe(p)},
+                                    {"code", fmt::format("0x{:02x}", c)},
+                                    {"fields", fields(to, c)},
+                                    {"class", name(k)},
+                                    {"value", value_text(to, c)}};
                 j["error"] = finite ? nlohmann::json(v - x) : nlohmann::json();
-                j["below"] = below < 0 ? nlohmann::json() : nlohmann::json({{"code", fmt::format("0x{:02x}", below)}, {"value", decode_value(to, below)}});
-                j["above"] = above < 0 ? nlohmann::json() : nlohmann::json({{"code", fmt::format("0x{:02x}", above)}, {"value", decode_value(to, above)}});
+                j["below"] = below < 0 ? nlohmann::json()
+                                       : nlohmann::json({{"code", fmt::format("0x{:02x}", below)},
+                                                         {"value", decode_value(to, below)}});
+                j["above"] = above < 0 ? nlohmann::json()
+                                       : nlohmann::json({{"code", fmt::format("0x{:02x}", above)},
+                                                         {"value", decode_value(to, above)}});
                 out.push_back(j);
                 continue;
             }
@@ -122,8 +145,10 @@ Register encode_cmd([](CLI::App& root) {
                        below < 0 ? std::string("none") : fmt::format("0x{:02x} = {}", below, decode_value(to, below)),
                        above < 0 ? std::string("none") : fmt::format("0x{:02x} = {}", above, decode_value(to, above)));
         }
-        if (o->json) fmt::print("{}\n", out.dump(1));
-        else fmt::print("{}\n", o->policy.describe(to, from));
+        if (o->json)
+            fmt::print("{}\n", out.dump(1));
+        else
+            fmt::print("{}\n", o->policy.describe(to, from));
     });
 });
 
@@ -135,7 +160,9 @@ struct DecodeOpts {
 
 Register decode_cmd([](CLI::App& root) {
     auto o = std::make_shared<DecodeOpts>();
-    auto* cmd = root.add_subcommand("decode", "Decode codes (FP4/FP6/FP8, one per byte): fields, class, value, and the float32/float16/bfloat16 bits");
+    auto* cmd = root.add_subcommand(
+        "decode",
+        "Decode codes (FP4/FP6/FP8, one per byte): fields, class, value, and the float32/float16/bfloat16 bits");
     cmd->add_option("CODE", o->codes, "Codes 0..2^bits-1 (hex 0x7e, binary 0b01111110, or decimal)")->required();
     cmd->add_option("--from", o->from, "Format of the codes: " + format_choices())->required();
     cmd->add_flag("--json", o->json, "Print JSON");
@@ -148,9 +175,13 @@ Register decode_cmd([](CLI::App& root) {
             const auto f32 = emu::decode(f, Wide::f32, c), f16 = emu::decode(f, Wide::f16, c),
                        bf16 = emu::decode(f, Wide::bf16, c);
             if (o->json) {
-                out.push_back({{"code", fmt::format("0x{:02x}", c)}, {"format", name(f)}, {"fields", fields(f, c)},
-                               {"class", name(classify(f, c))}, {"value", value_text(f, c)},
-                               {"f32_bits", fmt::format("0x{:08x}", f32)}, {"f16_bits", fmt::format("0x{:04x}", f16)},
+                out.push_back({{"code", fmt::format("0x{:02x}", c)},
+                               {"format", name(f)},
+                               {"fields", fields(f, c)},
+                               {"class", name(classify(f, c))},
+                               {"value", value_text(f, c)},
+                               {"f32_bits", fmt::format("0x{:08x}", f32)},
+                               {"f16_bits", fmt::format("0x{:04x}", f16)},
                                {"bf16_bits", fmt::format("0x{:04x}", bf16)}});
             } else {
                 fmt::print("{} 0x{:02x} [{}] {} = {}  (f32 0x{:08x}, f16 0x{:04x}, bf16 0x{:04x})\n", name(f), c,

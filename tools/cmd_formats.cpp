@@ -30,26 +30,37 @@ Register reg([](CLI::App& root) {
     cmd->callback([json] {
         nlohmann::json out = nlohmann::json::array();
         if (!*json)
-            fmt::print("{:<11} {:>4} {:>4} {:>12} {:>14} {:>14} {:>5} {:<20} {:<10} {}\n", "format", "bits",
-                       "bias", "max finite", "min normal", "min subnormal", "-0", "NaN", "Inf", "ml_dtypes name");
+            fmt::print("{:<11} {:>4} {:>4} {:>12} {:>14} {:>14} {:>5} {:<20} {:<10} {}\n", "format", "bits", "bias",
+                       "max finite", "min normal", "min subnormal", "-0", "NaN", "Inf", "ml_dtypes name");
         for (Format f : emu::kAllFormats) {
             const FormatInfo i = format_info(f);
             const std::string bits = fmt::format("{}{}{}", i.has_sign ? "1" : "0", i.exp_bits, i.man_bits);
             const std::string sub = i.has_zero && i.man_bits > 0 ? fmt::format("{:g}", i.min_subnormal) : "none";
             if (*json) {
-                out.push_back({{"format", name(f)}, {"ml_dtypes", ml_dtypes_name(f)}, {"sign_bits", i.has_sign ? 1 : 0},
-                               {"exponent_bits", i.exp_bits}, {"mantissa_bits", i.man_bits}, {"bias", i.bias},
-                               {"max_finite", i.max_finite}, {"max_finite_code", i.max_finite_code},
-                               {"min_normal", i.min_normal}, {"min_normal_code", i.min_normal_code},
-                               {"min_subnormal", i.has_zero && i.man_bits > 0 ? nlohmann::json(i.min_subnormal) : nlohmann::json()},
-                               {"emin", i.emin}, {"emax", i.emax}, {"negative_zero", i.has_negative_zero},
-                               {"total_bits", i.total_bits}, {"code_count", i.code_count},
-                               {"nan_codes", i.nan_codes}, {"inf_codes", i.inf_codes}});
+                out.push_back({{"format", name(f)},
+                               {"ml_dtypes", ml_dtypes_name(f)},
+                               {"sign_bits", i.has_sign ? 1 : 0},
+                               {"exponent_bits", i.exp_bits},
+                               {"mantissa_bits", i.man_bits},
+                               {"bias", i.bias},
+                               {"max_finite", i.max_finite},
+                               {"max_finite_code", i.max_finite_code},
+                               {"min_normal", i.min_normal},
+                               {"min_normal_code", i.min_normal_code},
+                               {"min_subnormal",
+                                i.has_zero && i.man_bits > 0 ? nlohmann::json(i.min_subnormal) : nlohmann::json()},
+                               {"emin", i.emin},
+                               {"emax", i.emax},
+                               {"negative_zero", i.has_negative_zero},
+                               {"total_bits", i.total_bits},
+                               {"code_count", i.code_count},
+                               {"nan_codes", i.nan_codes},
+                               {"inf_codes", i.inf_codes}});
             } else {
-                fmt::print("{:<11} {:>4} {:>4} {:>7g}=0x{:02x} {:>9g}=0x{:02x} {:>14} {:>5} {:<20} {:<10} {}\n", name(f), bits,
-                           i.bias, i.max_finite, i.max_finite_code, i.min_normal, i.min_normal_code, sub,
-                           i.has_negative_zero ? fmt::format("0x{:02x}", i.sign_mask) : "none", codes(i.nan_codes), codes(i.inf_codes),
-                           ml_dtypes_name(f));
+                fmt::print("{:<11} {:>4} {:>4} {:>7g}=0x{:02x} {:>9g}=0x{:02x} {:>14} {:>5} {:<20} {:<10} {}\n",
+                           name(f), bits, i.bias, i.max_finite, i.max_finite_code, i.min_normal, i.min_normal_code, sub,
+                           i.has_negative_zero ? fmt::format("0x{:02x}", i.sign_mask) : "none", codes(i.nan_codes),
+                           codes(i.inf_codes), ml_dtypes_name(f));
             }
         }
         if (*json) fmt::print("{}\n", out.dump(1));

@@ -14,11 +14,15 @@ struct GemmOpts {
 Register gemm_cmd([](CLI::App& root) {
     static GemmOpts opts;
     auto* o = &opts;
-    auto* cmd = root.add_subcommand("gemm", "Reference FP8 GEMM: D = (A . B^T) * (scale_a (x) scale_b) under an accumulation "
-                                            "model (exact, fp32, sm90, sm90-fast, sm90-splitk:N, sm90-fast-splitk:N, deepseek-128, h100tc, aligned:...)");
+    auto* cmd = root.add_subcommand(
+        "gemm",
+        "Reference FP8 GEMM: D = (A . B^T) * (scale_a (x) scale_b) under an accumulation "
+        "model (exact, fp32, sm90, sm90-fast, sm90-splitk:N, sm90-fast-splitk:N, deepseek-128, h100tc, aligned:...)");
     o->args.add_to(cmd, true);
-    cmd->add_option("--accum", o->accum, "Accumulation model (default exact; docs/gemm.md). sm90[-fast]-splitk:N: cuBLASLt's split-K kernels, "
-                                    "N products per split (a multiple of 128; validate --gemm finds N)");
+    cmd->add_option(
+        "--accum", o->accum,
+        "Accumulation model (default exact; docs/gemm.md). sm90[-fast]-splitk:N: cuBLASLt's split-K kernels, "
+        "N products per split (a multiple of 128; validate --gemm finds N)");
     cmd->add_option("-o,--output", o->out, "Output .npy: M x N float32, or uint16 bfloat16 bits")->required();
     cmd->callback([o] {
         const gemm::AccumModel model = require_model(o->accum);

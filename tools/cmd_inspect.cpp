@@ -52,17 +52,20 @@ struct Row {
 // 2.4 KB each with the exponent histogram: 10^5 tensors peaked at three times the rows).
 using Rows = std::deque<Row>;
 
-
 // Non-finite numbers as every report writes them (io/json_number.hpp).
 nlohmann::ordered_json num(double v) { return io::json_number<nlohmann::ordered_json>(v); }
 std::string text(double v) { return std::isfinite(v) ? exact(v) : io::nonfinite_word(v); }
 
 // One row of a statistics type's field table (stats/fields.hpp).
 void put(nlohmann::ordered_json& j, const StatField& f) {
-    std::visit([&](auto v) {
-        if constexpr (std::is_same_v<decltype(v), double>) j[std::string(f.key)] = num(v);
-        else j[std::string(f.key)] = v;
-    }, f.value);
+    std::visit(
+        [&](auto v) {
+            if constexpr (std::is_same_v<decltype(v), double>)
+                j[std::string(f.key)] = num(v);
+            else
+                j[std::string(f.key)] = v;
+        },
+        f.value);
 }
 
 std::string short_role(const dp::TensorInfo& t) {
@@ -133,8 +136,8 @@ nlohmann::ordered_json tensor_json(const Row& row, const std::string& recipe) {
 }
 
 // The JSON fields that the CSV carries in its key columns, not as statistics.
-const std::set<std::string> kCsvKeyFields = {"file", "name", "step", "step_guessed", "role", "role_guessed",
-                                             "dtype", "storage", "recipe", "recipe_role", "format"};
+const std::set<std::string> kCsvKeyFields = {"file",  "name",    "step",   "step_guessed", "role",  "role_guessed",
+                                             "dtype", "storage", "recipe", "recipe_role",  "format"};
 
 // Long form: one line per tensor and statistic, for pandas (pivot on `stat`).
 void write_csv(const Rows& rows, const std::string& recipe) {
@@ -142,12 +145,12 @@ void write_csv(const Rows& rows, const std::string& recipe) {
     for (const auto& row : rows) {
         const nlohmann::ordered_json j = tensor_json(row, recipe);
         const std::string key = fmt::format("{},{},{},{},{},{}", csv_field(row.t->file), csv_field(row.t->name),
-                                            row.t->step ? std::to_string(*row.t->step) : "",
-                                            dp::name(row.t->role), dp::name(row.t->dtype), name(row.r.format));
+                                            row.t->step ? std::to_string(*row.t->step) : "", dp::name(row.t->role),
+                                            dp::name(row.t->dtype), name(row.r.format));
         // Every scalar field of the JSON form, in its order.
         for (const auto& [stat, v] : j.items()) {
             if (kCsvKeyFields.count(stat) || v.is_null() || v.is_structured()) continue;
-            std::string value = v.is_string() ? v.get<std::string>()
+            std::string value = v.is_string()         ? v.get<std::string>()
                                 : v.is_number_float() ? text(v.get<double>())
                                                       : v.dump();
             // fmt, not printf("%s"): a name may hold a NUL byte, and %s would cut it there.
@@ -194,11 +197,13 @@ void write_te_terminal(const std::vector<TeQuantizedCheck>& checks) {
     for (const auto& c : checks) {
         const auto& r = c.report;
         if (c.kind == "NVFP4Tensor")
-            fmt::print("  {} ({}): NVFP4Tensor e2m1, amax {}{}, {} of {} E4M3 block scales differ from the reference's{}: ",
-                       io::printable(c.name), io::printable(c.file), c.scale_inv, c.amax_matches ? "" : " (not max |x|)",
-                       c.scale_mismatches, c.scale_blocks, c.swizzled ? " (GEMM-swizzled)" : "");
+            fmt::print(
+                "  {} ({}): NVFP4Tensor e2m1, amax {}{}, {} of {} E4M3 block scales differ from the reference's{}: ",
+                io::printable(c.name), io::printable(c.file), c.scale_inv, c.amax_matches ? "" : " (not max |x|)",
+                c.scale_mismatches, c.scale_blocks, c.swizzled ? " (GEMM-swizzled)" : "");
         else if (c.layout == BlockLayout::tensor)
-            fmt::print("  {} ({}): {}, scale_inv {}: ", io::printable(c.name), io::printable(c.file), name(c.format), c.scale_inv);
+            fmt::print("  {} ({}): {}, scale_inv {}: ", io::printable(c.name), io::printable(c.file), name(c.format),
+                       c.scale_inv);
         else
             fmt::print("  {} ({}): {} {}, {} block scale_inv{}: ", io::printable(c.name), io::printable(c.file), c.kind,
                        name(c.format), name(c.layout), c.swizzled ? " (GEMM-swizzled)" : "");
@@ -209,13 +214,13 @@ void write_te_terminal(const std::vector<TeQuantizedCheck>& checks) {
         std::uint64_t first = ~std::uint64_t(0);
         for (const auto& cl : r.classes)
             for (const auto& e : cl.examples) first = std::min(first, e.index);
-        fmt::print("{} of {} codes differ ({}); first at {}\n", r.mismatches, r.total, te_classes(r), r.position(first));
+        fmt::print("{} of {} codes differ ({}); first at {}\n", r.mismatches, r.total, te_classes(r),
+                   r.position(first));
     }
 }
 
-void write_json(const Rows& rows, const inspect::Options& opts, const InspectOpts& o,
-                const dp::Dump& dump, const std::vector<dp::Problem>& errors,
-                const std::vector<TeQuantizedCheck>& te_checks) {
+void write_json(const Rows& rows, const inspect::Options& opts, const InspectOpts& o, const dp::Dump& dump,
+                const std::vector<dp::Problem>& errors, const std::vector<TeQuantizedCheck>& te_checks) {
     // The tensors are written one at a time into the document's place for them (memory: the
     // rows, not a JSON tree of every tensor), in exactly the layout dump(1) gives the whole.
     static const char* kTensors = "\x01fp8kit tensors\x01";
@@ -234,9 +239,14 @@ void write_json(const Rows& rows, const inspect::Options& opts, const InspectOpt
     if (!te_checks.empty()) {
         auto& a = out["te_quantized"] = nlohmann::ordered_json::array();
         for (const auto& c : te_checks)
-            a.push_back({{"file", c.file}, {"name", c.name}, {"format", std::string(name(c.format))},
-                         {"scale_inv", c.scale_inv}, {"codes", c.report.total}, {"mismatches", c.report.mismatches},
-                         {"bit_exact", c.report.exact()}, {"classes", te_classes(c.report)}});
+            a.push_back({{"file", c.file},
+                         {"name", c.name},
+                         {"format", std::string(name(c.format))},
+                         {"scale_inv", c.scale_inv},
+                         {"codes", c.report.total},
+                         {"mismatches", c.report.mismatches},
+                         {"bit_exact", c.report.exact()},
+                         {"classes", te_classes(c.report)}});
     }
     // Names and messages come from the files: bytes that are not UTF-8 become U+FFFD.
     auto text_of = [](const nlohmann::ordered_json& j) {
@@ -261,8 +271,8 @@ std::string where(const dp::TensorInfo& t, bool multi_file) {
 }
 
 // The five worst tensors by `metric`: largest positive values, or lowest finite ones.
-void write_worst(const Rows& rows, const char* title, const std::function<double(const Row&)>& metric,
-                 bool lowest, bool multi_file) {
+void write_worst(const Rows& rows, const char* title, const std::function<double(const Row&)>& metric, bool lowest,
+                 bool multi_file) {
     std::vector<const Row*> v;
     for (const auto& r : rows) {
         const double m = metric(r);
@@ -278,8 +288,7 @@ void write_worst(const Rows& rows, const char* title, const std::function<double
         const std::string val = lowest ? sqnr_text(m) + " dB" : pct_text(m) + "%";
         const auto& t = *v[i]->t;
         const std::string step = t.step ? fmt::format(" (step {}{})", *t.step, t.step_guessed ? "*" : "") : "";
-        fmt::print("  {:>9}  {:<4}  {}{}\n", val, name(v[i]->r.format),
-                   where(t, multi_file), step);
+        fmt::print("  {:>9}  {:<4}  {}{}\n", val, name(v[i]->r.format), where(t, multi_file), step);
     }
 }
 
@@ -298,8 +307,9 @@ void write_table(const Rows& rows, const dp::Dump& dump, std::size_t width) {
     constexpr std::size_t kFixed = 76, kMinName = 18;  // kFixed: the columns after the name
     auto split = [](const std::string& n) {
         const auto slash = n.find_last_of('/');
-        return slash == std::string::npos ? std::pair<std::string, std::string>{"", n}
-                                          : std::pair<std::string, std::string>{n.substr(0, slash), n.substr(slash + 1)};
+        return slash == std::string::npos
+                   ? std::pair<std::string, std::string>{"", n}
+                   : std::pair<std::string, std::string>{n.substr(0, slash), n.substr(slash + 1)};
     };
     std::size_t leaf_w = kMinName;
     for (const auto& row : rows) leaf_w = std::max(leaf_w, io::printable(split(row.t->name).second).size());
@@ -333,8 +343,8 @@ void write_notes(const dp::Dump& dump) {
         fmt::print("  ... and {} more skipped (--json lists every one)\n", notes.size() - kNotesShown);
 }
 
-void write_terminal(const Rows& rows, const inspect::Options& opts, const InspectOpts& o,
-                    const dp::Dump& dump, const std::vector<dp::Problem>& errors) {
+void write_terminal(const Rows& rows, const inspect::Options& opts, const InspectOpts& o, const dp::Dump& dump,
+                    const std::vector<dp::Problem>& errors) {
     std::uint64_t elements = 0;
     std::size_t with_over = 0, with_under = 0, with_nonfinite = 0;
     for (const auto& r : rows) {
@@ -345,24 +355,30 @@ void write_terminal(const Rows& rows, const inspect::Options& opts, const Inspec
     }
     const bool multi = dump.files_opened() > 1;
     const std::size_t width = o.wide ? 0 : output_width();
-    fmt::print("fp8kit inspect: {} tensors, {} elements, from {} file(s)\n", rows.size(), elements, dump.files_opened());
+    fmt::print("fp8kit inspect: {} tensors, {} elements, from {} file(s)\n", rows.size(), elements,
+               dump.files_opened());
     fmt::print("  recipe {}: {}\n", io::printable(opts.recipe.name), formats_by_role(opts));
     fmt::print("  with overflow: {}   with underflow: {}   with NaN/Inf: {}   failed: {}   skipped: {}\n", with_over,
                with_under, with_nonfinite, errors.size(), dump.notes().size());
     write_notes(dump);
     if (!rows.empty()) fmt::print("\n");
-    write_worst(rows, "worst overflow (share of elements past the format's max):",
-                [](const Row& r) { return r.over(); }, false, multi);
-    write_worst(rows, "worst underflow (share of elements, nonzero, that become zero):",
-                [](const Row& r) { return r.under(); }, false, multi);
-    write_worst(rows, "most subnormal (share of elements cast to subnormal codes):",
-                [](const Row& r) { return r.sub(); }, false, multi);
-    write_worst(rows, "lowest SQNR (signal to quantisation noise):",
-                [](const Row& r) { return r.r.stats.sqnr_db(); }, true, multi);
+    write_worst(
+        rows, "worst overflow (share of elements past the format's max):", [](const Row& r) { return r.over(); }, false,
+        multi);
+    write_worst(
+        rows, "worst underflow (share of elements, nonzero, that become zero):", [](const Row& r) { return r.under(); },
+        false, multi);
+    write_worst(
+        rows, "most subnormal (share of elements cast to subnormal codes):", [](const Row& r) { return r.sub(); },
+        false, multi);
+    write_worst(
+        rows, "lowest SQNR (signal to quantisation noise):", [](const Row& r) { return r.r.stats.sqnr_db(); }, true,
+        multi);
     if (rows.empty()) return;
     write_table(rows, dump, width);
-    fmt::print("\nrole*, step* = guessed from the name (a step also from the file or folder name)\n"
-               "undr% = nonzero values that become 0; SQNR in dB (exact: no error)\n");
+    fmt::print(
+        "\nrole*, step* = guessed from the name (a step also from the file or folder name)\n"
+        "undr% = nonzero values that become 0; SQNR in dB (exact: no error)\n");
 }
 
 // --include/--exclude/--steps left nothing: say so, with a few names that do exist.
@@ -373,9 +389,8 @@ std::string nothing_matched(const InspectOpts& o, const dp::Dump& dump) {
     if (!o.steps.empty()) filters.push_back("--steps " + o.steps);
     std::string names;
     for (const auto& n : dump.unselected_sample()) names += (names.empty() ? "" : ", ") + io::quoted(n, 120);
-    return fmt::format("no tensor matches {}: the input has {} tensor(s), e.g. {}{}",
-                       fmt::join(filters, " "), dump.unselected(), names,
-                       dump.unselected() > dump.unselected_sample().size() ? ", ..." : "");
+    return fmt::format("no tensor matches {}: the input has {} tensor(s), e.g. {}{}", fmt::join(filters, " "),
+                       dump.unselected(), names, dump.unselected() > dump.unselected_sample().size() ? ", ..." : "");
 }
 
 Register reg([](CLI::App& root) {
@@ -402,7 +417,8 @@ Register reg([](CLI::App& root) {
                     "scale = fl32(fmax / amax) per tensor)");
     cmd->add_option("--format", o->format,
                     "auto (the recipe's format per role: e4m3 for activations and weights, e5m2 for "
-                    "gradients), or one 8-bit format for every tensor: " + format_choices());
+                    "gradients), or one 8-bit format for every tensor: " +
+                        format_choices());
     auto* json = cmd->add_flag("--json", o->json, "Machine-readable output (non-finite numbers as \"inf\"/\"nan\")");
     cmd->add_flag("--csv", o->csv, "Long-form CSV: file,name,step,role,dtype,format,stat,value")->excludes(json);
     // One pattern per occurrence, so patterns never swallow the FILE arguments after them.
@@ -416,12 +432,15 @@ Register reg([](CLI::App& root) {
         ->allow_extra_args(false);
     cmd->add_option("--steps", o->steps, "Only these steps, e.g. 0-100,200,300-");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress bar");
-    cmd->add_flag("--progress", o->progress, "The progress bar on stderr even when it is not a terminal (under mpirun: rank 0's)");
+    cmd->add_flag("--progress", o->progress,
+                  "The progress bar on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
     add_device_flags(cmd, o->device,
                      "cuda: the per-tensor statistics of tensors of f32, f16 or bf16 run on the GPU (a copy "
                      "and one kernel pass each); amax, reading and block recipes stay on the CPU.");
-    cmd->add_flag("--wide", o->wide, "Name column as wide as the longest name (default: within the terminal's width; a longer name is written whole and its row continues on the next line; a file or pipe gets one line per row)");
+    cmd->add_flag("--wide", o->wide,
+                  "Name column as wide as the longest name (default: within the terminal's width; a longer name is "
+                  "written whole and its row continues on the next line; a file or pipe gets one line per row)");
     cmd->callback([o] {
         inspect::Options opts;
         try {
@@ -439,8 +458,10 @@ Register reg([](CLI::App& root) {
             const auto eq = r.rfind('=');
             const auto role = eq == std::string::npos ? std::nullopt : dp::parse_role(r.substr(eq + 1));
             if (!role || eq == 0)
-                throw UsageError(fmt::format("--role '{}': expected PATTERN=ROLE with ROLE activation, weight, gradient "
-                                             "or optimizer_state", r));
+                throw UsageError(
+                    fmt::format("--role '{}': expected PATTERN=ROLE with ROLE activation, weight, gradient "
+                                "or optimizer_state",
+                                r));
             sel.roles.emplace_back(r.substr(0, eq), *role);
         }
         if (!o->steps.empty()) {
@@ -477,8 +498,10 @@ Register reg([](CLI::App& root) {
         if (!comm.root()) return;
 
         const auto te_checks = check_te_files(dump, errors);
-        if (o->json) write_json(rows, opts, *o, dump, errors, te_checks);
-        else if (o->csv) write_csv(rows, opts.recipe.name);
+        if (o->json)
+            write_json(rows, opts, *o, dump, errors, te_checks);
+        else if (o->csv)
+            write_csv(rows, opts.recipe.name);
         else {
             write_terminal(rows, opts, *o, dump, errors);
             write_te_terminal(te_checks);

@@ -37,10 +37,10 @@ void print_summary(const kv::Report& r) {
         }
         const auto& row = r.rows[i];
         const std::string scale = row.policy == kv::ScalePolicy::token_head ? "per token"
-                                  : row.policy == kv::ScalePolicy::head    ? "per head"
-                                                                           : fmt::format("{:.6g}", row.scale);
-        fmt::print("{:<28} {:<2} {:<9} {:<17} {:>10} {:>8.4f} {:>8.4f} {:>9} {:>5} (h{})\n", io::printable(row.layer), row.tensor,
-                   kv::name(row.format), kv::name(row.policy), scale, pct(all.saturated, all.nonzero),
+                                  : row.policy == kv::ScalePolicy::head     ? "per head"
+                                                                            : fmt::format("{:.6g}", row.scale);
+        fmt::print("{:<28} {:<2} {:<9} {:<17} {:>10} {:>8.4f} {:>8.4f} {:>9} {:>5} (h{})\n", io::printable(row.layer),
+                   row.tensor, kv::name(row.format), kv::name(row.policy), scale, pct(all.saturated, all.nonzero),
                    pct(all.underflow, all.nonzero), db(all.sqnr_db()), db(worst), worst_head);
         i = j;
     }
@@ -51,13 +51,15 @@ void print_text(const kv::Report& r) {
                r.layers.size(), r.steps, r.batch, r.positions, r.dim);
     print_summary(r);
     if (!r.attention.empty()) {
-        fmt::print("\nFP8 attention (E4M3 Q, K, V; P in E4M3 without a scale), SQNR dB against binary64 on the BF16 values:\n");
-        fmt::print("{:<28} {:>4} {:<17} {:>9} {:>9} {:>9} {:>11} {:>10}\n", "layer", "head", "policy", "scores", "P", "O (FA3)",
-                   "O (normed)", "P under%");
+        fmt::print(
+            "\nFP8 attention (E4M3 Q, K, V; P in E4M3 without a scale), SQNR dB against binary64 on the BF16 "
+            "values:\n");
+        fmt::print("{:<28} {:>4} {:<17} {:>9} {:>9} {:>9} {:>11} {:>10}\n", "layer", "head", "policy", "scores", "P",
+                   "O (FA3)", "O (normed)", "P under%");
         for (const auto& a : r.attention)
-            fmt::print("{:<28} {:>4} {:<17} {:>9} {:>9} {:>9} {:>11} {:>10.4f}\n", io::printable(a.layer), a.head, kv::name(a.policy),
-                       db(a.scores_sqnr_db), db(a.probs_sqnr_db), db(a.out_sqnr_db), db(a.out_normalized_sqnr_db),
-                       pct(a.p_underflow, a.p_nonzero));
+            fmt::print("{:<28} {:>4} {:<17} {:>9} {:>9} {:>9} {:>11} {:>10.4f}\n", io::printable(a.layer), a.head,
+                       kv::name(a.policy), db(a.scores_sqnr_db), db(a.probs_sqnr_db), db(a.out_sqnr_db),
+                       db(a.out_normalized_sqnr_db), pct(a.p_underflow, a.p_nonzero));
     }
     fmt::print("\nPosition buckets and per-head rows: --json (or --csv for the rows).\n");
     for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
@@ -70,12 +72,16 @@ Register reg([](CLI::App& root) {
         "kv",
         "The KV cache before serving: K, V (and Q) captured after the rotary embedding (fp8kit.torch.Monitor\n"
         "attention=True), cast to an e4m3 / e5m2 / e4m3fnuz / nvfp4 cache under each scale policy (one,\n"
-        "vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, llmc_minmax, head, token_head): saturation, underflow, SQNR per layer, head and position,\n"
+        "vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, llmc_minmax, head, token_head): saturation, "
+        "underflow, SQNR per layer, head and position,\n"
         "and FP8 attention (Q K^T, P in E4M3, P V) through the reference GEMM.");
-    cmd->add_option("DUMPS", o->files, "Dump files with <layer>.q/.k/.v tensors [batch, heads, positions, head_dim]; each step one batch")
+    cmd->add_option("DUMPS", o->files,
+                    "Dump files with <layer>.q/.k/.v tensors [batch, heads, positions, head_dim]; each step one batch")
         ->required();
     cmd->add_option("--format", o->formats, "Cache format (repeatable): e4m3, e5m2, e4m3fnuz, nvfp4 (default: all)");
-    cmd->add_option("--policy", o->policies, "Scale policy (repeatable): one, vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, llmc_minmax, head, token_head (default: all)");
+    cmd->add_option("--policy", o->policies,
+                    "Scale policy (repeatable): one, vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, "
+                    "llmc_minmax, head, token_head (default: all)");
     cmd->add_option("--bucket", o->bucket, "Positions per position bucket (default 32)");
     cmd->add_flag("--no-attention", o->no_attention, "Skip FP8 attention");
     cmd->add_flag("--json", o->json, "Print the report as JSON (rows, positions, attention)");
@@ -93,7 +99,11 @@ Register reg([](CLI::App& root) {
         }
         for (const auto& s : o->policies) {
             auto p = kv::parse_policy(s);
-            if (!p) throw UsageError(fmt::format("kv: --policy '{}': unknown (one, vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, llmc_minmax, head, token_head)", s));
+            if (!p)
+                throw UsageError(
+                    fmt::format("kv: --policy '{}': unknown (one, vllm_first_batch, tensor, modelopt_trtllm, "
+                                "modelopt_hf, llmc_minmax, head, token_head)",
+                                s));
             opt.policies.push_back(*p);
         }
         kv::Report r;
@@ -104,9 +114,12 @@ Register reg([](CLI::App& root) {
         }
         if (o->csv)
             for (const auto& n : r.skipped) fmt::print(stderr, "fp8kit kv: note: skipped {}\n", io::printable(n));
-        if (o->json) fmt::print("{}\n", kv::to_json(r));
-        else if (o->csv) fmt::print("{}", kv::to_csv(r));
-        else print_text(r);
+        if (o->json)
+            fmt::print("{}\n", kv::to_json(r));
+        else if (o->csv)
+            fmt::print("{}", kv::to_csv(r));
+        else
+            print_text(r);
     });
 });
 

@@ -23,8 +23,10 @@ Register reg([](CLI::App& root) {
     auto* show = cmd->add_subcommand(
         "show",
         "Print recipe NAME as JSON with every field a recipe file needs: save it, edit it, and pass the\n"
-        "file to --recipe. NAME is a preset (" + preset_list() + ") or a recipe file (checked and\n"
-        "printed in full).");
+        "file to --recipe. NAME is a preset (" +
+            preset_list() +
+            ") or a recipe file (checked and\n"
+            "printed in full).");
     show->add_option("NAME", *name, "Preset name or recipe file")->required();
     show->callback([name] {
         RecipeSpec r;

@@ -29,7 +29,6 @@ struct ReplayOpts {
     bool csv = false, json = false, wide = false, warn = false;
 };
 
-
 nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 
 void run(const ReplayOpts& o) {
@@ -67,8 +66,9 @@ void run(const ReplayOpts& o) {
         std::printf("step,tensor,amax,scale,headroom,overflow\n");
         for (const auto& s : res)
             for (std::size_t i = 0; i < s.steps.size(); ++i)
-                fmt::print("{},{},{:.9g},{:.9g},{:.9g},{}\n", s.steps[i], csv_field(s.tensor), static_cast<double>(s.amax[i]),
-                           static_cast<double>(s.scale[i]), static_cast<double>(s.headroom[i]), s.overflow[i] ? 1 : 0);
+                fmt::print("{},{},{:.9g},{:.9g},{:.9g},{}\n", s.steps[i], csv_field(s.tensor),
+                           static_cast<double>(s.amax[i]), static_cast<double>(s.scale[i]),
+                           static_cast<double>(s.headroom[i]), s.overflow[i] ? 1 : 0);
         return;
     }
     if (o.json) {
@@ -111,19 +111,22 @@ void run(const ReplayOpts& o) {
     std::size_t w = 6;
     for (const auto& s : res) w = std::max(w, io::printable(s.tensor).size());
     if (width) w = std::min(w, std::max<std::size_t>(24, width > 64 ? width - 64 : 0));
-    std::printf("%-*s  %-10s  %-6s  %6s  %9s  %-22s\n", static_cast<int>(w), "tensor", "class", "format",
-                "steps", "overflow", "worst headroom (step)");
+    std::printf("%-*s  %-10s  %-6s  %6s  %9s  %-22s\n", static_cast<int>(w), "tensor", "class", "format", "steps",
+                "overflow", "worst headroom (step)");
     std::size_t total = 0, bad = 0;
     for (const auto& s : res) {
         const std::string worst = s.worst_step < 0 ? "-" : fmt::format("{:.4g} ({})", s.worst_headroom, s.worst_step);
         std::printf("%s  %-10s  %-6s  %6zu  %9zu  %-22s\n",
-                    name_cell(s.tensor.empty() ? "(unnamed)" : s.tensor, w, 0).c_str(), std::string(name(s.role)).c_str(),
-                    std::string(name(s.format)).c_str(), s.steps.size(), s.overflow_steps, worst.c_str());
+                    name_cell(s.tensor.empty() ? "(unnamed)" : s.tensor, w, 0).c_str(),
+                    std::string(name(s.role)).c_str(), std::string(name(s.format)).c_str(), s.steps.size(),
+                    s.overflow_steps, worst.c_str());
         total += s.overflow_steps;
         bad += s.overflow_steps > 0;
     }
-    std::printf("\n%zu overflowing steps in %zu of %zu tensors (headroom = amax*scale/max; > 1 overflows "
-                "once the scaled amax rounds past max)\n", total, bad, res.size());
+    std::printf(
+        "\n%zu overflowing steps in %zu of %zu tensors (headroom = amax*scale/max; > 1 overflows "
+        "once the scaled amax rounds past max)\n",
+        total, bad, res.size());
     for (const auto& n : trace.skipped) fmt::print("note: skipped {}\n", io::printable(n));
     if (o.warn) {
         fmt::print("\n{} early warning(s) (docs/early-warning.md){}\n", warnings.size(), warnings.empty() ? "" : ":");
@@ -138,7 +141,8 @@ Register reg([](CLI::App& root) {
         "Replay an amax trace (CSV step,tensor,amax, an nvidia-dlfw-inspect log, or a dump's amax per dumped\n"
         "step) through a scaling recipe:\n"
         "the scale each step would have been cast with, its headroom amax*scale/max, and overflows.");
-    cmd->add_option("TRACE", o->trace, "Amax trace: CSV with step,amax[,tensor] columns, a dlfw-inspect log, or an HDF5/safetensors dump")
+    cmd->add_option("TRACE", o->trace,
+                    "Amax trace: CSV with step,amax[,tensor] columns, a dlfw-inspect log, or an HDF5/safetensors dump")
         ->required();
     cmd->add_option("--recipe", o->recipe, "Preset (" + join_presets() + ") or a recipe JSON file")
         ->capture_default_str();
@@ -151,9 +155,12 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--tensor", o->tensors, "Only tensors matching this glob (repeatable)");
     cmd->add_flag("--csv", o->csv, "CSV: step,tensor,amax,scale,headroom,overflow (scale as %.9g)");
     cmd->add_flag("--json", o->json, "JSON: every series with its scales");
-    cmd->add_flag("--warn", o->warn, "Also the early warnings of the trace (growth, spikes, overflow forecast: fp8kit watch)");
+    cmd->add_flag("--warn", o->warn,
+                  "Also the early warnings of the trace (growth, spikes, overflow forecast: fp8kit watch)");
     add_read_flags(cmd);
-    cmd->add_flag("--wide", o->wide, "Name column as wide as the longest name (default: within the terminal's width; a longer name is written whole and its row continues on the next line; a file or pipe gets one line per row)");
+    cmd->add_flag("--wide", o->wide,
+                  "Name column as wide as the longest name (default: within the terminal's width; a longer name is "
+                  "written whole and its row continues on the next line; a file or pipe gets one line per row)");
     cmd->callback([o] { run(*o); });
 });
 

@@ -42,19 +42,22 @@ double find(const std::vector<Row>& rows, const std::string& sec, const std::str
             const std::string& order, const std::string& metric, bool worst_max = true) {
     double best = worst_max ? -INFINITY : INFINITY;
     for (const auto& r : rows)
-        if (r.section == sec && r.tensor == t && r.ranks == n && r.path == path && r.order == order && r.metric == metric)
+        if (r.section == sec && r.tensor == t && r.ranks == n && r.path == path && r.order == order &&
+            r.metric == metric)
             best = worst_max ? std::max(best, r.value) : std::min(best, r.value);
     return best;
 }
 
-void print_summary(const std::vector<Row>& rows, const std::vector<std::string>& params, const std::map<std::pair<int, std::string>, Flags>& flags,
-                   const SimOpts& o, const std::vector<std::string>& notes, int opt_ranks) {
+void print_summary(const std::vector<Row>& rows, const std::vector<std::string>& params,
+                   const std::map<std::pair<int, std::string>, Flags>& flags, const SimOpts& o,
+                   const std::vector<std::string>& notes, int opt_ranks) {
     std::size_t w = 6;
     for (const auto& p : params) w = std::max(w, p.size());
     const std::string o0 = o.orders.front();
     for (const auto& [key, f] : flags) {
         const auto& [n, path] = key;
-        std::printf("FP8 all-reduce, %d ranks, %s path (worst step; SQNR and underflow for order %s):\n", n, path.c_str(), o0.c_str());
+        std::printf("FP8 all-reduce, %d ranks, %s path (worst step; SQNR and underflow for order %s):\n", n,
+                    path.c_str(), o0.c_str());
         std::printf("  %-*s  %9s  %9s  %10s  %9s  %12s  %6s\n", int(w), "tensor", "hop ovf", "underflow", "SQNR dB",
                     "rel err", "order spread", "margin");
         for (const auto& p : params) {
@@ -78,19 +81,22 @@ void print_summary(const std::vector<Row>& rows, const std::vector<std::string>&
         for (const auto& [k, ts] : by_margin)
             std::printf("  margin %d (scale / 2^%d) keeps every partial sum <= 448 for: %s\n", k, k, list(ts).c_str());
         if (!f.stall.empty())
-            std::printf("  stalled partial sums (>= %.0f%% of hops add a nonzero value and change nothing): %s\n"
-                        "    an E4M3 partial keeps 3 mantissa bits, so once it is more than 16 times an addend the\n"
-                        "    addend is lost; the rank and ring orders add N values one by one into one partial. A\n"
-                        "    margin does not help (it scales partial and addend alike); the tree order (pairwise\n"
-                        "    partials of equal size, with the margin it needs against overflow) or a BF16/FP32\n"
-                        "    all-reduce does.\n",
-                        100 * sim::kStallFlag, list(f.stall).c_str());
+            std::printf(
+                "  stalled partial sums (>= %.0f%% of hops add a nonzero value and change nothing): %s\n"
+                "    an E4M3 partial keeps 3 mantissa bits, so once it is more than 16 times an addend the\n"
+                "    addend is lost; the rank and ring orders add N values one by one into one partial. A\n"
+                "    margin does not help (it scales partial and addend alike); the tree order (pairwise\n"
+                "    partials of equal size, with the margin it needs against overflow) or a BF16/FP32\n"
+                "    all-reduce does.\n",
+                100 * sim::kStallFlag, list(f.stall).c_str());
         std::printf("\n");
     }
     if (o.level == "O2") {
         if (o.optimizer == "te-fused-adam")
-            std::printf("O2 optimizer states, TransformerEngine FusedAdam (%s exp_avg, %s exp_avg_sq, %s master weights) vs FP32:\n",
-                        o.exp_avg_dtype.c_str(), o.exp_avg_sq_dtype.c_str(), o.master_dtype.c_str());
+            std::printf(
+                "O2 optimizer states, TransformerEngine FusedAdam (%s exp_avg, %s exp_avg_sq, %s master weights) vs "
+                "FP32:\n",
+                o.exp_avg_dtype.c_str(), o.exp_avg_sq_dtype.c_str(), o.master_dtype.c_str());
         else
             std::printf("O2 optimizer states (E4M3 exp_avg, FP16 exp_avg_sq, %s master weights) vs FP32:\n",
                         o.fp32_master ? "FP32" : "FP16");
@@ -123,7 +129,8 @@ void run(const SimOpts& o) {
     }
     if (o.master_dtype != "fp32" && o.master_dtype != "fp16")
         throw UsageError(fmt::format("--master-weight-dtype {}: fp32 or fp16", o.master_dtype));
-    if (o.path != "ddp" && o.path != "non-ddp" && o.path != "both") throw UsageError(fmt::format("--path {}: ddp, non-ddp or both", o.path));
+    if (o.path != "ddp" && o.path != "non-ddp" && o.path != "both")
+        throw UsageError(fmt::format("--path {}: ddp, non-ddp or both", o.path));
     if (o.hop != "half" && o.hop != "float32") throw UsageError(fmt::format("--hop {}: half or float32", o.hop));
     sim::MsampRunOptions ro;
     ro.o2 = o.level == "O2";
@@ -149,7 +156,8 @@ void run(const SimOpts& o) {
     const auto files = dump::expand_inputs(o.dumps, problems);
     if (!problems.empty()) throw UsageError(problems.front().describe());
     if (files.size() > 1 && !o.ranks.empty())
-        throw UsageError(fmt::format("--ranks: {} dumps are {} ranks already; --ranks splits a single dump", files.size(), files.size()));
+        throw UsageError(fmt::format("--ranks: {} dumps are {} ranks already; --ranks splits a single dump",
+                                     files.size(), files.size()));
     ro.ranks = o.ranks.empty() ? std::vector<int>{8, 64, 1024} : o.ranks;
     for (int n : ro.ranks)
         if (n < 2 || n > 65536) throw UsageError(fmt::format("--ranks {}: must be 2..65536", n));
@@ -183,8 +191,9 @@ void run(const SimOpts& o) {
     if (o.csv) {
         std::printf("section,tensor,step,ranks,path,order,metric,value\n");
         for (const auto& r : rows)
-            std::printf("%s,\"%s\",%lld,%d,%s,%s,%s,%s\n", r.section.c_str(), r.tensor.c_str(), static_cast<long long>(r.step), r.ranks,
-                        r.path.c_str(), r.order.c_str(), r.metric.c_str(), exact(r.value).c_str());
+            std::printf("%s,\"%s\",%lld,%d,%s,%s,%s,%s\n", r.section.c_str(), r.tensor.c_str(),
+                        static_cast<long long>(r.step), r.ranks, r.path.c_str(), r.order.c_str(), r.metric.c_str(),
+                        exact(r.value).c_str());
         return;
     }
     if (o.json) {
@@ -194,7 +203,8 @@ void run(const SimOpts& o) {
         if (o.level == "O2") {
             j["optimizer"] = o.optimizer;
             if (o.optimizer == "te-fused-adam")
-                j["state_dtypes"] = {{"exp_avg", o.exp_avg_dtype}, {"exp_avg_sq", o.exp_avg_sq_dtype}, {"master", o.master_dtype}};
+                j["state_dtypes"] = {
+                    {"exp_avg", o.exp_avg_dtype}, {"exp_avg_sq", o.exp_avg_sq_dtype}, {"master", o.master_dtype}};
         }
         if (o.level == "O2") j["optimizer_grad"] = o.optimizer_grad;
         j["wgrad_dtype"] = o.wgrad_dtype;
@@ -204,18 +214,31 @@ void run(const SimOpts& o) {
         j["seed"] = o.seed;
         j["rows"] = nlohmann::json::array();
         for (const auto& r : rows)
-            j["rows"].push_back({{"section", r.section}, {"tensor", r.tensor}, {"step", r.step}, {"ranks", r.ranks},
-                                 {"path", r.path}, {"order", r.order}, {"metric", r.metric}, {"value", num(r.value)}});
+            j["rows"].push_back({{"section", r.section},
+                                 {"tensor", r.tensor},
+                                 {"step", r.step},
+                                 {"ranks", r.ranks},
+                                 {"path", r.path},
+                                 {"order", r.order},
+                                 {"metric", r.metric},
+                                 {"value", num(r.value)}});
         auto& fl = j["flags"] = nlohmann::json::array();
         for (const auto& [k, f] : flags)
-            fl.push_back({{"ranks", k.first}, {"path", k.second}, {"overflow", f.overflow}, {"underflow", f.underflow}, {"margin", f.margin}, {"stall", f.stall}});
+            fl.push_back({{"ranks", k.first},
+                          {"path", k.second},
+                          {"overflow", f.overflow},
+                          {"underflow", f.underflow},
+                          {"margin", f.margin},
+                          {"stall", f.stall}});
         j["notes"] = notes;
         j["skipped"] = skipped;
         std::printf("%s\n", j.dump(1).c_str());
         return;
     }
     std::printf("MS-AMP %s simulation: %zu dump(s), %zu tensors, %s\n\n", o.level.c_str(), files.size(), params.size(),
-                files.size() > 1 ? "one dump per rank" : fmt::format("one gradient split into N ranks (spread {}, seed {})", o.spread, o.seed).c_str());
+                files.size() > 1
+                    ? "one dump per rank"
+                    : fmt::format("one gradient split into N ranks (spread {}, seed {})", o.spread, o.seed).c_str());
     print_summary(rows, params, flags, o, notes, res.optimizer_ranks);
 }
 
@@ -227,10 +250,14 @@ Register reg([](CLI::App& root) {
         "msamp",
         "MS-AMP: the FP8 weight-gradient all-reduce over N ranks (O1) and the E4M3/FP16 Adam states and FP16\n"
         "master weights (O2), bit-exact to MS-AMP's formulas, against FP32 (docs/msamp.md).");
-    cmd->add_option("DUMPS", o->dumps, "HDF5/safetensors dumps (.../wgrad, exp_avg, exp_avg_sq, weight); several = one per rank")->required();
+    cmd->add_option("DUMPS", o->dumps,
+                    "HDF5/safetensors dumps (.../wgrad, exp_avg, exp_avg_sq, weight); several = one per rank")
+        ->required();
     cmd->add_option("--level", o->level, "O1 (all-reduce) or O2 (all-reduce and optimizer states)")->required();
-    cmd->add_option("--ranks", o->ranks, "Split one dump's gradient into N ranks (comma list; default 8,64,1024)")->delimiter(',');
-    cmd->add_option("--order", o->orders, "Reduction orders: rank, ring, tree (comma list; default all)")->delimiter(',');
+    cmd->add_option("--ranks", o->ranks, "Split one dump's gradient into N ranks (comma list; default 8,64,1024)")
+        ->delimiter(',');
+    cmd->add_option("--order", o->orders, "Reduction orders: rank, ring, tree (comma list; default all)")
+        ->delimiter(',');
     cmd->add_option("--path", o->path, "ddp (1/sqrt(N) pre-scale), non-ddp, or both")->capture_default_str();
     cmd->add_option("--hop", o->hop, "FP8 sum per hop: half (sm_80+ NCCL) or float32")->capture_default_str();
     cmd->add_option("--spread", o->spread, "Perturbation of the split ranks, in [0, 1]")->capture_default_str();
@@ -242,17 +269,24 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--eps", o->eps, "O2: Adam eps")->capture_default_str();
     cmd->add_option("--weight-decay", o->weight_decay, "O2: AdamW weight decay")->capture_default_str();
     cmd->add_flag("--fp32-master", o->fp32_master, "O2 msamp: keep FP32 master weights (default FP16 with scale)");
-    cmd->add_option("--optimizer", o->optimizer, "O2: msamp (LBAdamW) or te-fused-adam (TransformerEngine FusedAdam)")->capture_default_str();
+    cmd->add_option("--optimizer", o->optimizer, "O2: msamp (LBAdamW) or te-fused-adam (TransformerEngine FusedAdam)")
+        ->capture_default_str();
     cmd->add_option("--optimizer-grad", o->optimizer_grad,
                     "O2: what the simulated optimizer takes: mean (the exact rank mean, as the FP32 reference;\n"
                     "isolates the states) or fp8-allreduce (the FP8 all-reduce's result, first --path and --order;\n"
-                    "the drift is O2 end to end)")->capture_default_str();
+                    "the drift is O2 end to end)")
+        ->capture_default_str();
     cmd->add_option("--wgrad-dtype", o->wgrad_dtype,
                     "dtype the weight gradient enters the FP8 all-reduce in: fp32 (the dump as is), fp16 (MS-AMP's FP8 "
-                    "GEMM output under autocast) or bf16")->capture_default_str();
-    cmd->add_option("--exp-avg-dtype", o->exp_avg_dtype, "O2 te-fused-adam: exp_avg as fp32, fp16, bf16 or fp8")->capture_default_str();
-    cmd->add_option("--exp-avg-sq-dtype", o->exp_avg_sq_dtype, "O2 te-fused-adam: exp_avg_sq as fp32, fp16, bf16 or fp8")->capture_default_str();
-    cmd->add_option("--master-weight-dtype", o->master_dtype, "O2 te-fused-adam: master weights fp32 or fp16")->capture_default_str();
+                    "GEMM output under autocast) or bf16")
+        ->capture_default_str();
+    cmd->add_option("--exp-avg-dtype", o->exp_avg_dtype, "O2 te-fused-adam: exp_avg as fp32, fp16, bf16 or fp8")
+        ->capture_default_str();
+    cmd->add_option("--exp-avg-sq-dtype", o->exp_avg_sq_dtype,
+                    "O2 te-fused-adam: exp_avg_sq as fp32, fp16, bf16 or fp8")
+        ->capture_default_str();
+    cmd->add_option("--master-weight-dtype", o->master_dtype, "O2 te-fused-adam: master weights fp32 or fp16")
+        ->capture_default_str();
     cmd->add_flag("--csv", o->csv, "Long-form CSV: section,tensor,step,ranks,path,order,metric,value");
     cmd->add_flag("--json", o->json, "JSON: every row, the flagged tensors per N and path");
     add_read_flags(cmd);

@@ -112,7 +112,9 @@ void outcome_row(fmt::memory_buffer& b, const sweep::Outcome& oc, int min_safe_m
     r.done();
 }
 
-std::string dump_json(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string dump_json(const nlohmann::json& j) {
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 // One phase's progress line, made when its total is first known (cluster::Progress calls).
 struct PhaseBar {
@@ -136,9 +138,10 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& co
     const auto& C = sw.candidates();
     const auto& S = sw.series();
     if (comm.root())
-        fmt::print("scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps,worst_headroom,"
-                   "mean_log2_headroom,min_safe_margin,dumped,underflow_share,subnormal_share,sqnr_db,sqnr_db_lo,"
-                   "sqnr_db_hi\n");
+        fmt::print(
+            "scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps,worst_headroom,"
+            "mean_log2_headroom,min_safe_margin,dumped,underflow_share,subnormal_share,sqnr_db,sqnr_db_lo,"
+            "sqnr_db_hi\n");
     // Rows go through one buffer, written once per class or group of tensors (10^5 tensors x 60
     // rows). The fields from class to format depend on the class and candidate only: spelled once.
     std::vector<std::string> middle[3];
@@ -146,7 +149,8 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& co
         for (std::size_t c = 0; c < C.size(); ++c) {
             const auto& r = C[c].recipe;
             const Role cls = kClasses[k];
-            const std::string_view f = name(replay::role_format(r, cls, C[c].forced));  // block presets: their role's format
+            const std::string_view f =
+                name(replay::role_format(r, cls, C[c].forced));  // block presets: their role's format
             middle[k].push_back(fmt::format(",{},\"{}\",{},{},{},{},{},", name(cls), C[c].label, name(r.kind),
                                             r.history_len, name(r.algo), r.margin, f));
         }
@@ -156,11 +160,12 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& co
         b.push_back(',');
         b.append(field);
         b.append(middle[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0][c]);
-        fmt::format_to(fmt::appender(b), FMT_COMPILE("{},{},{:.9g},{:.9g},"), oc.steps, oc.overflow_steps, oc.worst_headroom,
-                       oc.mean_log2_headroom());
+        fmt::format_to(fmt::appender(b), FMT_COMPILE("{},{},{:.9g},{:.9g},"), oc.steps, oc.overflow_steps,
+                       oc.worst_headroom, oc.mean_log2_headroom());
         if (C[c].grid) json_out::integer(b, msm);
-        fmt::format_to(fmt::appender(b), FMT_COMPILE(",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n"), oc.dumped, oc.underflow_share(),
-                       oc.subnormal_share(), oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(), oc.mean_sqnr_db_hi());
+        fmt::format_to(fmt::appender(b), FMT_COMPILE(",{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g}\n"), oc.dumped,
+                       oc.underflow_share(), oc.subnormal_share(), oc.mean_sqnr_db(), oc.mean_sqnr_db_lo(),
+                       oc.mean_sqnr_db_hi());
     };
     if (comm.root()) {
         fmt::memory_buffer b;
@@ -174,15 +179,19 @@ void write_csv(const sweep::Sweep& sw, const sweep::Loaded& L, cluster::Comm& co
         }
     }
     // Per tensor: each group of series' rows made by one rank, written by rank 0 in order.
-    cluster::series_rows(comm, S.size(), [&](std::size_t first, std::size_t last) {
-        fmt::memory_buffer b;
-        for (std::size_t s = first; s < last; ++s) {
-            const auto oc = sw.tensor_outcomes(s);
-            const std::string field = csv_field(S[s].tensor);
-            for (std::size_t c = 0; c < C.size(); ++c) row(b, "tensor", field, S[s].role, c, oc[c], sw.min_safe_margin(c, oc));
-        }
-        return fmt::to_string(b);
-    }, put_out, std::ref(bar));
+    cluster::series_rows(
+        comm, S.size(),
+        [&](std::size_t first, std::size_t last) {
+            fmt::memory_buffer b;
+            for (std::size_t s = first; s < last; ++s) {
+                const auto oc = sw.tensor_outcomes(s);
+                const std::string field = csv_field(S[s].tensor);
+                for (std::size_t c = 0; c < C.size(); ++c)
+                    row(b, "tensor", field, S[s].role, c, oc[c], sw.min_safe_margin(c, oc));
+            }
+            return fmt::to_string(b);
+        },
+        put_out, std::ref(bar));
     if (!comm.root()) return;
     io::flush_stdout();
     for (const auto& n : L.skipped) fmt::print(stderr, "fp8kit sweep: note: skipped {}\n", io::printable(n));
@@ -198,7 +207,8 @@ void write_json_head(const sweep::Sweep& sw, const sweep::Loaded& L, const Sweep
     head["skipped"] = L.skipped;
     // Inputs that could not be read (as inspect's "errors"): the sweep went on without them.
     head["errors"] = nlohmann::json::array();
-    for (const auto& p : L.errors) head["errors"].push_back({{"file", p.file}, {"name", p.name}, {"message", p.message}});
+    for (const auto& p : L.errors)
+        head["errors"].push_back({{"file", p.file}, {"name", p.name}, {"message", p.message}});
     if (o.warn) {
         head["warnings"] = nlohmann::json::array();
         for (const auto& w : o.warnings) head["warnings"].push_back(warn::to_json(w));
@@ -229,36 +239,40 @@ void write_json_head(const sweep::Sweep& sw, const sweep::Loaded& L, const Sweep
 
 // One JSON object written in pieces: the small parts through nlohmann, each tensor as its own
 // line, so a sweep of 10^5 tensors never holds them all.
-void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts& o, cluster::Comm& comm, PhaseBar& bar) {
+void write_json(const sweep::Sweep& sw, const sweep::Loaded& L, const SweepOpts& o, cluster::Comm& comm,
+                PhaseBar& bar) {
     const auto& C = sw.candidates();
     const auto& S = sw.series();
     if (comm.root()) write_json_head(sw, L, o);
     // The tensors, one line each, as nlohmann would write {"class", "outcomes", "steps", "tensor"};
     // each group of series made by one rank, written by rank 0 in order.
-    cluster::series_rows(comm, S.size(), [&](std::size_t first, std::size_t last) {
-        fmt::memory_buffer b;
-        for (std::size_t s = first; s < last; ++s) {
-            const auto oc = sw.tensor_outcomes(s);
-            b.push_back('{');
-            json_out::key(b, "class", true);
-            json_out::string(b, name(S[s].role));
-            if (!C.empty()) {
-                json_out::key(b, "outcomes");
-                for (std::size_t c = 0; c < C.size(); ++c) {
-                    b.append(std::string_view(c ? ",{" : "[{"));
-                    outcome_row(b, oc[c], sw.min_safe_margin(c, oc));
-                    b.push_back('}');
+    cluster::series_rows(
+        comm, S.size(),
+        [&](std::size_t first, std::size_t last) {
+            fmt::memory_buffer b;
+            for (std::size_t s = first; s < last; ++s) {
+                const auto oc = sw.tensor_outcomes(s);
+                b.push_back('{');
+                json_out::key(b, "class", true);
+                json_out::string(b, name(S[s].role));
+                if (!C.empty()) {
+                    json_out::key(b, "outcomes");
+                    for (std::size_t c = 0; c < C.size(); ++c) {
+                        b.append(std::string_view(c ? ",{" : "[{"));
+                        outcome_row(b, oc[c], sw.min_safe_margin(c, oc));
+                        b.push_back('}');
+                    }
+                    b.push_back(']');
                 }
-                b.push_back(']');
+                json_out::key(b, "steps");
+                json_out::integer(b, S[s].steps.size());
+                json_out::key(b, "tensor");
+                json_out::string(b, S[s].tensor);
+                b.append(std::string_view(s + 1 < S.size() ? "},\n" : "}\n"));
             }
-            json_out::key(b, "steps");
-            json_out::integer(b, S[s].steps.size());
-            json_out::key(b, "tensor");
-            json_out::string(b, S[s].tensor);
-            b.append(std::string_view(s + 1 < S.size() ? "},\n" : "}\n"));
-        }
-        return fmt::to_string(b);
-    }, put_out, std::ref(bar));
+            return fmt::to_string(b);
+        },
+        put_out, std::ref(bar));
     if (comm.root()) fmt::print("]}}\n");
 }
 
@@ -269,7 +283,8 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm&
     const auto& S = sw.series();
     std::size_t best_of[3] = {0, 0, 0};
     for (Role cls : kClasses)
-        if (sw.has_class(cls)) best_of[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0] = sw.ranked(cls).front();
+        if (sw.has_class(cls))
+            best_of[cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0] = sw.ranked(cls).front();
     const std::size_t width = o.wide ? 0 : output_width();
     std::size_t w = 6;
     for (const auto& s : S) w = std::max(w, io::printable(s.tensor).size());
@@ -294,22 +309,26 @@ void write_per_tensor(const sweep::Sweep& sw, const SweepOpts& o, cluster::Comm&
         }
     }
     // Each group of series' rows made by one rank, written by rank 0 in order.
-    cluster::series_rows(comm, S.size(), [&](std::size_t first, std::size_t last) {
-        fmt::memory_buffer out;
-        for (std::size_t s = first; s < last; ++s) {
-            const Role cls = S[s].role;
-            const int k = cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0;
-            const std::size_t best = best_of[k];
-            const std::size_t te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
-            const auto oc = sw.tensor_outcomes(s, wanted_of[k]);
-            const auto &a = oc[best], &b = oc[te];
-            fmt::format_to(fmt::appender(out), "  {} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n",
-                           name_cell(S[s].tensor, w, 2), name(cls), S[s].steps.size(), a.overflow_steps,
-                           margin_str(sw.min_safe_margin(best, oc)), fmt::format("{:.4g}", a.worst_headroom),
-                           b.overflow_steps, margin_str(sw.min_safe_margin(te, oc)), fmt::format("{:.4g}", b.worst_headroom));
-        }
-        return fmt::to_string(out);
-    }, put_out, std::ref(bar));
+    cluster::series_rows(
+        comm, S.size(),
+        [&](std::size_t first, std::size_t last) {
+            fmt::memory_buffer out;
+            for (std::size_t s = first; s < last; ++s) {
+                const Role cls = S[s].role;
+                const int k = cls == Role::weight ? 1 : cls == Role::gradient ? 2 : 0;
+                const std::size_t best = best_of[k];
+                const std::size_t te = sw.find(1024, AmaxAlgo::max, 0, C[best].forced);
+                const auto oc = sw.tensor_outcomes(s, wanted_of[k]);
+                const auto &a = oc[best], &b = oc[te];
+                fmt::format_to(fmt::appender(out), "  {} {:<10} {:>6} | {:>8} {:>7} {:>10} | {:>8} {:>7} {:>10}\n",
+                               name_cell(S[s].tensor, w, 2), name(cls), S[s].steps.size(), a.overflow_steps,
+                               margin_str(sw.min_safe_margin(best, oc)), fmt::format("{:.4g}", a.worst_headroom),
+                               b.overflow_steps, margin_str(sw.min_safe_margin(te, oc)),
+                               fmt::format("{:.4g}", b.worst_headroom));
+            }
+            return fmt::to_string(out);
+        },
+        put_out, std::ref(bar));
 }
 
 // Each input that could not be read, one line on stderr as inspect writes it; exit status 1.
@@ -335,7 +354,8 @@ std::vector<warn::Warning> early_warnings(const SweepOpts& o) {
 }
 
 void print_warnings(const std::vector<warn::Warning>& ws, std::size_t top) {
-    fmt::print("\n{} early warning(s) (fp8kit watch's defaults; docs/early-warning.md){}\n", ws.size(), ws.empty() ? "" : ":");
+    fmt::print("\n{} early warning(s) (fp8kit watch's defaults; docs/early-warning.md){}\n", ws.size(),
+               ws.empty() ? "" : ":");
     for (std::size_t i = 0; i < ws.size() && i < top; ++i) fmt::print("{}. {}\n", i + 1, warn::to_text(ws[i]));
     if (ws.size() > top) fmt::print("... {} more (fp8kit watch --top 0 lists all; --json has all)\n", ws.size() - top);
 }
@@ -343,12 +363,15 @@ void print_warnings(const std::vector<warn::Warning>& ws, std::size_t top) {
 void run(SweepOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     if (o.csv && o.warn)
-        throw UsageError("--warn and --csv: the CSV is one table of outcomes; `fp8kit watch --csv` gives the warnings as CSV");
+        throw UsageError(
+            "--warn and --csv: the CSV is one table of outcomes; `fp8kit watch --csv` gives the warnings as CSV");
     if (o.top < 1) throw UsageError(fmt::format("--top {}: must be at least 1", o.top));
     resolve_device(o.device, "sweep", false);  // checks --device; nothing of sweep's runs on a GPU
     std::vector<std::optional<Format>> formats;
-    if (o.format == "all") formats = {Format::e4m3, Format::e5m2};
-    else formats = {parse_format_choice(o.format)};
+    if (o.format == "all")
+        formats = {Format::e4m3, Format::e5m2};
+    else
+        formats = {parse_format_choice(o.format)};
     // Under mpirun the ranks share the dumped tensors' histogram passes, the series' replay and
     // the per-series rows; rank 0 alone writes the report (docs/mpi.md).
     auto& comm = cluster::world();
@@ -395,7 +418,8 @@ void write_summary(const SweepOpts& o, const std::vector<std::optional<Format>>&
     fmt::print("sweep: {} recipes ({} on the delayed grid) over {} tensors", C.size(), grid, S.size());
     if (!L.trace_files.empty()) fmt::print(" from {} trace file(s)", L.trace_files.size());
     if (!L.dumped.empty()) fmt::print("; {} dumped tensors evaluated", L.dumped.size());
-    if (!L.errors.empty()) fmt::print("; {} input(s) could not be read and are left out (each named on stderr)", L.errors.size());
+    if (!L.errors.empty())
+        fmt::print("; {} input(s) could not be read and are left out (each named on stderr)", L.errors.size());
     fmt::print("\n\nRecommendations\n");
     for (Role cls : kClasses)
         if (sw->has_class(cls)) fmt::print("  {}\n", io::printable(sw->recommendation(cls)));
@@ -440,19 +464,25 @@ Register reg([](CLI::App& root) {
         "subnormal share and SQNR; a ranked recommendation per tensor class (with its caveat when series\n"
         "have one step, or overflow only at their first step, cast with the initial scale 1).\n"
         "Time and memory are linear in tensors x steps; --json and --csv stream.");
-    cmd->add_option("INPUT", o->inputs, "Amax traces (CSV, dlfw-inspect logs) and dumps (HDF5, safetensors)")->required();
-    cmd->add_option("--format", o->format, "auto (hybrid: E5M2 gradients), all (E4M3 and E5M2 for every tensor), or a format")
+    cmd->add_option("INPUT", o->inputs, "Amax traces (CSV, dlfw-inspect logs) and dumps (HDF5, safetensors)")
+        ->required();
+    cmd->add_option("--format", o->format,
+                    "auto (hybrid: E5M2 gradients), all (E4M3 and E5M2 for every tensor), or a format")
         ->capture_default_str();
     cmd->add_option("--tensor", o->tensors, "Only tensors matching this glob (repeatable)");
     cmd->add_option("--top", o->top, "Grid rows shown per class")->capture_default_str();
     cmd->add_flag("!--no-blocks", o->blocks, "Skip the block recipes on dumps");
     cmd->add_flag("--csv", o->csv, "CSV: one row per (class or tensor, recipe)");
-    cmd->add_flag("--wide", o->wide, "Name column as wide as the longest name (default: within the terminal's width; a longer name is written whole and its row continues on the next line; a file or pipe gets one line per row)");
+    cmd->add_flag("--wide", o->wide,
+                  "Name column as wide as the longest name (default: within the terminal's width; a longer name is "
+                  "written whole and its row continues on the next line; a file or pipe gets one line per row)");
     cmd->add_flag("--json", o->json, "JSON: recipes, per-class and per-tensor outcomes, recommendations");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
-    cmd->add_flag("--warn", o->warn, "Also the early warnings of the same inputs (fp8kit watch's defaults: growth, spikes, "
-                                     "overflow forecast, shape signals of dumps); text and --json");
-    cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
+    cmd->add_flag("--warn", o->warn,
+                  "Also the early warnings of the same inputs (fp8kit watch's defaults: growth, spikes, "
+                  "overflow forecast, shape signals of dumps); text and --json");
+    cmd->add_flag("--progress", o->progress,
+                  "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
     add_device_flags(cmd, o->device,
                      "sweep computes on the CPU whatever this says: its per-tensor candidates come from one "

@@ -34,7 +34,9 @@ using Sink = io::OutputFile;
 // Slices aligned for O_DIRECT.
 struct AlignedBytes {
     explicit AlignedBytes(std::size_t n)
-        : size(n), data(static_cast<std::uint8_t*>(std::aligned_alloc(Sink::kAlign, (n + Sink::kAlign - 1) / Sink::kAlign * Sink::kAlign))) {
+        : size(n),
+          data(static_cast<std::uint8_t*>(
+              std::aligned_alloc(Sink::kAlign, (n + Sink::kAlign - 1) / Sink::kAlign * Sink::kAlign))) {
         if (!data) throw std::bad_alloc();
     }
     ~AlignedBytes() { std::free(data); }
@@ -127,10 +129,13 @@ Register reg([](CLI::App& root) {
         "table",
         "Write a whole conversion table as raw bytes: one output per input bit pattern, in increasing order.\n"
         "Encode tables: --from f32|f16|bf16 --to FORMAT (2^32 bytes for f32, 65,536 for f16/bf16).\n"
-        "Decode tables: --from FORMAT --to f32|f16|bf16 (2^bits little-endian values: 16 for FP4, 64 for FP6, 256 for FP8).\n"
+        "Decode tables: --from FORMAT --to f32|f16|bf16 (2^bits little-endian values: 16 for FP4, 64 for FP6, 256 for "
+        "FP8).\n"
         "Codes are one per byte, in the low bits (FP4: 0x0..0xF).");
     cmd->add_option("--from", o->from, "Input type (f32, f16, bf16) or a format of at most 8 bits")->required();
-    cmd->add_option("--to", o->to, "Output format (at most 8 bits, one code per byte), or f32/f16/bf16 for a decode table")->required();
+    cmd->add_option("--to", o->to,
+                    "Output format (at most 8 bits, one code per byte), or f32/f16/bf16 for a decode table")
+        ->required();
     cmd->add_option("-o,--output", o->output, "Output file, or - for standard output")->required();
     o->policy.add_to(cmd);
     cmd->callback([o] {
@@ -150,7 +155,8 @@ Register reg([](CLI::App& root) {
             return;
         }
         if (!wide_from || *wide_from == Wide::f64)
-            throw UsageError(fmt::format("--from: '{}' is neither f32, f16, bf16 nor an 8-bit format ({})", o->from, format_choices()));
+            throw UsageError(fmt::format("--from: '{}' is neither f32, f16, bf16 nor an 8-bit format ({})", o->from,
+                                         format_choices()));
         const Format to = require_format(o->to, "--to");
         const Policy p = o->policy.resolve(to, *wide_from);
         if (p.rounding == Rounding::stochastic)

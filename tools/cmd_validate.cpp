@@ -22,8 +22,8 @@ namespace fp8kit::cli {
 namespace {
 
 struct ValidateOpts {
-    std::string input, output, to, scale, scale_inv, scales, block, scales_are = "scale_inv", scales_dtype = "f32",
-                dtype, shape, scales_layout = "row-major", global_scale;
+    std::string input, output, to, scale, scale_inv, scales, block,
+        scales_are = "scale_inv", scales_dtype = "f32", dtype, shape, scales_layout = "row-major", global_scale;
     bool json = false, quiet = false, progress = false, packed = false;
     std::size_t examples = 5;
     PolicyOptions policy;
@@ -36,15 +36,18 @@ struct ValidateOpts {
 void validate_gemm(const ValidateOpts& o) {
     if (!cluster::world().root()) return;  // not split over ranks: rank 0 alone compares (docs/mpi.md)
     if (o.gemm_args.a.empty() || o.gemm_args.b.empty()) throw UsageError("--gemm needs --a A.npy and --b B.npy");
-    if (!o.input.empty() || !o.to.empty()) throw UsageError("--gemm compares a GEMM output: give --a/--b, not --input/--to");
+    if (!o.input.empty() || !o.to.empty())
+        throw UsageError("--gemm compares a GEMM output: give --a/--b, not --input/--to");
     gemm::GemmInputs in;
     o.gemm_args.load(in);
     const auto& rq = in.request;
     try {
         const auto user = gemm::load_output(o.output, rq.a.rows, rq.b.rows, rq.out);
         const gemm::GemmComparison c = gemm::compare(rq, user);
-        if (o.json) fmt::print("{}\n", c.json());
-        else fmt::print("validate --gemm {} ({} x {}, K = {})\n{}", o.output, rq.a.rows, rq.b.rows, rq.k, c.summary());
+        if (o.json)
+            fmt::print("{}\n", c.json());
+        else
+            fmt::print("validate --gemm {} ({} x {}, K = {})\n{}", o.output, rq.a.rows, rq.b.rows, rq.k, c.summary());
         exit_status() = c.matched.empty() ? 1 : 0;
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
@@ -93,9 +96,10 @@ ArrayFile open_array(const std::string& source, const RawLayout& raw, bool data,
                 return mapped ? map_safetensors(source, file, name, cli_read_options())
                               : load_safetensors(source, file, name, cli_read_options());
             }
-            throw UsageError(fmt::format("{}: {} is neither HDF5 nor safetensors, so ':{}' names nothing in it (a "
-                                         "tensor in a file: file.h5:/path, file.h5:path or model.safetensors:name)",
-                                         source, file, name));
+            throw UsageError(
+                fmt::format("{}: {} is neither HDF5 nor safetensors, so ':{}' names nothing in it (a "
+                            "tensor in a file: file.h5:/path, file.h5:path or model.safetensors:name)",
+                            source, file, name));
         }
         if (!data) return header_only(describe_array(source, raw, cli_read_options()));
         return mapped ? map_array(source, raw, cli_read_options()) : load_array(source, raw, cli_read_options());
@@ -115,8 +119,8 @@ std::uint64_t numel(const std::vector<std::size_t>& shape) {
 }
 
 BlockLayout parse_block(const std::string& s) {
-    for (BlockLayout b : {BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128, BlockLayout::mx32,
-                          BlockLayout::nv16})
+    for (BlockLayout b :
+         {BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128, BlockLayout::mx32, BlockLayout::nv16})
         if (s == name(b)) return b;
     throw UsageError(fmt::format("--block: unknown layout '{}' (choose from rowwise, 1x128, 128x128, mx32, 1x16)", s));
 }
@@ -130,41 +134,61 @@ ScaleOrder parse_order(const std::string& s) {
 Register validate_cmd([](CLI::App& root) {
     static ValidateOpts opts;  // lives as long as the CLI::App that refers to it
     auto* o = &opts;
-    auto* cmd = root.add_subcommand(
-        "validate",
-        "Compare a kernel's FP8 codes with the reference bit for bit and classify every mismatch "
-        "(tie, direction, overflow, nan-encoding, flush-to-zero, double-rounding, scale, other). "
-        "Exit 0: bit-exact, 1: mismatches, 2: bad input");
-    cmd->add_option("--input", o->input, "The kernel's input: .npy, raw .bin (with --dtype), file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor (required unless --gemm)");
-    cmd->add_option("--output", o->output, "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, file.h5:/dataset (or file.h5:dataset), or model.safetensors:tensor (F8_* or U8)")->required();
-    cmd->add_flag("--packed", o->packed, "--output holds E2M1 codes two per byte along each row, element 2i in the low "
-                                         "nibble (torch float4_e2m1fn_x2, TE's NVFP4 data): shape rows x cols/2 (--to e2m1)");
+    auto* cmd =
+        root.add_subcommand("validate",
+                            "Compare a kernel's FP8 codes with the reference bit for bit and classify every mismatch "
+                            "(tie, direction, overflow, nan-encoding, flush-to-zero, double-rounding, scale, other). "
+                            "Exit 0: bit-exact, 1: mismatches, 2: bad input");
+    cmd->add_option("--input", o->input,
+                    "The kernel's input: .npy, raw .bin (with --dtype), file.h5:/dataset (or file.h5:dataset), or "
+                    "model.safetensors:tensor (required unless --gemm)");
+    cmd->add_option("--output", o->output,
+                    "The kernel's FP8 codes, one byte each: .npy (|u1 or V1), raw .bin, file.h5:/dataset (or "
+                    "file.h5:dataset), or model.safetensors:tensor (F8_* or U8)")
+        ->required();
+    cmd->add_flag("--packed", o->packed,
+                  "--output holds E2M1 codes two per byte along each row, element 2i in the low "
+                  "nibble (torch float4_e2m1fn_x2, TE's NVFP4 data): shape rows x cols/2 (--to e2m1)");
     cmd->add_option("--to", o->to, "Target format (required unless --gemm): " + format_choices());
     cmd->add_option("--dtype", o->dtype, "Element type of a raw --input: f64, f32, f16, bf16");
     cmd->add_option("--shape", o->shape, "Shape of raw files, e.g. 4096x1024 (default: one dimension)");
     cmd->add_option("--scale", o->scale, "Quantisation scale S: q = fp8(fl32(x * S))")->group("Scaling");
-    cmd->add_option("--scale-inv", o->scale_inv, "Dequantisation scale S: q = fp8(fl32(x * fl32(1/S)))")->group("Scaling");
-    cmd->add_option("--scales", o->scales, "Per-block scales (.npy <f4 or |u1 E8M0, raw .bin, or file.h5:/dataset)")->group("Scaling");
-    cmd->add_option("--block", o->block, "Block layout of --scales: rowwise, 1x128, 128x128, mx32, 1x16")->group("Scaling");
-    cmd->add_option("--scales-layout", o->scales_layout, "Where each block's scale lies in --scales: row-major (default), "
-                                                         "padded (TE's scale_inv: 128-row x 4-column multiples) or swizzled "
-                                                         "(cuBLASLt's 128x4 tiles, TE's swizzle, torchao's to_blocked); "
-                                                         "padded and swizzled for mx32 and 1x16")->group("Scaling");
-    cmd->add_option("--global-scale", o->global_scale, "E4M3 --scales: the float32 second-level dequantisation scale G "
-                                                       "(TE's 1/S_enc, torchao's per_tensor_scale; default 1). scale_inv: "
-                                                       "x * fl32(1/fl32(e4m3*G)) (TE); scale: x * fl32(fl32(1/G)/e4m3) (torchao)")->group("Scaling");
-    cmd->add_option("--scales-are", o->scales_are, "What --scales holds: scale_inv (default: dequantisation "
-                                                   "scales, as kernels write them) or scale")->group("Scaling");
-    cmd->add_option("--scales-dtype", o->scales_dtype, "Type of --scales: f32 (default for raw files), e8m0 (default for "
-                                                       "one-byte scales) or e4m3 (NVFP4 block scales)")->group("Scaling");
+    cmd->add_option("--scale-inv", o->scale_inv, "Dequantisation scale S: q = fp8(fl32(x * fl32(1/S)))")
+        ->group("Scaling");
+    cmd->add_option("--scales", o->scales, "Per-block scales (.npy <f4 or |u1 E8M0, raw .bin, or file.h5:/dataset)")
+        ->group("Scaling");
+    cmd->add_option("--block", o->block, "Block layout of --scales: rowwise, 1x128, 128x128, mx32, 1x16")
+        ->group("Scaling");
+    cmd->add_option("--scales-layout", o->scales_layout,
+                    "Where each block's scale lies in --scales: row-major (default), "
+                    "padded (TE's scale_inv: 128-row x 4-column multiples) or swizzled "
+                    "(cuBLASLt's 128x4 tiles, TE's swizzle, torchao's to_blocked); "
+                    "padded and swizzled for mx32 and 1x16")
+        ->group("Scaling");
+    cmd->add_option("--global-scale", o->global_scale,
+                    "E4M3 --scales: the float32 second-level dequantisation scale G "
+                    "(TE's 1/S_enc, torchao's per_tensor_scale; default 1). scale_inv: "
+                    "x * fl32(1/fl32(e4m3*G)) (TE); scale: x * fl32(fl32(1/G)/e4m3) (torchao)")
+        ->group("Scaling");
+    cmd->add_option("--scales-are", o->scales_are,
+                    "What --scales holds: scale_inv (default: dequantisation "
+                    "scales, as kernels write them) or scale")
+        ->group("Scaling");
+    cmd->add_option("--scales-dtype", o->scales_dtype,
+                    "Type of --scales: f32 (default for raw files), e8m0 (default for "
+                    "one-byte scales) or e4m3 (NVFP4 block scales)")
+        ->group("Scaling");
     cmd->add_flag("--json", o->json, "Print the report as JSON");
     cmd->add_flag("-q,--quiet", o->quiet, "No progress line");
-    cmd->add_flag("--progress", o->progress, "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
+    cmd->add_flag("--progress", o->progress,
+                  "The progress line on stderr even when it is not a terminal (under mpirun: rank 0's)");
     cmd->add_option("--examples", o->examples, "Examples per class (default 5)");
     o->policy.add_to(cmd);
     add_read_flags(cmd);
-    cmd->add_flag("--gemm", o->gemm, "--output is a GEMM's D (.npy f32, or uint16 bf16 bits): say which accumulation model "
-                                     "it equals bit for bit and classify the differences (docs/gemm.md)")->group("GEMM");
+    cmd->add_flag("--gemm", o->gemm,
+                  "--output is a GEMM's D (.npy f32, or uint16 bf16 bits): say which accumulation model "
+                  "it equals bit for bit and classify the differences (docs/gemm.md)")
+        ->group("GEMM");
     o->gemm_args.add_to(cmd, false);
     add_device_flags(cmd, o->device,
                      "validate computes on the CPU whatever this says: its reference codes are one table "
@@ -195,7 +219,8 @@ Register validate_cmd([](CLI::App& root) {
         }
         const int scale_options = !o->scale.empty() + !o->scale_inv.empty() + !o->scales.empty();
         if (scale_options > 1) throw UsageError("give at most one of --scale, --scale-inv and --scales");
-        if (!o->scales.empty() && o->block.empty()) throw UsageError("--scales needs --block (rowwise, 1x128, 128x128, mx32)");
+        if (!o->scales.empty() && o->block.empty())
+            throw UsageError("--scales needs --block (rowwise, 1x128, 128x128, mx32)");
         if (o->scales.empty() && !o->block.empty()) throw UsageError("--block needs --scales FILE");
         if (o->scales_are != "scale_inv" && o->scales_are != "scale")
             throw UsageError(fmt::format("--scales-are: '{}' (choose scale_inv or scale)", o->scales_are));
@@ -214,7 +239,8 @@ Register validate_cmd([](CLI::App& root) {
         const ArrayFile in_head = open_array(o->input, raw_in, false);
         const auto from = as_wide(in_head.type);
         if (!from)
-            throw UsageError(fmt::format("{}: wrong dtype: the input must be f64, f32, f16 or bf16, got one-byte codes", o->input));
+            throw UsageError(
+                fmt::format("{}: wrong dtype: the input must be f64, f32, f16 or bf16, got one-byte codes", o->input));
         const Policy policy = o->policy.resolve(to, *from);
         if (policy.rounding == Rounding::stochastic)
             throw UsageError("--round stochastic: validate needs a deterministic reference; choose another rounding");
@@ -226,8 +252,8 @@ Register validate_cmd([](CLI::App& root) {
         const std::size_t in_cols = in_head.shape.empty() ? 1 : in_head.shape.back();
         if (o->packed) {
             if (in_cols % 2 != 0)
-                throw UsageError(fmt::format("--packed: {} has rows of {} elements, which cannot be packed two per byte",
-                                             o->input, in_cols));
+                throw UsageError(fmt::format(
+                    "--packed: {} has rows of {} elements, which cannot be packed two per byte", o->input, in_cols));
             if (out_shape.empty()) out_shape = {1};
             out_shape.back() /= 2;
         }
@@ -239,12 +265,13 @@ Register validate_cmd([](CLI::App& root) {
         // A safetensors F8_* dtype says which format its codes are in: a different --to would
         // report every code as a mismatch instead of naming the mistake.
         if (out_head.codes_format && *out_head.codes_format != to)
-            throw UsageError(fmt::format("{}: holds {} codes, but --to is {}", o->output, name(*out_head.codes_format),
-                                         name(to)));
+            throw UsageError(
+                fmt::format("{}: holds {} codes, but --to is {}", o->output, name(*out_head.codes_format), name(to)));
         if (o->packed ? out_head.shape != out_shape : out_head.shape != in_head.shape)
-            throw UsageError(fmt::format("shape mismatch: {} is {}, {} is {}{}", o->input, shape_text(in_head.shape),
-                                         o->output, shape_text(out_head.shape),
-                                         o->packed ? fmt::format(" (packed: {} expected)", shape_text(out_shape)) : ""));
+            throw UsageError(
+                fmt::format("shape mismatch: {} is {}, {} is {}{}", o->input, shape_text(in_head.shape), o->output,
+                            shape_text(out_head.shape),
+                            o->packed ? fmt::format(" (packed: {} expected)", shape_text(out_shape)) : ""));
         // Nothing compared is not "bit-exact": an empty input (or a zero in --shape) is refused.
         if (numel(in_head.shape) == 0)
             throw UsageError(fmt::format("{}: no elements to compare (shape {})", o->input, shape_text(in_head.shape)));
@@ -267,12 +294,13 @@ Register validate_cmd([](CLI::App& root) {
             layout = parse_block(o->block);
             const ArrayFile sh = open_array(o->scales, raw_scales, false);
             if (sh.type != ElementType::u8 && sh.type != ElementType::f32)
-                throw UsageError(fmt::format("{}: wrong dtype: scales must be float32, E8M0 or E4M3 bytes, got {}", o->scales,
-                                             name(sh.type)));
+                throw UsageError(fmt::format("{}: wrong dtype: scales must be float32, E8M0 or E4M3 bytes, got {}",
+                                             o->scales, name(sh.type)));
             // One-byte scales: E8M0 unless --scales-dtype e4m3 (or a safetensors F8_E4M3 tensor).
             const bool e4m3 = o->scales_dtype == "e4m3" || (sh.codes_format && *sh.codes_format == Format::e4m3);
             if (sh.type == ElementType::f32 && o->scales_dtype != "f32")
-                throw UsageError(fmt::format("{}: holds float32 scales, but --scales-dtype is {}", o->scales, o->scales_dtype));
+                throw UsageError(
+                    fmt::format("{}: holds float32 scales, but --scales-dtype is {}", o->scales, o->scales_dtype));
             if (sh.type == ElementType::u8) scale_type = e4m3 ? ScaleType::e4m3 : ScaleType::e8m0;
             if (sh.codes_format && *sh.codes_format != Format::e8m0 && *sh.codes_format != Format::e4m3)
                 throw UsageError(fmt::format("{}: holds {} codes; one-byte scales are E8M0 or E4M3 codes", o->scales,
@@ -280,7 +308,8 @@ Register validate_cmd([](CLI::App& root) {
             if (sh.codes_format && *sh.codes_format == Format::e8m0 && o->scales_dtype == "e4m3")
                 throw UsageError(fmt::format("{}: holds E8M0 codes, but --scales-dtype is e4m3", o->scales));
             if (!o->global_scale.empty() && scale_type != ScaleType::e4m3)
-                throw UsageError(fmt::format("--global-scale: {} holds {} scales, not E4M3", o->scales, name(scale_type)));
+                throw UsageError(
+                    fmt::format("--global-scale: {} holds {} scales, not E4M3", o->scales, name(scale_type)));
             std::size_t want = 0;
             try {
                 want = stored_scale_count(layout, rows, cols, order);
@@ -288,10 +317,10 @@ Register validate_cmd([](CLI::App& root) {
                 throw UsageError(fmt::format("--scales-layout {}: {}", o->scales_layout, e.what()));
             }
             if (numel(sh.shape) != want)
-                throw UsageError(fmt::format("{}: wrong size: {} blocks of a {} x {} input need {} scales{}, the file has {}",
-                                             o->scales, o->block, rows, cols, want,
-                                             order == ScaleOrder::row_major ? "" : fmt::format(" ({})", o->scales_layout),
-                                             numel(sh.shape)));
+                throw UsageError(fmt::format(
+                    "{}: wrong size: {} blocks of a {} x {} input need {} scales{}, the file has {}", o->scales,
+                    o->block, rows, cols, want,
+                    order == ScaleOrder::row_major ? "" : fmt::format(" ({})", o->scales_layout), numel(sh.shape)));
         }
 
         // 2. The data, mapped where it lies in the file as stored: validate reads each element
@@ -299,7 +328,8 @@ Register validate_cmd([](CLI::App& root) {
         //    the examples), so neither is held whole per rank (docs/mpi.md).
         const ArrayFile in = open_array(o->input, raw_in, true, true);
         const ArrayFile out = open_array(o->output, raw_out, true, true);
-        if (in.type != in_head.type || in.shape != in_head.shape || out.type != out_head.type || out.shape != out_head.shape)
+        if (in.type != in_head.type || in.shape != in_head.shape || out.type != out_head.type ||
+            out.shape != out_head.shape)
             throw UsageError(fmt::format("{} or {} changed while it was read", o->input, o->output));
 
         std::vector<std::uint8_t> unpacked;  // --packed: one code per byte

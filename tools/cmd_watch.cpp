@@ -78,11 +78,12 @@ void run(WatchOpts& o) {
         return;
     }
     // Top-level warnings (ranked first), then the info section folded by signal and reason.
-    const auto top = static_cast<std::size_t>(std::count_if(rep.warnings.begin(), rep.warnings.end(),
-                                                            [](const warn::Warning& w) { return w.level == "warning"; }));
-    fmt::print("{} tensor series, {} dumped tensors, {} SwiGLU pairs: {} warning(s), {} info\n\n", rep.tensors.size(), rep.shapes.size(),
-               rep.swiglu.size(), top, rep.warnings.size() - top);
-    for (std::size_t i = 0; i < top && (o.top == 0 || i < o.top); ++i) fmt::print("{}. {}\n", i + 1, warn::to_text(rep.warnings[i]));
+    const auto top = static_cast<std::size_t>(std::count_if(
+        rep.warnings.begin(), rep.warnings.end(), [](const warn::Warning& w) { return w.level == "warning"; }));
+    fmt::print("{} tensor series, {} dumped tensors, {} SwiGLU pairs: {} warning(s), {} info\n\n", rep.tensors.size(),
+               rep.shapes.size(), rep.swiglu.size(), top, rep.warnings.size() - top);
+    for (std::size_t i = 0; i < top && (o.top == 0 || i < o.top); ++i)
+        fmt::print("{}. {}\n", i + 1, warn::to_text(rep.warnings[i]));
     if (o.top && top > o.top) fmt::print("... {} more warning(s) (--top 0 lists all, --json has all)\n", top - o.top);
     if (top < rep.warnings.size())
         fmt::print("info ({} item(s), each with its evidence in --json and --csv):\n{}", rep.warnings.size() - top,
@@ -91,36 +92,45 @@ void run(WatchOpts& o) {
         std::string last, err;
         for (const auto& l : c.last) last += (last.empty() ? "" : ", ") + io::printable(l);
         for (const auto& l : c.by_error) err += (err.empty() ? "" : ", ") + io::printable(l);
-        fmt::print("BF16 layers under {} ({}, step {}): {} of {} linear layers, the last: {}; by wgrad error: {}\n", c.recipe,
-                   io::printable(c.file), c.step, c.keep, c.linear_layers, last, err);
+        fmt::print("BF16 layers under {} ({}, step {}): {} of {} linear layers, the last: {}; by wgrad error: {}\n",
+                   c.recipe, io::printable(c.file), c.step, c.keep, c.linear_layers, last, err);
     }
 }
 
 Register reg([](CLI::App& root) {
     auto o = std::make_shared<WatchOpts>();
-    auto* cmd = root.add_subcommand("watch",
+    auto* cmd = root.add_subcommand(
+        "watch",
         "Early warnings from amax traces and dumps (docs/early-warning.md): growth rates, spikes, overflow\n"
         "observed and forecast under a delayed-scaling recipe, fixed-scale levels, and for dumps per-channel\n"
         "outliers, kurtosis, block statistics and SwiGLU gate/up alignment. Ranked; text, --json or --csv.");
-    cmd->add_option("FILES", o->files, "Amax traces (CSV, dlfw-inspect logs, TE statistics folders) and dumps")->required();
+    cmd->add_option("FILES", o->files, "Amax traces (CSV, dlfw-inspect logs, TE statistics folders) and dumps")
+        ->required();
     cmd->add_option("--tensor", o->tensors, "Only series matching this glob (repeatable)");
-    cmd->add_option("--recipe", o->recipe, "Delayed or windowed recipe for the overflow forecast (" + join_presets() + ")")
+    cmd->add_option("--recipe", o->recipe,
+                    "Delayed or windowed recipe for the overflow forecast (" + join_presets() + ")")
         ->capture_default_str();
     cmd->add_option("--history", o->history, "Delayed scaling: amax history length");
     cmd->add_option("--algo", o->algo, "Delayed scaling: max or most_recent");
     cmd->add_option("--margin", o->margin, "Scale divided by 2^margin");
     cmd->add_option("--format", o->format, "Cast format, or auto (the recipe's per class)")->capture_default_str();
     cmd->add_flag("--no-forecast", o->no_forecast, "No overflow or forecast signals (trends only)");
-    cmd->add_option("--window", o->trend.window, "Points kept: the longest growth window and the forecast's (even)")->capture_default_str();
-    cmd->add_option("--growth", o->trend.growth_per_k, "Growth warning at this many log2 per 1000 steps")->capture_default_str();
-    cmd->add_option("--growth-z", o->trend.growth_z, "Growth: slope at least this many standard errors above its baseline")
+    cmd->add_option("--window", o->trend.window, "Points kept: the longest growth window and the forecast's (even)")
+        ->capture_default_str();
+    cmd->add_option("--growth", o->trend.growth_per_k, "Growth warning at this many log2 per 1000 steps")
+        ->capture_default_str();
+    cmd->add_option("--growth-z", o->trend.growth_z,
+                    "Growth: slope at least this many standard errors above its baseline")
         ->capture_default_str();
     cmd->add_option("--growth-top", o->trend.growth_top,
-                    "Growth is a top-level warning from this slope (no following recipe, after warm-up)")->capture_default_str();
-    cmd->add_option("--warmup", o->trend.warmup, "Steps from a tensor's first step whose events are early-training transients (info)")
+                    "Growth is a top-level warning from this slope (no following recipe, after warm-up)")
+        ->capture_default_str();
+    cmd->add_option("--warmup", o->trend.warmup,
+                    "Steps from a tensor's first step whose events are early-training transients (info)")
         ->capture_default_str();
     cmd->add_option("--spike-k", o->trend.spike_k, "Spike: amax > k x running median")->capture_default_str();
-    cmd->add_option("--spike-window", o->trend.spike_window, "Spike: points in the running median")->capture_default_str();
+    cmd->add_option("--spike-window", o->trend.spike_window, "Spike: points in the running median")
+        ->capture_default_str();
     cmd->add_option("--horizon", o->trend.forecast_horizon, "Forecast horizon in steps")->capture_default_str();
     cmd->add_option("--forecast-probability", o->trend.forecast_probability, "Warn at this overflow probability")
         ->capture_default_str();
@@ -130,18 +140,25 @@ Register reg([](CLI::App& root) {
         ->capture_default_str();
     cmd->add_option("--block-recipe", o->block_recipe, "Block statistics of dumped tensors under this recipe, or none")
         ->capture_default_str();
-    cmd->add_option("--outlier-k", o->shape.outlier_k, "Outlier channel: amax > k x median channel amax")->capture_default_str();
+    cmd->add_option("--outlier-k", o->shape.outlier_k, "Outlier channel: amax > k x median channel amax")
+        ->capture_default_str();
     cmd->add_option("--kurtosis-max", o->shape.kurtosis_max, "Warn above this kurtosis")->capture_default_str();
-    cmd->add_option("--swiglu-cos", o->shape.swiglu_cos, "Aligned SwiGLU channel: |cos(gate, up)| >= this")->capture_default_str();
-    cmd->add_option("--grad-recipes", o->grad_recipes,
-                    "Recipes (comma-separated, or none) whose wgrad GEMM noise is measured on dumped input/grad_output pairs")
+    cmd->add_option("--swiglu-cos", o->shape.swiglu_cos, "Aligned SwiGLU channel: |cos(gate, up)| >= this")
         ->capture_default_str();
-    cmd->add_option("--grad-ratio", o->shape.grad.ratio_min, "Warn when ||G|| / wgrad quantisation noise falls below (sqrt 3)")
+    cmd->add_option(
+           "--grad-recipes", o->grad_recipes,
+           "Recipes (comma-separated, or none) whose wgrad GEMM noise is measured on dumped input/grad_output pairs")
         ->capture_default_str();
-    cmd->add_option("--bf16-fraction", o->shape.grad.bf16_fraction, "Share of linear layers a recipe keeps in BF16")->capture_default_str();
-    cmd->add_option("--norm-recipe", o->norm_recipe, "Recipe quantising LayerNorm/RMSNorm weights for their bias, or none")
+    cmd->add_option("--grad-ratio", o->shape.grad.ratio_min,
+                    "Warn when ||G|| / wgrad quantisation noise falls below (sqrt 3)")
         ->capture_default_str();
-    cmd->add_option("--norm-bias-max", o->shape.grad.norm_bias_max, "Warn when |norm-weight bias| exceeds this fraction")
+    cmd->add_option("--bf16-fraction", o->shape.grad.bf16_fraction, "Share of linear layers a recipe keeps in BF16")
+        ->capture_default_str();
+    cmd->add_option("--norm-recipe", o->norm_recipe,
+                    "Recipe quantising LayerNorm/RMSNorm weights for their bias, or none")
+        ->capture_default_str();
+    cmd->add_option("--norm-bias-max", o->shape.grad.norm_bias_max,
+                    "Warn when |norm-weight bias| exceeds this fraction")
         ->capture_default_str();
     cmd->add_option("--top", o->top, "Text: show this many warnings (0: all)")->capture_default_str();
     cmd->add_flag("--csv", o->csv, "CSV: one row per warning");

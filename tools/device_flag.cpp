@@ -10,12 +10,13 @@
 namespace fp8kit::cli {
 
 void add_device_flags(CLI::App* cmd, DeviceFlags& f, const std::string& gpu_part) {
-    cmd->add_option("--device", f.device,
-                    "auto, cpu or cuda: where the statistics are computed. " + gpu_part +
-                        " auto is the CPU: on dumps read from files the GPU gained about 10% with one thread "
-                        "and lost from 4 threads up (file reading bound, docs/performance.md). cuda fails (exit 2) naming "
-                        "why when this fp8kit was built without CUDA or no GPU can be used. Counts and codes "
-                        "are the same on both; float64 sums within 1e-9 relative (docs/cuda.md)")
+    cmd->add_option(
+           "--device", f.device,
+           "auto, cpu or cuda: where the statistics are computed. " + gpu_part +
+               " auto is the CPU: on dumps read from files the GPU gained about 10% with one thread "
+               "and lost from 4 threads up (file reading bound, docs/performance.md). cuda fails (exit 2) naming "
+               "why when this fp8kit was built without CUDA or no GPU can be used. Counts and codes "
+               "are the same on both; float64 sums within 1e-9 relative (docs/cuda.md)")
         ->capture_default_str()
         ->group("Device");
     cmd->add_flag("--verbose", f.verbose, "Say on stderr where the statistics run, and why not on the GPU")
@@ -34,8 +35,10 @@ StatsDevice resolve_device(const DeviceFlags& f, const char* command, bool gpu_w
     if (f.verbose) {
         std::string where;
         if (sd.gpu)
-            where = gpu_work ? fmt::format("on the GPU ({}) for every per-tensor cast it has a kernel for, the rest "
-                                           "on the CPU", sd.gpu->name)
+            where = gpu_work ? fmt::format(
+                                   "on the GPU ({}) for every per-tensor cast it has a kernel for, the rest "
+                                   "on the CPU",
+                                   sd.gpu->name)
                              : "on the CPU: this command has no GPU statistics kernel (docs/dumps.md, --device)";
         else if (*d == Device::cpu)
             where = "on the CPU (--device cpu)";

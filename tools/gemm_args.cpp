@@ -13,8 +13,13 @@ void GemmArgs::add_to(CLI::App* cmd, bool positional) {
     }
     cmd->add_option("--a-format", a_format, "Format of A's codes (default e4m3)")->group("GEMM");
     cmd->add_option("--b-format", b_format, "Format of B's codes (default e4m3)")->group("GEMM");
-    cmd->add_option("--scale-a", scale_a, "A's scale: a number, or float32 .npy of 1, M (rowwise) or M x ceil(K/128) (1x128 blocks)")->group("GEMM");
-    cmd->add_option("--scale-b", scale_b, "B's scale: a number, or float32 .npy of 1, N (rowwise) or ceil(N/128) x ceil(K/128) (128x128 blocks)")->group("GEMM");
+    cmd->add_option("--scale-a", scale_a,
+                    "A's scale: a number, or float32 .npy of 1, M (rowwise) or M x ceil(K/128) (1x128 blocks)")
+        ->group("GEMM");
+    cmd->add_option(
+           "--scale-b", scale_b,
+           "B's scale: a number, or float32 .npy of 1, N (rowwise) or ceil(N/128) x ceil(K/128) (128x128 blocks)")
+        ->group("GEMM");
     cmd->add_option("--out-dtype", out_dtype, "f32 (float32) or bf16 (written as uint16 bit patterns)")->group("GEMM");
 }
 
@@ -27,7 +32,8 @@ gemm::OutType GemmArgs::out() const {
 void GemmArgs::load(gemm::GemmInputs& in) const {
     const Format fa = require_format(a_format, "--a-format"), fb = require_format(b_format, "--b-format");
     if (fa == Format::e8m0 || fb == Format::e8m0)
-        throw UsageError(fmt::format("{}: e8m0 is a scale format, not a GEMM operand", fa == Format::e8m0 ? "--a-format" : "--b-format"));
+        throw UsageError(fmt::format("{}: e8m0 is a scale format, not a GEMM operand",
+                                     fa == Format::e8m0 ? "--a-format" : "--b-format"));
     try {
         gemm::load_inputs(in, a, b, fa, fb, scale_a, scale_b, out());
     } catch (const gemm::GemmInputError& e) {

@@ -24,9 +24,12 @@ inline void number(fmt::memory_buffer& b, double v) {
 
 // A statistic that may be missing or infinite: NaN -> null, +-Inf -> "inf" / "-inf" (strings).
 inline void stat(fmt::memory_buffer& b, double v) {
-    if (std::isnan(v)) b.append(std::string_view("null"));
-    else if (std::isinf(v)) b.append(std::string_view(v > 0 ? "\"inf\"" : "\"-inf\""));
-    else number(b, v);
+    if (std::isnan(v))
+        b.append(std::string_view("null"));
+    else if (std::isinf(v))
+        b.append(std::string_view(v > 0 ? "\"inf\"" : "\"-inf\""));
+    else
+        number(b, v);
 }
 
 // An integer as "{}" writes it (written straight into the buffer: sweep writes 10^8 of them).
@@ -63,9 +66,12 @@ public:
         p_ += f.size();
     }
     void stat(double v) {  // as json_out::stat
-        if (std::isnan(v)) lit("null");
-        else if (std::isinf(v)) v > 0 ? lit("\"inf\"") : lit("\"-inf\"");
-        else p_ = nlohmann::detail::to_chars(p_, p_ + 64, v);
+        if (std::isnan(v))
+            lit("null");
+        else if (std::isinf(v))
+            v > 0 ? lit("\"inf\"") : lit("\"-inf\"");
+        else
+            p_ = nlohmann::detail::to_chars(p_, p_ + 64, v);
     }
     void done() { b_.resize(static_cast<std::size_t>(p_ - b_.data())); }
 

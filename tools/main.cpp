@@ -40,21 +40,21 @@ std::vector<Setup>& registry() {
 }
 
 void PolicyOptions::add_to(CLI::App* cmd) {
-    cmd->add_option("--profile", profile,
-                    "Reproduce a library bit for bit: " + profile_choices())
+    cmd->add_option("--profile", profile, "Reproduce a library bit for bit: " + profile_choices())
         ->group("Conversion policy");
-    cmd->add_option("--round", round, "Rounding: " + rounding_choices() +
-                    " (with --profile: only for e8m0, toward-zero or toward-positive)")
+    cmd->add_option(
+           "--round", round,
+           "Rounding: " + rounding_choices() + " (with --profile: only for e8m0, toward-zero or toward-positive)")
         ->group("Conversion policy");
-    cmd->add_option("--overflow", overflow, "Overflow: " + overflow_choices())
-        ->group("Conversion policy");
+    cmd->add_option("--overflow", overflow, "Overflow: " + overflow_choices())->group("Conversion policy");
     cmd->add_option("--nan", nan, "NaN encoding: " + nan_choices())->group("Conversion policy");
 }
 
 Policy PolicyOptions::resolve(Format format, Wide from) const {
     auto opt = [](const std::string& v) { return v.empty() ? std::nullopt : std::optional<std::string>(v); };
     try {
-        return resolve_policy(format, from, PolicyArgs{opt(profile), opt(round), opt(overflow), opt(nan)}, ArgStyle::cli);
+        return resolve_policy(format, from, PolicyArgs{opt(profile), opt(round), opt(overflow), opt(nan)},
+                              ArgStyle::cli);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
@@ -142,8 +142,9 @@ int main(int argc, char** argv) {
     mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest value glibc accepts on 64-bit systems
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
-    CLI::App app{"fp8kit: bit-exact FP8 reference, conversion tables, and FP8 analysis of tensor dumps.\n"
-                 "Run 'fp8kit COMMAND --help' for the options of each command."};
+    CLI::App app{
+        "fp8kit: bit-exact FP8 reference, conversion tables, and FP8 analysis of tensor dumps.\n"
+        "Run 'fp8kit COMMAND --help' for the options of each command."};
     app.require_subcommand(1);
     app.set_version_flag("--version", "fp8kit 0.1.0");
     for (auto& setup : registry()) setup(app);

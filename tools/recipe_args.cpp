@@ -7,8 +7,8 @@
 
 namespace fp8kit::cli {
 
-RecipeSpec recipe_with_overrides(const std::string& recipe, std::optional<int> history,
-                                 const std::string& algo, std::optional<int> margin) {
+RecipeSpec recipe_with_overrides(const std::string& recipe, std::optional<int> history, const std::string& algo,
+                                 std::optional<int> margin) {
     RecipeSpec r;
     try {
         r = parse_recipe(recipe);

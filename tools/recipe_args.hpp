@@ -12,8 +12,8 @@ namespace fp8kit::cli {
 
 // The preset/file with --history/--algo/--margin applied (UsageError naming the option when the
 // recipe cannot be read, has no such parameter or the value is out of range).
-RecipeSpec recipe_with_overrides(const std::string& recipe, std::optional<int> history,
-                                 const std::string& algo, std::optional<int> margin);
+RecipeSpec recipe_with_overrides(const std::string& recipe, std::optional<int> history, const std::string& algo,
+                                 std::optional<int> margin);
 // "auto" -> nullopt, else the format (UsageError naming --format).
 std::optional<Format> parse_format_choice(const std::string& s);
 std::string join_presets();

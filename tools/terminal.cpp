@@ -32,14 +32,16 @@ std::string name_cell(std::string_view raw, std::size_t width, std::size_t inden
 
 bool progress_on(bool root, bool quiet, bool forced) { return root && !quiet && (forced || isatty(STDERR_FILENO)); }
 
-Progress::Progress(bool on, std::size_t total, std::string what) : on_(on && total > 1), total_(total), what_(std::move(what)) {}
+Progress::Progress(bool on, std::size_t total, std::string what)
+    : on_(on && total > 1), total_(total), what_(std::move(what)) {}
 
 Progress::~Progress() { done(); }
 
 void Progress::update(std::size_t done) {
     if (!on_) return;
-    const long long now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                              std::chrono::steady_clock::now().time_since_epoch()).count();
+    const long long now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
     if (now < next_ns_ && done < total_) return;
     next_ns_ = now + 100'000'000;
     const std::size_t w = 30, bar = done * w / total_;

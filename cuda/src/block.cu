@@ -35,7 +35,8 @@ __device__ __forceinline__ void load_segment(const typename S::storage_t* row, s
     }
 }
 
-__device__ __forceinline__ void store_segment(std::uint8_t* row, std::uint32_t c0, std::uint32_t cols, bool vec, uint4 codes) {
+__device__ __forceinline__ void store_segment(std::uint8_t* row, std::uint32_t c0, std::uint32_t cols, bool vec,
+                                              uint4 codes) {
     if (vec && c0 + 16 <= cols) {
         *reinterpret_cast<uint4*>(row + c0) = codes;
     } else {
@@ -73,10 +74,10 @@ __device__ __forceinline__ uint4 encode_segment(const typename S::storage_t (&e)
 // row with each row padded to whole blocks, so a block's lanes are adjacent in one warp.
 template <class S, class D, int P, int R, int G>
 __global__ void __launch_bounds__(kThreads)
-row_block_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t rows,
-                 std::uint32_t cols, ElementCtx ctx, const std::uint8_t* __restrict__ table,
-                 numerics::ScaleParams rule, float* scale_inv, std::uint8_t* scale_codes,
-                 std::uint64_t first_index) {
+    row_block_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t rows,
+                     std::uint32_t cols, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                     numerics::ScaleParams rule, float* scale_inv, std::uint8_t* scale_codes,
+                     std::uint64_t first_index) {
     using T = typename S::storage_t;
     constexpr std::uint32_t kLanes = G / 16;
     extern __shared__ __align__(16) std::uint8_t smem[];
@@ -97,7 +98,8 @@ row_block_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, st
         const std::uint32_t c0 = seg * 16;
         const T* row = static_cast<const T*>(in) + static_cast<std::size_t>(r) * cols;
         T e[16];
-        if (valid && c0 < cols) load_segment<S>(row, c0, cols, vec, e);
+        if (valid && c0 < cols)
+            load_segment<S>(row, c0, cols, vec, e);
         else
 #pragma unroll
             for (int k = 0; k < 16; ++k) e[k] = T{0};
@@ -112,7 +114,8 @@ row_block_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, st
             if (scale_codes) scale_codes[b] = bs.code;
         }
         if (c0 >= cols) continue;
-        const uint4 codes = encode_segment<S, D, P, R>(e, bs.scale, ctx, first_index + static_cast<std::uint64_t>(r) * cols + c0);
+        const uint4 codes =
+            encode_segment<S, D, P, R>(e, bs.scale, ctx, first_index + static_cast<std::uint64_t>(r) * cols + c0);
         store_segment(out + static_cast<std::size_t>(r) * cols, c0, cols, vec, codes);
     }
 }
@@ -134,9 +137,9 @@ __device__ __forceinline__ std::uint32_t cta_max(std::uint32_t v) {
 // columns 16 (t % 8) ..) in registers from the amax to the cast, so the tile is read once.
 template <class S, class D, int P, int R>
 __global__ void __launch_bounds__(kThreads)
-tile_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t rows,
-            std::uint32_t cols, ElementCtx ctx, const std::uint8_t* __restrict__ table,
-            numerics::ScaleParams rule, float* scale_inv, std::uint64_t first_index) {
+    tile_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t rows, std::uint32_t cols,
+                ElementCtx ctx, const std::uint8_t* __restrict__ table, numerics::ScaleParams rule, float* scale_inv,
+                std::uint64_t first_index) {
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
@@ -151,7 +154,8 @@ tile_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
             const std::uint32_t r = r0 + r_off + 32 * j;
-            if (r < rows && c0 < cols) load_segment<S>(static_cast<const T*>(in) + static_cast<std::size_t>(r) * cols, c0, cols, vec, e[j]);
+            if (r < rows && c0 < cols)
+                load_segment<S>(static_cast<const T*>(in) + static_cast<std::size_t>(r) * cols, c0, cols, vec, e[j]);
             else
 #pragma unroll
                 for (int k = 0; k < 16; ++k) e[j][k] = T{0};
@@ -164,7 +168,8 @@ tile_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
         for (int j = 0; j < 4; ++j) {
             const std::uint32_t r = r0 + r_off + 32 * j;
             if (r >= rows || c0 >= cols) continue;
-            const uint4 codes = encode_segment<S, D, P, R, false>(e[j], bs.scale, ctx, first_index + static_cast<std::uint64_t>(r) * cols + c0);
+            const uint4 codes = encode_segment<S, D, P, R, false>(
+                e[j], bs.scale, ctx, first_index + static_cast<std::uint64_t>(r) * cols + c0);
             store_segment(out + static_cast<std::size_t>(r) * cols, c0, cols, vec, codes);
         }
     }
@@ -180,13 +185,13 @@ float input_max(Wide w) {
 
 enum class Shape { row128, row32, tile128 };
 
-void launch_blocks(Shape shape, Format to, Wide from, const void* in, std::uint8_t* out,
-                   std::size_t rows, std::size_t cols, const Policy& policy, const numerics::ScaleParams& rule,
-                   float* scale_inv, std::uint8_t* codes, std::uint64_t seed, std::uint64_t first,
-                   cudaStream_t s) {
+void launch_blocks(Shape shape, Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows,
+                   std::size_t cols, const Policy& policy, const numerics::ScaleParams& rule, float* scale_inv,
+                   std::uint8_t* codes, std::uint64_t seed, std::uint64_t first, cudaStream_t s) {
     if (rows == 0 || cols == 0) return;
     if (cols >= (std::size_t{1} << 31))
-        throw std::invalid_argument("fp8kit::cuda: block scaling needs fewer than 2^31 columns, got " + std::to_string(cols));
+        throw std::invalid_argument("fp8kit::cuda: block scaling needs fewer than 2^31 columns, got " +
+                                    std::to_string(cols));
     const std::uint8_t* table = element_table(to, policy, s);
     const ElementCtx ctx{policy, nullptr, seed};
     const std::size_t es = wide_bytes(from);
@@ -211,20 +216,23 @@ void launch_blocks(Shape shape, Format to, Wide from, const void* in, std::uint8
                         switch (shape) {
                             case Shape::row128: {
                                 const std::size_t nb = (cols + 127) / 128;
-                                row_block_kernel<S, D, P, R, 128><<<grid_for_path<P, R>(pr * nb * 8), kThreads, smem, s>>>(
-                                    pin, pout, r32, c32, ctx, table, rule, scale_inv + r0 * nb, nullptr, f);
+                                row_block_kernel<S, D, P, R, 128>
+                                    <<<grid_for_path<P, R>(pr * nb * 8), kThreads, smem, s>>>(
+                                        pin, pout, r32, c32, ctx, table, rule, scale_inv + r0 * nb, nullptr, f);
                                 break;
                             }
                             case Shape::row32: {
                                 const std::size_t nb = (cols + 31) / 32;
-                                row_block_kernel<S, D, P, R, 32><<<grid_for_path<P, R>(pr * nb * 2), kThreads, smem, s>>>(
-                                    pin, pout, r32, c32, ctx, table, rule, nullptr, codes + r0 * nb, f);
+                                row_block_kernel<S, D, P, R, 32>
+                                    <<<grid_for_path<P, R>(pr * nb * 2), kThreads, smem, s>>>(
+                                        pin, pout, r32, c32, ctx, table, rule, nullptr, codes + r0 * nb, f);
                                 break;
                             }
                             case Shape::tile128: {
                                 const std::size_t tiles = ((pr + 127) / 128) * ((cols + 127) / 128);
                                 tile_kernel<S, D, P, R><<<grid_for_path<P, R>(tiles * kThreads), kThreads, smem, s>>>(
-                                    pin, pout, r32, c32, ctx, table, rule, scale_inv + (r0 / 128) * ((cols + 127) / 128), f);
+                                    pin, pout, r32, c32, ctx, table, rule,
+                                    scale_inv + (r0 / 128) * ((cols + 127) / 128), f);
                                 break;
                             }
                         }
@@ -239,38 +247,38 @@ void launch_blocks(Shape shape, Format to, Wide from, const void* in, std::uint8
 
 }  // namespace
 
-void quantize_block_1x128(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows,
-                          std::size_t cols, const Policy& policy, float* d_scale_inv,
-                          const ScaleOptions& options, std::uint64_t seed, std::uint64_t first_index,
-                          Stream stream) {
+void quantize_block_1x128(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows, std::size_t cols,
+                          const Policy& policy, float* d_scale_inv, const ScaleOptions& options, std::uint64_t seed,
+                          std::uint64_t first_index, Stream stream) {
     require_input(from, "quantize_block_1x128");
     require_fp8(to, "quantize_block_1x128");
-    const auto rule = numerics::make_scale_params(numerics::ScaleRule::te, to, options.epsilon, options.pow2, input_max(from), 0);
-    launch_blocks(Shape::row128, to, from, in, out, rows, cols, policy, rule, d_scale_inv, nullptr, seed,
-                  first_index, as_stream(stream));
+    const auto rule =
+        numerics::make_scale_params(numerics::ScaleRule::te, to, options.epsilon, options.pow2, input_max(from), 0);
+    launch_blocks(Shape::row128, to, from, in, out, rows, cols, policy, rule, d_scale_inv, nullptr, seed, first_index,
+                  as_stream(stream));
 }
 
-void quantize_block_128x128(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows,
-                            std::size_t cols, const Policy& policy, float* d_scale_inv,
-                            const ScaleOptions& options, std::uint64_t seed, std::uint64_t first_index,
-                            Stream stream) {
+void quantize_block_128x128(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows, std::size_t cols,
+                            const Policy& policy, float* d_scale_inv, const ScaleOptions& options, std::uint64_t seed,
+                            std::uint64_t first_index, Stream stream) {
     require_input(from, "quantize_block_128x128");
     require_fp8(to, "quantize_block_128x128");
-    const auto rule = numerics::make_scale_params(numerics::ScaleRule::te, to, options.epsilon, options.pow2, input_max(from), 0);
-    launch_blocks(Shape::tile128, to, from, in, out, rows, cols, policy, rule, d_scale_inv, nullptr, seed,
-                  first_index, as_stream(stream));
+    const auto rule =
+        numerics::make_scale_params(numerics::ScaleRule::te, to, options.epsilon, options.pow2, input_max(from), 0);
+    launch_blocks(Shape::tile128, to, from, in, out, rows, cols, policy, rule, d_scale_inv, nullptr, seed, first_index,
+                  as_stream(stream));
 }
 
-void quantize_mx(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows,
-                 std::size_t cols, const Policy& policy, MxRule rule, std::uint8_t* d_scales,
-                 std::uint64_t seed, std::uint64_t first_index, Stream stream) {
+void quantize_mx(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows, std::size_t cols,
+                 const Policy& policy, MxRule rule, std::uint8_t* d_scales, std::uint64_t seed,
+                 std::uint64_t first_index, Stream stream) {
     require_input(from, "quantize_mx");
     require_fp8(to, "quantize_mx");
     const auto params = numerics::make_scale_params(
         rule == MxRule::ocp_floor ? numerics::ScaleRule::mx_ocp_floor : numerics::ScaleRule::mx_roundup, to, 0.0, false,
         FLT_MAX, 0);
-    launch_blocks(Shape::row32, to, from, in, out, rows, cols, policy, params, nullptr, d_scales, seed,
-                  first_index, as_stream(stream));
+    launch_blocks(Shape::row32, to, from, in, out, rows, cols, policy, params, nullptr, d_scales, seed, first_index,
+                  as_stream(stream));
 }
 
 }  // namespace fp8kit::cuda

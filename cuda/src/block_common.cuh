@@ -24,8 +24,10 @@ __device__ __forceinline__ std::uint32_t host_mul_bits(std::uint32_t x, float sc
 // << 13, which the multiply then quiets, as lib's widening and multiply do).
 template <class S>
 __device__ __forceinline__ std::uint32_t widen_bits(typename S::storage_t x) {
-    if constexpr (sizeof(typename S::storage_t) == 4) return x;
-    else if constexpr (S::man_bits == 7) return static_cast<std::uint32_t>(x) << 16;
+    if constexpr (sizeof(typename S::storage_t) == 4)
+        return x;
+    else if constexpr (S::man_bits == 7)
+        return static_cast<std::uint32_t>(x) << 16;
     else {
         const std::uint32_t mag = x & 0x7FFFu;
         if (mag > 0x7C00u) return (static_cast<std::uint32_t>(x & 0x8000u) << 16) | 0x7F800000u | ((x & 0x3FFu) << 13);

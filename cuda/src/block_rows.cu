@@ -67,7 +67,8 @@ __device__ __forceinline__ std::uint32_t mx_narrow_cvt_four(const std::uint32_t 
     std::uint32_t w = cvt_two<T>(t[0], t[1]) | (cvt_two<T>(t[2], t[3]) << 16);
     if constexpr (D::man_bits == 1) w = (w >> 2) & 0x07070707u;
     // Sign bits: the high byte of each y (PRMT), bit 7 moved to D's sign bit.
-    const std::uint32_t sb = __byte_perm(__byte_perm(y[0], y[1], 0x0073), __byte_perm(y[2], y[3], 0x0073), 0x5410) & 0x80808080u;
+    const std::uint32_t sb =
+        __byte_perm(__byte_perm(y[0], y[1], 0x0073), __byte_perm(y[2], y[3], 0x0073), 0x5410) & 0x80808080u;
     return w | (sb >> (8 - D::total_bits));
 }
 
@@ -127,8 +128,9 @@ __device__ __forceinline__ std::uint32_t mx_narrow_four(const std::uint32_t (&y)
 // run the general kernel of fp4_blocks.cu, so that this file compiles in reasonable time.
 template <class D, int P, int R>
 constexpr bool kFastPath = kMxNarrow<D> ? P == kConvert
-                                        : (std::is_same_v<D, emu::E4M3> || std::is_same_v<D, emu::E5M2>) &&
-                                              (P == kCvt || P == kCvtFix || P == kSrCvt) && path_exists<D, P, R>();
+                                        : (std::is_same_v<D, emu::E4M3> ||
+                                           std::is_same_v<D, emu::E5M2>)&&(P == kCvt || P == kCvtFix || P == kSrCvt) &&
+                                              path_exists<D, P, R>();
 
 // Codes of one segment (16 elements, stream indices index0 ..) at the block's scale.
 template <class S, class D, int P, int R>
@@ -151,8 +153,10 @@ __device__ __forceinline__ uint4 encode_block_segment(const typename S::storage_
 #pragma unroll
             for (int k = 0; k < 4; ++k) y[k] = host_mul_bits(widen_bits<S>(e[4 * g + k]), scale);
         }
-        if constexpr (kMxNarrow<D>) w[g] = mx_narrow_four<D, R>(y, c, index0 + 4 * g);
-        else w[g] = encode_four<D, P, R>(y, c, index0 + 4 * g);
+        if constexpr (kMxNarrow<D>)
+            w[g] = mx_narrow_four<D, R>(y, c, index0 + 4 * g);
+        else
+            w[g] = encode_four<D, P, R>(y, c, index0 + 4 * g);
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
@@ -181,8 +185,8 @@ struct RowOut {
 
 // Stores the codes of segment [c, c + 16) of row r (its 16 codes in q).
 template <bool kPacked>
-__device__ __forceinline__ void store_codes(const RowOut& o, const RowGeom& g, bool vec, std::uint32_t r, std::uint32_t c,
-                                            const uint4& q) {
+__device__ __forceinline__ void store_codes(const RowOut& o, const RowGeom& g, bool vec, std::uint32_t r,
+                                            std::uint32_t c, const uint4& q) {
     if constexpr (kPacked) {
         const uint2 p = make_uint2(pack_word(q.x) | (pack_word(q.y) << 16), pack_word(q.z) | (pack_word(q.w) << 16));
         std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c / 2;
@@ -214,14 +218,14 @@ __device__ __forceinline__ void store_codes(const RowOut& o, const RowGeom& g, b
 // (which changes no amax) and store nothing.
 template <class S, class D, int P, int R, bool kPacked, int kSegs>
 __global__ void __launch_bounds__(kThreads)
-row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
-                  numerics::ScaleParams rule, const float* __restrict__ d_global_amax, float* amax_out, RowOut o) {
+    row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                      numerics::ScaleParams rule, const float* __restrict__ d_global_amax, float* amax_out, RowOut o) {
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
     if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(rule, *d_global_amax);
-    const bool vec = g.cols % 16 == 0 && aligned16(in) &&
-                     (reinterpret_cast<std::uintptr_t>(o.codes) & (kPacked ? 7u : 15u)) == 0;
+    const bool vec =
+        g.cols % 16 == 0 && aligned16(in) && (reinterpret_cast<std::uintptr_t>(o.codes) & (kPacked ? 7u : 15u)) == 0;
     const std::uint32_t lanes = 1u << g.lanes_log2;
     const std::uint32_t lane = threadIdx.x & 31;
     const std::uint32_t stride = gridDim.x * blockDim.x;
@@ -271,7 +275,8 @@ row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const 
         for (int j = 0; j < kSegs; ++j) {
             const std::uint32_t c = c0 + 16 * j;
             if (!here || c >= g.cols) continue;
-            const uint4 q = encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
+            const uint4 q =
+                encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
             store_codes<kPacked>(o, g, vec, r, c, q);
         }
     }
@@ -283,7 +288,8 @@ row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const 
 bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
                          std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                          float* d_scale_inv, float* d_global_amax, std::uint64_t seed, cudaStream_t stream) {
-    if (!(spec.block_rows == 1 || spec.block_rows == 16) || !(spec.block_cols == 16 || spec.block_cols == 32)) return false;
+    if (!(spec.block_rows == 1 || spec.block_rows == 16) || !(spec.block_cols == 16 || spec.block_cols == 32))
+        return false;
     if (rows == 0 || cols == 0) {
         FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));  // amax of nothing: +0
         return true;
@@ -292,9 +298,14 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     const std::size_t grid_cols = (cols + spec.block_cols - 1) / spec.block_cols;
     const std::uint32_t lanes_log2 = spec.block_rows == 16 ? 4 : 0;
     const std::size_t items = (grid_rows * grid_cols) << lanes_log2;
-    if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31)) return false;
-    const RowGeom g{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(spec.block_rows),
-                    lanes_log2, static_cast<std::uint32_t>(grid_cols), static_cast<std::uint32_t>(items)};
+    if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31))
+        return false;
+    const RowGeom g{static_cast<std::uint32_t>(rows),
+                    static_cast<std::uint32_t>(cols),
+                    static_cast<std::uint32_t>(spec.block_rows),
+                    lanes_log2,
+                    static_cast<std::uint32_t>(grid_cols),
+                    static_cast<std::uint32_t>(items)};
     const bool wide = spec.block_cols == 32;
     const numerics::ScaleParams rule =
         numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
@@ -337,13 +348,17 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                     using Two = std::integral_constant<int, 2>;
                     if constexpr (std::is_same_v<D, emu::E2M1>) {
                         if (packed) {
-                            if (wide) launch(std::true_type{}, Two{});
-                            else launch(std::true_type{}, One{});
+                            if (wide)
+                                launch(std::true_type{}, Two{});
+                            else
+                                launch(std::true_type{}, One{});
                             return;
                         }
                     }
-                    if (wide) launch(std::false_type{}, Two{});
-                    else launch(std::false_type{}, One{});
+                    if (wide)
+                        launch(std::false_type{}, Two{});
+                    else
+                        launch(std::false_type{}, One{});
                 }
             });
             return 0;

@@ -36,11 +36,11 @@ struct BlockParams {
     numerics::ScaleParams rule;
     numerics::ElementConsts consts;  // at scale_inv 1; rescaled per tile
     std::uint32_t rows, cols, tile_rows, tile_cols, grid_cols, blocks;
-    StatsRecord* rec;   // zeroed; completed by the last CTA
-    double* partial;    // gridDim.x * kSums
-    float* scale_inv;   // per tile, or null
-    float* tile_amax;   // per tile: max |x| over finite x (0: none), or null
-    float* tile_min;    // per tile: min nonzero |x| over finite x (0: none), or null
+    StatsRecord* rec;          // zeroed; completed by the last CTA
+    double* partial;           // gridDim.x * kSums
+    float* scale_inv;          // per tile, or null
+    float* tile_amax;          // per tile: max |x| over finite x (0: none), or null
+    float* tile_min;           // per tile: min nonzero |x| over finite x (0: none), or null
     const float* global_amax;  // NVFP4 rules: the tensor's amax (device), else null
 };
 
@@ -60,7 +60,8 @@ __device__ __forceinline__ void block_element(typename S::storage_t bits, std::u
     const std::uint8_t q = encode_one<D, P, R>(s, ctx, index);
     const std::uint32_t decoded = static_cast<std::uint32_t>(emu::convert<D, Binary32>(q, emu::kDecodePolicy));
     const numerics::Element e = numerics::element_step(
-        x, numerics::code_kind_of_decoded(prm.format, decoded), static_cast<double>(__uint_as_float(decoded)), consts, [&] {
+        x, numerics::code_kind_of_decoded(prm.format, decoded), static_cast<double>(__uint_as_float(decoded)), consts,
+        [&] {
             if constexpr (R == static_cast<int>(emu::Rounding::stochastic))
                 return (s & 0x7FFFFFFFu) > consts.max_bits &&
                        block_stochastic_overflow(consts, prm.format, prm.policy, s, stochastic_word(ctx.seed, index));
@@ -74,15 +75,15 @@ __device__ __forceinline__ void block_element(typename S::storage_t bits, std::u
 // One tile by one warp: its amax, the rule's scale pair, then its elements.
 template <class S, class D, int P, int R>
 __device__ void block_tile(const typename S::storage_t* in, std::uint32_t tile, const BlockParams& prm,
-                           const numerics::ScaleParams& rule, const ElementCtx& ctx, BlockAcc& a,
-                           std::uint32_t* hist) {
+                           const numerics::ScaleParams& rule, const ElementCtx& ctx, BlockAcc& a, std::uint32_t* hist) {
     const int lane = threadIdx.x & 31;
     const std::uint32_t bi = tile / prm.grid_cols, bj = tile % prm.grid_cols;
     const std::uint32_t r0 = bi * prm.tile_rows, r1 = min(prm.rows, r0 + prm.tile_rows);
     const std::uint32_t c0 = bj * prm.tile_cols, c1 = min(prm.cols, c0 + prm.tile_cols), w = c1 - c0;
     const std::uint32_t m = (r1 - r0) * w;
     float amax = 0.0f;
-    for (std::uint32_t k = lane; k < m; k += 32) amax = max_abs<S>(amax, in[static_cast<std::size_t>(r0 + k / w) * prm.cols + c0 + k % w]);
+    for (std::uint32_t k = lane; k < m; k += 32)
+        amax = max_abs<S>(amax, in[static_cast<std::size_t>(r0 + k / w) * prm.cols + c0 + k % w]);
     amax = __uint_as_float(__reduce_max_sync(0xFFFFFFFFu, __float_as_uint(amax)));  // >= 0: ordered as bits
     const numerics::BlockScale b = numerics::rule_scale(rule, amax);
     if (lane == 0 && prm.scale_inv != nullptr) prm.scale_inv[tile] = b.scale_inv;
@@ -111,8 +112,8 @@ __device__ void block_tile(const typename S::storage_t* in, std::uint32_t tile, 
 
 template <class S, class D, int P, int R>
 __global__ void __launch_bounds__(kThreads)
-block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::uint8_t* __restrict__ table,
-                        BlockParams prm) {
+    block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                            BlockParams prm) {
     using T = typename S::storage_t;
     constexpr int kWarps = kThreads / 32;
     extern __shared__ __align__(16) std::uint8_t smem[];
@@ -134,7 +135,9 @@ block_statistics_kernel(const void* __restrict__ in, ElementCtx ctx, const std::
     add_warp_totals(a, prm.rec, sums);
     __syncthreads();
     for (int b = threadIdx.x; b < kHistogramBins; b += blockDim.x)
-        if (hist[b]) atomicAdd(reinterpret_cast<unsigned long long*>(prm.rec->histogram + b), static_cast<unsigned long long>(hist[b]));
+        if (hist[b])
+            atomicAdd(reinterpret_cast<unsigned long long*>(prm.rec->histogram + b),
+                      static_cast<unsigned long long>(hist[b]));
     if (!finish_record(sums, prm.partial, prm.rec) || threadIdx.x != 0) return;
     prm.rec->numel = static_cast<std::uint64_t>(prm.rows) * prm.cols;
     prm.rec->sample = 1u;

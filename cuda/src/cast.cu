@@ -7,9 +7,8 @@ namespace fp8kit::cuda {
 
 using namespace detail;
 
-void quantize(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-              const Policy& policy, float scale, std::uint64_t seed, std::uint64_t first_index,
-              Stream stream) {
+void quantize(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy, float scale,
+              std::uint64_t seed, std::uint64_t first_index, Stream stream) {
     require_input(from, "quantize");
     if (is_narrow_format(to))  // FP4/FP6 and the other ml_dtypes types: narrow_cast.cu
         return quantize_narrow(to, from, in, out, n, policy, scale, seed, first_index, as_stream(stream));
@@ -34,13 +33,14 @@ void amax(Wide from, const void* in, std::size_t n, float* d_amax, Stream stream
     check_launch("amax_kernel");
 }
 
-void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t* out,
-                              std::size_t n, const Policy& policy, float* d_amax, float* d_scale,
-                              float* d_scale_inv, const ScaleOptions& options, std::uint64_t seed,
-                              std::uint64_t first_index, Stream stream) {
+void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
+                              const Policy& policy, float* d_amax, float* d_scale, float* d_scale_inv,
+                              const ScaleOptions& options, std::uint64_t seed, std::uint64_t first_index,
+                              Stream stream) {
     require_input(from, "quantize_current_scaling");
     if (!d_amax || !d_scale)
-        throw std::invalid_argument("fp8kit::cuda::quantize_current_scaling: d_amax and d_scale must be device pointers, not null");
+        throw std::invalid_argument(
+            "fp8kit::cuda::quantize_current_scaling: d_amax and d_scale must be device pointers, not null");
     amax(from, in, n, d_amax, stream);
     ScaleSource src;
     src.mode = ScaleSource::from_amax;

@@ -16,13 +16,12 @@
 
 namespace fp8kit::cuda::detail {
 
+using emu::BFloat16;
 using emu::Binary16;
 using emu::Binary32;
-using emu::BFloat16;
 
 inline void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess)
-        throw std::runtime_error(std::string("fp8kit::cuda: ") + what + ": " + cudaGetErrorString(e));
+    if (e != cudaSuccess) throw std::runtime_error(std::string("fp8kit::cuda: ") + what + ": " + cudaGetErrorString(e));
 }
 #define FP8KIT_CUDA_CHECK(x) ::fp8kit::cuda::detail::check((x), #x)
 inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel); }
@@ -44,8 +43,10 @@ inline bool gpu_has_format(Format f) {
 }
 inline void require_gpu_format(Format f, const char* fn) {
     if (!gpu_has_format(f))
-        throw std::invalid_argument(std::string("fp8kit::cuda::") + fn + ": format #" + std::to_string(static_cast<int>(f)) +
-                                    " (FP4/FP6 or another ml_dtypes type) has no GPU kernel yet (e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0); use the CPU path");
+        throw std::invalid_argument(std::string("fp8kit::cuda::") + fn + ": format #" +
+                                    std::to_string(static_cast<int>(f)) +
+                                    " (FP4/FP6 or another ml_dtypes type) has no GPU kernel yet (e4m3, e5m2, e4m3fnuz, "
+                                    "e5m2fnuz, e8m0); use the CPU path");
 }
 inline void require_fp8(Format f, const char* fn) {
     require_gpu_format(f, fn);
@@ -58,9 +59,12 @@ inline void require_fp8(Format f, const char* fn) {
 
 template <class S>
 __device__ __forceinline__ float widen(typename S::storage_t bits) {
-    if constexpr (sizeof(typename S::storage_t) == 4) return __uint_as_float(bits);
-    else if constexpr (S::man_bits == 7) return __uint_as_float(static_cast<std::uint32_t>(bits) << 16);
-    else return __half2float(__ushort_as_half(bits));
+    if constexpr (sizeof(typename S::storage_t) == 4)
+        return __uint_as_float(bits);
+    else if constexpr (S::man_bits == 7)
+        return __uint_as_float(static_cast<std::uint32_t>(bits) << 16);
+    else
+        return __half2float(__ushort_as_half(bits));
 }
 
 template <class S>
@@ -88,9 +92,7 @@ __device__ __forceinline__ float max_abs(float acc, typename S::storage_t bits) 
 
 // ---- loads ----------------------------------------------------------------------------------
 
-__device__ __forceinline__ bool aligned16(const void* p) {
-    return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0;
-}
+__device__ __forceinline__ bool aligned16(const void* p) { return (reinterpret_cast<std::uintptr_t>(p) & 15u) == 0; }
 
 // ---- reductions -----------------------------------------------------------------------------
 
@@ -143,7 +145,8 @@ constexpr int kThreads = 256;
 inline unsigned grid_for(std::size_t work_items, int threads = kThreads, int ctas_per_sm = 8) {
     static int sms = [] {
         int dev = 0, n = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
             n = 132;
         return n;
     }();

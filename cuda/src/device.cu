@@ -24,9 +24,12 @@ int device_count(std::string* why) {
         void* driver = e == cudaErrorInsufficientDriver ? ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) : nullptr;
         const bool no_driver = e == cudaErrorInsufficientDriver && !driver;
         if (driver) ::dlclose(driver);
-        if (why && no_driver) *why = "no NVIDIA GPU driver was found (libcuda.so.1 is not installed)";
-        else if (why && e == cudaErrorNoDevice) *why = "no NVIDIA GPU was found (the driver sees none)";
-        else if (why) *why = cudaGetErrorString(e);
+        if (why && no_driver)
+            *why = "no NVIDIA GPU driver was found (libcuda.so.1 is not installed)";
+        else if (why && e == cudaErrorNoDevice)
+            *why = "no NVIDIA GPU was found (the driver sees none)";
+        else if (why)
+            *why = cudaGetErrorString(e);
         cudaGetLastError();  // clear the sticky error so later calls start clean
         return 0;
     }
@@ -106,11 +109,12 @@ __device__ typename W::storage_t dequant_entry(std::uint8_t code, float scale_in
 // (a thread owning 16 consecutive codes wrote 64 bytes at a 64-byte lane stride: 50% of copy).
 template <class F, class W>
 __global__ void __launch_bounds__(kThreads)
-dequantize_kernel(const std::uint8_t* __restrict__ in, void* __restrict__ out, std::uint32_t n, float scale_inv) {
+    dequantize_kernel(const std::uint8_t* __restrict__ in, void* __restrict__ out, std::uint32_t n, float scale_inv) {
     using Out = typename W::storage_t;
     using Vec = std::conditional_t<sizeof(Out) == 4, uint4, uint2>;
     __shared__ Out table[256];
-    for (int c = threadIdx.x; c < 256; c += blockDim.x) table[c] = dequant_entry<F, W>(static_cast<std::uint8_t>(c), scale_inv);
+    for (int c = threadIdx.x; c < 256; c += blockDim.x)
+        table[c] = dequant_entry<F, W>(static_cast<std::uint8_t>(c), scale_inv);
     __syncthreads();
     Out* o = static_cast<Out*>(out);
     const std::uint32_t stride = gridDim.x * blockDim.x;
@@ -127,7 +131,10 @@ dequantize_kernel(const std::uint8_t* __restrict__ in, void* __restrict__ out, s
         for (int j = 0; j < 4; ++j) {
             const std::uint32_t g = g0 + j * stride;
             if (g >= groups) break;
-            union { Vec v; Out e[4]; } r;
+            union {
+                Vec v;
+                Out e[4];
+            } r;
 #pragma unroll
             for (int k = 0; k < 4; ++k) r.e[k] = table[(w[j] >> (8 * k)) & 0xFFu];
             reinterpret_cast<Vec*>(o)[g] = r.v;
@@ -138,8 +145,8 @@ dequantize_kernel(const std::uint8_t* __restrict__ in, void* __restrict__ out, s
 
 }  // namespace
 
-void dequantize(Format from, Wide to, const std::uint8_t* in, void* out, std::size_t n,
-                float scale_inv, Stream stream) {
+void dequantize(Format from, Wide to, const std::uint8_t* in, void* out, std::size_t n, float scale_inv,
+                Stream stream) {
     require_input(to, "dequantize");
     const cudaStream_t s = as_stream(stream);
     const std::size_t es = wide_bytes(to);

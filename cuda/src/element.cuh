@@ -29,7 +29,8 @@
 #pragma once
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 890
-#error "fp8kit: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 needs sm_89 or newer; set CMAKE_CUDA_ARCHITECTURES to 89, 90 or later"
+#error \
+    "fp8kit: cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 needs sm_89 or newer; set CMAKE_CUDA_ARCHITECTURES to 89, 90 or later"
 #endif
 
 #include <cfloat>
@@ -85,7 +86,8 @@ __device__ __forceinline__ std::uint32_t mul_scale_bits(std::uint32_t w, float s
         "setp.nan.f32 q, t, t;\n\t"
         "mov.b32 %0, t;\n\t"
         "@q mov.b32 %0, 0x7FC00000;\n\t}"
-        : "=r"(yb) : "f"(__uint_as_float(w)), "f"(scale));
+        : "=r"(yb)
+        : "f"(__uint_as_float(w)), "f"(scale));
     return yb;
 }
 
@@ -93,9 +95,12 @@ __device__ __forceinline__ std::uint32_t mul_scale_bits(std::uint32_t w, float s
 // a NaN x gives some NaN.
 template <class S>
 __device__ __forceinline__ std::uint32_t widen_non_nan(typename S::storage_t x) {
-    if constexpr (sizeof(typename S::storage_t) == 4) return x;
-    else if constexpr (S::man_bits == 7) return static_cast<std::uint32_t>(x) << 16;
-    else return __float_as_uint(__half2float(__ushort_as_half(x)));
+    if constexpr (sizeof(typename S::storage_t) == 4)
+        return x;
+    else if constexpr (S::man_bits == 7)
+        return static_cast<std::uint32_t>(x) << 16;
+    else
+        return __float_as_uint(__half2float(__ushort_as_half(x)));
 }
 
 // widen_non_nan of half `hi` (0: bits 0-15, 1: bits 16-31) of a word of two f16 inputs, from the
@@ -204,9 +209,7 @@ __device__ __forceinline__ bool any_nan16(const typename S::storage_t (&e)[16]) 
 // Whether fl32(x * scale) can be a NaN only for NaN inputs x: scale finite and nonzero (0 * Inf,
 // Inf * 0 and NaN scales are the other ways to make one). Then the multiply needs no NaN
 // replacement (mul_scale_bits' setp + select: 2 issue slots per element); computed once per launch.
-__device__ __forceinline__ bool plain_scale(float scale) {
-    return fabsf(scale) <= FLT_MAX && scale != 0.0f;
-}
+__device__ __forceinline__ bool plain_scale(float scale) { return fabsf(scale) <= FLT_MAX && scale != 0.0f; }
 
 // scaled_bits of 16 inputs; f16 / bf16 without the NaN case when none of them is a NaN
 // (any_nan16). float32 inputs keep scaled_bits per element: their NaN case is one select, and
@@ -229,7 +232,8 @@ __device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], f
         // as (v >> 16) << 16: written in C++, the high half became PRMT, a move and a shift.
 #pragma unroll
         for (int k = 0; k < 8; ++k) {
-            const std::uint32_t v = static_cast<std::uint32_t>(e[2 * k]) | (static_cast<std::uint32_t>(e[2 * k + 1]) << 16);
+            const std::uint32_t v =
+                static_cast<std::uint32_t>(e[2 * k]) | (static_cast<std::uint32_t>(e[2 * k + 1]) << 16);
             std::uint32_t hi;
             asm("and.b32 %0, %1, 0xFFFF0000;" : "=r"(hi) : "r"(v));
             y[2 * k] = __float_as_uint(__fmul_rn(__uint_as_float(v << 16), scale));
@@ -252,7 +256,8 @@ __device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], f
     } else if (!any_nan16<S>(e)) {
         if (kPlain && plain) {
 #pragma unroll
-            for (int k = 0; k < 16; ++k) y[k] = __float_as_uint(__fmul_rn(__uint_as_float(widen_non_nan<S>(e[k])), scale));
+            for (int k = 0; k < 16; ++k)
+                y[k] = __float_as_uint(__fmul_rn(__uint_as_float(widen_non_nan<S>(e[k])), scale));
         } else {
 #pragma unroll
             for (int k = 0; k < 16; ++k) y[k] = mul_scale_bits(widen_non_nan<S>(e[k]), scale);
@@ -272,7 +277,8 @@ struct ElementCtx {
     // parameters, ptxas loads them into uniform registers that the rounds' LOP3 read, so a call
     // spends no instruction on them (recomputed per call, they cost about 18 of its 70).
     emu::PhiloxKeys keys;
-    ElementCtx(Policy p, const std::uint8_t* t, std::uint64_t s) : policy(p), table(t), seed(s), keys(emu::philox_round_keys(s)) {}
+    ElementCtx(Policy p, const std::uint8_t* t, std::uint64_t s)
+        : policy(p), table(t), seed(s), keys(emu::philox_round_keys(s)) {}
 };
 
 // Float32 bits of D's largest finite value (E4M3 448: 0x43E00000; E5M2 57344: 0x47600000).
@@ -287,8 +293,10 @@ static_assert(max_finite_bits<emu::E4M3>() == 0x43E00000u && max_finite_bits<emu
 template <class D>
 __device__ __forceinline__ std::uint8_t cvt_one(std::uint32_t y) {
     std::uint16_t r;
-    if constexpr (D::exp_bits == 5) asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(__uint_as_float(y)));
-    else asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(__uint_as_float(y)));
+    if constexpr (D::exp_bits == 5)
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(__uint_as_float(y)));
+    else
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(__uint_as_float(y)));
     return static_cast<std::uint8_t>(r & 0xFF);
 }
 
@@ -296,8 +304,10 @@ __device__ __forceinline__ std::uint8_t cvt_one(std::uint32_t y) {
 template <class D>
 __device__ __forceinline__ std::uint32_t cvt_two(std::uint32_t lo, std::uint32_t hi) {
     std::uint16_t r;
-    if constexpr (D::exp_bits == 5) asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
-    else asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+    if constexpr (D::exp_bits == 5)
+        asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
+    else
+        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(__uint_as_float(hi)), "f"(__uint_as_float(lo)));
     return r;
 }
 
@@ -348,8 +358,8 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_general(std::uint32_t u
     v = min(v, 0x7F7FFFFFu);
     // shift >= 24: kept is 0; round up to 2^q when below32 + random carries.
     const std::uint32_t sig = eb != 0 ? (u & 0x7FFFFFu) | 0x800000u : u;
-    const std::uint32_t lo = sig << (32 - min(shift, 32));                       // shift <= 32
-    const std::uint32_t hi = sig >> min(max(shift, 32) - 32, 31);              // shift > 32 (sig < 2^24)
+    const std::uint32_t lo = sig << (32 - min(shift, 32));         // shift <= 32
+    const std::uint32_t hi = sig >> min(max(shift, 32) - 32, 31);  // shift > 32 (sig < 2^24)
     const std::uint32_t below32 = shift <= 32 ? lo : hi;
     constexpr std::uint32_t kQuantum = static_cast<std::uint32_t>(D::quantum_min + 127) << 23;
     const std::uint32_t tiny = below32 + random < below32 ? kQuantum : 0u;
@@ -468,7 +478,8 @@ __device__ __forceinline__ std::uint32_t step_bits(std::uint32_t t, std::uint32_
     } else {
         std::uint32_t kept;  // floor((t 2^(32-kShift) + random) / 2^32)
         asm("{\n\t.reg .u64 p;\n\tmad.wide.u32 p, %1, %2, %3;\n\tmov.b64 {_, %0}, p;\n\t}"
-            : "=r"(kept) : "r"(t), "n"(1u << (32 - kShift)), "l"(static_cast<std::uint64_t>(random)));
+            : "=r"(kept)
+            : "r"(t), "n"(1u << (32 - kShift)), "l"(static_cast<std::uint64_t>(random)));
         return kept * (1u << kShift);
     }
 }
@@ -524,8 +535,8 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_coarse(std::uint32_t w,
 
 // Whether encode16 may take stochastic_grid_coarse for inputs S, format D and path P.
 template <class S, class D, int P>
-constexpr bool kCoarseStep = sizeof(typename S::storage_t) == 2 && (P == kSrCvt || P == kSrTable) &&
-                             D::emin > -14 && D::total_bits == 8 && D::has_zero;
+constexpr bool kCoarseStep = sizeof(typename S::storage_t) == 2 &&
+                             (P == kSrCvt || P == kSrTable) && D::emin > -14 && D::total_bits == 8 && D::has_zero;
 
 // The inputs of one launch for which stochastic_grid_coarse equals stochastic_grid_bits, as
 // magnitude bits h = x & 0x7FFF of S: every h == 0 or tiny_below <= h < from. tiny_below == 0: no
@@ -650,7 +661,7 @@ __device__ __forceinline__ std::uint32_t stochastic_grid_float(std::uint32_t w, 
     constexpr std::uint32_t kF = static_cast<std::uint32_t>(F + 127) << 23, kLow = (1u << (32 - kShift)) - 1u;
     const float normal_lo = __uint_as_float(static_cast<std::uint32_t>(D::emin + 127) << 23);
     const float k_unit = __uint_as_float(static_cast<std::uint32_t>(24 - D::emin + 127) << 23);  // 2^(24-emin)
-    const float offset = normal_lo - __uint_as_float(kF);                                          // 2^emin - 2^F
+    const float offset = normal_lo - __uint_as_float(kF);                                        // 2^emin - 2^F
     const float a = __fmul_rn(fabsf(__uint_as_float(w)), scale);
     float cu, inner, t;
     asm("fma.rn.sat.f32 %0, %1, %2, 0f4B800000;" : "=f"(cu) : "f"(a), "f"(-k_unit));  // 0f4B800000: 2^24
@@ -680,7 +691,7 @@ __device__ __forceinline__ FloatStepRange float_step_range(float scale) {
     if constexpr (P == kSrTable) {
         constexpr int B = S::bias, M = S::man_bits;
         constexpr std::uint32_t kNan = (static_cast<std::uint32_t>(2 * B + 1) << M) + 1;  // smallest NaN h
-        const int ks = static_cast<int>(__float_as_uint(scale) >> 23) - 127;               // subnormal: -127
+        const int ks = static_cast<int>(__float_as_uint(scale) >> 23) - 127;              // subnormal: -127
         const int eb = 126 - ks + B;  // S's biased exponent of 2^(126 - ks)
         r.from = eb > 2 * B ? kNan : eb <= 0 ? 0u : min(static_cast<std::uint32_t>(eb) << M, kNan);
     }
@@ -690,8 +701,10 @@ __device__ __forceinline__ FloatStepRange float_step_range(float scale) {
 // Code of a value already on D's grid (kSrCvt / kSrTable).
 template <class D, int P>
 __device__ __forceinline__ std::uint8_t encode_grid(std::uint32_t v, const ElementCtx& c) {
-    if constexpr (P == kSrCvt) return cvt_one<D>(v);
-    else return c.table[cast_table_key<D>(v)];
+    if constexpr (P == kSrCvt)
+        return cvt_one<D>(v);
+    else
+        return c.table[cast_table_key<D>(v)];
 }
 
 // Codes of four values already on D's grid, packed little-endian (kSrCvt / kSrTable).
@@ -707,17 +720,22 @@ __device__ __forceinline__ std::uint32_t encode_grid_four(const std::uint32_t (&
 // The stochastic code of y with random word `random` (P: kSrCvt, kSrTable or kConvert).
 template <class D, int P, int R>
 __device__ __forceinline__ std::uint8_t stochastic_code(std::uint32_t y, const ElementCtx& c, std::uint32_t random) {
-    if constexpr (P == kSrCvt || P == kSrTable) return encode_grid<D, P>(stochastic_grid_bits<D, P>(y, random), c);
-    else return convert_fixed<D, R>(y, c.policy, random);
+    if constexpr (P == kSrCvt || P == kSrTable)
+        return encode_grid<D, P>(stochastic_grid_bits<D, P>(y, random), c);
+    else
+        return convert_fixed<D, R>(y, c.policy, random);
 }
 
 // One element at stream index `index` (stochastic: draws emu::stochastic_bits(seed, index)).
 // R: the rounding for kConvert (compile time).
 template <class D, int P, int R>
 __device__ __forceinline__ std::uint8_t encode_one(std::uint32_t y, const ElementCtx& c, std::uint64_t index) {
-    if constexpr (P == kCvt) return cvt_one<D>(y);
-    else if constexpr (P == kCvtFix) return (y & 0x7FFFFFFFu) <= max_finite_bits<D>() ? cvt_one<D>(y) : c.table[cast_table_key<D>(y)];
-    else if constexpr (P == kTable) return c.table[cast_table_key<D>(y)];
+    if constexpr (P == kCvt)
+        return cvt_one<D>(y);
+    else if constexpr (P == kCvtFix)
+        return (y & 0x7FFFFFFFu) <= max_finite_bits<D>() ? cvt_one<D>(y) : c.table[cast_table_key<D>(y)];
+    else if constexpr (P == kTable)
+        return c.table[cast_table_key<D>(y)];
     else if constexpr (P == kSrCvt || P == kSrTable)
         return encode_grid<D, P>(stochastic_grid_bits<D, P>(y, stochastic_word(c.seed, index)), c);
     else {
@@ -736,7 +754,8 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
     if constexpr (P == kCvt) {
         return cvt_two<D>(y[0], y[1]) | (cvt_two<D>(y[2], y[3]) << 16);
     } else if constexpr (P == kCvtFix) {
-        const std::uint32_t hi = max(max(y[0] & 0x7FFFFFFFu, y[1] & 0x7FFFFFFFu), max(y[2] & 0x7FFFFFFFu, y[3] & 0x7FFFFFFFu));
+        const std::uint32_t hi =
+            max(max(y[0] & 0x7FFFFFFFu, y[1] & 0x7FFFFFFFu), max(y[2] & 0x7FFFFFFFu, y[3] & 0x7FFFFFFFu));
         if (hi <= max_finite_bits<D>()) return cvt_two<D>(y[0], y[1]) | (cvt_two<D>(y[2], y[3]) << 16);
         std::uint32_t out = 0;
 #pragma unroll
@@ -785,16 +804,21 @@ constexpr bool path_exists() {
     constexpr bool e8m0 = !D::has_zero;
     constexpr bool ocp = D::encoding == emu::Encoding::ieee || D::encoding == emu::Encoding::fn;
     constexpr bool narrow = is_narrow_type<D>();  // kConvert only (element_path)
-    if constexpr (P == kCvt || P == kSrCvt || P == kCvtFix) return ocp && !e8m0 && !narrow && D::total_bits == 8;
-    else if constexpr (P == kTable || P == kSrTable) return !e8m0 && !narrow && D::total_bits == 8;
-    else return e8m0 || narrow;
+    if constexpr (P == kCvt || P == kSrCvt || P == kCvtFix)
+        return ocp && !e8m0 && !narrow && D::total_bits == 8;
+    else if constexpr (P == kTable || P == kSrTable)
+        return !e8m0 && !narrow && D::total_bits == 8;
+    else
+        return e8m0 || narrow;
 }
 
 // Dynamic shared memory a kernel of path P needs for the table of D.
 template <class D, int P>
 constexpr std::size_t element_smem() {
-    if constexpr (reads_table(P)) return cast_table_size<D>();
-    else return 0;
+    if constexpr (reads_table(P))
+        return cast_table_size<D>();
+    else
+        return 0;
 }
 
 // Copies the launch's cast table into shared memory (kTable, kSrTable); every thread must call it.
@@ -823,7 +847,9 @@ void with_element_path(Format to, const Policy& p, Fn&& fn) {
         case kConvert: break;
     }
     switch (p.rounding) {
-        case Rounding::stochastic: fn(std::integral_constant<int, kConvert>{}, std::integral_constant<int, 5>{}); return;
+        case Rounding::stochastic:
+            fn(std::integral_constant<int, kConvert>{}, std::integral_constant<int, 5>{});
+            return;
         default: fn(std::integral_constant<int, kConvert>{}, std::integral_constant<int, -1>{}); return;
     }
 }

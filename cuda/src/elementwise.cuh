@@ -94,8 +94,10 @@ __device__ __forceinline__ uint4 encode16_branchless(const Step16<S>& u, float s
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             std::uint32_t w;
-            if constexpr (kF16) w = widen_half<S>(u.word(2 * g + k / 2), k % 2);
-            else w = widen_non_nan<S>(u.e[4 * g + k]);
+            if constexpr (kF16)
+                w = widen_half<S>(u.word(2 * g + k / 2), k % 2);
+            else
+                w = widen_non_nan<S>(u.e[4 * g + k]);
             v[k] = kCoarse ? stochastic_grid_coarse<D, !kUnit, kAddForm, !kSignOnCodes>(w, scale, words[k])
                            : stochastic_grid_float<D, kAddForm, !kSignOnCodes>(w, scale, words[k]);
         }
@@ -131,8 +133,10 @@ template <class S, class D, int P>
 __device__ __forceinline__ bool branchless16(const Step16<S>& u, float scale, const ElementCtx& c, std::uint64_t index0,
                                              const StepRanges& ranges, uint4& out) {
     if (ranges.coarse.tiny_below != 0 && !outside_coarse16<S>(u, ranges.coarse)) {
-        if (ranges.coarse.unit) out = encode16_branchless<S, D, P, true, true>(u, scale, c, index0);
-        else out = encode16_branchless<S, D, P, true, false>(u, scale, c, index0);
+        if (ranges.coarse.unit)
+            out = encode16_branchless<S, D, P, true, true>(u, scale, c, index0);
+        else
+            out = encode16_branchless<S, D, P, true, false>(u, scale, c, index0);
         return true;
     }
     if (ranges.fstep.on && (P != kSrTable || !any_from16<S>(u, ranges.fstep.from))) {
@@ -159,7 +163,8 @@ __device__ __forceinline__ uint4 encode16(const Step16<S>& u, float scale, const
             // kSrCvt the sign merge per element too (sign_bytes): H100, 2026-11-27 to 2026-11-28
             // (docs/performance.md), f16 -> E4M3 at scale 0.37 84% -> 87% of copy, bf16 84% -> 86%.
             uint4 out;
-            if ((P == kSrTable || finite16<S>(u)) && branchless16<S, D, P>(u, scale, c, index0, ranges, out)) return out;
+            if ((P == kSrTable || finite16<S>(u)) && branchless16<S, D, P>(u, scale, c, index0, ranges, out))
+                return out;
         }
     }
     const auto& e = u.e;
@@ -216,9 +221,8 @@ constexpr bool kPrefetchStep = sizeof(typename S::storage_t) == 2 && (P == kSrCv
 
 template <class S, class D, int P, int R, bool kAmax>
 __global__ void __launch_bounds__(kThreads, cast_min_blocks<S, D, P>())
-cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t n,
-            ElementCtx ctx, const std::uint8_t* __restrict__ table, ScaleSource scale_src,
-            std::uint64_t first_index, float* amax) {
+    cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t n, ElementCtx ctx,
+                const std::uint8_t* __restrict__ table, ScaleSource scale_src, std::uint64_t first_index, float* amax) {
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
@@ -248,7 +252,8 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 #pragma unroll
                 for (int k = 0; k < 16; ++k) local_max = max_abs<S>(local_max, cur.e[k]);
             }
-            reinterpret_cast<uint4*>(out)[c] = encode16<S, D, P, R>(cur, scale, ctx, first_index + 16ull * c, plain, ranges);
+            reinterpret_cast<uint4*>(out)[c] =
+                encode16<S, D, P, R>(cur, scale, ctx, first_index + 16ull * c, plain, ranges);
             cur = nx;
         }
     }
@@ -274,8 +279,7 @@ cast_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::ui
 }
 
 template <class S>
-__global__ void __launch_bounds__(kThreads)
-amax_kernel(const void* __restrict__ in, std::uint32_t n, float* amax) {
+__global__ void __launch_bounds__(kThreads) amax_kernel(const void* __restrict__ in, std::uint32_t n, float* amax) {
     using T = typename S::storage_t;
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
@@ -298,9 +302,9 @@ constexpr std::size_t kPiece = std::size_t{1} << 31;
 
 // Launch the cast for run-time (to, from, policy): one instantiation per (input, format, path).
 template <bool kAmax>
-void launch_cast(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-                 const Policy& policy, const ScaleSource& src, std::uint64_t seed,
-                 std::uint64_t first_index, float* amax, cudaStream_t stream) {
+void launch_cast(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy,
+                 const ScaleSource& src, std::uint64_t seed, std::uint64_t first_index, float* amax,
+                 cudaStream_t stream) {
     if (n == 0) return;
     const std::uint8_t* table = element_table(to, policy, stream);
     const ElementCtx ctx{policy, nullptr, seed};

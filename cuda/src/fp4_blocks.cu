@@ -40,8 +40,8 @@ struct Outputs {
 // scale, 3. its codes.
 template <class S, class D>
 __global__ void __launch_bounds__(kThreads)
-block_quantize_kernel(const typename S::storage_t* __restrict__ in, Geometry g, numerics::ScaleParams rule,
-                      const float* __restrict__ d_global_amax, Policy policy, std::uint64_t seed, Outputs o) {
+    block_quantize_kernel(const typename S::storage_t* __restrict__ in, Geometry g, numerics::ScaleParams rule,
+                          const float* __restrict__ d_global_amax, Policy policy, std::uint64_t seed, Outputs o) {
     if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(rule, *d_global_amax);
     const bool sr = policy.rounding == emu::Rounding::stochastic;
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
@@ -73,7 +73,9 @@ block_quantize_kernel(const typename S::storage_t* __restrict__ in, Geometry g, 
     }
 }
 
-[[noreturn]] void bad(const std::string& what) { throw std::invalid_argument("fp8kit::cuda::quantize_blocks: " + what); }
+[[noreturn]] void bad(const std::string& what) {
+    throw std::invalid_argument("fp8kit::cuda::quantize_blocks: " + what);
+}
 
 // spec.columnwise_rht: the transform into a temporary (stream-ordered, with_rht_columnwise_copy in
 // hadamard.cu), then the plain quantiser on the cols x rows copy, as lib's quantize_blocks does on
@@ -97,18 +99,24 @@ void quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size
                      std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                      float* d_scale_inv, float* d_global_amax, std::uint64_t seed, Stream stream) {
     require_input(from, "quantize_blocks");
-    if (spec.columnwise_rht) return quantize_columnwise_rht(spec, from, in, rows, cols, d_codes, packed, d_scale_codes,
-                                                            d_scale, d_scale_inv, d_global_amax, seed, stream);
+    if (spec.columnwise_rht)
+        return quantize_columnwise_rht(spec, from, in, rows, cols, d_codes, packed, d_scale_codes, d_scale, d_scale_inv,
+                                       d_global_amax, seed, stream);
     if (!has_cast_kernels(spec.format) || spec.format == Format::e8m0)
-        bad("element format #" + std::to_string(static_cast<int>(spec.format)) + " is not an element format (e8m0 is a scale format)");
+        bad("element format #" + std::to_string(static_cast<int>(spec.format)) +
+            " is not an element format (e8m0 is a scale format)");
     if (spec.block_rows < 0 || spec.block_cols < 0 || (spec.block_rows == 0) != (spec.block_cols == 0))
-        bad("block shape must be >= 1 x 1 (or 0 x 0 for the whole tensor), got " + std::to_string(spec.block_rows) + " x " +
-            std::to_string(spec.block_cols));
-    if (!d_global_amax || (!d_codes && rows * cols > 0)) bad("d_codes and d_global_amax must be device pointers, not null");
+        bad("block shape must be >= 1 x 1 (or 0 x 0 for the whole tensor), got " + std::to_string(spec.block_rows) +
+            " x " + std::to_string(spec.block_cols));
+    if (!d_global_amax || (!d_codes && rows * cols > 0))
+        bad("d_codes and d_global_amax must be device pointers, not null");
     if (rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 32)) bad("rows and cols must be below 2^32");
-    Geometry g{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols),
+    Geometry g{static_cast<std::uint32_t>(rows),
+               static_cast<std::uint32_t>(cols),
                static_cast<std::uint32_t>(spec.block_rows == 0 ? (rows > 0 ? rows : 1) : spec.block_rows),
-               static_cast<std::uint32_t>(spec.block_cols == 0 ? (cols > 0 ? cols : 1) : spec.block_cols), 0, 0};
+               static_cast<std::uint32_t>(spec.block_cols == 0 ? (cols > 0 ? cols : 1) : spec.block_cols),
+               0,
+               0};
     if (packed && spec.format != Format::e2m1) bad("packed: only e2m1 codes are packed two per byte");
     if (packed && (cols % 2 != 0 || g.tile_cols % 2 != 0))
         bad("packed: the row length and the block width must be even, got " + std::to_string(cols) + " and " +
@@ -161,13 +169,16 @@ void quantize_e2m1_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t
     FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
     if (major < 10)
-        throw std::runtime_error("fp8kit::cuda::quantize_e2m1_cvt_satfinite: cvt.rn.satfinite.e2m1x2.f32 needs sm_100 or newer; this device is sm_" +
-                                 std::to_string(major * 10 + minor) + " (use quantize(Format::e2m1, ...), the emulation)");
+        throw std::runtime_error(
+            "fp8kit::cuda::quantize_e2m1_cvt_satfinite: cvt.rn.satfinite.e2m1x2.f32 needs sm_100 or newer; this device "
+            "is sm_" +
+            std::to_string(major * 10 + minor) + " (use quantize(Format::e2m1, ...), the emulation)");
     cudaFuncAttributes attr{};
     FP8KIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, e2m1_cvt_kernel));
     if (attr.binaryVersion < 100)
-        throw std::runtime_error("fp8kit::cuda::quantize_e2m1_cvt_satfinite: this build has no sm_100 code (binary sm_" +
-                                 std::to_string(attr.binaryVersion) + "); rebuild with CMAKE_CUDA_ARCHITECTURES including 100");
+        throw std::runtime_error(
+            "fp8kit::cuda::quantize_e2m1_cvt_satfinite: this build has no sm_100 code (binary sm_" +
+            std::to_string(attr.binaryVersion) + "); rebuild with CMAKE_CUDA_ARCHITECTURES including 100");
     if (n == 0) return;
     e2m1_cvt_kernel<<<grid_for(n), kThreads, 0, as_stream(stream)>>>(in, out, n);
     check_launch("e2m1_cvt_kernel");

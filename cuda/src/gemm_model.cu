@@ -27,8 +27,8 @@ constexpr int kTile = 64, kThreads = 16, kPer = 4;  // kTile = kThreads * kPer
 struct Side {
     const std::uint8_t* codes;
     const float* scales;
-    const CodeTerm* terms;   // 256, device
-    const float* values;     // 256, device (fp32 model and special elements)
+    const CodeTerm* terms;             // 256, device
+    const float* values;               // 256, device (fp32 model and special elements)
     const std::uint8_t* special_rows;  // rows flags, or nullptr when the format has no NaN/Inf
     ng::ScaleKind kind;
     std::size_t rows;
@@ -42,7 +42,8 @@ struct Args {
     std::uint32_t* d;
 };
 
-__device__ __forceinline__ float scale_at(const Side& s, bool is_b, std::size_t row, std::size_t kb, std::size_t kblocks) {
+__device__ __forceinline__ float scale_at(const Side& s, bool is_b, std::size_t row, std::size_t kb,
+                                          std::size_t kblocks) {
     return s.scales[ng::scale_index(s.kind, is_b, row < s.rows ? row : 0, kb, kblocks)];
 }
 
@@ -77,27 +78,28 @@ __global__ void __launch_bounds__(kThreads* kThreads) aligned_kernel(Args args) 
         m.align = ng::AlignRound::toward_zero;
         m.sticky = false;
     }
-    const std::size_t row0 = static_cast<std::size_t>(blockIdx.y) * kTile, col0 = static_cast<std::size_t>(blockIdx.x) * kTile;
+    const std::size_t row0 = static_cast<std::size_t>(blockIdx.y) * kTile,
+                      col0 = static_cast<std::size_t>(blockIdx.x) * kTile;
     const std::size_t K = args.k, kblocks = (K + 127) / 128;
     const std::size_t split = ng::split_size(m, K), chunk = ng::chunk_size(m, K, args.a.kind);
     const bool scale_each = ng::scale_each_chunk(m, args.a.kind);
     const int tx = threadIdx.x, ty = threadIdx.y;
 
     float total[kPer][kPer], outer[kPer][kPer], c[kPer][kPer];
-    _Pragma("unroll") for (int i = 0; i < kPer; ++i)
-        _Pragma("unroll") for (int j = 0; j < kPer; ++j) total[i][j] = 0.0f;
+    _Pragma("unroll") for (int i = 0; i < kPer; ++i) _Pragma("unroll") for (int j = 0; j < kPer; ++j) total[i][j] =
+        0.0f;
     const auto load_a = [&](int q, int i) { return as[q * kTile + ty + kThreads * i]; };
     const auto load_b = [&](int q, int j) { return bs[q * kTile + tx + kThreads * j]; };
 
     for (std::size_t s0 = 0; s0 < K; s0 += split) {
         const std::size_t s1 = s0 + split < K ? s0 + split : K;
         // Each split-K range accumulates from zero (one CTA of a split-K kernel).
-        _Pragma("unroll") for (int i = 0; i < kPer; ++i)
-            _Pragma("unroll") for (int j = 0; j < kPer; ++j) outer[i][j] = 0.0f;
+        _Pragma("unroll") for (int i = 0; i < kPer; ++i) _Pragma("unroll") for (int j = 0; j < kPer; ++j) outer[i][j] =
+            0.0f;
         for (std::size_t c0 = s0; c0 < s1; c0 += chunk) {
             const std::size_t c1 = c0 + chunk < s1 ? c0 + chunk : s1;
-            _Pragma("unroll") for (int i = 0; i < kPer; ++i)
-                _Pragma("unroll") for (int j = 0; j < kPer; ++j) c[i][j] = 0.0f;
+            _Pragma("unroll") for (int i = 0; i < kPer; ++i) _Pragma("unroll") for (int j = 0; j < kPer; ++j) c[i][j] =
+                0.0f;
             for (std::size_t k0 = c0; k0 < c1; k0 += m.group) {
                 const int n = static_cast<int>(c1 - k0 < static_cast<std::size_t>(m.group) ? c1 - k0 : m.group);
                 __syncthreads();  // the previous step's codes are consumed (and the tables loaded)
@@ -106,27 +108,27 @@ __global__ void __launch_bounds__(kThreads* kThreads) aligned_kernel(Args args) 
                 __syncthreads();
                 ng::aligned_step<Int, kPer, kPer>(c, n, load_a, load_b, m);
             }
-            _Pragma("unroll") for (int i = 0; i < kPer; ++i)
-                _Pragma("unroll") for (int j = 0; j < kPer; ++j) {
-                    float sab = 1.0f;
-                    if (scale_each)
-                        sab = scale_at(args.a, false, row0 + ty + kThreads * i, c0 / 128, kblocks) *
-                              scale_at(args.b, true, col0 + tx + kThreads * j, c0 / 128, kblocks);
-                    outer[i][j] = ng::promote(outer[i][j], c[i][j], c0 == s0, scale_each, sab, m);
-                }
+            _Pragma("unroll") for (int i = 0; i < kPer; ++i) _Pragma("unroll") for (int j = 0; j < kPer; ++j) {
+                float sab = 1.0f;
+                if (scale_each)
+                    sab = scale_at(args.a, false, row0 + ty + kThreads * i, c0 / 128, kblocks) *
+                          scale_at(args.b, true, col0 + tx + kThreads * j, c0 / 128, kblocks);
+                outer[i][j] = ng::promote(outer[i][j], c[i][j], c0 == s0, scale_each, sab, m);
+            }
         }
-        _Pragma("unroll") for (int i = 0; i < kPer; ++i)
-            _Pragma("unroll") for (int j = 0; j < kPer; ++j) total[i][j] = ng::reduce_split(total[i][j], outer[i][j], s0 == 0);
+        _Pragma("unroll") for (int i = 0; i < kPer; ++i) _Pragma("unroll") for (int j = 0; j < kPer; ++j) total[i][j] =
+            ng::reduce_split(total[i][j], outer[i][j], s0 == 0);
     }
     const bool rowwise = args.a.kind == ng::ScaleKind::row || args.b.kind == ng::ScaleKind::row;
-    _Pragma("unroll") for (int i = 0; i < kPer; ++i)
-        _Pragma("unroll") for (int j = 0; j < kPer; ++j) {
-            const std::size_t row = row0 + ty + kThreads * i, col = col0 + tx + kThreads * j;
-            if (row >= args.a.rows || col >= args.b.rows) continue;
-            float v = total[i][j];
-            if (!scale_each) v = ng::aligned_epilogue(v, scale_at(args.a, false, row, 0, kblocks), scale_at(args.b, true, col, 0, kblocks), rowwise);
-            args.d[row * args.b.rows + col] = ng::output_bits(v, args.out);
-        }
+    _Pragma("unroll") for (int i = 0; i < kPer; ++i) _Pragma("unroll") for (int j = 0; j < kPer; ++j) {
+        const std::size_t row = row0 + ty + kThreads * i, col = col0 + tx + kThreads * j;
+        if (row >= args.a.rows || col >= args.b.rows) continue;
+        float v = total[i][j];
+        if (!scale_each)
+            v = ng::aligned_epilogue(v, scale_at(args.a, false, row, 0, kblocks),
+                                     scale_at(args.b, true, col, 0, kblocks), rowwise);
+        args.d[row * args.b.rows + col] = ng::output_bits(v, args.out);
+    }
 }
 
 // fp32: one thread per element, k in order (lib's fp32_element with numerics' fp32_add/fp32_scale).
@@ -144,8 +146,8 @@ __global__ void fp32_kernel(Args args) {
         float inner = 0;
         const std::size_t k1 = k0 + span < K ? k0 + span : K;
         for (std::size_t k = k0; k < k1; ++k) inner = ng::fp32_add(inner, args.a.values[a[k]], args.b.values[b[k]]);
-        outer = ng::fp32_scale(outer, scale_at(args.a, false, row, k0 / 128, kblocks), scale_at(args.b, true, col, k0 / 128, kblocks),
-                               inner, blocks);
+        outer = ng::fp32_scale(outer, scale_at(args.a, false, row, k0 / 128, kblocks),
+                               scale_at(args.b, true, col, k0 / 128, kblocks), inner, blocks);
         if (!blocks || k0 + span >= K) break;
     }
     args.d[row * args.b.rows + col] = ng::output_bits(outer, args.out);
@@ -166,13 +168,15 @@ __global__ void special_kernel(Args args) {
     const std::size_t row = blockIdx.y * static_cast<std::size_t>(blockDim.y) + threadIdx.y;
     const std::size_t col = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
     if (row >= args.a.rows || col >= args.b.rows) return;
-    const bool special = (args.a.special_rows && args.a.special_rows[row]) || (args.b.special_rows && args.b.special_rows[col]);
+    const bool special =
+        (args.a.special_rows && args.a.special_rows[row]) || (args.b.special_rows && args.b.special_rows[col]);
     if (!special) return;
     const std::size_t K = args.k, kblocks = (K + 127) / 128;
     float acc = 0;
     for (std::size_t q = 0; q < K; ++q)
-        acc = ng::special_add(acc, args.a.values[args.a.codes[row * K + q]], scale_at(args.a, false, row, q / 128, kblocks),
-                              args.b.values[args.b.codes[col * K + q]], scale_at(args.b, true, col, q / 128, kblocks));
+        acc = ng::special_add(acc, args.a.values[args.a.codes[row * K + q]],
+                              scale_at(args.a, false, row, q / 128, kblocks), args.b.values[args.b.codes[col * K + q]],
+                              scale_at(args.b, true, col, q / 128, kblocks));
     args.d[row * args.b.rows + col] = ng::output_bits(acc, args.out);
 }
 
@@ -185,7 +189,8 @@ struct HostTables {
 
 HostTables host_tables(Format f, const char* which) {
     if (f == Format::e8m0)
-        throw std::invalid_argument(std::string("fp8kit::cuda::gemm_model: ") + which + ": format e8m0 is a scale format, not a GEMM operand");
+        throw std::invalid_argument(std::string("fp8kit::cuda::gemm_model: ") + which +
+                                    ": format e8m0 is a scale format, not a GEMM operand");
     HostTables t;
     emu::with_format(f, [&](auto fmt) {
         using F = decltype(fmt);
@@ -245,7 +250,8 @@ void gemm_model(const GemmOperand& a, const GemmOperand& b, std::size_t k, const
     std::string why;
     if (!gemm_model_supported(m, &why)) throw std::invalid_argument("fp8kit::cuda::gemm_model: " + why);
     if ((a.scale_kind == ng::ScaleKind::block) != (b.scale_kind == ng::ScaleKind::block))
-        throw std::invalid_argument("fp8kit::cuda::gemm_model: block scales: A and B must both have block scales (1x128 and 128x128)");
+        throw std::invalid_argument(
+            "fp8kit::cuda::gemm_model: block scales: A and B must both have block scales (1x128 and 128x128)");
     if (a.rows == 0 || b.rows == 0) return;
     const HostTables ha = host_tables(a.format, "A"), hb = host_tables(b.format, "B");
     Scratch scratch;
@@ -264,7 +270,8 @@ void gemm_model(const GemmOperand& a, const GemmOperand& b, std::size_t k, const
         s.special_rows = nullptr;
         if (hs[w]->any_special && k > 0) {
             auto* flags = static_cast<std::uint8_t*>(scratch.alloc(s.rows));
-            special_rows_kernel<<<static_cast<unsigned>((s.rows + 255) / 256), 256, 0, detail::as_stream(stream)>>>(s.codes, s.terms, s.rows, k, flags);
+            special_rows_kernel<<<static_cast<unsigned>((s.rows + 255) / 256), 256, 0, detail::as_stream(stream)>>>(
+                s.codes, s.terms, s.rows, k, flags);
             detail::check_launch("gemm_model special rows");
             s.special_rows = flags;
         }
@@ -274,26 +281,31 @@ void gemm_model(const GemmOperand& a, const GemmOperand& b, std::size_t k, const
     args.out = out;
     args.d = d;
     const dim3 block(kThreads, kThreads);
-    const dim3 grid(static_cast<unsigned>((b.rows + kTile - 1) / kTile), static_cast<unsigned>((a.rows + kTile - 1) / kTile));
+    const dim3 grid(static_cast<unsigned>((b.rows + kTile - 1) / kTile),
+                    static_cast<unsigned>((a.rows + kTile - 1) / kTile));
     if (m.kind == ng::AccumKind::fp32) {
-        fp32_kernel<<<dim3(static_cast<unsigned>((b.rows + 15) / 16), static_cast<unsigned>((a.rows + 15) / 16)), block, 0,
-                      detail::as_stream(stream)>>>(args);
+        fp32_kernel<<<dim3(static_cast<unsigned>((b.rows + 15) / 16), static_cast<unsigned>((a.rows + 15) / 16)), block,
+                      0, detail::as_stream(stream)>>>(args);
         detail::check_launch("gemm_model fp32");
     } else {
         const std::size_t smem = sizeof(CodeTerm) * (2 * 256 + 2 * kGemmMaxGroup * kTile);
         const bool fast = m.nominal_exponent && m.align == ng::AlignRound::toward_zero && !m.sticky && fits_32(m);
         if (fast) {
-            FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(aligned_kernel<true, std::int32_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+            FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(aligned_kernel<true, std::int32_t>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(smem)));
             aligned_kernel<true, std::int32_t><<<grid, block, smem, detail::as_stream(stream)>>>(args);
         } else {
-            FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(aligned_kernel<false, std::int64_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+            FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(aligned_kernel<false, std::int64_t>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(smem)));
             aligned_kernel<false, std::int64_t><<<grid, block, smem, detail::as_stream(stream)>>>(args);
         }
         detail::check_launch("gemm_model aligned");
     }
     if (args.a.special_rows || args.b.special_rows) {
-        special_kernel<<<dim3(static_cast<unsigned>((b.rows + 15) / 16), static_cast<unsigned>((a.rows + 15) / 16)), block, 0,
-                         detail::as_stream(stream)>>>(args);
+        special_kernel<<<dim3(static_cast<unsigned>((b.rows + 15) / 16), static_cast<unsigned>((a.rows + 15) / 16)),
+                         block, 0, detail::as_stream(stream)>>>(args);
         detail::check_launch("gemm_model special elements");
     }
     FP8KIT_CUDA_CHECK(cudaStreamSynchronize(detail::as_stream(stream)));

@@ -14,12 +14,13 @@ using namespace detail;
 
 namespace {
 
-constexpr emu::Policy kRne{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::signed_quiet_payload};
+constexpr emu::Policy kRne{emu::Rounding::nearest_even, emu::Overflow::no_saturate,
+                           emu::NanEncoding::signed_quiet_payload};
 
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-rht16_kernel(const typename S::storage_t* __restrict__ in, typename S::storage_t* __restrict__ out, std::size_t rows,
-             std::size_t cols, bool random_signs) {
+    rht16_kernel(const typename S::storage_t* __restrict__ in, typename S::storage_t* __restrict__ out,
+                 std::size_t rows, std::size_t cols, bool random_signs) {
     const std::size_t groups = rows / 16 * cols;
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += stride) {
@@ -33,7 +34,8 @@ rht16_kernel(const typename S::storage_t* __restrict__ in, typename S::storage_t
         numerics::te_rht16_group(v, random_signs, y);
 #pragma unroll
         for (int j = 0; j < 16; ++j)
-            out[c * rows + g + j] = emu::convert<emu::Binary64, S>(static_cast<std::uint64_t>(__double_as_longlong(y[j])), kRne);
+            out[c * rows + g + j] =
+                emu::convert<emu::Binary64, S>(static_cast<std::uint64_t>(__double_as_longlong(y[j])), kRne);
     }
 }
 
@@ -50,7 +52,8 @@ void te_rht16_columnwise(Wide type, const void* in, std::size_t rows, std::size_
     with_input(type, [&](auto si) {
         using S = decltype(si);
         rht16_kernel<S><<<grid_for(groups), kThreads, 0, as_stream(stream)>>>(
-            static_cast<const typename S::storage_t*>(in), static_cast<typename S::storage_t*>(out), rows, cols, random_signs);
+            static_cast<const typename S::storage_t*>(in), static_cast<typename S::storage_t*>(out), rows, cols,
+            random_signs);
     });
     check_launch("rht16_kernel");
 }

@@ -48,8 +48,7 @@ decltype(auto) with_cast_format(Format f, Fn&& fn) {
 }
 
 // quantize() for a narrow format (narrow_cast.cu): same definition as kernels.hpp's quantize.
-void quantize_narrow(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-                     const Policy& policy, float scale, std::uint64_t seed, std::uint64_t first_index,
-                     cudaStream_t stream);
+void quantize_narrow(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy,
+                     float scale, std::uint64_t seed, std::uint64_t first_index, cudaStream_t stream);
 
 }  // namespace fp8kit::cuda::detail

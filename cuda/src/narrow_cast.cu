@@ -18,8 +18,8 @@ __device__ __noinline__ std::uint8_t narrow_convert(std::uint32_t y, Policy p, s
 
 template <class S, class D, bool kStochastic>
 __global__ void __launch_bounds__(kThreads)
-narrow_quantize_kernel(const typename S::storage_t* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t n,
-                       Policy policy, float scale, std::uint64_t seed, std::uint64_t first_index) {
+    narrow_quantize_kernel(const typename S::storage_t* __restrict__ in, std::uint8_t* __restrict__ out, std::size_t n,
+                           Policy policy, float scale, std::uint64_t seed, std::uint64_t first_index) {
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
         const std::uint32_t y = scaled_bits<S>(in[i], scale);
@@ -30,9 +30,8 @@ narrow_quantize_kernel(const typename S::storage_t* __restrict__ in, std::uint8_
 
 }  // namespace
 
-void quantize_narrow(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-                     const Policy& policy, float scale, std::uint64_t seed, std::uint64_t first_index,
-                     cudaStream_t stream) {
+void quantize_narrow(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy,
+                     float scale, std::uint64_t seed, std::uint64_t first_index, cudaStream_t stream) {
     if (n == 0) return;
     with_input(from, [&](auto si) {
         with_narrow(to, [&](auto di) {
@@ -40,9 +39,11 @@ void quantize_narrow(Format to, Wide from, const void* in, std::uint8_t* out, st
             using D = decltype(di);
             const auto* src = static_cast<const typename S::storage_t*>(in);
             if (policy.rounding == emu::Rounding::stochastic)
-                narrow_quantize_kernel<S, D, true><<<grid_for(n), kThreads, 0, stream>>>(src, out, n, policy, scale, seed, first_index);
+                narrow_quantize_kernel<S, D, true>
+                    <<<grid_for(n), kThreads, 0, stream>>>(src, out, n, policy, scale, seed, first_index);
             else
-                narrow_quantize_kernel<S, D, false><<<grid_for(n), kThreads, 0, stream>>>(src, out, n, policy, scale, seed, first_index);
+                narrow_quantize_kernel<S, D, false>
+                    <<<grid_for(n), kThreads, 0, stream>>>(src, out, n, policy, scale, seed, first_index);
             return 0;
         });
     });

@@ -33,21 +33,21 @@ namespace {
 using Acc = StatsAcc;
 
 struct Globals {
-    StatsRecord* rec;               // zeroed by the caller; completed by the last CTA
-    double* partial;                // gridDim.x * kSums (the workspace)
+    StatsRecord* rec;  // zeroed by the caller; completed by the last CTA
+    double* partial;   // gridDim.x * kSums (the workspace)
 };
 
 struct Params {
     Format format;
-    float scale;            // the caller's (d_amax null) or, in the kernel, the rule's
+    float scale;                     // the caller's (d_amax null) or, in the kernel, the rule's
     numerics::ElementConsts consts;  // scale-dependent part (rescale) set in the kernel
-    std::uint32_t fast_hi;  // min(max_bits, limit[0], limit[1]): |s| at most this never overflows
-    std::uint32_t te_bits;  // bits of consts.te_threshold (> 0, possibly +Inf), set in the kernel
-    std::uint32_t sample;   // blocks of 16 elements counted: those whose index is a multiple of it
-    float scale_inv;        // the caller's (d_amax null)
-    const float* d_amax;    // not null: scale, scale_inv = numerics::rule_scale(rule, *d_amax)
+    std::uint32_t fast_hi;           // min(max_bits, limit[0], limit[1]): |s| at most this never overflows
+    std::uint32_t te_bits;           // bits of consts.te_threshold (> 0, possibly +Inf), set in the kernel
+    std::uint32_t sample;            // blocks of 16 elements counted: those whose index is a multiple of it
+    float scale_inv;                 // the caller's (d_amax null)
+    const float* d_amax;             // not null: scale, scale_inv = numerics::rule_scale(rule, *d_amax)
     numerics::ScaleParams rule;
-    std::uint64_t numel;    // sampled_count(n, sample), for the record
+    std::uint64_t numel;  // sampled_count(n, sample), for the record
     // statistics_async_multi's aliases (see there): a plan whose numbers equal an earlier plan's
     // whenever the two rules give the same scale pair at the amax. alias_src not null: when
     // rule_scale(alias_rule) equals this launch's usable pair, CTA 0 copies the record at
@@ -62,7 +62,8 @@ struct Params {
 __device__ __forceinline__ void histogram_add(std::uint32_t* hist, int bin) {
     const unsigned active = __activemask();
     const unsigned peers = __match_any_sync(active, bin);
-    if (static_cast<int>(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(hist + bin, static_cast<std::uint32_t>(__popc(peers)));
+    if (static_cast<int>(threadIdx.x & 31) == __ffs(peers) - 1)
+        atomicAdd(hist + bin, static_cast<std::uint32_t>(__popc(peers)));
 }
 
 // Tables every CTA fills at start from emu/numerics: x^ = decode(code) * scale_inv in binary64
@@ -300,7 +301,8 @@ template <int P>
 constexpr bool kAnyNanSame = nan_codes_alike(P);
 
 __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float scale, float scale_inv) {
-    return __float_as_uint(b.scale) == __float_as_uint(scale) && __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
+    return __float_as_uint(b.scale) == __float_as_uint(scale) &&
+           __float_as_uint(b.scale_inv) == __float_as_uint(scale_inv);
 }
 
 // Four CTAs per SM at least (at most 64 registers): with 128-157 registers two were resident and
@@ -310,8 +312,8 @@ __device__ __forceinline__ bool same_pair(const numerics::BlockScale& b, float s
 // (docs/performance.md at 09ae615): the kernel waits on latency, so more warps help.
 template <class S, class D, int P, int R>
 __global__ void __launch_bounds__(kThreads, 4)
-statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, const std::uint8_t* __restrict__ table,
-                  Params prm0, std::uint64_t first_index, Globals g) {
+    statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx,
+                      const std::uint8_t* __restrict__ table, Params prm0, std::uint64_t first_index, Globals g) {
     using T = typename S::storage_t;
     // The scale: the rule at the device amax (one thread per CTA; every CTA gets the same bits) or
     // the caller's. A scale that is not finite and > 0 gives no statistics: the record says so.
@@ -355,16 +357,17 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     prm.te_bits = numerics::bits_of(prm.consts.te_threshold);
     constexpr int kWarps = kThreads / 32;
     extern __shared__ __align__(16) std::uint8_t smem[];
-    __shared__ std::uint32_t hist_fast[256][32];        // fast path: [exponent field of s][lane]
-    __shared__ std::uint32_t hist[kHistogramBins];      // stat_element's bins (the rare elements)
+    __shared__ std::uint32_t hist_fast[256][32];    // fast path: [exponent field of s][lane]
+    __shared__ std::uint32_t hist[kHistogramBins];  // stat_element's bins (the rare elements)
     __shared__ double sums[kWarps][kSums];
     __shared__ CodeTables tables;
     for (int i = threadIdx.x; i < 256 * 32; i += blockDim.x) (&hist_fast[0][0])[i] = 0u;
     for (int i = threadIdx.x; i < kHistogramBins; i += blockDim.x) hist[i] = 0u;
     for (int c = threadIdx.x; c < 256; c += blockDim.x) {
-        tables.xhat[xhat_index(c)] = static_cast<double>(__uint_as_float(static_cast<std::uint32_t>(
-                             emu::convert<D, Binary32>(static_cast<std::uint8_t>(c), emu::kDecodePolicy)))) *
-                         prm.consts.scale_inv;
+        tables.xhat[xhat_index(c)] =
+            static_cast<double>(__uint_as_float(static_cast<std::uint32_t>(
+                emu::convert<D, Binary32>(static_cast<std::uint8_t>(c), emu::kDecodePolicy)))) *
+            prm.consts.scale_inv;
         const numerics::CodeKind k = numerics::code_kind(prm.format, static_cast<std::uint8_t>(c));
         tables.kind[c] = k;
         tables.inc[inc_index(c)] = k == numerics::CodeKind::zero        ? 1u
@@ -412,7 +415,9 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
                 nfast += 4;
             } else {
 #pragma unroll
-                for (int k = 0; k < 4; ++k) stat_element<S, R>(e[4 * g4 + k], y[k], q[k], ctx, index0 + k, acc, hist, tables, prm, ctx.policy, consts1);
+                for (int k = 0; k < 4; ++k)
+                    stat_element<S, R>(e[4 * g4 + k], y[k], q[k], ctx, index0 + k, acc, hist, tables, prm, ctx.policy,
+                                       consts1);
             }
         }
         flush_fast(acc, pk, nfast);  // pk: at most 16 per field since the last flush
@@ -429,13 +434,18 @@ statistics_kernel(const void* __restrict__ in, std::uint32_t n, ElementCtx ctx, 
     add_warp_totals(acc, g.rec, sums);
     __syncthreads();
     for (int b = threadIdx.x; b < kHistogramBins; b += blockDim.x)
-        if (hist[b]) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + b), static_cast<unsigned long long>(hist[b]));
+        if (hist[b])
+            atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + b),
+                      static_cast<unsigned long long>(hist[b]));
     // Exponent fields 1..254 (normal s) to their bins; the lanes are read in a rotated order so
     // that the threads of a warp hit different banks.
     for (int f = 1 + threadIdx.x; f < 255; f += blockDim.x) {
         unsigned long long t = 0;
         for (int l = 0; l < 32; ++l) t += hist_fast[f][(l + f) & 31];
-        if (t) atomicAdd(reinterpret_cast<unsigned long long*>(g.rec->histogram + numerics::histogram_bin_of_exponent(f - 127)), t);
+        if (t)
+            atomicAdd(
+                reinterpret_cast<unsigned long long*>(g.rec->histogram + numerics::histogram_bin_of_exponent(f - 127)),
+                t);
     }
     // The last CTA to finish adds the partial sums and writes the rest of the record.
     if (!finish_record(sums, g.partial, g.rec)) return;
@@ -463,7 +473,15 @@ void launch_statistics(Format to, Wide from, const void* in, std::size_t n, cons
                        StatsRecord* rec, double* workspace, std::uint32_t sample, std::uint64_t seed,
                        std::uint64_t first_index, cudaStream_t s, const Aliases& alias = Aliases{}) {
     // The scale-independent constants (overflow limits, max finite); the kernel rescales them.
-    Params prm{to, scale, numerics::element_consts(to, policy, 1.0f), 0, 0, sample, scale_inv, d_amax, rule,
+    Params prm{to,
+               scale,
+               numerics::element_consts(to, policy, 1.0f),
+               0,
+               0,
+               sample,
+               scale_inv,
+               d_amax,
+               rule,
                sampled_count(n, sample)};
     prm.fast_hi = std::min({prm.consts.max_bits, prm.consts.limit[0], prm.consts.limit[1]});
     const std::uint8_t* table = element_table(to, policy, s);
@@ -491,7 +509,8 @@ void launch_statistics(Format to, Wide from, const void* in, std::size_t n, cons
                         int dev = 0, sms = 0, per_sm = 0;
                         FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
                         FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-                        FP8KIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, statistics_kernel<S, D, P, R>, kThreads, dyn));
+                        FP8KIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                            &per_sm, statistics_kernel<S, D, P, R>, kThreads, dyn));
                         return static_cast<unsigned>(std::max(1, sms * std::max(1, per_sm)));
                     }();
                     statistics_kernel<S, D, P, R><<<std::min(grid, wave), kThreads, dyn, s>>>(
@@ -538,15 +557,16 @@ numerics::QuantStats stats_of_record(const StatsRecord& h) {
 }
 
 void statistics_async(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
-                      const numerics::ScaleParams& rule, const float* d_amax, StatsRecord* d_record,
-                      void* d_workspace, std::uint32_t sample, std::uint64_t seed, std::uint64_t first_index,
-                      Stream stream) {
+                      const numerics::ScaleParams& rule, const float* d_amax, StatsRecord* d_record, void* d_workspace,
+                      std::uint32_t sample, std::uint64_t seed, std::uint64_t first_index, Stream stream) {
     require_input(from, "statistics_async");
     require_gpu_format(to, "statistics_async");
     if (d_amax == nullptr || d_record == nullptr || d_workspace == nullptr)
-        throw std::invalid_argument("fp8kit::cuda::statistics_async: d_amax, d_record and d_workspace must be device pointers");
+        throw std::invalid_argument(
+            "fp8kit::cuda::statistics_async: d_amax, d_record and d_workspace must be device pointers");
     if (numerics::rule_uses_global_amax(rule.rule))
-        throw std::invalid_argument("fp8kit::cuda::statistics_async: NVFP4 rules (a global amax) have no statistics kernel");
+        throw std::invalid_argument(
+            "fp8kit::cuda::statistics_async: NVFP4 rules (a global amax) have no statistics kernel");
     if (rule.format != to)
         throw std::invalid_argument("fp8kit::cuda::statistics_async: the rule's format differs from the cast's");
     if (sample < 1) throw std::invalid_argument("fp8kit::cuda::statistics_async: sample must be >= 1");
@@ -572,7 +592,6 @@ bool same_numbers(const StatsPlan& a, const StatsPlan& b) {
            a.policy.rounding == b.policy.rounding && a.policy.overflow == b.policy.overflow &&
            (a.policy.nan == b.policy.nan || (nan_stays_nan(a.policy.nan) && nan_stays_nan(b.policy.nan)));
 }
-
 
 }  // namespace
 
@@ -613,22 +632,24 @@ void statistics_async_multi(const StatsPlan* plans, std::size_t count, const voi
                           as_stream(stream), links[k]);
 }
 
-numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
-                                float scale, float scale_inv, std::uint64_t seed, std::uint64_t first_index,
-                                Stream stream) {
+numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy, float scale,
+                                float scale_inv, std::uint64_t seed, std::uint64_t first_index, Stream stream) {
     require_input(from, "statistics");
     if (!is_narrow_format(to)) require_gpu_format(to, "statistics");  // narrow formats: kConvert path
     if (!(scale > 0.0f) || scale > FLT_MAX)
-        throw std::invalid_argument("fp8kit::cuda::statistics: scale " + std::to_string(scale) + " must be finite and > 0");
+        throw std::invalid_argument("fp8kit::cuda::statistics: scale " + std::to_string(scale) +
+                                    " must be finite and > 0");
     if (scale_inv == 0.0f) scale_inv = 1.0f / scale;
     if (!(scale_inv > 0.0f) || scale_inv > FLT_MAX)
-        throw std::invalid_argument("fp8kit::cuda::statistics: scale_inv " + std::to_string(scale_inv) + " must be finite and > 0");
+        throw std::invalid_argument("fp8kit::cuda::statistics: scale_inv " + std::to_string(scale_inv) +
+                                    " must be finite and > 0");
     if (n >= kPiece) throw std::invalid_argument("fp8kit::cuda::statistics: at most 2^31 - 1 elements per call");
     const cudaStream_t s = as_stream(stream);
     // The record, then the workspace.
     auto* rec = static_cast<StatsRecord*>(scratch_alloc(sizeof(StatsRecord) + statistics_workspace_bytes(), s));
     FP8KIT_CUDA_CHECK(cudaMemsetAsync(rec, 0, sizeof(StatsRecord), s));
-    const numerics::ScaleParams unused = numerics::make_scale_params(numerics::ScaleRule::te, to, 0.0, false, FLT_MAX, 0);
+    const numerics::ScaleParams unused =
+        numerics::make_scale_params(numerics::ScaleRule::te, to, 0.0, false, FLT_MAX, 0);
     launch_statistics(to, from, in, n, policy, unused, nullptr, scale, scale_inv, rec,
                       reinterpret_cast<double*>(rec + 1), 1, seed, first_index, s);
     StatsRecord host;

@@ -31,10 +31,10 @@ using namespace detail;
 
 namespace {
 
-constexpr int kMagnitudes = 1 << 15;                   // |x| of a 16-bit float: its low 15 bits
-constexpr int kBinThreads = 1024;                      // K1
-constexpr int kEvalSpan = 128;                         // K2: magnitudes per CTA, one per thread
-constexpr int kEvalCtas = kMagnitudes / kEvalSpan;      // and one group of kEvalSpan threads per plan
+constexpr int kMagnitudes = 1 << 15;                // |x| of a 16-bit float: its low 15 bits
+constexpr int kBinThreads = 1024;                   // K1
+constexpr int kEvalSpan = 128;                      // K2: magnitudes per CTA, one per thread
+constexpr int kEvalCtas = kMagnitudes / kEvalSpan;  // and one group of kEvalSpan threads per plan
 constexpr int kMaxBinPlans = 8;
 
 // One plan as K2 reads it: the element step's constants at scale_inv 1 (K2 rescales them).
@@ -90,8 +90,8 @@ bool sign_symmetric(const StatsPlan& p) {
     using R = emu::Rounding;
     const bool rounding = p.policy.rounding == R::nearest_even || p.policy.rounding == R::nearest_away ||
                           p.policy.rounding == R::toward_zero;
-    const bool signed_fp8 = p.to == Format::e4m3 || p.to == Format::e5m2 || p.to == Format::e4m3fnuz ||
-                            p.to == Format::e5m2fnuz;
+    const bool signed_fp8 =
+        p.to == Format::e4m3 || p.to == Format::e5m2 || p.to == Format::e4m3fnuz || p.to == Format::e5m2fnuz;
     return rounding && signed_fp8;
 }
 
@@ -103,12 +103,12 @@ bool sign_symmetric(const StatsPlan& p) {
 // so the scan at the end covers only the CTA's range of magnitudes.
 template <class S>
 __global__ void __launch_bounds__(kBinThreads, 1)
-magnitude_histogram_kernel(const void* __restrict__ in, std::uint32_t n, BinsWorkspace* ws) {
+    magnitude_histogram_kernel(const void* __restrict__ in, std::uint32_t n, BinsWorkspace* ws) {
     using T = typename S::storage_t;
     static_assert(sizeof(T) == 2, "16-bit inputs only");
     extern __shared__ __align__(16) std::uint32_t hist[];  // kMagnitudes
-    __shared__ std::uint32_t range[2];                      // the CTA's lowest and highest magnitude
-    uint4* hist4 = reinterpret_cast<uint4*>(hist);           // 16-byte stores and loads: 8 per thread
+    __shared__ std::uint32_t range[2];                     // the CTA's lowest and highest magnitude
+    uint4* hist4 = reinterpret_cast<uint4*>(hist);         // 16-byte stores and loads: 8 per thread
     for (int i = threadIdx.x; i < kMagnitudes / 4; i += blockDim.x) hist4[i] = make_uint4(0u, 0u, 0u, 0u);
     if (threadIdx.x == 0) {
         range[0] = kMagnitudes;
@@ -120,8 +120,10 @@ magnitude_histogram_kernel(const void* __restrict__ in, std::uint32_t n, BinsWor
         const std::uint32_t mag = bits & 0x7FFFu;
         lo = min(lo, mag);
         hi = max(hi, mag);
-        if (mag == 0u) ++zeros;
-        else atomicAdd(hist + mag, 1u);
+        if (mag == 0u)
+            ++zeros;
+        else
+            atomicAdd(hist + mag, 1u);
     };
     const std::uint32_t stride = gridDim.x * blockDim.x, tid = blockIdx.x * blockDim.x + threadIdx.x;
     const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
@@ -190,8 +192,8 @@ __device__ __noinline__ std::uint32_t decode_code(Format to, std::uint8_t q) {
 // acts on NaN inputs only, emu/include/fp8kit/emu/policy.hpp; the cast kernels' kCvt path, checked
 // against emu::convert by the exhaustive check): one instruction instead of emu's conversion.
 __device__ __forceinline__ std::uint8_t encode_fast(const BinPlan& p, std::uint32_t s) {
-    const bool cvt = p.policy.rounding == emu::Rounding::nearest_even && p.policy.overflow == emu::Overflow::saturate_all &&
-                     (s & 0x7FFFFFFFu) <= 0x7F800000u;
+    const bool cvt = p.policy.rounding == emu::Rounding::nearest_even &&
+                     p.policy.overflow == emu::Overflow::saturate_all && (s & 0x7FFFFFFFu) <= 0x7F800000u;
     if (cvt && p.to == Format::e4m3) return cvt_one<emu::E4M3>(s);
     if (cvt && p.to == Format::e5m2) return cvt_one<emu::E5M2>(s);
     return encode_scaled(p.to, s, p.policy);
@@ -207,8 +209,8 @@ struct BinAcc {
 // element_step of the magnitude `mag` (count c > 0) under plan p at (scale, scale_inv); the
 // exponent bin of s goes to the CTA's histogram.
 template <class S>
-__device__ __forceinline__ void evaluate_magnitude(std::uint32_t mag, std::uint32_t c, const BinPlan& p, float scale, float scale_inv,
-                                   BinAcc& a, std::uint32_t* hist) {
+__device__ __forceinline__ void evaluate_magnitude(std::uint32_t mag, std::uint32_t c, const BinPlan& p, float scale,
+                                                   float scale_inv, BinAcc& a, std::uint32_t* hist) {
     using T = typename S::storage_t;
     const T bits = static_cast<T>(mag);
     const float x = widen<S>(bits);
@@ -217,9 +219,9 @@ __device__ __forceinline__ void evaluate_magnitude(std::uint32_t mag, std::uint3
     numerics::ElementConsts consts = p.consts;
     numerics::rescale(consts, scale_inv);
     const std::uint32_t decoded = decode_code(p.to, q);
-    const numerics::Element e =
-        numerics::element_step(x, numerics::code_kind_of_decoded(p.to, decoded), static_cast<double>(__uint_as_float(decoded)),
-                               consts, [&] { return numerics::overflows(consts, s); });
+    const numerics::Element e = numerics::element_step(x, numerics::code_kind_of_decoded(p.to, decoded),
+                                                       static_cast<double>(__uint_as_float(decoded)), consts,
+                                                       [&] { return numerics::overflows(consts, s); });
     const std::uint32_t w = c;
     a.count[kZeros] += e.zero ? w : 0;
     a.count[kNan] += e.nan ? w : 0;
@@ -255,7 +257,8 @@ __device__ __forceinline__ void flush_warp(BinAcc& a, bool warp_has, double (*su
         std::uint32_t total[kCounts];
 #pragma unroll
         for (int j = 0; j < kCounts; ++j) total[j] = __reduce_add_sync(0xFFFFFFFFu, a.count[j]);
-        const std::uint32_t amax = __reduce_max_sync(0xFFFFFFFFu, a.amax), min_nz = __reduce_min_sync(0xFFFFFFFFu, a.min_nz);
+        const std::uint32_t amax = __reduce_max_sync(0xFFFFFFFFu, a.amax),
+                            min_nz = __reduce_min_sync(0xFFFFFFFFu, a.min_nz);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1)
 #pragma unroll
@@ -272,14 +275,18 @@ __device__ __forceinline__ void flush_warp(BinAcc& a, bool warp_has, double (*su
 }
 
 // The CTA's integer totals into the records: one global atomic per nonzero total.
-__device__ __forceinline__ void flush_cta_ints(const std::uint32_t (*cta_ints)[kCtaInts], int count, StatsRecord* recs) {
+__device__ __forceinline__ void flush_cta_ints(const std::uint32_t (*cta_ints)[kCtaInts], int count,
+                                               StatsRecord* recs) {
     for (int t = threadIdx.x; t < count * kCtaInts; t += blockDim.x) {
         const int p = t / kCtaInts, j = t % kCtaInts;
         const std::uint32_t v = cta_ints[p][j];
         if (v == 0u) continue;
-        if (j < kCounts) atomicAdd(reinterpret_cast<unsigned long long*>(recs[p].counts + j), static_cast<unsigned long long>(v));
-        else if (j == kCounts) atomicMax(&recs[p].amax_bits, v);
-        else atomicMax(&recs[p].min_not, v);
+        if (j < kCounts)
+            atomicAdd(reinterpret_cast<unsigned long long*>(recs[p].counts + j), static_cast<unsigned long long>(v));
+        else if (j == kCounts)
+            atomicMax(&recs[p].amax_bits, v);
+        else
+            atomicMax(&recs[p].min_not, v);
     }
 }
 
@@ -325,8 +332,8 @@ __device__ void complete_records(int count, const float (*pair)[2], const bool* 
 // when its tensor has fewer plans), so the plans of a magnitude run in parallel warps (the
 // evaluation is a long dependent chain: emu's conversion, element_step).
 template <class S, int Items, int Groups>
-__global__ void __launch_bounds__(kEvalSpan * kMaxBinPlans)
-evaluate_magnitudes_kernel(const __grid_constant__ WatchLaunch<Items, Groups> launch) {
+__global__ void __launch_bounds__(kEvalSpan* kMaxBinPlans)
+    evaluate_magnitudes_kernel(const __grid_constant__ WatchLaunch<Items, Groups> launch) {
     using T = typename S::storage_t;
     constexpr int kWarpsPerPlan = kEvalSpan / 32;
     const WatchItem& item = launch.items[blockIdx.y];
@@ -353,14 +360,13 @@ evaluate_magnitudes_kernel(const __grid_constant__ WatchLaunch<Items, Groups> la
     if (blockIdx.x < cta_lo || blockIdx.x > cta_hi) return;
     const int count = plans.count;
     if (static_cast<int>(threadIdx.x) < count) plan[threadIdx.x] = plans.p[threadIdx.x];
-    if (threadIdx.x == 0)
-        amax_s = amax_from_histogram ? widen<S>(static_cast<T>(__ldcg(&ws->amax_mag))) : *item.d_amax;
+    if (threadIdx.x == 0) amax_s = amax_from_histogram ? widen<S>(static_cast<T>(__ldcg(&ws->amax_mag))) : *item.d_amax;
     const std::uint32_t first = blockIdx.x * kEvalSpan, mag = first + threadIdx.x % kEvalSpan;
     const int k = threadIdx.x / kEvalSpan;
     const bool mine = k < count;  // this thread has a plan of its tensor
     const std::uint32_t c = __ldcg(ws->hist + mag);
     const bool cta_has = __syncthreads_or(c != 0u);  // also: plan and amax_s written
-    if (static_cast<int>(threadIdx.x) < count) {  // each plan's scale: the rule at the amax
+    if (static_cast<int>(threadIdx.x) < count) {     // each plan's scale: the rule at the amax
         const numerics::BlockScale b = numerics::rule_scale(plan[threadIdx.x].rule, amax_s);
         pair[threadIdx.x][0] = b.scale;
         pair[threadIdx.x][1] = b.scale_inv;
@@ -372,7 +378,7 @@ evaluate_magnitudes_kernel(const __grid_constant__ WatchLaunch<Items, Groups> la
     }
     __syncthreads();  // every plan's counts read before plan 0's threads zero them
     if (cta_has) {
-        if (k == 0 && c != 0u) ws->hist[mag] = 0u;  // left zeroed for the next call
+        if (k == 0 && c != 0u) ws->hist[mag] = 0u;                                // left zeroed for the next call
         const bool warp_has = __any_sync(0xFFFFFFFFu, mine && c != 0u && ok[k]);  // uniform per warp
         BinAcc a{};
         a.min_nz = 0xFFFFFFFFu;
@@ -446,7 +452,8 @@ template <class S>
 void launch_histogram(const void* in, std::size_t n, BinsWorkspace* ws, cudaStream_t s) {
     constexpr int smem = kMagnitudes * 4;
     static const unsigned sms = [] {
-        FP8KIT_CUDA_CHECK(cudaFuncSetAttribute(magnitude_histogram_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        FP8KIT_CUDA_CHECK(
+            cudaFuncSetAttribute(magnitude_histogram_kernel<S>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         int dev = 0, count = 0;
         FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
         FP8KIT_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, dev));
@@ -454,7 +461,8 @@ void launch_histogram(const void* in, std::size_t n, BinsWorkspace* ws, cudaStre
     }();
     // At least 32 elements per thread (each CTA zeroes and scans 2^15 counters and adds the ones it
     // holds into the workspace), at most one CTA per SM: the shared-memory atomics bound the rate.
-    const unsigned grid = static_cast<unsigned>(std::min<std::size_t>(sms, std::max<std::size_t>(1, n / (kBinThreads * 32))));
+    const unsigned grid =
+        static_cast<unsigned>(std::min<std::size_t>(sms, std::max<std::size_t>(1, n / (kBinThreads * 32))));
     magnitude_histogram_kernel<S><<<grid, kBinThreads, smem, s>>>(in, static_cast<std::uint32_t>(n), ws);
     check_launch("magnitude_histogram_kernel");
 }
@@ -492,8 +500,8 @@ std::size_t bins_plans(const StatsPlan* plans, std::size_t count, std::uint32_t 
 std::size_t watch_workspace_bytes() { return bins_offset() + sizeof(BinsWorkspace); }
 
 void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
-                 bool compute_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample,
-                 std::uint64_t seed, std::uint64_t first_index, Stream stream) {
+                 bool compute_amax, StatsRecord* d_records, void* d_workspace, std::uint32_t sample, std::uint64_t seed,
+                 std::uint64_t first_index, Stream stream) {
     for (std::size_t k = 0; k < count; ++k)
         check_async_args(plans[k], d_amax, d_records, d_workspace, sample, n, "watch_async");
     const cudaStream_t s = as_stream(stream);
@@ -503,12 +511,16 @@ void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std:
     const std::size_t bins = bins_plans(plans, count, sample);
     if (bins == 0) {
         if (compute_amax) amax(from, in, n, d_amax, stream);
-        if (count) statistics_async_multi(plans, count, in, n, d_amax, d_records, d_workspace, sample, seed, first_index, stream);
+        if (count)
+            statistics_async_multi(plans, count, in, n, d_amax, d_records, d_workspace, sample, seed, first_index,
+                                   stream);
         return;
     }
     auto* ws = reinterpret_cast<BinsWorkspace*>(static_cast<char*>(d_workspace) + bins_offset());
-    if (from == Wide::bf16) launch_bins<BFloat16>(plans, bins, in, n, d_amax, compute_amax, d_records, ws, s);
-    else launch_bins<Binary16>(plans, bins, in, n, d_amax, compute_amax, d_records, ws, s);
+    if (from == Wide::bf16)
+        launch_bins<BFloat16>(plans, bins, in, n, d_amax, compute_amax, d_records, ws, s);
+    else
+        launch_bins<Binary16>(plans, bins, in, n, d_amax, compute_amax, d_records, ws, s);
     for (std::size_t k = bins; k < count; ++k)
         statistics_async(plans[k].to, plans[k].from, in, n, plans[k].policy, plans[k].rule, d_amax, d_records + k,
                          d_workspace, sample, seed, first_index, stream);
@@ -597,7 +609,8 @@ void WatchBatch::add(const StatsPlan* plans, std::size_t count, const void* in, 
     const std::size_t bins = bins_plans(plans, count, sample);
     if (bins == 0 || bins < count) {  // not (only) the magnitude path: all of it now
         if (b.general == nullptr) b.general = b.zeroed(watch_workspace_bytes());
-        watch_async(plans, count, in, n, d_amax, compute_amax, d_records, b.general, sample, seed, first_index, b.stream);
+        watch_async(plans, count, in, n, d_amax, compute_amax, d_records, b.general, sample, seed, first_index,
+                    b.stream);
         return;
     }
     for (std::size_t k = 0; k < count; ++k)
@@ -609,8 +622,10 @@ void WatchBatch::add(const StatsPlan* plans, std::size_t count, const void* in, 
         g = b.group_of(*p, plans, count);
     }
     BinsWorkspace* ws = b.slot(b.used());
-    if (plans[0].from == Wide::bf16) launch_histogram<BFloat16>(in, n, ws, b.stream);
-    else launch_histogram<Binary16>(in, n, ws, b.stream);
+    if (plans[0].from == Wide::bf16)
+        launch_histogram<BFloat16>(in, n, ws, b.stream);
+    else
+        launch_histogram<Binary16>(in, n, ws, b.stream);
     p->launch.items[p->items++] = {ws, d_amax, d_records, n, g, compute_amax ? 1u : 0u};
     p->max_plans = std::max(p->max_plans, static_cast<int>(count));
 }

@@ -77,7 +77,9 @@ __device__ __forceinline__ void add_warp_totals(StatsAcc& a, StatsRecord* rec, d
         for (int k = 0; k < kSums; ++k) a.sum[k] += __shfl_xor_sync(0xFFFFFFFFu, a.sum[k], o);
     if (lane == 0) {
         for (int k = 0; k < kCounts; ++k)
-            if (a.count[k]) atomicAdd(reinterpret_cast<unsigned long long*>(rec->counts + k), static_cast<unsigned long long>(a.count[k]));
+            if (a.count[k])
+                atomicAdd(reinterpret_cast<unsigned long long*>(rec->counts + k),
+                          static_cast<unsigned long long>(a.count[k]));
         if (a.amax) atomicMax(&rec->amax_bits, a.amax);
         if (a.min_nz != 0xFFFFFFFFu) atomicMax(&rec->min_not, ~a.min_nz);  // max of ~ = min
         for (int k = 0; k < kSums; ++k) sums[warp][k] = a.sum[k];
@@ -102,7 +104,8 @@ __device__ __forceinline__ bool finish_record(double (*sums)[kSums], double* par
 #pragma unroll
     for (int k = 0; k < kSums; ++k) {
         double s = 0;
-        for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) s += __ldcg(partial + static_cast<std::size_t>(b) * kSums + k);
+        for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x)
+            s += __ldcg(partial + static_cast<std::size_t>(b) * kSums + k);
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xFFFFFFFFu, s, o);
         if (lane == 0) sums[warp][k] = s;  // free: read before the __syncthreads above

@@ -9,8 +9,8 @@ namespace fp8kit::cuda::detail {
 
 namespace {
 
-constexpr int kFormats = 4;    // e4m3, e5m2, e4m3fnuz, e5m2fnuz
-constexpr int kPolicies = 60;  // 5 deterministic roundings x 3 overflow x 4 NaN encodings
+constexpr int kFormats = 4;              // e4m3, e5m2, e4m3fnuz, e5m2fnuz
+constexpr int kPolicies = 60;            // 5 deterministic roundings x 3 overflow x 4 NaN encodings
 constexpr std::size_t kSlot = 1u << 14;  // the largest table (3 mantissa bits)
 constexpr int kMaxDevices = 64;
 
@@ -36,8 +36,8 @@ template <class D>
 __global__ void build_table(std::uint8_t* table, emu::Policy policy) {
     const std::uint32_t key = blockIdx.x * blockDim.x + threadIdx.x;
     if (key < cast_table_size<D>())
-        table[key] = static_cast<std::uint8_t>(
-            emu::convert<Binary32, D>(cast_table_representative<D>(key), policy, 0u));
+        table[key] =
+            static_cast<std::uint8_t>(emu::convert<Binary32, D>(cast_table_representative<D>(key), policy, 0u));
 }
 
 }  // namespace
@@ -49,7 +49,8 @@ const std::uint8_t* cast_table(emu::Format to, const emu::Policy& policy, cudaSt
     static bool built[kMaxDevices][kFormats * kPolicies] = {};
     int dev = 0;
     FP8KIT_CUDA_CHECK(cudaGetDevice(&dev));
-    if (dev < 0 || dev >= kMaxDevices) throw std::runtime_error("fp8kit::cuda: device index out of range for the cast tables");
+    if (dev < 0 || dev >= kMaxDevices)
+        throw std::runtime_error("fp8kit::cuda: device index out of range for the cast tables");
     const int slot = format_slot(to) * kPolicies + policy_slot(policy);
     void* base = nullptr;
     FP8KIT_CUDA_CHECK(cudaGetSymbolAddress(&base, g_tables));

@@ -17,10 +17,14 @@
 namespace fp8kit::cuda::detail {
 
 template <class D>
-constexpr int cast_table_drop() { return 22 - D::man_bits; }  // float32 mantissa bits below the key
+constexpr int cast_table_drop() {
+    return 22 - D::man_bits;
+}  // float32 mantissa bits below the key
 
 template <class D>
-constexpr std::size_t cast_table_size() { return std::size_t{1} << (D::man_bits + 11); }
+constexpr std::size_t cast_table_size() {
+    return std::size_t{1} << (D::man_bits + 11);
+}
 
 template <class D>
 __host__ __device__ __forceinline__ std::uint32_t cast_table_key(std::uint32_t y) {

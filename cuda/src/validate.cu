@@ -35,7 +35,7 @@ struct ScanArgs {
     const float* mult;          // device: what multiplies each block's elements
     std::uint32_t default_nan;  // the host's float32 NaN for Inf * 0 (see host_product)
     bool detect;
-    std::uint64_t threshold;    // numerics::special_threshold in the bits of the rounded type
+    std::uint64_t threshold;  // numerics::special_threshold in the bits of the rounded type
     unsigned long long* count;
     unsigned long long* policies;
     // Second pass: the mismatches, at most `capacity` of them.
@@ -54,9 +54,13 @@ __device__ __noinline__ std::uint8_t convert_code(std::uint64_t v, Policy p) {
 // Engine::widen: the input as float32, exactly (f16 through emu::convert, as lib's table).
 template <class W>
 __device__ __forceinline__ std::uint32_t widen_bits(std::uint64_t x) {
-    if constexpr (std::is_same_v<W, Binary32>) return static_cast<std::uint32_t>(x);
-    else if constexpr (std::is_same_v<W, BFloat16>) return static_cast<std::uint32_t>(x) << 16;
-    else return static_cast<std::uint32_t>(emu::convert<Binary16, Binary32>(static_cast<std::uint16_t>(x), emu::kDecodePolicy));
+    if constexpr (std::is_same_v<W, Binary32>)
+        return static_cast<std::uint32_t>(x);
+    else if constexpr (std::is_same_v<W, BFloat16>)
+        return static_cast<std::uint32_t>(x) << 16;
+    else
+        return static_cast<std::uint32_t>(
+            emu::convert<Binary16, Binary32>(static_cast<std::uint16_t>(x), emu::kDecodePolicy));
 }
 
 // lib's float32 product widen(x) * mult on the host CPU, bit for bit: an IEEE multiply rounded to
@@ -91,7 +95,8 @@ __device__ __forceinline__ std::uint8_t check(std::uint64_t v, std::uint8_t a, c
                 if (convert_code<C, F>(v, numerics::validate_policy(12 * r + j)) == a) twelve |= 1ull << j;
         } else {
             const auto rd = static_cast<emu::Rounding>(r);
-            const std::uint8_t c = rd == s.ref.rounding ? e : convert_code<C, F>(v, Policy{rd, s.ref.overflow, s.ref.nan});
+            const std::uint8_t c =
+                rd == s.ref.rounding ? e : convert_code<C, F>(v, Policy{rd, s.ref.overflow, s.ref.nan});
             twelve = c == a ? 0xFFFull : 0ull;
         }
         keep |= twelve << (12 * r);
@@ -147,7 +152,7 @@ struct DeviceBuffers {
     std::vector<void*> held;
     template <class T>
     T* get(std::size_t count) {
-        held.reserve(held.size() + 1);  // so that recording the pointer cannot throw and leak it
+        held.reserve(held.size() + 1);                       // so that recording the pointer cannot throw and leak it
         void* p = scratch_alloc(count * sizeof(T), stream);  // 0 bytes: 1 byte (scratch_alloc)
         held.push_back(p);
         return static_cast<T*>(p);
@@ -176,7 +181,8 @@ std::vector<float> host_scales(const ValidateScaling& sc, std::size_t n, cudaStr
     if (sc.mode == ScaleMode::none) return {};
     if (sc.layout == BlockLayout::tensor) return {sc.value};
     if (sc.cols == 0 || sc.rows * sc.cols != n)
-        throw std::invalid_argument("fp8kit::cuda::validate_scan: block scales need rows x cols equal to the element count");
+        throw std::invalid_argument(
+            "fp8kit::cuda::validate_scan: block scales need rows x cols equal to the element count");
     const std::size_t want = numerics::block_scale_count(sc.layout, sc.rows, sc.cols);
     if (sc.scales == nullptr || sc.block_count != want)
         throw std::invalid_argument("fp8kit::cuda::validate_scan: a " + std::to_string(sc.rows) + " x " +
@@ -184,7 +190,8 @@ std::vector<float> host_scales(const ValidateScaling& sc, std::size_t n, cudaStr
                                     " block scales, got " + std::to_string(sc.block_count));
     std::vector<float> raw(want);
     if (sc.scales_on_device) {
-        FP8KIT_CUDA_CHECK(cudaMemcpyAsync(raw.data(), sc.scales, raw.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
+        FP8KIT_CUDA_CHECK(
+            cudaMemcpyAsync(raw.data(), sc.scales, raw.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
         FP8KIT_CUDA_CHECK(cudaStreamSynchronize(stream));
     } else {
         std::copy(sc.scales, sc.scales + raw.size(), raw.begin());
@@ -214,7 +221,8 @@ ValidateScan scan(const void* d_input, const std::uint8_t* d_codes, std::size_t 
     a.threshold = a.scaled ? numerics::special_threshold<Binary32, F>() : numerics::special_threshold<W, F>();
     float* d_mult = mem.get<float>(mult.size());
     if (!mult.empty())
-        FP8KIT_CUDA_CHECK(cudaMemcpyAsync(d_mult, mult.data(), mult.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+        FP8KIT_CUDA_CHECK(
+            cudaMemcpyAsync(d_mult, mult.data(), mult.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
     a.mult = d_mult;
     auto* counters = mem.get<unsigned long long>(2);
     unsigned long long init[2] = {0ull, ~0ull};
@@ -246,7 +254,8 @@ ValidateScan scan(const void* d_input, const std::uint8_t* d_codes, std::size_t 
     FP8KIT_CUDA_CHECK(cudaMemcpyAsync(codes.data(), a.got, m, cudaMemcpyDeviceToHost, stream));
     FP8KIT_CUDA_CHECK(cudaMemcpyAsync(got, counters, sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
     FP8KIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (got[0] != m) throw std::runtime_error("fp8kit::cuda::validate_scan: the two passes disagree on the mismatch count");
+    if (got[0] != m)
+        throw std::runtime_error("fp8kit::cuda::validate_scan: the two passes disagree on the mismatch count");
     // Slots were taken in whatever order threads ran: sorted by index, the result is deterministic.
     std::vector<std::size_t> order(m);
     std::iota(order.begin(), order.end(), std::size_t{0});
@@ -272,7 +281,8 @@ ValidateScan validate_scan(Format to, Wide from, const void* d_input, const std:
         throw std::invalid_argument("fp8kit::cuda::validate_scan: format #" + std::to_string(static_cast<int>(to)) +
                                     " has no GPU kernel");
     if (ref.rounding == emu::Rounding::stochastic)
-        throw std::invalid_argument("fp8kit::cuda::validate_scan: stochastic rounding has no single reference code per element");
+        throw std::invalid_argument(
+            "fp8kit::cuda::validate_scan: stochastic rounding has no single reference code per element");
     if (n > 0 && (d_input == nullptr || d_codes == nullptr))
         throw std::invalid_argument("fp8kit::cuda::validate_scan: input or codes is null");
     ValidateScan out;

@@ -28,14 +28,25 @@ using fp8kit::emu::Policy;
 using fp8kit::emu::Rounding;
 using fp8kit::emu::Wide;
 
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); std::exit(3); } } while (0)
+#define CHECK(x)                                                          \
+    do {                                                                  \
+        cudaError_t e_ = (x);                                             \
+        if (e_ != cudaSuccess) {                                          \
+            std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+            std::exit(3);                                                 \
+        }                                                                 \
+    } while (0)
 
 // Gaussian-looking activations with rare outliers, from a hash (no cuRAND dependency).
 __global__ void fill(float* x, std::size_t n) {
-    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x) {
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::size_t(gridDim.x) * blockDim.x) {
         std::uint32_t h = static_cast<std::uint32_t>(i) * 0x9E3779B9u ^ static_cast<std::uint32_t>(i >> 32);
-        h ^= h >> 16; h *= 0x85EBCA6Bu; h ^= h >> 13; h *= 0xC2B2AE35u; h ^= h >> 16;
+        h ^= h >> 16;
+        h *= 0x85EBCA6Bu;
+        h ^= h >> 13;
+        h *= 0xC2B2AE35u;
+        h ^= h >> 16;
         const float u = (h >> 8) * (1.0f / 16777216.0f) - 0.5f;
         x[i] = u * 4.0f * ((h & 0xFFF) == 0 ? 100.0f : 1.0f);
     }
@@ -43,7 +54,8 @@ __global__ void fill(float* x, std::size_t n) {
 
 // x rounded to f16 (bf16 = false) or bf16, nearest-even, by cuda_fp16.h / cuda_bf16.h.
 __global__ void narrow(const float* x, std::uint16_t* h, std::size_t n, bool bf16) {
-    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n; i += std::size_t(gridDim.x) * blockDim.x)
+    for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::size_t(gridDim.x) * blockDim.x)
         h[i] = bf16 ? __bfloat16_as_ushort(__float2bfloat16_rn(x[i])) : __half_as_ushort(__float2half_rn(x[i]));
 }
 
@@ -140,22 +152,23 @@ int main(int argc, char** argv) {
     // The same at scale 0.5 and at 0.37 (not a power of two: products have bits below 2^-29):
     // 1.6% and 2.1% of these elements fall below E4M3's normal range (0.8% at scale 1), which
     // the float step (cuda/src/element.cuh stochastic_grid_float) takes without a branch.
-    row("cast_f16_e4m3_stochastic_scaled", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::f16, h, q, n, sr, 0.5f, 42); });
-    row("cast_f16_e4m3_stochastic_scale_0.37", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::f16, h, q, n, sr, 0.37f, 42); });
+    row("cast_f16_e4m3_stochastic_scaled", 3 * N,
+        [&] { cu::quantize(Format::e4m3, Wide::f16, h, q, n, sr, 0.5f, 42); });
+    row("cast_f16_e4m3_stochastic_scale_0.37", 3 * N,
+        [&] { cu::quantize(Format::e4m3, Wide::f16, h, q, n, sr, 0.37f, 42); });
     narrow<<<4096, 256>>>(x, h, n, true);
     row("cast_bf16_e4m3_satfinite", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::bf16, h, q, n, sat); });
     row("cast_bf16_e5m2_stochastic", 3 * N, [&] { cu::quantize(Format::e5m2, Wide::bf16, h, q, n, sr, 1.0f, 42); });
     row("cast_bf16_e4m3_stochastic", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::bf16, h, q, n, sr, 1.0f, 42); });
-    row("cast_bf16_e4m3_stochastic_scale_0.37", 3 * N, [&] { cu::quantize(Format::e4m3, Wide::bf16, h, q, n, sr, 0.37f, 42); });
+    row("cast_bf16_e4m3_stochastic_scale_0.37", 3 * N,
+        [&] { cu::quantize(Format::e4m3, Wide::bf16, h, q, n, sr, 0.37f, 42); });
     cu::quantize(Format::e4m3, Wide::f32, x, q, n, sat);
     row("dequantize_e4m3_f32", 5 * N, [&] { cu::dequantize(Format::e4m3, Wide::f32, q, y, n, 0.25f); });
     row("amax_f32", 4 * N, [&] { cu::amax(Wide::f32, x, n, scalars + 5); });
-    row("delayed_scaling_cast_amax", 5 * N, [&] {
-        cu::quantize_delayed_scaling(Format::e4m3, Wide::f32, x, q, n, sat, scalars, scalars + 1);
-    });
-    row("delayed_scaling_stochastic", 5 * N, [&] {
-        cu::quantize_delayed_scaling(Format::e4m3, Wide::f32, x, q, n, sr, scalars, scalars + 1, 42);
-    });
+    row("delayed_scaling_cast_amax", 5 * N,
+        [&] { cu::quantize_delayed_scaling(Format::e4m3, Wide::f32, x, q, n, sat, scalars, scalars + 1); });
+    row("delayed_scaling_stochastic", 5 * N,
+        [&] { cu::quantize_delayed_scaling(Format::e4m3, Wide::f32, x, q, n, sr, scalars, scalars + 1, 42); });
     row("current_scaling", 9 * N, [&] {
         cu::quantize_current_scaling(Format::e4m3, Wide::f32, x, q, n, sat, scalars + 2, scalars + 3, scalars + 4);
     });
@@ -163,7 +176,8 @@ int main(int argc, char** argv) {
     // scale of TE's rule at the device amax, no allocation and no wait) and the synchronous
     // statistics() (allocation, the kernel, a copy of the record to pageable host memory and a
     // stream synchronisation: the host's round trip is inside its time). Both at scale 0.5.
-    const auto te_rule = fp8kit::numerics::make_scale_params(fp8kit::numerics::ScaleRule::te, Format::e4m3, 0.0, false, FLT_MAX, 0);
+    const auto te_rule =
+        fp8kit::numerics::make_scale_params(fp8kit::numerics::ScaleRule::te, Format::e4m3, 0.0, false, FLT_MAX, 0);
     // amax 896: TE's rule gives 448 / 896 = 0.5, the scale of the synchronous rows.
     const float stats_amax = 896.0f;
     CHECK(cudaMemcpy(scalars + 6, &stats_amax, 4, cudaMemcpyHostToDevice));
@@ -179,21 +193,16 @@ int main(int argc, char** argv) {
     row("statistics_async_stochastic", 4 * N, [&] { stats_async(sr, 42); });
     row("statistics", 4 * N, [&] { cu::statistics(Format::e4m3, Wide::f32, x, n, sat, 0.5f); });
     row("statistics_stochastic", 4 * N, [&] { cu::statistics(Format::e4m3, Wide::f32, x, n, sr, 0.5f, 0.0f, 42); });
-    row("mx_e4m3_round_up", 5 * N + N / 32, [&] {
-        cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sat, cu::MxRule::round_up, s8);
-    });
-    row("mx_e4m3_floor", 5 * N + N / 32, [&] {
-        cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sat, cu::MxRule::ocp_floor, s8);
-    });
-    row("mx_e4m3_round_up_stochastic", 5 * N + N / 32, [&] {
-        cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sr, cu::MxRule::round_up, s8, 42);
-    });
-    row("block_1x128", 5 * N + N / 32, [&] {
-        cu::quantize_block_1x128(Format::e4m3, Wide::f32, x, q, rows, cols, sat, block_scales);
-    });
-    row("block_128x128", 5 * N + N / 4096, [&] {
-        cu::quantize_block_128x128(Format::e4m3, Wide::f32, x, q, rows, cols, sat, block_scales);
-    });
+    row("mx_e4m3_round_up", 5 * N + N / 32,
+        [&] { cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sat, cu::MxRule::round_up, s8); });
+    row("mx_e4m3_floor", 5 * N + N / 32,
+        [&] { cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sat, cu::MxRule::ocp_floor, s8); });
+    row("mx_e4m3_round_up_stochastic", 5 * N + N / 32,
+        [&] { cu::quantize_mx(Format::e4m3, Wide::f32, x, q, rows, cols, sr, cu::MxRule::round_up, s8, 42); });
+    row("block_1x128", 5 * N + N / 32,
+        [&] { cu::quantize_block_1x128(Format::e4m3, Wide::f32, x, q, rows, cols, sat, block_scales); });
+    row("block_128x128", 5 * N + N / 4096,
+        [&] { cu::quantize_block_128x128(Format::e4m3, Wide::f32, x, q, rows, cols, sat, block_scales); });
     // The block quantiser (blocks.hpp) on the NVFP4 and MX recipes, from f32 and bf16: codes
     // (E2M1 packed two per byte; E2M3 / E3M2 / E4M3 one per byte) and the scale bytes, the
     // rows that cuda/tools/bench_torch.py sets beside torchao's nvfp4_quantize and to_mx. NVFP4
@@ -203,15 +212,15 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&s16, n / 16));
     narrow<<<4096, 256>>>(x, h, n, true);  // bf16 copies again (dequantize_e4m3_f32 wrote y)
     using fp8kit::numerics::ScaleRule;
-    auto blocks = [&](const char* name, Format f, ScaleRule rule, int br, int bc, const Policy& p, Wide w, bool packed) {
+    auto blocks = [&](const char* name, Format f, ScaleRule rule, int br, int bc, const Policy& p, Wide w,
+                      bool packed) {
         const double in = (w == Wide::f32 ? 4.0 : 2.0) * N;
         const double out = (packed ? N / 2 : N) + N / (br * bc);
         const bool two_pass = rule == ScaleRule::nvfp4_te || rule == ScaleRule::nvfp4_torchao;
         const cu::BlockSpec spec{f, rule, br, bc, p};
         const void* src = w == Wide::f32 ? static_cast<const void*>(x) : static_cast<const void*>(h);
-        row(name, (two_pass ? 2 * in : in) + out, [&] {
-            cu::quantize_blocks(spec, w, src, rows, cols, q, packed, s16, nullptr, nullptr, scalars + 8, 42);
-        });
+        row(name, (two_pass ? 2 * in : in) + out,
+            [&] { cu::quantize_blocks(spec, w, src, rows, cols, q, packed, s16, nullptr, nullptr, scalars + 8, 42); });
     };
     for (Wide w : {Wide::f32, Wide::bf16}) {
         const std::string t = w == Wide::f32 ? "_f32" : "_bf16";

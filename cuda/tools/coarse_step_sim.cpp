@@ -31,17 +31,28 @@ using namespace fp8kit::emu;
 
 namespace {
 
-float f_of(std::uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
-std::uint32_t b_of(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+float f_of(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+std::uint32_t b_of(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
 
 // float32 bits of input pattern x (bf16: upper half; f16: exact widening, NaN payload kept).
 std::uint32_t widen(bool bf16, std::uint16_t x) {
     if (bf16) return std::uint32_t{x} << 16;
-    return convert<Binary16, Binary32>(x, Policy{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet_payload}, 0);
+    return convert<Binary16, Binary32>(
+        x, Policy{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet_payload}, 0);
 }
 
 // coarse_range, as in element.cuh: {tiny_below (0: none), from}.
-struct Range { std::uint32_t tiny_below, from; };
+struct Range {
+    std::uint32_t tiny_below, from;
+};
 Range coarse_range(bool bf16, int emin, int k, bool table) {
     const int B = bf16 ? 127 : 15, M = bf16 ? 7 : 10;
     Range r{0, 0x8000};
@@ -81,7 +92,8 @@ long long check_format(const char* name) {
     std::mt19937 g(7);
     long long total_bad = 0;
     for (int table = 0; table < 2; ++table) {
-        const Policy sr{Rounding::stochastic, table ? Overflow::saturate_finite : Overflow::saturate_all, NanEncoding::canonical};
+        const Policy sr{Rounding::stochastic, table ? Overflow::saturate_finite : Overflow::saturate_all,
+                        NanEncoding::canonical};
         const Policy ne{Rounding::nearest_even, sr.overflow, NanEncoding::canonical};
         for (int bf16 = 0; bf16 < 2; ++bf16) {
             long long n = 0, bad = 0, outside = 0, bad_outside = 0;
@@ -101,12 +113,19 @@ long long check_format(const char* name) {
                         bool ok = code == convert<Binary32, D>(v, ne, 0);
                         if (std::is_same_v<D, E4M3> && !table)
                             ok &= code == (convert<Binary32, D>(v & 0x7FFFFFFFu, ne, 0) | ((w >> 31) << 7));
-                        if (out) { ++outside; bad_outside += !ok; } else { ++n; bad += !ok; }
+                        if (out) {
+                            ++outside;
+                            bad_outside += !ok;
+                        } else {
+                            ++n;
+                            bad += !ok;
+                        }
                     }
                 }
             }
-            std::printf("%-9s %-5s %-4s: %lld checked, %lld mismatches; outside the range %lld, of which %lld mismatch\n",
-                        name, table ? "table" : "cvt", bf16 ? "bf16" : "f16", n, bad, outside, bad_outside);
+            std::printf(
+                "%-9s %-5s %-4s: %lld checked, %lld mismatches; outside the range %lld, of which %lld mismatch\n", name,
+                table ? "table" : "cvt", bf16 ? "bf16" : "f16", n, bad, outside, bad_outside);
             total_bad += bad;
         }
     }
@@ -123,7 +142,8 @@ long long tiny_without_bound() {
         const std::uint32_t m = 129 + 2 * static_cast<std::uint32_t>((i / 16) % 64);
         const std::uint32_t w = b_of(std::ldexp(static_cast<float>(m), -30)) | ((i / 1024) % 2 ? 0x80000000u : 0u);
         const std::uint32_t random = g();
-        bad += convert<Binary32, E4M3>(w, sr, random) != convert<Binary32, E4M3>(coarse_step<E4M3>(w, 1.0f, random), ne, 0);
+        bad += convert<Binary32, E4M3>(w, sr, random) !=
+               convert<Binary32, E4M3>(coarse_step<E4M3>(w, 1.0f, random), ne, 0);
     }
     std::printf("bf16 (odd m) 2^-30 at scale 1 without the tiny bound: %lld of %lld wrong\n", bad, n);
     return bad;

@@ -43,8 +43,14 @@ using emu::Overflow;
 using emu::Policy;
 using emu::Rounding;
 
-#define CHECK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); std::exit(3); } } while (0)
+#define CHECK(x)                                                                                    \
+    do {                                                                                            \
+        cudaError_t e_ = (x);                                                                       \
+        if (e_ != cudaSuccess) {                                                                    \
+            std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            std::exit(3);                                                                           \
+        }                                                                                           \
+    } while (0)
 
 constexpr std::uint64_t kSeed = 0x5EED5EEDull;
 constexpr std::uint64_t kSlice = std::uint64_t{1} << 28;
@@ -56,7 +62,8 @@ __host__ __device__ inline bool is_nan32(std::uint32_t b) { return (b & 0x7FFFFF
 __host__ __device__ inline std::uint32_t nan_index(std::uint32_t b) { return ((b >> 31) << 23) | (b & 0x7FFFFFu); }
 
 __global__ void iota(std::uint32_t* x, std::uint64_t base, std::uint64_t n) {
-    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += std::uint64_t(gridDim.x) * blockDim.x)
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::uint64_t(gridDim.x) * blockDim.x)
         x[i] = static_cast<std::uint32_t>(base + i);
 }
 
@@ -70,13 +77,18 @@ struct Mismatch {
 __global__ void compare(const std::uint8_t* got, const std::uint8_t* ref, const std::uint8_t* nan_ref,
                         std::uint64_t base, std::uint64_t n, Mismatch* m) {
     unsigned long long local = 0;
-    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += std::uint64_t(gridDim.x) * blockDim.x) {
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::uint64_t(gridDim.x) * blockDim.x) {
         const auto b = static_cast<std::uint32_t>(base + i);
         const std::uint8_t want = is_nan32(b) ? nan_ref[nan_index(b)] : ref[i];
         if (got[i] != want) {
             ++local;
             const unsigned k = atomicAdd(&m->n_examples, 1u);
-            if (k < kExamples) { m->bits[k] = b; m->got[k] = got[i]; m->want[k] = want; }
+            if (k < kExamples) {
+                m->bits[k] = b;
+                m->got[k] = got[i];
+                m->want[k] = want;
+            }
         }
     }
     if (local) atomicAdd(&m->count, local);
@@ -130,13 +142,19 @@ void cpu_nan_table(const Policy& p, std::uint8_t* out) {
 }
 
 // The narrow formats: one reference per (format, policy), every input converted on the CPU.
-__global__ void compare_plain(const std::uint8_t* got, const std::uint8_t* ref, std::uint64_t base, std::uint64_t n, Mismatch* m) {
+__global__ void compare_plain(const std::uint8_t* got, const std::uint8_t* ref, std::uint64_t base, std::uint64_t n,
+                              Mismatch* m) {
     unsigned long long local = 0;
-    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n; i += std::uint64_t(gridDim.x) * blockDim.x)
+    for (std::uint64_t i = blockIdx.x * std::uint64_t(blockDim.x) + threadIdx.x; i < n;
+         i += std::uint64_t(gridDim.x) * blockDim.x)
         if (got[i] != ref[i]) {
             ++local;
             const unsigned k = atomicAdd(&m->n_examples, 1u);
-            if (k < kExamples) { m->bits[k] = static_cast<std::uint32_t>(base + i); m->got[k] = got[i]; m->want[k] = ref[i]; }
+            if (k < kExamples) {
+                m->bits[k] = static_cast<std::uint32_t>(base + i);
+                m->got[k] = got[i];
+                m->want[k] = ref[i];
+            }
         }
     if (local) atomicAdd(&m->count, local);
 }
@@ -179,12 +197,17 @@ int main(int argc, char** argv) {
     int only_rounding = -1;  // --rounding=NAME: that rounding only
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--formats=new") run_fp8 = false;
-        else if (a == "--formats=fp8") run_new = false;
+        if (a == "--formats=new")
+            run_fp8 = false;
+        else if (a == "--formats=fp8")
+            run_new = false;
         else if (a.rfind("--rounding=", 0) == 0) {
             for (int r = 0; r < 6; ++r)
                 if (a.substr(11) == fp8kit::name(static_cast<Rounding>(r))) only_rounding = r;
-            if (only_rounding < 0) { std::fprintf(stderr, "%s: unknown rounding in %s\n", argv[0], a.c_str()); return 2; }
+            if (only_rounding < 0) {
+                std::fprintf(stderr, "%s: unknown rounding in %s\n", argv[0], a.c_str());
+                return 2;
+            }
         } else {
             std::fprintf(stderr, "usage: %s [--formats=new|--formats=fp8] [--rounding=NAME]\n", argv[0]);
             return 2;
@@ -240,7 +263,8 @@ int main(int argc, char** argv) {
                 const auto t0 = std::chrono::steady_clock::now();
                 for (int o = 0; o < 3; ++o)
                     for (int ne = 0; ne < n_nan; ++ne)
-                        cpu_nan_table<D>({rnd, static_cast<Overflow>(o), static_cast<NanEncoding>(ne)}, h_nan + (o * 4 + ne) * std::uint64_t(kNanCount));
+                        cpu_nan_table<D>({rnd, static_cast<Overflow>(o), static_cast<NanEncoding>(ne)},
+                                         h_nan + (o * 4 + ne) * std::uint64_t(kNanCount));
                 CHECK(cudaMemcpyAsync(d_nan, h_nan, 12ull * kNanCount, cudaMemcpyHostToDevice, s));
                 CHECK(cudaMemsetAsync(d_mm, 0, kVariants * sizeof(Mismatch), s));
                 const bool run_hw = hw && rnd == Rounding::nearest_even;
@@ -256,12 +280,19 @@ int main(int argc, char** argv) {
                         for (int ne = 0; ne < n_nan; ++ne) {
                             const Policy p{rnd, static_cast<Overflow>(o), static_cast<NanEncoding>(ne)};
                             cu::quantize(f, emu::Wide::f32, d_in, d_out, kSlice, p, 1.0f, kSeed, base, s);
-                            compare<<<2048, 256, 0, s>>>(d_out, d_ref + o * kSlice, d_nan + (o * 4 + ne) * std::uint64_t(kNanCount), base, kSlice, d_mm + o * 4 + ne);
+                            compare<<<2048, 256, 0, s>>>(d_out, d_ref + o * kSlice,
+                                                         d_nan + (o * 4 + ne) * std::uint64_t(kNanCount), base, kSlice,
+                                                         d_mm + o * 4 + ne);
                         }
                     if (run_hw) {
-                        if (f == Format::e4m3) cu::quantize_e4m3_cvt_satfinite(reinterpret_cast<const float*>(d_in), d_out, kSlice, 1.0f, s);
-                        else cu::quantize_e5m2_cvt_satfinite(reinterpret_cast<const float*>(d_in), d_out, kSlice, 1.0f, s);
-                        compare<<<2048, 256, 0, s>>>(d_out, d_ref /* saturate_all */, d_nan /* sat-all, canonical */, base, kSlice, d_mm + 12);
+                        if (f == Format::e4m3)
+                            cu::quantize_e4m3_cvt_satfinite(reinterpret_cast<const float*>(d_in), d_out, kSlice, 1.0f,
+                                                            s);
+                        else
+                            cu::quantize_e5m2_cvt_satfinite(reinterpret_cast<const float*>(d_in), d_out, kSlice, 1.0f,
+                                                            s);
+                        compare<<<2048, 256, 0, s>>>(d_out, d_ref /* saturate_all */, d_nan /* sat-all, canonical */,
+                                                     base, kSlice, d_mm + 12);
                     }
                     CHECK(cudaGetLastError());
                 }
@@ -273,7 +304,8 @@ int main(int argc, char** argv) {
                         const Policy p{rnd, static_cast<Overflow>(o), static_cast<NanEncoding>(ne)};
                         report("f32 -> " + std::string(fp8kit::name(f)) + " " + fp8kit::describe(p), mm[o * 4 + ne]);
                     }
-                if (run_hw) report(std::string("hardware cvt.rn.satfinite f32 -> ") + std::string(fp8kit::name(f)), mm[12]);
+                if (run_hw)
+                    report(std::string("hardware cvt.rn.satfinite f32 -> ") + std::string(fp8kit::name(f)), mm[12]);
                 const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 std::printf("f32 -> %-8s %-16s all 2^32 inputs, %d policies%s: %.1f s, mismatches so far %llu\n",
                             std::string(fp8kit::name(f)).c_str(), std::string(fp8kit::name(rnd)).c_str(), 3 * n_nan,
@@ -308,8 +340,9 @@ int main(int argc, char** argv) {
                 CHECK(cudaStreamSynchronize(s));
                 report("f32 -> " + std::string(fp8kit::name(f)) + " " + fp8kit::describe(p), mm);
                 const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                std::printf("f32 -> %-12s %-40s all 2^32 inputs: %.1f s, mismatches so far %llu\n", std::string(fp8kit::name(f)).c_str(),
-                            fp8kit::describe(p).c_str(), secs, static_cast<unsigned long long>(total_mismatches));
+                std::printf("f32 -> %-12s %-40s all 2^32 inputs: %.1f s, mismatches so far %llu\n",
+                            std::string(fp8kit::name(f)).c_str(), fp8kit::describe(p).c_str(), secs,
+                            static_cast<unsigned long long>(total_mismatches));
                 std::fflush(stdout);
             }
         });
@@ -325,21 +358,26 @@ int main(int argc, char** argv) {
         std::uint64_t mism16 = 0, runs16 = 0;
         for (emu::Wide w : {emu::Wide::f16, emu::Wide::bf16})
             for (Format f : emu::kAllFormats)
-                if (static_cast<int>(f) <= static_cast<int>(Format::e8m0) ? run_fp8 : run_new)  // FP8 part / narrow part
-                for (int r = 0; r < 6; ++r)
-                    for (int o = 0; o < 3; ++o)
-                        for (int ne = 0; ne < 4; ++ne) {
-                            const Policy p{static_cast<Rounding>(r), static_cast<Overflow>(o), static_cast<NanEncoding>(ne)};
-                            fp8kit::encode_array(f, w, in.data(), want.data(), 65536, p, kSeed, 0);
-                            cu::quantize(f, w, d16, d_out, 65536, p, 1.0f, kSeed, 0);
-                            cu::copy_to_host(got.data(), d_out, 65536);
-                            std::uint64_t m = 0;
-                            for (int i = 0; i < 65536; ++i) m += got[i] != want[i];
-                            ++runs16;
-                            if (m) std::printf("MISMATCH %s -> %s %s: %llu inputs\n", std::string(fp8kit::name(w)).c_str(),
-                                               std::string(fp8kit::name(f)).c_str(), fp8kit::describe(p).c_str(), static_cast<unsigned long long>(m));
-                            mism16 += m;
-                        }
+                if (static_cast<int>(f) <= static_cast<int>(Format::e8m0) ? run_fp8
+                                                                          : run_new)  // FP8 part / narrow part
+                    for (int r = 0; r < 6; ++r)
+                        for (int o = 0; o < 3; ++o)
+                            for (int ne = 0; ne < 4; ++ne) {
+                                const Policy p{static_cast<Rounding>(r), static_cast<Overflow>(o),
+                                               static_cast<NanEncoding>(ne)};
+                                fp8kit::encode_array(f, w, in.data(), want.data(), 65536, p, kSeed, 0);
+                                cu::quantize(f, w, d16, d_out, 65536, p, 1.0f, kSeed, 0);
+                                cu::copy_to_host(got.data(), d_out, 65536);
+                                std::uint64_t m = 0;
+                                for (int i = 0; i < 65536; ++i) m += got[i] != want[i];
+                                ++runs16;
+                                if (m)
+                                    std::printf("MISMATCH %s -> %s %s: %llu inputs\n",
+                                                std::string(fp8kit::name(w)).c_str(),
+                                                std::string(fp8kit::name(f)).c_str(), fp8kit::describe(p).c_str(),
+                                                static_cast<unsigned long long>(m));
+                                mism16 += m;
+                            }
         cu::device_free(d16);
         std::printf("f16/bf16: all 2^16 inputs, %llu (input, format, policy) runs, mismatches %llu\n",
                     static_cast<unsigned long long>(runs16), static_cast<unsigned long long>(mism16));

@@ -36,8 +36,16 @@ using namespace fp8kit::emu;
 
 namespace {
 
-float f_of(std::uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
-std::uint32_t b_of(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+float f_of(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+std::uint32_t b_of(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
 
 float fma_rz(float a, float b, float c) {
     std::fesetround(FE_TOWARDZERO);
@@ -79,10 +87,13 @@ std::uint32_t table_from(bool bf16, float scale) {
 
 std::uint32_t widen(bool bf16, std::uint16_t x) {
     if (bf16) return std::uint32_t{x} << 16;
-    return convert<Binary16, Binary32>(x, Policy{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet_payload}, 0);
+    return convert<Binary16, Binary32>(
+        x, Policy{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet_payload}, 0);
 }
 
-struct Tally { long long n = 0, bad = 0; };
+struct Tally {
+    long long n = 0, bad = 0;
+};
 
 // One comparison: the step's value v encoded by nearest-even against the stochastic code of y
 // (y not a NaN). Under the cvt-path policy into E4M3 / E5M2 also the code of |v| with y's sign
@@ -130,7 +141,10 @@ long long check_format(const char* name) {
             for (float scale : scales) {
                 const std::uint32_t from = tab ? table_from(bf16, scale) : 0x8000u;
                 for (std::uint32_t x = 0; x < 65536; ++x) {
-                    if ((x & 0x7FFF) >= from) { ++outside; continue; }
+                    if ((x & 0x7FFF) >= from) {
+                        ++outside;
+                        continue;
+                    }
                     const std::uint32_t w = widen(bf16, static_cast<std::uint16_t>(x));
                     if (std::isnan(f_of(w))) continue;
                     const std::uint32_t y = b_of(f_of(w) * scale);
@@ -166,8 +180,8 @@ long long without_low_bits() {
 }  // namespace
 
 int main() {
-    const long long bad = check_format<E4M3>("e4m3") + check_format<E4M3FNUZ>("e4m3fnuz") +
-                          check_format<E5M2>("e5m2") + check_format<E5M2FNUZ>("e5m2fnuz");
+    const long long bad = check_format<E4M3>("e4m3") + check_format<E4M3FNUZ>("e4m3fnuz") + check_format<E5M2>("e5m2") +
+                          check_format<E5M2FNUZ>("e5m2fnuz");
     const long long dropped = without_low_bits();
     const bool pass = bad == 0 && dropped > 0;
     std::printf("%s\n", pass ? "PASS: exact, and the random word's low bits are needed" : "FAIL");

@@ -53,10 +53,12 @@ int main(int argc, char** argv) {
     // E4M3 codes with |value| in [2^-3, 2^3] (an activation-like spread), random signs.
     std::vector<std::uint8_t> pool;
     for (int c = 0; c < 256; ++c) {
-        const auto bits = static_cast<std::uint32_t>(fp8kit::emu::decode(fp8kit::Format::e4m3, fp8kit::Wide::f32, static_cast<std::uint8_t>(c)));
+        const auto bits = static_cast<std::uint32_t>(
+            fp8kit::emu::decode(fp8kit::Format::e4m3, fp8kit::Wide::f32, static_cast<std::uint8_t>(c)));
         float v;
         std::memcpy(&v, &bits, 4);
-        if (std::isfinite(v) && std::fabs(v) >= 0.125f && std::fabs(v) <= 8.0f) pool.push_back(static_cast<std::uint8_t>(c));
+        if (std::isfinite(v) && std::fabs(v) >= 0.125f && std::fabs(v) <= 8.0f)
+            pool.push_back(static_cast<std::uint8_t>(c));
     }
     std::mt19937 g(8192);
     std::vector<std::uint8_t> a(M * K), b(N * K);
@@ -98,9 +100,11 @@ int main(int argc, char** argv) {
         }
         std::sort(ms.begin(), ms.end());
         const double med = ms[ms.size() / 2];
-        std::printf("fp8kit gemm_model %s %zux%zux%zu e4m3 tensorwise f32: median %.1f ms of %d (min %.1f, max %.1f), "
-                    "%.1f G products/s\n",
-                    name.c_str(), M, N, K, med, reps, ms.front(), ms.back(), static_cast<double>(M) * N * K / (med * 1e-3) / 1e9);
+        std::printf(
+            "fp8kit gemm_model %s %zux%zux%zu e4m3 tensorwise f32: median %.1f ms of %d (min %.1f, max %.1f), "
+            "%.1f G products/s\n",
+            name.c_str(), M, N, K, med, reps, ms.front(), ms.back(),
+            static_cast<double>(M) * N * K / (med * 1e-3) / 1e9);
 
         // Spot check: rows 0..1 x columns 0..127 of D against lib's CPU model.
         const std::size_t rm = std::min<std::size_t>(M, 2), rn = std::min<std::size_t>(N, 128);

@@ -5,18 +5,29 @@ Every conversion names its policy: profile= ('cuda-satfinite', 'cuda-nosat', 'ml
 'torch'), or all of rounding=, overflow= and nan=. Codes are uint8 arrays; `as_ml_dtypes`
 views them as the ml_dtypes type of their format without a copy.
 """
+
 import numpy as np
 
 from . import _fp8kit
 from . import _device
 from ._dtypes import FORMAT_DTYPES, WIDE_DTYPES, as_bits, codes_view, wide_name
 
-__all__ = ["quantize", "dequantize", "as_ml_dtypes", "encode", "decode", "code_info", "formats",
-           "policy", "stochastic_bits"]
+__all__ = [
+    "quantize",
+    "dequantize",
+    "as_ml_dtypes",
+    "encode",
+    "decode",
+    "code_info",
+    "formats",
+    "policy",
+    "stochastic_bits",
+]
 
 
-def quantize(x, format, profile=None, rounding=None, overflow=None, nan=None, scale=1.0, seed=0,
-             index_offset=0, stream=None):
+def quantize(
+    x, format, profile=None, rounding=None, overflow=None, nan=None, scale=1.0, seed=0, index_offset=0, stream=None
+):
     """Codes (uint8, shape of x) of x cast to `format`: q = fp8(x * scale).
 
     x: float64, float32, float16 or ml_dtypes.bfloat16 array (no copy when C-contiguous).
@@ -32,8 +43,12 @@ def quantize(x, format, profile=None, rounding=None, overflow=None, nan=None, sc
         return _device.quantize(x, format, profile, rounding, overflow, nan, scale, seed, index_offset, stream)
     a = _device.host_view(x)
     wide = wide_name(a.dtype, "x")
-    return _device.host_like(x, _fp8kit.quantize_bits(as_bits(a, wide), wide, format, profile, rounding, overflow,
-                                                      nan, float(scale), int(seed), int(index_offset)))
+    return _device.host_like(
+        x,
+        _fp8kit.quantize_bits(
+            as_bits(a, wide), wide, format, profile, rounding, overflow, nan, float(scale), int(seed), int(index_offset)
+        ),
+    )
 
 
 def dequantize(codes, format, dtype=np.float32, scale_inv=1.0, stream=None):
@@ -96,8 +111,18 @@ def _canonical_format(format):
 
 # ---- statistics and recipes -----------------------------------------------------------------
 
-from ._recipes import (DelayedScaling, MsampScaling, amax, presets, quantize_blocks, recipe, recipe_policy, te_rht16,  # noqa: E402
-                       recipe_scale, stats)
+from ._recipes import (
+    DelayedScaling,
+    MsampScaling,
+    amax,
+    presets,
+    quantize_blocks,
+    recipe,
+    recipe_policy,
+    te_rht16,  # noqa: E402
+    recipe_scale,
+    stats,
+)
 from ._validate import validate, validate_te_dump  # noqa: E402
 from ._dump import DumpError, inspect, read_dump  # noqa: E402
 from ._replay import SharedError, TraceError, overflows, read_trace, replay, sweep, te_stats  # noqa: E402
@@ -108,6 +133,31 @@ from ._checkpoint import CheckpointError, checkpoint_check, checkpoint_kv_names 
 from ._calibrate import CalibrateError, calibrate, calibrate_scale, nvfp4_scale_sweep  # noqa: E402
 from ._kv import KvError, kv  # noqa: E402
 
-__all__ += ["stats", "quantize_blocks", "te_rht16", "amax", "presets", "recipe", "recipe_policy", "recipe_scale", "DelayedScaling", "MsampScaling",
-            "watch", "Watcher", "validate", "validate_te_dump", "read_dump", "inspect", "DumpError", "read_trace", "te_stats", "replay", "sweep", "overflows",
-            "TraceError", "SharedError", "gemm", "validate_gemm"]
+__all__ += [
+    "stats",
+    "quantize_blocks",
+    "te_rht16",
+    "amax",
+    "presets",
+    "recipe",
+    "recipe_policy",
+    "recipe_scale",
+    "DelayedScaling",
+    "MsampScaling",
+    "watch",
+    "Watcher",
+    "validate",
+    "validate_te_dump",
+    "read_dump",
+    "inspect",
+    "DumpError",
+    "read_trace",
+    "te_stats",
+    "replay",
+    "sweep",
+    "overflows",
+    "TraceError",
+    "SharedError",
+    "gemm",
+    "validate_gemm",
+]

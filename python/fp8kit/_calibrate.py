@@ -1,5 +1,6 @@
 """Activation calibration as ModelOpt and llm-compressor define it: `fp8kit calibrate`.
 docs/inference.md, "Calibration"."""
+
 import json
 import os
 
@@ -9,7 +10,15 @@ from . import _fp8kit
 from ._dump import warn_skipped
 
 CalibrateError = _fp8kit.CalibrateError
-METHODS = ("modelopt_max", "modelopt_mse", "modelopt_percentile", "llmc_memoryless_minmax", "llmc_static_minmax", "llmc_minmax", "llmc_mse")
+METHODS = (
+    "modelopt_max",
+    "modelopt_mse",
+    "modelopt_percentile",
+    "llmc_memoryless_minmax",
+    "llmc_static_minmax",
+    "llmc_minmax",
+    "llmc_mse",
+)
 # A weight method (one step of a weight; not in "all"): ModelOpt's NVFP4 FP8-scale sweep.
 WEIGHT_METHODS = ("modelopt_nvfp4_sweep",)
 
@@ -30,8 +39,11 @@ def calibrate(dumps, methods=("all",), tensors=(), holdout_steps=None, holdout_t
         dumps = [dumps]
     if isinstance(methods, str):
         methods = [methods]
-    r = json.loads(_fp8kit.calibrate_json([os.fspath(d) for d in dumps], list(methods), list(tensors), holdout_steps,
-                                          holdout_tokens, granularity))
+    r = json.loads(
+        _fp8kit.calibrate_json(
+            [os.fspath(d) for d in dumps], list(methods), list(tensors), holdout_steps, holdout_tokens, granularity
+        )
+    )
     warn_skipped(r["skipped"])
     return r
 
@@ -60,7 +72,10 @@ def nvfp4_scale_sweep(weight):
     cols = w.shape[-1]
     codes, s2, gamax, amax, cand = _fp8kit.nvfp4_scale_sweep(w.astype(np.float32).ravel(), cols)
     shape = w.shape[:-1] + (cols // 16,)
-    return {"weight_scale": np.asarray(codes, dtype=np.uint8).reshape(shape),
-            "weight_scale_2": np.float32(s2), "global_amax": np.float32(gamax),
-            "amax": np.asarray(amax, dtype=np.float32).reshape(shape),
-            "candidate": np.asarray(cand, dtype=np.int64).reshape(shape)}
+    return {
+        "weight_scale": np.asarray(codes, dtype=np.uint8).reshape(shape),
+        "weight_scale_2": np.float32(s2),
+        "global_amax": np.float32(gamax),
+        "amax": np.asarray(amax, dtype=np.float32).reshape(shape),
+        "candidate": np.asarray(cand, dtype=np.int64).reshape(shape),
+    }

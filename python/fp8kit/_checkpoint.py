@@ -1,5 +1,6 @@
 """Quantised inference checkpoints (ModelOpt, compressed-tensors, DeepSeek-V3, gpt-oss): the checks
 of `fp8kit checkpoint check`. docs/inference.md."""
+
 import json
 import os
 
@@ -34,6 +35,7 @@ def checkpoint_kv_names(dir):
     rows = []
     for k in checkpoint_check(dir)["kv_scales"]:
         for engine, o in k["engines"].items():
-            rows.append({"name": k["name"], "present": k["present"], "engine": engine,
-                         "fate": o["fate"], "detail": o["detail"]})
+            rows.append(
+                {"name": k["name"], "present": k["present"], "engine": engine, "fate": o["fate"], "detail": o["detail"]}
+            )
     return rows

@@ -3,6 +3,7 @@ array functions: their pointers go to the CUDA kernels (fp8kit._fp8kit.cuda_*, t
 cuda/include/fp8kit/cuda/kernels.hpp) without a copy, on the caller's stream, and results come
 back as arrays of the same framework. Host arrays of any framework (numpy, torch CPU, DLPack) are
 viewed as numpy without a copy and run the CPU code. No numerics here: shapes, dtypes, pointers."""
+
 import math
 
 import numpy as np
@@ -53,6 +54,7 @@ class DeviceArray:
         self.x = x
         if _is_torch(x):
             import torch
+
             if not x.is_contiguous():
                 raise ValueError("x: device tensor must be contiguous")
             self.kind, self.ptr, self.shape = "torch", x.data_ptr(), tuple(x.shape)
@@ -64,6 +66,7 @@ class DeviceArray:
         if cai is None and hasattr(x, "__dlpack__"):
             # DLPack only (JAX, others): CuPy takes the capsule without a copy and gives the interface.
             import cupy
+
             if mod.startswith("jax"):
                 x.block_until_ready()
             self.keep = cupy.from_dlpack(x)
@@ -88,9 +91,11 @@ class DeviceArray:
         """An output of `shape` with element type `wide` ('u1', 'f32', 'f16', 'bf16')."""
         if self.kind == "torch":
             import torch
+
             dt = torch.uint8 if wide == "u1" else getattr(torch, _WIDE_TORCH[wide])
             return torch.empty(shape, dtype=dt, device=self.x.device)
         import cupy
+
         if wide == "bf16":
             if self.kind != "jax":
                 raise ValueError("dtype: CuPy has no bfloat16: bfloat16 outputs are made for torch and JAX only")
@@ -103,7 +108,10 @@ class DeviceArray:
         if self.kind == "jax":
             import cupy
             import jax
-            cupy.cuda.Stream.null.synchronize() if self.stream == 0 else cupy.cuda.runtime.streamSynchronize(self.stream)
+
+            cupy.cuda.Stream.null.synchronize() if self.stream == 0 else cupy.cuda.runtime.streamSynchronize(
+                self.stream
+            )
             y = jax.dlpack.from_dlpack(out)
             if wide == "bf16":
                 y = jax.lax.bitcast_convert_type(y, jax.numpy.bfloat16)
@@ -129,9 +137,11 @@ def host_view(x):
     ml_dtypes.bfloat16), DLPack producers, anything np.asarray takes."""
     if _is_torch(x):
         import torch
+
         t = x.detach()
         if t.dtype == torch.bfloat16:
             import ml_dtypes
+
             return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
         return t.numpy()
     return np.asarray(x)
@@ -141,6 +151,7 @@ def host_like(x, a):
     """A numpy result `a` as the type of the host input x (torch CPU tensor for a torch input)."""
     if _is_torch(x):
         import torch
+
         if a.dtype.name == "bfloat16":
             return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
         return torch.from_numpy(np.ascontiguousarray(a))
@@ -148,6 +159,7 @@ def host_like(x, a):
 
 
 # ---- the array functions on device arrays (the public functions call these for GPU inputs) ----
+
 
 def _input(x, stream):
     d = DeviceArray(x, stream)
@@ -159,8 +171,21 @@ def _input(x, stream):
 def quantize(x, format, profile, rounding, overflow, nan, scale, seed, index_offset, stream=None):
     d = _input(x, stream)
     out = d.empty(d.shape, "u1")
-    _fp8kit.cuda_quantize(d.ptr, d.wide, out_ptr(out), d.size, format, profile, rounding, overflow, nan,
-                          float(scale), int(seed), int(index_offset), d.stream)
+    _fp8kit.cuda_quantize(
+        d.ptr,
+        d.wide,
+        out_ptr(out),
+        d.size,
+        format,
+        profile,
+        rounding,
+        overflow,
+        nan,
+        float(scale),
+        int(seed),
+        int(index_offset),
+        d.stream,
+    )
     return d.wrap(out)
 
 
@@ -186,13 +211,26 @@ def amax(x, stream=None):
     if d.kind == "torch":
         return float(out.item())
     import cupy
+
     return float(cupy.asnumpy(out)[0])
 
 
 def stats(x, format, profile, rounding, overflow, nan, scale, scale_inv, seed, stream=None):
     d = _input(x, stream)
-    return _fp8kit.cuda_stats(d.ptr, d.wide, d.size, format, profile, rounding, overflow, nan, float(scale),
-                              float(scale_inv), int(seed), d.stream)
+    return _fp8kit.cuda_stats(
+        d.ptr,
+        d.wide,
+        d.size,
+        format,
+        profile,
+        rounding,
+        overflow,
+        nan,
+        float(scale),
+        float(scale_inv),
+        int(seed),
+        d.stream,
+    )
 
 
 def block_stats(x, r, role, stream=None):
@@ -201,6 +239,7 @@ def block_stats(x, r, role, stream=None):
     device too); 'scale_inv' is a device array of the grid's shape. A ValueError naming the recipe
     where the GPU has no block statistics (a format without kernels)."""
     import json
+
     d = _input(x, stream)
     if len(d.shape) != 2:
         raise ValueError(f"x: a 2-D array is needed for block statistics, got {len(d.shape)} dimensions")
@@ -224,8 +263,9 @@ def block_kind(r, role):
         return f"{shape[0]}x{shape[1]}", "f32"
     if r["rule"] in ("mx-roundup", "mx-ocp-floor") and shape == (1, 32) and spec["format"] in ("e4m3", "e5m2"):
         return ("mx-roundup" if r["rule"] == "mx-roundup" else "mx-floor"), "u1"
-    raise ValueError(f"recipe: {r['name']} ({r['rule']}, blocks {shape[0]}x{shape[1]}) has no CUDA kernel; "
-                     "use a host array")
+    raise ValueError(
+        f"recipe: {r['name']} ({r['rule']}, blocks {shape[0]}x{shape[1]}) has no CUDA kernel; use a host array"
+    )
 
 
 def quantize_recipe_blocks(x, recipe_arg, role, packed, seed, stream=None):
@@ -244,11 +284,32 @@ def quantize_recipe_blocks(x, recipe_arg, role, packed, seed, stream=None):
     codes = d.empty((qr, qc // 2) if packed else (qr, qc), "u1")
     grid = tuple(lay["grid"])
     sc, s, si, ga = d.empty(grid, "u1"), d.empty(grid, "f32"), d.empty(grid, "f32"), d.empty((1,), "f32")
-    _fp8kit.cuda_quantize_blocks(*recipe_arg, role, d.ptr, d.wide, rows, cols, out_ptr(codes), bool(packed),
-                                 out_ptr(sc), out_ptr(s), out_ptr(si), out_ptr(ga), int(seed), d.stream)
-    return {"codes": d.wrap(codes), "scale_codes": d.wrap(sc), "scale": d.wrap(s), "scale_inv": d.wrap(si),
-            "global_amax": d.wrap(ga), "block_shape": tuple(lay["block_shape"]), "grid": grid,
-            "columnwise_rht": bool(lay["columnwise_rht"])}
+    _fp8kit.cuda_quantize_blocks(
+        *recipe_arg,
+        role,
+        d.ptr,
+        d.wide,
+        rows,
+        cols,
+        out_ptr(codes),
+        bool(packed),
+        out_ptr(sc),
+        out_ptr(s),
+        out_ptr(si),
+        out_ptr(ga),
+        int(seed),
+        d.stream,
+    )
+    return {
+        "codes": d.wrap(codes),
+        "scale_codes": d.wrap(sc),
+        "scale": d.wrap(s),
+        "scale_inv": d.wrap(si),
+        "global_amax": d.wrap(ga),
+        "block_shape": tuple(lay["block_shape"]),
+        "grid": grid,
+        "columnwise_rht": bool(lay["columnwise_rht"]),
+    }
 
 
 def quantize_blocks(x, r, role, rounding, overflow, nan, seed, stream=None):
@@ -264,7 +325,22 @@ def quantize_blocks(x, r, role, rounding, overflow, nan, seed, stream=None):
     else:
         grid = (rows, -(-cols // (128 if kind == "1x128" else 32)))
     codes, scales = d.empty(d.shape, "u1"), d.empty(grid, sw)
-    _fp8kit.cuda_quantize_block(kind, d.ptr, d.wide, out_ptr(codes), rows, cols, r["roles"][role]["format"], None,
-                                rounding, overflow, nan, out_ptr(scales), bool(r["pow2"]), float(r["epsilon"]),
-                                int(seed), d.stream)
+    _fp8kit.cuda_quantize_block(
+        kind,
+        d.ptr,
+        d.wide,
+        out_ptr(codes),
+        rows,
+        cols,
+        r["roles"][role]["format"],
+        None,
+        rounding,
+        overflow,
+        nan,
+        out_ptr(scales),
+        bool(r["pow2"]),
+        float(r["epsilon"]),
+        int(seed),
+        d.stream,
+    )
     return d.wrap(codes), d.wrap(scales)

@@ -1,4 +1,5 @@
 """numpy dtypes <-> fp8kit's names for the wide types (f64 f32 f16 bf16) and the 8-bit formats."""
+
 import ml_dtypes
 import numpy as np
 
@@ -9,8 +10,15 @@ WIDE_DTYPES = {
     "bf16": np.dtype(ml_dtypes.bfloat16),
 }
 _BITS = {"f64": np.uint64, "f32": np.uint32, "f16": np.uint16, "bf16": np.uint16}
-_WIDE_NAMES = {"float64": "f64", "double": "f64", "float32": "f32", "float": "f32", "float16": "f16",
-               "half": "f16", "bfloat16": "bf16"}
+_WIDE_NAMES = {
+    "float64": "f64",
+    "double": "f64",
+    "float32": "f32",
+    "float": "f32",
+    "float16": "f16",
+    "half": "f16",
+    "bfloat16": "bf16",
+}
 
 # ml_dtypes types of the 8-bit formats (the formats fp8kit parses: e4m3 == float8_e4m3fn, ...).
 FORMAT_DTYPES = {
@@ -21,9 +29,15 @@ FORMAT_DTYPES = {
 }
 # ml_dtypes 0.5+: the OCP MX FP4/FP6 element types (one code per byte, low bits) and the other
 # 8-bit types; fp8kit's names are e2m1, e2m3, e3m2, e3m4, e4m3b11fnuz and e4m3ieee.
-for _name, _ml in (("e8m0", "float8_e8m0fnu"), ("e2m1", "float4_e2m1fn"), ("e2m3", "float6_e2m3fn"),
-                   ("e3m2", "float6_e3m2fn"), ("e3m4", "float8_e3m4"),
-                   ("e4m3b11fnuz", "float8_e4m3b11fnuz"), ("e4m3ieee", "float8_e4m3")):
+for _name, _ml in (
+    ("e8m0", "float8_e8m0fnu"),
+    ("e2m1", "float4_e2m1fn"),
+    ("e2m3", "float6_e2m3fn"),
+    ("e3m2", "float6_e3m2fn"),
+    ("e3m4", "float8_e3m4"),
+    ("e4m3b11fnuz", "float8_e4m3b11fnuz"),
+    ("e4m3ieee", "float8_e4m3"),
+):
     if hasattr(ml_dtypes, _ml):
         FORMAT_DTYPES[_name] = np.dtype(getattr(ml_dtypes, _ml))
 

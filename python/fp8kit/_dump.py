@@ -1,5 +1,6 @@
 """Tensor dumps (HDF5, safetensors): read_dump yields numpy arrays, inspect gives the statistics
 table (a pandas DataFrame when pandas is installed, a list of dicts otherwise)."""
+
 import os
 import warnings
 
@@ -8,6 +9,7 @@ from ._dtypes import WIDE_DTYPES
 from ._recipes import _recipe_arg
 
 DumpError = _fp8kit.DumpError
+
 
 def _paths(paths):
     return [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
@@ -29,8 +31,11 @@ def warn_skipped(lines, shown=5, stacklevel=3):
     `lines` as the library's dump::skipped() writes them (the CLI's "note: skipped" lines)."""
     if lines:
         more = f"; and {len(lines) - shown} more" if len(lines) > shown else ""
-        warnings.warn(f"fp8kit: {len(lines)} dataset(s) skipped, not read: "
-                      + "; ".join(lines[:shown]) + more, UserWarning, stacklevel=stacklevel + 1)
+        warnings.warn(
+            f"fp8kit: {len(lines)} dataset(s) skipped, not read: " + "; ".join(lines[:shown]) + more,
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 def _warn_skipped(d, shown=5):
@@ -64,8 +69,9 @@ def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):
 _ANALYSE_ONLY = ("exp_hist", "granularity", "recipe_amax", "streamed")
 
 
-def inspect(paths, include=None, exclude=None, steps=None, recipe="te-current", format="auto", errors="raise",
-            comm=None):
+def inspect(
+    paths, include=None, exclude=None, steps=None, recipe="te-current", format="auto", errors="raise", comm=None
+):
     """Per-tensor FP8 statistics of a dump, computed by the same C++ code as `fp8kit inspect`
     (inspect::analyse): each tensor cast with `recipe` (default te-current: per-tensor scale
     fl32(max / amax)) in the recipe's format for its role (format='auto': E4M3 for activations

@@ -1,5 +1,6 @@
 """The reference FP8 GEMM D = (A . B^T) * (scale_a (x) scale_b) under an accumulation model
 (docs/gemm.md), and validate_gemm, which says which model a GEMM output equals bit for bit."""
+
 import json
 
 import numpy as np
@@ -18,8 +19,9 @@ def _operands(a, b):
     return np.ascontiguousarray(codes_view(a)), np.ascontiguousarray(codes_view(b))
 
 
-def gemm(a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_b=1.0, accum="exact", out_dtype="f32",
-         device="cpu"):
+def gemm(
+    a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_b=1.0, accum="exact", out_dtype="f32", device="cpu"
+):
     """D (M x N) of A (M x K codes) and B (N x K codes, the TN layout of torch._scaled_mm).
 
     a, b: uint8 codes or ml_dtypes float8 arrays. scale_a / scale_b: a number (tensorwise), M / N
@@ -43,9 +45,12 @@ def validate_gemm(d, a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_
     if out_dtype == "f32":
         bits = np.ascontiguousarray(d, dtype=np.float32).view(np.uint32)
     else:
-        bits = np.ascontiguousarray(d.view(np.uint16) if d.dtype.itemsize == 2 else d, dtype=np.uint16).astype(np.uint32)
-    report, summary = _fp8kit.validate_gemm_bits(bits, a, b, a_format, b_format, _scales(scale_a), _scales(scale_b),
-                                                 out_dtype)
+        bits = np.ascontiguousarray(d.view(np.uint16) if d.dtype.itemsize == 2 else d, dtype=np.uint16).astype(
+            np.uint32
+        )
+    report, summary = _fp8kit.validate_gemm_bits(
+        bits, a, b, a_format, b_format, _scales(scale_a), _scales(scale_b), out_dtype
+    )
     r = json.loads(report)
     r["summary"] = summary
     return r

@@ -1,4 +1,5 @@
 """The KV cache before serving: `fp8kit kv`. docs/inference.md, "The KV cache"."""
+
 import json
 import os
 
@@ -27,7 +28,8 @@ def kv(dumps, formats=(), policies=(), bucket=32, attention=True):
         formats = [formats]
     if isinstance(policies, str):
         policies = [policies]
-    r = json.loads(_fp8kit.kv_json([os.fspath(d) for d in dumps], list(formats), list(policies), int(bucket),
-                                   bool(attention)))
+    r = json.loads(
+        _fp8kit.kv_json([os.fspath(d) for d in dumps], list(formats), list(policies), int(bucket), bool(attention))
+    )
     warn_skipped(r["skipped"])
     return r

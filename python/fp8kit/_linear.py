@@ -10,6 +10,7 @@ and GEMMs computed on the host (a CUDA tensor is copied to the host and the resu
 This file only moves tensors: codes and scales come from fp8kit.quantize / quantize_blocks and
 recipe_scale, the GEMM from fp8kit.gemm.
 """
+
 import copy
 
 import numpy as np
@@ -30,8 +31,9 @@ def _decode_table(fmt):
     if fmt not in _TABLES:
         for width in (8, 6, 4):  # FP6 / FP4 codes are one per byte, below 2^6 / 2^4 (the table repeats)
             try:
-                v = fp8kit.dequantize(np.arange(256, dtype=np.uint8) & np.uint8((1 << width) - 1), fmt,
-                                      dtype=np.float32)
+                v = fp8kit.dequantize(
+                    np.arange(256, dtype=np.uint8) & np.uint8((1 << width) - 1), fmt, dtype=np.float32
+                )
                 break
             except ValueError:
                 continue
@@ -51,8 +53,15 @@ class Operand:
         if spec["granularity"] == "tensor":
             pol = r["policy"]
             scale, scale_inv = fp8kit.recipe_scale(r, role, fp8kit.amax(h))
-            self.codes = fp8kit.quantize(h, self.format, rounding=pol["rounding"], overflow=pol["overflow"],
-                                         nan=pol["nan"], scale=scale, seed=seed).numpy()
+            self.codes = fp8kit.quantize(
+                h,
+                self.format,
+                rounding=pol["rounding"],
+                overflow=pol["overflow"],
+                nan=pol["nan"],
+                scale=scale,
+                seed=seed,
+            ).numpy()
             self.scale_inv, self.block = np.float32(scale_inv), self.shape
         else:
             # The row-wise copy of this operand: the GEMM's K runs along its rows. TE's random
@@ -84,9 +93,11 @@ def gemm_scales(a, b, recipe_name, gemm):
         return a.scale_inv.reshape(m), b.scale_inv.reshape(n)
     if a.block == (1, 128) and b.block == (128, 128):
         return a.scale_inv, b.scale_inv
-    raise ValueError(f"recipe {recipe_name}: the {gemm} GEMM's operands have blocks {a.block} and {b.block}; "
-                     "fp8kit.gemm takes tensorwise, rowwise, or 1x128 (A) x 128x128 (B) scales "
-                     f"(use {gemm}='torch' to multiply the dequantised operands, or None to leave it unquantised)")
+    raise ValueError(
+        f"recipe {recipe_name}: the {gemm} GEMM's operands have blocks {a.block} and {b.block}; "
+        "fp8kit.gemm takes tensorwise, rowwise, or 1x128 (A) x 128x128 (B) scales "
+        f"(use {gemm}='torch' to multiply the dequantised operands, or None to leave it unquantised)"
+    )
 
 
 def dequantised(t, r, role, seed):
@@ -97,6 +108,7 @@ def dequantised(t, r, role, seed):
     kernels, and CPU tensors, take the host reference on a host copy."""
     if t.is_cuda:
         from .torch import _fake_quantize_values
+
         try:  # ValueError / RuntimeError: a module without the kernels, or a format without one
             return _fake_quantize_values(t.float(), copy.deepcopy(r), None, role, None, None, None, None, 1.0, seed)
         except (ValueError, RuntimeError):
@@ -118,8 +130,16 @@ def run_gemm(a, b, recipe, model, gemm, seed, out_dtype):
         qa, qb = Operand(a, recipe, ra, seed), Operand(b, recipe, rb, seed + 1)
         sa, sb = gemm_scales(qa, qb, recipe["name"], gemm)
         bf16 = out_dtype == torch.bfloat16
-        d = fp8kit.gemm(qa.codes, qb.codes, qa.format, qb.format, scale_a=sa, scale_b=sb, accum=model,
-                        out_dtype="bf16" if bf16 else "f32")
+        d = fp8kit.gemm(
+            qa.codes,
+            qb.codes,
+            qa.format,
+            qb.format,
+            scale_a=sa,
+            scale_b=sb,
+            accum=model,
+            out_dtype="bf16" if bf16 else "f32",
+        )
         t = torch.from_numpy(d.view(np.int16)).view(torch.bfloat16) if bf16 else torch.from_numpy(d)
         return t.to(out_dtype).to(a.device)
 
@@ -163,8 +183,19 @@ class Fp8Linear(torch.nn.Linear):
     the split accumulator (sm90) for the gradients, TransformerEngine's choice for current scaling.
     Stochastic rounding draws fresh bits per call (seed + 8 x call count)."""
 
-    def __init__(self, in_features, out_features, bias=True, recipe="te-current", fprop="sm90-fast",
-                 dgrad="sm90", wgrad="sm90", seed=0, device=None, dtype=None):
+    def __init__(
+        self,
+        in_features,
+        out_features,
+        bias=True,
+        recipe="te-current",
+        fprop="sm90-fast",
+        dgrad="sm90",
+        wgrad="sm90",
+        seed=0,
+        device=None,
+        dtype=None,
+    ):
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
         self.recipe = fp8kit.recipe(recipe)
         self.models = {"fprop": fprop, "dgrad": dgrad, "wgrad": wgrad}
@@ -179,8 +210,11 @@ class Fp8Linear(torch.nn.Linear):
         return _Fp8LinearFn.apply(x, self.weight, self.bias, self)
 
     def extra_repr(self):
-        return super().extra_repr() + f", recipe={self.recipe['name']}, " + \
-            ", ".join(f"{g}={self.models[g]}" for g in GEMMS)
+        return (
+            super().extra_repr()
+            + f", recipe={self.recipe['name']}, "
+            + ", ".join(f"{g}={self.models[g]}" for g in GEMMS)
+        )
 
     @classmethod
     def from_linear(cls, lin, **kw):
@@ -195,12 +229,18 @@ def swap_linears(model, recipe="te-current", fprop="sm90-fast", dgrad="sm90", wg
     modules whose qualified name matches an fnmatch pattern of `skip` stay. Returns the names
     replaced. Each layer gets its own seed (seed + 1000 x its index)."""
     import fnmatch
+
     names = []
     for name, mod in list(model.named_modules()):
         for child_name, child in list(mod.named_children()):
             full = f"{name}.{child_name}" if name else child_name
             if type(child) is torch.nn.Linear and not any(fnmatch.fnmatchcase(full, p) for p in skip):
-                setattr(mod, child_name, Fp8Linear.from_linear(child, recipe=recipe, fprop=fprop, dgrad=dgrad,
-                                                               wgrad=wgrad, seed=seed + 1000 * len(names)))
+                setattr(
+                    mod,
+                    child_name,
+                    Fp8Linear.from_linear(
+                        child, recipe=recipe, fprop=fprop, dgrad=dgrad, wgrad=wgrad, seed=seed + 1000 * len(names)
+                    ),
+                )
                 names.append(full)
     return names

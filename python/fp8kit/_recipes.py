@@ -1,4 +1,5 @@
 """Statistics of a cast, scaling recipes (presets, recipe files, dicts) and the stateful recipes."""
+
 import json
 import os
 
@@ -87,8 +88,9 @@ def quantize_blocks(x, recipe, role="input", packed=False, seed=0, stream=None):
         return {"codes": codes, ("scale_codes" if r["rule"].startswith("mx") else "scale_inv"): scales}
     a = _device.host_view(x)
     wide = wide_name(a.dtype, "x")
-    return _fp8kit.quantize_blocks(as_bits(a, wide), wide, *_recipe_arg(recipe), _fp8kit.recipe_slot(role),
-                                   bool(packed), int(seed))
+    return _fp8kit.quantize_blocks(
+        as_bits(a, wide), wide, *_recipe_arg(recipe), _fp8kit.recipe_slot(role), bool(packed), int(seed)
+    )
 
 
 def te_rht16(x, random_signs=True):
@@ -106,8 +108,19 @@ def te_rht16(x, random_signs=True):
     return _fp8kit.te_rht16_bits(as_bits(a, wide), wide, bool(random_signs)).view(a.dtype)
 
 
-def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, scale=1.0, scale_inv=None,
-          recipe=None, role="input", seed=0):
+def stats(
+    x,
+    format=None,
+    profile=None,
+    rounding=None,
+    overflow=None,
+    nan=None,
+    scale=1.0,
+    scale_inv=None,
+    recipe=None,
+    role="input",
+    seed=0,
+):
     """Statistics (docs/statistics.md) of x cast to `format` with `scale`, as a dict.
 
     With recipe= (preset name, file or dict) the format, policy and scale come from the recipe for
@@ -141,14 +154,25 @@ def stats(x, format=None, profile=None, rounding=None, overflow=None, nan=None, 
             return d
         format = spec["format"]
         scale, scale_inv = recipe_scale(r, role, amax(a))
-        d = _fp8kit.stats(bits, wide, format, profile, rounding, overflow, nan, float(scale),
-                          float(scale_inv), int(seed))
+        d = _fp8kit.stats(
+            bits, wide, format, profile, rounding, overflow, nan, float(scale), float(scale_inv), int(seed)
+        )
         d["recipe"] = r["name"]
         return d
     if format is None:
         raise ValueError("format: name the format to cast to (or a recipe=)")
-    return _fp8kit.stats(bits, wide, format, profile, rounding, overflow, nan, float(scale),
-                         0.0 if scale_inv is None else float(scale_inv), int(seed))
+    return _fp8kit.stats(
+        bits,
+        wide,
+        format,
+        profile,
+        rounding,
+        overflow,
+        nan,
+        float(scale),
+        0.0 if scale_inv is None else float(scale_inv),
+        int(seed),
+    )
 
 
 def _stats_device(x, format, profile, rounding, overflow, nan, scale, scale_inv, recipe_, role, seed):
@@ -170,8 +194,7 @@ def _stats_device(x, format, profile, rounding, overflow, nan, scale, scale_inv,
         scale, scale_inv = recipe_scale(r, role, _device.amax(x))
     if format is None:
         raise ValueError("format: name the format to cast to (or a recipe=)")
-    d = _device.stats(x, format, profile, rounding, overflow, nan, scale, 0.0 if scale_inv is None else scale_inv,
-                      seed)
+    d = _device.stats(x, format, profile, rounding, overflow, nan, scale, 0.0 if scale_inv is None else scale_inv, seed)
     if name is not None:
         d["recipe"] = name
     return d

@@ -1,4 +1,5 @@
 """Amax traces (CSV, nvidia-dlfw-inspect logs) replayed through a scaling recipe."""
+
 import os
 
 import numpy as np
@@ -43,8 +44,11 @@ def replay(trace, recipe="te-delayed", format=None, include=None):
     for s in series:
         if pats and not any(fnmatch.fnmatchcase(s["tensor"], p) for p in pats):
             continue
-        out.append(_fp8kit.replay_series(text, is_json, s["tensor"], np.asarray(s["steps"]),
-                                         np.asarray(s["amax"], dtype=np.float32), format))
+        out.append(
+            _fp8kit.replay_series(
+                text, is_json, s["tensor"], np.asarray(s["steps"]), np.asarray(s["amax"], dtype=np.float32), format
+            )
+        )
     return out
 
 
@@ -82,6 +86,7 @@ def sweep(inputs, include=None, formats=("auto",), blocks=True, comm=None):
     rows, tensor_rows = out.pop("rows"), out.pop("tensor_rows")
     try:
         import pandas as pd
+
         out["table"], out["tensors"] = pd.DataFrame(rows), pd.DataFrame(tensor_rows)
     except ImportError:
         out["table"], out["tensors"] = rows, tensor_rows

@@ -1,5 +1,6 @@
 """MS-AMP simulation: its scale rule, the FP8 weight-gradient all-reduce over N ranks, and the O2
 optimizer states (E4M3 first moment, FP16 second moment, FP16 master weights). docs/msamp.md."""
+
 import numpy as np
 
 from . import _fp8kit
@@ -28,8 +29,9 @@ def allreduce(grads, ranks=None, orders=ORDERS, path="ddp", hop="half", old_scal
         if g.ndim != 2:
             raise ValueError("grads: a 2-D array (ranks x elements), or pass ranks=N to split one gradient")
         return _fp8kit.msamp_allreduce(np.ascontiguousarray(g), orders, path, hop, float(old_scale))
-    return _fp8kit.msamp_allreduce_split(np.ascontiguousarray(g.ravel()), int(ranks), float(spread), int(seed),
-                                        orders, path, hop, float(old_scale))
+    return _fp8kit.msamp_allreduce_split(
+        np.ascontiguousarray(g.ravel()), int(ranks), float(spread), int(seed), orders, path, hop, float(old_scale)
+    )
 
 
 def split_rank(grad, ranks, rank, spread=1.0, seed=0):
@@ -38,20 +40,52 @@ def split_rank(grad, ranks, rank, spread=1.0, seed=0):
     return _fp8kit.msamp_split_rank(g, int(ranks), float(spread), int(seed), int(rank))
 
 
-def adam(weight, exp_avg=None, exp_avg_sq=None, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-         bias_correction=True, step=0, fp16_master=True):
+def adam(
+    weight,
+    exp_avg=None,
+    exp_avg_sq=None,
+    lr=3e-3,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=0.01,
+    bias_correction=True,
+    step=0,
+    fp16_master=True,
+):
     """An MsampAdam: MS-AMP LBAdamW with E4M3/FP16 states next to the FP32 reference. Call
     .step(grad) per step; .report() compares the states and weights with FP32."""
     w = np.ascontiguousarray(np.asarray(weight, dtype=np.float32).ravel())
     m = np.zeros(0, np.float32) if exp_avg is None else np.asarray(exp_avg, dtype=np.float32).ravel()
     v = np.zeros(0, np.float32) if exp_avg_sq is None else np.asarray(exp_avg_sq, dtype=np.float32).ravel()
-    return _fp8kit.MsampAdam(w, m, v, float(lr), float(betas[0]), float(betas[1]), float(eps),
-                             float(weight_decay), bool(bias_correction), int(step), bool(fp16_master))
+    return _fp8kit.MsampAdam(
+        w,
+        m,
+        v,
+        float(lr),
+        float(betas[0]),
+        float(betas[1]),
+        float(eps),
+        float(weight_decay),
+        bool(bias_correction),
+        int(step),
+        bool(fp16_master),
+    )
 
 
-def te_fused_adam(weight, exp_avg=None, exp_avg_sq=None, lr=3e-3, betas=(0.9, 0.999), eps=1e-8,
-                  weight_decay=0.01, bias_correction=True, step=0, exp_avg_dtype="fp8",
-                  exp_avg_sq_dtype="fp8", master_weight_dtype="fp32"):
+def te_fused_adam(
+    weight,
+    exp_avg=None,
+    exp_avg_sq=None,
+    lr=3e-3,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=0.01,
+    bias_correction=True,
+    step=0,
+    exp_avg_dtype="fp8",
+    exp_avg_sq_dtype="fp8",
+    master_weight_dtype="fp32",
+):
     """A TeFusedAdam: TransformerEngine FusedAdam (AdamW mode, master weights) with exp_avg /
     exp_avg_sq stored as fp32, fp16, bf16 or fp8 (torch.uint8: E4M3 with a per-tensor scale) and an
     fp32 or fp16 master weight, next to the FP32 reference. .exp_avg / .exp_avg_sq / .master give the
@@ -59,15 +93,44 @@ def te_fused_adam(weight, exp_avg=None, exp_avg_sq=None, lr=3e-3, betas=(0.9, 0.
     w = np.ascontiguousarray(np.asarray(weight, dtype=np.float32).ravel())
     m = np.zeros(0, np.float32) if exp_avg is None else np.asarray(exp_avg, dtype=np.float32).ravel()
     v = np.zeros(0, np.float32) if exp_avg_sq is None else np.asarray(exp_avg_sq, dtype=np.float32).ravel()
-    return _fp8kit.TeFusedAdam(w, m, v, float(lr), float(betas[0]), float(betas[1]), float(eps),
-                               float(weight_decay), bool(bias_correction), int(step), str(exp_avg_dtype),
-                               str(exp_avg_sq_dtype), str(master_weight_dtype))
+    return _fp8kit.TeFusedAdam(
+        w,
+        m,
+        v,
+        float(lr),
+        float(betas[0]),
+        float(betas[1]),
+        float(eps),
+        float(weight_decay),
+        bool(bias_correction),
+        int(step),
+        str(exp_avg_dtype),
+        str(exp_avg_sq_dtype),
+        str(master_weight_dtype),
+    )
 
 
-def simulate(dumps, level="O1", ranks=None, paths=("ddp", "non-ddp"), orders=ORDERS, hop="half", spread=1.0,
-             seed=0, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, optimizer="msamp",
-             exp_avg_dtype="fp8", exp_avg_sq_dtype="fp8", master_weight_dtype="fp32", fp32_master=False,
-             optimizer_grad="mean", tensor=None):
+def simulate(
+    dumps,
+    level="O1",
+    ranks=None,
+    paths=("ddp", "non-ddp"),
+    orders=ORDERS,
+    hop="half",
+    spread=1.0,
+    seed=0,
+    lr=3e-3,
+    betas=(0.9, 0.999),
+    eps=1e-8,
+    weight_decay=0.01,
+    optimizer="msamp",
+    exp_avg_dtype="fp8",
+    exp_avg_sq_dtype="fp8",
+    master_weight_dtype="fp32",
+    fp32_master=False,
+    optimizer_grad="mean",
+    tensor=None,
+):
     """`fp8kit simulate msamp` from Python, by the same library code (simulate::run_msamp).
 
     dumps: one dump (its gradients split into each N of `ranks`, default 8, 64, 1024) or several
@@ -86,10 +149,25 @@ def simulate(dumps, level="O1", ranks=None, paths=("ddp", "non-ddp"), orders=ORD
         raise ValueError(f"ranks: {len(files)} dumps are {len(files)} ranks already; ranks splits a single dump")
     include = [] if tensor is None else ([tensor] if isinstance(tensor, str) else list(tensor))
     out = _fp8kit.msamp_simulate_dumps(
-        files, level == "O2", ranks, [paths] if isinstance(paths, str) else list(paths),
-        [orders] if isinstance(orders, str) else list(orders), hop, float(spread), int(seed), float(lr),
-        float(betas[0]), float(betas[1]), float(eps), float(weight_decay), optimizer,
-        [exp_avg_dtype, exp_avg_sq_dtype, master_weight_dtype], bool(fp32_master), optimizer_grad, include)
+        files,
+        level == "O2",
+        ranks,
+        [paths] if isinstance(paths, str) else list(paths),
+        [orders] if isinstance(orders, str) else list(orders),
+        hop,
+        float(spread),
+        int(seed),
+        float(lr),
+        float(betas[0]),
+        float(betas[1]),
+        float(eps),
+        float(weight_decay),
+        optimizer,
+        [exp_avg_dtype, exp_avg_sq_dtype, master_weight_dtype],
+        bool(fp32_master),
+        optimizer_grad,
+        include,
+    )
     try:
         import pandas as pd
     except ImportError:

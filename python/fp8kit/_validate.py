@@ -1,4 +1,5 @@
 """validate(): a kernel's FP8 output against the reference, bit for bit, with mismatch classes."""
+
 import json
 import os
 
@@ -8,9 +9,27 @@ from . import _device, _fp8kit
 from ._dtypes import as_bits, codes_view, wide_name
 
 
-def validate(input, output, format, profile=None, rounding=None, overflow=None, nan=None, scale=None,
-             scale_inv=None, block_scales=None, layout=None, examples=5, detect_policies=True, comm=None,
-             stream=None, packed=False, scales_dtype=None, scales_layout="row-major", global_scale=None):
+def validate(
+    input,
+    output,
+    format,
+    profile=None,
+    rounding=None,
+    overflow=None,
+    nan=None,
+    scale=None,
+    scale_inv=None,
+    block_scales=None,
+    layout=None,
+    examples=5,
+    detect_policies=True,
+    comm=None,
+    stream=None,
+    packed=False,
+    scales_dtype=None,
+    scales_layout="row-major",
+    global_scale=None,
+):
     """Compare `output` (uint8 codes or an ml_dtypes float8 array, same size as `input`) with the
     reference codes of `input` under the named policy. Scaling: scale=S (the kernel computes
     fp8(x * S)) or scale_inv=S (it multiplies by fl32(1 / S)); a number for one scale, or an array
@@ -51,8 +70,22 @@ def validate(input, output, format, profile=None, rounding=None, overflow=None, 
     if packed:
         output = _unpack(input, output, format)
     if _device.is_device(input) or _device.is_device(output):
-        return _validate_device(input, output, format, profile, rounding, overflow, nan, mode, s, layout, examples,
-                                detect_policies, comm, stream)
+        return _validate_device(
+            input,
+            output,
+            format,
+            profile,
+            rounding,
+            overflow,
+            nan,
+            mode,
+            s,
+            layout,
+            examples,
+            detect_policies,
+            comm,
+            stream,
+        )
     x = np.asarray(input)
     wide = wide_name(x.dtype, "input")
     codes = codes_view(output, "output")
@@ -67,8 +100,23 @@ def validate(input, output, format, profile=None, rounding=None, overflow=None, 
         if layout not in (None, "tensor"):
             raise ValueError(f"block_scales: layout {layout} needs an array of scales")
         value = 1.0 if s is None else float(s)
-    out = _fp8kit.validate(as_bits(x, wide), wide, codes, format, profile, rounding, overflow, nan, mode, value,
-                           layout or "tensor", blocks, int(examples), bool(detect_policies), comm)
+    out = _fp8kit.validate(
+        as_bits(x, wide),
+        wide,
+        codes,
+        format,
+        profile,
+        rounding,
+        overflow,
+        nan,
+        mode,
+        value,
+        layout or "tensor",
+        blocks,
+        int(examples),
+        bool(detect_policies),
+        comm,
+    )
     if out is None:  # a rank other than 0 of comm
         return None
     return _report(out)
@@ -92,6 +140,7 @@ def _stored_scales(input, s, mode, layout, scales_dtype, scales_layout, global_s
         return s
     if _device.is_device(s):
         import torch  # device scales: their bytes on the host (small: one per block)
+
         s = s.cpu() if isinstance(s, torch.Tensor) else s
     host = np.asarray(_device.host_view(s))
     if layout is None or layout == "tensor":
@@ -103,9 +152,16 @@ def _stored_scales(input, s, mode, layout, scales_dtype, scales_layout, global_s
     if host.dtype.itemsize != np.dtype(want).itemsize:
         raise ValueError(f"block_scales: {dtype} scales expected, got dtype {host.dtype}")
     rows, cols = _shape2(input)
-    return _fp8kit.stored_scale_values(np.ascontiguousarray(host).view(want).reshape(-1), dtype, scales_layout,
-                                       1.0 if global_scale is None else float(global_scale), layout, rows, cols,
-                                       mode)
+    return _fp8kit.stored_scale_values(
+        np.ascontiguousarray(host).view(want).reshape(-1),
+        dtype,
+        scales_layout,
+        1.0 if global_scale is None else float(global_scale),
+        layout,
+        rows,
+        cols,
+        mode,
+    )
 
 
 def _unpack(input, output, format):
@@ -127,12 +183,15 @@ def _report(out):
     return report
 
 
-def _validate_device(input, output, format, profile, rounding, overflow, nan, mode, s, layout, examples,
-                     detect_policies, comm, stream):
+def _validate_device(
+    input, output, format, profile, rounding, overflow, nan, mode, s, layout, examples, detect_policies, comm, stream
+):
     """validate() of GPU arrays: pointers, shapes and the stream to _fp8kit.cuda_validate."""
     if comm is not None:
-        raise ValueError("comm: not supported with GPU arrays (one GPU compares the whole array); pass host "
-                         "arrays to split the comparison over ranks")
+        raise ValueError(
+            "comm: not supported with GPU arrays (one GPU compares the whole array); pass host "
+            "arrays to split the comparison over ranks"
+        )
     if not (_device.is_device(input) and _device.is_device(output)):
         which = "input" if _device.is_device(input) else "output"
         raise ValueError(f"input, output: only the {which} is a GPU array; pass both on the GPU or both on the host")
@@ -161,9 +220,30 @@ def _validate_device(input, output, format, profile, rounding, overflow, nan, mo
         if layout not in (None, "tensor"):
             raise ValueError(f"block_scales: layout {layout} needs an array of scales")
         value = 1.0 if s is None else float(s)
-    return _report(_fp8kit.cuda_validate(d.ptr, d.wide, c.ptr, d.size, rows, cols, format, profile, rounding,
-                                         overflow, nan, mode, value, layout or "tensor", host_blocks, dev_ptr,
-                                         dev_count, int(examples), bool(detect_policies), d.stream))
+    return _report(
+        _fp8kit.cuda_validate(
+            d.ptr,
+            d.wide,
+            c.ptr,
+            d.size,
+            rows,
+            cols,
+            format,
+            profile,
+            rounding,
+            overflow,
+            nan,
+            mode,
+            value,
+            layout or "tensor",
+            host_blocks,
+            dev_ptr,
+            dev_count,
+            int(examples),
+            bool(detect_policies),
+            d.stream,
+        )
+    )
 
 
 def validate_te_dump(path):

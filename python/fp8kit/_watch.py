@@ -1,5 +1,6 @@
 """Early warnings (docs/early-warning.md): fp8kit.watch over traces and dumps, and Watcher, the
 hook a training monitor calls each step (observe) and at its chosen interval (poll)."""
+
 import json
 import os
 
@@ -28,12 +29,12 @@ def watch(files, **options):
 class Watcher:
     """Trend signals of a run while it trains; memory bounded by the tensors, not the steps.
 
-        w = fp8kit.Watcher(recipe="te-delayed")
-        for step in ...:
-            w.observe(step, {"layers.0.fc1.input": amax, ...})
-            if step % 100 == 0:
-                for warning in w.poll():   # each (tensor, signal) once
-                    print(warning["signal"], warning["tensor"], warning["evidence"])
+    w = fp8kit.Watcher(recipe="te-delayed")
+    for step in ...:
+        w.observe(step, {"layers.0.fc1.input": amax, ...})
+        if step % 100 == 0:
+            for warning in w.poll():   # each (tensor, signal) once
+                print(warning["signal"], warning["tensor"], warning["evidence"])
     """
 
     def __init__(self, name="monitor", **options):

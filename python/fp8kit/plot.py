@@ -15,6 +15,7 @@ REPORT.json is `fp8kit watch --json` output (or fp8kit.watch's dict saved as JSO
   gradnoise.png   ||G|| / wgrad quantisation noise per layer and recipe against sqrt(3).
 Needs matplotlib (not a dependency of the package; requirements.txt installs it); the C++ CLI has no plotting.
 """
+
 import argparse
 import json
 import os
@@ -39,6 +40,7 @@ def _pyplot():
         raise SystemExit("fp8kit.plot needs matplotlib (pip install matplotlib)") from None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -77,15 +79,28 @@ def plot_report(report, out, top=10):
                 # The fitted slope over its window (solid), and extrapolated one window further
                 # (dotted): the forecast if the growth went on, not a prediction that it will.
                 f0, f1 = n["from_step"], n["to_step"]
-                line = lambda x: n["from_amax"] * np.exp2((np.asarray(x, dtype=np.float64) - f0) * n["slope_log2_per_1000"] / 1000)
-                ax.plot([f0, f1], line([f0, f1]), "k-", lw=1.5, label=f"growth {n['slope_log2_per_1000']:.3g} log2/1000 steps")
+                line = lambda x: (
+                    n["from_amax"] * np.exp2((np.asarray(x, dtype=np.float64) - f0) * n["slope_log2_per_1000"] / 1000)
+                )
+                ax.plot(
+                    [f0, f1],
+                    line([f0, f1]),
+                    "k-",
+                    lw=1.5,
+                    label=f"growth {n['slope_log2_per_1000']:.3g} log2/1000 steps",
+                )
                 ax.plot([f1, 2 * f1 - f0], line([f1, 2 * f1 - f0]), "k:", label="extrapolated")
             elif w["signal"] == "overflow":
                 ax.axvline(n["first_step"], color="orange", lw=1, label="first overflow")
             elif w["signal"] == "overflow-forecast":
                 # The first step at which P(overflow within the horizon) passed the threshold.
-                ax.axvline(n["first_step"], color="purple", lw=1, ls="--",
-                           label=f"overflow forecast: P = {n['probability']:.2f} within {n['horizon']:g} steps")
+                ax.axvline(
+                    n["first_step"],
+                    color="purple",
+                    lw=1,
+                    ls="--",
+                    label=f"overflow forecast: P = {n['probability']:.2f} within {n['horizon']:g} steps",
+                )
         ax.set_xlabel("step")
         ax.set_ylabel("amax")
         ax.set_title(t, fontsize=9)
@@ -129,7 +144,11 @@ def plot_shapes(report, out, top, plt, outlier_k=64):
         plt.close(fig)
         written.append(p)
 
-    ratio = lambda s: (s["max_channel_amax"] / s["median_channel_amax"]) if s.get("channel_amax") and s["median_channel_amax"] > 0 else None
+    ratio = lambda s: (
+        (s["max_channel_amax"] / s["median_channel_amax"])
+        if s.get("channel_amax") and s["median_channel_amax"] > 0
+        else None
+    )
     for k, s in enumerate(_ranked_shapes(report, "outlier-channels", ratio)[:top]):
         ch = np.asarray(s["channel_amax"], dtype=np.float64)
         fig, ax = plt.subplots(figsize=(8, 3))
@@ -152,8 +171,11 @@ def plot_shapes(report, out, top, plt, outlier_k=64):
         ax.set_xlabel("log2 scale_inv of a block (blocks of zeros left out)")
         ax.set_ylabel("blocks")
         b = s["blocks"]
-        ax.set_title(f"{s['tensor']} (step {s['step']}): {b['count']} blocks, range {b['scale_log2_range']:g}, "
-                     f"std {b['scale_log2_std']:.3g} binades", fontsize=9)
+        ax.set_title(
+            f"{s['tensor']} (step {s['step']}): {b['count']} blocks, range {b['scale_log2_range']:g}, "
+            f"std {b['scale_log2_std']:.3g} binades",
+            fontsize=9,
+        )
         save(fig, f"blocks_{k}.png")
     grads = report.get("gradients", [])
     if grads:
@@ -161,7 +183,9 @@ def plot_shapes(report, out, top, plt, outlier_k=64):
         recipes = sorted({r["recipe"] for g in grads for r in g["recipes"] if "ratio_sr" in r})
         for j, name in enumerate(recipes):
             ys = [next((r.get("ratio_sr") for r in g["recipes"] if r["recipe"] == name), None) for g in grads]
-            ax.semilogy(range(len(grads)), [y if y is not None else np.nan for y in ys], "o", ms=4, label=f"{name} (SR)")
+            ax.semilogy(
+                range(len(grads)), [y if y is not None else np.nan for y in ys], "o", ms=4, label=f"{name} (SR)"
+            )
         ax.axhline(np.sqrt(3), color="r", lw=1, label="sqrt(3)")
         ax.set_xticks(range(len(grads)))
         ax.set_xticklabels([f"{g['step']}:{g['layer'].split('/')[-1][-24:]}" for g in grads], rotation=90, fontsize=6)
@@ -172,8 +196,9 @@ def plot_shapes(report, out, top, plt, outlier_k=64):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m fp8kit.plot", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m fp8kit.plot", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("report")
     ap.add_argument("--out", required=True)
     ap.add_argument("--top", type=int, default=10)

@@ -5,6 +5,7 @@ Every number comes from fp8kit's kernels (CUDA tensors, on torch's current strea
 reference (CPU tensors), through fp8kit.quantize / dequantize / quantize_blocks / stats; the
 two give the same bits. This file only moves tensors, hooks modules and writes files.
 """
+
 import csv
 import fnmatch
 import io
@@ -23,6 +24,7 @@ __all__ = ["fake_quantize", "FakeQuantize", "Fp8Linear", "swap_linears", "Monito
 
 
 # ---- fake quantisation -------------------------------------------------------------------------
+
 
 def _policy(r, role, profile, rounding, overflow, nan):
     if profile is not None or rounding is not None or overflow is not None or nan is not None:
@@ -93,8 +95,9 @@ class _FakeQuant(torch.autograd.Function):
         return g, None  # straight through
 
 
-def fake_quantize(x, recipe=None, format=None, role="input", profile=None, rounding=None, overflow=None,
-                  nan=None, scale=1.0, seed=0):
+def fake_quantize(
+    x, recipe=None, format=None, role="input", profile=None, rounding=None, overflow=None, nan=None, scale=1.0, seed=0
+):
     """x quantised and dequantised (same dtype and shape), gradient passed straight through.
 
     recipe: a preset, file or dict (its format, policy and scale rule for `role`: tensorwise
@@ -103,8 +106,17 @@ def fake_quantize(x, recipe=None, format=None, role="input", profile=None, round
     cuda-satfinite) and a fixed scale (scale_inv = fl32(1/scale)). Stochastic rounding draws
     stochastic_bits(seed, i) for element i. x: float32, float16 or bfloat16, CPU or CUDA.
     """
-    kw = dict(recipe=recipe, format=format, role=role, profile=profile, rounding=rounding, overflow=overflow,
-              nan=nan, scale=scale, seed=seed)
+    kw = dict(
+        recipe=recipe,
+        format=format,
+        role=role,
+        profile=profile,
+        rounding=rounding,
+        overflow=overflow,
+        nan=nan,
+        scale=scale,
+        seed=seed,
+    )
     return _FakeQuant.apply(x, kw)
 
 
@@ -128,13 +140,35 @@ class FakeQuantize(torch.nn.Module):
 
 # ---- the monitor -------------------------------------------------------------------------------
 
-_STAT_KEYS = ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
-              "te_underflow", "te_overflow", "mse", "sqnr_db", "dynamic_range_binades", "sample")
+_STAT_KEYS = (
+    "numel",
+    "amax",
+    "min_nonzero",
+    "zeros",
+    "nan",
+    "inf",
+    "underflow",
+    "subnormal",
+    "overflow",
+    "te_underflow",
+    "te_overflow",
+    "mse",
+    "sqnr_db",
+    "dynamic_range_binades",
+    "sample",
+)
 # Block recipes' per-block fields (lib's BlockStats, the names fp8kit.stats(x, recipe=<block
 # recipe>) gives): tensorwise recipes leave them None (blank in stats.csv), so that every row has
 # the same columns. On the GPU they come from each tile's scale_inv and extremes through lib's
 # summarize_tiles (_fp8kit.tile_summary), the one definition of them.
-_BLOCK_KEYS = ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "block_dynamic_range_max", "block_dynamic_range_mean")
+_BLOCK_KEYS = (
+    "blocks",
+    "scale_inv_min",
+    "scale_inv_max",
+    "blocks_with_range",
+    "block_dynamic_range_max",
+    "block_dynamic_range_mean",
+)
 _ROW_KEYS = _STAT_KEYS + _BLOCK_KEYS
 # Role of each captured tensor in a recipe (input and weight in the forward pass, gradients in
 # the backward pass), as TransformerEngine assigns formats.
@@ -145,6 +179,7 @@ def _linear_types(extra):
     types = [torch.nn.Linear]
     try:  # transformers' GPT-2 projections are Conv1D (a Linear with a transposed weight)
         from transformers.pytorch_utils import Conv1D
+
         types.append(Conv1D)
     except Exception:  # noqa: BLE001  transformers absent: nn.Linear only
         pass
@@ -174,6 +209,7 @@ class _GpuStep:
     (Monitor.rows, write(), close()). Block recipes also write each tile's scale_inv and extremes
     into device buffers (tile_buffer: the monitor's, reused from step to step), copied to pinned
     host memory with the records; rows summarize them (tile_summary)."""
+
     PAGE = 256
 
     def __init__(self, device):
@@ -224,7 +260,7 @@ class _GpuStep:
             return None
         host = torch.empty(len(pages) * pages[0].numel(), dtype=pages[0].dtype, pin_memory=True)
         for k, p in enumerate(pages):
-            host[k * p.numel():(k + 1) * p.numel()].copy_(p, non_blocking=True)
+            host[k * p.numel() : (k + 1) * p.numel()].copy_(p, non_blocking=True)
         return host
 
     def copy_out(self):
@@ -234,7 +270,7 @@ class _GpuStep:
                 self.h_tiles = torch.empty(sum(3 * b for _, b in self.tiles), dtype=torch.float32, pin_memory=True)
                 at = 0
                 for buf, b in self.tiles:
-                    self.h_tiles[at:at + 3 * b].copy_(buf[:3 * b], non_blocking=True)
+                    self.h_tiles[at : at + 3 * b].copy_(buf[: 3 * b], non_blocking=True)
                     at += 3 * b
             self.event = torch.cuda.Event()
             self.event.record()
@@ -254,7 +290,7 @@ class _GpuStep:
         if self.h_tiles is not None:  # per block launch: (scale_inv, tile amax, tile min), host arrays
             h, at, parts = self.h_tiles.numpy(), 0, []
             for _, b in self.tiles:
-                parts.append((h[at:at + b], h[at + b:at + 2 * b], h[at + 2 * b:at + 3 * b]))
+                parts.append((h[at : at + b], h[at + b : at + 2 * b], h[at + 2 * b : at + 3 * b]))
                 at += 3 * b
             self.h_tiles = parts
         self.tiles = None
@@ -303,9 +339,24 @@ class Monitor:
     warnings come at the next poll after it.
     """
 
-    def __init__(self, model, recipes=("te-current",), every=1, out_dir=None, tensors=None, modules=(),
-                 reduce_amax=False, group=None, dump_steps=(), dump_include=("*",), attention=False, sample=1,
-                 warn=None, warn_every=1, on_warning=None):
+    def __init__(
+        self,
+        model,
+        recipes=("te-current",),
+        every=1,
+        out_dir=None,
+        tensors=None,
+        modules=(),
+        reduce_amax=False,
+        group=None,
+        dump_steps=(),
+        dump_include=("*",),
+        attention=False,
+        sample=1,
+        warn=None,
+        warn_every=1,
+        on_warning=None,
+    ):
         self.recipes = [fp8kit.recipe(r) for r in recipes]
         self._watcher = _make_watcher(warn)
         self.warn_every, self.on_warning, self.warnings, self._fed = int(warn_every), on_warning, [], 0
@@ -315,8 +366,10 @@ class Monitor:
         if self.sample < 1:
             raise ValueError(f"sample: {sample} must be an integer >= 1 (1: every element)")
         # recipe_scale's argument: the preset name, or the recipe as JSON text (parsed per call)
-        self._scale_arg = [(r, False) if isinstance(r, str) and r in fp8kit.presets() else (json.dumps(d), True)
-                           for r, d in zip(recipes, self.recipes)]
+        self._scale_arg = [
+            (r, False) if isinstance(r, str) and r in fp8kit.presets() else (json.dumps(d), True)
+            for r, d in zip(recipes, self.recipes)
+        ]
         self.every, self.step_index = int(every), 0
         if self.every < 1:
             raise ValueError(f"every: {every} must be an integer >= 1")
@@ -328,8 +381,12 @@ class Monitor:
         self._tile_bufs = {}  # (device, stream, tiles) -> device buffers (_GpuStep.tile_buffer)
         self._row_parts = []  # rows not yet built, in order: lists of host rows, GPU tensors (_watch_cuda)
         self.out_dir = out_dir
-        if out_dir is not None and torch.distributed.is_available() and torch.distributed.is_initialized() \
-                and torch.distributed.get_world_size() > 1:
+        if (
+            out_dir is not None
+            and torch.distributed.is_available()
+            and torch.distributed.is_initialized()
+            and torch.distributed.get_world_size() > 1
+        ):
             self.out_dir = os.path.join(out_dir, f"rank_{torch.distributed.get_rank()}")
         self.dump_steps, self.dump_include, self._h5 = set(dump_steps), tuple(dump_include), None
         if self.dump_steps and self.out_dir is None:
@@ -391,10 +448,13 @@ class Monitor:
         kernel of transformers' attention registry (sdpa, flash, flex...) is wrapped while the
         monitor lives; the eager path calls a module function directly and is not captured."""
         from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as registry
+
         impl = getattr(getattr(model, "config", None), "_attn_implementation", None)
         if impl not in registry:
-            raise ValueError(f"attention: the model's attention implementation {impl!r} is not in transformers' "
-                             "registry (use attn_implementation='sdpa' or a flash/flex kernel, not eager)")
+            raise ValueError(
+                f"attention: the model's attention implementation {impl!r} is not in transformers' "
+                "registry (use attn_implementation='sdpa' or a flash/flex kernel, not eager)"
+            )
         names = {id(m): n for n, m in model.named_modules() if type(m).__name__.endswith("Attention")}
 
         def wrap(kernel):
@@ -404,6 +464,7 @@ class Monitor:
                     for t, x in (("q", query), ("k", key), ("v", value)):
                         self.watch(f"{name}.{t}" if name else t, x, "input")
                 return kernel(module, query, key, value, *args, **kwargs)
+
             return capture
 
         for k in list(registry.keys()):
@@ -439,15 +500,20 @@ class Monitor:
                 pol = fp8kit.recipe_policy(r, role)
                 key = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], scale, scale_inv)
                 if key not in done:
-                    done[key] = fp8kit.stats(self._sampled(x), spec["format"], rounding=pol["rounding"],
-                                             overflow=pol["overflow"], nan=pol["nan"], scale=scale,
-                                             scale_inv=scale_inv)
+                    done[key] = fp8kit.stats(
+                        self._sampled(x),
+                        spec["format"],
+                        rounding=pol["rounding"],
+                        overflow=pol["overflow"],
+                        nan=pol["nan"],
+                        scale=scale,
+                        scale_inv=scale_inv,
+                    )
                     done[key]["sample"] = self.sample
                 s = done[key]
             else:
                 s = self._block_stats(x, r, role)
-            row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"],
-                   "format": spec["format"]}
+            row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"], "format": spec["format"]}
             row.update({k: s.get(k) for k in _ROW_KEYS})
             rows.append(row)
         self._row_parts.append(rows)  # after any GPU tensor's rows still to be built
@@ -461,7 +527,7 @@ class Monitor:
         full = flat.numel() // 16
         parts = [flat[: full * 16].view(-1, 16)[:: self.sample].reshape(-1)]
         if full % self.sample == 0 and flat.numel() % 16:
-            parts.append(flat[full * 16:])
+            parts.append(flat[full * 16 :])
         return torch.cat(parts)
 
     def _block_stats(self, x, r, role):
@@ -492,17 +558,34 @@ class Monitor:
                     blocks.append(bp)
                 continue
             pol = r["policy"]
-            k = (spec["format"], pol["rounding"], pol["overflow"], pol["nan"], r["rule"], r["epsilon"], r["pow2"],
-                 r["value_for_inf"], r["margin"])
+            k = (
+                spec["format"],
+                pol["rounding"],
+                pol["overflow"],
+                pol["nan"],
+                r["rule"],
+                r["epsilon"],
+                r["pow2"],
+                r["value_for_inf"],
+                r["margin"],
+            )
             if k not in done:
                 done[k] = len(plans)
-                plans.append(_fp8kit.cuda_stats_plan(*arg, role, wide, spec["format"], pol["rounding"],
-                                                     pol["overflow"], pol["nan"]))
+                plans.append(
+                    _fp8kit.cuda_stats_plan(
+                        *arg, role, wide, spec["format"], pol["rounding"], pol["overflow"], pol["nan"]
+                    )
+                )
             cols.append((r, spec["format"], done[k]))
         # Block records follow the group's in the tensor's span.
         cols = tuple((r, f, len(plans) + j[1] if isinstance(j, tuple) else j) for r, f, j in cols)
-        g = self._groups[key] = (_fp8kit.cuda_stats_group(plans), len(plans), tuple(blocks), cols,
-                                 any(c[2] is None for c in cols))
+        g = self._groups[key] = (
+            _fp8kit.cuda_stats_group(plans),
+            len(plans),
+            tuple(blocks),
+            cols,
+            any(c[2] is None for c in cols),
+        )
         return g
 
     def _watch_cuda(self, name, x, role):
@@ -520,10 +603,12 @@ class Monitor:
         slot, records = q.record_slots(k + len(blocks)) if k + len(blocks) else (0, 0)
         b = self._batches.get((x.device, stream))
         if b is None:  # one per stream: K1 (the tensor's histogram) now, K2 for all at the step's end
-            b = self._batches[(x.device, stream)] = (_fp8kit.cuda_watch_batch(stream),
-                                                     torch.cuda.current_stream(x.device))
+            b = self._batches[(x.device, stream)] = (
+                _fp8kit.cuda_watch_batch(stream),
+                torch.cuda.current_stream(x.device),
+            )
         if self.reduce_amax and torch.distributed.is_available() and torch.distributed.is_initialized():
-            amax_t = page[i:i + 1]
+            amax_t = page[i : i + 1]
             _fp8kit.cuda_amax(x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), stream)
             torch.distributed.all_reduce(amax_t, op=torch.distributed.ReduceOp.MAX, group=self.group)
             b[0].add(group, x.data_ptr(), wide, x.numel(), amax_t.data_ptr(), records, self.sample, 0, False)
@@ -542,9 +627,20 @@ class Monitor:
                 # keyed by the tile count: any launch of that many tiles can use the buffer
                 t, buf = q.tile_buffer(self._tile_bufs, (x.device, stream, gr * gc), gr * gc)
                 tiles += (t,)
-                _fp8kit.cuda_block_stats_async(bp, x.data_ptr(), nrows, ncols, records + (k + j) * size, buf,
-                                               ws.data_ptr(), 0, stream, buf + 4 * gr * gc, buf + 8 * gr * gc,
-                                               ws.data_ptr() + wsb if bp.global_amax else 0)
+                _fp8kit.cuda_block_stats_async(
+                    bp,
+                    x.data_ptr(),
+                    nrows,
+                    ncols,
+                    records + (k + j) * size,
+                    buf,
+                    ws.data_ptr(),
+                    0,
+                    stream,
+                    buf + 4 * gr * gc,
+                    buf + 8 * gr * gc,
+                    ws.data_ptr() + wsb if bp.global_amax else 0,
+                )
         q.trace.append((len(self._trace), self.step_index, name, amax_slot))
         self._trace.append(None)  # filled when the step is read
         if self.step_index in self.dump_steps and any(fnmatch.fnmatchcase(name, p) for p in self.dump_include):
@@ -610,6 +706,7 @@ class Monitor:
         layout (docs/dumps.md): attributes step and role (activation, weight, gradient); bfloat16
         stored as its uint16 bits with dtype='bfloat16'."""
         import h5py
+
         if self._h5 is None:
             os.makedirs(self.out_dir, exist_ok=True)
             self._h5 = h5py.File(os.path.join(self.out_dir, "dump.h5"), "w")
@@ -639,7 +736,7 @@ class Monitor:
         while end < len(self._trace) and self._trace[end] is not None:
             end += 1
         by_step = {}
-        for step, name, amax in self._trace[self._fed:end]:
+        for step, name, amax in self._trace[self._fed : end]:
             by_step.setdefault(step, {})[name] = amax
         for step in sorted(by_step):
             self._watcher.observe(step, by_step[step])
@@ -650,8 +747,9 @@ class Monitor:
                 if self.on_warning is not None:
                     self.on_warning(w)
                 else:
-                    _warnings.warn(f"fp8kit [{w.get('signal')}] {w.get('tensor')}: {w.get('evidence')}", FP8Warning,
-                                   stacklevel=3)
+                    _warnings.warn(
+                        f"fp8kit [{w.get('signal')}] {w.get('tensor')}: {w.get('evidence')}", FP8Warning, stacklevel=3
+                    )
 
     def remove(self):
         for h in self.handles:
@@ -659,6 +757,7 @@ class Monitor:
         self.handles = []
         if self._attn_orig:
             from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as registry
+
             for k, kernel in self._attn_orig.items():
                 registry[k] = kernel
             self._attn_orig = {}

@@ -29,8 +29,8 @@ Format require_format(const std::string& s, const char* arg);
 Wide require_wide(const std::string& s, const char* arg);
 
 // profile=, or all of rounding=, overflow=, nan= (the CLI's --profile | --round --overflow --nan).
-Policy resolve_policy(Format format, Wide from, const OptStr& profile, const OptStr& rounding,
-                      const OptStr& overflow, const OptStr& nan);
+Policy resolve_policy(Format format, Wide from, const OptStr& profile, const OptStr& rounding, const OptStr& overflow,
+                      const OptStr& nan);
 
 // The array's data when it is C-contiguous with elements of `itemsize` bytes.
 const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const char* arg);

@@ -32,11 +32,14 @@ void bind_calibrate(pyb::module_& m) {
             o.holdout_steps = holdout_steps;
             o.holdout_tokens = holdout_tokens;
             const auto g = calibrate::parse_granularity(granularity);
-            if (!g) throw calibrate::CalibrateError("granularity '" + granularity + "': unknown (tensor, channel, head)");
+            if (!g)
+                throw calibrate::CalibrateError("granularity '" + granularity + "': unknown (tensor, channel, head)");
             o.granularity = *g;
             for (const auto& s : methods) {
-                if (s == "all") o.methods = calibrate::all_methods();
-                else o.methods.push_back(method_arg(s));
+                if (s == "all")
+                    o.methods = calibrate::all_methods();
+                else
+                    o.methods.push_back(method_arg(s));
             }
             calibrate::Report r;
             {

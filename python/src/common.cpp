@@ -10,7 +10,8 @@ namespace fp8kit::py {
 
 Format require_format(const std::string& s, const char* arg) {
     const auto f = parse_format(s);
-    if (!f) throw std::invalid_argument(fmt::format("{}: unknown format '{}' (choose from {})", arg, s, format_choices()));
+    if (!f)
+        throw std::invalid_argument(fmt::format("{}: unknown format '{}' (choose from {})", arg, s, format_choices()));
     return *f;
 }
 
@@ -20,8 +21,8 @@ Wide require_wide(const std::string& s, const char* arg) {
     return *w;
 }
 
-Policy resolve_policy(Format format, Wide from, const OptStr& profile, const OptStr& round,
-                      const OptStr& overflow, const OptStr& nan) {
+Policy resolve_policy(Format format, Wide from, const OptStr& profile, const OptStr& round, const OptStr& overflow,
+                      const OptStr& nan) {
     return fp8kit::resolve_policy(format, from, PolicyArgs{profile, round, overflow, nan}, ArgStyle::python);
 }
 
@@ -29,7 +30,8 @@ const void* contiguous_data(const pyb::array& a, std::size_t itemsize, const cha
     if (!(a.flags() & pyb::array::c_style))
         throw std::invalid_argument(fmt::format("{}: array must be C-contiguous", arg));
     if (static_cast<std::size_t>(a.itemsize()) != itemsize)
-        throw std::invalid_argument(fmt::format("{}: elements of {} bytes expected, got {}", arg, itemsize, a.itemsize()));
+        throw std::invalid_argument(
+            fmt::format("{}: elements of {} bytes expected, got {}", arg, itemsize, a.itemsize()));
     return a.data();
 }
 

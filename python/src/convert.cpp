@@ -53,8 +53,8 @@ float widen(typename W::storage_t b) {
 }
 
 template <class W>
-void encode_scaled(const void* in, std::uint8_t* out, std::size_t n, Format to, const Policy& policy,
-                   double scale, std::uint64_t seed, std::uint64_t first_index) {
+void encode_scaled(const void* in, std::uint8_t* out, std::size_t n, Format to, const Policy& policy, double scale,
+                   std::uint64_t seed, std::uint64_t first_index) {
     using S = typename W::storage_t;
     constexpr bool f64 = std::is_same_v<W, emu::Binary64>;
     using T = std::conditional_t<f64, double, float>;
@@ -104,7 +104,8 @@ pyb::array_t<std::uint8_t> quantize(const pyb::array& x, const std::string& wide
             encode_array(to, from, in, o, n, policy, seed, index_offset);
         } else {
             emu::with_wide(from, [&](auto w) {
-                encode_scaled<decltype(w)>(in, o, n, to, policy, from == Wide::f64 ? scale : scale32, seed, index_offset);
+                encode_scaled<decltype(w)>(in, o, n, to, policy, from == Wide::f64 ? scale : scale32, seed,
+                                           index_offset);
             });
         }
     }
@@ -132,34 +133,34 @@ pyb::array dequantize(const pyb::array& codes, const std::string& format, const 
     void* o = out.mutable_data();
     const auto count = static_cast<std::ptrdiff_t>(n);
     {
-    pyb::gil_scoped_release nogil;
-    if (scale_inv == 1.0) {
-        decode_array(from, to, in, o, n);
-    } else if (to == Wide::f64) {
-        decode_array(from, Wide::f64, in, o, n);
-        auto* d = static_cast<double*>(o);
+        pyb::gil_scoped_release nogil;
+        if (scale_inv == 1.0) {
+            decode_array(from, to, in, o, n);
+        } else if (to == Wide::f64) {
+            decode_array(from, Wide::f64, in, o, n);
+            auto* d = static_cast<double*>(o);
 #pragma omp parallel for schedule(static)
-        for (std::ptrdiff_t i = 0; i < count; ++i) d[i] = d[i] * scale_inv;
-    } else if (to == Wide::f32) {
-        decode_array(from, Wide::f32, in, o, n);
-        auto* d = static_cast<float*>(o);
+            for (std::ptrdiff_t i = 0; i < count; ++i) d[i] = d[i] * scale_inv;
+        } else if (to == Wide::f32) {
+            decode_array(from, Wide::f32, in, o, n);
+            auto* d = static_cast<float*>(o);
 #pragma omp parallel for schedule(static)
-        for (std::ptrdiff_t i = 0; i < count; ++i) d[i] = d[i] * inv32;
-    } else {
-        std::vector<float> tmp(n);
-        decode_array(from, Wide::f32, in, tmp.data(), n);
-        auto* d = static_cast<std::uint16_t*>(o);
-        emu::with_wide(to, [&](auto w) {
-            using W = decltype(w);
+            for (std::ptrdiff_t i = 0; i < count; ++i) d[i] = d[i] * inv32;
+        } else {
+            std::vector<float> tmp(n);
+            decode_array(from, Wide::f32, in, tmp.data(), n);
+            auto* d = static_cast<std::uint16_t*>(o);
+            emu::with_wide(to, [&](auto w) {
+                using W = decltype(w);
 #pragma omp parallel for schedule(static)
-            for (std::ptrdiff_t i = 0; i < count; ++i) {
-                std::uint32_t b;
-                const float v = tmp[i] * inv32;
-                std::memcpy(&b, &v, sizeof b);
-                d[i] = static_cast<std::uint16_t>(emu::convert<emu::Binary32, W>(b, emu::kDecodePolicy));
-            }
-        });
-    }
+                for (std::ptrdiff_t i = 0; i < count; ++i) {
+                    std::uint32_t b;
+                    const float v = tmp[i] * inv32;
+                    std::memcpy(&b, &v, sizeof b);
+                    d[i] = static_cast<std::uint16_t>(emu::convert<emu::Binary32, W>(b, emu::kDecodePolicy));
+                }
+            });
+        }
     }
     return out;
 }
@@ -229,8 +230,8 @@ pyb::list formats() {
     return out;
 }
 
-pyb::dict policy_dict(const std::string& format, const std::string& wide, const OptStr& profile,
-                      const OptStr& rounding, const OptStr& overflow, const OptStr& nan) {
+pyb::dict policy_dict(const std::string& format, const std::string& wide, const OptStr& profile, const OptStr& rounding,
+                      const OptStr& overflow, const OptStr& nan) {
     const Format to = require_format(format, "format");
     const Policy p = resolve_policy(to, require_wide(wide, "dtype"), profile, rounding, overflow, nan);
     pyb::dict d;
@@ -245,7 +246,8 @@ pyb::dict policy_dict(const std::string& format, const std::string& wide, const 
 // convert/hadamard.hpp): bits of a 2-D (rows, cols) array in, bits of (cols, rows) out.
 pyb::array te_rht16_py(const pyb::array& x, const std::string& wide, bool random_signs) {
     const Wide w = require_wide(wide, "dtype");
-    if (x.ndim() != 2) throw std::invalid_argument(fmt::format("x: a 2-D array is needed, got {} dimensions", x.ndim()));
+    if (x.ndim() != 2)
+        throw std::invalid_argument(fmt::format("x: a 2-D array is needed, got {} dimensions", x.ndim()));
     const auto rows = static_cast<std::size_t>(x.shape(0)), cols = static_cast<std::size_t>(x.shape(1));
     const void* in = contiguous_data(x, wide_size(w), "x");
     std::vector<unsigned char> out;
@@ -269,20 +271,24 @@ pyb::array te_rht16_py(const pyb::array& x, const std::string& wide, bool random
 void bind_convert(pyb::module_& m) {
     m.def("te_rht16_bits", &te_rht16_py, pyb::arg("x"), pyb::arg("wide"), pyb::arg("random_signs"));
     using namespace pyb::literals;
-    m.def("quantize_bits", &quantize, "x"_a, "wide"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a,
-          "nan"_a, "scale"_a, "seed"_a, "index_offset"_a);
+    m.def("quantize_bits", &quantize, "x"_a, "wide"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a,
+          "scale"_a, "seed"_a, "index_offset"_a);
     m.def("dequantize_bits", &dequantize, "codes"_a, "format"_a, "wide"_a, "scale_inv"_a);
-    m.def("encode", &encode_scalar, "value"_a, "format"_a, "wide"_a, "profile"_a, "rounding"_a, "overflow"_a,
-          "nan"_a, "random"_a);
-    m.def("decode", [](int code, const std::string& format) {
-        const Format f = require_format(format, "format");
-        return decode_value(f, require_code(code, f));
-    }, "code"_a, "format"_a);
+    m.def("encode", &encode_scalar, "value"_a, "format"_a, "wide"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a,
+          "random"_a);
+    m.def(
+        "decode",
+        [](int code, const std::string& format) {
+            const Format f = require_format(format, "format");
+            return decode_value(f, require_code(code, f));
+        },
+        "code"_a, "format"_a);
     m.def("code_info", &code_info, "code"_a, "format"_a);
     m.def("formats", &formats);
     m.def("policy", &policy_dict, "format"_a, "wide"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a);
-    m.def("stochastic_bits", [](std::uint64_t seed, std::uint64_t index) { return emu::stochastic_bits(seed, index); },
-          "seed"_a, "index"_a);
+    m.def(
+        "stochastic_bits", [](std::uint64_t seed, std::uint64_t index) { return emu::stochastic_bits(seed, index); },
+        "seed"_a, "index"_a);
 }
 
 }  // namespace fp8kit::py

@@ -41,8 +41,10 @@ float* fp(Ptr p) { return reinterpret_cast<float*>(p); }
 Wide kernel_wide(const std::string& s, const char* arg) {
     const Wide w = require_wide(s, arg);
     if (w == Wide::f64)
-        throw std::invalid_argument(fmt::format("{}: float64 device arrays are not supported by the CUDA "
-                                                "kernels (float32, float16, bfloat16)", arg));
+        throw std::invalid_argument(
+            fmt::format("{}: float64 device arrays are not supported by the CUDA "
+                        "kernels (float32, float16, bfloat16)",
+                        arg));
     return w;
 }
 
@@ -53,9 +55,9 @@ Format kernel_format(const std::string& s, bool cast_only) {
     return f;
 }
 
-void quantize(Ptr in, const std::string& wide, Ptr out, std::size_t n, const std::string& format,
-              const OptStr& profile, const OptStr& rounding, const OptStr& overflow, const OptStr& nan,
-              double scale, std::uint64_t seed, std::uint64_t first, Ptr stream) {
+void quantize(Ptr in, const std::string& wide, Ptr out, std::size_t n, const std::string& format, const OptStr& profile,
+              const OptStr& rounding, const OptStr& overflow, const OptStr& nan, double scale, std::uint64_t seed,
+              std::uint64_t first, Ptr stream) {
     const Wide w = kernel_wide(wide, "x");
     const Format f = kernel_format(format, true);
     const Policy p = resolve_policy(f, w, profile, rounding, overflow, nan);
@@ -63,8 +65,8 @@ void quantize(Ptr in, const std::string& wide, Ptr out, std::size_t n, const std
     cuda::quantize(f, w, vp(in), u8(out), n, p, static_cast<float>(scale), seed, first, vp(stream));
 }
 
-void dequantize(Ptr in, const std::string& format, Ptr out, const std::string& wide, std::size_t n,
-                double scale_inv, Ptr stream) {
+void dequantize(Ptr in, const std::string& format, Ptr out, const std::string& wide, std::size_t n, double scale_inv,
+                Ptr stream) {
     const Format f = kernel_format(format, true);
     const Wide w = kernel_wide(wide, "dtype");
     pyb::gil_scoped_release nogil;
@@ -94,8 +96,8 @@ void quantize_block(const std::string& kind, Ptr in, const std::string& wide, Pt
         cuda::quantize_block_128x128(f, w, vp(in), u8(out), rows, cols, p, fp(scales), o, seed, 0, vp(stream));
     else if (kind == "mx-floor" || kind == "mx-roundup")
         cuda::quantize_mx(f, w, vp(in), u8(out), rows, cols, p,
-                          kind == "mx-floor" ? cuda::MxRule::ocp_floor : cuda::MxRule::round_up, u8(scales), seed,
-                          0, vp(stream));
+                          kind == "mx-floor" ? cuda::MxRule::ocp_floor : cuda::MxRule::round_up, u8(scales), seed, 0,
+                          vp(stream));
     else
         throw std::invalid_argument(fmt::format("kind: unknown block kind '{}'", kind));
 }
@@ -125,13 +127,14 @@ pyb::dict block_layout(const std::string& recipe, bool is_json, const std::strin
 
 void quantize_recipe_blocks(const std::string& recipe, bool is_json, const std::string& role, Ptr in,
                             const std::string& wide, std::size_t rows, std::size_t cols, Ptr codes, bool packed,
-                            Ptr scale_codes, Ptr scale, Ptr scale_inv, Ptr global_amax, std::uint64_t seed, Ptr stream) {
+                            Ptr scale_codes, Ptr scale, Ptr scale_inv, Ptr global_amax, std::uint64_t seed,
+                            Ptr stream) {
     const Wide w = kernel_wide(wide, "x");
     const BlockRecipe br = block_recipe_of(recipe, is_json, role, cols);
     if (!cuda::has_cast_kernels(br.format))
         throw std::invalid_argument(fmt::format("recipe: no CUDA kernel for its format {}", name(br.format)));
-    const cuda::BlockSpec spec{br.format, br.rule, br.block_rows, br.block_cols, br.policy, br.epsilon, br.pow2,
-                               br.value_for_inf, br.columnwise_rht};
+    const cuda::BlockSpec spec{br.format,  br.rule, br.block_rows,    br.block_cols,    br.policy,
+                               br.epsilon, br.pow2, br.value_for_inf, br.columnwise_rht};
     pyb::gil_scoped_release nogil;
     cuda::quantize_blocks(spec, w, vp(in), rows, cols, u8(codes), packed, u8(scale_codes), fp(scale), fp(scale_inv),
                           fp(global_amax), seed, vp(stream));
@@ -146,8 +149,8 @@ pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::strin
     QuantStats s;
     {
         pyb::gil_scoped_release nogil;
-        s = cuda::statistics(f, w, vp(in), n, p, static_cast<float>(scale), static_cast<float>(scale_inv), seed,
-                             0, vp(stream));
+        s = cuda::statistics(f, w, vp(in), n, p, static_cast<float>(scale), static_cast<float>(scale_inv), seed, 0,
+                             vp(stream));
     }
     return stats_dict(s);
 }
@@ -181,9 +184,11 @@ pyb::object block_stats_plan(const std::string& recipe, bool is_json, const std:
         return pyb::none();
     }
     if (br.block_rows < 1 || !cuda::has_cast_kernels(br.format) || br.format == Format::e8m0) return pyb::none();
-    const cuda::BlockStatsPlan p{br.format, w, br.policy,
-                                 numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
-                                 br.block_rows, br.block_cols, br.columnwise_rht};
+    const cuda::BlockStatsPlan p{
+        br.format,        w,
+        br.policy,        numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
+        br.block_rows,    br.block_cols,
+        br.columnwise_rht};
     return pyb::cast(p);
 }
 
@@ -229,8 +234,8 @@ pyb::dict block_stats_sync(const cuda::BlockStatsPlan& p, Ptr in, std::size_t ro
             cuda::device_memset(mem, 0, rb);
             cuda::synchronize();  // the zeroed record before the launch on any stream
             auto* tile_amax = reinterpret_cast<float*>(mem + rb + ws);
-            cuda::block_statistics_async(p, vp(in), rows, cols, reinterpret_cast<cuda::StatsRecord*>(mem), fp(scale_inv),
-                                         mem + rb, seed, vp(stream), tile_amax, tile_amax + b.blocks,
+            cuda::block_statistics_async(p, vp(in), rows, cols, reinterpret_cast<cuda::StatsRecord*>(mem),
+                                         fp(scale_inv), mem + rb, seed, vp(stream), tile_amax, tile_amax + b.blocks,
                                          tile_amax + 2 * b.blocks);
             cuda::synchronize();
             cuda::copy_to_host(&rec, mem, rb);
@@ -273,8 +278,8 @@ struct StatsGroup {
 };
 StatsGroup stats_group(const std::vector<StatsPlan>& plans) { return {plans}; }
 
-void watch(const StatsGroup& g, Ptr in, const std::string& wide, std::size_t n, Ptr amax,
-           Ptr records, Ptr workspace, std::uint32_t sample, std::uint64_t seed, Ptr stream, bool compute_amax) {
+void watch(const StatsGroup& g, Ptr in, const std::string& wide, std::size_t n, Ptr amax, Ptr records, Ptr workspace,
+           std::uint32_t sample, std::uint64_t seed, Ptr stream, bool compute_amax) {
     const Wide w = kernel_wide(wide, "x");
     const std::vector<StatsPlan>& group = g.plans;
     for (const auto& p : group)
@@ -312,9 +317,10 @@ void watch_batch_add(WatchBatch& b, const StatsGroup& g, Ptr in, const std::stri
 }
 
 // The columns of stats_rows, in the monitor's order.
-const char* const kRowColumns[] = {"numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal",
-                                   "overflow", "te_underflow", "te_overflow", "mse", "sqnr_db",
-                                   "dynamic_range_binades", "sample"};
+const char* const kRowColumns[] = {
+    "numel",     "amax",     "min_nonzero",  "zeros",       "nan", "inf",     "underflow",
+    "subnormal", "overflow", "te_underflow", "te_overflow", "mse", "sqnr_db", "dynamic_range_binades",
+    "sample"};
 
 // Records copied to host memory at `host` as one tuple each (kRowColumns): what a monitor row
 // keeps, without the histogram.
@@ -377,8 +383,8 @@ pyb::tuple validate(Ptr in, const std::string& wide, Ptr codes, std::size_t n, s
     ValidateReport r;
     {
         pyb::gil_scoped_release nogil;
-        cuda::ValidateScan s = cuda::validate_scan(req.to, req.from, vp(in), u8(codes), n, req.policy, sc,
-                                                   detect_policies, vp(stream));
+        cuda::ValidateScan s =
+            cuda::validate_scan(req.to, req.from, vp(in), u8(codes), n, req.policy, sc, detect_policies, vp(stream));
         req.scaling.blocks = s.scales.data();  // the S the scan used, on the host
         req.scaling.block_count = s.scales.size();
         MismatchScan m;
@@ -413,37 +419,37 @@ void bind_cuda(pyb::module_& m) {
 #ifdef FP8KIT_PY_CUDA
     m.def("cuda_quantize", &quantize, "x"_a, "wide"_a, "out"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a,
           "overflow"_a, "nan"_a, "scale"_a, "seed"_a, "index_offset"_a, "stream"_a);
-    m.def("cuda_dequantize", &dequantize, "codes"_a, "format"_a, "out"_a, "wide"_a, "n"_a, "scale_inv"_a,
-          "stream"_a);
+    m.def("cuda_dequantize", &dequantize, "codes"_a, "format"_a, "out"_a, "wide"_a, "n"_a, "scale_inv"_a, "stream"_a);
     m.def("cuda_amax", &amax, "x"_a, "wide"_a, "n"_a, "out"_a, "stream"_a);
-    m.def("cuda_quantize_block", &quantize_block, "kind"_a, "x"_a, "wide"_a, "out"_a, "rows"_a, "cols"_a,
-          "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a, "scales"_a, "pow2"_a, "epsilon"_a,
-          "seed"_a, "stream"_a);
+    m.def("cuda_quantize_block", &quantize_block, "kind"_a, "x"_a, "wide"_a, "out"_a, "rows"_a, "cols"_a, "format"_a,
+          "profile"_a, "rounding"_a, "overflow"_a, "nan"_a, "scales"_a, "pow2"_a, "epsilon"_a, "seed"_a, "stream"_a);
     m.def("cuda_block_layout", &block_layout, "recipe"_a, "is_json"_a, "role"_a, "rows"_a, "cols"_a);
     m.def("cuda_quantize_blocks", &quantize_recipe_blocks, "recipe"_a, "is_json"_a, "role"_a, "x"_a, "wide"_a, "rows"_a,
           "cols"_a, "codes"_a, "packed"_a, "scale_codes"_a, "scale"_a, "scale_inv"_a, "global_amax"_a, "seed"_a,
           "stream"_a);
-    m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a,
-          "nan"_a, "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
+    m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a,
+          "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
     pyb::class_<StatsPlan>(m, "CudaStatsPlan");
     m.def("cuda_stats_plan", &stats_plan, "recipe"_a, "is_json"_a, "role"_a, "wide"_a, "format"_a, "rounding"_a,
           "overflow"_a, "nan"_a);
-    m.def("cuda_stats_async", &stats_async, "plans"_a, "x"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a,
-          "sample"_a, "seed"_a, "stream"_a);
+    m.def("cuda_stats_async", &stats_async, "plans"_a, "x"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a, "sample"_a,
+          "seed"_a, "stream"_a);
     m.def("cuda_stats_rows", &stats_rows, "host"_a, "count"_a);
     pyb::class_<cuda::BlockStatsPlan>(m, "CudaBlockStatsPlan")
-        .def_property_readonly("block_shape", [](const cuda::BlockStatsPlan& p) { return pyb::make_tuple(p.block_rows, p.block_cols); })
+        .def_property_readonly(
+            "block_shape", [](const cuda::BlockStatsPlan& p) { return pyb::make_tuple(p.block_rows, p.block_cols); })
         .def_property_readonly("columnwise_rht", [](const cuda::BlockStatsPlan& p) { return p.columnwise_rht; })
-        .def_property_readonly("global_amax", [](const cuda::BlockStatsPlan& p) {
-            return numerics::rule_uses_global_amax(p.rule.rule);
-        });
+        .def_property_readonly(
+            "global_amax", [](const cuda::BlockStatsPlan& p) { return numerics::rule_uses_global_amax(p.rule.rule); });
     m.def("cuda_block_stats_plan", &block_stats_plan, "recipe"_a, "is_json"_a, "role"_a, "wide"_a, "cols"_a);
     m.def("cuda_block_stats", &block_stats_sync, "plan"_a, "x"_a, "rows"_a, "cols"_a, "scale_inv"_a, "seed"_a,
           "stream"_a);
     m.def("cuda_block_stats_async", &block_stats_async, "plan"_a, "x"_a, "rows"_a, "cols"_a, "record"_a, "scale_inv"_a,
           "workspace"_a, "seed"_a, "stream"_a, "tile_amax"_a = Ptr{0}, "tile_min"_a = Ptr{0}, "global_amax"_a = Ptr{0});
     m.def("cuda_block_grid", &block_grid, "plan"_a, "rows"_a, "cols"_a);
-    pyb::class_<StatsGroup>(m, "CudaStatsGroup").def_property_readonly("size", [](const StatsGroup& g) { return g.plans.size(); });
+    pyb::class_<StatsGroup>(m, "CudaStatsGroup").def_property_readonly("size", [](const StatsGroup& g) {
+        return g.plans.size();
+    });
     m.def("cuda_stats_group", &stats_group, "plans"_a);
     m.def("cuda_watch", &watch, "group"_a, "x"_a, "wide"_a, "n"_a, "amax"_a, "records"_a, "workspace"_a, "sample"_a,
           "seed"_a, "stream"_a, "compute_amax"_a = true);
@@ -454,8 +460,8 @@ void bind_cuda(pyb::module_& m) {
     m.def("cuda_stats_workspace_bytes", &cuda::statistics_workspace_bytes);
     m.def("cuda_watch_workspace_bytes", &cuda::watch_workspace_bytes);
     pyb::class_<WatchBatch>(m, "CudaWatchBatch")
-        .def("add", &watch_batch_add, "group"_a, "x"_a, "wide"_a, "n"_a, "amax"_a, "records"_a, "sample"_a,
-             "seed"_a, "compute_amax"_a = true)
+        .def("add", &watch_batch_add, "group"_a, "x"_a, "wide"_a, "n"_a, "amax"_a, "records"_a, "sample"_a, "seed"_a,
+             "compute_amax"_a = true)
         .def("flush", [](WatchBatch& b) { b.batch->flush(); })
         .def_property_readonly("pending", [](const WatchBatch& b) { return b.batch->pending(); });
     m.def("cuda_watch_batch", &watch_batch, "stream"_a);

@@ -77,7 +77,8 @@ public:
     // Tensor i as raw bits of its delivered type (uint64/uint32/uint16) in its shape.
     pyb::array read(std::size_t i) {
         if (i >= dump_->tensors().size())
-            throw std::out_of_range(fmt::format("tensor index {} out of range ({} tensors)", i, dump_->tensors().size()));
+            throw std::out_of_range(
+                fmt::format("tensor index {} out of range ({} tensors)", i, dump_->tensors().size()));
         const auto& t = dump_->tensors()[i];
         std::vector<pyb::ssize_t> shape(t.shape.begin(), t.shape.end());
         pyb::array out;
@@ -111,7 +112,8 @@ public:
     // inspect::analyse of tensor i: what `fp8kit inspect` computes for it.
     pyb::dict analyse(std::size_t i, const std::string& recipe, bool is_json, const OptStr& format) {
         if (i >= dump_->tensors().size())
-            throw std::out_of_range(fmt::format("tensor index {} out of range ({} tensors)", i, dump_->tensors().size()));
+            throw std::out_of_range(
+                fmt::format("tensor index {} out of range ({} tensors)", i, dump_->tensors().size()));
         inspect::Options opts;
         opts.recipe = is_json ? recipe_from_json(nlohmann::json::parse(recipe), "recipe") : parse_recipe(recipe);
         inspect::check_recipe(opts.recipe);

@@ -29,9 +29,11 @@ std::vector<std::size_t> dims(const pyb::array& a) {
 // a, b: 2-D uint8 codes; scales: float32 arrays (scalar, rowwise, block by shape).
 Operands operands(const pyb::array& a, const pyb::array& b, const std::string& fa, const std::string& fb,
                   const pyb::array& sa, const pyb::array& sb, const std::string& out) {
-    if (a.ndim() != 2 || b.ndim() != 2) throw std::invalid_argument("a and b must be 2-D uint8 code arrays (M x K, N x K)");
+    if (a.ndim() != 2 || b.ndim() != 2)
+        throw std::invalid_argument("a and b must be 2-D uint8 code arrays (M x K, N x K)");
     if (a.shape(1) != b.shape(1))
-        throw std::invalid_argument(fmt::format("b: K = {} differs from a's K = {} (b must be N x K)", b.shape(1), a.shape(1)));
+        throw std::invalid_argument(
+            fmt::format("b: K = {} differs from a's K = {} (b must be N x K)", b.shape(1), a.shape(1)));
     Operands o;
     auto& rq = o.rq;
     rq.k = static_cast<std::size_t>(a.shape(1));
@@ -39,7 +41,8 @@ Operands operands(const pyb::array& a, const pyb::array& b, const std::string& f
             require_format(fa, "a_format")};
     rq.b = {static_cast<const std::uint8_t*>(contiguous_data(b, 1, "b")), static_cast<std::size_t>(b.shape(0)),
             require_format(fb, "b_format")};
-    if (out != "f32" && out != "bf16") throw std::invalid_argument(fmt::format("out_dtype: '{}' (choose f32 or bf16)", out));
+    if (out != "f32" && out != "bf16")
+        throw std::invalid_argument(fmt::format("out_dtype: '{}' (choose f32 or bf16)", out));
     rq.out = out == "f32" ? gemm::OutType::f32 : gemm::OutType::bf16;
     for (int w = 0; w < 2; ++w) {
         const pyb::array& s = w ? sb : sa;
@@ -87,10 +90,11 @@ std::vector<std::uint32_t> gemm_on_cuda(const gemm::GemmRequest& rq, const gemm:
 #endif
 }
 
-pyb::array_t<std::uint32_t> gemm_bits(const pyb::array& a, const pyb::array& b, const std::string& fa, const std::string& fb,
-                                      const pyb::array& sa, const pyb::array& sb, const std::string& accum,
-                                      const std::string& out, const std::string& device) {
-    if (device != "cpu" && device != "cuda") throw std::invalid_argument(fmt::format("device: '{}' (choose cpu or cuda)", device));
+pyb::array_t<std::uint32_t> gemm_bits(const pyb::array& a, const pyb::array& b, const std::string& fa,
+                                      const std::string& fb, const pyb::array& sa, const pyb::array& sb,
+                                      const std::string& accum, const std::string& out, const std::string& device) {
+    if (device != "cpu" && device != "cuda")
+        throw std::invalid_argument(fmt::format("device: '{}' (choose cpu or cuda)", device));
     Operands o = operands(a, b, fa, fb, sa, sb, out);
     const gemm::AccumModel m = gemm::parse_model(accum);
     std::vector<std::uint32_t> d;
@@ -105,11 +109,13 @@ pyb::array_t<std::uint32_t> gemm_bits(const pyb::array& a, const pyb::array& b, 
 
 // (report JSON, summary text)
 pyb::tuple validate_gemm_bits(const pyb::array& d, const pyb::array& a, const pyb::array& b, const std::string& fa,
-                              const std::string& fb, const pyb::array& sa, const pyb::array& sb, const std::string& out) {
+                              const std::string& fb, const pyb::array& sa, const pyb::array& sb,
+                              const std::string& out) {
     Operands o = operands(a, b, fa, fb, sa, sb, out);
     const std::size_t n = o.rq.a.rows * o.rq.b.rows;
     if (static_cast<std::size_t>(d.size()) != n)
-        throw std::invalid_argument(fmt::format("d: {} elements for a {} x {} GEMM", d.size(), o.rq.a.rows, o.rq.b.rows));
+        throw std::invalid_argument(
+            fmt::format("d: {} elements for a {} x {} GEMM", d.size(), o.rq.a.rows, o.rq.b.rows));
     const auto* p = static_cast<const std::uint32_t*>(contiguous_data(d, 4, "d"));
     const std::vector<std::uint32_t> user(p, p + n);
     gemm::GemmComparison c;

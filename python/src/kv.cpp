@@ -24,7 +24,9 @@ void bind_kv(pyb::module_& m) {
             }
             for (const auto& s : policies) {
                 auto p = kv::parse_policy(s);
-                if (!p) throw kv::KvError("policy '" + s + "': unknown (one, vllm_first_batch, tensor, modelopt, head, token_head)");
+                if (!p)
+                    throw kv::KvError("policy '" + s +
+                                      "': unknown (one, vllm_first_batch, tensor, modelopt, head, token_head)");
                 o.policies.push_back(*p);
             }
             kv::Report r;

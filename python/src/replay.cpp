@@ -67,7 +67,8 @@ pyb::dict te_stats(const std::string& path) {
         d["values"] = to_array(s.values);
         std::vector<std::uint8_t> ok(s.steps.size());
         for (std::size_t k = 0; k < ok.size(); ++k) ok[k] = s.readable(k);
-        d["readable"] = pyb::array_t<bool>(static_cast<pyb::ssize_t>(ok.size()), reinterpret_cast<const bool*>(ok.data()));
+        d["readable"] =
+            pyb::array_t<bool>(static_cast<pyb::ssize_t>(ok.size()), reinterpret_cast<const bool*>(ok.data()));
         series.append(d);
     }
     pyb::dict out;
@@ -79,8 +80,7 @@ pyb::dict te_stats(const std::string& path) {
 
 pyb::dict replay_series(const std::string& recipe, bool is_json, const std::string& tensor,
                         pyb::array_t<std::int64_t, pyb::array::c_style | pyb::array::forcecast> steps,
-                        pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast> amax,
-                        const OptStr& format) {
+                        pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast> amax, const OptStr& format) {
     const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe), "recipe") : parse_recipe(recipe);
     if (steps.size() != amax.size())
         throw std::invalid_argument(fmt::format("amax: {} values for {} steps", amax.size(), steps.size()));
@@ -91,8 +91,8 @@ pyb::dict replay_series(const std::string& recipe, bool is_json, const std::stri
     s.amax.assign(amax.data(), amax.data() + amax.size());
     for (std::size_t i = 1; i < s.steps.size(); ++i)
         if (s.steps[i] <= s.steps[i - 1])
-            throw std::invalid_argument(fmt::format("steps: not strictly increasing at index {} ({} after {})", i,
-                                                    s.steps[i], s.steps[i - 1]));
+            throw std::invalid_argument(
+                fmt::format("steps: not strictly increasing at index {} ({} after {})", i, s.steps[i], s.steps[i - 1]));
     std::optional<Format> forced;
     if (format) forced = require_format(*format, "format");
     replay::SeriesResult res;
@@ -154,8 +154,11 @@ pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, const swe
     d["format"] = std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
     d["grid"] = cand.grid;
     d["blockwise"] = cand.blockwise;
-    if (!cand.grid) d["min_safe_margin"] = pyb::none();
-    else d["min_safe_margin"] = series_outcomes ? sw.min_safe_margin(c, *series_outcomes) : sw.min_safe_margin(c, -1, cls);
+    if (!cand.grid)
+        d["min_safe_margin"] = pyb::none();
+    else
+        d["min_safe_margin"] =
+            series_outcomes ? sw.min_safe_margin(c, *series_outcomes) : sw.min_safe_margin(c, -1, cls);
     return d;
 }
 
@@ -240,12 +243,16 @@ void bind_replay(pyb::module_& m) {
     m.def("read_trace", &read_trace, "path"_a);
     m.def("te_stats", &te_stats, "path"_a);
     m.def("replay_series", &replay_series, "recipe"_a, "is_json"_a, "tensor"_a, "steps"_a, "amax"_a, "format"_a);
-    m.def("overflows", [](float amax, float scale, const std::string& f) {
-        return replay::overflows(amax, scale, require_format(f, "format"));
-    }, "amax"_a, "scale"_a, "format"_a);
+    m.def(
+        "overflows",
+        [](float amax, float scale, const std::string& f) {
+            return replay::overflows(amax, scale, require_format(f, "format"));
+        },
+        "amax"_a, "scale"_a, "format"_a);
     m.def("sweep", &sweep_inputs, "files"_a, "include"_a, "formats"_a, "blocks"_a, "comm"_a = pyb::none());
-    m.def("classify_tensor", [](const std::string& n) { return std::string(name(recipe_slot(guess_role(n)))); },
-          "name"_a);
+    m.def(
+        "classify_tensor", [](const std::string& n) { return std::string(name(recipe_slot(guess_role(n)))); },
+        "name"_a);
 }
 
 }  // namespace fp8kit::py

@@ -95,10 +95,10 @@ pyb::dict adam_report_dict(const sim::AdamReport& r) {
 // A whole simulation over dumps (simulate::run_msamp), as the CLI runs it: the rows, the flags
 // and the notes. Strings are parsed by lib's parsers; their errors become ValueError.
 pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::vector<int>& ranks,
-                    const std::vector<std::string>& paths, const std::vector<std::string>& orders, const std::string& hop,
-                    double spread, std::uint64_t seed, const sim::AdamHyper& h, const std::string& optimizer,
-                    const std::vector<std::string>& te_dtypes, bool fp32_master, const std::string& optimizer_grad,
-                    const std::vector<std::string>& include) {
+                    const std::vector<std::string>& paths, const std::vector<std::string>& orders,
+                    const std::string& hop, double spread, std::uint64_t seed, const sim::AdamHyper& h,
+                    const std::string& optimizer, const std::vector<std::string>& te_dtypes, bool fp32_master,
+                    const std::string& optimizer_grad, const std::vector<std::string>& include) {
     sim::MsampRunOptions o;
     o.o2 = o2;
     o.ranks = ranks;
@@ -146,21 +146,23 @@ pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::v
 }
 
 void bind_simulate(pyb::module_& m) {
-    m.def("msamp_simulate_dumps", [](const std::vector<std::string>& files, bool o2, const std::vector<int>& ranks,
-                                     const std::vector<std::string>& paths, const std::vector<std::string>& orders,
-                                     const std::string& hop, double spread, std::uint64_t seed, double lr, double beta1,
-                                     double beta2, double eps, double weight_decay, const std::string& optimizer,
-                                     const std::vector<std::string>& te_dtypes, bool fp32_master,
-                                     const std::string& optimizer_grad, const std::vector<std::string>& include) {
-        return run_dumps(files, o2, ranks, paths, orders, hop, spread, seed, sim::AdamHyper{lr, beta1, beta2, eps, weight_decay, true},
-                         optimizer, te_dtypes, fp32_master, optimizer_grad, include);
-    });
+    m.def("msamp_simulate_dumps",
+          [](const std::vector<std::string>& files, bool o2, const std::vector<int>& ranks,
+             const std::vector<std::string>& paths, const std::vector<std::string>& orders, const std::string& hop,
+             double spread, std::uint64_t seed, double lr, double beta1, double beta2, double eps, double weight_decay,
+             const std::string& optimizer, const std::vector<std::string>& te_dtypes, bool fp32_master,
+             const std::string& optimizer_grad, const std::vector<std::string>& include) {
+              return run_dumps(files, o2, ranks, paths, orders, hop, spread, seed,
+                               sim::AdamHyper{lr, beta1, beta2, eps, weight_decay, true}, optimizer, te_dtypes,
+                               fp32_master, optimizer_grad, include);
+          });
     m.def("msamp_compute_scaling_factor", [](F32Array amax, F32Array scale, float fp_max, int margin) {
         if (scale.size() != amax.size() && scale.size() != 1)
             throw std::invalid_argument(fmt::format("scale: {} values for {} amaxes", scale.size(), amax.size()));
         std::vector<float> out(static_cast<std::size_t>(amax.size()));
         for (std::size_t i = 0; i < out.size(); ++i)
-            out[i] = sim::compute_scaling_factor(amax.data()[i], scale.data()[scale.size() == 1 ? 0 : i], fp_max, margin);
+            out[i] =
+                sim::compute_scaling_factor(amax.data()[i], scale.data()[scale.size() == 1 ? 0 : i], fp_max, margin);
         return to_array(out);
     });
     m.def("msamp_allreduce", [](F32Array ranks, const std::vector<std::string>& orders, const std::string& path,
@@ -171,11 +173,11 @@ void bind_simulate(pyb::module_& m) {
         for (std::size_t k = 0; k < r.size(); ++k) r[k].assign(ranks.data() + k * cols, ranks.data() + (k + 1) * cols);
         return result_dict(run(*sim::explicit_ranks(std::move(r)), orders, path, hop, old_scale));
     });
-    m.def("msamp_allreduce_split", [](F32Array g, int n, double spread, std::uint64_t seed,
-                                      const std::vector<std::string>& orders, const std::string& path,
-                                      const std::string& hop, float old_scale) {
-        return result_dict(run(*sim::split_ranks(to_vector(g), n, spread, seed), orders, path, hop, old_scale));
-    });
+    m.def("msamp_allreduce_split",
+          [](F32Array g, int n, double spread, std::uint64_t seed, const std::vector<std::string>& orders,
+             const std::string& path, const std::string& hop, float old_scale) {
+              return result_dict(run(*sim::split_ranks(to_vector(g), n, spread, seed), orders, path, hop, old_scale));
+          });
     m.def("msamp_split_rank", [](F32Array g, int n, double spread, std::uint64_t seed, int rank) {
         auto s = sim::split_ranks(to_vector(g), n, spread, seed);
         if (rank < 0 || rank >= n) throw std::invalid_argument(fmt::format("rank {}: must be 0..{}", rank, n - 1));
@@ -186,12 +188,15 @@ void bind_simulate(pyb::module_& m) {
     pyb::class_<sim::MsampAdam>(m, "MsampAdam")
         .def(pyb::init([](F32Array w, F32Array m, F32Array v, double lr, double beta1, double beta2, double eps,
                           double weight_decay, bool bias_correction, std::int64_t step, bool fp16_master) {
-                 sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
-                 return sim::MsampAdam(to_vector(w), to_vector(m), to_vector(v), h, step, fp16_master);
-             }))
-        .def("step", [](sim::MsampAdam& a, F32Array g, std::optional<F32Array> ref) {
-            ref ? a.step(to_vector(g), to_vector(*ref)) : a.step(to_vector(g));
-        }, pyb::arg("grad"), pyb::arg("ref_grad") = pyb::none())
+            sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
+            return sim::MsampAdam(to_vector(w), to_vector(m), to_vector(v), h, step, fp16_master);
+        }))
+        .def(
+            "step",
+            [](sim::MsampAdam& a, F32Array g, std::optional<F32Array> ref) {
+                ref ? a.step(to_vector(g), to_vector(*ref)) : a.step(to_vector(g));
+            },
+            pyb::arg("grad"), pyb::arg("ref_grad") = pyb::none())
         .def_property_readonly("steps", &sim::MsampAdam::steps)
         .def_property_readonly("m_codes", [](const sim::MsampAdam& a) { return to_array(a.m_codes()); })
         .def_property_readonly("v_bits", [](const sim::MsampAdam& a) { return to_array(a.v_bits()); })
@@ -220,18 +225,23 @@ void bind_simulate(pyb::module_& m) {
         .def(pyb::init([](F32Array w, F32Array m, F32Array v, double lr, double beta1, double beta2, double eps,
                           double weight_decay, bool bias_correction, std::int64_t step, const std::string& m_dtype,
                           const std::string& v_dtype, const std::string& master_dtype) {
-                 sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
-                 sim::TeAdamOptions o{sim::parse_state_dtype(m_dtype), sim::parse_state_dtype(v_dtype),
-                                      sim::parse_state_dtype(master_dtype)};
-                 return sim::TeFusedAdam(to_vector(w), to_vector(m), to_vector(v), h, step, o);
-             }))
-        .def("step", [](sim::TeFusedAdam& a, F32Array g, std::optional<F32Array> ref) {
-            ref ? a.step(to_vector(g), to_vector(*ref)) : a.step(to_vector(g));
-        }, pyb::arg("grad"), pyb::arg("ref_grad") = pyb::none())
+            sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
+            sim::TeAdamOptions o{sim::parse_state_dtype(m_dtype), sim::parse_state_dtype(v_dtype),
+                                 sim::parse_state_dtype(master_dtype)};
+            return sim::TeFusedAdam(to_vector(w), to_vector(m), to_vector(v), h, step, o);
+        }))
+        .def(
+            "step",
+            [](sim::TeFusedAdam& a, F32Array g, std::optional<F32Array> ref) {
+                ref ? a.step(to_vector(g), to_vector(*ref)) : a.step(to_vector(g));
+            },
+            pyb::arg("grad"), pyb::arg("ref_grad") = pyb::none())
         .def_property_readonly("steps", &sim::TeFusedAdam::steps)
         .def_property_readonly("exp_avg", [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.m_state()); })
-        .def_property_readonly("exp_avg_sq", [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.v_state()); })
-        .def_property_readonly("master", [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.master_state()); })
+        .def_property_readonly("exp_avg_sq",
+                               [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.v_state()); })
+        .def_property_readonly("master",
+                               [state_dict](const sim::TeFusedAdam& a) { return state_dict(a.master_state()); })
         .def_property_readonly("weight", [](const sim::TeFusedAdam& a) { return to_array(a.weight()); })
         .def_property_readonly("ref_weight", [](const sim::TeFusedAdam& a) { return to_array(a.ref_weight()); })
         .def_property_readonly("ref_m", [](const sim::TeFusedAdam& a) { return to_array(a.ref_m()); })

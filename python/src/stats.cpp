@@ -100,7 +100,9 @@ float amax(const pyb::array& x, const std::string& wide) {
 pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::string& recipe_json_or_name,
                       bool is_json, const std::string& role) {
     const Wide w = require_wide(wide, "dtype");
-    if (x.ndim() != 2) throw std::invalid_argument(fmt::format("x: a 2-D array is needed for block statistics, got {} dimensions", x.ndim()));
+    if (x.ndim() != 2)
+        throw std::invalid_argument(
+            fmt::format("x: a 2-D array is needed for block statistics, got {} dimensions", x.ndim()));
     const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe_json_or_name), "recipe")
                                  : parse_recipe(recipe_json_or_name);
     const Role ro = parse_recipe_slot(role);
@@ -119,25 +121,27 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
     }
     pyb::dict d = block_stats_dict(b, br.format);
     // One scale per block, in the grid's shape (scale_inv holds grid_rows * grid_cols values).
-    d["scale_inv"] = pyb::array_t<float>(std::vector<pyb::ssize_t>{static_cast<pyb::ssize_t>(b.grid_rows),
-                                                                     static_cast<pyb::ssize_t>(b.grid_cols)},
-                                         b.scale_inv.data());
+    d["scale_inv"] = pyb::array_t<float>(
+        std::vector<pyb::ssize_t>{static_cast<pyb::ssize_t>(b.grid_rows), static_cast<pyb::ssize_t>(b.grid_cols)},
+        b.scale_inv.data());
     return d;
 }
 
-
 // Codes and block scales of a block recipe; packed: two E2M1 codes per byte along each row,
 // element 2i in the low nibble (torch float4_e2m1fn_x2, cuda_fp4.h __nv_fp4x2, TE's NVFP4 data).
-pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const std::string& recipe_text,
-                             bool is_json, const std::string& role, bool packed, std::uint64_t seed) {
+pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const std::string& recipe_text, bool is_json,
+                             const std::string& role, bool packed, std::uint64_t seed) {
     const Wide w = require_wide(wide, "dtype");
-    if (x.ndim() != 2) throw std::invalid_argument(fmt::format("x: a 2-D array is needed for a block recipe, got {} dimensions", x.ndim()));
-    const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe_text), "recipe") : parse_recipe(recipe_text);
+    if (x.ndim() != 2)
+        throw std::invalid_argument(
+            fmt::format("x: a 2-D array is needed for a block recipe, got {} dimensions", x.ndim()));
+    const RecipeSpec r =
+        is_json ? recipe_from_json(nlohmann::json::parse(recipe_text), "recipe") : parse_recipe(recipe_text);
     const auto rows = static_cast<std::size_t>(x.shape(0)), cols = static_cast<std::size_t>(x.shape(1));
     const BlockRecipe br = block_recipe(r, parse_recipe_slot(role), cols);
     if (packed && br.format != Format::e2m1)
-        throw std::invalid_argument(fmt::format("packed=True: only e2m1 codes are packed two per byte (recipe '{}' casts to {})",
-                                                r.name, name(br.format)));
+        throw std::invalid_argument(fmt::format(
+            "packed=True: only e2m1 codes are packed two per byte (recipe '{}' casts to {})", r.name, name(br.format)));
     // The codes' rows are x's columns for the column-wise copy (columnwise_rht: TE's RHT).
     const std::size_t out_cols = br.columnwise_rht ? rows : cols;
     if (packed && out_cols % 2 != 0)
@@ -186,9 +190,10 @@ pyb::dict tile_summary(const pyb::array_t<float, pyb::array::c_style | pyb::arra
                        const pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>& tile_min) {
     const std::size_t n = static_cast<std::size_t>(scale_inv.size());
     if (static_cast<std::size_t>(tile_amax.size()) != n || static_cast<std::size_t>(tile_min.size()) != n)
-        throw std::invalid_argument(fmt::format("tile_summary: scale_inv, tile_amax and tile_min must have one value "
-                                                "per tile each (got {}, {}, {})",
-                                                n, tile_amax.size(), tile_min.size()));
+        throw std::invalid_argument(
+            fmt::format("tile_summary: scale_inv, tile_amax and tile_min must have one value "
+                        "per tile each (got {}, {}, {})",
+                        n, tile_amax.size(), tile_min.size()));
     BlockStats b;
     b.blocks = n;
     b.scale_inv.assign(scale_inv.data(), scale_inv.data() + n);
@@ -203,8 +208,8 @@ pyb::dict tile_summary(const pyb::array_t<float, pyb::array::c_style | pyb::arra
 
 void bind_stats(pyb::module_& m) {
     using namespace pyb::literals;
-    m.def("stats", &stats, "x"_a, "wide"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a,
-          "scale"_a, "scale_inv"_a, "seed"_a);
+    m.def("stats", &stats, "x"_a, "wide"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a, "scale"_a,
+          "scale_inv"_a, "seed"_a);
     m.def("amax", &amax, "x"_a, "wide"_a);
     m.def("quantize_blocks", &quantize_blocks_py, "x"_a, "wide"_a, "recipe"_a, "is_json"_a, "role"_a, "packed"_a,
           "seed"_a);

@@ -31,10 +31,10 @@ namespace {
 // each rank compares its share of the blocks (cluster::validate, as `mpirun fp8kit validate`) and
 // rank 0 returns the tuple, the others None.
 pyb::object validate_bits(const pyb::array& input, const std::string& wide, const pyb::array& codes,
-                         const std::string& format, const OptStr& profile, const OptStr& rounding,
-                         const OptStr& overflow, const OptStr& nan, const std::string& mode, double value,
-                         const std::string& layout, const std::optional<pyb::array>& blocks,
-                         std::size_t examples, bool detect_policies, const pyb::object& comm) {
+                          const std::string& format, const OptStr& profile, const OptStr& rounding,
+                          const OptStr& overflow, const OptStr& nan, const std::string& mode, double value,
+                          const std::string& layout, const std::optional<pyb::array>& blocks, std::size_t examples,
+                          bool detect_policies, const pyb::object& comm) {
     ValidateRequest req;
     req.from = require_wide(wide, "dtype");
     req.to = require_format(format, "format");
@@ -50,7 +50,8 @@ pyb::object validate_bits(const pyb::array& input, const std::string& wide, cons
     req.scaling.cols = input.ndim() == 0 ? 1 : static_cast<std::size_t>(input.shape(input.ndim() - 1));
     req.scaling.rows = req.scaling.cols == 0 ? 0 : req.n / req.scaling.cols;
     if (req.scaling.layout != BlockLayout::tensor) {
-        if (!blocks) throw std::invalid_argument(fmt::format("block_scales: layout {} needs one scale per block", layout));
+        if (!blocks)
+            throw std::invalid_argument(fmt::format("block_scales: layout {} needs one scale per block", layout));
         req.scaling.blocks = static_cast<const float*>(contiguous_data(*blocks, 4, "block_scales"));
         req.scaling.block_count = static_cast<std::size_t>(blocks->size());
     }
@@ -62,8 +63,10 @@ pyb::object validate_bits(const pyb::array& input, const std::string& wide, cons
     std::optional<ValidateReport> r;
     {
         pyb::gil_scoped_release nogil;
-        if (pc) r = cluster::validate(*pc, req, opts);
-        else r = validate(req, opts);
+        if (pc)
+            r = cluster::validate(*pc, req, opts);
+        else
+            r = validate(req, opts);
     }
     if (!r) return pyb::none();
     return pyb::make_tuple(r->json(), r->summary(), describe_consistency(*r));
@@ -75,14 +78,22 @@ pyb::array_t<float> stored_scale_values(const pyb::array& scales, const std::str
                                         double global, const std::string& layout, std::size_t rows, std::size_t cols,
                                         const std::string& mode) {
     StoredScales st;
-    if (type == "f32") st.type = ScaleType::f32;
-    else if (type == "e8m0") st.type = ScaleType::e8m0;
-    else if (type == "e4m3") st.type = ScaleType::e4m3;
-    else throw std::invalid_argument(fmt::format("scales_dtype: '{}' (choose f32, e8m0 or e4m3)", type));
-    if (order == "row-major") st.order = ScaleOrder::row_major;
-    else if (order == "padded") st.order = ScaleOrder::padded;
-    else if (order == "swizzled") st.order = ScaleOrder::swizzled;
-    else throw std::invalid_argument(fmt::format("scales_layout: '{}' (choose row-major, padded or swizzled)", order));
+    if (type == "f32")
+        st.type = ScaleType::f32;
+    else if (type == "e8m0")
+        st.type = ScaleType::e8m0;
+    else if (type == "e4m3")
+        st.type = ScaleType::e4m3;
+    else
+        throw std::invalid_argument(fmt::format("scales_dtype: '{}' (choose f32, e8m0 or e4m3)", type));
+    if (order == "row-major")
+        st.order = ScaleOrder::row_major;
+    else if (order == "padded")
+        st.order = ScaleOrder::padded;
+    else if (order == "swizzled")
+        st.order = ScaleOrder::swizzled;
+    else
+        throw std::invalid_argument(fmt::format("scales_layout: '{}' (choose row-major, padded or swizzled)", order));
     st.data = contiguous_data(scales, st.type == ScaleType::f32 ? 4 : 1, "block_scales");
     st.count = static_cast<std::size_t>(scales.size());
     st.global = static_cast<float>(global);
@@ -112,8 +123,8 @@ pyb::object check_te_file(const std::string& path) {
 void bind_validate(pyb::module_& m) {
     using namespace pyb::literals;
     m.def("validate", &validate_bits, "input"_a, "wide"_a, "output"_a, "format"_a, "profile"_a, "rounding"_a,
-          "overflow"_a, "nan"_a, "mode"_a, "value"_a, "layout"_a, "block_scales"_a, "examples"_a,
-          "detect_policies"_a, "comm"_a = pyb::none());
+          "overflow"_a, "nan"_a, "mode"_a, "value"_a, "layout"_a, "block_scales"_a, "examples"_a, "detect_policies"_a,
+          "comm"_a = pyb::none());
     m.def("check_te_quantized", &check_te_file, "path"_a);
     m.def("stored_scale_values", &stored_scale_values, "scales"_a, "type"_a, "order"_a, "global_scale"_a, "layout"_a,
           "rows"_a, "cols"_a, "mode"_a);

@@ -9,6 +9,7 @@ model.safetensors.index.json. Layers are added until GIB of FP8 weights are writ
 
     python3 scripts/bench/make_big_checkpoint.py OUT_DIR [GIB=2.0]
 """
+
 import json
 import os
 import struct
@@ -19,9 +20,15 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "..", "..", "data", "checkpoints", "ct_fp8", "config.json")
 HIDDEN, INTER = 4096, 11008
-PROJ = [("self_attn.q_proj", HIDDEN, HIDDEN), ("self_attn.k_proj", HIDDEN, HIDDEN), ("self_attn.v_proj", HIDDEN, HIDDEN),
-        ("self_attn.o_proj", HIDDEN, HIDDEN), ("mlp.gate_proj", INTER, HIDDEN), ("mlp.up_proj", INTER, HIDDEN),
-        ("mlp.down_proj", HIDDEN, INTER)]
+PROJ = [
+    ("self_attn.q_proj", HIDDEN, HIDDEN),
+    ("self_attn.k_proj", HIDDEN, HIDDEN),
+    ("self_attn.v_proj", HIDDEN, HIDDEN),
+    ("self_attn.o_proj", HIDDEN, HIDDEN),
+    ("mlp.gate_proj", INTER, HIDDEN),
+    ("mlp.up_proj", INTER, HIDDEN),
+    ("mlp.down_proj", HIDDEN, INTER),
+]
 SHARD = 2 << 30
 
 
@@ -57,6 +64,7 @@ def main(out, gib):
         def write(f):
             for start in range(0, n, block.size):
                 f.write(block[: min(block.size, n - start)].tobytes())
+
         return write
 
     def flush():
@@ -72,7 +80,7 @@ def main(out, gib):
             if shard_bytes + n > SHARD:
                 flush()
             shard.append((name + ".weight", "F8_E4M3", [rows, cols], n, codes(n)))
-            for s, v in (("weight_scale", 2.0 ** -9), ("input_scale", 2.0 ** -6)):
+            for s, v in (("weight_scale", 2.0**-9), ("input_scale", 2.0**-6)):
                 b = bf16(v)
                 shard.append((f"{name}.{s}", "BF16", [1], 2, lambda f, b=b: f.write(b)))
             shard_bytes += n + 4
@@ -85,8 +93,14 @@ def main(out, gib):
     with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
         json.dump({"metadata": {"total_size": sum(t[3] for s in shards for t in s)}, "weight_map": weight_map}, f)
     cfg = json.load(open(SRC))
-    cfg.update(hidden_size=HIDDEN, intermediate_size=INTER, num_hidden_layers=layers, num_attention_heads=32,
-               num_key_value_heads=32, head_dim=128)
+    cfg.update(
+        hidden_size=HIDDEN,
+        intermediate_size=INTER,
+        num_hidden_layers=layers,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        head_dim=128,
+    )
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=1)
     print(f"{out}: {layers} layers, {layers * per_layer / 1e9:.2f} GB of FP8 weights in {len(shards)} shards")

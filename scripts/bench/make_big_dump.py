@@ -7,6 +7,7 @@ KIND gzip: every tensor float32 with shuffle + deflate; f32 / bf16: every tensor
 FIRST_STEP (default 0) numbers the steps (8 tensors a step) from there, so that several files
 make one run's distinct steps (sweep refuses a step dumped twice).
 Usage: make_big_dump.py OUT.h5 [GiB] [mixed|gzip|f32|bf16] [FIRST_STEP]"""
+
 import sys
 
 import h5py
@@ -23,15 +24,18 @@ nbytes = 0
 with h5py.File(out, "w") as f:
     i = 0
     while nbytes < gib * (1 << 30):
-        x = (rng.standard_normal((rows, cols), dtype=np.float32)
-             * np.exp(rng.standard_normal((rows, 1), dtype=np.float32) * 2)).astype(np.float32)
+        x = (
+            rng.standard_normal((rows, cols), dtype=np.float32)
+            * np.exp(rng.standard_normal((rows, 1), dtype=np.float32) * 2)
+        ).astype(np.float32)
         g = f.create_group(f"step_{first_step + i // 8:06d}/layer{i % 8}")
         if kind == "f32":
             ds = g.create_dataset("output", data=x)
             nbytes += x.nbytes
         elif kind == "gzip" or (kind == "mixed" and i % 2 == 0):
-            ds = g.create_dataset("output", data=x, chunks=(256, cols), compression="gzip",
-                                  compression_opts=1, shuffle=True)
+            ds = g.create_dataset(
+                "output", data=x, chunks=(256, cols), compression="gzip", compression_opts=1, shuffle=True
+            )
             nbytes += x.nbytes
         else:
             b = (x.view(np.uint32) >> 16).astype(np.uint16)  # bf16 bits (truncated; fine for timing)

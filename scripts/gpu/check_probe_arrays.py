@@ -4,6 +4,7 @@ torch._scaled_mm's D per case) against fp8kit's models with `fp8kit validate --g
 any machine: no GPU needed. Prints one line per case: mismatching elements per model.
 
 Usage: python3 check_probe_arrays.py FP8KIT_BINARY probe_arrays.npz"""
+
 import json
 import os
 import subprocess
@@ -28,8 +29,22 @@ def main():
                 if f"{c}_{part}" in z.files:
                     files[part] = os.path.join(tmp, part + ".npy")
                     np.save(files[part], z[f"{c}_{part}"])
-            args = [binary, "validate", "--gemm", "--a", files["a"], "--b", files["b"], "--b-format", fb,
-                    "--output", files["d"], "--out-dtype", out, "--json"]
+            args = [
+                binary,
+                "validate",
+                "--gemm",
+                "--a",
+                files["a"],
+                "--b",
+                files["b"],
+                "--b-format",
+                fb,
+                "--output",
+                files["d"],
+                "--out-dtype",
+                out,
+                "--json",
+            ]
             for part, opt in (("sa", "--scale-a"), ("sb", "--scale-b")):
                 if part in files:
                     args += [opt, files[part]]

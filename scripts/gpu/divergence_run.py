@@ -27,6 +27,7 @@ divergence"), where the exact commands are. MX FP4 and NVFP4 operands are quanti
 (fp8kit has no CUDA kernel for them): about 0.4 s per step on the GPU machine's 16 cores.
 Usage: divergence_run.py OUT [--steps N] [--lr LR[,LR...]] [--runs bf16,quant] [--device cuda] ...
 """
+
 import argparse
 import csv
 import glob
@@ -47,8 +48,11 @@ def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("out")
     p.add_argument("--steps", type=int, default=600)
-    p.add_argument("--lr", default="4e-2", help="learning rate, or a comma-separated ladder: each LR trains "
-                   "both runs into OUT/lr_<LR>/")
+    p.add_argument(
+        "--lr",
+        default="4e-2",
+        help="learning rate, or a comma-separated ladder: each LR trains both runs into OUT/lr_<LR>/",
+    )
     p.add_argument("--warmup", type=int, default=50)
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--seq", type=int, default=128)
@@ -64,8 +68,9 @@ def parse():
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--runs", default="bf16,quant")
-    p.add_argument("--watch-recipe", default="none",
-                   help="Watcher's recipe for the overflow signals ('none': trend signals only)")
+    p.add_argument(
+        "--watch-recipe", default="none", help="Watcher's recipe for the overflow signals ('none': trend signals only)"
+    )
     p.add_argument("--keep-stats", action="store_true", help="keep the monitor's stats.csv / stats.json")
     p.add_argument("--time-limit", type=float, default=0, help="seconds per run (0: none); the summary says so")
     return p.parse_args()
@@ -79,10 +84,16 @@ def corpus(dev):
 
 def make_model(a):
     torch.manual_seed(a.seed)
-    cfg = transformers.LlamaConfig(vocab_size=256, hidden_size=a.hidden, intermediate_size=3 * a.hidden,
-                                   num_hidden_layers=a.layers, num_attention_heads=a.heads,
-                                   num_key_value_heads=a.heads, max_position_embeddings=a.seq,
-                                   tie_word_embeddings=False)
+    cfg = transformers.LlamaConfig(
+        vocab_size=256,
+        hidden_size=a.hidden,
+        intermediate_size=3 * a.hidden,
+        num_hidden_layers=a.layers,
+        num_attention_heads=a.heads,
+        num_key_value_heads=a.heads,
+        max_position_embeddings=a.seq,
+        tie_word_embeddings=False,
+    )
     cfg._attn_implementation = "sdpa"
     return transformers.LlamaForCausalLM(cfg).to(a.device)
 
@@ -105,12 +116,12 @@ def train(a, name, data, lr, root):
     mon = ft.Monitor(model, recipes=["te-current"], every=1, out_dir=out)
     wopt = {} if a.watch_recipe == "none" else {"recipe": a.watch_recipe}
     watcher = fp8kit.Watcher(name=name, **({"recipe": None} if not wopt else wopt))
-    gen = torch.Generator().manual_seed(a.seed + 1)   # the same batches in both runs
+    gen = torch.Generator().manual_seed(a.seed + 1)  # the same batches in both runs
     rows, live, losses = [], [], []
     div_step, t0, seen = None, time.time(), 0
     for step in range(a.steps):
         idx = torch.randint(0, len(data) - a.seq - 1, (a.batch,), generator=gen)
-        x = torch.stack([data[i:i + a.seq] for i in idx.tolist()])
+        x = torch.stack([data[i : i + a.seq] for i in idx.tolist()])
         with torch.autocast(device_type=a.device.split(":")[0], dtype=torch.bfloat16):
             loss = model(input_ids=x, labels=x).loss
         loss.backward()
@@ -134,8 +145,7 @@ def train(a, name, data, lr, root):
         if a.time_limit and time.time() - t0 > a.time_limit:
             break
         if step % 100 == 0:
-            print(f"{name} step {step} loss {losses[-1]:.4f} gnorm {float(gn):.3g} {time.time() - t0:.0f}s",
-                  flush=True)
+            print(f"{name} step {step} loss {losses[-1]:.4f} gnorm {float(gn):.3g} {time.time() - t0:.0f}s", flush=True)
     elapsed = time.time() - t0
     mon.close()
     with open(os.path.join(out, "loss.csv"), "w", newline="") as f:
@@ -158,34 +168,49 @@ def train(a, name, data, lr, root):
     first = {}
     for w in live:
         first.setdefault(w["signal"], {"polled_at": w["polled_at"], "step": w.get("step"), "tensor": w["tensor"]})
-    return {"steps_run": len(rows), "seconds": round(elapsed, 1), "divergence_step": div_step,
-            "final_loss": losses[-1], "min_loss": min(losses), "min_loss_step": int(np.argmin(losses)),
-            "first_warning_step": live[0]["polled_at"] if live else None,
-            "first_warning": live[0] if live else None, "first_by_signal": first,
-            # early training moves every amax (both runs warn then); the warnings from --min-step on
-            "first_warning_from_min_step": next((w["polled_at"] for w in live if w["polled_at"] >= a.min_step), None),
-            "warnings_from_min_step": [(w["polled_at"], w["signal"], w["tensor"]) for w in live
-                                       if w["polled_at"] >= a.min_step][:20],
-            "warnings_live": len(live), "warnings_watch": len(report["warnings"]),
-            "warnings_watch_defaults": len(defaults["warnings"]),
-            "stopped_by_time_limit": bool(a.time_limit and elapsed > a.time_limit and len(rows) < a.steps)}
+    return {
+        "steps_run": len(rows),
+        "seconds": round(elapsed, 1),
+        "divergence_step": div_step,
+        "final_loss": losses[-1],
+        "min_loss": min(losses),
+        "min_loss_step": int(np.argmin(losses)),
+        "first_warning_step": live[0]["polled_at"] if live else None,
+        "first_warning": live[0] if live else None,
+        "first_by_signal": first,
+        # early training moves every amax (both runs warn then); the warnings from --min-step on
+        "first_warning_from_min_step": next((w["polled_at"] for w in live if w["polled_at"] >= a.min_step), None),
+        "warnings_from_min_step": [
+            (w["polled_at"], w["signal"], w["tensor"]) for w in live if w["polled_at"] >= a.min_step
+        ][:20],
+        "warnings_live": len(live),
+        "warnings_watch": len(report["warnings"]),
+        "warnings_watch_defaults": len(defaults["warnings"]),
+        "stopped_by_time_limit": bool(a.time_limit and elapsed > a.time_limit and len(rows) < a.steps),
+    }
 
 
 def main():
     a = parse()
     os.makedirs(a.out, exist_ok=True)
     data = corpus(a.device)
-    summary = {"settings": vars(a), "command": " ".join(sys.argv), "torch": torch.__version__, "transformers": transformers.__version__,
-               "device_name": torch.cuda.get_device_name() if a.device.startswith("cuda") else "cpu",
-               "divergence_rule": f"first step >= {a.min_step} with loss not finite or > {a.k} x running minimum"}
+    summary = {
+        "settings": vars(a),
+        "command": " ".join(sys.argv),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "device_name": torch.cuda.get_device_name() if a.device.startswith("cuda") else "cpu",
+        "divergence_rule": f"first step >= {a.min_step} with loss not finite or > {a.k} x running minimum",
+    }
     lrs = [float(x) for x in a.lr.split(",")]
     for lr in lrs:
         root = a.out if len(lrs) == 1 else os.path.join(a.out, f"lr_{lr:g}")
         res = summary.setdefault(f"lr_{lr:g}", {})
         for name in a.runs.split(","):
             res[name] = train(a, name, data, lr, root)
-            print(f"lr {lr:g}", name, json.dumps({k: v for k, v in res[name].items() if k != "first_warning"}),
-                  flush=True)
+            print(
+                f"lr {lr:g}", name, json.dumps({k: v for k, v in res[name].items() if k != "first_warning"}), flush=True
+            )
             with open(os.path.join(a.out, "summary.json"), "w") as f:  # rewritten as runs finish
                 json.dump(summary, f, indent=1, allow_nan=True)
     with open(os.path.join(a.out, "summary.json"), "w") as f:

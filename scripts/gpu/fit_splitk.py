@@ -10,6 +10,7 @@ Prints, per case and hypothesis, the number of differing elements.
 Usage: TILES=22[,20,...] python3 fit_splitk.py FP8KIT_BINARY DIR   (DIR holds probe_splitk.py's files)
        python3 fit_splitk.py FP8KIT_BINARY DIR --validate   (every case through `fp8kit validate --gemm`)
 """
+
 import os
 import subprocess
 import sys
@@ -22,9 +23,30 @@ def run_gemm(binary, tmp, a, b, fb, accum):
     pa, pb, pd = (os.path.join(tmp, n) for n in ("a.npy", "b.npy", "d.npy"))
     np.save(pa, np.ascontiguousarray(a))
     np.save(pb, np.ascontiguousarray(b))
-    subprocess.run([binary, "gemm", pa, pb, "--a-format", "e4m3", "--b-format", fb, "--scale-a", "1",
-                    "--scale-b", "1", "--accum", accum, "--out-dtype", "f32", "-o", pd], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [
+            binary,
+            "gemm",
+            pa,
+            pb,
+            "--a-format",
+            "e4m3",
+            "--b-format",
+            fb,
+            "--scale-a",
+            "1",
+            "--scale-b",
+            "1",
+            "--accum",
+            accum,
+            "--out-dtype",
+            "f32",
+            "-o",
+            pd,
+        ],
+        check=True,
+        capture_output=True,
+    )
     return np.load(pd).astype(np.float32)
 
 
@@ -82,11 +104,12 @@ def main():
                             else:
                                 diff = int(np.sum(got != to_bf16_bits(d32)))
                             results[(key, tps)] = diff
-                            print(f"{key:45s} tiles/split={tps:3d} splits={len(rs):2d} differ={diff}/{got.size}", flush=True)
+                            print(
+                                f"{key:45s} tiles/split={tps:3d} splits={len(rs):2d} differ={diff}/{got.size}",
+                                flush=True,
+                            )
     bad = {k: v for k, v in results.items() if v}
     print(f"{len(results)} case-hypotheses, {len(bad)} with differences")
-
-
 
 
 def check_validate(binary, folder):
@@ -94,6 +117,7 @@ def check_validate(binary, folder):
     model its D matches; the expected one is sm90[-fast]-splitk for split-K shapes (K > 2816),
     sm90 for block scales (no fast accumulation with 128x128 blocks in torch 2.11)."""
     import json
+
     totals = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in sorted(os.listdir(folder)):
@@ -108,15 +132,39 @@ def check_validate(binary, folder):
                     np.save(files[part], z[f"{src}_{part}"])
                 out = "bf16" if z[key + "_d"].dtype == np.uint16 else "f32"
                 fb = "e5m2" if "_e5m2_" in key else "e4m3"
-                r = subprocess.run([binary, "validate", "--gemm", "--a", files["a"], "--b", files["b"],
-                                    "--a-format", "e4m3", "--b-format", fb, "--scale-a", files["sa"],
-                                    "--scale-b", files["sb"], "--output", files["d"], "--out-dtype", out, "--json"],
-                                   capture_output=True, text=True)
+                r = subprocess.run(
+                    [
+                        binary,
+                        "validate",
+                        "--gemm",
+                        "--a",
+                        files["a"],
+                        "--b",
+                        files["b"],
+                        "--a-format",
+                        "e4m3",
+                        "--b-format",
+                        fb,
+                        "--scale-a",
+                        files["sa"],
+                        "--scale-b",
+                        files["sb"],
+                        "--output",
+                        files["d"],
+                        "--out-dtype",
+                        out,
+                        "--json",
+                    ],
+                    capture_output=True,
+                    text=True,
+                )
                 if r.returncode not in (0, 1):
                     print(key, "error", r.stderr.strip())
                     continue
                 v = json.loads(r.stdout)
-                want = "sm90" if key.startswith("block") else ("sm90-fast-splitk" if "_fast1_" in key else "sm90-splitk")
+                want = (
+                    "sm90" if key.startswith("block") else ("sm90-fast-splitk" if "_fast1_" in key else "sm90-splitk")
+                )
                 miss = v["mismatches"].get(want)
                 totals[key] = miss
                 print(f"{key:48s} matched={v['matched']} {want}: {miss} of {z[key + '_d'].size} differ", flush=True)

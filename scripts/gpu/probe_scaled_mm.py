@@ -13,6 +13,7 @@ compares: tensorwise and rowwise, E4M3 x E4M3 and E4M3 x E5M2, f32 and bf16, bot
 random, wide-exponent and adversarial (cancelling) inputs, split-K shapes (the expected model
 follows the kernel the profiler names) and block scales (1x128 x 128x128).
 """
+
 import ctypes
 import json
 import os
@@ -28,8 +29,12 @@ FMT = {E4M3: "e4m3", E5M2: "e5m2"}
 
 
 def versions():
-    v = {"torch": torch.__version__, "cuda": torch.version.cuda, "device": torch.cuda.get_device_name(),
-         "capability": list(torch.cuda.get_device_capability())}
+    v = {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": torch.cuda.get_device_name(),
+        "capability": list(torch.cuda.get_device_capability()),
+    }
     a = torch.ones(16, 16, device="cuda").to(E4M3)
     one = torch.ones((), device="cuda")
     torch._scaled_mm(a, a.t(), one, one, out_dtype=torch.float32)
@@ -46,6 +51,7 @@ def versions():
 
 def kernels(fn):
     from torch.profiler import ProfilerActivity, profile
+
     fn()
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as p:
@@ -79,8 +85,24 @@ def validate(binary, tmp, a, b, fa, fb, sa, sb, d, out):
         np.save(pd, d.numpy().astype(np.float32))
     else:
         np.save(pd, d.view(torch.int16).numpy().view(np.uint16))
-    args = [binary, "validate", "--gemm", "--a", pa, "--b", pb, "--a-format", FMT[fa], "--b-format", FMT[fb],
-            "--output", pd, "--out-dtype", "f32" if out == torch.float32 else "bf16", "--json"]
+    args = [
+        binary,
+        "validate",
+        "--gemm",
+        "--a",
+        pa,
+        "--b",
+        pb,
+        "--a-format",
+        FMT[fa],
+        "--b-format",
+        FMT[fb],
+        "--output",
+        pd,
+        "--out-dtype",
+        "f32" if out == torch.float32 else "bf16",
+        "--json",
+    ]
     for name, s in (("--scale-a", sa), ("--scale-b", sb)):
         if np.ndim(s) == 0:
             args += [name, repr(float(np.float32(s)))]
@@ -100,8 +122,22 @@ def model_mismatches(binary, tmp, a, b, fa, fb, sa, sb, d, out, model):
     pa, pb, pr = (os.path.join(tmp, n) for n in ("a.npy", "b.npy", "ref.npy"))
     np.save(pa, a)
     np.save(pb, b)
-    args = [binary, "gemm", pa, pb, "--a-format", FMT[fa], "--b-format", FMT[fb], "--accum", model,
-            "--out-dtype", "f32" if out == torch.float32 else "bf16", "-o", pr]
+    args = [
+        binary,
+        "gemm",
+        pa,
+        pb,
+        "--a-format",
+        FMT[fa],
+        "--b-format",
+        FMT[fb],
+        "--accum",
+        model,
+        "--out-dtype",
+        "f32" if out == torch.float32 else "bf16",
+        "-o",
+        pr,
+    ]
     for name, s in (("--scale-a", sa), ("--scale-b", sb)):
         if np.ndim(s) == 0:
             args += [name, repr(float(np.float32(s)))]
@@ -125,7 +161,7 @@ def crafted():
     for j in range(8, 20):
         a = np.zeros((16, K), np.float32)
         b = np.ones((16, K), np.float32)
-        a[:, 0] = 256.0                        # product 256
+        a[:, 0] = 256.0  # product 256
         a[:, 1] = 2.0 ** (8 - j) if 8 - j >= -9 else 0
         a[1:, 1] = 1.75 * 2.0 ** (8 - j) if 8 - j >= -8 else 0  # rows 1..: 1.75 units (truncate vs round)
         out.append((f"align_j{j}", a, b))
@@ -134,7 +170,7 @@ def crafted():
     b = np.ones((16, K), np.float32)
     a[:, 0], a[:, 1] = 256.0, -256.0
     for r in range(62):
-        a[r, 2 + r] = 2.0 ** -3
+        a[r, 2 + r] = 2.0**-3
     b[:, 0] = b[:, 1] = 256.0
     # rows padded to a multiple of 16
     a = np.vstack([a, np.zeros((2, K), np.float32)])
@@ -174,6 +210,7 @@ def split_size(M, N, K, fast):
     if (M, N, K) not in _split_sizes:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         from probe_splitk import split_boundaries
+
         starts = split_boundaries(M, N, K)
         _split_sizes[(M, N, K)] = (starts[1] if len(starts) > 1 else K // 128) * 128
         print(f"{M}x{N}x{K}: split starts (tiles) {starts}", flush=True)
@@ -208,9 +245,14 @@ def block_operands(a_codes, b_codes, sa, sb):
 def acceptance_blocks(binary, tmp, rng, rows, totals):
     for M, N, K in [(128, 256, 1536), (256, 128, 2560), (384, 256, 640), (256, 256, 768)]:
         for kind in ("normal", "wide", "adversarial"):
-            a, b = codes(np.clip(inputs(rng, kind, (M, K), E4M3), -448, 448), E4M3), codes(np.clip(inputs(rng, kind, (N, K), E4M3), -448, 448), E4M3)
+            a, b = (
+                codes(np.clip(inputs(rng, kind, (M, K), E4M3), -448, 448), E4M3),
+                codes(np.clip(inputs(rng, kind, (N, K), E4M3), -448, 448), E4M3),
+            )
             sa = (2.0 ** rng.integers(-8, 5, (M, K // 128)) * rng.uniform(1, 2, (M, K // 128))).astype(np.float32)
-            sb = (2.0 ** rng.integers(-8, 5, (N // 128, K // 128)) * rng.uniform(1, 2, (N // 128, K // 128))).astype(np.float32)
+            sb = (2.0 ** rng.integers(-8, 5, (N // 128, K // 128)) * rng.uniform(1, 2, (N // 128, K // 128))).astype(
+                np.float32
+            )
             d = block_mm(a, b, sa, sb).cpu()
             for out in (torch.float32, torch.bfloat16):
                 dd = d if out == torch.float32 else d.to(torch.bfloat16)
@@ -220,9 +262,22 @@ def acceptance_blocks(binary, tmp, rng, rows, totals):
                 v = validate(binary, tmp, a, b, E4M3, E4M3, sa, sb, dd, out)
                 miss = model_mismatches(binary, tmp, a, b, E4M3, E4M3, sa, sb, dd, out, "sm90")
                 key = f"{M}x{N}x{K} e4m3 {kind} block split {'f32' if out == torch.float32 else 'bf16'}"
-                rows.append({"M": M, "N": N, "K": K, "b": "e4m3", "inputs": kind, "scaling": "block", "fast": False,
-                             "out": "f32" if out == torch.float32 else "bf16", "model": "sm90", "mismatches": miss,
-                             "matched": v.get("matched"), "error": v.get("error")})
+                rows.append(
+                    {
+                        "M": M,
+                        "N": N,
+                        "K": K,
+                        "b": "e4m3",
+                        "inputs": kind,
+                        "scaling": "block",
+                        "fast": False,
+                        "out": "f32" if out == torch.float32 else "bf16",
+                        "model": "sm90",
+                        "mismatches": miss,
+                        "matched": v.get("matched"),
+                        "error": v.get("error"),
+                    }
+                )
                 totals[key] = miss if miss is not None else -1
                 if miss:
                     print("MISMATCH", key, v.get("mismatches"), flush=True)
@@ -261,11 +316,24 @@ def acceptance(binary, outdir, seed):
                                 if split:  # the split size the crafted boundary scan measures on this shape
                                     want += f"-splitk:{split_size(M, N, K, fast)}"
                                 miss = model_mismatches(binary, tmp, a, b, E4M3, fb, sa, sb, d, out, want)
-                                row = {"M": M, "N": N, "K": K, "b": FMT[fb], "inputs": kind, "scaling": scaling, "fast": fast,
-                                       "out": "f32" if out == torch.float32 else "bf16", "model": want, "mismatches": miss,
-                                       "matched": v.get("matched"), "error": v.get("error")}
+                                row = {
+                                    "M": M,
+                                    "N": N,
+                                    "K": K,
+                                    "b": FMT[fb],
+                                    "inputs": kind,
+                                    "scaling": scaling,
+                                    "fast": fast,
+                                    "out": "f32" if out == torch.float32 else "bf16",
+                                    "model": want,
+                                    "mismatches": miss,
+                                    "matched": v.get("matched"),
+                                    "error": v.get("error"),
+                                }
                                 rows.append(row)
-                                key = f"{M}x{N}x{K} {FMT[fb]} {kind} {scaling} {'fast' if fast else 'split'} {row['out']}"
+                                key = (
+                                    f"{M}x{N}x{K} {FMT[fb]} {kind} {scaling} {'fast' if fast else 'split'} {row['out']}"
+                                )
                                 totals[key] = miss if miss is not None else -1
                                 if miss:
                                     print("MISMATCH", key, want, v.get("mismatches"), flush=True)
@@ -279,6 +347,7 @@ def acceptance(binary, outdir, seed):
         json.dump({"seed": seed, "versions": versions(), "rows": rows}, f, indent=1)
     print(f"acceptance seed {seed}: {len(totals)} cases, {len(bad)} not bit-exact", flush=True)
     from collections import Counter
+
     print("by expected model:", dict(Counter((r.get("model"), r.get("mismatches") == 0) for r in rows)), flush=True)
 
 
@@ -296,11 +365,15 @@ def main():
     for fast in (False, True):
         for out in (torch.float32, torch.bfloat16):
             key = f"tensorwise fast={fast} out={out}"
-            report["kernels"][key] = kernels(lambda: torch._scaled_mm(a16, b16.t(), one, one, out_dtype=out, use_fast_accum=fast))
+            report["kernels"][key] = kernels(
+                lambda: torch._scaled_mm(a16, b16.t(), one, one, out_dtype=out, use_fast_accum=fast)
+            )
     try:
         sa = torch.ones(64, 1, device="cuda")
         sb = torch.ones(1, 64, device="cuda")
-        report["kernels"]["rowwise bf16"] = kernels(lambda: torch._scaled_mm(a16, b16.t(), sa, sb, out_dtype=torch.bfloat16))
+        report["kernels"]["rowwise bf16"] = kernels(
+            lambda: torch._scaled_mm(a16, b16.t(), sa, sb, out_dtype=torch.bfloat16)
+        )
     except Exception as e:  # noqa: BLE001
         report["kernels"]["rowwise bf16"] = f"error: {e}"
     saved = {}
@@ -312,8 +385,7 @@ def main():
                 v = validate(binary, tmp, a, b, E4M3, E4M3, 1.0, 1.0, d, torch.float32)
                 saved[f"{name}_fast{int(fast)}_a"], saved[f"{name}_fast{int(fast)}_b"] = a, b
                 saved[f"{name}_fast{int(fast)}_d"] = d.numpy()
-                report["crafted"][f"{name} fast={fast}"] = {
-                    "first_column": d[:, 0].tolist()[:64], "validate": v}
+                report["crafted"][f"{name} fast={fast}"] = {"first_column": d[:, 0].tolist()[:64], "validate": v}
         # Random and wide-exponent inputs, tensorwise, f32 and bf16.
         for K in (16, 32, 48, 128, 160, 512, 1024, 4096):
             for fb in (E4M3, E5M2):
@@ -335,9 +407,23 @@ def main():
                             key = f"K{K}_{FMT[fb]}_{kind}_fast{int(fast)}_{'f32' if out == torch.float32 else 'bf16'}"
                             saved[key + "_a"], saved[key + "_b"] = a, b
                             saved[key + "_sa"], saved[key + "_sb"] = np.float32(sa), np.float32(sb)
-                            saved[key + "_d"] = d.float().numpy() if out == torch.float32 else d.view(torch.int16).numpy().view(np.uint16)
+                            saved[key + "_d"] = (
+                                d.float().numpy()
+                                if out == torch.float32
+                                else d.view(torch.int16).numpy().view(np.uint16)
+                            )
                             report["random"].append(row)
-                            print(K, FMT[fb], kind, fast, out, v.get("matched"), v.get("closest"), v.get("mismatches"), flush=True)
+                            print(
+                                K,
+                                FMT[fb],
+                                kind,
+                                fast,
+                                out,
+                                v.get("matched"),
+                                v.get("closest"),
+                                v.get("mismatches"),
+                                flush=True,
+                            )
         # Rowwise scales (a different kernel), bf16 and f32 output.
         for K in (64, 256, 1024):
             a = codes(rng.standard_normal((64, K)), E4M3)
@@ -349,13 +435,19 @@ def main():
                     try:
                         d = mm(a, b, E4M3, E4M3, sa, sb, fast, out)
                     except Exception as e:  # noqa: BLE001
-                        report["random"].append({"K": K, "rowwise": True, "fast": fast, "out": str(out), "error": str(e)[:300]})
+                        report["random"].append(
+                            {"K": K, "rowwise": True, "fast": fast, "out": str(out), "error": str(e)[:300]}
+                        )
                         continue
                     v = validate(binary, tmp, a, b, E4M3, E4M3, sa, sb, d, out)
-                    report["random"].append({"K": K, "b": "e4m3", "inputs": "normal rowwise", "fast": fast, "out": str(out), "validate": v})
+                    report["random"].append(
+                        {"K": K, "b": "e4m3", "inputs": "normal rowwise", "fast": fast, "out": str(out), "validate": v}
+                    )
                     key = f"row_K{K}_fast{int(fast)}_{'f32' if out == torch.float32 else 'bf16'}"
                     saved[key + "_a"], saved[key + "_b"], saved[key + "_sa"], saved[key + "_sb"] = a, b, sa, sb
-                    saved[key + "_d"] = d.float().numpy() if out == torch.float32 else d.view(torch.int16).numpy().view(np.uint16)
+                    saved[key + "_d"] = (
+                        d.float().numpy() if out == torch.float32 else d.view(torch.int16).numpy().view(np.uint16)
+                    )
                     print("rowwise", K, fast, out, v.get("matched"), v.get("closest"), v.get("mismatches"), flush=True)
         # Split-K shape: small M, N, large K.
         for K in (4096, 8192):
@@ -363,12 +455,15 @@ def main():
             b = codes(rng.standard_normal((16, K)), E4M3)
             for fast in (False, True):
                 report["kernels"][f"splitk 16x16x{K} fast={fast}"] = kernels(
-                    lambda: mm(a, b, E4M3, E4M3, 1.0, 1.0, fast, torch.float32))
+                    lambda: mm(a, b, E4M3, E4M3, 1.0, 1.0, fast, torch.float32)
+                )
                 d = mm(a, b, E4M3, E4M3, 1.0, 1.0, fast, torch.float32)
                 v = validate(binary, tmp, a, b, E4M3, E4M3, 1.0, 1.0, d, torch.float32)
                 key = f"splitk_K{K}_fast{int(fast)}_f32"
                 saved[key + "_a"], saved[key + "_b"], saved[key + "_d"] = a, b, d.numpy()
-                report["random"].append({"K": K, "b": "e4m3", "inputs": "normal 16x16", "fast": fast, "out": "f32", "validate": v})
+                report["random"].append(
+                    {"K": K, "b": "e4m3", "inputs": "normal 16x16", "fast": fast, "out": "f32", "validate": v}
+                )
                 print("splitk", K, fast, v.get("matched"), v.get("closest"), v.get("mismatches"), flush=True)
     np.savez_compressed(os.path.join(outdir, "probe_arrays.npz"), **saved)
     with open(os.path.join(outdir, "probe_scaled_mm.json"), "w") as f:

@@ -17,6 +17,7 @@ Saves everything a CPU-side analysis needs (no fp8kit binary on the GPU machine)
 Usage: python3 probe_splitk.py OUT_DIR [SEED]   (needs a CUDA GPU and torch)
 Then on any machine: scripts/gpu/fit_splitk.py FP8KIT_BINARY OUT_DIR (the splitk_*.npz files)
 """
+
 import json
 import os
 import sys
@@ -46,8 +47,18 @@ def as_saved(d):
     return d.float().cpu().numpy() if d.dtype == torch.float32 else d.view(torch.int16).cpu().numpy().view(np.uint16)
 
 
-SHAPES = [(16, 16, 4096), (16, 16, 8192), (32, 16, 8192), (16, 16, 16384), (16, 16, 32768),
-          (64, 64, 8192), (32, 32, 16384), (48, 80, 8192), (128, 128, 16384), (64, 64, 32768)]
+SHAPES = [
+    (16, 16, 4096),
+    (16, 16, 8192),
+    (32, 16, 8192),
+    (16, 16, 16384),
+    (16, 16, 32768),
+    (64, 64, 8192),
+    (32, 32, 16384),
+    (48, 80, 8192),
+    (128, 128, 16384),
+    (64, 64, 32768),
+]
 
 
 def shape_kernels(report):
@@ -71,26 +82,29 @@ def boundary_scan(saved):
         for fast in (True, False):
             result = np.zeros(len(positions), np.float32)
             for start in range(0, len(positions), M):
-                ps = positions[start:start + M]
+                ps = positions[start : start + M]
                 av = np.zeros((M, K), np.float32)
                 bv = np.zeros((N, K), np.float32)
                 av[:, 0] = 256.0
                 bv[:, 0] = 256.0
-                bv[:, 1:] = 2.0 ** -3
+                bv[:, 1:] = 2.0**-3
                 for r, p in enumerate(ps):
-                    av[r, p] = 2.0 ** -3
+                    av[r, p] = 2.0**-3
                 d = as_saved(mm(codes(av, E4M3), codes(bv, E4M3), E4M3, E4M3, 1.0, 1.0, fast, torch.float32))
-                result[start:start + len(ps)] = d[:len(ps), 0]
+                result[start : start + len(ps)] = d[: len(ps), 0]
             saved[f"scan_{M}x{N}x{K}_fast{int(fast)}_pos"] = positions.astype(np.int32)
             saved[f"scan_{M}x{N}x{K}_fast{int(fast)}_d"] = result
             survived = positions[result != 65536.0]
-            print(f"scan {M}x{N}x{K} fast={fast}: small product survives at {len(survived)} of {len(positions)} "
-                  f"positions; first ones {survived[:8].tolist()}", flush=True)
+            print(
+                f"scan {M}x{N}x{K} fast={fast}: small product survives at {len(survived)} of {len(positions)} "
+                f"positions; first ones {survived[:8].tolist()}",
+                flush=True,
+            )
 
 
-BOUNDARY_SHAPES = [(16, 16, K) for K in (4096, 6144, 8192, 9216, 10240, 12288, 14336, 16384, 20480, 24576,
-                                          32768, 49152, 65536)] + \
-                  [(64, 32, 20480), (16, 48, 9216), (32, 32, 12288), (48, 80, 12288), (64, 64, 24576)]
+BOUNDARY_SHAPES = [
+    (16, 16, K) for K in (4096, 6144, 8192, 9216, 10240, 12288, 14336, 16384, 20480, 24576, 32768, 49152, 65536)
+] + [(64, 32, 20480), (16, 48, 9216), (32, 32, 12288), (48, 80, 12288), (64, 64, 24576)]
 
 
 def split_boundaries(M, N, K, fast=True):
@@ -109,7 +123,7 @@ def split_boundaries(M, N, K, fast=True):
         av = np.zeros((M, K), np.float32)
         for r, t in enumerate(ts):
             av[r, t * 128] = 256.0
-            av[r, (t + 1) * 128] = 2.0 ** -9
+            av[r, (t + 1) * 128] = 2.0**-9
         d = as_saved(mm(codes(av, E4M3), b, E4M3, E4M3, 1.0, 1.0, fast, torch.float32))
         starts += [t + 1 for r, t in enumerate(ts) if d[r, 0] != 65536.0]
     return starts
@@ -118,12 +132,18 @@ def split_boundaries(M, N, K, fast=True):
 def boundary_scan2(report):
     rows = {}
     for M, N, K in BOUNDARY_SHAPES:
-        names = kernels(lambda: mm(codes(np.ones((M, K)), E4M3), codes(np.ones((N, K)), E4M3), E4M3, E4M3, 1.0, 1.0, True,
-                                   torch.float32))
+        names = kernels(
+            lambda: mm(
+                codes(np.ones((M, K)), E4M3), codes(np.ones((N, K)), E4M3), E4M3, E4M3, 1.0, 1.0, True, torch.float32
+            )
+        )
         starts = split_boundaries(M, N, K)
         sizes = [b - a for a, b in zip(starts, starts[1:] + [K // 128])]
-        rows[f"{M}x{N}x{K}"] = {"split_starts_tiles": starts, "tiles_per_split": sizes,
-                                "kernel": [n for n in names if "nvjet" in n]}
+        rows[f"{M}x{N}x{K}"] = {
+            "split_starts_tiles": starts,
+            "tiles_per_split": sizes,
+            "kernel": [n for n in names if "nvjet" in n],
+        }
         print(f"{M}x{N}x{K}: {len(starts)} splits, tiles {sizes}, {rows[f'{M}x{N}x{K}']['kernel']}", flush=True)
     report["boundaries"] = rows
 
@@ -133,8 +153,7 @@ def operand(rng, kind, shape, f):
     return codes(np.clip(inputs(rng, kind, shape, f), -lim, lim), f)
 
 
-RANDOM_SHAPES = [(16, 16, 8192), (32, 16, 8192), (16, 16, 16384), (64, 64, 8192), (48, 80, 8192),
-                 (32, 32, 16384)]
+RANDOM_SHAPES = [(16, 16, 8192), (32, 16, 8192), (16, 16, 16384), (64, 64, 8192), (48, 80, 8192), (32, 32, 16384)]
 
 
 def random_cases(saved, rng, shapes):
@@ -159,6 +178,7 @@ def block_call(a, b, sa, sb, out, fast):
     """torch's block-scaled _scaled_mm (probe_scaled_mm.block_operands gives the scale layouts)."""
     return torch._scaled_mm(*block_operands(a, b, sa, sb), out_dtype=out, use_fast_accum=fast)
 
+
 def decode(c, f):
     return torch.from_numpy(c).view(f).float().numpy().astype(np.float64)
 
@@ -169,12 +189,14 @@ def block_cases(saved, report, rng):
         for kind in ("normal", "wide", "adversarial"):
             a, b = operand(rng, kind, (M, K), E4M3), operand(rng, kind, (N, K), E4M3)
             sa = (2.0 ** rng.integers(-6, 4, (M, K // 128)) * rng.uniform(1, 2, (M, K // 128))).astype(np.float32)
-            sb = (2.0 ** rng.integers(-6, 4, (N // 128, K // 128)) * rng.uniform(1, 2, (N // 128, K // 128))).astype(np.float32)
+            sb = (2.0 ** rng.integers(-6, 4, (N // 128, K // 128)) * rng.uniform(1, 2, (N // 128, K // 128))).astype(
+                np.float32
+            )
             ad, bd = decode(a, E4M3), decode(b, E4M3)
             ref = np.zeros((M, N))
             for kb in range(K // 128):
                 ks = slice(kb * 128, kb * 128 + 128)
-                ref += (ad[:, ks] @ bd[:, ks].T) * sa[:, kb:kb + 1] * np.repeat(sb[:, kb], 128)[None, :N]
+                ref += (ad[:, ks] @ bd[:, ks].T) * sa[:, kb : kb + 1] * np.repeat(sb[:, kb], 128)[None, :N]
             for fast in (False, True):
                 for out in (torch.float32, torch.bfloat16):
                     key = f"block_{M}x{N}x{K}_{kind}_fast{int(fast)}_{'f32' if out == torch.float32 else 'bf16'}"
@@ -202,10 +224,14 @@ def main():
     rng = np.random.default_rng(seed)
     report = {"seed": seed, "versions": versions(), "kernels": {}}
     # One file per step (the device tool brings back files of at most 16 MiB).
-    steps = (("kernels", lambda s: shape_kernels(report)), ("scan", boundary_scan),
-             ("scan2", lambda s: boundary_scan2(report)),
-             ("random1", lambda s: random_cases(s, rng, RANDOM_SHAPES[:3])),
-             ("random2", lambda s: random_cases(s, rng, RANDOM_SHAPES[3:])), ("block", lambda s: block_cases(s, report, rng)))
+    steps = (
+        ("kernels", lambda s: shape_kernels(report)),
+        ("scan", boundary_scan),
+        ("scan2", lambda s: boundary_scan2(report)),
+        ("random1", lambda s: random_cases(s, rng, RANDOM_SHAPES[:3])),
+        ("random2", lambda s: random_cases(s, rng, RANDOM_SHAPES[3:])),
+        ("block", lambda s: block_cases(s, report, rng)),
+    )
     skip = set(os.environ.get("PROBE_SKIP", "").split(","))
     for name, step in steps:
         if name in skip:

@@ -7,6 +7,7 @@ own tempfile folders); the report lists them in the order given.
 
     .venv/bin/python scripts/test/run_notebooks.py [--jobs N] notebooks/*.ipynb
 """
+
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -19,8 +20,11 @@ from nbclient.exceptions import CellExecutionError
 
 def stale_outputs(nb):
     """Indices of code cells that carry outputs or an execution count."""
-    return [i for i, c in enumerate(nb.cells)
-            if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)]
+    return [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and (c.get("outputs") or c.get("execution_count") is not None)
+    ]
 
 
 def run_one(path):
@@ -32,19 +36,29 @@ def run_one(path):
         return False, f"{p}: cannot read notebook: {e}"
     stale = stale_outputs(nb)
     if stale:
-        return False, (f"{p}: committed with outputs in cell(s) {', '.join(map(str, stale))}; clear them "
-                       f"(jupyter nbconvert --clear-output --inplace {p})")
+        return False, (
+            f"{p}: committed with outputs in cell(s) {', '.join(map(str, stale))}; clear them "
+            f"(jupyter nbconvert --clear-output --inplace {p})"
+        )
     t0 = time.time()
-    client = NotebookClient(nb, kernel_name="python3", timeout=900,
-                            resources={"metadata": {"path": str(p.resolve().parent)}})
+    client = NotebookClient(
+        nb, kernel_name="python3", timeout=900, resources={"metadata": {"path": str(p.resolve().parent)}}
+    )
     try:
         client.execute()
     except CellExecutionError as e:
-        cell = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code" and any(
-            o.get("output_type") == "error" for o in c.get("outputs", []))), "?")
+        cell = next(
+            (
+                i
+                for i, c in enumerate(nb.cells)
+                if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.get("outputs", []))
+            ),
+            "?",
+        )
         return False, f"{p}: cell {cell} failed:\n{e}"
-    figures = sum(1 for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-                  if "image/png" in o.get("data", {}))
+    figures = sum(
+        1 for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if "image/png" in o.get("data", {})
+    )
     return True, f"{p}: ok ({len(nb.cells)} cells, {figures} figures, {time.time() - t0:.1f} s)"
 
 

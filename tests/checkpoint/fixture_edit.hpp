@@ -33,7 +33,8 @@ struct Tensor {
 };
 using Tensors = std::map<std::string, Tensor>;
 
-inline std::string planted(const fp8kit::test::ScratchDir& scratch, const std::string& fixture, const std::function<void(Tensors&)>& edit) {
+inline std::string planted(const fp8kit::test::ScratchDir& scratch, const std::string& fixture,
+                           const std::function<void(Tensors&)>& edit) {
     const fs::path src = kData + fixture, dst = fs::path(scratch.path()) / fixture;
     fs::create_directories(dst);
     for (const auto& e : fs::directory_iterator(src))

@@ -12,8 +12,8 @@
 using namespace fp8kit::test::ckpt;
 
 TEST_CASE("every fixture re-quantises bit for bit under its producer's preset", "[checkpoint]") {
-    const char* fixtures[] = {"ct_fp8", "ct_fp8_dynamic", "ct_fp8_block", "ct_nvfp4", "ct_nvfp4a16", "ct_mxfp4",
-                              "modelopt_fp8", "modelopt_fp8_block", "modelopt_nvfp4", "modelopt_mxfp4"};
+    const char* fixtures[] = {"ct_fp8",   "ct_fp8_dynamic", "ct_fp8_block",       "ct_nvfp4",       "ct_nvfp4a16",
+                              "ct_mxfp4", "modelopt_fp8",   "modelopt_fp8_block", "modelopt_nvfp4", "modelopt_mxfp4"};
     for (const char* f : fixtures) {
         INFO(f);
         all_bit_exact(check(kData + f, kOriginal));
@@ -66,7 +66,9 @@ TEST_CASE("ModelOpt KV scales: names vLLM loads and names it drops", "[checkpoin
 TEST_CASE("planted scale faults are found and named", "[checkpoint]") {
     fp8kit::test::ScratchDir s("ckpt");
     SECTION("zero scale (bfloat16, compressed-tensors)") {
-        const auto d = planted(s, "ct_fp8", [](Tensors& t) { std::fill(t.at(kQ + ".weight_scale").bytes.begin(), t.at(kQ + ".weight_scale").bytes.end(), 0); });
+        const auto d = planted(s, "ct_fp8", [](Tensors& t) {
+            std::fill(t.at(kQ + ".weight_scale").bytes.begin(), t.at(kQ + ".weight_scale").bytes.end(), 0);
+        });
         CHECK(has_failure(check(d), "zero scale", kQ + ".weight_scale"));
     }
     SECTION("NaN scale") {
@@ -207,7 +209,10 @@ TEST_CASE("DeepSeek-V3 layout: weight_scale_inv per 128x128 block", "[checkpoint
         }
         t = std::move(out);
     });
-    write_config(d, {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}});
+    write_config(d, {{"quant_method", "fp8"},
+                     {"fmt", "e4m3"},
+                     {"activation_scheme", "dynamic"},
+                     {"weight_block_size", {128, 128}}});
     const Folder F(d);
     CHECK(F.producer() == Producer::deepseek);
     std::size_t blocks = 0;
@@ -225,8 +230,10 @@ TEST_CASE("DeepSeek-V3 layout: weight_scale_inv per 128x128 block", "[checkpoint
     // one-block scale; DeepSeek's rule keeps each block's own, so k and v differ by their amax.
     for (const auto& c : r.comparisons) {
         INFO(c.module);
-        if (c.module == kK || c.module == "model.layers.0.self_attn.v_proj") CHECK(c.verdict == "different amax");
-        else CHECK(c.verdict == "bit-exact");
+        if (c.module == kK || c.module == "model.layers.0.self_attn.v_proj")
+            CHECK(c.verdict == "different amax");
+        else
+            CHECK(c.verdict == "bit-exact");
     }
 }
 

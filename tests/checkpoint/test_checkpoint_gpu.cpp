@@ -59,10 +59,12 @@ float f32_of(const std::string& fixture, const std::string& tensor) {
 TEST_CASE("checkpoints written on a GPU re-quantise bit for bit under the producer's CUDA arithmetic", "[checkpoint]") {
     // The folders where torch's CUDA arithmetic changed some code or scale (each differs from its
     // CPU twin; the others came out byte-identical on the GPU, data/checkpoints/README.md).
-    for (const char* f : {"gpu_modelopt_fp8", "gpu_modelopt_fp8_block", "gpu_modelopt_fp8_pcpt", "gpu_modelopt_nvfp4",
-                          "gpu_modelopt_w4a8_max", "gpu_modelopt_w4a8", "gpu_ct_fp8", "gpu_ct_fp8_block", "gpu_ct_fp8_dynamic"}) {
+    for (const char* f :
+         {"gpu_modelopt_fp8", "gpu_modelopt_fp8_block", "gpu_modelopt_fp8_pcpt", "gpu_modelopt_nvfp4",
+          "gpu_modelopt_w4a8_max", "gpu_modelopt_w4a8", "gpu_ct_fp8", "gpu_ct_fp8_block", "gpu_ct_fp8_dynamic"}) {
         INFO(f);
-        const std::string ref = std::string(f) == "gpu_modelopt_w4a8" ? kData + "gpu_modelopt_w4a8_smoothed" : kOriginal;
+        const std::string ref =
+            std::string(f) == "gpu_modelopt_w4a8" ? kData + "gpu_modelopt_w4a8_smoothed" : kOriginal;
         const Report r = check(kData + f, ref);
         REQUIRE(r.comparisons.size() == 7);
         std::size_t cuda = 0;
@@ -72,16 +74,19 @@ TEST_CASE("checkpoints written on a GPU re-quantise bit for bit under the produc
             CHECK(c.code_mismatches == 0);
             CHECK(c.scale_mismatches == 0);
             cuda += c.variant == variant_of(f) + " (CUDA arithmetic)";
-            if (c.variant != variant_of(f) + " (CUDA arithmetic)") CHECK(c.variant == variant_of(f) + " (CPU arithmetic)");
+            if (c.variant != variant_of(f) + " (CUDA arithmetic)")
+                CHECK(c.variant == variant_of(f) + " (CPU arithmetic)");
         }
         CHECK(cuda > 0);  // the CUDA variant was needed
         CHECK_FALSE(r.failed());
     }
-    for (const char* f : {"gpu_modelopt_mxfp4", "gpu_modelopt_mxfp8", "gpu_ct_mxfp4", "gpu_ct_mxfp8", "gpu_ct_nvfp4", "gpu_ct_nvfp4a16"}) {
+    for (const char* f : {"gpu_modelopt_mxfp4", "gpu_modelopt_mxfp8", "gpu_ct_mxfp4", "gpu_ct_mxfp8", "gpu_ct_nvfp4",
+                          "gpu_ct_nvfp4a16"}) {
         INFO(f);
         const Report r = check(kData + f, kOriginal);
         REQUIRE(r.comparisons.size() == 7);
-        for (const auto& c : r.comparisons) CHECK((c.verdict == "bit-exact" && c.variant == variant_of(f) + " (CPU arithmetic)"));
+        for (const auto& c : r.comparisons)
+            CHECK((c.verdict == "bit-exact" && c.variant == variant_of(f) + " (CPU arithmetic)"));
     }
 }
 
@@ -90,7 +95,8 @@ TEST_CASE("the CPU-written fixtures still match under the CPU arithmetic", "[che
                           "modelopt_w4a8_max", "ct_fp8", "ct_fp8_block", "ct_fp8_dynamic", "ct_nvfp4", "ct_mxfp4"}) {
         INFO(f);
         const Report r = check(kData + f, kOriginal);
-        for (const auto& c : r.comparisons) CHECK((c.verdict == "bit-exact" && c.variant == variant_of(f) + " (CPU arithmetic)"));
+        for (const auto& c : r.comparisons)
+            CHECK((c.verdict == "bit-exact" && c.variant == variant_of(f) + " (CPU arithmetic)"));
     }
 }
 
@@ -151,14 +157,20 @@ std::string moe_original(const std::string& folder) {
 
 }  // namespace
 
-TEST_CASE("MoE checkpoints written on a GPU re-quantise bit for bit, every expert, under the matching variant", "[checkpoint][moe]") {
+TEST_CASE("MoE checkpoints written on a GPU re-quantise bit for bit, every expert, under the matching variant",
+          "[checkpoint][moe]") {
     // needs_cuda: the folders where the CUDA-arithmetic variant was needed for some weight (the CPU
     // twin moe_* differs there, data/checkpoints/README.md); the others match the CPU rule throughout.
-    const std::pair<const char*, bool> folders[] = {
-        {"gpu_moe_modelopt_fp8", true},          {"gpu_moe_modelopt_fp8_block", true}, {"gpu_moe_modelopt_nvfp4", true},
-        {"gpu_moe_modelopt_mxfp4", false},       {"gpu_moe_mixtral_modelopt_fp8", true},
-        {"gpu_moe_mixtral_modelopt_nvfp4", true}, {"gpu_moe_ct_fp8", true},             {"gpu_moe_ct_fp8_block", true},
-        {"gpu_moe_ct_nvfp4", false},             {"gpu_moe_ct_mxfp4", false}};
+    const std::pair<const char*, bool> folders[] = {{"gpu_moe_modelopt_fp8", true},
+                                                    {"gpu_moe_modelopt_fp8_block", true},
+                                                    {"gpu_moe_modelopt_nvfp4", true},
+                                                    {"gpu_moe_modelopt_mxfp4", false},
+                                                    {"gpu_moe_mixtral_modelopt_fp8", true},
+                                                    {"gpu_moe_mixtral_modelopt_nvfp4", true},
+                                                    {"gpu_moe_ct_fp8", true},
+                                                    {"gpu_moe_ct_fp8_block", true},
+                                                    {"gpu_moe_ct_nvfp4", false},
+                                                    {"gpu_moe_ct_mxfp4", false}};
     for (const auto& [f, needs_cuda] : folders) {
         INFO(f);
         const Report r = check(kData + f, moe_original(f));
@@ -171,7 +183,8 @@ TEST_CASE("MoE checkpoints written on a GPU re-quantise bit for bit, every exper
             CHECK(c.code_mismatches == 0);
             CHECK(c.scale_mismatches == 0);
             cuda += c.variant == variant_of(f) + " (CUDA arithmetic)";
-            if (c.variant != variant_of(f) + " (CUDA arithmetic)") CHECK(c.variant == variant_of(f) + " (CPU arithmetic)");
+            if (c.variant != variant_of(f) + " (CUDA arithmetic)")
+                CHECK(c.variant == variant_of(f) + " (CPU arithmetic)");
         }
         CHECK(experts == 12);
         CHECK((cuda > 0) == needs_cuda);
@@ -179,11 +192,13 @@ TEST_CASE("MoE checkpoints written on a GPU re-quantise bit for bit, every exper
     }
 }
 
-TEST_CASE("ModelOpt NVFP4 on the GPU: expert 2's shared gate/up weight_scale_2 is the fused amax times fl(1/2688)", "[checkpoint][moe]") {
+TEST_CASE("ModelOpt NVFP4 on the GPU: expert 2's shared gate/up weight_scale_2 is the fused amax times fl(1/2688)",
+          "[checkpoint][moe]") {
     // Independent of fp8kit: the fused gate_up slice's amax (one weight quantizer per expert,
     // modelopt plugins/huggingface.py _QuantFusedExperts) from moe_original's bfloat16 bytes here;
     // the GPU fixture holds amax * fl(1/2688) (ATen's reciprocal multiply), the CPU one amax / 2688.
-    const float amax = std::max(original_amax(kE2 + "gate_proj", "moe_original"), original_amax(kE2 + "up_proj", "moe_original"));
+    const float amax =
+        std::max(original_amax(kE2 + "gate_proj", "moe_original"), original_amax(kE2 + "up_proj", "moe_original"));
     const volatile float inv = 1.0f / 2688.0f;
     const float cuda = amax * inv, cpu = amax / 2688.0f;
     REQUIRE(float_bits(cuda) != float_bits(cpu));

@@ -71,7 +71,8 @@ TEST_CASE("Mixtral under ModelOpt: experts exported as w1/w3/w2, w1 and w3 share
     }
 }
 
-TEST_CASE("ModelOpt's fused-expert sharing: one input_scale per projection, gate/up one weight amax", "[checkpoint][moe]") {
+TEST_CASE("ModelOpt's fused-expert sharing: one input_scale per projection, gate/up one weight amax",
+          "[checkpoint][moe]") {
     // _QuantFusedExperts: one input quantizer per projection for all experts, one weight
     // quantizer per expert over the fused gate_up slice (modelopt plugins/huggingface.py).
     for (const char* f : {"moe_modelopt_fp8", "moe_modelopt_nvfp4"}) {
@@ -115,13 +116,15 @@ TEST_CASE("faults planted in one expert are found and named", "[checkpoint][moe]
         }
     }
     SECTION("one expert's input_scale zero") {
-        const auto d = planted(s, "moe_modelopt_fp8", [](Tensors& t) { set_f32(t.at(kE + "2.gate_proj.input_scale"), 0.0f); });
+        const auto d =
+            planted(s, "moe_modelopt_fp8", [](Tensors& t) { set_f32(t.at(kE + "2.gate_proj.input_scale"), 0.0f); });
         const Report r = check(d);
         CHECK(failures(r, "input scale", kE + "2.gate_proj.input_scale") == 1);
         CHECK(failures(r, "input scale") == 1);
     }
     SECTION("one expert's weight scale zero (FP8 per tensor, ModelOpt)") {
-        const auto d = planted(s, "moe_modelopt_fp8", [](Tensors& t) { set_f32(t.at(kE + "3.down_proj.weight_scale"), 0.0f); });
+        const auto d =
+            planted(s, "moe_modelopt_fp8", [](Tensors& t) { set_f32(t.at(kE + "3.down_proj.weight_scale"), 0.0f); });
         const Report r = check(d);
         CHECK(failures(r, "zero scale", kE + "3.down_proj.weight_scale") == 1);
         CHECK(failures(r, "zero scale") == 1);
@@ -134,7 +137,8 @@ TEST_CASE("faults planted in one expert are found and named", "[checkpoint][moe]
         CHECK(comparison(r, kE + "2.gate_proj").verdict == "bit-exact");
     }
     SECTION("one flipped code in one expert (FP8 block, ModelOpt)") {
-        const auto d = planted(s, "moe_modelopt_fp8_block", [](Tensors& t) { t.at(kE + "1.up_proj.weight").bytes[321] ^= 0x40; });
+        const auto d =
+            planted(s, "moe_modelopt_fp8_block", [](Tensors& t) { t.at(kE + "1.up_proj.weight").bytes[321] ^= 0x40; });
         const Report r = check(d, kOrig);
         const auto& c = comparison(r, kE + "1.up_proj");
         CHECK(c.code_mismatches == 1);
@@ -145,7 +149,8 @@ TEST_CASE("faults planted in one expert are found and named", "[checkpoint][moe]
         CHECK(r.failed());
     }
     SECTION("one flipped code in one expert (MXFP4, compressed-tensors: packed nibbles)") {
-        const auto d = planted(s, "moe_ct_mxfp4", [](Tensors& t) { t.at(kE + "0.down_proj.weight_packed").bytes[77] ^= 0x04; });
+        const auto d =
+            planted(s, "moe_ct_mxfp4", [](Tensors& t) { t.at(kE + "0.down_proj.weight_packed").bytes[77] ^= 0x04; });
         const Report r = check(d, kOrig);
         const auto& c = comparison(r, kE + "0.down_proj");
         CHECK(c.code_mismatches == 1);
@@ -242,13 +247,15 @@ TEST_CASE("stacked 3-D expert weights [E, rows, cols] against a per-expert origi
         });
         const Report r = check(d, kOrig);
         bool noted = false;
-        for (const auto& f : r.findings) noted = noted || (f.check == "not checked" && f.tensor == "model.layers.0.mlp.experts.gate_proj");
+        for (const auto& f : r.findings)
+            noted = noted || (f.check == "not checked" && f.tensor == "model.layers.0.mlp.experts.gate_proj");
         CHECK(noted);
         CHECK_FALSE(r.failed());
     }
     SECTION("stacked NVFP4 with a global scale per expert: said to be unchecked, never passed as checked") {
         const auto d = planted(s, "moe_modelopt_nvfp4", [&](Tensors& t) {
-            for (const char* suf : {"weight", "weight_scale", "weight_scale_2", "input_scale"}) stack(t, "down_proj", suf);
+            for (const char* suf : {"weight", "weight_scale", "weight_scale_2", "input_scale"})
+                stack(t, "down_proj", suf);
         });
         const Report r = check(d, kOrig);
         bool noted = false;

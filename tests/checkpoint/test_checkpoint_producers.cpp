@@ -43,7 +43,8 @@ TEST_CASE("llm-compressor NVFP4: a fused group's one global scale is the produce
     // amax of their own.
     const Report r = check(kData + "llmc_nvfp4_fused", kOriginal);
     all_bit_exact(r);
-    for (const auto& m : {kK, std::string("model.layers.0.self_attn.v_proj"), std::string("model.layers.0.mlp.gate_proj")}) {
+    for (const auto& m :
+         {kK, std::string("model.layers.0.self_attn.v_proj"), std::string("model.layers.0.mlp.gate_proj")}) {
         INFO(m);
         CHECK_THAT(comparison(r, m).variant, Catch::Contains("llm-compressor fused global scale"));
     }
@@ -76,12 +77,14 @@ TEST_CASE("engine concerns are notes unless --engine names the engine", "[checkp
     // lifecycle/initialize.py _initialize_attn_scales, shape [1] in the module's dtype).
     fp8kit::test::ScratchDir s("ckpt");
     const auto d = planted(s, "ct_fp8", [](Tensors& t) {
-        for (const char* n : {"k_scale", "v_scale"}) t[std::string("model.layers.0.self_attn.") + n] = {"BF16", {1}, {0x10, 0x3c}};
+        for (const char* n : {"k_scale", "v_scale"})
+            t[std::string("model.layers.0.self_attn.") + n] = {"BF16", {1}, {0x10, 0x3c}};
     });
     {
         std::ifstream in(fs::path(d) / "config.json");
         auto c = nlohmann::json::parse(in);
-        c["quantization_config"]["kv_cache_scheme"] = {{"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"dynamic", false}, {"symmetric", true}};
+        c["quantization_config"]["kv_cache_scheme"] = {
+            {"num_bits", 8}, {"type", "float"}, {"strategy", "tensor"}, {"dynamic", false}, {"symmetric", true}};
         std::ofstream(fs::path(d) / "config.json") << c.dump();
     }
     const std::string k = "model.layers.0.self_attn.k_scale";
@@ -109,7 +112,8 @@ TEST_CASE("transformers FineGrainedFP8: its own block rule and both ue8m0 scale 
         const Folder F(kData + fx);
         CHECK(F.scale_fmt == "ue8m0");
         for (const auto& L : F.layers())
-            if (L.scheme != Scheme::none) CHECK(F.tensors().at(L.scale).dtype == (fx == "tf_fp8_block_ue8m0" ? "F8_E8M0" : "F32"));
+            if (L.scheme != Scheme::none)
+                CHECK(F.tensors().at(L.scale).dtype == (fx == "tf_fp8_block_ue8m0" ? "F8_E8M0" : "F32"));
         CHECK_FALSE(check(kData + fx).failed());
         const Report u = check(kData + fx, kOriginal);
         all_bit_exact(u);
@@ -120,7 +124,8 @@ TEST_CASE("transformers FineGrainedFP8: its own block rule and both ue8m0 scale 
 TEST_CASE("every scale value: sign, NaN, Inf, zero and magnitude", "[checkpoint]") {
     fp8kit::test::ScratchDir s("ckpt");
     SECTION("a negative block scale fails") {
-        const auto d = planted(s, "tf_fp8_block", [](Tensors& t) { set_f32_at(t.at(kDown + ".weight_scale_inv"), 1, -0.001f); });
+        const auto d =
+            planted(s, "tf_fp8_block", [](Tensors& t) { set_f32_at(t.at(kDown + ".weight_scale_inv"), 1, -0.001f); });
         const Report r = check(d);
         CHECK(has_failure(r, "scale sign", kDown + ".weight_scale_inv"));
         CHECK(r.failed());
@@ -147,7 +152,7 @@ TEST_CASE("every scale value: sign, NaN, Inf, zero and magnitude", "[checkpoint]
     SECTION("a positive scale far beyond any weight fails") {
         const auto d = planted(s, "ct_fp8", [](Tensors& t) {
             auto& sc = t.at(kQ + ".weight_scale");  // BF16 [1]
-            sc.bytes = {0x00, 0x70};                 // 2^97
+            sc.bytes = {0x00, 0x70};                // 2^97
         });
         CHECK(has_failure(check(d), "scale magnitude", kQ + ".weight_scale"));
     }
@@ -165,7 +170,8 @@ TEST_CASE("every scale shape for every layout: a transposed DeepSeek grid fails"
                     // one 128x128 block scale per block of the 64x64 fixture's grid: keep the
                     // element count right, only the arrangement is at stake here
                     const auto& w = t.at(k.substr(0, k.size() - 10));
-                    const std::size_t gr = (w.shape[0].get<std::size_t>() + 127) / 128, gc = (w.shape[1].get<std::size_t>() + 127) / 128;
+                    const std::size_t gr = (w.shape[0].get<std::size_t>() + 127) / 128,
+                                      gc = (w.shape[1].get<std::size_t>() + 127) / 128;
                     x.bytes.resize(4 * gr * gc);
                     x.shape = nlohmann::json::array({gr, gc});
                     if (k.find("down_proj") != std::string::npos) x.shape = down_shape;
@@ -232,7 +238,8 @@ void stack_experts(Tensors& t, const std::string& to_prefix, const std::string& 
 }
 }  // namespace
 
-TEST_CASE("gpt-oss original/: read from the tensor names; stacked experts against per-expert and stacked originals", "[checkpoint]") {
+TEST_CASE("gpt-oss original/: read from the tensor names; stacked experts against per-expert and stacked originals",
+          "[checkpoint]") {
     fp8kit::test::ScratchDir s("ckpt");
     // original/: block.N.mlp.mlp1_weight.blocks, config.json without quantization_config.
     const auto d = planted(s, "moe_ct_mxfp4", [](Tensors& t) { stack_experts(t, "block.0.mlp.", ".", true); });
@@ -263,8 +270,10 @@ TEST_CASE("gpt-oss original/: read from the tensor names; stacked experts agains
         }
     });
     fp8kit::test::ScratchDir s2("ckpt");
-    const auto hf = planted(s2, "moe_ct_mxfp4", [](Tensors& t) { stack_experts(t, "model.layers.0.mlp.experts.", "_", false); });
-    std::ofstream(fs::path(hf) / "config.json") << nlohmann::json{{"quantization_config", {{"quant_method", "mxfp4"}}}}.dump();
+    const auto hf =
+        planted(s2, "moe_ct_mxfp4", [](Tensors& t) { stack_experts(t, "model.layers.0.mlp.experts.", "_", false); });
+    std::ofstream(fs::path(hf) / "config.json")
+        << nlohmann::json{{"quantization_config", {{"quant_method", "mxfp4"}}}}.dump();
     for (const auto& [dir, what] : {std::pair{d, "stacked"}, std::pair{hf, "per expert"}}) {
         INFO(what);
         const Report c = check(dir, ref);

@@ -16,7 +16,6 @@ const std::string kO = "model.layers.0.self_attn.o_proj", kDown = "model.layers.
 // W4A8_AWQ: ModelOpt quantises AWQ-smoothed weights; the exporter's own input, saved by the script.
 const std::string kSmoothed = kData + "modelopt_w4a8_smoothed";
 
-
 void set_byte_f32(Tensor& t, std::size_t i, float v) { std::memcpy(t.bytes.data() + 4 * i, &v, 4); }
 
 }  // namespace
@@ -195,7 +194,8 @@ TEST_CASE("planted faults in W4A8 checkpoints", "[checkpoint]") {
         CHECK(has_failure(check(d), "structure", kQ + ".weight_scale"));
     }
     SECTION("negative pre_quant_scale") {
-        const auto d = planted(s, f, [](Tensors& t) { t.at(kO + ".pre_quant_scale").bytes[1] ^= 0x80; });  // bfloat16 sign bit
+        const auto d =
+            planted(s, f, [](Tensors& t) { t.at(kO + ".pre_quant_scale").bytes[1] ^= 0x80; });  // bfloat16 sign bit
         CHECK(has_failure(check(d), "pre_quant_scale", kO + ".pre_quant_scale"));
     }
 }

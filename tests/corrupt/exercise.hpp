@@ -8,8 +8,8 @@
 namespace fp8kit::corrupt {
 
 struct Outcome {
-    bool file_error = false;       // open_source refused the whole file
-    std::size_t tensors_read = 0;  // read to the end, element count matching the shape
+    bool file_error = false;          // open_source refused the whole file
+    std::size_t tensors_read = 0;     // read to the end, element count matching the shape
     std::vector<std::string> errors;  // file-level, listing and read errors, as described
     std::size_t too_large = 0;        // listed, not read (see kMaxReadElements)
 };

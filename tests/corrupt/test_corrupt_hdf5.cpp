@@ -83,7 +83,8 @@ std::vector<std::size_t> flip_offsets(const std::string& whole) {
     for (std::size_t i = 1024; i < whole.size(); i += 7) at.push_back(i);
     const std::size_t gcol = whole.find("GCOL");
     REQUIRE(gcol != std::string::npos);
-    for (std::size_t i = gcol; i < std::min(whole.size(), gcol + 64); ++i) at.push_back(i);  // its header, first objects
+    for (std::size_t i = gcol; i < std::min(whole.size(), gcol + 64); ++i)
+        at.push_back(i);  // its header, first objects
     return at;
 }
 

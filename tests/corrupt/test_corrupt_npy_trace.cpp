@@ -9,7 +9,9 @@ using namespace fp8kit::corrupt;
 
 namespace {
 
-std::string good_npy() { return npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", raw(std::vector<float>{1, 2, 3, 4})); }
+std::string good_npy() {
+    return npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }", raw(std::vector<float>{1, 2, 3, 4}));
+}
 
 // read_npy either returns exactly the array the header describes or throws NpyError naming the file.
 void exercise_npy(const std::string& path, std::size_t file_size) {
@@ -30,9 +32,7 @@ void exercise_trace(const std::string& path) {
     }
 }
 
-std::string head_of(const std::string& path, std::size_t bytes) {
-    return read_file(path).substr(0, bytes);
-}
+std::string head_of(const std::string& path, std::size_t bytes) { return read_file(path).substr(0, bytes); }
 
 }  // namespace
 

@@ -10,8 +10,8 @@ namespace {
 
 // Two F32 tensors of 3 elements: [1, 2, 3] and [NaN, Inf, -Inf].
 std::string good_file() {
-    const std::vector<float> data = {1, 2, 3, std::nanf(""), std::numeric_limits<float>::infinity(),
-                                     -std::numeric_limits<float>::infinity()};
+    const std::vector<float> data = {
+        1, 2, 3, std::nanf(""), std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
     return safetensors(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,12]},)"
                        R"("b":{"dtype":"F32","shape":[3],"data_offsets":[12,24]}})",
                        raw(data));
@@ -61,8 +61,8 @@ TEST_CASE("safetensors: lying entries are named, the good tensor still reads", "
     const std::vector<Case> cases = {
         {"shape overflows 64 bits", R"({"dtype":"F32","shape":[4294967296,4294967296,16],"data_offsets":[4,8]})", 8,
          "overflows 64 bits"},
-        {"shape product fits, byte count does not", R"({"dtype":"F64","shape":[2305843009213693952],"data_offsets":[4,8]})",
-         8, "needs"},
+        {"shape product fits, byte count does not",
+         R"({"dtype":"F64","shape":[2305843009213693952],"data_offsets":[4,8]})", 8, "needs"},
         {"offsets past the end", R"({"dtype":"F32","shape":[2],"data_offsets":[4,1000000000000]})", 8,
          "run past the end"},
         {"offsets reversed", R"({"dtype":"F32","shape":[1],"data_offsets":[8,4]})", 8, "end before they begin"},
@@ -116,15 +116,20 @@ TEST_CASE("safetensors: repeated names and uncovered bytes refuse the file", "[c
         const char* message;
     };
     const std::vector<Case> cases = {
-        {"name given twice", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                             R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", one + one, "appears twice"},
-        {"name twice, same offsets", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                                     R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", one, "appears twice"},
+        {"name given twice",
+         R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+         R"("w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+         one + one, "appears twice"},
+        {"name twice, same offsets",
+         R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+         R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+         one, "appears twice"},
         {"bytes before the first tensor", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", one + one,
          "[0, 4) belong to no tensor"},
-        {"bytes between tensors", R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                                  R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", one + one + one,
-         "[4, 8) belong to no tensor"},
+        {"bytes between tensors",
+         R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+         R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+         one + one + one, "[4, 8) belong to no tensor"},
         {"bytes after the last tensor", R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", one + "x",
          "after the last tensor"},
     };
@@ -138,10 +143,10 @@ TEST_CASE("safetensors: repeated names and uncovered bytes refuse the file", "[c
         CHECK(named);
     }
     // Integer tensors (skipped, not analysed) still cover their bytes.
-    const auto o = exercise(write_file("st_ints.safetensors",
-                                       safetensors(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                                                   R"("ids":{"dtype":"I32","shape":[1],"data_offsets":[4,8]}})",
-                                                   one + one)));
+    const auto o = exercise(
+        write_file("st_ints.safetensors", safetensors(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                                      R"("ids":{"dtype":"I32","shape":[1],"data_offsets":[4,8]}})",
+                                                      one + one)));
     CHECK(!o.file_error);
     CHECK(o.tensors_read == 1);
 }
@@ -166,9 +171,9 @@ TEST_CASE("safetensors: a deeply nested shape is one short error", "[corrupt]") 
 
 // A NUL inside a name (JSON "\u0000") is part of the name: nothing cuts it.
 TEST_CASE("safetensors: a NUL in a tensor name is kept", "[corrupt]") {
-    const auto path = write_file("st_nul.safetensors",
-                                 safetensors(R"({"a\u0000b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-                                             raw(std::vector<float>{1.0f})));
+    const auto path = write_file(
+        "st_nul.safetensors",
+        safetensors(R"({"a\u0000b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", raw(std::vector<float>{1.0f})));
     fp8kit::dump::Dump d({path});
     REQUIRE(d.tensors().size() == 1);
     CHECK(d.tensors()[0].name == std::string("a\0b", 3));

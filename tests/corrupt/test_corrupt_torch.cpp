@@ -10,7 +10,8 @@ using namespace fp8kit::corrupt;
 
 namespace {
 
-const std::string kGood = std::string(FP8KIT_DATA_DIR) + "/te/dumps/tensor_dumps/rank_0/layers_0_fc1_activation_iter_000010.pt";
+const std::string kGood =
+    std::string(FP8KIT_DATA_DIR) + "/te/dumps/tensor_dumps/rank_0/layers_0_fc1_activation_iter_000010.pt";
 
 std::string slurp(const std::string& p) {
     std::ifstream in(p, std::ios::binary);
@@ -63,26 +64,50 @@ TEST_CASE("torch: every byte flipped", "[corrupt]") {
 }
 
 TEST_CASE("torch: pickles that would run code are refused by name", "[corrupt]") {
-    CHECK_THAT(refused(std::string("\x80\x02" "cos\nsystem\nX\x02\x00\x00\x00id\x85R.", 23), "p1.pt"),
+    CHECK_THAT(refused(std::string("\x80\x02"
+                                   "cos\nsystem\nX\x02\x00\x00\x00id\x85R.",
+                                   23),
+                       "p1.pt"),
                Catch::Contains("refused global os.system"));
-    CHECK_THAT(refused(std::string("\x80\x04\x8c\x08" "builtins\x8c\x04" "exec\x93.", 20), "p2.pt"),
+    CHECK_THAT(refused(std::string("\x80\x04\x8c\x08"
+                                   "builtins\x8c\x04"
+                                   "exec\x93.",
+                                   20),
+                       "p2.pt"),
                Catch::Contains("refused global builtins.exec"));
     // An allowed value global called: torch.float32 is a dtype, not a callable.
-    CHECK_THAT(refused(std::string("\x80\x02" "ctorch\nfloat32\n)R.", 20), "p3.pt"), Catch::Contains("REDUCE of torch.float32"));
+    CHECK_THAT(refused(std::string("\x80\x02"
+                                   "ctorch\nfloat32\n)R.",
+                                   20),
+                       "p3.pt"),
+               Catch::Contains("REDUCE of torch.float32"));
     CHECK_THAT(refused(std::string("\x80\x02}b.", 5), "p4.pt"), Catch::Contains("refused opcode BUILD"));
     CHECK_THAT(refused(std::string("\x80\x02(i__main__\nX\n.", 16), "p5.pt"), Catch::Contains("refused opcode INST"));
     CHECK_THAT(refused(std::string("\x80\x02)\x81.", 5), "p6.pt"), Catch::Contains("refused opcode NEWOBJ"));
     // NEWOBJ and BUILD are read only for TransformerEngine's quantizer classes, as data.
-    CHECK_THAT(refused(std::string("\x80\x02" "ctorch\nfloat32\n)\x81.", 20), "p6b.pt"),
+    CHECK_THAT(refused(std::string("\x80\x02"
+                                   "ctorch\nfloat32\n)\x81.",
+                                   20),
+                       "p6b.pt"),
                Catch::Contains("NEWOBJ of torch.float32: refused"));
-    CHECK_THAT(refused(std::string("\x80\x02" "cos\nsystem\n)\x81.", 16), "p6c.pt"),
+    CHECK_THAT(refused(std::string("\x80\x02"
+                                   "cos\nsystem\n)\x81.",
+                                   16),
+                       "p6c.pt"),
                Catch::Contains("refused global os.system"));
     CHECK_THAT(refused(std::string("\x80\x02}}b.", 6), "p6d.pt"), Catch::Contains("BUILD on a dict of 0: refused"));
     // TE 2.15's bound classmethod: refused, and the message says which TE versions are read.
-    CHECK_THAT(refused(std::string("\x80\x02" "c__builtin__\ngetattr\n.", 24), "p6e.pt"),
+    CHECK_THAT(refused(std::string("\x80\x02"
+                                   "c__builtin__\ngetattr\n.",
+                                   24),
+                       "p6e.pt"),
                Catch::Contains("TransformerEngine 2.15") && Catch::Contains("2.16"));
     // A list placed inside itself (a cycle) and values nested deeper than the limit.
-    CHECK_THAT(refused(std::string("\x80\x02]q\x00]h\x00" "a0h\x00" "a.", 14), "p7.pt"),
+    CHECK_THAT(refused(std::string("\x80\x02]q\x00]h\x00"
+                                   "a0h\x00"
+                                   "a.",
+                                   14),
+                       "p7.pt"),
                Catch::Contains("already placed in another value"));
     CHECK_THAT(refused("\x80\x02" + std::string(100, ']') + std::string(99, 'a') + ".", "p8.pt"),
                Catch::Contains("nested more than"));

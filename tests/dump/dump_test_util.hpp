@@ -110,8 +110,8 @@ inline hid_t h5_write(hid_t loc, const std::string& name, hid_t file_type, hid_t
                       bool scalar = false) {
     const hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(lcpl, 1);
-    const hid_t space = scalar ? H5Screate(H5S_SCALAR)
-                               : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+    const hid_t space =
+        scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
     const hid_t d = H5Dcreate2(loc, name.c_str(), file_type, space, lcpl, dcpl, H5P_DEFAULT);
     REQUIRE(d >= 0);
     if (data) REQUIRE(H5Dwrite(d, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0);

@@ -30,19 +30,26 @@ struct Fp8Case {
 };
 const std::vector<Fp8Case> kFp8 = {
     // E4M3 (fn): 1.0, 448, 2^-9, -0, NaN, -1.5
-    {"float8_e4m3fn", "fp8/e4m3", DType::e4m3, {0x38, 0x7e, 0x01, 0x80, 0x7f, 0xbc},
+    {"float8_e4m3fn",
+     "fp8/e4m3",
+     DType::e4m3,
+     {0x38, 0x7e, 0x01, 0x80, 0x7f, 0xbc},
      {0x3f800000, 0x43e00000, 0x3b000000, 0x80000000, 0x7fc00000, 0xbfc00000}},
     // E5M2: 1.0, 57344, 2^-16, +inf, -inf
-    {"float8_e5m2", "fp8/e5m2", DType::e5m2, {0x3c, 0x7b, 0x01, 0x7c, 0xfc},
+    {"float8_e5m2",
+     "fp8/e5m2",
+     DType::e5m2,
+     {0x3c, 0x7b, 0x01, 0x7c, 0xfc},
      {0x3f800000, 0x47600000, 0x37800000, 0x7f800000, 0xff800000}},
     // E4M3FNUZ (bias 8): 1.0, 240, 0x80 is the NaN
-    {"float8_e4m3fnuz", "fp8/e4m3fnuz", DType::e4m3fnuz, {0x40, 0x7f, 0x80},
-     {0x3f800000, 0x43700000, 0x7fc00000}},
+    {"float8_e4m3fnuz", "fp8/e4m3fnuz", DType::e4m3fnuz, {0x40, 0x7f, 0x80}, {0x3f800000, 0x43700000, 0x7fc00000}},
     // E5M2FNUZ (bias 16): 1.0, 57344, 0x80 NaN
-    {"float8_e5m2fnuz", "fp8/e5m2fnuz", DType::e5m2fnuz, {0x40, 0x7f, 0x80},
-     {0x3f800000, 0x47600000, 0x7fc00000}},
+    {"float8_e5m2fnuz", "fp8/e5m2fnuz", DType::e5m2fnuz, {0x40, 0x7f, 0x80}, {0x3f800000, 0x47600000, 0x7fc00000}},
     // E8M0: 2^0, 2^-127, 2^127, NaN
-    {"float8_e8m0fnu", "fp8/e8m0", DType::e8m0, {0x7f, 0x00, 0xfe, 0xff},
+    {"float8_e8m0fnu",
+     "fp8/e8m0",
+     DType::e8m0,
+     {0x7f, 0x00, 0xfe, 0xff},
      {0x3f800000, 0x00400000, 0x7f000000, 0x7fc00000}},
 };
 
@@ -245,13 +252,13 @@ TEST_CASE("HDF5: FP8 codes are decoded exactly to float32", "[dump]") {
 }
 
 TEST_CASE("HDF5: chunked, compressed datasets read in small pieces", "[dump]") {
-    for (std::size_t budget : {std::size_t(4), std::size_t(64), std::size_t(1000), std::size_t(4096),
-                               std::size_t(1) << 20}) {
+    for (std::size_t budget :
+         {std::size_t(4), std::size_t(64), std::size_t(1000), std::size_t(4096), std::size_t(1) << 20}) {
         ReadOptions opts;
         opts.chunk_bytes = budget;
         const auto src = open_source(fixture(), opts);
-        for (const auto& [name, n] : {std::pair<const char*, std::size_t>{"chunked/2d", 37 * 53},
-                                      {"chunked/3d", 5 * 7 * 300}}) {
+        for (const auto& [name, n] :
+             {std::pair<const char*, std::size_t>{"chunked/2d", 37 * 53}, {"chunked/3d", 5 * 7 * 300}}) {
             INFO(name << " with chunks of " << budget << " bytes");
             const auto* t = find(src->tensors(), name);
             REQUIRE(t);
@@ -363,8 +370,8 @@ TEST_CASE("HDF5: missing, truncated and foreign files are file errors", "[dump]"
         FAIL("truncated file opened");
     } catch (const DumpError& e) {
         CHECK(e.name.empty());
-        CHECK_THAT(std::string(e.what()), Catch::Contains("truncated.h5: cannot open as HDF5") &&
-                                              Catch::Contains("truncated"));
+        CHECK_THAT(std::string(e.what()),
+                   Catch::Contains("truncated.h5: cannot open as HDF5") && Catch::Contains("truncated"));
     }
     write_bytes(scratch("text.h5"), "this is not an HDF5 file, just some text\n");
     CHECK_THROWS_WITH(open_source(scratch("text.h5")), Catch::Contains("text.h5: neither an HDF5 file"));
@@ -388,9 +395,8 @@ TEST_CASE("HDF5: missing, truncated and foreign files are file errors", "[dump]"
 
 TEST_CASE("Dump: many files, selection, and errors collected for the end", "[dump]") {
     std::vector<Problem> problems;
-    const auto files = expand_inputs({fixture(), scratch("does_not_exist.h5"), scratch("text.h5"),
-                                      scratch("nomatch_*.h5")},
-                                     problems);
+    const auto files =
+        expand_inputs({fixture(), scratch("does_not_exist.h5"), scratch("text.h5"), scratch("nomatch_*.h5")}, problems);
     REQUIRE(problems.size() == 1);
     CHECK_THAT(problems[0].describe(), Catch::Contains("nomatch_*.h5: no file matches"));
     write_bytes(scratch("text.h5"), "plain text");
@@ -401,8 +407,8 @@ TEST_CASE("Dump: many files, selection, and errors collected for the end", "[dum
     CHECK(dump.files_opened() == 1);
     std::vector<std::string> names;
     for (const auto& t : dump.tensors()) names.push_back(t.name);
-    CHECK(names == std::vector<std::string>{"bad/corrupt_chunk", "chunked/2d", "chunked/3d", "fp8/e4m3",
-                                            "fp8/e4m3fnuz", "fp8/e5m2", "fp8/e5m2fnuz"});
+    CHECK(names == std::vector<std::string>{"bad/corrupt_chunk", "chunked/2d", "chunked/3d", "fp8/e4m3", "fp8/e4m3fnuz",
+                                            "fp8/e5m2", "fp8/e5m2fnuz"});
     // Two unusable files plus the six bad datasets that the patterns select.
     CHECK(dump.errors().size() == 8);
     CHECK(find(dump.errors(), "bad/int4"));

@@ -26,7 +26,6 @@ std::vector<std::uint64_t> read_with_reader(const std::string& path, const std::
     return collect([&](const ChunkFn& fn) { src->read(*t, fn); }, *t, chunk_bytes).bits;
 }
 
-
 // Source::read_into: the tensor decoded by the pool's workers straight into one buffer; every
 // element placed exactly once.
 std::vector<std::uint64_t> read_into_with_reader(const std::string& path, const std::string& name) {
@@ -92,11 +91,13 @@ TEST_CASE("HDF5 chunks: a chunk that decodes to the wrong size is a named error"
     std::vector<float> full(32, 1.0f), part(25, 1.0f), more(40, 1.0f);
     SECTION("deflate stream holding fewer bytes than the chunk") {
         const auto p = with_second_chunk("short.h5", deflate(part.data(), 100), 0);
-        CHECK_THAT(read_error(p), Catch::Contains("x: chunk at [32]: its deflate stream holds 100 bytes, the chunk 128"));
+        CHECK_THAT(read_error(p),
+                   Catch::Contains("x: chunk at [32]: its deflate stream holds 100 bytes, the chunk 128"));
     }
     SECTION("deflate stream holding more bytes than the chunk") {
         const auto p = with_second_chunk("long.h5", deflate(more.data(), 160), 0);
-        CHECK_THAT(read_error(p), Catch::Contains("chunk at [32]: its deflate stream holds more than the chunk's 128 bytes"));
+        CHECK_THAT(read_error(p),
+                   Catch::Contains("chunk at [32]: its deflate stream holds more than the chunk's 128 bytes"));
     }
     SECTION("deflate stream cut short") {
         auto z = deflate(full.data(), 128);

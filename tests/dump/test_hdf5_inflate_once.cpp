@@ -58,14 +58,16 @@ size_t counted_zlib(unsigned flags, size_t, const unsigned[], size_t nbytes, siz
 }
 
 void register_counted_zlib() {
-    static const H5Z_class2_t cls = {H5Z_CLASS_T_VERS, kCountedZlib, 1, 1, "zlib, counted by test_hdf5_inflate_once",
-                                     nullptr, nullptr, counted_zlib};
+    static const H5Z_class2_t cls = {
+        H5Z_CLASS_T_VERS, kCountedZlib, 1,           1, "zlib, counted by test_hdf5_inflate_once",
+        nullptr,          nullptr,      counted_zlib};
     REQUIRE(H5Zregister(&cls) >= 0);
 }
 
 // A float32 dataset of `dims`, chunked by `chunk`, compressed by the counted zlib filter (which
 // the reader does not decode itself, so the dataset goes to H5Dread).
-std::string write_fixture(const std::string& file, const std::vector<hsize_t>& dims, const std::vector<hsize_t>& chunk) {
+std::string write_fixture(const std::string& file, const std::vector<hsize_t>& dims,
+                          const std::vector<hsize_t>& chunk) {
     register_counted_zlib();
     const std::string path = scratch(file);
     std::size_t n = 1;

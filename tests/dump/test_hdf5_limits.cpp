@@ -75,15 +75,17 @@ TEST_CASE("HDF5 limits: a header's claimed size is refused by name before readin
     const auto t0 = std::chrono::steady_clock::now();
     SECTION("2^62 + 4 float32: the byte count wraps past 64 bits") {
         const auto p = declared("wrap.h5", {(hsize_t(1) << 62) + 4}, {hsize_t(1) << 20});
-        CHECK_THAT(error_of(p), Catch::Contains("shape [4611686018427387908] of 4-byte elements claims more than 2^64 bytes"));
+        CHECK_THAT(error_of(p),
+                   Catch::Contains("shape [4611686018427387908] of 4-byte elements claims more than 2^64 bytes"));
         const auto e = load_error(p + ":/x");
         CHECK_THAT(e, Catch::Contains("wrap.h5:/x"));
         CHECK_THAT(e, Catch::Contains("more than 2^64 bytes"));
     }
     SECTION("2^40 float32 of fill value only: over the element limit, with the option named") {
         const auto p = declared("big.h5", {hsize_t(1) << 40}, {hsize_t(1) << 20});
-        CHECK_THAT(error_of(p), Catch::Contains("shape [1099511627776] claims 1099511627776 elements (4398046511104 bytes), "
-                                                "over the limit of 17179869184 elements per tensor (--max-elements"));
+        CHECK_THAT(error_of(p),
+                   Catch::Contains("shape [1099511627776] claims 1099511627776 elements (4398046511104 bytes), "
+                                   "over the limit of 17179869184 elements per tensor (--max-elements"));
         CHECK_THAT(load_error(p + ":/x"), Catch::Contains("--max-elements"));
     }
     SECTION("raising the limit reads it: unwritten chunks are the fill value") {
@@ -103,8 +105,9 @@ TEST_CASE("HDF5 limits: a header's claimed size is refused by name before readin
     }
     SECTION("a chunk over the chunk limit (decoded whole) is refused, with the option named") {
         const auto p = declared("bigchunk.h5", {hsize_t(1) << 26}, {hsize_t(1) << 25}, 6);
-        CHECK_THAT(error_of(p), Catch::Contains("chunks of shape [33554432] hold 134217728 bytes each, over the limit of "
-                                                "64 MiB (--max-chunk-mib"));
+        CHECK_THAT(error_of(p),
+                   Catch::Contains("chunks of shape [33554432] hold 134217728 bytes each, over the limit of "
+                                   "64 MiB (--max-chunk-mib"));
         ReadOptions big;
         big.max_chunk_bytes = std::uint64_t(256) << 20;
         CHECK(open_source(p, big)->tensors().size() == 1);
@@ -172,7 +175,8 @@ TEST_CASE("HDF5 limits: validate's file.h5:/x reads through the hardened reader"
     H5Dclose(d);
     H5Pclose(dcpl);
     H5Fclose(f);
-    CHECK_THAT(load_error(path + ":/x"), Catch::Contains("chunk at [32]: its deflate stream holds 100 bytes, the chunk 128"));
+    CHECK_THAT(load_error(path + ":/x"),
+               Catch::Contains("chunk at [32]: its deflate stream holds 100 bytes, the chunk 128"));
     const ArrayFile a = load_array(path + ":/codes", {});
     CHECK(a.type == ElementType::u8);
     CHECK(a.data == std::vector<unsigned char>(64, 0x38));
@@ -308,8 +312,10 @@ TEST_CASE("HDF5 limits: what no chunk holds is fill-value runs counted in O(1)",
             REQUIRE(c.first == expanded.size());
             const auto* v = static_cast<const float*>(c.bits);
             if (c.repeat > 1) ++runs;
-            if (c.repeat > 1) expanded.insert(expanded.end(), static_cast<std::size_t>(c.repeat), v[0]);
-            else expanded.insert(expanded.end(), v, v + c.count);
+            if (c.repeat > 1)
+                expanded.insert(expanded.end(), static_cast<std::size_t>(c.repeat), v[0]);
+            else
+                expanded.insert(expanded.end(), v, v + c.count);
         });
         CHECK(runs == 3);  // rows 0-7, 12-19, 24-59
         REQUIRE(whole.size() == 64 * 8);

@@ -23,7 +23,8 @@ struct Fixture {
         const std::vector<float> sevens(16, 7.0f), fives(16, 5.0f), twos(16, 2.0f), threes(16, 3.0f);
         write_bytes(other + "/secret.bin", std::string(reinterpret_cast<const char*>(sevens.data()), 64));
         write_bytes(dump + "/inside.bin", std::string(reinterpret_cast<const char*>(twos.data()), 64));
-        for (const auto& [path, v] : {std::pair{other + "/src.h5", &fives}, std::pair{dump + "/inside_src.h5", &threes}}) {
+        for (const auto& [path, v] :
+             {std::pair{other + "/src.h5", &fives}, std::pair{dump + "/inside_src.h5", &threes}}) {
             const hid_t f = h5_create(path);
             H5Dclose(h5_write(f, "data", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {16}, v->data()));
             H5Fclose(f);
@@ -89,7 +90,8 @@ TEST_CASE("HDF5 outside: external raw storage is skipped with a note, never read
     });
     const auto src = open_source(path);
     REQUIRE(src->tensors().size() == 1);  // 'good' only
-    CHECK_THAT(note_of(*src, "passwd"), Catch::Contains("raw data stored outside the file, in '/etc/passwd': not read"));
+    CHECK_THAT(note_of(*src, "passwd"),
+               Catch::Contains("raw data stored outside the file, in '/etc/passwd': not read"));
     CHECK_THAT(note_of(*src, "abs"), Catch::Contains("secret.bin"));
     CHECK_THAT(note_of(*src, "zero"), Catch::Contains("'/dev/zero'"));
     CHECK_THAT(note_of(*src, "inside"), Catch::Contains("--allow-external-in-dump-folder"));

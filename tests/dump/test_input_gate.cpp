@@ -48,7 +48,8 @@ TEST_CASE("input gate: a FIFO, a device and a folder are refused without blockin
     CHECK_THAT(message_of([&] { dump::open_source(fifo); }), Catch::Contains("fifo: a FIFO, not a regular file"));
     CHECK_FALSE(dump::is_dump_file(fifo));
     CHECK_FALSE(dump::is_hdf5_file(fifo));
-    CHECK_THAT(message_of([&] { io::open_input("/dev/zero"); }), Catch::Contains("/dev/zero: a device, not a regular file"));
+    CHECK_THAT(message_of([&] { io::open_input("/dev/zero"); }),
+               Catch::Contains("/dev/zero: a device, not a regular file"));
     CHECK_THAT(message_of([&] { io::open_input(dir.path()); }), Catch::Contains(": a directory, not a regular file"));
     CHECK_THAT(message_of([&] { io::open_input(dir.file("none")); }),
                Catch::Contains("none: cannot open: No such file or directory"));

@@ -69,7 +69,7 @@ TEST_CASE("inspect: statistics equal compute_stats on the same arrays", "[dump]"
     opts.recipe = parse_recipe("te-current");
     const RecipeSpec& r = opts.recipe;
     std::size_t checked = 0;
-    std::vector<unsigned char> reused;  // the Python module's way: one buffer across tensors
+    std::vector<unsigned char> reused;                            // the Python module's way: one buffer across tensors
     for (std::size_t i = 0; i < dump.tensors().size(); i += 7) {  // a spread of every kind
         const auto& t = dump.tensors()[i];
         INFO(t.name);

@@ -16,9 +16,7 @@ std::string u64le(std::uint64_t v) {
     return s;
 }
 
-std::string st_file(const std::string& header, const std::string& data) {
-    return u64le(header.size()) + header + data;
-}
+std::string st_file(const std::string& header, const std::string& data) { return u64le(header.size()) + header + data; }
 
 template <class T>
 std::string raw(const std::vector<T>& v) {
@@ -107,7 +105,8 @@ TEST_CASE("safetensors: every float dtype, bit for bit", "[dump]") {
     c = read_all(*src, *t, 1 << 20);
     CHECK(c.bits == std::vector<std::uint64_t>{0x3f80, 0xbf80, 0x0001, 0x7fc0});
     // FP8 codes -> float32 bits (1, 448, -1.5; 1, inf; 1, NaN; 57344; 1, 2^-127).
-    CHECK(read_all(*src, *find(ts, "q8"), 1 << 20).bits == std::vector<std::uint64_t>{0x3f800000, 0x43e00000, 0xbfc00000});
+    CHECK(read_all(*src, *find(ts, "q8"), 1 << 20).bits ==
+          std::vector<std::uint64_t>{0x3f800000, 0x43e00000, 0xbfc00000});
     CHECK(read_all(*src, *find(ts, "q5"), 1 << 20).bits == std::vector<std::uint64_t>{0x3f800000, 0x7f800000});
     CHECK(read_all(*src, *find(ts, "q8uz"), 1 << 20).bits == std::vector<std::uint64_t>{0x3f800000, 0x7fc00000});
     CHECK(read_all(*src, *find(ts, "q5uz"), 1 << 20).bits == std::vector<std::uint64_t>{0x47600000});
@@ -142,9 +141,12 @@ TEST_CASE("safetensors: large tensors stream in bounded chunks", "[dump]") {
     for (std::size_t i = 0; i < codes.size(); ++i) {
         const std::uint32_t s = (codes[i] >> 7) << 31, e = (codes[i] >> 2) & 31, m = codes[i] & 3;
         std::uint32_t want;
-        if (e == 31) want = s | (m ? 0x7fc00000u : 0x7f800000u);
-        else if (e == 0) want = s | f32_bits(static_cast<float>(m) * 0x1p-16f);
-        else want = s | ((e - 15 + 127) << 23) | (m << 21);
+        if (e == 31)
+            want = s | (m ? 0x7fc00000u : 0x7f800000u);
+        else if (e == 0)
+            want = s | f32_bits(static_cast<float>(m) * 0x1p-16f);
+        else
+            want = s | ((e - 15 + 127) << 23) | (m << 21);
         bad += d.bits[i] != want;
     }
     CHECK(bad == 0);
@@ -203,8 +205,7 @@ TEST_CASE("safetensors: lying entries are tensor errors, the others still read",
     CHECK(src->errors().size() == 10);
     CHECK(read_all(*src, src->tensors()[0], 1 << 20).bits ==
           std::vector<std::uint64_t>{f32_bits(1.0f), f32_bits(2.0f)});
-    CHECK(read_all(*src, src->tensors()[1], 1 << 20).bits ==
-          std::vector<std::uint64_t>{0x3f800000, 0x3f800000});
+    CHECK(read_all(*src, src->tensors()[1], 1 << 20).bits == std::vector<std::uint64_t>{0x3f800000, 0x3f800000});
 }
 
 TEST_CASE("safetensors: a file truncated after listing fails on read, naming the tensor", "[dump]") {

@@ -154,17 +154,18 @@ TEST_CASE("sweep: block presets in strips equal the whole-tensor statistics, NVF
     }
 }
 
-TEST_CASE("sweep: strips of a partly written dataset (fill-value runs) use the tensor's global amax",
-          "[dump][sweep]") {
+TEST_CASE("sweep: strips of a partly written dataset (fill-value runs) use the tensor's global amax", "[dump][sweep]") {
     // 208 x 96, rows 160.. never written: their fill value 40 is the tensor's amax, met only by the
     // last strips (and by the amax pass, which expands the runs for the column-wise RHT copy).
     const std::size_t rows = 208, cols = 96, written = 160;
     const float fill = 40.0f;
     auto v = banded(rows, cols, 11);
     for (std::size_t i = written * cols; i < v.size(); ++i) v[i] = fill;
-    for (const auto& [dataset, role] : {std::pair{"l1.fc2.input", Role::activation}, std::pair{"l1.fc2.grad_output", Role::gradient}}) {
+    for (const auto& [dataset, role] :
+         {std::pair{"l1.fc2.input", Role::activation}, std::pair{"l1.fc2.grad_output", Role::gradient}}) {
         DYNAMIC_SECTION(dataset) {
-            const std::string path = write_partly(std::string(dataset) + "_partly.h5", dataset, v, rows, cols, written, fill);
+            const std::string path =
+                write_partly(std::string(dataset) + "_partly.h5", dataset, v, rows, cols, written, fill);
             sweep::Inputs in;
             in.files = {path};
             in.block_memory_bytes = 48 * cols * sizeof(float);

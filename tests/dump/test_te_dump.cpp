@@ -33,8 +33,7 @@ std::map<std::string, std::vector<std::uint32_t>> expected_hp() {
         std::istringstream s(line.substr(3));
         std::string path, word;
         s >> path;
-        while (s >> word && word.back() != ']') {
-        }
+        while (s >> word && word.back() != ']') {}
         auto& v = out[path];
         while (s >> word) v.push_back(static_cast<std::uint32_t>(std::stoul(word, nullptr, 16)));
     }
@@ -47,9 +46,12 @@ std::vector<std::uint32_t> as_f32_bits(Source& src, const TensorInfo& t) {
     src.read(t, [&](const Chunk& c) {
         for (std::size_t i = 0; i < c.count; ++i) {
             std::uint32_t b = 0;
-            if (c.wide == Wide::f32) std::memcpy(&b, static_cast<const char*>(c.bits) + 4 * i, 4);
-            else if (c.wide == Wide::bf16) b = std::uint32_t(static_cast<const std::uint16_t*>(c.bits)[i]) << 16;
-            else FAIL("unexpected chunk type");
+            if (c.wide == Wide::f32)
+                std::memcpy(&b, static_cast<const char*>(c.bits) + 4 * i, 4);
+            else if (c.wide == Wide::bf16)
+                b = std::uint32_t(static_cast<const std::uint16_t*>(c.bits)[i]) << 16;
+            else
+                FAIL("unexpected chunk type");
             out[c.first + i] = b;
         }
     });

@@ -61,15 +61,16 @@ TEST_CASE("te quantized: GEMM-swizzled scales unswizzled as cuBLAS lays them out
     const auto unswizzled = te::te_rowwise_scales(stored, {256, 4}, 136, 3, true);
     REQUIRE(plain.size() == 136 * 3);
     CHECK(plain[33 * 3 + 2] == stored[33 * 4 + 2]);
-    CHECK(unswizzled[33 * 3 + 2] == stored[22]);                      // tile 0: 1 * 16 + 1 * 4 + 2
-    CHECK(unswizzled[130 * 3 + 1] == stored[545]);                    // tile 1: 512 + 2 * 16 + 0 * 4 + 1
+    CHECK(unswizzled[33 * 3 + 2] == stored[22]);    // tile 0: 1 * 16 + 1 * 4 + 2
+    CHECK(unswizzled[130 * 3 + 1] == stored[545]);  // tile 1: 512 + 2 * 16 + 0 * 4 + 1
     CHECK_THROWS_WITH(te::te_rowwise_scales(stored, {128, 4}, 136, 3, true), Catch::Contains("expected 256x4"));
     // The swizzled fixture (scales swizzled by TE's own test code) compares exactly: see above.
     auto src = open_source(kRank0 + "layers_0_fc1_activation_iter_000001.pt");
     CHECK_THAT(src->tensors().at(1).storage, Catch::Contains("MXFP8Quantizer"));
 }
 
-TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 (swizzled): codes, E4M3 scales and amax against the reference", "[dump]") {
+TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 (swizzled): codes, E4M3 scales and amax against the reference",
+          "[dump]") {
     int listed = 0;
     const nlohmann::json ex = expected();  // kept alive for items()
     for (const auto& [file, e] : ex.items()) {

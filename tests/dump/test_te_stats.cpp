@@ -11,7 +11,6 @@
 #include "fp8kit/io/te_debug.hpp"
 #include "fp8kit/io/trace.hpp"
 
-
 using namespace fp8kit;
 
 namespace {
@@ -59,7 +58,8 @@ TEST_CASE("te stats: names split with the known tensor and stat lists", "[dump]"
     CHECK(b->tensor == "wgrad");
     CHECK(b->recipe == "fp8_current_scaling");
     CHECK(b->stat == "underflows%");
-    auto c = te::split_stat_name("layer_weight_output_mxfp8_scale_inv_max_columnwise");  // "weight" inside the layer name
+    auto c =
+        te::split_stat_name("layer_weight_output_mxfp8_scale_inv_max_columnwise");  // "weight" inside the layer name
     REQUIRE(c);
     CHECK(c->layer == "layer_weight");
     CHECK(c->tensor == "output");
@@ -101,7 +101,7 @@ TEST_CASE("te stats: ranks combined where the statistic allows it", "[dump]") {
     const auto* mn = find("min", std::nullopt);
     REQUIRE(mn);
     CHECK(mn->values == std::vector<double>{-3.5});  // MIN
-    CHECK_FALSE(find("mean", std::nullopt));          // a mean needs counts: kept per rank
+    CHECK_FALSE(find("mean", std::nullopt));         // a mean needs counts: kept per rank
     REQUIRE(find("mean", 0));
     REQUIRE(find("mean", 1));
     CHECK(find("mean", 1)->values == std::vector<double>{0.03});
@@ -118,7 +118,8 @@ TEST_CASE("te stats: ranks combined where the statistic allows it", "[dump]") {
 
 TEST_CASE("te stats: a malformed statistics line is named", "[dump]") {
     const std::string p = dump::test::scratch("nvdlfw_inspect_globalrank-3.log");
-    dump::test::write_bytes(p, line("fc1_activation_max", 1, "1.0") + "fc1_activation_max \t iteration=x1 \t value=2\n");
+    dump::test::write_bytes(p,
+                            line("fc1_activation_max", 1, "1.0") + "fc1_activation_max \t iteration=x1 \t value=2\n");
     CHECK_THROWS_WITH(te::read_stats_log(p), Catch::Contains("globalrank-3.log:2: iteration= is not"));
     dump::test::write_bytes(p, line("fc1_activation_mean", 1, "1.0") + line("fc1_activation_mean", 1, "2.0"));
     CHECK_THROWS_WITH(te::combine_ranks({te::read_stats_log(p)}), Catch::Contains("logged twice by rank 3"));
@@ -158,7 +159,8 @@ TEST_CASE("te stats: unknown names skipped with a note, means weighted by numel,
     const auto run = te::read_run_stats(root);
     REQUIRE(run.files.size() == 2);
     REQUIRE(run.notes.size() == 1);
-    CHECK_THAT(run.notes[0], Catch::Contains("globalrank-0.log:3") && Catch::Contains("fc1_activation_some_future_stat"));
+    CHECK_THAT(run.notes[0],
+               Catch::Contains("globalrank-0.log:3") && Catch::Contains("fc1_activation_some_future_stat"));
     auto find = [&](const std::string& n, std::optional<int> rank) -> const te::StatSeries* {
         for (const auto& s : run.series)
             if (s.name == n && s.rank == rank) return &s;
@@ -189,7 +191,8 @@ TEST_CASE("te stats: unknown names skipped with a note, means weighted by numel,
     CHECK(tr.series[1].tensor == "fc2_activation");
     CHECK(tr.series[1].amax == std::vector<float>{4.0f});
     bool noted = false;
-    for (const auto& n : tr.notes) noted = noted || (n.find("fc1_gradient") != std::string::npos && n.find("unreadable") != std::string::npos);
+    for (const auto& n : tr.notes)
+        noted = noted || (n.find("fc1_gradient") != std::string::npos && n.find("unreadable") != std::string::npos);
     CHECK(noted);
 
     // A single-file dlfw log: the same rule.

@@ -83,7 +83,8 @@ TEST_CASE("torch v3: every _rebuild_tensor_v3 dtype is read or noted, never refu
         } else {  // integers, bits, complex: a note naming the type, the file still read
             CHECK_FALSE(t);
             bool noted = false;
-            for (const auto& n : src->notes()) noted = noted || n.describe().find("torch." + dtype) != std::string::npos;
+            for (const auto& n : src->notes())
+                noted = noted || n.describe().find("torch." + dtype) != std::string::npos;
             CHECK(noted);
         }
     }

@@ -18,12 +18,19 @@ double value_from_fields(int e_bits, int m_bits, int bias, bool has_sign, bool s
     const unsigned exp = (code >> m_bits) & ((1u << e_bits) - 1);
     const bool neg = has_sign && ((code >> (e_bits + m_bits)) & 1);
     double v;
-    if (subnormals && exp == 0) v = std::ldexp(static_cast<double>(man), 1 - bias - m_bits);
-    else v = std::ldexp(1.0 + std::ldexp(static_cast<double>(man), -m_bits), static_cast<int>(exp) - bias);
+    if (subnormals && exp == 0)
+        v = std::ldexp(static_cast<double>(man), 1 - bias - m_bits);
+    else
+        v = std::ldexp(1.0 + std::ldexp(static_cast<double>(man), -m_bits), static_cast<int>(exp) - bias);
     return neg ? -v : v;
 }
 
-struct Expect { Format f; int e, m, bias; bool sign, subnormals; double max, min_normal, min_sub; };
+struct Expect {
+    Format f;
+    int e, m, bias;
+    bool sign, subnormals;
+    double max, min_normal, min_sub;
+};
 const Expect kExpect[] = {
     {Format::e4m3, 4, 3, 7, true, true, 448.0, 0x1p-6, 0x1p-9},
     {Format::e5m2, 5, 2, 15, true, true, 57344.0, 0x1p-14, 0x1p-16},
@@ -86,8 +93,14 @@ TEST_CASE("every code decodes to the value its fields give", "[emu][codes]") {
             CAPTURE(name(x.f), c);
             const CodeClass k = classify(x.f, static_cast<std::uint8_t>(c));
             const double v = decode_value(x.f, static_cast<std::uint8_t>(c));
-            if (k == CodeClass::nan) { CHECK(std::isnan(v)); continue; }
-            if (k == CodeClass::infinity) { CHECK(std::isinf(v)); continue; }
+            if (k == CodeClass::nan) {
+                CHECK(std::isnan(v));
+                continue;
+            }
+            if (k == CodeClass::infinity) {
+                CHECK(std::isinf(v));
+                continue;
+            }
             CHECK(v == value_from_fields(x.e, x.m, x.bias, x.sign, x.subnormals, c));
             if (k == CodeClass::zero) CHECK(std::signbit(v) == (c == info.sign_mask));
         }

@@ -57,8 +57,7 @@ const Format kFormats[] = {Format::e2m1, Format::e2m3, Format::e3m2};
 
 }  // namespace
 
-TEST_CASE("E2M1/E2M3/E3M2 equal cuda_fp4.h / cuda_fp6.h on all 2^32 float32 inputs",
-          "[emu][cuda-host][exhaustive]") {
+TEST_CASE("E2M1/E2M3/E3M2 equal cuda_fp4.h / cuda_fp6.h on all 2^32 float32 inputs", "[emu][cuda-host][exhaustive]") {
     for (Format f : kFormats) {
         for (const Mode& m : kModes) {
             const Policy p = policy_of(f, m.rounding);
@@ -131,8 +130,10 @@ TEST_CASE("E2M1/E2M3/E3M2 equal cuda_fp4.h / cuda_fp6.h on all float16 and bfloa
                 const std::uint8_t ex = encode(f, Wide::f16, b, p), ey = encode(f, Wide::f16, c, p);
                 const std::uint8_t bx = encode(f, Wide::bf16, b, p), by = encode(f, Wide::bf16, c, p);
                 if (fp4) {
-                    REQUIRE(__nv_cvt_halfraw2_to_fp4x2(h2, __NV_E2M1, m.cuda) == pack_fp4(ex, ey, NibbleOrder::low_first));
-                    REQUIRE(__nv_cvt_bfloat16raw2_to_fp4x2(bf2, __NV_E2M1, m.cuda) == pack_fp4(bx, by, NibbleOrder::low_first));
+                    REQUIRE(__nv_cvt_halfraw2_to_fp4x2(h2, __NV_E2M1, m.cuda) ==
+                            pack_fp4(ex, ey, NibbleOrder::low_first));
+                    REQUIRE(__nv_cvt_bfloat16raw2_to_fp4x2(bf2, __NV_E2M1, m.cuda) ==
+                            pack_fp4(bx, by, NibbleOrder::low_first));
                 } else {
                     REQUIRE(__nv_cvt_halfraw2_to_fp6x2(h2, fp6_kind(f), m.cuda) == (ey << 8 | ex));
                     REQUIRE(__nv_cvt_bfloat16raw2_to_fp6x2(bf2, fp6_kind(f), m.cuda) == (by << 8 | bx));
@@ -144,10 +145,16 @@ TEST_CASE("E2M1/E2M3/E3M2 equal cuda_fp4.h / cuda_fp6.h on all float16 and bfloa
 
 TEST_CASE("binary64 inputs round once, as cuda_fp4.h / cuda_fp6.h's double conversions do", "[emu][cuda-host]") {
     std::uint64_t state = 0x9E3779B97F4A7C15ull;
-    auto next = [&] { state ^= state << 13; state ^= state >> 7; state ^= state << 17; return state; };
+    auto next = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
     for (int i = 0; i < 1000000; ++i) {
         std::uint64_t b = next();
-        if (i % 2) b = (b & 0x800FFFFFFFFFFFFFull) | (std::uint64_t(1023 - 12 + (next() % 24)) << 52);  // |x| in 2^-12..2^12
+        if (i % 2)
+            b = (b & 0x800FFFFFFFFFFFFFull) | (std::uint64_t(1023 - 12 + (next() % 24)) << 52);  // |x| in 2^-12..2^12
         double d;
         std::memcpy(&d, &b, 8);
         for (Format f : kFormats)
@@ -178,6 +185,8 @@ TEST_CASE("every E2M1/E2M3/E3M2 code decodes as __nv_cvt_fp4/fp6_to_halfraw does
 
 #else
 TEST_CASE("cuda_fp4.h / cuda_fp6.h host oracle", "[emu][cuda-host]") {
-    WARN("SKIPPED: the CUDA toolkit's cuda_fp4.h (CUDA 12.8+) was not found at configure time, so this oracle is not compiled");
+    WARN(
+        "SKIPPED: the CUDA toolkit's cuda_fp4.h (CUDA 12.8+) was not found at configure time, so this oracle is not "
+        "compiled");
 }
 #endif

@@ -41,7 +41,8 @@ float as_float(std::uint64_t b) {
 }  // namespace
 
 TEST_CASE("cuda-satfinite and cuda-nosat equal cuda_fp8.h on all 2^32 float32 inputs", "[emu][cuda-host][exhaustive]") {
-    for (auto [sat, profile] : {std::pair{__NV_SATFINITE, Profile::cuda_satfinite}, std::pair{__NV_NOSAT, Profile::cuda_nosat}}) {
+    for (auto [sat, profile] :
+         {std::pair{__NV_SATFINITE, Profile::cuda_satfinite}, std::pair{__NV_NOSAT, Profile::cuda_nosat}}) {
         for (auto [interp, fmt] : {std::pair{__NV_E4M3, Format::e4m3}, std::pair{__NV_E5M2, Format::e5m2}}) {
             const Policy p = profile_policy(profile, fmt).policy;
             std::uint64_t first = 0;
@@ -56,8 +57,10 @@ TEST_CASE("cuda-satfinite and cuda-nosat equal cuda_fp8.h on all 2^32 float32 in
 
 #if CUDART_VERSION >= 12080  // __nv_cvt_float_to_e8m0 arrived in CUDA 12.8
 TEST_CASE("E8M0 equals __nv_cvt_float_to_e8m0 on all 2^32 float32 inputs", "[emu][cuda-host][exhaustive]") {
-    for (auto [sat, profile] : {std::pair{__NV_SATFINITE, Profile::cuda_satfinite}, std::pair{__NV_NOSAT, Profile::cuda_nosat}}) {
-        for (auto [mode, r] : {std::pair{cudaRoundZero, Rounding::toward_zero}, std::pair{cudaRoundPosInf, Rounding::toward_positive}}) {
+    for (auto [sat, profile] :
+         {std::pair{__NV_SATFINITE, Profile::cuda_satfinite}, std::pair{__NV_NOSAT, Profile::cuda_nosat}}) {
+        for (auto [mode, r] :
+             {std::pair{cudaRoundZero, Rounding::toward_zero}, std::pair{cudaRoundPosInf, Rounding::toward_positive}}) {
             const Policy p = profile_policy(profile, Format::e8m0, Wide::f32, r).policy;
             std::uint64_t first = 0;
             const auto bad = count_mismatches(
@@ -72,22 +75,30 @@ TEST_CASE("E8M0 equals __nv_cvt_float_to_e8m0 on all 2^32 float32 inputs", "[emu
 #endif
 
 TEST_CASE("cuda profiles equal cuda_fp8.h on all float16 and bfloat16 inputs", "[emu][cuda-host]") {
-    for (auto [sat, profile] : {std::pair{__NV_SATFINITE, Profile::cuda_satfinite}, std::pair{__NV_NOSAT, Profile::cuda_nosat}}) {
+    for (auto [sat, profile] :
+         {std::pair{__NV_SATFINITE, Profile::cuda_satfinite}, std::pair{__NV_NOSAT, Profile::cuda_nosat}}) {
         for (auto [interp, fmt] : {std::pair{__NV_E4M3, Format::e4m3}, std::pair{__NV_E5M2, Format::e5m2}}) {
             const Policy p = profile_policy(profile, fmt).policy;
             for (std::uint32_t b = 0; b < 65536; ++b) {
-                __half_raw h; h.x = static_cast<unsigned short>(b);
-                __nv_bfloat16_raw bf; bf.x = static_cast<unsigned short>(b);
-                if (__nv_cvt_halfraw_to_fp8(h, sat, interp) != encode(fmt, Wide::f16, b, p)) FAIL("f16 0x" << std::hex << b);
-                if (__nv_cvt_bfloat16raw_to_fp8(bf, sat, interp) != encode(fmt, Wide::bf16, b, p)) FAIL("bf16 0x" << std::hex << b);
+                __half_raw h;
+                h.x = static_cast<unsigned short>(b);
+                __nv_bfloat16_raw bf;
+                bf.x = static_cast<unsigned short>(b);
+                if (__nv_cvt_halfraw_to_fp8(h, sat, interp) != encode(fmt, Wide::f16, b, p))
+                    FAIL("f16 0x" << std::hex << b);
+                if (__nv_cvt_bfloat16raw_to_fp8(bf, sat, interp) != encode(fmt, Wide::bf16, b, p))
+                    FAIL("bf16 0x" << std::hex << b);
             }
         }
 #if CUDART_VERSION >= 12080
-        for (auto [mode, r] : {std::pair{cudaRoundZero, Rounding::toward_zero}, std::pair{cudaRoundPosInf, Rounding::toward_positive}}) {
+        for (auto [mode, r] :
+             {std::pair{cudaRoundZero, Rounding::toward_zero}, std::pair{cudaRoundPosInf, Rounding::toward_positive}}) {
             const Policy p = profile_policy(profile, Format::e8m0, Wide::f32, r).policy;
             for (std::uint32_t b = 0; b < 65536; ++b) {
-                __nv_bfloat16_raw bf; bf.x = static_cast<unsigned short>(b);
-                if (__nv_cvt_bfloat16raw_to_e8m0(bf, sat, mode) != encode(Format::e8m0, Wide::bf16, b, p)) FAIL("bf16 e8m0 0x" << std::hex << b);
+                __nv_bfloat16_raw bf;
+                bf.x = static_cast<unsigned short>(b);
+                if (__nv_cvt_bfloat16raw_to_e8m0(bf, sat, mode) != encode(Format::e8m0, Wide::bf16, b, p))
+                    FAIL("bf16 e8m0 0x" << std::hex << b);
             }
         }
 #endif
@@ -97,13 +108,20 @@ TEST_CASE("cuda profiles equal cuda_fp8.h on all float16 and bfloat16 inputs", "
 TEST_CASE("binary64 inputs round once, as cuda_fp8.h's double conversion does", "[emu][cuda-host]") {
     // Random doubles near every E4M3/E5M2 rounding boundary plus uniform bit patterns.
     std::uint64_t state = 0x9E3779B97F4A7C15ull;
-    auto next = [&] { state ^= state << 13; state ^= state >> 7; state ^= state << 17; return state; };
+    auto next = [&] {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    };
     for (int i = 0; i < 2000000; ++i) {
         std::uint64_t b = next();
-        if (i % 2) b = (b & 0x800FFFFFFFFFFFFFull) | (std::uint64_t(1023 - 20 + (next() % 40)) << 52);  // |x| in 2^-20..2^20
+        if (i % 2)
+            b = (b & 0x800FFFFFFFFFFFFFull) | (std::uint64_t(1023 - 20 + (next() % 40)) << 52);  // |x| in 2^-20..2^20
         double d;
         std::memcpy(&d, &b, 8);
-        for (auto [sat, profile] : {std::pair{__NV_SATFINITE, Profile::cuda_satfinite}, std::pair{__NV_NOSAT, Profile::cuda_nosat}}) {
+        for (auto [sat, profile] :
+             {std::pair{__NV_SATFINITE, Profile::cuda_satfinite}, std::pair{__NV_NOSAT, Profile::cuda_nosat}}) {
             for (auto [interp, fmt] : {std::pair{__NV_E4M3, Format::e4m3}, std::pair{__NV_E5M2, Format::e5m2}}) {
                 const auto want = __nv_cvt_double_to_fp8(d, sat, interp);
                 const auto got = encode(fmt, Wide::f64, b, profile_policy(profile, fmt, Wide::f64).policy);

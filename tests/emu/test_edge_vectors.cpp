@@ -10,11 +10,21 @@
 using namespace fp8kit::emu;
 
 namespace {
-std::uint64_t bits64(double d) { std::uint64_t b; std::memcpy(&b, &d, 8); return b; }
-std::uint32_t bits32(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+std::uint64_t bits64(double d) {
+    std::uint64_t b;
+    std::memcpy(&b, &d, 8);
+    return b;
+}
+std::uint32_t bits32(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
 std::uint8_t from_double(Format f, double d, Policy p) { return encode(f, Wide::f64, bits64(d), p); }
 std::uint8_t from_float(Format f, float x, Policy p) { return encode(f, Wide::f32, bits32(x), p); }
-Policy prof(Profile p, Format f, Rounding r = Rounding::toward_zero) { return profile_policy(p, f, Wide::f32, r).policy; }
+Policy prof(Profile p, Format f, Rounding r = Rounding::toward_zero) {
+    return profile_policy(p, f, Wide::f32, r).policy;
+}
 const Policy kSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 const Policy kNoSat{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_all_ones};
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -70,9 +80,9 @@ TEST_CASE("Inf per overflow policy", "[emu][edge]") {
     CHECK(from_float(Format::e5m2, -kInf, prof(Profile::cuda_satfinite, Format::e5m2)) == 0xFB);
     CHECK(from_float(Format::e5m2, kInf, prof(Profile::ml_dtypes, Format::e5m2)) == 0x7C);
     const Policy sat_finite{Rounding::nearest_even, Overflow::saturate_finite, NanEncoding::canonical};
-    CHECK(from_float(Format::e5m2, kInf, sat_finite) == 0x7C);      // Inf stays Inf
-    CHECK(from_float(Format::e5m2, 1e6f, sat_finite) == 0x7B);      // finite overflow saturates
-    CHECK(from_float(Format::e4m3, -kInf, sat_finite) == 0xFF);     // no Inf in E4M3: NaN
+    CHECK(from_float(Format::e5m2, kInf, sat_finite) == 0x7C);   // Inf stays Inf
+    CHECK(from_float(Format::e5m2, 1e6f, sat_finite) == 0x7B);   // finite overflow saturates
+    CHECK(from_float(Format::e4m3, -kInf, sat_finite) == 0xFF);  // no Inf in E4M3: NaN
 }
 
 TEST_CASE("E4M3FNUZ: 248 is a tie that rounds up into overflow", "[emu][edge]") {
@@ -93,7 +103,7 @@ TEST_CASE("E8M0 as cuda_fp8.h: 3.0, zero, tiny, Inf, NaN, sign ignored", "[emu][
     CHECK(from_float(Format::e8m0, 1.5f * 0x1p-127f, rp) == 0x01);
     CHECK(from_float(Format::e8m0, kInf, rp) == 0xFF);
     CHECK(from_float(Format::e8m0, kInf, rp_sat) == 0xFE);
-    CHECK(from_float(Format::e8m0, 3e38f, rp) == 0xFF);   // rounds up to 2^128: overflow
+    CHECK(from_float(Format::e8m0, 3e38f, rp) == 0xFF);  // rounds up to 2^128: overflow
     CHECK(from_float(Format::e8m0, 3e38f, rz) == 0xFE);
     CHECK(from_float(Format::e8m0, kNaN, rp_sat) == 0xFF);
     CHECK_FALSE(profile_policy(Profile::cuda_nosat, Format::e8m0, Wide::f32, Rounding::nearest_even).ok);

@@ -24,9 +24,12 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
     return {std::istreambuf_iterator<char>(f), {}};
 }
 
-struct Lib { const char* file; Profile profile; };
-const Lib kLibs[] = {{"ml_dtypes", Profile::ml_dtypes}, {"torch", Profile::torch},
-                     {"cuda-satfinite-gpu", Profile::cuda_satfinite}};
+struct Lib {
+    const char* file;
+    Profile profile;
+};
+const Lib kLibs[] = {
+    {"ml_dtypes", Profile::ml_dtypes}, {"torch", Profile::torch}, {"cuda-satfinite-gpu", Profile::cuda_satfinite}};
 
 std::vector<std::uint8_t> ours16(Wide src, Format f, Profile p) {
     std::vector<std::uint8_t> out(65536);
@@ -36,7 +39,7 @@ std::vector<std::uint8_t> ours16(Wide src, Format f, Profile p) {
 
 // The formats added for FP4/FP6 and the rest of ml_dtypes: golden data from ml_dtypes only (the
 // cuda_fp4.h / cuda_fp6.h host functions are compiled into test_cuda_host_oracle.cpp instead).
-const Format kNewFormats[] = {Format::e2m1, Format::e2m3, Format::e3m2,
+const Format kNewFormats[] = {Format::e2m1, Format::e2m3,        Format::e3m2,
                               Format::e3m4, Format::e4m3b11fnuz, Format::e4m3ieee};
 bool is_new(Format f) {
     for (Format n : kNewFormats)
@@ -111,7 +114,9 @@ int check_f32_tables(Want want) {
         const std::string lib = key.substr(0, slash);
         const Format f = *parse_format(key.substr(slash + 1));
         if (!want(f)) continue;
-        const Profile p = lib == "ml_dtypes" ? Profile::ml_dtypes : lib == "torch" ? Profile::torch : Profile::cuda_satfinite;
+        const Profile p = lib == "ml_dtypes" ? Profile::ml_dtypes
+                          : lib == "torch"   ? Profile::torch
+                                             : Profile::cuda_satfinite;
         const Policy policy = emu::profile_policy(p, f).policy;
         REQUIRE(crcs.size() == 256u);
         int bad = 0;
@@ -119,7 +124,8 @@ int check_f32_tables(Want want) {
             encode_bit_range(f, Wide::f32, s * slice, slice, buf.data(), policy);
             const unsigned long crc = crc32(0L, buf.data(), static_cast<uInt>(slice));
             if (fmt::format("{:08x}", crc) != crcs[s].template get<std::string>()) {
-                if (bad++ < 3) FAIL_CHECK(key << ": slice " << s << " (inputs 0x" << std::hex << s * slice << "..) differs");
+                if (bad++ < 3)
+                    FAIL_CHECK(key << ": slice " << s << " (inputs 0x" << std::hex << s * slice << "..) differs");
             }
         }
         CHECK(bad == 0);

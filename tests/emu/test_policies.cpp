@@ -32,7 +32,10 @@ Grid grid(Format f) {
         v.emplace_back(decode_value(f, static_cast<std::uint8_t>(c)), static_cast<std::uint8_t>(c));
     }
     std::sort(v.begin(), v.end());
-    for (auto& [x, c] : v) { g.values.push_back(x); g.codes.push_back(c); }
+    for (auto& [x, c] : v) {
+        g.values.push_back(x);
+        g.codes.push_back(c);
+    }
     g.max = g.values.back();
     const FormatInfo i = format_info(f);
     g.beyond = g.max + std::ldexp(1.0L, i.emax - i.man_bits);
@@ -105,8 +108,12 @@ TEST_CASE("every deterministic rounding mode picks the brute-force neighbour (al
             const emu::Policy p{r, Overflow::no_saturate, emu::NanEncoding::canonical};
             for (std::uint32_t b = 0; b < 65536; ++b) {
                 const double x = [&] {  // the float16 value, exactly
-                    const std::uint64_t d = emu::convert<emu::Binary16, emu::Binary64>(static_cast<std::uint16_t>(b), emu::kDecodePolicy);
-                    double v; std::memcpy(&v, &d, 8); return v; }();
+                    const std::uint64_t d =
+                        emu::convert<emu::Binary16, emu::Binary64>(static_cast<std::uint16_t>(b), emu::kDecodePolicy);
+                    double v;
+                    std::memcpy(&v, &d, 8);
+                    return v;
+                }();
                 if (!std::isfinite(x) || x == 0) continue;
                 check_mode(f, r, x, emu::encode(f, emu::Wide::f16, b, p), emu::overflows(f, emu::Wide::f16, b, p));
             }
@@ -116,16 +123,23 @@ TEST_CASE("every deterministic rounding mode picks the brute-force neighbour (al
 
 TEST_CASE("every deterministic rounding mode picks the brute-force neighbour (random doubles)", "[emu][policy]") {
     std::uint64_t s = 12345;
-    auto next = [&] { s ^= s << 13; s ^= s >> 7; s ^= s << 17; return s; };
+    auto next = [&] {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        return s;
+    };
     for (Format f : emu::kAllFormats) {
         const FormatInfo info = format_info(f);
         for (int i = 0; i < 20000; ++i) {
             // Magnitudes spread over the format's whole range and a few binades beyond.
-            const int e = info.emin - info.man_bits - 3 + static_cast<int>(next() % (info.emax - info.emin + info.man_bits + 8));
+            const int e =
+                info.emin - info.man_bits - 3 + static_cast<int>(next() % (info.emax - info.emin + info.man_bits + 8));
             double x = std::ldexp(1.0 + static_cast<double>(next() >> 11) * 0x1p-53, e);
             if (info.has_sign && (next() & 1)) x = -x;
             if (f == Format::e8m0 && x < info.min_normal) continue;  // no zero: underflow is clamped, checked elsewhere
-            std::uint64_t b; std::memcpy(&b, &x, 8);
+            std::uint64_t b;
+            std::memcpy(&b, &x, 8);
             for (Rounding r : kDeterministic) {
                 const emu::Policy p{r, Overflow::no_saturate, emu::NanEncoding::canonical};
                 check_mode(f, r, x, emu::encode(f, emu::Wide::f64, b, p), emu::overflows(f, emu::Wide::f64, b, p));
@@ -137,7 +151,8 @@ TEST_CASE("every deterministic rounding mode picks the brute-force neighbour (ra
 TEST_CASE("stochastic rounding adds 32 random bits just below the last kept bit", "[emu][policy]") {
     const emu::Policy sr{Rounding::stochastic, Overflow::saturate_all, emu::NanEncoding::canonical};
     auto enc = [&](float x, std::uint32_t rnd) {
-        std::uint32_t b; std::memcpy(&b, &x, 4);
+        std::uint32_t b;
+        std::memcpy(&b, &x, 4);
         return emu::convert<emu::Binary32, emu::E4M3>(b, sr, rnd);
     };
     // 1.0 + 1/32 lies a quarter of the way from 1.0 (0x38) to 1.125 (0x39): the dropped fraction
@@ -163,7 +178,8 @@ TEST_CASE("stochastic rounding is unbiased over the generator's bits", "[emu][po
     const emu::Policy sr{Rounding::stochastic, Overflow::saturate_all, emu::NanEncoding::canonical};
     // x = 1 + 3/64: 3/8 of the way from 1.0 to 1.125.
     const float x = 1.0f + 3.0f / 64;
-    std::uint32_t b; std::memcpy(&b, &x, 4);
+    std::uint32_t b;
+    std::memcpy(&b, &x, 4);
     int up = 0;
     const int n = 1 << 20;
     for (int i = 0; i < n; ++i) up += emu::convert<emu::Binary32, emu::E4M3>(b, sr, emu::stochastic_bits(1, i)) == 0x39;

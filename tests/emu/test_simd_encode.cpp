@@ -53,18 +53,29 @@ std::vector<Policy> simd_policies() {
     return out;
 }
 
-std::uint8_t reference(Format f, Wide w, std::uint32_t bits, const Policy& p) {
-    return emu::encode(f, w, bits, p);
-}
+std::uint8_t reference(Format f, Wide w, std::uint32_t bits, const Policy& p) { return emu::encode(f, w, bits, p); }
 
 // Float32 patterns where a rounding or classification decision changes: around every
 // destination rounding boundary, binade edge, the subnormal/normal seam, overflow, Inf and NaN.
 std::vector<std::uint32_t> f32_edges() {
     std::vector<std::uint32_t> v;
-    const std::uint32_t specials[] = {0x00000000, 0x00000001, 0x007FFFFF, 0x00800000, 0x7F7FFFFF,
-                                      0x7F800000, 0x7F800001, 0x7FBFFFFF, 0x7FC00000, 0x7FFFFFFF,
-                                      0x43E80000 /* 464 */, 0x43E00000 /* 448 */, 0x47700000 /* 61440 */,
-                                      0x477FE000, 0x3A800000 /* 2^-10 */, 0x3B000000, 0x37800000 /* 2^-16 */};
+    const std::uint32_t specials[] = {0x00000000,
+                                      0x00000001,
+                                      0x007FFFFF,
+                                      0x00800000,
+                                      0x7F7FFFFF,
+                                      0x7F800000,
+                                      0x7F800001,
+                                      0x7FBFFFFF,
+                                      0x7FC00000,
+                                      0x7FFFFFFF,
+                                      0x43E80000 /* 464 */,
+                                      0x43E00000 /* 448 */,
+                                      0x47700000 /* 61440 */,
+                                      0x477FE000,
+                                      0x3A800000 /* 2^-10 */,
+                                      0x3B000000,
+                                      0x37800000 /* 2^-16 */};
     for (std::uint32_t s : specials)
         for (std::uint32_t d = 0; d < 3; ++d) {
             v.push_back(s + d);
@@ -88,9 +99,12 @@ std::vector<std::uint8_t> read_golden(const std::string& file) {
 
 // encode_array over all 65,536 16-bit inputs for each library with a golden table.
 void check_against_golden_16bit(EncodePath path) {
-    struct Lib { const char* file; Profile profile; };
-    const Lib libs[] = {{"ml_dtypes", Profile::ml_dtypes}, {"torch", Profile::torch},
-                        {"cuda-satfinite-gpu", Profile::cuda_satfinite}};
+    struct Lib {
+        const char* file;
+        Profile profile;
+    };
+    const Lib libs[] = {
+        {"ml_dtypes", Profile::ml_dtypes}, {"torch", Profile::torch}, {"cuda-satfinite-gpu", Profile::cuda_satfinite}};
     std::vector<std::uint16_t> in(65536);
     for (std::uint32_t i = 0; i < 65536; ++i) in[i] = static_cast<std::uint16_t>(i);
     for (Wide w : {Wide::f16, Wide::bf16})
@@ -98,7 +112,8 @@ void check_against_golden_16bit(EncodePath path) {
             for (const Lib& lib : libs) {
                 const Policy p = emu::profile_policy(lib.profile, f, w).policy;
                 REQUIRE(std::string(encode_path(f, w, p)) == path_name(path));
-                const auto golden = read_golden(std::string(name(w)) + "_" + std::string(name(f)) + "_" + lib.file + ".bin");
+                const auto golden =
+                    read_golden(std::string(name(w)) + "_" + std::string(name(f)) + "_" + lib.file + ".bin");
                 REQUIRE(golden.size() == 65536);
                 std::vector<std::uint8_t> out(65536);
                 encode_array(f, w, in.data(), out.data(), in.size(), p);
@@ -124,8 +139,10 @@ TEST_CASE("SIMD encode: the paths this CPU supports are reported and selectable"
         // Outside what the kernels implement, the scalar loop runs.
         CHECK(std::string(encode_path(Format::e4m3fnuz, Wide::f32, sat)) == "scalar");
         CHECK(std::string(encode_path(Format::e4m3, Wide::f64, sat)) == "scalar");
-        CHECK(std::string(encode_path(Format::e4m3, Wide::f32, {Rounding::toward_zero, sat.overflow, sat.nan})) == "scalar");
-        CHECK(std::string(encode_path(Format::e4m3, Wide::f32, {Rounding::stochastic, sat.overflow, sat.nan})) == "scalar");
+        CHECK(std::string(encode_path(Format::e4m3, Wide::f32, {Rounding::toward_zero, sat.overflow, sat.nan})) ==
+              "scalar");
+        CHECK(std::string(encode_path(Format::e4m3, Wide::f32, {Rounding::stochastic, sat.overflow, sat.nan})) ==
+              "scalar");
     }
     set_encode_path_limit(EncodePath::scalar);
     CHECK(std::string(encode_path(Format::e4m3, Wide::f32, sat)) == "scalar");
@@ -216,7 +233,8 @@ TEST_CASE("SIMD encode equals emu::convert on all float16 and bfloat16 inputs", 
 
 TEST_CASE("SIMD encode_bit_range equals emu::convert on float32 ranges with odd starts and lengths", "[emu][simd]") {
     PathLimitGuard guard;
-    const std::uint64_t starts[] = {0, 0x3A7FFF00, 0x43E7FFFB, 0x477FDFFF, 0x7F7FFF81, 0x7FFFFF00, 0xBC000003, 0xFFFFF000};
+    const std::uint64_t starts[] = {0,          0x3A7FFF00, 0x43E7FFFB, 0x477FDFFF,
+                                    0x7F7FFF81, 0x7FFFFF00, 0xBC000003, 0xFFFFF000};
     const std::size_t n = 4096 * 3 + 77;  // several kernel blocks and a tail
     std::vector<std::uint8_t> out(n);
     for (EncodePath path : simd_paths()) {
@@ -245,8 +263,13 @@ TEST_CASE("SIMD encode of arrays past the streaming threshold (non-temporal stor
     for (auto& v : in32) v = static_cast<std::uint32_t>(rng());
     for (auto& v : in16) v = static_cast<std::uint16_t>(rng());
     std::vector<std::uint8_t> out(n + offset + 1);
-    struct Case { Wide w; Format f; Profile p; };
-    const Case cases[] = {{Wide::f32, Format::e4m3, Profile::cuda_satfinite}, {Wide::f16, Format::e5m2, Profile::ml_dtypes},
+    struct Case {
+        Wide w;
+        Format f;
+        Profile p;
+    };
+    const Case cases[] = {{Wide::f32, Format::e4m3, Profile::cuda_satfinite},
+                          {Wide::f16, Format::e5m2, Profile::ml_dtypes},
                           {Wide::bf16, Format::e4m3, Profile::torch}};
     for (EncodePath path : simd_paths()) {
         set_encode_path_limit(path);
@@ -254,7 +277,8 @@ TEST_CASE("SIMD encode of arrays past the streaming threshold (non-temporal stor
             const Policy p = emu::profile_policy(k.p, k.f, k.w).policy;
             REQUIRE(std::string(encode_path(k.f, k.w, p)) == path_name(path));
             std::fill(out.begin(), out.end(), 0xA5);
-            const void* src = k.w == Wide::f32 ? static_cast<const void*>(in32.data()) : static_cast<const void*>(in16.data());
+            const void* src =
+                k.w == Wide::f32 ? static_cast<const void*>(in32.data()) : static_cast<const void*>(in16.data());
             encode_array(k.f, k.w, src, out.data() + offset, n, p);
             std::size_t bad = 0;
             for (std::size_t i = 0; i < n; ++i) {
@@ -269,7 +293,8 @@ TEST_CASE("SIMD encode of arrays past the streaming threshold (non-temporal stor
     }
 }
 
-TEST_CASE("every encode path, scalar included, equals the libraries' own float16/bfloat16 tables", "[emu][simd][golden]") {
+TEST_CASE("every encode path, scalar included, equals the libraries' own float16/bfloat16 tables",
+          "[emu][simd][golden]") {
     PathLimitGuard guard;
     std::vector<EncodePath> paths = simd_paths();
     paths.insert(paths.begin(), EncodePath::scalar);
@@ -299,7 +324,8 @@ void reference_slice(Format f, std::uint64_t first, std::size_t n, const Policy&
         const auto count = static_cast<std::int64_t>(n);
 #pragma omp parallel for schedule(static)
         for (std::int64_t i = 0; i < count; ++i)
-            out[i] = emu::convert<emu::Binary32, D>(static_cast<std::uint32_t>(first + static_cast<std::uint64_t>(i)), p);
+            out[i] =
+                emu::convert<emu::Binary32, D>(static_cast<std::uint32_t>(first + static_cast<std::uint64_t>(i)), p);
     });
 }
 
@@ -375,7 +401,8 @@ TEST_CASE("SIMD encode equals emu::convert on all 2^32 float32 inputs", "[emu][s
             for (std::size_t i = 0; i < slice; ++i)
                 if (special_code[base_ref[i]]) special.push_back(static_cast<std::uint32_t>(i));
             const std::uint64_t index = s / slice;  // 0x43/0xC3: E4M3 overflow, 0x47: E5M2, 0x7F/0xFF: Inf, NaN
-            const bool audit = index == 0 || index == 0x43 || index == 0x47 || index == 0x7F || index == 0xC3 || index == 0xFF;
+            const bool audit =
+                index == 0 || index == 0x43 || index == 0x47 || index == 0x7F || index == 0xC3 || index == 0xFF;
             for (std::size_t k = 0; k < policies.size(); ++k) {
                 const Policy& p = policies[k];
                 want = base_ref;

@@ -73,20 +73,22 @@ std::vector<std::uint32_t> mm(const GemmRequest& r, const AccumModel& m) { retur
 
 TEST_CASE("gemm exact equals a __float128 sum rounded once", "[gemm]") {
     std::mt19937 rng(7);
-    for (auto [fa, fb] : {std::pair{Format::e4m3, Format::e4m3}, {Format::e4m3, Format::e5m2}, {Format::e5m2, Format::e5m2}}) {
+    for (auto [fa, fb] :
+         {std::pair{Format::e4m3, Format::e4m3}, {Format::e4m3, Format::e5m2}, {Format::e5m2, Format::e5m2}}) {
         for (std::size_t k : {1u, 17u, 300u, 4096u}) {
             Case c(3, 4, k, fa, fb);
             fill(c.a, fa, rng);
             fill(c.b, fb, rng);
-            c.sa = {0.7f};     // any float32 ...
-            c.sb = {0.125f};   // ... times a power of two: still exact in 113 bits
+            c.sa = {0.7f};    // any float32 ...
+            c.sb = {0.125f};  // ... times a power of two: still exact in 113 bits
             const auto d = mm(c.request(), model("exact"));
             for (std::size_t i = 0; i < 3; ++i)
                 for (std::size_t j = 0; j < 4; ++j) {
                     __float128 s = 0;
                     for (std::size_t q = 0; q < k; ++q)
                         s += static_cast<__float128>(value(fa, c.a[i * k + q])) * value(fb, c.b[j * k + q]);
-                    const float want = static_cast<float>(s * static_cast<__float128>(0.7f) * static_cast<__float128>(0.125f));
+                    const float want =
+                        static_cast<float>(s * static_cast<__float128>(0.7f) * static_cast<__float128>(0.125f));
                     INFO("k " << k << " i " << i << " j " << j);
                     REQUIRE(d[i * 4 + j] == bits(want));
                 }
@@ -130,7 +132,8 @@ TEST_CASE("gemm fp32 equals a float32 loop in k order, any thread count", "[gemm
         for (std::size_t j = 0; j < 5; ++j) {
             volatile float acc = 0;  // volatile: one float32 add per step, as written
             for (std::size_t q = 0; q < 777; ++q)
-                acc = acc + static_cast<float>(value(Format::e4m3, c.a[i * 777 + q])) * static_cast<float>(value(Format::e5m2, c.b[j * 777 + q]));
+                acc = acc + static_cast<float>(value(Format::e4m3, c.a[i * 777 + q])) *
+                                static_cast<float>(value(Format::e5m2, c.b[j * 777 + q]));
             volatile float s = 3.0f * 0.1f;
             volatile float want = s * acc;
             REQUIRE(one[i * 5 + j] == bits(want));
@@ -166,8 +169,10 @@ TEST_CASE("gemm aligned model: nominal exponents (ea + eb) set the alignment, as
     // (2^-7 is an E4M3 subnormal). Nominal: E = 0, unit 2^-13, the small product survives and
     // the sum is 2^-13. Actual (h100tc): E = 1, unit 2^-12, it is truncated away: 0.
     Case c(1, 1, 4, Format::e4m3, Format::e4m3);
-    c.a = {code(Format::e4m3, 1.5f), code(Format::e4m3, -1.0f), code(Format::e4m3, -1.25f), code(Format::e4m3, 0.015625f)};
-    c.b = {code(Format::e4m3, 1.5f), code(Format::e4m3, 1.0f), code(Format::e4m3, 1.0f), code(Format::e4m3, 0.0078125f)};
+    c.a = {code(Format::e4m3, 1.5f), code(Format::e4m3, -1.0f), code(Format::e4m3, -1.25f),
+           code(Format::e4m3, 0.015625f)};
+    c.b = {code(Format::e4m3, 1.5f), code(Format::e4m3, 1.0f), code(Format::e4m3, 1.0f),
+           code(Format::e4m3, 0.0078125f)};
     REQUIRE(f32(mm(c.request(), model("sm90-fast"))[0]) == std::ldexp(1.0f, -13));
     REQUIRE(f32(mm(c.request(), model("h100tc"))[0]) == 0.0f);
     // The step's sum keeps 14 significant bits: 65536 + 65536 + 8.
@@ -224,8 +229,8 @@ TEST_CASE("gemm block scales and rowwise scales", "[gemm]") {
         for (std::size_t j = 0; j < 130; ++j) {
             __float128 s = 0;
             for (std::size_t q = 0; q < 260; ++q)
-                s += static_cast<__float128>(value(Format::e4m3, c.a[i * 260 + q])) * value(Format::e4m3, c.b[j * 260 + q]) *
-                     c.sa[i * 3 + q / 128] * c.sb[(j / 128) * 3 + q / 128];
+                s += static_cast<__float128>(value(Format::e4m3, c.a[i * 260 + q])) *
+                     value(Format::e4m3, c.b[j * 260 + q]) * c.sa[i * 3 + q / 128] * c.sb[(j / 128) * 3 + q / 128];
             REQUIRE(d[i * 130 + j] == bits(static_cast<float>(s)));
         }
     c.rq.a.scale_kind = ScaleKind::row;
@@ -238,7 +243,8 @@ TEST_CASE("gemm block scales and rowwise scales", "[gemm]") {
 
 TEST_CASE("gemm models: names, parameters, and refusals", "[gemm]") {
     REQUIRE(describe(parse_model("aligned:group=16,bits=13,promote=64")) ==
-            "aligned:group=16,bits=13,exp=nominal,sum_bits=14,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue,splitk=0,fma=1");
+            "aligned:group=16,bits=13,exp=nominal,sum_bits=14,promote=64,align=trunc,sticky=0,step=rz,scale=epilogue,"
+            "splitk=0,fma=1");
     REQUIRE_THROWS_WITH(parse_model("sm80"), Catch::Contains("sm80"));
     REQUIRE_THROWS_WITH(parse_model("aligned:promote=48"), Catch::Contains("multiple of group"));
     REQUIRE_THROWS_WITH(parse_model("aligned:bits=x"), Catch::Contains("bits='x'"));

@@ -45,7 +45,10 @@ struct Buf {
     ~Buf() { cu::device_free(p); }
     Buf(const Buf&) = delete;
     Buf& operator=(const Buf&) = delete;
-    template <class T> T* as() { return static_cast<T*>(p); }
+    template <class T>
+    T* as() {
+        return static_cast<T*>(p);
+    }
 };
 
 template <class T>
@@ -55,7 +58,11 @@ std::vector<T> host(const void* d, std::size_t n) {
     return h;
 }
 
-std::uint32_t b_of(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+std::uint32_t b_of(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
 
 // Codes, their negatives, the midpoints between neighbours (ties) and the floats next to them, and
 // the overflow boundary, for every new format; then special bits; then random values.
@@ -75,11 +82,12 @@ std::vector<float> adversarial_f32(std::size_t n_random, unsigned seed) {
             }
         }
         const float mx = static_cast<float>(fp8kit::format_info(f).max_finite);
-        for (float x : {mx, std::nextafter(mx, INFINITY), mx * 1.0625f, mx * 1.25f, -mx * 1.25f, mx * 4}) v.push_back(x);
+        for (float x : {mx, std::nextafter(mx, INFINITY), mx * 1.0625f, mx * 1.25f, -mx * 1.25f, mx * 4})
+            v.push_back(x);
     }
-    for (std::uint32_t b : {0u, 0x80000000u, 1u, 0x80000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu, 0xFF7FFFFFu,
-                            0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FA5A5A5u,
-                            0xFFFFFFFFu}) {
+    for (std::uint32_t b :
+         {0u, 0x80000000u, 1u, 0x80000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F800000u,
+          0xFF800000u, 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u, 0x7FA5A5A5u, 0xFFFFFFFFu}) {
         float f;
         std::memcpy(&f, &b, 4);
         v.push_back(f);
@@ -119,7 +127,8 @@ std::vector<Policy> policies() {
     std::vector<Policy> v;
     for (int r = 0; r < 6; ++r)
         for (int o = 0; o < 3; ++o)
-            for (int n = 0; n < 4; ++n) v.push_back({static_cast<Rounding>(r), static_cast<Overflow>(o), static_cast<NanEncoding>(n)});
+            for (int n = 0; n < 4; ++n)
+                v.push_back({static_cast<Rounding>(r), static_cast<Overflow>(o), static_cast<NanEncoding>(n)});
     return v;
 }
 
@@ -195,15 +204,15 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
     const fp8kit::BlockQuantized want = fp8kit::quantize_blocks(bytes.data(), w, rows, cols, br, seed);
     // Every field of lib's BlockRecipe, the role's rounding and columnwise_rht included: one call
     // gives the recipe's bits (with columnwise_rht, those of the cols x rows copy).
-    const cu::BlockSpec spec{br.format, br.rule, br.block_rows, br.block_cols, br.policy, br.epsilon, br.pow2,
-                             br.value_for_inf, br.columnwise_rht};
+    const cu::BlockSpec spec{br.format,  br.rule, br.block_rows,    br.block_cols,    br.policy,
+                             br.epsilon, br.pow2, br.value_for_inf, br.columnwise_rht};
     REQUIRE(want.rows * want.cols == rows * cols);
     const std::size_t blocks = want.grid_rows * want.grid_cols, ncode = packed ? rows * cols / 2 : rows * cols;
     Buf din(bytes.size()), dcodes(ncode), dsc(blocks), ds(blocks * 4), dsi(blocks * 4), damax(4);
     void* in = static_cast<unsigned char*>(din.p) + in_offset;  // Buf keeps 16 bytes spare
     cu::copy_to_device(in, bytes.data(), bytes.size());
-    cu::quantize_blocks(spec, w, in, rows, cols, dcodes.as<std::uint8_t>(), packed, dsc.as<std::uint8_t>(), ds.as<float>(),
-                        dsi.as<float>(), damax.as<float>(), seed);
+    cu::quantize_blocks(spec, w, in, rows, cols, dcodes.as<std::uint8_t>(), packed, dsc.as<std::uint8_t>(),
+                        ds.as<float>(), dsi.as<float>(), damax.as<float>(), seed);
     std::vector<std::uint8_t> want_codes = want.codes;
     if (packed) {
         want_codes.assign(ncode, 0);
@@ -212,13 +221,15 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
                                         want.cols, fp8kit::emu::NibbleOrder::low_first);
     }
     INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " " << rows << "x" << cols
-                  << (packed ? " packed" : "") << (in_offset ? " offset" : "") << " " << fp8kit::describe(br.policy) << (br.columnwise_rht ? " columnwise_rht" : ""));
+                  << (packed ? " packed" : "") << (in_offset ? " offset" : "") << " " << fp8kit::describe(br.policy)
+                  << (br.columnwise_rht ? " columnwise_rht" : ""));
     REQUIRE(mismatches(host<std::uint8_t>(dcodes.p, ncode), want_codes) == 0);
     REQUIRE(host<std::uint8_t>(dsc.p, blocks) == want.scale_codes);
     const auto ga = host<float>(damax.p, 1), s = host<float>(ds.p, blocks), si = host<float>(dsi.p, blocks);
     REQUIRE(b_of(ga[0]) == b_of(want.global_amax));
     std::size_t bad_scales = 0;
-    for (std::size_t b = 0; b < blocks; ++b) bad_scales += !same_float(s[b], want.scale[b]) || !same_float(si[b], want.scale_inv[b]);
+    for (std::size_t b = 0; b < blocks; ++b)
+        bad_scales += !same_float(s[b], want.scale[b]) || !same_float(si[b], want.scale_inv[b]);
     REQUIRE(bad_scales == 0);
 }
 
@@ -226,10 +237,10 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
 // statistics of those are of the column-wise copy after TE's RHT, a host step; docs/recipes.md).
 const Case kCases[] = {{"nvfp4-rowwise", fp8kit::Role::activation}, {"nvfp4", fp8kit::Role::weight},
                        {"nvfp4-rowwise", fp8kit::Role::gradient},   {"nvfp4-torchao", fp8kit::Role::activation},
-                       {"mxfp4", fp8kit::Role::activation}, {"mxfp4-ocp", fp8kit::Role::activation},
-                       {"mxfp6-e2m3", fp8kit::Role::weight}, {"mxfp6-e2m3-ocp", fp8kit::Role::weight},
-                       {"mxfp6-e3m2", fp8kit::Role::gradient}, {"mxfp6-e3m2-ocp", fp8kit::Role::gradient},
-                       {"mxfp8", fp8kit::Role::activation}, {"mx-ocp", fp8kit::Role::activation}};
+                       {"mxfp4", fp8kit::Role::activation},         {"mxfp4-ocp", fp8kit::Role::activation},
+                       {"mxfp6-e2m3", fp8kit::Role::weight},        {"mxfp6-e2m3-ocp", fp8kit::Role::weight},
+                       {"mxfp6-e3m2", fp8kit::Role::gradient},      {"mxfp6-e3m2-ocp", fp8kit::Role::gradient},
+                       {"mxfp8", fp8kit::Role::activation},         {"mx-ocp", fp8kit::Role::activation}};
 
 // A tensor whose blocks are: random normals at one of 40 magnitudes, all zero, one outlier,
 // all ties, subnormal, NaN / Inf holding, and the adversarial values, in row-major order.
@@ -241,11 +252,11 @@ std::vector<float> block_tensor(std::size_t rows, std::size_t cols, unsigned see
     for (std::size_t i = 0; i < x.size(); ++i) {
         const std::size_t blk = i / 16;
         switch (blk % 9) {
-            case 0: x[i] = 0.0f; break;                                                   // all-zero block
-            case 1: x[i] = (i % 16 == 3) ? 3.0e4f : nd(g) * 1e-3f; break;                 // one outlier
+            case 0: x[i] = 0.0f; break;                                                        // all-zero block
+            case 1: x[i] = (i % 16 == 3) ? 3.0e4f : nd(g) * 1e-3f; break;                      // one outlier
             case 2: x[i] = static_cast<float>(static_cast<int>(g() % 13) - 6) * 0.25f; break;  // ties at scale 1
-            case 3: x[i] = std::ldexp(nd(g), -130); break;                                // float32 subnormals
-            case 4: x[i] = adv[g() % adv.size()]; break;                                  // NaN, Inf, boundaries
+            case 3: x[i] = std::ldexp(nd(g), -130); break;                                     // float32 subnormals
+            case 4: x[i] = adv[g() % adv.size()]; break;                                       // NaN, Inf, boundaries
             default: x[i] = nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 40) - 20); break;
         }
     }
@@ -272,7 +283,8 @@ TEST_CASE("block quantiser: stochastic rounding draws lib's bits; all-zero and I
     const Policy sr{Rounding::stochastic, Overflow::saturate_all, NanEncoding::positive_max};
     const auto x = block_tensor(48, 96, 3);
     for (const Case& k : kCases)
-        for (std::uint64_t seed : {std::uint64_t{1}, std::uint64_t{0xDEADBEEFull}}) check_blocks(k, Wide::f32, x, 48, 96, false, seed, &sr);
+        for (std::uint64_t seed : {std::uint64_t{1}, std::uint64_t{0xDEADBEEFull}})
+            check_blocks(k, Wide::f32, x, 48, 96, false, seed, &sr);
     // All zero (global amax 0: TE's S_enc = 1, torchao's per-tensor scale 0 -> NaN scales), one
     // +Inf (global amax Inf), all NaN.
     for (float fill : {0.0f, -0.0f, NAN}) {
@@ -319,7 +331,8 @@ TEST_CASE("block quantiser, warp kernel: large shapes, unaligned input, every ro
 // [-fmax, fmax]: float32 bits 0 .. fmax in steps of 2^11 units in the
 // last place, with both signs, the format's codes, their midpoints and the floats beside them.
 TEST_CASE("block quantiser, warp kernel: E2M1 / E2M3 / E3M2 steps over a float32 sweep", "[gpu][fp4]") {
-    const std::pair<Format, const char*> fmts[] = {{Format::e2m1, "mxfp4"}, {Format::e2m3, "mxfp6-e2m3"}, {Format::e3m2, "mxfp6-e3m2"}};
+    const std::pair<Format, const char*> fmts[] = {
+        {Format::e2m1, "mxfp4"}, {Format::e2m3, "mxfp6-e2m3"}, {Format::e3m2, "mxfp6-e3m2"}};
     const auto adv = adversarial_f32(0, 1);
     for (const auto& [f, stem] : fmts) {
         const float fmax = static_cast<float>(fp8kit::format_info(f).max_finite);
@@ -349,16 +362,20 @@ TEST_CASE("block quantiser refuses bad arguments; the sm_100 FP4 cvt fails loudl
     Buf d(4096);
     const Policy p{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
     cu::BlockSpec s{Format::e2m3, fp8kit::ScaleRule::mx_roundup, 1, 32, p};
-    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), true, nullptr, nullptr, nullptr, d.as<float>()),
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), true, nullptr, nullptr,
+                                            nullptr, d.as<float>()),
                         Catch::Contains("quantize_blocks") && Catch::Contains("e2m1"));
     s.format = Format::e2m1;
     s.block_cols = 15;
-    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), true, nullptr, nullptr, nullptr, d.as<float>()),
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), true, nullptr, nullptr,
+                                            nullptr, d.as<float>()),
                         Catch::Contains("even"));
     s.format = Format::e8m0;
-    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 2, 64, d.as<std::uint8_t>(), false, nullptr, nullptr,
+                                            nullptr, d.as<float>()),
                         Catch::Contains("e8m0"));
-    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f64, d.p, 2, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f64, d.p, 2, 64, d.as<std::uint8_t>(), false, nullptr, nullptr,
+                                            nullptr, d.as<float>()),
                         Catch::Contains("f64"));
     // H100 (sm_90): the hardware FP4 path does not exist; the call must say so, not fall back.
     REQUIRE_THROWS_WITH(cu::quantize_e2m1_cvt_satfinite(d.as<float>(), static_cast<std::uint8_t*>(d.p) + 1024, 16),
@@ -379,20 +396,24 @@ TEST_CASE("TE NVFP4 random Hadamard transform on the GPU equals lib's te_rht16_c
             REQUIRE(host<unsigned char>(dout.p, bytes.size()) == want);
         }
     Buf d(64);
-    REQUIRE_THROWS_WITH(cu::te_rht16_columnwise(Wide::f32, d.p, 8, 1, d.p), Catch::Contains("multiple of the Hadamard dimension 16"));
+    REQUIRE_THROWS_WITH(cu::te_rht16_columnwise(Wide::f32, d.p, 8, 1, d.p),
+                        Catch::Contains("multiple of the Hadamard dimension 16"));
 }
 
 // Issue 16: the nvfp4 preset from one GPU call. The recipe's columnwise_rht (inputs, gradients)
 // makes quantize_blocks run TE's random Hadamard transform itself, and the gradient role's own
 // rounding (stochastic, TE's fp4_quant_bwd_grad) comes with BlockRecipe's policy: codes, scale
 // bytes, scales and the global amax equal lib's quantize_blocks for the same recipe and role.
-TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's rounding: nvfp4 equals lib", "[gpu][fp4]") {
+TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's rounding: nvfp4 equals lib",
+          "[gpu][fp4]") {
     const fp8kit::RecipeSpec r = fp8kit::parse_recipe("nvfp4");
     REQUIRE(fp8kit::block_recipe(r, fp8kit::Role::gradient, 64).columnwise_rht);
     REQUIRE(fp8kit::block_recipe(r, fp8kit::Role::gradient, 64).policy.rounding == Rounding::stochastic);
     REQUIRE(fp8kit::block_recipe(r, fp8kit::Role::activation, 64).policy.rounding == Rounding::nearest_even);
-    const Case cases[] = {{"nvfp4", fp8kit::Role::activation}, {"nvfp4", fp8kit::Role::gradient},
-                          {"nvfp4", fp8kit::Role::weight}, {"nvfp4-rowwise", fp8kit::Role::gradient}};
+    const Case cases[] = {{"nvfp4", fp8kit::Role::activation},
+                          {"nvfp4", fp8kit::Role::gradient},
+                          {"nvfp4", fp8kit::Role::weight},
+                          {"nvfp4-rowwise", fp8kit::Role::gradient}};
     const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {48, 37}, {16, 16}, {32, 70}, {16, 1}};
     for (const auto& [rows, cols] : shapes)
         for (Wide w : kInputs) {
@@ -408,10 +429,13 @@ TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's ro
     // Refusals name the remedy: a row count that is not a multiple of 16, blocks other than 1 x 16.
     Buf d(8192);
     const fp8kit::BlockRecipe br = fp8kit::block_recipe(r, fp8kit::Role::activation, 64);
-    cu::BlockSpec s{br.format, br.rule, br.block_rows, br.block_cols, br.policy, br.epsilon, br.pow2, br.value_for_inf, true};
-    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 8, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
+    cu::BlockSpec s{br.format,  br.rule, br.block_rows,    br.block_cols, br.policy,
+                    br.epsilon, br.pow2, br.value_for_inf, true};
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 8, 64, d.as<std::uint8_t>(), false, nullptr, nullptr,
+                                            nullptr, d.as<float>()),
                         Catch::Contains("multiple of 16"));
     s.block_cols = 32;
-    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 16, 64, d.as<std::uint8_t>(), false, nullptr, nullptr, nullptr, d.as<float>()),
+    REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 16, 64, d.as<std::uint8_t>(), false, nullptr, nullptr,
+                                            nullptr, d.as<float>()),
                         Catch::Contains("1 x 16"));
 }

@@ -36,7 +36,8 @@ struct Dev {
 };
 
 float value_of(Format f, int c) {
-    const auto bits = static_cast<std::uint32_t>(fp8kit::emu::decode(f, fp8kit::Wide::f32, static_cast<std::uint8_t>(c)));
+    const auto bits =
+        static_cast<std::uint32_t>(fp8kit::emu::decode(f, fp8kit::Wide::f32, static_cast<std::uint8_t>(c)));
     float v;
     std::memcpy(&v, &bits, 4);
     return v;
@@ -104,7 +105,8 @@ std::vector<std::uint8_t> make_codes(Format f, Input kind, std::size_t rows, std
     return out;
 }
 
-std::vector<float> make_scales(gm::ScaleKind kind, bool is_b, std::size_t rows, std::size_t k, Input input, std::mt19937& g) {
+std::vector<float> make_scales(gm::ScaleKind kind, bool is_b, std::size_t rows, std::size_t k, Input input,
+                               std::mt19937& g) {
     std::vector<float> s(gm::scale_count_for(kind, is_b, rows, k));
     std::uniform_real_distribution<float> u(0.01f, 4.0f);
     for (std::size_t i = 0; i < s.size(); ++i) {
@@ -146,21 +148,24 @@ std::size_t compare_case(Format fa, Format fb, const Shape& sh, Input input, gm:
     std::size_t bad = 0;
     for (std::size_t i = 0; i < cpu.size(); ++i)
         if (cpu[i] != gpu[i] && bad++ == 0)
-            first = "element " + std::to_string(i / sh.n) + "," + std::to_string(i % sh.n) + ": cpu " + std::to_string(cpu[i]) +
-                    " gpu " + std::to_string(gpu[i]);
+            first = "element " + std::to_string(i / sh.n) + "," + std::to_string(i % sh.n) + ": cpu " +
+                    std::to_string(cpu[i]) + " gpu " + std::to_string(gpu[i]);
     return bad;
 }
 
 const char* input_name(Input i) { return i == Input::normal ? "normal" : i == Input::wide ? "wide" : "adversarial"; }
-const char* scale_name(gm::ScaleKind s) { return s == gm::ScaleKind::tensor ? "tensor" : s == gm::ScaleKind::row ? "row" : "block"; }
+const char* scale_name(gm::ScaleKind s) {
+    return s == gm::ScaleKind::tensor ? "tensor" : s == gm::ScaleKind::row ? "row" : "block";
+}
 
 std::vector<gm::AccumModel> gpu_models() {
     std::vector<gm::AccumModel> v;
     for (const auto& m : gm::named_models())
         if (m.kind != gm::AccumKind::exact) v.push_back(m);
-    for (const char* text : {"aligned:align=floor,sticky=1", "aligned:align=rne,step=rne,sum_bits=0",
-                             "aligned:exp=actual,group=16,promote=64", "aligned:bits=20,group=8,scale=promotion,fma=0",
-                             "aligned:bits=24,promote=96,sticky=1,step=rne", "aligned:group=1,bits=30,sum_bits=0,promote=32"})
+    for (const char* text :
+         {"aligned:align=floor,sticky=1", "aligned:align=rne,step=rne,sum_bits=0",
+          "aligned:exp=actual,group=16,promote=64", "aligned:bits=20,group=8,scale=promotion,fma=0",
+          "aligned:bits=24,promote=96,sticky=1,step=rne", "aligned:group=1,bits=30,sum_bits=0,promote=32"})
         v.push_back(gm::parse_model(text));
     return v;
 }
@@ -184,8 +189,10 @@ void run_cases(std::vector<Shape> shapes, std::vector<gm::AccumModel> models, st
             if (m.name == "sm90" || m.name == "h100tc" || m.name == "fp32" || m.split_k == 384) few.push_back(m);
         models = few;
     }
-    const std::vector<std::pair<Format, Format>> pairs = {
-        {Format::e4m3, Format::e4m3}, {Format::e4m3, Format::e5m2}, {Format::e5m2, Format::e4m3}, {Format::e5m2, Format::e5m2}};
+    const std::vector<std::pair<Format, Format>> pairs = {{Format::e4m3, Format::e4m3},
+                                                          {Format::e4m3, Format::e5m2},
+                                                          {Format::e5m2, Format::e4m3},
+                                                          {Format::e5m2, Format::e5m2}};
     std::uint32_t seed = seed0;
     std::size_t cases = 0, failed = 0;
     for (std::size_t s = 0; s < shapes.size(); ++s)
@@ -195,13 +202,15 @@ void run_cases(std::vector<Shape> shapes, std::vector<gm::AccumModel> models, st
                     for (const auto& model : models) {
                         const auto& fp = pairs[(seed++) % pairs.size()];
                         std::string first;
-                        const std::size_t bad = compare_case(fp.first, fp.second, shapes[s], input, sk, out, model, seed, first);
+                        const std::size_t bad =
+                            compare_case(fp.first, fp.second, shapes[s], input, sk, out, model, seed, first);
                         ++cases;
                         // Every case runs; the first few failing ones are shown in full.
                         if (bad != 0 && ++failed <= 8)
-                            FAIL_CHECK(bad << " elements differ: " << gm::describe(model) << " " << shapes[s].m << "x" << shapes[s].n
-                                           << "x" << shapes[s].k << " " << fp8kit::name(fp.first) << "x" << fp8kit::name(fp.second) << " "
-                                           << input_name(input) << " " << scale_name(sk) << (out == gm::OutType::f32 ? " f32 " : " bf16 ")
+                            FAIL_CHECK(bad << " elements differ: " << gm::describe(model) << " " << shapes[s].m << "x"
+                                           << shapes[s].n << "x" << shapes[s].k << " " << fp8kit::name(fp.first) << "x"
+                                           << fp8kit::name(fp.second) << " " << input_name(input) << " "
+                                           << scale_name(sk) << (out == gm::OutType::f32 ? " f32 " : " bf16 ")
                                            << "seed " << seed << " " << first);
                     }
     INFO(cases << " cases compared, " << failed << " with differences");
@@ -211,15 +220,17 @@ void run_cases(std::vector<Shape> shapes, std::vector<gm::AccumModel> models, st
 
 }  // namespace
 
-TEST_CASE("cuda gemm model equals lib's CPU model bit for bit: every model, scale kind, output, K 16..4096", "[gpu][gemm]") {
-    const std::vector<Shape> shapes = {{1, 1, 16},   {70, 33, 16},  {33, 70, 48},   {65, 130, 128}, {17, 5, 129},
-                                       {40, 72, 300}, {64, 64, 1024}, {20, 36, 4096}};
+TEST_CASE("cuda gemm model equals lib's CPU model bit for bit: every model, scale kind, output, K 16..4096",
+          "[gpu][gemm]") {
+    const std::vector<Shape> shapes = {{1, 1, 16},   {70, 33, 16},  {33, 70, 48},   {65, 130, 128},
+                                       {17, 5, 129}, {40, 72, 300}, {64, 64, 1024}, {20, 36, 4096}};
     run_cases(shapes, gpu_models(), 2611);
 }
 
 TEST_CASE("cuda gemm model equals lib's CPU model: split-K models and K = 8192", "[gpu][gemm]") {
-    std::vector<gm::AccumModel> models = {gm::split_model(false, 384), gm::split_model(true, 384), gm::split_model(false, 2816),
-                                          gm::split_model(true, 2816), gm::parse_model("sm90"), gm::parse_model("sm90-fast")};
+    std::vector<gm::AccumModel> models = {gm::split_model(false, 384),  gm::split_model(true, 384),
+                                          gm::split_model(false, 2816), gm::split_model(true, 2816),
+                                          gm::parse_model("sm90"),      gm::parse_model("sm90-fast")};
     run_cases({{16, 24, 1000}, {9, 70, 8192}}, models, 2612);
 }
 
@@ -231,7 +242,9 @@ TEST_CASE("cuda gemm model refuses what it does not compute", "[gpu][gemm]") {
     CHECK(why.find("group") != std::string::npos);
     cu::GemmOperand a, b;
     a.rows = b.rows = 1;
-    CHECK_THROWS_AS(cu::gemm_model(a, b, 16, gm::params_of(gm::parse_model("exact")), gm::OutType::f32, nullptr), std::invalid_argument);
+    CHECK_THROWS_AS(cu::gemm_model(a, b, 16, gm::params_of(gm::parse_model("exact")), gm::OutType::f32, nullptr),
+                    std::invalid_argument);
     b.scale_kind = gm::ScaleKind::block;
-    CHECK_THROWS_AS(cu::gemm_model(a, b, 16, gm::params_of(gm::parse_model("sm90")), gm::OutType::f32, nullptr), std::invalid_argument);
+    CHECK_THROWS_AS(cu::gemm_model(a, b, 16, gm::params_of(gm::parse_model("sm90")), gm::OutType::f32, nullptr),
+                    std::invalid_argument);
 }

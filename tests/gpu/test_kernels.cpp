@@ -53,7 +53,10 @@ struct Dev {
     ~Dev() { cu::device_free(p); }
     Dev(const Dev&) = delete;
     Dev& operator=(const Dev&) = delete;
-    template <class T> T* as(std::size_t byte_offset = 0) { return reinterpret_cast<T*>(static_cast<char*>(p) + byte_offset); }
+    template <class T>
+    T* as(std::size_t byte_offset = 0) {
+        return reinterpret_cast<T*>(static_cast<char*>(p) + byte_offset);
+    }
 };
 
 template <class T>
@@ -63,8 +66,16 @@ std::vector<T> to_host(const void* d, std::size_t n) {
     return h;
 }
 
-float f_of(std::uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
-std::uint32_t b_of(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+float f_of(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+std::uint32_t b_of(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
 
 // FP8KIT_GPU_TEST_QUICK=1 (the compute-sanitizer runs): six policies covering every rounding,
 // overflow and NaN encoding once, instead of all 72.
@@ -102,13 +113,14 @@ std::vector<std::uint32_t> f32_inputs(std::size_t n_random, std::uint32_t seed) 
         for (float x : {mx, std::nextafter(mx, INFINITY), mx * 1.03125f, mx * 1.0625f, mx * 2, -mx * 1.0625f})
             v.push_back(b_of(x));
     }
-    for (std::uint32_t b : {0u, 0x80000000u, 1u, 0x80000001u, 0x007FFFFFu, 0x00400000u, 0x00800000u,
-                            0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00000u,
-                            0x7F800001u, 0xFF800001u, 0x7FA5A5A5u, 0xFFFFFFFFu, 0x7FE00000u, 0xFFB00000u})
+    for (std::uint32_t b : {0u, 0x80000000u, 1u, 0x80000001u, 0x007FFFFFu, 0x00400000u, 0x00800000u, 0x7F7FFFFFu,
+                            0xFF7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7FC00000u, 0xFFC00000u, 0x7F800001u, 0xFF800001u,
+                            0x7FA5A5A5u, 0xFFFFFFFFu, 0x7FE00000u, 0xFFB00000u})
         v.push_back(b);
     std::mt19937 g(seed);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (std::size_t i = 0; i < n_random; ++i) v.push_back(i % 2 ? g() : b_of(nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 40) - 20)));
+    for (std::size_t i = 0; i < n_random; ++i)
+        v.push_back(i % 2 ? g() : b_of(nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 40) - 20)));
     return v;
 }
 
@@ -152,8 +164,8 @@ std::vector<std::uint8_t> ref_scaled_each(Format to, Wide from, const void* in, 
     return out;
 }
 
-std::vector<std::uint8_t> ref_scaled(Format to, Wide from, const void* in, std::size_t n, const Policy& p,
-                                     float scale, std::uint64_t seed, std::uint64_t first) {
+std::vector<std::uint8_t> ref_scaled(Format to, Wide from, const void* in, std::size_t n, const Policy& p, float scale,
+                                     std::uint64_t seed, std::uint64_t first) {
     const std::vector<float> s(n, scale);
     return ref_scaled_each(to, from, in, n, p, s.data(), seed, first);
 }
@@ -204,9 +216,11 @@ TEST_CASE("quantize equals encode_array for every format, policy and input type"
                 for (const Policy& p : all_policies()) {
                     std::vector<std::uint8_t> want(m);
                     fp8kit::encode_array(f, w, bytes.data() + off * es, want.data(), m, p, 0x1234567890ull, 77);
-                    cu::quantize(f, w, din.as<char>(off * es), dout.as<std::uint8_t>(off), m, p, 1.0f, 0x1234567890ull, 77);
+                    cu::quantize(f, w, din.as<char>(off * es), dout.as<std::uint8_t>(off), m, p, 1.0f, 0x1234567890ull,
+                                 77);
                     const auto got = to_host<std::uint8_t>(dout.as<char>(off), m);
-                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " offset " << off);
+                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " offset "
+                                         << off);
                     REQUIRE(count_mismatch(got, want) == 0);
                 }
         }
@@ -228,7 +242,8 @@ TEST_CASE("quantize equals encode_array for every format, policy and input type"
 std::vector<std::uint16_t> patterns16(std::size_t copies) {
     std::vector<std::uint16_t> v(65536 * copies);
     for (std::size_t j = 0; j < copies; ++j)
-        for (std::size_t i = 0; i < 65536; ++i) v[j * 65536 + i] = static_cast<std::uint16_t>(i * (2 * j + 1) * 40503u + j * 12345u);
+        for (std::size_t i = 0; i < 65536; ++i)
+            v[j * 65536 + i] = static_cast<std::uint16_t>(i * (2 * j + 1) * 40503u + j * 12345u);
     return v;
 }
 
@@ -257,13 +272,15 @@ std::vector<Policy> stochastic_policies() {
 TEST_CASE("f16 / bf16 stochastic quantize at many scales equals the reference over many random words", "[gpu]") {
     for (Wide w : {Wide::f16, Wide::bf16}) {
         const auto in = patterns16(16);
-        for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{4100}, (std::uint64_t{1} << 35) + 8, std::uint64_t{6}})
+        for (std::uint64_t first :
+             {std::uint64_t{0}, std::uint64_t{4100}, (std::uint64_t{1} << 35) + 8, std::uint64_t{6}})
             check_stochastic_16(w, in, 1.0f, first, gpu_formats(), stochastic_policies());
         const auto in4 = patterns16(4);
         const std::vector<Format> fp8 = {Format::e4m3, Format::e4m3fnuz, Format::e5m2, Format::e5m2fnuz};
-        const std::vector<Policy> some = {{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical},
-                                          {Rounding::stochastic, Overflow::saturate_finite, NanEncoding::signed_all_ones},
-                                          {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet_payload}};
+        const std::vector<Policy> some = {
+            {Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical},
+            {Rounding::stochastic, Overflow::saturate_finite, NanEncoding::signed_all_ones},
+            {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet_payload}};
         for (int k : {-7, -6, -5, -1, 2, 20, 100, 111, 112, 120, 127})
             for (std::uint64_t first : {std::uint64_t{0}, std::uint64_t{6}})
                 check_stochastic_16(w, in4, std::ldexp(1.0f, k), first, fp8, some);
@@ -286,10 +303,12 @@ TEST_CASE("bf16 stochastic quantize of tiny inputs equals the reference", "[gpu]
         const std::uint32_t m = 129 + 2 * static_cast<std::uint32_t>((i / 16) % 64);  // odd, 129 .. 255
         const std::uint16_t tiny = static_cast<std::uint16_t>(b_of(std::ldexp(static_cast<float>(m), -30)) >> 16);
         const std::uint16_t sign = static_cast<std::uint16_t>((i / 1024) % 2 ? 0x8000u : 0u);
-        in[i] = i % 16 != 5 ? static_cast<std::uint16_t>(tiny | sign) : static_cast<std::uint16_t>(0x3F80u + (i / 16) % 16);
+        in[i] =
+            i % 16 != 5 ? static_cast<std::uint16_t>(tiny | sign) : static_cast<std::uint16_t>(0x3F80u + (i / 16) % 16);
     }
     for (float scale : {1.0f, 0.37f})
-        check_stochastic_16(Wide::bf16, in, scale, 0, {Format::e4m3}, {{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical}});
+        check_stochastic_16(Wide::bf16, in, scale, 0, {Format::e4m3},
+                            {{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical}});
 }
 
 TEST_CASE("scaled quantize equals encode(fl32(x * scale))", "[gpu]") {
@@ -348,8 +367,10 @@ TEST_CASE("dequantize equals decode_array times scale_inv in float32", "[gpu]") 
                 }
                 cu::dequantize(f, w, din.as<std::uint8_t>(), dout.p, n, s);
                 INFO(fp8kit::name(f) << " -> " << fp8kit::name(w) << " scale_inv " << s);
-                if (w == Wide::f32) REQUIRE(to_host<std::uint32_t>(dout.p, n) == prod);
-                else REQUIRE(to_host<std::uint16_t>(dout.p, n) == want16);
+                if (w == Wide::f32)
+                    REQUIRE(to_host<std::uint32_t>(dout.p, n) == prod);
+                else
+                    REQUIRE(to_host<std::uint16_t>(dout.p, n) == want16);
             }
 }
 
@@ -362,8 +383,10 @@ TEST_CASE("cvt.rn.satfinite path equals profile cuda-satfinite", "[gpu]") {
     for (float s : {1.0f, 3.7f, 1e-30f, 0.0f}) {
         for (Format f : {Format::e4m3, Format::e5m2}) {
             const auto want = ref_scaled(f, Wide::f32, v.data(), n, sat, s, 0, 0);
-            if (f == Format::e4m3) cu::quantize_e4m3_cvt_satfinite(din.as<float>(), dout.as<std::uint8_t>(), n, s);
-            else cu::quantize_e5m2_cvt_satfinite(din.as<float>(), dout.as<std::uint8_t>(), n, s);
+            if (f == Format::e4m3)
+                cu::quantize_e4m3_cvt_satfinite(din.as<float>(), dout.as<std::uint8_t>(), n, s);
+            else
+                cu::quantize_e5m2_cvt_satfinite(din.as<float>(), dout.as<std::uint8_t>(), n, s);
             INFO(fp8kit::name(f) << " scale " << s);
             REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), want) == 0);
         }
@@ -373,19 +396,19 @@ TEST_CASE("cvt.rn.satfinite path equals profile cuda-satfinite", "[gpu]") {
 // Tensors for the per-tensor scaling tests: each stresses one amax case.
 std::vector<std::vector<std::uint32_t>> amax_cases() {
     std::vector<std::vector<std::uint32_t>> c;
-    c.push_back(f32_inputs(30000, 4));                           // NaN, Inf and all the rest
+    c.push_back(f32_inputs(30000, 4));  // NaN, Inf and all the rest
     std::vector<std::uint32_t> zeros(1000, 0u);
     zeros[17] = 0x80000000u;
-    c.push_back(zeros);                                          // all zero: amax 0, scale 1
-    std::vector<std::uint32_t> tiny(333, 0x00000003u);           // amax subnormal: scale overflows
+    c.push_back(zeros);                                 // all zero: amax 0, scale 1
+    std::vector<std::uint32_t> tiny(333, 0x00000003u);  // amax subnormal: scale overflows
     c.push_back(tiny);
-    std::vector<std::uint32_t> nan_only(50, 0x7FC00001u);        // NaN ignored: amax 0
+    std::vector<std::uint32_t> nan_only(50, 0x7FC00001u);  // NaN ignored: amax 0
     c.push_back(nan_only);
     std::vector<std::uint32_t> normal;
     std::mt19937 g(5);
     std::normal_distribution<float> nd(0.0f, 3.0f);
     for (int i = 0; i < 100001; ++i) normal.push_back(b_of(nd(g)));
-    normal[500] = b_of(-1000.0f);                                // negative amax
+    normal[500] = b_of(-1000.0f);  // negative amax
     c.push_back(normal);
     return c;
 }
@@ -406,10 +429,13 @@ TEST_CASE("amax, delayed scaling and current scaling equal the CPU", "[gpu]") {
                 INFO(fp8kit::name(f) << " " << fp8kit::describe(p) << " n " << n);
                 const float s = 0.731f;
                 cu::copy_to_device(dscale.p, &s, 4);
-                cu::quantize_delayed_scaling(f, Wide::f32, din.p, dout.as<std::uint8_t>(), n, p, dscale.as<float>(), damax.as<float>(), 3, 11);
+                cu::quantize_delayed_scaling(f, Wide::f32, din.p, dout.as<std::uint8_t>(), n, p, dscale.as<float>(),
+                                             damax.as<float>(), 3, 11);
                 REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
-                REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_scaled(f, Wide::f32, x.data(), n, p, s, 3, 11)) == 0);
-                for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}, cu::ScaleOptions{false, 1e-2f}}) {
+                REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n),
+                                       ref_scaled(f, Wide::f32, x.data(), n, p, s, 3, 11)) == 0);
+                for (const cu::ScaleOptions opt :
+                     {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}, cu::ScaleOptions{false, 1e-2f}}) {
                     cu::quantize_current_scaling(f, Wide::f32, din.p, dout.as<std::uint8_t>(), n, p, damax.as<float>(),
                                                  dscale.as<float>(), dscale_inv.as<float>(), opt, 3, 11);
                     const float want_s = te_scale_lib(f, want_amax, opt.epsilon, opt.pow2, FLT_MAX);
@@ -417,7 +443,8 @@ TEST_CASE("amax, delayed scaling and current scaling equal the CPU", "[gpu]") {
                     REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
                     REQUIRE(b_of(to_host<float>(dscale.p, 1)[0]) == b_of(want_s));
                     REQUIRE(b_of(to_host<float>(dscale_inv.p, 1)[0]) == b_of(1.0f / want_s));
-                    REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_scaled(f, Wide::f32, x.data(), n, p, want_s, 3, 11)) == 0);
+                    REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n),
+                                           ref_scaled(f, Wide::f32, x.data(), n, p, want_s, 3, 11)) == 0);
                 }
             }
     }
@@ -433,7 +460,8 @@ std::vector<unsigned char> block_input(Wide w, std::size_t rows, std::size_t col
     std::normal_distribution<float> nd(0.0f, 1.0f);
     auto put = [&](std::size_t i, float x) {
         const std::uint32_t bits = b_of(x);
-        if (w == Wide::f32) std::memcpy(&b[i * 4], &bits, 4);
+        if (w == Wide::f32)
+            std::memcpy(&b[i * 4], &bits, 4);
         else {
             const std::uint16_t h = static_cast<std::uint16_t>(fp8kit::emu::with_wide(w, [&](auto dst) {
                 using D = decltype(dst);
@@ -447,8 +475,8 @@ std::vector<unsigned char> block_input(Wide w, std::size_t rows, std::size_t col
         const std::size_t r = i / cols, c = i % cols;
         const int kind = static_cast<int>((r * 7 + c / 32) % 9);
         float x = nd(g) * std::ldexp(1.0f, static_cast<int>(r % 13) - 6);
-        if (kind == 1) x = 0.0f;                                       // all-zero blocks
-        if (kind == 2) x *= 1e-30f;                                    // tiny amax
+        if (kind == 1) x = 0.0f;     // all-zero blocks
+        if (kind == 2) x *= 1e-30f;  // tiny amax
         if (kind == 3 && c % 32 == 5) x = (r % 2) ? INFINITY : -INFINITY;
         if (kind == 4 && c % 7 == 0) x = NAN;
         if (kind == 5) x *= 1e4f;
@@ -468,7 +496,8 @@ float input_max_ref(Wide w) { return w == Wide::f16 ? 65504.0f : (w == Wide::bf1
 
 // lib's MX scale code and cast scale of a block amax (fp8kit::core, recipes.hpp).
 std::uint8_t mx_code_lib(float amax, Format f, cu::MxRule rule) {
-    return rule == cu::MxRule::ocp_floor ? fp8kit::mx_e8m0_scale_floor_ocp(amax, f) : fp8kit::mx_e8m0_scale_roundup(amax, f);
+    return rule == cu::MxRule::ocp_floor ? fp8kit::mx_e8m0_scale_floor_ocp(amax, f)
+                                         : fp8kit::mx_e8m0_scale_roundup(amax, f);
 }
 float mx_cast_scale_lib(float amax, Format f, cu::MxRule rule) {
     const auto r = rule == cu::MxRule::ocp_floor ? fp8kit::ScaleRule::mx_ocp_floor : fp8kit::ScaleRule::mx_roundup;
@@ -476,12 +505,13 @@ float mx_cast_scale_lib(float amax, Format f, cu::MxRule rule) {
 }
 
 // Runs quantize_mx on rows x cols float32 and compares codes and elements with lib.
-void check_mx_against_lib(const std::vector<float>& x, std::size_t rows, std::size_t cols, Format f,
-                          cu::MxRule rule, const Policy& p) {
+void check_mx_against_lib(const std::vector<float>& x, std::size_t rows, std::size_t cols, Format f, cu::MxRule rule,
+                          const Policy& p) {
     const std::size_t n = rows * cols, nbc = (cols + 31) / 32;
     Dev din(n * 4), dout(n), dcodes(rows * nbc);
     cu::copy_to_device(din.p, x.data(), n * 4);
-    cu::quantize_mx(f, Wide::f32, din.p, dout.as<std::uint8_t>(), rows, cols, p, rule, dcodes.as<std::uint8_t>(), 8, 21);
+    cu::quantize_mx(f, Wide::f32, din.p, dout.as<std::uint8_t>(), rows, cols, p, rule, dcodes.as<std::uint8_t>(), 8,
+                    21);
     std::vector<std::uint8_t> want_codes(rows * nbc);
     std::vector<float> elem_scale(n);
     for (std::size_t r = 0; r < rows; ++r)
@@ -501,7 +531,8 @@ void check_mx_against_lib(const std::vector<float>& x, std::size_t rows, std::si
 }
 
 TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
-    const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {3, 130}, {128, 128}, {129, 257}, {2, 384}, {7, 1000}, {130, 36}};
+    const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1},   {3, 130},  {128, 128}, {129, 257},
+                                                          {2, 384}, {7, 1000}, {130, 36}};
     const Policy policies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical},
                                {Rounding::stochastic, Overflow::no_saturate, NanEncoding::signed_quiet},
                                {Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical}};
@@ -515,7 +546,8 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
             for (std::size_t i = 0; i < n; ++i) xf[i] = f_of(widen_bits(w, load_bits(w, x, i)));
             for (Format f : kFp8)
                 for (const Policy& p : policies) {
-                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << rows << "x" << cols << " " << fp8kit::describe(p));
+                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << rows << "x" << cols << " "
+                                         << fp8kit::describe(p));
                     // Reference codes for per-element scales: element i scaled by scale[i].
                     auto ref_codes = [&](const std::vector<float>& scale) {
                         return ref_scaled_each(f, w, x.data(), n, p, scale.data(), 8, 21);
@@ -527,17 +559,24 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
                             const std::size_t blk = (i / cols / br) * nbc + (i % cols) / 128;
                             if (!std::isnan(xf[i])) amax[blk] = std::fmax(amax[blk], std::fabs(xf[i]));
                         }
-                        for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}}) {
+                        for (const cu::ScaleOptions opt :
+                             {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}}) {
                             std::vector<float> want_inv(nbr * nbc);
                             for (std::size_t k = 0; k < want_inv.size(); ++k)
                                 want_inv[k] = 1.0f / te_scale_lib(f, amax[k], opt.epsilon, opt.pow2, input_max_ref(w));
                             for (std::size_t i = 0; i < n; ++i)
-                                elem_scale[i] = te_scale_lib(f, amax[(i / cols / br) * nbc + (i % cols) / 128], opt.epsilon, opt.pow2, input_max_ref(w));
-                            if (shape == 0) cu::quantize_block_1x128(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, dscale.as<float>(), opt, 8, 21);
-                            else cu::quantize_block_128x128(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, dscale.as<float>(), opt, 8, 21);
+                                elem_scale[i] = te_scale_lib(f, amax[(i / cols / br) * nbc + (i % cols) / 128],
+                                                             opt.epsilon, opt.pow2, input_max_ref(w));
+                            if (shape == 0)
+                                cu::quantize_block_1x128(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p,
+                                                         dscale.as<float>(), opt, 8, 21);
+                            else
+                                cu::quantize_block_128x128(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p,
+                                                           dscale.as<float>(), opt, 8, 21);
                             INFO((shape ? "128x128" : "1x128") << " pow2 " << opt.pow2);
                             const auto got_inv = to_host<float>(dscale.p, want_inv.size());
-                            for (std::size_t k = 0; k < want_inv.size(); ++k) REQUIRE(b_of(got_inv[k]) == b_of(want_inv[k]));
+                            for (std::size_t k = 0; k < want_inv.size(); ++k)
+                                REQUIRE(b_of(got_inv[k]) == b_of(want_inv[k]));
                             REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_codes(elem_scale)) == 0);
                         }
                     }
@@ -545,11 +584,15 @@ TEST_CASE("block scaling 1x128, 128x128 and MX equal the CPU", "[gpu]") {
                         const std::size_t nbc = (cols + 31) / 32;
                         std::vector<float> amax(rows * nbc, 0.0f), elem_scale(n);
                         for (std::size_t i = 0; i < n; ++i)
-                            if (!std::isnan(xf[i])) amax[(i / cols) * nbc + (i % cols) / 32] = std::fmax(amax[(i / cols) * nbc + (i % cols) / 32], std::fabs(xf[i]));
+                            if (!std::isnan(xf[i]))
+                                amax[(i / cols) * nbc + (i % cols) / 32] =
+                                    std::fmax(amax[(i / cols) * nbc + (i % cols) / 32], std::fabs(xf[i]));
                         std::vector<std::uint8_t> want_codes(amax.size());
                         for (std::size_t k = 0; k < amax.size(); ++k) want_codes[k] = mx_code_lib(amax[k], f, rule);
-                        for (std::size_t i = 0; i < n; ++i) elem_scale[i] = mx_cast_scale_lib(amax[(i / cols) * nbc + (i % cols) / 32], f, rule);
-                        cu::quantize_mx(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, rule, dscale.as<std::uint8_t>(), 8, 21);
+                        for (std::size_t i = 0; i < n; ++i)
+                            elem_scale[i] = mx_cast_scale_lib(amax[(i / cols) * nbc + (i % cols) / 32], f, rule);
+                        cu::quantize_mx(f, w, din.p, dout.as<std::uint8_t>(), rows, cols, p, rule,
+                                        dscale.as<std::uint8_t>(), 8, 21);
                         INFO("MX rule " << (rule == cu::MxRule::ocp_floor ? "floor" : "round-up"));
                         REQUIRE(to_host<std::uint8_t>(dscale.p, want_codes.size()) == want_codes);
                         REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_codes(elem_scale)) == 0);
@@ -567,7 +610,8 @@ TEST_CASE("MX blocks of E8M0 code 0, 1 and 2 equal lib under both rules", "[gpu]
     for (Format f : kFp8)
         for (cu::MxRule rule : {cu::MxRule::ocp_floor, cu::MxRule::round_up})
             for (const Policy& p : policies) {
-                INFO(fp8kit::name(f) << " rule " << (rule == cu::MxRule::ocp_floor ? "floor" : "round-up") << " " << fp8kit::describe(p));
+                INFO(fp8kit::name(f) << " rule " << (rule == cu::MxRule::ocp_floor ? "floor" : "round-up") << " "
+                                     << fp8kit::describe(p));
                 {  // the reported case: one 1x32 block of 1e-38f
                     const std::vector<float> x(32, 1e-38f);
                     if (rule == cu::MxRule::round_up && f == Format::e4m3) REQUIRE(mx_code_lib(1e-38f, f, rule) == 0);
@@ -587,7 +631,8 @@ TEST_CASE("MX blocks of E8M0 code 0, 1 and 2 equal lib under both rules", "[gpu]
                                                                     : std::ldexp(1.0, info.emax + k - 127);
                     const double amax = top * um(g);
                     for (std::size_t c = 0; c < cols; ++c) x[r * cols + c] = static_cast<float>(amax * uf(g));
-                    for (std::size_t c = 0; c < cols; c += 32) x[r * cols + c] = static_cast<float>(amax);  // the block amax
+                    for (std::size_t c = 0; c < cols; c += 32)
+                        x[r * cols + c] = static_cast<float>(amax);  // the block amax
                 }
                 check_mx_against_lib(x, rows, cols, f, rule, p);
             }
@@ -614,8 +659,10 @@ void check_stats_equal(const Got& got, const fp8kit::QuantStats& want) {
     CHECK(got.min_nonzero == want.min_nonzero);
     CHECK(std::equal(got.exp_hist.begin(), got.exp_hist.end(), want.exp_hist.begin(), want.exp_hist.end()));
     CHECK(got.sum_x2 == Approx(want.sum_x2).epsilon(1e-9));
-    if (std::isinf(want.sum_err2)) CHECK(got.sum_err2 == want.sum_err2);
-    else CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
+    if (std::isinf(want.sum_err2))
+        CHECK(got.sum_err2 == want.sum_err2);
+    else
+        CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
 }
 
 // The stochastic policies take both grid paths: saturate_all with the canonical NaN the cvt
@@ -632,8 +679,10 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats", "[gpu]") {
         cu::copy_to_device(din.p, bytes.data(), bytes.size());
         for (Format f : gpu_formats())
             for (const Policy& p : policies)
-                for (auto [scale, scale_inv] : std::initializer_list<std::pair<float, float>>{{1.0f, 0.0f}, {0.25f, 0.0f}, {300.0f, 0.0f}, {1e-20f, 0.0f}, {3.0f, 0.5f}}) {
-                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale " << scale << " scale_inv " << scale_inv);
+                for (auto [scale, scale_inv] : std::initializer_list<std::pair<float, float>>{
+                         {1.0f, 0.0f}, {0.25f, 0.0f}, {300.0f, 0.0f}, {1e-20f, 0.0f}, {3.0f, 0.5f}}) {
+                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale "
+                                         << scale << " scale_inv " << scale_inv);
                     fp8kit::QuantConfig cfg{f, scale, p, scale_inv, 4};
                     const auto want = fp8kit::compute_stats(bytes.data(), w, n, cfg);
                     const auto got = cu::statistics(f, w, din.p, n, p, scale, scale_inv, 4, 0);
@@ -666,7 +715,8 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats on mostly in-range dat
         fp8kit::emu::with_wide(w, [&](auto dst) {
             using D = decltype(dst);
             for (std::size_t i = 0; i < n; ++i) {
-                const auto v = static_cast<typename D::storage_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(b_of(x[i]), rne));
+                const auto v =
+                    static_cast<typename D::storage_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(b_of(x[i]), rne));
                 std::memcpy(bytes.data() + i * sizeof v, &v, sizeof v);
             }
             return 0;
@@ -675,8 +725,10 @@ TEST_CASE("statistics kernel equals fp8kit::compute_stats on mostly in-range dat
         cu::copy_to_device(din.p, bytes.data(), bytes.size());
         for (Format f : gpu_formats())
             for (const Policy& p : policies)
-                for (auto [scale, scale_inv] : std::initializer_list<std::pair<float, float>>{{1.0f, 0.0f}, {64.0f, 0.0f}, {3.0f, 0.5f}}) {
-                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale " << scale);
+                for (auto [scale, scale_inv] :
+                     std::initializer_list<std::pair<float, float>>{{1.0f, 0.0f}, {64.0f, 0.0f}, {3.0f, 0.5f}}) {
+                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale "
+                                         << scale);
                     fp8kit::QuantConfig cfg{f, scale, p, scale_inv, 9};
                     const auto want = fp8kit::compute_stats(bytes.data(), w, n, cfg);
                     const auto got = cu::statistics(f, w, din.p, n, p, scale, scale_inv, 9, 0);
@@ -691,7 +743,8 @@ TEST_CASE("bad arguments throw with the function's name", "[gpu]") {
     REQUIRE_THROWS_WITH(cu::quantize(Format::e4m3, Wide::f64, d.p, d.as<std::uint8_t>(), 4, p),
                         Catch::Contains("quantize") && Catch::Contains("f64"));
     REQUIRE_THROWS_WITH(cu::statistics(Format::e4m3, Wide::f32, d.p, 4, p, 0.0f), Catch::Contains("scale"));
-    REQUIRE_THROWS_WITH(cu::quantize_mx(Format::e8m0, Wide::f32, d.p, d.as<std::uint8_t>(), 1, 4, p, cu::MxRule::round_up, d.as<std::uint8_t>(32)),
+    REQUIRE_THROWS_WITH(cu::quantize_mx(Format::e8m0, Wide::f32, d.p, d.as<std::uint8_t>(), 1, 4, p,
+                                        cu::MxRule::round_up, d.as<std::uint8_t>(32)),
                         Catch::Contains("quantize_mx") && Catch::Contains("e8m0"));
 }
 
@@ -719,7 +772,8 @@ TEST_CASE("formats without row-block kernels are refused with the function's nam
 
 namespace {
 
-const Format kNarrow[] = {Format::e2m1, Format::e2m3, Format::e3m2, Format::e3m4, Format::e4m3b11fnuz, Format::e4m3ieee};
+const Format kNarrow[] = {Format::e2m1, Format::e2m3,        Format::e3m2,
+                          Format::e3m4, Format::e4m3b11fnuz, Format::e4m3ieee};
 // The MX element policy of the FP4/FP6 presets (cuda-satfinite: NaN -> +max), stochastic rounding
 // without saturation, and a third rounding with finite saturation.
 const Policy kNarrowPolicies[] = {{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max},
@@ -753,10 +807,13 @@ TEST_CASE("FP4/FP6/ml_dtypes formats: delayed and current scaling with amax equa
                     REQUIRE(cu::has_cast_kernels(f));
                     const float s = 0.731f;
                     cu::copy_to_device(dscale.p, &s, 4);
-                    cu::quantize_delayed_scaling(f, w, din.p, dout.as<std::uint8_t>(), n, p, dscale.as<float>(), damax.as<float>(), 3, 11);
+                    cu::quantize_delayed_scaling(f, w, din.p, dout.as<std::uint8_t>(), n, p, dscale.as<float>(),
+                                                 damax.as<float>(), 3, 11);
                     REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
-                    REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_scaled(f, w, bytes.data(), n, p, s, 3, 11)) == 0);
-                    for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f}, cu::ScaleOptions{false, 1e-2f}}) {
+                    REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n),
+                                           ref_scaled(f, w, bytes.data(), n, p, s, 3, 11)) == 0);
+                    for (const cu::ScaleOptions opt : {cu::ScaleOptions{false, 0.0f}, cu::ScaleOptions{true, 0.0f},
+                                                       cu::ScaleOptions{false, 1e-2f}}) {
                         cu::quantize_current_scaling(f, w, din.p, dout.as<std::uint8_t>(), n, p, damax.as<float>(),
                                                      dscale.as<float>(), dscale_inv.as<float>(), opt, 3, 11);
                         const float want_s = te_scale_lib(f, want_amax, opt.epsilon, opt.pow2, FLT_MAX);
@@ -764,7 +821,8 @@ TEST_CASE("FP4/FP6/ml_dtypes formats: delayed and current scaling with amax equa
                         REQUIRE(b_of(to_host<float>(damax.p, 1)[0]) == b_of(want_amax));
                         REQUIRE(b_of(to_host<float>(dscale.p, 1)[0]) == b_of(want_s));
                         REQUIRE(b_of(to_host<float>(dscale_inv.p, 1)[0]) == b_of(1.0f / want_s));
-                        REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n), ref_scaled(f, w, bytes.data(), n, p, want_s, 3, 11)) == 0);
+                        REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.p, n),
+                                               ref_scaled(f, w, bytes.data(), n, p, want_s, 3, 11)) == 0);
                     }
                 }
         }
@@ -779,8 +837,10 @@ TEST_CASE("FP4/FP6/ml_dtypes formats: statistics kernel equals fp8kit::compute_s
         cu::copy_to_device(din.p, bytes.data(), bytes.size());
         for (Format f : kNarrow)
             for (const Policy& p : kNarrowPolicies)
-                for (auto [scale, scale_inv] : std::initializer_list<std::pair<float, float>>{{1.0f, 0.0f}, {0.25f, 0.0f}, {300.0f, 0.0f}, {1e-20f, 0.0f}, {3.0f, 0.5f}}) {
-                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale " << scale << " scale_inv " << scale_inv);
+                for (auto [scale, scale_inv] : std::initializer_list<std::pair<float, float>>{
+                         {1.0f, 0.0f}, {0.25f, 0.0f}, {300.0f, 0.0f}, {1e-20f, 0.0f}, {3.0f, 0.5f}}) {
+                    INFO(fp8kit::name(w) << " -> " << fp8kit::name(f) << " " << fp8kit::describe(p) << " scale "
+                                         << scale << " scale_inv " << scale_inv);
                     fp8kit::QuantConfig cfg{f, scale, p, scale_inv, 4};
                     const auto want = fp8kit::compute_stats(bytes.data(), w, n, cfg);
                     const auto got = cu::statistics(f, w, din.p, n, p, scale, scale_inv, 4, 0);
@@ -801,6 +861,7 @@ TEST_CASE("FP4/FP6/ml_dtypes formats: statistics kernel equals fp8kit::compute_s
         for (const Policy& p : kNarrowPolicies) {
             INFO("fast path f32 -> " << fp8kit::name(f) << " " << fp8kit::describe(p));
             fp8kit::QuantConfig cfg{f, 1.0f, p, 0.0f, 9};
-            check_stats_equal(cu::statistics(f, Wide::f32, din.p, n, p, 1.0f, 0.0f, 9, 0), fp8kit::compute_stats(x.data(), Wide::f32, n, cfg));
+            check_stats_equal(cu::statistics(f, Wide::f32, din.p, n, p, 1.0f, 0.0f, 9, 0),
+                              fp8kit::compute_stats(x.data(), Wide::f32, n, cfg));
         }
 }

@@ -39,7 +39,11 @@ struct DevBuf {
     DevBuf& operator=(const DevBuf&) = delete;
 };
 
-std::uint32_t bits(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+std::uint32_t bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
 
 // Normal values over many binades with a NaN, zero or huge (finite) value now and then (and +-Inf
 // when with_inf: then amax is Inf), as `w` bits (round to nearest even from float32 for f16/bf16).
@@ -55,7 +59,8 @@ std::vector<unsigned char> tensor(Wide w, std::size_t n, std::uint32_t seed, boo
         using D = decltype(dst);
         for (std::size_t i = 0; i < n; ++i) {
             const float x = g() % 2048 == 0 ? rare[g() % 7] : nd(g) * std::ldexp(1.0f, static_cast<int>(g() % 24) - 12);
-            const auto v = static_cast<typename D::storage_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(bits(x), rne));
+            const auto v =
+                static_cast<typename D::storage_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(bits(x), rne));
             std::memcpy(out.data() + i * sizeof v, &v, sizeof v);
         }
         return 0;
@@ -90,8 +95,10 @@ void check_equal(const fp8kit::QuantStats& got, const fp8kit::QuantStats& want, 
         CHECK(std::memcmp(&got.sum_err2, &want.sum_err2, 8) == 0);
     } else {
         CHECK(got.sum_x2 == Approx(want.sum_x2).epsilon(1e-9));
-        if (std::isinf(want.sum_err2)) CHECK(std::memcmp(&got.sum_err2, &want.sum_err2, 8) == 0);  // +Inf terms
-        else CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
+        if (std::isinf(want.sum_err2))
+            CHECK(std::memcmp(&got.sum_err2, &want.sum_err2, 8) == 0);  // +Inf terms
+        else
+            CHECK(got.sum_err2 == Approx(want.sum_err2).epsilon(1e-9));
     }
 }
 
@@ -127,7 +134,8 @@ TEST_CASE("statistics_async: the recipe's scale from a device amax, compute_stat
                 const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, role, amax);
                 zero(drec);
                 cu::statistics_async(f, w, din.p, n, r.policy, fp8kit::recipe_scale_params(r, role),
-                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p, 1, 3);
+                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p, 1,
+                                     3);
                 const cu::StatsRecord rec = read_record(drec.p);
                 CHECK(bits(rec.scale) == bits(sp.scale));
                 CHECK(bits(rec.scale_inv) == bits(sp.scale_inv));
@@ -164,9 +172,9 @@ TEST_CASE("statistics_async with sample k: compute_stats of every k-th block of 
                 const std::size_t kn = kept.size() / es;
                 CHECK(cu::sampled_count(m, k) == kn);
                 zero(drec);
-                cu::statistics_async(r.input.format, w, d, m, r.policy,
-                                     fp8kit::recipe_scale_params(r, fp8kit::Role::activation),
-                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p, k);
+                cu::statistics_async(
+                    r.input.format, w, d, m, r.policy, fp8kit::recipe_scale_params(r, fp8kit::Role::activation),
+                    static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p, k);
                 const cu::StatsRecord rec = read_record(drec.p);
                 CHECK(rec.sample == k);
                 const fp8kit::QuantConfig cfg{r.input.format, sp.scale, r.policy, sp.scale_inv, 0};
@@ -213,8 +221,8 @@ TEST_CASE("statistics_async at an Inf amax: the rule's scale, refused when not u
         const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, fp8kit::Role::activation, amax);
         zero(drec);
         cu::statistics_async(r.input.format, Wide::f32, din.p, n, r.policy,
-                             fp8kit::recipe_scale_params(r, fp8kit::Role::activation), static_cast<const float*>(damax.p),
-                             static_cast<cu::StatsRecord*>(drec.p), ws.p);
+                             fp8kit::recipe_scale_params(r, fp8kit::Role::activation),
+                             static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(drec.p), ws.p);
         const cu::StatsRecord rec = read_record(drec.p);
         CHECK(bits(rec.scale) == bits(sp.scale));
         CHECK(bits(rec.scale_inv) == bits(sp.scale_inv));
@@ -255,10 +263,12 @@ TEST_CASE("statistics_async_multi equals statistics_async plan by plan", "[gpu]"
                 cu::copy_to_host(got.data(), multi.p, k * rb);
                 int usable = 0;
                 for (std::size_t i = 0; i < k; ++i) {
-                    INFO(recipes[i].name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " inf " << with_inf);
+                    INFO(recipes[i].name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " inf "
+                                         << with_inf);
                     zero(one);
                     cu::statistics_async(plans[i].to, w, din.p, n, plans[i].policy, plans[i].rule,
-                                         static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(one.p), ws.p, 1, 9);
+                                         static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(one.p), ws.p,
+                                         1, 9);
                     const cu::StatsRecord want = read_record(one.p);
                     CHECK(bits(got[i].scale) == bits(want.scale));
                     CHECK(bits(got[i].scale_inv) == bits(want.scale_inv));
@@ -329,7 +339,8 @@ namespace {
 // Every tensorwise preset's plan for `role` on input type w, in preset order.
 std::vector<cu::StatsPlan> preset_plans(const std::vector<fp8kit::RecipeSpec>& recipes, fp8kit::Role role, Wide w) {
     std::vector<cu::StatsPlan> plans;
-    for (const auto& r : recipes) plans.push_back({r.role(role).format, w, r.policy, fp8kit::recipe_scale_params(r, role)});
+    for (const auto& r : recipes)
+        plans.push_back({r.role(role).format, w, r.policy, fp8kit::recipe_scale_params(r, role)});
     return plans;
 }
 
@@ -376,7 +387,8 @@ TEST_CASE("watch_async (16-bit magnitude histogram) equals compute_stats for eve
                         CHECK(bits(got[i].scale) == bits(sp.scale));
                         CHECK(bits(got[i].scale_inv) == bits(sp.scale_inv));
                         CHECK(got[i].numel == n);
-                        const bool ok = sp.scale > 0 && std::isfinite(sp.scale) && sp.scale_inv > 0 && std::isfinite(sp.scale_inv);
+                        const bool ok =
+                            sp.scale > 0 && std::isfinite(sp.scale) && sp.scale_inv > 0 && std::isfinite(sp.scale_inv);
                         CHECK(got[i].scale_ok == (ok ? 1u : 0u));
                         if (!ok) continue;
                         const fp8kit::QuantConfig cfg{f, sp.scale, recipes[i].policy, sp.scale_inv, 0};
@@ -405,19 +417,21 @@ TEST_CASE("watch_async: stochastic plans, float32 and sampled tensors take the e
             cu::copy_to_device(din.p, host.data(), host.size());
             cu::device_memset(ws.p, 0, cu::watch_workspace_bytes());
             cu::device_memset(recs.p, 0, 2 * rb);
-            cu::watch_async(plans, 2, din.p, n, static_cast<float*>(damax.p), true, static_cast<cu::StatsRecord*>(recs.p),
-                            ws.p, sample, 5);
+            cu::watch_async(plans, 2, din.p, n, static_cast<float*>(damax.p), true,
+                            static_cast<cu::StatsRecord*>(recs.p), ws.p, sample, 5);
             cu::StatsRecord got[2];
             cu::copy_to_host(got, recs.p, 2 * rb);
             for (int i = 0; i < 2; ++i) {
                 INFO(fp8kit::name(w) << " sample " << sample << " plan " << i);
                 zero(one);
-                cu::statistics_async(Format::e4m3, w, din.p, n, plans[i].policy, rule, static_cast<const float*>(damax.p),
-                                     static_cast<cu::StatsRecord*>(one.p), ws.p, sample, 5);
+                cu::statistics_async(Format::e4m3, w, din.p, n, plans[i].policy, rule,
+                                     static_cast<const float*>(damax.p), static_cast<cu::StatsRecord*>(one.p), ws.p,
+                                     sample, 5);
                 const cu::StatsRecord want = read_record(one.p);
                 REQUIRE(want.scale_ok == 1u);
                 CHECK(got[i].sample == sample);
-                check_equal(cu::stats_of_record(got[i]), cu::stats_of_record(want), i == 1 || w == Wide::f32 || sample > 1);
+                check_equal(cu::stats_of_record(got[i]), cu::stats_of_record(want),
+                            i == 1 || w == Wide::f32 || sample > 1);
             }
         }
 }
@@ -537,12 +551,16 @@ TEST_CASE("block_statistics_async equals compute_block_stats for every block pre
                         !cu::has_cast_kernels(br.format) || br.block_rows < 1)
                         continue;
                     ++served;
-                    const auto host = tensor(w, rows * cols, 300 + static_cast<std::uint32_t>(rows + cols), cols == 300);
+                    const auto host =
+                        tensor(w, rows * cols, 300 + static_cast<std::uint32_t>(rows + cols), cols == 300);
                     const fp8kit::BlockStats want = fp8kit::compute_block_stats(host.data(), w, rows, cols, br);
-                    const cu::BlockStatsPlan plan{br.format, w, br.policy,
-                                                  fp8kit::numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2,
-                                                                                      br.value_for_inf, 0),
-                                                  br.block_rows, br.block_cols};
+                    const cu::BlockStatsPlan plan{
+                        br.format,
+                        w,
+                        br.policy,
+                        fp8kit::numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
+                        br.block_rows,
+                        br.block_cols};
                     DevBuf din(host.size()), rec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes()),
                         sinv(want.blocks * 4);
                     cu::copy_to_device(din.p, host.data(), host.size());
@@ -552,11 +570,13 @@ TEST_CASE("block_statistics_async equals compute_block_stats for every block pre
                     const cu::StatsRecord got = read_record(rec.p);
                     std::vector<float> scale_inv(want.blocks);
                     cu::copy_to_host(scale_inv.data(), sinv.p, want.blocks * 4);
-                    INFO(name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " " << rows << " x " << cols);
+                    INFO(name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " " << rows << " x "
+                              << cols);
                     CHECK(got.numel == rows * cols);
                     check_equal(cu::stats_of_record(got), want.total, false);
                     bool same = true;
-                    for (std::size_t b = 0; b < want.blocks; ++b) same = same && bits(scale_inv[b]) == bits(want.scale_inv[b]);
+                    for (std::size_t b = 0; b < want.blocks; ++b)
+                        same = same && bits(scale_inv[b]) == bits(want.scale_inv[b]);
                     CHECK(same);
                 }
         }
@@ -600,27 +620,33 @@ TEST_CASE("block_statistics_async NVFP4 (global amax, column-wise RHT) equals co
                         fp8kit::emu::with_wide(w, [&](auto dst) {
                             using D = decltype(dst);
                             for (std::size_t c = 0; c < 32; ++c) {
-                                const auto v = static_cast<typename D::storage_t>(fp8kit::emu::convert<fp8kit::emu::Binary32, D>(
-                                    bits(c < 16 ? NAN : INFINITY), rne));
+                                const auto v = static_cast<typename D::storage_t>(
+                                    fp8kit::emu::convert<fp8kit::emu::Binary32, D>(bits(c < 16 ? NAN : INFINITY), rne));
                                 std::memcpy(host.data() + (2 * cols + c) * es, &v, es);
                             }
                             return 0;
                         });
                     }
-                    const cu::BlockStatsPlan plan{br.format, w, br.policy,
-                                                  fp8kit::numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2,
-                                                                                      br.value_for_inf, 0),
-                                                  br.block_rows, br.block_cols, br.columnwise_rht};
-                    INFO(name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " " << rows << " x " << cols
-                              << (br.columnwise_rht ? " (column-wise RHT)" : ""));
-                    DevBuf din(host.size()), rec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes()), gamax(4);
+                    const cu::BlockStatsPlan plan{
+                        br.format,
+                        w,
+                        br.policy,
+                        fp8kit::numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
+                        br.block_rows,
+                        br.block_cols,
+                        br.columnwise_rht};
+                    INFO(name << " " << fp8kit::slot_name(role) << " " << fp8kit::name(w) << " " << rows << " x "
+                              << cols << (br.columnwise_rht ? " (column-wise RHT)" : ""));
+                    DevBuf din(host.size()), rec(sizeof(cu::StatsRecord)), ws(cu::statistics_workspace_bytes()),
+                        gamax(4);
                     cu::copy_to_device(din.p, host.data(), host.size());
                     zero(rec);
                     if (br.columnwise_rht && rows % 16 != 0) {
-                        CHECK_THROWS_AS(fp8kit::compute_block_stats(host.data(), w, rows, cols, br), std::invalid_argument);
-                        CHECK_THROWS_AS(cu::block_statistics_async(plan, din.p, rows, cols, static_cast<cu::StatsRecord*>(rec.p),
-                                                                   nullptr, ws.p, 0, nullptr, nullptr, nullptr,
-                                                                   static_cast<float*>(gamax.p)),
+                        CHECK_THROWS_AS(fp8kit::compute_block_stats(host.data(), w, rows, cols, br),
+                                        std::invalid_argument);
+                        CHECK_THROWS_AS(cu::block_statistics_async(
+                                            plan, din.p, rows, cols, static_cast<cu::StatsRecord*>(rec.p), nullptr,
+                                            ws.p, 0, nullptr, nullptr, nullptr, static_cast<float*>(gamax.p)),
                                         std::invalid_argument);
                         continue;
                     }
@@ -630,12 +656,13 @@ TEST_CASE("block_statistics_async NVFP4 (global amax, column-wise RHT) equals co
                     CHECK(want.columnwise_rht == br.columnwise_rht);
                     const std::size_t nb = want.blocks;
                     DevBuf sinv(nb * 4), tamax(nb * 4), tmin(nb * 4);
-                    CHECK_THROWS_AS(cu::block_statistics_async(plan, din.p, rows, cols, static_cast<cu::StatsRecord*>(rec.p),
-                                                               nullptr, ws.p),
+                    CHECK_THROWS_AS(cu::block_statistics_async(plan, din.p, rows, cols,
+                                                               static_cast<cu::StatsRecord*>(rec.p), nullptr, ws.p),
                                     std::invalid_argument);  // no d_global_amax
                     cu::block_statistics_async(plan, din.p, rows, cols, static_cast<cu::StatsRecord*>(rec.p),
-                                               static_cast<float*>(sinv.p), ws.p, 0, nullptr, static_cast<float*>(tamax.p),
-                                               static_cast<float*>(tmin.p), static_cast<float*>(gamax.p));
+                                               static_cast<float*>(sinv.p), ws.p, 0, nullptr,
+                                               static_cast<float*>(tamax.p), static_cast<float*>(tmin.p),
+                                               static_cast<float*>(gamax.p));
                     const cu::StatsRecord got = read_record(rec.p);
                     CHECK(got.numel == rows * cols);
                     check_equal(cu::stats_of_record(got), want.total, false);

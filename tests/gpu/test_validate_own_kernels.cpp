@@ -37,7 +37,10 @@ std::vector<float> adversarial_inputs() {
             const double b = fp8kit::decode_value(f, static_cast<std::uint8_t>(c + 1));
             if (!std::isfinite(a) || !std::isfinite(b)) continue;
             const float mid = static_cast<float>((a + b) / 2);
-            for (float v : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) { x.push_back(v); x.push_back(-v); }
+            for (float v : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1e30f)}) {
+                x.push_back(v);
+                x.push_back(-v);
+            }
         }
     }
     for (float v : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 464.0f, 61440.0f, 1e-45f, -1e-45f}) x.push_back(v);
@@ -51,7 +54,10 @@ struct DeviceBuffers {
         : in(cu::device_alloc(x.size() * 4)), out(static_cast<std::uint8_t*>(cu::device_alloc(x.size()))) {
         cu::copy_to_device(in, x.data(), x.size() * 4);
     }
-    ~DeviceBuffers() { cu::device_free(in); cu::device_free(out); }
+    ~DeviceBuffers() {
+        cu::device_free(in);
+        cu::device_free(out);
+    }
 };
 
 fp8kit::ValidateReport check(const std::vector<float>& x, const std::vector<std::uint8_t>& codes, Format to,
@@ -75,7 +81,8 @@ TEST_CASE("validate finds the project's CUDA quantize kernels bit-exact", "[gpu]
             INFO(fp8kit::name(f) << " " << fp8kit::name(profile) << "\n" << r.summary());
             CHECK(r.exact());
             bool named = false;
-            for (const auto& s : r.consistent_profiles) named = named || s.rfind(std::string(fp8kit::name(profile)), 0) == 0;
+            for (const auto& s : r.consistent_profiles)
+                named = named || s.rfind(std::string(fp8kit::name(profile)), 0) == 0;
             CHECK(named);
         }
         // With a per-tensor scale: the kernel's fl32(x * scale) is what validate's --scale means.
@@ -96,8 +103,10 @@ TEST_CASE("validate finds the cvt.rn.satfinite hardware path equal to profile cu
     DeviceBuffers d(x);
     std::vector<std::uint8_t> codes(x.size());
     for (Format f : {Format::e4m3, Format::e5m2}) {
-        if (f == Format::e4m3) cu::quantize_e4m3_cvt_satfinite(static_cast<const float*>(d.in), d.out, x.size());
-        else cu::quantize_e5m2_cvt_satfinite(static_cast<const float*>(d.in), d.out, x.size());
+        if (f == Format::e4m3)
+            cu::quantize_e4m3_cvt_satfinite(static_cast<const float*>(d.in), d.out, x.size());
+        else
+            cu::quantize_e5m2_cvt_satfinite(static_cast<const float*>(d.in), d.out, x.size());
         cu::copy_to_host(codes.data(), d.out, codes.size());
         const Policy p = fp8kit::emu::profile_policy(fp8kit::emu::Profile::cuda_satfinite, f).policy;
         const auto r = check(x, codes, f, p);

@@ -82,8 +82,8 @@ void same_report(const Case& c, bool device_scales, bool detect = true) {
     CHECK(validate_mismatches(rq, gpu, o).json() == want);
 }
 
-const BlockLayout kLayouts[] = {BlockLayout::tensor, BlockLayout::rowwise, BlockLayout::b1x128,
-                                BlockLayout::b128x128, BlockLayout::mx32};
+const BlockLayout kLayouts[] = {BlockLayout::tensor, BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128,
+                                BlockLayout::mx32};
 
 }  // namespace
 
@@ -98,8 +98,9 @@ TEST_CASE("validate_scan + validate_mismatches equals validate: formats x inputs
             c.rows = 131;
             c.cols = 300;
             c.seed = seed++;
-            c.ref = f == Format::e8m0 ? Policy{Rounding::toward_positive, Overflow::saturate_finite, NanEncoding::canonical}
-                                      : Policy{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
+            c.ref = f == Format::e8m0
+                        ? Policy{Rounding::toward_positive, Overflow::saturate_finite, NanEncoding::canonical}
+                        : Policy{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
             same_report(c, false);
             for (ScaleMode m : {ScaleMode::scale, ScaleMode::scale_inv})
                 for (BlockLayout b : kLayouts) {
@@ -111,8 +112,7 @@ TEST_CASE("validate_scan + validate_mismatches equals validate: formats x inputs
         }
 }
 
-TEST_CASE("validate_scan: consistent policies, other references, no detection, empty input",
-          "[validate][gpu]") {
+TEST_CASE("validate_scan: consistent policies, other references, no detection, empty input", "[validate][gpu]") {
     Case c;
     c.rows = 260;
     c.cols = 300;  // above validate()'s table size
@@ -144,9 +144,11 @@ TEST_CASE("validate_scan: consistent policies, other references, no detection, e
 TEST_CASE("validate_scan refuses what validate refuses", "[validate][gpu]") {
     cu::ValidateScaling sc;
     const Policy sr{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical};
-    CHECK_THROWS_AS(cu::validate_scan(Format::e4m3, Wide::f32, nullptr, nullptr, 0, sr, sc, true), std::invalid_argument);
+    CHECK_THROWS_AS(cu::validate_scan(Format::e4m3, Wide::f32, nullptr, nullptr, 0, sr, sc, true),
+                    std::invalid_argument);
     const Policy ne{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
-    CHECK_THROWS_AS(cu::validate_scan(Format::e4m3, Wide::f64, nullptr, nullptr, 0, ne, sc, true), std::invalid_argument);
+    CHECK_THROWS_AS(cu::validate_scan(Format::e4m3, Wide::f64, nullptr, nullptr, 0, ne, sc, true),
+                    std::invalid_argument);
     std::vector<float> s(3, 1.0f);
     sc.mode = ScaleMode::scale;
     sc.layout = BlockLayout::rowwise;

@@ -125,8 +125,8 @@ TEST_CASE("nvfp4: inputs and gradients are quantised as TE's column-wise copy wi
 TEST_CASE("nvfp4: the column-wise RHT refuses a row count that is not a multiple of 16", "[lib][blocks][rht]") {
     const BlockRecipe br = block_recipe(parse_recipe("nvfp4"), Role::gradient, 16);
     const std::vector<float> x(24 * 16, 1.0f);
-    CHECK_THROWS_WITH(check_block_input(br, 24, 16), Catch::Contains("multiple of 16, got 24") &&
-                                                         Catch::Contains("nvfp4-rowwise"));
+    CHECK_THROWS_WITH(check_block_input(br, 24, 16),
+                      Catch::Contains("multiple of 16, got 24") && Catch::Contains("nvfp4-rowwise"));
     CHECK_THROWS_AS(quantize_blocks(x.data(), Wide::f32, 24, 16, br), std::invalid_argument);
     CHECK_THROWS_AS(compute_block_stats(x.data(), Wide::f32, 24, 16, br), std::invalid_argument);
     CHECK_NOTHROW(check_block_input(br, 32, 16));

@@ -25,12 +25,14 @@ std::string error_of(const PolicyArgs& a, ArgStyle s, Format f = Format::e4m3) {
 TEST_CASE("resolve_policy: explicit policies and profiles", "[lib][policy]") {
     const Policy p = resolve_policy(Format::e5m2, Wide::f32, {std::nullopt, "toward-zero", "no-saturate", "canonical"},
                                     ArgStyle::cli);
-    CHECK((p.rounding == Rounding::toward_zero && p.overflow == Overflow::no_saturate && p.nan == NanEncoding::canonical));
+    CHECK((p.rounding == Rounding::toward_zero && p.overflow == Overflow::no_saturate &&
+           p.nan == NanEncoding::canonical));
     // cuda-satfinite is cvt.rn.satfinite: nearest-even, saturating.
     const Policy c = resolve_policy(Format::e4m3, Wide::f32, {"cuda-satfinite", {}, {}, {}}, ArgStyle::python);
     CHECK((c.rounding == Rounding::nearest_even && c.overflow == Overflow::saturate_all));
     // e8m0 under a profile takes its rounding from the caller.
-    const Policy e = resolve_policy(Format::e8m0, Wide::f32, {"cuda-satfinite", "toward-positive", {}, {}}, ArgStyle::cli);
+    const Policy e =
+        resolve_policy(Format::e8m0, Wide::f32, {"cuda-satfinite", "toward-positive", {}, {}}, ArgStyle::cli);
     CHECK(e.rounding == Rounding::toward_positive);
 }
 
@@ -50,7 +52,10 @@ TEST_CASE("resolve_policy: messages name the caller's arguments", "[lib][policy]
           "profile cuda-satfinite with e8m0 needs rounding='toward-zero' or 'toward-positive'");
     CHECK(error_of({"torch", "toward-zero", {}, {}}, ArgStyle::cli) ==
           "--profile torch rounds e4m3 to nearest-even: drop --round, or drop --profile");
-    CHECK(error_of({{}, "up", "no-saturate", "canonical"}, ArgStyle::python).rfind("rounding: unknown rounding 'up'", 0) == 0);
-    CHECK(error_of({{}, "toward-zero", "wrap", "canonical"}, ArgStyle::cli).rfind("--overflow: unknown policy 'wrap'", 0) == 0);
-    CHECK(error_of({{}, "toward-zero", "no-saturate", "zero"}, ArgStyle::cli).rfind("--nan: unknown encoding 'zero'", 0) == 0);
+    CHECK(error_of({{}, "up", "no-saturate", "canonical"}, ArgStyle::python)
+              .rfind("rounding: unknown rounding 'up'", 0) == 0);
+    CHECK(error_of({{}, "toward-zero", "wrap", "canonical"}, ArgStyle::cli)
+              .rfind("--overflow: unknown policy 'wrap'", 0) == 0);
+    CHECK(error_of({{}, "toward-zero", "no-saturate", "zero"}, ArgStyle::cli)
+              .rfind("--nan: unknown encoding 'zero'", 0) == 0);
 }

@@ -36,18 +36,42 @@ std::string error_of(const std::string& arg) {
 }  // namespace
 
 TEST_CASE("every preset exists with the issue's name and round-trips through JSON", "[lib][recipes]") {
-    const std::vector<std::string> want = {"te-delayed", "te-current",         "te-block",        "mxfp8",
-                                           "mx-ocp",     "nvfp4",              "nvfp4-rowwise",   "nvfp4-torchao",   "mxfp4",
-                                           "mxfp4-ocp",  "mxfp6-e2m3",         "mxfp6-e2m3-ocp",  "mxfp6-e3m2",
-                                           "mxfp6-e3m2-ocp", "nvfp4-torchao-single",
-                                           "mxfp8-torchao-floor", "mxfp8-torchao-ceil", "mxfp8-torchao-even",
-                                           "mxfp8-torchao-rceil", "mxfp4-torchao-floor", "mxfp4-torchao-ceil",
-                                           "mxfp4-torchao-even", "mxfp4-torchao-rceil", "mxfp6-e2m3-torchao-floor",
-                                           "mxfp6-e2m3-torchao-ceil", "mxfp6-e2m3-torchao-even",
-                                           "mxfp6-e2m3-torchao-rceil", "mxfp6-e3m2-torchao-floor",
-                                           "mxfp6-e3m2-torchao-ceil", "mxfp6-e3m2-torchao-even",
-                                           "mxfp6-e3m2-torchao-rceil", "torchao-tensorwise", "torchao-rowwise",
-                                           "msamp", "deepseek-v3", "megatron"};
+    const std::vector<std::string> want = {"te-delayed",
+                                           "te-current",
+                                           "te-block",
+                                           "mxfp8",
+                                           "mx-ocp",
+                                           "nvfp4",
+                                           "nvfp4-rowwise",
+                                           "nvfp4-torchao",
+                                           "mxfp4",
+                                           "mxfp4-ocp",
+                                           "mxfp6-e2m3",
+                                           "mxfp6-e2m3-ocp",
+                                           "mxfp6-e3m2",
+                                           "mxfp6-e3m2-ocp",
+                                           "nvfp4-torchao-single",
+                                           "mxfp8-torchao-floor",
+                                           "mxfp8-torchao-ceil",
+                                           "mxfp8-torchao-even",
+                                           "mxfp8-torchao-rceil",
+                                           "mxfp4-torchao-floor",
+                                           "mxfp4-torchao-ceil",
+                                           "mxfp4-torchao-even",
+                                           "mxfp4-torchao-rceil",
+                                           "mxfp6-e2m3-torchao-floor",
+                                           "mxfp6-e2m3-torchao-ceil",
+                                           "mxfp6-e2m3-torchao-even",
+                                           "mxfp6-e2m3-torchao-rceil",
+                                           "mxfp6-e3m2-torchao-floor",
+                                           "mxfp6-e3m2-torchao-ceil",
+                                           "mxfp6-e3m2-torchao-even",
+                                           "mxfp6-e3m2-torchao-rceil",
+                                           "torchao-tensorwise",
+                                           "torchao-rowwise",
+                                           "msamp",
+                                           "deepseek-v3",
+                                           "megatron"};
     CHECK(recipe_presets() == want);
     for (const auto& n : want) {
         INFO(n);
@@ -187,7 +211,8 @@ TEST_CASE("rounding per role: nvfp4 gradients round stochastically, the rest as 
         INFO(n);
         const RecipeSpec r = parse_recipe(n);
         for (Role role : numerics::kAllRoles) CHECK(r.policy_for(role).rounding == r.policy.rounding);
-        for (const char* slot : {"input", "weight", "grad"}) CHECK_FALSE(to_json(r)["roles"][slot].contains("rounding"));
+        for (const char* slot : {"input", "weight", "grad"})
+            CHECK_FALSE(to_json(r)["roles"][slot].contains("rounding"));
     }
 }
 

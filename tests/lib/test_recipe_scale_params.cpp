@@ -22,8 +22,18 @@ std::uint32_t bits_of_float(float f) {
 }  // namespace
 
 TEST_CASE("recipe_scale_params + numerics::rule_scale equal recipe_scale", "[recipes]") {
-    const float amaxes[] = {0.0f, 1e-45f, 1e-30f, 0.5f, 1.0f, 3.0f, 448.0f, 57344.0f, 1e30f, 3.4e38f,
-                            std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+    const float amaxes[] = {0.0f,
+                            1e-45f,
+                            1e-30f,
+                            0.5f,
+                            1.0f,
+                            3.0f,
+                            448.0f,
+                            57344.0f,
+                            1e30f,
+                            3.4e38f,
+                            std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
     int checked = 0;
     for (const auto& name : recipe_presets()) {
         const RecipeSpec r = parse_recipe(name);

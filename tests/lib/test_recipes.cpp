@@ -177,7 +177,12 @@ TEST_CASE("TE DelayedScaling: the ring buffer equals the rolled history bit for 
     // Random amaxes with runs of zeros and -0, NaN, Inf, negatives and spikes, for history lengths
     // around the ring's edge cases (1, 2) and TE's default 1024.
     std::uint64_t x = 0x9E3779B97F4A7C15ull;
-    auto next = [&x] { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return x; };
+    auto next = [&x] {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        return x;
+    };
     const float specials[] = {0.0f, -0.0f, kNaN, kInf, -1.0f, 1e30f, kTiny, 0.0f};
     for (const int L : {1, 2, 3, 5, 16, 1024}) {
         for (const AmaxAlgo algo : {AmaxAlgo::max, AmaxAlgo::most_recent}) {
@@ -187,7 +192,8 @@ TEST_CASE("TE DelayedScaling: the ring buffer equals the rolled history bit for 
             for (int step = 0; step < 5000; ++step) {
                 const std::uint64_t r = next();
                 float a = (r % 8 == 0) ? specials[(r >> 8) % 8]
-                                       : std::ldexp(static_cast<float>((r >> 16) % 1000 + 1), static_cast<int>((r >> 32) % 40) - 30);
+                                       : std::ldexp(static_cast<float>((r >> 16) % 1000 + 1),
+                                                    static_cast<int>((r >> 32) % 40) - 30);
                 if (step % 1500 > 1400) a = a * 1e-3f;  // a decaying stretch: the max must leave on time
                 d.record(a);
                 ref.record(a);
@@ -236,7 +242,11 @@ TEST_CASE("MS-AMP compute_scaling_factor", "[lib][recipes]") {
 
 TEST_CASE("MS-AMP window: in-time until full, roll, reset on NaN", "[lib][recipes]") {
     MsampScaling m(448.0f, 3, 0);
-    struct Step { float amax; std::uint32_t scale; bool in_time; };
+    struct Step {
+        float amax;
+        std::uint32_t scale;
+        bool in_time;
+    };
     // Hand trace (W = 3). In-time steps use floor-pow2(448 / own amax); later steps the scale
     // from the max over the window of the last 3 amaxes at the previous update.
     //  0: in-time 448/10 -> 32          window after roll [0,10,0]
@@ -249,9 +259,9 @@ TEST_CASE("MS-AMP window: in-time until full, roll, reset on NaN", "[lib][recipe
     //  7: in-time 448/8 = 56 -> 32; counter 2
     //  8: in-time 448/1 -> 256; update max(1,8,2) = 8 -> 32; counter 3
     //  9: delayed 32
-    const Step steps[] = {{10, p2(5), true},  {100, p2(2), true}, {1, p2(8), true},  {1, p2(2), false},
-                          {1, p2(2), false},  {kNaN, p2(8), false}, {2, p2(7), true}, {8, p2(5), true},
-                          {1, p2(8), true},   {1, p2(5), false}};
+    const Step steps[] = {{10, p2(5), true}, {100, p2(2), true},   {1, p2(8), true}, {1, p2(2), false},
+                          {1, p2(2), false}, {kNaN, p2(8), false}, {2, p2(7), true}, {8, p2(5), true},
+                          {1, p2(8), true},  {1, p2(5), false}};
     int i = 0;
     for (const auto& s : steps) {
         INFO("step " << i++);

@@ -39,8 +39,8 @@ float from_bits(std::uint32_t u) {
 }
 
 struct Ref {
-    std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0, overflow = 0,
-                  te_overflow = 0, nz_x = 0, nz_q = 0;
+    std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0, overflow = 0, te_overflow = 0,
+                  nz_x = 0, nz_q = 0;
     long double amax = 0, min_nonzero = 0, sum_x2 = 0, sum_err2 = 0;
     std::vector<std::uint64_t> hist = std::vector<std::uint64_t>(kExpHistBins, 0);
 };
@@ -70,18 +70,28 @@ Ref brute(const std::vector<long double>& xs, const std::vector<float>& ss, Form
         r.nz_x += (x != 0 || std::isnan(x));
         r.nz_q += (dq != 0 || std::isnan(dq));
         // histogram via frexp: |s| = m * 2^e with m in [0.5, 1) -> floor(log2|s|) = e - 1
-        if (s == 0) ++r.hist[kExpHistZeroBin];
-        else if (!std::isfinite(s)) ++r.hist[kExpHistNonfiniteBin];
+        if (s == 0)
+            ++r.hist[kExpHistZeroBin];
+        else if (!std::isfinite(s))
+            ++r.hist[kExpHistNonfiniteBin];
         else {
             int e;
             std::frexp(s, &e);
             ++r.hist[exp_hist_bin(e - 1)];
         }
         const long double te_thr = static_cast<long double>(static_cast<float>(fi.max_finite) * scale_inv);
-        if (std::isnan(x)) { ++r.nan; continue; }
-        if (std::isinf(x)) { ++r.inf; r.te_overflow += 1; continue; }
+        if (std::isnan(x)) {
+            ++r.nan;
+            continue;
+        }
+        if (std::isinf(x)) {
+            ++r.inf;
+            r.te_overflow += 1;
+            continue;
+        }
         if (std::fabs(x) > te_thr) ++r.te_overflow;
-        if (x == 0) ++r.zeros;
+        if (x == 0)
+            ++r.zeros;
         else {
             if (dq == 0) ++r.underflow;
             if (dq != 0 && std::fabs(dq) < fi.min_normal && std::isfinite(dq)) ++r.subnormal;
@@ -121,19 +131,21 @@ void check_against(const QuantStats& st, const Ref& r) {
         INFO("bin " << b);
         CHECK(st.exp_hist[b] == r.hist[b]);
     }
-    if (std::isinf(r.sum_err2)) CHECK(std::isinf(st.sum_err2));
-    else CHECK(st.sum_err2 == Approx(static_cast<double>(r.sum_err2)).epsilon(1e-12).margin(0));
+    if (std::isinf(r.sum_err2))
+        CHECK(std::isinf(st.sum_err2));
+    else
+        CHECK(st.sum_err2 == Approx(static_cast<double>(r.sum_err2)).epsilon(1e-12).margin(0));
     CHECK(st.sum_x2 == Approx(static_cast<double>(r.sum_x2)).epsilon(1e-12).margin(0));
 }
 
 // Adversarial float32 values for a given format and scale: ties between codes, the overflow
 // boundaries, FP8 subnormals and their halfway points, float32 subnormals, specials.
 std::vector<float> adversarial(float scale) {
-    std::vector<float> v = {0.0f, -0.0f, kNaN, -kNaN, kInf, -kInf, FLT_MAX, -FLT_MAX, from_bits(1),
-                            -from_bits(1), FLT_MIN, 1.0f, -1.0f};
-    const float targets[] = {448, 464, 480, 240, 57344, 61440, 65536, 1.0625f, 1.1875f, 0.0625f,
-                             0x1p-9f, 0x1p-10f, 0x1.8p-10f, 0x1p-16f, 0x1p-17f, 0x1.8p-17f, 0x1p-15f, 0x1p-14f,
-                             0x1.4p-7f, 0x1.2p-7f, 0x1.1p-7f};
+    std::vector<float> v = {0.0f,     -0.0f,        kNaN,          -kNaN,   kInf, -kInf, FLT_MAX,
+                            -FLT_MAX, from_bits(1), -from_bits(1), FLT_MIN, 1.0f, -1.0f};
+    const float targets[] = {448,      464,        480,      240,      57344,     61440,      65536,
+                             1.0625f,  1.1875f,    0.0625f,  0x1p-9f,  0x1p-10f,  0x1.8p-10f, 0x1p-16f,
+                             0x1p-17f, 0x1.8p-17f, 0x1p-15f, 0x1p-14f, 0x1.4p-7f, 0x1.2p-7f,  0x1.1p-7f};
     for (float t : targets) {
         for (float y : {t, std::nextafter(t, 0.0f), std::nextafter(t, kInf)}) {
             v.push_back(y / scale);  // scale is a power of two in these tests, so exact
@@ -216,8 +228,8 @@ TEST_CASE("directed and stochastic rounding overflow counts", "[lib][stats]") {
 
 TEST_CASE("f64, f16 and bf16 inputs", "[lib][stats]") {
     SECTION("f64: fl32(x * scale) rounded once from the exact product") {
-        std::vector<double> xs = {1.0, -2.5, 0.0, std::nan(""), 1e300, 1e-300, 448.0, 464.0,
-                                  std::nextafter(464.0, 1000.0), 61440.0};
+        std::vector<double> xs = {
+            1.0, -2.5, 0.0, std::nan(""), 1e300, 1e-300, 448.0, 464.0, std::nextafter(464.0, 1000.0), 61440.0};
         // x = 1 + 2^-24 + 2^-40 times scale 1: the binary64 value is above the float32 midpoint
         // 1 + 2^-24 so it rounds up; x*3 cases put the product next to a midpoint.
         xs.push_back(1.0 + 0x1p-24 + 0x1p-40);
@@ -231,7 +243,8 @@ TEST_CASE("f64, f16 and bf16 inputs", "[lib][stats]") {
         for (float scale : {1.0f, 3.0f}) {
             std::vector<long double> lx(xs.begin(), xs.end());
             std::vector<float> ss;
-            for (double x : xs) ss.push_back(static_cast<float>(static_cast<__float128>(x) * static_cast<__float128>(scale)));
+            for (double x : xs)
+                ss.push_back(static_cast<float>(static_cast<__float128>(x) * static_cast<__float128>(scale)));
             const QuantStats st = compute_stats(xs.data(), Wide::f64, xs.size(), {Format::e4m3, scale, kSat});
             check_against(st, brute(lx, ss, Format::e4m3, 1.0f / scale, kSat));
         }
@@ -245,8 +258,10 @@ TEST_CASE("f64, f16 and bf16 inputs", "[lib][stats]") {
             std::vector<float> ss;
             for (std::uint16_t h : all) {
                 float x;
-                if (w == Wide::bf16) x = from_bits(static_cast<std::uint32_t>(h) << 16);
-                else x = static_cast<float>(f16_value(h));
+                if (w == Wide::bf16)
+                    x = from_bits(static_cast<std::uint32_t>(h) << 16);
+                else
+                    x = static_cast<float>(f16_value(h));
                 lx.push_back(x);
                 ss.push_back(x * 0.25f);
             }
@@ -359,7 +374,8 @@ TEST_CASE("block statistics against a per-tile brute force", "[lib][stats]") {
             const RecipeSpec r = parse_recipe(preset);
             const BlockRecipe br = block_recipe(r, role, cols);
             const BlockStats bs = compute_block_stats(v.data(), Wide::f32, rows, cols, br);
-            const std::size_t bh = static_cast<std::size_t>(br.block_rows), bw = static_cast<std::size_t>(br.block_cols);
+            const std::size_t bh = static_cast<std::size_t>(br.block_rows),
+                              bw = static_cast<std::size_t>(br.block_cols);
             const std::size_t gr = (rows + bh - 1) / bh, gc = (cols + bw - 1) / bw;
             REQUIRE(bs.blocks == gr * gc);
             std::uint64_t under = 0, sub = 0, over = 0, numel = 0;
@@ -368,7 +384,8 @@ TEST_CASE("block statistics against a per-tile brute force", "[lib][stats]") {
                 for (std::size_t bj = 0; bj < gc; ++bj) {
                     std::vector<float> tile;
                     for (std::size_t i = bi * bh; i < std::min(rows, bi * bh + bh); ++i)
-                        for (std::size_t j = bj * bw; j < std::min(cols, bj * bw + bw); ++j) tile.push_back(v[i * cols + j]);
+                        for (std::size_t j = bj * bw; j < std::min(cols, bj * bw + bw); ++j)
+                            tile.push_back(v[i * cols + j]);
                     float am = 0;
                     for (float x : tile)
                         if (std::fabs(x) > am) am = std::fabs(x);
@@ -513,11 +530,13 @@ TEST_CASE("bf16 and f16 arrays counted by pattern equal the element loop", "[lib
     std::vector<std::uint16_t> h(n);
     for (std::size_t i = 0; i < n; ++i) h[i] = static_cast<std::uint16_t>(i * 40503u);
     const Policy toward_zero{Rounding::toward_zero, Overflow::saturate_finite, NanEncoding::canonical};
-    const std::pair<Format, Policy> rules[] = {{Format::e4m3, kSat}, {Format::e5m2, kNosat}, {Format::e4m3, toward_zero}};
+    const std::pair<Format, Policy> rules[] = {
+        {Format::e4m3, kSat}, {Format::e5m2, kNosat}, {Format::e4m3, toward_zero}};
     for (Wide w : {Wide::bf16, Wide::f16}) {
         std::vector<float> wide(n);
         for (std::size_t i = 0; i < n; ++i)
-            wide[i] = w == Wide::bf16 ? from_bits(static_cast<std::uint32_t>(h[i]) << 16) : static_cast<float>(f16_value(h[i]));
+            wide[i] = w == Wide::bf16 ? from_bits(static_cast<std::uint32_t>(h[i]) << 16)
+                                      : static_cast<float>(f16_value(h[i]));
         for (const auto& [f, pol] : rules) {
             for (float scale : {1.0f, 3.0f, 0.3f, 0x1p-120f, 0x1p100f}) {
                 INFO(name(w) << " " << name(f) << " " << name(pol.rounding) << " scale " << scale);

@@ -29,7 +29,8 @@ std::vector<float> activations(std::size_t n, unsigned seed) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> g(0.0f, 1.0f);
     std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = g(rng) * std::exp2(static_cast<float>(static_cast<int>(i / 997 % 20) - 10));
+    for (std::size_t i = 0; i < n; ++i)
+        v[i] = g(rng) * std::exp2(static_cast<float>(static_cast<int>(i / 997 % 20) - 10));
     return v;
 }
 
@@ -184,8 +185,10 @@ TEST_CASE("threads per rank: the cores divided by the ranks on the node (issue 2
     parallel::set_ranks_on_node(2);
     REQUIRE(parallel::default_threads() == 5u);
     parallel::set_ranks_on_node(0);
-    if (omp) ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
-    else ::unsetenv("OMP_NUM_THREADS");
+    if (omp)
+        ::setenv("OMP_NUM_THREADS", saved.c_str(), 1);
+    else
+        ::unsetenv("OMP_NUM_THREADS");
 }
 
 namespace {
@@ -235,15 +238,15 @@ TEST_CASE("Sweep::run's groups of series made anywhere, in any order, merge to o
     std::vector<std::string> notes_one, notes_split;
     one.run({}, notes_one);
     std::size_t groups_seen = 0;
-    split.run({}, notes_split, [&](std::size_t groups, const std::vector<std::uint64_t>& weight, const auto& make,
-                                   const auto& use) {
-        REQUIRE(groups == (series.size() + sweep::Sweep::kSeriesGroup - 1) / sweep::Sweep::kSeriesGroup);
-        REQUIRE(weight.size() == groups);
-        std::vector<std::string> made(groups);
-        for (std::size_t g = groups; g-- > 0;) made[g] = make(g);  // as other ranks would, out of order
-        for (std::size_t g = 0; g < groups; ++g) use(g, made[g]);
-        groups_seen = groups;
-    });
+    split.run({}, notes_split,
+              [&](std::size_t groups, const std::vector<std::uint64_t>& weight, const auto& make, const auto& use) {
+                  REQUIRE(groups == (series.size() + sweep::Sweep::kSeriesGroup - 1) / sweep::Sweep::kSeriesGroup);
+                  REQUIRE(weight.size() == groups);
+                  std::vector<std::string> made(groups);
+                  for (std::size_t g = groups; g-- > 0;) made[g] = make(g);  // as other ranks would, out of order
+                  for (std::size_t g = 0; g < groups; ++g) use(g, made[g]);
+                  groups_seen = groups;
+              });
     REQUIRE(groups_seen == 4);
     REQUIRE(notes_one == notes_split);
     for (std::size_t c = 0; c < cands.size(); ++c)

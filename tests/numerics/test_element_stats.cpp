@@ -14,10 +14,10 @@
 #include "fp8kit/stats/statistics.hpp"
 
 using namespace fp8kit::numerics;
+using fp8kit::emu::NanEncoding;
 using fp8kit::emu::Overflow;
 using fp8kit::emu::Policy;
 using fp8kit::emu::Rounding;
-using fp8kit::emu::NanEncoding;
 
 namespace {
 
@@ -28,7 +28,8 @@ const Policy kRne{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::c
 // The step for x cast to E4M3 with scale 1: s = x, q and its decoded value from emu.
 Element step_e4m3(float x, const ElementConsts& c) {
     const std::uint8_t q = fp8kit::emu::encode(Format::e4m3, fp8kit::emu::Wide::f32, bits(x), kRne, 0);
-    const double dec = from_bits(static_cast<std::uint32_t>(fp8kit::emu::decode(Format::e4m3, fp8kit::emu::Wide::f32, q)));
+    const double dec =
+        from_bits(static_cast<std::uint32_t>(fp8kit::emu::decode(Format::e4m3, fp8kit::emu::Wide::f32, q)));
     return element_step(x, code_kind(Format::e4m3, q), dec, c, [&] { return overflows(c, bits(x)); });
 }
 
@@ -38,30 +39,30 @@ TEST_CASE("histogram bins from the bits", "[numerics][stats]") {
     CHECK(kHistogramBins == 279);
     CHECK(histogram_bin(bits(0.0f)) == 0);
     CHECK(histogram_bin(bits(-0.0f)) == 0);
-    CHECK(histogram_bin(bits(1.0f)) == 150);    // floor(log2 1) = 0 -> 1 + 0 + 149
-    CHECK(histogram_bin(bits(-3.0f)) == 151);   // floor(log2 3) = 1
-    CHECK(histogram_bin(1u) == 1);              // 2^-149
-    CHECK(histogram_bin(0x00400000u) == 23);    // 2^-127, a subnormal: 1 + (-127 + 149)
-    CHECK(histogram_bin(0x7F7FFFFFu) == 277);   // FLT_MAX: exponent 127
-    CHECK(histogram_bin(0x7F800000u) == 278);   // Inf
-    CHECK(histogram_bin(0xFFC00000u) == 278);   // NaN
+    CHECK(histogram_bin(bits(1.0f)) == 150);   // floor(log2 1) = 0 -> 1 + 0 + 149
+    CHECK(histogram_bin(bits(-3.0f)) == 151);  // floor(log2 3) = 1
+    CHECK(histogram_bin(1u) == 1);             // 2^-149
+    CHECK(histogram_bin(0x00400000u) == 23);   // 2^-127, a subnormal: 1 + (-127 + 149)
+    CHECK(histogram_bin(0x7F7FFFFFu) == 277);  // FLT_MAX: exponent 127
+    CHECK(histogram_bin(0x7F800000u) == 278);  // Inf
+    CHECK(histogram_bin(0xFFC00000u) == 278);  // NaN
     CHECK(histogram_exponent(150) == 0);
     CHECK(histogram_bin_of_exponent(-149) == 1);
 }
 
 TEST_CASE("code kinds of the formats", "[numerics][stats]") {
     CHECK(code_kind(Format::e4m3, 0x00) == CodeKind::zero);
-    CHECK(code_kind(Format::e4m3, 0x80) == CodeKind::zero);      // -0
+    CHECK(code_kind(Format::e4m3, 0x80) == CodeKind::zero);       // -0
     CHECK(code_kind(Format::e4m3, 0x01) == CodeKind::subnormal);  // 2^-9
     CHECK(code_kind(Format::e4m3, 0x07) == CodeKind::subnormal);
-    CHECK(code_kind(Format::e4m3, 0x08) == CodeKind::normal);     // 2^-6
-    CHECK(code_kind(Format::e4m3, 0x7E) == CodeKind::normal);     // 448
-    CHECK(code_kind(Format::e4m3, 0x7F) == CodeKind::special);    // NaN
+    CHECK(code_kind(Format::e4m3, 0x08) == CodeKind::normal);   // 2^-6
+    CHECK(code_kind(Format::e4m3, 0x7E) == CodeKind::normal);   // 448
+    CHECK(code_kind(Format::e4m3, 0x7F) == CodeKind::special);  // NaN
     CHECK(code_kind(Format::e5m2, 0x03) == CodeKind::subnormal);
     CHECK(code_kind(Format::e5m2, 0x04) == CodeKind::normal);
-    CHECK(code_kind(Format::e5m2, 0x7C) == CodeKind::special);    // Inf
+    CHECK(code_kind(Format::e5m2, 0x7C) == CodeKind::special);      // Inf
     CHECK(code_kind(Format::e4m3fnuz, 0x80) == CodeKind::special);  // the fnuz NaN
-    CHECK(code_kind(Format::e8m0, 0x00) == CodeKind::normal);     // 2^-127: E8M0 has no subnormals
+    CHECK(code_kind(Format::e8m0, 0x00) == CodeKind::normal);       // 2^-127: E8M0 has no subnormals
     CHECK(code_kind(Format::e8m0, 0xFF) == CodeKind::special);
 }
 
@@ -113,11 +114,21 @@ TEST_CASE("element step: every count of one element", "[numerics][stats]") {
 
 TEST_CASE("merge: counts add, extremes combine, sums add", "[numerics][stats]") {
     StatsScalars a, b;
-    a.numel = 3; a.zeros = 1; a.amax = 2; a.min_nonzero = 0.5; a.sum_x2 = 1; a.te_underflow = -1;
-    b.numel = 4; b.nan = 2; b.amax = 7; b.min_nonzero = 0; b.sum_x2 = 2; b.te_underflow = 3;
+    a.numel = 3;
+    a.zeros = 1;
+    a.amax = 2;
+    a.min_nonzero = 0.5;
+    a.sum_x2 = 1;
+    a.te_underflow = -1;
+    b.numel = 4;
+    b.nan = 2;
+    b.amax = 7;
+    b.min_nonzero = 0;
+    b.sum_x2 = 2;
+    b.te_underflow = 3;
     merge(a, b);
-    CHECK((a.numel == 7 && a.zeros == 1 && a.nan == 2 && a.amax == 7 && a.min_nonzero == 0.5 &&
-           a.sum_x2 == 3 && a.te_underflow == 2));
+    CHECK((a.numel == 7 && a.zeros == 1 && a.nan == 2 && a.amax == 7 && a.min_nonzero == 0.5 && a.sum_x2 == 3 &&
+           a.te_underflow == 2));
     StatsScalars c;
     c.min_nonzero = 0.25;
     merge(a, c);

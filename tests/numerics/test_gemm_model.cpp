@@ -31,7 +31,8 @@ std::vector<ng::CodeTerm> terms(bool e5m2, int k, int rows, std::mt19937& g) {
     for (int i = 0; i < k * rows; ++i) {
         ng::CodeTerm c;
         do {
-            const std::uint32_t code = (i / k) % 4 == 3 && g() % 4 == 0 ? (0x70u + g() % 8) | (g() % 2 ? 0x80u : 0u) : g() % 256;
+            const std::uint32_t code =
+                (i / k) % 4 == 3 && g() % 4 == 0 ? (0x70u + g() % 8) | (g() % 2 ? 0x80u : 0u) : g() % 256;
             c = e5m2 ? ng::code_term<fp8kit::emu::E5M2>(code) : ng::code_term<fp8kit::emu::E4M3>(code);
         } while (c.special);
         t.push_back(c);
@@ -51,8 +52,9 @@ TEST_CASE("gemm aligned step: 32-bit sums equal 64-bit sums where the width allo
                     ng::ModelParams m;
                     m.align_bits = bits_kept;
                     m.group = group;
-                    m.align = params[0] == 't' ? ng::AlignRound::toward_zero : params[0] == 'f' ? ng::AlignRound::floor
-                                                                                                 : ng::AlignRound::nearest_even;
+                    m.align = params[0] == 't'   ? ng::AlignRound::toward_zero
+                              : params[0] == 'f' ? ng::AlignRound::floor
+                                                 : ng::AlignRound::nearest_even;
                     m.sticky = bits_kept % 2 == 0 && group != 16;
                     m.sum_bits = group == 7 ? 0 : 14;
                     m.step_round = group == 32 ? ng::StepRound::nearest_even : ng::StepRound::toward_zero;
@@ -86,13 +88,13 @@ TEST_CASE("gemm aligned step: a tile of outputs equals each output stepped alone
                 for (int j = 0; j < TN; ++j) tile[i][j] = static_cast<float>(g() % 1000) - 500.0f;
             float alone[TM][TN];
             std::memcpy(alone, tile, sizeof tile);
-            ng::aligned_step<std::int64_t, TM, TN>(tile, n, [&](int q, int i) { return a[i * n + q]; },
-                                                   [&](int q, int j) { return b[j * n + q]; }, m);
+            ng::aligned_step<std::int64_t, TM, TN>(
+                tile, n, [&](int q, int i) { return a[i * n + q]; }, [&](int q, int j) { return b[j * n + q]; }, m);
             for (int i = 0; i < TM; ++i)
                 for (int j = 0; j < TN; ++j) {
                     float c[1][1] = {{alone[i][j]}};
-                    ng::aligned_step<std::int64_t, 1, 1>(c, n, [&](int q, int) { return a[i * n + q]; },
-                                                         [&](int q, int) { return b[j * n + q]; }, m);
+                    ng::aligned_step<std::int64_t, 1, 1>(
+                        c, n, [&](int q, int) { return a[i * n + q]; }, [&](int q, int) { return b[j * n + q]; }, m);
                     INFO("rep " << rep << " element " << i << "," << j);
                     REQUIRE(bits(c[0][0]) == bits(tile[i][j]));
                 }

@@ -13,13 +13,13 @@
 using namespace fp8kit::numerics;
 
 TEST_CASE("NVFP4 (TE) global encode scale: 2688 / amax, capped, 1 for 0 and Inf", "[numerics][nvfp4]") {
-    CHECK(nvfp4_te_global_encode(0.0f) == 1.0f);                     // amax 0
-    CHECK(nvfp4_te_global_encode(INFINITY) == 1.0f);                 // 2688 / Inf = 0
-    CHECK(nvfp4_te_global_encode(1e-40f) == FLT_MAX);                // Inf quotient -> FLT_MAX
+    CHECK(nvfp4_te_global_encode(0.0f) == 1.0f);                                        // amax 0
+    CHECK(nvfp4_te_global_encode(INFINITY) == 1.0f);                                    // 2688 / Inf = 0
+    CHECK(nvfp4_te_global_encode(1e-40f) == FLT_MAX);                                   // Inf quotient -> FLT_MAX
     CHECK(nvfp4_te_global_encode(std::numeric_limits<float>::quiet_NaN()) == FLT_MAX);  // fminf drops NaN
     CHECK(nvfp4_te_global_encode(2688.0f) == 1.0f);
     CHECK(nvfp4_te_global_encode(1.0f) == 2688.0f);
-    CHECK(nvfp4_te_global_encode(3.0f) == 2688.0f / 3.0f);           // one float32 division
+    CHECK(nvfp4_te_global_encode(3.0f) == 2688.0f / 3.0f);  // one float32 division
 }
 
 TEST_CASE("NVFP4 (TE) block scale: the block holding the tensor's amax gets 448", "[numerics][nvfp4]") {
@@ -33,7 +33,7 @@ TEST_CASE("NVFP4 (TE) block scale: the block holding the tensor's amax gets 448"
 }
 
 TEST_CASE("NVFP4 (TE) block scale that rounds to E4M3 zero: encode FLT_MAX, decode 0", "[numerics][nvfp4]") {
-    const float s_enc = nvfp4_te_global_encode(1.0f);        // 2688
+    const float s_enc = nvfp4_te_global_encode(1.0f);  // 2688
     // amax * 2688/6 < 2^-10 (half the smallest E4M3 subnormal 2^-9) rounds to 0.
     const Nvfp4Block b = nvfp4_te_block(1e-9f, s_enc, 1.0f);
     CHECK(b.scale_code == 0);

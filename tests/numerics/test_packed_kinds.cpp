@@ -20,8 +20,10 @@ int kind_of_byte(const numerics::PackedKinds& p, int k) {
     const std::uint32_t bit = 0x80u << (8 * k);
     const bool z = p.zero & bit, s = p.subnormal & bit, sp = p.special & bit;
     if (z + s + sp > 1) return -1;
-    return z ? static_cast<int>(CodeKind::zero) : s ? static_cast<int>(CodeKind::subnormal)
-                                          : sp ? static_cast<int>(CodeKind::special) : static_cast<int>(CodeKind::normal);
+    return z    ? static_cast<int>(CodeKind::zero)
+           : s  ? static_cast<int>(CodeKind::subnormal)
+           : sp ? static_cast<int>(CodeKind::special)
+                : static_cast<int>(CodeKind::normal);
 }
 
 template <class F>

@@ -20,8 +20,8 @@ using numerics_test::from_bits;
 constexpr std::uint32_t p2(int e) { return static_cast<std::uint32_t>(e + 127) << 23; }  // 2^e, normal
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
-const float kTiny = from_bits(1);                  // 2^-149, the smallest subnormal
-const float kSub = from_bits(0x00200000u);         // 2^-128, a subnormal
+const float kTiny = from_bits(1);           // 2^-149, the smallest subnormal
+const float kSub = from_bits(0x00200000u);  // 2^-128, a subnormal
 const std::uint32_t kFltMaxBits = 0x7F7FFFFFu;
 
 }  // namespace
@@ -31,7 +31,7 @@ TEST_CASE("TE compute_scale_from_amax: hand-worked values and edge cases", "[num
     CHECK(bits(te_scale(1.0f, 448.0f, 0.0f, false, FLT_MAX)) == 0x43E00000u);  // 448 = 1.75 * 2^8
     // 448 / 3 = 1.0010101...b * 2^7; the bits past the 23rd (0101...) are below half an ulp.
     CHECK(bits(te_scale(3.0f, 448.0f, 0.0f, false, FLT_MAX)) == 0x43155555u);
-    CHECK(bits(te_scale(3.0f, 448.0f, 0.0f, true, FLT_MAX)) == p2(7));         // pow2: 149.3 -> 128
+    CHECK(bits(te_scale(3.0f, 448.0f, 0.0f, true, FLT_MAX)) == p2(7));  // pow2: 149.3 -> 128
     // Step 2: amax 0 and +-Inf give 1; step 3: NaN / amax gives NaN, replaced by 1.
     CHECK(bits(te_scale(0.0f, 448.0f, 0.0f, false, FLT_MAX)) == p2(0));
     CHECK(bits(te_scale(kInf, 448.0f, 0.0f, false, FLT_MAX)) == p2(0));
@@ -55,7 +55,7 @@ TEST_CASE("TE compute_scale_from_amax: hand-worked values and edge cases", "[num
 // transformer_engine/common/recipe/delayed_scaling.cu, kernel_bulk: scale = (fmax * 2^-margin) / amax.
 TEST_CASE("TE DelayedScaling division", "[numerics][scale]") {
     CHECK(bits(te_scaled_max(448.0f, 0)) == 0x43E00000u);
-    CHECK(bits(te_scaled_max(448.0f, 1)) == 0x43600000u);  // 224
+    CHECK(bits(te_scaled_max(448.0f, 1)) == 0x43600000u);                           // 224
     CHECK(bits(te_delayed_scale(14.0f, 1.0f, te_scaled_max(448.0f, 1))) == p2(4));  // 224 / 14 = 16
     // amax 0, negative, NaN, Inf: the previous scale stays.
     for (float a : {0.0f, -3.0f, kNaN, kInf, -kInf}) CHECK(bits(te_delayed_scale(a, 5.0f, 448.0f)) == bits(5.0f));
@@ -85,11 +85,11 @@ TEST_CASE("torchao amax_to_scale", "[numerics][scale]") {
 //   sf = where(isfinite(amax), sf, scale); sf = where(exp < 0, 1 / sf, sf).
 // fp_max / amax is TorchScript's builtin div(Scalar, Tensor) = reciprocal(amax) * fp_max.
 TEST_CASE("MS-AMP compute_scaling_factor, step by step in its order", "[numerics][scale]") {
-    CHECK(bits(msamp_scale(10.0f, 1.0f, 448.0f, 0)) == p2(5));     // 44.8 -> exp 5
-    CHECK(bits(msamp_scale(10000.0f, 1.0f, 448.0f, 0)) == p2(-5)); // 0.0448 -> exp -5 -> 1/32
-    CHECK(bits(msamp_scale(10.0f, 1.0f, 448.0f, 1)) == p2(4));     // margin 1
+    CHECK(bits(msamp_scale(10.0f, 1.0f, 448.0f, 0)) == p2(5));      // 44.8 -> exp 5
+    CHECK(bits(msamp_scale(10000.0f, 1.0f, 448.0f, 0)) == p2(-5));  // 0.0448 -> exp -5 -> 1/32
+    CHECK(bits(msamp_scale(10.0f, 1.0f, 448.0f, 1)) == p2(4));      // margin 1
     CHECK(bits(msamp_scale(10000.0f, 1.0f, 448.0f, 1)) == p2(-6));
-    CHECK(bits(msamp_scale(1.0f, 1.0f, 65504.0f, 0)) == p2(15));   // FP16's fp_max
+    CHECK(bits(msamp_scale(1.0f, 1.0f, 65504.0f, 0)) == p2(15));  // FP16's fp_max
     // amax 0: 1/0 = Inf, log2 Inf = Inf, exp Inf; amax > 0 fails -> previous (8); Inf < 0 is false.
     CHECK(bits(msamp_scale(0.0f, 8.0f, 448.0f, 0)) == p2(3));
     // amax NaN: every step keeps the previous scale (NaN < 0 is false).
@@ -146,13 +146,13 @@ TEST_CASE("DeepGEMM / DeepSeek-V3 scales, UE8M0", "[numerics][scale]") {
 
 // OCP Microscaling Formats (MX) v1.0, section 6.3: X = 2^(floor(log2 amax) - emax_elem).
 TEST_CASE("MX OCP floor rule", "[numerics][scale][mx]") {
-    CHECK(mx_code_floor(448.0f, 8) == 127);    // floor(log2 448) = 8 -> X = 1
-    CHECK(mx_code_floor(500.0f, 8) == 127);    // 500 / 1 > 448: the cast saturates
+    CHECK(mx_code_floor(448.0f, 8) == 127);  // floor(log2 448) = 8 -> X = 1
+    CHECK(mx_code_floor(500.0f, 8) == 127);  // 500 / 1 > 448: the cast saturates
     CHECK(mx_code_floor(1.0f, 8) == 119);
-    CHECK(mx_code_floor(65536.0f, 15) == 128); // E5M2 emax 15
-    CHECK(mx_code_floor(1e-38f, 8) == 0);      // floor(log2 1e-38) = -127: -135 clamps to code 0
+    CHECK(mx_code_floor(65536.0f, 15) == 128);  // E5M2 emax 15
+    CHECK(mx_code_floor(1e-38f, 8) == 0);       // floor(log2 1e-38) = -127: -135 clamps to code 0
     CHECK(mx_code_floor(kTiny, 8) == 0);
-    CHECK(mx_code_floor(0.0f, 8) == 0);        // amax 0: the smallest scale
+    CHECK(mx_code_floor(0.0f, 8) == 0);                      // amax 0: the smallest scale
     CHECK(mx_code_floor(from_bits(kFltMaxBits), 8) == 246);  // 127 - 8 + 127
     CHECK(mx_code_floor(kNaN, 8) == 0xFF);
     CHECK(mx_code_floor(kInf, 8) == 0xFF);
@@ -204,7 +204,8 @@ TEST_CASE("rule_scale: the one entry point gives each rule's scale, inverse and 
     CHECK(mx.code == 0);
     CHECK(bits(mx.scale) == p2(0));
     CHECK(bits(mx.scale_inv) == 0x00400000u);
-    const auto fl = rule_scale(make_scale_params(ScaleRule::mx_ocp_floor, Format::e4m3, 0.0, false, FLT_MAX, 0), 1e-38f);
+    const auto fl =
+        rule_scale(make_scale_params(ScaleRule::mx_ocp_floor, Format::e4m3, 0.0, false, FLT_MAX, 0), 1e-38f);
     CHECK(fl.code == 0);
     CHECK(bits(fl.scale) == p2(127));
     const auto ms = rule_scale(make_scale_params(ScaleRule::msamp, Format::e5m2, 0.0, false, FLT_MAX, 0), 1.0f);
@@ -217,7 +218,8 @@ TEST_CASE("rule_scale: the one entry point gives each rule's scale, inverse and 
     CHECK(format_max(Format::e4m3fnuz) == 240.0f);
 }
 
-TEST_CASE("torchao 0.18 MX rules: FLOOR, CEIL, EVEN from the amax bits, RCEIL with a float32 log2", "[numerics][scale]") {
+TEST_CASE("torchao 0.18 MX rules: FLOOR, CEIL, EVEN from the amax bits, RCEIL with a float32 log2",
+          "[numerics][scale]") {
     const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
     // E4M3 (emax 8, 3 mantissa bits). 1.9375 = 2 - 2^-4 is EVEN's boundary: it rounds up to 2.
     CHECK(mx_code_torchao(1.9375f, 8, 3, TorchaoMx::floor) == 119);

@@ -20,7 +20,7 @@ int main() {
         Format f;
         float x;
         unsigned code;
-    } cases[] = {{Format::e4m3, 1.0f, 0x38}, {Format::e4m3, 448.0f, 0x7E}, {Format::e4m3, 1e6f, 0x7E},
+    } cases[] = {{Format::e4m3, 1.0f, 0x38}, {Format::e4m3, 448.0f, 0x7E},   {Format::e4m3, 1e6f, 0x7E},
                  {Format::e5m2, 1.0f, 0x3C}, {Format::e5m2, 57344.0f, 0x7B}, {Format::e4m3, -2.0f, 0xC0}};
     int bad = 0;
     for (const auto& c : cases) {

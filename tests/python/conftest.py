@@ -1,5 +1,6 @@
 """Shared inputs for the fp8kit module tests: random arrays and adversarial ones built from each
 format's value grid as ml_dtypes decodes it (not from fp8kit)."""
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -11,8 +12,12 @@ FP8 = {
     "e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
 }
 WIDE = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}
-BITS = {np.dtype(np.float32): np.uint32, np.dtype(np.float16): np.uint16,
-        np.dtype(ml_dtypes.bfloat16): np.uint16, np.dtype(np.float64): np.uint64}
+BITS = {
+    np.dtype(np.float32): np.uint32,
+    np.dtype(np.float16): np.uint16,
+    np.dtype(ml_dtypes.bfloat16): np.uint16,
+    np.dtype(np.float64): np.uint64,
+}
 
 
 def grid(fmt):

@@ -5,6 +5,7 @@ to_mx (ScaleCalculationMode.FLOOR), _to_mx_rceil and _f32_to_e8m0_rceil (RCEIL),
 f32_to_f6_*_unpacked round to nearest even and saturate: ml_dtypes' float4_e2m1fn /
 float6_e2m3fn / float6_e3m2fn casts of the clamped values here.
 """
+
 import ml_dtypes
 import numpy as np
 
@@ -36,7 +37,7 @@ def mx(x, fmt, mode):
         pow2 = ((bits >> 23) & 0xFF).astype(np.int32) - 127
         code = np.clip(pow2 - emax, -127, 128) + 127
     else:
-        descale = max_abs * (F32(1.0) / F32(max_pos))          # max_abs * (1.0 / max_pos)
+        descale = max_abs * (F32(1.0) / F32(max_pos))  # max_abs * (1.0 / max_pos)
         b = descale.view(np.uint32)
         biased, mant = ((b >> 23) & 0xFF).astype(np.int32), b & 0x7FFFFF
         up = np.where(biased == 0, mant > 0x400000, mant != 0)

@@ -16,6 +16,7 @@ binary32, round to nearest even), torch.min/torch.clamp propagate NaN as np.mini
 and .to(torch.float8_e4m3fn) of values already clamped to +-448 is ml_dtypes' float8_e4m3fn cast
 (round to nearest even; both give 0x7F for NaN).
 """
+
 import ml_dtypes
 import numpy as np
 
@@ -68,19 +69,19 @@ def te_nvfp4(x, tile=(1, 16)):
     global_amax = F32(np.max(np.abs(x)))  # torch.max(torch.abs(row_input)).to(float32)
     if tile == (16, 16):
         blocks = np.abs(x).reshape(m // 16, 16, n // 16, 16)
-        block_amax = blocks.max(axis=(1, 3))                          # (m/16, n/16)
-        vec_max = np.repeat(block_amax, 16, axis=0)[:, :, None]       # repeat_interleave on rows
+        block_amax = blocks.max(axis=(1, 3))  # (m/16, n/16)
+        vec_max = np.repeat(block_amax, 16, axis=0)[:, :, None]  # repeat_interleave on rows
     else:
         vec_max = np.abs(x).reshape(m, n // 16, 16).max(axis=-1, keepdims=True)
     xb = x.reshape(m, n // 16, 16)
     FP4_MAX, FP8_MAX = F32(6.0), F32(448.0)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        ges = F32(FP8_MAX * FP4_MAX) / global_amax                    # torch.div(448 * 6, amax)
-        ges = np.minimum(ges, FLT_MAX)                                # torch.min(., FLT_MAX)
+        ges = F32(FP8_MAX * FP4_MAX) / global_amax  # torch.div(448 * 6, amax)
+        ges = np.minimum(ges, FLT_MAX)  # torch.min(., FLT_MAX)
         if ges == F32(0.0):
             ges = F32(1.0)
-        gds = F32(1.0) / ges                                          # torch.div(1.0, ges)
-        mult = ges * (F32(1.0) / FP4_MAX)                             # ges * torch.reciprocal(6)
+        gds = F32(1.0) / ges  # torch.div(1.0, ges)
+        mult = ges * (F32(1.0) / FP4_MAX)  # ges * torch.reciprocal(6)
         dec = vec_max * mult
         dec = np.minimum(dec, FLT_MAX)
         dec = np.clip(dec, -FP8_MAX, FP8_MAX)
@@ -99,11 +100,11 @@ def torchao_nvfp4(x):
     m, n = x.shape
     amax = F32(np.max(np.abs(x)))
     F4_MAX, F8_MAX = F32(6.0), F32(448.0)
-    E4M3_EPS = F32(2.0 ** -6)                                # torch.finfo(float8_e4m3fn).tiny
+    E4M3_EPS = F32(2.0**-6)  # torch.finfo(float8_e4m3fn).tiny
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        pts = amax / F32(448.0 * 6.0)                        # per_tensor_amax_to_scale
+        pts = amax / F32(448.0 * 6.0)  # per_tensor_amax_to_scale
         xb = x.reshape(m, n // 16, 16)
-        block_scale = np.abs(xb).max(axis=-1) / F4_MAX       # max_abs / F4_E2M1_MAX
+        block_scale = np.abs(xb).max(axis=-1) / F4_MAX  # max_abs / F4_E2M1_MAX
         sbs = block_scale / pts
         sbs_bytes = _e4m3_bytes(np.clip(sbs, E4M3_EPS, F8_MAX))
         recip = (F32(1.0) / pts) / _e4m3_values(sbs_bytes)
@@ -131,7 +132,7 @@ def te_rht_columnwise(x, random_signs=True):
     in float32 in its own order; the two agree where that sum is exact, lib convert/hadamard.hpp)."""
     h = sylvester(16)
     if random_signs:
-        h = np.diag(TE_SIGNS) @ h                   # sign_mat @ h
+        h = np.diag(TE_SIGNS) @ h  # sign_mat @ h
     t = h * (1.0 / np.sqrt(16.0))
     xt = np.ascontiguousarray(x.T).astype(np.float64)
     out = (xt.reshape(-1, 16) @ t).reshape(xt.shape)
@@ -144,8 +145,8 @@ def te_nvfp4_columnwise(x):
     _quantize_blockwise_reference(col_input, global_amax_col, 16, 1). Returns (codes one per
     byte of shape x.T's, E4M3 scale bytes (cols, rows/16), global_amax_col, col_input)."""
     col = te_rht_columnwise(x)
-    col32 = np.asarray(col, dtype=F32)              # .to(torch.float32): exact for f32/bf16/f16
-    codes, scales, _ = te_nvfp4(col32)              # its global amax is max |col_input|
+    col32 = np.asarray(col, dtype=F32)  # .to(torch.float32): exact for f32/bf16/f16
+    codes, scales, _ = te_nvfp4(col32)  # its global amax is max |col_input|
     return codes, scales, F32(np.max(np.abs(col32))), col32
 
 

@@ -1,8 +1,9 @@
 """Every `--json` report of the CLI, each run on bundled data: the list that docs/schemas/ covers.
 tests/python/test_report_schemas.py validates each output against its schema; scripts/fixtures/make_report_schemas.py
 drafts a schema from these outputs when a report is added (the committed schemas are then reviewed by hand)."""
-import numpy as np
+
 import ml_dtypes
+import numpy as np
 
 
 def commands(repo, tmp):
@@ -21,13 +22,40 @@ def commands(repo, tmp):
         ("replay", ["replay", trace, "--recipe", "te-delayed", "--json"], (0,)),
         ("sweep", ["sweep", trace, "--json"], (0,)),
         ("sweep", ["sweep", trace, dump, "--json", "--tensor", "*layers.1.*"], (0,)),
-        ("simulate", ["simulate", "msamp", "--level", "O1", dump, "--ranks", "8", "--tensor", "*self_attn.k_proj*",
-                      "--json"], (0,)),
+        (
+            "simulate",
+            ["simulate", "msamp", "--level", "O1", dump, "--ranks", "8", "--tensor", "*self_attn.k_proj*", "--json"],
+            (0,),
+        ),
         ("watch", ["watch", trace, dump, "--json"], (0, 1)),
         ("calibrate", ["calibrate", dump, "--method", "max", "--method", "mse", "--json"], (0,)),
-        ("checkpoint", ["checkpoint", "check", str(repo / "data" / "checkpoints" / "ct_nvfp4"), "--reference",
-                        str(repo / "data" / "checkpoints" / "original"), "--json"], (0, 1)),
+        (
+            "checkpoint",
+            [
+                "checkpoint",
+                "check",
+                str(repo / "data" / "checkpoints" / "ct_nvfp4"),
+                "--reference",
+                str(repo / "data" / "checkpoints" / "original"),
+                "--json",
+            ],
+            (0, 1),
+        ),
         ("kv", ["kv", str(ex / "llama_tiny_kv.h5"), "--format", "e4m3", "--format", "nvfp4", "--json"], (0, 1)),
-        ("validate", ["validate", "--input", str(tmp / "x.npy"), "--output", str(tmp / "codes.npy"), "--to", "e4m3",
-                      "--profile", "ml_dtypes", "--json"], (0, 1)),
+        (
+            "validate",
+            [
+                "validate",
+                "--input",
+                str(tmp / "x.npy"),
+                "--output",
+                str(tmp / "codes.npy"),
+                "--to",
+                "e4m3",
+                "--profile",
+                "ml_dtypes",
+                "--json",
+            ],
+            (0, 1),
+        ),
     ]

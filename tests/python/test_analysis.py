@@ -1,5 +1,6 @@
 """Statistics, recipes, validate, dump reading and replay through the module, each against a
 reference computed here with numpy / ml_dtypes / h5py, never with fp8kit itself."""
+
 from pathlib import Path
 
 import fp8kit
@@ -81,7 +82,7 @@ def test_delayed_scaling_against_model():
     want = np.empty(200, np.float32)
     want[0] = 1
     for i in range(1, 200):
-        want[i] = np.float32(448) / amax[max(0, i - L):i].max()
+        want[i] = np.float32(448) / amax[max(0, i - L) : i].max()
     assert np.array_equal(got, want)
 
 
@@ -116,8 +117,11 @@ def test_validate_classes_by_construction():
     mag = np.abs(x.astype(np.float64))
     grid = np.unique(np.abs(np.arange(256, dtype=np.uint8).view(FP8["e4m3"]).astype(np.float64)))
     grid = grid[np.isfinite(grid)]
-    idx = [i for i in range(x.size) if mag[i] < 448 and
-           np.abs(ref[i:i + 1].view(FP8["e4m3"]).astype(np.float64))[0] > mag[i]][:10]
+    idx = [
+        i
+        for i in range(x.size)
+        if mag[i] < 448 and np.abs(ref[i : i + 1].view(FP8["e4m3"]).astype(np.float64))[0] > mag[i]
+    ][:10]
     for i in idx:
         lo = grid[np.searchsorted(grid, mag[i], side="right") - 1]
         out[i] = np.float64(np.copysign(lo, x[i])).astype(FP8["e4m3"]).view(np.uint8)
@@ -170,8 +174,17 @@ def test_inspect_against_numpy():
         ds = f[row["name"]]
         raw = ds[()]
         tag = ds.attrs.get("dtype")
-        x = (np.asarray(raw).view(np.uint16).view(ml_dtypes.bfloat16) if tag == "bfloat16" else
-             raw.view(getattr(ml_dtypes, tag)) if tag else raw).astype(np.float32).ravel()
+        x = (
+            (
+                np.asarray(raw).view(np.uint16).view(ml_dtypes.bfloat16)
+                if tag == "bfloat16"
+                else raw.view(getattr(ml_dtypes, tag))
+                if tag
+                else raw
+            )
+            .astype(np.float32)
+            .ravel()
+        )
         fmt = "e5m2" if row["role"] == "gradient" else "e4m3"
         assert row["format"] == fmt
         amax = np.float32(np.abs(x).max())
@@ -206,8 +219,7 @@ def test_sweep_grid_point_equals_replay():
     t = sw["table"]
     assert set(sw["recommendation"]) == {"activation", "weight", "gradient"}
     for cls in ("activation", "weight", "gradient"):
-        row = t[(t["grid"]) & (t["history"] == 16) & (t["algo"] == "max") & (t["margin"] == 1) &
-                (t["class"] == cls)]
+        row = t[(t["grid"]) & (t["history"] == 16) & (t["algo"] == "max") & (t["margin"] == 1) & (t["class"] == cls)]
         # the grid point with the recipe's own per-class format
         row = row[row["format"] == ("e5m2" if cls == "gradient" else "e4m3")]
         assert len(row) == 1

@@ -2,6 +2,7 @@
 block grid's shape, for every row/block preset and role, on shapes that are not multiples of the
 tile. Each block's amax and scale are computed here with numpy from the formulas of
 docs/recipes.md (float32 arithmetic as the frameworks do it) and compared bit for bit."""
+
 import fp8kit
 import ml_dtypes
 import numpy as np
@@ -12,8 +13,13 @@ ROLES = ("input", "weight", "grad")
 SHAPE = (130, 300)  # 128x128 -> 2x3 blocks, 1x128 -> 130x3, 1x32 -> 130x10, rows -> 130x1
 
 
-ML = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2, "e2m1": ml_dtypes.float4_e2m1fn,
-      "e2m3": ml_dtypes.float6_e2m3fn, "e3m2": ml_dtypes.float6_e3m2fn}
+ML = {
+    "e4m3": ml_dtypes.float8_e4m3fn,
+    "e5m2": ml_dtypes.float8_e5m2,
+    "e2m1": ml_dtypes.float4_e2m1fn,
+    "e2m3": ml_dtypes.float6_e2m3fn,
+    "e3m2": ml_dtypes.float6_e3m2fn,
+}
 
 
 def fmax(fmt):
@@ -38,9 +44,9 @@ def nvfp4_scale_inv(rule, amax, gamax):
             b = e4m3_satfinite(np.minimum(F32(amax * F32(s_enc * F32(F32(1) / F32(6)))), np.finfo(F32).max))
             return F32(F32(b * gamax) * F32(F32(1) / F32(2688)))
         if rule == "nvfp4-torchao-single":  # nvfp4_quantize(per_tensor_scale=None)
-            return e4m3_satfinite(np.clip(F32(amax / F32(6)), F32(2.0 ** -6), F32(448)))
+            return e4m3_satfinite(np.clip(F32(amax / F32(6)), F32(2.0**-6), F32(448)))
         pts = F32(gamax / F32(2688))
-        b = e4m3_satfinite(np.clip(F32(F32(amax / F32(6)) / pts), F32(2.0 ** -6), F32(448)))
+        b = e4m3_satfinite(np.clip(F32(F32(amax / F32(6)) / pts), F32(2.0**-6), F32(448)))
         return F32(b * pts)
 
 
@@ -163,8 +169,19 @@ def block_presets():
 
 
 def test_every_block_preset_is_covered():
-    assert {"te-block", "mxfp8", "mx-ocp", "torchao-rowwise", "deepseek-v3", "nvfp4", "nvfp4-torchao", "mxfp4",
-            "mxfp4-ocp", "mxfp6-e2m3", "mxfp6-e3m2"} <= set(block_presets())
+    assert {
+        "te-block",
+        "mxfp8",
+        "mx-ocp",
+        "torchao-rowwise",
+        "deepseek-v3",
+        "nvfp4",
+        "nvfp4-torchao",
+        "mxfp4",
+        "mxfp4-ocp",
+        "mxfp6-e2m3",
+        "mxfp6-e3m2",
+    } <= set(block_presets())
 
 
 def data(shape, seed):
@@ -174,11 +191,11 @@ def data(shape, seed):
     rows, cols = shape
     x = rng.standard_normal(shape) * np.exp2(rng.integers(-30, 30, size=(rows, 1)) + rng.uniform(-4, 4, shape))
     x = x.astype(F32)
-    x[0, :40] = 0                              # the first 1x32 blocks and part of 1x128: zero
+    x[0, :40] = 0  # the first 1x32 blocks and part of 1x128: zero
     x[1, :] = F32(1e-41) * rng.integers(1, 50, cols)  # subnormal row
     x[2, 5] = np.inf
     x[3, 7] = F32(3e38)
-    x[4, :] = -F32(448.0)                      # amax exactly fmax
+    x[4, :] = -F32(448.0)  # amax exactly fmax
     return x
 
 
@@ -210,14 +227,15 @@ def test_block_scale_inv_per_block(preset, role):
     want = np.empty((gr, gc), F32)
     for i in range(gr):
         for j in range(gc):
-            blk = np.abs(x[i * th:(i + 1) * th, j * tw:(j + 1) * tw])
+            blk = np.abs(x[i * th : (i + 1) * th, j * tw : (j + 1) * tw])
             want[i, j] = scale_inv_of(r, role, F32(blk.max()), F32(np.abs(x).max()))
     if r["rule"].startswith("nvfp4"):
         # A NaN block scale (an Inf block under torchao's Inf per-tensor scale) is NaN times a
         # float: which NaN bits a product carries is the CPU's, not the rule's. Every other bit counts.
         si, want = _nan_as_one(si), _nan_as_one(want)
-    assert np.array_equal(si.view(np.uint32), want.view(np.uint32)), \
+    assert np.array_equal(si.view(np.uint32), want.view(np.uint32)), (
         f"{preset}/{role}: {np.count_nonzero(si.view(np.uint32) != want.view(np.uint32))} blocks differ"
+    )
 
 
 def _nan_as_one(a):
@@ -231,24 +249,45 @@ def test_issue_case_te_block_4x256():
     x = np.random.default_rng(3).standard_normal((4, 256)).astype(F32)
     d = fp8kit.stats(x, recipe="te-block")
     assert d["scale_inv"].shape == (4, 2) and d["blocks"] == 8
-    want = [[F32(1) / te_scale(F32(np.abs(x[i, j * 128:(j + 1) * 128]).max()), F32(448), 0.0, True, 3.4028234663852886e38)
-             for j in range(2)] for i in range(4)]
+    want = [
+        [
+            F32(1)
+            / te_scale(F32(np.abs(x[i, j * 128 : (j + 1) * 128]).max()), F32(448), 0.0, True, 3.4028234663852886e38)
+            for j in range(2)
+        ]
+        for i in range(4)
+    ]
     assert np.array_equal(d["scale_inv"], np.array(want, F32))
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (1, 31), (127, 129), (3, 1000)])
 def test_block_grid_small_and_odd_shapes(shape):
-    x = data((max(shape[0], 5), shape[1]), seed=9)[:shape[0]] if shape[0] >= 5 else \
-        np.random.default_rng(5).standard_normal(shape).astype(F32)
+    x = (
+        data((max(shape[0], 5), shape[1]), seed=9)[: shape[0]]
+        if shape[0] >= 5
+        else np.random.default_rng(5).standard_normal(shape).astype(F32)
+    )
     for preset in block_presets():
         r = fp8kit.recipe(preset)
         d = fp8kit.stats(x, recipe=preset, role="weight")
         gr, gc = d["grid"]
         th, tw = d["block_shape"]
         assert d["scale_inv"].shape == (gr, gc) == (-(-shape[0] // th), -(-shape[1] // tw))
-        want = np.array([[scale_inv_of(r, "weight", F32(np.abs(x[i * th:(i + 1) * th, j * tw:(j + 1) * tw]).max()),
-                                       F32(np.abs(x).max()))
-                          for j in range(gc)] for i in range(gr)], F32)
+        want = np.array(
+            [
+                [
+                    scale_inv_of(
+                        r,
+                        "weight",
+                        F32(np.abs(x[i * th : (i + 1) * th, j * tw : (j + 1) * tw]).max()),
+                        F32(np.abs(x).max()),
+                    )
+                    for j in range(gc)
+                ]
+                for i in range(gr)
+            ],
+            F32,
+        )
         got = d["scale_inv"]
         if r["rule"].startswith("nvfp4"):  # NaN bits of a product: see test_block_scale_inv_per_block
             got, want = _nan_as_one(got), _nan_as_one(want)
@@ -271,13 +310,20 @@ def test_tile_summary_is_block_stats_per_block_fields(recipe):
     amax, mins = np.zeros((gr, gc), F32), np.zeros((gr, gc), F32)
     for i in range(gr):
         for j in range(gc):
-            a = np.abs(x[i * tr:(i + 1) * tr, j * tc:(j + 1) * tc])
+            a = np.abs(x[i * tr : (i + 1) * tr, j * tc : (j + 1) * tc])
             a = a[np.isfinite(a)]
             amax[i, j] = a.max() if a.size else 0
             nz = a[a != 0]
             mins[i, j] = nz.min() if nz.size else 0
     got = fp8kit._fp8kit.tile_summary(want["scale_inv"].ravel(), amax.ravel(), mins.ravel())
-    for k in ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "block_dynamic_range_max", "block_dynamic_range_mean"):
+    for k in (
+        "blocks",
+        "scale_inv_min",
+        "scale_inv_max",
+        "blocks_with_range",
+        "block_dynamic_range_max",
+        "block_dynamic_range_mean",
+    ):
         assert got[k] == want[k], k
     with pytest.raises(ValueError, match="one value per tile"):
         fp8kit._fp8kit.tile_summary(want["scale_inv"].ravel(), amax.ravel()[1:], mins.ravel())

@@ -1,10 +1,10 @@
 """Issue 47: a module built without the CUDA kernels says why as CMake configured it
 (stats::built_without_cuda, the CLI's words too): FP8KIT_CUDA=OFF, or no nvcc found. It never
 claims "no nvcc" for a build that had nvcc and turned CUDA off."""
-import numpy as np
-import pytest
 
 import fp8kit
+import numpy as np
+import pytest
 
 REASONS = (
     "this fp8kit was built without CUDA (FP8KIT_CUDA=OFF)",

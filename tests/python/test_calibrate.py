@@ -1,6 +1,7 @@
 """fp8kit.calibrate / calibrate_scale against the scales the calibration libraries computed
 (tests/golden/calibration_scales.json, scripts/fixtures/make_calibration_golden.py: nvidia-modelopt 0.47.0,
 llm-compressor 0.14.0.1) on data/example/llama_tiny_dump.h5; bad input raises CalibrateError."""
+
 import json
 import os
 import struct

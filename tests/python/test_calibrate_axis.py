@@ -4,6 +4,7 @@ scripts/fixtures/make_calibration_axis_golden.py): ModelOpt's TensorQuantizer wi
 three bfloat16 activations of the example dump, ModelOpt's MseCalibrator with axis=1 and llm-compressor's observers with strategy attn_head
 and ModelOpt's max with axis=1 on the post-rotary Q/K/V of data/example/llama_tiny_kv.h5. Every
 scale bit for bit."""
+
 import json
 import os
 import struct
@@ -29,9 +30,13 @@ def got(report):
 def test_per_channel_equals_modelopt_axis_minus_1():
     g = GOLDEN["channel"]
     steps = ",".join(str(s) for s in g["steps"])
-    r = fp8kit.calibrate(os.path.join(ROOT, g["dump"]), ["modelopt_max"],
-                         tensors=["step_%06d/%s" % (s, t) for s in g["steps"] for t in g["tensors"]],
-                         holdout_steps="none", granularity="channel")
+    r = fp8kit.calibrate(
+        os.path.join(ROOT, g["dump"]),
+        ["modelopt_max"],
+        tensors=["step_%06d/%s" % (s, t) for s in g["steps"] for t in g["tensors"]],
+        holdout_steps="none",
+        granularity="channel",
+    )
     assert r["granularity"] == "channel" and steps
     scales = got(r)
     n = 0
@@ -46,15 +51,21 @@ def test_mse_per_channel_equals_modelopt_axis_minus_1():
     """ModelOpt's MseCalibrator with axis=-1: the candidate amax rounded to the bfloat16 buffer's
     dtype (a 0-dim float32 candidate times a dimensioned bfloat16 amax stays bfloat16)."""
     g = GOLDEN["channel"]
-    r = fp8kit.calibrate(os.path.join(ROOT, g["dump"]), ["modelopt_mse"],
-                         tensors=["step_%06d/%s" % (s, t) for s in g["steps"] for t in g["tensors"]],
-                         holdout_steps="none", granularity="channel")
+    r = fp8kit.calibrate(
+        os.path.join(ROOT, g["dump"]),
+        ["modelopt_mse"],
+        tensors=["step_%06d/%s" % (s, t) for s in g["steps"] for t in g["tensors"]],
+        holdout_steps="none",
+        granularity="channel",
+    )
     scales = got(r)
     n = 0
     for tensor, methods in g["tensors"].items():
         want = methods["modelopt_mse"]
-        assert scales[(tensor, "modelopt_mse")] == want, (tensor, [i for i, (a, b) in enumerate(
-            zip(scales[(tensor, "modelopt_mse")], want)) if a != b])
+        assert scales[(tensor, "modelopt_mse")] == want, (
+            tensor,
+            [i for i, (a, b) in enumerate(zip(scales[(tensor, "modelopt_mse")], want)) if a != b],
+        )
         n += len(want)
     assert n == 64 + 192 + 64
     # That rounding decides: the per-tensor MseCalibrator (float32 candidate amax) on each channel
@@ -66,16 +77,22 @@ def test_mse_per_channel_equals_modelopt_axis_minus_1():
     with h5py.File(os.path.join(ROOT, g["dump"]), "r") as f:
         xs = [f["step_%06d/lm_head/input" % s][()].view(ml_dtypes.bfloat16) for s in g["steps"]]
     want = g["tensors"]["lm_head/input"]["modelopt_mse"]
-    per_slice = [hexbits(fp8kit.calibrate_scale("modelopt_mse", [np.ascontiguousarray(x[..., c]) for x in xs])[0])
-                 for c in range(xs[0].shape[-1])]
+    per_slice = [
+        hexbits(fp8kit.calibrate_scale("modelopt_mse", [np.ascontiguousarray(x[..., c]) for x in xs])[0])
+        for c in range(xs[0].shape[-1])
+    ]
     assert sum(a != b for a, b in zip(per_slice, want)) > 0
 
 
 def test_per_head_equals_llm_compressor_attn_head_and_modelopt_axis_1():
     g = GOLDEN["head"]
-    r = fp8kit.calibrate(os.path.join(ROOT, g["dump"]), ["modelopt_max", "modelopt_mse", "memoryless_minmax",
-                                                         "static_minmax", "minmax", "llmc_mse"],
-                         tensors=["*self_attn.[qkv]"], holdout_steps="none", granularity="head")
+    r = fp8kit.calibrate(
+        os.path.join(ROOT, g["dump"]),
+        ["modelopt_max", "modelopt_mse", "memoryless_minmax", "static_minmax", "minmax", "llmc_mse"],
+        tensors=["*self_attn.[qkv]"],
+        holdout_steps="none",
+        granularity="head",
+    )
     scales = got(r)
     n = 0
     for tensor, methods in g["tensors"].items():
@@ -135,7 +152,7 @@ def test_nvfp4_headroom_from_modelopts_rule():
         blocks = np.abs(x.reshape(-1, x.shape[-1] // 16, 16)).max(-1).ravel()
         assert n["blocks"] == blocks.size
         assert n["blocks_over"] == int((blocks > 448 * 6 * np.float64(s2)).sum())
-        assert n["blocks_under"] == int(((blocks > 0) & (blocks < 2.0 ** -9 * 6 * np.float64(s2))).sum())
+        assert n["blocks_under"] == int(((blocks > 0) & (blocks < 2.0**-9 * 6 * np.float64(s2))).sum())
         assert n["headroom_binades"] == pytest.approx(np.log2(row["amax"] / blocks.max()), rel=1e-12)
         seen_over += n["blocks_over"]
     assert seen_over > 0  # step 299 passes the amax of steps 0 and 100 somewhere

@@ -4,6 +4,7 @@ with NVFP4_W4A4_WEIGHT_MSE_FP8_SWEEP_CFG, NVFP4MSECalibrator's reference sweep, 
 weight_scale and weight_scale_2). The file's "mode" says how ModelOpt ran: on the CPU, ModelOpt
 cannot launch its Triton fake-quant kernel, so that one launch is replaced by its torch
 transcription (docs/inference.md). Every scale bit for bit."""
+
 import json
 import os
 import struct
@@ -45,8 +46,9 @@ def test_sweep_equals_modelopt():
         assert hexbits(r["global_amax"]) == e["global_amax"][0], name
         # the sweep is not the max rule: block amax / 6 / weight_scale_2 cast to E4M3
         import ml_dtypes
+
         blocks = np.abs(w.astype(np.float32).reshape(-1, 16)).max(1)
-        by_max = (blocks / np.float32(6) / r["weight_scale_2"]).astype(np.float32).clip(2.0 ** -9, 448)
+        by_max = (blocks / np.float32(6) / r["weight_scale_2"]).astype(np.float32).clip(2.0**-9, 448)
         changed += int((by_max.astype(ml_dtypes.float8_e4m3fn).view(np.uint8) != r["weight_scale"].ravel()).sum())
         n += r["weight_scale"].size
     assert n == 2 * (1024 + 256 + 768)
@@ -78,5 +80,6 @@ def test_calibrate_method_reports_the_sweep():
         fp8kit.calibrate(dump, ["modelopt_nvfp4_sweep"], tensors=["*/lm_head/weight"], holdout_steps="none")
     with pytest.raises(fp8kit.CalibrateError, match="per tensor only"):
         fp8kit.calibrate(dump, ["modelopt_nvfp4_sweep"], tensors=tensors, granularity="channel")
-    assert "modelopt_nvfp4_sweep" not in {x["method"] for x in
-                                          fp8kit.calibrate(dump, ["all"], tensors=["*/lm_head/input"])["rows"]}
+    assert "modelopt_nvfp4_sweep" not in {
+        x["method"] for x in fp8kit.calibrate(dump, ["all"], tensors=["*/lm_head/input"])["rows"]
+    }

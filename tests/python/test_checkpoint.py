@@ -1,5 +1,6 @@
 """fp8kit.checkpoint_check on the library-written fixtures (data/checkpoints): bit-exact, the
 producer and conventions reported, and bad input raising CheckpointError."""
+
 import os
 
 import fp8kit

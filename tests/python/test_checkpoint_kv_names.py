@@ -26,6 +26,7 @@ fp8kit's table:
   more than one element raises (the max is over q/k/v_proj, not over heads).
 - SGLang's parameters are scalars too (kv_cache.py); its default_weight_loader asserts equal sizes.
 """
+
 import json
 import os
 import re
@@ -69,8 +70,17 @@ VLLM_PATTERNS = [  # scale_mapping_patterns, in order (attn_str "attn": no MLA h
     (r"\.([qkv])_scale$", r".attn.\1_scale"),
     (r"\.([qkv])_zero_point$", r".attn.\1_zero_point"),
 ]
-VLLM_SUFFIXES = (".k_scale", ".v_scale", ".q_scale", ".k_zero_point", ".v_zero_point", ".q_zero_point",
-                 ".q.scale", ".k_cache.scale", ".v_cache.scale")
+VLLM_SUFFIXES = (
+    ".k_scale",
+    ".v_scale",
+    ".q_scale",
+    ".k_zero_point",
+    ".v_zero_point",
+    ".q_zero_point",
+    ".q.scale",
+    ".k_cache.scale",
+    ".v_cache.scale",
+)
 
 
 def vllm_remap(name):
@@ -85,8 +95,10 @@ def vllm_remap(name):
 
 
 def vllm_is_param(name, ct):
-    return bool(re.fullmatch(r".*\.self_attn\.attn\.(q|k|v|prob)_scale", name)
-                or (ct and re.fullmatch(r".*\.self_attn\.attn\.[qkv]_zero_point", name)))
+    return bool(
+        re.fullmatch(r".*\.self_attn\.attn\.(q|k|v|prob)_scale", name)
+        or (ct and re.fullmatch(r".*\.self_attn\.attn\.[qkv]_zero_point", name))
+    )
 
 
 def vllm_fate(name, ct=False):
@@ -195,19 +207,25 @@ def kv_rows(report):
 
 # --- tests -----------------------------------------------------------------------------------
 PLANTED_NAMES = {
-    f"{A}.kv_scale": 0.5,            # deprecated combined scale
-    f"{A}.k_proj.kv_scale": 0.5,     # kv_scale on the projection
-    f"{A}.o_proj.k_scale": 0.5,      # k_scale on the wrong module
-    f"{A}.q_scale": 0.5,             # attention query scale
-    f"{A}.prob_scale": 0.5,          # softmax probability scale
-    f"{A}.qkv_proj.k_scale": 0.5,    # fused-projection form (newer vLLM's pattern list)
-    f"{A}.q.scale": 0.5,             # HYV3 forms
+    f"{A}.kv_scale": 0.5,  # deprecated combined scale
+    f"{A}.k_proj.kv_scale": 0.5,  # kv_scale on the projection
+    f"{A}.o_proj.k_scale": 0.5,  # k_scale on the wrong module
+    f"{A}.q_scale": 0.5,  # attention query scale
+    f"{A}.prob_scale": 0.5,  # softmax probability scale
+    f"{A}.qkv_proj.k_scale": 0.5,  # fused-projection form (newer vLLM's pattern list)
+    f"{A}.q.scale": 0.5,  # HYV3 forms
     f"{A}.k_cache.scale": 0.5,
-    f"{A}.k_zero_point": 0.0,        # compressed-tensors zero point
-    f"{A}.attn.k_scale": 0.5,        # vLLM's own parameter name
+    f"{A}.k_zero_point": 0.0,  # compressed-tensors zero point
+    f"{A}.attn.k_scale": 0.5,  # vLLM's own parameter name
 }
-KV_DROPPED = {f"{A}.kv_scale", f"{A}.k_proj.kv_scale", f"{A}.o_proj.k_scale", f"{A}.qkv_proj.k_scale", f"{A}.k_cache.scale",
-              f"{A}.attn.k_scale"}
+KV_DROPPED = {
+    f"{A}.kv_scale",
+    f"{A}.k_proj.kv_scale",
+    f"{A}.o_proj.k_scale",
+    f"{A}.qkv_proj.k_scale",
+    f"{A}.k_cache.scale",
+    f"{A}.attn.k_scale",
+}
 
 
 def test_every_name_under_each_engine(tmp_path):
@@ -222,10 +240,17 @@ def test_every_name_under_each_engine(tmp_path):
     # The new forms under current vLLM: q_scale, q.scale, the fused and cache forms are loaded;
     # prob_scale is never rewritten (KeyError); vLLM's own name gains a second ".attn".
     assert {n: expected(n)["vllm"] for n in PLANTED_NAMES} == {
-        f"{A}.kv_scale": "renamed", f"{A}.k_proj.kv_scale": "dropped", f"{A}.o_proj.k_scale": "dropped",
-        f"{A}.q_scale": "renamed", f"{A}.prob_scale": "rejected", f"{A}.qkv_proj.k_scale": "renamed",
-        f"{A}.q.scale": "renamed", f"{A}.k_cache.scale": "renamed", f"{A}.k_zero_point": "dropped",
-        f"{A}.attn.k_scale": "dropped"}
+        f"{A}.kv_scale": "renamed",
+        f"{A}.k_proj.kv_scale": "dropped",
+        f"{A}.o_proj.k_scale": "dropped",
+        f"{A}.q_scale": "renamed",
+        f"{A}.prob_scale": "rejected",
+        f"{A}.qkv_proj.k_scale": "renamed",
+        f"{A}.q.scale": "renamed",
+        f"{A}.k_cache.scale": "renamed",
+        f"{A}.k_zero_point": "dropped",
+        f"{A}.attn.k_scale": "dropped",
+    }
     assert rows[f"{A}.attn.k_scale"]["engines"]["vllm"]["detail"].find(f"{A}.attn.attn.k_scale") >= 0
     # A k/v scale an engine drops is a failed check, named per engine; a dropped q/prob scale or
     # zero point is a note; a load failure (prob_scale under vLLM) fails.
@@ -248,6 +273,7 @@ def test_per_head_kv_scale_rejected(tmp_path):
     def edit(t):
         t[f"{A}.k_proj.k_scale"] = f32([0.5, 0.125], (2,))
         t[f"{A}.v_proj.v_scale"] = f32([0.25, 0.25], (2,))
+
     r = check_all(planted(tmp_path, edit))
     names = (f"{A}.k_proj.k_scale", f"{A}.v_proj.v_scale")
     assert per_head_fates(r, names) == {n: expected(n, numel=2) for n in names}
@@ -255,7 +281,11 @@ def test_per_head_kv_scale_rejected(tmp_path):
     f = findings(r)
     for n in names:
         assert (n, "kv scale per-head", True) in f
-    msgs = [x["message"] for x in r["findings"] if x["tensor"] == f"{A}.k_proj.k_scale" and x["check"] == "kv scale per-head"]
+    msgs = [
+        x["message"]
+        for x in r["findings"]
+        if x["tensor"] == f"{A}.k_proj.k_scale" and x["check"] == "kv scale per-head"
+    ]
     assert len(msgs) == 3 and all("min/max 0.25" in m for m in msgs)  # 0.125 / 0.5
     assert any("reshape([])" in m for m in msgs)
     # One element in a [1] tensor is a single value everywhere.
@@ -273,8 +303,13 @@ def planted_ct(tmp_path, strategy, k, v):
     t[f"{A}.k_scale"], t[f"{A}.v_scale"] = k, v
     write_safetensors(d / "model.safetensors", t)
     c = json.loads((d / "config.json").read_text())
-    c["quantization_config"]["kv_cache_scheme"] = {"num_bits": 8, "type": "float", "strategy": strategy,
-                                                   "symmetric": True, "dynamic": False}
+    c["quantization_config"]["kv_cache_scheme"] = {
+        "num_bits": 8,
+        "type": "float",
+        "strategy": strategy,
+        "symmetric": True,
+        "dynamic": False,
+    }
     (d / "config.json").write_text(json.dumps(c))
     return d
 
@@ -287,11 +322,13 @@ def test_per_head_compressed_tensors(tmp_path, strategy):
     r = check_all(d)
     names = (f"{A}.k_scale", f"{A}.v_scale")
     heads = strategy == "attn_head"
-    assert per_head_fates(r, names) == {n: expected(n, kv_algo="static", ct=True, numel=2, ct_heads=heads) for n in names}
+    assert per_head_fates(r, names) == {
+        n: expected(n, kv_algo="static", ct=True, numel=2, ct_heads=heads) for n in names
+    }
     f = findings(r)
     for n in names:
-        assert (n, "kv scale per-head", not heads) in f          # vLLM: a note per head, or a failure
-        assert (n, "kv scale dropped", True) in f                 # TensorRT-LLM
+        assert (n, "kv scale per-head", not heads) in f  # vLLM: a note per head, or a failure
+        assert (n, "kv scale dropped", True) in f  # TensorRT-LLM
     assert r["failed"]
 
 
@@ -319,7 +356,11 @@ def test_missing_v_scale(tmp_path, kv_algo, trt):
     row = kv_rows(r)[f"{A}.v_proj.v_scale"]
     assert not row["present"]
     # vLLM and SGLang duplicate k_scale into v (kv_cache.py); TensorRT-LLM per its KV cache.
-    assert {e: row["engines"][e]["fate"] for e in ENGINES} == {"vllm": "replaced", "sglang": "replaced", "tensorrt_llm": trt}
+    assert {e: row["engines"][e]["fate"] for e in ENGINES} == {
+        "vllm": "replaced",
+        "sglang": "replaced",
+        "tensorrt_llm": trt,
+    }
     assert (f"{A}.v_proj.v_scale", "kv scale missing", True) in findings(r)
 
 
@@ -347,8 +388,8 @@ def test_affine_kv_bias(tmp_path):
     rows, f = kv_rows(r), findings(r)
     for n in (f"{A}.k_proj.k_bias", f"{A}.v_proj.v_bias"):
         assert {e: rows[n]["engines"][e]["fate"] for e in ENGINES} == expected(n)
-        assert (n, "kv bias rejected", True) in f       # vLLM and SGLang: KeyError
-        assert (n, "kv bias ignored", True) in f        # TensorRT-LLM never reads it
+        assert (n, "kv bias rejected", True) in f  # vLLM and SGLang: KeyError
+        assert (n, "kv bias ignored", True) in f  # TensorRT-LLM never reads it
     assert (f"{A}.k_proj.k_bias", "kv bias finite", True) in f
     assert (f"{A}.v_proj.v_bias", "kv bias", True) in f
     assert not any(t == f"{A}.k_proj.k_bias" and c == "kv bias" for t, c, _ in f)

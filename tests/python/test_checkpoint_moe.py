@@ -2,6 +2,7 @@
 (data/checkpoints/moe_*, scripts/fixtures/make_moe_checkpoints.py): every expert weight bit-exact; ModelOpt's
 shared expert input scales seen in the report; one expert's input_scale removed from a copy is
 named."""
+
 import json
 import os
 import shutil
@@ -10,8 +11,16 @@ import struct
 import fp8kit
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "data", "checkpoints")
-FIXTURES = ["moe_modelopt_fp8", "moe_modelopt_fp8_block", "moe_modelopt_nvfp4", "moe_modelopt_mxfp4",
-            "moe_ct_fp8", "moe_ct_fp8_block", "moe_ct_nvfp4", "moe_ct_mxfp4"]
+FIXTURES = [
+    "moe_modelopt_fp8",
+    "moe_modelopt_fp8_block",
+    "moe_modelopt_nvfp4",
+    "moe_modelopt_mxfp4",
+    "moe_ct_fp8",
+    "moe_ct_fp8_block",
+    "moe_ct_nvfp4",
+    "moe_ct_mxfp4",
+]
 
 
 def test_every_expert_bit_exact():
@@ -44,8 +53,8 @@ def drop_tensor(path, name):
     with open(path, "rb") as fh:
         b = fh.read()
     n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    data, out, pos = b[8 + n:], b"", 0
+    h = json.loads(b[8 : 8 + n])
+    data, out, pos = b[8 + n :], b"", 0
     del h[name]
     for k, v in sorted(((k, v) for k, v in h.items() if k != "__metadata__"), key=lambda kv: kv[1]["data_offsets"][0]):
         lo, hi = v["data_offsets"]

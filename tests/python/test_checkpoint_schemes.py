@@ -1,6 +1,7 @@
 """fp8kit.checkpoint_check on the ModelOpt FP8 per-channel/per-token, MXFP8 and W4A8 fixtures that
 nvidia-modelopt 0.47.0 and compressed-tensors 0.20.0 wrote (scripts/fixtures/make_quant_checkpoints_more.py):
 schemes, groups and conventions reported, every weight bit-exact, a planted fault named."""
+
 import os
 import shutil
 
@@ -15,11 +16,13 @@ def layers(report, scheme):
 
 
 def test_schemes_and_bit_exact():
-    for name, scheme, ref in (("modelopt_fp8_pcpt", "fp8-per-channel", ORIGINAL),
-                              ("modelopt_mxfp8", "mxfp8", ORIGINAL),
-                              ("ct_mxfp8", "mxfp8", ORIGINAL),
-                              ("modelopt_w4a8_max", "w4a8-int4", ORIGINAL),
-                              ("modelopt_w4a8", "w4a8-int4", os.path.join(DATA, "modelopt_w4a8_smoothed"))):
+    for name, scheme, ref in (
+        ("modelopt_fp8_pcpt", "fp8-per-channel", ORIGINAL),
+        ("modelopt_mxfp8", "mxfp8", ORIGINAL),
+        ("ct_mxfp8", "mxfp8", ORIGINAL),
+        ("modelopt_w4a8_max", "w4a8-int4", ORIGINAL),
+        ("modelopt_w4a8", "w4a8-int4", os.path.join(DATA, "modelopt_w4a8_smoothed")),
+    ):
         r = fp8kit.checkpoint_check(os.path.join(DATA, name), ref)
         assert not r["failed"], name
         assert len(layers(r, scheme)) == 7, name
@@ -49,5 +52,6 @@ def test_flipped_w4a8_code_named(tmp_path):
     r = fp8kit.checkpoint_check(str(d), os.path.join(DATA, "modelopt_w4a8_smoothed"))
     assert r["failed"]
     bad = [c for c in r["comparisons"] if c["verdict"] != "bit-exact"]
-    assert [(c["module"], c["verdict"], c["code_mismatches"]) for c in bad] == \
-        [("model.layers.0.self_attn.v_proj", "codes differ", 1)]
+    assert [(c["module"], c["verdict"], c["code_mismatches"]) for c in bad] == [
+        ("model.layers.0.self_attn.v_proj", "codes differ", 1)
+    ]

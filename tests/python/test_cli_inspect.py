@@ -3,6 +3,7 @@ CLI must report the same statistics for every tensor (counts and scales exactly;
 are printed by the CLI with 9 to 17 significant digits, so those compare as the CLI's text reads back).
 
 The CLI comes from FP8KIT_CLI or build/tools/fp8kit (scripts/install/build.sh builds it before pytest)."""
+
 import json
 import math
 import os
@@ -33,15 +34,30 @@ def same(a, b):
 
 
 def test_inspect_matches_cli_json():
-    out = subprocess.run([cli(), "inspect", str(DUMP), "--json", "--quiet"], check=True, capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        [cli(), "inspect", str(DUMP), "--json", "--quiet"], check=True, capture_output=True, text=True
+    ).stdout
     cli_rows = {r["name"]: r for r in json.loads(out)["tensors"]}
     df = fp8kit.inspect(DUMP)
     assert len(df) == len(cli_rows) == 273
     for _, row in df.iterrows():
         c = cli_rows[row["name"]]
-        for k in ("step", "role", "dtype", "format", "recipe_role", "numel", "zeros", "nan", "inf", "underflow",
-                  "subnormal", "overflow", "te_underflow", "te_overflow"):
+        for k in (
+            "step",
+            "role",
+            "dtype",
+            "format",
+            "recipe_role",
+            "numel",
+            "zeros",
+            "nan",
+            "inf",
+            "underflow",
+            "subnormal",
+            "overflow",
+            "te_underflow",
+            "te_overflow",
+        ):
             assert same(row[k], c[k]), (row["name"], k, row[k], c[k])
         for k in ("amax", "min_nonzero", "scale", "scale_inv", "sqnr_db", "mse", "sum_x2", "sum_err2"):
             assert same(float(row[k]), float(num(c[k]))), (row["name"], k, row[k], c[k])
@@ -51,8 +67,12 @@ def test_inspect_keys_match_cli_json():
     """One field table for both (lib's stats/fields.hpp): the module's columns are the CLI's keys,
     for a per-tensor recipe and a block recipe."""
     for recipe in ("te-current", "mxfp8"):
-        out = subprocess.run([cli(), "inspect", str(DUMP), "--json", "--quiet", "--recipe", recipe,
-                              "--include", "*lm_head/weight"], check=True, capture_output=True, text=True).stdout
+        out = subprocess.run(
+            [cli(), "inspect", str(DUMP), "--json", "--quiet", "--recipe", recipe, "--include", "*lm_head/weight"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
         rows = json.loads(out)["tensors"]
         assert rows, recipe
         cli_keys = set(rows[0]) - {"exp_hist"}

@@ -1,4 +1,5 @@
 """fp8kit.dequantize, decode and formats() against ml_dtypes' decoding of all 256 codes."""
+
 import fp8kit
 import ml_dtypes
 import numpy as np
@@ -17,8 +18,12 @@ def same_bits(a, b, nan_sign=True):
     na, nb = np.isnan(a.astype(np.float64)), np.isnan(b.astype(np.float64))
     sa, sb = np.signbit(a.astype(np.float64)), np.signbit(b.astype(np.float64))
     ba, bb = a.view(BITS[a.dtype]), b.view(BITS[b.dtype])
-    return a.dtype == b.dtype and np.array_equal(na, nb) and (not nan_sign or np.array_equal(sa[na], sb[nb])) and \
-        np.array_equal(ba[~na], bb[~nb])
+    return (
+        a.dtype == b.dtype
+        and np.array_equal(na, nb)
+        and (not nan_sign or np.array_equal(sa[na], sb[nb]))
+        and np.array_equal(ba[~na], bb[~nb])
+    )
 
 
 @pytest.mark.parametrize("dtype", OUT)
@@ -31,7 +36,7 @@ def test_all_codes(fmt, dtype):
 
 @pytest.mark.parametrize("dtype", OUT)
 def test_scale_inv(fmt, dtype):
-    for s in [2.0 ** -7, 0.3, 1000.5]:
+    for s in [2.0**-7, 0.3, 1000.5]:
         if dtype is np.float64:
             want = ALL.view(FP8[fmt]).astype(np.float64) * s
         else:

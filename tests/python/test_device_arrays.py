@@ -2,6 +2,7 @@
 the same bits as the same values passed as numpy arrays (the C++ reference), for every format
 the kernels cover, every profile, stochastic rounding, scaled casts, amax, statistics and the
 block quantisers. Skipped, with the reason, without a GPU or without the framework."""
+
 import fp8kit
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ gpu = pytest.mark.skipif(not ok, reason=f"GPU tests: {why}")
 FORMATS = ["e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz"]
 CAST_ONLY = ["e2m1", "e2m3", "e3m2"]
 POLICIES = [dict(profile=p) for p in ("cuda-satfinite", "cuda-nosat", "ml_dtypes", "torch")] + [
-    dict(rounding="stochastic", overflow="saturate-all", nan="canonical")]
+    dict(rounding="stochastic", overflow="saturate-all", nan="canonical")
+]
 
 
 def to_dev(fw, a):
@@ -29,16 +31,19 @@ def to_dev(fw, a):
         return cupy.asarray(a)
     jnp = pytest.importorskip("jax.numpy")
     import jax
+
     return jax.device_put(jnp.asarray(a), jax.devices("gpu")[0])
 
 
 def to_host(fw, d):
     if fw == "torch":
         import torch
+
         t = d.cpu()
         return t.view(torch.int16).numpy().view(WIDE["bf16"]) if t.dtype == torch.bfloat16 else t.numpy()
     if fw == "cupy":
         import cupy
+
         return cupy.asnumpy(d)
     return np.asarray(d)
 
@@ -94,8 +99,20 @@ def test_amax_stats_same(fw):
     for recipe in ("te-current", "torchao-tensorwise"):
         for role in ("input", "grad"):
             g, c = fp8kit.stats(xd, recipe=recipe, role=role), fp8kit.stats(x, recipe=recipe, role=role)
-            for k in ("numel", "finite", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
-                      "te_underflow", "te_overflow", "amax", "min_nonzero"):
+            for k in (
+                "numel",
+                "finite",
+                "zeros",
+                "nan",
+                "inf",
+                "underflow",
+                "subnormal",
+                "overflow",
+                "te_underflow",
+                "te_overflow",
+                "amax",
+                "min_nonzero",
+            ):
                 assert g[k] == c[k], k
             np.testing.assert_array_equal(g["exp_hist"]["count"], c["exp_hist"]["count"])
             # binary64 sums: only the order of the additions differs (kernels.hpp)
@@ -117,8 +134,9 @@ def test_block_quantize_same_bits(fw, recipe):
 
 @gpu
 @pytest.mark.parametrize("fw", FWS)
-@pytest.mark.parametrize("recipe", ["nvfp4-rowwise", "nvfp4", "nvfp4-torchao", "mxfp4", "mxfp4-ocp", "mxfp6-e2m3",
-                                    "mxfp6-e3m2-ocp"])
+@pytest.mark.parametrize(
+    "recipe", ["nvfp4-rowwise", "nvfp4", "nvfp4-torchao", "mxfp4", "mxfp4-ocp", "mxfp6-e2m3", "mxfp6-e3m2-ocp"]
+)
 def test_block_quantize_fp4_fp6_recipes_same_bits(fw, recipe):
     """quantize_blocks of a device array under the NVFP4 / MXFP4 / MXFP6 recipes (cuda::quantize_blocks)
     equals the host's dict entry by entry: codes (packed too for E2M1), scale codes, scales,
@@ -129,7 +147,7 @@ def test_block_quantize_fp4_fp6_recipes_same_bits(fw, recipe):
     for wide in ("f32", "bf16"):
         xw = x if wide == "f32" else x.astype(WIDE["bf16"])
         for role in ("input", "weight", "grad"):
-            for packed in ((False, True) if recipe.startswith(("nvfp4", "mxfp4")) else (False,)):
+            for packed in (False, True) if recipe.startswith(("nvfp4", "mxfp4")) else (False,):
                 got = fp8kit.quantize_blocks(to_dev(fw, xw), recipe, role=role, packed=packed, seed=7)
                 want = fp8kit.quantize_blocks(xw, recipe, role=role, packed=packed, seed=7)
                 same_bits(to_host(fw, got["codes"]), want["codes"])
@@ -147,6 +165,7 @@ def test_fake_quantize_cuda_block_recipes_equal_cpu(recipe):
     the device (cuda::quantize_blocks, the decode kernel) and equals the CPU tensor's result."""
     torch = pytest.importorskip("torch")
     from fp8kit.torch import fake_quantize
+
     x = torch.from_numpy((np.random.default_rng(4).standard_normal((64, 256)) * 3).astype(np.float32))
     for dt in (torch.float32, torch.bfloat16):
         for role in ("input", "grad"):
@@ -167,9 +186,30 @@ def test_stats_device_block_recipes_equal_host(fw):
     x = (np.random.default_rng(12).standard_normal((130, 300)) * np.logspace(-4, 4, 300)).astype(np.float32)
     x[3, 5], x[60, 200] = np.nan, np.inf
     xd = to_dev(fw, x)
-    exact = ("numel", "finite", "zeros", "nan", "inf", "underflow", "subnormal", "overflow", "te_underflow",
-             "te_overflow", "amax", "min_nonzero", "format", "blocks", "grid", "block_shape", "scale_inv_min",
-             "scale_inv_max", "blocks_with_range", "block_dynamic_range_max", "block_dynamic_range_mean", "recipe")
+    exact = (
+        "numel",
+        "finite",
+        "zeros",
+        "nan",
+        "inf",
+        "underflow",
+        "subnormal",
+        "overflow",
+        "te_underflow",
+        "te_overflow",
+        "amax",
+        "min_nonzero",
+        "format",
+        "blocks",
+        "grid",
+        "block_shape",
+        "scale_inv_min",
+        "scale_inv_max",
+        "blocks_with_range",
+        "block_dynamic_range_max",
+        "block_dynamic_range_mean",
+        "recipe",
+    )
     x128 = np.ascontiguousarray(x[:128])
     for recipe in ("te-block", "mxfp8", "mx-ocp", "deepseek-v3", "nvfp4", "nvfp4-rowwise", "nvfp4-torchao"):
         for role in ("input", "weight", "grad"):
@@ -224,8 +264,12 @@ def _validate_cases(shape):
     def blocks(n):
         return np.ldexp(1 + rng.integers(0, 1000, n) / 1000, rng.integers(-6, 7, n)).astype(np.float32)
 
-    grids = {"rowwise": (rows,), "1x128": (rows, -(-cols // 128)), "128x128": (-(-rows // 128), -(-cols // 128)),
-             "mx32": (rows, -(-cols // 32))}
+    grids = {
+        "rowwise": (rows,),
+        "1x128": (rows, -(-cols // 128)),
+        "128x128": (-(-rows // 128), -(-cols // 128)),
+        "mx32": (rows, -(-cols // 32)),
+    }
     cases = [({}, None), (dict(scale=3.7), None), (dict(scale_inv=0.021), None)]
     for i, (layout, g) in enumerate(grids.items()):
         b = blocks(int(np.prod(g))).reshape(g)
@@ -249,8 +293,11 @@ def test_validate_device_equals_host(fw):
             continue
         xw = x.astype(WIDE[wide])
         xd = to_dev(fw, xw)
-        for fmt, pol in (("e4m3", dict(profile="cuda-satfinite")), ("e5m2", dict(profile="torch")),
-                         ("e2m1", dict(rounding="nearest-even", overflow="saturate-all", nan="canonical"))):
+        for fmt, pol in (
+            ("e4m3", dict(profile="cuda-satfinite")),
+            ("e5m2", dict(profile="torch")),
+            ("e2m1", dict(rounding="nearest-even", overflow="saturate-all", nan="canonical")),
+        ):
             codes = fp8kit.quantize(xw, fmt, **(other if fmt != "e2m1" else pol))
             flip = rng.random(codes.shape) < 0.01
             codes[flip] = rng.integers(0, 16 if fmt == "e2m1" else 256, int(flip.sum()))
@@ -289,8 +336,9 @@ def test_validate_device_torch_float8_and_errors():
     with pytest.raises(ValueError, match="need 64 scales, got 3"):
         fp8kit.validate(x, q, "e4m3", profile="torch", scale=torch.ones(3, device="cuda"), layout="rowwise")
     with pytest.raises(ValueError, match="block scales on the GPU need input and output on the GPU"):
-        fp8kit.validate(x.cpu(), q.cpu().numpy(), "e4m3", profile="torch", scale=torch.ones(64, device="cuda"),
-                        layout="rowwise")
+        fp8kit.validate(
+            x.cpu(), q.cpu().numpy(), "e4m3", profile="torch", scale=torch.ones(64, device="cuda"), layout="rowwise"
+        )
 
 
 @pytest.mark.skipif(ok, reason="the module has the kernels and a GPU: the error path is not reachable")

@@ -1,6 +1,7 @@
 """data/divergence/ (docs/early-warning.md, "A provoked divergence"): the figures in each run's
 summary.json and warnings are recomputed here from the committed loss and amax files with numpy,
 independently of fp8kit and of scripts/gpu/divergence_run.py."""
+
 import csv
 import gzip
 import json
@@ -13,8 +14,9 @@ import pytest
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "data", "divergence")
 SUMMARIES = sorted(os.path.join(d, "summary.json") for d, _, files in os.walk(ROOT) if "summary.json" in files)
-RUNS = [(s, lr, name) for s in SUMMARIES for lr, runs in json.load(open(s)).items() if lr.startswith("lr_")
-        for name in runs]
+RUNS = [
+    (s, lr, name) for s in SUMMARIES for lr, runs in json.load(open(s)).items() if lr.startswith("lr_") for name in runs
+]
 
 
 def run_dir(summary, lr, name):
@@ -46,7 +48,7 @@ def spikes(trace_gz, k=16.0, window=32):
     for name, pts in series.items():
         found = []
         for i in range(window, len(pts)):
-            prev = np.sort(np.array([a for _, a in pts[i - window:i]], dtype=np.float32))
+            prev = np.sort(np.array([a for _, a in pts[i - window : i]], dtype=np.float32))
             med = np.float32(0.5) * (prev[window // 2 - 1] + prev[window // 2])
             if float(pts[i][1]) > k * float(med):
                 found.append(pts[i][0])
@@ -71,9 +73,13 @@ def test_divergence_step_follows_from_the_losses(summary, lr, name):
 def test_spike_warnings_follow_from_the_trace(summary, lr, name):
     d = run_dir(summary, lr, name)
     expected = spikes(os.path.join(d, "amax_trace.csv.gz"))
-    live = {w["tensor"]: w["step"] for w in json.load(open(os.path.join(d, "warnings_live.json")))
-            if w["signal"] == "spike"}
+    live = {
+        w["tensor"]: w["step"] for w in json.load(open(os.path.join(d, "warnings_live.json"))) if w["signal"] == "spike"
+    }
     assert live == {t: steps[0] for t, steps in expected.items()}
-    whole = {w["tensor"]: (w["step"], w["numbers"]["count"])
-             for w in json.load(open(os.path.join(d, "watch.json")))["warnings"] if w["signal"] == "spike"}
+    whole = {
+        w["tensor"]: (w["step"], w["numbers"]["count"])
+        for w in json.load(open(os.path.join(d, "watch.json")))["warnings"]
+        if w["signal"] == "spike"
+    }
     assert whole == {t: (steps[0], len(steps)) for t, steps in expected.items()}

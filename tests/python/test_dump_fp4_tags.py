@@ -1,18 +1,21 @@
 """HDF5 dumps of FP4 / FP6 / e3m4 / e4m3b11fnuz / e4m3ieee codes (one per byte, as ml_dtypes
 stores them) tagged with a 'dtype' attribute: fp8kit.read_dump decodes every code as ml_dtypes
 0.6.0 does, and refuses a byte that is not a code of the format (e.g. FP4 packed two per byte)."""
+
 import fp8kit
 import h5py
 import ml_dtypes
 import numpy as np
 import pytest
 
-TYPES = [("float4_e2m1fn", "e2m1", ml_dtypes.float4_e2m1fn, 4),
-         ("float6_e2m3fn", "e2m3", ml_dtypes.float6_e2m3fn, 6),
-         ("float6_e3m2fn", "e3m2", ml_dtypes.float6_e3m2fn, 6),
-         ("float8_e3m4", "e3m4", ml_dtypes.float8_e3m4, 8),
-         ("float8_e4m3b11fnuz", "e4m3b11fnuz", ml_dtypes.float8_e4m3b11fnuz, 8),
-         ("float8_e4m3", "e4m3ieee", ml_dtypes.float8_e4m3, 8)]
+TYPES = [
+    ("float4_e2m1fn", "e2m1", ml_dtypes.float4_e2m1fn, 4),
+    ("float6_e2m3fn", "e2m3", ml_dtypes.float6_e2m3fn, 6),
+    ("float6_e3m2fn", "e3m2", ml_dtypes.float6_e3m2fn, 6),
+    ("float8_e3m4", "e3m4", ml_dtypes.float8_e3m4, 8),
+    ("float8_e4m3b11fnuz", "e4m3b11fnuz", ml_dtypes.float8_e4m3b11fnuz, 8),
+    ("float8_e4m3", "e4m3ieee", ml_dtypes.float8_e4m3, 8),
+]
 
 
 @pytest.mark.parametrize("tag,name,mlt,bits", TYPES)

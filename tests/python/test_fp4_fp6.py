@@ -3,6 +3,7 @@
 ml_dtypes is the reference for profile ml_dtypes. For cuda-satfinite (cuda_fp4.h / cuda_fp6.h),
 which differs from ml_dtypes only in NaN (+max instead of a zero of the opposite sign), the test
 applies that documented difference to ml_dtypes' result."""
+
 import fp8kit
 import ml_dtypes
 import numpy as np
@@ -35,7 +36,9 @@ def test_quantize_equals_ml_dtypes(fmt, wide):
 @pytest.mark.parametrize("fmt", MX)
 def test_cuda_profile_differs_from_ml_dtypes_only_in_nan(fmt):
     x = random_array(np.float32, n=100_000, seed=3)
-    want = np.where(np.isnan(x), {d["name"]: d for d in fp8kit.formats()}[fmt]["max_finite_code"], ml(x, fmt)).astype(np.uint8)
+    want = np.where(np.isnan(x), {d["name"]: d for d in fp8kit.formats()}[fmt]["max_finite_code"], ml(x, fmt)).astype(
+        np.uint8
+    )
     np.testing.assert_array_equal(fp8kit.quantize(x, fmt, profile="cuda-satfinite"), want)
 
 

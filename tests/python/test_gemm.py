@@ -2,6 +2,7 @@
 Python Fractions of the operands as ml_dtypes decodes them, rounded once to nearest-even by the
 rule written out below; `fp32` against numpy float32 sums in k order; validate_gemm naming the
 model an output was made with. docs/gemm.md defines the models."""
+
 from fractions import Fraction
 
 import fp8kit
@@ -104,7 +105,7 @@ def test_split_k_is_the_one_cta_model_per_range_added_in_float32():
     d = fp8kit.gemm(a, b, "e4m3", "e5m2", scale_a=0.5, scale_b=3.0, accum="sm90-fast-splitk:1408")
     acc = None
     for lo in range(0, 4096, 1408):
-        part = fp8kit.gemm(a[:, lo:lo + 1408], b[:, lo:lo + 1408], "e4m3", "e5m2", accum="sm90-fast")
+        part = fp8kit.gemm(a[:, lo : lo + 1408], b[:, lo : lo + 1408], "e4m3", "e5m2", accum="sm90-fast")
         acc = part if acc is None else (acc + part).astype(np.float32)
     want = (np.float32(0.5) * np.float32(3.0)) * acc
     assert np.array_equal(d.view(np.uint32), want.astype(np.float32).view(np.uint32))

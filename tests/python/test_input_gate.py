@@ -3,6 +3,7 @@ stored outside the file is skipped with a UserWarning naming it by fp8kit.sweep,
 and fp8kit.kv (read_dump and inspect: test_read_only_named.py), and listed in 'skipped'; a FIFO
 given as a dump or a recipe is refused at once (never blocks), naming the file; a 10 MB 'dtype'
 attribute is quoted short in the error. Fixtures: tests/cli/make_gate_fixtures.py."""
+
 import os
 import subprocess
 import sys
@@ -47,13 +48,16 @@ def test_skipped_dataset_is_warned_and_listed(tree, call):
 
 def test_fifo_dump_is_refused_without_blocking(tree):
     # In a child process with a timeout: on the build before the gate, opening the FIFO blocks.
-    code = ("import fp8kit, sys\n"
-            "try:\n"
-            "    list(fp8kit.read_dump(sys.argv[1]))\n"
-            "except fp8kit.DumpError as e:\n"
-            "    print(e); sys.exit(3)\n")
-    p = subprocess.run([sys.executable, "-c", code, str(tree / "fifo")], capture_output=True, text=True,
-                       timeout=60, env=os.environ)
+    code = (
+        "import fp8kit, sys\n"
+        "try:\n"
+        "    list(fp8kit.read_dump(sys.argv[1]))\n"
+        "except fp8kit.DumpError as e:\n"
+        "    print(e); sys.exit(3)\n"
+    )
+    p = subprocess.run(
+        [sys.executable, "-c", code, str(tree / "fifo")], capture_output=True, text=True, timeout=60, env=os.environ
+    )
     assert p.returncode == 3, p.stderr
     assert "fifo: a FIFO, not a regular file" in p.stdout
 

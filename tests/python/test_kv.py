@@ -16,6 +16,7 @@ ml_dtypes doing every cast:
 Counts (saturated, underflow, nonzero) must match exactly; SQNR (an order-dependent binary64 sum)
 to 1e-9 relative; FP8 attention's outputs (exact GEMM vs float64 numpy) to 1e-6 relative.
 """
+
 import os
 
 import fp8kit
@@ -54,19 +55,19 @@ def cast_nvfp4(x, s2):
     s2 = np.broadcast_to(np.asarray(s2, F32), x.shape[:-1] + (1,))
     deq, sat, und = [np.empty(x.shape) for _ in range(3)]
     for b0 in range(0, x.shape[-1], 16):
-        xb = x[..., b0:b0 + 16]
+        xb = x[..., b0 : b0 + 16]
         bamax = np.abs(xb).max(axis=-1, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore"):
             sb = np.where(s2 == 0, F32(0), bamax / (F32(6) * s2)).astype(F32)
-        sb = np.where(sb == 0, F32(1), np.clip(sb, F32(2.0 ** -9), F32(448)))
+        sb = np.where(sb == 0, F32(1), np.clip(sb, F32(2.0**-9), F32(448)))
         sb = sb.astype(ml_dtypes.float8_e4m3fn).astype(F32)
         factor = (sb * s2).astype(F32)
         with np.errstate(divide="ignore", invalid="ignore"):
             v = np.where(factor == 0, F32(0), xb / factor).astype(F32)
         q = np.clip(v, -6, 6).astype(ml_dtypes.float4_e2m1fn).astype(np.float64)
-        deq[..., b0:b0 + 16] = q * sb.astype(np.float64) * s2.astype(np.float64)
-        sat[..., b0:b0 + 16] = np.abs(v) >= 7  # RNE: 7 is the tie between 6 and 8, 8 even
-        und[..., b0:b0 + 16] = q == 0
+        deq[..., b0 : b0 + 16] = q * sb.astype(np.float64) * s2.astype(np.float64)
+        sat[..., b0 : b0 + 16] = np.abs(v) >= 7  # RNE: 7 is the tie between 6 and 8, 8 even
+        und[..., b0 : b0 + 16] = q == 0
     return deq, sat.astype(bool), und.astype(bool)
 
 
@@ -122,9 +123,13 @@ def test_capture_is_post_rotary_qkv_of_a_real_model():
 
 
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2", "e4m3fnuz", "nvfp4"])
-@pytest.mark.parametrize("policy", ["one", "vllm_first_batch", "tensor", "modelopt_trtllm", "modelopt_hf", "head", "token_head"])
+@pytest.mark.parametrize(
+    "policy", ["one", "vllm_first_batch", "tensor", "modelopt_trtllm", "modelopt_hf", "head", "token_head"]
+)
 def test_per_head_numbers_match_the_transcription(report, fmt, policy):
-    rows = {(r["layer"], r["tensor"], r["head"]): r for r in report["rows"] if r["format"] == fmt and r["policy"] == policy}
+    rows = {
+        (r["layer"], r["tensor"], r["head"]): r for r in report["rows"] if r["format"] == fmt and r["policy"] == policy
+    }
     assert len(rows) == 2 * 3 * 4
     for layer in LAYERS:
         for kind in "qkv":
@@ -144,8 +149,11 @@ def test_first_batch_and_calibrated_scales(report):
     for layer in LAYERS:
         for kind, rng in (("q", 200), ("k", 200), ("v", 100)):
             x = load(layer, kind)
-            got = {(r["format"], r["policy"]): r["scale"] for r in report["rows"]
-                   if r["layer"] == layer and r["tensor"] == kind and r["head"] == 0}
+            got = {
+                (r["format"], r["policy"]): r["scale"]
+                for r in report["rows"]
+                if r["layer"] == layer and r["tensor"] == kind and r["head"] == 0
+            }
             assert F32(got[("e4m3", "vllm_first_batch")]) == F32(np.abs(x[0]).max()) / F32(rng)
             assert F32(got[("e4m3", "tensor")]) == F32(np.abs(x).max()) / F32(448)
             assert F32(got[("e4m3fnuz", "tensor")]) == F32(np.abs(x).max()) / F32(448) * F32(2)
@@ -160,8 +168,11 @@ def test_position_buckets_match(report):
         for kind in "kv":
             x = load(LAYERS[1], kind)
             deq, sat, und = reference(x, kind, fmt, policy)
-            rows = [r for r in report["positions"] if r["layer"] == LAYERS[1] and r["tensor"] == kind
-                    and r["format"] == fmt and r["policy"] == policy]
+            rows = [
+                r
+                for r in report["positions"]
+                if r["layer"] == LAYERS[1] and r["tensor"] == kind and r["format"] == fmt and r["policy"] == policy
+            ]
             assert [(r["first"], r["last"]) for r in rows] == [(0, 31), (32, 63), (64, 95), (96, 127)]
             for r in rows:
                 sl = slice(r["first"], r["last"] + 1)
@@ -185,8 +196,10 @@ def attention_sqnr(q, k, v, h, kh, sc):
             qs, ks, vs = q[s, b, h].astype(np.float64), k[s, b, kh].astype(np.float64), v[s, b, kh].astype(np.float64)
             n, d = qs.shape
             mask = np.tril(np.ones((n, n), bool))
-            scores = ((codes(q[s, b, h], sc["q"]) @ codes(k[s, b, kh], sc["k"]).T) *
-                      (np.float64(sc["q"]) * np.float64(sc["k"]))).astype(F32).astype(np.float64) / np.sqrt(d)
+            scores = (
+                (codes(q[s, b, h], sc["q"]) @ codes(k[s, b, kh], sc["k"]).T)
+                * (np.float64(sc["q"]) * np.float64(sc["k"]))
+            ).astype(F32).astype(np.float64) / np.sqrt(d)
             sref = np.where(mask, qs @ ks.T / np.sqrt(d), -np.inf)
             pref = np.exp(sref - sref.max(1, keepdims=True))
             pref /= pref.sum(1, keepdims=True)
@@ -196,9 +209,11 @@ def attention_sqnr(q, k, v, h, kh, sc):
             z = pt.astype(np.float64).sum(1).astype(F32)
             vc = codes(v[s, b, kh], sc["v"])
             o = ((pt.astype(e4).astype(np.float64) @ vc) * np.float64(sc["v"])).astype(F32) / z[:, None]
-            on = ((((pt / z[:, None]).astype(F32)).astype(e4).astype(np.float64) @ vc) * np.float64(sc["v"])).astype(F32)
+            on = ((((pt / z[:, None]).astype(F32)).astype(e4).astype(np.float64) @ vc) * np.float64(sc["v"])).astype(
+                F32
+            )
             for acc, got in ((so, o), (sn, on)):
-                acc[0] += np.sum(oref ** 2)
+                acc[0] += np.sum(oref**2)
                 acc[1] += np.sum((got.astype(np.float64) - oref) ** 2)
     return 10 * np.log10(so[0] / so[1]), 10 * np.log10(sn[0] / sn[1])
 
@@ -267,8 +282,8 @@ def test_synthetic_extremes_match_the_transcription(tmp_path):
             steps = []
             for s in range(3):
                 x = (rng.standard_normal((1, 2, 8, 32)) * 3).astype(F32)
-                x[0, 0, 1] *= F32(1e-7)   # tiny row: clamped block scales, underflow
-                x[0, 1, 2, :16] = 0       # an all-zero block
+                x[0, 0, 1] *= F32(1e-7)  # tiny row: clamped block scales, underflow
+                x[0, 1, 2, :16] = 0  # an all-zero block
                 if s == 2:
                     x[0, 1, 5] *= F32(300)  # later batch far beyond the first: saturation
                 f.create_dataset(f"step_{s:06d}/m.attn.{kind}", data=x)
@@ -283,12 +298,20 @@ def test_synthetic_extremes_match_the_transcription(tmp_path):
                 x = data[kind]
                 deq, sat, und = reference(x, kind, fmt, policy)
                 for h in range(2):
-                    row = next(q for q in r["rows"] if q["tensor"] == kind and q["head"] == h and q["format"] == fmt
-                               and q["policy"] == policy)
+                    row = next(
+                        q
+                        for q in r["rows"]
+                        if q["tensor"] == kind and q["head"] == h and q["format"] == fmt and q["policy"] == policy
+                    )
                     nz = x[:, :, h] != 0
                     assert row["saturated"] == int((sat[:, :, h] & nz).sum()), (fmt, policy, kind, h)
                     assert row["underflow"] == int((und[:, :, h] & nz).sum()), (fmt, policy, kind, h)
-                    assert row["sqnr_db"] == pytest.approx(sqnr(x[:, :, h], deq[:, :, h]), rel=1e-9), (fmt, policy, kind, h)
+                    assert row["sqnr_db"] == pytest.approx(sqnr(x[:, :, h], deq[:, :, h]), rel=1e-9), (
+                        fmt,
+                        policy,
+                        kind,
+                        h,
+                    )
                     seen_sat += row["saturated"]
                     seen_und += row["underflow"]
     assert seen_sat > 0 and seen_und > 0

@@ -3,6 +3,7 @@ tensors and rank 0 gets every row in tensor order, equal to one process's, for 1
 Run two ways: ranks as threads over an in-process communicator with mpi4py's gather semantics
 (always runs), and a real `mpirun -n 3` with mpi4py (skipped, with the reason, where mpi4py or
 mpirun is absent)."""
+
 import math
 import os
 import shutil
@@ -114,10 +115,15 @@ def test_mpi4py_three_ranks(tmp_path):
         pytest.skip("no mpirun on PATH")
     script = tmp_path / "ranks.py"
     script.write_text(MPI_SCRIPT)
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
-    out = subprocess.run([mpirun, "-n", "3", sys.executable, str(script), DUMP], env=env,
-                         capture_output=True, text=True, timeout=120)
+    env = dict(
+        os.environ,
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+    )
+    out = subprocess.run(
+        [mpirun, "-n", "3", sys.executable, str(script), DUMP], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     one = as_rows(fp8kit.inspect(DUMP))
     assert out.stdout.strip() == repr([(x["name"], x["amax"], x["sum_err2"]) for x in one])

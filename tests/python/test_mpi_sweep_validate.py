@@ -5,6 +5,7 @@ work, and rank 0 gets the result one process gets, for 1, 2 and 3 ranks; the oth
 Run two ways: ranks as threads over an in-process communicator with mpi4py's gather and bcast
 semantics (always runs), and a real `mpirun -n 3` (Open MPI's oversubscription on) with mpi4py
 (skipped, with the reason, where mpi4py or mpirun is absent)."""
+
 import math
 import os
 import pickle
@@ -201,10 +202,19 @@ def test_mpi4py_three_ranks(tmp_path, sweep_one):
     script, out = tmp_path / "ranks.py", tmp_path / "rank0.pickle"
     script.write_text(MPI_SCRIPT)
     # The option as an environment variable, as tests/mpi/*.sh set it: other MPIs ignore it.
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1")
-    run = subprocess.run([mpirun, "-n", "3", sys.executable, str(script), TRACE, DUMP,
-                          str(tmp_path), str(out)], env=env, capture_output=True, text=True, timeout=300)
+    env = dict(
+        os.environ,
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+    )
+    run = subprocess.run(
+        [mpirun, "-n", "3", sys.executable, str(script), TRACE, DUMP, str(tmp_path), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     with open(out, "rb") as f:
         s, v = pickle.load(f)

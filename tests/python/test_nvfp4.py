@@ -2,6 +2,7 @@
 mxfp4*, mxfp6-* presets) against independent numpy transcriptions of TransformerEngine's and
 torchao's Python code (nvfp4_reference.py, mx_reference.py): codes and scale bytes bit for bit, on
 the bundled real tensors and on random and adversarial blocks."""
+
 import os
 
 import fp8kit
@@ -42,9 +43,9 @@ def adversarial(seed=7):
     x = random_blocks(seed, 32, 128)
     x[0, :16] = 0
     x[1, :16] = F32(-0.0)
-    x[2, :16] = F32(1e-12) * np.arange(1, 17)           # block scale < 2^-10: byte 0
-    x[3, :16] = F32(2.0 ** -10) * 6 / F32(2688) * F32(np.abs(x).max()) * np.linspace(0.5, 1, 16)
-    x[4, :16] = F32(1e-41) * np.arange(1, 17)           # float32 subnormals
+    x[2, :16] = F32(1e-12) * np.arange(1, 17)  # block scale < 2^-10: byte 0
+    x[3, :16] = F32(2.0**-10) * 6 / F32(2688) * F32(np.abs(x).max()) * np.linspace(0.5, 1, 16)
+    x[4, :16] = F32(1e-41) * np.arange(1, 17)  # float32 subnormals
     x[5, :16] = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0] * 2, F32) * F32(np.abs(x).max() / 6)
     x[6, 16:32] = F32(3.0e38) * np.linspace(-1, 1, 16, dtype=F32)
     return x
@@ -75,13 +76,17 @@ def check_te(x, role):
     q = fp8kit.quantize_blocks(x, preset, role)
     if tile == (16, 16):
         scales = scales[::16]  # the reference repeats a 16x16 block's scale on its 16 rows
-    assert np.array_equal(q["scale_codes"], scales), f"{np.count_nonzero(q['scale_codes'] != scales)} scale bytes differ"
+    assert np.array_equal(q["scale_codes"], scales), (
+        f"{np.count_nonzero(q['scale_codes'] != scales)} scale bytes differ"
+    )
     # One documented difference: TE's reference maps a scaled element that is exactly -0.0 to code
     # 0 (its table tests x >= 0.0), TE's kernel (cvt.rn.satfinite.e2m1x2.f32) to -0 (code 8).
     negzero = (scaled == 0) & np.signbit(scaled)
     assert np.all(q["codes"][negzero] == 8) and np.all(codes[negzero] == 0)
     same = ~negzero
-    assert np.array_equal(q["codes"][same], codes[same]), f"{np.count_nonzero(q['codes'][same] != codes[same])} codes differ"
+    assert np.array_equal(q["codes"][same], codes[same]), (
+        f"{np.count_nonzero(q['codes'][same] != codes[same])} codes differ"
+    )
     return q
 
 
@@ -128,7 +133,10 @@ def test_te_nvfp4_nan_follows_the_kernel():
     y[0, 2] = np.nan
     qx, qy = fp8kit.quantize_blocks(x, "nvfp4-rowwise"), fp8kit.quantize_blocks(y, "nvfp4-rowwise")
     assert qy["codes"][0, 2] == 7
-    assert qy["scale_codes"][0, 0] == fp8kit.quantize_blocks(np.where(np.isnan(y), 0, y).astype(F32), "nvfp4-rowwise")["scale_codes"][0, 0]
+    assert (
+        qy["scale_codes"][0, 0]
+        == fp8kit.quantize_blocks(np.where(np.isnan(y), 0, y).astype(F32), "nvfp4-rowwise")["scale_codes"][0, 0]
+    )
     assert qx["global_amax"] >= qy["global_amax"]
 
 
@@ -149,7 +157,10 @@ def test_te_nvfp4_bf16_and_f16_inputs():
     for dt in (ml_dtypes.bfloat16, np.float16):
         y = np.clip(x, -6e4, 6e4).astype(dt)
         check_te(y.astype(F32), "input")
-        assert np.array_equal(fp8kit.quantize_blocks(y, "nvfp4-rowwise")["codes"], fp8kit.quantize_blocks(y.astype(F32), "nvfp4-rowwise")["codes"])
+        assert np.array_equal(
+            fp8kit.quantize_blocks(y, "nvfp4-rowwise")["codes"],
+            fp8kit.quantize_blocks(y.astype(F32), "nvfp4-rowwise")["codes"],
+        )
 
 
 def test_torchao_nvfp4():
@@ -172,8 +183,10 @@ def test_te_and_torchao_differ_in_bits():
     # Why nvfp4-torchao is a preset of its own: on real data the two give different bytes.
     diff = 0
     for name, a in REAL[:8]:
-        diff += np.count_nonzero(fp8kit.quantize_blocks(a, "nvfp4-rowwise")["scale_codes"] !=
-                                 fp8kit.quantize_blocks(a, "nvfp4-torchao")["scale_codes"])
+        diff += np.count_nonzero(
+            fp8kit.quantize_blocks(a, "nvfp4-rowwise")["scale_codes"]
+            != fp8kit.quantize_blocks(a, "nvfp4-torchao")["scale_codes"]
+        )
     assert diff > 0
 
 
@@ -219,7 +232,13 @@ def test_nvfp4_stochastic_rounding_option():
     # Every code is the value itself or a neighbour on the side of y: |code - y| < one E2M1 step (2).
     assert np.all(np.abs(lo - np.clip(y, -6, 6)) <= 2.0)
     # The first element by hand from the documented rule: stochastic_bits(seed, 0) decides it.
-    want = fp8kit.encode(float(y[0, 0]), "e2m1", rounding="stochastic", overflow="saturate-all", nan="positive-max",
-                         dtype="f32", random=fp8kit.stochastic_bits(5, 0))
+    want = fp8kit.encode(
+        float(y[0, 0]),
+        "e2m1",
+        rounding="stochastic",
+        overflow="saturate-all",
+        nan="positive-max",
+        dtype="f32",
+        random=fp8kit.stochastic_bits(5, 0),
+    )
     assert a["codes"][0, 0] == want
-

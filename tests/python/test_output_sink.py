@@ -1,6 +1,7 @@
 """Issue 47: the Python module writes its files through the same output sink as the CLI
 (io::OutputFile, exposed as fp8kit._fp8kit.write_file; the monitor's out_dir files and the plots
 go through it). Each case is one of docs/hardening.md's "Output" targets."""
+
 import os
 import shutil
 import stat
@@ -9,7 +10,6 @@ import sys
 import time
 
 import pytest
-
 from fp8kit import _fp8kit
 
 DATA = b"fp8kit\x00\xff" * 1000
@@ -134,7 +134,6 @@ def test_plot_saves_through_the_sink(tmp_path, monkeypatch):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from fp8kit import plot
 
     seen = []

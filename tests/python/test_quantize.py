@@ -4,6 +4,7 @@ ml_dtypes is the reference for the ml_dtypes profile. The other profiles differ 
 overflow and NaN handling, which each test applies to ml_dtypes' result with numpy, following the
 profile's documented behaviour (cuda_fp8.h: satfinite clips to +-max and Inf to max, NaN -> 0x7F;
 nosat keeps ml_dtypes' overflow, NaN -> 0x7F; torch: NaN -> sign | 0x7F)."""
+
 import fp8kit
 import numpy as np
 import pytest
@@ -52,7 +53,8 @@ def check(x, fmt, profile):
     bad = np.flatnonzero(got.ravel() != want.ravel())
     assert bad.size == 0, (
         f"{fmt} {profile}: {bad.size} mismatches, first x={np.asarray(x).ravel()[bad[0]]!r} "
-        f"got 0x{got.ravel()[bad[0]]:02x} want 0x{want.ravel()[bad[0]]:02x}")
+        f"got 0x{got.ravel()[bad[0]]:02x} want 0x{want.ravel()[bad[0]]:02x}"
+    )
 
 
 @pytest.mark.parametrize("profile", ["ml_dtypes", "torch", "cuda-satfinite", "cuda-nosat"])
@@ -119,8 +121,24 @@ def e8m0_model(x, rounding, saturate):
 def test_e8m0_cuda(rounding, profile):
     rng = np.random.default_rng(3)
     x = (np.exp2(rng.uniform(-126, 128, 100_000)) * rng.choice([-1, 1], 100_000)).astype(np.float32)
-    x = np.concatenate([x, np.float32([2.0 ** -126, 2.0 ** 127, np.finfo(np.float32).max, np.inf, -np.inf, np.nan,
-                                       1.0, np.nextafter(np.float32(1), np.float32(2)), 3.0])])
+    x = np.concatenate(
+        [
+            x,
+            np.float32(
+                [
+                    2.0**-126,
+                    2.0**127,
+                    np.finfo(np.float32).max,
+                    np.inf,
+                    -np.inf,
+                    np.nan,
+                    1.0,
+                    np.nextafter(np.float32(1), np.float32(2)),
+                    3.0,
+                ]
+            ),
+        ]
+    )
     got = fp8kit.quantize(x, "e8m0", profile=profile, rounding=rounding)
     assert np.array_equal(got, e8m0_model(x, rounding, profile == "cuda-satfinite"))
 

@@ -5,6 +5,7 @@ virtual datasets on another file, a missing file and themselves; external links)
 dataset is skipped with a warning naming what it points at, never read, and the good tensors
 are read exactly as h5py reads them. Where strace is installed, a child Python doing the same is
 traced and must open none of the files outside. Fixtures: tests/cli/make_outside_fixtures.py."""
+
 import os
 import re
 import shutil
@@ -96,14 +97,23 @@ def test_python_opens_nothing_outside(tree):
     paths = [str(tree / "dump" / d) for d in DUMPS]
     env = dict(os.environ)
     env["ASAN_OPTIONS"] = "detect_leaks=0"  # LeakSanitizer cannot run under ptrace
-    r = subprocess.run(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", str(trace),
-                        sys.executable, "-c", CHILD, *paths], cwd=tree / "cwd", env=env,
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        ["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", str(trace), sys.executable, "-c", CHILD, *paths],
+        cwd=tree / "cwd",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     opened = set(re.findall(r'open[a-z]*\([^"]*"([^"]*)"', trace.read_text()))
     trace.unlink()
-    bad = {p for p in opened
-           if p in ("/etc/passwd", "/dev/zero", "/dev/urandom", "secret.bin", "src.h5", "../other/secret.bin")
-           or p.startswith(str(tree / "other")) or p in (str(tree / "cwd" / "secret.bin"), str(tree / "cwd" / "src.h5"))}
+    bad = {
+        p
+        for p in opened
+        if p in ("/etc/passwd", "/dev/zero", "/dev/urandom", "secret.bin", "src.h5", "../other/secret.bin")
+        or p.startswith(str(tree / "other"))
+        or p in (str(tree / "cwd" / "secret.bin"), str(tree / "cwd" / "src.h5"))
+    }
     assert not bad, f"opened outside the named files: {sorted(bad)}"
     assert set(paths) <= opened  # the trace did see the reader's own opens

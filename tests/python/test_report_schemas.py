@@ -1,12 +1,12 @@
 """Every `--json` report validates against its JSON Schema in docs/schemas/ (hand-reviewed, committed),
 and writes non-finite numbers one way: the strings "inf", "-inf", "nan" (docs/schemas/README.md)."""
+
 import json
 import math
 import subprocess
 
 import jsonschema
 import pytest
-
 from report_commands import commands
 from test_cli_inspect import REPO, cli
 
@@ -25,7 +25,7 @@ def run_report(argv, codes):
 
 def test_every_report_has_a_schema(tmp_path):
     names = {name for name, _, _ in commands(REPO, tmp_path)}
-    assert names == {p.name[:-len(".schema.json")] for p in SCHEMAS.glob("*.schema.json")}
+    assert names == {p.name[: -len(".schema.json")] for p in SCHEMAS.glob("*.schema.json")}
 
 
 @pytest.mark.parametrize("index", range(13))
@@ -41,9 +41,22 @@ def test_report_validates(tmp_path, index):
 def test_schema_rejects_null_for_a_number():
     """The schemas can fail: a number written as null (the old convention of some reports) is refused."""
     schema = json.loads((SCHEMAS / "inspect.schema.json").read_text())
-    doc = json.loads(subprocess.run([cli(), "inspect", str(REPO / "data" / "example" / "llama_tiny_dump.h5"),
-                                     "--json", "--quiet", "--steps", "0"], check=True, capture_output=True,
-                                    text=True).stdout)
+    doc = json.loads(
+        subprocess.run(
+            [
+                cli(),
+                "inspect",
+                str(REPO / "data" / "example" / "llama_tiny_dump.h5"),
+                "--json",
+                "--quiet",
+                "--steps",
+                "0",
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )
     doc["tensors"][0]["amax"] = None
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)

@@ -4,6 +4,7 @@ against an independent numpy reference written from TE's code facts
 H16 by Sylvester's construction and multiplies it on the left by diag(get_wgrad_sign_vector());
 _apply_rht reshapes x.T to (-1, 16) and multiplies by H * (1/sqrt(16)); _quantize applies it to
 the column-wise input x.T only). Bit for bit: both sides form the exact sum and round once."""
+
 import fp8kit
 import ml_dtypes
 import numpy as np
@@ -55,19 +56,21 @@ def test_rht_rejects_rows_not_multiple_of_16():
 # 16x16 blocks. nvfp4_reference.te_nvfp4_columnwise transcribes the columnwise branch of
 # NVFP4QuantizerRef._quantize (custom_recipes/quantization_nvfp4.py).
 
+
 def gradient_like(rows, cols, seed, dtype=F32):
     """Gradient-like values: small, a few channels and tokens much larger, one outlier."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((rows, cols)) * 1e-3
-    x *= np.exp2(rng.integers(-3, 4, (1, cols)))      # per-channel scale
-    x *= np.exp2(rng.integers(-2, 3, (rows, 1)))      # per-token scale
+    x *= np.exp2(rng.integers(-3, 4, (1, cols)))  # per-channel scale
+    x *= np.exp2(rng.integers(-2, 3, (rows, 1)))  # per-token scale
     x[5, 3] = 0.4
-    x[9, :] = 0.0                                    # a zero token
+    x[9, :] = 0.0  # a zero token
     return x.astype(dtype)
 
 
 def real_grads_and_acts():
     import os
+
     dump = os.path.join(os.path.dirname(__file__), "..", "..", "data", "example", "llama_tiny_dump.h5")
     out = []
     for info, a in fp8kit.read_dump(dump, include="step_000000/*"):
@@ -98,11 +101,15 @@ def check_columnwise(x, role):
     q = fp8kit.quantize_blocks(x, nvfp4_rn_grad() if role == "grad" else "nvfp4", role)
     rows, cols = x.shape
     assert q["columnwise_rht"] and q["codes"].shape == (cols, rows) and q["grid"] == (cols, rows // 16)
-    assert bits(np.array(q["global_amax"], F32)) == bits(gamax)     # TE's global_amax_col, after the RHT
-    assert np.array_equal(q["scale_codes"], scales), f"{np.count_nonzero(q['scale_codes'] != scales)} scale bytes differ"
+    assert bits(np.array(q["global_amax"], F32)) == bits(gamax)  # TE's global_amax_col, after the RHT
+    assert np.array_equal(q["scale_codes"], scales), (
+        f"{np.count_nonzero(q['scale_codes'] != scales)} scale bytes differ"
+    )
     # TE's reference maps a scaled -0.0 to code 0, its kernel to 8 (test_nvfp4.check_te).
     same = ~((col == 0) & np.signbit(col))
-    assert np.array_equal(q["codes"][same], codes[same]), f"{np.count_nonzero(q['codes'][same] != codes[same])} codes differ"
+    assert np.array_equal(q["codes"][same], codes[same]), (
+        f"{np.count_nonzero(q['codes'][same] != codes[same])} codes differ"
+    )
     return q, codes, scales, col
 
 
@@ -169,8 +176,10 @@ def test_nvfp4_gradient_statistics_are_of_the_rht_copy():
     assert np.array_equal(p["scale_inv"].view(np.uint32), d["scale_inv"].view(np.uint32))
     assert p["sum_err2"] != d["sum_err2"]
     # ... and not the row-wise copy's.
-    assert fp8kit.stats(x, recipe="nvfp4-rowwise", role="grad")["underflow"] != d["underflow"] or \
-        fp8kit.stats(x, recipe="nvfp4-rowwise", role="grad")["sum_err2"] != d["sum_err2"]
+    assert (
+        fp8kit.stats(x, recipe="nvfp4-rowwise", role="grad")["underflow"] != d["underflow"]
+        or fp8kit.stats(x, recipe="nvfp4-rowwise", role="grad")["sum_err2"] != d["sum_err2"]
+    )
 
 
 def test_nvfp4_columnwise_needs_rows_in_groups_of_16():
@@ -192,6 +201,7 @@ def test_inspect_and_sweep_use_the_rht_copy():
     # column-wise copy after TE's RHT, with the statistics fp8kit.stats gives (checked above
     # against TE), weights are not.
     import os
+
     dump = os.path.join(os.path.dirname(__file__), "..", "..", "data", "example", "llama_tiny_dump.h5")
     df = fp8kit.inspect(dump, include="step_000000/*", recipe="nvfp4")
     rows = df.to_dict("records") if hasattr(df, "to_dict") else df
@@ -216,11 +226,13 @@ def test_inspect_takes_the_role_rounding_of_a_tensorwise_recipe(tmp_path):
     # gives under the same recipe (seed 0), and not those of te-current; other roles are unchanged.
     import json
     import os
+
     dump = os.path.join(os.path.dirname(__file__), "..", "..", "data", "example", "llama_tiny_dump.h5")
     r = fp8kit.recipe("te-current")
     r["roles"]["grad"]["rounding"] = "stochastic"
     path = tmp_path / "sr.json"
     path.write_text(json.dumps(r))
+
     def rows(rec):
         df = fp8kit.inspect(dump, include="step_000000/*", recipe=rec)
         return {x["name"]: x for x in (df.to_dict("records") if hasattr(df, "to_dict") else df)}

@@ -2,6 +2,7 @@
 msamp/common/tensor/meta.py, cast.py, msamp/nn/distributed.py, common/tensor/tensor_dist.py,
 msamp/optim/adamw.py + adamw.cu and msccl-executor-nccl src/device/reduce_kernel.h; not from
 fp8kit's C++). Casts use numpy / ml_dtypes, never fp8kit. Everything is compared bit for bit."""
+
 import math
 import pathlib
 
@@ -69,17 +70,17 @@ def bits(a):
 
 def test_scale_rule_hand_worked():
     f = fp8kit.msamp.msamp_scale
-    assert f(1.0) == 256.0              # 448/1 -> floor(log2 448) = 8
-    assert f(448.0) == 1.0              # exp 0
-    assert f(3e38) == f32(2.0 ** -120)  # exp -120: the inverse
-    assert f(0.0, scale=4.0) == 4.0     # not positive: old scale
-    assert f(-2.0, scale=4.0) == 4.0    # negative: old scale (log2 NaN, exp < 0 false)
+    assert f(1.0) == 256.0  # 448/1 -> floor(log2 448) = 8
+    assert f(448.0) == 1.0  # exp 0
+    assert f(3e38) == f32(2.0**-120)  # exp -120: the inverse
+    assert f(0.0, scale=4.0) == 4.0  # not positive: old scale
+    assert f(-2.0, scale=4.0) == 4.0  # negative: old scale (log2 NaN, exp < 0 false)
     assert f(np.nan, scale=4.0) == 4.0  # NaN: old scale
     assert f(np.inf, scale=4.0) == 0.25  # +Inf: q = 0, exp = -Inf, old scale, then inverted
     assert f(-np.inf, scale=4.0) == 0.25  # -Inf: q = -0, log2 = -Inf, same
-    assert f(1e-35) == f32(2.0 ** 125)
-    assert np.isinf(f(1e-36))           # 448/amax overflows float32: Inf scale is kept
-    assert np.isinf(f(1e-40))           # subnormal amax: 1/amax is Inf
+    assert f(1e-35) == f32(2.0**125)
+    assert np.isinf(f(1e-36))  # 448/amax overflows float32: Inf scale is kept
+    assert np.isinf(f(1e-40))  # subnormal amax: 1/amax is Inf
     assert f(1.0, margin=2) == 64.0
     assert f(1.0, fp_max=65504.0) == 32768.0
     assert f(1.0, fp_max=57344.0) == 32768.0
@@ -88,11 +89,13 @@ def test_scale_rule_hand_worked():
 
 def test_scale_rule_random():
     rng = np.random.default_rng(5)
-    amax = np.concatenate([
-        rng.integers(0, 0xFFFFFFFF, size=200_000, dtype=np.uint32).view(f32),  # every class
-        (2.0 ** rng.uniform(-150, 128, size=100_000)).astype(f32),
-        np.array([0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1e-40, 2 ** -126, 3.4e38], f32),
-    ])
+    amax = np.concatenate(
+        [
+            rng.integers(0, 0xFFFFFFFF, size=200_000, dtype=np.uint32).view(f32),  # every class
+            (2.0 ** rng.uniform(-150, 128, size=100_000)).astype(f32),
+            np.array([0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1e-40, 2**-126, 3.4e38], f32),
+        ]
+    )
     old = (2.0 ** rng.integers(-20, 20, size=amax.size)).astype(f32)
     for fp_max in (448.0, 57344.0, 65504.0):
         for margin in (0, 1, 3):
@@ -213,7 +216,8 @@ def test_order_moves_result():
     a, b = res["orders"]["rank"]["codes"], res["orders"]["tree"]["codes"]
     assert np.count_nonzero(a != b) == np.count_nonzero(
         reduce_codes(np.stack([e4m3_satfinite(x * res["scale"]) for x in g]), "rank", "half")
-        != reduce_codes(np.stack([e4m3_satfinite(x * res["scale"]) for x in g]), "tree", "half"))
+        != reduce_codes(np.stack([e4m3_satfinite(x * res["scale"]) for x in g]), "tree", "half")
+    )
 
 
 # ---- the split model (docs/msamp.md) -----------------------------------------------------------
@@ -228,7 +232,7 @@ def splitmix64(x):
 def split_rank(g, n, r, spread, seed):
     i = np.arange(g.size, dtype=np.uint64)
     h = splitmix64(np.uint64(seed) ^ splitmix64(np.uint64(r // 2)) ^ i)
-    u = (h >> np.uint64(40)).astype(f32) * f32(2.0 ** -23) - f32(1)
+    u = (h >> np.uint64(40)).astype(f32) * f32(2.0**-23) - f32(1)
     u = u * f32(1 if r % 2 == 0 else -1)
     if n % 2 and r == n - 1:
         u[:] = 0
@@ -320,8 +324,9 @@ def test_adam_bit_exact(fp16_master, gscale):
     m0[:5] = 0
     hyper = dict(lr=3e-3, b1=0.9, b2=0.999, eps=1e-8, wd=0.01)
     ref = NumpyLBAdamW(w, m0, v0, fp16_master=fp16_master, **hyper)
-    sim = fp8kit.msamp.adam(w, m0, v0, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                            fp16_master=fp16_master)
+    sim = fp8kit.msamp.adam(
+        w, m0, v0, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, fp16_master=fp16_master
+    )
     for step in range(5):
         g = (rng.standard_normal(n) * gscale).astype(f32)
         g[:3] = [0.0, 1e-42, -1e-40]
@@ -355,8 +360,12 @@ class NumpyTeState:
     def __init__(self, dtype, n):
         # _initialize_state(zero_buffer=True): zeros; FP8 quantize_ with scale ones (scale_inv 1)
         self.dtype, self.scale, self.qscale, self.scale_inv = dtype, f32(1), f32(1), f32(1)
-        self.data = {"fp32": np.zeros(n, f32), "fp16": np.zeros(n, np.float16),
-                     "bf16": np.zeros(n, BF16), "fp8": np.zeros(n, np.uint8)}[dtype]
+        self.data = {
+            "fp32": np.zeros(n, f32),
+            "fp16": np.zeros(n, np.float16),
+            "bf16": np.zeros(n, BF16),
+            "fp8": np.zeros(n, np.uint8),
+        }[dtype]
 
     def unscaled(self):  # get_unscaled_state
         if self.dtype == "fp8":  # Float8Tensor.float(): data * scale_inv
@@ -432,9 +441,16 @@ def te_state_bits(s):
     return s.data.view(np.uint8 if s.dtype == "fp8" else np.uint16 if s.dtype in ("fp16", "bf16") else np.uint32)
 
 
-@pytest.mark.parametrize("m_dtype,v_dtype,master", [("fp8", "fp8", "fp32"), ("fp8", "fp16", "fp16"),
-                                                    ("fp16", "fp16", "fp32"), ("bf16", "fp8", "fp32"),
-                                                    ("fp32", "bf16", "fp16")])
+@pytest.mark.parametrize(
+    "m_dtype,v_dtype,master",
+    [
+        ("fp8", "fp8", "fp32"),
+        ("fp8", "fp16", "fp16"),
+        ("fp16", "fp16", "fp32"),
+        ("bf16", "fp8", "fp32"),
+        ("fp32", "bf16", "fp16"),
+    ],
+)
 @pytest.mark.parametrize("gscale", [1e-2, 1e-6, 1e-30, 3e4])
 @pytest.mark.parametrize("given_states", [True, False])
 def test_te_fused_adam_bit_exact(m_dtype, v_dtype, master, gscale, given_states):
@@ -448,8 +464,18 @@ def test_te_fused_adam_bit_exact(m_dtype, v_dtype, master, gscale, given_states)
         m0[:4] = [0.0, 1e-42, -1e-40, 0.0]
     hyper = dict(lr=3e-3, b1=0.9, b2=0.999, eps=1e-8, wd=0.01)
     ref = NumpyTeFusedAdam(w, m0, v0, m_dtype, v_dtype, master, **hyper)
-    sim = fp8kit.msamp.te_fused_adam(w, m0, v0, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01,
-                                     exp_avg_dtype=m_dtype, exp_avg_sq_dtype=v_dtype, master_weight_dtype=master)
+    sim = fp8kit.msamp.te_fused_adam(
+        w,
+        m0,
+        v0,
+        lr=3e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.01,
+        exp_avg_dtype=m_dtype,
+        exp_avg_sq_dtype=v_dtype,
+        master_weight_dtype=master,
+    )
     for _ in range(4):
         g = (rng.standard_normal(n) * gscale).astype(f32)
         g[:3] = [0.0, 1e-42, -1e-40]
@@ -488,8 +514,10 @@ def test_te_fused_adam_zero_gradient_and_errors():
 
 
 # ---- Whole simulations over dumps (fp8kit.msamp.simulate = simulate::run_msamp, as the CLI) ----
-RANK_FILES = [str(pathlib.Path(__file__).resolve().parents[2] / "data" / "example" / "msamp_ranks" / f"rank{r}.h5")
-              for r in range(4)]
+RANK_FILES = [
+    str(pathlib.Path(__file__).resolve().parents[2] / "data" / "example" / "msamp_ranks" / f"rank{r}.h5")
+    for r in range(4)
+]
 
 
 def _optimizer_metrics(res, tensor):
@@ -505,8 +533,9 @@ def test_simulate_dumps_optimizer_grad():
     pytest.importorskip("pandas")
     h5py = pytest.importorskip("h5py")
     tensor = "model.layers.1.self_attn.k_proj"
-    res = fp8kit.msamp.simulate(RANK_FILES, level="O2", tensor=f"*{tensor}*", orders=["rank"], paths=["ddp"],
-                                optimizer_grad="fp8-allreduce")
+    res = fp8kit.msamp.simulate(
+        RANK_FILES, level="O2", tensor=f"*{tensor}*", orders=["rank"], paths=["ddp"], optimizer_grad="fp8-allreduce"
+    )
     assert res["params"] == [tensor] and any("FP8 all-reduce" in n for n in res["notes"])
     got = _optimizer_metrics(res, tensor)
     files = [h5py.File(p, "r") for p in RANK_FILES]
@@ -575,10 +604,17 @@ def test_simulate_dumps_carry_gradient_scale(tmp_path):
     rng = np.random.default_rng(24)
     n, size = 4, 64
     base = (rng.standard_normal((n, size)) * 1e-3).astype(f32)
-    per_step = {1: base, 2: np.zeros((n, size), f32), 3: base.copy(), 4: base * f32(30), 5: base.copy(),
-                6: base.copy(), 7: (base * f32(1e-36)).astype(f32)}
-    per_step[3][2, 7] = np.nan       # amax NaN -> +Inf: 1 / old scale
-    per_step[5][0, 0] = -np.inf      # amax +Inf
+    per_step = {
+        1: base,
+        2: np.zeros((n, size), f32),
+        3: base.copy(),
+        4: base * f32(30),
+        5: base.copy(),
+        6: base.copy(),
+        7: (base * f32(1e-36)).astype(f32),
+    }
+    per_step[3][2, 7] = np.nan  # amax NaN -> +Inf: 1 / old scale
+    per_step[5][0, 0] = -np.inf  # amax +Inf
     tensor = "layer.w"
     files = _write_rank_dumps(h5py, tmp_path, per_step, tensor)
     res = fp8kit.msamp.simulate(files, orders=["rank", "tree"])
@@ -600,7 +636,7 @@ def test_simulate_dumps_carry_gradient_scale(tmp_path):
         assert scales[1] == (f32(scales[0] * pre) if path == "ddp" else scales[0])
         assert scales[1] != fp8kit.msamp.allreduce(per_step[2], path=path)["scale"] or path == "non-ddp"
         assert scales[2] == (f32((f32(1) / scales[1]) * pre) if path == "ddp" else f32(1) / scales[1])
-        assert np.isinf(scales[6]) or scales[6] > 2 ** 100
+        assert np.isinf(scales[6]) or scales[6] > 2**100
 
 
 def _split_allreduce_flags(g, n, spread, seed, path):
@@ -623,7 +659,7 @@ def _split_allreduce_flags(g, n, spread, seed, path):
         over = over or hops > 0 or bool((~np.isfinite(values)).any())
         under = under or np.count_nonzero((mean != 0) & (values == 0)) / g.size >= 0.01
     margin = 0
-    while peak[0] > 448 * 2.0 ** margin:
+    while peak[0] > 448 * 2.0**margin:
         margin += 1
     return over, under, margin
 
@@ -733,16 +769,16 @@ def test_allreduce_metrics(n, path):
         assert got["nonfinite"] == np.count_nonzero(~fin)
         assert got["underflow"] == np.count_nonzero((mean != 0) & (v == 0))
         err2 = np.sum((v[fin].astype(np.float64) - mean[fin]) ** 2)
-        ref2 = np.sum(mean ** 2)
+        ref2 = np.sum(mean**2)
         assert got["rel_error"] == pytest.approx(math.sqrt(err2 / ref2), rel=1e-9)
         assert got["sqnr_db"] == pytest.approx(10 * math.log10(ref2 / err2), rel=1e-9)
     stack = np.stack([vals[o] for o in orders])
     codes = np.stack([res["orders"][o]["codes"] for o in orders])
     assert res["order_differs"] == np.count_nonzero(np.any(codes != codes[0], axis=0))
     spread = np.max(stack.max(axis=0).astype(np.float64) - stack.min(axis=0))
-    assert res["order_spread"] == pytest.approx(spread / math.sqrt(np.sum(mean ** 2) / size), rel=1e-9)
+    assert res["order_spread"] == pytest.approx(spread / math.sqrt(np.sum(mean**2) / size), rel=1e-9)
     k = 0
-    while peak[0] > 448 * 2.0 ** k:
+    while peak[0] > 448 * 2.0**k:
         k += 1
     assert res["extra_margin"] == k
 
@@ -780,12 +816,15 @@ def test_adam_report_metrics():
         rep = sim.report()
         d_ref, d_sim = w32.astype(np.float64) - w, wq - w
         assert rep["update_rel_error"] == pytest.approx(
-            math.sqrt(np.sum((d_sim - d_ref) ** 2) / np.sum(d_ref ** 2)), rel=1e-9)
+            math.sqrt(np.sum((d_sim - d_ref) ** 2) / np.sum(d_ref**2)), rel=1e-9
+        )
         assert rep["weight_max_abs_diff"] == np.max(np.abs(wq - w32))
         assert rep["m_rel_error"] == pytest.approx(
-            math.sqrt(np.sum((m.astype(np.float64) - m32) ** 2) / np.sum(m32.astype(np.float64) ** 2)), rel=1e-9)
+            math.sqrt(np.sum((m.astype(np.float64) - m32) ** 2) / np.sum(m32.astype(np.float64) ** 2)), rel=1e-9
+        )
         assert rep["v_rel_error"] == pytest.approx(
-            math.sqrt(np.sum((v.astype(np.float64) - v32) ** 2) / np.sum(v32.astype(np.float64) ** 2)), rel=1e-9)
+            math.sqrt(np.sum((v.astype(np.float64) - v32) ** 2) / np.sum(v32.astype(np.float64) ** 2)), rel=1e-9
+        )
         for s, r_, q_ in (("m", m32, m), ("v", v32, v)):
             assert rep[f"{s}_underflow"] == np.count_nonzero((r_ != 0) & (q_ == 0))
             assert rep[f"{s}_nonzero"] == np.count_nonzero(r_)

@@ -2,6 +2,7 @@
 paper and checked on the Random123 known-answer vectors, the codes against the documented rule
 (round the magnitude up iff floor(f 2^32) + r >= 2^32, f the fraction of the way to the next code),
 and determinism over thread counts and array splits."""
+
 import os
 import subprocess
 import sys
@@ -29,8 +30,12 @@ def test_philox_known_answers():
     # Random123 kat_vectors, philox4x32_10
     assert philox4x32_10((0, 0, 0, 0), (0, 0)) == (0x6627E8D5, 0xE169C58D, 0xBC57AC4C, 0x9B00DBD8)
     assert philox4x32_10((M32,) * 4, (M32, M32)) == (0x408F276D, 0x41C83B0E, 0xA20BC7C6, 0x6D5451FD)
-    assert philox4x32_10((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0)) == \
-        (0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1)
+    assert philox4x32_10((0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344), (0xA4093822, 0x299F31D0)) == (
+        0xD16CFE09,
+        0x94FDCCEB,
+        0x5001E420,
+        0x24126EA1,
+    )
 
 
 def test_stochastic_bits_are_philox():
@@ -47,8 +52,11 @@ def stochastic_model(x, fmt, seed):
     """Codes of finite float32 x inside the format's range under stochastic rounding."""
     g = grid(fmt)
     pos = g[g >= 0]
-    codes = {float(v): int(c) for c, v in enumerate(np.arange(256, dtype=np.uint8).view(FP8[fmt]).astype(np.float64))
-             if np.isfinite(v) and v >= 0 and not (v == 0 and c != 0)}
+    codes = {
+        float(v): int(c)
+        for c, v in enumerate(np.arange(256, dtype=np.uint8).view(FP8[fmt]).astype(np.float64))
+        if np.isfinite(v) and v >= 0 and not (v == 0 and c != 0)
+    }
     out = []
     for i, v in enumerate(x.astype(np.float64)):
         a = abs(v)
@@ -90,9 +98,11 @@ def test_deterministic_across_splits_and_threads():
     parts = np.concatenate([sr(x[:k], "e4m3", 42), sr(x[k:], "e4m3", 42, index_offset=k)])
     assert np.array_equal(whole, parts)
     assert not np.array_equal(whole, sr(x, "e4m3", 43))
-    code = ("import numpy as np, fp8kit, sys; x = np.random.default_rng(5).standard_normal(300_001).astype(np.float32);"
-            "sys.stdout.buffer.write(fp8kit.quantize(x, 'e4m3', rounding='stochastic', overflow='saturate-finite',"
-            " nan='canonical', seed=42).tobytes())")
+    code = (
+        "import numpy as np, fp8kit, sys; x = np.random.default_rng(5).standard_normal(300_001).astype(np.float32);"
+        "sys.stdout.buffer.write(fp8kit.quantize(x, 'e4m3', rounding='stochastic', overflow='saturate-finite',"
+        " nan='canonical', seed=42).tobytes())"
+    )
     for threads in ("1", "3"):
         env = dict(os.environ, OMP_NUM_THREADS=threads)
         out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True).stdout
@@ -104,5 +114,4 @@ def test_scaled_stochastic_draws_by_element_index():
     x = np.random.default_rng(8).standard_normal(100_003).astype(np.float32)
     s = np.float32(37.5)
     assert np.array_equal(sr(x, "e4m3", 9, scale=float(s)), sr((x * s).astype(np.float32), "e4m3", 9))
-    assert np.array_equal(sr(x.astype(np.float64), "e5m2", 9, scale=3.25),
-                          sr(x.astype(np.float64) * 3.25, "e5m2", 9))
+    assert np.array_equal(sr(x.astype(np.float64), "e5m2", 9, scale=3.25), sr(x.astype(np.float64) * 3.25, "e5m2", 9))

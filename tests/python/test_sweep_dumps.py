@@ -1,6 +1,7 @@
 """fp8kit.sweep over dumps, as `fp8kit sweep` takes them: the module and the CLI load the same
 inputs through lib's sweep::load_inputs, so their outcomes must agree number for number; a dump
 written here with h5py checks the overflow count against a hand-worked TE sequence."""
+
 import fnmatch
 import json
 import subprocess
@@ -13,8 +14,17 @@ from test_cli_inspect import DUMP, REPO, cli, same
 
 TRACE = REPO / "data" / "example" / "amax_trace.csv"
 LAYER1 = "*layers.1.*"
-KEYS = ("steps", "overflow_steps", "worst_headroom", "mean_log2_headroom", "dumped", "underflow_share",
-        "subnormal_share", "sqnr_db", "lossless")
+KEYS = (
+    "steps",
+    "overflow_steps",
+    "worst_headroom",
+    "mean_log2_headroom",
+    "dumped",
+    "underflow_share",
+    "subnormal_share",
+    "sqnr_db",
+    "lossless",
+)
 
 
 def agree(got, cli_value):
@@ -24,8 +34,9 @@ def agree(got, cli_value):
 
 
 def test_sweep_dump_matches_cli_json():
-    out = subprocess.run([cli(), "sweep", str(DUMP), "--json", "--tensor", LAYER1], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [cli(), "sweep", str(DUMP), "--json", "--tensor", LAYER1], check=True, capture_output=True, text=True
+    ).stdout
     j = json.loads(out)
     sw = fp8kit.sweep(DUMP, include=LAYER1)
     labels = [c["label"] for c in j["candidates"]]
@@ -63,6 +74,7 @@ def test_sweep_dump_counts_from_h5py():
     # Every selected dataset that is not optimizer state is one dumped (tensor, step).
     want_dumped, want_opt, steps = 0, 0, {}
     with h5py.File(DUMP) as f:
+
         def visit(name, obj):
             nonlocal want_dumped, want_opt
             if not isinstance(obj, h5py.Dataset):
@@ -74,6 +86,7 @@ def test_sweep_dump_counts_from_h5py():
             if fnmatch.fnmatchcase(series, LAYER1):
                 want_dumped += 1
                 steps.setdefault(series, set()).add(int(obj.attrs["step"]))
+
         f.visititems(visit)
     sw = fp8kit.sweep(DUMP, include=LAYER1, blocks=False)
     assert not sw["table"]["blockwise"].any()
@@ -109,8 +122,12 @@ def test_sweep_trace_and_dump_together():
     sw = fp8kit.sweep([TRACE, DUMP], include=LAYER1, formats="all", blocks=False)
     assert sw["trace_files"] == [str(TRACE)] and sw["dump_files"] == [str(DUMP)]
     assert set(sw["table"]["format"]) == {"e4m3", "e5m2"}
-    out = subprocess.run([cli(), "sweep", str(TRACE), str(DUMP), "--json", "--tensor", LAYER1, "--format", "all",
-                          "--no-blocks"], check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [cli(), "sweep", str(TRACE), str(DUMP), "--json", "--tensor", LAYER1, "--format", "all", "--no-blocks"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     j = json.loads(out)
     assert sw["notes"] == j["notes"]
     for cls, k in j["classes"].items():
@@ -158,5 +175,9 @@ def test_sweep_nvfp4_rht_copy_and_rows_not_in_16s(tmp_path):
     b = "layer.b.grad_output"
     assert row(b, "nvfp4 (blockwise)")["dumped"] == 0
     assert row(b, "nvfp4-rowwise (blockwise)")["dumped"] == 1 and row(b, "mxfp8 (blockwise)")["dumped"] == 1
-    assert any("1 dumped tensor step(s) left out of a block preset with TE's column-wise RHT" in n and
-               "layer/b/grad_output" in n and "multiple of 16, got 10" in n for n in sw["notes"]), sw["notes"]
+    assert any(
+        "1 dumped tensor step(s) left out of a block preset with TE's column-wise RHT" in n
+        and "layer/b/grad_output" in n
+        and "multiple of 16, got 10" in n
+        for n in sw["notes"]
+    ), sw["notes"]

@@ -1,6 +1,7 @@
 """TransformerEngine DumpTensors files from Python: data/te/ was written by real torch.save
 (scripts/fixtures/make_te_fixtures.py); values are compared with torch's own view of them
 (data/te/EXPECTED.txt), not with fp8kit's reader."""
+
 import os
 
 import fp8kit

@@ -1,10 +1,10 @@
 """TransformerEngine statistics logs from Python (fp8kit.te_stats): every logged statistic, ranks
 combined where the statistic allows it, unknown names skipped with a note, and values TE's
 four-decimal writer made unreadable flagged, never read as 0."""
-import numpy as np
-import pytest
 
 import fp8kit
+import numpy as np
+import pytest
 
 
 def _line(name, it, value):
@@ -16,11 +16,16 @@ def test_te_stats_every_statistic(tmp_path):
     d = tmp_path / "nvdlfw_inspect_statistics_logs"
     d.mkdir()
     (d / "nvdlfw_inspect_globalrank-0.log").write_text(
-        _line("fc1_activation_max", 1, 2.5) + _line("fc1_activation_std", 1, 0.75)
-        + _line("fc1_gradient_cur_amax", 1, 2.5e-6) + _line("fc1_activation_not_a_te_stat", 1, 1.0))
+        _line("fc1_activation_max", 1, 2.5)
+        + _line("fc1_activation_std", 1, 0.75)
+        + _line("fc1_gradient_cur_amax", 1, 2.5e-6)
+        + _line("fc1_activation_not_a_te_stat", 1, 1.0)
+    )
     (d / "nvdlfw_inspect_globalrank-1.log").write_text(
-        _line("fc1_activation_max", 1, 3.25) + _line("fc1_activation_std", 1, 0.5)
-        + _line("fc1_gradient_cur_amax", 1, 0.0125))
+        _line("fc1_activation_max", 1, 3.25)
+        + _line("fc1_activation_std", 1, 0.5)
+        + _line("fc1_gradient_cur_amax", 1, 0.0125)
+    )
     r = fp8kit.te_stats(tmp_path)
     assert len(r["files"]) == 2
     assert len(r["notes"]) == 1 and "not_a_te_stat" in r["notes"][0]

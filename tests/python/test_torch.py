@@ -1,6 +1,7 @@
 """fp8kit.torch: fake quantisation (straight-through) and the monitor. CPU tests need torch
 (not in requirements.txt: CI skips them with the reason); the GPU tests also need a GPU and the
 module built with the CUDA kernels, and check that CUDA tensors give the CPU's bits."""
+
 import csv
 import json
 import os
@@ -13,8 +14,9 @@ import fp8kit  # noqa: E402
 import fp8kit.torch as ft  # noqa: E402
 
 ok, why = fp8kit._fp8kit.cuda_available()
-gpu = pytest.mark.skipif(not (ok and torch.cuda.is_available()),
-                         reason=f"GPU test: {why or 'torch sees no CUDA device'}")
+gpu = pytest.mark.skipif(
+    not (ok and torch.cuda.is_available()), reason=f"GPU test: {why or 'torch sees no CUDA device'}"
+)
 
 
 def bits(t):
@@ -44,6 +46,7 @@ def test_fake_quantize_equals_torch_cast(dtype):
 def test_fake_quantize_equals_ml_dtypes():
     # Whole range, overflow and NaN included: ml_dtypes' cast (profile ml_dtypes).
     import ml_dtypes
+
     x = inputs(torch.float32) * 3
     x[0, :3] = torch.tensor([float("nan"), float("inf"), -1e6])
     y = ft.fake_quantize(x, format="e4m3", profile="ml_dtypes")
@@ -63,7 +66,7 @@ def test_fake_quantize_recipe_scale_and_gradient():
 
 
 def test_fake_quantize_stochastic_and_module():
-    x = torch.full((4096,), 1.0 + 2.0 ** -4)  # halfway between E4M3's 1 and 1.125: SR picks both
+    x = torch.full((4096,), 1.0 + 2.0**-4)  # halfway between E4M3's 1 and 1.125: SR picks both
     m = ft.FakeQuantize(format="e4m3", rounding="stochastic", overflow="saturate-all", nan="canonical", seed=11)
     a, b = m(x), m(x)
     assert set(a.unique().tolist()) == {1.0, 1.125} and not torch.equal(a, b)
@@ -78,9 +81,9 @@ def test_fake_quantize_mx_blocks_cpu():
     d = fp8kit.quantize_blocks(x.numpy(), "mxfp8")
     # per block of 32: the E8M0 scale is a power of two, so y / 2^e are E4M3 values
     e = torch.from_numpy(d["scale_inv"]).repeat_interleave(32, 1)
-    q = (y / e)
+    q = y / e
     np.testing.assert_array_equal(q.to(torch.float8_e4m3fn).float().numpy(), q.numpy())
-    assert torch.all((y - x).abs() <= x.abs() * 2 ** -3 + e * 2 ** -9)
+    assert torch.all((y - x).abs() <= x.abs() * 2**-3 + e * 2**-9)
 
 
 def test_errors():
@@ -109,8 +112,9 @@ def run_steps(model, mon, steps, device="cpu"):
 
 def test_monitor_cpu_files(tmp_path):
     model = tiny_model()
-    with ft.monitor(model, recipes=["te-current", "torchao-tensorwise", "mxfp8"], every=2,
-                    out_dir=str(tmp_path)) as mon:
+    with ft.monitor(
+        model, recipes=["te-current", "torchao-tensorwise", "mxfp8"], every=2, out_dir=str(tmp_path)
+    ) as mon:
         run_steps(model, mon, 5)
     rows = list(csv.DictReader(open(tmp_path / "stats.csv")))
     steps = sorted({int(r["step"]) for r in rows})
@@ -119,14 +123,23 @@ def test_monitor_cpu_files(tmp_path):
     assert names == {f"{i}.{t}" for i in ("0", "2") for t in ("input", "weight", "grad_output", "wgrad")}
     assert len(rows) == 3 * 8 * 3
     js = json.load(open(tmp_path / "stats.json"))
-    assert [(r["step"], r["tensor"], r["recipe"]) for r in js] == [(r["step"], r["tensor"], r["recipe"]) for r in mon.rows]
+    assert [(r["step"], r["tensor"], r["recipe"]) for r in js] == [
+        (r["step"], r["tensor"], r["recipe"]) for r in mon.rows
+    ]
     tr = fp8kit.read_trace(str(tmp_path / "amax_trace.csv"))
     assert len(tr) == 8  # one series per tensor
     for r in rows:
         assert int(r["numel"]) > 0 and float(r["amax"]) > 0
 
 
-BLOCK_KEYS = ("blocks", "scale_inv_min", "scale_inv_max", "blocks_with_range", "block_dynamic_range_max", "block_dynamic_range_mean")
+BLOCK_KEYS = (
+    "blocks",
+    "scale_inv_min",
+    "scale_inv_max",
+    "blocks_with_range",
+    "block_dynamic_range_max",
+    "block_dynamic_range_mean",
+)
 
 
 def test_monitor_cpu_rows_carry_per_block_fields(tmp_path):
@@ -137,8 +150,10 @@ def test_monitor_cpu_rows_carry_per_block_fields(tmp_path):
     recipes = ["te-current", "te-block", "mxfp8", "nvfp4"]
     mon = ft.Monitor(torch.nn.Identity(), recipes=recipes, out_dir=str(tmp_path))
     g = torch.Generator().manual_seed(5)
-    xs = {"a": (torch.randn(48, 300, generator=g) * torch.logspace(-3, 3, 300)).to(torch.bfloat16),
-          "w": torch.randn(32, 160, generator=g) * 1e-2}
+    xs = {
+        "a": (torch.randn(48, 300, generator=g) * torch.logspace(-3, 3, 300)).to(torch.bfloat16),
+        "w": torch.randn(32, 160, generator=g) * 1e-2,
+    }
     xs["w"][0, :16] = 0.0  # a block without range
     xs["w"][1, 3] = float("nan")
     roles = {"a": "input", "w": "weight"}
@@ -176,8 +191,10 @@ def test_monitor_cpu_rows_carry_per_block_fields(tmp_path):
 def test_monitor_amax_is_torch_amax(tmp_path):
     model = tiny_model()
     seen = {}
+
     def hook(m, i, o):
         seen.setdefault("in", i[0].detach().abs().max().item())
+
     model[0].register_forward_hook(hook)
     mon = ft.Monitor(model, recipes=["te-current"], tensors=["input"])
     run_steps(model, mon, 1)
@@ -191,13 +208,21 @@ def test_monitor_amax_is_torch_amax(tmp_path):
 
 @gpu
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("kw", [dict(format="e4m3", profile="cuda-satfinite"), dict(format="e5m2", profile="torch"),
-                                dict(format="e4m3", profile="ml_dtypes", scale=3.0),
-                                dict(format="e4m3", rounding="stochastic", overflow="saturate-all", nan="canonical",
-                                     seed=5),
-                                dict(recipe="te-current"), dict(recipe="te-current", role="grad"),
-                                dict(recipe="mxfp8"), dict(recipe="mx-ocp"), dict(recipe="te-block"),
-                                dict(recipe="te-block", role="weight")])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(format="e4m3", profile="cuda-satfinite"),
+        dict(format="e5m2", profile="torch"),
+        dict(format="e4m3", profile="ml_dtypes", scale=3.0),
+        dict(format="e4m3", rounding="stochastic", overflow="saturate-all", nan="canonical", seed=5),
+        dict(recipe="te-current"),
+        dict(recipe="te-current", role="grad"),
+        dict(recipe="mxfp8"),
+        dict(recipe="mx-ocp"),
+        dict(recipe="te-block"),
+        dict(recipe="te-block", role="weight"),
+    ],
+)
 def test_fake_quantize_gpu_equals_cpu(dtype, kw):
     x = inputs(dtype, (256, 384), seed=2)
     x[3, 5] = float("nan")
@@ -234,6 +259,7 @@ def test_monitor_gpu_equals_cpu(tmp_path):
 
 def _rank_main(rank, store, out_dir, result_dir):
     import torch.distributed as dist
+
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=2)
     try:
         torch.manual_seed(0)
@@ -249,6 +275,7 @@ def _rank_main(rank, store, out_dir, result_dir):
 
 def test_monitor_reduces_amax_over_ranks(tmp_path):
     import torch.multiprocessing as mp
+
     if not torch.distributed.is_available():
         pytest.skip("torch.distributed is not available in this torch build")
     out, res = tmp_path / "out", tmp_path / "res"
@@ -263,18 +290,22 @@ def test_monitor_reduces_amax_over_ranks(tmp_path):
 
 def test_monitor_dump_is_read_by_fp8kit(tmp_path):
     model = tiny_model().to(torch.bfloat16)
-    mon = ft.Monitor(model, recipes=["te-current"], out_dir=str(tmp_path), dump_steps=[1],
-                     dump_include=["0.*", "2.weight"])
+    mon = ft.Monitor(
+        model, recipes=["te-current"], out_dir=str(tmp_path), dump_steps=[1], dump_include=["0.*", "2.weight"]
+    )
     seen = {}
-    model[0].register_forward_hook(lambda m, i, o: seen.__setitem__("x", i[0].detach().clone()) if mon.step_index == 1 else None)
+    model[0].register_forward_hook(
+        lambda m, i, o: seen.__setitem__("x", i[0].detach().clone()) if mon.step_index == 1 else None
+    )
     for _ in range(3):
         model.zero_grad()
         model(torch.randn(8, 32).to(torch.bfloat16)).float().square().mean().backward()
         mon.step()
     mon.close()
     got = {info["name"]: (info, a) for info, a in fp8kit.read_dump(str(tmp_path / "dump.h5"))}
-    assert sorted(got) == sorted(f"step_000001/{n}" for n in
-                                 ("0.input", "0.weight", "0.grad_output", "0.wgrad", "2.weight"))
+    assert sorted(got) == sorted(
+        f"step_000001/{n}" for n in ("0.input", "0.weight", "0.grad_output", "0.wgrad", "2.weight")
+    )
     info, a = got["step_000001/0.input"]
     assert info["step"] == 1 and info["role"] == "activation" and info["dtype"] == "bf16"
     np.testing.assert_array_equal(np.asarray(a).view(np.uint16), bits(seen["x"]).view(np.uint16))
@@ -285,8 +316,15 @@ def test_monitor_dump_is_read_by_fp8kit(tmp_path):
 def test_monitor_attention_qkv_after_rotary():
     transformers = pytest.importorskip("transformers", reason="transformers is not installed")
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as registry
-    cfg = transformers.LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
-                                   intermediate_size=128, num_hidden_layers=2, vocab_size=97)
+
+    cfg = transformers.LlamaConfig(
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        vocab_size=97,
+    )
     torch.manual_seed(0)
     model = transformers.LlamaForCausalLM(cfg)
     model.config._attn_implementation = "eager"
@@ -303,6 +341,7 @@ def test_monitor_attention_qkv_after_rotary():
     def record(module, q, k, v, *a, **kw):
         seen.append((q.abs().max().item(), k.abs().max().item(), v.abs().max().item(), k.shape))
         return inner(module, q, k, v, *a, **kw)
+
     registry["sdpa"] = record
     try:
         with torch.no_grad():
@@ -334,8 +373,15 @@ def test_monitor_sample_cpu(tmp_path):
     kept = x.reshape(-1).numpy()[_sample_mask(x.numel(), 3)]
     for row, name in zip(mon.rows, ["te-current", "torchao-tensorwise"]):
         scale, scale_inv = fp8kit.recipe_scale(name, "input", float(np.abs(x.numpy()).max()))
-        want = fp8kit.stats(kept, "e4m3", rounding="nearest-even", overflow="saturate-all", nan="canonical",
-                            scale=scale, scale_inv=scale_inv)
+        want = fp8kit.stats(
+            kept,
+            "e4m3",
+            rounding="nearest-even",
+            overflow="saturate-all",
+            nan="canonical",
+            scale=scale,
+            scale_inv=scale_inv,
+        )
         assert row["sample"] == 3 and row["numel"] == kept.size == want["numel"]
         for k in ("amax", "min_nonzero", "zeros", "underflow", "subnormal", "overflow", "te_overflow", "mse"):
             assert row[k] == want[k], k
@@ -352,8 +398,10 @@ def test_monitor_gpu_queued_equals_stats(sample):
     recipes = ["te-current", "torchao-tensorwise", "msamp"]
     assert fp8kit._fp8kit.cuda_stats_columns == ft._STAT_KEYS  # the binding's row tuples
     mon = ft.Monitor(torch.nn.Identity(), recipes=recipes, sample=sample)
-    xs = {"a": (torch.randn(1000, 301, device="cuda") * 30).to(torch.bfloat16),
-          "g": torch.randn(4099, device="cuda") * 1e-3}
+    xs = {
+        "a": (torch.randn(1000, 301, device="cuda") * 30).to(torch.bfloat16),
+        "g": torch.randn(4099, device="cuda") * 1e-3,
+    }
     xs["a"][5, 7] = float("nan")
     mon.watch("a", xs["a"], "input")
     mon.watch("g", xs["g"], "grad")
@@ -369,12 +417,21 @@ def test_monitor_gpu_queued_equals_stats(sample):
         r = fp8kit.recipe(row["recipe"])
         scale, scale_inv = fp8kit.recipe_scale(row["recipe"], role, amax)
         pol = r["policy"]
-        kw = dict(rounding=pol["rounding"], overflow=pol["overflow"], nan=pol["nan"], scale=scale,
-                  scale_inv=scale_inv)
+        kw = dict(rounding=pol["rounding"], overflow=pol["overflow"], nan=pol["nan"], scale=scale, scale_inv=scale_inv)
         if sample == 1:
             want = fp8kit.stats(x, row["format"], **kw)
-            keys = ("numel", "amax", "min_nonzero", "zeros", "nan", "underflow", "subnormal", "overflow",
-                    "te_underflow", "te_overflow")
+            keys = (
+                "numel",
+                "amax",
+                "min_nonzero",
+                "zeros",
+                "nan",
+                "underflow",
+                "subnormal",
+                "overflow",
+                "te_underflow",
+                "te_overflow",
+            )
             # The sums: the same kernel, but torchao's record may be te-current's (one pass when
             # their scales agree: statistics_async_multi), whose launch may split the work
             # differently: the documented order tolerance.
@@ -383,8 +440,18 @@ def test_monitor_gpu_queued_equals_stats(sample):
         else:
             kept = x.cpu().reshape(-1)[torch.from_numpy(_sample_mask(x.numel(), sample))]
             want = fp8kit.stats(kept, row["format"], **kw)
-            keys = ("numel", "amax", "min_nonzero", "zeros", "nan", "underflow", "subnormal", "overflow",
-                    "te_underflow", "te_overflow")
+            keys = (
+                "numel",
+                "amax",
+                "min_nonzero",
+                "zeros",
+                "nan",
+                "underflow",
+                "subnormal",
+                "overflow",
+                "te_underflow",
+                "te_overflow",
+            )
             assert row["mse"] == pytest.approx(want["mse"], rel=1e-9)  # binary64 sums, order differs
         assert row["sample"] == sample
         for k in keys:
@@ -400,6 +467,7 @@ def test_monitor_gpu_one_call_per_tensor_equals_per_recipe():
     agree, where they do not (amax below torchao's epsilon 1e-12), NaN inputs, and
     more tensors than one page of records holds (a tensor's records never straddle pages)."""
     from fp8kit import _fp8kit
+
     recipes = ["te-current", "torchao-tensorwise", "msamp", "te-delayed"]
     mon = ft.Monitor(torch.nn.Identity(), recipes=recipes)
     g = torch.Generator(device="cuda").manual_seed(3)
@@ -428,11 +496,13 @@ def test_monitor_gpu_one_call_per_tensor_equals_per_recipe():
             assert (row["tensor"], row["recipe"]) == (name, rname)
             r = fp8kit.recipe(rname)
             spec, pol = r["roles"][role], r["policy"]
-            plan = _fp8kit.cuda_stats_plan(rname, False, role, wide, spec["format"], pol["rounding"],
-                                           pol["overflow"], pol["nan"])
+            plan = _fp8kit.cuda_stats_plan(
+                rname, False, role, wide, spec["format"], pol["rounding"], pol["overflow"], pol["nan"]
+            )
             rec = torch.zeros(size, dtype=torch.uint8, device="cuda")
-            _fp8kit.cuda_stats_async([plan], x.data_ptr(), x.numel(), amax.data_ptr(), [rec.data_ptr()],
-                                     ws.data_ptr(), 1, 0, stream)
+            _fp8kit.cuda_stats_async(
+                [plan], x.data_ptr(), x.numel(), amax.data_ptr(), [rec.data_ptr()], ws.data_ptr(), 1, 0, stream
+            )
             host = rec.cpu()
             want = dict(zip(ft._STAT_KEYS, _fp8kit.cuda_stats_rows(host.data_ptr(), 1)[0]))
             for k in ft._STAT_KEYS:
@@ -453,8 +523,13 @@ def _planted_steps(mon, steps=240, spike_at=150):
 
 def test_monitor_raises_warnings_live():
     got = []
-    mon = ft.Monitor(tiny_model(), recipes=["te-current"], warn={"recipe": None}, warn_every=10,
-                     on_warning=lambda w: got.append((mon.step_index, w)))
+    mon = ft.Monitor(
+        tiny_model(),
+        recipes=["te-current"],
+        warn={"recipe": None},
+        warn_every=10,
+        on_warning=lambda w: got.append((mon.step_index, w)),
+    )
     _planted_steps(mon)
     mon.close()
     spikes = [(at, w) for at, w in got if w["signal"] == "spike" and w["tensor"] == "planted.input"]
@@ -466,7 +541,9 @@ def test_monitor_raises_warnings_live():
     ref = fp8kit.Watcher(recipe=None)
     for step in sorted({s for s, _, _ in mon.trace}):
         ref.observe(step, {n: a for s, n, a in mon.trace if s == step})
-    assert sorted((w["signal"], w["tensor"]) for w in ref.poll()) == sorted((w["signal"], w["tensor"]) for w in mon.warnings)
+    assert sorted((w["signal"], w["tensor"]) for w in ref.poll()) == sorted(
+        (w["signal"], w["tensor"]) for w in mon.warnings
+    )
 
 
 def test_monitor_warnings_default_to_python_warnings():
@@ -496,10 +573,12 @@ def test_monitor_gpu_block_recipes_equal_host_block_stats():
     # NVFP4's column-wise copy needs a row count that is a multiple of 16 (TE asserts the same).
     # "w2" before "a", of its shape and type: a weight's NVFP4 tiles (16 x 16) are fewer than an
     # input's (1 x 16 of the column-wise copy); their tile buffers must not be mixed up.
-    xs = {"w2": (torch.randn(144, 300, device="cuda") * 3).to(torch.bfloat16),
-          "a": (torch.randn(144, 300, device="cuda") * 30).to(torch.bfloat16),
-          "w": torch.randn(256, 160, device="cuda") * 1e-2,
-          "g": torch.randn(3, 48, 96, device="cuda") * 1e-4}
+    xs = {
+        "w2": (torch.randn(144, 300, device="cuda") * 3).to(torch.bfloat16),
+        "a": (torch.randn(144, 300, device="cuda") * 30).to(torch.bfloat16),
+        "w": torch.randn(256, 160, device="cuda") * 1e-2,
+        "g": torch.randn(3, 48, 96, device="cuda") * 1e-4,
+    }
     xs["a"][5, 7] = float("nan")
     xs["w"][0, 0] = float("inf")
     roles = {"w2": "weight", "a": "input", "w": "weight", "g": "grad"}
@@ -509,8 +588,20 @@ def test_monitor_gpu_block_recipes_equal_host_block_stats():
         mon.step()
     rows = mon.rows
     assert len(rows) == 2 * len(xs) * len(recipes)
-    keys = ("numel", "amax", "min_nonzero", "zeros", "nan", "inf", "underflow", "subnormal", "overflow",
-            "te_underflow", "te_overflow", "sample") + BLOCK_KEYS
+    keys = (
+        "numel",
+        "amax",
+        "min_nonzero",
+        "zeros",
+        "nan",
+        "inf",
+        "underflow",
+        "subnormal",
+        "overflow",
+        "te_underflow",
+        "te_overflow",
+        "sample",
+    ) + BLOCK_KEYS
     for row in rows:
         x = xs[row["tensor"]] * (1 + row["step"]) if row["step"] else xs[row["tensor"]]
         want = fp8kit.stats(x.cpu().reshape(-1, x.shape[-1]), recipe=row["recipe"], role=row["role"])

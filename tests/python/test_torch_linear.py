@@ -2,6 +2,7 @@
 accumulation models (issue 26 item 6). Needs torch (not in requirements.txt: CI skips with the
 reason). The operands' codes are made here with torch's own float8 casts and TransformerEngine's
 current-scaling rule typed from its source, not with fp8kit's quantiser."""
+
 import numpy as np
 import pytest
 
@@ -60,7 +61,7 @@ def test_exact_and_fp32_are_close_to_a_float64_matmul(model):
     t = xv.abs() @ wv.abs().t()
     k = 256 + 4 if model == "fp32" else 1
     err = (lin(x).double() - ref).abs()
-    assert (err <= k * 2.0 ** -24 * t + 1e-30).all()
+    assert (err <= k * 2.0**-24 * t + 1e-30).all()
     assert err.max() > 0 or model == "exact"
 
 
@@ -69,7 +70,7 @@ def test_gradients_are_the_reference_gemms_of_dy():
     x = (torch.randn(32, 256) * 3).requires_grad_()
     dy = torch.randn(32, 48) * 1e-3
     lin(x).backward(dy)
-    gc, gs, _ = te_current_codes(dy, "e5m2")        # HYBRID: gradients in E5M2
+    gc, gs, _ = te_current_codes(dy, "e5m2")  # HYBRID: gradients in E5M2
     wtc, wts, _ = te_current_codes(lin.weight.t(), "e4m3")
     dx = fp8kit.gemm(gc, wtc, "e5m2", "e4m3", scale_a=gs, scale_b=wts, accum="sm90")
     np.testing.assert_array_equal(f32_bits(x.grad), dx.view(np.int32))
@@ -119,12 +120,14 @@ def test_rowwise_and_block_recipes():
     x = torch.randn(40, 256)
     lin = ft.Fp8Linear(256, 24, bias=False, recipe="torchao-rowwise", fprop="sm90")
     w = lin.weight.detach()
+
     # torchao rowwise (config.py ROWWISE, float8_utils.amax_to_scale): per row, scale = 448 /
     # max(amax, 1e-12) rounded down to a power of two (pow2 on)
     def rows(t):
         amax = t.abs().amax(1, keepdim=True).double().clamp(min=1e-12)
         scale = torch.exp2(torch.floor(torch.log2(448.0 / amax))).float()
         return (t * scale).to(torch.float8_e4m3fn).view(torch.uint8).numpy(), (1 / scale).reshape(-1).numpy()
+
     (xc, xs), (wc, ws) = rows(x), rows(w)
     d = fp8kit.gemm(xc, wc, scale_a=xs, scale_b=ws, accum="sm90")
     np.testing.assert_array_equal(f32_bits(lin(x)), d.view(np.int32))
@@ -132,7 +135,10 @@ def test_rowwise_and_block_recipes():
     with pytest.raises(ValueError, match="mxfp8: the fprop GEMM"):
         mx(x)
     mx.models["fprop"] = "torch"
-    ref = ft.fake_quantize(x, recipe="mxfp8").double() @ ft.fake_quantize(mx.weight, recipe="mxfp8", role="weight").double().t()
+    ref = (
+        ft.fake_quantize(x, recipe="mxfp8").double()
+        @ ft.fake_quantize(mx.weight, recipe="mxfp8", role="weight").double().t()
+    )
     np.testing.assert_allclose(mx(x).double().detach().numpy(), ref.detach().numpy(), rtol=1e-5, atol=1e-5)
 
 
@@ -155,5 +161,7 @@ def test_torch_mode_operands_are_fake_quantize_values(recipe):
     x = torch.randn(48, 256) * torch.logspace(-3, 3, 256)
     lin = ft.Fp8Linear(256, 32, bias=False, recipe=recipe, fprop="torch")
     from fp8kit._linear import dequantised
-    np.testing.assert_array_equal(f32_bits(dequantised(x, lin.recipe, "input", 0)),
-                                  f32_bits(ft.fake_quantize(x, recipe=recipe)))
+
+    np.testing.assert_array_equal(
+        f32_bits(dequantised(x, lin.recipe, "input", 0)), f32_bits(ft.fake_quantize(x, recipe=recipe))
+    )

@@ -1,5 +1,6 @@
 """fp8kit.watch and fp8kit.Watcher (docs/early-warning.md): the CLI's report from Python, and the
 monitor hook fed step by step."""
+
 import os
 
 import fp8kit
@@ -42,8 +43,11 @@ def test_bad_settings_raise_value_error():
 
 
 def test_plot_writes_pngs(tmp_path):
-    pytest.importorskip("matplotlib", reason="fp8kit.plot needs matplotlib, which the fp8kit package does not depend on")
+    pytest.importorskip(
+        "matplotlib", reason="fp8kit.plot needs matplotlib, which the fp8kit package does not depend on"
+    )
     from fp8kit import plot
+
     r = fp8kit.watch([os.path.join(DATA, "amax_trace.csv"), os.path.join(DATA, "llama_tiny_dump.h5")])
     paths = plot.plot_report(r, str(tmp_path / "plots"), top=2)
     assert any(os.path.basename(p).startswith("amax_") for p in paths)
@@ -62,6 +66,7 @@ def _te_mxfp8_columnwise(x):
     float_to_e8m0 rounds up; an exact power of two stays), E4M3 round-to-nearest-even (ml_dtypes).
     x: tokens x features float32; returns the dequantised features x tokens, float64."""
     import ml_dtypes
+
     xt = np.ascontiguousarray(x.T).astype(np.float32)
     f, t = xt.shape
     b = xt.reshape(f, t // 32, 32)
@@ -99,8 +104,11 @@ def test_wgrad_noise_matches_an_independent_mxfp8_reference():
     # The BF16 choice: 15% of the 14 linear layers (lm_head left out), the last in model order.
     c = [b for b in r["bf16_layers"] if b["step"] == 100][0]
     assert c["linear_layers"] == 14 and c["keep"] == 3
-    assert c["last"] == ["step_000100/model.layers.1.mlp.gate_proj", "step_000100/model.layers.1.mlp.up_proj",
-                         "step_000100/model.layers.1.mlp.down_proj"]
+    assert c["last"] == [
+        "step_000100/model.layers.1.mlp.gate_proj",
+        "step_000100/model.layers.1.mlp.up_proj",
+        "step_000100/model.layers.1.mlp.down_proj",
+    ]
     assert not [w for w in r["warnings"] if w["signal"] == "grad-noise"]
 
 
@@ -130,8 +138,11 @@ def test_norm_weight_bias_against_reference(tmp_path):
 
 
 def test_plot_channels_and_block_scales(tmp_path):
-    pytest.importorskip("matplotlib", reason="fp8kit.plot needs matplotlib, which the fp8kit package does not depend on")
+    pytest.importorskip(
+        "matplotlib", reason="fp8kit.plot needs matplotlib, which the fp8kit package does not depend on"
+    )
     from fp8kit import plot
+
     r = fp8kit.watch(os.path.join(DATA, "llama_tiny_dump.h5"), recipe=None)
     s = r["shapes"][0]
     assert len(s["channel_amax"]) == s["channels"] and max(s["channel_amax"]) == s["max_channel_amax"]

@@ -29,12 +29,18 @@ std::vector<std::uint32_t> make_f32(std::size_t n, std::uint64_t seed) {
     for (std::size_t i = 0; i < n; ++i) {
         const auto r = g() % 1000;
         float x;
-        if (r == 0) x = 0.0f;
-        else if (r == 1) x = INFINITY;
-        else if (r == 2) x = NAN;
-        else if (r == 3) x = std::ldexp(static_cast<float>(g() % 1024 + 1), -149);  // subnormal
-        else if (r < 60) x = std::ldexp(static_cast<float>(16 + g() % 16) + 0.5f, static_cast<int>(g() % 40) - 30);  // ties
-        else x = static_cast<float>(std::exp2(ex(g)));
+        if (r == 0)
+            x = 0.0f;
+        else if (r == 1)
+            x = INFINITY;
+        else if (r == 2)
+            x = NAN;
+        else if (r == 3)
+            x = std::ldexp(static_cast<float>(g() % 1024 + 1), -149);  // subnormal
+        else if (r < 60)
+            x = std::ldexp(static_cast<float>(16 + g() % 16) + 0.5f, static_cast<int>(g() % 40) - 30);  // ties
+        else
+            x = static_cast<float>(std::exp2(ex(g)));
         if (g() & 1) x = -x;
         v.push_back(bits(x));
     }
@@ -50,8 +56,8 @@ std::vector<std::uint16_t> to_bf16(const std::vector<std::uint32_t>& v) {
 constexpr Policy kSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 constexpr Policy kNoSat{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_all_ones};
 
-void check(const MagnitudeHistogram& h, const void* data, Wide w, std::size_t n, Format f, float scale,
-           const Policy& p, bool pow2) {
+void check(const MagnitudeHistogram& h, const void* data, Wide w, std::size_t n, Format f, float scale, const Policy& p,
+           bool pow2) {
     const float scale_inv = 1.0f / scale;
     const auto fast = h.evaluate(f, scale, scale_inv, p);
     const auto ref = compute_stats(data, w, n, QuantConfig{f, scale, p, scale_inv, 0});
@@ -97,7 +103,8 @@ TEST_CASE("histogram: power-of-two scales give exactly compute_stats's counts", 
     h.add(data.data(), Wide::f32, data.size());
     for (Format f : {Format::e4m3, Format::e5m2, Format::e4m3fnuz, Format::e5m2fnuz})
         for (int k = -40; k <= 40; k += 3)
-            for (const Policy& p : {kSat, kNoSat}) check(h, data.data(), Wide::f32, data.size(), f, std::ldexp(1.0f, k), p, true);
+            for (const Policy& p : {kSat, kNoSat})
+                check(h, data.data(), Wide::f32, data.size(), f, std::ldexp(1.0f, k), p, true);
 }
 
 TEST_CASE("histogram: other scales stay within the stated bounds", "[replay][histogram]") {
@@ -175,7 +182,7 @@ TEST_CASE("histogram: a repeated value counts as its copies (fill-value runs)", 
         }
     }
     MagnitudeHistogram h;
-    const std::uint16_t one = 0x3F80;  // bf16 1.0
+    const std::uint16_t one = 0x3F80;                          // bf16 1.0
     h.add_repeated(&one, Wide::bf16, std::uint64_t(1) << 40);  // O(1) whatever the count
     h.finish();
     REQUIRE(h.numel() == std::uint64_t(1) << 40);

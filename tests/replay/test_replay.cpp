@@ -61,8 +61,7 @@ TEST_CASE("replay: first step casts with scale 1, then float32 fmax/amax", "[rep
 
 TEST_CASE("replay: Inf amax freezes the scale while it is in the window", "[replay]") {
     // L = 2: after 2 the scale is 224; Inf at step 1 keeps 224 for two updates; then 448.
-    REQUIRE(replayed(te(2, AmaxAlgo::max, 0), {2, kInf, 1, 1, 1}) ==
-            bits(std::vector<float>{1, 224, 224, 224, 448}));
+    REQUIRE(replayed(te(2, AmaxAlgo::max, 0), {2, kInf, 1, 1, 1}) == bits(std::vector<float>{1, 224, 224, 224, 448}));
 }
 
 TEST_CASE("replay: zero amax does not roll the history", "[replay]") {
@@ -117,7 +116,8 @@ TEST_CASE("replay: a series gives scales, headroom and overflow step by step", "
 TEST_CASE("replay: current scaling uses the step's own amax; blockwise recipes need data", "[replay]") {
     const auto cur = replay::scales(parse_recipe("te-current"), Role::activation, Format::e4m3, {2, 4, 0});
     REQUIRE(bits(cur) == bits(std::vector<float>{224, 112, 1}));  // amax 0 -> scale 1 (TE)
-    REQUIRE_THROWS_AS(replay::scales(parse_recipe("mxfp8"), Role::activation, Format::e4m3, {1}), std::invalid_argument);
+    REQUIRE_THROWS_AS(replay::scales(parse_recipe("mxfp8"), Role::activation, Format::e4m3, {1}),
+                      std::invalid_argument);
     // MS-AMP: in-time scaling over the first window, powers of two: 2^floor(log2(448/3)) = 128.
     const auto ms = replay::scales(parse_recipe("msamp"), Role::activation, Format::e4m3, {3});
     REQUIRE(bits(ms[0]) == bits(128.0f));

@@ -166,9 +166,11 @@ std::vector<trace::Series> ragged_series() {
             s.role = recipe_slot(guess_role(s.tensor));
             for (int t = 0; t < n; ++t) {
                 const auto u = g() % 100;
-                const float a = u < 4 ? 0.0f : u < 6 ? NAN : u == 6 ? INFINITY
-                                            : std::ldexp(1.0f + static_cast<float>(g() % 1000) / 1000.0f,
-                                                         static_cast<int>(g() % 41) - 20);
+                const float a = u < 4    ? 0.0f
+                                : u < 6  ? NAN
+                                : u == 6 ? INFINITY
+                                         : std::ldexp(1.0f + static_cast<float>(g() % 1000) / 1000.0f,
+                                                      static_cast<int>(g() % 41) - 20);
                 s.steps.push_back(3 * t);
                 s.amax.push_back(a);
                 s.lines.push_back(0);
@@ -217,8 +219,10 @@ TEST_CASE("sweep: per-series outcomes equal each candidate replayed alone", "[re
             sweep::Outcome ref;
             ref.add_trace(replay::replay_series(cands[c].recipe, series[s], cands[c].forced));
             require_same_trace_outcome(all[c], ref);
-            if (wanted[c]) require_same_trace_outcome(some[c], ref);
-            else REQUIRE(some[c].tensors == 0);
+            if (wanted[c])
+                require_same_trace_outcome(some[c], ref);
+            else
+                REQUIRE(some[c].tensors == 0);
             const std::size_t k = series[s].role == Role::weight ? 1 : series[s].role == Role::gradient ? 2 : 0;
             cls[k][c].merge(ref);
         }
@@ -251,7 +255,8 @@ TEST_CASE("replay::overflows: the magnitude limit decides as emu::encode does", 
             std::uint32_t mb;
             std::memcpy(&mb, &m, sizeof mb);
             for (int k = 0; k < 24; ++k)
-                for (int d = -3; d <= 3; ++d) check(sign | static_cast<std::uint32_t>(static_cast<std::int64_t>(mb) + (1 << k) + d));
+                for (int d = -3; d <= 3; ++d)
+                    check(sign | static_cast<std::uint32_t>(static_cast<std::int64_t>(mb) + (1 << k) + d));
         }
         for (int i = 0; i < 20000; ++i) {
             const float a = std::ldexp(static_cast<float>(g() % 100000) / 50000.0f, static_cast<int>(g() % 60) - 30);

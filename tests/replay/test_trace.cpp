@@ -67,7 +67,8 @@ TEST_CASE("trace: column order by header, inf/nan values, other stats ignored", 
     REQUIRE(std::isinf(t.series[0].amax[0]));
     REQUIRE(std::isnan(t.series[0].amax[1]));
     REQUIRE(t.series[0].amax[2] == 2.5f);
-    t = trace::read_trace(write_tmp("stats.log",
+    t = trace::read_trace(write_tmp(
+        "stats.log",
         "2026-11-22 00:00:01,000 - INFO - a.fc1_activation_cur_amax \t\t\t\t iteration=000002 \t\t\t\t value=1.5\n"
         "2026-11-22 00:00:01,000 - INFO - a.fc1_activation_std \t\t\t\t iteration=000002 \t\t\t\t value=9\n"
         "2026-11-22 00:00:01,000 - INFO - a.fc1_wgrad_cur_amax \t\t\t\t iteration=000002 \t\t\t\t value=inf\n"));

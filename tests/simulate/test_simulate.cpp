@@ -23,11 +23,11 @@ std::uint32_t bits(float f) {
 }  // namespace
 
 TEST_CASE("compute_scaling_factor: MS-AMP's steps in order", "[simulate]") {
-    CHECK(compute_scaling_factor(1.0f, 1.0f, kE4M3Max, 0) == 256.0f);         // floor(log2 448) = 8
+    CHECK(compute_scaling_factor(1.0f, 1.0f, kE4M3Max, 0) == 256.0f);  // floor(log2 448) = 8
     CHECK(compute_scaling_factor(448.0f, 1.0f, kE4M3Max, 0) == 1.0f);
-    CHECK(compute_scaling_factor(449.0f, 1.0f, kE4M3Max, 0) == 0.5f);         // exp -1: inverted
+    CHECK(compute_scaling_factor(449.0f, 1.0f, kE4M3Max, 0) == 0.5f);  // exp -1: inverted
     CHECK(compute_scaling_factor(3e38f, 1.0f, kE4M3Max, 0) == std::ldexp(1.0f, -120));
-    CHECK(compute_scaling_factor(1.0f, 1.0f, kE4M3Max, 2) == 64.0f);           // margin
+    CHECK(compute_scaling_factor(1.0f, 1.0f, kE4M3Max, 2) == 64.0f);  // margin
     CHECK(compute_scaling_factor(1.0f, 1.0f, kF16Max, 0) == 32768.0f);
     CHECK(compute_scaling_factor(1.0f, 1.0f, kE5M2Max, 0) == 32768.0f);
     // amax 0, negative, NaN: the old scale (exp is +Inf or NaN, so not inverted)
@@ -59,7 +59,8 @@ TEST_CASE("compute_scaling_factor: MS-AMP's steps in order", "[simulate]") {
 TEST_CASE("FP8 hop: saturating E4M3 sum, and half == float32 on every pair", "[simulate]") {
     const std::uint8_t c448 = to_e4m3_satfinite(448.0f), c1 = to_e4m3_satfinite(1.0f);
     CHECK(fp8_add(c448, c448, HopArith::half) == c448);  // 896 saturates
-    CHECK(e4m3_to_float(fp8_add(c1, to_e4m3_satfinite(0.0625f), HopArith::half)) == 1.0f);  // 1.0625 -> 1 (ties to even)
+    CHECK(e4m3_to_float(fp8_add(c1, to_e4m3_satfinite(0.0625f), HopArith::half)) ==
+          1.0f);  // 1.0625 -> 1 (ties to even)
     CHECK(e4m3_to_float(fp8_add(c1, to_e4m3_satfinite(0.125f), HopArith::half)) == 1.125f);
     // The float32 sum of two E4M3 values rounded once to half, then to E4M3, always gives the
     // E4M3 rounding of the float32 sum: the two NCCL variants agree on all 65536 pairs.
@@ -129,7 +130,8 @@ TEST_CASE("all-reduce: the split model averages to the gradient and N up to 1024
             src->fill(r, 0, g.size(), buf.data());
             for (std::size_t i = 0; i < g.size(); ++i) sum[i] += buf[i];
         }
-        for (std::size_t i = 0; i < g.size(); ++i) CHECK(std::fabs(sum[i] / n - g[i]) <= 1e-6 * std::fabs(g[i]) + 1e-12);
+        for (std::size_t i = 0; i < g.size(); ++i)
+            CHECK(std::fabs(sum[i] / n - g[i]) <= 1e-6 * std::fabs(g[i]) + 1e-12);
         const auto r = fp8_allreduce(*src, {Order::rank, Order::ring, Order::tree});
         CHECK(r.ranks == n);
         CHECK(r.orders.size() == 3);
@@ -206,7 +208,7 @@ TEST_CASE("O2: step(grad, ref_grad) feeds the simulated side and the FP32 refere
             sim_only.step(g);
             ref_only.step(ref);
         }
-        CHECK(both.weight() == sim_only.weight());      // the simulated side saw only g
+        CHECK(both.weight() == sim_only.weight());  // the simulated side saw only g
         CHECK(both.m_dequantized() == sim_only.m_dequantized());
         CHECK(both.ref_weight() == ref_only.ref_weight());  // the reference saw only ref
         CHECK(both.ref_m() == ref_only.ref_m());
@@ -247,10 +249,10 @@ TEST_CASE("allreduce: the weight gradient rounded to its dtype first (MS-AMP's w
     CHECK(std::isinf(out[2]));         // above 65504: Inf, as torch's .half()
     CHECK(out[3] == -3.0f);
     rounded_ranks(explicit_ranks({g}), WgradDtype::bf16)->fill(0, 0, 4, out.data());
-    CHECK(out[0] == 1.0f);             // bfloat16 keeps 7 fraction bits: 1 + 2^-10 rounds to 1
+    CHECK(out[0] == 1.0f);  // bfloat16 keeps 7 fraction bits: 1 + 2^-10 rounds to 1
     CHECK(out[1] != 0.0f);
     CHECK(std::fabs(out[1] - 1e-8f) <= 1e-8f * 0x1p-8f);  // within half a bfloat16 ulp
-    CHECK(out[2] == 70144.0f);         // nearest bfloat16 (spacing 512 at 2^16)
+    CHECK(out[2] == 70144.0f);                            // nearest bfloat16 (spacing 512 at 2^16)
     rounded_ranks(explicit_ranks({g}), WgradDtype::f32)->fill(0, 0, 4, out.data());
     CHECK(out == g);
 }

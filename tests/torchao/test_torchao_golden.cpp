@@ -54,7 +54,8 @@ std::vector<std::uint8_t> unpack(const std::vector<std::uint8_t>& packed) {
 std::size_t count_diff(const std::vector<std::uint8_t>& a, const std::vector<std::uint8_t>& b) {
     std::size_t n = a.size() == b.size() ? 0 : 1 + std::max(a.size(), b.size());
     for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
-        if (a[i] != b[i] && ++n <= 4) UNSCOPED_INFO("  [" << i << "] fp8kit " << int(a[i]) << ", torchao " << int(b[i]));
+        if (a[i] != b[i] && ++n <= 4)
+            UNSCOPED_INFO("  [" << i << "] fp8kit " << int(a[i]) << ", torchao " << int(b[i]));
     return n;
 }
 
@@ -87,7 +88,8 @@ TEST_CASE("torchao 0.18 to_mx and nvfp4_quantize outputs equal the torchao prese
             const auto want = g.bytes(c.at("scale_inv"));
             REQUIRE(want.size() == q.scale_inv.size() * 4);
             std::size_t diff = 0;
-            for (std::size_t b = 0; b < q.scale_inv.size(); ++b) diff += std::memcmp(&q.scale_inv[b], &want[4 * b], 4) != 0;
+            for (std::size_t b = 0; b < q.scale_inv.size(); ++b)
+                diff += std::memcmp(&q.scale_inv[b], &want[4 * b], 4) != 0;
             CHECK(diff == 0);
         }
         ++cases;
@@ -142,16 +144,18 @@ TEST_CASE("the modes differ from each other and from the OCP and TE presets on t
             te_code_diff += d != 0;
             te_code_diff_not_one += d != 0 && d != 1 && d != -1;
             if (d == 0)
-                for (std::size_t c = 0; c < cols; ++c) te_elem_diff_same_code += te.codes[r * cols + c] != rceil.codes[r * cols + c];
+                for (std::size_t c = 0; c < cols; ++c)
+                    te_elem_diff_same_code += te.codes[r * cols + c] != rceil.codes[r * cols + c];
         }
         ocp_code_diff += ocp.scale_codes[r] != floor.scale_codes[r];
         if (floor.scale_codes[r] == 0)
-            for (std::size_t c = 0; c < cols; ++c) ocp_code0_elem_diff += ocp.codes[r * cols + c] != floor.codes[r * cols + c];
+            for (std::size_t c = 0; c < cols; ++c)
+                ocp_code0_elem_diff += ocp.codes[r * cols + c] != floor.codes[r * cols + c];
     }
     CHECK(nan_blocks == 3);
     CHECK(te_code_diff > 0);
     CHECK(te_code_diff_not_one == 0);
     CHECK(te_elem_diff_same_code == 0);  // with the same code both cast alike (code 0 with 1)
-    CHECK(ocp_code_diff > 0);        // Inf and NaN blocks: OCP 0xFF, torchao 0xFF only for NaN
-    CHECK(ocp_code0_elem_diff > 0);  // code 0: OCP casts with 2^127, torchao divides by 2^-126
+    CHECK(ocp_code_diff > 0);            // Inf and NaN blocks: OCP 0xFF, torchao 0xFF only for NaN
+    CHECK(ocp_code0_elem_diff > 0);      // code 0: OCP casts with 2^127, torchao divides by 2^-126
 }

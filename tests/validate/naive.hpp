@@ -17,9 +17,9 @@ enum class Round { even, away, trunc };
 struct Kernel {
     Fmt fmt = Fmt::e4m3;
     Round round = Round::even;
-    bool saturate = true;         // finite overflow and +-Inf -> +-max; else Inf (e5m2) / NaN (e4m3)
-    bool nan_signed = false;      // NaN input -> all-ones with the input's sign; else +all-ones
-    bool nan_quiet = false;       // e5m2 only: 0x7E | sign instead of all-ones
+    bool saturate = true;           // finite overflow and +-Inf -> +-max; else Inf (e5m2) / NaN (e4m3)
+    bool nan_signed = false;        // NaN input -> all-ones with the input's sign; else +all-ones
+    bool nan_quiet = false;         // e5m2 only: 0x7E | sign instead of all-ones
     bool flush_subnormals = false;  // subnormal results become zero of the same sign
 };
 
@@ -30,10 +30,14 @@ inline int bias(Fmt f) { return f == Fmt::e4m3 ? 7 : 15; }
 inline double value(Fmt f, int code) {
     const int m = man_bits(f), e = (code >> m) & (f == Fmt::e4m3 ? 0xF : 0x1F), man = code & ((1 << m) - 1);
     double mag;
-    if (f == Fmt::e4m3 && e == 0xF && man == 0x7) mag = NAN;
-    else if (f == Fmt::e5m2 && e == 0x1F) mag = man == 0 ? INFINITY : NAN;
-    else if (e == 0) mag = std::ldexp(man, 1 - bias(f) - m);
-    else mag = std::ldexp(1.0 + std::ldexp(man, -m), e - bias(f));
+    if (f == Fmt::e4m3 && e == 0xF && man == 0x7)
+        mag = NAN;
+    else if (f == Fmt::e5m2 && e == 0x1F)
+        mag = man == 0 ? INFINITY : NAN;
+    else if (e == 0)
+        mag = std::ldexp(man, 1 - bias(f) - m);
+    else
+        mag = std::ldexp(1.0 + std::ldexp(man, -m), e - bias(f));
     return (code & 0x80) ? -mag : mag;
 }
 
@@ -54,8 +58,16 @@ inline std::uint8_t convert(const Kernel& k, double x) {
     if (std::isinf(x)) return overflow();
     const int top = max_code(f);
     // Codes 0..top ascend with their values: a table and a binary search.
-    static const std::vector<double> t4 = [] { std::vector<double> t; for (int c = 0; c <= 0x7E; ++c) t.push_back(value(Fmt::e4m3, c)); return t; }();
-    static const std::vector<double> t5 = [] { std::vector<double> t; for (int c = 0; c <= 0x7B; ++c) t.push_back(value(Fmt::e5m2, c)); return t; }();
+    static const std::vector<double> t4 = [] {
+        std::vector<double> t;
+        for (int c = 0; c <= 0x7E; ++c) t.push_back(value(Fmt::e4m3, c));
+        return t;
+    }();
+    static const std::vector<double> t5 = [] {
+        std::vector<double> t;
+        for (int c = 0; c <= 0x7B; ++c) t.push_back(value(Fmt::e5m2, c));
+        return t;
+    }();
     const std::vector<double>& t = f == Fmt::e4m3 ? t4 : t5;
     const double maxv = t[static_cast<std::size_t>(top)];
     const double beyond = maxv + std::ldexp(1.0, (f == Fmt::e4m3 ? 8 : 15) - man_bits(f));
@@ -88,13 +100,21 @@ inline bool is_tie(Fmt f, double x) {
     if (!std::isfinite(a)) return false;
     const int lo = convert(down, a);
     const double lv = value(f, lo);
-    const double hv = lo == max_code(f) ? lv + std::ldexp(1.0, (f == Fmt::e4m3 ? 8 : 15) - man_bits(f))
-                                        : value(f, lo + 1);
+    const double hv =
+        lo == max_code(f) ? lv + std::ldexp(1.0, (f == Fmt::e4m3 ? 8 : 15) - man_bits(f)) : value(f, lo + 1);
     return a != lv && a - lv == hv - a;
 }
 
-inline float f32(std::uint32_t b) { float f; std::memcpy(&f, &b, 4); return f; }
-inline std::uint32_t bits(float f) { std::uint32_t b; std::memcpy(&b, &f, 4); return b; }
+inline float f32(std::uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+}
+inline std::uint32_t bits(float f) {
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return b;
+}
 
 // float32 -> bfloat16 -> float32, round to nearest even (finite inputs), by the usual bit trick.
 inline float via_bf16(float x) {

@@ -69,8 +69,8 @@ TEST_CASE("swizzled scale offsets: cuBLAS's 128x4 tiles", "[validate]") {
     CHECK(swizzled_scale_offset(1, 0, 5) == 16);
     CHECK(swizzled_scale_offset(32, 0, 5) == 4);
     CHECK(swizzled_scale_offset(127, 3, 5) == 31 * 16 + 3 * 4 + 3);
-    CHECK(swizzled_scale_offset(0, 4, 5) == 512);    // the next tile across
-    CHECK(swizzled_scale_offset(128, 0, 5) == 1024); // the first tile of the next 128 rows
+    CHECK(swizzled_scale_offset(0, 4, 5) == 512);     // the next tile across
+    CHECK(swizzled_scale_offset(128, 0, 5) == 1024);  // the first tile of the next 128 rows
     // Every scale of a 300 x 9 grid lands on its own byte.
     std::vector<int> seen(swizzled_scale_count(300, 9), 0);
     for (std::size_t r = 0; r < 300; ++r)
@@ -102,8 +102,8 @@ TEST_CASE("torchao's to_blocked output reads back as its row-major scales", "[va
         REQUIRE(a.size() == b.size());
         CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
         // The swizzled bytes read as row-major are refused (their count is the padded grid's).
-        CHECK_THROWS_AS(block_scale_values({sw.data(), sw.size(), type, ScaleOrder::row_major, 1.0f}, layout, rows, cols,
-                                           ScaleMode::scale_inv),
+        CHECK_THROWS_AS(block_scale_values({sw.data(), sw.size(), type, ScaleOrder::row_major, 1.0f}, layout, rows,
+                                           cols, ScaleMode::scale_inv),
                         std::invalid_argument);
     }
 }

@@ -42,8 +42,8 @@ std::vector<float> inputs() {
             }
         }
     }
-    for (float s : {NAN, -NAN, INFINITY, -INFINITY, 1e6f, -1e6f, 500.0f, -470.0f, 464.0f, 448.0f, 61440.0f,
-                    -61439.0f, 0.0f, -0.0f, 0x1p-10f, -0x1p-11f, 0x1p-130f})
+    for (float s : {NAN, -NAN, INFINITY, -INFINITY, 1e6f, -1e6f, 500.0f, -470.0f, 464.0f, 448.0f, 61440.0f, -61439.0f,
+                    0.0f, -0.0f, 0x1p-10f, -0x1p-11f, 0x1p-130f})
         x.push_back(s);
     return x;
 }
@@ -256,7 +256,10 @@ std::vector<float> near_scaled_midpoints(float s) {
         const double mid = (naive::value(naive::Fmt::e4m3, c) + naive::value(naive::Fmt::e4m3, c + 1)) / 2;
         float v = static_cast<float>(mid * s);
         for (int k = 0; k < 40; ++k) v = std::nextafter(v, 0.0f);
-        for (int k = 0; k < 81; ++k, v = std::nextafter(v, INFINITY)) { x.push_back(v); x.push_back(-v); }
+        for (int k = 0; k < 81; ++k, v = std::nextafter(v, INFINITY)) {
+            x.push_back(v);
+            x.push_back(-v);
+        }
     }
     return x;
 }

@@ -28,10 +28,10 @@ std::string tmp_dir() {
 
 // Writes a .npy file: magic, version, little-endian header length, the dict padded with spaces
 // to a multiple of 64 bytes and ending in '\n', then the bytes.
-std::string write_npy(const std::string& name, const std::string& descr, const std::string& shape,
-                      const void* data, std::size_t bytes, int version = 1, bool fortran = false) {
-    std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") +
-                       ", 'shape': " + shape + ", }";
+std::string write_npy(const std::string& name, const std::string& descr, const std::string& shape, const void* data,
+                      std::size_t bytes, int version = 1, bool fortran = false) {
+    std::string dict =
+        "{'descr': '" + descr + "', 'fortran_order': " + (fortran ? "True" : "False") + ", 'shape': " + shape + ", }";
     const std::size_t len_bytes = version == 1 ? 2 : 4;
     while ((8 + len_bytes + dict.size() + 1) % 64 != 0) dict += ' ';
     dict += '\n';
@@ -72,7 +72,10 @@ Run cli(const std::string& args) {
 std::vector<float> sample_inputs() {
     std::vector<float> x;
     for (int i = 0; i < 4096; ++i) x.push_back(std::ldexp(static_cast<float>(i % 97) - 48.0f, i % 9 - 4) + 0.0625f);
-    for (double mid : {1.0625, 1.1875, 3.25, 0.0029296875}) { x.push_back(static_cast<float>(mid)); x.push_back(static_cast<float>(-mid)); }
+    for (double mid : {1.0625, 1.1875, 3.25, 0.0029296875}) {
+        x.push_back(static_cast<float>(mid));
+        x.push_back(static_cast<float>(-mid));
+    }
     return x;
 }
 
@@ -126,7 +129,10 @@ TEST_CASE("cli: validate exit codes and classes", "[validate][cli]") {
     std::vector<std::uint8_t> good, away;
     naive::Kernel k{}, a{};
     a.round = naive::Round::away;
-    for (float v : x) { good.push_back(naive::convert(k, v)); away.push_back(naive::convert(a, v)); }
+    for (float v : x) {
+        good.push_back(naive::convert(k, v));
+        away.push_back(naive::convert(a, v));
+    }
     const std::string shape = "(" + std::to_string(x.size()) + ",)";
     const auto xin = write_npy("x.npy", "<f4", shape, x.data(), x.size() * 4);
     const auto yok = write_npy("y_ok.npy", "|u1", shape, good.data(), good.size());
@@ -184,7 +190,8 @@ TEST_CASE("cli: bad files exit 2 with one line naming the file", "[validate][cli
     const auto u8_in = write_npy("x_u1.npy", "|u1", shape, codes.data(), codes.size());
     expect2("--input " + u8_in + " --output " + u8_in, u8_in, "wrong dtype");
     // Shapes differ although the element counts agree.
-    const auto reshaped = write_npy("codes_2d.npy", "|u1", "(2, " + std::to_string(x.size() / 2) + ")", codes.data(), codes.size());
+    const auto reshaped =
+        write_npy("codes_2d.npy", "|u1", "(2, " + std::to_string(x.size() / 2) + ")", codes.data(), codes.size());
     expect2("--input " + xin + " --output " + reshaped, "shape mismatch", reshaped);
     // A truncated header.
     std::ifstream in(xin, std::ios::binary);
@@ -207,13 +214,13 @@ TEST_CASE("cli: bad files exit 2 with one line naming the file", "[validate][cli
 
 TEST_CASE("cli: an HDF5 dump written by torch is bit-exact under the torch profile", "[validate][cli]") {
     const std::string f = std::string(FP8KIT_DATA_DIR) + "/example/llama_tiny_dump.h5";
-    const Run r = cli("validate --to e4m3 --profile torch --input " + f + ":/step_000000/lm_head/weight --output " +
-                         f + ":/step_000000/lm_head/weight_fp8");
+    const Run r = cli("validate --to e4m3 --profile torch --input " + f + ":/step_000000/lm_head/weight --output " + f +
+                      ":/step_000000/lm_head/weight_fp8");
     INFO(r.out << r.err);
     CHECK(r.status == 0);
     CHECK(r.out.find("16384 bit-exact, 0 mismatches") != std::string::npos);
     // The same weights against a truncating reference: mismatches, exit 1.
     const Run t = cli("validate --to e4m3 --round toward-zero --overflow no-saturate --nan signed-all-ones --input " +
-                         f + ":/step_000000/lm_head/weight --output " + f + ":/step_000000/lm_head/weight_fp8");
+                      f + ":/step_000000/lm_head/weight --output " + f + ":/step_000000/lm_head/weight_fp8");
     CHECK(t.status == 1);
 }

@@ -35,8 +35,8 @@ void same_report(const Case& c, std::size_t examples = 5, bool detect = true) {
     CHECK(describe_consistency(got) == describe_consistency(want));
 }
 
-const BlockLayout kLayouts[] = {BlockLayout::tensor, BlockLayout::rowwise, BlockLayout::b1x128,
-                                BlockLayout::b128x128, BlockLayout::mx32};
+const BlockLayout kLayouts[] = {BlockLayout::tensor, BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128,
+                                BlockLayout::mx32};
 
 }  // namespace
 
@@ -51,8 +51,9 @@ TEST_CASE("validate_mismatches equals validate: injected mismatches, every type,
             c.rows = 37;
             c.cols = 300;
             c.seed = seed++;
-            c.ref = f == Format::e8m0 ? Policy{Rounding::toward_positive, Overflow::saturate_finite, NanEncoding::canonical}
-                                      : Policy{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
+            c.ref = f == Format::e8m0
+                        ? Policy{Rounding::toward_positive, Overflow::saturate_finite, NanEncoding::canonical}
+                        : Policy{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
             same_report(c);
             for (ScaleMode m : {ScaleMode::scale, ScaleMode::scale_inv})
                 for (BlockLayout b : kLayouts) {

@@ -34,10 +34,10 @@ struct Case {
 
 struct Data {
     Case c;
-    std::vector<std::uint64_t> bits;  // input bits per element
+    std::vector<std::uint64_t> bits;   // input bits per element
     std::vector<unsigned char> input;  // the same as stored (1, 2, 4 or 8 bytes each)
     std::vector<std::uint8_t> codes;
-    std::vector<float> scales;         // raw S per block (one for tensor scaling)
+    std::vector<float> scales;  // raw S per block (one for tensor scaling)
     std::size_t n() const { return bits.size(); }
 
     ValidateRequest request() const {
@@ -92,18 +92,22 @@ inline Scaled scaled_value(const Data& d, std::size_t i) {
     const std::uint64_t x = d.bits[i];
     if (d.c.mode == ScaleMode::none) return {d.c.from, x};
     std::size_t b = 0;
-    if (d.c.layout != BlockLayout::tensor) b = (d.c.layout == BlockLayout::rowwise) ? i / d.c.cols
-        : d.c.layout == BlockLayout::b1x128 ? (i / d.c.cols) * ((d.c.cols + 127) / 128) + (i % d.c.cols) / 128
-        : d.c.layout == BlockLayout::mx32 ? (i / d.c.cols) * ((d.c.cols + 31) / 32) + (i % d.c.cols) / 32
-        : (i / d.c.cols / 128) * ((d.c.cols + 127) / 128) + (i % d.c.cols) / 128;
+    if (d.c.layout != BlockLayout::tensor)
+        b = (d.c.layout == BlockLayout::rowwise) ? i / d.c.cols
+            : d.c.layout == BlockLayout::b1x128  ? (i / d.c.cols) * ((d.c.cols + 127) / 128) + (i % d.c.cols) / 128
+            : d.c.layout == BlockLayout::mx32    ? (i / d.c.cols) * ((d.c.cols + 31) / 32) + (i % d.c.cols) / 32
+                                              : (i / d.c.cols / 128) * ((d.c.cols + 127) / 128) + (i % d.c.cols) / 128;
     const float s = d.scales[b];
     const float m = d.c.mode == ScaleMode::scale ? s : 1.0f / s;
     if (d.c.from == Wide::f64) return {Wide::f64, bits_as<std::uint64_t>(bits_as<double>(x) * static_cast<double>(m))};
     float w;
-    if (d.c.from == Wide::f32) w = bits_as<float>(static_cast<std::uint32_t>(x));
-    else if (d.c.from == Wide::bf16) w = bits_as<float>(static_cast<std::uint32_t>(x) << 16);
-    else w = bits_as<float>(static_cast<std::uint32_t>(
-        emu::convert<emu::Binary16, emu::Binary32>(static_cast<std::uint16_t>(x), emu::kDecodePolicy)));
+    if (d.c.from == Wide::f32)
+        w = bits_as<float>(static_cast<std::uint32_t>(x));
+    else if (d.c.from == Wide::bf16)
+        w = bits_as<float>(static_cast<std::uint32_t>(x) << 16);
+    else
+        w = bits_as<float>(static_cast<std::uint32_t>(
+            emu::convert<emu::Binary16, emu::Binary32>(static_cast<std::uint16_t>(x), emu::kDecodePolicy)));
     return {Wide::f32, bits_as<std::uint32_t>(w * m)};
 }
 
@@ -117,7 +121,7 @@ inline std::uint64_t random_input(Wide w, std::mt19937_64& rng) {
     switch (r % 16) {
         case 0: return w == Wide::f64 ? rng() : w == Wide::f32 ? (rng() & 0xFFFFFFFFu) : (rng() & 0xFFFFu);  // any bits
         case 1: return from_f32(w, 0x7F800000u | static_cast<std::uint32_t>(rng() & 0x807FFFFFu));  // Inf / NaN
-        case 2: return from_f32(w, static_cast<std::uint32_t>(rng() & 0x807FFFFFu));                 // f32 subnormal
+        case 2: return from_f32(w, static_cast<std::uint32_t>(rng() & 0x807FFFFFu));                // f32 subnormal
         case 3: {  // near a tie of an 8-bit grid: few mantissa bits set
             const std::uint32_t e = 127 - 20 + static_cast<std::uint32_t>(rng() % 40);
             return from_f32(w, static_cast<std::uint32_t>(rng() & 0x80700000u) | 0x00080000u | (e << 23));
@@ -154,11 +158,13 @@ inline std::uint32_t as_f32(const Scaled& v) {
 inline std::uint8_t injected(const Data& d, std::size_t i, const Scaled& v, std::mt19937_64& rng) {
     const Policy ref = d.c.ref;
     const Overflow other_ov[] = {Overflow::saturate_all, Overflow::saturate_finite, Overflow::no_saturate};
-    const NanEncoding other_nan[] = {NanEncoding::canonical, NanEncoding::signed_all_ones,
-                                     NanEncoding::signed_quiet, NanEncoding::signed_quiet_payload};
+    const NanEncoding other_nan[] = {NanEncoding::canonical, NanEncoding::signed_all_ones, NanEncoding::signed_quiet,
+                                     NanEncoding::signed_quiet_payload};
     switch (rng() % 8) {
         case 0: return code_of(d, v, {Rounding::toward_zero, ref.overflow, ref.nan});
-        case 1: return code_of(d, v, {rng() % 2 ? Rounding::toward_positive : Rounding::toward_negative, ref.overflow, ref.nan});
+        case 1:
+            return code_of(d, v,
+                           {rng() % 2 ? Rounding::toward_positive : Rounding::toward_negative, ref.overflow, ref.nan});
         case 2: return code_of(d, v, {ref.rounding, other_ov[rng() % 3], ref.nan});
         case 3: return code_of(d, v, {ref.rounding, ref.overflow, other_nan[rng() % 4]});
         case 4: return 0;
@@ -181,8 +187,9 @@ inline Data make(const Case& c) {
     d.c = c;
     std::mt19937_64 rng(c.seed);
     const std::size_t n = c.rows * c.cols;
-    const std::size_t nb = c.mode == ScaleMode::none ? 0
-                           : c.layout == BlockLayout::tensor ? 1 : block_scale_count(c.layout, c.rows, c.cols);
+    const std::size_t nb = c.mode == ScaleMode::none         ? 0
+                           : c.layout == BlockLayout::tensor ? 1
+                                                             : block_scale_count(c.layout, c.rows, c.cols);
     for (std::size_t b = 0; b < nb; ++b) d.scales.push_back(random_scale(rng));
     const std::size_t wb = wide_bytes(c.from);
     d.input.resize(n * wb);
@@ -215,7 +222,8 @@ inline MismatchScan plain_scan(const Data& d) {
             s.codes.push_back(a);
         }
         for (int p = 0; p < kValidatePolicyCount; ++p)
-            if (((s.policies >> p) & 1u) && code_of(d, v, validate_policy(p)) != a) s.policies &= ~(std::uint64_t{1} << p);
+            if (((s.policies >> p) & 1u) && code_of(d, v, validate_policy(p)) != a)
+                s.policies &= ~(std::uint64_t{1} << p);
     }
     return s;
 }

@@ -21,7 +21,8 @@ GradientConfig config(std::initializer_list<const char*> recipes) {
 // X (t x k) and dY (t x n) standard normal; dY projected off the column space of X and eps x the
 // original added back, so that G = dY^T X shrinks by eps while the operands (and so the
 // quantisation noise) keep their size: the gradient of a sum of per-token gradients that cancel.
-void cancelling(std::uint64_t t, std::uint64_t k, std::uint64_t n, double eps, std::vector<float>& x, std::vector<float>& dy) {
+void cancelling(std::uint64_t t, std::uint64_t k, std::uint64_t n, double eps, std::vector<float>& x,
+                std::vector<float>& dy) {
     std::mt19937 g(7);
     std::normal_distribution<double> d;
     std::vector<double> xd(t * k), dd(t * n);
@@ -66,8 +67,9 @@ TEST_CASE("wgrad noise: exactly representable operands give no noise", "[warn]")
     CHECK(L.recipes[0].noise_sr == 0);  // stochastic rounding of an exact value is exact
 }
 
-TEST_CASE("wgrad noise: cancelling per-token gradients fall below sqrt(3), the same operands without cancellation do not",
-          "[warn]") {
+TEST_CASE(
+    "wgrad noise: cancelling per-token gradients fall below sqrt(3), the same operands without cancellation do not",
+    "[warn]") {
     const std::uint64_t t = 128, k = 16, n = 8;
     const GradientConfig cfg = config({"mxfp8", "nvfp4"});
     std::vector<float> x, dy;
@@ -102,9 +104,10 @@ TEST_CASE("wgrad noise: NVFP4's RHT needs token counts that are multiples of 16"
 
 TEST_CASE("BF16 choice: the last 15% of linear layers in model order, and by error", "[warn]") {
     std::vector<LayerGradient> ls;
-    const char* names[] = {"model.layers.1.mlp.down_proj", "model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.q_proj",
-                           "model.layers.1.mlp.gate_proj", "model.layers.0.mlp.down_proj",    "lm_head",
-                           "model.layers.10.mlp.up_proj",  "model.layers.2.mlp.up_proj",      "model.layers.0.mlp.up_proj"};
+    const char* names[] = {
+        "model.layers.1.mlp.down_proj", "model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.q_proj",
+        "model.layers.1.mlp.gate_proj", "model.layers.0.mlp.down_proj",    "lm_head",
+        "model.layers.10.mlp.up_proj",  "model.layers.2.mlp.up_proj",      "model.layers.0.mlp.up_proj"};
     double err = 0.1;
     for (const char* n : names) {
         LayerGradient L;

@@ -94,7 +94,8 @@ double rate_for(const trace::Series& s, std::int64_t t0, std::int64_t len, doubl
 bool noisy_role(const trace::Series& s) { return s.role == Role::gradient; }
 
 double noise_after(const trace::Series& s, std::int64_t from) {
-    return noise_log2(std::vector<float>(s.amax.begin() + static_cast<std::ptrdiff_t>(index_of(s, from)), s.amax.end()));
+    return noise_log2(
+        std::vector<float>(s.amax.begin() + static_cast<std::ptrdiff_t>(index_of(s, from)), s.amax.end()));
 }
 
 std::set<std::int64_t> episode_starts(const std::vector<Warning>& ws, const std::string& tensor) {
@@ -123,7 +124,9 @@ TEST_CASE("sensitivity: a jump that overflows the watched recipe is flagged at i
             // The jump: 1.1 x the largest amax the history holds at step t, times 2^margin: past
             // the scale's rounding slack (464/448 for E4M3) by about 6%.
             float hmax = 0;
-            for (std::size_t j = k >= static_cast<std::size_t>(r.history_len) ? k - static_cast<std::size_t>(r.history_len) : 0; j < k; ++j)
+            for (std::size_t j =
+                     k >= static_cast<std::size_t>(r.history_len) ? k - static_cast<std::size_t>(r.history_len) : 0;
+                 j < k; ++j)
                 hmax = std::max(hmax, s0.amax[j]);
             REQUIRE(hmax > 0);
             trace::Trace p = clean();
@@ -140,7 +143,8 @@ TEST_CASE("sensitivity: a jump that overflows the watched recipe is flagged at i
                 if (ref.overflow[j]) want.push_back(ref.steps[j]);
             for (const auto& run : ov[0]->numbers["steps"]) {
                 const auto a = run[0].get<std::int64_t>(), b = run[1].get<std::int64_t>();
-                for (std::size_t j = index_of(s, a); j < s.steps.size() && s.steps[j] <= b; ++j) got.push_back(s.steps[j]);
+                for (std::size_t j = index_of(s, a); j < s.steps.size() && s.steps[j] <= b; ++j)
+                    got.push_back(s.steps[j]);
             }
             CHECK(got == want);
             CHECK(std::find(got.begin(), got.end(), t) != got.end());
@@ -164,7 +168,8 @@ TEST_CASE("sensitivity: a jump of 8x the running median is a spike, whatever the
             const auto& s0 = clean().series[i];
             const std::int64_t t = 140 + static_cast<std::int64_t>(11 * (i % 14));
             const std::size_t k = index_of(s0, t);
-            std::vector<float> prev(s0.amax.begin() + static_cast<std::ptrdiff_t>(k - 32), s0.amax.begin() + static_cast<std::ptrdiff_t>(k));
+            std::vector<float> prev(s0.amax.begin() + static_cast<std::ptrdiff_t>(k - 32),
+                                    s0.amax.begin() + static_cast<std::ptrdiff_t>(k));
             std::sort(prev.begin(), prev.end());
             const float med = 0.5f * (prev[15] + prev[16]);
             if (!(med > 0) || s0.amax[k] >= 8 * med) continue;  // a constant-zero series, or a clean spike already
@@ -184,7 +189,8 @@ TEST_CASE("sensitivity: a jump of 8x the running median is a spike, whatever the
     }
 }
 
-TEST_CASE("sensitivity: growth of 6 log2 per 1000 steps on smooth series is flagged within 40 steps", "[warn][sensitivity]") {
+TEST_CASE("sensitivity: growth of 6 log2 per 1000 steps on smooth series is flagged within 40 steps",
+          "[warn][sensitivity]") {
     // Smooth: the series' noise (noise_log2 over steps 100..299) lets the 32-point window see 6
     // log2/1000 (growth_detection_delay <= 40). Weights and activations of the run; which ones
     // qualify is decided by that formula, not by trying.
@@ -245,7 +251,8 @@ TEST_CASE("sensitivity: new growth on a tensor warned before is reported again",
         plant_growth(s, a2, rate_for(once, a2, 40, 6));
         const auto ws = watch(p, c);
         const auto starts = episode_starts(ws, s.tensor);
-        const bool both = starts.lower_bound(a1) != starts.upper_bound(a1 + 40) && starts.lower_bound(a2) != starts.upper_bound(a2 + 40);
+        const bool both = starts.lower_bound(a1) != starts.upper_bound(a1 + 40) &&
+                          starts.lower_bound(a2) != starts.upper_bound(a2 + 40);
         if (!both) WARN("not both: " << s.tensor << " onsets " << a1 << ", " << a2);
         found_n += both;
         ++cases;
@@ -307,8 +314,9 @@ TEST_CASE("stationary noise raises no flood", "[warn][sensitivity]") {
     }
 }
 
-TEST_CASE("risk signals: spike density after warm-up, gradient-to-noise ratio, kurtosis and its trend, scale spread rate",
-          "[warn][risk]") {
+TEST_CASE(
+    "risk signals: spike density after warm-up, gradient-to-noise ratio, kurtosis and its trend, scale spread rate",
+    "[warn][risk]") {
     WatchReport r;
     r.tensors.push_back({"t.csv", "a", 600, 7, 0, 0, 5, 500});  // 5 spikes in the 500 steps after warm-up
     r.tensors.push_back({"t.csv", "b", 80, 3, 0, 0, 0, 0});     // the run ended in warm-up: no density
@@ -316,7 +324,7 @@ TEST_CASE("risk signals: spike density after warm-up, gradient-to-noise ratio, k
     g.file = "d.h5";
     g.layer = "step_000100/l0";
     g.step = 100;
-    g.recipes.push_back({"mxfp8", 2.0, 0.5, 1.0, ""});   // ratios 4 (RTN) and 2 (SR)
+    g.recipes.push_back({"mxfp8", 2.0, 0.5, 1.0, ""});  // ratios 4 (RTN) and 2 (SR)
     g.recipes.push_back({"nvfp4", 2.0, 0, 0, "skipped"});
     r.gradients.push_back(g);
     auto shape = [](std::int64_t step, double k, double spread) {
@@ -337,14 +345,14 @@ TEST_CASE("risk signals: spike density after warm-up, gradient-to-noise ratio, k
         FAIL("no " << signal);
         return k.signals.front();
     };
-    CHECK(get("spike-density").value == Approx(10));       // 5 per 500 steps = 10 per 1000
+    CHECK(get("spike-density").value == Approx(10));  // 5 per 500 steps = 10 per 1000
     CHECK(get("spike-density").score == Approx(1));
-    CHECK(get("grad-noise-ratio").value == Approx(2));      // the smallest ratio of the recipes applied
+    CHECK(get("grad-noise-ratio").value == Approx(2));  // the smallest ratio of the recipes applied
     CHECK(get("grad-noise-ratio").score == Approx(std::sqrt(3.0) / 2));
     CHECK(get("kurtosis").value == 64);
     CHECK(get("kurtosis").tensor == "l0/input");
     CHECK(get("kurtosis-trend").value == Approx(std::log2(16.0) * 2));  // 4 binades over 500 steps
-    CHECK(get("scale-spread-rate").value == Approx(2));               // +1 log2 std over 500 steps
+    CHECK(get("scale-spread-rate").value == Approx(2));                 // +1 log2 std over 500 steps
     CHECK(get("kurtosis-trend").score == Approx(0.8));
     CHECK(k.run_signal == "spike-density");  // score 1, as the scale spread's (the first of equals)
     CHECK(k.run_score == 1);

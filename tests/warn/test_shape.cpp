@@ -12,8 +12,8 @@ using namespace fp8kit::warn;
 TEST_CASE("per-channel amax: outlier channels and their ratio", "[warn]") {
     const std::uint64_t rows = 16, cols = 32;
     std::vector<float> x(rows * cols, 0.5f);
-    x[3 * cols + 7] = 100.0f;   // channel 7: 200 x the median 0.5
-    x[5 * cols + 9] = -20.0f;   // channel 9: 40 x, below outlier_k = 64
+    x[3 * cols + 7] = 100.0f;  // channel 7: 200 x the median 0.5
+    x[5 * cols + 9] = -20.0f;  // channel 9: 40 x, below outlier_k = 64
     ShapeConfig c;
     const ShapeStats s = shape_of(x.data(), rows, cols, Role::activation, c);
     CHECK(s.median_channel_amax == 0.5);

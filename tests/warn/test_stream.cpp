@@ -19,7 +19,8 @@ namespace {
 
 std::vector<std::string> keys(const Watcher& w) {
     std::vector<std::string> k;
-    for (const auto& x : w.warnings()) k.push_back(x.signal + "|" + x.tensor + "|" + std::to_string(x.step) + "|" + x.evidence);
+    for (const auto& x : w.warnings())
+        k.push_back(x.signal + "|" + x.tensor + "|" + std::to_string(x.step) + "|" + x.evidence);
     return k;
 }
 

@@ -112,7 +112,8 @@ TEST_CASE("a monitor's poll returns each warning once; incremental equals a whol
         if (k == 1) a[300] *= 5000;
         for (int i = 0; i < 500; ++i) {
             s.steps.push_back(i);
-            s.amax.push_back(a[static_cast<std::size_t>(i)] * (k == 2 ? static_cast<float>(std::exp2(i / 25.0)) : 1.0f));
+            s.amax.push_back(a[static_cast<std::size_t>(i)] *
+                             (k == 2 ? static_cast<float>(std::exp2(i / 25.0)) : 1.0f));
         }
         t.series.push_back(s);
     }
@@ -155,7 +156,8 @@ TEST_CASE("fixed inference scale: the step each level is reached", "[warn]") {
     Watcher w(c);
     // amax 1 for 10 calibration steps, then x2 every 100 steps: the scale maps 1 to 448 (E4M3),
     // so the level 2^0 of max (amax * scale >= max) is reached at step 10, whose amax is still 1.
-    for (int s = 0; s < 400; ++s) w.observe("layer.input", s, static_cast<float>(s < 10 ? 1.0 : std::exp2((s - 10) / 100.0)));
+    for (int s = 0; s < 400; ++s)
+        w.observe("layer.input", s, static_cast<float>(s < 10 ? 1.0 : std::exp2((s - 10) / 100.0)));
     const auto ws = w.warnings();
     const Warning* f = find(ws, "fixed-scale");
     REQUIRE(f != nullptr);

@@ -30,7 +30,7 @@ enum class Method {
     modelopt_nvfp4_sweep,    // ModelOpt NVFP4MSECalibrator: a static NVFP4 weight's E4M3 block scales
                              // (a weight method: not in all_methods())
 };
-const char* name(Method m);  // "modelopt_max", ...
+const char* name(Method m);                              // "modelopt_max", ...
 std::optional<Method> parse_method(std::string_view s);  // also "max", "mse", "static_minmax", ...
 std::vector<Method> all_methods();
 const char* tool(Method m);  // "modelopt" or "llm-compressor"
@@ -46,10 +46,10 @@ enum class DType { f32, bf16 };
 using Batch = std::vector<float>;
 
 struct Scale {
-    float value = 0;           // the stored scale, widened to float32 exactly
-    std::string dtype;         // "float32" (ModelOpt) or "bfloat16" (llm-compressor with bf16 input)
-    float amax = 0;            // the calibrated amax (ModelOpt: the quantizer's _amax buffer)
-    int candidate = -1;        // mse methods: index of the chosen candidate (ModelOpt: of 39)
+    float value = 0;     // the stored scale, widened to float32 exactly
+    std::string dtype;   // "float32" (ModelOpt) or "bfloat16" (llm-compressor with bf16 input)
+    float amax = 0;      // the calibrated amax (ModelOpt: the quantizer's _amax buffer)
+    int candidate = -1;  // mse methods: index of the chosen candidate (ModelOpt: of 39)
 };
 
 // The scale `m` computes from `batches`, fed in order, one calibrator call each. Throws
@@ -125,24 +125,24 @@ double nvfp4_sqnr(const std::vector<float>& w, const std::vector<std::uint8_t>& 
 
 // The sweep of one dump tensor, as `fp8kit calibrate --method modelopt_nvfp4_sweep` reports it.
 struct SweepRow {
-    std::vector<std::uint64_t> shape;        // [rows, cols / 16] of weight_scale
-    std::vector<std::uint8_t> weight_scale;  // E4M3 codes
-    double sqnr_db = 0, sqnr_max_db = 0;     // NVFP4 SQNR under the sweep's / the max rule's scales
+    std::vector<std::uint64_t> shape;              // [rows, cols / 16] of weight_scale
+    std::vector<std::uint8_t> weight_scale;        // E4M3 codes
+    double sqnr_db = 0, sqnr_max_db = 0;           // NVFP4 SQNR under the sweep's / the max rule's scales
     std::uint64_t blocks = 0, blocks_changed = 0;  // blocks whose scale differs from the max rule's
 };
 
 // A dump calibrated: one row per (tensor, method) (per channel / head: per slice too).
 struct Row {
-    std::string tensor;      // the dump name without its step component ("model.l0.q_proj/input")
+    std::string tensor;           // the dump name without its step component ("model.l0.q_proj/input")
     std::string checkpoint_name;  // "model.l0.q_proj.input_scale"
     Method method{};
     std::int64_t index = -1;  // the channel or head (-1: per tensor)
     Scale scale;
     std::size_t calib_batches = 0, holdout_batches = 0;
     std::vector<std::int64_t> calib_steps, holdout_steps;  // by token: both list every step
-    HoldoutStats holdout;  // on the held-out batches (empty when none)
-    HoldoutStats calib;    // on the calibration batches themselves
-    Nvfp4Headroom nvfp4;   // NVFP4 under this amax, on the held-out batches (else the calibration ones)
+    HoldoutStats holdout;                                  // on the held-out batches (empty when none)
+    HoldoutStats calib;                                    // on the calibration batches themselves
+    Nvfp4Headroom nvfp4;            // NVFP4 under this amax, on the held-out batches (else the calibration ones)
     std::optional<SweepRow> sweep;  // modelopt_nvfp4_sweep: scale = weight_scale_2, amax = global amax
 };
 struct Options {
@@ -159,7 +159,7 @@ struct Options {
 struct Report {
     Granularity granularity = Granularity::tensor;
     std::vector<Row> rows;
-    std::vector<std::string> notes;  // files or tensors skipped, and why
+    std::vector<std::string> notes;    // files or tensors skipped, and why
     std::vector<std::string> skipped;  // datasets the dump reader skipped on purpose (dump::skipped())
 };
 Report run(const Options& o);  // throws CalibrateError on bad input

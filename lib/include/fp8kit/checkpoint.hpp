@@ -47,7 +47,7 @@ struct TensorRef {
 // (scripts/bench/bench_checkpoint_check.sh: most of the time left was the kernel's page faults).
 void* allocate_tensor_bytes(std::size_t n);
 void free_tensor_bytes(void* p, std::size_t n);  // keeps up to 4 large buffers for reuse
-void release_tensor_buffers();                    // frees the kept buffers
+void release_tensor_buffers();                   // frees the kept buffers
 
 // A vector allocator that leaves new elements uninitialised: a tensor read is written whole by the
 // reader, so zero-filling it first would be a second pass over every byte (a multi-GB checkpoint:
@@ -79,7 +79,7 @@ struct RawTensor {
     std::vector<std::uint64_t> shape;
     std::vector<std::uint8_t, UninitAllocator<std::uint8_t>> bytes;
     std::uint64_t numel() const;
-    float at(std::uint64_t i) const;  // element i as float32 (exact for every dtype read here)
+    float at(std::uint64_t i) const;       // element i as float32 (exact for every dtype read here)
     std::vector<float> to_floats() const;  // every element, as at() (the dtype tested once)
 };
 
@@ -87,16 +87,16 @@ struct RawTensor {
 struct Layer {
     std::string module;  // "model.layers.0.self_attn.q_proj"
     Scheme scheme = Scheme::none;
-    std::string weight;        // codes: F8_E4M3 or packed U8 (two E2M1 per byte)
-    std::string scale;         // per tensor / channel / block scale
-    std::string global_scale;  // NVFP4 second level (weight_scale_2 / weight_global_scale)
-    std::string input_scale;   // static activation scale, if any
+    std::string weight;           // codes: F8_E4M3 or packed U8 (two E2M1 per byte)
+    std::string scale;            // per tensor / channel / block scale
+    std::string global_scale;     // NVFP4 second level (weight_scale_2 / weight_global_scale)
+    std::string input_scale;      // static activation scale, if any
     std::string pre_quant_scale;  // ModelOpt AWQ smoothing factor of the input (x * s), if any
     Convention scale_convention = Convention::dequant;
     Convention global_convention = Convention::dequant;
-    std::uint64_t rows = 0, cols = 0;        // logical weight shape (unpacked)
+    std::uint64_t rows = 0, cols = 0;              // logical weight shape (unpacked)
     std::uint64_t block_rows = 1, block_cols = 0;  // the block one scale covers (0: whole extent)
-    bool excluded = false;  // listed as not quantised by the config (ignore / exclude_modules)
+    bool excluded = false;                         // listed as not quantised by the config (ignore / exclude_modules)
     // Stacked experts: a 3-D weight [experts, r, c] is checked as rows = experts * r (its scales
     // [experts, ...] in the same row order); a per-expert per-tensor scale is a block of r x c.
     std::uint64_t experts = 0;
@@ -120,7 +120,7 @@ public:
     // through the reader's reused buffers: a scan that needs no whole layer. Throws CheckpointError.
     void stream(const std::string& name,
                 const std::function<void(std::uint64_t first, const std::uint8_t* bytes, std::size_t count)>& fn) const;
-    std::string quant_algo;                         // as the config names it
+    std::string quant_algo;  // as the config names it
     std::string kv_cache_algo;
     std::string kv_cache_strategy;  // compressed-tensors kv_cache_scheme.strategy ("tensor", "attn_head")
     std::string scale_fmt;          // config.json quantization_config.scale_fmt ("ue8m0": power-of-two block scales)
@@ -138,9 +138,10 @@ private:
     std::string dir_;
     Producer producer_ = Producer::unknown;
     std::vector<std::string> exclude_;
-    std::string weight_strategy_;                     // compressed-tensors config_groups weights.strategy
+    std::string weight_strategy_;                        // compressed-tensors config_groups weights.strategy
     std::uint64_t block_rows_ = 128, block_cols_ = 128;  // weight_block_size / block_structure
-    std::uint64_t group_size_ = 0;  // ModelOpt hf_quant_config group_size (W4A8_AWQ INT4 groups); 0: from the scale's shape
+    std::uint64_t group_size_ =
+        0;  // ModelOpt hf_quant_config group_size (W4A8_AWQ INT4 groups); 0: from the scale's shape
     std::vector<std::string> shards_;
     std::map<std::string, TensorRef> tensors_;
     std::vector<Layer> layers_;
@@ -170,7 +171,7 @@ inline constexpr const char* kKvEngines[3] = {"vLLM", "SGLang", "TensorRT-LLM"};
 // How the KV/attention scales are named, and what each engine does with the name.
 struct KvScale {
     std::string name;
-    std::string vllm;  // "loaded as <param>", "dropped (...)" (= engines[0].detail)
+    std::string vllm;      // "loaded as <param>", "dropped (...)" (= engines[0].detail)
     bool dropped = false;  // vLLM does not load it (as before: q_scale replaced by k_scale counts)
     bool present = true;   // false: expected but missing (name: the name the producer would use)
     std::string dtype;

@@ -38,7 +38,9 @@ enum class ScalePolicy {
 const char* name(CacheFormat f);
 const char* name(ScalePolicy p);
 std::optional<CacheFormat> parse_format(std::string_view s);  // e4m3 (fp8, fp8_e4m3), e5m2, e4m3fnuz (fnuz), nvfp4
-std::optional<ScalePolicy> parse_policy(std::string_view s);  // one (1.0), vllm_first_batch (first_batch), tensor, modelopt_trtllm (modelopt), modelopt_hf, head, token_head
+std::optional<ScalePolicy> parse_policy(
+    std::string_view
+        s);  // one (1.0), vllm_first_batch (first_batch), tensor, modelopt_trtllm (modelopt), modelopt_hf, head, token_head
 std::vector<CacheFormat> all_formats();
 std::vector<ScalePolicy> all_policies();
 
@@ -56,11 +58,11 @@ float token_head_scale(float amax, CacheFormat f);
 // Cast statistics of a set of values against their BF16 originals.
 struct CastStats {
     std::uint64_t elements = 0, nonzero = 0;
-    std::uint64_t saturated = 0;  // x / s rounds beyond the largest finite value (an unsaturated cast overflows)
-    std::uint64_t underflow = 0;  // x != 0 whose code decodes to zero
+    std::uint64_t saturated = 0;   // x / s rounds beyond the largest finite value (an unsaturated cast overflows)
+    std::uint64_t underflow = 0;   // x != 0 whose code decodes to zero
     double signal = 0, noise = 0;  // sum x^2, sum (deq - x)^2 (binary64)
     double max_abs_err = 0;
-    double sqnr_db() const;        // 10 log10(signal / noise); +inf when exact
+    double sqnr_db() const;  // 10 log10(signal / noise); +inf when exact
     void add(const CastStats& o);
 };
 
@@ -81,14 +83,13 @@ float llmc_minmax_scale(const std::vector<Tensor4>& steps, CacheFormat f);
 // policy): the scale(s) used and the statistics per head and per position bucket.
 // which: 'q', 'k' or 'v' (vLLM's first-batch range differs for V).
 struct CastResult {
-    std::vector<float> scales;            // one (tensor policies) or one per head; empty for token_head
-    std::vector<CastStats> per_head;      // over every step
-    std::vector<CastStats> per_bucket;    // positions [i*bucket, (i+1)*bucket), all heads and steps
+    std::vector<float> scales;          // one (tensor policies) or one per head; empty for token_head
+    std::vector<CastStats> per_head;    // over every step
+    std::vector<CastStats> per_bucket;  // positions [i*bucket, (i+1)*bucket), all heads and steps
 };
-CastResult cast_cache(const std::vector<Tensor4>& steps, char which, CacheFormat f, ScalePolicy p,
-                      std::size_t bucket);
+CastResult cast_cache(const std::vector<Tensor4>& steps, char which, CacheFormat f, ScalePolicy p, std::size_t bucket);
 
-struct Row {  // one (layer, tensor, head, format, policy)
+struct Row {            // one (layer, tensor, head, format, policy)
     std::string layer;  // the attention module ("model.layers.0.self_attn")
     char tensor = 'k';
     std::size_t head = 0;
@@ -112,15 +113,15 @@ struct AttentionRow {
     std::size_t head = 0, kv_head = 0;
     ScalePolicy policy{};
     float q_scale = 0, k_scale = 0, v_scale = 0;
-    double scores_sqnr_db = 0;  // S = Q K^T / sqrt(d) against binary64
-    double probs_sqnr_db = 0;   // FA3's P~ cast to E4M3 (no descale), / rowsum, against the exact softmax
-    double out_sqnr_db = 0;     // FA3: O = (P~c . Vc) v_scale / rowsum against binary64
+    double scores_sqnr_db = 0;          // S = Q K^T / sqrt(d) against binary64
+    double probs_sqnr_db = 0;           // FA3's P~ cast to E4M3 (no descale), / rowsum, against the exact softmax
+    double out_sqnr_db = 0;             // FA3: O = (P~c . Vc) v_scale / rowsum against binary64
     double out_normalized_sqnr_db = 0;  // ModelOpt: softmax normalised, then cast; O = (Pc . Vc) v_scale
     std::uint64_t p_underflow = 0, p_nonzero = 0;  // probabilities > 0 whose E4M3 code is zero
 };
 struct Options {
     std::vector<std::string> files;
-    std::vector<CacheFormat> formats;  // empty: all
+    std::vector<CacheFormat> formats;   // empty: all
     std::vector<ScalePolicy> policies;  // empty: all
     std::size_t bucket = 32;            // positions per bucket
     bool attention = true;              // FP8 attention where Q, K and V are all captured
@@ -138,8 +139,7 @@ Report run(const Options& o);  // throws KvError on bad input
 
 // The FP8 attention of one layer (all steps), E4M3 under policy p (not token_head).
 std::vector<AttentionRow> fp8_attention(const std::string& layer, const std::vector<Tensor4>& q,
-                                        const std::vector<Tensor4>& k, const std::vector<Tensor4>& v,
-                                        ScalePolicy p);
+                                        const std::vector<Tensor4>& k, const std::vector<Tensor4>& v, ScalePolicy p);
 
 std::string to_json(const Report& r);
 std::string to_csv(const Report& r);  // the per-head rows

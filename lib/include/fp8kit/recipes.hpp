@@ -22,9 +22,9 @@ namespace fp8kit {
 
 // How the scale of one cast is obtained.
 enum class RecipeKind : std::uint8_t {
-    delayed,  // TransformerEngine DelayedScaling: scale from an amax history (DelayedScaling)
-    current,  // one scale per tensor/row/block from the amax of the data being cast
-    windowed, // MS-AMP: window of past amaxes, in-time scaling until the window is full (MsampScaling)
+    delayed,   // TransformerEngine DelayedScaling: scale from an amax history (DelayedScaling)
+    current,   // one scale per tensor/row/block from the amax of the data being cast
+    windowed,  // MS-AMP: window of past amaxes, in-time scaling until the window is full (MsampScaling)
 };
 // The formula that turns an amax into a scale: numerics/scale_rules.hpp.
 using numerics::ScaleRule;
@@ -33,20 +33,20 @@ enum class AmaxAlgo : std::uint8_t { max, most_recent };
 // `row`: one scale per row (block 1 x cols); `tensor`: one scale for everything.
 enum class Granularity : std::uint8_t { tensor, row, block };
 
-std::string_view name(RecipeKind k);    // "delayed", "current", "windowed"
-std::string_view name(ScaleRule r);     // "te", "torchao", "msamp", "deepseek", "mx-roundup", "mx-ocp-floor"
-std::string_view name(AmaxAlgo a);      // "max", "most_recent"
-std::string_view name(Granularity g);   // "tensor", "row", "block"
+std::string_view name(RecipeKind k);   // "delayed", "current", "windowed"
+std::string_view name(ScaleRule r);    // "te", "torchao", "msamp", "deepseek", "mx-roundup", "mx-ocp-floor"
+std::string_view name(AmaxAlgo a);     // "max", "most_recent"
+std::string_view name(Granularity g);  // "tensor", "row", "block"
 
 // The tensor roles (numerics/roles.hpp). A recipe has three slots, input, weight and grad
 // (recipe_slot: activations, optimizer states and unknown roles cast with the input slot;
 // weight gradients are `gradient`). The frameworks' recipes cast GEMM operands only, so a weight
 // gradient or optimizer state cast with a slot is a what-if (docs/recipes.md, "Roles").
 // HYBRID recipes give grads E5M2 and the rest E4M3.
-using numerics::Role;
-using numerics::guess_role;   // from a tensor's name; `unknown` when no word matches
+using numerics::guess_role;  // from a tensor's name; `unknown` when no word matches
 using numerics::parse_role;
 using numerics::recipe_slot;
+using numerics::Role;
 using numerics::slot_name;  // "input", "weight", "grad"
 // A recipe slot by the names users type (parse_role's spellings: "input", "grad", "act", ...);
 // std::invalid_argument "<what>: unknown role '<s>' (choose from input, weight, grad)" otherwise.
@@ -80,14 +80,14 @@ struct RecipeSpec {
     RecipeKind kind;
     ScaleRule rule;
     RoleSpec input, weight, grad;
-    int history_len;     // delayed: amax history length L (>= 1); 1 elsewhere
-    AmaxAlgo algo;       // delayed: max or most_recent
-    int margin;          // scale divided by 2^margin (TE delayed, MS-AMP)
-    double epsilon;      // amax floor: TE eps (float32, amax < eps -> eps), torchao clamp (binary64),
-                         // DeepGEMM clamp (float32, 1e-4)
-    bool pow2;           // scales rounded down to a power of two (TE, torchao); deepseek: UE8M0 round-up
-    float value_for_inf; // TE: scale used when FMAX/amax is Inf (FLT_MAX)
-    Policy policy;       // the cast's rounding/overflow/NaN policy
+    int history_len;      // delayed: amax history length L (>= 1); 1 elsewhere
+    AmaxAlgo algo;        // delayed: max or most_recent
+    int margin;           // scale divided by 2^margin (TE delayed, MS-AMP)
+    double epsilon;       // amax floor: TE eps (float32, amax < eps -> eps), torchao clamp (binary64),
+                          // DeepGEMM clamp (float32, 1e-4)
+    bool pow2;            // scales rounded down to a power of two (TE, torchao); deepseek: UE8M0 round-up
+    float value_for_inf;  // TE: scale used when FMAX/amax is Inf (FLT_MAX)
+    Policy policy;        // the cast's rounding/overflow/NaN policy
 
     const RoleSpec& role(Role r) const;  // the slot recipe_slot(r)
     // The policy a tensor of role r is cast with: `policy` with the slot's own rounding when it
@@ -109,12 +109,12 @@ inline float fp8_max(Format f) { return numerics::format_max(f); }
 
 // ---- The scale math: every rule is written once, in numerics/scale_rules.hpp ---------------
 
-using numerics::ScalePair;
-using numerics::te_scale;        // TransformerEngine compute_scale_from_amax
-using numerics::torchao_scale;   // torchao amax_to_scale
-using numerics::msamp_scale;     // MS-AMP ScalingMeta.compute_scaling_factor
 using numerics::deepseek_scale;  // DeepGEMM per-token / per-block scale (UE8M0 option)
 using numerics::e8m0_scale_pair;
+using numerics::msamp_scale;  // MS-AMP ScalingMeta.compute_scaling_factor
+using numerics::ScalePair;
+using numerics::te_scale;       // TransformerEngine compute_scale_from_amax
+using numerics::torchao_scale;  // torchao amax_to_scale
 
 // MX block scales as E8M0 codes of an element format (numerics::mx_code_floor / mx_code_roundup).
 inline std::uint8_t mx_e8m0_scale_floor_ocp(float block_amax, Format elem) {
@@ -126,8 +126,7 @@ inline std::uint8_t mx_e8m0_scale_roundup(float block_amax, Format elem) {
 
 // One scale for one amax under `rule` with its parameters spelled out; the MX rules give the
 // scale the block is cast with (numerics::rule_scale, mx_cast_pair).
-ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool pow2,
-                     float value_for_inf, int margin);
+ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool pow2, float value_for_inf, int margin);
 
 // One scale for one amax under any non-stateful rule of `r` for `role`.
 ScalePair recipe_scale(const RecipeSpec& r, Role role, float amax);
@@ -142,7 +141,7 @@ class DelayedScaling {
 public:
     DelayedScaling(float fmax, int history_len, AmaxAlgo algo, int margin);
     float scale_for_step() const { return scale_; }  // the scale this step casts with
-    void record(float amax);                          // this step's amax; moves to the next step
+    void record(float amax);                         // this step's amax; moves to the next step
     // TE's amax_history as a vector of L: slot 0 (this step's amax, 0 after a roll), then the
     // last L - 1 rolled amaxes, oldest first. Built on demand (O(L)).
     std::vector<float> history() const;
@@ -155,11 +154,11 @@ private:
     // monotonic queue of the non-NaN entries of the last L rolls (fmaxf ignores NaN).
     float scaled_max_;
     AmaxAlgo algo_;
-    std::size_t len_;                    // L
-    float slot0_ = 0.0f;                 // history[0]
-    std::vector<float> ring_;            // history[1..L-1]; ring_[head_] is the oldest
+    std::size_t len_;          // L
+    float slot0_ = 0.0f;       // history[0]
+    std::vector<float> ring_;  // history[1..L-1]; ring_[head_] is the oldest
     std::size_t head_ = 0;
-    std::uint64_t rolls_ = 0;            // rolls so far; roll k stored its amax with index k
+    std::uint64_t rolls_ = 0;                           // rolls so far; roll k stored its amax with index k
     std::deque<std::pair<std::uint64_t, float>> maxq_;  // (roll, amax), amax decreasing
     float scale_ = 1.0f;
     std::uint64_t steps_ = 0;

@@ -32,7 +32,7 @@ inline constexpr float kE4M3Max = 448.0f, kE5M2Max = 57344.0f, kF16Max = 65504.0
 float compute_scaling_factor(float amax, float scale, float fp_max, int margin);
 
 // The casts on each path (bit-exact, emu::convert):
-std::uint8_t to_e4m3_satfinite(float x);  // TE cast_to_fp8 and __nv_fp8_e4m3(float): RNE, saturating
+std::uint8_t to_e4m3_satfinite(float x);               // TE cast_to_fp8 and __nv_fp8_e4m3(float): RNE, saturating
 std::uint8_t half_to_e4m3_satfinite(std::uint16_t h);  // __nv_fp8_e4m3(__half)
 float e4m3_to_float(std::uint8_t code);
 std::uint16_t to_f16(float x);  // __float2half / Tensor.to(torch.float16): RNE, Inf on overflow
@@ -108,10 +108,10 @@ struct OrderResult {
     // overflow): the partial sum has stalled, its E4M3 spacing (2^-3 of it) larger than twice the
     // addend. hops = size x (N - 1).
     std::uint64_t stalled_hops = 0, hops = 0;
-    double max_partial = 0;           // largest |partial sum| before the cast, in scaled units
+    double max_partial = 0;  // largest |partial sum| before the cast, in scaled units
     // against the exact mean (float64 sum of the ranks' float32 values / N):
-    double rel_error = 0;  // ||result - mean|| / ||mean|| (L2)
-    double sqnr_db = 0;    // 10 log10(sum mean^2 / sum (result - mean)^2); Inf when equal
+    double rel_error = 0;         // ||result - mean|| / ||mean|| (L2)
+    double sqnr_db = 0;           // 10 log10(sum mean^2 / sum (result - mean)^2); Inf when equal
     std::uint64_t underflow = 0;  // elements with mean != 0 and result 0
     std::uint64_t nonfinite = 0;  // result NaN or Inf
 };
@@ -119,17 +119,17 @@ struct OrderResult {
 struct AllReduceResult {
     int ranks = 0;
     std::size_t size = 0;
-    float amax = 0;       // MAX over ranks of max|g_r|, NaN and +Inf mapped to +Inf first
-    float scale = 0;      // the cast's scale (DDP: compute_scaling_factor * fl32(1/sqrt(N)))
-    float scale_inv = 0;  // fl32(fl32(1/scale) / N), the scale_inv after div_(N)
-    std::uint64_t cast_underflow = 0;   // rank elements != 0 whose cast gives a zero code
-    std::uint64_t cast_saturated = 0;   // rank elements with |g * scale| > 448 (clamped)
-    std::uint64_t cast_nonzero = 0;     // rank elements != 0
-    std::vector<OrderResult> orders;    // in the order asked for
-    double order_spread = 0;   // max over elements of (max - min over orders) / RMS(mean)
-    std::uint64_t order_differs = 0;  // elements whose codes differ between two orders
-    int extra_margin = 0;  // smallest k >= 0 with every partial sum, summed exactly in the same orders
-                           // (no rounding, no clamp), / 2^k <= 448: the margin that avoids clamping
+    float amax = 0;                    // MAX over ranks of max|g_r|, NaN and +Inf mapped to +Inf first
+    float scale = 0;                   // the cast's scale (DDP: compute_scaling_factor * fl32(1/sqrt(N)))
+    float scale_inv = 0;               // fl32(fl32(1/scale) / N), the scale_inv after div_(N)
+    std::uint64_t cast_underflow = 0;  // rank elements != 0 whose cast gives a zero code
+    std::uint64_t cast_saturated = 0;  // rank elements with |g * scale| > 448 (clamped)
+    std::uint64_t cast_nonzero = 0;    // rank elements != 0
+    std::vector<OrderResult> orders;   // in the order asked for
+    double order_spread = 0;           // max over elements of (max - min over orders) / RMS(mean)
+    std::uint64_t order_differs = 0;   // elements whose codes differ between two orders
+    int extra_margin = 0;              // smallest k >= 0 with every partial sum, summed exactly in the same orders
+                                       // (no rounding, no clamp), / 2^k <= 448: the margin that avoids clamping
 };
 
 AllReduceResult fp8_allreduce(const RankSource& src, const std::vector<Order>& orders,
@@ -151,8 +151,8 @@ public:
     // Initial FP32 weights and states (exp_avg / exp_avg_sq may be empty: zeros); `step` is the
     // number of optimizer steps already taken. FP32 states are cast as TypeCast.cast_to_fp8 /
     // cast_to_fp16 cast an FP32 tensor.
-    MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq,
-              AdamHyper h, std::int64_t step = 0, bool fp16_master = true);
+    MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq, AdamHyper h,
+              std::int64_t step = 0, bool fp16_master = true);
     void step(const std::vector<float>& grad) { step(grad, grad); }  // one step of both (throws on a size mismatch)
     // The simulated side takes `grad`, the FP32 reference `ref_grad` (e.g. the FP8 all-reduce's
     // result against the exact rank mean, so the drift includes the gradient's own FP8 error).
@@ -167,7 +167,7 @@ public:
     float m_scale() const { return m_scale_; }
     float v_scale() const { return v_scale_; }
     float master_scale() const { return w_scale_; }
-    std::vector<float> weight() const;      // the simulated weights as float32 (dequantized master)
+    std::vector<float> weight() const;         // the simulated weights as float32 (dequantized master)
     std::vector<float> m_dequantized() const;  // fl32(e4m3(code) * fl32(1 / m_scale))
     std::vector<float> v_dequantized() const;
     // The FP32 reference.
@@ -192,7 +192,7 @@ struct AdamReport {
     std::uint64_t m_underflow = 0, v_underflow = 0;  // reference != 0, stored state dequantizes to 0
     std::uint64_t m_nonzero = 0, v_nonzero = 0;
     double m_rel_error = 0, v_rel_error = 0;  // L2, dequantized state vs reference state
-    double update_rel_error = 0;  // ||(w_sim - w0) - (w_ref - w0)|| / ||w_ref - w0||
+    double update_rel_error = 0;              // ||(w_sim - w0) - (w_ref - w0)|| / ||w_ref - w0||
     double weight_max_abs_diff = 0;
     float m_scale = 0, v_scale = 0;
 };
@@ -205,16 +205,16 @@ AdamReport report(const MsampAdam& a);
 // FP32 (get_unscaled_state), runs the FP32 kernel, then re-quantizes each state (_apply_scale)
 // with scale = absmax / range (range 448 for FP8, 65504 / 2 for FP16). docs/msamp.md gives every step.
 enum class StateDtype : std::uint8_t { f32, f16, bf16, fp8 };  // torch.float32/float16/bfloat16/uint8
-std::string_view name(StateDtype d);                         // fp32, fp16, bf16, fp8
-StateDtype parse_state_dtype(std::string_view s);            // throws std::invalid_argument
+std::string_view name(StateDtype d);                           // fp32, fp16, bf16, fp8
+StateDtype parse_state_dtype(std::string_view s);              // throws std::invalid_argument
 
 // One stored state (or master weight) as FusedAdam holds it.
 struct TeState {
     StateDtype dtype = StateDtype::f32;
-    std::vector<std::uint32_t> bits;  // stored values: E4M3 codes, FP16/BF16 bits or FP32 bits
-    float scale = 1;          // FusedAdam._scales[param][name]: fl32(absmax / range)
-    float fp8_scale = 1;      // Float8Tensor quantizer scale: fl32(1 / scale)
-    float fp8_scale_inv = 1;  // Float8Tensor._scale_inv: __frcp_rn(fp8_scale)
+    std::vector<std::uint32_t> bits;         // stored values: E4M3 codes, FP16/BF16 bits or FP32 bits
+    float scale = 1;                         // FusedAdam._scales[param][name]: fl32(absmax / range)
+    float fp8_scale = 1;                     // Float8Tensor quantizer scale: fl32(1 / scale)
+    float fp8_scale_inv = 1;                 // Float8Tensor._scale_inv: __frcp_rn(fp8_scale)
     std::vector<float> dequantized() const;  // get_unscaled_state
 };
 
@@ -229,9 +229,9 @@ class TeFusedAdam {
 public:
     // Empty exp_avg / exp_avg_sq: fresh zero states (_initialize_state, zero_buffer=True: scale 1).
     // Given FP32 states are stored as load_state_dict stores them (set_scaled_state -> _apply_scale).
-    TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq,
-                AdamHyper h, std::int64_t step = 0, TeAdamOptions o = {});
-    void step(const std::vector<float>& grad) { step(grad, grad); }  // throws on a size mismatch
+    TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq, AdamHyper h,
+                std::int64_t step = 0, TeAdamOptions o = {});
+    void step(const std::vector<float>& grad) { step(grad, grad); }                 // throws on a size mismatch
     void step(const std::vector<float>& grad, const std::vector<float>& ref_grad);  // as MsampAdam's
 
     std::size_t size() const { return w32_.size(); }
@@ -304,17 +304,17 @@ enum class OptimizerGrad : std::uint8_t { mean, fp8_allreduce };
 OptimizerGrad parse_optimizer_grad(std::string_view s);  // "mean" | "fp8-allreduce"; throws std::invalid_argument
 
 struct MsampRunOptions {
-    bool o2 = false;                   // level O2: the optimizer too
-    std::vector<int> ranks;            // N to split a single dump into (ignored with several dumps)
+    bool o2 = false;         // level O2: the optimizer too
+    std::vector<int> ranks;  // N to split a single dump into (ignored with several dumps)
     std::vector<Path> paths{Path::ddp, Path::non_ddp};
     std::vector<Order> orders{Order::rank, Order::ring, Order::tree};
     HopArith hop = HopArith::half;
     double spread = 1.0;
     std::uint64_t seed = 0;
     AdamHyper hyper;
-    bool te_fused_adam = false;        // O2 optimizer: TE FusedAdam (te) instead of MS-AMP's LBAdamW
+    bool te_fused_adam = false;  // O2 optimizer: TE FusedAdam (te) instead of MS-AMP's LBAdamW
     TeAdamOptions te;
-    bool fp32_master = false;          // LBAdamW: FP32 master weights
+    bool fp32_master = false;  // LBAdamW: FP32 master weights
     OptimizerGrad optimizer_grad = OptimizerGrad::mean;
     WgradDtype wgrad = WgradDtype::f32;  // the gradient's dtype entering the all-reduce
 };
@@ -343,7 +343,7 @@ struct MsampRun {
     std::vector<MsampRow> rows;  // in parameter, step, N, path order: the same for any thread count
     std::map<std::pair<int, std::string>, MsampFlags> flags;
     std::vector<std::string> notes;
-    int optimizer_ranks = 1;     // the `ranks` of the optimizer rows
+    int optimizer_ranks = 1;  // the `ranks` of the optimizer rows
 };
 
 // Runs the all-reduce for every parameter, step, N and path, and at O2 the optimizer over the

@@ -43,9 +43,8 @@ enum class MismatchClass : std::uint8_t {
 };
 inline constexpr int kMismatchClassCount = 8;
 inline constexpr MismatchClass kAllMismatchClasses[] = {
-    MismatchClass::tie,           MismatchClass::direction,       MismatchClass::overflow,
-    MismatchClass::nan_encoding,  MismatchClass::flush_to_zero,   MismatchClass::double_rounding,
-    MismatchClass::scale,         MismatchClass::other};
+    MismatchClass::tie,           MismatchClass::direction,       MismatchClass::overflow, MismatchClass::nan_encoding,
+    MismatchClass::flush_to_zero, MismatchClass::double_rounding, MismatchClass::scale,    MismatchClass::other};
 std::string_view name(MismatchClass c);  // "tie", "direction", ..., "nan-encoding", "flush-to-zero"
 
 // How scales apply and how block scales tile the input (numerics/validate_rules.hpp, shared with
@@ -58,15 +57,15 @@ std::string_view name(MismatchClass c);  // "tie", "direction", ..., "nan-encodi
 //   b128x128  128 x 128 blocks: ceil(rows / 128) * ceil(cols / 128) scales
 //   mx32      1 x 32 blocks (OCP MX): rows * ceil(cols / 32) scales
 //   nv16      1 x 16 blocks (NVFP4): rows * ceil(cols / 16) scales
-using numerics::ScaleMode;
-using numerics::BlockLayout;
 using numerics::block_scale_count;  // number of scales a layout needs for a rows x cols matrix
+using numerics::BlockLayout;
+using numerics::ScaleMode;
 std::string_view name(BlockLayout b);  // "tensor", "rowwise", "1x128", "128x128", "mx32", "1x16"
 
 struct Scaling {
     ScaleMode mode = ScaleMode::none;
     BlockLayout layout = BlockLayout::tensor;
-    float value = 1.0f;           // layout == tensor
+    float value = 1.0f;             // layout == tensor
     const float* blocks = nullptr;  // otherwise: block_scale_count(...) values (E8M0 scales: decode
                                     // them to float32 first, which is exact)
     std::size_t block_count = 0;
@@ -74,18 +73,18 @@ struct Scaling {
 };
 
 struct ValidateRequest {
-    Wide from;                       // type of the input elements
-    const void* input;               // n elements, raw little-endian bits
-    const std::uint8_t* codes;       // n codes the kernel produced
+    Wide from;                  // type of the input elements
+    const void* input;          // n elements, raw little-endian bits
+    const std::uint8_t* codes;  // n codes the kernel produced
     std::size_t n;
     Format to;
-    Policy policy;                   // the reference policy (stochastic rounding is not accepted)
+    Policy policy;  // the reference policy (stochastic rounding is not accepted)
     Scaling scaling;
 };
 
 struct ValidateOptions {
-    std::size_t examples = 5;        // per class
-    bool detect_policies = true;     // find the policies the output equals exactly
+    std::size_t examples = 5;     // per class
+    bool detect_policies = true;  // find the policies the output equals exactly
     // Called on the calling thread as blocks of 2^16 elements are compared here, with (blocks
     // done, this part's blocks), for a progress line; empty: none. Changes nothing in the report.
     std::function<void(std::uint64_t, std::uint64_t)> progress;
@@ -93,10 +92,10 @@ struct ValidateOptions {
 
 struct MismatchExample {
     std::uint64_t index;
-    std::uint64_t input_bits;        // as stored (f64: 64 bits, f32: 32, f16/bf16: 16)
-    double input;                    // its value
-    double scaled;                   // the value the reference rounds (= input when unscaled)
-    double scale;                    // the S applied to this element (1 when unscaled)
+    std::uint64_t input_bits;  // as stored (f64: 64 bits, f32: 32, f16/bf16: 16)
+    double input;              // its value
+    double scaled;             // the value the reference rounds (= input when unscaled)
+    double scale;              // the S applied to this element (1 when unscaled)
     std::uint8_t expected, actual;
     double expected_value, actual_value;  // decoded (NaN for NaN codes)
 };
@@ -115,8 +114,8 @@ struct ValidateReport {
     std::uint64_t total = 0, matches = 0, mismatches = 0;
     std::array<ClassReport, kMismatchClassCount> classes;
     bool policies_detected = false;
-    std::vector<Policy> consistent_policies;   // every policy (5 roundings x 3 overflow x 4 NaN)
-                                               // whose codes equal the kernel's on all elements
+    std::vector<Policy> consistent_policies;       // every policy (5 roundings x 3 overflow x 4 NaN)
+                                                   // whose codes equal the kernel's on all elements
     std::vector<std::string> consistent_profiles;  // e.g. "cuda-satfinite", "cuda-nosat (e8m0 toward-zero)"
 
     // The array's shape, row-major (set by the caller; empty or 1-D: positions are flat indices).

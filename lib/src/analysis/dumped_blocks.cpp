@@ -15,9 +15,13 @@ namespace fp8kit::sweep {
 
 DumpedBlocks::DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> recipes, std::size_t budget,
                            std::vector<bool> skip)
-    : recipes_(std::move(recipes)), skip_(std::move(skip)), total_(recipes_.size()), wide_(t.wide),
+    : recipes_(std::move(recipes)),
+      skip_(std::move(skip)),
+      total_(recipes_.size()),
+      wide_(t.wide),
       esz_(t.wide == Wide::f32 ? 4 : 2),
-      cols_(t.shape.back()), numel_(t.numel) {
+      cols_(t.shape.back()),
+      numel_(t.numel) {
     rows_ = cols_ ? static_cast<std::size_t>(t.numel / cols_) : 0;
     skip_.resize(recipes_.size(), false);
     const std::uint64_t row_bytes = std::uint64_t(cols_) * esz_;
@@ -44,8 +48,10 @@ DumpedBlocks::DumpedBlocks(const dump::TensorInfo& t, std::vector<BlockRecipe> r
     }
     unit = std::max<std::size_t>(1, std::min(unit, rows_));
     if (row_bytes * unit > budget) {
-        why_ = fmt::format("a strip of {} row(s) of {} elements exceeds the {} MiB the block presets may hold "
-                           "(unless the tensor is one fill value)", unit, cols_, budget >> 20);
+        why_ = fmt::format(
+            "a strip of {} row(s) of {} elements exceeds the {} MiB the block presets may hold "
+            "(unless the tensor is one fill value)",
+            unit, cols_, budget >> 20);
         // A whole-tensor fill-value run is still evaluated (add() sees it first).
         strip_rows_ = 0;
         return;
@@ -122,8 +128,10 @@ void DumpedBlocks::add(const dump::Chunk& c) {
 void DumpedBlocks::buffer(const dump::Chunk& c) {
     const bool amax = amax_pass_ && !amax_done_;
     auto full = [&] {
-        if (amax) flush_amax(strip_rows_);
-        else flush(strip_rows_);
+        if (amax)
+            flush_amax(strip_rows_);
+        else
+            flush(strip_rows_);
     };
     const auto* p = static_cast<const unsigned char*>(c.bits);
     const std::size_t strip_bytes = strip_rows_ * cols_ * esz_;
@@ -176,8 +184,10 @@ void DumpedBlocks::flush(std::size_t rows) {
 std::vector<std::optional<QuantStats>> DumpedBlocks::finish() {
     if (!active_) return {};
     if (!constant_) {
-        if (strip_rows_ == rows_) flush(rows_);  // gathered whole (also 0 x 0)
-        else if (!buf_.empty()) flush(buf_.size() / (cols_ * esz_));
+        if (strip_rows_ == rows_)
+            flush(rows_);  // gathered whole (also 0 x 0)
+        else if (!buf_.empty())
+            flush(buf_.size() / (cols_ * esz_));
     }
     std::vector<std::optional<QuantStats>> out(recipes_.size());
     for (std::size_t k = 0; k < recipes_.size(); ++k)

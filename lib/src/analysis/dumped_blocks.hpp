@@ -36,7 +36,7 @@ public:
     bool needs_amax_pass() const { return amax_pass_; }
     void add_amax(const dump::Chunk& c);  // the first pass (needs_amax_pass()), every chunk in order
     void end_amax_pass();
-    void add(const dump::Chunk& c);  // the statistics pass, every chunk in order
+    void add(const dump::Chunk& c);                   // the statistics pass, every chunk in order
     std::vector<std::optional<QuantStats>> finish();  // one total per recipe (empty: skipped)
 
 private:

@@ -18,10 +18,10 @@ namespace fp8kit::inspect {
 
 void check_recipe(const RecipeSpec& r) {
     if (r.kind != RecipeKind::current)
-        throw std::invalid_argument(fmt::format(
-            "recipe '{}' is {} scaling: its scale depends on the amaxes of earlier steps, which a "
-            "dump does not hold; use a current-scaling recipe (te-current, te-block, mxfp8, ...)",
-            r.name, name(r.kind)));
+        throw std::invalid_argument(
+            fmt::format("recipe '{}' is {} scaling: its scale depends on the amaxes of earlier steps, which a "
+                        "dump does not hold; use a current-scaling recipe (te-current, te-block, mxfp8, ...)",
+                        r.name, name(r.kind)));
 }
 
 namespace {
@@ -53,13 +53,9 @@ Result plan(const dump::TensorInfo& t, const RecipeSpec& r) {
     return res;
 }
 
-std::size_t bytes_of(const dump::TensorInfo& t) {
-    return static_cast<std::size_t>(t.numel) * wide_size(t.wide);
-}
+std::size_t bytes_of(const dump::TensorInfo& t) { return static_cast<std::size_t>(t.numel) * wide_size(t.wide); }
 
-bool fits(const dump::TensorInfo& t, const Options& opts) {
-    return t.numel <= opts.memory_bytes / wide_size(t.wide);
-}
+bool fits(const dump::TensorInfo& t, const Options& opts) { return t.numel <= opts.memory_bytes / wide_size(t.wide); }
 
 // Reads tensor i whole into buf and returns its amax_of. A buffer is reused while it is large
 // enough and, with `other` bytes held elsewhere, within `limit` (reuse saves the page faults of a
@@ -82,8 +78,7 @@ float load_whole(dump::Dump& d, std::size_t i, std::vector<unsigned char>& buf, 
         std::uint32_t bits = 0;
         std::memcpy(&bits, &a, sizeof bits);
         std::uint32_t seen = amax.load(std::memory_order_relaxed);
-        while (bits > seen && !amax.compare_exchange_weak(seen, bits, std::memory_order_relaxed)) {
-        }
+        while (bits > seen && !amax.compare_exchange_weak(seen, bits, std::memory_order_relaxed)) {}
     });
     const std::uint32_t bits = amax.load();
     float a = 0;
@@ -121,14 +116,13 @@ Result analyse_streamed(dump::Dump& d, std::size_t i, const Options& opts) {
     const RecipeSpec r = with_format(opts.recipe, opts.format);
     Result res = plan(t, r);
     if (res.granularity != Granularity::tensor)
-        throw std::invalid_argument(fmt::format(
-            "{} MiB is more than the {} MiB a {}-scaled recipe may hold in memory", bytes_of(t) >> 20,
-            opts.memory_bytes >> 20, name(res.granularity)));
+        throw std::invalid_argument(fmt::format("{} MiB is more than the {} MiB a {}-scaled recipe may hold in memory",
+                                                bytes_of(t) >> 20, opts.memory_bytes >> 20, name(res.granularity)));
     if (r.policy_for(res.role).rounding == Rounding::stochastic)
-        throw std::invalid_argument(fmt::format(
-            "{} MiB is more than the {} MiB stochastic rounding may hold in memory (its random bits "
-            "follow the element index across the whole tensor)",
-            bytes_of(t) >> 20, opts.memory_bytes >> 20));
+        throw std::invalid_argument(
+            fmt::format("{} MiB is more than the {} MiB stochastic rounding may hold in memory (its random bits "
+                        "follow the element index across the whole tensor)",
+                        bytes_of(t) >> 20, opts.memory_bytes >> 20));
     // Streamed: the amax of every chunk, then statistics chunk by chunk. amax_of is a maximum,
     // so combining chunks is exact; the binary64 sums are merged in chunk order (fixed chunk
     // size, so the same for any thread count).

@@ -47,7 +47,8 @@ const OverflowLimit& overflow_limit(Format f) {
     static const auto table = [] {
         std::array<OverflowLimit, emu::kNumFormats> t{};
         for (int i = 0; i < emu::kNumFormats; ++i)
-            t[static_cast<std::size_t>(i)] = {limit_of(emu::kAllFormats[i], 0), limit_of(emu::kAllFormats[i], 0x80000000u)};
+            t[static_cast<std::size_t>(i)] = {limit_of(emu::kAllFormats[i], 0),
+                                              limit_of(emu::kAllFormats[i], 0x80000000u)};
         return t;
     }();
     for (int i = 0; i < emu::kNumFormats; ++i)
@@ -60,7 +61,7 @@ const OverflowLimit& overflow_limit(Format f) {
 bool overflows(float amax, float scale, Format f) {
     if (std::isnan(amax) || std::isnan(scale)) return false;
     if (std::isinf(amax)) return true;
-    const float s = amax * scale;  // float32 product, as the cast kernels compute it
+    const float s = amax * scale;     // float32 product, as the cast kernels compute it
     if (std::isnan(s)) return false;  // 0 * Inf: a zero amax under an Inf scale
     if (std::isinf(s)) return true;
     std::uint32_t bits;

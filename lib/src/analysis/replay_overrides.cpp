@@ -20,9 +20,12 @@ RecipeSpec with_overrides(RecipeSpec r, const Overrides& o) {
     if (!o.algo.empty()) {
         if (r.kind != RecipeKind::delayed)
             throw E(fmt::format("--algo: recipe '{}' is {} scaling, not delayed", r.name, name(r.kind)));
-        if (o.algo == "max") r.algo = AmaxAlgo::max;
-        else if (o.algo == "most_recent" || o.algo == "most-recent") r.algo = AmaxAlgo::most_recent;
-        else throw E(fmt::format("--algo: unknown algorithm '{}' (choose from max, most_recent)", o.algo));
+        if (o.algo == "max")
+            r.algo = AmaxAlgo::max;
+        else if (o.algo == "most_recent" || o.algo == "most-recent")
+            r.algo = AmaxAlgo::most_recent;
+        else
+            throw E(fmt::format("--algo: unknown algorithm '{}' (choose from max, most_recent)", o.algo));
     }
     if (o.margin) {
         if (r.kind == RecipeKind::current)

@@ -80,12 +80,8 @@ double Outcome::subnormal_share() const {
     return nonzero ? static_cast<double>(subnormal) / static_cast<double>(nonzero) : kNaN;
 }
 double Outcome::mean_sqnr_db() const { return sqnr_count ? sum_sqnr_db / static_cast<double>(sqnr_count) : kNaN; }
-double Outcome::mean_sqnr_db_lo() const {
-    return sqnr_count ? sum_sqnr_db_lo / static_cast<double>(sqnr_count) : kNaN;
-}
-double Outcome::mean_sqnr_db_hi() const {
-    return sqnr_count ? sum_sqnr_db_hi / static_cast<double>(sqnr_count) : kNaN;
-}
+double Outcome::mean_sqnr_db_lo() const { return sqnr_count ? sum_sqnr_db_lo / static_cast<double>(sqnr_count) : kNaN; }
+double Outcome::mean_sqnr_db_hi() const { return sqnr_count ? sum_sqnr_db_hi / static_cast<double>(sqnr_count) : kNaN; }
 
 void Outcome::add_trace(const replay::SeriesResult& r) {
     const std::size_t n = r.steps.size();
@@ -136,7 +132,7 @@ void Outcome::add_dump(const numerics::StatsScalars& s) {
     subnormal += s.subnormal;
     overflow_elems += s.overflow;
     // QuantStats::sqnr_db() (element_stats.hpp) on the same scalars.
-    const double db = s.sum_err2 == 0.0  ? INFINITY
+    const double db = s.sum_err2 == 0.0 ? INFINITY
                       : s.sum_x2 == 0.0 ? -INFINITY
                                         : 10.0 * std::log10(s.sum_x2 / s.sum_err2);
     if (std::isinf(db) && db > 0) {
@@ -229,14 +225,18 @@ struct PutField {
     std::string& out;
     void operator()(const std::string& v) const { put_string(out, v); }
     template <class T>
-    void operator()(const T& v) const { put(out, v); }
+    void operator()(const T& v) const {
+        put(out, v);
+    }
 };
 
 struct GetField {
     Reader& in;
     void operator()(std::string& v) const { v = in.get_string(); }
     template <class T>
-    void operator()(T& v) const { v = in.template get<T>(); }
+    void operator()(T& v) const {
+        v = in.template get<T>();
+    }
 };
 
 }  // namespace
@@ -310,9 +310,10 @@ void Sweep::run(const std::vector<Dumped>& dumped, std::vector<std::string>& not
         for (std::size_t g = 0; g < groups; ++g) use(g, make(g));
     }
     if (amax_differs)
-        notes.push_back(fmt::format("{} dumped tensors have another amax than the trace at that step (first: {}); "
-                                    "delayed scales follow the trace, current scaling uses the dumped data",
-                                    amax_differs, first_difference));
+        notes.push_back(
+            fmt::format("{} dumped tensors have another amax than the trace at that step (first: {}); "
+                        "delayed scales follow the trace, current scaling uses the dumped data",
+                        amax_differs, first_difference));
 }
 
 std::vector<Outcome> Sweep::tensor_outcomes(std::size_t series) const {
@@ -372,7 +373,10 @@ std::vector<Outcome> Sweep::evaluate(std::size_t si, std::vector<std::string>* n
     }
     std::size_t block_index0 = C;
     for (std::size_t c = 0; c < C; ++c)
-        if (cands_[c].blockwise) { block_index0 = c; break; }
+        if (cands_[c].blockwise) {
+            block_index0 = c;
+            break;
+        }
     // 2. Each dumped step of the series, under every candidate.
     for (std::size_t di : dumped_of_.empty() ? std::vector<std::size_t>{} : dumped_of_[si]) {
         const auto& d = dumped_[di];
@@ -496,11 +500,14 @@ std::vector<std::size_t> Sweep::ranked(Role cls) const {
 // so first, and compare with current scaling, which scales that one step from its own amax.
 std::string Sweep::one_step_caveat(Role cls, const std::string& who, const Outcome& b,
                                    std::optional<Format> forced) const {
-    std::string s = fmt::format("{}: ONE STEP per tensor ({} tensors): every delayed recipe casts it with its initial "
-                                "scale 1, before any amax is known, so no history, algo or margin is better than "
-                                "another here", who, b.tensors);
+    std::string s = fmt::format(
+        "{}: ONE STEP per tensor ({} tensors): every delayed recipe casts it with its initial "
+        "scale 1, before any amax is known, so no history, algo or margin is better than "
+        "another here",
+        who, b.tensors);
     for (std::size_t c = 0; c < cands_.size(); ++c) {
-        if (cands_[c].grid || cands_[c].blockwise || cands_[c].recipe.name != "te-current" || cands_[c].forced != forced)
+        if (cands_[c].grid || cands_[c].blockwise || cands_[c].recipe.name != "te-current" ||
+            cands_[c].forced != forced)
             continue;
         const Outcome cur = per_class(c, cls);
         s += fmt::format("; te-current (scale from the step's own amax): {} overflowing step{}", cur.overflow_steps,
@@ -523,34 +530,41 @@ std::string Sweep::recommendation(Role cls) const {
     const Outcome r = per_class(ref, cls);
     const Format f = replay::role_format(cand.recipe, cls, cand.forced);
     if (b.max_series_steps <= 1) return one_step_caveat(cls, who, b, cand.forced);
-    std::string s = fmt::format("{}: {} ({}) — ", who,
-                                cand.recipe.algo == AmaxAlgo::max
-                                    ? fmt::format("history {}, max, margin {}", cand.recipe.history_len, cand.recipe.margin)
-                                    : fmt::format("most_recent, margin {}", cand.recipe.margin),
-                                name(f));
+    std::string s =
+        fmt::format("{}: {} ({}) — ", who,
+                    cand.recipe.algo == AmaxAlgo::max
+                        ? fmt::format("history {}, max, margin {}", cand.recipe.history_len, cand.recipe.margin)
+                        : fmt::format("most_recent, margin {}", cand.recipe.margin),
+                    name(f));
     const std::string per_series = b.min_series_steps == b.max_series_steps
                                        ? fmt::format("{} each", b.max_series_steps)
                                        : fmt::format("{} to {} per tensor", b.min_series_steps, b.max_series_steps);
     if (b.overflow_steps == 0)
         s += fmt::format("no overflow in {} steps of {} tensors ({})", b.steps, b.tensors, per_series);
     else if (b.overflow_steps == b.first_step_overflows)
-        s += fmt::format("{} overflowing step{} remain{}, each a tensor's first step, cast with the initial scale 1 "
-                         "before any amax is known: no margin changes that (current scaling does not have it)",
-                         b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");
+        s += fmt::format(
+            "{} overflowing step{} remain{}, each a tensor's first step, cast with the initial scale 1 "
+            "before any amax is known: no margin changes that (current scaling does not have it)",
+            b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");
     else
-        s += fmt::format("{} overflowing step{} remain{} (no grid point removes all: use margin > 4 or current scaling)",
-                         b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");
+        s +=
+            fmt::format("{} overflowing step{} remain{} (no grid point removes all: use margin > 4 or current scaling)",
+                        b.overflow_steps, b.overflow_steps == 1 ? "" : "s", b.overflow_steps == 1 ? "s" : "");
     if (best == ref) return s + "; TE's default (history 1024, max, margin 0) is already the best here";
     if (b.sqnr_count > 0 && r.sqnr_count > 0) {
         const double d = b.mean_sqnr_db() - r.mean_sqnr_db();
-        s += fmt::format(", {:.2g} dB {} SQNR than TE's default history 1024, max, margin 0 (mean {:.2f} vs {:.2f} dB on {} dumped tensors)",
-                         std::fabs(d), d >= 0 ? "better" : "worse", b.mean_sqnr_db(), r.mean_sqnr_db(), b.sqnr_count);
+        s += fmt::format(
+            ", {:.2g} dB {} SQNR than TE's default history 1024, max, margin 0 (mean {:.2f} vs {:.2f} dB on {} dumped "
+            "tensors)",
+            std::fabs(d), d >= 0 ? "better" : "worse", b.mean_sqnr_db(), r.mean_sqnr_db(), b.sqnr_count);
         if (!std::isnan(b.underflow_share()))
             s += fmt::format(", underflow {:.3g}% vs {:.3g}%", 100 * b.underflow_share(), 100 * r.underflow_share());
     } else {
         const double d = b.mean_log2_headroom() - r.mean_log2_headroom();
-        s += fmt::format(", uses {:.2f} binades {} of the range than TE's default history 1024, max, margin 0 (mean headroom 2^{:.2f} vs 2^{:.2f})",
-                         std::fabs(d), d >= 0 ? "more" : "less", b.mean_log2_headroom(), r.mean_log2_headroom());
+        s += fmt::format(
+            ", uses {:.2f} binades {} of the range than TE's default history 1024, max, margin 0 (mean headroom "
+            "2^{:.2f} vs 2^{:.2f})",
+            std::fabs(d), d >= 0 ? "more" : "less", b.mean_log2_headroom(), r.mean_log2_headroom());
     }
     if (r.overflow_steps > 0) s += fmt::format("; history 1024 overflows {} steps", r.overflow_steps);
     return s;

@@ -91,8 +91,10 @@ void read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
         blk->end_amax_pass();
     }
     dmp.read_runs(i, [&](const dump::Chunk& c) {
-        if (c.repeat > 1) h->add_repeated(c.bits, c.wide, c.repeat);
-        else h->add(c.bits, c.wide, c.count);
+        if (c.repeat > 1)
+            h->add_repeated(c.bits, c.wide, c.repeat);
+        else
+            h->add(c.bits, c.wide, c.count);
         if (blk) blk->add(c);
     });
     pd.d.step = *t.step;
@@ -100,7 +102,8 @@ void read_dumped(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>& b
     h->finish();
     pd.d.amax = h->te_amax();
     if (!blk) return;
-    if (!blk->active()) pd.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, blk->why()));
+    if (!blk->active())
+        pd.notes.push_back(fmt::format("{}: {}: block recipes skipped: {}", t.file, t.name, blk->why()));
     for (auto& q : blk->finish())  // the scalars only
         pd.d.block.push_back(q ? std::optional<numerics::StatsScalars>(*q) : std::nullopt);
 }
@@ -120,8 +123,10 @@ DumpedPass pass_one(dump::Dump& dmp, std::size_t i, const std::vector<Candidate>
     if (!selected(in.tensors, pd.series)) return left_out(K::not_selected);
     if (!t.step) return left_out(K::no_step);  // counted, and noted once (a checkpoint has hundreds)
     if (t.wide == Wide::f64) {
-        pd.notes.push_back(fmt::format("{}: {}: f64 data is not evaluated (the one-pass histogram needs "
-                                       "values float32 holds exactly)", t.file, t.name));
+        pd.notes.push_back(
+            fmt::format("{}: {}: f64 data is not evaluated (the one-pass histogram needs "
+                        "values float32 holds exactly)",
+                        t.file, t.name));
         return pd;
     }
     try {
@@ -187,13 +192,17 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
     }
     L.optimizer_state = skipped_opt;
     if (L.no_step)
-        L.notes.push_back(fmt::format("{} dumped tensor(s) have no step (neither a 'step' attribute nor a step in the "
-                                      "name, file or folder): skipped (first: {})", L.no_step, L.first_no_step));
+        L.notes.push_back(
+            fmt::format("{} dumped tensor(s) have no step (neither a 'step' attribute nor a step in the "
+                        "name, file or folder): skipped (first: {})",
+                        L.no_step, L.first_no_step));
     if (skipped_opt)
         L.notes.push_back(fmt::format("{} optimizer-state tensors skipped (no FP8 cast to tune)", skipped_opt));
     if (L.rht_skipped)
-        L.notes.push_back(fmt::format("{} dumped tensor step(s) left out of a block preset with TE's column-wise RHT "
-                                      "(first: {})", L.rht_skipped, L.first_rht_skipped));
+        L.notes.push_back(
+            fmt::format("{} dumped tensor step(s) left out of a block preset with TE's column-wise RHT "
+                        "(first: {})",
+                        L.rht_skipped, L.first_rht_skipped));
     return true;
 }
 
@@ -202,11 +211,14 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
 std::string nothing_to_sweep(const Inputs& in, const Loaded& L) {
     std::string why;
     if (L.no_step)
-        why += fmt::format("; {} dumped tensor(s) have no step information (no 'step' attribute, no step in the name, "
-                           "file or folder: a checkpoint?): sweep compares recipes over the steps of a run, so it "
-                           "needs a trace or dumps of several steps (for one state, use inspect)", L.no_step);
+        why += fmt::format(
+            "; {} dumped tensor(s) have no step information (no 'step' attribute, no step in the name, "
+            "file or folder: a checkpoint?): sweep compares recipes over the steps of a run, so it "
+            "needs a trace or dumps of several steps (for one state, use inspect)",
+            L.no_step);
     if (L.optimizer_state) why += fmt::format("; {} optimizer-state tensor(s) left out", L.optimizer_state);
-    if (L.not_selected && !in.tensors.empty()) why += fmt::format("; {} tensor(s) not matched by --tensor", L.not_selected);
+    if (L.not_selected && !in.tensors.empty())
+        why += fmt::format("; {} tensor(s) not matched by --tensor", L.not_selected);
     if (!L.errors.empty())
         why += fmt::format("; {} input(s) could not be read (first: {})", L.errors.size(), L.errors.front().describe());
     if (why.empty()) why = "; check the inputs and --tensor";
@@ -227,7 +239,8 @@ Loaded load_inputs(const Inputs& in) {
         if (io::is_folder(f)) {
             const auto inside = dump::folder_files(f);
             if (inside.empty())
-                throw dump::DumpError(f, "", "a directory with no dump file in a documented layout: " + dump::folder_hint(f));
+                throw dump::DumpError(f, "",
+                                      "a directory with no dump file in a documented layout: " + dump::folder_hint(f));
             files.insert(files.end(), inside.begin(), inside.end());
         } else {
             files.push_back(f);
@@ -273,8 +286,10 @@ Loaded load_inputs(const Inputs& in) {
         by_name[n] = L.sweep->add_series(std::move(s));
     }
     if (!dump_only.empty())
-        L.notes.push_back(fmt::format("{} dumped tensors have no amax trace: their series are the dumped steps only, "
-                                      "so delayed scaling sees just those steps", dump_only.size()));
+        L.notes.push_back(
+            fmt::format("{} dumped tensors have no amax trace: their series are the dumped steps only, "
+                        "so delayed scaling sees just those steps",
+                        dump_only.size()));
     for (auto& p : pending) {
         p.d.series = by_name.at(p.series);
         L.dumped.push_back(std::move(p.d));

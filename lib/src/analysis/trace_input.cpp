@@ -53,8 +53,7 @@ Trace dump_trace(const std::string& path, const dump::ReadOptions& read) {
     return tr;
 }
 
-Trace load_trace(const std::string& path, const std::vector<std::string>& patterns,
-                 const dump::ReadOptions& read) {
+Trace load_trace(const std::string& path, const std::vector<std::string>& patterns, const dump::ReadOptions& read) {
     // A folder is TransformerEngine's statistics logs of several ranks (read_te_stats).
     struct stat st {};
     const bool dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);

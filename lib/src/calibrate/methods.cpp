@@ -131,7 +131,8 @@ float llmc_error(const Batch& b, float s, DType d) {
     double sum = 0;
     for (float x : b) {
         const float diff = std::fabs(to_dtype(llmc_fake_quant(x, s, d) - x, d));
-        sum += static_cast<double>(to_dtype(static_cast<float>(std::pow(static_cast<double>(diff), static_cast<double>(norm))), d));
+        sum += static_cast<double>(
+            to_dtype(static_cast<float>(std::pow(static_cast<double>(diff), static_cast<double>(norm))), d));
     }
     return to_dtype(static_cast<float>(sum), d);
 }
@@ -192,8 +193,10 @@ std::vector<Shrunk> llmc_grid_search_groups(const std::vector<const Batch*>& gro
                 any = true;
             }
         }
-        if (any) no_improve = 0;
-        else if (++no_improve >= patience) break;
+        if (any)
+            no_improve = 0;
+        else if (++no_improve >= patience)
+            break;
     }
     return out;
 }
@@ -266,7 +269,8 @@ std::vector<float> linspace0(float end, int n) {
     const float step = end / static_cast<float>(n - 1);
     std::vector<float> v(n);
     for (int i = 0; i < n; ++i)
-        v[i] = i < n / 2 ? std::fma(step, static_cast<float>(i), 0.0f) : std::fma(-step, static_cast<float>(n - 1 - i), end);
+        v[i] = i < n / 2 ? std::fma(step, static_cast<float>(i), 0.0f)
+                         : std::fma(-step, static_cast<float>(n - 1 - i), end);
     return v;
 }
 
@@ -421,8 +425,10 @@ std::vector<Scale> calibrate_groups(Method m, const std::vector<std::vector<Batc
         const auto shrunk = llmc_grid_search_groups(batch, dtype);
         for (std::size_t g = 0; g < n; ++g) {
             step[g] = shrunk[g].step;
-            if (i == 0) mn[g] = shrunk[g].mn, mx[g] = shrunk[g].mx;
-            else mn[g] = lerp(mn[g], shrunk[g].mn, 0.01f, dtype), mx[g] = lerp(mx[g], shrunk[g].mx, 0.01f, dtype);
+            if (i == 0)
+                mn[g] = shrunk[g].mn, mx[g] = shrunk[g].mx;
+            else
+                mn[g] = lerp(mn[g], shrunk[g].mn, 0.01f, dtype), mx[g] = lerp(mx[g], shrunk[g].mx, 0.01f, dtype);
         }
     }
     for (std::size_t g = 0; g < n; ++g) {

@@ -22,7 +22,8 @@ Nvfp4Headroom nvfp4_headroom(const std::vector<Batch>& batches, float amax, std:
         for (std::size_t row = 0; row < b.size(); row += width)
             for (std::size_t b0 = row; b0 < std::min(b.size(), row + width); b0 += 16) {
                 float m = 0;
-                for (std::size_t i = b0; i < std::min({b.size(), row + width, b0 + 16}); ++i) m = std::max(m, std::fabs(b[i]));
+                for (std::size_t i = b0; i < std::min({b.size(), row + width, b0 + 16}); ++i)
+                    m = std::max(m, std::fabs(b[i]));
                 data_amax = std::max(data_amax, m);
                 ++h.blocks;
                 if (m == 0) continue;

@@ -37,7 +37,8 @@ float e4m3_value(std::uint8_t code) { return fp8kit::detail::decode_f32(Format::
 // positive ones (codes 1..126) divided by 448.0 (float32 true division).
 std::array<float, 126> candidates() {
     std::array<float, 126> c{};
-    for (int k = 1; k <= 126; ++k) c[static_cast<std::size_t>(k - 1)] = e4m3_value(static_cast<std::uint8_t>(k)) / 448.0f;
+    for (int k = 1; k <= 126; ++k)
+        c[static_cast<std::size_t>(k - 1)] = e4m3_value(static_cast<std::uint8_t>(k)) / 448.0f;
     return c;
 }
 

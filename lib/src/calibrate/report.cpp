@@ -24,8 +24,12 @@ std::string hex(float f) { return fmt::format("0x{:08x}", bits(f)); }
 double share(std::uint64_t n, std::uint64_t d) { return d ? static_cast<double>(n) / d : 0.0; }
 
 nlohmann::json stats_json(const HoldoutStats& h) {
-    return {{"elements", h.elements}, {"nonzero", h.nonzero}, {"clipped", h.clipped}, {"underflow", h.underflow},
-            {"clipped_share", share(h.clipped, h.nonzero)}, {"underflow_share", share(h.underflow, h.nonzero)},
+    return {{"elements", h.elements},
+            {"nonzero", h.nonzero},
+            {"clipped", h.clipped},
+            {"underflow", h.underflow},
+            {"clipped_share", share(h.clipped, h.nonzero)},
+            {"underflow_share", share(h.underflow, h.nonzero)},
             {"sqnr_db", num(h.sqnr_db)}};
 }
 std::string csv_field(const std::string& s) {
@@ -61,9 +65,12 @@ std::string to_json(const Report& r) {
                          {"calibration", stats_json(row.calib)}};
         if (row.scale.candidate >= 0) o["candidate"] = row.scale.candidate;
         if (row.index >= 0) o["index"] = row.index;
-        o["nvfp4"] = {{"global_scale", row.nvfp4.global_scale}, {"data_amax", row.nvfp4.data_amax},
-                      {"headroom_binades", num(row.nvfp4.headroom_binades)}, {"blocks", row.nvfp4.blocks},
-                      {"blocks_over", row.nvfp4.blocks_over}, {"blocks_under", row.nvfp4.blocks_under}};
+        o["nvfp4"] = {{"global_scale", row.nvfp4.global_scale},
+                      {"data_amax", row.nvfp4.data_amax},
+                      {"headroom_binades", num(row.nvfp4.headroom_binades)},
+                      {"blocks", row.nvfp4.blocks},
+                      {"blocks_over", row.nvfp4.blocks_over},
+                      {"blocks_under", row.nvfp4.blocks_under}};
         o["holdout"] = row.holdout_batches ? stats_json(row.holdout) : nlohmann::json(nullptr);
         if (row.sweep) {  // the scale is weight_scale_2; the E4M3 statistics above do not apply
             const auto& w = *row.sweep;
@@ -88,24 +95,25 @@ std::string to_json(const Report& r) {
 std::string to_csv(const Report& r) {
     std::string s =
         "tensor,checkpoint_name,method,tool,scale,scale_bits_f32,scale_dtype,amax,calibration_steps,holdout_steps,"
-        "holdout_elements,holdout_clipped_share,holdout_underflow_share,holdout_sqnr_db,index,nvfp4_global_scale,nvfp4_headroom_binades,nvfp4_blocks_over_share\n";
+        "holdout_elements,holdout_clipped_share,holdout_underflow_share,holdout_sqnr_db,index,nvfp4_global_scale,nvfp4_"
+        "headroom_binades,nvfp4_blocks_over_share\n";
     for (const auto& row : r.rows) {
         const bool h = row.holdout_batches != 0;
-        s += fmt::format("{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{},{},{},{},{}\n", csv_field(row.tensor),
-                         csv_field(row.checkpoint_name), name(row.method), tool(row.method), row.scale.value,
-                         hex(row.scale.value), row.scale.dtype, row.scale.amax, steps(row.calib_steps),
-                         steps(row.holdout_steps), h ? std::to_string(row.holdout.elements) : "",
-                         h ? fmt::format("{:.6g}", share(row.holdout.clipped, row.holdout.nonzero)) : "",
-                         h ? fmt::format("{:.6g}", share(row.holdout.underflow, row.holdout.nonzero)) : "",
-                         h ? (std::isfinite(row.holdout.sqnr_db) ? fmt::format("{:.4f}", row.holdout.sqnr_db) : "inf")
-                           : "",
-                         row.index >= 0 ? std::to_string(row.index) : "",
-                         // the sweep's row: its scale is weight_scale_2 already; no activation headroom
-                         row.sweep ? std::string() : fmt::format("{:.9g}", row.nvfp4.global_scale),
-                         row.sweep ? std::string()
-                         : std::isfinite(row.nvfp4.headroom_binades) ? fmt::format("{:.4f}", row.nvfp4.headroom_binades)
-                                                                     : std::string("inf"),
-                         row.sweep ? std::string() : fmt::format("{:.6g}", share(row.nvfp4.blocks_over, row.nvfp4.blocks)));
+        s += fmt::format(
+            "{},{},{},{},{:.9g},{},{},{:.9g},{},{},{},{},{},{},{},{},{},{}\n", csv_field(row.tensor),
+            csv_field(row.checkpoint_name), name(row.method), tool(row.method), row.scale.value, hex(row.scale.value),
+            row.scale.dtype, row.scale.amax, steps(row.calib_steps), steps(row.holdout_steps),
+            h ? std::to_string(row.holdout.elements) : "",
+            h ? fmt::format("{:.6g}", share(row.holdout.clipped, row.holdout.nonzero)) : "",
+            h ? fmt::format("{:.6g}", share(row.holdout.underflow, row.holdout.nonzero)) : "",
+            h ? (std::isfinite(row.holdout.sqnr_db) ? fmt::format("{:.4f}", row.holdout.sqnr_db) : "inf") : "",
+            row.index >= 0 ? std::to_string(row.index) : "",
+            // the sweep's row: its scale is weight_scale_2 already; no activation headroom
+            row.sweep ? std::string() : fmt::format("{:.9g}", row.nvfp4.global_scale),
+            row.sweep                                   ? std::string()
+            : std::isfinite(row.nvfp4.headroom_binades) ? fmt::format("{:.4f}", row.nvfp4.headroom_binades)
+                                                        : std::string("inf"),
+            row.sweep ? std::string() : fmt::format("{:.6g}", share(row.nvfp4.blocks_over, row.nvfp4.blocks)));
     }
     return s;
 }
@@ -130,7 +138,8 @@ static std::string saved_name(const std::string& name, bool modelopt) {
 // is the activation dtype (BF16) of shape [1] (data/checkpoints/ct_fp8).
 void write_safetensors(const Report& r, Method m, const std::string& path) {
     if (r.granularity != Granularity::tensor)
-        throw CalibrateError("--save: per-tensor scales only (per channel / per head scales are reported, not written)");
+        throw CalibrateError(
+            "--save: per-tensor scales only (per channel / per head scales are reported, not written)");
     nlohmann::json header = nlohmann::json::object();
     std::string data;
     for (const auto& row : r.rows) {
@@ -138,11 +147,13 @@ void write_safetensors(const Report& r, Method m, const std::string& path) {
         if (row.sweep) {  // ModelOpt's NVFP4 export: weight_scale F8_E4M3 [rows, cols/16], weight_scale_2 F32 []
             const std::size_t begin = data.size();
             data.append(reinterpret_cast<const char*>(row.sweep->weight_scale.data()), row.sweep->weight_scale.size());
-            header[row.checkpoint_name] = {{"dtype", "F8_E4M3"}, {"shape", row.sweep->shape}, {"data_offsets", {begin, data.size()}}};
+            header[row.checkpoint_name] = {
+                {"dtype", "F8_E4M3"}, {"shape", row.sweep->shape}, {"data_offsets", {begin, data.size()}}};
             const std::uint32_t b2 = bits(row.scale.value);
             const std::size_t begin2 = data.size();
             data.append(reinterpret_cast<const char*>(&b2), 4);
-            header[row.checkpoint_name + "_2"] = {{"dtype", "F32"}, {"shape", nlohmann::json::array()}, {"data_offsets", {begin2, data.size()}}};
+            header[row.checkpoint_name + "_2"] = {
+                {"dtype", "F32"}, {"shape", nlohmann::json::array()}, {"data_offsets", {begin2, data.size()}}};
             continue;
         }
         const bool bf16 = row.scale.dtype == "bfloat16";
@@ -155,9 +166,10 @@ void write_safetensors(const Report& r, Method m, const std::string& path) {
             data.append(reinterpret_cast<const char*>(&b), 4);
         }
         const bool modelopt = std::string(tool(m)) == "modelopt";
-        header[saved_name(row.checkpoint_name, modelopt)] = {{"dtype", bf16 ? "BF16" : "F32"},
-                                       {"shape", modelopt ? nlohmann::json::array() : nlohmann::json::array({1})},
-                                       {"data_offsets", {begin, data.size()}}};
+        header[saved_name(row.checkpoint_name, modelopt)] = {
+            {"dtype", bf16 ? "BF16" : "F32"},
+            {"shape", modelopt ? nlohmann::json::array() : nlohmann::json::array({1})},
+            {"data_offsets", {begin, data.size()}}};
     }
     if (header.empty()) throw CalibrateError(fmt::format("--save: no scale computed by method {}", name(m)));
     header["__metadata__"] = {{"producer", "fp8kit calibrate"}, {"method", name(m)}, {"tool", tool(m)}};

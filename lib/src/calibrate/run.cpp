@@ -53,7 +53,8 @@ std::string strip_step(const std::string& name) {
 std::string checkpoint_name(const std::string& tensor) {
     // Q/K/V as the attention kernel receives them (`<layer>.q/.k/.v`, fp8kit.torch.Monitor): the
     // KV-cache scale names compressed-tensors writes and vLLM loads (`self_attn.k_scale`, ...).
-    if (tensor.size() > 2 && tensor[tensor.size() - 2] == '.' && std::string("qkv").find(tensor.back()) != std::string::npos)
+    if (tensor.size() > 2 && tensor[tensor.size() - 2] == '.' &&
+        std::string("qkv").find(tensor.back()) != std::string::npos)
         return tensor.substr(0, tensor.size() - 2) + "." + tensor.back() + "_scale";
     for (const char* role : {"input", "output"}) {
         const std::string suffix = std::string("/") + role;
@@ -68,9 +69,10 @@ std::string checkpoint_name(const std::string& tensor) {
 // "<module>/weight" -> "<module>.weight_scale" (ModelOpt's NVFP4 export; weight_scale_2 beside it).
 std::string weight_scale_name(const std::string& tensor) {
     const std::string suffix = "/weight";
-    std::string n = tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0
-                        ? tensor.substr(0, tensor.size() - suffix.size()) + "/weight_scale"
-                        : tensor + "/weight_scale";
+    std::string n =
+        tensor.size() > suffix.size() && tensor.compare(tensor.size() - suffix.size(), suffix.size(), suffix) == 0
+            ? tensor.substr(0, tensor.size() - suffix.size()) + "/weight_scale"
+            : tensor + "/weight_scale";
     std::replace(n.begin(), n.end(), '/', '.');
     return n;
 }
@@ -103,7 +105,8 @@ Batch read_batch(dump::Dump& d, std::size_t i) {
 
 // The slices of one tensor's batches: per channel (element i in channel i % width) or per head
 // (element i of a [batch, heads, positions, dim] tensor in head (i / (positions * dim)) % heads).
-std::vector<std::vector<Batch>> slices(const std::vector<Batch>& batches, Granularity g, const std::vector<std::uint64_t>& shape) {
+std::vector<std::vector<Batch>> slices(const std::vector<Batch>& batches, Granularity g,
+                                       const std::vector<std::uint64_t>& shape) {
     const std::size_t width = shape.empty() || shape.back() == 0 ? 1 : shape.back();
     const std::size_t n = g == Granularity::channel ? width : shape[1];
     const std::size_t inner = g == Granularity::channel ? 1 : shape[2] * shape[3];
@@ -118,14 +121,19 @@ std::vector<std::vector<Batch>> slices(const std::vector<Batch>& batches, Granul
 
 void check_shape(const std::string& key, const std::vector<std::uint64_t>& shape, Granularity g) {
     if (g == Granularity::head && shape.size() != 4)
-        throw CalibrateError(key + ": per head needs a [batch, heads, positions, head_dim] tensor (Q/K/V as "
-                             "fp8kit.torch.Monitor(attention=True) dumps them); it has " + std::to_string(shape.size()) + " dimensions");
-    if (g == Granularity::channel && shape.empty()) throw CalibrateError(key + ": per channel needs a tensor with a last dimension");
+        throw CalibrateError(key +
+                             ": per head needs a [batch, heads, positions, head_dim] tensor (Q/K/V as "
+                             "fp8kit.torch.Monitor(attention=True) dumps them); it has " +
+                             std::to_string(shape.size()) + " dimensions");
+    if (g == Granularity::channel && shape.empty())
+        throw CalibrateError(key + ": per channel needs a tensor with a last dimension");
 }
 
 }  // namespace
 
-const char* name(Granularity g) { return g == Granularity::tensor ? "tensor" : g == Granularity::channel ? "channel" : "head"; }
+const char* name(Granularity g) {
+    return g == Granularity::tensor ? "tensor" : g == Granularity::channel ? "channel" : "head";
+}
 std::optional<Granularity> parse_granularity(std::string_view s) {
     if (s == "tensor") return Granularity::tensor;
     if (s == "channel") return Granularity::channel;
@@ -138,23 +146,28 @@ void require_granularity(Method m, Granularity g) {
         throw CalibrateError("modelopt_nvfp4_sweep: per tensor only (its scales are per block of 16 already)");
     const bool llmc = std::string(tool(m)) == "llm-compressor";
     if (g == Granularity::channel && llmc)
-        throw CalibrateError(std::string(name(m)) + " per channel: llm-compressor refuses a channel strategy for activations "
-                                                    "(observers/helpers.py _flatten_activation)");
+        throw CalibrateError(std::string(name(m)) +
+                             " per channel: llm-compressor refuses a channel strategy for activations "
+                             "(observers/helpers.py _flatten_activation)");
     if (m == Method::modelopt_percentile)  // ModelOpt itself refuses (the golden script records its exception)
-        throw CalibrateError("modelopt_percentile: per tensor only: ModelOpt 0.47.0's HistogramCalibrator raises "
-                             "NotImplementedError for any axis (calib/histogram.py HistogramCalibrator.__init__: "
-                             "\"Calibrator histogram collection only supports per tensor scaling\")");
+        throw CalibrateError(
+            "modelopt_percentile: per tensor only: ModelOpt 0.47.0's HistogramCalibrator raises "
+            "NotImplementedError for any axis (calib/histogram.py HistogramCalibrator.__init__: "
+            "\"Calibrator histogram collection only supports per tensor scaling\")");
 }
 
 std::optional<std::string> not_offered(std::string_view method) {
     // ModelOpt 0.47.0 calib/histogram.py HistogramCalibrator.compute_amax: both raise TypeError for
     // FP8's num_bits=(4, 3) (scripts/fixtures/make_calibration_golden.py records the exceptions).
     if (method == "modelopt_entropy" || method == "entropy")
-        return std::string(method) + ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"entropy\") "
-               "(calib/histogram.py _compute_amax_entropy) computes nbins = 1 << (num_bits - 1 + int(unsigned)), which raises "
+        return std::string(method) +
+               ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"entropy\") "
+               "(calib/histogram.py _compute_amax_entropy) computes nbins = 1 << (num_bits - 1 + int(unsigned)), which "
+               "raises "
                "TypeError for FP8's num_bits=(4, 3): a KL-divergence search over 128 INT8 levels";
     if (method == "modelopt_hist_mse" || method == "hist_mse" || method == "histogram_mse")
-        return std::string(method) + ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"mse\") "
+        return std::string(method) +
+               ": not defined for FP8 in ModelOpt 0.47.0: HistogramCalibrator.compute_amax(\"mse\") "
                "(calib/histogram.py _compute_amax_mse) calls scaled_e4m3(centers, amax, 4, 3), which binds 4 and 3 to "
                "ScaledE4M3Function.forward's bias and E and raises TypeError (missing M) (tensor_quant.py)";
     return std::nullopt;
@@ -213,7 +226,9 @@ struct HoldoutRule {
     std::optional<double> tokens;  // by sample instead
     bool holds(std::int64_t s, bool last, std::size_t n) const {
         if (tokens || none) return false;
-        if (given) return std::any_of(steps.begin(), steps.end(), [&](const dump::StepRange& x) { return x.lo <= s && s <= x.hi; });
+        if (given)
+            return std::any_of(steps.begin(), steps.end(),
+                               [&](const dump::StepRange& x) { return x.lo <= s && s <= x.hi; });
         return n >= 2 && last;
     }
 };
@@ -255,8 +270,9 @@ std::map<std::string, Group> group_tensors(const dump::Dump& d, const Options& o
         g.bf16 = g.bf16 && t.dtype == dump::DType::bf16;
     }
     if (groups.empty())
-        throw CalibrateError(o.include.empty() ? "no activation tensor in the dump (role 'activation'; name others with --tensors)"
-                                               : "no tensor matches --tensors");
+        throw CalibrateError(o.include.empty()
+                                 ? "no activation tensor in the dump (role 'activation'; name others with --tensors)"
+                                 : "no tensor matches --tensors");
     return groups;
 }
 
@@ -280,8 +296,9 @@ Split split_group(dump::Dump& d, const std::string& key, const Group& g, const H
             const std::size_t rows = b.size() / width;
             const auto h = static_cast<std::size_t>(std::ceil(*rule.tokens * static_cast<double>(rows)));
             if (h == 0 || h >= rows)
-                throw CalibrateError(key + ": --holdout-tokens leaves no token to " + (h == 0 ? "hold out" : "calibrate on") +
-                                     " (" + std::to_string(rows) + " tokens a step)");
+                throw CalibrateError(key + ": --holdout-tokens leaves no token to " +
+                                     (h == 0 ? "hold out" : "calibrate on") + " (" + std::to_string(rows) +
+                                     " tokens a step)");
             sp.held.emplace_back(b.begin() + static_cast<std::ptrdiff_t>((rows - h) * width), b.end());
             b.resize((rows - h) * width);
             sp.calib.push_back(std::move(b));
@@ -302,8 +319,10 @@ Split split_group(dump::Dump& d, const std::string& key, const Group& g, const H
 // scales, and the NVFP4 SQNR under them and under the max rule's scales.
 Row sweep_row(const std::string& key, const Split& sp, const std::vector<std::uint64_t>& shape) {
     if (sp.calib.size() != 1)
-        throw CalibrateError(key + ": modelopt_nvfp4_sweep takes one step of a weight (NVFP4MSECalibrator is one-shot: "
-                             "calib/mse.py collect raises on a second call); it has " + std::to_string(sp.calib.size()) +
+        throw CalibrateError(key +
+                             ": modelopt_nvfp4_sweep takes one step of a weight (NVFP4MSECalibrator is one-shot: "
+                             "calib/mse.py collect raises on a second call); it has " +
+                             std::to_string(sp.calib.size()) +
                              " calibration steps: select one with --tensors 'step_000299/*/weight'");
     const std::size_t cols = shape.empty() ? 0 : static_cast<std::size_t>(shape.back());
     Nvfp4Sweep s;
@@ -368,13 +387,16 @@ Report run(const Options& o) {
         for (Method m : o.methods) {
             if (m == Method::modelopt_nvfp4_sweep) {
                 if (!sp.held.empty() || rule.tokens)
-                    throw CalibrateError(key + ": modelopt_nvfp4_sweep calibrates a weight: no held-out data (use --holdout-steps none)");
+                    throw CalibrateError(
+                        key +
+                        ": modelopt_nvfp4_sweep calibrates a weight: no held-out data (use --holdout-steps none)");
                 r.rows.push_back(sweep_row(key, sp, shape));
                 continue;
             }
             const DType dt = g.bf16 ? DType::bf16 : DType::f32;
-            const auto scales = o.granularity == Granularity::tensor ? std::vector<Scale>{calibrate(m, calib.front(), dt)}
-                                                                     : calibrate_groups(m, calib, dt);
+            const auto scales = o.granularity == Granularity::tensor
+                                    ? std::vector<Scale>{calibrate(m, calib.front(), dt)}
+                                    : calibrate_groups(m, calib, dt);
             for (std::size_t k = 0; k < calib.size(); ++k) {
                 Row row;
                 row.tensor = key;

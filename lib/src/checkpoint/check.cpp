@@ -31,7 +31,8 @@ std::string shape_str(const std::vector<std::uint64_t>& s) { return fmt::format(
 
 // The weight's codes, one per element (FP4 unpacked, low nibble first as every producer here
 // packs: ModelOpt, compressed-tensors and gpt-oss).
-std::vector<std::uint8_t> codes_of(const Layer& L, const RawTensor& w, emu::NibbleOrder order = emu::NibbleOrder::low_first) {
+std::vector<std::uint8_t> codes_of(const Layer& L, const RawTensor& w,
+                                   emu::NibbleOrder order = emu::NibbleOrder::low_first) {
     if (w.dtype != "U8") return std::vector<std::uint8_t>(w.bytes.begin(), w.bytes.end());
     if (L.scheme == Scheme::w4a8) {
         // ModelOpt INT4 (quant_utils.py pack_int4_in_uint8): byte [r/2][c] holds rows 2i (low
@@ -59,8 +60,13 @@ struct LiveBlocks {
     std::uint8_t mask;  // the code's magnitude bits (E4M3 0x7F, E2M1 0x7)
     std::vector<char> live;
     LiveBlocks(const Layer& L, const Scales& st, bool fp4, std::uint64_t n)
-        : rows(L.rows), cols(L.cols), br(st.block_rows), bc(st.block_cols), grid_cols(st.grid_cols),
-          mask(fp4 ? 0x7 : 0x7F), live(n, 0) {}
+        : rows(L.rows),
+          cols(L.cols),
+          br(st.block_rows),
+          bc(st.block_cols),
+          grid_cols(st.grid_cols),
+          mask(fp4 ? 0x7 : 0x7F),
+          live(n, 0) {}
     // codes[0..count) are elements first .. first + count - 1 (row-major).
     void add(std::uint64_t first, const std::uint8_t* codes, std::uint64_t count) {
         std::uint64_t r = first / cols, c = first % cols, i = 0;
@@ -95,7 +101,8 @@ std::vector<std::vector<std::uint64_t>> scale_shapes(Producer p, const Layer& L,
         if (E) v.insert(v.begin(), E);
         return v;
     };
-    const std::uint64_t br = std::max<std::uint64_t>(L.block_rows, 1), bc = std::max<std::uint64_t>(L.block_cols ? L.block_cols : c, 1);
+    const std::uint64_t br = std::max<std::uint64_t>(L.block_rows, 1),
+                        bc = std::max<std::uint64_t>(L.block_cols ? L.block_cols : c, 1);
     switch (L.scheme) {
         case Scheme::fp8_tensor:
             if (L.block_rows < L.rows) return {{E}, {E, 1}, {E, 1, 1}};
@@ -138,9 +145,9 @@ bool targeted(const std::vector<std::string>& targets, const std::string& module
         if (t.rfind("re:", 0) == 0) {
             try {
                 if (std::regex_search(module, std::regex(t.substr(3)))) return true;
-            } catch (const std::regex_error&) {
-            }
-        } else if (t == module || (module.size() > t.size() && module.compare(module.size() - t.size() - 1, std::string::npos, "." + t) == 0)) {
+            } catch (const std::regex_error&) {}
+        } else if (t == module || (module.size() > t.size() &&
+                                   module.compare(module.size() - t.size() - 1, std::string::npos, "." + t) == 0)) {
             return true;
         } else if (t == "Linear" && !embed) {
             return true;
@@ -166,8 +173,12 @@ constexpr double kMaxPlausibleWeight = 1e4;
 struct Checker {
     const Folder& F;
     Report& R;
-    void fail(const std::string& t, const std::string& check, const std::string& msg) { R.findings.push_back({t, check, msg, true}); }
-    void note(const std::string& t, const std::string& check, const std::string& msg) { R.findings.push_back({t, check, msg, false}); }
+    void fail(const std::string& t, const std::string& check, const std::string& msg) {
+        R.findings.push_back({t, check, msg, true});
+    }
+    void note(const std::string& t, const std::string& check, const std::string& msg) {
+        R.findings.push_back({t, check, msg, false});
+    }
 
     // 1. Structure: the scales a scheme needs exist with the right shape and dtype.
     bool structure(const Layer& L) {
@@ -177,9 +188,12 @@ struct Checker {
             return false;
         }
         // Stacked experts whose scale layout the flattened rows cannot follow (yet).
-        if (L.scheme == Scheme::fp8_block && L.experts > 1 && (L.rows / L.experts) % std::max<std::uint64_t>(L.block_rows, 1) != 0) {
-            note(L.module, "not checked", fmt::format("stacked experts of {} rows each in blocks of {} rows (a block per expert edge): not checked yet",
-                                                      L.rows / L.experts, L.block_rows));
+        if (L.scheme == Scheme::fp8_block && L.experts > 1 &&
+            (L.rows / L.experts) % std::max<std::uint64_t>(L.block_rows, 1) != 0) {
+            note(L.module, "not checked",
+                 fmt::format(
+                     "stacked experts of {} rows each in blocks of {} rows (a block per expert edge): not checked yet",
+                     L.rows / L.experts, L.block_rows));
             return false;
         }
         if (L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
@@ -192,30 +206,51 @@ struct Checker {
         std::uint64_t want = 0;
         std::vector<std::string> dtypes;
         switch (L.scheme) {
-            case Scheme::fp8_tensor: want = L.rows / std::max<std::uint64_t>(L.block_rows, 1); dtypes = {"F32", "BF16", "F16"}; break;
-            case Scheme::fp8_channel: want = L.rows; dtypes = {"F32", "BF16", "F16"}; break;
+            case Scheme::fp8_tensor:
+                want = L.rows / std::max<std::uint64_t>(L.block_rows, 1);
+                dtypes = {"F32", "BF16", "F16"};
+                break;
+            case Scheme::fp8_channel:
+                want = L.rows;
+                dtypes = {"F32", "BF16", "F16"};
+                break;
             // F8_E8M0: transformers FineGrainedFP8 / DeepSeek-V3.1 with scale_fmt "ue8m0".
-            case Scheme::fp8_block: want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32", "BF16", "F8_E8M0"}; break;
-            case Scheme::nvfp4: want = L.rows * ((L.cols + 15) / 16); dtypes = {"F8_E4M3"}; break;
+            case Scheme::fp8_block:
+                want = ((L.rows + L.block_rows - 1) / L.block_rows) * ((L.cols + L.block_cols - 1) / L.block_cols);
+                dtypes = {"F32", "BF16", "F8_E8M0"};
+                break;
+            case Scheme::nvfp4:
+                want = L.rows * ((L.cols + 15) / 16);
+                dtypes = {"F8_E4M3"};
+                break;
             case Scheme::mxfp4:
-            case Scheme::mxfp8: want = L.rows * ((L.cols + 31) / 32); dtypes = {"U8", "F8_E8M0"}; break;
-            case Scheme::w4a8: want = L.rows * ((L.cols + L.block_cols - 1) / L.block_cols); dtypes = {"F32"}; break;
+            case Scheme::mxfp8:
+                want = L.rows * ((L.cols + 31) / 32);
+                dtypes = {"U8", "F8_E8M0"};
+                break;
+            case Scheme::w4a8:
+                want = L.rows * ((L.cols + L.block_cols - 1) / L.block_cols);
+                dtypes = {"F32"};
+                break;
             default: return true;
         }
         bool ok = true;
         if (sn != want) {
-            fail(L.scale, "structure", fmt::format("shape {} holds {} scales; {} weight {} needs {}", shape_str(s.shape), sn,
-                                                   name(L.scheme), shape_str(w.shape), want));
+            fail(L.scale, "structure",
+                 fmt::format("shape {} holds {} scales; {} weight {} needs {}", shape_str(s.shape), sn, name(L.scheme),
+                             shape_str(w.shape), want));
             ok = false;
         } else if (!shape_ok(F.producer(), L, w.shape, s.shape)) {
             // The right count in the wrong arrangement (a block grid stored transposed: DeepSeek
             // [2, 1] for a [128, 192] weight) is read in the wrong order by every engine.
-            fail(L.scale, "scale shape", fmt::format("shape {} for {} weight {}: the layout stores {}", shape_str(s.shape), name(L.scheme),
-                                                     shape_str(w.shape), expected_shapes(F.producer(), L, w.shape)));
+            fail(L.scale, "scale shape",
+                 fmt::format("shape {} for {} weight {}: the layout stores {}", shape_str(s.shape), name(L.scheme),
+                             shape_str(w.shape), expected_shapes(F.producer(), L, w.shape)));
             ok = false;
         }
         if (std::find(dtypes.begin(), dtypes.end(), s.dtype) == dtypes.end()) {
-            fail(L.scale, "structure", fmt::format("dtype {} where {} stores {}", s.dtype, name(L.scheme), fmt::join(dtypes, " or ")));
+            fail(L.scale, "structure",
+                 fmt::format("dtype {} where {} stores {}", s.dtype, name(L.scheme), fmt::join(dtypes, " or ")));
             ok = false;
         }
         if (L.scheme == Scheme::nvfp4 && (L.global_scale.empty() || numel(F.tensors().at(L.global_scale).shape) != 1)) {
@@ -224,12 +259,15 @@ struct Checker {
         }
         if (L.scheme == Scheme::w4a8) {
             if (numel(F.tensors().at(L.global_scale).shape) != 1) {
-                fail(L.global_scale, "structure", "W4A8 weight_scale_2 (the FP8 stage's per-tensor scale) must have one element");
+                fail(L.global_scale, "structure",
+                     "W4A8 weight_scale_2 (the FP8 stage's per-tensor scale) must have one element");
                 ok = false;
             }
             if (w.shape.size() != 2 || w.shape[1] % L.block_cols != 0) {
                 // ModelOpt refuses partial groups (quant_utils.py _validate_int4_block_size).
-                fail(L.weight, "structure", fmt::format("W4A8 weight {} is not a whole number of {}-column groups", shape_str(w.shape), L.block_cols));
+                fail(L.weight, "structure",
+                     fmt::format("W4A8 weight {} is not a whole number of {}-column groups", shape_str(w.shape),
+                                 L.block_cols));
                 ok = false;
             }
         }
@@ -249,21 +287,43 @@ struct Checker {
         std::string first_neg, first_big;
         for (std::uint64_t i = 0; i < n; ++i) {
             const float v = st.block[i];
-            if (!std::isfinite(v)) { if (!bad++) first = fmt::format("scale[{}] = {}", i, v); continue; }
-            if (std::signbit(v) && v != 0) { if (!neg++) first_neg = fmt::format("scale[{}] = {}", i, v); continue; }
-            if (L.scheme != Scheme::nvfp4 && double(v) * emax > kMaxPlausibleWeight) { if (!big++) first_big = fmt::format("scale[{}] = {:g}", i, v); }
-            if (v != 0 && std::fabs(v) < 1.17549435e-38f) { if (!mx) ++sub; }
-            else if (s.dtype == "F8_E4M3" && v != 0 && std::fabs(v) < 0.015625f) ++sub_e4m3;
+            if (!std::isfinite(v)) {
+                if (!bad++) first = fmt::format("scale[{}] = {}", i, v);
+                continue;
+            }
+            if (std::signbit(v) && v != 0) {
+                if (!neg++) first_neg = fmt::format("scale[{}] = {}", i, v);
+                continue;
+            }
+            if (L.scheme != Scheme::nvfp4 && double(v) * emax > kMaxPlausibleWeight) {
+                if (!big++) first_big = fmt::format("scale[{}] = {:g}", i, v);
+            }
+            if (v != 0 && std::fabs(v) < 1.17549435e-38f) {
+                if (!mx) ++sub;
+            } else if (s.dtype == "F8_E4M3" && v != 0 && std::fabs(v) < 0.015625f)
+                ++sub_e4m3;
         }
-        if (bad) fail(L.scale, "scale finite", fmt::format("{} of {} scales are NaN or infinite (first: {})", bad, n, first));
-        if (neg) fail(L.scale, "scale sign", fmt::format("{} of {} scales are negative (first: {}): every producer stores |scale|; "
-                                                         "an uninitialised scale?", neg, n, first_neg));
-        if (big) fail(L.scale, "scale magnitude", fmt::format("{} of {} scales imply weights beyond |{:g}| ({} * {:g}; first: {}): an "
-                                                              "uninitialised scale?", big, n, kMaxPlausibleWeight, "scale", emax, first_big));
-        if (sub) fail(L.scale, "scale subnormal", fmt::format("{} scales are float32 subnormals: 1/scale overflows to inf", sub));
+        if (bad)
+            fail(L.scale, "scale finite",
+                 fmt::format("{} of {} scales are NaN or infinite (first: {})", bad, n, first));
+        if (neg)
+            fail(L.scale, "scale sign",
+                 fmt::format("{} of {} scales are negative (first: {}): every producer stores |scale|; "
+                             "an uninitialised scale?",
+                             neg, n, first_neg));
+        if (big)
+            fail(L.scale, "scale magnitude",
+                 fmt::format("{} of {} scales imply weights beyond |{:g}| ({} * {:g}; first: {}): an "
+                             "uninitialised scale?",
+                             big, n, kMaxPlausibleWeight, "scale", emax, first_big));
+        if (sub)
+            fail(L.scale, "scale subnormal",
+                 fmt::format("{} scales are float32 subnormals: 1/scale overflows to inf", sub));
         if (sub_e4m3)
             note(L.scale, "e4m3 subnormal block scale",
-                 fmt::format("{} E4M3 block scales below 2^-6 (subnormal); ModelOpt clamps to >= 2^-9 and flushes below (PR #1382)", sub_e4m3));
+                 fmt::format("{} E4M3 block scales below 2^-6 (subnormal); ModelOpt clamps to >= 2^-9 and flushes "
+                             "below (PR #1382)",
+                             sub_e4m3));
         // A block holding nonzero codes needs a nonzero scale.
         for (std::uint64_t i = 0; i < n; ++i)
             if (live[i] && st.block[i] == 0.0f) ++zero_live;
@@ -271,17 +331,25 @@ struct Checker {
         // E4M3's eps 0.125 (helpers.py calculate_qparams step 5). A block of codes that are all
         // zero can also be tiny weights that underflowed, so a different scale is only a note;
         // --reference decides.
-        if (L.scheme == Scheme::nvfp4 && (F.producer() == Producer::modelopt || F.producer() == Producer::compressed_tensors)) {
+        if (L.scheme == Scheme::nvfp4 &&
+            (F.producer() == Producer::modelopt || F.producer() == Producer::compressed_tensors)) {
             const float conv = F.producer() == Producer::modelopt ? 1.0f : 0.125f;
             std::uint64_t dead = 0, other = 0;
             for (std::uint64_t i = 0; i < n; ++i)
-                if (!live[i]) { ++dead; other += st.block[i] != conv; }
+                if (!live[i]) {
+                    ++dead;
+                    other += st.block[i] != conv;
+                }
             if (other)
                 note(L.scale, "all-zero block scale",
-                     fmt::format("{} of {} blocks with only zero codes have a scale other than {}'s {} for an all-zero block", other,
-                                 dead, name(F.producer()), conv));
+                     fmt::format(
+                         "{} of {} blocks with only zero codes have a scale other than {}'s {} for an all-zero block",
+                         other, dead, name(F.producer()), conv));
         }
-        if (zero_live) fail(L.scale, "zero scale", fmt::format("{} blocks hold nonzero codes but have scale 0 (their weights read as 0, 1/scale is inf)", zero_live));
+        if (zero_live)
+            fail(L.scale, "zero scale",
+                 fmt::format("{} blocks hold nonzero codes but have scale 0 (their weights read as 0, 1/scale is inf)",
+                             zero_live));
         if (L.scheme == Scheme::nvfp4) global(L, st.global);
         if (L.scheme == Scheme::w4a8) w4a8_stage(L, st);
     }
@@ -291,15 +359,17 @@ struct Checker {
     // 448 * weight_scale_2; a group above it was scaled from another amax and saturates in FP8.
     void w4a8_stage(const Layer& L, const Scales& st) {
         if (!std::isfinite(st.global) || st.global <= 0.0f) {
-            fail(L.global_scale, "scale finite", fmt::format("weight_scale_2 {} (must be finite and positive)", st.global));
+            fail(L.global_scale, "scale finite",
+                 fmt::format("weight_scale_2 {} (must be finite and positive)", st.global));
             return;
         }
         std::uint64_t over = 0;
         for (float v : st.block) over += std::isfinite(v) && double(v) * 7.0 > double(st.global) * 448.0 * (1 + 1e-6);
         if (over)
             fail(L.scale, "w4a8 scale above fp8 stage",
-                 fmt::format("{} groups have 7 * weight_scale above 448 * weight_scale_2 = {} (their FP8 stage saturates)", over,
-                             double(st.global) * 448.0));
+                 fmt::format(
+                     "{} groups have 7 * weight_scale above 448 * weight_scale_2 = {} (their FP8 stage saturates)",
+                     over, double(st.global) * 448.0));
     }
 
     // AWQ's pre_quant_scale multiplies the input (ModelOpt asserts it positive, quant_utils.py
@@ -322,9 +392,10 @@ struct Checker {
         const double implied = recip ? 2688.0 / g : 2688.0 * g;
         if (implied > 1e4 || implied < 1e-8)
             fail(L.global_scale, "global scale convention",
-                 fmt::format("global scale {} under the {} convention implies weights up to |{}|: inverted ({} expected)?", g,
-                             recip ? "reciprocal (448*6/amax)" : "dequant (amax/(6*448))", implied,
-                             recip ? "compressed-tensors weight_global_scale" : "ModelOpt weight_scale_2"));
+                 fmt::format(
+                     "global scale {} under the {} convention implies weights up to |{}|: inverted ({} expected)?", g,
+                     recip ? "reciprocal (448*6/amax)" : "dequant (amax/(6*448))", implied,
+                     recip ? "compressed-tensors weight_global_scale" : "ModelOpt weight_scale_2"));
     }
 
     // Every expert of an MoE layer carries its input_scale when any of them does (vLLM #45212:
@@ -336,14 +407,18 @@ struct Checker {
             std::smatch m;
             if (L.scheme == Scheme::none || !std::regex_match(L.module, m, kExpert)) continue;
             auto& g = groups[m[1].str() + "*" + m[3].str()];
-            if (L.input_scale.empty()) g.second.push_back(L.module);
-            else ++g.first;
+            if (L.input_scale.empty())
+                g.second.push_back(L.module);
+            else
+                ++g.first;
         }
         for (const auto& [k, g] : groups)
             if (g.first > 0 && !g.second.empty())
                 for (const auto& m : g.second)
                     fail(m + ".input_scale", "missing expert input_scale",
-                         fmt::format("{} of the experts {} have an input_scale, this one has none (vLLM loads 0 -> inf -> NaN, vLLM #45212)", g.first, k));
+                         fmt::format("{} of the experts {} have an input_scale, this one has none (vLLM loads 0 -> inf "
+                                     "-> NaN, vLLM #45212)",
+                                     g.first, k));
     }
 
     // 3. KV and attention scales: what vLLM, SGLang and TensorRT-LLM do with each name, and the
@@ -372,7 +447,7 @@ struct Variant {
     detail::Arithmetic ar = detail::Arithmetic::cpu;
     float shared_amax = -1.0f;  // the fused group's amax, or -1: the layer's own
     detail::BlockRule rule = detail::BlockRule::amax_div;
-    std::string label;          // appended to the variant name
+    std::string label;  // appended to the variant name
 };
 
 Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
@@ -397,7 +472,10 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
         layout = true;  // the grid transposed?
         for (std::uint64_t r = 0; r < ex.grid_rows && layout; ++r)
             for (std::uint64_t k = 0; k < ex.grid_cols; ++k)
-                if (!same(ex.block[r * ex.grid_cols + k], st.block[k * ex.grid_rows + r])) { layout = false; break; }
+                if (!same(ex.block[r * ex.grid_cols + k], st.block[k * ex.grid_rows + r])) {
+                    layout = false;
+                    break;
+                }
     }
     if (sm) {
         c.scale_mismatches += sm;
@@ -420,7 +498,8 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
             const std::size_t i = static_cast<std::size_t>(r) * L.cols + k;
             const double xi = x[i];
             // Error of the checkpoint as stored, against the original.
-            const double d = double(detail::decode_element(L.scheme, got[i])) * detail::dequant_factor(F.producer(), L, st, r, k);
+            const double d =
+                double(detail::decode_element(L.scheme, got[i])) * detail::dequant_factor(F.producer(), L, st, r, k);
             sig_r[r] += xi * xi;
             err_r[r] += (d - xi) * (d - xi);
             if (xi != 0) rel_r[r] = std::max(rel_r[r], std::fabs(d - xi) / std::fabs(xi));
@@ -428,8 +507,10 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
             ++miss_r[r];
             const float q = std::fabs(x[i] / detail::dequant_factor(F.producer(), L, use, r, k));
             if (q > detail::element_max(L.scheme)) ++sat_r[r];
-            if (L.scheme == Scheme::w4a8 ? std::fabs(detail::decode_element(L.scheme, want[i]) - detail::decode_element(L.scheme, got[i])) == 1.0f
-                                         : (want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1)
+            if (L.scheme == Scheme::w4a8
+                    ? std::fabs(detail::decode_element(L.scheme, want[i]) - detail::decode_element(L.scheme, got[i])) ==
+                          1.0f
+                    : (want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1)
                 ++step_r[r];
         }
     }
@@ -441,10 +522,14 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     }
     c.code_mismatches = miss;
     if (miss && c.verdict == "bit-exact") {
-        if (w.dtype == "U8" && codes_of(L, w, emu::NibbleOrder::high_first) == want) c.verdict = "nibble order";
-        else if (sat == miss) c.verdict = "saturation";
-        else if (step == miss) c.verdict = "rounding";
-        else c.verdict = "codes differ";
+        if (w.dtype == "U8" && codes_of(L, w, emu::NibbleOrder::high_first) == want)
+            c.verdict = "nibble order";
+        else if (sat == miss)
+            c.verdict = "saturation";
+        else if (step == miss)
+            c.verdict = "rounding";
+        else
+            c.verdict = "codes differ";
     }
     c.sqnr_db = err == 0 ? INFINITY : 10 * std::log10(sig / err);
     c.max_rel_error = rel;
@@ -480,8 +565,9 @@ float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
     float a = 0;
     for (const auto& g : group) {
         const std::string n = g + ".weight";
-        const std::string sc = g + (F.producer() == Producer::compressed_tensors ? ".weight_global_scale"
-                                    : (L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) ? ".weight_scale_2" : ".weight_scale");
+        const std::string sc = g + (F.producer() == Producer::compressed_tensors              ? ".weight_global_scale"
+                                    : (L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) ? ".weight_scale_2"
+                                                                                              : ".weight_scale");
         if (!ref.has(n) || !F.has(sc)) continue;
         if (L.scheme != Scheme::nvfp4 && numel(F.tensors().at(sc).shape) != 1) return -1.0f;
         for (float v : ref.read(n).to_floats()) a = std::max(a, std::fabs(v));
@@ -549,7 +635,9 @@ bool Report::failed() const {
     return false;
 }
 
-Report check(const std::string& dir, const std::optional<std::string>& reference) { return check(dir, CheckOptions{reference, ""}); }
+Report check(const std::string& dir, const std::optional<std::string>& reference) {
+    return check(dir, CheckOptions{reference, ""});
+}
 
 std::string summary(const Report& r) {
     if (!r.failed()) return "OK";
@@ -567,7 +655,8 @@ std::string summary(const Report& r) {
 Report check(const std::string& dir, const CheckOptions& opt) {
     const std::optional<std::string>& reference = opt.reference;
     if (!opt.engine.empty() && opt.engine != "all" && engine_index(opt.engine) < 0)
-        throw CheckpointError(fmt::format("engine '{}' is not one fp8kit knows (vllm, sglang, trtllm, all)", opt.engine));
+        throw CheckpointError(
+            fmt::format("engine '{}' is not one fp8kit knows (vllm, sglang, trtllm, all)", opt.engine));
     // The layer buffers kept for reuse are given back when the check ends, however it ends (a
     // long-lived process, e.g. Python, does not keep four layers' worth of memory).
     struct Release {
@@ -576,7 +665,8 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     Folder F(dir);
     std::optional<Folder> ref;
     if (reference) {
-        if (!std::filesystem::is_directory(*reference)) throw CheckpointError(fmt::format("{}: not a folder", *reference));
+        if (!std::filesystem::is_directory(*reference))
+            throw CheckpointError(fmt::format("{}: not a folder", *reference));
         ref.emplace(*reference, /*unquantized=*/true);
     }
     Report R;
@@ -586,8 +676,10 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     R.layers = F.layers();
     Checker C{F, R};
     if (F.layout_from_names)
-        C.note(dir, "layout", "no quantisation config: MXFP4 read from the tensor names (<name>.blocks / <name>.scales: gpt-oss original/, "
-                              "gpt_oss/torch/weights.py)");
+        C.note(dir, "layout",
+               "no quantisation config: MXFP4 read from the tensor names (<name>.blocks / <name>.scales: gpt-oss "
+               "original/, "
+               "gpt_oss/torch/weights.py)");
     for (const auto& L : F.layers()) {
         if (L.scheme == Scheme::none) {
             if (!L.excluded && L.module.find("embed") == std::string::npos)
@@ -596,9 +688,11 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         }
         if (!F.targets.empty() && !targeted(F.targets, L.module))
             C.note(L.module, "outside targets",
-                   fmt::format("quantised though no config_groups target ({}) names it (llm-compressor model_free_ptq quantises by "
-                               "tensor name; an engine building the module from the config may not expect a quantised weight)",
-                               fmt::join(F.targets, ", ")));
+                   fmt::format(
+                       "quantised though no config_groups target ({}) names it (llm-compressor model_free_ptq "
+                       "quantises by "
+                       "tensor name; an engine building the module from the config may not expect a quantised weight)",
+                       fmt::join(F.targets, ", ")));
         if (!C.structure(L)) continue;
         // One layer at a time: its codes, its scales, and the original weight.
         const RawTensor s = F.read(L.scale);
@@ -631,8 +725,10 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                 const float v = is.at(i);
                 if (std::isfinite(v) && v != 0.0f) continue;
                 C.fail(L.input_scale, "input scale",
-                       is.numel() == 1 ? fmt::format("input_scale {} (must be finite and nonzero)", v)
-                                       : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i, v, i));
+                       is.numel() == 1
+                           ? fmt::format("input_scale {} (must be finite and nonzero)", v)
+                           : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i,
+                                         v, i));
                 break;
             }
         }
@@ -645,7 +741,9 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         }
         const RawTensor o = std::move(*found);
         if (o.numel() != L.rows * L.cols) {
-            C.fail(orig, "reference", fmt::format("original {} has {} elements, the checkpoint's weight {}", shape_str(o.shape), o.numel(), L.rows * L.cols));
+            C.fail(orig, "reference",
+                   fmt::format("original {} has {} elements, the checkpoint's weight {}", shape_str(o.shape), o.numel(),
+                               L.rows * L.cols));
             continue;
         }
         const std::vector<float> x = o.to_floats();
@@ -654,8 +752,10 @@ Report check(const std::string& dir, const CheckOptions& opt) {
             F.quant_algo.find("AWQ") != std::string::npos)
             C.note(L.weight, "awq smoothing",
                    "ModelOpt AWQ quantises the weight multiplied by 1/pre_quant_scale in float32 (model_calib.py "
-                   "apply_pre_quant_scale_and_smooth; q/k/v and gate/up rescaled again at export), and exports that scale only "
-                   "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the original");
+                   "apply_pre_quant_scale_and_smooth; q/k/v and gate/up rescaled again at export), and exports that "
+                   "scale only "
+                   "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the "
+                   "original");
     }
     C.experts();
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));

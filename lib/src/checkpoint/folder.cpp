@@ -73,8 +73,9 @@ float RawTensor::at(std::uint64_t i) const {
     if (dtype == "F16") {
         const std::uint32_t h = u16();
         const int e = (h >> 10) & 31, m = h & 1023;
-        const float v = e == 0 ? std::ldexp(float(m), -24)
-                        : e == 31 ? (m ? NAN : INFINITY) : std::ldexp(float(m | 1024), e - 25);
+        const float v = e == 0    ? std::ldexp(float(m), -24)
+                        : e == 31 ? (m ? NAN : INFINITY)
+                                  : std::ldexp(float(m | 1024), e - 25);
         return (h & 0x8000) ? -v : v;
     }
     if (dtype == "F8_E4M3") {
@@ -144,10 +145,10 @@ bool excluded_by(const std::vector<std::string>& pats, const std::string& module
         if (p.rfind("re:", 0) == 0) {
             try {
                 if (std::regex_search(module, std::regex(p.substr(3)))) return true;
-            } catch (const std::regex_error&) {
-            }
+            } catch (const std::regex_error&) {}
         } else if (p == module || fnmatch(p.c_str(), module.c_str(), 0) == 0 ||
-                   (module.size() > p.size() && module.compare(module.size() - p.size() - 1, std::string::npos, "." + p) == 0)) {
+                   (module.size() > p.size() &&
+                    module.compare(module.size() - p.size() - 1, std::string::npos, "." + p) == 0)) {
             return true;
         }
     }
@@ -172,7 +173,8 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
         std::set<std::string> files;
         for (const auto& [k, v] : j["weight_map"].items()) {
             if (!v.is_string() || v.get<std::string>().find('/') != std::string::npos)
-                throw CheckpointError(fmt::format("{}: weight_map entry '{}' is not a file name in the folder", index.string(), k));
+                throw CheckpointError(
+                    fmt::format("{}: weight_map entry '{}' is not a file name in the folder", index.string(), k));
             files.insert(v.get<std::string>());
         }
         shards_.assign(files.begin(), files.end());
@@ -203,8 +205,10 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
                 break;
             }
         if (producer_ == Producer::unknown)
-            throw CheckpointError(fmt::format("{}: neither hf_quant_config.json nor config.json quantization_config, nor gpt-oss "
-                                              "original/ tensors (<name>.blocks with <name>.scales)", dir));
+            throw CheckpointError(
+                fmt::format("{}: neither hf_quant_config.json nor config.json quantization_config, nor gpt-oss "
+                            "original/ tensors (<name>.blocks with <name>.scales)",
+                            dir));
     }
     list_layers();
 }
@@ -221,9 +225,11 @@ void Folder::read_configs() {
         const auto q = j.value("quantization", nlohmann::json::object());
         producer_ = Producer::modelopt;
         quant_algo = q.value("quant_algo", "");
-        if (q.contains("kv_cache_quant_algo") && q["kv_cache_quant_algo"].is_string()) kv_cache_algo = q["kv_cache_quant_algo"];
+        if (q.contains("kv_cache_quant_algo") && q["kv_cache_quant_algo"].is_string())
+            kv_cache_algo = q["kv_cache_quant_algo"];
         exclude_ = strings(q.value("exclude_modules", nlohmann::json::array()));
-        if (q.contains("group_size") && q["group_size"].is_number_unsigned() && q["group_size"] > 0) group_size_ = q["group_size"];
+        if (q.contains("group_size") && q["group_size"].is_number_unsigned() && q["group_size"] > 0)
+            group_size_ = q["group_size"];
         std::string algo = quant_algo;  // written "fp8_pb_wo" by ModelOpt 0.47, upper case elsewhere
         for (auto& ch : algo) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
         if (algo == "FP8_PB_WO" || algo == "FP8_BLOCK_SCALES") weight_strategy_ = "block";  // 128x128
@@ -276,7 +282,8 @@ void Folder::read_configs() {
         quant_algo = "fp8-block";
         weight_strategy_ = "block";
         const auto bs = qc.value("weight_block_size", nlohmann::json());
-        if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned() && bs[0] > 0 && bs[1] > 0) {
+        if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned() && bs[0] > 0 &&
+            bs[1] > 0) {
             block_rows_ = bs[0];
             block_cols_ = bs[1];
         }
@@ -286,8 +293,10 @@ void Folder::read_configs() {
         quant_algo = "mxfp4";
         exclude_ = strings(qc.value("modules_to_not_convert", nlohmann::json::array()));
     } else {
-        throw CheckpointError(fmt::format("{}/config.json: quant_method '{}' is not one fp8kit reads "
-                                          "(modelopt, compressed-tensors, fp8, mxfp4)", dir_, method));
+        throw CheckpointError(
+            fmt::format("{}/config.json: quant_method '{}' is not one fp8kit reads "
+                        "(modelopt, compressed-tensors, fp8, mxfp4)",
+                        dir_, method));
     }
 }
 
@@ -339,7 +348,8 @@ void Folder::list_layers() {
                 L.scale = m + ".weight_scale";
                 L.scheme = Scheme::mxfp4;
             } else if (t.dtype == "F8_E4M3" && has(m + ".weight_scale") &&
-                       (tensors_.at(m + ".weight_scale").dtype == "U8" || tensors_.at(m + ".weight_scale").dtype == "F8_E8M0")) {
+                       (tensors_.at(m + ".weight_scale").dtype == "U8" ||
+                        tensors_.at(m + ".weight_scale").dtype == "F8_E8M0")) {
                 L.scale = m + ".weight_scale";  // MXFP8: E8M0 scale per 32 (ModelOpt, compressed-tensors)
                 L.scheme = Scheme::mxfp8;
             } else if (t.dtype == "F8_E4M3") {
@@ -348,11 +358,13 @@ void Folder::list_layers() {
                 std::uint64_t sn = 1;
                 for (auto d : s.shape) sn *= d;
                 const bool per_expert = t.shape.size() == 3 && sn == t.shape[0] && sn > 1;  // [E] or [E, 1, 1]
-                L.scheme = weight_strategy_ == "block" ? Scheme::fp8_block
-                           : weight_strategy_ == "channel" ? Scheme::fp8_channel
-                           : (sn == 1 || per_expert) ? Scheme::fp8_tensor
-                           : (s.shape.size() >= 1 && t.shape.size() == 2 && s.shape[0] == t.shape[0] && sn == t.shape[0])
-                               ? Scheme::fp8_channel : Scheme::fp8_block;
+                L.scheme =
+                    weight_strategy_ == "block"     ? Scheme::fp8_block
+                    : weight_strategy_ == "channel" ? Scheme::fp8_channel
+                    : (sn == 1 || per_expert)       ? Scheme::fp8_tensor
+                    : (s.shape.size() >= 1 && t.shape.size() == 2 && s.shape[0] == t.shape[0] && sn == t.shape[0])
+                        ? Scheme::fp8_channel
+                        : Scheme::fp8_block;
             } else if (t.shape.size() == 2) {
                 L.scheme = Scheme::none;
             } else {
@@ -383,8 +395,10 @@ void Folder::list_layers() {
             L.rows = w[0] * w[1];
             L.cols = (t.dtype == "U8") ? w[2] * 2 : w[2];
         }
-        L.block_cols = L.scheme == Scheme::nvfp4 ? 16 : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
-                       : L.scheme == Scheme::w4a8 ? w4a8_group(L) : 0;
+        L.block_cols = L.scheme == Scheme::nvfp4                                  ? 16
+                       : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
+                       : L.scheme == Scheme::w4a8                                 ? w4a8_group(L)
+                                                                                  : 0;
         if (L.scheme == Scheme::fp8_channel) L.block_cols = L.cols;
         if (L.scheme == Scheme::fp8_block) {
             L.block_rows = block_rows_;  // DeepSeek-V3 weight_block_size / compressed-tensors block_structure

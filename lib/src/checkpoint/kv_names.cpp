@@ -86,11 +86,14 @@ const char* name(KvFate f) {
 namespace detail {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& t) { return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0; }
+bool ends_with(const std::string& s, const std::string& t) {
+    return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+}
 bool contains(const std::string& s, const std::string& t) { return s.find(t) != std::string::npos; }
 // Python's str.replace: every occurrence.
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
-    for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size())) s.replace(p, from.size(), to);
+    for (std::size_t p = s.find(from); p != std::string::npos; p = s.find(from, p + to.size()))
+        s.replace(p, from.size(), to);
     return s;
 }
 
@@ -110,7 +113,8 @@ std::string remap_kv_scale_name(const std::string& n) {
 bool is_bias(const std::string& suf) { return suf == "k_bias" || suf == "v_bias"; }
 // A K or V cache scale under any of the names the engines know (q, prob and zero points are not).
 bool is_kv_scale(const std::string& suf) {
-    for (const char* k : {"k_scale", "v_scale", "kv_scale", "k_cache_scale", "v_cache_scale", "k_cache.scale", "v_cache.scale"})
+    for (const char* k :
+         {"k_scale", "v_scale", "kv_scale", "k_cache_scale", "v_cache_scale", "k_cache.scale", "v_cache.scale"})
         if (suf == k) return true;
     return false;
 }
@@ -120,7 +124,8 @@ bool is_kv_scale(const std::string& suf) {
 std::pair<bool, std::string> vllm_remap(const std::string& n) {
     if (ends_with(n, ".kv_scale")) return {true, replace_all(n, ".kv_scale", ".attn.k_scale")};
     bool listed = false;
-    for (const char* s : {".k_scale", ".v_scale", ".q_scale", ".k_zero_point", ".v_zero_point", ".q_zero_point", ".q.scale", ".k_cache.scale", ".v_cache.scale"})
+    for (const char* s : {".k_scale", ".v_scale", ".q_scale", ".k_zero_point", ".v_zero_point", ".q_zero_point",
+                          ".q.scale", ".k_cache.scale", ".v_cache.scale"})
         listed = listed || ends_with(n, s);
     if (!listed) return {false, n};
     static const std::pair<std::regex, const char*> kPatterns[] = {
@@ -146,23 +151,34 @@ bool vllm_param(const Folder& F, const std::string& n) {
 }
 
 KvOutcome vllm(const Folder& F, const std::string& n) {
-    const auto [rewritten, name] = contains(n, "scale") || contains(n, "zero_point") ? vllm_remap(n) : std::pair<bool, std::string>{false, n};
+    const auto [rewritten, name] =
+        contains(n, "scale") || contains(n, "zero_point") ? vllm_remap(n) : std::pair<bool, std::string>{false, n};
     if (rewritten) {
-        if (vllm_param(F, name)) return {KvFate::renamed, "loaded as " + name + (ends_with(n, ".kv_scale") ? " (and copied to v_scale)" : "")};
-        return {KvFate::dropped, fmt::format("dropped: remapped to '{}', which is no parameter (maybe_remap_kv_scale_name: a warning, "
-                                             "not loaded; the scale stays at its default)", name)};
+        if (vllm_param(F, name))
+            return {KvFate::renamed,
+                    "loaded as " + name + (ends_with(n, ".kv_scale") ? " (and copied to v_scale)" : "")};
+        return {KvFate::dropped,
+                fmt::format("dropped: remapped to '{}', which is no parameter (maybe_remap_kv_scale_name: a warning, "
+                            "not loaded; the scale stays at its default)",
+                            name)};
     }
     // llama.py LlamaModel.load_weights: the stacked rename, then params_dict[name].
     for (const char* w : {".q_proj", ".k_proj", ".v_proj", ".gate_proj", ".up_proj"}) {
         if (!contains(name, w)) continue;
-        const std::string stacked = replace_all(name, w, std::string(w) == ".gate_proj" || std::string(w) == ".up_proj" ? ".gate_up_proj" : ".qkv_proj");
-        if (ends_with(stacked, ".bias")) return {KvFate::dropped, "dropped silently: renamed to '" + stacked + "', an extra bias (load_weights skips it)"};
+        const std::string stacked = replace_all(
+            name, w, std::string(w) == ".gate_proj" || std::string(w) == ".up_proj" ? ".gate_up_proj" : ".qkv_proj");
+        if (ends_with(stacked, ".bias"))
+            return {KvFate::dropped,
+                    "dropped silently: renamed to '" + stacked + "', an extra bias (load_weights skips it)"};
         return {KvFate::rejected, fmt::format("load fails: '{}' is no parameter (params_dict[name] raises KeyError, "
-                                              "models/llama.py LlamaModel.load_weights)", stacked)};
+                                              "models/llama.py LlamaModel.load_weights)",
+                                              stacked)};
     }
     if (vllm_param(F, name)) return {KvFate::loaded, "loaded as " + name};
-    return {KvFate::rejected, fmt::format("load fails: '{}' is not rewritten by maybe_remap_kv_scale_name and is no parameter "
-                                          "(params_dict[name] raises KeyError, models/llama.py LlamaModel.load_weights)", name)};
+    return {KvFate::rejected,
+            fmt::format("load fails: '{}' is not rewritten by maybe_remap_kv_scale_name and is no parameter "
+                        "(params_dict[name] raises KeyError, models/llama.py LlamaModel.load_weights)",
+                        name)};
 }
 
 KvOutcome sglang(const std::string& n) {
@@ -171,48 +187,70 @@ KvOutcome sglang(const std::string& n) {
     if (contains(name, "scale")) {
         name = remap_kv_scale_name(n);
         if (name != n && !std::regex_match(name, kParam))
-            return {KvFate::dropped, fmt::format("dropped: remapped to '{}', which is no parameter (maybe_remap_kv_scale_name: "
-                                                 "a warning, not loaded)", name)};
+            return {KvFate::dropped,
+                    fmt::format("dropped: remapped to '{}', which is no parameter (maybe_remap_kv_scale_name: "
+                                "a warning, not loaded)",
+                                name)};
     }
-    static const std::pair<const char*, const char*> kStacked[] = {
-        {".q_proj", ".qkv_proj"}, {".k_proj", ".qkv_proj"}, {".v_proj", ".qkv_proj"}, {".gate_proj", ".gate_up_proj"}, {".up_proj", ".gate_up_proj"}};
+    static const std::pair<const char*, const char*> kStacked[] = {{".q_proj", ".qkv_proj"},
+                                                                   {".k_proj", ".qkv_proj"},
+                                                                   {".v_proj", ".qkv_proj"},
+                                                                   {".gate_proj", ".gate_up_proj"},
+                                                                   {".up_proj", ".gate_up_proj"}};
     for (const auto& [w, p] : kStacked) {
         if (!contains(name, w)) continue;
         const std::string stacked = replace_all(name, w, p);
         if (std::regex_match(stacked, kParam)) return {KvFate::renamed, "loaded as " + stacked};
-        if (ends_with(stacked, ".bias")) return {KvFate::dropped, "dropped silently: renamed to '" + stacked + "', an extra bias (load_weights skips it)"};
-        return {KvFate::rejected, fmt::format("load fails: renamed to '{}' by stacked_params_mapping, no such parameter "
-                                              "(params_dict[name] raises KeyError, llama.py load_weights)", stacked)};
+        if (ends_with(stacked, ".bias"))
+            return {KvFate::dropped,
+                    "dropped silently: renamed to '" + stacked + "', an extra bias (load_weights skips it)"};
+        return {KvFate::rejected,
+                fmt::format("load fails: renamed to '{}' by stacked_params_mapping, no such parameter "
+                            "(params_dict[name] raises KeyError, llama.py load_weights)",
+                            stacked)};
     }
     if (std::regex_match(name, kParam))
         return {name == n ? KvFate::loaded : KvFate::renamed,
                 "loaded as " + name + (ends_with(n, ".kv_scale") ? " (and copied to v_scale by kv_cache.py)" : "")};
-    return {KvFate::dropped, "dropped: no parameter '" + name + "' (llama.py load_weights: warning 'Parameter ... not found in params_dict')"};
+    return {KvFate::dropped, "dropped: no parameter '" + name +
+                                 "' (llama.py load_weights: warning 'Parameter ... not found in params_dict')"};
 }
 
-bool nvfp4_kv(const Folder& F) { return F.kv_cache_algo.rfind("NVFP4", 0) == 0 || F.kv_cache_algo.rfind("nvfp4", 0) == 0; }
+bool nvfp4_kv(const Folder& F) {
+    return F.kv_cache_algo.rfind("NVFP4", 0) == 0 || F.kv_cache_algo.rfind("nvfp4", 0) == 0;
+}
 
 KvOutcome trtllm(const Folder& F, const std::string& n) {
     static const std::regex kRead(R"(^.*\.self_attn\.(q|k|v)_proj\.(k|v)_scale$)");
     const bool read = std::regex_match(n, kRead);
-    if (!read) return {KvFate::dropped, "dropped silently: never read (modeling_utils.py _load_weights_impl hands qkv_proj only "
-                                        "'<attn>.{q,k,v}_proj.*'; linear.py load_kv_scales reads only 'k_scale' / 'v_scale' there)"};
+    if (!read)
+        return {KvFate::dropped,
+                "dropped silently: never read (modeling_utils.py _load_weights_impl hands qkv_proj only "
+                "'<attn>.{q,k,v}_proj.*'; linear.py load_kv_scales reads only 'k_scale' / 'v_scale' there)"};
     if (F.kv_cache_algo == "NVFP4_AFFINE")
-        return {KvFate::undetermined, "not determined: read into qkv_proj.kv_scales (linear.py load_kv_scales), but whether "
-                                      "TensorRT-LLM accepts kv_cache_quant_algo NVFP4_AFFINE is not in the transcribed source"};
+        return {KvFate::undetermined,
+                "not determined: read into qkv_proj.kv_scales (linear.py load_kv_scales), but whether "
+                "TensorRT-LLM accepts kv_cache_quant_algo NVFP4_AFFINE is not in the transcribed source"};
     if (!nvfp4_kv(F))
-        return {KvFate::replaced, fmt::format("replaced by 1.0: read into qkv_proj.kv_scales (linear.py load_kv_scales), used only for an "
-                                              "NVFP4 KV cache; the {} KV cache keeps kv_cache_scaling_factor = 1.0 (attention_backend/trtllm.py)",
-                                              F.kv_cache_algo.empty() ? "FP8 (assumed: none declared)" : F.kv_cache_algo)};
-    return {KvFate::renamed, "loaded into qkv_proj.kv_scales = [1, max k_scale, max v_scale] of the layer (linear.py "
-                             "process_weights_after_loading_fused_qkv_linear)"};
+        return {KvFate::replaced,
+                fmt::format(
+                    "replaced by 1.0: read into qkv_proj.kv_scales (linear.py load_kv_scales), used only for an "
+                    "NVFP4 KV cache; the {} KV cache keeps kv_cache_scaling_factor = 1.0 (attention_backend/trtllm.py)",
+                    F.kv_cache_algo.empty() ? "FP8 (assumed: none declared)" : F.kv_cache_algo)};
+    return {KvFate::renamed,
+            "loaded into qkv_proj.kv_scales = [1, max k_scale, max v_scale] of the layer (linear.py "
+            "process_weights_after_loading_fused_qkv_linear)"};
 }
 
 struct Names {
     const Folder& F;
     Report& R;
-    void fail(const std::string& t, const std::string& c, const std::string& m) { R.findings.push_back({t, c, m, true}); }
-    void note(const std::string& t, const std::string& c, const std::string& m) { R.findings.push_back({t, c, m, false}); }
+    void fail(const std::string& t, const std::string& c, const std::string& m) {
+        R.findings.push_back({t, c, m, true});
+    }
+    void note(const std::string& t, const std::string& c, const std::string& m) {
+        R.findings.push_back({t, c, m, false});
+    }
 
     float max_value(const std::string& n) {
         const RawTensor t = F.read(n);
@@ -231,24 +269,35 @@ struct Names {
         const std::uint64_t n = t.numel();
         if (n <= 1 || is_bias(suf)) return;
         float lo = INFINITY, hi = 0;
-        for (std::uint64_t i = 0; i < n; ++i) lo = std::min(lo, std::fabs(t.at(i))), hi = std::max(hi, std::fabs(t.at(i)));
-        const std::string spread = fmt::format("a per-head scale of {} values (min/max {:.4g})", n, hi > 0 ? lo / hi : 0.0f);
+        for (std::uint64_t i = 0; i < n; ++i)
+            lo = std::min(lo, std::fabs(t.at(i))), hi = std::max(hi, std::fabs(t.at(i)));
+        const std::string spread =
+            fmt::format("a per-head scale of {} values (min/max {:.4g})", n, hi > 0 ? lo / hi : 0.0f);
         auto reaches = [](KvFate f) { return f == KvFate::loaded || f == KvFate::renamed; };
         KvOutcome& v = k.engines[0];
-        const bool head_param = F.producer() == Producer::compressed_tensors && F.kv_cache_strategy == "attn_head" && suf != "prob_scale";
+        const bool head_param =
+            F.producer() == Producer::compressed_tensors && F.kv_cache_strategy == "attn_head" && suf != "prob_scale";
         if (reaches(v.fate) && head_param)
-            v.detail += fmt::format(", {} (compressed_tensors.py CompressedTensorsKVCacheMethod.create_weights makes it "
-                                    "[num_kv_heads] under strategy attn_head, on backends with supports_per_head_quant_scales)", spread);
+            v.detail += fmt::format(
+                ", {} (compressed_tensors.py CompressedTensorsKVCacheMethod.create_weights makes it "
+                "[num_kv_heads] under strategy attn_head, on backends with supports_per_head_quant_scales)",
+                spread);
         else if (reaches(v.fate))
-            v = {KvFate::rejected, fmt::format("load fails: {} into the scalar parameter (weight_utils.py default_weight_loader: "
-                                               "assert param.size() == loaded_weight.size(); kv_cache.py: 'Only support per-tensor "
-                                               "scaling factor')", spread)};
+            v = {KvFate::rejected,
+                 fmt::format("load fails: {} into the scalar parameter (weight_utils.py default_weight_loader: "
+                             "assert param.size() == loaded_weight.size(); kv_cache.py: 'Only support per-tensor "
+                             "scaling factor')",
+                             spread)};
         if (reaches(k.engines[1].fate))
-            k.engines[1] = {KvFate::rejected, fmt::format("load fails: {} into the scalar parameter (weight_utils.py "
-                                                          "default_weight_loader: assert param.size() == loaded_weight.size())", spread)};
+            k.engines[1] = {KvFate::rejected,
+                            fmt::format("load fails: {} into the scalar parameter (weight_utils.py "
+                                        "default_weight_loader: assert param.size() == loaded_weight.size())",
+                                        spread)};
         if (k.engines[2].fate != KvFate::dropped)  // read by load_kv_scales
-            k.engines[2] = {KvFate::rejected, fmt::format("load fails: {}; linear.py load_kv_scales takes w[\"{}\"][...].reshape([]), "
-                                                          "a RuntimeError for more than one element", spread, suf)};
+            k.engines[2] = {KvFate::rejected,
+                            fmt::format("load fails: {}; linear.py load_kv_scales takes w[\"{}\"][...].reshape([]), "
+                                        "a RuntimeError for more than one element",
+                                        spread, suf)};
     }
 
     // The findings of one name under one engine's outcome (severity as for vLLM before: a k/v
@@ -264,46 +313,64 @@ struct Names {
         const std::string msg = fmt::format("{} {}", kKvEngines[e], o.detail);
         std::uint64_t numel = 1;
         for (auto d : k.shape) numel *= d;
-        if (numel > 1 && !is_bias(suf) && (o.fate == KvFate::rejected || o.fate == KvFate::renamed || o.fate == KvFate::loaded))
-            return o.fate == KvFate::rejected ? fail(k.name, "kv scale per-head", msg) : note(k.name, "kv scale per-head", msg);
+        if (numel > 1 && !is_bias(suf) &&
+            (o.fate == KvFate::rejected || o.fate == KvFate::renamed || o.fate == KvFate::loaded))
+            return o.fate == KvFate::rejected ? fail(k.name, "kv scale per-head", msg)
+                                              : note(k.name, "kv scale per-head", msg);
         if (o.fate == KvFate::rejected)
-            return fail(k.name, is_bias(suf) ? "kv bias rejected" : is_kv_scale(suf) ? "kv scale rejected" : "attention scale rejected", msg);
+            return fail(k.name,
+                        is_bias(suf)       ? "kv bias rejected"
+                        : is_kv_scale(suf) ? "kv scale rejected"
+                                           : "attention scale rejected",
+                        msg);
         if (is_bias(suf)) {
-            if (o.fate == KvFate::dropped) fail(k.name, "kv bias ignored", msg + "; the affine offset is not applied");
-            else if (o.fate == KvFate::undetermined) note(k.name, "kv bias", msg);
+            if (o.fate == KvFate::dropped)
+                fail(k.name, "kv bias ignored", msg + "; the affine offset is not applied");
+            else if (o.fate == KvFate::undetermined)
+                note(k.name, "kv bias", msg);
             return;
         }
         if (!is_kv_scale(suf)) {
-            if (o.fate == KvFate::dropped || o.fate == KvFate::replaced) note(k.name, "attention scale not loaded", msg);
+            if (o.fate == KvFate::dropped || o.fate == KvFate::replaced)
+                note(k.name, "attention scale not loaded", msg);
             return;
         }
         if (o.fate == KvFate::dropped) return fail(k.name, "kv scale dropped", msg);
         if (o.fate == KvFate::undetermined) return note(k.name, "kv scale undetermined", msg);
         if (o.fate == KvFate::replaced) {
             const float v = max_value(k.name);
-            if (v > 1.0f) fail(k.name, "kv scale replaced", fmt::format("{}; the checkpoint's {} > 1: K/V beyond 448 saturate", msg, v));
-            else if (v != 1.0f) note(k.name, "kv scale replaced", fmt::format("{} (the checkpoint's {})", msg, v));
+            if (v > 1.0f)
+                fail(k.name, "kv scale replaced",
+                     fmt::format("{}; the checkpoint's {} > 1: K/V beyond 448 saturate", msg, v));
+            else if (v != 1.0f)
+                note(k.name, "kv scale replaced", fmt::format("{} (the checkpoint's {})", msg, v));
         }
     }
 
     void bias_values(const std::string& n, const std::string& suf, const std::string& prefix) {
         const auto& t = F.tensors().at(n);
         if (t.dtype != "F32" && t.dtype != "BF16" && t.dtype != "F16")
-            return fail(n, "kv bias", fmt::format("dtype {} (ModelOpt writes the K/V activations' float dtype: F32, BF16 or F16)", t.dtype));
+            return fail(
+                n, "kv bias",
+                fmt::format("dtype {} (ModelOpt writes the K/V activations' float dtype: F32, BF16 or F16)", t.dtype));
         std::uint64_t numel = 1;
         for (auto d : t.shape) numel *= d;
         // The bias sits on its projection ("<attn>.k_proj.k_bias", as ModelOpt writes it) or on the attention.
         const std::string proj = ends_with(prefix, "_proj") ? prefix : prefix + "." + suf.substr(0, 1) + "_proj";
         for (const std::string w : {".weight", ".weight_packed"})
-            if (F.has(proj + w) && !F.tensors().at(proj + w).shape.empty() && F.tensors().at(proj + w).shape[0] != numel)
-                fail(n, "kv bias", fmt::format("{} elements; {} has {} output rows (one bias per KV head and channel)", numel,
-                                              proj + w, F.tensors().at(proj + w).shape[0]));
+            if (F.has(proj + w) && !F.tensors().at(proj + w).shape.empty() &&
+                F.tensors().at(proj + w).shape[0] != numel)
+                fail(n, "kv bias",
+                     fmt::format("{} elements; {} has {} output rows (one bias per KV head and channel)", numel,
+                                 proj + w, F.tensors().at(proj + w).shape[0]));
         const RawTensor v = F.read(n);
         std::uint64_t bad = 0;
         std::string first;
         for (std::uint64_t i = 0; i < v.numel(); ++i)
             if (!std::isfinite(v.at(i)) && !bad++) first = fmt::format("[{}] = {}", i, v.at(i));
-        if (bad) fail(n, "kv bias finite", fmt::format("{} of {} bias values are NaN or infinite (first: {})", bad, v.numel(), first));
+        if (bad)
+            fail(n, "kv bias finite",
+                 fmt::format("{} of {} bias values are NaN or infinite (first: {})", bad, v.numel(), first));
         const std::string scale = prefix + "." + suf.substr(0, 1) + "_scale";
         if (!F.has(scale)) fail(n, "kv bias", "affine bias without its scale '" + scale + "'");
         // ModelOpt's affine presets put a bias on both the k and the v bmm quantizer.
@@ -342,8 +409,10 @@ struct Names {
 // the checkpoint declares a quantised KV cache or holds any KV scale.
 void Names::missing() {
     static const std::regex kAttn(R"(^(.*\.self_attn)\.(q|k|v)_proj\.(weight|weight_packed)$)");
-    static const std::regex kKScale(R"(^(.*\.self_attn)(?:\.k_proj|\.qkv_proj)?\.(?:k_scale|kv_scale|k_cache\.scale)$)");
-    static const std::regex kVScale(R"(^(.*\.self_attn)(?:\.v_proj|\.qkv_proj)?\.(?:v_scale|kv_scale|v_cache\.scale)$)");
+    static const std::regex kKScale(
+        R"(^(.*\.self_attn)(?:\.k_proj|\.qkv_proj)?\.(?:k_scale|kv_scale|k_cache\.scale)$)");
+    static const std::regex kVScale(
+        R"(^(.*\.self_attn)(?:\.v_proj|\.qkv_proj)?\.(?:v_scale|kv_scale|v_cache\.scale)$)");
     std::map<std::string, std::pair<std::string, std::string>> layers;  // attn -> (k name, v name)
     bool any = false;
     for (const auto& [n, t] : F.tensors()) {
@@ -366,25 +435,36 @@ void Names::missing() {
             k.present = false;
             const std::string src = "kv_cache.py process_weights_after_loading";
             if (other.empty()) {
-                k.engines[0] = k.engines[1] = {KvFate::replaced, "replaced by 1.0: no k_scale and no v_scale loaded (" + src + ")"};
-                k.engines[2] = {KvFate::replaced, "replaced by 1.0 (kv_scales / kv_cache_scaling_factor keep their 1.0)"};
+                k.engines[0] = k.engines[1] = {KvFate::replaced,
+                                               "replaced by 1.0: no k_scale and no v_scale loaded (" + src + ")"};
+                k.engines[2] = {KvFate::replaced,
+                                "replaced by 1.0 (kv_scales / kv_cache_scaling_factor keep their 1.0)"};
             } else if (c == 'v') {
-                k.engines[0] = k.engines[1] = {KvFate::replaced, "replaced by k_scale: only k_scale loaded, duplicated to v (" + src + ")"};
+                k.engines[0] = k.engines[1] = {
+                    KvFate::replaced, "replaced by k_scale: only k_scale loaded, duplicated to v (" + src + ")"};
                 const bool read = std::regex_match(other, std::regex(R"(^.*\.self_attn\.(q|k|v)_proj\.k_scale$)"));
-                k.engines[2] = nvfp4 && read ? KvOutcome{KvFate::rejected, "load fails: assert v_scales, 'k_scale and v_scale must be loaded together' "
-                                                                           "(linear.py process_weights_after_loading_fused_qkv_linear)"}
-                                             : KvOutcome{KvFate::replaced, "replaced by 1.0 (kv_scales / kv_cache_scaling_factor keep their 1.0)"};
+                k.engines[2] =
+                    nvfp4 && read
+                        ? KvOutcome{KvFate::rejected,
+                                    "load fails: assert v_scales, 'k_scale and v_scale must be loaded together' "
+                                    "(linear.py process_weights_after_loading_fused_qkv_linear)"}
+                        : KvOutcome{KvFate::replaced,
+                                    "replaced by 1.0 (kv_scales / kv_cache_scaling_factor keep their 1.0)"};
             } else {
-                k.engines[0] = k.engines[1] = {KvFate::rejected, "load fails: only v_scale loaded, `assert layer.k_scale > 0.0` (" + src + ")"};
-                k.engines[2] = {KvFate::replaced, "replaced by 1.0: without k_scale no kv_scales are set (linear.py), FP8 keeps 1.0"};
+                k.engines[0] = k.engines[1] = {
+                    KvFate::rejected, "load fails: only v_scale loaded, `assert layer.k_scale > 0.0` (" + src + ")"};
+                k.engines[2] = {KvFate::replaced,
+                                "replaced by 1.0: without k_scale no kv_scales are set (linear.py), FP8 keeps 1.0"};
             }
             k.vllm = k.engines[0].detail;
             k.dropped = true;
             const std::string msg = fmt::format("no {}_scale for {} ({}); vLLM {}; SGLang {}; TensorRT-LLM {}", c, attn,
                                                 other.empty() ? "nor the other" : "but " + other, k.engines[0].detail,
                                                 k.engines[1].detail, k.engines[2].detail);
-            if (other.empty()) note(k.name, "kv scale missing", msg);
-            else fail(k.name, "kv scale missing", msg);
+            if (other.empty())
+                note(k.name, "kv scale missing", msg);
+            else
+                fail(k.name, "kv scale missing", msg);
             R.kv.push_back(std::move(k));
         }
     }

@@ -47,7 +47,8 @@ std::vector<std::string> modelopt_amax_group(const std::string& module, Scheme s
         const bool gu = p == "gate_proj" || p == "up_proj", w13 = p == "w1" || p == "w3";
         if ((!gu && !w13) || (s != Scheme::fp8_tensor && s != Scheme::nvfp4 && s != Scheme::fp8_block)) return {};
         const std::string e = m[1].str() + m[2].str() + ".";
-        return gu ? std::vector<std::string>{e + "gate_proj", e + "up_proj"} : std::vector<std::string>{e + "w1", e + "w3"};
+        return gu ? std::vector<std::string>{e + "gate_proj", e + "up_proj"}
+                  : std::vector<std::string>{e + "w1", e + "w3"};
     }
     if (s != Scheme::nvfp4 && s != Scheme::fp8_block && s != Scheme::w4a8) return {};
     static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj|w1|w3)$)");
@@ -68,7 +69,8 @@ std::vector<std::string> modelopt_amax_group(const std::string& module, Scheme s
 std::vector<std::string> fused_amax_group(Producer p, const std::string& module, Scheme s) {
     if (p == Producer::modelopt) return modelopt_amax_group(module, s);
     if (p != Producer::compressed_tensors || s != Scheme::nvfp4) return {};
-    static const std::regex kFused(R"(^(.*\.)(q_proj|k_proj|v_proj|q_a_proj|kv_a_proj_with_mqa|gate_proj|up_proj|w1|w3)$)");
+    static const std::regex kFused(
+        R"(^(.*\.)(q_proj|k_proj|v_proj|q_a_proj|kv_a_proj_with_mqa|gate_proj|up_proj|w1|w3)$)");
     std::smatch m;
     if (!std::regex_match(module, m, kFused)) return {};
     const std::string t = m[2].str(), b = m[1].str();
@@ -90,7 +92,7 @@ std::vector<std::string> fused_amax_group(Producer p, const std::string& module,
 std::vector<Finding> expert_scale_notes(const Folder& F, const std::vector<Layer>& layers) {
     std::vector<Finding> out;
     std::map<std::string, std::map<std::string, float>> w13;    // "<block>.experts.<e>." -> proj -> scale
-    bool global = false;                                         // NVFP4: the second-level scales
+    bool global = false;                                        // NVFP4: the second-level scales
     std::map<std::string, std::map<std::string, float>> input;  // "<block>.experts.*.<proj>" -> expert -> input_scale
     auto one = [&](const std::string& n) {
         if (n.empty() || !F.has(n)) return NAN;
@@ -103,7 +105,9 @@ std::vector<Finding> expert_scale_notes(const Folder& F, const std::vector<Layer
         if (L.scheme == Scheme::none || !std::regex_match(L.module, m, expert_re())) continue;
         const std::string p = m[3].str();
         if (p == "gate_proj" || p == "up_proj" || p == "w1" || p == "w3") {
-            const float s = L.scheme == Scheme::nvfp4 ? one(L.global_scale) : L.scheme == Scheme::fp8_tensor ? one(L.scale) : NAN;
+            const float s = L.scheme == Scheme::nvfp4        ? one(L.global_scale)
+                            : L.scheme == Scheme::fp8_tensor ? one(L.scale)
+                                                             : NAN;
             global = global || L.scheme == Scheme::nvfp4;
             if (s == s) w13[m[1].str() + m[2].str() + "."][p] = s;
         }
@@ -114,19 +118,24 @@ std::vector<Finding> expert_scale_notes(const Folder& F, const std::vector<Layer
         if (ps.size() != 2) continue;
         const float a = ps.begin()->second, b = ps.rbegin()->second;
         if (!same_bits(a, b))
-            out.push_back({e + ps.begin()->first, "expert gate/up scales differ",
-                           fmt::format("{} {} and {} {} {} differ: an engine fusing the two into one w13 GEMM keeps one "
-                                       "(vLLM: FP8 the larger, re-quantising; NVFP4 the gate's, up_proj then dequantised with it)",
-                                       ps.begin()->first, a, ps.rbegin()->first, b, global ? "global scales" : "per-tensor weight scales"),
-                           false});
+            out.push_back(
+                {e + ps.begin()->first, "expert gate/up scales differ",
+                 fmt::format(
+                     "{} {} and {} {} {} differ: an engine fusing the two into one w13 GEMM keeps one "
+                     "(vLLM: FP8 the larger, re-quantising; NVFP4 the gate's, up_proj then dequantised with it)",
+                     ps.begin()->first, a, ps.rbegin()->first, b,
+                     global ? "global scales" : "per-tensor weight scales"),
+                 false});
     }
     for (const auto& [k, es] : input) {
         float lo = es.begin()->second, hi = lo;
         for (const auto& [x, v] : es) lo = std::min(lo, v), hi = std::max(hi, v);
         if (!same_bits(lo, hi))
-            out.push_back({k + ".input_scale", "expert input scales differ",
-                           fmt::format("the {} experts' input_scale ranges over [{}, {}]: vLLM uses the largest for all", es.size(), lo, hi),
-                           false});
+            out.push_back(
+                {k + ".input_scale", "expert input scales differ",
+                 fmt::format("the {} experts' input_scale ranges over [{}, {}]: vLLM uses the largest for all",
+                             es.size(), lo, hi),
+                 false});
     }
     return out;
 }
@@ -144,7 +153,8 @@ std::optional<RawTensor> stacked_reference(const Folder& ref, const Layer& L) {
             out.dtype = t.dtype;
             out.shape = t.shape;
             out.shape.insert(out.shape.begin(), L.experts);
-        } else if (t.dtype != out.dtype || t.shape != std::vector<std::uint64_t>(out.shape.begin() + 1, out.shape.end())) {
+        } else if (t.dtype != out.dtype ||
+                   t.shape != std::vector<std::uint64_t>(out.shape.begin() + 1, out.shape.end())) {
             return std::nullopt;
         }
         out.bytes.insert(out.bytes.end(), t.bytes.begin(), t.bytes.end());

@@ -32,7 +32,6 @@ float round_scale(float s, const std::string& dtype) { return dtype == "BF16" ? 
 float by_scalar(float a, float b, Arithmetic ar) { return ar == Arithmetic::cuda ? a * (1.0f / b) : a / b; }
 Format element_format(Scheme s) { return (s == Scheme::nvfp4 || s == Scheme::mxfp4) ? Format::e2m1 : Format::e4m3; }
 
-
 std::vector<float> block_amax(const Layer& L, const std::vector<float>& x, const Scales& s) {
     std::vector<float> a(s.grid_rows * s.grid_cols, 0.0f);
     const std::uint64_t br = s.block_rows, bc = s.block_cols;
@@ -114,7 +113,9 @@ float decode_element(Scheme s, std::uint8_t code) {
 }
 
 const char* name(BlockRule r) {
-    return r == BlockRule::transformers ? "transformers FineGrainedFP8" : r == BlockRule::ue8m0 ? "ue8m0 power-of-two scales" : "amax / 448";
+    return r == BlockRule::transformers ? "transformers FineGrainedFP8"
+           : r == BlockRule::ue8m0      ? "ue8m0 power-of-two scales"
+                                        : "amax / 448";
 }
 
 // transformers Fp8Quantize: the float32 multiplier of a block (448 / amax; 1 for amax 0).
@@ -138,7 +139,8 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
     for (float a : amax) tensor_amax = std::max(tensor_amax, a);
     if (shared_amax >= 0) {
         tensor_amax = shared_amax;
-        if ((L.scheme == Scheme::fp8_block || L.scheme == Scheme::fp8_tensor) && amax.size() == 1) amax[0] = shared_amax;
+        if ((L.scheme == Scheme::fp8_block || L.scheme == Scheme::fp8_tensor) && amax.size() == 1)
+            amax[0] = shared_amax;
     }
     s.block.resize(amax.size());
     switch (L.scheme) {
@@ -175,7 +177,8 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
                 if (!std::isfinite(g)) g = 1.0f;
                 s.global = g;
                 for (std::size_t i = 0; i < amax.size(); ++i) {
-                    float v = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(g * round_scale(amax[i] / 6.0f, wd)), kRneSat));
+                    float v = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32,
+                                                                   bits(g * round_scale(amax[i] / 6.0f, wd)), kRneSat));
                     s.block[i] = v == 0.0f ? 0.125f : v;
                 }
             } else {
@@ -203,15 +206,19 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             break;
         case Scheme::mxfp8:
             if (p == Producer::modelopt) {
-                for (std::size_t i = 0; i < amax.size(); ++i) s.block[i] = decode_fmt(Format::e8m0, modelopt_mxfp8_code(amax[i], mo));
+                for (std::size_t i = 0; i < amax.size(); ++i)
+                    s.block[i] = decode_fmt(Format::e8m0, modelopt_mxfp8_code(amax[i], mo));
                 break;
             }
             [[fallthrough]];
         case Scheme::mxfp4:
             for (std::size_t i = 0; i < amax.size(); ++i)
-                s.block[i] = decode_fmt(Format::e8m0, p == Producer::modelopt ? modelopt_mx_code(amax[i], mo)
-                                                      : p == Producer::compressed_tensors ? ct_mx_code(amax[i], L.scheme)
-                                                      : numerics::mx_code_floor(amax[i], numerics::format_emax(element_format(L.scheme))));
+                s.block[i] =
+                    decode_fmt(Format::e8m0,
+                               p == Producer::modelopt ? modelopt_mx_code(amax[i], mo)
+                               : p == Producer::compressed_tensors
+                                   ? ct_mx_code(amax[i], L.scheme)
+                                   : numerics::mx_code_floor(amax[i], numerics::format_emax(element_format(L.scheme))));
             break;
         default: break;
     }
@@ -254,7 +261,8 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     // iter.original_scalar_value<opmath_t>). Shown by data/checkpoints/gpu_modelopt_fp8: q_proj's
     // and v_proj's scales are the same on both devices, yet 374 and 117 codes differ, all of them
     // reproduced by this rule.
-    const bool bf16_divisor = ar == Arithmetic::cuda && p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16";
+    const bool bf16_divisor =
+        ar == Arithmetic::cuda && p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16";
     // (ModelOpt FP8_PB_WO goes through FP8QTensor.quantize, whose expanded scale is not 0-dim:
     // float32 quotient, also for a weight of one block.)
     const bool mo_mx = p == Producer::modelopt && L.scheme == Scheme::mxfp4;
@@ -264,10 +272,14 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::uint64_t c = 0; c < L.cols; ++c) {
             const float d = dequant_factor(p, L, s, r, c);
-            float v = mul.empty() ? x[r * L.cols + c] / (bf16_divisor ? round_to_bf16(d) : d)
-                                  : std::clamp(x[r * L.cols + c] * mul[(r / s.block_rows) * s.grid_cols + c / s.block_cols], -448.0f, 448.0f);
+            float v = mul.empty()
+                          ? x[r * L.cols + c] / (bf16_divisor ? round_to_bf16(d) : d)
+                          : std::clamp(x[r * L.cols + c] * mul[(r / s.block_rows) * s.grid_cols + c / s.block_cols],
+                                       -448.0f, 448.0f);
             if (bf16_mid) v = round_to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
-            q[r * L.cols + c] = int4 ? int4_code(v) : mo_mx ? modelopt_mx_cast(v) : emu::encode(f, Wide::f32, bits(v), pol);
+            q[r * L.cols + c] = int4    ? int4_code(v)
+                                : mo_mx ? modelopt_mx_cast(v)
+                                        : emu::encode(f, Wide::f32, bits(v), pol);
         }
     return q;
 }

@@ -31,9 +31,11 @@ std::string to_json(const Report& r) {
     j["producer"] = name(r.producer);
     j["failed"] = r.failed();
     for (const auto& L : r.layers) {
-        nlohmann::json l{{"module", L.module}, {"scheme", name(L.scheme)}, {"excluded", L.excluded}, {"weight", L.weight},
-                         {"scale", L.scale}, {"scale_convention", name(L.scale_convention)}};
-        if (!L.global_scale.empty()) l["global_scale"] = {{"name", L.global_scale}, {"convention", name(L.global_convention)}};
+        nlohmann::json l{{"module", L.module},     {"scheme", name(L.scheme)},
+                         {"excluded", L.excluded}, {"weight", L.weight},
+                         {"scale", L.scale},       {"scale_convention", name(L.scale_convention)}};
+        if (!L.global_scale.empty())
+            l["global_scale"] = {{"name", L.global_scale}, {"convention", name(L.global_convention)}};
         if (!L.input_scale.empty()) l["input_scale"] = L.input_scale;
         if (!L.pre_quant_scale.empty()) l["pre_quant_scale"] = L.pre_quant_scale;
         if (L.experts) l["experts"] = L.experts;  // a stacked [experts, rows, cols] weight
@@ -41,19 +43,30 @@ std::string to_json(const Report& r) {
     }
     j["findings"] = nlohmann::json::array();
     for (const auto& f : r.findings)
-        j["findings"].push_back({{"tensor", f.tensor}, {"check", f.check}, {"message", f.message}, {"failed", f.failed}});
+        j["findings"].push_back(
+            {{"tensor", f.tensor}, {"check", f.check}, {"message", f.message}, {"failed", f.failed}});
     j["kv_scales"] = nlohmann::json::array();
     for (const auto& k : r.kv) {
         nlohmann::json e = nlohmann::json::object();
-        for (int i = 0; i < 3; ++i) e[engine_key(i)] = {{"fate", name(k.engines[i].fate)}, {"detail", k.engines[i].detail}};
-        j["kv_scales"].push_back({{"name", k.name}, {"present", k.present}, {"dtype", k.dtype}, {"shape", k.shape},
-                                  {"vllm", k.vllm}, {"dropped", k.dropped}, {"engines", e}});
+        for (int i = 0; i < 3; ++i)
+            e[engine_key(i)] = {{"fate", name(k.engines[i].fate)}, {"detail", k.engines[i].detail}};
+        j["kv_scales"].push_back({{"name", k.name},
+                                  {"present", k.present},
+                                  {"dtype", k.dtype},
+                                  {"shape", k.shape},
+                                  {"vllm", k.vllm},
+                                  {"dropped", k.dropped},
+                                  {"engines", e}});
     }
     j["comparisons"] = nlohmann::json::array();
     for (const auto& c : r.comparisons)
-        j["comparisons"].push_back({{"module", c.module}, {"verdict", c.verdict}, {"elements", c.elements},
-                                    {"code_mismatches", c.code_mismatches}, {"scale_mismatches", c.scale_mismatches},
-                                    {"sqnr_db", num(c.sqnr_db)}, {"max_rel_error", num(c.max_rel_error)},
+        j["comparisons"].push_back({{"module", c.module},
+                                    {"verdict", c.verdict},
+                                    {"elements", c.elements},
+                                    {"code_mismatches", c.code_mismatches},
+                                    {"scale_mismatches", c.scale_mismatches},
+                                    {"sqnr_db", num(c.sqnr_db)},
+                                    {"max_rel_error", num(c.max_rel_error)},
                                     {"variant", c.variant}});
     return j.dump(2);
 }
@@ -61,8 +74,10 @@ std::string to_json(const Report& r) {
 std::string to_csv(const Report& r) {
     // Layers first, then one row per KV / attention scale (scheme "kv", its module the name less
     // the last component) with the kv_* columns and each engine's "fate: detail"; names whole.
-    std::string o = "module,scheme,excluded,scale_convention,verdict,code_mismatches,scale_mismatches,sqnr_db,max_rel_error,findings,"
-                    "kv_name,kv_present,kv_dtype,vllm,sglang,tensorrt_llm,variant\n";
+    std::string o =
+        "module,scheme,excluded,scale_convention,verdict,code_mismatches,scale_mismatches,sqnr_db,max_rel_error,"
+        "findings,"
+        "kv_name,kv_present,kv_dtype,vllm,sglang,tensorrt_llm,variant\n";
     for (const auto& L : r.layers) {
         const Comparison* c = nullptr;
         for (const auto& k : r.comparisons)
@@ -70,10 +85,11 @@ std::string to_csv(const Report& r) {
         std::string fs;
         for (const auto& f : r.findings)
             if (f.tensor.rfind(L.module + ".", 0) == 0 && f.failed) fs += (fs.empty() ? "" : "; ") + f.check;
-        o += fmt::format("{},{},{},{},{},{},{},{},{},{},,,,,,,{}\n", csv_field(L.module), name(L.scheme), L.excluded ? 1 : 0,
-                         csv_field(name(L.scale_convention)), c ? c->verdict : "", c ? std::to_string(c->code_mismatches) : "",
-                         c ? std::to_string(c->scale_mismatches) : "", c ? fmt::format("{:.6g}", c->sqnr_db) : "",
-                         c ? fmt::format("{:.6g}", c->max_rel_error) : "", csv_field(fs), c ? csv_field(c->variant) : "");
+        o += fmt::format("{},{},{},{},{},{},{},{},{},{},,,,,,,{}\n", csv_field(L.module), name(L.scheme),
+                         L.excluded ? 1 : 0, csv_field(name(L.scale_convention)), c ? c->verdict : "",
+                         c ? std::to_string(c->code_mismatches) : "", c ? std::to_string(c->scale_mismatches) : "",
+                         c ? fmt::format("{:.6g}", c->sqnr_db) : "", c ? fmt::format("{:.6g}", c->max_rel_error) : "",
+                         csv_field(fs), c ? csv_field(c->variant) : "");
     }
     for (const auto& k : r.kv) {
         std::string fs;
@@ -81,8 +97,8 @@ std::string to_csv(const Report& r) {
             if (f.tensor == k.name) fs += (fs.empty() ? "" : "; ") + std::string(f.failed ? "" : "note: ") + f.check;
         std::string eng;
         for (const auto& e : k.engines) eng += "," + csv_field(std::string(name(e.fate)) + ": " + e.detail);
-        o += fmt::format("{},kv,,,,,,,,{},{},{},{}{},\n", csv_field(k.name.substr(0, k.name.rfind('.'))), csv_field(fs), csv_field(k.name),
-                         k.present ? 1 : 0, k.dtype, eng);
+        o += fmt::format("{},kv,,,,,,,,{},{},{},{}{},\n", csv_field(k.name.substr(0, k.name.rfind('.'))), csv_field(fs),
+                         csv_field(k.name), k.present ? 1 : 0, k.dtype, eng);
     }
     return o;
 }

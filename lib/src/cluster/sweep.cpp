@@ -64,7 +64,7 @@ bool pass_over(Comm& comm, const dump::Dump& d, const std::vector<std::uint64_t>
     }
     std::string all;
     for (auto& part : comm.gather(std::move(mine))) all += part;  // rank order = tensor order
-    all = comm.broadcast(std::move(all));                       // every rank joins, even after a failure
+    all = comm.broadcast(std::move(all));                         // every rank joins, even after a failure
     std::size_t expect = 0;
     for (std::size_t pos = 0; pos < all.size();) {
         sweep::DumpedPass p;
@@ -149,7 +149,8 @@ std::size_t decode_pass(const std::string& bytes, std::size_t& pos, sweep::Dumpe
     p.role = in.get<Role>(), p.d.step = in.get<std::int64_t>(), p.d.amax = in.get<float>();
     p.d.hist = std::make_shared<MagnitudeHistogram>(MagnitudeHistogram::load(bytes, pos));
     const auto blocks = in.get<std::uint64_t>();
-    if (blocks > bytes.size() - pos) throw std::runtime_error("fp8kit cluster: truncated sweep record");  // >= 1 byte each
+    if (blocks > bytes.size() - pos)
+        throw std::runtime_error("fp8kit cluster: truncated sweep record");  // >= 1 byte each
     p.d.block.resize(blocks);
     for (auto& q : p.d.block)
         if (in.get<std::uint8_t>()) q = in.get<numerics::StatsScalars>();

@@ -10,7 +10,6 @@
 namespace fp8kit::detail {
 
 // out[i] = code of in[i] (raw bits of `from`) for i < n; policy.rounding must not be stochastic.
-void encode_array_serial(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-                         const Policy& policy);
+void encode_array_serial(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy);
 
 }  // namespace fp8kit::detail

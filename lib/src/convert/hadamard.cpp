@@ -11,7 +11,8 @@ namespace fp8kit {
 
 namespace {
 
-constexpr emu::Policy kRne{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::signed_quiet_payload};
+constexpr emu::Policy kRne{emu::Rounding::nearest_even, emu::Overflow::no_saturate,
+                           emu::NanEncoding::signed_quiet_payload};
 
 // Element i as binary64 (exact for every accepted type).
 double element(const unsigned char* p, Wide type, std::size_t i) {

@@ -24,49 +24,71 @@ std::optional<E> lookup(std::string_view s, const std::pair<const char*, E> (&ta
 }
 
 const std::pair<const char*, Format> kFormats[] = {
-    {"e4m3", Format::e4m3}, {"e4m3fn", Format::e4m3}, {"float8_e4m3fn", Format::e4m3},
-    {"f8_e4m3", Format::e4m3}, {"e5m2", Format::e5m2}, {"float8_e5m2", Format::e5m2},
-    {"f8_e5m2", Format::e5m2}, {"e4m3fnuz", Format::e4m3fnuz},
-    {"float8_e4m3fnuz", Format::e4m3fnuz}, {"f8_e4m3fnuz", Format::e4m3fnuz},
-    {"e5m2fnuz", Format::e5m2fnuz}, {"float8_e5m2fnuz", Format::e5m2fnuz},
-    {"f8_e5m2fnuz", Format::e5m2fnuz}, {"e8m0", Format::e8m0}, {"e8m0fnu", Format::e8m0},
-    {"float8_e8m0fnu", Format::e8m0}, {"ue8m0", Format::e8m0}, {"f8_e8m0", Format::e8m0},
-    {"e2m1", Format::e2m1}, {"float4_e2m1fn", Format::e2m1}, {"e2m1fn", Format::e2m1},
-    {"e2m3", Format::e2m3}, {"float6_e2m3fn", Format::e2m3}, {"e2m3fn", Format::e2m3},
-    {"e3m2", Format::e3m2}, {"float6_e3m2fn", Format::e3m2}, {"e3m2fn", Format::e3m2},
-    {"e3m4", Format::e3m4}, {"float8_e3m4", Format::e3m4},
-    {"e4m3b11fnuz", Format::e4m3b11fnuz}, {"float8_e4m3b11fnuz", Format::e4m3b11fnuz},
-    {"e4m3ieee", Format::e4m3ieee}, {"float8_e4m3", Format::e4m3ieee},
+    {"e4m3", Format::e4m3},
+    {"e4m3fn", Format::e4m3},
+    {"float8_e4m3fn", Format::e4m3},
+    {"f8_e4m3", Format::e4m3},
+    {"e5m2", Format::e5m2},
+    {"float8_e5m2", Format::e5m2},
+    {"f8_e5m2", Format::e5m2},
+    {"e4m3fnuz", Format::e4m3fnuz},
+    {"float8_e4m3fnuz", Format::e4m3fnuz},
+    {"f8_e4m3fnuz", Format::e4m3fnuz},
+    {"e5m2fnuz", Format::e5m2fnuz},
+    {"float8_e5m2fnuz", Format::e5m2fnuz},
+    {"f8_e5m2fnuz", Format::e5m2fnuz},
+    {"e8m0", Format::e8m0},
+    {"e8m0fnu", Format::e8m0},
+    {"float8_e8m0fnu", Format::e8m0},
+    {"ue8m0", Format::e8m0},
+    {"f8_e8m0", Format::e8m0},
+    {"e2m1", Format::e2m1},
+    {"float4_e2m1fn", Format::e2m1},
+    {"e2m1fn", Format::e2m1},
+    {"e2m3", Format::e2m3},
+    {"float6_e2m3fn", Format::e2m3},
+    {"e2m3fn", Format::e2m3},
+    {"e3m2", Format::e3m2},
+    {"float6_e3m2fn", Format::e3m2},
+    {"e3m2fn", Format::e3m2},
+    {"e3m4", Format::e3m4},
+    {"float8_e3m4", Format::e3m4},
+    {"e4m3b11fnuz", Format::e4m3b11fnuz},
+    {"float8_e4m3b11fnuz", Format::e4m3b11fnuz},
+    {"e4m3ieee", Format::e4m3ieee},
+    {"float8_e4m3", Format::e4m3ieee},
 };
 const std::pair<const char*, Wide> kWide[] = {
-    {"f64", Wide::f64}, {"float64", Wide::f64}, {"double", Wide::f64}, {"binary64", Wide::f64},
-    {"f32", Wide::f32}, {"float32", Wide::f32}, {"float", Wide::f32}, {"binary32", Wide::f32},
-    {"f16", Wide::f16}, {"float16", Wide::f16}, {"half", Wide::f16}, {"binary16", Wide::f16},
+    {"f64", Wide::f64},   {"float64", Wide::f64},   {"double", Wide::f64}, {"binary64", Wide::f64},
+    {"f32", Wide::f32},   {"float32", Wide::f32},   {"float", Wide::f32},  {"binary32", Wide::f32},
+    {"f16", Wide::f16},   {"float16", Wide::f16},   {"half", Wide::f16},   {"binary16", Wide::f16},
     {"bf16", Wide::bf16}, {"bfloat16", Wide::bf16},
 };
 const std::pair<const char*, Rounding> kRounding[] = {
-    {"nearest-even", Rounding::nearest_even}, {"rne", Rounding::nearest_even},
-    {"nearest-away", Rounding::nearest_away}, {"rna", Rounding::nearest_away},
-    {"toward-zero", Rounding::toward_zero}, {"rz", Rounding::toward_zero},
+    {"nearest-even", Rounding::nearest_even},       {"rne", Rounding::nearest_even},
+    {"nearest-away", Rounding::nearest_away},       {"rna", Rounding::nearest_away},
+    {"toward-zero", Rounding::toward_zero},         {"rz", Rounding::toward_zero},
     {"toward-positive", Rounding::toward_positive}, {"rp", Rounding::toward_positive},
     {"toward-negative", Rounding::toward_negative}, {"rm", Rounding::toward_negative},
-    {"stochastic", Rounding::stochastic}, {"sr", Rounding::stochastic},
+    {"stochastic", Rounding::stochastic},           {"sr", Rounding::stochastic},
 };
 const std::pair<const char*, Overflow> kOverflow[] = {
-    {"saturate-all", Overflow::saturate_all}, {"satfinite", Overflow::saturate_all},
-    {"saturate-finite", Overflow::saturate_finite}, {"no-saturate", Overflow::no_saturate},
+    {"saturate-all", Overflow::saturate_all},
+    {"satfinite", Overflow::saturate_all},
+    {"saturate-finite", Overflow::saturate_finite},
+    {"no-saturate", Overflow::no_saturate},
     {"nosat", Overflow::no_saturate},
 };
 const std::pair<const char*, NanEncoding> kNan[] = {
-    {"canonical", NanEncoding::canonical},
-    {"signed-all-ones", NanEncoding::signed_all_ones},
-    {"signed-quiet", NanEncoding::signed_quiet},
-    {"signed-quiet-payload", NanEncoding::signed_quiet_payload},
+    {"canonical", NanEncoding::canonical},       {"signed-all-ones", NanEncoding::signed_all_ones},
+    {"signed-quiet", NanEncoding::signed_quiet}, {"signed-quiet-payload", NanEncoding::signed_quiet_payload},
     {"positive-max", NanEncoding::positive_max}, {"negated-zero", NanEncoding::negated_zero},
 };
 const std::pair<const char*, Profile> kProfiles[] = {
-    {"cuda-satfinite", Profile::cuda_satfinite}, {"cuda-nosat", Profile::cuda_nosat},
-    {"ml_dtypes", Profile::ml_dtypes}, {"torch", Profile::torch},
+    {"cuda-satfinite", Profile::cuda_satfinite},
+    {"cuda-nosat", Profile::cuda_nosat},
+    {"ml_dtypes", Profile::ml_dtypes},
+    {"torch", Profile::torch},
 };
 
 }  // namespace
@@ -175,8 +197,7 @@ std::string nan_choices() {
 std::string profile_choices() { return "cuda-satfinite, cuda-nosat, ml_dtypes, torch"; }
 
 std::string describe(const Policy& p) {
-    return std::string(name(p.rounding)) + ", " + std::string(name(p.overflow)) + ", NaN " +
-           std::string(name(p.nan));
+    return std::string(name(p.rounding)) + ", " + std::string(name(p.overflow)) + ", NaN " + std::string(name(p.nan));
 }
 
 }  // namespace fp8kit

@@ -27,7 +27,9 @@ Policy from_profile(Format format, Wide from, const PolicyArgs& a, const Names& 
     using std::invalid_argument;
     const std::string& prof = *a.profile;
     const auto p = parse_profile(prof);
-    if (!p) throw invalid_argument(fmt::format("{}: unknown profile '{}' (choose from {})", n.profile, prof, profile_choices()));
+    if (!p)
+        throw invalid_argument(
+            fmt::format("{}: unknown profile '{}' (choose from {})", n.profile, prof, profile_choices()));
     if (a.overflow || a.nan)
         throw invalid_argument(fmt::format("{} fixes the overflow and NaN policy: drop {}/{}, or drop {}", n.profile,
                                            n.overflow, n.nan, n.profile));
@@ -37,7 +39,9 @@ Policy from_profile(Format format, Wide from, const PolicyArgs& a, const Names& 
             throw invalid_argument(fmt::format("{} {} with e8m0 needs {} or {}", n.profile, prof,
                                                n.assign(n.round, "toward-zero"), n.quoted("toward-positive")));
         const auto pr = parse_rounding(*a.round);
-        if (!pr) throw invalid_argument(fmt::format("{}: unknown rounding '{}' (choose from {})", n.round, *a.round, rounding_choices()));
+        if (!pr)
+            throw invalid_argument(
+                fmt::format("{}: unknown rounding '{}' (choose from {})", n.round, *a.round, rounding_choices()));
         r = *pr;
     } else if (a.round) {
         throw invalid_argument(fmt::format("{} {} rounds {} to nearest-even: drop {}, or drop {}", n.profile, prof,
@@ -46,8 +50,9 @@ Policy from_profile(Format format, Wide from, const PolicyArgs& a, const Names& 
     const auto res = emu::profile_policy(*p, format, from, r);
     if (!res.ok) {
         if (format == Format::e8m0 && (*p == Profile::cuda_satfinite || *p == Profile::cuda_nosat))
-            throw invalid_argument(fmt::format("{} {}: cuda_fp8.h converts to e8m0 only toward-zero or toward-positive, not {}",
-                                               n.profile, prof, *a.round));
+            throw invalid_argument(
+                fmt::format("{} {}: cuda_fp8.h converts to e8m0 only toward-zero or toward-positive, not {}", n.profile,
+                            prof, *a.round));
         throw invalid_argument(fmt::format("{} {} has no conversion to {}", n.profile, prof, name(format)));
     }
     return res.policy;
@@ -65,11 +70,16 @@ Policy resolve_policy(Format format, Wide from, const PolicyArgs& a, ArgStyle st
                                         : "name the conversion: --profile P (" + profile_choices() +
                                               "), or all of --round, --overflow and --nan");
     const auto r = parse_rounding(*a.round);
-    if (!r) throw invalid_argument(fmt::format("{}: unknown rounding '{}' (choose from {})", n.round, *a.round, rounding_choices()));
+    if (!r)
+        throw invalid_argument(
+            fmt::format("{}: unknown rounding '{}' (choose from {})", n.round, *a.round, rounding_choices()));
     const auto o = parse_overflow(*a.overflow);
-    if (!o) throw invalid_argument(fmt::format("{}: unknown policy '{}' (choose from {})", n.overflow, *a.overflow, overflow_choices()));
+    if (!o)
+        throw invalid_argument(
+            fmt::format("{}: unknown policy '{}' (choose from {})", n.overflow, *a.overflow, overflow_choices()));
     const auto nn = parse_nan(*a.nan);
-    if (!nn) throw invalid_argument(fmt::format("{}: unknown encoding '{}' (choose from {})", n.nan, *a.nan, nan_choices()));
+    if (!nn)
+        throw invalid_argument(fmt::format("{}: unknown encoding '{}' (choose from {})", n.nan, *a.nan, nan_choices()));
     return Policy{*r, *o, *nn};
 }
 

@@ -41,22 +41,19 @@ T load(const void* in, std::size_t i) {
 constexpr std::ptrdiff_t kParallelMin = std::ptrdiff_t{1} << 14;
 
 template <class Src, class Dst>
-void encode_loop(const void* in, std::uint8_t* out, std::size_t n, const Policy& policy,
-                 std::uint64_t seed, std::uint64_t first_index) {
+void encode_loop(const void* in, std::uint8_t* out, std::size_t n, const Policy& policy, std::uint64_t seed,
+                 std::uint64_t first_index) {
     using S = typename Src::storage_t;
     const auto count = static_cast<std::ptrdiff_t>(n);
     if (policy.rounding == Rounding::stochastic) {
 #pragma omp parallel for schedule(static) if (count >= kParallelMin)
         for (std::ptrdiff_t i = 0; i < count; ++i)
-            out[i] = emu::convert<Src, Dst>(load<S>(in, i), policy,
-                                            emu::stochastic_bits(seed, first_index + i));
+            out[i] = emu::convert<Src, Dst>(load<S>(in, i), policy, emu::stochastic_bits(seed, first_index + i));
     } else {
 #pragma omp parallel for schedule(static) if (count >= kParallelMin)
-        for (std::ptrdiff_t i = 0; i < count; ++i)
-            out[i] = emu::convert<Src, Dst>(load<S>(in, i), policy);
+        for (std::ptrdiff_t i = 0; i < count; ++i) out[i] = emu::convert<Src, Dst>(load<S>(in, i), policy);
     }
 }
-
 
 // ---- SIMD dispatch -------------------------------------------------------------------------
 
@@ -67,8 +64,8 @@ template <class F>
 bool simd_consts(const Policy& p, simd::EncodeConsts* c) {
     if (p.rounding != Rounding::nearest_even) return false;
     if (p.nan == NanEncoding::signed_quiet_payload) return false;
-    const std::uint32_t special = F::has_inf ? static_cast<std::uint32_t>(F::inf_code)
-                                             : static_cast<std::uint32_t>(F::nan_all_ones);
+    const std::uint32_t special =
+        F::has_inf ? static_cast<std::uint32_t>(F::inf_code) : static_cast<std::uint32_t>(F::nan_all_ones);
     const auto max = static_cast<std::uint32_t>(F::max_finite_code);
     c->round_shift = 23 - F::man_bits;
     c->rebias = static_cast<std::uint32_t>(127 - F::bias) << F::man_bits;
@@ -80,9 +77,18 @@ bool simd_consts(const Policy& p, simd::EncodeConsts* c) {
     switch (p.nan) {
         case NanEncoding::positive_max:  // formats with a NaN read these two as canonical (policy.hpp)
         case NanEncoding::negated_zero:
-        case NanEncoding::canonical: c->nan_code = static_cast<std::uint32_t>(F::nan_all_ones); c->nan_sign = 0; break;
-        case NanEncoding::signed_all_ones: c->nan_code = static_cast<std::uint32_t>(F::nan_all_ones); c->nan_sign = 0x80; break;
-        case NanEncoding::signed_quiet: c->nan_code = static_cast<std::uint32_t>(F::nan_quiet); c->nan_sign = 0x80; break;
+        case NanEncoding::canonical:
+            c->nan_code = static_cast<std::uint32_t>(F::nan_all_ones);
+            c->nan_sign = 0;
+            break;
+        case NanEncoding::signed_all_ones:
+            c->nan_code = static_cast<std::uint32_t>(F::nan_all_ones);
+            c->nan_sign = 0x80;
+            break;
+        case NanEncoding::signed_quiet:
+            c->nan_code = static_cast<std::uint32_t>(F::nan_quiet);
+            c->nan_sign = 0x80;
+            break;
         case NanEncoding::signed_quiet_payload: return false;
     }
     return true;
@@ -115,30 +121,38 @@ EncodePath active_path(Format to, Wide from, const Policy& policy, simd::EncodeC
 }
 
 // One call of the chosen kernel on a contiguous block (path != scalar).
-void run_kernel(EncodePath path, Wide from, const simd::EncodeConsts& c, const void* in,
-                std::uint8_t* out, std::size_t n, bool stream) {
+void run_kernel(EncodePath path, Wide from, const simd::EncodeConsts& c, const void* in, std::uint8_t* out,
+                std::size_t n, bool stream) {
 #if defined(FP8KIT_X86_SIMD)
     const auto* in32 = static_cast<const std::uint32_t*>(in);
     const auto* in16 = static_cast<const std::uint16_t*>(in);
     if (path == EncodePath::avx512) {
-        if (from == Wide::f32) simd::encode_f32_avx512(c, in32, out, n, stream);
-        else if (from == Wide::f16) simd::encode_f16_avx512(c, in16, out, n, stream);
-        else simd::encode_bf16_avx512(c, in16, out, n, stream);
+        if (from == Wide::f32)
+            simd::encode_f32_avx512(c, in32, out, n, stream);
+        else if (from == Wide::f16)
+            simd::encode_f16_avx512(c, in16, out, n, stream);
+        else
+            simd::encode_bf16_avx512(c, in16, out, n, stream);
     } else {
-        if (from == Wide::f32) simd::encode_f32_avx2(c, in32, out, n, stream);
-        else if (from == Wide::f16) simd::encode_f16_avx2(c, in16, out, n, stream);
-        else simd::encode_bf16_avx2(c, in16, out, n, stream);
+        if (from == Wide::f32)
+            simd::encode_f32_avx2(c, in32, out, n, stream);
+        else if (from == Wide::f16)
+            simd::encode_f16_avx2(c, in16, out, n, stream);
+        else
+            simd::encode_bf16_avx2(c, in16, out, n, stream);
     }
 #else
     (void)path, (void)from, (void)c, (void)in, (void)out, (void)n, (void)stream;
 #endif
 }
 
-void run_range_kernel(EncodePath path, const simd::EncodeConsts& c, std::uint32_t first,
-                      std::uint8_t* out, std::size_t n) {
+void run_range_kernel(EncodePath path, const simd::EncodeConsts& c, std::uint32_t first, std::uint8_t* out,
+                      std::size_t n) {
 #if defined(FP8KIT_X86_SIMD)
-    if (path == EncodePath::avx512) simd::encode_f32_range_avx512(c, first, out, n);
-    else simd::encode_f32_range_avx2(c, first, out, n);
+    if (path == EncodePath::avx512)
+        simd::encode_f32_range_avx512(c, first, out, n);
+    else
+        simd::encode_f32_range_avx2(c, first, out, n);
 #else
     (void)path, (void)c, (void)first, (void)out, (void)n;
 #endif
@@ -168,8 +182,7 @@ bool encode_path_supported(EncodePath p) {
     switch (p) {
         case EncodePath::scalar: return true;
 #if defined(FP8KIT_X86_SIMD)
-        case EncodePath::avx2:
-        {
+        case EncodePath::avx2: {
             // cpuid once: in a virtual machine each cpuid traps to the hypervisor, and this is
             // asked per statistics call (10^5 tiny tensors: 9% of inspect's time).
             static const bool f16c = cpu_has_f16c();
@@ -197,8 +210,8 @@ const char* encode_path(Format to, Wide from, const Policy& policy) {
     return "scalar";
 }
 
-void encode_array(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-                  const Policy& policy, std::uint64_t seed, std::uint64_t first_index) {
+void encode_array(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy,
+                  std::uint64_t seed, std::uint64_t first_index) {
     simd::EncodeConsts c{};
     const EncodePath path = active_path(to, from, policy, &c);
     if (path != EncodePath::scalar) {
@@ -217,16 +230,14 @@ void encode_array(Format to, Wide from, const void* in, std::uint8_t* out, std::
         return;
     }
     emu::with_format(to, [&](auto dst) {
-        emu::with_wide(from, [&](auto src) {
-            encode_loop<decltype(src), decltype(dst)>(in, out, n, policy, seed, first_index);
-        });
+        emu::with_wide(
+            from, [&](auto src) { encode_loop<decltype(src), decltype(dst)>(in, out, n, policy, seed, first_index); });
     });
 }
 
 namespace detail {
 
-void encode_array_serial(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-                         const Policy& policy) {
+void encode_array_serial(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy) {
     simd::EncodeConsts c{};
     const EncodePath path = active_path(to, from, policy, &c);
     if (path != EncodePath::scalar) {
@@ -252,8 +263,9 @@ void decode_array(Format from, Wide to, const std::uint8_t* in, void* out, std::
         for (std::size_t i = 0; i < n; ++i)
             if (in[i] >= count_codes) {
                 char msg[160];
-                std::snprintf(msg, sizeof msg, "decode: byte %zu holds 0x%02x, not a %s code (0x00..0x%02x, one code per byte)",
-                              i, in[i], std::string(name(from)).c_str(), count_codes - 1);
+                std::snprintf(msg, sizeof msg,
+                              "decode: byte %zu holds 0x%02x, not a %s code (0x00..0x%02x, one code per byte)", i,
+                              in[i], std::string(name(from)).c_str(), count_codes - 1);
                 throw std::invalid_argument(msg);
             }
     }
@@ -268,14 +280,13 @@ void decode_array(Format from, Wide to, const std::uint8_t* in, void* out, std::
             auto* o = static_cast<unsigned char*>(out);
             const auto count = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for schedule(static) if (count >= kParallelMin)
-            for (std::ptrdiff_t i = 0; i < count; ++i)
-                std::memcpy(o + i * sizeof(D), &table[in[i]], sizeof(D));
+            for (std::ptrdiff_t i = 0; i < count; ++i) std::memcpy(o + i * sizeof(D), &table[in[i]], sizeof(D));
         });
     });
 }
 
-void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_t n,
-                      std::uint8_t* out, const Policy& policy) {
+void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_t n, std::uint8_t* out,
+                      const Policy& policy) {
     simd::EncodeConsts c{};
     const EncodePath path = active_path(to, from, policy, &c);
     if (path != EncodePath::scalar) {
@@ -304,8 +315,7 @@ void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_
             const auto count = static_cast<std::ptrdiff_t>(n);
 #pragma omp parallel for schedule(static) if (count >= kParallelMin)
             for (std::ptrdiff_t i = 0; i < count; ++i)
-                out[i] = emu::convert<Src, Dst>(static_cast<S>(first_bits + static_cast<std::uint64_t>(i)),
-                                                policy);
+                out[i] = emu::convert<Src, Dst>(static_cast<S>(first_bits + static_cast<std::uint64_t>(i)), policy);
         });
     });
 }

@@ -16,8 +16,8 @@ namespace {
 
 struct Avx2Consts {
     __m128i round_shift;
-    __m256i abs_mask, inf_bits, half_m1, rebias, min_normal, sub_base, shift_cap, man_mask,
-        implicit, one, max_code, overflow_code, inf_code, nan_code, nan_sign, sign_bit;
+    __m256i abs_mask, inf_bits, half_m1, rebias, min_normal, sub_base, shift_cap, man_mask, implicit, one, max_code,
+        overflow_code, inf_code, nan_code, nan_sign, sign_bit;
 
     explicit Avx2Consts(const EncodeConsts& c)
         : round_shift(_mm_cvtsi32_si128(static_cast<int>(c.round_shift))),
@@ -131,16 +131,22 @@ void run_stream(const EncodeConsts& c, const typename L::T* in, std::uint8_t* ou
 }  // namespace
 
 void encode_f32_avx2(const EncodeConsts& c, const std::uint32_t* in, std::uint8_t* out, std::size_t n, bool stream) {
-    if (stream) run_stream<LoadF32>(c, in, out, n);
-    else run<LoadF32>(c, in, out, n);
+    if (stream)
+        run_stream<LoadF32>(c, in, out, n);
+    else
+        run<LoadF32>(c, in, out, n);
 }
 void encode_f16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream) {
-    if (stream) run_stream<LoadF16>(c, in, out, n);
-    else run<LoadF16>(c, in, out, n);
+    if (stream)
+        run_stream<LoadF16>(c, in, out, n);
+    else
+        run<LoadF16>(c, in, out, n);
 }
 void encode_bf16_avx2(const EncodeConsts& c, const std::uint16_t* in, std::uint8_t* out, std::size_t n, bool stream) {
-    if (stream) run_stream<LoadBF16>(c, in, out, n);
-    else run<LoadBF16>(c, in, out, n);
+    if (stream)
+        run_stream<LoadBF16>(c, in, out, n);
+    else
+        run<LoadBF16>(c, in, out, n);
 }
 
 void encode_f32_range_avx2(const EncodeConsts& c, std::uint32_t first, std::uint8_t* out, std::size_t n) {

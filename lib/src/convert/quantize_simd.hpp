@@ -20,15 +20,15 @@
 namespace fp8kit::simd {
 
 struct EncodeConsts {
-    std::uint32_t round_shift;   // 23 - M
-    std::uint32_t rebias;        // (127 - bias) << M
-    std::uint32_t min_normal;    // f32 bits of the destination's smallest normal
-    std::uint32_t sub_base;      // shift = sub_base - biased f32 exponent, below min_normal
-    std::uint32_t max_code;      // largest finite magnitude code
-    std::uint32_t overflow_code; // magnitude code for finite overflow (the sign is added)
-    std::uint32_t inf_code;      // magnitude code for +-Inf inputs (the sign is added)
-    std::uint32_t nan_code;      // code for NaN inputs
-    std::uint32_t nan_sign;      // 0x80 when NaN codes carry the input's sign, else 0
+    std::uint32_t round_shift;    // 23 - M
+    std::uint32_t rebias;         // (127 - bias) << M
+    std::uint32_t min_normal;     // f32 bits of the destination's smallest normal
+    std::uint32_t sub_base;       // shift = sub_base - biased f32 exponent, below min_normal
+    std::uint32_t max_code;       // largest finite magnitude code
+    std::uint32_t overflow_code;  // magnitude code for finite overflow (the sign is added)
+    std::uint32_t inf_code;       // magnitude code for +-Inf inputs (the sign is added)
+    std::uint32_t nan_code;       // code for NaN inputs
+    std::uint32_t nan_sign;       // 0x80 when NaN codes carry the input's sign, else 0
 };
 
 // Kernels: out[i] = code of in[i] for i < n; any n (tails go through a padded block).

@@ -27,7 +27,8 @@ struct Scale {
 };
 
 Scale scales_at(const GemmRequest& rq, std::size_t i, std::size_t j, std::size_t kb, std::size_t kblocks) {
-    return {rq.a.scales[scale_index(rq.a, false, i, kb, kblocks)], rq.b.scales[scale_index(rq.b, true, j, kb, kblocks)]};
+    return {rq.a.scales[scale_index(rq.a, false, i, kb, kblocks)],
+            rq.b.scales[scale_index(rq.b, true, j, kb, kblocks)]};
 }
 
 // NaN or Inf among the products: IEEE float32 arithmetic decides (a NaN code or Inf*0 gives NaN,
@@ -74,7 +75,8 @@ std::uint32_t exact_element(const GemmRequest& rq, const Tables& t, std::size_t 
             if (ua.kind == emu::detail::Unpacked::zero || ub.kind == emu::detail::Unpacked::zero) continue;
             return to_output(static_cast<float>(static_cast<double>(p)) * s.a * s.b, rq.out);  // NaN/Inf scale
         }
-        sum.add_product(p, ua.significand * ub.significand, ua.negative != ub.negative, lsb + ua.exponent + ub.exponent);
+        sum.add_product(p, ua.significand * ub.significand, ua.negative != ub.negative,
+                        lsb + ua.exponent + ub.exponent);
     }
     return round_output(sum.to_double_sticky(), rq.out);
 }
@@ -127,7 +129,8 @@ float aligned_range(const GemmRequest& rq, const numerics::gemm::ModelParams& m,
 
 // aligned: K whole, or cut into split-K ranges whose float32 partial sums are added in k order
 // (cuBLASLt's splitKreduce_kernel, measured: docs/gemm.md "Split-K"); then the epilogue.
-std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& model, const Tables& t, std::size_t i, std::size_t j) {
+std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& model, const Tables& t, std::size_t i,
+                              std::size_t j) {
     namespace ng = numerics::gemm;
     const ng::ModelParams m = params_of(model);
     const std::size_t split = ng::split_size(m, rq.k);

@@ -106,11 +106,13 @@ std::vector<double> error_bound(const GemmRequest& rq, const AccumModel& m) {
     std::vector<double> bound(M * N);
     for (std::size_t i = 0; i < M; ++i)
         for (std::size_t j = 0; j < N; ++j) {
-            double t = 0;  // sum of |scale * product| in binary64 (relative error < K 2^-53, covered by the slack below)
+            double t =
+                0;  // sum of |scale * product| in binary64 (relative error < K 2^-53, covered by the slack below)
             for (std::size_t k = 0; k < rq.k; ++k) {
                 const double sa = rq.a.scales[detail::scale_index(rq.a, false, i, k / 128, kblocks)];
                 const double sb = rq.b.scales[detail::scale_index(rq.b, true, j, k / 128, kblocks)];
-                t += std::fabs(sa * sb * ta.code[rq.a.codes[i * rq.k + k]].value * tb.code[rq.b.codes[j * rq.k + k]].value);
+                t += std::fabs(sa * sb * ta.code[rq.a.codes[i * rq.k + k]].value *
+                               tb.code[rq.b.codes[j * rq.k + k]].value);
             }
             bound[i * N + j] = rel * t * (1 + std::ldexp(1.0, -40)) + 4 * tiny;
         }
@@ -119,7 +121,9 @@ std::vector<double> error_bound(const GemmRequest& rq, const AccumModel& m) {
 
 GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& user) {
     const std::size_t n = rq.a.rows * rq.b.rows;
-    if (user.size() != n) throw std::invalid_argument(fmt::format("output: {} elements for a {} x {} GEMM", user.size(), rq.a.rows, rq.b.rows));
+    if (user.size() != n)
+        throw std::invalid_argument(
+            fmt::format("output: {} elements for a {} x {} GEMM", user.size(), rq.a.rows, rq.b.rows));
     GemmComparison c;
     c.elements = n;
     // 1. Every named model, bit for bit.
@@ -158,20 +162,27 @@ GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& 
         if (r == u) continue;
         const double rv = as_double(r, rq.out), uv = as_double(u, rq.out);
         DiffClass k;
-        if (std::isnan(rv) || std::isnan(uv)) k = DiffClass::nan_inf;
-        else if (std::isinf(rv) != std::isinf(uv)) k = DiffClass::overflow;
-        else if (std::isinf(rv)) k = DiffClass::nan_inf;
+        if (std::isnan(rv) || std::isnan(uv))
+            k = DiffClass::nan_inf;
+        else if (std::isinf(rv) != std::isinf(uv))
+            k = DiffClass::overflow;
+        else if (std::isinf(rv))
+            k = DiffClass::nan_inf;
         else {
             bool other = false;
             for (std::size_t q = 0; q < ref.size() && !other; ++q) other = q != best && ref[q][e] == u;
             const std::int64_t d = std::llabs(ordinal(r, rq.out) - ordinal(u, rq.out));
-            k = other ? DiffClass::other_model : d <= 1 ? DiffClass::rounding : d <= 2 ? DiffClass::scale : DiffClass::large;
+            k = other    ? DiffClass::other_model
+                : d <= 1 ? DiffClass::rounding
+                : d <= 2 ? DiffClass::scale
+                         : DiffClass::large;
         }
         ++c.counts[static_cast<int>(k)];
     }
     // 3. The error against `exact` (the exact value rounded once), and the closest model's bound
     // plus the half unit of that rounding.
-    const std::vector<std::uint32_t> exact = models.front().kind == AccumKind::exact ? ref.front() : gemm(rq, parse_model("exact"));
+    const std::vector<std::uint32_t> exact =
+        models.front().kind == AccumKind::exact ? ref.front() : gemm(rq, parse_model("exact"));
     const std::vector<double> bound = error_bound(rq, models[best]);
     const double u_out = rq.out == OutType::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -8);
     for (std::size_t e = 0; e < n; ++e) {
@@ -195,20 +206,24 @@ GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& 
 }
 
 std::string GemmComparison::summary() const {
-    std::string s = matched.empty() ? "matches no model bit for bit\n" : fmt::format("matches model {} bit for bit\n", matched);
-    for (const auto& m : models) s += fmt::format("  {:<13} {} of {} elements differ\n", m.model, m.mismatches, elements);
+    std::string s =
+        matched.empty() ? "matches no model bit for bit\n" : fmt::format("matches model {} bit for bit\n", matched);
+    for (const auto& m : models)
+        s += fmt::format("  {:<13} {} of {} elements differ\n", m.model, m.mismatches, elements);
     if (matched.empty()) {
         s += fmt::format("differences from the closest model ({}):", closest);
         for (int k = 0; k < kDiffClasses; ++k)
             if (counts[k]) s += fmt::format(" {} {}", name(static_cast<DiffClass>(k)), counts[k]);
         s += "\n";
     }
-    s += fmt::format("error against exact: max abs {:.6g}, max rel {:.6g} (finite elements); {} elements outside "
-                     "the {} bound{}\n",
-                     max_abs_error, max_rel_error, static_cast<std::size_t>(bound_violations), closest,
-                     nonfinite_violations ? fmt::format(" ({} of them Inf or NaN where exact is not, or finite where "
-                                                        "exact is not)", nonfinite_violations)
-                                          : std::string());
+    s += fmt::format(
+        "error against exact: max abs {:.6g}, max rel {:.6g} (finite elements); {} elements outside "
+        "the {} bound{}\n",
+        max_abs_error, max_rel_error, static_cast<std::size_t>(bound_violations), closest,
+        nonfinite_violations ? fmt::format(" ({} of them Inf or NaN where exact is not, or finite where "
+                                           "exact is not)",
+                                           nonfinite_violations)
+                             : std::string());
     return s;
 }
 

@@ -38,7 +38,8 @@ std::vector<std::uint8_t> codes(const std::string& path, const char* what, std::
 }
 
 // A number, or a float32 .npy whose shape says tensorwise / rowwise / block.
-ScaleKind scales(const std::string& text, const char* what, bool is_b, std::size_t rows, std::size_t k, std::vector<float>& out) {
+ScaleKind scales(const std::string& text, const char* what, bool is_b, std::size_t rows, std::size_t k,
+                 std::vector<float>& out) {
     char* end = nullptr;
     errno = 0;
     const float v = std::strtof(text.c_str(), &end);
@@ -70,14 +71,14 @@ ScaleKind scale_kind_for_shape(const std::vector<std::size_t>& s, bool is_b, std
                                      shape_text(s), rows, brows, kb, is_b ? "128x128" : "1x128"));
 }
 
-void load_inputs(GemmInputs& in, const std::string& a_path, const std::string& b_path, Format a_format,
-                 Format b_format, const std::string& scale_a, const std::string& scale_b, OutType out) {
+void load_inputs(GemmInputs& in, const std::string& a_path, const std::string& b_path, Format a_format, Format b_format,
+                 const std::string& scale_a, const std::string& scale_b, OutType out) {
     std::vector<std::size_t> sa, sb;
     in.a = codes(a_path, "A", sa);
     in.b = codes(b_path, "B", sb);
     if (sa[1] != sb[1])
-        throw GemmInputError(fmt::format("B {}: K = {} differs from A's K = {} ({} is {}, B must be N x K)", b_path, sb[1],
-                                         sa[1], a_path, shape_text(sa)));
+        throw GemmInputError(fmt::format("B {}: K = {} differs from A's K = {} ({} is {}, B must be N x K)", b_path,
+                                         sb[1], sa[1], a_path, shape_text(sa)));
     GemmRequest& rq = in.request;
     rq.k = sa[1];
     rq.out = out;
@@ -105,13 +106,16 @@ std::vector<std::uint32_t> load_output(const std::string& path, std::size_t m, s
         throw GemmInputError(fmt::format("output {}: shape {} is not {} x {}", path, shape_text(a.header.shape), m, n));
     std::vector<std::uint32_t> d(m * n);
     for (std::size_t e = 0; e < d.size(); ++e) {
-        if (out == OutType::f32) std::memcpy(&d[e], a.data.data() + 4 * e, 4);
-        else d[e] = a.data[2 * e] | (static_cast<std::uint32_t>(a.data[2 * e + 1]) << 8);
+        if (out == OutType::f32)
+            std::memcpy(&d[e], a.data.data() + 4 * e, 4);
+        else
+            d[e] = a.data[2 * e] | (static_cast<std::uint32_t>(a.data[2 * e + 1]) << 8);
     }
     return d;
 }
 
-void save_output(const std::string& path, const std::vector<std::uint32_t>& d, std::size_t m, std::size_t n, OutType out) {
+void save_output(const std::string& path, const std::vector<std::uint32_t>& d, std::size_t m, std::size_t n,
+                 OutType out) {
     if (out == OutType::f32) {
         write_npy(path, "<f4", {m, n}, d.data(), d.size() * 4, "-o");
     } else {

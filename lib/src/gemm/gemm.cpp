@@ -31,28 +31,37 @@ int exact_width(const GemmRequest& rq) {
 
 void check_request(const GemmRequest& rq, const AccumModel& m) {
     const bool block_a = rq.a.scale_kind == ScaleKind::block, block_b = rq.b.scale_kind == ScaleKind::block;
-    if (block_a != block_b) throw std::invalid_argument("block scales: A and B must both have block scales (1x128 and 128x128)");
+    if (block_a != block_b)
+        throw std::invalid_argument("block scales: A and B must both have block scales (1x128 and 128x128)");
     for (int which = 0; which < 2; ++which) {
         const Operand& op = which ? rq.b : rq.a;
         const char* label = which ? "B" : "A";
-        if (op.format == Format::e8m0) throw std::invalid_argument(fmt::format("{}: format e8m0 is a scale format, not a GEMM operand", label));
+        if (op.format == Format::e8m0)
+            throw std::invalid_argument(fmt::format("{}: format e8m0 is a scale format, not a GEMM operand", label));
         if (!op.codes && op.rows != 0 && rq.k != 0) throw std::invalid_argument(fmt::format("{}: no codes", label));
         const std::size_t want = scale_count_for(op.scale_kind, which == 1, op.rows, rq.k);
         if (!op.scales || op.scale_count != want)
-            throw std::invalid_argument(fmt::format("scale-{}: {} scales given, a {} x {} operand with {} scales needs {}",
-                                                    which ? "b" : "a", op.scale_count, op.rows, rq.k,
-                                                    op.scale_kind == ScaleKind::tensor ? "tensorwise"
-                                                    : op.scale_kind == ScaleKind::row ? "rowwise" : "block",
-                                                    want));
+            throw std::invalid_argument(
+                fmt::format("scale-{}: {} scales given, a {} x {} operand with {} scales needs {}", which ? "b" : "a",
+                            op.scale_count, op.rows, rq.k,
+                            op.scale_kind == ScaleKind::tensor ? "tensorwise"
+                            : op.scale_kind == ScaleKind::row  ? "rowwise"
+                                                               : "block",
+                            want));
     }
     if (m.kind == AccumKind::aligned) {
         if (m.group < 1 || m.align_bits < 2 || m.align_bits + std::log2(m.group + 1.0) + 2 > 53)
-            throw std::invalid_argument(fmt::format("accumulation model {}: bits + log2(group + 1) + 2 must be at most 53", describe(m)));
-        if (m.promote % m.group) throw std::invalid_argument(fmt::format("accumulation model {}: promote is not a multiple of group", describe(m)));
+            throw std::invalid_argument(
+                fmt::format("accumulation model {}: bits + log2(group + 1) + 2 must be at most 53", describe(m)));
+        if (m.promote % m.group)
+            throw std::invalid_argument(
+                fmt::format("accumulation model {}: promote is not a multiple of group", describe(m)));
     }
     if (m.kind == AccumKind::exact && exact_width(rq) > 127)
-        throw std::invalid_argument(fmt::format("exact model: {} x {} with K = {} needs {} bits, more than the 127 of its "
-                                                "128-bit accumulator", name(rq.a.format), name(rq.b.format), rq.k, exact_width(rq)));
+        throw std::invalid_argument(
+            fmt::format("exact model: {} x {} with K = {} needs {} bits, more than the 127 of its "
+                        "128-bit accumulator",
+                        name(rq.a.format), name(rq.b.format), rq.k, exact_width(rq)));
 }
 
 std::vector<std::uint32_t> gemm(const GemmRequest& rq, const AccumModel& m) {

@@ -43,7 +43,8 @@ int parse_int(std::string_view v, std::string_view key, int lo, int hi) {
     int x = 0;
     const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
     if (ec != std::errc() || p != v.data() + v.size() || x < lo || x > hi)
-        throw std::invalid_argument(fmt::format("accumulation model: {}='{}' is not an integer in {}..{}", key, v, lo, hi));
+        throw std::invalid_argument(
+            fmt::format("accumulation model: {}='{}' is not an integer in {}..{}", key, v, lo, hi));
     return x;
 }
 
@@ -58,8 +59,12 @@ std::vector<AccumModel> named_models() {
     // sm90: cuBLASLt's default (split) accumulator, hypothesis: promotion every 4 MMAs of k=32
     // as CUTLASS's sm90 FP8 mainloop does (mma_promotion_interval) and DeepSeek's N_C = 128.
     // sm90-fast: CUBLASLT_MATMUL_DESC_FAST_ACCUM, no promotion.
-    return {exact, fp32, aligned("sm90", 128, ScaleAt::epilogue), aligned("sm90-fast", 0, ScaleAt::epilogue),
-            aligned("deepseek-128", 128, ScaleAt::promotion), h100tc()};
+    return {exact,
+            fp32,
+            aligned("sm90", 128, ScaleAt::epilogue),
+            aligned("sm90-fast", 0, ScaleAt::epilogue),
+            aligned("deepseek-128", 128, ScaleAt::promotion),
+            h100tc()};
 }
 
 // The split-K kernels cuBLASLt 13.1 picks for small M x N and large K (nvjet_sm90_*_splitK_* then
@@ -67,8 +72,8 @@ std::vector<AccumModel> named_models() {
 // "Split-K"): each CTA accumulates its range of k as sm90 / sm90-fast do from zero, and the
 // reduction adds the float32 partials in k order before the epilogue.
 AccumModel split_model(bool fast, int split_k) {
-    AccumModel m = aligned(fmt::format("{}-splitk:{}", fast ? "sm90-fast" : "sm90", split_k), fast ? 0 : 128,
-                           ScaleAt::epilogue);
+    AccumModel m =
+        aligned(fmt::format("{}-splitk:{}", fast ? "sm90-fast" : "sm90", split_k), fast ? 0 : 128, ScaleAt::epilogue);
     m.split_k = split_k;
     return m;
 }
@@ -91,15 +96,18 @@ AccumModel parse_model(std::string_view text) {
         if (text.substr(0, split_prefix.size()) == split_prefix) {
             const int n = parse_int(text.substr(split_prefix.size()), "split size", 128, 1 << 30);
             if (n % 128 != 0)
-                throw std::invalid_argument(fmt::format("accumulation model '{}': the split size must be a multiple of 128", text));
+                throw std::invalid_argument(
+                    fmt::format("accumulation model '{}': the split size must be a multiple of 128", text));
             return split_model(fast, n);
         }
     }
     constexpr std::string_view prefix = "aligned:";
     if (text.substr(0, prefix.size()) != prefix)
-        throw std::invalid_argument(fmt::format(
-            "accumulation model '{}': choose exact, fp32, sm90, sm90-fast, sm90-splitk:N, sm90-fast-splitk:N, deepseek-128, "
-            "h100tc or aligned:key=value,...", text));
+        throw std::invalid_argument(
+            fmt::format("accumulation model '{}': choose exact, fp32, sm90, sm90-fast, sm90-splitk:N, "
+                        "sm90-fast-splitk:N, deepseek-128, "
+                        "h100tc or aligned:key=value,...",
+                        text));
     AccumModel m = aligned(std::string(text), 0, ScaleAt::epilogue);
     std::string_view rest = text.substr(prefix.size());
     while (!rest.empty()) {
@@ -110,39 +118,57 @@ AccumModel parse_model(std::string_view text) {
         if (eq == std::string_view::npos)
             throw std::invalid_argument(fmt::format("accumulation model: '{}' is not key=value", item));
         const std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
-        if (k == "group") m.group = parse_int(v, k, 1, 4096);
-        else if (k == "bits") m.align_bits = parse_int(v, k, 2, 48);
-        else if (k == "sum_bits") m.sum_bits = parse_int(v, k, 0, 48);
-        else if (k == "exp" && (v == "nominal" || v == "actual")) m.nominal_exponent = v == "nominal";
-        else if (k == "promote") m.promote = parse_int(v, k, 0, 1 << 30);
-        else if (k == "splitk") m.split_k = parse_int(v, k, 0, 1 << 30);
-        else if (k == "fma") m.promote_fma = parse_int(v, k, 0, 1) == 1;
-        else if (k == "sticky") m.sticky = parse_int(v, k, 0, 1) == 1;
+        if (k == "group")
+            m.group = parse_int(v, k, 1, 4096);
+        else if (k == "bits")
+            m.align_bits = parse_int(v, k, 2, 48);
+        else if (k == "sum_bits")
+            m.sum_bits = parse_int(v, k, 0, 48);
+        else if (k == "exp" && (v == "nominal" || v == "actual"))
+            m.nominal_exponent = v == "nominal";
+        else if (k == "promote")
+            m.promote = parse_int(v, k, 0, 1 << 30);
+        else if (k == "splitk")
+            m.split_k = parse_int(v, k, 0, 1 << 30);
+        else if (k == "fma")
+            m.promote_fma = parse_int(v, k, 0, 1) == 1;
+        else if (k == "sticky")
+            m.sticky = parse_int(v, k, 0, 1) == 1;
         else if (k == "align" && (v == "trunc" || v == "floor" || v == "rne"))
-            m.align = v == "trunc" ? AlignRound::toward_zero : v == "floor" ? AlignRound::floor : AlignRound::nearest_even;
+            m.align = v == "trunc"   ? AlignRound::toward_zero
+                      : v == "floor" ? AlignRound::floor
+                                     : AlignRound::nearest_even;
         else if (k == "step" && (v == "rz" || v == "rne"))
             m.step_round = v == "rz" ? StepRound::toward_zero : StepRound::nearest_even;
         else if (k == "scale" && (v == "epilogue" || v == "promotion"))
             m.scale_at = v == "epilogue" ? ScaleAt::epilogue : ScaleAt::promotion;
         else
-            throw std::invalid_argument(fmt::format(
-                "accumulation model: unknown '{}' (keys: group, bits, exp=nominal|actual, sum_bits, promote, align=trunc|floor|rne, sticky=0|1, "
-                "step=rz|rne, scale=epilogue|promotion, splitk, fma=0|1)", item));
+            throw std::invalid_argument(
+                fmt::format("accumulation model: unknown '{}' (keys: group, bits, exp=nominal|actual, sum_bits, "
+                            "promote, align=trunc|floor|rne, sticky=0|1, "
+                            "step=rz|rne, scale=epilogue|promotion, splitk, fma=0|1)",
+                            item));
     }
     if (m.promote % m.group != 0)
-        throw std::invalid_argument(fmt::format("accumulation model: promote={} is not a multiple of group={}", m.promote, m.group));
+        throw std::invalid_argument(
+            fmt::format("accumulation model: promote={} is not a multiple of group={}", m.promote, m.group));
     if (m.split_k % 128 != 0 || (m.promote > 0 && m.split_k % m.promote != 0))
-        throw std::invalid_argument(fmt::format(
-            "accumulation model: splitk={} is not a multiple of 128 k (a tile) and of promote={}", m.split_k, m.promote));
+        throw std::invalid_argument(
+            fmt::format("accumulation model: splitk={} is not a multiple of 128 k (a tile) and of promote={}",
+                        m.split_k, m.promote));
     return m;
 }
 
 std::string describe(const AccumModel& m) {
     if (m.kind != AccumKind::aligned) return m.name;
-    return fmt::format("aligned:group={},bits={},exp={},sum_bits={},promote={},align={},sticky={},step={},scale={},splitk={},fma={}",
-                       m.group, m.align_bits, m.nominal_exponent ? "nominal" : "actual", m.sum_bits, m.promote, m.align == AlignRound::toward_zero ? "trunc" : m.align == AlignRound::floor ? "floor" : "rne", m.sticky ? 1 : 0,
-                       m.step_round == StepRound::toward_zero ? "rz" : "rne",
-                       m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion", m.split_k, m.promote_fma ? 1 : 0);
+    return fmt::format(
+        "aligned:group={},bits={},exp={},sum_bits={},promote={},align={},sticky={},step={},scale={},splitk={},fma={}",
+        m.group, m.align_bits, m.nominal_exponent ? "nominal" : "actual", m.sum_bits, m.promote,
+        m.align == AlignRound::toward_zero ? "trunc"
+        : m.align == AlignRound::floor     ? "floor"
+                                           : "rne",
+        m.sticky ? 1 : 0, m.step_round == StepRound::toward_zero ? "rz" : "rne",
+        m.scale_at == ScaleAt::epilogue ? "epilogue" : "promotion", m.split_k, m.promote_fma ? 1 : 0);
 }
 
 numerics::gemm::ModelParams params_of(const AccumModel& m) {

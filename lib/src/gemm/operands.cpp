@@ -42,7 +42,8 @@ std::uint32_t to_output(float v, OutType out) { return numerics::gemm::output_bi
 std::uint32_t round_output(double v, OutType out) {
     std::uint64_t b;
     std::memcpy(&b, &v, sizeof b);
-    if (out == OutType::f32) return static_cast<std::uint32_t>(emu::convert<emu::Binary64, emu::Binary32>(b, emu::kDecodePolicy));
+    if (out == OutType::f32)
+        return static_cast<std::uint32_t>(emu::convert<emu::Binary64, emu::Binary32>(b, emu::kDecodePolicy));
     return static_cast<std::uint32_t>(emu::convert<emu::Binary64, emu::BFloat16>(b, emu::kDecodePolicy));
 }
 

@@ -12,17 +12,17 @@
 namespace fp8kit::gemm::detail {
 
 struct CodeValue {
-    std::int32_t sig = 0;   // signed; 0 for zero (and for NaN/Inf, see special)
-    int exp = 0;            // value = sig * 2^exp
-    float value = 0;        // the same value as float32 (exact: every code of <= 8 bits fits)
-    bool special = false;   // NaN or Inf
+    std::int32_t sig = 0;  // signed; 0 for zero (and for NaN/Inf, see special)
+    int exp = 0;           // value = sig * 2^exp
+    float value = 0;       // the same value as float32 (exact: every code of <= 8 bits fits)
+    bool special = false;  // NaN or Inf
 };
 
 struct CodeTable {
     std::array<CodeValue, 256> code{};
     std::array<numerics::gemm::CodeTerm, 256> term{};  // the aligned model's view (numerics::gemm::code_term)
-    int min_exp = 0;                // smallest exp of a non-zero finite code (the format's quantum)
-    double max_units = 0;           // largest |sig| * 2^(exp - min_exp)
+    int min_exp = 0;                                   // smallest exp of a non-zero finite code (the format's quantum)
+    double max_units = 0;                              // largest |sig| * 2^(exp - min_exp)
     bool any_special = false;
 };
 

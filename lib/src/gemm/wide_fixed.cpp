@@ -46,7 +46,8 @@ void WideFixed::add_product(__int128 p, std::uint64_t m, bool negative, int exp)
     const auto lo = static_cast<std::uint64_t>(a), hi = static_cast<std::uint64_t>(a >> 64);
     const unsigned __int128 l = static_cast<unsigned __int128>(lo) * m;
     const unsigned __int128 h = static_cast<unsigned __int128>(hi) * m + (l >> 64);
-    add({static_cast<std::uint64_t>(l), static_cast<std::uint64_t>(h), static_cast<std::uint64_t>(h >> 64)}, negative, exp);
+    add({static_cast<std::uint64_t>(l), static_cast<std::uint64_t>(h), static_cast<std::uint64_t>(h >> 64)}, negative,
+        exp);
 }
 
 bool WideFixed::is_zero() const {

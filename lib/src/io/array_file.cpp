@@ -105,8 +105,10 @@ ElementType npy_type(const NpyHeader& h, const std::string& path) {
     if (k == 'f' && n == 2) return ElementType::f16;
     if ((k == 'u' || k == 'V') && n == 2) return ElementType::bf16;
     if ((k == 'u' || k == 'V') && n == 1) return ElementType::u8;
-    throw ArrayFileError(fmt::format("{}: unsupported dtype '{}' (expected <f8, <f4, <f2, <u2 or V2 for "
-                                     "bfloat16 bits, |u1 or V1 for 8-bit codes)", path, h.descr));
+    throw ArrayFileError(
+        fmt::format("{}: unsupported dtype '{}' (expected <f8, <f4, <f2, <u2 or V2 for "
+                    "bfloat16 bits, |u1 or V1 for 8-bit codes)",
+                    path, h.descr));
 }
 
 ArrayFile load_npy(const std::string& path) {
@@ -124,8 +126,7 @@ using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 // A raw file's type and shape (from its size when no shape is given), checked against its size;
 // leaves `f` open at the start and `bytes` its size.
 ArrayFile raw_layout(const std::string& path, const RawLayout& raw, File& f, std::size_t& bytes) {
-    if (!raw.type)
-        throw ArrayFileError(fmt::format("{}: a raw file needs its element type (--dtype)", path));
+    if (!raw.type) throw ArrayFileError(fmt::format("{}: a raw file needs its element type (--dtype)", path));
     try {
         f = io::open_input_stream(path);  // regular files only (io/gate.hpp)
     } catch (const io::InputError& e) {
@@ -140,8 +141,8 @@ ArrayFile raw_layout(const std::string& path, const RawLayout& raw, File& f, std
     ArrayFile a{path, *raw.type, raw.shape, {}};
     if (a.shape.empty()) {
         if (bytes % es != 0)
-            throw ArrayFileError(fmt::format("{}: wrong size: {} bytes is not a whole number of {} elements",
-                                             path, bytes, name(*raw.type)));
+            throw ArrayFileError(fmt::format("{}: wrong size: {} bytes is not a whole number of {} elements", path,
+                                             bytes, name(*raw.type)));
         a.shape = {bytes / es};
     }
     std::size_t n = 1;
@@ -192,8 +193,7 @@ void read_whole(const std::string& source, dump::Source& src, const dump::Tensor
     } catch (const dump::DumpError& e) {
         throw ArrayFileError(fmt::format("{}: {}", source, e.message));
     }
-    if (got != t.numel)
-        throw ArrayFileError(fmt::format("{}: {} of {} elements read", source, got, t.numel));
+    if (got != t.numel) throw ArrayFileError(fmt::format("{}: {} of {} elements read", source, got, t.numel));
 }
 
 // The dataset through the dump reader (lib/src/io/dump_hdf5.cpp), in its raw mode: the same
@@ -224,8 +224,10 @@ ArrayFile load_hdf5(const std::string& source, const std::string& file, const st
 
 // The safetensors file opened raw (FP8 as stored codes) and the tensor named `tensor` in it, or an
 // error naming what is wrong: the reader's own message for that tensor, or the names it has.
-std::pair<std::unique_ptr<dump::Source>, const dump::TensorInfo*> find_safetensors(
-    const std::string& source, const std::string& file, const std::string& tensor, const dump::ReadOptions& opts) {
+std::pair<std::unique_ptr<dump::Source>, const dump::TensorInfo*> find_safetensors(const std::string& source,
+                                                                                   const std::string& file,
+                                                                                   const std::string& tensor,
+                                                                                   const dump::ReadOptions& opts) {
     std::unique_ptr<dump::Source> src;
     try {
         src = dump::detail::open_safetensors(file, opts, /*raw=*/true);
@@ -238,8 +240,7 @@ std::pair<std::unique_ptr<dump::Source>, const dump::TensorInfo*> find_safetenso
         for (const auto& p : *list)
             if (p.name == tensor) throw ArrayFileError(fmt::format("{}: {}", source, p.message));
     std::string some;
-    for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i)
-        some += (i ? ", " : "") + src->tensors()[i].name;
+    for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i) some += (i ? ", " : "") + src->tensors()[i].name;
     throw ArrayFileError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", source, io::quoted(tensor),
                                      file, src->tensors().size(), some.empty() ? "" : ", e.g. ", some));
 }
@@ -262,8 +263,7 @@ std::optional<std::pair<std::string, std::string>> hdf5_source(const std::string
     const std::size_t colon = source.rfind(":/");
     if (colon != std::string::npos && colon > 0) {
         std::string file = source.substr(0, colon);
-        if (ends_with(file, ".h5") || ends_with(file, ".hdf5") || ends_with(file, ".hdf") ||
-            dump::is_hdf5_file(file))
+        if (ends_with(file, ".h5") || ends_with(file, ".hdf5") || ends_with(file, ".hdf") || dump::is_hdf5_file(file))
             return std::make_pair(std::move(file), source.substr(colon + 1));
     }
     return std::nullopt;

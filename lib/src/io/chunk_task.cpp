@@ -71,7 +71,8 @@ std::string run_chunk_task(const ChunkTask& t, const std::vector<unsigned char>&
         std::memcpy(out, in, t.decoded_bytes);
         return "";
     }
-    return decode_chunk(*t.pipeline, t.filter_mask, in, static_cast<std::size_t>(t.size), t.decoded_bytes, scratch, out);
+    return decode_chunk(*t.pipeline, t.filter_mask, in, static_cast<std::size_t>(t.size), t.decoded_bytes, scratch,
+                        out);
 }
 
 }  // namespace fp8kit::dump::detail

@@ -17,13 +17,13 @@
 namespace fp8kit::dump::detail {
 
 struct ChunkTask {
-    int fd = -1;                 // the file, opened read-only by the reader (the file named)
-    std::uint64_t offset = 0;    // where the stored bytes start in it
-    std::uint64_t size = 0;      // stored bytes; 0: a chunk never written, read as `fill` repeated
+    int fd = -1;                            // the file, opened read-only by the reader (the file named)
+    std::uint64_t offset = 0;               // where the stored bytes start in it
+    std::uint64_t size = 0;                 // stored bytes; 0: a chunk never written, read as `fill` repeated
     const unsigned char* stored = nullptr;  // or: the stored bytes, already in memory (size of them)
     const std::vector<FilterStep>* pipeline = nullptr;  // null or empty: stored as they are
-    unsigned filter_mask = 0;    // bit i: filter i of the write order was not applied
-    std::size_t decoded_bytes = 0;  // what the chunk holds decoded
+    unsigned filter_mask = 0;                           // bit i: filter i of the write order was not applied
+    std::size_t decoded_bytes = 0;                      // what the chunk holds decoded
 };
 
 // Reads (pread) and decodes `t` into exactly t.decoded_bytes at `out`; `fill` is one element.

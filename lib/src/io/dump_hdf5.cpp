@@ -62,8 +62,7 @@ std::optional<std::string> string_attr(hid_t obj, const char* attr) {
     if (!a.ok()) return std::nullopt;
     Handle t(H5Aget_type(a.get()), H5Tclose);
     Handle sp(H5Aget_space(a.get()), H5Sclose);
-    if (!t.ok() || !sp.ok() || H5Tget_class(t.get()) != H5T_STRING ||
-        H5Sget_simple_extent_npoints(sp.get()) != 1)
+    if (!t.ok() || !sp.ok() || H5Tget_class(t.get()) != H5T_STRING || H5Sget_simple_extent_npoints(sp.get()) != 1)
         return std::nullopt;
     if (H5Tis_variable_str(t.get()) > 0) {
         Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
@@ -183,16 +182,18 @@ const FloatLayout* float_layout(hid_t type, std::string& why) {
     const H5T_order_t order = H5Tget_order(type);
     for (const auto& f : kFloats)
         if (f.size == size && f.spos == spos && f.epos == epos && f.esize == esize && f.mpos == mpos &&
-            f.msize == msize && f.bias == bias && norm == H5T_NORM_IMPLIED && precision == 8 * size &&
-            offset == 0 && (order == H5T_ORDER_LE || order == H5T_ORDER_BE))
+            f.msize == msize && f.bias == bias && norm == H5T_NORM_IMPLIED && precision == 8 * size && offset == 0 &&
+            (order == H5T_ORDER_LE || order == H5T_ORDER_BE))
             return &f;
-    why = fmt::format("unsupported dtype: {}-byte float with sign bit {}, {} exponent bits at {}, {} mantissa "
-                      "bits at {}, bias {}, {} normalisation, precision {} at offset {}{}: not an IEEE or "
-                      "bfloat16 layout, so its bits are not read",
-                      size, spos, esize, epos, msize, mpos, bias,
-                      norm == H5T_NORM_IMPLIED ? "implied" : norm == H5T_NORM_MSBSET ? "msb-set" : "no",
-                      precision, offset,
-                      order == H5T_ORDER_LE || order == H5T_ORDER_BE ? "" : ", mixed byte order");
+    why = fmt::format(
+        "unsupported dtype: {}-byte float with sign bit {}, {} exponent bits at {}, {} mantissa "
+        "bits at {}, bias {}, {} normalisation, precision {} at offset {}{}: not an IEEE or "
+        "bfloat16 layout, so its bits are not read",
+        size, spos, esize, epos, msize, mpos, bias,
+        norm == H5T_NORM_IMPLIED  ? "implied"
+        : norm == H5T_NORM_MSBSET ? "msb-set"
+                                  : "no",
+        precision, offset, order == H5T_ORDER_LE || order == H5T_ORDER_BE ? "" : ", mixed byte order");
     return nullptr;
 }
 
@@ -201,8 +202,8 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
     {
         Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
         if (!dcpl.ok()) return fail(Plan::error, "cannot read the storage layout: " + hdf5_detail());
-        const Outside out = check_outside(ctx.file, dcpl.get(), ctx.name, ctx.folder,
-                                          ctx.opts.allow_external_in_dump_folder);
+        const Outside out =
+            check_outside(ctx.file, dcpl.get(), ctx.name, ctx.folder, ctx.opts.allow_external_in_dump_folder);
         if (out.refused) return fail(Plan::skip, out.message);
     }
     Handle type(H5Dget_type(dset), H5Tclose);
@@ -222,8 +223,9 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
         H5Tset_order(p.mem_type.get(), H5T_ORDER_LE);
     } else if (cls == H5T_INTEGER || cls == H5T_OPAQUE) {
         const bool is_int = cls == H5T_INTEGER;
-        const std::string stored = is_int ? fmt::format("{}int{}", H5Tget_sign(type.get()) == H5T_SGN_2 ? "" : "u", 8 * size)
-                                          : fmt::format("opaque{}", size);
+        const std::string stored =
+            is_int ? fmt::format("{}int{}", H5Tget_sign(type.get()) == H5T_SGN_2 ? "" : "u", 8 * size)
+                   : fmt::format("opaque{}", size);
         std::optional<std::string> spec = attr;
         std::string implied;
         const bool untagged_codes = !attr && ctx.untagged_codes && (size == 1 || size == 2);
@@ -238,7 +240,8 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
                                                      "e.g. in h5py: dataset.attrs['dtype'] = 'float8_e4m3fn' (or "
                                                      "float8_e5m2, e4m3fnuz, e5m2fnuz, e8m0, float4_e2m1fn, "
                                                      "float6_e2m3fn, float6_e3m2fn, float8_e3m4, float8_e4m3b11fnuz, "
-                                                     "float8_e4m3)", stored));
+                                                     "float8_e4m3)",
+                                                     stored));
         }
         if (untagged_codes) {
             p.dtype = size == 1 ? DType::e4m3 : DType::bf16;  // stored bytes kept: codes / bf16 bits
@@ -247,7 +250,8 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
             if (is_int) H5Tset_order(p.mem_type.get(), H5T_ORDER_LE);
         } else if (!spec)
             return fail(Plan::skip, fmt::format("{} dataset without a 'dtype' attribute naming a float "
-                                                "type: not analysed", stored));
+                                                "type: not analysed",
+                                                stored));
         const std::optional<std::string>& attr_or_tag = spec;
         std::optional<DType> d;
         if (untagged_codes) {
@@ -267,15 +271,20 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
                 case Format::e4m3ieee: d = DType::e4m3ieee; break;
             }
         } else if (const auto w = parse_wide(*attr_or_tag)) {
-            d = *w == Wide::f64 ? DType::f64 : *w == Wide::f32 ? DType::f32 : *w == Wide::f16 ? DType::f16 : DType::bf16;
+            d = *w == Wide::f64   ? DType::f64
+                : *w == Wide::f32 ? DType::f32
+                : *w == Wide::f16 ? DType::f16
+                                  : DType::bf16;
         }
         if (!untagged_codes) {
             if (!d)
-                return fail(Plan::error, fmt::format("unsupported dtype '{}' ({} of {} data)", io::quoted(*attr_or_tag, 64),
-                                                     attr ? "attribute 'dtype'" : "opaque tag", stored));
+                return fail(Plan::error,
+                            fmt::format("unsupported dtype '{}' ({} of {} data)", io::quoted(*attr_or_tag, 64),
+                                        attr ? "attribute 'dtype'" : "opaque tag", stored));
             if (stored_size(*d) != size)
                 return fail(Plan::error, fmt::format("{} dtype='{}' needs {}-byte elements but the data is {}",
-                                                     attr ? "attribute" : "opaque tag", io::quoted(*attr_or_tag, 64), stored_size(*d), stored));
+                                                     attr ? "attribute" : "opaque tag", io::quoted(*attr_or_tag, 64),
+                                                     stored_size(*d), stored));
             p.dtype = *d;
             p.storage = stored + implied;
         }
@@ -289,8 +298,7 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
 
     Handle space(H5Dget_space(dset), H5Sclose);
     if (!space.ok()) return fail(Plan::error, "cannot read the dataspace: " + hdf5_detail());
-    if (H5Sget_simple_extent_type(space.get()) == H5S_NULL)
-        return fail(Plan::error, "empty dataset (null dataspace)");
+    if (H5Sget_simple_extent_type(space.get()) == H5S_NULL) return fail(Plan::error, "empty dataset (null dataspace)");
     const int rank = H5Sget_simple_extent_ndims(space.get());
     if (rank < 0) return fail(Plan::error, "cannot read the shape: " + hdf5_detail());
     p.dims.resize(rank);
@@ -302,8 +310,9 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
     std::uint64_t bytes = 0;
     wraps = wraps || mul_overflows(p.numel, size, bytes);
     if (wraps)
-        return fail(Plan::error, fmt::format("shape [{}] of {}-byte elements claims more than 2^64 bytes: corrupt header",
-                                             fmt::join(p.dims, ", "), size));
+        return fail(Plan::error,
+                    fmt::format("shape [{}] of {}-byte elements claims more than 2^64 bytes: corrupt header",
+                                fmt::join(p.dims, ", "), size));
     if (p.numel == 0) return fail(Plan::error, fmt::format("empty dataset (shape [{}])", fmt::join(p.dims, ", ")));
     if (p.numel > ctx.opts.max_elements)
         return fail(Plan::error, fmt::format("shape [{}] claims {} elements ({} bytes), over the limit of {} elements "
@@ -320,23 +329,23 @@ Plan plan_dataset(hid_t dset, const PlanContext& ctx) {
         if (cwraps || cbytes > ctx.opts.max_chunk_bytes)
             return fail(Plan::error, fmt::format("chunks of shape [{}] hold {} bytes each, over the limit of {} MiB "
                                                  "(--max-chunk-mib raises it)",
-                                                 fmt::join(chunk, ", "), cwraps ? std::string("more than 2^64")
-                                                 : std::to_string(cbytes), ctx.opts.max_chunk_bytes >> 20));
+                                                 fmt::join(chunk, ", "),
+                                                 cwraps ? std::string("more than 2^64") : std::to_string(cbytes),
+                                                 ctx.opts.max_chunk_bytes >> 20));
     }
     const int nfilters = dcpl.ok() ? H5Pget_nfilters(dcpl.get()) : 0;
     for (int i = 0; i < nfilters; ++i) {
         unsigned flags = 0, config = 0;
         std::size_t nelmts = 0;
         char fname[128] = {};
-        const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelmts,
-                                               nullptr, sizeof fname, fname, &config);
+        const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nelmts, nullptr,
+                                               sizeof fname, fname, &config);
         if (id < 0) return fail(Plan::error, "cannot read the filter pipeline: " + hdf5_detail());
         if (H5Zfilter_avail(id) <= 0) {
             H5Eclear2(H5E_DEFAULT);
-            return fail(Plan::error,
-                        fmt::format("compressed with HDF5 filter {} ('{}'), which this HDF5 cannot "
-                                    "decode: install the filter plugin and set HDF5_PLUGIN_PATH",
-                                    id, fname));
+            return fail(Plan::error, fmt::format("compressed with HDF5 filter {} ('{}'), which this HDF5 cannot "
+                                                 "decode: install the filter plugin and set HDF5_PLUGIN_PATH",
+                                                 id, fname));
         }
     }
     p.kind = Plan::tensor;
@@ -367,14 +376,16 @@ public:
             H5O_info_t info{};
             if (H5Oget_info_by_name2(file_.get(), only.c_str(), &info, H5O_INFO_BASIC, dapl_.get()) < 0 ||
                 info.type != H5O_TYPE_DATASET)
-                throw DumpError(path, only, "not a dataset (or reached through an external link, which "
-                                            "is not followed: fp8kit reads only the files named)");
+                throw DumpError(path, only,
+                                "not a dataset (or reached through an external link, which "
+                                "is not followed: fp8kit reads only the files named)");
             list(only);
             return;
         }
         // Each object once, however many hard links reach it; no soft or external link followed.
         const std::string why = walk_datasets(
-            file_.get(), [&](hid_t parent, const std::string& link, const std::string& full) { list(full, parent, link); },
+            file_.get(),
+            [&](hid_t parent, const std::string& link, const std::string& full) { list(full, parent, link); },
             report_progress);
         if (!why.empty()) errors_.push_back({path, "", why});
     }
@@ -416,8 +427,7 @@ public:
         std::vector<hsize_t> chunk(rank, 1);
         {
             Handle dcpl(H5Dget_create_plist(probe.get()), H5Pclose);
-            if (rank > 0 && H5Pget_layout(dcpl.get()) == H5D_CHUNKED)
-                H5Pget_chunk(dcpl.get(), rank, chunk.data());
+            if (rank > 0 && H5Pget_layout(dcpl.get()) == H5D_CHUNKED) H5Pget_chunk(dcpl.get(), rank, chunk.data());
         }
         // fp8kit's own readers first (chunk tasks on the thread pool), on the handle already open.
         if (runs_ && read_fill_run(probe.get(), plan, fn)) return;
@@ -438,7 +448,10 @@ public:
             for (int d = 0; d < rank; ++d) {
                 std::uint64_t rest = 1;
                 for (int j = d + 1; j < rank; ++j) rest *= plan.dims[j];
-                if (rest * std::min<hsize_t>(chunk[d], plan.dims[d]) <= budget) { k = d; break; }
+                if (rest * std::min<hsize_t>(chunk[d], plan.dims[d]) <= budget) {
+                    k = d;
+                    break;
+                }
             }
             for (int j = k + 1; j < rank; ++j) inner *= plan.dims[j];
         }
@@ -478,11 +491,11 @@ public:
                 const hsize_t stored = H5Dget_storage_size(dset.get());
                 const std::uint64_t need = plan.numel * static_cast<std::uint64_t>(H5Tget_size(ftype.get()));
                 if (stored < need)
-                    throw err(fmt::format("compact dataset stores {} bytes but its shape and type need {}: corrupt file",
-                                          static_cast<std::uint64_t>(stored), need));
+                    throw err(
+                        fmt::format("compact dataset stores {} bytes but its shape and type need {}: corrupt file",
+                                    static_cast<std::uint64_t>(stored), need));
             }
         }
-
 
         const std::uint64_t max_run = rank > 0 ? run * inner : 1;
         buf_.resize(static_cast<std::size_t>(max_run) * ssize);
@@ -494,15 +507,13 @@ public:
             if (rank > 0) {
                 count[k] = std::min<hsize_t>(run, plan.dims[k] - start[k]);
                 n = count[k] * inner;
-                if (H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr,
-                                        count.data(), nullptr) < 0)
+                if (H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr) < 0)
                     throw err("cannot select elements: " + hdf5_detail());
             }
             // The memory space has the selection's own shape: libhdf5 then copies whole runs
             // (a 1-D memory space against an n-D selection goes element-run by element-run
             // through its general iterator, several times slower).
-            Handle mspace(rank > 0 ? H5Screate_simple(rank, count.data(), nullptr) : H5Screate(H5S_SCALAR),
-                          H5Sclose);
+            Handle mspace(rank > 0 ? H5Screate_simple(rank, count.data(), nullptr) : H5Screate(H5S_SCALAR), H5Sclose);
             if (H5Dread(dset.get(), plan.mem_type.get(), rank > 0 ? mspace.get() : H5S_ALL,
                         rank > 0 ? fspace.get() : H5S_ALL, H5P_DEFAULT, buf_.data()) < 0)
                 throw err(fmt::format("cannot read elements {}..{}: {}", first, first + n - 1, hdf5_detail()));
@@ -590,10 +601,14 @@ private:
         for (int i = 0; i < nfilters; ++i) {
             unsigned flags = 0, config = 0, cd[4] = {};
             std::size_t ncd = 4;
-            const H5Z_filter_t id = H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &ncd, cd, 0, nullptr, &config);
-            if (id == H5Z_FILTER_DEFLATE) pipeline.push_back({FilterStep::deflate, 1});
-            else if (id == H5Z_FILTER_SHUFFLE && ncd >= 1) pipeline.push_back({FilterStep::shuffle, cd[0]});
-            else return false;
+            const H5Z_filter_t id =
+                H5Pget_filter2(dcpl, static_cast<unsigned>(i), &flags, &ncd, cd, 0, nullptr, &config);
+            if (id == H5Z_FILTER_DEFLATE)
+                pipeline.push_back({FilterStep::deflate, 1});
+            else if (id == H5Z_FILTER_SHUFFLE && ncd >= 1)
+                pipeline.push_back({FilterStep::shuffle, cd[0]});
+            else
+                return false;
         }
         return true;
     }
@@ -761,8 +776,9 @@ private:
         };
         auto piece = [&](std::size_t i) { return std::min<std::uint64_t>(budget, t.numel - i * budget); };
         auto failed = [&](std::size_t i, const std::string& why) {
-            return DumpError(path_, t.name, fmt::format("cannot read elements {}..{}: {}", i * budget,
-                                                        i * budget + piece(i) - 1, why));
+            return DumpError(
+                path_, t.name,
+                fmt::format("cannot read elements {}..{}: {}", i * budget, i * budget + piece(i) - 1, why));
         };
         if (bytes <= kReadHere && t.numel <= budget) {  // small: no hand-off to a worker
             unsigned char* at = into_ ? into_->dest : nullptr;
@@ -772,8 +788,10 @@ private:
             }
             if (std::string why = pread_exact(fd(), at, static_cast<std::size_t>(bytes), addr); !why.empty())
                 throw failed(0, why);
-            if (!into_) emit(dtype, at, static_cast<std::size_t>(t.numel), 0, scratch_, fn);
-            else if (*into_->placed && t.numel > 0) (*into_->placed)(0, static_cast<std::size_t>(t.numel));
+            if (!into_)
+                emit(dtype, at, static_cast<std::size_t>(t.numel), 0, scratch_, fn);
+            else if (*into_->placed && t.numel > 0)
+                (*into_->placed)(0, static_cast<std::size_t>(t.numel));
             return true;
         }
         const std::size_t window = parallel::default_window();
@@ -784,8 +802,10 @@ private:
                 static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
                 [&](std::size_t i, std::size_t s) {
                     const std::uint64_t at = i * budget * ssize;
-                    slots[s].bad = pread_exact(file, into_->dest + at, static_cast<std::size_t>(piece(i) * ssize), addr + at);
-                    if (slots[s].bad.empty() && *into_->placed) (*into_->placed)(i * budget, static_cast<std::size_t>(piece(i)));
+                    slots[s].bad =
+                        pread_exact(file, into_->dest + at, static_cast<std::size_t>(piece(i) * ssize), addr + at);
+                    if (slots[s].bad.empty() && *into_->placed)
+                        (*into_->placed)(i * budget, static_cast<std::size_t>(piece(i)));
                 },
                 [&](std::size_t i, std::size_t s) {
                     if (!slots[s].bad.empty()) throw failed(i, slots[s].bad);
@@ -796,7 +816,8 @@ private:
             static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
             [&](std::size_t i, std::size_t s) {
                 slots[s].bytes.resize(static_cast<std::size_t>(piece(i) * ssize));
-                slots[s].bad = pread_exact(fd(), slots[s].bytes.data(), slots[s].bytes.size(), addr + i * budget * ssize);
+                slots[s].bad =
+                    pread_exact(fd(), slots[s].bytes.data(), slots[s].bytes.size(), addr + i * budget * ssize);
             },
             [&](std::size_t i, std::size_t s) {
                 if (!slots[s].bad.empty()) throw failed(i, slots[s].bad);
@@ -814,8 +835,8 @@ private:
     // 0, so each chunk is decoded once. Returns false, having read nothing, where this does not
     // apply (other filters, a type conversion, or a row of chunks over 64 MiB): then H5Dread does
     // the work.
-    bool read_chunks_directly(const TensorInfo& t, hid_t dset, const Plan& plan,
-                              const std::vector<hsize_t>& chunk, const ChunkFn& fn) {
+    bool read_chunks_directly(const TensorInfo& t, hid_t dset, const Plan& plan, const std::vector<hsize_t>& chunk,
+                              const ChunkFn& fn) {
         auto err = [&](const std::string& m) { return DumpError(path_, t.name, m); };
         Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
         Handle ftype(H5Dget_type(dset), H5Tclose);
@@ -866,7 +887,9 @@ private:
         };
         const std::size_t window = parallel::default_window();
         std::vector<Slot> slots(window);
-        auto where = [&](const std::vector<hsize_t>& offset) { return fmt::format("chunk at [{}]", fmt::join(offset, ", ")); };
+        auto where = [&](const std::vector<hsize_t>& offset) {
+            return fmt::format("chunk at [{}]", fmt::join(offset, ", "));
+        };
         // 1. On this thread, in chunk order: where chunk i is (libhdf5 calls stay here).
         auto prepare = [&](std::size_t i, std::size_t s) {
             Slot& sl = slots[s];
@@ -904,7 +927,8 @@ private:
             }
             if (stored == 0) return;
             if (stored > (std::uint64_t(4) << 30))
-                throw err(fmt::format("{} claims {} stored bytes: corrupt file", where(sl.offset), static_cast<std::uint64_t>(stored)));
+                throw err(fmt::format("{} claims {} stored bytes: corrupt file", where(sl.offset),
+                                      static_cast<std::uint64_t>(stored)));
             sl.stored.resize(static_cast<std::size_t>(stored));
             std::uint32_t read_mask = 0;
             if (H5Dread_chunk(dset, H5P_DEFAULT, sl.offset.data(), &read_mask, sl.stored.data()) < 0)
@@ -951,9 +975,11 @@ private:
                 } else {
                     sl.decoded.resize(chunk_bytes);
                     sl.bad = run_chunk_task(sl.task, fill, sl.decoded.data());
-                    if (sl.bad.empty()) std::memcpy(at, sl.decoded.data(), static_cast<std::size_t>(rows * inner * ssize));
+                    if (sl.bad.empty())
+                        std::memcpy(at, sl.decoded.data(), static_cast<std::size_t>(rows * inner * ssize));
                 }
-                if (sl.bad.empty() && *into_->placed) (*into_->placed)(sl.offset[0] * inner, static_cast<std::size_t>(rows * inner));
+                if (sl.bad.empty() && *into_->placed)
+                    (*into_->placed)(sl.offset[0] * inner, static_cast<std::size_t>(rows * inner));
                 return;
             }
             sl.decoded.resize(chunk_bytes);
@@ -1019,8 +1045,9 @@ private:
             unsigned mask = 0;
             haddr_t addr = HADDR_UNDEF;
             hsize_t size = 0;
-            if (H5Dget_chunk_info(dset, space.get(), k, offset.data(), &mask, &addr, &size) < 0 || addr == HADDR_UNDEF ||
-                size == 0 || size > (std::uint64_t(4) << 30) || addr > file_size_ || size > file_size_ - addr) {
+            if (H5Dget_chunk_info(dset, space.get(), k, offset.data(), &mask, &addr, &size) < 0 ||
+                addr == HADDR_UNDEF || size == 0 || size > (std::uint64_t(4) << 30) || addr > file_size_ ||
+                size > file_size_ - addr) {
                 H5Eclear2(H5E_DEFAULT);
                 return {};
             }
@@ -1066,9 +1093,9 @@ private:
 
     // `name`: the dataset's path; opened as `link` of `parent` (default: the path from the file).
     void list(const std::string& name, hid_t parent = -1, const std::string& link = "") {
-        Handle d(parent < 0 ? H5Dopen2(file_.get(), name.c_str(), dapl_.get())
-                            : H5Dopen2(parent, link.c_str(), dapl_.get()),
-                 H5Dclose);
+        Handle d(
+            parent < 0 ? H5Dopen2(file_.get(), name.c_str(), dapl_.get()) : H5Dopen2(parent, link.c_str(), dapl_.get()),
+            H5Dclose);
         if (!d.ok()) {
             errors_.push_back({path_, name, "cannot open dataset: " + hdf5_detail()});
             return;
@@ -1095,8 +1122,10 @@ private:
             if (const auto role = parse_role(*r)) {
                 t.role = *role;
             } else {
-                notes_.push_back({path_, name, fmt::format("attribute role='{}' is not one of activation, "
-                                                           "weight, gradient, optimizer_state: guessed from the name", io::quoted(*r, 64))});
+                notes_.push_back({path_, name,
+                                  fmt::format("attribute role='{}' is not one of activation, "
+                                              "weight, gradient, optimizer_state: guessed from the name",
+                                              io::quoted(*r, 64))});
             }
         }
         const bool had_role = t.role != Role::unknown;
@@ -1114,8 +1143,10 @@ private:
     // deliver(), or in raw mode the stored elements as they are (Chunk::count stored elements).
     void emit(DType d, const void* stored, std::size_t n, std::uint64_t first, std::vector<std::uint8_t>& scratch,
               const ChunkFn& fn) {
-        if (raw_delivery_) fn(Chunk{delivered_as(d), stored, n, first});
-        else deliver(d, stored, n, first, scratch, fn);
+        if (raw_delivery_)
+            fn(Chunk{delivered_as(d), stored, n, first});
+        else
+            deliver(d, stored, n, first, scratch, fn);
     }
 
     ReadOptions opts_;
@@ -1124,8 +1155,8 @@ private:
         unsigned char* dest;
         const PlacedFn* placed;
     };
-    Into* into_ = nullptr;  // read_into in progress: the direct paths write here
-    std::unordered_map<std::string, Extent> extents_;  // what listing learned (contiguous_extent)
+    Into* into_ = nullptr;                                 // read_into in progress: the direct paths write here
+    std::unordered_map<std::string, Extent> extents_;      // what listing learned (contiguous_extent)
     static constexpr std::uint64_t kReadHere = 256 << 10;  // read_extent: bytes read on the caller's thread
     std::string folder_;
     Handle dapl_;  // confined_access(folder_): every dataset is opened with it
@@ -1168,8 +1199,7 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
         }
         // Die of a crash as the kernel delivers it: handlers inherited from the host program
         // (a test framework's, a sanitizer's) would report it as the host's own failure.
-        for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT})
-            std::signal(sig, SIG_DFL);
+        for (const int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) std::signal(sig, SIG_DFL);
         g_progress_fd = fds[1];
         try {
             Hdf5Source probe(path, opts, only, raw);
@@ -1221,21 +1251,24 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
         if (errno != EINTR) return "";
     }
     if (hung)
-        return fmt::format("libhdf5 made no progress for {} s while listing the file's objects (a loop "
-                           "in corrupt metadata): stopped",
-                           opts.hdf5_listing_timeout_ms / 1000.0);
+        return fmt::format(
+            "libhdf5 made no progress for {} s while listing the file's objects (a loop "
+            "in corrupt metadata): stopped",
+            opts.hdf5_listing_timeout_ms / 1000.0);
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         Listing l;
         if (listed && in_listing && decode_listing(received, l)) *listed = std::move(l);
         return "";
     }
     if (WIFSIGNALED(status))
-        return fmt::format("libhdf5 crashed ({}) while listing the file's objects: its metadata is "
-                           "corrupt",
-                           strsignal(WTERMSIG(status)));
-    return fmt::format("libhdf5 stopped (exit status {}) while listing the file's objects: its metadata "
-                       "is corrupt",
-                       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return fmt::format(
+            "libhdf5 crashed ({}) while listing the file's objects: its metadata is "
+            "corrupt",
+            strsignal(WTERMSIG(status)));
+    return fmt::format(
+        "libhdf5 stopped (exit status {}) while listing the file's objects: its metadata "
+        "is corrupt",
+        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 #else
     (void)path, (void)opts, (void)only, (void)raw, (void)listed;
     return "";
@@ -1252,7 +1285,8 @@ std::unique_ptr<Source> open_hdf5(const std::string& path, const ReadOptions& op
     return std::make_unique<Hdf5Source>(path, opts);
 }
 
-std::unique_ptr<Source> open_hdf5_dataset(const std::string& path, const std::string& dataset, const ReadOptions& opts) {
+std::unique_ptr<Source> open_hdf5_dataset(const std::string& path, const std::string& dataset,
+                                          const ReadOptions& opts) {
     silence_hdf5();
     const std::string crash = listing_crashes(path, opts, dataset, true);
     if (!crash.empty()) throw DumpError(path, dataset, crash);

@@ -37,8 +37,8 @@ std::size_t elements_per_read(DType d, const ReadOptions& opts);
 
 // Hands `n` stored little-endian elements to `fn` as delivered bits (FP8 codes decoded to f32
 // through `scratch`, which is resized as needed).
-void deliver(DType d, const void* stored, std::size_t n, std::uint64_t first,
-             std::vector<std::uint8_t>& scratch, const ChunkFn& fn);
+void deliver(DType d, const void* stored, std::size_t n, std::uint64_t first, std::vector<std::uint8_t>& scratch,
+             const ChunkFn& fn);
 
 // Fills step/role from the name (then the file name, for the step) where no attribute gave them.
 void complete_guesses(TensorInfo& t);

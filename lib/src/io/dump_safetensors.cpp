@@ -28,9 +28,15 @@ constexpr std::uint64_t kMaxHeader = 100'000'000;  // the reference reader's lim
 
 std::optional<DType> parse_st_dtype(const std::string& s) {
     static const std::pair<const char*, DType> kTable[] = {
-        {"F64", DType::f64},          {"F32", DType::f32},           {"F16", DType::f16},
-        {"BF16", DType::bf16},        {"F8_E4M3", DType::e4m3},      {"F8_E5M2", DType::e5m2},
-        {"F8_E4M3FNUZ", DType::e4m3fnuz}, {"F8_E5M2FNUZ", DType::e5m2fnuz}, {"F8_E8M0", DType::e8m0},
+        {"F64", DType::f64},
+        {"F32", DType::f32},
+        {"F16", DType::f16},
+        {"BF16", DType::bf16},
+        {"F8_E4M3", DType::e4m3},
+        {"F8_E5M2", DType::e5m2},
+        {"F8_E4M3FNUZ", DType::e4m3fnuz},
+        {"F8_E5M2FNUZ", DType::e5m2fnuz},
+        {"F8_E8M0", DType::e8m0},
     };
     for (const auto& [n, d] : kTable)
         if (s == n) return d;
@@ -77,7 +83,6 @@ private:
     int fd_;
 };
 
-
 struct Entry {
     std::uint64_t begin, end;  // absolute file offsets
 };
@@ -88,7 +93,8 @@ public:
         : opts_(opts), raw_(raw), fd_(open_gated(path)) {
         path_ = path;
         struct stat st {};
-        if (::fstat(fd_.get(), &st) != 0) throw DumpError(path, "", fmt::format("cannot stat: {}", std::strerror(errno)));
+        if (::fstat(fd_.get(), &st) != 0)
+            throw DumpError(path, "", fmt::format("cannot stat: {}", std::strerror(errno)));
         const std::uint64_t size = static_cast<std::uint64_t>(st.st_size);
         auto bad = [&](const std::string& m) { return DumpError(path, "", "not a valid safetensors file: " + m); };
         if (size < 8) throw bad(fmt::format("{} bytes, shorter than the 8-byte header length", size));
@@ -118,7 +124,8 @@ public:
         }
         if (!header.is_object()) throw bad("header is not a JSON object");
         // The reference reader refuses a repeated name (which of the two is meant?).
-        if (!duplicate.empty()) throw bad(fmt::format("tensor name '{}' appears twice in the header", io::quoted(duplicate)));
+        if (!duplicate.empty())
+            throw bad(fmt::format("tensor name '{}' appears twice in the header", io::quoted(duplicate)));
         names.clear();
         const std::uint64_t data_start = 8 + n, data_size = size - data_start;
         check_coverage(header, data_size, bad);
@@ -144,7 +151,8 @@ public:
             tensors_.push_back(std::move(t));
         }
         // Overlapping tensors: neither can be trusted.
-        std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.first.begin < b.first.begin; });
+        std::sort(spans.begin(), spans.end(),
+                  [](const auto& a, const auto& b) { return a.first.begin < b.first.begin; });
         std::map<std::string, std::string> overlapping;
         std::size_t reach = 0;  // the span seen so far that ends last
         for (std::size_t i = 1; i < spans.size(); ++i) {
@@ -161,7 +169,8 @@ public:
                 if (o == overlapping.end()) {
                     keep.push_back(std::move(t));
                 } else {
-                    errors_.push_back({path_, t.name, fmt::format("data_offsets overlap those of '{}'", io::printable(o->second))});
+                    errors_.push_back(
+                        {path_, t.name, fmt::format("data_offsets overlap those of '{}'", io::printable(o->second))});
                     entries_.erase(t.name);
                 }
             }
@@ -197,7 +206,9 @@ public:
         std::vector<Slot> slots(window);
         reserve_pieces(window, per * ssize);
         for (std::size_t s = 0; s < window; ++s) slots[s].bytes = pieces_[s].get();
-        auto count = [&](std::size_t i) { return static_cast<std::size_t>(std::min<std::uint64_t>(per, t.numel - i * per)); };
+        auto count = [&](std::size_t i) {
+            return static_cast<std::size_t>(std::min<std::uint64_t>(per, t.numel - i * per));
+        };
         auto offset = [&](std::size_t i) { return it->second.begin + i * per * ssize; };
         parallel::ordered(
             static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
@@ -206,9 +217,12 @@ public:
             },
             [&](std::size_t i, std::size_t s) {
                 if (!slots[s].bad.empty())
-                    throw DumpError(path_, t.name, fmt::format("cannot read bytes at offset {}: {}", offset(i), slots[s].bad));
-                if (raw_) fn(Chunk{t.wide, slots[s].bytes, count(i), i * per});  // stored elements as they are
-                else deliver(t.dtype, slots[s].bytes, count(i), i * per, scratch_, fn);
+                    throw DumpError(path_, t.name,
+                                    fmt::format("cannot read bytes at offset {}: {}", offset(i), slots[s].bad));
+                if (raw_)
+                    fn(Chunk{t.wide, slots[s].bytes, count(i), i * per});  // stored elements as they are
+                else
+                    deliver(t.dtype, slots[s].bytes, count(i), i * per, scratch_, fn);
             });
     }
 
@@ -224,15 +238,20 @@ public:
         const std::uint64_t pieces = (t.numel + per - 1) / per;
         const std::size_t window = parallel::default_window();
         std::vector<std::string> bad(window);
-        auto count = [&](std::size_t i) { return static_cast<std::size_t>(std::min<std::uint64_t>(per, t.numel - i * per)); };
+        auto count = [&](std::size_t i) {
+            return static_cast<std::size_t>(std::min<std::uint64_t>(per, t.numel - i * per));
+        };
         auto offset = [&](std::size_t i) { return it->second.begin + i * per * ssize; };
         auto* out = static_cast<unsigned char*>(dest);
         parallel::ordered(
             static_cast<std::size_t>(pieces), window, [](std::size_t, std::size_t) {},
-            [&](std::size_t i, std::size_t s) { bad[s] = pread_exact(fd_.get(), out + i * per * ssize, count(i) * ssize, offset(i)); },
+            [&](std::size_t i, std::size_t s) {
+                bad[s] = pread_exact(fd_.get(), out + i * per * ssize, count(i) * ssize, offset(i));
+            },
             [&](std::size_t i, std::size_t s) {
                 if (!bad[s].empty())
-                    throw DumpError(path_, t.name, fmt::format("cannot read bytes at offset {}: {}", offset(i), bad[s]));
+                    throw DumpError(path_, t.name,
+                                    fmt::format("cannot read bytes at offset {}: {}", offset(i), bad[s]));
                 if (placed) placed(i * per, count(i));
             });
     }
@@ -261,16 +280,18 @@ private:
         std::uint64_t reach = 0;
         for (const auto& [b, e] : spans) {
             if (b > reach)
-                throw bad(fmt::format("data bytes [{}, {}) belong to no tensor (a name given twice, or a "
-                                      "tensor removed by hand?)", reach, b));
+                throw bad(
+                    fmt::format("data bytes [{}, {}) belong to no tensor (a name given twice, or a "
+                                "tensor removed by hand?)",
+                                reach, b));
             reach = std::max(reach, e);
         }
         if (reach < data_size)
             throw bad(fmt::format("data bytes [{}, {}) after the last tensor belong to no tensor", reach, data_size));
     }
 
-    bool parse_entry(const std::string& key, const nlohmann::json& v, std::uint64_t data_size,
-                     TensorInfo& t, Entry& e, std::string& why) {
+    bool parse_entry(const std::string& key, const nlohmann::json& v, std::uint64_t data_size, TensorInfo& t, Entry& e,
+                     std::string& why) {
         if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
             why = "header entry lacks dtype, shape or data_offsets";
             return false;
@@ -278,7 +299,10 @@ private:
         const auto& dt = v["dtype"];
         const auto& shape = v["shape"];
         const auto& offs = v["data_offsets"];
-        if (!dt.is_string()) { why = "dtype is not a string"; return false; }
+        if (!dt.is_string()) {
+            why = "dtype is not a string";
+            return false;
+        }
         const std::string dts = dt.get<std::string>();
         const auto d = raw_ && dts == "U8" ? std::optional<DType>(DType::e4m3) : parse_st_dtype(dts);
         if (!d) {
@@ -286,12 +310,21 @@ private:
                                         : fmt::format("unsupported dtype '{}'", io::quoted(dts, 64));
             return false;
         }
-        if (!shape.is_array()) { why = "shape is not an array"; return false; }
+        if (!shape.is_array()) {
+            why = "shape is not an array";
+            return false;
+        }
         std::uint64_t numel = 1;
         for (const auto& s : shape) {
-            if (!s.is_number_unsigned()) { why = fmt::format("shape {} has a non-integer or negative entry", brief(shape)); return false; }
+            if (!s.is_number_unsigned()) {
+                why = fmt::format("shape {} has a non-integer or negative entry", brief(shape));
+                return false;
+            }
             const std::uint64_t x = s.get<std::uint64_t>();
-            if (mul_overflows(numel, x, numel)) { why = fmt::format("shape {} overflows 64 bits", brief(shape)); return false; }
+            if (mul_overflows(numel, x, numel)) {
+                why = fmt::format("shape {} overflows 64 bits", brief(shape));
+                return false;
+            }
             t.shape.push_back(x);
         }
         if (!offs.is_array() || offs.size() != 2 || !offs[0].is_number_unsigned() || !offs[1].is_number_unsigned()) {
@@ -300,20 +333,26 @@ private:
         }
         e.begin = offs[0].get<std::uint64_t>();
         e.end = offs[1].get<std::uint64_t>();
-        if (e.end < e.begin) { why = fmt::format("data_offsets [{}, {}] end before they begin", e.begin, e.end); return false; }
+        if (e.end < e.begin) {
+            why = fmt::format("data_offsets [{}, {}] end before they begin", e.begin, e.end);
+            return false;
+        }
         if (e.end > data_size) {
-            why = fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes): truncated file?",
-                              e.begin, e.end, data_size);
+            why = fmt::format("data_offsets [{}, {}] run past the end of the data ({} bytes): truncated file?", e.begin,
+                              e.end, data_size);
             return false;
         }
         std::uint64_t bytes = 0;
         if (mul_overflows(numel, stored_size(*d), bytes) || bytes != e.end - e.begin) {
             why = fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}", brief(shape), dts,
-                              bytes == 0 && numel != 0 ? std::string("more than 2^64") : std::to_string(bytes),
-                              e.begin, e.end, e.end - e.begin);
+                              bytes == 0 && numel != 0 ? std::string("more than 2^64") : std::to_string(bytes), e.begin,
+                              e.end, e.end - e.begin);
             return false;
         }
-        if (numel == 0) { why = fmt::format("empty tensor (shape {})", brief(shape)); return false; }
+        if (numel == 0) {
+            why = fmt::format("empty tensor (shape {})", brief(shape));
+            return false;
+        }
         t.file = path_;
         t.name = key;
         t.numel = numel;
@@ -337,9 +376,13 @@ private:
             if (role)
                 meta_roles_[tensor] = *role;
             else
-                notes_.push_back({path_, tensor, fmt::format("__metadata__ '{}' = {} is not a role (activation, weight, "
-                                                             "gradient, optimizer_state): ignored", io::quoted(it.key(), 80),
-                                                             io::quoted(it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 80))});
+                notes_.push_back(
+                    {path_, tensor,
+                     fmt::format(
+                         "__metadata__ '{}' = {} is not a role (activation, weight, "
+                         "gradient, optimizer_state): ignored",
+                         io::quoted(it.key(), 80),
+                         io::quoted(it.value().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 80))});
         }
     }
 

@@ -21,8 +21,8 @@ namespace {
 std::int64_t parse_step_number(std::string_view part, std::string_view whole) {
     if (part.empty() || part.size() > 18 ||
         !std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; }))
-        throw std::invalid_argument(fmt::format(
-            "--steps '{}': '{}' is not a step number (use ranges like 0-100,200,300-)", whole, part));
+        throw std::invalid_argument(
+            fmt::format("--steps '{}': '{}' is not a step number (use ranges like 0-100,200,300-)", whole, part));
     return std::stoll(std::string(part));
 }
 
@@ -39,8 +39,7 @@ bool has_glob_chars(const std::string& s) { return s.find_first_of("*?[") != std
 std::vector<StepRange> parse_steps(std::string_view s) {
     std::vector<StepRange> out;
     std::size_t pos = 0;
-    if (trim(s).empty())
-        throw std::invalid_argument("--steps is empty (use ranges like 0-100,200,300-)");
+    if (trim(s).empty()) throw std::invalid_argument("--steps is empty (use ranges like 0-100,200,300-)");
     while (pos <= s.size()) {
         const std::size_t comma = std::min(s.find(',', pos), s.size());
         const std::string_view item = trim(s.substr(pos, comma - pos));
@@ -53,8 +52,7 @@ std::vector<StepRange> parse_steps(std::string_view s) {
             const std::string_view hi = trim(item.substr(dash + 1));
             r.hi = hi.empty() ? std::numeric_limits<std::int64_t>::max() : parse_step_number(hi, s);
             if (r.hi < r.lo)
-                throw std::invalid_argument(
-                    fmt::format("--steps '{}': range '{}' ends before it starts", s, item));
+                throw std::invalid_argument(fmt::format("--steps '{}': range '{}' ends before it starts", s, item));
         }
         out.push_back(r);
         pos = comma + 1;
@@ -69,8 +67,7 @@ bool Selection::matches(const TensorInfo& t) const {
     if (!steps.empty()) {
         if (!t.step) return false;
         const std::int64_t s = *t.step;
-        if (std::none_of(steps.begin(), steps.end(),
-                         [&](const StepRange& r) { return r.lo <= s && s <= r.hi; }))
+        if (std::none_of(steps.begin(), steps.end(), [&](const StepRange& r) { return r.lo <= s && s <= r.hi; }))
             return false;
     }
     return true;
@@ -82,8 +79,9 @@ namespace {
 // would block for ever, and a device such as /dev/zero never ends (io/gate.hpp).
 bool readable_kind(const std::string& path, const struct stat& st, std::vector<Problem>& problems) {
     if (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return true;
-    problems.push_back({path, "", fmt::format("{}, not a regular file: not read (dumps are read from regular files only)",
-                                              io::kind_name(st.st_mode))});
+    problems.push_back({path, "",
+                        fmt::format("{}, not a regular file: not read (dumps are read from regular files only)",
+                                    io::kind_name(st.st_mode))});
     return false;
 }
 
@@ -109,8 +107,10 @@ void keep(const std::string& path, const struct stat& st, std::vector<std::strin
         problems.push_back({path, "", "a directory with no dump file in a documented layout: " + folder_hint(path)});
     for (const auto& f : files) {
         struct stat fs {};
-        if (::stat(f.c_str(), &fs) == 0 && S_ISREG(fs.st_mode)) out.push_back(f);
-        else if (::stat(f.c_str(), &fs) == 0) readable_kind(f, fs, problems);
+        if (::stat(f.c_str(), &fs) == 0 && S_ISREG(fs.st_mode))
+            out.push_back(f);
+        else if (::stat(f.c_str(), &fs) == 0)
+            readable_kind(f, fs, problems);
     }
 }
 
@@ -122,8 +122,9 @@ std::vector<std::string> folder_files(const std::string& dir) {
     // TransformerEngine DumpTensors (transformer_engine/debug/features/dump_tensors.py):
     // {log_dir}/tensor_dumps/rank_N/{layer}_{tensor}_iter_{iter:06d}.pt, or, in older versions,
     // .../rank_N/iter_{iter:06d}/{layer}_{tensor}.pt.
-    static const char* const kLayouts[] = {"rank_*/*.pt", "rank_*/iter_*/*.pt", "tensor_dumps/rank_*/*.pt",
-                                           "tensor_dumps/rank_*/iter_*/*.pt", "*.pt", "iter_*/*.pt"};
+    static const char* const kLayouts[] = {
+        "rank_*/*.pt", "rank_*/iter_*/*.pt", "tensor_dumps/rank_*/*.pt", "tensor_dumps/rank_*/iter_*/*.pt",
+        "*.pt",        "iter_*/*.pt"};
     std::vector<std::string> out;
     for (const char* l : kLayouts)
         for (auto& f : glob_sorted(d + "/" + l)) out.push_back(std::move(f));
@@ -132,15 +133,16 @@ std::vector<std::string> folder_files(const std::string& dir) {
     return out;
 }
 
-std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
-                                       std::vector<Problem>& problems) {
+std::vector<std::string> expand_inputs(const std::vector<std::string>& args, std::vector<Problem>& problems) {
     std::vector<std::string> out;
     for (const auto& a : args) {
         struct stat st {};
         if (::stat(a.c_str(), &st) == 0 || !has_glob_chars(a)) {
             // A missing plain path is reported when it is opened, with the system's reason.
-            if (::stat(a.c_str(), &st) != 0) out.push_back(a);
-            else keep(a, st, out, problems);
+            if (::stat(a.c_str(), &st) != 0)
+                out.push_back(a);
+            else
+                keep(a, st, out, problems);
             continue;
         }
         glob_t g{};
@@ -149,20 +151,21 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
             std::vector<std::string> found(g.gl_pathv, g.gl_pathv + g.gl_pathc);
             std::sort(found.begin(), found.end());
             for (const auto& f : found) {
-                if (::stat(f.c_str(), &st) != 0) out.push_back(f);
-                else keep(f, st, out, problems);
+                if (::stat(f.c_str(), &st) != 0)
+                    out.push_back(f);
+                else
+                    keep(f, st, out, problems);
             }
         } else {
-            problems.push_back({a, "", rc == GLOB_NOMATCH ? "no file matches this pattern"
-                                                          : "cannot expand this pattern"});
+            problems.push_back(
+                {a, "", rc == GLOB_NOMATCH ? "no file matches this pattern" : "cannot expand this pattern"});
         }
         globfree(&g);
     }
     return out;
 }
 
-Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptions opts)
-    : opts_(opts) {
+Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptions opts) : opts_(opts) {
     for (const auto& f : files) {
         std::unique_ptr<Source> src;
         try {

@@ -29,8 +29,8 @@ std::size_t elements_per_read(DType d, const ReadOptions& opts) {
     return std::max<std::size_t>(1, opts.chunk_bytes / widest);
 }
 
-void deliver(DType d, const void* stored, std::size_t n, std::uint64_t first,
-             std::vector<std::uint8_t>& scratch, const ChunkFn& fn) {
+void deliver(DType d, const void* stored, std::size_t n, std::uint64_t first, std::vector<std::uint8_t>& scratch,
+             const ChunkFn& fn) {
     const Wide w = delivered_as(d);
     if (const auto f = fp8_format(d)) {
         // FP4 / FP6 codes sit in the low bits of a byte: a set high bit means the data is not
@@ -40,9 +40,10 @@ void deliver(DType d, const void* stored, std::size_t n, std::uint64_t first,
             const auto* c = static_cast<const std::uint8_t*>(stored);
             for (std::size_t i = 0; i < n; ++i)
                 if (c[i] >> bits)
-                    throw BadCodes(fmt::format("{} codes are {}-bit, one per byte, but element {} is 0x{:02x} "
-                                                         "(packed two per byte? store one code per byte, as ml_dtypes does)",
-                                                         name(d), bits, first + i, c[i]));
+                    throw BadCodes(
+                        fmt::format("{} codes are {}-bit, one per byte, but element {} is 0x{:02x} "
+                                    "(packed two per byte? store one code per byte, as ml_dtypes does)",
+                                    name(d), bits, first + i, c[i]));
         }
         scratch.resize(n * wide_size(w));
         decode_array(*f, w, static_cast<const std::uint8_t*>(stored), scratch.data(), n);
@@ -67,9 +68,7 @@ void complete_guesses(TensorInfo& t) {
     }
 }
 
-bool mul_overflows(std::uint64_t a, std::uint64_t b, std::uint64_t& out) {
-    return __builtin_mul_overflow(a, b, &out);
-}
+bool mul_overflows(std::uint64_t a, std::uint64_t b, std::uint64_t& out) { return __builtin_mul_overflow(a, b, &out); }
 
 }  // namespace detail
 
@@ -146,14 +145,14 @@ bool is_dump_file(const std::string& path) {
 std::string folder_hint(const std::string& dir) {
     std::string d = dir;
     while (d.size() > 1 && d.back() == '/') d.pop_back();
-    return fmt::format("give the files, or globs in the layout docs/dumps.md documents, such as "
-                       "'{0}/rank_*/*.pt' '{0}/rank_*/iter_*/*.pt' (TransformerEngine tensor_dumps/)",
-                       io::quoted(d));
+    return fmt::format(
+        "give the files, or globs in the layout docs/dumps.md documents, such as "
+        "'{0}/rank_*/*.pt' '{0}/rank_*/iter_*/*.pt' (TransformerEngine tensor_dumps/)",
+        io::quoted(d));
 }
 
 std::unique_ptr<Source> open_source(const std::string& path, const ReadOptions& opts) {
-    if (io::is_folder(path))
-        throw DumpError(path, "", "is a directory, not a dump file: " + folder_hint(path));
+    if (io::is_folder(path)) throw DumpError(path, "", "is a directory, not a dump file: " + folder_hint(path));
     std::optional<io::InputFile> f;
     try {
         f = io::open_input(path);

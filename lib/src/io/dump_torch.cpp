@@ -30,19 +30,33 @@ std::string after_path(const std::string& path, const char* what) {
 const std::map<std::string, std::pair<std::string, std::size_t>, std::less<>>& dtype_table() {
     // torch dtype name -> (typed storage class, element bytes)
     static const std::map<std::string, std::pair<std::string, std::size_t>, std::less<>> t = {
-        {"float64", {"torch.DoubleStorage", 8}},   {"float32", {"torch.FloatStorage", 4}},
-        {"float16", {"torch.HalfStorage", 2}},     {"bfloat16", {"torch.BFloat16Storage", 2}},
-        {"uint8", {"torch.ByteStorage", 1}},       {"int8", {"torch.CharStorage", 1}},
-        {"int16", {"torch.ShortStorage", 2}},      {"int32", {"torch.IntStorage", 4}},
-        {"int64", {"torch.LongStorage", 8}},       {"bool", {"torch.BoolStorage", 1}},
-        {"float8_e4m3fn", {"torch.Float8_e4m3fnStorage", 1}}, {"float8_e5m2", {"torch.Float8_e5m2Storage", 1}},
+        {"float64", {"torch.DoubleStorage", 8}},
+        {"float32", {"torch.FloatStorage", 4}},
+        {"float16", {"torch.HalfStorage", 2}},
+        {"bfloat16", {"torch.BFloat16Storage", 2}},
+        {"uint8", {"torch.ByteStorage", 1}},
+        {"int8", {"torch.CharStorage", 1}},
+        {"int16", {"torch.ShortStorage", 2}},
+        {"int32", {"torch.IntStorage", 4}},
+        {"int64", {"torch.LongStorage", 8}},
+        {"bool", {"torch.BoolStorage", 1}},
+        {"float8_e4m3fn", {"torch.Float8_e4m3fnStorage", 1}},
+        {"float8_e5m2", {"torch.Float8_e5m2Storage", 1}},
         {"float8_e4m3fnuz", {"torch.Float8_e4m3fnuzStorage", 1}},
         {"float8_e5m2fnuz", {"torch.Float8_e5m2fnuzStorage", 1}},
         {"float8_e8m0fnu", {"torch.Float8_e8m0fnuStorage", 1}},
         // Only through _rebuild_tensor_v3 (torch/storage.py _new_dtypes): no typed storage class.
-        {"float4_e2m1fn_x2", {"", 1}}, {"uint16", {"", 2}}, {"uint32", {"", 4}}, {"uint64", {"", 8}},
-        {"bits8", {"", 1}}, {"bits16", {"", 2}}, {"bits1x8", {"", 1}}, {"bits2x4", {"", 1}}, {"bits4x2", {"", 1}},
-        {"complex32", {"", 4}}, {"bcomplex32", {"", 4}},
+        {"float4_e2m1fn_x2", {"", 1}},
+        {"uint16", {"", 2}},
+        {"uint32", {"", 4}},
+        {"uint64", {"", 8}},
+        {"bits8", {"", 1}},
+        {"bits16", {"", 2}},
+        {"bits1x8", {"", 1}},
+        {"bits2x4", {"", 1}},
+        {"bits4x2", {"", 1}},
+        {"complex32", {"", 4}},
+        {"bcomplex32", {"", 4}},
     };
     return t;
 }
@@ -50,7 +64,8 @@ const std::map<std::string, std::pair<std::string, std::size_t>, std::less<>>& d
 std::string storage_dtype(const std::string& storage_type) {
     for (const auto& [dt, st] : dtype_table())
         if (!st.first.empty() && st.first == storage_type) return dt;
-    throw Bad(fmt::format("storage type {} does not say its element type (untyped storages are not read)", storage_type));
+    throw Bad(
+        fmt::format("storage type {} does not say its element type (untyped storages are not read)", storage_type));
 }
 
 std::string torch_dtype(const PValue& v) {
@@ -136,17 +151,22 @@ bool flag(const PValue& v, const char* what) {
 // A quantizer object (NEWOBJ + BUILD, interpreted by torch_pickle) or None: its class and scalar fields.
 void quantizer(const PValue& v, TeQuantized& q) {
     if (v.kind == K::none) return;
-    if (v.kind != K::instance) throw Bad(fmt::format("quantizer is {}, not a TransformerEngine quantizer", describe(v)));
+    if (v.kind != K::instance)
+        throw Bad(fmt::format("quantizer is {}, not a TransformerEngine quantizer", describe(v)));
     q.quantizer = v.text.substr(v.text.rfind('.') + 1);
     for (const auto& [k, x] : v.entries) {
         if (k->kind != K::string) continue;
         std::string text;
-        if (x->kind == K::boolean) text = x->i ? "True" : "False";
-        else if (x->kind == K::integer) text = std::to_string(x->i);
-        else if (x->kind == K::floating) text = fmt::format("{}", x->f);
+        if (x->kind == K::boolean)
+            text = x->i ? "True" : "False";
+        else if (x->kind == K::integer)
+            text = std::to_string(x->i);
+        else if (x->kind == K::floating)
+            text = fmt::format("{}", x->f);
         else if (x->kind == K::object && x->items.size() == 1 && x->items[0]->kind == K::integer)
             text = fmt::format("DType({})", x->items[0]->i);
-        else continue;
+        else
+            continue;
         q.quantizer_state.emplace_back(k->text, text);
     }
 }
@@ -205,9 +225,12 @@ TeQuantized quantized(const PValue& v) {
         if (a.size() == 14) {
             q.row_scaled = flag(*a[11], "row_scaled_nvfp4");
             q.use_4over6 = flag(*a[12], "nvfp4_use_4over6");
-            if (a[13]->kind == K::floating) q.e4m3_max = a[13]->f;
-            else if (a[13]->kind == K::integer) q.e4m3_max = static_cast<double>(a[13]->i);
-            else if (a[13]->kind != K::none) throw Bad(fmt::format("nvfp4_e4m3_max is {}", describe(*a[13])));
+            if (a[13]->kind == K::floating)
+                q.e4m3_max = a[13]->f;
+            else if (a[13]->kind == K::integer)
+                q.e4m3_max = static_cast<double>(a[13]->i);
+            else if (a[13]->kind != K::none)
+                throw Bad(fmt::format("nvfp4_e4m3_max is {}", describe(*a[13])));
         }
     } else if (q.kind == "Float8BlockwiseQTensor") {
         count({10}, "2.16 to 2.18");
@@ -227,8 +250,10 @@ TeQuantized quantized(const PValue& v) {
 TorchEntry entry(const std::string& key, const PValue& v) {
     TorchEntry e;
     e.key = key;
-    if (v.kind == K::object && v.text.rfind("transformer_engine.pytorch.tensor.", 0) == 0) e.quantized = quantized(v);
-    else e.tensor = tensor(v);
+    if (v.kind == K::object && v.text.rfind("transformer_engine.pytorch.tensor.", 0) == 0)
+        e.quantized = quantized(v);
+    else
+        e.tensor = tensor(v);
     return e;
 }
 
@@ -256,10 +281,15 @@ std::size_t torch_element_size(const std::string& dtype) {
 }
 
 std::optional<DType> torch_dump_dtype(const std::string& d) {
-    static const std::pair<const char*, DType> kTable[] = {
-        {"float64", DType::f64}, {"float32", DType::f32}, {"float16", DType::f16}, {"bfloat16", DType::bf16},
-        {"float8_e4m3fn", DType::e4m3}, {"float8_e5m2", DType::e5m2}, {"float8_e4m3fnuz", DType::e4m3fnuz},
-        {"float8_e5m2fnuz", DType::e5m2fnuz}, {"float8_e8m0fnu", DType::e8m0}};
+    static const std::pair<const char*, DType> kTable[] = {{"float64", DType::f64},
+                                                           {"float32", DType::f32},
+                                                           {"float16", DType::f16},
+                                                           {"bfloat16", DType::bf16},
+                                                           {"float8_e4m3fn", DType::e4m3},
+                                                           {"float8_e5m2", DType::e5m2},
+                                                           {"float8_e4m3fnuz", DType::e4m3fnuz},
+                                                           {"float8_e5m2fnuz", DType::e5m2fnuz},
+                                                           {"float8_e8m0fnu", DType::e8m0}};
     for (const auto& [n, t] : kTable)
         if (d == n) return t;
     return std::nullopt;
@@ -316,8 +346,9 @@ void TorchFile::check(const TorchTensor& t, const std::string& name, const ReadO
     if (!z) throw DumpError(path(), name, fmt::format("storage data/{} is missing from the archive", t.key));
     std::uint64_t need = 0;
     if (mul_overflows(t.storage_numel, es, need) || z->size < need)
-        throw DumpError(path(), name, fmt::format("storage data/{} claims {} elements of {} bytes but holds {} bytes",
-                                                  t.key, t.storage_numel, es, z->size));
+        throw DumpError(path(), name,
+                        fmt::format("storage data/{} claims {} elements of {} bytes but holds {} bytes", t.key,
+                                    t.storage_numel, es, z->size));
     const std::uint64_t n = t.numel();
     if (n > opts.max_elements)
         throw DumpError(path(), name, fmt::format("{} elements: more than the {} allowed", n, opts.max_elements));
@@ -329,10 +360,11 @@ void TorchFile::check(const TorchTensor& t, const std::string& name, const ReadO
             throw DumpError(path(), name, "size and stride overflow 64 bits");
     }
     if (last >= t.storage_numel)
-        throw DumpError(path(), name, fmt::format("the tensor (offset {}, size {}, stride {}) reaches element {} of a "
-                                                  "storage of {} elements: storage shorter than its tensor",
-                                                  t.offset, fmt::join(t.shape, "x"), fmt::join(t.stride, ","), last,
-                                                  t.storage_numel));
+        throw DumpError(
+            path(), name,
+            fmt::format("the tensor (offset {}, size {}, stride {}) reaches element {} of a "
+                        "storage of {} elements: storage shorter than its tensor",
+                        t.offset, fmt::join(t.shape, "x"), fmt::join(t.stride, ","), last, t.storage_numel));
 }
 
 void TorchFile::read(const TorchTensor& t, std::size_t per_call,
@@ -410,26 +442,31 @@ public:
             if (e.quantized) {
                 const TeQuantized& q = *e.quantized;
                 if (!q.data) {
-                    notes_.push_back({path, t.name, fmt::format("TransformerEngine {} holding only its column-wise data: "
-                                                                "not decoded (row-wise data is)", q.kind)});
+                    notes_.push_back({path, t.name,
+                                      fmt::format("TransformerEngine {} holding only its column-wise data: "
+                                                  "not decoded (row-wise data is)",
+                                                  q.kind)});
                     continue;
                 }
                 const bool fp4 = q.kind == "NVFP4Tensor";
                 const auto f = fp4 ? (q.fp8_dtype == 10 ? std::optional<DType>(DType::e2m1) : std::nullopt)
                                    : te_fp8_dtype(q.fp8_dtype);
                 if (!f) {
-                    errors_.push_back({path, t.name, fmt::format("{} {} {} is not {}", q.kind, fp4 ? "fp4_dtype" : "fp8_dtype",
-                                                                 q.fp8_dtype, fp4 ? "E2M1 (10)" : "E4M3 (7) or E5M2 (8)")});
+                    errors_.push_back({path, t.name,
+                                       fmt::format("{} {} {} is not {}", q.kind, fp4 ? "fp4_dtype" : "fp8_dtype",
+                                                   q.fp8_dtype, fp4 ? "E2M1 (10)" : "E4M3 (7) or E5M2 (8)")});
                     continue;
                 }
                 t.dtype = *f;
-                t.storage = fmt::format("TE {} {} codes{}", q.kind, name(*f), q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
+                t.storage = fmt::format("TE {} {} codes{}", q.kind, name(*f),
+                                        q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
                 tt = &*q.data;
                 auto want = q.shape;
                 if (fp4 && !want.empty()) want.back() = (want.back() + 1) / 2;
                 if (tt->dtype != "uint8" || tt->shape != want) {
-                    errors_.push_back({path, t.name, fmt::format("{} data is {} {}, expected uint8 of shape {}", q.kind,
-                                                                 tt->dtype, fmt::join(tt->shape, "x"), fmt::join(want, "x"))});
+                    errors_.push_back({path, t.name,
+                                       fmt::format("{} data is {} {}, expected uint8 of shape {}", q.kind, tt->dtype,
+                                                   fmt::join(tt->shape, "x"), fmt::join(want, "x"))});
                     continue;
                 }
                 packed = fp4;
@@ -443,7 +480,8 @@ public:
             } else {
                 const auto d = torch_dump_dtype(tt->dtype);
                 if (!d) {
-                    notes_.push_back({path, t.name, fmt::format("torch.{} tensor: not a floating-point type, skipped", tt->dtype)});
+                    notes_.push_back(
+                        {path, t.name, fmt::format("torch.{} tensor: not a floating-point type, skipped", tt->dtype)});
                     continue;
                 }
                 t.dtype = *d;

@@ -58,15 +58,13 @@ InputFile open_input(const std::string& path) {
     // stat() first: a FIFO or a device is refused without being opened (opening a FIFO waits for a
     // writer; opening some devices has effects of its own).
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0)
-        throw InputError(path, fmt::format("cannot open: {}", std::strerror(errno)));
+    if (::stat(path.c_str(), &st) != 0) throw InputError(path, fmt::format("cannot open: {}", std::strerror(errno)));
     if (!S_ISREG(st.st_mode)) throw InputError(path, not_regular(st.st_mode));
     const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) throw InputError(path, fmt::format("cannot open: {}", std::strerror(errno)));
     InputFile f(fd, 0);
     // Checked again on what was opened: the path may have been replaced in between.
-    if (::fstat(fd, &st) != 0)
-        throw InputError(path, fmt::format("cannot stat: {}", std::strerror(errno)));
+    if (::fstat(fd, &st) != 0) throw InputError(path, fmt::format("cannot stat: {}", std::strerror(errno)));
     if (!S_ISREG(st.st_mode)) throw InputError(path, not_regular(st.st_mode));
     const int fl = ::fcntl(fd, F_GETFL);
     if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -86,8 +84,7 @@ void check_input(const std::string& path) { (void)open_input(path); }
 std::string read_input_text(const std::string& path, std::uint64_t max_bytes, std::string_view what) {
     InputFile f = open_input(path);
     if (f.size() > max_bytes)
-        throw InputError(path, fmt::format("{} bytes, over the {}-byte limit of {}", f.size(),
-                                     max_bytes, what));
+        throw InputError(path, fmt::format("{} bytes, over the {}-byte limit of {}", f.size(), max_bytes, what));
     std::string out;
     char buf[65536];
     for (;;) {

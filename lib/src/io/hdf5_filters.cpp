@@ -59,11 +59,10 @@ void unshuffle(const unsigned char* in, std::size_t size, unsigned element, unsi
 
 }  // namespace
 
-std::string decode_chunk(const std::vector<FilterStep>& pipeline, unsigned filter_mask,
-                         const unsigned char* stored, std::size_t stored_size, std::size_t chunk_bytes,
-                         std::vector<unsigned char>& scratch, unsigned char* out) {
-    if (chunk_bytes >= 0xFFFFFFFFu || stored_size >= 0xFFFFFFFFu)
-        return "chunks of 4 GiB or more are not supported";
+std::string decode_chunk(const std::vector<FilterStep>& pipeline, unsigned filter_mask, const unsigned char* stored,
+                         std::size_t stored_size, std::size_t chunk_bytes, std::vector<unsigned char>& scratch,
+                         unsigned char* out) {
+    if (chunk_bytes >= 0xFFFFFFFFu || stored_size >= 0xFFFFFFFFu) return "chunks of 4 GiB or more are not supported";
     // Only deflate changes the size and shuffle keeps it: in read order, every stage after
     // deflate holds exactly chunk_bytes, and without deflate the stored bytes must already.
     // Stages alternate between the two halves of `scratch`; the last one writes to `out`.
@@ -91,8 +90,7 @@ std::string decode_chunk(const std::vector<FilterStep>& pipeline, unsigned filte
         }
         cur = dst;
     }
-    if (cur_size != chunk_bytes)
-        return fmt::format("it stores {} bytes, the chunk holds {}", cur_size, chunk_bytes);
+    if (cur_size != chunk_bytes) return fmt::format("it stores {} bytes, the chunk holds {}", cur_size, chunk_bytes);
     std::memcpy(out, cur, chunk_bytes);
     return "";
 }

@@ -23,8 +23,8 @@ struct FilterStep {
 // order, skipping those whose bit is set in `filter_mask` (bit i: filter i of the write order was
 // not applied to this chunk). Returns "" on success, else what is wrong with the chunk.
 // `scratch` is reused between calls.
-std::string decode_chunk(const std::vector<FilterStep>& pipeline, unsigned filter_mask,
-                         const unsigned char* stored, std::size_t stored_size, std::size_t chunk_bytes,
-                         std::vector<unsigned char>& scratch, unsigned char* out);
+std::string decode_chunk(const std::vector<FilterStep>& pipeline, unsigned filter_mask, const unsigned char* stored,
+                         std::size_t stored_size, std::size_t chunk_bytes, std::vector<unsigned char>& scratch,
+                         unsigned char* out);
 
 }  // namespace fp8kit::dump::detail

@@ -12,8 +12,7 @@ herr_t collect_error(unsigned n, const H5E_error2_t* err, void* data) {
     auto* out = static_cast<std::vector<std::string>*>(data);
     char minor[160] = {};
     H5Eget_msg(err->min_num, nullptr, minor, sizeof minor);
-    if (n < 2) out->push_back(err->desc && *err->desc ? fmt::format("{} ({})", err->desc, minor)
-                                                    : std::string(minor));
+    if (n < 2) out->push_back(err->desc && *err->desc ? fmt::format("{} ({})", err->desc, minor) : std::string(minor));
     return 0;
 }
 

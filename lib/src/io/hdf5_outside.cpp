@@ -27,9 +27,7 @@ namespace fp8kit::dump::detail {
 namespace {
 
 // Denies every external link traversal before the target file is opened.
-herr_t deny_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) {
-    return -1;
-}
+herr_t deny_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) { return -1; }
 
 std::string real(const std::string& p) {
     char buf[PATH_MAX];
@@ -204,9 +202,10 @@ std::string check_link_path(hid_t file, const std::string& dataset) {
             H5L_info_t info{};
             if (H5Lget_info(file, prefix.c_str(), &info, lapl.get()) < 0) {
                 H5Eclear2(H5E_DEFAULT);
-                return fmt::format("no dataset there: '{}' does not exist (or is reached through an external "
-                                   "link, which is not followed)",
-                                   prefix);
+                return fmt::format(
+                    "no dataset there: '{}' does not exist (or is reached through an external "
+                    "link, which is not followed)",
+                    prefix);
             }
             if (info.type == H5L_TYPE_EXTERNAL) {
                 std::vector<char> val(info.u.val_size + 1, '\0');

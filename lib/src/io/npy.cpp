@@ -35,7 +35,10 @@ struct Parser {
     }
     bool accept(char c) {
         skip_space();
-        if (pos < s.size() && s[pos] == c) { ++pos; return true; }
+        if (pos < s.size() && s[pos] == c) {
+            ++pos;
+            return true;
+        }
         return false;
     }
     void expect(char c) {
@@ -53,8 +56,14 @@ struct Parser {
     }
     bool boolean() {
         skip_space();
-        if (s.compare(pos, 4, "True") == 0) { pos += 4; return true; }
-        if (s.compare(pos, 5, "False") == 0) { pos += 5; return false; }
+        if (s.compare(pos, 4, "True") == 0) {
+            pos += 4;
+            return true;
+        }
+        if (s.compare(pos, 5, "False") == 0) {
+            pos += 5;
+            return false;
+        }
         fail("expected True or False");
     }
     std::vector<std::size_t> tuple() {
@@ -70,7 +79,10 @@ struct Parser {
                 v = v * 10 + d;
             }
             out.push_back(v);
-            if (!accept(',')) { expect(')'); break; }
+            if (!accept(',')) {
+                expect(')');
+                break;
+            }
         }
         return out;
     }
@@ -78,8 +90,7 @@ struct Parser {
 
 }  // namespace
 
-NpyHeader parse_npy_header(const unsigned char* b, std::size_t size, std::size_t file_size,
-                           const std::string& what) {
+NpyHeader parse_npy_header(const unsigned char* b, std::size_t size, std::size_t file_size, const std::string& what) {
     static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
     if (size < 10 || std::memcmp(b, magic, 6) != 0)
         throw NpyError(fmt::format("{}: not a .npy file (no \\x93NUMPY magic at the start)", what));
@@ -87,17 +98,19 @@ NpyHeader parse_npy_header(const unsigned char* b, std::size_t size, std::size_t
     h.major = b[6];
     h.minor = b[7];
     std::size_t len_bytes;
-    if (h.major == 1) len_bytes = 2;
-    else if (h.major == 2 || h.major == 3) len_bytes = 4;
-    else throw NpyError(fmt::format("{}: unsupported .npy format version {}.{}", what, h.major, h.minor));
-    if (size < 8 + len_bytes)
-        throw NpyError(fmt::format("{}: truncated .npy header", what));
+    if (h.major == 1)
+        len_bytes = 2;
+    else if (h.major == 2 || h.major == 3)
+        len_bytes = 4;
+    else
+        throw NpyError(fmt::format("{}: unsupported .npy format version {}.{}", what, h.major, h.minor));
+    if (size < 8 + len_bytes) throw NpyError(fmt::format("{}: truncated .npy header", what));
     std::size_t header_len = 0;
     for (std::size_t i = 0; i < len_bytes; ++i) header_len |= static_cast<std::size_t>(b[8 + i]) << (8 * i);
     h.data_offset = 8 + len_bytes + header_len;
     if (h.data_offset > size)
-        throw NpyError(fmt::format("{}: truncated .npy header (header says {} bytes, file has {})", what,
-                                   h.data_offset, size));
+        throw NpyError(
+            fmt::format("{}: truncated .npy header (header says {} bytes, file has {})", what, h.data_offset, size));
     const std::string text(reinterpret_cast<const char*>(b) + 8 + len_bytes, header_len);
 
     Parser p{text, 0, what};
@@ -121,12 +134,17 @@ NpyHeader parse_npy_header(const unsigned char* b, std::size_t size, std::size_t
         } else {
             p.fail(fmt::format("unexpected key '{}'", key));
         }
-        if (!p.accept(',')) { p.expect('}'); break; }
+        if (!p.accept(',')) {
+            p.expect('}');
+            break;
+        }
     }
     if (!have_descr || !have_order || !have_shape) p.fail("needs the keys descr, fortran_order and shape");
     if (fortran)
-        throw NpyError(fmt::format("{}: fortran_order is True; save the array in C order "
-                                   "(numpy.ascontiguousarray) before validating", what));
+        throw NpyError(
+            fmt::format("{}: fortran_order is True; save the array in C order "
+                        "(numpy.ascontiguousarray) before validating",
+                        what));
 
     // descr: byte order, kind letter, item size ("<f4", "|u1", "|V2").
     const std::string& d = h.descr;
@@ -153,8 +171,10 @@ NpyHeader parse_npy_header(const unsigned char* b, std::size_t size, std::size_t
     if (n > (SIZE_MAX - h.data_offset) / item) throw NpyError(fmt::format("{}: shape too large", what));
     const std::size_t expected = h.data_offset + n * item;
     if (file_size != expected)
-        throw NpyError(fmt::format("{}: wrong size: the header says {} elements of {} bytes ({} bytes in all), "
-                                   "the file has {} bytes", what, n, item, expected, file_size));
+        throw NpyError(
+            fmt::format("{}: wrong size: the header says {} elements of {} bytes ({} bytes in all), "
+                        "the file has {} bytes",
+                        what, n, item, expected, file_size));
     return h;
 }
 

@@ -59,7 +59,8 @@ OutputFile::OutputFile(std::string path, std::string option, bool direct)
         in_place_ = true;
         return;
     }
-    struct stat lst {}, st {};
+    struct stat lst {
+    }, st{};
     bool exists = false;
     target_ = path_;
     if (::lstat(path_.c_str(), &lst) == 0) {
@@ -70,8 +71,10 @@ OutputFile::OutputFile(std::string path, std::string option, bool direct)
             if (!real || ::stat(real, &st) != 0) {
                 const int e = errno;
                 std::free(real);
-                throw OutputError(fmt::format("{}: is a symbolic link that resolves to no file ({}); "
-                                              "name the file itself", who, std::strerror(e)));
+                throw OutputError(
+                    fmt::format("{}: is a symbolic link that resolves to no file ({}); "
+                                "name the file itself",
+                                who, std::strerror(e)));
             }
             target_ = real;
             std::free(real);
@@ -165,7 +168,8 @@ void OutputFile::commit() {
     fd_ = -1;
     if (::close(fd) != 0) fail("write failed", errno);  // NFS and the like report errors here
     if (in_place_) return;
-    if (detail::rename_and_forget(tmp_.c_str(), target_.c_str()) != 0) fail("cannot rename the temporary into place", errno);
+    if (detail::rename_and_forget(tmp_.c_str(), target_.c_str()) != 0)
+        fail("cannot rename the temporary into place", errno);
     tmp_.clear();
     // The rename itself reaches the disk with the folder's entry (best effort: not every file
     // system lets a folder be opened or synced).

@@ -52,14 +52,28 @@ std::vector<std::string_view> components(std::string_view p) {
 // The stats with an optional recipe prefix and _columnwise suffix: stats_computation.py
 // (add_underflows_stats, add_scale_inv_stats, add_mse_stats), log_nvfp4_tensor_stats.py.
 constexpr std::string_view kRecipeStats[] = {"underflows_num", "underflows%", "scale_inv_min",
-                                             "scale_inv_max", "mse", "total_square_error"};
-constexpr std::string_view kRecipes[] = {"fp8_delayed_scaling", "fp8_current_scaling", "mxfp8",
-                                         "fp8_block_scaling", "nvfp4"};
+                                             "scale_inv_max",  "mse",         "total_square_error"};
+constexpr std::string_view kRecipes[] = {"fp8_delayed_scaling", "fp8_current_scaling", "mxfp8", "fp8_block_scaling",
+                                         "nvfp4"};
 // The plain stats: stats_to_num in stats_computation.py.
-constexpr std::string_view kStats[] = {
-    "min", "max", "sum", "mean", "numel", "l1_norm", "l2_norm_square", "l2_norm", "variance", "cur_amax",
-    "dynamic_range_top", "dynamic_range_bottom", "std", "dynamic_range", "fp8_delayed_scaling_overflows_num",
-    "fp8_delayed_scaling_overflows%", "overflows_num", "overflows%"};
+constexpr std::string_view kStats[] = {"min",
+                                       "max",
+                                       "sum",
+                                       "mean",
+                                       "numel",
+                                       "l1_norm",
+                                       "l2_norm_square",
+                                       "l2_norm",
+                                       "variance",
+                                       "cur_amax",
+                                       "dynamic_range_top",
+                                       "dynamic_range_bottom",
+                                       "std",
+                                       "dynamic_range",
+                                       "fp8_delayed_scaling_overflows_num",
+                                       "fp8_delayed_scaling_overflows%",
+                                       "overflows_num",
+                                       "overflows%"};
 
 }  // namespace
 
@@ -79,8 +93,10 @@ std::optional<DumpPath> parse_dump_path(std::string_view path) {
     const std::size_t at = stem.rfind("_iter_");
     std::optional<std::int64_t> step;
     if (at != std::string_view::npos) step = digits_after(stem.substr(at + 1), "iter_");
-    if (step) stem = stem.substr(0, at);
-    else if (parts.size() >= 2) step = digits_after(parts[parts.size() - 2], "iter_");
+    if (step)
+        stem = stem.substr(0, at);
+    else if (parts.size() >= 2)
+        step = digits_after(parts[parts.size() - 2], "iter_");
     if (!step) return std::nullopt;
     d.step = *step;
     // 2. The tensor name from the end (layer names contain '_' too).
@@ -107,7 +123,8 @@ std::optional<StatName> split_stat_name(std::string_view name) {
             const std::string suffix = fmt::format("_{}_{}", t, stat_text);
             if (suffix.size() <= best_len || name.size() <= suffix.size() || !ends_with(name, suffix)) continue;
             best_len = suffix.size();
-            best = StatName{std::string(name.substr(0, name.size() - suffix.size())), std::string(t), recipe, stat, col};
+            best =
+                StatName{std::string(name.substr(0, name.size() - suffix.size())), std::string(t), recipe, stat, col};
         }
     };
     for (std::string_view s : kStats) consider(s, "", std::string(s), false);
@@ -115,10 +132,12 @@ std::optional<StatName> split_stat_name(std::string_view name) {
         for (std::string_view s : kRecipeStats) {
             const std::string tail = fmt::format("{}{}", s, col ? "_columnwise" : "");
             consider(tail, "", std::string(s), col);
-            for (std::string_view r : kRecipes) consider(fmt::format("{}_{}", r, tail), std::string(r), std::string(s), col);
+            for (std::string_view r : kRecipes)
+                consider(fmt::format("{}_{}", r, tail), std::string(r), std::string(s), col);
         }
     // max_blockwise_dynamic_range_block_size_{B}_dims_{D}[_max_over_orientations] (BlockwiseDynamicRangeStat)
-    static const std::regex kBlockwise("_(max_blockwise_dynamic_range_block_size_[0-9]+_dims_[0-9]+(_max_over_orientations)?)$");
+    static const std::regex kBlockwise(
+        "_(max_blockwise_dynamic_range_block_size_[0-9]+_dims_[0-9]+(_max_over_orientations)?)$");
     std::match_results<std::string_view::const_iterator> m;
     if (std::regex_search(name.begin(), name.end(), m, kBlockwise)) {
         const std::string s = m[1].str();
@@ -171,19 +190,25 @@ StatsLog read_stats_log(const std::string& path) {
         if (vtext.empty() || end != vtext.c_str() + vtext.size()) throw bad("value= is not a number");
         const auto parts = split_stat_name(full);
         if (!parts) {
-            log.notes.push_back(fmt::format("{}:{}: {} skipped: it does not end in _{{tensor}}_{{stat}} with a tensor "
-                                            "and statistic TransformerEngine logs", path, lineno, io::quoted(full, 80)));
+            log.notes.push_back(
+                fmt::format("{}:{}: {} skipped: it does not end in _{{tensor}}_{{stat}} with a tensor "
+                            "and statistic TransformerEngine logs",
+                            path, lineno, io::quoted(full, 80)));
             continue;
         }
         log.lines.push_back(StatLine{*parts, full, *iter, value, log.rank, lineno, significant_digits(vtext)});
     }
     if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path));
     if (log.lines.empty() && !log.notes.empty())
-        throw std::runtime_error(fmt::format("{}: no statistic TransformerEngine logs ({} lines with unknown names; "
-                                             "the first: {})", path, log.notes.size(), log.notes.front()));
+        throw std::runtime_error(
+            fmt::format("{}: no statistic TransformerEngine logs ({} lines with unknown names; "
+                        "the first: {})",
+                        path, log.notes.size(), log.notes.front()));
     if (log.lines.empty())
-        throw std::runtime_error(fmt::format("{}: no statistics lines (name iteration=N value=V): not a "
-                                             "nvdlfw_inspect_statistics_logs file", path));
+        throw std::runtime_error(
+            fmt::format("{}: no statistics lines (name iteration=N value=V): not a "
+                        "nvdlfw_inspect_statistics_logs file",
+                        path));
     return log;
 }
 
@@ -198,7 +223,8 @@ std::vector<std::string> find_stats_logs(const std::string& path) {
     if (DIR* d = ::opendir(dir.c_str())) {
         while (const dirent* e = ::readdir(d)) {
             const std::string n = e->d_name;
-            if (n.rfind("nvdlfw_inspect", 0) == 0 && n.find("_globalrank-") != std::string::npos && ends_with(n, ".log"))
+            if (n.rfind("nvdlfw_inspect", 0) == 0 && n.find("_globalrank-") != std::string::npos &&
+                ends_with(n, ".log"))
                 out.push_back(dir + "/" + n);
         }
         ::closedir(d);
@@ -215,13 +241,16 @@ std::vector<std::uint8_t> te_rowwise_scales(const std::vector<std::uint8_t>& sto
                                             std::uint64_t blocks, bool swizzled) {
     const std::uint64_t pr = (rows + 127) / 128 * 128, pc = (blocks + 3) / 4 * 4;
     if (shape.size() != 2 || shape[0] != pr || shape[1] != pc || stored.size() != pr * pc)
-        throw std::invalid_argument(fmt::format("scale_inv is {}, expected {}x{} ({} rows padded to 128, {} blocks "
-                                                "padded to 4)", fmt::join(shape, "x"), pr, pc, rows, blocks));
+        throw std::invalid_argument(
+            fmt::format("scale_inv is {}, expected {}x{} ({} rows padded to 128, {} blocks "
+                        "padded to 4)",
+                        fmt::join(shape, "x"), pr, pc, rows, blocks));
     std::vector<std::uint8_t> out(rows * blocks);
     for (std::uint64_t r = 0; r < rows; ++r)
         for (std::uint64_t c = 0; c < blocks; ++c) {
-            const std::uint64_t at = swizzled ? ((r / 128) * (pc / 4) + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4
-                                              : r * pc + c;
+            const std::uint64_t at =
+                swizzled ? ((r / 128) * (pc / 4) + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4
+                         : r * pc + c;
             out[r * blocks + c] = stored[at];
         }
     return out;
@@ -299,9 +328,12 @@ std::vector<StatSeries> combine_ranks(const std::vector<StatsLog>& logs) {
                 continue;
             }
             // NaN wins, as torch.max/min propagate it.
-            if (fresh) a.value = l.value;
-            else if (std::isnan(l.value) || std::isnan(a.value)) a.value = NAN;
-            else a.value = c == Combine::max ? std::max(a.value, l.value) : std::min(a.value, l.value);
+            if (fresh)
+                a.value = l.value;
+            else if (std::isnan(l.value) || std::isnan(a.value))
+                a.value = NAN;
+            else
+                a.value = c == Combine::max ? std::max(a.value, l.value) : std::min(a.value, l.value);
         }
     std::vector<StatSeries> out;
     for (const auto& [key, steps] : acc) {

@@ -43,15 +43,15 @@ struct TeQuantized {
     std::string kind;  // "Float8Tensor", "MXFP8Tensor", "NVFP4Tensor", "Float8BlockwiseQTensor"
     std::optional<TorchTensor> data, transpose, scale_inv;  // row-wise data and scale_inv
     std::optional<TorchTensor> columnwise_data, columnwise_scale_inv, amax, columnwise_amax;
-    int fp8_dtype = -1;    // TE's DType value (NVTEDType: 7 = E4M3, 8 = E5M2, 10 = E2M1)
-    std::string dtype;     // the dequantised dtype
+    int fp8_dtype = -1;  // TE's DType value (NVTEDType: 7 = E4M3, 8 = E5M2, 10 = E2M1)
+    std::string dtype;   // the dequantised dtype
     std::vector<std::uint64_t> shape;
-    bool swizzled = false;      // MXFP8/NVFP4 with_gemm_swizzled_scales: cuBLAS's tiled scale layout
-    bool is_2d = false;         // blockwise: 128x128 blocks (else 1x128)
-    bool row_scaled = false;    // NVFP4 (2.17+) row_scaled_nvfp4
-    bool use_4over6 = false;    // NVFP4 (2.17+) nvfp4_use_4over6
+    bool swizzled = false;           // MXFP8/NVFP4 with_gemm_swizzled_scales: cuBLAS's tiled scale layout
+    bool is_2d = false;              // blockwise: 128x128 blocks (else 1x128)
+    bool row_scaled = false;         // NVFP4 (2.17+) row_scaled_nvfp4
+    bool use_4over6 = false;         // NVFP4 (2.17+) nvfp4_use_4over6
     std::optional<double> e4m3_max;  // NVFP4 (2.17+) nvfp4_e4m3_max
-    std::string quantizer;      // the quantizer's class ("" when None)
+    std::string quantizer;           // the quantizer's class ("" when None)
     std::vector<std::pair<std::string, std::string>> quantizer_state;  // its scalar fields, as text
 };
 
@@ -81,7 +81,7 @@ private:
     std::vector<TorchEntry> entries_;
 };
 
-std::size_t torch_element_size(const std::string& dtype);  // 0 when not a known dtype
+std::size_t torch_element_size(const std::string& dtype);         // 0 when not a known dtype
 std::optional<DType> torch_dump_dtype(const std::string& dtype);  // analysable dtypes
 std::optional<DType> te_fp8_dtype(int te_dtype);                  // 7 -> e4m3, 8 -> e5m2
 

@@ -46,30 +46,86 @@ constexpr std::string_view kClasses[] = {
 };
 constexpr std::string_view kValues[] = {
     // torch dtypes (a dtype pickles as the global torch.<name>)
-    "torch.float64", "torch.float32", "torch.float16", "torch.bfloat16", "torch.float8_e4m3fn",
-    "torch.float8_e5m2", "torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu",
-    "torch.uint8", "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.bool",
+    "torch.float64",
+    "torch.float32",
+    "torch.float16",
+    "torch.bfloat16",
+    "torch.float8_e4m3fn",
+    "torch.float8_e5m2",
+    "torch.float8_e4m3fnuz",
+    "torch.float8_e5m2fnuz",
+    "torch.float8_e8m0fnu",
+    "torch.uint8",
+    "torch.int8",
+    "torch.int16",
+    "torch.int32",
+    "torch.int64",
+    "torch.bool",
     // the dtypes torch pickles through _rebuild_tensor_v3 over an untyped storage
     // (torch/storage.py _new_dtypes, torch/_tensor.py _reduce_ex_internal; torch >= 2.2)
-    "torch.float4_e2m1fn_x2", "torch.uint16", "torch.uint32", "torch.uint64", "torch.bits8", "torch.bits16",
-    "torch.bits1x8", "torch.bits2x4", "torch.bits4x2", "torch.complex32", "torch.bcomplex32",
+    "torch.float4_e2m1fn_x2",
+    "torch.uint16",
+    "torch.uint32",
+    "torch.uint64",
+    "torch.bits8",
+    "torch.bits16",
+    "torch.bits1x8",
+    "torch.bits2x4",
+    "torch.bits4x2",
+    "torch.complex32",
+    "torch.bcomplex32",
     // storage types (torch/serialization.py persistent_id: the typed storage's class)
-    "torch.UntypedStorage", "torch.storage.UntypedStorage", "torch.DoubleStorage", "torch.FloatStorage", "torch.HalfStorage",
-    "torch.BFloat16Storage", "torch.ByteStorage", "torch.CharStorage", "torch.ShortStorage",
-    "torch.IntStorage", "torch.LongStorage", "torch.BoolStorage", "torch.Float8_e4m3fnStorage",
-    "torch.Float8_e5m2Storage", "torch.Float8_e4m3fnuzStorage", "torch.Float8_e5m2fnuzStorage",
+    "torch.UntypedStorage",
+    "torch.storage.UntypedStorage",
+    "torch.DoubleStorage",
+    "torch.FloatStorage",
+    "torch.HalfStorage",
+    "torch.BFloat16Storage",
+    "torch.ByteStorage",
+    "torch.CharStorage",
+    "torch.ShortStorage",
+    "torch.IntStorage",
+    "torch.LongStorage",
+    "torch.BoolStorage",
+    "torch.Float8_e4m3fnStorage",
+    "torch.Float8_e5m2Storage",
+    "torch.Float8_e4m3fnuzStorage",
+    "torch.Float8_e5m2fnuzStorage",
     "torch.Float8_e8m0fnuStorage",
 };
 
 std::string_view opcode_name(std::uint8_t op) {
-    static const std::unordered_map<std::uint8_t, std::string_view> kNames = {
-        {'b', "BUILD"}, {0x81, "NEWOBJ"}, {0x92, "NEWOBJ_EX"}, {'i', "INST"}, {'o', "OBJ"},
-        {'P', "PERSID"}, {'I', "INT"}, {'L', "LONG"}, {'F', "FLOAT"}, {'S', "STRING"},
-        {'V', "UNICODE"}, {'p', "PUT"}, {'g', "GET"}, {'U', "SHORT_BINSTRING"}, {'T', "BINSTRING"},
-        {'B', "BINBYTES"}, {'C', "SHORT_BINBYTES"}, {0x8e, "BINBYTES8"}, {0x8b, "LONG4"},
-        {0x82, "EXT1"}, {0x83, "EXT2"}, {0x84, "EXT4"}, {0x8f, "EMPTY_SET"}, {0x90, "ADDITEMS"},
-        {0x91, "FROZENSET"}, {0x96, "BYTEARRAY8"}, {0x97, "NEXT_BUFFER"}, {0x98, "READONLY_BUFFER"},
-        {'l', "LIST"}, {'d', "DICT"}, {'2', "DUP"}};
+    static const std::unordered_map<std::uint8_t, std::string_view> kNames = {{'b', "BUILD"},
+                                                                              {0x81, "NEWOBJ"},
+                                                                              {0x92, "NEWOBJ_EX"},
+                                                                              {'i', "INST"},
+                                                                              {'o', "OBJ"},
+                                                                              {'P', "PERSID"},
+                                                                              {'I', "INT"},
+                                                                              {'L', "LONG"},
+                                                                              {'F', "FLOAT"},
+                                                                              {'S', "STRING"},
+                                                                              {'V', "UNICODE"},
+                                                                              {'p', "PUT"},
+                                                                              {'g', "GET"},
+                                                                              {'U', "SHORT_BINSTRING"},
+                                                                              {'T', "BINSTRING"},
+                                                                              {'B', "BINBYTES"},
+                                                                              {'C', "SHORT_BINBYTES"},
+                                                                              {0x8e, "BINBYTES8"},
+                                                                              {0x8b, "LONG4"},
+                                                                              {0x82, "EXT1"},
+                                                                              {0x83, "EXT2"},
+                                                                              {0x84, "EXT4"},
+                                                                              {0x8f, "EMPTY_SET"},
+                                                                              {0x90, "ADDITEMS"},
+                                                                              {0x91, "FROZENSET"},
+                                                                              {0x96, "BYTEARRAY8"},
+                                                                              {0x97, "NEXT_BUFFER"},
+                                                                              {0x98, "READONLY_BUFFER"},
+                                                                              {'l', "LIST"},
+                                                                              {'d', "DICT"},
+                                                                              {'2', "DUP"}};
     const auto it = kNames.find(op);
     return it == kNames.end() ? std::string_view("unknown") : it->second;
 }
@@ -114,7 +170,8 @@ private:
     std::size_t floor() const { return marks_.empty() ? 0 : marks_.back(); }
     std::vector<PRef> pop_mark() {
         if (marks_.empty()) fail("no MARK for this opcode");
-        std::vector<PRef> v(std::make_move_iterator(stack_.begin() + marks_.back()), std::make_move_iterator(stack_.end()));
+        std::vector<PRef> v(std::make_move_iterator(stack_.begin() + marks_.back()),
+                            std::make_move_iterator(stack_.end()));
         stack_.resize(marks_.back());
         marks_.pop_back();
         return v;
@@ -179,13 +236,14 @@ void Machine::global(const std::string& module, const std::string& name) {
         // TE 2.15's __reduce_ex__ returns the bound classmethod cls._make_in_reduce_ex, which
         // pickles as getattr(cls, "_make_in_reduce_ex"): never called here.
         const bool te215 = q == "__builtin__.getattr" || q == "builtins.getattr";
-        fail(fmt::format("refused global {} (only torch tensor/storage/dtype globals, collections.OrderedDict and "
-                         "TransformerEngine's reconstructors are accepted; nothing is executed){}",
-                         io::quoted(q, 160),
-                         te215 ? ": TransformerEngine 2.15 pickles its quantised tensors through a bound classmethod "
-                                 "(getattr(cls, '_make_in_reduce_ex')), which is not read; TE 2.16 and later write "
-                                 "module-level reconstructors, which are"
-                               : ""));
+        fail(
+            fmt::format("refused global {} (only torch tensor/storage/dtype globals, collections.OrderedDict and "
+                        "TransformerEngine's reconstructors are accepted; nothing is executed){}",
+                        io::quoted(q, 160),
+                        te215 ? ": TransformerEngine 2.15 pickles its quantised tensors through a bound classmethod "
+                                "(getattr(cls, '_make_in_reduce_ex')), which is not read; TE 2.16 and later write "
+                                "module-level reconstructors, which are"
+                              : ""));
     }
     PRef g = make(PValue::Kind::global);
     g->text = q;
@@ -209,11 +267,12 @@ void Machine::persistent_id() {
     PRef pid = pop();
     const auto& it = pid->items;
     const bool ok = pid->kind == PValue::Kind::tuple && it.size() == 5 && it[0]->kind == PValue::Kind::string &&
-                    it[0]->text == "storage" && it[1]->kind == PValue::Kind::global &&
-                    it[1]->text.size() > 7 && it[1]->text.compare(it[1]->text.size() - 7, 7, "Storage") == 0 &&
+                    it[0]->text == "storage" && it[1]->kind == PValue::Kind::global && it[1]->text.size() > 7 &&
+                    it[1]->text.compare(it[1]->text.size() - 7, 7, "Storage") == 0 &&
                     it[2]->kind == PValue::Kind::string && it[3]->kind == PValue::Kind::string &&
                     it[4]->kind == PValue::Kind::integer && it[4]->i >= 0;
-    if (!ok) fail(fmt::format("persistent id {} is not torch's ('storage', type, key, location, numel)", describe(*pid)));
+    if (!ok)
+        fail(fmt::format("persistent id {} is not torch's ('storage', type, key, location, numel)", describe(*pid)));
     PRef s = make(PValue::Kind::storage);
     s->text = it[1]->text;
     s->key = it[2]->text;
@@ -240,13 +299,15 @@ bool Machine::step(std::uint8_t op) {
         case 0x95: le(8); return true;  // FRAME: a length hint only
         case '.': return false;         // STOP
         case '(': marks_.push_back(stack_.size()); return true;
-        case '0': pop(); return true;                                  // POP
-        case '1': pop_mark(); return true;                             // POP_MARK
+        case '0': pop(); return true;       // POP
+        case '1': pop_mark(); return true;  // POP_MARK
         case '}': push(make(K::dict)); return true;
         case ']': push(make(K::list)); return true;
         case ')': push(tuple({})); return true;
         case 't': push(tuple(pop_mark())); return true;
-        case 0x85: case 0x86: case 0x87: {  // TUPLE1..3
+        case 0x85:
+        case 0x86:
+        case 0x87: {  // TUPLE1..3
             std::vector<PRef> v(op - 0x84);
             for (std::size_t k = v.size(); k-- > 0;) v[k] = pop();
             push(tuple(std::move(v)));
@@ -271,11 +332,17 @@ bool Machine::step(std::uint8_t op) {
         case 'X': string(le(4)); return true;
         case 0x8c: string(le(1)); return true;
         case 0x8d: string(le(8)); return true;
-        case 'J': case 'K': case 'M': case 0x8a: {
+        case 'J':
+        case 'K':
+        case 'M':
+        case 0x8a: {
             PRef v = make(K::integer);
-            if (op == 'J') v->i = static_cast<std::int32_t>(le(4));
-            else if (op == 'K') v->i = static_cast<std::int64_t>(le(1));
-            else if (op == 'M') v->i = static_cast<std::int64_t>(le(2));
+            if (op == 'J')
+                v->i = static_cast<std::int32_t>(le(4));
+            else if (op == 'K')
+                v->i = static_cast<std::int64_t>(le(1));
+            else if (op == 'M')
+                v->i = static_cast<std::int64_t>(le(2));
             else {  // LONG1: n bytes, little-endian two's complement
                 const auto k = le(1);
                 if (k > 8) fail(fmt::format("LONG1 of {} bytes (integers up to 64 bits are read)", k));
@@ -287,7 +354,8 @@ bool Machine::step(std::uint8_t op) {
             return true;
         }
         case 'N': push(make(K::none)); return true;
-        case 0x88: case 0x89: {
+        case 0x88:
+        case 0x89: {
             PRef v = make(K::boolean);
             v->i = op == 0x88;
             push(std::move(v));
@@ -302,7 +370,8 @@ bool Machine::step(std::uint8_t op) {
             push(std::move(v));
             return true;
         }
-        case 's': case 'u': {  // SETITEM, SETITEMS
+        case 's':
+        case 'u': {  // SETITEM, SETITEMS
             std::vector<PRef> kv;
             if (op == 's') {
                 PRef v = pop(), k = pop();
@@ -319,10 +388,13 @@ bool Machine::step(std::uint8_t op) {
             }
             return true;
         }
-        case 'a': case 'e': {  // APPEND, APPENDS
+        case 'a':
+        case 'e': {  // APPEND, APPENDS
             std::vector<PRef> v;
-            if (op == 'a') v.push_back(pop());
-            else v = pop_mark();
+            if (op == 'a')
+                v.push_back(pop());
+            else
+                v = pop_mark();
             PValue& l = mutable_top(K::list, op == 'a' ? "APPEND" : "APPENDS");
             for (auto& c : v) adopt(l, *c);
             l.items.insert(l.items.end(), v.begin(), v.end());
@@ -333,8 +405,10 @@ bool Machine::step(std::uint8_t op) {
             if (stack_.size() < floor() + 2) fail("refused opcode NEWOBJ (0x81) without a class and arguments");
             PRef args = pop(), cls = pop();
             if (cls->kind != K::global || !allowed_class(cls->text))
-                fail(fmt::format("NEWOBJ of {}: refused (only TransformerEngine's quantizer classes are read, as "
-                                 "data; nothing is executed)", describe(*cls)));
+                fail(
+                    fmt::format("NEWOBJ of {}: refused (only TransformerEngine's quantizer classes are read, as "
+                                "data; nothing is executed)",
+                                describe(*cls)));
             if (args->kind != K::tuple) fail(fmt::format("NEWOBJ arguments are {}, not a tuple", describe(*args)));
             PRef o = make(K::instance);
             o->text = cls->text;
@@ -348,8 +422,10 @@ bool Machine::step(std::uint8_t op) {
             PRef state = pop();
             PValue& o = *top();
             if (o.kind != K::instance || o.frozen || o.i)
-                fail(fmt::format("BUILD on {}: refused (only a TransformerEngine quantizer just made by NEWOBJ takes "
-                                 "a state)", describe(o)));
+                fail(
+                    fmt::format("BUILD on {}: refused (only a TransformerEngine quantizer just made by NEWOBJ takes "
+                                "a state)",
+                                describe(o)));
             if (state->kind != K::dict) fail(fmt::format("BUILD state is {}, not a dict", describe(*state)));
             adopt(o, *state);
             o.entries = state->entries;
@@ -407,8 +483,6 @@ std::string describe(const PValue& v) {
     return "?";
 }
 
-PRef unpickle(const std::uint8_t* data, std::size_t n, const std::string& what) {
-    return Machine(data, n, what).run();
-}
+PRef unpickle(const std::uint8_t* data, std::size_t n, const std::string& what) { return Machine(data, n, what).run(); }
 
 }  // namespace fp8kit::dump::detail

@@ -34,19 +34,26 @@ using PRef = std::shared_ptr<PValue>;
 
 struct PValue {
     enum class Kind : std::uint8_t {
-        none, boolean, integer, floating, string, tuple, list, dict,
-        global,   // an allowed global used as a value (a dtype, a storage type): text = "module.name"
-        object,   // REDUCE of an allowed callable: text = its "module.name", items = its arguments
-        storage,  // a persistent id ('storage', type, key, location, numel): text = type, key, numel
-        instance, // NEWOBJ of an allowed class (a TE quantizer): text = its "module.name", items = the
-                  // NEWOBJ arguments, entries = the BUILD state dict (i = 1 once built)
+        none,
+        boolean,
+        integer,
+        floating,
+        string,
+        tuple,
+        list,
+        dict,
+        global,    // an allowed global used as a value (a dtype, a storage type): text = "module.name"
+        object,    // REDUCE of an allowed callable: text = its "module.name", items = its arguments
+        storage,   // a persistent id ('storage', type, key, location, numel): text = type, key, numel
+        instance,  // NEWOBJ of an allowed class (a TE quantizer): text = its "module.name", items = the
+                   // NEWOBJ arguments, entries = the BUILD state dict (i = 1 once built)
     };
     Kind kind = Kind::none;
     std::int64_t i = 0;  // integer, boolean; storage: numel
     double f = 0;
-    std::string text;   // string, global, object (callable), storage (storage type "module.name")
-    std::string key;    // storage: the data/<key> entry
-    std::vector<PRef> items;                     // tuple, list, object arguments
+    std::string text;         // string, global, object (callable), storage (storage type "module.name")
+    std::string key;          // storage: the data/<key> entry
+    std::vector<PRef> items;  // tuple, list, object arguments
     std::vector<std::pair<PRef, PRef>> entries;  // dict (also OrderedDict objects: none used)
     int depth = 1;
     bool frozen = false;  // placed inside another value: no longer changed

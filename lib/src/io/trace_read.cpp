@@ -53,12 +53,12 @@ float parse_amax(std::string_view field, const std::string& file, std::size_t li
     // NaN before the sign: printf writes a NaN with its sign bit set as "-nan" (glibc on x86),
     // and a NaN is documented as accepted (docs/replay.md).
     if (std::isnan(v)) return std::nanf("");  // -nan and nan(...) alike: one NaN, sign dropped
-    if (std::signbit(v) && !(v == 0)) fail(file, line, fmt::format("amax '{}' is negative (an amax is a maximum of |x|)", io::quoted(s)));
+    if (std::signbit(v) && !(v == 0))
+        fail(file, line, fmt::format("amax '{}' is negative (an amax is a maximum of |x|)", io::quoted(s)));
     return std::fabs(v);  // -0 -> +0
 }
 
-std::int64_t parse_step(std::string_view field, const std::string& file, std::size_t line,
-                        const char* what) {
+std::int64_t parse_step(std::string_view field, const std::string& file, std::size_t line, const char* what) {
     const std::string s(trim(field));
     if (s.empty()) fail(file, line, fmt::format("empty {}", what));
     errno = 0;
@@ -161,7 +161,8 @@ public:
                 len_ = std::fread(buf_.data(), 1, buf_.size(), f_.get());
                 pos_ = 0;
                 if (len_ < buf_.size()) {
-                    if (std::ferror(f_.get())) fail(path_, lineno_, fmt::format("read error: {}", std::strerror(errno)));
+                    if (std::ferror(f_.get()))
+                        fail(path_, lineno_, fmt::format("read error: {}", std::strerror(errno)));
                     eof_ = true;
                 }
                 continue;
@@ -243,10 +244,11 @@ std::size_t csv_rows(const std::string& path, Add&& add) {
             std::string missing;
             if (step_col < 0) missing += "'step'";
             if (amax_col < 0) missing += missing.empty() ? "'amax'" : " and 'amax'";
-            fail(path, lineno, missing.empty()
-                                   ? std::string("a column is named twice in the header")
-                                   : fmt::format("the header has no {} column (need step and amax, tensor optional; got '{}')",
-                                                 missing, io::quoted(line)));
+            fail(path, lineno,
+                 missing.empty()
+                     ? std::string("a column is named twice in the header")
+                     : fmt::format("the header has no {} column (need step and amax, tensor optional; got '{}')",
+                                   missing, io::quoted(line)));
         }
         have_header = true;
         break;
@@ -261,8 +263,7 @@ std::size_t csv_rows(const std::string& path, Add&& add) {
         strip_cr(line);
         if (trim(line).empty()) continue;
         split_commas(line, f);
-        if (f.size() < need)
-            fail(path, lineno, fmt::format("{} fields, the header needs at least {}", f.size(), need));
+        if (f.size() < need) fail(path, lineno, fmt::format("{} fields, the header needs at least {}", f.size(), need));
         const std::int64_t step = parse_step(f[step_col], path, lineno, "step");
         const float amax = parse_amax(f[amax_col], path, lineno);
         tensor.clear();
@@ -326,28 +327,32 @@ std::size_t dlfw_rows(const std::string& path, Add&& add, Skip&& skip) {
         add(tensor, step, amax, lineno);
     }
     if (rows == 0)
-        throw TraceError(fmt::format("{}: neither a CSV trace (header with step and amax) nor a dlfw-inspect log "
-                                     "(no line with _cur_amax)", path));
+        throw TraceError(
+            fmt::format("{}: neither a CSV trace (header with step and amax) nor a dlfw-inspect log "
+                        "(no line with _cur_amax)",
+                        path));
     return rows;
 }
 
-std::string unreadable_note(const std::string& path, const std::string& tensor, std::size_t n, const std::string& first) {
-    return fmt::format("{}: {}: {} amax value(s) left out, written with fewer than {} significant digits (TE's "
-                       "statistics logger prints four decimals; such a value is unreadable, not zero); the first: {}",
-                       path, tensor, n, te::kMinSignificant, first);
+std::string unreadable_note(const std::string& path, const std::string& tensor, std::size_t n,
+                            const std::string& first) {
+    return fmt::format(
+        "{}: {}: {} amax value(s) left out, written with fewer than {} significant digits (TE's "
+        "statistics logger prints four decimals; such a value is unreadable, not zero); the first: {}",
+        path, tensor, n, te::kMinSignificant, first);
 }
 
 Trace read_dlfw_lines(const std::string& path) {
     Builder b{path, {}, {}};
     std::map<std::string, std::pair<std::size_t, std::string>> skipped;  // tensor -> (count, first line)
-    dlfw_rows(path, [&](const std::string& t, std::int64_t s, float a, std::size_t l) { b.add(t, s, a, l); },
-              [&](const std::string& t, std::int64_t s, std::size_t l, const std::string& text) {
-                  auto& k = skipped[t];
-                  if (k.first++ == 0) k.second = fmt::format("line {}, iteration {}: value={}", l, s, text);
-              });
+    dlfw_rows(
+        path, [&](const std::string& t, std::int64_t s, float a, std::size_t l) { b.add(t, s, a, l); },
+        [&](const std::string& t, std::int64_t s, std::size_t l, const std::string& text) {
+            auto& k = skipped[t];
+            if (k.first++ == 0) k.second = fmt::format("line {}, iteration {}: value={}", l, s, text);
+        });
     std::vector<std::string> notes;
-    for (const auto& [t, k] : skipped)
-        notes.push_back(unreadable_note(path, t, k.first, k.second));
+    for (const auto& [t, k] : skipped) notes.push_back(unreadable_note(path, t, k.first, k.second));
     if (b.series.empty() && !skipped.empty())
         throw TraceError(fmt::format("{}: every _cur_amax value is unreadable ({})", path, notes.front()));
     Trace tr = b.finish();
@@ -459,8 +464,10 @@ Trace read_te_stats(const std::string& path) {
         throw TraceError(e.what());
     }
     if (t.series.empty())
-        throw TraceError(fmt::format("{}: the statistics logs hold no readable amax (LogTensorStats stats: [cur_amax], "
-                                     "or both max and min){}", path, t.notes.empty() ? "" : ": " + t.notes.front()));
+        throw TraceError(
+            fmt::format("{}: the statistics logs hold no readable amax (LogTensorStats stats: [cur_amax], "
+                        "or both max and min){}",
+                        path, t.notes.empty() ? "" : ": " + t.notes.front()));
     return t;
 }
 
@@ -474,8 +481,10 @@ void stream_rows(const std::string& path, const RowFn& fn) {
     struct stat st {};
     if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
         throw TraceError(fmt::format("{}: a folder (TE statistics logs) is not read row by row", path));
-    if (is_csv_trace(path)) csv_rows(path, fn);
-    else dlfw_rows(path, fn, [](const std::string&, std::int64_t, std::size_t, const std::string&) {});
+    if (is_csv_trace(path))
+        csv_rows(path, fn);
+    else
+        dlfw_rows(path, fn, [](const std::string&, std::int64_t, std::size_t, const std::string&) {});
 }
 
 bool matches(std::string_view pattern, std::string_view name) {

@@ -139,8 +139,10 @@ ZipStored::ZipStored(const std::string& path) : path_(path) {
         if (i == 0) folder_ = top;
         if (flags & 1) throw ZipError(fmt::format("{}: zip entry {} is encrypted", path, shown));
         if (method != 0)
-            throw ZipError(fmt::format("{}: zip entry {} is compressed (method {}): torch.save writes entries "
-                                       "stored; compressed archives are not supported", path, shown, method));
+            throw ZipError(
+                fmt::format("{}: zip entry {} is compressed (method {}): torch.save writes entries "
+                            "stored; compressed archives are not supported",
+                            path, shown, method));
         if (csize != usize || csize == 0xffffffffu || local == 0xffffffffu)
             throw ZipError(fmt::format("{}: zip entry {}: inconsistent or ZIP64 sizes", path, shown));
         // 3. The local header, whose name must be the same.

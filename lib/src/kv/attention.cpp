@@ -77,7 +77,8 @@ float e4m3_scale(ScalePolicy p, const std::vector<Tensor4>& steps, std::size_t h
     switch (p) {
         case ScalePolicy::vllm_first_batch: return vllm_first_batch_scale(first, which);
         case ScalePolicy::tensor: return calibrated_scale(all, CacheFormat::e4m3);
-        case ScalePolicy::modelopt: return which == 'q' ? calibrated_scale(all, CacheFormat::e4m3) : modelopt_kv_scale(all, CacheFormat::e4m3);
+        case ScalePolicy::modelopt:
+            return which == 'q' ? calibrated_scale(all, CacheFormat::e4m3) : modelopt_kv_scale(all, CacheFormat::e4m3);
         case ScalePolicy::modelopt_hf: return calibrated_scale(all, CacheFormat::e4m3);
         case ScalePolicy::llmc_minmax: return llmc_minmax_scale(steps, CacheFormat::e4m3);
         case ScalePolicy::head: return calibrated_scale(head, CacheFormat::e4m3);
@@ -126,8 +127,8 @@ void attend_one(const Tensor4& q, const Tensor4& k, const Tensor4& v, std::size_
         for (std::size_t j = 0; j <= i; ++j) {
             pref[i][j] = std::exp(sref[j] - mref) / zref;
             const float pt = static_cast<float>(std::exp(scores[i * n + j] * inv_sqrt_d - m));
-            pc[i * n + j] = e4m3(pt);                                   // P~ in (0, 1]: no descale (FA3)
-            pn[i * n + j] = e4m3(static_cast<float>(pt / z));           // softmax, then cast (ModelOpt)
+            pc[i * n + j] = e4m3(pt);                          // P~ in (0, 1]: no descale (FA3)
+            pn[i * n + j] = e4m3(static_cast<float>(pt / z));  // softmax, then cast (ModelOpt)
             hs.p.add(pref[i][j], e4m3_value(pc[i * n + j]) / z);
             ++row.p_nonzero;
             row.p_underflow += e4m3_value(pc[i * n + j]) == 0.0f;
@@ -148,9 +149,11 @@ void attend_one(const Tensor4& q, const Tensor4& k, const Tensor4& v, std::size_
 
 std::vector<AttentionRow> fp8_attention(const std::string& layer, const std::vector<Tensor4>& q,
                                         const std::vector<Tensor4>& k, const std::vector<Tensor4>& v, ScalePolicy p) {
-    if (p == ScalePolicy::token_head) throw KvError("kv: FP8 attention takes per-tensor or per-head scales, not token_head");
+    if (p == ScalePolicy::token_head)
+        throw KvError("kv: FP8 attention takes per-tensor or per-head scales, not token_head");
     const std::size_t hq = q.front().heads, hkv = k.front().heads;
-    if (hkv == 0 || hq % hkv != 0) throw KvError(layer + ": " + std::to_string(hq) + " query heads for " + std::to_string(hkv) + " KV heads");
+    if (hkv == 0 || hq % hkv != 0)
+        throw KvError(layer + ": " + std::to_string(hq) + " query heads for " + std::to_string(hkv) + " KV heads");
     std::vector<AttentionRow> rows;
     for (std::size_t h = 0; h < hq; ++h) {
         AttentionRow row;

@@ -209,7 +209,8 @@ CastResult cast_cache(const std::vector<Tensor4>& steps, char which, CacheFormat
     if (p != ScalePolicy::token_head) {
         const std::size_t n = p == ScalePolicy::head ? t0.heads : 1;
         for (std::size_t h = 0; h < n; ++h)
-            r.scales.push_back(p == ScalePolicy::llmc_minmax ? llmc_minmax_scale(steps, f) : policy_scale(p, f, a, h, which));
+            r.scales.push_back(p == ScalePolicy::llmc_minmax ? llmc_minmax_scale(steps, f)
+                                                             : policy_scale(p, f, a, h, which));
     }
     for (const Tensor4& t : steps)
         for (std::size_t b = 0; b < t.batch; ++b)
@@ -219,7 +220,8 @@ CastResult cast_cache(const std::vector<Tensor4>& steps, char which, CacheFormat
                     const Cell c{&r.per_head[h], &r.per_bucket[pos / bucket]};
                     float s = r.scales.empty() ? 0.0f : r.scales[r.scales.size() == 1 ? 0 : h];
                     if (p == ScalePolicy::token_head)  // one scale per (token, head): its own amax
-                        s = f == CacheFormat::nvfp4 ? amax_of(x, t.dim) / 2688.0f : token_head_scale(amax_of(x, t.dim), f);
+                        s = f == CacheFormat::nvfp4 ? amax_of(x, t.dim) / 2688.0f
+                                                    : token_head_scale(amax_of(x, t.dim), f);
                     if (f == CacheFormat::nvfp4) {
                         cast_nvfp4_row(x, t.dim, s, c);
                         continue;

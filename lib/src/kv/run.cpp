@@ -19,9 +19,14 @@ struct NameEntry {
     const char* alias;
 };
 constexpr NameEntry kFormats[] = {{"e4m3", "fp8_e4m3"}, {"e5m2", "fp8_e5m2"}, {"e4m3fnuz", "fnuz"}, {"nvfp4", "fp4"}};
-constexpr NameEntry kPolicies[] = {{"one", "1.0"}, {"vllm_first_batch", "first_batch"}, {"tensor", "calibrated"},
-                                   {"head", "per_head"}, {"token_head", "per_token_head"}, {"modelopt_trtllm", "modelopt"},
-                                   {"modelopt_hf", "modelopt_hf_export"}, {"llmc_minmax", "llmc"}};
+constexpr NameEntry kPolicies[] = {{"one", "1.0"},
+                                   {"vllm_first_batch", "first_batch"},
+                                   {"tensor", "calibrated"},
+                                   {"head", "per_head"},
+                                   {"token_head", "per_token_head"},
+                                   {"modelopt_trtllm", "modelopt"},
+                                   {"modelopt_hf", "modelopt_hf_export"},
+                                   {"llmc_minmax", "llmc"}};
 
 // "step_000100/model.layers.0.self_attn.k" -> ("model.layers.0.self_attn", 'k'); not a Q/K/V name: nullopt.
 std::optional<std::pair<std::string, char>> split_name(const std::string& full) {
@@ -82,8 +87,8 @@ void add_layer(Report& r, const Options& o, const std::string& name, std::map<ch
             for (ScalePolicy p : o.policies) {
                 const CastResult c = cast_cache(steps, kind, f, p, o.bucket);
                 for (std::size_t h = 0; h < c.per_head.size(); ++h)
-                    r.rows.push_back({name, kind, h, f, p, c.scales.empty() ? 0.0f : c.scales[c.scales.size() == 1 ? 0 : h],
-                                      c.per_head[h]});
+                    r.rows.push_back({name, kind, h, f, p,
+                                      c.scales.empty() ? 0.0f : c.scales[c.scales.size() == 1 ? 0 : h], c.per_head[h]});
                 for (std::size_t b = 0; b < c.per_bucket.size(); ++b)
                     r.buckets.push_back({name, kind, f, p, b * o.bucket,
                                          std::min((b + 1) * o.bucket, steps[0].positions) - 1, c.per_bucket[b]});
@@ -97,7 +102,9 @@ void add_layer(Report& r, const Options& o, const std::string& name, std::map<ch
     const auto &q = data['q'], &k = data['k'], &v = data['v'];
     if (q.size() != k.size() || k.size() != v.size() || q[0].positions != k[0].positions || q[0].dim != k[0].dim ||
         q[0].batch != k[0].batch || v[0].positions != k[0].positions || v[0].heads != k[0].heads) {
-        r.notes.push_back(name + ": q, k and v differ in steps or shape (a KV cache longer than the queries?): FP8 attention skipped");
+        r.notes.push_back(
+            name +
+            ": q, k and v differ in steps or shape (a KV cache longer than the queries?): FP8 attention skipped");
         return;
     }
     for (ScalePolicy p : o.policies) {
@@ -113,7 +120,8 @@ const char* name(CacheFormat f) { return kFormats[static_cast<int>(f)].name; }
 const char* name(ScalePolicy p) { return kPolicies[static_cast<int>(p)].name; }
 std::optional<CacheFormat> parse_format(std::string_view s) {
     for (int i = 0; i < 4; ++i)
-        if (s == kFormats[i].name || s == kFormats[i].alias || (i == 0 && s == "fp8")) return static_cast<CacheFormat>(i);
+        if (s == kFormats[i].name || s == kFormats[i].alias || (i == 0 && s == "fp8"))
+            return static_cast<CacheFormat>(i);
     return std::nullopt;
 }
 std::optional<ScalePolicy> parse_policy(std::string_view s) {
@@ -121,11 +129,12 @@ std::optional<ScalePolicy> parse_policy(std::string_view s) {
         if (s == kPolicies[i].name || s == kPolicies[i].alias) return static_cast<ScalePolicy>(i);
     return std::nullopt;
 }
-std::vector<CacheFormat> all_formats() { return {CacheFormat::e4m3, CacheFormat::e5m2, CacheFormat::e4m3fnuz, CacheFormat::nvfp4}; }
+std::vector<CacheFormat> all_formats() {
+    return {CacheFormat::e4m3, CacheFormat::e5m2, CacheFormat::e4m3fnuz, CacheFormat::nvfp4};
+}
 std::vector<ScalePolicy> all_policies() {
-    return {ScalePolicy::one,  ScalePolicy::vllm_first_batch, ScalePolicy::tensor,
-            ScalePolicy::modelopt, ScalePolicy::modelopt_hf, ScalePolicy::llmc_minmax, ScalePolicy::head,
-            ScalePolicy::token_head};
+    return {ScalePolicy::one,         ScalePolicy::vllm_first_batch, ScalePolicy::tensor, ScalePolicy::modelopt,
+            ScalePolicy::modelopt_hf, ScalePolicy::llmc_minmax,      ScalePolicy::head,   ScalePolicy::token_head};
 }
 
 Report run(const Options& opt) {
@@ -148,7 +157,9 @@ Report run(const Options& opt) {
         st.emplace_back(t.step ? *t.step : static_cast<std::int64_t>(st.size()), i);
     }
     if (layers.empty())
-        throw KvError(files.front() + ": no Q/K/V tensor (names ending in .q, .k, .v, as fp8kit.torch.Monitor(attention=True) dumps them)");
+        throw KvError(
+            files.front() +
+            ": no Q/K/V tensor (names ending in .q, .k, .v, as fp8kit.torch.Monitor(attention=True) dumps them)");
     Report r;
     r.skipped = dump::skipped(d.notes());
     for (auto& [name, layer] : layers) {

@@ -115,8 +115,10 @@ struct Slot {
 
 void while_idle(const std::function<void()>& f) {
     std::lock_guard<std::mutex> l(g_pool_mutex);
-    if (g_pool) g_pool->while_idle(f);
-    else f();
+    if (g_pool)
+        g_pool->while_idle(f);
+    else
+        f();
 }
 
 unsigned default_threads() {

@@ -10,8 +10,7 @@
 
 namespace fp8kit {
 
-ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool pow2,
-                     float value_for_inf, int margin) {
+ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool pow2, float value_for_inf, int margin) {
     numerics::ScaleParams p = numerics::make_scale_params(rule, f, epsilon, pow2, value_for_inf, margin);
     // NVFP4 rules on one amax: the block is the whole tensor, so the global amax is the same.
     if (numerics::rule_uses_global_amax(rule)) numerics::set_global_amax(p, amax);
@@ -21,7 +20,8 @@ ScalePair rule_scale(ScaleRule rule, Format f, float amax, double epsilon, bool 
 
 Role parse_recipe_slot(std::string_view s, std::string_view what) {
     const auto r = numerics::parse_role(s);
-    if (!r) throw std::invalid_argument(fmt::format("{}: unknown role '{}' (choose from input, weight, grad)", what, s));
+    if (!r)
+        throw std::invalid_argument(fmt::format("{}: unknown role '{}' (choose from input, weight, grad)", what, s));
     return recipe_slot(*r);
 }
 

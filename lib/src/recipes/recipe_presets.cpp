@@ -16,8 +16,7 @@ namespace {
 
 constexpr Policy kSatfinite{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 // torch .to(float8) after a clamp to +-FMAX: finite overflow cannot happen, Inf becomes max.
-constexpr Policy kTorchClamped{Rounding::nearest_even, Overflow::saturate_all,
-                               NanEncoding::signed_all_ones};
+constexpr Policy kTorchClamped{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::signed_all_ones};
 // E2M1/E2M3/E3M2 as cvt.rn.satfinite and cuda_fp4.h / cuda_fp6.h give them (emu Profile::
 // cuda_satfinite): RNE, overflow and Inf saturate, NaN -> +max.
 constexpr Policy kMxElement{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
@@ -89,8 +88,8 @@ std::vector<RecipeSpec> make_presets() {
         v.push_back(r);
     }
     {
-        RecipeSpec r = base("mx-ocp", "OCP Microscaling Formats (MX) v1.0, section 6.3",
-                            RecipeKind::current, ScaleRule::mx_ocp_floor);
+        RecipeSpec r = base("mx-ocp", "OCP Microscaling Formats (MX) v1.0, section 6.3", RecipeKind::current,
+                            ScaleRule::mx_ocp_floor);
         r.input = blocks(Format::e4m3, 1, 32);
         r.weight = blocks(Format::e4m3, 1, 32);
         r.grad = blocks(Format::e4m3, 1, 32);
@@ -120,9 +119,10 @@ std::vector<RecipeSpec> make_presets() {
         v.push_back(r);
         // The same recipe's row-wise copies (fprop input, dgrad gradient): no RHT.
         r.name = "nvfp4-rowwise";
-        r.source = "TransformerEngine NVFP4BlockScaling, the row-wise usage (no random Hadamard transform): "
-                   "transformer_engine/common/cast/nvfp4/quantize_transpose_nvfp4.cuh; reference "
-                   "transformer_engine/pytorch/custom_recipes/quantization_nvfp4.py";
+        r.source =
+            "TransformerEngine NVFP4BlockScaling, the row-wise usage (no random Hadamard transform): "
+            "transformer_engine/common/cast/nvfp4/quantize_transpose_nvfp4.cuh; reference "
+            "transformer_engine/pytorch/custom_recipes/quantization_nvfp4.py";
         r.input.columnwise_rht = false;
         r.grad.columnwise_rht = false;
         v.push_back(r);
@@ -177,10 +177,9 @@ std::vector<RecipeSpec> make_presets() {
     // cast (NaN keeps its sign); FP4/FP6: torchao's RNE bit cast, which saturates.
     for (const auto& [fmt, stem] : {std::pair{Format::e4m3, "mxfp8"}, std::pair{Format::e2m1, "mxfp4"},
                                     std::pair{Format::e2m3, "mxfp6-e2m3"}, std::pair{Format::e3m2, "mxfp6-e3m2"}}) {
-        for (const auto& [rule, mode] : {std::pair{ScaleRule::mx_torchao_floor, "floor"},
-                                         std::pair{ScaleRule::mx_torchao_ceil, "ceil"},
-                                         std::pair{ScaleRule::mx_torchao_even, "even"},
-                                         std::pair{ScaleRule::mx_torchao_rceil, "rceil"}}) {
+        for (const auto& [rule, mode] :
+             {std::pair{ScaleRule::mx_torchao_floor, "floor"}, std::pair{ScaleRule::mx_torchao_ceil, "ceil"},
+              std::pair{ScaleRule::mx_torchao_even, "even"}, std::pair{ScaleRule::mx_torchao_rceil, "rceil"}}) {
             RecipeSpec r = base("", "", RecipeKind::current, rule);
             r.name = std::string(stem) + "-torchao-" + mode;
             r.source = "pytorch/ao 0.18 torchao/prototype/mx_formats/mx_tensor.py (to_mx, ScaleCalculationMode)";
@@ -204,8 +203,7 @@ std::vector<RecipeSpec> make_presets() {
         v.push_back(r);
     }
     {
-        RecipeSpec r = base("torchao-rowwise",
-                            "pytorch/ao torchao/float8/float8_utils.py, config.py ROWWISE",
+        RecipeSpec r = base("torchao-rowwise", "pytorch/ao torchao/float8/float8_utils.py, config.py ROWWISE",
                             RecipeKind::current, ScaleRule::torchao);
         r.input = rowwise(Format::e4m3);
         r.weight = rowwise(Format::e4m3);
@@ -271,15 +269,20 @@ E enum_field(const nlohmann::json& j, const char* key, const std::string& where,
 
 const std::pair<const char*, RecipeKind> kKinds[] = {
     {"delayed", RecipeKind::delayed}, {"current", RecipeKind::current}, {"windowed", RecipeKind::windowed}};
-const std::pair<const char*, ScaleRule> kRules[] = {
-    {"te", ScaleRule::te}, {"torchao", ScaleRule::torchao}, {"msamp", ScaleRule::msamp},
-    {"deepseek", ScaleRule::deepseek}, {"mx-roundup", ScaleRule::mx_roundup},
-    {"mx-ocp-floor", ScaleRule::mx_ocp_floor}, {"nvfp4-te", ScaleRule::nvfp4_te},
-    {"nvfp4-torchao", ScaleRule::nvfp4_torchao}, {"mx-torchao-floor", ScaleRule::mx_torchao_floor},
-    {"mx-torchao-ceil", ScaleRule::mx_torchao_ceil}, {"mx-torchao-even", ScaleRule::mx_torchao_even},
-    {"mx-torchao-rceil", ScaleRule::mx_torchao_rceil}, {"nvfp4-torchao-single", ScaleRule::nvfp4_torchao_single}};
-const std::pair<const char*, AmaxAlgo> kAlgos[] = {{"max", AmaxAlgo::max},
-                                                   {"most_recent", AmaxAlgo::most_recent}};
+const std::pair<const char*, ScaleRule> kRules[] = {{"te", ScaleRule::te},
+                                                    {"torchao", ScaleRule::torchao},
+                                                    {"msamp", ScaleRule::msamp},
+                                                    {"deepseek", ScaleRule::deepseek},
+                                                    {"mx-roundup", ScaleRule::mx_roundup},
+                                                    {"mx-ocp-floor", ScaleRule::mx_ocp_floor},
+                                                    {"nvfp4-te", ScaleRule::nvfp4_te},
+                                                    {"nvfp4-torchao", ScaleRule::nvfp4_torchao},
+                                                    {"mx-torchao-floor", ScaleRule::mx_torchao_floor},
+                                                    {"mx-torchao-ceil", ScaleRule::mx_torchao_ceil},
+                                                    {"mx-torchao-even", ScaleRule::mx_torchao_even},
+                                                    {"mx-torchao-rceil", ScaleRule::mx_torchao_rceil},
+                                                    {"nvfp4-torchao-single", ScaleRule::nvfp4_torchao_single}};
+const std::pair<const char*, AmaxAlgo> kAlgos[] = {{"max", AmaxAlgo::max}, {"most_recent", AmaxAlgo::most_recent}};
 const std::pair<const char*, Granularity> kGran[] = {
     {"tensor", Granularity::tensor}, {"row", Granularity::row}, {"block", Granularity::block}};
 
@@ -290,8 +293,7 @@ std::string_view enum_name(E e, const std::pair<const char*, E> (&table)[N]) {
     return "?";
 }
 
-void require_keys(const nlohmann::json& j, const std::string& where,
-                  std::initializer_list<const char*> keys) {
+void require_keys(const nlohmann::json& j, const std::string& where, std::initializer_list<const char*> keys) {
     if (!j.is_object()) throw std::invalid_argument(where + ": expected a JSON object");
     for (const char* k : keys)
         if (!j.contains(k)) throw std::invalid_argument(fmt::format("{}: missing field '{}'", where, k));
@@ -328,16 +330,17 @@ RoleSpec role_from_json(const nlohmann::json& j, const std::string& where) {
         const auto& v = j.at("rounding");
         const auto ro = v.is_string() ? parse_rounding(v.get<std::string>()) : std::nullopt;
         if (!ro)
-            throw std::invalid_argument(fmt::format("{}: field 'rounding' is {}; expected one of {}", where, v.dump(),
-                                                    rounding_choices()));
+            throw std::invalid_argument(
+                fmt::format("{}: field 'rounding' is {}; expected one of {}", where, v.dump(), rounding_choices()));
         r.rounding = *ro;
         return r;
     }
     require_keys(j, where, {"format", "granularity", "block_rows", "block_cols", "window", "columnwise_rht"});
     RoleSpec r;
     const auto f = parse_format(j.at("format").get<std::string>());
-    if (!f) throw std::invalid_argument(fmt::format("{}: unknown format '{}'; expected one of {}", where,
-                                                    j.at("format").get<std::string>(), format_choices()));
+    if (!f)
+        throw std::invalid_argument(fmt::format("{}: unknown format '{}'; expected one of {}", where,
+                                                j.at("format").get<std::string>(), format_choices()));
     r.format = *f;
     r.granularity = enum_field(j, "granularity", where, kGran);
     r.block_rows = int_field(j, "block_rows", where, 1, 1 << 20);
@@ -347,8 +350,10 @@ RoleSpec role_from_json(const nlohmann::json& j, const std::string& where) {
         throw std::invalid_argument(where + ": field 'columnwise_rht' must be true or false");
     r.columnwise_rht = j.at("columnwise_rht").get<bool>();
     if (r.columnwise_rht && !(r.granularity == Granularity::block && r.block_rows == 1 && r.block_cols == 16))
-        throw std::invalid_argument(fmt::format("{}: field 'columnwise_rht' needs granularity 'block' with 1 x 16 "
-                                                "blocks (TE's Hadamard dimension is the NVFP4 tile length 16)", where));
+        throw std::invalid_argument(
+            fmt::format("{}: field 'columnwise_rht' needs granularity 'block' with 1 x 16 "
+                        "blocks (TE's Hadamard dimension is the NVFP4 tile length 16)",
+                        where));
     return r;
 }
 
@@ -408,30 +413,37 @@ void missing_fields(const nlohmann::json& j, const std::string& prefix, std::ini
 
 void check_complete(const nlohmann::json& j, const std::string& where) {
     std::vector<std::string> missing;
-    missing_fields(j, "", {"name", "source", "kind", "rule", "roles", "history_len", "algo", "margin", "epsilon", "pow2",
-                           "value_for_inf", "policy"}, missing);
+    missing_fields(j, "",
+                   {"name", "source", "kind", "rule", "roles", "history_len", "algo", "margin", "epsilon", "pow2",
+                    "value_for_inf", "policy"},
+                   missing);
     if (j.is_object() && j.contains("roles")) {
         const auto& roles = j.at("roles");
         missing_fields(roles, "roles.", {"input", "weight", "grad"}, missing);
         for (const char* r : {"input", "weight", "grad"})
             if (roles.is_object() && roles.contains(r))
                 missing_fields(roles.at(r), std::string("roles.") + r + ".",
-                               {"format", "granularity", "block_rows", "block_cols", "window", "columnwise_rht"}, missing);
+                               {"format", "granularity", "block_rows", "block_cols", "window", "columnwise_rht"},
+                               missing);
     }
-    if (j.is_object() && j.contains("policy")) missing_fields(j.at("policy"), "policy.", {"rounding", "overflow", "nan"}, missing);
+    if (j.is_object() && j.contains("policy"))
+        missing_fields(j.at("policy"), "policy.", {"rounding", "overflow", "nan"}, missing);
     if (missing.empty()) return;
     std::string list;
     for (const auto& m : missing) list += (list.empty() ? "" : ", ") + m;
-    throw std::invalid_argument(fmt::format("{}: missing field{} {} ('fp8kit recipe show te-delayed' prints a complete "
-                                            "recipe to start from)", where, missing.size() == 1 ? "" : "s", list));
+    throw std::invalid_argument(
+        fmt::format("{}: missing field{} {} ('fp8kit recipe show te-delayed' prints a complete "
+                    "recipe to start from)",
+                    where, missing.size() == 1 ? "" : "s", list));
 }
 
 }  // namespace
 
 RecipeSpec recipe_from_json(const nlohmann::json& j, const std::string& where) {
     check_complete(j, where);
-    require_keys(j, where, {"name", "source", "kind", "rule", "roles", "history_len", "algo", "margin",
-                            "epsilon", "pow2", "value_for_inf", "policy"});
+    require_keys(j, where,
+                 {"name", "source", "kind", "rule", "roles", "history_len", "algo", "margin", "epsilon", "pow2",
+                  "value_for_inf", "policy"});
     RecipeSpec r;
     r.name = j.at("name").get<std::string>();
     r.source = j.at("source").get<std::string>();
@@ -458,8 +470,10 @@ RecipeSpec recipe_from_json(const nlohmann::json& j, const std::string& where) {
     const auto ro = parse_rounding(p.at("rounding").get<std::string>());
     const auto ov = parse_overflow(p.at("overflow").get<std::string>());
     const auto na = parse_nan(p.at("nan").get<std::string>());
-    if (!ro) throw std::invalid_argument(fmt::format("{}: policy.rounding: expected one of {}", where, rounding_choices()));
-    if (!ov) throw std::invalid_argument(fmt::format("{}: policy.overflow: expected one of {}", where, overflow_choices()));
+    if (!ro)
+        throw std::invalid_argument(fmt::format("{}: policy.rounding: expected one of {}", where, rounding_choices()));
+    if (!ov)
+        throw std::invalid_argument(fmt::format("{}: policy.overflow: expected one of {}", where, overflow_choices()));
     if (!na) throw std::invalid_argument(fmt::format("{}: policy.nan: expected one of {}", where, nan_choices()));
     r.policy = {*ro, *ov, *na};
     return r;
@@ -496,8 +510,8 @@ RecipeSpec parse_recipe(const std::string& name_or_path) {
     if (::stat(name_or_path.c_str(), &st) != 0) {
         std::string names;
         for (const auto& n : recipe_presets()) names += (names.empty() ? "" : ", ") + n;
-        throw std::invalid_argument(fmt::format(
-            "recipe '{}': not a preset ({}) and no readable file by that name", io::quoted(name_or_path), names));
+        throw std::invalid_argument(fmt::format("recipe '{}': not a preset ({}) and no readable file by that name",
+                                                io::quoted(name_or_path), names));
     }
     std::string text;
     try {

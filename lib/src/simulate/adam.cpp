@@ -45,8 +45,12 @@ struct KernelConst {
         b2 = static_cast<float>(h.beta2);
         eps = static_cast<float>(h.eps);
         const float lr = static_cast<float>(h.lr);
-        const float bc1 = h.bias_correction ? static_cast<float>(1 - std::pow(static_cast<double>(b1), static_cast<double>(step))) : 1.0f;
-        const float bc2 = h.bias_correction ? static_cast<float>(1 - std::pow(static_cast<double>(b2), static_cast<double>(step))) : 1.0f;
+        const float bc1 = h.bias_correction
+                              ? static_cast<float>(1 - std::pow(static_cast<double>(b1), static_cast<double>(step)))
+                              : 1.0f;
+        const float bc2 = h.bias_correction
+                              ? static_cast<float>(1 - std::pow(static_cast<double>(b2), static_cast<double>(step)))
+                              : 1.0f;
         step_size = lr / bc1;
         sqrt_bc2 = std::sqrt(bc2);
     }
@@ -61,8 +65,8 @@ struct KernelConst {
 
 }  // namespace
 
-MsampAdam::MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq,
-                     AdamHyper h, std::int64_t step, bool fp16_master)
+MsampAdam::MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq, AdamHyper h,
+                     std::int64_t step, bool fp16_master)
     : h_(h), step_(step), fp16_master_(fp16_master), w0_(weight), w32_(std::move(weight)) {
     const std::size_t n = w32_.size();
     if (exp_avg.empty()) exp_avg.assign(n, 0.0f);
@@ -75,14 +79,17 @@ MsampAdam::MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std:
     v32_ = std::move(exp_avg_sq);
     cast_fp8(m32_, m_scale_, m_q_);
     cast_fp16(v32_, v_scale_, v_q_);
-    if (fp16_master_) cast_fp16(w32_, w_scale_, w_q_);
-    else wsim_ = w32_;
+    if (fp16_master_)
+        cast_fp16(w32_, w_scale_, w_q_);
+    else
+        wsim_ = w32_;
 }
 
 void MsampAdam::step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
     const std::size_t n = w32_.size();
     if (grad.size() != n || ref_grad.size() != n)
-        throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}", grad.size() != n ? grad.size() : ref_grad.size(), n));
+        throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}",
+                                                grad.size() != n ? grad.size() : ref_grad.size(), n));
     ++step_;
     const KernelConst k(h_, step_);
     // param.mul_(1 - lr * weight_decay): a Python double used as float32
@@ -114,8 +121,10 @@ void MsampAdam::step(const std::vector<float>& grad, const std::vector<float>& r
         param[i] = k.update(param[i], m, v);
     }
     // 4. the master weight stored back: params[i].copy_(param.cast(fp16, meta))
-    if (fp16_master_) cast_fp16(param, w_scale_, w_q_);
-    else wsim_ = param;
+    if (fp16_master_)
+        cast_fp16(param, w_scale_, w_q_);
+    else
+        wsim_ = param;
     // 5. new factors compute_scaling_factor(amax, ones, fp_max, 0) (tensor_scale=True)
     const float new_m = compute_scaling_factor(amax_m, 1.0f, kE4M3Max, 0);
     const float new_v = compute_scaling_factor(amax_v, 1.0f, kF16Max, 0);

@@ -40,7 +40,8 @@ struct HopTable {
         for (int a = 0; a < 256; ++a)
             for (int b = 0; b < 256; ++b) {
                 code[a * 256 + b] = fp8_add(static_cast<std::uint8_t>(a), static_cast<std::uint8_t>(b), h);
-                sum[a * 256 + b] = e4m3_to_float(static_cast<std::uint8_t>(a)) + e4m3_to_float(static_cast<std::uint8_t>(b));
+                sum[a * 256 + b] =
+                    e4m3_to_float(static_cast<std::uint8_t>(a)) + e4m3_to_float(static_cast<std::uint8_t>(b));
             }
     }
 };
@@ -116,8 +117,10 @@ float rank_amax(const RankSource& src, int r, std::vector<float>& buf) {
         src.fill(r, first, cnt, buf.data());
         for (std::size_t j = 0; j < cnt; ++j) {
             const float a = std::fabs(buf[j]);
-            if (std::isnan(a)) nan = true;
-            else if (a > m) m = a;
+            if (std::isnan(a))
+                nan = true;
+            else if (a > m)
+                m = a;
         }
     }
     return nan ? std::numeric_limits<float>::infinity() : m;
@@ -210,8 +213,10 @@ AllReduceResult fp8_allreduce(const RankSource& src, const std::vector<Order>& o
                     hi = std::max(hi, v);
                 }
                 if (ref != 0 && v == 0) ++o.underflow;
-                if (k == 0) first_code = c;
-                else if (c != first_code) differs = true;
+                if (k == 0)
+                    first_code = c;
+                else if (c != first_code)
+                    differs = true;
             }
             res.order_differs += differs;
             if (hi >= lo) spread_max = std::max(spread_max, static_cast<double>(hi) - lo);

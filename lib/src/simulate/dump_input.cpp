@@ -103,7 +103,8 @@ DumpInput::DumpInput(const std::vector<std::string>& files, const std::vector<st
         impl_->names.push_back(files[f]);
     }
     if (params().empty())
-        throw std::invalid_argument(fmt::format("{}: no weight gradient (a dataset named .../wgrad or .../grad)", files[0]));
+        throw std::invalid_argument(
+            fmt::format("{}: no weight gradient (a dataset named .../wgrad or .../grad)", files[0]));
 }
 
 std::vector<std::string> DumpInput::skipped() const {
@@ -140,7 +141,8 @@ std::vector<std::vector<float>> DumpInput::grads(const std::string& param, std::
         out.push_back(read_floats(*impl_->files[f], static_cast<std::size_t>(it->second[f])));
         if (out.back().size() != out.front().size())
             throw std::invalid_argument(fmt::format("{}: gradient of {} at step {} has {} elements, rank 0 has {}",
-                                                    impl_->names[f], param, step, out.back().size(), out.front().size()));
+                                                    impl_->names[f], param, step, out.back().size(),
+                                                    out.front().size()));
     }
     return out;
 }

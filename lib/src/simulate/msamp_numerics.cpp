@@ -11,11 +11,9 @@
 namespace fp8kit::simulate {
 namespace {
 
-constexpr emu::Policy kSatfinite{emu::Rounding::nearest_even, emu::Overflow::saturate_all,
-                                 emu::NanEncoding::canonical};
+constexpr emu::Policy kSatfinite{emu::Rounding::nearest_even, emu::Overflow::saturate_all, emu::NanEncoding::canonical};
 // __float2half and Tensor.to(torch.float16): round to nearest even, Inf past 65504.
-constexpr emu::Policy kIeee{emu::Rounding::nearest_even, emu::Overflow::no_saturate,
-                            emu::NanEncoding::canonical};
+constexpr emu::Policy kIeee{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::canonical};
 
 }  // namespace
 
@@ -29,11 +27,13 @@ std::uint8_t to_e4m3_satfinite(float x) {
 }
 std::uint8_t half_to_e4m3_satfinite(std::uint16_t h) { return emu::convert<emu::Binary16, emu::E4M3>(h, kSatfinite); }
 float e4m3_to_float(std::uint8_t code) {
-    return detail::float_of(static_cast<std::uint32_t>(emu::convert<emu::E4M3, emu::Binary32>(code, emu::kDecodePolicy)));
+    return detail::float_of(
+        static_cast<std::uint32_t>(emu::convert<emu::E4M3, emu::Binary32>(code, emu::kDecodePolicy)));
 }
 std::uint16_t to_f16(float x) { return emu::convert<emu::Binary32, emu::Binary16>(detail::bits_of(x), kIeee); }
 float f16_to_float(std::uint16_t h) {
-    return detail::float_of(static_cast<std::uint32_t>(emu::convert<emu::Binary16, emu::Binary32>(h, emu::kDecodePolicy)));
+    return detail::float_of(
+        static_cast<std::uint32_t>(emu::convert<emu::Binary16, emu::Binary32>(h, emu::kDecodePolicy)));
 }
 
 std::uint8_t fp8_add(std::uint8_t a, std::uint8_t b, HopArith h) {

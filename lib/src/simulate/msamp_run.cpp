@@ -59,7 +59,8 @@ std::vector<float> mean_of(const std::vector<std::vector<float>>& g) {
     return m;
 }
 
-std::unique_ptr<RankSource> rank_source(DumpInput& in, std::vector<std::vector<float>> g, int n, const MsampRunOptions& o) {
+std::unique_ptr<RankSource> rank_source(DumpInput& in, std::vector<std::vector<float>> g, int n,
+                                        const MsampRunOptions& o) {
     auto src = in.ranks() > 1 ? explicit_ranks(std::move(g)) : split_ranks(std::move(g[0]), n, o.spread, o.seed);
     return o.wgrad == WgradDtype::f32 ? std::move(src) : rounded_ranks(std::move(src), o.wgrad);
 }
@@ -69,8 +70,8 @@ std::unique_ptr<RankSource> rank_source(DumpInput& in, std::vector<std::vector<f
 using GradScales = std::map<std::int64_t, float>;
 
 // The gradient the simulated optimizer takes at `step` (OptimizerGrad), next to the exact mean.
-std::vector<float> optimizer_grad(DumpInput& in, const std::vector<std::vector<float>>& g, const std::vector<float>& mean,
-                                  const MsampRunOptions& o, float old_scale) {
+std::vector<float> optimizer_grad(DumpInput& in, const std::vector<std::vector<float>>& g,
+                                  const std::vector<float>& mean, const MsampRunOptions& o, float old_scale) {
     if (o.optimizer_grad == OptimizerGrad::mean) return mean;
     const int n = in.ranks() > 1 ? in.ranks() : o.ranks.front();
     const AllReduceOptions ar{o.paths.front(), o.hop, old_scale};
@@ -84,7 +85,9 @@ void apply_steps(Optimizer& a, DumpInput& in, const std::string& p, const std::v
                  bool from_states, const MsampRunOptions& o, const GradScales& scales, int ranks,
                  std::vector<MsampRow>& rows) {
     const std::int64_t last = steps.back();
-    auto add = [&](const std::string& metric, double val) { rows.push_back({"optimizer", p, last, ranks, "", "", metric, val}); };
+    auto add = [&](const std::string& metric, double val) {
+        rows.push_back({"optimizer", p, last, ranks, "", "", metric, val});
+    };
     std::size_t applied = 0;
     for (std::int64_t s : steps) {
         if (from_states && s == steps.front()) continue;
@@ -117,15 +120,17 @@ void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& 
         // Say so when the weight is there but was skipped (stored outside the file, ...).
         std::string why;
         for (const auto& s : in.skipped())
-            if (s.find(p + "/weight") != std::string::npos || s.find(p + "/master_weight") != std::string::npos) why = s;
-        throw std::invalid_argument(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight){}", p, first,
-                                                why.empty() ? "" : "; skipped " + why));
+            if (s.find(p + "/weight") != std::string::npos || s.find(p + "/master_weight") != std::string::npos)
+                why = s;
+        throw std::invalid_argument(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight){}", p,
+                                                first, why.empty() ? "" : "; skipped " + why));
     }
     auto m = in.state(p, first, "exp_avg"), v = in.state(p, first, "exp_avg_sq");
     const bool from_states = !m.empty() && !v.empty() && steps.size() > 1;
     if (!from_states && run.notes.empty())
-        run.notes.push_back("optimizer: exp_avg_sq not dumped (or a single step): states start at zero and every dumped "
-                            "gradient is applied in order as consecutive steps");
+        run.notes.push_back(
+            "optimizer: exp_avg_sq not dumped (or a single step): states start at zero and every dumped "
+            "gradient is applied in order as consecutive steps");
     if (!from_states) m.clear(), v.clear();
     const std::int64_t step0 = from_states ? first + 1 : 0;
     if (o.te_fused_adam) {
@@ -146,7 +151,8 @@ OptimizerGrad parse_optimizer_grad(std::string_view s) {
 }
 
 MsampRun run_msamp(DumpInput& in, const MsampRunOptions& o) {
-    if (in.ranks() == 1 && o.ranks.empty()) throw std::invalid_argument("a single dump needs the ranks N to split it into");
+    if (in.ranks() == 1 && o.ranks.empty())
+        throw std::invalid_argument("a single dump needs the ranks N to split it into");
     if (o.paths.empty() || o.orders.empty()) throw std::invalid_argument("no all-reduce path or reduction order");
     const std::vector<int> ranks = in.ranks() > 1 ? std::vector<int>{in.ranks()} : o.ranks;
     MsampRun run;
@@ -179,9 +185,10 @@ MsampRun run_msamp(DumpInput& in, const MsampRunOptions& o) {
         if (o.o2) optimizer_rows(in, p, o, opt_scales, in.ranks(), run);
     }
     if (o.o2 && o.optimizer_grad == OptimizerGrad::fp8_allreduce)
-        run.notes.push_back(fmt::format("optimizer: the simulated side takes the FP8 all-reduce ({} path, {} order, N = {}); "
-                                        "the FP32 reference takes the exact rank mean",
-                                        name(o.paths.front()), name(o.orders.front()), ranks.front()));
+        run.notes.push_back(
+            fmt::format("optimizer: the simulated side takes the FP8 all-reduce ({} path, {} order, N = {}); "
+                        "the FP32 reference takes the exact rank mean",
+                        name(o.paths.front()), name(o.orders.front()), ranks.front()));
     return run;
 }
 

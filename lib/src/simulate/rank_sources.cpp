@@ -43,7 +43,8 @@ public:
     Split(std::vector<float> g, int n, double spread, std::uint64_t seed)
         : g_(std::move(g)), n_(n), spread_(static_cast<float>(spread)), seed_(seed) {
         if (n < 1 || n > (1 << 20)) throw std::invalid_argument(fmt::format("--ranks {}: must be 1..1048576", n));
-        if (!(spread >= 0 && spread <= 1)) throw std::invalid_argument(fmt::format("--spread {}: must be in [0, 1]", spread));
+        if (!(spread >= 0 && spread <= 1))
+            throw std::invalid_argument(fmt::format("--spread {}: must be in [0, 1]", spread));
     }
     int ranks() const override { return n_; }
     std::size_t size() const override { return g_.size(); }
@@ -81,7 +82,8 @@ public:
                 out[i] = detail::round_to_bf16(out[i]);
             } else if (out[i] == out[i]) {  // float16, overflow to Inf (torch's .half())
                 const auto h = emu::convert<emu::Binary32, emu::Binary16>(detail::bits_of(out[i]), rne);
-                out[i] = detail::float_of(static_cast<std::uint32_t>(emu::convert<emu::Binary16, emu::Binary32>(h, rne)));
+                out[i] =
+                    detail::float_of(static_cast<std::uint32_t>(emu::convert<emu::Binary16, emu::Binary32>(h, rne)));
             }
         }
     }
@@ -93,9 +95,7 @@ private:
 
 }  // namespace
 
-std::string_view name(WgradDtype w) {
-    return w == WgradDtype::f16 ? "fp16" : w == WgradDtype::bf16 ? "bf16" : "fp32";
-}
+std::string_view name(WgradDtype w) { return w == WgradDtype::f16 ? "fp16" : w == WgradDtype::bf16 ? "bf16" : "fp32"; }
 
 WgradDtype parse_wgrad_dtype(std::string_view s) {
     if (s == "fp32" || s == "float32") return WgradDtype::f32;

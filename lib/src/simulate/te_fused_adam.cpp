@@ -19,7 +19,8 @@ constexpr emu::Policy kIeee{emu::Rounding::nearest_even, emu::Overflow::no_satur
 // Tensor.bfloat16(): round to nearest even.
 std::uint16_t to_bf16(float x) { return emu::convert<emu::Binary32, emu::BFloat16>(detail::bits_of(x), kIeee); }
 float bf16_to_float(std::uint16_t b) {
-    return detail::float_of(static_cast<std::uint32_t>(emu::convert<emu::BFloat16, emu::Binary32>(b, emu::kDecodePolicy)));
+    return detail::float_of(
+        static_cast<std::uint32_t>(emu::convert<emu::BFloat16, emu::Binary32>(b, emu::kDecodePolicy)));
 }
 
 // FusedAdam.dtype_to_range_map: float16 -> torch.finfo(torch.float16).max / 2.0, uint8 -> 448.0
@@ -87,8 +88,10 @@ struct TeKernel {
         eps = static_cast<float>(h.eps);
         lr = static_cast<float>(h.lr);
         decay = static_cast<float>(h.weight_decay);
-        bc1 = h.bias_correction ? static_cast<float>(1 - std::pow(static_cast<double>(b1), static_cast<double>(step))) : 1.0f;
-        bc2 = h.bias_correction ? static_cast<float>(1 - std::pow(static_cast<double>(b2), static_cast<double>(step))) : 1.0f;
+        bc1 = h.bias_correction ? static_cast<float>(1 - std::pow(static_cast<double>(b1), static_cast<double>(step)))
+                                : 1.0f;
+        bc2 = h.bias_correction ? static_cast<float>(1 - std::pow(static_cast<double>(b2), static_cast<double>(step)))
+                                : 1.0f;
     }
     void operator()(float g, float& p, float& m, float& v) const {
         m = b1 * m + (1 - b1) * g;
@@ -138,7 +141,8 @@ TeFusedAdam::TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, 
     : h_(h), step_(step), w0_(weight), w32_(std::move(weight)) {
     const std::size_t n = w32_.size();
     if (o.master != StateDtype::f32 && o.master != StateDtype::f16)
-        throw std::invalid_argument(fmt::format("master weight dtype {}: FusedAdam allows fp32 or fp16", name(o.master)));
+        throw std::invalid_argument(
+            fmt::format("master weight dtype {}: FusedAdam allows fp32 or fp16", name(o.master)));
     if ((!exp_avg.empty() && exp_avg.size() != n) || (!exp_avg_sq.empty() && exp_avg_sq.size() != n))
         throw std::invalid_argument(fmt::format("optimizer states: {} and {} elements for a weight of {}",
                                                 exp_avg.size(), exp_avg_sq.size(), n));
@@ -157,7 +161,8 @@ TeFusedAdam::TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, 
 void TeFusedAdam::step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
     const std::size_t n = w32_.size();
     if (grad.size() != n || ref_grad.size() != n)
-        throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}", grad.size() != n ? grad.size() : ref_grad.size(), n));
+        throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}",
+                                                grad.size() != n ? grad.size() : ref_grad.size(), n));
     ++step_;
     const TeKernel k(h_, step_);
     for (std::size_t i = 0; i < n; ++i) k(ref_grad[i], w32_[i], m32_[i], v32_[i]);  // FP32 reference

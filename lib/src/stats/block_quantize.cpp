@@ -41,8 +41,8 @@ float element_f32(const void* data, Wide type, std::size_t i) {
 
 }  // namespace
 
-BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols,
-                               const BlockRecipe& br, std::uint64_t seed) {
+BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br,
+                               std::uint64_t seed) {
     if (br.columnwise_rht) {  // the column-wise copy (TE's RHT): its codes, scales and amax
         const ColumnwiseCopy c = columnwise_rht_copy(data, type, rows, cols);
         BlockRecipe plain = br;
@@ -74,14 +74,16 @@ BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, st
     const bool sr = br.policy.rounding == Rounding::stochastic;
 #pragma omp parallel for schedule(dynamic, 16) if (rows * cols > (1u << 16))
     for (std::ptrdiff_t t = 0; t < static_cast<std::ptrdiff_t>(blocks); ++t) {
-        const std::size_t bi = static_cast<std::size_t>(t) / out.grid_cols, bj = static_cast<std::size_t>(t) % out.grid_cols;
+        const std::size_t bi = static_cast<std::size_t>(t) / out.grid_cols,
+                          bj = static_cast<std::size_t>(t) % out.grid_cols;
         const std::size_t r0 = bi * out.tile_rows, r1 = std::min(rows, r0 + out.tile_rows);
         const std::size_t c0 = bj * out.tile_cols, c1 = std::min(cols, c0 + out.tile_cols);
         // 2. Block amax as the framework kernels reduce it (fmaxf: NaN ignored; NaN for a block
         //    holding one under the rules whose amax keeps NaN).
         float am = 0.0f;
-        for (std::size_t r = r0; r < r1; ++r) am = std::max(am, amax_of(static_cast<const unsigned char*>(data) +
-                                                                        wide_size(type) * (r * cols + c0), type, c1 - c0));
+        for (std::size_t r = r0; r < r1; ++r)
+            am = std::max(am, amax_of(static_cast<const unsigned char*>(data) + wide_size(type) * (r * cols + c0), type,
+                                      c1 - c0));
         // 3. The block's scale from the rule, then 4. each element: fl32(x * scale), encoded.
         bool nan = false;  // rules whose block amax keeps NaN (torchao's torch.amax)
         if (numerics::rule_amax_keeps_nan(br.rule))

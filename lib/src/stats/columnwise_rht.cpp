@@ -12,11 +12,11 @@ namespace fp8kit {
 
 void check_block_input(const BlockRecipe& br, std::size_t rows, std::size_t /*cols*/) {
     if (br.columnwise_rht && rows % 16 != 0)
-        throw std::invalid_argument(fmt::format(
-            "the column-wise copy with TE's random Hadamard transform needs a row count (elements / last "
-            "dimension) that is a multiple of 16, got {} (TE asserts the same); the nvfp4-rowwise preset "
-            "gives the row-wise copy, which has no transform",
-            rows));
+        throw std::invalid_argument(
+            fmt::format("the column-wise copy with TE's random Hadamard transform needs a row count (elements / last "
+                        "dimension) that is a multiple of 16, got {} (TE asserts the same); the nvfp4-rowwise preset "
+                        "gives the row-wise copy, which has no transform",
+                        rows));
 }
 
 ColumnwiseCopy columnwise_rht_copy(const void* data, Wide type, std::size_t rows, std::size_t cols) {

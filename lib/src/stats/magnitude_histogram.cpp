@@ -91,8 +91,14 @@ std::uint32_t f32_bits_at(const unsigned char* p, Wide type, std::size_t i) {
 
 void MagnitudeHistogram::add_one(std::uint32_t u, std::uint64_t k) {
     const std::uint32_t mag = u & 0x7FFFFFFFu;
-    if (mag == 0) { zeros_ += k; return; }
-    if (mag >= 0x7F800000u) { (mag == 0x7F800000u ? inf_ : nan_) += k; return; }
+    if (mag == 0) {
+        zeros_ += k;
+        return;
+    }
+    if (mag >= 0x7F800000u) {
+        (mag == 0x7F800000u ? inf_ : nan_) += k;
+        return;
+    }
     const std::size_t b = bin_of(mag);
     const double x = float_of(mag);
     const double u_ = x - bin_lo(b);  // exact: same binade as the edge
@@ -234,8 +240,8 @@ MagnitudeHistogram::Result MagnitudeHistogram::evaluate(Format f, float scale, f
         throw std::invalid_argument(fmt::format(
             "MagnitudeHistogram: rounding {} is not symmetric in the sign (use compute_stats)", name(policy.rounding)));
     if (!(scale > 0) || std::isinf(scale) || !(scale_inv > 0) || std::isinf(scale_inv))
-        throw std::invalid_argument(fmt::format("MagnitudeHistogram: scale {} / scale_inv {} must be finite and > 0",
-                                                scale, scale_inv));
+        throw std::invalid_argument(
+            fmt::format("MagnitudeHistogram: scale {} / scale_inv {} must be finite and > 0", scale, scale_inv));
     Eval ev;
     ev.f = f;
     ev.policy = policy;
@@ -253,7 +259,10 @@ MagnitudeHistogram::Result MagnitudeHistogram::evaluate(Format f, float scale, f
                     const auto code = static_cast<std::uint8_t>(c);
                     t[i].dec[c] = decode_value(emu::kAllFormats[i], code);
                     const auto k = classify(emu::kAllFormats[i], code);
-                    t[i].cls[c] = k == CodeClass::zero ? 0 : k == CodeClass::subnormal ? 1 : k == CodeClass::normal ? 2 : 3;
+                    t[i].cls[c] = k == CodeClass::zero        ? 0
+                                  : k == CodeClass::subnormal ? 1
+                                  : k == CodeClass::normal    ? 2
+                                                              : 3;
                 }
             return t;
         }();

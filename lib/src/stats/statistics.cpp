@@ -83,8 +83,8 @@ struct Prepared {
     numerics::ElementConsts ec;  // scale_inv, TE threshold, overflow limits (numerics)
     double dec[256];             // decoded code values (NaN/Inf for special codes)
     numerics::CodeKind kind[256];
-    double dec_err[256];     // dec with NaN codes as +Inf: the error term of a finite input that
-                             // got a NaN/Inf code is +Inf either way
+    double dec_err[256];  // dec with NaN codes as +Inf: the error term of a finite input that
+                          // got a NaN/Inf code is +Inf either way
     // Code magnitudes (code & 0x7F) 1..sub_max_code are the subnormals, 0 the zero, as in E4M3
     // and E5M2; 0 for formats without that layout or encodings the SIMD encoder does not serve
     // (they take the general loop).
@@ -140,9 +140,10 @@ Prepared prepare(Format format, float scale, float scale_inv, const Policy& poli
         bool layout = sub_max > 0;
         for (std::uint32_t code = 0; code < 256; ++code) {
             const std::uint32_t mag = code & 0x7F;
-            const CodeKind want = mag == 0 ? CodeKind::zero
-                                  : mag <= sub_max ? CodeKind::subnormal
-                                  : p.kind[code] == CodeKind::special ? CodeKind::special : CodeKind::normal;
+            const CodeKind want = mag == 0                            ? CodeKind::zero
+                                  : mag <= sub_max                    ? CodeKind::subnormal
+                                  : p.kind[code] == CodeKind::special ? CodeKind::special
+                                                                      : CodeKind::normal;
             layout = layout && p.kind[code] == want;
         }
         if (layout) p.sub_max_code = sub_max;
@@ -244,8 +245,8 @@ void load_bits(const void* d, std::size_t first, std::size_t m, std::uint32_t* o
 }
 
 template <Wide W>
-void run_fast(const void* data, std::size_t first, std::size_t count, std::uint64_t,
-              const Prepared& p, Scratch& sc, Scalars& into, Hist& hist) {
+void run_fast(const void* data, std::size_t first, std::size_t count, std::uint64_t, const Prepared& p, Scratch& sc,
+              Scalars& into, Hist& hist) {
     std::uint32_t* xs = sc.xb.data();
     std::uint32_t* ss = sc.s.data();
     std::uint8_t* qs = sc.q.data();
@@ -256,8 +257,9 @@ void run_fast(const void* data, std::size_t first, std::size_t count, std::uint6
     std::uint32_t by_exp[4][256];  // count <= kChunk fits 32 bits
     if (copies) std::memset(by_exp, 0, sizeof by_exp);
     simd::StatsAcc acc;
-    const simd::StatsConsts c{p.ec.scale_inv, bits_of(p.ec.te_threshold) & 0x7FFFFFFFu, p.ec.limit[0],
-                              p.ec.limit[1], p.sub_max_code, p.dec_err};
+    const simd::StatsConsts c{p.ec.scale_inv, bits_of(p.ec.te_threshold) & 0x7FFFFFFFu,
+                              p.ec.limit[0],  p.ec.limit[1],
+                              p.sub_max_code, p.dec_err};
     const float scale = p.scale;
     for (std::size_t t0 = 0; t0 < count; t0 += kTile) {
         const std::size_t m = std::min(kTile, count - t0);
@@ -310,8 +312,8 @@ void run_fast(const void* data, std::size_t first, std::size_t count, std::uint6
 // Statistics of elements [first, first + count) (count <= kChunk), serial, in index order.
 // `index0` is the global index of `first` for stochastic rounding.
 template <Wide W>
-void run(const void* data, std::size_t first, std::size_t count, std::uint64_t index0,
-         const Prepared& p, Scratch& sc, Scalars& into, Hist& hist) {
+void run(const void* data, std::size_t first, std::size_t count, std::uint64_t index0, const Prepared& p, Scratch& sc,
+         Scalars& into, Hist& hist) {
     double* xs = sc.x.data();
     std::uint32_t* ss = sc.s.data();
     std::uint8_t* qs = sc.q.data();
@@ -321,8 +323,8 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
     } else {  // short runs (small blocks): the same conversion without a parallel region per call
         const bool sr = p.policy.rounding == Rounding::stochastic;
         for (std::size_t i = 0; i < count; ++i)
-            qs[i] = emu::encode(p.format, Wide::f32, ss[i], p.policy,
-                                sr ? emu::stochastic_bits(p.seed, index0 + i) : 0);
+            qs[i] =
+                emu::encode(p.format, Wide::f32, ss[i], p.policy, sr ? emu::stochastic_bits(p.seed, index0 + i) : 0);
     }
 
     Scalars part;
@@ -372,8 +374,8 @@ void run(const void* data, std::size_t first, std::size_t count, std::uint64_t i
     merge(into, part);
 }
 
-using RunFn = void (*)(const void*, std::size_t, std::size_t, std::uint64_t, const Prepared&, Scratch&,
-                       Scalars&, Hist&);
+using RunFn = void (*)(const void*, std::size_t, std::size_t, std::uint64_t, const Prepared&, Scratch&, Scalars&,
+                       Hist&);
 bool cpu_has_avx512f() {
 #if defined(FP8KIT_X86_SIMD)
     return __builtin_cpu_supports("avx512f");
@@ -396,8 +398,7 @@ RunFn run_general(Wide w) {
 RunFn run_for(Wide w, const Prepared& p) {
 #if defined(FP8KIT_X86_SIMD)
     static const bool avx512 = cpu_has_avx512f();
-    if (p.sub_max_code != 0 && p.policy.rounding != Rounding::stochastic && avx512 &&
-        stats_path() == StatsPath::fast) {
+    if (p.sub_max_code != 0 && p.policy.rounding != Rounding::stochastic && avx512 && stats_path() == StatsPath::fast) {
         switch (w) {
             case Wide::f32: return run_fast<Wide::f32>;
             case Wide::f16: return run_fast<Wide::f16>;
@@ -431,9 +432,7 @@ struct HalfTables {
     std::vector<double> err2;      // (x - x^)^2 of element_step for finite x, +0.0 otherwise
 };
 
-float half_value(Wide w, std::uint32_t h) {
-    return float_of(w == Wide::bf16 ? h << 16 : f16_to_f32_bits()[h]);
-}
+float half_value(Wide w, std::uint32_t h) { return float_of(w == Wide::bf16 ? h << 16 : f16_to_f32_bits()[h]); }
 
 // Fills the tables for patterns [h0, h1) (slices are filled by all threads at once).
 void fill_half_tables(Wide w, const Prepared& p, HalfTables& t, std::uint32_t h0, std::uint32_t h1) {
@@ -441,8 +440,8 @@ void fill_half_tables(Wide w, const Prepared& p, HalfTables& t, std::uint32_t h0
     detail::encode_array_serial(p.format, Wide::f32, t.s.data() + h0, t.q.data() + h0, h1 - h0, p.policy);
     for (std::uint32_t h = h0; h < h1; ++h) {
         const std::uint8_t q = t.q[h];
-        const numerics::Element e = numerics::element_step(static_cast<double>(half_value(w, h)), p.kind[q],
-                                                           p.dec[q], p.ec, [] { return false; });
+        const numerics::Element e = numerics::element_step(static_cast<double>(half_value(w, h)), p.kind[q], p.dec[q],
+                                                           p.ec, [] { return false; });
         t.err2[h] = e.finite ? e.err2 : 0.0;
     }
 }
@@ -461,8 +460,8 @@ void half_counts(Wide w, const Prepared& p, const HalfTables& t, const std::vect
         const std::uint32_t s = t.s[h];
         const std::uint8_t q = t.q[h];
         hist[hist_bin(s)] += c;
-        const numerics::Element e = numerics::element_step(static_cast<double>(half_value(w, h)), p.kind[q], p.dec[q], p.ec,
-                                                           [&] { return numerics::overflows(p.ec, s); });
+        const numerics::Element e = numerics::element_step(static_cast<double>(half_value(w, h)), p.kind[q], p.dec[q],
+                                                           p.ec, [&] { return numerics::overflows(p.ec, s); });
         part.numel += c;
         nz_x += c * e.nonzero_x;
         nz_q += c * e.nonzero_q;
@@ -506,7 +505,7 @@ QuantStats half_stats(const void* data, Wide w, std::size_t n, const Prepared& p
 #pragma omp for schedule(dynamic)
         for (std::uint32_t k = 0; k < kSlices; ++k)
             fill_half_tables(w, p, t, kHalfPatterns / kSlices * k, kHalfPatterns / kSlices * (k + 1));
-        // (barrier: the tables are filled)
+            // (barrier: the tables are filled)
 #pragma omp for schedule(dynamic)
         for (std::ptrdiff_t c = 0; c < static_cast<std::ptrdiff_t>(chunks); ++c) {
             const std::size_t first = static_cast<std::size_t>(c) * kChunk;
@@ -545,8 +544,7 @@ QuantStats half_stats(const void* data, Wide w, std::size_t n, const Prepared& p
 const char* stats_loop(Format format, Wide type, const Policy& policy) {
     const Prepared p = prepare(format, 1.0f, 1.0f, policy, 0);
     const RunFn fn = run_for(type, p);
-    return fn == run_fast<Wide::f32> || fn == run_fast<Wide::f16> || fn == run_fast<Wide::bf16> ? "avx512"
-                                                                                                 : "general";
+    return fn == run_fast<Wide::f32> || fn == run_fast<Wide::f16> || fn == run_fast<Wide::bf16> ? "avx512" : "general";
 }
 
 QuantStats compute_stats(const void* data, Wide type, std::size_t n, const QuantConfig& cfg) {
@@ -557,7 +555,7 @@ QuantStats compute_stats(const void* data, Wide type, std::size_t n, const Quant
         throw std::invalid_argument(fmt::format("compute_stats: scale_inv {} must be finite and > 0", scale_inv));
     const Prepared p = prepare(cfg.format, cfg.scale, scale_inv, cfg.policy, cfg.seed);
     const RunFn fn = run_for(type, p);
-    if ((fn == run_fast<Wide::bf16> || fn == run_fast<Wide::f16>) && n >= kHalfMin && n < (std::size_t{1} << 32))
+    if ((fn == run_fast<Wide::bf16> || fn == run_fast<Wide::f16>)&&n >= kHalfMin && n < (std::size_t{1} << 32))
         return half_stats(data, type, n, p);
     const std::size_t chunks = (n + kChunk - 1) / kChunk;
     std::vector<Scalars> parts(chunks);
@@ -692,8 +690,7 @@ float amax_of_here(const void* data, Wide type, std::size_t n) {
 BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
     if (r.kind != RecipeKind::current)
         throw std::invalid_argument(fmt::format(
-            "recipe '{}' is {}: its scale depends on past steps, not on one tensor's blocks", r.name,
-            name(r.kind)));
+            "recipe '{}' is {}: its scale depends on past steps, not on one tensor's blocks", r.name, name(r.kind)));
     const RoleSpec& rs = r.role(role);
     BlockRecipe b;
     b.format = rs.format;
@@ -709,9 +706,10 @@ BlockRecipe block_recipe(const RecipeSpec& r, Role role, std::size_t cols) {
             break;
         case Granularity::row:
             if (cols > static_cast<std::size_t>(std::numeric_limits<int>::max()))  // would wrap the int
-                throw std::invalid_argument(fmt::format("recipe '{}': a row of {} elements is wider than a "
-                                                        "rowwise block can be ({} at most)",
-                                                        r.name, cols, std::numeric_limits<int>::max()));
+                throw std::invalid_argument(
+                    fmt::format("recipe '{}': a row of {} elements is wider than a "
+                                "rowwise block can be ({} at most)",
+                                r.name, cols, std::numeric_limits<int>::max()));
             b.block_rows = 1;
             b.block_cols = static_cast<int>(cols);
             break;
@@ -745,15 +743,18 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
         plain.columnwise_rht = false;
         // The copy's row r' holds input column r': in the whole copy its element c' (input row
         // first_row + c') has index r' * total_rows + first_row + c'.
-        BlockStats s = block_stats(c.bytes.data(), c.type, c.rows, c.cols, plain, global_amax, before,
-                                   index_stride, index_offset);
+        BlockStats s =
+            block_stats(c.bytes.data(), c.type, c.rows, c.cols, plain, global_amax, before, index_stride, index_offset);
         s.columnwise_rht = true;
         return s;
     }
     if (br.block_rows < 0 || br.block_cols < 0 || (br.block_rows == 0) != (br.block_cols == 0))
-        throw std::invalid_argument("compute_block_stats: block shape must be >= 1 x 1 (or 0 x 0 for the whole tensor)");
-    const std::size_t bh = br.block_rows == 0 ? std::max<std::size_t>(rows, 1) : static_cast<std::size_t>(br.block_rows);
-    const std::size_t bw = br.block_cols == 0 ? std::max<std::size_t>(cols, 1) : static_cast<std::size_t>(br.block_cols);
+        throw std::invalid_argument(
+            "compute_block_stats: block shape must be >= 1 x 1 (or 0 x 0 for the whole tensor)");
+    const std::size_t bh =
+        br.block_rows == 0 ? std::max<std::size_t>(rows, 1) : static_cast<std::size_t>(br.block_rows);
+    const std::size_t bw =
+        br.block_cols == 0 ? std::max<std::size_t>(cols, 1) : static_cast<std::size_t>(br.block_cols);
     BlockStats out;
     out.tile_rows = bh;
     out.tile_cols = bw;
@@ -802,13 +803,15 @@ BlockStats block_stats(const void* data, Wide type, std::size_t rows, std::size_
             // A pair that is not finite and > 0 (an Inf amax under the MX floor rule gives
             // scale_inv +Inf) takes element_step itself: the fast loop's x^ table times such a
             // scale_inv gives NaN error terms where element_step gives +Inf (docs/statistics.md).
-            const bool usable = sp.scale > 0.0f && std::isfinite(sp.scale) && sp.scale_inv > 0.0f && std::isfinite(sp.scale_inv);
+            const bool usable =
+                sp.scale > 0.0f && std::isfinite(sp.scale) && sp.scale_inv > 0.0f && std::isfinite(sp.scale_inv);
             const RunFn block_fn = usable ? fn : general;
             Scalars block;
             for (std::size_t r = r0; r < r1; ++r)
                 for (std::size_t c = c0; c < c1; c += kChunk) {
                     const std::size_t first = r * cols + c;
-                    block_fn(data, first, std::min(kChunk, c1 - c), r * index_stride + index_offset + c, p, sc, block, hist);
+                    block_fn(data, first, std::min(kChunk, c1 - c), r * index_stride + index_offset + c, p, sc, block,
+                             hist);
                 }
             parts[static_cast<std::size_t>(t)] = {block.amax, block.min_nonzero, block.sum_x2, block.sum_err2};
             block.sum_x2 = block.sum_err2 = 0;
@@ -861,23 +864,21 @@ void summarize_tiles(BlockStats& out, const double* tile_amax, const double* til
             dr_sum += dr;
             if (dr > out.dr_max) out.dr_max = dr;
             const double fl = std::floor(dr);
-            const std::size_t bin = fl >= static_cast<double>(BlockStats::kDrBins - 1)
-                                        ? BlockStats::kDrBins - 1
-                                        : static_cast<std::size_t>(fl);
+            const std::size_t bin = fl >= static_cast<double>(BlockStats::kDrBins - 1) ? BlockStats::kDrBins - 1
+                                                                                       : static_cast<std::size_t>(fl);
             ++out.dr_hist[bin];
         }
     }
     if (out.blocks_with_range) out.dr_mean = dr_sum / static_cast<double>(out.blocks_with_range);
 }
 
-BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
-                               const BlockRecipe& br) {
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br) {
     // Whole tensor: row-major indices (of the column-wise copy, cols x rows, with columnwise_rht).
     return block_stats(data, type, rows, cols, br, nullptr, nullptr, br.columnwise_rht ? rows : cols, 0);
 }
 
-BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
-                               const BlockRecipe& br, const BlockStrip& strip) {
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br,
+                               const BlockStrip& strip) {
     const std::size_t total_rows = strip.total_rows ? strip.total_rows : rows;
     if (strip.first_row + rows > total_rows)
         throw std::invalid_argument("compute_block_stats: the strip's rows pass the tensor's total_rows");

@@ -10,20 +10,19 @@
 
 namespace fp8kit::simd {
 
-void stats_avx512(const StatsConsts& c, const std::uint32_t* xs, const std::uint32_t* ss,
-                  const std::uint8_t* qs, std::size_t m, StatsAcc& acc) {
+void stats_avx512(const StatsConsts& c, const std::uint32_t* xs, const std::uint32_t* ss, const std::uint8_t* qs,
+                  std::size_t m, StatsAcc& acc) {
     const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF), inf_bits = _mm512_set1_epi32(0x7F800000),
                   max_finite = _mm512_set1_epi32(0x7F7FFFFF), max_sub_f32 = _mm512_set1_epi32(0x007FFFFF),
                   one = _mm512_set1_epi32(1), thr = _mm512_set1_epi32(static_cast<int>(c.te_threshold)),
                   lim_pos = _mm512_set1_epi32(static_cast<int>(c.limit_pos)),
-                  lim_neg = _mm512_set1_epi32(static_cast<int>(c.limit_neg)),
-                  code_mag = _mm512_set1_epi32(0x7F),
+                  lim_neg = _mm512_set1_epi32(static_cast<int>(c.limit_neg)), code_mag = _mm512_set1_epi32(0x7F),
                   sub_max = _mm512_set1_epi32(static_cast<int>(c.sub_max_code));
     const __m512d scale_inv = _mm512_set1_pd(c.scale_inv);
     // Per-lane counters (at most m / 16 + 1 per lane, reduced at the end).
-    __m512i n_nan = _mm512_setzero_si512(), n_inf = n_nan, n_zero = n_nan, n_zero_s = n_nan,
-            n_sub_s = n_nan, n_te = n_nan, n_over = n_nan, n_qzero = n_nan, n_under = n_nan,
-            n_sub = n_nan, amax = n_nan, mn = _mm512_set1_epi32(-1);
+    __m512i n_nan = _mm512_setzero_si512(), n_inf = n_nan, n_zero = n_nan, n_zero_s = n_nan, n_sub_s = n_nan,
+            n_te = n_nan, n_over = n_nan, n_qzero = n_nan, n_under = n_nan, n_sub = n_nan, amax = n_nan,
+            mn = _mm512_set1_epi32(-1);
     __m512d sx2 = _mm512_loadu_pd(acc.sx2), se2 = _mm512_loadu_pd(acc.se2);
     for (std::size_t i = 0; i < m; i += 16) {
         const __mmask16 k = m - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (m - i)) - 1);
@@ -36,11 +35,14 @@ void stats_avx512(const StatsConsts& c, const std::uint32_t* xs, const std::uint
         n_nan = _mm512_mask_add_epi32(n_nan, _mm512_mask_cmpgt_epu32_mask(k, a, inf_bits), n_nan, one);
         n_inf = _mm512_mask_add_epi32(n_inf, _mm512_mask_cmpeq_epi32_mask(k, a, inf_bits), n_inf, one);
         n_zero = _mm512_mask_add_epi32(n_zero, _mm512_mask_cmpeq_epi32_mask(k, a, _mm512_setzero_si512()), n_zero, one);
-        n_zero_s = _mm512_mask_add_epi32(n_zero_s, _mm512_mask_cmpeq_epi32_mask(k, smag, _mm512_setzero_si512()), n_zero_s, one);
-        n_sub_s = _mm512_mask_add_epi32(n_sub_s, _mm512_mask_cmplt_epu32_mask(k, _mm512_sub_epi32(smag, one), max_sub_f32), n_sub_s, one);
+        n_zero_s = _mm512_mask_add_epi32(n_zero_s, _mm512_mask_cmpeq_epi32_mask(k, smag, _mm512_setzero_si512()),
+                                         n_zero_s, one);
+        n_sub_s = _mm512_mask_add_epi32(
+            n_sub_s, _mm512_mask_cmplt_epu32_mask(k, _mm512_sub_epi32(smag, one), max_sub_f32), n_sub_s, one);
         const __mmask16 te = _mm512_mask_cmple_epu32_mask(_mm512_mask_cmpgt_epu32_mask(k, a, thr), a, inf_bits);
         n_te = _mm512_mask_add_epi32(n_te, te, n_te, one);
-        const __m512i lim = _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(s, _mm512_setzero_si512()), lim_pos, lim_neg);
+        const __m512i lim =
+            _mm512_mask_blend_epi32(_mm512_cmplt_epi32_mask(s, _mm512_setzero_si512()), lim_pos, lim_neg);
         n_over = _mm512_mask_add_epi32(n_over, _mm512_mask_cmpgt_epu32_mask(finite, smag, lim), n_over, one);
         amax = _mm512_mask_max_epu32(amax, finite, amax, a);
         mn = _mm512_mask_min_epu32(mn, finite_nonzero, mn, a);
@@ -90,8 +92,8 @@ inline void half_step(__m256i h16, __mmask16 k, bool bf16, const double* err2, _
     // Exact widening: bfloat16 is the top half of a float32; vcvtph2ps is exact for finite float16.
     const __m512 x = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(idx, 16)) : _mm512_cvtph_ps(h16);
     for (int half = 0; half < 2; ++half) {
-        const __m256 xh = half ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))
-                               : _mm512_castps512_ps256(x);
+        const __m256 xh =
+            half ? _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)) : _mm512_castps512_ps256(x);
         const __m256i ih = half ? _mm512_extracti64x4_epi64(idx, 1) : _mm512_castsi512_si256(idx);
         const __mmask8 fin = static_cast<__mmask8>(half ? finite >> 8 : finite & 0xFF);
         const __mmask8 kh = static_cast<__mmask8>(half ? k >> 8 : k & 0xFF);

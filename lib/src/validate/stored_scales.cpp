@@ -37,9 +37,10 @@ namespace {
 void grid(BlockLayout layout, std::size_t rows, std::size_t cols, ScaleOrder order, std::size_t& grid_rows,
           std::size_t& grid_cols) {
     if (order != ScaleOrder::row_major && layout != BlockLayout::mx32 && layout != BlockLayout::nv16)
-        throw std::invalid_argument(fmt::format("scales in the {} order: only the mx32 and 1x16 layouts are stored that "
-                                                "way, not {}",
-                                                name(order), name(layout)));
+        throw std::invalid_argument(
+            fmt::format("scales in the {} order: only the mx32 and 1x16 layouts are stored that "
+                        "way, not {}",
+                        name(order), name(layout)));
     grid_rows = rows;
     grid_cols = numerics::blocks_per_row(layout, cols ? cols : 1);
 }
@@ -57,10 +58,10 @@ std::vector<float> block_scale_values(const StoredScales& s, BlockLayout layout,
                                       ScaleMode mode) {
     const std::size_t want = stored_scale_count(layout, rows, cols, s.order);
     if (s.count != want)
-        throw std::invalid_argument(fmt::format("scales: {} {} scales of {} blocks over a {} x {} input in the {} order "
-                                                "are {}, got {}",
-                                                name(s.type), name(layout), name(layout), rows, cols, name(s.order), want,
-                                                s.count));
+        throw std::invalid_argument(
+            fmt::format("scales: {} {} scales of {} blocks over a {} x {} input in the {} order "
+                        "are {}, got {}",
+                        name(s.type), name(layout), name(layout), rows, cols, name(s.order), want, s.count));
     if (s.count > 0 && s.data == nullptr) throw std::invalid_argument("scales: null data");
     if (s.type == ScaleType::e4m3 && !(s.global > 0.0f && numerics::is_finite(s.global)))
         throw std::invalid_argument(fmt::format("global scale: {} is not a finite positive float32", s.global));
@@ -102,7 +103,8 @@ std::vector<float> block_scale_values(const StoredScales& s, BlockLayout layout,
 std::vector<std::uint8_t> unpack_fp4_codes(const std::uint8_t* packed, std::size_t bytes, std::size_t rows,
                                            std::size_t cols) {
     if (cols % 2 != 0)
-        throw std::invalid_argument(fmt::format("packed FP4 codes: rows of {} elements cannot be packed two per byte", cols));
+        throw std::invalid_argument(
+            fmt::format("packed FP4 codes: rows of {} elements cannot be packed two per byte", cols));
     if (bytes != rows * cols / 2)
         throw std::invalid_argument(fmt::format("packed FP4 codes: a {} x {} input needs {} bytes, got {}", rows, cols,
                                                 rows * cols / 2, bytes));

@@ -47,19 +47,23 @@ std::optional<TeQuantizedCheck> check_nvfp4(const dump::detail::TorchFile& f, co
     const std::string name = file_name(path);
     const auto xd = torch_dump_dtype(x.dtype);
     if (!xd || dump::fp8_format(*xd) || *xd == dump::DType::f64)
-        throw dump::DumpError(path, name + "/high_precision", fmt::format("torch.{}: not a float32/16 or bfloat16 tensor", x.dtype));
-    if (q.fp8_dtype != 10) throw dump::DumpError(path, name + "/quantized", fmt::format("fp4_dtype {} is not E2M1 (10)", q.fp8_dtype));
+        throw dump::DumpError(path, name + "/high_precision",
+                              fmt::format("torch.{}: not a float32/16 or bfloat16 tensor", x.dtype));
+    if (q.fp8_dtype != 10)
+        throw dump::DumpError(path, name + "/quantized", fmt::format("fp4_dtype {} is not E2M1 (10)", q.fp8_dtype));
     std::uint64_t rows = 1, cols = x.shape.empty() ? 1 : x.shape.back();
     for (std::size_t d = 0; d + 1 < x.shape.size(); ++d) rows *= x.shape[d];
     auto want = q.shape;
     if (!want.empty()) want.back() = (want.back() + 1) / 2;
     if (x.shape != q.shape || cols % 16 || q.data->dtype != "uint8" || q.data->shape != want)
-        throw dump::DumpError(path, name, fmt::format("high_precision is {} but the NVFP4Tensor is {} with {} data {} "
-                                                      "(the last dimension must be a multiple of 16)",
-                                                      fmt::join(x.shape, "x"), fmt::join(q.shape, "x"), q.data->dtype,
-                                                      fmt::join(q.data->shape, "x")));
+        throw dump::DumpError(path, name,
+                              fmt::format("high_precision is {} but the NVFP4Tensor is {} with {} data {} "
+                                          "(the last dimension must be a multiple of 16)",
+                                          fmt::join(x.shape, "x"), fmt::join(q.shape, "x"), q.data->dtype,
+                                          fmt::join(q.data->shape, "x")));
     if (!q.scale_inv || q.scale_inv->dtype != "uint8" || !q.amax || q.amax->dtype != "float32" || q.amax->numel() != 1)
-        throw dump::DumpError(path, name + "/quantized", "NVFP4Tensor without uint8 row-wise scale_inv and one float32 amax_rowwise");
+        throw dump::DumpError(path, name + "/quantized",
+                              "NVFP4Tensor without uint8 row-wise scale_inv and one float32 amax_rowwise");
     const dump::ReadOptions opts;
     f.check(x, name + "/high_precision", opts);
     f.check(*q.data, name + "/quantized", opts);
@@ -116,7 +120,8 @@ std::optional<TeQuantizedCheck> check_nvfp4(const dump::detail::TorchFile& f, co
             const std::uint8_t te_byte = bytes[r * nb + b];
             scale_miss += numerics::nvfp4_te_block(bmax, s_enc, amax).scale_code != te_byte;
             float enc = numerics::div_rn(1.0f, numerics::mul_rn(numerics::e4m3_value(te_byte), s_dec));
-            enc = std::isnan(enc) ? std::numeric_limits<float>::max() : std::min(enc, std::numeric_limits<float>::max());
+            enc =
+                std::isnan(enc) ? std::numeric_limits<float>::max() : std::min(enc, std::numeric_limits<float>::max());
             for (int k = 0; k < 16; ++k) scaled[r * cols + b * 16 + k] = numerics::mul_rn(blk[k], enc);
         }
     std::vector<std::uint8_t> codes(n);
@@ -152,15 +157,20 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
     const TorchTensor& x = *hp->tensor;
     const TeQuantized& fq = *q->quantized;
     const auto fp8 = te_fp8_dtype(fq.fp8_dtype);
-    if (!fp8) throw dump::DumpError(path, name + "/quantized", fmt::format("fp8_dtype {} is not E4M3 (7) or E5M2 (8)", fq.fp8_dtype));
+    if (!fp8)
+        throw dump::DumpError(path, name + "/quantized",
+                              fmt::format("fp8_dtype {} is not E4M3 (7) or E5M2 (8)", fq.fp8_dtype));
     const auto xd = torch_dump_dtype(x.dtype);
     if (!xd || dump::fp8_format(*xd))
-        throw dump::DumpError(path, name + "/high_precision", fmt::format("torch.{}: not a float64/32/16 or bfloat16 tensor", x.dtype));
+        throw dump::DumpError(path, name + "/high_precision",
+                              fmt::format("torch.{}: not a float64/32/16 or bfloat16 tensor", x.dtype));
     if (x.shape != fq.shape || fq.data->shape != fq.shape || fq.data->dtype != "uint8")
-        throw dump::DumpError(path, name, fmt::format("high_precision is {} but the {} is {} with {} data {}",
-                                                      fmt::join(x.shape, "x"), fq.kind, fmt::join(fq.shape, "x"),
-                                                      fq.data->dtype, fmt::join(fq.data->shape, "x")));
-    if (!fq.scale_inv) throw dump::DumpError(path, name + "/quantized", fmt::format("{} without its row-wise scale_inv", fq.kind));
+        throw dump::DumpError(
+            path, name,
+            fmt::format("high_precision is {} but the {} is {} with {} data {}", fmt::join(x.shape, "x"), fq.kind,
+                        fmt::join(fq.shape, "x"), fq.data->dtype, fmt::join(fq.data->shape, "x")));
+    if (!fq.scale_inv)
+        throw dump::DumpError(path, name + "/quantized", fmt::format("{} without its row-wise scale_inv", fq.kind));
     const TorchTensor& si = *fq.scale_inv;
     const dump::ReadOptions opts;
     f.check(x, name + "/high_precision", opts);
@@ -185,9 +195,7 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
     req.scaling.rows = rows;
     req.scaling.cols = cols;
     std::vector<float> blocks;
-    auto bad_scales = [&](const std::string& why) {
-        return dump::DumpError(path, name + "/quantized scale_inv", why);
-    };
+    auto bad_scales = [&](const std::string& why) { return dump::DumpError(path, name + "/quantized scale_inv", why); };
     if (fq.kind == "Float8Tensor") {
         if (si.dtype != "float32" || si.numel() != 1)
             throw bad_scales(fmt::format("torch.{} with {} elements, not one float32", si.dtype, si.numel()));
@@ -214,7 +222,8 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
             // (ceil(rows/128), round_up(ceil(cols/128), 4)), element [row block, column block]
             const std::uint64_t pc = (kb + 3) / 4 * 4;
             if (si.shape != std::vector<std::uint64_t>{rb, pc})
-                throw bad_scales(fmt::format("{}, expected {}x{} for 128x128 blocks", fmt::join(si.shape, "x"), rb, pc));
+                throw bad_scales(
+                    fmt::format("{}, expected {}x{} for 128x128 blocks", fmt::join(si.shape, "x"), rb, pc));
             for (std::uint64_t r = 0; r < rb; ++r)
                 for (std::uint64_t c = 0; c < kb; ++c) blocks.push_back(v[r * pc + c]);
             req.scaling.layout = BlockLayout::b128x128;
@@ -235,8 +244,8 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
         req.scaling.block_count = blocks.size();
         req.scaling.value = blocks.front();
     }
-    TeQuantizedCheck out{path, name, fq.kind, req.to, req.scaling.value, req.scaling.layout, fq.swizzled,
-                         validate(req, options)};
+    TeQuantizedCheck out{
+        path, name, fq.kind, req.to, req.scaling.value, req.scaling.layout, fq.swizzled, validate(req, options)};
     out.report.shape = x.shape;
     return out;
 }

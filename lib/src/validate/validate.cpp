@@ -71,7 +71,8 @@ void merge_scan(const std::string& in, ThreadResult& all, std::vector<char>& ok)
         for (std::uint64_t j = 0, n = get(); j < n; ++j) all.examples[m].push_back(get());
     }
     const std::uint64_t ns = get();
-    if (ns != ok.size() || in.size() - pos != ns) throw std::runtime_error("validate: malformed scan from another part");
+    if (ns != ok.size() || in.size() - pos != ns)
+        throw std::runtime_error("validate: malformed scan from another part");
     for (std::size_t s = 0; s < ns; ++s) ok[s] = ok[s] && in[pos + s];
 }
 
@@ -116,10 +117,9 @@ ValidateReport assemble(const ValidateRequest& rq, const ValidateOptions& opt, c
     // mismatches overall; on equal counts the more specific class (this order) wins. So a
     // truncating kernel reads as "direction" throughout even where one element happens to
     // equal rounding through bfloat16 too.
-    static const MismatchClass priority[] = {MismatchClass::nan_encoding, MismatchClass::overflow,
-                                             MismatchClass::flush_to_zero, MismatchClass::scale,
-                                             MismatchClass::double_rounding, MismatchClass::tie,
-                                             MismatchClass::direction};
+    static const MismatchClass priority[] = {
+        MismatchClass::nan_encoding,    MismatchClass::overflow, MismatchClass::flush_to_zero, MismatchClass::scale,
+        MismatchClass::double_rounding, MismatchClass::tie,      MismatchClass::direction};
     std::uint64_t explains[kMismatchClassCount] = {};
     for (int m = 0; m < kMaskCount; ++m)
         for (int c = 0; c < 7; ++c)
@@ -377,8 +377,9 @@ std::optional<ValidateReport> run(const ValidateRequest& rq, const ValidateOptio
     std::vector<Policy> consistent;
     for (std::size_t s = 0; s < ns; ++s)
         if (ok[s]) consistent.push_back(survivors[s]);
-    return assemble(rq, opt, eng, table, raw, all, consistent,
-                    [&](std::uint64_t i) { return std::pair<u64, std::uint8_t>{eng.load(i), codes[i]}; });
+    return assemble(rq, opt, eng, table, raw, all, consistent, [&](std::uint64_t i) {
+        return std::pair<u64, std::uint8_t>{eng.load(i), codes[i]};
+    });
 }
 
 // validate_mismatches(): each mismatch of the scan classified by the same Engine::explain, the
@@ -412,8 +413,8 @@ ValidateReport run_mismatches(const ValidateRequest& rq, const MismatchScan& sca
     for (int s = 0; s < kValidatePolicyCount; ++s)
         if ((scan.policies >> s) & 1u) consistent.push_back(validate_policy(s));
     return assemble(rq, opt, eng, table, raw, all, consistent, [&](std::uint64_t i) {
-        const std::size_t j = static_cast<std::size_t>(
-            std::lower_bound(scan.indices.begin(), scan.indices.end(), i) - scan.indices.begin());
+        const std::size_t j = static_cast<std::size_t>(std::lower_bound(scan.indices.begin(), scan.indices.end(), i) -
+                                                       scan.indices.begin());
         return std::pair<u64, std::uint8_t>{scan.input_bits[j], scan.codes[j]};
     });
 }
@@ -457,8 +458,10 @@ decltype(auto) with_engine_types(const ValidateRequest& rq, Fn&& fn) {
         return emu::with_format(rq.to, [&](auto f) {
             using F = decltype(f);
             if (rq.scaling.mode == ScaleMode::none) return fn(EngineTypes<W, W, F, false>{});
-            if constexpr (std::is_same_v<W, emu::Binary64>) return fn(EngineTypes<W, emu::Binary64, F, true>{});
-            else return fn(EngineTypes<W, emu::Binary32, F, true>{});
+            if constexpr (std::is_same_v<W, emu::Binary64>)
+                return fn(EngineTypes<W, emu::Binary64, F, true>{});
+            else
+                return fn(EngineTypes<W, emu::Binary32, F, true>{});
         });
     });
 }

@@ -44,8 +44,8 @@ T bit_cast(U u) {
 
 template <class W>
 double to_double(u64 bits) {
-    return bit_cast<double>(static_cast<u64>(
-        emu::convert<W, emu::Binary64>(static_cast<typename W::storage_t>(bits), emu::kDecodePolicy)));
+    return bit_cast<double>(
+        static_cast<u64>(emu::convert<W, emu::Binary64>(static_cast<typename W::storage_t>(bits), emu::kDecodePolicy)));
 }
 
 template <class W>
@@ -107,10 +107,14 @@ struct Engine {
     // of emu::convert results set up by the caller).
     const float* widen_f16 = nullptr;
     float widen(u64 x) const {
-        if constexpr (std::is_same_v<W, emu::Binary32>) return bit_cast<float>(static_cast<std::uint32_t>(x));
-        else if constexpr (std::is_same_v<W, emu::BFloat16>) return bit_cast<float>(static_cast<std::uint32_t>(x) << 16);
-        else if constexpr (std::is_same_v<W, emu::Binary16>) return widen_f16[x];
-        else return 0.0f;  // f64 inputs are scaled in float64
+        if constexpr (std::is_same_v<W, emu::Binary32>)
+            return bit_cast<float>(static_cast<std::uint32_t>(x));
+        else if constexpr (std::is_same_v<W, emu::BFloat16>)
+            return bit_cast<float>(static_cast<std::uint32_t>(x) << 16);
+        else if constexpr (std::is_same_v<W, emu::Binary16>)
+            return widen_f16[x];
+        else
+            return 0.0f;  // f64 inputs are scaled in float64
     }
 
     // The bits (in C) of the value the reference rounds.
@@ -144,8 +148,7 @@ struct Engine {
 
         const double vd = to_double<C>(v);
         if (t.zero[a]) {
-            if (is_subnormal<W>(x) || (scaled && is_subnormal<C>(v)) || t.subnormal[e])
-                mask |= kFtz;
+            if (is_subnormal<W>(x) || (scaled && is_subnormal<C>(v)) || t.subnormal[e]) mask |= kFtz;
         }
 
         if (std::isfinite(vd)) {
@@ -154,8 +157,9 @@ struct Engine {
             const emu::Rounding away = negative ? emu::Rounding::toward_negative : emu::Rounding::toward_positive;
             const std::uint8_t down = round(v, {emu::Rounding::toward_zero, ref.overflow, ref.nan});
             const double down_val = std::fabs(t.value[down]);
-            const double up_val =
-                mag > t.max_finite ? t.beyond_max : std::fabs(t.value[round(v, {away, emu::Overflow::saturate_finite, ref.nan})]);
+            const double up_val = mag > t.max_finite
+                                      ? t.beyond_max
+                                      : std::fabs(t.value[round(v, {away, emu::Overflow::saturate_finite, ref.nan})]);
             if (mag < t.beyond_max && mag != down_val) {
                 bool neighbour = a == down;
                 for (emu::Overflow o : kOverflows) neighbour = neighbour || a == round(v, {away, o, ref.nan});
@@ -193,8 +197,7 @@ struct Engine {
             if (hit32(xf)) return true;  // the scale not applied at all
             if (scale.mode == ScaleMode::scale) {
                 const float inv = 1.0f / s;
-                return hit32(xf / inv) || hit64(static_cast<double>(xf) * static_cast<double>(s)) ||
-                       hit32(xf * pow2);
+                return hit32(xf / inv) || hit64(static_cast<double>(xf) * static_cast<double>(s)) || hit32(xf * pow2);
             }
             return hit32(xf / s) || hit32(xf * s) || hit64(static_cast<double>(xf) / static_cast<double>(s)) ||
                    hit32(static_cast<float>(static_cast<double>(xf) * (1.0 / static_cast<double>(s))));
@@ -238,21 +241,25 @@ struct FastRound {
     static constexpr bool tabulable = f32 || b16;
     static constexpr std::size_t size() { return f32 ? (std::size_t{1} << (32 - kLow + 1)) : 65536; }
     static std::size_t index(u64 v) {
-        if constexpr (f32) return static_cast<std::size_t>(((v >> kLow) << 1) | ((v & kLowMask) != 0));
-        else return static_cast<std::size_t>(v);
+        if constexpr (f32)
+            return static_cast<std::size_t>(((v >> kLow) << 1) | ((v & kLowMask) != 0));
+        else
+            return static_cast<std::size_t>(v);
     }
     // A value whose code is the code of every value with this index.
     static u64 representative(std::size_t k) {
-        if constexpr (f32) return ((static_cast<u64>(k) >> 1) << kLow) | (static_cast<u64>(k) & 1);
-        else return k;
+        if constexpr (f32)
+            return ((static_cast<u64>(k) >> 1) << kLow) | (static_cast<u64>(k) & 1);
+        else
+            return k;
     }
 
     FastRound(Policy p, bool build) : policy(p) {
         if (!build || !tabulable) return;
         table.resize(size());
         for (std::size_t k = 0; k < table.size(); ++k)
-            table[k] = static_cast<std::uint8_t>(
-                emu::convert<C, F>(static_cast<typename C::storage_t>(representative(k)), p));
+            table[k] =
+                static_cast<std::uint8_t>(emu::convert<C, F>(static_cast<typename C::storage_t>(representative(k)), p));
     }
     std::uint8_t operator()(u64 v) const {
         if (!table.empty()) return table[index(v)];

@@ -72,7 +72,8 @@ std::string describe_consistency(const ValidateReport& r) {
     std::string out = "equals ";
     if (!r.consistent_profiles.empty()) {
         out += "profile ";
-        for (std::size_t i = 0; i < r.consistent_profiles.size(); ++i) out += (i ? ", " : "") + r.consistent_profiles[i];
+        for (std::size_t i = 0; i < r.consistent_profiles.size(); ++i)
+            out += (i ? ", " : "") + r.consistent_profiles[i];
         out += "; policies: ";
     }
     bool first = true;
@@ -117,8 +118,7 @@ std::string ValidateReport::position(std::uint64_t index) const {
 
 std::string ValidateReport::summary() const {
     std::string s = fmt::format("{} elements, {} -> {}, policy {}", total, name(from), name(to), describe(policy));
-    if (scale_mode != ScaleMode::none)
-        s += fmt::format(", {} ({})", scale_mode_name(scale_mode), name(layout));
+    if (scale_mode != ScaleMode::none) s += fmt::format(", {} ({})", scale_mode_name(scale_mode), name(layout));
     s += fmt::format("\n{} bit-exact, {} mismatches{}\n", matches, mismatches, mismatches ? "" : ": BIT-EXACT");
     for (MismatchClass c : kAllMismatchClasses) {
         const ClassReport& cr = (*this)[c];
@@ -128,7 +128,8 @@ std::string ValidateReport::summary() const {
             s += fmt::format("    {}{} input {} = {}", position(e.index),
                              shape.size() >= 2 ? fmt::format(" (element {})", e.index) : std::string(),
                              hex_bits(from, e.input_bits), number(e.input));
-            if (scale_mode != ScaleMode::none) s += fmt::format(" (S {}, scaled {})", number(e.scale), number(e.scaled));
+            if (scale_mode != ScaleMode::none)
+                s += fmt::format(" (S {}, scaled {})", number(e.scale), number(e.scaled));
             s += fmt::format(": expected 0x{:02x} = {}, got 0x{:02x} = {}\n", e.expected, number(e.expected_value),
                              e.actual, number(e.actual_value));
         }
@@ -154,17 +155,24 @@ std::string ValidateReport::json() const {
         const ClassReport& cr = (*this)[c];
         nlohmann::json ex = nlohmann::json::array();
         for (const MismatchExample& e : cr.examples)
-            ex.push_back({{"index", e.index}, {"position", indices(e.index)}, {"input_bits", hex_bits(from, e.input_bits)}, {"input", number(e.input)},
-                          {"scale", number(e.scale)}, {"scaled", number(e.scaled)},
-                          {"expected", fmt::format("0x{:02x}", e.expected)}, {"expected_value", number(e.expected_value)},
-                          {"actual", fmt::format("0x{:02x}", e.actual)}, {"actual_value", number(e.actual_value)}});
+            ex.push_back({{"index", e.index},
+                          {"position", indices(e.index)},
+                          {"input_bits", hex_bits(from, e.input_bits)},
+                          {"input", number(e.input)},
+                          {"scale", number(e.scale)},
+                          {"scaled", number(e.scaled)},
+                          {"expected", fmt::format("0x{:02x}", e.expected)},
+                          {"expected_value", number(e.expected_value)},
+                          {"actual", fmt::format("0x{:02x}", e.actual)},
+                          {"actual_value", number(e.actual_value)}});
         classes[std::string(name(c))] = {{"count", cr.count}, {"examples", ex}};
     }
     j["classes"] = classes;
     j["policies_detected"] = policies_detected;
     nlohmann::json pol = nlohmann::json::array();
     for (const Policy& p : consistent_policies)
-        pol.push_back({{"rounding", std::string(name(p.rounding))}, {"overflow", std::string(name(p.overflow))},
+        pol.push_back({{"rounding", std::string(name(p.rounding))},
+                       {"overflow", std::string(name(p.overflow))},
                        {"nan", std::string(name(p.nan))}});
     j["consistent_policies"] = pol;
     j["consistent_profiles"] = consistent_profiles;

@@ -21,15 +21,17 @@ std::vector<double> decode_all(const BlockQuantized& q, Format f) {
     std::vector<double> out(q.rows * q.cols);
     for (std::size_t r = 0; r < q.rows; ++r)
         for (std::size_t c = 0; c < q.cols; ++c) {
-            const float v = numerics::float_of(static_cast<std::uint32_t>(emu::decode(f, emu::Wide::f32, q.codes[r * q.cols + c])));
-            out[r * q.cols + c] = static_cast<double>(v) * q.scale_inv[(r / q.tile_rows) * q.grid_cols + c / q.tile_cols];
+            const float v =
+                numerics::float_of(static_cast<std::uint32_t>(emu::decode(f, emu::Wide::f32, q.codes[r * q.cols + c])));
+            out[r * q.cols + c] =
+                static_cast<double>(v) * q.scale_inv[(r / q.tile_rows) * q.grid_cols + c / q.tile_cols];
         }
     return out;
 }
 
 // ||A B^T - G||_F for A: n x t, B: k x t (row-major), G: n x k.
-double frobenius_diff(const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& g, std::size_t n,
-                      std::size_t k, std::size_t t) {
+double frobenius_diff(const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& g,
+                      std::size_t n, std::size_t k, std::size_t t) {
     double s = 0;
     for (std::size_t i = 0; i < n; ++i)
         for (std::size_t j = 0; j < k; ++j) {
@@ -104,25 +106,34 @@ nlohmann::json LayerGradient::to_json() const {
     nlohmann::json rs = nlohmann::json::array();
     for (const auto& r : recipes) {
         nlohmann::json j = {{"recipe", r.recipe}, {"grad_norm", r.norm}};
-        if (!r.skipped.empty()) j["skipped"] = r.skipped;
+        if (!r.skipped.empty())
+            j["skipped"] = r.skipped;
         else
-            j.update({{"noise_rtn", r.noise_rtn}, {"noise_sr", r.noise_sr}, {"ratio_rtn", num(r.ratio_rtn())},
-                      {"ratio_sr", num(r.ratio_sr())}, {"wgrad_error_rtn", r.norm > 0 ? num(r.noise_rtn / r.norm) : nullptr},
+            j.update({{"noise_rtn", r.noise_rtn},
+                      {"noise_sr", r.noise_sr},
+                      {"ratio_rtn", num(r.ratio_rtn())},
+                      {"ratio_sr", num(r.ratio_sr())},
+                      {"wgrad_error_rtn", r.norm > 0 ? num(r.noise_rtn / r.norm) : nullptr},
                       {"wgrad_error_sr", r.norm > 0 ? num(r.noise_sr / r.norm) : nullptr}});
         rs.push_back(std::move(j));
     }
-    return {{"file", file}, {"layer", layer}, {"step", step}, {"tokens", tokens}, {"in_features", in_features},
-            {"out_features", out_features}, {"recipes", rs}};
+    return {{"file", file},
+            {"layer", layer},
+            {"step", step},
+            {"tokens", tokens},
+            {"in_features", in_features},
+            {"out_features", out_features},
+            {"recipes", rs}};
 }
 
 std::vector<Bf16Choice> bf16_choice(const std::vector<LayerGradient>& layers, double fraction) {
     static const std::regex num(R"((?:^|[./])(?:layers|layer|h|blocks)[./](\d+)[./])");
     // Within a block, the order the forward pass runs the projections (Llama/GPT names).
     auto within = [](const std::string& name) -> int {
-        static const std::pair<const char*, int> parts[] = {{"q_proj", 0}, {"k_proj", 1}, {"v_proj", 2}, {"qkv", 2},
-                                                            {"o_proj", 3}, {"out_proj", 3}, {"attn.c_proj", 3}, {"gate", 4},
-                                                            {"w1", 4}, {"up_proj", 5}, {"w3", 5}, {"fc1", 5}, {"c_fc", 5},
-                                                            {"down", 6}, {"w2", 6}, {"fc2", 6}, {"mlp.c_proj", 6}};
+        static const std::pair<const char*, int> parts[] = {
+            {"q_proj", 0},      {"k_proj", 1}, {"v_proj", 2}, {"qkv", 2},     {"o_proj", 3},    {"out_proj", 3},
+            {"attn.c_proj", 3}, {"gate", 4},   {"w1", 4},     {"up_proj", 5}, {"w3", 5},        {"fc1", 5},
+            {"c_fc", 5},        {"down", 6},   {"w2", 6},     {"fc2", 6},     {"mlp.c_proj", 6}};
         for (const auto& [p, k] : parts)
             if (name.find(p) != std::string::npos) return k;
         return 7;
@@ -151,7 +162,9 @@ std::vector<Bf16Choice> bf16_choice(const std::vector<LayerGradient>& layers, do
     });
     for (std::size_t s = 0; s < idx.size();) {
         std::size_t e = s;
-        while (e < idx.size() && layers[idx[e]].file == layers[idx[s]].file && layers[idx[e]].step == layers[idx[s]].step) ++e;
+        while (e < idx.size() && layers[idx[e]].file == layers[idx[s]].file &&
+               layers[idx[e]].step == layers[idx[s]].step)
+            ++e;
         const std::size_t n = e - s;
         const std::size_t keep = static_cast<std::size_t>(std::ceil(fraction * static_cast<double>(n) - 1e-9));
         for (std::size_t r = 0; r < layers[idx[s]].recipes.size(); ++r) {
@@ -177,8 +190,8 @@ std::vector<Bf16Choice> bf16_choice(const std::vector<LayerGradient>& layers, do
 }
 
 nlohmann::json Bf16Choice::to_json() const {
-    return {{"file", file}, {"step", step}, {"recipe", recipe}, {"linear_layers", linear_layers}, {"keep", keep},
-            {"last", last}, {"by_error", by_error}, {"rule", kCaseBf16Layers}};
+    return {{"file", file}, {"step", step}, {"recipe", recipe},     {"linear_layers", linear_layers},
+            {"keep", keep}, {"last", last}, {"by_error", by_error}, {"rule", kCaseBf16Layers}};
 }
 
 }  // namespace fp8kit::warn

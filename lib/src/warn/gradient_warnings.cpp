@@ -12,7 +12,8 @@ namespace fp8kit::warn {
 
 bool is_norm_weight(const std::string& name) {
     // input_layernorm.weight, post_attention_layernorm/weight, model.norm.weight, ln_f.weight, rms_norm...
-    static const std::regex re(R"((?:^|[./])(?:[A-Za-z0-9_]*norm[A-Za-z0-9_]*|ln_[A-Za-z0-9_]*)[./]weight$)", std::regex::icase);
+    static const std::regex re(R"((?:^|[./])(?:[A-Za-z0-9_]*norm[A-Za-z0-9_]*|ln_[A-Za-z0-9_]*)[./]weight$)",
+                               std::regex::icase);
     return std::regex_search(name, re);
 }
 
@@ -40,8 +41,8 @@ NormBias norm_bias(const float* w, std::uint64_t n, const RecipeSpec& recipe) {
 }
 
 nlohmann::json NormBias::to_json() const {
-    return {{"file", file}, {"tensor", tensor}, {"step", step}, {"recipe", recipe}, {"numel", numel},
-            {"bias", bias}, {"rel_rms", rel_rms}, {"mean", mean}};
+    return {{"file", file},   {"tensor", tensor}, {"step", step},       {"recipe", recipe},
+            {"numel", numel}, {"bias", bias},     {"rel_rms", rel_rms}, {"mean", mean}};
 }
 
 std::vector<Warning> gradient_warnings(const std::vector<LayerGradient>& layers, const GradientConfig& cfg) {
@@ -52,7 +53,8 @@ std::vector<Warning> gradient_warnings(const std::vector<LayerGradient>& layers,
         nlohmann::json nums = nlohmann::json::array();
         for (const auto& g : L.recipes) {
             if (!g.skipped.empty()) continue;
-            for (const auto& [how, r] : {std::pair{"round-to-nearest", g.ratio_rtn()}, std::pair{"stochastic rounding", g.ratio_sr()}}) {
+            for (const auto& [how, r] :
+                 {std::pair{"round-to-nearest", g.ratio_rtn()}, std::pair{"stochastic rounding", g.ratio_sr()}}) {
                 if (!(r < cfg.ratio_min)) continue;
                 below += fmt::format("{}{} with {}: {:.3g}", below.empty() ? "" : "; ", g.recipe, how, r);
                 worst = std::min(worst, r);
@@ -66,14 +68,17 @@ std::vector<Warning> gradient_warnings(const std::vector<LayerGradient>& layers,
         w.tensor = L.layer;
         w.step = L.step;
         w.severity = 1 + std::log2(cfg.ratio_min / std::max(worst, 1e-300));
-        w.evidence = fmt::format("weight gradient dY^T X over {} tokens: ||G|| = {:.4g}; ||G|| / ||G_q - G|| below sqrt(3) = {:.4g} "
-                                 "under {}",
-                                 L.tokens, L.recipes.empty() ? 0.0 : L.recipes.front().norm, cfg.ratio_min, below);
+        w.evidence = fmt::format(
+            "weight gradient dY^T X over {} tokens: ||G|| = {:.4g}; ||G|| / ||G_q - G|| below sqrt(3) = {:.4g} "
+            "under {}",
+            L.tokens, L.recipes.empty() ? 0.0 : L.recipes.front().norm, cfg.ratio_min, below);
         w.numbers = {{"below", nums}, {"threshold", cfg.ratio_min}, {"layer", L.to_json()}};
         w.resembles = kCaseGradNoise;
-        w.advice = "the quantisation noise of this layer's weight gradient exceeds the signal: keep the layer's backward in BF16 "
-                   "(or FP8 instead of FP4), or, late in training, switch to higher-precision gradients (the QAF phase of "
-                   "arXiv 2505.19115)";
+        w.advice =
+            "the quantisation noise of this layer's weight gradient exceeds the signal: keep the layer's backward in "
+            "BF16 "
+            "(or FP8 instead of FP4), or, late in training, switch to higher-precision gradients (the QAF phase of "
+            "arXiv 2505.19115)";
         out.push_back(std::move(w));
     }
     return out;
@@ -89,13 +94,16 @@ std::vector<Warning> norm_warnings(const std::vector<NormBias>& norms, const Gra
         w.tensor = b.tensor;
         w.step = b.step;
         w.severity = 1 + std::log2(std::fabs(b.bias) / cfg.norm_bias_max);
-        w.evidence = fmt::format("quantised under {}, the {} norm weights (mean {:.4g}) shift by {:+.3g}% on average "
-                                 "(sum(Q(w) - w) / sum|w|; threshold {:g}%), relative RMS error {:.3g}%",
-                                 b.recipe, b.numel, b.mean, 100 * b.bias, 100 * cfg.norm_bias_max, 100 * b.rel_rms);
+        w.evidence = fmt::format(
+            "quantised under {}, the {} norm weights (mean {:.4g}) shift by {:+.3g}% on average "
+            "(sum(Q(w) - w) / sum|w|; threshold {:g}%), relative RMS error {:.3g}%",
+            b.recipe, b.numel, b.mean, 100 * b.bias, 100 * cfg.norm_bias_max, 100 * b.rel_rms);
         w.numbers = b.to_json();
         w.resembles = kCaseNormBias;
-        w.advice = "keep LayerNorm/RMSNorm weights out of the low-precision cast (BF16/FP32): every activation of the layer is "
-                   "multiplied by them, so their rounding bias does not average out";
+        w.advice =
+            "keep LayerNorm/RMSNorm weights out of the low-precision cast (BF16/FP32): every activation of the layer "
+            "is "
+            "multiplied by them, so their rounding bias does not average out";
         out.push_back(std::move(w));
     }
     return out;

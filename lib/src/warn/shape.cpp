@@ -9,12 +9,21 @@
 namespace fp8kit::warn {
 
 nlohmann::json ShapeStats::to_json() const {
-    nlohmann::json j = {{"file", file}, {"tensor", tensor}, {"step", step}, {"rows", rows}, {"channels", channels},
-                        {"median_channel_amax", median_channel_amax}, {"max_channel_amax", max_channel_amax},
-                        {"outlier_channels", outlier_channels}, {"kurtosis", std::isfinite(kurtosis) ? nlohmann::json(kurtosis) : nlohmann::json(nullptr)}};
+    nlohmann::json j = {{"file", file},
+                        {"tensor", tensor},
+                        {"step", step},
+                        {"rows", rows},
+                        {"channels", channels},
+                        {"median_channel_amax", median_channel_amax},
+                        {"max_channel_amax", max_channel_amax},
+                        {"outlier_channels", outlier_channels},
+                        {"kurtosis", std::isfinite(kurtosis) ? nlohmann::json(kurtosis) : nlohmann::json(nullptr)}};
     if (has_blocks)
-        j["blocks"] = {{"count", blocks}, {"underflow", underflow}, {"saturation", saturation},
-                       {"scale_log2_std", scale_log2_std}, {"scale_log2_range", scale_log2_range},
+        j["blocks"] = {{"count", blocks},
+                       {"underflow", underflow},
+                       {"saturation", saturation},
+                       {"scale_log2_std", scale_log2_std},
+                       {"scale_log2_range", scale_log2_range},
                        {"scale_log2_hist", scale_log2_hist}};
     j["channel_amax"] = channel_amax;
     return j;
@@ -22,11 +31,12 @@ nlohmann::json ShapeStats::to_json() const {
 
 std::string swiglu_up_name(const std::string& gate) {
     // Hugging Face (gate_proj/up_proj), Meta Llama (w1/w3), and a bare "gate"/"up" component.
-    static const std::pair<const char*, const char*> pairs[] = {{"gate_proj", "up_proj"}, {".w1.", ".w3."}, {"/w1/", "/w3/"},
-                                                                {".gate.", ".up."}, {"/gate/", "/up/"}};
+    static const std::pair<const char*, const char*> pairs[] = {
+        {"gate_proj", "up_proj"}, {".w1.", ".w3."}, {"/w1/", "/w3/"}, {".gate.", ".up."}, {"/gate/", "/up/"}};
     for (const auto& [g, u] : pairs) {
         const auto at = gate.find(g);
-        if (at != std::string::npos) return gate.substr(0, at) + u + gate.substr(at + std::char_traits<char>::length(g));
+        if (at != std::string::npos)
+            return gate.substr(0, at) + u + gate.substr(at + std::char_traits<char>::length(g));
     }
     return "";
 }
@@ -87,9 +97,11 @@ ShapeStats shape_of(const float* x, std::uint64_t rows, std::uint64_t cols, Role
         // The histogram: compute_block_stats' exponent bins, less the blocks of zeros.
         std::array<std::uint64_t, kExpHistBins> hist = b.scale_inv_exp_hist;
         for (float si : b.scale_inv)
-            if (si == zero_inv && si > 0 && std::isfinite(si)) --hist[exp_hist_bin(static_cast<int>(std::floor(std::log2(si))))];
+            if (si == zero_inv && si > 0 && std::isfinite(si))
+                --hist[exp_hist_bin(static_cast<int>(std::floor(std::log2(si))))];
         for (std::size_t k = 0; k < kExpHistBins; ++k)
-            if (hist[k] && k != kExpHistZeroBin && k != kExpHistNonfiniteBin) s.scale_log2_hist.emplace_back(exp_hist_exponent(k), hist[k]);
+            if (hist[k] && k != kExpHistZeroBin && k != kExpHistNonfiniteBin)
+                s.scale_log2_hist.emplace_back(exp_hist_exponent(k), hist[k]);
         double a = 0, a2 = 0, lo = INFINITY, hi = -INFINITY;
         std::uint64_t k = 0;
         for (float si : b.scale_inv) {
@@ -110,7 +122,8 @@ ShapeStats shape_of(const float* x, std::uint64_t rows, std::uint64_t cols, Role
     return s;
 }
 
-SwigluAlignment swiglu_alignment(const float* g, const float* u, std::uint64_t rows, std::uint64_t cols, double cos_min) {
+SwigluAlignment swiglu_alignment(const float* g, const float* u, std::uint64_t rows, std::uint64_t cols,
+                                 double cos_min) {
     SwigluAlignment a;
     a.cos.resize(rows);
     for (std::uint64_t r = 0; r < rows; ++r) {

@@ -26,11 +26,26 @@ std::vector<float> read_f32(dump::Dump& d, std::size_t i) {
         float* dst = out.data() + c.first;
         for (std::size_t k = 0; k < c.count; ++k) {
             switch (c.wide) {
-                case Wide::f64: { double v; std::memcpy(&v, static_cast<const char*>(c.bits) + 8 * k, 8); dst[k] = static_cast<float>(v); break; }
+                case Wide::f64: {
+                    double v;
+                    std::memcpy(&v, static_cast<const char*>(c.bits) + 8 * k, 8);
+                    dst[k] = static_cast<float>(v);
+                    break;
+                }
                 case Wide::f32: std::memcpy(dst + k, static_cast<const char*>(c.bits) + 4 * k, 4); break;
-                case Wide::f16: { std::uint16_t h; std::memcpy(&h, static_cast<const char*>(c.bits) + 2 * k, 2); dst[k] = half_to_float(h); break; }
-                case Wide::bf16: { std::uint16_t h; std::memcpy(&h, static_cast<const char*>(c.bits) + 2 * k, 2);
-                                   const std::uint32_t b = std::uint32_t(h) << 16; std::memcpy(dst + k, &b, 4); break; }
+                case Wide::f16: {
+                    std::uint16_t h;
+                    std::memcpy(&h, static_cast<const char*>(c.bits) + 2 * k, 2);
+                    dst[k] = half_to_float(h);
+                    break;
+                }
+                case Wide::bf16: {
+                    std::uint16_t h;
+                    std::memcpy(&h, static_cast<const char*>(c.bits) + 2 * k, 2);
+                    const std::uint32_t b = std::uint32_t(h) << 16;
+                    std::memcpy(dst + k, &b, 4);
+                    break;
+                }
             }
         }
     });
@@ -54,21 +69,28 @@ void stats_warnings(const ShapeStats& s, Role role, const ShapeConfig& cfg, std:
         const double ratio = s.max_channel_amax / s.median_channel_amax;
         w.severity = 1 + std::log2(ratio / cfg.outlier_k);
         std::string list;
-        for (std::size_t i = 0; i < s.outlier_channels.size() && i < 8; ++i) list += fmt::format("{}{}", i ? ", " : "", s.outlier_channels[i]);
-        w.evidence = fmt::format("{} of {} channels have amax > {:g} x the median channel amax {:.6g} (channels {}{}); largest {:.6g} = {:.3g} x median",
-                                 s.outlier_channels.size(), s.channels, cfg.outlier_k, s.median_channel_amax, list,
-                                 s.outlier_channels.size() > 8 ? ", ..." : "", s.max_channel_amax, ratio);
-        w.numbers = {{"channels", s.outlier_channels}, {"median_channel_amax", s.median_channel_amax},
-                     {"max_channel_amax", s.max_channel_amax}, {"ratio", ratio}};
+        for (std::size_t i = 0; i < s.outlier_channels.size() && i < 8; ++i)
+            list += fmt::format("{}{}", i ? ", " : "", s.outlier_channels[i]);
+        w.evidence = fmt::format(
+            "{} of {} channels have amax > {:g} x the median channel amax {:.6g} (channels {}{}); largest {:.6g} = "
+            "{:.3g} x median",
+            s.outlier_channels.size(), s.channels, cfg.outlier_k, s.median_channel_amax, list,
+            s.outlier_channels.size() > 8 ? ", ..." : "", s.max_channel_amax, ratio);
+        w.numbers = {{"channels", s.outlier_channels},
+                     {"median_channel_amax", s.median_channel_amax},
+                     {"max_channel_amax", s.max_channel_amax},
+                     {"ratio", ratio}};
         w.resembles = kCaseOutliers;
-        w.advice = "one tensor scale is set by these channels and crushes the rest: per-channel or block scaling "
-                   "(e.g. Smooth-SwiGLU-style per-channel scales), or keep the layer in BF16";
+        w.advice =
+            "one tensor scale is set by these channels and crushes the rest: per-channel or block scaling "
+            "(e.g. Smooth-SwiGLU-style per-channel scales), or keep the layer in BF16";
         out.push_back(std::move(w));
     }
     if (std::isfinite(s.kurtosis) && s.kurtosis > cfg.kurtosis_max) {
         Warning w = base("kurtosis", s.file, s.tensor, s.step);
         w.severity = 1 + std::log2(s.kurtosis / cfg.kurtosis_max);
-        w.evidence = fmt::format("Pearson kurtosis {:.4g} > {:g} (a normal distribution has 3)", s.kurtosis, cfg.kurtosis_max);
+        w.evidence =
+            fmt::format("Pearson kurtosis {:.4g} > {:g} (a normal distribution has 3)", s.kurtosis, cfg.kurtosis_max);
         w.numbers = {{"kurtosis", s.kurtosis}, {"threshold", cfg.kurtosis_max}};
         w.resembles = kCaseKurtosis;
         w.advice = "heavy tails: watch this layer across steps; finer scaling blocks or BF16 for it";
@@ -76,24 +98,30 @@ void stats_warnings(const ShapeStats& s, Role role, const ShapeConfig& cfg, std:
     }
     if (s.has_blocks && (s.underflow > cfg.underflow_max || s.saturation > cfg.saturation_max)) {
         Warning w = base("block-scales", s.file, s.tensor, s.step);
-        w.severity = 1 + std::max(s.underflow / std::max(cfg.underflow_max, 1e-12), s.saturation > cfg.saturation_max ? 2.0 : 0.0);
-        w.evidence = fmt::format("under {}: {:.4g}% of elements flush to zero, {:.4g}% saturate; block scales spread {:.3g} binades "
-                                 "(std {:.3g}) over {} blocks",
-                                 cfg.block_recipe->name, 100 * s.underflow, 100 * s.saturation, s.scale_log2_range, s.scale_log2_std, s.blocks);
+        w.severity = 1 + std::max(s.underflow / std::max(cfg.underflow_max, 1e-12),
+                                  s.saturation > cfg.saturation_max ? 2.0 : 0.0);
+        w.evidence = fmt::format(
+            "under {}: {:.4g}% of elements flush to zero, {:.4g}% saturate; block scales spread {:.3g} binades "
+            "(std {:.3g}) over {} blocks",
+            cfg.block_recipe->name, 100 * s.underflow, 100 * s.saturation, s.scale_log2_range, s.scale_log2_std,
+            s.blocks);
         w.numbers = s.to_json()["blocks"];
         w.resembles = kCaseBlocks;
-        w.advice = "saturation: use the round-up scale rule (mx-roundup, not the OCP floor); underflow: smaller blocks or a format with more range";
+        w.advice =
+            "saturation: use the round-up scale rule (mx-roundup, not the OCP floor); underflow: smaller blocks or a "
+            "format with more range";
         out.push_back(std::move(w));
     }
 }
 
 // A linear layer's input (tokens x in) and output gradient (tokens x out) as siblings: names
 // ending "input" and "grad_output" after the same '/' or '.' prefix, same file, same token count.
-void layer_of(dump::Dump& d, std::size_t i, const std::unordered_map<std::string, std::size_t>& by_name, const GradientConfig& cfg,
-              std::vector<LayerGradient>& out) {
+void layer_of(dump::Dump& d, std::size_t i, const std::unordered_map<std::string, std::size_t>& by_name,
+              const GradientConfig& cfg, std::vector<LayerGradient>& out) {
     const auto& t = d.tensors()[i];
     const auto cut = t.name.find_last_of("/.");
-    if (cut == std::string::npos || t.name.compare(cut + 1, std::string::npos, "input") != 0 || t.shape.size() < 2) return;
+    if (cut == std::string::npos || t.name.compare(cut + 1, std::string::npos, "input") != 0 || t.shape.size() < 2)
+        return;
     const std::string prefix = t.name.substr(0, cut);
     const auto it = by_name.find(t.file + '\0' + prefix + t.name[cut] + "grad_output");
     if (it == by_name.end()) return;
@@ -110,7 +138,8 @@ void layer_of(dump::Dump& d, std::size_t i, const std::unordered_map<std::string
 
 }  // namespace
 
-ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConfig& cfg, const dump::ReadOptions& read) {
+ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConfig& cfg,
+                          const dump::ReadOptions& read) {
     ShapeResult res;
     dump::Dump d(files, {}, read);
     if (!d.errors().empty()) {
@@ -118,10 +147,12 @@ ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConf
         throw dump::DumpError(p.file, p.name, p.message);
     }
     std::unordered_map<std::string, std::size_t> by_name;
-    for (std::size_t i = 0; i < d.tensors().size(); ++i) by_name.emplace(d.tensors()[i].file + '\0' + d.tensors()[i].name, i);
+    for (std::size_t i = 0; i < d.tensors().size(); ++i)
+        by_name.emplace(d.tensors()[i].file + '\0' + d.tensors()[i].name, i);
     for (std::size_t i = 0; i < d.tensors().size(); ++i) {
         const auto& t = d.tensors()[i];
-        if (t.numel && t.role != Role::optimizer_state && t.role != Role::gradient && cfg.grad.norm_recipe && is_norm_weight(t.name)) {
+        if (t.numel && t.role != Role::optimizer_state && t.role != Role::gradient && cfg.grad.norm_recipe &&
+            is_norm_weight(t.name)) {
             const std::vector<float> w = read_f32(d, i);
             NormBias b = norm_bias(w.data(), t.numel, *cfg.grad.norm_recipe);
             b.file = t.file;
@@ -158,12 +189,16 @@ ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConf
             std::string list;
             for (std::size_t k = 0; k < a.aligned.size() && k < 8; ++k)
                 list += fmt::format("{}{} ({:.3f})", k ? ", " : "", a.aligned[k], a.cos[a.aligned[k]]);
-            w.evidence = fmt::format("{} of {} channels of {} and {} are aligned, |cos| >= {:g}: {}{}", a.aligned.size(), a.cos.size(),
-                                     t.name, up, cfg.swiglu_cos, list, a.aligned.size() > 8 ? ", ..." : "");
-            w.numbers = {{"gate", t.name}, {"up", up}, {"channels", a.aligned}, {"top_cos", top}, {"threshold", cfg.swiglu_cos}};
+            w.evidence =
+                fmt::format("{} of {} channels of {} and {} are aligned, |cos| >= {:g}: {}{}", a.aligned.size(),
+                            a.cos.size(), t.name, up, cfg.swiglu_cos, list, a.aligned.size() > 8 ? ", ..." : "");
+            w.numbers = {
+                {"gate", t.name}, {"up", up}, {"channels", a.aligned}, {"top_cos", top}, {"threshold", cfg.swiglu_cos}};
             w.resembles = kCaseSwiglu;
-            w.advice = "Smooth-SwiGLU: scale the SwiGLU output per channel before the FP8 cast of the down projection (arXiv 2409.12517), "
-                       "or keep this layer's down projection input in BF16";
+            w.advice =
+                "Smooth-SwiGLU: scale the SwiGLU output per channel before the FP8 cast of the down projection (arXiv "
+                "2409.12517), "
+                "or keep this layer's down projection input in BF16";
             res.warnings.push_back(std::move(w));
         }
         res.swiglu.push_back(std::move(a));

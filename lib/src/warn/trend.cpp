@@ -47,7 +47,10 @@ void check(const TrendConfig& c) {
     if (c.fixed_calibration < 0) bad("fixed calibration", "must be >= 0");
     if (c.fixed_levels.size() > 8) bad("fixed levels", "at most 8");
     if (c.recipe && c.recipe->kind == RecipeKind::current)
-        bad("recipe", fmt::format("'{}' scales from each step's own amax: nothing to forecast (choose a delayed or windowed recipe)", c.recipe->name));
+        bad("recipe",
+            fmt::format(
+                "'{}' scales from each step's own amax: nothing to forecast (choose a delayed or windowed recipe)",
+                c.recipe->name));
     if (c.fixed_calibration > 0 && !c.fixed_recipe) bad("fixed recipe", "needed with a calibration length");
 }
 
@@ -56,7 +59,8 @@ int growth_detection_delay(const TrendConfig& c, double sigma, double rate_per_k
     for (int w = c.growth_min_window;; w = std::min(2 * w, c.window)) {
         const double n = w;
         const double se = 1000 * sigma * std::sqrt(12 / (n * (n * n - 1)));
-        if (rate_per_k - c.growth_per_k >= 2 * se && rate_per_k >= (t_quantile(c.growth_z, n - 2) + 2) * se) return w + c.eval_every;
+        if (rate_per_k - c.growth_per_k >= 2 * se && rate_per_k >= (t_quantile(c.growth_z, n - 2) + 2) * se)
+            return w + c.eval_every;
         if (w == c.window) return -1;
     }
 }
@@ -92,7 +96,8 @@ TensorTrend::TensorTrend(std::string tensor, Role role, const TrendConfig* cfg)
         format_ = replay::role_format(r, recipe_slot(role_), cfg->format);
         rounding_ = r.policy_for(role_).rounding;
         const float fmax = fp8_max(format_);
-        if (r.kind == RecipeKind::delayed) delayed_ = std::make_unique<DelayedScaling>(fmax, r.history_len, r.algo, r.margin);
+        if (r.kind == RecipeKind::delayed)
+            delayed_ = std::make_unique<DelayedScaling>(fmax, r.history_len, r.algo, r.margin);
         if (r.kind == RecipeKind::windowed)
             windowed_ = std::make_unique<MsampScaling>(fmax, r.role(recipe_slot(role_)).window, r.margin);
     }
@@ -100,9 +105,12 @@ TensorTrend::TensorTrend(std::string tensor, Role role, const TrendConfig* cfg)
 
 void TensorTrend::observe(std::int64_t step, float amax) {
     if (n_ > 0 && step <= last_step_)
-        throw std::invalid_argument(fmt::format("tensor '{}': step {} after step {} (steps must increase)", tensor_, step, last_step_));
-    if (n_ == 0) first_step_ = step;
-    else if (step - last_step_ > 1) ++gapped_;
+        throw std::invalid_argument(
+            fmt::format("tensor '{}': step {} after step {} (steps must increase)", tensor_, step, last_step_));
+    if (n_ == 0)
+        first_step_ = step;
+    else if (step - last_step_ > 1)
+        ++gapped_;
     ++n_;
     last_step_ = step;
     forecast(step, amax);
@@ -119,7 +127,8 @@ void TensorTrend::observe(std::int64_t step, float amax) {
             if (step >= warmup_end()) ++spikes_late_;
             const Spike s{step, amax, med, overflow_now_};
             if (spikes_.size() < cfg_->spikes_kept) spikes_.push_back(s);
-            if (worst_spike_.step < 0 || static_cast<double>(amax) / med > static_cast<double>(worst_spike_.amax) / worst_spike_.median)
+            if (worst_spike_.step < 0 ||
+                static_cast<double>(amax) / med > static_cast<double>(worst_spike_.amax) / worst_spike_.median)
                 worst_spike_ = s;
         }
         const float out = spike_ring_[spike_head_];  // leaves the window
@@ -170,7 +179,8 @@ void TensorTrend::observe(std::int64_t step, float amax) {
                 if (fixed_reached_[i] < 0 && h >= cfg_->fixed_levels[i]) fixed_reached_[i] = step;
         }
     }
-    if (ring_n_ >= static_cast<std::size_t>(cfg_->growth_min_window) && n_ % static_cast<std::uint64_t>(cfg_->eval_every) == 0)
+    if (ring_n_ >= static_cast<std::size_t>(cfg_->growth_min_window) &&
+        n_ % static_cast<std::uint64_t>(cfg_->eval_every) == 0)
         evaluate(step);
 }
 
@@ -277,7 +287,8 @@ void TensorTrend::evaluate(std::int64_t step) {
         const std::size_t li = std::min(local_, fits.size() - 1);
         bool grows = false;
         for (std::size_t i = 0; i <= li; ++i) grows = grows || past(fits[i], 0);
-        if (grows) last_pass_n_ = n_;
+        if (grows)
+            last_pass_n_ = n_;
         else if (n_ - last_pass_n_ > static_cast<std::uint64_t>(cfg_->growth_gap)) {
             in_episode_ = false;
             open_ = -1;
@@ -298,14 +309,16 @@ void TensorTrend::evaluate(std::int64_t step) {
     // baseline by the threshold is new growth, reported again.
     for (std::size_t i = 0; i < fits.size(); ++i) {
         const GrowthFit& f = fits[i];
-        if (n_ - report_n_ >= static_cast<std::uint64_t>(f.window) && !std::isnan(baseline_[i]) && past(f, baseline_[i])) {
+        if (n_ - report_n_ >= static_cast<std::uint64_t>(f.window) && !std::isnan(baseline_[i]) &&
+            past(f, baseline_[i])) {
             open(f, baseline_[i]);
             return;
         }
     }
     for (std::size_t i = 0; i < fits.size(); ++i)
         if (n_ - report_n_ >= static_cast<std::uint64_t>(fits[i].window))
-            baseline_[i] = std::max(0.0, std::isnan(baseline_[i]) ? fits[i].slope_per_k : std::min(baseline_[i], fits[i].slope_per_k));
+            baseline_[i] = std::max(
+                0.0, std::isnan(baseline_[i]) ? fits[i].slope_per_k : std::min(baseline_[i], fits[i].slope_per_k));
     if (open_ >= 0) {
         GrowthEpisode& e = episodes_[static_cast<std::size_t>(open_)];
         for (const auto& x : fits)

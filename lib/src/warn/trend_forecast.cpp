@@ -39,8 +39,10 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
         }
     }
     // 2. The recipe takes the step in; the next step's scale if its amax were this one.
-    if (delayed_) delayed_->record(amax);
-    else windowed_->record(amax);
+    if (delayed_)
+        delayed_->record(amax);
+    else
+        windowed_->record(amax);
     const float next = delayed_ ? delayed_->scale_for_step() : windowed_->scale();
     if (std::isfinite(amax) && amax > 0) {
         last_headroom_amax_ = amax;
@@ -79,8 +81,10 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
     const double sigma = 1.4826 * mad;
     const double left = -next_l2_headroom_;  // binades between the next cast's top and max
     double p;
-    if (sigma > 0) p = 0.5 * std::erfc((left - m) / (sigma * std::sqrt(2.0)));
-    else p = m > left ? 1.0 : 0.0;
+    if (sigma > 0)
+        p = 0.5 * std::erfc((left - m) / (sigma * std::sqrt(2.0)));
+    else
+        p = m > left ? 1.0 : 0.0;
     const double prob = p >= 1 ? 1.0 : -std::expm1(cfg_->forecast_horizon * std::log1p(-p));
     forecast_last_ = {step, prob, next_l2_headroom_, m, sigma, p};
     if (forecast_first_.step < 0 && prob >= cfg_->forecast_probability) forecast_first_ = forecast_last_;

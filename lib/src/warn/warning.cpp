@@ -20,25 +20,35 @@ void rank(std::vector<Warning>& w) {
 }
 
 nlohmann::json to_json(const Warning& w) {
-    return {{"signal", w.signal}, {"severity", std::isfinite(w.severity) ? nlohmann::json(w.severity) : nlohmann::json(nullptr)},
-            {"file", w.file}, {"tensor", w.tensor}, {"step", w.step}, {"step_end", w.step_end},
-            {"evidence", w.evidence}, {"numbers", w.numbers}, {"resembles", w.resembles}, {"advice", w.advice},
-            {"level", w.level}, {"note", w.note}};
+    return {{"signal", w.signal},
+            {"severity", std::isfinite(w.severity) ? nlohmann::json(w.severity) : nlohmann::json(nullptr)},
+            {"file", w.file},
+            {"tensor", w.tensor},
+            {"step", w.step},
+            {"step_end", w.step_end},
+            {"evidence", w.evidence},
+            {"numbers", w.numbers},
+            {"resembles", w.resembles},
+            {"advice", w.advice},
+            {"level", w.level},
+            {"note", w.note}};
 }
 
 std::string csv_header() { return "signal,severity,file,tensor,step,step_end,evidence,resembles,advice,level,note"; }
 
 std::string to_csv_row(const Warning& w) {
     using io::csv_field;
-    return fmt::format("{},{:.6g},{},{},{},{},{},{},{},{},{}", w.signal, w.severity, csv_field(w.file), csv_field(w.tensor), w.step,
-                       w.step_end, csv_field(w.evidence), csv_field(w.resembles), csv_field(w.advice), w.level, csv_field(w.note));
+    return fmt::format("{},{:.6g},{},{},{},{},{},{},{},{},{}", w.signal, w.severity, csv_field(w.file),
+                       csv_field(w.tensor), w.step, w.step_end, csv_field(w.evidence), csv_field(w.resembles),
+                       csv_field(w.advice), w.level, csv_field(w.note));
 }
 
 std::string to_text(const Warning& w) {
     std::string s = fmt::format("[{}] {} (severity {:.3g})", w.signal, io::printable(w.tensor), w.severity);
     if (w.step >= 0) s += fmt::format(", step {}", w.step);
     if (!w.file.empty()) s += fmt::format(", in {}", io::printable(w.file));
-    s += fmt::format("\n  evidence:  {}\n  resembles: {}\n  change:    {}\n", io::printable(w.evidence), w.resembles, w.advice);
+    s += fmt::format("\n  evidence:  {}\n  resembles: {}\n  change:    {}\n", io::printable(w.evidence), w.resembles,
+                     w.advice);
     if (!w.note.empty()) s += fmt::format("  note:      {}\n", w.note);
     return s;
 }
@@ -50,8 +60,10 @@ std::string info_text(const std::vector<Warning>& w) {
         if (x.level == "warning") continue;
         const std::string key = x.signal + ": " + x.note;
         auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == key; });
-        if (it == groups.end()) groups.push_back({key, {&x}});
-        else it->second.push_back(&x);
+        if (it == groups.end())
+            groups.push_back({key, {&x}});
+        else
+            it->second.push_back(&x);
     }
     std::string s;
     for (const auto& [key, v] : groups) {
@@ -65,7 +77,8 @@ std::string info_text(const std::vector<Warning>& w) {
 
 std::string step_runs(const std::vector<std::pair<std::int64_t, std::int64_t>>& runs) {
     std::string s;
-    for (const auto& [a, b] : runs) s += fmt::format("{}{}", s.empty() ? "" : ", ", a == b ? fmt::format("{}", a) : fmt::format("{}-{}", a, b));
+    for (const auto& [a, b] : runs)
+        s += fmt::format("{}{}", s.empty() ? "" : ", ", a == b ? fmt::format("{}", a) : fmt::format("{}-{}", a, b));
     return s;
 }
 

@@ -21,16 +21,26 @@ nlohmann::json WatchReport::to_json() const {
     for (const auto& x : warnings) w.push_back(warn::to_json(x));
     auto& t = j["tensors"] = nlohmann::json::array();
     for (const auto& x : tensors)
-        t.push_back({{"file", x.file}, {"tensor", x.tensor}, {"points", x.points}, {"spikes", x.spikes},
-                     {"spikes_after_warmup", x.spikes_after_warmup}, {"steps_after_warmup", x.steps_after_warmup},
-                     {"run_slope_log2_per_1000", num(x.run_slope_per_k)}, {"recent_slope_log2_per_1000", num(x.recent_slope_per_k)}});
+        t.push_back({{"file", x.file},
+                     {"tensor", x.tensor},
+                     {"points", x.points},
+                     {"spikes", x.spikes},
+                     {"spikes_after_warmup", x.spikes_after_warmup},
+                     {"steps_after_warmup", x.steps_after_warmup},
+                     {"run_slope_log2_per_1000", num(x.run_slope_per_k)},
+                     {"recent_slope_log2_per_1000", num(x.recent_slope_per_k)}});
     auto& s = j["shapes"] = nlohmann::json::array();
     for (const auto& x : shapes) s.push_back(x.to_json());
     auto& g = j["swiglu"] = nlohmann::json::array();
     for (const auto& x : swiglu) {
         double top = 0;
         for (double c : x.cos) top = std::max(top, std::fabs(c));
-        g.push_back({{"file", x.file}, {"gate", x.gate}, {"up", x.up}, {"step", x.step}, {"aligned", x.aligned}, {"max_abs_cos", top},
+        g.push_back({{"file", x.file},
+                     {"gate", x.gate},
+                     {"up", x.up},
+                     {"step", x.step},
+                     {"aligned", x.aligned},
+                     {"max_abs_cos", top},
                      {"cos", x.cos}});
     }
     auto& gr = j["gradients"] = nlohmann::json::array();
@@ -67,8 +77,9 @@ WatchReport watch_files(const WatchInputs& in) {
         const Watcher& wr = *w;
         for (auto& x : wr.warnings()) r.warnings.push_back(std::move(x));
         for (const auto& tr : wr.trends())
-            r.tensors.push_back({f, tr.tensor(), tr.points(), tr.spike_count(), tr.run_slope_per_k(), tr.recent_slope_per_k(),
-                                 tr.spikes_after_warmup(), std::max<std::int64_t>(0, tr.last_step() - tr.warmup_end())});
+            r.tensors.push_back({f, tr.tensor(), tr.points(), tr.spike_count(), tr.run_slope_per_k(),
+                                 tr.recent_slope_per_k(), tr.spikes_after_warmup(),
+                                 std::max<std::int64_t>(0, tr.last_step() - tr.warmup_end())});
         // 2. Shapes of a dump's tensors.
         if (in.shapes && dump::is_dump_file(f)) {
             ShapeResult s = shape_signals({f}, in.shape, in.read);
@@ -87,8 +98,8 @@ WatchReport watch_files(const WatchInputs& in) {
 
 RiskReport risk(const WatchReport& r, const RiskConfig& c) {
     RiskReport out;
-    auto add = [&](std::string signal, const std::string& file, const std::string& tensor, double v, double ref, double score,
-                   std::int64_t step) {
+    auto add = [&](std::string signal, const std::string& file, const std::string& tensor, double v, double ref,
+                   double score, std::int64_t step) {
         if (!std::isfinite(score)) return;
         out.signals.push_back({std::move(signal), file, tensor, v, ref, score, step});
         if (score > out.run_score) {
@@ -99,14 +110,16 @@ RiskReport risk(const WatchReport& r, const RiskConfig& c) {
     };
     for (const auto& t : r.tensors)
         if (t.steps_after_warmup > 0) {
-            const double d = 1000.0 * static_cast<double>(t.spikes_after_warmup) / static_cast<double>(t.steps_after_warmup);
+            const double d =
+                1000.0 * static_cast<double>(t.spikes_after_warmup) / static_cast<double>(t.steps_after_warmup);
             add("spike-density", t.file, t.tensor, d, c.spike_density, d / c.spike_density, -1);
         }
     for (const auto& g : r.gradients) {
         double lo = INFINITY;
         for (const auto& x : g.recipes)
             if (x.skipped.empty()) lo = std::min({lo, x.ratio_rtn(), x.ratio_sr()});
-        if (std::isfinite(lo) && lo > 0) add("grad-noise-ratio", g.file, g.layer, lo, c.grad_ratio, c.grad_ratio / lo, g.step);
+        if (std::isfinite(lo) && lo > 0)
+            add("grad-noise-ratio", g.file, g.layer, lo, c.grad_ratio, c.grad_ratio / lo, g.step);
     }
     // Dumped tensors by name without the step component: first and last dumped step.
     struct Span {
@@ -147,10 +160,15 @@ RiskReport risk(const WatchReport& r, const RiskConfig& c) {
 nlohmann::json RiskReport::to_json() const {
     nlohmann::json s = nlohmann::json::array();
     for (const auto& x : signals)
-        s.push_back({{"signal", x.signal}, {"file", x.file}, {"tensor", x.tensor}, {"value", x.value}, {"reference", x.reference},
-                     {"score", x.score}, {"step", x.step}});
-    return {{"calibrated", false}, {"verdict", nullptr}, {"run_score", run_score}, {"run_signal", run_signal},
-            {"run_tensor", run_tensor}, {"signals", s}};
+        s.push_back({{"signal", x.signal},
+                     {"file", x.file},
+                     {"tensor", x.tensor},
+                     {"value", x.value},
+                     {"reference", x.reference},
+                     {"score", x.score},
+                     {"step", x.step}});
+    return {{"calibrated", false},      {"verdict", nullptr},       {"run_score", run_score},
+            {"run_signal", run_signal}, {"run_tensor", run_tensor}, {"signals", s}};
 }
 
 }  // namespace fp8kit::warn

@@ -46,7 +46,7 @@ void feed(Watcher& w, const std::vector<Row>& rows, std::vector<std::size_t>& st
 bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::string>& patterns) {
     constexpr std::size_t kBatch = 1 << 21;  // rows per batch: 3 x 32 MiB (read, being fed, its sorted copy)
     std::unordered_map<std::string, std::int64_t> index;  // name -> watcher id, -1: filtered out
-    std::vector<std::int64_t> last;                      // per watcher id: its last step
+    std::vector<std::int64_t> last;                       // per watcher id: its last step
     for (const auto& t : w.trends()) last.push_back(t.points() ? t.last_step() : -1);
     std::vector<Row> batch, inflight, sorted;
     std::vector<std::size_t> start;
@@ -86,7 +86,8 @@ bool watch_stream(Watcher& w, const std::string& path, const std::vector<std::st
                 bool keep = patterns.empty();
                 for (const auto& p : patterns) keep = keep || trace::matches(p, tensor);
                 if (keep) wait();
-                const std::int64_t id = keep ? static_cast<std::int64_t>(w.id(tensor, recipe_slot(guess_role(tensor)))) : -1;
+                const std::int64_t id =
+                    keep ? static_cast<std::int64_t>(w.id(tensor, recipe_slot(guess_role(tensor)))) : -1;
                 it = index.emplace(tensor, id).first;
                 if (id >= 0) last.resize(w.trends().size(), -1);
             }

@@ -24,7 +24,8 @@ std::size_t Watcher::id(std::string_view tensor, std::optional<Role> role) {
 
 void Watcher::observe_step(std::int64_t step, const std::vector<std::string>& tensors, const std::vector<float>& amax) {
     if (tensors.size() != amax.size())
-        throw std::invalid_argument(fmt::format("observe_step: {} tensor names but {} amaxes", tensors.size(), amax.size()));
+        throw std::invalid_argument(
+            fmt::format("observe_step: {} tensor names but {} amaxes", tensors.size(), amax.size()));
     for (std::size_t i = 0; i < tensors.size(); ++i) observe(id(tensors[i]), step, amax[i]);
 }
 
@@ -42,8 +43,10 @@ std::vector<Warning> Watcher::poll() {
         // Each (tensor, signal) once; a growth episode is its own warning (new growth is raised
         // again), and a top-level overflow or spike is raised again when a later step adds to it.
         std::string key = w.tensor + '\0' + w.signal;
-        if (w.signal == "growth") key += '\0' + std::to_string(w.step);
-        else if (w.level == "warning" && (w.signal == "overflow" || w.signal == "spike")) key += '\0' + w.numbers.value("count", nlohmann::json(0)).dump();
+        if (w.signal == "growth")
+            key += '\0' + std::to_string(w.step);
+        else if (w.level == "warning" && (w.signal == "overflow" || w.signal == "spike"))
+            key += '\0' + w.numbers.value("count", nlohmann::json(0)).dump();
         if (polled_.emplace(key, w.step).second) fresh.push_back(std::move(w));
     }
     return fresh;
@@ -60,14 +63,16 @@ void watch_trace(Watcher& w, const trace::Trace& t) {
         const auto& tr = w.trends()[id];
         for (std::size_t k = 0; k < s.steps.size(); ++k)
             if ((k > 0 && s.steps[k] <= s.steps[k - 1]) || (k == 0 && tr.points() > 0 && s.steps[0] <= tr.last_step()))
-                throw std::invalid_argument(fmt::format("tensor '{}': step {} does not follow the steps before it (steps must increase)",
-                                                        s.tensor, s.steps[k]));
+                throw std::invalid_argument(
+                    fmt::format("tensor '{}': step {} does not follow the steps before it (steps must increase)",
+                                s.tensor, s.steps[k]));
         ids.push_back(id);
     }
     // The same tensor twice would be fed from two threads at once (the readers never give it).
     std::vector<char> seen(w.trends().size(), 0);
     for (std::size_t i = 0; i < ids.size(); ++i)
-        if (seen[ids[i]]++) throw std::invalid_argument(fmt::format("tensor '{}' appears twice in the trace", t.series[i].tensor));
+        if (seen[ids[i]]++)
+            throw std::invalid_argument(fmt::format("tensor '{}' appears twice in the trace", t.series[i].tensor));
     auto& trends = w.trends();
     const auto n = static_cast<std::ptrdiff_t>(t.series.size());
     // Each series touches only its own state: the result is the same for any thread count.

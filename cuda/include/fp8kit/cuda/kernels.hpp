@@ -59,24 +59,23 @@ bool has_cast_kernels(Format f);
 
 // ---- element-wise conversion -----------------------------------------------------------------
 // out[i] = encode(fl32(in[i] * scale)) (see above). scale = 1 gives encode_array's codes.
-void quantize(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-              const Policy& policy, float scale = 1.0f, std::uint64_t seed = 0,
-              std::uint64_t first_index = 0, Stream stream = nullptr);
+void quantize(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy,
+              float scale = 1.0f, std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
 
 // out[i] = fl32(decode(in[i]) * scale_inv), written as `to` (f32, f16, bf16): the decode is exact
 // in float32, the multiply rounds once in float32, and f16/bf16 outputs round that product once
 // more to nearest-even (Inf on overflow). A NaN code gives decode(code) (decode_array's NaN); a
 // NaN made by the multiply gives the positive quiet NaN. scale_inv = 1 gives decode_array's bits.
-void dequantize(Format from, Wide to, const std::uint8_t* in, void* out, std::size_t n,
-                float scale_inv = 1.0f, Stream stream = nullptr);
+void dequantize(Format from, Wide to, const std::uint8_t* in, void* out, std::size_t n, float scale_inv = 1.0f,
+                Stream stream = nullptr);
 
 // The hardware path (sm_89+ cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32): float32 -> E4M3 / E5M2 codes
 // of fl32(in[i] * scale), equal to emu's profile cuda-satfinite (nearest-even, saturate-all,
 // NaN -> 0x7F). Built only for sm_89+; an older CUDA architecture is a compile error.
-void quantize_e4m3_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t n,
-                                 float scale = 1.0f, Stream stream = nullptr);
-void quantize_e5m2_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t n,
-                                 float scale = 1.0f, Stream stream = nullptr);
+void quantize_e4m3_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t n, float scale = 1.0f,
+                                 Stream stream = nullptr);
+void quantize_e5m2_cvt_satfinite(const float* in, std::uint8_t* out, std::size_t n, float scale = 1.0f,
+                                 Stream stream = nullptr);
 
 // ---- per-tensor scaling -----------------------------------------------------------------------
 // *d_amax = amax(in).
@@ -84,9 +83,8 @@ void amax(Wide from, const void* in, std::size_t n, float* d_amax, Stream stream
 
 // Delayed scaling, one pass: out = encode(fl32(x * *d_scale)) and *d_amax = amax(x). d_scale is
 // a device pointer (the scale computed from earlier steps' amax history).
-void quantize_delayed_scaling(Format to, Wide from, const void* in, std::uint8_t* out,
-                              std::size_t n, const Policy& policy, const float* d_scale,
-                              float* d_amax, std::uint64_t seed = 0,
+void quantize_delayed_scaling(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
+                              const Policy& policy, const float* d_scale, float* d_amax, std::uint64_t seed = 0,
                               std::uint64_t first_index = 0, Stream stream = nullptr);
 
 // TransformerEngine's compute_scale_from_amax: numerics::te_scale (fmax = the format's largest
@@ -99,10 +97,9 @@ struct ScaleOptions {
 // Current scaling: pass 1 amax, pass 2 the cast with scale = numerics::te_scale(amax, fmax,
 // epsilon, pow2, FLT_MAX), computed on the device. Writes *d_amax, *d_scale and, when not null,
 // *d_scale_inv = fl32(1 / scale).
-void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t* out,
-                              std::size_t n, const Policy& policy, float* d_amax, float* d_scale,
-                              float* d_scale_inv, const ScaleOptions& options = {},
-                              std::uint64_t seed = 0, std::uint64_t first_index = 0,
+void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
+                              const Policy& policy, float* d_amax, float* d_scale, float* d_scale_inv,
+                              const ScaleOptions& options = {}, std::uint64_t seed = 0, std::uint64_t first_index = 0,
                               Stream stream = nullptr);
 
 // ---- block scaling (row-major rows x cols, codes row-major like the input) --------------------
@@ -112,16 +109,12 @@ void quantize_current_scaling(Format to, Wide from, const void* in, std::uint8_t
 // 1x128: blocks are 128 consecutive elements of a row; scale_inv is rows x ceil(cols / 128).
 // 128x128: tiles; scale_inv is ceil(rows / 128) x ceil(cols / 128). Partial edge blocks use the
 // elements that exist. `to` must be one of the four FP8 formats (not E8M0).
-void quantize_block_1x128(Format to, Wide from, const void* in, std::uint8_t* out,
-                          std::size_t rows, std::size_t cols, const Policy& policy,
-                          float* d_scale_inv, const ScaleOptions& options = {},
-                          std::uint64_t seed = 0, std::uint64_t first_index = 0,
-                          Stream stream = nullptr);
-void quantize_block_128x128(Format to, Wide from, const void* in, std::uint8_t* out,
-                            std::size_t rows, std::size_t cols, const Policy& policy,
-                            float* d_scale_inv, const ScaleOptions& options = {},
-                            std::uint64_t seed = 0, std::uint64_t first_index = 0,
-                            Stream stream = nullptr);
+void quantize_block_1x128(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows, std::size_t cols,
+                          const Policy& policy, float* d_scale_inv, const ScaleOptions& options = {},
+                          std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
+void quantize_block_128x128(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows, std::size_t cols,
+                            const Policy& policy, float* d_scale_inv, const ScaleOptions& options = {},
+                            std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
 
 // MX (OCP MX v1.0): blocks of 32 consecutive elements of a row, one E8M0 scale code each
 // (d_scales: rows x ceil(cols / 32) bytes), by numerics::rule_scale: ocp_floor = mx_code_floor
@@ -129,9 +122,9 @@ void quantize_block_128x128(Format to, Wide from, const void* in, std::uint8_t* 
 // encode(fl32(x * scale)) with scale = numerics::mx_cast_pair(rule, code).scale: 2^(127 - code),
 // except that a round-up block of code 0 casts with 1 (TransformerEngine's exp2f_rcp).
 using MxRule = numerics::MxRule;
-void quantize_mx(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows,
-                 std::size_t cols, const Policy& policy, MxRule rule, std::uint8_t* d_scales,
-                 std::uint64_t seed = 0, std::uint64_t first_index = 0, Stream stream = nullptr);
+void quantize_mx(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t rows, std::size_t cols,
+                 const Policy& policy, MxRule rule, std::uint8_t* d_scales, std::uint64_t seed = 0,
+                 std::uint64_t first_index = 0, Stream stream = nullptr);
 
 // ---- statistics (one pass; synchronous: returns host values) ----------------------------------
 // Exactly the statistics of fp8kit::compute_stats (docs/statistics.md), in its result type
@@ -142,8 +135,8 @@ void quantize_mx(Format to, Wide from, const void* in, std::uint8_t* out, std::s
 // Counts, amax, min_nonzero and the histogram are exact; sum_x2 and sum_err2 are binary64 sums
 // added per thread, warp and CTA, then over CTAs in CTA order (the same device and launch give
 // the same bits); they differ from the CPU's chunked sums only by the order of the additions.
-numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
-                                float scale, float scale_inv = 0.0f, std::uint64_t seed = 0,
-                                std::uint64_t first_index = 0, Stream stream = nullptr);
+numerics::QuantStats statistics(Format to, Wide from, const void* in, std::size_t n, const Policy& policy, float scale,
+                                float scale_inv = 0.0f, std::uint64_t seed = 0, std::uint64_t first_index = 0,
+                                Stream stream = nullptr);
 
 }  // namespace fp8kit::cuda

@@ -52,8 +52,8 @@ std::uint64_t sampled_count(std::size_t n, std::uint32_t sample);
 // scale comes from is whatever *d_amax holds (the whole tensor's, in the monitor). Rules that need
 // a global amax (NVFP4) are rejected (their formats have no statistics kernel). Asynchronous.
 void statistics_async(Format to, Wide from, const void* in, std::size_t n, const Policy& policy,
-                      const numerics::ScaleParams& rule, const float* d_amax, StatsRecord* d_record,
-                      void* d_workspace, std::uint32_t sample = 1, std::uint64_t seed = 0, std::uint64_t first_index = 0,
+                      const numerics::ScaleParams& rule, const float* d_amax, StatsRecord* d_record, void* d_workspace,
+                      std::uint32_t sample = 1, std::uint64_t seed = 0, std::uint64_t first_index = 0,
                       Stream stream = nullptr);
 
 // One tensorwise cast whose statistics statistics_async_multi computes: statistics_async's
@@ -164,9 +164,8 @@ public:
     WatchBatch& operator=(const WatchBatch&) = delete;
 
     // watch_async's arguments (the workspace is the batch's).
-    void add(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
-             bool compute_amax, StatsRecord* d_records, std::uint32_t sample = 1, std::uint64_t seed = 0,
-             std::uint64_t first_index = 0);
+    void add(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax, bool compute_amax,
+             StatsRecord* d_records, std::uint32_t sample = 1, std::uint64_t seed = 0, std::uint64_t first_index = 0);
     // Queues the evaluation of every tensor added since the last flush (nothing if none).
     void flush();
     // Tensors added whose records wait for flush().

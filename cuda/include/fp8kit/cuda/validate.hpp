@@ -23,11 +23,11 @@ namespace fp8kit::cuda {
 struct ValidateScaling {
     numerics::ScaleMode mode = numerics::ScaleMode::none;
     numerics::BlockLayout layout = numerics::BlockLayout::tensor;
-    float value = 1.0f;               // layout tensor
-    const float* scales = nullptr;    // otherwise: block_scale_count(layout, rows, cols) float32 S
-    std::size_t block_count = 0;      // how many scales `scales` holds
-    bool scales_on_device = false;    // scales is a device pointer (read on `stream`)
-    std::size_t rows = 0, cols = 0;   // the matrix view of the n elements (cols = last dimension)
+    float value = 1.0f;              // layout tensor
+    const float* scales = nullptr;   // otherwise: block_scale_count(layout, rows, cols) float32 S
+    std::size_t block_count = 0;     // how many scales `scales` holds
+    bool scales_on_device = false;   // scales is a device pointer (read on `stream`)
+    std::size_t rows = 0, cols = 0;  // the matrix view of the n elements (cols = last dimension)
 };
 
 struct ValidateScan {

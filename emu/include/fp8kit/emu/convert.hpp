@@ -35,8 +35,7 @@ FP8KIT_HD int highest_bit(std::uint32_t v) {  // v != 0
 // rounded `kept` is at most 2^(man_bits + 1) <= 2^31, so nothing the routine computes needs more.
 // Anything involving binary64 keeps uint64_t.
 template <class From, class To>
-using work_t = std::conditional_t<(From::total_bits <= 32 && To::total_bits <= 32), std::uint32_t,
-                                  std::uint64_t>;
+using work_t = std::conditional_t<(From::total_bits <= 32 && To::total_bits <= 32), std::uint32_t, std::uint64_t>;
 
 // A value in a form every format can be read into and written from:
 // (-1)^negative * significand * 2^exponent, or one of the special classes.
@@ -47,8 +46,8 @@ struct UnpackedKind {
 template <class W>
 struct UnpackedW {
     using Kind = UnpackedKind::Kind;
-    static constexpr Kind zero = UnpackedKind::zero, finite = UnpackedKind::finite,
-                          infinity = UnpackedKind::infinity, nan = UnpackedKind::nan;
+    static constexpr Kind zero = UnpackedKind::zero, finite = UnpackedKind::finite, infinity = UnpackedKind::infinity,
+                          nan = UnpackedKind::nan;
     Kind kind;
     bool negative;
     W significand;  // finite: non-zero, below 2^(man_bits + 1); NaN: the mantissa field (payload)
@@ -86,14 +85,15 @@ FP8KIT_HD UnpackedW<W> unpack(std::uint64_t code_in) {
         }
     }
     const W implicit = W{1} << F::man_bits;
-    return {U::finite, negative, implicit | man,
-            static_cast<int>(biased) - F::bias - F::man_bits};
+    return {U::finite, negative, implicit | man, static_cast<int>(biased) - F::bias - F::man_bits};
 }
 
 template <class F>
 FP8KIT_HD std::uint64_t zero_code(bool negative) {
-    if constexpr (!F::has_zero) return F::min_normal_code;  // E8M0: nothing below 2^-127
-    else return (F::has_negative_zero && negative) ? F::sign_mask : 0;
+    if constexpr (!F::has_zero)
+        return F::min_normal_code;  // E8M0: nothing below 2^-127
+    else
+        return (F::has_negative_zero && negative) ? F::sign_mask : 0;
 }
 
 template <class F>
@@ -106,9 +106,12 @@ FP8KIT_HD std::uint64_t max_finite(bool negative) {
 // saturates under every Overflow policy (OCP MX v1.0 section 5.3: conversion clamps to max normal).
 template <class F>
 FP8KIT_HD std::uint64_t overflow_nan(bool negative) {
-    if constexpr (!F::has_nan) return max_finite<F>(negative);
-    else if constexpr (F::encoding == Encoding::fnuz) return F::nan_unsigned_zero;
-    else return F::nan_all_ones | (negative ? F::sign_mask : 0);
+    if constexpr (!F::has_nan)
+        return max_finite<F>(negative);
+    else if constexpr (F::encoding == Encoding::fnuz)
+        return F::nan_unsigned_zero;
+    else
+        return F::nan_all_ones | (negative ? F::sign_mask : 0);
 }
 
 template <class F, class W>
@@ -145,8 +148,10 @@ FP8KIT_HD std::uint64_t nan_code(bool negative, NanEncoding nan, const UnpackedW
 template <class F>
 FP8KIT_HD std::uint64_t on_overflow(bool negative, Overflow overflow) {
     if (overflow != Overflow::no_saturate) return max_finite<F>(negative);
-    if constexpr (F::has_inf) return F::inf_code | (negative ? F::sign_mask : 0);
-    else return overflow_nan<F>(negative);
+    if constexpr (F::has_inf)
+        return F::inf_code | (negative ? F::sign_mask : 0);
+    else
+        return overflow_nan<F>(negative);
 }
 
 }  // namespace detail
@@ -161,8 +166,7 @@ inline constexpr int kStochasticBits = 32;
 // Convert the bits of a `From` value to the bits of the nearest `To` value under `policy`.
 // `random` is used only by Rounding::stochastic.
 template <class From, class To>
-FP8KIT_HD typename To::storage_t convert(typename From::storage_t bits, Policy policy,
-                                         std::uint32_t random = 0) {
+FP8KIT_HD typename To::storage_t convert(typename From::storage_t bits, Policy policy, std::uint32_t random = 0) {
     using out_t = typename To::storage_t;
     using W = detail::work_t<From, To>;  // uint32_t unless binary64 is involved
     constexpr int kWidth = 8 * static_cast<int>(sizeof(W));
@@ -176,10 +180,11 @@ FP8KIT_HD typename To::storage_t convert(typename From::storage_t bits, Policy p
     switch (in.kind) {
         case Unpacked::nan: return static_cast<out_t>(detail::nan_code<To>(negative, policy.nan, in));
         case Unpacked::infinity:
-            if (policy.overflow == Overflow::saturate_all)
-                return static_cast<out_t>(detail::max_finite<To>(negative));
-            if constexpr (To::has_inf) return static_cast<out_t>(To::inf_code | (negative ? To::sign_mask : 0));
-            else return static_cast<out_t>(detail::overflow_nan<To>(negative));
+            if (policy.overflow == Overflow::saturate_all) return static_cast<out_t>(detail::max_finite<To>(negative));
+            if constexpr (To::has_inf)
+                return static_cast<out_t>(To::inf_code | (negative ? To::sign_mask : 0));
+            else
+                return static_cast<out_t>(detail::overflow_nan<To>(negative));
         case Unpacked::zero: return static_cast<out_t>(detail::zero_code<To>(negative));
         case Unpacked::finite: break;
     }

@@ -39,25 +39,23 @@ struct FloatFormat {
 
     static constexpr bool has_sign = Enc != Encoding::exponent;
     static constexpr int total_bits = (has_sign ? 1 : 0) + ExpBits + ManBits;
-    using storage_t = std::conditional_t<
-        (total_bits <= 8), std::uint8_t,
-        std::conditional_t<(total_bits <= 16), std::uint16_t,
-                           std::conditional_t<(total_bits <= 32), std::uint32_t, std::uint64_t>>>;
+    using storage_t =
+        std::conditional_t<(total_bits <= 8), std::uint8_t,
+                           std::conditional_t<(total_bits <= 16), std::uint16_t,
+                                              std::conditional_t<(total_bits <= 32), std::uint32_t, std::uint64_t>>>;
 
     static constexpr bool has_inf = Enc == Encoding::ieee;
     static constexpr bool has_nan = Enc != Encoding::finite;
     static constexpr bool has_zero = Enc != Encoding::exponent;
-    static constexpr bool has_negative_zero =
-        Enc == Encoding::ieee || Enc == Encoding::fn || Enc == Encoding::finite;
+    static constexpr bool has_negative_zero = Enc == Encoding::ieee || Enc == Encoding::fn || Enc == Encoding::finite;
     // Without a zero there is nothing below the smallest exponent, so no subnormals either.
     static constexpr bool has_subnormals = has_zero && ManBits > 0;
 
     static constexpr std::uint64_t man_mask = (std::uint64_t{1} << ManBits) - 1;
     static constexpr std::uint32_t exp_all_ones = (1u << ExpBits) - 1;
-    static constexpr std::uint64_t sign_mask =
-        has_sign ? (std::uint64_t{1} << (ExpBits + ManBits)) : 0;
-    static constexpr std::uint64_t code_mask = (total_bits == 64) ? ~std::uint64_t{0}
-                                                                  : (std::uint64_t{1} << total_bits) - 1;
+    static constexpr std::uint64_t sign_mask = has_sign ? (std::uint64_t{1} << (ExpBits + ManBits)) : 0;
+    static constexpr std::uint64_t code_mask =
+        (total_bits == 64) ? ~std::uint64_t{0} : (std::uint64_t{1} << total_bits) - 1;
 
     // FNUZ moves the bias up by one by default: the pattern that would be -0 became NaN, and the
     // freed exponent range is given to the bottom of the format.
@@ -67,8 +65,7 @@ struct FloatFormat {
     // (finite formats spend no pattern on specials: the all-ones exponent is an ordinary binade).
     static constexpr std::uint32_t max_biased_exp =
         (Enc == Encoding::ieee || Enc == Encoding::exponent) ? exp_all_ones - 1 : exp_all_ones;
-    static constexpr std::uint64_t max_man_at_max_exp =
-        (Enc == Encoding::fn) ? man_mask - 1 : man_mask;
+    static constexpr std::uint64_t max_man_at_max_exp = (Enc == Encoding::fn) ? man_mask - 1 : man_mask;
 
     // Unbiased exponents. With subnormals, biased exponent 0 shares emin with biased exponent 1.
     static constexpr int emax = static_cast<int>(max_biased_exp) - bias;
@@ -76,10 +73,8 @@ struct FloatFormat {
     // Exponent of the last mantissa bit of the smallest non-zero magnitude.
     static constexpr int quantum_min = emin - ManBits;
 
-    static constexpr std::uint64_t max_finite_code =
-        (std::uint64_t{max_biased_exp} << ManBits) | max_man_at_max_exp;
-    static constexpr std::uint64_t min_normal_code =
-        has_subnormals ? (std::uint64_t{1} << ManBits) : 0;
+    static constexpr std::uint64_t max_finite_code = (std::uint64_t{max_biased_exp} << ManBits) | max_man_at_max_exp;
+    static constexpr std::uint64_t min_normal_code = has_subnormals ? (std::uint64_t{1} << ManBits) : 0;
     static constexpr std::uint64_t min_subnormal_code = has_subnormals ? 1 : min_normal_code;
     static constexpr std::uint64_t inf_code =
         has_inf ? (std::uint64_t{exp_all_ones} << ManBits) : 0;  // positive; only if has_inf
@@ -136,11 +131,13 @@ static_assert(E8M0::max_finite_code == 0xFE && E8M0::nan_all_ones == 0xFF && E8M
 // OCP MX v1.0 table 4/5: E2M1 max 1.1b * 2^2 = 6, min normal 1, min subnormal 0.5; E2M3 max
 // 1.111b * 2^2 = 7.5, min subnormal 2^-3; E3M2 max 1.11b * 2^4 = 28, min normal 2^-2, min
 // subnormal 2^-4. The all-ones pattern is the largest number, not a NaN.
-static_assert(E2M1::total_bits == 4 && E2M1::bias == 1 && E2M1::emax == 2 && E2M1::emin == 0 && E2M1::quantum_min == -1);
+static_assert(E2M1::total_bits == 4 && E2M1::bias == 1 && E2M1::emax == 2 && E2M1::emin == 0 &&
+              E2M1::quantum_min == -1);
 static_assert(E2M1::max_finite_code == 0x7 && E2M1::sign_mask == 0x8 && !E2M1::has_nan && !E2M1::has_inf);
 static_assert(E2M3::total_bits == 6 && E2M3::bias == 1 && E2M3::emax == 2 && E2M3::quantum_min == -3);
 static_assert(E2M3::max_finite_code == 0x1F && E2M3::sign_mask == 0x20);
-static_assert(E3M2::total_bits == 6 && E3M2::bias == 3 && E3M2::emax == 4 && E3M2::emin == -2 && E3M2::quantum_min == -4);
+static_assert(E3M2::total_bits == 6 && E3M2::bias == 3 && E3M2::emax == 4 && E3M2::emin == -2 &&
+              E3M2::quantum_min == -4);
 static_assert(E3M2::max_finite_code == 0x1F && E3M2::min_normal_code == 0x04);
 // ml_dtypes finfo: float8_e3m4 max 15.5 (1.1111b * 2^3), tiny 0.25, Inf 0x70, NaN 0x78;
 // float8_e4m3 max 240 (1.111b * 2^7), tiny 2^-6, Inf 0x78, NaN 0x7C;

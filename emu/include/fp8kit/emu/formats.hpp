@@ -11,14 +11,21 @@ namespace fp8kit::emu {
 // The formats of at most 8 bits fp8kit quantizes to. Each code is stored in one byte, in the low
 // bits (FP4 and FP6 too); packing two FP4 codes per byte is a storage layout (see pack.hpp).
 enum class Format : std::uint8_t {
-    e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0,
-    e2m1, e2m3, e3m2,                  // OCP MX FP4 / FP6 elements
-    e3m4, e4m3b11fnuz, e4m3ieee,       // the remaining ml_dtypes 8-bit types
+    e4m3,
+    e5m2,
+    e4m3fnuz,
+    e5m2fnuz,
+    e8m0,
+    e2m1,
+    e2m3,
+    e3m2,  // OCP MX FP4 / FP6 elements
+    e3m4,
+    e4m3b11fnuz,
+    e4m3ieee,  // the remaining ml_dtypes 8-bit types
 };
-inline constexpr Format kAllFormats[] = {
-    Format::e4m3, Format::e5m2, Format::e4m3fnuz, Format::e5m2fnuz, Format::e8m0,
-    Format::e2m1, Format::e2m3, Format::e3m2, Format::e3m4, Format::e4m3b11fnuz,
-    Format::e4m3ieee};
+inline constexpr Format kAllFormats[] = {Format::e4m3, Format::e5m2,        Format::e4m3fnuz, Format::e5m2fnuz,
+                                         Format::e8m0, Format::e2m1,        Format::e2m3,     Format::e3m2,
+                                         Format::e3m4, Format::e4m3b11fnuz, Format::e4m3ieee};
 inline constexpr int kNumFormats = static_cast<int>(sizeof(kAllFormats) / sizeof(kAllFormats[0]));
 
 // The wide formats data arrives in (and decodes to).
@@ -60,14 +67,12 @@ FP8KIT_HD int code_count(Format f) {
 }
 
 // Encode the bits of a wide value (f64: all 64 bits; f32: low 32; f16/bf16: low 16).
-FP8KIT_HD std::uint8_t encode(Format to, Wide from, std::uint64_t bits, Policy policy,
-                              std::uint32_t random = 0) {
+FP8KIT_HD std::uint8_t encode(Format to, Wide from, std::uint64_t bits, Policy policy, std::uint32_t random = 0) {
     return with_format(to, [&](auto dst) {
         using D = decltype(dst);
         return with_wide(from, [&](auto src) {
             using S = decltype(src);
-            return static_cast<std::uint8_t>(convert<S, D>(
-                static_cast<typename S::storage_t>(bits), policy, random));
+            return static_cast<std::uint8_t>(convert<S, D>(static_cast<typename S::storage_t>(bits), policy, random));
         });
     });
 }

@@ -25,15 +25,15 @@ enum class Overflow : std::uint8_t {
 // Which code a NaN *input* becomes. Overflow-to-NaN in formats without Inf always keeps the sign
 // (all-ones pattern with the input's sign), which is what every measured library does.
 enum class NanEncoding : std::uint8_t {
-    canonical,       // positive all-ones pattern whatever the input sign (cuda_fp8.h: 0x7F)
-    signed_all_ones, // all-ones pattern with the input's sign (torch: 0x7F / 0xFF)
-    signed_quiet,    // smallest quiet NaN with the input's sign (ml_dtypes: E5M2 0x7E / 0xFE)
+    canonical,             // positive all-ones pattern whatever the input sign (cuda_fp8.h: 0x7F)
+    signed_all_ones,       // all-ones pattern with the input's sign (torch: 0x7F / 0xFF)
+    signed_quiet,          // smallest quiet NaN with the input's sign (ml_dtypes: E5M2 0x7E / 0xFE)
     signed_quiet_payload,  // the sign and the payload's leading bits, quiet bit forced on
                            // (cuda_fp8.h from double: E5M2 0x7E | top mantissa bits)
     // For formats with no NaN at all (OCP MX FP4/FP6), which must give a number instead:
-    positive_max,    // +max finite whatever the sign (cuda_fp4.h, cuda_fp6.h)
-    negated_zero,    // zero with the opposite of the input's sign: +NaN -> -0, -NaN -> +0
-                     // (ml_dtypes 0.6.0, measured on every NaN pattern, tests/golden)
+    positive_max,  // +max finite whatever the sign (cuda_fp4.h, cuda_fp6.h)
+    negated_zero,  // zero with the opposite of the input's sign: +NaN -> -0, -NaN -> +0
+                   // (ml_dtypes 0.6.0, measured on every NaN pattern, tests/golden)
 };
 // Formats with a single NaN pattern (FNUZ: 0x80, E8M0: 0xFF) ignore NanEncoding. Formats with a
 // NaN read positive_max and negated_zero as canonical; formats without one read every value
@@ -47,7 +47,6 @@ struct Policy {
 
 // The exact policy of a decode (FP8 -> wider format). Exact for every FP8 format into binary32,
 // binary64 and bfloat16; only E8M0 -> binary16 can round, and then it rounds like IEEE casts do.
-inline constexpr Policy kDecodePolicy{Rounding::nearest_even, Overflow::no_saturate,
-                                      NanEncoding::signed_quiet};
+inline constexpr Policy kDecodePolicy{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet};
 
 }  // namespace fp8kit::emu

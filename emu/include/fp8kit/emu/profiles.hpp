@@ -16,11 +16,11 @@ enum class Profile : std::uint8_t {
     ml_dtypes,       // numpy astype to ml_dtypes 0.6.0 types (every format but E8M0)
     torch,           // Tensor.to(torch.float8_*) in torch 2.11 (the four FP8 formats)
 };
-inline constexpr Profile kAllProfiles[] = {Profile::cuda_satfinite, Profile::cuda_nosat,
-                                           Profile::ml_dtypes, Profile::torch};
+inline constexpr Profile kAllProfiles[] = {Profile::cuda_satfinite, Profile::cuda_nosat, Profile::ml_dtypes,
+                                           Profile::torch};
 
 struct ProfileResult {
-    bool ok;        // false: the library has no such conversion
+    bool ok;  // false: the library has no such conversion
     Policy policy;
 };
 
@@ -42,11 +42,10 @@ FP8KIT_HD ProfileResult profile_policy(Profile p, Format f, Wide from = Wide::f3
     switch (p) {
         case Profile::cuda_satfinite:
         case Profile::cuda_nosat: {
-            const Overflow o = p == Profile::cuda_satfinite ? Overflow::saturate_all
-                                                            : Overflow::no_saturate;
+            const Overflow o = p == Profile::cuda_satfinite ? Overflow::saturate_all : Overflow::no_saturate;
             if (e8m0) {
-                const bool rounding_ok = e8m0_rounding == Rounding::toward_zero ||
-                                         e8m0_rounding == Rounding::toward_positive;
+                const bool rounding_ok =
+                    e8m0_rounding == Rounding::toward_zero || e8m0_rounding == Rounding::toward_positive;
                 return {rounding_ok, {e8m0_rounding, o, NanEncoding::canonical}};
             }
             if (mx_element)
@@ -57,8 +56,7 @@ FP8KIT_HD ProfileResult profile_policy(Profile p, Format f, Wide from = Wide::f3
             return {has, {Rounding::nearest_even, o, nan}};
         }
         case Profile::ml_dtypes:
-            if (mx_element)
-                return {true, {Rounding::nearest_even, Overflow::saturate_all, NanEncoding::negated_zero}};
+            if (mx_element) return {true, {Rounding::nearest_even, Overflow::saturate_all, NanEncoding::negated_zero}};
             return {!e8m0, {Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet}};
         case Profile::torch:
             return {ocp_fp8 || f == Format::e4m3fnuz || f == Format::e5m2fnuz,

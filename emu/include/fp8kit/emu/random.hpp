@@ -31,7 +31,9 @@ namespace fp8kit::emu {
 FP8KIT_HD std::uint32_t mulhilo32(std::uint32_t a, std::uint32_t b, std::uint32_t* hi) {
 #if defined(__CUDA_ARCH__)
     std::uint32_t lo, h;
-    asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, t;\n\t}" : "=r"(lo), "=r"(h) : "r"(a), "r"(b));
+    asm("{\n\t.reg .u64 t;\n\tmul.wide.u32 t, %2, %3;\n\tmov.b64 {%0, %1}, t;\n\t}"
+        : "=r"(lo), "=r"(h)
+        : "r"(a), "r"(b));
     *hi = h;
     return lo;
 #else
@@ -76,7 +78,10 @@ FP8KIT_HD PhiloxWords philox4x32_10(const PhiloxKeys& keys, std::uint64_t counte
         const std::uint32_t lo0 = mulhilo32(0xD2511F53u, c0, &hi0);
         const std::uint32_t lo1 = mulhilo32(0xCD9E8D57u, c2, &hi1);
         const std::uint32_t n0 = hi1 ^ c1 ^ keys.k0[round], n2 = hi0 ^ c3 ^ keys.k1[round];
-        c0 = n0; c1 = lo1; c2 = n2; c3 = lo0;
+        c0 = n0;
+        c1 = lo1;
+        c2 = n2;
+        c3 = lo0;
     }
     return {{c0, c1, c2, c3}};
 }

@@ -20,7 +20,7 @@ namespace fp8kit::inspect {
 
 struct Options {
     RecipeSpec recipe;
-    std::optional<Format> format;  // overrides the recipe's per-role format ("auto" when unset)
+    std::optional<Format> format;                       // overrides the recipe's per-role format ("auto" when unset)
     std::size_t memory_bytes = std::size_t(256) << 20;  // largest tensor analysed in memory
     // Where per-tensor statistics run (--device cuda: on the GPU): the CPU by default. Block recipes, and casts
     // the GPU has no statistics kernel for, run on the CPU whatever this says.
@@ -33,10 +33,10 @@ void check_recipe(const RecipeSpec& r);
 
 struct Result {
     Format format;
-    Role role;              // the recipe slot used: recipe_slot(tensor role)
+    Role role;  // the recipe slot used: recipe_slot(tensor role)
     Granularity granularity;
-    float amax = 0;         // amax_of over the tensor (the amax the scale comes from)
-    ScalePair scale{};      // per-tensor recipes
+    float amax = 0;     // amax_of over the tensor (the amax the scale comes from)
+    ScalePair scale{};  // per-tensor recipes
     QuantStats stats;
     // Block/row recipes (scale_inv per block there); a pointer, not an optional: a caller that keeps
     // one Result per tensor (inspect's rows, 10^5 tiny tensors) holds 2.4 KB each, not 7.5 KB.

@@ -23,11 +23,11 @@
 namespace fp8kit::sweep {
 
 struct Candidate {
-    std::string label;              // "history 16, max, margin 1, hybrid"
+    std::string label;  // "history 16, max, margin 1, hybrid"
     RecipeSpec recipe;
-    std::optional<Format> forced;   // nullopt: the recipe's format per class (hybrid)
-    bool grid = false;              // a point of the delayed-scaling grid (ranked)
-    bool blockwise = false;         // needs the data (dumps only)
+    std::optional<Format> forced;  // nullopt: the recipe's format per class (hybrid)
+    bool grid = false;             // a point of the delayed-scaling grid (ranked)
+    bool blockwise = false;        // needs the data (dumps only)
 };
 
 // Histories 1, 2, 4, ..., 1024 with algo max, and most_recent once (its scale depends on the
@@ -47,7 +47,7 @@ struct Outcome {
     // scale 1, before any amax is known, so no margin changes them.
     std::size_t first_step_overflows = 0;
     std::size_t min_series_steps = 0, max_series_steps = 0;  // steps per series (tensors > 0)
-    double sum_log2_headroom = 0;  // over steps with finite positive headroom
+    double sum_log2_headroom = 0;                            // over steps with finite positive headroom
     std::size_t headroom_steps = 0;
     // Dumped steps.
     std::size_t dumped = 0, lossless = 0;  // lossless: zero error (SQNR +Inf), kept out of the mean
@@ -59,7 +59,7 @@ struct Outcome {
     double mean_log2_headroom() const;  // NaN when no step had a positive headroom
     double underflow_share() const;     // of nonzero finite dumped elements; NaN when none
     double subnormal_share() const;
-    double mean_sqnr_db() const;        // mean over dumped (tensor, step) of SQNR dB; NaN when none
+    double mean_sqnr_db() const;  // mean over dumped (tensor, step) of SQNR dB; NaN when none
     double mean_sqnr_db_lo() const, mean_sqnr_db_hi() const;  // from the histogram's bounds
     void add_trace(const replay::SeriesResult& r);
     void add_dump(const MagnitudeHistogram::Result& r);
@@ -140,9 +140,8 @@ private:
     std::vector<trace::Series> series_;
     std::string one_step_caveat(Role cls, const std::string& who, const Outcome& b, std::optional<Format> forced) const;
     // One series' outcomes; notes only when `notes` is given (the first pass).
-    std::vector<Outcome> evaluate(std::size_t series, std::vector<std::string>* notes,
-                                  std::size_t* amax_differs, std::string* first_difference,
-                                  const std::vector<bool>* wanted = nullptr) const;
+    std::vector<Outcome> evaluate(std::size_t series, std::vector<std::string>* notes, std::size_t* amax_differs,
+                                  std::string* first_difference, const std::vector<bool>* wanted = nullptr) const;
     // [candidate][margin 0..4]: the grid candidate with the same history, algo and format
     // choice and that margin (npos when none), so that min_safe_margin does not search.
     std::vector<std::array<std::size_t, 5>> siblings_;

@@ -46,23 +46,23 @@ struct Inputs {
     std::vector<std::string> files;    // amax traces (CSV, dlfw-inspect logs) and dumps (HDF5, safetensors)
     std::vector<std::string> tensors;  // globs on series names (trace::matches); all when empty
     std::vector<std::optional<Format>> formats{std::nullopt};  // default_candidates' format choices
-    bool blocks = true;                // the block presets too, when a dump is given (they need the data)
-    dump::ReadOptions read;            // limits and the read-only-what-was-named switch for dumps
+    bool blocks = true;      // the block presets too, when a dump is given (they need the data)
+    dump::ReadOptions read;  // limits and the read-only-what-was-named switch for dumps
     // The most bytes of one tensor the block presets hold at once (larger tensors are analysed in
     // strips of whole tiles; dumped_blocks.hpp).
     std::size_t block_memory_bytes = std::size_t(256) << 20;
-    PassOver pass_over;                // empty: every dumped tensor read here, in order
+    PassOver pass_over;  // empty: every dumped tensor read here, in order
     // Called after each dumped tensor's pass made here, with (passes made, passes to make here);
     // for a progress line (the CLI's, on rank 0). Empty: none.
     std::function<void(std::size_t, std::size_t)> progress;
 };
 
 struct Loaded {
-    std::unique_ptr<Sweep> sweep;      // candidates and series; call sweep->run(dumped, notes)
-                                       // (null where Inputs::pass_over returned false)
+    std::unique_ptr<Sweep> sweep;  // candidates and series; call sweep->run(dumped, notes)
+                                   // (null where Inputs::pass_over returned false)
     std::vector<std::string> trace_files, dump_files;
     std::vector<Dumped> dumped;
-    std::vector<std::string> notes;    // messages about the inputs (skipped tensors, ...)
+    std::vector<std::string> notes;  // messages about the inputs (skipped tensors, ...)
     // Datasets the dump reader skipped on purpose (stored outside the file, integer tensors, ...):
     // dump::skipped() of its notes, reported by every output form.
     std::vector<std::string> skipped;

@@ -18,7 +18,6 @@ Trace dump_trace(const std::string& path, const dump::ReadOptions& read = {});
 
 // The trace (or dump_trace of a dump) with only the series matching one of `patterns` (all when
 // empty); TraceError naming the file and line for bad input, or the patterns when nothing matches.
-Trace load_trace(const std::string& path, const std::vector<std::string>& patterns,
-                 const dump::ReadOptions& read = {});
+Trace load_trace(const std::string& path, const std::vector<std::string>& patterns, const dump::ReadOptions& read = {});
 
 }  // namespace fp8kit::trace

@@ -26,13 +26,13 @@ std::optional<Overflow> parse_overflow(std::string_view s);
 std::optional<NanEncoding> parse_nan(std::string_view s);
 std::optional<Profile> parse_profile(std::string_view s);
 
-std::string_view name(Format f);       // "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0"
+std::string_view name(Format f);            // "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0"
 std::string_view ml_dtypes_name(Format f);  // "float8_e4m3fn", ...
-std::string_view name(Wide w);         // "f64", "f32", "f16", "bf16"
-std::string_view name(Rounding r);     // "nearest-even", ...
-std::string_view name(Overflow o);     // "saturate-all", "saturate-finite", "no-saturate"
-std::string_view name(NanEncoding n);  // "canonical", "signed-all-ones", "signed-quiet"
-std::string_view name(Profile p);      // "cuda-satfinite", "cuda-nosat", "ml_dtypes", "torch"
+std::string_view name(Wide w);              // "f64", "f32", "f16", "bf16"
+std::string_view name(Rounding r);          // "nearest-even", ...
+std::string_view name(Overflow o);          // "saturate-all", "saturate-finite", "no-saturate"
+std::string_view name(NanEncoding n);       // "canonical", "signed-all-ones", "signed-quiet"
+std::string_view name(Profile p);           // "cuda-satfinite", "cuda-nosat", "ml_dtypes", "torch"
 
 std::string format_choices();
 std::string wide_choices();

@@ -15,15 +15,15 @@ std::size_t wide_size(Wide w);
 
 // out[i] = encode(in[i]) for i < n. Rounding::stochastic draws emu::stochastic_bits(seed,
 // first_index + i) for element i, so any split of an array gives the same codes.
-void encode_array(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n,
-                  const Policy& policy, std::uint64_t seed = 0, std::uint64_t first_index = 0);
+void encode_array(Format to, Wide from, const void* in, std::uint8_t* out, std::size_t n, const Policy& policy,
+                  std::uint64_t seed = 0, std::uint64_t first_index = 0);
 
 // out[i] = decode(in[i]) written as the bits of `to`.
 void decode_array(Format from, Wide to, const std::uint8_t* in, void* out, std::size_t n);
 
 // The codes of the n consecutive input bit patterns starting at `first_bits` (conversion tables).
-void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_t n,
-                      std::uint8_t* out, const Policy& policy);
+void encode_bit_range(Format to, Wide from, std::uint64_t first_bits, std::size_t n, std::uint8_t* out,
+                      const Policy& policy);
 
 // Which implementation encode_array and encode_bit_range use for these arguments on this CPU
 // under the current path limit (for benchmarks/logs): "avx512", "avx2" or "scalar".

@@ -19,23 +19,23 @@ struct ModelMatch {
 
 // Classes of an element that differs from the closest model.
 enum class DiffClass {
-    nan_inf,        // one side is NaN or Inf and the other is not (or a different one)
-    overflow,       // the model overflows to Inf (or the user saturates) where the other is finite
-    other_model,    // equals what another named model gives there (accumulation order/promotion)
-    rounding,       // within one unit in the last place of the output type (alignment/rounding)
-    scale,          // off by more, but within the error a float32 scale multiply or output cast could add
-    large,          // anything else
+    nan_inf,      // one side is NaN or Inf and the other is not (or a different one)
+    overflow,     // the model overflows to Inf (or the user saturates) where the other is finite
+    other_model,  // equals what another named model gives there (accumulation order/promotion)
+    rounding,     // within one unit in the last place of the output type (alignment/rounding)
+    scale,        // off by more, but within the error a float32 scale multiply or output cast could add
+    large,        // anything else
 };
 inline constexpr int kDiffClasses = 6;
 const char* name(DiffClass c);
 
 struct GemmComparison {
-    std::vector<ModelMatch> models;   // every named model, tried in named_models() order
-    std::string matched;              // first model with no mismatch; empty if none
-    std::string closest;              // the model with the fewest mismatches
+    std::vector<ModelMatch> models;         // every named model, tried in named_models() order
+    std::string matched;                    // first model with no mismatch; empty if none
+    std::string closest;                    // the model with the fewest mismatches
     std::size_t counts[kDiffClasses] = {};  // differences from `closest`, by class
-    double max_abs_error = 0;         // |user - exact| over finite elements (binary64)
-    double max_rel_error = 0;         // relative to |exact| where exact != 0
+    double max_abs_error = 0;               // |user - exact| over finite elements (binary64)
+    double max_rel_error = 0;               // relative to |exact| where exact != 0
     // Elements where |user - exact| exceeds the closest model's bound. A non-finite element counts
     // unless it equals exact's (the same infinity, or NaN where exact is NaN): Inf or NaN where
     // exact is finite, a finite value where exact is not, or the opposite infinity.

@@ -16,9 +16,9 @@ struct GemmInputError : std::invalid_argument {
 };
 
 struct GemmInputs {
-    std::vector<std::uint8_t> a, b;   // M x K and N x K codes
+    std::vector<std::uint8_t> a, b;  // M x K and N x K codes
     std::vector<float> scale_a, scale_b;
-    GemmRequest request;              // points into the vectors above: do not copy GemmInputs
+    GemmRequest request;  // points into the vectors above: do not copy GemmInputs
     GemmInputs() = default;
     GemmInputs(const GemmInputs&) = delete;
     GemmInputs& operator=(const GemmInputs&) = delete;
@@ -33,12 +33,13 @@ ScaleKind scale_kind_for_shape(const std::vector<std::size_t>& shape, bool is_b,
 // A and B: 2-D uint8 .npy files (|u1) with the same K. A scale: a number (tensorwise), or a
 // float32 .npy file: one element (tensorwise), 1-D of M (N) values (rowwise), or 2-D
 // M x ceil(K/128) for A and ceil(N/128) x ceil(K/128) for B (block scales).
-void load_inputs(GemmInputs& in, const std::string& a_path, const std::string& b_path, Format a_format,
-                 Format b_format, const std::string& scale_a, const std::string& scale_b, OutType out);
+void load_inputs(GemmInputs& in, const std::string& a_path, const std::string& b_path, Format a_format, Format b_format,
+                 const std::string& scale_a, const std::string& scale_b, OutType out);
 
 // An output as written by `fp8kit gemm`: M x N, <f4 for f32 or <u2 (bf16 bits) for bf16.
 // save_output writes through io::OutputFile (io/sink.hpp) and throws io::OutputError.
 std::vector<std::uint32_t> load_output(const std::string& path, std::size_t m, std::size_t n, OutType out);
-void save_output(const std::string& path, const std::vector<std::uint32_t>& d, std::size_t m, std::size_t n, OutType out);
+void save_output(const std::string& path, const std::vector<std::uint32_t>& d, std::size_t m, std::size_t n,
+                 OutType out);
 
 }  // namespace fp8kit::gemm

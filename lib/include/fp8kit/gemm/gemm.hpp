@@ -18,8 +18,8 @@ namespace fp8kit::gemm {
 // block: A 1x128 (M x ceil(K/128)), B 128x128 (ceil(N/128) x ceil(K/128)), row-major,
 // as DeepSeek-V3 and TransformerEngine's Float8BlockScaling.
 // (numerics/gemm_model.hpp: shared with the CUDA model.)
-using numerics::gemm::ScaleKind;
 using numerics::gemm::OutType;
+using numerics::gemm::ScaleKind;
 
 struct Operand {
     const std::uint8_t* codes = nullptr;  // rows x k

@@ -31,16 +31,16 @@ struct AccumModel {
     std::string name;
     AccumKind kind = AccumKind::exact;
     // aligned only:
-    int group = 32;            // products aligned together in one step (one MMA's k)
-    int align_bits = 14;       // unit of the alignment: 2^(E + 1 - align_bits), E the largest term exponent
+    int group = 32;       // products aligned together in one step (one MMA's k)
+    int align_bits = 14;  // unit of the alignment: 2^(E + 1 - align_bits), E the largest term exponent
     // The exponent a product brings to E: `nominal` ea + eb (the operands' exponent fields, emin
     // for subnormals; the product's significand in (0, 4)), or `actual` floor(log2 |a b|).
     bool nominal_exponent = true;
-    int sum_bits = 14;         // the step's exact sum truncated toward zero to this many significant bits; 0: not
+    int sum_bits = 14;  // the step's exact sum truncated toward zero to this many significant bits; 0: not
     AlignRound align = AlignRound::toward_zero;
-    bool sticky = false;       // a term that lost nonzero bits keeps one more bit of half a unit
+    bool sticky = false;                            // a term that lost nonzero bits keeps one more bit of half a unit
     StepRound step_round = StepRound::toward_zero;  // the step's exact sum -> float32
-    int promote = 0;           // N_C: products per promotion to the float32 accumulator; 0: never
+    int promote = 0;                                // N_C: products per promotion to the float32 accumulator; 0: never
     ScaleAt scale_at = ScaleAt::epilogue;
     // Split-K: K is cut into ranges of `split_k` products (a multiple of 128), each accumulated from
     // zero as a GEMM of its own (one CTA of cuBLASLt's *_splitK_* kernels); the ranges' float32

@@ -29,7 +29,7 @@ std::size_t element_size(ElementType t);
 std::optional<Wide> as_wide(ElementType t);  // u8 has none
 
 struct ArrayFile {
-    std::string source;               // as the user named it
+    std::string source;  // as the user named it
     ElementType type;
     std::vector<std::size_t> shape;
     std::vector<unsigned char> data;  // little-endian elements, C order

@@ -27,10 +27,10 @@ namespace fp8kit::dump {
 
 // What a tensor is in training, its names, the parser of its spellings and the guess from a
 // tensor's name: numerics/roles.hpp (one definition for the library, the CLI and Python).
-using numerics::Role;
+using numerics::guess_role;
 using numerics::name;
 using numerics::parse_role;
-using numerics::guess_role;
+using numerics::Role;
 // The step named by the innermost path component that carries one: step_12, step12, step-12,
 // iter_000012, iter12, iteration=12, it_12 (case-insensitive).
 std::optional<std::int64_t> guess_step(std::string_view path);
@@ -38,8 +38,23 @@ std::optional<std::int64_t> guess_step(std::string_view path);
 // What the stored bits mean.
 // Codes of the formats below e8m0 (FP4 / FP6 / the other ml_dtypes types) are stored one per
 // byte in the low bits, as ml_dtypes arrays are (float4_e2m1fn, float6_e2m3fn, ...).
-enum class DType : std::uint8_t { f64, f32, f16, bf16, e4m3, e5m2, e4m3fnuz, e5m2fnuz, e8m0,
-                                  e2m1, e2m3, e3m2, e3m4, e4m3b11fnuz, e4m3ieee };
+enum class DType : std::uint8_t {
+    f64,
+    f32,
+    f16,
+    bf16,
+    e4m3,
+    e5m2,
+    e4m3fnuz,
+    e5m2fnuz,
+    e8m0,
+    e2m1,
+    e2m3,
+    e3m2,
+    e3m4,
+    e4m3b11fnuz,
+    e4m3ieee
+};
 std::string_view name(DType d);  // "f64", ..., "bf16", "e4m3", ... (the names of names.hpp)
 std::optional<Format> fp8_format(DType d);
 // The type chunks of such a tensor arrive in: itself for f64/f32/f16/bf16; f32 for FP8 codes
@@ -113,8 +128,8 @@ struct ReadOptions {
     bool allow_external_in_dump_folder = false;
     // The work a header may demand: a tensor claiming more elements, or HDF5 chunks of more bytes
     // (each is decoded whole), is an error naming the dataset and the size, before anything is read.
-    std::uint64_t max_elements = std::uint64_t(1) << 34;        // 16 Gi elements (64 GiB of float32)
-    std::uint64_t max_chunk_bytes = std::uint64_t(64) << 20;     // 64 MiB
+    std::uint64_t max_elements = std::uint64_t(1) << 34;      // 16 Gi elements (64 GiB of float32)
+    std::uint64_t max_chunk_bytes = std::uint64_t(64) << 20;  // 64 MiB
 };
 
 // One open file.
@@ -180,8 +195,7 @@ struct Selection {
 // (sorted); a missing file or a pattern matching nothing becomes a Problem. A folder is read as
 // the layout docs/dumps.md documents (folder_files), or is a Problem naming the globs to use.
 // Only regular files are kept: a FIFO, socket or device is a Problem (io/gate.hpp).
-std::vector<std::string> expand_inputs(const std::vector<std::string>& args,
-                                       std::vector<Problem>& problems);
+std::vector<std::string> expand_inputs(const std::vector<std::string>& args, std::vector<Problem>& problems);
 // The dump files of a folder in the documented layout of TransformerEngine's DumpTensors
 // (docs/dumps.md): DIR/rank_*/*.pt and DIR/rank_*/iter_*/*.pt for DIR = {log_dir}/tensor_dumps,
 // the same under DIR/tensor_dumps/ for DIR = log_dir, and DIR/*.pt, DIR/iter_*/*.pt for one
@@ -197,7 +211,7 @@ public:
     Dump(const std::vector<std::string>& files, Selection selection = {}, ReadOptions opts = {});
     ~Dump();
     const std::vector<TensorInfo>& tensors() const { return tensors_; }  // selected, file order
-    const std::vector<Problem>& errors() const { return errors_; }  // files and selected tensors
+    const std::vector<Problem>& errors() const { return errors_; }       // files and selected tensors
     const std::vector<Problem>& notes() const { return notes_; }
     std::size_t files_opened() const { return files_opened_; }
     // Readable tensors the selection left out, and the first few of their names (for "nothing
@@ -206,9 +220,9 @@ public:
     const std::vector<std::string>& unselected_sample() const { return unselected_sample_; }
     // Streams tensors()[i]. Throws DumpError.
     void read(std::size_t i, const ChunkFn& fn);
-    void read_runs(std::size_t i, const ChunkFn& fn);  // Source::read_runs
+    void read_runs(std::size_t i, const ChunkFn& fn);                   // Source::read_runs
     void read_into(std::size_t i, void* dest, const PlacedFn& placed);  // Source::read_into
-    std::shared_ptr<const void> map(std::size_t i);                    // Source::map
+    std::shared_ptr<const void> map(std::size_t i);                     // Source::map
 
 private:
     ReadOptions opts_;

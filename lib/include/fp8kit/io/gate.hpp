@@ -43,7 +43,7 @@ public:
     ~InputFile();
     int fd() const { return fd_; }
     std::uint64_t size() const { return size_; }  // at the open
-    int release();  // the descriptor, now the caller's to close
+    int release();                                // the descriptor, now the caller's to close
 
 private:
     int fd_ = -1;

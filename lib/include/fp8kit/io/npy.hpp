@@ -17,12 +17,12 @@ struct NpyError : std::runtime_error {
 };
 
 struct NpyHeader {
-    int major = 0, minor = 0;          // format version
-    std::string descr;                 // as written, e.g. "<f4", "|u1", "|V2"
-    char kind = 0;                     // 'f', 'u', 'i', 'V', 'b'
-    std::size_t item_size = 0;         // bytes per element
-    std::vector<std::size_t> shape;    // () is a scalar: one element
-    std::size_t data_offset = 0;       // where the array's bytes start
+    int major = 0, minor = 0;        // format version
+    std::string descr;               // as written, e.g. "<f4", "|u1", "|V2"
+    char kind = 0;                   // 'f', 'u', 'i', 'V', 'b'
+    std::size_t item_size = 0;       // bytes per element
+    std::vector<std::size_t> shape;  // () is a scalar: one element
+    std::size_t data_offset = 0;     // where the array's bytes start
     std::size_t element_count() const;
 };
 
@@ -33,7 +33,7 @@ NpyHeader read_npy_header(const std::string& path);
 
 struct NpyArray {
     NpyHeader header;
-    std::vector<unsigned char> data;   // element_count() * item_size bytes, little-endian
+    std::vector<unsigned char> data;  // element_count() * item_size bytes, little-endian
 };
 
 NpyArray read_npy(const std::string& path);

@@ -78,7 +78,7 @@ struct StatLine {
     std::int64_t iteration = 0;
     double value = 0;
     int rank = 0;
-    std::size_t line = 0;  // 1-based, in its file
+    std::size_t line = 0;      // 1-based, in its file
     int significant = kExact;  // significant_digits of the value as written
 };
 

@@ -18,10 +18,10 @@ struct BlockQuantized {
     std::size_t grid_rows = 0, grid_cols = 0;  // blocks down and across (edge blocks partial)
     std::vector<std::uint8_t> codes;           // rows x cols, one code per byte (low bits)
     // One entry per block, grid_rows x grid_cols row-major:
-    std::vector<std::uint8_t> scale_codes;     // E8M0 (MX rules), E4M3 (NVFP4 rules), 0 otherwise
-    std::vector<float> scale;                  // the factor the elements are multiplied by
-    std::vector<float> scale_inv;              // the factor a code is multiplied by to dequantise
-    float global_amax = 0;                     // amax_of the whole tensor (NVFP4's second level)
+    std::vector<std::uint8_t> scale_codes;  // E8M0 (MX rules), E4M3 (NVFP4 rules), 0 otherwise
+    std::vector<float> scale;               // the factor the elements are multiplied by
+    std::vector<float> scale_inv;           // the factor a code is multiplied by to dequantise
+    float global_amax = 0;                  // amax_of the whole tensor (NVFP4's second level)
     // br.columnwise_rht: everything above is of the column-wise copy (columnwise_rht_copy): rows
     // and cols are the input's cols and rows, codes are TE's columnwise data (qx_t), global_amax
     // is taken after the transform (TE's global_amax_col).
@@ -33,7 +33,7 @@ struct BlockQuantized {
 // Stochastic rounding: element i (row-major) draws emu::stochastic_bits(seed, i) (with
 // br.columnwise_rht, i indexes the column-wise copy).
 // Same result for any thread count.
-BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols,
-                               const BlockRecipe& br, std::uint64_t seed = 0);
+BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br,
+                               std::uint64_t seed = 0);
 
 }  // namespace fp8kit

@@ -60,10 +60,10 @@ public:
         double amax = 0;
         double sum_x2 = 0;
         double sum_err2 = 0, sum_err2_lo = 0, sum_err2_hi = 0;  // estimate and its exact bounds
-        double err2_rounding = 0;  // bound on binary64 rounding in sum_err2 (bins and sums)
-        double sqnr_db() const;        // 10 log10(sum_x2 / sum_err2)
-        double sqnr_db_lo() const;     // from sum_err2_hi + err2_rounding
-        double sqnr_db_hi() const;     // from sum_err2_lo - err2_rounding
+        double err2_rounding = 0;   // bound on binary64 rounding in sum_err2 (bins and sums)
+        double sqnr_db() const;     // 10 log10(sum_x2 / sum_err2)
+        double sqnr_db_lo() const;  // from sum_err2_hi + err2_rounding
+        double sqnr_db_hi() const;  // from sum_err2_lo - err2_rounding
         std::uint64_t finite() const { return numel - nan - inf; }
     };
     // Throws std::invalid_argument for a rounding that is not sign-symmetric and deterministic

@@ -34,10 +34,10 @@ using numerics::QuantStats;
 
 struct QuantConfig {
     Format format;
-    float scale;           // finite and > 0 (std::invalid_argument otherwise)
+    float scale;  // finite and > 0 (std::invalid_argument otherwise)
     Policy policy;
-    float scale_inv = 0;   // 0: fl32(1 / scale); recipes whose dequantisation scale is primary
-                           // (DeepGEMM, MX) pass theirs
+    float scale_inv = 0;     // 0: fl32(1 / scale); recipes whose dequantisation scale is primary
+                             // (DeepGEMM, MX) pass theirs
     std::uint64_t seed = 0;  // stochastic rounding: element i draws emu::stochastic_bits(seed, i)
 };
 
@@ -118,7 +118,7 @@ struct BlockStats {
     std::size_t tile_rows = 0, tile_cols = 0;
     std::size_t grid_rows = 0, grid_cols = 0;
     std::size_t blocks = 0;  // grid_rows * grid_cols
-    QuantStats total;  // the whole tensor cast with per-block scales (per-block stats merged in order)
+    QuantStats total;        // the whole tensor cast with per-block scales (per-block stats merged in order)
     // Distribution of scale_inv over blocks: exponent histogram from the bits (same bins as
     // QuantStats::exp_hist), minimum and maximum.
     std::array<std::uint64_t, kExpHistBins> scale_inv_exp_hist{};
@@ -136,8 +136,7 @@ struct BlockStats {
     bool columnwise_rht = false;
 };
 
-BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
-                               const BlockRecipe& br);
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br);
 
 // BlockStats' per-tile fields (scale_inv_exp_hist, scale_inv_min/max, blocks_with_range, dr_max,
 // dr_mean, dr_hist) from out.scale_inv and each tile's extremes over its finite |x| (tile_amax[t],
@@ -169,8 +168,8 @@ struct BlockStrip {
 };
 // compute_block_stats on one strip: total is `before` merged with this strip (the other fields
 // describe this strip alone).
-BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols,
-                               const BlockRecipe& br, const BlockStrip& strip);
+BlockStats compute_block_stats(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br,
+                               const BlockStrip& strip);
 // The amax a rule with a second-level scale takes of the data: amax_of, or with
 // br.columnwise_rht that of the column-wise copy (TE's global_amax_col). A maximum: that of a
 // tensor is the maximum of its strips' (strips of a multiple of 16 rows with columnwise_rht).

@@ -28,12 +28,12 @@
 namespace fp8kit::warn {
 
 struct GradientConfig {
-    std::vector<RecipeSpec> recipes;  // gradient recipes (current or block kinds); empty: signal off
+    std::vector<RecipeSpec> recipes;        // gradient recipes (current or block kinds); empty: signal off
     double ratio_min = 1.7320508075688772;  // sqrt(3): warn when ||G|| / noise falls below
-    double bf16_fraction = 0.15;             // share of linear layers kept in BF16
-    std::uint64_t seed = 2505;               // stochastic rounding: emu::stochastic_bits(seed, i)
-    std::optional<RecipeSpec> norm_recipe;   // norm weights quantised with its weight slot (none: off)
-    double norm_bias_max = 0.005;            // warn when |relative bias| exceeds this
+    double bf16_fraction = 0.15;            // share of linear layers kept in BF16
+    std::uint64_t seed = 2505;              // stochastic rounding: emu::stochastic_bits(seed, i)
+    std::optional<RecipeSpec> norm_recipe;  // norm weights quantised with its weight slot (none: off)
+    double norm_bias_max = 0.005;           // warn when |relative bias| exceeds this
 };
 
 // The dequantised copy a recipe's wgrad GEMM reads of a row-major tokens x features tensor:
@@ -48,11 +48,11 @@ std::vector<double> dequantized(const float* x, std::uint64_t rows, std::uint64_
 
 struct GradNoise {
     std::string recipe;
-    double norm = 0;                   // ||G||_F (G from the unquantised operands, binary64)
+    double norm = 0;                     // ||G||_F (G from the unquantised operands, binary64)
     double noise_rtn = 0, noise_sr = 0;  // ||G_q - G||_F, dY round-to-nearest / stochastic
     double ratio_rtn() const { return noise_rtn > 0 ? norm / noise_rtn : INFINITY; }
     double ratio_sr() const { return noise_sr > 0 ? norm / noise_sr : INFINITY; }
-    std::string skipped;               // why the recipe could not be applied (empty: it was)
+    std::string skipped;  // why the recipe could not be applied (empty: it was)
 };
 
 struct LayerGradient {
@@ -86,9 +86,9 @@ struct NormBias {
     std::string file, tensor, recipe;
     std::int64_t step = -1;
     std::uint64_t numel = 0;
-    double bias = 0;       // sum(Q(w) - w) / sum |w|
-    double rel_rms = 0;    // ||Q(w) - w|| / ||w||
-    double mean = 0;       // mean of w
+    double bias = 0;     // sum(Q(w) - w) / sum |w|
+    double rel_rms = 0;  // ||Q(w) - w|| / ||w||
+    double mean = 0;     // mean of w
     nlohmann::json to_json() const;
 };
 NormBias norm_bias(const float* w, std::uint64_t n, const RecipeSpec& recipe);

@@ -21,14 +21,14 @@
 namespace fp8kit::warn {
 
 struct ShapeConfig {
-    double outlier_k = 64;          // outlier channel: channel amax > outlier_k x median channel amax
-    std::size_t min_channels = 8;   // fewer channels: no per-channel signal
-    double kurtosis_max = 1000;     // warn above this Pearson kurtosis (a normal has 3)
-    double swiglu_cos = 0.9;        // aligned channel: |cos(gate row, up row)| >= this
+    double outlier_k = 64;                   // outlier channel: channel amax > outlier_k x median channel amax
+    std::size_t min_channels = 8;            // fewer channels: no per-channel signal
+    double kurtosis_max = 1000;              // warn above this Pearson kurtosis (a normal has 3)
+    double swiglu_cos = 0.9;                 // aligned channel: |cos(gate row, up row)| >= this
     std::optional<RecipeSpec> block_recipe;  // block statistics under this recipe (none: skipped)
-    double underflow_max = 0.01;    // warn when more than this fraction of nonzeros flush to zero
-    double saturation_max = 0;      // warn when more than this fraction overflows
-    GradientConfig grad;            // wgrad noise per layer, BF16 layer choice, norm-weight bias
+    double underflow_max = 0.01;             // warn when more than this fraction of nonzeros flush to zero
+    double saturation_max = 0;               // warn when more than this fraction overflows
+    GradientConfig grad;                     // wgrad noise per layer, BF16 layer choice, norm-weight bias
 };
 
 struct ShapeStats {
@@ -39,7 +39,7 @@ struct ShapeStats {
     std::vector<std::uint64_t> outlier_channels;  // ascending
     double kurtosis = 0;
     bool has_blocks = false;
-    double underflow = 0, saturation = 0;          // fractions of the tensor's elements
+    double underflow = 0, saturation = 0;             // fractions of the tensor's elements
     double scale_log2_std = 0, scale_log2_range = 0;  // over the blocks' scale_inv (blocks of zeros left out)
     std::uint64_t blocks = 0;
     // For plots: every channel's amax, and the blocks' log2 scale_inv as (exponent, count) pairs
@@ -53,7 +53,7 @@ struct ShapeStats {
 struct SwigluAlignment {
     std::string file, gate, up;
     std::int64_t step = -1;
-    std::vector<double> cos;  // per channel (row of the [ffn, hidden] weights)
+    std::vector<double> cos;             // per channel (row of the [ffn, hidden] weights)
     std::vector<std::uint64_t> aligned;  // channels with |cos| >= swiglu_cos, by |cos| descending
 };
 
@@ -72,10 +72,12 @@ struct ShapeResult {
 
 // Reads every tensor of the dump files (one at a time) and computes the signals. Bad input throws
 // dump::DumpError naming the file and tensor.
-ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConfig& cfg, const dump::ReadOptions& read = {});
+ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConfig& cfg,
+                          const dump::ReadOptions& read = {});
 
 // The same on one in-memory tensor (float32, row-major rows x channels): the monitor's hook.
 ShapeStats shape_of(const float* data, std::uint64_t rows, std::uint64_t channels, Role role, const ShapeConfig& cfg);
-SwigluAlignment swiglu_alignment(const float* gate, const float* up, std::uint64_t rows, std::uint64_t cols, double cos_min);
+SwigluAlignment swiglu_alignment(const float* gate, const float* up, std::uint64_t rows, std::uint64_t cols,
+                                 double cos_min);
 
 }  // namespace fp8kit::warn

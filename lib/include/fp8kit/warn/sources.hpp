@@ -4,12 +4,14 @@
 namespace fp8kit::warn {
 
 inline constexpr const char* kCaseOutliers =
-    "Fishman et al., arXiv 2409.12517: sporadic large activation maxima before FP8 training diverged (7B, ~200B tokens)";
+    "Fishman et al., arXiv 2409.12517: sporadic large activation maxima before FP8 training diverged (7B, ~200B "
+    "tokens)";
 inline constexpr const char* kCaseSwiglu =
     "Fishman et al., arXiv 2409.12517: SwiGLU gate and up weights align channel by channel, giving outliers "
     "(Smooth-SwiGLU fixes it)";
 inline constexpr const char* kCaseKurtosis = "arXiv 2505.20524: activation kurtosis predicts divergence";
-inline constexpr const char* kCaseDivergence = "arXiv 2409.12517 and arXiv 2509.25149: low-precision training divergence";
+inline constexpr const char* kCaseDivergence =
+    "arXiv 2409.12517 and arXiv 2509.25149: low-precision training divergence";
 inline constexpr const char* kCaseBlocks =
     "arXiv 2506.08027 (MXFP8 scale rule and divergence) and TE issue #2801 (block statistics, scale spread)";
 

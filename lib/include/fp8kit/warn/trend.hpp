@@ -30,25 +30,25 @@
 namespace fp8kit::warn {
 
 struct TrendConfig {
-    int window = 128;                // points kept: the longest growth window and the forecast's (even, 8 .. 4096)
-    int growth_min_window = 16;      // the shortest growth window; windows double up to `window` (>= 8)
-    double growth_per_k = 4;         // growth: slope above the baseline >= this many log2 per 1000 steps
-    double growth_z = 5;             // ... and >= this many standard errors of the slope
-    int growth_gap = 32;             // an episode ends after this many points without growth >= growth_per_k
-    std::size_t episodes_kept = 8;   // growth episodes listed per tensor (all are counted)
-    double growth_top = 25;          // growth is top-level (no following recipe, after warm-up) from this slope
-    int spike_window = 32;           // spike: median over this many previous amaxes (4 .. 4096)
-    double spike_k = 8;              // spike: amax >= spike_k x that median
-    std::size_t spikes_kept = 16;    // spikes listed per tensor (all are counted)
-    int eval_every = 4;              // growth and forecast are evaluated every this many points
+    int window = 128;               // points kept: the longest growth window and the forecast's (even, 8 .. 4096)
+    int growth_min_window = 16;     // the shortest growth window; windows double up to `window` (>= 8)
+    double growth_per_k = 4;        // growth: slope above the baseline >= this many log2 per 1000 steps
+    double growth_z = 5;            // ... and >= this many standard errors of the slope
+    int growth_gap = 32;            // an episode ends after this many points without growth >= growth_per_k
+    std::size_t episodes_kept = 8;  // growth episodes listed per tensor (all are counted)
+    double growth_top = 25;         // growth is top-level (no following recipe, after warm-up) from this slope
+    int spike_window = 32;          // spike: median over this many previous amaxes (4 .. 4096)
+    double spike_k = 8;             // spike: amax >= spike_k x that median
+    std::size_t spikes_kept = 16;   // spikes listed per tensor (all are counted)
+    int eval_every = 4;             // growth and forecast are evaluated every this many points
     // Early training: events in a tensor's first `warmup` steps (from its first step) are
     // transients, reported in the info section rather than as top-level warnings.
     std::int64_t warmup = 100;
     // Forecast under the recipe (kind delayed or windowed; per-tensor granularity for the role).
-    std::optional<RecipeSpec> recipe;  // none: no overflow/forecast signals
-    std::optional<Format> format;      // the cast format; none: the recipe's format per role
-    double forecast_horizon = 1000;    // steps ahead
-    double forecast_probability = 0.5; // warn when P(overflow within the horizon) >= this
+    std::optional<RecipeSpec> recipe;   // none: no overflow/forecast signals
+    std::optional<Format> format;       // the cast format; none: the recipe's format per role
+    double forecast_horizon = 1000;     // steps ahead
+    double forecast_probability = 0.5;  // warn when P(overflow within the horizon) >= this
     // Fixed (inference) scale: calibrated on the first `fixed_calibration` points (0: off) with
     // `fixed_recipe`'s rule (a current-scaling recipe); levels in log2 of the headroom.
     int fixed_calibration = 0;
@@ -78,7 +78,7 @@ double noise_log2(const std::vector<float>& amax);
 struct Spike {
     std::int64_t step;
     float amax;
-    float median;  // of the previous spike_window amaxes
+    float median;           // of the previous spike_window amaxes
     bool overflow = false;  // the recipe's cast overflowed at this step
 };
 
@@ -163,11 +163,11 @@ private:
     std::vector<GrowthEpisode> episodes_;
     std::uint64_t episode_count_ = 0;
     bool in_episode_ = false;
-    std::uint64_t last_pass_n_ = 0;             // the point at which the local windows last showed growth
-    std::uint64_t report_n_ = 0;                // the point of the last report
-    std::size_t local_ = 1;                     // the open episode's local window (index in the ladder)
-    std::vector<double> baseline_;              // per window: lowest slope since its ramp after the report
-    std::ptrdiff_t open_ = -1;                  // index of the open episode in episodes_ (-1: none kept open)
+    std::uint64_t last_pass_n_ = 0;  // the point at which the local windows last showed growth
+    std::uint64_t report_n_ = 0;     // the point of the last report
+    std::size_t local_ = 1;          // the open episode's local window (index in the ladder)
+    std::vector<double> baseline_;   // per window: lowest slope since its ramp after the report
+    std::ptrdiff_t open_ = -1;       // index of the open episode in episodes_ (-1: none kept open)
     // Decimated whole-run sample: every stride-th point, stride doubling when full.
     std::vector<std::int64_t> smp_step_;
     std::vector<double> smp_l2_;
@@ -185,7 +185,7 @@ private:
     bool overflow_now_ = false;          // this point's cast overflowed
     bool overflow_truncated_ = false;    // more runs than kOverflowRuns: the rest counted only
     float prev_amax_ = 0;
-    double next_l2_headroom_ = NAN;  // log2 headroom of the next step if amax stays the same
+    double next_l2_headroom_ = NAN;                           // log2 headroom of the next step if amax stays the same
     float last_headroom_amax_ = 0, last_headroom_scale_ = 0;  // the last finite nonzero amax, next scale
     struct Forecast {
         std::int64_t step = -1;

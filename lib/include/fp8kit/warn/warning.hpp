@@ -12,9 +12,9 @@
 namespace fp8kit::warn {
 
 struct Warning {
-    std::string signal;     // "spike", "growth", "overflow", "overflow-forecast", "fixed-scale",
-                            // "outlier-channels", "swiglu-alignment", "kurtosis", "block-scales"
-    std::string file;       // the trace or dump it came from
+    std::string signal;  // "spike", "growth", "overflow", "overflow-forecast", "fixed-scale",
+                         // "outlier-channels", "swiglu-alignment", "kurtosis", "block-scales"
+    std::string file;    // the trace or dump it came from
     std::string tensor;
     std::int64_t step = -1;      // the step the evidence points at (first detection); -1: none
     std::int64_t step_end = -1;  // the last step of the evidence window; -1: none

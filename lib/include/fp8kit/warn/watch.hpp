@@ -18,7 +18,7 @@ struct WatchInputs {
     std::vector<std::string> tensors;  // globs on series names (all when empty)
     TrendConfig trend;
     ShapeConfig shape;
-    bool shapes = true;                // shape signals for dump files
+    bool shapes = true;  // shape signals for dump files
     dump::ReadOptions read;
 };
 
@@ -36,11 +36,11 @@ struct TensorSummary {
 // are placeholders until a divergence benchmark fits them: the report says `calibrated: false`
 // and gives no verdict.
 struct RiskConfig {
-    double spike_density = 10;        // spikes per 1000 steps after warm-up
+    double spike_density = 10;               // spikes per 1000 steps after warm-up
     double grad_ratio = 1.7320508075688772;  // ||G|| / wgrad noise (the grad-noise threshold, sqrt 3)
-    double kurtosis = 1000;           // Pearson kurtosis (the kurtosis warning's threshold)
-    double kurtosis_trend = 10;       // log2 of kurtosis per 1000 steps between dumped steps
-    double scale_spread_rate = 2;     // change of the block scales' log2 std per 1000 steps
+    double kurtosis = 1000;                  // Pearson kurtosis (the kurtosis warning's threshold)
+    double kurtosis_trend = 10;              // log2 of kurtosis per 1000 steps between dumped steps
+    double scale_spread_rate = 2;            // change of the block scales' log2 std per 1000 steps
 };
 struct RiskSignal {
     std::string signal, file, tensor;
@@ -61,8 +61,8 @@ struct RiskReport {
 RiskReport risk(const struct WatchReport& r, const RiskConfig& c = {});
 
 struct WatchReport {
-    std::vector<Warning> warnings;        // ranked
-    std::vector<TensorSummary> tensors;   // every series, in input order
+    std::vector<Warning> warnings;       // ranked
+    std::vector<TensorSummary> tensors;  // every series, in input order
     std::vector<ShapeStats> shapes;
     std::vector<SwigluAlignment> swiglu;
     std::vector<LayerGradient> gradients;

@@ -32,7 +32,7 @@ inline constexpr int kHistogramMinExp = -149;
 inline constexpr int kHistogramMaxExp = 127;
 inline constexpr int kHistogramZeroBin = 0;
 inline constexpr int kHistogramNonfiniteBin = kHistogramMaxExp - kHistogramMinExp + 2;  // 278
-inline constexpr int kHistogramBins = kHistogramNonfiniteBin + 1;                      // 279
+inline constexpr int kHistogramBins = kHistogramNonfiniteBin + 1;                       // 279
 
 FP8KIT_HD constexpr int histogram_bin_of_exponent(int e) { return e - kHistogramMinExp + 1; }
 FP8KIT_HD constexpr int histogram_exponent(int bin) { return bin + kHistogramMinExp - 1; }
@@ -87,10 +87,10 @@ FP8KIT_HD std::uint32_t overflow_limit(Format f, emu::Policy p, bool negative) {
 
 // What the element step reads besides the element: fixed per (format, policy, scale).
 struct ElementConsts {
-    double scale_inv;         // exact binary64 value of the float32 scale_inv
-    float te_threshold;       // fl32(fmax * scale_inv)
-    std::uint32_t limit[2];   // overflow_limit(format, policy, sign) (deterministic rounding)
-    std::uint32_t max_bits;   // bits of format_max(format)
+    double scale_inv;        // exact binary64 value of the float32 scale_inv
+    float te_threshold;      // fl32(fmax * scale_inv)
+    std::uint32_t limit[2];  // overflow_limit(format, policy, sign) (deterministic rounding)
+    std::uint32_t max_bits;  // bits of format_max(format)
 };
 
 // The scale-dependent part, for a new scale_inv (per block) with the same format and policy.
@@ -111,9 +111,7 @@ FP8KIT_HD ElementConsts element_consts(Format f, emu::Policy p, float scale_inv)
 // Deterministic rounding: does s (bits of fl32(x * scale), x finite) round past the largest
 // finite value? Stochastic rounding: only |s| above max finite can; confirm with the element's
 // own random bits by encoding under no_saturate (stochastic_overflows).
-FP8KIT_HD bool overflows(const ElementConsts& c, std::uint32_t s) {
-    return (s & 0x7FFFFFFFu) > c.limit[s >> 31];
-}
+FP8KIT_HD bool overflows(const ElementConsts& c, std::uint32_t s) { return (s & 0x7FFFFFFFu) > c.limit[s >> 31]; }
 FP8KIT_HD bool stochastic_overflows(const ElementConsts& c, Format f, emu::Policy p, std::uint32_t s,
                                     std::uint32_t random) {
     if ((s & 0x7FFFFFFFu) <= c.max_bits) return false;
@@ -124,8 +122,8 @@ FP8KIT_HD bool stochastic_overflows(const ElementConsts& c, Format f, emu::Polic
 struct Element {
     bool nan = false, inf = false, zero = false, underflow = false, subnormal = false, overflow = false,
          te_overflow = false, nonzero_x = false, nonzero_q = false;
-    bool finite = false;     // x finite: joins amax, min_nonzero and the sums
-    double abs_x = 0;        // |x| when finite
+    bool finite = false;  // x finite: joins amax, min_nonzero and the sums
+    double abs_x = 0;     // |x| when finite
     double x2 = 0, err2 = 0;
 };
 
@@ -133,11 +131,10 @@ struct Element {
 // and the decoded value of q; overflowed(): overflows / stochastic_overflows for s, asked only
 // for finite x.
 template <class X, class Overflowed>
-FP8KIT_HD Element element_step(X x, CodeKind kind, double decoded, const ElementConsts& c,
-                               Overflowed&& overflowed) {
+FP8KIT_HD Element element_step(X x, CodeKind kind, double decoded, const ElementConsts& c, Overflowed&& overflowed) {
     Element r;
     const X ax = x < X(0) ? -x : x;
-    r.nonzero_x = !(x == X(0));          // NaN counts as nonzero
+    r.nonzero_x = !(x == X(0));  // NaN counts as nonzero
     r.nonzero_q = !(decoded == 0.0);
     if (x != x) {
         r.nan = true;
@@ -225,7 +222,8 @@ struct QuantStats : StatsScalars {
     }
     void merge(const QuantStats& o) {
         numerics::merge(*this, o);
-        for (int b = 0; b < kHistogramBins; ++b) exp_hist[static_cast<std::size_t>(b)] += o.exp_hist[static_cast<std::size_t>(b)];
+        for (int b = 0; b < kHistogramBins; ++b)
+            exp_hist[static_cast<std::size_t>(b)] += o.exp_hist[static_cast<std::size_t>(b)];
     }
 };
 

@@ -208,8 +208,9 @@ FP8KIT_HD float finish_step(Int halves, int unit, const ModelParams& m) {
     const double scale = f64_of(static_cast<std::uint64_t>(unit - 1 + 1023) << 52);
     std::uint64_t bits = bits_of_f64(static_cast<double>(halves) * scale);
     if (m.sum_bits > 0 && m.sum_bits < 53) bits &= ~((std::uint64_t{1} << (53 - m.sum_bits)) - 1);
-    const emu::Policy pol{m.step_round == StepRound::toward_zero ? emu::Rounding::toward_zero : emu::Rounding::nearest_even,
-                          emu::Overflow::no_saturate, emu::NanEncoding::signed_quiet};
+    const emu::Policy pol{
+        m.step_round == StepRound::toward_zero ? emu::Rounding::toward_zero : emu::Rounding::nearest_even,
+        emu::Overflow::no_saturate, emu::NanEncoding::signed_quiet};
     return float_of(static_cast<std::uint32_t>(emu::convert<emu::Binary64, emu::Binary32>(bits, pol)));
 }
 
@@ -219,37 +220,33 @@ FP8KIT_HD float finish_step(Int halves, int unit, const ModelParams& m) {
 template <class Int, int TM, int TN, class LoadA, class LoadB>
 FP8KIT_HD void aligned_step(float (&c)[TM][TN], int n, const LoadA& a, const LoadB& b, const ModelParams& m) {
     int e[TM][TN];
-    FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i)
-        FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) e[i][j] = float_exponent(c[i][j]);
+    FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i) FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) e[i][j] =
+        float_exponent(c[i][j]);
     for (int q = 0; q < n; ++q) {
         CodeTerm x[TM], y[TN];
         FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i) x[i] = a(q, i);
         FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) y[j] = b(q, j);
-        FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i)
-            FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) {
-                const int pe = product(x[i], y[j], m.nominal_exponent).align_exp;
-                e[i][j] = pe > e[i][j] ? pe : e[i][j];
-            }
+        FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i) FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) {
+            const int pe = product(x[i], y[j], m.nominal_exponent).align_exp;
+            e[i][j] = pe > e[i][j] ? pe : e[i][j];
+        }
     }
     Int h[TM][TN];
-    FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i)
-        FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) {
-            const FloatTerm t = float_term(c[i][j]);
-            h[i][j] = align_halves<Int>(t.sig, t.exp, step_unit(e[i][j], m), m);
-        }
+    FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i) FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) {
+        const FloatTerm t = float_term(c[i][j]);
+        h[i][j] = align_halves<Int>(t.sig, t.exp, step_unit(e[i][j], m), m);
+    }
     for (int q = 0; q < n; ++q) {
         CodeTerm x[TM], y[TN];
         FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i) x[i] = a(q, i);
         FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) y[j] = b(q, j);
-        FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i)
-            FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) {
-                const Product p = product(x[i], y[j], m.nominal_exponent);
-                h[i][j] += align_halves<Int>(p.sig, p.exp, step_unit(e[i][j], m), m);
-            }
+        FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i) FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) {
+            const Product p = product(x[i], y[j], m.nominal_exponent);
+            h[i][j] += align_halves<Int>(p.sig, p.exp, step_unit(e[i][j], m), m);
+        }
     }
-    FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i)
-        FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j)
-            c[i][j] = step_is_empty(e[i][j]) ? 0.0f : finish_step<Int>(h[i][j], step_unit(e[i][j], m), m);
+    FP8KIT_GEMM_UNROLL for (int i = 0; i < TM; ++i) FP8KIT_GEMM_UNROLL for (int j = 0; j < TN; ++j) c[i][j] =
+        step_is_empty(e[i][j]) ? 0.0f : finish_step<Int>(h[i][j], step_unit(e[i][j], m), m);
 }
 
 // ---- chunks, promotion, split-K, epilogue ---------------------------------------------------

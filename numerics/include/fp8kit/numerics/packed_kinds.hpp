@@ -39,14 +39,14 @@ FP8KIT_HD PackedKinds packed_kinds(std::uint32_t w) {
     const std::uint32_t m = w & ~kHigh;
     const std::uint32_t zero_mag = ~bytes_at_least(m, 1u) & kHigh;
     // Nonzero magnitudes below the smallest normal code are the subnormals.
-    const std::uint32_t sub = bytes_at_least(m, 1u) & ~bytes_at_least(m, static_cast<std::uint32_t>(F::min_normal_code));
+    const std::uint32_t sub =
+        bytes_at_least(m, 1u) & ~bytes_at_least(m, static_cast<std::uint32_t>(F::min_normal_code));
     if constexpr (F::encoding == emu::Encoding::fnuz) {
         // The pattern of -0 is the one NaN (nan_unsigned_zero); +0 is the zero.
         return {zero_mag & ~w, sub, zero_mag & w};
     } else {
         // fn: only the all-ones magnitude is NaN; ieee: every magnitude from Inf up is Inf or NaN.
-        constexpr std::uint32_t first_special =
-            static_cast<std::uint32_t>(F::has_inf ? F::inf_code : F::nan_all_ones);
+        constexpr std::uint32_t first_special = static_cast<std::uint32_t>(F::has_inf ? F::inf_code : F::nan_all_ones);
         static_assert(first_special >= 1u && first_special <= 0x7Fu, "the special magnitudes sit below the sign bit");
         return {zero_mag, sub, bytes_at_least(m, first_special)};
     }

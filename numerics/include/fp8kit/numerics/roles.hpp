@@ -25,8 +25,8 @@ namespace fp8kit::numerics {
 // What a tensor is in training; decides the FP8 format of HYBRID recipes (E5M2 for gradients).
 enum class Role : std::uint8_t { activation, weight, gradient, optimizer_state, unknown };
 
-inline constexpr Role kAllRoles[] = {Role::activation, Role::weight, Role::gradient,
-                                     Role::optimizer_state, Role::unknown};
+inline constexpr Role kAllRoles[] = {Role::activation, Role::weight, Role::gradient, Role::optimizer_state,
+                                     Role::unknown};
 
 // "activation", "weight", "gradient", "optimizer_state", "unknown".
 constexpr std::string_view name(Role r) {
@@ -55,9 +55,7 @@ constexpr std::string_view slot_name(Role r) {
 namespace detail {
 
 constexpr char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-constexpr bool alnum(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
+constexpr bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
 // Equal ignoring case, with '-' and ' ' in `s` read as '_'.
 constexpr bool same_key(std::string_view s, std::string_view key) {
@@ -112,7 +110,8 @@ constexpr std::optional<Role> parse_role(std::string_view s) {
     constexpr std::string_view act[] = {"activation", "activations", "act", "input", "output"};
     constexpr std::string_view weight[] = {"weight", "weights", "param", "parameter"};
     constexpr std::string_view grad[] = {"gradient", "gradients", "grad", "grads", "wgrad", "dgrad", "grad_output"};
-    constexpr std::string_view opt[] = {"optimizer_state", "optimizer", "optim_state", "exp_avg", "exp_avg_sq", "momentum"};
+    constexpr std::string_view opt[] = {"optimizer_state", "optimizer",  "optim_state",
+                                        "exp_avg",         "exp_avg_sq", "momentum"};
     if (detail::any_key(s, act)) return Role::activation;
     if (detail::any_key(s, weight)) return Role::weight;
     if (detail::any_key(s, grad)) return Role::gradient;
@@ -132,7 +131,8 @@ constexpr Role guess_role(std::string_view name) {
     // beta, "LayerNorm.bias") are cast as weights, never counted with the activations (a
     // "attention.output.LayerNorm.bias" would otherwise be an activation by its "output").
     constexpr std::string_view weight[] = {"weight", "weights", "bias", "biases", "gamma", "beta"};
-    constexpr std::string_view act[] = {"input", "inputs", "output", "outputs", "activation", "activations", "act", "acts"};
+    constexpr std::string_view act[] = {"input",      "inputs",      "output", "outputs",
+                                        "activation", "activations", "act",    "acts"};
     // exp_avg and exp_avg_sq split into "exp avg [sq]": look for them in the text itself.
     if (detail::contains(name, "exp_avg") || detail::has_token(name, opt)) return Role::optimizer_state;
     if (detail::has_token(name, grad)) return Role::gradient;

@@ -97,8 +97,8 @@ FP8KIT_HD float pow2f(int e) {
 FP8KIT_HD float format_max(Format f) {
     return emu::with_format(f, [&](auto fmt) {
         using F = decltype(fmt);
-        return float_of(static_cast<std::uint32_t>(
-            emu::decode(f, emu::Wide::f32, static_cast<std::uint8_t>(F::max_finite_code))));
+        return float_of(
+            static_cast<std::uint32_t>(emu::decode(f, emu::Wide::f32, static_cast<std::uint8_t>(F::max_finite_code))));
     });
 }
 
@@ -174,21 +174,26 @@ FP8KIT_HD float torchao_scale(float amax, float fmax, double eps, bool pow2) {
 //   6. sf = 1 / sf where exp < 0 (after 4 and 5: an Inf amax gives exp = -Inf, so 1 / previous).
 // fp_max per format: 448 (E4M3), 57344 (E5M2), 65504 (FP16).
 FP8KIT_HD float msamp_scale(float amax, float previous_scale, float fmax, int margin) {
-    const float ratio = mul_rn(div_rn(1.0f, amax), fmax);                      // step 1
+    const float ratio = mul_rn(div_rn(1.0f, amax), fmax);  // step 1
     // Step 2 as an integer with the IEEE special values kept apart: NaN, -Inf, +Inf.
     enum { kFinite, kNan, kMinusInf, kPlusInf } kind = kFinite;
     int e = 0;
-    if (is_nan(ratio) || ratio < 0.0f) kind = kNan;                            // log2(<0) = NaN
-    else if (ratio == 0.0f) kind = kMinusInf;
-    else if (is_inf(ratio)) kind = kPlusInf;
-    else e = floor_log2_f32(ratio) - margin;                                 // float32 log2
+    if (is_nan(ratio) || ratio < 0.0f)
+        kind = kNan;  // log2(<0) = NaN
+    else if (ratio == 0.0f)
+        kind = kMinusInf;
+    else if (is_inf(ratio))
+        kind = kPlusInf;
+    else
+        e = floor_log2_f32(ratio) - margin;  // float32 log2
     const int mag = e < 0 ? -e : e;
-    float sf = (kind == kNan) ? float_of(0x7FC00000u)                          // step 3
-               : (kind != kFinite || mag > 127) ? float_of(0x7F800000u) : pow2f(mag);
-    if (!(amax > 0.0f)) sf = previous_scale;                                   // step 4
-    if (!is_finite(amax)) sf = previous_scale;                                 // step 5
-    const bool negative = kind == kMinusInf || (kind == kFinite && e < 0);     // NaN < 0 is false
-    return negative ? div_rn(1.0f, sf) : sf;                                   // step 6
+    float sf = (kind == kNan)                   ? float_of(0x7FC00000u)  // step 3
+               : (kind != kFinite || mag > 127) ? float_of(0x7F800000u)
+                                                : pow2f(mag);
+    if (!(amax > 0.0f)) sf = previous_scale;                                // step 4
+    if (!is_finite(amax)) sf = previous_scale;                              // step 5
+    const bool negative = kind == kMinusInf || (kind == kFinite && e < 0);  // NaN < 0 is false
+    return negative ? div_rn(1.0f, sf) : sf;                                // step 6
 }
 
 // DeepGEMM per_token_cast_to_fp8 / per_block_cast_to_fp8 (deep_gemm/utils/math.py), as used by
@@ -376,13 +381,13 @@ struct Nvfp4Block {
 //   4. decode (dequantize_nvfp4.cuh dequantize_fp4_kernel) = fl32(fl32(float(byte) * global_amax)
 //      * fl32(1 / 2688)).
 FP8KIT_HD Nvfp4Block nvfp4_te_block(float block_amax, float s_enc, float global_amax) {
-    const float s_dec = div_rn(1.0f, s_enc);                                          // 1
+    const float s_dec = div_rn(1.0f, s_enc);  // 1
     const float mult = mul_rn(s_enc, div_rn(1.0f, 6.0f));
     float sb = mul_rn(block_amax, mult);
-    sb = is_nan(sb) ? kFltMax : (sb < kFltMax ? sb : kFltMax);                        // fminf
-    const std::uint8_t code = e4m3_satfinite(sb);                                     // 2
+    sb = is_nan(sb) ? kFltMax : (sb < kFltMax ? sb : kFltMax);  // fminf
+    const std::uint8_t code = e4m3_satfinite(sb);               // 2
     float enc = div_rn(1.0f, mul_rn(e4m3_value(code), s_dec));
-    enc = is_nan(enc) ? kFltMax : (enc < kFltMax ? enc : kFltMax);                    // 3
+    enc = is_nan(enc) ? kFltMax : (enc < kFltMax ? enc : kFltMax);                                  // 3
     const float dec = mul_rn(mul_rn(e4m3_value(code), global_amax), div_rn(1.0f, kNvfp4ScaleMax));  // 4
     return {code, enc, dec};
 }
@@ -397,13 +402,13 @@ FP8KIT_HD Nvfp4Block nvfp4_te_block(float block_amax, float s_enc, float global_
 //      and rounded to nearest even (f32_to_f4_unpacked);
 //   5. decode = fl32(float(byte) * per_tensor_scale) (NVFP4Tensor.dequantize's scale product).
 FP8KIT_HD Nvfp4Block nvfp4_torchao_block(float block_amax, float global_amax) {
-    const float pts = div_rn(global_amax, kNvfp4ScaleMax);                                // 1
-    const float sb = div_rn(div_rn(block_amax, 6.0f), pts);                               // 2
-    const float tiny = float_of(0x3C800000u);                                             // 2^-6
+    const float pts = div_rn(global_amax, kNvfp4ScaleMax);   // 1
+    const float sb = div_rn(div_rn(block_amax, 6.0f), pts);  // 2
+    const float tiny = float_of(0x3C800000u);                // 2^-6
     const float clamped = is_nan(sb) ? sb : (sb < tiny ? tiny : (sb > 448.0f ? 448.0f : sb));
-    const std::uint8_t code = e4m3_satfinite(clamped);                                    // 3
-    const float enc = div_rn(div_rn(1.0f, pts), e4m3_value(code));                        // 4
-    const float dec = mul_rn(e4m3_value(code), pts);                                      // 5
+    const std::uint8_t code = e4m3_satfinite(clamped);              // 3
+    const float enc = div_rn(div_rn(1.0f, pts), e4m3_value(code));  // 4
+    const float dec = mul_rn(e4m3_value(code), pts);                // 5
     return {code, enc, dec};
 }
 
@@ -415,26 +420,26 @@ FP8KIT_HD Nvfp4Block nvfp4_torchao_block(float block_amax, float global_amax) {
 //      clamped to +-6 and rounded to nearest even;
 //   4. decode = float(byte) (NVFP4Tensor.dequantize with no per-tensor scale).
 FP8KIT_HD Nvfp4Block nvfp4_torchao_single_block(float block_amax) {
-    const float sb = div_rn(block_amax, 6.0f);                                            // 1
-    const float tiny = float_of(0x3C800000u);                                             // 2^-6
+    const float sb = div_rn(block_amax, 6.0f);  // 1
+    const float tiny = float_of(0x3C800000u);   // 2^-6
     const float clamped = is_nan(sb) ? sb : (sb < tiny ? tiny : (sb > 448.0f ? 448.0f : sb));
-    const std::uint8_t code = e4m3_satfinite(clamped);                                    // 2
-    const float enc = div_rn(1.0f, e4m3_value(code));                                     // 3
-    return {code, enc, e4m3_value(code)};                                                 // 4
+    const std::uint8_t code = e4m3_satfinite(clamped);  // 2
+    const float enc = div_rn(1.0f, e4m3_value(code));   // 3
+    return {code, enc, e4m3_value(code)};               // 4
 }
 
 // ---- one entry point for every rule -------------------------------------------------------
 
 // The formula that turns an amax into a scale (a recipe's `rule`).
 enum class ScaleRule : std::uint8_t {
-    te,            // te_scale (TE current, block, and DelayedScaling's division)
-    torchao,       // torchao_scale
-    msamp,         // msamp_scale
-    deepseek,      // deepseek_scale (DeepGEMM)
-    mx_roundup,    // mx_code_roundup (TE/cuBLAS MXFP8)
-    mx_ocp_floor,  // mx_code_floor (OCP MX v1.0 section 6.3)
-    nvfp4_te,      // nvfp4_te_block (TransformerEngine NVFP4; needs the tensor's global amax)
-    nvfp4_torchao, // nvfp4_torchao_block (torchao NVFP4 with a per-tensor scale; likewise)
+    te,             // te_scale (TE current, block, and DelayedScaling's division)
+    torchao,        // torchao_scale
+    msamp,          // msamp_scale
+    deepseek,       // deepseek_scale (DeepGEMM)
+    mx_roundup,     // mx_code_roundup (TE/cuBLAS MXFP8)
+    mx_ocp_floor,   // mx_code_floor (OCP MX v1.0 section 6.3)
+    nvfp4_te,       // nvfp4_te_block (TransformerEngine NVFP4; needs the tensor's global amax)
+    nvfp4_torchao,  // nvfp4_torchao_block (torchao NVFP4 with a per-tensor scale; likewise)
     // torchao 0.18 to_mx / nvfp4_quantize (torchao/prototype/mx_formats), whose block amax keeps
     // NaN (rule_amax_keeps_nan):
     mx_torchao_floor,      // mx_code_torchao(floor) + mx_torchao_cast_pair (ScaleCalculationMode.FLOOR)
@@ -445,9 +450,7 @@ enum class ScaleRule : std::uint8_t {
 };
 
 // Whether a rule's block scale depends on the whole tensor's amax too (ScaleParams::global_amax).
-FP8KIT_HD bool rule_uses_global_amax(ScaleRule r) {
-    return r == ScaleRule::nvfp4_te || r == ScaleRule::nvfp4_torchao;
-}
+FP8KIT_HD bool rule_uses_global_amax(ScaleRule r) { return r == ScaleRule::nvfp4_te || r == ScaleRule::nvfp4_torchao; }
 
 // Whether a rule's block amax keeps NaN (torch.amax(torch.abs(x)): a block holding a NaN has amax
 // NaN) rather than ignoring it as the kernels' fmaxf reductions do (TE, cuBLAS, lib's amax_of).
@@ -496,10 +499,19 @@ FP8KIT_HD void set_global_amax(ScaleParams& p, float global_amax) {
     p.global_encode = nvfp4_te_global_encode(global_amax);
 }
 
-FP8KIT_HD ScaleParams make_scale_params(ScaleRule rule, Format format, double epsilon, bool pow2,
-                                        float value_for_inf, int margin) {
-    return {rule, format, epsilon, pow2, value_for_inf, margin, format_max(format), format_emax(format),
-            format_mbits(format), 0.0f, nvfp4_te_global_encode(0.0f)};
+FP8KIT_HD ScaleParams make_scale_params(ScaleRule rule, Format format, double epsilon, bool pow2, float value_for_inf,
+                                        int margin) {
+    return {rule,
+            format,
+            epsilon,
+            pow2,
+            value_for_inf,
+            margin,
+            format_max(format),
+            format_emax(format),
+            format_mbits(format),
+            0.0f,
+            nvfp4_te_global_encode(0.0f)};
 }
 
 // One scale for one amax. `code` is the E8M0 code for the MX rules, the E4M3 block-scale byte

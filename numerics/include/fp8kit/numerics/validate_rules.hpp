@@ -20,12 +20,12 @@ namespace fp8kit::numerics {
 enum class ScaleMode : std::uint8_t { none, scale, scale_inv };
 
 enum class BlockLayout : std::uint8_t {
-    tensor,     // one scale for everything
-    rowwise,    // one per row: rows scales
-    b1x128,     // 1 x 128 blocks: rows * ceil(cols / 128) scales
-    b128x128,   // 128 x 128 blocks: ceil(rows / 128) * ceil(cols / 128) scales
-    mx32,       // 1 x 32 blocks (OCP MX): rows * ceil(cols / 32) scales
-    nv16,       // 1 x 16 blocks (NVFP4): rows * ceil(cols / 16) scales
+    tensor,    // one scale for everything
+    rowwise,   // one per row: rows scales
+    b1x128,    // 1 x 128 blocks: rows * ceil(cols / 128) scales
+    b128x128,  // 128 x 128 blocks: ceil(rows / 128) * ceil(cols / 128) scales
+    mx32,      // 1 x 32 blocks (OCP MX): rows * ceil(cols / 32) scales
+    nv16,      // 1 x 16 blocks (NVFP4): rows * ceil(cols / 16) scales
 };
 
 // Blocks across one row of the matrix (1x128 and 128x128: 128 columns each, MX: 32, NVFP4: 16).
@@ -91,7 +91,10 @@ struct BlockWalk {
         : layout(l), cols(cols_ ? cols_ : 1), row(first / cols), col(first % cols), per_row(blocks_per_row(l, cols)) {}
     FP8KIT_HD std::size_t index() const { return block_at(layout, row, col, per_row); }
     FP8KIT_HD void next() {
-        if (++col == cols) { col = 0; ++row; }
+        if (++col == cols) {
+            col = 0;
+            ++row;
+        }
     }
 };
 
@@ -119,13 +122,14 @@ FP8KIT_HD emu::Policy validate_policy(int s) {
 template <class C, class F>
 FP8KIT_HD std::uint64_t special_threshold() {
     static_assert((F::max_finite_code & ~F::code_mask) == 0, "max_finite_code is a code of F");
-    const std::uint64_t m = emu::convert<F, emu::Binary64>(static_cast<typename F::storage_t>(F::max_finite_code),
-                                                           emu::kDecodePolicy);
-    return emu::convert<emu::Binary64, C>(m, emu::Policy{emu::Rounding::toward_zero, emu::Overflow::saturate_all,
-                                                         emu::NanEncoding::canonical});
+    const std::uint64_t m =
+        emu::convert<F, emu::Binary64>(static_cast<typename F::storage_t>(F::max_finite_code), emu::kDecodePolicy);
+    return emu::convert<emu::Binary64, C>(
+        m, emu::Policy{emu::Rounding::toward_zero, emu::Overflow::saturate_all, emu::NanEncoding::canonical});
 }
 
-static_assert(static_cast<int>(emu::Rounding::toward_negative) == 4 && static_cast<int>(emu::Overflow::no_saturate) == 2 &&
+static_assert(static_cast<int>(emu::Rounding::toward_negative) == 4 &&
+                  static_cast<int>(emu::Overflow::no_saturate) == 2 &&
                   static_cast<int>(emu::NanEncoding::signed_quiet_payload) == 3,
               "validate_policy reads the enumerators' order");
 
