@@ -173,6 +173,8 @@ void block_statistics_async(const BlockStatsPlan& plan, const void* in, std::siz
     auto fail = [](const std::string& why) { block_fail(why); };
     if (!has_cast_kernels(plan.to)) fail("format #" + std::to_string(static_cast<int>(plan.to)) + " has no GPU kernel");
     if (plan.to == Format::e8m0) fail("e8m0 is a scale format; name an element format");
+    if (numerics::rule_amax_keeps_nan(plan.rule.rule))
+        fail("torchao's MX / single-level NVFP4 rules (a NaN-keeping block amax) have no GPU kernel; use the CPU");
     if (d_record == nullptr || d_workspace == nullptr) fail("d_record and d_workspace must be device pointers");
     const bool global = numerics::rule_uses_global_amax(plan.rule.rule);
     if (global && d_global_amax == nullptr) fail("NVFP4 rules (a global amax) need d_global_amax, a device float");

@@ -99,6 +99,11 @@ void quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size
                      std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                      float* d_scale_inv, float* d_global_amax, std::uint64_t seed, Stream stream) {
     require_input(from, "quantize_blocks");
+    // torchao's rules take a block amax that keeps NaN (numerics::rule_amax_keeps_nan); the kernels'
+    // reductions ignore NaN, so these rules run on the CPU only (lib's quantize_blocks).
+    if (numerics::rule_amax_keeps_nan(spec.rule))
+        bad("torchao's MX / single-level NVFP4 rules (a NaN-keeping block amax) have no GPU kernel; quantise on the "
+            "CPU");
     if (spec.columnwise_rht)
         return quantize_columnwise_rht(spec, from, in, rows, cols, d_codes, packed, d_scale_codes, d_scale, d_scale_inv,
                                        d_global_amax, seed, stream);

@@ -550,6 +550,19 @@ TEST_CASE("block_statistics_async equals compute_block_stats for every block pre
                     if (br.columnwise_rht || fp8kit::numerics::rule_uses_global_amax(br.rule) ||
                         !cu::has_cast_kernels(br.format) || br.block_rows < 1)
                         continue;
+                    if (fp8kit::numerics::rule_amax_keeps_nan(br.rule)) {  // torchao's rules: CPU only
+                        const cu::BlockStatsPlan refused{
+                            br.format,
+                            w,
+                            br.policy,
+                            fp8kit::numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
+                            br.block_rows,
+                            br.block_cols};
+                        CHECK_THROWS_AS(
+                            cu::block_statistics_async(refused, nullptr, rows, cols, nullptr, nullptr, nullptr),
+                            std::invalid_argument);
+                        continue;
+                    }
                     ++served;
                     const auto host =
                         tensor(w, rows * cols, 300 + static_cast<std::uint32_t>(rows + cols), cols == 300);
