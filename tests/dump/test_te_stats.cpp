@@ -136,6 +136,8 @@ TEST_CASE("te stats: significant digits of a logged value", "[dump]") {
     CHECK(te::unreadable("0.0012"));
     CHECK_FALSE(te::unreadable("0.0123"));
     CHECK_FALSE(te::unreadable("nan"));
+    CHECK_FALSE(te::unreadable("1.5"));  // a short form from another writer is exact as written
+    CHECK(te::unreadable("-0.0001"));
 }
 
 TEST_CASE("te stats: unknown names skipped with a note, means weighted by numel, coarse amax left out", "[dump]") {

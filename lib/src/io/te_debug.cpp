@@ -269,7 +269,16 @@ int significant_digits(std::string_view t) {
     return n;
 }
 
-bool unreadable(std::string_view value_text) { return significant_digits(value_text) < kMinSignificant; }
+int decimals(std::string_view t) {
+    const auto dot = t.find('.');
+    return dot == std::string_view::npos ? 0 : static_cast<int>(t.size() - dot - 1);
+}
+
+bool unreadable(std::string_view value_text) {
+    // Only a fixed-point value written with TE's kFixedDecimals or more decimals lost digits to the
+    // writer's precision; a short form such as "1.5" (%g, a CSV) is exact as written.
+    return decimals(value_text) >= kFixedDecimals && significant_digits(value_text) < kMinSignificant;
+}
 
 Combine combine_of(std::string_view stat) {
     if (stat == "max" || stat == "cur_amax" || stat == "dynamic_range_top" || stat == "scale_inv_max" ||

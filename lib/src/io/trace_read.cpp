@@ -113,7 +113,7 @@ struct Builder {
             }
             s = std::move(o);
         }
-        return Trace{file, std::move(series)};
+        return Trace{file, std::move(series), {}, {}};
     }
 };
 

@@ -70,6 +70,10 @@ int significant_digits(std::string_view value_text);
 // tenth of E4M3's relative spacing (2^-3) and far under E5M2's (2^-2); with fewer, the value
 // is unreadable (replay leaves it out and says so; it never reads it as 0).
 inline constexpr int kMinSignificant = 3;
+// TE's logger writes four decimals ({:.4f}); a value written with at least that many decimals and
+// fewer than kMinSignificant significant digits is unreadable. A shorter fixed form ("1.5") came
+// from another writer that dropped only trailing zeros, and is read as written.
+inline constexpr int kFixedDecimals = 4;
 bool unreadable(std::string_view value_text);
 
 struct StatLine {
