@@ -22,10 +22,11 @@ inline void number(fmt::memory_buffer& b, double v) {
     b.append(tmp, end);
 }
 
-// A statistic that may be missing or infinite: NaN -> null, +-Inf -> "inf" / "-inf" (strings).
+// A statistic that may be non-finite: NaN, +-Inf -> "nan", "inf", "-inf" (strings), as every
+// report writes them (fp8kit/io/json_number.hpp).
 inline void stat(fmt::memory_buffer& b, double v) {
     if (std::isnan(v))
-        b.append(std::string_view("null"));
+        b.append(std::string_view("\"nan\""));
     else if (std::isinf(v))
         b.append(std::string_view(v > 0 ? "\"inf\"" : "\"-inf\""));
     else
@@ -67,7 +68,7 @@ public:
     }
     void stat(double v) {  // as json_out::stat
         if (std::isnan(v))
-            lit("null");
+            lit("\"nan\"");
         else if (std::isinf(v))
             v > 0 ? lit("\"inf\"") : lit("\"-inf\"");
         else

@@ -414,7 +414,9 @@ def test_csv_rows_whole_names(tmp_path):
     exe = Path(os.environ.get("FP8KIT_CLI", repo / "build" / "tools" / "fp8kit"))
     assert exe.exists(), f"{exe}: the fp8kit CLI is needed (run scripts/install/build.sh, or set FP8KIT_CLI)"
     d = planted(tmp_path, lambda t: t.update({f"{A}.o_proj.k_scale": f32([0.5])}))
-    out = subprocess.run([str(exe), "checkpoint", "check", str(d), "--csv"], capture_output=True, text=True)
+    out = subprocess.run(
+        [str(exe), "checkpoint", "check", str(d), "--csv", "--engine", "all"], capture_output=True, text=True
+    )
     assert out.returncode == 1
     rows = [r for r in csv.DictReader(io.StringIO(out.stdout)) if r["scheme"] == "kv"]
     kv = {r["kv_name"]: r for r in rows}
