@@ -149,7 +149,7 @@ if command -v strace >/dev/null; then
     }
     only "calibrate" "^$T/skip.h5\$" "$FP8KIT" calibrate "$T/skip.h5" --method modelopt_max
     only "kv" "^$T/skip.h5\$" "$FP8KIT" kv "$T/skip.h5" --no-attention
-    only "gemm" "^$T/(a|b|d).npy(\.[^/]*)?\$" "$FP8KIT" gemm "$T/a.npy" "$T/b.npy" -o "$T/d.npy"
+    only "gemm" "^$T/((a|b|d)\.npy|\.d\.npy\.[A-Za-z0-9]+\.partial|)\$" "$FP8KIT" gemm "$T/a.npy" "$T/b.npy" -o "$T/d.npy"
     C=$REPO/data/checkpoints/ct_fp8
     only "checkpoint check" "^$C(/|\$)" "$FP8KIT" checkpoint check "$C"
     only "watch" "^$REPO/data/example/amax_trace.csv\$" "$FP8KIT" watch "$REPO/data/example/amax_trace.csv"

@@ -101,7 +101,10 @@ for c in table gemm calibrate; do
     fi
     if [ "$(id -u)" != 0 ] || [ ${#as[@]} -gt 0 ]; then
         "${as[@]}" bash -c "$(declare -f run); FP8KIT='$FP8KIT' T='$T' DUMP='$DUMP' run $c '$D/ro/out'" 2>"$T/err"; rc=$?
-        [ $rc -eq 2 ] && grep -q "cannot create a temporary file in $D/ro/: Permission denied" "$T/err"
+        # As another user the folders above may be closed too (a TMPDIR made 0700): then the
+        # target itself cannot be looked up. Either way: exit 2, naming the path and the reason.
+        [ $rc -eq 2 ] && grep -Eq "$D/ro/(out: cannot write|: Permission denied)|cannot create a temporary file in $D/ro/: Permission denied" "$T/err" &&
+            grep -q "Permission denied" "$T/err"
         s=$?; check "$c: a read-only folder: exit 2, says why ($rc: $(head -c 200 "$T/err"))" $s
         only "$D/ro"; check "$c: a read-only folder: nothing left" $?
     else
