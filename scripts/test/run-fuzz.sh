@@ -11,11 +11,18 @@ max_jobs=${FP8KIT_FUZZ_JOBS:-$(nproc)}
 # -O1 -g1 as in build-asan.sh: about 2.3x faster to compile than -O2 -g (CI time). The optimisation
 # level changes the coverage edges libFuzzer steers by, so the fixed run counts below were replayed
 # clean in full at this level before it landed.
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8KIT_FUZZ=ON \
-  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-  -DFP8KIT_CUDA=OFF -DFP8KIT_BUILD_TESTS=OFF -DFP8KIT_BUILD_BENCH=OFF -DFP8KIT_BUILD_TOOLS=OFF \
-  -DFP8KIT_SANITIZE=address,undefined >/dev/null
-cmake --build build-fuzz -j"$(nproc)"
+# FP8KIT_FUZZ_BUILD names a tree that already holds the harnesses (scripts/install/build-asan.sh
+# builds them beside the sanitizer suite: run-tests.sh passes build-asan); by default this script
+# configures and builds build-fuzz/ with the harnesses only.
+build=${FP8KIT_FUZZ_BUILD:-build-fuzz}
+if [ "$build" = build-fuzz ]; then
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8KIT_FUZZ=ON \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
+    -DFP8KIT_CUDA=OFF -DFP8KIT_BUILD_TESTS=OFF -DFP8KIT_BUILD_BENCH=OFF -DFP8KIT_BUILD_TOOLS=OFF \
+    -DFP8KIT_SANITIZE=address,undefined >/dev/null
+fi
+cmake --build "$build" -j"$(nproc)"
+ls "$build"/fuzz/fuzz_* >/dev/null 2>&1 || { echo "run-fuzz: no harnesses in $build/fuzz (configure it with -DFP8KIT_FUZZ=ON and clang)" >&2; exit 2; }
 mkdir -p build-fuzz/crashes
 fuzz_one() {
   local bin=$1 name corpus work extra lsan runs
@@ -63,7 +70,7 @@ fuzz_one() {
     -artifact_prefix=build-fuzz/crashes/"$name"- "$work" "$corpus" >build-fuzz/"$name".log 2>&1
 }
 names=()
-for bin in build-fuzz/fuzz/fuzz_*; do
+for bin in "$build"/fuzz/fuzz_*; do
   name=$(basename "$bin"); names+=("${name#fuzz_}")
   # At most max_jobs at a time: wait for one to end before starting the next.
   while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || true; done
