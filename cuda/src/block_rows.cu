@@ -283,6 +283,28 @@ __global__ void __launch_bounds__(kThreads)
     if (amax_out) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
 }
 
+// One launch of row_blocks_kernel<S, D, P, R, kPacked, kSegs> with its arguments.
+template <class S, class D, int P, int R>
+struct RowLaunch {
+    unsigned grid;
+    std::size_t smem;
+    cudaStream_t stream;
+    const void* in;
+    RowGeom g;
+    ElementCtx ctx;
+    const std::uint8_t* table;
+    numerics::ScaleParams rule;
+    const float* d_global_amax;
+    float* amax_out;
+    RowOut o;
+
+    template <bool kPacked, int kSegs>
+    void go() const {
+        row_blocks_kernel<S, D, P, R, kPacked, kSegs>
+            <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, amax_out, o);
+    }
+};
+
 }  // namespace
 
 bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
@@ -340,26 +362,26 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                     launched = true;
                     constexpr std::size_t smem = element_smem<D, P>();
                     const unsigned grid = grid_for_path<P, R>(items);
-                    auto launch = [&](auto packed_c, auto segs_c) {
-                        row_blocks_kernel<S, D, P, R, decltype(packed_c)::value, decltype(segs_c)::value>
-                            <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, amax_out, o);
-                    };
-                    auto launch_rows = [&](auto packed_c) {
-                        if (wide)
-                            launch(packed_c, std::integral_constant<int, 2>{});
-                        else
-                            launch(packed_c, std::integral_constant<int, 1>{});
-                    };
-                    // Exactly one launch on every path, with no early return out of the nested
-                    // generic lambdas: a packed E2M1 request was once found writing one code per
-                    // byte (tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes past the packed size).
+                    // Each launch names its kernel with literal template arguments, in a function
+                    // template rather than a generic lambda: built by nvcc 13.0 with g++ 12, the
+                    // lambda form ran the one-code-per-byte kernel for packed E2M1 requests
+                    // (tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes past the packed size).
+                    const RowLaunch<S, D, P, R> run{grid,  smem, stream,        in,       g, ctx,
+                                                    table, rule, d_global_amax, amax_out, o};
                     if constexpr (std::is_same_v<D, emu::E2M1>) {
-                        if (packed)
-                            launch_rows(std::true_type{});
+                        if (packed && wide)
+                            run.template go<true, 2>();
+                        else if (packed)
+                            run.template go<true, 1>();
+                        else if (wide)
+                            run.template go<false, 2>();
                         else
-                            launch_rows(std::false_type{});
+                            run.template go<false, 1>();
                     } else {
-                        launch_rows(std::false_type{});
+                        if (wide)
+                            run.template go<false, 2>();
+                        else
+                            run.template go<false, 1>();
                     }
                 }
             });
