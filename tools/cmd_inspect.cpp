@@ -326,7 +326,7 @@ void write_table(const Rows& rows, const dp::Dump& dump, std::size_t width) {
             fmt::print("{}\n", io::printable(g.empty() ? "/" : g));
         }
         const std::string step = t.step ? std::to_string(*t.step) + (t.step_guessed ? "*" : "") : "-";
-        fmt::print("  {} {:>7} {:<7} {:<4} {:<4} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6}\n", name_cell(leaf, leaf_w, 2),
+        fmt::print("  {} {:>7} {:<7} {:<4} {:<4} {:>9} {:>9} {:>6} {:>6} {:>6} {:>6}\n", io::name_cell(leaf, leaf_w, 2),
                    step, short_role(t), dp::name(t.dtype), name(row.r.format), row.r.stats.numel,
                    fmt::format("{:.3g}", row.r.stats.amax), pct_text(row.under()), pct_text(row.sub()),
                    pct_text(row.over()), sqnr_text(row.r.stats.sqnr_db()));
