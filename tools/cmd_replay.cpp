@@ -117,7 +117,7 @@ void run(const ReplayOpts& o) {
     for (const auto& s : res) {
         const std::string worst = s.worst_step < 0 ? "-" : fmt::format("{:.4g} ({})", s.worst_headroom, s.worst_step);
         std::printf("%s  %-10s  %-6s  %6zu  %9zu  %-22s\n",
-                    name_cell(s.tensor.empty() ? "(unnamed)" : s.tensor, w, 0).c_str(),
+                    io::name_cell(s.tensor.empty() ? "(unnamed)" : s.tensor, w, 0).c_str(),
                     std::string(name(s.role)).c_str(), std::string(name(s.format)).c_str(), s.steps.size(),
                     s.overflow_steps, worst.c_str());
         total += s.overflow_steps;

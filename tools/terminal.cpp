@@ -23,13 +23,6 @@ std::size_t output_width() {
     return 0;
 }
 
-std::string name_cell(std::string_view raw, std::size_t width, std::size_t indent) {
-    std::string s = io::printable(raw);
-    if (s.size() <= width) return s + std::string(width - s.size(), ' ');
-    if (width == 0) return s;
-    return s + "\n" + std::string(indent + width, ' ');
-}
-
 bool progress_on(bool root, bool quiet, bool forced) { return root && !quiet && (forced || isatty(STDERR_FILENO)); }
 
 Progress::Progress(bool on, std::size_t total, std::string what)

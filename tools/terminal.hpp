@@ -1,5 +1,5 @@
-// Printing names on a terminal: how wide it is, and how to lay out a table row without cutting a
-// name (neighbouring layers differ only in an index).
+// The terminal of the CLI: how wide it is (a table's name column fits it: io::name_cell), and the
+// progress line.
 #pragma once
 
 #include <cstddef>
@@ -11,14 +11,6 @@ namespace fp8kit::cli {
 // Columns available for one line of a table: the terminal's width when standard output is one,
 // else $COLUMNS when set, else 0 (no limit: a file or a pipe gets whole names).
 std::size_t output_width();
-
-// `name` as the first cell of a table row whose name column is `width` characters wide and starts
-// at column `indent`. A name that fits is padded to the width. A longer one is never cut (neighbours
-// such as layers.3.q_proj and layers.13.q_proj must stay apart): it is written whole, then the row
-// continues on the next line at column indent + width, so the other columns stay aligned. width 0:
-// no column (the name alone). Control characters are escaped first (io::printable), so the result is
-// safe to print.
-std::string name_cell(std::string_view name, std::size_t width, std::size_t indent);
 
 // The progress line of inspect, sweep and validate on stderr: "[#####     ] 12/128 tensors",
 // redrawn at most every 100 ms, erased by done() (or the destructor). Drawn only where `on`:

@@ -2,7 +2,9 @@
 #pragma once
 
 #include "fp8kit/analysis/inspect.hpp"
+#include "fp8kit/analysis/inspect_report.hpp"
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/analysis/sweep.hpp"
 #include "fp8kit/analysis/sweep_input.hpp"
+#include "fp8kit/analysis/sweep_report.hpp"
 #include "fp8kit/analysis/trace_input.hpp"

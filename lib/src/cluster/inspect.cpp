@@ -45,7 +45,8 @@ std::shared_ptr<const BlockStats> get_blocks(Reader& r) {
     return b;
 }
 
-// What inspect reports for a failed tensor (tools/cmd_inspect.cpp does the same for one process).
+// What inspect reports for a failed tensor (inspect::add, analysis/inspect_report.cpp, does the same
+// for one process).
 dump::Problem problem_of(const dump::TensorInfo& t, std::exception_ptr failed) {
     try {
         std::rethrow_exception(failed);

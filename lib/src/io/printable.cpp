@@ -52,4 +52,11 @@ std::string csv_field(std::string_view s) {
     return out + "\"";
 }
 
+std::string name_cell(std::string_view raw, std::size_t width, std::size_t indent) {
+    std::string s = printable(raw);
+    if (s.size() <= width) return s + std::string(width - s.size(), ' ');
+    if (width == 0) return s;
+    return s + "\n" + std::string(indent + width, ' ');
+}
+
 }  // namespace fp8kit::io

@@ -206,6 +206,14 @@ void flush_stdout() {
                                       errno ? std::strerror(errno) : ""));
 }
 
+void flush(std::FILE* f) {
+    if (f == stdout) return flush_stdout();
+    errno = 0;
+    if (std::fflush(f) != 0 || std::ferror(f) != 0)
+        throw OutputError(fmt::format("writing the report failed{}{}: the report is incomplete", errno ? ": " : "",
+                                      errno ? std::strerror(errno) : ""));
+}
+
 int finish_stdout(int status, bool closed_at_start) {
     const bool flushed = flush_stdio();
     const int flush_errno = errno;

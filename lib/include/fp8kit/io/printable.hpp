@@ -25,4 +25,12 @@ std::string quoted(std::string_view s, std::size_t max = 200);
 // or a line break; as it is otherwise. Names are never cut.
 std::string csv_field(std::string_view s);
 
+// `name` as the first cell of a table row whose name column is `width` characters wide and starts
+// at column `indent`. A name that fits is padded to the width. A longer one is never cut (neighbours
+// such as layers.3.q_proj and layers.13.q_proj must stay apart): it is written whole, then the row
+// continues on the next line at column indent + width, so the other columns stay aligned. width 0:
+// no column (the name alone). Control characters are escaped first (printable), so the result is
+// safe to print.
+std::string name_cell(std::string_view name, std::size_t width, std::size_t indent);
+
 }  // namespace fp8kit::io

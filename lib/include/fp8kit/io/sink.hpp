@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -70,6 +71,9 @@ void remove_temporaries_on_signals();
 // Standard output, checked: fflush(stdout), throwing OutputError with the reason when the bytes
 // did not reach it (a full disk, a closed pipe or descriptor).
 void flush_stdout();
+// The same for any stream a report is written to: flush_stdout() for stdout, else fflush(f),
+// throwing OutputError when the bytes did not get out.
+void flush(std::FILE* f);
 
 // At exit: flushes and closes standard output and returns `status`, or 2 after one line on
 // standard error when anything written to it was lost. `closed_at_start`: descriptor 1 was closed

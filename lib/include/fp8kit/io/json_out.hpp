@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace fp8kit::cli::json_out {
+namespace fp8kit::io::json_out {
 
 // A finite double as nlohmann writes it (its shortest round-trip form: "1.0", "1e-05").
 inline void number(fmt::memory_buffer& b, double v) {
@@ -89,4 +89,4 @@ inline void key(fmt::memory_buffer& b, std::string_view k, bool first = false) {
     b.append(std::string_view("\":"));
 }
 
-}  // namespace fp8kit::cli::json_out
+}  // namespace fp8kit::io::json_out
