@@ -129,10 +129,18 @@ void run(const SimOpts& o) {
     }
     if (o.master_dtype != "fp32" && o.master_dtype != "fp16")
         throw UsageError(fmt::format("--master-weight-dtype {}: fp32 or fp16", o.master_dtype));
-    if (o.path != "ddp" && o.path != "non-ddp" && o.path != "both")
-        throw UsageError(fmt::format("--path {}: ddp, non-ddp or both", o.path));
-    if (o.hop != "half" && o.hop != "float32") throw UsageError(fmt::format("--hop {}: half or float32", o.hop));
     sim::MsampRunOptions ro;
+    try {
+        ro.paths = o.path == "both" ? std::vector<sim::Path>{sim::Path::ddp, sim::Path::non_ddp}
+                                    : std::vector<sim::Path>{sim::parse_path(o.path)};
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("--path: {}, or both", e.what()));
+    }
+    try {
+        ro.hop = sim::parse_hop(o.hop);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("--hop: {}", e.what()));
+    }
     ro.o2 = o.level == "O2";
     ro.orders.clear();
     for (const auto& s : o.orders) {
@@ -162,9 +170,6 @@ void run(const SimOpts& o) {
     for (int n : ro.ranks)
         if (n < 2 || n > 65536) throw UsageError(fmt::format("--ranks {}: must be 2..65536", n));
     if (!(o.spread >= 0 && o.spread <= 1)) throw UsageError(fmt::format("--spread {}: must be in [0, 1]", o.spread));
-    ro.paths = o.path == "both" ? std::vector<sim::Path>{sim::Path::ddp, sim::Path::non_ddp}
-                                : std::vector<sim::Path>{o.path == "ddp" ? sim::Path::ddp : sim::Path::non_ddp};
-    ro.hop = o.hop == "half" ? sim::HopArith::half : sim::HopArith::float32;
     ro.spread = o.spread;
     ro.seed = o.seed;
     ro.hyper = sim::AdamHyper{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, true};

@@ -118,17 +118,14 @@ std::uint64_t numel(const std::vector<std::size_t>& shape) {
     return n;
 }
 
-BlockLayout parse_block(const std::string& s) {
-    for (BlockLayout b :
-         {BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128, BlockLayout::mx32, BlockLayout::nv16})
-        if (s == name(b)) return b;
-    throw UsageError(fmt::format("--block: unknown layout '{}' (choose from rowwise, 1x128, 128x128, mx32, 1x16)", s));
-}
-
-ScaleOrder parse_order(const std::string& s) {
-    for (ScaleOrder o : {ScaleOrder::row_major, ScaleOrder::padded, ScaleOrder::swizzled})
-        if (s == name(o)) return o;
-    throw UsageError(fmt::format("--scales-layout: unknown order '{}' (choose from row-major, padded, swizzled)", s));
+// A name from lib's tables (validate/names.cpp), its error naming the option.
+template <class Parse>
+auto parse_named(Parse parse, const std::string& s, const char* option) {
+    try {
+        return parse(s);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(fmt::format("{}: {}", option, e.what()));
+    }
 }
 
 Register validate_cmd([](CLI::App& root) {
@@ -157,8 +154,7 @@ Register validate_cmd([](CLI::App& root) {
         ->group("Scaling");
     cmd->add_option("--scales", o->scales, "Per-block scales (.npy <f4 or |u1 E8M0, raw .bin, or file.h5:/dataset)")
         ->group("Scaling");
-    cmd->add_option("--block", o->block, "Block layout of --scales: rowwise, 1x128, 128x128, mx32, 1x16")
-        ->group("Scaling");
+    cmd->add_option("--block", o->block, "Block layout of --scales: " + block_layout_names(false))->group("Scaling");
     cmd->add_option("--scales-layout", o->scales_layout,
                     "Where each block's scale lies in --scales: row-major (default), "
                     "padded (TE's scale_inv: 128-row x 4-column multiples) or swizzled "
@@ -220,13 +216,12 @@ Register validate_cmd([](CLI::App& root) {
         const int scale_options = !o->scale.empty() + !o->scale_inv.empty() + !o->scales.empty();
         if (scale_options > 1) throw UsageError("give at most one of --scale, --scale-inv and --scales");
         if (!o->scales.empty() && o->block.empty())
-            throw UsageError("--scales needs --block (rowwise, 1x128, 128x128, mx32)");
+            throw UsageError(fmt::format("--scales needs --block ({})", block_layout_names(false)));
         if (o->scales.empty() && !o->block.empty()) throw UsageError("--block needs --scales FILE");
         if (o->scales_are != "scale_inv" && o->scales_are != "scale")
             throw UsageError(fmt::format("--scales-are: '{}' (choose scale_inv or scale)", o->scales_are));
-        if (o->scales_dtype != "f32" && o->scales_dtype != "e8m0" && o->scales_dtype != "e4m3")
-            throw UsageError(fmt::format("--scales-dtype: '{}' (choose f32, e8m0 or e4m3)", o->scales_dtype));
-        const ScaleOrder order = parse_order(o->scales_layout);
+        parse_named(parse_scale_type, o->scales_dtype, "--scales-dtype");
+        const ScaleOrder order = parse_named(parse_scale_order, o->scales_layout, "--scales-layout");
         if (o->scales.empty() && (order != ScaleOrder::row_major || !o->global_scale.empty()))
             throw UsageError("--scales-layout and --global-scale need --scales FILE");
         if (!o->global_scale.empty() && o->scales_dtype != "e4m3")
@@ -291,7 +286,8 @@ Register validate_cmd([](CLI::App& root) {
             scale_value = parse_scale(o->scale_inv, "--scale-inv");
         } else if (!o->scales.empty()) {
             mode = o->scales_are == "scale" ? ScaleMode::scale : ScaleMode::scale_inv;
-            layout = parse_block(o->block);
+            layout =
+                parse_named([](const std::string& b) { return parse_block_layout(b, false); }, o->block, "--block");
             const ArrayFile sh = open_array(o->scales, raw_scales, false);
             if (sh.type != ElementType::u8 && sh.type != ElementType::f32)
                 throw UsageError(fmt::format("{}: wrong dtype: scales must be float32, E8M0 or E4M3 bytes, got {}",
