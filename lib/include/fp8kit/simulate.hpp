@@ -305,6 +305,7 @@ namespace fp8kit::simulate {
 // side takes the FP8 all-reduce's result (first path and order asked for; a single dump is split
 // into the first --ranks N), the FP32 reference keeps the exact mean: the drift is O2 end to end.
 enum class OptimizerGrad : std::uint8_t { mean, fp8_allreduce };
+std::string_view name(OptimizerGrad g);
 OptimizerGrad parse_optimizer_grad(std::string_view s);  // "mean" | "fp8-allreduce"; throws std::invalid_argument
 
 struct MsampRunOptions {
@@ -354,5 +355,14 @@ struct MsampRun {
 // dumped steps (docs/msamp.md). Each (parameter, N, path) carries the gradient meta's scale from
 // one dumped step to the next, starting at 1, as MS-AMP's wgrad ScalingMeta does (row old_scale). `ranks` must be given for a single dump (e.g. {8, 64, 1024}).
 MsampRun run_msamp(DumpInput& in, const MsampRunOptions& opts);
+
+// The run's report as `fp8kit simulate msamp` prints it (simulate/msamp_report.cpp), from the
+// run and the options it ran with: long-form CSV (section,tensor,step,ranks,path,order,metric,
+// value); JSON (every row, the flagged tensors per N and path, the notes, `dumps` and `skipped`:
+// DumpInput::skipped()); the text summary for `dumps` files.
+std::string msamp_csv(const MsampRun& run);
+std::string msamp_json(const MsampRun& run, const MsampRunOptions& opts, const std::vector<std::string>& dumps,
+                       const std::vector<std::string>& skipped);
+std::string msamp_text(const MsampRun& run, const MsampRunOptions& opts, std::size_t dumps);
 
 }  // namespace fp8kit::simulate
