@@ -70,18 +70,19 @@ Register reg([](CLI::App& root) {
     auto o = std::make_shared<Options>();
     auto* cmd = root.add_subcommand(
         "kv",
-        "The KV cache before serving: K, V (and Q) captured after the rotary embedding (fp8kit.torch.Monitor\n"
-        "attention=True), cast to an e4m3 / e5m2 / e4m3fnuz / nvfp4 cache under each scale policy (one,\n"
-        "vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, llmc_minmax, head, token_head): saturation, "
-        "underflow, SQNR per layer, head and position,\n"
-        "and FP8 attention (Q K^T, P in E4M3, P V) through the reference GEMM.");
+        fmt::format(
+            "The KV cache before serving: K, V (and Q) captured after the rotary embedding (fp8kit.torch.Monitor\n"
+            "attention=True), cast to each cache format ({}) under each scale policy\n({}): saturation, "
+            "underflow, SQNR per layer, head and position,\n"
+            "and FP8 attention (Q K^T, P in E4M3, P V) through the reference GEMM.",
+            kv::format_names(), kv::policy_names()));
     cmd->add_option("DUMPS", o->files,
                     "Dump files with <layer>.q/.k/.v tensors [batch, heads, positions, head_dim]; each step one batch")
         ->required();
-    cmd->add_option("--format", o->formats, "Cache format (repeatable): e4m3, e5m2, e4m3fnuz, nvfp4 (default: all)");
+    cmd->add_option("--format", o->formats,
+                    fmt::format("Cache format (repeatable): {} (default: all)", kv::format_names()));
     cmd->add_option("--policy", o->policies,
-                    "Scale policy (repeatable): one, vllm_first_batch, tensor, modelopt_trtllm, modelopt_hf, "
-                    "llmc_minmax, head, token_head (default: all)");
+                    fmt::format("Scale policy (repeatable): {} (default: all)", kv::policy_names()));
     cmd->add_option("--bucket", o->bucket, "Positions per position bucket (default 32)");
     cmd->add_flag("--no-attention", o->no_attention, "Skip FP8 attention");
     cmd->add_flag("--json", o->json, "Print the report as JSON (rows, positions, attention)");
@@ -92,19 +93,13 @@ Register reg([](CLI::App& root) {
         opt.files = o->files;
         opt.bucket = o->bucket;
         opt.attention = !o->no_attention;
-        for (const auto& f : o->formats) {
-            auto p = kv::parse_format(f);
-            if (!p) throw UsageError(fmt::format("kv: --format '{}': unknown (e4m3, e5m2, e4m3fnuz, nvfp4)", f));
-            opt.formats.push_back(*p);
-        }
-        for (const auto& s : o->policies) {
-            auto p = kv::parse_policy(s);
-            if (!p)
-                throw UsageError(
-                    fmt::format("kv: --policy '{}': unknown (one, vllm_first_batch, tensor, modelopt_trtllm, "
-                                "modelopt_hf, llmc_minmax, head, token_head)",
-                                s));
-            opt.policies.push_back(*p);
+        const char* option = "--format";
+        try {
+            for (const auto& f : o->formats) opt.formats.push_back(kv::parse_format(f));
+            option = "--policy";
+            for (const auto& p : o->policies) opt.policies.push_back(kv::parse_policy(p));
+        } catch (const std::invalid_argument& e) {
+            throw UsageError(fmt::format("kv: {}: {}", option, e.what()));
         }
         kv::Report r;
         try {

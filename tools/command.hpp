@@ -36,6 +36,17 @@ struct PolicyOptions {
     std::string describe(Format format, Wide from) const;  // "profile cuda-satfinite: nearest-even, ..."
 };
 
+// lib's parse_X(name) (each enum's names table), its std::invalid_argument as a UsageError
+// naming the option: "--hop: unknown hop arithmetic 'x' (choose from half, float32)".
+template <class Parse>
+auto parse_named(Parse parse, const std::string& s, const char* option) {
+    try {
+        return parse(s);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(std::string(option) + ": " + e.what());
+    }
+}
+
 Format require_format(const std::string& s, const char* option);
 Wide require_wide(const std::string& s, const char* option);
 

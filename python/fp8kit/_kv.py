@@ -7,8 +7,9 @@ from . import _fp8kit
 from ._dump import warn_skipped
 
 KvError = _fp8kit.KvError
-FORMATS = ("e4m3", "e5m2", "e4m3fnuz", "nvfp4")
-POLICIES = ("one", "vllm_first_batch", "tensor", "modelopt", "head", "token_head")
+# The names kv() accepts, from lib's tables (aliases such as "fp8" or "modelopt" are accepted too).
+FORMATS = tuple(_fp8kit.kv_format_names())
+POLICIES = tuple(_fp8kit.kv_policy_names())
 
 
 def kv(dumps, formats=(), policies=(), bucket=32, attention=True):

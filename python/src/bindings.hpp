@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "fp8kit/convert/names.hpp"
@@ -46,6 +47,17 @@ pyb::dict stats_dict(const QuantStats& s);
 // A BlockStats as fp8kit.stats(recipe=<block recipe>) returns it, without 'scale_inv' (the caller
 // adds it: a numpy array, or a device array for a GPU input).
 pyb::dict block_stats_dict(const BlockStats& b, Format format);
+
+// lib's parse_X(name) (each enum's names table), its std::invalid_argument prefixed with the
+// argument's name: "layout: unknown block layout 'x' (choose from ...)".
+template <class Parse>
+auto parse_named(Parse parse, const std::string& s, const char* arg) {
+    try {
+        return parse(s);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string(arg) + ": " + e.what());
+    }
+}
 
 // validate()'s scaling arguments (python/src/validate.cpp): the layout and mode names.
 BlockLayout parse_block_layout(const std::string& s);

@@ -17,17 +17,11 @@ void bind_kv(pyb::module_& m) {
             o.files = files;
             o.bucket = bucket;
             o.attention = attention;
-            for (const auto& s : formats) {
-                auto f = kv::parse_format(s);
-                if (!f) throw kv::KvError("format '" + s + "': unknown (e4m3, e5m2, e4m3fnuz, nvfp4)");
-                o.formats.push_back(*f);
-            }
-            for (const auto& s : policies) {
-                auto p = kv::parse_policy(s);
-                if (!p)
-                    throw kv::KvError("policy '" + s +
-                                      "': unknown (one, vllm_first_batch, tensor, modelopt, head, token_head)");
-                o.policies.push_back(*p);
+            try {  // fp8kit.KvError, as every bad input of kv()
+                for (const auto& s : formats) o.formats.push_back(kv::parse_format(s));
+                for (const auto& s : policies) o.policies.push_back(kv::parse_policy(s));
+            } catch (const std::invalid_argument& e) {
+                throw kv::KvError(e.what());
             }
             kv::Report r;
             {
@@ -38,6 +32,17 @@ void bind_kv(pyb::module_& m) {
         },
         pyb::arg("files"), pyb::arg("formats"), pyb::arg("policies"), pyb::arg("bucket"), pyb::arg("attention"),
         "kv::run as the JSON document `fp8kit kv --json` prints");
+    // The names kv() accepts (lib's tables), for fp8kit.kv.FORMATS and POLICIES.
+    m.def("kv_format_names", [] {
+        std::vector<std::string> out;
+        for (auto f : kv::all_formats()) out.push_back(kv::name(f));
+        return out;
+    });
+    m.def("kv_policy_names", [] {
+        std::vector<std::string> out;
+        for (auto p : kv::all_policies()) out.push_back(kv::name(p));
+        return out;
+    });
 }
 
 }  // namespace fp8kit::py

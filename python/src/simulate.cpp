@@ -25,16 +25,8 @@ pyb::array_t<T> to_array(const std::vector<T>& v) {
 }
 std::vector<float> to_vector(const F32Array& a) { return std::vector<float>(a.data(), a.data() + a.size()); }
 
-sim::HopArith parse_hop(const std::string& s) {
-    if (s == "half") return sim::HopArith::half;
-    if (s == "float32") return sim::HopArith::float32;
-    throw std::invalid_argument(fmt::format("hop='{}': half or float32", s));
-}
-sim::Path parse_path(const std::string& s) {
-    if (s == "ddp") return sim::Path::ddp;
-    if (s == "non-ddp") return sim::Path::non_ddp;
-    throw std::invalid_argument(fmt::format("path='{}': ddp or non-ddp", s));
-}
+sim::HopArith parse_hop(const std::string& s) { return parse_named(sim::parse_hop, s, "hop"); }
+sim::Path parse_path(const std::string& s) { return parse_named(sim::parse_path, s, "path"); }
 
 pyb::dict result_dict(const sim::AllReduceResult& r) {
     pyb::dict d;

@@ -11,11 +11,7 @@
 namespace fp8kit::py {
 
 BlockLayout parse_block_layout(const std::string& s) {
-    for (BlockLayout b : {BlockLayout::tensor, BlockLayout::rowwise, BlockLayout::b1x128, BlockLayout::b128x128,
-                          BlockLayout::mx32, BlockLayout::nv16})
-        if (s == name(b)) return b;
-    throw std::invalid_argument(
-        fmt::format("layout: unknown block layout '{}' (choose from tensor, rowwise, 1x128, 128x128, mx32, 1x16)", s));
+    return parse_named([](const std::string& b) { return fp8kit::parse_block_layout(b); }, s, "layout");
 }
 
 ScaleMode parse_scale_mode(const std::string& s) {
@@ -78,22 +74,8 @@ pyb::array_t<float> stored_scale_values(const pyb::array& scales, const std::str
                                         double global, const std::string& layout, std::size_t rows, std::size_t cols,
                                         const std::string& mode) {
     StoredScales st;
-    if (type == "f32")
-        st.type = ScaleType::f32;
-    else if (type == "e8m0")
-        st.type = ScaleType::e8m0;
-    else if (type == "e4m3")
-        st.type = ScaleType::e4m3;
-    else
-        throw std::invalid_argument(fmt::format("scales_dtype: '{}' (choose f32, e8m0 or e4m3)", type));
-    if (order == "row-major")
-        st.order = ScaleOrder::row_major;
-    else if (order == "padded")
-        st.order = ScaleOrder::padded;
-    else if (order == "swizzled")
-        st.order = ScaleOrder::swizzled;
-    else
-        throw std::invalid_argument(fmt::format("scales_layout: '{}' (choose row-major, padded or swizzled)", order));
+    st.type = parse_named(parse_scale_type, type, "scales_dtype");
+    st.order = parse_named(parse_scale_order, order, "scales_layout");
     st.data = contiguous_data(scales, st.type == ScaleType::f32 ? 4 : 1, "block_scales");
     st.count = static_cast<std::size_t>(scales.size());
     st.global = static_cast<float>(global);

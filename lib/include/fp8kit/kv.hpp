@@ -35,13 +35,17 @@ enum class ScalePolicy {
     llmc_minmax,       // llm-compressor's KV observer (observers/min_max.py MinMaxObserver, moving average
                        // 0.01, in bfloat16, stored BF16): calibrate's llmc_minmax, one batch per step; FNUZ x2
 };
+// Names (kv/names.cpp), with aliases accepted when parsing: e4m3 (fp8, fp8_e4m3), e5m2 (fp8_e5m2),
+// e4m3fnuz (fnuz), nvfp4 (fp4); one (1.0), vllm_first_batch (first_batch), tensor (calibrated),
+// modelopt_trtllm (modelopt), modelopt_hf (modelopt_hf_export), llmc_minmax (llmc), head
+// (per_head), token_head (per_token_head). parse_X throws std::invalid_argument listing the names.
 const char* name(CacheFormat f);
 const char* name(ScalePolicy p);
-std::optional<CacheFormat> parse_format(std::string_view s);  // e4m3 (fp8, fp8_e4m3), e5m2, e4m3fnuz (fnuz), nvfp4
-std::optional<ScalePolicy> parse_policy(
-    std::string_view
-        s);  // one (1.0), vllm_first_batch (first_batch), tensor, modelopt_trtllm (modelopt), modelopt_hf, head, token_head
-std::vector<CacheFormat> all_formats();
+CacheFormat parse_format(std::string_view s);
+ScalePolicy parse_policy(std::string_view s);
+std::string format_names();              // "e4m3, e5m2, e4m3fnuz, nvfp4"
+std::string policy_names();              // "one, vllm_first_batch, ..., token_head"
+std::vector<CacheFormat> all_formats();  // in the order of the names
 std::vector<ScalePolicy> all_policies();
 
 // The rules, one value at a time (float32 as the kernels compute them; exposed for the tests).

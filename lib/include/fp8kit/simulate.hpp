@@ -47,19 +47,23 @@ float f16_to_float(std::uint16_t h);
 //   tree: balanced pairwise tree ((r0+r1)+(r2+r3))+...
 enum class Order : std::uint8_t { rank, ring, tree };
 inline constexpr Order kAllOrders[] = {Order::rank, Order::ring, Order::tree};
-std::string_view name(Order o);
-Order parse_order(std::string_view s);  // throws std::invalid_argument
+// Names (simulate/names.cpp): parse_X throws std::invalid_argument listing the accepted names.
+std::string_view name(Order o);  // "rank", "ring", "tree"
+Order parse_order(std::string_view s);
 
 // How one hop adds two E4M3 values (msccl-executor-nccl src/device/reduce_kernel.h, FuncSum):
 //   half:    __nv_fp8_e4m3(__hadd(__half(x), __half(y)))   (sm_80 and newer)
 //   float32: __nv_fp8_e4m3(float(x) + float(y))             (older GPUs)
 enum class HopArith : std::uint8_t { half, float32 };
+std::string_view name(HopArith h);  // "half", "float32"
+HopArith parse_hop(std::string_view s);
 std::uint8_t fp8_add(std::uint8_t a, std::uint8_t b, HopArith h);
 
 // ddp: msamp/nn/distributed.py (_ScalingTensorReducer), scale times 1/sqrt(N);
 // non_ddp: common/tensor/cast.py cast_to_fp8(sync=True) + tensor_dist.py all_reduce_avg (no pre-scale).
 enum class Path : std::uint8_t { ddp, non_ddp };
-std::string_view name(Path p);
+std::string_view name(Path p);  // "ddp", "non-ddp"
+Path parse_path(std::string_view s);
 
 // The gradients of N ranks, produced block by block so N = 1024 copies of a large tensor are never
 // held at once.
@@ -206,7 +210,7 @@ AdamReport report(const MsampAdam& a);
 // with scale = absmax / range (range 448 for FP8, 65504 / 2 for FP16). docs/msamp.md gives every step.
 enum class StateDtype : std::uint8_t { f32, f16, bf16, fp8 };  // torch.float32/float16/bfloat16/uint8
 std::string_view name(StateDtype d);                           // fp32, fp16, bf16, fp8
-StateDtype parse_state_dtype(std::string_view s);              // throws std::invalid_argument
+StateDtype parse_state_dtype(std::string_view s);              // simulate/names.cpp
 
 // One stored state (or master weight) as FusedAdam holds it.
 struct TeState {
@@ -301,6 +305,7 @@ namespace fp8kit::simulate {
 // side takes the FP8 all-reduce's result (first path and order asked for; a single dump is split
 // into the first --ranks N), the FP32 reference keeps the exact mean: the drift is O2 end to end.
 enum class OptimizerGrad : std::uint8_t { mean, fp8_allreduce };
+std::string_view name(OptimizerGrad g);
 OptimizerGrad parse_optimizer_grad(std::string_view s);  // "mean" | "fp8-allreduce"; throws std::invalid_argument
 
 struct MsampRunOptions {
@@ -350,5 +355,14 @@ struct MsampRun {
 // dumped steps (docs/msamp.md). Each (parameter, N, path) carries the gradient meta's scale from
 // one dumped step to the next, starting at 1, as MS-AMP's wgrad ScalingMeta does (row old_scale). `ranks` must be given for a single dump (e.g. {8, 64, 1024}).
 MsampRun run_msamp(DumpInput& in, const MsampRunOptions& opts);
+
+// The run's report as `fp8kit simulate msamp` prints it (simulate/msamp_report.cpp), from the
+// run and the options it ran with: long-form CSV (section,tensor,step,ranks,path,order,metric,
+// value); JSON (every row, the flagged tensors per N and path, the notes, `dumps` and `skipped`:
+// DumpInput::skipped()); the text summary for `dumps` files.
+std::string msamp_csv(const MsampRun& run);
+std::string msamp_json(const MsampRun& run, const MsampRunOptions& opts, const std::vector<std::string>& dumps,
+                       const std::vector<std::string>& skipped);
+std::string msamp_text(const MsampRun& run, const MsampRunOptions& opts, std::size_t dumps);
 
 }  // namespace fp8kit::simulate

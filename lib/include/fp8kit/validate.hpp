@@ -60,7 +60,12 @@ std::string_view name(MismatchClass c);  // "tie", "direction", ..., "nan-encodi
 using numerics::block_scale_count;  // number of scales a layout needs for a rows x cols matrix
 using numerics::BlockLayout;
 using numerics::ScaleMode;
-std::string_view name(BlockLayout b);  // "tensor", "rowwise", "1x128", "128x128", "mx32", "1x16"
+// Names (validate/names.cpp): "tensor", "rowwise", "1x128", "128x128", "mx32", "1x16". The parser
+// throws std::invalid_argument listing the accepted names; without `with_tensor` only the block
+// layouts (those of a scale file) are accepted and listed.
+std::string_view name(BlockLayout b);
+BlockLayout parse_block_layout(std::string_view s, bool with_tensor = true);
+std::string block_layout_names(bool with_tensor = true);  // "tensor, rowwise, 1x128, 128x128, mx32, 1x16"
 
 struct Scaling {
     ScaleMode mode = ScaleMode::none;
@@ -185,7 +190,8 @@ ValidateReport validate_mismatches(const ValidateRequest& request, const Mismatc
 // The type of stored block scales: float32 values, E8M0 bytes (MX: 2^(b - 127), 0xFF NaN) or
 // E4M3 bytes (NVFP4: with a float32 second-level scale, StoredScales::global).
 enum class ScaleType : std::uint8_t { f32, e8m0, e4m3 };
-std::string_view name(ScaleType t);  // "f32", "e8m0", "e4m3"
+std::string_view name(ScaleType t);              // "f32", "e8m0", "e4m3"
+ScaleType parse_scale_type(std::string_view s);  // throws std::invalid_argument listing the names
 
 // Where each block's scale lies: row-major (rows x blocks across, as validate() reads it),
 // row-major padded to 128-row x 4-column multiples (TransformerEngine's MXFP8 / NVFP4 scale_inv
@@ -193,7 +199,8 @@ std::string_view name(ScaleType t);  // "f32", "e8m0", "e4m3"
 // cuBLASLt's block-scaled GEMMs read, TE's swizzle and torchao's to_blocked write). Padding is
 // not read.
 enum class ScaleOrder : std::uint8_t { row_major, padded, swizzled };
-std::string_view name(ScaleOrder o);  // "row-major", "padded", "swizzled"
+std::string_view name(ScaleOrder o);               // "row-major", "padded", "swizzled"
+ScaleOrder parse_scale_order(std::string_view s);  // throws std::invalid_argument listing the names
 
 struct StoredScales {
     const void* data = nullptr;  // `count` entries of `type` (bytes, or float32 for f32)

@@ -9,12 +9,13 @@
 #include <cmath>
 
 #include "fp8kit/calibrate.hpp"
+#include "producers/modelopt_nvfp4.hpp"
 
 namespace fp8kit::calibrate {
 
 Nvfp4Headroom nvfp4_headroom(const std::vector<Batch>& batches, float amax, std::size_t width) {
     Nvfp4Headroom h;
-    h.global_scale = amax / 2688.0f;  // float32, as ModelOpt computes amax / (6 * 448)
+    h.global_scale = producers::modelopt_nvfp4_scale_2(amax);
     const double hi = 448.0 * 6.0 * h.global_scale, lo = std::ldexp(1.0, -9) * 6.0 * h.global_scale;
     float data_amax = 0;
     if (width == 0) width = 1;

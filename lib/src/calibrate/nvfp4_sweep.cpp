@@ -21,6 +21,7 @@
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "convert/float_bits.hpp"
+#include "producers/modelopt_nvfp4.hpp"
 
 namespace fp8kit::calibrate {
 namespace {
@@ -129,10 +130,10 @@ Nvfp4Sweep nvfp4_scale_sweep(const std::vector<float>& w, std::size_t cols) {
         float s = amax[best] / 6.0f;
         if (s == 0.0f) s = 1.0f;
         const float v = s * 448.0f / max_scale;
-        r.weight_scale[b] = e4m3_code(std::min(448.0f, std::max(0.001953125f, v)));
+        r.weight_scale[b] = producers::modelopt_e4m3_block_code(v);
     }
     // get_weights_scaling_factor_2_from_quantizer: global_amax.float() / (6.0 * 448.0)
-    r.weight_scale_2 = r.global_amax / 2688.0f;
+    r.weight_scale_2 = producers::modelopt_nvfp4_scale_2(r.global_amax);
     return r;
 }
 
@@ -141,9 +142,7 @@ std::vector<std::uint8_t> nvfp4_max_scales(const std::vector<float>& w, float we
     for (std::size_t b = 0; b < out.size(); ++b) {
         float amax = 0;
         for (std::size_t i = 0; i < kBlock; ++i) amax = std::max(amax, std::fabs(w[b * kBlock + i]));
-        float s = amax / (6.0f * weight_scale_2);  // E2M1_MAX * weights_scaling_factor_2, float32
-        if (s == 0.0f) s = 1.0f;
-        out[b] = e4m3_code(std::min(448.0f, std::max(0.001953125f, s)));
+        out[b] = producers::modelopt_nvfp4_block_code(amax, weight_scale_2);
     }
     return out;
 }

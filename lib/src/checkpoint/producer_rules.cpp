@@ -13,6 +13,7 @@
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/numerics/scale_rules.hpp"
 #include "convert/float_bits.hpp"
+#include "producers/modelopt_nvfp4.hpp"
 
 namespace fp8kit::checkpoint::detail {
 namespace {
@@ -186,13 +187,13 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
                 // scale = block_amax / (6 * weight_scale_2), clamped to [2^-9, 448], 0 -> 1.0, E4M3.
                 // (`global_amax.float() / (E2M1_MAX * m_fp8)`: a Python number, by_scalar on CUDA;
                 // the per-block division is by a tensor.)
-                const float g = by_scalar(tensor_amax, 2688.0f, mo);
+                // The rule is producers/modelopt_nvfp4.hpp's; an all-zero weight (g == 0) gets
+                // block scales of 1.0, the rule's zero case, instead of 0 / 0.
+                const float g = producers::modelopt_nvfp4_scale_2(tensor_amax, mo == Arithmetic::cuda);
                 s.global = g;
-                for (std::size_t i = 0; i < amax.size(); ++i) {
-                    float v = g == 0.0f ? 0.0f : amax[i] / (6.0f * g);
-                    v = v == 0.0f ? 1.0f : std::clamp(v, 0.001953125f, 448.0f);
-                    s.block[i] = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(v), kRneSat));
-                }
+                for (std::size_t i = 0; i < amax.size(); ++i)
+                    s.block[i] = decode_fmt(Format::e4m3, g == 0.0f ? producers::modelopt_e4m3_block_code(1.0f)
+                                                                    : producers::modelopt_nvfp4_block_code(amax[i], g));
             }
             break;
         case Scheme::w4a8:

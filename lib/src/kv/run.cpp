@@ -14,20 +14,6 @@
 namespace fp8kit::kv {
 namespace {
 
-struct NameEntry {
-    const char* name;
-    const char* alias;
-};
-constexpr NameEntry kFormats[] = {{"e4m3", "fp8_e4m3"}, {"e5m2", "fp8_e5m2"}, {"e4m3fnuz", "fnuz"}, {"nvfp4", "fp4"}};
-constexpr NameEntry kPolicies[] = {{"one", "1.0"},
-                                   {"vllm_first_batch", "first_batch"},
-                                   {"tensor", "calibrated"},
-                                   {"head", "per_head"},
-                                   {"token_head", "per_token_head"},
-                                   {"modelopt_trtllm", "modelopt"},
-                                   {"modelopt_hf", "modelopt_hf_export"},
-                                   {"llmc_minmax", "llmc"}};
-
 // "step_000100/model.layers.0.self_attn.k" -> ("model.layers.0.self_attn", 'k'); not a Q/K/V name: nullopt.
 std::optional<std::pair<std::string, char>> split_name(const std::string& full) {
     std::string n = full;
@@ -115,27 +101,6 @@ void add_layer(Report& r, const Options& o, const std::string& name, std::map<ch
 }
 
 }  // namespace
-
-const char* name(CacheFormat f) { return kFormats[static_cast<int>(f)].name; }
-const char* name(ScalePolicy p) { return kPolicies[static_cast<int>(p)].name; }
-std::optional<CacheFormat> parse_format(std::string_view s) {
-    for (int i = 0; i < 4; ++i)
-        if (s == kFormats[i].name || s == kFormats[i].alias || (i == 0 && s == "fp8"))
-            return static_cast<CacheFormat>(i);
-    return std::nullopt;
-}
-std::optional<ScalePolicy> parse_policy(std::string_view s) {
-    for (int i = 0; i < int(std::size(kPolicies)); ++i)
-        if (s == kPolicies[i].name || s == kPolicies[i].alias) return static_cast<ScalePolicy>(i);
-    return std::nullopt;
-}
-std::vector<CacheFormat> all_formats() {
-    return {CacheFormat::e4m3, CacheFormat::e5m2, CacheFormat::e4m3fnuz, CacheFormat::nvfp4};
-}
-std::vector<ScalePolicy> all_policies() {
-    return {ScalePolicy::one,         ScalePolicy::vllm_first_batch, ScalePolicy::tensor, ScalePolicy::modelopt,
-            ScalePolicy::modelopt_hf, ScalePolicy::llmc_minmax,      ScalePolicy::head,   ScalePolicy::token_head};
-}
 
 Report run(const Options& opt) {
     Options o = opt;

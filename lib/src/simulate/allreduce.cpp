@@ -13,21 +13,6 @@
 
 namespace fp8kit::simulate {
 
-std::string_view name(Order o) {
-    switch (o) {
-        case Order::rank: return "rank";
-        case Order::ring: return "ring";
-        case Order::tree: return "tree";
-    }
-    return "?";
-}
-Order parse_order(std::string_view s) {
-    for (Order o : kAllOrders)
-        if (s == name(o)) return o;
-    throw std::invalid_argument(fmt::format("unknown reduction order '{}' (rank, ring or tree)", s));
-}
-std::string_view name(Path p) { return p == Path::ddp ? "ddp" : "non-ddp"; }
-
 namespace {
 
 constexpr std::size_t kBlock = 4096;

@@ -144,6 +144,7 @@ void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& 
 
 }  // namespace
 
+std::string_view name(OptimizerGrad g) { return g == OptimizerGrad::mean ? "mean" : "fp8-allreduce"; }
 OptimizerGrad parse_optimizer_grad(std::string_view s) {
     if (s == "mean") return OptimizerGrad::mean;
     if (s == "fp8-allreduce") return OptimizerGrad::fp8_allreduce;

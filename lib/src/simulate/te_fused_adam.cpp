@@ -105,21 +105,6 @@ struct TeKernel {
 
 }  // namespace
 
-std::string_view name(StateDtype d) {
-    switch (d) {
-        case StateDtype::f32: return "fp32";
-        case StateDtype::f16: return "fp16";
-        case StateDtype::bf16: return "bf16";
-        case StateDtype::fp8: return "fp8";
-    }
-    return "?";
-}
-StateDtype parse_state_dtype(std::string_view s) {
-    for (StateDtype d : {StateDtype::f32, StateDtype::f16, StateDtype::bf16, StateDtype::fp8})
-        if (s == name(d)) return d;
-    throw std::invalid_argument(fmt::format("unknown state dtype '{}' (fp32, fp16, bf16, fp8)", s));
-}
-
 // get_unscaled_state: FP8 Float8Tensor.float() (code * scale_inv: common/cast/fp8/dequantize_fp8.cuh
 // dequantize_func), FP16 .float().mul_(scale),
 // BF16 .float(), FP32 as stored.

@@ -12,24 +12,6 @@
 
 namespace fp8kit {
 
-std::string_view name(ScaleType t) {
-    switch (t) {
-        case ScaleType::f32: return "f32";
-        case ScaleType::e8m0: return "e8m0";
-        case ScaleType::e4m3: return "e4m3";
-    }
-    return "?";
-}
-
-std::string_view name(ScaleOrder o) {
-    switch (o) {
-        case ScaleOrder::row_major: return "row-major";
-        case ScaleOrder::padded: return "padded";
-        case ScaleOrder::swizzled: return "swizzled";
-    }
-    return "?";
-}
-
 namespace {
 
 // The row-major grid of scales: rows x blocks across (the MX and 1x16 layouts only for the

@@ -1,4 +1,4 @@
-// Names and the text / JSON forms of a ValidateReport.
+// The text / JSON forms of a ValidateReport.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -8,32 +8,6 @@
 #include "fp8kit/validate.hpp"
 
 namespace fp8kit {
-
-std::string_view name(MismatchClass c) {
-    switch (c) {
-        case MismatchClass::tie: return "tie";
-        case MismatchClass::direction: return "direction";
-        case MismatchClass::overflow: return "overflow";
-        case MismatchClass::nan_encoding: return "nan-encoding";
-        case MismatchClass::flush_to_zero: return "flush-to-zero";
-        case MismatchClass::double_rounding: return "double-rounding";
-        case MismatchClass::scale: return "scale";
-        case MismatchClass::other: return "other";
-    }
-    return "?";
-}
-
-std::string_view name(BlockLayout b) {
-    switch (b) {
-        case BlockLayout::tensor: return "tensor";
-        case BlockLayout::rowwise: return "rowwise";
-        case BlockLayout::b1x128: return "1x128";
-        case BlockLayout::b128x128: return "128x128";
-        case BlockLayout::mx32: return "mx32";
-        case BlockLayout::nv16: return "1x16";
-    }
-    return "?";
-}
 
 namespace {
 
