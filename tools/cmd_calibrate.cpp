@@ -8,7 +8,8 @@
 #include "fp8kit/calibrate.hpp"
 #include "fp8kit/io/printable.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::calibrate_command {
 namespace {
 
 struct Options {
@@ -139,4 +140,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::calibrate_command

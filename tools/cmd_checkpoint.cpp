@@ -9,7 +9,8 @@
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/io/printable.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::checkpoint_command {
 namespace {
 
 struct Options {
@@ -92,4 +93,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::checkpoint_command

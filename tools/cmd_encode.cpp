@@ -12,7 +12,8 @@
 #include "fp8kit/convert/parse.hpp"
 #include "fp8kit/convert/quantize.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::encode_command {
 namespace {
 
 std::uint64_t require_unsigned(const std::string& s, std::uint64_t max, const char* what) {
@@ -193,4 +194,4 @@ Register decode_cmd([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::encode_command

@@ -6,7 +6,8 @@
 #include "command.hpp"
 #include "fp8kit/convert/format_info.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::formats_command {
 namespace {
 
 std::string codes(const std::vector<std::uint8_t>& v) {
@@ -68,4 +69,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::formats_command

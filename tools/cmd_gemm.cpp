@@ -3,7 +3,8 @@
 #include "command.hpp"
 #include "gemm_args.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::gemm_command {
 namespace {
 
 struct GemmOpts {
@@ -39,4 +40,4 @@ Register gemm_cmd([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::gemm_command

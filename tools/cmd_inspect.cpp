@@ -11,7 +11,8 @@
 #include "read_flags.hpp"
 #include "terminal.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::inspect_command {
 namespace {
 
 namespace dp = fp8kit::dump;
@@ -140,4 +141,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::inspect_command

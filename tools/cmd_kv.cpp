@@ -8,7 +8,8 @@
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/kv.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::kv_command {
 namespace {
 
 struct Options {
@@ -119,4 +120,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::kv_command

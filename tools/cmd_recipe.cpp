@@ -7,7 +7,8 @@
 #include "command.hpp"
 #include "fp8kit/recipes.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::recipe_command {
 namespace {
 
 std::string preset_list() {
@@ -44,4 +45,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::recipe_command

@@ -17,7 +17,8 @@
 #include "recipe_args.hpp"
 #include "terminal.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::replay_command {
 namespace {
 
 using io::csv_field;
@@ -165,4 +166,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::replay_command

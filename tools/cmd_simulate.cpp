@@ -9,7 +9,8 @@
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/simulate.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::simulate_command {
 namespace {
 
 namespace sim = fp8kit::simulate;
@@ -149,4 +150,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::simulate_command

@@ -14,7 +14,8 @@
 #include "recipe_args.hpp"
 #include "terminal.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::sweep_command {
 namespace {
 
 struct SweepOpts {
@@ -132,4 +133,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::sweep_command

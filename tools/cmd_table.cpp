@@ -17,7 +17,8 @@
 #include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/io/sink.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::table_command {
 namespace {
 
 struct TableOpts {
@@ -183,4 +184,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::table_command

@@ -15,7 +15,8 @@
 #include "fp8kit/cluster/validate.hpp"
 #include "fp8kit/validate/files.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::validate_command {
 namespace {
 
 struct ValidateOpts {
@@ -197,4 +198,4 @@ Register validate_cmd([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::validate_command

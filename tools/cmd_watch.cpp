@@ -13,7 +13,8 @@
 #include "read_flags.hpp"
 #include "recipe_args.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::watch_command {
 namespace {
 
 struct WatchOpts {
@@ -168,4 +169,4 @@ Register reg([](CLI::App& root) {
 });
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::watch_command

@@ -11,7 +11,8 @@
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/stats/device.hpp"
 
-namespace fp8kit::cli {
+// A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
+namespace fp8kit::cli::gpu_stats {
 namespace {
 
 // One device buffer for the process, grown as tensors need (a cudaMalloc per tensor costs more
@@ -58,6 +59,6 @@ const StatsEngine kEngine{"cuda", unavailable, handles, compute};
 const bool kRegistered = (register_stats_engine(&kEngine), true);
 
 }  // namespace
-}  // namespace fp8kit::cli
+}  // namespace fp8kit::cli::gpu_stats
 
 #endif  // FP8KIT_HAVE_CUDA
