@@ -363,9 +363,11 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                     constexpr std::size_t smem = element_smem<D, P>();
                     const unsigned grid = grid_for_path<P, R>(items);
                     // Each launch names its kernel with literal template arguments, in a function
-                    // template rather than a generic lambda: built by nvcc 13.0 with g++ 12, the
-                    // lambda form ran the one-code-per-byte kernel for packed E2M1 requests
-                    // (tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes past the packed size).
+                    // template rather than nested generic lambdas: with the lambda form (nvcc 13.0,
+                    // g++ 12, PTX compiled by the driver on an H200) packed E2M1 requests wrote one
+                    // code per byte. Whether this form fixes it is not yet run on a GPU
+                    // (docs/validation.md); tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes
+                    // past the packed size.
                     const RowLaunch<S, D, P, R> run{grid,  smem, stream,        in,       g, ctx,
                                                     table, rule, d_global_amax, amax_out, o};
                     if constexpr (std::is_same_v<D, emu::E2M1>) {

@@ -11,7 +11,8 @@ set -u
 FP8KIT=$1
 REPO=$2
 T=$(mktemp -d)
-trap 'chmod -R u+w "$T" 2>/dev/null; rm -rf "$T"' EXIT
+RO=
+trap 'chmod -R u+w "$T" ${RO:+"$RO"} 2>/dev/null; rm -rf "$T"; [ -z "$RO" ] || [ "$RO" = "$T" ] || rm -rf "$RO"' EXIT
 chmod 755 "$T"
 fail=0
 check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
@@ -92,25 +93,30 @@ for c in table gemm calibrate; do
     [ $rc -eq 2 ] && grep -q "is a directory" "$T/err"; check "$c: a folder: exit 2 ($rc)" $?
     rmdir "$D/dir"
 
-    # A read-only folder (root writes anyway: the command then runs as nobody).
-    mkdir "$D/ro"; chmod 555 "$D/ro"
+    # A read-only folder (root writes anyway: the command then runs as nobody, in a folder of
+    # /tmp that nobody may enter, holding copies of the inputs: TMPDIR itself may be 0700).
     if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+        RO=$(mktemp -d /tmp/fp8kit-readonly.XXXXXX)
+        chmod 755 "$RO"
+        cp "$T/a.npy" "$T/b.npy" "$DUMP" "$RO/"
+        RO_DUMP=$RO/$(basename "$DUMP")
+        chmod 644 "$RO/a.npy" "$RO/b.npy" "$RO_DUMP"
     else
         as=()
+        RO=$T RO_DUMP=$DUMP
     fi
+    mkdir "$RO/ro"; chmod 555 "$RO/ro"
     if [ "$(id -u)" != 0 ] || [ ${#as[@]} -gt 0 ]; then
-        "${as[@]}" bash -c "$(declare -f run); FP8KIT='$FP8KIT' T='$T' DUMP='$DUMP' run $c '$D/ro/out'" 2>"$T/err"; rc=$?
-        # As another user the folders above may be closed too (a TMPDIR made 0700): then the
-        # target itself cannot be looked up. Either way: exit 2, naming the path and the reason.
-        [ $rc -eq 2 ] && grep -Eq "$D/ro/(out: cannot write|: Permission denied)|cannot create a temporary file in $D/ro/: Permission denied" "$T/err" &&
-            grep -q "Permission denied" "$T/err"
+        "${as[@]}" bash -c "$(declare -f run); FP8KIT='$FP8KIT' T='$RO' DUMP='$RO_DUMP' run $c '$RO/ro/out'" 2>"$T/err"; rc=$?
+        [ $rc -eq 2 ] && grep -q "cannot create a temporary file in $RO/ro/: Permission denied" "$T/err"
         s=$?; check "$c: a read-only folder: exit 2, says why ($rc: $(head -c 200 "$T/err"))" $s
-        only "$D/ro"; check "$c: a read-only folder: nothing left" $?
+        only "$RO/ro"; check "$c: a read-only folder: nothing left" $?
     else
         echo "skipped: $c read-only folder (root without setpriv)"
     fi
-    chmod 755 "$D/ro"; rmdir "$D/ro"
+    chmod 755 "$RO/ro"; rmdir "$RO/ro"
+    [ "$RO" = "$T" ] || rm -rf "$RO"
 
     # A write that fails on a regular file (the file-size limit: EFBIG, as ENOSPC would):
     # exit 2, the old file kept, nothing left.
