@@ -413,10 +413,7 @@ TEST_CASE("validate: float16 and bfloat16 inputs with a scale, every bit pattern
             if (w == Wide::bf16) {
                 xf = naive::f32(b << 16);
             } else {
-                _Float16 h;
-                const auto b16 = static_cast<std::uint16_t>(b);
-                std::memcpy(&h, &b16, 2);
-                xf = static_cast<float>(h);
+                xf = naive::from_f16(static_cast<std::uint16_t>(b));
             }
             good.push_back(naive::convert(naive::Kernel{}, xf * (1.0f / sinv)));
             bad.push_back(naive::convert(naive::Kernel{}, xf / sinv));
