@@ -11,9 +11,8 @@ max_jobs=${FP8KIT_FUZZ_JOBS:-$(nproc)}
 # -O1 -g1 as in build-asan.sh: about 2.3x faster to compile than -O2 -g (CI time). The optimisation
 # level changes the coverage edges libFuzzer steers by, so the fixed run counts below were replayed
 # clean in full at this level before it landed.
-# FP8KIT_FUZZ_BUILD names a tree that already holds the harnesses (scripts/install/build-asan.sh
-# builds them beside the sanitizer suite: run-tests.sh passes build-asan); by default this script
-# configures and builds build-fuzz/ with the harnesses only.
+# FP8KIT_FUZZ_BUILD names a tree already configured with clang and -DFP8KIT_FUZZ=ON (it is built
+# here, then its harnesses run); by default this script configures and builds build-fuzz/.
 build=${FP8KIT_FUZZ_BUILD:-build-fuzz}
 if [ "$build" = build-fuzz ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8KIT_FUZZ=ON \
