@@ -9,22 +9,11 @@
 
 #include "fp8kit/analysis/sweep_report.hpp"
 
+#include "written.hpp"
+
 using namespace fp8kit;
 
 namespace {
-
-// What `write` wrote, read back from an unnamed temporary file.
-template <class Write>
-std::string written(Write write) {
-    std::FILE* f = std::tmpfile();
-    REQUIRE(f);
-    write(f);
-    std::string s(static_cast<std::size_t>(std::ftell(f)), '\0');
-    std::rewind(f);
-    REQUIRE(std::fread(s.data(), 1, s.size(), f) == s.size());
-    std::fclose(f);
-    return s;
-}
 
 sweep::Loaded example() {
     sweep::Inputs in;
