@@ -420,5 +420,8 @@ TEST_CASE("Dump: many files, selection, and errors collected for the end", "[dum
     Dump by_step({fixture()}, steps);
     names.clear();
     for (const auto& t : by_step.tensors()) names.push_back(t.name);
+    std::string why;  // on failure, what the reader said of the file
+    for (const auto& e : by_step.errors()) why += e.describe() + "\n";
+    INFO(why);
     CHECK(names == std::vector<std::string>{"run/iter_000034/layer1/weight", "step_000012/layer1/grad_output"});
 }

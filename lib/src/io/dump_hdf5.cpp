@@ -1180,12 +1180,21 @@ namespace {
 // sends its listing after its progress dots (a 'L' and listing_wire.hpp's bytes), put in `listed`,
 // so the file is listed once; without a whole listing from the child (it could not open the file,
 // or no guard ran) `listed` stays empty and the caller lists the file itself.
-std::string listing_crashes(const std::string& path, const ReadOptions& opts, const std::string& only = "",
-                            bool raw = false, std::optional<Listing>* listed = nullptr) {
 #if defined(__unix__)
-    if (opts.hdf5_listing_timeout_ms == 0) return "";
+// One listing in a child process (see listing_crashes): what the parent saw of it.
+struct ChildListing {
+    bool started = false;  // the pipe could be made and the child forked
+    bool hung = false;     // a silence of the limit: the child was killed
+    int status = 0;        // waitpid's status when not hung
+    bool in_listing = false;
+    std::string received;  // the listing's bytes after the 'L'
+};
+
+ChildListing list_in_child(const std::string& path, const ReadOptions& opts, const std::string& only, bool raw,
+                           bool want_listing) {
+    ChildListing out;
     int fds[2];
-    if (::pipe(fds) != 0) return "";  // no pipe to spare: list without the guard
+    if (::pipe(fds) != 0) return out;  // no pipe to spare: list without the guard
     pid_t pid = -1;
     parallel::while_idle([&] { pid = fork(); });  // no pool worker inside the allocator (pool.hpp)
     if (pid == 0) {
@@ -1203,7 +1212,7 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
         g_progress_fd = fds[1];
         try {
             Hdf5Source probe(path, opts, only, raw);
-            if (listed) {
+            if (want_listing) {
                 const std::string bytes = "L" + encode_listing(probe.listing());
                 for (std::size_t at = 0; at < bytes.size();) {
                     const ssize_t n = ::write(fds[1], bytes.data() + at, bytes.size() - at);
@@ -1220,44 +1229,61 @@ std::string listing_crashes(const std::string& path, const ReadOptions& opts, co
     ::close(fds[1]);
     if (pid < 0) {
         ::close(fds[0]);
-        return "";
+        return out;
     }
+    out.started = true;
     // Wait for the end of the pipe (the child exited), giving up after a silence of the limit.
-    bool hung = false, in_listing = false;
-    std::string received;
     for (;;) {
         pollfd p{fds[0], POLLIN, 0};
         const int r = ::poll(&p, 1, static_cast<int>(opts.hdf5_listing_timeout_ms));
         if (r < 0 && errno == EINTR) continue;
         if (r == 0) {
-            hung = true;
+            out.hung = true;
             break;
         }
         char buf[65536];
         const ssize_t n = r > 0 ? ::read(fds[0], buf, sizeof buf) : 0;
         if (n <= 0 && !(n < 0 && errno == EINTR)) break;
         for (ssize_t k = 0; k < n; ++k) {  // progress dots, then 'L' and the listing
-            if (in_listing) {
-                received.append(buf + k, buf + n);
+            if (out.in_listing) {
+                out.received.append(buf + k, buf + n);
                 break;
             }
-            if (buf[k] == 'L') in_listing = true;
+            if (buf[k] == 'L') out.in_listing = true;
         }
     }
     ::close(fds[0]);
-    if (hung) ::kill(pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return "";
+    if (out.hung) ::kill(pid, SIGKILL);
+    while (waitpid(pid, &out.status, 0) < 0) {
+        if (errno != EINTR) {
+            out.started = false;  // the child's fate is unknown: list without the guard's verdict
+            return out;
+        }
     }
-    if (hung)
+    return out;
+}
+#endif
+
+std::string listing_crashes(const std::string& path, const ReadOptions& opts, const std::string& only = "",
+                            bool raw = false, std::optional<Listing>* listed = nullptr) {
+#if defined(__unix__)
+    if (opts.hdf5_listing_timeout_ms == 0) return "";
+    // A child that made no progress for the limit is tried once more before the file is called
+    // looping: a fork taken while another thread of the host program held a lock the child needs
+    // (a sanitizer's allocator: parallel/pool.hpp) or a stalled machine must not turn a sound
+    // file into an error. A file that really loops costs twice the limit.
+    ChildListing c = list_in_child(path, opts, only, raw, listed != nullptr);
+    if (c.started && c.hung) c = list_in_child(path, opts, only, raw, listed != nullptr);
+    if (!c.started) return "";
+    if (c.hung)
         return fmt::format(
-            "libhdf5 made no progress for {} s while listing the file's objects (a loop "
+            "libhdf5 made no progress for {} s, twice, while listing the file's objects (a loop "
             "in corrupt metadata): stopped",
             opts.hdf5_listing_timeout_ms / 1000.0);
+    const int status = c.status;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         Listing l;
-        if (listed && in_listing && decode_listing(received, l)) *listed = std::move(l);
+        if (listed && c.in_listing && decode_listing(c.received, l)) *listed = std::move(l);
         return "";
     }
     if (WIFSIGNALED(status))
