@@ -17,8 +17,7 @@ namespace {
 bool product_overflows(float s, Format f) {
     std::uint32_t bits;
     std::memcpy(&bits, &s, sizeof bits);
-    constexpr Policy kNoSat{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::canonical};
-    const auto c = classify(f, emu::encode(f, Wide::f32, bits, kNoSat));
+    const auto c = classify(f, emu::encode(f, Wide::f32, bits, emu::kRneNoSaturate));
     return c == CodeClass::infinity || c == CodeClass::nan;
 }
 

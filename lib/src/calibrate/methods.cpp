@@ -27,15 +27,13 @@
 namespace fp8kit::calibrate {
 namespace {
 
-constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
-
 std::uint32_t bits(float f) { return fp8kit::detail::bits_of(f); }
 float from_bits(std::uint32_t b) { return fp8kit::detail::float_of(b); }
 float to_dtype(float f, DType d) { return d == DType::bf16 ? fp8kit::detail::round_to_bf16(f) : f; }
 // float32 -> float8_e4m3fn -> float32 (torch's cast: round to nearest even; inputs are clamped
 // to +-448 first by every caller here, so saturation never decides).
 float e4m3_round(float v) {
-    const auto code = emu::encode(Format::e4m3, Wide::f32, bits(v), kRneSat);
+    const auto code = emu::encode(Format::e4m3, Wide::f32, bits(v), emu::kRneSaturate);
     return from_bits(static_cast<std::uint32_t>(emu::decode(Format::e4m3, Wide::f32, code)));
 }
 float clamp448(float v) { return std::isnan(v) ? v : std::min(448.0f, std::max(-448.0f, v)); }

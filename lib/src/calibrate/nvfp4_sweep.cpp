@@ -26,11 +26,11 @@
 namespace fp8kit::calibrate {
 namespace {
 
-constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 constexpr std::size_t kBlock = 16;
 
 std::uint8_t e4m3_code(float v) {
-    return static_cast<std::uint8_t>(emu::encode(Format::e4m3, Wide::f32, fp8kit::detail::bits_of(v), kRneSat));
+    return static_cast<std::uint8_t>(
+        emu::encode(Format::e4m3, Wide::f32, fp8kit::detail::bits_of(v), emu::kRneSaturate));
 }
 float e4m3_value(std::uint8_t code) { return fp8kit::detail::decode_f32(Format::e4m3, code); }
 
@@ -152,7 +152,7 @@ double nvfp4_sqnr(const std::vector<float>& w, const std::vector<std::uint8_t>& 
     for (std::size_t i = 0; i < w.size(); ++i) {
         const double scale = static_cast<double>(e4m3_value(codes[i / kBlock])) * weight_scale_2;
         const double v = scale > 0 ? static_cast<double>(w[i]) / scale : 0.0;
-        const double q = detail::round_trip_f64(Format::e2m1, v, kRneSat);
+        const double q = detail::round_trip_f64(Format::e2m1, v, emu::kRneSaturate);
         const double d = q * scale - w[i];
         sig += static_cast<double>(w[i]) * w[i];
         err += d * d;

@@ -18,9 +18,6 @@
 namespace fp8kit::checkpoint::detail {
 namespace {
 
-constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
-constexpr Policy kRneFp4{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
-
 std::uint32_t bits(float f) { return fp8kit::detail::bits_of(f); }
 float decode_fmt(Format f, std::uint8_t c) { return fp8kit::detail::decode_f32(f, c); }
 using fp8kit::detail::round_to_bf16;
@@ -178,8 +175,9 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
                 if (!std::isfinite(g)) g = 1.0f;
                 s.global = g;
                 for (std::size_t i = 0; i < amax.size(); ++i) {
-                    float v = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32,
-                                                                   bits(g * round_scale(amax[i] / 6.0f, wd)), kRneSat));
+                    float v = decode_fmt(Format::e4m3,
+                                         emu::encode(Format::e4m3, Wide::f32, bits(g * round_scale(amax[i] / 6.0f, wd)),
+                                                     emu::kRneSaturate));
                     s.block[i] = v == 0.0f ? 0.125f : v;
                 }
             } else {
@@ -244,7 +242,7 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
         for (float& m : mul) m = transformers_multiplier(m);
     }
     const Format f = element_format(L.scheme);
-    const Policy pol = f == Format::e2m1 ? kRneFp4 : kRneSat;
+    const Policy pol = f == Format::e2m1 ? emu::kRneSaturateNoNan : emu::kRneSaturate;
     // torch rounds x / scale to the weight's dtype when the scale is a same-kind tensor of that
     // dtype (compressed-tensors: scales in the weight's dtype) or a 0-dim float32 tensor (ModelOpt
     // per-tensor weight_scale: quant_utils.py to_quantized_weight `weight / weights_scaling_factor`).

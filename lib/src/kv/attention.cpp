@@ -19,12 +19,10 @@
 namespace fp8kit::kv {
 namespace {
 
-constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
-
 std::uint8_t e4m3(float v) {
     std::uint32_t b;
     std::memcpy(&b, &v, 4);
-    return emu::encode(Format::e4m3, Wide::f32, b, kRneSat);
+    return emu::encode(Format::e4m3, Wide::f32, b, emu::kRneSaturate);
 }
 float f32(std::uint32_t b) {
     float v;

@@ -17,10 +17,8 @@ namespace {
 
 // Saturating round to nearest even: cuda_fp8.h __nv_cvt_float_to_fp8(x, __NV_SATFINITE, ...), as
 // vLLM's cache kernels (csrc/quantization/w8a8/fp8/nvidia/quant_utils.cuh scaled_vec_conversion)
-// and Triton's fp32 -> fp8 store cast (after tl.clamp) produce it.
-constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
-constexpr Policy kRneFp4{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
-
+// and Triton's fp32 -> fp8 store cast (after tl.clamp) produce it: emu::kRneSaturate (FP4
+// elements: emu::kRneSaturateNoNan).
 using fp8kit::detail::bits_of;
 using fp8kit::detail::decode_f32;
 Format element(CacheFormat f) {
@@ -39,10 +37,9 @@ float element_max(CacheFormat f) { return fp8_max(element(f)); }
 // |v| >= 7 (the ties go to the even neighbour: 448 for E4M3, the overflow for the others). A value
 // that only rounds down to the maximum is not counted (vLLM's per-token scale puts each row's amax
 // a rounding away from it).
-constexpr Policy kRneNoSat{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::canonical};
 bool overflows(Format el, float v) {
     if (el == Format::e2m1) return std::fabs(v) >= 7.0f;
-    return !std::isfinite(decode_f32(el, emu::encode(el, Wide::f32, bits_of(v), kRneNoSat)));
+    return !std::isfinite(decode_f32(el, emu::encode(el, Wide::f32, bits_of(v), emu::kRneNoSaturate)));
 }
 
 // One value cast: x / factor (float32, as `(float)x / scale` in the CUDA cache kernel) or
@@ -71,7 +68,7 @@ void cast_fp8(float x, float scale, bool by_reciprocal, CacheFormat f, Cell c) {
     const float m = element_max(f);
     const bool sat = overflows(el, v);
     if (by_reciprocal) v = std::clamp(v, -m, m);  // tl.clamp(k * (1 / k_scale), QUANT_MIN, QUANT_MAX)
-    const float q = decode_f32(el, emu::encode(el, Wide::f32, bits_of(v), kRneSat));
+    const float q = decode_f32(el, emu::encode(el, Wide::f32, bits_of(v), emu::kRneSaturate));
     account(x, static_cast<double>(q) * scale, sat, q == 0.0f, c);
 }
 
@@ -85,7 +82,7 @@ void cast_nvfp4_row(const float* x, std::size_t n, float s2, Cell c) {
         for (std::size_t i = b0; i < b1; ++i) amax = std::max(amax, std::fabs(x[i]));
         float sb = s2 == 0.0f ? 0.0f : amax / (6.0f * s2);
         sb = sb == 0.0f ? 1.0f : std::clamp(sb, 0.001953125f, 448.0f);
-        sb = decode_f32(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits_of(sb), kRneSat));
+        sb = decode_f32(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits_of(sb), emu::kRneSaturate));
         const float factor = sb * s2;
         for (std::size_t i = b0; i < b1; ++i) {
             if (factor == 0.0f) {  // s2 = 0: every value of the scope is zero
@@ -93,7 +90,8 @@ void cast_nvfp4_row(const float* x, std::size_t n, float s2, Cell c) {
                 continue;
             }
             const float v = x[i] / factor;
-            const float q = decode_f32(Format::e2m1, emu::encode(Format::e2m1, Wide::f32, bits_of(v), kRneFp4));
+            const float q =
+                decode_f32(Format::e2m1, emu::encode(Format::e2m1, Wide::f32, bits_of(v), emu::kRneSaturateNoNan));
             account(x[i], static_cast<double>(q) * sb * s2, overflows(Format::e2m1, v), q == 0.0f, c);
         }
     }

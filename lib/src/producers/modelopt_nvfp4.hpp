@@ -24,9 +24,9 @@ inline float modelopt_nvfp4_scale_2(float amax, bool cuda_scalar = false) {
 // _cast_per_block_scale_to_fp8: a block scale clamped to [2^-9, 448] and cast to E4M3 (RNE,
 // saturating). A NaN scale comes out as 2^-9 (std::max keeps the bound).
 inline std::uint8_t modelopt_e4m3_block_code(float v) {
-    constexpr Policy kRneSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
     const float c = std::min(448.0f, std::max(0.001953125f, v));
-    return static_cast<std::uint8_t>(emu::encode(Format::e4m3, Wide::f32, fp8kit::detail::bits_of(c), kRneSat));
+    return static_cast<std::uint8_t>(
+        emu::encode(Format::e4m3, Wide::f32, fp8kit::detail::bits_of(c), emu::kRneSaturate));
 }
 
 // get_weights_scaling_factor: a block's scale block_amax / (6 * weight_scale_2), a zero one

@@ -9,28 +9,25 @@
 #include "fp8kit/simulate.hpp"
 
 namespace fp8kit::simulate {
-namespace {
-
-constexpr emu::Policy kSatfinite{emu::Rounding::nearest_even, emu::Overflow::saturate_all, emu::NanEncoding::canonical};
-// __float2half and Tensor.to(torch.float16): round to nearest even, Inf past 65504.
-constexpr emu::Policy kIeee{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::canonical};
-
-}  // namespace
-
 // The rule is written once, in fp8kit::numerics (scale_rules.hpp).
 float compute_scaling_factor(float amax, float scale, float fp_max, int margin) {
     return numerics::msamp_scale(amax, scale, fp_max, margin);
 }
 
 std::uint8_t to_e4m3_satfinite(float x) {
-    return emu::convert<emu::Binary32, emu::E4M3>(detail::bits_of(x), kSatfinite);
+    return emu::convert<emu::Binary32, emu::E4M3>(detail::bits_of(x), emu::kRneSaturate);
 }
-std::uint8_t half_to_e4m3_satfinite(std::uint16_t h) { return emu::convert<emu::Binary16, emu::E4M3>(h, kSatfinite); }
+std::uint8_t half_to_e4m3_satfinite(std::uint16_t h) {
+    return emu::convert<emu::Binary16, emu::E4M3>(h, emu::kRneSaturate);
+}
 float e4m3_to_float(std::uint8_t code) {
     return detail::float_of(
         static_cast<std::uint32_t>(emu::convert<emu::E4M3, emu::Binary32>(code, emu::kDecodePolicy)));
 }
-std::uint16_t to_f16(float x) { return emu::convert<emu::Binary32, emu::Binary16>(detail::bits_of(x), kIeee); }
+// __float2half and Tensor.to(torch.float16): round to nearest even, Inf past 65504.
+std::uint16_t to_f16(float x) {
+    return emu::convert<emu::Binary32, emu::Binary16>(detail::bits_of(x), emu::kRneNoSaturate);
+}
 float f16_to_float(std::uint16_t h) {
     return detail::float_of(
         static_cast<std::uint32_t>(emu::convert<emu::Binary16, emu::Binary32>(h, emu::kDecodePolicy)));

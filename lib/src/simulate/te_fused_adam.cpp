@@ -15,9 +15,10 @@
 namespace fp8kit::simulate {
 namespace {
 
-constexpr emu::Policy kIeee{emu::Rounding::nearest_even, emu::Overflow::no_saturate, emu::NanEncoding::canonical};
 // Tensor.bfloat16(): round to nearest even.
-std::uint16_t to_bf16(float x) { return emu::convert<emu::Binary32, emu::BFloat16>(detail::bits_of(x), kIeee); }
+std::uint16_t to_bf16(float x) {
+    return emu::convert<emu::Binary32, emu::BFloat16>(detail::bits_of(x), emu::kRneNoSaturate);
+}
 float bf16_to_float(std::uint16_t b) {
     return detail::float_of(
         static_cast<std::uint32_t>(emu::convert<emu::BFloat16, emu::Binary32>(b, emu::kDecodePolicy)));

@@ -49,4 +49,13 @@ struct Policy {
 // binary64 and bfloat16; only E8M0 -> binary16 can round, and then it rounds like IEEE casts do.
 inline constexpr Policy kDecodePolicy{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_quiet};
 
+// Policies the producers' quantisers apply, named once:
+// A clamp to the format's range before the cast (ModelOpt, compressed-tensors, vLLM, TE's
+// scaled casts): nearest-even, every overflow to the largest finite value, NaN canonical.
+inline constexpr Policy kRneSaturate{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
+// The same for formats without NaN (OCP MX FP4/FP6 elements): NaN becomes +max (cuda_fp4.h).
+inline constexpr Policy kRneSaturateNoNan{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::positive_max};
+// A plain IEEE-style cast with no clamp: overflow to Inf or NaN as the format has them.
+inline constexpr Policy kRneNoSaturate{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::canonical};
+
 }  // namespace fp8kit::emu
