@@ -6,9 +6,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/convert/quantize.hpp"
@@ -47,6 +49,15 @@ pyb::dict stats_dict(const QuantStats& s);
 // A BlockStats as fp8kit.stats(recipe=<block recipe>) returns it, without 'scale_inv' (the caller
 // adds it: a numpy array, or a device array for a GPU input).
 pyb::dict block_stats_dict(const BlockStats& b, Format format);
+
+// A new 1-D numpy array holding a copy of v, its shape given as a container so that no
+// constructor overload can read the count as anything else.
+template <class T>
+pyb::array_t<T> to_array(const std::vector<T>& v) {
+    pyb::array_t<T> a(std::vector<pyb::ssize_t>{static_cast<pyb::ssize_t>(v.size())});
+    if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(T));
+    return a;
+}
 
 // lib's parse_X(name) (each enum's names table), its std::invalid_argument prefixed with the
 // argument's name: "layout: unknown block layout 'x' (choose from ...)".

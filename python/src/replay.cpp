@@ -16,11 +16,6 @@
 namespace fp8kit::py {
 namespace {
 
-template <class T>
-pyb::array_t<T> to_array(const std::vector<T>& v) {
-    return pyb::array_t<T>(static_cast<pyb::ssize_t>(v.size()), v.data());
-}
-
 pyb::list read_trace(const std::string& path) {
     trace::Trace t;
     {

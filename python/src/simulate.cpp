@@ -15,14 +15,6 @@ namespace {
 namespace sim = fp8kit::simulate;
 using F32Array = pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast>;
 
-// A new 1-D array holding a copy of v. (Not array_t<T>(count, ptr): with this pybind11 that
-// gave an array repeating v[0]; python/src/replay.cpp's to_array has the same problem.)
-template <class T>
-pyb::array_t<T> to_array(const std::vector<T>& v) {
-    pyb::array_t<T> a(std::vector<pyb::ssize_t>{static_cast<pyb::ssize_t>(v.size())});
-    if (!v.empty()) std::memcpy(a.mutable_data(), v.data(), v.size() * sizeof(T));
-    return a;
-}
 std::vector<float> to_vector(const F32Array& a) { return std::vector<float>(a.data(), a.data() + a.size()); }
 
 sim::HopArith parse_hop(const std::string& s) { return parse_named(sim::parse_hop, s, "hop"); }
