@@ -15,10 +15,15 @@
 
 #include "fp8kit/calibrate.hpp"
 #include "scratch_dir.hpp"
+#include "float_bits.hpp"
 
 using namespace fp8kit::calibrate;
 
 namespace {
+
+using fp8kit_test::from_bits;
+
+using fp8kit_test::bits;
 
 const std::string kDump = std::string(FP8KIT_DATA_DIR) + "/example/llama_tiny_dump.h5";
 
@@ -29,16 +34,6 @@ nlohmann::json golden() {
 }
 
 std::uint32_t hex_bits(const std::string& s) { return static_cast<std::uint32_t>(std::stoul(s, nullptr, 16)); }
-std::uint32_t bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
-float from_bits(std::uint32_t b) {
-    float f;
-    std::memcpy(&f, &b, 4);
-    return f;
-}
 
 }  // namespace
 

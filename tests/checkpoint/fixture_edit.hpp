@@ -23,6 +23,9 @@ using namespace fp8kit::checkpoint;
 
 inline const std::string kData = std::string(FP8KIT_DATA_DIR) + "/checkpoints/";
 inline const std::string kOriginal = kData + "original";
+// Layers of the fixtures' model (data/checkpoints/original) the tests edit or read.
+inline const std::string kO = "model.layers.0.self_attn.o_proj", kGate = "model.layers.0.mlp.gate_proj",
+                         kUp = "model.layers.0.mlp.up_proj", kDown = "model.layers.0.mlp.down_proj";
 
 // A fixture copied into `dir`, its model.safetensors rewritten with `edit` applied to the
 // tensors: name -> (dtype, shape, bytes); erase or rename entries to drop or move tensors.

@@ -17,8 +17,6 @@ using namespace fp8kit::test::ckpt;
 
 namespace {
 
-const std::string kO = "model.layers.0.self_attn.o_proj", kGate = "model.layers.0.mlp.gate_proj";
-
 std::string variant_of(const char* folder) {
     return std::string(folder).find("modelopt") != std::string::npos ? "modelopt" : "compressed-tensors";
 }

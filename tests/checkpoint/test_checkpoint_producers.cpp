@@ -33,7 +33,6 @@ void set_f32_at(Tensor& t, std::size_t i, float v) {
     REQUIRE(t.dtype == "F32");
     std::memcpy(t.bytes.data() + 4 * i, &v, 4);
 }
-const std::string kUp = "model.layers.0.mlp.up_proj", kDown = "model.layers.0.mlp.down_proj";
 
 }  // namespace
 

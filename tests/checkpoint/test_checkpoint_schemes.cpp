@@ -12,7 +12,6 @@ using namespace fp8kit::test::ckpt;
 
 namespace {
 
-const std::string kO = "model.layers.0.self_attn.o_proj", kDown = "model.layers.0.mlp.down_proj";
 // W4A8_AWQ: ModelOpt quantises AWQ-smoothed weights; the exporter's own input, saved by the script.
 const std::string kSmoothed = kData + "modelopt_w4a8_smoothed";
 

@@ -34,7 +34,7 @@ std::string message_of(F&& f) {
 }  // namespace
 
 TEST_CASE("input gate: a FIFO, a device and a folder are refused without blocking, naming the file", "[gate]") {
-    test::ScratchDir dir("gate");
+    fp8kit::test::ScratchDir dir("gate");
     const std::string fifo = dir.file("fifo");
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     // No writer ever opens the FIFO: an open() for reading would wait for ever.
@@ -64,7 +64,7 @@ TEST_CASE("input gate: a FIFO, a device and a folder are refused without blockin
 }
 
 TEST_CASE("input gate: a regular file is opened read-only, blocking reads, with its size; limits are named", "[gate]") {
-    test::ScratchDir dir("gate");
+    fp8kit::test::ScratchDir dir("gate");
     const std::string f = dir.file("r.json");
     std::ofstream(f) << "{\"a\": 1}";
     io::InputFile in = io::open_input(f);
@@ -97,7 +97,7 @@ TEST_CASE("input gate: a TransformerEngine tensor_dumps folder is read as its do
     std::vector<dump::Problem> problems;
     CHECK(dump::expand_inputs({te + "/tensor_dumps"}, problems) == from_dumps);
     CHECK(problems.empty());
-    test::ScratchDir dir("gate");
+    fp8kit::test::ScratchDir dir("gate");
     const auto none = dump::expand_inputs({dir.path()}, problems);
     CHECK(none.empty());
     REQUIRE(problems.size() == 1);

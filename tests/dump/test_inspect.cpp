@@ -12,12 +12,12 @@ namespace dp = fp8kit::dump;
 
 namespace {
 
-const std::string kPath = std::string(FP8KIT_DATA_DIR) + "/example/llama_tiny_dump.h5";
+const std::string kInspectDump = std::string(FP8KIT_DATA_DIR) + "/example/llama_tiny_dump.h5";
 
 // The dataset as the readers must deliver it, built independently: raw stored bytes, FP8 codes
 // decoded with emu::decode.
 std::vector<unsigned char> raw_delivered(const dp::TensorInfo& t) {
-    const hid_t f = H5Fopen(kPath.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    const hid_t f = H5Fopen(kInspectDump.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
     const hid_t d = H5Dopen2(f, t.name.c_str(), H5P_DEFAULT);
     REQUIRE(d >= 0);
     const hid_t type = H5Dget_type(d);
@@ -64,7 +64,7 @@ void check_same(const QuantStats& a, const QuantStats& b, bool exact_sums) {
 }  // namespace
 
 TEST_CASE("inspect: statistics equal compute_stats on the same arrays", "[dump]") {
-    dp::Dump dump({kPath});
+    dp::Dump dump({kInspectDump});
     inspect::Options opts;
     opts.recipe = parse_recipe("te-current");
     const RecipeSpec& r = opts.recipe;
@@ -100,7 +100,7 @@ TEST_CASE("inspect: tensors larger than the memory budget are streamed", "[dump]
     ro.chunk_bytes = 1 << 12;
     dp::Selection sel;
     sel.include = {"step_000299/model.layers.0.mlp.*"};
-    dp::Dump dump({kPath}, sel, ro);
+    dp::Dump dump({kInspectDump}, sel, ro);
     REQUIRE(dump.tensors().size() == 18);
     inspect::Options small;
     small.recipe = parse_recipe("te-current");
@@ -125,7 +125,7 @@ TEST_CASE("inspect: tensors larger than the memory budget are streamed", "[dump]
 TEST_CASE("inspect: format override, block recipes, and recipes a dump cannot replay", "[dump]") {
     dp::Selection sel;
     sel.include = {"step_000000/lm_head/*"};
-    dp::Dump dump({kPath}, sel);
+    dp::Dump dump({kInspectDump}, sel);
     REQUIRE(dump.tensors().size() == 7);
     inspect::Options o;
     o.recipe = parse_recipe("te-current");
@@ -200,7 +200,7 @@ void check_all_against_one_by_one(dp::Dump& dump, const inspect::Options& opts) 
 }  // namespace
 
 TEST_CASE("inspect: analyse_all (next tensor read ahead) equals analyse one by one", "[dump]") {
-    dp::Dump dump({kPath});
+    dp::Dump dump({kInspectDump});
     inspect::Options opts;
     opts.recipe = parse_recipe("te-current");
     SECTION("every tensor of the example dump, in memory") { check_all_against_one_by_one(dump, opts); }

@@ -18,12 +18,12 @@ using namespace fp8kit;
 using namespace fp8kit::dump;
 
 namespace {
-const std::string kDir = std::string(FP8KIT_DATA_DIR) + "/te/quantized/";
-const std::string kRank0 = kDir + "tensor_dumps/rank_0/";
+const std::string kQuantizedDir = std::string(FP8KIT_DATA_DIR) + "/te/quantized/";
+const std::string kQuantizedRank0 = kQuantizedDir + "tensor_dumps/rank_0/";
 
 nlohmann::json expected() {
     nlohmann::json j;
-    std::ifstream(kDir + "EXPECTED.json") >> j;
+    std::ifstream(kQuantizedDir + "EXPECTED.json") >> j;
     return j["files"];
 }
 }  // namespace
@@ -34,7 +34,7 @@ TEST_CASE("te quantized: MXFP8 and blockwise codes against the reference", "[dum
     for (const auto& [file, e] : ex.items()) {
         if (e["kind"] != "MXFP8Tensor" && e["kind"] != "Float8BlockwiseQTensor") continue;
         INFO(file);
-        const auto c = check_te_quantized(kRank0 + file);
+        const auto c = check_te_quantized(kQuantizedRank0 + file);
         REQUIRE(c);
         CHECK(c->kind == e["kind"].get<std::string>());
         CHECK(std::string(name(c->layout)) == e["layout"].get<std::string>());
@@ -65,7 +65,7 @@ TEST_CASE("te quantized: GEMM-swizzled scales unswizzled as cuBLAS lays them out
     CHECK(unswizzled[130 * 3 + 1] == stored[545]);  // tile 1: 512 + 2 * 16 + 0 * 4 + 1
     CHECK_THROWS_WITH(te::te_rowwise_scales(stored, {128, 4}, 136, 3, true), Catch::Contains("expected 256x4"));
     // The swizzled fixture (scales swizzled by TE's own test code) compares exactly: see above.
-    auto src = open_source(kRank0 + "layers_0_fc1_activation_iter_000001.pt");
+    auto src = open_source(kQuantizedRank0 + "layers_0_fc1_activation_iter_000001.pt");
     CHECK_THAT(src->tensors().at(1).storage, Catch::Contains("MXFP8Quantizer"));
 }
 
@@ -76,7 +76,7 @@ TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 (swizzled): codes, E4M3 scale
     for (const auto& [file, e] : ex.items()) {
         if (e["kind"] != "NVFP4Tensor") continue;
         INFO(file);
-        auto src = open_source(kRank0 + file);
+        auto src = open_source(kQuantizedRank0 + file);
         REQUIRE(src->errors().empty());
         REQUIRE(src->tensors().size() == 2);
         const TensorInfo& t = src->tensors()[1];
@@ -98,7 +98,7 @@ TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 (swizzled): codes, E4M3 scale
         CHECK_THAT(t.storage, Catch::Contains("NVFP4Tensor") && Catch::Contains("NVFP4Quantizer"));
         // Compared: TE's codes under its own E4M3 block scales and amax; its scale bytes against
         // the reference's (TE's rule, numerics::nvfp4_te_block) for the same amax.
-        const auto c = check_te_quantized(kRank0 + file);
+        const auto c = check_te_quantized(kQuantizedRank0 + file);
         REQUIRE(c);
         INFO(c->report.summary());
         CHECK(c->kind == "NVFP4Tensor");
@@ -121,7 +121,7 @@ TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 (swizzled): codes, E4M3 scale
 }
 
 TEST_CASE("te quantized: a TE 2.15 pickle is refused, naming the versions read", "[dump]") {
-    const std::string p = kRank0 + "layers_9_fc1_activation_iter_000001.pt";
+    const std::string p = kQuantizedRank0 + "layers_9_fc1_activation_iter_000001.pt";
     std::string msg;
     try {
         open_source(p);

@@ -18,7 +18,7 @@ using namespace fp8kit::dump;
 
 namespace {
 
-const std::string kDir = std::string(FP8KIT_DATA_DIR) + "/torch_v3/";
+const std::string kTorchV3Dir = std::string(FP8KIT_DATA_DIR) + "/torch_v3/";
 
 std::vector<std::uint32_t> f32_bits(Source& src, const TensorInfo& t) {
     std::vector<std::uint32_t> out(t.numel);
@@ -45,12 +45,12 @@ float e2m1(std::uint8_t c) {
 
 TEST_CASE("torch v3: every _rebuild_tensor_v3 dtype is read or noted, never refused", "[dump]") {
     nlohmann::json ex;
-    std::ifstream(kDir + "EXPECTED.json") >> ex;
+    std::ifstream(kTorchV3Dir + "EXPECTED.json") >> ex;
     REQUIRE(ex["skipped"].empty());
     REQUIRE(ex["files"].size() >= 15);  // torch 2.15's _new_dtypes: 16
     for (const auto& [file, e] : ex["files"].items()) {
         INFO(file);
-        auto src = open_source(kDir + file);
+        auto src = open_source(kTorchV3Dir + file);
         REQUIRE(src->errors().empty());
         const TensorInfo* hp = nullptr;
         const TensorInfo* t = nullptr;
@@ -93,7 +93,7 @@ TEST_CASE("torch v3: every _rebuild_tensor_v3 dtype is read or noted, never refu
 TEST_CASE("torch v3: an untyped storage shorter than its tensor is refused", "[dump]") {
     // 1000 float8 elements claimed of a 4-byte storage: that tensor is refused, naming it; the
     // high_precision entry beside it is still read.
-    auto src = open_source(kDir + "hostile/short_v3.pt");
+    auto src = open_source(kTorchV3Dir + "hostile/short_v3.pt");
     REQUIRE(src->errors().size() == 1);
     CHECK_THAT(src->errors()[0].describe(), Catch::Contains("short_v3.pt") && Catch::Contains("t") &&
                                                 Catch::Contains("storage shorter than its tensor"));

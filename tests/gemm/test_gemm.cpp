@@ -13,21 +13,19 @@
 
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/gemm.hpp"
+#include "float_bits.hpp"
 
 using namespace fp8kit;
 using namespace fp8kit::gemm;
 
 namespace {
 
+using fp8kit_test::bits;
+
 float f32(std::uint32_t b) {
     float f;
     std::memcpy(&f, &b, sizeof f);
     return f;
-}
-std::uint32_t bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, sizeof b);
-    return b;
 }
 double value(Format f, std::uint8_t c) {
     const std::uint64_t b = emu::decode(f, Wide::f64, c);

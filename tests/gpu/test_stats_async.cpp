@@ -23,6 +23,7 @@
 #include "fp8kit/recipes.hpp"
 #include "fp8kit/recipes/scale_params.hpp"
 #include "fp8kit/stats/statistics.hpp"
+#include "float_bits.hpp"
 
 namespace cu = fp8kit::cuda;
 using fp8kit::Format;
@@ -31,6 +32,8 @@ using fp8kit::Wide;
 
 namespace {
 
+using fp8kit_test::bits;
+
 struct DevBuf {
     void* p;
     explicit DevBuf(std::size_t b) : p(cu::device_alloc(b + 16)) {}
@@ -38,12 +41,6 @@ struct DevBuf {
     DevBuf(const DevBuf&) = delete;
     DevBuf& operator=(const DevBuf&) = delete;
 };
-
-std::uint32_t bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
 
 // Normal values over many binades with a NaN, zero or huge (finite) value now and then (and +-Inf
 // when with_inf: then amax is Inf), as `w` bits (round to nearest even from float32 for f16/bf16).

@@ -10,23 +10,18 @@
 
 #include "fp8kit/numerics/scale_rules.hpp"
 #include "fp8kit/recipes.hpp"
+#include "float_bits.hpp"
 
 using namespace fp8kit;
 
 namespace {
 
-std::uint32_t bits(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return u;
-}
-float from_bits(std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
-const float kInf = std::numeric_limits<float>::infinity();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
+using fp8kit_test::from_bits;
+
+using fp8kit_test::bits;
+
+using fp8kit_test::kInf;
+using fp8kit_test::kNaN;
 const float kTiny = from_bits(1);  // 2^-149
 
 // Scales a DelayedScaling gives for each step when fed `amaxes` (the scale of step t is read

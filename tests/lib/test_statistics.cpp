@@ -17,26 +17,19 @@
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/convert/format_info.hpp"
 #include "fp8kit/stats/statistics.hpp"
+#include "float_bits.hpp"
 
 using namespace fp8kit;
 
 namespace {
 
-const float kInf = std::numeric_limits<float>::infinity();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
+using fp8kit_test::bits;
+using fp8kit_test::from_bits;
+using fp8kit_test::kInf;
+using fp8kit_test::kNaN;
+
 constexpr Policy kSat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 constexpr Policy kNosat{Rounding::nearest_even, Overflow::no_saturate, NanEncoding::signed_all_ones};
-
-std::uint32_t bits(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return u;
-}
-float from_bits(std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
 
 struct Ref {
     std::uint64_t numel = 0, zeros = 0, nan = 0, inf = 0, underflow = 0, subnormal = 0, overflow = 0, te_overflow = 0,

@@ -12,8 +12,7 @@ if [ -z "$MPIEXEC" ] || [ ! -x "$MPIEXEC" ]; then echo "SKIPPED: no mpiexec (fp8
 PY=$REPO/.venv/bin/python
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-# CI runs as root on 2 cores: Open MPI refuses root and more ranks than cores unless told.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+. "$REPO/tests/mpi/mpi_env.bash"
 fail=0
 "$PY" - "$T" <<'PYEOF' || { echo "FAIL: h5py from requirements.txt is needed"; exit 1; }
 import sys, h5py, numpy as np

@@ -13,8 +13,7 @@ MPIEXEC=${3:-}
 if [ -z "$MPIEXEC" ] || [ ! -x "$MPIEXEC" ]; then echo "SKIPPED: no mpiexec (fp8kit built without MPI)"; exit 77; fi
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-# CI runs as root on 2 cores: Open MPI refuses root and more ranks than cores unless told.
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+. "$REPO/tests/mpi/mpi_env.bash"
 export OMP_NUM_THREADS=1
 fail=0
 check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }

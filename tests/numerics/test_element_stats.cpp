@@ -3,7 +3,7 @@
 // each number), and the MX code-0 regression through lib's mxfp8 preset.
 #include <catch2/catch.hpp>
 
-#include "test_bits.hpp"
+#include "float_bits.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -21,8 +21,8 @@ using fp8kit::emu::Rounding;
 
 namespace {
 
-using numerics_test::bits;
-using numerics_test::from_bits;
+using fp8kit_test::bits;
+using fp8kit_test::from_bits;
 const Policy kRne{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
 
 // The step for x cast to E4M3 with scale 1: s = x, q and its decoded value from emu.

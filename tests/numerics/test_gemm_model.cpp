@@ -13,16 +13,13 @@
 
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/numerics/gemm_model.hpp"
+#include "float_bits.hpp"
 
 namespace ng = fp8kit::numerics::gemm;
 
 namespace {
 
-std::uint32_t bits(float v) {
-    std::uint32_t u;
-    std::memcpy(&u, &v, 4);
-    return u;
-}
+using fp8kit_test::bits;
 
 // k x rows codes of E4M3 or E5M2 as terms: uniform over all codes but NaN/Inf (wide exponents,
 // subnormals, zeros), every fourth row with large products cancelling.

@@ -3,7 +3,7 @@
 // for an expected value.
 #include <catch2/catch.hpp>
 
-#include "test_bits.hpp"
+#include "float_bits.hpp"
 
 #include <cfloat>
 #include <cstring>
@@ -15,11 +15,12 @@ using namespace fp8kit::numerics;
 
 namespace {
 
-using numerics_test::bits;
-using numerics_test::from_bits;
+using fp8kit_test::kInf;
+using fp8kit_test::kNaN;
+
+using fp8kit_test::bits;
+using fp8kit_test::from_bits;
 constexpr std::uint32_t p2(int e) { return static_cast<std::uint32_t>(e + 127) << 23; }  // 2^e, normal
-const float kInf = std::numeric_limits<float>::infinity();
-const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kTiny = from_bits(1);           // 2^-149, the smallest subnormal
 const float kSub = from_bits(0x00200000u);  // 2^-128, a subnormal
 const std::uint32_t kFltMaxBits = 0x7F7FFFFFu;

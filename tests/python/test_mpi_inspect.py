@@ -120,6 +120,9 @@ def test_mpi4py_three_ranks(tmp_path):
         OMPI_ALLOW_RUN_AS_ROOT="1",
         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
         OMPI_MCA_rmaps_base_oversubscribe="1",
+        OMPI_MCA_btl="self,vader",  # one host: no network transport probed (tests/mpi/mpi_env.bash)
+        OMPI_MCA_pml="ob1",
+        OMPI_MCA_odls_base_sigkill_timeout="0",  # no 2 s wait after a rank exits nonzero
     )
     out = subprocess.run(
         [mpirun, "-n", "3", sys.executable, str(script), DUMP], env=env, capture_output=True, text=True, timeout=120

@@ -9,16 +9,13 @@
 
 #include "fp8kit/stats/magnitude_histogram.hpp"
 #include "fp8kit/stats/statistics.hpp"
+#include "float_bits.hpp"
 
 using namespace fp8kit;
 
 namespace {
 
-std::uint32_t bits(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
+using fp8kit_test::bits;
 
 // Log-uniform magnitudes over ~60 binades, both signs, with zeros, Inf, NaN, float32 subnormals
 // and values sitting exactly on FP8 rounding boundaries for power-of-two scales (ties).

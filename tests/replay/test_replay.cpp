@@ -8,16 +8,15 @@
 #include <vector>
 
 #include "fp8kit/analysis/replay.hpp"
+#include "float_bits.hpp"
 
 using namespace fp8kit;
 
 namespace {
 
-std::uint32_t bits(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
+using fp8kit_test::bits;
+using fp8kit_test::kInf;
+using fp8kit_test::kNaN;
 
 std::vector<std::uint32_t> bits(const std::vector<float>& v) {
     std::vector<std::uint32_t> o;
@@ -36,8 +35,6 @@ RecipeSpec te(int L, AmaxAlgo algo, int margin) {
 std::vector<std::uint32_t> replayed(const RecipeSpec& r, std::vector<float> amax, Format f = Format::e4m3) {
     return bits(replay::scales(r, Role::activation, f, amax));
 }
-
-const float kInf = INFINITY, kNaN = NAN;
 
 }  // namespace
 

@@ -9,17 +9,15 @@
 #include <limits>
 
 #include "fp8kit/simulate.hpp"
+#include "float_bits.hpp"
 
 using namespace fp8kit::simulate;
 
 namespace {
+
+using fp8kit_test::bits;
 const float kInf = std::numeric_limits<float>::infinity();
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
-std::uint32_t bits(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
 }  // namespace
 
 TEST_CASE("compute_scaling_factor: MS-AMP's steps in order", "[simulate]") {

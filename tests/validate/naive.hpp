@@ -10,7 +10,11 @@
 #include <cstring>
 #include <vector>
 
+#include "float_bits.hpp"
+
 namespace naive {
+
+using fp8kit_test::bits;
 
 enum class Fmt { e4m3, e5m2 };
 enum class Round { even, away, trunc };
@@ -110,11 +114,6 @@ inline float f32(std::uint32_t b) {
     float f;
     std::memcpy(&f, &b, 4);
     return f;
-}
-inline std::uint32_t bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
 }
 
 // float32 -> bfloat16 -> float32, round to nearest even (finite inputs), by the usual bit trick.
