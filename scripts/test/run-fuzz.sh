@@ -18,7 +18,7 @@ if [ "$build" = build-fuzz ]; then
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFP8KIT_FUZZ=ON \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     -DFP8KIT_CUDA=OFF -DFP8KIT_BUILD_TESTS=OFF -DFP8KIT_BUILD_BENCH=OFF -DFP8KIT_BUILD_TOOLS=OFF \
-    -DFP8KIT_SANITIZE=address,undefined >/dev/null
+    -DFP8KIT_SANITIZE=address,undefined -DCMAKE_UNITY_BUILD=ON >/dev/null
 fi
 cmake --build "$build" -j"$(nproc)"
 ls "$build"/fuzz/fuzz_* >/dev/null 2>&1 || { echo "run-fuzz: no harnesses in $build/fuzz (configure it with -DFP8KIT_FUZZ=ON and clang)" >&2; exit 2; }
