@@ -1,26 +1,23 @@
 // calibrate's report as JSON and CSV, and the scales as a safetensors file under the tool's
 // checkpoint names (the terminal text is the CLI's).
 #include <cmath>
-#include "fp8kit/io/json_number.hpp"
 #include <cstdio>
 #include <cstring>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "convert/float_bits.hpp"
 #include "fp8kit/calibrate.hpp"
+#include "fp8kit/io/json_number.hpp"
 #include "fp8kit/io/sink.hpp"
 
 namespace fp8kit::calibrate {
 namespace {
 
 nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
-std::uint32_t bits(float f) {
-    std::uint32_t b;
-    std::memcpy(&b, &f, 4);
-    return b;
-}
-std::string hex(float f) { return fmt::format("0x{:08x}", bits(f)); }
+using fp8kit::detail::bits_of;
+std::string hex(float f) { return fmt::format("0x{:08x}", bits_of(f)); }
 double share(std::uint64_t n, std::uint64_t d) { return d ? static_cast<double>(n) / d : 0.0; }
 
 nlohmann::json stats_json(const HoldoutStats& h) {
@@ -149,7 +146,7 @@ void write_safetensors(const Report& r, Method m, const std::string& path) {
             data.append(reinterpret_cast<const char*>(row.sweep->weight_scale.data()), row.sweep->weight_scale.size());
             header[row.checkpoint_name] = {
                 {"dtype", "F8_E4M3"}, {"shape", row.sweep->shape}, {"data_offsets", {begin, data.size()}}};
-            const std::uint32_t b2 = bits(row.scale.value);
+            const std::uint32_t b2 = bits_of(row.scale.value);
             const std::size_t begin2 = data.size();
             data.append(reinterpret_cast<const char*>(&b2), 4);
             header[row.checkpoint_name + "_2"] = {
@@ -157,7 +154,7 @@ void write_safetensors(const Report& r, Method m, const std::string& path) {
             continue;
         }
         const bool bf16 = row.scale.dtype == "bfloat16";
-        const std::uint32_t b = bits(row.scale.value);
+        const std::uint32_t b = bits_of(row.scale.value);
         const std::size_t begin = data.size();
         if (bf16) {
             const std::uint16_t h = static_cast<std::uint16_t>(b >> 16);  // exact: the value is a bfloat16

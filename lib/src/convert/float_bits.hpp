@@ -1,4 +1,5 @@
-// The bit pattern of a float32 and back, for code that reads exponents from bits (lib/src only).
+// The bit pattern of a float32 (or any value) and back, for code that reads exponents from bits
+// (lib/src only): the one helper of its kind in lib.
 #pragma once
 
 #include <cstdint>
@@ -8,17 +9,17 @@
 
 namespace fp8kit::detail {
 
-inline std::uint32_t bits_of(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, sizeof u);
-    return u;
+// C++20's std::bit_cast for this C++17 code: the object representation of `from` read as a To.
+template <class To, class From>
+To bit_cast(const From& from) {
+    static_assert(sizeof(To) == sizeof(From), "bit_cast between types of different sizes");
+    To to;
+    std::memcpy(&to, &from, sizeof to);
+    return to;
 }
 
-inline float float_of(std::uint32_t u) {
-    float f;
-    std::memcpy(&f, &u, sizeof f);
-    return f;
-}
+inline std::uint32_t bits_of(float f) { return bit_cast<std::uint32_t>(f); }
+inline float float_of(std::uint32_t u) { return bit_cast<float>(u); }
 
 // The float32 value of a code of format f (emu::decode's bits).
 inline float decode_f32(emu::Format f, std::uint8_t code) {

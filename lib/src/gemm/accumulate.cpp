@@ -8,19 +8,14 @@
 #include <cstring>
 #include <vector>
 
+#include "convert/float_bits.hpp"
 #include "fp8kit/emu/emu.hpp"
 #include "wide_fixed.hpp"
 
 namespace fp8kit::gemm::detail {
 namespace {
 
-template <class To, class From>
-To bit_cast(const From& f) {  // C++17
-    static_assert(sizeof(To) == sizeof(From));
-    To t;
-    std::memcpy(&t, &f, sizeof t);
-    return t;
-}
+using fp8kit::detail::bit_cast;
 
 struct Scale {
     float a, b;

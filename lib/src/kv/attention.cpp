@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "convert/float_bits.hpp"
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/gemm/gemm.hpp"
@@ -20,15 +21,9 @@ namespace fp8kit::kv {
 namespace {
 
 std::uint8_t e4m3(float v) {
-    std::uint32_t b;
-    std::memcpy(&b, &v, 4);
-    return emu::encode(Format::e4m3, Wide::f32, b, emu::kRneSaturate);
+    return emu::encode(Format::e4m3, Wide::f32, fp8kit::detail::bits_of(v), emu::kRneSaturate);
 }
-float f32(std::uint32_t b) {
-    float v;
-    std::memcpy(&v, &b, 4);
-    return v;
-}
+float f32(std::uint32_t b) { return fp8kit::detail::float_of(b); }
 float e4m3_value(std::uint8_t c) { return f32(static_cast<std::uint32_t>(emu::decode(Format::e4m3, Wide::f32, c))); }
 
 struct Sums {

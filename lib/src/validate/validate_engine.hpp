@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "convert/float_bits.hpp"
 #include "fp8kit/emu/emu.hpp"
 #include "fp8kit/validate.hpp"
 
@@ -34,13 +35,7 @@ inline constexpr emu::Overflow kOverflows[] = {emu::Overflow::saturate_all, emu:
 inline constexpr Policy kIeeeCast{emu::Rounding::nearest_even, emu::Overflow::no_saturate,
                                   emu::NanEncoding::signed_quiet};
 
-template <class T, class U>
-T bit_cast(U u) {
-    static_assert(sizeof(T) == sizeof(U));
-    T t;
-    std::memcpy(&t, &u, sizeof t);
-    return t;
-}
+using fp8kit::detail::bit_cast;
 
 template <class W>
 double to_double(u64 bits) {
