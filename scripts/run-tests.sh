@@ -90,8 +90,12 @@ stage "Python module: pip install into .venv"
 # doubled the stage on 2 cores, 329 -> 661 s); with a GPU they are built and
 # tests/python/test_device_arrays.py runs them. CMAKE_ARGS comes after pyproject.toml's cmake.args,
 # so it wins (scikit-build-core). A user's own `pip install .` keeps FP8KIT_CUDA=AUTO.
-pip_env=()
-if ! $have_gpu; then pip_env=(CMAKE_ARGS="-DFP8KIT_CUDA=OFF"); fi
+# CC/CXX: the compilers build/ was configured with, by the same names. Left unset, pip's build
+# takes Python's own (x86_64-linux-gnu-g++: the same binary), and ccache, which hashes the
+# compiler's name, then finds none of build/'s objects (14 of 222 hits in a fresh clone).
+pip_env=(CC="$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' build/CMakeCache.txt)"
+  CXX="$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' build/CMakeCache.txt)")
+if ! $have_gpu; then pip_env+=(CMAKE_ARGS="-DFP8KIT_CUDA=OFF"); fi
 env "${pip_env[@]}" .venv/bin/pip install -q --no-build-isolation .
 if [ -d tests/python ] && ls tests/python/test_*.py >/dev/null 2>&1; then
   stage "pytest"
