@@ -1,6 +1,9 @@
 """Shared inputs for the fp8kit module tests: random arrays and adversarial ones built from each
 format's value grid as ml_dtypes decodes it (not from fp8kit)."""
 
+import os
+import pathlib
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -74,3 +77,15 @@ def fmt(request):
 @pytest.fixture(params=sorted(WIDE))
 def wide(request):
     return request.param
+
+
+@pytest.fixture
+def mpi_env():
+    """The environment for `mpirun` in these tests: os.environ plus the Open MPI settings that
+    tests/mpi/mpi_env.bash exports for the shell MPI tests (one place for both, with the reasons)."""
+    env = dict(os.environ)
+    settings = pathlib.Path(__file__).resolve().parents[1] / "mpi" / "mpi_env.bash"
+    for line in settings.read_text().splitlines():
+        if line.startswith("export "):
+            env.update(pair.split("=", 1) for pair in line[len("export ") :].split())
+    return env

@@ -108,22 +108,14 @@ if MPI.COMM_WORLD.Get_rank() == 0:
 """
 
 
-def test_mpi4py_three_ranks(tmp_path):
+def test_mpi4py_three_ranks(tmp_path, mpi_env):
     pytest.importorskip("mpi4py", reason="mpi4py is not installed (not in requirements.txt)")
     mpirun = shutil.which("mpirun")
     if mpirun is None:
         pytest.skip("no mpirun on PATH")
     script = tmp_path / "ranks.py"
     script.write_text(MPI_SCRIPT)
-    env = dict(
-        os.environ,
-        OMPI_ALLOW_RUN_AS_ROOT="1",
-        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-        OMPI_MCA_rmaps_base_oversubscribe="1",
-        OMPI_MCA_btl="self,vader",  # one host: no network transport probed (tests/mpi/mpi_env.bash)
-        OMPI_MCA_pml="ob1",
-        OMPI_MCA_odls_base_sigkill_timeout="0",  # no 2 s wait after a rank exits nonzero
-    )
+    env = mpi_env
     out = subprocess.run(
         [mpirun, "-n", "3", sys.executable, str(script), DUMP], env=env, capture_output=True, text=True, timeout=120
     )

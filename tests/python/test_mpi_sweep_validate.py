@@ -193,7 +193,7 @@ else:
 """
 
 
-def test_mpi4py_three_ranks(tmp_path, sweep_one):
+def test_mpi4py_three_ranks(tmp_path, sweep_one, mpi_env):
     pytest.importorskip("mpi4py", reason="mpi4py is not installed (not in requirements.txt)")
     mpirun = shutil.which("mpirun")
     if mpirun is None:
@@ -201,16 +201,8 @@ def test_mpi4py_three_ranks(tmp_path, sweep_one):
     make_validate_case(tmp_path)
     script, out = tmp_path / "ranks.py", tmp_path / "rank0.pickle"
     script.write_text(MPI_SCRIPT)
-    # The option as an environment variable, as tests/mpi/*.sh set it: other MPIs ignore it.
-    env = dict(
-        os.environ,
-        OMPI_ALLOW_RUN_AS_ROOT="1",
-        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-        OMPI_MCA_rmaps_base_oversubscribe="1",
-        OMPI_MCA_btl="self,vader",  # one host: no network transport probed (tests/mpi/mpi_env.bash)
-        OMPI_MCA_pml="ob1",
-        OMPI_MCA_odls_base_sigkill_timeout="0",  # no 2 s wait after a rank exits nonzero
-    )
+    # The options as environment variables, as tests/mpi/*.sh set them: other MPIs ignore them.
+    env = mpi_env
     run = subprocess.run(
         [mpirun, "-n", "3", sys.executable, str(script), TRACE, DUMP, str(tmp_path), str(out)],
         env=env,
