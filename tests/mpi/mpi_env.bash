@@ -9,3 +9,7 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1
 # with SIGTERM and waits this many seconds before SIGKILL; every such launch took 2.2 s instead of
 # 0.2 s. Only fp8kit's own exit status and lines are checked, which the failing rank gives itself.
 export OMPI_MCA_odls_base_sigkill_timeout=0
+# Open MPI's session folder (ompi.<host>.<uid>) goes in the test's own folder $T, removed by the
+# test: with no SIGKILL wait above, a killed daemon leaves it behind in TMPDIR.
+OMPI_MCA_orte_tmpdir_base=${T:?mpi_env.bash needs T, the test's temporary folder}
+export OMPI_MCA_orte_tmpdir_base

@@ -80,12 +80,14 @@ def wide(request):
 
 
 @pytest.fixture
-def mpi_env():
+def mpi_env(tmp_path):
     """The environment for `mpirun` in these tests: os.environ plus the Open MPI settings that
-    tests/mpi/mpi_env.bash exports for the shell MPI tests (one place for both, with the reasons)."""
+    tests/mpi/mpi_env.bash exports for the shell MPI tests (one place for both, with the reasons),
+    with Open MPI's session folder in the test's tmp_path, as that file puts it in the test's $T."""
     env = dict(os.environ)
     settings = pathlib.Path(__file__).resolve().parents[1] / "mpi" / "mpi_env.bash"
     for line in settings.read_text().splitlines():
         if line.startswith("export "):
-            env.update(pair.split("=", 1) for pair in line[len("export ") :].split())
+            env.update(p.split("=", 1) for p in line[len("export ") :].split() if "=" in p)
+    env["OMPI_MCA_orte_tmpdir_base"] = str(tmp_path)
     return env
