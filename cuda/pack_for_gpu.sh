@@ -13,10 +13,11 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 BUNDLE=${FP8KIT_BUNDLE:-$ROOT/build-gpu-bundle}
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 > /dev/null
-cmake --build "$BUILD" -j"${JOBS:-2}" --target test_gpu fp8kit_exhaustive_check fp8kit_cuda_bench fp8kit_cuda_gemm_bench
+cmake --build "$BUILD" -j"${JOBS:-2}" --target test_gpu fp8kit_exhaustive_check fp8kit_cuda_bench fp8kit_cuda_gemm_bench fp8kit
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE/bin" "$BUNDLE/lib"
-cp "$BUILD/tests/gpu/test_gpu" "$BUILD/cuda/fp8kit_exhaustive_check" "$BUILD/cuda/fp8kit_cuda_bench" "$BUILD/cuda/fp8kit_cuda_gemm_bench" "$BUNDLE/bin/"
+cp "$BUILD/tests/gpu/test_gpu" "$BUILD/cuda/fp8kit_exhaustive_check" "$BUILD/cuda/fp8kit_cuda_bench" "$BUILD/cuda/fp8kit_cuda_gemm_bench" \
+   "$BUILD/tools/fp8kit" "$BUNDLE/bin/"
 strip --strip-unneeded "$BUNDLE"/bin/*
 # Every shared library they load except glibc, libstdc++ and libgcc_s (newer ones are on the GPU
 # machine, and an older libstdc++ on the path would break compute-sanitizer and torch) and the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs what a GPU machine needs to build the Python module with the CUDA kernels for ITS Python
 # (the GPU image's Python may differ from this machine's, and it lacks the Debian -dev packages):
-# the static libraries fp8kit_core and fp8kit_cuda built HERE (no LTO: any GCC links them), the
+# the static libraries fp8kit_core, fp8kit_cuda and fp8kit_cuda_engine built HERE (no LTO: any GCC links them), the
 # headers python/src includes (fp8kit's, fmt, nlohmann-json, pybind11), the shared libraries
 # they load (fmt, HDF5 and its dependencies, not glibc/libstdc++/libgcc_s/libcuda), the module
 # sources, the Python package, its tests and the torch benchmark. On the GPU machine:
@@ -16,13 +16,13 @@ if [ -z "${FP8KIT_SKIP_BUILD:-}" ]; then  # set: BUILD already holds both librar
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DFP8KIT_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
   -DFP8KIT_BUILD_PYTHON=ON -DFP8KIT_BUILD_TESTS=OFF -DFP8KIT_BUILD_TOOLS=OFF -DFP8KIT_BUILD_BENCH=OFF \
   -DFP8KIT_INSTALL=OFF -Dpybind11_DIR="$("$ROOT/.venv/bin/python" -m pybind11 --cmakedir)" > /dev/null
-cmake --build "$BUILD" -j"${JOBS:-2}" --target fp8kit_core fp8kit_cuda
+cmake --build "$BUILD" -j"${JOBS:-2}" --target fp8kit_core fp8kit_cuda fp8kit_cuda_engine
 fi
 rm -rf "$BUNDLE"
 mkdir -p "$BUNDLE"/{lib,include,src,pkg,tests,bench}
-cp "$BUILD/lib/libfp8kit_core.a" "$BUILD/cuda/libfp8kit_cuda.a" "$BUNDLE/lib/"
+cp "$BUILD/lib/libfp8kit_core.a" "$BUILD/cuda/libfp8kit_cuda.a" "$BUILD/cuda/libfp8kit_cuda_engine.a" "$BUNDLE/lib/"
 strip --strip-debug "$BUNDLE"/lib/*.a
-for d in lib emu numerics cuda; do cp -r "$ROOT/$d/include/fp8kit" "$BUNDLE/include/"; done
+for d in lib emu numerics cuda cuda/engine; do cp -r "$ROOT/$d/include/fp8kit" "$BUNDLE/include/"; done
 cp -r /usr/include/fmt /usr/include/nlohmann "$BUNDLE/include/"
 cp -r "$("$ROOT/.venv/bin/python" -c 'import pybind11; print(pybind11.get_include())')/pybind11" "$BUNDLE/include/"
 for l in /usr/lib/x86_64-linux-gnu/libfmt.so.9 /usr/lib/x86_64-linux-gnu/hdf5/serial/libhdf5.so; do
@@ -48,7 +48,7 @@ for f in "$B"/src/*.cpp; do
       -c "$f" -o "$B/obj/$(basename "$f" .cpp).o" &
 done
 wait
-c++ -shared -fopenmp -o "$B/pkg/fp8kit/_fp8kit$SUF" "$B"/obj/*.o "$B/lib/libfp8kit_core.a" "$B/lib/libfp8kit_cuda.a" \
+c++ -shared -fopenmp -o "$B/pkg/fp8kit/_fp8kit$SUF" "$B"/obj/*.o "$B/lib/libfp8kit_cuda_engine.a" "$B/lib/libfp8kit_core.a" "$B/lib/libfp8kit_cuda.a" \
     "$B/lib/libfmt.so.9" "$B"/lib/libhdf5_serial.so.* -L"$CUDA/lib64" -lcudart_static -lrt -ldl -lpthread \
     -Wl,--disable-new-dtags,-rpath,"$B/lib"
 echo "built $B/pkg/fp8kit/_fp8kit$SUF"

@@ -7,9 +7,11 @@
 #   3. fp8kit_exhaustive_check: the conversion kernels and the cvt.rn.satfinite path on all 2^32
 #      float32 inputs for every format and policy, and all f16/bf16 inputs (0 mismatches = pass);
 #   4. compute-sanitizer memcheck, racecheck and initcheck (reads of device memory never written)
-#      on test_gpu (six-policy quick mode), run beside 3.
+#      on test_gpu (six-policy quick mode), run beside 3;
+#   5. (part "cli", bundles only) tests/cli/device_gpu.sh: the CLI's --device cuda against
+#      --device cpu on data/example, per-tensor and block recipes.
 # Logs go to $OUT (default ./fp8kit-gpu-logs); the last line says PASS or FAIL.
-# FP8KIT_VALIDATE_PARTS (default "test_gpu exhaustive sanitizers") runs only the parts named, for a
+# FP8KIT_VALIDATE_PARTS (default "test_gpu exhaustive sanitizers cli") runs only the parts named, for a
 # machine that limits one command's time (H100, 2026-11-27: test_gpu 85 s; the exhaustive check and
 # the sanitizers side by side 508 s): the validation is every part passing at one commit.
 set -u -o pipefail
@@ -53,11 +55,11 @@ fi
 # Only our programs see the bundled libraries (libfmt, libgomp, libcudart).
 run() { LD_LIBRARY_PATH="${LIBS:+$LIBS:}${LD_LIBRARY_PATH:-}" "$@"; }
 
-PARTS=" ${FP8KIT_VALIDATE_PARTS:-test_gpu exhaustive sanitizers} "
+PARTS=" ${FP8KIT_VALIDATE_PARTS:-test_gpu exhaustive sanitizers cli} "
 wanted() { [[ "$PARTS" == *" $1 "* ]]; }
 for part in $PARTS; do
-    case "$part" in test_gpu | exhaustive | sanitizers) ;;
-    *) echo "FP8KIT_VALIDATE_PARTS: unknown part '$part' (known: test_gpu exhaustive sanitizers)"; exit 2 ;;
+    case "$part" in test_gpu | exhaustive | sanitizers | cli) ;;
+    *) echo "FP8KIT_VALIDATE_PARTS: unknown part '$part' (known: test_gpu exhaustive sanitizers cli)"; exit 2 ;;
     esac
 done
 echo "parts:$PARTS" | tee -a "$SUMMARY"
@@ -93,6 +95,18 @@ export OMP_NUM_THREADS=$JOBS
 run timeout 420 "$CHECKER" 2>&1 | tee "$OUT/exhaustive.log" | grep -E "MISMATCH|exhaustive check|f16/bf16|s, mismatches"
 rc=${PIPESTATUS[0]}
 step exhaustive_check $rc
+fi
+
+if wanted cli; then
+if [ -x "${BUNDLE}/bin/fp8kit" ] && [ -n "$LIBS" ]; then
+    echo "== the CLI's --device cuda (tests/cli/device_gpu.sh)"
+    run timeout 300 bash "$ROOT/tests/cli/device_gpu.sh" "$BUNDLE/bin/fp8kit" "$ROOT" > "$OUT/cli_device.log" 2>&1
+    rc=$?
+    grep -E "^(ok|FAIL|skipped)" "$OUT/cli_device.log" | tail -20
+    step cli_device_gpu $rc
+else
+    echo "== the CLI's --device cuda: no bundled fp8kit (cuda/pack_for_gpu.sh packs it)" | tee -a "$SUMMARY"
+fi
 fi
 
 if [ -n "$san_pid" ]; then

@@ -132,8 +132,9 @@ Register reg([](CLI::App& root) {
                   "The progress bar on stderr even when it is not a terminal (under mpirun: rank 0's)");
     add_read_flags(cmd);
     add_device_flags(cmd, o->device,
-                     "cuda: the per-tensor statistics of tensors of f32, f16 or bf16 run on the GPU (a copy "
-                     "and one kernel pass each); amax, reading and block recipes stay on the CPU.");
+                     "cuda: the statistics of tensors of f32, f16 or bf16 run on the GPU (a copy and one "
+                     "kernel pass each), per-tensor casts and block recipes alike (NVFP4, MX, 128 x 128); "
+                     "amax, reading and tensors streamed in chunks stay on the CPU.");
     cmd->add_flag("--wide", o->wide,
                   "Name column as wide as the longest name (default: within the terminal's width; a longer name is "
                   "written whole and its row continues on the next line; a file or pipe gets one line per row)");

@@ -36,8 +36,8 @@ StatsDevice resolve_device(const DeviceFlags& f, const char* command, bool gpu_w
         std::string where;
         if (sd.gpu)
             where = gpu_work ? fmt::format(
-                                   "on the GPU ({}) for every per-tensor cast it has a kernel for, the rest "
-                                   "on the CPU",
+                                   "on the GPU ({}) for every per-tensor cast and block recipe it has a "
+                                   "kernel for, the rest on the CPU",
                                    sd.gpu->name)
                              : "on the CPU: this command has no GPU statistics kernel (docs/dumps.md, --device)";
         else if (*d == Device::cpu)

@@ -26,6 +26,9 @@
 #include "fp8kit/cluster/comm.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/io/sink.hpp"
+#if FP8KIT_HAVE_CUDA
+#include "fp8kit/cuda/engine.hpp"
+#endif
 
 namespace fp8kit::cli {
 
@@ -126,6 +129,10 @@ int main(int argc, char** argv) {
         mpi = std::make_unique<fp8kit::cluster::MpiSession>(&argc, &argv);
         if (!mpi->comm().root() && !splits_over_ranks(argc, argv)) return 0;
     }
+#endif
+#if FP8KIT_HAVE_CUDA
+    // --device cuda: lib's statistics dispatch to the GPU engine (fp8kit/stats/device.hpp).
+    fp8kit::cuda::use_gpu_statistics();
 #endif
     // Only rank 0 writes: the other ranks' argument errors are rank 0's too.
     const bool speaks = fp8kit::cluster::world().root();

@@ -20,6 +20,7 @@
 
 #ifdef FP8KIT_PY_CUDA
 #include "fp8kit/cuda/blocks.hpp"
+#include "fp8kit/cuda/engine.hpp"
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/cuda/statistics_async.hpp"
 #include "fp8kit/cuda/validate.hpp"
@@ -171,8 +172,9 @@ StatsPlan stats_plan(const std::string& recipe, bool is_json, const std::string&
 }
 
 // A block recipe's cast of one role on a tensor of `cols` columns (lib's block_recipe), NVFP4's
-// global amax and TE's column-wise RHT copy included, or None when the GPU does not serve it (a
-// format without kernels, a delayed recipe): the monitor then computes it on a host copy.
+// global amax and TE's column-wise RHT copy included, or None when the GPU does not serve it
+// (cuda::block_stats_plan: a format without kernels, a delayed recipe): the monitor then computes
+// it on a host copy.
 pyb::object block_stats_plan(const std::string& recipe, bool is_json, const std::string& role, const std::string& wide,
                              std::size_t cols) {
     const RecipeSpec r = recipe_of(recipe, is_json);
@@ -183,20 +185,8 @@ pyb::object block_stats_plan(const std::string& recipe, bool is_json, const std:
     } catch (const std::invalid_argument&) {
         return pyb::none();
     }
-    if (br.block_rows < 1 || !cuda::has_cast_kernels(br.format) || br.format == Format::e8m0) return pyb::none();
-    const cuda::BlockStatsPlan p{
-        br.format,        w,
-        br.policy,        numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
-        br.block_rows,    br.block_cols,
-        br.columnwise_rht};
-    return pyb::cast(p);
-}
-
-// The grid of tiles block_statistics_async writes for a rows x cols tensor (with
-// columnwise_rht: that of the cols x rows copy), as (grid_rows, grid_cols).
-std::pair<std::size_t, std::size_t> block_grid(const cuda::BlockStatsPlan& p, std::size_t rows, std::size_t cols) {
-    if (p.columnwise_rht) std::swap(rows, cols);
-    return {(rows + p.block_rows - 1) / p.block_rows, (cols + p.block_cols - 1) / p.block_cols};
+    const auto p = cuda::block_stats_plan(br, w);
+    return p ? pyb::cast(*p) : pyb::none();
 }
 
 // compute_block_stats' total of a rows x cols device tensor into the zeroed record at `record`,
@@ -210,49 +200,16 @@ void block_stats_async(const cuda::BlockStatsPlan& p, Ptr in, std::size_t rows, 
                                  vp(workspace), seed, vp(stream), fp(tile_amax), fp(tile_min), fp(global_amax));
 }
 
-// fp8kit.stats(device array, recipe=<block recipe>): block_statistics_async with each tile's
-// scale_inv into the caller's device array at `scale_inv` (grid_rows x grid_cols float32) and its
-// extremes into a temporary, then a wait, and BlockStats' per-tile fields by lib's
-// summarize_tiles from the tiles' scale_inv and extremes (copied to the host: one value each; the
-// tensor stays on the device). The dict of block_stats_dict, without 'scale_inv'.
+// fp8kit.stats(device array, recipe=<block recipe>): cuda::block_stats (the CLI's --device cuda
+// runs the same), each tile's scale_inv into the caller's device array at `scale_inv`
+// (grid_rows x grid_cols float32). The dict of block_stats_dict, without 'scale_inv'.
 pyb::dict block_stats_sync(const cuda::BlockStatsPlan& p, Ptr in, std::size_t rows, std::size_t cols, Ptr scale_inv,
                            std::uint64_t seed, Ptr stream) {
     BlockStats b;
-    b.tile_rows = static_cast<std::size_t>(p.block_rows);
-    b.tile_cols = static_cast<std::size_t>(p.block_cols);
-    std::tie(b.grid_rows, b.grid_cols) = block_grid(p, rows, cols);
-    b.blocks = b.grid_rows * b.grid_cols;
-    b.columnwise_rht = p.columnwise_rht;
-    std::vector<float> amax(b.blocks), mins(b.blocks);
-    b.scale_inv.resize(b.blocks);
-    cuda::StatsRecord rec{};
     {
         pyb::gil_scoped_release nogil;
-        const std::size_t ws = cuda::statistics_workspace_bytes(), rb = sizeof(cuda::StatsRecord), tb = b.blocks * 4;
-        auto* mem = static_cast<char*>(cuda::device_alloc(rb + ws + 2 * tb + 16));  // + NVFP4's global amax
-        try {
-            cuda::device_memset(mem, 0, rb);
-            cuda::synchronize();  // the zeroed record before the launch on any stream
-            auto* tile_amax = reinterpret_cast<float*>(mem + rb + ws);
-            cuda::block_statistics_async(p, vp(in), rows, cols, reinterpret_cast<cuda::StatsRecord*>(mem),
-                                         fp(scale_inv), mem + rb, seed, vp(stream), tile_amax, tile_amax + b.blocks,
-                                         tile_amax + 2 * b.blocks);
-            cuda::synchronize();
-            cuda::copy_to_host(&rec, mem, rb);
-            if (b.blocks) {
-                cuda::copy_to_host(amax.data(), tile_amax, tb);
-                cuda::copy_to_host(mins.data(), tile_amax + b.blocks, tb);
-                cuda::copy_to_host(b.scale_inv.data(), fp(scale_inv), tb);
-            }
-        } catch (...) {
-            cuda::device_free(mem);
-            throw;
-        }
-        cuda::device_free(mem);
+        b = cuda::block_stats(p, vp(in), rows, cols, fp(scale_inv), seed, vp(stream));
     }
-    b.total = cuda::stats_of_record(rec);
-    const std::vector<double> amax_d(amax.begin(), amax.end()), min_d(mins.begin(), mins.end());
-    summarize_tiles(b, amax_d.data(), min_d.data());
     return block_stats_dict(b, p.to);
 }
 
@@ -446,7 +403,7 @@ void bind_cuda(pyb::module_& m) {
           "stream"_a);
     m.def("cuda_block_stats_async", &block_stats_async, "plan"_a, "x"_a, "rows"_a, "cols"_a, "record"_a, "scale_inv"_a,
           "workspace"_a, "seed"_a, "stream"_a, "tile_amax"_a = Ptr{0}, "tile_min"_a = Ptr{0}, "global_amax"_a = Ptr{0});
-    m.def("cuda_block_grid", &block_grid, "plan"_a, "rows"_a, "cols"_a);
+    m.def("cuda_block_grid", &cuda::block_grid, "plan"_a, "rows"_a, "cols"_a);
     pyb::class_<StatsGroup>(m, "CudaStatsGroup").def_property_readonly("size", [](const StatsGroup& g) {
         return g.plans.size();
     });

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # --device cuda against --device cpu on the bundled data (data/example), --json: inspect under
-# per-tensor recipes (its statistics on the GPU: counts, extremes, histograms and scales equal,
-# float64 sums within tests/cli/device_json_compare.py's tolerance), a block recipe (CPU either
-# way: byte-identical), sweep and validate (CPU either way: byte-identical); and --device cuda
+# per-tensor and block recipes (statistics on the GPU: counts, extremes, histograms and scales
+# equal, float64 sums within tests/cli/device_json_compare.py's tolerance), sweep and validate
+# (CPU either way: byte-identical); and --device cuda
 # byte-identical for 1 and 8 threads. Skipped (77) with the reason where no GPU can be used.
 # Usage: bash device_gpu.sh /path/to/fp8kit /path/to/repo
 set -u
@@ -46,7 +46,10 @@ compare "inspect te-current" close "$FP8KIT" inspect "$DUMP" --json -q
 compare "inspect --format e5m2" close "$FP8KIT" inspect "$DUMP" --json -q --format e5m2
 compare "inspect --format e2m1" close "$FP8KIT" inspect "$DUMP" --json -q --format e2m1
 compare "inspect stochastic rounding" close "$FP8KIT" inspect "$DUMP" --json -q --recipe "$T/sr.json"
-compare "inspect deepseek-v3 (blocks: CPU)" same "$FP8KIT" inspect "$DUMP" --json -q --steps 100 --recipe deepseek-v3
+# Block recipes (cuda/engine: block_statistics_async, the per-tile fields by lib's summarize_tiles).
+for recipe in deepseek-v3 nvfp4 nvfp4-torchao mxfp4 mxfp6-e3m2 mxfp8-torchao-floor; do
+    compare "inspect $recipe (blocks)" close "$FP8KIT" inspect "$DUMP" --json -q --steps 100 --recipe $recipe
+done
 compare "sweep" same "$FP8KIT" sweep "$DUMP" "$TRACE" --json -q
 compare "validate" same "$FP8KIT" validate --json -q --to e4m3 --profile cuda-satfinite --input "$DUMP:/$W" --output "$T/codes.bin" --shape 64x192
 exit $fail

@@ -1,6 +1,7 @@
 // The --device seam (fp8kit/stats/device.hpp) without a GPU: which engine select_device picks, the
 // errors that name why, and that StatsDevice::compute sends exactly the casts the engine handles
-// to it (a fake engine here that records its calls and returns compute_stats' result with a mark).
+// to it, and StatsDevice::compute_blocks exactly the block recipes it handles (a fake engine here
+// that records its calls and returns the CPU's result with a mark).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -23,9 +24,19 @@ QuantStats fake_compute(const void* data, Wide type, std::size_t n, const QuantC
     s.sum_x2 += 1.0;  // a mark: this result came from the engine
     return s;
 }
-const StatsEngine kFake{"fake", [] { return g_why; },
+int g_block_calls = 0;
+BlockStats fake_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br) {
+    ++g_block_calls;
+    BlockStats b = compute_block_stats(data, type, rows, cols, br);
+    b.total.sum_x2 += 1.0;  // the mark
+    return b;
+}
+const StatsEngine kFake{"fake",
+                        [] { return g_why; },
                         [](Format f, Wide w, const Policy&) { return f == Format::e4m3 && w == Wide::f32; },
-                        fake_compute};
+                        fake_compute,
+                        [](const BlockRecipe& br, Wide w) { return br.format == Format::e2m1 && w == Wide::f32; },
+                        fake_blocks};
 
 // Restores the process's engine (none in test_lib) when a test ends, also when it fails.
 struct Registered {
@@ -92,4 +103,33 @@ TEST_CASE("StatsDevice::compute sends the engine exactly the casts it handles", 
     cfg.format = Format::e5m2;
     gpu.compute(x.data(), Wide::f32, x.size(), cfg);
     CHECK(g_calls == 1);
+}
+
+TEST_CASE("StatsDevice::compute_blocks sends the engine exactly the block recipes it handles", "[device]") {
+    Registered r(&kFake);
+    g_why.clear();
+    const StatsDevice gpu = select_device(Device::cuda);
+    const StatsDevice cpu = select_device(Device::cpu);
+    std::vector<float> x(4 * 32);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+    const std::vector<double> xd(x.begin(), x.end());
+    BlockRecipe br{};
+    br.format = Format::e2m1;
+    br.block_rows = 1;
+    br.block_cols = 32;
+    br.rule = ScaleRule::mx_roundup;
+    br.policy = Policy{};
+    const BlockStats want = compute_block_stats(x.data(), Wide::f32, 4, 32, br);
+    g_block_calls = 0;
+    CHECK(cpu.compute_blocks(x.data(), Wide::f32, 4, 32, br).total.sum_x2 == want.total.sum_x2);
+    CHECK(g_block_calls == 0);
+    const BlockStats on_gpu = gpu.compute_blocks(x.data(), Wide::f32, 4, 32, br);
+    CHECK(g_block_calls == 1);
+    CHECK(on_gpu.total.sum_x2 == want.total.sum_x2 + 1.0);
+    CHECK(on_gpu.blocks == want.blocks);
+    // Not handled (f64 input, another format): the CPU.
+    gpu.compute_blocks(xd.data(), Wide::f64, 4, 32, br);
+    br.format = Format::e4m3;
+    gpu.compute_blocks(x.data(), Wide::f32, 4, 32, br);
+    CHECK(g_block_calls == 1);
 }

@@ -98,7 +98,7 @@ Result analyse_whole(const dump::TensorInfo& t, const unsigned char* data, float
         // Block scales tile a 2-D view: rows of the last dimension.
         const std::size_t cols = t.shape.empty() ? 1 : static_cast<std::size_t>(t.shape.back());
         const BlockRecipe br = block_recipe(r, res.role, cols);
-        res.blocks = std::make_shared<const BlockStats>(compute_block_stats(data, t.wide, n / cols, cols, br));
+        res.blocks = std::make_shared<const BlockStats>(opts.device.compute_blocks(data, t.wide, n / cols, cols, br));
         res.stats = res.blocks->total;
     }
     return res;

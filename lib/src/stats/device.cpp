@@ -41,6 +41,12 @@ QuantStats StatsDevice::compute(const void* data, Wide type, std::size_t n, cons
     return compute_stats(data, type, n, cfg);
 }
 
+BlockStats StatsDevice::compute_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                                       const BlockRecipe& recipe) const {
+    if (gpu && gpu->handles_blocks(recipe, type)) return gpu->compute_blocks(data, type, rows, cols, recipe);
+    return compute_block_stats(data, type, rows, cols, recipe);
+}
+
 #ifndef FP8KIT_NO_CUDA_WHY
 #define FP8KIT_NO_CUDA_WHY "FP8KIT_CUDA=OFF or no nvcc"
 #endif

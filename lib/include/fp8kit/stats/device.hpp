@@ -1,6 +1,6 @@
 // Where the statistics of a cast are computed: `--device auto|cpu|cuda` (fp8kit inspect, sweep,
 // validate; docs/dumps.md, "--device"). fp8kit::core never links CUDA: a program that links fp8kit::cuda
-// registers a StatsEngine (the CLI does, tools/gpu_stats.cpp), and lib dispatches to it. The
+// registers a StatsEngine (cuda::use_gpu_statistics, cuda/engine), and lib dispatches to it. The
 // statistics rule stays written once: the engine runs fp8kit::cuda::statistics
 // (cuda/include/fp8kit/cuda/kernels.hpp), which applies numerics::element_step to every element
 // as compute_stats does, so counts, amax, min_nonzero and the histogram are exact and the two
@@ -30,6 +30,11 @@ struct StatsEngine {
     bool (*handles)(Format format, Wide type, const Policy& policy);
     // compute_stats(data, type, n, cfg) for host data: copied to the device, one kernel pass.
     QuantStats (*compute)(const void* data, Wide type, std::size_t n, const QuantConfig& cfg);
+    // True when the engine has a block statistics kernel for this block recipe and input type.
+    bool (*handles_blocks)(const BlockRecipe& recipe, Wide type);
+    // compute_block_stats(data, type, rows, cols, recipe) for host data, on the device.
+    BlockStats (*compute_blocks)(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                                 const BlockRecipe& recipe);
 };
 
 // The engine of this process (nullptr, the default: built without CUDA). Set once at start-up.
@@ -50,6 +55,9 @@ struct StatsDevice {
     bool on_gpu(Format format, Wide type, const Policy& policy) const;
     // compute_stats, on the GPU where on_gpu() says so.
     QuantStats compute(const void* data, Wide type, std::size_t n, const QuantConfig& cfg) const;
+    // compute_block_stats, on the GPU where the engine has a block kernel for the recipe.
+    BlockStats compute_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols,
+                              const BlockRecipe& recipe) const;
 };
 
 // cpu: the CPU. cuda: the registered engine, or DeviceError naming why there is none (built
