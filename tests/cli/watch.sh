@@ -27,6 +27,20 @@ check "precision and recall >= 0.9 per signal" $rc
 D=$REPO/data/example
 $FP8KIT watch --json "$D/amax_trace.csv" "$D/llama_tiny_dump.h5" > "$T/real.json"; check "watch the real run" $?
 "$PY" "$REPO/tests/cli/watch_check.py" "$T/real.json"; check "no unsupported warning on the real run" $?
+# Warnings a person reads: overflows of one cause (te-delayed, margin 0) are one top-level group
+# listing every tensor that overflows after warm-up; at most 5 top-level warnings in all.
+"$PY" - "$T/real.json" <<'PYEOF'; check "the real run: at most 5 top-level warnings, one overflow group of every late overflow" $?
+import json, sys
+w = json.load(open(sys.argv[1]))["warnings"]
+top = [x for x in w if x["level"] == "warning"]
+groups = [x for x in top if x["signal"] == "overflow-group"]
+grouped = {x["tensor"] for x in w if x["signal"] == "overflow" and x["note"].startswith("grouped:")}
+late = {x["tensor"] for x in w if x["signal"] == "overflow" and x["numbers"]["after_warmup"] > 0 and x["file"].endswith(".csv")}
+print(len(top), "top-level:", sorted((x["signal"], x["tensor"]) for x in top))
+assert len(top) <= 5, len(top)
+assert len(groups) == 1 and {m["tensor"] for m in groups[0]["numbers"]["members"]} == grouped == late and len(late) >= 2
+assert not [x for x in top if x["signal"] == "overflow"]
+PYEOF
 
 # A transformers checkpoint (no steps): shape, gradient and norm-weight signals only; its norm
 # weights are at initialisation (all ones), which MXFP8 casts exactly: bias 0, no warning.
@@ -46,6 +60,19 @@ grep -q "^BF16 layers under nvfp4 .*step 299): 3 of 14 linear layers, the last: 
 check "text lists the BF16 layers per recipe" $?
 $FP8KIT watch --csv "$D/amax_trace.csv" > "$T/csv"; check "csv" $?
 head -1 "$T/csv" | grep -qx "signal,severity,file,tensor,step,step_end,evidence,resembles,advice,level,note"; check "csv header" $?
+# The overflow group in the text (one line per member tensor) and in the CSV as pandas reads it
+# (the group's row, and each member's own row as info).
+[ "$(grep -c '^    model\.layers\..* (e[45]m[23], [0-9]* of [0-9]* after warm-up): ' "$T/text")" -ge 2 ]; check "text: the overflow group, one line per tensor" $?
+"$PY" - "$T/csv" "$T/real.json" <<'PYEOF'; check "csv read by pandas: the group and its members' rows" $?
+import json, sys
+import pandas as pd
+d = pd.read_csv(sys.argv[1])
+g = d[d.signal == "overflow-group"]
+members = [m["tensor"] for x in json.load(open(sys.argv[2]))["warnings"] if x["signal"] == "overflow-group" for m in x["numbers"]["members"]]
+own = d[(d.signal == "overflow") & d.note.fillna("").str.startswith("grouped:")]
+assert len(g) == 1 and g.level.iloc[0] == "warning" and sorted(own.tensor) == sorted(members), (len(g), len(own))
+assert all(t in g.evidence.iloc[0] for t in members)
+PYEOF
 $FP8KIT watch --json --threads 1 "$D/amax_trace.csv" > "$T/t1" && $FP8KIT watch --json --threads 2 "$D/amax_trace.csv" > "$T/t2"
 cmp -s "$T/t1" "$T/t2"; check "same report for 1 and 2 threads" $?
 

@@ -65,6 +65,101 @@ def ols(st, l2):
     return b * 1000, np.sqrt((r @ r) / (len(x) - 2) / (x * x).sum()) * 1000
 
 
+# TransformerEngine DelayedScaling (te-delayed: history 1024, max, margin from the report), written
+# out here from TE's delayed_scaling.cu (kernel_bulk) as docs/recipes.md describes it: the step
+# casts with the scale of the steps before it; a nonzero amax rolls into the history, whose
+# max m gives scale = fl32(fl32(fmax 2^-margin) / m) when m is finite and > 0, else the previous
+# scale (an Inf scale becomes FLT_MAX). A cast overflows when fl32(amax x scale) rounds past the
+# format's max under round-to-nearest-even: ml_dtypes' cast (no saturation) gives NaN (E4M3) or
+# Inf (E5M2) for it.
+FMAX = {"e4m3": 448.0, "e5m2": 57344.0}
+FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+
+
+def te_delayed_overflows(amax, fmt, margin, history=1024):
+    """Per step: did the cast overflow under te-delayed with this margin."""
+    scaled_max = np.float32(np.ldexp(FMAX[fmt], -margin))
+    scale, rolled, out = np.float32(1.0), [], []
+    for a in amax:
+        s = np.float32(a) * scale
+        out.append(bool(np.isinf(a) or not np.isfinite(np.float32(s).astype(FP8[fmt]))) and not np.isnan(s))
+        if a != 0:
+            rolled.append(a)
+            win = [x for x in rolled[-history:] if not np.isnan(x)]
+            m = max(win) if win else np.float32(0)
+            if np.isfinite(m) and m > 0:
+                scale = scaled_max / np.float32(m)
+                if np.isinf(scale):
+                    scale = np.float32(np.finfo(np.float32).max)
+    return np.array(out)
+
+
+def margin_removes(amax, steps, fmt, margin, since):
+    """Whether te-delayed under `margin` leaves no overflow at steps >= since."""
+    return not (te_delayed_overflows(amax, fmt, margin) & (steps >= since)).any()
+
+
+def check_extra_margin(w, amax, steps, fmt, margin, extra, since, what):
+    """`extra` (null: none in 1..64) is the smallest d >= 1 with no overflow from `since` under margin + d."""
+    if extra is None:
+        if any(margin_removes(amax, steps, fmt, margin + d, since) for d in range(1, 65)):
+            fail(w, f"{what}: reported no margin, but one in 1..64 removes the overflows")
+    elif extra > 0 and not (margin_removes(amax, steps, fmt, margin + extra, since)
+                            and (extra == 1 or not margin_removes(amax, steps, fmt, margin + extra - 1, since))):
+        fail(w, f"{what}: margin +{extra} is not the smallest that removes the overflows from step {since}")
+
+
+def check_overflow_replay(w, n, steps, amax, listed):
+    """The listed steps are exactly the steps te-delayed overflows at; the extra margins are the
+    smallest that remove the overflows after warm-up and all of them."""
+    if n["recipe"] != "te-delayed":
+        return fail(w, f"no replay here for recipe {n['recipe']}")
+    ov = te_delayed_overflows(amax, n["format"], n["margin"])
+    if n["steps_truncated"] or list(steps[ov]) != listed:
+        fail(w, f"replayed overflow steps {list(steps[ov])} != listed {listed}")
+    if int((ov & (steps >= n["warmup_end"])).sum()) != n["after_warmup"]:
+        fail(w, f"after warm-up: {int((ov & (steps >= n['warmup_end'])).sum())} != {n['after_warmup']}")
+    # The report's margins start at +1 for a tensor that overflows at all.
+    check_extra_margin(w, amax, steps, n["format"], n["margin"], n["extra_margin_after_warmup"] if n["after_warmup"] else 0,
+                       n["warmup_end"], "after warm-up")
+    check_extra_margin(w, amax, steps, n["format"], n["margin"], n["extra_margin_all"], steps[0], "all steps")
+
+
+def check_group(w, rep, series):
+    """An overflow group: each member is a tensor's own overflow warning of the same file, recipe and
+    margin, kept as info naming the group, with the same steps; the totals add up; the group's
+    extra margins are the members' largest (each member's checked against the replay)."""
+    n = w["numbers"]
+    own = {x["tensor"]: x for x in rep["warnings"] if x["signal"] == "overflow" and x["file"] == w["file"]}
+    if len(n["members"]) != n["tensors"] or n["tensors"] < 2:
+        fail(w, f"{len(n['members'])} members, tensors {n['tensors']}")
+    for m in n["members"]:
+        x = own.get(m["tensor"])
+        if x is None or x["level"] != "info" or "overflow-group" not in x["note"] or x["numbers"]["recipe"] != n["recipe"] \
+                or x["numbers"]["margin"] != n["margin"] or x["numbers"]["after_warmup"] == 0:
+            fail(w, f"member {m['tensor']}: no grouped overflow warning of its own")
+            continue
+        if any(m[k] != x["numbers"][k] for k in m if k != "tensor"):
+            fail(w, f"member {m['tensor']}: differs from its own warning")
+        if m["tensor"] not in w["evidence"]:
+            fail(w, f"member {m['tensor']} not named in the evidence")
+    # Every grouped overflow of the file is a member.
+    grouped = {t for t, x in own.items() if "overflow-group" in x["note"]}
+    if grouped != {m["tensor"] for m in n["members"]}:
+        fail(w, f"grouped overflows {sorted(grouped)} != members")
+    for key in ("count", "after_warmup"):
+        if sum(m[key] for m in n["members"]) != n[key]:
+            fail(w, f"{key} {n[key]} != the members' sum")
+    for key in ("extra_margin_after_warmup", "extra_margin_all"):
+        v = [m[key] for m in n["members"]]
+        want = None if None in v else max(v)
+        if n[key] != want:
+            fail(w, f"{key} {n[key]} != the members' largest {want}")
+    want = None if n["extra_margin_after_warmup"] is None else n["margin"] + n["extra_margin_after_warmup"]
+    if n["margin_after_warmup"] != want:
+        fail(w, f"margin_after_warmup {n['margin_after_warmup']} != {want}")
+
+
 def check_trend(w, steps, amax):
     pos = amax > 0
     st, am = steps[pos], amax[pos]
@@ -97,8 +192,9 @@ def check_trend(w, steps, amax):
             fail(w, f"{len(listed)} steps listed, count {n['count']}")
         for s in listed:  # margin 0: only a new maximum can overflow
             i = int(np.nonzero(steps == s)[0][0])
-            if not (i > 0 and amax[i] > np.max(amax[:i])):
+            if n["margin"] == 0 and not (i > 0 and amax[i] > np.max(amax[:i])):
                 fail(w, f"step {s} amax {amax[i]} is no new maximum")
+        check_overflow_replay(w, n, steps, amax, listed)
     elif w["signal"] == "overflow-forecast":
         i = int(np.nonzero(st == n["step"])[0][0])
         l2 = np.log2(am[i - W:i].astype(np.float64))
@@ -200,6 +296,9 @@ cache = {}
 for w in rep["warnings"]:
     if w["file"] not in cache:
         cache[w["file"]] = series_of(w["file"])
+    if w["signal"] == "overflow-group":
+        check_group(w, rep, cache[w["file"]])
+        continue
     s = cache[w["file"]].get(w["tensor"])
     done = check_trend(w, *s) if s is not None else False
     if not done and not check_shape(w):

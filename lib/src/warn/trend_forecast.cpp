@@ -6,6 +6,31 @@
 #include "fp8kit/warn/trend.hpp"
 
 namespace fp8kit::warn {
+namespace {
+
+// The margin that removes every overflow so far, given one more step's need d (-1: none does).
+void add_margin(int& acc, int d) { acc = (acc < 0 || d < 0) ? -1 : std::max(acc, d); }
+
+}  // namespace
+
+int TensorTrend::extra_margin(float amax, float scale) const {
+    // Under a margin larger by d the recipe casts with exactly scale x 2^-d, as long as the scale
+    // came from the margin and stays a normal float: TE's delayed scale is
+    // fl32((fmax x 2^-margin) / history max) (numerics::te_delayed_scale; the division of a
+    // numerator scaled by a power of two is exact), MS-AMP's is 2^(floor(log2(fmax / amax)) -
+    // margin) (numerics::msamp_scale). The amax history does not depend on the margin. The scale
+    // does not come from the margin before a finite nonzero amax was recorded (TE's initial 1),
+    // after an Inf or NaN amax (TE keeps the previous scale while the history holds it; MS-AMP
+    // restarts in-time scaling), or on MS-AMP's in-time steps (margin 0, the step's own amax).
+    if (!std::isfinite(amax) || nonfinite_ > 0 || !(last_headroom_amax_ > 0)) return -1;
+    if (windowed_ && windowed_->in_time()) return -1;
+    for (int d = 1; d <= kMaxExtraMargin; ++d) {
+        const float s = std::ldexp(scale, -d);
+        if (!std::isnormal(s)) return -1;
+        if (!replay::overflows(amax, s, format_, rounding_)) return d;
+    }
+    return -1;
+}
 
 void TensorTrend::forecast(std::int64_t step, float amax) {
     if (!std::isfinite(amax)) {
@@ -37,6 +62,9 @@ void TensorTrend::forecast(std::int64_t step, float amax) {
             overflow_worst_ = head;
             overflow_worst_step_ = step;
         }
+        const int d = extra_margin(amax, scale);
+        add_margin(overflow_margin_all_, d);
+        if (step >= warmup_end()) add_margin(overflow_margin_late_, d);
     }
     // 2. The recipe takes the step in; the next step's scale if its amax were this one.
     if (delayed_)

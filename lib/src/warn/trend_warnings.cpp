@@ -166,11 +166,13 @@ std::vector<Warning> TensorTrend::warnings(const std::string& file) const {
                      {"after_warmup", overflow_late_},
                      {"warmup_end", warm},
                      {"format", std::string(name(format_))},
-                     {"recipe", cfg_->recipe->name}};
+                     {"recipe", cfg_->recipe->name},
+                     {"margin", cfg_->recipe->margin},
+                     {"extra_margin_after_warmup", margin_json(overflow_margin_late_)},
+                     {"extra_margin_all", margin_json(overflow_margin_all_)}};
         w.resembles = kCaseOutliers;
-        w.advice =
-            fmt::format("raise the margin by {} or shorten the amax history so the scale follows; or current scaling",
-                        std::max(1, static_cast<int>(std::ceil(std::log2(overflow_worst_)))));
+        w.advice = fmt::format("{}; or shorten the amax history so the scale follows; or current scaling",
+                               margin_advice(cfg_->recipe->margin, overflow_margin_late_, overflow_margin_all_));
         if (overflow_late_ == 0) {
             w.level = "info";
             w.note = fmt::format(

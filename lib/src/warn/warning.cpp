@@ -44,11 +44,22 @@ std::string to_csv_row(const Warning& w) {
 }
 
 std::string to_text(const Warning& w) {
-    std::string s = fmt::format("[{}] {} (severity {:.3g})", w.signal, io::printable(w.tensor), w.severity);
+    // A warning of several tensors (overflow-group) has no tensor of its own: its evidence names them.
+    std::string s = w.tensor.empty()
+                        ? fmt::format("[{}] (severity {:.3g})", w.signal, w.severity)
+                        : fmt::format("[{}] {} (severity {:.3g})", w.signal, io::printable(w.tensor), w.severity);
     if (w.step >= 0) s += fmt::format(", step {}", w.step);
     if (!w.file.empty()) s += fmt::format(", in {}", io::printable(w.file));
-    s += fmt::format("\n  evidence:  {}\n  resembles: {}\n  change:    {}\n", io::printable(w.evidence), w.resembles,
-                     w.advice);
+    const std::size_t list = w.signal == "overflow-group" ? w.evidence.find(kGroupListMarker) : std::string::npos;
+    if (list == std::string::npos || !w.numbers.contains("members")) {
+        s += fmt::format("\n  evidence:  {}\n", io::printable(w.evidence));
+    } else {
+        // One line per member tensor.
+        s += fmt::format("\n  evidence:  {}; every overflowing step per tensor (format, steps after warm-up of all):\n",
+                         io::printable(w.evidence.substr(0, list)));
+        for (const auto& m : w.numbers["members"]) s += fmt::format("    {}\n", group_member_line(m));
+    }
+    s += fmt::format("  resembles: {}\n  change:    {}\n", w.resembles, w.advice);
     if (!w.note.empty()) s += fmt::format("  note:      {}\n", w.note);
     return s;
 }

@@ -33,6 +33,7 @@ std::vector<Warning> Watcher::warnings() const {
     std::vector<Warning> out;
     for (const auto& t : trends_)
         for (auto& w : t.warnings(file_)) out.push_back(std::move(w));
+    group_overflows(out);
     rank(out);
     return out;
 }
@@ -41,11 +42,13 @@ std::vector<Warning> Watcher::poll() {
     std::vector<Warning> fresh;
     for (auto& w : warnings()) {
         // Each (tensor, signal) once; a growth episode is its own warning (new growth is raised
-        // again), and a top-level overflow or spike is raised again when a later step adds to it.
+        // again), and a top-level overflow, overflow group or spike is raised again when a later
+        // step adds to it.
         std::string key = w.tensor + '\0' + w.signal;
         if (w.signal == "growth")
             key += '\0' + std::to_string(w.step);
-        else if (w.level == "warning" && (w.signal == "overflow" || w.signal == "spike"))
+        else if (w.level == "warning" &&
+                 (w.signal == "overflow" || w.signal == "overflow-group" || w.signal == "spike"))
             key += '\0' + w.numbers.value("count", nlohmann::json(0)).dump();
         if (polled_.emplace(key, w.step).second) fresh.push_back(std::move(w));
     }

@@ -130,12 +130,16 @@ public:
     const std::vector<std::pair<std::int64_t, std::int64_t>>& overflow_runs() const { return overflow_runs_; }
     static constexpr std::size_t kSample = 64;
     static constexpr std::size_t kOverflowRuns = 4096;  // overflow runs listed per tensor (all steps counted)
+    static constexpr int kMaxExtraMargin = 64;          // extra margins tried per overflowing step
 
 private:
     void evaluate(std::int64_t step);
     GrowthFit fit(std::size_t w) const;
     void sample(std::int64_t step, double l2);
     void forecast(std::int64_t step, float amax);
+    // The smallest d in 1..kMaxExtraMargin with no overflow at this step under the recipe's margin
+    // + d; -1 when no margin removes it (an Inf amax, a scale no margin changes). See the .cpp.
+    int extra_margin(float amax, float scale) const;
 
     std::string tensor_;
     Role role_;
@@ -180,6 +184,9 @@ private:
     std::uint64_t overflow_count_ = 0, overflow_late_ = 0;
     std::int64_t overflow_first_ = -1, overflow_worst_step_ = -1;
     double overflow_worst_ = 0;  // headroom amax*scale/max
+    // The margin to add so that no overflow of the tensor remains, after warm-up and over all its
+    // steps: the largest over its overflowing steps of extra_margin(); -1 when some step has none.
+    int overflow_margin_late_ = 0, overflow_margin_all_ = 0;
     std::vector<std::pair<std::int64_t, std::int64_t>> overflow_runs_;
     std::uint64_t overflow_last_n_ = 0;  // the point of the last overflow (runs join consecutive points)
     bool overflow_now_ = false;          // this point's cast overflowed

@@ -47,4 +47,23 @@ std::string info_text(const std::vector<Warning>& w);
 // Steps as runs "1-9, 14, 20-22" (runs of [first, last]).
 std::string step_runs(const std::vector<std::pair<std::int64_t, std::int64_t>>& runs);
 
+// An extra margin as JSON: the number, or null for -1 (no margin removes the overflows).
+nlohmann::json margin_json(int extra);
+// The overflow advice: "margin M (+d) removes ..." for the extra margins that remove the
+// overflows after warm-up and all of them (-1: none does), under the recipe's margin.
+std::string margin_advice(int margin, int after_warmup, int all);
+
+// Overflows that share one cause are one top-level warning (docs/early-warning.md, "Grouped
+// overflows"): the top-level `overflow` warnings of one file under one recipe and margin, when
+// there are two or more, become one `overflow-group` warning that lists every tensor with every
+// overflowing step (numbers.members) and the margin that removes them all; each tensor's own
+// warning stays, as info whose note names the group.
+void group_overflows(std::vector<Warning>& w);
+// An overflow-group's evidence: the summary, this marker, then group_member_line of each member
+// joined by "; " (the text report prints one member per line).
+inline constexpr const char* kGroupListMarker =
+    "; every overflowing step per tensor (format, steps after warm-up of all): ";
+// "tensor (e4m3, 13 of 38 after warm-up): 2-9, 11-14, ..." for one entry of numbers.members.
+std::string group_member_line(const nlohmann::json& member);
+
 }  // namespace fp8kit::warn
