@@ -1,6 +1,7 @@
 """fp8kit.watch and fp8kit.Watcher (docs/early-warning.md): the CLI's report from Python, and the
 monitor hook fed step by step."""
 
+import json
 import os
 
 import fp8kit
@@ -149,3 +150,50 @@ def test_plot_channels_and_block_scales(tmp_path):
     assert sum(c for _, c in s["blocks"]["scale_log2_hist"]) <= s["blocks"]["count"]
     paths = [os.path.basename(p) for p in plot.plot_report(r, str(tmp_path), top=2)]
     assert {"channels_0.png", "blocks_0.png", "gradnoise.png"} <= set(paths)
+
+
+def planted_overflows(watcher):
+    """300 steps of amax 1 in three tensors; under te-delayed (margin 0, E4M3 past 464) one jumps
+    x1.5 at step 150 (672: margin +1 removes it), one x3 at step 180 (1344: +2), one stays flat."""
+    jumps = {"layers.0.fc1.input": {150: 1.5}, "layers.0.fc2.input": {180: 3.0}, "layers.1.fc1.input": {}}
+    level = dict.fromkeys(jumps, 1.0)
+    for step in range(300):
+        for name, j in jumps.items():
+            level[name] = j.get(step, level[name])
+        watcher.observe(step, dict(level))
+
+
+def test_watcher_groups_overflows_of_one_recipe():
+    """Overflows of several tensors under one recipe and margin: one top-level overflow-group
+    listing each tensor's steps and the margin that removes them; each tensor's own warning kept as info."""
+    w = fp8kit.Watcher()
+    planted_overflows(w)
+    ws = w.warnings()
+    top = [x for x in ws if x["level"] == "warning"]
+    assert [x["signal"] for x in top] == ["overflow-group"]
+    n = top[0]["numbers"]
+    assert {m["tensor"]: m["steps"] for m in n["members"]} == {
+        "layers.0.fc1.input": [[150, 150]],
+        "layers.0.fc2.input": [[180, 180]],
+    }
+    assert n["extra_margin_after_warmup"] == 2 and n["margin_after_warmup"] == 2 and n["count"] == 2
+    own = [x for x in ws if x["signal"] == "overflow"]
+    assert len(own) == 2 and all(x["level"] == "info" and "overflow-group" in x["note"] for x in own)
+
+
+def test_overflow_group_in_the_report_schema():
+    """The bundled run's report, with its overflow group, validates against docs/schemas/watch.schema.json;
+    a member whose steps are not [first, last] pairs does not."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema_path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "schemas", "watch.schema.json")
+    with open(schema_path) as f:
+        schema = json.load(f)
+    # The warnings' part (the CLI's report adds the file list, which fp8kit.watch's dict leaves out).
+    warnings_schema = {"$defs": schema["$defs"], **schema["properties"]["warnings"]}
+    r = fp8kit.watch([os.path.join(DATA, "amax_trace.csv"), os.path.join(DATA, "llama_tiny_dump.h5")])
+    jsonschema.validate(r["warnings"], warnings_schema, cls=jsonschema.Draft202012Validator)
+    group = next(x for x in r["warnings"] if x["signal"] == "overflow-group")
+    assert group["level"] == "warning" and len(group["numbers"]["members"]) >= 2
+    group["numbers"]["members"][0]["steps"] = "1-9"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(r["warnings"], warnings_schema, cls=jsonschema.Draft202012Validator)
