@@ -335,7 +335,7 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     bool fast = false;
     with_cast_format(spec.format, [&](auto di) {
         with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
-            fast = kFastPath<decltype(di), decltype(p)::value, decltype(r)::value>;
+            fast = kFastPath<std::decay_t<decltype(di)>, decltype(p)::value, decltype(r)::value>;
         });
         return 0;
     });
@@ -354,20 +354,22 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     bool launched = false;
     with_input(from, [&](auto si) {
         with_cast_format(spec.format, [&](auto di) {
-            using S = decltype(si);
-            using D = decltype(di);
+            // The types by std::decay_t: cudafe++ writes D's uses in this nested lambda as
+            // decltype(di), which g++ (12) then took as a reference type in the host pass, so the
+            // host launched row_blocks_kernel<S, D&, ...> that the device pass never instantiated
+            // (cudaLaunchKernel(0, ...): "invalid device function") and is_same<D, E2M1> was false
+            // on the host (packed E2M1 requests took the unpacked kernel).
+            using S = std::decay_t<decltype(si)>;
+            using D = std::decay_t<decltype(di)>;
             with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
                 constexpr int P = decltype(p)::value, R = decltype(r)::value;
                 if constexpr (kFastPath<D, P, R>) {
                     launched = true;
                     constexpr std::size_t smem = element_smem<D, P>();
                     const unsigned grid = grid_for_path<P, R>(items);
-                    // Each launch names its kernel with literal template arguments, in a function
-                    // template rather than nested generic lambdas: with the lambda form (nvcc 13.0,
-                    // g++ 12, PTX compiled by the driver on an H200) packed E2M1 requests wrote one
-                    // code per byte. Whether this form fixes it is not yet run on a GPU
-                    // (docs/validation.md); tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes
-                    // past the packed size.
+                    // Each launch names its kernel with literal template arguments
+                    // (tests/gpu/host_launches.sh checks that the device pass compiled each one;
+                    // tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes past the packed size).
                     const RowLaunch<S, D, P, R> run{grid,  smem, stream,        in,       g, ctx,
                                                     table, rule, d_global_amax, amax_out, o};
                     if constexpr (std::is_same_v<D, emu::E2M1>) {

@@ -36,13 +36,14 @@ std::pair<std::size_t, std::size_t> block_grid(const BlockStatsPlan& p, std::siz
 std::optional<BlockStatsPlan> block_stats_plan(const BlockRecipe& br, Wide from) {
     if (br.block_rows < 1 || !has_cast_kernels(br.format) || br.format == Format::e8m0) return std::nullopt;
     if (from == Wide::f64) return std::nullopt;  // the kernels read f32, f16 and bf16 (kernels.hpp)
-    return BlockStatsPlan{br.format,
-                          from,
-                          br.policy,
-                          numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
-                          br.block_rows,
-                          br.block_cols,
-                          br.columnwise_rht};
+    // torchao's MX and single-level NVFP4 rules keep a NaN block amax: block_statistics_async
+    // refuses them (block_statistics.cu), so they stay on the CPU.
+    if (numerics::rule_amax_keeps_nan(br.rule)) return std::nullopt;
+    return BlockStatsPlan{
+        br.format,        from,
+        br.policy,        numerics::make_scale_params(br.rule, br.format, br.epsilon, br.pow2, br.value_for_inf, 0),
+        br.block_rows,    br.block_cols,
+        br.columnwise_rht};
 }
 
 BlockStats block_stats(const BlockStatsPlan& p, const void* d_in, std::size_t rows, std::size_t cols,

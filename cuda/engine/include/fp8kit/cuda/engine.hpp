@@ -17,7 +17,8 @@ namespace fp8kit::cuda {
 
 // The GPU plan of a block recipe's cast from `from`, or nullopt where the GPU does not serve it:
 // tensor-wide and row-wise scales (block_rows < 1: the per-tensor statistics kernel serves
-// those), formats without cast kernels, and E8M0 elements.
+// those), formats without cast kernels, E8M0 elements, f64 inputs, and the rules that keep a NaN
+// block amax (torchao's MX and single-level NVFP4), which block_statistics_async refuses.
 std::optional<BlockStatsPlan> block_stats_plan(const BlockRecipe& br, Wide from);
 
 // The grid of tiles block_statistics_async writes for a rows x cols tensor (columnwise_rht: that
