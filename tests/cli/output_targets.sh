@@ -94,21 +94,23 @@ for c in table gemm calibrate; do
     rmdir "$D/dir"
 
     # A read-only folder (root writes anyway: the command then runs as nobody, in a folder of
-    # /tmp that nobody may enter, holding copies of the inputs: TMPDIR itself may be 0700).
+    # /tmp that nobody may enter, holding copies of the inputs and of the program: TMPDIR and the
+    # checkout may be in 0700 folders).
     if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
         as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
         RO=$(mktemp -d /tmp/fp8kit-readonly.XXXXXX)
         chmod 755 "$RO"
-        cp "$T/a.npy" "$T/b.npy" "$DUMP" "$RO/"
-        RO_DUMP=$RO/$(basename "$DUMP")
+        cp "$T/a.npy" "$T/b.npy" "$DUMP" "$FP8KIT" "$RO/"
+        RO_DUMP=$RO/$(basename "$DUMP") RO_FP8KIT=$RO/$(basename "$FP8KIT")
         chmod 644 "$RO/a.npy" "$RO/b.npy" "$RO_DUMP"
+        chmod 755 "$RO_FP8KIT"
     else
         as=()
-        RO=$T RO_DUMP=$DUMP
+        RO=$T RO_DUMP=$DUMP RO_FP8KIT=$FP8KIT
     fi
     mkdir "$RO/ro"; chmod 555 "$RO/ro"
     if [ "$(id -u)" != 0 ] || [ ${#as[@]} -gt 0 ]; then
-        "${as[@]}" bash -c "$(declare -f run); FP8KIT='$FP8KIT' T='$RO' DUMP='$RO_DUMP' run $c '$RO/ro/out'" 2>"$T/err"; rc=$?
+        "${as[@]}" bash -c "$(declare -f run); FP8KIT='$RO_FP8KIT' T='$RO' DUMP='$RO_DUMP' run $c '$RO/ro/out'" 2>"$T/err"; rc=$?
         [ $rc -eq 2 ] && grep -q "cannot create a temporary file in $RO/ro/: Permission denied" "$T/err"
         s=$?; check "$c: a read-only folder: exit 2, says why ($rc: $(head -c 200 "$T/err"))" $s
         only "$RO/ro"; check "$c: a read-only folder: nothing left" $?
