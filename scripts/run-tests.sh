@@ -69,7 +69,11 @@ check_test_tmp() {
   fi
 }
 stage "ctest"
-(cd build && in_test_tmp ctest --output-on-failure -j"$(nproc)")
+# --timeout: a test that hangs fails after 20 minutes, named in the log, instead of holding the run
+# to CI's limit (a hung mpirun did: ctest's default is no limit). The slowest test, a 2^32-input
+# sweep, takes about 450 s on CI's 2 cores. Tests that set their own TIMEOUT keep it.
+ctest_timeout=1200
+(cd build && in_test_tmp ctest --output-on-failure -j"$(nproc)" --timeout "$ctest_timeout")
 check_test_tmp ctest
 # Hardening (docs/hardening.md): the CPU suite again under AddressSanitizer + UBSan (+ LeakSanitizer),
 # leaving out the [exhaustive] 2^32-input loops (pure integer arithmetic, already run above, ~10x
@@ -80,7 +84,7 @@ stage "ctest -LE exhaustive (sanitizers)"
 # cli.determinism and cli.threads_identical are left out here: they rerun paths the other sanitized
 # tests run once, at many thread counts, for a property (equal bits) that the sanitizers do not
 # check; the Release ctest above runs them.
-(cd build-asan && in_test_tmp ctest --output-on-failure -j"$(nproc)" -LE exhaustive \
+(cd build-asan && in_test_tmp ctest --output-on-failure -j"$(nproc)" --timeout "$ctest_timeout" -LE exhaustive \
   -E '^cli\.(determinism|threads_identical)$')
 check_test_tmp "ctest (sanitizers)"
 stage "fuzzing (build, then at most ${FP8KIT_FUZZ_SECONDS:-30} s per harness, $(nproc) at a time)"

@@ -51,7 +51,7 @@ for c in "${cases[@]}"; do
         if [ $ref_rc -ne $want ]; then echo "FAIL: $label $fmt one process: exit $ref_rc, expected $want: $(head -3 "$T/ref.err")"; fail=1; continue; fi
         for p in 1 2 3; do
             # shellcheck disable=SC2086
-            "$MPIEXEC" -n $p "$FP8KIT" inspect -q $fmt "${files[@]}" >"$T/out" 2>"$T/err"
+            mpirun_bounded -n $p "$FP8KIT" inspect -q $fmt "${files[@]}" >"$T/out" 2>"$T/err"
             rc=$?
             if [ $rc -ne $want ]; then echo "FAIL: $label $fmt -n $p: exit $rc, expected $want: $(head -3 "$T/err")"; fail=1; continue; fi
             if ! cmp -s "$T/ref" "$T/out"; then echo "FAIL: $label $fmt -n $p differs from one process"; diff "$T/ref" "$T/out" | head -5; fail=1; continue; fi
@@ -64,7 +64,7 @@ for c in "${cases[@]}"; do
     done
 done
 # The corrupt tensor is named, and every other tensor of the three files is in the report.
-"$MPIEXEC" -n 3 "$FP8KIT" inspect -q --json "$T"/part*.h5 >"$T/out" 2>"$T/err"
+mpirun_bounded -n 3 "$FP8KIT" inspect -q --json "$T"/part*.h5 >"$T/out" 2>"$T/err"
 if ! grep -q 'part1.h5: layers.1/mlp/output' "$T/err"; then echo "FAIL: the corrupt tensor is not named: $(cat "$T/err")"; fail=1; fi
 "$PY" - "$T/out" <<'PYEOF' || fail=1
 import json, sys
@@ -74,11 +74,11 @@ assert len(names) == 17 and ("part1.h5", "layers.1/mlp/output") not in names, na
 assert r["summary"]["failed"] == 1 and len(r["errors"]) == 1, r["errors"]
 PYEOF
 # A usage error is said once (rank 0), with exit 2.
-"$MPIEXEC" -n 3 "$FP8KIT" inspect --recipe nonsense "$EX" >"$T/out" 2>"$T/err"
+mpirun_bounded -n 3 "$FP8KIT" inspect --recipe nonsense "$EX" >"$T/out" 2>"$T/err"
 rc=$?
 if [ $rc -ne 2 ] || [ "$(grep -c 'fp8kit: error' "$T/err")" -ne 1 ]; then echo "FAIL: usage error under -n 3: exit $rc: $(cat "$T/err")"; fail=1; fi
 # A command that does not split (formats) runs once, on rank 0: one table, not three.
-"$MPIEXEC" -n 3 "$FP8KIT" formats >"$T/out" 2>"$T/err"
+mpirun_bounded -n 3 "$FP8KIT" formats >"$T/out" 2>"$T/err"
 "$FP8KIT" formats >"$T/ref"
 if ! cmp -s "$T/ref" "$T/out"; then echo "FAIL: fp8kit formats under -n 3 wrote more than one report"; fail=1; fi
 [ $fail -eq 0 ] && echo "PASS: $n comparisons identical to one process (P = 1, 2, 3)"

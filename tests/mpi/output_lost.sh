@@ -22,7 +22,7 @@ set -f  # the patterns are fp8kit's
 # The commands split over the ranks write one report into a file as before.
 for c in "inspect --json -q $EX/llama_tiny_dump.h5" "sweep --json -q $EX/amax_trace.csv $EX/llama_tiny_dump.h5"; do
     # shellcheck disable=SC2086
-    "$MPIEXEC" -n 2 "$FP8KIT" $c >"$T/report" 2>/dev/null; rc=$?
+    mpirun_bounded -n 2 "$FP8KIT" $c >"$T/report" 2>/dev/null; rc=$?
     check "${c%% *} -n 2 into a file: exit 0 and a report" $(( rc != 0 || $(wc -c <"$T/report") == 0 ))
 done
 # Every command, and the README's cluster commands (inspect and sweep over dumps).
@@ -30,11 +30,11 @@ for cmd in "${CMDS[@]}" "sweep --json -q $EX/amax_trace.csv $EX/llama_tiny_dump.
     name=${cmd%% *}
     for n in 1 2; do
         # shellcheck disable=SC2086
-        "$MPIEXEC" -n $n "$FP8KIT" $cmd >/dev/full 2>"$T/err"; rc=$?
+        mpirun_bounded -n $n "$FP8KIT" $cmd >/dev/full 2>"$T/err"; rc=$?
         k=$(grep -c "$(lost_line full)" "$T/err")
         check "mpirun -n $n $name > /dev/full: exit nonzero with fp8kit's one line (exit $rc, $k: $(grep '^fp8kit' "$T/err" | head -3))" $(( rc == 0 || k != 1 ))
         # shellcheck disable=SC2086
-        "$MPIEXEC" -n $n "$FP8KIT" $cmd >&- 2>"$T/err"; rc=$?
+        mpirun_bounded -n $n "$FP8KIT" $cmd >&- 2>"$T/err"; rc=$?
         # (mpirun may have given its descriptor 1 to another file: the write then fails instead.)
         grep -q "$(lost_line closed)\|$(lost_line full)\|^fp8kit: error: \(writing standard output failed\|-o -: write failed\)" "$T/err"; said=$?
         check "mpirun -n $n $name >&-: exit nonzero, the report was lost (exit $rc: $(grep '^fp8kit' "$T/err" | head -2))" $(( rc == 0 || said != 0 ))

@@ -112,7 +112,7 @@ for c in "${cases[@]}"; do
     if [ $ref_rc -ne "$want" ]; then echo "FAIL: $label one process: exit $ref_rc, expected $want: $(head -3 "$T/ref.err")"; fail=1; continue; fi
     if [ "$want" != 2 ] && [ ! -s "$T/ref" ]; then echo "FAIL: $label one process wrote nothing"; fail=1; continue; fi
     for p in 1 2 3; do
-        "$MPIEXEC" -n $p "$FP8KIT" "${args[@]}" >"$T/out" 2>"$T/err"
+        mpirun_bounded -n $p "$FP8KIT" "${args[@]}" >"$T/out" 2>"$T/err"
         rc=$?
         if [ $rc -ne "$want" ]; then echo "FAIL: $label -n $p: exit $rc, expected $want: $(head -3 "$T/err")"; fail=1; continue; fi
         if ! cmp -s "$T/ref" "$T/out"; then echo "FAIL: $label -n $p differs from one process"; diff "$T/ref" "$T/out" | head -5; fail=1; continue; fi
@@ -127,7 +127,7 @@ done
 # The corrupt sweep (bad1's tensor read by rank 1 of 3, bad2's by rank 2) names both corrupt
 # tensors, in tensor order, one line each, lists them in "errors", and sweeps every other tensor:
 # 34 of the 36 dumped, the same outcomes as the intact files give for the tensors both have.
-"$MPIEXEC" -n 3 "$FP8KIT" sweep --json "$T"/bad*.h5 >"$T/out" 2>"$T/err"
+mpirun_bounded -n 3 "$FP8KIT" sweep --json "$T"/bad*.h5 >"$T/out" 2>"$T/err"
 grep '^fp8kit: error' "$T/err" >"$T/err.lines"
 if [ "$(wc -l <"$T/err.lines")" != 2 ] || ! head -1 "$T/err.lines" | grep -q "bad1.h5: step_000002/layers.1/mlp/output: " ||
    ! tail -1 "$T/err.lines" | grep -q "bad2.h5: step_000004/layers.1/mlp/output: "; then
@@ -151,7 +151,7 @@ for name, t in rows.items():
         assert t == good[name], name
 PYEOF
 # The last-block mismatch decides the policies: the report must not claim ml_dtypes' policy.
-"$MPIEXEC" -n 3 "$FP8KIT" validate --json --profile ml_dtypes --to e4m3 --input "$T/x.npy" --output "$T/last.npy" >"$T/out" 2>"$T/err"
+mpirun_bounded -n 3 "$FP8KIT" validate --json --profile ml_dtypes --to e4m3 --input "$T/x.npy" --output "$T/last.npy" >"$T/out" 2>"$T/err"
 "$PY" - "$T/out" <<'PYEOF' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -165,10 +165,10 @@ for c in "sweep --json $T/trace300.csv|groups of series" "validate --json --prof
     # shellcheck disable=SC2206
     args=(${c%%|*})
     "$FP8KIT" "${args[@]}" >"$T/ref" 2>/dev/null
-    "$MPIEXEC" -n 2 "$FP8KIT" "${args[@]}" --progress >"$T/out" 2>"$T/err"
+    mpirun_bounded -n 2 "$FP8KIT" "${args[@]}" --progress >"$T/out" 2>"$T/err"
     if ! cmp -s "$T/ref" "$T/out"; then echo "FAIL: ${args[0]} --progress changed stdout"; fail=1; fi
     if ! tr '\r' '\n' <"$T/err" | grep -q "\] [0-9]*/[0-9]* ${c#*|}"; then echo "FAIL: ${args[0]} --progress drew no progress line"; fail=1; fi
-    "$MPIEXEC" -n 2 "$FP8KIT" "${args[@]}" --progress -q >"$T/out" 2>"$T/err"
+    mpirun_bounded -n 2 "$FP8KIT" "${args[@]}" --progress -q >"$T/out" 2>"$T/err"
     if tr '\r' '\n' <"$T/err" | grep -q "\] [0-9]*/"; then echo "FAIL: ${args[0]} -q still drew a progress line"; fail=1; fi
 done
 [ $fail -eq 0 ] && echo "PASS: $n comparisons identical to one process (P = 1, 2, 3)"

@@ -83,11 +83,12 @@ def wide(request):
 def mpi_env(tmp_path):
     """The environment for `mpirun` in these tests: os.environ plus the Open MPI settings that
     tests/mpi/mpi_env.bash exports for the shell MPI tests (one place for both, with the reasons),
-    with Open MPI's session folder in the test's tmp_path, as that file puts it in the test's $T."""
+    with TMPDIR (Open MPI's session folder, PMIx's stores) in the test's tmp_path, as that file
+    puts it in the test's $T."""
     env = dict(os.environ)
     settings = pathlib.Path(__file__).resolve().parents[1] / "mpi" / "mpi_env.bash"
     for line in settings.read_text().splitlines():
         if line.startswith("export "):
             env.update(p.split("=", 1) for p in line[len("export ") :].split() if "=" in p)
-    env["OMPI_MCA_orte_tmpdir_base"] = str(tmp_path)
+    env["TMPDIR"] = str(tmp_path)
     return env
