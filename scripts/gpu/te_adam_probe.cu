@@ -17,8 +17,7 @@
 #include <vector>
 
 __global__ void adamw_step(const float* g, float* p, float* m, float* v, int n, float beta1, float beta2,
-                           float beta1_correction, float beta2_correction, float epsilon, float lr,
-                           float decay) {
+                           float beta1_correction, float beta2_correction, float epsilon, float lr, float decay) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float r_g = g[i], r_p = p[i], r_m = m[i], r_v = v[i];
@@ -59,12 +58,17 @@ int main(int argc, char** argv) {
         return 2;
     }
     const std::uint32_t n = 1u << 13, steps = 5;
-    struct Set { float lr, beta1, beta2, eps, decay; };
-    const Set sets[] = {{1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f}, {4e-2f, 0.9f, 0.95f, 1e-6f, 0.1f},
-                        {3e-4f, 0.8f, 0.99f, 1e-5f, 0.0f}};
+    struct Set {
+        float lr, beta1, beta2, eps, decay;
+    };
+    const Set sets[] = {
+        {1e-3f, 0.9f, 0.999f, 1e-8f, 0.01f}, {4e-2f, 0.9f, 0.95f, 1e-6f, 0.1f}, {3e-4f, 0.8f, 0.99f, 1e-5f, 0.0f}};
     const std::uint32_t nsets = sizeof(sets) / sizeof(sets[0]);
     std::FILE* out = std::fopen(argv[1], "wb");
-    if (!out) { std::perror(argv[1]); return 1; }
+    if (!out) {
+        std::perror(argv[1]);
+        return 1;
+    }
     const std::uint32_t head[4] = {0x50414554u, nsets, steps, n};
     std::fwrite(head, 4, 4, out);
     float *dg, *dp, *dm, *dv;
@@ -92,8 +96,8 @@ int main(int argc, char** argv) {
             // multi_tensor_adam_cuda: bias_correction = 1 - std::pow(beta1, step), in double, to float.
             const float bc1 = static_cast<float>(1 - std::pow(static_cast<double>(s.beta1), static_cast<double>(step)));
             const float bc2 = static_cast<float>(1 - std::pow(static_cast<double>(s.beta2), static_cast<double>(step)));
-            adamw_step<<<(n + 255) / 256, 256>>>(dg, dp, dm, dv, static_cast<int>(n), s.beta1, s.beta2, bc1, bc2,
-                                                 s.eps, s.lr, s.decay);
+            adamw_step<<<(n + 255) / 256, 256>>>(dg, dp, dm, dv, static_cast<int>(n), s.beta1, s.beta2, bc1, bc2, s.eps,
+                                                 s.lr, s.decay);
             check(cudaGetLastError(), "launch");
             check(cudaMemcpy(p.data(), dp, n * 4, cudaMemcpyDeviceToHost), "copy back p");
             check(cudaMemcpy(m.data(), dm, n * 4, cudaMemcpyDeviceToHost), "copy back m");

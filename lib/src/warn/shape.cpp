@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 
+#include "fp8kit/io/json_number.hpp"
 #include "fp8kit/stats/statistics.hpp"
 #include "fp8kit/warn/shape.hpp"
 
@@ -17,7 +18,7 @@ nlohmann::json ShapeStats::to_json() const {
                         {"median_channel_amax", median_channel_amax},
                         {"max_channel_amax", max_channel_amax},
                         {"outlier_channels", outlier_channels},
-                        {"kurtosis", std::isfinite(kurtosis) ? nlohmann::json(kurtosis) : nlohmann::json(nullptr)}};
+                        {"kurtosis", kurtosis}};
     if (has_blocks)
         j["blocks"] = {{"count", blocks},
                        {"underflow", underflow},
@@ -26,6 +27,7 @@ nlohmann::json ShapeStats::to_json() const {
                        {"scale_log2_range", scale_log2_range},
                        {"scale_log2_hist", scale_log2_hist}};
     j["channel_amax"] = channel_amax;
+    io::nonfinite_to_words(j);  // an Inf channel amax is "inf", as in every report
     return j;
 }
 

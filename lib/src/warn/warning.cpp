@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/json_number.hpp"
 #include "fp8kit/warn/warning.hpp"
 
 namespace fp8kit::warn {
@@ -20,18 +21,12 @@ void rank(std::vector<Warning>& w) {
 }
 
 nlohmann::json to_json(const Warning& w) {
-    return {{"signal", w.signal},
-            {"severity", std::isfinite(w.severity) ? nlohmann::json(w.severity) : nlohmann::json(nullptr)},
-            {"file", w.file},
-            {"tensor", w.tensor},
-            {"step", w.step},
-            {"step_end", w.step_end},
-            {"evidence", w.evidence},
-            {"numbers", w.numbers},
-            {"resembles", w.resembles},
-            {"advice", w.advice},
-            {"level", w.level},
-            {"note", w.note}};
+    nlohmann::json j = {{"signal", w.signal},     {"severity", w.severity}, {"file", w.file},
+                        {"tensor", w.tensor},     {"step", w.step},         {"step_end", w.step_end},
+                        {"evidence", w.evidence}, {"numbers", w.numbers},   {"resembles", w.resembles},
+                        {"advice", w.advice},     {"level", w.level},       {"note", w.note}};
+    io::nonfinite_to_words(j);  // Inf severity and numbers are "inf", as in every report
+    return j;
 }
 
 std::string csv_header() { return "signal,severity,file,tensor,step,step_end,evidence,resembles,advice,level,note"; }

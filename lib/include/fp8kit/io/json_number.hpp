@@ -26,6 +26,18 @@ Json json_number(double v) {
     return Json(v);
 }
 
+// Every non-finite number inside `j` (objects and arrays, at any depth) replaced by its word, for
+// JSON built from raw doubles: nlohmann writes a non-finite double as null.
+template <class Json>
+void nonfinite_to_words(Json& j) {
+    if (j.is_number_float()) {
+        const double v = j.template get<double>();
+        if (!std::isfinite(v)) j = Json(nonfinite_word(v));
+    } else if (j.is_structured()) {
+        for (auto& item : j) nonfinite_to_words(item);
+    }
+}
+
 // `v` as text (CSV cells, terminal): the shortest decimal that reads back to the same double, or its
 // non-finite word.
 inline std::string text_number(double v) {
