@@ -71,7 +71,10 @@ TEST_CASE("MX: E8M0 scale code 0 (2^-127) is a legal, multiplied scale", "[check
         // What does break the multiplication: E8M0 code 255 (NaN in the OCP MX format).
         fp8kit::test::ScratchDir s2("ckpt");
         const auto nan = planted(s2, fx, [&](Tensors& t) { t.at(kUp + ".weight_scale").bytes[3 * 4 + 1] = 255; });
-        CHECK(has_failure(check(nan), "scale finite", kUp + ".weight_scale"));
+        const Report rn = check(nan);
+        CHECK(has_failure(rn, "scale finite", kUp + ".weight_scale"));
+        for (const auto& f : rn.findings)
+            if (f.check == "scale finite") CHECK_THAT(f.message, Catch::Contains("= nan"));
     }
 }
 
