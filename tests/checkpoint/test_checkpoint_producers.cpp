@@ -68,6 +68,13 @@ TEST_CASE("MX: E8M0 scale code 0 (2^-127) is a legal, multiplied scale", "[check
         const Report r = check(d);
         CHECK_FALSE(any_failure(r, "scale subnormal"));
         CHECK_FALSE(r.failed());
+        // What does break the multiplication: E8M0 code 255 (NaN in the OCP MX format).
+        fp8kit::test::ScratchDir s2("ckpt");
+        const auto nan = planted(s2, fx, [&](Tensors& t) { t.at(kUp + ".weight_scale").bytes[3 * 4 + 1] = 255; });
+        const Report rn = check(nan);
+        CHECK(has_failure(rn, "scale finite", kUp + ".weight_scale"));
+        for (const auto& f : rn.findings)
+            if (f.check == "scale finite") CHECK_THAT(f.message, Catch::Contains("= nan"));
     }
 }
 
@@ -191,6 +198,11 @@ TEST_CASE("every scale shape for every layout: a transposed DeepSeek grid fails"
     const Report bad = check(deepseek(s2, {2, 1}));
     CHECK(has_failure(bad, "scale shape", kDown + ".weight_scale_inv"));
     CHECK(bad.failed());
+    for (const auto& f : bad.findings)  // the shape found and the shape the layout stores, both named
+        if (f.check == "scale shape") {
+            CHECK_THAT(f.message, Catch::StartsWith("shape [2, 1] for fp8-block weight [128, 192]"));
+            CHECK_THAT(f.message, Catch::EndsWith("stores [1, 2]"));
+        }
     // ModelOpt's own FP8_PB_WO layout [gr, 1, gc, 1] stays right for ModelOpt.
     CHECK_FALSE(any_failure(check(kData + "modelopt_fp8_block"), "scale shape"));
 }

@@ -78,4 +78,19 @@ grep -q '"lm_head.weight_scale":{"data_offsets":\[0,1024\],"dtype":"F8_E4M3","sh
 grep -q '"lm_head.weight_scale_2":{"data_offsets":\[1024,1028\],"dtype":"F32","shape":\[\]}' "$T/w.safetensors"; check "nvfp4 sweep save: weight_scale_2 F32 []" $?
 "$FP8KIT" calibrate "$DUMP" --method modelopt_nvfp4_sweep --tensors '*/lm_head/weight' --holdout-steps none 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "one-shot" "$T/err"; check "nvfp4 sweep on 3 steps: exit 2, why (got $rc)" $?
+# --save for ModelOpt writes the KV scales under the names, dtype and shape ModelOpt's HF export
+# writes (its own file: data/checkpoints/modelopt_fp8, `<attn>.k_proj.k_scale`, `<attn>.v_proj.v_scale`, F32 []).
+"$FP8KIT" calibrate "$REPO/data/example/llama_tiny_kv.h5" --method modelopt_max --tensors '*/model.layers.0.self_attn.k' \
+  --tensors '*/model.layers.0.self_attn.v' --save "$T/kv.safetensors" > /dev/null; check "save KV (modelopt_max): exit 0" $?
+python3 - "$T/kv.safetensors" "$REPO/data/checkpoints/modelopt_fp8/model.safetensors" <<'PY'
+import json, struct, sys
+def head(p):
+    with open(p, "rb") as f:
+        h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+    return {k: (v["dtype"], v["shape"]) for k, v in h.items() if k.endswith(("k_scale", "v_scale"))}
+saved, modelopt = head(sys.argv[1]), head(sys.argv[2])
+assert len(modelopt) == 2 and saved == modelopt, (saved, modelopt)
+PY
+check "save KV (modelopt_max): ModelOpt's own names, dtype and shape" $?
+
 exit $fail

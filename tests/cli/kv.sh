@@ -56,5 +56,17 @@ c = [r["scale"] for r in cal["rows"]]
 assert len(c) == 1 and s["llmc_minmax"] == c[0], (s, c)
 PY
 check "modelopt_hf = amax/448 unclamped, modelopt_trtllm = 1, llmc_minmax = calibrate's" $?
+# `--policy modelopt` is ModelOpt's HF export (what data/checkpoints/modelopt_fp8 stores: amax / 448,
+# no clamp), not the TensorRT-LLM export's max(amax / 448, 1).
+"$FP8KIT" kv "$CAP" --format e4m3 --policy modelopt --no-attention --json > "$T/m.json"; check "--policy modelopt: exit 0" $?
+python3 - "$T/p.json" "$T/m.json" <<'PY'
+import json, sys
+p, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+pick = lambda d, pol: [r["scale"] for r in d["rows"] if r["policy"] == pol]
+got = pick(m, "modelopt_hf")
+assert got and got == pick(p, "modelopt_hf"), (got, {r["policy"] for r in m["rows"]})
+assert all(x < 1 for x in got), got
+PY
+check "--policy modelopt = modelopt_hf (HF export, unclamped)" $?
 
 exit $fail

@@ -37,7 +37,7 @@ enum class ScalePolicy {
 };
 // Names (kv/names.cpp), with aliases accepted when parsing: e4m3 (fp8, fp8_e4m3), e5m2 (fp8_e5m2),
 // e4m3fnuz (fnuz), nvfp4 (fp4); one (1.0), vllm_first_batch (first_batch), tensor (calibrated),
-// modelopt_trtllm (modelopt), modelopt_hf (modelopt_hf_export), llmc_minmax (llmc), head
+// modelopt_trtllm, modelopt_hf (modelopt, modelopt_hf_export), llmc_minmax (llmc), head
 // (per_head), token_head (per_token_head). parse_X throws std::invalid_argument listing the names.
 const char* name(CacheFormat f);
 const char* name(ScalePolicy p);

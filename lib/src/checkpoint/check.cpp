@@ -2,6 +2,7 @@
 // re-quantisation of every weight under the producer's own rule, compared code by code.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -431,9 +432,12 @@ Scales stored_scales(const Folder& F, const Layer& L, const RawTensor& s) {
     st.block.resize(s.numel());
     for (std::uint64_t i = 0; i < st.block.size(); ++i) st.block[i] = s.at(i);
     if (!L.global_scale.empty()) st.global = F.read(L.global_scale).at(0);
-    // MX scales stored as U8 are E8M0 codes: 2^(b - 127) (gpt-oss weights.py, compressed-tensors mxfp4).
+    // MX scales stored as U8 are E8M0 codes: 2^(b - 127) (gpt-oss weights.py, compressed-tensors mxfp4);
+    // code 255 is NaN (OCP MX v1.0, E8M0), not 2^128.
     if ((L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) && s.dtype == "U8")
-        for (std::uint64_t i = 0; i < st.block.size(); ++i) st.block[i] = std::ldexp(1.0f, int(s.bytes[i]) - 127);
+        for (std::uint64_t i = 0; i < st.block.size(); ++i)
+            st.block[i] = s.bytes[i] == 255 ? std::numeric_limits<float>::quiet_NaN()
+                                            : std::ldexp(1.0f, int(s.bytes[i]) - 127);
     detail::set_grid(L, st);
     return st;
 }

@@ -26,7 +26,7 @@ constexpr NameEntry<ScalePolicy> kPolicies[] = {
     {ScalePolicy::one, "1.0", true},
     {ScalePolicy::vllm_first_batch, "first_batch", true},
     {ScalePolicy::tensor, "calibrated", true},
-    {ScalePolicy::modelopt, "modelopt", true},
+    {ScalePolicy::modelopt_hf, "modelopt", true},  // the HF export: what ModelOpt checkpoints on the Hub hold
     {ScalePolicy::modelopt_hf, "modelopt_hf_export", true},
     {ScalePolicy::llmc_minmax, "llmc", true},
     {ScalePolicy::head, "per_head", true},
