@@ -436,8 +436,8 @@ Scales stored_scales(const Folder& F, const Layer& L, const RawTensor& s) {
     // code 255 is NaN (OCP MX v1.0, E8M0), not 2^128.
     if ((L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) && s.dtype == "U8")
         for (std::uint64_t i = 0; i < st.block.size(); ++i)
-            st.block[i] = s.bytes[i] == 255 ? std::numeric_limits<float>::quiet_NaN()
-                                            : std::ldexp(1.0f, int(s.bytes[i]) - 127);
+            st.block[i] =
+                s.bytes[i] == 255 ? std::numeric_limits<float>::quiet_NaN() : std::ldexp(1.0f, int(s.bytes[i]) - 127);
     detail::set_grid(L, st);
     return st;
 }
