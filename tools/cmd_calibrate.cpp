@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "fp8kit/calibrate.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/json_number.hpp"
 
 // A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
 namespace fp8kit::cli::calibrate_command {
@@ -32,18 +33,16 @@ void print_text(const calibrate::Report& r) {
         const auto& s = h ? row.holdout : row.calib;
         const std::string t = row.index < 0 ? row.tensor : fmt::format("{}[{}]", row.tensor, row.index);
         if (row.sweep) {  // scale: weight_scale_2; SQNR: NVFP4 under the chosen block scales
-            fmt::print(
-                "{:<44} {:<22} {:>13.7g} {:<8} {:>9} {:>8} {:>9}\n", io::printable(t), calibrate::name(row.method),
-                row.scale.value, row.scale.dtype, "-", "-",
-                std::isfinite(row.sweep->sqnr_db) ? fmt::format("{:.2f}", row.sweep->sqnr_db) : std::string("inf"));
+            fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9} {:>8} {:>9}\n", io::printable(t),
+                       calibrate::name(row.method), row.scale.value, row.scale.dtype, "-", "-",
+                       io::fixed_number(row.sweep->sqnr_db, 2));
             fmt::print("{:<44}   NVFP4: {} of {} block scales differ from the max rule's (SQNR {:.2f} dB with those)\n",
                        "", row.sweep->blocks_changed, row.sweep->blocks, row.sweep->sqnr_max_db);
             continue;
         }
         fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9.4f} {:>8.4f} {:>9}\n", io::printable(t),
                    calibrate::name(row.method), row.scale.value, row.scale.dtype, share(s.clipped, s.nonzero),
-                   share(s.underflow, s.nonzero),
-                   std::isfinite(s.sqnr_db) ? fmt::format("{:.2f}", s.sqnr_db) : std::string("inf"));
+                   share(s.underflow, s.nonzero), io::fixed_number(s.sqnr_db, 2));
     }
     if (!r.rows.empty() && r.rows.front().sweep) {
         fmt::print(

@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/kv.hpp"
+#include "fp8kit/io/json_number.hpp"
 
 // A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
 namespace fp8kit::cli::kv_command {
@@ -18,7 +19,7 @@ struct Options {
     bool json = false, csv = false, no_attention = false;
 };
 
-std::string db(double v) { return std::isfinite(v) ? fmt::format("{:.2f}", v) : std::string("inf"); }
+std::string db(double v) { return io::fixed_number(v, 2); }
 double pct(std::uint64_t n, std::uint64_t d) { return d ? 100.0 * static_cast<double>(n) / d : 0.0; }
 
 // Per (layer, tensor, format, policy): the heads summed, and the worst head's SQNR.

@@ -196,6 +196,5 @@ Register validate_cmd([](CLI::App& root) {
         run(*o);
     });
 });
-
 }  // namespace
 }  // namespace fp8kit::cli::validate_command

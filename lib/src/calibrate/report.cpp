@@ -103,13 +103,10 @@ std::string to_csv(const Report& r) {
             h ? std::to_string(row.holdout.elements) : "",
             h ? fmt::format("{:.6g}", share(row.holdout.clipped, row.holdout.nonzero)) : "",
             h ? fmt::format("{:.6g}", share(row.holdout.underflow, row.holdout.nonzero)) : "",
-            h ? (std::isfinite(row.holdout.sqnr_db) ? fmt::format("{:.4f}", row.holdout.sqnr_db) : "inf") : "",
-            row.index >= 0 ? std::to_string(row.index) : "",
+            h ? io::fixed_number(row.holdout.sqnr_db, 4) : "", row.index >= 0 ? std::to_string(row.index) : "",
             // the sweep's row: its scale is weight_scale_2 already; no activation headroom
             row.sweep ? std::string() : fmt::format("{:.9g}", row.nvfp4.global_scale),
-            row.sweep                                   ? std::string()
-            : std::isfinite(row.nvfp4.headroom_binades) ? fmt::format("{:.4f}", row.nvfp4.headroom_binades)
-                                                        : std::string("inf"),
+            row.sweep ? std::string() : io::fixed_number(row.nvfp4.headroom_binades, 4),
             row.sweep ? std::string() : fmt::format("{:.6g}", share(row.nvfp4.blocks_over, row.nvfp4.blocks)));
     }
     return s;

@@ -69,10 +69,9 @@ std::string to_csv(const Report& r) {
     for (const auto& row : r.rows) {
         const auto& s = row.stats;
         const double q = s.sqnr_db();
-        out +=
-            fmt::format("{},{},{},{},{},{:.9g},{},{},{},{},{},{:.9g}\n", row.layer, row.tensor, row.head,
-                        name(row.format), name(row.policy), row.scale, s.elements, s.nonzero, s.saturated, s.underflow,
-                        std::isfinite(q) ? fmt::format("{:.6f}", q) : std::string("inf"), s.max_abs_err);
+        out += fmt::format("{},{},{},{},{},{:.9g},{},{},{},{},{},{:.9g}\n", row.layer, row.tensor, row.head,
+                           name(row.format), name(row.policy), row.scale, s.elements, s.nonzero, s.saturated,
+                           s.underflow, io::fixed_number(q, 6), s.max_abs_err);
     }
     return out;
 }

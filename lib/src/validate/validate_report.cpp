@@ -6,16 +6,11 @@
 
 #include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/validate.hpp"
+#include "fp8kit/io/json_number.hpp"
 
 namespace fp8kit {
 
 namespace {
-
-std::string number(double v) {
-    if (std::isnan(v)) return "nan";
-    if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
-    return fmt::format("{}", v);
-}
 
 std::string hex_bits(Wide w, std::uint64_t b) {
     return fmt::format("0x{:0{}x}", b, static_cast<int>(2 * wide_size(w)));
@@ -101,11 +96,11 @@ std::string ValidateReport::summary() const {
         for (const MismatchExample& e : cr.examples) {
             s += fmt::format("    {}{} input {} = {}", position(e.index),
                              shape.size() >= 2 ? fmt::format(" (element {})", e.index) : std::string(),
-                             hex_bits(from, e.input_bits), number(e.input));
+                             hex_bits(from, e.input_bits), io::text_number(e.input));
             if (scale_mode != ScaleMode::none)
-                s += fmt::format(" (S {}, scaled {})", number(e.scale), number(e.scaled));
-            s += fmt::format(": expected 0x{:02x} = {}, got 0x{:02x} = {}\n", e.expected, number(e.expected_value),
-                             e.actual, number(e.actual_value));
+                s += fmt::format(" (S {}, scaled {})", io::text_number(e.scale), io::text_number(e.scaled));
+            s += fmt::format(": expected 0x{:02x} = {}, got 0x{:02x} = {}\n", e.expected,
+                             io::text_number(e.expected_value), e.actual, io::text_number(e.actual_value));
         }
     }
     s += "consistency: " + describe_consistency(*this) + "\n";
@@ -132,13 +127,13 @@ std::string ValidateReport::json() const {
             ex.push_back({{"index", e.index},
                           {"position", indices(e.index)},
                           {"input_bits", hex_bits(from, e.input_bits)},
-                          {"input", number(e.input)},
-                          {"scale", number(e.scale)},
-                          {"scaled", number(e.scaled)},
+                          {"input", io::text_number(e.input)},
+                          {"scale", io::text_number(e.scale)},
+                          {"scaled", io::text_number(e.scaled)},
                           {"expected", fmt::format("0x{:02x}", e.expected)},
-                          {"expected_value", number(e.expected_value)},
+                          {"expected_value", io::text_number(e.expected_value)},
                           {"actual", fmt::format("0x{:02x}", e.actual)},
-                          {"actual_value", number(e.actual_value)}});
+                          {"actual_value", io::text_number(e.actual_value)}});
         classes[std::string(name(c))] = {{"count", cr.count}, {"examples", ex}};
     }
     j["classes"] = classes;

@@ -45,4 +45,11 @@ inline std::string text_number(double v) {
     return fmt::format("{}", v);
 }
 
+// `v` with `decimals` digits after the point (tables that align their columns), or its
+// non-finite word.
+inline std::string fixed_number(double v, int decimals) {
+    if (!std::isfinite(v)) return nonfinite_word(v);
+    return fmt::format("{:.{}f}", v, decimals);
+}
+
 }  // namespace fp8kit::io
