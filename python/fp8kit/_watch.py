@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from . import _fp8kit
+from ._dump import warn_skipped
 
 
 def watch(files, **options):
@@ -14,7 +15,8 @@ def watch(files, **options):
     first, each with signal, tensor, step, evidence, numbers, resembles, advice, level ('warning'
     or 'info') and note), 'risk' (the risk signals, uncalibrated), 'tensors' (growth rates per
     series), 'shapes' (with 'channel_amax' and 'blocks' 'scale_log2_hist'), 'swiglu', 'gradients'
-    (wgrad noise per linear layer and recipe), 'bf16_layers' and 'norm_weights' (dumps). options:
+    (wgrad noise per linear layer and recipe), 'bf16_layers' and 'norm_weights' (dumps), 'skipped'
+    (datasets stored outside the file named and the like, also given as one UserWarning). options:
     the CLI's settings with underscores, e.g. window=128, growth=4, growth_z=5, growth_top=25,
     warmup=100, spike_k=8,
     recipe='te-delayed' (None: no forecast), format='auto', fixed_calibration=0,
@@ -23,7 +25,9 @@ def watch(files, **options):
     bf16_fraction=0.15, norm_recipe='mxfp8' ('none': off), norm_bias_max=0.005."""
     if isinstance(files, (str, os.PathLike)):
         files = [files]
-    return json.loads(_fp8kit.watch_files([os.fspath(f) for f in files], json.dumps(options)))
+    out = json.loads(_fp8kit.watch_files([os.fspath(f) for f in files], json.dumps(options)))
+    warn_skipped(out["skipped"])
+    return out
 
 
 class Watcher:

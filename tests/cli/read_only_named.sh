@@ -57,6 +57,12 @@ traced replay timeout 60 "$FP8KIT" replay "$D/ext_zero.h5"
 check "replay finishes (rc $(cat "$T/replay.rc"))" "$(rc=$(cat "$T/replay.rc"); [ "$rc" -le 2 ]; echo $?)"
 traced sweep timeout 60 "$FP8KIT" sweep "$D/ext_passwd.h5" "$D/vds.h5" "$D/vds_self.h5" "$D/ext_other.h5"
 check "sweep finishes (rc $(cat "$T/sweep.rc"))" "$(rc=$(cat "$T/sweep.rc"); [ "$rc" -le 2 ]; echo $?)"
+traced watch timeout 60 "$FP8KIT" watch --json "$D/ext_passwd.h5"
+check "watch finishes (rc $(cat "$T/watch.rc"))" "$(rc=$(cat "$T/watch.rc"); [ "$rc" -le 1 ]; echo $?)"
+check "watch names the external /etc/passwd in its skipped list" \
+    "$(grep -A3 '"skipped"' "$T/watch.out" | grep -q "/etc/passwd"; echo $?)"
+traced watch_text timeout 60 "$FP8KIT" watch "$D/ext_passwd.h5"
+check "watch's text names it in a note" "$(grep -q "^note: skipped .*/etc/passwd" "$T/watch_text.out"; echo $?)"
 
 v=0
 for src in ext_passwd.h5:/codes ext_passwd.h5:/x ext_other.h5:/abs ext_other.h5:/rel ext_other.h5:/cwd ext_zero.h5:/zero \

@@ -146,6 +146,7 @@ ShapeResult shape_signals(const std::vector<std::string>& files, const ShapeConf
         const auto& p = d.errors().front();
         throw dump::DumpError(p.file, p.name, p.message);
     }
+    res.skipped = dump::skipped(d.notes());
     std::unordered_map<std::string, std::size_t> by_name;
     for (std::size_t i = 0; i < d.tensors().size(); ++i)
         by_name.emplace(d.tensors()[i].file + '\0' + d.tensors()[i].name, i);

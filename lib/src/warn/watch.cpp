@@ -29,6 +29,7 @@ nlohmann::json WatchReport::to_json() const {
                      {"steps_after_warmup", x.steps_after_warmup},
                      {"run_slope_log2_per_1000", num(x.run_slope_per_k)},
                      {"recent_slope_log2_per_1000", num(x.recent_slope_per_k)}});
+    j["skipped"] = skipped;
     auto& s = j["shapes"] = nlohmann::json::array();
     for (const auto& x : shapes) s.push_back(x.to_json());
     auto& g = j["swiglu"] = nlohmann::json::array();
@@ -89,6 +90,7 @@ WatchReport watch_files(const WatchInputs& in) {
             for (auto& x : s.gradients) r.gradients.push_back(std::move(x));
             for (auto& x : s.bf16) r.bf16.push_back(std::move(x));
             for (auto& x : s.norms) r.norms.push_back(std::move(x));
+            for (auto& x : s.skipped) r.skipped.push_back(std::move(x));
         }
     }
     rank(r.warnings);

@@ -69,7 +69,10 @@ struct WatchReport {
     std::vector<Bf16Choice> bf16;
     std::vector<NormBias> norms;
     RiskReport risk;  // risk(*this) once the rest is filled
-    // {"warnings", "tensors", "shapes", "swiglu", "gradients", "bf16_layers", "norm_weights", "risk"}
+    // Datasets of the dumps skipped on purpose (stored outside the file named, ...): one line each.
+    std::vector<std::string> skipped;
+    // {"warnings", "tensors", "shapes", "swiglu", "gradients", "bf16_layers", "norm_weights", "risk",
+    //  "skipped"}
     nlohmann::json to_json() const;
 };
 
