@@ -7,11 +7,12 @@
 // builds this file twice, with TE's flags and with nvcc's defaults (contraction only), so the two
 // effects are measured apart.
 //
-// Usage: te_adam_probe OUT.bin. Writes, for each hyperparameter set and each of 5 steps, the
+// Usage: te_adam_probe OUT.bin [N, default 8192]. Writes, for each hyperparameter set and each of 5 steps, the
 // gradient and the (p, m, v) after the step, from deterministic inputs (a 64-bit LCG), all float32:
 //   u32 magic 'TEAP', u32 sets, u32 steps, u32 n; then per set: 5 f32 (lr, beta1, beta2, eps, decay),
 //   n x (p0, m0, v0), then per step: n x g, n x (p, m, v).
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -53,11 +54,11 @@ void check(cudaError_t e, const char* what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2) {
-        std::fprintf(stderr, "usage: te_adam_probe OUT.bin\n");
+    if (argc != 2 && argc != 3) {
+        std::fprintf(stderr, "usage: te_adam_probe OUT.bin [N]\n");
         return 2;
     }
-    const std::uint32_t n = 1u << 13, steps = 5;
+    const std::uint32_t n = argc == 3 ? static_cast<std::uint32_t>(std::atoi(argv[2])) : 8192u, steps = 5;
     struct Set {
         float lr, beta1, beta2, eps, decay;
     };

@@ -78,7 +78,13 @@ void apply_scale(TeState& s, const std::vector<float>& x) {
     for (std::size_t i = 0; i < x.size(); ++i) s.bits[i] = to_f16(x[i] * rscale);
 }
 
-// AdamFunctor (adam.cu), ADAM_MODE_1 (AdamW), MATH_T = float, every operation in source order.
+// AdamFunctor (adam.cu), ADAM_MODE_1 (AdamW), MATH_T = float, every operation in source order,
+// with the four multiply-adds that nvcc contracts into FMAs. TE builds adam.cu with
+// `-O3 --use_fast_math` (transformer_engine/common/CMakeLists.txt); the SASS of the update built so
+// (scripts/gpu/te_adam_probe.sh, H200, nvcc 13.0) has exactly these FMAs, as does nvcc's default
+// build. The divisions and the square root here are IEEE; TE's build uses MUFU.RCP / MUFU.SQRT
+// approximations, so m and v are TE's bit for bit but the master weight p can differ in its last
+// bits (docs/msamp.md, "The kernel as TE compiles it").
 struct TeKernel {
     float b1, b2, eps, lr, decay, bc1, bc2;
     TeKernel(const AdamHyper& h, std::int64_t step) {
@@ -95,12 +101,12 @@ struct TeKernel {
                                 : 1.0f;
     }
     void operator()(float g, float& p, float& m, float& v) const {
-        m = b1 * m + (1 - b1) * g;
-        v = b2 * v + (1 - b2) * g * g;  // ((1 - beta2) * g) * g
+        m = std::fma(1 - b1, g, b1 * m);        // beta1 * m + (1 - beta1) * g
+        v = std::fma(g, (1 - b2) * g, b2 * v);  // beta2 * v + ((1 - beta2) * g) * g
         const float m_unbiased = m / bc1, v_unbiased = v / bc2;
         const float denom = std::sqrt(v_unbiased) + eps;
-        const float update = (m_unbiased / denom) + (decay * p);
-        p = p - (lr * update);
+        const float update = std::fma(decay, p, m_unbiased / denom);  // (m' / denom) + (decay * p)
+        p = std::fma(-lr, update, p);                                 // p - (lr * update)
     }
 };
 
