@@ -1,8 +1,9 @@
-"""Compares lib's TransformerEngine FusedAdam model (fp8kit.te_fused_adam, its FP32 reference path:
-the AdamW update of transformer_engine/common/multi_tensor/adam.cu in float, IEEE division and square
-root, no contraction) with what the GPU computed in te_adam_probe.sh's two builds, bit for bit, step
-by step. Prints, per build, hyperparameter set and step, how many of p, m, v differ and by at most
-how many ulps. Usage: python te_adam_compare.py OUTDIR (te_adam_probe.sh's folder)."""
+"""Compares lib's TransformerEngine FusedAdam model (fp8kit.msamp.te_fused_adam, its FP32 reference
+path: the AdamW update of transformer_engine/common/multi_tensor/adam.cu in float with the four FMAs
+nvcc makes, IEEE division and square root) with what the GPU computed in te_adam_probe.sh's two
+builds, bit for bit, step by step along the model's own trajectory. Prints, per build,
+hyperparameter set and step, how many of p, m, v differ and by at most how many ulps.
+Usage: python te_adam_compare.py OUTDIR (te_adam_probe.sh's folder)."""
 
 import pathlib
 import sys
