@@ -23,6 +23,45 @@ from ._linear import Fp8Linear, swap_linears
 __all__ = ["fake_quantize", "FakeQuantize", "Fp8Linear", "swap_linears", "Monitor", "monitor"]
 
 
+class _Trace:
+    """The monitor's (step, tensor, amax) entries by absolute index, of which a prefix may have
+    been dropped (written and fed to the watcher: keep_rows=False)."""
+
+    def __init__(self):
+        self.base, self.items = 0, []
+
+    def __len__(self):
+        return self.base + len(self.items)
+
+    def append(self, entry):
+        self.items.append(entry)
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            start = self.base if k.start is None else k.start
+            stop = len(self) if k.stop is None else k.stop
+            return self.items[start - self.base : stop - self.base]
+        return self.items[k - self.base]
+
+    def __setitem__(self, k, entry):
+        self.items[k - self.base] = entry
+
+    def drop_before(self, k):
+        del self.items[: k - self.base]
+        self.base = k
+
+
+def _csv_cell(v):
+    return "" if v is None else v
+
+
+def _csv_text(rows):
+    """rows as CSV bytes, as csv.writer writes them (the monitor's files' one dialect)."""
+    f = io.StringIO(newline="")
+    csv.writer(f).writerows(rows)
+    return f.getvalue().encode()
+
+
 # ---- fake quantisation -------------------------------------------------------------------------
 
 
@@ -337,6 +376,10 @@ class Monitor:
     `on_warning(warning_dict)`, or by default issued as Python warnings (category FP8Warning);
     `warnings` holds all of them. GPU amaxes are read one step late (see above), so a step's
     warnings come at the next poll after it.
+    With out_dir, every step() writes the rows and amaxes read so far to the three files as they
+    are made (each a temporary of fp8kit's output sink until close() commits it: a run that dies
+    leaves no partial file). keep_rows=False then drops the written rows, so memory stays flat
+    over any number of steps (`rows` holds only rows not yet written); the trace stays in memory.
     """
 
     def __init__(
@@ -356,8 +399,14 @@ class Monitor:
         warn=None,
         warn_every=1,
         on_warning=None,
+        keep_rows=True,
     ):
         self.recipes = [fp8kit.recipe(r) for r in recipes]
+        self.keep_rows = bool(keep_rows)
+        if not self.keep_rows and out_dir is None:
+            raise ValueError("keep_rows=False: name the out_dir the rows are written to")
+        self._streams, self._rows_out, self._trace_out, self._rows_written = None, 0, 0, 0  # _stream_out
+        self._committed = False
         self._watcher = _make_watcher(warn)
         self.warn_every, self.on_warning, self.warnings, self._fed = int(warn_every), on_warning, [], 0
         if self.warn_every < 1:
@@ -376,7 +425,7 @@ class Monitor:
         self._active = True  # step_index % every == 0, kept current by step(): the hooks read only this
         self.tensors = set(_ROLE if tensors is None else tensors)
         self.reduce_amax, self.group = bool(reduce_amax), group
-        self._rows, self._trace = [], []
+        self._rows, self._trace = [], _Trace()
         self._queues, self._pending, self._groups, self._batches, self._block_ws = {}, [], {}, {}, {}  # _watch_cuda
         self._tile_bufs = {}  # (device, stream, tiles) -> device buffers (_GpuStep.tile_buffer)
         self._row_parts = []  # rows not yet built, in order: lists of host rows, GPU tensors (_watch_cuda)
@@ -414,7 +463,7 @@ class Monitor:
     def trace(self):
         """(step, tensor, amax) per captured tensor (GPU amaxes read first if any are queued)."""
         self._drain()
-        return self._trace
+        return self._trace.items
 
     def _hook(self, module_name, mod):
         # The tensor names, built once (the hooks run for every monitored step); the model itself
@@ -726,6 +775,8 @@ class Monitor:
             self._drain(keep_last=bool(self._queues))
         if self._watcher is not None:
             self._feed_watcher(poll=(self.step_index + 1) % self.warn_every == 0)
+        if self.out_dir is not None:
+            self._stream_out()
         self.step_index += 1
         self._active = self.step_index % self.every == 0
 
@@ -762,11 +813,59 @@ class Monitor:
                 registry[k] = kernel
             self._attn_orig = {}
 
+    def _stream_out(self):
+        """Appends the rows built and the amaxes read since the last call to out_dir's files (opened
+        at the first call, through the output sink: temporaries until close() commits them)."""
+        self._build_rows()
+        if self._streams is None:
+            os.makedirs(self.out_dir, exist_ok=True)
+            names = ("amax_trace.csv", "stats.csv", "stats.json")
+            self._streams = [_fp8kit.OutputFile(os.path.join(self.out_dir, n)) for n in names]
+            self._streams[0].write(_csv_text([["step", "tensor", "amax"]]))
+            self._streams[1].write(_csv_text([["step", "tensor", "role", "recipe", "format", *_ROW_KEYS]]))
+            self._streams[2].write(b"[")
+        end = self._trace_out
+        while end < len(self._trace) and self._trace[end] is not None:
+            end += 1
+        new = self._trace[self._trace_out : end]
+        self._streams[0].write(_csv_text([step, name, f"{a:.9g}"] for step, name, a in new))
+        self._trace_out = end
+        rows = self._rows[self._rows_out :]
+        if rows:
+            keys = ["step", "tensor", "role", "recipe", "format", *_ROW_KEYS]
+            self._streams[1].write(_csv_text([_csv_cell(r.get(k)) for k in keys] for r in rows))
+            sep = ", " if self._rows_written else ""
+            self._streams[2].write((sep + ", ".join(json.dumps(r, allow_nan=True) for r in rows)).encode())
+            self._rows_written += len(rows)
+        if self.keep_rows:
+            self._rows_out = len(self._rows)
+        else:
+            del self._rows[:]
+            self._trace.drop_before(min(end, self._fed) if self._watcher is not None else end)
+
     def write(self, out_dir=None):
-        """Writes amax_trace.csv, stats.csv and stats.json into out_dir."""
+        """Writes amax_trace.csv, stats.csv and stats.json into out_dir (the monitor's own out_dir:
+        the files streamed since the first step, their last rows added, then committed)."""
         out_dir = out_dir or self.out_dir
         if out_dir is None:
             raise ValueError("out_dir: name the folder the monitor writes to")
+        if out_dir == self.out_dir:
+            self._drain()
+            if self._committed and not self.keep_rows:
+                self._build_rows()
+                if self._rows or self._trace_out < len(self._trace):
+                    raise ValueError("write: with keep_rows=False the files were committed already")
+                return
+            self._stream_out()
+            self._streams[2].write(b"]")
+            for f in self._streams:
+                f.commit()
+            self._streams, self._committed = None, True
+            if self.keep_rows:  # a later write() writes every row again, from memory
+                self._rows_out, self._trace_out, self._rows_written = 0, 0, 0
+            return
+        if not self.keep_rows:
+            raise ValueError("write: with keep_rows=False the rows are only in the monitor's own out_dir")
         os.makedirs(out_dir, exist_ok=True)
         rows, trace = self.rows, self.trace
         # Each file through fp8kit's output sink (io/sink.hpp): written whole or not at all.

@@ -132,6 +132,45 @@ def test_monitor_cpu_files(tmp_path):
         assert int(r["numel"]) > 0 and float(r["amax"]) > 0
 
 
+def test_monitor_streams_rows_with_flat_memory(tmp_path):
+    """keep_rows=False: each step's rows go to out_dir's files as they are made (temporaries of the
+    output sink until close()), none stay in memory, and the committed files equal, byte for byte,
+    those of a monitor that kept every row and wrote them at close(). A monitor dropped without
+    close() leaves no file."""
+    files = ("amax_trace.csv", "stats.csv", "stats.json")
+    out = {}
+    for keep in (True, False):
+        torch.manual_seed(0)
+        model = tiny_model()
+        d = tmp_path / f"keep_{keep}"
+        mon = ft.monitor(model, recipes=["te-current", "mxfp8"], out_dir=str(d), keep_rows=keep)
+        kept = []
+        for _ in range(6):
+            run_steps(model, mon, 1)
+            kept.append((len(mon._rows), len(mon._trace.items)))
+        if not keep:
+            assert kept == [(0, 0)] * 6  # written, not kept
+            partial = os.listdir(d)
+            assert len(partial) == 3 and all(n.endswith(".partial") for n in partial), partial
+        mon.close()
+        assert sorted(os.listdir(d)) == sorted(files)
+        out[keep] = [(d / f).read_bytes() for f in files]
+    assert out[True] == out[False]
+    assert len(json.loads(out[False][2])) == 6 * 8 * 2
+    torch.manual_seed(0)
+    model = tiny_model()
+    d = tmp_path / "dropped"
+    mon = ft.monitor(model, recipes=["te-current"], out_dir=str(d), keep_rows=False, warn=True)
+    run_steps(model, mon, 2)
+    assert len(mon._trace.items) == 0 and len(mon._trace) == 2 * 8  # fed to the watcher, then dropped
+    mon.remove()
+    del mon
+    import gc
+
+    gc.collect()
+    assert os.listdir(d) == []
+
+
 BLOCK_KEYS = (
     "blocks",
     "scale_inv_min",
