@@ -30,6 +30,20 @@ for c in fp8 fp8_dynamic fp8_block fp8_kv nvfp4 nvfp4a16 mxfp4 mxfp4a16 mxfp8 mx
       check "llmc_$c: embed_tokens noted outside targets" $? ;;
   esac
 done
+# Mixture of experts (1 layer: 4 attention projections + 4 experts x 3): Qwen3-MoE, and Mixtral,
+# whose experts llm-compressor saves as gate_proj / up_proj / down_proj where the original has
+# w1 / w3 / w2.
+for c in qwen3_moe_fp8 qwen3_moe_fp8_block qwen3_moe_nvfp4 qwen3_moe_mxfp4 mixtral_nvfp4; do
+  case $c in qwen3_moe_*) ref=qwen3_moe ;; *) ref=mixtral ;; esac
+  out=$("$FP8KIT" checkpoint check "$D/llmc_$c" --reference "$D/llmc_${ref}_original" 2>&1); rc=$?
+  check "llmc_$c: exit 0 (got $rc)" $rc
+  n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
+  [ "$n" -eq 16 ]; check "llmc_$c: 16 layers bit-exact (got $n)" $?
+  printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_$c: OK" $?
+done
+n=$("$FP8KIT" checkpoint check "$D/llmc_mixtral_nvfp4" --reference "$D/llmc_mixtral_original" | grep -c 'experts\.[0-9]\.gate_proj .*fused global scale')
+[ "$n" -ge 1 ]; check "llmc_mixtral_nvfp4: expert gate/up share the fused global (got $n gate_proj)" $?
+
 # NVFP4: the fused q/k/v and gate/up members that are not their group's largest are bit-exact
 # only under llm-compressor's fused global scale.
 n=$("$FP8KIT" checkpoint check "$D/llmc_nvfp4" --reference "$D/llmc_original" | grep -c 'llm-compressor fused global scale')
@@ -92,6 +106,12 @@ plant llmc_mxfp4 "$L.self_attn.v_proj.weight_scale" 3 up
 expect_fault "MXFP4 E8M0 scale x2" "$L.self_attn.v_proj" "${R[@]}"
 plant llmc_mf_mxfp8a16 "$L.self_attn.q_proj.weight_scale" 2 up
 expect_fault "model_free MXFP8 E8M0 scale x2" "$L.self_attn.q_proj" "${R[@]}"
+plant llmc_mixtral_nvfp4 "model.layers.0.block_sparse_moe.experts.2.up_proj.weight_global_scale" 0 up
+expect_fault "Mixtral expert up_proj weight_global_scale +1 ulp" "model.layers.0.block_sparse_moe.experts.2.up_proj" \
+  --reference "$D/llmc_mixtral_original"
+plant llmc_qwen3_moe_fp8_block "model.layers.0.mlp.experts.1.down_proj.weight_scale" 0 up
+expect_fault "Qwen3-MoE expert FP8 block scale +1 ulp" "model.layers.0.mlp.experts.1.down_proj" \
+  --reference "$D/llmc_qwen3_moe_original"
 plant llmc_fp8 "$L.mlp.up_proj.weight_scale" 0 neg
 expect_fault "FP8 negative weight_scale (no reference)" "$L.mlp.up_proj"
 plant llmc_fp8_kv "$L.self_attn.k_scale" 0 nan
