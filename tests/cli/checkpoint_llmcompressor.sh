@@ -41,6 +41,21 @@ for c in qwen3_moe_fp8 qwen3_moe_fp8_block qwen3_moe_nvfp4 qwen3_moe_mxfp4 mixtr
   [ "$n" -eq 16 ]; check "llmc_$c: 16 layers bit-exact (got $n)" $?
   printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_$c: OK" $?
 done
+# model_free_ptq NVFP4A16 on the MoE originals (per-expert tensors; embed_tokens too: 17 layers).
+# Its fused-name patterns (llmcompressor/entrypoints/model_free/microscale.py
+# DEFAULT_FUSED_MAPPINGS) pair `.mlp.gate_proj` with `.mlp.up_proj` and `.w1` with `.w3`: Qwen3-MoE's
+# `mlp.experts.<e>.gate_proj` / `up_proj` keep their own global scales (noted: vLLM keeps one
+# per expert), Mixtral's w1 / w3 share one.
+for k in qwen3_moe mixtral; do
+  out=$("$FP8KIT" checkpoint check "$D/llmc_mf_${k}_nvfp4a16" --reference "$D/llmc_${k}_original" 2>&1); rc=$?
+  check "llmc_mf_${k}_nvfp4a16: exit 0 (got $rc)" $rc
+  n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
+  [ "$n" -eq 17 ]; check "llmc_mf_${k}_nvfp4a16: 17 layers bit-exact (got $n)" $?
+  printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_mf_${k}_nvfp4a16: OK" $?
+  n=$(printf '%s\n' "$out" | grep -c '^note \[expert gate/up scales differ\]')
+  if [ $k = qwen3_moe ]; then [ "$n" -ge 1 ]; else [ "$n" -eq 0 ]; fi
+  check "llmc_mf_${k}_nvfp4a16: expert gate/up global notes (got $n)" $?
+done
 n=$("$FP8KIT" checkpoint check "$D/llmc_mixtral_nvfp4" --reference "$D/llmc_mixtral_original" | grep -c 'experts\.[0-9]\.gate_proj .*fused global scale')
 [ "$n" -ge 1 ]; check "llmc_mixtral_nvfp4: expert gate/up share the fused global (got $n gate_proj)" $?
 
