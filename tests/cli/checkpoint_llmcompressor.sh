@@ -39,6 +39,9 @@ for c in qwen3_moe_fp8 qwen3_moe_fp8_block qwen3_moe_nvfp4 qwen3_moe_mxfp4 mixtr
   check "llmc_$c: exit 0 (got $rc)" $rc
   n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
   [ "$n" -eq 16 ]; check "llmc_$c: 16 layers bit-exact (got $n)" $?
+  case $c in *nvfp4) ! printf '%s\n' "$out" | grep -q '^note \[expert gate/up scales differ\]'
+    check "llmc_$c: oneshot gives each expert's gate/up one global scale" $? ;;
+  esac
   printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_$c: OK" $?
 done
 # model_free_ptq NVFP4A16 on the MoE originals (per-expert tensors; embed_tokens too: 17 layers).
