@@ -17,7 +17,7 @@ check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; f
 # Every fixture: exit 0, every quantised layer bit-exact, OK. model_free_ptq also quantises
 # embed_tokens (15 layers) and that is noted as outside the config's targets.
 for c in fp8 fp8_dynamic fp8_block fp8_kv nvfp4 nvfp4a16 mxfp4 mxfp4a16 mxfp8 mxfp8a16 \
-  mf_fp8_dynamic mf_nvfp4a16 mf_mxfp4a16 mf_mxfp8a16; do
+  mf_fp8_dynamic mf_nvfp4a16 mf_mxfp4 mf_mxfp4a16 mf_mxfp8 mf_mxfp8a16; do
   want=14
   case $c in mf_*) want=15 ;; esac
   out=$("$FP8KIT" checkpoint check "$D/llmc_$c" --reference "$D/llmc_original"); rc=$?
