@@ -16,7 +16,7 @@ check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; f
 
 # Every fixture: exit 0, every quantised layer bit-exact, OK. model_free_ptq also quantises
 # embed_tokens (15 layers) and that is noted as outside the config's targets.
-for c in fp8 fp8_dynamic fp8_block fp8_kv nvfp4 nvfp4a16 mxfp4 mxfp4a16 mxfp8 mxfp8a16 \
+for c in fp8 fp8_dynamic fp8_block fp8_kv fp8_kv_head nvfp4 nvfp4a16 mxfp4 mxfp4a16 mxfp8 mxfp8a16 \
   mf_fp8_dynamic mf_nvfp4a16 mf_mxfp4 mf_mxfp4a16 mf_mxfp8 mf_mxfp8a16; do
   want=14
   case $c in mf_*) want=15 ;; esac
@@ -72,6 +72,15 @@ n=$("$FP8KIT" checkpoint check "$D/llmc_nvfp4" --reference "$D/llmc_original" | 
 "$FP8KIT" checkpoint check "$D/llmc_fp8_kv" --engine trtllm > "$T/trt.txt"; rc=$?
 [ $rc -eq 1 ] && grep -q '^FAIL \[kv scale dropped\] model.layers.0.self_attn.k_scale' "$T/trt.txt"
 check "llmc_fp8_kv --engine trtllm: exit 1, k_scale dropped (got $rc)" $?
+# Per KV head (strategy attn_head, [2, 1, 1]): vLLM loads it per head (a note), SGLang's load fails.
+"$FP8KIT" checkpoint check "$D/llmc_fp8_kv_head" > "$T/head.txt"; rc=$?
+[ $rc -eq 0 ] && grep -q '^note \[kv scale per-head\] model.layers.0.self_attn.k_scale: vLLM loaded' "$T/head.txt"
+check "llmc_fp8_kv_head: exit 0, vLLM per-head load noted (got $rc)" $?
+"$FP8KIT" checkpoint check "$D/llmc_fp8_kv_head" --engine vllm > /dev/null; rc=$?
+[ $rc -eq 0 ]; check "llmc_fp8_kv_head --engine vllm: exit 0 (got $rc)" $?
+"$FP8KIT" checkpoint check "$D/llmc_fp8_kv_head" --engine sglang > "$T/head.txt"; rc=$?
+[ $rc -eq 1 ] && grep -q '^FAIL \[kv scale per-head\] model.layers.1.self_attn.v_scale: SGLang' "$T/head.txt"
+check "llmc_fp8_kv_head --engine sglang: exit 1, per-head scale refused (got $rc)" $?
 
 # plant DIR TENSOR INDEX MODE: change element INDEX of TENSOR in a copy of DIR's model.safetensors
 # (MODE: up = one step up in the stored encoding, neg = sign flipped, nan = NaN); same size, same header.
@@ -136,5 +145,9 @@ plant llmc_fp8_kv "$L.self_attn.k_scale" 0 nan
 "$FP8KIT" checkpoint check "$T/p" > "$T/out.txt" 2>&1; rc=$?
 [ $rc -eq 1 ]; check "KV k_scale NaN: exit 1 (got $rc)" $?
 grep -q "$L.self_attn.k_scale" "$T/out.txt"; check "KV k_scale NaN: names it" $?
+plant llmc_fp8_kv_head "$L.self_attn.v_scale" 1 neg
+"$FP8KIT" checkpoint check "$T/p" > "$T/out.txt" 2>&1; rc=$?
+[ $rc -eq 1 ] && grep -q "^FAIL \[kv scale value\] $L.self_attn.v_scale" "$T/out.txt"
+check "KV per-head v_scale negative: exit 1, named (got $rc)" $?
 
 exit $fail
