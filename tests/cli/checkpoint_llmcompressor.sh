@@ -30,6 +30,17 @@ for c in fp8 fp8_dynamic fp8_block fp8_kv fp8_kv_head nvfp4 nvfp4a16 mxfp4 mxfp4
       check "llmc_$c: embed_tokens noted outside targets" $? ;;
   esac
 done
+# FP8_BLOCK over whole 128x128 blocks (grids 1x2 and 2x1), oneshot and model_free_ptq.
+for c in b128_fp8_block mf_b128_fp8_block; do
+  want=7
+  case $c in mf_*) want=8 ;; esac
+  out=$("$FP8KIT" checkpoint check "$D/llmc_$c" --reference "$D/llmc_b128_original"); rc=$?
+  check "llmc_$c: exit 0 (got $rc)" $rc
+  n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
+  [ "$n" -eq "$want" ]; check "llmc_$c: $want layers bit-exact (got $n)" $?
+  printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_$c: OK" $?
+done
+
 # Mixture of experts (1 layer: 4 attention projections + 4 experts x 3): Qwen3-MoE, and Mixtral,
 # whose experts llm-compressor saves as gate_proj / up_proj / down_proj where the original has
 # w1 / w3 / w2.
@@ -133,6 +144,9 @@ plant llmc_mxfp4 "$L.self_attn.v_proj.weight_scale" 3 up
 expect_fault "MXFP4 E8M0 scale x2" "$L.self_attn.v_proj" "${R[@]}"
 plant llmc_mf_mxfp8a16 "$L.self_attn.q_proj.weight_scale" 2 up
 expect_fault "model_free MXFP8 E8M0 scale x2" "$L.self_attn.q_proj" "${R[@]}"
+plant llmc_mf_b128_fp8_block "model.layers.0.mlp.down_proj.weight_scale" 1 up
+expect_fault "model_free FP8 block scale (block 0,1) +1 ulp" "model.layers.0.mlp.down_proj" \
+  --reference "$D/llmc_b128_original"
 plant llmc_mixtral_nvfp4 "model.layers.0.block_sparse_moe.experts.2.up_proj.weight_global_scale" 0 up
 expect_fault "Mixtral expert up_proj weight_global_scale +1 ulp" "model.layers.0.block_sparse_moe.experts.2.up_proj" \
   --reference "$D/llmc_mixtral_original"
