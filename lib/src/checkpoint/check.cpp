@@ -561,6 +561,19 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
     return first;
 }
 
+// llm-compressor 0.14 saves Mixtral's experts under the names of its linearised experts
+// (llmcompressor/modeling/moe/linear_experts.py ExpertMLPWithGate: gate_proj, up_proj, down_proj),
+// while transformers saves the original as w1, w3, w2 (data/checkpoints/llmc_mixtral_nvfp4 against
+// llmc_mixtral_original). The reference's tensor for such a module, or "" where there is none.
+std::string linearised_expert_name(const Folder& ref, const std::string& module) {
+    static const std::regex kLinearised(R"(^(.*\.experts\.[0-9]+\.)(gate_proj|up_proj|down_proj)$)");
+    std::smatch m;
+    if (!std::regex_match(module, m, kLinearised)) return "";
+    const std::string p = m[2].str();
+    const std::string n = m[1].str() + (p == "gate_proj" ? "w1" : p == "up_proj" ? "w3" : "w2") + ".weight";
+    return ref.has(n) ? n : "";
+}
+
 // The amax of the fused group L shares its scale with (the group's largest), or -1 where L
 // keeps its own amax or a member is missing from the reference.
 float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
@@ -568,7 +581,8 @@ float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
     if (group.empty()) return -1.0f;
     float a = 0;
     for (const auto& g : group) {
-        const std::string n = g + ".weight";
+        std::string n = g + ".weight";
+        if (!ref.has(n) && !linearised_expert_name(ref, g).empty()) n = linearised_expert_name(ref, g);
         const std::string sc = g + (F.producer() == Producer::compressed_tensors              ? ".weight_global_scale"
                                     : (L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) ? ".weight_scale_2"
                                                                                               : ".weight_scale");
@@ -620,6 +634,10 @@ std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::str
             return t;
         }
         return o;
+    }
+    if (const std::string n = linearised_expert_name(ref, L.module); !n.empty()) {
+        used = n;
+        return ref.read(n);
     }
     if (L.experts > 0) {
         auto s = detail::stacked_reference(ref, L);

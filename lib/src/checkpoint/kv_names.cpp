@@ -380,6 +380,26 @@ struct Names {
             fail(n, "kv bias", fmt::format("{} without {}_bias: ModelOpt's affine KV presets write both", suf, o));
     }
 
+    // Every element of a KV / attention scale: finite and positive. No producer writes another:
+    // llm-compressor's KV observer stores max(|min|, |max|) / 448 of the calibrated K/V, with a
+    // zero scale replaced by the dtype's eps (compressed-tensors quantization/utils/helpers.py
+    // calculate_qparams), ModelOpt amax / 448 (unified_export_hf.py postprocess_state_dict); the
+    // engines divide by it (vLLM kv_cache.py process_weights_after_loading asserts k_scale > 0).
+    void scale_values(const std::string& n) {
+        const auto& t = F.tensors().at(n);
+        if (t.dtype != "F32" && t.dtype != "BF16" && t.dtype != "F16") return;
+        const RawTensor v = F.read(n);
+        std::uint64_t bad = 0;
+        std::string first;
+        for (std::uint64_t i = 0; i < v.numel(); ++i)
+            if (!(std::isfinite(v.at(i)) && v.at(i) > 0.0f) && !bad++) first = fmt::format("[{}] = {}", i, v.at(i));
+        if (bad)
+            fail(n, "kv scale value",
+                 fmt::format("{} of {} values are not finite and positive (first: {}); no producer writes such a "
+                             "scale, and the engines divide by it",
+                             bad, v.numel(), first));
+    }
+
     void found() {
         static const std::regex kKv(
             R"(^(.*)\.(k_scale|v_scale|q_scale|kv_scale|k_bias|v_bias|prob_scale|k_cache_scale|v_cache_scale|q\.scale|k_cache\.scale|)"
@@ -397,7 +417,10 @@ struct Names {
             k.vllm = k.engines[0].detail;
             k.dropped = k.engines[0].fate == KvFate::dropped || k.engines[0].fate == KvFate::replaced;
             for (int e = 0; e < 3; ++e) judge(k, suf, e);
-            if (is_bias(suf)) bias_values(n, suf, m[1].str());
+            if (is_bias(suf))
+                bias_values(n, suf, m[1].str());
+            else if (suf.find("zero_point") == std::string::npos)
+                scale_values(n);
             R.kv.push_back(std::move(k));
         }
     }
