@@ -44,10 +44,19 @@ class Watcher:
     def __init__(self, name="monitor", **options):
         self._w = _fp8kit._Watcher(json.dumps(options), name)
 
-    def observe(self, step, amaxes):
-        """amaxes: {tensor name: amax} for this step (steps strictly increasing per tensor)."""
+    def observe(self, step, amaxes, grad_norm=None):
+        """amaxes: {tensor name: amax} for this step (steps strictly increasing per tensor).
+        grad_norm: the run's gradient norm at this step (e.g. what clip_grad_norm_ returns), for
+        the run-level verdict: a 'grad-norm-growth' warning when it grows as it did before the
+        divergences of the benchmark (docs/early-warning.md, "The divergence benchmark")."""
         names = list(amaxes)
         self._w.observe_step(int(step), names, np.asarray([float(amaxes[n]) for n in names], dtype=np.float32))
+        if grad_norm is not None:
+            self._w.observe_grad_norm(int(step), float(grad_norm))
+
+    def observe_grad_norm(self, step, norm):
+        """The run's gradient norm at `step` alone (steps strictly increasing)."""
+        self._w.observe_grad_norm(int(step), float(norm))
 
     def warnings(self):
         """All warnings the data so far supports, ranked."""

@@ -407,6 +407,7 @@ class Monitor:
             raise ValueError("keep_rows=False: name the out_dir the rows are written to")
         self._streams, self._rows_out, self._trace_out, self._rows_written = None, 0, 0, 0  # _stream_out
         self._committed = False
+        self.grad_norms, self._gn_pending = [], None  # (step, norm): step(grad_norm=...)
         self._watcher = _make_watcher(warn)
         self.warn_every, self.on_warning, self.warnings, self._fed = int(warn_every), on_warning, [], 0
         if self.warn_every < 1:
@@ -768,17 +769,31 @@ class Monitor:
         ds.attrs["step"] = self.step_index
         ds.attrs["role"] = {"input": "activation", "weight": "weight", "grad": "gradient"}[role]
 
-    def step(self):
+    def step(self, grad_norm=None):
         """The end of a training step: the step's GPU statistics are queued for copying (read at
-        the next step()), the previous step's are read (one wait, normally already finished)."""
+        the next step()), the previous step's are read (one wait, normally already finished).
+        grad_norm: the step's gradient norm (a number or a tensor, e.g. what
+        torch.nn.utils.clip_grad_norm_ returns): recorded in `grad_norms` and out_dir/grad_norm.csv,
+        and given to the watcher's run-level verdict; a tensor is read at the next step()."""
         if self._queues or self._pending:
             self._drain(keep_last=bool(self._queues))
+        self._read_grad_norm()
+        if grad_norm is not None:
+            self._gn_pending = (self.step_index, grad_norm)
         if self._watcher is not None:
             self._feed_watcher(poll=(self.step_index + 1) % self.warn_every == 0)
         if self.out_dir is not None:
             self._stream_out()
         self.step_index += 1
         self._active = self.step_index % self.every == 0
+
+    def _read_grad_norm(self):
+        if self._gn_pending is not None:
+            step, v = self._gn_pending
+            self._gn_pending = None
+            self.grad_norms.append((step, float(v)))
+            if self._watcher is not None:
+                self._watcher.observe_grad_norm(step, self.grad_norms[-1][1])
 
     def _feed_watcher(self, poll):
         """Feeds the trace entries read since the last call to the watcher, one observe() per step
@@ -860,6 +875,7 @@ class Monitor:
             self._streams[2].write(b"]")
             for f in self._streams:
                 f.commit()
+            self._write_grad_norms(out_dir)
             self._streams, self._committed = None, True
             if self.keep_rows:  # a later write() writes every row again, from memory
                 self._rows_out, self._trace_out, self._rows_written = 0, 0, 0
@@ -881,9 +897,16 @@ class Monitor:
         w.writerows(rows)
         _fp8kit.write_file(os.path.join(out_dir, "stats.csv"), f.getvalue().encode())
         _fp8kit.write_file(os.path.join(out_dir, "stats.json"), json.dumps(rows, allow_nan=True).encode())
+        self._write_grad_norms(out_dir)
+
+    def _write_grad_norms(self, out_dir):
+        if self.grad_norms:
+            text = _csv_text([["step", "grad_norm"]] + [[s, f"{v:.9g}"] for s, v in self.grad_norms])
+            _fp8kit.write_file(os.path.join(out_dir, "grad_norm.csv"), text)
 
     def close(self):
         self._drain()
+        self._read_grad_norm()
         self.remove()
         if self._h5 is not None:
             self._h5.close()

@@ -4,6 +4,11 @@
 #include <nlohmann/json.hpp>
 
 #include "bindings.hpp"
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "fp8kit/warn/grad_norm.hpp"
 #include "fp8kit/warn/watch.hpp"
 
 namespace fp8kit::py {
@@ -50,8 +55,28 @@ void bind_warn(pyb::module_& m) {
                 w.observe_step(step, names, a);
             },
             "step"_a, "names"_a, "amax"_a)
+        .def("observe_grad_norm", &warn::Watcher::observe_grad_norm, "step"_a, "norm"_a)
         .def("warnings", [](const warn::Watcher& w) { return warnings_json(w.warnings()); })
         .def("poll", [](warn::Watcher& w) { return warnings_json(w.poll()); });
+    // The gradient-norm verdict alone, with any rules (scripts/bench/divergence_verdict.py fits them).
+    pyb::class_<warn::GradNormVerdict>(m, "_GradNormVerdict")
+        .def(pyb::init([](std::size_t median_of, std::int64_t start,
+                          const std::vector<std::pair<std::int64_t, double>>& rules) {
+                 warn::GradNormConfig c;
+                 c.median_of = median_of;
+                 c.start = start;
+                 c.rules.clear();
+                 for (const auto& [span, growth] : rules) c.rules.push_back({span, growth});
+                 return std::make_unique<warn::GradNormVerdict>(c);
+             }),
+             "median_of"_a = 16, "start"_a = 20,
+             "rules"_a = std::vector<std::pair<std::int64_t, double>>{{80, 3.0}, {200, 4.0}})
+        .def("observe", &warn::GradNormVerdict::observe, "step"_a, "norm"_a)
+        .def("growth", &warn::GradNormVerdict::growth)
+        .def("flagged_at", [](const warn::GradNormVerdict& v) -> std::optional<std::int64_t> {
+            if (v.flag()) return v.flag()->step;
+            return std::nullopt;
+        });
 }
 
 }  // namespace fp8kit::py

@@ -132,10 +132,10 @@ def train(a, name, data, lr, root):
         sched.step()
         amaxes = {n: v for s, n, v in mon.trace[seen:]}
         seen = len(mon.trace)
-        watcher.observe(step, amaxes)
+        watcher.observe(step, amaxes, grad_norm=float(gn))
         for w in watcher.poll():
             live.append({"polled_at": step, **w})
-        mon.step()
+        mon.step(grad_norm=gn)
         losses.append(float(loss.detach()))
         rows.append((step, losses[-1], float(gn), lr))
         if div_step is None and diverged(losses, a):

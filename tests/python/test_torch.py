@@ -171,6 +171,21 @@ def test_monitor_streams_rows_with_flat_memory(tmp_path):
     assert os.listdir(d) == []
 
 
+def test_monitor_records_grad_norm(tmp_path):
+    """step(grad_norm=) takes a number or a tensor (read one step later), keeps (step, norm) and
+    writes grad_norm.csv; the watcher gets the norms for its run-level verdict."""
+    model = tiny_model()
+    mon = ft.monitor(model, recipes=["te-current"], out_dir=str(tmp_path), warn=True)
+    norms = [5.0, torch.tensor(4.0), 3.5]
+    for n in norms:
+        run_steps(model, mon, 0)
+        mon.step(grad_norm=n)
+    mon.close()
+    assert mon.grad_norms == [(0, 5.0), (1, 4.0), (2, 3.5)]
+    rows = list(csv.DictReader(open(tmp_path / "grad_norm.csv")))
+    assert [(int(r["step"]), float(r["grad_norm"])) for r in rows] == mon.grad_norms
+
+
 BLOCK_KEYS = (
     "blocks",
     "scale_inv_min",

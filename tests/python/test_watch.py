@@ -36,6 +36,24 @@ def test_watcher_spike_polled_once():
     assert len(w.warnings()) == 1
 
 
+def test_watcher_grad_norm_verdict():
+    """Watcher.observe(..., grad_norm=): a norm that falls raises nothing; one that triples within
+    80 steps raises the run-level 'grad-norm-growth' warning once, at the step the median of the
+    last 16 norms first reaches 3x its lowest of the last 80 steps (computed here with numpy)."""
+    gn = [2.0 * 0.98**s + 0.3 for s in range(120)] + [0.3 * 1.03**s for s in range(1, 81)]
+    g = [float(np.median(gn[s - 15 : s + 1])) for s in range(15, len(gn))]
+    want = next(s for s in range(20, len(gn)) if g[s - 15] / min(g[max(0, s - 80 - 15) : s - 14]) >= 3)
+    w = fp8kit.Watcher(recipe=None)
+    got = []
+    for s, x in enumerate(gn):
+        w.observe(s, {"t": 1.0}, grad_norm=x)
+        got += [p for p in w.poll() if p["signal"] == "grad-norm-growth"]
+        if s < 119:
+            assert not got
+    assert len(got) == 1 and got[0]["step"] == want and got[0]["level"] == "warning"
+    assert got[0]["numbers"]["growth"] >= 3
+
+
 def test_bad_settings_raise_value_error():
     with pytest.raises(ValueError, match="window"):
         fp8kit.watch(os.path.join(DATA, "amax_trace.csv"), window=7)

@@ -33,6 +33,7 @@ std::vector<Warning> Watcher::warnings() const {
     std::vector<Warning> out;
     for (const auto& t : trends_)
         for (auto& w : t.warnings(file_)) out.push_back(std::move(w));
+    if (auto w = grad_norm_.warning(file_)) out.push_back(std::move(*w));
     group_overflows(out);
     rank(out);
     return out;

@@ -25,6 +25,7 @@
 
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/recipes.hpp"
+#include "fp8kit/warn/grad_norm.hpp"
 #include "fp8kit/warn/warning.hpp"
 
 namespace fp8kit::warn {
@@ -224,10 +225,15 @@ public:
     std::vector<TensorTrend>& trends() { return trends_; }
     const TrendConfig& config() const { return *cfg_; }
     const std::string& file() const { return file_; }
+    // The run's gradient norm at `step` (the run-level verdict, warn/grad_norm.hpp): its flag is
+    // one more top-level warning, "grad-norm-growth".
+    void observe_grad_norm(std::int64_t step, double norm) { grad_norm_.observe(step, norm); }
+    const GradNormVerdict& grad_norm() const { return grad_norm_; }
 
 private:
     std::unique_ptr<TrendConfig> cfg_;  // stable address: trends point at it
     std::string file_;
+    GradNormVerdict grad_norm_;
     std::vector<TensorTrend> trends_;
     std::unordered_map<std::string, std::size_t> index_;
     std::unordered_map<std::string, std::int64_t> polled_;  // tensor + '\0' + signal -> step
