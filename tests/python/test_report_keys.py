@@ -8,6 +8,7 @@ import json
 import subprocess
 
 import fp8kit
+import numpy as np
 from test_cli_inspect import REPO, cli
 
 EX = REPO / "data" / "example"
@@ -50,3 +51,26 @@ def test_sweep_keys_match_cli():
     assert py_keys - CANDIDATE_KEYS == json_keys, sorted(py_keys ^ (json_keys | CANDIDATE_KEYS))
     assert py_keys == csv_keys, sorted(py_keys ^ csv_keys)
     assert keys(rows_of(out["tensors"])) == py_keys | {"tensor"}
+
+
+def test_allreduce_keys_match_cli():
+    """fp8kit.msamp.allreduce's dict: the metric names of `fp8kit simulate msamp`'s all-reduce rows,
+    the result's (rows without an order) at the top and each order's under orders[name], beside
+    the structure (ranks, orders, and each order's codes and values)."""
+    rows = json.loads(
+        run_cli(
+            "simulate", "msamp", "--level", "O1", str(DUMP), "--ranks", "8", "--tensor", "*self_attn.k_proj*", "--json"
+        )
+    )["rows"]
+    ar = [r for r in rows if r["section"] == "allreduce"]
+    assert ar
+    cli_result = {r["metric"] for r in ar if r["order"] == ""}
+    cli_order = {r["metric"] for r in ar if r["order"] != ""}
+    assert {"cast_underflow_share", "old_scale"} <= cli_result and "stalled_share" in cli_order
+
+    g = np.random.default_rng(0).standard_normal((4, 64)).astype(np.float32)
+    res = fp8kit.msamp.allreduce(g)
+    assert set(res) - {"ranks", "orders"} == cli_result, sorted((set(res) - {"ranks", "orders"}) ^ cli_result)
+    assert set(res["orders"]) == {"rank", "ring", "tree"}
+    for o in res["orders"].values():
+        assert set(o) - {"codes", "values"} == cli_order, sorted((set(o) - {"codes", "values"}) ^ cli_order)
