@@ -1,6 +1,6 @@
 """The input gate (fp8kit/io/gate.hpp; docs/hardening.md, "Reading inputs") in Python: a dataset
-stored outside the file is skipped with a UserWarning naming it by fp8kit.sweep, fp8kit.calibrate
-and fp8kit.kv (read_dump and inspect: test_read_only_named.py), and listed in 'skipped'; a FIFO
+stored outside the file is skipped with a UserWarning naming it by fp8kit.sweep, fp8kit.calibrate,
+fp8kit.kv and fp8kit.watch (with and without the shape signals) (read_dump and inspect: test_read_only_named.py), and listed in 'skipped'; a FIFO
 given as a dump or a recipe is refused at once (never blocks), naming the file; a 10 MB 'dtype'
 attribute is quoted short in the error. Fixtures: tests/cli/make_gate_fixtures.py."""
 
@@ -31,7 +31,7 @@ def _warned(record):
     return [str(w.message) for w in record if issubclass(w.category, UserWarning) and SKIPPED in str(w.message)]
 
 
-@pytest.mark.parametrize("call", ["sweep", "calibrate", "kv"])
+@pytest.mark.parametrize("call", ["sweep", "calibrate", "kv", "watch", "watch_no_shapes"])
 def test_skipped_dataset_is_warned_and_listed(tree, call):
     path = str(tree / "skip.h5")
     with warnings.catch_warnings(record=True) as record:
@@ -40,10 +40,12 @@ def test_skipped_dataset_is_warned_and_listed(tree, call):
             r = fp8kit.sweep(path, blocks=False)
         elif call == "calibrate":
             r = fp8kit.calibrate(path, methods="modelopt_max")
-        else:
+        elif call == "kv":
             r = fp8kit.kv(path, formats="e4m3", policies="tensor", attention=False)
+        else:  # the amax series alone (shapes=False) reads the dump too, and names what it skipped
+            r = fp8kit.watch(path, shapes=call == "watch")
     assert len(_warned(record)) == 1, [str(w.message) for w in record]
-    assert any(SKIPPED in s for s in r["skipped"]), r["skipped"]
+    assert sum(SKIPPED in s for s in r["skipped"]) == 1, r["skipped"]
 
 
 def test_fifo_dump_is_refused_without_blocking(tree):
