@@ -21,7 +21,10 @@
 
 namespace fp8kit {
 struct RecipeSpec;
+namespace dump {
+struct Problem;
 }
+}  // namespace fp8kit
 
 namespace fp8kit::py {
 
@@ -94,6 +97,9 @@ auto parse_named(Parse parse, const std::string& s, const char* arg) {
 // validate()'s scaling arguments (python/src/validate.cpp): the layout and mode names.
 BlockLayout parse_block_layout(const std::string& s);
 ScaleMode parse_scale_mode(const std::string& s);
+
+// A report's "skipped" list as the CLI's JSON writes it: dicts with file, name and message.
+pyb::list skipped_list(const std::vector<dump::Problem>& v);
 
 void bind_convert(pyb::module_& m);
 void bind_stats(pyb::module_& m);

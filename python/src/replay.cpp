@@ -189,7 +189,7 @@ pyb::object sweep_inputs(const std::vector<std::string>& files, const std::vecto
     out["ranked"] = ranked;
     out["recommendation"] = rec;
     out["notes"] = L.notes;
-    out["skipped"] = L.skipped;
+    out["skipped"] = skipped_list(L.skipped);
     out["trace_files"] = L.trace_files;
     out["dump_files"] = L.dump_files;
     return out;

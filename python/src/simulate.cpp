@@ -91,7 +91,7 @@ pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::v
     o.fp32_master = fp32_master;
     o.optimizer_grad = sim::parse_optimizer_grad(optimizer_grad);
     sim::MsampRun r;
-    std::vector<std::string> skipped;
+    std::vector<dump::Problem> skipped;
     {
         pyb::gil_scoped_release nogil;
         sim::DumpInput in(files, include);
@@ -114,7 +114,7 @@ pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::v
     }
     pyb::dict out;
     out["params"] = r.params, out["rows"] = rows, out["flags"] = flags, out["notes"] = r.notes;
-    out["skipped"] = skipped;
+    out["skipped"] = skipped_list(skipped);
     return out;
 }
 

@@ -45,7 +45,8 @@ def test_skipped_dataset_is_warned_and_listed(tree, call):
         else:  # the amax series alone (shapes=False) reads the dump too, and names what it skipped
             r = fp8kit.watch(path, shapes=call == "watch")
     assert len(_warned(record)) == 1, [str(w.message) for w in record]
-    assert sum(SKIPPED in s for s in r["skipped"]) == 1, r["skipped"]
+    assert all(set(s) == {"file", "name", "message"} for s in r["skipped"]), r["skipped"]
+    assert sum(SKIPPED in f"{s['name']}: {s['message']}" for s in r["skipped"]) == 1, r["skipped"]
 
 
 def test_fifo_dump_is_refused_without_blocking(tree):
@@ -69,3 +70,31 @@ def test_big_dtype_attribute_is_quoted_short(tree):
         list(fp8kit.read_dump(str(tree / "bigattr.h5"), include="*big_dtype"))
     text = str(e.value)
     assert len(text) < 2000 and "(10485760 bytes)" in text, text[:300]
+
+
+@pytest.mark.parametrize(
+    "name,argv",
+    [
+        ("inspect", ["inspect", "--json"]),
+        ("sweep", ["sweep", "--json", "--no-blocks"]),
+        ("replay", ["replay", "--json"]),
+        ("calibrate", ["calibrate", "--json", "--method", "modelopt_max"]),
+        ("kv", ["kv", "--json", "--no-attention", "--format", "e4m3", "--policy", "tensor"]),
+        ("watch", ["watch", "--json"]),
+    ],
+)
+def test_skipped_json_is_objects_and_validates(tree, name, argv):
+    """Every report's 'skipped' items are objects {file, name, message} (docs/schemas/README.md),
+    and the report with one validates against its schema."""
+    import json
+
+    jsonschema = pytest.importorskip("jsonschema")
+    from test_cli_inspect import REPO, cli
+
+    p = subprocess.run([cli(), argv[0], str(tree / "skip.h5"), *argv[1:]], capture_output=True, text=True)
+    assert p.returncode in (0, 1), (name, p.returncode, p.stderr[-2000:])
+    doc = json.loads(p.stdout)
+    hits = [s for s in doc["skipped"] if SKIPPED in f"{s['name']}: {s['message']}"]
+    assert len(hits) == 1 and hits[0]["file"] == str(tree / "skip.h5"), doc["skipped"]
+    schema = json.loads((REPO / "docs" / "schemas" / f"{name}.schema.json").read_text())
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)

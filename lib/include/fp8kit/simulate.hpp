@@ -312,7 +312,7 @@ public:
     // Datasets the reader skipped on purpose (stored outside the file, mapped from another, an
     // external link: dump.hpp), each "file: dataset: why"; a parameter whose gradient or state is
     // among them is simulated without it or not at all, so callers must show these.
-    std::vector<std::string> skipped() const;
+    std::vector<dump::Problem> skipped() const;
 
 private:
     struct Impl;
@@ -386,7 +386,7 @@ MsampRun run_msamp(DumpInput& in, const MsampRunOptions& opts);
 // DumpInput::skipped()); the text summary for `dumps` files.
 std::string msamp_csv(const MsampRun& run);
 std::string msamp_json(const MsampRun& run, const MsampRunOptions& opts, const std::vector<std::string>& dumps,
-                       const std::vector<std::string>& skipped);
+                       const std::vector<dump::Problem>& skipped);
 std::string msamp_text(const MsampRun& run, const MsampRunOptions& opts, std::size_t dumps);
 
 }  // namespace fp8kit::simulate

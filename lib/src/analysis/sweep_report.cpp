@@ -172,7 +172,7 @@ void write_csv(const Loaded& L, const ReportOptions& o, std::FILE* out, std::FIL
         out);
     if (!o.root) return;
     io::flush(out);
-    for (const auto& n : L.skipped) fmt::print(notes, "fp8kit sweep: note: skipped {}\n", io::printable(n));
+    for (const auto& n : L.skipped) fmt::print(notes, "fp8kit sweep: note: skipped {}\n", io::printable(n.describe()));
     for (const auto& n : L.notes) fmt::print(notes, "fp8kit sweep: note: {}\n", io::printable(n));
 }
 

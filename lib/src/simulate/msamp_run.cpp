@@ -104,8 +104,9 @@ void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& 
         // Say so when the weight is there but was skipped (stored outside the file, ...).
         std::string why;
         for (const auto& s : in.skipped())
-            if (s.find(p + "/weight") != std::string::npos || s.find(p + "/master_weight") != std::string::npos)
-                why = s;
+            if (s.name.find(p + "/weight") != std::string::npos ||
+                s.name.find(p + "/master_weight") != std::string::npos)
+                why = s.describe();
         throw std::invalid_argument(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight){}", p,
                                                 first, why.empty() ? "" : "; skipped " + why));
     }
