@@ -48,7 +48,7 @@ void print_text(const calibrate::Report& r) {
         fmt::print(
             "\n{} rows; scale = weight_scale_2; SQNR: NVFP4 on the weight under the sweep's E4M3 block scales.\n",
             r.rows.size());
-        for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
+        for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
         for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
         return;
     }
@@ -59,7 +59,7 @@ void print_text(const calibrate::Report& r) {
                !any_holdout ? "calibration steps (nothing held out)"
                : by_token   ? "held-out tokens"
                             : "held-out steps");
-    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
+    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
     for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
 }
 
@@ -128,7 +128,7 @@ Register reg([](CLI::App& root) {
         }
         if (o->csv)
             for (const auto& n : r.skipped)
-                fmt::print(stderr, "fp8kit calibrate: note: skipped {}\n", io::printable(n));
+                fmt::print(stderr, "fp8kit calibrate: note: skipped {}\n", io::printable(n.describe()));
         if (o->json)
             fmt::print("{}\n", calibrate::to_json(r));
         else if (o->csv)

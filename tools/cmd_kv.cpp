@@ -64,7 +64,7 @@ void print_text(const kv::Report& r) {
                        db(a.out_normalized_sqnr_db), pct(a.p_underflow, a.p_nonzero));
     }
     fmt::print("\nPosition buckets and per-head rows: --json (or --csv for the rows).\n");
-    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n));
+    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
     for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
 }
 
@@ -110,7 +110,8 @@ Register reg([](CLI::App& root) {
             throw UsageError(fmt::format("kv: {}", e.what()));
         }
         if (o->csv)
-            for (const auto& n : r.skipped) fmt::print(stderr, "fp8kit kv: note: skipped {}\n", io::printable(n));
+            for (const auto& n : r.skipped)
+                fmt::print(stderr, "fp8kit kv: note: skipped {}\n", io::printable(n.describe()));
         if (o->json)
             fmt::print("{}\n", kv::to_json(r));
         else if (o->csv)

@@ -63,7 +63,8 @@ void run(const ReplayOpts& o) {
         warnings = w.warnings();
     }
     if (o.csv) {
-        for (const auto& n : trace.skipped) fmt::print(stderr, "fp8kit replay: note: skipped {}\n", io::printable(n));
+        for (const auto& n : trace.skipped)
+            fmt::print(stderr, "fp8kit replay: note: skipped {}\n", io::printable(n.describe()));
         std::printf("step,tensor,amax,scale,headroom,overflow\n");
         for (const auto& s : res)
             for (std::size_t i = 0; i < s.steps.size(); ++i)
@@ -128,7 +129,7 @@ void run(const ReplayOpts& o) {
         "\n%zu overflowing steps in %zu of %zu tensors (headroom = amax*scale/max; > 1 overflows "
         "once the scaled amax rounds past max)\n",
         total, bad, res.size());
-    for (const auto& n : trace.skipped) fmt::print("note: skipped {}\n", io::printable(n));
+    for (const auto& n : trace.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
     if (o.warn) {
         fmt::print("\n{} early warning(s) (docs/early-warning.md){}\n", warnings.size(), warnings.empty() ? "" : ":");
         for (std::size_t i = 0; i < warnings.size(); ++i) fmt::print("{}. {}", i + 1, warn::to_text(warnings[i]));

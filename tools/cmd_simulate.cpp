@@ -85,7 +85,8 @@ void run(const SimOpts& o) {
         in = std::make_unique<sim::DumpInput>(files, o.include, cli_read_options());
         // Datasets stored outside the dump are skipped, never read: on stderr for every output form
         // (CSV and JSON stay parseable), and in the JSON and the terminal notes too.
-        for (const auto& s : in->skipped()) std::fprintf(stderr, "fp8kit: skipped %s\n", io::printable(s).c_str());
+        for (const auto& s : in->skipped())
+            std::fprintf(stderr, "fp8kit: skipped %s\n", io::printable(s.describe()).c_str());
         res = sim::run_msamp(*in, ro);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());

@@ -83,7 +83,7 @@ void run(WatchOpts& o) {
         rep.warnings.begin(), rep.warnings.end(), [](const warn::Warning& w) { return w.level == "warning"; }));
     fmt::print("{} tensor series, {} dumped tensors, {} SwiGLU pairs: {} warning(s), {} info\n\n", rep.tensors.size(),
                rep.shapes.size(), rep.swiglu.size(), top, rep.warnings.size() - top);
-    for (const auto& n : rep.skipped) fmt::print("note: skipped {}\n", io::printable(n));
+    for (const auto& n : rep.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
     for (std::size_t i = 0; i < top && (o.top == 0 || i < o.top); ++i)
         fmt::print("{}. {}\n", i + 1, warn::to_text(rep.warnings[i]));
     if (o.top && top > o.top) fmt::print("... {} more warning(s) (--top 0 lists all, --json has all)\n", top - o.top);

@@ -105,6 +105,7 @@ bool write_to_launcher_stdout() {
     const auto l = fp8kit::cluster::launcher_stdout();
     if (l.fd >= 0) fp8kit::io::adopt_stdout(l.fd);
     if (!l.closed) return false;
+    fp8kit::io::set_stdout_closed();
     const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
     fp8kit::io::adopt_stdout(full);
     return true;

@@ -26,20 +26,22 @@ def open_dump(paths, include=None, exclude=None, steps=None):
     return _fp8kit.Dump(_paths(paths), _patterns(include), _patterns(exclude), steps)
 
 
-def warn_skipped(lines, shown=5, stacklevel=3):
+def warn_skipped(items, shown=5, stacklevel=3):
     """One UserWarning naming the datasets skipped on purpose (what each points at), if any:
-    `lines` as the library's dump::skipped() writes them (the CLI's "note: skipped" lines)."""
-    if lines:
-        more = f"; and {len(lines) - shown} more" if len(lines) > shown else ""
+    `items` as every report's 'skipped' lists them (dicts with 'file', 'name' and 'message'),
+    each written as the CLI's "note: skipped" line."""
+    if items:
+        lines = [_fp8kit.describe_problem(p["file"], p["name"], p["message"]) for p in items[:shown]]
+        more = f"; and {len(items) - shown} more" if len(items) > shown else ""
         warnings.warn(
-            f"fp8kit: {len(lines)} dataset(s) skipped, not read: " + "; ".join(lines[:shown]) + more,
+            f"fp8kit: {len(items)} dataset(s) skipped, not read: " + "; ".join(lines) + more,
             UserWarning,
             stacklevel=stacklevel + 1,
         )
 
 
 def _warn_skipped(d, shown=5):
-    warn_skipped([n["text"] for n in d.notes()], shown, stacklevel=4)
+    warn_skipped(d.notes(), shown, stacklevel=4)
 
 
 def read_dump(paths, include=None, exclude=None, steps=None, errors="raise"):

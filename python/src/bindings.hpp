@@ -14,13 +14,17 @@
 
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/convert/quantize.hpp"
+#include "fp8kit/io/report_fields.hpp"
 #include "fp8kit/stats/fields.hpp"
 #include "fp8kit/stats/statistics.hpp"
 #include "fp8kit/validate.hpp"
 
 namespace fp8kit {
 struct RecipeSpec;
+namespace dump {
+struct Problem;
 }
+}  // namespace fp8kit
 
 namespace fp8kit::py {
 
@@ -46,6 +50,26 @@ RecipeSpec recipe_of(const std::string& text, bool is_json);
 // A statistics type's field table (fp8kit/stats/fields.hpp) into `d`: the CLI's keys.
 void put_fields(pyb::dict& d, const std::vector<StatField>& fields);
 pyb::dict stats_dict(const QuantStats& s);
+
+// One field's value as a Python object: None, bool, int, float (non-finite as float) or str.
+inline pyb::object py_value(const io::FieldValue& v) {
+    return std::visit(
+        [](const auto& x) -> pyb::object {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, std::monostate>)
+                return pyb::none();
+            else if constexpr (std::is_same_v<T, std::string_view>)
+                return pyb::str(x.data(), x.size());
+            else
+                return pyb::cast(x);
+        },
+        v);
+}
+// Every field of a result type's field table (io/report_fields.hpp) into `d`: the CLI's keys.
+template <class Table, class Row>
+void put_fields(pyb::dict& d, const Table& table, const Row& row) {
+    for (const auto& f : table) d[pyb::str(f.key.data(), f.key.size())] = py_value(f.get(row));
+}
 // A BlockStats as fp8kit.stats(recipe=<block recipe>) returns it, without 'scale_inv' (the caller
 // adds it: a numpy array, or a device array for a GPU input).
 pyb::dict block_stats_dict(const BlockStats& b, Format format);
@@ -73,6 +97,9 @@ auto parse_named(Parse parse, const std::string& s, const char* arg) {
 // validate()'s scaling arguments (python/src/validate.cpp): the layout and mode names.
 BlockLayout parse_block_layout(const std::string& s);
 ScaleMode parse_scale_mode(const std::string& s);
+
+// A report's "skipped" list as the CLI's JSON writes it: dicts with file, name and message.
+pyb::list skipped_list(const std::vector<dump::Problem>& v);
 
 void bind_convert(pyb::module_& m);
 void bind_stats(pyb::module_& m);

@@ -152,6 +152,18 @@ private:
 
 }  // namespace
 
+pyb::list skipped_list(const std::vector<dump::Problem>& v) {
+    pyb::list out;
+    for (const auto& p : v) {
+        pyb::dict d;
+        d["file"] = p.file;
+        d["name"] = p.name;
+        d["message"] = p.message;
+        out.append(d);
+    }
+    return out;
+}
+
 void bind_dump(pyb::module_& m) {
     using namespace pyb::literals;
     pyb::register_exception<dump::DumpError>(m, "DumpError", PyExc_OSError);
@@ -165,6 +177,13 @@ void bind_dump(pyb::module_& m) {
         .def("read", &PyDump::read, "i"_a)
         .def("share", &PyDump::share, "rank"_a, "size"_a)
         .def("analyse", &PyDump::analyse, "i"_a, "recipe"_a, "is_json"_a, "format"_a);
+    // A skipped item as the CLI's "note: skipped" line (untrusted parts quoted short).
+    m.def(
+        "describe_problem",
+        [](const std::string& file, const std::string& name, const std::string& message) {
+            return dump::Problem{file, name, message}.describe();
+        },
+        "file"_a, "name"_a, "message"_a);
 }
 
 }  // namespace fp8kit::py

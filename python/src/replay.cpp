@@ -110,50 +110,15 @@ pyb::dict replay_series(const std::string& recipe, bool is_json, const std::stri
     return d;
 }
 
-pyb::dict outcome_dict(const sweep::Outcome& o) {
-    pyb::dict d;
-    d["tensors"] = o.tensors;
-    d["steps"] = o.steps;
-    d["overflow_steps"] = o.overflow_steps;
-    d["worst_headroom"] = o.worst_headroom;
-    d["worst_step"] = o.worst_step;
-    d["worst_tensor"] = o.worst_tensor;
-    d["mean_log2_headroom"] = o.mean_log2_headroom();
-    // Dumped steps (NaN when none was dumped).
-    d["dumped"] = o.dumped;
-    d["lossless"] = o.lossless;
-    d["underflow_share"] = o.underflow_share();
-    d["subnormal_share"] = o.subnormal_share();
-    d["underflow_uncertain"] = o.underflow_uncertain;
-    d["subnormal_uncertain"] = o.subnormal_uncertain;
-    d["sqnr_db"] = o.mean_sqnr_db();
-    d["sqnr_db_lo"] = o.mean_sqnr_db_lo();
-    d["sqnr_db_hi"] = o.mean_sqnr_db_hi();
-    return d;
-}
-
 // One row of a candidate's outcome (per class, or per tensor with `series_outcomes` = that tensor's
 // outcomes under every candidate, computed once by the caller: recomputing them for each candidate's
-// min_safe_margin made the tensor table quadratic in the candidates).
+// min_safe_margin made the tensor table quadratic in the candidates): the candidate's fields and the
+// outcome's, from lib's field tables (the keys of `fp8kit sweep --csv` and `--json`).
 pyb::dict outcome_row(const sweep::Sweep& sw, std::size_t c, Role cls, const sweep::Outcome& o,
                       const std::vector<sweep::Outcome>* series_outcomes = nullptr) {
-    const auto& cand = sw.candidates()[c];
-    pyb::dict d = outcome_dict(o);
-    d["candidate"] = cand.label;
-    d["class"] = std::string(name(cls));
-    d["kind"] = std::string(name(cand.recipe.kind));
-    d["history"] = cand.recipe.history_len;
-    d["algo"] = std::string(name(cand.recipe.algo));
-    d["margin"] = cand.recipe.margin;
-    // Block presets cast every tensor to E4M3 (as `fp8kit sweep --csv` reports them).
-    d["format"] = std::string(name(replay::role_format(cand.recipe, cls, cand.forced)));
-    d["grid"] = cand.grid;
-    d["blockwise"] = cand.blockwise;
-    if (!cand.grid)
-        d["min_safe_margin"] = pyb::none();
-    else
-        d["min_safe_margin"] =
-            series_outcomes ? sw.min_safe_margin(c, *series_outcomes) : sw.min_safe_margin(c, -1, cls);
+    pyb::dict d;
+    put_fields(d, sweep::candidate_fields(), sweep::CandidateRow{sw.candidates()[c], cls});
+    put_fields(d, sweep::outcome_fields(), sw.row(c, cls, o, series_outcomes));
     return d;
 }
 
@@ -224,7 +189,7 @@ pyb::object sweep_inputs(const std::vector<std::string>& files, const std::vecto
     out["ranked"] = ranked;
     out["recommendation"] = rec;
     out["notes"] = L.notes;
-    out["skipped"] = L.skipped;
+    out["skipped"] = skipped_list(L.skipped);
     out["trace_files"] = L.trace_files;
     out["dump_files"] = L.dump_files;
     return out;

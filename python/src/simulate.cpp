@@ -20,29 +20,18 @@ std::vector<float> to_vector(const F32Array& a) { return std::vector<float>(a.da
 sim::HopArith parse_hop(const std::string& s) { return parse_named(sim::parse_hop, s, "hop"); }
 sim::Path parse_path(const std::string& s) { return parse_named(sim::parse_path, s, "path"); }
 
+// The all-reduce's dict: lib's field tables (the metric names of `fp8kit simulate msamp`'s rows),
+// `ranks`, and per order its summed codes and values beside its fields.
 pyb::dict result_dict(const sim::AllReduceResult& r) {
     pyb::dict d;
     d["ranks"] = r.ranks;
-    d["amax"] = r.amax;
-    d["scale"] = r.scale;
-    d["scale_inv"] = r.scale_inv;
-    d["cast_underflow"] = r.cast_underflow;
-    d["cast_saturated"] = r.cast_saturated;
-    d["cast_nonzero"] = r.cast_nonzero;
-    d["order_spread"] = r.order_spread;
-    d["order_differs"] = r.order_differs;
-    d["extra_margin"] = r.extra_margin;
+    put_fields(d, sim::allreduce_fields(), r);
     pyb::dict orders;
     for (const auto& o : r.orders) {
         pyb::dict od;
         od["codes"] = to_array(o.codes);
         od["values"] = to_array(o.values);
-        od["hop_overflows"] = o.hop_overflows;
-        od["max_partial"] = o.max_partial;
-        od["rel_error"] = o.rel_error;
-        od["sqnr_db"] = o.sqnr_db;
-        od["underflow"] = o.underflow;
-        od["nonfinite"] = o.nonfinite;
+        put_fields(od, sim::order_fields(), sim::OrderRow{r, o});
         orders[pyb::str(std::string(sim::name(o.order)))] = od;
     }
     d["orders"] = orders;
@@ -102,7 +91,7 @@ pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::v
     o.fp32_master = fp32_master;
     o.optimizer_grad = sim::parse_optimizer_grad(optimizer_grad);
     sim::MsampRun r;
-    std::vector<std::string> skipped;
+    std::vector<dump::Problem> skipped;
     {
         pyb::gil_scoped_release nogil;
         sim::DumpInput in(files, include);
@@ -125,7 +114,7 @@ pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::v
     }
     pyb::dict out;
     out["params"] = r.params, out["rows"] = rows, out["flags"] = flags, out["notes"] = r.notes;
-    out["skipped"] = skipped;
+    out["skipped"] = skipped_list(skipped);
     return out;
 }
 

@@ -27,5 +27,5 @@ CMDS=(
 # output ($1 = closed); `-o -` names its option.
 lost_line() {
     if [ "$1" = full ]; then echo '^fp8kit: error: \(writing standard output failed\(: No space left on device\)\?: the report is incomplete\|-o -: write failed: No space left on device\)$'
-    else echo '^fp8kit: error: \(standard output is closed: the report was lost\|-o -: .*No space left on device\)$'; fi
+    else echo '^fp8kit: error: \(standard output is closed: the report was lost\|-o -: standard output is closed: nothing was written\)$'; fi
 }

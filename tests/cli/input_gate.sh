@@ -98,10 +98,15 @@ noted_json() {
     "$PY" - "$T/out.json" <<'PYEOF'; check "$name: JSON 'skipped' names the dataset" $?
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert any("outside.weight: raw data stored outside the file" in s for s in j["skipped"]), j.get("skipped")
+# Every report's skipped items are objects (docs/schemas/README.md): file, name, message.
+assert all(isinstance(s, dict) and set(s) == {"file", "name", "message"} for s in j["skipped"]), j.get("skipped")
+assert any(s["name"].endswith("outside.weight") and s["message"].startswith("raw data stored outside the file")
+           for s in j["skipped"]), j.get("skipped")
 PYEOF
 }
 noted "inspect" "$FP8KIT" inspect "$T/skip.h5"
+noted_json "inspect --json" "$FP8KIT" inspect "$T/skip.h5" --json
+noted_json "watch --json" "$FP8KIT" watch "$T/skip.h5" --json
 noted "sweep" "$FP8KIT" sweep "$T/skip.h5" --no-blocks
 noted_json "sweep --json" "$FP8KIT" sweep "$T/skip.h5" --no-blocks --json
 noted "sweep --csv" "$FP8KIT" sweep "$T/skip.h5" --no-blocks --csv

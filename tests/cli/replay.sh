@@ -65,7 +65,7 @@ grep -q "dB .* SQNR than TE's default" "$TMP/out" || fail "sweep: no SQNR compar
 OMP_NUM_THREADS=2 "$FP8KIT" sweep "$EX/amax_trace.csv" "$EX/llama_tiny_dump.h5" --no-blocks >"$TMP/out2" 2>&1 || fail "sweep, 2 threads"
 cmp -s "$TMP/out" "$TMP/out2" || fail "sweep differs between 1 and 2 threads"
 "$FP8KIT" sweep "$EX/dlfw_inspect.log" --csv >"$TMP/csv" || fail "sweep --csv"
-head -1 "$TMP/csv" | grep -q "^scope,name,class,candidate,kind,history,algo,margin,format,steps,overflow_steps" || fail "sweep --csv header"
+head -1 "$TMP/csv" | grep -q "^scope,name,class,candidate,kind,history,algo,margin,format,grid,blockwise,steps,overflow_steps,first_step_overflows" || fail "sweep --csv header"
 [ "$(grep -c '^tensor,' "$TMP/csv")" -eq $((15 * 63)) ] || fail "sweep --csv: expected 15 tensors x 63 recipes"
 
 # Bad input: exit 2 and one line naming file:line.

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8kit/io/dump.hpp"
+
 namespace fp8kit::calibrate {
 
 // Bad input (no tensors, a method name, an empty batch): the CLI exits 2.
@@ -159,8 +161,8 @@ struct Options {
 struct Report {
     Granularity granularity = Granularity::tensor;
     std::vector<Row> rows;
-    std::vector<std::string> notes;    // files or tensors skipped, and why
-    std::vector<std::string> skipped;  // datasets the dump reader skipped on purpose (dump::skipped())
+    std::vector<std::string> notes;      // files or tensors skipped, and why
+    std::vector<dump::Problem> skipped;  // datasets the dump reader skipped on purpose (dump::skipped())
 };
 Report run(const Options& o);  // throws CalibrateError on bad input
 

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8kit/io/dump.hpp"
+
 namespace fp8kit::kv {
 
 // Bad input (no Q/K/V tensors, a shape that is not [batch, heads, positions, head_dim], a name):
@@ -137,7 +139,7 @@ struct Report {
     std::vector<std::string> layers;
     std::size_t steps = 0, batch = 0, positions = 0, dim = 0;
     std::vector<std::string> notes;
-    std::vector<std::string> skipped;  // datasets the dump reader skipped on purpose (dump::skipped())
+    std::vector<dump::Problem> skipped;  // datasets the dump reader skipped on purpose (dump::skipped())
 };
 Report run(const Options& o);  // throws KvError on bad input
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fp8kit/io/dump.hpp"
+#include "fp8kit/io/report_fields.hpp"
 
 namespace fp8kit::simulate {
 
@@ -123,6 +124,7 @@ struct OrderResult {
 struct AllReduceResult {
     int ranks = 0;
     std::size_t size = 0;
+    float old_scale = 1.0f;            // AllReduceOptions::old_scale
     float amax = 0;                    // MAX over ranks of max|g_r|, NaN and +Inf mapped to +Inf first
     float scale = 0;                   // the cast's scale (DDP: compute_scaling_factor * fl32(1/sqrt(N)))
     float scale_inv = 0;               // fl32(fl32(1/scale) / N), the scale_inv after div_(N)
@@ -138,6 +140,28 @@ struct AllReduceResult {
 
 AllReduceResult fp8_allreduce(const RankSource& src, const std::vector<Order>& orders,
                               const AllReduceOptions& opts = {});
+
+// Shares of an all-reduce's counts (0 when the count they divide by is 0): nonzero rank elements
+// whose cast gives a zero code, of cast_nonzero; an order's elements whose mean is nonzero and
+// result 0, of all elements; an order's hops that added a nonzero value and changed nothing, of
+// all hops.
+double cast_underflow_share(const AllReduceResult& r);
+double underflow_share(const AllReduceResult& r, const OrderResult& o);
+double stalled_share(const OrderResult& o);
+
+// The field tables of an all-reduce's result (allreduce_fields.cpp), each key written once: the
+// metric names of `fp8kit simulate msamp`'s all-reduce rows (CSV and JSON) and the keys of
+// fp8kit.msamp.allreduce's dict. The result's own fields: old_scale, amax, scale, scale_inv,
+// cast_underflow_share, cast_saturated, order_spread, order_differs, extra_margin.
+const io::FieldTable<AllReduceResult>& allreduce_fields();
+// One order's result with the all-reduce it belongs to: hop_overflows, stalled_share,
+// max_partial, rel_error, sqnr_db, underflow_share, nonfinite (the rows whose `order` names it;
+// the dict's orders[name]).
+struct OrderRow {
+    const AllReduceResult& result;
+    const OrderResult& order;
+};
+const io::FieldTable<OrderRow>& order_fields();
 
 // ---- O2 optimizer states -------------------------------------------------------------------
 
@@ -288,7 +312,7 @@ public:
     // Datasets the reader skipped on purpose (stored outside the file, mapped from another, an
     // external link: dump.hpp), each "file: dataset: why"; a parameter whose gradient or state is
     // among them is simulated without it or not at all, so callers must show these.
-    std::vector<std::string> skipped() const;
+    std::vector<dump::Problem> skipped() const;
 
 private:
     struct Impl;
@@ -362,7 +386,7 @@ MsampRun run_msamp(DumpInput& in, const MsampRunOptions& opts);
 // DumpInput::skipped()); the text summary for `dumps` files.
 std::string msamp_csv(const MsampRun& run);
 std::string msamp_json(const MsampRun& run, const MsampRunOptions& opts, const std::vector<std::string>& dumps,
-                       const std::vector<std::string>& skipped);
+                       const std::vector<dump::Problem>& skipped);
 std::string msamp_text(const MsampRun& run, const MsampRunOptions& opts, std::size_t dumps);
 
 }  // namespace fp8kit::simulate

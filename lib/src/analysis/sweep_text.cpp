@@ -132,7 +132,7 @@ void write_text(const Loaded& L, const ReportOptions& o, std::FILE* out) {
     if (o.root) write_summary(L, o, out);
     write_per_tensor(*L.sweep, o, out);
     if (!o.root) return;
-    for (const auto& n : L.skipped) fmt::print(out, "note: skipped {}\n", io::printable(n));
+    for (const auto& n : L.skipped) fmt::print(out, "note: skipped {}\n", io::printable(n.describe()));
     for (const auto& n : L.notes) fmt::print(out, "note: {}\n", io::printable(n));
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "fp8kit/io/printable.hpp"
 
@@ -106,12 +107,9 @@ std::string Problem::describe() const {
                         : fmt::format("{}: {}: {}", io::quoted(file, 400), io::quoted(name), message);
 }
 
-std::vector<std::string> skipped(const std::vector<Problem>& notes) {
-    std::vector<std::string> out;
-    out.reserve(notes.size());
-    for (const auto& n : notes) out.push_back(n.describe());
-    return out;
-}
+void to_json(nlohmann::json& j, const Problem& p) { j = {{"file", p.file}, {"name", p.name}, {"message", p.message}}; }
+
+std::vector<Problem> skipped(const std::vector<Problem>& notes) { return notes; }
 
 DumpError::DumpError(std::string f, std::string n, const std::string& msg)
     : std::runtime_error(Problem{f, n, msg}.describe()), file(std::move(f)), name(std::move(n)), message(msg) {}

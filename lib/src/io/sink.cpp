@@ -19,6 +19,12 @@
 namespace fp8kit::io {
 namespace {
 
+// Descriptor 1 was closed when the program started (reserve_stdout put /dev/full there): every
+// write to it fails with ENOSPC, which is not what happened, so messages name the closed output.
+bool stdout_closed = false;
+
+constexpr const char* kStdoutClosed = "standard output is closed";
+
 std::string label(const std::string& option, const std::string& path) {
     return option.empty() ? path : option + " " + path;
 }
@@ -54,6 +60,7 @@ OutputFile::OutputFile(std::string path, std::string option, bool direct)
     const std::string who = label(option_, path_);
     if (path_.empty()) throw OutputError(fmt::format("{}: an empty path", option_.empty() ? "output" : option_));
     if (path_ == "-") {  // standard output, after what stdio holds
+        if (stdout_closed) throw OutputError(fmt::format("{}: {}: nothing was written", who, kStdoutClosed));
         if (!flush_stdio()) fail("writing standard output failed", errno ? errno : EIO);
         fd_ = STDOUT_FILENO;
         in_place_ = true;
@@ -201,6 +208,7 @@ void write_file(const std::string& path, std::string_view bytes, const std::stri
 void remove_temporaries_on_signals() { detail::enable_temp_cleanup(); }
 
 void flush_stdout() {
+    if (stdout_closed) throw OutputError(fmt::format("{}: the report was lost", kStdoutClosed));
     if (!flush_stdio())
         throw OutputError(fmt::format("writing standard output failed{}{}: the report is incomplete", errno ? ": " : "",
                                       errno ? std::strerror(errno) : ""));
@@ -221,8 +229,8 @@ int finish_stdout(int status, bool closed_at_start) {
     const bool closed = std::fclose(stdout) == 0;
     if (flushed && closed) return status;
     const int e = !flushed ? flush_errno : errno;
-    if (closed_at_start)
-        std::fprintf(stderr, "fp8kit: error: standard output is closed: the report was lost\n");
+    if (closed_at_start || stdout_closed)
+        std::fprintf(stderr, "fp8kit: error: %s: the report was lost\n", kStdoutClosed);
     else
         std::fprintf(stderr, "fp8kit: error: writing standard output failed%s%s: the report is incomplete\n",
                      e ? ": " : "", e ? std::strerror(e) : "");
@@ -231,6 +239,7 @@ int finish_stdout(int status, bool closed_at_start) {
 
 bool reserve_stdout() {
     if (::fcntl(STDOUT_FILENO, F_GETFD) != -1 || errno != EBADF) return false;
+    stdout_closed = true;
     const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
     if (fd >= 0 && fd != STDOUT_FILENO) {
         ::dup2(fd, STDOUT_FILENO);
@@ -238,6 +247,8 @@ bool reserve_stdout() {
     }
     return true;
 }
+
+void set_stdout_closed() { stdout_closed = true; }
 
 bool adopt_stdout(int fd) {
     if (fd < 0) return false;

@@ -125,6 +125,7 @@ AllReduceResult fp8_allreduce(const RankSource& src, const std::vector<Order>& o
     AllReduceResult res;
     res.ranks = n;
     res.size = size;
+    res.old_scale = opts.old_scale;
     std::vector<float> buf(kBlock * static_cast<std::size_t>(n));
 
     // 1. amax per rank, NaN/+Inf -> +Inf, MAX across ranks (NCCL max on float).

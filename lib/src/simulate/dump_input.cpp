@@ -107,10 +107,10 @@ DumpInput::DumpInput(const std::vector<std::string>& files, const std::vector<st
             fmt::format("{}: no weight gradient (a dataset named .../wgrad or .../grad)", files[0]));
 }
 
-std::vector<std::string> DumpInput::skipped() const {
-    std::vector<std::string> out;
+std::vector<dump::Problem> DumpInput::skipped() const {
+    std::vector<dump::Problem> out;
     for (const auto& d : impl_->files)
-        for (const auto& n : d->notes()) out.push_back(n.describe());
+        for (const auto& n : dump::skipped(d->notes())) out.push_back(n);
     return out;
 }
 

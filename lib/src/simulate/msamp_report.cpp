@@ -120,7 +120,7 @@ std::string msamp_csv(const MsampRun& run) {
 }
 
 std::string msamp_json(const MsampRun& run, const MsampRunOptions& o, const std::vector<std::string>& dumps,
-                       const std::vector<std::string>& skipped) {
+                       const std::vector<dump::Problem>& skipped) {
     nlohmann::json j;
     j["dumps"] = dumps;
     j["level"] = o.o2 ? "O2" : "O1";

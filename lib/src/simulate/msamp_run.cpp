@@ -12,36 +12,20 @@
 namespace fp8kit::simulate {
 namespace {
 
-void allreduce_rows(const AllReduceResult& r, float old_scale, const std::string& tensor, std::int64_t step,
-                    const std::string& path, std::vector<MsampRow>& rows, MsampFlags& flags) {
+void allreduce_rows(const AllReduceResult& r, const std::string& tensor, std::int64_t step, const std::string& path,
+                    std::vector<MsampRow>& rows, MsampFlags& flags) {
     auto add = [&](const std::string& order, const std::string& metric, double v) {
         rows.push_back({"allreduce", tensor, step, r.ranks, path, order, metric, v});
     };
-    add("", "old_scale", old_scale);
-    add("", "amax", r.amax);
-    add("", "scale", r.scale);
-    add("", "scale_inv", r.scale_inv);
-    add("", "cast_underflow_share", r.cast_nonzero ? double(r.cast_underflow) / double(r.cast_nonzero) : 0.0);
-    add("", "cast_saturated", double(r.cast_saturated));
-    add("", "order_spread", r.order_spread);
-    add("", "order_differs", double(r.order_differs));
-    add("", "extra_margin", r.extra_margin);
+    for (const auto& f : allreduce_fields()) add("", std::string(f.key), io::field_number(f.get(r)));
     bool over = r.cast_saturated > 0;
     double worst_under = 0;
     for (const auto& o : r.orders) {
         const std::string on(name(o.order));
-        const double under = r.size ? double(o.underflow) / double(r.size) : 0.0;
-        add(on, "hop_overflows", double(o.hop_overflows));
-        const double stalled = o.hops ? double(o.stalled_hops) / double(o.hops) : 0.0;
-        add(on, "stalled_share", stalled);
-        if (stalled >= kStallFlag) flags.stall.insert(tensor);
-        add(on, "max_partial", o.max_partial);
-        add(on, "rel_error", o.rel_error);
-        add(on, "sqnr_db", o.sqnr_db);
-        add(on, "underflow_share", under);
-        add(on, "nonfinite", double(o.nonfinite));
+        for (const auto& f : order_fields()) add(on, std::string(f.key), io::field_number(f.get(OrderRow{r, o})));
+        if (stalled_share(o) >= kStallFlag) flags.stall.insert(tensor);
         over = over || o.hop_overflows > 0 || o.nonfinite > 0;
-        worst_under = std::max(worst_under, under);
+        worst_under = std::max(worst_under, underflow_share(r, o));
     }
     if (over) flags.overflow.insert(tensor);
     if (worst_under >= kUnderflowFlag) flags.underflow.insert(tensor);
@@ -120,8 +104,9 @@ void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& 
         // Say so when the weight is there but was skipped (stored outside the file, ...).
         std::string why;
         for (const auto& s : in.skipped())
-            if (s.find(p + "/weight") != std::string::npos || s.find(p + "/master_weight") != std::string::npos)
-                why = s;
+            if (s.name.find(p + "/weight") != std::string::npos ||
+                s.name.find(p + "/master_weight") != std::string::npos)
+                why = s.describe();
         throw std::invalid_argument(fmt::format("--level O2: {} has no weight at step {} (a dataset .../weight){}", p,
                                                 first, why.empty() ? "" : "; skipped " + why));
     }
@@ -178,7 +163,7 @@ MsampRun run_msamp(DumpInput& in, const MsampRunOptions& o) {
                     const AllReduceOptions ar{path, o.hop, old};
                     const std::string pn(name(path));
                     const auto r = fp8_allreduce(*src, o.orders, ar);
-                    allreduce_rows(r, old, p, s, pn, run.rows, run.flags[{n, pn}]);
+                    allreduce_rows(r, p, s, pn, run.rows, run.flags[{n, pn}]);
                     old = r.scale;
                 }
             }

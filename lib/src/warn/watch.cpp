@@ -67,7 +67,11 @@ WatchReport watch_files(const WatchInputs& in) {
         if (!file || !watch_stream(*w, f, in.tensors)) {
             w = std::make_unique<Watcher>(in.trend, f);
             try {
-                watch_trace(*w, trace::load_trace(f, in.tensors, in.read));
+                const trace::Trace tr = trace::load_trace(f, in.tensors, in.read);
+                watch_trace(*w, tr);
+                // The datasets the dump's reader skipped; with the shape signals on, their own
+                // reading of the same dump names them (below).
+                if (!(in.shapes && is_dump)) r.skipped.insert(r.skipped.end(), tr.skipped.begin(), tr.skipped.end());
             } catch (const trace::TraceError&) {
                 // A dump whose tensors carry no step (a checkpoint) has no amax series: it gets the
                 // shape signals only, whose reading reports a dump that is broken.

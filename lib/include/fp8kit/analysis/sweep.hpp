@@ -18,6 +18,7 @@
 #include "fp8kit/recipes.hpp"
 #include "fp8kit/analysis/replay.hpp"
 #include "fp8kit/stats/statistics.hpp"
+#include "fp8kit/io/report_fields.hpp"
 #include "fp8kit/io/trace.hpp"
 
 namespace fp8kit::sweep {
@@ -66,6 +67,25 @@ struct Outcome {
     void add_dump(const numerics::StatsScalars& s);  // a block preset's totals (QuantStats too)
     void merge(const Outcome& o);
 };
+
+// One outcome as a report row, with its candidate's smallest safe margin (Sweep::min_safe_margin:
+// -1 when no margin in 0..4 is safe; nullopt for a candidate outside the grid, which has none).
+struct OutcomeRow {
+    const Outcome& outcome;
+    std::optional<int> min_safe_margin;
+};
+// The field table of an outcome (sweep_fields.cpp): the keys of `fp8kit sweep --json`'s outcomes,
+// the outcome columns of `--csv` and the outcome keys of fp8kit.sweep's rows, in that order.
+const io::FieldTable<OutcomeRow>& outcome_fields();
+
+// A candidate under one class (its format is the class's under the candidate's format choice).
+struct CandidateRow {
+    const Candidate& candidate;
+    Role cls;
+};
+// The field table of a candidate's row: the columns before the outcome in `--csv` and the same keys
+// in fp8kit.sweep's rows (class, candidate, kind, history, algo, margin, format, grid, blockwise).
+const io::FieldTable<CandidateRow>& candidate_fields();
 
 // One dumped tensor at one step, already reduced to its sufficient statistics.
 struct Dumped {
@@ -123,6 +143,9 @@ public:
     int min_safe_margin(std::size_t candidate, long series, Role cls) const;
     // The same on one series, from its tensor_outcomes().
     int min_safe_margin(std::size_t candidate, const std::vector<Outcome>& series_outcomes) const;
+    // The report row of candidate c's outcome oc on a class (series_outcomes null) or on one series.
+    OutcomeRow row(std::size_t candidate, Role cls, const Outcome& oc,
+                   const std::vector<Outcome>* series_outcomes = nullptr) const;
     // Grid candidates of a class, best first: fewest overflowing steps, then (with dumps)
     // higher mean SQNR or (without) higher mean log2 headroom, then longer history, then
     // smaller margin.

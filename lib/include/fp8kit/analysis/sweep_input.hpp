@@ -65,7 +65,7 @@ struct Loaded {
     std::vector<std::string> notes;  // messages about the inputs (skipped tensors, ...)
     // Datasets the dump reader skipped on purpose (stored outside the file, integer tensors, ...):
     // dump::skipped() of its notes, reported by every output form.
-    std::vector<std::string> skipped;
+    std::vector<dump::Problem> skipped;
     // Inputs that could not be read, in input order: files or tensors the dump reader could not
     // list, then dumped tensors whose pass failed (a corrupt chunk). The sweep goes on without
     // them (a failed step is as if not dumped); the CLI reports each and exits 1, as inspect does.

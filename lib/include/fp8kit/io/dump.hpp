@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/numerics/roles.hpp"
 
@@ -99,10 +101,15 @@ struct Problem {
     std::string describe() const;  // "file: dataset: message" / "file: message"
 };
 
-// What the readers skipped on purpose (Source::notes(), Dump::notes()), one line each, as
-// describe() writes it (every untrusted part through io::quoted). The one list every command
-// reports: a "note: skipped ..." line in its text, "skipped" in its JSON, a UserWarning in Python.
-std::vector<std::string> skipped(const std::vector<Problem>& notes);
+// A problem as every JSON report writes it: {"file", "name", "message"} (the items of "skipped"
+// and "errors"; nlohmann finds it by argument-dependent lookup).
+void to_json(nlohmann::json& j, const Problem& p);
+
+// What the readers skipped on purpose (Source::notes(), Dump::notes()). The one list every command
+// reports: a "note: skipped ..." line in its text (describe(), every untrusted part through
+// io::quoted), an object {"file", "name", "message"} in its JSON's "skipped", and in Python the
+// same dicts and a UserWarning.
+std::vector<Problem> skipped(const std::vector<Problem>& notes);
 
 struct DumpError : std::runtime_error {
     DumpError(std::string file, std::string name, const std::string& message);

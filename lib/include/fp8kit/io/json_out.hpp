@@ -74,6 +74,13 @@ public:
         else
             p_ = nlohmann::detail::to_chars(p_, p_ + 64, v);
     }
+    // `size` bytes of `slot`, copied as N bytes (a constant-size copy, no library call): the
+    // source holds N readable bytes and the reserved span N from here (io::FieldTable's keys).
+    template <std::size_t N>
+    void slot(const char* slot, std::size_t size) {
+        std::memcpy(p_, slot, N);
+        p_ += size;
+    }
     void done() { b_.resize(static_cast<std::size_t>(p_ - b_.data())); }
 
 private:

@@ -85,6 +85,11 @@ int finish_stdout(int status, bool closed_at_start);
 // finish_stdout reports the loss). Returns true when descriptor 1 was closed.
 bool reserve_stdout();
 
+// Standard output is known to be closed (reserve_stdout found descriptor 1 closed; an MPI
+// launcher's standard output is closed): `-o -` and the checks of standard output then say that it
+// is closed instead of the /dev/full stand-in's "No space left on device".
+void set_stdout_closed();
+
 // Makes descriptor 1 the open file description `fd` (dup2; the offset and O_APPEND are shared, as
 // if inherited), after flushing what was written before. Used for a launcher's own standard
 // output (cluster/mpi.hpp). Returns false (nothing changed) when `fd` < 0 or dup2 fails.

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fp8kit/io/dump.hpp"
 #include "fp8kit/recipes.hpp"
 
 namespace fp8kit::trace {
@@ -32,7 +33,7 @@ struct Trace {
     std::string file;
     std::vector<Series> series;  // in order of first appearance
     // A dump read as a trace: the datasets its reader skipped on purpose (dump::skipped()).
-    std::vector<std::string> skipped;
+    std::vector<dump::Problem> skipped;
     // What was left out and why, one line each: amax values a log wrote with too few significant
     // digits to be read (te::unreadable), statistic names no TE version logs. Callers show them.
     std::vector<std::string> notes;

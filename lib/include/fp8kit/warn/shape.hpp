@@ -68,7 +68,7 @@ struct ShapeResult {
     std::vector<Bf16Choice> bf16;
     std::vector<NormBias> norms;
     std::vector<Warning> warnings;
-    std::vector<std::string> skipped;  // datasets the reader skipped on purpose (dump::skipped())
+    std::vector<dump::Problem> skipped;  // datasets the reader skipped on purpose (dump::skipped())
 };
 
 // Reads every tensor of the dump files (one at a time) and computes the signals. Bad input throws

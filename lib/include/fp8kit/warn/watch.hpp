@@ -69,8 +69,8 @@ struct WatchReport {
     std::vector<Bf16Choice> bf16;
     std::vector<NormBias> norms;
     RiskReport risk;  // risk(*this) once the rest is filled
-    // Datasets of the dumps skipped on purpose (stored outside the file named, ...): one line each.
-    std::vector<std::string> skipped;
+    // Datasets of the dumps skipped on purpose (stored outside the file named, ...).
+    std::vector<dump::Problem> skipped;
     // {"warnings", "tensors", "shapes", "swiglu", "gradients", "bf16_layers", "norm_weights", "risk",
     //  "skipped"}
     nlohmann::json to_json() const;
