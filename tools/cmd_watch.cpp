@@ -19,6 +19,7 @@ namespace {
 
 struct WatchOpts {
     std::vector<std::string> files, tensors;
+    std::string grad_norm;
     std::string recipe = "te-delayed", algo, format = "auto", fixed_recipe = "te-current", block_recipe = "mxfp8";
     std::string grad_recipes = "te-current,mxfp8,nvfp4", norm_recipe = "mxfp8";
     std::optional<int> history, margin;
@@ -42,6 +43,7 @@ void run(WatchOpts& o) {
     warn::WatchInputs in;
     in.files = o.files;
     in.tensors = o.tensors;
+    in.grad_norm = o.grad_norm;
     in.trend = o.trend;
     in.shape = o.shape;
     in.read = cli_read_options();
@@ -109,6 +111,10 @@ Register reg([](CLI::App& root) {
     cmd->add_option("FILES", o->files, "Amax traces (CSV, dlfw-inspect logs, TE statistics folders) and dumps")
         ->required();
     cmd->add_option("--tensor", o->tensors, "Only series matching this glob (repeatable)");
+    cmd->add_option("--grad-norm", o->grad_norm,
+                    "CSV of the run's gradient norms (columns step, grad_norm: the monitor's grad_norm.csv): the\n"
+                    "run-level verdict, a grad-norm-growth warning when the norm grows as it did before the\n"
+                    "divergences of the benchmark (docs/early-warning.md)");
     cmd->add_option("--recipe", o->recipe,
                     "Delayed or windowed recipe for the overflow forecast (" + join_presets() + ")")
         ->capture_default_str();

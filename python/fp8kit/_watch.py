@@ -22,7 +22,8 @@ def watch(files, **options):
     recipe='te-delayed' (None: no forecast), format='auto', fixed_calibration=0,
     block_recipe='mxfp8', outlier_k=64, swiglu_cos=0.9, tensors=[globs],
     grad_recipes=['te-current', 'mxfp8', 'nvfp4'] ([]: off), grad_ratio=sqrt(3),
-    bf16_fraction=0.15, norm_recipe='mxfp8' ('none': off), norm_bias_max=0.005."""
+    bf16_fraction=0.15, norm_recipe='mxfp8' ('none': off), norm_bias_max=0.005,
+    grad_norm=PATH (a CSV with columns step and grad_norm: the run-level verdict)."""
     if isinstance(files, (str, os.PathLike)):
         files = [files]
     out = json.loads(_fp8kit.watch_files([os.fspath(f) for f in files], json.dumps(options)))

@@ -122,4 +122,21 @@ check "sweep's warnings equal watch's" $?
 $FP8KIT sweep --warn -q "$D/amax_trace.csv" > "$T/sw.txt"; check "sweep --warn (text)" $?
 grep -q "early warning(s)" "$T/sw.txt"; check "the text report lists the warnings" $?
 $FP8KIT sweep --warn --csv "$D/amax_trace.csv" > /dev/null 2> "$T/err"; [ $? -eq 2 ] && grep -q -- "--warn and --csv" "$T/err"; check "sweep --warn --csv: exit 2 naming both" $?
+
+# 4. The run-level verdict from a gradient-norm file (docs/early-warning.md, "The divergence benchmark").
+B=$REPO/data/divergence/bench
+$FP8KIT watch --json "$D/amax_trace.csv" --grad-norm "$B/quant_hi/mx-ocp/s3/quant/loss.csv" > "$T/gn.json"
+check "watch --grad-norm (a run that diverged at step 141)" $?
+"$PY" - "$T/gn.json" <<'PYEOF'
+import json, sys
+w = [x for x in json.load(open(sys.argv[1]))["warnings"] if x["signal"] == "grad-norm-growth"]
+assert len(w) == 1 and w[0]["level"] == "warning" and 20 <= w[0]["step"] <= 121, w
+PYEOF
+check "one grad-norm-growth warning, at least 20 steps before the divergence" $?
+$FP8KIT watch --json "$D/amax_trace.csv" --grad-norm "$B/bf16_hi/bf16/s3/bf16/loss.csv" > "$T/gn0.json"
+"$PY" -c "import json,sys; assert not [x for x in json.load(open(sys.argv[1]))['warnings'] if x['signal'] == 'grad-norm-growth']" "$T/gn0.json"
+check "no grad-norm-growth warning on its BF16 control" $?
+printf 'step,loss\n0,1\n' > "$T/nogn.csv"
+$FP8KIT watch "$D/amax_trace.csv" --grad-norm "$T/nogn.csv" > /dev/null 2> "$T/err"; rc=$?
+[ $rc -ne 0 ] && grep -q "nogn.csv" "$T/err" && grep -q "grad_norm" "$T/err"; check "a file without a grad_norm column: nonzero exit naming it" $?
 exit $fail

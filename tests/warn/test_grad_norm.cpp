@@ -12,6 +12,8 @@
 
 #include "fp8kit/warn/grad_norm.hpp"
 #include "fp8kit/warn/trend.hpp"
+#include "fp8kit/warn/watch.hpp"
+#include "scratch_dir.hpp"
 
 using namespace fp8kit::warn;
 
@@ -28,6 +30,7 @@ std::vector<double> loss_csv_grad_norms(const std::string& path) {
     REQUIRE(f.good());
     std::string line;
     std::getline(f, line);
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // csv.writer's line ends
     REQUIRE(line == "step,loss,grad_norm,lr");
     std::vector<double> gn;
     while (std::getline(f, line)) {
@@ -89,4 +92,28 @@ TEST_CASE("grad-norm verdict on the benchmark: the MXFP8 floor run is flagged be
     CHECK(ws.front().signal == "grad-norm-growth");
     CHECK(ws.front().step == at);
     CHECK(ws.front().level == "warning");
+}
+
+TEST_CASE("watch_files with a gradient-norm file: the verdict's warning; bad files named", "[warn]") {
+    const std::string run = std::string(FP8KIT_DATA_DIR) + "/divergence/bench/quant_hi/mx-ocp/s3/quant/";
+    WatchInputs in;
+    in.files = {std::string(FP8KIT_DATA_DIR) + "/example/amax_trace.csv"};
+    in.grad_norm = run + "loss.csv";
+    const WatchReport r = watch_files(in);
+    std::int64_t at = -1;
+    for (const auto& w : r.warnings)
+        if (w.signal == "grad-norm-growth") at = w.step;
+    CHECK(at == flagged(loss_csv_grad_norms(run + "loss.csv")));
+    CHECK(at > 0);
+    fp8kit::test::ScratchDir dir("grad_norm");
+    const auto bad = dir.file("bad.csv");
+    std::ofstream(bad) << "step,loss\n0,1.0\n";
+    GradNormVerdict v;
+    CHECK_THROWS_WITH(read_grad_norms(bad, v), Catch::Contains("bad.csv") && Catch::Contains("grad_norm"));
+    std::ofstream(bad) << "step,grad_norm\n0,1.0\n0,2.0\n";
+    GradNormVerdict v2;
+    CHECK_THROWS_WITH(read_grad_norms(bad, v2), Catch::Contains("line 3") && Catch::Contains("steps must increase"));
+    std::ofstream(bad) << "step,grad_norm\n0,x\n";
+    GradNormVerdict v3;
+    CHECK_THROWS_WITH(read_grad_norms(bad, v3), Catch::Contains("line 2"));
 }

@@ -3,10 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
 #include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "fp8kit/io/gate.hpp"
+#include "fp8kit/io/printable.hpp"
 
 namespace fp8kit::warn {
 
@@ -85,6 +91,63 @@ std::optional<Warning> GradNormVerdict::warning(const std::string& file) const {
         "of gradients, the round-up scale rule, the random Hadamard transform, BF16 for the sensitive layers), or "
         "restart from an earlier checkpoint";
     return w;
+}
+
+void read_grad_norms(const std::string& path, GradNormVerdict& v) {
+    auto f = io::open_input_stream(path);
+    std::string line;
+    std::size_t n = 0;
+    auto fail = [&](const std::string& why) {
+        throw std::invalid_argument(fmt::format("{}: line {}: {}", io::quoted(path), n, why));
+    };
+    auto next_line = [&]() {
+        line.clear();
+        int c;
+        while ((c = std::fgetc(f.get())) != EOF && c != '\n') line.push_back(static_cast<char>(c));
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        ++n;
+        return c != EOF || !line.empty();
+    };
+    auto cells = [&]() {
+        std::vector<std::string> out(1);
+        for (char c : line) {
+            if (c == ',')
+                out.emplace_back();
+            else
+                out.back().push_back(c);
+        }
+        return out;
+    };
+    if (!next_line()) fail("empty: a header naming columns step and grad_norm is expected");
+    const auto head = cells();
+    const auto col = [&](const char* name) {
+        const auto it = std::find(head.begin(), head.end(), name);
+        if (it == head.end())
+            fail(fmt::format("the header has no column '{}' (columns step and grad_norm are read)", name));
+        return static_cast<std::size_t>(it - head.begin());
+    };
+    const std::size_t cs = col("step"), cg = col("grad_norm");
+    while (next_line()) {
+        if (line.empty()) continue;
+        const auto row = cells();
+        if (row.size() <= std::max(cs, cg)) fail(fmt::format("{} cells, fewer than the header's", row.size()));
+        std::int64_t step = 0;
+        double g = 0;
+        try {
+            std::size_t used = 0;
+            step = std::stoll(row[cs], &used);
+            if (used != row[cs].size()) throw std::invalid_argument("");
+            g = std::stod(row[cg], &used);
+            if (used != row[cg].size()) throw std::invalid_argument("");
+        } catch (const std::exception&) {
+            fail(fmt::format("not a step and a number: {}", io::quoted(line)));
+        }
+        try {
+            v.observe(step, g);
+        } catch (const std::invalid_argument& e) {
+            fail(e.what());
+        }
+    }
 }
 
 }  // namespace fp8kit::warn

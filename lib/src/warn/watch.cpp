@@ -97,6 +97,11 @@ WatchReport watch_files(const WatchInputs& in) {
             for (auto& x : s.skipped) r.skipped.push_back(std::move(x));
         }
     }
+    if (!in.grad_norm.empty()) {
+        GradNormVerdict v;
+        read_grad_norms(in.grad_norm, v);
+        if (auto w = v.warning(in.grad_norm)) r.warnings.push_back(std::move(*w));
+    }
     rank(r.warnings);
     r.risk = risk(r);
     return r;

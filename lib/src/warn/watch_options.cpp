@@ -66,6 +66,8 @@ void apply_options(WatchInputs& in, const nlohmann::json& o) {
                     in.shape.grad.norm_recipe = parse_recipe(s);
             } else if (k == "tensors")
                 in.tensors = v.get<std::vector<std::string>>();
+            else if (k == "grad_norm")
+                in.grad_norm = v.get<std::string>();
             else if (k == "recipe") {
                 if (v.is_null())
                     in.trend.recipe.reset();

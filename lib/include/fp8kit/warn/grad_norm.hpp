@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "fp8kit/warn/warning.hpp"
@@ -62,5 +63,11 @@ private:
     std::vector<std::deque<std::pair<std::int64_t, double>>> lows_;
     std::optional<GradNormFlag> flag_;
 };
+
+// The gradient norms of a CSV file with a header naming columns `step` and `grad_norm` (the
+// monitor's grad_norm.csv, divergence_run.py's loss.csv), in file order, fed to `v`. Opened through
+// the input gate; a missing column, a bad number or a step that does not increase throws
+// std::invalid_argument naming the file and line.
+void read_grad_norms(const std::string& path, GradNormVerdict& v);
 
 }  // namespace fp8kit::warn

@@ -20,6 +20,9 @@ struct WatchInputs {
     ShapeConfig shape;
     bool shapes = true;  // shape signals for dump files
     dump::ReadOptions read;
+    // A CSV of the run's gradient norms (columns step, grad_norm): the run-level verdict
+    // (warn/grad_norm.hpp), a "grad-norm-growth" warning. Empty: none.
+    std::string grad_norm;
 };
 
 struct TensorSummary {
