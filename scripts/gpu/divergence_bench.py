@@ -104,10 +104,10 @@ def main():
     ap.add_argument("--budget", type=float, default=1e9, help="no run starts after this many seconds")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    todo, t0 = jobs(a), time.time()
+    planned, t0 = jobs(a), time.time()
     rows = []
     with ThreadPoolExecutor(a.jobs) as ex:
-        for job, res, err in ex.map(lambda j: run_one(a, j, t0), todo):
+        for job, res, err in ex.map(lambda j: run_one(a, j, t0), planned):
             arm, label, recipe, lr, seed = job
             row = dict(arm=arm, recipe=label, run_recipe=recipe, lr=lr, seed=seed)
             if res is None:

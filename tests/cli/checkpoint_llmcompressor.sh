@@ -16,15 +16,21 @@ check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; f
 
 # Every fixture: exit 0, every quantised layer bit-exact, OK. model_free_ptq also quantises
 # embed_tokens (15 layers) and that is noted as outside the config's targets.
+# exact C REFERENCE LAYERS: llmc_C checked against REFERENCE exits 0, LAYERS layers bit-exact, OK;
+# its report (standard output and error) is left in $out.
+exact() {
+  out=$("$FP8KIT" checkpoint check "$D/llmc_$1" --reference "$D/$2" 2>&1); local rc=$?
+  check "llmc_$1: exit 0 (got $rc)" $rc
+  local n
+  n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
+  [ "$n" -eq "$3" ]; check "llmc_$1: $3 layers bit-exact (got $n)" $?
+  printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_$1: OK" $?
+}
 for c in fp8 fp8_dynamic fp8_block fp8_kv fp8_kv_head nvfp4 nvfp4a16 mxfp4 mxfp4a16 mxfp8 mxfp8a16 \
   mf_fp8_dynamic mf_nvfp4a16 mf_mxfp4 mf_mxfp4a16 mf_mxfp8 mf_mxfp8a16; do
   want=14
   case $c in mf_*) want=15 ;; esac
-  out=$("$FP8KIT" checkpoint check "$D/llmc_$c" --reference "$D/llmc_original"); rc=$?
-  check "llmc_$c: exit 0 (got $rc)" $rc
-  n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
-  [ "$n" -eq "$want" ]; check "llmc_$c: $want layers bit-exact (got $n)" $?
-  printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_$c: OK" $?
+  exact "$c" llmc_original "$want"
   case $c in
     mf_*) printf '%s\n' "$out" | grep -q '^note \[outside targets\] model.embed_tokens'
       check "llmc_$c: embed_tokens noted outside targets" $? ;;
@@ -34,11 +40,7 @@ done
 for c in b128_fp8_block mf_b128_fp8_block; do
   want=7
   case $c in mf_*) want=8 ;; esac
-  out=$("$FP8KIT" checkpoint check "$D/llmc_$c" --reference "$D/llmc_b128_original"); rc=$?
-  check "llmc_$c: exit 0 (got $rc)" $rc
-  n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
-  [ "$n" -eq "$want" ]; check "llmc_$c: $want layers bit-exact (got $n)" $?
-  printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_$c: OK" $?
+  exact "$c" llmc_b128_original "$want"
 done
 
 # Mixture of experts (1 layer: 4 attention projections + 4 experts x 3): Qwen3-MoE, and Mixtral,
@@ -46,14 +48,10 @@ done
 # w1 / w3 / w2.
 for c in qwen3_moe_fp8 qwen3_moe_fp8_block qwen3_moe_nvfp4 qwen3_moe_mxfp4 mixtral_nvfp4; do
   case $c in qwen3_moe_*) ref=qwen3_moe ;; *) ref=mixtral ;; esac
-  out=$("$FP8KIT" checkpoint check "$D/llmc_$c" --reference "$D/llmc_${ref}_original" 2>&1); rc=$?
-  check "llmc_$c: exit 0 (got $rc)" $rc
-  n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
-  [ "$n" -eq 16 ]; check "llmc_$c: 16 layers bit-exact (got $n)" $?
+  exact "$c" "llmc_${ref}_original" 16
   case $c in *nvfp4) ! printf '%s\n' "$out" | grep -q '^note \[expert gate/up scales differ\]'
     check "llmc_$c: oneshot gives each expert's gate/up one global scale" $? ;;
   esac
-  printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_$c: OK" $?
 done
 # model_free_ptq NVFP4A16 on the MoE originals (per-expert tensors; embed_tokens too: 17 layers).
 # Its fused-name patterns (llmcompressor/entrypoints/model_free/microscale.py
@@ -61,11 +59,7 @@ done
 # `mlp.experts.<e>.gate_proj` / `up_proj` keep their own global scales (noted: vLLM keeps one
 # per expert), Mixtral's w1 / w3 share one.
 for k in qwen3_moe mixtral; do
-  out=$("$FP8KIT" checkpoint check "$D/llmc_mf_${k}_nvfp4a16" --reference "$D/llmc_${k}_original" 2>&1); rc=$?
-  check "llmc_mf_${k}_nvfp4a16: exit 0 (got $rc)" $rc
-  n=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
-  [ "$n" -eq 17 ]; check "llmc_mf_${k}_nvfp4a16: 17 layers bit-exact (got $n)" $?
-  printf '%s\n' "$out" | tail -1 | grep -qx OK; check "llmc_mf_${k}_nvfp4a16: OK" $?
+  exact "mf_${k}_nvfp4a16" "llmc_${k}_original" 17
   n=$(printf '%s\n' "$out" | grep -c '^note \[expert gate/up scales differ\]')
   if [ $k = qwen3_moe ]; then [ "$n" -ge 1 ]; else [ "$n" -eq 0 ]; fi
   check "llmc_mf_${k}_nvfp4a16: expert gate/up global notes (got $n)" $?
