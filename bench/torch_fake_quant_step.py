@@ -1,10 +1,13 @@
 """A fake-quantised training step against the BF16 step (issue 48's target: at most 1.5x): GPT-2
 small from transformers (random initial weights), batch 8, sequence 1024, bf16 autocast, AdamW;
 every nn.Linear and Conv1D (lm_head included) replaced by fp8kit.torch.Fp8Linear, whose three GEMMs
-take both operands quantised under the recipe by fp8kit's CUDA kernels and multiply the dequantised
-float32 operands with torch (the 'torch' GEMM model).
+take both operands quantised under the recipe by fp8kit's CUDA kernels, under each GEMM model of
+--gemms: 'torch-blockscaled' (the block-scaled operands in bfloat16, torch's bfloat16 GEMM with a
+float32 result, times the tensor factors) and 'torch' (the dequantised float32 operands multiplied
+by torch in float32).
 
-    python bench/torch_fake_quant_step.py [--recipes nvfp4,mxfp4] [--steps 10] [--json OUT]
+    python bench/torch_fake_quant_step.py [--recipes nvfp4,mxfp4] [--gemms torch-blockscaled,torch]
+                                          [--steps 10] [--json OUT]
 
 Prints one JSON line per setting: median step seconds over --steps after 2 warm-up steps, and the
 ratio to the BF16 step.
@@ -59,6 +62,7 @@ def time_steps(model, ids, n, warm=2):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--recipes", default="nvfp4,nvfp4-torchao,mxfp4,mxfp8")
+    ap.add_argument("--gemms", default="torch-blockscaled,torch")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
@@ -69,13 +73,14 @@ def main():
     base = time_steps(model, ids, a.steps)
     rows.append(dict(setting="bf16", gemm="torch bf16", step_s=round(base, 5), ratio=1.0))
     print(json.dumps(rows[-1]), flush=True)
-    for r in a.recipes.split(","):
-        model, ids = make(a.batch, a.seq)
-        names = ft.swap_linears(model, recipe=r, fprop="torch", dgrad="torch", wgrad="torch")
-        t = time_steps(model, ids, a.steps)
-        rows.append(dict(setting=r, gemm="torch (dequantised, float32)", linears=len(names), step_s=round(t, 5)))
-        rows[-1]["ratio"] = round(t / base, 3)
-        print(json.dumps(rows[-1]), flush=True)
+    for gemm in a.gemms.split(","):
+        for r in a.recipes.split(","):
+            model, ids = make(a.batch, a.seq)
+            names = ft.swap_linears(model, recipe=r, fprop=gemm, dgrad=gemm, wgrad=gemm)
+            t = time_steps(model, ids, a.steps)
+            rows.append(dict(setting=r, gemm=gemm, linears=len(names), step_s=round(t, 5)))
+            rows[-1]["ratio"] = round(t / base, 3)
+            print(json.dumps(rows[-1]), flush=True)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, batch=a.batch, seq=a.seq)
     if a.json:
         with open(a.json, "w") as f:

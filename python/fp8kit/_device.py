@@ -59,7 +59,10 @@ class DeviceArray:
                 raise ValueError("x: device tensor must be contiguous")
             self.kind, self.ptr, self.shape = "torch", x.data_ptr(), tuple(x.shape)
             self.wide = _TORCH_WIDE.get(str(x.dtype), "u1" if x.dtype == torch.uint8 else str(x.dtype))
-            self.stream = stream if stream is not None else torch.cuda.current_stream(x.device).cuda_stream
+            if stream is None:  # torch's accessor of the raw handle where it has one (no Stream object per call)
+                get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+                stream = get(x.device.index) if get is not None else torch.cuda.current_stream(x.device).cuda_stream
+            self.stream = stream
             return
         cai = getattr(x, "__cuda_array_interface__", None)
         mod = type(x).__module__
@@ -344,3 +347,36 @@ def quantize_blocks(x, r, role, rounding, overflow, nan, seed, stream=None):
         d.stream,
     )
     return d.wrap(codes), d.wrap(scales)
+
+
+_FAKE_QUANT_SPECS = {}
+
+
+def fake_quant_spec(recipe_arg, role, cols):
+    """The resolved block spec (_fp8kit.CudaBlockSpec) of recipe_arg's role for rows of `cols`
+    elements, made once per (recipe, role, cols): the recipe is parsed there, not per call."""
+    key = (recipe_arg, role, cols)
+    spec = _FAKE_QUANT_SPECS.get(key)
+    if spec is None:
+        if len(_FAKE_QUANT_SPECS) >= 1024:
+            _FAKE_QUANT_SPECS.clear()
+        spec = _FAKE_QUANT_SPECS[key] = _fp8kit.cuda_fake_quant_spec(*recipe_arg, role, cols)
+    return spec
+
+
+def fake_quantize_blocks(x, spec, seed, out_wide, tensor_factor=False, stream=None):
+    """x (a 2-D device array) quantised under a block spec and dequantised to `out_wide` ('f32',
+    'f16', 'bf16') in one call (cuda/blocks.hpp fake_quantize_blocks), as an array of x's framework.
+    With tensor_factor=True: (operand, factor), the operand the codes times each block's block part
+    and factor a 1-element float32 device array (numerics/block_factor.hpp)."""
+    d = _input(x, stream)
+    if len(d.shape) != 2:
+        raise ValueError("x: block recipes need a 2-D array")
+    rows, cols = d.shape
+    out = d.empty((cols, rows) if spec.columnwise_rht else (rows, cols), out_wide)
+    tf = d.empty((1,), "f32") if tensor_factor else None
+    _fp8kit.cuda_fake_quantize_blocks(
+        spec, d.ptr, d.wide, rows, cols, out_ptr(out), out_wide, 0 if tf is None else out_ptr(tf), int(seed), d.stream
+    )
+    y = d.wrap(out, out_wide)
+    return (y, d.wrap(tf)) if tensor_factor else y

@@ -116,17 +116,80 @@ def dequantised(t, r, role, seed):
     return Operand(t, r, role, seed).values(t.device)
 
 
+_SPECS = {}
+
+
+def _block_spec(r, role, cols):
+    """The CUDA block spec of recipe dict r's role (row-wise: no RHT) for rows of `cols`, made at
+    its first use per (recipe dict, role, cols); the dict is held so that its id stays its own."""
+    key = (id(r), role, cols)
+    hit = _SPECS.get(key)
+    if hit is None or hit[0] is not r:
+        rr = copy.deepcopy(r)
+        rr["roles"][role]["columnwise_rht"] = False
+        spec = fp8kit._device.fake_quant_spec(fp8kit._recipes._recipe_arg(rr), role, cols)
+        hit = _SPECS[key] = (r, spec)
+    return hit[1]
+
+
+def blockscaled(t, r, role, seed):
+    """t (2-D, CUDA) as a block-scaled GEMM takes it: (operand, factor), the operand each code
+    times its block's scale in bfloat16 (exact under the NVFP4 and MX recipes) and factor the
+    tensor's float32 factor as a 1-element device tensor (NVFP4's per-tensor scale; 1 for MX),
+    from fp8kit's kernel in one call (cuda/blocks.hpp fake_quantize_blocks,
+    numerics/block_factor.hpp). A ValueError names what it cannot take."""
+    spec = r["roles"][role]
+    if (
+        not t.is_cuda
+        or r["rule"] not in _BLOCKSCALED_RULES
+        or (spec["block_rows"], spec["block_cols"])
+        not in (
+            (1, 16),
+            (16, 16),
+            (1, 32),
+        )
+    ):
+        raise ValueError(
+            f"recipe {r['name']}: the 'torch-blockscaled' GEMM takes the NVFP4 and MX recipes of the GPU kernels "
+            "(rules nvfp4-te, nvfp4-torchao, mx-roundup, mx-ocp-floor) on CUDA tensors; use 'torch'"
+        )
+    x = t.detach().contiguous()
+    return fp8kit._device.fake_quantize_blocks(x, _block_spec(r, role, x.shape[1]), seed, "bf16", tensor_factor=True)
+
+
+_BLOCKSCALED_RULES = ("nvfp4-te", "nvfp4-torchao", "mx-roundup", "mx-ocp-floor")
+# The rules whose tensor factor is 1 (numerics/block_factor.hpp rule_tensor_factor: every rule but
+# NVFP4's two-level ones).
+_UNIT_TENSOR_FACTOR = ("mx-roundup", "mx-ocp-floor")
+
+
+def _mm_f32(a, b):
+    """a @ b of bfloat16 operands with a float32 result: torch.mm's out_dtype (CUDA, torch >= 2.8),
+    else the float32 product of the same (exactly widened) operands."""
+    try:
+        return torch.mm(a, b, out_dtype=torch.float32)
+    except TypeError:  # a torch without the overload
+        return a.float() @ b.float()
+
+
 def run_gemm(a, b, recipe, model, gemm, seed, out_dtype):
     """a . b^T (a: M x K, b: N x K) under `model`: an fp8kit accumulation model name (reference
     GEMM on the codes), 'torch' (the dequantised operands multiplied by torch in float32 on a's
-    device: the quantisation without a modelled accumulator) or None (no quantisation: torch in
-    out_dtype)."""
+    device: the quantisation without a modelled accumulator), 'torch-blockscaled' (NVFP4 and MX on
+    CUDA: the block-scaled operands in bfloat16 multiplied by torch with a float32 result, times
+    the two tensor factors, as cuBLASLt's block-scaled GEMMs apply them) or None (no quantisation:
+    torch in out_dtype)."""
     with torch.autocast(device_type=a.device.type, enabled=False):
         if model is None:
             return a.to(out_dtype) @ b.to(out_dtype).t()
         ra, rb = ROLES[gemm]
         if model == "torch":
             return (dequantised(a, recipe, ra, seed) @ dequantised(b, recipe, rb, seed + 1).t()).to(out_dtype)
+        if model == "torch-blockscaled":
+            (qa, fa), (qb, fb) = blockscaled(a, recipe, ra, seed), blockscaled(b, recipe, rb, seed + 1)
+            if recipe["rule"] in _UNIT_TENSOR_FACTOR and out_dtype == torch.bfloat16:
+                return qa @ qb.t()  # both factors are 1: the GEMM's float32 sums rounded once to bfloat16
+            return (_mm_f32(qa, qb.t()) * (fa * fb)).to(out_dtype)
         qa, qb = Operand(a, recipe, ra, seed), Operand(b, recipe, rb, seed + 1)
         sa, sb = gemm_scales(qa, qb, recipe["name"], gemm)
         bf16 = out_dtype == torch.bfloat16
@@ -179,7 +242,10 @@ class Fp8Linear(torch.nn.Linear):
     fprop / dgrad / wgrad: an `--accum` name ('exact', 'fp32', 'sm90', 'sm90-fast',
     'sm90-splitk:N', 'deepseek-128', 'h100tc', 'aligned:...'), 'torch' (dequantised operands,
     torch's float32 matmul on the tensor's device: block recipes fp8kit.gemm cannot take, such as
-    MX and NVFP4, and fast runs) or None (that GEMM unquantised). Defaults: sm90-fast forward and
+    MX and NVFP4), 'torch-blockscaled' (NVFP4 and MX recipes on CUDA tensors: each operand as codes
+    times its block scale, exact in bfloat16, multiplied by torch's bfloat16 GEMM with a float32
+    result, then times the per-tensor factors: the fast path, as a block-scaled GEMM computes it)
+    or None (that GEMM unquantised). Defaults: sm90-fast forward and
     the split accumulator (sm90) for the gradients, TransformerEngine's choice for current scaling.
     Stochastic rounding draws fresh bits per call (seed + 8 x call count)."""
 

@@ -93,6 +93,14 @@ def _block_scale_inv(x, r, role, policy, seed):
     return codes, full.contiguous(), spec["format"]
 
 
+def _fused_block_path(r, role, policy):
+    """Whether a CUDA tensor's block fake quantisation takes the one-call kernel: every block
+    recipe with the NVFP4 or MX block shapes (cuda::quantize_blocks' warp kernel), not TE's
+    1x128 / 128x128 blocks (their dedicated kernels, below) and not a profile override."""
+    spec = r["roles"][role]
+    return policy.get("profile") is None and (spec["block_rows"], spec["block_cols"]) in ((1, 16), (16, 16), (1, 32))
+
+
 def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, nan, scale, seed):
     r = fp8kit.recipe(recipe) if recipe is not None else None
     role = _fp8kit.recipe_slot(role)
@@ -104,6 +112,12 @@ def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, 
         r["roles"][role]["columnwise_rht"] = False
         if xc.dim() != 2:
             xc = xc.reshape(-1, xc.shape[-1])
+        if xc.is_cuda and _fused_block_path(r, role, pol):
+            # One call: codes in device temporaries, dequantised by the kernel with the same rule
+            # as below (cuda/blocks.hpp fake_quantize_blocks).
+            spec = fp8kit._device.fake_quant_spec(fp8kit._recipes._recipe_arg(r), role, xc.shape[1])
+            y = fp8kit._device.fake_quantize_blocks(xc, spec, seed, _WIDE_OF_DTYPE[xc.dtype])
+            return y.reshape(x.shape)
         codes, sinv, fmt = _block_scale_inv(xc, r, role, pol, seed)
         # Decode exactly to float32, one float32 multiply by the block's scale_inv, one rounding
         # to x's dtype: dequantize's rule with a per-block factor. NaN codes take dequantize's

@@ -20,6 +20,7 @@
 
 #ifdef FP8KIT_PY_CUDA
 #include "fp8kit/cuda/blocks.hpp"
+#include "fp8kit/cuda/fake_quantize.hpp"
 #include "fp8kit/cuda/engine.hpp"
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/cuda/statistics_async.hpp"
@@ -139,6 +140,24 @@ void quantize_recipe_blocks(const std::string& recipe, bool is_json, const std::
     pyb::gil_scoped_release nogil;
     cuda::quantize_blocks(spec, w, vp(in), rows, cols, u8(codes), packed, u8(scale_codes), fp(scale), fp(scale_inv),
                           fp(global_amax), seed, vp(stream));
+}
+
+// Fake quantisation of a block recipe's role (cuda/blocks.hpp fake_quantize_blocks): the spec is
+// resolved once (cuda_fake_quant_spec; the recipe text is parsed there, not per call).
+cuda::BlockSpec fake_quant_spec(const std::string& recipe, bool is_json, const std::string& role, std::size_t cols) {
+    const BlockRecipe br = block_recipe_of(recipe, is_json, role, cols);
+    if (!cuda::has_cast_kernels(br.format))
+        throw std::invalid_argument(fmt::format("recipe: no CUDA kernel for its format {}", name(br.format)));
+    return cuda::BlockSpec{br.format,  br.rule, br.block_rows,    br.block_cols,    br.policy,
+                           br.epsilon, br.pow2, br.value_for_inf, br.columnwise_rht};
+}
+
+void fake_quantize_recipe_blocks(const cuda::BlockSpec& spec, Ptr in, const std::string& wide, std::size_t rows,
+                                 std::size_t cols, Ptr out, const std::string& out_wide, Ptr tensor_factor,
+                                 std::uint64_t seed, Ptr stream) {
+    const Wide w = kernel_wide(wide, "x"), to = kernel_wide(out_wide, "out");
+    pyb::gil_scoped_release nogil;
+    cuda::fake_quantize_blocks(spec, w, vp(in), rows, cols, to, vp(out), fp(tensor_factor), seed, vp(stream));
 }
 
 pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::string& format, const OptStr& profile,
@@ -384,6 +403,14 @@ void bind_cuda(pyb::module_& m) {
     m.def("cuda_quantize_blocks", &quantize_recipe_blocks, "recipe"_a, "is_json"_a, "role"_a, "x"_a, "wide"_a, "rows"_a,
           "cols"_a, "codes"_a, "packed"_a, "scale_codes"_a, "scale"_a, "scale_inv"_a, "global_amax"_a, "seed"_a,
           "stream"_a);
+    pyb::class_<cuda::BlockSpec>(m, "CudaBlockSpec")
+        .def_property_readonly("format", [](const cuda::BlockSpec& b) { return std::string(name(b.format)); })
+        .def_property_readonly("block_shape",
+                               [](const cuda::BlockSpec& b) { return pyb::make_tuple(b.block_rows, b.block_cols); })
+        .def_property_readonly("columnwise_rht", [](const cuda::BlockSpec& b) { return b.columnwise_rht; });
+    m.def("cuda_fake_quant_spec", &fake_quant_spec, "recipe"_a, "is_json"_a, "role"_a, "cols"_a);
+    m.def("cuda_fake_quantize_blocks", &fake_quantize_recipe_blocks, "spec"_a, "x"_a, "wide"_a, "rows"_a, "cols"_a,
+          "out"_a, "out_wide"_a, "tensor_factor"_a, "seed"_a, "stream"_a);
     m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a,
           "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
     pyb::class_<StatsPlan>(m, "CudaStatsPlan");

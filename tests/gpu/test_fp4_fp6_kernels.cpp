@@ -20,6 +20,7 @@
 #include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/convert/hadamard.hpp"
 #include "fp8kit/cuda/blocks.hpp"
+#include "fp8kit/cuda/fake_quantize.hpp"
 #include "fp8kit/cuda/hadamard.hpp"
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/emu/pack.hpp"
@@ -446,4 +447,40 @@ TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's ro
     REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 16, 64, d.as<std::uint8_t>(), false, nullptr, nullptr,
                                             nullptr, d.as<float>()),
                         Catch::Contains("1 x 16"));
+}
+
+// Fake quantisation in one call (cuda::fake_quantize_blocks) against lib's dequantize_blocks of
+// lib's quantize_blocks, bytes for bytes, into float32, float16 and bfloat16: the dequantised
+// values (each block's scale_inv), and the block-scaled GEMM operand (the block part) with its
+// tensor factor (lib's tensor_factor). Every preset of kCases, the nvfp4 preset's gradient role
+// (stochastic rounding, TE's column-wise copy after the RHT), partial edge blocks.
+TEST_CASE("fake_quantize_blocks equals lib's dequantize_blocks of quantize_blocks", "[gpu][fp4]") {
+    std::vector<Case> cases(std::begin(kCases), std::end(kCases));
+    cases.push_back({"nvfp4", fp8kit::Role::gradient});
+    const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {37, 70}, {16, 16}, {32, 1}};
+    for (const auto& [rows, cols] : shapes)
+        for (Wide w : kInputs) {
+            const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 17 + cols));
+            const auto bytes = as_bytes(w, x);
+            Buf din(bytes.size()), dout(rows * cols * 4), dtf(4);
+            cu::copy_to_device(din.p, bytes.data(), bytes.size());
+            for (const Case& k : cases) {
+                const fp8kit::BlockRecipe br = fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, cols);
+                if (br.columnwise_rht && rows % 16 != 0) continue;  // TE's copy needs rows in 16s
+                const cu::BlockSpec spec{br.format,  br.rule, br.block_rows,    br.block_cols,    br.policy,
+                                         br.epsilon, br.pow2, br.value_for_inf, br.columnwise_rht};
+                const fp8kit::BlockQuantized q = fp8kit::quantize_blocks(bytes.data(), w, rows, cols, br, 9);
+                for (Wide to : kInputs)
+                    for (bool block_part : {false, true}) {
+                        INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " -> "
+                                      << fp8kit::name(to) << " " << rows << "x" << cols
+                                      << (block_part ? " block part" : ""));
+                        const std::vector<std::uint8_t> want = fp8kit::dequantize_blocks(q, br, to, block_part);
+                        cu::fake_quantize_blocks(spec, w, din.p, rows, cols, to, dout.p,
+                                                 block_part ? dtf.as<float>() : nullptr, 9);
+                        REQUIRE(mismatches(host<std::uint8_t>(dout.p, want.size()), want) == 0);
+                        if (block_part) REQUIRE(b_of(host<float>(dtf.p, 1)[0]) == b_of(fp8kit::tensor_factor(q, br)));
+                    }
+            }
+        }
 }

@@ -275,6 +275,15 @@ def test_monitor_amax_is_torch_amax(tmp_path):
         dict(recipe="mx-ocp"),
         dict(recipe="te-block"),
         dict(recipe="te-block", role="weight"),
+        # NVFP4 and MX FP4 / FP6 through the one-call kernel (cuda::fake_quantize_blocks)
+        dict(recipe="nvfp4"),
+        dict(recipe="nvfp4", role="weight"),
+        dict(recipe="nvfp4", role="grad", seed=7),
+        dict(recipe="nvfp4-torchao"),
+        dict(recipe="mxfp4"),
+        dict(recipe="mxfp4-ocp", role="weight"),
+        dict(recipe="mxfp6-e3m2", role="grad"),
+        dict(recipe="mxfp6-e2m3-ocp"),
     ],
 )
 def test_fake_quantize_gpu_equals_cpu(dtype, kw):
@@ -285,6 +294,16 @@ def test_fake_quantize_gpu_equals_cpu(dtype, kw):
     y_gpu = ft.fake_quantize(x.cuda(), **kw)
     assert y_gpu.is_cuda and y_gpu.dtype == dtype
     np.testing.assert_array_equal(bits(y_gpu), bits(y_cpu))
+
+
+@gpu
+@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4-torchao", "mxfp4", "mx-ocp"])
+@pytest.mark.parametrize("shape", [(37, 70), (5, 3, 48), (1, 16)])
+def test_fake_quantize_gpu_equals_cpu_edge_blocks(recipe, shape):
+    # Partial blocks at the row ends, a 3-D tensor (its last dimension is the row), one block.
+    x = inputs(torch.bfloat16, shape, seed=4)
+    y_gpu = ft.fake_quantize(x.cuda(), recipe=recipe, role="weight")
+    np.testing.assert_array_equal(bits(y_gpu), bits(ft.fake_quantize(x, recipe=recipe, role="weight")))
 
 
 @gpu

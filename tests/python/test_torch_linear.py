@@ -165,3 +165,68 @@ def test_torch_mode_operands_are_fake_quantize_values(recipe):
     np.testing.assert_array_equal(
         f32_bits(dequantised(x, lin.recipe, "input", 0)), f32_bits(ft.fake_quantize(x, recipe=recipe))
     )
+
+
+_ok, _why = fp8kit._fp8kit.cuda_available()
+gpu = pytest.mark.skipif(
+    not (_ok and torch.cuda.is_available()), reason=f"GPU test: {_why or 'torch sees no CUDA device'}"
+)
+
+
+@gpu
+@pytest.mark.parametrize("recipe", ["nvfp4-rowwise", "nvfp4-torchao", "mxfp4", "mx-ocp", "mxfp6-e3m2"])
+def test_blockscaled_operand_is_codes_times_block_scale(recipe):
+    # The 'torch-blockscaled' operand against the host reference's codes and scale bytes: each
+    # code's value times its block's E4M3 scale value (NVFP4) or scale_inv (MX, a power of two),
+    # exact in bfloat16; the factor is the NVFP4 tensor scale in the producers' order (TE
+    # dequantize_nvfp4.cuh: fl32(amax * fl32(1/2688)); torchao per_tensor_amax_to_scale:
+    # fl32(amax / 2688)).
+    from fp8kit._linear import blockscaled
+
+    torch.manual_seed(5)
+    x = torch.randn(40, 96) * torch.logspace(-4, 3, 96)
+    r = fp8kit.recipe(recipe)
+    q, f = blockscaled(x.cuda(), r, "weight", 0)
+    h = fp8kit.quantize_blocks(x, recipe, "weight")
+    fmt = r["roles"]["weight"]["format"]
+    vals = np.asarray(fp8kit.dequantize(np.asarray(h["codes"]), fmt, dtype=np.float32))
+    nvfp4 = r["rule"].startswith("nvfp4")
+    block = (
+        np.asarray(fp8kit.dequantize(np.asarray(h["scale_codes"]), "e4m3", dtype=np.float32))
+        if nvfp4
+        else np.asarray(h["scale_inv"], dtype=np.float32)
+    )
+    br, bc = h["block_shape"]
+    full = np.repeat(np.repeat(block, br, 0), bc, 1)[: x.shape[0], : x.shape[1]]
+    want = (vals * full).astype(np.float32)
+    got = q.float().cpu().numpy()
+    np.testing.assert_array_equal(got.view(np.int32), want.view(np.int32))  # exact in bfloat16
+    amax = np.float32(np.asarray(h["global_amax"]).reshape(-1)[0])
+    if r["rule"] == "nvfp4-te":
+        want_f = np.float32(amax * np.float32(np.float32(1) / np.float32(2688)))
+    elif r["rule"] == "nvfp4-torchao":
+        want_f = np.float32(amax / np.float32(2688))
+    else:
+        want_f = np.float32(1)
+    assert f.cpu().numpy().view(np.int32)[0] == np.asarray(want_f).view(np.int32)
+
+
+@gpu
+def test_blockscaled_gemm_is_operand_product_times_factors():
+    # y = (qa @ qb^T) * fa * fb: the float32 result of torch's bfloat16 GEMM against the float64
+    # product of the same operands; only the summation order differs (tolerance 1e-5 relative to
+    # the row's magnitude: K = 256 products of float32 accumulation).
+    from fp8kit._linear import blockscaled
+
+    torch.manual_seed(6)
+    lin = ft.Fp8Linear(256, 48, bias=False, recipe="nvfp4-rowwise", fprop="torch-blockscaled").cuda()
+    x = torch.randn(64, 256, device="cuda")
+    y = lin(x)
+    seed = lin.seed  # the first call's seed (next_seed: seed + 8 x calls)
+    qa, fa = blockscaled(x, lin.recipe, "input", seed)
+    qb, fb = blockscaled(lin.weight, lin.recipe, "weight", seed + 1)
+    ref = (qa.double() @ qb.double().t()) * fa.double() * fb.double()
+    scale = (qa.double().abs() @ qb.double().abs().t()) * fa.double() * fb.double()
+    assert torch.all((y.double() - ref).abs() <= 1e-5 * scale + 1e-30)
+    with pytest.raises(ValueError, match="torch-blockscaled"):
+        ft.Fp8Linear(256, 8, recipe="te-current", fprop="torch-blockscaled").cuda()(x)

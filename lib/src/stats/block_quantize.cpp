@@ -2,11 +2,13 @@
 #include "fp8kit/stats/block_quantize.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/emu/emu.hpp"
+#include "fp8kit/numerics/block_factor.hpp"
 #include "fp8kit/numerics/scale_rules.hpp"
 
 namespace fp8kit {
@@ -101,6 +103,38 @@ BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, st
             }
     }
     return out;
+}
+
+std::vector<std::uint8_t> dequantize_blocks(const BlockQuantized& q, const BlockRecipe& br, Wide to, bool block_part) {
+    if (to == Wide::f64) throw std::invalid_argument("dequantize_blocks: the output is float32, float16 or bfloat16");
+    const std::size_t es = wide_size(to);
+    std::vector<std::uint8_t> out(q.rows * q.cols * es);
+    for (std::size_t r = 0; r < q.rows; ++r)
+        for (std::size_t c = 0; c < q.cols; ++c) {
+            const std::size_t i = r * q.cols + c, b = (r / q.tile_rows) * q.grid_cols + c / q.tile_cols;
+            const std::uint8_t code = q.codes[i];
+            const auto v = static_cast<std::uint32_t>(emu::decode(br.format, Wide::f32, code));
+            std::uint64_t y;
+            if (std::isnan(numerics::float_of(v))) {
+                y = emu::decode(br.format, to, code);
+            } else {
+                const float f = block_part ? numerics::rule_block_factor(
+                                                 br.rule, numerics::BlockScale{0.0f, q.scale_inv[b], q.scale_codes[b]})
+                                           : q.scale_inv[b];
+                const float p = numerics::mul_rn(numerics::float_of(v), f);
+                const std::uint32_t pb = p != p ? 0x7FC00000u : numerics::bits_of(p);
+                y = emu::with_wide(to, [&](auto dst) {
+                    return static_cast<std::uint64_t>(
+                        emu::convert<emu::Binary32, decltype(dst)>(pb, emu::kDecodePolicy));
+                });
+            }
+            std::memcpy(out.data() + i * es, &y, es);  // little-endian: the low bytes
+        }
+    return out;
+}
+
+float tensor_factor(const BlockQuantized& q, const BlockRecipe& br) {
+    return numerics::rule_tensor_factor(br.rule, q.global_amax);
 }
 
 }  // namespace fp8kit

@@ -36,4 +36,17 @@ struct BlockQuantized {
 BlockQuantized quantize_blocks(const void* data, Wide type, std::size_t rows, std::size_t cols, const BlockRecipe& br,
                                std::uint64_t seed = 0);
 
+// The dequantised elements of q (rows x cols, row-major) as `to`'s bits (float32, float16 or
+// bfloat16; little-endian bytes): to(fl32(decode(code) * f)), f its block's scale_inv, or with
+// block_part numerics::rule_block_factor (the operand of a block-scaled GEMM, whose tensor part is
+// tensor_factor below; numerics/block_factor.hpp). A NaN code gives its own decode in `to`, a NaN
+// product 0x7FC00000 before the rounding. cuda::dequantize_blocks and fake_quantize_blocks compute
+// the same bits (cuda/blocks.hpp).
+std::vector<std::uint8_t> dequantize_blocks(const BlockQuantized& q, const BlockRecipe& br, Wide to,
+                                            bool block_part = false);
+
+// numerics::rule_tensor_factor of q's global amax under br's rule (NVFP4's per-tensor factor; 1
+// for every other rule).
+float tensor_factor(const BlockQuantized& q, const BlockRecipe& br);
+
 }  // namespace fp8kit

@@ -1,0 +1,34 @@
+// Block dequantisation with a factor per block, and fake quantisation of a block recipe in one
+// call (quantise, then dequantise, the codes kept on the device): the path of fp8kit.torch's
+// fake_quantize and Fp8Linear on CUDA tensors (cuda/src/fake_quantize_blocks.cu, docs/cuda.md).
+// Plain C++ types: including this needs no CUDA headers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "fp8kit/cuda/blocks.hpp"
+
+namespace fp8kit::cuda {
+
+// Dequantise codes (one per byte, rows x cols, row-major) block by block, as lib's dequantize with
+// a factor per block: out[r][c] = to(fl32(value(code) * d_factor[(r / block_rows) * grid_cols +
+// c / block_cols])), value() emu's exact decode, grid_cols = ceil(cols / block_cols); a block shape
+// of 0 x 0 is one block over the whole tensor. A NaN code gives its own decode in `to`, a NaN
+// product 0x7FC00000 before the rounding to `to` (kernels.hpp dequantize's rule).
+void dequantize_blocks(Format from, Wide to, const std::uint8_t* d_codes, std::size_t rows, std::size_t cols,
+                       int block_rows, int block_cols, const float* d_factor, void* d_out, Stream stream = nullptr);
+
+// Fake quantisation of one block recipe's role in one call, the codes kept in stream-ordered
+// temporaries: quantize_blocks (unpacked codes), then dequantize_blocks into d_out (`to` elements,
+// the codes' shape: rows x cols, or cols x rows with spec.columnwise_rht). The factor is
+//   - with d_tensor_factor null: each block's scale_inv, so d_out holds lib's dequantised values
+//     (fp8kit.torch.fake_quantize's rule);
+//   - else numerics::rule_block_factor (the block part: NVFP4's E4M3 scale value, MX's power of
+//     two), and *d_tensor_factor (one device float) receives numerics::rule_tensor_factor of the
+//     tensor's amax: the operand a block-scaled GEMM sees, exact in bfloat16 under the NVFP4 and
+//     MX rules, and the factor its epilogue applies.
+void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols, Wide to,
+                          void* d_out, float* d_tensor_factor, std::uint64_t seed = 0, Stream stream = nullptr);
+
+}  // namespace fp8kit::cuda

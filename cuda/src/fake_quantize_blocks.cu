@@ -1,0 +1,149 @@
+// Block dequantisation with a factor per block, and fake quantisation (quantise, then dequantise)
+// of a block recipe in one call (blocks.hpp): the path of fp8kit.torch's fake_quantize and
+// Fp8Linear on CUDA tensors, where the codes never leave the device.
+#include <cstdint>
+#include <stdexcept>
+#include <type_traits>
+
+#include "fp8kit/cuda/fake_quantize.hpp"
+#include "fp8kit/numerics/block_factor.hpp"
+#include "elementwise.cuh"
+#include "narrow.cuh"
+
+namespace fp8kit::cuda {
+
+using namespace detail;
+
+namespace {
+
+struct BlockGrid {
+    std::uint32_t rows, cols, block_rows, block_cols, grid_cols;
+};
+
+// out[r][c] = to(fl32(value(code) * factor[block of (r, c)])): dequantize's rule (device.cu
+// dequant_entry) with the block's factor. A NaN code gives its own decode in `to`; a NaN product
+// (an Inf code times 0, a NaN factor) gives 0x7FC00000 first.
+template <class F, class W>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_blocks_kernel(const std::uint8_t* __restrict__ in, void* __restrict__ out, BlockGrid g,
+                             const float* __restrict__ factor) {
+    using Out = typename W::storage_t;
+    __shared__ std::uint32_t value[256];
+    __shared__ Out nan_out[256];
+    constexpr unsigned kCodes = 1u << F::total_bits;
+    for (unsigned c = threadIdx.x; c < 256; c += blockDim.x) {
+        const std::uint8_t code = static_cast<std::uint8_t>(c < kCodes ? c : 0u);
+        value[c] = static_cast<std::uint32_t>(emu::convert<F, Binary32>(code, emu::kDecodePolicy));
+        nan_out[c] = static_cast<Out>(emu::convert<F, W>(code, emu::kDecodePolicy));
+    }
+    __syncthreads();
+    Out* o = static_cast<Out*>(out);
+    const std::uint64_t n = std::uint64_t{g.rows} * g.cols;
+    const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+    // Four elements per step, in one row and one block when cols and block_cols are multiples of 4
+    // (one 4-byte load and one store of four outputs where aligned); else one element per step.
+    const bool quads = g.cols % 4 == 0 && g.block_cols % 4 == 0;
+    const bool vec = quads && aligned16(in) && aligned16(out);
+    const bool small = n < (std::uint64_t{1} << 32);  // 32-bit division (most tensors)
+    const std::uint64_t steps = quads ? n / 4 : n;
+    const int per = quads ? 4 : 1;
+    for (std::uint64_t s = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; s < steps; s += stride) {
+        const std::uint64_t i0 = s * per;
+        const std::uint32_t r =
+            small ? static_cast<std::uint32_t>(i0) / g.cols : static_cast<std::uint32_t>(i0 / g.cols);
+        const auto c = static_cast<std::uint32_t>(i0 - std::uint64_t{r} * g.cols);
+        const float f = factor[std::uint64_t{r / g.block_rows} * g.grid_cols + c / g.block_cols];
+        std::uint32_t codes = 0;
+        if (vec) {
+            codes = __ldg(reinterpret_cast<const std::uint32_t*>(in) + s);
+        } else {
+            for (int k = 0; k < per; ++k) codes |= std::uint32_t{in[i0 + k]} << (8 * k);
+        }
+        union {
+            std::conditional_t<sizeof(Out) == 4, uint4, uint2> v;
+            Out e[4];
+        } y;
+        for (int k = 0; k < per; ++k) {
+            const auto code = static_cast<std::uint8_t>(codes >> (8 * k));
+            const std::uint32_t v = value[code];
+            if (is_nan_bits<Binary32>(v)) {
+                y.e[k] = nan_out[code];
+            } else {
+                const float p = __fmul_rn(__uint_as_float(v), f);
+                const std::uint32_t pb = (p != p) ? 0x7FC00000u : __float_as_uint(p);
+                y.e[k] = static_cast<Out>(emu::convert<Binary32, W>(pb, emu::kDecodePolicy));
+            }
+        }
+        if (vec) {
+            reinterpret_cast<decltype(y.v)*>(o)[s] = y.v;
+        } else {
+            for (int k = 0; k < per; ++k) o[i0 + k] = y.e[k];
+        }
+    }
+}
+
+// factor[b] = numerics::rule_block_factor (the block part of the block's dequantisation factor;
+// scale_inv on entry), and *tensor_factor = numerics::rule_tensor_factor of the global amax.
+__global__ void block_factors_kernel(numerics::ScaleRule rule, const std::uint8_t* __restrict__ scale_codes,
+                                     float* factor, std::uint32_t blocks, const float* __restrict__ global_amax,
+                                     float* tensor_factor) {
+    const std::uint32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b == 0) *tensor_factor = numerics::rule_tensor_factor(rule, *global_amax);
+    if (b < blocks)
+        factor[b] = numerics::rule_block_factor(rule, numerics::BlockScale{0.0f, factor[b], scale_codes[b]});
+}
+
+BlockGrid grid_of(std::size_t rows, std::size_t cols, int block_rows, int block_cols) {
+    if (rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 32))
+        throw std::invalid_argument("dequantize_blocks: rows and cols must each be below 2^32");
+    const auto br = static_cast<std::uint32_t>(block_rows > 0 ? block_rows : (rows > 0 ? rows : 1));
+    const auto bc = static_cast<std::uint32_t>(block_cols > 0 ? block_cols : (cols > 0 ? cols : 1));
+    return {static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols), br, bc,
+            static_cast<std::uint32_t>((cols + bc - 1) / bc)};
+}
+
+}  // namespace
+
+void dequantize_blocks(Format from, Wide to, const std::uint8_t* d_codes, std::size_t rows, std::size_t cols,
+                       int block_rows, int block_cols, const float* d_factor, void* d_out, Stream stream) {
+    require_input(to, "dequantize_blocks");
+    const BlockGrid g = grid_of(rows, cols, block_rows, block_cols);
+    const std::size_t n = rows * cols;
+    if (n == 0) return;
+    with_cast_format(from, [&](auto f) {
+        with_input(to, [&](auto w) {
+            using F = std::decay_t<decltype(f)>;
+            using W = std::decay_t<decltype(w)>;
+            dequantize_blocks_kernel<F, W>
+                <<<grid_per_item((n + 3) / 4), kThreads, 0, as_stream(stream)>>>(d_codes, d_out, g, d_factor);
+        });
+        return 0;
+    });
+    check_launch("dequantize_blocks_kernel");
+}
+
+void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols, Wide to,
+                          void* d_out, float* d_tensor_factor, std::uint64_t seed, Stream stream) {
+    const cudaStream_t s = as_stream(stream);
+    // The codes' shape: TE's column-wise copy (columnwise_rht) is cols x rows.
+    const std::size_t qr = spec.columnwise_rht ? cols : rows, qc = spec.columnwise_rht ? rows : cols;
+    const BlockGrid g = grid_of(qr, qc, spec.block_rows, spec.block_cols);
+    const std::size_t blocks = std::size_t{(g.rows + g.block_rows - 1) / g.block_rows} * g.grid_cols;
+    auto* codes = static_cast<std::uint8_t*>(scratch_alloc(qr * qc, s));
+    auto* scale_codes = static_cast<std::uint8_t*>(scratch_alloc(blocks, s));
+    auto* factor = static_cast<float*>(scratch_alloc(blocks * sizeof(float), s));
+    auto* global_amax = static_cast<float*>(scratch_alloc(sizeof(float), s));
+    quantize_blocks(spec, from, in, rows, cols, codes, false, scale_codes, nullptr, factor, global_amax, seed, stream);
+    if (d_tensor_factor) {  // also for an empty tensor (blocks 0): the tensor factor is written
+        block_factors_kernel<<<grid_per_item(blocks > 0 ? blocks : 1), kThreads, 0, s>>>(
+            spec.rule, scale_codes, factor, static_cast<std::uint32_t>(blocks), global_amax, d_tensor_factor);
+        check_launch("block_factors_kernel");
+    }
+    dequantize_blocks(spec.format, to, codes, qr, qc, static_cast<int>(g.block_rows), static_cast<int>(g.block_cols),
+                      factor, d_out, stream);
+    for (void* p : {static_cast<void*>(codes), static_cast<void*>(scale_codes), static_cast<void*>(factor),
+                    static_cast<void*>(global_amax)})
+        scratch_free(p, s);
+}
+
+}  // namespace fp8kit::cuda
