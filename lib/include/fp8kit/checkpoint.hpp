@@ -124,6 +124,10 @@ public:
     std::string kv_cache_algo;
     std::string kv_cache_strategy;  // compressed-tensors kv_cache_scheme.strategy ("tensor", "attn_head")
     std::string scale_fmt;          // config.json quantization_config.scale_fmt ("ue8m0": power-of-two block scales)
+    // A quant_method "fp8" config written by transformers (FineGrainedFP8Config.to_dict writes
+    // `dequantize`; DeepSeek-V3's own config.json has `fmt` and no `dequantize`): its block
+    // rules are transformers' (detail::block_rules).
+    bool transformers_fp8 = false;
     // compressed-tensors config_groups targets (class names "Linear", or names / "re:" patterns):
     // a quantised layer none of them names (llm-compressor model_free_ptq quantises by tensor
     // name, embed_tokens included) is noted. Empty: no targets given.
