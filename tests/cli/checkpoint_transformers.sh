@@ -2,7 +2,8 @@
 # fp8kit checkpoint check on checkpoints written by transformers' own FineGrainedFP8 quantiser
 # (data/checkpoints/tf_*, scripts/fixtures/make_transformers_fp8_checkpoints.py): float32 and
 # F8_E8M0 weight_scale_inv (and the power-of-two scales in a float32 container), a Llama and a
-# Qwen3-MoE, each bit-exact under transformers' rule on the weight its loader casts to E4M3;
+# Qwen3-MoE and a DeepSeek-V3 (its names, 128x128 blocks), each bit-exact under transformers'
+# rule on the weight its loader casts to E4M3;
 # planted scale faults (negative, NaN, a transposed block grid) exit 1 and name the tensor.
 # Usage: bash checkpoint_transformers.sh /path/to/fp8kit /path/to/repo
 set -u
@@ -29,6 +30,7 @@ exact tf_fp8_block_ue8m0 original 7 "transformers FineGrainedFP8 ue8m0"
 exact tf_fp8_block_ue8m0_f32 original 7 "transformers FineGrainedFP8 ue8m0"
 exact tf_moe_fp8_block tf_moe_original 16 "transformers FineGrainedFP8"
 exact tf_moe_fp8_block_ue8m0 tf_moe_original 16 "transformers FineGrainedFP8 ue8m0"
+exact ds_fp8_block ds_original 14 "transformers FineGrainedFP8"
 
 # The rule comes from the config: the same tensors under a DeepSeek-V3 config (no `dequantize`
 # key) are checked under DeepSeek's amax / 448 and are not bit-exact.
@@ -66,6 +68,8 @@ elif kind == "nan":
     blobs[name][4:8] = struct.pack("<f", float("nan"))
 elif kind == "e8m0nan":
     blobs[name][1] = 255
+elif kind == "transpose":
+    head[name]["shape"] = head[name]["shape"][::-1]
 elif kind == "grid128":
     cfg["quantization_config"]["weight_block_size"] = [128, 128]
     for k in list(head):
@@ -103,6 +107,12 @@ fault moe_nan_e8m0 tf_moe_fp8_block_ue8m0 tf_moe_original $EXP e8m0nan "scale fi
 fault transposed tf_fp8_block original $DOWN grid128 "scale shape"
 grep -q "shape \[2, 1\] for fp8-block weight \[128, 192\]: the layout stores \[1, 2\]" "$T/transposed.txt"
 check "transposed: names the shape found and the one stored" $?
+# DeepSeek-V3's names, 128x128 blocks: q_a_proj [128, 256] with its [1, 2] grid stored as [2, 1].
+QA=model.layers.0.self_attn.q_a_proj.weight_scale_inv
+fault ds_transposed ds_fp8_block ds_original $QA transpose "scale shape"
+grep -q "shape \[2, 1\] for fp8-block weight \[128, 256\]: the layout stores \[1, 2\]" "$T/ds_transposed.txt"
+check "ds_transposed: names the shape found and the one stored" $?
+fault ds_neg ds_fp8_block ds_original model.layers.0.mlp.shared_experts.up_proj.weight_scale_inv neg "scale sign"
 # The same grid stored right is no shape fault.
 plant "$D/tf_fp8_block" "$T/grid_ok" none grid128
 "$FP8KIT" checkpoint check "$T/grid_ok" > "$T/grid_ok.txt"; rc=$?

@@ -223,6 +223,12 @@ Report check(const std::string& dir, const CheckOptions& options);  // throws Ch
 // The verdict line: "OK", or "FAILED (N failed: k <class>, ...)" counting every failed finding by
 // its check and every comparison that is not bit-exact by its verdict.
 std::string summary(const Report& r);
+// Layer L's weight as stored, dequantised: each code's value times the factor of its block
+// (block scale; NVFP4 also its global scale, in the producer's convention), one float32 multiply,
+// row-major, L.rows x L.cols. For block FP8 this is DeepSeek-V3 inference/kernel.py
+// weight_dequant's `x * s` (tests/checkpoint/test_checkpoint_deepseek.cpp compares the bytes).
+// Throws CheckpointError where L's scale tensor is missing or holds too few scales.
+std::vector<float> dequantize(const Folder& F, const Layer& L);
 std::string to_json(const Report& r);  // one JSON document
 std::string to_csv(const Report& r);   // one row per layer: module, scheme, convention, verdict, ...
 

@@ -658,6 +658,26 @@ std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::str
 
 }  // namespace
 
+std::vector<float> dequantize(const Folder& F, const Layer& L) {
+    if (L.scale.empty() || L.scheme == Scheme::none)
+        throw CheckpointError(fmt::format("{}: no quantised weight with a scale", L.module));
+    const RawTensor s = F.read(L.scale);
+    Scales st = stored_scales(F, L, s);
+    if (st.block.size() < st.grid_rows * st.grid_cols)
+        throw CheckpointError(
+            fmt::format("{}: {} scales for a grid of {} x {}", L.scale, st.block.size(), st.grid_rows, st.grid_cols));
+    const RawTensor w = F.read(L.weight);
+    const auto codes = codes_of(L, w);
+    if (codes.size() < L.rows * L.cols)
+        throw CheckpointError(fmt::format("{}: {} codes for {} x {}", L.weight, codes.size(), L.rows, L.cols));
+    std::vector<float> y(L.rows * L.cols);
+    for (std::uint64_t r = 0; r < L.rows; ++r)
+        for (std::uint64_t c = 0; c < L.cols; ++c)
+            y[r * L.cols + c] = detail::decode_element(L.scheme, codes[r * L.cols + c]) *
+                                detail::dequant_factor(F.producer(), L, st, r, c);
+    return y;
+}
+
 bool Report::failed() const {
     for (const auto& f : findings)
         if (f.failed) return true;
