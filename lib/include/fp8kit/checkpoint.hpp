@@ -226,7 +226,7 @@ std::string summary(const Report& r);
 // Layer L's weight as stored, dequantised: each code's value times the factor of its block
 // (block scale; NVFP4 also its global scale, in the producer's convention), one float32 multiply,
 // row-major, L.rows x L.cols. For block FP8 this is DeepSeek-V3 inference/kernel.py
-// weight_dequant's `x * s` (tests/checkpoint/test_checkpoint_deepseek.cpp compares the bytes).
+// weight_dequant's `x * s` (tests/checkpoint/test_checkpoint_readback.cpp compares the bytes).
 // Throws CheckpointError where L's scale tensor is missing or holds too few scales.
 std::vector<float> dequantize(const Folder& F, const Layer& L);
 std::string to_json(const Report& r);  // one JSON document

@@ -1,4 +1,6 @@
-// Block FP8 read back through DeepSeek-V3's own weight_dequant (issue 51): the check file
+// Checkpoints read back through the producers' own readers (issue 51), against fp8kit's
+// dequantisation, bit for bit.
+// Block FP8 through DeepSeek-V3's own weight_dequant: the check file
 // data/checkpoints/deepseek_weight_dequant.json holds the hash of the float32 result of
 // DeepSeek-V3 inference/kernel.py weight_dequant on every block-FP8 weight of four fixtures
 // (scripts/fixtures/deepseek_weight_dequant_check.py, which imports the kernel from a DeepSeek-V3
@@ -92,4 +94,46 @@ TEST_CASE("DeepSeek weight_dequant: the hashes tell a transposed block grid apar
         CHECK(fnv1a64(t) != want);
     }
     CHECK(tried > 0);
+}
+
+namespace {
+std::uint16_t bf16_bits(float f) {  // round to nearest even (the values here are exact in bfloat16)
+    std::uint32_t b;
+    std::memcpy(&b, &f, 4);
+    return static_cast<std::uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+}
+}  // namespace
+
+TEST_CASE("gpt-oss original/: gpt_oss/torch/weights.py reads the MXFP4 experts as fp8kit does, bit for bit",
+          "[checkpoint]") {
+    // data/checkpoints/gpt_oss_weights_readback.json: hashes of gpt-oss's Checkpoint.get (bfloat16,
+    // scripts/fixtures/gpt_oss_weights_readback.py) on gptoss_original_llmc's stacked experts.
+    std::ifstream in(kData + "gpt_oss_weights_readback.json");
+    REQUIRE(in.good());
+    const auto j = nlohmann::json::parse(in);
+    const Folder F(kData + j["folder"].get<std::string>());
+    CHECK(F.producer() == Producer::gpt_oss);
+    CHECK(F.layout_from_names);
+    std::size_t n = 0;
+    for (const auto& L : F.layers()) {
+        if (L.scheme != Scheme::mxfp4) continue;
+        INFO(L.module);
+        REQUIRE(j["tensors"].contains(L.module));
+        const auto& rec = j["tensors"][L.module];
+        CHECK(L.experts == rec["shape"][0].get<std::uint64_t>());
+        CHECK(L.rows == L.experts * rec["shape"][1].get<std::uint64_t>());
+        CHECK(L.cols == rec["shape"][2].get<std::uint64_t>());
+        const auto y = dequantize(F, L);
+        // the bfloat16 bytes, hashed as the script hashes them
+        std::uint64_t h = 0xcbf29ce484222325ull;
+        for (float v : y) {
+            const std::uint16_t b = bf16_bits(v);
+            h = (h ^ (b & 0xFF)) * 0x100000001b3ull;
+            h = (h ^ (b >> 8)) * 0x100000001b3ull;
+        }
+        CHECK(fmt::format("{:016x}", h) == rec["fnv1a64"].get<std::string>());
+        ++n;
+    }
+    CHECK(n == 2);
+    CHECK_FALSE(check(F.dir()).failed());
 }
