@@ -1,7 +1,7 @@
 // checkpoint check against what the producers write beyond the library-helper fixtures (issue
 // 51): llm-compressor's fused NVFP4 global scales, transformers' FineGrainedFP8 block rule and its
-// ue8m0 scales (data/checkpoints/llmc_nvfp4_fused, tf_fp8_block*, scripts/
-// make_transcribed_checkpoints.py), MX scale code 0, engine concerns under --engine, every scale
+// ue8m0 scales (data/checkpoints/llmc_nvfp4_fused, scripts/make_transcribed_checkpoints.py;
+// tf_*, scripts/fixtures/make_transformers_fp8_checkpoints.py), MX scale code 0, engine concerns under --engine, every scale
 // value and shape, gpt-oss's original/ layout and stacked experts, the verdict summary, and
 // layers quantised outside the config's targets.
 #include <catch2/catch.hpp>
@@ -106,25 +106,65 @@ TEST_CASE("engine concerns are notes unless --engine names the engine", "[checkp
 }
 
 TEST_CASE("transformers FineGrainedFP8: its own block rule and both ue8m0 scale forms", "[checkpoint]") {
-    // s = 1 / fl(448 / amax), codes e4m3(x * fl(448 / amax)): 1-ulp off amax / 448, not another amax.
+    // Written by transformers 5.17 itself (scripts/fixtures/make_transformers_fp8_checkpoints.py):
+    // its loader casts the weight to E4M3 before Fp8Quantize, whose multiplier is
+    // fl(448 * fl(1 / amax)) and whose stored scale is fl(1 / that).
     const Report r = check(kData + "tf_fp8_block", kOriginal);
     all_bit_exact(r);
-    std::size_t tf = 0;  // a layer whose every block gives fl(1/fl(448/a)) == fl(a/448) is bit-exact under both
-    for (const auto& c : r.comparisons) tf += c.variant.find("transformers FineGrainedFP8") != std::string::npos;
-    CHECK(tf > 0);
-    // ue8m0: power-of-two scales as F8_E8M0 and as float32, read and checked alike.
+    REQUIRE(r.comparisons.size() == 7);
+    for (const auto& c : r.comparisons)
+        CHECK_THAT(c.variant, Catch::Contains("transformers FineGrainedFP8, weight cast to E4M3 on load"));
+    // ue8m0: power-of-two scales as F8_E8M0 (what transformers writes) and in a float32
+    // container, read and checked alike.
     for (const std::string fx : {"tf_fp8_block_ue8m0", "tf_fp8_block_ue8m0_f32"}) {
         INFO(fx);
         const Folder F(kData + fx);
         CHECK(F.scale_fmt == "ue8m0");
+        CHECK(F.transformers_fp8);
         for (const auto& L : F.layers())
             if (L.scheme != Scheme::none)
                 CHECK(F.tensors().at(L.scale).dtype == (fx == "tf_fp8_block_ue8m0" ? "F8_E8M0" : "F32"));
         CHECK_FALSE(check(kData + fx).failed());
         const Report u = check(kData + fx, kOriginal);
         all_bit_exact(u);
-        for (const auto& c : u.comparisons) CHECK_THAT(c.variant, Catch::Contains("ue8m0"));
+        for (const auto& c : u.comparisons) CHECK_THAT(c.variant, Catch::Contains("FineGrainedFP8 ue8m0"));
     }
+    // The MoE: experts saved per expert, an all-zero block in expert 1's up_proj (transformers'
+    // multiplier 1, scale 1; ue8m0 code 127).
+    for (const std::string fx : {"tf_moe_fp8_block", "tf_moe_fp8_block_ue8m0"}) {
+        INFO(fx);
+        const Report m = check(kData + fx, kData + "tf_moe_original");
+        CHECK_FALSE(m.failed());
+        CHECK(m.comparisons.size() == 16);  // q k v o + 4 experts x gate up down
+        for (const auto& c : m.comparisons) {
+            INFO(c.module);
+            CHECK(c.verdict == "bit-exact");
+            CHECK(c.code_mismatches == 0);
+            CHECK_THAT(c.variant, Catch::Contains("weight cast to E4M3 on load"));
+        }
+        const Folder F(kData + fx);
+        const auto s = F.read("model.layers.0.mlp.experts.1.up_proj.weight_scale_inv");
+        REQUIRE(s.numel() == 4);
+        CHECK(s.at(0) == 1.0f);  // rows 0..63: zeroed
+        CHECK(s.at(1) == 1.0f);
+        CHECK(s.at(2) != 1.0f);
+    }
+}
+
+TEST_CASE("the block rule is the config's: transformers' FineGrainedFP8 or DeepSeek's", "[checkpoint]") {
+    // transformers' tensors under a DeepSeek-V3 config (no `dequantize`): amax / 448, not bit-exact.
+    fp8kit::test::ScratchDir s("ckpt");
+    const auto d = planted(s, "tf_fp8_block", [](Tensors&) {});
+    {
+        std::ifstream in(fs::path(d) / "config.json");
+        auto c = nlohmann::json::parse(in);
+        c["quantization_config"].erase("dequantize");
+        std::ofstream(fs::path(d) / "config.json") << c.dump();
+    }
+    CHECK_FALSE(Folder(d).transformers_fp8);
+    const Report r = check(d, kOriginal);
+    CHECK(r.failed());
+    for (const auto& c : r.comparisons) CHECK_THAT(c.variant, !Catch::Contains("transformers"));
 }
 
 TEST_CASE("every scale value: sign, NaN, Inf, zero and magnitude", "[checkpoint]") {

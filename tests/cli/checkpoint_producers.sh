@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fp8kit checkpoint check (issue 51) as a user runs it: checkpoints under llm-compressor's fused
 # NVFP4 rule and transformers' FineGrainedFP8 rules (data/checkpoints/llmc_nvfp4_fused,
-# tf_fp8_block*, scripts/fixtures/make_transcribed_checkpoints.py) pass; the summary line counts what
+# tf_fp8_block*: scripts/fixtures/make_transcribed_checkpoints.py, make_transformers_fp8_checkpoints.py)
+# pass; the summary line counts what
 # failed, by class; --engine turns one engine's concerns into failures; a bad --engine exits 2.
 # Usage: bash checkpoint_producers.sh /path/to/fp8kit /path/to/repo
 set -u

@@ -124,6 +124,10 @@ public:
     std::string kv_cache_algo;
     std::string kv_cache_strategy;  // compressed-tensors kv_cache_scheme.strategy ("tensor", "attn_head")
     std::string scale_fmt;          // config.json quantization_config.scale_fmt ("ue8m0": power-of-two block scales)
+    // A quant_method "fp8" config written by transformers (FineGrainedFP8Config.to_dict writes
+    // `dequantize`; DeepSeek-V3's own config.json has `fmt` and no `dequantize`): its block
+    // rules are transformers' (detail::block_rules).
+    bool transformers_fp8 = false;
     // compressed-tensors config_groups targets (class names "Linear", or names / "re:" patterns):
     // a quantised layer none of them names (llm-compressor model_free_ptq quantises by tensor
     // name, embed_tokens included) is noted. Empty: no targets given.
@@ -219,6 +223,12 @@ Report check(const std::string& dir, const CheckOptions& options);  // throws Ch
 // The verdict line: "OK", or "FAILED (N failed: k <class>, ...)" counting every failed finding by
 // its check and every comparison that is not bit-exact by its verdict.
 std::string summary(const Report& r);
+// Layer L's weight as stored, dequantised: each code's value times the factor of its block
+// (block scale; NVFP4 also its global scale, in the producer's convention), one float32 multiply,
+// row-major, L.rows x L.cols. For block FP8 this is DeepSeek-V3 inference/kernel.py
+// weight_dequant's `x * s` (tests/checkpoint/test_checkpoint_readback.cpp compares the bytes).
+// Throws CheckpointError where L's scale tensor is missing or holds too few scales.
+std::vector<float> dequantize(const Folder& F, const Layer& L);
 std::string to_json(const Report& r);  // one JSON document
 std::string to_csv(const Report& r);   // one row per layer: module, scheme, convention, verdict, ...
 

@@ -451,7 +451,8 @@ struct Variant {
     detail::Arithmetic ar = detail::Arithmetic::cpu;
     float shared_amax = -1.0f;  // the fused group's amax, or -1: the layer's own
     detail::BlockRule rule = detail::BlockRule::amax_div;
-    std::string label;  // appended to the variant name
+    std::string label;        // appended to the variant name
+    bool e4m3_input = false;  // the rule applied to the original cast to E4M3 (transformers' loader)
 };
 
 Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
@@ -462,7 +463,11 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     c.elements = L.rows * L.cols;
     c.variant = detail::variant_name(F.producer(), ar);
     if (!v.label.empty()) c.variant.insert(c.variant.size() - 1, ", " + v.label);
-    const auto ex = detail::expected_scales(F.producer(), L, x, s.dtype, weight_dtype, shared_amax, ar, v.rule);
+    // What the producer quantised: the original, or (transformers' loader) its E4M3 cast.
+    std::vector<float> cast;
+    if (v.e4m3_input) cast = detail::transformers_loaded_weight(x);
+    const std::vector<float>& xq = v.e4m3_input ? cast : x;
+    const auto ex = detail::expected_scales(F.producer(), L, xq, s.dtype, weight_dtype, shared_amax, ar, v.rule);
     // Scales.
     bool inverted = false, layout = false;
     if ((L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) && !same(ex.global, st.global)) {
@@ -489,7 +494,7 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     // Codes under the stored scales (with the expected global scale when only that is inverted).
     Scales use = st;
     if (inverted) use.global = ex.global;
-    const auto want = detail::expected_codes(F.producer(), L, x, use, s.dtype, weight_dtype, ar, v.rule);
+    const auto want = detail::expected_codes(F.producer(), L, xq, use, s.dtype, weight_dtype, ar, v.rule);
     const auto got = codes_of(L, w);
     const std::uint8_t mag = w.dtype == "U8" ? 0x7 : 0x7F, sign = w.dtype == "U8" ? 0x8 : 0x80;
     // Per row, then summed in row order: the same sums for any thread count.
@@ -509,7 +514,7 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
             if (xi != 0) rel_r[r] = std::max(rel_r[r], std::fabs(d - xi) / std::fabs(xi));
             if (want[i] == got[i]) continue;
             ++miss_r[r];
-            const float q = std::fabs(x[i] / detail::dequant_factor(F.producer(), L, use, r, k));
+            const float q = std::fabs(xq[i] / detail::dequant_factor(F.producer(), L, use, r, k));
             if (q > detail::element_max(L.scheme)) ++sat_r[r];
             if (L.scheme == Scheme::w4a8
                     ? std::fabs(detail::decode_element(L.scheme, want[i]) - detail::decode_element(L.scheme, got[i])) ==
@@ -548,8 +553,9 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
 //  - compressed-tensors: each layer's own amax (compressed-tensors' calculate_qparams), then for
 //    NVFP4 the fused group's (llm-compressor update_fused_layer_weight_global_scales), each on
 //    CPU then CUDA;
-//  - DeepSeek / transformers block FP8 (quant_method "fp8"): amax / 448, transformers'
-//    FineGrainedFP8 and the ue8m0 power-of-two scale (detail::BlockRule).
+//  - block FP8 (quant_method "fp8"): the rules its config names (detail::block_rules):
+//    transformers' FineGrainedFP8 (float or ue8m0 scales) on the E4M3-cast weight its loader
+//    quantises, then on the weight itself; DeepSeek's amax / 448 or its ue8m0 scale.
 Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
                    const std::vector<float>& x, const std::string& weight_dtype, const std::vector<Variant>& vs) {
     Comparison first;
@@ -598,8 +604,11 @@ std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L
     const float shared = shared_amax(F, ref, L);
     std::vector<Variant> v;
     if (F.producer() == Producer::deepseek && L.scheme == Scheme::fp8_block) {
-        for (auto r : {detail::BlockRule::amax_div, detail::BlockRule::transformers, detail::BlockRule::ue8m0})
-            v.push_back({Arithmetic::cpu, -1.0f, r, r == detail::BlockRule::amax_div ? "" : detail::name(r)});
+        for (const auto& c : detail::block_rules(F.transformers_fp8, F.scale_fmt)) {
+            std::string label = c.rule == detail::BlockRule::amax_div ? "" : detail::name(c.rule);
+            if (c.e4m3_input) label += ", weight cast to E4M3 on load";
+            v.push_back({Arithmetic::cpu, -1.0f, c.rule, label, c.e4m3_input});
+        }
         return v;
     }
     if (F.producer() == Producer::compressed_tensors) {
@@ -648,6 +657,26 @@ std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::str
 }
 
 }  // namespace
+
+std::vector<float> dequantize(const Folder& F, const Layer& L) {
+    if (L.scale.empty() || L.scheme == Scheme::none)
+        throw CheckpointError(fmt::format("{}: no quantised weight with a scale", L.module));
+    const RawTensor s = F.read(L.scale);
+    Scales st = stored_scales(F, L, s);
+    if (st.block.size() < st.grid_rows * st.grid_cols)
+        throw CheckpointError(
+            fmt::format("{}: {} scales for a grid of {} x {}", L.scale, st.block.size(), st.grid_rows, st.grid_cols));
+    const RawTensor w = F.read(L.weight);
+    const auto codes = codes_of(L, w);
+    if (codes.size() < L.rows * L.cols)
+        throw CheckpointError(fmt::format("{}: {} codes for {} x {}", L.weight, codes.size(), L.rows, L.cols));
+    std::vector<float> y(L.rows * L.cols);
+    for (std::uint64_t r = 0; r < L.rows; ++r)
+        for (std::uint64_t c = 0; c < L.cols; ++c)
+            y[r * L.cols + c] = detail::decode_element(L.scheme, codes[r * L.cols + c]) *
+                                detail::dequant_factor(F.producer(), L, st, r, c);
+    return y;
+}
 
 bool Report::failed() const {
     for (const auto& f : findings)

@@ -288,7 +288,8 @@ void Folder::read_configs() {
             block_cols_ = bs[1];
         }
         exclude_ = strings(qc.value("modules_to_not_convert", nlohmann::json::array()));
-    } else if (method == "mxfp4") {  // gpt-oss config.json
+        transformers_fp8 = qc.contains("dequantize");  // utils/quantization_config.py FineGrainedFP8Config
+    } else if (method == "mxfp4") {                    // gpt-oss config.json
         producer_ = Producer::gpt_oss;
         quant_algo = "mxfp4";
         exclude_ = strings(qc.value("modules_to_not_convert", nlohmann::json::array()));

@@ -111,13 +111,42 @@ float decode_element(Scheme s, std::uint8_t code) {
 }
 
 const char* name(BlockRule r) {
-    return r == BlockRule::transformers ? "transformers FineGrainedFP8"
-           : r == BlockRule::ue8m0      ? "ue8m0 power-of-two scales"
-                                        : "amax / 448";
+    switch (r) {
+        case BlockRule::transformers: return "transformers FineGrainedFP8";
+        case BlockRule::transformers_ue8m0: return "transformers FineGrainedFP8 ue8m0";
+        case BlockRule::ue8m0: return "ue8m0 power-of-two scales";
+        default: return "amax / 448";
+    }
 }
 
-// transformers Fp8Quantize: the float32 multiplier of a block (448 / amax; 1 for amax 0).
-float transformers_multiplier(float amax) { return amax > 0.0f ? 448.0f / amax : 1.0f; }
+std::vector<BlockRuleChoice> block_rules(bool transformers_config, const std::string& scale_fmt) {
+    const bool ue8m0 = scale_fmt == "ue8m0";
+    if (transformers_config) {
+        const BlockRule r = ue8m0 ? BlockRule::transformers_ue8m0 : BlockRule::transformers;
+        return {{r, true}, {r, false}};
+    }
+    return {{ue8m0 ? BlockRule::ue8m0 : BlockRule::amax_div, false}};
+}
+
+std::vector<float> transformers_loaded_weight(const std::vector<float>& x) {
+    std::vector<float> y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i)
+        y[i] = decode_fmt(Format::e4m3, emu::encode(Format::e4m3, Wide::f32, bits(x[i]), emu::kRneSaturate));
+    return y;
+}
+
+namespace {
+// transformers Fp8Quantize: the float32 multiplier of a block, `_FP8_MAX / safe_max_abs` (1 for
+// amax 0). A Python number over a tensor is the tensor's reciprocal times the number
+// (torch/_tensor.py __rdiv__: `self.reciprocal() * other`): fl(448 * fl(1 / amax)), which is
+// not always fl(448 / amax) (on the E4M3-cast weights of data/checkpoints/tf_fp8_block: 13 of 30 blocks).
+float transformers_multiplier(float amax) { return amax > 0.0f ? 448.0f * (1.0f / amax) : 1.0f; }
+// transformers Fp8Quantize with scale_fmt "ue8m0": the stored power of two.
+float transformers_ue8m0_scale(float amax) {
+    const float inv = 1.0f / transformers_multiplier(amax);
+    return std::ldexp(1.0f, static_cast<int>(std::ceil(std::log2(std::max(inv, 1.17549435e-38f)))));
+}
+}  // namespace
 
 std::string variant_name(Producer p, Arithmetic a) {
     return std::string(name(p)) + (a == Arithmetic::cuda ? " (CUDA arithmetic)" : " (CPU arithmetic)");
@@ -151,8 +180,9 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             // dtype (BF16 scale), a zero scale replaced by the scale dtype's eps (step 5).
             if (L.scheme == Scheme::fp8_block && rule != BlockRule::amax_div) {
                 for (std::size_t i = 0; i < amax.size(); ++i)
-                    s.block[i] = rule == BlockRule::transformers
-                                     ? 1.0f / transformers_multiplier(amax[i])
+                    s.block[i] = rule == BlockRule::transformers ? 1.0f / transformers_multiplier(amax[i])
+                                 : rule == BlockRule::transformers_ue8m0
+                                     ? transformers_ue8m0_scale(amax[i])
                                      : std::exp2(std::ceil(std::log2(std::max(amax[i], 1e-4f) / 448.0f)));
                 break;
             }
@@ -235,11 +265,15 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
                                          const std::string& sd, const std::string& wd, Arithmetic ar, BlockRule rule) {
     std::vector<std::uint8_t> q(L.rows * L.cols);
     // transformers multiplies by fl(448 / amax) of the block, which 1 / (its stored 1/t) need not
-    // give back: the multiplier comes from the original weights.
+    // give back: the multiplier comes from the original weights. Under ue8m0 it multiplies by
+    // 1 / (the stored power of two), exact.
     std::vector<float> mul;
     if (L.scheme == Scheme::fp8_block && rule == BlockRule::transformers) {
         mul = block_amax(L, x, s);
         for (float& m : mul) m = transformers_multiplier(m);
+    } else if (L.scheme == Scheme::fp8_block && rule == BlockRule::transformers_ue8m0) {
+        mul = s.block;
+        for (float& m : mul) m = 1.0f / m;
     }
     const Format f = element_format(L.scheme);
     const Policy pol = f == Format::e2m1 ? emu::kRneSaturateNoNan : emu::kRneSaturate;

@@ -28,15 +28,38 @@ std::string variant_name(Producer p, Arithmetic a);
 // Which of a producer's block-FP8 rules (Producer::deepseek: a config.json quant_method "fp8",
 // written by DeepSeek's own tools or by transformers' FineGrainedFP8):
 //  amax_div:     s = amax / 448 per block in float32, codes e4m3(x / s) (DeepSeek-V3
-//                inference/kernel.py act_quant's rule, applied to 128x128 blocks);
-//  transformers: t = fl(448 / amax) (1 for an all-zero block), s = fl(1 / t), codes
-//                e4m3(clamp(x * t, -448, 448)) (transformers integrations/finegrained_fp8.py
-//                Fp8Quantize.convert: `scales = _FP8_MAX / safe_max_abs`, `reshaped * scales`,
-//                `inv_scales = 1.0 / scales`, all float32);
+//                inference/kernel.py act_quant's rule, applied to 128x128 blocks; DeepSeek
+//                publishes no weight quantiser);
 //  ue8m0:        s = 2^ceil(log2(max(amax, 1e-4) / 448)), codes e4m3(x / s) (DeepSeek-V3.1
 //                inference/kernel.py act_quant with scale_fmt "ue8m0": the scale rounded up to a
-//                power of two, stored as float32 or as F8_E8M0).
-enum class BlockRule { amax_div, transformers, ue8m0 };
+//                power of two, stored as float32 or as F8_E8M0);
+//  transformers: t = fl(448 * fl(1 / amax)) (1 for an all-zero block), s = fl(1 / t), codes
+//                e4m3(clamp(x * t, -448, 448)) (transformers 5.17 integrations/finegrained_fp8.py
+//                Fp8Quantize._quantize_one: `scales = _FP8_MAX / safe_max_abs`, a Python
+//                number over a tensor, which torch computes as reciprocal() * 448;
+//                `inv_scales = (1.0 / scales)`, `reshaped * scales_broadcast`, all float32);
+//  transformers_ue8m0: the same with scale_fmt "ue8m0": s = 2^ceil(log2(max(fl(1 / t), FLT_MIN)))
+//                (`torch.pow(2.0, torch.ceil(torch.log2(inv_scales.clamp(min=tiny))))`, stored as
+//                float8_e8m0fnu), codes e4m3(clamp(x * (1 / s))) (`scales = 1.0 / inv_scales`).
+enum class BlockRule { amax_div, ue8m0, transformers, transformers_ue8m0 };
+// A rule and the weight it was applied to: e4m3_input, the original cast to E4M3 unscaled first
+// (transformers_loaded_weight).
+struct BlockRuleChoice {
+    BlockRule rule;
+    bool e4m3_input = false;
+};
+// The rules a quant_method "fp8" checkpoint was written under, from its config: transformers'
+// (Folder::transformers_fp8) with its scale_fmt, on the weight as transformers' loader hands it
+// to the quantiser and on the weight itself; else DeepSeek's (scale_fmt "ue8m0": ue8m0).
+std::vector<BlockRuleChoice> block_rules(bool transformers_config, const std::string& scale_fmt);
+// The weight transformers' FineGrainedFP8 quantises when it quantises while loading
+// (from_pretrained with a FineGrainedFP8Config, 5.17): core_model_loading.py
+// convert_and_load_state_dict_in_model casts each checkpoint tensor to the dtype of the empty
+// parameter it loads into ("3. Handle dtype casting": `_dtype = empty_param.dtype`) before the
+// quantize op, and FP8Linear / FP8Experts create that parameter as float8_e4m3fn; so
+// Fp8Quantize sees e4m3(x) (round to nearest even, saturating at 448 as torch 2.14's CPU cast
+// does), not x (scripts/fixtures/make_transformers_fp8_checkpoints.py checks it on every weight).
+std::vector<float> transformers_loaded_weight(const std::vector<float>& x);
 const char* name(BlockRule r);
 
 // The scales of one layer, as the decoded values the producer stores.
