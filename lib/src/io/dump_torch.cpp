@@ -177,10 +177,19 @@ TeQuantized quantized(const PValue& v) {
         {"transformer_engine.pytorch.tensor.mxfp8_tensor._make_mxfp8_tensor_in_reduce_ex", "MXFP8Tensor"},
         {"transformer_engine.pytorch.tensor.nvfp4_tensor._make_nvfp4_tensor_in_reduce_ex", "NVFP4Tensor"},
         {"transformer_engine.pytorch.tensor.float8_blockwise_tensor._make_float8_blockwise_tensor_in_reduce_ex",
+         "Float8BlockwiseQTensor"},
+        // TE 2.15: the bound classmethods (torch_pickle.cpp), with the 2.16 argument tuples
+        // (transformer_engine/pytorch/tensor/*_tensor.py at v2.15, __reduce_ex__).
+        {"transformer_engine.pytorch.tensor.float8_tensor.Float8Tensor._make_in_reduce_ex", "Float8Tensor"},
+        {"transformer_engine.pytorch.tensor.mxfp8_tensor.MXFP8Tensor._make_in_reduce_ex", "MXFP8Tensor"},
+        {"transformer_engine.pytorch.tensor.nvfp4_tensor.NVFP4Tensor._make_in_reduce_ex", "NVFP4Tensor"},
+        {"transformer_engine.pytorch.tensor.float8_blockwise_tensor.Float8BlockwiseQTensor._make_in_reduce_ex",
          "Float8BlockwiseQTensor"}};
     TeQuantized q;
     for (const auto& [fn, kind] : kKinds)
         if (v.text == fn) q.kind = kind;
+    q.te215 = v.text.size() > 19 && v.text.compare(v.text.size() - 19, 19, "._make_in_reduce_ex") == 0;
+    const char* const te_versions = q.te215 ? "2.15" : "2.16 to 2.18";
     const auto& a = v.items;
     auto count = [&](std::initializer_list<std::size_t> allowed, const char* versions) {
         for (std::size_t n : allowed)
@@ -190,7 +199,7 @@ TeQuantized quantized(const PValue& v) {
     };
     if (q.kind == "Float8Tensor") {
         // (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
-        count({5, 6}, "2.x");
+        q.te215 ? count({5}, "2.15") : count({5, 6}, "2.16 to 2.18 (5 arguments) or later (6)");
         q.data = optional_tensor(*a[0]);
         q.fp8_dtype = te_dtype(*a[1], "fp8_dtype");
         q.scale_inv = tensor(*a[2]);
@@ -199,7 +208,7 @@ TeQuantized quantized(const PValue& v) {
         if (a.size() == 6) q.transpose = optional_tensor(*a[5]);
         if (!q.data && !q.transpose) throw Bad("Float8Tensor without data and without its transpose");
     } else if (q.kind == "MXFP8Tensor") {
-        count({9}, "2.16 to 2.18");
+        count({9}, te_versions);
         q.data = optional_tensor(*a[0]);
         q.scale_inv = optional_tensor(*a[1]);
         q.columnwise_data = optional_tensor(*a[2]);
@@ -210,7 +219,7 @@ TeQuantized quantized(const PValue& v) {
         quantizer(*a[7], q);
         q.swizzled = flag(*a[8], "with_gemm_swizzled_scales");
     } else if (q.kind == "NVFP4Tensor") {
-        count({11, 14}, "2.16 (11 arguments) or 2.17 to 2.18 (14)");
+        q.te215 ? count({11}, "2.15") : count({11, 14}, "2.16 (11 arguments) or 2.17 to 2.18 (14)");
         q.shape = dims(*a[0], "shape");
         q.data = optional_tensor(*a[1]);
         q.scale_inv = optional_tensor(*a[2]);
@@ -233,7 +242,7 @@ TeQuantized quantized(const PValue& v) {
                 throw Bad(fmt::format("nvfp4_e4m3_max is {}", describe(*a[13])));
         }
     } else if (q.kind == "Float8BlockwiseQTensor") {
-        count({10}, "2.16 to 2.18");
+        count({10}, te_versions);
         q.shape = dims(*a[0], "shape");
         q.data = optional_tensor(*a[1]);
         q.scale_inv = optional_tensor(*a[2]);
@@ -458,7 +467,7 @@ public:
                     continue;
                 }
                 t.dtype = *f;
-                t.storage = fmt::format("TE {} {} codes{}", q.kind, name(*f),
+                t.storage = fmt::format("TE{} {} {} codes{}", q.te215 ? " 2.15" : "", q.kind, name(*f),
                                         q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
                 tt = &*q.data;
                 auto want = q.shape;
