@@ -48,12 +48,19 @@ TEST_CASE("te quantized: MXFP8, blockwise and Float8Tensor codes against the ref
                 for (const auto& x : cl.examples) first = std::min(first, x.index);
             CHECK(first == e["first"].get<std::uint64_t>());
         }
+        // The block scales TE stored equal the reference's for the same input, block for block.
+        if (e["kind"] != "Float8Tensor") {
+            CHECK(c->scale_blocks == e["scale_blocks"].get<std::uint64_t>());
+            CHECK(c->scale_mismatches == e.value("scale_mismatches", 0u));
+        }
         auto src = open_source(kQuantizedRank0 + file);
         REQUIRE(src->tensors().size() == 2);
         CHECK((src->tensors()[1].storage.rfind("TE 2.15 ", 0) == 0) == (e.value("te", "") == "2.15"));
         ++compared;
     }
-    CHECK(compared == 7);  // TE 2.16+: 2 MXFP8, 2 blockwise; TE 2.15: MXFP8, blockwise, Float8Tensor
+    // TE 2.16+: 2 MXFP8, 2 blockwise, and one of each with a scale off TE's rule; TE 2.15: MXFP8,
+    // blockwise, Float8Tensor.
+    CHECK(compared == 9);
 }
 
 TEST_CASE("te quantized: GEMM-swizzled scales unswizzled as cuBLAS lays them out", "[dump]") {
