@@ -107,3 +107,15 @@ TEST_CASE("torch v3: an untyped storage shorter than its tensor is refused", "[d
     REQUIRE(src->tensors().size() == 1);
     CHECK(src->tensors()[0].name == "high_precision");
 }
+
+TEST_CASE("torch v3: a dtype fp8kit does not know (a newer torch's) is skipped with a note", "[dump]") {
+    // torch.float6_e3m2fn_x4 as the v3 dtype: the tensor is named in a note, the file is read.
+    auto src = open_source(kTorchV3Dir + "hostile/future_dtype_v3.pt");
+    CHECK(src->errors().empty());
+    REQUIRE(src->tensors().size() == 1);
+    CHECK(src->tensors()[0].name == "high_precision");
+    REQUIRE(src->notes().size() == 1);
+    CHECK(src->notes()[0].name == "t");
+    CHECK_THAT(src->notes()[0].message,
+               Catch::Contains("torch.float6_e3m2fn_x4") && Catch::Contains("a dtype fp8kit does not know"));
+}

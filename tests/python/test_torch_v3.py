@@ -105,3 +105,15 @@ def test_values_decode_bit_exactly(version, name, e):
         np.testing.assert_array_equal(got["t"].astype(np.float32).reshape(-1).view(np.uint32), want.view(np.uint32))
     else:
         assert "t" not in got
+
+
+def test_inspect_skips_a_dtype_it_does_not_know():
+    """A v3 tensor of a dtype no torch has yet (torch.float6_e3m2fn_x4): in skipped, the file read."""
+    path = ROOT / "hostile" / "future_dtype_v3.pt"
+    r = subprocess.run([cli(), "inspect", str(path), "--json", "--quiet"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["errors"] == []
+    assert [t["name"] for t in rep["tensors"]] == ["high_precision"]
+    assert [s["name"] for s in rep["skipped"]] == ["t"]
+    assert "torch.float6_e3m2fn_x4" in rep["skipped"][0]["message"]

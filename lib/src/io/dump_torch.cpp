@@ -113,8 +113,14 @@ TorchTensor tensor(const PValue& v) {
     if (v3) {
         if (s.text != "torch.UntypedStorage" && s.text != "torch.storage.UntypedStorage")
             throw Bad(fmt::format("_rebuild_tensor_v3 over a {}, not torch.UntypedStorage", s.text));
-        t.dtype = torch_dtype(*v.items[6]);
-        t.storage_numel = static_cast<std::uint64_t>(s.i) / torch_element_size(t.dtype);  // s.i: bytes
+        const PValue& d = *v.items[6];
+        if (d.kind != K::global || d.text.rfind("torch.", 0) != 0)
+            throw Bad(fmt::format("expected a torch dtype, found {}", describe(d)));
+        // A dtype of a newer torch (torch_pickle's future_dtype) keeps its name and no size: the
+        // tensor is listed in a note and skipped (TorchSource), its file still read.
+        t.dtype = d.text.substr(6);
+        const std::size_t es = torch_element_size(t.dtype);
+        t.storage_numel = es ? static_cast<std::uint64_t>(s.i) / es : 0;  // s.i: bytes
     } else {
         t.dtype = storage_dtype(s.text);
         t.storage_numel = static_cast<std::uint64_t>(s.i);
@@ -490,7 +496,12 @@ public:
                 const auto d = torch_dump_dtype(tt->dtype);
                 if (!d) {
                     notes_.push_back(
-                        {path, t.name, fmt::format("torch.{} tensor: not a floating-point type, skipped", tt->dtype)});
+                        {path, t.name,
+                         torch_element_size(tt->dtype)
+                             ? fmt::format("torch.{} tensor: not a floating-point type, skipped", tt->dtype)
+                             : fmt::format("torch.{} tensor: a dtype fp8kit does not know (a newer "
+                                           "torch's), skipped",
+                                           io::quoted(tt->dtype, 48))});
                     continue;
                 }
                 t.dtype = *d;

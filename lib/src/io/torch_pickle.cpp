@@ -49,6 +49,22 @@ constexpr std::string_view kTensorClasses[] = {
     "transformer_engine.pytorch.tensor.float8_blockwise_tensor.Float8BlockwiseQTensor",
 };
 bool is_getattr(std::string_view q) { return q == "__builtin__.getattr" || q == "builtins.getattr"; }
+
+// A dtype a newer torch may add ("torch.float6_e3m2fn_x4"): torch.<float|int|uint|bits|complex|
+// bcomplex|bfloat><lowercase, digits, _>, at most 48 characters. Accepted as a value only (REDUCE
+// and NEWOBJ take only the allow-lists above), so a tensor of a dtype fp8kit does not know is
+// skipped with a note instead of refusing its file.
+bool future_dtype(std::string_view q) {
+    if (q.size() > 48 || q.substr(0, 6) != "torch.") return false;
+    const std::string_view n = q.substr(6);
+    bool known_prefix = false;
+    for (std::string_view p : {"float", "int", "uint", "bits", "complex", "bcomplex", "bfloat"})
+        known_prefix = known_prefix || n.substr(0, p.size()) == p;
+    if (!known_prefix) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
+}
 // Classes NEWOBJ may name: the quantizer objects TE 2.16+ puts in its MXFP8, NVFP4 and blockwise
 // argument tuples (transformer_engine/pytorch/tensor/*_tensor.py __reduce_ex__: self._quantizer).
 // They pickle by object.__reduce_ex__(2): NEWOBJ (cls, ()) then BUILD with their __dict__
@@ -487,7 +503,7 @@ bool allowed_class(std::string_view q) {
 }
 
 bool allowed_global(std::string_view q) {
-    return allowed_callable(q) || allowed_class(q) || is_getattr(q) ||
+    return allowed_callable(q) || allowed_class(q) || is_getattr(q) || future_dtype(q) ||
            std::find(std::begin(kTensorClasses), std::end(kTensorClasses), q) != std::end(kTensorClasses) ||
            std::find(std::begin(kValues), std::end(kValues), q) != std::end(kValues);
 }
