@@ -104,3 +104,20 @@ def test_cli_replay_stats_equals_python(tmp_path):
     assert len(rows) == 1 + sum(len(s["steps"]) for s in j["series"])
     text = subprocess.run([exe, "replay", str(tmp_path), "--stats"], capture_output=True, text=True)
     assert text.returncode == 0 and "note: skipped" in text.stdout and "fc1_activation_mean" in text.stdout
+
+
+def test_sweep_reads_a_statistics_folder(tmp_path):
+    """fp8kit.sweep over a TE statistics folder: its cur_amax series swept as replay reads it, an
+    unknown statistic name in skipped."""
+    d = tmp_path / "nvdlfw_inspect_statistics_logs"
+    d.mkdir()
+    (d / "nvdlfw_inspect_globalrank-0.log").write_text(
+        "".join(_line("fc1_activation_cur_amax", it, 2.5 + it / 8) for it in range(1, 6))
+        + _line("fc1_activation_future_stat", 1, 1.0)
+    )
+    with pytest.warns(UserWarning, match="fc1_activation_future_stat"):
+        out = fp8kit.sweep(str(tmp_path))
+    assert [s["name"] for s in out["skipped"]] == ["fc1_activation_future_stat"]
+    assert "line 6" in out["skipped"][0]["message"]
+    assert out["trace_files"] == [str(tmp_path)]
+    assert set(out["tensors"]["tensor"]) == {"fc1_activation"}
