@@ -9,6 +9,7 @@
 #include "fp8kit/io/json_number.hpp"
 #include "command.hpp"
 #include "fp8kit/analysis/replay.hpp"
+#include "fp8kit/io/te_debug.hpp"
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/analysis/trace_input.hpp"
@@ -27,12 +28,59 @@ struct ReplayOpts {
     std::string trace, recipe = "te-delayed", algo, format = "auto";
     std::optional<int> history, margin;
     std::vector<std::string> tensors;
-    bool csv = false, json = false, wide = false, warn = false;
+    bool csv = false, json = false, wide = false, warn = false, stats = false;
 };
+
+// --stats: every statistic of TE's statistics logs, as lib reads and combines them (te_debug.hpp).
+void run_stats(const ReplayOpts& o) {
+    if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
+    if (o.warn) throw UsageError("--stats prints the statistics; --warn replays amax: choose one");
+    te::RunStats r;
+    try {
+        r = te::read_run_stats(o.trace);
+    } catch (const std::runtime_error& e) {
+        throw trace::TraceError(e.what());
+    }
+    te::keep_series(r, o.tensors);
+    if (o.json) {
+        fmt::print("{}\n", te::stats_json(r).dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+        return;
+    }
+    if (o.csv) {
+        for (const auto& n : r.skipped)
+            fmt::print(stderr, "fp8kit replay: note: skipped {}\n", io::printable(n.describe()));
+        fmt::print("{}", te::stats_csv(r));
+        return;
+    }
+    fmt::print("TransformerEngine statistics: {} files, {} series\n\n", r.files.size(), r.series.size());
+    std::size_t w = 4;
+    for (const auto& s : r.series) w = std::max(w, io::printable(s.name).size());
+    if (!o.wide && output_width())
+        w = std::min(w, std::max<std::size_t>(24, output_width() > 72 ? output_width() - 72 : 0));
+    fmt::print("{:<{}}  {:<8}  {:>5}  {:>6}  {:>10}  {:>14}  {:>14}  {:>10}\n", "name", w, "combine", "rank", "steps",
+               "last step", "last value", "max", "unreadable");
+    for (const auto& s : r.series) {
+        std::size_t bad = 0;
+        double mx = -INFINITY;
+        for (std::size_t k = 0; k < s.steps.size(); ++k) {
+            if (!s.readable(k)) ++bad;
+            mx = std::max(mx, s.values[k]);
+        }
+        fmt::print("{}  {:<8}  {:>5}  {:>6}  {:>10}  {:>14.6g}  {:>14.6g}  {:>10}\n", io::name_cell(s.name, w, 0),
+                   te::name(s.rank ? te::Combine::none : te::combine_of(s.parts.stat)),
+                   s.rank ? std::to_string(*s.rank) : "all " + std::to_string(s.ranks), s.steps.size(),
+                   s.steps.empty() ? 0 : s.steps.back(), s.values.empty() ? NAN : s.values.back(), mx, bad);
+    }
+    fmt::print(
+        "\nranks combined by max, min or numel-weighted mean where the statistic allows it; sums, counts and "
+        "derived statistics stay per rank (docs/replay.md); --json or --csv for every step\n");
+    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
+}
 
 nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 
 void run(const ReplayOpts& o) {
+    if (o.stats) return run_stats(o);
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     RecipeSpec r = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
     const auto forced = parse_format_choice(o.format);
@@ -157,6 +205,10 @@ Register reg([](CLI::App& root) {
     cmd->add_option("--tensor", o->tensors, "Only tensors matching this glob (repeatable)");
     cmd->add_flag("--csv", o->csv, "CSV: step,tensor,amax,scale,headroom,overflow (scale as %.9g)");
     cmd->add_flag("--json", o->json, "JSON: every series with its scales");
+    cmd->add_flag("--stats", o->stats,
+                  "Instead of replaying: every statistic of TransformerEngine's statistics logs (TRACE: a log, the "
+                  "nvdlfw_inspect_statistics_logs folder or the log_dir), ranks combined where the statistic allows "
+                  "(table, --csv or --json; --tensor filters the names)");
     cmd->add_flag("--warn", o->warn,
                   "Also the early warnings of the trace (growth, spikes, overflow forecast: fp8kit watch)");
     add_read_flags(cmd);

@@ -20,13 +20,17 @@ def read_trace(path):
 
 def te_stats(path):
     """Every statistic of TransformerEngine's statistics logs (a log file, the
-    nvdlfw_inspect_statistics_logs folder or the log_dir holding it): {'files', 'notes',
-    'series'}, each series {'name', 'layer', 'tensor', 'recipe', 'stat', 'columnwise', 'rank'
-    (None when combined over ranks), 'ranks', 'steps' (int64), 'values' (float64), 'readable'
-    (bool: False where the log wrote too few significant digits to read the value)}. Ranks are
-    combined where the statistic allows it (max, min, numel-weighted mean); statistic names TE
-    does not log are skipped with a note."""
-    return _fp8kit.te_stats(os.fspath(path))
+    nvdlfw_inspect_statistics_logs folder or the log_dir holding it), as `fp8kit replay --stats`
+    reports them: {'files', 'skipped', 'series'}, each series {'name', 'layer', 'tensor',
+    'recipe', 'stat', 'columnwise', 'combine' ('max', 'min', 'mean' or 'per rank'), 'rank' (None
+    when combined over ranks), 'ranks', 'steps' (int64), 'values' (float64), 'readable' (bool:
+    False where the log wrote too few significant digits to read the value)}. Ranks are combined
+    where the statistic allows it (max, min, numel-weighted mean; docs/replay.md says why sums,
+    counts and derived statistics stay per rank). Lines whose statistic name TE does not log are
+    listed in 'skipped' ({'file', 'name', 'message'}) and named in a UserWarning."""
+    out = _fp8kit.te_stats(os.fspath(path))
+    warn_skipped(out["skipped"])
+    return out
 
 
 def replay(trace, recipe="te-delayed", format=None, include=None):

@@ -247,18 +247,21 @@ def _validate_device(
 
 
 def validate_te_dump(path):
-    """TransformerEngine's own FP8 codes in a DumpTensors .pt file against fp8kit's reference.
+    """TransformerEngine's own FP8/FP4 codes in a DumpTensors .pt file against fp8kit's reference.
 
-    For a file holding both `high_precision` and a Float8Tensor `quantized` entry, TE's codes are
+    For a file holding both `high_precision` and a `quantized` entry (Float8Tensor, MXFP8Tensor,
+    NVFP4Tensor or Float8BlockwiseQTensor, TE 2.15 to 2.18), TE's codes are
     compared with the reference for the high_precision tensor under TE's scale_inv (profile
-    cuda-satfinite), as `fp8kit inspect` does; the report is validate()'s, plus `name`, `format`
-    and `scale_inv`. None when the file lacks either entry. The file's pickle is interpreted, never
+    cuda-satfinite), as `fp8kit inspect` does; the report is validate()'s, plus `name`, `format`,
+    `scale_inv`, `kind` (Float8Tensor, MXFP8Tensor, NVFP4Tensor, Float8BlockwiseQTensor), `layout`,
+    `swizzled`, and `scale_blocks` / `scale_mismatches`: the block scales TE stored compared with
+    the reference's for the same input (NVFP4 also `amax_matches`). None when the file lacks either entry. The file's pickle is interpreted, never
     executed (docs/dumps.md); a refused file raises DumpError naming it.
     """
     r = _fp8kit.check_te_quantized(os.fspath(path))
     if r is None:
         return None
-    name, fmt, scale_inv, text, summary = r
+    name, fmt, scale_inv, text, summary, extra = r
     report = json.loads(text)
-    report.update(name=name, format=fmt, scale_inv=scale_inv, summary=summary)
+    report.update(name=name, format=fmt, scale_inv=scale_inv, summary=summary, **extra)
     return report

@@ -56,6 +56,7 @@ pyb::dict te_stats(const std::string& path) {
         d["recipe"] = s.parts.recipe;
         d["stat"] = s.parts.stat;
         d["columnwise"] = s.parts.columnwise;
+        d["combine"] = std::string(te::name(s.rank ? te::Combine::none : te::combine_of(s.parts.stat)));
         d["rank"] = s.rank ? pyb::object(pyb::int_(*s.rank)) : pyb::object(pyb::none());
         d["ranks"] = s.ranks;
         d["steps"] = to_array(s.steps);
@@ -69,7 +70,7 @@ pyb::dict te_stats(const std::string& path) {
     pyb::dict out;
     out["files"] = r.files;
     out["series"] = series;
-    out["notes"] = r.notes;
+    out["skipped"] = skipped_list(r.skipped);
     return out;
 }
 

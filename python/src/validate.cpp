@@ -89,7 +89,8 @@ pyb::array_t<std::uint8_t> unpack_fp4(const pyb::array& packed, std::size_t rows
     return pyb::array_t<std::uint8_t>(static_cast<pyb::ssize_t>(c.size()), c.data());
 }
 
-// A TransformerEngine DumpTensors file: (name, format, scale_inv, report JSON, summary), or None.
+// A TransformerEngine DumpTensors file: (name, format, scale_inv, report JSON, summary, {kind, layout,
+// swizzled, scale_blocks, scale_mismatches[, amax_matches]}), or None.
 pyb::object check_te_file(const std::string& path) {
     std::optional<TeQuantizedCheck> c;
     {
@@ -97,7 +98,15 @@ pyb::object check_te_file(const std::string& path) {
         c = check_te_quantized(path);
     }
     if (!c) return pyb::none();
-    return pyb::make_tuple(c->name, std::string(name(c->format)), c->scale_inv, c->report.json(), c->report.summary());
+    pyb::dict extra;
+    extra["kind"] = c->kind;
+    extra["layout"] = std::string(name(c->layout));
+    extra["swizzled"] = c->swizzled;
+    extra["scale_blocks"] = c->scale_blocks;
+    extra["scale_mismatches"] = c->scale_mismatches;
+    if (c->kind == "NVFP4Tensor") extra["amax_matches"] = c->amax_matches;
+    return pyb::make_tuple(c->name, std::string(name(c->format)), c->scale_inv, c->report.json(), c->report.summary(),
+                           extra);
 }
 
 }  // namespace

@@ -96,12 +96,31 @@ TEST_CASE("torch: pickles that would run code are refused by name", "[corrupt]")
                        "p6c.pt"),
                Catch::Contains("refused global os.system"));
     CHECK_THAT(refused(std::string("\x80\x02}}b.", 6), "p6d.pt"), Catch::Contains("BUILD on a dict of 0: refused"));
-    // TE 2.15's bound classmethod: refused, and the message says which TE versions are read.
-    CHECK_THAT(refused(std::string("\x80\x02"
-                                   "c__builtin__\ngetattr\n.",
-                                   24),
-                       "p6e.pt"),
-               Catch::Contains("TransformerEngine 2.15") && Catch::Contains("2.16"));
+    // getattr is read only as TE 2.15's getattr(<TE tensor class>, "_make_in_reduce_ex"), as a
+    // name: any other attribute or object is refused.
+    static const char kOtherAttr[] =
+        "\x80\x02"
+        "c__builtin__\ngetattr\n"
+        "ctransformer_engine.pytorch.tensor.mxfp8_tensor\nMXFP8Tensor\n"
+        "X\x08\x00\x00\x00__init__\x86R.";
+    CHECK_THAT(refused(std::string(kOtherAttr, sizeof kOtherAttr - 1), "p6e.pt"),
+               Catch::Contains("REDUCE of getattr of transformer_engine.pytorch.tensor.mxfp8_tensor.MXFP8Tensor: "
+                               "refused"));
+    static const char kOtherObject[] =
+        "\x80\x02"
+        "c__builtin__\ngetattr\n"
+        "ccollections\nOrderedDict\n"
+        "X\x12\x00\x00\x00_make_in_reduce_ex\x86R.";
+    CHECK_THAT(refused(std::string(kOtherObject, sizeof kOtherObject - 1), "p6f.pt"),
+               Catch::Contains("REDUCE of getattr of collections.OrderedDict: refused"));
+    static const char kGetattrCalled[] =
+        "\x80\x02"
+        "c__builtin__\ngetattr\n"
+        "ctransformer_engine.pytorch.tensor.mxfp8_tensor\nMXFP8Tensor\n"
+        "X\x12\x00\x00\x00_make_in_reduce_ex\x86R"
+        ")R.";  // the name made by getattr, called with no arguments: not a layout TE writes
+    CHECK_THAT(refused(std::string(kGetattrCalled, sizeof kGetattrCalled - 1), "p6g.pt"),
+               Catch::Contains("MXFP8Tensor reconstructed from 0 arguments"));
     // A list placed inside itself (a cycle) and values nested deeper than the limit.
     CHECK_THAT(refused(std::string("\x80\x02]q\x00]h\x00"
                                    "a0h\x00"

@@ -3,8 +3,8 @@
 // exact argument tuples and quantizer objects): the quantizer is read as data (NEWOBJ + BUILD,
 // nothing constructed), the row-wise codes are listed, MXFP8 (swizzled and plain E8M0 scales),
 // blockwise (1x128, 128x128) and NVFP4 (packed codes, E4M3 block scales, amax) are compared with
-// the reference under TE's own scales, and a
-// TE 2.15 pickle (bound classmethod) is refused with a message naming the versions read.
+// the reference under TE's own scales. TE 2.15's pickles (the same tuples through the bound
+// classmethod, getattr(Cls, "_make_in_reduce_ex")) of all four types are read and compared too.
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -28,11 +28,12 @@ nlohmann::json expected() {
 }
 }  // namespace
 
-TEST_CASE("te quantized: MXFP8 and blockwise codes against the reference", "[dump]") {
+TEST_CASE("te quantized: MXFP8, blockwise and Float8Tensor codes against the reference", "[dump]") {
     int compared = 0;
     const nlohmann::json ex = expected();  // kept alive for items()
     for (const auto& [file, e] : ex.items()) {
-        if (e["kind"] != "MXFP8Tensor" && e["kind"] != "Float8BlockwiseQTensor") continue;
+        if (e["kind"] != "MXFP8Tensor" && e["kind"] != "Float8BlockwiseQTensor" && e["kind"] != "Float8Tensor")
+            continue;
         INFO(file);
         const auto c = check_te_quantized(kQuantizedRank0 + file);
         REQUIRE(c);
@@ -47,9 +48,19 @@ TEST_CASE("te quantized: MXFP8 and blockwise codes against the reference", "[dum
                 for (const auto& x : cl.examples) first = std::min(first, x.index);
             CHECK(first == e["first"].get<std::uint64_t>());
         }
+        // The block scales TE stored equal the reference's for the same input, block for block.
+        if (e["kind"] != "Float8Tensor") {
+            CHECK(c->scale_blocks == e["scale_blocks"].get<std::uint64_t>());
+            CHECK(c->scale_mismatches == e.value("scale_mismatches", 0u));
+        }
+        auto src = open_source(kQuantizedRank0 + file);
+        REQUIRE(src->tensors().size() == 2);
+        CHECK((src->tensors()[1].storage.rfind("TE 2.15 ", 0) == 0) == (e.value("te", "") == "2.15"));
         ++compared;
     }
-    CHECK(compared == 4);
+    // TE 2.16+: 2 MXFP8, 2 blockwise, and one of each with a scale off TE's rule; TE 2.15: MXFP8,
+    // blockwise, Float8Tensor.
+    CHECK(compared == 9);
 }
 
 TEST_CASE("te quantized: GEMM-swizzled scales unswizzled as cuBLAS lays them out", "[dump]") {
@@ -117,18 +128,16 @@ TEST_CASE("te quantized: NVFP4 of TE 2.16 and 2.17 (swizzled): codes, E4M3 scale
         }
         ++listed;
     }
-    CHECK(listed == 2);
+    CHECK(listed == 3);  // TE 2.15, 2.16, 2.17
 }
 
-TEST_CASE("te quantized: a TE 2.15 pickle is refused, naming the versions read", "[dump]") {
-    const std::string p = kQuantizedRank0 + "layers_9_fc1_activation_iter_000001.pt";
-    std::string msg;
-    try {
-        open_source(p);
-    } catch (const DumpError& e) {
-        msg = e.what();
-    }
-    CHECK_THAT(msg, Catch::Contains("layers_9_fc1_activation_iter_000001.pt") &&
-                        Catch::Contains("refused global __builtin__.getattr") &&
-                        Catch::Contains("TransformerEngine 2.15") && Catch::Contains("2.16"));
+TEST_CASE("te quantized: TE 2.15's bound classmethod is read as a name, nothing executed", "[dump]") {
+    // getattr(MXFP8Tensor, "_make_in_reduce_ex") with the 9-argument tuple: the quantizer read as
+    // data, the codes listed and compared (above).
+    auto src = open_source(kQuantizedRank0 + "layers_9_fc1_activation_iter_000001.pt");
+    REQUIRE(src->errors().empty());
+    REQUIRE(src->tensors().size() == 2);
+    CHECK(src->tensors()[1].name == "layers_9_fc1_activation/quantized");
+    CHECK_THAT(src->tensors()[1].storage,
+               Catch::StartsWith("TE 2.15 MXFP8Tensor e4m3 codes") && Catch::Contains("MXFP8Quantizer"));
 }

@@ -3,7 +3,10 @@
 // the statistic allows it, the free-text log refused, and the cur_amax series fed to replay.
 #include <sys/stat.h>
 
+#include <map>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -160,9 +163,10 @@ TEST_CASE("te stats: unknown names skipped with a note, means weighted by numel,
                                    tl("fc1_activation_sum", 1, "1200.0000"));
     const auto run = te::read_run_stats(root);
     REQUIRE(run.files.size() == 2);
-    REQUIRE(run.notes.size() == 1);
-    CHECK_THAT(run.notes[0],
-               Catch::Contains("globalrank-0.log:3") && Catch::Contains("fc1_activation_some_future_stat"));
+    REQUIRE(run.skipped.size() == 1);  // an item of the reports' "skipped", the file still read
+    CHECK(run.skipped[0].file == a);
+    CHECK(run.skipped[0].name == "fc1_activation_some_future_stat");
+    CHECK_THAT(run.skipped[0].message, Catch::Contains("line 3") && Catch::Contains("not a statistic"));
     auto find = [&](const std::string& n, std::optional<int> rank) -> const te::StatSeries* {
         for (const auto& s : run.series)
             if (s.name == n && s.rank == rank) return &s;
@@ -196,6 +200,8 @@ TEST_CASE("te stats: unknown names skipped with a note, means weighted by numel,
     for (const auto& n : tr.notes)
         noted = noted || (n.find("fc1_gradient") != std::string::npos && n.find("unreadable") != std::string::npos);
     CHECK(noted);
+    REQUIRE(tr.skipped.size() == 1);  // replay reports the unknown name in its "skipped"
+    CHECK(tr.skipped[0].name == "fc1_activation_some_future_stat");
 
     // A single-file dlfw log: the same rule.
     const auto one = trace::read_dlfw_log(a);
@@ -203,4 +209,74 @@ TEST_CASE("te stats: unknown names skipped with a note, means weighted by numel,
     CHECK(one.series[0].steps == std::vector<std::int64_t>{2});
     REQUIRE(one.notes.size() == 1);
     CHECK_THAT(one.notes[0], Catch::Contains("value=0.0000") && Catch::Contains("fewer than 3 significant digits"));
+}
+
+TEST_CASE("te stats: a file of only unknown statistics is read, every line skipped", "[dump]") {
+    const std::string root = dump::test::scratch("te_run3");
+    ::mkdir(root.c_str(), 0755);
+    dump::test::write_bytes(root + "/nvdlfw_inspect_globalrank-0.log", line("fc1_activation_max", 4, "2.0000"));
+    dump::test::write_bytes(
+        root + "/nvdlfw_inspect_globalrank-1.log",
+        line("fc1_activation_newstat", 4, "1.0000") + line("fc1_weight_other_newstat", 4, "1.0000"));
+    const auto run = te::read_run_stats(root);
+    REQUIRE(run.files.size() == 2);
+    REQUIRE(run.skipped.size() == 2);
+    CHECK(run.skipped[0].name == "fc1_activation_newstat");
+    CHECK(run.skipped[1].name == "fc1_weight_other_newstat");
+    REQUIRE(run.series.size() == 1);
+    CHECK(run.series[0].values == std::vector<double>{2.0});
+    CHECK(run.series[0].ranks == 1);
+}
+
+TEST_CASE("te stats: the reports' JSON and CSV hold every statistic, how it combined and why not", "[dump]") {
+    const std::string root = dump::test::scratch("te_run4");
+    ::mkdir(root.c_str(), 0755);
+    dump::test::write_bytes(root + "/nvdlfw_inspect_globalrank-0.log",
+                            line("fc1_activation_max", 1, "2.0000") + line("fc1_activation_sum", 1, "10.0000") +
+                                line("fc1_activation_std", 1, "0.5000") +
+                                line("fc1_activation_mxfp8_underflows%_columnwise", 1, "1.2500") +
+                                line("fc1_activation_max_blockwise_dynamic_range_block_size_32_dims_1", 1, "6.0000") +
+                                line("fc1_activation_bogus", 1, "1.0000"));
+    dump::test::write_bytes(root + "/nvdlfw_inspect_globalrank-1.log",
+                            line("fc1_activation_max", 1, "inf") + line("fc1_activation_sum", 1, "12.0000") +
+                                line("fc1_activation_max_blockwise_dynamic_range_block_size_32_dims_1", 1, "7.5000"));
+    auto run = te::read_run_stats(root);
+    const auto j = te::stats_json(run);
+    REQUIRE(j["files"].size() == 2);
+    REQUIRE(j["skipped"].size() == 1);
+    CHECK(j["skipped"][0]["name"] == "fc1_activation_bogus");
+    std::map<std::string, nlohmann::json> by;
+    for (const auto& s : j["series"])
+        by[s["name"].get<std::string>() + "@" + (s["rank"].is_null() ? "all" : s["rank"].dump())] = s;
+    CHECK(by.size() == 6);  // max, blockwise (combined); sum on ranks 0 and 1, std, underflows% (per rank)
+    CHECK(by.at("fc1_activation_max@all")["values"][0] == "inf");
+    CHECK(by.at("fc1_activation_max@all")["combine"] == "max");
+    CHECK(by.at("fc1_activation_max@all")["ranks"] == 2);
+    const auto& bw = by.at("fc1_activation_max_blockwise_dynamic_range_block_size_32_dims_1@all");
+    CHECK(bw["values"][0] == 7.5);
+    CHECK(bw["stat"] == "max_blockwise_dynamic_range_block_size_32_dims_1");
+    CHECK(by.at("fc1_activation_sum@0")["values"][0] == 10.0);
+    CHECK(by.at("fc1_activation_sum@1")["values"][0] == 12.0);
+    CHECK(by.at("fc1_activation_sum@1")["combine"] == "per rank");
+    CHECK_THAT(by.at("fc1_activation_sum@1")["per_rank"].get<std::string>(), Catch::Contains("more than once"));
+    CHECK_THAT(by.at("fc1_activation_std@0")["per_rank"].get<std::string>(), Catch::Contains("helper statistics"));
+    const auto& u = by.at("fc1_activation_mxfp8_underflows%_columnwise@0");
+    CHECK(u["recipe"] == "mxfp8");
+    CHECK(u["stat"] == "underflows%");
+    CHECK(u["columnwise"] == true);
+    CHECK(u["values"][0] == 1.25);
+    const std::string csv = te::stats_csv(run);
+    CHECK_THAT(csv,
+               Catch::StartsWith("step,name,layer,tensor,recipe,stat,columnwise,combine,rank,ranks,value,readable\n"));
+    CHECK_THAT(csv, Catch::Contains("\n1,fc1_activation_max,fc1,activation,,max,0,max,,2,inf,1\n"));
+    CHECK_THAT(csv, Catch::Contains("\n1,fc1_activation_sum,fc1,activation,,sum,0,per rank,1,1,12,1\n"));
+    CHECK_THAT(csv,
+               Catch::Contains("\n1,fc1_activation_mxfp8_underflows%_columnwise,fc1,activation,mxfp8,underflows%,1,"
+                               "per rank,0,1,1.25,1\n"));
+    te::keep_series(run, {"fc1_activation_s*"});
+    REQUIRE(run.series.size() == 3);           // sum (ranks 0 and 1), std
+    te::keep_series(run, {"fc1_activation"});  // {layer}_{tensor} matches too
+    CHECK(run.series.size() == 3);
+    te::keep_series(run, {"fc2_*"});
+    CHECK(run.series.empty());
 }

@@ -20,6 +20,7 @@ def commands(repo, tmp):
         ("inspect", ["inspect", dump, "--json", "--quiet", "--steps", "0"], (0,)),
         ("inspect", ["inspect", dump, "--json", "--quiet", "--steps", "0", "--recipe", "mxfp8"], (0,)),
         ("replay", ["replay", trace, "--recipe", "te-delayed", "--json"], (0,)),
+        ("te_stats", ["replay", str(ex / "dlfw_inspect.log"), "--stats", "--json"], (0,)),
         ("sweep", ["sweep", trace, "--json"], (0,)),
         ("sweep", ["sweep", trace, dump, "--json", "--tensor", "*layers.1.*"], (0,)),
         (

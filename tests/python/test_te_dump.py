@@ -44,3 +44,26 @@ def test_validate_te_dump():
 def test_hostile_file_raises_dump_error():
     with pytest.raises(fp8kit.DumpError, match="refused global posix.system"):
         list(fp8kit.read_dump(os.path.join(TE, "hostile", "hostile_os_system.pt")))
+
+
+def test_validate_te_dump_every_quantized_type():
+    """MXFP8, NVFP4, blockwise and Float8Tensor entries of TE 2.15 to 2.17 (data/te/quantized,
+    EXPECTED.json from the script that wrote them): codes and block scales against the reference."""
+    import json
+
+    q = os.path.join(TE, "quantized")
+    with open(os.path.join(q, "EXPECTED.json")) as f:
+        ex = json.load(f)["files"]
+    kinds = set()
+    for name, e in ex.items():
+        r = fp8kit.validate_te_dump(os.path.join(q, "tensor_dumps", "rank_0", name))
+        assert r["kind"] == e["kind"], name
+        assert r["mismatches"] == e["mismatches"], name
+        if e["kind"] == "NVFP4Tensor":
+            assert r["amax_matches"] and r["scale_mismatches"] == 0 and r["swizzled"] == e["swizzled"]
+        elif e["kind"] != "Float8Tensor":
+            assert r["layout"] == e["layout"], name
+            assert (r["scale_blocks"], r["scale_mismatches"]) == (e["scale_blocks"], e.get("scale_mismatches", 0))
+        kinds.add((e["kind"], e.get("te", "2.16+")))
+    assert {k for k, _ in kinds} == {"Float8Tensor", "MXFP8Tensor", "NVFP4Tensor", "Float8BlockwiseQTensor"}
+    assert {v for k, v in kinds if k != "Float8Tensor"} >= {"2.15", "2.16+"}

@@ -271,8 +271,10 @@ struct TeQuantizedCheck {
     BlockLayout layout = BlockLayout::tensor;
     bool swizzled = false;  // MXFP8, NVFP4: scales were stored GEMM-swizzled
     ValidateReport report;
-    // NVFP4: the E4M3 block scale bytes compared, those differing from the reference's, and
-    // whether TE's amax equals max |high_precision| (as float32).
+    // The block scales compared with the reference's for the same input (NVFP4: E4M3 bytes under
+    // TE's global encode; MXFP8: E8M0 codes, TE's round-up rule; blockwise: float32 scale_inv from
+    // the quantizer's force_pow_2_scales and amax_epsilon, 0 blocks when it has none), those that
+    // differ, and (NVFP4) whether TE's amax equals max |high_precision| (as float32).
     std::uint64_t scale_blocks = 0, scale_mismatches = 0;
     bool amax_matches = true;
 };

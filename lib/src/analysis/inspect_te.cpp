@@ -33,6 +33,10 @@ void write_te_subject(const TeQuantizedCheck& c, std::FILE* out) {
     else if (c.layout == BlockLayout::tensor)
         fmt::print(out, "  {} ({}): {}, scale_inv {}: ", io::printable(c.name), io::printable(c.file), name(c.format),
                    c.scale_inv);
+    else if (c.scale_blocks)
+        fmt::print(out, "  {} ({}): {} {}, {} block scale_inv{}, {} of {} differ from the reference's: ",
+                   io::printable(c.name), io::printable(c.file), c.kind, name(c.format), name(c.layout),
+                   c.swizzled ? " (GEMM-swizzled)" : "", c.scale_mismatches, c.scale_blocks);
     else
         fmt::print(out, "  {} ({}): {} {}, {} block scale_inv{}: ", io::printable(c.name), io::printable(c.file),
                    c.kind, name(c.format), name(c.layout), c.swizzled ? " (GEMM-swizzled)" : "");
@@ -65,7 +69,9 @@ nlohmann::ordered_json te_checks_json(const std::vector<TeQuantizedCheck>& check
                      {"codes", c.report.total},
                      {"mismatches", c.report.mismatches},
                      {"bit_exact", c.report.exact()},
-                     {"classes", te_classes(c.report)}});
+                     {"classes", te_classes(c.report)},
+                     {"scale_blocks", c.scale_blocks},
+                     {"scale_mismatches", c.scale_mismatches}});
     return a;
 }
 

@@ -15,6 +15,7 @@
 #include "fp8kit/analysis/trace_input.hpp"
 #include "fp8kit/convert/quantize.hpp"
 #include "fp8kit/io/dump.hpp"
+#include "fp8kit/io/te_debug.hpp"
 
 namespace fp8kit::sweep {
 namespace {
@@ -32,6 +33,8 @@ void load_traces(const Inputs& in, Loaded& L, std::vector<trace::Series>& series
     for (const auto& f : L.trace_files) {
         trace::Trace t = trace::read_trace(f);
         for (auto& n : t.notes) L.notes.push_back(std::move(n));
+        // Lines skipped on purpose (TE statistics whose name TE does not log): the report's skipped.
+        L.skipped.insert(L.skipped.end(), t.skipped.begin(), t.skipped.end());
         for (auto& s : t.series) {
             if (!selected(in.tensors, s.tensor)) continue;
             if (by_name.count(s.tensor))
@@ -152,7 +155,7 @@ bool load_dumps(const Inputs& in, const std::vector<Candidate>& blocks, Loaded& 
     dump::Dump dmp(L.dump_files, dump::Selection{}, in.read);
     // Files or tensors the reader could not list are failed inputs, as in inspect (exit 1).
     L.errors.insert(L.errors.end(), dmp.errors().begin(), dmp.errors().end());
-    L.skipped = dump::skipped(dmp.notes());
+    for (auto& p : dump::skipped(dmp.notes())) L.skipped.push_back(std::move(p));
     std::size_t skipped_opt = 0;
     auto keep = [&](std::size_t i, DumpedPass&& p) {
         using K = DumpedPass::Kind;
@@ -225,6 +228,16 @@ std::string nothing_to_sweep(const Inputs& in, const Loaded& L) {
     return "no tensors to sweep" + why;
 }
 
+// Whether `folder` holds TransformerEngine statistics logs (te::find_stats_logs finds some).
+bool has_te_stats(const std::string& folder) {
+    try {
+        te::find_stats_logs(folder);
+        return true;
+    } catch (const std::runtime_error&) {
+        return false;
+    }
+}
+
 }  // namespace
 
 Loaded load_inputs(const Inputs& in) {
@@ -232,15 +245,23 @@ Loaded load_inputs(const Inputs& in) {
     auto cands = default_candidates(in.formats);
     const auto blocks = block_candidates();
     bool any_dump = false;
-    // A folder is read as the dump layout docs/dumps.md documents (TE tensor_dumps/), or refused
-    // with the globs to use.
-    std::vector<std::string> files;
+    // A folder is read as the dump layout docs/dumps.md documents (TE tensor_dumps/); one without
+    // dumps that holds TransformerEngine statistics logs (the log_dir or its
+    // nvdlfw_inspect_statistics_logs/) is a trace, read as replay reads it (trace::read_te_stats);
+    // any other folder is refused with the globs to use.
+    std::vector<std::string> files, stats_folders;
     for (const auto& f : in.files) {
         if (io::is_folder(f)) {
             const auto inside = dump::folder_files(f);
+            if (inside.empty() && has_te_stats(f)) {
+                stats_folders.push_back(f);
+                continue;
+            }
             if (inside.empty())
                 throw dump::DumpError(f, "",
-                                      "a directory with no dump file in a documented layout: " + dump::folder_hint(f));
+                                      "a directory with no dump file in a documented layout (nor TransformerEngine "
+                                      "statistics logs): " +
+                                          dump::folder_hint(f));
             files.insert(files.end(), inside.begin(), inside.end());
         } else {
             files.push_back(f);
@@ -256,6 +277,7 @@ Loaded load_inputs(const Inputs& in) {
     for (const auto& f : files) {
         (dump::is_dump_file(f) ? L.dump_files : L.trace_files).push_back(f);
     }
+    L.trace_files.insert(L.trace_files.end(), stats_folders.begin(), stats_folders.end());
     // 3. Trace series, then the dumped tensors.
     std::vector<trace::Series> series;
     std::map<std::string, std::size_t> by_name;

@@ -113,8 +113,14 @@ TorchTensor tensor(const PValue& v) {
     if (v3) {
         if (s.text != "torch.UntypedStorage" && s.text != "torch.storage.UntypedStorage")
             throw Bad(fmt::format("_rebuild_tensor_v3 over a {}, not torch.UntypedStorage", s.text));
-        t.dtype = torch_dtype(*v.items[6]);
-        t.storage_numel = static_cast<std::uint64_t>(s.i) / torch_element_size(t.dtype);  // s.i: bytes
+        const PValue& d = *v.items[6];
+        if (d.kind != K::global || d.text.rfind("torch.", 0) != 0)
+            throw Bad(fmt::format("expected a torch dtype, found {}", describe(d)));
+        // A dtype of a newer torch (torch_pickle's future_dtype) keeps its name and no size: the
+        // tensor is listed in a note and skipped (TorchSource), its file still read.
+        t.dtype = d.text.substr(6);
+        const std::size_t es = torch_element_size(t.dtype);
+        t.storage_numel = es ? static_cast<std::uint64_t>(s.i) / es : 0;  // s.i: bytes
     } else {
         t.dtype = storage_dtype(s.text);
         t.storage_numel = static_cast<std::uint64_t>(s.i);
@@ -177,10 +183,19 @@ TeQuantized quantized(const PValue& v) {
         {"transformer_engine.pytorch.tensor.mxfp8_tensor._make_mxfp8_tensor_in_reduce_ex", "MXFP8Tensor"},
         {"transformer_engine.pytorch.tensor.nvfp4_tensor._make_nvfp4_tensor_in_reduce_ex", "NVFP4Tensor"},
         {"transformer_engine.pytorch.tensor.float8_blockwise_tensor._make_float8_blockwise_tensor_in_reduce_ex",
+         "Float8BlockwiseQTensor"},
+        // TE 2.15: the bound classmethods (torch_pickle.cpp), with the 2.16 argument tuples
+        // (transformer_engine/pytorch/tensor/*_tensor.py at v2.15, __reduce_ex__).
+        {"transformer_engine.pytorch.tensor.float8_tensor.Float8Tensor._make_in_reduce_ex", "Float8Tensor"},
+        {"transformer_engine.pytorch.tensor.mxfp8_tensor.MXFP8Tensor._make_in_reduce_ex", "MXFP8Tensor"},
+        {"transformer_engine.pytorch.tensor.nvfp4_tensor.NVFP4Tensor._make_in_reduce_ex", "NVFP4Tensor"},
+        {"transformer_engine.pytorch.tensor.float8_blockwise_tensor.Float8BlockwiseQTensor._make_in_reduce_ex",
          "Float8BlockwiseQTensor"}};
     TeQuantized q;
     for (const auto& [fn, kind] : kKinds)
         if (v.text == fn) q.kind = kind;
+    q.te215 = v.text.size() > 19 && v.text.compare(v.text.size() - 19, 19, "._make_in_reduce_ex") == 0;
+    const char* const te_versions = q.te215 ? "2.15" : "2.16 to 2.18";
     const auto& a = v.items;
     auto count = [&](std::initializer_list<std::size_t> allowed, const char* versions) {
         for (std::size_t n : allowed)
@@ -190,7 +205,7 @@ TeQuantized quantized(const PValue& v) {
     };
     if (q.kind == "Float8Tensor") {
         // (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
-        count({5, 6}, "2.x");
+        q.te215 ? count({5}, "2.15") : count({5, 6}, "2.16 to 2.18 (5 arguments) or later (6)");
         q.data = optional_tensor(*a[0]);
         q.fp8_dtype = te_dtype(*a[1], "fp8_dtype");
         q.scale_inv = tensor(*a[2]);
@@ -199,7 +214,7 @@ TeQuantized quantized(const PValue& v) {
         if (a.size() == 6) q.transpose = optional_tensor(*a[5]);
         if (!q.data && !q.transpose) throw Bad("Float8Tensor without data and without its transpose");
     } else if (q.kind == "MXFP8Tensor") {
-        count({9}, "2.16 to 2.18");
+        count({9}, te_versions);
         q.data = optional_tensor(*a[0]);
         q.scale_inv = optional_tensor(*a[1]);
         q.columnwise_data = optional_tensor(*a[2]);
@@ -210,7 +225,7 @@ TeQuantized quantized(const PValue& v) {
         quantizer(*a[7], q);
         q.swizzled = flag(*a[8], "with_gemm_swizzled_scales");
     } else if (q.kind == "NVFP4Tensor") {
-        count({11, 14}, "2.16 (11 arguments) or 2.17 to 2.18 (14)");
+        q.te215 ? count({11}, "2.15") : count({11, 14}, "2.16 (11 arguments) or 2.17 to 2.18 (14)");
         q.shape = dims(*a[0], "shape");
         q.data = optional_tensor(*a[1]);
         q.scale_inv = optional_tensor(*a[2]);
@@ -233,7 +248,7 @@ TeQuantized quantized(const PValue& v) {
                 throw Bad(fmt::format("nvfp4_e4m3_max is {}", describe(*a[13])));
         }
     } else if (q.kind == "Float8BlockwiseQTensor") {
-        count({10}, "2.16 to 2.18");
+        count({10}, te_versions);
         q.shape = dims(*a[0], "shape");
         q.data = optional_tensor(*a[1]);
         q.scale_inv = optional_tensor(*a[2]);
@@ -458,7 +473,7 @@ public:
                     continue;
                 }
                 t.dtype = *f;
-                t.storage = fmt::format("TE {} {} codes{}", q.kind, name(*f),
+                t.storage = fmt::format("TE{} {} {} codes{}", q.te215 ? " 2.15" : "", q.kind, name(*f),
                                         q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
                 tt = &*q.data;
                 auto want = q.shape;
@@ -481,7 +496,12 @@ public:
                 const auto d = torch_dump_dtype(tt->dtype);
                 if (!d) {
                     notes_.push_back(
-                        {path, t.name, fmt::format("torch.{} tensor: not a floating-point type, skipped", tt->dtype)});
+                        {path, t.name,
+                         torch_element_size(tt->dtype)
+                             ? fmt::format("torch.{} tensor: not a floating-point type, skipped", tt->dtype)
+                             : fmt::format("torch.{} tensor: a dtype fp8kit does not know (a newer "
+                                           "torch's), skipped",
+                                           io::quoted(tt->dtype, 48))});
                     continue;
                 }
                 t.dtype = *d;

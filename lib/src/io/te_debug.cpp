@@ -2,6 +2,7 @@
 #include "fp8kit/io/te_debug.hpp"
 
 #include <dirent.h>
+#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -17,7 +18,10 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "fp8kit/io/gate.hpp"
+#include "fp8kit/io/json_number.hpp"
 #include "fp8kit/io/printable.hpp"
 
 namespace fp8kit::te {
@@ -190,21 +194,18 @@ StatsLog read_stats_log(const std::string& path) {
         if (vtext.empty() || end != vtext.c_str() + vtext.size()) throw bad("value= is not a number");
         const auto parts = split_stat_name(full);
         if (!parts) {
-            log.notes.push_back(
-                fmt::format("{}:{}: {} skipped: it does not end in _{{tensor}}_{{stat}} with a tensor "
-                            "and statistic TransformerEngine logs",
-                            path, lineno, io::quoted(full, 80)));
+            log.skipped.push_back(
+                dump::Problem{path, full,
+                              fmt::format("line {}: not a statistic TransformerEngine logs (the name does not end in "
+                                          "_{{tensor}}_{{stat}} with a tensor and statistic of "
+                                          "stats_computation.py or log_nvfp4_tensor_stats.py)",
+                                          lineno)});
             continue;
         }
         log.lines.push_back(StatLine{*parts, full, *iter, value, log.rank, lineno, significant_digits(vtext)});
     }
     if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path));
-    if (log.lines.empty() && !log.notes.empty())
-        throw std::runtime_error(
-            fmt::format("{}: no statistic TransformerEngine logs ({} lines with unknown names; "
-                        "the first: {})",
-                        path, log.notes.size(), log.notes.front()));
-    if (log.lines.empty())
+    if (log.lines.empty() && log.skipped.empty())
         throw std::runtime_error(
             fmt::format("{}: no statistics lines (name iteration=N value=V): not a "
                         "nvdlfw_inspect_statistics_logs file",
@@ -289,6 +290,28 @@ Combine combine_of(std::string_view stat) {
     return Combine::none;
 }
 
+std::string_view name(Combine c) {
+    switch (c) {
+        case Combine::max: return "max";
+        case Combine::min: return "min";
+        case Combine::mean: return "mean";
+        case Combine::none: break;
+    }
+    return "per rank";
+}
+
+std::string_view per_rank_reason(std::string_view stat) {
+    if (combine_of(stat) != Combine::none) return "";
+    const bool count = stat == "sum" || stat == "numel" || stat == "l1_norm" || stat == "l2_norm_square" ||
+                       ends_with(stat, "_num") || stat == "total_square_error";
+    if (count)
+        return "a sum or count over the rank's reduction group: every rank of a group logs the group's value "
+               "(stats_buffer.py _Buffer.log), and which ranks share a group is not in the logs, so adding ranks "
+               "would count a group more than once";
+    return "TE computes it from helper statistics (sums, counts, squares) that the log does not hold for every "
+           "rank, so the ranks' logged values do not combine into the run's value";
+}
+
 std::vector<StatSeries> combine_ranks(const std::vector<StatsLog>& logs) {
     // numel per ({layer}_{tensor}, rank, step): the weights of a combined mean.
     std::map<std::tuple<std::string, int, std::int64_t>, double> numel;
@@ -361,13 +384,75 @@ std::vector<StatSeries> combine_ranks(const std::vector<StatsLog>& logs) {
     return out;
 }
 
+void keep_series(RunStats& r, const std::vector<std::string>& globs) {
+    if (globs.empty()) return;
+    auto match = [&](const StatSeries& s) {
+        const std::string lt = s.parts.layer + "_" + s.parts.tensor;
+        for (const auto& g : globs)
+            if (::fnmatch(g.c_str(), s.name.c_str(), 0) == 0 || ::fnmatch(g.c_str(), lt.c_str(), 0) == 0) return true;
+        return false;
+    };
+    r.series.erase(std::remove_if(r.series.begin(), r.series.end(), [&](const StatSeries& s) { return !match(s); }),
+                   r.series.end());
+}
+
+nlohmann::json stats_json(const RunStats& r) {
+    nlohmann::json j;
+    j["files"] = r.files;
+    j["skipped"] = r.skipped;
+    auto& series = j["series"] = nlohmann::json::array();
+    for (const auto& s : r.series) {
+        nlohmann::json o;
+        o["name"] = s.name;
+        o["layer"] = s.parts.layer;
+        o["tensor"] = s.parts.tensor;
+        o["recipe"] = s.parts.recipe;
+        o["stat"] = s.parts.stat;
+        o["columnwise"] = s.parts.columnwise;
+        const Combine c = s.rank ? Combine::none : combine_of(s.parts.stat);
+        o["combine"] = std::string(name(c));
+        o["rank"] = s.rank ? nlohmann::json(*s.rank) : nlohmann::json(nullptr);
+        o["ranks"] = s.ranks;
+        o["steps"] = s.steps;
+        auto& v = o["values"] = nlohmann::json::array();
+        auto& ok = o["readable"] = nlohmann::json::array();
+        for (std::size_t k = 0; k < s.steps.size(); ++k) {
+            v.push_back(io::json_number(s.values[k]));
+            ok.push_back(s.readable(k));
+        }
+        if (s.rank) {
+            const std::string_view why = per_rank_reason(s.parts.stat);
+            o["per_rank"] = why.empty() ? std::string(
+                                              "a mean whose numel is not logged by every rank that logged it: "
+                                              "it cannot be weighted")
+                                        : std::string(why);
+        }
+        series.push_back(std::move(o));
+    }
+    return j;
+}
+
+std::string stats_csv(const RunStats& r) {
+    std::string out = "step,name,layer,tensor,recipe,stat,columnwise,combine,rank,ranks,value,readable\n";
+    for (const auto& s : r.series) {
+        const Combine c = s.rank ? Combine::none : combine_of(s.parts.stat);
+        const std::string head =
+            fmt::format("{},{},{},{},{},{},{},{},{}", io::csv_field(s.name), io::csv_field(s.parts.layer),
+                        s.parts.tensor, s.parts.recipe, io::csv_field(s.parts.stat), s.parts.columnwise ? 1 : 0,
+                        name(c), s.rank ? std::to_string(*s.rank) : std::string(), s.ranks);
+        for (std::size_t k = 0; k < s.steps.size(); ++k)
+            out += fmt::format("{},{},{:.17g},{}\n", s.steps[k], head, s.values[k], s.readable(k) ? 1 : 0);
+    }
+    return out;
+}
+
 RunStats read_run_stats(const std::string& path) {
     RunStats r;
     r.files = find_stats_logs(path);
     std::vector<StatsLog> logs;
     for (const auto& f : r.files) {
         logs.push_back(read_stats_log(f));
-        for (auto& n : logs.back().notes) r.notes.push_back(std::move(n));
+        for (auto& n : logs.back().skipped) r.skipped.push_back(std::move(n));
     }
     r.series = combine_ranks(logs);
     return r;

@@ -29,8 +29,9 @@ struct TorchTensor {
 
 // A TransformerEngine QuantizedTensor as its reconstructor's arguments
 // (transformer_engine/pytorch/tensor/*_tensor.py, __reduce_ex__ and _make_*_in_reduce_ex; TE 2.16
-// to 2.18 write the tuples below; 2.15 pickles a bound classmethod, which the interpreter refuses):
-//   Float8Tensor   (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose])
+// to 2.18 write the tuples below to module-level reconstructors; 2.15 writes the 2.16 tuples to the
+// bound classmethod Cls._make_in_reduce_ex, read as a name by torch_pickle):
+//   Float8Tensor   (data, fp8_dtype, fp8_scale_inv, dtype, shape[, data_transpose (TE main, 2.20.dev)])
 //   MXFP8Tensor    (rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv,
 //                   fp8_dtype, dtype, shape, quantizer, with_gemm_swizzled_scales)
 //   NVFP4Tensor    (shape, rowwise_data, rowwise_scale_inv, columnwise_data, columnwise_scale_inv,
@@ -51,6 +52,7 @@ struct TeQuantized {
     bool row_scaled = false;         // NVFP4 (2.17+) row_scaled_nvfp4
     bool use_4over6 = false;         // NVFP4 (2.17+) nvfp4_use_4over6
     std::optional<double> e4m3_max;  // NVFP4 (2.17+) nvfp4_e4m3_max
+    bool te215 = false;              // written by TE 2.15 (bound classmethod)
     std::string quantizer;           // the quantizer's class ("" when None)
     std::vector<std::pair<std::string, std::string>> quantizer_state;  // its scalar fields, as text
 };

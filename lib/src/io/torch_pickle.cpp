@@ -32,7 +32,39 @@ constexpr std::string_view kCallables[] = {
     "transformer_engine.pytorch.tensor.float8_blockwise_tensor._make_float8_blockwise_tensor_in_reduce_ex",
     "transformer_engine_torch.DType",
     "transformer_engine.pytorch.constants.DType",
+    // TE 2.15: __reduce_ex__ returns the bound classmethod Cls._make_in_reduce_ex, which pickles as
+    // getattr(Cls, "_make_in_reduce_ex") (Python's method.__reduce__); Machine::reduce turns exactly
+    // that REDUCE into the names below, with the argument tuples of the 2.16 reconstructors.
+    "transformer_engine.pytorch.tensor.float8_tensor.Float8Tensor._make_in_reduce_ex",
+    "transformer_engine.pytorch.tensor.mxfp8_tensor.MXFP8Tensor._make_in_reduce_ex",
+    "transformer_engine.pytorch.tensor.nvfp4_tensor.NVFP4Tensor._make_in_reduce_ex",
+    "transformer_engine.pytorch.tensor.float8_blockwise_tensor.Float8BlockwiseQTensor._make_in_reduce_ex",
 };
+// The TE tensor classes whose bound classmethod TE 2.15 pickles; values only (never called or
+// constructed): the first argument of getattr.
+constexpr std::string_view kTensorClasses[] = {
+    "transformer_engine.pytorch.tensor.float8_tensor.Float8Tensor",
+    "transformer_engine.pytorch.tensor.mxfp8_tensor.MXFP8Tensor",
+    "transformer_engine.pytorch.tensor.nvfp4_tensor.NVFP4Tensor",
+    "transformer_engine.pytorch.tensor.float8_blockwise_tensor.Float8BlockwiseQTensor",
+};
+bool is_getattr(std::string_view q) { return q == "__builtin__.getattr" || q == "builtins.getattr"; }
+
+// A dtype a newer torch may add ("torch.float6_e3m2fn_x4"): torch.<float|int|uint|bits|complex|
+// bcomplex|bfloat><lowercase, digits, _>, at most 48 characters. Accepted as a value only (REDUCE
+// and NEWOBJ take only the allow-lists above), so a tensor of a dtype fp8kit does not know is
+// skipped with a note instead of refusing its file.
+bool future_dtype(std::string_view q) {
+    if (q.size() > 48 || q.substr(0, 6) != "torch.") return false;
+    const std::string_view n = q.substr(6);
+    bool known_prefix = false;
+    for (std::string_view p : {"float", "int", "uint", "bits", "complex", "bcomplex", "bfloat"})
+        known_prefix = known_prefix || n.substr(0, p.size()) == p;
+    if (!known_prefix) return false;
+    for (char c : n)
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+    return true;
+}
 // Classes NEWOBJ may name: the quantizer objects TE 2.16+ puts in its MXFP8, NVFP4 and blockwise
 // argument tuples (transformer_engine/pytorch/tensor/*_tensor.py __reduce_ex__: self._quantizer).
 // They pickle by object.__reduce_ex__(2): NEWOBJ (cls, ()) then BUILD with their __dict__
@@ -232,19 +264,11 @@ private:
 
 void Machine::global(const std::string& module, const std::string& name) {
     const std::string q = module + "." + name;
-    if (!allowed_global(q)) {
-        // TE 2.15's __reduce_ex__ returns the bound classmethod cls._make_in_reduce_ex, which
-        // pickles as getattr(cls, "_make_in_reduce_ex"): never called here.
-        const bool te215 = q == "__builtin__.getattr" || q == "builtins.getattr";
+    if (!allowed_global(q))
         fail(
             fmt::format("refused global {} (only torch tensor/storage/dtype globals, collections.OrderedDict and "
-                        "TransformerEngine's reconstructors are accepted; nothing is executed){}",
-                        io::quoted(q, 160),
-                        te215 ? ": TransformerEngine 2.15 pickles its quantised tensors through a bound classmethod "
-                                "(getattr(cls, '_make_in_reduce_ex')), which is not read; TE 2.16 and later write "
-                                "module-level reconstructors, which are"
-                              : ""));
-    }
+                        "TransformerEngine's reconstructors are accepted; nothing is executed)",
+                        io::quoted(q, 160)));
     PRef g = make(PValue::Kind::global);
     g->text = q;
     push(std::move(g));
@@ -252,6 +276,25 @@ void Machine::global(const std::string& module, const std::string& name) {
 
 void Machine::reduce() {
     PRef args = pop(), fn = pop();
+    if (fn->kind == PValue::Kind::global && is_getattr(fn->text)) {
+        // TE 2.15's bound classmethod: getattr(<TE tensor class>, "_make_in_reduce_ex") becomes the
+        // name "<class>._make_in_reduce_ex" (a value; nothing is looked up or called). Any other
+        // getattr is refused.
+        const auto& a = args->items;
+        const bool ok =
+            args->kind == PValue::Kind::tuple && a.size() == 2 && a[0]->kind == PValue::Kind::global &&
+            std::find(std::begin(kTensorClasses), std::end(kTensorClasses), a[0]->text) != std::end(kTensorClasses) &&
+            a[1]->kind == PValue::Kind::string && a[1]->text == "_make_in_reduce_ex";
+        if (!ok)
+            fail(
+                fmt::format("REDUCE of getattr{}: refused (only TransformerEngine 2.15's getattr(<TE tensor class>, "
+                            "'_make_in_reduce_ex') is read, as a name; nothing is executed)",
+                            args->kind == PValue::Kind::tuple && !a.empty() ? " of " + describe(*a[0]) : ""));
+        PRef g = make(PValue::Kind::global);
+        g->text = a[0]->text + "._make_in_reduce_ex";
+        push(std::move(g));
+        return;
+    }
     if (fn->kind != PValue::Kind::global || !allowed_callable(fn->text))
         fail(fmt::format("REDUCE of {}: refused (nothing is executed)", describe(*fn)));
     if (args->kind != PValue::Kind::tuple) fail(fmt::format("REDUCE arguments are {}, not a tuple", describe(*args)));
@@ -460,7 +503,8 @@ bool allowed_class(std::string_view q) {
 }
 
 bool allowed_global(std::string_view q) {
-    return allowed_callable(q) || allowed_class(q) ||
+    return allowed_callable(q) || allowed_class(q) || is_getattr(q) || future_dtype(q) ||
+           std::find(std::begin(kTensorClasses), std::end(kTensorClasses), q) != std::end(kTensorClasses) ||
            std::find(std::begin(kValues), std::end(kValues), q) != std::end(kValues);
 }
 

@@ -9,7 +9,9 @@
 // object with a dict, INST/OBJ, protocol-0/1 text opcodes, or an unknown opcode is a PickleError
 // naming the opcode or the global and its byte offset. NEWOBJ of an allowed class (TE's quantizers,
 // which pickle as copyreg.__newobj__ plus their __dict__) records the class and its state as data:
-// no constructor and no __setstate__ runs.
+// no constructor and no __setstate__ runs. builtins.getattr is accepted only as REDUCE of
+// getattr(<TE tensor class>, "_make_in_reduce_ex") (TE 2.15's bound classmethod), which yields the
+// name "<class>._make_in_reduce_ex" as a value: nothing is looked up.
 //
 // Memory and depth are bounded: values nest at most kMaxDepth deep, a container cannot be changed
 // after it has been placed in another (so no cycles), and the input is read once.
@@ -65,7 +67,8 @@ inline constexpr int kMaxDepth = 64;
 PRef unpickle(const std::uint8_t* data, std::size_t n, const std::string& what);
 
 // The globals accepted, by exact name: torch's tensor rebuild functions, storage types and
-// dtypes, torch.Size, collections.OrderedDict, TransformerEngine's reconstructors and DType enums.
+// dtypes, torch.Size, collections.OrderedDict, TransformerEngine's reconstructors and DType enums,
+// TE's four tensor classes and builtins.getattr (as values, for TE 2.15's bound classmethods).
 bool allowed_global(std::string_view qualified);
 bool allowed_callable(std::string_view qualified);  // the subset REDUCE may name
 bool allowed_class(std::string_view qualified);     // the subset NEWOBJ may name

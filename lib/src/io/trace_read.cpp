@@ -400,7 +400,7 @@ Trace read_te_stats(const std::string& path) {
     t.file = path;
     try {
         te::RunStats run = te::read_run_stats(path);
-        t.notes = std::move(run.notes);
+        t.skipped = std::move(run.skipped);
         // {layer}_{tensor} -> its combined max and min series, for tensors without cur_amax.
         std::map<std::string, const te::StatSeries*> max_of, min_of;
         std::map<std::string, bool> has_amax;

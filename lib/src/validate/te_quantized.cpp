@@ -31,6 +31,49 @@ std::string file_name(const std::string& path) {
     return te ? te->layer + "_" + te->tensor : path.substr(path.rfind('/') + 1);
 }
 
+// The quantizer's field `key` as written by dump_torch (True/False, numbers), or nullopt.
+std::optional<std::string> state_of(const dump::detail::TeQuantized& q, const char* key) {
+    for (const auto& [k, v] : q.quantizer_state)
+        if (k == key) return v;
+    return std::nullopt;
+}
+
+// float32, float16 and bfloat16 input bits as float32 (exact); nullopt for float64, which TE does
+// not quantise.
+std::optional<std::vector<float>> input_f32(const std::uint8_t* raw, Wide from, std::size_t n) {
+    std::vector<float> xf(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        if (from == Wide::f32) {
+            std::memcpy(&xf[k], raw + 4 * k, 4);
+        } else if (from == Wide::bf16) {  // the high half of a float32
+            std::uint16_t h;
+            std::memcpy(&h, raw + 2 * k, 2);
+            const std::uint32_t b = std::uint32_t(h) << 16;
+            std::memcpy(&xf[k], &b, 4);
+        } else if (from == Wide::f16) {  // (1024 + m) 2^(e - 25), subnormals m 2^-24
+            std::uint16_t h;
+            std::memcpy(&h, raw + 2 * k, 2);
+            const int e = h >> 10 & 0x1f;
+            const float v = std::ldexp(static_cast<float>((h & 0x3ff) | (e ? 0x400 : 0)), (e ? e : 1) - 25);
+            xf[k] = e == 0x1f ? ((h & 0x3ff) ? NAN : INFINITY) : v;
+            if (h & 0x8000) xf[k] = -xf[k];
+        } else {
+            return std::nullopt;
+        }
+    }
+    return xf;
+}
+
+// max |x| over a rectangle of a rows x cols float32 matrix, as TE's kernels reduce it (fmaxf: a
+// NaN is dropped).
+float block_amax(const std::vector<float>& x, std::uint64_t cols, std::uint64_t r0, std::uint64_t r1, std::uint64_t c0,
+                 std::uint64_t c1) {
+    float m = 0.0f;
+    for (std::uint64_t r = r0; r < r1; ++r)
+        for (std::uint64_t c = c0; c < c1; ++c) m = std::fmax(m, std::fabs(x[r * cols + c]));
+    return m;
+}
+
 bool state_is(const dump::detail::TeQuantized& q, const char* key, const char* value) {
     for (const auto& [k, v] : q.quantizer_state)
         if (k == key) return v == value;
@@ -83,29 +126,7 @@ std::optional<TeQuantizedCheck> check_nvfp4(const dump::detail::TorchFile& f, co
     }
     // The input as float32 (exact for f32/f16/bf16).
     const std::size_t n = rows * cols;
-    std::vector<float> xf(n);
-    const Wide from = dump::delivered_as(*xd);
-    for (std::size_t k = 0; k < n && from != Wide::f16; ++k) {
-        std::uint32_t b = 0;
-        if (from == Wide::f32) {
-            std::memcpy(&b, raw.data() + 4 * k, 4);
-        } else {  // bfloat16: the high half of a float32
-            std::uint16_t h;
-            std::memcpy(&h, raw.data() + 2 * k, 2);
-            b = std::uint32_t(h) << 16;
-        }
-        std::memcpy(&xf[k], &b, 4);
-    }
-    if (from == Wide::f16) {  // binary16 widened exactly: (1024 + m) 2^(e - 25), subnormals m 2^-24
-        for (std::size_t k = 0; k < n; ++k) {
-            std::uint16_t h;
-            std::memcpy(&h, raw.data() + 2 * k, 2);
-            const float v = std::ldexp(static_cast<float>((h & 0x3ff) | ((h >> 10 & 0x1f) ? 0x400 : 0)),
-                                       ((h >> 10 & 0x1f) ? int(h >> 10 & 0x1f) : 1) - 25);
-            xf[k] = (h >> 10 & 0x1f) == 0x1f ? ((h & 0x3ff) ? NAN : INFINITY) : v;
-            if (h & 0x8000) xf[k] = -xf[k];
-        }
-    }
+    const std::vector<float> xf = *input_f32(raw.data(), dump::delivered_as(*xd), n);
     float ref_amax = 0;
     for (float v : xf) ref_amax = std::max(ref_amax, std::fabs(v));
     const float s_enc = numerics::nvfp4_te_global_encode(amax);
@@ -244,9 +265,51 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
         req.scaling.block_count = blocks.size();
         req.scaling.value = blocks.front();
     }
+    // The block scales against TE's rule for the same input (the reference's scale, bit for bit):
+    // MXFP8 E8M0 codes by numerics::mx_code_roundup (ptx.cuh float_to_e8m0); blockwise scale_inv
+    // = 1 / compute_scale_from_types(block amax, epsilon, force_pow_2_scales) of the quantizer's
+    // fields (recipe_common.cuh; value_for_inf the input type's largest finite value; the 1x128
+    // kernel divides in double, quantize_transpose_vector_blockwise.cu `1.0 / scale`, the 128x128
+    // kernel in float, quantize_transpose_square_blockwise.cu `1.0f / block_tile_scale`).
+    std::uint64_t scale_blocks = 0, scale_miss = 0;
+    const auto xf = input_f32(input.data(), req.from, rows * cols);
+    const float fmax = numerics::format_max(req.to);
+    if (xf && fq.kind == "MXFP8Tensor") {
+        const std::uint64_t nb = (cols + 31) / 32;
+        for (std::uint64_t r = 0; r < rows; ++r)
+            for (std::uint64_t b = 0; b < nb; ++b) {
+                const std::uint8_t ref = numerics::mx_code_roundup(
+                    block_amax(*xf, cols, r, r + 1, b * 32, std::min(cols, b * 32 + 32)), fmax);
+                const float te = blocks[r * nb + b];
+                const float want = numerics::e8m0_scale_pair(ref).scale_inv;
+                scale_miss += std::memcmp(&te, &want, 4) != 0;
+                ++scale_blocks;
+            }
+    }
+    const auto pow2 = state_of(fq, "force_pow_2_scales");
+    const auto eps = state_of(fq, "amax_epsilon");
+    if (xf && fq.kind == "Float8BlockwiseQTensor" && pow2 && eps) {
+        const float vfi = req.from == Wide::f16    ? 65504.0f
+                          : req.from == Wide::bf16 ? numerics::float_of(0x7F7F0000u)
+                                                   : std::numeric_limits<float>::max();
+        const float e = static_cast<float>(std::stod(*eps));
+        const std::uint64_t kb = (cols + 127) / 128, rb = fq.is_2d ? (rows + 127) / 128 : rows, rh = fq.is_2d ? 128 : 1;
+        for (std::uint64_t r = 0; r < rb; ++r)
+            for (std::uint64_t c = 0; c < kb; ++c) {
+                const float a =
+                    block_amax(*xf, cols, r * rh, std::min(rows, r * rh + rh), c * 128, std::min(cols, c * 128 + 128));
+                const float scale = numerics::te_scale(a, fmax, e, *pow2 == "True", vfi);
+                const float want =
+                    fq.is_2d ? numerics::div_rn(1.0f, scale) : static_cast<float>(1.0 / static_cast<double>(scale));
+                scale_miss += std::memcmp(&blocks[r * kb + c], &want, 4) != 0;
+                ++scale_blocks;
+            }
+    }
     TeQuantizedCheck out{
         path, name, fq.kind, req.to, req.scaling.value, req.scaling.layout, fq.swizzled, validate(req, options)};
     out.report.shape = x.shape;
+    out.scale_blocks = scale_blocks;
+    out.scale_mismatches = scale_miss;
     return out;
 }
 

@@ -18,6 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "fp8kit/io/dump.hpp"
 #include "fp8kit/numerics/roles.hpp"
 
 namespace fp8kit::te {
@@ -90,15 +93,17 @@ struct StatsLog {
     std::string file;
     int rank = 0;  // from _globalrank-R.log
     std::vector<StatLine> lines;
-    // Lines skipped, one note each: a statistic whose name is not one TE logs (a newer TE's, or
-    // another feature's), named with its file and line.
-    std::vector<std::string> notes;
+    // Lines skipped, one item each ({file, name: the logged name, message: its line and why}): a
+    // statistic whose name is not one TE logs (a newer TE's, or another feature's). The reports'
+    // "skipped" list (dump::skipped, docs/dumps.md).
+    std::vector<dump::Problem> skipped;
 };
 
 // Reads one statistics log. Throws std::runtime_error naming the file and line for a line that
-// looks like a statistic but is malformed, or for a file with no statistics at all (such as the
-// free-text nvdlfw_inspect_logs/ file of the same name). A well-formed line whose statistic name
-// is unknown is skipped with a note.
+// looks like a statistic but is malformed, or for a file with no statistics lines at all (such as
+// the free-text nvdlfw_inspect_logs/ file of the same name). A well-formed line whose statistic
+// name is unknown is skipped with an item in `skipped`; a file of only such lines is read (every
+// line skipped), not refused.
 StatsLog read_stats_log(const std::string& path);
 // The statistics logs of a run: `path` is a log file, the nvdlfw_inspect_statistics_logs folder,
 // or the log_dir holding it. Files under nvdlfw_inspect_logs/ are never read.
@@ -117,6 +122,9 @@ std::vector<std::string> find_stats_logs(const std::string& path);
 //         dynamic_range, %, mse, l2_norm): per rank.
 enum class Combine : std::uint8_t { max, min, mean, none };
 Combine combine_of(std::string_view stat);
+std::string_view name(Combine c);  // "max", "min", "mean", "per rank"
+// Why a statistic is kept per rank (combine_of == none), in words for reports; "" otherwise.
+std::string_view per_rank_reason(std::string_view stat);
 
 struct StatSeries {
     std::string name;  // the logged name ({layer}_{tensor}_{stat})
@@ -140,8 +148,20 @@ std::vector<StatSeries> combine_ranks(const std::vector<StatsLog>& logs);
 struct RunStats {
     std::vector<std::string> files;
     std::vector<StatSeries> series;
-    std::vector<std::string> notes;
+    std::vector<dump::Problem> skipped;  // the lines with unknown names, of every file
 };
 RunStats read_run_stats(const std::string& path);
+// Keeps the series whose logged name or {layer}_{tensor} matches one of the globs (fnmatch); all
+// when `globs` is empty.
+void keep_series(RunStats& r, const std::vector<std::string>& globs);
+
+// Every statistic as reports write it (fp8kit replay --stats, fp8kit.te_stats): JSON
+// {"files", "skipped": [{file, name, message}], "series": [{name, layer, tensor, recipe, stat,
+// columnwise, combine, rank (null when combined), ranks, steps, values, readable[, per_rank]}]}
+// (non-finite values as their words, io/json_number.hpp), and CSV rows
+// step,name,layer,tensor,recipe,stat,columnwise,combine,rank,ranks,value,readable (rank empty
+// when combined; one row per series and step, series in name order).
+nlohmann::json stats_json(const RunStats& r);
+std::string stats_csv(const RunStats& r);
 
 }  // namespace fp8kit::te
