@@ -10,7 +10,9 @@ by torch in float32).
                                           [--steps 10] [--json OUT]
 
 Prints one JSON line per setting: median step seconds over --steps after 2 warm-up steps, and the
-ratio to the BF16 step.
+ratio to the BF16 step. --profile adds, per setting, one step under torch.profiler: the host's
+time to queue the step (CPU wall), the GPU's busy time (sum of its kernels), and the ops with the
+most self CPU time.
 """
 
 import argparse
@@ -59,6 +61,30 @@ def time_steps(model, ids, n, warm=2):
     return statistics.median(times)
 
 
+def profile_step(model, ids):
+    """One step under torch.profiler (after the timed ones): host wall ms, GPU kernel ms, top ops."""
+    from torch.profiler import ProfilerActivity, profile
+
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        opt.step()
+        host = time.perf_counter() - t0
+        torch.cuda.synchronize()
+    ev = prof.key_averages()
+    gpu_us = sum(e.self_device_time_total for e in ev if e.device_type.name == "CUDA")  # kernels only
+    top = sorted(ev, key=lambda e: e.self_cpu_time_total, reverse=True)[:8]
+    return dict(
+        host_queue_ms=round(1e3 * host, 2),
+        gpu_kernel_ms=round(gpu_us / 1e3, 2),
+        top_self_cpu_ms={e.key: round(e.self_cpu_time_total / 1e3, 2) for e in top},
+    )
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--recipes", default="nvfp4,nvfp4-torchao,mxfp4,mxfp8")
@@ -67,11 +93,14 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--json")
+    ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()
     rows = []
     model, ids = make(a.batch, a.seq)
     base = time_steps(model, ids, a.steps)
     rows.append(dict(setting="bf16", gemm="torch bf16", step_s=round(base, 5), ratio=1.0))
+    if a.profile:
+        rows[-1]["profile"] = profile_step(model, ids)
     print(json.dumps(rows[-1]), flush=True)
     for gemm in a.gemms.split(","):
         for r in a.recipes.split(","):
@@ -80,6 +109,8 @@ def main():
             t = time_steps(model, ids, a.steps)
             rows.append(dict(setting=r, gemm=gemm, linears=len(names), step_s=round(t, 5)))
             rows[-1]["ratio"] = round(t / base, 3)
+            if a.profile:
+                rows[-1]["profile"] = profile_step(model, ids)
             print(json.dumps(rows[-1]), flush=True)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, batch=a.batch, seq=a.seq)
     if a.json:
