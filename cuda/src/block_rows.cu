@@ -231,6 +231,7 @@ __global__ void __launch_bounds__(kThreads)
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t warp_first = (blockIdx.x * blockDim.x + threadIdx.x) & ~31u;
     std::uint32_t tensor_max = 0;  // amax_out: the blocks' amax bits, as lib's amax_of
+    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     for (std::uint32_t base = warp_first; base < g.items; base += stride) {
         const std::uint32_t s = base + lane;
         const bool valid = s < g.items;
@@ -264,8 +265,19 @@ __global__ void __launch_bounds__(kThreads)
         std::uint32_t m = __float_as_uint(mf);
         for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
         tensor_max = max(tensor_max, m);
+        // A block holding a NaN: its amax is NaN under torchao's rules (numerics::rule_block_amax,
+        // as lib's quantize_blocks); the lanes of a 16-row block agree through the shuffles.
+        std::uint32_t has_nan = 0;
+        if (keeps_nan) {
+#pragma unroll
+            for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+                for (int k = 0; k < 16; ++k) has_nan |= is_nan_bits<S>(e[j][k]) ? 1u : 0u;
+            for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) has_nan |= __shfl_xor_sync(0xFFFFFFFFu, has_nan, d);
+        }
         if (!valid) continue;
-        const numerics::BlockScale bs = numerics::rule_scale(rule, __uint_as_float(m));
+        const numerics::BlockScale bs =
+            numerics::rule_scale(rule, numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan != 0u));
         if (w == 0) {
             if (o.scale_codes) o.scale_codes[b] = bs.code;
             if (o.scale) o.scale[b] = bs.scale;

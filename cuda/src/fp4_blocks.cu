@@ -51,9 +51,15 @@ __global__ void __launch_bounds__(kThreads)
         const std::size_t r1 = min(static_cast<std::size_t>(g.rows), r0 + g.tile_rows);
         const std::size_t c1 = min(static_cast<std::size_t>(g.cols), c0 + g.tile_cols);
         std::uint32_t m = 0;  // 1. |x| bits, NaN ignored (as fmaxf and lib's amax_of)
+        bool has_nan = false;
         for (std::size_t r = r0; r < r1; ++r)
-            for (std::size_t c = c0; c < c1; ++c) m = max(m, abs_bits_for_max<S>(in[r * g.cols + c]));
-        const numerics::BlockScale bs = numerics::rule_scale(rule, __uint_as_float(m));  // 2.
+            for (std::size_t c = c0; c < c1; ++c) {
+                m = max(m, abs_bits_for_max<S>(in[r * g.cols + c]));
+                has_nan |= is_nan_bits<S>(in[r * g.cols + c]);
+            }
+        // torchao's rules keep a NaN block amax (numerics::rule_block_amax, as lib's quantize_blocks)
+        const float amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
+        const numerics::BlockScale bs = numerics::rule_scale(rule, amax);  // 2.
         if (o.scale_codes) o.scale_codes[t] = bs.code;
         if (o.scale) o.scale[t] = bs.scale;
         if (o.scale_inv) o.scale_inv[t] = bs.scale_inv;
@@ -99,11 +105,6 @@ void quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size
                      std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                      float* d_scale_inv, float* d_global_amax, std::uint64_t seed, Stream stream) {
     require_input(from, "quantize_blocks");
-    // torchao's rules take a block amax that keeps NaN (numerics::rule_amax_keeps_nan); the kernels'
-    // reductions ignore NaN, so these rules run on the CPU only (lib's quantize_blocks).
-    if (numerics::rule_amax_keeps_nan(spec.rule))
-        bad("torchao's MX / single-level NVFP4 rules (a NaN-keeping block amax) have no GPU kernel; quantise on the "
-            "CPU");
     if (spec.columnwise_rht)
         return quantize_columnwise_rht(spec, from, in, rows, cols, d_codes, packed, d_scale_codes, d_scale, d_scale_inv,
                                        d_global_amax, seed, stream);

@@ -244,12 +244,24 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
 
 // The kernel quantises the data as given: nvfp4-rowwise for inputs and gradients (nvfp4's own
 // statistics of those are of the column-wise copy after TE's RHT, a host step; docs/recipes.md).
-const Case kCases[] = {{"nvfp4-rowwise", fp8kit::Role::activation}, {"nvfp4", fp8kit::Role::weight},
-                       {"nvfp4-rowwise", fp8kit::Role::gradient},   {"nvfp4-torchao", fp8kit::Role::activation},
-                       {"mxfp4", fp8kit::Role::activation},         {"mxfp4-ocp", fp8kit::Role::activation},
-                       {"mxfp6-e2m3", fp8kit::Role::weight},        {"mxfp6-e2m3-ocp", fp8kit::Role::weight},
-                       {"mxfp6-e3m2", fp8kit::Role::gradient},      {"mxfp6-e3m2-ocp", fp8kit::Role::gradient},
-                       {"mxfp8", fp8kit::Role::activation},         {"mx-ocp", fp8kit::Role::activation}};
+const Case kCases[] = {{"nvfp4-rowwise", fp8kit::Role::activation},
+                       {"nvfp4", fp8kit::Role::weight},
+                       {"nvfp4-rowwise", fp8kit::Role::gradient},
+                       {"nvfp4-torchao", fp8kit::Role::activation},
+                       {"mxfp4", fp8kit::Role::activation},
+                       {"mxfp4-ocp", fp8kit::Role::activation},
+                       {"mxfp6-e2m3", fp8kit::Role::weight},
+                       {"mxfp6-e2m3-ocp", fp8kit::Role::weight},
+                       {"mxfp6-e3m2", fp8kit::Role::gradient},
+                       {"mxfp6-e3m2-ocp", fp8kit::Role::gradient},
+                       {"mxfp8", fp8kit::Role::activation},
+                       {"mx-ocp", fp8kit::Role::activation},
+                       // torchao's modes: a block holding a NaN has amax NaN (rule_block_amax)
+                       {"mxfp4-torchao-floor", fp8kit::Role::weight},
+                       {"mxfp8-torchao-ceil", fp8kit::Role::weight},
+                       {"mxfp6-e2m3-torchao-even", fp8kit::Role::weight},
+                       {"mxfp6-e3m2-torchao-rceil", fp8kit::Role::weight},
+                       {"nvfp4-torchao-single", fp8kit::Role::weight}};
 
 // A tensor whose blocks are: random normals at one of 40 magnitudes, all zero, one outlier,
 // all ties, subnormal, NaN / Inf holding, and the adversarial values, in row-major order.
