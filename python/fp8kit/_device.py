@@ -351,6 +351,10 @@ def quantize_blocks(x, r, role, rounding, overflow, nan, seed, stream=None):
 
 _FAKE_QUANT_SPECS = {}
 
+# The block shapes fake_quantize_blocks runs in quantize_blocks' warp kernel (NVFP4's 1 x 16 and
+# 16 x 16, MX's 1 x 32: cuda/src/block_rows.cu); other shapes take the kernel of one thread per block.
+FUSED_BLOCK_SHAPES = ((1, 16), (16, 16), (1, 32))
+
 
 def fake_quant_spec(recipe_arg, role, cols):
     """The resolved block spec (_fp8kit.CudaBlockSpec) of recipe_arg's role for rows of `cols`
@@ -366,7 +370,7 @@ def fake_quant_spec(recipe_arg, role, cols):
 
 def fake_quantize_blocks(x, spec, seed, out_wide, tensor_factor=False, stream=None):
     """x (a 2-D device array) quantised under a block spec and dequantised to `out_wide` ('f32',
-    'f16', 'bf16') in one call (cuda/blocks.hpp fake_quantize_blocks), as an array of x's framework.
+    'f16', 'bf16') in one call (cuda/fake_quantize.hpp fake_quantize_blocks), as an array of x's framework.
     With tensor_factor=True: (operand, factor), the operand the codes times each block's block part
     and factor a 1-element float32 device array (numerics/block_factor.hpp)."""
     d = _input(x, stream)

@@ -136,19 +136,11 @@ def blockscaled(t, r, role, seed):
     """t (2-D, CUDA) as a block-scaled GEMM takes it: (operand, factor), the operand each code
     times its block's scale in bfloat16 (exact under the NVFP4 and MX recipes) and factor the
     tensor's float32 factor as a 1-element device tensor (NVFP4's per-tensor scale; 1 for MX),
-    from fp8kit's kernel in one call (cuda/blocks.hpp fake_quantize_blocks,
+    from fp8kit's kernel in one call (cuda/fake_quantize.hpp fake_quantize_blocks,
     numerics/block_factor.hpp). A ValueError names what it cannot take."""
     spec = r["roles"][role]
-    if (
-        not t.is_cuda
-        or r["rule"] not in _BLOCKSCALED_RULES
-        or (spec["block_rows"], spec["block_cols"])
-        not in (
-            (1, 16),
-            (16, 16),
-            (1, 32),
-        )
-    ):
+    shape = (spec["block_rows"], spec["block_cols"])
+    if not t.is_cuda or r["rule"] not in _BLOCKSCALED_RULES or shape not in fp8kit._device.FUSED_BLOCK_SHAPES:
         raise ValueError(
             f"recipe {r['name']}: the 'torch-blockscaled' GEMM takes the NVFP4 and MX recipes of the GPU kernels "
             "(rules nvfp4-te, nvfp4-torchao, mx-roundup, mx-ocp-floor) on CUDA tensors; use 'torch'"

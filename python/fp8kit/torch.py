@@ -98,7 +98,9 @@ def _fused_block_path(r, role, policy):
     recipe with the NVFP4 or MX block shapes (cuda::quantize_blocks' warp kernel), not TE's
     1x128 / 128x128 blocks (their dedicated kernels, below) and not a profile override."""
     spec = r["roles"][role]
-    return policy.get("profile") is None and (spec["block_rows"], spec["block_cols"]) in ((1, 16), (16, 16), (1, 32))
+    return (
+        policy.get("profile") is None and (spec["block_rows"], spec["block_cols"]) in fp8kit._device.FUSED_BLOCK_SHAPES
+    )
 
 
 def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, nan, scale, seed):
@@ -114,7 +116,7 @@ def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, 
             xc = xc.reshape(-1, xc.shape[-1])
         if xc.is_cuda and _fused_block_path(r, role, pol):
             # One call: codes in device temporaries, dequantised by the kernel with the same rule
-            # as below (cuda/blocks.hpp fake_quantize_blocks).
+            # as below (cuda/fake_quantize.hpp fake_quantize_blocks).
             spec = fp8kit._device.fake_quant_spec(fp8kit._recipes._recipe_arg(r), role, xc.shape[1])
             y = fp8kit._device.fake_quantize_blocks(xc, spec, seed, _WIDE_OF_DTYPE[xc.dtype])
             return y.reshape(x.shape)

@@ -142,7 +142,7 @@ void quantize_recipe_blocks(const std::string& recipe, bool is_json, const std::
                           fp(global_amax), seed, vp(stream));
 }
 
-// Fake quantisation of a block recipe's role (cuda/blocks.hpp fake_quantize_blocks): the spec is
+// Fake quantisation of a block recipe's role (cuda/fake_quantize.hpp fake_quantize_blocks): the spec is
 // resolved once (cuda_fake_quant_spec; the recipe text is parsed there, not per call).
 cuda::BlockSpec fake_quant_spec(const std::string& recipe, bool is_json, const std::string& role, std::size_t cols) {
     const BlockRecipe br = block_recipe_of(recipe, is_json, role, cols);
