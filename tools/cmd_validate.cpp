@@ -1,6 +1,5 @@
-// fp8kit validate: a kernel's FP8 codes against the reference, bit for bit, with a diagnosis of
-// every mismatch (lib: fp8kit/validate.hpp, fp8kit/validate/files.hpp). Exit 0 bit-exact, 1
-// mismatches, 2 bad input.
+// fp8kit validate: a kernel's codes (or, --gemm, a GEMM's D) against the reference, bit for bit, each
+// mismatch diagnosed (lib: validate.hpp, validate/files.hpp, gemm/compare.hpp). Exit 0/1/2: exact/not/bad.
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -31,7 +30,7 @@ struct ValidateOpts {
 };
 
 // validate --gemm: which model D equals, its differences by class, its error against exact.
-void validate_gemm(const ValidateOpts& o) {
+void validate_gemm(const ValidateOpts& o, const gemm::GemmDevice& dev) {
     if (!cluster::world().root()) return;  // not split over ranks: rank 0 alone compares (docs/mpi.md)
     if (o.gemm_args.a.empty() || o.gemm_args.b.empty()) throw UsageError("--gemm needs --a A.npy and --b B.npy");
     if (!o.input.empty() || !o.to.empty())
@@ -41,7 +40,7 @@ void validate_gemm(const ValidateOpts& o) {
     const auto& rq = in.request;
     try {
         const auto user = gemm::load_output(o.output, rq.a.rows, rq.b.rows, rq.out);
-        const gemm::GemmComparison c = gemm::compare(rq, user);
+        const gemm::GemmComparison c = gemm::compare(rq, user, dev);
         if (o.json)
             fmt::print("{}\n", c.json());
         else
@@ -187,12 +186,13 @@ Register validate_cmd([](CLI::App& root) {
         ->group("GEMM");
     o->gemm_args.add_to(cmd, false);
     add_device_flags(cmd, o->device,
-                     "validate computes on the CPU whatever this says: its reference codes are one table "
+                     "validate compares codes on the CPU whatever this says: its reference codes are one table "
                      "lookup per element, cheaper than copying the input and codes to a GPU; cuda still "
-                     "checks that a GPU can be used.");
+                     "checks that a GPU can be used. With --gemm, cuda computes every GEMM model but exact on "
+                     "the GPU, with the same bits (docs/gemm.md, \"On the GPU\").");
     cmd->callback([o] {
+        if (o->gemm) return validate_gemm(*o, resolve_gemm_device(o->device, "validate --gemm"));
         resolve_device(o->device, "validate", false);  // checks --device; validate runs on the CPU
-        if (o->gemm) return validate_gemm(*o);
         run(*o);
     });
 });

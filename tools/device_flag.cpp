@@ -53,4 +53,20 @@ StatsDevice resolve_device(const DeviceFlags& f, const char* command, bool gpu_w
     return sd;
 }
 
+gemm::GemmDevice resolve_gemm_device(const DeviceFlags& f, const char* command) {
+    const auto d = parse_device(f.device);
+    if (!d) throw UsageError(fmt::format("--device '{}': expected auto, cpu or cuda", f.device));
+    gemm::GemmDevice gd;
+    try {
+        gd = gemm::select_gemm_device(*d);
+    } catch (const DeviceError& e) {
+        throw UsageError(fmt::format("--device cuda: {}", e.what()));
+    }
+    if (f.verbose)
+        std::fprintf(stderr, "fp8kit %s: GEMM models %s\n", command,
+                     gd.gpu ? "on the GPU (every model but exact, which runs on the CPU)"
+                            : "on the CPU (--device cuda runs them on the GPU)");
+    return gd;
+}
+
 }  // namespace fp8kit::cli

@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
     }
 #endif
 #if FP8KIT_HAVE_CUDA
-    // --device cuda: lib's statistics dispatch to the GPU engine (fp8kit/stats/device.hpp).
-    fp8kit::cuda::use_gpu_statistics();
+    // --device cuda: lib dispatches statistics and GEMMs to the GPU engines (stats/device.hpp, gemm/device.hpp).
+    fp8kit::cuda::use_gpu();
 #endif
     // Only rank 0 writes: the other ranks' argument errors are rank 0's too.
     const bool speaks = fp8kit::cluster::world().root();

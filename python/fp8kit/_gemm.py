@@ -29,17 +29,22 @@ def gemm(
     accum: 'exact', 'fp32', 'sm90', 'sm90-fast', 'sm90-splitk:N', 'sm90-fast-splitk:N' (cuBLASLt's
     split-K kernels, N products per split), 'deepseek-128', 'h100tc' or 'aligned:key=value,...'.
     out_dtype 'f32' gives float32; 'bf16' gives the bfloat16 bit patterns as uint16.
-    device 'cuda' computes it with the CUDA model (fp8kit::cuda::gemm_model: the same bits, every
-    model but 'exact'; host arrays in and out); ValueError where the module or machine has no GPU."""
+    device 'cuda' computes it with the CUDA model (fp8kit::cuda::gemm_model through lib's GEMM
+    device, as the CLI's --device cuda: the same bits, every model but 'exact'; host arrays in and
+    out); ValueError where the module or machine has no GPU."""
     a, b = _operands(a, b)
     bits = _fp8kit.gemm_bits(a, b, a_format, b_format, _scales(scale_a), _scales(scale_b), accum, out_dtype, device)
     return bits.view(np.float32) if out_dtype == "f32" else bits.astype(np.uint16)
 
 
-def validate_gemm(d, a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_b=1.0, out_dtype="f32"):
+def validate_gemm(d, a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_b=1.0, out_dtype="f32", device="cpu"):
     """Compare a GEMM output d (float32, or uint16 bfloat16 bits) with every model: a dict with
     'matched' (the first model it equals bit for bit, or None), 'closest', mismatches per model,
-    differences by class, and the error against 'exact' with the closest model's bound."""
+    differences by class, and the error against 'exact' with the closest model's bound.
+
+    device 'cuda' computes the models on the GPU (the same bits; the CLI's validate --gemm --device
+    cuda). Above 2^33 multiply-adds it leaves out the CPU-only 'exact' model ('not_run' says so)
+    and measures the error against the binary64 sum rounded once ('exact_from': 'binary64')."""
     a, b = _operands(a, b)
     d = np.asarray(d)
     if out_dtype == "f32":
@@ -49,7 +54,7 @@ def validate_gemm(d, a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_
             np.uint32
         )
     report, summary = _fp8kit.validate_gemm_bits(
-        bits, a, b, a_format, b_format, _scales(scale_a), _scales(scale_b), out_dtype
+        bits, a, b, a_format, b_format, _scales(scale_a), _scales(scale_b), out_dtype, device
     )
     r = json.loads(report)
     r["summary"] = summary

@@ -393,6 +393,7 @@ void bind_cuda(pyb::module_& m) {
     using namespace pybind11::literals;
     m.def("cuda_available", &cuda_available);
 #ifdef FP8KIT_PY_CUDA
+    cuda::use_gpu();  // lib's device='cuda' paths (fp8kit.gemm, validate_gemm) reach the GPU through it
     m.def("cuda_quantize", &quantize, "x"_a, "wide"_a, "out"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a,
           "overflow"_a, "nan"_a, "scale"_a, "seed"_a, "index_offset"_a, "stream"_a);
     m.def("cuda_dequantize", &dequantize, "codes"_a, "format"_a, "out"_a, "wide"_a, "n"_a, "scale_inv"_a, "stream"_a);

@@ -8,10 +8,6 @@
 #include "fp8kit/gemm.hpp"
 #include "fp8kit/stats/device.hpp"
 
-#ifdef FP8KIT_PY_CUDA
-#include "fp8kit/cuda/gemm.hpp"
-#endif
-
 namespace fp8kit::py {
 namespace {
 
@@ -57,50 +53,33 @@ Operands operands(const pyb::array& a, const pyb::array& b, const std::string& f
     return o;
 }
 
-// device='cuda': the CUDA model (fp8kit::cuda::gemm_model, the same bits as gemm::gemm; tests/gpu)
-// on copies of the host arrays.
-std::vector<std::uint32_t> gemm_on_cuda(const gemm::GemmRequest& rq, const gemm::AccumModel& m) {
-#ifdef FP8KIT_PY_CUDA
-    gemm::check_request(rq, m);
-    std::string why;
-    if (cuda::device_count(&why) == 0) throw std::invalid_argument("device='cuda': no CUDA device: " + why);
-    if (!cuda::gemm_model_supported(gemm::params_of(m), &why)) throw std::invalid_argument("device='cuda': " + why);
-    struct Buffer {  // freed on every path
-        void* p;
-        Buffer(const void* src, std::size_t bytes) : p(cuda::device_alloc(bytes > 0 ? bytes : 1)) {
-            if (src && bytes > 0) cuda::copy_to_device(p, src, bytes);
-        }
-        ~Buffer() { cuda::device_free(p); }
-    };
-    const std::size_t n = rq.a.rows * rq.b.rows;
-    Buffer da(rq.a.codes, rq.a.rows * rq.k), db(rq.b.codes, rq.b.rows * rq.k);
-    Buffer dsa(rq.a.scales, rq.a.scale_count * 4), dsb(rq.b.scales, rq.b.scale_count * 4), dd(nullptr, n * 4);
-    const cuda::GemmOperand ga{static_cast<const std::uint8_t*>(da.p), rq.a.rows, rq.a.format, rq.a.scale_kind,
-                               static_cast<const float*>(dsa.p)};
-    const cuda::GemmOperand gb{static_cast<const std::uint8_t*>(db.p), rq.b.rows, rq.b.format, rq.b.scale_kind,
-                               static_cast<const float*>(dsb.p)};
-    cuda::gemm_model(ga, gb, rq.k, gemm::params_of(m), rq.out, static_cast<std::uint32_t*>(dd.p));
-    std::vector<std::uint32_t> d(n);
-    if (n > 0) cuda::copy_to_host(d.data(), dd.p, n * 4);
-    return d;
-#else
-    (void)rq;
-    (void)m;
-    throw std::invalid_argument("device='cuda': " + fp8kit::built_without_cuda());
-#endif
+// device='cuda': lib's GEMM device (gemm/device.hpp), whose GPU engine cuda/engine registers when
+// the module is imported (bind_cuda); the CLI's --device reaches the same one.
+gemm::GemmDevice gemm_device(const std::string& device) {
+    if (device != "cpu" && device != "cuda")
+        throw std::invalid_argument(fmt::format("device: '{}' (choose cpu or cuda)", device));
+    try {
+        return gemm::select_gemm_device(device == "cuda" ? Device::cuda : Device::cpu);
+    } catch (const DeviceError& e) {
+        throw std::invalid_argument(fmt::format("device='cuda': {}", e.what()));
+    }
 }
 
 pyb::array_t<std::uint32_t> gemm_bits(const pyb::array& a, const pyb::array& b, const std::string& fa,
                                       const std::string& fb, const pyb::array& sa, const pyb::array& sb,
                                       const std::string& accum, const std::string& out, const std::string& device) {
-    if (device != "cpu" && device != "cuda")
-        throw std::invalid_argument(fmt::format("device: '{}' (choose cpu or cuda)", device));
+    const gemm::GemmDevice dev = gemm_device(device);
     Operands o = operands(a, b, fa, fb, sa, sb, out);
     const gemm::AccumModel m = gemm::parse_model(accum);
+    try {
+        dev.require(m);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("device='cuda': {}", e.what()));
+    }
     std::vector<std::uint32_t> d;
     {
         pyb::gil_scoped_release nogil;
-        d = device == "cuda" ? gemm_on_cuda(o.rq, m) : gemm::gemm(o.rq, m);
+        d = dev.run(o.rq, m);
     }
     pyb::array_t<std::uint32_t> r({o.rq.a.rows, o.rq.b.rows});
     std::memcpy(r.mutable_data(), d.data(), d.size() * 4);
@@ -109,8 +88,9 @@ pyb::array_t<std::uint32_t> gemm_bits(const pyb::array& a, const pyb::array& b, 
 
 // (report JSON, summary text)
 pyb::tuple validate_gemm_bits(const pyb::array& d, const pyb::array& a, const pyb::array& b, const std::string& fa,
-                              const std::string& fb, const pyb::array& sa, const pyb::array& sb,
-                              const std::string& out) {
+                              const std::string& fb, const pyb::array& sa, const pyb::array& sb, const std::string& out,
+                              const std::string& device) {
+    const gemm::GemmDevice dev = gemm_device(device);
     Operands o = operands(a, b, fa, fb, sa, sb, out);
     const std::size_t n = o.rq.a.rows * o.rq.b.rows;
     if (static_cast<std::size_t>(d.size()) != n)
@@ -121,7 +101,7 @@ pyb::tuple validate_gemm_bits(const pyb::array& d, const pyb::array& a, const py
     gemm::GemmComparison c;
     {
         pyb::gil_scoped_release nogil;
-        c = gemm::compare(o.rq, user);
+        c = gemm::compare(o.rq, user, dev);
     }
     return pyb::make_tuple(c.json(), c.summary());
 }

@@ -52,4 +52,24 @@ for recipe in deepseek-v3 nvfp4 nvfp4-torchao mxfp4 mxfp6-e3m2 mxfp8-torchao-flo
 done
 compare "sweep" same "$FP8KIT" sweep "$DUMP" "$TRACE" --json -q
 compare "validate" same "$FP8KIT" validate --json -q --to e4m3 --profile cuda-satfinite --input "$DUMP:/$W" --output "$T/codes.bin" --shape 64x192
+# GEMM (cuda/engine's GemmEngine): gemm's output byte-identical for every model the GPU has;
+# validate --gemm's report the CPU's but for its "device".
+python3 - "$T" <<'PY'
+import sys, numpy as np
+t = sys.argv[1]
+rng = np.random.default_rng(5)
+np.save(f"{t}/ga.npy", rng.integers(0, 0x7e, (96, 1000), dtype=np.uint8))
+np.save(f"{t}/gb.npy", rng.integers(0, 0x7e, (70, 1000), dtype=np.uint8))
+np.save(f"{t}/gsa.npy", rng.uniform(0.01, 4, 96).astype(np.float32))
+PY
+for accum in fp32 sm90 sm90-fast deepseek-128 h100tc sm90-splitk:384; do
+    "$FP8KIT" gemm "$T/ga.npy" "$T/gb.npy" --scale-a "$T/gsa.npy" --accum $accum --device cpu -o "$T/dc.npy"
+    "$FP8KIT" gemm "$T/ga.npy" "$T/gb.npy" --scale-a "$T/gsa.npy" --accum $accum --device cuda -o "$T/dg.npy"
+    cmp -s "$T/dc.npy" "$T/dg.npy"; check "gemm --accum $accum: cuda output byte-identical to cpu" $?
+done
+"$FP8KIT" validate --gemm --json --a "$T/ga.npy" --b "$T/gb.npy" --scale-a "$T/gsa.npy" --output "$T/dg.npy" --device cpu |
+    sed 's/"device":"cpu",//' >"$T/vc.json"
+"$FP8KIT" validate --gemm --json --a "$T/ga.npy" --b "$T/gb.npy" --scale-a "$T/gsa.npy" --output "$T/dg.npy" --device cuda |
+    sed 's/"device":"cuda",//' >"$T/vg.json"
+cmp -s "$T/vc.json" "$T/vg.json"; check "validate --gemm: cuda report equals cpu's ($(head -c 120 "$T/vg.json"))" $?
 exit $fail

@@ -55,4 +55,25 @@ bad "unwritable output" "nodir" gemm "$T/a.npy" "$T/b.npy" -o "$T/nodir/x.npy"
 check "no output file after errors" $?
 bad "validate --gemm wrong output shape" "a.npy" validate --gemm --a "$T/a.npy" --b "$T/b.npy" --output "$T/a.npy"
 bad "validate --gemm needs --a/--b" "--a" validate --gemm --output "$T/d.npy"
+bad "gemm --device unknown" "--device 'gpu'" gemm "$T/a.npy" "$T/b.npy" --device gpu -o "$T/x.npy"
+bad "validate --gemm --device unknown" "--device 'gpu'" validate --gemm --a "$T/a.npy" --b "$T/b.npy" --output "$T/d.npy" --device gpu
+# --device cpu and auto: the CPU, the same output; --verbose says so.
+"$FP8KIT" gemm "$T/a.npy" "$T/b.npy" --scale-a "$T/sa.npy" --scale-b 0.5 --accum sm90 --device cpu --verbose -o "$T/c.npy" 2>"$T/err"
+grep -qxF "fp8kit gemm: GEMM models on the CPU (--device cuda runs them on the GPU)" "$T/err"
+check "gemm --device cpu --verbose says the CPU" $?
+# --device cuda: where no GPU can be used (CI), exit 2 naming why; with one, the exact model is
+# refused naming it, and the other models give the CPU's bytes (tests/cli/device_gpu.sh compares more).
+"$FP8KIT" gemm "$T/a.npy" "$T/b.npy" --accum sm90 --device cuda -o "$T/g.npy" 2>"$T/err" >/dev/null
+rc=$?
+if [ $rc -ne 0 ]; then
+    check "gemm --device cuda without a GPU: exit 2 ($rc)" $(( rc != 2 ))
+    grep -qE "^fp8kit: error: --device cuda: (this fp8kit was built without CUDA|no usable CUDA GPU)" "$T/err"
+    check "gemm --device cuda without a GPU names why ($(cat "$T/err"))" $?
+    bad "validate --gemm --device cuda without a GPU" "--device cuda: " validate --gemm --a "$T/a.npy" --b "$T/b.npy" --output "$T/d.npy" --device cuda
+    [ ! -e "$T/g.npy" ]; check "gemm --device cuda without a GPU writes nothing" $?
+else
+    bad "gemm --device cuda --accum exact" "--device cuda: the exact model has no CUDA kernel" gemm "$T/a.npy" "$T/b.npy" --accum exact --device cuda -o "$T/x.npy"
+    "$FP8KIT" gemm "$T/a.npy" "$T/b.npy" --accum sm90 -o "$T/c.npy"
+    cmp -s "$T/c.npy" "$T/g.npy"; check "gemm --device cuda: the CPU's bytes" $?
+fi
 exit $fail

@@ -372,3 +372,112 @@ TEST_CASE("gemm block scales: a scaled promotion is one fused multiply-add", "[g
     REQUIRE(f32(mm(d.request(), model("sm90"))[0]) == fused);
     REQUIRE(f32(mm(d.request(), model("aligned:promote=128,fma=0"))[0]) == separate);
 }
+
+TEST_CASE("gemm binary64 sums round to the exact model where they are exact", "[gemm]") {
+    // E4M3 products span under 2^36 with 8-bit significands, so 256 of them add exactly in
+    // binary64: the sum rounded once is the exact model's output, bit for bit. Scales are powers
+    // of two, so the scaled sums stay exact too.
+    std::mt19937 rng(11);
+    Case c(5, 7, 256, Format::e4m3, Format::e4m3);
+    fill(c.a, Format::e4m3, rng);
+    fill(c.b, Format::e4m3, rng);
+    c.sa = {0.25f};
+    c.sb = {8.0f};
+    const Binary64Sums s = binary64_sums(c.request());
+    const auto exact = mm(c.request(), model("exact"));
+    REQUIRE(s.sum.size() == exact.size());
+    for (std::size_t e = 0; e < exact.size(); ++e) {
+        INFO("element " << e);
+        float x;
+        std::memcpy(&x, &exact[e], 4);
+        REQUIRE(static_cast<float>(s.sum[e]) == x);
+        REQUIRE(s.magnitude[e] >= std::fabs(s.sum[e]));
+    }
+    // Block scales: each 128-run scaled by its own pair.
+    Case blk(3, 130, 300, Format::e4m3, Format::e4m3);
+    fill(blk.a, Format::e4m3, rng);
+    fill(blk.b, Format::e4m3, rng);
+    blk.rq.a.scale_kind = blk.rq.b.scale_kind = ScaleKind::block;
+    blk.sa.assign(3 * 3, 0.5f);
+    blk.sb.assign(2 * 3, 2.0f);
+    blk.sa[4] = 4.0f;
+    const Binary64Sums sb = binary64_sums(blk.request());
+    const auto eb = mm(blk.request(), model("exact"));
+    for (std::size_t e = 0; e < eb.size(); ++e) {
+        float x;
+        std::memcpy(&x, &eb[e], 4);
+        REQUIRE(static_cast<float>(sb.sum[e]) == x);
+    }
+}
+
+namespace {
+
+// A stand-in GPU engine that runs lib's CPU functions: compare()'s dispatch through GemmDevice,
+// counted, without a GPU (tests/gpu compares the real engine with lib).
+int g_engine_runs = 0, g_engine_sums = 0;
+const GemmEngine kCpuBackedEngine{"test-engine",
+                                  [](const AccumModel& m, std::string* why) {
+                                      if (m.kind != AccumKind::exact) return true;
+                                      if (why) *why = "no exact model here";
+                                      return false;
+                                  },
+                                  [](const GemmRequest& rq, const AccumModel& m) {
+                                      ++g_engine_runs;
+                                      return fp8kit::gemm::gemm(rq, m);
+                                  },
+                                  [](const GemmRequest& rq) {
+                                      ++g_engine_sums;
+                                      return binary64_sums(rq);
+                                  }};
+
+}  // namespace
+
+TEST_CASE("gemm compare on a GPU engine: the engine's models, exact on the CPU, or left out above the limit",
+          "[gemm]") {
+    std::mt19937 rng(7);
+    Case c(6, 5, 512, Format::e4m3, Format::e5m2);
+    fill(c.a, Format::e4m3, rng);
+    fill(c.b, Format::e5m2, rng);
+    auto d = mm(c.request(), model("sm90"));
+    d[3] ^= 4;
+    const GemmComparison cpu = compare(c.request(), d);
+    GemmDevice dev;
+    dev.gpu = &kCpuBackedEngine;
+    g_engine_runs = g_engine_sums = 0;
+    const GemmComparison gpu = compare(c.request(), d, dev);
+    CHECK(g_engine_runs >= 5);  // every named model but exact, and the split-K searches
+    CHECK(g_engine_sums == 1);
+    CHECK(gpu.device == "test-engine");
+    CHECK(gpu.exact_from == "exact");  // small enough for the CPU's exact model
+    REQUIRE(gpu.models.size() == cpu.models.size());
+    for (std::size_t q = 0; q < cpu.models.size(); ++q) {
+        CHECK(gpu.models[q].model == cpu.models[q].model);
+        CHECK(gpu.models[q].mismatches == cpu.models[q].mismatches);
+    }
+    CHECK(gpu.closest == cpu.closest);
+    CHECK(gpu.max_abs_error == cpu.max_abs_error);
+    CHECK(gpu.bound_violations == cpu.bound_violations);
+    // Above the limit: exact is left out and named, the error is against the binary64 sum.
+    dev.cpu_model_work_limit = 0;
+    const GemmComparison big = compare(c.request(), d, dev);
+    INFO(big.summary());
+    REQUIRE(big.not_run.size() == 1);
+    CHECK(big.not_run[0].first == "exact");
+    CHECK(big.exact_from == "binary64");
+    CHECK(big.models.size() + 1 == cpu.models.size());
+    CHECK(big.closest == cpu.closest);
+    CHECK(big.bound_violations == cpu.bound_violations);
+    CHECK_THAT(big.summary(), Catch::Contains("exact         not run: M x N x K = 1.536e+04"));
+    CHECK_THAT(big.json(), Catch::Contains("\"exact_from\":\"binary64\""));
+    // A command that computes one model refuses the one the GPU lacks, saying why.
+    REQUIRE_THROWS_WITH(dev.require(model("exact")), "no exact model here");
+    REQUIRE_NOTHROW(dev.require(model("sm90")));
+    REQUIRE_NOTHROW(GemmDevice{}.require(model("exact")));
+}
+
+TEST_CASE("gemm device: cpu and auto need no engine; cuda without one names why", "[gemm]") {
+    CHECK(select_gemm_device(Device::cpu).gpu == nullptr);
+    CHECK(select_gemm_device(Device::auto_select).gpu == nullptr);
+    if (!registered_gemm_engine() && !registered_stats_engine())
+        REQUIRE_THROWS_AS(select_gemm_device(Device::cuda), DeviceError);
+}

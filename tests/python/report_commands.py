@@ -14,6 +14,12 @@ def commands(repo, tmp):
     x = np.array([0.5, 1.0, 464.0, -3.0, 1e-9, 448.0], dtype=np.float32)
     np.save(tmp / "x.npy", x)
     np.save(tmp / "codes.npy", x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8))
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(4, 64)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.normal(size=(3, 64)).astype(ml_dtypes.float8_e4m3fn)
+    np.save(tmp / "a.npy", a.view(np.uint8))
+    np.save(tmp / "b.npy", b.view(np.uint8))
+    np.save(tmp / "d.npy", a.astype(np.float32) @ b.astype(np.float32).T)  # numpy's float32 GEMM
     return [
         ("formats", ["formats", "--json"], (0,)),
         ("encode", ["encode", "464", "1e-9", "--to", "e4m3", "--profile", "cuda-satfinite", "--json"], (0,)),
@@ -55,6 +61,21 @@ def commands(repo, tmp):
                 "e4m3",
                 "--profile",
                 "ml_dtypes",
+                "--json",
+            ],
+            (0, 1),
+        ),
+        (
+            "validate_gemm",
+            [
+                "validate",
+                "--gemm",
+                "--a",
+                str(tmp / "a.npy"),
+                "--b",
+                str(tmp / "b.npy"),
+                "--output",
+                str(tmp / "d.npy"),
                 "--json",
             ],
             (0, 1),

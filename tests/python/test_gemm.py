@@ -136,3 +136,26 @@ def test_device_cuda_equals_the_cpu_model_or_says_why_not():
                 cpu = fp8kit.gemm(a, b, "e4m3", "e5m2", sa, sb, accum=accum, out_dtype=out)
                 gpu = fp8kit.gemm(a, b, "e4m3", "e5m2", sa, sb, accum=accum, out_dtype=out, device="cuda")
                 assert cpu.tobytes() == gpu.tobytes(), (accum, out)
+
+
+def test_validate_gemm_on_cuda_gives_the_cpu_report_or_says_why_not():
+    """validate_gemm(device='cuda') runs the models through lib's GEMM device (the CLI's
+    validate --gemm --device cuda): the same mismatches, closest model and bound violations as on
+    the CPU; without a GPU or CUDA kernels it raises ValueError naming device='cuda'."""
+    rng = np.random.default_rng(27)
+    a, b = codes(rng, (40, 512), "e4m3"), codes(rng, (24, 512), "e4m3")
+    d = fp8kit.gemm(a, b, accum="sm90")
+    d.view(np.uint32)[0, 3] ^= 1
+    with pytest.raises(ValueError, match="device"):
+        fp8kit.validate_gemm(d, a, b, device="tpu")
+    cpu = fp8kit.validate_gemm(d, a, b)
+    assert cpu["device"] == "cpu" and cpu["exact_from"] == "exact" and cpu["not_run"] == {}
+    ok, why = fp8kit._fp8kit.cuda_available()
+    if not ok:
+        with pytest.raises(ValueError, match="device='cuda'"):
+            fp8kit.validate_gemm(d, a, b, device="cuda")
+        pytest.skip(f"no CUDA: {why}")
+    gpu = fp8kit.validate_gemm(d, a, b, device="cuda")
+    assert gpu["device"] == "cuda"
+    for key in ("matched", "closest", "mismatches", "differences", "max_abs_error", "bound_violations"):
+        assert gpu[key] == cpu[key], key

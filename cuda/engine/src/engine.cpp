@@ -144,6 +144,9 @@ const StatsEngine kEngine{"cuda", unavailable, handles, compute, handles_blocks,
 
 }  // namespace
 
-void use_gpu_statistics() { register_stats_engine(&kEngine); }
+void use_gpu() {
+    register_stats_engine(&kEngine);
+    register_gemm_engine();
+}
 
 }  // namespace fp8kit::cuda

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "fp8kit/gemm/device.hpp"
+#include "fp8kit/io/json_number.hpp"
 #include "operands.hpp"
 
 namespace fp8kit::gemm {
@@ -72,13 +74,13 @@ constexpr int kSplitSearchMaxSplits = 64;
 
 // The split-K model of one base (sm90, or sm90-fast) whose split size gives the fewest
 // mismatches; the first exact one ends the search. False when none applies.
-bool best_split(const GemmRequest& rq, const std::vector<std::uint32_t>& user, bool fast, AccumModel& best,
-                std::vector<std::uint32_t>& best_out, std::size_t& best_miss) {
+bool best_split(const GemmRequest& rq, const std::vector<std::uint32_t>& user, const GemmDevice& dev, bool fast,
+                AccumModel& best, std::vector<std::uint32_t>& best_out, std::size_t& best_miss) {
     if (rq.a.scale_kind == ScaleKind::block || rq.a.rows * rq.b.rows > kSplitSearchMaxOutputs) return false;
     bool found = false;
     for (const int size : split_sizes(rq.k, kSplitSearchMaxSplits)) {
         AccumModel m = split_model(fast, size);
-        std::vector<std::uint32_t> out = gemm(rq, m);
+        std::vector<std::uint32_t> out = dev.run(rq, m);
         const std::size_t miss = count_mismatches(out, user);
         if (!found || miss < best_miss) {
             best = std::move(m);
@@ -99,93 +101,101 @@ const char* name(DiffClass c) {
 }
 
 std::vector<double> error_bound(const GemmRequest& rq, const AccumModel& m) {
-    const auto ta = detail::decode_table(rq.a.format), tb = detail::decode_table(rq.b.format);
+    return error_bound(rq, m, binary64_sums(rq).magnitude);
+}
+
+std::vector<double> error_bound(const GemmRequest& rq, const AccumModel& m, const std::vector<double>& magnitude) {
     const double rel = relative_bound(rq, m);
     const double tiny = rq.out == OutType::f32 ? std::ldexp(1.0, -149) : std::ldexp(1.0, -133);
-    const std::size_t M = rq.a.rows, N = rq.b.rows, kblocks = (rq.k + 127) / 128;
-    std::vector<double> bound(M * N);
-    for (std::size_t i = 0; i < M; ++i)
-        for (std::size_t j = 0; j < N; ++j) {
-            double t =
-                0;  // sum of |scale * product| in binary64 (relative error < K 2^-53, covered by the slack below)
-            for (std::size_t k = 0; k < rq.k; ++k) {
-                const double sa = rq.a.scales[detail::scale_index(rq.a, false, i, k / 128, kblocks)];
-                const double sb = rq.b.scales[detail::scale_index(rq.b, true, j, k / 128, kblocks)];
-                t += std::fabs(sa * sb * ta.code[rq.a.codes[i * rq.k + k]].value *
-                               tb.code[rq.b.codes[j * rq.k + k]].value);
-            }
-            bound[i * N + j] = rel * t * (1 + std::ldexp(1.0, -40)) + 4 * tiny;
-        }
+    // T, the magnitude sum, is itself a binary64 sum: its relative error K 2^-53 is below the
+    // slack 2^-40 up to K = 8192 and is added beyond.
+    const double slack = std::max(std::ldexp(1.0, -40), binary64_order_error(rq.k));
+    std::vector<double> bound(magnitude.size());
+    for (std::size_t e = 0; e < bound.size(); ++e) bound[e] = rel * magnitude[e] * (1 + slack) + 4 * tiny;
     return bound;
 }
 
-GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& user) {
-    const std::size_t n = rq.a.rows * rq.b.rows;
-    if (user.size() != n)
-        throw std::invalid_argument(
-            fmt::format("output: {} elements for a {} x {} GEMM", user.size(), rq.a.rows, rq.b.rows));
-    GemmComparison c;
-    c.elements = n;
-    // 1. Every named model, bit for bit.
-    std::vector<std::vector<std::uint32_t>> ref;
+double binary64_order_error(std::size_t k) {
+    const double g = static_cast<double>(k) * std::ldexp(1.0, -53);
+    return g / (1 - g);
+}
+
+namespace {
+
+// The bits of every model that applies, in named_models() order with the split-K searches after
+// sm90-fast, and each one's mismatches in c.models (or its reason in c.not_run).
+struct ModelOutputs {
+    std::vector<std::vector<std::uint32_t>> bits;
     std::vector<AccumModel> models;
+};
+
+ModelOutputs run_models(const GemmRequest& rq, const std::vector<std::uint32_t>& user, const GemmDevice& dev,
+                        GemmComparison& c) {
+    ModelOutputs r;
+    const double work = static_cast<double>(rq.a.rows) * static_cast<double>(rq.b.rows) * static_cast<double>(rq.k);
     for (const auto& m : named_models()) {
-        try {
-            ref.push_back(gemm(rq, m));
-        } catch (const std::invalid_argument&) {
-            continue;  // e.g. exact beyond its width: that model cannot be tried
+        if (dev.gpu && !dev.on_gpu(m) && work > dev.cpu_model_work_limit) {
+            c.not_run.push_back({m.name, fmt::format("M x N x K = {:.4g}: the {} model runs on the CPU only, "
+                                                     "and the GPU path runs it up to {:.4g}",
+                                                     work, m.name, dev.cpu_model_work_limit)});
+            continue;
         }
-        models.push_back(m);
-        c.models.push_back({m.name, count_mismatches(ref.back(), user)});
+        try {
+            r.bits.push_back(dev.run(rq, m));
+        } catch (const std::invalid_argument& e) {
+            c.not_run.push_back({m.name, e.what()});  // e.g. exact beyond its width
+            continue;
+        }
+        r.models.push_back(m);
+        c.models.push_back({m.name, count_mismatches(r.bits.back(), user)});
         // After sm90-fast: the split-K models, each with the split size that fits best.
         if (m.name != "sm90-fast") continue;
         for (const bool fast : {false, true}) {
             AccumModel split;
             std::vector<std::uint32_t> out;
             std::size_t miss = 0;
-            if (!best_split(rq, user, fast, split, out, miss)) continue;
-            ref.push_back(std::move(out));
+            if (!best_split(rq, user, dev, fast, split, out, miss)) continue;
+            r.bits.push_back(std::move(out));
             c.models.push_back({split.name, miss});
-            models.push_back(std::move(split));
+            r.models.push_back(std::move(split));
         }
     }
-    if (c.models.empty()) throw std::invalid_argument("no model applies to this GEMM");
-    std::size_t best = 0;
-    for (std::size_t q = 0; q < c.models.size(); ++q) {
-        if (c.models[q].mismatches == 0 && c.matched.empty()) c.matched = c.models[q].model;
-        if (c.models[q].mismatches < c.models[best].mismatches) best = q;
+    return r;
+}
+
+DiffClass classify(std::uint32_t r, std::uint32_t u, std::size_t e, std::size_t best, const ModelOutputs& outs,
+                   OutType out) {
+    const double rv = as_double(r, out), uv = as_double(u, out);
+    if (std::isnan(rv) || std::isnan(uv)) return DiffClass::nan_inf;
+    if (std::isinf(rv) != std::isinf(uv)) return DiffClass::overflow;
+    if (std::isinf(rv)) return DiffClass::nan_inf;
+    for (std::size_t q = 0; q < outs.bits.size(); ++q)
+        if (q != best && outs.bits[q][e] == u) return DiffClass::other_model;
+    const std::int64_t d = std::llabs(ordinal(r, out) - ordinal(u, out));
+    return d <= 1 ? DiffClass::rounding : d <= 2 ? DiffClass::scale : DiffClass::large;
+}
+
+// The error against `exact` and the closest model's bound. `exact` is the exact model's output
+// (the exact value rounded once) where that model ran; otherwise (on the GPU path above
+// cpu_model_work_limit, or beyond the exact model's width) the binary64 sum rounded once, which
+// is within binary64_order_error(K) of the magnitude sum of exact: every bound then allows that.
+void error_against_exact(const GemmRequest& rq, const std::vector<std::uint32_t>& user, const GemmDevice& dev,
+                         const ModelOutputs& outs, const AccumModel& closest, GemmComparison& c) {
+    const Binary64Sums sums = dev.sums(rq);
+    std::vector<std::uint32_t> exact;
+    double allowance = 0;
+    if (outs.models.front().kind == AccumKind::exact) {
+        exact = outs.bits.front();
+        c.exact_from = "exact";
+    } else {
+        exact.resize(sums.sum.size());
+        for (std::size_t e = 0; e < exact.size(); ++e) exact[e] = detail::round_output(sums.sum[e], rq.out);
+        allowance = binary64_order_error(rq.k);
+        c.exact_from = "binary64";
     }
-    c.closest = c.models[best].model;
-    // 2. The differences from the closest model, by class.
-    for (std::size_t e = 0; e < n; ++e) {
-        const std::uint32_t r = ref[best][e], u = user[e];
-        if (r == u) continue;
-        const double rv = as_double(r, rq.out), uv = as_double(u, rq.out);
-        DiffClass k;
-        if (std::isnan(rv) || std::isnan(uv))
-            k = DiffClass::nan_inf;
-        else if (std::isinf(rv) != std::isinf(uv))
-            k = DiffClass::overflow;
-        else if (std::isinf(rv))
-            k = DiffClass::nan_inf;
-        else {
-            bool other = false;
-            for (std::size_t q = 0; q < ref.size() && !other; ++q) other = q != best && ref[q][e] == u;
-            const std::int64_t d = std::llabs(ordinal(r, rq.out) - ordinal(u, rq.out));
-            k = other    ? DiffClass::other_model
-                : d <= 1 ? DiffClass::rounding
-                : d <= 2 ? DiffClass::scale
-                         : DiffClass::large;
-        }
-        ++c.counts[static_cast<int>(k)];
-    }
-    // 3. The error against `exact` (the exact value rounded once), and the closest model's bound
-    // plus the half unit of that rounding.
-    const std::vector<std::uint32_t> exact =
-        models.front().kind == AccumKind::exact ? ref.front() : gemm(rq, parse_model("exact"));
-    const std::vector<double> bound = error_bound(rq, models[best]);
+    const std::vector<double> bound = error_bound(rq, closest, sums.magnitude);
     const double u_out = rq.out == OutType::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -8);
-    for (std::size_t e = 0; e < n; ++e) {
+    for (std::size_t e = 0; e < exact.size(); ++e) {
         const double x = as_double(exact[e], rq.out), v = as_double(user[e], rq.out);
         if (!std::isfinite(x) || !std::isfinite(v)) {
             // No finite error to measure: equal non-finite values agree, anything else is outside
@@ -200,8 +210,35 @@ GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& 
         const double err = std::fabs(v - x);
         c.max_abs_error = std::max(c.max_abs_error, err);
         if (x != 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(x));
-        if (err > bound[e] + u_out * std::fabs(x)) c.bound_violations += 1;
+        if (err > bound[e] + u_out * std::fabs(x) + allowance * sums.magnitude[e]) c.bound_violations += 1;
     }
+}
+
+}  // namespace
+
+GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& user, const GemmDevice& dev) {
+    const std::size_t n = rq.a.rows * rq.b.rows;
+    if (user.size() != n)
+        throw std::invalid_argument(
+            fmt::format("output: {} elements for a {} x {} GEMM", user.size(), rq.a.rows, rq.b.rows));
+    GemmComparison c;
+    c.elements = n;
+    c.device = dev.gpu ? dev.gpu->name : "cpu";
+    // 1. Every named model, bit for bit.
+    const ModelOutputs outs = run_models(rq, user, dev, c);
+    if (c.models.empty()) throw std::invalid_argument("no model applies to this GEMM");
+    std::size_t best = 0;
+    for (std::size_t q = 0; q < c.models.size(); ++q) {
+        if (c.models[q].mismatches == 0 && c.matched.empty()) c.matched = c.models[q].model;
+        if (c.models[q].mismatches < c.models[best].mismatches) best = q;
+    }
+    c.closest = c.models[best].model;
+    // 2. The differences from the closest model, by class.
+    for (std::size_t e = 0; e < n; ++e)
+        if (outs.bits[best][e] != user[e])
+            ++c.counts[static_cast<int>(classify(outs.bits[best][e], user[e], e, best, outs, rq.out))];
+    // 3. The error against `exact`, and the closest model's bound plus the half unit of its rounding.
+    error_against_exact(rq, user, dev, outs, outs.models[best], c);
     return c;
 }
 
@@ -216,10 +253,12 @@ std::string GemmComparison::summary() const {
             if (counts[k]) s += fmt::format(" {} {}", name(static_cast<DiffClass>(k)), counts[k]);
         s += "\n";
     }
+    for (const auto& [model, why] : not_run) s += fmt::format("  {:<13} not run: {}\n", model, why);
     s += fmt::format(
-        "error against exact: max abs {:.6g}, max rel {:.6g} (finite elements); {} elements outside "
+        "error against exact{}: max abs {:.6g}, max rel {:.6g} (finite elements); {} elements outside "
         "the {} bound{}\n",
-        max_abs_error, max_rel_error, static_cast<std::size_t>(bound_violations), closest,
+        exact_from == "exact" ? "" : " (a binary64 sum rounded once)", max_abs_error, max_rel_error,
+        static_cast<std::size_t>(bound_violations), closest,
         nonfinite_violations ? fmt::format(" ({} of them Inf or NaN where exact is not, or finite where "
                                            "exact is not)",
                                            nonfinite_violations)
@@ -229,13 +268,17 @@ std::string GemmComparison::summary() const {
 
 std::string GemmComparison::json() const {
     nlohmann::ordered_json j;
+    j["device"] = device;
     j["matched"] = matched.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(matched);
     j["closest"] = closest;
     j["elements"] = elements;
     for (const auto& m : models) j["mismatches"][m.model] = m.mismatches;
+    j["not_run"] = nlohmann::ordered_json::object();
+    for (const auto& [model, why] : not_run) j["not_run"][model] = why;
+    j["exact_from"] = exact_from;
     for (int k = 0; k < kDiffClasses; ++k) j["differences"][name(static_cast<DiffClass>(k))] = counts[k];
-    j["max_abs_error"] = max_abs_error;
-    j["max_rel_error"] = max_rel_error;
+    j["max_abs_error"] = io::json_number<nlohmann::ordered_json>(max_abs_error);
+    j["max_rel_error"] = io::json_number<nlohmann::ordered_json>(max_rel_error);
     j["bound_violations"] = static_cast<std::size_t>(bound_violations);
     j["nonfinite_violations"] = nonfinite_violations;
     return j.dump();

@@ -40,4 +40,11 @@ bool gemm_model_supported(const numerics::gemm::ModelParams& m, std::string* why
 void gemm_model(const GemmOperand& a, const GemmOperand& b, std::size_t k, const numerics::gemm::ModelParams& m,
                 numerics::gemm::OutType out, std::uint32_t* d, Stream stream = nullptr);
 
+// sum, magnitude: device, a.rows x b.rows binary64, row-major: per element the binary64 sum of the
+// scaled products and of their magnitudes (numerics::gemm::binary64_add_product / _run, the rule
+// of lib's gemm::binary64_sums, in the same k order: the same bits; tests/gpu).
+// Every format of at most 8 bits but E8M0, every scale kind. Synchronous.
+void gemm_binary64_sums(const GemmOperand& a, const GemmOperand& b, std::size_t k, double* sum, double* magnitude,
+                        Stream stream = nullptr);
+
 }  // namespace fp8kit::cuda

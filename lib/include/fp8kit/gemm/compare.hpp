@@ -6,8 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "fp8kit/gemm/device.hpp"
 #include "fp8kit/gemm/gemm.hpp"
 
 namespace fp8kit::gemm {
@@ -30,6 +32,7 @@ inline constexpr int kDiffClasses = 6;
 const char* name(DiffClass c);
 
 struct GemmComparison {
+    std::string device = "cpu";             // where the models ran: "cpu" or the GPU engine's name
     std::vector<ModelMatch> models;         // every named model, tried in named_models() order
     std::string matched;                    // first model with no mismatch; empty if none
     std::string closest;                    // the model with the fewest mismatches
@@ -42,14 +45,24 @@ struct GemmComparison {
     double bound_violations = 0;
     std::size_t nonfinite_violations = 0;  // the non-finite ones among bound_violations
     std::size_t elements = 0;
+    std::vector<std::pair<std::string, std::string>> not_run;  // (model, why) of models left out
+    // What `exact` is in the error: "exact" (the exact model's output) or "binary64" (the binary64
+    // sum rounded once, where the exact model did not run; every bound allows its order error).
+    std::string exact_from = "exact";
     std::string summary() const;
     std::string json() const;
 };
 
-// `user`: the output's bits (float32, or bfloat16 in the low 16), M x N.
-GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& user);
+// `user`: the output's bits (float32, or bfloat16 in the low 16), M x N. `dev`: where the models
+// run (gemm/device.hpp): the GPU computes each model it has with the same bits as the CPU.
+GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& user, const GemmDevice& dev = {});
 
-// The bound on |D - exact| that model `m` implies for each element (binary64), docs/gemm.md.
+// The bound on |D - exact| that model `m` implies for each element (binary64), docs/gemm.md,
+// from the magnitude sums T of binary64_sums (computed here when not given).
 std::vector<double> error_bound(const GemmRequest& rq, const AccumModel& m);
+std::vector<double> error_bound(const GemmRequest& rq, const AccumModel& m, const std::vector<double>& magnitude);
+
+// The relative error a binary64 sum of K terms may carry from its order: K 2^-53 / (1 - K 2^-53).
+double binary64_order_error(std::size_t k);
 
 }  // namespace fp8kit::gemm

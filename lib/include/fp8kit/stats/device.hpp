@@ -1,6 +1,6 @@
 // Where the statistics of a cast are computed: `--device auto|cpu|cuda` (fp8kit inspect, sweep,
 // validate; docs/dumps.md, "--device"). fp8kit::core never links CUDA: a program that links fp8kit::cuda
-// registers a StatsEngine (cuda::use_gpu_statistics, cuda/engine), and lib dispatches to it. The
+// registers a StatsEngine (cuda::use_gpu, cuda/engine), and lib dispatches to it. The
 // statistics rule stays written once: the engine runs fp8kit::cuda::statistics
 // (cuda/include/fp8kit/cuda/kernels.hpp), which applies numerics::element_step to every element
 // as compute_stats does, so counts, amax, min_nonzero and the histogram are exact and the two

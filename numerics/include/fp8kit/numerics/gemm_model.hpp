@@ -318,6 +318,29 @@ FP8KIT_HD std::size_t scale_index(ScaleKind kind, bool is_b, std::size_t row, st
     return 0;
 }
 
+// The binary64 sums behind the error measure of validate --gemm (docs/gemm.md, "Validation"):
+// per element, over each run of k that one scale pair multiplies (128 products for block scales,
+// all K otherwise), the products a * b and their magnitudes are summed in binary64, then each
+// run's two sums are multiplied by sa * sb and |sa * sb| and added. Each product is exact (a code
+// has at most 8 significant bits); the additions may round, by at most K * 2^-53 of the
+// magnitude sum in all, which validate --gemm allows where it measures against these sums. The
+// CPU and the GPU both add in k order: the same bits.
+FP8KIT_HD void binary64_add_product(double& run_sum, double& run_magnitude, double va, double vb) {
+    const double p = va * vb;
+    run_sum += p;
+    run_magnitude += p < 0 ? -p : p;
+}
+FP8KIT_HD void binary64_add_run(double& sum, double& magnitude, double run_sum, double run_magnitude, float sa,
+                                float sb) {
+    const double s = static_cast<double>(sa) * static_cast<double>(sb);  // exact: two 24-bit significands
+    sum += s * run_sum;
+    magnitude += (s < 0 ? -s : s) * run_magnitude;
+}
+// The run length of that rule: block scales change every 128 products; other kinds never.
+FP8KIT_HD std::size_t binary64_run(ScaleKind kind, std::size_t k) {
+    return kind == ScaleKind::block ? 128 : (k > 0 ? k : 1);
+}
+
 // The output rounding of a float32 result: its bits, or bfloat16 by nearest-even (emu::convert).
 // A NaN result is the canonical quiet NaN 0x7FC00000 (bfloat16 0x7FC0): the sign and payload of
 // a NaN depend on the processor (x86 propagates an operand's payload and makes Inf - Inf

@@ -1,5 +1,6 @@
-// The host side of the GPU statistics, written once for the CLI (--device cuda: inspect, sweep,
-// validate) and the Python module (fp8kit.stats on device arrays): lib's recipe and statistics
+// The host side of the GPU statistics and GEMM models, written once for the CLI (--device cuda:
+// inspect, sweep, validate, gemm) and the Python module (fp8kit.stats on device arrays, fp8kit.gemm
+// and validate_gemm with device='cuda'): lib's recipe and statistics
 // types in and out, fp8kit::cuda's kernels underneath. fp8kit::core never links CUDA
 // (fp8kit/stats/device.hpp) and fp8kit::cuda never links fp8kit::core, so this layer, which needs
 // both, is a library of its own (fp8kit::cuda_engine).
@@ -9,8 +10,10 @@
 #include <cstdint>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "fp8kit/cuda/statistics_async.hpp"
+#include "fp8kit/gemm/device.hpp"
 #include "fp8kit/stats/statistics.hpp"
 
 namespace fp8kit::cuda {
@@ -34,9 +37,19 @@ std::pair<std::size_t, std::size_t> block_grid(const BlockStatsPlan& plan, std::
 BlockStats block_stats(const BlockStatsPlan& plan, const void* d_in, std::size_t rows, std::size_t cols,
                        float* d_scale_inv = nullptr, std::uint64_t seed = 0, Stream stream = nullptr);
 
-// Registers this process's GPU statistics engine with lib (fp8kit::register_stats_engine): per-tensor
-// casts by cuda::statistics and block recipes by block_stats above, host data copied to one device
-// buffer. After it, select_device(Device::cuda) uses the GPU where one can be used.
-void use_gpu_statistics();
+// gemm::gemm(rq, m) on the GPU (gemm_model): host operands copied in, host bits out; the same
+// bits as lib's CPU model. std::invalid_argument for a model it does not compute (`exact`).
+std::vector<std::uint32_t> gemm_on_gpu(const gemm::GemmRequest& rq, const gemm::AccumModel& m);
+// gemm::binary64_sums(rq) on the GPU (gemm_binary64_sums): the same bits.
+gemm::Binary64Sums gemm_sums_on_gpu(const gemm::GemmRequest& rq);
+
+// Registers this process's GPU engines with lib:
+// - statistics (fp8kit::register_stats_engine): per-tensor casts by cuda::statistics and block
+//   recipes by block_stats above, host data copied to one device buffer;
+// - GEMM (gemm::register_gemm_engine): gemm_on_gpu and gemm_sums_on_gpu.
+// After it, select_device / gemm::select_gemm_device with Device::cuda use the GPU where one can
+// be used. The CLI calls it at start-up; the Python module on import.
+void use_gpu();
+void register_gemm_engine();  // the GEMM half of use_gpu (gemm_engine.cpp)
 
 }  // namespace fp8kit::cuda
