@@ -127,7 +127,7 @@ from ._validate import validate, validate_te_dump  # noqa: E402
 from ._dump import DumpError, inspect, read_dump  # noqa: E402
 from ._replay import SharedError, TraceError, overflows, read_trace, replay, sweep, te_stats  # noqa: E402
 from . import _simulate as msamp  # noqa: E402
-from ._gemm import gemm, validate_gemm  # noqa: E402
+from ._gemm import gemm, predicted_split_k, validate_gemm  # noqa: E402
 from ._watch import Watcher, watch  # noqa: E402
 from ._checkpoint import CheckpointError, checkpoint_check, checkpoint_kv_names  # noqa: E402
 from ._calibrate import CalibrateError, calibrate, calibrate_scale, nvfp4_scale_sweep  # noqa: E402
@@ -160,4 +160,5 @@ __all__ += [
     "SharedError",
     "gemm",
     "validate_gemm",
+    "predicted_split_k",
 ]

@@ -110,6 +110,14 @@ pyb::tuple validate_gemm_bits(const pyb::array& d, const pyb::array& a, const py
 
 void bind_gemm(pyb::module_& m) {
     m.def("gemm_bits", &gemm_bits);
+    m.def("predicted_split_k", [](std::size_t m_, std::size_t n, std::size_t k, const std::string& scales) {
+        if (scales != "tensor" && scales != "row" && scales != "block")
+            throw std::invalid_argument(fmt::format("scales: '{}' (choose tensor, row or block)", scales));
+        const auto kind = scales == "tensor" ? gemm::ScaleKind::tensor
+                          : scales == "row"  ? gemm::ScaleKind::row
+                                             : gemm::ScaleKind::block;
+        return gemm::predicted_split_k(m_, n, k, kind);
+    });
     m.def("validate_gemm_bits", &validate_gemm_bits);
 }
 

@@ -224,6 +224,7 @@ GemmComparison compare(const GemmRequest& rq, const std::vector<std::uint32_t>& 
     GemmComparison c;
     c.elements = n;
     c.device = dev.gpu ? dev.gpu->name : "cpu";
+    c.predicted_split_k = predicted_split_k(rq.a.rows, rq.b.rows, rq.k, rq.a.scale_kind);
     // 1. Every named model, bit for bit.
     const ModelOutputs outs = run_models(rq, user, dev, c);
     if (c.models.empty()) throw std::invalid_argument("no model applies to this GEMM");
@@ -254,6 +255,10 @@ std::string GemmComparison::summary() const {
         s += "\n";
     }
     for (const auto& [model, why] : not_run) s += fmt::format("  {:<13} not run: {}\n", model, why);
+    if (predicted_split_k > 0)
+        s += fmt::format("cuBLASLt 13.1 on sm90 splits this shape into ranges of {} products (predicted; docs/gemm.md, "
+                         "\"Split-K: the prediction\")\n",
+                         predicted_split_k);
     s += fmt::format(
         "error against exact{}: max abs {:.6g}, max rel {:.6g} (finite elements); {} elements outside "
         "the {} bound{}\n",
@@ -276,6 +281,7 @@ std::string GemmComparison::json() const {
     j["not_run"] = nlohmann::ordered_json::object();
     for (const auto& [model, why] : not_run) j["not_run"][model] = why;
     j["exact_from"] = exact_from;
+    j["predicted_split_k"] = predicted_split_k;
     for (int k = 0; k < kDiffClasses; ++k) j["differences"][name(static_cast<DiffClass>(k))] = counts[k];
     j["max_abs_error"] = io::json_number<nlohmann::ordered_json>(max_abs_error);
     j["max_rel_error"] = io::json_number<nlohmann::ordered_json>(max_rel_error);

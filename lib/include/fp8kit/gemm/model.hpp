@@ -9,6 +9,7 @@
 //             deepseek-128 are parameter sets of it.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +68,14 @@ AccumModel split_model(bool fast, int split_k);
 // The split sizes cuBLASLt's rule can give for K: ceil(tiles / S) tiles of 128 for S = 2..max_splits
 // (tiles = ceil(K/128)), each size once, largest first.
 std::vector<int> split_sizes(std::size_t k, int max_splits);
+// cuBLASLt's split-K choice for an FP8 GEMM on sm90 (cuBLASLt 13.1, torch 2.11's, on the H100 and
+// H200), as fitted to the split boundaries measured on 18 shapes (data/gemm_probe/
+// splitk_boundaries.json; scripts/gpu/fit_split_count.py reruns the fit): with tensorwise scales
+// and M, N <= 128, S = floor(10 tiles / 201) splits (tiles = ceil(K / 128); every divisor in
+// (20, 20.21] fits all 18), each of ceil(tiles / S) tiles; no split where S < 2. Returns N, the
+// products per split, or 0 for no split, which is also what it says where no split was seen
+// (rowwise and block scales, larger outputs). docs/gemm.md, "Split-K: the prediction".
+int predicted_split_k(std::size_t m, std::size_t n, std::size_t k, numerics::gemm::ScaleKind kind);
 // The model's parameters in the plain form the rules (numerics/gemm_model.hpp) and the CUDA
 // model (fp8kit/cuda/gemm.hpp) take.
 numerics::gemm::ModelParams params_of(const AccumModel& m);
