@@ -131,26 +131,58 @@ __global__ void __launch_bounds__(kThreads* kThreads) aligned_kernel(Args args) 
     }
 }
 
-// fp32: one thread per element, k in order (lib's fp32_element with numerics' fp32_add/fp32_scale).
-__global__ void fp32_kernel(Args args) {
-    const std::size_t row = blockIdx.y * static_cast<std::size_t>(blockDim.y) + threadIdx.y;
-    const std::size_t col = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-    if (row >= args.a.rows || col >= args.b.rows) return;
+// fp32: each element's float32 sum in k order (lib's fp32_element with numerics' fp32_add and
+// fp32_scale), tiled as aligned_kernel: 64 x 64 outputs per block, thread (tx, ty) owning rows
+// ty + 16 i and columns tx + 16 j, each stage's kFp32Stage k of both operands in shared memory as
+// float32 values. A run (the k range one fp32_scale closes: 128 products for block scales, all K
+// otherwise) ends at a stage boundary or at K. Past K a stage holds zeros: adding +0 leaves the
+// sum as it is (a sum from +0 under nearest-even is never -0).
+constexpr int kFp32Stage = 32;
+
+__global__ void __launch_bounds__(kThreads* kThreads) fp32_kernel(Args args) {
+    __shared__ float as[kFp32Stage * kTile], bs[kFp32Stage * kTile];
+    const std::size_t row0 = static_cast<std::size_t>(blockIdx.y) * kTile,
+                      col0 = static_cast<std::size_t>(blockIdx.x) * kTile;
     const std::size_t K = args.k, kblocks = (K + 127) / 128;
     const bool blocks = args.a.kind == ng::ScaleKind::block;
-    const std::size_t span = blocks ? 128 : (K > 0 ? K : 1);
-    const std::uint8_t* a = args.a.codes + row * K;
-    const std::uint8_t* b = args.b.codes + col * K;
-    float outer = 0;
-    for (std::size_t k0 = 0; k0 < K || k0 == 0; k0 += span) {
-        float inner = 0;
-        const std::size_t k1 = k0 + span < K ? k0 + span : K;
-        for (std::size_t k = k0; k < k1; ++k) inner = ng::fp32_add(inner, args.a.values[a[k]], args.b.values[b[k]]);
-        outer = ng::fp32_scale(outer, scale_at(args.a, false, row, k0 / 128, kblocks),
-                               scale_at(args.b, true, col, k0 / 128, kblocks), inner, blocks);
-        if (!blocks || k0 + span >= K) break;
+    const std::size_t run = blocks ? 128 : K;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * kThreads + tx;
+    float inner[kPer][kPer] = {}, outer[kPer][kPer] = {};
+    const auto close_run = [&](std::size_t kb) {
+        _Pragma("unroll") for (int i = 0; i < kPer; ++i) _Pragma("unroll") for (int j = 0; j < kPer; ++j) {
+            outer[i][j] =
+                ng::fp32_scale(outer[i][j], scale_at(args.a, false, row0 + ty + kThreads * i, kb, kblocks),
+                               scale_at(args.b, true, col0 + tx + kThreads * j, kb, kblocks), inner[i][j], blocks);
+            inner[i][j] = 0.0f;
+        }
+    };
+    for (std::size_t k0 = 0; k0 < K; k0 += kFp32Stage) {
+        __syncthreads();  // the previous stage is consumed
+        for (int idx = tid; idx < kTile * kFp32Stage; idx += kThreads * kThreads) {
+            const int r = idx / kFp32Stage, q = idx - r * kFp32Stage;
+            const std::size_t kk = k0 + q;
+            const bool in_k = kk < K;
+            as[q * kTile + r] =
+                in_k && row0 + r < args.a.rows ? args.a.values[args.a.codes[(row0 + r) * K + kk]] : 0.0f;
+            bs[q * kTile + r] =
+                in_k && col0 + r < args.b.rows ? args.b.values[args.b.codes[(col0 + r) * K + kk]] : 0.0f;
+        }
+        __syncthreads();
+        for (int q = 0; q < kFp32Stage; ++q) _Pragma("unroll") for (int i = 0; i < kPer; ++i) {
+                const float va = as[q * kTile + ty + kThreads * i];
+                _Pragma("unroll") for (int j = 0; j < kPer; ++j) inner[i][j] =
+                    ng::fp32_add(inner[i][j], va, bs[q * kTile + tx + kThreads * j]);
+            }
+        const std::size_t next = k0 + kFp32Stage;
+        if (next < K && next % run != 0) continue;
+        close_run(k0 / 128);  // the run's block of k (block scales; other kinds have one scale)
     }
-    args.d[row * args.b.rows + col] = ng::output_bits(outer, args.out);
+    if (K == 0) close_run(0);  // as lib: the empty sum scaled once
+    _Pragma("unroll") for (int i = 0; i < kPer; ++i) _Pragma("unroll") for (int j = 0; j < kPer; ++j) {
+        const std::size_t row = row0 + ty + kThreads * i, col = col0 + tx + kThreads * j;
+        if (row < args.a.rows && col < args.b.rows)
+            args.d[row * args.b.rows + col] = ng::output_bits(outer[i][j], args.out);
+    }
 }
 
 // Rows holding a NaN or Inf code.
@@ -284,8 +316,7 @@ void gemm_model(const GemmOperand& a, const GemmOperand& b, std::size_t k, const
     const dim3 grid(static_cast<unsigned>((b.rows + kTile - 1) / kTile),
                     static_cast<unsigned>((a.rows + kTile - 1) / kTile));
     if (m.kind == ng::AccumKind::fp32) {
-        fp32_kernel<<<dim3(static_cast<unsigned>((b.rows + 15) / 16), static_cast<unsigned>((a.rows + 15) / 16)), block,
-                      0, detail::as_stream(stream)>>>(args);
+        fp32_kernel<<<grid, block, 0, detail::as_stream(stream)>>>(args);
         detail::check_launch("gemm_model fp32");
     } else {
         const std::size_t smem = sizeof(CodeTerm) * (2 * 256 + 2 * kGemmMaxGroup * kTile);
