@@ -62,8 +62,10 @@ def validate_gemm(d, a, b, a_format="e4m3", b_format="e4m3", scale_a=1.0, scale_
 
 
 def predicted_split_k(m, n, k, scales="tensor"):
-    """The products per split cuBLASLt 13.1 on sm90 (H100, H200) uses for an M x N x K FP8 GEMM, or 0
-    for no split: the rule fitted to measured split boundaries (docs/gemm.md, "Split-K: the
+    """The products per split cuBLASLt 13.1 on sm90 (H100, H200) uses for an M x N x K FP8 GEMM, 0
+    for no split, or None where it is not predicted (larger outputs, where cuBLASLt may cap its
+    splits): the rule fitted to measured split boundaries (docs/gemm.md, "Split-K: the
     prediction"). The model of such an output is f"sm90-splitk:{n}" (split accumulator) or
     f"sm90-fast-splitk:{n}" (fast accumulation). scales: 'tensor', 'row' or 'block'."""
-    return _fp8kit.predicted_split_k(m, n, k, scales)
+    n_split = _fp8kit.predicted_split_k(m, n, k, scales)
+    return None if n_split < 0 else n_split

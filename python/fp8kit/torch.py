@@ -123,9 +123,13 @@ def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, 
         codes, sinv, fmt = _block_scale_inv(xc, r, role, pol, seed)
         # Decode exactly to float32, one float32 multiply by the block's scale_inv, one rounding
         # to x's dtype: dequantize's rule with a per-block factor. NaN codes take dequantize's
-        # NaN bits (a multiply or a cast of a NaN gives different bits on CPU and GPU).
+        # NaN bits, and a NaN product (a NaN block's factor) is the canonical 0x7FC00000 before
+        # the rounding, as lib's dequantize_blocks and the GPU kernel make it (a multiply or a
+        # cast of a NaN gives different bits on CPU and GPU).
         vals = fp8kit.dequantize(codes, fmt, dtype=torch.float32)
-        y = torch.where(vals.isnan(), fp8kit.dequantize(codes, fmt, dtype=x.dtype), (vals * sinv).to(x.dtype))
+        prod = vals * sinv
+        prod = torch.where(prod.isnan(), torch.tensor(float("nan"), dtype=torch.float32), prod)
+        y = torch.where(vals.isnan(), fp8kit.dequantize(codes, fmt, dtype=x.dtype), prod.to(x.dtype))
         return y.reshape(x.shape)
     fmt = format or (r["roles"][role]["format"] if r is not None else None)
     if fmt is None:

@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
-"""Refit cuBLASLt's split count from the committed split boundaries, and check fp8kit's prediction.
+"""Refit cuBLASLt's split count from the committed measurements, and check fp8kit's prediction.
 
-Reads data/gemm_probe/splitk_boundaries.json (the split starts `probe_splitk.py` step `scan2`
-measured on an H200, cuBLASLt 130100), and for each shape takes tiles = K / 128 and S, the number
-of splits. A rule S = floor(tiles / c) fits a shape when c lies in (tiles / (S + 1), tiles / S]
-(for S = 1: c > tiles / 2, no split); the script intersects those intervals over every shape and
-prints the interval. Then it checks fp8kit.predicted_split_k (lib's rule, c = 20.1) against every
-measured split size, and against the models of the tensorwise cases of the acceptance reports
-given after the boundaries file (their expected models were taken from boundary scans). Exit 0 when the interval is not empty, holds 20.1, and every prediction agrees.
+Measurements (H200, cuBLASLt 130100): the split starts of probe_splitk.py step `scan2`
+(splitk_boundaries.json: `boundaries`), and the split starts that splitk_acceptance.py scanned on
+each of its shapes (`shapes`). For a shape, tiles = ceil(K / 128) and S is its number of splits.
 
-usage: fit_split_count.py BOUNDARIES_JSON [ACCEPTANCE_JSON ...]
+1. The divisor: S = floor(tiles / c) fits a shape when c lies in (tiles / (S + 1), tiles / S]
+   (S = 1: c > tiles / 2). The interval is intersected over the shapes where cuBLASLt did not cap
+   its splits (S_rule * M * N <= fp8kit's limit, below) and printed.
+2. The cap: among all shapes, the largest S_rule * M * N where S = S_rule held and the smallest
+   where cuBLASLt took fewer splits, S_rule = floor(10 tiles / 201) (c = 20.1).
+3. fp8kit.predicted_split_k (lib's rule) against every measured shape and every tensorwise case of
+   the older acceptance reports (`rows`, whose expected models came from boundary scans): where it
+   predicts (not None), it must equal the measurement.
+
+Exit 0 when the interval holds 20.1, the limit lies between the two values of 2, and no prediction
+is wrong.
+
+usage: fit_split_count.py JSON [JSON ...]
 """
 
 import json
@@ -19,53 +27,66 @@ import sys
 
 import fp8kit
 
-
-def measured(boundaries):
-    """(M, N, K, split size in products or 0) of every measured shape."""
-    for shape, row in boundaries["boundaries"].items():
-        m, n, k = (int(x) for x in shape.split("x"))
-        sizes = row["tiles_per_split"]
-        yield m, n, k, (sizes[0] * 128 if len(sizes) > 1 else 0)
+LIMIT = 98304  # lib's kSplitPredictionLimit (lib/include/fp8kit/gemm/model.hpp)
 
 
-def interval(shapes):
-    lo, hi = 0.0, math.inf
-    for _, _, k, size in shapes:
-        tiles = k // 128
-        s = max(1, math.ceil(tiles / (size // 128))) if size else 1
-        lo, hi = max(lo, tiles / (s + 1)), min(hi, tiles / s if s > 1 else math.inf)
-    return lo, hi
+def rule_splits(k):
+    return (k + 127) // 128 * 10 // 201
 
 
-def accepted(path):
-    """(M, N, K, split size) of every tensorwise case of an acceptance report with at most 128 x 128
-    outputs: the split size of its expected model, 0 for sm90 / sm90-fast (no split)."""
-    for row in json.load(open(path)).get("rows", []):
-        if row.get("scaling") != "tensor" or row["M"] > 128 or row["N"] > 128:
+def shapes_of(report):
+    """(M, N, K, measured split size in products, 0 for none) of each scanned shape."""
+    scanned = dict(report.get("boundaries", {}))
+    for key, row in report.get("shapes", {}).items():
+        scanned[key] = {"split_starts_tiles": row["measured_starts_tiles"]}
+    for key, row in scanned.items():
+        m, n, k = (int(x) for x in key.split("x"))
+        starts = row["split_starts_tiles"]
+        yield m, n, k, (starts[1] * 128 if len(starts) > 1 else 0)
+
+
+def older_cases(report):
+    """(M, N, K, split size) of the tensorwise cases of an older acceptance report."""
+    for row in report.get("rows", []):
+        if row.get("scaling") != "tensor":
             continue
         hit = re.search(r"splitk:(\d+)", row["model"])
         if row["model"] in ("sm90", "sm90-fast") or hit:
             yield row["M"], row["N"], row["K"], int(hit.group(1)) if hit else 0
 
 
+def splits_of(k, size):
+    tiles = (k + 127) // 128
+    return math.ceil(tiles / (size // 128)) if size else 1
+
+
 def main():
-    boundaries = json.load(open(sys.argv[1]))
-    shapes = list(measured(boundaries))
-    lo, hi = interval(shapes)
-    print(
-        f"{len(shapes)} measured shapes (cuBLASLt {boundaries['versions'].get('cublasLt_version')}): "
-        f"S = floor(tiles / c) fits every one for c in ({lo:.4f}, {hi:.4f}]"
-    )
-    ok = lo < 20.1 <= hi
-    checked = 0
-    for source, rows in [(sys.argv[1], shapes)] + [(p, list(accepted(p))) for p in sys.argv[2:]]:
-        for m, n, k, size in rows:
-            got = fp8kit.predicted_split_k(m, n, k)
-            checked += 1
-            if got != size:
-                ok = False
-                print(f"MISMATCH {source}: {m}x{n}x{k}: measured {size}, predicted {got}")
-    print(f"{checked} split sizes checked against fp8kit.predicted_split_k: {'all agree' if ok else 'DISAGREE'}")
+    reports = [(p, json.load(open(p))) for p in sys.argv[1:]]
+    shapes = sorted({s for _, r in reports for s in shapes_of(r)})
+    lo, hi, held, capped = 0.0, math.inf, 0.0, math.inf
+    for m, n, k, size in shapes:
+        s, tiles, load = splits_of(k, size), (k + 127) // 128, rule_splits(k) * m * n
+        if s == max(rule_splits(k), 1):
+            held = max(held, load)
+        elif s < rule_splits(k):
+            capped = min(capped, load)
+        if load <= LIMIT:
+            lo, hi = max(lo, tiles / (s + 1)), min(hi, tiles / s if s > 1 else math.inf)
+    print(f"{len(shapes)} scanned shapes: S = floor(tiles / c) fits every uncapped one for c in ({lo:.4f}, {hi:.4f}]")
+    print(f"cap: S = S_rule held up to S_rule * M * N = {held:.0f}; fewer splits from {capped:.0f}; limit {LIMIT}")
+    ok = lo < 20.1 <= hi and held <= LIMIT < capped
+    checked = unpredicted = 0
+    cases = [(p, s) for p, _ in reports[:1] for s in shapes] + [(p, s) for p, r in reports for s in older_cases(r)]
+    for source, (m, n, k, size) in cases:
+        got = fp8kit.predicted_split_k(m, n, k)
+        if got is None:
+            unpredicted += 1
+            continue
+        checked += 1
+        if got != size:
+            ok = False
+            print(f"MISMATCH {source}: {m}x{n}x{k}: measured {size}, predicted {got}")
+    print(f"{checked} split sizes predicted and checked ({unpredicted} not predicted): {'all agree' if ok else 'FAIL'}")
     sys.exit(0 if ok else 1)
 
 

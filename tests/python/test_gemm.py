@@ -163,23 +163,25 @@ def test_validate_gemm_on_cuda_gives_the_cpu_report_or_says_why_not():
 
 def test_split_prediction_refits_from_the_committed_measurements():
     """The split-count rule reruns from the repository: scripts/gpu/fit_split_count.py refits the
-    interval of divisors from data/gemm_probe/splitk_boundaries.json (the measured split starts)
-    and checks fp8kit.predicted_split_k against every measured shape and every tensorwise case of
-    the committed acceptance reports (docs/gemm.md, "Split-K: the prediction")."""
+    divisor and the cap from the split starts measured on 46 shapes (data/gemm_probe/) and checks
+    fp8kit.predicted_split_k against every measured shape and every tensorwise case of the older
+    acceptance reports (docs/gemm.md, "Split-K: the prediction")."""
     import subprocess
     import sys
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
     probe = repo / "data" / "gemm_probe"
-    reports = sorted(str(p) for p in probe.glob("acceptance_*.json"))
-    argv = [sys.executable, str(repo / "scripts" / "gpu" / "fit_split_count.py"), str(probe / "splitk_boundaries.json")]
-    p = subprocess.run(argv + reports, capture_output=True, text=True)
+    reports = [str(probe / "splitk_boundaries.json")] + sorted(str(p) for p in probe.glob("*acceptance_*.json"))
+    p = subprocess.run(
+        [sys.executable, str(repo / "scripts" / "gpu" / "fit_split_count.py"), *reports], capture_output=True, text=True
+    )
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "c in (20.0000, 20.2105]" in p.stdout
+    assert "46 scanned shapes" in p.stdout and "c in (20.0000, 20.1250]" in p.stdout
     assert fp8kit.predicted_split_k(16, 16, 4096) == 0  # K = 4096 is not split
     assert fp8kit.predicted_split_k(16, 16, 8192) == 2816  # 64 tiles: 3 splits of 22
+    assert fp8kit.predicted_split_k(256, 16, 8192) == 2816
+    assert fp8kit.predicted_split_k(112, 80, 44800) is None  # measured: 9 splits, not floor(350 / 20.1)
     assert fp8kit.predicted_split_k(16, 16, 8192, "row") == 0
-    assert fp8kit.predicted_split_k(256, 16, 8192) == 0
     with pytest.raises(ValueError, match="scales"):
         fp8kit.predicted_split_k(16, 16, 8192, "blocks")

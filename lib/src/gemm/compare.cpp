@@ -256,9 +256,13 @@ std::string GemmComparison::summary() const {
     }
     for (const auto& [model, why] : not_run) s += fmt::format("  {:<13} not run: {}\n", model, why);
     if (predicted_split_k > 0)
-        s += fmt::format("cuBLASLt 13.1 on sm90 splits this shape into ranges of {} products (predicted; docs/gemm.md, "
-                         "\"Split-K: the prediction\")\n",
-                         predicted_split_k);
+        s += fmt::format(
+            "cuBLASLt 13.1 on sm90 splits this shape into ranges of {} products (predicted; docs/gemm.md, "
+            "\"Split-K: the prediction\")\n",
+            predicted_split_k);
+    if (predicted_split_k < 0)
+        s += "cuBLASLt 13.1 on sm90 may cap its splits on this shape: the split size is not predicted (docs/gemm.md, "
+             "\"Split-K: the prediction\")\n";
     s += fmt::format(
         "error against exact{}: max abs {:.6g}, max rel {:.6g} (finite elements); {} elements outside "
         "the {} bound{}\n",
@@ -281,7 +285,8 @@ std::string GemmComparison::json() const {
     j["not_run"] = nlohmann::ordered_json::object();
     for (const auto& [model, why] : not_run) j["not_run"][model] = why;
     j["exact_from"] = exact_from;
-    j["predicted_split_k"] = predicted_split_k;
+    j["predicted_split_k"] =
+        predicted_split_k < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(predicted_split_k);
     for (int k = 0; k < kDiffClasses; ++k) j["differences"][name(static_cast<DiffClass>(k))] = counts[k];
     j["max_abs_error"] = io::json_number<nlohmann::ordered_json>(max_abs_error);
     j["max_rel_error"] = io::json_number<nlohmann::ordered_json>(max_rel_error);

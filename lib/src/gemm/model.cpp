@@ -89,9 +89,11 @@ std::vector<int> split_sizes(std::size_t k, int max_splits) {
 }
 
 int predicted_split_k(std::size_t m, std::size_t n, std::size_t k, numerics::gemm::ScaleKind kind) {
-    if (kind != numerics::gemm::ScaleKind::tensor || m > 128 || n > 128) return 0;
+    if (kind != numerics::gemm::ScaleKind::tensor) return 0;
     const std::size_t tiles = (k + 127) / 128, splits = tiles * 10 / 201;
     if (splits < 2) return 0;
+    if (static_cast<double>(splits) * static_cast<double>(m) * static_cast<double>(n) > kSplitPredictionLimit)
+        return -1;
     return static_cast<int>((tiles + splits - 1) / splits * 128);
 }
 

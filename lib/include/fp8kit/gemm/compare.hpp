@@ -50,7 +50,7 @@ struct GemmComparison {
     // sum rounded once, where the exact model did not run; every bound allows its order error).
     std::string exact_from = "exact";
     // The split size cuBLASLt 13.1 on sm90 would choose for this shape (predicted_split_k; 0: no
-    // split), beside the one the search found.
+    // split, -1: not predicted), beside the one the search found.
     int predicted_split_k = 0;
     std::string summary() const;
     std::string json() const;

@@ -69,12 +69,14 @@ AccumModel split_model(bool fast, int split_k);
 // (tiles = ceil(K/128)), each size once, largest first.
 std::vector<int> split_sizes(std::size_t k, int max_splits);
 // cuBLASLt's split-K choice for an FP8 GEMM on sm90 (cuBLASLt 13.1, torch 2.11's, on the H100 and
-// H200), as fitted to the split boundaries measured on 18 shapes (data/gemm_probe/
-// splitk_boundaries.json; scripts/gpu/fit_split_count.py reruns the fit): with tensorwise scales
-// and M, N <= 128, S = floor(10 tiles / 201) splits (tiles = ceil(K / 128); every divisor in
-// (20, 20.21] fits all 18), each of ceil(tiles / S) tiles; no split where S < 2. Returns N, the
-// products per split, or 0 for no split, which is also what it says where no split was seen
-// (rowwise and block scales, larger outputs). docs/gemm.md, "Split-K: the prediction".
+// H200), fitted to the split boundaries measured on 46 shapes (data/gemm_probe/; scripts/gpu/
+// fit_split_count.py reruns the fit; docs/gemm.md, "Split-K: the prediction"). With tensorwise
+// scales cuBLASLt takes S = floor(10 tiles / 201) splits (tiles = ceil(K / 128); every divisor in
+// (20, 20.21] fits), each of ceil(tiles / S) tiles, and no split where S < 2; but on larger
+// outputs it caps S by its kernel choice, which is not modelled: where S * M * N exceeds
+// kSplitPredictionLimit the prediction is -1 (unknown). Returns N, the products per split, 0 for
+// no split (also for rowwise and block scales, never seen split), or -1.
+inline constexpr double kSplitPredictionLimit = 98304;
 int predicted_split_k(std::size_t m, std::size_t n, std::size_t k, numerics::gemm::ScaleKind kind);
 // The model's parameters in the plain form the rules (numerics/gemm_model.hpp) and the CUDA
 // model (fp8kit/cuda/gemm.hpp) take.
