@@ -50,15 +50,7 @@ pyb::dict te_stats(const std::string& path) {
     pyb::list series;
     for (const auto& s : r.series) {
         pyb::dict d;
-        d["name"] = s.name;
-        d["layer"] = s.parts.layer;
-        d["tensor"] = s.parts.tensor;
-        d["recipe"] = s.parts.recipe;
-        d["stat"] = s.parts.stat;
-        d["columnwise"] = s.parts.columnwise;
-        d["combine"] = std::string(te::name(s.rank ? te::Combine::none : te::combine_of(s.parts.stat)));
-        d["rank"] = s.rank ? pyb::object(pyb::int_(*s.rank)) : pyb::object(pyb::none());
-        d["ranks"] = s.ranks;
+        put_fields(d, te::series_fields(), s);  // the keys and values of stats_json
         d["steps"] = to_array(s.steps);
         d["values"] = to_array(s.values);
         std::vector<std::uint8_t> ok(s.steps.size());
