@@ -69,7 +69,7 @@ pyb::dict te_stats(const std::string& path) {
 pyb::dict replay_series(const std::string& recipe, bool is_json, const std::string& tensor,
                         pyb::array_t<std::int64_t, pyb::array::c_style | pyb::array::forcecast> steps,
                         pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast> amax, const OptStr& format) {
-    const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe), "recipe") : parse_recipe(recipe);
+    const RecipeSpec r = recipe_of(recipe, is_json);
     if (steps.size() != amax.size())
         throw std::invalid_argument(fmt::format("amax: {} values for {} steps", amax.size(), steps.size()));
     trace::Series s;
