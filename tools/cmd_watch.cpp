@@ -69,18 +69,12 @@ void run(WatchOpts& o) {
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
-    if (o.json) {
-        nlohmann::json j = rep.to_json();
-        j["files"] = o.files;
-        fmt::print("{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
-        return;
-    }
-    if (o.csv) {
-        fmt::print("{}\n", warn::csv_header());
-        for (const auto& w : rep.warnings) fmt::print("{}\n", warn::to_csv_row(w));
-        return;
-    }
-    warn::write_text(rep, o.top, stdout);
+    if (o.json)
+        warn::write_json(rep, o.files, stdout);
+    else if (o.csv)
+        warn::write_csv(rep, stdout);
+    else
+        warn::write_text(rep, o.top, stdout);
 }
 
 Register reg([](CLI::App& root) {

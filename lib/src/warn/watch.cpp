@@ -80,6 +80,17 @@ void write_text(const WatchReport& rep, std::size_t most, std::FILE* out) {
     }
 }
 
+void write_json(const WatchReport& rep, const std::vector<std::string>& files, std::FILE* out) {
+    nlohmann::json j = rep.to_json();
+    j["files"] = files;
+    fmt::print(out, "{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void write_csv(const WatchReport& rep, std::FILE* out) {
+    fmt::print(out, "{}\n", csv_header());
+    for (const auto& w : rep.warnings) fmt::print(out, "{}\n", to_csv_row(w));
+}
+
 WatchReport watch_files(const WatchInputs& in) {
     check(in.trend);
     WatchReport r;

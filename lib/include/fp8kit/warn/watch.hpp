@@ -87,6 +87,10 @@ WatchReport watch_files(const WatchInputs& in);
 // warnings numbered (all when 0), the info section folded by signal and reason, the BF16 layer
 // choices.
 void write_text(const WatchReport& rep, std::size_t most, std::FILE* out);
+// `fp8kit watch --json`: to_json() with the files as given ("files"); `--csv`: csv_header(), then
+// one row per warning, ranked.
+void write_json(const WatchReport& rep, const std::vector<std::string>& files, std::FILE* out);
+void write_csv(const WatchReport& rep, std::FILE* out);
 
 }  // namespace fp8kit::warn
 
