@@ -20,49 +20,6 @@ struct Options {
     bool json = false, csv = false;
 };
 
-double share(std::uint64_t n, std::uint64_t d) { return d ? 100.0 * static_cast<double>(n) / d : 0.0; }
-
-void print_text(const calibrate::Report& r) {
-    fmt::print("{:<44} {:<22} {:>13} {:<8} {:>9} {:>8} {:>9}\n", "tensor", "method", "scale", "dtype", "clipped%",
-               "under%", "SQNR dB");
-    std::string last;
-    for (const auto& row : r.rows) {
-        if (row.tensor != last && !last.empty()) fmt::print("\n");
-        last = row.tensor;
-        const bool h = row.holdout_batches != 0;
-        const auto& s = h ? row.holdout : row.calib;
-        const std::string t = row.index < 0 ? row.tensor : fmt::format("{}[{}]", row.tensor, row.index);
-        if (row.sweep) {  // scale: weight_scale_2; SQNR: NVFP4 under the chosen block scales
-            fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9} {:>8} {:>9}\n", io::printable(t),
-                       calibrate::name(row.method), row.scale.value, row.scale.dtype, "-", "-",
-                       io::fixed_number(row.sweep->sqnr_db, 2));
-            fmt::print("{:<44}   NVFP4: {} of {} block scales differ from the max rule's (SQNR {:.2f} dB with those)\n",
-                       "", row.sweep->blocks_changed, row.sweep->blocks, row.sweep->sqnr_max_db);
-            continue;
-        }
-        fmt::print("{:<44} {:<22} {:>13.7g} {:<8} {:>9.4f} {:>8.4f} {:>9}\n", io::printable(t),
-                   calibrate::name(row.method), row.scale.value, row.scale.dtype, share(s.clipped, s.nonzero),
-                   share(s.underflow, s.nonzero), io::fixed_number(s.sqnr_db, 2));
-    }
-    if (!r.rows.empty() && r.rows.front().sweep) {
-        fmt::print(
-            "\n{} rows; scale = weight_scale_2; SQNR: NVFP4 on the weight under the sweep's E4M3 block scales.\n",
-            r.rows.size());
-        for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
-        for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
-        return;
-    }
-    const bool any_holdout = !r.rows.empty() && r.rows.front().holdout_batches != 0;
-    const bool by_token = any_holdout && r.rows.front().calib_steps == r.rows.front().holdout_steps;
-    fmt::print("\n{} rows; clipping, underflow and SQNR are on the {} (E4M3, x / scale, round to nearest even).\n",
-               r.rows.size(),
-               !any_holdout ? "calibration steps (nothing held out)"
-               : by_token   ? "held-out tokens"
-                            : "held-out steps");
-    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
-    for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
-}
-
 Register reg([](CLI::App& root) {
     auto o = std::make_shared<Options>();
     auto* cmd = root.add_subcommand(
@@ -134,7 +91,7 @@ Register reg([](CLI::App& root) {
         else if (o->csv)
             fmt::print("{}", calibrate::to_csv(r));
         else
-            print_text(r);
+            calibrate::write_text(r, stdout);
     });
 });
 

@@ -18,43 +18,6 @@ struct Options {
     bool json = false, csv = false;
 };
 
-void print_text(const checkpoint::Report& r) {
-    fmt::print("checkpoint {} (producer {})\n", io::printable(r.dir), checkpoint::name(r.producer));
-    std::size_t quantised = 0, excluded = 0;
-    for (const auto& L : r.layers) {
-        quantised += L.scheme != checkpoint::Scheme::none;
-        excluded += L.excluded;
-    }
-    fmt::print("layers: {} quantised, {} excluded, {} listed\n", quantised, excluded, r.layers.size());
-    for (const auto& L : r.layers)
-        if (L.scheme != checkpoint::Scheme::none)
-            fmt::print("  {:<48} {:<16} scale {}{}\n", io::printable(L.module), checkpoint::name(L.scheme),
-                       checkpoint::name(L.scale_convention),
-                       L.global_scale.empty() ? "" : fmt::format(", global {}", checkpoint::name(L.global_convention)));
-    if (!r.kv.empty()) {
-        fmt::print("KV / attention scales (what each engine does with the name):\n");
-        for (const auto& k : r.kv) {
-            fmt::print("  {}{}\n", io::printable(k.name),
-                       k.present ? fmt::format("  {} [{}]", k.dtype, fmt::join(k.shape, ", ")) : "  (missing)");
-            for (int i = 0; i < 3; ++i)
-                fmt::print("    {:<13} {:<12} {}\n", std::string(checkpoint::kKvEngines[i]) + ":",
-                           checkpoint::name(k.engines[i].fate), io::printable(k.engines[i].detail));
-        }
-    }
-    if (!r.comparisons.empty()) {
-        fmt::print("against the original:\n");
-        for (const auto& c : r.comparisons)
-            fmt::print(
-                "  {:<48} {:<26} codes differing {:>8}/{:<8} scales differing {:>6}  SQNR {:.2f} dB  max rel {:.3g}  "
-                "[{}]\n",
-                io::printable(c.module), c.verdict, c.code_mismatches, c.elements, c.scale_mismatches, c.sqnr_db,
-                c.max_rel_error, c.variant);
-    }
-    for (const auto& f : r.findings)
-        fmt::print("{} [{}] {}: {}\n", f.failed ? "FAIL" : "note", f.check, io::printable(f.tensor), f.message);
-    fmt::print("{}\n", checkpoint::summary(r));
-}
-
 Register reg([](CLI::App& root) {
     auto* cmd = root.add_subcommand(
         "checkpoint", "Quantised inference checkpoints (ModelOpt, compressed-tensors, DeepSeek-V3, gpt-oss)");
@@ -87,7 +50,7 @@ Register reg([](CLI::App& root) {
         else if (o->csv)
             fmt::print("{}", checkpoint::to_csv(r));
         else
-            print_text(r);
+            checkpoint::write_text(r, stdout);
         exit_status() = r.failed() ? 1 : 0;
     });
 });

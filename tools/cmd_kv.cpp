@@ -19,55 +19,6 @@ struct Options {
     bool json = false, csv = false, no_attention = false;
 };
 
-std::string db(double v) { return io::fixed_number(v, 2); }
-double pct(std::uint64_t n, std::uint64_t d) { return d ? 100.0 * static_cast<double>(n) / d : 0.0; }
-
-// Per (layer, tensor, format, policy): the heads summed, and the worst head's SQNR.
-void print_summary(const kv::Report& r) {
-    fmt::print("{:<28} {:<2} {:<9} {:<17} {:>10} {:>8} {:>8} {:>9} {:>10}\n", "layer", "t", "format", "policy", "scale",
-               "sat%", "under%", "SQNR dB", "worst head");
-    for (std::size_t i = 0; i < r.rows.size();) {
-        std::size_t j = i;
-        kv::CastStats all;
-        double worst = HUGE_VAL;
-        std::size_t worst_head = 0;
-        while (j < r.rows.size() && r.rows[j].layer == r.rows[i].layer && r.rows[j].tensor == r.rows[i].tensor &&
-               r.rows[j].format == r.rows[i].format && r.rows[j].policy == r.rows[i].policy) {
-            all.add(r.rows[j].stats);
-            if (r.rows[j].stats.sqnr_db() < worst) worst = r.rows[j].stats.sqnr_db(), worst_head = r.rows[j].head;
-            ++j;
-        }
-        const auto& row = r.rows[i];
-        const std::string scale = row.policy == kv::ScalePolicy::token_head ? "per token"
-                                  : row.policy == kv::ScalePolicy::head     ? "per head"
-                                                                            : fmt::format("{:.6g}", row.scale);
-        fmt::print("{:<28} {:<2} {:<9} {:<17} {:>10} {:>8.4f} {:>8.4f} {:>9} {:>5} (h{})\n", io::printable(row.layer),
-                   row.tensor, kv::name(row.format), kv::name(row.policy), scale, pct(all.saturated, all.nonzero),
-                   pct(all.underflow, all.nonzero), db(all.sqnr_db()), db(worst), worst_head);
-        i = j;
-    }
-}
-
-void print_text(const kv::Report& r) {
-    fmt::print("{} layers, {} steps (batches) of [{} x heads x {} positions x {}]; step 0 is the first batch.\n\n",
-               r.layers.size(), r.steps, r.batch, r.positions, r.dim);
-    print_summary(r);
-    if (!r.attention.empty()) {
-        fmt::print(
-            "\nFP8 attention (E4M3 Q, K, V; P in E4M3 without a scale), SQNR dB against binary64 on the BF16 "
-            "values:\n");
-        fmt::print("{:<28} {:>4} {:<17} {:>9} {:>9} {:>9} {:>11} {:>10}\n", "layer", "head", "policy", "scores", "P",
-                   "O (FA3)", "O (normed)", "P under%");
-        for (const auto& a : r.attention)
-            fmt::print("{:<28} {:>4} {:<17} {:>9} {:>9} {:>9} {:>11} {:>10.4f}\n", io::printable(a.layer), a.head,
-                       kv::name(a.policy), db(a.scores_sqnr_db), db(a.probs_sqnr_db), db(a.out_sqnr_db),
-                       db(a.out_normalized_sqnr_db), pct(a.p_underflow, a.p_nonzero));
-    }
-    fmt::print("\nPosition buckets and per-head rows: --json (or --csv for the rows).\n");
-    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
-    for (const auto& n : r.notes) fmt::print("note: {}\n", io::printable(n));
-}
-
 Register reg([](CLI::App& root) {
     auto o = std::make_shared<Options>();
     auto* cmd = root.add_subcommand(
@@ -117,7 +68,7 @@ Register reg([](CLI::App& root) {
         else if (o->csv)
             fmt::print("{}", kv::to_csv(r));
         else
-            print_text(r);
+            kv::write_text(r, stdout);
     });
 });
 

@@ -1,19 +1,16 @@
 // fp8kit replay: what a scaling recipe would have done, step by step, on a run's amax trace.
-#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
-#include "fp8kit/io/json_number.hpp"
 #include "command.hpp"
-#include "fp8kit/analysis/replay.hpp"
+#include "fp8kit/analysis/replay_report.hpp"
 #include "fp8kit/io/te_debug.hpp"
 #include "fp8kit/io/trace.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "fp8kit/analysis/trace_input.hpp"
-#include "fp8kit/warn/trend.hpp"
 #include "read_flags.hpp"
 #include "recipe_args.hpp"
 #include "terminal.hpp"
@@ -21,8 +18,6 @@
 // A namespace of its own: the CLI builds as one unity file (tools/CMakeLists.txt).
 namespace fp8kit::cli::replay_command {
 namespace {
-
-using io::csv_field;
 
 struct ReplayOpts {
     std::string trace, recipe = "te-delayed", algo, format = "auto";
@@ -52,136 +47,45 @@ void run_stats(const ReplayOpts& o) {
         fmt::print("{}", te::stats_csv(r));
         return;
     }
-    fmt::print("TransformerEngine statistics: {} files, {} series\n\n", r.files.size(), r.series.size());
-    std::size_t w = 4;
-    for (const auto& s : r.series) w = std::max(w, io::printable(s.name).size());
-    if (!o.wide && output_width())
-        w = std::min(w, std::max<std::size_t>(24, output_width() > 72 ? output_width() - 72 : 0));
-    fmt::print("{:<{}}  {:<8}  {:>5}  {:>6}  {:>10}  {:>14}  {:>14}  {:>10}\n", "name", w, "combine", "rank", "steps",
-               "last step", "last value", "max", "unreadable");
-    for (const auto& s : r.series) {
-        std::size_t bad = 0;
-        double mx = -INFINITY;
-        for (std::size_t k = 0; k < s.steps.size(); ++k) {
-            if (!s.readable(k)) ++bad;
-            mx = std::max(mx, s.values[k]);
-        }
-        fmt::print("{}  {:<8}  {:>5}  {:>6}  {:>10}  {:>14.6g}  {:>14.6g}  {:>10}\n", io::name_cell(s.name, w, 0),
-                   te::name(s.rank ? te::Combine::none : te::combine_of(s.parts.stat)),
-                   s.rank ? std::to_string(*s.rank) : "all " + std::to_string(s.ranks), s.steps.size(),
-                   s.steps.empty() ? 0 : s.steps.back(), s.values.empty() ? NAN : s.values.back(), mx, bad);
-    }
-    fmt::print(
-        "\nranks combined by max, min or numel-weighted mean where the statistic allows it; sums, counts and "
-        "derived statistics stay per rank (docs/replay.md); --json or --csv for every step\n");
-    for (const auto& n : r.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
+    te::write_stats_text(r, o.wide ? 0 : output_width(), stdout);
 }
-
-nlohmann::json num(double v) { return io::json_number(v); }  // non-finite: io/json_number.hpp
 
 void run(const ReplayOpts& o) {
     if (o.stats) return run_stats(o);
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
-    RecipeSpec r = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
-    const auto forced = parse_format_choice(o.format);
+    replay::ReportOptions ro;
+    ro.trace = o.trace;
+    ro.recipe = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
+    ro.forced = parse_format_choice(o.format);
+    auto bad_recipe = [&](const std::invalid_argument& e) {
+        return UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
+    };
     try {
-        replay::check_recipe(r);  // before reading: a dump can be large
+        replay::check_recipe(ro.recipe);  // before reading: a dump can be large
     } catch (const std::invalid_argument& e) {
-        throw UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
+        throw bad_recipe(e);
     }
     const auto trace = trace::load_trace(o.trace, o.tensors, cli_read_options());
     for (const auto& n : trace.notes) fmt::print(stderr, "fp8kit replay: note: {}\n", io::printable(n));
     std::vector<replay::SeriesResult> res;
-    for (const auto& s : trace.series) {
-        try {
-            res.push_back(replay::replay_series(r, s, forced));
-        } catch (const std::invalid_argument& e) {
-            throw UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
-        }
+    try {
+        res = replay::replay_trace(ro.recipe, trace, ro.forced);
+    } catch (const std::invalid_argument& e) {
+        throw bad_recipe(e);
     }
-    // --warn: the early-warning trend signals of the same trace under the same recipe
-    // (docs/early-warning.md; fp8kit watch has them all).
     std::vector<warn::Warning> warnings;
     if (o.warn) {
-        warn::TrendConfig c;
-        if (r.kind != RecipeKind::current) c.recipe = r;
-        c.format = forced;
-        warn::Watcher w(c, o.trace);
-        warn::watch_trace(w, trace);
-        warnings = w.warnings();
+        warnings = replay::trace_warnings(ro.recipe, ro.forced, o.trace, trace);
+        ro.warnings = &warnings;
     }
     if (o.csv) {
         for (const auto& n : trace.skipped)
             fmt::print(stderr, "fp8kit replay: note: skipped {}\n", io::printable(n.describe()));
-        std::printf("step,tensor,amax,scale,headroom,overflow\n");
-        for (const auto& s : res)
-            for (std::size_t i = 0; i < s.steps.size(); ++i)
-                fmt::print("{},{},{:.9g},{:.9g},{:.9g},{}\n", s.steps[i], csv_field(s.tensor),
-                           static_cast<double>(s.amax[i]), static_cast<double>(s.scale[i]),
-                           static_cast<double>(s.headroom[i]), s.overflow[i] ? 1 : 0);
-        return;
+        return replay::write_csv(res, stdout);
     }
-    if (o.json) {
-        nlohmann::json j;
-        j["trace"] = o.trace;
-        j["recipe"] = to_json(r);
-        j["skipped"] = trace.skipped;
-        j["tensors"] = nlohmann::json::array();
-        for (const auto& s : res) {
-            nlohmann::json t;
-            t["tensor"] = s.tensor;
-            t["class"] = std::string(name(s.role));
-            t["format"] = std::string(name(s.format));
-            t["steps"] = s.steps;
-            auto& a = t["amax"] = nlohmann::json::array();
-            auto& sc = t["scale"] = nlohmann::json::array();
-            auto& h = t["headroom"] = nlohmann::json::array();
-            for (std::size_t i = 0; i < s.steps.size(); ++i) {
-                a.push_back(num(s.amax[i]));
-                sc.push_back(num(s.scale[i]));
-                h.push_back(num(s.headroom[i]));
-            }
-            t["overflow"] = s.overflow;
-            t["overflow_steps"] = s.overflow_steps;
-            t["worst_headroom"] = num(s.worst_headroom);
-            t["worst_step"] = s.worst_step;
-            j["tensors"].push_back(std::move(t));
-        }
-        if (o.warn) {
-            auto& wj = j["warnings"] = nlohmann::json::array();
-            for (const auto& w : warnings) wj.push_back(warn::to_json(w));
-        }
-        fmt::print("{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
-        return;
-    }
-    std::printf("%s\n", describe_recipe(r, forced).c_str());
-    fmt::print("trace {}: {} tensors\n\n", io::printable(o.trace), res.size());
-    // The name column: as wide as the longest name, within the terminal (the rest takes 64).
-    const std::size_t width = o.wide ? 0 : output_width();
-    std::size_t w = 6;
-    for (const auto& s : res) w = std::max(w, io::printable(s.tensor).size());
-    if (width) w = std::min(w, std::max<std::size_t>(24, width > 64 ? width - 64 : 0));
-    std::printf("%-*s  %-10s  %-6s  %6s  %9s  %-22s\n", static_cast<int>(w), "tensor", "class", "format", "steps",
-                "overflow", "worst headroom (step)");
-    std::size_t total = 0, bad = 0;
-    for (const auto& s : res) {
-        const std::string worst = s.worst_step < 0 ? "-" : fmt::format("{:.4g} ({})", s.worst_headroom, s.worst_step);
-        std::printf("%s  %-10s  %-6s  %6zu  %9zu  %-22s\n",
-                    io::name_cell(s.tensor.empty() ? "(unnamed)" : s.tensor, w, 0).c_str(),
-                    std::string(name(s.role)).c_str(), std::string(name(s.format)).c_str(), s.steps.size(),
-                    s.overflow_steps, worst.c_str());
-        total += s.overflow_steps;
-        bad += s.overflow_steps > 0;
-    }
-    std::printf(
-        "\n%zu overflowing steps in %zu of %zu tensors (headroom = amax*scale/max; > 1 overflows "
-        "once the scaled amax rounds past max)\n",
-        total, bad, res.size());
-    for (const auto& n : trace.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
-    if (o.warn) {
-        fmt::print("\n{} early warning(s) (docs/early-warning.md){}\n", warnings.size(), warnings.empty() ? "" : ":");
-        for (std::size_t i = 0; i < warnings.size(); ++i) fmt::print("{}. {}", i + 1, warn::to_text(warnings[i]));
-    }
+    if (o.json) return replay::write_json(res, trace, ro, stdout);
+    ro.width = o.wide ? 0 : output_width();
+    replay::write_text(res, trace, ro, stdout);
 }
 
 Register reg([](CLI::App& root) {

@@ -69,36 +69,12 @@ void run(WatchOpts& o) {
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
-    if (o.json) {
-        nlohmann::json j = rep.to_json();
-        j["files"] = o.files;
-        fmt::print("{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
-        return;
-    }
-    if (o.csv) {
-        fmt::print("{}\n", warn::csv_header());
-        for (const auto& w : rep.warnings) fmt::print("{}\n", warn::to_csv_row(w));
-        return;
-    }
-    // Top-level warnings (ranked first), then the info section folded by signal and reason.
-    const auto top = static_cast<std::size_t>(std::count_if(
-        rep.warnings.begin(), rep.warnings.end(), [](const warn::Warning& w) { return w.level == "warning"; }));
-    fmt::print("{} tensor series, {} dumped tensors, {} SwiGLU pairs: {} warning(s), {} info\n\n", rep.tensors.size(),
-               rep.shapes.size(), rep.swiglu.size(), top, rep.warnings.size() - top);
-    for (const auto& n : rep.skipped) fmt::print("note: skipped {}\n", io::printable(n.describe()));
-    for (std::size_t i = 0; i < top && (o.top == 0 || i < o.top); ++i)
-        fmt::print("{}. {}\n", i + 1, warn::to_text(rep.warnings[i]));
-    if (o.top && top > o.top) fmt::print("... {} more warning(s) (--top 0 lists all, --json has all)\n", top - o.top);
-    if (top < rep.warnings.size())
-        fmt::print("info ({} item(s), each with its evidence in --json and --csv):\n{}", rep.warnings.size() - top,
-                   warn::info_text(rep.warnings));
-    for (const auto& c : rep.bf16) {
-        std::string last, err;
-        for (const auto& l : c.last) last += (last.empty() ? "" : ", ") + io::printable(l);
-        for (const auto& l : c.by_error) err += (err.empty() ? "" : ", ") + io::printable(l);
-        fmt::print("BF16 layers under {} ({}, step {}): {} of {} linear layers, the last: {}; by wgrad error: {}\n",
-                   c.recipe, io::printable(c.file), c.step, c.keep, c.linear_layers, last, err);
-    }
+    if (o.json)
+        warn::write_json(rep, o.files, stdout);
+    else if (o.csv)
+        warn::write_csv(rep, stdout);
+    else
+        warn::write_text(rep, o.top, stdout);
 }
 
 Register reg([](CLI::App& root) {

@@ -4,9 +4,6 @@
 #include <cstring>
 #include <exception>
 #include <iostream>
-
-#include <fcntl.h>
-#include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -15,9 +12,6 @@
 #if FP8KIT_HAVE_MPI
 #include <memory>
 #include <string_view>
-
-#include <algorithm>
-#include <string>
 
 #include "fp8kit/cluster/launcher.hpp"
 #include "fp8kit/cluster/mpi.hpp"
@@ -98,26 +92,6 @@ bool splits_over_ranks(int argc, char** argv) {
     return false;
 }
 
-// Under MPI the report is written by rank 0 to the launcher's own standard output where it can
-// reach it (cluster/launcher.hpp), so that a failure there is seen; true when the launcher's
-// standard output is closed (descriptor 1 is then /dev/full, as for a closed one of our own).
-bool write_to_launcher_stdout() {
-    const auto l = fp8kit::cluster::launcher_stdout();
-    if (l.fd >= 0) fp8kit::io::adopt_stdout(l.fd);
-    if (!l.closed) return false;
-    fp8kit::io::set_stdout_closed();
-    const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
-    fp8kit::io::adopt_stdout(full);
-    return true;
-}
-
-// The writing rank's outcome is every rank's exit status (the worst of all ranks').
-int agree(fp8kit::cluster::Comm& comm, int status) {
-    int worst = status;
-    for (const auto& s : comm.gather(std::to_string(status))) worst = std::max(worst, std::stoi(s));
-    return std::stoi(comm.broadcast(std::to_string(worst)));
-}
-
 }  // namespace
 #endif
 
@@ -139,7 +113,7 @@ int main(int argc, char** argv) {
     const bool speaks = fp8kit::cluster::world().root();
     bool stdout_closed = fp8kit::io::reserve_stdout();
 #if FP8KIT_HAVE_MPI
-    if (mpi && speaks) stdout_closed = write_to_launcher_stdout() || stdout_closed;
+    if (mpi && speaks) stdout_closed = fp8kit::cluster::write_to_launcher_stdout() || stdout_closed;
 #endif
     fp8kit::io::remove_temporaries_on_signals();  // an interrupted -o leaves no temporary (io/sink.hpp)
 #if defined(__GLIBC__)
@@ -195,7 +169,8 @@ int main(int argc, char** argv) {
     }
     const int status = fp8kit::io::finish_stdout(exit_status(), stdout_closed);
 #if FP8KIT_HAVE_MPI
-    if (mpi && mpi->comm().size() > 1 && splits_over_ranks(argc, argv)) return agree(mpi->comm(), status);
+    if (mpi && mpi->comm().size() > 1 && splits_over_ranks(argc, argv))
+        return fp8kit::cluster::worst_status(mpi->comm(), status);
 #endif
     return status;
 }

@@ -35,18 +35,4 @@ std::string join_presets() {
     return s;
 }
 
-std::string describe_recipe(const RecipeSpec& r, std::optional<Format> forced) {
-    std::string s = fmt::format("recipe {} ({} scaling, rule {}", r.name, name(r.kind), name(r.rule));
-    if (r.kind == RecipeKind::delayed)
-        s += fmt::format(", history {}, algo {}, margin {}", r.history_len, name(r.algo), r.margin);
-    if (r.kind == RecipeKind::windowed)
-        s += fmt::format(", window {}/{}/{}, margin {}", r.input.window, r.weight.window, r.grad.window, r.margin);
-    if (forced)
-        s += fmt::format(", format {} for every tensor)", name(*forced));
-    else
-        s += fmt::format(", formats: activation {}, weight {}, gradient {})", name(r.input.format),
-                         name(r.weight.format), name(r.grad.format));
-    return s;
-}
-
 }  // namespace fp8kit::cli

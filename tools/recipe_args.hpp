@@ -1,5 +1,5 @@
-// Recipe arguments shared by replay and sweep: --recipe with its overrides, --format, and how a
-// recipe is described in the text output.
+// Recipe arguments shared by replay, sweep and watch: --recipe with its overrides, --format and
+// the presets' names for --help (the text report describes a recipe: replay::describe_recipe).
 #pragma once
 
 #include <optional>
@@ -17,6 +17,5 @@ RecipeSpec recipe_with_overrides(const std::string& recipe, std::optional<int> h
 // "auto" -> nullopt, else the format (UsageError naming --format).
 std::optional<Format> parse_format_choice(const std::string& s);
 std::string join_presets();
-std::string describe_recipe(const RecipeSpec& r, std::optional<Format> forced);
 
 }  // namespace fp8kit::cli

@@ -108,7 +108,7 @@ public:
             throw std::out_of_range(
                 fmt::format("tensor index {} out of range ({} tensors)", i, dump_->tensors().size()));
         inspect::Options opts;
-        opts.recipe = is_json ? recipe_from_json(nlohmann::json::parse(recipe), "recipe") : parse_recipe(recipe);
+        opts.recipe = recipe_of(recipe, is_json);
         inspect::check_recipe(opts.recipe);
         if (format) opts.format = require_format(*format, "format");
         inspect::Result r;

@@ -50,15 +50,7 @@ pyb::dict te_stats(const std::string& path) {
     pyb::list series;
     for (const auto& s : r.series) {
         pyb::dict d;
-        d["name"] = s.name;
-        d["layer"] = s.parts.layer;
-        d["tensor"] = s.parts.tensor;
-        d["recipe"] = s.parts.recipe;
-        d["stat"] = s.parts.stat;
-        d["columnwise"] = s.parts.columnwise;
-        d["combine"] = std::string(te::name(s.rank ? te::Combine::none : te::combine_of(s.parts.stat)));
-        d["rank"] = s.rank ? pyb::object(pyb::int_(*s.rank)) : pyb::object(pyb::none());
-        d["ranks"] = s.ranks;
+        put_fields(d, te::series_fields(), s);  // the keys and values of stats_json
         d["steps"] = to_array(s.steps);
         d["values"] = to_array(s.values);
         std::vector<std::uint8_t> ok(s.steps.size());
@@ -77,7 +69,7 @@ pyb::dict te_stats(const std::string& path) {
 pyb::dict replay_series(const std::string& recipe, bool is_json, const std::string& tensor,
                         pyb::array_t<std::int64_t, pyb::array::c_style | pyb::array::forcecast> steps,
                         pyb::array_t<float, pyb::array::c_style | pyb::array::forcecast> amax, const OptStr& format) {
-    const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe), "recipe") : parse_recipe(recipe);
+    const RecipeSpec r = recipe_of(recipe, is_json);
     if (steps.size() != amax.size())
         throw std::invalid_argument(fmt::format("amax: {} values for {} steps", amax.size(), steps.size()));
     trace::Series s;

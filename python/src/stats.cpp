@@ -89,6 +89,15 @@ pyb::dict stats(const pyb::array& x, const std::string& wide, const std::string&
     return d;
 }
 
+// check_block_input, its message naming x, the recipe and the role.
+void check_x(const BlockRecipe& br, std::size_t rows, std::size_t cols, const RecipeSpec& r, const std::string& role) {
+    try {
+        check_block_input(br, rows, cols);
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(fmt::format("x: recipe '{}', role {}: {}", r.name, role, e.what()));
+    }
+}
+
 float amax(const pyb::array& x, const std::string& wide) {
     const Wide w = require_wide(wide, "dtype");
     const void* data = contiguous_data(x, wide_size(w), "x");
@@ -103,16 +112,11 @@ pyb::dict block_stats(const pyb::array& x, const std::string& wide, const std::s
     if (x.ndim() != 2)
         throw std::invalid_argument(
             fmt::format("x: a 2-D array is needed for block statistics, got {} dimensions", x.ndim()));
-    const RecipeSpec r = is_json ? recipe_from_json(nlohmann::json::parse(recipe_json_or_name), "recipe")
-                                 : parse_recipe(recipe_json_or_name);
+    const RecipeSpec r = recipe_of(recipe_json_or_name, is_json);
     const Role ro = parse_recipe_slot(role);
     const auto rows = static_cast<std::size_t>(x.shape(0)), cols = static_cast<std::size_t>(x.shape(1));
     const BlockRecipe br = block_recipe(r, ro, cols);
-    try {
-        check_block_input(br, rows, cols);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(fmt::format("x: recipe '{}', role {}: {}", r.name, role, e.what()));
-    }
+    check_x(br, rows, cols, r, role);
     const void* data = contiguous_data(x, wide_size(w), "x");
     BlockStats b;
     {
@@ -135,8 +139,7 @@ pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const
     if (x.ndim() != 2)
         throw std::invalid_argument(
             fmt::format("x: a 2-D array is needed for a block recipe, got {} dimensions", x.ndim()));
-    const RecipeSpec r =
-        is_json ? recipe_from_json(nlohmann::json::parse(recipe_text), "recipe") : parse_recipe(recipe_text);
+    const RecipeSpec r = recipe_of(recipe_text, is_json);
     const auto rows = static_cast<std::size_t>(x.shape(0)), cols = static_cast<std::size_t>(x.shape(1));
     const BlockRecipe br = block_recipe(r, parse_recipe_slot(role), cols);
     if (packed && br.format != Format::e2m1)
@@ -146,11 +149,7 @@ pyb::dict quantize_blocks_py(const pyb::array& x, const std::string& wide, const
     const std::size_t out_cols = br.columnwise_rht ? rows : cols;
     if (packed && out_cols % 2 != 0)
         throw std::invalid_argument(fmt::format("packed=True: the row length must be even, got {} columns", out_cols));
-    try {
-        check_block_input(br, rows, cols);
-    } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(fmt::format("x: recipe '{}', role {}: {}", r.name, role, e.what()));
-    }
+    check_x(br, rows, cols, r, role);
     const void* data = contiguous_data(x, wide_size(w), "x");
     BlockQuantized q;
     {

@@ -3,6 +3,8 @@
 // the statistic allows it, the free-text log refused, and the cur_amax series fed to replay.
 #include <sys/stat.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
@@ -279,4 +281,34 @@ TEST_CASE("te stats: the reports' JSON and CSV hold every statistic, how it comb
     CHECK(run.series.size() == 3);
     te::keep_series(run, {"fc2_*"});
     CHECK(run.series.empty());
+}
+
+TEST_CASE("te stats: the table of fp8kit replay --stats", "[dump]") {
+    const std::string root = dump::test::scratch("te_run5");
+    ::mkdir(root.c_str(), 0755);
+    dump::test::write_bytes(root + "/nvdlfw_inspect_globalrank-0.log", line("fc1_activation_max", 1, "2.0000") +
+                                                                           line("fc1_activation_sum", 1, "10.0000") +
+                                                                           line("fc1_activation_bogus", 1, "1.0000"));
+    dump::test::write_bytes(root + "/nvdlfw_inspect_globalrank-1.log", line("fc1_activation_max", 1, "3.2500"));
+    const auto run = te::read_run_stats(root);
+    char* buf = nullptr;
+    std::size_t len = 0;
+    std::FILE* f = ::open_memstream(&buf, &len);
+    REQUIRE(f);
+    te::write_stats_text(run, 0, f);
+    std::fclose(f);
+    const std::string out(buf, len);
+    std::free(buf);
+    // The name column is as wide as the longest name (18); the max combines both ranks, the sum
+    // (logged by rank 0 alone) stays per rank.
+    CHECK_THAT(out, Catch::StartsWith("TransformerEngine statistics: 2 files, 2 series\n\n"
+                                      "name                combine    rank   steps   last step      last value"
+                                      "             max  unreadable\n"
+                                      "fc1_activation_max  max       all 2       1           1            3.25"
+                                      "            3.25           0\n"
+                                      "fc1_activation_sum  per rank      0       1           1              10"
+                                      "              10           0\n\n"
+                                      "ranks combined by max, min or numel-weighted mean"));
+    CHECK_THAT(out,
+               Catch::EndsWith("--json or --csv for every step\nnote: skipped " + run.skipped[0].describe() + "\n"));
 }

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "fp8kit/cluster.hpp"
@@ -93,4 +94,41 @@ TEST_CASE("encode/decode: a result and an error travel bit for bit", "[mpi]") {
     CHECK(b.error.message == p.message);
     std::size_t cut = 0;
     CHECK_THROWS(cluster::decode(bytes.substr(0, 20), cut));
+}
+
+namespace {
+
+// A communicator whose gather and broadcast answer as a rank of a job whose ranks exit with
+// `statuses` would see them (rank 0 gets them all; every rank gets rank 0's broadcast).
+class Statuses final : public cluster::Comm {
+public:
+    Statuses(int rank, std::vector<int> statuses) : rank_(rank), statuses_(std::move(statuses)) {}
+    int rank() const override { return rank_; }
+    int size() const override { return static_cast<int>(statuses_.size()); }
+    std::vector<std::string> gather(std::string mine) override {
+        if (rank_ != 0) return {};
+        std::vector<std::string> all;
+        for (int s : statuses_) all.push_back(std::to_string(s));
+        all[0] = std::move(mine);
+        return all;
+    }
+    std::string broadcast(std::string bytes) override { return rank_ == 0 ? bytes : broadcast_; }
+    std::string broadcast_ = "2";  // what rank 0 sent, for a rank other than 0
+
+private:
+    int rank_;
+    std::vector<int> statuses_;
+};
+
+}  // namespace
+
+TEST_CASE("worst_status: every rank exits with the worst rank's status", "[mpi]") {
+    CHECK(cluster::worst_status(cluster::serial(), 0) == 0);
+    CHECK(cluster::worst_status(cluster::serial(), 1) == 1);
+    Statuses root(0, {0, 2, 1});
+    CHECK(cluster::worst_status(root, 0) == 2);
+    Statuses root_failed(0, {1, 0, 0});
+    CHECK(cluster::worst_status(root_failed, 1) == 1);
+    Statuses other(1, {0, 0, 0});  // rank 0 found a 2 elsewhere and broadcast it
+    CHECK(cluster::worst_status(other, 0) == 2);
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -168,6 +169,9 @@ Report run(const Options& o);  // throws CalibrateError on bad input
 
 std::string to_json(const Report& r);
 std::string to_csv(const Report& r);
+// The text of `fp8kit calibrate`: one row per tensor and method (scale, dtype, clipped and
+// underflowing shares in percent, SQNR), what they were measured on, then the notes.
+void write_text(const Report& r, std::FILE* out);
 // The scales of one method as a safetensors file, under that tool's checkpoint names and dtypes
 // (ModelOpt: F32 shape [], amax/448; llm-compressor: the activation dtype, shape [1]).
 // Written through io::OutputFile (io/sink.hpp); throws io::OutputError naming --save.

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <memory>
@@ -231,5 +232,8 @@ std::string summary(const Report& r);
 std::vector<float> dequantize(const Folder& F, const Layer& L);
 std::string to_json(const Report& r);  // one JSON document
 std::string to_csv(const Report& r);   // one row per layer: module, scheme, convention, verdict, ...
+// The text of `fp8kit checkpoint check`: producer, layers and their schemes, what each engine does
+// with each KV / attention scale name, the comparison with the original, findings, summary.
+void write_text(const Report& r, std::FILE* out);
 
 }  // namespace fp8kit::checkpoint

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -149,5 +150,8 @@ std::vector<AttentionRow> fp8_attention(const std::string& layer, const std::vec
 
 std::string to_json(const Report& r);
 std::string to_csv(const Report& r);  // the per-head rows
+// The text of `fp8kit kv`: per (layer, tensor, format, policy) the heads summed and the worst
+// head's SQNR, FP8 attention's SQNR per head, then the notes.
+void write_text(const Report& r, std::FILE* out);
 
 }  // namespace fp8kit::kv

@@ -170,11 +170,33 @@ struct AdamHyper {
     bool bias_correction = true;
 };
 
+// The FP32 AdamW reference that each simulated optimizer below runs beside its low-precision
+// states (the same kernel expressions with FP32 states and weights), and its step count.
+class AdamReference {
+public:
+    std::size_t size() const { return w32_.size(); }
+    std::int64_t steps() const { return step_; }
+    const std::vector<float>& ref_weight() const { return w32_; }
+    const std::vector<float>& ref_m() const { return m32_; }
+    const std::vector<float>& ref_v() const { return v32_; }
+    const std::vector<float>& initial_weight() const { return w0_; }
+
+protected:
+    AdamReference(std::vector<float> weight, AdamHyper h, std::int64_t step)
+        : h_(h), step_(step), w0_(weight), w32_(std::move(weight)) {}
+    // Throws std::invalid_argument when a gradient's size is not the weight's, else counts the step.
+    void begin_step(const std::vector<float>& grad, const std::vector<float>& ref_grad);
+
+    AdamHyper h_;
+    std::int64_t step_;
+    std::vector<float> w0_, w32_, m32_, v32_;
+};
+
 // One parameter tensor under LBAdamW (msamp/optim/adamw.py, adamw.cu) with exp_avg in E4M3 with
 // scale and exp_avg_sq in FP16 with scale, next to the FP32 AdamW reference (same kernel
 // expressions, FP32 states and weights). The master weight is FP16 with scale
 // ((x * scale).to(fp16), cast.py cast_to_fp16) when fp16_master, else FP32.
-class MsampAdam {
+class MsampAdam : public AdamReference {
 public:
     // Initial FP32 weights and states (exp_avg / exp_avg_sq may be empty: zeros); `step` is the
     // number of optimizer steps already taken. FP32 states are cast as TypeCast.cast_to_fp8 /
@@ -186,8 +208,6 @@ public:
     // result against the exact rank mean, so the drift includes the gradient's own FP8 error).
     void step(const std::vector<float>& grad, const std::vector<float>& ref_grad);
 
-    std::size_t size() const { return w32_.size(); }
-    std::int64_t steps() const { return step_; }
     // The simulated state.
     const std::vector<std::uint8_t>& m_codes() const { return m_q_; }
     const std::vector<std::uint16_t>& v_bits() const { return v_q_; }
@@ -198,17 +218,11 @@ public:
     std::vector<float> weight() const;         // the simulated weights as float32 (dequantized master)
     std::vector<float> m_dequantized() const;  // fl32(e4m3(code) * fl32(1 / m_scale))
     std::vector<float> v_dequantized() const;
-    // The FP32 reference.
-    const std::vector<float>& ref_weight() const { return w32_; }
-    const std::vector<float>& ref_m() const { return m32_; }
-    const std::vector<float>& ref_v() const { return v32_; }
-    const std::vector<float>& initial_weight() const { return w0_; }
+    // The FP32 reference: AdamReference.
 
 private:
-    AdamHyper h_;
-    std::int64_t step_;
     bool fp16_master_;
-    std::vector<float> w0_, w32_, m32_, v32_, wsim_;  // wsim_: FP32 master when !fp16_master
+    std::vector<float> wsim_;  // the FP32 master when !fp16_master
     std::vector<std::uint8_t> m_q_;
     std::vector<std::uint16_t> v_q_, w_q_;
     float m_scale_ = 1, v_scale_ = 1, w_scale_ = 1;
@@ -253,7 +267,7 @@ struct TeAdamOptions {
 
 // One parameter under TE FusedAdam (adam_w_mode=True, master_weights=True, capturable=False,
 // store_param_remainders=False), next to the same optimizer with FP32 states and master weight.
-class TeFusedAdam {
+class TeFusedAdam : public AdamReference {
 public:
     // Empty exp_avg / exp_avg_sq: fresh zero states (_initialize_state, zero_buffer=True: scale 1).
     // Given FP32 states are stored as load_state_dict stores them (set_scaled_state -> _apply_scale).
@@ -262,23 +276,14 @@ public:
     void step(const std::vector<float>& grad) { step(grad, grad); }                 // throws on a size mismatch
     void step(const std::vector<float>& grad, const std::vector<float>& ref_grad);  // as MsampAdam's
 
-    std::size_t size() const { return w32_.size(); }
-    std::int64_t steps() const { return step_; }
     const TeState& m_state() const { return m_; }
     const TeState& v_state() const { return v_; }
     const TeState& master_state() const { return w_; }
     std::vector<float> weight() const { return w_.dequantized(); }
     std::vector<float> m_dequantized() const { return m_.dequantized(); }
     std::vector<float> v_dequantized() const { return v_.dequantized(); }
-    const std::vector<float>& ref_weight() const { return w32_; }
-    const std::vector<float>& ref_m() const { return m32_; }
-    const std::vector<float>& ref_v() const { return v32_; }
-    const std::vector<float>& initial_weight() const { return w0_; }
 
 private:
-    AdamHyper h_;
-    std::int64_t step_;
-    std::vector<float> w0_, w32_, m32_, v32_;
     TeState m_, v_, w_;
 };
 AdamReport report(const TeFusedAdam& a);  // m_scale / v_scale: TeState::scale

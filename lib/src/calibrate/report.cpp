@@ -10,6 +10,7 @@
 #include "convert/float_bits.hpp"
 #include "fp8kit/calibrate.hpp"
 #include "fp8kit/io/json_number.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "fp8kit/io/sink.hpp"
 
 namespace fp8kit::calibrate {
@@ -40,6 +41,9 @@ std::string steps(const std::vector<std::int64_t>& v) {
     for (auto x : v) s += (s.empty() ? "" : " ") + std::to_string(x);
     return s;
 }
+
+// A share in percent, as the text prints it (the JSON and CSV hold the fraction: share()).
+double percent(std::uint64_t n, std::uint64_t d) { return d ? 100.0 * static_cast<double>(n) / d : 0.0; }
 
 }  // namespace
 
@@ -87,6 +91,47 @@ std::string to_json(const Report& r) {
     j["notes"] = r.notes;
     j["skipped"] = r.skipped;
     return j.dump(1);
+}
+
+void write_text(const Report& r, std::FILE* out) {
+    fmt::print(out, "{:<44} {:<22} {:>13} {:<8} {:>9} {:>8} {:>9}\n", "tensor", "method", "scale", "dtype", "clipped%",
+               "under%", "SQNR dB");
+    std::string last;
+    for (const auto& row : r.rows) {
+        if (row.tensor != last && !last.empty()) fmt::print(out, "\n");
+        last = row.tensor;
+        const bool h = row.holdout_batches != 0;
+        const auto& s = h ? row.holdout : row.calib;
+        const std::string t = row.index < 0 ? row.tensor : fmt::format("{}[{}]", row.tensor, row.index);
+        if (row.sweep) {  // scale: weight_scale_2; SQNR: NVFP4 under the chosen block scales
+            fmt::print(out, "{:<44} {:<22} {:>13.7g} {:<8} {:>9} {:>8} {:>9}\n", io::printable(t), name(row.method),
+                       row.scale.value, row.scale.dtype, "-", "-", io::fixed_number(row.sweep->sqnr_db, 2));
+            fmt::print(out,
+                       "{:<44}   NVFP4: {} of {} block scales differ from the max rule's (SQNR {:.2f} dB with those)\n",
+                       "", row.sweep->blocks_changed, row.sweep->blocks, row.sweep->sqnr_max_db);
+            continue;
+        }
+        fmt::print(out, "{:<44} {:<22} {:>13.7g} {:<8} {:>9.4f} {:>8.4f} {:>9}\n", io::printable(t), name(row.method),
+                   row.scale.value, row.scale.dtype, percent(s.clipped, s.nonzero), percent(s.underflow, s.nonzero),
+                   io::fixed_number(s.sqnr_db, 2));
+    }
+    if (!r.rows.empty() && r.rows.front().sweep) {
+        fmt::print(
+            out, "\n{} rows; scale = weight_scale_2; SQNR: NVFP4 on the weight under the sweep's E4M3 block scales.\n",
+            r.rows.size());
+        for (const auto& n : r.skipped) fmt::print(out, "note: skipped {}\n", io::printable(n.describe()));
+        for (const auto& n : r.notes) fmt::print(out, "note: {}\n", io::printable(n));
+        return;
+    }
+    const bool any_holdout = !r.rows.empty() && r.rows.front().holdout_batches != 0;
+    const bool by_token = any_holdout && r.rows.front().calib_steps == r.rows.front().holdout_steps;
+    fmt::print(out, "\n{} rows; clipping, underflow and SQNR are on the {} (E4M3, x / scale, round to nearest even).\n",
+               r.rows.size(),
+               !any_holdout ? "calibration steps (nothing held out)"
+               : by_token   ? "held-out tokens"
+                            : "held-out steps");
+    for (const auto& n : r.skipped) fmt::print(out, "note: skipped {}\n", io::printable(n.describe()));
+    for (const auto& n : r.notes) fmt::print(out, "note: {}\n", io::printable(n));
 }
 
 std::string to_csv(const Report& r) {

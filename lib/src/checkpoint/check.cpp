@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "checkpoint/findings.hpp"
 #include "checkpoint/kv_names.hpp"
 #include "checkpoint/moe_rules.hpp"
 #include "checkpoint/producer_rules.hpp"
@@ -171,16 +172,7 @@ int engine_index(const std::string& e) {
 // scale: torch.empty's -3e27, 1e30) is a fault. The same bound as the NVFP4 global-scale check.
 constexpr double kMaxPlausibleWeight = 1e4;
 
-struct Checker {
-    const Folder& F;
-    Report& R;
-    void fail(const std::string& t, const std::string& check, const std::string& msg) {
-        R.findings.push_back({t, check, msg, true});
-    }
-    void note(const std::string& t, const std::string& check, const std::string& msg) {
-        R.findings.push_back({t, check, msg, false});
-    }
-
+struct Checker : detail::Findings {
     // 1. Structure: the scales a scheme needs exist with the right shape and dtype.
     bool structure(const Layer& L) {
         const auto& w = F.tensors().at(L.weight);

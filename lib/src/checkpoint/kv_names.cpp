@@ -62,6 +62,7 @@
 //        batch and sequence axes with keepdim (quant_utils kv_fp8_affine bias axes -2, -4;
 //        modelopt/torch/quantization/calib/bias.py compute_mean_bias): num_kv_heads * head_dim
 //        elements, the k_proj / v_proj output rows.
+#include "checkpoint/findings.hpp"
 #include "checkpoint/kv_names.hpp"
 
 #include <cmath>
@@ -242,16 +243,7 @@ KvOutcome trtllm(const Folder& F, const std::string& n) {
             "process_weights_after_loading_fused_qkv_linear)"};
 }
 
-struct Names {
-    const Folder& F;
-    Report& R;
-    void fail(const std::string& t, const std::string& c, const std::string& m) {
-        R.findings.push_back({t, c, m, true});
-    }
-    void note(const std::string& t, const std::string& c, const std::string& m) {
-        R.findings.push_back({t, c, m, false});
-    }
-
+struct Names : Findings {
     float max_value(const std::string& n) {
         const RawTensor t = F.read(n);
         float m = 0;

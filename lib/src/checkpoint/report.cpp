@@ -3,9 +3,11 @@
 #include "fp8kit/io/json_number.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "fp8kit/checkpoint.hpp"
+#include "fp8kit/io/printable.hpp"
 
 namespace fp8kit::checkpoint {
 namespace {
@@ -69,6 +71,44 @@ std::string to_json(const Report& r) {
                                     {"max_rel_error", num(c.max_rel_error)},
                                     {"variant", c.variant}});
     return j.dump(2);
+}
+
+void write_text(const Report& r, std::FILE* out) {
+    fmt::print(out, "checkpoint {} (producer {})\n", io::printable(r.dir), name(r.producer));
+    std::size_t quantised = 0, excluded = 0;
+    for (const auto& L : r.layers) {
+        quantised += L.scheme != Scheme::none;
+        excluded += L.excluded;
+    }
+    fmt::print(out, "layers: {} quantised, {} excluded, {} listed\n", quantised, excluded, r.layers.size());
+    for (const auto& L : r.layers)
+        if (L.scheme != Scheme::none)
+            fmt::print(out, "  {:<48} {:<16} scale {}{}\n", io::printable(L.module), name(L.scheme),
+                       name(L.scale_convention),
+                       L.global_scale.empty() ? "" : fmt::format(", global {}", name(L.global_convention)));
+    if (!r.kv.empty()) {
+        fmt::print(out, "KV / attention scales (what each engine does with the name):\n");
+        for (const auto& k : r.kv) {
+            fmt::print(out, "  {}{}\n", io::printable(k.name),
+                       k.present ? fmt::format("  {} [{}]", k.dtype, fmt::join(k.shape, ", ")) : "  (missing)");
+            for (int i = 0; i < 3; ++i)
+                fmt::print(out, "    {:<13} {:<12} {}\n", std::string(kKvEngines[i]) + ":", name(k.engines[i].fate),
+                           io::printable(k.engines[i].detail));
+        }
+    }
+    if (!r.comparisons.empty()) {
+        fmt::print(out, "against the original:\n");
+        for (const auto& c : r.comparisons)
+            fmt::print(
+                out,
+                "  {:<48} {:<26} codes differing {:>8}/{:<8} scales differing {:>6}  SQNR {:.2f} dB  max rel {:.3g}  "
+                "[{}]\n",
+                io::printable(c.module), c.verdict, c.code_mismatches, c.elements, c.scale_mismatches, c.sqnr_db,
+                c.max_rel_error, c.variant);
+    }
+    for (const auto& f : r.findings)
+        fmt::print(out, "{} [{}] {}: {}\n", f.failed ? "FAIL" : "note", f.check, io::printable(f.tensor), f.message);
+    fmt::print(out, "{}\n", summary(r));
 }
 
 std::string to_csv(const Report& r) {

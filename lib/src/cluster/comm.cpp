@@ -1,6 +1,7 @@
 // The serial communicator and the process's world; see cluster/comm.hpp.
 #include "fp8kit/cluster/comm.hpp"
 
+#include <algorithm>
 #include <atomic>
 
 namespace fp8kit::cluster {
@@ -33,5 +34,11 @@ Comm& world() {
 }
 
 void set_world(Comm* c) { g_world = c; }
+
+int worst_status(Comm& comm, int status) {
+    int worst = status;
+    for (const auto& s : comm.gather(std::to_string(status))) worst = std::max(worst, std::stoi(s));
+    return std::stoi(comm.broadcast(std::to_string(worst)));
+}
 
 }  // namespace fp8kit::cluster

@@ -5,8 +5,11 @@
 #include <fstream>
 #include <string>
 
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "fp8kit/io/sink.hpp"
 
 namespace fp8kit::cluster {
 namespace {
@@ -54,6 +57,16 @@ LauncherStdout launcher_stdout() {
     }
 #endif
     return out;
+}
+
+bool write_to_launcher_stdout() {
+    const auto l = launcher_stdout();
+    if (l.fd >= 0) io::adopt_stdout(l.fd);
+    if (!l.closed) return false;
+    io::set_stdout_closed();
+    const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+    io::adopt_stdout(full);
+    return true;
 }
 
 }  // namespace fp8kit::cluster

@@ -7,18 +7,29 @@
 
 namespace fp8kit {
 
-std::optional<double> parse_number(std::string_view text) {
-    if (text.empty() || text.size() > 4096) return std::nullopt;
-    const std::string s(text);  // strtod needs a terminator
-    if (std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
+namespace {
+
+// `s` read whole by `convert` (strtod, strtof): nullopt for leading white space, characters left
+// over, or a number too large for T. ERANGE on overflow gives +-HUGE_VAL: a number too large for
+// T is a user error, not Inf; underflow to a subnormal or zero is the correctly rounded result
+// and is kept.
+template <class T, class Convert>
+std::optional<T> parse_whole(const std::string& s, Convert convert) {
+    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
     char* end = nullptr;
     errno = 0;
-    const double d = std::strtod(s.c_str(), &end);
+    const T v = convert(s.c_str(), &end);
     if (end != s.c_str() + s.size()) return std::nullopt;
-    // ERANGE on overflow gives +-HUGE_VAL: a number too large for binary64 is a user error,
-    // not Inf; underflow to a subnormal or zero is the correctly rounded result and is kept.
-    if (errno == ERANGE && std::isinf(d)) return std::nullopt;
-    return d;
+    if (errno == ERANGE && std::isinf(v)) return std::nullopt;
+    return v;
+}
+
+}  // namespace
+
+std::optional<double> parse_number(std::string_view text) {
+    if (text.empty() || text.size() > 4096) return std::nullopt;
+    // A copy: strtod needs a terminator.
+    return parse_whole<double>(std::string(text), [](const char* p, char** end) { return std::strtod(p, end); });
 }
 
 std::optional<std::uint64_t> parse_unsigned(std::string_view text, std::uint64_t max) {
@@ -50,14 +61,7 @@ std::optional<std::uint64_t> parse_unsigned(std::string_view text, std::uint64_t
 }
 
 std::optional<float> parse_float32(std::string_view text) {
-    const std::string s(text);
-    if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
-    char* end = nullptr;
-    errno = 0;
-    const float f = std::strtof(s.c_str(), &end);
-    if (end != s.c_str() + s.size()) return std::nullopt;
-    if (errno == ERANGE && std::isinf(f)) return std::nullopt;
-    return f;
+    return parse_whole<float>(std::string(text), [](const char* p, char** end) { return std::strtof(p, end); });
 }
 
 }  // namespace fp8kit

@@ -656,16 +656,10 @@ private:
         std::vector<At> at;
         std::vector<hsize_t> offset(rank);
         for (hsize_t k = 0; k < written; ++k) {
-            unsigned mask = 0;
-            haddr_t addr = HADDR_UNDEF;
-            hsize_t size = 0;
-            if (H5Dget_chunk_info(dset, space.get(), k, offset.data(), &mask, &addr, &size) < 0 ||
-                addr == HADDR_UNDEF || size == 0 || size > (std::uint64_t(4) << 30) || addr > file_size_ ||
-                size > file_size_ - addr || offset[0] % chunk[0] != 0 || offset[0] >= plan.dims[0]) {
-                H5Eclear2(H5E_DEFAULT);
+            Located c;
+            if (!chunk_info(dset, space.get(), k, offset, c) || offset[0] % chunk[0] != 0 || offset[0] >= plan.dims[0])
                 return false;
-            }
-            at.push_back({offset[0], addr, size, mask});
+            at.push_back({offset[0], c.addr, c.size, c.mask});
         }
         std::sort(at.begin(), at.end(), [](const At& a, const At& b) { return a.row < b.row; });
         for (std::size_t k = 1; k < at.size(); ++k)
@@ -1028,6 +1022,21 @@ private:
         std::uint64_t addr = 0, size = 0;  // size 0: never written
         unsigned mask = 0;
     };
+    // The k-th written chunk (H5Dget_chunk_info): its offset in elements into `offset`, where its
+    // bytes are and its filter mask into `out`; false (libhdf5's error cleared) when libhdf5 cannot
+    // say or the bytes are not within the file (more than 4 GiB, or past its end).
+    bool chunk_info(hid_t dset, hid_t space, hsize_t k, std::vector<hsize_t>& offset, Located& out) {
+        unsigned mask = 0;
+        haddr_t addr = HADDR_UNDEF;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info(dset, space, k, offset.data(), &mask, &addr, &size) < 0 || addr == HADDR_UNDEF ||
+            size == 0 || size > (std::uint64_t(4) << 30) || addr > file_size_ || size > file_size_ - addr) {
+            H5Eclear2(H5E_DEFAULT);
+            return false;
+        }
+        out = Located{addr, size, mask};
+        return true;
+    }
     std::vector<Located> locate_chunks(hid_t dset, const std::vector<hsize_t>& grid, const std::vector<hsize_t>& chunk,
                                        std::uint64_t nchunks) {
         constexpr std::uint64_t kLocateMax = 1024;
@@ -1042,22 +1051,15 @@ private:
         std::vector<Located> out(static_cast<std::size_t>(nchunks));
         std::vector<hsize_t> offset(rank);
         for (hsize_t k = 0; k < n; ++k) {
-            unsigned mask = 0;
-            haddr_t addr = HADDR_UNDEF;
-            hsize_t size = 0;
-            if (H5Dget_chunk_info(dset, space.get(), k, offset.data(), &mask, &addr, &size) < 0 ||
-                addr == HADDR_UNDEF || size == 0 || size > (std::uint64_t(4) << 30) || addr > file_size_ ||
-                size > file_size_ - addr) {
-                H5Eclear2(H5E_DEFAULT);
-                return {};
-            }
+            Located c;
+            if (!chunk_info(dset, space.get(), k, offset, c)) return {};
             std::uint64_t lin = 0;
             for (int d = 0; d < rank; ++d) {
                 if (offset[d] % chunk[d] != 0 || offset[d] / chunk[d] >= grid[d]) return {};
                 lin = lin * grid[d] + offset[d] / chunk[d];
             }
             if (out[lin].size != 0) return {};  // listed twice: leave it to libhdf5
-            out[lin] = Located{addr, size, mask};
+            out[lin] = c;
         }
         return out;
     }

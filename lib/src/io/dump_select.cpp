@@ -211,48 +211,50 @@ Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptio
 
 Dump::~Dump() = default;
 
-void Dump::read(std::size_t i, const ChunkFn& fn) {
-    const TensorInfo& t = tensors_.at(i);
-    if (!open_ || open_->path() != t.file) {
-        open_.reset();
-        open_ = open_source(t.file, opts_);
+namespace {
+
+// The source of t's file: `open` when it is that file, else the file opened in its place (one file
+// is kept open, so that consecutive reads from one file open it once).
+Source& source_of(std::unique_ptr<Source>& open, const TensorInfo& t, const ReadOptions& opts) {
+    if (!open || open->path() != t.file) {
+        open.reset();
+        open = open_source(t.file, opts);
     }
+    return *open;
+}
+
+// Runs `read`; codes its reader found bad become a DumpError naming the file and tensor.
+template <class Read>
+void naming_bad_codes(const TensorInfo& t, const Read& read) {
     try {
-        open_->read(t, fn);
+        read();
     } catch (const detail::BadCodes& e) {
         throw DumpError(t.file, t.name, e.what());
     }
+}
+
+}  // namespace
+
+void Dump::read(std::size_t i, const ChunkFn& fn) {
+    const TensorInfo& t = tensors_.at(i);
+    Source& s = source_of(open_, t, opts_);
+    naming_bad_codes(t, [&] { s.read(t, fn); });
 }
 
 void Dump::read_runs(std::size_t i, const ChunkFn& fn) {
     const TensorInfo& t = tensors_.at(i);
-    if (!open_ || open_->path() != t.file) {
-        open_.reset();
-        open_ = open_source(t.file, opts_);
-    }
-    try {
-        open_->read_runs(t, fn);
-    } catch (const detail::BadCodes& e) {
-        throw DumpError(t.file, t.name, e.what());
-    }
+    Source& s = source_of(open_, t, opts_);
+    naming_bad_codes(t, [&] { s.read_runs(t, fn); });
 }
 
 std::shared_ptr<const void> Dump::map(std::size_t i) {
     const TensorInfo& t = tensors_.at(i);
-    if (!open_ || open_->path() != t.file) {
-        open_.reset();
-        open_ = open_source(t.file, opts_);
-    }
-    return open_->map(t);
+    return source_of(open_, t, opts_).map(t);
 }
 
 void Dump::read_into(std::size_t i, void* dest, const PlacedFn& placed) {
     const TensorInfo& t = tensors_.at(i);
-    if (!open_ || open_->path() != t.file) {
-        open_.reset();
-        open_ = open_source(t.file, opts_);
-    }
-    open_->read_into(t, dest, placed);
+    source_of(open_, t, opts_).read_into(t, dest, placed);
 }
 
 }  // namespace fp8kit::dump

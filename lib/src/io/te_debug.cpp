@@ -23,6 +23,7 @@
 #include "fp8kit/io/gate.hpp"
 #include "fp8kit/io/json_number.hpp"
 #include "fp8kit/io/printable.hpp"
+#include "fp8kit/io/report_fields.hpp"
 
 namespace fp8kit::te {
 namespace {
@@ -300,6 +301,24 @@ std::string_view name(Combine c) {
     return "per rank";
 }
 
+Combine combine_of(const StatSeries& s) { return s.rank ? Combine::none : combine_of(s.parts.stat); }
+
+const io::FieldTable<StatSeries>& series_fields() {
+    using V = io::FieldValue;
+    static const io::FieldTable<StatSeries> t = {
+        {"name", [](const StatSeries& s) -> V { return std::string_view(s.name); }},
+        {"layer", [](const StatSeries& s) -> V { return std::string_view(s.parts.layer); }},
+        {"tensor", [](const StatSeries& s) -> V { return std::string_view(s.parts.tensor); }},
+        {"recipe", [](const StatSeries& s) -> V { return std::string_view(s.parts.recipe); }},
+        {"stat", [](const StatSeries& s) -> V { return std::string_view(s.parts.stat); }},
+        {"columnwise", [](const StatSeries& s) -> V { return s.parts.columnwise; }},
+        {"combine", [](const StatSeries& s) -> V { return name(combine_of(s)); }},
+        {"rank", [](const StatSeries& s) -> V { return s.rank ? V(std::int64_t{*s.rank}) : V(); }},
+        {"ranks", [](const StatSeries& s) -> V { return std::int64_t{s.ranks}; }},
+    };
+    return t;
+}
+
 std::string_view per_rank_reason(std::string_view stat) {
     if (combine_of(stat) != Combine::none) return "";
     const bool count = stat == "sum" || stat == "numel" || stat == "l1_norm" || stat == "l2_norm_square" ||
@@ -403,16 +422,7 @@ nlohmann::json stats_json(const RunStats& r) {
     auto& series = j["series"] = nlohmann::json::array();
     for (const auto& s : r.series) {
         nlohmann::json o;
-        o["name"] = s.name;
-        o["layer"] = s.parts.layer;
-        o["tensor"] = s.parts.tensor;
-        o["recipe"] = s.parts.recipe;
-        o["stat"] = s.parts.stat;
-        o["columnwise"] = s.parts.columnwise;
-        const Combine c = s.rank ? Combine::none : combine_of(s.parts.stat);
-        o["combine"] = std::string(name(c));
-        o["rank"] = s.rank ? nlohmann::json(*s.rank) : nlohmann::json(nullptr);
-        o["ranks"] = s.ranks;
+        io::put_fields(o, series_fields(), s);
         o["steps"] = s.steps;
         auto& v = o["values"] = nlohmann::json::array();
         auto& ok = o["readable"] = nlohmann::json::array();
@@ -435,7 +445,7 @@ nlohmann::json stats_json(const RunStats& r) {
 std::string stats_csv(const RunStats& r) {
     std::string out = "step,name,layer,tensor,recipe,stat,columnwise,combine,rank,ranks,value,readable\n";
     for (const auto& s : r.series) {
-        const Combine c = s.rank ? Combine::none : combine_of(s.parts.stat);
+        const Combine c = combine_of(s);
         const std::string head =
             fmt::format("{},{},{},{},{},{},{},{},{}", io::csv_field(s.name), io::csv_field(s.parts.layer),
                         s.parts.tensor, s.parts.recipe, io::csv_field(s.parts.stat), s.parts.columnwise ? 1 : 0,
@@ -444,6 +454,32 @@ std::string stats_csv(const RunStats& r) {
             out += fmt::format("{},{},{:.17g},{}\n", s.steps[k], head, s.values[k], s.readable(k) ? 1 : 0);
     }
     return out;
+}
+
+void write_stats_text(const RunStats& r, std::size_t width, std::FILE* out) {
+    fmt::print(out, "TransformerEngine statistics: {} files, {} series\n\n", r.files.size(), r.series.size());
+    // The name column: as wide as the longest name, within `width` (the other columns take 72).
+    std::size_t w = 4;
+    for (const auto& s : r.series) w = std::max(w, io::printable(s.name).size());
+    if (width) w = std::min(w, std::max<std::size_t>(24, width > 72 ? width - 72 : 0));
+    fmt::print(out, "{:<{}}  {:<8}  {:>5}  {:>6}  {:>10}  {:>14}  {:>14}  {:>10}\n", "name", w, "combine", "rank",
+               "steps", "last step", "last value", "max", "unreadable");
+    for (const auto& s : r.series) {
+        std::size_t bad = 0;
+        double mx = -INFINITY;
+        for (std::size_t k = 0; k < s.steps.size(); ++k) {
+            if (!s.readable(k)) ++bad;
+            mx = std::max(mx, s.values[k]);
+        }
+        fmt::print(out, "{}  {:<8}  {:>5}  {:>6}  {:>10}  {:>14.6g}  {:>14.6g}  {:>10}\n", io::name_cell(s.name, w, 0),
+                   name(combine_of(s)), s.rank ? std::to_string(*s.rank) : "all " + std::to_string(s.ranks),
+                   s.steps.size(), s.steps.empty() ? 0 : s.steps.back(), s.values.empty() ? NAN : s.values.back(), mx,
+                   bad);
+    }
+    fmt::print(out,
+               "\nranks combined by max, min or numel-weighted mean where the statistic allows it; sums, counts and "
+               "derived statistics stay per rank (docs/replay.md); --json or --csv for every step\n");
+    for (const auto& n : r.skipped) fmt::print(out, "note: skipped {}\n", io::printable(n.describe()));
 }
 
 RunStats read_run_stats(const std::string& path) {

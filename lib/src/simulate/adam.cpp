@@ -67,7 +67,7 @@ struct KernelConst {
 
 MsampAdam::MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq, AdamHyper h,
                      std::int64_t step, bool fp16_master)
-    : h_(h), step_(step), fp16_master_(fp16_master), w0_(weight), w32_(std::move(weight)) {
+    : AdamReference(std::move(weight), h, step), fp16_master_(fp16_master) {
     const std::size_t n = w32_.size();
     if (exp_avg.empty()) exp_avg.assign(n, 0.0f);
     if (exp_avg_sq.empty()) exp_avg_sq.assign(n, 0.0f);
@@ -85,12 +85,17 @@ MsampAdam::MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std:
         wsim_ = w32_;
 }
 
-void MsampAdam::step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
+void AdamReference::begin_step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
     const std::size_t n = w32_.size();
     if (grad.size() != n || ref_grad.size() != n)
         throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}",
                                                 grad.size() != n ? grad.size() : ref_grad.size(), n));
     ++step_;
+}
+
+void MsampAdam::step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
+    begin_step(grad, ref_grad);
+    const std::size_t n = w32_.size();
     const KernelConst k(h_, step_);
     // param.mul_(1 - lr * weight_decay): a Python double used as float32
     const float decay = static_cast<float>(1.0 - h_.lr * h_.weight_decay);

@@ -130,7 +130,7 @@ std::vector<float> TeState::dequantized() const {
 
 TeFusedAdam::TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq,
                          AdamHyper h, std::int64_t step, TeAdamOptions o)
-    : h_(h), step_(step), w0_(weight), w32_(std::move(weight)) {
+    : AdamReference(std::move(weight), h, step) {
     const std::size_t n = w32_.size();
     if (o.master != StateDtype::f32 && o.master != StateDtype::f16)
         throw std::invalid_argument(
@@ -151,11 +151,8 @@ TeFusedAdam::TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, 
 }
 
 void TeFusedAdam::step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
+    begin_step(grad, ref_grad);
     const std::size_t n = w32_.size();
-    if (grad.size() != n || ref_grad.size() != n)
-        throw std::invalid_argument(fmt::format("gradient of {} elements for a weight of {}",
-                                                grad.size() != n ? grad.size() : ref_grad.size(), n));
-    ++step_;
     const TeKernel k(h_, step_);
     for (std::size_t i = 0; i < n; ++i) k(ref_grad[i], w32_[i], m32_[i], v32_[i]);  // FP32 reference
     // 1. get_unscaled_state for exp_avg, exp_avg_sq, master_param; 2. multi_tensor_adam;

@@ -450,18 +450,21 @@ struct EngineTypes {
     static constexpr bool scaled = Scaled_;
 };
 
-// fn(EngineTypes<W, C, F, Scaled>{}) for the request's input type, rounding type and format.
+// The request checked (check_request), then fn(EngineTypes<W, C, F, Scaled>{}, raw, mult) for its
+// input type, rounding type and format: both entry points' way into the engine.
 template <class Fn>
 decltype(auto) with_engine_types(const ValidateRequest& rq, Fn&& fn) {
+    std::vector<float> raw, mult;
+    check_request(rq, raw, mult);
     return emu::with_wide(rq.from, [&](auto w) {
         using W = decltype(w);
         return emu::with_format(rq.to, [&](auto f) {
             using F = decltype(f);
-            if (rq.scaling.mode == ScaleMode::none) return fn(EngineTypes<W, W, F, false>{});
+            if (rq.scaling.mode == ScaleMode::none) return fn(EngineTypes<W, W, F, false>{}, raw, mult);
             if constexpr (std::is_same_v<W, emu::Binary64>)
-                return fn(EngineTypes<W, emu::Binary64, F, true>{});
+                return fn(EngineTypes<W, emu::Binary64, F, true>{}, raw, mult);
             else
-                return fn(EngineTypes<W, emu::Binary32, F, true>{});
+                return fn(EngineTypes<W, emu::Binary32, F, true>{}, raw, mult);
         });
     });
 }
@@ -478,9 +481,7 @@ std::optional<ValidateReport> validate(const ValidateRequest& rq, const Validate
         throw std::invalid_argument("validate: a split needs 0 <= part < parts and a gather");
     if (rq.n > 0 && (rq.input == nullptr || rq.codes == nullptr))
         throw std::invalid_argument("validate: input or codes is null");
-    std::vector<float> raw, mult;
-    check_request(rq, raw, mult);
-    return with_engine_types(rq, [&](auto t) {
+    return with_engine_types(rq, [&](auto t, const auto& raw, const auto& mult) {
         using T = decltype(t);
         return run<typename T::W, typename T::C, typename T::F, T::scaled>(rq, opt, split, raw, mult);
     });
@@ -496,9 +497,7 @@ ValidateReport validate_mismatches(const ValidateRequest& rq, const MismatchScan
     for (std::size_t j = 0; j < m; ++j)
         if (scan.indices[j] >= scan.n || (j > 0 && scan.indices[j] <= scan.indices[j - 1]))
             throw std::invalid_argument("validate: the scan's indices are not ascending below n");
-    std::vector<float> raw, mult;
-    check_request(rq, raw, mult);
-    return with_engine_types(rq, [&](auto t) {
+    return with_engine_types(rq, [&](auto t, const auto& raw, const auto& mult) {
         using T = decltype(t);
         return run_mismatches<typename T::W, typename T::C, typename T::F, T::scaled>(rq, scan, opt, raw, mult);
     });

@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <memory>
 
+#include <fmt/format.h>
+
 #include "fp8kit/analysis/trace_input.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "fp8kit/warn/watch.hpp"
 
 namespace fp8kit::warn {
@@ -52,6 +55,40 @@ nlohmann::json WatchReport::to_json() const {
     for (const auto& x : norms) nw.push_back(x.to_json());
     j["risk"] = risk.to_json();
     return j;
+}
+
+void write_text(const WatchReport& rep, std::size_t most, std::FILE* out) {
+    // Top-level warnings (ranked first), then the info section folded by signal and reason.
+    const auto top = static_cast<std::size_t>(
+        std::count_if(rep.warnings.begin(), rep.warnings.end(), [](const Warning& w) { return w.level == "warning"; }));
+    fmt::print(out, "{} tensor series, {} dumped tensors, {} SwiGLU pairs: {} warning(s), {} info\n\n",
+               rep.tensors.size(), rep.shapes.size(), rep.swiglu.size(), top, rep.warnings.size() - top);
+    for (const auto& n : rep.skipped) fmt::print(out, "note: skipped {}\n", io::printable(n.describe()));
+    for (std::size_t i = 0; i < top && (most == 0 || i < most); ++i)
+        fmt::print(out, "{}. {}\n", i + 1, to_text(rep.warnings[i]));
+    if (most && top > most) fmt::print(out, "... {} more warning(s) (--top 0 lists all, --json has all)\n", top - most);
+    if (top < rep.warnings.size())
+        fmt::print(out, "info ({} item(s), each with its evidence in --json and --csv):\n{}", rep.warnings.size() - top,
+                   info_text(rep.warnings));
+    for (const auto& c : rep.bf16) {
+        std::string last, err;
+        for (const auto& l : c.last) last += (last.empty() ? "" : ", ") + io::printable(l);
+        for (const auto& l : c.by_error) err += (err.empty() ? "" : ", ") + io::printable(l);
+        fmt::print(out,
+                   "BF16 layers under {} ({}, step {}): {} of {} linear layers, the last: {}; by wgrad error: {}\n",
+                   c.recipe, io::printable(c.file), c.step, c.keep, c.linear_layers, last, err);
+    }
+}
+
+void write_json(const WatchReport& rep, const std::vector<std::string>& files, std::FILE* out) {
+    nlohmann::json j = rep.to_json();
+    j["files"] = files;
+    fmt::print(out, "{}\n", j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+void write_csv(const WatchReport& rep, std::FILE* out) {
+    fmt::print(out, "{}\n", csv_header());
+    for (const auto& w : rep.warnings) fmt::print(out, "{}\n", to_csv_row(w));
 }
 
 WatchReport watch_files(const WatchInputs& in) {

@@ -38,4 +38,8 @@ Comm& serial();
 Comm& world();
 void set_world(Comm* c);
 
+// Collective: the worst (largest) of every rank's exit status, on every rank. A split command's
+// outcome is its writing rank's and every other rank's at once (tools/main.cpp).
+int worst_status(Comm& comm, int status);
+
 }  // namespace fp8kit::cluster

@@ -19,4 +19,10 @@ struct LauncherStdout {
 // what the report goes through, unchecked.
 LauncherStdout launcher_stdout();
 
+// For the rank that writes the report: makes descriptor 1 the launcher's standard output
+// (launcher_stdout, io::adopt_stdout) so that a failure there is seen. When the launcher's
+// standard output is closed, descriptor 1 becomes /dev/full (as for a closed one of our own) and
+// io::set_stdout_closed is called; returns true then, false otherwise.
+bool write_to_launcher_stdout();
+
 }  // namespace fp8kit::cluster

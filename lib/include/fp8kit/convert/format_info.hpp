@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "fp8kit/convert/names.hpp"
 
@@ -34,5 +37,10 @@ CodeClass classify(Format f, std::uint8_t code);
 
 // "s e m" fields of a code as binary digits, e.g. "0 1111 110" (E8M0: "11111110").
 std::string fields(Format f, std::uint8_t code);
+
+// `fp8kit formats`: every format's bits, bias, limits (with their codes), -0, NaN and Inf codes
+// and ml_dtypes name, as a table (one row per format) or as JSON (an array of objects).
+nlohmann::json formats_json();
+void write_formats_text(std::FILE* out);
 
 }  // namespace fp8kit

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +23,11 @@
 
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/numerics/roles.hpp"
+
+namespace fp8kit::io {
+template <class Row>
+class FieldTable;  // io/report_fields.hpp
+}  // namespace fp8kit::io
 
 namespace fp8kit::te {
 
@@ -138,6 +144,11 @@ struct StatSeries {
     std::vector<int> significant;
     bool readable(std::size_t k) const { return significant[k] >= kMinSignificant; }
 };
+// How the series' values were combined over ranks: none for a series kept per rank.
+Combine combine_of(const StatSeries& s);
+// A series' fields other than its steps and values (name, layer, tensor, recipe, stat,
+// columnwise, combine, rank: null when combined, ranks): stats_json's keys and fp8kit.te_stats'.
+const io::FieldTable<StatSeries>& series_fields();
 // One series per name (combined over ranks where combine_of allows, else one per rank), steps
 // sorted. A step logged by only some ranks is combined over those (ranks counts the most). A
 // combined max or min is unreadable when any rank's value is; a weighted mean likewise.
@@ -163,5 +174,9 @@ void keep_series(RunStats& r, const std::vector<std::string>& globs);
 // when combined; one row per series and step, series in name order).
 nlohmann::json stats_json(const RunStats& r);
 std::string stats_csv(const RunStats& r);
+// The table of `fp8kit replay --stats`: a header, one row per series (combine, rank, steps, last
+// step and value, max, unreadable steps), the note on combining and the skipped lines. The name
+// column is as wide as the longest name, or within `width` columns when `width` is not 0.
+void write_stats_text(const RunStats& r, std::size_t width, std::FILE* out);
 
 }  // namespace fp8kit::te

@@ -2,6 +2,7 @@
 // a trace, plus the shape signals) read, analysed and ranked into one report.
 #pragma once
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,14 @@ struct WatchReport {
 // Bad input throws trace::TraceError or dump::DumpError naming the file; a bad setting
 // std::invalid_argument naming it.
 WatchReport watch_files(const WatchInputs& in);
+// The text of `fp8kit watch`: the counts, the skipped datasets, the first `most` top-level
+// warnings numbered (all when 0), the info section folded by signal and reason, the BF16 layer
+// choices.
+void write_text(const WatchReport& rep, std::size_t most, std::FILE* out);
+// `fp8kit watch --json`: to_json() with the files as given ("files"); `--csv`: csv_header(), then
+// one row per warning, ranked.
+void write_json(const WatchReport& rep, const std::vector<std::string>& files, std::FILE* out);
+void write_csv(const WatchReport& rep, std::FILE* out);
 
 }  // namespace fp8kit::warn
 
