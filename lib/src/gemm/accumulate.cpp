@@ -157,14 +157,24 @@ std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& model, co
 // read from the decoded row and panel instead of through the codes. Columns never mix, so every
 // output has the bits of element(), and the loops over columns are left to the vectoriser.
 
+// The tile kernels are compiled twice, for AVX2 and for the baseline x86-64, and the processor
+// picks one when the library loads (GCC's target_clones): wider vectors of the same IEEE
+// operations. No contraction in either (-ffp-contract=off; AVX2 alone has no FMA), integer
+// conversions truncate toward zero in both, so both clones give the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FP8KIT_GEMM_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define FP8KIT_GEMM_CLONES
+#endif
+
 // The column whose scale a tile column reads: padding columns (past N) read the last real one,
 // so no scale is read out of range (their outputs are dropped).
 std::size_t scale_column(const Panel& p, std::size_t jj, std::size_t j) { return p.j0 + std::min(jj + j, p.count - 1); }
 
 // fp32_element for a tile: inner[j] = fl32(inner[j] + fl32(va * vb)) in k order (fp32_add, no
 // contraction: -ffp-contract=off), each span scaled by fp32_scale as there.
-void fp32_tile(const GemmRequest& rq, std::size_t i, const DecodedRow& row, const Panel& p, std::size_t jj,
-               std::uint32_t* out) {
+FP8KIT_GEMM_CLONES void fp32_tile(const GemmRequest& rq, std::size_t i, const DecodedRow& row, const Panel& p,
+                                  std::size_t jj, std::uint32_t* out) {
     const bool blocks = rq.a.scale_kind == ScaleKind::block;
     const std::size_t span = blocks ? 128 : std::max<std::size_t>(rq.k, 1), kblocks = (rq.k + 127) / 128;
     float outer[kTile] = {};
@@ -189,8 +199,8 @@ void fp32_tile(const GemmRequest& rq, std::size_t i, const DecodedRow& row, cons
 // values is exact in binary64 (at most 2 x 8 significant bits) and a multiple of 2^lsb, and
 // every partial sum is such a multiple below 2^(width - 1) units (exact_width's bound), so no
 // addition rounds; the sum in units of 2^lsb is then an exact integer, converted without loss.
-void exact_tile(const GemmRequest& rq, const Tables& t, std::size_t i, const DecodedRow& row, const Panel& p,
-                std::size_t jj, std::uint32_t* out) {
+FP8KIT_GEMM_CLONES void exact_tile(const GemmRequest& rq, const Tables& t, std::size_t i, const DecodedRow& row,
+                                   const Panel& p, std::size_t jj, std::uint32_t* out) {
     const int lsb = t.a.min_exp + t.b.min_exp;
     const bool blocks = rq.a.scale_kind == ScaleKind::block;
     const std::size_t span = blocks ? 128 : std::max<std::size_t>(rq.k, 1);
@@ -224,22 +234,29 @@ void exact_tile(const GemmRequest& rq, const Tables& t, std::size_t i, const Dec
 //    from binary64's limits) and below 2^(bits + 1) <= 2^30 in magnitude (the product is below
 //    2^(e + 2), unit = e + 1 - bits), so the conversion to int32, which truncates toward zero,
 //    gives the same integer;
-//  - the sum h of the halves: integers below 2^53 in magnitude (check_request's bound
-//    bits + log2(group + 1) + 2 <= 53), so the binary64 sum is the exact integer sum;
+//  - the sum h of the halves: the products' truncated terms summed in binary64, integers
+//    below 2^30 each and below 2^42 together (group <= 4096), so the binary64 sum is the exact
+//    integer sum; doubled and added to the accumulator's halves in int64 (integer additions,
+//    no overflow: their order does not matter);
 //  - the end: finish_step<int64_t> of the same h and unit, or 0 for an empty step.
-void aligned_fast_step(float (&c)[kTile], int n, const float* av, const std::int32_t* afe, const float* bv,
-                       const std::int32_t* bfe, std::size_t stride, const numerics::gemm::ModelParams& m) {
+FP8KIT_GEMM_CLONES void aligned_fast_step(float (&c)[kTile], int n, const float* av, const std::int32_t* afe,
+                                          const float* bv, const std::int32_t* bfe, std::size_t stride,
+                                          const numerics::gemm::ModelParams& m) {
     namespace ng = numerics::gemm;
     std::int32_t e[kTile];
     for (std::size_t j = 0; j < kTile; ++j) e[j] = ng::float_exponent(c[j]);
-    for (int q = 0; q < n; ++q) {
-        const float* b = bv + q * stride;
-        if (m.nominal_exponent) {
+    if (m.nominal_exponent) {
+        for (int q = 0; q < n; ++q) {
             const std::int32_t fa = afe[q];
             const std::int32_t* fb = bfe + q * stride;
+#pragma omp simd
             for (std::size_t j = 0; j < kTile; ++j) e[j] = std::max(e[j], fa + fb[j]);
-        } else {
+        }
+    } else {
+        for (int q = 0; q < n; ++q) {
             const double va = av[q];
+            const float* b = bv + q * stride;
+#pragma omp simd
             for (std::size_t j = 0; j < kTile; ++j) {
                 const double prod = va * static_cast<double>(b[j]);
                 const auto field = static_cast<std::int32_t>((bit_cast<std::uint64_t>(prod) >> 52) & 0x7FF);
@@ -247,27 +264,31 @@ void aligned_fast_step(float (&c)[kTile], int n, const float* av, const std::int
             }
         }
     }
-    double h[kTile], inv_unit[kTile];
+    // kept[j]: the sum of the products' truncated terms (halves / 2), an exact integer.
+    double kept[kTile] = {}, inv_unit[kTile];
     for (std::size_t j = 0; j < kTile; ++j) {
-        const int unit = ng::step_unit(e[j], m);
-        const ng::FloatTerm t = ng::float_term(c[j]);
-        h[j] = static_cast<double>(ng::align_halves<std::int64_t>(t.sig, t.exp, unit, m));
         // 2^-unit; an empty step (every product zero, e far below) scales zeros by 1 instead.
-        const int field = ng::step_is_empty(e[j]) ? 1023 : 1023 - unit;
+        const int field = ng::step_is_empty(e[j]) ? 1023 : 1023 - ng::step_unit(e[j], m);
         inv_unit[j] = bit_cast<double>(static_cast<std::uint64_t>(field) << 52);
     }
     for (int q = 0; q < n; ++q) {
         const double va = av[q];
         const float* b = bv + q * stride;
-        for (std::size_t j = 0; j < kTile; ++j) {
-            const double x = (va * static_cast<double>(b[j])) * inv_unit[j];
-            h[j] += 2.0 * static_cast<double>(static_cast<std::int32_t>(x));
-        }
+#pragma omp simd
+        for (std::size_t j = 0; j < kTile; ++j)
+            kept[j] += static_cast<double>(static_cast<std::int32_t>((va * static_cast<double>(b[j])) * inv_unit[j]));
     }
-    for (std::size_t j = 0; j < kTile; ++j)
-        c[j] = ng::step_is_empty(e[j])
-                   ? 0.0f
-                   : ng::finish_step<std::int64_t>(static_cast<std::int64_t>(h[j]), ng::step_unit(e[j], m), m);
+    for (std::size_t j = 0; j < kTile; ++j) {
+        if (ng::step_is_empty(e[j])) {
+            c[j] = 0.0f;
+            continue;
+        }
+        const int unit = ng::step_unit(e[j], m);
+        const ng::FloatTerm t = ng::float_term(c[j]);
+        const std::int64_t h =
+            ng::align_halves<std::int64_t>(t.sig, t.exp, unit, m) + 2 * static_cast<std::int64_t>(kept[j]);
+        c[j] = ng::finish_step<std::int64_t>(h, unit, m);
+    }
 }
 
 // aligned_range for a tile: aligned_step on a 1 x kTile tile (the CUDA model's tiles: each
