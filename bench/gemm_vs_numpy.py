@@ -16,16 +16,21 @@ With --baseline OTHER_FP8KIT, every model runs under the other binary too, its t
 beside, and both outputs are compared bit for bit (the script exits 1 on a difference), so one
 run measures before and after and checks that a change kept the bits.
 
-Prints a table per shape: seconds and the ratio to numpy's time (> 1: slower than numpy). On a
-shared machine other processes take CPU time from every side; each figure is the best of its
-repetitions, the closest each comes to an unshared machine.
+Prints a table per shape: wall and CPU seconds (user + sys of every thread) and their ratios to
+numpy's (> 1: slower than numpy); the speed-up over the baseline is the ratio of CPU times. On a
+shared machine other processes take CPU time from every side and stretch wall times; each
+figure is the best of its repetitions, the closest each comes to an unshared machine, and the
+CPU times are the steadier comparison.
 
     python3 bench/gemm_vs_numpy.py [--fp8kit build/tools/fp8kit] [--baseline OLD_FP8KIT]
         [--shapes 256x256x4096,512x512x8192] [--reps 3] [--python-path build/python]
 """
+
 import argparse
+import collections
 import os
 import platform
+import resource
 import subprocess
 import sys
 import tempfile
@@ -36,6 +41,7 @@ import numpy as np
 
 MODELS = ("exact", "fp32", "sm90", "sm90-fast", "deepseek-128", "h100tc", "sm90-splitk", "sm90-fast-splitk")
 SCALE_A, SCALE_B = 0.5, 0.25
+Timing = collections.namedtuple("Timing", "wall cpu")
 
 
 def model_text(model: str, k: int) -> str:
@@ -56,12 +62,21 @@ def make_operands(m: int, n: int, k: int, seed: int):
 
 
 def best_of(reps: int, fn):
-    best, result = float("inf"), None
+    """Best wall time, best CPU time (user + sys of this process and of the commands it waited
+    for: every thread of numpy's BLAS, of the module's OpenMP, of `fp8kit gemm`) and the result."""
+    best, best_cpu, result = float("inf"), float("inf"), None
     for _ in range(reps):
+        c0 = cpu_seconds()
         t0 = time.perf_counter()
         result = fn()
         best = min(best, time.perf_counter() - t0)
-    return best, result
+        best_cpu = min(best_cpu, cpu_seconds() - c0)
+    return Timing(best, best_cpu), result
+
+
+def cpu_seconds() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def numpy_gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -97,34 +112,35 @@ def bench_shape(args, shape, tmp, fp8kit_py) -> bool:
     np.save(files[1], b)
     t_np, ref = best_of(args.reps, lambda: numpy_gemm(a, b))
     print(f"\n{m} x {n} x {k} (M x N x K), E4M3, tensorwise scales {SCALE_A} and {SCALE_B}; best of {args.reps}")
-    head = f"{'model':<24} {'fp8kit gemm s':>13} {'/ numpy':>8}"
+    print("wall and CPU (user + sys) seconds; x np: the time over numpy's (wall / wall, CPU / CPU)")
+    head = f"{'model':<24} {'wall s':>8} {'CPU s':>8} {'x np':>6} {'CPU x np':>8}"
     if fp8kit_py:
-        head += f" {'fp8kit.gemm s':>13} {'/ numpy':>8}"
+        head += f" | {'py wall s':>9} {'x np':>6}"
     if args.baseline:
-        head += f" {'baseline s':>11} {'/ numpy':>8} {'speed-up':>8} {'bits':>5}"
+        head += f" | {'base wall':>9} {'base CPU':>8} {'x np':>6} {'CPU x np':>8} {'speed-up':>8} {'bits':>5}"
     print(head)
-    print(f"{'numpy float64 (decode + @)':<24} {t_np:>13.4f} {1.0:>8.2f}")
+    print(f"{'numpy f64 decode + @':<24} {t_np.wall:>8.4f} {t_np.cpu:>8.4f} {1.0:>6.2f} {1.0:>8.2f}")
     same = True
     for model in args.models.split(","):
         text = model_text(model, k)
         out_new, out_old = os.path.join(tmp, "new.npy"), os.path.join(tmp, "old.npy")
         t_new, _ = best_of(args.reps, lambda: run_cli(args.fp8kit, files, text, out_new))
         d = np.load(out_new)
-        line = f"{text:<24} {t_new:>13.4f} {t_new / t_np:>8.2f}"
+        line = f"{text:<24} {t_new.wall:>8.4f} {t_new.cpu:>8.4f} {t_new.wall / t_np.wall:>6.2f}"
+        line += f" {t_new.cpu / t_np.cpu:>8.2f}"
         if fp8kit_py:
-            t_py, d_py = best_of(
-                args.reps, lambda: fp8kit_py.gemm(a, b, "e4m3", "e4m3", SCALE_A, SCALE_B, accum=text)
-            )
-            line += f" {t_py:>13.4f} {t_py / t_np:>8.2f}"
+            t_py, d_py = best_of(args.reps, lambda: fp8kit_py.gemm(a, b, "e4m3", "e4m3", SCALE_A, SCALE_B, accum=text))
+            line += f" | {t_py.wall:>9.4f} {t_py.wall / t_np.wall:>6.2f}"
             same &= d_py.view(np.uint32).tobytes() == d.view(np.uint32).tobytes()
         if args.baseline:
             t_old, _ = best_of(args.baseline_reps, lambda: run_cli(args.baseline, files, text, out_old))
             equal = np.load(out_old).view(np.uint32).tobytes() == d.view(np.uint32).tobytes()
             same &= equal
-            line += f" {t_old:>11.4f} {t_old / t_np:>8.2f} {t_old / t_new:>8.2f} {'same' if equal else 'DIFF':>5}"
+            line += f" | {t_old.wall:>9.4f} {t_old.cpu:>8.4f} {t_old.wall / t_np.wall:>6.2f}"
+            line += f" {t_old.cpu / t_np.cpu:>8.2f} {t_old.cpu / t_new.cpu:>8.2f} {'same' if equal else 'DIFF':>5}"
         # How far the model is from float64: a sanity check that both sides computed D.
         err = float(np.max(np.abs(d.astype(np.float64) - ref)) / max(np.max(np.abs(ref)), 1e-300))
-        print(line + f"   max rel. to numpy {err:.1e}")
+        print(line + f"  rel. to f64 {err:.0e}")
     return same
 
 

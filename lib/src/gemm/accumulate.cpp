@@ -363,7 +363,7 @@ void tile(const GemmRequest& rq, const AccumModel& m, const Tables& t, std::size
           const Panel& p, std::size_t jj, std::uint32_t* out) {
     switch (m.kind) {
         case AccumKind::exact:
-            if (exact_width(rq) <= 53) return exact_tile(rq, t, i, row, p, jj, out);
+            if (exact_width(t.a, t.b, rq.k) <= 53) return exact_tile(rq, t, i, row, p, jj, out);
             // Wider sums keep the 128-bit integer loop of exact_element.
             for (std::size_t j = 0; j < kTile && jj + j < p.count; ++j) out[j] = exact_element(rq, t, i, p.j0 + jj + j);
             return;

@@ -12,6 +12,9 @@ struct Tables {
     CodeTable a, b;
 };
 
+// gemm::exact_width from the decoded tables.
+int exact_width(const CodeTable& a, const CodeTable& b, std::size_t k);
+
 std::uint32_t element(const GemmRequest& rq, const AccumModel& m, const Tables& t, std::size_t i, std::size_t j);
 
 struct DecodedRow;

@@ -23,11 +23,14 @@ std::size_t scale_count_for(ScaleKind kind, bool is_b, std::size_t rows, std::si
     return 0;
 }
 
-int exact_width(const GemmRequest& rq) {
-    const auto ta = detail::decode_table(rq.a.format), tb = detail::decode_table(rq.b.format);
+int detail::exact_width(const CodeTable& a, const CodeTable& b, std::size_t k) {
     // |sum| <= K * max|a| * max|b| in units of 2^(qa + qb); one more bit for the sign.
-    const double units = ta.max_units * tb.max_units * static_cast<double>(std::max<std::size_t>(rq.k, 1));
+    const double units = a.max_units * b.max_units * static_cast<double>(std::max<std::size_t>(k, 1));
     return static_cast<int>(std::ceil(std::log2(units + 1))) + 1;
+}
+
+int exact_width(const GemmRequest& rq) {
+    return detail::exact_width(detail::decode_table(rq.a.format), detail::decode_table(rq.b.format), rq.k);
 }
 
 void check_request(const GemmRequest& rq, const AccumModel& m) {
