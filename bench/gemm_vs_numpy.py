@@ -174,11 +174,12 @@ def main() -> int:
         raise SystemExit(f"--models: unknown {', '.join(unknown)} (choose from {', '.join(MODELS)})")
     fp8kit_py = import_fp8kit(args.python_path)
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
-    print(f"numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
+    print(f"numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}; load average {os.getloadavg()[0]:.2f}")
     same = True
     with tempfile.TemporaryDirectory() as tmp:
         for shape in shapes:
             same &= bench_shape(args, shape, tmp, fp8kit_py)
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     if not same:
         print("DIFFERENT BITS: an output differs between the binaries (or the Python call)", file=sys.stderr)
         return 1
