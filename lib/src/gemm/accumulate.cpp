@@ -157,12 +157,13 @@ std::uint32_t aligned_element(const GemmRequest& rq, const AccumModel& model, co
 // read from the decoded row and panel instead of through the codes. Columns never mix, so every
 // output has the bits of element(), and the loops over columns are left to the vectoriser.
 
-// The tile kernels are compiled twice, for AVX2 and for the baseline x86-64, and the processor
-// picks one when the library loads (GCC's target_clones): wider vectors of the same IEEE
-// operations. No contraction in either (-ffp-contract=off; AVX2 alone has no FMA), integer
-// conversions truncate toward zero in both, so both clones give the same bits.
+// The tile kernels are compiled three times, for AVX-512, AVX2 and the baseline x86-64, and the
+// processor picks one when the library loads (GCC's target_clones): wider vectors of the same
+// IEEE operations. No contraction in any (-ffp-contract=off; neither target enables FMA on its
+// own), and conversions to integers truncate toward zero in all, so all clones give the same
+// bits.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define FP8KIT_GEMM_CLONES __attribute__((target_clones("avx2", "default")))
+#define FP8KIT_GEMM_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define FP8KIT_GEMM_CLONES
 #endif
