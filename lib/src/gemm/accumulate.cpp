@@ -309,7 +309,7 @@ void aligned_range_tile(const GemmRequest& rq, const numerics::gemm::ModelParams
             const int n = static_cast<int>(std::min<std::size_t>(m.group, c1 - k0));
             if (fast) {
                 const std::size_t at = k0 * p.stride + jj;
-                aligned_fast_step(inner[0], n, row.value.data() + k0, row.field_exp.data() + k0, p.value.data() + at,
+                aligned_fast_step(inner[0], n, row.value + k0, row.field_exp + k0, p.value.data() + at,
                                   p.field_exp.data() + at, p.stride, m);
                 continue;
             }

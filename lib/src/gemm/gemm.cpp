@@ -78,6 +78,11 @@ std::vector<std::uint32_t> gemm(const GemmRequest& rq, const AccumModel& m) {
     const std::vector<char> special_a = detail::special_rows(rq.a, t.a, rq.k);
     const std::vector<char> special_b = detail::special_rows(rq.b, t.b, rq.k);
     std::vector<std::uint32_t> d(M * N);
+    // A decoded once when its entries are small (float32 values, and field exponents: 4 or 8
+    // bytes a code); CodeTerms (16 bytes) one row at a time, again for every panel.
+    const bool whole_a = what != detail::Decoded::terms;
+    detail::DecodedRows all_a;
+    if (whole_a) detail::decode_rows(rq, t, what, 0, M, all_a);
     detail::Panel panel;
     // Each element depends only on its row of A and column of B, computed in k order: the same
     // bits for any thread count, schedule, panel and tile.
@@ -85,11 +90,12 @@ std::vector<std::uint32_t> gemm(const GemmRequest& rq, const AccumModel& m) {
         detail::decode_panel(rq, t, what, j0, panel);
 #pragma omp parallel
         {
-            detail::DecodedRow row;
+            detail::DecodedRows own;
 #pragma omp for schedule(dynamic, 1)
             for (std::ptrdiff_t si = 0; si < static_cast<std::ptrdiff_t>(M); ++si) {
                 const auto i = static_cast<std::size_t>(si);
-                detail::decode_row(rq, t, what, i, row);
+                if (!whole_a) detail::decode_rows(rq, t, what, i, 1, own);
+                const detail::DecodedRow row = whole_a ? detail::row_of(all_a, i, rq.k) : detail::row_of(own, 0, rq.k);
                 for (std::size_t jj = 0; jj < panel.count; jj += detail::kTile) {
                     std::uint32_t out[detail::kTile];
                     detail::tile(rq, m, t, i, row, panel, jj, out);

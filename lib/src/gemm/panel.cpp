@@ -14,20 +14,30 @@ Decoded decoded_for(const AccumModel& m) {
     return aligned_fast(m) ? Decoded::values_exps : Decoded::terms;
 }
 
-void decode_row(const GemmRequest& rq, const Tables& t, Decoded what, std::size_t i, DecodedRow& row) {
-    const std::uint8_t* a = rq.a.codes + i * rq.k;
+void decode_rows(const GemmRequest& rq, const Tables& t, Decoded what, std::size_t first, std::size_t count,
+                 DecodedRows& rows) {
+    const std::uint8_t* a = rq.a.codes + first * rq.k;
+    const std::size_t n = count * rq.k;
     if (what != Decoded::terms) {
-        row.value.resize(rq.k);
-        for (std::size_t k = 0; k < rq.k; ++k) row.value[k] = t.a.code[a[k]].value;
+        rows.value.resize(n);
+        for (std::size_t q = 0; q < n; ++q) rows.value[q] = t.a.code[a[q]].value;
     }
     if (what == Decoded::values_exps) {
-        row.field_exp.resize(rq.k);
-        for (std::size_t k = 0; k < rq.k; ++k) row.field_exp[k] = t.a.term[a[k]].field_exp;
+        rows.field_exp.resize(n);
+        for (std::size_t q = 0; q < n; ++q) rows.field_exp[q] = t.a.term[a[q]].field_exp;
     }
     if (what == Decoded::terms) {
-        row.term.resize(rq.k);
-        for (std::size_t k = 0; k < rq.k; ++k) row.term[k] = t.a.term[a[k]];
+        rows.term.resize(n);
+        for (std::size_t q = 0; q < n; ++q) rows.term[q] = t.a.term[a[q]];
     }
+}
+
+DecodedRow row_of(const DecodedRows& rows, std::size_t r, std::size_t k) {
+    DecodedRow row;
+    if (!rows.value.empty()) row.value = rows.value.data() + r * k;
+    if (!rows.field_exp.empty()) row.field_exp = rows.field_exp.data() + r * k;
+    if (!rows.term.empty()) row.term = rows.term.data() + r * k;
+    return row;
 }
 
 void decode_panel(const GemmRequest& rq, const Tables& t, Decoded what, std::size_t j0, Panel& p) {

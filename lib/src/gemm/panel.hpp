@@ -15,8 +15,10 @@
 
 namespace fp8kit::gemm::detail {
 
-// Output columns computed together (one tile of accumulators per row).
-inline constexpr std::size_t kTile = 16;
+// Output columns computed together (one tile of accumulators per row): 32 float32 sums are two
+// AVX-512 vectors, so two independent chains of adds (16 columns, one chain, waited on the
+// add's latency: fp32 took twice as long).
+inline constexpr std::size_t kTile = 32;
 // Columns of B decoded together: a panel is reused by every row of A while it stays in cache
 // (32 columns x K = 4096: 512 KiB of float32, 2 MiB of CodeTerms).
 inline constexpr std::size_t kPanel = 32;
@@ -29,13 +31,22 @@ Decoded decoded_for(const AccumModel& m);
 // terms truncated toward zero without a sticky bit, every aligned term below 2^30.
 bool aligned_fast(const AccumModel& m);
 
-// A row of A, decoded.
-struct DecodedRow {
+// Rows [first, first + count) of A decoded, row r at r * k (the fields `what` asks for).
+struct DecodedRows {
     std::vector<float> value;
     std::vector<std::int32_t> field_exp;  // CodeTerm::field_exp
     std::vector<numerics::gemm::CodeTerm> term;
 };
-void decode_row(const GemmRequest& rq, const Tables& t, Decoded what, std::size_t i, DecodedRow& row);
+void decode_rows(const GemmRequest& rq, const Tables& t, Decoded what, std::size_t first, std::size_t count,
+                 DecodedRows& rows);
+
+// One decoded row of A as the tiles read it.
+struct DecodedRow {
+    const float* value = nullptr;
+    const std::int32_t* field_exp = nullptr;
+    const numerics::gemm::CodeTerm* term = nullptr;
+};
+DecodedRow row_of(const DecodedRows& rows, std::size_t r, std::size_t k);
 
 // Columns [j0, j0 + count) of B, entry (k, j) at k * stride + j; stride = count rounded up to
 // kTile, the padding columns zero (their outputs are never stored).
