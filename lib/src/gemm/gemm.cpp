@@ -9,6 +9,7 @@
 #include "accumulate.hpp"
 #include "fp8kit/convert/names.hpp"
 #include "operands.hpp"
+#include "panel.hpp"
 
 namespace fp8kit::gemm {
 
@@ -22,11 +23,14 @@ std::size_t scale_count_for(ScaleKind kind, bool is_b, std::size_t rows, std::si
     return 0;
 }
 
-int exact_width(const GemmRequest& rq) {
-    const auto ta = detail::decode_table(rq.a.format), tb = detail::decode_table(rq.b.format);
+int detail::exact_width(const CodeTable& a, const CodeTable& b, std::size_t k) {
     // |sum| <= K * max|a| * max|b| in units of 2^(qa + qb); one more bit for the sign.
-    const double units = ta.max_units * tb.max_units * static_cast<double>(std::max<std::size_t>(rq.k, 1));
+    const double units = a.max_units * b.max_units * static_cast<double>(std::max<std::size_t>(k, 1));
     return static_cast<int>(std::ceil(std::log2(units + 1))) + 1;
+}
+
+int exact_width(const GemmRequest& rq) {
+    return detail::exact_width(detail::decode_table(rq.a.format), detail::decode_table(rq.b.format), rq.k);
 }
 
 void check_request(const GemmRequest& rq, const AccumModel& m) {
@@ -68,12 +72,41 @@ std::vector<std::uint32_t> gemm(const GemmRequest& rq, const AccumModel& m) {
     check_request(rq, m);
     const detail::Tables t{detail::decode_table(rq.a.format), detail::decode_table(rq.b.format)};
     const std::size_t M = rq.a.rows, N = rq.b.rows;
+    const detail::Decoded what = detail::decoded_for(m);
+    // An element holding a NaN or Inf code (in its row of A or its column of B) takes the
+    // per-element path, whose special_result decides it; the others are computed in tiles.
+    const std::vector<char> special_a = detail::special_rows(rq.a, t.a, rq.k);
+    const std::vector<char> special_b = detail::special_rows(rq.b, t.b, rq.k);
     std::vector<std::uint32_t> d(M * N);
+    // A decoded once when its entries are small (float32 values, and field exponents: 4 or 8
+    // bytes a code); CodeTerms (16 bytes) one row at a time, again for every panel.
+    const bool whole_a = what != detail::Decoded::terms;
+    detail::DecodedRows all_a;
+    if (whole_a) detail::decode_rows(rq, t, what, 0, M, all_a);
+    detail::Panel panel;
     // Each element depends only on its row of A and column of B, computed in k order: the same
-    // bits for any thread count and schedule.
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::ptrdiff_t i = 0; i < static_cast<std::ptrdiff_t>(M); ++i)
-        for (std::size_t j = 0; j < N; ++j) d[i * N + j] = detail::element(rq, m, t, static_cast<std::size_t>(i), j);
+    // bits for any thread count, schedule, panel and tile.
+    for (std::size_t j0 = 0; j0 < N; j0 += detail::kPanel) {
+        detail::decode_panel(rq, t, what, j0, panel);
+#pragma omp parallel
+        {
+            detail::DecodedRows own;
+#pragma omp for schedule(dynamic, 1)
+            for (std::ptrdiff_t si = 0; si < static_cast<std::ptrdiff_t>(M); ++si) {
+                const auto i = static_cast<std::size_t>(si);
+                if (!whole_a) detail::decode_rows(rq, t, what, i, 1, own);
+                const detail::DecodedRow row = whole_a ? detail::row_of(all_a, i, rq.k) : detail::row_of(own, 0, rq.k);
+                for (std::size_t jj = 0; jj < panel.count; jj += detail::kTile) {
+                    std::uint32_t out[detail::kTile];
+                    detail::tile(rq, m, t, i, row, panel, jj, out);
+                    for (std::size_t j = 0; j < detail::kTile && jj + j < panel.count; ++j) {
+                        const std::size_t col = j0 + jj + j;
+                        d[i * N + col] = special_a[i] || special_b[col] ? detail::element(rq, m, t, i, col) : out[j];
+                    }
+                }
+            }
+        }
+    }
     return d;
 }
 

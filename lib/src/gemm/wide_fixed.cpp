@@ -72,12 +72,21 @@ double WideFixed::to_double_sticky() const {
     for (int i = kLimbs - 1; i >= 0 && top < 0; --i)
         if (m[i]) top = i * 64 + 63 - __builtin_clzll(m[i]);
     if (top < 0) return 0.0;
-    auto bit = [&](int b) { return b < 0 ? 0u : static_cast<unsigned>((m[b / 64] >> (b % 64)) & 1u); };
-    // 3. 41 leading bits, then one sticky bit for everything below them.
+    // 3. 41 leading bits (bits top .. lo; below bit 0, zeros), then one sticky bit for every bit
+    // below them, read a limb at a time.
+    const int lo = top - 40;
     std::uint64_t lead = 0;
-    for (int b = top; b > top - 41; --b) lead = (lead << 1) | bit(b);
     bool sticky = false;
-    for (int b = top - 41; b >= 0 && !sticky; --b) sticky = bit(b) != 0;
+    if (lo >= 0) {
+        const int w = lo / 64, off = lo % 64;
+        lead = m[w] >> off;
+        if (off + 41 > 64 && w + 1 < kLimbs) lead |= m[w + 1] << (64 - off);
+        lead &= (std::uint64_t{1} << 41) - 1;
+        sticky = (m[w] & ((std::uint64_t{1} << off) - 1)) != 0;
+        for (int i = 0; i < w && !sticky; ++i) sticky = m[i] != 0;
+    } else {
+        lead = m[0] << -lo;  // top < 40: the whole magnitude is in the lowest limb
+    }
     lead = (lead << 1) | (sticky ? 1u : 0u);
     const double v = std::ldexp(static_cast<double>(lead), top - 41 + kLsb);
     return negative ? -v : v;
