@@ -480,56 +480,55 @@ TEST_CASE("gemm device: cpu and auto need no engine; cuda without one names why"
     CHECK(select_gemm_device(Device::auto_select).gpu == nullptr);
     if (!registered_gemm_engine() && !registered_stats_engine())
         REQUIRE_THROWS_AS(select_gemm_device(Device::cuda), DeviceError);
+}
 
-    // The CPU model computes a row's outputs in tiles of columns from operands decoded per panel of
-    // B (lib/src/gemm/panel.hpp); every element must still be the function of its own row, column
-    // and scales alone: each element of D equals the 1 x 1 GEMM of its row of A and row of B.
-    // N = 40 spans two panels of 32 columns, the second with padding; K = 300 ends inside a
-    // 128-block and a 32-product step; one row of A and one of B hold NaN / Inf codes.
-    TEST_CASE("gemm each element equals the 1 x 1 GEMM of its row and column, for every scale kind", "[gemm]") {
-        const std::size_t M = 5, N = 40, K = 300, kb = (K + 127) / 128;
-        std::mt19937 rng(49);
-        Case c(M, N, K, Format::e4m3, Format::e5m2);
-        fill(c.a, Format::e4m3, rng);
-        fill(c.b, Format::e5m2, rng);
-        c.a[2 * K + 7] = 0x7F;     // E4M3 NaN
-        c.b[33 * K + 250] = 0x7C;  // E5M2 +Inf
-        std::uniform_real_distribution<float> scale(0.25f, 4.0f);
-        const std::vector<const char*> models = {"exact",
-                                                 "fp32",
-                                                 "sm90",
-                                                 "sm90-fast",
-                                                 "deepseek-128",
-                                                 "h100tc",
-                                                 "sm90-splitk:128",
-                                                 "sm90-fast-splitk:256",
-                                                 "aligned:align=rne,sticky=1"};
-        for (const ScaleKind kind : {ScaleKind::tensor, ScaleKind::row, ScaleKind::block}) {
-            c.rq.a.scale_kind = c.rq.b.scale_kind = kind;
-            c.sa.resize(scale_count_for(kind, false, M, K));
-            c.sb.resize(scale_count_for(kind, true, N, K));
-            for (auto& s : c.sa) s = scale(rng);
-            for (auto& s : c.sb) s = scale(rng);
-            for (const char* name : models) {
-                const AccumModel m = model(name);
-                const auto d = mm(c.request(), m);
-                for (std::size_t i = 0; i < M; ++i)
-                    for (std::size_t j = 0; j < N; ++j) {
-                        Case one(1, 1, K, Format::e4m3, Format::e5m2);
-                        std::copy(c.a.begin() + i * K, c.a.begin() + (i + 1) * K, one.a.begin());
-                        std::copy(c.b.begin() + j * K, c.b.begin() + (j + 1) * K, one.b.begin());
-                        one.rq.a.scale_kind = one.rq.b.scale_kind = kind;
-                        // The scales of row i of A and of row j of B (its 128-row block's, for blocks).
-                        const std::size_t sa0 = kind == ScaleKind::tensor ? 0 : kind == ScaleKind::row ? i : i * kb;
-                        const std::size_t sb0 = kind == ScaleKind::tensor ? 0
-                                                : kind == ScaleKind::row  ? j
-                                                                          : j / 128 * kb;
-                        const std::size_t per = kind == ScaleKind::block ? kb : 1;
-                        one.sa.assign(c.sa.begin() + sa0, c.sa.begin() + sa0 + per);
-                        one.sb.assign(c.sb.begin() + sb0, c.sb.begin() + sb0 + per);
-                        INFO(name << " row " << i << " column " << j);
-                        REQUIRE(mm(one.request(), m)[0] == d[i * N + j]);
-                    }
-            }
+// The CPU model computes a row's outputs in tiles of columns from operands decoded per panel of
+// B (lib/src/gemm/panel.hpp); every element must still be the function of its own row, column
+// and scales alone: each element of D equals the 1 x 1 GEMM of its row of A and row of B.
+// N = 40 spans two panels of 32 columns, the second with padding; K = 300 ends inside a
+// 128-block and a 32-product step; one row of A and one of B hold NaN / Inf codes.
+TEST_CASE("gemm each element equals the 1 x 1 GEMM of its row and column, for every scale kind", "[gemm]") {
+    const std::size_t M = 5, N = 40, K = 300, kb = (K + 127) / 128;
+    std::mt19937 rng(49);
+    Case c(M, N, K, Format::e4m3, Format::e5m2);
+    fill(c.a, Format::e4m3, rng);
+    fill(c.b, Format::e5m2, rng);
+    c.a[2 * K + 7] = 0x7F;     // E4M3 NaN
+    c.b[33 * K + 250] = 0x7C;  // E5M2 +Inf
+    std::uniform_real_distribution<float> scale(0.25f, 4.0f);
+    const std::vector<const char*> models = {"exact",
+                                             "fp32",
+                                             "sm90",
+                                             "sm90-fast",
+                                             "deepseek-128",
+                                             "h100tc",
+                                             "sm90-splitk:128",
+                                             "sm90-fast-splitk:256",
+                                             "aligned:align=rne,sticky=1"};
+    for (const ScaleKind kind : {ScaleKind::tensor, ScaleKind::row, ScaleKind::block}) {
+        c.rq.a.scale_kind = c.rq.b.scale_kind = kind;
+        c.sa.resize(scale_count_for(kind, false, M, K));
+        c.sb.resize(scale_count_for(kind, true, N, K));
+        for (auto& s : c.sa) s = scale(rng);
+        for (auto& s : c.sb) s = scale(rng);
+        for (const char* name : models) {
+            const AccumModel m = model(name);
+            const auto d = mm(c.request(), m);
+            for (std::size_t i = 0; i < M; ++i)
+                for (std::size_t j = 0; j < N; ++j) {
+                    Case one(1, 1, K, Format::e4m3, Format::e5m2);
+                    std::copy(c.a.begin() + i * K, c.a.begin() + (i + 1) * K, one.a.begin());
+                    std::copy(c.b.begin() + j * K, c.b.begin() + (j + 1) * K, one.b.begin());
+                    one.rq.a.scale_kind = one.rq.b.scale_kind = kind;
+                    // The scales of row i of A and of row j of B (its 128-row block's, for blocks).
+                    const std::size_t sa0 = kind == ScaleKind::tensor ? 0 : kind == ScaleKind::row ? i : i * kb;
+                    const std::size_t sb0 = kind == ScaleKind::tensor ? 0 : kind == ScaleKind::row ? j : j / 128 * kb;
+                    const std::size_t per = kind == ScaleKind::block ? kb : 1;
+                    one.sa.assign(c.sa.begin() + sa0, c.sa.begin() + sa0 + per);
+                    one.sb.assign(c.sb.begin() + sb0, c.sb.begin() + sb0 + per);
+                    INFO(name << " row " << i << " column " << j);
+                    REQUIRE(mm(one.request(), m)[0] == d[i * N + j]);
+                }
         }
     }
+}
