@@ -65,6 +65,20 @@ def _csv_text(rows):
 # ---- fake quantisation -------------------------------------------------------------------------
 
 
+# The canonical quiet NaN of each floating dtype (sign 0, payload 0): 0x7FC00000 and its
+# conversions by emu::convert (numerics/gemm_model.hpp output_bits, lib's dequantize_blocks).
+_NAN_BITS = {
+    torch.float32: (torch.int32, 0x7FC00000),
+    torch.float16: (torch.int16, 0x7E00),
+    torch.bfloat16: (torch.int16, 0x7FC0),
+}
+
+
+def _canonical_nan(dtype):
+    int_type, bits = _NAN_BITS[dtype]
+    return torch.tensor(bits, dtype=int_type).view(dtype)
+
+
 def _policy(r, role, profile, rounding, overflow, nan):
     if profile is not None or rounding is not None or overflow is not None or nan is not None:
         return dict(profile=profile, rounding=rounding, overflow=overflow, nan=nan)
@@ -123,13 +137,14 @@ def _fake_quantize_values(x, recipe, format, role, profile, rounding, overflow, 
         codes, sinv, fmt = _block_scale_inv(xc, r, role, pol, seed)
         # Decode exactly to float32, one float32 multiply by the block's scale_inv, one rounding
         # to x's dtype: dequantize's rule with a per-block factor. NaN codes take dequantize's
-        # NaN bits, and a NaN product (a NaN block's factor) is the canonical 0x7FC00000 before
-        # the rounding, as lib's dequantize_blocks and the GPU kernel make it (a multiply or a
-        # cast of a NaN gives different bits on CPU and GPU).
+        # NaN bits, and a NaN product (a NaN block's factor) is the canonical quiet NaN of x's
+        # dtype, as lib's dequantize_blocks and the GPU kernel write it (a multiply or a cast of a
+        # NaN gives different bits on CPU and GPU: torch's vectorised CPU cast to bfloat16 writes
+        # 0xFFFF, its scalar one 0x7FC0).
         vals = fp8kit.dequantize(codes, fmt, dtype=torch.float32)
         prod = vals * sinv
-        prod = torch.where(prod.isnan(), torch.tensor(float("nan"), dtype=torch.float32), prod)
-        y = torch.where(vals.isnan(), fp8kit.dequantize(codes, fmt, dtype=x.dtype), prod.to(x.dtype))
+        out = torch.where(prod.isnan(), _canonical_nan(x.dtype), prod.to(x.dtype))
+        y = torch.where(vals.isnan(), fp8kit.dequantize(codes, fmt, dtype=x.dtype), out)
         return y.reshape(x.shape)
     fmt = format or (r["roles"][role]["format"] if r is not None else None)
     if fmt is None:
