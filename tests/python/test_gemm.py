@@ -172,7 +172,10 @@ def test_split_prediction_refits_from_the_committed_measurements():
 
     repo = Path(__file__).resolve().parents[2]
     probe = repo / "data" / "gemm_probe"
-    reports = [str(probe / "splitk_boundaries.json")] + sorted(str(p) for p in probe.glob("*acceptance_*.json"))
+    # The fitting data: the scans, the first acceptance on unseen shapes (its scans), and the older
+    # acceptances; not the held-out run (splitk_acceptance_20261201.json), which the next test reads.
+    reports = [str(probe / "splitk_boundaries.json"), str(probe / "splitk_acceptance_20261130.json")]
+    reports += sorted(str(p) for p in probe.glob("acceptance_*.json"))
     p = subprocess.run(
         [sys.executable, str(repo / "scripts" / "gpu" / "fit_split_count.py"), *reports], capture_output=True, text=True
     )
@@ -185,3 +188,23 @@ def test_split_prediction_refits_from_the_committed_measurements():
     assert fp8kit.predicted_split_k(16, 16, 8192, "row") == 0
     with pytest.raises(ValueError, match="scales"):
         fp8kit.predicted_split_k(16, 16, 8192, "blocks")
+
+
+def test_split_acceptance_reruns_on_the_cpu():
+    """The held-out split-K acceptance (docs/gemm.md, "Split-K: the prediction") reruns from the
+    repository: check_splitk_acceptance.py makes each case's inputs again from its seed, computes
+    D under the case's model on the CPU and compares its SHA-256 with cuBLASLt's D of the report
+    (equal exactly where the report says bit-exact). The smaller cases here; the script takes all."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    report = repo / "data" / "gemm_probe" / "splitk_acceptance_20261201.json"
+    summary = json.loads(report.read_text())["summary"]
+    assert (summary["predicted"], summary["prediction_wrong"], summary["bit_exact"]) == (23, 2, 122)
+    script = repo / "scripts" / "gpu" / "check_splitk_acceptance.py"
+    p = subprocess.run([sys.executable, str(script), str(report), "--max-work", "3e7"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert " 0 disagree" in p.stdout
