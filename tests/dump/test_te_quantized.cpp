@@ -185,7 +185,7 @@ TEST_CASE("te quantized: column-wise copies listed and compared as the transpose
         }
         ++compared;
     }
-    CHECK(compared == 5);
+    CHECK(compared == 6);
     // The row-wise fixtures hold no column-wise copy: nothing to compare there.
     CHECK_FALSE(check_te_quantized_columnwise(kQuantizedRank0 + "layers_0_fc1_gradient_iter_000001.pt"));
 }

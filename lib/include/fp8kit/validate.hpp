@@ -287,8 +287,8 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
 // (leading dimensions flattened; report shape K x M, name "{layer}_{tensor}/columnwise"):
 // Float8Tensor's data_transpose under its scale_inv, Float8BlockwiseQTensor's and MXFP8Tensor's
 // columnwise_data under columnwise_scale_inv (MXFP8: 32 x 1 blocks along dim 0). nullopt when the
-// file lacks either entry or the column-wise copy, for NVFP4Tensor, and for MXFP8 with
-// GEMM-swizzled scales. Throws as check_te_quantized.
+// file lacks either entry or the column-wise copy, and for NVFP4Tensor. Throws as
+// check_te_quantized.
 std::optional<TeQuantizedCheck> check_te_quantized_columnwise(const std::string& path,
                                                               const std::optional<Policy>& policy = {},
                                                               const ValidateOptions& options = {});

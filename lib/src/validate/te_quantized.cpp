@@ -188,7 +188,7 @@ std::vector<std::uint8_t> transposed(const std::vector<std::uint8_t>& m, std::ui
 // - MXFP8Tensor `columnwise_data` keeps the tensor's shape, with one E8M0 scale per 32 x 1 block
 //   along dim 0, stored (round_up(M/32, 4), round_up(K, 128)), element [row block, column]
 //   (transformer_engine/pytorch/tensor/mxfp8_tensor.py, make_empty and get_scale_shape); its
-//   codes and scales are transposed here. GEMM-swizzled column-wise scales are not compared.
+//   codes and scales are transposed here (GEMM-swizzled scales: see below).
 std::optional<TeQuantizedCheck> check_fp8(const dump::detail::TorchFile& f, const std::string& path,
                                           const std::string& file_label, const dump::detail::TorchTensor& x,
                                           const dump::detail::TeQuantized& fq, bool columnwise,
@@ -203,7 +203,7 @@ std::optional<TeQuantizedCheck> check_fp8(const dump::detail::TorchFile& f, cons
                                                                          : fq.columnwise_data;
     const std::optional<TorchTensor>& scale_inv =
         columnwise && fq.kind != "Float8Tensor" ? fq.columnwise_scale_inv : fq.scale_inv;
-    if (!data || (columnwise && mx && fq.swizzled)) return std::nullopt;
+    if (!data) return std::nullopt;
     // The matrix view of the tensor: M = product of the leading dimensions, K = the last.
     std::uint64_t m_rows = 1, k_cols = x.shape.empty() ? 1 : x.shape.back();
     for (std::size_t d = 0; d + 1 < x.shape.size(); ++d) m_rows *= x.shape[d];
@@ -270,8 +270,19 @@ std::optional<TeQuantizedCheck> check_fp8(const dump::detail::TorchFile& f, cons
             const std::uint64_t pr = (nb + 3) / 4 * 4, pc = (rows + 127) / 128 * 128;
             if (si.shape != std::vector<std::uint64_t>{pr, pc})
                 throw bad_scales(fmt::format("{}, expected {}x{} for 32x1 blocks", fmt::join(si.shape, "x"), pr, pc));
-            for (std::uint64_t r = 0; r < rows; ++r)
-                for (std::uint64_t b = 0; b < nb; ++b) e8.push_back(s[b * pc + r]);
+            if (fq.swizzled) {
+                // cuBLAS's tiles over the transposed scales: TE's tests/pytorch/mxfp8/mxfp8_utils.py
+                // _columnwise_swizzle_mxfp8_scale equals _rowwise_swizzle_mxfp8_scale of
+                // scale.transpose(0, 1) with M and K swapped, viewed back as (M/32, K).
+                try {
+                    e8 = te::te_rowwise_scales(s, {pc, pr}, rows, nb, true);
+                } catch (const std::invalid_argument& e) {
+                    throw bad_scales(e.what());
+                }
+            } else {
+                for (std::uint64_t r = 0; r < rows; ++r)
+                    for (std::uint64_t b = 0; b < nb; ++b) e8.push_back(s[b * pc + r]);
+            }
         } else {
             try {
                 e8 = te::te_rowwise_scales(s, si.shape, rows, nb, fq.swizzled);
