@@ -144,9 +144,11 @@ TEST_CASE("te quantized: TE 2.15's bound classmethod is read as a name, nothing 
 
 TEST_CASE("te quantized: column-wise copies listed and compared as the transposed matrix", "[dump]") {
     // data/te/columnwise/ (scripts/fixtures/make_te_columnwise_fixtures.py, numpy and ml_dtypes):
-    // Float8Tensor's data_transpose, MXFP8's 32 x 1 blocks (one file column-wise only) and
-    // blockwise 1x128 / 128x128 column-wise data; one code planted in the Float8Tensor's
-    // transpose and one in the column-only MXFP8 tensor, at indices of the K x M matrix.
+    // Float8Tensor's data_transpose, MXFP8's 32 x 1 blocks (one file column-wise only, one with
+    // GEMM-swizzled scales), blockwise 1x128 / 128x128 and NVFP4 column-wise data (one 3-D without
+    // RHT, one column-only with TE's RHT, from tests/python/nvfp4_reference.py); one code planted
+    // in the Float8Tensor's transpose, the column-only MXFP8 and the RHT NVFP4 tensor, at indices
+    // of the K x M matrix.
     const std::string dir = std::string(FP8KIT_DATA_DIR) + "/te/columnwise/";
     nlohmann::json ex;
     std::ifstream(dir + "EXPECTED.json") >> ex;
@@ -183,9 +185,10 @@ TEST_CASE("te quantized: column-wise copies listed and compared as the transpose
             CHECK(c->scale_blocks == e["scale_blocks"].get<std::uint64_t>());
             CHECK(c->scale_mismatches == 0);
         }
+        CHECK(c->amax_matches);  // NVFP4: amax_columnwise is max |x^T| (after the RHT)
         ++compared;
     }
-    CHECK(compared == 6);
+    CHECK(compared == 8);
     // The row-wise fixtures hold no column-wise copy: nothing to compare there.
     CHECK_FALSE(check_te_quantized_columnwise(kQuantizedRank0 + "layers_0_fc1_gradient_iter_000001.pt"));
 }

@@ -492,8 +492,9 @@ private:
     // columnwise_data have the transposed shape (last dimension first:
     // transformer_engine/pytorch/csrc/quantizer.cpp make_transpose_shape,
     // tensor/float8_blockwise_tensor.py get_columnwise_shape), MXFP8Tensor's the tensor's own
-    // (tensor/mxfp8_tensor.py get_columnwise_shape). NVFP4's column-wise copy (the transpose,
-    // possibly Hadamard-transformed) is noted, not decoded.
+    // (tensor/mxfp8_tensor.py get_columnwise_shape). NVFP4Tensor's is the 2-D transpose (K, M / 2)
+    // packed (tensor/nvfp4_tensor.py make_empty), Hadamard-transformed when the quantizer has
+    // with_rht: listed as K x M codes.
     void add_quantized(TensorInfo t, const TeQuantized& q, bool columnwise) {
         const bool fp4 = q.kind == "NVFP4Tensor";
         const std::optional<TorchTensor>& data = !columnwise                ? q.data
@@ -508,12 +509,6 @@ private:
                                               q.kind, t.name)});
             return;
         }
-        if (columnwise && fp4) {
-            notes_.push_back({path_, t.name,
-                              "NVFP4Tensor column-wise data (the transpose, with TE's RHT when the "
-                              "quantizer has with_rht): not decoded"});
-            return;
-        }
         const auto f =
             fp4 ? (q.fp8_dtype == 10 ? std::optional<DType>(DType::e2m1) : std::nullopt) : te_fp8_dtype(q.fp8_dtype);
         if (!f) {
@@ -523,13 +518,21 @@ private:
             return;
         }
         t.dtype = *f;
-        t.storage = fmt::format(
-            "TE{} {} {} codes{}{}", q.te215 ? " 2.15" : "", q.kind, name(*f),
-            columnwise ? (q.kind == "MXFP8Tensor" ? ", column-wise (32x1 blocks)" : ", column-wise (transposed)") : "",
-            q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
+        t.storage = fmt::format("TE{} {} {} codes{}{}", q.te215 ? " 2.15" : "", q.kind, name(*f),
+                                !columnwise               ? ""
+                                : q.kind == "MXFP8Tensor" ? ", column-wise (32x1 blocks)"
+                                : fp4                     ? ", column-wise (transposed, after TE's RHT when with_rht)"
+                                                          : ", column-wise (transposed)",
+                                q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
         auto want = q.shape;
-        if (columnwise && q.kind != "MXFP8Tensor" && !want.empty())
+        if (columnwise && fp4 && !want.empty()) {  // always 2-D: (K, M)
+            std::uint64_t m = 1;
+            for (std::size_t d = 0; d + 1 < want.size(); ++d) m *= want[d];
+            want = {want.back(), m};
+        } else if (columnwise && q.kind != "MXFP8Tensor" && !want.empty()) {
             std::rotate(want.rbegin(), want.rbegin() + 1, want.rend());
+        }
+        const auto unpacked = want;
         if (fp4 && !want.empty()) want.back() = (want.back() + 1) / 2;
         if (data->dtype != "uint8" || data->shape != want) {
             errors_.push_back(
@@ -540,7 +543,7 @@ private:
         }
         if (!checked(t, *data)) return;
         if (fp4) {  // an odd last dimension: the last byte's high nibble is padding
-            t.shape = q.shape;
+            t.shape = unpacked;
             t.numel = 2 * data->numel();
             if (t.shape.empty() || t.shape.back() % 2) {
                 notes_.push_back({path_, t.name, "NVFP4Tensor with an odd last dimension: not decoded"});

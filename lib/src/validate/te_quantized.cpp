@@ -10,8 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "fp8kit/convert/hadamard.hpp"
 #include "fp8kit/emu/pack.hpp"
 #include "fp8kit/emu/profiles.hpp"
+#include "fp8kit/numerics/hadamard.hpp"
 #include "fp8kit/numerics/scale_rules.hpp"
 #include "fp8kit/io/te_debug.hpp"
 #include "fp8kit/validate.hpp"
@@ -81,49 +83,94 @@ bool state_is(const dump::detail::TeQuantized& q, const char* key, const char* v
     return false;
 }
 
+// A rows x cols row-major matrix of `size`-byte elements, transposed.
+std::vector<std::uint8_t> transposed(const std::vector<std::uint8_t>& m, std::uint64_t rows, std::uint64_t cols,
+                                     std::size_t size) {
+    std::vector<std::uint8_t> t(m.size());
+    for (std::uint64_t r = 0; r < rows; ++r)
+        for (std::uint64_t c = 0; c < cols; ++c)
+            std::memcpy(&t[(c * rows + r) * size], &m[(r * cols + c) * size], size);
+    return t;
+}
+
+// NVFP4 (row-wise, or with `columnwise` the column-wise copy). The column-wise copy is the
+// row-wise quantisation of x^T (K x M, the leading dimensions flattened into M), after TE's random
+// Hadamard transform when the quantizer has with_rht (te_rht16_columnwise, with TE's wgrad signs
+// or none, from rht_matrix_random_sign_mask_t): columnwise_data (K, M / 2) packed,
+// columnwise_scale_inv (round_up(K, 128), round_up(M / 16, 4)) and amax_columnwise
+// (transformer_engine/pytorch/tensor/nvfp4_tensor.py, make_empty, get_columnwise_shape and
+// get_scale_shape; custom_recipes/quantization_nvfp4.py NVFP4QuantizerRef._quantize: col_input =
+// _apply_rht(tensor.t()), global_amax_col = max |col_input|). Column-wise scales stored
+// GEMM-swizzled are not compared.
 std::optional<TeQuantizedCheck> check_nvfp4(const dump::detail::TorchFile& f, const std::string& path,
                                             const dump::detail::TorchTensor& x, const dump::detail::TeQuantized& q,
-                                            const std::optional<Policy>& policy, const ValidateOptions& options) {
+                                            bool columnwise, const std::optional<Policy>& policy,
+                                            const ValidateOptions& options) {
     using namespace dump::detail;
-    if (q.row_scaled || q.use_4over6 || state_is(q, "with_rht", "True") || state_is(q, "stochastic_rounding", "True") ||
+    const bool rht = state_is(q, "with_rht", "True");
+    if (q.row_scaled || q.use_4over6 || (rht && !columnwise) || state_is(q, "stochastic_rounding", "True") ||
         state_is(q, "with_2d_quantization", "True"))
         return std::nullopt;
-    const std::string name = file_name(path);
+    const std::optional<TorchTensor>& data = columnwise ? q.columnwise_data : q.data;
+    const std::optional<TorchTensor>& scale_inv = columnwise ? q.columnwise_scale_inv : q.scale_inv;
+    const std::optional<TorchTensor>& amax_t = columnwise ? q.columnwise_amax : q.amax;
+    if (!data || (columnwise && q.swizzled)) return std::nullopt;
+    const auto signs = state_of(q, "rht_matrix_random_sign_mask_t");
+    const bool random_signs = signs && *signs != "0";
+    if (rht && random_signs && *signs != std::to_string(numerics::kTeRhtNegativeSigns)) return std::nullopt;
+    const std::string label = file_name(path);
+    const std::string name = columnwise ? label + "/columnwise" : label;
+    const std::string data_name = label + (columnwise ? "/quantized/columnwise" : "/quantized");
     const auto xd = torch_dump_dtype(x.dtype);
     if (!xd || dump::fp8_format(*xd) || *xd == dump::DType::f64)
-        throw dump::DumpError(path, name + "/high_precision",
+        throw dump::DumpError(path, label + "/high_precision",
                               fmt::format("torch.{}: not a float32/16 or bfloat16 tensor", x.dtype));
     if (q.fp8_dtype != 10)
-        throw dump::DumpError(path, name + "/quantized", fmt::format("fp4_dtype {} is not E2M1 (10)", q.fp8_dtype));
-    std::uint64_t rows = 1, cols = x.shape.empty() ? 1 : x.shape.back();
-    for (std::size_t d = 0; d + 1 < x.shape.size(); ++d) rows *= x.shape[d];
-    auto want = q.shape;
+        throw dump::DumpError(path, data_name, fmt::format("fp4_dtype {} is not E2M1 (10)", q.fp8_dtype));
+    std::uint64_t m_rows = 1, k_cols = x.shape.empty() ? 1 : x.shape.back();
+    for (std::size_t d = 0; d + 1 < x.shape.size(); ++d) m_rows *= x.shape[d];
+    std::vector<std::uint64_t> want = q.shape;
+    if (columnwise) want = {k_cols, m_rows};
     if (!want.empty()) want.back() = (want.back() + 1) / 2;
-    if (x.shape != q.shape || cols % 16 || q.data->dtype != "uint8" || q.data->shape != want)
-        throw dump::DumpError(path, name,
+    const std::uint64_t rows = columnwise ? k_cols : m_rows, cols = columnwise ? m_rows : k_cols;
+    if (x.shape != q.shape || cols % 16 || data->dtype != "uint8" || data->shape != want)
+        throw dump::DumpError(path, data_name,
                               fmt::format("high_precision is {} but the NVFP4Tensor is {} with {} data {} "
-                                          "(the last dimension must be a multiple of 16)",
-                                          fmt::join(x.shape, "x"), fmt::join(q.shape, "x"), q.data->dtype,
-                                          fmt::join(q.data->shape, "x")));
-    if (!q.scale_inv || q.scale_inv->dtype != "uint8" || !q.amax || q.amax->dtype != "float32" || q.amax->numel() != 1)
-        throw dump::DumpError(path, name + "/quantized",
-                              "NVFP4Tensor without uint8 row-wise scale_inv and one float32 amax_rowwise");
+                                          "(the {} must be a multiple of 16)",
+                                          fmt::join(x.shape, "x"), fmt::join(q.shape, "x"), data->dtype,
+                                          fmt::join(data->shape, "x"), columnwise ? "row count" : "last dimension"));
+    if (!scale_inv || scale_inv->dtype != "uint8" || !amax_t || amax_t->dtype != "float32" || amax_t->numel() != 1)
+        throw dump::DumpError(path, data_name,
+                              fmt::format("NVFP4Tensor without uint8 {0} scale_inv and one float32 amax_{0}",
+                                          columnwise ? "columnwise" : "rowwise"));
     const dump::ReadOptions opts;
-    f.check(x, name + "/high_precision", opts);
-    f.check(*q.data, name + "/quantized", opts);
-    f.check(*q.scale_inv, name + "/quantized scale_inv", opts);
-    f.check(*q.amax, name + "/quantized amax", opts);
-    const auto raw = f.read_all(x);
-    const auto packed = f.read_all(*q.data);
-    const auto amax_bytes = f.read_all(*q.amax);
+    f.check(x, label + "/high_precision", opts);
+    f.check(*data, data_name, opts);
+    f.check(*scale_inv, data_name + " scale_inv", opts);
+    f.check(*amax_t, data_name + " amax", opts);
+    auto raw = f.read_all(x);
+    const auto packed = f.read_all(*data);
+    const auto amax_bytes = f.read_all(*amax_t);
     float amax;
     std::memcpy(&amax, amax_bytes.data(), 4);
     const std::uint64_t nb = cols / 16;
     std::vector<std::uint8_t> bytes;
     try {
-        bytes = te::te_rowwise_scales(f.read_all(*q.scale_inv), q.scale_inv->shape, rows, nb, q.swizzled);
+        bytes = te::te_rowwise_scales(f.read_all(*scale_inv), scale_inv->shape, rows, nb, q.swizzled);
     } catch (const std::invalid_argument& e) {
-        throw dump::DumpError(path, name + "/quantized scale_inv", e.what());
+        throw dump::DumpError(path, data_name + " scale_inv", e.what());
+    }
+    if (columnwise) {  // x^T, Hadamard-transformed when TE's quantizer does so
+        if (rht) {
+            try {
+                const auto t = te_rht16_columnwise(raw.data(), dump::delivered_as(*xd), m_rows, k_cols, random_signs);
+                raw.assign(t.begin(), t.end());
+            } catch (const std::invalid_argument& e) {
+                throw dump::DumpError(path, label + "/high_precision", e.what());
+            }
+        } else {
+            raw = transposed(raw, m_rows, k_cols, torch_element_size(x.dtype));
+        }
     }
     // The input as float32 (exact for f32/f16/bf16).
     const std::size_t n = rows * cols;
@@ -157,21 +204,11 @@ std::optional<TeQuantizedCheck> check_nvfp4(const dump::detail::TorchFile& f, co
     req.policy = policy ? *policy : emu::profile_policy(Profile::cuda_satfinite, req.to, req.from).policy;
     req.scaling.mode = ScaleMode::none;
     TeQuantizedCheck out{path, name, q.kind, req.to, amax, BlockLayout::tensor, q.swizzled, validate(req, options)};
-    out.report.shape = x.shape;
+    out.report.shape = columnwise ? std::vector<std::uint64_t>{rows, cols} : x.shape;
     out.scale_blocks = rows * nb;
     out.scale_mismatches = scale_miss;
     out.amax_matches = ref_amax == amax;
     return out;
-}
-
-// A rows x cols row-major matrix of `size`-byte elements, transposed.
-std::vector<std::uint8_t> transposed(const std::vector<std::uint8_t>& m, std::uint64_t rows, std::uint64_t cols,
-                                     std::size_t size) {
-    std::vector<std::uint8_t> t(m.size());
-    for (std::uint64_t r = 0; r < rows; ++r)
-        for (std::uint64_t c = 0; c < cols; ++c)
-            std::memcpy(&t[(c * rows + r) * size], &m[(r * cols + c) * size], size);
-    return t;
 }
 
 // The FP8 types' codes (row-wise, or with `columnwise` the column-wise copy) against the reference
@@ -389,7 +426,7 @@ std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, cons
     const dump::detail::TorchTensor* x = nullptr;
     const auto* q = te_pair(f, &x);
     if (!q || !q->data) return std::nullopt;
-    if (q->kind == "NVFP4Tensor") return check_nvfp4(f, path, *x, *q, policy, options);
+    if (q->kind == "NVFP4Tensor") return check_nvfp4(f, path, *x, *q, false, policy, options);
     return check_fp8(f, path, file_name(path), *x, *q, false, policy, options);
 }
 
@@ -400,6 +437,7 @@ std::optional<TeQuantizedCheck> check_te_quantized_columnwise(const std::string&
     const dump::detail::TorchTensor* x = nullptr;
     const auto* q = te_pair(f, &x);
     if (!q) return std::nullopt;
+    if (q->kind == "NVFP4Tensor") return check_nvfp4(f, path, *x, *q, true, policy, options);
     return check_fp8(f, path, file_name(path), *x, *q, true, policy, options);
 }
 
