@@ -1,7 +1,8 @@
 // torch.save files (TransformerEngine DumpTensors): the strict zip reader, the non-executing
 // pickle interpreter and the tensor checks (offset/size/stride against the storage), through the
 // same open_source/read path as `fp8kit inspect`; then inspect's comparison of a Float8Tensor's
-// codes with the reference (check_te_quantized), which reads the file again on its own.
+// codes with the reference (check_te_quantized, and check_te_quantized_columnwise for the
+// column-wise copy), each reading the file again on its own.
 #include "fuzz_dump_common.hpp"
 #include "fp8kit/validate.hpp"
 
@@ -10,6 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (fp8kit::dump::is_hdf5_file(path)) return;  // the hdf5 harnesses cover those
         try {
             (void)fp8kit::check_te_quantized(path);
+        } catch (const fp8kit::dump::DumpError&) {}
+        try {
+            (void)fp8kit::check_te_quantized_columnwise(path);
         } catch (const fp8kit::dump::DumpError&) {}
     });
     return 0;

@@ -141,3 +141,54 @@ TEST_CASE("te quantized: TE 2.15's bound classmethod is read as a name, nothing 
     CHECK_THAT(src->tensors()[1].storage,
                Catch::StartsWith("TE 2.15 MXFP8Tensor e4m3 codes") && Catch::Contains("MXFP8Quantizer"));
 }
+
+TEST_CASE("te quantized: column-wise copies listed and compared as the transposed matrix", "[dump]") {
+    // data/te/columnwise/ (scripts/fixtures/make_te_columnwise_fixtures.py, numpy and ml_dtypes):
+    // Float8Tensor's data_transpose, MXFP8's 32 x 1 blocks (one file column-wise only, one with
+    // GEMM-swizzled scales), blockwise 1x128 / 128x128 and NVFP4 column-wise data (one 3-D without
+    // RHT, one column-only with TE's RHT, from tests/python/nvfp4_reference.py); one code planted
+    // in the Float8Tensor's transpose, the column-only MXFP8 and the RHT NVFP4 tensor, at indices
+    // of the K x M matrix.
+    const std::string dir = std::string(FP8KIT_DATA_DIR) + "/te/columnwise/";
+    nlohmann::json ex;
+    std::ifstream(dir + "EXPECTED.json") >> ex;
+    int compared = 0;
+    for (const auto& [file, e] : ex["files"].items()) {
+        INFO(file);
+        const std::string path = dir + "tensor_dumps/rank_0/" + file;
+        auto src = open_source(path);
+        REQUIRE(src->errors().empty());
+        const bool rowwise = e.contains("rowwise");
+        REQUIRE(src->tensors().size() == (rowwise ? 3u : 2u));
+        const TensorInfo& t = src->tensors().back();
+        CHECK_THAT(t.name, Catch::EndsWith("/quantized/columnwise"));
+        CHECK_THAT(t.storage, Catch::Contains(e["kind"].get<std::string>()) && Catch::Contains("column-wise"));
+        const auto row = check_te_quantized(path);
+        CHECK(row.has_value() == rowwise);
+        if (row) CHECK(row->report.mismatches == e["rowwise"].get<std::uint64_t>());
+        const auto c = check_te_quantized_columnwise(path);
+        REQUIRE(c);
+        INFO(c->report.summary());
+        CHECK_THAT(c->name, Catch::EndsWith("/columnwise"));
+        CHECK(c->kind == e["kind"].get<std::string>());
+        CHECK(std::string(name(c->layout)) == e["layout"].get<std::string>());
+        CHECK(c->report.shape == e["shape"].get<std::vector<std::uint64_t>>());
+        CHECK(c->report.total == t.numel);
+        CHECK(c->report.mismatches == e["mismatches"].get<std::uint64_t>());
+        if (e.contains("first")) {
+            std::uint64_t first = ~0ull;
+            for (const auto& cl : c->report.classes)
+                for (const auto& x : cl.examples) first = std::min(first, x.index);
+            CHECK(first == e["first"].get<std::uint64_t>());
+        }
+        if (e.contains("scale_blocks")) {
+            CHECK(c->scale_blocks == e["scale_blocks"].get<std::uint64_t>());
+            CHECK(c->scale_mismatches == 0);
+        }
+        CHECK(c->amax_matches);  // NVFP4: amax_columnwise is max |x^T| (after the RHT)
+        ++compared;
+    }
+    CHECK(compared == 8);
+    // The row-wise fixtures hold no column-wise copy: nothing to compare there.
+    CHECK_FALSE(check_te_quantized_columnwise(kQuantizedRank0 + "layers_0_fc1_gradient_iter_000001.pt"));
+}

@@ -283,5 +283,16 @@ struct TeQuantizedCheck {
 // disagree (shape, scale_inv shapes and types).
 std::optional<TeQuantizedCheck> check_te_quantized(const std::string& path, const std::optional<Policy>& policy = {},
                                                    const ValidateOptions& options = {});
+// The column-wise copy checked the same way, as a row-wise quantisation of the transposed matrix
+// (leading dimensions flattened; report shape K x M, name "{layer}_{tensor}/columnwise"):
+// Float8Tensor's data_transpose under its scale_inv, Float8BlockwiseQTensor's and MXFP8Tensor's
+// columnwise_data under columnwise_scale_inv (MXFP8: 32 x 1 blocks along dim 0), NVFP4Tensor's
+// columnwise_data under columnwise_scale_inv and amax_columnwise, of x^T after TE's random
+// Hadamard transform when the quantizer has with_rht. nullopt when the file lacks either entry or
+// the column-wise copy, for the NVFP4 variants named above, and for NVFP4 column-wise scales
+// stored GEMM-swizzled. Throws as check_te_quantized.
+std::optional<TeQuantizedCheck> check_te_quantized_columnwise(const std::string& path,
+                                                              const std::optional<Policy>& policy = {},
+                                                              const ValidateOptions& options = {});
 
 }  // namespace fp8kit

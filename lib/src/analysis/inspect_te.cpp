@@ -47,12 +47,16 @@ void write_te_subject(const TeQuantizedCheck& c, std::FILE* out) {
 void check_te_files(Report& r) {
     std::string last;
     for (const auto& t : r.dump->tensors()) {
-        const std::string_view q = "/quantized";
-        if (t.file == last || t.name.size() < q.size() || t.name.compare(t.name.size() - q.size(), q.size(), q) != 0)
-            continue;
+        // "{name}/quantized", or "{name}/quantized/columnwise" when only the column-wise copy is held
+        if (t.file == last || t.name.find("/quantized") == std::string::npos) continue;
         last = t.file;
         try {
             if (auto c = check_te_quantized(t.file)) r.te_checks.push_back(std::move(*c));
+        } catch (const dump::DumpError& e) {
+            r.errors.push_back({e.file, e.name, e.message});
+        }
+        try {
+            if (auto c = check_te_quantized_columnwise(t.file)) r.te_checks.push_back(std::move(*c));
         } catch (const dump::DumpError& e) {
             r.errors.push_back({e.file, e.name, e.message});
         }

@@ -452,86 +452,12 @@ public:
                 t.role = te::role_of(te->tensor);
                 t.role_guessed = true;
             }
-            const TorchTensor* tt = e.tensor ? &*e.tensor : nullptr;
-            bool packed = false;  // two E2M1 codes per byte, low nibble first
             if (e.quantized) {
-                const TeQuantized& q = *e.quantized;
-                if (!q.data) {
-                    notes_.push_back({path, t.name,
-                                      fmt::format("TransformerEngine {} holding only its column-wise data: "
-                                                  "not decoded (row-wise data is)",
-                                                  q.kind)});
-                    continue;
-                }
-                const bool fp4 = q.kind == "NVFP4Tensor";
-                const auto f = fp4 ? (q.fp8_dtype == 10 ? std::optional<DType>(DType::e2m1) : std::nullopt)
-                                   : te_fp8_dtype(q.fp8_dtype);
-                if (!f) {
-                    errors_.push_back({path, t.name,
-                                       fmt::format("{} {} {} is not {}", q.kind, fp4 ? "fp4_dtype" : "fp8_dtype",
-                                                   q.fp8_dtype, fp4 ? "E2M1 (10)" : "E4M3 (7) or E5M2 (8)")});
-                    continue;
-                }
-                t.dtype = *f;
-                t.storage = fmt::format("TE{} {} {} codes{}", q.te215 ? " 2.15" : "", q.kind, name(*f),
-                                        q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
-                tt = &*q.data;
-                auto want = q.shape;
-                if (fp4 && !want.empty()) want.back() = (want.back() + 1) / 2;
-                if (tt->dtype != "uint8" || tt->shape != want) {
-                    errors_.push_back({path, t.name,
-                                       fmt::format("{} data is {} {}, expected uint8 of shape {}", q.kind, tt->dtype,
-                                                   fmt::join(tt->shape, "x"), fmt::join(want, "x"))});
-                    continue;
-                }
-                packed = fp4;
-            } else if (tt->dtype == "float4_e2m1fn_x2") {
-                // Two E2M1 codes per byte, element 2i in the low nibble (the order TE, torchao and
-                // ModelOpt pack; torch itself defines no arithmetic on the type): listed unpacked,
-                // the last dimension doubled.
-                packed = true;
-                t.dtype = DType::e2m1;
-                t.storage = "torch.float4_e2m1fn_x2 (two E2M1 codes per byte, low nibble first)";
+                add_quantized(t, *e.quantized, false);
+                add_quantized(t, *e.quantized, true);
             } else {
-                const auto d = torch_dump_dtype(tt->dtype);
-                if (!d) {
-                    notes_.push_back(
-                        {path, t.name,
-                         torch_element_size(tt->dtype)
-                             ? fmt::format("torch.{} tensor: not a floating-point type, skipped", tt->dtype)
-                             : fmt::format("torch.{} tensor: a dtype fp8kit does not know (a newer "
-                                           "torch's), skipped",
-                                           io::quoted(tt->dtype, 48))});
-                    continue;
-                }
-                t.dtype = *d;
-                t.storage = "torch." + tt->dtype;
+                add_plain(t, *e.tensor);
             }
-            try {
-                file_.check(*tt, t.name, opts_);
-            } catch (const DumpError& err) {
-                errors_.push_back({path, t.name, err.message});
-                continue;
-            }
-            t.shape = tt->shape;
-            t.numel = tt->numel();
-            if (packed) {
-                if (t.shape.empty()) t.shape.push_back(1);
-                t.shape.back() *= 2;
-                t.numel *= 2;
-                if (e.quantized) {  // an odd last dimension: the last byte's high nibble is padding
-                    t.shape = e.quantized->shape;
-                    if (t.shape.back() % 2) {
-                        notes_.push_back({path, t.name, "NVFP4Tensor with an odd last dimension: not decoded"});
-                        continue;
-                    }
-                }
-            }
-            t.wide = delivered_as(t.dtype);
-            complete_guesses(t);
-            tensors_.push_back(t);
-            stored_.push_back(*tt);
-            packed_.push_back(packed);
         }
     }
 
@@ -561,6 +487,125 @@ public:
     }
 
 private:
+    // A TE QuantizedTensor's row-wise codes as "{name}", or with `columnwise` its column-wise copy
+    // as "{name}/columnwise": Float8Tensor's data_transpose and Float8BlockwiseQTensor's
+    // columnwise_data have the transposed shape (last dimension first:
+    // transformer_engine/pytorch/csrc/quantizer.cpp make_transpose_shape,
+    // tensor/float8_blockwise_tensor.py get_columnwise_shape), MXFP8Tensor's the tensor's own
+    // (tensor/mxfp8_tensor.py get_columnwise_shape). NVFP4Tensor's is the 2-D transpose (K, M / 2)
+    // packed (tensor/nvfp4_tensor.py make_empty), Hadamard-transformed when the quantizer has
+    // with_rht: listed as K x M codes.
+    void add_quantized(TensorInfo t, const TeQuantized& q, bool columnwise) {
+        const bool fp4 = q.kind == "NVFP4Tensor";
+        const std::optional<TorchTensor>& data = !columnwise                ? q.data
+                                                 : q.kind == "Float8Tensor" ? q.transpose
+                                                                            : q.columnwise_data;
+        if (columnwise) t.name += "/columnwise";
+        if (!data) {
+            if (!columnwise)
+                notes_.push_back({path_, t.name,
+                                  fmt::format("TransformerEngine {} holding only its column-wise data: listed as "
+                                              "{}/columnwise",
+                                              q.kind, t.name)});
+            return;
+        }
+        const auto f =
+            fp4 ? (q.fp8_dtype == 10 ? std::optional<DType>(DType::e2m1) : std::nullopt) : te_fp8_dtype(q.fp8_dtype);
+        if (!f) {
+            errors_.push_back({path_, t.name,
+                               fmt::format("{} {} {} is not {}", q.kind, fp4 ? "fp4_dtype" : "fp8_dtype", q.fp8_dtype,
+                                           fp4 ? "E2M1 (10)" : "E4M3 (7) or E5M2 (8)")});
+            return;
+        }
+        t.dtype = *f;
+        t.storage = fmt::format("TE{} {} {} codes{}{}", q.te215 ? " 2.15" : "", q.kind, name(*f),
+                                !columnwise               ? ""
+                                : q.kind == "MXFP8Tensor" ? ", column-wise (32x1 blocks)"
+                                : fp4                     ? ", column-wise (transposed, after TE's RHT when with_rht)"
+                                                          : ", column-wise (transposed)",
+                                q.quantizer.empty() ? "" : " (" + q.quantizer + ")");
+        auto want = q.shape;
+        if (columnwise && fp4 && !want.empty()) {  // always 2-D: (K, M)
+            std::uint64_t m = 1;
+            for (std::size_t d = 0; d + 1 < want.size(); ++d) m *= want[d];
+            want = {want.back(), m};
+        } else if (columnwise && q.kind != "MXFP8Tensor" && !want.empty()) {
+            std::rotate(want.rbegin(), want.rbegin() + 1, want.rend());
+        }
+        const auto unpacked = want;
+        if (fp4 && !want.empty()) want.back() = (want.back() + 1) / 2;
+        if (data->dtype != "uint8" || data->shape != want) {
+            errors_.push_back(
+                {path_, t.name,
+                 fmt::format("{} {}data is {} {}, expected uint8 of shape {}", q.kind, columnwise ? "column-wise " : "",
+                             data->dtype, fmt::join(data->shape, "x"), fmt::join(want, "x"))});
+            return;
+        }
+        if (!checked(t, *data)) return;
+        if (fp4) {  // an odd last dimension: the last byte's high nibble is padding
+            t.shape = unpacked;
+            t.numel = 2 * data->numel();
+            if (t.shape.empty() || t.shape.back() % 2) {
+                notes_.push_back({path_, t.name, "NVFP4Tensor with an odd last dimension: not decoded"});
+                return;
+            }
+        }
+        push(t, *data, fp4);
+    }
+
+    void add_plain(TensorInfo t, const TorchTensor& tt) {
+        bool packed = false;  // two E2M1 codes per byte, low nibble first
+        if (tt.dtype == "float4_e2m1fn_x2") {
+            // Two E2M1 codes per byte, element 2i in the low nibble (the order TE, torchao and
+            // ModelOpt pack; torch itself defines no arithmetic on the type): listed unpacked,
+            // the last dimension doubled.
+            packed = true;
+            t.dtype = DType::e2m1;
+            t.storage = "torch.float4_e2m1fn_x2 (two E2M1 codes per byte, low nibble first)";
+        } else {
+            const auto d = torch_dump_dtype(tt.dtype);
+            if (!d) {
+                notes_.push_back({path_, t.name,
+                                  torch_element_size(tt.dtype)
+                                      ? fmt::format("torch.{} tensor: not a floating-point type, skipped", tt.dtype)
+                                      : fmt::format("torch.{} tensor: a dtype fp8kit does not know (a newer "
+                                                    "torch's), skipped",
+                                                    io::quoted(tt.dtype, 48))});
+                return;
+            }
+            t.dtype = *d;
+            t.storage = "torch." + tt.dtype;
+        }
+        if (!checked(t, tt)) return;
+        if (packed) {
+            if (t.shape.empty()) t.shape.push_back(1);
+            t.shape.back() *= 2;
+            t.numel *= 2;
+        }
+        push(t, tt, packed);
+    }
+
+    // Checks `tt` against its storage and sets t's shape and count; false (an error kept) if bad.
+    bool checked(TensorInfo& t, const TorchTensor& tt) {
+        try {
+            file_.check(tt, t.name, opts_);
+        } catch (const DumpError& err) {
+            errors_.push_back({path_, t.name, err.message});
+            return false;
+        }
+        t.shape = tt.shape;
+        t.numel = tt.numel();
+        return true;
+    }
+
+    void push(TensorInfo& t, const TorchTensor& tt, bool packed) {
+        t.wide = delivered_as(t.dtype);
+        complete_guesses(t);
+        tensors_.push_back(t);
+        stored_.push_back(tt);
+        packed_.push_back(packed);
+    }
+
     ReadOptions opts_;
     TorchFile file_;
     std::vector<TorchTensor> stored_;  // parallel to tensors_
