@@ -56,10 +56,10 @@ Operands operands(const pyb::array& a, const pyb::array& b, const std::string& f
 // device='cuda': lib's GEMM device (gemm/device.hpp), whose GPU engine cuda/engine registers when
 // the module is imported (bind_cuda); the CLI's --device reaches the same one.
 gemm::GemmDevice gemm_device(const std::string& device) {
-    if (device != "cpu" && device != "cuda")
-        throw std::invalid_argument(fmt::format("device: '{}' (choose cpu or cuda)", device));
+    const auto d = parse_device(device);  // the CLI's --device names (auto is the CPU)
+    if (!d) throw std::invalid_argument(fmt::format("device: '{}' (choose auto, cpu or cuda)", device));
     try {
-        return gemm::select_gemm_device(device == "cuda" ? Device::cuda : Device::cpu);
+        return gemm::select_gemm_device(*d);
     } catch (const DeviceError& e) {
         throw std::invalid_argument(fmt::format("device='cuda': {}", e.what()));
     }
@@ -110,6 +110,7 @@ pyb::tuple validate_gemm_bits(const pyb::array& d, const pyb::array& a, const py
 
 void bind_gemm(pyb::module_& m) {
     m.def("gemm_bits", &gemm_bits);
+    m.attr("split_prediction_limit") = gemm::kSplitPredictionLimit;
     m.def("predicted_split_k", [](std::size_t m_, std::size_t n, std::size_t k, const std::string& scales) {
         if (scales != "tensor" && scales != "row" && scales != "block")
             throw std::invalid_argument(fmt::format("scales: '{}' (choose tensor, row or block)", scales));

@@ -27,7 +27,7 @@ import sys
 
 import fp8kit
 
-LIMIT = 98304  # lib's kSplitPredictionLimit (lib/include/fp8kit/gemm/model.hpp)
+LIMIT = fp8kit._fp8kit.split_prediction_limit  # lib's kSplitPredictionLimit (lib/include/fp8kit/gemm/model.hpp)
 
 
 def rule_splits(k):
@@ -73,7 +73,7 @@ def main():
         if load <= LIMIT:
             lo, hi = max(lo, tiles / (s + 1)), min(hi, tiles / s if s > 1 else math.inf)
     print(f"{len(shapes)} scanned shapes: S = floor(tiles / c) fits every uncapped one for c in ({lo:.4f}, {hi:.4f}]")
-    print(f"cap: S = S_rule held up to S_rule * M * N = {held:.0f}; fewer splits from {capped:.0f}; limit {LIMIT}")
+    print(f"cap: S = S_rule held up to S_rule * M * N = {held:.0f}; fewer splits from {capped:.0f}; limit {LIMIT:.0f}")
     ok = lo < 20.1 <= hi and held <= LIMIT < capped
     checked = unpredicted = 0
     cases = [(p, s) for p, _ in reports[:1] for s in shapes] + [(p, s) for p, r in reports for s in older_cases(r)]
