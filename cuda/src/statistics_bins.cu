@@ -71,6 +71,7 @@ struct WatchItem {
     std::uint64_t numel;
     std::uint32_t group;
     std::uint32_t amax_from_histogram;  // compute_amax: K2 writes *d_amax from K1's largest magnitude
+    std::uint32_t sample;               // the record's `sample` (numel is sampled_count's)
 };
 
 // One K2 launch: Items tensors (blockIdx.y) over Groups plan lists. Passed by value as one
@@ -97,13 +98,61 @@ bool sign_symmetric(const StatsPlan& p) {
 
 // ---- K1 ---------------------------------------------------------------------------------------
 
+// sample > 1 with the amax to compute: the largest non-NaN magnitude over every element (the amax
+// covers the whole tensor, only the statistics the sample). A read of the tensor with two integer
+// operations per element, no shared atomics: the floor the sampled path adds to.
+template <class S>
+__device__ std::uint32_t whole_amax_mag(const void* in, std::uint32_t n, std::uint32_t chunks, std::uint32_t tid,
+                                        std::uint32_t stride) {
+    using T = typename S::storage_t;
+    std::uint32_t top = 0;
+    auto take = [&](T bits) {
+        const std::uint32_t mag = bits & 0x7FFFu;
+        top = max(top, is_nan_bits<S>(static_cast<T>(mag)) ? 0u : mag);
+    };
+    for (std::uint32_t c = tid; c < chunks; c += stride) {
+        T e[16];
+        load16<S>(in, c, e);
+#pragma unroll
+        for (int k = 0; k < 16; ++k) take(e[k]);
+    }
+    const T* in_t = static_cast<const T*>(in);
+    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) take(in_t[i]);
+    return top;
+}
+
+// sample > 1: `add` over the elements of the blocks of 16 whose index is a multiple of sample (a
+// partial last block included), as statistics.cu samples; consecutive threads take consecutive
+// sampled blocks, so a warp's lanes all count.
+template <class S, class Add>
+__device__ void sampled_blocks(const void* in, std::uint32_t n, std::uint32_t chunks, std::uint32_t sample,
+                               std::uint32_t tid, std::uint32_t stride, Add& add) {
+    using T = typename S::storage_t;
+    const T* in_t = static_cast<const T*>(in);
+    const std::uint64_t blocks = (static_cast<std::uint64_t>(n) + 15u) / 16u;
+    const std::uint64_t taken = (blocks + sample - 1u) / sample;
+    for (std::uint64_t j = tid; j < taken; j += stride) {
+        const std::uint64_t b = j * sample;
+        if (b < chunks) {
+            T e[16];
+            load16<S>(in, static_cast<std::uint32_t>(b), e);
+#pragma unroll
+            for (int k = 0; k < 16; ++k) add(e[k]);
+        } else {
+            const std::uint64_t end = std::min<std::uint64_t>(n, 16u * b + 16u);
+            for (std::uint64_t i = 16u * b; i < end; ++i) add(in_t[i]);
+        }
+    }
+}
+
 // One CTA per SM (128 KiB of shared counters). Zeros, the commonest single value in activations
 // and gradients, are counted in a register: 32 lanes adding to one shared word would serialise.
 // Each thread also keeps the smallest and largest magnitude it saw (two integer ops per element),
 // so the scan at the end covers only the CTA's range of magnitudes.
 template <class S>
 __global__ void __launch_bounds__(kBinThreads, 1)
-    magnitude_histogram_kernel(const void* __restrict__ in, std::uint32_t n, BinsWorkspace* ws) {
+    magnitude_histogram_kernel(const void* __restrict__ in, std::uint32_t n, std::uint32_t sample, bool whole_amax,
+                               BinsWorkspace* ws) {
     using T = typename S::storage_t;
     static_assert(sizeof(T) == 2, "16-bit inputs only");
     extern __shared__ __align__(16) std::uint32_t hist[];  // kMagnitudes
@@ -127,21 +176,27 @@ __global__ void __launch_bounds__(kBinThreads, 1)
     };
     const std::uint32_t stride = gridDim.x * blockDim.x, tid = blockIdx.x * blockDim.x + threadIdx.x;
     const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
-    // Two chunks of 16 loaded before their counts: twice the loads in flight per thread.
-    for (std::uint32_t c = tid; c < chunks; c += 2 * stride) {
-        T e[16], f[16];
-        const bool two = c + stride < chunks;
-        load16<S>(in, c, e);
-        if (two) load16<S>(in, c + stride, f);
-#pragma unroll
-        for (int k = 0; k < 16; ++k) add(e[k]);
-        if (two) {
-#pragma unroll
-            for (int k = 0; k < 16; ++k) add(f[k]);
-        }
-    }
     const T* in_t = static_cast<const T*>(in);
-    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) add(in_t[i]);
+    std::uint32_t whole_top = 0;  // sample > 1: the largest non-NaN magnitude of every element
+    if (sample == 1) {
+        // Two chunks of 16 loaded before their counts: twice the loads in flight per thread.
+        for (std::uint32_t c = tid; c < chunks; c += 2 * stride) {
+            T e[16], f[16];
+            const bool two = c + stride < chunks;
+            load16<S>(in, c, e);
+            if (two) load16<S>(in, c + stride, f);
+#pragma unroll
+            for (int k = 0; k < 16; ++k) add(e[k]);
+            if (two) {
+#pragma unroll
+                for (int k = 0; k < 16; ++k) add(f[k]);
+            }
+        }
+        for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) add(in_t[i]);
+    } else {
+        if (whole_amax) whole_top = whole_amax_mag<S>(in, n, chunks, tid, stride);
+        sampled_blocks<S>(in, n, chunks, sample, tid, stride, add);
+    }
     zeros = __reduce_add_sync(0xFFFFFFFFu, zeros);
     lo = __reduce_min_sync(0xFFFFFFFFu, lo);
     hi = __reduce_max_sync(0xFFFFFFFFu, hi);
@@ -168,6 +223,7 @@ __global__ void __launch_bounds__(kBinThreads, 1)
             if (!is_nan_bits<S>(static_cast<T>(m))) top = max(top, m);
         }
     }
+    if (sample != 1) top = whole_top;  // the amax stays the whole tensor's (statistics_async.hpp)
     top = __reduce_max_sync(0xFFFFFFFFu, top);
     if ((threadIdx.x & 31) == 0 && top != 0u) atomicMax(&ws->amax_mag, top);
     if (threadIdx.x == 0 && range[0] <= range[1]) {
@@ -293,8 +349,9 @@ __device__ __forceinline__ void flush_cta_ints(const std::uint32_t (*cta_ints)[k
 // The last CTA: each record's two sums, the partials of the CTAs that took part (cta_lo ..
 // cta_hi) added in a fixed order (warp w takes (plan, sum) pairs w, w + warps, ...: lane l adds
 // CTAs cta_lo + l, cta_lo + l + 32, ... in order, then a butterfly); then the rest of each record.
-__device__ void complete_records(int count, const float (*pair)[2], const bool* ok, std::uint64_t numel,
-                                 StatsRecord* recs, BinsWorkspace* ws, std::uint32_t cta_lo, std::uint32_t cta_hi) {
+__device__ void complete_records(int count, const float (*pair)[2], const bool* ok, const WatchItem& item,
+                                 BinsWorkspace* ws, std::uint32_t cta_lo, std::uint32_t cta_hi) {
+    StatsRecord* const recs = item.recs;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
     for (int kj = warp; kj < count * kSums; kj += warps) {
         const int k = kj / kSums, j = kj % kSums;
@@ -322,8 +379,8 @@ __device__ void complete_records(int count, const float (*pair)[2], const bool* 
         }
         r->scale = pair[k][0];
         r->scale_inv = pair[k][1];
-        r->numel = numel;
-        r->sample = 1u;
+        r->numel = item.numel;
+        r->sample = item.sample;
     }
 }
 
@@ -411,7 +468,7 @@ __global__ void __launch_bounds__(kEvalSpan* kMaxBinPlans)
     __syncthreads();
     if (!last) return;
     __threadfence();
-    complete_records(count, pair, ok, item.numel, recs, ws, cta_lo, cta_hi);
+    complete_records(count, pair, ok, item, ws, cta_lo, cta_hi);
     if (threadIdx.x == 0) {
         if (amax_from_histogram) *item.d_amax = amax_s;
         ws->amax_mag = ws->top_mag = ws->low_not = 0u;
@@ -449,7 +506,8 @@ BinPlans bin_plans(const StatsPlan* plans, std::size_t count) {
 
 // K1: the magnitude histogram of `in` into ws.
 template <class S>
-void launch_histogram(const void* in, std::size_t n, BinsWorkspace* ws, cudaStream_t s) {
+void launch_histogram(const void* in, std::size_t n, std::uint32_t sample, bool whole_amax, BinsWorkspace* ws,
+                      cudaStream_t s) {
     constexpr int smem = kMagnitudes * 4;
     static const unsigned sms = [] {
         FP8KIT_CUDA_CHECK(
@@ -463,7 +521,8 @@ void launch_histogram(const void* in, std::size_t n, BinsWorkspace* ws, cudaStre
     // holds into the workspace), at most one CTA per SM: the shared-memory atomics bound the rate.
     const unsigned grid =
         static_cast<unsigned>(std::min<std::size_t>(sms, std::max<std::size_t>(1, n / (kBinThreads * 32))));
-    magnitude_histogram_kernel<S><<<grid, kBinThreads, smem, s>>>(in, static_cast<std::uint32_t>(n), ws);
+    magnitude_histogram_kernel<S>
+        <<<grid, kBinThreads, smem, s>>>(in, static_cast<std::uint32_t>(n), sample, whole_amax, ws);
     check_launch("magnitude_histogram_kernel");
 }
 
@@ -477,20 +536,21 @@ void launch_evaluate(const WatchLaunch<Items, Groups>& launch, unsigned items, i
 // K1 and K2 for plans[0 .. count) (count <= kMaxBinPlans), records d_records[0 .. count).
 template <class S>
 void launch_bins(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
-                 bool compute_amax, StatsRecord* d_records, BinsWorkspace* ws, cudaStream_t s) {
+                 bool compute_amax, StatsRecord* d_records, std::uint32_t sample, BinsWorkspace* ws, cudaStream_t s) {
     SingleLaunch launch{};
     launch.groups[0] = bin_plans(plans, count);
-    launch.items[0] = {ws, d_amax, d_records, n, 0u, compute_amax ? 1u : 0u};
-    launch_histogram<S>(in, n, ws, s);
+    launch.items[0] = {ws, d_amax, d_records, sampled_count(n, sample), 0u, compute_amax ? 1u : 0u, sample};
+    launch_histogram<S>(in, n, sample, compute_amax, ws, s);
     launch_evaluate<S>(launch, 1u, static_cast<int>(count), s);
 }
 
 // How many of plans[0 .. count) the magnitude path takes (a leading run of sign-symmetric plans
-// of the tensor's input type, at most kMaxBinPlans; 0 for float32 or sampled tensors).
-std::size_t bins_plans(const StatsPlan* plans, std::size_t count, std::uint32_t sample) {
+// of the tensor's input type, at most kMaxBinPlans; 0 for float32 tensors). Sampled tensors take it
+// too: K1 then histograms the sampled blocks only and reads the rest for the amax alone.
+std::size_t bins_plans(const StatsPlan* plans, std::size_t count) {
     const Wide from = count ? plans[0].from : Wide::f32;
     std::size_t bins = 0;
-    if ((from == Wide::f16 || from == Wide::bf16) && sample == 1)
+    if (from == Wide::f16 || from == Wide::bf16)
         while (bins < count && bins < kMaxBinPlans && plans[bins].from == from && sign_symmetric(plans[bins])) ++bins;
     return bins;
 }
@@ -508,7 +568,7 @@ void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std:
     const Wide from = count ? plans[0].from : Wide::f32;
     // The magnitude path takes a leading run of sign-symmetric plans (records contiguous from 0);
     // the plans after it take statistics_async one by one, at the amax K2 wrote.
-    const std::size_t bins = bins_plans(plans, count, sample);
+    const std::size_t bins = bins_plans(plans, count);
     if (bins == 0) {
         if (compute_amax) amax(from, in, n, d_amax, stream);
         if (count)
@@ -518,9 +578,9 @@ void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std:
     }
     auto* ws = reinterpret_cast<BinsWorkspace*>(static_cast<char*>(d_workspace) + bins_offset());
     if (from == Wide::bf16)
-        launch_bins<BFloat16>(plans, bins, in, n, d_amax, compute_amax, d_records, ws, s);
+        launch_bins<BFloat16>(plans, bins, in, n, d_amax, compute_amax, d_records, sample, ws, s);
     else
-        launch_bins<Binary16>(plans, bins, in, n, d_amax, compute_amax, d_records, ws, s);
+        launch_bins<Binary16>(plans, bins, in, n, d_amax, compute_amax, d_records, sample, ws, s);
     for (std::size_t k = bins; k < count; ++k)
         statistics_async(plans[k].to, plans[k].from, in, n, plans[k].policy, plans[k].rule, d_amax, d_records + k,
                          d_workspace, sample, seed, first_index, stream);
@@ -606,7 +666,7 @@ void WatchBatch::add(const StatsPlan* plans, std::size_t count, const void* in, 
                      bool compute_amax, StatsRecord* d_records, std::uint32_t sample, std::uint64_t seed,
                      std::uint64_t first_index) {
     Impl& b = *impl_;
-    const std::size_t bins = bins_plans(plans, count, sample);
+    const std::size_t bins = bins_plans(plans, count);
     if (bins == 0 || bins < count) {  // not (only) the magnitude path: all of it now
         if (b.general == nullptr) b.general = b.zeroed(watch_workspace_bytes());
         watch_async(plans, count, in, n, d_amax, compute_amax, d_records, b.general, sample, seed, first_index,
@@ -623,10 +683,10 @@ void WatchBatch::add(const StatsPlan* plans, std::size_t count, const void* in, 
     }
     BinsWorkspace* ws = b.slot(b.used());
     if (plans[0].from == Wide::bf16)
-        launch_histogram<BFloat16>(in, n, ws, b.stream);
+        launch_histogram<BFloat16>(in, n, sample, compute_amax, ws, b.stream);
     else
-        launch_histogram<Binary16>(in, n, ws, b.stream);
-    p->launch.items[p->items++] = {ws, d_amax, d_records, n, g, compute_amax ? 1u : 0u};
+        launch_histogram<Binary16>(in, n, sample, compute_amax, ws, b.stream);
+    p->launch.items[p->items++] = {ws, d_amax, d_records, sampled_count(n, sample), g, compute_amax ? 1u : 0u, sample};
     p->max_plans = std::max(p->max_plans, static_cast<int>(count));
 }
 

@@ -112,13 +112,17 @@ int main(int argc, char** argv) {
     const Policy sat{Rounding::nearest_even, Overflow::saturate_all, NanEncoding::canonical};
     const double N = static_cast<double>(n);
     std::printf("# device %s, n = 2^%d, median of %d runs\nname,ms,bytes\n", cu::device_name().c_str(), log2n, runs);
-    // FP8KIT_BENCH_ONLY=a,b: only the rows whose names contain one of these (for A/B runs).
+    // FP8KIT_BENCH_ONLY=a,b: only the rows whose names contain one of these (for A/B runs); an
+    // entry =name takes the row of exactly that name (one row per profiler run: ncu_rows.sh).
     const char* only = std::getenv("FP8KIT_BENCH_ONLY");
     auto wanted = [only](const std::string& name) {
         if (only == nullptr || *only == '\0') return true;
         std::string list = std::string(only) + ",";
-        for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1)
-            if (comma > at && name.find(list.substr(at, comma - at)) != std::string::npos) return true;
+        for (std::size_t at = 0, comma; (comma = list.find(',', at)) != std::string::npos; at = comma + 1) {
+            const std::string entry = list.substr(at, comma - at);
+            if (entry.empty()) continue;
+            if (entry[0] == '=' ? name == entry.substr(1) : name.find(entry) != std::string::npos) return true;
+        }
         return false;
     };
     auto row = [&](const char* name, double bytes, const std::function<void()>& fn) {

@@ -396,10 +396,10 @@ TEST_CASE("watch_async (16-bit magnitude histogram) equals compute_stats for eve
 }
 
 // A group with a plan the histogram cannot serve (stochastic rounding: random bits per element)
-// after sign-symmetric ones: those go through the histogram, the stochastic one through
-// statistics_async at the amax the histogram gave; float32 and sampled tensors take the element
-// loop. All equal statistics_async plan by plan.
-TEST_CASE("watch_async: stochastic plans, float32 and sampled tensors take the element loop", "[gpu]") {
+// after sign-symmetric ones: those go through the histogram (sampled or not), the stochastic one
+// through statistics_async at the amax the histogram gave; float32 tensors take the element loop.
+// All equal statistics_async plan by plan.
+TEST_CASE("watch_async: stochastic plans and float32 tensors take the element loop", "[gpu]") {
     const auto te = fp8kit::parse_recipe("te-current");
     Policy sr = te.policy;
     sr.rounding = fp8kit::emu::Rounding::stochastic;
@@ -431,6 +431,46 @@ TEST_CASE("watch_async: stochastic plans, float32 and sampled tensors take the e
                             i == 1 || w == Wide::f32 || sample > 1);
             }
         }
+}
+
+// The histogram path with sample k: K1 counts only the blocks of 16 whose index is a multiple of
+// k and reads the rest for the amax alone. Against lib: compute_stats of the kept elements at the
+// scale of the whole tensor's amax (lib's tensor_amax), vector loads and the unaligned element
+// loop, k from 2 to more blocks than the tensor has; NaN and huge values in the tensor.
+TEST_CASE("watch_async with sample k: the histogram of the sampled blocks, the amax of all", "[gpu]") {
+    const auto r = fp8kit::parse_recipe("te-current");
+    const auto rule = fp8kit::recipe_scale_params(r, fp8kit::Role::activation);
+    const std::size_t n = 100000 + 7, rb = sizeof(cu::StatsRecord);
+    for (Wide w : {Wide::bf16, Wide::f16}) {
+        const std::size_t es = fp8kit::wide_size(w);
+        const auto host = tensor(w, n, 41);
+        DevBuf din(host.size() + 16), damax(4), rec(rb), ws(cu::watch_workspace_bytes());
+        cu::copy_to_device(din.p, host.data(), host.size());
+        cu::device_memset(ws.p, 0, cu::watch_workspace_bytes());
+        for (std::size_t off : {std::size_t{0}, std::size_t{1}})
+            for (std::uint32_t k : {2u, 7u, 16u, 100000u}) {
+                INFO(fp8kit::name(w) << " offset " << off << " sample " << k);
+                const unsigned char* h = host.data() + off * es;
+                const std::size_t m = n - off;
+                zero(rec);
+                const cu::StatsPlan plan{r.input.format, w, r.policy, rule};
+                cu::watch_async(&plan, 1, static_cast<const char*>(din.p) + off * es, m, static_cast<float*>(damax.p),
+                                true, static_cast<cu::StatsRecord*>(rec.p), ws.p, k);
+                float amax = 0;
+                cu::copy_to_host(&amax, damax.p, 4);
+                CHECK(bits(amax) == bits(fp8kit::amax_of(h, w, m)));
+                std::vector<unsigned char> kept;
+                for (std::size_t i = 0; i < m; ++i)
+                    if ((i / 16) % k == 0) kept.insert(kept.end(), h + i * es, h + (i + 1) * es);
+                const cu::StatsRecord got = read_record(rec.p);
+                CHECK(got.sample == k);
+                CHECK(got.numel == kept.size() / es);
+                const fp8kit::ScalePair sp = fp8kit::recipe_scale(r, fp8kit::Role::activation, amax);
+                const fp8kit::QuantConfig cfg{r.input.format, sp.scale, r.policy, sp.scale_inv, 0};
+                check_equal(cu::stats_of_record(got), fp8kit::compute_stats(kept.data(), w, kept.size() / es, cfg),
+                            false);
+            }
+    }
 }
 
 // cuda::WatchBatch (the monitor's batch: K1 at add(), one K2 launch for every tensor at flush())

@@ -88,11 +88,12 @@ void statistics_async_multi(const StatsPlan* plans, std::size_t count, const voi
 // d_records[0..count) (contiguous). The numbers are statistics_async's for each plan (counts,
 // extremes, histogram and scale exact; the two binary64 sums to the 1e-9 relative order
 // tolerance of docs/cuda.md).
-// How: a float16 or bfloat16 tensor (sample 1) is read once, into a histogram of its 2^15
-// magnitudes, and every plan whose rounding treats +x and -x alike (nearest-even, nearest-away,
-// toward zero; up to 8 such plans) is evaluated once per magnitude present (two launches in all,
-// whatever the number of plans: docs/cuda.md "Statistics from a histogram of magnitudes").
-// Other plans, and float32 or sampled tensors, take the amax kernel and statistics_async_multi.
+// How: a float16 or bfloat16 tensor is read once, into a histogram of its 2^15 magnitudes (of the
+// sampled blocks only when sample > 1; the other elements are read for the amax alone), and every
+// plan whose rounding treats +x and -x alike (nearest-even, nearest-away, toward zero; up to 8
+// such plans) is evaluated once per magnitude present (two launches in all, whatever the number of
+// plans: docs/cuda.md "Statistics from a histogram of magnitudes").
+// Other plans, and float32 tensors, take the amax kernel and statistics_async_multi.
 // d_workspace: watch_workspace_bytes() bytes, zeroed (all bytes) before its first use; every call
 // leaves it zeroed. Calls on one stream may share it; calls on different streams need their own.
 void watch_async(const StatsPlan* plans, std::size_t count, const void* in, std::size_t n, float* d_amax,
@@ -148,8 +149,8 @@ std::size_t watch_workspace_bytes();
 // step serves every tensor: one launch instead of one per tensor, with all of them in parallel
 // on the GPU instead of a short chain of round trips each.
 // Records and amax slots hold watch_async's numbers once the stream reaches the end of the
-// flush() after their add(). Tensors that the magnitude path does not serve (float32, sample > 1,
-// a plan it cannot evaluate: see watch_async) are computed by add() itself, as watch_async does.
+// flush() after their add(). Tensors that the magnitude path does not serve (float32, a plan it
+// cannot evaluate: see watch_async) are computed by add() itself, as watch_async does.
 // Everything runs on the stream given at construction, without waiting; the batch owns its device
 // memory (one histogram of 160 KiB per tensor added between two flushes, at most kMaxItems: the
 // batch flushes itself when full).
