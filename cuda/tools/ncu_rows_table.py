@@ -23,17 +23,29 @@ def launches(path):
     return [out[i] for i in sorted(out)]
 
 
+def call_length(ks):
+    """The number of launches of one call of the row: the shortest p whose last 4 p launches are
+    the same p kernels 4 times (set-up kernels of the bench may come before); 0 if none."""
+    names = [k["kernel"] for k in ks]
+    for p in range(1, len(names) // 4 + 1):
+        tail = names[len(names) - 4 * p :]
+        if all(tail[i] == tail[i % p] for i in range(4 * p)):
+            return p
+    return 0
+
+
 def main(folder, log2n):
     n = 1 << int(log2n)
     print("| row | kernel | us | DRAM % | issue slots % | thread inst / element | regs | occupancy (achieved / max) |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for path in sorted(pathlib.Path(folder).glob("*.csv")):
         ks = [k for k in launches(path) if not k["kernel"].startswith(SETUP)]
-        if not ks or len(ks) % 4:
-            print(f"| {path.stem} | (ncu gave {len(ks)} launches, not 4 calls) | | | | | | |")
+        p = call_length(ks)
+        if p == 0:
+            print(f"| {path.stem} | (no 4 equal calls among {len(ks)} launches) | | | | | | |")
             continue
-        for k in ks[-len(ks) // 4 :]:  # the last call: 3 warm-ups and 1 timed
-            name = k["kernel"].split("(")[0].split("<")[0]
+        for k in ks[-p:]:  # the last call: 3 warm-ups and 1 timed
+            name = k["kernel"].removeprefix("void ").replace("<unnamed>::", "").split("(")[0].split("<")[0]
             inst = float(k["smsp__inst_executed.sum"]) * 32 / n  # warp instructions x 32 lanes
             print(
                 f"| {path.stem} | {name} | {float(k['gpu__time_duration.sum']) / 1e3:.1f} "
