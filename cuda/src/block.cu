@@ -135,8 +135,11 @@ __device__ __forceinline__ std::uint32_t cta_max(std::uint32_t v) {
 
 // 128 x 128 tiles, one CTA per tile at a time: each thread holds 4 segments (rows t/8 + 32 j,
 // columns 16 (t % 8) ..) in registers from the amax to the cast, so the tile is read once.
+// At least 3 CTAs per SM (at most 85 registers): left to itself ptxas took 104 registers from
+// float32, 2 CTAs per SM (25% occupancy), and the kernel read at 61.5% of DRAM throughput
+// (Nsight Compute, H200: docs/performance.md).
 template <class S, class D, int P, int R>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 3)
     tile_kernel(const void* __restrict__ in, std::uint8_t* __restrict__ out, std::uint32_t rows, std::uint32_t cols,
                 ElementCtx ctx, const std::uint8_t* __restrict__ table, numerics::ScaleParams rule, float* scale_inv,
                 std::uint64_t first_index) {

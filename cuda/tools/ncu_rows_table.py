@@ -23,15 +23,17 @@ def launches(path):
     return [out[i] for i in sorted(out)]
 
 
-def call_length(ks):
-    """The number of launches of one call of the row: the shortest p whose last 4 p launches are
-    the same p kernels 4 times (set-up kernels of the bench may come before); 0 if none."""
+def last_call(ks):
+    """The launches of the row's timed call: the first run of 4 equal blocks of p launches
+    (3 warm-ups and the timed call), the smallest p; set-up kernels of the bench may come before
+    and after it. [] if there is none."""
     names = [k["kernel"] for k in ks]
     for p in range(1, len(names) // 4 + 1):
-        tail = names[len(names) - 4 * p :]
-        if all(tail[i] == tail[i % p] for i in range(4 * p)):
-            return p
-    return 0
+        for start in range(len(names) - 4 * p + 1):
+            block = names[start : start + p]
+            if all(names[start + q * p : start + (q + 1) * p] == block for q in range(4)):
+                return ks[start + 3 * p : start + 4 * p]
+    return []
 
 
 def main(folder, log2n):
@@ -40,11 +42,11 @@ def main(folder, log2n):
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for path in sorted(pathlib.Path(folder).glob("*.csv")):
         ks = [k for k in launches(path) if not k["kernel"].startswith(SETUP)]
-        p = call_length(ks)
-        if p == 0:
+        call = last_call(ks)
+        if not call:
             print(f"| {path.stem} | (no 4 equal calls among {len(ks)} launches) | | | | | | |")
             continue
-        for k in ks[-p:]:  # the last call: 3 warm-ups and 1 timed
+        for k in call:
             name = k["kernel"].removeprefix("void ").replace("<unnamed>::", "").split("(")[0].split("<")[0]
             inst = float(k["smsp__inst_executed.sum"]) * 32 / n  # warp instructions x 32 lanes
             print(
