@@ -15,7 +15,8 @@ Saves everything a CPU-side analysis needs (no fp8kit binary on the GPU machine)
     that torch took and a float64 emulation's relative error to show the layout is right.
 
 Usage: python3 probe_splitk.py OUT_DIR [SEED]   (needs a CUDA GPU and torch)
-Then on any machine: scripts/gpu/fit_splitk.py FP8KIT_BINARY OUT_DIR (the splitk_*.npz files)
+The combination fit reruns from a report of hashes instead of these arrays:
+scripts/gpu/splitk_combination_data.py (on the GPU), then scripts/gpu/fit_splitk.py (any machine).
 """
 
 import json
