@@ -5,7 +5,7 @@
 # on the GPU at N and at the golden size, and keeps the build's SASS (cuobjdump) beside the outputs.
 # Usage: scripts/gpu/msamp_adam_probe.sh OUTDIR [ARCH, default sm_90] [N, default 4096]. Compare with
 # scripts/gpu/msamp_adam_compare.py OUTDIR. tests/golden/msamp_adam/ holds the output at
-# N = 256 (tests/simulate: lib's model against it).
+# N = 192 (tests/simulate: lib's model against it).
 set -euo pipefail
 out=${1:?usage: msamp_adam_probe.sh OUTDIR [ARCH] [N]}
 arch=${2:-sm_90}
@@ -25,6 +25,6 @@ for variant in msamp: nofma:--fmad=false; do
     nvcc "${flags[@]}" $extra -arch="$arch" -o "$out/probe_$name" "$here/msamp_adam_probe.cu"
     cuobjdump -sass "$out/probe_$name" >"$out/sass_$name.txt"
     "$out/probe_$name" "$out/adam_$name.bin" "$n"
-    "$out/probe_$name" "$out/adam_${name}_256.bin" 256
+    "$out/probe_$name" "$out/adam_${name}_192.bin" 192
     rm -f "$out/probe_$name"
 done
