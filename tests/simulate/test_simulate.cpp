@@ -380,11 +380,12 @@ std::size_t differing_codes(const std::vector<T>& a, const std::vector<T>& b) {
 
 TEST_CASE("MS-AMP LBAdamW as the GPU computes it: states, scales and weights of MS-AMP's build, bit for bit",
           "[simulate]") {
-    // tests/golden/msamp_adam: 256 elements x 8 parameter sets (FP8/FP16 and FP16/FP16 states,
-    // three hyperparameter sets each and one with subnormal and overflowing gradients) x 6 steps,
-    // on an H200 (README.md). The probe's master weight is FP32.
-    const auto sets = read_msamp_probe(std::string(FP8KIT_GOLDEN_DIR) + "/msamp_adam/adam_256.bin");
-    REQUIRE(sets.size() == 8);
+    // tests/golden/msamp_adam: 192 elements x 12 parameter sets (E4M3/FP16 and FP16/FP16 states,
+    // each with three hyperparameter sets, one with subnormal and overflowing gradients and two
+    // with tiny moments, where the moments' FMAs round differently from the separate multiply and
+    // add) x 6 steps, on an H200 (README.md). The probe's master weight is FP32.
+    const auto sets = read_msamp_probe(std::string(FP8KIT_GOLDEN_DIR) + "/msamp_adam/adam_192.bin");
+    REQUIRE(sets.size() == 12);
     std::size_t fp8_sets = 0;
     for (const auto& s : sets) {
         const AdamHyper h{s.lr, s.beta1, s.beta2, s.eps, s.weight_decay, true};
@@ -404,7 +405,7 @@ TEST_CASE("MS-AMP LBAdamW as the GPU computes it: states, scales and weights of 
             CHECK(differing(a.weight(), st.p) == 0);
         }
     }
-    CHECK(fp8_sets == 4);
+    CHECK(fp8_sets == 6);
 }
 
 TEST_CASE("MS-AMP LBAdamW: state dtypes other than fp8 and fp16 are refused", "[simulate]") {
