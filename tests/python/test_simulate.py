@@ -364,6 +364,51 @@ def test_adam_bit_exact(fp16_master, gscale, m_dtype):
     assert rep["steps"] == 5 and rep["m_rel_error"] > 0
 
 
+class NumpyLBAdamWSeparateMoments(NumpyLBAdamW):
+    """The same with the moments' multiply and add rounded separately (no FMA there)."""
+
+    def moments(self, g, inv_m, inv_v):
+        b1, b2 = f32(self.b1), f32(self.b2)
+        with np.errstate(under="ignore"):
+            m = b1 * self.m_value(self.m) * inv_m + (f32(1) - b1) * g
+            v = b2 * self.v_value(self.v) * inv_v + (f32(1) - b2) * (g * g)
+        return m.astype(f32), v.astype(f32)
+
+
+@pytest.mark.parametrize("m_dtype", ["fp8", "fp16"])
+@pytest.mark.parametrize("moment", ["m", "v"])
+def test_adam_tiny_moments_fma(m_dtype, moment):
+    """Where the moments' FMAs matter: (beta * state) * (1 / scale) is exact unless subnormal, so
+    tiny moments (state scales near 2^126) from weights at 0, as msamp_adam_probe's sets 8-11. The
+    model must follow the transcription with FMAs, and the inputs must tell it from the one without."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    lo, hi = {"m": (-126 if m_dtype == "fp8" else -128, -114 if m_dtype == "fp8" else -107), "v": (-70, -50)}[moment]
+    eps = 1e-8 if moment == "m" else 1e-30
+    hyper = dict(lr=1e-3, b1=0.9, b2=0.999, eps=eps, wd=0.01)
+    zeros = np.zeros(n, f32)
+    ref = NumpyLBAdamW(zeros, zeros, zeros, fp16_master=False, m_dtype=m_dtype, **hyper)
+    other = NumpyLBAdamWSeparateMoments(zeros, zeros, zeros, fp16_master=False, m_dtype=m_dtype, **hyper)
+    sim = fp8kit.msamp.adam(
+        zeros, lr=1e-3, betas=(0.9, 0.999), eps=eps, weight_decay=0.01, fp16_master=False, exp_avg_dtype=m_dtype
+    )
+    differ = 0
+    for step in range(5):
+        mag = np.ldexp(f32(1) + rng.random(n, dtype=f32), rng.integers(lo, hi, n)).astype(f32)
+        g = np.where(rng.random(n) < 0.5, -mag, mag).astype(f32)
+        with np.errstate(under="ignore"):
+            ref.step(g)
+            other.step(g)
+        sim.step(g)
+        np.testing.assert_array_equal(bits(sim.weight), bits(ref.weight()))
+        np.testing.assert_array_equal(sim.m_codes, ref.m if m_dtype == "fp8" else ref.m.view(np.uint16))
+        np.testing.assert_array_equal(sim.v_bits, ref.v.view(np.uint16))
+        assert bits(sim.m_scale) == bits(ref.m_scale) and bits(sim.v_scale) == bits(ref.v_scale)
+        differ += int(np.count_nonzero(bits(other.weight()) != bits(ref.weight())))
+    assert ref.m_scale >= 2.0**120 if moment == "m" else ref.v_scale >= 2.0**120
+    assert differ > 0  # the FMAs are visible here
+
+
 def test_adam_zero_states_and_size_error():
     sim = fp8kit.msamp.adam(np.ones(10, f32))
     assert sim.m_scale == 1.0 and sim.v_scale == 1.0  # amax 0 keeps scale 1
