@@ -51,9 +51,12 @@ def adam(
     bias_correction=True,
     step=0,
     fp16_master=True,
+    exp_avg_dtype="fp8",
+    exp_avg_sq_dtype="fp16",
 ):
-    """An MsampAdam: MS-AMP LBAdamW with E4M3/FP16 states next to the FP32 reference. Call
-    .step(grad) per step; .report() compares the states and weights with FP32."""
+    """An MsampAdam: MS-AMP LBAdamW with E4M3 ("fp8", torch.uint8) or FP16 ("fp16") states next to
+    the FP32 reference (MS-AMP's defaults: exp_avg fp8, exp_avg_sq fp16). Call .step(grad) per
+    step; .report() compares the states and weights with FP32."""
     w = np.ascontiguousarray(np.asarray(weight, dtype=np.float32).ravel())
     m = np.zeros(0, np.float32) if exp_avg is None else np.asarray(exp_avg, dtype=np.float32).ravel()
     v = np.zeros(0, np.float32) if exp_avg_sq is None else np.asarray(exp_avg_sq, dtype=np.float32).ravel()
@@ -69,6 +72,8 @@ def adam(
         bool(bias_correction),
         int(step),
         bool(fp16_master),
+        str(exp_avg_dtype),
+        str(exp_avg_sq_dtype),
     )
 
 

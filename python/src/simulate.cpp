@@ -67,6 +67,12 @@ pyb::dict adam_report_dict(const sim::AdamReport& r) {
 
 // A whole simulation over dumps (simulate::run_msamp), as the CLI runs it: the rows, the flags
 // and the notes. Strings are parsed by lib's parsers; their errors become ValueError.
+// An MsampAdam state as numpy: E4M3 codes as uint8, FP16 bits as uint16.
+pyb::array state_codes(const std::vector<std::uint16_t>& codes, sim::StateDtype d) {
+    if (d != sim::StateDtype::fp8) return to_array(codes);
+    return to_array(std::vector<std::uint8_t>(codes.begin(), codes.end()));
+}
+
 pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::vector<int>& ranks,
                     const std::vector<std::string>& paths, const std::vector<std::string>& orders,
                     const std::string& hop, double spread, std::uint64_t seed, const sim::AdamHyper& h,
@@ -160,9 +166,11 @@ void bind_simulate(pyb::module_& m) {
     });
     pyb::class_<sim::MsampAdam>(m, "MsampAdam")
         .def(pyb::init([](F32Array w, F32Array m, F32Array v, double lr, double beta1, double beta2, double eps,
-                          double weight_decay, bool bias_correction, std::int64_t step, bool fp16_master) {
+                          double weight_decay, bool bias_correction, std::int64_t step, bool fp16_master,
+                          const std::string& m_dtype, const std::string& v_dtype) {
             sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
-            return sim::MsampAdam(to_vector(w), to_vector(m), to_vector(v), h, step, fp16_master);
+            const sim::MsampStates states{sim::parse_state_dtype(m_dtype), sim::parse_state_dtype(v_dtype)};
+            return sim::MsampAdam(to_vector(w), to_vector(m), to_vector(v), h, step, fp16_master, states);
         }))
         .def(
             "step",
@@ -171,8 +179,10 @@ void bind_simulate(pyb::module_& m) {
             },
             pyb::arg("grad"), pyb::arg("ref_grad") = pyb::none())
         .def_property_readonly("steps", &sim::MsampAdam::steps)
-        .def_property_readonly("m_codes", [](const sim::MsampAdam& a) { return to_array(a.m_codes()); })
-        .def_property_readonly("v_bits", [](const sim::MsampAdam& a) { return to_array(a.v_bits()); })
+        .def_property_readonly("m_codes",
+                               [](const sim::MsampAdam& a) { return state_codes(a.m_codes(), a.states().exp_avg); })
+        .def_property_readonly("v_bits",
+                               [](const sim::MsampAdam& a) { return state_codes(a.v_bits(), a.states().exp_avg_sq); })
         .def_property_readonly("master_bits", [](const sim::MsampAdam& a) { return to_array(a.master_bits()); })
         .def_property_readonly("m_scale", &sim::MsampAdam::m_scale)
         .def_property_readonly("v_scale", &sim::MsampAdam::v_scale)

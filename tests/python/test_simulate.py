@@ -252,18 +252,30 @@ def test_split_model(n):
 
 
 # ---- msamp/optim/adamw.py (LBAdamW.adamw_fn) + adamw.cu -----------------------------------------
-class NumpyLBAdamW:
-    """The FP8 branch of LBAdamW.adamw_fn for one parameter, exp_avg uint8 (E4M3), exp_avg_sq
-    float16, tensor_scale=True, master weight a ScalingTensor of qtype float16."""
+# LBAdamW's state dtypes: torch.uint8 (E4M3) or torch.float16, each with a scale. Per dtype:
+# Floating.fp_maxs (msamp/common/dtype/floating.py), cast_dtype<T>(float) (adamw.cu) and its inverse.
+STATE_DTYPES = {
+    "fp8": (448.0, e4m3_satfinite, e4m3_value),
+    "fp16": (65504.0, to_f16, lambda c: np.asarray(c, np.float16).astype(f32)),
+}
 
-    def __init__(self, w, m, v, lr, b1, b2, eps, wd, fp16_master):
+
+class NumpyLBAdamW:
+    """The low-precision branch of LBAdamW.adamw_fn for one parameter, exp_avg and exp_avg_sq uint8
+    (E4M3) or float16 (MS-AMP's defaults: uint8, float16), tensor_scale=True, master weight a
+    ScalingTensor of qtype float16. adamw.cu's arithmetic as MS-AMP's build compiles it: the three
+    multiply-adds that nvcc contracts (docs/msamp.md section 3) are FMAs (fma32)."""
+
+    def __init__(self, w, m, v, lr, b1, b2, eps, wd, fp16_master, m_dtype="fp8", v_dtype="fp16"):
         self.lr, self.b1, self.b2, self.eps, self.wd = lr, b1, b2, eps, wd
         self.fp16_master = fp16_master
+        self.m_max, self.m_cast, self.m_value = STATE_DTYPES[m_dtype]
+        self.v_max, self.v_cast, self.v_value = STATE_DTYPES[v_dtype]
         # TypeCast.cast_to_fp8 / cast_to_fp16 of the FP32 tensors, scale starting at 1
-        self.m_scale = compute_scaling_factor(np.max(np.abs(m)), f32(1), 448.0, 0)
-        self.m = e4m3_satfinite(m * self.m_scale)
-        self.v_scale = compute_scaling_factor(np.max(np.abs(v)), f32(1), 65504.0, 0)
-        self.v = to_f16(v * self.v_scale)
+        self.m_scale = compute_scaling_factor(np.max(np.abs(m)), f32(1), self.m_max, 0)
+        self.m = self.m_cast(m * self.m_scale)
+        self.v_scale = compute_scaling_factor(np.max(np.abs(v)), f32(1), self.v_max, 0)
+        self.v = self.v_cast(v * self.v_scale)
         self.w_scale = f32(1)
         if fp16_master:
             self.cast_master(w)
@@ -280,8 +292,9 @@ class NumpyLBAdamW:
 
     def moments(self, g, inv_m, inv_v):  # the same expressions in stage 1 and stage 2 (adamw.cu)
         b1, b2 = f32(self.b1), f32(self.b2)
-        m = b1 * e4m3_value(self.m) * inv_m + (f32(1) - b1) * g
-        v = b2 * self.v.astype(f32) * inv_v + (f32(1) - b2) * (g * g)
+        # beta1 * m * factor + (1 - beta1) * g: (beta1 * m) * factor and the add are one FMA
+        m = fma32(b1 * self.m_value(self.m), inv_m, (f32(1) - b1) * g)
+        v = fma32(b2 * self.v_value(self.v), inv_v, (f32(1) - b2) * (g * g))
         return m.astype(f32), v.astype(f32)
 
     def step(self, g):
@@ -299,22 +312,23 @@ class NumpyLBAdamW:
         amax_m = f32(np.fmax.reduce(np.abs(m), initial=0))  # fmaxf: NaN skipped
         amax_v = f32(np.fmax.reduce(np.abs(v), initial=0))
         denom = np.sqrt(v) / sqrt_bc2 + f32(self.eps)
-        p = (p - step_size * (m / denom)).astype(f32)
+        p = fma32(-(m / denom), step_size, p)  # param -= step_size * (m / denom), one FMA
         if self.fp16_master:
             self.cast_master(p)
         else:
             self.w = p
-        new_m = compute_scaling_factor(amax_m, f32(1), 448.0, 0)  # (amaxs, ones, fp_max, 0)
-        new_v = compute_scaling_factor(amax_v, f32(1), 65504.0, 0)
+        new_m = compute_scaling_factor(amax_m, f32(1), self.m_max, 0)  # (amaxs, ones, fp_max, 0)
+        new_v = compute_scaling_factor(amax_v, f32(1), self.v_max, 0)
         m, v = self.moments(g, inv_m, inv_v)  # adamw_fp8_stage2_compute
-        self.m = e4m3_satfinite(m * new_m)
-        self.v = to_f16(v * new_v)
+        self.m = self.m_cast(m * new_m)
+        self.v = self.v_cast(v * new_v)
         self.m_scale, self.v_scale = new_m, new_v
 
 
 @pytest.mark.parametrize("fp16_master", [True, False])
 @pytest.mark.parametrize("gscale", [1e-2, 1e-6, 1e-9])
-def test_adam_bit_exact(fp16_master, gscale):
+@pytest.mark.parametrize("m_dtype", ["fp8", "fp16"])
+def test_adam_bit_exact(fp16_master, gscale, m_dtype):
     rng = np.random.default_rng(11)
     n = 3000
     w = (rng.standard_normal(n) * 0.02).astype(f32)
@@ -323,16 +337,24 @@ def test_adam_bit_exact(fp16_master, gscale):
     v0 = v0.astype(f32)
     m0[:5] = 0
     hyper = dict(lr=3e-3, b1=0.9, b2=0.999, eps=1e-8, wd=0.01)
-    ref = NumpyLBAdamW(w, m0, v0, fp16_master=fp16_master, **hyper)
+    ref = NumpyLBAdamW(w, m0, v0, fp16_master=fp16_master, m_dtype=m_dtype, **hyper)
     sim = fp8kit.msamp.adam(
-        w, m0, v0, lr=3e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, fp16_master=fp16_master
+        w,
+        m0,
+        v0,
+        lr=3e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+        weight_decay=0.01,
+        fp16_master=fp16_master,
+        exp_avg_dtype=m_dtype,
     )
     for step in range(5):
         g = (rng.standard_normal(n) * gscale).astype(f32)
         g[:3] = [0.0, 1e-42, -1e-40]
         ref.step(g)
         sim.step(g)
-        np.testing.assert_array_equal(sim.m_codes, ref.m)
+        np.testing.assert_array_equal(sim.m_codes, ref.m if m_dtype == "fp8" else ref.m.view(np.uint16))
         np.testing.assert_array_equal(sim.v_bits, ref.v.view(np.uint16))
         assert bits(sim.m_scale) == bits(ref.m_scale) and bits(sim.v_scale) == bits(ref.v_scale)
         np.testing.assert_array_equal(bits(sim.weight), bits(ref.weight()))
@@ -342,11 +364,58 @@ def test_adam_bit_exact(fp16_master, gscale):
     assert rep["steps"] == 5 and rep["m_rel_error"] > 0
 
 
+class NumpyLBAdamWSeparateMoments(NumpyLBAdamW):
+    """The same with the moments' multiply and add rounded separately (no FMA there)."""
+
+    def moments(self, g, inv_m, inv_v):
+        b1, b2 = f32(self.b1), f32(self.b2)
+        with np.errstate(under="ignore"):
+            m = b1 * self.m_value(self.m) * inv_m + (f32(1) - b1) * g
+            v = b2 * self.v_value(self.v) * inv_v + (f32(1) - b2) * (g * g)
+        return m.astype(f32), v.astype(f32)
+
+
+@pytest.mark.parametrize("m_dtype", ["fp8", "fp16"])
+@pytest.mark.parametrize("moment", ["m", "v"])
+def test_adam_tiny_moments_fma(m_dtype, moment):
+    """Where the moments' FMAs matter: (beta * state) * (1 / scale) is exact unless subnormal, so
+    tiny moments (state scales near 2^126) from weights at 0, as msamp_adam_probe's sets 8-11. The
+    model must follow the transcription with FMAs, and the inputs must tell it from the one without."""
+    rng = np.random.default_rng(3)
+    n = 4000
+    lo, hi = {"m": (-126 if m_dtype == "fp8" else -128, -114 if m_dtype == "fp8" else -107), "v": (-70, -50)}[moment]
+    eps = 1e-8 if moment == "m" else 1e-30
+    hyper = dict(lr=1e-3, b1=0.9, b2=0.999, eps=eps, wd=0.01)
+    zeros = np.zeros(n, f32)
+    ref = NumpyLBAdamW(zeros, zeros, zeros, fp16_master=False, m_dtype=m_dtype, **hyper)
+    other = NumpyLBAdamWSeparateMoments(zeros, zeros, zeros, fp16_master=False, m_dtype=m_dtype, **hyper)
+    sim = fp8kit.msamp.adam(
+        zeros, lr=1e-3, betas=(0.9, 0.999), eps=eps, weight_decay=0.01, fp16_master=False, exp_avg_dtype=m_dtype
+    )
+    differ = 0
+    for step in range(5):
+        mag = np.ldexp(f32(1) + rng.random(n, dtype=f32), rng.integers(lo, hi, n)).astype(f32)
+        g = np.where(rng.random(n) < 0.5, -mag, mag).astype(f32)
+        with np.errstate(under="ignore"):
+            ref.step(g)
+            other.step(g)
+        sim.step(g)
+        np.testing.assert_array_equal(bits(sim.weight), bits(ref.weight()))
+        np.testing.assert_array_equal(sim.m_codes, ref.m if m_dtype == "fp8" else ref.m.view(np.uint16))
+        np.testing.assert_array_equal(sim.v_bits, ref.v.view(np.uint16))
+        assert bits(sim.m_scale) == bits(ref.m_scale) and bits(sim.v_scale) == bits(ref.v_scale)
+        differ += int(np.count_nonzero(bits(other.weight()) != bits(ref.weight())))
+    assert ref.m_scale >= 2.0**120 if moment == "m" else ref.v_scale >= 2.0**120
+    assert differ > 0  # the FMAs are visible here
+
+
 def test_adam_zero_states_and_size_error():
     sim = fp8kit.msamp.adam(np.ones(10, f32))
     assert sim.m_scale == 1.0 and sim.v_scale == 1.0  # amax 0 keeps scale 1
     with pytest.raises(ValueError, match="gradient of 3 elements"):
         sim.step(np.ones(3, f32))
+    with pytest.raises(ValueError, match="exp_avg dtype bf16: LBAdamW's low-precision states are fp8"):
+        fp8kit.msamp.adam(np.ones(3, f32), exp_avg_dtype="bf16")
 
 
 # ---- TransformerEngine FusedAdam, transcribed from transformer_engine/pytorch/optimizers/
@@ -822,9 +891,9 @@ def test_adam_report_metrics():
         bc2 = f32(1 - float(b2) ** t)
         step_size, sqrt_bc2 = f32(f32(3e-3) / bc1), np.sqrt(bc2, dtype=f32)
         p = (w32 * f32(1 - 3e-3 * 0.01)).astype(f32)
-        m32 = (b1 * m32 * f32(1) + (f32(1) - b1) * g).astype(f32)
-        v32 = (b2 * v32 * f32(1) + (f32(1) - b2) * (g * g)).astype(f32)
-        w32 = (p - step_size * (m32 / (np.sqrt(v32) / sqrt_bc2 + f32(1e-8)))).astype(f32)
+        m32 = fma32(b1 * m32, f32(1), (f32(1) - b1) * g)
+        v32 = fma32(b2 * v32, f32(1), (f32(1) - b2) * (g * g))
+        w32 = fma32(-(m32 / (np.sqrt(v32) / sqrt_bc2 + f32(1e-8))), step_size, p)
         np.testing.assert_array_equal(bits(sim.ref_m), bits(m32))
         np.testing.assert_array_equal(bits(sim.ref_v), bits(v32))
         np.testing.assert_array_equal(bits(sim.ref_weight), bits(w32))

@@ -202,7 +202,9 @@ TEST_CASE("TE FusedAdam: amax 0 gives an FP8 state of NaN, an FP16 state of zero
 
 TEST_CASE("O2: step(grad, ref_grad) feeds the simulated side and the FP32 reference separately", "[simulate]") {
     const AdamHyper h;
-    const std::vector<float> w{0.5f, -0.25f, 1.0f, 0.0f}, g{0.5f, -0.25f, 1e-3f, 2.0f}, ref{0.4f, -0.3f, 2e-3f, 1.5f};
+    // ref's second entry has the other sign: with gradients constant over the steps, Adam's update
+    // is about lr * sign(g), so same-signed gradients could give the same weights.
+    const std::vector<float> w{0.5f, -0.25f, 1.0f, 0.0f}, g{0.5f, -0.25f, 1e-3f, 2.0f}, ref{0.4f, 0.3f, 2e-3f, 1.5f};
     auto check = [&](auto make) {
         auto both = make(), sim_only = make(), ref_only = make();
         for (int s = 0; s < 3; ++s) {
@@ -322,4 +324,94 @@ TEST_CASE("TE FusedAdam update as the GPU computes it: m and v equal TE's build,
             }
         }
     }
+}
+
+namespace {
+
+// msamp_adam_probe's output (scripts/gpu/msamp_adam_probe.cu: MS-AMP's adamw_fp8_stage1/stage2
+// kernels built with MS-AMP's flags and LBAdamW.adamw_fn's loop, run on a GPU).
+struct MsampProbeStep {
+    std::vector<float> g, p;
+    float inv_m, inv_v, amax_m, amax_v, scale_m, scale_v;
+    std::vector<std::uint16_t> m, v;  // E4M3 codes or FP16 bits
+};
+struct MsampProbeSet {
+    double lr, beta1, beta2, eps, weight_decay;
+    std::uint32_t m_dtype, v_dtype;  // 0 torch.uint8 (E4M3), 1 torch.float16
+    std::vector<float> p0;
+    std::vector<MsampProbeStep> steps;
+};
+
+std::vector<MsampProbeSet> read_msamp_probe(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    REQUIRE(f != nullptr);
+    std::uint32_t head[4] = {};
+    REQUIRE(std::fread(head, 4, 4, f) == 4);
+    REQUIRE(head[0] == 0x5041534Du);
+    const std::size_t n = head[3];
+    auto read = [&](auto& v) {
+        v.resize(n);
+        REQUIRE(std::fread(v.data(), sizeof(v[0]), n, f) == n);
+    };
+    std::vector<MsampProbeSet> sets(head[1]);
+    for (auto& s : sets) {
+        REQUIRE(std::fread(&s.lr, 8, 5, f) == 5);
+        REQUIRE(std::fread(&s.m_dtype, 4, 2, f) == 2);
+        read(s.p0);
+        s.steps.resize(head[2]);
+        for (auto& st : s.steps) {
+            read(st.g);
+            REQUIRE(std::fread(&st.inv_m, 4, 6, f) == 6);
+            read(st.p), read(st.m), read(st.v);
+        }
+    }
+    std::fclose(f);
+    return sets;
+}
+
+template <typename T>
+std::size_t differing_codes(const std::vector<T>& a, const std::vector<T>& b) {
+    std::size_t d = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) d += a[i] != b[i];
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("MS-AMP LBAdamW as the GPU computes it: states, scales and weights of MS-AMP's build, bit for bit",
+          "[simulate]") {
+    // tests/golden/msamp_adam: 192 elements x 12 parameter sets (E4M3/FP16 and FP16/FP16 states,
+    // each with three hyperparameter sets, one with subnormal and overflowing gradients and two
+    // with tiny moments, where the moments' FMAs round differently from the separate multiply and
+    // add) x 6 steps, on an H200 (README.md). The probe's master weight is FP32.
+    const auto sets = read_msamp_probe(std::string(FP8KIT_GOLDEN_DIR) + "/msamp_adam/adam_192.bin");
+    REQUIRE(sets.size() == 12);
+    std::size_t fp8_sets = 0;
+    for (const auto& s : sets) {
+        const AdamHyper h{s.lr, s.beta1, s.beta2, s.eps, s.weight_decay, true};
+        const MsampStates states{s.m_dtype == 0 ? StateDtype::fp8 : StateDtype::f16,
+                                 s.v_dtype == 0 ? StateDtype::fp8 : StateDtype::f16};
+        fp8_sets += states.exp_avg == StateDtype::fp8;
+        MsampAdam a(s.p0, {}, {}, h, 0, false, states);
+        for (std::size_t k = 0; k < s.steps.size(); ++k) {
+            const auto& st = s.steps[k];
+            a.step(st.g);
+            INFO("exp_avg " << name(states.exp_avg) << " lr " << s.lr << " decay " << s.weight_decay << " step "
+                            << k + 1);
+            CHECK(bits(a.m_scale()) == bits(st.scale_m));
+            CHECK(bits(a.v_scale()) == bits(st.scale_v));
+            CHECK(differing_codes(a.m_codes(), st.m) == 0);
+            CHECK(differing_codes(a.v_bits(), st.v) == 0);
+            CHECK(differing(a.weight(), st.p) == 0);
+        }
+    }
+    CHECK(fp8_sets == 6);
+}
+
+TEST_CASE("MS-AMP LBAdamW: state dtypes other than fp8 and fp16 are refused", "[simulate]") {
+    const AdamHyper h;
+    CHECK_THROWS_WITH(MsampAdam({1.0f}, {}, {}, h, 0, false, {StateDtype::bf16, StateDtype::f16}),
+                      Catch::Contains("exp_avg dtype bf16"));
+    CHECK_THROWS_WITH(MsampAdam({1.0f}, {}, {}, h, 0, false, {StateDtype::fp8, StateDtype::f32}),
+                      Catch::Contains("exp_avg_sq dtype fp32"));
 }

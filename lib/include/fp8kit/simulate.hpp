@@ -192,24 +192,40 @@ protected:
     std::vector<float> w0_, w32_, m32_, v32_;
 };
 
-// One parameter tensor under LBAdamW (msamp/optim/adamw.py, adamw.cu) with exp_avg in E4M3 with
-// scale and exp_avg_sq in FP16 with scale, next to the FP32 AdamW reference (same kernel
-// expressions, FP32 states and weights). The master weight is FP16 with scale
-// ((x * scale).to(fp16), cast.py cast_to_fp16) when fp16_master, else FP32.
+// An optimizer state's storage dtype, as the optimizers name it (torch.float32/float16/bfloat16/
+// uint8; uint8 is E4M3 with one per-tensor scale).
+enum class StateDtype : std::uint8_t { f32, f16, bf16, fp8 };  // torch.float32/float16/bfloat16/uint8
+std::string_view name(StateDtype d);                           // fp32, fp16, bf16, fp8
+StateDtype parse_state_dtype(std::string_view s);              // simulate/names.cpp
+
+// LBAdamW's exp_avg_dtype / exp_avg_sq_dtype: fp8 (torch.uint8, E4M3) or fp16 (torch.float16),
+// each with a per-tensor scale (msamp/optim/adamw_base.py; MS-AMP's defaults below).
+struct MsampStates {
+    StateDtype exp_avg = StateDtype::fp8, exp_avg_sq = StateDtype::f16;
+};
+
+// One parameter tensor under LBAdamW (msamp/optim/adamw.py, adamw.cu) with exp_avg and exp_avg_sq
+// stored as MsampStates says (E4M3 or FP16, with scale), next to the FP32 AdamW reference (same
+// kernel expressions, FP32 states and weights). The master weight is FP16 with scale
+// ((x * scale).to(fp16), cast.py cast_to_fp16) when fp16_master, else FP32. The kernels'
+// arithmetic is adamw.cu as MS-AMP compiles it (nvcc defaults: three multiply-adds contracted
+// into FMAs; docs/msamp.md section 3).
 class MsampAdam : public AdamReference {
 public:
     // Initial FP32 weights and states (exp_avg / exp_avg_sq may be empty: zeros); `step` is the
     // number of optimizer steps already taken. FP32 states are cast as TypeCast.cast_to_fp8 /
-    // cast_to_fp16 cast an FP32 tensor.
+    // cast_to_fp16 cast an FP32 tensor. Throws std::invalid_argument for a state dtype other
+    // than fp8 or fp16.
     MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq, AdamHyper h,
-              std::int64_t step = 0, bool fp16_master = true);
+              std::int64_t step = 0, bool fp16_master = true, MsampStates states = {});
     void step(const std::vector<float>& grad) { step(grad, grad); }  // one step of both (throws on a size mismatch)
     // The simulated side takes `grad`, the FP32 reference `ref_grad` (e.g. the FP8 all-reduce's
     // result against the exact rank mean, so the drift includes the gradient's own FP8 error).
     void step(const std::vector<float>& grad, const std::vector<float>& ref_grad);
 
-    // The simulated state.
-    const std::vector<std::uint8_t>& m_codes() const { return m_q_; }
+    // The simulated state: E4M3 codes (in the low byte) or FP16 bits, as states() says.
+    const MsampStates& states() const { return states_; }
+    const std::vector<std::uint16_t>& m_codes() const { return m_q_; }
     const std::vector<std::uint16_t>& v_bits() const { return v_q_; }
     const std::vector<std::uint16_t>& master_bits() const { return w_q_; }
     float m_scale() const { return m_scale_; }
@@ -222,9 +238,9 @@ public:
 
 private:
     bool fp16_master_;
+    MsampStates states_;
     std::vector<float> wsim_;  // the FP32 master when !fp16_master
-    std::vector<std::uint8_t> m_q_;
-    std::vector<std::uint16_t> v_q_, w_q_;
+    std::vector<std::uint16_t> m_q_, v_q_, w_q_;
     float m_scale_ = 1, v_scale_ = 1, w_scale_ = 1;
 };
 
@@ -246,9 +262,6 @@ AdamReport report(const MsampAdam& a);
 // Unlike MS-AMP, TE does not update the states in low precision: step() dequantizes every state to
 // FP32 (get_unscaled_state), runs the FP32 kernel, then re-quantizes each state (_apply_scale)
 // with scale = absmax / range (range 448 for FP8, 65504 / 2 for FP16). docs/msamp.md gives every step.
-enum class StateDtype : std::uint8_t { f32, f16, bf16, fp8 };  // torch.float32/float16/bfloat16/uint8
-std::string_view name(StateDtype d);                           // fp32, fp16, bf16, fp8
-StateDtype parse_state_dtype(std::string_view s);              // simulate/names.cpp
 
 // One stored state (or master weight) as FusedAdam holds it.
 struct TeState {

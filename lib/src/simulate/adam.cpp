@@ -23,21 +23,36 @@ float torch_amax(const std::vector<float>& x) {
     return m;
 }
 
-// TypeCast.cast_to_fp16 (cast.py), in-time: scale from this tensor's amax, (x * scale).to(fp16).
-void cast_fp16(const std::vector<float>& x, float& scale, std::vector<std::uint16_t>& out) {
-    scale = compute_scaling_factor(torch_amax(x), scale, kF16Max, 0);
-    out.resize(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) out[i] = to_f16(x[i] * scale);
+// A state's stored value: adamw.cu's cast_dtype<float>(T) for T = __nv_fp8_e4m3 or half (exact),
+// and cast_dtype<T>(float): __nv_fp8_e4m3(float) (RNE, saturating) or __float2half (RNE, Inf).
+float decode(StateDtype d, std::uint16_t code) {
+    return d == StateDtype::fp8 ? e4m3_to_float(static_cast<std::uint8_t>(code)) : f16_to_float(code);
 }
-// TypeCast.cast_to_fp8 (cast.py), in-time, TE's saturating cast.
-void cast_fp8(const std::vector<float>& x, float& scale, std::vector<std::uint8_t>& out) {
-    scale = compute_scaling_factor(torch_amax(x), scale, kE4M3Max, 0);
+std::uint16_t encode(StateDtype d, float x) { return d == StateDtype::fp8 ? to_e4m3_satfinite(x) : to_f16(x); }
+// Floating.fp_maxs (msamp/common/dtype/floating.py): E4M3 448, float16 65504.
+float fp_max(StateDtype d) { return d == StateDtype::fp8 ? kE4M3Max : kF16Max; }
+
+// TypeCast.cast_to_fp8 / cast_to_fp16 (cast.py), in-time: scale from this tensor's amax and its
+// old scale, then the saturating E4M3 cast or (x * scale).to(fp16).
+void cast_state(StateDtype d, const std::vector<float>& x, float& scale, std::vector<std::uint16_t>& out) {
+    scale = compute_scaling_factor(torch_amax(x), scale, fp_max(d), 0);
     out.resize(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) out[i] = to_e4m3_satfinite(x[i] * scale);
+    for (std::size_t i = 0; i < x.size(); ++i) out[i] = encode(d, x[i] * scale);
+}
+
+void check_state_dtype(StateDtype d, const char* which) {
+    if (d != StateDtype::fp8 && d != StateDtype::f16)
+        throw std::invalid_argument(
+            fmt::format("{} dtype {}: LBAdamW's low-precision states are fp8 (torch.uint8) or fp16", which, name(d)));
 }
 
 // The float32 constants adamw_fp8_stage1_compute derives (adamw.cu): beta1, beta2, eps and lr
 // arrive as float; `1 - pow(beta1, step)` is evaluated in double (std::pow(float, int)).
+// The expressions are adamw.cu's in source order, as MS-AMP compiles them: msamp/optim/setup.py
+// passes nvcc only -O3 (no --use_fast_math), so nvcc's defaults apply: IEEE division and square
+// root, and multiply-adds contracted into FMAs. In the SASS of both kernels (sm_90, nvcc 13.0;
+// scripts/gpu/msamp_adam_probe.sh) exactly three are: the last multiply of each moment with the
+// add after it, and the parameter update. Every other operation is rounded on its own.
 struct KernelConst {
     float b1, b2, eps, step_size, sqrt_bc2;
     KernelConst(const AdamHyper& h, std::int64_t step) {
@@ -54,21 +69,27 @@ struct KernelConst {
         step_size = lr / bc1;
         sqrt_bc2 = std::sqrt(bc2);
     }
-    // exp_avg_value_i and exp_avg_sq_value_i of both kernels, in source order
-    float m(float m_old, float inv, float g) const { return b1 * m_old * inv + (1.f - b1) * g; }
-    float v(float v_old, float inv, float g) const { return b2 * v_old * inv + (1.f - b2) * (g * g); }
+    // exp_avg_value_i of both kernels: beta1 * m * factor + (1 - beta1) * g, with
+    // (beta1 * m) * factor + ((1 - beta1) * g) as one FMA (SASS: FFMA(b1 * m, factor, (1 - b1) * g))
+    float m(float m_old, float inv, float g) const { return std::fma(b1 * m_old, inv, (1.f - b1) * g); }
+    // exp_avg_sq_value_i: beta2 * v * factor + (1 - beta2) * (g * g), the same contraction
+    float v(float v_old, float inv, float g) const { return std::fma(b2 * v_old, inv, (1.f - b2) * (g * g)); }
+    // denom = sqrt(v) / sqrt_bias_corr2 + eps; param -= step_size * (m / denom), the last as one
+    // FMA (SASS: FFMA(-(m / denom), step_size, param))
     float update(float param, float m, float v) const {
         const float denom = std::sqrt(v) / sqrt_bc2 + eps;
-        return param - step_size * (m / denom);
+        return std::fma(-(m / denom), step_size, param);
     }
 };
 
 }  // namespace
 
 MsampAdam::MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std::vector<float> exp_avg_sq, AdamHyper h,
-                     std::int64_t step, bool fp16_master)
-    : AdamReference(std::move(weight), h, step), fp16_master_(fp16_master) {
+                     std::int64_t step, bool fp16_master, MsampStates states)
+    : AdamReference(std::move(weight), h, step), fp16_master_(fp16_master), states_(states) {
     const std::size_t n = w32_.size();
+    check_state_dtype(states.exp_avg, "exp_avg");
+    check_state_dtype(states.exp_avg_sq, "exp_avg_sq");
     if (exp_avg.empty()) exp_avg.assign(n, 0.0f);
     if (exp_avg_sq.empty()) exp_avg_sq.assign(n, 0.0f);
     if (exp_avg.size() != n || exp_avg_sq.size() != n)
@@ -77,10 +98,10 @@ MsampAdam::MsampAdam(std::vector<float> weight, std::vector<float> exp_avg, std:
     if (step < 0) throw std::invalid_argument("optimizer step count must be >= 0");
     m32_ = std::move(exp_avg);
     v32_ = std::move(exp_avg_sq);
-    cast_fp8(m32_, m_scale_, m_q_);
-    cast_fp16(v32_, v_scale_, v_q_);
+    cast_state(states.exp_avg, m32_, m_scale_, m_q_);
+    cast_state(states.exp_avg_sq, v32_, v_scale_, v_q_);
     if (fp16_master_)
-        cast_fp16(w32_, w_scale_, w_q_);
+        cast_state(StateDtype::f16, w32_, w_scale_, w_q_);
     else
         wsim_ = w32_;
 }
@@ -119,26 +140,26 @@ void MsampAdam::step(const std::vector<float>& grad, const std::vector<float>& r
     // 3. stage 1: moments, amaxes (fmaxf from 0: NaN is skipped) and the parameter update
     float amax_m = 0, amax_v = 0;
     for (std::size_t i = 0; i < n; ++i) {
-        const float m = k.m(e4m3_to_float(m_q_[i]), inv_m, grad[i]);
-        const float v = k.v(f16_to_float(v_q_[i]), inv_v, grad[i]);
+        const float m = k.m(decode(states_.exp_avg, m_q_[i]), inv_m, grad[i]);
+        const float v = k.v(decode(states_.exp_avg_sq, v_q_[i]), inv_v, grad[i]);
         amax_m = std::fmax(std::fabs(m), amax_m);
         amax_v = std::fmax(std::fabs(v), amax_v);
         param[i] = k.update(param[i], m, v);
     }
     // 4. the master weight stored back: params[i].copy_(param.cast(fp16, meta))
     if (fp16_master_)
-        cast_fp16(param, w_scale_, w_q_);
+        cast_state(StateDtype::f16, param, w_scale_, w_q_);
     else
         wsim_ = param;
     // 5. new factors compute_scaling_factor(amax, ones, fp_max, 0) (tensor_scale=True)
-    const float new_m = compute_scaling_factor(amax_m, 1.0f, kE4M3Max, 0);
-    const float new_v = compute_scaling_factor(amax_v, 1.0f, kF16Max, 0);
+    const float new_m = compute_scaling_factor(amax_m, 1.0f, fp_max(states_.exp_avg), 0);
+    const float new_v = compute_scaling_factor(amax_v, 1.0f, fp_max(states_.exp_avg_sq), 0);
     // 6. stage 2: the same moments from the old states, stored as cast(m * s_m), cast(v * s_v)
     for (std::size_t i = 0; i < n; ++i) {
-        const float m = k.m(e4m3_to_float(m_q_[i]), inv_m, grad[i]);
-        const float v = k.v(f16_to_float(v_q_[i]), inv_v, grad[i]);
-        m_q_[i] = to_e4m3_satfinite(m * new_m);
-        v_q_[i] = to_f16(v * new_v);
+        const float m = k.m(decode(states_.exp_avg, m_q_[i]), inv_m, grad[i]);
+        const float v = k.v(decode(states_.exp_avg_sq, v_q_[i]), inv_v, grad[i]);
+        m_q_[i] = encode(states_.exp_avg, m * new_m);
+        v_q_[i] = encode(states_.exp_avg_sq, v * new_v);
     }
     m_scale_ = new_m;
     v_scale_ = new_v;
@@ -154,13 +175,13 @@ std::vector<float> MsampAdam::weight() const {
 std::vector<float> MsampAdam::m_dequantized() const {
     const float inv = 1.0f / m_scale_;
     std::vector<float> m(m_q_.size());
-    for (std::size_t i = 0; i < m.size(); ++i) m[i] = e4m3_to_float(m_q_[i]) * inv;
+    for (std::size_t i = 0; i < m.size(); ++i) m[i] = decode(states_.exp_avg, m_q_[i]) * inv;
     return m;
 }
 std::vector<float> MsampAdam::v_dequantized() const {
     const float inv = 1.0f / v_scale_;
     std::vector<float> v(v_q_.size());
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = f16_to_float(v_q_[i]) * inv;
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = decode(states_.exp_avg_sq, v_q_[i]) * inv;
     return v;
 }
 
