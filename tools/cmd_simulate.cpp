@@ -18,7 +18,7 @@ namespace sim = fp8kit::simulate;
 struct SimOpts {
     std::vector<std::string> dumps, orders{"rank", "ring", "tree"}, include;
     std::string level, path = "both", hop = "half";
-    std::string optimizer = "msamp", exp_avg_dtype = "fp8", exp_avg_sq_dtype = "fp8", master_dtype = "fp32";
+    std::string optimizer = "msamp", exp_avg_dtype, exp_avg_sq_dtype, master_dtype;  // "": the optimizer's default
     std::vector<int> ranks;
     double spread = 1.0, lr = 3e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
     std::uint64_t seed = 0;
@@ -30,18 +30,12 @@ struct SimOpts {
 void run(const SimOpts& o) {
     if (o.csv && o.json) throw UsageError("--csv and --json: choose one");
     if (o.level != "O1" && o.level != "O2") throw UsageError(fmt::format("--level {}: O1 or O2", o.level));
-    if (o.optimizer != "msamp" && o.optimizer != "te-fused-adam")
-        throw UsageError(fmt::format("--optimizer {}: msamp or te-fused-adam", o.optimizer));
-    for (const auto* d : {&o.exp_avg_dtype, &o.exp_avg_sq_dtype, &o.master_dtype}) {
-        try {
-            sim::parse_state_dtype(*d);
-        } catch (const std::invalid_argument& e) {
-            throw UsageError(fmt::format("--exp-avg-dtype/--exp-avg-sq-dtype/--master-weight-dtype: {}", e.what()));
-        }
-    }
-    if (o.master_dtype != "fp32" && o.master_dtype != "fp16")
-        throw UsageError(fmt::format("--master-weight-dtype {}: fp32 or fp16", o.master_dtype));
     sim::MsampRunOptions ro;
+    try {
+        sim::set_optimizer(ro, o.optimizer, o.exp_avg_dtype, o.exp_avg_sq_dtype, o.master_dtype);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
     try {
         ro.paths = o.path == "both" ? std::vector<sim::Path>{sim::Path::ddp, sim::Path::non_ddp}
                                     : std::vector<sim::Path>{sim::parse_path(o.path)};
@@ -75,9 +69,6 @@ void run(const SimOpts& o) {
     ro.spread = o.spread;
     ro.seed = o.seed;
     ro.hyper = sim::AdamHyper{o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, true};
-    ro.te_fused_adam = o.optimizer == "te-fused-adam";
-    ro.te = sim::TeAdamOptions{sim::parse_state_dtype(o.exp_avg_dtype), sim::parse_state_dtype(o.exp_avg_sq_dtype),
-                               sim::parse_state_dtype(o.master_dtype)};
     ro.fp32_master = o.fp32_master;
     std::unique_ptr<sim::DumpInput> in;
     sim::MsampRun res;
@@ -137,13 +128,14 @@ Register reg([](CLI::App& root) {
                     "dtype the weight gradient enters the FP8 all-reduce in: fp32 (the dump as is), fp16 (MS-AMP's FP8 "
                     "GEMM output under autocast) or bf16")
         ->capture_default_str();
-    cmd->add_option("--exp-avg-dtype", o->exp_avg_dtype, "O2 te-fused-adam: exp_avg as fp32, fp16, bf16 or fp8")
-        ->capture_default_str();
+    cmd->add_option("--exp-avg-dtype", o->exp_avg_dtype,
+                    "O2: exp_avg's dtype. msamp: fp8 (default) or fp16; te-fused-adam: fp32, fp16, bf16 or fp8 "
+                    "(default)");
     cmd->add_option("--exp-avg-sq-dtype", o->exp_avg_sq_dtype,
-                    "O2 te-fused-adam: exp_avg_sq as fp32, fp16, bf16 or fp8")
-        ->capture_default_str();
-    cmd->add_option("--master-weight-dtype", o->master_dtype, "O2 te-fused-adam: master weights fp32 or fp16")
-        ->capture_default_str();
+                    "O2: exp_avg_sq's dtype. msamp: fp16 (default) or fp8; te-fused-adam: fp32, fp16, bf16 or fp8 "
+                    "(default)");
+    cmd->add_option("--master-weight-dtype", o->master_dtype,
+                    "O2 te-fused-adam: master weights fp32 (default) or fp16 (msamp: see --fp32-master)");
     cmd->add_flag("--csv", o->csv, "Long-form CSV: section,tensor,step,ranks,path,order,metric,value");
     cmd->add_flag("--json", o->json, "JSON: every row, the flagged tensors per N and path");
     add_read_flags(cmd);

@@ -129,9 +129,9 @@ def simulate(
     eps=1e-8,
     weight_decay=0.01,
     optimizer="msamp",
-    exp_avg_dtype="fp8",
-    exp_avg_sq_dtype="fp8",
-    master_weight_dtype="fp32",
+    exp_avg_dtype=None,
+    exp_avg_sq_dtype=None,
+    master_weight_dtype=None,
     fp32_master=False,
     optimizer_grad="mean",
     tensor=None,
@@ -140,7 +140,9 @@ def simulate(
 
     dumps: one dump (its gradients split into each N of `ranks`, default 8, 64, 1024) or several
     (one per rank). level 'O1' (the all-reduce) or 'O2' (and the optimizer: `optimizer` 'msamp' or
-    'te-fused-adam'; `optimizer_grad` 'mean' or 'fp8-allreduce', docs/msamp.md). tensor: glob(s)
+    'te-fused-adam'; `optimizer_grad` 'mean' or 'fp8-allreduce', docs/msamp.md). State dtypes, None
+    for the optimizer's default: msamp 'fp8' / 'fp16' (LBAdamW's; 'fp8' or 'fp16' each, and no
+    master_weight_dtype: fp32_master), te-fused-adam 'fp8' / 'fp8' / 'fp32'. tensor: glob(s)
     of the datasets to read. Returns a dict: 'rows' (the CLI's long-form CSV rows: a pandas
     DataFrame when pandas is installed, else a list of dicts), 'flags', 'notes', 'skipped', 'params'."""
     files = [dumps] if isinstance(dumps, (str, bytes)) or hasattr(dumps, "__fspath__") else list(dumps)
@@ -168,7 +170,7 @@ def simulate(
         float(eps),
         float(weight_decay),
         optimizer,
-        [exp_avg_dtype, exp_avg_sq_dtype, master_weight_dtype],
+        ["" if d is None else str(d) for d in (exp_avg_dtype, exp_avg_sq_dtype, master_weight_dtype)],
         bool(fp32_master),
         optimizer_grad,
         include,

@@ -76,7 +76,7 @@ pyb::array state_codes(const std::vector<std::uint16_t>& codes, sim::StateDtype 
 pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::vector<int>& ranks,
                     const std::vector<std::string>& paths, const std::vector<std::string>& orders,
                     const std::string& hop, double spread, std::uint64_t seed, const sim::AdamHyper& h,
-                    const std::string& optimizer, const std::vector<std::string>& te_dtypes, bool fp32_master,
+                    const std::string& optimizer, const std::vector<std::string>& dtypes, bool fp32_master,
                     const std::string& optimizer_grad, const std::vector<std::string>& include) {
     sim::MsampRunOptions o;
     o.o2 = o2;
@@ -89,11 +89,7 @@ pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::v
     o.spread = spread;
     o.seed = seed;
     o.hyper = h;
-    if (optimizer != "msamp" && optimizer != "te-fused-adam")
-        throw std::invalid_argument(fmt::format("optimizer='{}': msamp or te-fused-adam", optimizer));
-    o.te_fused_adam = optimizer == "te-fused-adam";
-    o.te = sim::TeAdamOptions{sim::parse_state_dtype(te_dtypes.at(0)), sim::parse_state_dtype(te_dtypes.at(1)),
-                              sim::parse_state_dtype(te_dtypes.at(2))};
+    sim::set_optimizer(o, optimizer, dtypes.at(0), dtypes.at(1), dtypes.at(2));
     o.fp32_master = fp32_master;
     o.optimizer_grad = sim::parse_optimizer_grad(optimizer_grad);
     sim::MsampRun r;
@@ -129,10 +125,10 @@ void bind_simulate(pyb::module_& m) {
           [](const std::vector<std::string>& files, bool o2, const std::vector<int>& ranks,
              const std::vector<std::string>& paths, const std::vector<std::string>& orders, const std::string& hop,
              double spread, std::uint64_t seed, double lr, double beta1, double beta2, double eps, double weight_decay,
-             const std::string& optimizer, const std::vector<std::string>& te_dtypes, bool fp32_master,
+             const std::string& optimizer, const std::vector<std::string>& dtypes, bool fp32_master,
              const std::string& optimizer_grad, const std::vector<std::string>& include) {
               return run_dumps(files, o2, ranks, paths, orders, hop, spread, seed,
-                               sim::AdamHyper{lr, beta1, beta2, eps, weight_decay, true}, optimizer, te_dtypes,
+                               sim::AdamHyper{lr, beta1, beta2, eps, weight_decay, true}, optimizer, dtypes,
                                fp32_master, optimizer_grad, include);
           });
     m.def("msamp_compute_scaling_factor", [](F32Array amax, F32Array scale, float fp_max, int margin) {

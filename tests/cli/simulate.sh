@@ -29,9 +29,11 @@ bad "unknown reduction order" --level O1 "$DUMP" --order spiral
 bad "splits a single dump" --level O1 "$RANKS/rank0.h5" "$RANKS/rank1.h5" --ranks 8
 bad "no weight gradient" --level O1 "$REPO/data/example/llama_tiny_dump.h5" --tensor '*nothing*'
 bad "choose one" --level O1 "$DUMP" --csv --json
-bad "--optimizer adam: msamp or te-fused-adam" --level O2 "$DUMP" --optimizer adam
+bad "optimizer adam: msamp or te-fused-adam" --level O2 "$DUMP" --optimizer adam
 bad "unknown state dtype 'fp4'" --level O2 "$DUMP" --optimizer te-fused-adam --exp-avg-dtype fp4
-bad "--master-weight-dtype bf16: fp32 or fp16" --level O2 "$DUMP" --optimizer te-fused-adam --master-weight-dtype bf16
+bad "master weight dtype bf16: fp32 or fp16" --level O2 "$DUMP" --optimizer te-fused-adam --master-weight-dtype bf16
+bad "msamp state dtype bf16: fp8 or fp16" --level O2 "$DUMP" --exp-avg-sq-dtype bf16
+bad "master weight dtype: set for te-fused-adam only" --level O2 "$DUMP" --master-weight-dtype fp16
 bad "--optimizer-grad 'fp8': mean or fp8-allreduce" --level O2 "$RANKS"/rank*.h5 --optimizer-grad fp8
 printf 'not a dump' >"$T/x.h5"
 bad "x.h5" --level O1 "$T/x.h5"
@@ -57,6 +59,18 @@ assert {r["tensor"] for r in rows} == {"model.layers.1.self_attn.k_proj"}
 m = {r["metric"]: r["value"] for r in rows}
 assert m["steps_applied"] == 2 and 0 < m["m_rel_error"] < 1 and m["update_rel_error"] > 0, m
 assert all(r["ranks"] == 4 for r in j["rows"])
+PYEOF
+# MS-AMP's LBAdamW with FP16 exp_avg (exp_avg_dtype=torch.float16): the report names the dtypes,
+# and its first moment is far closer to FP32 than with the default E4M3 exp_avg
+"$FP8KIT" simulate msamp --level O2 "$RANKS"/rank*.h5 "${SEL[@]}" --exp-avg-dtype fp16 --json >"$T/o2_fp16.json" ||
+    { echo "FAIL: O2 msamp fp16 run"; fail=1; }
+"$PY" - "$T/o2.json" "$T/o2_fp16.json" <<'PYEOF' || fail=1
+import json, sys
+fp8, fp16 = (json.load(open(f)) for f in sys.argv[1:3])
+assert fp8["state_dtypes"] == {"exp_avg": "fp8", "exp_avg_sq": "fp16", "master": "fp16"}, fp8["state_dtypes"]
+assert fp16["state_dtypes"] == {"exp_avg": "fp16", "exp_avg_sq": "fp16", "master": "fp16"}, fp16["state_dtypes"]
+m = lambda j: {r["metric"]: r["value"] for r in j["rows"] if r["section"] == "optimizer"}
+assert m(fp16)["m_rel_error"] < m(fp8)["m_rel_error"] / 10, (m(fp16)["m_rel_error"], m(fp8)["m_rel_error"])
 PYEOF
 # TE FusedAdam: FP16 states are far closer to FP32 than FP8 states on the same dumps
 for d in fp8 fp16; do

@@ -654,6 +654,21 @@ def test_simulate_dumps_optimizer_grad():
     assert 0 < base["update_rel_error"] < got["update_rel_error"]
 
 
+def test_simulate_dumps_msamp_state_dtypes():
+    """The run's LBAdamW states are the dtypes given: FP16 exp_avg is far closer to FP32 than the
+    default E4M3; dtypes LBAdamW does not take, and a master dtype for msamp, are refused."""
+    tensor = "model.layers.1.self_attn.k_proj"
+    got = _optimizer_metrics(
+        fp8kit.msamp.simulate(RANK_FILES, level="O2", tensor=f"*{tensor}*", exp_avg_dtype="fp16"), tensor
+    )
+    default = _optimizer_metrics(fp8kit.msamp.simulate(RANK_FILES, level="O2", tensor=f"*{tensor}*"), tensor)
+    assert got["m_rel_error"] < default["m_rel_error"] / 10
+    with pytest.raises(ValueError, match="fp8 or fp16"):
+        fp8kit.msamp.simulate(RANK_FILES, level="O2", exp_avg_dtype="bf16")
+    with pytest.raises(ValueError, match="te-fused-adam only"):
+        fp8kit.msamp.simulate(RANK_FILES, level="O2", master_weight_dtype="fp16")
+
+
 def test_simulate_dumps_errors():
     with pytest.raises(ValueError, match="no/such.h5"):
         fp8kit.msamp.simulate(["no/such.h5"])

@@ -361,6 +361,7 @@ struct MsampRunOptions {
     AdamHyper hyper;
     bool te_fused_adam = false;  // O2 optimizer: TE FusedAdam (te) instead of MS-AMP's LBAdamW
     TeAdamOptions te;
+    MsampStates msamp_states;  // LBAdamW's state dtypes
     bool fp32_master = false;  // LBAdamW: FP32 master weights
     OptimizerGrad optimizer_grad = OptimizerGrad::mean;
     WgradDtype wgrad = WgradDtype::f32;  // the gradient's dtype entering the all-reduce
@@ -397,6 +398,14 @@ struct MsampRun {
 // dumped steps (docs/msamp.md). Each (parameter, N, path) carries the gradient meta's scale from
 // one dumped step to the next, starting at 1, as MS-AMP's wgrad ScalingMeta does (row old_scale). `ranks` must be given for a single dump (e.g. {8, 64, 1024}).
 MsampRun run_msamp(DumpInput& in, const MsampRunOptions& opts);
+
+// The O2 optimizer of a run and its state dtypes, as the CLI (--optimizer, --exp-avg-dtype,
+// --exp-avg-sq-dtype, --master-weight-dtype) and fp8kit.msamp.simulate name them; an empty dtype
+// is the optimizer's default (msamp: fp8 / fp16, MS-AMP's LBAdamW defaults; te-fused-adam:
+// fp8 / fp8 / fp32). msamp takes fp8 or fp16 states and no master dtype (its master weight is
+// FP16 unless fp32_master). Throws std::invalid_argument naming the argument.
+void set_optimizer(MsampRunOptions& o, std::string_view optimizer, std::string_view exp_avg,
+                   std::string_view exp_avg_sq, std::string_view master);
 
 // The run's report as `fp8kit simulate msamp` prints it (simulate/msamp_report.cpp), from the
 // run and the options it ran with: long-form CSV (section,tensor,step,ranks,path,order,metric,

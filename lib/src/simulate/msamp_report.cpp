@@ -130,6 +130,10 @@ std::string msamp_json(const MsampRun& run, const MsampRunOptions& o, const std:
             j["state_dtypes"] = {{"exp_avg", str(name(o.te.exp_avg))},
                                  {"exp_avg_sq", str(name(o.te.exp_avg_sq))},
                                  {"master", str(name(o.te.master))}};
+        else
+            j["state_dtypes"] = {{"exp_avg", str(name(o.msamp_states.exp_avg))},
+                                 {"exp_avg_sq", str(name(o.msamp_states.exp_avg_sq))},
+                                 {"master", o.fp32_master ? "fp32" : "fp16"}};
         j["optimizer_grad"] = str(name(o.optimizer_grad));
     }
     j["wgrad_dtype"] = str(name(o.wgrad));

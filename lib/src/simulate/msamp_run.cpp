@@ -122,12 +122,43 @@ void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& 
         TeFusedAdam a(w, m, v, o.hyper, step0, o.te);
         apply_steps(a, in, p, steps, from_states, o, scales, ranks, run.rows);
     } else {
-        MsampAdam a(w, m, v, o.hyper, step0, !o.fp32_master);
+        MsampAdam a(w, m, v, o.hyper, step0, !o.fp32_master, o.msamp_states);
         apply_steps(a, in, p, steps, from_states, o, scales, ranks, run.rows);
     }
 }
 
 }  // namespace
+
+void set_optimizer(MsampRunOptions& o, std::string_view optimizer, std::string_view exp_avg,
+                   std::string_view exp_avg_sq, std::string_view master) {
+    if (optimizer != "msamp" && optimizer != "te-fused-adam")
+        throw std::invalid_argument(fmt::format("optimizer {}: msamp or te-fused-adam", optimizer));
+    o.te_fused_adam = optimizer == "te-fused-adam";
+    auto dtype = [](std::string_view s, std::string_view fallback, const char* what) {
+        try {
+            return parse_state_dtype(s.empty() ? fallback : s);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(fmt::format("{}: {}", what, e.what()));
+        }
+    };
+    if (o.te_fused_adam) {
+        o.te = TeAdamOptions{dtype(exp_avg, "fp8", "exp_avg dtype"), dtype(exp_avg_sq, "fp8", "exp_avg_sq dtype"),
+                             dtype(master, "fp32", "master weight dtype")};
+        if (o.te.master != StateDtype::f32 && o.te.master != StateDtype::f16)
+            throw std::invalid_argument(fmt::format("master weight dtype {}: fp32 or fp16", master));
+        return;
+    }
+    if (!master.empty())
+        throw std::invalid_argument(
+            "master weight dtype: set for te-fused-adam only (msamp's master weight is FP16 with a scale, or FP32 "
+            "with fp32_master)");
+    o.msamp_states = MsampStates{dtype(exp_avg, "fp8", "exp_avg dtype"), dtype(exp_avg_sq, "fp16", "exp_avg_sq dtype")};
+    for (StateDtype d : {o.msamp_states.exp_avg, o.msamp_states.exp_avg_sq})
+        if (d != StateDtype::fp8 && d != StateDtype::f16)
+            throw std::invalid_argument(fmt::format("msamp state dtype {}: fp8 or fp16 (LBAdamW's exp_avg_dtype and "
+                                                    "exp_avg_sq_dtype, msamp/optim/adamw_base.py)",
+                                                    name(d)));
+}
 
 std::string_view name(OptimizerGrad g) { return g == OptimizerGrad::mean ? "mean" : "fp8-allreduce"; }
 OptimizerGrad parse_optimizer_grad(std::string_view s) {
