@@ -575,6 +575,15 @@ std::string linearised_expert_name(const Folder& ref, const std::string& module)
 // The amax of the fused group L shares its scale with (the group's largest), or -1 where L
 // keeps its own amax or a member is missing from the reference.
 float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
+    if (F.trtllm) {  // TensorRT-LLM names: the group in the original's names (Layer::amax_group)
+        if (L.amax_group.empty()) return -1.0f;
+        float a = 0;
+        for (const auto& g : L.amax_group) {
+            if (!ref.has(g + ".weight")) return -1.0f;
+            for (float v : ref.read(g + ".weight").to_floats()) a = std::max(a, std::fabs(v));
+        }
+        return a;
+    }
     const auto group = detail::fused_amax_group(F.producer(), L.module, L.scheme);
     if (group.empty()) return -1.0f;
     float a = 0;
@@ -618,7 +627,29 @@ std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L
 // module's own name (gpt-oss: `<p>.blocks` quantises `<p>`), possibly as [experts, cols, rows]
 // (transformers' GptOssExperts gate_up_proj / down_proj, the transpose of the `_blocks` rows); or
 // per expert (detail::stacked_reference). nullopt: none found.
+// A TensorRT-LLM layer's original: its sources' weights (Layer::sources), rows concatenated in
+// order, as ModelOpt's export concatenated them; nullopt (used: the first missing name) where
+// one is missing or their dtypes or column counts differ.
+std::optional<RawTensor> concatenated_original(const Folder& ref, const Layer& L, std::string& used) {
+    RawTensor out;
+    std::uint64_t rows = 0;
+    for (const auto& s : L.sources) {
+        used = s + ".weight";
+        if (!ref.has(used)) return std::nullopt;
+        RawTensor t = ref.read(used);
+        if (t.shape.size() != 2 || (rows && (t.dtype != out.dtype || t.shape[1] != out.shape[1]))) return std::nullopt;
+        if (!rows) out.dtype = t.dtype, out.shape = {0, t.shape[1]};
+        out.bytes.insert(out.bytes.end(), t.bytes.begin(), t.bytes.end());
+        rows += t.shape[0];
+        out.shape[0] = rows;
+    }
+    used = fmt::format("{} (from {})", L.sources.size() == 1 ? L.sources[0] + ".weight" : L.module,
+                       fmt::join(L.sources, ", "));
+    return out;
+}
+
 std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::string& used) {
+    if (!L.sources.empty()) return concatenated_original(ref, L, used);
     for (const std::string& n : {L.module + ".weight", L.module}) {
         if (!ref.has(n)) continue;
         used = n;
@@ -718,6 +749,13 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     R.engine = opt.engine;
     R.layers = F.layers();
     Checker C{F, R};
+    if (F.trtllm)
+        C.note(dir, "layout",
+               fmt::format("a TensorRT-LLM checkpoint (config.json architecture {}, rank0.safetensors; "
+                           "modelopt/torch/export/model_config_export.py export_tensorrt_llm_checkpoint): "
+                           "TensorRT-LLM's names, compared with the Hugging Face original under the names "
+                           "ModelOpt exported them from",
+                           F.architecture));
     if (F.layout_from_names)
         C.note(dir, "layout",
                "no quantisation config: MXFP4 read from the tensor names (<name>.blocks / <name>.scales: gpt-oss "
