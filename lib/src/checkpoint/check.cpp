@@ -486,7 +486,10 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     // Codes under the stored scales (with the expected global scale when only that is inverted).
     Scales use = st;
     if (inverted) use.global = ex.global;
-    const auto want = detail::expected_codes(F.producer(), L, xq, use, s.dtype, weight_dtype, ar, v.rule);
+    // A TensorRT-LLM checkpoint holds the very scale tensor ModelOpt divided by, so its shape
+    // tells a 0-dim divisor from a [1] one; an HF export squeezes it ([]) whatever it divided by.
+    const bool scalar_scale = !F.trtllm || s.shape.empty();
+    const auto want = detail::expected_codes(F.producer(), L, xq, use, s.dtype, weight_dtype, ar, v.rule, scalar_scale);
     const auto got = codes_of(L, w);
     const std::uint8_t mag = w.dtype == "U8" ? 0x7 : 0x7F, sign = w.dtype == "U8" ? 0x8 : 0x80;
     // Per row, then summed in row order: the same sums for any thread count.
