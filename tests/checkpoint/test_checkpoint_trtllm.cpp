@@ -189,12 +189,10 @@ TEST_CASE("checkpoint --reference: every weight of ModelOpt's TensorRT-LLM expor
         bit_exact(check(kData + pre + "modelopt_trtllm_nvfp4_hf", kOriginal), 7);
         // Mixtral: qkv, dense and the two stacked expert weights (4 x [w3; w1], 4 x w2).
         bit_exact(check(kData + pre + "moe_mixtral_linear_modelopt_trtllm_fp8", kMixtral), 4);
-        // Stacked NVFP4 experts (a global scale per expert) are listed, not compared yet.
+        // Stacked NVFP4 experts, a global scale per expert: each expert compared on its own.
         const Report n = check(kData + pre + "moe_mixtral_linear_modelopt_trtllm_nvfp4", kMixtral);
-        bit_exact(n, 2);
-        std::size_t not_checked = 0;
-        for (const auto& f : n.findings) not_checked += f.check == "not checked";
-        CHECK(not_checked == 2);
+        bit_exact(n, 10);  // qkv, dense, 4 x fc[expert e], 4 x proj[expert e]
+        CHECK(comparison(n, kFc + "[expert 3]").elements == 128 * 128);
         bit_exact(check(kData + pre + "moe_mixtral_linear_modelopt_trtllm_fp8_hf", kMixtral), 16);
         bit_exact(check(kData + pre + "moe_mixtral_linear_modelopt_trtllm_nvfp4_hf", kMixtral), 16);
     }
@@ -267,6 +265,22 @@ TEST_CASE("checkpoint: faults planted in a copy of a TensorRT-LLM export are nam
             scratch, fx, [](Tensors& t) { t.erase(kVc); }, shard);
         const Report r = check(d);
         CHECK(has_failure(r, "kv scale rejected", kKc));
+    }
+    SECTION("one expert's NVFP4 global scale (weights_scaling_factor_2 [E]) doubled") {
+        const std::string d = planted(
+            scratch, "moe_mixtral_linear_modelopt_trtllm_nvfp4",
+            [](Tensors& t) {
+                auto& g = t.at(kFc + ".weights_scaling_factor_2");
+                float v;
+                std::memcpy(&v, g.bytes.data() + 4, 4);
+                v *= 2;
+                std::memcpy(g.bytes.data() + 4, &v, 4);
+            },
+            shard);
+        const Report r = check(d, kMixtral);
+        CHECK(comparison(r, kFc + "[expert 1]").verdict == "different amax");
+        CHECK(comparison(r, kFc + "[expert 0]").verdict == "bit-exact");
+        CHECK(comparison(r, kFc + "[expert 2]").verdict == "bit-exact");
     }
     SECTION("a KV scale of 0") {
         const std::string d = planted(

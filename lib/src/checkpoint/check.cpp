@@ -173,6 +173,28 @@ int engine_index(const std::string& e) {
 constexpr double kMaxPlausibleWeight = 1e4;
 
 struct Checker : detail::Findings {
+    // Stacked NVFP4 experts with one global scale per expert ([E]).
+    bool per_expert_global(const Layer& L) const {
+        return L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
+               numel(F.tensors().at(L.global_scale).shape) == L.experts;
+    }
+
+    // Every element of the input scale: stacked experts carry one per expert ([E]); a zero one
+    // is the missing expert scale of vLLM #45212 in stacked form.
+    void input(const Layer& L) {
+        if (L.input_scale.empty()) return;
+        const RawTensor is = F.read(L.input_scale);
+        for (std::uint64_t i = 0; i < is.numel(); ++i) {
+            const float v = is.at(i);
+            if (std::isfinite(v) && v != 0.0f) continue;
+            fail(L.input_scale, "input scale",
+                 is.numel() == 1
+                     ? fmt::format("input_scale {} (must be finite and nonzero)", v)
+                     : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i, v, i));
+            break;
+        }
+    }
+
     // 1. Structure: the scales a scheme needs exist with the right shape and dtype.
     bool structure(const Layer& L) {
         const auto& w = F.tensors().at(L.weight);
@@ -189,8 +211,7 @@ struct Checker : detail::Findings {
                      L.rows / L.experts, L.block_rows));
             return false;
         }
-        if (L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
-            numel(F.tensors().at(L.global_scale).shape) == L.experts) {
+        if (per_expert_global(L)) {
             note(L.module, "not checked", "stacked NVFP4 experts with one global scale per expert: not checked yet");
             return false;
         }
@@ -682,6 +703,55 @@ std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::str
     return std::nullopt;
 }
 
+// Stacked NVFP4 experts with one global scale per expert (ModelOpt's TensorRT-LLM export:
+// layer_utils.py _build_stacked_linear stacks each expert's weights_scaling_factor_2 into [E]):
+// each expert is checked as a layer of its own, "<module>[expert e]", its rows, block scales and
+// global scale sliced from the stacks and its original from its share of Layer::sources.
+void stacked_nvfp4(const Folder& F, const Folder* ref, const Layer& L, Checker& C, Report& R) {
+    const std::uint64_t E = L.experts, r = L.rows / E;
+    const auto& sref = F.tensors().at(L.scale);
+    const auto& wref = F.tensors().at(L.weight);
+    if (sref.dtype != "F8_E4M3" || sref.shape.size() != 3 || sref.shape[0] != E || sref.shape[1] != r ||
+        sref.shape[2] != (L.cols + 15) / 16 || wref.shape.size() != 3) {
+        C.fail(L.scale, "structure",
+               fmt::format("{} {} for stacked NVFP4 experts {}: [{}, {}, {}] F8_E4M3 expected", sref.dtype,
+                           shape_str(sref.shape), shape_str(wref.shape), E, r, (L.cols + 15) / 16));
+        return;
+    }
+    const RawTensor w = F.read(L.weight), s = F.read(L.scale), g = F.read(L.global_scale);
+    const std::size_t wb = w.bytes.size() / E, sb = s.bytes.size() / E, per = L.sources.size() / E;
+    C.input(L);
+    for (std::uint64_t e = 0; e < E; ++e) {
+        Layer Le = L;
+        Le.module = fmt::format("{}[expert {}]", L.module, e);
+        Le.experts = 0;
+        Le.rows = r;
+        Le.sources.assign(L.sources.begin() + e * per, L.sources.begin() + (e + 1) * per);
+        RawTensor we, se;
+        we.dtype = w.dtype, we.shape = {r, wref.shape[2]};
+        we.bytes.assign(w.bytes.begin() + e * wb, w.bytes.begin() + (e + 1) * wb);
+        se.dtype = s.dtype, se.shape = {r, sref.shape[2]};
+        se.bytes.assign(s.bytes.begin() + e * sb, s.bytes.begin() + (e + 1) * sb);
+        Scales st;
+        st.block = se.to_floats();
+        st.global = g.at(e);
+        detail::set_grid(Le, st);
+        LiveBlocks lb(Le, st, /*fp4=*/true, se.numel());
+        const auto codes = codes_of(Le, we);
+        lb.add(0, codes.data(), codes.size());
+        C.values(Le, lb.live, se, st);
+        if (!ref) continue;
+        std::string used;
+        const auto o = concatenated_original(*ref, Le, used);
+        if (!o || o->numel() != Le.rows * Le.cols) {
+            C.fail(used, "reference",
+                   fmt::format("{}: no original of {} rows x {} for {}", ref->dir(), Le.rows, Le.cols, Le.module));
+            continue;
+        }
+        R.comparisons.push_back(compare(F, Le, we, se, st, o->to_floats(), o->dtype, variants(F, *ref, Le)));
+    }
+}
+
 }  // namespace
 
 std::vector<float> dequantize(const Folder& F, const Layer& L) {
@@ -777,6 +847,10 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                        "quantises by "
                        "tensor name; an engine building the module from the config may not expect a quantised weight)",
                        fmt::join(F.targets, ", ")));
+        if (C.per_expert_global(L) && !L.sources.empty()) {
+            stacked_nvfp4(F, ref ? &*ref : nullptr, L, C, R);
+            continue;
+        }
         if (!C.structure(L)) continue;
         // One layer at a time: its codes, its scales, and the original weight.
         const RawTensor s = F.read(L.scale);
@@ -801,21 +875,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
             });
         }
         C.values(L, lb.live, s, st);
-        if (!L.input_scale.empty()) {
-            // Every element: stacked experts carry one input_scale per expert ([E]); a zero one
-            // is the missing expert scale of vLLM #45212 in stacked form.
-            const RawTensor is = F.read(L.input_scale);
-            for (std::uint64_t i = 0; i < is.numel(); ++i) {
-                const float v = is.at(i);
-                if (std::isfinite(v) && v != 0.0f) continue;
-                C.fail(L.input_scale, "input scale",
-                       is.numel() == 1
-                           ? fmt::format("input_scale {} (must be finite and nonzero)", v)
-                           : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i,
-                                         v, i));
-                break;
-            }
-        }
+        C.input(L);
         if (!ref) continue;
         std::string orig = L.module + ".weight";
         std::optional<RawTensor> found = original_of(*ref, L, orig);
