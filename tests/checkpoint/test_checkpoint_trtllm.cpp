@@ -195,6 +195,13 @@ TEST_CASE("checkpoint --reference: every weight of ModelOpt's TensorRT-LLM expor
         CHECK(comparison(n, kFc + "[expert 3]").elements == 128 * 128);
         bit_exact(check(kData + pre + "moe_mixtral_linear_modelopt_trtllm_fp8_hf", kMixtral), 16);
         bit_exact(check(kData + pre + "moe_mixtral_linear_modelopt_trtllm_nvfp4_hf", kMixtral), 16);
+        // The HF export of per-channel experts (their TensorRT-LLM export is refused by ModelOpt):
+        // an expert's w1 and w3 share each row's amax (sync_moe_gate_up_amax), w2 keeps its own.
+        const Report pc = check(kData + pre + "moe_mixtral_linear_modelopt_trtllm_fp8_pcpt_hf", kMixtral);
+        bit_exact(pc, 16);
+        const std::string e0 = "model.layers.0.block_sparse_moe.experts.0.";
+        CHECK_THAT(comparison(pc, e0 + "w1").variant, Catch::Contains("expert gate/up amax shared per row"));
+        CHECK_THAT(comparison(pc, e0 + "w2").variant, !Catch::Contains("shared per row"));
     }
     // The GPU export needs the CUDA-arithmetic variant for its 1-ulp-up scales (amax * fl(1/448)).
     const Report g = check(kData + "gpu_modelopt_trtllm_fp8", kOriginal);

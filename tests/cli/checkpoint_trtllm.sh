@@ -32,6 +32,7 @@ moe_mixtral_linear_modelopt_trtllm_fp8 moe_mixtral_original 4
 moe_mixtral_linear_modelopt_trtllm_nvfp4 moe_mixtral_original 10
 moe_mixtral_linear_modelopt_trtllm_fp8_hf moe_mixtral_original 16
 moe_mixtral_linear_modelopt_trtllm_nvfp4_hf moe_mixtral_original 16
+moe_mixtral_linear_modelopt_trtllm_fp8_pcpt_hf moe_mixtral_original 16
 LIST
 
 out=$("$FP8KIT" checkpoint check "$D/modelopt_trtllm_fp8" --reference "$D/original")

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 
@@ -466,6 +467,9 @@ struct Variant {
     detail::BlockRule rule = detail::BlockRule::amax_div;
     std::string label;        // appended to the variant name
     bool e4m3_input = false;  // the rule applied to the original cast to E4M3 (transformers' loader)
+    // Per channel: the original of the module whose row amaxes this layer's are maxed with, row
+    // by row (ModelOpt's HF export of an expert's gate/up pair), or empty.
+    std::shared_ptr<const std::vector<float>> row_partner;
 };
 
 Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
@@ -480,7 +484,19 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     std::vector<float> cast;
     if (v.e4m3_input) cast = detail::transformers_loaded_weight(x);
     const std::vector<float>& xq = v.e4m3_input ? cast : x;
-    const auto ex = detail::expected_scales(F.producer(), L, xq, s.dtype, weight_dtype, shared_amax, ar, v.rule);
+    // Row-shared amax: the scales of the rows widened by the partner's (max over both rows).
+    std::vector<float> widened;
+    Layer Lw = L;
+    if (v.row_partner && v.row_partner->size() == xq.size()) {
+        widened.resize(2 * xq.size());
+        for (std::uint64_t r = 0; r < L.rows; ++r) {
+            std::copy_n(&xq[r * L.cols], L.cols, &widened[2 * r * L.cols]);
+            std::copy_n(&(*v.row_partner)[r * L.cols], L.cols, &widened[(2 * r + 1) * L.cols]);
+        }
+        Lw.cols = Lw.block_cols = 2 * L.cols;
+    }
+    const auto ex = detail::expected_scales(F.producer(), Lw, widened.empty() ? xq : widened, s.dtype, weight_dtype,
+                                            shared_amax, ar, v.rule);
     // Scales.
     bool inverted = false, layout = false;
     if ((L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) && !same(ex.global, st.global)) {
@@ -644,7 +660,22 @@ std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L
         }
         return v;
     }
-    return {{Arithmetic::cpu, shared, {}, ""}, {Arithmetic::cuda, shared, {}, ""}};
+    v = {{Arithmetic::cpu, shared, {}, ""}, {Arithmetic::cuda, shared, {}, ""}};
+    // ModelOpt's HF export syncs an expert's gate and up weight amaxes element-wise before
+    // quantising (layer_utils.py sync_moe_gate_up_amax: torch.max(gate_amax, up_amax), from
+    // unified_export_hf.py; per channel that is a max per row, not one number).
+    if (F.producer() == Producer::modelopt && L.scheme == Scheme::fp8_channel && !F.trtllm) {
+        for (const auto& g : detail::modelopt_amax_group(L.module, L.scheme)) {
+            if (g == L.module) continue;
+            std::string n = g + ".weight";
+            if (!ref.has(n) && !linearised_expert_name(ref, g).empty()) n = linearised_expert_name(ref, g);
+            if (!ref.has(n)) continue;
+            auto partner = std::make_shared<const std::vector<float>>(ref.read(n).to_floats());
+            for (const auto a : {Arithmetic::cpu, Arithmetic::cuda})
+                v.push_back({a, -1.0f, {}, "expert gate/up amax shared per row", false, partner});
+        }
+    }
+    return v;
 }
 
 // The original of layer L in the reference: <module>.weight; a stacked weight stored under the
