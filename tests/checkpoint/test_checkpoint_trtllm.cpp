@@ -11,6 +11,7 @@
 #include <string>
 
 #include "checkpoint/fixture_edit.hpp"
+#include "float_bits.hpp"
 #include "fp8kit/kv.hpp"
 
 using namespace fp8kit::test::ckpt;
@@ -133,17 +134,10 @@ float f32_at(const std::string& dir, const std::string& name) {
 float kv_amax(const std::string& fixture, const char* which) {
     std::ifstream in(kData + fixture + "/kv_amax.json");
     const auto j = nlohmann::json::parse(in);
-    const std::string bits = j["model.layers.0.self_attn"][which]["bits"][0];
-    const auto u = static_cast<std::uint32_t>(std::stoul(bits, nullptr, 16));
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
+    const std::string hex = j["model.layers.0.self_attn"][which]["bits"][0];
+    return fp8kit_test::from_bits(static_cast<std::uint32_t>(std::stoul(hex, nullptr, 16)));
 }
-std::uint32_t bits_of(float f) {
-    std::uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
+using fp8kit_test::bits;
 
 }  // namespace
 
@@ -319,7 +313,7 @@ TEST_CASE("kv policies: each ModelOpt export's KV scale from the calibrated amax
                 const bool k = q[0] == 'k';
                 // TensorRT-LLM export: max(amax / 448, 1) (get_kv_cache_scaling_factor).
                 const float trt = f32_at(kData + pre + m, k ? kKc : kVc);
-                CHECK(bits_of(trt) == bits_of(fp8kit::kv::modelopt_kv_scale(amax, CacheFormat::e4m3)));
+                CHECK(bits(trt) == bits(fp8kit::kv::modelopt_kv_scale(amax, CacheFormat::e4m3)));
                 CHECK(trt == 1.0f);  // amax ~2 here: the clamp decides
                 // HF export: amax / 448, never clamped (postprocess_state_dict); on CUDA the
                 // division by the Python number 448 is amax * fl(1/448).
@@ -328,12 +322,12 @@ TEST_CASE("kv policies: each ModelOpt export's KV scale from the calibrated amax
                     f32_at(hf, std::string("model.layers.0.self_attn.") + (k ? "k_proj.k_scale" : "v_proj.v_scale"));
                 const float want =
                     pre.empty() ? fp8kit::kv::calibrated_scale(amax, CacheFormat::e4m3) : amax * (1.0f / 448.0f);
-                CHECK(bits_of(s) == bits_of(want));
+                CHECK(bits(s) == bits(want));
             }
             // kv_cache_scaling_factor = max(k, v) (model_config_utils.py split_config_and_weights).
             CHECK(f32_at(kData + pre + m, kKv) == std::max(f32_at(kData + pre + m, kKc), f32_at(kData + pre + m, kVc)));
         }
     // The two divisions differ on the Mixtral's k amax (1.8671875): the GPU fixture tells them apart.
     const float a = kv_amax("gpu_moe_mixtral_linear_modelopt_trtllm_fp8", "k_bmm_quantizer");
-    CHECK(bits_of(a / 448.0f) != bits_of(a * (1.0f / 448.0f)));
+    CHECK(bits(a / 448.0f) != bits(a * (1.0f / 448.0f)));
 }
