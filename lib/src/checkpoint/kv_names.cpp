@@ -474,7 +474,8 @@ void Names::trtllm_found() {
     static const std::regex kKv(R"(^(.*\.attention)\.((?:kv|k|v)_cache_scaling_factor)$)");
     const KvOutcome other{KvFate::undetermined,
                           "not this engine's format: a TensorRT-LLM checkpoint (rank<N>.safetensors under "
-                          "TensorRT-LLM's names), where it loads Hugging Face folders"};
+                          "TensorRT-LLM's names, a config.json without model_type), where it loads Hugging Face "
+                          "folders"};
     for (const auto& [n, t] : F.tensors()) {
         std::smatch m;
         if (!std::regex_match(n, m, kKv)) continue;
