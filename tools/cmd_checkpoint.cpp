@@ -20,13 +20,16 @@ struct Options {
 
 Register reg([](CLI::App& root) {
     auto* cmd = root.add_subcommand(
-        "checkpoint", "Quantised inference checkpoints (ModelOpt, compressed-tensors, DeepSeek-V3, gpt-oss)");
+        "checkpoint",
+        "Quantised inference checkpoints (ModelOpt HF and TensorRT-LLM exports, compressed-tensors, DeepSeek-V3, "
+        "gpt-oss)");
     cmd->require_subcommand(1);
     auto o = std::make_shared<Options>();
     auto* chk = cmd->add_subcommand(
         "check",
         "Check every quantised weight's scales and codes, and the KV scale names, of checkpoint folder DIR\n"
-        "(safetensors shards, config.json, hf_quant_config.json). With --reference, re-quantise each original\n"
+        "(safetensors shards, config.json, hf_quant_config.json; or a one-rank TensorRT-LLM checkpoint:\n"
+        "config.json + rank0.safetensors). With --reference, re-quantise each original\n"
         "weight under the producer's own rule and compare every code and scale. Exit 1 when a check fails.");
     chk->add_option("DIR", o->dir, "Checkpoint folder")->required();
     chk->add_option("--reference", o->reference, "The unquantised original (a folder of safetensors)");

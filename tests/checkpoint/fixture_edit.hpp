@@ -36,13 +36,14 @@ struct Tensor {
 };
 using Tensors = std::map<std::string, Tensor>;
 
+// shard: the file rewritten (a TensorRT-LLM checkpoint's rank0.safetensors).
 inline std::string planted(const fp8kit::test::ScratchDir& scratch, const std::string& fixture,
-                           const std::function<void(Tensors&)>& edit) {
+                           const std::function<void(Tensors&)>& edit, const std::string& shard = "model.safetensors") {
     const fs::path src = kData + fixture, dst = fs::path(scratch.path()) / fixture;
     fs::create_directories(dst);
     for (const auto& e : fs::directory_iterator(src))
-        if (e.path().filename() != "model.safetensors") fs::copy_file(e.path(), dst / e.path().filename());
-    std::ifstream in(src / "model.safetensors", std::ios::binary);
+        if (e.path().filename() != shard) fs::copy_file(e.path(), dst / e.path().filename());
+    std::ifstream in(src / shard, std::ios::binary);
     std::uint64_t n = 0;
     in.read(reinterpret_cast<char*>(&n), 8);
     std::string head(n, '\0');
@@ -63,7 +64,7 @@ inline std::string planted(const fp8kit::test::ScratchDir& scratch, const std::s
         out.insert(out.end(), t.bytes.begin(), t.bytes.end());
     }
     const std::string hs = h.dump();
-    std::ofstream o(dst / "model.safetensors", std::ios::binary);
+    std::ofstream o(dst / shard, std::ios::binary);
     const std::uint64_t hn = hs.size();
     o.write(reinterpret_cast<const char*>(&hn), 8);
     o.write(hs.data(), static_cast<std::streamsize>(hs.size()));

@@ -1,5 +1,8 @@
 // Quantised inference checkpoints (issue 28): a folder of safetensors shards (with
-// model.safetensors.index.json), config.json and, for ModelOpt, hf_quant_config.json.
+// model.safetensors.index.json), config.json and, for ModelOpt, hf_quant_config.json; or a
+// TensorRT-LLM checkpoint (issue 51: config.json with "architecture", "mapping" and "quantization",
+// weights in rank<N>.safetensors under TensorRT-LLM's names), as ModelOpt's
+// export_tensorrt_llm_checkpoint writes it.
 // `Folder` lists every quantised layer (scheme, scale convention, excluded modules) without
 // reading tensor data; `check` reads one layer at a time, so memory stays bounded by a layer's
 // largest tensors, whatever the checkpoint's size. docs/inference.md has every formula and its
@@ -101,6 +104,13 @@ struct Layer {
     // Stacked experts: a 3-D weight [experts, r, c] is checked as rows = experts * r (its scales
     // [experts, ...] in the same row order); a per-expert per-tensor scale is a block of r x c.
     std::uint64_t experts = 0;
+    // TensorRT-LLM checkpoints: the Hugging Face modules whose weights this layer holds, rows in
+    // this order (a fused qkv: q_proj, k_proj, v_proj; stacked expert fc: per expert up, gate),
+    // where `--reference` finds the original. Empty: the reference holds `module` itself.
+    std::vector<std::string> sources;
+    // TensorRT-LLM checkpoints: the Hugging Face modules whose weights share one amax with this
+    // layer's (ModelOpt's TensorRT-LLM export fuses gate and up: layer_utils.py build_mlp_config).
+    std::vector<std::string> amax_group;
 };
 
 // The checkpoint folder, listed (headers and configs only).
@@ -136,10 +146,17 @@ public:
     // The layout was recognised from the tensor names alone (gpt-oss original/: `.blocks` +
     // `.scales`, config.json without quantization_config).
     bool layout_from_names = false;
+    // A TensorRT-LLM checkpoint (config.json "architecture" + rank0.safetensors): its
+    // architecture ("LlamaForCausalLM", "MixtralForCausalLM").
+    bool trtllm = false;
+    std::string architecture;
 
 private:
     void read_configs();
     void list_layers();
+    bool read_trtllm_config();  // lib/src/checkpoint/trtllm.cpp; false: not that layout
+    void list_trtllm_layers();
+    void set_extent(Layer& L, const TensorRef& weight) const;
     std::string dir_;
     Producer producer_ = Producer::unknown;
     std::vector<std::string> exclude_;

@@ -31,8 +31,10 @@ enum class ScalePolicy {
     tensor,            // calibrated per tensor: amax / 448 (llm-compressor's k_scale); FNUZ x2
     head,              // calibrated per KV head (llm-compressor strategy attn_head): amax_h / 448; FNUZ x2
     token_head,        // dynamic per (token, head): max(amax / QMAX, 1e-6), vLLM's per-token cache kernel
-    modelopt,          // ModelOpt's TensorRT-LLM checkpoint / Megatron export of an FP8 k/v scale:
-                       // max(amax / 448, 1.0) (quant_utils.py get_kv_cache_scaling_factor); FNUZ x2
+    modelopt_trtllm,   // ModelOpt's TensorRT-LLM checkpoint / Megatron export of an FP8 k/v scale:
+                       // max(amax / 448, 1.0) (quant_utils.py get_kv_cache_scaling_factor, called with
+                       // clamp_fp8_scales=True by layer_utils.py build_attention_config and
+                       // unified_export_megatron.py; data/checkpoints/modelopt_trtllm_fp8); FNUZ x2
     modelopt_hf,       // ModelOpt's HF export (unified_export_hf.py -> postprocess_state_dict):
                        // amax / 448, never clamped (data/checkpoints/modelopt_fp8 stores 0.0045); FNUZ x2
     llmc_minmax,       // llm-compressor's KV observer (observers/min_max.py MinMaxObserver, moving average

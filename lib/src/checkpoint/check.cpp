@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <regex>
 
@@ -173,6 +174,28 @@ int engine_index(const std::string& e) {
 constexpr double kMaxPlausibleWeight = 1e4;
 
 struct Checker : detail::Findings {
+    // Stacked NVFP4 experts with one global scale per expert ([E]).
+    bool per_expert_global(const Layer& L) const {
+        return L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
+               numel(F.tensors().at(L.global_scale).shape) == L.experts;
+    }
+
+    // Every element of the input scale: stacked experts carry one per expert ([E]); a zero one
+    // is the missing expert scale of vLLM #45212 in stacked form.
+    void input(const Layer& L) {
+        if (L.input_scale.empty()) return;
+        const RawTensor is = F.read(L.input_scale);
+        for (std::uint64_t i = 0; i < is.numel(); ++i) {
+            const float v = is.at(i);
+            if (std::isfinite(v) && v != 0.0f) continue;
+            fail(L.input_scale, "input scale",
+                 is.numel() == 1
+                     ? fmt::format("input_scale {} (must be finite and nonzero)", v)
+                     : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i, v, i));
+            break;
+        }
+    }
+
     // 1. Structure: the scales a scheme needs exist with the right shape and dtype.
     bool structure(const Layer& L) {
         const auto& w = F.tensors().at(L.weight);
@@ -189,8 +212,7 @@ struct Checker : detail::Findings {
                      L.rows / L.experts, L.block_rows));
             return false;
         }
-        if (L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
-            numel(F.tensors().at(L.global_scale).shape) == L.experts) {
+        if (per_expert_global(L)) {
             note(L.module, "not checked", "stacked NVFP4 experts with one global scale per expert: not checked yet");
             return false;
         }
@@ -445,6 +467,9 @@ struct Variant {
     detail::BlockRule rule = detail::BlockRule::amax_div;
     std::string label;        // appended to the variant name
     bool e4m3_input = false;  // the rule applied to the original cast to E4M3 (transformers' loader)
+    // Per channel: the original of the module whose row amaxes this layer's are maxed with, row
+    // by row (ModelOpt's HF export of an expert's gate/up pair), or empty.
+    std::shared_ptr<const std::vector<float>> row_partner;
 };
 
 Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
@@ -459,7 +484,19 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     std::vector<float> cast;
     if (v.e4m3_input) cast = detail::transformers_loaded_weight(x);
     const std::vector<float>& xq = v.e4m3_input ? cast : x;
-    const auto ex = detail::expected_scales(F.producer(), L, xq, s.dtype, weight_dtype, shared_amax, ar, v.rule);
+    // Row-shared amax: the scales of the rows widened by the partner's (max over both rows).
+    std::vector<float> widened;
+    Layer Lw = L;
+    if (v.row_partner && v.row_partner->size() == xq.size()) {
+        widened.resize(2 * xq.size());
+        for (std::uint64_t r = 0; r < L.rows; ++r) {
+            std::copy_n(&xq[r * L.cols], L.cols, &widened[2 * r * L.cols]);
+            std::copy_n(&(*v.row_partner)[r * L.cols], L.cols, &widened[(2 * r + 1) * L.cols]);
+        }
+        Lw.cols = Lw.block_cols = 2 * L.cols;
+    }
+    const auto ex = detail::expected_scales(F.producer(), Lw, widened.empty() ? xq : widened, s.dtype, weight_dtype,
+                                            shared_amax, ar, v.rule);
     // Scales.
     bool inverted = false, layout = false;
     if ((L.scheme == Scheme::nvfp4 || L.scheme == Scheme::w4a8) && !same(ex.global, st.global)) {
@@ -486,7 +523,10 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     // Codes under the stored scales (with the expected global scale when only that is inverted).
     Scales use = st;
     if (inverted) use.global = ex.global;
-    const auto want = detail::expected_codes(F.producer(), L, xq, use, s.dtype, weight_dtype, ar, v.rule);
+    // A TensorRT-LLM checkpoint holds the very scale tensor ModelOpt divided by, so its shape
+    // tells a 0-dim divisor from a [1] one; an HF export squeezes it ([]) whatever it divided by.
+    const bool scalar_scale = !F.trtllm || s.shape.empty();
+    const auto want = detail::expected_codes(F.producer(), L, xq, use, s.dtype, weight_dtype, ar, v.rule, scalar_scale);
     const auto got = codes_of(L, w);
     const std::uint8_t mag = w.dtype == "U8" ? 0x7 : 0x7F, sign = w.dtype == "U8" ? 0x8 : 0x80;
     // Per row, then summed in row order: the same sums for any thread count.
@@ -575,6 +615,15 @@ std::string linearised_expert_name(const Folder& ref, const std::string& module)
 // The amax of the fused group L shares its scale with (the group's largest), or -1 where L
 // keeps its own amax or a member is missing from the reference.
 float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
+    if (F.trtllm) {  // TensorRT-LLM names: the group in the original's names (Layer::amax_group)
+        if (L.amax_group.empty()) return -1.0f;
+        float a = 0;
+        for (const auto& g : L.amax_group) {
+            if (!ref.has(g + ".weight")) return -1.0f;
+            for (float v : ref.read(g + ".weight").to_floats()) a = std::max(a, std::fabs(v));
+        }
+        return a;
+    }
     const auto group = detail::fused_amax_group(F.producer(), L.module, L.scheme);
     if (group.empty()) return -1.0f;
     float a = 0;
@@ -611,14 +660,51 @@ std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L
         }
         return v;
     }
-    return {{Arithmetic::cpu, shared, {}, ""}, {Arithmetic::cuda, shared, {}, ""}};
+    v = {{Arithmetic::cpu, shared, {}, ""}, {Arithmetic::cuda, shared, {}, ""}};
+    // ModelOpt's HF export syncs an expert's gate and up weight amaxes element-wise before
+    // quantising (layer_utils.py sync_moe_gate_up_amax: torch.max(gate_amax, up_amax), from
+    // unified_export_hf.py; per channel that is a max per row, not one number).
+    if (F.producer() == Producer::modelopt && L.scheme == Scheme::fp8_channel && !F.trtllm) {
+        for (const auto& g : detail::modelopt_amax_group(L.module, L.scheme)) {
+            if (g == L.module) continue;
+            std::string n = g + ".weight";
+            if (!ref.has(n) && !linearised_expert_name(ref, g).empty()) n = linearised_expert_name(ref, g);
+            if (!ref.has(n)) continue;
+            auto partner = std::make_shared<const std::vector<float>>(ref.read(n).to_floats());
+            for (const auto a : {Arithmetic::cpu, Arithmetic::cuda})
+                v.push_back({a, -1.0f, {}, "expert gate/up amax shared per row", false, partner});
+        }
+    }
+    return v;
 }
 
 // The original of layer L in the reference: <module>.weight; a stacked weight stored under the
 // module's own name (gpt-oss: `<p>.blocks` quantises `<p>`), possibly as [experts, cols, rows]
 // (transformers' GptOssExperts gate_up_proj / down_proj, the transpose of the `_blocks` rows); or
 // per expert (detail::stacked_reference). nullopt: none found.
+// A TensorRT-LLM layer's original: its sources' weights (Layer::sources), rows concatenated in
+// order, as ModelOpt's export concatenated them; nullopt (used: the first missing name) where
+// one is missing or their dtypes or column counts differ.
+std::optional<RawTensor> concatenated_original(const Folder& ref, const Layer& L, std::string& used) {
+    RawTensor out;
+    std::uint64_t rows = 0;
+    for (const auto& s : L.sources) {
+        used = s + ".weight";
+        if (!ref.has(used)) return std::nullopt;
+        RawTensor t = ref.read(used);
+        if (t.shape.size() != 2 || (rows && (t.dtype != out.dtype || t.shape[1] != out.shape[1]))) return std::nullopt;
+        if (!rows) out.dtype = t.dtype, out.shape = {0, t.shape[1]};
+        out.bytes.insert(out.bytes.end(), t.bytes.begin(), t.bytes.end());
+        rows += t.shape[0];
+        out.shape[0] = rows;
+    }
+    used = fmt::format("{} (from {})", L.sources.size() == 1 ? L.sources[0] + ".weight" : L.module,
+                       fmt::join(L.sources, ", "));
+    return out;
+}
+
 std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::string& used) {
+    if (!L.sources.empty()) return concatenated_original(ref, L, used);
     for (const std::string& n : {L.module + ".weight", L.module}) {
         if (!ref.has(n)) continue;
         used = n;
@@ -646,6 +732,55 @@ std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::str
         return s;
     }
     return std::nullopt;
+}
+
+// Stacked NVFP4 experts with one global scale per expert (ModelOpt's TensorRT-LLM export:
+// layer_utils.py _build_stacked_linear stacks each expert's weights_scaling_factor_2 into [E]):
+// each expert is checked as a layer of its own, "<module>[expert e]", its rows, block scales and
+// global scale sliced from the stacks and its original from its share of Layer::sources.
+void stacked_nvfp4(const Folder& F, const Folder* ref, const Layer& L, Checker& C, Report& R) {
+    const std::uint64_t E = L.experts, r = L.rows / E;
+    const auto& sref = F.tensors().at(L.scale);
+    const auto& wref = F.tensors().at(L.weight);
+    if (sref.dtype != "F8_E4M3" || sref.shape.size() != 3 || sref.shape[0] != E || sref.shape[1] != r ||
+        sref.shape[2] != (L.cols + 15) / 16 || wref.shape.size() != 3) {
+        C.fail(L.scale, "structure",
+               fmt::format("{} {} for stacked NVFP4 experts {}: [{}, {}, {}] F8_E4M3 expected", sref.dtype,
+                           shape_str(sref.shape), shape_str(wref.shape), E, r, (L.cols + 15) / 16));
+        return;
+    }
+    const RawTensor w = F.read(L.weight), s = F.read(L.scale), g = F.read(L.global_scale);
+    const std::size_t wb = w.bytes.size() / E, sb = s.bytes.size() / E, per = L.sources.size() / E;
+    C.input(L);
+    for (std::uint64_t e = 0; e < E; ++e) {
+        Layer Le = L;
+        Le.module = fmt::format("{}[expert {}]", L.module, e);
+        Le.experts = 0;
+        Le.rows = r;
+        Le.sources.assign(L.sources.begin() + e * per, L.sources.begin() + (e + 1) * per);
+        RawTensor we, se;
+        we.dtype = w.dtype, we.shape = {r, wref.shape[2]};
+        we.bytes.assign(w.bytes.begin() + e * wb, w.bytes.begin() + (e + 1) * wb);
+        se.dtype = s.dtype, se.shape = {r, sref.shape[2]};
+        se.bytes.assign(s.bytes.begin() + e * sb, s.bytes.begin() + (e + 1) * sb);
+        Scales st;
+        st.block = se.to_floats();
+        st.global = g.at(e);
+        detail::set_grid(Le, st);
+        LiveBlocks lb(Le, st, /*fp4=*/true, se.numel());
+        const auto codes = codes_of(Le, we);
+        lb.add(0, codes.data(), codes.size());
+        C.values(Le, lb.live, se, st);
+        if (!ref) continue;
+        std::string used;
+        const auto o = concatenated_original(*ref, Le, used);
+        if (!o || o->numel() != Le.rows * Le.cols) {
+            C.fail(used, "reference",
+                   fmt::format("{}: no original of {} rows x {} for {}", ref->dir(), Le.rows, Le.cols, Le.module));
+            continue;
+        }
+        R.comparisons.push_back(compare(F, Le, we, se, st, o->to_floats(), o->dtype, variants(F, *ref, Le)));
+    }
 }
 
 }  // namespace
@@ -718,6 +853,13 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     R.engine = opt.engine;
     R.layers = F.layers();
     Checker C{F, R};
+    if (F.trtllm)
+        C.note(dir, "layout",
+               fmt::format("a TensorRT-LLM checkpoint (config.json architecture {}, rank0.safetensors; "
+                           "modelopt/torch/export/model_config_export.py export_tensorrt_llm_checkpoint): "
+                           "TensorRT-LLM's names, compared with the Hugging Face original under the names "
+                           "ModelOpt exported them from",
+                           F.architecture));
     if (F.layout_from_names)
         C.note(dir, "layout",
                "no quantisation config: MXFP4 read from the tensor names (<name>.blocks / <name>.scales: gpt-oss "
@@ -736,6 +878,10 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                        "quantises by "
                        "tensor name; an engine building the module from the config may not expect a quantised weight)",
                        fmt::join(F.targets, ", ")));
+        if (C.per_expert_global(L) && !L.sources.empty()) {
+            stacked_nvfp4(F, ref ? &*ref : nullptr, L, C, R);
+            continue;
+        }
         if (!C.structure(L)) continue;
         // One layer at a time: its codes, its scales, and the original weight.
         const RawTensor s = F.read(L.scale);
@@ -760,21 +906,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
             });
         }
         C.values(L, lb.live, s, st);
-        if (!L.input_scale.empty()) {
-            // Every element: stacked experts carry one input_scale per expert ([E]); a zero one
-            // is the missing expert scale of vLLM #45212 in stacked form.
-            const RawTensor is = F.read(L.input_scale);
-            for (std::uint64_t i = 0; i < is.numel(); ++i) {
-                const float v = is.at(i);
-                if (std::isfinite(v) && v != 0.0f) continue;
-                C.fail(L.input_scale, "input scale",
-                       is.numel() == 1
-                           ? fmt::format("input_scale {} (must be finite and nonzero)", v)
-                           : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i,
-                                         v, i));
-                break;
-            }
-        }
+        C.input(L);
         if (!ref) continue;
         std::string orig = L.module + ".weight";
         std::optional<RawTensor> found = original_of(*ref, L, orig);

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/folder_internal.hpp"
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
@@ -113,7 +114,7 @@ struct Folder::Shards {
 Folder::~Folder() = default;
 Folder::Folder(Folder&&) noexcept = default;
 
-namespace {
+namespace detail {
 
 nlohmann::json read_json(const fs::path& p) {
     std::string text;
@@ -155,6 +156,14 @@ bool excluded_by(const std::vector<std::string>& pats, const std::string& module
     return false;
 }
 
+}  // namespace detail
+
+namespace {
+
+using detail::excluded_by;
+using detail::read_json;
+using detail::strings;
+
 bool ends_with(const std::string& s, const std::string& t) {
     return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
 }
@@ -166,7 +175,9 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
     if (!unquantized) read_configs();
     // 1. The shards: the index's weight_map when there is one, else every *.safetensors file.
     const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-    if (fs::exists(index)) {
+    if (trtllm) {
+        shards_ = {"rank0.safetensors"};  // one rank (read_trtllm_config refuses more)
+    } else if (fs::exists(index)) {
         const auto j = read_json(index);
         if (!j.contains("weight_map") || !j["weight_map"].is_object())
             throw CheckpointError(fmt::format("{}: no weight_map object", index.string()));
@@ -210,10 +221,14 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
                             "original/ tensors (<name>.blocks with <name>.scales)",
                             dir));
     }
-    list_layers();
+    if (trtllm)
+        list_trtllm_layers();
+    else
+        list_layers();
 }
 
 void Folder::read_configs() {
+    if (read_trtllm_config()) return;
     const fs::path d(dir_), hq = d / "hf_quant_config.json", cfg = d / "config.json";
     nlohmann::json qc;
     if (fs::exists(cfg)) {
@@ -301,18 +316,59 @@ void Folder::read_configs() {
     }
 }
 
+// Layer L's logical shape (codes unpacked) and the block one scale covers, from its weight t.
+void Folder::set_extent(Layer& L, const TensorRef& t) const {
+    // W4A8's INT4 group: hf_quant_config's group_size; where no config gives it (config.json's
+    // quantization_config omits it), the columns over the scale's last dimension.
+    auto w4a8_group = [&]() -> std::uint64_t {
+        if (group_size_) return group_size_;
+        const auto& s = tensors_.at(L.scale).shape;
+        return (s.size() == 2 && s[1] > 0 && L.cols >= s[1] && L.cols % s[1] == 0) ? L.cols / s[1] : 128;
+    };
+    const std::string& n = L.weight;
+    const auto& w = t.shape;
+    if (L.scheme == Scheme::mxfp4 && w.size() >= 2 && (ends_with(n, "blocks"))) {
+        L.rows = 1;
+        for (std::size_t i = 0; i + 2 < w.size(); ++i) L.rows *= w[i];
+        L.cols = w[w.size() - 2] * w.back() * 2;
+        if (w.size() == 4) L.experts = w[0];  // gpt-oss [experts, rows, blocks, 16]
+    } else if (L.scheme == Scheme::w4a8 && w.size() == 2) {
+        L.rows = w[0] * 2;  // two output rows per byte (quant_utils.py pack_int4_in_uint8)
+        L.cols = w[1];
+    } else if (w.size() == 2) {
+        L.rows = w[0];
+        L.cols = (t.dtype == "U8") ? w[1] * 2 : w[1];
+    } else if (w.size() == 3) {  // stacked experts [E, r, c] (Layer::experts)
+        L.experts = w[0];
+        L.rows = w[0] * w[1];
+        L.cols = (t.dtype == "U8") ? w[2] * 2 : w[2];
+    }
+    L.block_cols = L.scheme == Scheme::nvfp4                                  ? 16
+                   : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
+                   : L.scheme == Scheme::w4a8                                 ? w4a8_group()
+                                                                              : 0;
+    if (L.scheme == Scheme::fp8_channel) L.block_cols = L.cols;
+    if (L.scheme == Scheme::fp8_block) {
+        L.block_rows = block_rows_;  // DeepSeek-V3 weight_block_size / compressed-tensors block_structure
+        L.block_cols = block_cols_;
+    }
+    if (L.scheme == Scheme::fp8_tensor) {
+        // One scale per expert of a stack: a block of one expert's rows.
+        const bool per_expert = L.experts > 1 && !L.scale.empty() && [&] {
+            std::uint64_t sn = 1;
+            for (auto d : tensors_.at(L.scale).shape) sn *= d;
+            return sn == L.experts;
+        }();
+        L.block_rows = per_expert ? L.rows / L.experts : L.rows;
+        L.block_cols = L.cols;
+    }
+}
+
 // 3. Layers from tensor names, per producer's naming:
 //    ModelOpt M.weight (F8_E4M3 or U8) + M.weight_scale [+ M.weight_scale_2] + M.input_scale;
 //    compressed-tensors M.weight / M.weight_packed + M.weight_scale [+ M.weight_global_scale];
 //    DeepSeek M.weight + M.weight_scale_inv; gpt-oss M.blocks / M_blocks + M.scales / M_scales.
 void Folder::list_layers() {
-    // W4A8's INT4 group: hf_quant_config's group_size; where no config gives it (config.json's
-    // quantization_config omits it), the columns over the scale's last dimension.
-    auto w4a8_group = [&](const Layer& L) -> std::uint64_t {
-        if (group_size_) return group_size_;
-        const auto& s = tensors_.at(L.scale).shape;
-        return (s.size() == 2 && s[1] > 0 && L.cols >= s[1] && L.cols % s[1] == 0) ? L.cols / s[1] : 128;
-    };
     auto opt = [&](const std::string& n) { return has(n) ? n : std::string(); };
     for (const auto& [n, t] : tensors_) {
         Layer L;
@@ -378,43 +434,7 @@ void Folder::list_layers() {
         L.input_scale = opt(m + ".input_scale");
         L.pre_quant_scale = opt(m + ".pre_quant_scale");
         L.excluded = excluded_by(exclude_, m);
-        // Logical shape (codes unpacked).
-        const auto& w = t.shape;
-        if (L.scheme == Scheme::mxfp4 && w.size() >= 2 && (ends_with(n, "blocks"))) {
-            L.rows = 1;
-            for (std::size_t i = 0; i + 2 < w.size(); ++i) L.rows *= w[i];
-            L.cols = w[w.size() - 2] * w.back() * 2;
-            if (w.size() == 4) L.experts = w[0];  // gpt-oss [experts, rows, blocks, 16]
-        } else if (L.scheme == Scheme::w4a8 && w.size() == 2) {
-            L.rows = w[0] * 2;  // two output rows per byte (quant_utils.py pack_int4_in_uint8)
-            L.cols = w[1];
-        } else if (w.size() == 2) {
-            L.rows = w[0];
-            L.cols = (t.dtype == "U8") ? w[1] * 2 : w[1];
-        } else if (w.size() == 3) {  // stacked experts [E, r, c] (Layer::experts)
-            L.experts = w[0];
-            L.rows = w[0] * w[1];
-            L.cols = (t.dtype == "U8") ? w[2] * 2 : w[2];
-        }
-        L.block_cols = L.scheme == Scheme::nvfp4                                  ? 16
-                       : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
-                       : L.scheme == Scheme::w4a8                                 ? w4a8_group(L)
-                                                                                  : 0;
-        if (L.scheme == Scheme::fp8_channel) L.block_cols = L.cols;
-        if (L.scheme == Scheme::fp8_block) {
-            L.block_rows = block_rows_;  // DeepSeek-V3 weight_block_size / compressed-tensors block_structure
-            L.block_cols = block_cols_;
-        }
-        if (L.scheme == Scheme::fp8_tensor) {
-            // One scale per expert of a stack: a block of one expert's rows.
-            const bool per_expert = L.experts > 1 && !L.scale.empty() && [&] {
-                std::uint64_t sn = 1;
-                for (auto d : tensors_.at(L.scale).shape) sn *= d;
-                return sn == L.experts;
-            }();
-            L.block_rows = per_expert ? L.rows / L.experts : L.rows;
-            L.block_cols = L.cols;
-        }
+        set_extent(L, t);
         layers_.push_back(std::move(L));
     }
 }

@@ -115,7 +115,8 @@ bool is_bias(const std::string& suf) { return suf == "k_bias" || suf == "v_bias"
 // A K or V cache scale under any of the names the engines know (q, prob and zero points are not).
 bool is_kv_scale(const std::string& suf) {
     for (const char* k :
-         {"k_scale", "v_scale", "kv_scale", "k_cache_scale", "v_cache_scale", "k_cache.scale", "v_cache.scale"})
+         {"k_scale", "v_scale", "kv_scale", "k_cache_scale", "v_cache_scale", "k_cache.scale", "v_cache.scale",
+          "kv_cache_scaling_factor", "k_cache_scaling_factor", "v_cache_scaling_factor"})
         if (suf == k) return true;
     return false;
 }
@@ -296,7 +297,8 @@ struct Names : Findings {
     // scale an engine does not use is a failure; q_scale / prob_scale only notes).
     void judge(const KvScale& k, const std::string& suf, int e) {
         // What engine e does is a failure only when the check targets e (CheckOptions::engine).
-        const bool target = R.engine == kEngineKeys[e] || R.engine == "all";
+        // A TensorRT-LLM checkpoint is for TensorRT-LLM whatever engine the check names.
+        const bool target = R.engine == kEngineKeys[e] || R.engine == "all" || (F.trtllm && e == 2);
         auto fail = [&](const std::string& t, const std::string& c, const std::string& m) {
             if (target) return this->fail(t, c, m);
             this->note(t, c, m + fmt::format(" (a failure under --engine {})", kEngineKeys[e]));
@@ -418,7 +420,114 @@ struct Names : Findings {
     }
 
     void missing();
+    void trtllm_found();
+    void trtllm_missing();
 };
+
+// TensorRT-LLM checkpoints (Folder::trtllm): the KV scale names of that layout, read only by
+// TensorRT-LLM's checkpoint loader (the TensorRT flow, trtllm-build):
+// tensorrt_llm/models/modeling_utils.py (stored 01ea6d79) PretrainedModel.from_checkpoint loads
+// rank<N>.safetensors, preprocess_weights, then load(). preprocess_weights'
+// process_kv_scaling_factor replaces every <attn>.k_cache_scaling_factor by
+// <attn>.kv_cache_scaling_factor = torch.max(k, v) (`assert v_name in weights, f"{v_name} not
+// found"`), deletes both, and adds kv_cache_rcp_scaling_factor = 1 / kv_cache_scaling_factor where
+// absent. The attention holds kv_cache_scaling_factor (shape (1,), float32, the cache's
+// dequantisation scale) only when config.json declares a KV cache quantisation
+// (quantization/quantize.py kv_cache_quantize; layers/attention.py passes it as
+// kv_quant_orig_scale and its reciprocal as kv_orig_quant_scale). load(): a required name not
+// provided raises RuntimeError("Required but not provided tensors"); a provided name not
+// required only logs "Provided but not required tensors" and is not loaded. vLLM and SGLang
+// load Hugging Face folders; this layout is not theirs.
+KvOutcome trtllm_checkpoint_fate(const Folder& F, const std::string& n, const std::string& suf) {
+    const bool kv_quant = !F.kv_cache_algo.empty();
+    if (suf == "k_cache_scaling_factor") {
+        const std::string v = n.substr(0, n.size() - suf.size()) + "v_cache_scaling_factor";
+        if (!F.has(v))
+            return {KvFate::rejected, fmt::format("load fails: preprocess_weights asserts '{} not found' "
+                                                  "(modeling_utils.py process_kv_scaling_factor)",
+                                                  v)};
+    }
+    if (suf == "k_cache_scaling_factor" ||
+        (suf == "v_cache_scaling_factor" && F.has(n.substr(0, n.size() - suf.size()) + "k_cache_scaling_factor")))
+        return {
+            kv_quant ? KvFate::renamed : KvFate::dropped,
+            std::string("combined: kv_cache_scaling_factor = max(k_cache_scaling_factor, v_cache_scaling_factor), "
+                        "both deleted (modeling_utils.py preprocess_weights process_kv_scaling_factor)") +
+                (kv_quant ? "" : "; no KV cache quantisation declared, so not loaded ('Provided but not required')")};
+    if (suf == "v_cache_scaling_factor")
+        return {KvFate::dropped,
+                "dropped: no k_cache_scaling_factor to combine with, and no parameter of this "
+                "name (load: 'Provided but not required tensors', a warning)"};
+    if (!kv_quant)
+        return {KvFate::dropped,
+                "dropped: config.json declares no kv_cache_quant_algo, so the attention has no "
+                "kv_cache_scaling_factor (load: 'Provided but not required tensors', a warning)"};
+    const std::string k = n.substr(0, n.size() - suf.size()) + "k_cache_scaling_factor";
+    return {KvFate::loaded,
+            std::string("loaded as the attention's kv_cache_scaling_factor, the ") + F.kv_cache_algo +
+                " cache's dequantisation scale; kv_cache_rcp_scaling_factor = 1 / it "
+                "(modeling_utils.py preprocess_weights)" +
+                (F.has(k) ? "; overwritten by max(k_cache_scaling_factor, v_cache_scaling_factor)" : "")};
+}
+
+void Names::trtllm_found() {
+    static const std::regex kKv(R"(^(.*\.attention)\.((?:kv|k|v)_cache_scaling_factor)$)");
+    const KvOutcome other{KvFate::undetermined,
+                          "not this engine's format: a TensorRT-LLM checkpoint (rank<N>.safetensors under "
+                          "TensorRT-LLM's names, a config.json without model_type), where it loads Hugging Face "
+                          "folders"};
+    for (const auto& [n, t] : F.tensors()) {
+        std::smatch m;
+        if (!std::regex_match(n, m, kKv)) continue;
+        const std::string suf = m[2].str();
+        KvScale k;
+        k.name = n, k.dtype = t.dtype, k.shape = t.shape;
+        k.engines[0] = k.engines[1] = other;
+        k.engines[2] = trtllm_checkpoint_fate(F, n, suf);
+        k.vllm = k.engines[0].detail;
+        judge(k, suf, 2);  // vLLM and SGLang do not read this layout: nothing to judge
+        scale_values(n);
+        // ModelOpt's TensorRT-LLM export raises an FP8 cache's k/v scale to at least 1
+        // (quant_utils.py get_kv_cache_scaling_factor: torch.max(factor, tensor([1.0]))).
+        if (F.producer() == Producer::modelopt && F.kv_cache_algo == "FP8" && t.dtype == "F32") {
+            const RawTensor v = F.read(n);
+            for (std::uint64_t i = 0; i < v.numel(); ++i)
+                if (std::isfinite(v.at(i)) && v.at(i) < 1.0f) {
+                    note(n, "kv scale below 1",
+                         fmt::format("{} < 1: ModelOpt's TensorRT-LLM export clamps an FP8 KV scale to max(amax / "
+                                     "448, 1) (quant_utils.py get_kv_cache_scaling_factor); its HF export does not",
+                                     v.at(i)));
+                    break;
+                }
+        }
+        R.kv.push_back(std::move(k));
+    }
+}
+
+// Every attention (<attn>.qkv.weight) needs a kv_cache_scaling_factor once config.json declares a
+// KV cache quantisation: TensorRT-LLM's load() requires the parameter.
+void Names::trtllm_missing() {
+    if (F.kv_cache_algo.empty()) return;
+    static const std::regex kAttn(R"(^(.*\.attention)\.qkv\.weight$)");
+    for (const auto& [n, t] : F.tensors()) {
+        std::smatch m;
+        if (!std::regex_match(n, m, kAttn)) continue;
+        const std::string a = m[1].str();
+        if (F.has(a + ".kv_cache_scaling_factor") || F.has(a + ".k_cache_scaling_factor")) continue;
+        KvScale k;
+        k.name = a + ".kv_cache_scaling_factor";
+        k.present = false;
+        k.engines[0] = k.engines[1] = {KvFate::undetermined, "not this engine's format"};
+        k.engines[2] = {KvFate::rejected,
+                        fmt::format("load fails: the {} KV cache's attention requires kv_cache_scaling_factor "
+                                    "(modeling_utils.py load: 'Required but not provided tensors')",
+                                    F.kv_cache_algo)};
+        k.vllm = k.engines[0].detail;
+        k.dropped = true;
+        fail(k.name, "kv scale missing", fmt::format("TensorRT-LLM {}", k.engines[2].detail));
+        R.kv.push_back(std::move(k));
+    }
+}
 
 // Every attention layer ("<a>.self_attn" with q/k/v_proj weights) needs a K and a V scale once
 // the checkpoint declares a quantised KV cache or holds any KV scale.
@@ -489,6 +598,11 @@ void Names::missing() {
 
 void check_kv_names(const Folder& F, Report& R) {
     Names N{F, R};
+    if (F.trtllm) {
+        N.trtllm_found();
+        N.trtllm_missing();
+        return;
+    }
     N.found();
     N.missing();
 }

@@ -45,7 +45,10 @@ std::vector<std::string> modelopt_amax_group(const std::string& module, Scheme s
         // ModelOpt's export applies transformers' reverse conversion mapping.
         const std::string p = m[3].str();
         const bool gu = p == "gate_proj" || p == "up_proj", w13 = p == "w1" || p == "w3";
-        if ((!gu && !w13) || (s != Scheme::fp8_tensor && s != Scheme::nvfp4 && s != Scheme::fp8_block)) return {};
+        // fp8_channel: the amax is shared row by row (check.cpp variants, sync_moe_gate_up_amax).
+        if ((!gu && !w13) ||
+            (s != Scheme::fp8_tensor && s != Scheme::nvfp4 && s != Scheme::fp8_block && s != Scheme::fp8_channel))
+            return {};
         const std::string e = m[1].str() + m[2].str() + ".";
         return gu ? std::vector<std::string>{e + "gate_proj", e + "up_proj"}
                   : std::vector<std::string>{e + "w1", e + "w3"};

@@ -262,7 +262,8 @@ float dequant_factor(Producer p, const Layer& L, const Scales& s, std::uint64_t 
 }
 
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
-                                         const std::string& sd, const std::string& wd, Arithmetic ar, BlockRule rule) {
+                                         const std::string& sd, const std::string& wd, Arithmetic ar, BlockRule rule,
+                                         bool scalar_scale) {
     std::vector<std::uint8_t> q(L.rows * L.cols);
     // transformers multiplies by fl(448 / amax) of the block, which 1 / (its stored 1/t) need not
     // give back: the multiplier comes from the original weights. Under ue8m0 it multiplies by
@@ -285,7 +286,7 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     // with `.to(tl.float8e4nv)` (round to nearest even) or _round_to_fp4 (fp4_utils.py: E2M1's
     // nearest-even bounds): no bfloat16 quotient.
     const bool bf16_mid = (p == Producer::compressed_tensors && sd == "BF16" && ar == Arithmetic::cpu) ||
-                          (p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16");
+                          (p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16" && scalar_scale);
     // ModelOpt FP8 per-tensor on CUDA: to_quantized_weight moves the 0-dim float32 weight_scale to
     // the weight's device first (quant_utils.py `weights_scaling_factor.to(weight.device)`), so
     // it is no CPU scalar: the CUDA kernel (BinaryDivTrueKernel.cu, gpu_kernel_with_scalars with
@@ -294,8 +295,8 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     // iter.original_scalar_value<opmath_t>). Shown by data/checkpoints/gpu_modelopt_fp8: q_proj's
     // and v_proj's scales are the same on both devices, yet 374 and 117 codes differ, all of them
     // reproduced by this rule.
-    const bool bf16_divisor =
-        ar == Arithmetic::cuda && p == Producer::modelopt && L.scheme == Scheme::fp8_tensor && wd == "BF16";
+    const bool bf16_divisor = ar == Arithmetic::cuda && p == Producer::modelopt && L.scheme == Scheme::fp8_tensor &&
+                              wd == "BF16" && scalar_scale;
     // (ModelOpt FP8_PB_WO goes through FP8QTensor.quantize, whose expanded scale is not 0-dim:
     // float32 quotient, also for a weight of one block.)
     const bool mo_mx = p == Producer::modelopt && L.scheme == Scheme::mxfp4;

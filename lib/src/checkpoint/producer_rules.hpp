@@ -81,10 +81,15 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
                        const std::string& weight_dtype, float shared_amax = -1.0f, Arithmetic a = Arithmetic::cpu,
                        BlockRule rule = BlockRule::amax_div);
 
-// One code per element (low bits): the producer's cast of x under scales s.
+// One code per element (low bits): the producer's cast of x under scales s. scalar_scale: a
+// ModelOpt per-tensor FP8 weight was divided by a 0-dim scale tensor (the HF export), so torch
+// rounded the quotient (and on CUDA the divisor) to the weight's dtype; false: by a scale of
+// shape [1] or [E, 1] (the TensorRT-LLM export, whose saved scale is the tensor it divided by:
+// model_config_utils.py pack_linear_weights), which type promotion makes a float32 quotient.
 std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::vector<float>& x, const Scales& s,
                                          const std::string& scale_dtype, const std::string& weight_dtype,
-                                         Arithmetic a = Arithmetic::cpu, BlockRule rule = BlockRule::amax_div);
+                                         Arithmetic a = Arithmetic::cpu, BlockRule rule = BlockRule::amax_div,
+                                         bool scalar_scale = true);
 
 // The element format's largest finite value (E4M3 448, E2M1 6).
 float element_max(Scheme s);

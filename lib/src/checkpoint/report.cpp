@@ -40,7 +40,8 @@ std::string to_json(const Report& r) {
             l["global_scale"] = {{"name", L.global_scale}, {"convention", name(L.global_convention)}};
         if (!L.input_scale.empty()) l["input_scale"] = L.input_scale;
         if (!L.pre_quant_scale.empty()) l["pre_quant_scale"] = L.pre_quant_scale;
-        if (L.experts) l["experts"] = L.experts;  // a stacked [experts, rows, cols] weight
+        if (L.experts) l["experts"] = L.experts;           // a stacked [experts, rows, cols] weight
+        if (!L.sources.empty()) l["sources"] = L.sources;  // TensorRT-LLM: the Hugging Face modules
         j["layers"].push_back(l);
     }
     j["findings"] = nlohmann::json::array();
@@ -83,9 +84,12 @@ void write_text(const Report& r, std::FILE* out) {
     fmt::print(out, "layers: {} quantised, {} excluded, {} listed\n", quantised, excluded, r.layers.size());
     for (const auto& L : r.layers)
         if (L.scheme != Scheme::none)
-            fmt::print(out, "  {:<48} {:<16} scale {}{}\n", io::printable(L.module), name(L.scheme),
+            fmt::print(out, "  {:<48} {:<16} scale {}{}{}\n", io::printable(L.module), name(L.scheme),
                        name(L.scale_convention),
-                       L.global_scale.empty() ? "" : fmt::format(", global {}", name(L.global_convention)));
+                       L.global_scale.empty() ? "" : fmt::format(", global {}", name(L.global_convention)),
+                       L.sources.empty()
+                           ? ""
+                           : fmt::format("  <- {}", io::printable(fmt::format("{}", fmt::join(L.sources, ", ")))));
     if (!r.kv.empty()) {
         fmt::print(out, "KV / attention scales (what each engine does with the name):\n");
         for (const auto& k : r.kv) {

@@ -70,7 +70,7 @@ float e4m3_scale(ScalePolicy p, const std::vector<Tensor4>& steps, std::size_t h
     switch (p) {
         case ScalePolicy::vllm_first_batch: return vllm_first_batch_scale(first, which);
         case ScalePolicy::tensor: return calibrated_scale(all, CacheFormat::e4m3);
-        case ScalePolicy::modelopt:
+        case ScalePolicy::modelopt_trtllm:
             return which == 'q' ? calibrated_scale(all, CacheFormat::e4m3) : modelopt_kv_scale(all, CacheFormat::e4m3);
         case ScalePolicy::modelopt_hf: return calibrated_scale(all, CacheFormat::e4m3);
         case ScalePolicy::llmc_minmax: return llmc_minmax_scale(steps, CacheFormat::e4m3);

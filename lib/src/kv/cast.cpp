@@ -133,7 +133,7 @@ float policy_scale(ScalePolicy p, CacheFormat f, const Amax& a, std::size_t h, c
         case ScalePolicy::one: return 1.0f;
         case ScalePolicy::vllm_first_batch: return fp4 ? a.first / 2688.0f : vllm_first_batch_scale(a.first, which);
         case ScalePolicy::tensor: return fp4 ? a.all / 2688.0f : calibrated_scale(a.all, f);
-        case ScalePolicy::modelopt: return fp4 ? a.all / 2688.0f : modelopt_kv_scale(a.all, f);
+        case ScalePolicy::modelopt_trtllm: return fp4 ? a.all / 2688.0f : modelopt_kv_scale(a.all, f);
         // ModelOpt's HF export: amax / 448 unclamped, the calibrated rule.
         case ScalePolicy::modelopt_hf: return fp4 ? a.all / 2688.0f : calibrated_scale(a.all, f);
         case ScalePolicy::head: return fp4 ? a.head[h] / 2688.0f : calibrated_scale(a.head[h], f);

@@ -18,7 +18,7 @@ constexpr NameEntry<ScalePolicy> kPolicies[] = {
     {ScalePolicy::one, "one"},
     {ScalePolicy::vllm_first_batch, "vllm_first_batch"},
     {ScalePolicy::tensor, "tensor"},
-    {ScalePolicy::modelopt, "modelopt_trtllm"},
+    {ScalePolicy::modelopt_trtllm, "modelopt_trtllm"},
     {ScalePolicy::modelopt_hf, "modelopt_hf"},
     {ScalePolicy::llmc_minmax, "llmc_minmax"},
     {ScalePolicy::head, "head"},
