@@ -40,11 +40,17 @@ void require_scheme(Method m, Scheme s) {
         m == Method::llmc_static_minmax || m == Method::llmc_memoryless_minmax)
         return;
     const std::string head = std::string("--scheme nvfp4 with ") + name(m) + ": ";
-    if (m == Method::modelopt_mse || m == Method::modelopt_percentile)
-        throw CalibrateError(head +
-                             "ModelOpt's NVFP4 recipes calibrate activations with max (NVFP4_DEFAULT_CFG, "
-                             "\"algorithm\": \"max\"); modelopt_mse scores its candidates by FP8 fake quantisation, "
-                             "not NVFP4's. Use modelopt_max");
+    const std::string modelopt_rule =
+        "ModelOpt's NVFP4 preset calibrates activations with max (NVFP4_DEFAULT_CFG, \"algorithm\": \"max\"); ";
+    if (m == Method::modelopt_mse)
+        throw CalibrateError(
+            head + modelopt_rule +
+            "modelopt_mse scores its candidates by FP8 fake quantisation, not NVFP4's. Use modelopt_max");
+    if (m == Method::modelopt_percentile)
+        throw CalibrateError(
+            head + modelopt_rule +
+            "no preset of ModelOpt 0.47.0 (modelopt_recipes/configs/ptq/presets) uses the histogram calibrator. Use "
+            "modelopt_max");
     if (m == Method::llmc_minmax)
         throw CalibrateError(head +
                              "under NVFP4's tensor_group strategy llm-compressor's moving average runs per group of 16 "

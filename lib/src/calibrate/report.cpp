@@ -45,6 +45,22 @@ std::string steps(const std::vector<std::int64_t>& v) {
 // A share in percent, as the text prints it (the JSON and CSV hold the fraction: share()).
 double percent(std::uint64_t n, std::uint64_t d) { return d ? 100.0 * static_cast<double>(n) / d : 0.0; }
 
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A linear layer's input, per tensor, under a method --scheme nvfp4 takes: the NVFP4 activation
+// scale its producer stores, under the producer's name (lib/src/calibrate/nvfp4_input.cpp).
+void add_nvfp4_input_json(nlohmann::json& o, const Row& row) {
+    if (row.index >= 0 || !ends_with(row.checkpoint_name, ".input_scale")) return;
+    if (row.method == Method::modelopt_max) {
+        if (const auto s = modelopt_nvfp4_input_scale(row.scale.amax)) o["input_scale"] = *s;
+    } else if (row.method == Method::llmc_static_minmax || row.method == Method::llmc_memoryless_minmax) {
+        o["input_global_scale"] =
+            llmc_nvfp4_input_global_scale(row.scale.amax, row.scale.dtype == "bfloat16" ? DType::bf16 : DType::f32);
+    }
+}
+
 }  // namespace
 
 std::string to_json(const Report& r) {
@@ -72,6 +88,7 @@ std::string to_json(const Report& r) {
                       {"blocks", row.nvfp4.blocks},
                       {"blocks_over", row.nvfp4.blocks_over},
                       {"blocks_under", row.nvfp4.blocks_under}};
+        add_nvfp4_input_json(o["nvfp4"], row);
         o["holdout"] = row.holdout_batches ? stats_json(row.holdout) : nlohmann::json(nullptr);
         if (row.sweep) {  // the scale is weight_scale_2; the E4M3 statistics above do not apply
             const auto& w = *row.sweep;
@@ -200,10 +217,6 @@ static void add_nvfp4_input(nlohmann::json& header, std::string& data, const Row
     const DType d = row.scale.dtype == "bfloat16" ? DType::bf16 : DType::f32;
     const std::uint32_t b = bits_of(llmc_nvfp4_input_global_scale(row.scale.amax, d));
     add_tensor(header, data, module + "input_global_scale", "F32", nlohmann::json::array({1}), &b, 4);
-}
-
-static bool ends_with(const std::string& s, const std::string& tail) {
-    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 // safetensors: 8-byte little-endian header length, the JSON header, then the data. ModelOpt's
