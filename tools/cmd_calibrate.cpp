@@ -15,7 +15,7 @@ namespace {
 
 struct Options {
     std::vector<std::string> files, methods, tensors;
-    std::string holdout, save, granularity = "tensor";
+    std::string holdout, save, granularity = "tensor", scheme = "fp8";
     double holdout_tokens = 0;
     bool json = false, csv = false;
 };
@@ -31,7 +31,11 @@ Register reg([](CLI::App& root) {
         "Per channel: modelopt_max, modelopt_mse; per head: those and the llmc observers. ModelOpt's histogram\n"
         "entropy and mse are refused: ModelOpt 0.47.0 raises TypeError for FP8 in both (docs/inference.md).\n"
         "modelopt_nvfp4_sweep (not in 'all'): ModelOpt's FP8-scale sweep of a static NVFP4 weight, one step of\n"
-        "a weight tensor (--tensors 'step_000299/*/weight'): weight_scale (E4M3 per block of 16) and weight_scale_2.");
+        "a weight tensor (--tensors 'step_000299/*/weight'): weight_scale (E4M3 per block of 16) and weight_scale_2.\n"
+        "--save --scheme nvfp4 writes an NVFP4 (W4A4) layer's activation scale as its producer stores it:\n"
+        "modelopt_max: <module>.input_scale F32 [] = amax / (6 * 448); llmc_static_minmax (the NVFP4 preset's\n"
+        "observer) or llmc_memoryless_minmax: <module>.input_global_scale F32 [1] = 448 * 6 / amax in the\n"
+        "activation's dtype (docs/inference.md, \"NVFP4 input scales\").");
     cmd->add_option("DUMPS", o->files, "Dump files (HDF5 / safetensors); each step of a tensor is one batch")
         ->required();
     cmd->add_option("--method", o->methods, "Calibration method (repeatable; 'all' for every one)")->required();
@@ -45,9 +49,13 @@ Register reg([](CLI::App& root) {
                     "tensor (default), channel (the last dimension: ModelOpt axis=-1) or head (dimension 1 of a\n"
                     "[batch, heads, positions, head_dim] Q/K/V tensor: llm-compressor attn_head, ModelOpt axis=1)");
     cmd->add_option("--save", o->save, "Write the scales of the one --method as safetensors, under the tool's names");
+    auto* scheme = cmd->add_option(
+        "--scheme", o->scheme,
+        "The scheme of the layers --save writes for: fp8 (default: input_scale, E4M3 per tensor) or nvfp4 (W4A4:\n"
+        "ModelOpt input_scale F32 [], llm-compressor input_global_scale F32 [1]; KV scales stay FP8)");
     cmd->add_flag("--json", o->json, "Print the report as JSON");
     cmd->add_flag("--csv", o->csv, "Print one CSV row per tensor and method");
-    cmd->callback([o, tokens] {
+    cmd->callback([o, tokens, scheme] {
         if (o->json && o->csv) throw UsageError("calibrate: --json and --csv exclude each other");
         calibrate::Options opt;
         opt.files = o->files;
@@ -69,6 +77,17 @@ Register reg([](CLI::App& root) {
         }
         if (!o->save.empty() && opt.methods.size() != 1)
             throw UsageError("calibrate: --save needs exactly one --method (the tool whose names and dtype it writes)");
+        const auto sch = calibrate::parse_scheme(o->scheme);
+        if (!sch) throw UsageError(fmt::format("calibrate: --scheme '{}': unknown (fp8, nvfp4)", o->scheme));
+        if (scheme->count() != 0 && o->save.empty())
+            throw UsageError("calibrate: --scheme says what --save writes; give --save FILE with it");
+        if (!o->save.empty()) {
+            try {
+                calibrate::require_scheme(opt.methods.front(), *sch);
+            } catch (const calibrate::CalibrateError& e) {
+                throw UsageError(fmt::format("calibrate: {}", e.what()));
+            }
+        }
         if (!o->holdout.empty()) opt.holdout_steps = o->holdout;
         const auto g = calibrate::parse_granularity(o->granularity);
         if (!g)
@@ -79,7 +98,7 @@ Register reg([](CLI::App& root) {
         calibrate::Report r;
         try {
             r = calibrate::run(opt);
-            if (!o->save.empty()) calibrate::write_safetensors(r, opt.methods.front(), o->save);
+            if (!o->save.empty()) calibrate::write_safetensors(r, opt.methods.front(), o->save, *sch);
         } catch (const calibrate::CalibrateError& e) {
             throw UsageError(fmt::format("calibrate: {}", e.what()));
         }

@@ -93,4 +93,44 @@ assert len(modelopt) == 2 and saved == modelopt, (saved, modelopt)
 PY
 check "save KV (modelopt_max): ModelOpt's own names, dtype and shape" $?
 
+# --scheme nvfp4 (issue 51): each producer's NVFP4 activation scale, bit for bit against the
+# producers' own code (tests/golden/calibration_nvfp4_input_scales.json,
+# scripts/fixtures/make_calibration_nvfp4_golden.py), under the names, dtype and shape of the
+# producers' own checkpoints (data/checkpoints/modelopt_nvfp4, llmc_nvfp4: same module names).
+for m in modelopt_max llmc_static_minmax; do
+  "$FP8KIT" calibrate "$DUMP" --method $m --tensors '*/input' --scheme nvfp4 --save "$T/n_$m.safetensors" > /dev/null
+  check "save nvfp4 ($m): exit 0" $?
+done
+python3 - "$T" "$REPO/tests/golden/calibration_nvfp4_input_scales.json" "$REPO/data/checkpoints" <<'PY'
+import json, struct, sys
+def load(p):
+    with open(p, "rb") as f:
+        h = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+        data = f.read()
+    h.pop("__metadata__", None)
+    return {k: (v["dtype"], v["shape"], data[v["data_offsets"][0]:v["data_offsets"][1]]) for k, v in h.items()}
+T, golden, ckpt = sys.argv[1:]
+g = json.load(open(golden))["tensors"]
+for m, suffix, producer in (("modelopt_max", "input_scale", "modelopt_nvfp4"),
+                            ("llmc_static_minmax", "input_global_scale", "llmc_nvfp4")):
+    saved = load("%s/n_%s.safetensors" % (T, m))
+    want = {k[: -len("/input")] + "." + suffix: e[m] for k, e in g.items() if k.endswith("/input")}
+    assert sorted(saved) == sorted(want), (m, sorted(saved))
+    for k, w in want.items():
+        dtype, shape, raw = saved[k]
+        assert (dtype, shape) == ("F32", w["shape"]), (m, k, dtype, shape)
+        assert "0x%08x" % struct.unpack("<I", raw)[0] == w["bits_f32"], (m, k, raw.hex(), w)
+    real = {k: v[:2] for k, v in load("%s/%s/model.safetensors" % (ckpt, producer)).items()
+            if k.endswith((".input_scale", ".input_global_scale"))}
+    assert real and all(k in saved and saved[k][:2] == v for k, v in real.items()), (m, real)
+PY
+check "save nvfp4: the producers' bits (golden), names, dtype and shape (their checkpoints)" $?
+"$FP8KIT" calibrate "$DUMP" --method modelopt_mse --tensors '*/lm_head/input' --scheme nvfp4 --save "$T/n.safetensors" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && [ ! -e "$T/n.safetensors" ] && [ "$(wc -l < "$T/err")" -eq 1 ] && grep -q "modelopt_mse" "$T/err"
+s=$?; check "--scheme nvfp4 with modelopt_mse: exit 2, one line, nothing written (got $rc: $(cat "$T/err"))" $s
+"$FP8KIT" calibrate "$DUMP" --method max --tensors '*/lm_head/input' --scheme nvfp4 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--save" "$T/err"; check "--scheme without --save: exit 2 (got $rc)" $?
+"$FP8KIT" calibrate "$DUMP" --method max --scheme mxfp4 --save "$T/n.safetensors" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "mxfp4" "$T/err"; check "--scheme mxfp4: exit 2, named (got $rc)" $?
+
 exit $fail

@@ -61,3 +61,20 @@ def test_bad_input(tmp_path):
         fp8kit.calibrate_scale("max", [])
     with pytest.raises(fp8kit.CalibrateError):
         fp8kit.calibrate_scale("max", [np.array([1.0, np.inf], dtype=np.float32)])
+
+
+def test_nvfp4_input_scales_match_producers():
+    """The report's nvfp4.input_scale (ModelOpt's NVFP4 export) and nvfp4.input_global_scale
+    (compressed-tensors' generate_gparam) against the producers' own values
+    (tests/golden/calibration_nvfp4_input_scales.json, scripts/fixtures/make_calibration_nvfp4_golden.py)."""
+    with open(os.path.join(ROOT, "tests", "golden", "calibration_nvfp4_input_scales.json")) as f:
+        golden = json.load(f)["tensors"]
+    methods = {"modelopt_max": "input_scale", "llmc_static_minmax": "input_global_scale"}
+    methods["llmc_memoryless_minmax"] = "input_global_scale"
+    r = fp8kit.calibrate(DUMP, list(methods), tensors=["*/input"])
+    assert len(r["rows"]) == 15 * 3
+    for row in r["rows"]:
+        key = methods[row["method"]]
+        assert f32_bits(row["nvfp4"][key]) == golden[row["tensor"]][row["method"]]["bits_f32"], row["tensor"]
+    r = fp8kit.calibrate(DUMP, ["llmc_minmax", "modelopt_mse"], tensors=["*/lm_head/input"])
+    assert all("input_scale" not in x["nvfp4"] and "input_global_scale" not in x["nvfp4"] for x in r["rows"])

@@ -172,9 +172,30 @@ std::string to_csv(const Report& r);
 // The text of `fp8kit calibrate`: one row per tensor and method (scale, dtype, clipped and
 // underflowing shares in percent, SQNR), what they were measured on, then the notes.
 void write_text(const Report& r, std::FILE* out);
+// The scheme of the layers whose input scales --save writes (lib/src/calibrate/nvfp4_input.cpp;
+// docs/inference.md, "NVFP4 input scales"): fp8, E4M3 per tensor (input_scale); nvfp4, W4A4: the
+// activation's global scale, as each producer stores it. KV and output scales are FP8 in both.
+enum class Scheme { fp8, nvfp4 };
+const char* name(Scheme s);
+std::optional<Scheme> parse_scheme(std::string_view s);
+// Whether --save writes `m`'s scales for scheme s (nvfp4: modelopt_max, llmc_static_minmax,
+// llmc_memoryless_minmax; the producers' own NVFP4 calibration); CalibrateError says why not.
+void require_scheme(Method m, Scheme s);
+// ModelOpt 0.47.0's NVFP4 `input_scale` (F32 []): NVFP4QTensor.get_activation_scaling_factor,
+// amax.float() / (6.0 * 448.0) in float32, a zero or NaN amax replaced by maxbound 6.0
+// (export_amax). nullopt where it underflows to zero: ModelOpt's export asserts it is positive.
+std::optional<float> modelopt_nvfp4_input_scale(float amax);
+// compressed-tensors 0.19.0's NVFP4 `input_global_scale` (F32 [1]): generate_gparam(-absmax,
+// absmax), 448 * 6 / max(absmax, tiny) evaluated in the activation's dtype as torch does
+// (reciprocal, then times 2688, each rounded to the dtype), NaN or infinity -> 1.0, as float32.
+float llmc_nvfp4_input_global_scale(float absmax, DType d);
+
 // The scales of one method as a safetensors file, under that tool's checkpoint names and dtypes
-// (ModelOpt: F32 shape [], amax/448; llm-compressor: the activation dtype, shape [1]).
-// Written through io::OutputFile (io/sink.hpp); throws io::OutputError naming --save.
-void write_safetensors(const Report& r, Method m, const std::string& path);
+// (FP8, ModelOpt: input_scale F32 shape [], amax/448; llm-compressor: input_scale in the activation
+// dtype, shape [1]. NVFP4: ModelOpt input_scale F32 [] (modelopt_nvfp4_input_scale);
+// llm-compressor input_global_scale F32 [1] (llmc_nvfp4_input_global_scale)).
+// Written through io::OutputFile (io/sink.hpp); throws io::OutputError naming --save,
+// CalibrateError for a method the scheme does not take or a scale the producer would refuse.
+void write_safetensors(const Report& r, Method m, const std::string& path, Scheme scheme = Scheme::fp8);
 
 }  // namespace fp8kit::calibrate

@@ -45,6 +45,22 @@ std::string steps(const std::vector<std::int64_t>& v) {
 // A share in percent, as the text prints it (the JSON and CSV hold the fraction: share()).
 double percent(std::uint64_t n, std::uint64_t d) { return d ? 100.0 * static_cast<double>(n) / d : 0.0; }
 
+bool ends_with(const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A linear layer's input, per tensor, under a method --scheme nvfp4 takes: the NVFP4 activation
+// scale its producer stores, under the producer's name (lib/src/calibrate/nvfp4_input.cpp).
+void add_nvfp4_input_json(nlohmann::json& o, const Row& row) {
+    if (row.index >= 0 || !ends_with(row.checkpoint_name, ".input_scale")) return;
+    if (row.method == Method::modelopt_max) {
+        if (const auto s = modelopt_nvfp4_input_scale(row.scale.amax)) o["input_scale"] = *s;
+    } else if (row.method == Method::llmc_static_minmax || row.method == Method::llmc_memoryless_minmax) {
+        o["input_global_scale"] =
+            llmc_nvfp4_input_global_scale(row.scale.amax, row.scale.dtype == "bfloat16" ? DType::bf16 : DType::f32);
+    }
+}
+
 }  // namespace
 
 std::string to_json(const Report& r) {
@@ -72,6 +88,7 @@ std::string to_json(const Report& r) {
                       {"blocks", row.nvfp4.blocks},
                       {"blocks_over", row.nvfp4.blocks_over},
                       {"blocks_under", row.nvfp4.blocks_under}};
+        add_nvfp4_input_json(o["nvfp4"], row);
         o["holdout"] = row.holdout_batches ? stats_json(row.holdout) : nlohmann::json(nullptr);
         if (row.sweep) {  // the scale is weight_scale_2; the E4M3 statistics above do not apply
             const auto& w = *row.sweep;
@@ -172,46 +189,71 @@ static std::string saved_name(const std::string& name, bool modelopt) {
     return name;
 }
 
+// One tensor of the file: its header entry and its bytes.
+static void add_tensor(nlohmann::json& header, std::string& data, const std::string& name, const char* dtype,
+                       nlohmann::json shape, const void* bytes, std::size_t n) {
+    const std::size_t begin = data.size();
+    data.append(static_cast<const char*>(bytes), n);
+    header[name] = {{"dtype", dtype}, {"shape", std::move(shape)}, {"data_offsets", {begin, data.size()}}};
+}
+
+// An NVFP4 layer's input scale as its producer stores it (lib/src/calibrate/nvfp4_input.cpp):
+// ModelOpt `<module>.input_scale` F32 [] (data/checkpoints/modelopt_nvfp4); llm-compressor
+// `<module>.input_global_scale` F32 [1] (data/checkpoints/llmc_nvfp4, which has no input_scale).
+static void add_nvfp4_input(nlohmann::json& header, std::string& data, const Row& row, bool modelopt) {
+    const std::string suffix = "input_scale";
+    const std::string module = row.checkpoint_name.substr(0, row.checkpoint_name.size() - suffix.size());
+    if (modelopt) {
+        const auto s = modelopt_nvfp4_input_scale(row.scale.amax);
+        if (!s)
+            throw CalibrateError(fmt::format(
+                "--save --scheme nvfp4: {}: amax {:.9g} / 2688 underflows to zero in float32; ModelOpt's export "
+                "asserts the scale is positive (qtensor/nvfp4_tensor.py get_activation_scaling_factor)",
+                row.tensor, row.scale.amax));
+        const std::uint32_t b = bits_of(*s);
+        add_tensor(header, data, row.checkpoint_name, "F32", nlohmann::json::array(), &b, 4);
+        return;
+    }
+    const DType d = row.scale.dtype == "bfloat16" ? DType::bf16 : DType::f32;
+    const std::uint32_t b = bits_of(llmc_nvfp4_input_global_scale(row.scale.amax, d));
+    add_tensor(header, data, module + "input_global_scale", "F32", nlohmann::json::array({1}), &b, 4);
+}
+
 // safetensors: 8-byte little-endian header length, the JSON header, then the data. ModelOpt's
 // exported input_scale is F32 of shape [] (data/checkpoints/modelopt_fp8); compressed-tensors'
-// is the activation dtype (BF16) of shape [1] (data/checkpoints/ct_fp8).
-void write_safetensors(const Report& r, Method m, const std::string& path) {
+// is the activation dtype (BF16) of shape [1] (data/checkpoints/ct_fp8). Under --scheme nvfp4
+// the `<module>.input_scale` rows take the NVFP4 forms above; KV and output scales stay FP8.
+void write_safetensors(const Report& r, Method m, const std::string& path, Scheme scheme) {
     if (r.granularity != Granularity::tensor)
         throw CalibrateError(
             "--save: per-tensor scales only (per channel / per head scales are reported, not written)");
+    require_scheme(m, scheme);
+    const bool modelopt = std::string(tool(m)) == "modelopt";
     nlohmann::json header = nlohmann::json::object();
     std::string data;
     for (const auto& row : r.rows) {
         if (row.method != m) continue;
         if (row.sweep) {  // ModelOpt's NVFP4 export: weight_scale F8_E4M3 [rows, cols/16], weight_scale_2 F32 []
-            const std::size_t begin = data.size();
-            data.append(reinterpret_cast<const char*>(row.sweep->weight_scale.data()), row.sweep->weight_scale.size());
-            header[row.checkpoint_name] = {
-                {"dtype", "F8_E4M3"}, {"shape", row.sweep->shape}, {"data_offsets", {begin, data.size()}}};
+            add_tensor(header, data, row.checkpoint_name, "F8_E4M3", row.sweep->shape, row.sweep->weight_scale.data(),
+                       row.sweep->weight_scale.size());
             const std::uint32_t b2 = bits_of(row.scale.value);
-            const std::size_t begin2 = data.size();
-            data.append(reinterpret_cast<const char*>(&b2), 4);
-            header[row.checkpoint_name + "_2"] = {
-                {"dtype", "F32"}, {"shape", nlohmann::json::array()}, {"data_offsets", {begin2, data.size()}}};
+            add_tensor(header, data, row.checkpoint_name + "_2", "F32", nlohmann::json::array(), &b2, 4);
+            continue;
+        }
+        if (scheme == Scheme::nvfp4 && ends_with(row.checkpoint_name, ".input_scale")) {
+            add_nvfp4_input(header, data, row, modelopt);
             continue;
         }
         const bool bf16 = row.scale.dtype == "bfloat16";
         const std::uint32_t b = bits_of(row.scale.value);
-        const std::size_t begin = data.size();
-        if (bf16) {
-            const std::uint16_t h = static_cast<std::uint16_t>(b >> 16);  // exact: the value is a bfloat16
-            data.append(reinterpret_cast<const char*>(&h), 2);
-        } else {
-            data.append(reinterpret_cast<const char*>(&b), 4);
-        }
-        const bool modelopt = std::string(tool(m)) == "modelopt";
-        header[saved_name(row.checkpoint_name, modelopt)] = {
-            {"dtype", bf16 ? "BF16" : "F32"},
-            {"shape", modelopt ? nlohmann::json::array() : nlohmann::json::array({1})},
-            {"data_offsets", {begin, data.size()}}};
+        const std::uint16_t h = static_cast<std::uint16_t>(b >> 16);  // exact: the value is a bfloat16
+        add_tensor(header, data, saved_name(row.checkpoint_name, modelopt), bf16 ? "BF16" : "F32",
+                   modelopt ? nlohmann::json::array() : nlohmann::json::array({1}),
+                   bf16 ? static_cast<const void*>(&h) : &b, bf16 ? 2 : 4);
     }
     if (header.empty()) throw CalibrateError(fmt::format("--save: no scale computed by method {}", name(m)));
-    header["__metadata__"] = {{"producer", "fp8kit calibrate"}, {"method", name(m)}, {"tool", tool(m)}};
+    header["__metadata__"] = {
+        {"producer", "fp8kit calibrate"}, {"method", name(m)}, {"tool", tool(m)}, {"scheme", name(scheme)}};
     std::string h = header.dump();
     while ((h.size() + 8) % 8) h += ' ';
     const std::uint64_t n = h.size();
