@@ -28,7 +28,7 @@ import fp8kit
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from splitk_acceptance import case_inputs  # noqa: E402
+from splitk_inputs import case_inputs  # noqa: E402
 
 
 def partials(a, b, starts, model):

@@ -28,12 +28,14 @@ import os
 import sys
 
 import fp8kit
-import ml_dtypes
 import numpy as np
 
 # Every K of a split-K shape used before the committed reports: the random cases of the
 # combination fit (probe_splitk.py RANDOM_SHAPES) and the H100 acceptance's shapes.
 SEEN_K = {6144, 8192, 9216, 10240, 11264, 12288, 14336, 16384, 18432, 20480, 24576, 28672, 32768, 49152, 65536}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from splitk_inputs import case_inputs  # noqa: E402
+
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "gemm_probe")
 
 
@@ -50,7 +52,6 @@ def measured_k():
 
 
 SIDES = (16, 32, 48, 64, 80, 96, 112, 128)
-E4M3_MAX = 448.0
 
 
 def choose_shapes(rng, count, large, seen):
@@ -63,24 +64,6 @@ def choose_shapes(rng, count, large, seen):
         if k not in seen and shape not in shapes:
             shapes.append(shape)
     return shapes
-
-
-def operand(rng, kind, rows, k):
-    """E4M3 codes (uint8) from numpy and ml_dtypes only."""
-    if kind == "normal":
-        x = rng.normal(0.0, 1.0, (rows, k)) * 2.0 ** rng.integers(-4, 5)
-    else:
-        x = rng.choice([1.0, 1.25, 1.5, 1.75], (rows, k)) * 2.0 ** rng.integers(-9, 9, (rows, k))
-        x *= rng.choice([-1.0, 1.0], (rows, k))
-    x = np.clip(x, -E4M3_MAX, E4M3_MAX).astype(np.float32)
-    return x.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
-
-
-def case_inputs(seed, m, n, k, kind):
-    rng = np.random.default_rng(seed)
-    a, b = operand(rng, kind, m, k), operand(rng, kind, n, k)
-    sa, sb = np.float32(rng.uniform(0.01, 4)), np.float32(rng.uniform(0.01, 4))
-    return a, b, sa, sb
 
 
 def expected_model(split_k, fast):

@@ -6,7 +6,7 @@ from each case's seed by numpy and ml_dtypes only (splitk_acceptance.case_inputs
 reruns on any machine from this report. Needs a CUDA GPU and torch (not fp8kit).
 
 Shapes: probe_splitk.py's RANDOM_SHAPES, the shapes of the combination fit (docs/gemm.md,
-"Split-K"). Cases per shape: two input kinds (normal, wide) x both accumulators x float32 and
+"Split-K"). Cases per shape: three input kinds (normal, wide, adversarial) x both accumulators x float32 and
 bfloat16 out, E4M3 operands, tensorwise scales in [0.01, 4).
 
 usage: splitk_combination_data.py OUT_JSON [--seed 20261126]
@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from probe_scaled_mm import kernels, versions  # noqa: E402
 from probe_splitk import RANDOM_SHAPES, split_boundaries  # noqa: E402
-from splitk_acceptance import case_inputs  # noqa: E402
+from splitk_inputs import case_inputs  # noqa: E402
 
 
 def scaled_mm(a, b, sa, sb, fast, out):
@@ -49,7 +49,7 @@ def main():
         key = f"{m}x{n}x{k}"
         starts = split_boundaries(m, n, k)
         report["shapes"][key] = {"measured_starts_tiles": starts}
-        for kind in ("normal", "wide"):
+        for kind in ("normal", "wide", "adversarial"):
             case_seed += 1
             a, b, sa, sb = case_inputs(case_seed, m, n, k, kind)
             for fast in (False, True):

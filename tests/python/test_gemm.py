@@ -208,3 +208,25 @@ def test_split_acceptance_reruns_on_the_cpu():
     p = subprocess.run([sys.executable, str(script), str(report), "--max-work", "3e7"], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
     assert " 0 disagree" in p.stdout
+
+
+def test_split_combination_refits_from_the_committed_hashes():
+    """How cuBLASLt combines its split-K partials reruns from the repository: fit_splitk.py makes
+    each case of data/gemm_probe/splitk_combination_20261126.json again from its seed (H200, 72
+    cases: 6 shapes, 3 input kinds, both accumulators, float32 and bfloat16 out) and hashes five
+    hypotheses against cuBLASLt's D: the model's (partials added in float32 in k order, then the
+    scale) matches every case, and each other hypothesis misses some."""
+    import ast
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    report = repo / "data" / "gemm_probe" / "splitk_combination_20261126.json"
+    script = repo / "scripts" / "gpu" / "fit_splitk.py"
+    p = subprocess.run([sys.executable, str(script), str(report)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    last = p.stdout.strip().splitlines()[-1]
+    counts = ast.literal_eval(last.split("bit-exact per hypothesis: ")[1])  # the dict the script prints
+    assert last.startswith("72 cases") and counts["sequential"] == 72
+    assert all(counts.get(h, 0) < 72 for h in ("reversed", "pairwise", "scaled", "one-cta")), counts
