@@ -34,6 +34,8 @@
 #include <cstring>
 #include <vector>
 
+#include "probe_host.hpp"
+
 using fp16 = half;
 using fp8e4m3 = __nv_fp8_e4m3;
 using index_t = int;
@@ -154,22 +156,9 @@ __global__ void compute_scaling_factor(const float* amax, float* out, float fp_m
 }
 
 namespace {
-std::uint64_t state = 0x9E3779B97F4A7C15ull;
-double uniform() {  // [0, 1)
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<double>(state >> 11) * 0x1.0p-53;
-}
-// Sign times 2^[lo, hi) with a uniform mantissa: values over many binades, as gradients are.
-float wide(double lo, double hi) {
-    const double x = std::ldexp(1.0 + uniform(), static_cast<int>(std::floor(lo + (hi - lo) * uniform())));
-    return static_cast<float>(uniform() < 0.5 ? -x : x);
-}
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "msamp_adam_probe: %s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
-}
+using probe::check;
+using probe::uniform;
+using probe::wide;
 
 struct Set {
     double lr, beta1, beta2, eps, weight_decay;
@@ -266,6 +255,7 @@ void run_set(const Set& s, std::uint32_t n, std::uint32_t steps, std::FILE* out)
 }  // namespace
 
 int main(int argc, char** argv) {
+    probe::name = "msamp_adam_probe";
     if (argc != 2 && argc != 3) {
         std::fprintf(stderr, "usage: msamp_adam_probe OUT.bin [N]\n");
         return 2;

@@ -17,6 +17,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "probe_host.hpp"
+
 __global__ void adamw_step(const float* g, float* p, float* m, float* v, int n, float beta1, float beta2,
                            float beta1_correction, float beta2_correction, float epsilon, float lr, float decay) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -35,25 +37,13 @@ __global__ void adamw_step(const float* g, float* p, float* m, float* v, int n, 
 }
 
 namespace {
-std::uint64_t state = 0x9E3779B97F4A7C15ull;
-double uniform() {  // [0, 1)
-    state = state * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<double>(state >> 11) * 0x1.0p-53;
-}
-// Sign times 2^[lo, hi) with a uniform mantissa: values over many binades, as gradients are.
-float wide(double lo, double hi) {
-    const double x = std::ldexp(1.0 + uniform(), static_cast<int>(std::floor(lo + (hi - lo) * uniform())));
-    return static_cast<float>(uniform() < 0.5 ? -x : x);
-}
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "te_adam_probe: %s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
-}
+using probe::check;
+using probe::uniform;
+using probe::wide;
 }  // namespace
 
 int main(int argc, char** argv) {
+    probe::name = "te_adam_probe";
     if (argc != 2 && argc != 3) {
         std::fprintf(stderr, "usage: te_adam_probe OUT.bin [N]\n");
         return 2;
