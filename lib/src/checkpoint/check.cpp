@@ -469,7 +469,7 @@ struct Variant {
     bool e4m3_input = false;  // the rule applied to the original cast to E4M3 (transformers' loader)
     // Per channel: the original of the module whose row amaxes this layer's are maxed with, row
     // by row (ModelOpt's HF export of an expert's gate/up pair), or empty.
-    std::shared_ptr<const std::vector<float>> row_partner;
+    std::shared_ptr<const std::vector<float>> row_partner = nullptr;
 };
 
 Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,

@@ -394,16 +394,25 @@ struct Names : Findings {
                              bad, v.numel(), first));
     }
 
+    // fn(name, prefix, suffix, k) for every tensor whose name `re` matches as (prefix).(suffix),
+    // with k begun (name, dtype, shape); k goes to the report after fn.
+    template <class Fn>
+    void each_kv_name(const std::regex& re, Fn&& fn) {
+        for (const auto& [n, t] : F.tensors()) {
+            std::smatch m;
+            if (!std::regex_match(n, m, re)) continue;
+            KvScale k;
+            k.name = n, k.dtype = t.dtype, k.shape = t.shape;
+            fn(n, m[1].str(), m[2].str(), k);
+            R.kv.push_back(std::move(k));
+        }
+    }
+
     void found() {
         static const std::regex kKv(
             R"(^(.*)\.(k_scale|v_scale|q_scale|kv_scale|k_bias|v_bias|prob_scale|k_cache_scale|v_cache_scale|q\.scale|k_cache\.scale|)"
             R"(v_cache\.scale|q_zero_point|k_zero_point|v_zero_point)$)");
-        for (const auto& [n, t] : F.tensors()) {
-            std::smatch m;
-            if (!std::regex_match(n, m, kKv)) continue;
-            const std::string suf = m[2].str();
-            KvScale k;
-            k.name = n, k.dtype = t.dtype, k.shape = t.shape;
+        each_kv_name(kKv, [&](const std::string& n, const std::string& prefix, const std::string& suf, KvScale& k) {
             k.engines[0] = vllm(F, n);
             k.engines[1] = sglang(n);
             k.engines[2] = trtllm(F, n);
@@ -412,11 +421,10 @@ struct Names : Findings {
             k.dropped = k.engines[0].fate == KvFate::dropped || k.engines[0].fate == KvFate::replaced;
             for (int e = 0; e < 3; ++e) judge(k, suf, e);
             if (is_bias(suf))
-                bias_values(n, suf, m[1].str());
+                bias_values(n, suf, prefix);
             else if (suf.find("zero_point") == std::string::npos)
                 scale_values(n);
-            R.kv.push_back(std::move(k));
-        }
+        });
     }
 
     void missing();
@@ -476,12 +484,7 @@ void Names::trtllm_found() {
                           "not this engine's format: a TensorRT-LLM checkpoint (rank<N>.safetensors under "
                           "TensorRT-LLM's names, a config.json without model_type), where it loads Hugging Face "
                           "folders"};
-    for (const auto& [n, t] : F.tensors()) {
-        std::smatch m;
-        if (!std::regex_match(n, m, kKv)) continue;
-        const std::string suf = m[2].str();
-        KvScale k;
-        k.name = n, k.dtype = t.dtype, k.shape = t.shape;
+    each_kv_name(kKv, [&](const std::string& n, const std::string&, const std::string& suf, KvScale& k) {
         k.engines[0] = k.engines[1] = other;
         k.engines[2] = trtllm_checkpoint_fate(F, n, suf);
         k.vllm = k.engines[0].detail;
@@ -489,7 +492,7 @@ void Names::trtllm_found() {
         scale_values(n);
         // ModelOpt's TensorRT-LLM export raises an FP8 cache's k/v scale to at least 1
         // (quant_utils.py get_kv_cache_scaling_factor: torch.max(factor, tensor([1.0]))).
-        if (F.producer() == Producer::modelopt && F.kv_cache_algo == "FP8" && t.dtype == "F32") {
+        if (F.producer() == Producer::modelopt && F.kv_cache_algo == "FP8" && k.dtype == "F32") {
             const RawTensor v = F.read(n);
             for (std::uint64_t i = 0; i < v.numel(); ++i)
                 if (std::isfinite(v.at(i)) && v.at(i) < 1.0f) {
@@ -500,8 +503,7 @@ void Names::trtllm_found() {
                     break;
                 }
         }
-        R.kv.push_back(std::move(k));
-    }
+    });
 }
 
 // Every attention (<attn>.qkv.weight) needs a kv_cache_scaling_factor once config.json declares a
