@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "checkpoint/findings.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "checkpoint/kv_names.hpp"
 #include "checkpoint/moe_rules.hpp"
 #include "checkpoint/producer_rules.hpp"
@@ -708,8 +709,10 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     Folder F(dir);
     std::optional<Folder> ref;
     if (reference) {
-        if (!std::filesystem::is_directory(*reference))
-            throw CheckpointError(fmt::format("{}: not a folder", *reference));
+        std::error_code ec;
+        if (!std::filesystem::is_directory(*reference, ec))
+            throw CheckpointError(fmt::format("--reference {}: not a folder{}", io::quoted(*reference),
+                                              ec ? ": " + ec.message() : std::string()));
         ref.emplace(*reference, /*unquantized=*/true);
     }
     Report R;

@@ -24,6 +24,7 @@
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/io/gate.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "io/dump_internal.hpp"
 
 namespace fp8kit::checkpoint {
@@ -161,12 +162,21 @@ bool ends_with(const std::string& s, const std::string& t) {
 
 }  // namespace
 
+namespace {
+constexpr std::size_t kMaxTensorName = 4096;
+}  // namespace
+
 Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std::make_unique<Shards>()) {
-    if (!fs::is_directory(dir)) throw CheckpointError(fmt::format("{}: not a folder", dir));
+    // error_code forms throughout: a path the system refuses (too long, a loop, no permission)
+    // is one named error, never a filesystem_error quoting the whole path.
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw CheckpointError(
+            fmt::format("{}: not a folder{}", io::quoted(dir), ec ? ": " + ec.message() : std::string()));
     if (!unquantized) read_configs();
     // 1. The shards: the index's weight_map when there is one, else every *.safetensors file.
     const fs::path index = fs::path(dir) / "model.safetensors.index.json";
-    if (fs::exists(index)) {
+    if (fs::exists(fs::symlink_status(index, ec))) {
         const auto j = read_json(index);
         if (!j.contains("weight_map") || !j["weight_map"].is_object())
             throw CheckpointError(fmt::format("{}: no weight_map object", index.string()));
@@ -179,11 +189,13 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
         }
         shards_.assign(files.begin(), files.end());
     } else {
-        for (const auto& e : fs::directory_iterator(dir))
-            if (e.path().extension() == ".safetensors") shards_.push_back(e.path().filename().string());
+        fs::directory_iterator it(dir, ec), end;
+        for (; !ec && it != end; it.increment(ec))
+            if (it->path().extension() == ".safetensors") shards_.push_back(it->path().filename().string());
+        if (ec) throw CheckpointError(fmt::format("{}: cannot list the folder: {}", io::quoted(dir), ec.message()));
         std::sort(shards_.begin(), shards_.end());
     }
-    if (shards_.empty()) throw CheckpointError(fmt::format("{}: no .safetensors files", dir));
+    if (shards_.empty()) throw CheckpointError(fmt::format("{}: no .safetensors files", io::quoted(dir)));
     // 2. Headers only; the reader checks every offset against the file.
     for (std::size_t s = 0; s < shards_.size(); ++s) {
         const std::string path = (fs::path(dir) / shards_[s]).string();
@@ -194,7 +206,17 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
         }
         const auto& src = *open_->src.back();
         if (!src.errors().empty()) throw CheckpointError(src.errors().front().describe());
-        for (const auto& t : src.tensors()) tensors_[t.name] = TensorRef{t.name, t.storage, t.shape, s};
+        for (const auto& t : src.tensors()) {
+            // Module names are matched with std::regex (the producers' own patterns, "re:" ignore
+            // lists), whose libstdc++ matcher recurses once per character: a 100 kB name overflowed
+            // the stack (tests/cli/adversarial.sh). No model names a tensor in kilobytes.
+            if (t.name.size() > kMaxTensorName)
+                throw CheckpointError(fmt::format("{}: tensor name {} is {} bytes, over the {} a checkpoint's names "
+                                                  "may have",
+                                                  io::quoted(path), io::quoted(t.name, 64), t.name.size(),
+                                                  kMaxTensorName));
+            tensors_[t.name] = TensorRef{t.name, t.storage, t.shape, s};
+        }
     }
     if (!unquantized && producer_ == Producer::unknown) {
         for (const auto& [n, t] : tensors_)
@@ -216,11 +238,12 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
 void Folder::read_configs() {
     const fs::path d(dir_), hq = d / "hf_quant_config.json", cfg = d / "config.json";
     nlohmann::json qc;
-    if (fs::exists(cfg)) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(cfg, ec))) {
         const auto c = read_json(cfg);
         if (c.contains("quantization_config") && c["quantization_config"].is_object()) qc = c["quantization_config"];
     }
-    if (fs::exists(hq)) {  // ModelOpt (modelopt/torch/export/unified_export_hf.py)
+    if (fs::exists(fs::symlink_status(hq, ec))) {  // ModelOpt (modelopt/torch/export/unified_export_hf.py)
         const auto j = read_json(hq);
         const auto q = j.value("quantization", nlohmann::json::object());
         producer_ = Producer::modelopt;

@@ -216,7 +216,8 @@ StatsLog read_stats_log(const std::string& path) {
 
 std::vector<std::string> find_stats_logs(const std::string& path) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) throw std::runtime_error(fmt::format("{}: {}", path, std::strerror(errno)));
+    if (::stat(path.c_str(), &st) != 0)
+        throw std::runtime_error(fmt::format("{}: {}", io::quoted(path), std::strerror(errno)));
     if (!S_ISDIR(st.st_mode)) return {path};
     std::string dir = path;
     const std::string sub = path + "/nvdlfw_inspect_statistics_logs";
@@ -491,6 +492,12 @@ RunStats read_run_stats(const std::string& path) {
         for (auto& n : logs.back().skipped) r.skipped.push_back(std::move(n));
     }
     r.series = combine_ranks(logs);
+    // Logs whose every line was skipped hold nothing to report: a failure naming the first
+    // skipped line, not "0 series" with exit 0 (tests/cli/adversarial.sh).
+    if (r.series.empty())
+        throw std::runtime_error(fmt::format("{}: no TransformerEngine statistic in {} log file(s): {} line(s) skipped{}",
+                                             io::quoted(path), r.files.size(), r.skipped.size(),
+                                             r.skipped.empty() ? "" : " (first: " + r.skipped.front().describe() + ")"));
     return r;
 }
 
