@@ -74,8 +74,10 @@ one() {
     LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$T/err" && why+=("a raw control character on stderr")
     LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f]' "$T/out" && why+=("a raw control character on stdout")
     [ -z "$(ls -A "$T/cwd")" ] || why+=("left in the working folder: $(ls -A "$T/cwd" | head -3)")
-    if [ -n "$(ls -A "$T/o" | grep -v '^d\.npy$')" ] || { [ $rc -ne 0 ] && [ -e "$T/o/d.npy" ]; }; then
-        why+=("left in the output folder: $(ls -A "$T/o" | head -3)")
+    local left
+    left=$(cd "$T/o" && find . -mindepth 1 ! -name d.npy | head -3)
+    if [ -n "$left" ] || { [ $rc -ne 0 ] && [ -e "$T/o/d.npy" ]; }; then
+        why+=("left in the output folder: $left $(ls -A "$T/o" | head -3)")
     fi
     rm -rf "$T/cwd"/* "$T/cwd"/.[!.]* "$T/o"/* "$T/o"/.[!.]* 2>/dev/null
     if [ ${#why[@]} -gt 0 ]; then
@@ -91,7 +93,7 @@ each() {
     local label=$1 kinds=$2; shift 2
     local k f
     for k in $kinds; do
-        [ -d "$C/$k" ] && k=$k/*
+        [ -d "$C/$k" ] && k="$k/*"
         for f in "$C"/$k; do one "$label" "$f" "$@"; done
     done
     for f in "${PATHS[@]}"; do one "$label" "$f" "$@"; done

@@ -8,6 +8,7 @@ printable. Every name starts with its stem (ASCII) so the message can be matched
 characters come after it. Good files to pair with (operands, codes, a recipe, a trace):
   good/ a.npy b.npy x.npy codes.npy d.npy x.h5 trace.csv recipe.json ckpt/
 Usage: python make_adversarial_corpus.py DIR REPO"""
+
 import json
 import os
 import shutil
@@ -87,30 +88,56 @@ one = struct.pack("<f", 1.0)
 good_st = safetensors({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}, one * 4)
 cuts("st", ".safetensors", good_st, [4, 8, 20, len(good_st) - 1])
 put(f"{T}/st/bad_hugelen.safetensors", struct.pack("<Q", 1 << 63) + b"{}")
-put(f"{T}/st/bad_hugeshape.safetensors",
-    safetensors({"w": {"dtype": "F32", "shape": [1 << 62, 1 << 62], "data_offsets": [0, 16]}}, one * 4))
-put(f"{T}/st/bad_hugeoffset.safetensors",
-    safetensors({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 1 << 62]}}, one * 4))
-put(f"{T}/st/bad_deep.safetensors",
-    safetensors(b'{"w":{"dtype":"F32","shape":' + b"[" * 200000 + b"4" + b"]" * 200000 +
-                b',"data_offsets":[0,16]}}', one * 4))
-put(f"{T}/st/bad_nanshape.safetensors",
-    safetensors(b'{"w":{"dtype":"F32","shape":[NaN],"data_offsets":[0,16]}}', one * 4))
-put(f"{T}/st/bad_infoffset.safetensors",
-    safetensors(b'{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,1e999]}}', one * 4))
-put(f"{T}/st/bad_floatshape.safetensors",
-    safetensors(b'{"w":{"dtype":"F32","shape":[4.5],"data_offsets":[0,16]}}', one * 4))
-put(f"{T}/st/bad_notobject.safetensors", safetensors(b'[1,2,3]'))
+put(
+    f"{T}/st/bad_hugeshape.safetensors",
+    safetensors({"w": {"dtype": "F32", "shape": [1 << 62, 1 << 62], "data_offsets": [0, 16]}}, one * 4),
+)
+put(
+    f"{T}/st/bad_hugeoffset.safetensors",
+    safetensors({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 1 << 62]}}, one * 4),
+)
+put(
+    f"{T}/st/bad_deep.safetensors",
+    safetensors(
+        b'{"w":{"dtype":"F32","shape":' + b"[" * 200000 + b"4" + b"]" * 200000 + b',"data_offsets":[0,16]}}', one * 4
+    ),
+)
+put(
+    f"{T}/st/bad_nanshape.safetensors",
+    safetensors(b'{"w":{"dtype":"F32","shape":[NaN],"data_offsets":[0,16]}}', one * 4),
+)
+put(
+    f"{T}/st/bad_infoffset.safetensors",
+    safetensors(b'{"w":{"dtype":"F32","shape":[4],"data_offsets":[0,1e999]}}', one * 4),
+)
+put(
+    f"{T}/st/bad_floatshape.safetensors",
+    safetensors(b'{"w":{"dtype":"F32","shape":[4.5],"data_offsets":[0,16]}}', one * 4),
+)
+put(f"{T}/st/bad_notobject.safetensors", safetensors(b"[1,2,3]"))
 put(f"{T}/st/bad_nothing.safetensors", safetensors({}))
-put(f"{T}/st/any_nan.safetensors",
-    safetensors({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}},
-                np.array([np.nan, np.inf, -np.inf, 1], np.float32).tobytes()))
-put(f"{T}/st/any_names.safetensors",
-    safetensors({"ctl" + CTL: {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
-                 "n" * BIG: {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]},
-                 "__metadata__": {"role:ctl" + CTL: "weight" + CTL, "m" * 100: "v" * BIG}}, one * 8))
-put(f"{T}/st/bad_dtype.safetensors",
-    safetensors({"w": {"dtype": "F" + CTL + "x" * BIG, "shape": [4], "data_offsets": [0, 16]}}, one * 4))
+put(
+    f"{T}/st/any_nan.safetensors",
+    safetensors(
+        {"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}},
+        np.array([np.nan, np.inf, -np.inf, 1], np.float32).tobytes(),
+    ),
+)
+put(
+    f"{T}/st/any_names.safetensors",
+    safetensors(
+        {
+            "ctl" + CTL: {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+            "n" * BIG: {"dtype": "F32", "shape": [4], "data_offsets": [16, 32]},
+            "__metadata__": {"role:ctl" + CTL: "weight" + CTL, "m" * 100: "v" * BIG},
+        },
+        one * 8,
+    ),
+)
+put(
+    f"{T}/st/bad_dtype.safetensors",
+    safetensors({"w": {"dtype": "F" + CTL + "x" * BIG, "shape": [4], "data_offsets": [0, 16]}}, one * 4),
+)
 
 # torch.save zips (TransformerEngine DumpTensors files).
 te_dir = f"{REPO}/data/te/dumps/tensor_dumps/rank_0"
@@ -133,11 +160,16 @@ good_npy = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", one 
 cuts("npy", ".npy", good_npy, [6, 9, 40, len(good_npy) - 1])
 put(f"{T}/npy/bad_hugeshape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904, 8), }"))
 put(f"{T}/npy/bad_hugelen.npy", b"\x93NUMPY\x02\x00" + struct.pack("<I", 0xFFFFFFF0) + b"{")
-put(f"{T}/npy/bad_deep.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': " + "(" * 20000 + "4"
-                                 + ",)" * 20000 + ", }", one * 4))
+put(
+    f"{T}/npy/bad_deep.npy",
+    npy("{'descr': '<f4', 'fortran_order': False, 'shape': " + "(" * 20000 + "4" + ",)" * 20000 + ", }", one * 4),
+)
 put(f"{T}/npy/bad_nanshape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (nan,), }", one * 4))
 put(f"{T}/npy/bad_negshape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", one * 4))
-put(f"{T}/npy/bad_descr.npy", npy("{'descr': '" + "<f4" + CTL + "x" * 60000 + "', 'fortran_order': False, 'shape': (4,), }", one * 4))
+put(
+    f"{T}/npy/bad_descr.npy",
+    npy("{'descr': '" + "<f4" + CTL + "x" * 60000 + "', 'fortran_order': False, 'shape': (4,), }", one * 4),
+)
 put(f"{T}/npy/bad_object.npy", npy("{'descr': '|O', 'fortran_order': False, 'shape': (4,), }", b"\0" * 32))
 put(f"{T}/npy/bad_empty_array.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }"))
 np.save(f"{T}/npy/any_nan.npy", np.array([np.nan, np.inf, -np.inf, 1] * 16, np.float32))
@@ -172,8 +204,11 @@ put(f"{T}/csv/bad_longline.csv", "step,tensor,amax\n0," + "a" * BIG + ",1\n")
 put(f"{T}/csv/bad_nul.csv", "step,tensor,amax\n0,a\0b,1\n1,a,\0\n")
 put(f"{T}/csv/any_order.csv", "step,tensor,amax\n5,a,1\n3,a,1\n")
 put(f"{T}/csv/any_nan.csv", "step,tensor,amax\n0,a,nan\n1,a,inf\n2,a,1e999\n3,a,2\n")
-put(f"{T}/csv/any_layer.csv", "step,tensor,amax\n0,model.layers.99999999999999999999999.mlp.fc1.weight,1\n"
-    "1,model.layers.99999999999999999999999.mlp.fc1.weight,2\n0,ln_" + "n" * 100000 + ".weight,1\n")
+put(
+    f"{T}/csv/any_layer.csv",
+    "step,tensor,amax\n0,model.layers.99999999999999999999999.mlp.fc1.weight,1\n"
+    "1,model.layers.99999999999999999999999.mlp.fc1.weight,2\n0,ln_" + "n" * 100000 + ".weight,1\n",
+)
 put(f"{T}/csv/any_ctl.csv", f"step,tensor,amax\n0,ctl{CTL},1\n1,ctl{CTL},2\n")
 
 # nvidia-dlfw-inspect logs and TransformerEngine statistics folders.
@@ -181,11 +216,16 @@ good_log = open(f"{REPO}/data/example/dlfw_inspect.log", "rb").read()[:20000]
 put(f"{T}/log/bad_empty.log", "")
 put(f"{T}/log/bad_garbage.log", rng.integers(0, 256, 4096, dtype=np.uint8).tobytes())
 put(f"{T}/log/bad_nanit.log", "2026-11-22 00:00:00,000 - INFO - a_gradient_cur_amax \t iteration=nan \t value=1\n")
-put(f"{T}/log/bad_hugeit.log",
-    "2026-11-22 00:00:00,000 - INFO - a_gradient_cur_amax \t iteration=999999999999999999999999 \t value=1\n")
+put(
+    f"{T}/log/bad_hugeit.log",
+    "2026-11-22 00:00:00,000 - INFO - a_gradient_cur_amax \t iteration=999999999999999999999999 \t value=1\n",
+)
 put(f"{T}/log/bad_longline.log", "2026-11-22 00:00:00,000 - INFO - " + "a" * BIG + "\n")
 put(f"{T}/log/any_cut.log", good_log[: good_log.rfind(b"value=") + 8])
-put(f"{T}/log/any_ctl.log", f"2026-11-22 00:00:00,000 - INFO - ctl{CTL}_gradient_cur_amax \t iteration=000001 \t value=1\n")
+put(
+    f"{T}/log/any_ctl.log",
+    f"2026-11-22 00:00:00,000 - INFO - ctl{CTL}_gradient_cur_amax \t iteration=000001 \t value=1\n",
+)
 
 
 def stats_dir(name, text):
@@ -199,15 +239,20 @@ stats_dir("bad_garbage", rng.integers(0, 256, 4096, dtype=np.uint8).tobytes())
 stats_dir("bad_empty", "")
 stats_dir("bad_nanit", line.format("fc1_activation_max", "nan", "1.0"))
 stats_dir("bad_longline", line.format("fc1_activation_max" + "a" * BIG, "000001", "1.0"))
-stats_dir("any_nan", line.format("fc1_activation_max", "000001", "nan") + line.format("fc1_activation_max", "000002", "inf"))
+stats_dir(
+    "any_nan", line.format("fc1_activation_max", "000001", "nan") + line.format("fc1_activation_max", "000002", "inf")
+)
 stats_dir("any_ctl", line.format("fc1" + CTL + "_activation_max", "000001", "1.0"))
 
 # TransformerEngine tensor_dumps folders.
 for name, entry in (("bad_garbage", "garbage"), ("bad_empty", "empty"), ("bad_cut", "cut")):
     r = f"{T}/te/{name}/tensor_dumps/rank_0"
     os.makedirs(r)
-    data = {"garbage": rng.integers(0, 256, 4096, dtype=np.uint8).tobytes(), "empty": b"",
-            "cut": good_pt[: len(good_pt) // 2]}[entry]
+    data = {
+        "garbage": rng.integers(0, 256, 4096, dtype=np.uint8).tobytes(),
+        "empty": b"",
+        "cut": good_pt[: len(good_pt) // 2],
+    }[entry]
     put(f"{r}/layers_0_fc1_activation_iter_000001.pt", data)
 r = f"{T}/te/bad_loop/tensor_dumps/rank_0"
 os.makedirs(r)
@@ -215,6 +260,11 @@ os.symlink("loop_b.pt", f"{r}/loop_a.pt")
 os.symlink("loop_a.pt", f"{r}/loop_b.pt")
 r = f"{T}/te/bad_dirpt/tensor_dumps/rank_0"
 os.makedirs(f"{r}/layers_0_fc1_activation_iter_000001.pt")
+r = f"{T}/te/bad_fifo/tensor_dumps/rank_0"
+os.makedirs(r)
+os.mkfifo(f"{r}/layers_0_fc1_activation_iter_000001.pt")  # no writer: opening it would block
+os.makedirs(f"{T}/stats/bad_fifo/nvdlfw_inspect_statistics_logs")
+os.mkfifo(f"{T}/stats/bad_fifo/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log")
 r = f"{T}/te/bad_rankloop/tensor_dumps"
 os.makedirs(r)
 os.symlink(".", f"{r}/rank_0")  # a rank folder that is its own parent
@@ -256,17 +306,21 @@ os.symlink("model.safetensors", f"{d}/model.safetensors")
 ckpt("bad_idx_escape", index=json.dumps({"weight_map": {"lm_head.weight": "../../../../../../etc/passwd"}}))
 ckpt("bad_idx_abs", index=json.dumps({"weight_map": {"lm_head.weight": "/etc/passwd"}}))
 ckpt("bad_idx_missing", index=json.dumps({"weight_map": {"lm_head.weight": "model-00002-of-00002.safetensors"}}))
-ckpt("bad_idx_garbage", index="{\"weight_map\": ")
+ckpt("bad_idx_garbage", index='{"weight_map": ')
 ckpt("bad_idx_type", index=json.dumps({"weight_map": [1, 2]}))
 ckpt("bad_idx_ctl", index=json.dumps({"weight_map": {"lm_head.weight": "ctl" + CTL + ".safetensors"}}))
 ckpt("bad_idx_deep", index='{"weight_map":' + "[" * 100000 + "]" * 100000 + "}")
+d = ckpt("bad_shard_fifo", files={})
+os.mkfifo(f"{d}/model.safetensors")
 # Shards whose tensor names are long (100 kB: pattern matching on names must not recurse per byte)
 # or hold control characters, beside the checkpoint's own tensors.
 hl = struct.unpack("<Q", shard[:8])[0]
 head = json.loads(shard[8 : 8 + hl])
 data = shard[8 + hl :]
-for name, extra in (("any_longname", "model.layers.0.mlp.experts.0." + "x" * 100000 + ".weight"),
-                    ("any_ctlname", "model.layers.0.ctl" + CTL + ".weight")):
+for name, extra in (
+    ("any_longname", "model.layers.0.mlp.experts.0." + "x" * 100000 + ".weight"),
+    ("any_ctlname", "model.layers.0.ctl" + CTL + ".weight"),
+):
     h = dict(head)
     h[extra] = {"dtype": "F32", "shape": [1], "data_offsets": [len(data), len(data) + 4]}
     ckpt(name, files={"model.safetensors": safetensors(h, data + one)})

@@ -211,10 +211,10 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
             // lists), whose libstdc++ matcher recurses once per character: a 100 kB name overflowed
             // the stack (tests/cli/adversarial.sh). No model names a tensor in kilobytes.
             if (t.name.size() > kMaxTensorName)
-                throw CheckpointError(fmt::format("{}: tensor name {} is {} bytes, over the {} a checkpoint's names "
-                                                  "may have",
-                                                  io::quoted(path), io::quoted(t.name, 64), t.name.size(),
-                                                  kMaxTensorName));
+                throw CheckpointError(
+                    fmt::format("{}: tensor name {} is {} bytes, over the {} a checkpoint's names "
+                                "may have",
+                                io::quoted(path), io::quoted(t.name, 64), t.name.size(), kMaxTensorName));
             tensors_[t.name] = TensorRef{t.name, t.storage, t.shape, s};
         }
     }

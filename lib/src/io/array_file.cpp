@@ -241,9 +241,11 @@ std::pair<std::unique_ptr<dump::Source>, const dump::TensorInfo*> find_safetenso
         for (const auto& p : *list)
             if (p.name == tensor) throw ArrayFileError(fmt::format("{}: {}", io::quoted(source), p.message));
     std::string some;
-    for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i) some += (i ? ", " : "") + io::quoted(src->tensors()[i].name, 120);
+    for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i)
+        some += (i ? ", " : "") + io::quoted(src->tensors()[i].name, 120);
     throw ArrayFileError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", io::quoted(source),
-                                     io::quoted(tensor), io::quoted(file), src->tensors().size(), some.empty() ? "" : ", e.g. ", some));
+                                     io::quoted(tensor), io::quoted(file), src->tensors().size(),
+                                     some.empty() ? "" : ", e.g. ", some));
 }
 
 // header_of, plus the format a safetensors F8_* dtype names (U8 says nothing about one).

@@ -208,11 +208,11 @@ Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptio
         // A file that holds no tensor is a failed input, not a report of nothing ("0 tensors from 1
         // file", exit 0, read as a complete analysis: tests/cli/adversarial.sh).
         if (src->tensors().empty() && src->errors().empty())
-            errors_.push_back({f, "",
-                               src->notes().empty()
-                                   ? std::string("holds no tensor: nothing to analyse")
-                                   : fmt::format("holds no tensor fp8kit reads ({} skipped, each noted)",
-                                                 src->notes().size())});
+            errors_.push_back(
+                {f, "",
+                 src->notes().empty()
+                     ? std::string("holds no tensor: nothing to analyse")
+                     : fmt::format("holds no tensor fp8kit reads ({} skipped, each noted)", src->notes().size())});
         open_ = std::move(src);
     }
 }

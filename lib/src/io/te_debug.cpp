@@ -154,16 +154,15 @@ std::optional<StatName> split_stat_name(std::string_view name) {
 StatsLog read_stats_log(const std::string& path) {
     StatsLog log;
     log.file = path;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-        throw std::runtime_error(fmt::format("{}: not a readable regular file", path));
+    // Regular files only, refused without blocking, with the gate's message naming what the path
+    // is (io/gate.hpp; it was "not a readable regular file" for a FIFO, a folder or a missing file).
+    io::check_input(path);
     const std::string base = path.substr(path.rfind('/') + 1);
     const std::size_t g = base.rfind("_globalrank-");
     if (g != std::string::npos && ends_with(base, ".log")) {
         const auto r = digits_after(base.substr(g + 12, base.size() - g - 16), "");
         if (r && *r <= 1 << 30) log.rank = static_cast<int>(*r);
     }
-    io::check_input(path);  // regular files only, refused without blocking (io/gate.hpp)
     std::ifstream in(path);
     std::string text;
     std::size_t lineno = 0;
@@ -495,9 +494,10 @@ RunStats read_run_stats(const std::string& path) {
     // Logs whose every line was skipped hold nothing to report: a failure naming the first
     // skipped line, not "0 series" with exit 0 (tests/cli/adversarial.sh).
     if (r.series.empty())
-        throw std::runtime_error(fmt::format("{}: no TransformerEngine statistic in {} log file(s): {} line(s) skipped{}",
-                                             io::quoted(path), r.files.size(), r.skipped.size(),
-                                             r.skipped.empty() ? "" : " (first: " + r.skipped.front().describe() + ")"));
+        throw std::runtime_error(
+            fmt::format("{}: no TransformerEngine statistic in {} log file(s): {} line(s) skipped{}", io::quoted(path),
+                        r.files.size(), r.skipped.size(),
+                        r.skipped.empty() ? "" : " (first: " + r.skipped.front().describe() + ")"));
     return r;
 }
 
