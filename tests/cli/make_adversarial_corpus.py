@@ -166,10 +166,10 @@ put(
 )
 put(f"{T}/npy/bad_nanshape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (nan,), }", one * 4))
 put(f"{T}/npy/bad_negshape.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", one * 4))
-put(
-    f"{T}/npy/bad_descr.npy",
-    npy("{'descr': '" + "<f4" + CTL + "x" * 60000 + "', 'fortran_order': False, 'shape': (4,), }", one * 4),
-)
+# A 10 MB dtype string with control characters: a version 2.0 header (4-byte length) holds it.
+descr = ("{'descr': '<f4" + CTL + "x" * BIG + "', 'fortran_order': False, 'shape': (4,), }").encode()
+descr += b" " * ((64 - (12 + len(descr) + 1) % 64) % 64) + b"\n"
+put(f"{T}/npy/bad_descr.npy", b"\x93NUMPY\x02\x00" + struct.pack("<I", len(descr)) + descr + one * 4)
 put(f"{T}/npy/bad_object.npy", npy("{'descr': '|O', 'fortran_order': False, 'shape': (4,), }", b"\0" * 32))
 put(f"{T}/npy/bad_empty_array.npy", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (0,), }"))
 np.save(f"{T}/npy/any_nan.npy", np.array([np.nan, np.inf, -np.inf, 1] * 16, np.float32))
