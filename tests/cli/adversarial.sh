@@ -12,7 +12,7 @@
 #     it holds no raw control character, and it has at most 3 lines;
 #   - stdout holds no raw control character, and on failure no success verdict (BIT-EXACT, OK);
 #   - nothing is left in the working folder, the corpus folder or the output folder.
-# Only failures are printed in full, then one line per command with its count.
+# Only failures are printed in full, then one line per command slot with its count of inputs.
 # Usage: bash adversarial.sh /path/to/fp8kit /path/to/repo
 set -u
 FP8KIT=$1
@@ -139,14 +139,16 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     saved=("$FP8KIT" "$C" "$G"); FP8KIT=$RO/fp8kit C=$RO/c G=$RO/c
     as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
     U=$C/paths/bad_unreadable
-    for cmd in "inspect -q @" "sweep -q @" "replay @" "watch @" "calibrate @ --method max" "kv @" \
-               "simulate msamp @ --level O1 --ranks 8" "recipe show @" "inspect -q --recipe @ $C/x.npy" \
-               "validate --to e4m3 --profile torch --input @ --dtype f32 --output $C/codes.npy" \
-               "validate --to e4m3 --profile torch --input $C/x.npy --output @" "gemm @ $C/b.npy -o $T/o/d.npy"; do
+    for cmd in "inspect|inspect -q @" "sweep|sweep -q @" "replay|replay @" "watch|watch @" "calibrate|calibrate @ --method max" \
+               "kv|kv @" "simulate msamp|simulate msamp @ --level O1 --ranks 8" "recipe show|recipe show @" \
+               "inspect --recipe|inspect -q --recipe @ $C/x.npy" \
+               "validate --input|validate --to e4m3 --profile torch --input @ --dtype f32 --output $C/codes.npy" \
+               "validate --output|validate --to e4m3 --profile torch --input $C/x.npy --output @" \
+               "gemm A|gemm @ $C/b.npy -o $T/o/d.npy"; do
         # shellcheck disable=SC2086
-        one "unreadable: ${cmd%% @*}" "$U" $cmd
+        one "unreadable: ${cmd%%|*}" "$U" ${cmd#*|}
     done
-    one "unreadable: checkpoint check (config.json)" "$C/bad_ckpt" checkpoint check @
+    one "unreadable: checkpoint check (its config.json)" "$C/bad_ckpt" checkpoint check @
     grep -q "Permission denied" "$T/err" || { echo "FAIL: checkpoint check: an unreadable config.json: no 'Permission denied'"; fail=1; }
     as=(); FP8KIT=${saved[0]} C=${saved[1]} G=${saved[2]}
 else
@@ -155,6 +157,9 @@ fi
 
 [ "$(cd "$C" && find . | sort)" = "$listing_before" ] || { echo "FAIL: files added to or removed from the corpus folder"; fail=1; }
 total=0
-for label in "${!runs[@]}"; do total=$((total + runs[$label])); done
+while IFS= read -r label; do
+    echo "ran: $label: ${runs[$label]} inputs"
+    total=$((total + runs[$label]))
+done < <(printf '%s\n' "${!runs[@]}" | sort)
 echo "ran $total commands on hostile inputs ($(printf '%s\n' "${!runs[@]}" | wc -l) command slots)"
 exit $fail
