@@ -295,6 +295,11 @@ ckpt("bad_cfg_nan", config=cfg.replace('"num_attention_heads": 4', '"num_attenti
 ckpt("bad_cfg_huge", config=cfg.replace('"num_attention_heads": 4', '"num_attention_heads": 1e999'))
 ckpt("bad_cfg_big", config=json.dumps({"x": "y" * BIG}))
 ckpt("any_cfg_ctl", config=json.loads(json.dumps(cfg)).replace('"llama"', json.dumps("ctl" + CTL)))
+# compressed-tensors "re:" ignore patterns that backtrack exponentially (nested repetition) or
+# polynomially (eight unbounded repeats), and one with a lookbehind ERE cannot say.
+redos = json.loads(cfg)
+redos["quantization_config"]["ignore"] += ["re:(.*.*)*zq", "re:.*.*.*.*.*.*.*.*zq", "re:(?<=x)y"]
+ckpt("any_cfg_redos", config=json.dumps(redos))
 ckpt("bad_noshard", files={})
 ckpt("bad_shard_cut", files={"model.safetensors": shard[: len(shard) // 2]})
 ckpt("bad_shard_empty", files={"model.safetensors": b""})

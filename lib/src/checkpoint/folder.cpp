@@ -15,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -23,6 +22,7 @@
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
+#include "checkpoint/name_pattern.hpp"
 #include "fp8kit/io/gate.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "io/dump_internal.hpp"
@@ -144,9 +144,7 @@ std::vector<std::string> strings(const nlohmann::json& j) {
 bool excluded_by(const std::vector<std::string>& pats, const std::string& module) {
     for (const auto& p : pats) {
         if (p.rfind("re:", 0) == 0) {
-            try {
-                if (std::regex_search(module, std::regex(p.substr(3)))) return true;
-            } catch (const std::regex_error&) {}
+            if (detail::re_search(std::string_view(p).substr(3), module)) return true;
         } else if (p == module || fnmatch(p.c_str(), module.c_str(), 0) == 0 ||
                    (module.size() > p.size() &&
                     module.compare(module.size() - p.size() - 1, std::string::npos, "." + p) == 0)) {
@@ -207,9 +205,9 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
         const auto& src = *open_->src.back();
         if (!src.errors().empty()) throw CheckpointError(src.errors().front().describe());
         for (const auto& t : src.tensors()) {
-            // Module names are matched with std::regex (the producers' own patterns, "re:" ignore
-            // lists), whose libstdc++ matcher recurses once per character: a 100 kB name overflowed
-            // the stack (tests/cli/adversarial.sh). No model names a tensor in kilobytes.
+            // Module names are matched with std::regex (the producers' own patterns), whose
+            // libstdc++ matcher recurses once per character: a 100 kB name overflowed the stack
+            // (tests/cli/adversarial.sh). No model names a tensor in kilobytes.
             if (t.name.size() > kMaxTensorName)
                 throw CheckpointError(
                     fmt::format("{}: tensor name {} is {} bytes, over the {} a checkpoint's names "
