@@ -158,10 +158,9 @@ bool ends_with(const std::string& s, const std::string& t) {
     return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
 }
 
-}  // namespace
-
-namespace {
+// The longest tensor name a checkpoint may have (see its use in Folder::Folder).
 constexpr std::size_t kMaxTensorName = 4096;
+
 }  // namespace
 
 Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std::make_unique<Shards>()) {
