@@ -300,6 +300,21 @@ ckpt("any_cfg_ctl", config=json.loads(json.dumps(cfg)).replace('"llama"', json.d
 redos = json.loads(cfg)
 redos["quantization_config"]["ignore"] += ["re:(.*.*)*zq", "re:.*.*.*.*.*.*.*.*zq", "re:(?<=x)y"]
 ckpt("any_cfg_redos", config=json.dumps(redos))
+# Fields of the right name and the wrong value: a weight block of 0 x 128 (compressed-tensors
+# block_structure, DeepSeek weight_block_size), a quant_method that is a number, a strategy that is
+# an array.
+blk = json.loads(cfg)
+blk["quantization_config"]["config_groups"]["group_0"]["weights"].update(strategy="block", block_structure=[0, 128])
+ckpt("bad_cfg_block0", config=json.dumps(blk))
+ds = json.loads(cfg)
+ds["quantization_config"] = {"quant_method": "fp8", "weight_block_size": [128, 0]}
+ckpt("bad_cfg_dsblock0", config=json.dumps(ds))
+typ = json.loads(cfg)
+typ["quantization_config"]["quant_method"] = 5
+ckpt("bad_cfg_type", config=json.dumps(typ))
+typ = json.loads(cfg)
+typ["quantization_config"]["config_groups"]["group_0"]["weights"]["strategy"] = ["tensor"]
+ckpt("bad_cfg_strategy", config=json.dumps(typ))
 ckpt("bad_noshard", files={})
 ckpt("bad_shard_cut", files={"model.safetensors": shard[: len(shard) // 2]})
 ckpt("bad_shard_empty", files={"model.safetensors": b""})

@@ -100,7 +100,7 @@ std::vector<float> RawTensor::to_floats() const {
             std::memcpy(&v[i], &b, 4);
         }
     } else if (dtype == "F32") {
-        std::memcpy(v.data(), bytes.data(), v.size() * 4);
+        if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * 4);  // (never memcpy from a null data())
     } else {
         for (std::size_t i = 0; i < v.size(); ++i) v[i] = at(i);
     }
@@ -158,6 +158,21 @@ bool ends_with(const std::string& s, const std::string& t) {
     return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
 }
 
+// A weight block's rows and columns from the config, where it gives them (null: `rows` and `cols`
+// stay). A block of 0 divided by zero (SIGFPE: tests/cli/adversarial.sh); one past 2^20 (a block
+// larger than any weight fp8kit reads whole) is refused as well.
+void block_size(const nlohmann::json& bs, const char* key, const std::string& dir, std::uint64_t& rows,
+                std::uint64_t& cols) {
+    if (bs.is_null()) return;
+    constexpr std::uint64_t kMax = std::uint64_t(1) << 20;
+    auto ok = [&](const nlohmann::json& x) { return x.is_number_unsigned() && x > 0 && x <= kMax; };
+    if (!bs.is_array() || bs.size() != 2 || !ok(bs[0]) || !ok(bs[1]))
+        throw CheckpointError(fmt::format("{}/config.json: {} {} is not two whole numbers from 1 to {}",
+                                          io::quoted(dir), key, io::quoted(bs.dump(), 80), kMax));
+    rows = bs[0];
+    cols = bs[1];
+}
+
 // The longest tensor name a checkpoint may have (see its use in Folder::Folder).
 constexpr std::size_t kMaxTensorName = 4096;
 
@@ -170,7 +185,16 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
     if (!fs::is_directory(dir, ec))
         throw CheckpointError(
             fmt::format("{}: not a folder{}", io::quoted(dir), ec ? ": " + ec.message() : std::string()));
-    if (!unquantized) read_configs();
+    if (!unquantized) {
+        try {
+            read_configs();
+        } catch (const nlohmann::json::exception& e) {
+            // A field of the wrong type (quant_method a number, strategy an array, ...): nlohmann's
+            // message names neither the file nor the folder.
+            throw CheckpointError(fmt::format("{}: its quantisation config (config.json, hf_quant_config.json): {}",
+                                              io::quoted(dir), e.what()));
+        }
+    }
     // 1. The shards: the index's weight_map when there is one, else every *.safetensors file.
     const fs::path index = fs::path(dir) / "model.safetensors.index.json";
     if (fs::exists(fs::symlink_status(index, ec))) {
@@ -290,23 +314,16 @@ void Folder::read_configs() {
             for (const auto& [g, v] : qc["config_groups"].items())
                 if (v.is_object() && v.contains("weights") && v["weights"].is_object()) {
                     weight_strategy_ = v["weights"].value("strategy", "");
-                    const auto bs = v["weights"].value("block_structure", nlohmann::json());
-                    if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned()) {
-                        block_rows_ = bs[0];
-                        block_cols_ = bs[1];
-                    }
+                    block_size(v["weights"].value("block_structure", nlohmann::json()), "block_structure", dir_,
+                               block_rows_, block_cols_);
                     break;
                 }
     } else if (method == "fp8") {  // DeepSeek-V3 config.json
         producer_ = Producer::deepseek;
         quant_algo = "fp8-block";
         weight_strategy_ = "block";
-        const auto bs = qc.value("weight_block_size", nlohmann::json());
-        if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned() && bs[0] > 0 &&
-            bs[1] > 0) {
-            block_rows_ = bs[0];
-            block_cols_ = bs[1];
-        }
+        block_size(qc.value("weight_block_size", nlohmann::json()), "weight_block_size", dir_, block_rows_,
+                   block_cols_);
         exclude_ = strings(qc.value("modules_to_not_convert", nlohmann::json::array()));
         transformers_fp8 = qc.contains("dequantize");  // utils/quantization_config.py FineGrainedFP8Config
     } else if (method == "mxfp4") {                    // gpt-oss config.json
