@@ -190,6 +190,8 @@ put(f"{T}/recipe/bad_huge.json", '{"name": "x", "margin": 1e999, "history": 9999
 put(f"{T}/recipe/bad_ctl.json", json.dumps({"name": "ctl" + CTL, "rule": "r" + CTL + "x" * 60000}))
 put(f"{T}/recipe/bad_big.json", json.dumps({"name": "x" * BIG}))
 put(f"{T}/recipe/bad_array.json", "[1, 2, 3]")
+# A parse error whose token is 900 kB (nlohmann's message quotes the token it last read).
+put(f"{T}/recipe/bad_token.json", '{"name": "' + "a" * 900000 + '\\q"}')
 
 # amax traces (CSV).
 put(f"{T}/csv/bad_empty.csv", "")
@@ -294,6 +296,7 @@ ckpt("bad_cfg_deep", config="[" * 100000 + "]" * 100000)
 ckpt("bad_cfg_nan", config=cfg.replace('"num_attention_heads": 4', '"num_attention_heads": NaN'))
 ckpt("bad_cfg_huge", config=cfg.replace('"num_attention_heads": 4', '"num_attention_heads": 1e999'))
 ckpt("bad_cfg_big", config=json.dumps({"x": "y" * BIG}))
+ckpt("bad_cfg_token", config='{"x": "' + "y" * BIG + '\\q"}')
 ckpt("any_cfg_ctl", config=json.loads(json.dumps(cfg)).replace('"llama"', json.dumps("ctl" + CTL)))
 # compressed-tensors "re:" ignore patterns that backtrack exponentially (nested repetition) or
 # polynomially (eight unbounded repeats), and one with a lookbehind ERE cannot say.

@@ -127,7 +127,8 @@ nlohmann::json read_json(const fs::path& p) {
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-        throw CheckpointError(fmt::format("{}: not JSON ({})", p.string(), e.what()));
+        // nlohmann's message ends with the token it last read, which can be the whole file: cut.
+        throw CheckpointError(fmt::format("{}: not JSON ({})", io::quoted(p.string()), io::quoted(e.what(), 300)));
     }
 }
 
