@@ -8,9 +8,10 @@
 # Each run is asserted (docs/hardening.md, "The adversarial sweep"):
 #   - it ends within 20 s (timeout: a hang fails);
 #   - the exit status is 0, 1 or 2 (never a signal: 134, 139, ...); `bad_*` inputs exit 1 or 2;
-#   - on failure, stderr names the input (its name's stem), every line of it is under 2000 bytes (as tests/cli/input_gate.sh),
-#     it holds no raw control character, and it has at most 3 lines;
-#   - stdout holds no raw control character, and on failure no success verdict (BIT-EXACT, OK);
+#   - on failure (validate and checkpoint check: exit 2; their 1 is a verdict), stderr names the
+#     input (its name's stem) in at most 3 lines, each under 2000 bytes (as input_gate.sh), and
+#     stdout holds no success verdict (BIT-EXACT, a line OK);
+#   - neither output holds a raw control character;
 #   - nothing is left in the working folder, the corpus folder or the output folder.
 # Only failures are printed in full, then one line per command slot with its count of inputs.
 # Usage: bash adversarial.sh /path/to/fp8kit /path/to/repo
