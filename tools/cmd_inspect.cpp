@@ -55,7 +55,7 @@ void run(const InspectOpts& o) {
         opts.recipe = parse_recipe(o.recipe);
         inspect::check_recipe(opts.recipe);
     } catch (const std::invalid_argument& e) {
-        throw UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
+        throw UsageError(fmt::format("--recipe: {}", e.what()));
     }
     if (o.format != "auto") opts.format = require_format(o.format, "--format");
     opts.device = resolve_device(o.device, "inspect");

@@ -34,7 +34,7 @@ Register reg([](CLI::App& root) {
         try {
             r = parse_recipe(*name);
         } catch (const std::invalid_argument& e) {
-            throw UsageError(fmt::format("recipe show {}: {}", *name, e.what()));
+            throw UsageError(fmt::format("recipe show: {}", e.what()));
         }
         fmt::print("{}\n", to_json(r).dump(2));
     });

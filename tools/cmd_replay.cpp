@@ -57,9 +57,7 @@ void run(const ReplayOpts& o) {
     ro.trace = o.trace;
     ro.recipe = recipe_with_overrides(o.recipe, o.history, o.algo, o.margin);
     ro.forced = parse_format_choice(o.format);
-    auto bad_recipe = [&](const std::invalid_argument& e) {
-        return UsageError(fmt::format("--recipe {}: {}", o.recipe, e.what()));
-    };
+    auto bad_recipe = [&](const std::invalid_argument& e) { return UsageError(fmt::format("--recipe: {}", e.what())); };
     try {
         replay::check_recipe(ro.recipe);  // before reading: a dump can be large
     } catch (const std::invalid_argument& e) {

@@ -6,6 +6,9 @@ npy "$T/a.npy" '|u1' '(2, 2)' '\x38\x40\x48\x38'
 npy "$T/b.npy" '|u1' '(1, 2)' '\x40\x40'
 EX=$REPO/data/example
 head -c 12288 "$EX/amax_trace.csv" >"$T/codes.bin"
+mkdir -p "$T/stats/nvdlfw_inspect_statistics_logs"
+printf '2026-11-29 01:00:00,000 - INFO - fc1_activation_max \t\t\t\t iteration=000001 \t\t\t\t value=2.5000\n' \
+    >"$T/stats/nvdlfw_inspect_statistics_logs/nvdlfw_inspect_globalrank-0.log"
 CMDS=(
     "calibrate $EX/llama_tiny_dump.h5 --method max --tensors */lm_head/input --json"
     "checkpoint check $REPO/data/checkpoints/ct_fp8 --json"
@@ -15,8 +18,10 @@ CMDS=(
     "gemm $T/a.npy $T/b.npy --accum exact -o -"
     "inspect $EX/llama_tiny_dump.h5 --json -q --steps 100"
     "kv $EX/llama_tiny_kv.h5 --no-attention --csv"
+    "recipe list"
     "recipe show te-current"
     "replay $EX/amax_trace.csv --recipe te-delayed --history 16 --json"
+    "replay --stats $T/stats"
     "simulate msamp $EX/llama_tiny_dump.h5 --level O1 --ranks 8 --json"
     "sweep $EX/amax_trace.csv --json -q"
     "table --from e4m3 --to f32 -o -"

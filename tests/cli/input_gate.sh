@@ -5,8 +5,9 @@
 #    FIFO waits for a writer): validate --output, gemm A, recipe show, inspect --recipe, checkpoint
 #    check on a folder holding a FIFO named *.safetensors, and the dump readers (inspect, sweep,
 #    replay, calibrate, kv). A device (/dev/zero) is refused too. One message naming the file.
-# 2. A 10 MB HDF5 'dtype' attribute (inspect, sweep, replay), a 10 MB 'role' attribute and a 4 MB
-#    safetensors dtype string are quoted short (every output line under 2000 bytes).
+# 2. A 10 MB HDF5 'dtype' attribute (inspect, sweep, replay, validate, calibrate, kv, simulate msamp,
+#    watch), a 10 MB 'role' attribute and a 4 MB safetensors dtype string are quoted short (every
+#    output line under 2000 bytes).
 # 3. A dataset stored outside the file is skipped with a note by every command that reads dumps:
 #    inspect, sweep, replay, calibrate, kv (text: "skipped ...", JSON: "skipped").
 # 4. A TransformerEngine tensor_dumps/ folder given to inspect is read as the layout docs/dumps.md
@@ -81,6 +82,10 @@ grep -q "unsupported dtype 'FFFF.*(4194304 bytes)" "$T/out" "$T/err"; check "saf
 short "validate: 10 MB dtype attribute" "$FP8KIT" validate --to e4m3 --profile torch --input "$T/x.npy" --output "$T/bigattr.h5:/step_0/big_dtype"
 short "calibrate: 10 MB dtype attribute" "$FP8KIT" calibrate "$T/bigattr.h5" --method modelopt_max
 short "kv: 10 MB dtype attribute" "$FP8KIT" kv "$T/bigattr.h5"
+short "simulate msamp: 10 MB dtype attribute" "$FP8KIT" simulate msamp "$T/bigattr.h5" --level O1 --ranks 8
+grep -q "unsupported dtype 'eeee.*(10485760 bytes)" "$T/err"; check "simulate msamp: the dtype quoted" $?
+short "watch: 10 MB dtype and role attributes" "$FP8KIT" watch "$T/bigattr.h5"
+grep -q "unsupported dtype 'eeee.*(10485760 bytes)" "$T/err"; check "watch: the dtype quoted" $?
 mkdir "$T/ckpt3" && cp "$CK/config.json" "$T/ckpt3/" && cp "$T/big.safetensors" "$T/ckpt3/model.safetensors"
 short "checkpoint check: 4 MB safetensors dtype" "$FP8KIT" checkpoint check "$T/ckpt3"
 

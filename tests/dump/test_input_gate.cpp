@@ -104,3 +104,39 @@ TEST_CASE("input gate: a TransformerEngine tensor_dumps folder is read as its do
     CHECK_THAT(problems[0].message, Catch::Contains("/rank_*/*.pt'"));
     CHECK_THAT(problems[0].message, Catch::Contains("/rank_*/iter_*/*.pt'"));
 }
+
+TEST_CASE("input gate: what a folder's layout matches is an input, never silently left out", "[gate]") {
+    // A folder named *.pt and a symbolic link loop in a rank folder were dropped: "0 file(s)",
+    // exit 0 (tests/cli/adversarial.sh). Now each is an input the reader refuses by name.
+    fp8kit::test::ScratchDir dir("gate_layout");
+    const std::string r = dir.path() + "/tensor_dumps/rank_0";
+    REQUIRE(::mkdir((dir.path() + "/tensor_dumps").c_str(), 0755) == 0);
+    REQUIRE(::mkdir(r.c_str(), 0755) == 0);
+    REQUIRE(::mkdir((r + "/a_iter_000001.pt").c_str(), 0755) == 0);
+    REQUIRE(::symlink("loop_b.pt", (r + "/loop_a.pt").c_str()) == 0);
+    REQUIRE(::symlink("loop_a.pt", (r + "/loop_b.pt").c_str()) == 0);
+    std::vector<dump::Problem> problems;
+    const auto files = dump::expand_inputs({dir.path()}, problems);
+    CHECK(files.size() == 3);
+    CHECK(problems.empty());
+    const dump::Dump d(files, {}, {});
+    CHECK(d.tensors().empty());
+    REQUIRE(d.errors().size() == 3);
+    for (const auto& e : d.errors()) CHECK_THAT(e.file, Catch::StartsWith(r + "/"));
+}
+
+TEST_CASE("a dump that holds no tensor is a failed input", "[gate]") {
+    // A safetensors file whose header is {}: was "0 tensors from 1 file", exit 0.
+    fp8kit::test::ScratchDir dir("gate_empty");
+    const std::string f = dir.path() + "/empty.safetensors";
+    {
+        std::ofstream o(f, std::ios::binary);
+        const char header[] = {2, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
+        o.write(header, sizeof header);
+    }
+    const dump::Dump d({f}, {}, {});
+    CHECK(d.tensors().empty());
+    REQUIRE(d.errors().size() == 1);
+    CHECK(d.errors()[0].file == f);
+    CHECK_THAT(d.errors()[0].message, Catch::Contains("holds no tensor"));
+}

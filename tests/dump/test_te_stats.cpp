@@ -230,6 +230,23 @@ TEST_CASE("te stats: a file of only unknown statistics is read, every line skipp
     CHECK(run.series[0].ranks == 1);
 }
 
+TEST_CASE("te stats: logs whose every line is skipped are an error naming the first", "[dump]") {
+    // Was a report of "0 series" with exit 0 (tests/cli/adversarial.sh).
+    const std::string root = dump::test::scratch("te_run_none");
+    ::mkdir(root.c_str(), 0755);
+    dump::test::write_bytes(root + "/nvdlfw_inspect_globalrank-0.log",
+                            line("fc1_activation_newstat", 4, "1.0000") + line(std::string(100000, 'a'), 5, "1.0000"));
+    try {
+        te::read_run_stats(root);
+        FAIL("read_run_stats accepted logs with no statistic");
+    } catch (const std::runtime_error& e) {
+        const std::string m = e.what();
+        CHECK_THAT(m, Catch::Contains("no TransformerEngine statistic in 1 log file(s): 2 line(s) skipped") &&
+                          Catch::Contains("fc1_activation_newstat"));
+        CHECK(m.size() < 2000);
+    }
+}
+
 TEST_CASE("te stats: the reports' JSON and CSV hold every statistic, how it combined and why not", "[dump]") {
     const std::string root = dump::test::scratch("te_run4");
     ::mkdir(root.c_str(), 0755);

@@ -128,6 +128,31 @@ TEST_CASE("BF16 choice: the last 15% of linear layers in model order, and by err
     CHECK(c[0].by_error == std::vector<std::string>{"model.layers.0.mlp.up_proj", "model.layers.2.mlp.up_proj"});
 }
 
+TEST_CASE("BF16 choice: hostile layer names order without a crash or a throw", "[warn]") {
+    // A 1 MB name (std::regex recursed per character: a stack overflow) and a block number past
+    // 64 bits (std::stoll threw out_of_range) sort after the named blocks; h/N and blocks.N count.
+    std::vector<LayerGradient> ls;
+    for (std::string n : {"model.layers." + std::string(1 << 20, '7') + ".mlp.up_proj",
+                          std::string("model.layers.99999999999999999999999.mlp.up_proj"), std::string("h/3/mlp.c_fc"),
+                          std::string("blocks.1.attn.qkv"), "x" + std::string(1 << 20, '.')}) {
+        LayerGradient L;
+        L.layer = n;
+        GradNoise g;
+        g.recipe = "nvfp4";
+        g.norm = 1;
+        g.noise_sr = 0.1;
+        L.recipes.push_back(g);
+        ls.push_back(L);
+    }
+    std::vector<Bf16Choice> c;
+    REQUIRE_NOTHROW(c = bf16_choice(ls, 0.4));
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].linear_layers == 5);
+    CHECK(c[0].last.size() == 2);
+    CHECK(c[0].last.back() != "h/3/mlp.c_fc");
+    CHECK(c[0].last.back() != "blocks.1.attn.qkv");
+}
+
 TEST_CASE("norm weights: names and the bias of quantising them under MXFP8", "[warn]") {
     CHECK(is_norm_weight("model.layers.0.input_layernorm.weight"));
     CHECK(is_norm_weight("step_1/model.layers.0.post_attention_layernorm/weight"));
@@ -135,6 +160,14 @@ TEST_CASE("norm weights: names and the bias of quantising them under MXFP8", "[w
     CHECK(is_norm_weight("transformer.ln_f.weight"));
     CHECK_FALSE(is_norm_weight("model.layers.0.mlp.down_proj.weight"));
     CHECK_FALSE(is_norm_weight("model.norm.bias"));
+    CHECK(is_norm_weight("RMSNorm.WEIGHT"));
+    CHECK(is_norm_weight("ln_f/weight"));
+    CHECK_FALSE(is_norm_weight("x.pre-norm.weight"));
+    CHECK_FALSE(is_norm_weight("xln_f.weight"));
+    CHECK_FALSE(is_norm_weight(".weight"));
+    // A 1 MB name (std::regex recursed once per character here: a stack overflow).
+    CHECK(is_norm_weight("model.ln_" + std::string(1 << 20, 'n') + ".weight"));
+    CHECK_FALSE(is_norm_weight(std::string(1 << 20, '.') + "weight."));
     const RecipeSpec mx = parse_recipe("mxfp8");
     // 32 weights of 1.03: block amax 1.03, TE's round-up E8M0 scale_inv 2^ceil(log2(1.03 / 448)) =
     // 2^-8; 1.03 x 256 = 263.68 lies in E4M3's [256, 512) binade, step 32: rounds to 256, i.e. 1.0.

@@ -1,6 +1,7 @@
 // Loading a sweep's traces and dumps (sweep_input.hpp).
 #include "fp8kit/analysis/sweep_input.hpp"
 #include "fp8kit/io/gate.hpp"
+#include "fp8kit/io/printable.hpp"
 
 #include <fmt/format.h>
 
@@ -225,7 +226,7 @@ std::string nothing_to_sweep(const Inputs& in, const Loaded& L) {
     if (!L.errors.empty())
         why += fmt::format("; {} input(s) could not be read (first: {})", L.errors.size(), L.errors.front().describe());
     if (why.empty()) why = "; check the inputs and --tensor";
-    return "no tensors to sweep" + why;
+    return "no tensors to sweep in " + io::quoted_list(in.files) + why;
 }
 
 // Whether `folder` holds TransformerEngine statistics logs (te::find_stats_logs finds some).

@@ -8,6 +8,7 @@
 
 #include "fp8kit/calibrate.hpp"
 #include "fp8kit/convert/names.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/io/dump.hpp"
 #include "convert/float_bits.hpp"
@@ -270,9 +271,9 @@ std::map<std::string, Group> group_tensors(const dump::Dump& d, const Options& o
         g.bf16 = g.bf16 && t.dtype == dump::DType::bf16;
     }
     if (groups.empty())
-        throw CalibrateError(o.include.empty()
-                                 ? "no activation tensor in the dump (role 'activation'; name others with --tensors)"
-                                 : "no tensor matches --tensors");
+        throw CalibrateError(o.include.empty() ? "no activation tensor in " + io::quoted_list(o.files) +
+                                                     " (role 'activation'; name others with --tensors)"
+                                               : "no tensor of " + io::quoted_list(o.files) + " matches --tensors");
     return groups;
 }
 

@@ -14,6 +14,8 @@
 #include <fmt/ranges.h>
 
 #include "checkpoint/findings.hpp"
+#include "checkpoint/name_pattern.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "checkpoint/kv_names.hpp"
 #include "checkpoint/moe_rules.hpp"
 #include "checkpoint/producer_rules.hpp"
@@ -146,9 +148,7 @@ bool targeted(const std::vector<std::string>& targets, const std::string& module
     const bool embed = module.find("embed") != std::string::npos;
     for (const auto& t : targets) {
         if (t.rfind("re:", 0) == 0) {
-            try {
-                if (std::regex_search(module, std::regex(t.substr(3)))) return true;
-            } catch (const std::regex_error&) {}
+            if (detail::re_search(std::string_view(t).substr(3), module)) return true;
         } else if (t == module || (module.size() > t.size() &&
                                    module.compare(module.size() - t.size() - 1, std::string::npos, "." + t) == 0)) {
             return true;
@@ -843,8 +843,10 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     Folder F(dir);
     std::optional<Folder> ref;
     if (reference) {
-        if (!std::filesystem::is_directory(*reference))
-            throw CheckpointError(fmt::format("{}: not a folder", *reference));
+        std::error_code ec;
+        if (!std::filesystem::is_directory(*reference, ec))
+            throw CheckpointError(fmt::format("--reference {}: not a folder{}", io::quoted(*reference),
+                                              ec ? ": " + ec.message() : std::string()));
         ref.emplace(*reference, /*unquantized=*/true);
     }
     Report R;

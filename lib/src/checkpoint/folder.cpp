@@ -15,7 +15,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -24,7 +23,9 @@
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
+#include "checkpoint/name_pattern.hpp"
 #include "fp8kit/io/gate.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "io/dump_internal.hpp"
 
 namespace fp8kit::checkpoint {
@@ -100,7 +101,7 @@ std::vector<float> RawTensor::to_floats() const {
             std::memcpy(&v[i], &b, 4);
         }
     } else if (dtype == "F32") {
-        std::memcpy(v.data(), bytes.data(), v.size() * 4);
+        if (!v.empty()) std::memcpy(v.data(), bytes.data(), v.size() * 4);  // (never memcpy from a null data())
     } else {
         for (std::size_t i = 0; i < v.size(); ++i) v[i] = at(i);
     }
@@ -127,7 +128,8 @@ nlohmann::json read_json(const fs::path& p) {
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-        throw CheckpointError(fmt::format("{}: not JSON ({})", p.string(), e.what()));
+        // nlohmann's message ends with the token it last read, which can be the whole file: cut.
+        throw CheckpointError(fmt::format("{}: not JSON ({})", io::quoted(p.string()), io::quoted(e.what(), 300)));
     }
 }
 
@@ -144,9 +146,7 @@ std::vector<std::string> strings(const nlohmann::json& j) {
 bool excluded_by(const std::vector<std::string>& pats, const std::string& module) {
     for (const auto& p : pats) {
         if (p.rfind("re:", 0) == 0) {
-            try {
-                if (std::regex_search(module, std::regex(p.substr(3)))) return true;
-            } catch (const std::regex_error&) {}
+            if (detail::re_search(std::string_view(p).substr(3), module)) return true;
         } else if (p == module || fnmatch(p.c_str(), module.c_str(), 0) == 0 ||
                    (module.size() > p.size() &&
                     module.compare(module.size() - p.size() - 1, std::string::npos, "." + p) == 0)) {
@@ -168,16 +168,48 @@ bool ends_with(const std::string& s, const std::string& t) {
     return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
 }
 
+// A weight block's rows and columns from the config, where it gives them (null: `rows` and `cols`
+// stay). A block of 0 divided by zero (SIGFPE: tests/cli/adversarial.sh); one past 2^20 (a block
+// larger than any weight fp8kit reads whole) is refused as well.
+void block_size(const nlohmann::json& bs, const char* key, const std::string& dir, std::uint64_t& rows,
+                std::uint64_t& cols) {
+    if (bs.is_null()) return;
+    constexpr std::uint64_t kMax = std::uint64_t(1) << 20;
+    auto ok = [&](const nlohmann::json& x) { return x.is_number_unsigned() && x > 0 && x <= kMax; };
+    if (!bs.is_array() || bs.size() != 2 || !ok(bs[0]) || !ok(bs[1]))
+        throw CheckpointError(fmt::format("{}/config.json: {} {} is not two whole numbers from 1 to {}",
+                                          io::quoted(dir), key, io::quoted(bs.dump(), 80), kMax));
+    rows = bs[0];
+    cols = bs[1];
+}
+
+// The longest tensor name a checkpoint may have (see its use in Folder::Folder).
+constexpr std::size_t kMaxTensorName = 4096;
+
 }  // namespace
 
 Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std::make_unique<Shards>()) {
-    if (!fs::is_directory(dir)) throw CheckpointError(fmt::format("{}: not a folder", dir));
-    if (!unquantized) read_configs();
+    // error_code forms throughout: a path the system refuses (too long, a loop, no permission)
+    // is one named error, never a filesystem_error quoting the whole path.
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+        throw CheckpointError(
+            fmt::format("{}: not a folder{}", io::quoted(dir), ec ? ": " + ec.message() : std::string()));
+    if (!unquantized) {
+        try {
+            read_configs();
+        } catch (const nlohmann::json::exception& e) {
+            // A field of the wrong type (quant_method a number, strategy an array, ...): nlohmann's
+            // message names neither the file nor the folder.
+            throw CheckpointError(fmt::format("{}: its quantisation config (config.json, hf_quant_config.json): {}",
+                                              io::quoted(dir), e.what()));
+        }
+    }
     // 1. The shards: the index's weight_map when there is one, else every *.safetensors file.
     const fs::path index = fs::path(dir) / "model.safetensors.index.json";
     if (trtllm) {
         shards_ = {"rank0.safetensors"};  // one rank (read_trtllm_config refuses more)
-    } else if (fs::exists(index)) {
+    } else if (fs::exists(fs::symlink_status(index, ec))) {
         const auto j = read_json(index);
         if (!j.contains("weight_map") || !j["weight_map"].is_object())
             throw CheckpointError(fmt::format("{}: no weight_map object", index.string()));
@@ -190,11 +222,13 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
         }
         shards_.assign(files.begin(), files.end());
     } else {
-        for (const auto& e : fs::directory_iterator(dir))
-            if (e.path().extension() == ".safetensors") shards_.push_back(e.path().filename().string());
+        fs::directory_iterator it(dir, ec), end;
+        for (; !ec && it != end; it.increment(ec))
+            if (it->path().extension() == ".safetensors") shards_.push_back(it->path().filename().string());
+        if (ec) throw CheckpointError(fmt::format("{}: cannot list the folder: {}", io::quoted(dir), ec.message()));
         std::sort(shards_.begin(), shards_.end());
     }
-    if (shards_.empty()) throw CheckpointError(fmt::format("{}: no .safetensors files", dir));
+    if (shards_.empty()) throw CheckpointError(fmt::format("{}: no .safetensors files", io::quoted(dir)));
     // 2. Headers only; the reader checks every offset against the file.
     for (std::size_t s = 0; s < shards_.size(); ++s) {
         const std::string path = (fs::path(dir) / shards_[s]).string();
@@ -205,7 +239,17 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
         }
         const auto& src = *open_->src.back();
         if (!src.errors().empty()) throw CheckpointError(src.errors().front().describe());
-        for (const auto& t : src.tensors()) tensors_[t.name] = TensorRef{t.name, t.storage, t.shape, s};
+        for (const auto& t : src.tensors()) {
+            // Module names are matched with std::regex (the producers' own patterns), whose
+            // libstdc++ matcher recurses once per character: a 100 kB name overflowed the stack
+            // (tests/cli/adversarial.sh). No model names a tensor in kilobytes.
+            if (t.name.size() > kMaxTensorName)
+                throw CheckpointError(
+                    fmt::format("{}: tensor name {} is {} bytes, over the {} a checkpoint's names "
+                                "may have",
+                                io::quoted(path), io::quoted(t.name, 64), t.name.size(), kMaxTensorName));
+            tensors_[t.name] = TensorRef{t.name, t.storage, t.shape, s};
+        }
     }
     if (!unquantized && producer_ == Producer::unknown) {
         for (const auto& [n, t] : tensors_)
@@ -231,11 +275,12 @@ void Folder::read_configs() {
     if (read_trtllm_config()) return;
     const fs::path d(dir_), hq = d / "hf_quant_config.json", cfg = d / "config.json";
     nlohmann::json qc;
-    if (fs::exists(cfg)) {
+    std::error_code ec;
+    if (fs::exists(fs::symlink_status(cfg, ec))) {
         const auto c = read_json(cfg);
         if (c.contains("quantization_config") && c["quantization_config"].is_object()) qc = c["quantization_config"];
     }
-    if (fs::exists(hq)) {  // ModelOpt (modelopt/torch/export/unified_export_hf.py)
+    if (fs::exists(fs::symlink_status(hq, ec))) {  // ModelOpt (modelopt/torch/export/unified_export_hf.py)
         const auto j = read_json(hq);
         const auto q = j.value("quantization", nlohmann::json::object());
         producer_ = Producer::modelopt;
@@ -285,23 +330,16 @@ void Folder::read_configs() {
             for (const auto& [g, v] : qc["config_groups"].items())
                 if (v.is_object() && v.contains("weights") && v["weights"].is_object()) {
                     weight_strategy_ = v["weights"].value("strategy", "");
-                    const auto bs = v["weights"].value("block_structure", nlohmann::json());
-                    if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned()) {
-                        block_rows_ = bs[0];
-                        block_cols_ = bs[1];
-                    }
+                    block_size(v["weights"].value("block_structure", nlohmann::json()), "block_structure", dir_,
+                               block_rows_, block_cols_);
                     break;
                 }
     } else if (method == "fp8") {  // DeepSeek-V3 config.json
         producer_ = Producer::deepseek;
         quant_algo = "fp8-block";
         weight_strategy_ = "block";
-        const auto bs = qc.value("weight_block_size", nlohmann::json());
-        if (bs.is_array() && bs.size() == 2 && bs[0].is_number_unsigned() && bs[1].is_number_unsigned() && bs[0] > 0 &&
-            bs[1] > 0) {
-            block_rows_ = bs[0];
-            block_cols_ = bs[1];
-        }
+        block_size(qc.value("weight_block_size", nlohmann::json()), "weight_block_size", dir_, block_rows_,
+                   block_cols_);
         exclude_ = strings(qc.value("modules_to_not_convert", nlohmann::json::array()));
         transformers_fp8 = qc.contains("dequantize");  // utils/quantization_config.py FineGrainedFP8Config
     } else if (method == "mxfp4") {                    // gpt-oss config.json

@@ -53,7 +53,8 @@ ScaleKind scales(const std::string& text, const char* what, bool is_b, std::size
     if (a.header.descr != "<f4")
         throw GemmInputError(fmt::format("{} {}: dtype {} is not float32 (<f4)", what, text, a.header.descr));
     out.resize(a.header.element_count());
-    std::memcpy(out.data(), a.data.data(), out.size() * sizeof(float));
+    // (No memcpy of nothing: a 0-element array's data() may be null, which memcpy may not be given.)
+    if (!out.empty()) std::memcpy(out.data(), a.data.data(), out.size() * sizeof(float));
     return scale_kind_for_shape(a.header.shape, is_b, rows, k, fmt::format("{} {}", what, text));
 }
 

@@ -126,7 +126,8 @@ using File = std::unique_ptr<std::FILE, int (*)(std::FILE*)>;
 // A raw file's type and shape (from its size when no shape is given), checked against its size;
 // leaves `f` open at the start and `bytes` its size.
 ArrayFile raw_layout(const std::string& path, const RawLayout& raw, File& f, std::size_t& bytes) {
-    if (!raw.type) throw ArrayFileError(fmt::format("{}: a raw file needs its element type (--dtype)", path));
+    if (!raw.type)
+        throw ArrayFileError(fmt::format("{}: a raw file needs its element type (--dtype)", io::quoted(path)));
     try {
         f = io::open_input_stream(path);  // regular files only (io/gate.hpp)
     } catch (const io::InputError& e) {
@@ -191,7 +192,7 @@ void read_whole(const std::string& source, dump::Source& src, const dump::Tensor
             got += c.count;
         });
     } catch (const dump::DumpError& e) {
-        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
+        throw ArrayFileError(fmt::format("{}: {}", io::quoted(source), e.message));
     }
     if (got != t.numel) throw ArrayFileError(fmt::format("{}: {} of {} elements read", source, got, t.numel));
 }
@@ -205,10 +206,10 @@ std::unique_ptr<dump::Source> open_hdf5(const std::string& source, const std::st
     try {
         src = dump::detail::open_hdf5_dataset(file, dataset, opts);
     } catch (const dump::DumpError& e) {
-        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
+        throw ArrayFileError(fmt::format("{}: {}", io::quoted(source), e.message));
     }
     for (const auto* list : {&src->errors(), &src->notes()})
-        if (!list->empty()) throw ArrayFileError(fmt::format("{}: {}", source, list->front().message));
+        if (!list->empty()) throw ArrayFileError(fmt::format("{}: {}", io::quoted(source), list->front().message));
     if (src->tensors().size() != 1) throw ArrayFileError(fmt::format("{}: not a dataset", source));
     return src;
 }
@@ -232,17 +233,19 @@ std::pair<std::unique_ptr<dump::Source>, const dump::TensorInfo*> find_safetenso
     try {
         src = dump::detail::open_safetensors(file, opts, /*raw=*/true);
     } catch (const dump::DumpError& e) {
-        throw ArrayFileError(fmt::format("{}: {}", source, e.message));
+        throw ArrayFileError(fmt::format("{}: {}", io::quoted(source), e.message));
     }
     for (const auto& t : src->tensors())
         if (t.name == tensor) return {std::move(src), &t};
     for (const auto* list : {&src->errors(), &src->notes()})
         for (const auto& p : *list)
-            if (p.name == tensor) throw ArrayFileError(fmt::format("{}: {}", source, p.message));
+            if (p.name == tensor) throw ArrayFileError(fmt::format("{}: {}", io::quoted(source), p.message));
     std::string some;
-    for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i) some += (i ? ", " : "") + src->tensors()[i].name;
-    throw ArrayFileError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", source, io::quoted(tensor),
-                                     file, src->tensors().size(), some.empty() ? "" : ", e.g. ", some));
+    for (std::size_t i = 0; i < src->tensors().size() && i < 5; ++i)
+        some += (i ? ", " : "") + io::quoted(src->tensors()[i].name, 120);
+    throw ArrayFileError(fmt::format("{}: no tensor '{}' in {} (it has {} tensors{}{})", io::quoted(source),
+                                     io::quoted(tensor), io::quoted(file), src->tensors().size(),
+                                     some.empty() ? "" : ", e.g. ", some));
 }
 
 // header_of, plus the format a safetensors F8_* dtype names (U8 says nothing about one).

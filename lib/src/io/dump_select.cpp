@@ -105,12 +105,12 @@ void keep(const std::string& path, const struct stat& st, std::vector<std::strin
     const auto files = folder_files(path);
     if (files.empty())
         problems.push_back({path, "", "a directory with no dump file in a documented layout: " + folder_hint(path)});
+    // Every file the layout matched is an input: one the gate refuses (a folder named *.pt, a
+    // symbolic link loop, a dangling link) is a named failure there, never silently left out (a
+    // folder holding only such entries was "0 files", exit 0: tests/cli/adversarial.sh).
     for (const auto& f : files) {
         struct stat fs {};
-        if (::stat(f.c_str(), &fs) == 0 && S_ISREG(fs.st_mode))
-            out.push_back(f);
-        else if (::stat(f.c_str(), &fs) == 0)
-            readable_kind(f, fs, problems);
+        if (::stat(f.c_str(), &fs) != 0 || S_ISDIR(fs.st_mode) || readable_kind(f, fs, problems)) out.push_back(f);
     }
 }
 
@@ -205,6 +205,14 @@ Dump::Dump(const std::vector<std::string>& files, Selection selection, ReadOptio
             probe.name = p.name;
             if (p.name.empty() || by_name.matches(probe)) notes_.push_back(p);
         }
+        // A file that holds no tensor is a failed input, not a report of nothing ("0 tensors from 1
+        // file", exit 0, read as a complete analysis: tests/cli/adversarial.sh).
+        if (src->tensors().empty() && src->errors().empty())
+            errors_.push_back(
+                {f, "",
+                 src->notes().empty()
+                     ? std::string("holds no tensor: nothing to analyse")
+                     : fmt::format("holds no tensor fp8kit reads ({} skipped, each noted)", src->notes().size())});
         open_ = std::move(src);
     }
 }

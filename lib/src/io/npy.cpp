@@ -1,5 +1,6 @@
 #include "fp8kit/io/npy.hpp"
 #include "fp8kit/io/gate.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "fp8kit/io/sink.hpp"
 
 #include <cctype>
@@ -28,7 +29,7 @@ struct Parser {
     const std::string& what;
 
     [[noreturn]] void fail(const std::string& why) const {
-        throw NpyError(fmt::format("{}: malformed .npy header ({}) in: {}", what, why, s));
+        throw NpyError(fmt::format("{}: malformed .npy header ({}) in: {}", what, why, io::quoted(s)));
     }
     void skip_space() {
         while (pos < s.size() && std::isspace(static_cast<unsigned char>(s[pos]))) ++pos;
@@ -150,14 +151,14 @@ NpyHeader parse_npy_header(const unsigned char* b, std::size_t size, std::size_t
     const std::string& d = h.descr;
     if (d.size() < 3 || std::string("<>|=").find(d[0]) == std::string::npos ||
         std::string("fuiVb").find(d[1]) == std::string::npos)
-        throw NpyError(fmt::format("{}: unsupported dtype '{}'", what, d));
+        throw NpyError(fmt::format("{}: unsupported dtype '{}'", what, io::quoted(d)));
     std::size_t item = 0;
     for (std::size_t i = 2; i < d.size(); ++i) {
         if (!std::isdigit(static_cast<unsigned char>(d[i])) || item > 1024)
-            throw NpyError(fmt::format("{}: unsupported dtype '{}'", what, d));
+            throw NpyError(fmt::format("{}: unsupported dtype '{}'", what, io::quoted(d)));
         item = item * 10 + static_cast<std::size_t>(d[i] - '0');
     }
-    if (item == 0) throw NpyError(fmt::format("{}: unsupported dtype '{}'", what, d));
+    if (item == 0) throw NpyError(fmt::format("{}: unsupported dtype '{}'", what, io::quoted(d)));
     if (d[0] == '>' && item > 1)
         throw NpyError(fmt::format("{}: big-endian dtype '{}' is not supported; save it little-endian", what, d));
     h.kind = d[1];

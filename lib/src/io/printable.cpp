@@ -42,6 +42,14 @@ std::string quoted(std::string_view s, std::size_t max) {
     return fmt::format("{}... ({} bytes)", printable(s.substr(0, n)), s.size());
 }
 
+std::string quoted_list(const std::vector<std::string>& items, std::size_t shown) {
+    std::string out;
+    for (std::size_t i = 0; i < items.size() && i < shown; ++i)
+        out += fmt::format("{}'{}'", i ? ", " : "", quoted(items[i]));
+    if (items.size() > shown) out += fmt::format(" and {} more", items.size() - shown);
+    return out;
+}
+
 std::string csv_field(std::string_view s) {
     if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
     std::string out = "\"";

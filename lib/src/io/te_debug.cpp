@@ -154,16 +154,15 @@ std::optional<StatName> split_stat_name(std::string_view name) {
 StatsLog read_stats_log(const std::string& path) {
     StatsLog log;
     log.file = path;
-    struct stat st {};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-        throw std::runtime_error(fmt::format("{}: not a readable regular file", path));
+    // Regular files only, refused without blocking, with the gate's message naming what the path
+    // is (io/gate.hpp; it was "not a readable regular file" for a FIFO, a folder or a missing file).
+    io::check_input(path);
     const std::string base = path.substr(path.rfind('/') + 1);
     const std::size_t g = base.rfind("_globalrank-");
     if (g != std::string::npos && ends_with(base, ".log")) {
         const auto r = digits_after(base.substr(g + 12, base.size() - g - 16), "");
         if (r && *r <= 1 << 30) log.rank = static_cast<int>(*r);
     }
-    io::check_input(path);  // regular files only, refused without blocking (io/gate.hpp)
     std::ifstream in(path);
     std::string text;
     std::size_t lineno = 0;
@@ -216,7 +215,8 @@ StatsLog read_stats_log(const std::string& path) {
 
 std::vector<std::string> find_stats_logs(const std::string& path) {
     struct stat st {};
-    if (::stat(path.c_str(), &st) != 0) throw std::runtime_error(fmt::format("{}: {}", path, std::strerror(errno)));
+    if (::stat(path.c_str(), &st) != 0)
+        throw std::runtime_error(fmt::format("{}: {}", io::quoted(path), std::strerror(errno)));
     if (!S_ISDIR(st.st_mode)) return {path};
     std::string dir = path;
     const std::string sub = path + "/nvdlfw_inspect_statistics_logs";
@@ -491,6 +491,13 @@ RunStats read_run_stats(const std::string& path) {
         for (auto& n : logs.back().skipped) r.skipped.push_back(std::move(n));
     }
     r.series = combine_ranks(logs);
+    // Logs whose every line was skipped hold nothing to report: a failure naming the first
+    // skipped line, not "0 series" with exit 0 (tests/cli/adversarial.sh).
+    if (r.series.empty())
+        throw std::runtime_error(
+            fmt::format("{}: no TransformerEngine statistic in {} log file(s): {} line(s) skipped{}", io::quoted(path),
+                        r.files.size(), r.skipped.size(),
+                        r.skipped.empty() ? "" : " (first: " + r.skipped.front().describe() + ")"));
     return r;
 }
 

@@ -10,6 +10,7 @@
 
 #include "fp8kit/recipes.hpp"
 #include "fp8kit/io/gate.hpp"
+#include "fp8kit/io/printable.hpp"
 
 namespace fp8kit {
 namespace {
@@ -523,12 +524,15 @@ RecipeSpec parse_recipe(const std::string& name_or_path) {
     try {
         j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(fmt::format("recipe file '{}': not valid JSON: {}", name_or_path, e.what()));
+        // nlohmann's message ends with the token it last read, which can be the whole file: cut.
+        throw std::invalid_argument(
+            fmt::format("recipe file '{}': not valid JSON: {}", io::quoted(name_or_path), io::quoted(e.what(), 300)));
     }
     try {
-        return recipe_from_json(j, "recipe file '" + name_or_path + "'");
+        return recipe_from_json(j, "recipe file '" + io::quoted(name_or_path) + "'");
     } catch (const nlohmann::json::exception& e) {
-        throw std::invalid_argument(fmt::format("recipe file '{}': {}", name_or_path, e.what()));
+        throw std::invalid_argument(
+            fmt::format("recipe file '{}': {}", io::quoted(name_or_path), io::quoted(e.what(), 300)));
     }
 }
 

@@ -25,7 +25,7 @@ namespace {
 
 std::vector<float> f32_of(const std::vector<std::uint8_t>& b) {
     std::vector<float> v(b.size() / 4);
-    std::memcpy(v.data(), b.data(), v.size() * 4);
+    if (!v.empty()) std::memcpy(v.data(), b.data(), v.size() * 4);  // (never memcpy from a null data())
     return v;
 }
 

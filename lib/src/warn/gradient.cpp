@@ -4,7 +4,9 @@
 #include <algorithm>
 #include "fp8kit/io/json_number.hpp"
 #include <cmath>
-#include <regex>
+#include <cctype>
+#include <optional>
+#include <string_view>
 #include <stdexcept>
 
 #include "fp8kit/emu/formats.hpp"
@@ -126,8 +128,32 @@ nlohmann::json LayerGradient::to_json() const {
             {"recipes", rs}};
 }
 
+namespace {
+
+// The block index of a layer name: the number N of the first "layers.N.", "layer.N.", "h.N." or
+// "blocks.N." (any of . and / as separators) that starts the name or follows a separator. Scanned
+// by hand, not with std::regex (it recursed per character: a stack overflow on long names);
+// a number past 2^40 is no index (it would overflow the order key; std::stoll threw).
+std::optional<long long> block_index(std::string_view name) {
+    auto sep = [](char c) { return c == '.' || c == '/'; };
+    for (std::size_t i = 0; i < name.size(); ++i) {
+        if (i > 0 && !sep(name[i - 1])) continue;
+        for (std::string_view w : {"layers", "layer", "h", "blocks"}) {
+            std::size_t j = i + w.size();
+            if (name.substr(i, w.size()) != w || j >= name.size() || !sep(name[j])) continue;
+            const std::size_t d = ++j;
+            long long v = 0;
+            while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j])) && v < (1LL << 40))
+                v = v * 10 + (name[j++] - '0');
+            if (j > d && j < name.size() && sep(name[j])) return v;
+        }
+    }
+    return std::nullopt;
+}
+
+}  // namespace
+
 std::vector<Bf16Choice> bf16_choice(const std::vector<LayerGradient>& layers, double fraction) {
-    static const std::regex num(R"((?:^|[./])(?:layers|layer|h|blocks)[./](\d+)[./])");
     // Within a block, the order the forward pass runs the projections (Llama/GPT names).
     auto within = [](const std::string& name) -> int {
         static const std::pair<const char*, int> parts[] = {
@@ -139,8 +165,7 @@ std::vector<Bf16Choice> bf16_choice(const std::vector<LayerGradient>& layers, do
         return 7;
     };
     auto order = [&](const std::string& name) -> long long {
-        std::smatch m;
-        if (std::regex_search(name, m, num)) return std::stoll(m[1]) * 16 + within(name);
+        if (const auto k = block_index(name)) return *k * 16 + within(name);
         return name.find("embed") != std::string::npos ? -1 : (1LL << 40);
     };
     // Embeddings and the LM head are not among the linear layers a recipe quantises (TE leaves

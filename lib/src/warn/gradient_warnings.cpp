@@ -1,7 +1,8 @@
 // Norm-weight bias (arXiv 2506.20752) and the warnings of the gradient and norm-weight signals.
 #include <algorithm>
 #include <cmath>
-#include <regex>
+#include <cctype>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -11,10 +12,27 @@
 namespace fp8kit::warn {
 
 bool is_norm_weight(const std::string& name) {
-    // input_layernorm.weight, post_attention_layernorm/weight, model.norm.weight, ln_f.weight, rms_norm...
-    static const std::regex re(R"((?:^|[./])(?:[A-Za-z0-9_]*norm[A-Za-z0-9_]*|ln_[A-Za-z0-9_]*)[./]weight$)",
-                               std::regex::icase);
-    return std::regex_search(name, re);
+    // input_layernorm.weight, post_attention_layernorm/weight, model.norm.weight, ln_f.weight, rms_norm...:
+    // the component before a final [./]weight is word characters holding "norm" or starting "ln_"
+    // (any case). Scanned by hand, not with std::regex: libstdc++'s matcher recurses once per
+    // character and overflowed the stack on a 60 kB dataset name (tests/cli/adversarial.sh).
+    auto lower = [](std::string_view v) {
+        std::string l(v);
+        for (char& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return l;
+    };
+    constexpr std::string_view kWeight = "weight";
+    if (name.size() < kWeight.size() + 1) return false;
+    const std::size_t sep = name.size() - kWeight.size() - 1;
+    if (lower(std::string_view(name).substr(sep + 1)) != kWeight || (name[sep] != '.' && name[sep] != '/'))
+        return false;
+    std::size_t start = sep;
+    while (start > 0 && name[start - 1] != '.' && name[start - 1] != '/') --start;
+    const std::string_view part = std::string_view(name).substr(start, sep - start);
+    for (char c : part)
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+    const std::string l = lower(part);
+    return l.find("norm") != std::string::npos || l.rfind("ln_", 0) == 0;
 }
 
 NormBias norm_bias(const float* w, std::uint64_t n, const RecipeSpec& recipe) {

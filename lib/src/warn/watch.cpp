@@ -99,7 +99,10 @@ WatchReport watch_files(const WatchInputs& in) {
         //    by the tensors); else, or when its steps are out of order, the whole trace, or a dump's
         //    amax per dumped step (replay's loader).
         const bool is_dump = dump::is_dump_file(f);
-        const bool file = !is_dump && !std::filesystem::is_directory(f);
+        // (The error_code form: a name the system refuses, too long for one, is the reader's
+        // named error below, not a filesystem_error quoting the whole path.)
+        std::error_code ec;
+        const bool file = !is_dump && !std::filesystem::is_directory(f, ec);
         auto w = std::make_unique<Watcher>(in.trend, f);
         if (!file || !watch_stream(*w, f, in.tensors)) {
             w = std::make_unique<Watcher>(in.trend, f);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace fp8kit::io {
 
@@ -20,6 +21,10 @@ std::string printable(std::string_view s);
 // control characters escaped as printable() does (so printable() of the result is the result:
 // applying it again where the message is printed changes nothing).
 std::string quoted(std::string_view s, std::size_t max = 200);
+
+// The inputs a message is about, each quoted: "'a'", "'a', 'b'", "'a', 'b', 'c' and 4 more" (at
+// most `shown` named), so that a command's "nothing to do" error names what it was given.
+std::string quoted_list(const std::vector<std::string>& items, std::size_t shown = 3);
 
 // One CSV field (RFC 4180): quoted, with inner quotes doubled, when it holds a separator, a quote
 // or a line break; as it is otherwise. Names are never cut.
