@@ -149,6 +149,16 @@ inline void h5_attr_int(hid_t obj, const char* name, long long v) {
     H5Sclose(s);
 }
 
+// An attribute of n values of the given stored and memory types (n = 1: a scalar).
+inline void h5_attr(hid_t obj, const char* name, hid_t stored, hid_t mem, const void* values, hsize_t n = 1) {
+    const hid_t s = n == 1 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr);
+    const hid_t a = H5Acreate2(obj, name, stored, s, H5P_DEFAULT, H5P_DEFAULT);
+    REQUIRE(a >= 0);
+    REQUIRE(H5Awrite(a, mem, values) >= 0);
+    H5Aclose(a);
+    H5Sclose(s);
+}
+
 // A dataset's stored elements as bit patterns, read whole by libhdf5's own H5Dread with the
 // stored type itself (no hyperslabs, no conversion; FP8 codes stay codes): the independent
 // answer the reader's chunked reads are compared with.

@@ -115,6 +115,26 @@ const std::string& fixture() {
         d = h5_write(f, "attrs/odd_role", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {2}, x);
         h5_attr_str(d, "role", "bias");
         H5Dclose(d);
+        // step attributes that are not one int64 step: noted, and the name decides (step_121, _122, ...)
+        d = h5_write(f, "bad_step/step_121/text", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {2}, x);
+        h5_attr_str(d, "step", "twelve");
+        H5Dclose(d);
+        const unsigned long long huge = ~0ull;
+        d = h5_write(f, "bad_step/step_122/unsigned", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {2}, x);
+        h5_attr(d, "step", H5T_STD_U64LE, H5T_NATIVE_ULLONG, &huge);
+        H5Dclose(d);
+        const long long two[2] = {5, 6};
+        d = h5_write(f, "bad_step/step_123/array", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {2}, x);
+        h5_attr(d, "step", H5T_STD_I64LE, H5T_NATIVE_LLONG, two, 2);
+        H5Dclose(d);
+        const double half = 3.5;
+        d = h5_write(f, "bad_step/step_124/fraction", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {2}, x);
+        h5_attr(d, "step", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &half);
+        H5Dclose(d);
+        const unsigned long long big_ok = 1ull << 40;
+        d = h5_write(f, "bad_step/step_125/unsigned_ok", H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, {2}, x);
+        h5_attr(d, "step", H5T_STD_U64LE, H5T_NATIVE_ULLONG, &big_ok);
+        H5Dclose(d);
 
         // Skipped on purpose.
         const int ints[3] = {1, 2, 3};
@@ -309,6 +329,31 @@ TEST_CASE("HDF5: step and role from attributes, else guessed from the name", "[d
     const auto* note = find(src->notes(), "attrs/odd_role");
     REQUIRE(note);
     CHECK_THAT(note->message, Catch::Contains("bias"));
+}
+
+TEST_CASE("HDF5: a step attribute that is not one int64 is noted, and the name decides", "[dump]") {
+    const auto src = open_source(fixture());
+    const auto& ts = src->tensors();
+    const std::pair<const char*, const char*> bad[] = {{"bad_step/step_121/text", "'twelve'"},
+                                                       {"bad_step/step_122/unsigned", "18446744073709551615"},
+                                                       {"bad_step/step_123/array", "holds 2 values"},
+                                                       {"bad_step/step_124/fraction", "3.5"}};
+    std::int64_t want = 121;
+    for (const auto& [name, what] : bad) {
+        INFO(name);
+        const auto* t = find(ts, name);
+        REQUIRE(t);
+        CHECK(t->step == want++);
+        CHECK(t->step_guessed);
+        const auto* note = find(src->notes(), name);
+        REQUIRE(note);
+        CHECK_THAT(note->message, Catch::Contains(what) && Catch::Contains("guessed from the name"));
+    }
+    const auto* ok = find(ts, "bad_step/step_125/unsigned_ok");
+    REQUIRE(ok);
+    CHECK(ok->step == (std::int64_t{1} << 40));
+    CHECK_FALSE(ok->step_guessed);
+    CHECK(find(src->notes(), "bad_step/step_125/unsigned_ok") == nullptr);
 }
 
 TEST_CASE("HDF5: non-float datasets are skipped with a note, bad ones are errors", "[dump]") {

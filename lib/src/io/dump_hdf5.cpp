@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -81,33 +82,51 @@ std::optional<std::string> string_attr(hid_t obj, const char* attr) {
     return s;
 }
 
-std::optional<std::int64_t> step_attr(hid_t obj) {
+const char* class_name(H5T_class_t c);
+
+// The dataset's `step` attribute: nullopt when it has none. One that is present but is not one
+// integer an int64 holds (an array, a fraction, a non-number string, an unsigned value past
+// 2^63 - 1, another type) gives nullopt too, and *why says what it is, for a note: the step is
+// then guessed from the name, as without the attribute, and the report says so.
+std::optional<std::int64_t> step_attr(hid_t obj, std::string* why) {
     if (H5Aexists(obj, "step") <= 0) return std::nullopt;
     Handle a(H5Aopen(obj, "step", H5P_DEFAULT), H5Aclose);
     Handle t(H5Aget_type(a.get()), H5Tclose);
     Handle sp(H5Aget_space(a.get()), H5Sclose);
-    if (!t.ok() || !sp.ok() || H5Sget_simple_extent_npoints(sp.get()) != 1) return std::nullopt;
+    auto unusable = [&](const std::string& what) -> std::optional<std::int64_t> {
+        *why = "attribute step " + what + ", not an integer step: the step is guessed from the name";
+        return std::nullopt;
+    };
+    if (!t.ok() || !sp.ok()) return unusable("cannot be read");
+    if (const auto n = H5Sget_simple_extent_npoints(sp.get()); n != 1)
+        return unusable(fmt::format("holds {} values", n));
     switch (H5Tget_class(t.get())) {
         case H5T_INTEGER: {
+            if (H5Tget_sign(t.get()) == H5T_SGN_NONE) {
+                unsigned long long u = 0;
+                if (H5Aread(a.get(), H5T_NATIVE_ULLONG, &u) < 0) return unusable("cannot be read");
+                if (u > static_cast<unsigned long long>(INT64_MAX)) return unusable(fmt::format("= {}", u));
+                return static_cast<std::int64_t>(u);
+            }
             long long v = 0;
-            if (H5Aread(a.get(), H5T_NATIVE_LLONG, &v) < 0) return std::nullopt;
+            if (H5Aread(a.get(), H5T_NATIVE_LLONG, &v) < 0) return unusable("cannot be read");
             return v;
         }
         case H5T_FLOAT: {
             double v = 0;
             // Only integral values that an int64 holds (the cast is undefined outside that).
-            if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0 || !(std::fabs(v) < 9.2e18) || v != std::floor(v))
-                return std::nullopt;
+            if (H5Aread(a.get(), H5T_NATIVE_DOUBLE, &v) < 0) return unusable("cannot be read");
+            if (!(std::fabs(v) < 9.2e18) || v != std::floor(v)) return unusable(fmt::format("= {}", v));
             return static_cast<std::int64_t>(v);
         }
         case H5T_STRING: {
             const auto s = string_attr(obj, "step");
             if (!s || s->empty() || s->size() > 18 ||
                 !std::all_of(s->begin(), s->end(), [](char c) { return c >= '0' && c <= '9'; }))
-                return std::nullopt;
+                return unusable(s ? "= '" + io::quoted(*s, 64) + "'" : "cannot be read");
             return std::stoll(*s);
         }
-        default: return std::nullopt;
+        default: return unusable(fmt::format("is an HDF5 {}", class_name(H5Tget_class(t.get()))));
     }
 }
 
@@ -1119,7 +1138,9 @@ private:
         t.storage = plan.storage;
         t.dtype = plan.dtype;
         t.wide = delivered_as(plan.dtype);
-        t.step = step_attr(d.get());
+        std::string step_why;
+        t.step = step_attr(d.get(), &step_why);
+        if (!step_why.empty()) notes_.push_back({path_, name, step_why});
         if (const auto r = string_attr(d.get(), "role")) {
             if (const auto role = parse_role(*r)) {
                 t.role = *role;
