@@ -155,9 +155,10 @@ void set_optimizer(MsampRunOptions& o, std::string_view optimizer, std::string_v
     o.msamp_states = MsampStates{dtype(exp_avg, "fp8", "exp_avg dtype"), dtype(exp_avg_sq, "fp16", "exp_avg_sq dtype")};
     for (StateDtype d : {o.msamp_states.exp_avg, o.msamp_states.exp_avg_sq})
         if (d != StateDtype::fp8 && d != StateDtype::f16)
-            throw std::invalid_argument(fmt::format("msamp state dtype {}: fp8 or fp16 (LBAdamW's exp_avg_dtype and "
-                                                    "exp_avg_sq_dtype, msamp/optim/adamw_base.py)",
-                                                    name(d)));
+            throw std::invalid_argument(
+                fmt::format("msamp state dtype {}: fp8 or fp16 (LBAdamW's exp_avg_dtype and "
+                            "exp_avg_sq_dtype, msamp/optim/adamw_base.py)",
+                            name(d)));
 }
 
 std::string_view name(OptimizerGrad g) { return g == OptimizerGrad::mean ? "mean" : "fp8-allreduce"; }
