@@ -422,6 +422,15 @@ TEST_CASE("checkpoint: faults planted in one rank of a tp = 2 export are named w
         CHECK(comparison(r, kFc).verdict != "bit-exact");
         CHECK(comparison(r, kFc).ranks == std::vector<std::uint64_t>{1});
     }
+    SECTION("rank1 without a tensor rank0 has: refused in one line naming rank1") {
+        const std::string d = planted(
+            scratch, "modelopt_trtllm_fp8_tp2", [](Tensors& t) { t.erase(kL + "mlp.proj.weight"); },
+            "rank1.safetensors");
+        const std::string m = refusal(d);
+        CHECK_THAT(
+            m, Catch::Contains("rank1.safetensors: no tensor " + kL + "mlp.proj.weight (rank0.safetensors has it)"));
+        CHECK(m.find('\n') == std::string::npos);
+    }
     SECTION("a per-tensor scale (the same on every rank) changed in rank1 only") {
         const std::string d = planted(
             scratch, "modelopt_trtllm_fp8_tp2",
