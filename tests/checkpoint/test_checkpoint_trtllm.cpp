@@ -70,14 +70,20 @@ TEST_CASE("checkpoint: a TensorRT-LLM checkpoint fp8kit cannot read is refused i
         auto c = trt_config();
         c["mapping"] = {{"world_size", 2}, {"tp_size", 2}, {"pp_size", 1}};
         const std::string m = refusal(trt_folder(scratch, "tp2", c));
-        CHECK_THAT(m, Catch::Contains("tp2/config.json: a TensorRT-LLM checkpoint of 2 ranks (tp_size 2, pp_size 1)"));
-        CHECK_THAT(m, Catch::Contains("missing: rank1.safetensors"));
-        CHECK_THAT(m, Catch::Contains("single-rank"));
+        CHECK_THAT(m, Catch::Contains("tp2: a TensorRT-LLM checkpoint of tp_size 2 without rank1.safetensors"));
+        CHECK(m.find('\n') == std::string::npos);
+    }
+    SECTION("pipeline parallelism: pp_size 2") {
+        auto c = trt_config();
+        c["mapping"] = {{"world_size", 2}, {"tp_size", 1}, {"pp_size", 2}};
+        const std::string m = refusal(trt_folder(scratch, "pp2", c));
+        CHECK_THAT(m, Catch::Contains("pp2/config.json: a TensorRT-LLM checkpoint of world_size 2, tp_size 1, "
+                                      "pp_size 2; fp8kit reads tensor-parallel ones"));
         CHECK(m.find('\n') == std::string::npos);
     }
     SECTION("no rank0.safetensors") {
         const std::string m = refusal(trt_folder(scratch, "norank", trt_config(), false));
-        CHECK_THAT(m, Catch::Contains("norank: a TensorRT-LLM checkpoint config.json without rank0.safetensors"));
+        CHECK_THAT(m, Catch::Contains("norank: a TensorRT-LLM checkpoint of tp_size 1 without rank0.safetensors"));
     }
     SECTION("another producer") {
         auto c = trt_config();
@@ -330,4 +336,114 @@ TEST_CASE("kv policies: each ModelOpt export's KV scale from the calibrated amax
     // The two divisions differ on the Mixtral's k amax (1.8671875): the GPU fixture tells them apart.
     const float a = kv_amax("gpu_moe_mixtral_linear_modelopt_trtllm_fp8", "k_bmm_quantizer");
     CHECK(bits(a / 448.0f) != bits(a * (1.0f / 448.0f)));
+}
+
+// Tensor parallelism (data/checkpoints/*_tp2: the same quantisations exported by ModelOpt with
+// inference_tensor_parallel=2, postprocess.py _split_model_config_for_tp).
+TEST_CASE("checkpoint: a tp = 2 TensorRT-LLM export read whole is the tp = 1 export, byte for byte",
+          "[checkpoint][trtllm]") {
+    // The tp = 1 export of the same model and calibration is the golden whole: every tensor,
+    // put back together from two ranks, is its bytes (q, k and v each split by rank; expert fc's
+    // w3 and w1 halves each split; row linears and NVFP4 block scales split by column).
+    for (const std::string m : {"modelopt_trtllm_fp8", "modelopt_trtllm_nvfp4",
+                                "moe_mixtral_linear_modelopt_trtllm_fp8", "moe_mixtral_linear_modelopt_trtllm_nvfp4"}) {
+        INFO(m);
+        const Folder one(kData + m), two(kData + m + "_tp2");
+        CHECK(one.tp() == 1);
+        REQUIRE(two.tp() == 2);
+        REQUIRE(one.tensors().size() == two.tensors().size());
+        for (const auto& [n, t] : one.tensors()) {
+            INFO(n);
+            REQUIRE(two.has(n));
+            CHECK(two.tensors().at(n).shape == t.shape);
+            const RawTensor a = one.read(n), b = two.read(n);
+            CHECK(a.bytes.size() == b.bytes.size());
+            CHECK(std::memcmp(a.bytes.data(), b.bytes.data(), std::min(a.bytes.size(), b.bytes.size())) == 0);
+        }
+        CHECK(two.rank_differences().empty());
+    }
+    // Which rank holds an element: qkv rows [q0 64 | q1 64 | k0 32 | k1 32 | v0 32 | v1 32].
+    const Folder F(kData + "modelopt_trtllm_fp8_tp2");
+    const std::string w = kQkv + ".weight";
+    CHECK(F.rank_of(w, 63 * 128) == 0u);
+    CHECK(F.rank_of(w, 64 * 128) == 1u);
+    CHECK(F.rank_of(w, 128 * 128) == 0u);
+    CHECK(F.rank_of(w, 160 * 128 + 5) == 1u);
+    CHECK(F.rank_of(w, 255 * 128 + 127) == 1u);
+    CHECK(F.rank_of(kL + "attention.dense.weight", 63) == 0u);  // row linear: columns split
+    CHECK(F.rank_of(kL + "attention.dense.weight", 64) == 1u);
+    CHECK_FALSE(F.rank_of(kQkv + ".weights_scaling_factor", 0));  // per tensor: whole on every rank
+}
+
+TEST_CASE("checkpoint --reference: every weight of ModelOpt's tp = 2 TensorRT-LLM exports bit-exact",
+          "[checkpoint][trtllm]") {
+    for (const std::string s : {"fp8", "nvfp4"}) {
+        INFO(s);
+        const Report r = check(kData + "modelopt_trtllm_" + s + "_tp2", kOriginal);
+        bit_exact(r, 5);
+        bool told = false;
+        for (const auto& f : r.findings) told = told || f.message.find("tp_size 2") != std::string::npos;
+        CHECK(told);
+    }
+    bit_exact(check(kData + "moe_mixtral_linear_modelopt_trtllm_fp8_tp2", kMixtral), 4);
+    bit_exact(check(kData + "moe_mixtral_linear_modelopt_trtllm_nvfp4_tp2", kMixtral), 10);
+}
+
+TEST_CASE("checkpoint: faults planted in one rank of a tp = 2 export are named with the rank", "[checkpoint][trtllm]") {
+    fp8kit::test::ScratchDir scratch("fp8kit_trtllm");
+    SECTION("one code flipped in rank1's qkv (its k rows)") {
+        const std::string d = planted(
+            scratch, "modelopt_trtllm_fp8_tp2", [](Tensors& t) { t.at(kQkv + ".weight").bytes[100 * 128 + 3] ^= 1; },
+            "rank1.safetensors");
+        const Report r = check(d, kOriginal);
+        CHECK(comparison(r, kQkv).code_mismatches == 1);
+        CHECK(comparison(r, kQkv).verdict != "bit-exact");
+        CHECK(comparison(r, kQkv).ranks == std::vector<std::uint64_t>{1});
+        CHECK(comparison(r, kFc).verdict == "bit-exact");
+    }
+    SECTION("one code flipped in rank0's mlp.proj") {
+        const std::string d = planted(
+            scratch, "modelopt_trtllm_fp8_tp2", [](Tensors& t) { t.at(kL + "mlp.proj.weight").bytes[7] ^= 1; },
+            "rank0.safetensors");
+        const Report r = check(d, kOriginal);
+        CHECK(comparison(r, kL + "mlp.proj").code_mismatches == 1);
+        CHECK(comparison(r, kL + "mlp.proj").ranks == std::vector<std::uint64_t>{0});
+    }
+    SECTION("an NVFP4 block scale of rank1's mlp.fc (split with its rows) doubled") {
+        const std::string d = planted(
+            scratch, "modelopt_trtllm_nvfp4_tp2",
+            [](Tensors& t) {
+                auto& s = t.at(kFc + ".weights_scaling_factor");
+                s.bytes[10] = static_cast<std::uint8_t>(s.bytes[10] + 8);  // E4M3: one exponent step up
+            },
+            "rank1.safetensors");
+        const Report r = check(d, kOriginal);
+        CHECK(comparison(r, kFc).scale_mismatches >= 1);
+        CHECK(comparison(r, kFc).verdict != "bit-exact");
+        CHECK(comparison(r, kFc).ranks == std::vector<std::uint64_t>{1});
+    }
+    SECTION("rank1 without a tensor rank0 has: refused in one line naming rank1") {
+        const std::string d = planted(
+            scratch, "modelopt_trtllm_fp8_tp2", [](Tensors& t) { t.erase(kL + "mlp.proj.weight"); },
+            "rank1.safetensors");
+        const std::string m = refusal(d);
+        CHECK_THAT(
+            m, Catch::Contains("rank1.safetensors: no tensor " + kL + "mlp.proj.weight (rank0.safetensors has it)"));
+        CHECK(m.find('\n') == std::string::npos);
+    }
+    SECTION("a per-tensor scale (the same on every rank) changed in rank1 only") {
+        const std::string d = planted(
+            scratch, "modelopt_trtllm_fp8_tp2",
+            [](Tensors& t) {
+                auto& s = t.at(kGateT + ".weights_scaling_factor");
+                set_f32(s, get_f32(s) * 1.5f);
+            },
+            "rank1.safetensors");
+        const Report r = check(d);
+        CHECK(has_failure(r, "ranks", kGateT + ".weights_scaling_factor"));
+        bool named = false;
+        for (const auto& f : r.findings) named = named || f.message.find("rank1.safetensors") != std::string::npos;
+        CHECK(named);
+        CHECK(r.failed());
+    }
 }

@@ -17,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fp8kit::checkpoint {
@@ -113,6 +114,15 @@ struct Layer {
     std::vector<std::string> amax_group;
 };
 
+// How ModelOpt split one tensor of a TensorRT-LLM checkpoint among tp ranks
+// (modelopt/torch/export/postprocess.py _split_model_config_for_tp): along `dim`, each rank
+// holding, per piece, `parts[i]` of it (qkv: its q, k and v rows; stacked expert fc: its w3 and
+// w1 rows; otherwise one piece), so the whole is piece by piece, rank by rank.
+struct RankSplit {
+    std::size_t dim = 0;
+    std::vector<std::uint64_t> parts;
+};
+
 // The checkpoint folder, listed (headers and configs only).
 class Folder {
 public:
@@ -150,6 +160,15 @@ public:
     // architecture ("LlamaForCausalLM", "MixtralForCausalLM").
     bool trtllm = false;
     std::string architecture;
+    // A TensorRT-LLM checkpoint's tp_size (config.json "mapping"): its rank<r>.safetensors for
+    // r < tp, every split tensor listed and read whole (put back together as ModelOpt split it).
+    std::uint64_t tp() const { return tp_; }
+    // tp > 1: the rank whose file holds stored element `index` (row-major, of the whole tensor)
+    // of a split tensor; nullopt for a tensor every rank holds whole.
+    std::optional<std::uint64_t> rank_of(const std::string& name, std::uint64_t index) const;
+    // tp > 1: the tensors every rank holds whole whose bytes in some rank differ from rank0's:
+    // (name, the first such rank). Reads each of them from every rank. Throws CheckpointError.
+    std::vector<std::pair<std::string, std::uint64_t>> rank_differences() const;
 
 private:
     void read_configs();
@@ -157,6 +176,11 @@ private:
     bool read_trtllm_config();  // lib/src/checkpoint/trtllm.cpp; false: not that layout
     void list_trtllm_layers();
     void set_extent(Layer& L, const TensorRef& weight) const;
+    void merge_trtllm_ranks(const std::vector<std::map<std::string, TensorRef>>& ranks);
+    RawTensor read_shard(std::size_t shard, const std::string& name, const TensorRef& as) const;
+    std::uint64_t tp_ = 1;
+    std::uint64_t q_rows_ = 0, kv_rows_ = 0;   // TensorRT-LLM: rows of q and of k (= of v) in qkv
+    std::map<std::string, RankSplit> splits_;  // tp > 1: the tensors split among the ranks
     std::string dir_;
     Producer producer_ = Producer::unknown;
     std::vector<std::string> exclude_;
@@ -212,6 +236,9 @@ struct Comparison {
     // producer's formula under torch's CUDA arithmetic is bit-exact (a checkpoint written on a
     // GPU), "<producer> (CUDA arithmetic)". A layer matching neither keeps the CPU rule's verdict.
     std::string variant;
+    // TensorRT-LLM checkpoints of tp > 1: the ranks whose files hold the differing codes and
+    // split scales (Folder::rank_of), ascending.
+    std::vector<std::uint64_t> ranks;
 };
 
 struct Report {

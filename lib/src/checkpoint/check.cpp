@@ -476,7 +476,7 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
                          const std::vector<float>& x, const std::string& weight_dtype, const Variant& v) {
     const float shared_amax = v.shared_amax;
     const detail::Arithmetic ar = v.ar;
-    Comparison c{L.module, "bit-exact", 0, 0, 0, 0, 0, {}};
+    Comparison c{L.module, "bit-exact", 0, 0, 0, 0, 0, {}, {}};
     c.elements = L.rows * L.cols;
     c.variant = detail::variant_name(F.producer(), ar);
     if (!v.label.empty()) c.variant.insert(c.variant.size() - 1, ", " + v.label);
@@ -516,6 +516,10 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
                 }
     }
     if (sm) {
+        if (F.tp() > 1)  // split block scales: which rank's file holds the differing ones
+            for (std::size_t i = 0; i < std::min(ex.block.size(), st.block.size()); ++i)
+                if (!same(ex.block[i], st.block[i]))
+                    if (const auto r = F.rank_of(L.scale, i)) c.ranks.push_back(*r);
         c.scale_mismatches += sm;
         if (!inverted && c.verdict == "bit-exact") c.verdict = layout ? "block layout" : "different amax";
     }
@@ -562,6 +566,12 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
         sig += sig_r[r], err += err_r[r], rel = std::max(rel, rel_r[r]);
     }
     c.code_mismatches = miss;
+    if (miss && F.tp() > 1)  // which rank's file holds the differing codes (two FP4 codes a byte)
+        for (std::size_t i = 0; i < want.size(); ++i)
+            if (want[i] != got[i])
+                if (const auto r = F.rank_of(L.weight, w.dtype == "U8" ? i / 2 : i)) c.ranks.push_back(*r);
+    std::sort(c.ranks.begin(), c.ranks.end());
+    c.ranks.erase(std::unique(c.ranks.begin(), c.ranks.end()), c.ranks.end());
     if (miss && c.verdict == "bit-exact") {
         if (w.dtype == "U8" && codes_of(L, w, emu::NibbleOrder::high_first) == want)
             c.verdict = "nibble order";
@@ -857,11 +867,23 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     Checker C{F, R};
     if (F.trtllm)
         C.note(dir, "layout",
-               fmt::format("a TensorRT-LLM checkpoint (config.json architecture {}, rank0.safetensors; "
+               fmt::format("a TensorRT-LLM checkpoint (config.json architecture {}, {}; "
                            "modelopt/torch/export/model_config_export.py export_tensorrt_llm_checkpoint): "
                            "TensorRT-LLM's names, compared with the Hugging Face original under the names "
                            "ModelOpt exported them from",
-                           F.architecture));
+                           F.architecture,
+                           F.tp() == 1 ? std::string("rank0.safetensors")
+                                       : fmt::format("tp_size {}: rank0.safetensors to rank{}.safetensors, each split "
+                                                     "tensor put back together along the dimension ModelOpt split "
+                                                     "it, postprocess.py _split_model_config_for_tp",
+                                                     F.tp(), F.tp() - 1)));
+    // ModelOpt gives every rank the same copy of what it does not split (per-tensor, global,
+    // activation and KV scales, norms, the router: _split_model_config_for_tp rule "S").
+    for (const auto& [n, r] : F.rank_differences())
+        C.fail(n, "ranks",
+               fmt::format("rank{}.safetensors holds another value than rank0.safetensors; ModelOpt writes this "
+                           "tensor whole and the same to every rank (postprocess.py _split_model_config_for_tp)",
+                           r));
     if (F.layout_from_names)
         C.note(dir, "layout",
                "no quantisation config: MXFP4 read from the tensor names (<name>.blocks / <name>.scales: gpt-oss "

@@ -208,7 +208,7 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
     // 1. The shards: the index's weight_map when there is one, else every *.safetensors file.
     const fs::path index = fs::path(dir) / "model.safetensors.index.json";
     if (trtllm) {
-        shards_ = {"rank0.safetensors"};  // one rank (read_trtllm_config refuses more)
+        for (std::uint64_t r = 0; r < tp_; ++r) shards_.push_back(fmt::format("rank{}.safetensors", r));
     } else if (fs::exists(fs::symlink_status(index, ec))) {
         const auto j = read_json(index);
         if (!j.contains("weight_map") || !j["weight_map"].is_object())
@@ -229,7 +229,9 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
         std::sort(shards_.begin(), shards_.end());
     }
     if (shards_.empty()) throw CheckpointError(fmt::format("{}: no .safetensors files", io::quoted(dir)));
-    // 2. Headers only; the reader checks every offset against the file.
+    // 2. Headers only; the reader checks every offset against the file. A TensorRT-LLM
+    // checkpoint's ranks all name the same tensors: listed per rank, then merged.
+    std::vector<std::map<std::string, TensorRef>> ranks(tp_ > 1 ? shards_.size() : 0);
     for (std::size_t s = 0; s < shards_.size(); ++s) {
         const std::string path = (fs::path(dir) / shards_[s]).string();
         try {
@@ -248,9 +250,10 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
                     fmt::format("{}: tensor name {} is {} bytes, over the {} a checkpoint's names "
                                 "may have",
                                 io::quoted(path), io::quoted(t.name, 64), t.name.size(), kMaxTensorName));
-            tensors_[t.name] = TensorRef{t.name, t.storage, t.shape, s};
+            (tp_ > 1 ? ranks[s] : tensors_)[t.name] = TensorRef{t.name, t.storage, t.shape, s};
         }
     }
+    if (tp_ > 1) merge_trtllm_ranks(ranks);
     if (!unquantized && producer_ == Producer::unknown) {
         for (const auto& [n, t] : tensors_)
             if (ends_with(n, ".blocks") && has(n.substr(0, n.size() - 7) + ".scales")) {
@@ -545,6 +548,11 @@ void Folder::stream(const std::string& n,
                     const std::function<void(std::uint64_t, const std::uint8_t*, std::size_t)>& fn) const {
     const auto it = tensors_.find(n);
     if (it == tensors_.end()) throw CheckpointError(fmt::format("{}: no tensor '{}'", dir_, n));
+    if (splits_.count(n)) {  // a tensor split among TensorRT-LLM ranks: put back together first
+        const RawTensor t = read(n);
+        fn(0, t.bytes.data(), t.bytes.size());
+        return;
+    }
     auto& src = *open_->src[it->second.shard];
     const auto& infos = src.tensors();
     const auto ti = std::find_if(infos.begin(), infos.end(), [&](const dump::TensorInfo& t) { return t.name == n; });
@@ -561,12 +569,49 @@ void Folder::stream(const std::string& n,
 RawTensor Folder::read(const std::string& n) const {
     const auto it = tensors_.find(n);
     if (it == tensors_.end()) throw CheckpointError(fmt::format("{}: no tensor '{}'", dir_, n));
-    auto& src = *open_->src[it->second.shard];
+    const auto sp = splits_.find(n);
+    if (sp == splits_.end()) return read_shard(it->second.shard, n, it->second);
+    // Split among TensorRT-LLM ranks: piece i of rank r goes to offset (sum of earlier pieces *
+    // tp + r * parts[i]) along the split dimension, for every index of the dimensions before it.
+    const RankSplit& split = sp->second;
+    std::vector<RawTensor> per;
+    for (std::size_t r = 0; r < shards_.size(); ++r) {
+        TensorRef as = it->second;
+        as.shape[split.dim] /= shards_.size();
+        per.push_back(read_shard(r, n, as));
+    }
+    RawTensor whole;
+    whole.dtype = it->second.dtype;
+    whole.shape = it->second.shape;
+    whole.bytes.resize(per[0].bytes.size() * per.size());
+    const std::uint64_t rank_numel = per[0].numel();
+    const std::size_t es = rank_numel ? per[0].bytes.size() / rank_numel : 0;
+    std::uint64_t outer = 1, inner = es;
+    for (std::size_t d = 0; d < split.dim; ++d) outer *= whole.shape[d];
+    for (std::size_t d = split.dim + 1; d < whole.shape.size(); ++d) inner *= whole.shape[d];
+    const std::uint64_t rank_dim = whole.shape[split.dim] / per.size();
+    for (std::uint64_t o = 0; o < outer; ++o) {
+        std::uint64_t from = 0, to = 0;
+        for (const std::uint64_t part : split.parts) {
+            for (std::size_t r = 0; r < per.size(); ++r)
+                std::memcpy(&whole.bytes[(o * whole.shape[split.dim] + to + r * part) * inner],
+                            &per[r].bytes[(o * rank_dim + from) * inner], part * inner);
+            from += part;
+            to += part * per.size();
+        }
+    }
+    return whole;
+}
+
+RawTensor Folder::read_shard(std::size_t shard, const std::string& n, const TensorRef& as) const {
+    auto& src = *open_->src[shard];
     const auto& infos = src.tensors();
     const auto ti = std::find_if(infos.begin(), infos.end(), [&](const dump::TensorInfo& t) { return t.name == n; });
+    if (ti == infos.end())
+        throw CheckpointError(fmt::format("{}/{}: no tensor '{}'", dir_, shards_[shard], io::printable(n)));
     RawTensor r;
-    r.dtype = it->second.dtype;
-    r.shape = it->second.shape;
+    r.dtype = as.dtype;
+    r.shape = as.shape;
     const std::size_t es = dump::detail::stored_size(ti->dtype);
     r.bytes.resize(ti->numel * es);
     try {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,12 @@ struct TrtllmOrigin {
 // stack's size (0: a 2-D weight); architecture: config.json "architecture".
 TrtllmOrigin trtllm_origin(const std::string& module, std::uint64_t experts, const std::string& architecture,
                            Scheme scheme);
+
+// How ModelOpt split tensor `name` (shape: one rank's) among tp ranks; weight_dims: the dimensions
+// of its module's weight (3: stacked experts); q_rows, kv_rows: the rows of q and of k in a
+// whole qkv. nullopt: every rank holds it whole. lib/src/checkpoint/trtllm.cpp.
+std::optional<RankSplit> trtllm_split(const std::string& name, const std::vector<std::uint64_t>& shape,
+                                      std::size_t weight_dims, std::uint64_t q_rows, std::uint64_t kv_rows,
+                                      std::uint64_t tp);
 
 }  // namespace fp8kit::checkpoint::detail

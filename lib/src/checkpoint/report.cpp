@@ -70,7 +70,8 @@ std::string to_json(const Report& r) {
                                     {"scale_mismatches", c.scale_mismatches},
                                     {"sqnr_db", num(c.sqnr_db)},
                                     {"max_rel_error", num(c.max_rel_error)},
-                                    {"variant", c.variant}});
+                                    {"variant", c.variant},
+                                    {"ranks", c.ranks}});
     return j.dump(2);
 }
 
@@ -106,9 +107,11 @@ void write_text(const Report& r, std::FILE* out) {
             fmt::print(
                 out,
                 "  {:<48} {:<26} codes differing {:>8}/{:<8} scales differing {:>6}  SQNR {:.2f} dB  max rel {:.3g}  "
-                "[{}]\n",
+                "[{}]{}\n",
                 io::printable(c.module), c.verdict, c.code_mismatches, c.elements, c.scale_mismatches, c.sqnr_db,
-                c.max_rel_error, c.variant);
+                c.max_rel_error, c.variant,
+                c.ranks.empty() ? std::string()
+                                : fmt::format("  in rank{}.safetensors", fmt::join(c.ranks, ".safetensors, rank")));
     }
     for (const auto& f : r.findings)
         fmt::print(out, "{} [{}] {}: {}\n", f.failed ? "FAIL" : "note", f.check, io::printable(f.tensor), f.message);

@@ -13,12 +13,16 @@
 // Hugging Face gate_proj / up_proj / down_proj), MoE .mlp.router and stacked experts .mlp.fc
 // [E, 2I, H] (per expert w3 then w1: build_stacked_experts) and .mlp.proj [E, H, I], lm_head.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 
 #include "checkpoint/folder_internal.hpp"
 #include "fp8kit/checkpoint.hpp"
+#include "fp8kit/io/printable.hpp"
 
 namespace fp8kit::checkpoint {
 namespace fs = std::filesystem;
@@ -65,6 +69,41 @@ TrtllmOrigin trtllm_origin(const std::string& module, std::uint64_t experts, con
     return {};
 }
 
+// ModelOpt's split of a TensorRT-LLM tensor among tp ranks (postprocess.py
+// _split_model_config_for_tp, LinearConfig / EmbeddingConfig / ExpertConfig branches), from the
+// module's linear type (layer_utils.py: qkv, fc, gate column; dense, proj row; router and the
+// shared expert gate tp = False): column linears and embeddings split their rows (dim 0),
+// row linears their columns (dim 1); stacked experts one dimension later (fc [E, 2I, H] its w3
+// and w1 halves each by rank, proj [E, H, I] dim 2). A scale is split with its weight where it
+// has that dimension with more than one entry (NVFP4 block scales, per-channel scales of a column
+// linear; rule "P0/P1"), and is otherwise the same on every rank (per-tensor scales, global
+// scales, activation and KV scales: rule "S"). nullopt: held whole by every rank.
+std::optional<RankSplit> trtllm_split(const std::string& name, const std::vector<std::uint64_t>& shape,
+                                      std::size_t weight_dims, std::uint64_t q_rows, std::uint64_t kv_rows,
+                                      std::uint64_t tp) {
+    const auto dot = name.rfind('.');
+    if (dot == std::string::npos) return std::nullopt;
+    const std::string module = name.substr(0, dot);
+    static const std::regex kColumn(
+        R"(^(transformer\.vocab_embedding|lm_head|transformer\.layers\.\d+\.(attention\.qkv|mlp\.fc|mlp\.gate))$)");
+    static const std::regex kRow(R"(^transformer\.layers\.\d+\.(attention\.dense|mlp\.proj)$)");
+    const bool column = std::regex_match(module, kColumn), row = !column && std::regex_match(module, kRow);
+    if (!column && !row) return std::nullopt;
+    const bool stacked = weight_dims == 3;
+    RankSplit s;
+    s.dim = (column ? 0 : 1) + (stacked ? 1 : 0);
+    if (s.dim >= shape.size() || shape[s.dim] <= 1) return std::nullopt;
+    const std::uint64_t n = shape[s.dim];
+    if (column && !stacked && module.size() > 14 && module.compare(module.size() - 14, 14, ".attention.qkv") == 0 &&
+        q_rows % tp == 0 && kv_rows % tp == 0 && q_rows / tp + 2 * (kv_rows / tp) == n)
+        s.parts = {q_rows / tp, kv_rows / tp, kv_rows / tp};  // each rank: its q, k, v rows
+    else if (column && stacked && n % 2 == 0)
+        s.parts = {n / 2, n / 2};  // each rank: its w3 rows, then its w1 rows
+    else
+        s.parts = {n};
+    return s;
+}
+
 }  // namespace detail
 
 namespace {
@@ -92,18 +131,32 @@ bool Folder::read_trtllm_config() {
     const auto& map = c["mapping"];
     const std::uint64_t world = json_count(map, "world_size"), tp = json_count(map, "tp_size"),
                         pp = json_count(map, "pp_size");
-    if (world != 1 || tp != 1 || pp != 1) {
-        std::string missing;
-        for (std::uint64_t r = 0; r < world && r < 1024; ++r)
-            if (!fs::exists(fs::path(dir_) / fmt::format("rank{}.safetensors", r)))
-                missing += fmt::format("{}rank{}.safetensors", missing.empty() ? "" : ", ", r);
-        throw CheckpointError(
-            fmt::format("{}: a TensorRT-LLM checkpoint of {} ranks (tp_size {}, pp_size {}){}; fp8kit reads "
-                        "single-rank TensorRT-LLM checkpoints only (world_size 1, rank0.safetensors)",
-                        cfg.string(), world, tp, pp, missing.empty() ? "" : "; missing: " + missing));
-    }
-    if (!fs::exists(fs::path(dir_) / "rank0.safetensors"))
-        throw CheckpointError(fmt::format("{}: a TensorRT-LLM checkpoint config.json without rank0.safetensors", dir_));
+    // Tensor parallelism as ModelOpt writes it (one process splitting one model:
+    // postprocess.py postprocess_model_config, _split_model_config_for_tp); pipeline stages
+    // hold other layers, not pieces of the same ones, and are not read.
+    constexpr std::uint64_t kMaxRanks = 1024;
+    if (pp != 1 || world != tp || tp == 0 || tp > kMaxRanks)
+        throw CheckpointError(fmt::format(
+            "{}: a TensorRT-LLM checkpoint of world_size {}, tp_size {}, pp_size {}; fp8kit reads tensor-parallel "
+            "ones (world_size = tp_size, from 1 to {}, pp_size 1)",
+            cfg.string(), world, tp, pp, kMaxRanks));
+    std::vector<std::string> missing;
+    for (std::uint64_t r = 0; r < tp; ++r)
+        if (!fs::exists(fs::path(dir_) / fmt::format("rank{}.safetensors", r)))
+            missing.push_back(fmt::format("rank{}.safetensors", r));
+    if (!missing.empty())
+        throw CheckpointError(fmt::format("{}: a TensorRT-LLM checkpoint of tp_size {} without {}", io::quoted(dir_),
+                                          tp, fmt::join(missing, ", ")));
+    tp_ = tp;
+    // qkv's rows per rank: q, k, v each split by rank (model_config.py QKVConfig; merge_qkv
+    // concatenates each rank's pieces after the split).
+    const std::uint64_t heads = json_count(c, "num_attention_heads"),
+                        kv_heads = c.contains("num_key_value_heads") ? json_count(c, "num_key_value_heads") : heads,
+                        hidden = json_count(c, "hidden_size"),
+                        head = c.contains("head_size") ? json_count(c, "head_size")
+                                                       : hidden / std::max<std::uint64_t>(heads, 1);
+    q_rows_ = heads * head;
+    kv_rows_ = kv_heads * head;
     const std::string producer = c.contains("producer") && c["producer"].is_object()
                                      ? c["producer"].value("name", std::string())
                                      : std::string();
@@ -163,6 +216,76 @@ void Folder::list_trtllm_layers() {
         L.amax_group = std::move(origin.amax_group);
         layers_.push_back(std::move(L));
     }
+}
+
+// Every rank of one export names the same tensors with the same dtypes and shapes (each rank's
+// model config is a split copy of one: postprocess.py _split_model_config_for_tp); the split ones
+// are listed whole, in rank0's shard slot.
+void Folder::merge_trtllm_ranks(const std::vector<std::map<std::string, TensorRef>>& ranks) {
+    const auto& r0 = ranks[0];
+    for (std::size_t r = 1; r < ranks.size(); ++r) {
+        for (const auto& [n, t] : ranks[r])
+            if (!r0.count(n))
+                throw CheckpointError(fmt::format("{}/{}: tensor {} is not in rank0.safetensors", io::quoted(dir_),
+                                                  shards_[r], io::quoted(n)));
+        for (const auto& [n, t] : r0) {
+            const auto it = ranks[r].find(n);
+            if (it == ranks[r].end())
+                throw CheckpointError(fmt::format("{}/{}: no tensor {} (rank0.safetensors has it)", io::quoted(dir_),
+                                                  shards_[r], io::quoted(n)));
+            if (it->second.dtype != t.dtype || it->second.shape != t.shape)
+                throw CheckpointError(fmt::format(
+                    "{}/{}: tensor {} is {} [{}], rank0.safetensors's {} [{}]: the ranks of one export hold equal "
+                    "pieces",
+                    io::quoted(dir_), shards_[r], io::quoted(n), it->second.dtype, fmt::join(it->second.shape, ", "),
+                    t.dtype, fmt::join(t.shape, ", ")));
+        }
+    }
+    for (const auto& [n, t] : r0) {
+        const auto dot = n.rfind('.');
+        const auto w = dot == std::string::npos ? r0.end() : r0.find(n.substr(0, dot) + ".weight");
+        const auto split =
+            detail::trtllm_split(n, t.shape, w == r0.end() ? 0 : w->second.shape.size(), q_rows_, kv_rows_, tp_);
+        TensorRef whole = t;
+        if (split) {
+            whole.shape[split->dim] *= tp_;
+            splits_[n] = *split;
+        }
+        tensors_[n] = whole;
+    }
+}
+
+std::optional<std::uint64_t> Folder::rank_of(const std::string& name, std::uint64_t index) const {
+    const auto sp = splits_.find(name);
+    if (sp == splits_.end()) return std::nullopt;
+    const auto& shape = tensors_.at(name).shape;
+    std::uint64_t inner = 1;
+    for (std::size_t d = sp->second.dim + 1; d < shape.size(); ++d) inner *= shape[d];
+    const std::uint64_t at = (index / inner) % shape[sp->second.dim];
+    std::uint64_t from = 0;
+    for (const std::uint64_t part : sp->second.parts) {
+        if (at < from + part * tp_) return (at - from) / part;
+        from += part * tp_;
+    }
+    return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> Folder::rank_differences() const {
+    std::vector<std::pair<std::string, std::uint64_t>> out;
+    if (tp_ < 2) return out;
+    for (const auto& [n, t] : tensors_) {
+        if (splits_.count(n)) continue;
+        const RawTensor first = read_shard(0, n, t);
+        for (std::size_t r = 1; r < shards_.size(); ++r) {
+            const RawTensor other = read_shard(r, n, t);
+            if (other.bytes.size() != first.bytes.size() ||
+                std::memcmp(other.bytes.data(), first.bytes.data(), first.bytes.size()) != 0) {
+                out.emplace_back(n, r);
+                break;
+            }
+        }
+    }
+    return out;
 }
 
 }  // namespace fp8kit::checkpoint
