@@ -30,6 +30,14 @@ def test_trtllm_export_bit_exact(prefix, folder, reference):
     assert any(c["module"].startswith("transformer.layers.") for c in r["comparisons"])
 
 
+@pytest.mark.parametrize("folder,reference", [(f + "_tp2", r) for f, r in CASES if not f.endswith("pcpt")])
+def test_trtllm_tensor_parallel_export_bit_exact(folder, reference):
+    """ModelOpt's export at inference_tensor_parallel=2: two rank files, put back together."""
+    r = fp8kit.checkpoint_check(os.path.join(DATA, folder), os.path.join(DATA, reference))
+    assert r["comparisons"] and not r["failed"]
+    assert all(c["verdict"] == "bit-exact" for c in r["comparisons"])
+
+
 def test_trtllm_planted_code_is_found(tmp_path):
     copy = tmp_path / "ckpt"
     shutil.copytree(os.path.join(DATA, "modelopt_trtllm_fp8"), copy)
