@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -351,4 +352,27 @@ TEST_CASE("a layer quantised outside the config's targets is noted", "[checkpoin
     const Report r = check(d);
     CHECK(has_note(r, "outside targets", "model.embed_tokens"));
     for (const auto& f : r.findings) CHECK_FALSE((f.check == "outside targets" && f.tensor != "model.embed_tokens"));
+}
+
+// gpt-oss experts written by triton_kernels' own downcast_to_mxfp (scripts/fixtures/
+// make_gptoss_triton_checkpoints.py): each commit's folders are bit-exact under its own tie rule
+// (the rules are tried ties to even first: a ties-away verdict means ties to even was not).
+TEST_CASE("gpt-oss: triton_kernels' rule, ties to even (d80d2866) and ties away (9e1e203f), both layouts",
+          "[checkpoint]") {
+    for (const auto& [q, ref, rule] :
+         {std::tuple{"gptoss_triton_original", "gptoss_triton_original_ref", "ties to even"},
+          std::tuple{"gptoss_triton_hf", "gptoss_triton_hf_ref", "ties to even"},
+          std::tuple{"gptoss_triton_aug25_original", "gptoss_triton_original_ref", "ties away (before triton #8110)"},
+          std::tuple{"gptoss_triton_aug25_hf", "gptoss_triton_hf_ref", "ties away (before triton #8110)"}}) {
+        INFO(q);
+        const Report r = check(kData + q, kData + ref);
+        CHECK_FALSE(r.failed());
+        REQUIRE(r.comparisons.size() == 2);
+        for (const auto& c : r.comparisons) {
+            INFO(c.module);
+            CHECK(c.verdict == "bit-exact");
+            CHECK(c.variant == fmt::format("gpt-oss (triton_kernels downcast_to_mxfp ROUND_UP, {})", rule));
+            CHECK(c.scale_mismatches == 0);
+        }
+    }
 }

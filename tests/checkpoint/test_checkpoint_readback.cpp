@@ -137,3 +137,42 @@ TEST_CASE("gpt-oss original/: gpt_oss/torch/weights.py reads the MXFP4 experts a
     CHECK(n == 2);
     CHECK_FALSE(check(F.dir()).failed());
 }
+
+TEST_CASE("gpt-oss written by triton_kernels' downcast_to_mxfp: gpt-oss's reader and fp8kit agree, both layouts",
+          "[checkpoint]") {
+    // data/checkpoints/gptoss_triton_readback.json (triton_kernels at d80d2866, ties to even) and
+    // gptoss_triton_aug25_readback.json (at 9e1e203f, ties away): hashes of gpt-oss's
+    // Checkpoint._get_mxfp4_tensor (bfloat16) on the experts of the original/ and the HF folders
+    // (scripts/fixtures/make_gptoss_triton_checkpoints.py).
+    for (const std::string json : {"gptoss_triton_readback.json", "gptoss_triton_aug25_readback.json"}) {
+        INFO(json);
+        std::ifstream in(kData + json);
+        REQUIRE(in.good());
+        const auto j = nlohmann::json::parse(in);
+        REQUIRE(j["folders"].size() == 2);
+        for (const auto& [folder, tensors] : j["folders"].items()) {
+            INFO(folder);
+            const Folder F(kData + folder);
+            CHECK(F.producer() == Producer::gpt_oss);
+            std::size_t n = 0;
+            for (const auto& L : F.layers()) {
+                if (L.scheme != Scheme::mxfp4) continue;
+                INFO(L.module);
+                REQUIRE(tensors.contains(L.module));
+                const auto& rec = tensors[L.module];
+                CHECK(L.experts == rec["shape"][0].get<std::uint64_t>());
+                CHECK(L.rows == L.experts * rec["shape"][1].get<std::uint64_t>());
+                CHECK(L.cols == rec["shape"][2].get<std::uint64_t>());
+                std::uint64_t h = 0xcbf29ce484222325ull;
+                for (float v : dequantize(F, L)) {
+                    const std::uint16_t b = bf16_bits(v);
+                    h = (h ^ (b & 0xFF)) * 0x100000001b3ull;
+                    h = (h ^ (b >> 8)) * 0x100000001b3ull;
+                }
+                CHECK(fmt::format("{:016x}", h) == rec["fnv1a64"].get<std::string>());
+                ++n;
+            }
+            CHECK(n == 2);
+        }
+    }
+}

@@ -195,6 +195,29 @@ TEST_CASE("MX round-up rule and the scale a block is cast with", "[numerics][sca
     CHECK(bits(mx_cast_pair(MxRule::round_up, 1).scale) == p2(126));
 }
 
+// triton_kernels downcast_to_mxfp, ROUND_UP (_downcast_to_mxfp.py): the exponent field of
+// fl32(amax / 6) plus one unless its mantissa field is zero, by `(bits + 0x007FFFFF) & 0x7F800000`.
+TEST_CASE("MX rule of triton_kernels' downcast_to_mxfp (ROUND_UP)", "[numerics][scale][mx]") {
+    CHECK(mx_code_triton_round_up(6.0f, 6.0f) == 127);  // 6 / 6 = 1 exactly: 2^0, no clipping
+    CHECK(mx_code_triton_round_up(7.0f, 6.0f) == 128);  // 7 / 6 -> 2^1; the OCP floor rule keeps 2^0
+    CHECK(mx_code_floor(7.0f, 2) == 127);               // (and 7 saturates to 6 there)
+    CHECK(mx_code_triton_round_up(4.0f, 6.0f) == 127);  // 2/3 -> 2^0; OCP floor: 2^0 too
+    // 6 * 2^-7 * (1 + 2^-7): one bfloat16 ulp above 6 * 2^-7 goes up to 2^-6 (code 121).
+    CHECK(mx_code_triton_round_up(6.0f * 0x1p-7f * (1.0f + 0x1p-7f), 6.0f) == 121);
+    CHECK(mx_code_triton_round_up(6.0f * 0x1p-7f, 6.0f) == 120);
+    CHECK(mx_code_triton_round_up(0.0f, 6.0f) == 0);
+    CHECK(mx_code_triton_round_up(kTiny, 6.0f) == 0);  // 2^-149 / 6 rounds to 0
+    // A subnormal quotient: the carry reaches the exponent field, code 1 (2^-126); TransformerEngine's
+    // round-up keeps code 0 for a quotient up to 2^-127.
+    CHECK(mx_code_triton_round_up(6.0f * 0x1p-130f, 6.0f) == 1);
+    CHECK(mx_code_roundup(6.0f * 0x1p-130f, 6.0f) == 0);
+    // FLT_MAX / 6 = 1.33 * 2^125: field 252, mantissa nonzero -> 253. Inf / 6 = Inf: 0xFF.
+    CHECK(mx_code_triton_round_up(from_bits(kFltMaxBits), 6.0f) == 253);
+    CHECK(mx_code_triton_round_up(kInf, 6.0f) == 0xFF);
+    // A NaN quotient (0x7FC00000) carries into the sign bit: code 0.
+    CHECK(mx_code_triton_round_up(kNaN, 6.0f) == 0);
+}
+
 TEST_CASE("rule_scale: the one entry point gives each rule's scale, inverse and code", "[numerics][scale]") {
     const auto te = rule_scale(make_scale_params(ScaleRule::te, Format::e4m3, 0.0, true, FLT_MAX, 0), 3.0f);
     CHECK(bits(te.scale) == p2(7));

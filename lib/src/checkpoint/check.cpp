@@ -480,6 +480,8 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     c.elements = L.rows * L.cols;
     c.variant = detail::variant_name(F.producer(), ar);
     if (!v.label.empty()) c.variant.insert(c.variant.size() - 1, ", " + v.label);
+    // gpt-oss's rules are one kernel's float32 arithmetic, the same on the CPU and the GPU.
+    if (F.producer() == Producer::gpt_oss && !v.label.empty()) c.variant = "gpt-oss (" + v.label + ")";
     // What the producer quantised: the original, or (transformers' loader) its E4M3 cast.
     std::vector<float> cast;
     if (v.e4m3_input) cast = detail::transformers_loaded_weight(x);
@@ -595,6 +597,8 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
 //  - compressed-tensors: each layer's own amax (compressed-tensors' calculate_qparams), then for
 //    NVFP4 the fused group's (llm-compressor update_fused_layer_weight_global_scales), each on
 //    CPU then CUDA;
+//  - gpt-oss MXFP4: triton_kernels' downcast_to_mxfp (gpt_oss/triton/moe.py quantize_mx4),
+//    ties to even, then its rounding before triton #8110 (ties away), then the OCP MX floor rule;
 //  - block FP8 (quant_method "fp8"): the rules its config names (detail::block_rules):
 //    transformers' FineGrainedFP8 (float or ue8m0 scales) on the E4M3-cast weight its loader
 //    quantises, then on the weight itself; DeepSeek's amax / 448 or its ue8m0 scale.
@@ -660,6 +664,13 @@ std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L
             if (c.e4m3_input) label += ", weight cast to E4M3 on load";
             v.push_back({Arithmetic::cpu, -1.0f, c.rule, label, c.e4m3_input});
         }
+        return v;
+    }
+    if (F.producer() == Producer::gpt_oss && L.scheme == Scheme::mxfp4) {
+        using detail::BlockRule;
+        for (const BlockRule r : {BlockRule::triton_round_up, BlockRule::triton_round_up_ties_away})
+            v.push_back({Arithmetic::cpu, -1.0f, r, detail::name(r), false, {}});
+        v.push_back({Arithmetic::cpu, -1.0f, BlockRule::amax_div, "OCP MX floor", false, {}});
         return v;
     }
     if (F.producer() == Producer::compressed_tensors) {

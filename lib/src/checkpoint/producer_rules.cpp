@@ -115,6 +115,9 @@ const char* name(BlockRule r) {
         case BlockRule::transformers: return "transformers FineGrainedFP8";
         case BlockRule::transformers_ue8m0: return "transformers FineGrainedFP8 ue8m0";
         case BlockRule::ue8m0: return "ue8m0 power-of-two scales";
+        case BlockRule::triton_round_up: return "triton_kernels downcast_to_mxfp ROUND_UP, ties to even";
+        case BlockRule::triton_round_up_ties_away:
+            return "triton_kernels downcast_to_mxfp ROUND_UP, ties away (before triton #8110)";
         default: return "amax / 448";
     }
 }
@@ -241,6 +244,12 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             }
             [[fallthrough]];
         case Scheme::mxfp4:
+            if (p == Producer::gpt_oss && L.scheme == Scheme::mxfp4 &&
+                (rule == BlockRule::triton_round_up || rule == BlockRule::triton_round_up_ties_away)) {
+                for (std::size_t i = 0; i < amax.size(); ++i)
+                    s.block[i] = decode_fmt(Format::e8m0, numerics::mx_code_triton_round_up(amax[i], 6.0f));
+                break;
+            }
             for (std::size_t i = 0; i < amax.size(); ++i)
                 s.block[i] =
                     decode_fmt(Format::e8m0,
@@ -277,7 +286,15 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
         for (float& m : mul) m = 1.0f / m;
     }
     const Format f = element_format(L.scheme);
-    const Policy pol = f == Format::e2m1 ? emu::kRneSaturateNoNan : emu::kRneSaturate;
+    // triton_kernels before #8110 rounded E2M1 ties away from zero (producer_rules.hpp BlockRule).
+    const bool ties_away = p == Producer::gpt_oss && rule == BlockRule::triton_round_up_ties_away;
+    const Policy pol =
+        ties_away ? Policy{emu::Rounding::nearest_away, emu::kRneSaturateNoNan.overflow, emu::kRneSaturateNoNan.nan}
+        : f == Format::e2m1 ? emu::kRneSaturateNoNan
+                            : emu::kRneSaturate;
+    // triton_kernels multiplies a block of code 0 (amax 0, or amax / 6 below float32's smallest
+    // subnormal) by 0, not by 2^127: every element a signed zero.
+    const bool triton = p == Producer::gpt_oss && (rule == BlockRule::triton_round_up || ties_away);
     // torch rounds x / scale to the weight's dtype when the scale is a same-kind tensor of that
     // dtype (compressed-tensors: scales in the weight's dtype) or a 0-dim float32 tensor (ModelOpt
     // per-tensor weight_scale: quant_utils.py to_quantized_weight `weight / weights_scaling_factor`).
@@ -311,6 +328,7 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
                           : std::clamp(x[r * L.cols + c] * mul[(r / s.block_rows) * s.grid_cols + c / s.block_cols],
                                        -448.0f, 448.0f);
             if (bf16_mid) v = round_to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
+            if (triton && d == 0x1p-127f) v = x[r * L.cols + c] * 0.0f;
             q[r * L.cols + c] = int4    ? int4_code(v)
                                 : mo_mx ? modelopt_mx_cast(v)
                                         : emu::encode(f, Wide::f32, bits(v), pol);

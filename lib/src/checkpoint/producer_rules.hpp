@@ -41,7 +41,18 @@ std::string variant_name(Producer p, Arithmetic a);
 //  transformers_ue8m0: the same with scale_fmt "ue8m0": s = 2^ceil(log2(max(fl(1 / t), FLT_MIN)))
 //                (`torch.pow(2.0, torch.ceil(torch.log2(inv_scales.clamp(min=tiny))))`, stored as
 //                float8_e8m0fnu), codes e4m3(clamp(x * (1 / s))) (`scales = 1.0 / inv_scales`).
-enum class BlockRule { amax_div, ue8m0, transformers, transformers_ue8m0 };
+// And gpt-oss's MXFP4 rules (Producer::gpt_oss; amax_div there stands for the OCP MX v1.0
+// section 6.3 floor rule, numerics::mx_code_floor):
+//  triton_round_up: triton_kernels' downcast_to_mxfp as gpt_oss/triton/moe.py quantize_mx4 calls
+//                it (default DequantScaleRoundingMode.ROUND_UP, uint8 scales):
+//                numerics::mx_code_triton_round_up(amax, 6); elements x * 2^(127 - code) in
+//                float32 (x * 0 for code 0), rounded to E2M1 to nearest, ties to even (the
+//                guard/sticky/lsb increment of _downcast_to_mxfp.py since triton #8110,
+//                2025-09-11), saturating at 6, the sign kept on a zero;
+//  triton_round_up_ties_away: the same scales, elements rounded to nearest with ties away from
+//                zero (`(((exponents << 2) | (mantissas >> 21)) + 1) >> 1`: triton_kernels
+//                before #8110, e.g. commit 9e1e203f of 2025-08-05, gpt-oss's release).
+enum class BlockRule { amax_div, ue8m0, transformers, transformers_ue8m0, triton_round_up, triton_round_up_ties_away };
 // A rule and the weight it was applied to: e4m3_input, the original cast to E4M3 unscaled first
 // (transformers_loaded_weight).
 struct BlockRuleChoice {

@@ -241,6 +241,20 @@ FP8KIT_HD std::uint8_t mx_code_roundup(float block_amax, float fmax) {
     return static_cast<std::uint8_t>(exponent);
 }
 
+// triton_kernels' downcast_to_mxfp with its default DequantScaleRoundingMode.ROUND_UP and uint8
+// scales (triton-lang/triton python/triton_kernels/triton_kernels/numerics_details/
+// mxfp_details/_downcast_to_mxfp.py _compute_quant_and_scale, the same at commits 9e1e203f,
+// August 2025, and d80d2866, May 2026): dequant_scale = fl32(amax / fmax) (a division, unlike
+// mx_code_roundup's multiply by fl32(1 / fmax)); code = ((bits + 0x007FFFFF) & 0x7F800000) >> 23
+// in uint32, i.e. the exponent field plus one unless the mantissa field is zero. A subnormal
+// quotient gives code 1 (2^-126), a zero amax code 0; an Inf quotient 0xFF. The kernel then
+// multiplies the elements by 1 / 2^(code - 127), by 0 for code 0 (`tl.where(dequant_scale_rounded
+// == 0, 0, 1.0 / dequant_scale_rounded)`).
+FP8KIT_HD std::uint8_t mx_code_triton_round_up(float block_amax, float fmax) {
+    const std::uint32_t u = bits_of(div_rn(block_amax, fmax));
+    return static_cast<std::uint8_t>(((u + 0x007FFFFFu) & 0x7F800000u) >> 23);
+}
+
 // The pair of an E8M0 code: scale_inv = 2^(code - 127), scale = 2^(127 - code) (2^-127 at 254
 // is a float32 subnormal and exact); NaN for 0xFF.
 FP8KIT_HD ScalePair e8m0_scale_pair(std::uint8_t code) {
