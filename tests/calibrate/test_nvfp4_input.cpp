@@ -22,15 +22,15 @@ using namespace fp8kit::calibrate;
 
 namespace {
 
-const std::string kDump = std::string(FP8KIT_DATA_DIR) + "/example/llama_tiny_dump.h5";
+const std::string kNvfp4Dump = std::string(FP8KIT_DATA_DIR) + "/example/llama_tiny_dump.h5";
 
-nlohmann::json golden() {
+nlohmann::json nvfp4_golden() {
     std::ifstream f(std::string(FP8KIT_GOLDEN_DIR) + "/calibration_nvfp4_input_scales.json");
     REQUIRE(f);
     return nlohmann::json::parse(f);
 }
 
-std::uint32_t hex_bits(const std::string& s) { return static_cast<std::uint32_t>(std::stoul(s, nullptr, 16)); }
+std::uint32_t nvfp4_hex_bits(const std::string& s) { return static_cast<std::uint32_t>(std::stoul(s, nullptr, 16)); }
 
 // A safetensors file: its header and, per tensor, its bytes.
 struct Saved {
@@ -65,10 +65,10 @@ std::string module_of(std::string key) {
 }  // namespace
 
 TEST_CASE("calibrate --save --scheme nvfp4: each producer's names, dtype, shape and bits", "[calibrate]") {
-    const auto g = golden();
+    const auto g = nvfp4_golden();
     fp8kit::test::ScratchDir scratch("calibrate_nvfp4");
     Options o;
-    o.files = {kDump};
+    o.files = {kNvfp4Dump};
     o.include = {"*/input", "*/lm_head/weight", "*/model.layers.0.self_attn.q_proj/weight",
                  "*/model.layers.1.mlp.down_proj/weight"};  // the golden's float32 tensors
     o.methods = {Method::modelopt_max, Method::llmc_static_minmax, Method::llmc_memoryless_minmax};
@@ -95,13 +95,13 @@ TEST_CASE("calibrate --save --scheme nvfp4: each producer's names, dtype, shape 
             REQUIRE(b.size() == 4);
             std::uint32_t got = 0;
             std::memcpy(&got, b.data(), 4);
-            CHECK(got == hex_bits(want["bits_f32"]));
+            CHECK(got == nvfp4_hex_bits(want["bits_f32"]));
         }
     }
 }
 
 TEST_CASE("calibrate nvfp4 input scales: the producers' zero, tiny and huge amax cases", "[calibrate]") {
-    const auto g = golden();
+    const auto g = nvfp4_golden();
     REQUIRE(g["edge"].size() == 6);
     for (const auto& [label, e] : g["edge"].items()) {
         INFO(label);
@@ -109,7 +109,7 @@ TEST_CASE("calibrate nvfp4 input scales: the producers' zero, tiny and huge amax
         std::vector<Batch> batches;
         for (const auto& b : e["batches_f32"]) {
             Batch x;
-            for (const auto& v : b) x.push_back(fp8kit_test::from_bits(hex_bits(v)));
+            for (const auto& v : b) x.push_back(fp8kit_test::from_bits(nvfp4_hex_bits(v)));
             batches.push_back(x);
         }
         const auto& mo = e["modelopt_max"];
@@ -118,12 +118,12 @@ TEST_CASE("calibrate nvfp4 input scales: the producers' zero, tiny and huge amax
             CHECK_FALSE(s.has_value());  // ModelOpt's export asserts: the scale underflows to zero
         } else {
             REQUIRE(s.has_value());
-            CHECK(fp8kit_test::bits(*s) == hex_bits(mo["bits_f32"]));
+            CHECK(fp8kit_test::bits(*s) == nvfp4_hex_bits(mo["bits_f32"]));
         }
         for (Method m : {Method::llmc_static_minmax, Method::llmc_memoryless_minmax}) {
             INFO(name(m));
             const float gs = llmc_nvfp4_input_global_scale(calibrate(m, batches, d).amax, d);
-            CHECK(fp8kit_test::bits(gs) == hex_bits(e[name(m)]["bits_f32"]));
+            CHECK(fp8kit_test::bits(gs) == nvfp4_hex_bits(e[name(m)]["bits_f32"]));
         }
     }
     CHECK(llmc_nvfp4_input_global_scale(fp8kit_test::kNaN, DType::bf16) == 1.0f);  // nan_to_num
