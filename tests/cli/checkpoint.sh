@@ -5,13 +5,8 @@
 # and names the layer; a missing folder exits 2.
 # Usage: bash checkpoint.sh /path/to/fp8kit /path/to/repo
 set -u
-FP8KIT=$1
-REPO=$2
-D=$REPO/data/checkpoints
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
 
 for c in ct_fp8 ct_nvfp4 modelopt_nvfp4 modelopt_mxfp4; do
   out=$("$FP8KIT" checkpoint check "$D/$c" --reference "$D/original"); rc=$?

@@ -7,13 +7,8 @@
 # not under the OCP floor rule; one planted code and one planted scale exit 1 and are named.
 # Usage: bash checkpoint_gptoss.sh /path/to/fp8kit /path/to/repo
 set -u
-FP8KIT=$1
-REPO=$2
-D=$REPO/data/checkpoints
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
 
 # exact FOLDER REFERENCE RULE: exit 0, both expert tensors bit-exact under RULE, summary OK.
 exact() {

@@ -6,13 +6,8 @@
 # exits 1 and names the layer.
 # Usage: bash checkpoint_llmcompressor.sh /path/to/fp8kit /path/to/repo
 set -u
-FP8KIT=$1
-REPO=$2
-D=$REPO/data/checkpoints
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
 
 # Every fixture: exit 0, every quantised layer bit-exact, OK. model_free_ptq also quantises
 # embed_tokens (15 layers) and that is noted as outside the config's targets.

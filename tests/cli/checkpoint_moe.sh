@@ -5,13 +5,8 @@
 # NVFP4 and MXFP4 (exit 0); a copy with one expert's input_scale removed exits 1 naming it.
 # Usage: bash checkpoint_moe.sh /path/to/fp8kit /path/to/repo
 set -u
-FP8KIT=$1
-REPO=$2
-D=$REPO/data/checkpoints
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
 
 for p in modelopt ct; do
   for s in fp8 fp8_block nvfp4 mxfp4; do

@@ -6,13 +6,8 @@
 # failed, by class; --engine turns one engine's concerns into failures; a bad --engine exits 2.
 # Usage: bash checkpoint_producers.sh /path/to/fp8kit /path/to/repo
 set -u
-FP8KIT=$1
-REPO=$2
-D=$REPO/data/checkpoints
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
 
 for c in llmc_nvfp4_fused tf_fp8_block tf_fp8_block_ue8m0 tf_fp8_block_ue8m0_f32; do
   out=$("$FP8KIT" checkpoint check "$D/$c" --reference "$D/original"); rc=$?

@@ -6,13 +6,8 @@
 # says why; a changed MXFP8 scale byte exits 1 and names the layer.
 # Usage: bash checkpoint_schemes.sh /path/to/fp8kit /path/to/repo
 set -u
-FP8KIT=$1
-REPO=$2
-D=$REPO/data/checkpoints
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
 
 for spec in modelopt_fp8_pcpt:fp8-per-channel:original modelopt_mxfp8:mxfp8:original ct_mxfp8:mxfp8:original \
             modelopt_w4a8_max:w4a8-int4:original modelopt_w4a8:w4a8-int4:modelopt_w4a8_smoothed; do

@@ -7,13 +7,8 @@
 # planted scale faults (negative, NaN, a transposed block grid) exit 1 and name the tensor.
 # Usage: bash checkpoint_transformers.sh /path/to/fp8kit /path/to/repo
 set -u
-FP8KIT=$1
-REPO=$2
-D=$REPO/data/checkpoints
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
 
 # exact FOLDER REFERENCE LAYERS RULE: exit 0, every layer bit-exact under RULE, summary OK.
 exact() {

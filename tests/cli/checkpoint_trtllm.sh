@@ -8,13 +8,8 @@
 # line; a code flipped in rank1.safetensors is named with its rank.
 # Usage: bash checkpoint_trtllm.sh /path/to/fp8kit /path/to/repo
 set -u
-FP8KIT=$1
-REPO=$2
-D=$REPO/data/checkpoints
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
 
 # folder, reference, bit-exact weights
 while read -r c ref n; do
