@@ -13,6 +13,7 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0
 check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+. "$REPO/tests/cli/full_device.bash"
 
 "$FP8KIT" calibrate "$DUMP" --method all --csv > "$T/all.csv"; check "csv: exit 0" $?
 [ "$(wc -l < "$T/all.csv")" -eq 211 ]; check "csv: 30 activation tensors (15 inputs, 15 outputs) x 7 methods" $?
@@ -50,9 +51,9 @@ grep -q 'lm_head.input_scale' "$T/s.safetensors"; check "save: named input_scale
 [ $rc -eq 2 ] && grep -qx "fp8kit: error: calibrate: no tensor of '.*' matches --tensors" "$T/err"
 s=$?; check "no match: exit 2, the command named once (got $rc: $(cat "$T/err"))" $s
 # --save through the output sink: a full device is a failure (exit 2, one line), never exit 0.
-"$FP8KIT" calibrate "$DUMP" --method max --tensors '*/lm_head/input' --save /dev/full > /dev/null 2> "$T/err"; rc=$?
-[ $rc -eq 2 ] && grep -qx "fp8kit: error: --save /dev/full: write failed: No space left on device" "$T/err"
-s=$?; check "--save /dev/full: exit 2 (got $rc: $(cat "$T/err"))" $s
+"$FP8KIT" calibrate "$DUMP" --method max --tensors '*/lm_head/input' --save "$FULL" > /dev/null 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -qx "fp8kit: error: --save $FULL: write failed: No space left on device" "$T/err"
+s=$?; check "--save full device: exit 2 (got $rc: $(cat "$T/err"))" $s
 
 "$FP8KIT" calibrate "$DUMP" --method entropy 2> "$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "_compute_amax_entropy" "$T/err"; check "entropy (undefined for FP8 in ModelOpt): exit 2, why (got $rc)" $?

@@ -14,6 +14,7 @@ check() { # description, condition status (0 = ok)
 }
 export OMP_NUM_THREADS=1
 unset COLUMNS
+. "$REPO/tests/cli/full_device.bash"
 
 # st FILE HEADER DATA(printf escapes): a safetensors file, header length as 8 little-endian bytes.
 st() {
@@ -32,8 +33,8 @@ printf 'step,tensor,amax\n0,a,1.5\n1,a,2\n' > "$T/trace.csv"
 for cmd in "inspect $T/good.safetensors" "inspect $T/good.safetensors --json" "inspect $T/good.safetensors --csv" \
            "replay $T/trace.csv" "replay $T/trace.csv --json" "sweep $T/trace.csv" "sweep $T/trace.csv --json" \
            "sweep $T/trace.csv --csv" "formats" "encode 1.5 --to e4m3 --profile torch" "--help"; do
-    $FP8KIT $cmd > /dev/full 2> "$T/err"; rc=$?
-    [ $rc -ne 0 ] && grep -q "standard output" "$T/err"; check "$cmd > /dev/full exits nonzero ($rc) and says so" $?
+    $FP8KIT $cmd > "$FULL" 2> "$T/err"; rc=$?
+    [ $rc -ne 0 ] && grep -q "standard output" "$T/err"; check "$cmd > full device exits nonzero ($rc) and says so" $?
     $FP8KIT $cmd >&- 2> "$T/err"; rc=$?
     [ $rc -ne 0 ] && grep -q "standard output is closed" "$T/err"; check "$cmd with stdout closed exits nonzero ($rc)" $?
 done
@@ -55,8 +56,8 @@ if [ ! -w "$T/ro" ]; then   # root can write anyway: the check needs a folder we
     [ $rc -eq 2 ] && grep -q "temporary file" "$T/err"; check "table -o in a read-only folder: exit 2, says why" $?
 fi
 chmod 755 "$T/ro"
-$FP8KIT table --from e4m3 --to f32 -o /dev/full 2> "$T/err"; rc=$?
-[ $rc -eq 2 ] && grep -q "write failed" "$T/err"; check "table -o /dev/full fails ($rc)" $?
+$FP8KIT table --from e4m3 --to f32 -o "$FULL" 2> "$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "write failed" "$T/err"; check "table -o full device fails ($rc)" $?
 
 ## 2. Only regular files; bounded lines; no hang.
 mkfifo "$T/fifo.csv"

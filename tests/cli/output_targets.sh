@@ -2,7 +2,7 @@
 # Issue 47: every file a command writes goes through the one output sink (lib/src/io/sink.cpp):
 # table -o, gemm -o and calibrate --save, onto every kind of target (docs/hardening.md, "Output"):
 # a new file; an existing FILE.tmp of the user's (untouched); a symlink (written through to its
-# file, the link kept); a dangling symlink (refused); /dev/full (written in place, never replaced,
+# file, the link kept); a dangling symlink (refused); a full device (written in place, never replaced,
 # exit 2); a FIFO with a reader (written in place) and without one (refused at once, no hang); a
 # folder (refused); a read-only folder and a file-size limit (exit 2, nothing left, the old file
 # kept); `-` (standard output, checked).
@@ -18,6 +18,7 @@ fail=0
 check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
 export OMP_NUM_THREADS=1
 . "$REPO/tests/cli/npy.bash"
+. "$REPO/tests/cli/full_device.bash"
 npy "$T/a.npy" '|u1' '(2, 2)' '\x38\x40\x48\x38'
 npy "$T/b.npy" '|u1' '(1, 2)' '\x40\x40'
 chmod 644 "$T/a.npy" "$T/b.npy"
@@ -68,11 +69,11 @@ for c in table gemm calibrate; do
     [ -L "$D/dangling" ] && [ ! -e "$D/nowhere" ]; check "$c: the dangling link is kept, nothing created" $?
     rm "$D/link" "$D/real" "$D/dangling" "$D/out" "$D/out.tmp"
 
-    # /dev/full: written in place and failing; as root too, the device node stays.
-    run $c /dev/full 2>"$T/err"; rc=$?
+    # The full device: written in place and failing; as root too, the device node stays.
+    run $c "$FULL" 2>"$T/err"; rc=$?
     [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" = 1 ] && grep -q "write failed: No space left on device" "$T/err"
-    s=$?; check "$c: /dev/full: exit 2, one line ($rc: $(head -c 200 "$T/err"))" $s
-    [ -c /dev/full ]; check "$c: /dev/full is still a device" $?
+    s=$?; check "$c: full device: exit 2, one line ($rc: $(head -c 200 "$T/err"))" $s
+    is_full_device "$FULL"; check "$c: the full device is still a device" $?
 
     # A FIFO: with a reader, written in place; without one, refused at once.
     mkfifo "$D/fifo"
@@ -136,7 +137,7 @@ for c in table gemm calibrate; do
     [ $c = calibrate ] && continue
     run $c - > "$T/stdout"; check "$c: - : exit 0" $?
     cmp -s "$T/stdout" "$D/ref"; check "$c: - writes the same bytes" $?
-    run $c - > /dev/full 2>"$T/err"; rc=$?
-    [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" = 1 ]; check "$c: - > /dev/full: exit 2, one line ($rc: $(head -c 200 "$T/err"))" $?
+    run $c - > "$FULL" 2>"$T/err"; rc=$?
+    [ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" = 1 ]; check "$c: - > full device: exit 2, one line ($rc: $(head -c 200 "$T/err"))" $?
 done
 exit $fail

@@ -4,6 +4,7 @@
 set -u
 fp8kit=$1 repo=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+T=$tmp; . "$repo/tests/cli/full_device.bash"
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 expect_exit() {  # expect_exit CODE CMD...: exit status and, for 2, exactly one line on stderr
@@ -73,9 +74,8 @@ expect_exit 2 "$fp8kit" encode 1 --to e8m0 --profile torch
 expect_exit 2 "$fp8kit" decode 256 --from e4m3
 expect_exit 2 "$fp8kit" table --from f16 --to e4m3 --profile torch -o /nonexistent/dir/t.bin
 contains "$tmp/err" "/nonexistent/dir/t.bin" "unwritable output names the file"
-if [ -w /dev/full ]; then
-  expect_exit 2 "$fp8kit" table --from f16 --to e4m3 --profile torch -o /dev/full
-fi
+expect_exit 2 "$fp8kit" table --from f16 --to e4m3 --profile torch -o "$FULL"
+contains "$tmp/err" "write failed: No space left on device" "a full device is a failure"
 expect_exit 2 "$fp8kit" frobnicate
 
 echo "$fails failure(s)"

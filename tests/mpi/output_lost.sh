@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 47: under `mpirun -n 1` and `-n 2`, a report that cannot be written is a failure of the
 # job. Every command's report (tests/cli/commands.bash; inspect and sweep split over the ranks, as
-# in the README's cluster commands) into /dev/full and into a closed standard output exits nonzero
+# in the README's cluster commands) into a full device and into a closed standard output exits nonzero
 # with fp8kit's one line saying the report was lost; every rank's exit status is the writing
 # rank's. Rank 0 writes to the launcher's own standard output (cluster/launcher.hpp), since
 # mpirun ignores a failure to copy a rank's output.
@@ -18,6 +18,7 @@ export OMP_NUM_THREADS=1
 fail=0
 check() { if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
 . "$REPO/tests/cli/commands.bash"
+. "$REPO/tests/cli/full_device.bash"
 set -f  # the patterns are fp8kit's
 # The commands split over the ranks write one report into a file as before.
 for c in "inspect --json -q $EX/llama_tiny_dump.h5" "sweep --json -q $EX/amax_trace.csv $EX/llama_tiny_dump.h5"; do
@@ -30,9 +31,9 @@ for cmd in "${CMDS[@]}" "sweep --json -q $EX/amax_trace.csv $EX/llama_tiny_dump.
     name=${cmd%% *}
     for n in 1 2; do
         # shellcheck disable=SC2086
-        mpirun_bounded -n $n "$FP8KIT" $cmd >/dev/full 2>"$T/err"; rc=$?
+        mpirun_bounded -n $n "$FP8KIT" $cmd >"$FULL" 2>"$T/err"; rc=$?
         k=$(grep -c "$(lost_line full)" "$T/err")
-        check "mpirun -n $n $name > /dev/full: exit nonzero with fp8kit's one line (exit $rc, $k: $(grep '^fp8kit' "$T/err" | head -3))" $(( rc == 0 || k != 1 ))
+        check "mpirun -n $n $name > full device: exit nonzero with fp8kit's one line (exit $rc, $k: $(grep '^fp8kit' "$T/err" | head -3))" $(( rc == 0 || k != 1 ))
         # shellcheck disable=SC2086
         mpirun_bounded -n $n "$FP8KIT" $cmd >&- 2>"$T/err"; rc=$?
         # (mpirun may have given its descriptor 1 to another file: the write then fails instead.)

@@ -64,8 +64,7 @@ bool write_to_launcher_stdout() {
     if (l.fd >= 0) io::adopt_stdout(l.fd);
     if (!l.closed) return false;
     io::set_stdout_closed();
-    const int full = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
-    io::adopt_stdout(full);
+    io::adopt_stdout(io::open_write_refusing());
     return true;
 }
 

@@ -19,8 +19,8 @@
 namespace fp8kit::io {
 namespace {
 
-// Descriptor 1 was closed when the program started (reserve_stdout put /dev/full there): every
-// write to it fails with ENOSPC, which is not what happened, so messages name the closed output.
+// Descriptor 1 was closed when the program started (reserve_stdout put a write-refusing pipe end
+// there): every write to it fails with EBADF, so messages name the closed output instead.
 bool stdout_closed = false;
 
 constexpr const char* kStdoutClosed = "standard output is closed";
@@ -237,10 +237,17 @@ int finish_stdout(int status, bool closed_at_start) {
     return 2;
 }
 
+int open_write_refusing() {
+    int ends[2];
+    if (::pipe2(ends, O_CLOEXEC) != 0) return -1;
+    ::close(ends[1]);
+    return ends[0];
+}
+
 bool reserve_stdout() {
     if (::fcntl(STDOUT_FILENO, F_GETFD) != -1 || errno != EBADF) return false;
     stdout_closed = true;
-    const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+    const int fd = open_write_refusing();
     if (fd >= 0 && fd != STDOUT_FILENO) {
         ::dup2(fd, STDOUT_FILENO);
         ::close(fd);

@@ -80,14 +80,19 @@ void flush(std::FILE* f);
 // when the process started (reserve_stdout).
 int finish_stdout(int status, bool closed_at_start);
 
+// A descriptor every write to fails (EBADF): the read end of a pipe whose write end is closed. It
+// needs no file, so it holds where /dev/full is missing or a plain file (some sandboxes). -1 when
+// pipe2 fails.
+int open_write_refusing();
+
 // A closed descriptor 1 would let the next open() take it, and a report would be written into
-// whatever file that was. Takes it with /dev/full instead (every write then fails and
+// whatever file that was. Takes it with open_write_refusing() instead (every write then fails and
 // finish_stdout reports the loss). Returns true when descriptor 1 was closed.
 bool reserve_stdout();
 
 // Standard output is known to be closed (reserve_stdout found descriptor 1 closed; an MPI
 // launcher's standard output is closed): `-o -` and the checks of standard output then say that it
-// is closed instead of the /dev/full stand-in's "No space left on device".
+// is closed instead of the stand-in descriptor's "Bad file descriptor".
 void set_stdout_closed();
 
 // Makes descriptor 1 the open file description `fd` (dup2; the offset and O_APPEND are shared, as
