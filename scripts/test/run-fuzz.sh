@@ -68,6 +68,24 @@ fuzz_one() {
   LSAN_OPTIONS="$lsan" "$bin" "${extra[@]}" -seed=1 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix=build-fuzz/crashes/"$name"- "$work" "$corpus" >build-fuzz/"$name".log 2>&1
 }
+# clang's OpenMP runtime (libomp, LLVM 14) registers every process that initialises it with a file
+# /dev/shm/__KMP_REGISTERED_LIB_<pid>_<uid>, removed by its destructor at exit
+# (openmp/runtime/src/kmp_runtime.cpp, __kmp_register_library_startup). The HDF5 reader's listing
+# child (dump_hdf5.cpp, list_in_child) leaves with _exit, or is killed when it hangs, so the files of
+# such children stay behind. Those that appear during this run and whose process is gone are this
+# run's own leftovers and are removed at the end.
+kmp_files() { find /dev/shm -maxdepth 1 -name '__KMP_REGISTERED_LIB_*' -printf '%f\n' 2>/dev/null | sort; }
+kmp_before=$(kmp_files)
+remove_stale_kmp_files() {
+  local f pid n=0
+  while read -r f; do
+    [ -n "$f" ] || continue
+    pid=${f#__KMP_REGISTERED_LIB_}; pid=${pid%%_*}
+    if [ ! -d /proc/"$pid" ]; then rm -f /dev/shm/"$f" && n=$((n + 1)); fi
+  done < <(comm -13 <(printf '%s\n' "$kmp_before") <(kmp_files))
+  [ "$n" = 0 ] || echo "== fuzz: removed $n libomp registration files of exited processes from /dev/shm"
+}
+trap remove_stale_kmp_files EXIT
 names=()
 for bin in "$build"/fuzz/fuzz_*; do
   name=$(basename "$bin"); names+=("${name#fuzz_}")
