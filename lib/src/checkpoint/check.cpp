@@ -39,7 +39,7 @@ std::string shape_str(const std::vector<std::uint64_t>& s) { return fmt::format(
 std::vector<std::uint8_t> codes_of(const Layer& L, const RawTensor& w,
                                    emu::NibbleOrder order = emu::NibbleOrder::low_first) {
     if (w.dtype != "U8") return std::vector<std::uint8_t>(w.bytes.begin(), w.bytes.end());
-    if (L.scheme == Scheme::w4a8) {
+    if (detail::int4_packed(L.scheme)) {
         // ModelOpt INT4 (quant_utils.py pack_int4_in_uint8): byte [r/2][c] holds rows 2i (low
         // nibble) and 2i + 1 (high nibble) of column c.
         std::vector<std::uint8_t> c(L.rows * L.cols);
@@ -112,7 +112,8 @@ std::vector<std::vector<std::uint64_t>> scale_shapes(Producer p, const Layer& L,
         case Scheme::fp8_tensor:
             if (L.block_rows < L.rows) return {{E}, {E, 1}, {E, 1, 1}};
             return {};  // any shape of one element
-        case Scheme::fp8_channel: return {with_e({r}), with_e({r, 1})};
+        case Scheme::fp8_channel:
+        case Scheme::int8: return {with_e({r}), with_e({r, 1})};
         case Scheme::fp8_block: {
             const std::uint64_t gr = (r + br - 1) / br, gc = (c + bc - 1) / bc;
             // ModelOpt FP8_PB_WO keeps FP8QTensor's blocked view [gr, 1, gc, 1] (qtensor/fp8_tensor.py).
@@ -123,6 +124,7 @@ std::vector<std::vector<std::uint64_t>> scale_shapes(Producer p, const Layer& L,
         case Scheme::mxfp4:
         case Scheme::mxfp8:
         case Scheme::w4a8:
+        case Scheme::int4:
             if (L.weight.size() > 6 && L.weight.compare(L.weight.size() - 6, 6, "blocks") == 0 && w.size() >= 2)
                 return {std::vector<std::uint64_t>(w.begin(), w.end() - 1)};
             return {with_e({r, (c + bc - 1) / bc})};
@@ -244,11 +246,17 @@ struct Checker : detail::Findings {
                 dtypes = {"U8", "F8_E8M0"};
                 break;
             case Scheme::w4a8:
+            case Scheme::int4:
                 want = L.rows * ((L.cols + L.block_cols - 1) / L.block_cols);
+                dtypes = {"F32"};
+                break;
+            case Scheme::int8:  // ModelOpt: amax.float() / 127 (quant_utils.py get_scaling_factor)
+                want = L.rows;
                 dtypes = {"F32"};
                 break;
             default: return true;
         }
+        if (modelopt_float32_scales(L)) dtypes = {"F32"};
         bool ok = true;
         if (sn != want) {
             fail(L.scale, "structure",
@@ -272,6 +280,7 @@ struct Checker : detail::Findings {
             fail(L.module, "structure", "NVFP4 weight without a one-element global scale");
             ok = false;
         }
+        if (L.scheme == Scheme::int4) ok = int4_groups_whole(L, w) && ok;
         if (L.scheme == Scheme::w4a8) {
             if (numel(F.tensors().at(L.global_scale).shape) != 1) {
                 fail(L.global_scale, "structure",
@@ -287,6 +296,22 @@ struct Checker : detail::Findings {
             }
         }
         return ok;
+    }
+
+    // ModelOpt stores every FP8 per-tensor and per-channel weight scale as float32
+    // (quant_utils.py get_scaling_factor: `amax.float() / quantizer.maxbound`), in both exports;
+    // a bfloat16 one (compressed-tensors' convention) was not written by it.
+    bool modelopt_float32_scales(const Layer& L) const {
+        return F.producer() == Producer::modelopt &&
+               (L.scheme == Scheme::fp8_tensor || L.scheme == Scheme::fp8_channel);
+    }
+
+    // ModelOpt refuses partial INT4 groups (quant_utils.py _validate_int4_block_size).
+    bool int4_groups_whole(const Layer& L, const TensorRef& w) {
+        if (w.shape.size() == 2 && L.block_cols && w.shape[1] % L.block_cols == 0) return true;
+        fail(L.weight, "structure",
+             fmt::format("INT4 weight {} is not a whole number of {}-column groups", shape_str(w.shape), L.block_cols));
+        return false;
     }
 
     // 2. Scale values.
@@ -441,6 +466,13 @@ struct Checker : detail::Findings {
     void kv() { detail::check_kv_names(F, R); }
 };
 
+// A layer of integer bytes (U8 / I8 weight) that no scheme was recognised for: its codes are not
+// an unquantised weight, and are not checked.
+bool unknown_codes(const Folder& F, const Layer& L) {
+    const auto& d = F.tensors().at(L.weight).dtype;
+    return d == "U8" || d == "I8";
+}
+
 Scales stored_scales(const Folder& F, const Layer& L, const RawTensor& s) {
     Scales st;
     st.block.resize(s.numel());
@@ -554,7 +586,7 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
             ++miss_r[r];
             const float q = std::fabs(xq[i] / detail::dequant_factor(F.producer(), L, use, r, k));
             if (q > detail::element_max(L.scheme)) ++sat_r[r];
-            if (L.scheme == Scheme::w4a8
+            if (detail::integer_codes(L.scheme)
                     ? std::fabs(detail::decode_element(L.scheme, want[i]) - detail::decode_element(L.scheme, got[i])) ==
                           1.0f
                     : (want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1)
@@ -804,6 +836,73 @@ void stacked_nvfp4(const Folder& F, const Folder* ref, const Layer& L, Checker& 
     }
 }
 
+// The rows ModelOpt writes for a vocabulary of v tokens at tp ranks: padded with zero rows to a
+// multiple of 64 for INT4/W4A8 AWQ (postprocess.py pad_embedding_lm_head, called from
+// model_config_export.py torch_to_tensorrt_llm_checkpoint), then to a multiple of tp before the
+// embedding and every column linear, lm_head included, are split by rows
+// (postprocess.py _split_model_config_for_tp, model_config_utils.py pad_weights).
+std::vector<std::uint64_t> padded_vocab_rows(std::uint64_t v, std::uint64_t tp) {
+    auto up = [](std::uint64_t n, std::uint64_t m) { return (n + m - 1) / m * m; };
+    return {up(v, tp), up(up(v, 64), tp)};
+}
+
+// A TensorRT-LLM checkpoint's vocab_embedding and lm_head (unquantised): as many rows as
+// ModelOpt pads the config's vocab_size to; the padding rows zero (pad_weights' value 0); with
+// a reference, the real rows the original's, bit for bit (ModelOpt copies them in the export dtype).
+void trtllm_vocab_rows(const Folder& F, const Folder* ref, Checker& C) {
+    if (!F.trtllm || F.vocab_size == 0) return;
+    for (const auto& [n, orig] : {std::pair<std::string, std::string>{"transformer.vocab_embedding.weight",
+                                                                      "model.embed_tokens.weight"},
+                                  {"lm_head.weight", "lm_head.weight"}}) {
+        if (!F.has(n)) continue;
+        const auto& t = F.tensors().at(n);
+        if (t.shape.size() != 2 || (t.dtype != "BF16" && t.dtype != "F16" && t.dtype != "F32")) continue;
+        const std::uint64_t rows = t.shape[0], v = F.vocab_size;
+        const auto ok = padded_vocab_rows(v, F.tp());
+        if (rows != v && std::find(ok.begin(), ok.end(), rows) == ok.end()) {
+            C.fail(n, "vocab padding",
+                   fmt::format("{} rows for config.json vocab_size {} at tp_size {}: ModelOpt writes {} (postprocess.py "
+                               "_split_model_config_for_tp, pad_weights)",
+                               rows, v, F.tp(), fmt::join(ok, " or ")));
+            continue;
+        }
+        const RawTensor w = F.read(n);
+        const std::size_t row_bytes = w.bytes.size() / rows;
+        std::uint64_t nonzero = 0;
+        for (std::uint64_t r = v; r < rows; ++r)
+            for (std::size_t b = 0; b < row_bytes; ++b)
+                if (w.bytes[r * row_bytes + b]) {
+                    ++nonzero;
+                    break;
+                }
+        if (rows > v)
+            C.note(n, "vocab padding",
+                   fmt::format("rows {} to {}: ModelOpt's padding of vocab_size {} for tp_size {} (postprocess.py "
+                               "_split_model_config_for_tp, model_config_utils.py pad_weights); checked zero, the "
+                               "original compared over the {} real rows",
+                               v, rows - 1, v, F.tp(), v));
+        if (nonzero)
+            C.fail(n, "vocab padding",
+                   fmt::format("{} of the {} padding rows (past vocab_size {}) are not zero; ModelOpt pads with zeros",
+                               nonzero, rows - v, v));
+        if (!ref || !ref->has(orig)) continue;
+        const RawTensor o = ref->read(orig);
+        if (o.dtype != w.dtype || o.shape.size() != 2 || o.shape[0] != v || o.bytes.size() != v * row_bytes) {
+            C.fail(n, "reference",
+                   fmt::format("{}: {} {} [{}], the checkpoint's real rows {} [{}, {}]", ref->dir(), orig, o.dtype,
+                               fmt::join(o.shape, ", "), w.dtype, v, t.shape[1]));
+            continue;
+        }
+        const std::size_t es = row_bytes / t.shape[1];
+        std::uint64_t differ = 0;
+        for (std::size_t i = 0; i < o.bytes.size(); i += es) differ += std::memcmp(&o.bytes[i], &w.bytes[i], es) != 0;
+        if (differ)
+            C.fail(n, "vocab rows",
+                   fmt::format("{} of the {} elements of the {} real rows differ from {}'s {}", differ, v * t.shape[1],
+                               v, ref->dir(), orig));
+    }
+}
+
 }  // namespace
 
 std::vector<float> dequantize(const Folder& F, const Layer& L) {
@@ -902,7 +1001,11 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                "gpt_oss/torch/weights.py)");
     for (const auto& L : F.layers()) {
         if (L.scheme == Scheme::none) {
-            if (!L.excluded && L.module.find("embed") == std::string::npos)
+            if (unknown_codes(F, L))
+                C.note(L.weight, "not checked",
+                       fmt::format("not checked: {} codes under a scheme fp8kit has no rule for (quant_algo '{}')",
+                                   F.tensors().at(L.weight).dtype, F.quant_algo));
+            else if (!L.excluded && L.module.find("embed") == std::string::npos)
                 C.note(L.weight, "unquantized", "not quantised and not in the exclude list");
             continue;
         }
@@ -923,10 +1026,11 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         const Scales st = stored_scales(F, L, s);
         const bool fp4 = F.tensors().at(L.weight).dtype == "U8";
         LiveBlocks lb(L, st, fp4, s.numel());
-        if (L.scheme == Scheme::w4a8) lb.mask = 0xF;  // two's complement INT4: 0x8 is -8
+        if (detail::int4_packed(L.scheme)) lb.mask = 0xF;  // two's complement INT4: 0x8 is -8
+        if (L.scheme == Scheme::int8) lb.mask = 0xFF;            // two's complement INT8: 0x80 is -128
         C.pre_quant(L);
         RawTensor w;  // the whole layer where --reference compares it or INT4 rows are paired; else streamed
-        if (ref || L.scheme == Scheme::w4a8) {
+        if (ref || detail::int4_packed(L.scheme)) {
             w = F.read(L.weight);
             const auto codes = codes_of(L, w);
             lb.add(0, codes.data(), codes.size());
@@ -959,6 +1063,12 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         const std::vector<float> x = o.to_floats();
         R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, variants(F, *ref, L)));
         if (R.comparisons.back().verdict != "bit-exact" && F.producer() == Producer::modelopt &&
+            F.quant_algo.find("_SQ_") != std::string::npos && !L.pre_quant_scale.empty())
+            C.note(L.weight, "smoothquant smoothing",
+                   "ModelOpt SmoothQuant quantises the weight multiplied by the smoothing factor (model_calib.py "
+                   "smoothquant, apply_pre_quant_scale_and_smooth) and exports 1/factor as pre_quant_scale: compare "
+                   "against the smoothed weights, not the original");
+        if (R.comparisons.back().verdict != "bit-exact" && F.producer() == Producer::modelopt &&
             F.quant_algo.find("AWQ") != std::string::npos)
             C.note(L.weight, "awq smoothing",
                    "ModelOpt AWQ quantises the weight multiplied by 1/pre_quant_scale in float32 (model_calib.py "
@@ -967,6 +1077,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                    "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the "
                    "original");
     }
+    trtllm_vocab_rows(F, ref ? &*ref : nullptr, C);
     C.experts();
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));
     C.kv();

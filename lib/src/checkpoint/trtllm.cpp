@@ -155,6 +155,7 @@ bool Folder::read_trtllm_config() {
                         hidden = json_count(c, "hidden_size"),
                         head = c.contains("head_size") ? json_count(c, "head_size")
                                                        : hidden / std::max<std::uint64_t>(heads, 1);
+    if (c.contains("vocab_size") && c["vocab_size"].is_number_unsigned()) vocab_size = c["vocab_size"];
     q_rows_ = heads * head;
     kv_rows_ = kv_heads * head;
     const std::string producer = c.contains("producer") && c["producer"].is_object()
