@@ -851,19 +851,20 @@ std::vector<std::uint64_t> padded_vocab_rows(std::uint64_t v, std::uint64_t tp) 
 // a reference, the real rows the original's, bit for bit (ModelOpt copies them in the export dtype).
 void trtllm_vocab_rows(const Folder& F, const Folder* ref, Checker& C) {
     if (!F.trtllm || F.vocab_size == 0) return;
-    for (const auto& [n, orig] : {std::pair<std::string, std::string>{"transformer.vocab_embedding.weight",
-                                                                      "model.embed_tokens.weight"},
-                                  {"lm_head.weight", "lm_head.weight"}}) {
+    for (const auto& [n, orig] :
+         {std::pair<std::string, std::string>{"transformer.vocab_embedding.weight", "model.embed_tokens.weight"},
+          {"lm_head.weight", "lm_head.weight"}}) {
         if (!F.has(n)) continue;
         const auto& t = F.tensors().at(n);
         if (t.shape.size() != 2 || (t.dtype != "BF16" && t.dtype != "F16" && t.dtype != "F32")) continue;
         const std::uint64_t rows = t.shape[0], v = F.vocab_size;
         const auto ok = padded_vocab_rows(v, F.tp());
         if (rows != v && std::find(ok.begin(), ok.end(), rows) == ok.end()) {
-            C.fail(n, "vocab padding",
-                   fmt::format("{} rows for config.json vocab_size {} at tp_size {}: ModelOpt writes {} (postprocess.py "
-                               "_split_model_config_for_tp, pad_weights)",
-                               rows, v, F.tp(), fmt::join(ok, " or ")));
+            C.fail(
+                n, "vocab padding",
+                fmt::format("{} rows for config.json vocab_size {} at tp_size {}: ModelOpt writes {} (postprocess.py "
+                            "_split_model_config_for_tp, pad_weights)",
+                            rows, v, F.tp(), fmt::join(ok, " or ")));
             continue;
         }
         const RawTensor w = F.read(n);
@@ -1027,7 +1028,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         const bool fp4 = F.tensors().at(L.weight).dtype == "U8";
         LiveBlocks lb(L, st, fp4, s.numel());
         if (detail::int4_packed(L.scheme)) lb.mask = 0xF;  // two's complement INT4: 0x8 is -8
-        if (L.scheme == Scheme::int8) lb.mask = 0xFF;            // two's complement INT8: 0x80 is -128
+        if (L.scheme == Scheme::int8) lb.mask = 0xFF;      // two's complement INT8: 0x80 is -128
         C.pre_quant(L);
         RawTensor w;  // the whole layer where --reference compares it or INT4 rows are paired; else streamed
         if (ref || detail::int4_packed(L.scheme)) {

@@ -424,7 +424,7 @@ void Folder::set_extent(Layer& L, const TensorRef& t) const {
     }
     L.block_cols = L.scheme == Scheme::nvfp4                                  ? 16
                    : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
-                   : (L.scheme == Scheme::w4a8 || L.scheme == Scheme::int4)  ? w4a8_group()
+                   : (L.scheme == Scheme::w4a8 || L.scheme == Scheme::int4)   ? w4a8_group()
                                                                               : 0;
     if (L.scheme == Scheme::fp8_channel || L.scheme == Scheme::int8) L.block_cols = L.cols;
     if (L.scheme == Scheme::fp8_block) {
@@ -476,10 +476,10 @@ void Folder::list_layers() {
                 L.scale = m + ".weight_scale";
                 L.global_scale = m + ".weight_scale_2";
                 L.scheme = Scheme::w4a8;
-            } else if (const Scheme is =
-                           modelopt_integer_scheme(producer_, quant_algo, t.dtype,
-                                                   has(m + ".weight_scale") ? &tensors_.at(m + ".weight_scale") : nullptr,
-                                                   has(m + ".weight_scale_2"));
+            } else if (const Scheme is = modelopt_integer_scheme(
+                           producer_, quant_algo, t.dtype,
+                           has(m + ".weight_scale") ? &tensors_.at(m + ".weight_scale") : nullptr,
+                           has(m + ".weight_scale_2"));
                        is != Scheme::none) {
                 L.scale = opt(m + ".weight_scale");
                 L.scheme = is;

@@ -412,8 +412,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw,
-                                         bool int8_bytes) {
+std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw, bool int8_bytes) {
     return std::make_unique<SafetensorsSource>(path, opts, raw, int8_bytes);
 }
 
