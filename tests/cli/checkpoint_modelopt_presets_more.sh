@@ -43,6 +43,8 @@ elif kind == "dtype":  # float32 -> bfloat16 (upper halves), or U8 -> F8_E4M3
         t[name][0] = "F8_E4M3"
 elif kind == "missing":
     del t[name]
+elif kind == "negate":  # the sign bit of the last element (little-endian: its last byte)
+    b[-1] ^= 0x80
 elif kind == "lastrow":  # a nonzero byte in the last row
     b[-1] ^= 0x40
 out, off, h = bytearray(), 0, {}
@@ -91,6 +93,22 @@ for p in $presets; do
   plant "$D/$c" "$T/p" model.safetensors missing $w.weight_scale
   expect_fault "$c: a missing scale" "$T/p" "$D/$ref" 'has no scale tensor|[0-9]+ structure'
 done
+
+# The companions ModelOpt writes with every quantised linear: a lost input_scale (FP8, W8A8),
+# a negative one, a lost SmoothQuant pre_quant_scale.
+plant "$D/modelopt_int8_default" "$T/p" model.safetensors missing $w.input_scale
+expect_fault "int8_default: a missing input_scale" "$T/p" "$D/original" 'missing input_scale'
+plant "$D/modelopt_fp8_affine_kv" "$T/p" model.safetensors missing model.layers.0.mlp.up_proj.input_scale
+expect_fault "fp8_affine_kv: a missing input_scale" "$T/p" "$D/original" 'missing input_scale'
+plant "$D/modelopt_int8_default" "$T/p" model.safetensors negate $w.input_scale
+expect_fault "int8_default: a negative input_scale" "$T/p" "$D/original" 'input scale'
+plant "$D/modelopt_int8_smoothquant" "$T/p" model.safetensors missing $w.pre_quant_scale
+expect_fault "int8_smoothquant: a missing pre_quant_scale" "$T/p" "$D/modelopt_int8_smoothquant_smoothed" \
+  'missing pre_quant_scale'
+plant "$D/modelopt_fp8_affine_kv" "$T/p" model.safetensors missing model.layers.0.self_attn.k_proj.k_bias
+expect_fault "fp8_affine_kv: a missing k_bias" "$T/p" "$D/original" 'kv bias'
+plant "$D/modelopt_fp8_affine_kv" "$T/p" model.safetensors negate model.layers.0.self_attn.v_proj.v_scale
+expect_fault "fp8_affine_kv: a negative v_scale" "$T/p" "$D/original" 'kv scale'
 
 # Without a rule for the scheme: named as not checked, never a failure, never "bit-exact".
 plant "$D/modelopt_int8_weight_only" "$T/u" model.safetensors missing $w.weight_scale

@@ -189,11 +189,13 @@ struct Checker : detail::Findings {
         const RawTensor is = F.read(L.input_scale);
         for (std::uint64_t i = 0; i < is.numel(); ++i) {
             const float v = is.at(i);
-            if (std::isfinite(v) && v != 0.0f) continue;
+            // Every producer stores amax / qmax, never negative (ModelOpt asserts it positive:
+            // quant_utils.py get_scaling_factor).
+            if (std::isfinite(v) && v != 0.0f && !std::signbit(v)) continue;
             fail(L.input_scale, "input scale",
                  is.numel() == 1
-                     ? fmt::format("input_scale {} (must be finite and nonzero)", v)
-                     : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i, v, i));
+                     ? fmt::format("input_scale {} (must be finite, positive)", v)
+                     : fmt::format("input_scale[{}] {} (must be finite, positive; expert {} of the stack)", i, v, i));
             break;
         }
     }
@@ -459,6 +461,40 @@ struct Checker : detail::Findings {
                          fmt::format("{} of the experts {} have an input_scale, this one has none (vLLM loads 0 -> inf "
                                      "-> NaN, vLLM #45212)",
                                      g.first, k));
+    }
+
+    // ModelOpt exports an input_scale for every quantised linear whose input quantizer is static
+    // and calibrated (unified_export_hf.py _export_quantized_weight: get_activation_scaling_factor),
+    // and a SmoothQuant checkpoint a pre_quant_scale for every one of them (model_calib.py
+    // smoothquant smooths every quantised linear it calibrated); so where the other quantised,
+    // not excluded layers of the same scheme carry one, a layer without it lost it. Stacked and
+    // per-expert layers: experts() and moe_rules.cpp.
+    void modelopt_companions() {
+        if (F.producer() != Producer::modelopt || F.trtllm) return;
+        const bool sq = F.quant_algo.find("_SQ_") != std::string::npos;
+        std::map<Scheme, std::pair<int, int>> with;  // scheme -> (input_scale, pre_quant_scale) count
+        auto counted = [](const Layer& L) {
+            return L.scheme != Scheme::none && !L.excluded && !L.experts &&
+                   L.module.find(".experts.") == std::string::npos;
+        };
+        for (const auto& L : R.layers)
+            if (counted(L))
+                with[L.scheme].first += !L.input_scale.empty(), with[L.scheme].second += !L.pre_quant_scale.empty();
+        for (const auto& L : R.layers) {
+            if (!counted(L)) continue;
+            const auto [in, pq] = with[L.scheme];
+            if (L.input_scale.empty() && in > 0)
+                fail(
+                    L.module + ".input_scale", "missing input_scale",
+                    fmt::format("{} other {} layers have an input_scale, this one none (ModelOpt exports one for every "
+                                "statically quantised input: unified_export_hf.py)",
+                                in, name(L.scheme)));
+            if (sq && L.pre_quant_scale.empty() && pq > 0)
+                fail(L.module + ".pre_quant_scale", "missing pre_quant_scale",
+                     fmt::format("{} other layers have a pre_quant_scale, this one none (ModelOpt SmoothQuant smooths "
+                                 "every quantised linear: model_calib.py smoothquant)",
+                                 pq));
+        }
     }
 
     // 3. KV and attention scales: what vLLM, SGLang and TensorRT-LLM do with each name, and the
@@ -1080,6 +1116,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     }
     trtllm_vocab_rows(F, ref ? &*ref : nullptr, C);
     C.experts();
+    C.modelopt_companions();
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));
     C.kv();
     return R;
