@@ -71,7 +71,8 @@ expect_fault() {
 presets="modelopt_fp8_affine_kv:original:7 modelopt_mxfp4_mlp_weight_only:original:3
 modelopt_w4a8_mxfp4_fp8:original:7 modelopt_int4_awq:modelopt_int4_awq_smoothed:7
 modelopt_int4_blockwise_weight_only:original:7 modelopt_int8_default:original:7
-modelopt_int8_smoothquant:modelopt_int8_smoothquant_smoothed:7 modelopt_int8_weight_only:original:7"
+modelopt_int8_smoothquant:modelopt_int8_smoothquant_smoothed:7 modelopt_int8_weight_only:original:7
+modelopt_fp8_block:original:7"
 w=model.layers.0.mlp.down_proj
 for p in $presets; do
   IFS=: read -r c ref n <<< "$p"
@@ -119,6 +120,23 @@ PY
 out=$("$FP8KIT" checkpoint check "$T/u"); rc=$?
 check "I8 codes under an unknown quant_algo: exit 0 (got $rc)" $rc
 printf '%s\n' "$out" | grep -q "^note \[not checked\] $w.weight: not checked"; check "... named not checked" $?
+
+# ... and its E8M0 scales (an MX INT8 layout: U8 [rows, cols/32]) still checked for NaN (255).
+python3 - "$T/u/model.safetensors" "$w.weight_scale" <<'PY'
+import json, struct, sys
+path, name = sys.argv[1:3]
+raw = open(path, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+head = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+scales = bytes([127] * (128 * 6 - 1) + [255])
+head[name] = {"dtype": "U8", "shape": [128, 6], "data_offsets": [len(data), len(data) + len(scales)]}
+h = json.dumps(head).encode(); h += b" " * ((8 - len(h) % 8) % 8)
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + data + scales)
+PY
+out=$("$FP8KIT" checkpoint check "$T/u"); rc=$?
+[ $rc -eq 1 ]; check "unknown scheme, an E8M0 scale 255: exit 1 (got $rc)" $?
+printf '%s\n' "$out" | grep -q "^note \[not checked\] $w.weight"; check "... still noted not checked" $?
+printf '%s\n' "$out" | grep -q "^FAIL \[scale finite\] $w.weight_scale"; check "... the NaN scale named" $?
 
 # TensorRT-LLM, tp_size 2, vocab_size 33: 34 rows, the last ModelOpt's zero padding.
 v=modelopt_trtllm_fp8_vocab33_tp2

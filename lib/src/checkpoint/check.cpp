@@ -301,11 +301,32 @@ struct Checker : detail::Findings {
     }
 
     // ModelOpt stores every FP8 per-tensor and per-channel weight scale as float32
-    // (quant_utils.py get_scaling_factor: `amax.float() / quantizer.maxbound`), in both exports;
-    // a bfloat16 one (compressed-tensors' convention) was not written by it.
+    // (quant_utils.py get_scaling_factor: `amax.float() / quantizer.maxbound`), in both exports,
+    // FP8_PB_WO's block scales included (the same get_scaling_factor, handed to
+    // qtensor/fp8_tensor.py FP8QTensor.quantize by to_quantized_weight); a bfloat16 one
+    // (compressed-tensors' convention) was not written by it.
     bool modelopt_float32_scales(const Layer& L) const {
         return F.producer() == Producer::modelopt &&
-               (L.scheme == Scheme::fp8_tensor || L.scheme == Scheme::fp8_channel);
+               (L.scheme == Scheme::fp8_tensor || L.scheme == Scheme::fp8_channel || L.scheme == Scheme::fp8_block);
+    }
+
+    // The weight_scale of a layer whose scheme fp8kit has no rule for: what holds for every
+    // producer's dequantisation scale, finite, positive (no amax gives a negative or zero one:
+    // ModelOpt asserts it, quant_utils.py get_scaling_factor), and an E8M0 byte (U8) not 255, NaN
+    // in the OCP MX format.
+    void unchecked_scale_values(const Layer& L) {
+        const std::string n = L.module + ".weight_scale";
+        if (!F.has(n)) return;
+        const RawTensor s = F.read(n);
+        const bool e8m0 = s.dtype == "U8" || s.dtype == "F8_E8M0";
+        std::uint64_t bad = 0;
+        for (std::uint64_t i = 0; i < s.numel(); ++i) {
+            const float v = e8m0 ? (s.bytes[i] == 255 ? NAN : 1.0f) : s.at(i);
+            bad += !(std::isfinite(v) && v > 0.0f);
+        }
+        if (bad)
+            fail(n, "scale finite",
+                 fmt::format("{} of {} scales are NaN, infinite, zero or negative ({})", bad, s.numel(), s.dtype));
     }
 
     // ModelOpt refuses partial INT4 groups (quant_utils.py _validate_int4_block_size).
@@ -1038,11 +1059,12 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                "gpt_oss/torch/weights.py)");
     for (const auto& L : F.layers()) {
         if (L.scheme == Scheme::none) {
-            if (unknown_codes(F, L))
+            if (unknown_codes(F, L)) {
                 C.note(L.weight, "not checked",
                        fmt::format("not checked: {} codes under a scheme fp8kit has no rule for (quant_algo '{}')",
                                    F.tensors().at(L.weight).dtype, F.quant_algo));
-            else if (!L.excluded && L.module.find("embed") == std::string::npos)
+                C.unchecked_scale_values(L);
+            } else if (!L.excluded && L.module.find("embed") == std::string::npos)
                 C.note(L.weight, "unquantized", "not quantised and not in the exclude list");
             continue;
         }
