@@ -106,6 +106,13 @@ expect_fault "int8_default: a negative input_scale" "$T/p" "$D/original" 'input 
 plant "$D/modelopt_int8_smoothquant" "$T/p" model.safetensors missing $w.pre_quant_scale
 expect_fault "int8_smoothquant: a missing pre_quant_scale" "$T/p" "$D/modelopt_int8_smoothquant_smoothed" \
   'missing pre_quant_scale'
+plant "$D/modelopt_int8_default" "$T/p" model.safetensors scale model.layers.0.self_attn.q_proj.input_scale
+expect_fault "int8_default: q_proj's input_scale changed" "$T/p" "$D/original" 'shared input_scale'
+plant "$D/modelopt_fp8_affine_kv" "$T/p" model.safetensors scale model.layers.0.mlp.up_proj.input_scale
+expect_fault "fp8_affine_kv: up_proj's input_scale changed" "$T/p" "$D/original" 'shared input_scale'
+plant "$D/modelopt_int8_smoothquant" "$T/p" model.safetensors flip model.layers.0.self_attn.v_proj.pre_quant_scale
+expect_fault "int8_smoothquant: v_proj's pre_quant_scale changed" "$T/p" "$D/modelopt_int8_smoothquant_smoothed" \
+  'shared pre_quant_scale'
 plant "$D/modelopt_fp8_affine_kv" "$T/p" model.safetensors missing model.layers.0.self_attn.k_proj.k_bias
 expect_fault "fp8_affine_kv: a missing k_bias" "$T/p" "$D/original" 'kv bias'
 plant "$D/modelopt_fp8_affine_kv" "$T/p" model.safetensors negate model.layers.0.self_attn.v_proj.v_scale

@@ -518,6 +518,50 @@ struct Checker : detail::Findings {
         }
     }
 
+    // Linears that read one input tensor (q/k/v of an attention block, gate/up of an MLP) see the
+    // same activations, so calibration gives them one input amax, and ModelOpt's HF export makes it
+    // one where smoothing made them differ, averaging their smoothing factors too
+    // (unified_export_hf.py _fuse_shared_input_modules -> quant_utils.py preprocess_linear_fusion:
+    // input amax the max over the group, pre_quant_scale the mean, the weights resmoothed): their
+    // input_scales, and pre_quant_scales where they keep them, are the same bytes. One that
+    // differs was changed after export.
+    void modelopt_shared_input_scales() {
+        if (F.producer() != Producer::modelopt || F.trtllm) return;
+        static const std::regex kShared(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj)$)");
+        std::map<std::string, std::vector<const Layer*>> groups;
+        for (const auto& L : R.layers) {
+            std::smatch m;
+            if (L.scheme == Scheme::none || L.excluded || !std::regex_match(L.module, m, kShared)) continue;
+            const std::string t = m[2].str();
+            groups[m[1].str() + (t == "gate_proj" || t == "up_proj" ? "gate/up" : "q/k/v")].push_back(&L);
+        }
+        for (const auto& [g, members] : groups) {
+            same_in_group(members, &Layer::input_scale, "shared input_scale");
+            same_in_group(members, &Layer::pre_quant_scale, "shared pre_quant_scale");
+        }
+    }
+    // The members of one shared-input group that carry tensor `which` carry the same bytes.
+    void same_in_group(const std::vector<const Layer*>& members, std::string Layer::*which, const char* check) {
+        std::vector<const Layer*> with;
+        for (const Layer* L : members)
+            if (!(L->*which).empty()) with.push_back(L);
+        if (with.size() < 2) return;
+        std::vector<RawTensor> v;
+        for (const Layer* L : with) v.push_back(F.read(L->*which));
+        for (std::size_t i = 1; i < v.size(); ++i) {
+            if (v[i].bytes == v[0].bytes && v[i].shape == v[0].shape) continue;
+            // The odd one out: the first member, where the others agree without it.
+            const bool first_odd = v.size() > 2 && v[1].bytes == v[2].bytes;
+            const Layer* odd = first_odd ? with[0] : with[i];
+            fail(odd->*which, check,
+                 fmt::format("{} and {} read the same input but differ here (first elements {} and {}); ModelOpt "
+                             "gives them one (quant_utils.py preprocess_linear_fusion)",
+                             with[0]->module, with[i]->module, v[0].numel() ? v[0].at(0) : 0.0f,
+                             v[i].numel() ? v[i].at(0) : 0.0f));
+            return;
+        }
+    }
+
     // 3. KV and attention scales: what vLLM, SGLang and TensorRT-LLM do with each name, and the
     // affine KV bias (kv_names.cpp, which cites each engine's loader).
     void kv() { detail::check_kv_names(F, R); }
@@ -1139,6 +1183,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     trtllm_vocab_rows(F, ref ? &*ref : nullptr, C);
     C.experts();
     C.modelopt_companions();
+    C.modelopt_shared_input_scales();
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));
     C.kv();
     return R;
