@@ -67,15 +67,17 @@ expect_fault() {
   printf '%s\n' "$out" | grep -E '^FAIL|^FAILED' | grep -Eq "$4"; check "$1: named ($4)" $?
 }
 
-# preset folder, its --reference, layers compared
+# preset folder, its --reference, layers compared[, the layer the faults go into]
 presets="modelopt_fp8_affine_kv:original:7 modelopt_mxfp4_mlp_weight_only:original:3
 modelopt_w4a8_mxfp4_fp8:original:7 modelopt_int4_awq:modelopt_int4_awq_smoothed:7
 modelopt_int4_blockwise_weight_only:original:7 modelopt_int8_default:original:7
 modelopt_int8_smoothquant:modelopt_int8_smoothquant_smoothed:7 modelopt_int8_weight_only:original:7
-modelopt_fp8_block:original:7"
-w=model.layers.0.mlp.down_proj
+modelopt_fp8_block:original:7
+moe_modelopt_int8_weight_only:moe_mixtral_original:16:model.layers.0.block_sparse_moe.experts.0.w1
+moe_modelopt_int4_blockwise_weight_only:moe_mixtral_original:16:model.layers.0.block_sparse_moe.experts.1.w3"
 for p in $presets; do
-  IFS=: read -r c ref n <<< "$p"
+  IFS=: read -r c ref n w <<< "$p"
+  w=${w:-model.layers.0.mlp.down_proj}
   "$FP8KIT" checkpoint check "$D/$c" > /dev/null; rc=$?
   check "$c: exit 0 without --reference (got $rc)" $rc
   out=$("$FP8KIT" checkpoint check "$D/$c" --reference "$D/$ref"); rc=$?
@@ -95,6 +97,7 @@ for p in $presets; do
   expect_fault "$c: a missing scale" "$T/p" "$D/$ref" 'has no scale tensor|[0-9]+ structure'
 done
 
+w=model.layers.0.mlp.down_proj
 # The companions ModelOpt writes with every quantised linear: a lost input_scale (FP8, W8A8),
 # a negative one, a lost SmoothQuant pre_quant_scale.
 plant "$D/modelopt_int8_default" "$T/p" model.safetensors missing $w.input_scale

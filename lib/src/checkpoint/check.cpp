@@ -603,6 +603,9 @@ struct Variant {
     // Per channel: the original of the module whose row amaxes this layer's are maxed with, row
     // by row (ModelOpt's HF export of an expert's gate/up pair), or empty.
     std::shared_ptr<const std::vector<float>> row_partner = nullptr;
+    // With row_partner: the amaxes are the element-wise max of the two layers' own, block by
+    // block (INT8 rows, INT4 groups), the partner's weight having this layer's shape.
+    bool elementwise_partner = false;
 };
 
 Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
@@ -622,7 +625,12 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     // Row-shared amax: the scales of the rows widened by the partner's (max over both rows).
     std::vector<float> widened;
     Layer Lw = L;
-    if (v.row_partner && v.row_partner->size() == xq.size()) {
+    if (v.row_partner && v.row_partner->size() == xq.size() && v.elementwise_partner) {
+        // max over a block of max(|x|, |p|) = max(amax_x, amax_p) of that block.
+        widened.resize(xq.size());
+        for (std::size_t i = 0; i < xq.size(); ++i)
+            widened[i] = std::max(std::fabs(xq[i]), std::fabs((*v.row_partner)[i]));
+    } else if (v.row_partner && v.row_partner->size() == xq.size()) {
         widened.resize(2 * xq.size());
         for (std::uint64_t r = 0; r < L.rows; ++r) {
             std::copy_n(&xq[r * L.cols], L.cols, &widened[2 * r * L.cols]);
@@ -723,7 +731,8 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
 }
 
 // The producer's rules in order, the CPU arithmetic first (the libraries' reference arithmetic);
-// the first that is bit-exact is the verdict, and where none is, the first rule's verdict stands:
+// the first that is bit-exact is the verdict, and where none is, the first rule's verdict stands
+// (or, where its scales differ, that of the first rule giving every scale: compare):
 // a 1-ulp scale from a GPU or from another of the producer's own rules is not "different amax",
 // and a scale that no rule gives is still a fault. Rules per producer:
 //  - ModelOpt: its fused-group amax (detail::fused_amax_group), CPU then CUDA arithmetic;
@@ -738,11 +747,16 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
 Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
                    const std::vector<float>& x, const std::string& weight_dtype, const std::vector<Variant>& vs) {
     Comparison first;
+    std::optional<Comparison> scales_match;  // the first rule that gives every stored scale
     for (std::size_t i = 0; i < vs.size(); ++i) {
         Comparison c = compare_under(F, L, w, s, st, x, weight_dtype, vs[i]);
         if (c.verdict == "bit-exact") return c;
+        if (!scales_match && c.scale_mismatches == 0 && i > 0) scales_match = c;
         if (i == 0) first = std::move(c);
     }
+    // A rule after the first that gives every scale the checkpoint stores (an expert's shared
+    // gate/up amax) judges its codes: a flipped code there is "rounding", not "different amax".
+    if (first.scale_mismatches > 0 && scales_match) return *scales_match;
     return first;
 }
 
@@ -787,6 +801,23 @@ float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
     return a;
 }
 
+// The original weight of an expert's gate (up) projection's partner, up (gate): ModelOpt's HF
+// export takes the element-wise max of the pair's weight amaxes (layer_utils.py
+// sync_moe_gate_up_amax, _GATE_UP_PAIRS gate_proj/up_proj and w1/w3), per row or per group for
+// INT8 and INT4. nullptr: not an expert's gate or up projection, or no original of the partner.
+std::shared_ptr<const std::vector<float>> expert_gate_up_partner(const Folder& ref, const std::string& module) {
+    static const std::regex kPair(R"(^(.*\.experts\.\d+\.)(gate_proj|up_proj|w1|w3)$)");
+    static const std::map<std::string, std::string> kOther = {
+        {"gate_proj", "up_proj"}, {"up_proj", "gate_proj"}, {"w1", "w3"}, {"w3", "w1"}};
+    std::smatch m;
+    if (!std::regex_match(module, m, kPair)) return nullptr;
+    const std::string g = m[1].str() + kOther.at(m[2].str());
+    std::string n = g + ".weight";
+    if (!ref.has(n) && !linearised_expert_name(ref, g).empty()) n = linearised_expert_name(ref, g);
+    if (!ref.has(n)) return nullptr;
+    return std::make_shared<const std::vector<float>>(ref.read(n).to_floats());
+}
+
 std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L) {
     using detail::Arithmetic;
     const float shared = shared_amax(F, ref, L);
@@ -829,6 +860,10 @@ std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L
                 v.push_back({a, -1.0f, {}, "expert gate/up amax shared per row", false, partner});
         }
     }
+    if (F.producer() == Producer::modelopt && (L.scheme == Scheme::int8 || L.scheme == Scheme::int4) && !F.trtllm)
+        if (auto partner = expert_gate_up_partner(ref, L.module))
+            for (const auto a : {Arithmetic::cpu, Arithmetic::cuda})
+                v.push_back({a, -1.0f, {}, "expert gate/up amax shared per block", false, partner, true});
     return v;
 }
 
