@@ -165,4 +165,15 @@ done
 plant "$D/$v" "$T/v" rank0.safetensors flip transformer.layers.0.mlp.fc.weight
 expect_fault "$v: a flipped fc code" "$T/v" "$vref" 'rounding|codes differ'
 
+# tp_size 4: 36 rows (3 of padding), and each of the 2 KV heads repeated twice in qkv.
+v=modelopt_trtllm_fp8_vocab33_tp4
+out=$("$FP8KIT" checkpoint check "$D/$v" --reference "$vref"); rc=$?
+check "$v: exit 0 (got $rc)" $rc
+printf '%s\n' "$out" | grep -q '^  transformer.layers.0.attention.qkv  *bit-exact'; check "$v: qkv bit-exact" $?
+printf '%s\n' "$out" | grep -q '^note \[vocab padding\] lm_head.weight: rows 33 to 35'; check "$v: 3 padding rows" $?
+plant "$D/$v" "$T/v" rank3.safetensors lastrow transformer.layers.0.attention.qkv.weight
+expect_fault "$v: a flipped code in rank3's repeated v head" "$T/v" "$vref" 'rounding|codes differ'
+plant "$D/$v" "$T/v" rank3.safetensors lastrow lm_head.weight
+expect_fault "$v: lm_head padding row nonzero" "$T/v" "$vref" 'vocab padding'
+
 exit $fail

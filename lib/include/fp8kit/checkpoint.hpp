@@ -167,6 +167,9 @@ public:
     // vocab_embedding and lm_head, which ModelOpt pads with zero rows (lib/src/checkpoint/check.cpp
     // trtllm_vocab_rows).
     std::uint64_t vocab_size = 0;
+    // A TensorRT-LLM checkpoint of tp_size above num_key_value_heads: ModelOpt repeats each KV
+    // head kv_repeats times in qkv (layer_utils.py build_qkv, dup_kv_weight), head_size rows each.
+    std::uint64_t kv_repeats = 1, head_size = 0;
     // A TensorRT-LLM checkpoint's tp_size (config.json "mapping"): its rank<r>.safetensors for
     // r < tp, every split tensor listed and read whole (put back together as ModelOpt split it).
     std::uint64_t tp() const { return tp_; }
