@@ -165,6 +165,13 @@ done
 plant "$D/$v" "$T/v" rank0.safetensors flip transformer.layers.0.mlp.fc.weight
 expect_fault "$v: a flipped fc code" "$T/v" "$vref" 'rounding|codes differ'
 
+# TensorRT-LLM's mlp.fc and mlp.gate (gate_proj, up_proj) read one input: one activation scale.
+cp -r "$D/$v" "$T/g" && for r in 0 1; do
+  plant "$D/$v" "$T/v" rank$r.safetensors scale transformer.layers.0.mlp.gate.activation_scaling_factor
+  cp "$T/v/rank$r.safetensors" "$T/g/"
+done
+expect_fault "$v: mlp.gate's activation scale changed on every rank" "$T/g" "$vref" 'shared input_scale'
+
 # tp_size 4: 36 rows (3 of padding), and each of the 2 KV heads repeated twice in qkv.
 v=modelopt_trtllm_fp8_vocab33_tp4
 out=$("$FP8KIT" checkpoint check "$D/$v" --reference "$vref"); rc=$?

@@ -550,19 +550,26 @@ struct Checker : detail::Findings {
     // input_scales, and pre_quant_scales where they keep them, are the same bytes. One that
     // differs was changed after export.
     void modelopt_shared_input_scales() {
-        if (F.producer() != Producer::modelopt || F.trtllm) return;
-        static const std::regex kShared(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj)$)");
+        if (F.producer() != Producer::modelopt) return;
         std::map<std::string, std::vector<const Layer*>> groups;
-        for (const auto& L : R.layers) {
-            std::smatch m;
-            if (L.scheme == Scheme::none || L.excluded || !std::regex_match(L.module, m, kShared)) continue;
-            const std::string t = m[2].str();
-            groups[m[1].str() + (t == "gate_proj" || t == "up_proj" ? "gate/up" : "q/k/v")].push_back(&L);
-        }
+        for (const auto& L : R.layers)
+            if (L.scheme != Scheme::none && !L.excluded && !L.experts)
+                if (const std::string g = shared_input_group(L.module, F.trtllm); !g.empty()) groups[g].push_back(&L);
         for (const auto& [g, members] : groups) {
             same_in_group(members, &Layer::input_scale, "shared input_scale");
             same_in_group(members, &Layer::pre_quant_scale, "shared pre_quant_scale");
         }
+    }
+    // The group of linears reading the same input that `module` belongs to ("" for none): HF
+    // names q/k/v and gate/up; TensorRT-LLM names, whose qkv is one layer already, mlp.fc and
+    // mlp.gate (layer_utils.py build_mlp_config: gate_proj and up_proj).
+    static std::string shared_input_group(const std::string& module, bool trtllm) {
+        static const std::regex kHf(R"(^(.*\.)(q_proj|k_proj|v_proj|gate_proj|up_proj)$)");
+        static const std::regex kTrt(R"(^(transformer\.layers\.\d+\.mlp\.)(fc|gate)$)");
+        std::smatch m;
+        if (!std::regex_match(module, m, trtllm ? kTrt : kHf)) return "";
+        const std::string t = m[2].str();
+        return m[1].str() + (t == "q_proj" || t == "k_proj" || t == "v_proj" ? "q/k/v" : "gate/up");
     }
     // The members of one shared-input group that carry tensor `which` carry the same bytes.
     void same_in_group(const std::vector<const Layer*>& members, std::string Layer::*which, const char* check) {
