@@ -164,8 +164,7 @@ public:
     bool trtllm = false;
     std::string architecture;
     // A TensorRT-LLM checkpoint's config.json vocab_size (0: not given): the real rows of
-    // vocab_embedding and lm_head, which ModelOpt pads with zero rows (lib/src/checkpoint/check.cpp
-    // trtllm_vocab_rows).
+    // vocab_embedding and lm_head, which ModelOpt pads with zero rows (lib/src/checkpoint/trtllm_rows.cpp).
     std::uint64_t vocab_size = 0;
     // A TensorRT-LLM checkpoint of tp_size above num_key_value_heads: ModelOpt repeats each KV
     // head kv_repeats times in qkv (layer_utils.py build_qkv, dup_kv_weight), head_size rows each.
