@@ -12,7 +12,8 @@ CheckpointError = _fp8kit.CheckpointError
 def checkpoint_check(dir, reference=None, engine=""):
     """Checks checkpoint folder `dir` (and, with `reference`, re-quantises the original weights
     under the producer's own rule). Returns the report as a dict: producer, layers (scheme:
-    fp8-per-tensor, fp8-per-channel, fp8-block, nvfp4, mxfp4, mxfp8, w4a8-int4 or unquantized;
+    fp8-per-tensor, fp8-per-channel, fp8-block, nvfp4, mxfp4, mxfp8, w4a8-int4, w4a16-int4,
+    int8-per-channel or unquantized;
     scale convention; excluded; global_scale, input_scale, pre_quant_scale where present),
     findings, kv_scales, comparisons (verdict, code/scale mismatches, sqnr_db, max_rel_error, and
     variant: the producer rule the verdict is under, "<producer> (CPU arithmetic)" or, for a

@@ -30,7 +30,10 @@ struct CheckpointError : std::runtime_error {
 enum class Producer { modelopt, compressed_tensors, deepseek, gpt_oss, unknown };
 // w4a8: ModelOpt W4A8_AWQ: INT4 weights (two per byte, packed along the output rows), one float32
 // scale per group of the input dimension, an FP8 per-tensor second stage (weight_scale_2).
-enum class Scheme { none, fp8_tensor, fp8_channel, fp8_block, nvfp4, mxfp4, mxfp8, w4a8 };
+// int4: ModelOpt W4A16_AWQ (INT4_AWQ_CFG, INT4_BLOCKWISE_WEIGHT_ONLY_CFG): W4A8's INT4 weights and
+// group scales without the second stage. int8: ModelOpt W8A16 / W8A8_SQ_PER_CHANNEL (INT8_*_CFG):
+// I8 weights, one float32 scale per output row.
+enum class Scheme { none, fp8_tensor, fp8_channel, fp8_block, nvfp4, mxfp4, mxfp8, w4a8, int4, int8 };
 // dequant: x = code * scale (ModelOpt weight_scale, DeepSeek weight_scale_inv);
 // reciprocal: x = code / scale (compressed-tensors' NVFP4 weight_global_scale).
 enum class Convention { dequant, reciprocal };
@@ -160,6 +163,12 @@ public:
     // architecture ("LlamaForCausalLM", "MixtralForCausalLM").
     bool trtllm = false;
     std::string architecture;
+    // A TensorRT-LLM checkpoint's config.json vocab_size (0: not given): the real rows of
+    // vocab_embedding and lm_head, which ModelOpt pads with zero rows (lib/src/checkpoint/trtllm_rows.cpp).
+    std::uint64_t vocab_size = 0;
+    // A TensorRT-LLM checkpoint of tp_size above num_key_value_heads: ModelOpt repeats each KV
+    // head kv_repeats times in qkv (layer_utils.py build_qkv, dup_kv_weight), head_size rows each.
+    std::uint64_t kv_repeats = 1, head_size = 0;
     // A TensorRT-LLM checkpoint's tp_size (config.json "mapping"): its rank<r>.safetensors for
     // r < tp, every split tensor listed and read whole (put back together as ModelOpt split it).
     std::uint64_t tp() const { return tp_; }

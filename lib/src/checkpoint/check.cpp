@@ -19,6 +19,8 @@
 #include "checkpoint/kv_names.hpp"
 #include "checkpoint/moe_rules.hpp"
 #include "checkpoint/producer_rules.hpp"
+#include "checkpoint/sibling_scales.hpp"
+#include "checkpoint/trtllm_rows.hpp"
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/emu/pack.hpp"
 
@@ -39,7 +41,7 @@ std::string shape_str(const std::vector<std::uint64_t>& s) { return fmt::format(
 std::vector<std::uint8_t> codes_of(const Layer& L, const RawTensor& w,
                                    emu::NibbleOrder order = emu::NibbleOrder::low_first) {
     if (w.dtype != "U8") return std::vector<std::uint8_t>(w.bytes.begin(), w.bytes.end());
-    if (L.scheme == Scheme::w4a8) {
+    if (detail::int4_packed(L.scheme)) {
         // ModelOpt INT4 (quant_utils.py pack_int4_in_uint8): byte [r/2][c] holds rows 2i (low
         // nibble) and 2i + 1 (high nibble) of column c.
         std::vector<std::uint8_t> c(L.rows * L.cols);
@@ -112,7 +114,8 @@ std::vector<std::vector<std::uint64_t>> scale_shapes(Producer p, const Layer& L,
         case Scheme::fp8_tensor:
             if (L.block_rows < L.rows) return {{E}, {E, 1}, {E, 1, 1}};
             return {};  // any shape of one element
-        case Scheme::fp8_channel: return {with_e({r}), with_e({r, 1})};
+        case Scheme::fp8_channel:
+        case Scheme::int8: return {with_e({r}), with_e({r, 1})};
         case Scheme::fp8_block: {
             const std::uint64_t gr = (r + br - 1) / br, gc = (c + bc - 1) / bc;
             // ModelOpt FP8_PB_WO keeps FP8QTensor's blocked view [gr, 1, gc, 1] (qtensor/fp8_tensor.py).
@@ -123,6 +126,7 @@ std::vector<std::vector<std::uint64_t>> scale_shapes(Producer p, const Layer& L,
         case Scheme::mxfp4:
         case Scheme::mxfp8:
         case Scheme::w4a8:
+        case Scheme::int4:
             if (L.weight.size() > 6 && L.weight.compare(L.weight.size() - 6, 6, "blocks") == 0 && w.size() >= 2)
                 return {std::vector<std::uint64_t>(w.begin(), w.end() - 1)};
             return {with_e({r, (c + bc - 1) / bc})};
@@ -174,6 +178,30 @@ int engine_index(const std::string& e) {
 constexpr double kMaxPlausibleWeight = 1e4;
 
 struct Checker : detail::Findings {
+    // A TensorRT-LLM qkv whose KV heads ModelOpt repeated (Folder::kv_repeats): the concatenated
+    // original [q; k; v] with every head of k and of v repeated in place, as dup_kv_weight does
+    // (`repeat_interleave(reps, dim=0)` over [heads, head_size, cols]). Anything else: o itself.
+    RawTensor with_repeated_kv_heads(const Folder& F, const Layer& L, RawTensor o) {
+        const std::string qkv = ".attention.qkv";
+        if (!F.trtllm || F.kv_repeats < 2 || F.head_size == 0 || L.sources.size() != 3 || o.shape.size() != 2 ||
+            L.module.size() < qkv.size() || L.module.compare(L.module.size() - qkv.size(), qkv.size(), qkv) != 0)
+            return o;
+        const std::uint64_t rows = o.shape[0], row_bytes = o.numel() ? o.bytes.size() / rows : 0,
+                            kv = (L.rows > rows) ? (L.rows - rows) / (2 * (F.kv_repeats - 1)) : 0;
+        if (kv == 0 || kv % F.head_size != 0 || rows < 2 * kv) return o;
+        const std::uint64_t q = rows - 2 * kv, head_bytes = F.head_size * row_bytes;
+        RawTensor out;
+        out.dtype = o.dtype;
+        out.shape = {q + 2 * kv * F.kv_repeats, o.shape[1]};
+        out.bytes.insert(out.bytes.end(), o.bytes.begin(), o.bytes.begin() + q * row_bytes);
+        for (std::uint64_t h = 0; h < 2 * kv / F.head_size; ++h)  // k's heads, then v's
+            for (std::uint64_t r = 0; r < F.kv_repeats; ++r) {
+                const auto first = o.bytes.begin() + q * row_bytes + h * head_bytes;
+                out.bytes.insert(out.bytes.end(), first, first + head_bytes);
+            }
+        return out;
+    }
+
     // Stacked NVFP4 experts with one global scale per expert ([E]).
     bool per_expert_global(const Layer& L) const {
         return L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
@@ -187,11 +215,13 @@ struct Checker : detail::Findings {
         const RawTensor is = F.read(L.input_scale);
         for (std::uint64_t i = 0; i < is.numel(); ++i) {
             const float v = is.at(i);
-            if (std::isfinite(v) && v != 0.0f) continue;
+            // Every producer stores amax / qmax, never negative (ModelOpt asserts it positive:
+            // quant_utils.py get_scaling_factor).
+            if (std::isfinite(v) && v != 0.0f && !std::signbit(v)) continue;
             fail(L.input_scale, "input scale",
                  is.numel() == 1
-                     ? fmt::format("input_scale {} (must be finite and nonzero)", v)
-                     : fmt::format("input_scale[{}] {} (must be finite and nonzero; expert {} of the stack)", i, v, i));
+                     ? fmt::format("input_scale {} (must be finite, positive)", v)
+                     : fmt::format("input_scale[{}] {} (must be finite, positive; expert {} of the stack)", i, v, i));
             break;
         }
     }
@@ -244,11 +274,17 @@ struct Checker : detail::Findings {
                 dtypes = {"U8", "F8_E8M0"};
                 break;
             case Scheme::w4a8:
+            case Scheme::int4:
                 want = L.rows * ((L.cols + L.block_cols - 1) / L.block_cols);
+                dtypes = {"F32"};
+                break;
+            case Scheme::int8:  // ModelOpt: amax.float() / 127 (quant_utils.py get_scaling_factor)
+                want = L.rows;
                 dtypes = {"F32"};
                 break;
             default: return true;
         }
+        if (modelopt_float32_scales(L)) dtypes = {"F32"};
         bool ok = true;
         if (sn != want) {
             fail(L.scale, "structure",
@@ -272,6 +308,7 @@ struct Checker : detail::Findings {
             fail(L.module, "structure", "NVFP4 weight without a one-element global scale");
             ok = false;
         }
+        if (L.scheme == Scheme::int4) ok = int4_groups_whole(L, w) && ok;
         if (L.scheme == Scheme::w4a8) {
             if (numel(F.tensors().at(L.global_scale).shape) != 1) {
                 fail(L.global_scale, "structure",
@@ -287,6 +324,43 @@ struct Checker : detail::Findings {
             }
         }
         return ok;
+    }
+
+    // ModelOpt stores every FP8 per-tensor and per-channel weight scale as float32
+    // (quant_utils.py get_scaling_factor: `amax.float() / quantizer.maxbound`), in both exports,
+    // FP8_PB_WO's block scales included (the same get_scaling_factor, handed to
+    // qtensor/fp8_tensor.py FP8QTensor.quantize by to_quantized_weight); a bfloat16 one
+    // (compressed-tensors' convention) was not written by it.
+    bool modelopt_float32_scales(const Layer& L) const {
+        return F.producer() == Producer::modelopt &&
+               (L.scheme == Scheme::fp8_tensor || L.scheme == Scheme::fp8_channel || L.scheme == Scheme::fp8_block);
+    }
+
+    // The weight_scale of a layer whose scheme fp8kit has no rule for: what holds for every
+    // producer's dequantisation scale, finite, positive (no amax gives a negative or zero one:
+    // ModelOpt asserts it, quant_utils.py get_scaling_factor), and an E8M0 byte (U8) not 255, NaN
+    // in the OCP MX format.
+    void unchecked_scale_values(const Layer& L) {
+        const std::string n = L.module + ".weight_scale";
+        if (!F.has(n)) return;
+        const RawTensor s = F.read(n);
+        const bool e8m0 = s.dtype == "U8" || s.dtype == "F8_E8M0";
+        std::uint64_t bad = 0;
+        for (std::uint64_t i = 0; i < s.numel(); ++i) {
+            const float v = e8m0 ? (s.bytes[i] == 255 ? NAN : 1.0f) : s.at(i);
+            bad += !(std::isfinite(v) && v > 0.0f);
+        }
+        if (bad)
+            fail(n, "scale finite",
+                 fmt::format("{} of {} scales are NaN, infinite, zero or negative ({})", bad, s.numel(), s.dtype));
+    }
+
+    // ModelOpt refuses partial INT4 groups (quant_utils.py _validate_int4_block_size).
+    bool int4_groups_whole(const Layer& L, const TensorRef& w) {
+        if (w.shape.size() == 2 && L.block_cols && w.shape[1] % L.block_cols == 0) return true;
+        fail(L.weight, "structure",
+             fmt::format("INT4 weight {} is not a whole number of {}-column groups", shape_str(w.shape), L.block_cols));
+        return false;
     }
 
     // 2. Scale values.
@@ -441,6 +515,13 @@ struct Checker : detail::Findings {
     void kv() { detail::check_kv_names(F, R); }
 };
 
+// A layer of integer bytes (U8 / I8 weight) that no scheme was recognised for: its codes are not
+// an unquantised weight, and are not checked.
+bool unknown_codes(const Folder& F, const Layer& L) {
+    const auto& d = F.tensors().at(L.weight).dtype;
+    return d == "U8" || d == "I8";
+}
+
 Scales stored_scales(const Folder& F, const Layer& L, const RawTensor& s) {
     Scales st;
     st.block.resize(s.numel());
@@ -470,6 +551,9 @@ struct Variant {
     // Per channel: the original of the module whose row amaxes this layer's are maxed with, row
     // by row (ModelOpt's HF export of an expert's gate/up pair), or empty.
     std::shared_ptr<const std::vector<float>> row_partner = nullptr;
+    // With row_partner: the amaxes are the element-wise max of the two layers' own, block by
+    // block (INT8 rows, INT4 groups), the partner's weight having this layer's shape.
+    bool elementwise_partner = false;
 };
 
 Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
@@ -489,7 +573,12 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
     // Row-shared amax: the scales of the rows widened by the partner's (max over both rows).
     std::vector<float> widened;
     Layer Lw = L;
-    if (v.row_partner && v.row_partner->size() == xq.size()) {
+    if (v.row_partner && v.row_partner->size() == xq.size() && v.elementwise_partner) {
+        // max over a block of max(|x|, |p|) = max(amax_x, amax_p) of that block.
+        widened.resize(xq.size());
+        for (std::size_t i = 0; i < xq.size(); ++i)
+            widened[i] = std::max(std::fabs(xq[i]), std::fabs((*v.row_partner)[i]));
+    } else if (v.row_partner && v.row_partner->size() == xq.size()) {
         widened.resize(2 * xq.size());
         for (std::uint64_t r = 0; r < L.rows; ++r) {
             std::copy_n(&xq[r * L.cols], L.cols, &widened[2 * r * L.cols]);
@@ -554,7 +643,7 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
             ++miss_r[r];
             const float q = std::fabs(xq[i] / detail::dequant_factor(F.producer(), L, use, r, k));
             if (q > detail::element_max(L.scheme)) ++sat_r[r];
-            if (L.scheme == Scheme::w4a8
+            if (detail::integer_codes(L.scheme)
                     ? std::fabs(detail::decode_element(L.scheme, want[i]) - detail::decode_element(L.scheme, got[i])) ==
                           1.0f
                     : (want[i] & sign) == (got[i] & sign) && std::abs(int(want[i] & mag) - int(got[i] & mag)) == 1)
@@ -590,7 +679,8 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
 }
 
 // The producer's rules in order, the CPU arithmetic first (the libraries' reference arithmetic);
-// the first that is bit-exact is the verdict, and where none is, the first rule's verdict stands:
+// the first that is bit-exact is the verdict, and where none is, the first rule's verdict stands
+// (or, where its scales differ, that of the first rule giving every scale: compare):
 // a 1-ulp scale from a GPU or from another of the producer's own rules is not "different amax",
 // and a scale that no rule gives is still a fault. Rules per producer:
 //  - ModelOpt: its fused-group amax (detail::fused_amax_group), CPU then CUDA arithmetic;
@@ -605,11 +695,16 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
 Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const RawTensor& s, const Scales& st,
                    const std::vector<float>& x, const std::string& weight_dtype, const std::vector<Variant>& vs) {
     Comparison first;
+    std::optional<Comparison> scales_match;  // the first rule that gives every stored scale
     for (std::size_t i = 0; i < vs.size(); ++i) {
         Comparison c = compare_under(F, L, w, s, st, x, weight_dtype, vs[i]);
         if (c.verdict == "bit-exact") return c;
+        if (!scales_match && c.scale_mismatches == 0 && i > 0) scales_match = c;
         if (i == 0) first = std::move(c);
     }
+    // A rule after the first that gives every scale the checkpoint stores (an expert's shared
+    // gate/up amax) judges its codes: a flipped code there is "rounding", not "different amax".
+    if (first.scale_mismatches > 0 && scales_match) return *scales_match;
     return first;
 }
 
@@ -654,6 +749,23 @@ float shared_amax(const Folder& F, const Folder& ref, const Layer& L) {
     return a;
 }
 
+// The original weight of an expert's gate (up) projection's partner, up (gate): ModelOpt's HF
+// export takes the element-wise max of the pair's weight amaxes (layer_utils.py
+// sync_moe_gate_up_amax, _GATE_UP_PAIRS gate_proj/up_proj and w1/w3), per row or per group for
+// INT8 and INT4. nullptr: not an expert's gate or up projection, or no original of the partner.
+std::shared_ptr<const std::vector<float>> expert_gate_up_partner(const Folder& ref, const std::string& module) {
+    static const std::regex kPair(R"(^(.*\.experts\.\d+\.)(gate_proj|up_proj|w1|w3)$)");
+    static const std::map<std::string, std::string> kOther = {
+        {"gate_proj", "up_proj"}, {"up_proj", "gate_proj"}, {"w1", "w3"}, {"w3", "w1"}};
+    std::smatch m;
+    if (!std::regex_match(module, m, kPair)) return nullptr;
+    const std::string g = m[1].str() + kOther.at(m[2].str());
+    std::string n = g + ".weight";
+    if (!ref.has(n) && !linearised_expert_name(ref, g).empty()) n = linearised_expert_name(ref, g);
+    if (!ref.has(n)) return nullptr;
+    return std::make_shared<const std::vector<float>>(ref.read(n).to_floats());
+}
+
 std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L) {
     using detail::Arithmetic;
     const float shared = shared_amax(F, ref, L);
@@ -696,6 +808,10 @@ std::vector<Variant> variants(const Folder& F, const Folder& ref, const Layer& L
                 v.push_back({a, -1.0f, {}, "expert gate/up amax shared per row", false, partner});
         }
     }
+    if (F.producer() == Producer::modelopt && (L.scheme == Scheme::int8 || L.scheme == Scheme::int4) && !F.trtllm)
+        if (auto partner = expert_gate_up_partner(ref, L.module))
+            for (const auto a : {Arithmetic::cpu, Arithmetic::cuda})
+                v.push_back({a, -1.0f, {}, "expert gate/up amax shared per block", false, partner, true});
     return v;
 }
 
@@ -755,6 +871,30 @@ std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::str
     return std::nullopt;
 }
 
+// A TensorRT-LLM qkv whose KV heads ModelOpt repeated (Folder::kv_repeats): the concatenated
+// original [q; k; v] with every head of k and of v repeated in place, as dup_kv_weight does
+// (`repeat_interleave(reps, dim=0)` over [heads, head_size, cols]). Anything else: o itself.
+RawTensor with_repeated_kv_heads(const Folder& F, const Layer& L, RawTensor o) {
+    const std::string qkv = ".attention.qkv";
+    if (!F.trtllm || F.kv_repeats < 2 || F.head_size == 0 || L.sources.size() != 3 || o.shape.size() != 2 ||
+        L.module.size() < qkv.size() || L.module.compare(L.module.size() - qkv.size(), qkv.size(), qkv) != 0)
+        return o;
+    const std::uint64_t rows = o.shape[0], row_bytes = o.numel() ? o.bytes.size() / rows : 0,
+                        kv = (L.rows > rows) ? (L.rows - rows) / (2 * (F.kv_repeats - 1)) : 0;
+    if (kv == 0 || kv % F.head_size != 0 || rows < 2 * kv) return o;
+    const std::uint64_t q = rows - 2 * kv, head_bytes = F.head_size * row_bytes;
+    RawTensor out;
+    out.dtype = o.dtype;
+    out.shape = {q + 2 * kv * F.kv_repeats, o.shape[1]};
+    out.bytes.insert(out.bytes.end(), o.bytes.begin(), o.bytes.begin() + q * row_bytes);
+    for (std::uint64_t h = 0; h < 2 * kv / F.head_size; ++h)  // k's heads, then v's
+        for (std::uint64_t r = 0; r < F.kv_repeats; ++r) {
+            const auto first = o.bytes.begin() + q * row_bytes + h * head_bytes;
+            out.bytes.insert(out.bytes.end(), first, first + head_bytes);
+        }
+    return out;
+}
+
 // Stacked NVFP4 experts with one global scale per expert (ModelOpt's TensorRT-LLM export:
 // layer_utils.py _build_stacked_linear stacks each expert's weights_scaling_factor_2 into [E]):
 // each expert is checked as a layer of its own, "<module>[expert e]", its rows, block scales and
@@ -801,6 +941,74 @@ void stacked_nvfp4(const Folder& F, const Folder* ref, const Layer& L, Checker& 
             continue;
         }
         R.comparisons.push_back(compare(F, Le, we, se, st, o->to_floats(), o->dtype, variants(F, *ref, Le)));
+    }
+}
+
+// The rows ModelOpt writes for a vocabulary of v tokens at tp ranks: padded with zero rows to a
+// multiple of 64 for INT4/W4A8 AWQ (postprocess.py pad_embedding_lm_head, called from
+// model_config_export.py torch_to_tensorrt_llm_checkpoint), then to a multiple of tp before the
+// embedding and every column linear, lm_head included, are split by rows
+// (postprocess.py _split_model_config_for_tp, model_config_utils.py pad_weights).
+std::vector<std::uint64_t> padded_vocab_rows(std::uint64_t v, std::uint64_t tp) {
+    auto up = [](std::uint64_t n, std::uint64_t m) { return (n + m - 1) / m * m; };
+    return {up(v, tp), up(up(v, 64), tp)};
+}
+
+// A TensorRT-LLM checkpoint's vocab_embedding and lm_head (unquantised): as many rows as
+// ModelOpt pads the config's vocab_size to; the padding rows zero (pad_weights' value 0); with
+// a reference, the real rows the original's, bit for bit (ModelOpt copies them in the export dtype).
+void trtllm_vocab_rows(const Folder& F, const Folder* ref, Checker& C) {
+    if (!F.trtllm || F.vocab_size == 0) return;
+    for (const auto& [n, orig] :
+         {std::pair<std::string, std::string>{"transformer.vocab_embedding.weight", "model.embed_tokens.weight"},
+          {"lm_head.weight", "lm_head.weight"}}) {
+        if (!F.has(n)) continue;
+        const auto& t = F.tensors().at(n);
+        if (t.shape.size() != 2 || (t.dtype != "BF16" && t.dtype != "F16" && t.dtype != "F32")) continue;
+        const std::uint64_t rows = t.shape[0], v = F.vocab_size;
+        const auto ok = padded_vocab_rows(v, F.tp());
+        if (rows != v && std::find(ok.begin(), ok.end(), rows) == ok.end()) {
+            C.fail(
+                n, "vocab padding",
+                fmt::format("{} rows for config.json vocab_size {} at tp_size {}: ModelOpt writes {} (postprocess.py "
+                            "_split_model_config_for_tp, pad_weights)",
+                            rows, v, F.tp(), fmt::join(ok, " or ")));
+            continue;
+        }
+        const RawTensor w = F.read(n);
+        const std::size_t row_bytes = w.bytes.size() / rows;
+        std::uint64_t nonzero = 0;
+        for (std::uint64_t r = v; r < rows; ++r)
+            for (std::size_t b = 0; b < row_bytes; ++b)
+                if (w.bytes[r * row_bytes + b]) {
+                    ++nonzero;
+                    break;
+                }
+        if (rows > v)
+            C.note(n, "vocab padding",
+                   fmt::format("rows {} to {}: ModelOpt's padding of vocab_size {} for tp_size {} (postprocess.py "
+                               "_split_model_config_for_tp, model_config_utils.py pad_weights); checked zero, the "
+                               "original compared over the {} real rows",
+                               v, rows - 1, v, F.tp(), v));
+        if (nonzero)
+            C.fail(n, "vocab padding",
+                   fmt::format("{} of the {} padding rows (past vocab_size {}) are not zero; ModelOpt pads with zeros",
+                               nonzero, rows - v, v));
+        if (!ref || !ref->has(orig)) continue;
+        const RawTensor o = ref->read(orig);
+        if (o.dtype != w.dtype || o.shape.size() != 2 || o.shape[0] != v || o.bytes.size() != v * row_bytes) {
+            C.fail(n, "reference",
+                   fmt::format("{}: {} {} [{}], the checkpoint's real rows {} [{}, {}]", ref->dir(), orig, o.dtype,
+                               fmt::join(o.shape, ", "), w.dtype, v, t.shape[1]));
+            continue;
+        }
+        const std::size_t es = row_bytes / t.shape[1];
+        std::uint64_t differ = 0;
+        for (std::size_t i = 0; i < o.bytes.size(); i += es) differ += std::memcmp(&o.bytes[i], &w.bytes[i], es) != 0;
+        if (differ)
+            C.fail(n, "vocab rows",
+                   fmt::format("{} of the {} elements of the {} real rows differ from {}'s {}", differ, v * t.shape[1],
+                               v, ref->dir(), orig));
     }
 }
 
@@ -902,7 +1110,12 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                "gpt_oss/torch/weights.py)");
     for (const auto& L : F.layers()) {
         if (L.scheme == Scheme::none) {
-            if (!L.excluded && L.module.find("embed") == std::string::npos)
+            if (unknown_codes(F, L)) {
+                C.note(L.weight, "not checked",
+                       fmt::format("not checked: {} codes under a scheme fp8kit has no rule for (quant_algo '{}')",
+                                   F.tensors().at(L.weight).dtype, F.quant_algo));
+                C.unchecked_scale_values(L);
+            } else if (!L.excluded && L.module.find("embed") == std::string::npos)
                 C.note(L.weight, "unquantized", "not quantised and not in the exclude list");
             continue;
         }
@@ -923,10 +1136,11 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         const Scales st = stored_scales(F, L, s);
         const bool fp4 = F.tensors().at(L.weight).dtype == "U8";
         LiveBlocks lb(L, st, fp4, s.numel());
-        if (L.scheme == Scheme::w4a8) lb.mask = 0xF;  // two's complement INT4: 0x8 is -8
+        if (detail::int4_packed(L.scheme)) lb.mask = 0xF;  // two's complement INT4: 0x8 is -8
+        if (L.scheme == Scheme::int8) lb.mask = 0xFF;      // two's complement INT8: 0x80 is -128
         C.pre_quant(L);
         RawTensor w;  // the whole layer where --reference compares it or INT4 rows are paired; else streamed
-        if (ref || L.scheme == Scheme::w4a8) {
+        if (ref || detail::int4_packed(L.scheme)) {
             w = F.read(L.weight);
             const auto codes = codes_of(L, w);
             lb.add(0, codes.data(), codes.size());
@@ -945,6 +1159,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         if (!ref) continue;
         std::string orig = L.module + ".weight";
         std::optional<RawTensor> found = original_of(*ref, L, orig);
+        if (found) found = detail::with_repeated_kv_heads(F, L, std::move(*found));
         if (!found) {
             C.fail(orig, "reference", fmt::format("{} has no tensor '{}'", *reference, orig));
             continue;
@@ -959,6 +1174,12 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         const std::vector<float> x = o.to_floats();
         R.comparisons.push_back(compare(F, L, w, s, st, x, o.dtype, variants(F, *ref, L)));
         if (R.comparisons.back().verdict != "bit-exact" && F.producer() == Producer::modelopt &&
+            F.quant_algo.find("_SQ_") != std::string::npos && !L.pre_quant_scale.empty())
+            C.note(L.weight, "smoothquant smoothing",
+                   "ModelOpt SmoothQuant quantises the weight multiplied by the smoothing factor (model_calib.py "
+                   "smoothquant, apply_pre_quant_scale_and_smooth) and exports 1/factor as pre_quant_scale: compare "
+                   "against the smoothed weights, not the original");
+        if (R.comparisons.back().verdict != "bit-exact" && F.producer() == Producer::modelopt &&
             F.quant_algo.find("AWQ") != std::string::npos)
             C.note(L.weight, "awq smoothing",
                    "ModelOpt AWQ quantises the weight multiplied by 1/pre_quant_scale in float32 (model_calib.py "
@@ -967,7 +1188,9 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                    "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the "
                    "original");
     }
+    detail::check_trtllm_vocab_rows(F, ref ? &*ref : nullptr, R);
     C.experts();
+    detail::check_sibling_scales(F, R);
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));
     C.kv();
     return R;

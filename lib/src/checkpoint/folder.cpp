@@ -49,6 +49,8 @@ const char* name(Scheme s) {
         case Scheme::mxfp4: return "mxfp4";
         case Scheme::mxfp8: return "mxfp8";
         case Scheme::w4a8: return "w4a8-int4";
+        case Scheme::int4: return "w4a16-int4";
+        case Scheme::int8: return "int8-per-channel";
         default: return "unquantized";
     }
 }
@@ -186,6 +188,41 @@ void block_size(const nlohmann::json& bs, const char* key, const std::string& di
 // The longest tensor name a checkpoint may have (see its use in Folder::Folder).
 constexpr std::size_t kMaxTensorName = 4096;
 
+std::string upper(std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return s;
+}
+
+// The scheme ModelOpt's quant_algo names for integer-byte weights (U8 / I8) whose scales do not
+// tell it (a missing weight_scale): its hf_quant_config.json values
+// (modelopt/torch/export/model_config.py QUANTIZATION_*). none: the config names none of them.
+Scheme scheme_of_algo(Producer p, const std::string& quant_algo, const std::string& weight_dtype) {
+    if (p != Producer::modelopt) return Scheme::none;
+    const std::string a = upper(quant_algo);
+    if (weight_dtype == "I8") return (a == "W8A16" || a == "W8A8_SQ_PER_CHANNEL") ? Scheme::int8 : Scheme::none;
+    if (a == "MXFP4" || a == "W4A8_MXFP4_FP8") return Scheme::mxfp4;
+    if (a == "W4A16_AWQ") return Scheme::int4;
+    if (a == "W4A8_AWQ") return Scheme::w4a8;
+    if (a.rfind("NVFP4", 0) == 0) return Scheme::nvfp4;
+    return Scheme::none;
+}
+
+// ModelOpt's integer weights (modelopt/torch/export/quant_utils.py to_quantized_weight): I8 codes
+// (QUANTIZATION_INT8_SQ / INT8_WO, quant_algo W8A8_SQ_PER_CHANNEL / W8A16), and INT4 packed two
+// rows a byte with float32 group scales and no weight_scale_2 (QUANTIZATION_INT4_AWQ, quant_algo
+// W4A16_AWQ: INT4_AWQ_CFG and INT4_BLOCKWISE_WEIGHT_ONLY_CFG). none: neither.
+Scheme modelopt_integer_scheme(Producer p, const std::string& quant_algo, const std::string& weight_dtype,
+                               const TensorRef* scale, bool has_scale_2) {
+    if (p != Producer::modelopt) return Scheme::none;
+    if (weight_dtype == "I8")  // an MX INT8 weight (E8M0 scales per 32) is none of these
+        return scheme_of_algo(p, quant_algo, weight_dtype) == Scheme::int8 || (scale && scale->dtype == "F32")
+                   ? Scheme::int8
+                   : Scheme::none;
+    if (weight_dtype != "U8" || has_scale_2) return Scheme::none;
+    if (upper(quant_algo) == "W4A16_AWQ" || (scale && scale->dtype == "F32")) return Scheme::int4;
+    return Scheme::none;
+}
+
 }  // namespace
 
 Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std::make_unique<Shards>()) {
@@ -235,7 +272,7 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
     for (std::size_t s = 0; s < shards_.size(); ++s) {
         const std::string path = (fs::path(dir) / shards_[s]).string();
         try {
-            open_->src.push_back(dump::detail::open_safetensors(path, {}, /*raw=*/true));
+            open_->src.push_back(dump::detail::open_safetensors(path, {}, /*raw=*/true, /*int8_bytes=*/true));
         } catch (const dump::DumpError& e) {
             throw CheckpointError(e.what());
         }
@@ -363,6 +400,7 @@ void Folder::set_extent(Layer& L, const TensorRef& t) const {
     // quantization_config omits it), the columns over the scale's last dimension.
     auto w4a8_group = [&]() -> std::uint64_t {
         if (group_size_) return group_size_;
+        if (L.scale.empty()) return std::uint64_t(128);
         const auto& s = tensors_.at(L.scale).shape;
         return (s.size() == 2 && s[1] > 0 && L.cols >= s[1] && L.cols % s[1] == 0) ? L.cols / s[1] : 128;
     };
@@ -373,7 +411,7 @@ void Folder::set_extent(Layer& L, const TensorRef& t) const {
         for (std::size_t i = 0; i + 2 < w.size(); ++i) L.rows *= w[i];
         L.cols = w[w.size() - 2] * w.back() * 2;
         if (w.size() == 4) L.experts = w[0];  // gpt-oss [experts, rows, blocks, 16]
-    } else if (L.scheme == Scheme::w4a8 && w.size() == 2) {
+    } else if ((L.scheme == Scheme::w4a8 || L.scheme == Scheme::int4) && w.size() == 2) {
         L.rows = w[0] * 2;  // two output rows per byte (quant_utils.py pack_int4_in_uint8)
         L.cols = w[1];
     } else if (w.size() == 2) {
@@ -386,9 +424,9 @@ void Folder::set_extent(Layer& L, const TensorRef& t) const {
     }
     L.block_cols = L.scheme == Scheme::nvfp4                                  ? 16
                    : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
-                   : L.scheme == Scheme::w4a8                                 ? w4a8_group()
+                   : (L.scheme == Scheme::w4a8 || L.scheme == Scheme::int4)   ? w4a8_group()
                                                                               : 0;
-    if (L.scheme == Scheme::fp8_channel) L.block_cols = L.cols;
+    if (L.scheme == Scheme::fp8_channel || L.scheme == Scheme::int8) L.block_cols = L.cols;
     if (L.scheme == Scheme::fp8_block) {
         L.block_rows = block_rows_;  // DeepSeek-V3 weight_block_size / compressed-tensors block_structure
         L.block_cols = block_cols_;
@@ -438,6 +476,13 @@ void Folder::list_layers() {
                 L.scale = m + ".weight_scale";
                 L.global_scale = m + ".weight_scale_2";
                 L.scheme = Scheme::w4a8;
+            } else if (const Scheme is = modelopt_integer_scheme(
+                           producer_, quant_algo, t.dtype,
+                           has(m + ".weight_scale") ? &tensors_.at(m + ".weight_scale") : nullptr,
+                           has(m + ".weight_scale_2"));
+                       is != Scheme::none) {
+                L.scale = opt(m + ".weight_scale");
+                L.scheme = is;
             } else if (t.dtype == "U8" && has(m + ".weight_scale_2")) {
                 L.scale = opt(m + ".weight_scale");
                 L.global_scale = m + ".weight_scale_2";
@@ -463,6 +508,11 @@ void Folder::list_layers() {
                     : (s.shape.size() >= 1 && t.shape.size() == 2 && s.shape[0] == t.shape[0] && sn == t.shape[0])
                         ? Scheme::fp8_channel
                         : Scheme::fp8_block;
+            } else if (t.shape.size() == 2 && (t.dtype == "U8" || t.dtype == "I8")) {
+                // Integer bytes are codes, never an unquantised weight: a layer whose scale is
+                // missing keeps the scheme its config names, so the check fails it.
+                L.scale = opt(m + ".weight_scale");
+                L.scheme = scheme_of_algo(producer_, quant_algo, t.dtype);
             } else if (t.shape.size() == 2) {
                 L.scheme = Scheme::none;
             } else {

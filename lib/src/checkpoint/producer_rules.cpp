@@ -95,6 +95,23 @@ std::uint8_t int4_code(float v) {
     return static_cast<std::uint8_t>(static_cast<int>(r) & 0xF);
 }
 
+// ModelOpt INT8 codes (quant_utils.py to_quantized_weight, QUANTIZATION_INT8_SQ / INT8_WO):
+// (weight / weights_scaling_factor[:, None]).round().clamp(-128, 127).to(torch.int8): a float32
+// quotient (a bfloat16 weight over a float32 [rows, 1] tensor), rounded half to even; the code is
+// the two's complement byte.
+std::uint8_t int8_code(float v) {
+    const float r = std::clamp(std::nearbyint(v), -128.0f, 127.0f);
+    return static_cast<std::uint8_t>(static_cast<int>(r) & 0xFF);
+}
+
+// ModelOpt's integer weight scale (quant_utils.py get_scaling_factor): amax.float() /
+// quantizer.maxbound (2^(num_bits - 1) - 1: 7 for INT4, 127 for INT8; a Python number, by_scalar),
+// where export_amax has replaced a zero amax by maxbound (tensor_quantizer.py
+// _sanitize_export_amax: "so exported scales stay positive"), giving 1.0.
+float modelopt_integer_scale(float amax, float maxbound, Arithmetic ar) {
+    return amax == 0.0f ? 1.0f : by_scalar(amax, maxbound, ar);
+}
+
 }  // namespace
 
 void set_grid(const Layer& L, Scales& s) {
@@ -104,9 +121,13 @@ void set_grid(const Layer& L, Scales& s) {
     s.grid_cols = (L.cols + s.block_cols - 1) / s.block_cols;
 }
 
-float element_max(Scheme s) { return s == Scheme::w4a8 ? 7.0f : element_format(s) == Format::e2m1 ? 6.0f : 448.0f; }
+float element_max(Scheme s) {
+    if (s == Scheme::int8) return 127.0f;
+    return int4_packed(s) ? 7.0f : element_format(s) == Format::e2m1 ? 6.0f : 448.0f;
+}
 float decode_element(Scheme s, std::uint8_t code) {
-    if (s == Scheme::w4a8) return float((code & 0x8) ? int(code & 0xF) - 16 : int(code & 0xF));  // signed nibble
+    if (int4_packed(s)) return float((code & 0x8) ? int(code & 0xF) - 16 : int(code & 0xF));  // signed nibble
+    if (s == Scheme::int8) return float(static_cast<std::int8_t>(code));
     return decode_fmt(element_format(s), code);
 }
 
@@ -236,6 +257,13 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
             for (std::size_t i = 0; i < amax.size(); ++i) s.block[i] = by_scalar(amax[i], 7.0f, mo);
             s.global = by_scalar(tensor_amax, 448.0f, mo);
             break;
+        case Scheme::int4:
+        case Scheme::int8:
+            // ModelOpt W4A16_AWQ: amax / 7 per group; W8A16 / W8A8_SQ_PER_CHANNEL: amax / 127 per
+            // output row (the weight quantizer's axis 0), float32 (modelopt_integer_scale).
+            for (std::size_t i = 0; i < amax.size(); ++i)
+                s.block[i] = modelopt_integer_scale(amax[i], element_max(L.scheme), mo);
+            break;
         case Scheme::mxfp8:
             if (p == Producer::modelopt) {
                 for (std::size_t i = 0; i < amax.size(); ++i)
@@ -317,7 +345,7 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
     // (ModelOpt FP8_PB_WO goes through FP8QTensor.quantize, whose expanded scale is not 0-dim:
     // float32 quotient, also for a weight of one block.)
     const bool mo_mx = p == Producer::modelopt && L.scheme == Scheme::mxfp4;
-    const bool int4 = L.scheme == Scheme::w4a8;
+    const bool int4 = int4_packed(L.scheme), int8 = L.scheme == Scheme::int8;
     const std::int64_t rows = static_cast<std::int64_t>(L.rows);
 #pragma omp parallel for schedule(static) if (q.size() > (1u << 16))
     for (std::int64_t r = 0; r < rows; ++r)
@@ -330,6 +358,7 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
             if (bf16_mid) v = round_to_bf16(v);  // x / scale computed in bfloat16, then cast to E4M3
             if (triton && d == 0x1p-127f) v = x[r * L.cols + c] * 0.0f;
             q[r * L.cols + c] = int4    ? int4_code(v)
+                                : int8  ? int8_code(v)
                                 : mo_mx ? modelopt_mx_cast(v)
                                         : emu::encode(f, Wide::f32, bits(v), pol);
         }

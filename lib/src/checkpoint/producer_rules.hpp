@@ -102,7 +102,12 @@ std::vector<std::uint8_t> expected_codes(Producer p, const Layer& L, const std::
                                          Arithmetic a = Arithmetic::cpu, BlockRule rule = BlockRule::amax_div,
                                          bool scalar_scale = true);
 
-// The element format's largest finite value (E4M3 448, E2M1 6).
+// ModelOpt's INT4 weights (W4A8_AWQ, W4A16_AWQ): two rows a byte, signed nibbles.
+inline bool int4_packed(Scheme s) { return s == Scheme::w4a8 || s == Scheme::int4; }
+// Integer codes (INT4, INT8): a code one step off is a rounding difference of 1.
+inline bool integer_codes(Scheme s) { return int4_packed(s) || s == Scheme::int8; }
+
+// The element format's largest finite value (E4M3 448, E2M1 6, INT4 7, INT8 127).
 float element_max(Scheme s);
 // Decode one code of the layer's element format.
 float decode_element(Scheme s, std::uint8_t code);

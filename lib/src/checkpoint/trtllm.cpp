@@ -155,8 +155,16 @@ bool Folder::read_trtllm_config() {
                         hidden = json_count(c, "hidden_size"),
                         head = c.contains("head_size") ? json_count(c, "head_size")
                                                        : hidden / std::max<std::uint64_t>(heads, 1);
+    if (c.contains("vocab_size") && c["vocab_size"].is_number_unsigned()) vocab_size = c["vocab_size"];
     q_rows_ = heads * head;
     kv_rows_ = kv_heads * head;
+    head_size = head;
+    // tp above the KV heads: each repeated tp / kv_heads times, so every rank holds one
+    // (layer_utils.py build_qkv: `if tp_size > num_kv_heads`, dup_kv_weight asserts the division).
+    if (kv_heads > 0 && tp > kv_heads && tp % kv_heads == 0) {
+        kv_repeats = tp / kv_heads;
+        kv_rows_ *= kv_repeats;
+    }
     const std::string producer = c.contains("producer") && c["producer"].is_object()
                                      ? c["producer"].value("name", std::string())
                                      : std::string();

@@ -22,8 +22,10 @@ std::unique_ptr<Source> open_hdf5(const std::string& path, const ReadOptions& op
 std::unique_ptr<Source> open_hdf5_dataset(const std::string& path, const std::string& dataset, const ReadOptions& opts);
 // `raw` (validate's model.safetensors:name): read() delivers the stored elements as they are (FP8
 // codes not decoded, as open_hdf5_dataset), and U8 tensors are listed as one-byte codes (dtype
-// e4m3, storage "U8": the file does not say which format they are in).
-std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw = false);
+// e4m3, storage "U8": the file does not say which format they are in). int8_bytes (with raw): I8
+// tensors too (storage "I8": ModelOpt's INT8 weights, which `checkpoint check` reads as bytes).
+std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw = false,
+                                         bool int8_bytes = false);
 
 // deliver() found bytes that are not codes of the tensor's FP4 / FP6 format; Dump::read names
 // the file and tensor (DumpError).

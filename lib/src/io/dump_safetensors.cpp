@@ -89,8 +89,8 @@ struct Entry {
 
 class SafetensorsSource final : public Source {
 public:
-    SafetensorsSource(const std::string& path, const ReadOptions& opts, bool raw)
-        : opts_(opts), raw_(raw), fd_(open_gated(path)) {
+    SafetensorsSource(const std::string& path, const ReadOptions& opts, bool raw, bool int8_bytes)
+        : opts_(opts), raw_(raw), int8_bytes_(raw && int8_bytes), fd_(open_gated(path)) {
         path_ = path;
         struct stat st {};
         if (::fstat(fd_.get(), &st) != 0)
@@ -304,7 +304,8 @@ private:
             return false;
         }
         const std::string dts = dt.get<std::string>();
-        const auto d = raw_ && dts == "U8" ? std::optional<DType>(DType::e4m3) : parse_st_dtype(dts);
+        const bool one_byte = raw_ && (dts == "U8" || (int8_bytes_ && dts == "I8"));
+        const auto d = one_byte ? std::optional<DType>(DType::e4m3) : parse_st_dtype(dts);
         if (!d) {
             why = is_integer_dtype(dts) ? fmt::format("skip: {} tensor: not analysed", dts)
                                         : fmt::format("unsupported dtype '{}'", io::quoted(dts, 64));
@@ -388,6 +389,7 @@ private:
 
     ReadOptions opts_;
     bool raw_ = false;
+    bool int8_bytes_ = false;  // raw: I8 tensors listed as one-byte codes too (INT8 weights)
     std::map<std::string, Role> meta_roles_;
     Fd fd_;
     std::map<std::string, Entry> entries_;
@@ -410,8 +412,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw) {
-    return std::make_unique<SafetensorsSource>(path, opts, raw);
+std::unique_ptr<Source> open_safetensors(const std::string& path, const ReadOptions& opts, bool raw, bool int8_bytes) {
+    return std::make_unique<SafetensorsSource>(path, opts, raw, int8_bytes);
 }
 
 }  // namespace fp8kit::dump::detail
