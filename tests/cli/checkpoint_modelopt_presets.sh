@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# fp8kit checkpoint check on what ModelOpt 0.47 wrote for its NVFP4-family presets
+# (data/checkpoints/modelopt_<preset>: scripts/fixtures/make_modelopt_nvfp4_presets.py): each
+# folder exits 0 with and without --reference, every quantised layer bit-exact and the preset's
+# rule named; then single faults planted into a copy (a weight code flipped, a block scale and a
+# weight_scale_2 changed, a scale's shape transposed, its dtype changed, weight_scale /
+# weight_scale_2 / input_scale removed) each exit 1 naming the tensor or layer.
+# Usage: bash checkpoint_modelopt_presets.sh /path/to/fp8kit /path/to/repo
+set -u
+# shellcheck source=checkpoint_setup.bash
+source "$(dirname "$0")/checkpoint_setup.bash"
+
+# plant.py SRC DST TENSOR FAULT: DST/ = SRC/ with one fault in TENSOR of model.safetensors
+# (xor:<byte index>:<mask>, shape:transpose, dtype:<name>, drop), the file rewritten whole.
+cat > "$T/plant.py" <<'PY'
+import json, os, shutil, struct, sys
+src, dst, name, fault = sys.argv[1:5]
+shutil.copytree(src, dst)
+path = os.path.join(dst, "model.safetensors")
+os.chmod(path, 0o644)
+raw = open(path, "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+head = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+meta = head.pop("__metadata__", None)
+if name not in head:
+    sys.exit(f"plant.py: {name} not in {src}")
+tensors = {k: [v["dtype"], v["shape"], bytearray(data[v["data_offsets"][0]:v["data_offsets"][1]])] for k, v in head.items()}
+kind, _, arg = fault.partition(":")
+if kind == "xor":
+    i, mask = (int(a, 0) for a in arg.split(":"))
+    tensors[name][2][i] ^= mask
+elif kind == "shape":
+    tensors[name][1] = list(reversed(tensors[name][1]))
+elif kind == "dtype":  # F32 -> F16 converts the values; otherwise the bytes are kept
+    if tensors[name][0] == "F32" and arg == "F16":
+        v = struct.unpack(f"<{len(tensors[name][2]) // 4}f", tensors[name][2])
+        tensors[name][2] = bytearray(struct.pack(f"<{len(v)}e", *v))
+    tensors[name][0] = arg
+elif kind == "drop":
+    del tensors[name]
+out, blob = {}, bytearray()
+if meta is not None:
+    out["__metadata__"] = meta
+for k in sorted(tensors):
+    dt, shape, b = tensors[k]
+    out[k] = {"dtype": dt, "shape": shape, "data_offsets": [len(blob), len(blob) + len(b)]}
+    blob += b
+h = json.dumps(out).encode(); h += b" " * ((8 - len(h) % 8) % 8)
+open(path, "wb").write(struct.pack("<Q", len(h)) + h + bytes(blob))
+PY
+
+# folder:reference:quantised layers:layer faults are planted in:activations quantised (1) or not (0)
+specs="modelopt_w4a16_nvfp4:original:7:model.layers.0.mlp.down_proj:0
+modelopt_w4a8_nvfp4_fp8:original:7:model.layers.0.mlp.down_proj:1
+modelopt_nvfp4_experts_only:moe_mixtral_original:12:model.layers.0.block_sparse_moe.experts.1.w2:1
+modelopt_nvfp4_mlp_only:original:3:model.layers.0.mlp.down_proj:1
+modelopt_nvfp4_omlp_only:original:4:model.layers.0.self_attn.o_proj:1
+modelopt_nvfp4_mlp_weight_only:original:3:model.layers.0.mlp.up_proj:0
+modelopt_nvfp4_kv:original:7:model.layers.0.mlp.down_proj:1
+modelopt_nvfp4_affine_kv:original:7:model.layers.0.mlp.down_proj:1
+modelopt_nvfp4_fp8_mha:original:9:model.embed_tokens:0"
+
+# expect_fail NAME DIR REF PATTERN: exit 1, and PATTERN (a grep -E) in the output.
+expect_fail() {
+  local out rc
+  if [ -n "$3" ]; then out=$("$FP8KIT" checkpoint check "$2" --reference "$3" 2>&1); rc=$?
+  else out=$("$FP8KIT" checkpoint check "$2" 2>&1); rc=$?; fi
+  [ $rc -eq 1 ]; check "$1: exit 1 (got $rc)" $?
+  printf '%s\n' "$out" | grep -Eq "$4"; check "$1: named ($4)" $?
+}
+
+while IFS=: read -r c ref n m act; do
+  for r in "" "$D/$ref"; do
+    if [ -n "$r" ]; then out=$("$FP8KIT" checkpoint check "$D/$c" --reference "$r" 2>&1); rc=$?
+    else out=$("$FP8KIT" checkpoint check "$D/$c" 2>&1); rc=$?; fi
+    check "$c${r:+ --reference $ref}: exit 0 (got $rc)" $rc
+    printf '%s\n' "$out" | tail -1 | grep -qx OK; check "$c${r:+ --reference}: OK" $?
+    printf '%s\n' "$out" | grep -q '^note \[modelopt preset\]'; check "$c: the preset named" $?
+  done
+  k=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
+  [ "$k" -eq "$n" ]; check "$c: $n layers bit-exact (got $k)" $?
+  e=$(printf '%s\n' "$m" | sed 's/\./\\./g')
+  python3 "$T/plant.py" "$D/$c" "$T/$c.code" "$m.weight" xor:5:0x01 &&
+    expect_fail "$c code flipped" "$T/$c.code" "$D/$ref" "^  $e  +(rounding|codes differ) "
+  python3 "$T/plant.py" "$D/$c" "$T/$c.scale" "$m.weight_scale" xor:3:0x08 &&
+    expect_fail "$c block scale changed" "$T/$c.scale" "$D/$ref" "^  $e  +different amax .* scales differing +1 "
+  python3 "$T/plant.py" "$D/$c" "$T/$c.global" "$m.weight_scale_2" xor:3:0x01 &&
+    expect_fail "$c weight_scale_2 changed" "$T/$c.global" "$D/$ref" "^  $e  +different amax "
+  python3 "$T/plant.py" "$D/$c" "$T/$c.shape" "$m.weight_scale" shape:transpose &&
+    expect_fail "$c scale shape" "$T/$c.shape" "" "^FAIL \[scale shape\] $e\.weight_scale:"
+  python3 "$T/plant.py" "$D/$c" "$T/$c.dtype" "$m.weight_scale" dtype:U8 &&
+    expect_fail "$c scale dtype" "$T/$c.dtype" "" "^FAIL \[structure\] $e\.weight_scale: dtype U8"
+  python3 "$T/plant.py" "$D/$c" "$T/$c.dtype2" "$m.weight_scale_2" dtype:F16 &&
+    expect_fail "$c weight_scale_2 dtype" "$T/$c.dtype2" "" "^FAIL \[scale dtype\] $e\.weight_scale_2: dtype F16"
+  python3 "$T/plant.py" "$D/$c" "$T/$c.noscale" "$m.weight_scale" drop &&
+    expect_fail "$c weight_scale missing" "$T/$c.noscale" "" "^FAIL \[structure\] $e\.weight: .*no scale"
+  python3 "$T/plant.py" "$D/$c" "$T/$c.noglobal" "$m.weight_scale_2" drop &&
+    expect_fail "$c weight_scale_2 missing" "$T/$c.noglobal" "" "^FAIL \[structure\] $e: NVFP4 weight without a one-element global scale \(no weight_scale_2"
+  if [ "$act" = 1 ]; then
+    python3 "$T/plant.py" "$D/$c" "$T/$c.noinput" "$m.input_scale" drop &&
+      expect_fail "$c input_scale missing" "$T/$c.noinput" "" "^FAIL \[missing input_scale\] $e\.input_scale:"
+  fi
+  rm -rf "$T/$c".*
+done <<< "$specs"
+
+exit $fail
