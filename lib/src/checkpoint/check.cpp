@@ -17,6 +17,7 @@
 #include "checkpoint/name_pattern.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "checkpoint/kv_names.hpp"
+#include "checkpoint/modelopt_presets.hpp"
 #include "checkpoint/moe_rules.hpp"
 #include "checkpoint/producer_rules.hpp"
 #include "fp8kit/checkpoint.hpp"
@@ -235,7 +236,7 @@ struct Checker : detail::Findings {
                 dtypes = {"F32", "BF16", "F8_E8M0"};
                 break;
             case Scheme::nvfp4:
-                want = L.rows * ((L.cols + 15) / 16);
+                want = L.rows * ((L.cols + L.block_cols - 1) / L.block_cols);  // 16, or ModelOpt's 32
                 dtypes = {"F8_E4M3"};
                 break;
             case Scheme::mxfp4:
@@ -269,7 +270,10 @@ struct Checker : detail::Findings {
             ok = false;
         }
         if (L.scheme == Scheme::nvfp4 && (L.global_scale.empty() || numel(F.tensors().at(L.global_scale).shape) != 1)) {
-            fail(L.module, "structure", "NVFP4 weight without a one-element global scale");
+            fail(L.global_scale.empty() ? L.module : L.global_scale, "structure",
+                 L.global_scale.empty() ? "NVFP4 weight without a one-element global scale (no weight_scale_2 / "
+                                          "weight_global_scale tensor)"
+                                        : "NVFP4 weight without a one-element global scale");
             ok = false;
         }
         if (L.scheme == Scheme::w4a8) {
@@ -942,7 +946,12 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         }
         C.values(L, lb.live, s, st);
         C.input(L);
+        detail::modelopt_nvfp4_companions(F, L, C);
         if (!ref) continue;
+        if (const std::string why = detail::modelopt_not_replayable(F, L); !why.empty()) {
+            C.note(L.module, "not replayable", why);
+            continue;
+        }
         std::string orig = L.module + ".weight";
         std::optional<RawTensor> found = original_of(*ref, L, orig);
         if (!found) {
@@ -970,6 +979,8 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     C.experts();
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));
     C.kv();
+    detail::modelopt_preset_note(F, C);
+    detail::modelopt_companion_tensors(F, C);
     return R;
 }
 
