@@ -759,6 +759,41 @@ std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::str
     return std::nullopt;
 }
 
+// A ModelOpt NVFP4 layer whose codes are bit-exact under its stored scales while the scales are
+// not the max rule's: one of the static presets' rules (detail::modelopt_searched_scales). One
+// that replays turns the comparison bit-exact; one that cannot is a note, not a comparison.
+void modelopt_searched(const Folder& F, const Folder& ref, const Layer& L, const std::vector<float>& x,
+                       const Scales& st, Report& R, Checker& C) {
+    Comparison& c = R.comparisons.back();
+    if (F.producer() != Producer::modelopt || F.trtllm || L.scheme != Scheme::nvfp4 || c.verdict != "different amax")
+        return;
+    float amax = shared_amax(F, ref, L);
+    if (amax < 0) {
+        amax = 0;
+        for (float v : x) amax = std::max(amax, std::fabs(v));
+    }
+    const auto s = detail::modelopt_searched_scales(L, x, amax, st);
+    if (s.rule.empty()) return;
+    if (c.code_mismatches) {  // the scales are the rule's; the codes are not theirs
+        if (s.replayed) c.scale_mismatches = 0;
+        c.verdict = "codes differ";
+        c.variant = "modelopt (" + s.rule + ")";
+        return;
+    }
+    if (s.replayed) {
+        c.verdict = "bit-exact";
+        c.scale_mismatches = 0;
+        c.variant = "modelopt (" + s.rule + ")";
+        return;
+    }
+    C.note(L.module, "searched scales",
+           fmt::format("codes bit-exact under the stored block scales and weight_scale_2 the max rule's, but {} of {} "
+                       "block scales are not amax / 6: {}, chosen by ModelOpt's search (model_calib.py mse_calibrate / "
+                       "local_hessian_calibrate), whose loss the files do not hold; the block scales are not replayed",
+                       s.blocks_off_max_rule, st.block.size(), s.rule));
+    R.comparisons.pop_back();
+}
+
 // Stacked NVFP4 experts with one global scale per expert (ModelOpt's TensorRT-LLM export:
 // layer_utils.py _build_stacked_linear stacks each expert's weights_scaling_factor_2 into [E]):
 // each expert is checked as a layer of its own, "<module>[expert e]", its rows, block scales and
@@ -975,6 +1010,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                    "scale only "
                    "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the "
                    "original");
+        modelopt_searched(F, *ref, L, x, st, R, C);  // last: it may take the comparison back
     }
     C.experts();
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));

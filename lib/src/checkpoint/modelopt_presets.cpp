@@ -1,12 +1,17 @@
 // ModelOpt 0.47's NVFP4-family presets as its HF export writes them (modelopt_presets.hpp).
 #include "checkpoint/modelopt_presets.hpp"
 
+#include <cmath>
+
 #include <algorithm>
 #include <set>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "checkpoint/producer_rules.hpp"
+#include "producers/modelopt_nvfp4.hpp"
 
 namespace fp8kit::checkpoint::detail {
 namespace {
@@ -84,6 +89,16 @@ void modelopt_nvfp4_companions(const Folder& F, const Layer& L, Findings& C) {
                    fmt::format("dtype {}: ModelOpt writes this scale as float32 (quant_utils.py "
                                "get_weight_scaling_factor_2 / get_activation_scaling_factor: `.float()`)",
                                F.tensors().at(*n).dtype));
+    if (upper(L.quant_algo) == "NVFP4_SVD") {
+        // SVDQuant keeps every pre_quant_scale (its kernel applies it: unified_export_hf.py
+        // requantize_resmooth_fused_llm_layers fuses none) and both low-rank factors.
+        const std::string q = L.module + ".weight_quantizer._svdquant_lora_";
+        for (const std::string& n : {L.module + ".pre_quant_scale", q + "a", q + "b"})
+            if (!F.has(n) && !(n != L.module + ".pre_quant_scale" && F.has(L.module + ".svdquant_lora_" + n.back())))
+                C.fail(n, "missing svdquant tensor",
+                       "quant_algo NVFP4_SVD: ModelOpt writes this tensor for every SVDQuant linear; the "
+                       "checkpoint has none");
+    }
     if (!L.pre_quant_scale.empty()) {
         const auto& t = F.tensors().at(L.pre_quant_scale);
         std::uint64_t n = 1;
@@ -128,20 +143,42 @@ void modelopt_preset_note(const Folder& F, Findings& C) {
                            F.kv_cache_algo.empty() ? "" : fmt::format("; KV cache {}", F.kv_cache_algo)));
 }
 
+namespace {
+
+// SVDQuant's low-rank factor n of module m: named, and its shape checked against the layer's
+// (A [rank, in_features], B [out_features, rank]).
+void svdquant_factor(const Folder& F, const std::string& n, const std::string& m, bool a, Findings& C) {
+    const auto& shape = F.tensors().at(n).shape;
+    C.note(n, "svdquant low-rank",
+           fmt::format("SVDQuant's low-rank factor {} (model_calib.py svdquant; the HF export keeps the weight "
+                       "quantizer's buffer, unified_export_hf.py): a bfloat16 side path added to the NVFP4 GEMM, "
+                       "not quantised",
+                       a ? "A [rank, in_features]" : "B [out_features, rank]"));
+    for (const auto& L : F.layers())
+        if (L.module == m && L.scheme != Scheme::none &&
+            (shape.size() != 2 || (a ? shape[1] != L.cols : shape[0] != L.rows)))
+            C.fail(n, "svdquant shape",
+                   fmt::format("shape [{}] for a {} x {} weight: {} holds {}", fmt::join(shape, ", "), L.rows, L.cols,
+                               a ? "A" : "B", a ? "[rank, in_features]" : "[out_features, rank]"));
+}
+
+}  // namespace
+
 void modelopt_companion_tensors(const Folder& F, Findings& C) {
     if (F.producer() != Producer::modelopt || F.trtllm) return;
     std::set<std::string> quantised;
     for (const auto& L : F.layers())
         if (L.scheme != Scheme::none) quantised.insert(L.module);
+    // ModelOpt 0.47's transformers export writes `<m>.weight_quantizer._svdquant_lora_a`; its
+    // diffusers export promotes them to `<m>.svdquant_lora_a`.
     for (const auto& [n, t] : F.tensors()) {
-        for (const char* suffix : {".svdquant_lora_a", ".svdquant_lora_b", ".weight_quantizer.svdquant_lora_a",
-                                   ".weight_quantizer.svdquant_lora_b"})
-            if (ends_with(n, suffix))
-                C.note(n, "svdquant low-rank",
-                       fmt::format("SVDQuant's low-rank branch ({}; model_calib.py svdquant, unified_export_hf.py "
-                                   "_promote_quantizer_tensors_to_module): a bfloat16 side path the engine adds to the "
-                                   "NVFP4 GEMM, not quantised",
-                                   ends_with(n, "lora_a") ? "A: [rank, in_features]" : "B: [out_features, rank]"));
+        for (const char* suffix : {".weight_quantizer._svdquant_lora_a", ".weight_quantizer._svdquant_lora_b",
+                                   ".svdquant_lora_a", ".svdquant_lora_b"}) {
+            const std::string sf = suffix;
+            if (!ends_with(n, sf)) continue;
+            svdquant_factor(F, n, n.substr(0, n.size() - sf.size()), sf.back() == 'a', C);
+            break;
+        }
         if (ends_with(n, ".pre_quant_scale") && !quantised.count(n.substr(0, n.size() - 16)))
             C.note(
                 n, "pre_quant_scale",
@@ -162,6 +199,68 @@ std::string modelopt_not_replayable(const Folder& F, const Layer& L) {
         return "ModelOpt NVFP4_SVD quantised the AWQ-smoothed weight less its float32 low-rank branch (model_calib.py "
                "svdquant); the files hold both only rounded to bfloat16, so its codes are not compared";
     return "";
+}
+
+namespace {
+
+// Each block's amax (max |x| over its elements), row-major over the block grid.
+std::vector<float> block_amaxes(const Layer& L, const std::vector<float>& x, const Scales& st) {
+    std::vector<float> a(st.grid_rows * st.grid_cols, 0.0f);
+    for (std::uint64_t r = 0; r < L.rows; ++r)
+        for (std::uint64_t c = 0; c < L.cols; ++c) {
+            float& m = a[(r / st.block_rows) * st.grid_cols + c / st.block_cols];
+            m = std::max(m, std::fabs(x[r * L.cols + c]));
+        }
+    return a;
+}
+
+float e4m3_block_scale(float v) { return decode_element(Scheme::fp8_tensor, producers::modelopt_e4m3_block_code(v)); }
+
+// torch divides a tensor by a Python number on CUDA as a multiply by its float32 reciprocal.
+float by_number(float a, float b, bool cuda) { return cuda ? a * (1.0f / b) : a / b; }
+
+// NVFP4_FOUR_OVER_SIX_CFG's static export: per_block_amax / 6, 0 -> 1.0, then
+// `per_block_scale.float() * 256 / (global_amax / 6)`, clamped and cast to E4M3.
+bool four_over_six(const std::vector<float>& bamax, float amax, const Scales& st, bool cuda) {
+    if (st.global != by_number(amax, 1536.0f, cuda)) return false;
+    const float psm = by_number(amax, 6.0f, cuda);
+    for (std::size_t i = 0; i < bamax.size(); ++i) {
+        bool one = false;
+        for (const float m : {1.0f, 1.5f}) {
+            float ps = by_number(bamax[i] * m, 6.0f, cuda);
+            if (ps == 0.0f) ps = 1.0f;
+            one = one || e4m3_block_scale(ps * 256.0f / psm) == st.block[i];
+        }
+        if (!one) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+SearchedScales modelopt_searched_scales(const Layer& L, const std::vector<float>& x, float amax, const Scales& st) {
+    SearchedScales out;
+    if (L.scheme != Scheme::nvfp4 || !(amax > 0.0f) || !(st.global > 0.0f)) return out;
+    const auto bamax = block_amaxes(L, x, st);
+    if (bamax.size() != st.block.size()) return out;
+    for (std::size_t i = 0; i < bamax.size(); ++i)
+        out.blocks_off_max_rule += decode_element(Scheme::fp8_tensor, producers::modelopt_nvfp4_block_code(
+                                                                          bamax[i], st.global)) != st.block[i];
+    if (four_over_six(bamax, amax, st, false) || four_over_six(bamax, amax, st, true)) {
+        out.rule = "4/6 block scales (NVFP4_FOUR_OVER_SIX_CFG)";
+        out.replayed = true;
+        return out;
+    }
+    const bool max_global = st.global == producers::modelopt_nvfp4_scale_2(amax, false) ||
+                            st.global == producers::modelopt_nvfp4_scale_2(amax, true);
+    if (!max_global && st.global < producers::modelopt_nvfp4_scale_2(amax, false) && out.blocks_off_max_rule == 0) {
+        out.rule = "clipped amax (NVFP4_AWQ_CLIP_CFG)";
+        out.replayed = true;
+        return out;
+    }
+    if (max_global && out.blocks_off_max_rule >= std::max<std::uint64_t>(2, bamax.size() / 100))
+        out.rule = "searched block amax (NVFP4_W4A4_WEIGHT_MSE_FP8_SWEEP_CFG / NVFP4_W4A4_WEIGHT_LOCAL_HESSIAN_CFG)";
+    return out;
 }
 
 }  // namespace fp8kit::checkpoint::detail

@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -56,5 +57,32 @@ void modelopt_companion_tensors(const Folder& F, Findings& C);
 // NVFP4 algos quantise a smoothed (and, for SVDQuant, low-rank-reduced) weight held in float32
 // that the checkpoint stores only rounded. "" where the rule replays.
 std::string modelopt_not_replayable(const Folder& F, const Layer& L);
+
+struct Scales;  // producer_rules.hpp
+
+// ModelOpt's NVFP4 presets whose weight scales are not the max rule's, as its export writes them
+// (qtensor/nvfp4_tensor.py get_weights_scaling_factor_2_from_quantizer and
+// get_weights_scaling_factor_from_quantizer), told by the stored scales of a layer whose codes are
+// bit-exact under them:
+//  - "4/6" (NVFP4_FOUR_OVER_SIX_CFG): weight_scale_2 = amax / (6 * 256) (numeric_utils.py
+//    fp8_max_for_normalization: E4M3_MAX_46 = 256), each block's amax its own times 1 (M = 6)
+//    or 1.5 (M = 4) as the MSE calibrator chose (model_calib.py mse_calibrate, multipliers 1.0 to
+//    1.5 by 0.5), block scale e4m3(clamp((amax_b / 6) * 256 / (amax / 6))): every block one of
+//    its two candidates, replayed bit-exact;
+//  - "clipped amax" (NVFP4_AWQ_CLIP_CFG: model_calib.py awq_clip searches the weight quantizer's
+//    amax): weight_scale_2 = clipped amax / 2688, below the weight's; block scales the max rule's
+//    under that weight_scale_2 (the dynamic path), replayed bit-exact;
+//  - "searched block amax" (NVFP4_W4A4_WEIGHT_MSE_FP8_SWEEP_CFG, NVFP4_W4A4_WEIGHT_LOCAL_HESSIAN_CFG:
+//    mse_calibrate / local_hessian_calibrate pick each block's amax by a search whose loss is not
+//    in the files; the Hessian's comes from calibration activations): weight_scale_2 the max
+//    rule's, block scales not replayed. Taken only where blocks off the max rule are at least
+//    2 and 1% of the layer's: one block off it is a changed scale, not a search.
+// amax: the amax the max rule used (the fused group's); x: the original weight.
+struct SearchedScales {
+    std::string rule;       // "" where none explains the scales
+    bool replayed = false;  // every block scale recomputed bit-exact
+    std::uint64_t blocks_off_max_rule = 0;
+};
+SearchedScales modelopt_searched_scales(const Layer& L, const std::vector<float>& x, float amax, const Scales& st);
 
 }  // namespace fp8kit::checkpoint::detail
