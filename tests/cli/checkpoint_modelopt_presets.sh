@@ -11,7 +11,8 @@ set -u
 source "$(dirname "$0")/checkpoint_setup.bash"
 
 # plant.py SRC DST TENSOR FAULT: DST/ = SRC/ with one fault in TENSOR of model.safetensors
-# (xor:<byte index>:<mask>, shape:transpose, dtype:<name>, drop), the file rewritten whole.
+# (xor:<byte index>:<mask>, add:<byte index>:<delta>, shape:transpose, dtype:<name>, drop), the
+# file rewritten whole.
 cat > "$T/plant.py" <<'PY'
 import json, os, shutil, struct, sys
 src, dst, name, fault = sys.argv[1:5]
@@ -29,6 +30,9 @@ kind, _, arg = fault.partition(":")
 if kind == "xor":
     i, mask = (int(a, 0) for a in arg.split(":"))
     tensors[name][2][i] ^= mask
+elif kind == "add":
+    i, d = (int(a, 0) for a in arg.split(":"))
+    tensors[name][2][i] = (tensors[name][2][i] + d) % 256
 elif kind == "shape":
     tensors[name][1] = list(reversed(tensors[name][1]))
 elif kind == "dtype":  # F32 -> F16 converts the values; otherwise the bytes are kept
@@ -96,11 +100,28 @@ while IFS=: read -r c ref n m act; do
     expect_fail "$c weight_scale missing" "$T/$c.noscale" "" "^FAIL \[structure\] $e\.weight: .*no scale"
   python3 "$T/plant.py" "$D/$c" "$T/$c.noglobal" "$m.weight_scale_2" drop &&
     expect_fail "$c weight_scale_2 missing" "$T/$c.noglobal" "" "^FAIL \[structure\] $e: NVFP4 weight without a one-element global scale \(no weight_scale_2"
+  if grep -q '"kv_cache_quant_algo": "' "$D/$c/hf_quant_config.json"; then
+    kv=model.layers.0.self_attn.k_proj.k_scale; ekv=$(printf '%s\n' "$kv" | sed 's/\./\\./g')
+    python3 "$T/plant.py" "$D/$c" "$T/$c.kvdrop" "$kv" drop &&
+      expect_fail "$c k_scale missing" "$T/$c.kvdrop" "" "^FAIL \[kv scale missing\] $ekv:"
+    python3 "$T/plant.py" "$D/$c" "$T/$c.kvdtype" "$kv" dtype:F16 &&
+      expect_fail "$c k_scale dtype" "$T/$c.kvdtype" "" "^FAIL \[scale dtype\] $ekv: dtype F16"
+    python3 "$T/plant.py" "$D/$c" "$T/$c.kvsign" "$kv" xor:3:0x80 &&
+      expect_fail "$c k_scale negated" "$T/$c.kvsign" "" "^FAIL \[kv scale value\] $ekv:"
+  fi
   if [ "$act" = 1 ]; then
     python3 "$T/plant.py" "$D/$c" "$T/$c.noinput" "$m.input_scale" drop &&
       expect_fail "$c input_scale missing" "$T/$c.noinput" "" "^FAIL \[missing input_scale\] $e\.input_scale:"
   fi
   rm -rf "$T/$c".*
 done <<< "$specs"
+
+# A block scale one E4M3 step up whose block's codes the new scale gives unchanged (block 1 of row
+# 2 of down_proj in modelopt_w4a16_nvfp4; 64 such blocks there): it is no searched scale (those
+# move at least 2 blocks and 1% of a layer), so it still fails, with every code consistent.
+m=model.layers.0.mlp.down_proj
+python3 "$T/plant.py" "$D/modelopt_w4a16_nvfp4" "$T/step" "$m.weight_scale" add:25:1 &&
+  expect_fail "one block scale a step up, codes unchanged" "$T/step" "$D/original" \
+    "^  model\.layers\.0\.mlp\.down_proj  +different amax +codes differing +0/24576 +scales differing +1 "
 
 exit $fail

@@ -179,6 +179,12 @@ void modelopt_companion_tensors(const Folder& F, Findings& C) {
             svdquant_factor(F, n, n.substr(0, n.size() - sf.size()), sf.back() == 'a', C);
             break;
         }
+        // The KV scales: `value.float() / kv_cache_max_bound` (quant_utils.py postprocess_state_dict).
+        if ((ends_with(n, ".k_proj.k_scale") || ends_with(n, ".v_proj.v_scale")) && t.dtype != "F32")
+            C.fail(n, "scale dtype",
+                   fmt::format("dtype {}: ModelOpt writes its KV scales as float32 (quant_utils.py "
+                               "postprocess_state_dict: amax.float() / 448)",
+                               t.dtype));
         if (ends_with(n, ".pre_quant_scale") && !quantised.count(n.substr(0, n.size() - 16)))
             C.note(
                 n, "pre_quant_scale",
