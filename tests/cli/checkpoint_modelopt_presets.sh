@@ -11,8 +11,8 @@ set -u
 source "$(dirname "$0")/checkpoint_setup.bash"
 
 # plant.py SRC DST TENSOR FAULT: DST/ = SRC/ with one fault in TENSOR of model.safetensors
-# (xor:<byte index>:<mask>, add:<byte index>:<delta>, shape:transpose, dtype:<name>, drop), the
-# file rewritten whole.
+# (xor:<byte index>:<mask>, add:<byte index>:<delta>, sixto4, shape:transpose, dtype:<name>, drop),
+# the file rewritten whole.
 cat > "$T/plant.py" <<'PY'
 import json, os, shutil, struct, sys
 src, dst, name, fault = sys.argv[1:5]
@@ -33,6 +33,13 @@ if kind == "xor":
 elif kind == "add":
     i, d = (int(a, 0) for a in arg.split(":"))
     tensors[name][2][i] = (tensors[name][2][i] + d) % 256
+elif kind == "sixto4":  # the first 16-block holding one +-6 (code 7): that code to +-4 (code 6)
+    b = tensors[name][2]
+    for blk in range(0, len(b), 8):
+        sixes = [i for i in range(2 * blk, 2 * blk + 16) if ((b[i // 2] >> (4 * (i % 2))) & 0x7) == 7]
+        if len(sixes) == 1:
+            b[sixes[0] // 2] ^= 1 << (4 * (sixes[0] % 2))
+            break
 elif kind == "shape":
     tensors[name][1] = list(reversed(tensors[name][1]))
 elif kind == "dtype":  # F32 -> F16 converts the values; otherwise the bytes are kept
@@ -123,5 +130,20 @@ m=model.layers.0.mlp.down_proj
 python3 "$T/plant.py" "$D/modelopt_w4a16_nvfp4" "$T/step" "$m.weight_scale" add:25:1 &&
   expect_fail "one block scale a step up, codes unchanged" "$T/step" "$D/original" \
     "^  model\.layers\.0\.mlp\.down_proj  +different amax +codes differing +0/24576 +scales differing +1 "
+
+# NVFP4_AWQ / NVFP4_SVD codes are not compared with the original (the smoothed weight is not in
+# the files); the max rule's +-6 in every live block is checked instead. ModelOpt cannot write
+# them on the CPU, so modelopt_nvfp4_kv (max-rule codes) is relabelled NVFP4_AWQ: it passes, and
+# one block's only 6 turned into a 4 fails naming the weight.
+mkdir -p "$T/awq"
+cp "$D/modelopt_nvfp4_kv/"* "$T/awq/"
+chmod u+w "$T/awq/"*
+sed -i 's/"quant_algo": "NVFP4"/"quant_algo": "NVFP4_AWQ"/' "$T/awq/hf_quant_config.json"
+out=$("$FP8KIT" checkpoint check "$T/awq" --reference "$D/original" 2>&1); rc=$?
+check "relabelled NVFP4_AWQ: exit 0 (got $rc)" $rc
+n=$(printf '%s\n' "$out" | grep -c '^note \[not replayable\]')
+[ "$n" -eq 7 ]; check "relabelled NVFP4_AWQ: 7 layers not replayable, said (got $n)" $?
+python3 "$T/plant.py" "$T/awq" "$T/awq6" "$m.weight" sixto4 &&
+  expect_fail "NVFP4_AWQ: a block's only 6 made 4" "$T/awq6" "" "^FAIL \[max code\] $(printf '%s' "$m" | sed 's/\./\\./g')\.weight: 1 blocks"
 
 exit $fail

@@ -982,6 +982,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         C.values(L, lb.live, s, st);
         C.input(L);
         detail::modelopt_nvfp4_companions(F, L, C);
+        detail::modelopt_max_code_rule(F, L, st, C);
         if (!ref) continue;
         if (const std::string why = detail::modelopt_not_replayable(F, L); !why.empty()) {
             C.note(L.module, "not replayable", why);

@@ -244,6 +244,29 @@ bool four_over_six(const std::vector<float>& bamax, float amax, const Scales& st
 
 }  // namespace
 
+void modelopt_max_code_rule(const Folder& F, const Layer& L, const Scales& st, Findings& C) {
+    if (modelopt_not_replayable(F, L).empty()) return;
+    const RawTensor w = F.read(L.weight);
+    if (w.dtype != "U8" || w.bytes.size() * 2 != L.rows * L.cols) return;
+    std::vector<std::uint8_t> top(st.block.size(), 0);  // largest code magnitude per block
+    for (std::uint64_t i = 0; i < L.rows * L.cols; ++i) {
+        const std::uint8_t code = (i % 2 ? w.bytes[i / 2] >> 4 : w.bytes[i / 2]) & 0x7;
+        const std::uint64_t r = i / L.cols, c = i % L.cols;
+        std::uint8_t& t = top[(r / st.block_rows) * st.grid_cols + c / st.block_cols];
+        t = std::max(t, code);
+    }
+    std::uint64_t short_of_6 = 0, first = 0;
+    for (std::size_t b = 0; b < top.size(); ++b)
+        if (top[b] != 0 && top[b] != 7 && st.block[b] >= 0.015625f && st.block[b] < 448.0f && !short_of_6++) first = b;
+    if (short_of_6)
+        C.fail(
+            L.weight, "max code",
+            fmt::format("{} blocks with nonzero codes reach no +-6 under a normal E4M3 scale below 448 (first: block "
+                        "{}, row {}): ModelOpt's max rule puts a 6 in each (nvfp4_tensor.py "
+                        "get_weights_scaling_factor); a code was changed",
+                        short_of_6, first, first / st.grid_cols));
+}
+
 SearchedScales modelopt_searched_scales(const Layer& L, const std::vector<float>& x, float amax, const Scales& st) {
     SearchedScales out;
     if (L.scheme != Scheme::nvfp4 || !(amax > 0.0f) || !(st.global > 0.0f)) return out;

@@ -60,6 +60,13 @@ std::string modelopt_not_replayable(const Folder& F, const Layer& L);
 
 struct Scales;  // producer_rules.hpp
 
+// The dynamic max rule (nvfp4_tensor.py get_weights_scaling_factor: block scale
+// e4m3(amax_b / (6 * weight_scale_2))) puts a code of magnitude 6 in every block holding a nonzero
+// code whose scale is a normal E4M3 below 448: the block's largest element over its scale is
+// 6 / (1 +- 2^-4), which E2M1 rounds to 6. Checked on the NVFP4_AWQ and NVFP4_SVD layers, whose
+// codes --reference cannot replay: a block short of 6 holds a changed code.
+void modelopt_max_code_rule(const Folder& F, const Layer& L, const Scales& st, Findings& C);
+
 // ModelOpt's NVFP4 presets whose weight scales are not the max rule's, as its export writes them
 // (qtensor/nvfp4_tensor.py get_weights_scaling_factor_2_from_quantizer and
 // get_weights_scaling_factor_from_quantizer), told by the stored scales of a layer whose codes are
