@@ -40,8 +40,8 @@ elif kind == "sixto4":  # the first 16-block holding one +-6 (code 7): that code
         if len(sixes) == 1:
             b[sixes[0] // 2] ^= 1 << (4 * (sixes[0] % 2))
             break
-elif kind == "shape":
-    tensors[name][1] = list(reversed(tensors[name][1]))
+elif kind == "shape":  # transpose, or a shape given as comma-separated dims (the bytes kept)
+    tensors[name][1] = list(reversed(tensors[name][1])) if arg == "transpose" else [int(x) for x in arg.split(",")]
 elif kind == "dtype":  # F32 -> F16 converts the values; otherwise the bytes are kept
     if tensors[name][0] == "F32" and arg == "F16":
         v = struct.unpack(f"<{len(tensors[name][2]) // 4}f", tensors[name][2])
@@ -103,6 +103,8 @@ while IFS=: read -r c ref n m act; do
     expect_fail "$c scale dtype" "$T/$c.dtype" "" "^FAIL \[structure\] $e\.weight_scale: dtype U8"
   python3 "$T/plant.py" "$D/$c" "$T/$c.dtype2" "$m.weight_scale_2" dtype:F16 &&
     expect_fail "$c weight_scale_2 dtype" "$T/$c.dtype2" "" "^FAIL \[scale dtype\] $e\.weight_scale_2: dtype F16"
+  python3 "$T/plant.py" "$D/$c" "$T/$c.shape2" "$m.weight_scale_2" shape:1 &&
+    expect_fail "$c weight_scale_2 shape [1]" "$T/$c.shape2" "" "^FAIL \[scale shape\] $e\.weight_scale_2: shape \[1\]"
   python3 "$T/plant.py" "$D/$c" "$T/$c.noscale" "$m.weight_scale" drop &&
     expect_fail "$c weight_scale missing" "$T/$c.noscale" "" "^FAIL \[structure\] $e\.weight: .*no scale"
   python3 "$T/plant.py" "$D/$c" "$T/$c.noglobal" "$m.weight_scale_2" drop &&
@@ -113,10 +115,14 @@ while IFS=: read -r c ref n m act; do
       expect_fail "$c k_scale missing" "$T/$c.kvdrop" "" "^FAIL \[kv scale missing\] $ekv:"
     python3 "$T/plant.py" "$D/$c" "$T/$c.kvdtype" "$kv" dtype:F16 &&
       expect_fail "$c k_scale dtype" "$T/$c.kvdtype" "" "^FAIL \[scale dtype\] $ekv: dtype F16"
+    python3 "$T/plant.py" "$D/$c" "$T/$c.kvshape" "$kv" shape:1,1 &&
+      expect_fail "$c k_scale shape [1, 1]" "$T/$c.kvshape" "" "^FAIL \[scale shape\] $ekv: shape \[1, 1\]"
     python3 "$T/plant.py" "$D/$c" "$T/$c.kvsign" "$kv" xor:3:0x80 &&
       expect_fail "$c k_scale negated" "$T/$c.kvsign" "" "^FAIL \[kv scale value\] $ekv:"
   fi
   if [ "$act" = 1 ]; then
+    python3 "$T/plant.py" "$D/$c" "$T/$c.inshape" "$m.input_scale" shape:1 &&
+      expect_fail "$c input_scale shape [1]" "$T/$c.inshape" "" "^FAIL \[scale shape\] $e\.input_scale: shape \[1\]"
     python3 "$T/plant.py" "$D/$c" "$T/$c.noinput" "$m.input_scale" drop &&
       expect_fail "$c input_scale missing" "$T/$c.noinput" "" "^FAIL \[missing input_scale\] $e\.input_scale:"
   fi

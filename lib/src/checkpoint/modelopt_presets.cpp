@@ -83,6 +83,15 @@ void modelopt_nvfp4_companions(const Folder& F, const Layer& L, Findings& C) {
         C.note(L.input_scale, "weight-only input_scale",
                "W4A16_NVFP4 quantises weights only; ModelOpt writes no input_scale for it (its input quantizer is "
                "disabled, quant_utils.py get_quantization_format)");
+    // Per-tensor scales of a 2-D weight are 0-dim: the quantizer's amax is one 0-dim tensor
+    // (quant_utils.py get_weight_scaling_factor_2, get_activation_scaling_factor).
+    for (const std::string* n : {&L.global_scale, &L.input_scale})
+        if (!n->empty() && L.experts <= 1 && !F.tensors().at(*n).shape.empty())
+            C.fail(*n, "scale shape",
+                   fmt::format("shape [{}]: ModelOpt's HF export writes this per-tensor scale 0-dim ([]), the "
+                               "amax / divisor of quant_utils.py get_weight_scaling_factor_2 / "
+                               "get_activation_scaling_factor",
+                               fmt::join(F.tensors().at(*n).shape, ", ")));
     for (const std::string* n : {&L.global_scale, &L.input_scale})
         if (!n->empty() && F.tensors().at(*n).dtype != "F32")
             C.fail(*n, "scale dtype",
@@ -185,6 +194,11 @@ void modelopt_companion_tensors(const Folder& F, Findings& C) {
                    fmt::format("dtype {}: ModelOpt writes its KV scales as float32 (quant_utils.py "
                                "postprocess_state_dict: amax.float() / 448)",
                                t.dtype));
+        if ((ends_with(n, ".k_proj.k_scale") || ends_with(n, ".v_proj.v_scale")) && !t.shape.empty())
+            C.fail(n, "scale shape",
+                   fmt::format("shape [{}]: ModelOpt writes its KV scales 0-dim (the bmm quantizer's per-tensor "
+                               "amax / 448, quant_utils.py postprocess_state_dict)",
+                               fmt::join(t.shape, ", ")));
         if (ends_with(n, ".pre_quant_scale") && !quantised.count(n.substr(0, n.size() - 16)))
             C.note(
                 n, "pre_quant_scale",
