@@ -11,8 +11,8 @@ set -u
 source "$(dirname "$0")/checkpoint_setup.bash"
 
 # plant.py SRC DST TENSOR FAULT: DST/ = SRC/ with one fault in TENSOR of model.safetensors
-# (xor:<byte index>:<mask>, add:<byte index>:<delta>, sixto4, shape:transpose, dtype:<name>, drop),
-# the file rewritten whole.
+# (xor:<byte index>:<mask>, add:<byte index>:<delta>, sixto4, shape:transpose|<dims>, dtype:<name>,
+# drop, extra: a new tensor), the file rewritten whole.
 cat > "$T/plant.py" <<'PY'
 import json, os, shutil, struct, sys
 src, dst, name, fault = sys.argv[1:5]
@@ -23,11 +23,13 @@ raw = open(path, "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
 head = json.loads(raw[8:8 + n]); data = raw[8 + n:]
 meta = head.pop("__metadata__", None)
-if name not in head:
+if name not in head and not fault.startswith("extra"):
     sys.exit(f"plant.py: {name} not in {src}")
 tensors = {k: [v["dtype"], v["shape"], bytearray(data[v["data_offsets"][0]:v["data_offsets"][1]])] for k, v in head.items()}
 kind, _, arg = fault.partition(":")
-if kind == "xor":
+if kind == "extra":  # a new float32 tensor `name` holding 1.0
+    tensors[name] = ["F32", [], bytearray(struct.pack("<f", 1.0))]
+elif kind == "xor":
     i, mask = (int(a, 0) for a in arg.split(":"))
     tensors[name][2][i] ^= mask
 elif kind == "add":
@@ -136,6 +138,13 @@ m=model.layers.0.mlp.down_proj
 python3 "$T/plant.py" "$D/modelopt_w4a16_nvfp4" "$T/step" "$m.weight_scale" add:25:1 &&
   expect_fail "one block scale a step up, codes unchanged" "$T/step" "$D/original" \
     "^  model\.layers\.0\.mlp\.down_proj  +different amax +codes differing +0/24576 +scales differing +1 "
+
+# A tensor of a ModelOpt folder that nothing reads is named as what it is (a note).
+python3 "$T/plant.py" "$D/modelopt_nvfp4_kv" "$T/extra" "$m.weight_quantizer._amax" extra &&
+  out=$("$FP8KIT" checkpoint check "$T/extra" 2>&1); rc=$?
+check "a quantizer's _amax left in: exit 0 (got $rc)" $rc
+printf '%s\n' "$out" | grep -q "^note \[unread tensor\] $(printf '%s' "$m" | sed 's/\./\\./g')\.weight_quantizer\._amax: a quantizer's buffer"
+check "a quantizer's _amax left in: named" $?
 
 # NVFP4_AWQ / NVFP4_SVD codes are not compared with the original (the smoothed weight is not in
 # the files); the max rule's +-6 in every live block is checked instead. ModelOpt cannot write

@@ -1018,6 +1018,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
     C.kv();
     detail::modelopt_preset_note(F, C);
     detail::modelopt_companion_tensors(F, C);
+    detail::modelopt_unread_tensors(F, C);
     return R;
 }
 

@@ -207,6 +207,30 @@ void modelopt_companion_tensors(const Folder& F, Findings& C) {
     }
 }
 
+void modelopt_unread_tensors(const Folder& F, Findings& C) {
+    if (F.producer() != Producer::modelopt || F.trtllm) return;
+    std::set<std::string> read;
+    for (const auto& L : F.layers())
+        for (const std::string* n : {&L.weight, &L.scale, &L.global_scale, &L.input_scale, &L.pre_quant_scale})
+            if (!n->empty()) read.insert(*n);
+    static const char* const kKnown[] = {".weight",          ".bias",           "k_scale",         "v_scale",
+                                         "q_scale",          "kv_scale",        "prob_scale",      "k_bias",
+                                         "v_bias",           "_zero_point",     "pre_quant_scale", "_svdquant_lora_a",
+                                         "_svdquant_lora_b", "svdquant_lora_a", "svdquant_lora_b"};
+    for (const auto& [n, t] : F.tensors()) {
+        if (read.count(n) ||
+            std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ends_with(n, k); }))
+            continue;
+        const bool quantizer = n.find("_quantizer.") != std::string::npos;
+        C.note(n, "unread tensor",
+               quantizer ? "a quantizer's buffer, which ModelOpt's HF export strips (quant_utils.py "
+                           "postprocess_state_dict: _amax, _bias_value, output_quantizer); no engine reads it"
+                         : "no layer of this checkpoint reads it: ModelOpt's HF export writes it only beside a "
+                           "quantised weight (weight_scale, weight_scale_2, input_scale) and KV scales beside "
+                           "k_proj / v_proj");
+    }
+}
+
 std::string modelopt_not_replayable(const Folder& F, const Layer& L) {
     if (F.producer() != Producer::modelopt || L.scheme != Scheme::nvfp4) return "";
     const std::string a = upper(L.quant_algo);

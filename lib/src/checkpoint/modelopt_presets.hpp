@@ -53,6 +53,10 @@ void modelopt_preset_note(const Folder& F, Findings& C);
 // (svdquant_lora_a / _b), a pre_quant_scale of a module that is not quantised.
 void modelopt_companion_tensors(const Folder& F, Findings& C);
 
+// Tensors of a ModelOpt HF export that no layer or KV rule reads, each named as what it is (a
+// quantizer buffer the export strips, or a scale beside no quantised weight).
+void modelopt_unread_tensors(const Folder& F, Findings& C);
+
 // Why layer L's codes cannot be replayed from the original and the files: the AWQ / SVDQuant
 // NVFP4 algos quantise a smoothed (and, for SVDQuant, low-rank-reduced) weight held in float32
 // that the checkpoint stores only rounded. "" where the rule replays.
