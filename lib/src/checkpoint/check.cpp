@@ -762,17 +762,31 @@ std::optional<RawTensor> original_of(const Folder& ref, const Layer& L, std::str
 // A ModelOpt NVFP4 layer whose codes are bit-exact under its stored scales while the scales are
 // not the max rule's: one of the static presets' rules (detail::modelopt_searched_scales). One
 // that replays turns the comparison bit-exact; one that cannot is a note, not a comparison.
+// The weight amax of each member of L's fused group (ModelOpt preprocess_linear_fusion takes
+// their largest), or of L alone where it has none or a member is missing from the reference.
+std::vector<float> member_amaxes(const Folder& F, const Folder& ref, const Layer& L, const std::vector<float>& x) {
+    auto amax_of = [](const std::vector<float>& v) {
+        float a = 0;
+        for (float e : v) a = std::max(a, std::fabs(e));
+        return a;
+    };
+    std::vector<float> out;
+    for (const auto& g : detail::fused_amax_group(F.producer(), L.module, L.scheme)) {
+        std::string n = g + ".weight";
+        if (!ref.has(n) && !linearised_expert_name(ref, g).empty()) n = linearised_expert_name(ref, g);
+        if (!ref.has(n)) return {amax_of(x)};
+        out.push_back(amax_of(ref.read(n).to_floats()));
+    }
+    if (out.empty()) out.push_back(amax_of(x));
+    return out;
+}
+
 void modelopt_searched(const Folder& F, const Folder& ref, const Layer& L, const std::vector<float>& x,
-                       const Scales& st, Report& R, Checker& C) {
+                       const std::string& weight_dtype, const Scales& st, Report& R, Checker& C) {
     Comparison& c = R.comparisons.back();
     if (F.producer() != Producer::modelopt || F.trtllm || L.scheme != Scheme::nvfp4 || c.verdict != "different amax")
         return;
-    float amax = shared_amax(F, ref, L);
-    if (amax < 0) {
-        amax = 0;
-        for (float v : x) amax = std::max(amax, std::fabs(v));
-    }
-    const auto s = detail::modelopt_searched_scales(L, x, amax, st);
+    const auto s = detail::modelopt_searched_scales(L, x, member_amaxes(F, ref, L, x), weight_dtype, st);
     if (s.rule.empty()) return;
     if (c.code_mismatches) {  // the scales are the rule's; the codes are not theirs
         if (s.replayed) c.scale_mismatches = 0;
@@ -1011,7 +1025,7 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                    "scale only "
                    "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the "
                    "original");
-        modelopt_searched(F, *ref, L, x, st, R, C);  // last: it may take the comparison back
+        modelopt_searched(F, *ref, L, x, o.dtype, st, R, C);  // last: it may take the comparison back
     }
     C.experts();
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));

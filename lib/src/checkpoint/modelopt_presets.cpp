@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "checkpoint/producer_rules.hpp"
+#include "convert/float_bits.hpp"
 #include "producers/modelopt_nvfp4.hpp"
 
 namespace fp8kit::checkpoint::detail {
@@ -280,6 +281,21 @@ bool four_over_six(const std::vector<float>& bamax, float amax, const Scales& st
     return true;
 }
 
+// awq_clip's NVFP4 weight_scale_2: fl32(amax_m * shrink, rounded to the weight's dtype) / 2688 for
+// a member m and a shrink of its grid (model_calib.py awq_clip: `round(float(k), 2) for k in
+// torch.arange(min_clip_ratio, 1.0, shrink_step)` + [1.0]; `w_amax * shrink` in the weight's dtype).
+bool clipped_amax(const std::vector<float>& member_amax, const std::string& weight_dtype, float global) {
+    if (weight_dtype != "BF16" && weight_dtype != "F32") return false;
+    for (const float m : member_amax)
+        for (int k = 10; k <= 20; ++k) {
+            const float shrink = k == 20 ? 1.0f : static_cast<float>(k * 5 / 100.0);
+            float c = m * shrink;
+            if (weight_dtype == "BF16") c = fp8kit::detail::round_to_bf16(c);
+            if (global == c / 2688.0f || global == c * (1.0f / 2688.0f)) return true;
+        }
+    return false;
+}
+
 }  // namespace
 
 void modelopt_max_code_rule(const Folder& F, const Layer& L, const Scales& st, Findings& C) {
@@ -305,8 +321,12 @@ void modelopt_max_code_rule(const Folder& F, const Layer& L, const Scales& st, F
                         short_of_6, first, first / st.grid_cols));
 }
 
-SearchedScales modelopt_searched_scales(const Layer& L, const std::vector<float>& x, float amax, const Scales& st) {
+SearchedScales modelopt_searched_scales(const Layer& L, const std::vector<float>& x,
+                                        const std::vector<float>& member_amax, const std::string& weight_dtype,
+                                        const Scales& st) {
     SearchedScales out;
+    float amax = 0;
+    for (const float m : member_amax) amax = std::max(amax, m);
     if (L.scheme != Scheme::nvfp4 || !(amax > 0.0f) || !(st.global > 0.0f)) return out;
     const auto bamax = block_amaxes(L, x, st);
     if (bamax.size() != st.block.size()) return out;
@@ -320,7 +340,7 @@ SearchedScales modelopt_searched_scales(const Layer& L, const std::vector<float>
     }
     const bool max_global = st.global == producers::modelopt_nvfp4_scale_2(amax, false) ||
                             st.global == producers::modelopt_nvfp4_scale_2(amax, true);
-    if (!max_global && st.global < producers::modelopt_nvfp4_scale_2(amax, false) && out.blocks_off_max_rule == 0) {
+    if (!max_global && clipped_amax(member_amax, weight_dtype, st.global) && out.blocks_off_max_rule == 0) {
         out.rule = "clipped amax (NVFP4_AWQ_CLIP_CFG)";
         out.replayed = true;
         return out;

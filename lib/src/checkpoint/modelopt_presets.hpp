@@ -80,20 +80,25 @@ void modelopt_max_code_rule(const Folder& F, const Layer& L, const Scales& st, F
 //    or 1.5 (M = 4) as the MSE calibrator chose (model_calib.py mse_calibrate, multipliers 1.0 to
 //    1.5 by 0.5), block scale e4m3(clamp((amax_b / 6) * 256 / (amax / 6))): every block one of
 //    its two candidates, replayed bit-exact;
-//  - "clipped amax" (NVFP4_AWQ_CLIP_CFG: model_calib.py awq_clip searches the weight quantizer's
-//    amax): weight_scale_2 = clipped amax / 2688, below the weight's; block scales the max rule's
-//    under that weight_scale_2 (the dynamic path), replayed bit-exact;
+//  - "clipped amax" (NVFP4_AWQ_CLIP_CFG: model_calib.py awq_clip, per-tensor for NVFP4: the
+//    weight quantizer's amax times the shrink of least output error, one of 0.5, 0.55, ..., 0.95,
+//    1, in the weight's dtype; the fused group's largest at export): weight_scale_2 = that / 2688
+//    for some member and shrink, below the weight's; block scales the max rule's under it (the
+//    dynamic path): replayed bit-exact;
 //  - "searched block amax" (NVFP4_W4A4_WEIGHT_MSE_FP8_SWEEP_CFG, NVFP4_W4A4_WEIGHT_LOCAL_HESSIAN_CFG:
 //    mse_calibrate / local_hessian_calibrate pick each block's amax by a search whose loss is not
 //    in the files; the Hessian's comes from calibration activations): weight_scale_2 the max
 //    rule's, block scales not replayed. Taken only where blocks off the max rule are at least
 //    2 and 1% of the layer's: one block off it is a changed scale, not a search.
-// amax: the amax the max rule used (the fused group's); x: the original weight.
+// member_amax: the amax of each member of the fused group (preprocess_linear_fusion), or of the
+// layer alone; x: the original weight, stored as weight_dtype.
 struct SearchedScales {
     std::string rule;       // "" where none explains the scales
     bool replayed = false;  // every block scale recomputed bit-exact
     std::uint64_t blocks_off_max_rule = 0;
 };
-SearchedScales modelopt_searched_scales(const Layer& L, const std::vector<float>& x, float amax, const Scales& st);
+SearchedScales modelopt_searched_scales(const Layer& L, const std::vector<float>& x,
+                                        const std::vector<float>& member_amax, const std::string& weight_dtype,
+                                        const Scales& st);
 
 }  // namespace fp8kit::checkpoint::detail
