@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <vector>
 
@@ -73,8 +74,10 @@ bool modelopt_needs_input_scale(const Layer& L) {
     return L.scheme == Scheme::nvfp4 && (a == "NVFP4" || a == "NVFP4_AWQ" || a == "NVFP4_SVD" || a == "W4A8_NVFP4_FP8");
 }
 
-void modelopt_nvfp4_companions(const Folder& F, const Layer& L, Findings& C) {
-    if (F.producer() != Producer::modelopt || F.trtllm || L.scheme != Scheme::nvfp4) return;
+namespace {
+
+// An activation-quantising algo's layer needs its input_scale; a weight-only one has none.
+void input_scale_presence(const Layer& L, Findings& C) {
     if (modelopt_needs_input_scale(L) && L.input_scale.empty())
         C.fail(L.module + ".input_scale", "missing input_scale",
                fmt::format("quant_algo {} quantises this layer's input statically; ModelOpt writes its input_scale "
@@ -84,41 +87,60 @@ void modelopt_nvfp4_companions(const Folder& F, const Layer& L, Findings& C) {
         C.note(L.input_scale, "weight-only input_scale",
                "W4A16_NVFP4 quantises weights only; ModelOpt writes no input_scale for it (its input quantizer is "
                "disabled, quant_utils.py get_quantization_format)");
-    // Per-tensor scales of a 2-D weight are 0-dim: the quantizer's amax is one 0-dim tensor
-    // (quant_utils.py get_weight_scaling_factor_2, get_activation_scaling_factor).
-    for (const std::string* n : {&L.global_scale, &L.input_scale})
-        if (!n->empty() && L.experts <= 1 && !F.tensors().at(*n).shape.empty())
+}
+
+// weight_scale_2 and input_scale: float32 (`.float()`), and 0-dim for a 2-D weight (the
+// quantizer's per-tensor amax; quant_utils.py get_weight_scaling_factor_2,
+// get_activation_scaling_factor).
+void per_tensor_scale_form(const Folder& F, const Layer& L, Findings& C) {
+    for (const std::string* n : {&L.global_scale, &L.input_scale}) {
+        if (n->empty()) continue;
+        const auto& t = F.tensors().at(*n);
+        if (L.experts <= 1 && !t.shape.empty())
             C.fail(*n, "scale shape",
                    fmt::format("shape [{}]: ModelOpt's HF export writes this per-tensor scale 0-dim ([]), the "
                                "amax / divisor of quant_utils.py get_weight_scaling_factor_2 / "
                                "get_activation_scaling_factor",
-                               fmt::join(F.tensors().at(*n).shape, ", ")));
-    for (const std::string* n : {&L.global_scale, &L.input_scale})
-        if (!n->empty() && F.tensors().at(*n).dtype != "F32")
+                               fmt::join(t.shape, ", ")));
+        if (t.dtype != "F32")
             C.fail(*n, "scale dtype",
                    fmt::format("dtype {}: ModelOpt writes this scale as float32 (quant_utils.py "
                                "get_weight_scaling_factor_2 / get_activation_scaling_factor: `.float()`)",
-                               F.tensors().at(*n).dtype));
-    if (upper(L.quant_algo) == "NVFP4_SVD") {
-        // SVDQuant keeps every pre_quant_scale (its kernel applies it: unified_export_hf.py
-        // requantize_resmooth_fused_llm_layers fuses none) and both low-rank factors.
-        const std::string q = L.module + ".weight_quantizer._svdquant_lora_";
-        for (const std::string& n : {L.module + ".pre_quant_scale", q + "a", q + "b"})
-            if (!F.has(n) && !(n != L.module + ".pre_quant_scale" && F.has(L.module + ".svdquant_lora_" + n.back())))
-                C.fail(n, "missing svdquant tensor",
-                       "quant_algo NVFP4_SVD: ModelOpt writes this tensor for every SVDQuant linear; the "
-                       "checkpoint has none");
+                               t.dtype));
     }
-    if (!L.pre_quant_scale.empty()) {
-        const auto& t = F.tensors().at(L.pre_quant_scale);
-        std::uint64_t n = 1;
-        for (auto d : t.shape) n *= d;
-        if (n != L.cols || t.shape.size() != 1)
-            C.fail(L.pre_quant_scale, "pre_quant_scale shape",
-                   fmt::format("shape [{}]: AWQ's pre_quant_scale holds one factor per input channel, [{}] "
-                               "(quant_utils.py get_prequant_scaling_factor)",
-                               fmt::join(t.shape, ", "), L.cols));
-    }
+}
+
+// SVDQuant keeps every pre_quant_scale (its kernel applies it: unified_export_hf.py
+// requantize_resmooth_fused_llm_layers fuses none) and both low-rank factors.
+void svdquant_tensors_present(const Folder& F, const Layer& L, Findings& C) {
+    if (upper(L.quant_algo) != "NVFP4_SVD") return;
+    const std::string q = L.module + ".weight_quantizer._svdquant_lora_";
+    for (const std::string& n : {L.module + ".pre_quant_scale", q + "a", q + "b"})
+        if (!F.has(n) && !(n != L.module + ".pre_quant_scale" && F.has(L.module + ".svdquant_lora_" + n.back())))
+            C.fail(n, "missing svdquant tensor",
+                   "quant_algo NVFP4_SVD: ModelOpt writes this tensor for every SVDQuant linear; the checkpoint has "
+                   "none");
+}
+
+// AWQ's pre_quant_scale: one factor per input channel.
+void pre_quant_scale_shape(const Folder& F, const Layer& L, Findings& C) {
+    if (L.pre_quant_scale.empty()) return;
+    const auto& t = F.tensors().at(L.pre_quant_scale);
+    if (t.shape.size() != 1 || t.shape[0] != L.cols)
+        C.fail(L.pre_quant_scale, "pre_quant_scale shape",
+               fmt::format("shape [{}]: AWQ's pre_quant_scale holds one factor per input channel, [{}] "
+                           "(quant_utils.py get_prequant_scaling_factor)",
+                           fmt::join(t.shape, ", "), L.cols));
+}
+
+}  // namespace
+
+void modelopt_nvfp4_companions(const Folder& F, const Layer& L, Findings& C) {
+    if (F.producer() != Producer::modelopt || F.trtllm || L.scheme != Scheme::nvfp4) return;
+    input_scale_presence(L, C);
+    per_tensor_scale_form(F, L, C);
+    svdquant_tensors_present(F, L, C);
+    pre_quant_scale_shape(F, L, C);
 }
 
 void modelopt_preset_note(const Folder& F, Findings& C) {
@@ -145,7 +167,8 @@ void modelopt_preset_note(const Folder& F, Findings& C) {
         else
             said.push_back(
                 "NVFP4: weight_scale_2 = amax / 2688 over the fused group, block scales amax / (6 * weight_scale_2) "
-                "(qtensor/nvfp4_tensor.py)");
+                "(qtensor/nvfp4_tensor.py; the static presets' 4/6, clipped and searched scales where a layer's "
+                "scales show them)");
     }
     if (!said.empty())
         C.note(F.dir(), "modelopt preset",
@@ -172,6 +195,22 @@ void svdquant_factor(const Folder& F, const std::string& n, const std::string& m
                                a ? "A" : "B", a ? "[rank, in_features]" : "[out_features, rank]"));
 }
 
+// ModelOpt's KV scales: float32 and 0-dim, the bmm quantizer's per-tensor amax / 448
+// (quant_utils.py postprocess_state_dict: `value.float() / kv_cache_max_bound`).
+void kv_scale_form(const std::string& n, const TensorRef& t, Findings& C) {
+    if (!ends_with(n, ".k_proj.k_scale") && !ends_with(n, ".v_proj.v_scale")) return;
+    if (t.dtype != "F32")
+        C.fail(n, "scale dtype",
+               fmt::format("dtype {}: ModelOpt writes its KV scales as float32 (quant_utils.py "
+                           "postprocess_state_dict: amax.float() / 448)",
+                           t.dtype));
+    if (!t.shape.empty())
+        C.fail(n, "scale shape",
+               fmt::format("shape [{}]: ModelOpt writes its KV scales 0-dim (the bmm quantizer's per-tensor amax / "
+                           "448, quant_utils.py postprocess_state_dict)",
+                           fmt::join(t.shape, ", ")));
+}
+
 }  // namespace
 
 void modelopt_companion_tensors(const Folder& F, Findings& C) {
@@ -189,17 +228,7 @@ void modelopt_companion_tensors(const Folder& F, Findings& C) {
             svdquant_factor(F, n, n.substr(0, n.size() - sf.size()), sf.back() == 'a', C);
             break;
         }
-        // The KV scales: `value.float() / kv_cache_max_bound` (quant_utils.py postprocess_state_dict).
-        if ((ends_with(n, ".k_proj.k_scale") || ends_with(n, ".v_proj.v_scale")) && t.dtype != "F32")
-            C.fail(n, "scale dtype",
-                   fmt::format("dtype {}: ModelOpt writes its KV scales as float32 (quant_utils.py "
-                               "postprocess_state_dict: amax.float() / 448)",
-                               t.dtype));
-        if ((ends_with(n, ".k_proj.k_scale") || ends_with(n, ".v_proj.v_scale")) && !t.shape.empty())
-            C.fail(n, "scale shape",
-                   fmt::format("shape [{}]: ModelOpt writes its KV scales 0-dim (the bmm quantizer's per-tensor "
-                               "amax / 448, quant_utils.py postprocess_state_dict)",
-                               fmt::join(t.shape, ", ")));
+        kv_scale_form(n, t, C);
         if (ends_with(n, ".pre_quant_scale") && !quantised.count(n.substr(0, n.size() - 16)))
             C.note(
                 n, "pre_quant_scale",
@@ -225,7 +254,7 @@ void modelopt_unread_tensors(const Folder& F, Findings& C) {
         const bool quantizer = n.find("_quantizer.") != std::string::npos;
         C.note(n, "unread tensor",
                quantizer ? "a quantizer's buffer, which ModelOpt's HF export strips (quant_utils.py "
-                           "postprocess_state_dict: _amax, _bias_value, output_quantizer); no engine reads it"
+                           "postprocess_state_dict: _amax, _bias_value, output_quantizer)"
                          : "no layer of this checkpoint reads it: ModelOpt's HF export writes it only beside a "
                            "quantised weight (weight_scale, weight_scale_2, input_scale) and KV scales beside "
                            "k_proj / v_proj");
