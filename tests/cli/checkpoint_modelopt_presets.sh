@@ -44,10 +44,15 @@ elif kind == "sixto4":  # the first 16-block holding one +-6 (code 7): that code
             break
 elif kind == "shape":  # transpose, or a shape given as comma-separated dims (the bytes kept)
     tensors[name][1] = list(reversed(tensors[name][1])) if arg == "transpose" else [int(x) for x in arg.split(",")]
-elif kind == "dtype":  # F32 -> F16 converts the values; otherwise the bytes are kept
+elif kind == "dtype":  # F32 -> F16 and F8_E4M3 -> F32 convert the values; otherwise the bytes are kept
     if tensors[name][0] == "F32" and arg == "F16":
         v = struct.unpack(f"<{len(tensors[name][2]) // 4}f", tensors[name][2])
         tensors[name][2] = bytearray(struct.pack(f"<{len(v)}e", *v))
+    if tensors[name][0] == "F8_E4M3" and arg == "F32":
+        def e4m3(c):
+            e, m = (c >> 3) & 0xF, c & 7
+            return (-1) ** (c >> 7) * (m / 8 * 2**-6 if e == 0 else (1 + m / 8) * 2 ** (e - 7))
+        tensors[name][2] = bytearray(struct.pack(f"<{len(tensors[name][2])}f", *map(e4m3, tensors[name][2])))
     tensors[name][0] = arg
 elif kind == "drop":
     del tensors[name]
@@ -103,6 +108,8 @@ while IFS=: read -r c ref n m act; do
     expect_fail "$c scale shape" "$T/$c.shape" "" "^FAIL \[scale shape\] $e\.weight_scale:"
   python3 "$T/plant.py" "$D/$c" "$T/$c.dtype" "$m.weight_scale" dtype:U8 &&
     expect_fail "$c scale dtype" "$T/$c.dtype" "" "^FAIL \[structure\] $e\.weight_scale: dtype U8"
+  python3 "$T/plant.py" "$D/$c" "$T/$c.dtype32" "$m.weight_scale" dtype:F32 &&
+    expect_fail "$c scale dtype F32" "$T/$c.dtype32" "" "^FAIL \[structure\] $e\.weight_scale: dtype F32 where nvfp4"
   python3 "$T/plant.py" "$D/$c" "$T/$c.dtype2" "$m.weight_scale_2" dtype:F16 &&
     expect_fail "$c weight_scale_2 dtype" "$T/$c.dtype2" "" "^FAIL \[scale dtype\] $e\.weight_scale_2: dtype F16"
   python3 "$T/plant.py" "$D/$c" "$T/$c.shape2" "$m.weight_scale_2" shape:1 &&

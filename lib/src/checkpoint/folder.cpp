@@ -438,7 +438,9 @@ void Folder::list_layers() {
                 L.scale = m + ".weight_scale_inv";
                 L.scheme = Scheme::fp8_block;
             } else if (t.dtype == "U8" && has(m + ".weight_scale_2") && has(m + ".weight_scale") &&
-                       tensors_.at(m + ".weight_scale").dtype == "F32") {
+                       tensors_.at(m + ".weight_scale").dtype == "F32" &&
+                       !(producer_ == Producer::modelopt &&
+                         detail::modelopt_nvfp4_algo(detail::modelopt_layer_algo(*this, m)))) {
                 // ModelOpt W4A8_AWQ: float32 INT4 group scales (NVFP4's are F8_E4M3).
                 L.scale = m + ".weight_scale";
                 L.global_scale = m + ".weight_scale_2";

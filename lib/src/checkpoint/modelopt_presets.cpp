@@ -54,6 +54,8 @@ std::map<std::string, std::pair<std::string, std::uint64_t>> modelopt_quantized_
     return out;
 }
 
+bool modelopt_nvfp4_algo(const std::string& algo) { return nvfp4_family(algo); }
+
 std::string modelopt_layer_algo(const Folder& F, const std::string& module) {
     const auto it = F.quantized_layers.find(module);
     return it != F.quantized_layers.end() ? it->second.first : F.quant_algo;

@@ -27,6 +27,11 @@ std::map<std::string, std::pair<std::string, std::uint64_t>> modelopt_quantized_
 // The quant_algo ModelOpt wrote for module: its quantized_layers entry, else the folder's.
 std::string modelopt_layer_algo(const Folder& F, const std::string& module);
 
+// An NVFP4-family quant_algo (NVFP4, NVFP4_AWQ, NVFP4_SVD, W4A16_NVFP4, W4A8_NVFP4_FP8): its
+// layers are NVFP4 whatever their scale's dtype (a float32 weight_scale is then a fault, not
+// W4A8_AWQ's INT4 group scales).
+bool modelopt_nvfp4_algo(const std::string& algo);
+
 // ModelOpt's NVFP4 block (the weight quantizer's block_sizes[-1]): 16, or 32 for
 // W4A8_NVFP4_FP8_CFG and NVFP4_MLP_WEIGHT_ONLY_CFG; written as group_size (per layer under
 // MIXED_PRECISION). Anything else falls back to NVFP4's 16 (the scale shape check then says so).
