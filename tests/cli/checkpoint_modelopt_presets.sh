@@ -78,6 +78,9 @@ modelopt_nvfp4_kv:original:7:model.layers.0.mlp.down_proj:1
 modelopt_nvfp4_affine_kv:original:7:model.layers.0.mlp.down_proj:1
 modelopt_nvfp4_fp8_mha:original:9:model.embed_tokens:0"
 
+# plant ARGS: plant.py, its failure a failure of the test (a fault not planted is not checked).
+plant() { python3 "$T/plant.py" "$@" || { echo "FAIL: plant.py $*"; fail=1; return 1; }; }
+
 # expect_fail NAME DIR REF PATTERN: exit 1, and PATTERN (a grep -E) in the output.
 expect_fail() {
   local out rc
@@ -98,41 +101,41 @@ while IFS=: read -r c ref n m act; do
   k=$(printf '%s\n' "$out" | grep -c ' bit-exact ')
   [ "$k" -eq "$n" ]; check "$c: $n layers bit-exact (got $k)" $?
   e=$(printf '%s\n' "$m" | sed 's/\./\\./g')
-  python3 "$T/plant.py" "$D/$c" "$T/$c.code" "$m.weight" xor:5:0x01 &&
+  plant "$D/$c" "$T/$c.code" "$m.weight" xor:5:0x01 &&
     expect_fail "$c code flipped" "$T/$c.code" "$D/$ref" "^  $e  +(rounding|codes differ) "
-  python3 "$T/plant.py" "$D/$c" "$T/$c.scale" "$m.weight_scale" xor:3:0x08 &&
+  plant "$D/$c" "$T/$c.scale" "$m.weight_scale" xor:3:0x08 &&
     expect_fail "$c block scale changed" "$T/$c.scale" "$D/$ref" "^  $e  +different amax .* scales differing +1 "
-  python3 "$T/plant.py" "$D/$c" "$T/$c.global" "$m.weight_scale_2" xor:3:0x01 &&
+  plant "$D/$c" "$T/$c.global" "$m.weight_scale_2" xor:3:0x01 &&
     expect_fail "$c weight_scale_2 changed" "$T/$c.global" "$D/$ref" "^  $e  +different amax "
-  python3 "$T/plant.py" "$D/$c" "$T/$c.shape" "$m.weight_scale" shape:transpose &&
+  plant "$D/$c" "$T/$c.shape" "$m.weight_scale" shape:transpose &&
     expect_fail "$c scale shape" "$T/$c.shape" "" "^FAIL \[scale shape\] $e\.weight_scale:"
-  python3 "$T/plant.py" "$D/$c" "$T/$c.dtype" "$m.weight_scale" dtype:U8 &&
+  plant "$D/$c" "$T/$c.dtype" "$m.weight_scale" dtype:U8 &&
     expect_fail "$c scale dtype" "$T/$c.dtype" "" "^FAIL \[structure\] $e\.weight_scale: dtype U8"
-  python3 "$T/plant.py" "$D/$c" "$T/$c.dtype32" "$m.weight_scale" dtype:F32 &&
+  plant "$D/$c" "$T/$c.dtype32" "$m.weight_scale" dtype:F32 &&
     expect_fail "$c scale dtype F32" "$T/$c.dtype32" "" "^FAIL \[structure\] $e\.weight_scale: dtype F32 where nvfp4"
-  python3 "$T/plant.py" "$D/$c" "$T/$c.dtype2" "$m.weight_scale_2" dtype:F16 &&
+  plant "$D/$c" "$T/$c.dtype2" "$m.weight_scale_2" dtype:F16 &&
     expect_fail "$c weight_scale_2 dtype" "$T/$c.dtype2" "" "^FAIL \[scale dtype\] $e\.weight_scale_2: dtype F16"
-  python3 "$T/plant.py" "$D/$c" "$T/$c.shape2" "$m.weight_scale_2" shape:1 &&
+  plant "$D/$c" "$T/$c.shape2" "$m.weight_scale_2" shape:1 &&
     expect_fail "$c weight_scale_2 shape [1]" "$T/$c.shape2" "" "^FAIL \[scale shape\] $e\.weight_scale_2: shape \[1\]"
-  python3 "$T/plant.py" "$D/$c" "$T/$c.noscale" "$m.weight_scale" drop &&
+  plant "$D/$c" "$T/$c.noscale" "$m.weight_scale" drop &&
     expect_fail "$c weight_scale missing" "$T/$c.noscale" "" "^FAIL \[structure\] $e\.weight: .*no scale"
-  python3 "$T/plant.py" "$D/$c" "$T/$c.noglobal" "$m.weight_scale_2" drop &&
+  plant "$D/$c" "$T/$c.noglobal" "$m.weight_scale_2" drop &&
     expect_fail "$c weight_scale_2 missing" "$T/$c.noglobal" "" "^FAIL \[structure\] $e: NVFP4 weight without a one-element global scale \(no weight_scale_2"
   if grep -q '"kv_cache_quant_algo": "' "$D/$c/hf_quant_config.json"; then
     kv=model.layers.0.self_attn.k_proj.k_scale; ekv=$(printf '%s\n' "$kv" | sed 's/\./\\./g')
-    python3 "$T/plant.py" "$D/$c" "$T/$c.kvdrop" "$kv" drop &&
+    plant "$D/$c" "$T/$c.kvdrop" "$kv" drop &&
       expect_fail "$c k_scale missing" "$T/$c.kvdrop" "" "^FAIL \[kv scale missing\] $ekv:"
-    python3 "$T/plant.py" "$D/$c" "$T/$c.kvdtype" "$kv" dtype:F16 &&
+    plant "$D/$c" "$T/$c.kvdtype" "$kv" dtype:F16 &&
       expect_fail "$c k_scale dtype" "$T/$c.kvdtype" "" "^FAIL \[scale dtype\] $ekv: dtype F16"
-    python3 "$T/plant.py" "$D/$c" "$T/$c.kvshape" "$kv" shape:1,1 &&
+    plant "$D/$c" "$T/$c.kvshape" "$kv" shape:1,1 &&
       expect_fail "$c k_scale shape [1, 1]" "$T/$c.kvshape" "" "^FAIL \[scale shape\] $ekv: shape \[1, 1\]"
-    python3 "$T/plant.py" "$D/$c" "$T/$c.kvsign" "$kv" xor:3:0x80 &&
+    plant "$D/$c" "$T/$c.kvsign" "$kv" xor:3:0x80 &&
       expect_fail "$c k_scale negated" "$T/$c.kvsign" "" "^FAIL \[kv scale value\] $ekv:"
   fi
   if [ "$act" = 1 ]; then
-    python3 "$T/plant.py" "$D/$c" "$T/$c.inshape" "$m.input_scale" shape:1 &&
+    plant "$D/$c" "$T/$c.inshape" "$m.input_scale" shape:1 &&
       expect_fail "$c input_scale shape [1]" "$T/$c.inshape" "" "^FAIL \[scale shape\] $e\.input_scale: shape \[1\]"
-    python3 "$T/plant.py" "$D/$c" "$T/$c.noinput" "$m.input_scale" drop &&
+    plant "$D/$c" "$T/$c.noinput" "$m.input_scale" drop &&
       expect_fail "$c input_scale missing" "$T/$c.noinput" "" "^FAIL \[missing input_scale\] $e\.input_scale:"
   fi
   rm -rf "$T/$c".*
@@ -142,12 +145,12 @@ done <<< "$specs"
 # 2 of down_proj in modelopt_w4a16_nvfp4; 64 such blocks there): it is no searched scale (those
 # move at least 2 blocks and 1% of a layer), so it still fails, with every code consistent.
 m=model.layers.0.mlp.down_proj
-python3 "$T/plant.py" "$D/modelopt_w4a16_nvfp4" "$T/step" "$m.weight_scale" add:25:1 &&
+plant "$D/modelopt_w4a16_nvfp4" "$T/step" "$m.weight_scale" add:25:1 &&
   expect_fail "one block scale a step up, codes unchanged" "$T/step" "$D/original" \
     "^  model\.layers\.0\.mlp\.down_proj  +different amax +codes differing +0/24576 +scales differing +1 "
 
 # A tensor of a ModelOpt folder that nothing reads is named as what it is (a note).
-python3 "$T/plant.py" "$D/modelopt_nvfp4_kv" "$T/extra" "$m.weight_quantizer._amax" extra &&
+plant "$D/modelopt_nvfp4_kv" "$T/extra" "$m.weight_quantizer._amax" extra &&
   out=$("$FP8KIT" checkpoint check "$T/extra" 2>&1); rc=$?
 check "a quantizer's _amax left in: exit 0 (got $rc)" $rc
 printf '%s\n' "$out" | grep -q "^note \[unread tensor\] $(printf '%s' "$m" | sed 's/\./\\./g')\.weight_quantizer\._amax: a quantizer's buffer"
@@ -165,7 +168,7 @@ out=$("$FP8KIT" checkpoint check "$T/awq" --reference "$D/original" 2>&1); rc=$?
 check "relabelled NVFP4_AWQ: exit 0 (got $rc)" $rc
 n=$(printf '%s\n' "$out" | grep -c '^note \[not replayable\]')
 [ "$n" -eq 7 ]; check "relabelled NVFP4_AWQ: 7 layers not replayable, said (got $n)" $?
-python3 "$T/plant.py" "$T/awq" "$T/awq6" "$m.weight" sixto4 &&
+plant "$T/awq" "$T/awq6" "$m.weight" sixto4 &&
   expect_fail "NVFP4_AWQ: a block's only 6 made 4" "$T/awq6" "" "^FAIL \[max code\] $(printf '%s' "$m" | sed 's/\./\\./g')\.weight: 1 blocks"
 
 exit $fail
