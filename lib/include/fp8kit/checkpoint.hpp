@@ -105,6 +105,9 @@ struct Layer {
     std::uint64_t rows = 0, cols = 0;              // logical weight shape (unpacked)
     std::uint64_t block_rows = 1, block_cols = 0;  // the block one scale covers (0: whole extent)
     bool excluded = false;                         // listed as not quantised by the config (ignore / exclude_modules)
+    // ModelOpt's quant_algo for this layer (hf_quant_config's, or its quantized_layers entry under
+    // MIXED_PRECISION): W4A8_NVFP4_FP8's weight_scale_2 is amax / 448, not amax / 2688.
+    std::string quant_algo;
     // Stacked experts: a 3-D weight [experts, r, c] is checked as rows = experts * r (its scales
     // [experts, ...] in the same row order); a per-expert per-tensor scale is a block of r x c.
     std::uint64_t experts = 0;
@@ -156,6 +159,8 @@ public:
     // a quantised layer none of them names (llm-compressor model_free_ptq quantises by tensor
     // name, embed_tokens included) is noted. Empty: no targets given.
     std::vector<std::string> targets;
+    // ModelOpt MIXED_PRECISION: quantized_layers, module -> (quant_algo, group_size; 0 if none).
+    std::map<std::string, std::pair<std::string, std::uint64_t>> quantized_layers;
     // The layout was recognised from the tensor names alone (gpt-oss original/: `.blocks` +
     // `.scales`, config.json without quantization_config).
     bool layout_from_names = false;

@@ -17,6 +17,7 @@
 #include "checkpoint/name_pattern.hpp"
 #include "fp8kit/io/printable.hpp"
 #include "checkpoint/kv_names.hpp"
+#include "checkpoint/modelopt_presets.hpp"
 #include "checkpoint/moe_rules.hpp"
 #include "checkpoint/producer_rules.hpp"
 #include "checkpoint/sibling_scales.hpp"
@@ -265,7 +266,7 @@ struct Checker : detail::Findings {
                 dtypes = {"F32", "BF16", "F8_E8M0"};
                 break;
             case Scheme::nvfp4:
-                want = L.rows * ((L.cols + 15) / 16);
+                want = L.rows * ((L.cols + L.block_cols - 1) / L.block_cols);  // 16, or ModelOpt's 32
                 dtypes = {"F8_E4M3"};
                 break;
             case Scheme::mxfp4:
@@ -305,7 +306,10 @@ struct Checker : detail::Findings {
             ok = false;
         }
         if (L.scheme == Scheme::nvfp4 && (L.global_scale.empty() || numel(F.tensors().at(L.global_scale).shape) != 1)) {
-            fail(L.module, "structure", "NVFP4 weight without a one-element global scale");
+            fail(L.global_scale.empty() ? L.module : L.global_scale, "structure",
+                 L.global_scale.empty() ? "NVFP4 weight without a one-element global scale (no weight_scale_2 / "
+                                          "weight_global_scale tensor)"
+                                        : "NVFP4 weight without a one-element global scale");
             ok = false;
         }
         if (L.scheme == Scheme::int4) ok = int4_groups_whole(L, w) && ok;
@@ -895,6 +899,55 @@ RawTensor with_repeated_kv_heads(const Folder& F, const Layer& L, RawTensor o) {
     return out;
 }
 
+// A ModelOpt NVFP4 layer whose codes are bit-exact under its stored scales while the scales are
+// not the max rule's: one of the static presets' rules (detail::modelopt_searched_scales). One
+// that replays turns the comparison bit-exact; one that cannot is a note, not a comparison.
+// The weight amax of each member of L's fused group (ModelOpt preprocess_linear_fusion takes
+// their largest), or of L alone where it has none or a member is missing from the reference.
+std::vector<float> member_amaxes(const Folder& F, const Folder& ref, const Layer& L, const std::vector<float>& x) {
+    auto amax_of = [](const std::vector<float>& v) {
+        float a = 0;
+        for (float e : v) a = std::max(a, std::fabs(e));
+        return a;
+    };
+    std::vector<float> out;
+    for (const auto& g : detail::fused_amax_group(F.producer(), L.module, L.scheme)) {
+        std::string n = g + ".weight";
+        if (!ref.has(n) && !linearised_expert_name(ref, g).empty()) n = linearised_expert_name(ref, g);
+        if (!ref.has(n)) return {amax_of(x)};
+        out.push_back(amax_of(ref.read(n).to_floats()));
+    }
+    if (out.empty()) out.push_back(amax_of(x));
+    return out;
+}
+
+void modelopt_searched(const Folder& F, const Folder& ref, const Layer& L, const std::vector<float>& x,
+                       const std::string& weight_dtype, const Scales& st, Report& R, Checker& C) {
+    Comparison& c = R.comparisons.back();
+    if (F.producer() != Producer::modelopt || F.trtllm || L.scheme != Scheme::nvfp4 || c.verdict != "different amax")
+        return;
+    const auto s = detail::modelopt_searched_scales(L, x, member_amaxes(F, ref, L, x), weight_dtype, st);
+    if (s.rule.empty()) return;
+    if (c.code_mismatches) {  // the scales are the rule's; the codes are not theirs
+        if (s.replayed) c.scale_mismatches = 0;
+        c.verdict = "codes differ";
+        c.variant = "modelopt (" + s.rule + ")";
+        return;
+    }
+    if (s.replayed) {
+        c.verdict = "bit-exact";
+        c.scale_mismatches = 0;
+        c.variant = "modelopt (" + s.rule + ")";
+        return;
+    }
+    C.note(L.module, "searched scales",
+           fmt::format("codes bit-exact under the stored block scales and weight_scale_2 the max rule's, but {} of {} "
+                       "block scales are not amax / 6: {}, chosen by ModelOpt's search (model_calib.py mse_calibrate / "
+                       "local_hessian_calibrate), whose loss the files do not hold; the block scales are not replayed",
+                       s.blocks_off_max_rule, st.block.size(), s.rule));
+    R.comparisons.pop_back();
+}
+
 // Stacked NVFP4 experts with one global scale per expert (ModelOpt's TensorRT-LLM export:
 // layer_utils.py _build_stacked_linear stacks each expert's weights_scaling_factor_2 into [E]):
 // each expert is checked as a layer of its own, "<module>[expert e]", its rows, block scales and
@@ -1156,7 +1209,13 @@ Report check(const std::string& dir, const CheckOptions& opt) {
         }
         C.values(L, lb.live, s, st);
         C.input(L);
+        detail::modelopt_nvfp4_companions(F, L, C);
+        detail::modelopt_max_code_rule(F, L, st, C);
         if (!ref) continue;
+        if (const std::string why = detail::modelopt_not_replayable(F, L); !why.empty()) {
+            C.note(L.module, "not replayable", why);
+            continue;
+        }
         std::string orig = L.module + ".weight";
         std::optional<RawTensor> found = original_of(*ref, L, orig);
         if (found) found = detail::with_repeated_kv_heads(F, L, std::move(*found));
@@ -1187,12 +1246,16 @@ Report check(const std::string& dir, const CheckOptions& opt) {
                    "scale only "
                    "rounded to bfloat16 or folded into the layernorm: compare against the smoothed weights, not the "
                    "original");
+        modelopt_searched(F, *ref, L, x, o.dtype, st, R, C);  // last: it may take the comparison back
     }
     detail::check_trtllm_vocab_rows(F, ref ? &*ref : nullptr, R);
     C.experts();
     detail::check_sibling_scales(F, R);
     for (auto& f : detail::expert_scale_notes(F, R.layers)) R.findings.push_back(std::move(f));
     C.kv();
+    detail::modelopt_preset_note(F, C);
+    detail::modelopt_companion_tensors(F, C);
+    detail::modelopt_unread_tensors(F, C);
     return R;
 }
 

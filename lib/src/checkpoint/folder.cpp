@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint/folder_internal.hpp"
+#include "checkpoint/modelopt_presets.hpp"
 #include "fp8kit/checkpoint.hpp"
 #include "fp8kit/convert/names.hpp"
 #include "fp8kit/emu/formats.hpp"
@@ -330,6 +331,7 @@ void Folder::read_configs() {
         exclude_ = strings(q.value("exclude_modules", nlohmann::json::array()));
         if (q.contains("group_size") && q["group_size"].is_number_unsigned() && q["group_size"] > 0)
             group_size_ = q["group_size"];
+        quantized_layers = detail::modelopt_quantized_layers(q);
         std::string algo = quant_algo;  // written "fp8_pb_wo" by ModelOpt 0.47, upper case elsewhere
         for (auto& ch : algo) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
         if (algo == "FP8_PB_WO" || algo == "FP8_BLOCK_SCALES") weight_strategy_ = "block";  // 128x128
@@ -350,6 +352,7 @@ void Folder::read_configs() {
         quant_algo = qc.value("quant_algo", "");
         // ModelOpt 0.47 writes the list as "ignore" in config.json (exclude_modules in hf_quant_config.json).
         exclude_ = strings(qc.value("exclude_modules", qc.value("ignore", nlohmann::json::array())));
+        quantized_layers = detail::modelopt_quantized_layers(qc);
         if (quant_algo == "FP8_PER_CHANNEL_PER_TOKEN") weight_strategy_ = "channel";
     } else if (method == "compressed-tensors") {
         producer_ = Producer::compressed_tensors;
@@ -422,7 +425,9 @@ void Folder::set_extent(Layer& L, const TensorRef& t) const {
         L.rows = w[0] * w[1];
         L.cols = (t.dtype == "U8") ? w[2] * 2 : w[2];
     }
-    L.block_cols = L.scheme == Scheme::nvfp4                                  ? 16
+    const std::uint64_t nvfp4_block =
+        producer_ == Producer::modelopt ? detail::modelopt_nvfp4_block(*this, L.module, group_size_) : 16;
+    L.block_cols = L.scheme == Scheme::nvfp4                                  ? nvfp4_block
                    : (L.scheme == Scheme::mxfp4 || L.scheme == Scheme::mxfp8) ? 32
                    : (L.scheme == Scheme::w4a8 || L.scheme == Scheme::int4)   ? w4a8_group()
                                                                               : 0;
@@ -471,7 +476,9 @@ void Folder::list_layers() {
                 L.scale = m + ".weight_scale_inv";
                 L.scheme = Scheme::fp8_block;
             } else if (t.dtype == "U8" && has(m + ".weight_scale_2") && has(m + ".weight_scale") &&
-                       tensors_.at(m + ".weight_scale").dtype == "F32") {
+                       tensors_.at(m + ".weight_scale").dtype == "F32" &&
+                       !(producer_ == Producer::modelopt &&
+                         detail::modelopt_nvfp4_algo(detail::modelopt_layer_algo(*this, m)))) {
                 // ModelOpt W4A8_AWQ: float32 INT4 group scales (NVFP4's are F8_E4M3).
                 L.scale = m + ".weight_scale";
                 L.global_scale = m + ".weight_scale_2";
@@ -486,6 +493,12 @@ void Folder::list_layers() {
             } else if (t.dtype == "U8" && has(m + ".weight_scale_2")) {
                 L.scale = opt(m + ".weight_scale");
                 L.global_scale = m + ".weight_scale_2";
+                L.scheme = Scheme::nvfp4;
+            } else if (t.dtype == "U8" && producer_ == Producer::modelopt && has(m + ".weight_scale") &&
+                       tensors_.at(m + ".weight_scale").dtype == "F8_E4M3") {
+                // E4M3 block scales are NVFP4's (ModelOpt MXFP4's are E8M0 bytes): its
+                // weight_scale_2 is missing, which the structure check then names.
+                L.scale = m + ".weight_scale";
                 L.scheme = Scheme::nvfp4;
             } else if (t.dtype == "U8" && has(m + ".weight_scale")) {
                 L.scale = m + ".weight_scale";
@@ -525,6 +538,7 @@ void Folder::list_layers() {
         L.input_scale = opt(m + ".input_scale");
         L.pre_quant_scale = opt(m + ".pre_quant_scale");
         L.excluded = excluded_by(exclude_, m);
+        if (producer_ == Producer::modelopt) L.quant_algo = detail::modelopt_layer_algo(*this, m);
         set_extent(L, t);
         layers_.push_back(std::move(L));
     }

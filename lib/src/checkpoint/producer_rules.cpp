@@ -13,6 +13,7 @@
 #include "fp8kit/emu/formats.hpp"
 #include "fp8kit/numerics/scale_rules.hpp"
 #include "convert/float_bits.hpp"
+#include "checkpoint/modelopt_presets.hpp"
 #include "producers/modelopt_nvfp4.hpp"
 
 namespace fp8kit::checkpoint::detail {
@@ -241,7 +242,10 @@ Scales expected_scales(Producer p, const Layer& L, const std::vector<float>& x, 
                 // the per-block division is by a tensor.)
                 // The rule is producers/modelopt_nvfp4.hpp's; an all-zero weight (g == 0) gets
                 // block scales of 1.0, the rule's zero case, instead of 0 / 0.
-                const float g = producers::modelopt_nvfp4_scale_2(tensor_amax, mo == Arithmetic::cuda);
+                // W4A8_NVFP4_FP8: amax / 448 instead (modelopt_presets.hpp modelopt_fp8_stage_scale_2).
+                const float g = modelopt_fp8_stage_scale_2(L)
+                                    ? by_scalar(tensor_amax, 448.0f, mo)
+                                    : producers::modelopt_nvfp4_scale_2(tensor_amax, mo == Arithmetic::cuda);
                 s.global = g;
                 for (std::size_t i = 0; i < amax.size(); ++i)
                     s.block[i] = decode_fmt(Format::e4m3, g == 0.0f ? producers::modelopt_e4m3_block_code(1.0f)
