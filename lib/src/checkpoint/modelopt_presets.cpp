@@ -18,7 +18,7 @@
 namespace fp8kit::checkpoint::detail {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& t) {
+bool has_suffix(const std::string& s, const std::string& t) {
     return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
 }
 
@@ -200,7 +200,7 @@ void svdquant_factor(const Folder& F, const std::string& n, const std::string& m
 // ModelOpt's KV scales: float32 and 0-dim, the bmm quantizer's per-tensor amax / 448
 // (quant_utils.py postprocess_state_dict: `value.float() / kv_cache_max_bound`).
 void kv_scale_form(const std::string& n, const TensorRef& t, Findings& C) {
-    if (!ends_with(n, ".k_proj.k_scale") && !ends_with(n, ".v_proj.v_scale")) return;
+    if (!has_suffix(n, ".k_proj.k_scale") && !has_suffix(n, ".v_proj.v_scale")) return;
     if (t.dtype != "F32")
         C.fail(n, "scale dtype",
                fmt::format("dtype {}: ModelOpt writes its KV scales as float32 (quant_utils.py "
@@ -226,12 +226,12 @@ void modelopt_companion_tensors(const Folder& F, Findings& C) {
         for (const char* suffix : {".weight_quantizer._svdquant_lora_a", ".weight_quantizer._svdquant_lora_b",
                                    ".svdquant_lora_a", ".svdquant_lora_b"}) {
             const std::string sf = suffix;
-            if (!ends_with(n, sf)) continue;
+            if (!has_suffix(n, sf)) continue;
             svdquant_factor(F, n, n.substr(0, n.size() - sf.size()), sf.back() == 'a', C);
             break;
         }
         kv_scale_form(n, t, C);
-        if (ends_with(n, ".pre_quant_scale") && !quantised.count(n.substr(0, n.size() - 16)))
+        if (has_suffix(n, ".pre_quant_scale") && !quantised.count(n.substr(0, n.size() - 16)))
             C.note(
                 n, "pre_quant_scale",
                 "AWQ's smoothing factor (input_quantizer._pre_quant_scale, quant_utils.py _KV_CACHE_REPLACEMENTS) of "
@@ -251,7 +251,7 @@ void modelopt_unread_tensors(const Folder& F, Findings& C) {
                                          "_svdquant_lora_b", "svdquant_lora_a", "svdquant_lora_b"};
     for (const auto& [n, t] : F.tensors()) {
         if (read.count(n) ||
-            std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return ends_with(n, k); }))
+            std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return has_suffix(n, k); }))
             continue;
         const bool quantizer = n.find("_quantizer.") != std::string::npos;
         C.note(n, "unread tensor",

@@ -23,17 +23,22 @@ struct Siblings : Findings {
     void modelopt_companions() {
         if (F.producer() != Producer::modelopt || F.trtllm) return;
         const bool sq = F.quant_algo.find("_SQ_") != std::string::npos;
-        std::map<Scheme, std::pair<int, int>> with;  // scheme -> (input_scale, pre_quant_scale) count
+        // Siblings share the scheme and the layer's quant_algo: under MIXED_PRECISION a weight-only
+        // layer (W4A16_NVFP4, e.g. NVFP4_FP8_MHA_CONFIG's embedding) has no input_scale beside
+        // NVFP4 layers that do (hf_quant_config quantized_layers).
+        using Kind = std::pair<Scheme, std::string>;
+        std::map<Kind, std::pair<int, int>> with;  // kind -> (input_scale, pre_quant_scale) count
         auto counted = [](const Layer& L) {
             return L.scheme != Scheme::none && !L.excluded && !L.experts &&
                    L.module.find(".experts.") == std::string::npos;
         };
+        auto kind = [](const Layer& L) { return Kind{L.scheme, L.quant_algo}; };
         for (const auto& L : R.layers)
             if (counted(L))
-                with[L.scheme].first += !L.input_scale.empty(), with[L.scheme].second += !L.pre_quant_scale.empty();
+                with[kind(L)].first += !L.input_scale.empty(), with[kind(L)].second += !L.pre_quant_scale.empty();
         for (const auto& L : R.layers) {
             if (!counted(L)) continue;
-            const auto [in, pq] = with[L.scheme];
+            const auto [in, pq] = with[kind(L)];
             if (L.input_scale.empty() && in > 0)
                 fail(
                     L.module + ".input_scale", "missing input_scale",
