@@ -22,7 +22,7 @@ for spec in modelopt_fp8_pcpt:fp8-per-channel:original modelopt_mxfp8:mxfp8:orig
 done
 
 out=$("$FP8KIT" checkpoint check "$D/modelopt_w4a8" --reference "$D/original"); rc=$?
-[ $rc -eq 1 ]; check "W4A8_AWQ against the unsmoothed original: exit 1 (got $rc)" $?
+[ $rc -eq 0 ]; check "W4A8_AWQ against the unsmoothed original: exit 0, not replayable there (got $rc)" $?
 printf '%s\n' "$out" | grep -q 'note \[awq smoothing\]'; check "W4A8_AWQ: the smoothing named" $?
 
 # ct_mxfp8's shard ends with v_proj.weight_scale (E8M0 bytes): flip bit 6 of its last scale.
