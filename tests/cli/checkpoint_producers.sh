@@ -23,6 +23,27 @@ out=$("$FP8KIT" checkpoint check "$D/modelopt_w4a8" --reference "$D/original"); 
 [ $rc -eq 0 ]; check "w4a8 vs original: exit 0 (got $rc)" $?
 n=$(printf '%s\n' "$out" | grep -c '^note \[not replayable\]')
 [ "$n" -eq 7 ]; check "w4a8 vs original: 7 layers not replayable, said (got $n)" $?
+# A reference that is not the checkpoint's original up to one factor per input column (down_proj's
+# rows reversed) is not excused as smoothing: that layer fails.
+rm -rf "$T/wrong" && cp -r "$D/original" "$T/wrong" && chmod -R u+w "$T/wrong"
+python3 - "$T/wrong/model.safetensors" <<'PY'
+import json, struct, sys
+path = sys.argv[1]
+raw = bytearray(open(path, "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+t = json.loads(raw[8:8 + n])["model.layers.0.mlp.down_proj.weight"]
+rows, cols = t["shape"]
+a = 8 + n + t["data_offsets"][0]
+w = 2 * cols  # bfloat16 rows
+body = bytes(raw[a:a + rows * w])
+raw[a:a + rows * w] = b"".join(body[r * w:(r + 1) * w] for r in reversed(range(rows)))
+open(path, "wb").write(raw)
+PY
+out=$("$FP8KIT" checkpoint check "$D/modelopt_int4_awq" --reference "$T/wrong"); rc=$?
+[ $rc -eq 1 ] && printf '%s\n' "$out" | grep -q '^  model\.layers\.0\.mlp\.down_proj .* different amax' \
+  && [ "$(printf '%s\n' "$out" | grep -c '^note \[not replayable\]')" -eq 6 ]
+check "int4 AWQ against a wrong reference: down_proj fails, the 6 others not replayable (got $rc)" $?
+
 # Without the smoothed weights a changed code is still caught where it takes a row's only +-127
 # (INT8 SmoothQuant) or a group's only +-7 (INT4 AWQ): ModelOpt's max rule puts one in each.
 for c in modelopt_int8_smoothquant:I8 modelopt_int4_awq:U8; do
