@@ -192,30 +192,6 @@ int engine_index(const std::string& e) {
 constexpr double kMaxPlausibleWeight = 1e4;
 
 struct Checker : detail::Findings {
-    // A TensorRT-LLM qkv whose KV heads ModelOpt repeated (Folder::kv_repeats): the concatenated
-    // original [q; k; v] with every head of k and of v repeated in place, as dup_kv_weight does
-    // (`repeat_interleave(reps, dim=0)` over [heads, head_size, cols]). Anything else: o itself.
-    RawTensor with_repeated_kv_heads(const Folder& F, const Layer& L, RawTensor o) {
-        const std::string qkv = ".attention.qkv";
-        if (!F.trtllm || F.kv_repeats < 2 || F.head_size == 0 || L.sources.size() != 3 || o.shape.size() != 2 ||
-            L.module.size() < qkv.size() || L.module.compare(L.module.size() - qkv.size(), qkv.size(), qkv) != 0)
-            return o;
-        const std::uint64_t rows = o.shape[0], row_bytes = o.numel() ? o.bytes.size() / rows : 0,
-                            kv = (L.rows > rows) ? (L.rows - rows) / (2 * (F.kv_repeats - 1)) : 0;
-        if (kv == 0 || kv % F.head_size != 0 || rows < 2 * kv) return o;
-        const std::uint64_t q = rows - 2 * kv, head_bytes = F.head_size * row_bytes;
-        RawTensor out;
-        out.dtype = o.dtype;
-        out.shape = {q + 2 * kv * F.kv_repeats, o.shape[1]};
-        out.bytes.insert(out.bytes.end(), o.bytes.begin(), o.bytes.begin() + q * row_bytes);
-        for (std::uint64_t h = 0; h < 2 * kv / F.head_size; ++h)  // k's heads, then v's
-            for (std::uint64_t r = 0; r < F.kv_repeats; ++r) {
-                const auto first = o.bytes.begin() + q * row_bytes + h * head_bytes;
-                out.bytes.insert(out.bytes.end(), first, first + head_bytes);
-            }
-        return out;
-    }
-
     // Stacked NVFP4 experts with one global scale per expert ([E]).
     bool per_expert_global(const Layer& L) const {
         return L.scheme == Scheme::nvfp4 && L.experts > 1 && !L.global_scale.empty() &&
