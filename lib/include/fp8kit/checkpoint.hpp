@@ -245,6 +245,9 @@ struct Comparison {
     std::string verdict;  // "bit-exact", or the class: "scale convention inverted", "rounding",
                           // "saturation", "block layout", "nibble order", "different amax", "codes differ"
     std::uint64_t elements = 0, code_mismatches = 0, scale_mismatches = 0;
+    // The fewest scales any of the producer's rules (CPU, CUDA arithmetic, ...) left differing: a
+    // GPU-written checkpoint differs from the CPU rule by an ulp in many scales, not by smoothing.
+    std::uint64_t fewest_scale_mismatches = 0;
     double sqnr_db = 0, max_rel_error = 0;  // dequantised checkpoint against the original
     // The producer rule the verdict is under: "<producer> (CPU arithmetic)", or, where only the
     // producer's formula under torch's CUDA arithmetic is bit-exact (a checkpoint written on a

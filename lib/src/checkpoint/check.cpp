@@ -553,7 +553,7 @@ Comparison compare_under(const Folder& F, const Layer& L, const RawTensor& w, co
                          const std::vector<float>& x, const std::string& weight_dtype, const Variant& v) {
     const float shared_amax = v.shared_amax;
     const detail::Arithmetic ar = v.ar;
-    Comparison c{L.module, "bit-exact", 0, 0, 0, 0, 0, {}, {}};
+    Comparison c{L.module, "bit-exact", 0, 0, 0, 0, 0, 0, {}, {}};
     c.elements = L.rows * L.cols;
     c.variant = detail::variant_name(F.producer(), ar);
     if (!v.label.empty()) c.variant.insert(c.variant.size() - 1, ", " + v.label);
@@ -689,16 +689,19 @@ Comparison compare(const Folder& F, const Layer& L, const RawTensor& w, const Ra
                    const std::vector<float>& x, const std::string& weight_dtype, const std::vector<Variant>& vs) {
     Comparison first;
     std::optional<Comparison> scales_match;  // the first rule that gives every stored scale
+    std::uint64_t fewest = ~std::uint64_t{0};
     for (std::size_t i = 0; i < vs.size(); ++i) {
         Comparison c = compare_under(F, L, w, s, st, x, weight_dtype, vs[i]);
         if (c.verdict == "bit-exact") return c;
+        fewest = std::min(fewest, c.scale_mismatches);
         if (!scales_match && c.scale_mismatches == 0 && i > 0) scales_match = c;
         if (i == 0) first = std::move(c);
     }
     // A rule after the first that gives every scale the checkpoint stores (an expert's shared
     // gate/up amax) judges its codes: a flipped code there is "rounding", not "different amax".
-    if (first.scale_mismatches > 0 && scales_match) return *scales_match;
-    return first;
+    Comparison out = first.scale_mismatches > 0 && scales_match ? *scales_match : first;
+    out.fewest_scale_mismatches = vs.empty() ? out.scale_mismatches : fewest;
+    return out;
 }
 
 // llm-compressor 0.14 saves Mixtral's experts under the names of its linearised experts
@@ -1017,7 +1020,7 @@ std::optional<double> smoothing_explains(const Folder& F, const Layer& L, const 
     const bool smoothed = F.producer() == Producer::modelopt &&
                           (F.quant_algo.find("AWQ") != std::string::npos ||
                            (F.quant_algo.find("_SQ_") != std::string::npos && !L.pre_quant_scale.empty()));
-    if (!smoothed || c.verdict == "bit-exact" || c.scale_mismatches * 2 <= scales) return std::nullopt;
+    if (!smoothed || c.verdict == "bit-exact" || c.fewest_scale_mismatches * 2 <= scales) return std::nullopt;
     const double db = column_fitted_sqnr_db(dequantize(F, L), x, L.rows, L.cols);
     if (!(db >= kSmoothedFitDb)) return std::nullopt;
     return db;
