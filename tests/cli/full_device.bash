@@ -6,11 +6,18 @@
 # made with mknod in $T. Nothing here writes to a /dev/full that is not the device, so a test
 # cannot leave a plain file in /dev. Without either, the test is skipped (exit 77) and says why.
 is_full_device() { [ "$(stat -L -c '%F %t %T' "$1" 2>/dev/null)" = "character special file 1 7" ]; }
-if is_full_device /dev/full; then
+# ... and one that can be opened here and refuses a write with ENOSPC (a nodev mount refuses the open).
+refuses_writes() {
+    is_full_device "$1" || return 1
+    local said
+    said=$( (printf x >"$1") 2>&1)
+    [[ $said == *"No space left on device"* ]]
+}
+if refuses_writes /dev/full; then
     FULL=/dev/full
-elif mknod "$T/full_device" c 1 7 2>/dev/null && is_full_device "$T/full_device"; then
+elif mknod "$T/full_device" c 1 7 2>/dev/null && refuses_writes "$T/full_device"; then
     FULL=$T/full_device
 else
-    echo "SKIPPED: no full device: /dev/full is not character device 1,7 and mknod in $T failed"
+    echo "SKIPPED: no full device: /dev/full is not character device 1,7 refusing writes, and none could be made in $T"
     exit 77
 fi
