@@ -249,7 +249,8 @@ void modelopt_unread_tensors(const Folder& F, Findings& C) {
                                          "q_scale",          "kv_scale",        "prob_scale",      "k_bias",
                                          "v_bias",           "_zero_point",     "pre_quant_scale", "_svdquant_lora_a",
                                          "_svdquant_lora_b", "svdquant_lora_a", "svdquant_lora_b"};
-    for (const auto& [n, t] : F.tensors()) {
+    for (const auto& entry : F.tensors()) {
+        const std::string& n = entry.first;  // a named reference: C++17 lambdas cannot capture a binding
         if (read.count(n) ||
             std::any_of(std::begin(kKnown), std::end(kKnown), [&](const char* k) { return has_suffix(n, k); }))
             continue;
