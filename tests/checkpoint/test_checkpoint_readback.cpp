@@ -102,6 +102,16 @@ std::uint16_t bf16_bits(float f) {  // round to nearest even (the values here ar
     std::memcpy(&b, &f, 4);
     return static_cast<std::uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
 }
+// FNV-1a 64 over the values' bfloat16 bytes, little-endian, as the read-back scripts hash them.
+std::string bf16_fnv1a64(const std::vector<float>& y) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (float v : y) {
+        const std::uint16_t b = bf16_bits(v);
+        h = (h ^ (b & 0xFF)) * 0x100000001b3ull;
+        h = (h ^ (b >> 8)) * 0x100000001b3ull;
+    }
+    return fmt::format("{:016x}", h);
+}
 }  // namespace
 
 TEST_CASE("gpt-oss original/: gpt_oss/torch/weights.py reads the MXFP4 experts as fp8kit does, bit for bit",
@@ -123,15 +133,7 @@ TEST_CASE("gpt-oss original/: gpt_oss/torch/weights.py reads the MXFP4 experts a
         CHECK(L.experts == rec["shape"][0].get<std::uint64_t>());
         CHECK(L.rows == L.experts * rec["shape"][1].get<std::uint64_t>());
         CHECK(L.cols == rec["shape"][2].get<std::uint64_t>());
-        const auto y = dequantize(F, L);
-        // the bfloat16 bytes, hashed as the script hashes them
-        std::uint64_t h = 0xcbf29ce484222325ull;
-        for (float v : y) {
-            const std::uint16_t b = bf16_bits(v);
-            h = (h ^ (b & 0xFF)) * 0x100000001b3ull;
-            h = (h ^ (b >> 8)) * 0x100000001b3ull;
-        }
-        CHECK(fmt::format("{:016x}", h) == rec["fnv1a64"].get<std::string>());
+        CHECK(bf16_fnv1a64(dequantize(F, L)) == rec["fnv1a64"].get<std::string>());
         ++n;
     }
     CHECK(n == 2);
@@ -163,13 +165,7 @@ TEST_CASE("gpt-oss written by triton_kernels' downcast_to_mxfp: gpt-oss's reader
                 CHECK(L.experts == rec["shape"][0].get<std::uint64_t>());
                 CHECK(L.rows == L.experts * rec["shape"][1].get<std::uint64_t>());
                 CHECK(L.cols == rec["shape"][2].get<std::uint64_t>());
-                std::uint64_t h = 0xcbf29ce484222325ull;
-                for (float v : dequantize(F, L)) {
-                    const std::uint16_t b = bf16_bits(v);
-                    h = (h ^ (b & 0xFF)) * 0x100000001b3ull;
-                    h = (h ^ (b >> 8)) * 0x100000001b3ull;
-                }
-                CHECK(fmt::format("{:016x}", h) == rec["fnv1a64"].get<std::string>());
+                CHECK(bf16_fnv1a64(dequantize(F, L)) == rec["fnv1a64"].get<std::string>());
                 ++n;
             }
             CHECK(n == 2);

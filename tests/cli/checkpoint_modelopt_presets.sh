@@ -10,63 +10,6 @@ set -u
 # shellcheck source=checkpoint_setup.bash
 source "$(dirname "$0")/checkpoint_setup.bash"
 
-# plant.py SRC DST TENSOR FAULT: DST/ = SRC/ with one fault in TENSOR of model.safetensors
-# (xor:<byte index>:<mask>, add:<byte index>:<delta>, sixto4, shape:transpose|<dims>, dtype:<name>,
-# drop, extra: a new tensor), the file rewritten whole.
-cat > "$T/plant.py" <<'PY'
-import json, os, shutil, struct, sys
-src, dst, name, fault = sys.argv[1:5]
-shutil.copytree(src, dst)
-path = os.path.join(dst, "model.safetensors")
-os.chmod(path, 0o644)
-raw = open(path, "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-head = json.loads(raw[8:8 + n]); data = raw[8 + n:]
-meta = head.pop("__metadata__", None)
-if name not in head and not fault.startswith("extra"):
-    sys.exit(f"plant.py: {name} not in {src}")
-tensors = {k: [v["dtype"], v["shape"], bytearray(data[v["data_offsets"][0]:v["data_offsets"][1]])] for k, v in head.items()}
-kind, _, arg = fault.partition(":")
-if kind == "extra":  # a new float32 tensor `name` holding 1.0
-    tensors[name] = ["F32", [], bytearray(struct.pack("<f", 1.0))]
-elif kind == "xor":
-    i, mask = (int(a, 0) for a in arg.split(":"))
-    tensors[name][2][i] ^= mask
-elif kind == "add":
-    i, d = (int(a, 0) for a in arg.split(":"))
-    tensors[name][2][i] = (tensors[name][2][i] + d) % 256
-elif kind == "sixto4":  # the first 16-block holding one +-6 (code 7): that code to +-4 (code 6)
-    b = tensors[name][2]
-    for blk in range(0, len(b), 8):
-        sixes = [i for i in range(2 * blk, 2 * blk + 16) if ((b[i // 2] >> (4 * (i % 2))) & 0x7) == 7]
-        if len(sixes) == 1:
-            b[sixes[0] // 2] ^= 1 << (4 * (sixes[0] % 2))
-            break
-elif kind == "shape":  # transpose, or a shape given as comma-separated dims (the bytes kept)
-    tensors[name][1] = list(reversed(tensors[name][1])) if arg == "transpose" else [int(x) for x in arg.split(",")]
-elif kind == "dtype":  # F32 -> F16 and F8_E4M3 -> F32 convert the values; otherwise the bytes are kept
-    if tensors[name][0] == "F32" and arg == "F16":
-        v = struct.unpack(f"<{len(tensors[name][2]) // 4}f", tensors[name][2])
-        tensors[name][2] = bytearray(struct.pack(f"<{len(v)}e", *v))
-    if tensors[name][0] == "F8_E4M3" and arg == "F32":
-        def e4m3(c):
-            e, m = (c >> 3) & 0xF, c & 7
-            return (-1) ** (c >> 7) * (m / 8 * 2**-6 if e == 0 else (1 + m / 8) * 2 ** (e - 7))
-        tensors[name][2] = bytearray(struct.pack(f"<{len(tensors[name][2])}f", *map(e4m3, tensors[name][2])))
-    tensors[name][0] = arg
-elif kind == "drop":
-    del tensors[name]
-out, blob = {}, bytearray()
-if meta is not None:
-    out["__metadata__"] = meta
-for k in sorted(tensors):
-    dt, shape, b = tensors[k]
-    out[k] = {"dtype": dt, "shape": shape, "data_offsets": [len(blob), len(blob) + len(b)]}
-    blob += b
-h = json.dumps(out).encode(); h += b" " * ((8 - len(h) % 8) % 8)
-open(path, "wb").write(struct.pack("<Q", len(h)) + h + bytes(blob))
-PY
-
 # folder:reference:quantised layers:layer faults are planted in:activations quantised (1) or not (0)
 specs="modelopt_w4a16_nvfp4:original:7:model.layers.0.mlp.down_proj:0
 modelopt_w4a8_nvfp4_fp8:original:7:model.layers.0.mlp.down_proj:1
@@ -78,8 +21,12 @@ modelopt_nvfp4_kv:original:7:model.layers.0.mlp.down_proj:1
 modelopt_nvfp4_affine_kv:original:7:model.layers.0.mlp.down_proj:1
 modelopt_nvfp4_fp8_mha:original:9:model.embed_tokens:0"
 
-# plant ARGS: plant.py, its failure a failure of the test (a fault not planted is not checked).
-plant() { python3 "$T/plant.py" "$@" || { echo "FAIL: plant.py $*"; fail=1; return 1; }; }
+# plant SRC DST TENSOR FAULT: DST/ = SRC/ with one fault in TENSOR of model.safetensors
+# (tests/cli/plant_safetensors.py names the faults); a fault not planted fails the test.
+plant() {
+    python3 "$REPO/tests/cli/plant_safetensors.py" "$1" "$2" model.safetensors "$3" "$4" ||
+        { echo "FAIL: plant $*"; fail=1; return 1; }
+}
 
 # expect_fail NAME DIR REF PATTERN: exit 1, and PATTERN (a grep -E) in the output.
 expect_fail() {

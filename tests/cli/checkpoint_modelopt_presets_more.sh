@@ -10,54 +10,17 @@ set -u
 # shellcheck source=checkpoint_setup.bash
 source "$(dirname "$0")/checkpoint_setup.bash"
 
-# plant SRC DST FILE KIND TENSOR: a copy of SRC with one fault in TENSOR of FILE.
+# plant SRC DST FILE KIND TENSOR: a copy of SRC with one fault in TENSOR of FILE: flip (the lowest
+# bit of the first code), scale (the first scale doubled, or one E8M0 step up), shape, dtype,
+# missing, negate (the last element's sign bit), lastrow (a byte of the last row), through
+# tests/cli/plant_safetensors.py.
 plant() {
-  rm -rf "$2" && cp -r "$1" "$2" && python3 - "$2/$3" "$4" "$5" <<'PY'
-import json, struct, sys
-path, kind, name = sys.argv[1:4]
-raw = open(path, "rb").read()
-n = struct.unpack("<Q", raw[:8])[0]
-head = json.loads(raw[8:8 + n]); data = raw[8 + n:]
-meta = head.pop("__metadata__", None)
-t = {k: [v["dtype"], v["shape"], bytearray(data[v["data_offsets"][0]:v["data_offsets"][1]])] for k, v in head.items()}
-d, s, b = t[name]
-if kind == "flip":  # the lowest bit of the first code (INT8, INT4 low nibble, E4M3, E2M1)
-    b[0] ^= 0x01
-elif kind == "scale":  # the first scale doubled (float32) or one E8M0 step up
-    if d == "F32":
-        b[:4] = struct.pack("<f", struct.unpack("<f", b[:4])[0] * 2)
-    else:
-        b[0] = (b[0] + 1) & 0xFF
-elif kind == "shape":  # the same scales transposed / folded; a 0-dim one doubled to [2]
-    if len(s) >= 2:
-        t[name][1] = list(reversed(s))
-    elif len(s) == 1:
-        t[name][1] = [s[0] // 2, 2]
-    else:
-        t[name][1], t[name][2] = [2], b + b
-elif kind == "dtype":  # float32 -> bfloat16 (upper halves), or U8 -> F8_E4M3
-    if d == "F32":
-        t[name][0] = "BF16"
-        t[name][2] = bytearray(b"".join(b[i + 2:i + 4] for i in range(0, len(b), 4)))
-    else:
-        t[name][0] = "F8_E4M3"
-elif kind == "missing":
-    del t[name]
-elif kind == "negate":  # the sign bit of the last element (little-endian: its last byte)
-    b[-1] ^= 0x80
-elif kind == "lastrow":  # a nonzero byte in the last row
-    b[-1] ^= 0x40
-out, off, h = bytearray(), 0, {}
-if meta is not None:
-    h["__metadata__"] = meta
-for k, (dd, ss, bb) in t.items():
-    h[k] = {"dtype": dd, "shape": ss, "data_offsets": [off, off + len(bb)]}
-    out += bb
-    off += len(bb)
-hj = json.dumps(h).encode()
-hj += b" " * ((8 - len(hj) % 8) % 8)
-open(path, "wb").write(struct.pack("<Q", len(hj)) + hj + bytes(out))
-PY
+  local fault
+  case $4 in
+    flip) fault=xor:0:0x01 ;; scale) fault=scale ;; shape) fault=shape:fold ;; dtype) fault=dtype:narrow ;;
+    missing) fault=drop ;; negate) fault=xor:-1:0x80 ;; lastrow) fault=xor:-1:0x40 ;;
+  esac
+  python3 "$REPO/tests/cli/plant_safetensors.py" "$1" "$2" "$3" "$5" "$fault"
 }
 
 # expect_fault NAME DIR REF PATTERN: exit 1 and a FAIL line / summary naming PATTERN.

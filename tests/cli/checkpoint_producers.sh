@@ -47,17 +47,8 @@ check "int4 AWQ against a wrong reference: down_proj fails, the 6 others not rep
 # gpu_modelopt_w4a8_max (quant_algo W4A8_AWQ, algorithm max) is bit-exact against the original
 # under ModelOpt's CUDA arithmetic, while the CPU rule differs in half its scales by an ulp: one
 # group scale doubled is a fault, not smoothing (the fewest differing scales over the rules count).
-rm -rf "$T/gpu" && cp -r "$D/gpu_modelopt_w4a8_max" "$T/gpu" && chmod -R u+w "$T/gpu"
-python3 - "$T/gpu/model.safetensors" <<'PY'
-import json, struct, sys
-path = sys.argv[1]
-raw = bytearray(open(path, "rb").read())
-n = struct.unpack("<Q", raw[:8])[0]
-t = json.loads(raw[8:8 + n])["model.layers.0.mlp.down_proj.weight_scale"]
-a = 8 + n + t["data_offsets"][0]
-raw[a:a + 4] = struct.pack("<f", 2 * struct.unpack("<f", raw[a:a + 4])[0])
-open(path, "wb").write(raw)
-PY
+python3 "$REPO/tests/cli/plant_safetensors.py" "$D/gpu_modelopt_w4a8_max" "$T/gpu" model.safetensors \
+  model.layers.0.mlp.down_proj.weight_scale scale
 out=$("$FP8KIT" checkpoint check "$T/gpu" --reference "$D/original"); rc=$?
 [ $rc -eq 1 ] && printf '%s\n' "$out" | grep -q '^  model\.layers\.0\.mlp\.down_proj .* different amax'
 check "gpu_modelopt_w4a8_max, one group scale doubled: down_proj fails (got $rc)" $?
