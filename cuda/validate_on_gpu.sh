@@ -9,7 +9,11 @@
 #   4. compute-sanitizer memcheck, racecheck and initcheck (reads of device memory never written)
 #      on test_gpu (six-policy quick mode), run beside 3;
 #   5. (part "cli", bundles only) tests/cli/device_gpu.sh: the CLI's --device cuda against
-#      --device cpu on data/example, per-tensor and block recipes.
+#      --device cpu on data/example, per-tensor and block recipes;
+#   6. (part "fast_math") scripts/gpu/mufu_capture.sh: numerics/fast_math.hpp (the --use_fast_math
+#      arithmetic of lib's TE FusedAdam model) against this GPU on all 2^32 inputs of MUFU.RCP and
+#      MUFU.SQRT and on the flushing add, multiply and FMA, and the captured tables equal to
+#      lib/data's (sm_90 only: another architecture's tables may differ).
 # Logs go to $OUT (default ./fp8kit-gpu-logs); the last line says PASS or FAIL.
 # FP8KIT_VALIDATE_PARTS (default "test_gpu exhaustive sanitizers cli") runs only the parts named, for a
 # machine that limits one command's time (H100, 2026-11-27: test_gpu 85 s; the exhaustive check and
@@ -55,11 +59,11 @@ fi
 # Only our programs see the bundled libraries (libfmt, libgomp, libcudart).
 run() { LD_LIBRARY_PATH="${LIBS:+$LIBS:}${LD_LIBRARY_PATH:-}" "$@"; }
 
-PARTS=" ${FP8KIT_VALIDATE_PARTS:-test_gpu exhaustive sanitizers cli} "
+PARTS=" ${FP8KIT_VALIDATE_PARTS:-test_gpu exhaustive sanitizers cli fast_math} "
 wanted() { [[ "$PARTS" == *" $1 "* ]]; }
 for part in $PARTS; do
-    case "$part" in test_gpu | exhaustive | sanitizers | cli) ;;
-    *) echo "FP8KIT_VALIDATE_PARTS: unknown part '$part' (known: test_gpu exhaustive sanitizers cli)"; exit 2 ;;
+    case "$part" in test_gpu | exhaustive | sanitizers | cli | fast_math) ;;
+    *) echo "FP8KIT_VALIDATE_PARTS: unknown part '$part' (known: test_gpu exhaustive sanitizers cli fast_math)"; exit 2 ;;
     esac
 done
 echo "parts:$PARTS" | tee -a "$SUMMARY"
@@ -107,6 +111,21 @@ if [ -x "${BUNDLE}/bin/fp8kit" ] && [ -n "$LIBS" ]; then
 else
     echo "== the CLI's --device cuda: no bundled fp8kit (cuda/pack_for_gpu.sh packs it)" | tee -a "$SUMMARY"
 fi
+fi
+
+if wanted fast_math; then
+    echo "== numerics/fast_math.hpp against this GPU (scripts/gpu/mufu_capture.sh)"
+    fm_dir=$(mktemp -d)
+    PATH="$PATH:/usr/local/cuda/bin" timeout 300 bash "$ROOT/scripts/gpu/mufu_capture.sh" "$fm_dir" > "$OUT/fast_math.log" 2>&1
+    rc=$?
+    for t in rcp sqrt; do  # the tables lib embeds must be this GPU's
+        if [ $rc -eq 0 ] && ! gzip -dc "$ROOT/lib/data/mufu_sm90_$t.i8.gz" | cmp -s - "$fm_dir/mufu_$t.i8"; then
+            echo "lib/data/mufu_sm90_$t.i8.gz differs from this GPU's table" | tee -a "$OUT/fast_math.log"; rc=1
+        fi
+    done
+    grep -E "mismatches|differs|deltas" "$OUT/fast_math.log"
+    rm -rf "$fm_dir"
+    step fast_math $rc
 fi
 
 if [ -n "$san_pid" ]; then

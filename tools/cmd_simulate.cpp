@@ -18,7 +18,7 @@ namespace sim = fp8kit::simulate;
 struct SimOpts {
     std::vector<std::string> dumps, orders{"rank", "ring", "tree"}, include;
     std::string level, path = "both", hop = "half";
-    std::string optimizer = "msamp", exp_avg_dtype, exp_avg_sq_dtype, master_dtype;  // "": the optimizer's default
+    std::string optimizer = "msamp", exp_avg_dtype, exp_avg_sq_dtype, master_dtype, te_build;  // "": the default
     std::vector<int> ranks;
     double spread = 1.0, lr = 3e-3, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weight_decay = 0.01;
     std::uint64_t seed = 0;
@@ -32,7 +32,7 @@ void run(const SimOpts& o) {
     if (o.level != "O1" && o.level != "O2") throw UsageError(fmt::format("--level {}: O1 or O2", o.level));
     sim::MsampRunOptions ro;
     try {
-        sim::set_optimizer(ro, o.optimizer, o.exp_avg_dtype, o.exp_avg_sq_dtype, o.master_dtype);
+        sim::set_optimizer(ro, o.optimizer, o.exp_avg_dtype, o.exp_avg_sq_dtype, o.master_dtype, o.te_build);
     } catch (const std::invalid_argument& e) {
         throw UsageError(e.what());
     }
@@ -136,6 +136,10 @@ Register reg([](CLI::App& root) {
                     "(default)");
     cmd->add_option("--master-weight-dtype", o->master_dtype,
                     "O2 te-fused-adam: master weights fp32 (default) or fp16 (msamp: see --fp32-master)");
+    cmd->add_option("--te-build", o->te_build,
+                    "O2 te-fused-adam: how TE's adam.cu was compiled. fast-math (default): TE's own build\n"
+                    "(--use_fast_math: flushed subnormals, the GPU's approximate division and square root,\n"
+                    "as an H200 computes them); nvcc-default: a TE built without that flag (IEEE)");
     cmd->add_flag("--csv", o->csv, "Long-form CSV: section,tensor,step,ranks,path,order,metric,value");
     cmd->add_flag("--json", o->json, "JSON: every row, the flagged tensors per N and path");
     add_read_flags(cmd);

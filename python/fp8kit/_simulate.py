@@ -90,11 +90,14 @@ def te_fused_adam(
     exp_avg_dtype="fp8",
     exp_avg_sq_dtype="fp8",
     master_weight_dtype="fp32",
+    build="fast-math",
 ):
     """A TeFusedAdam: TransformerEngine FusedAdam (AdamW mode, master weights) with exp_avg /
     exp_avg_sq stored as fp32, fp16, bf16 or fp8 (torch.uint8: E4M3 with a per-tensor scale) and an
     fp32 or fp16 master weight, next to the FP32 reference. .exp_avg / .exp_avg_sq / .master give the
-    stored bits and scales; .report() compares with FP32 as adam() does. docs/msamp.md."""
+    stored bits and scales; .report() compares with FP32 as adam() does. build: how TE's adam.cu was
+    compiled, 'fast-math' (TE's own build: flushed subnormals, the GPU's approximate division and
+    square root) or 'nvcc-default' (IEEE). docs/msamp.md."""
     w = np.ascontiguousarray(np.asarray(weight, dtype=np.float32).ravel())
     m = np.zeros(0, np.float32) if exp_avg is None else np.asarray(exp_avg, dtype=np.float32).ravel()
     v = np.zeros(0, np.float32) if exp_avg_sq is None else np.asarray(exp_avg_sq, dtype=np.float32).ravel()
@@ -112,6 +115,7 @@ def te_fused_adam(
         str(exp_avg_dtype),
         str(exp_avg_sq_dtype),
         str(master_weight_dtype),
+        str(build),
     )
 
 
@@ -135,6 +139,7 @@ def simulate(
     fp32_master=False,
     optimizer_grad="mean",
     tensor=None,
+    te_build=None,
 ):
     """`fp8kit simulate msamp` from Python, by the same library code (simulate::run_msamp).
 
@@ -142,7 +147,8 @@ def simulate(
     (one per rank). level 'O1' (the all-reduce) or 'O2' (and the optimizer: `optimizer` 'msamp' or
     'te-fused-adam'; `optimizer_grad` 'mean' or 'fp8-allreduce', docs/msamp.md). State dtypes, None
     for the optimizer's default: msamp 'fp8' / 'fp16' (LBAdamW's; 'fp8' or 'fp16' each, and no
-    master_weight_dtype: fp32_master), te-fused-adam 'fp8' / 'fp8' / 'fp32'. tensor: glob(s)
+    master_weight_dtype: fp32_master), te-fused-adam 'fp8' / 'fp8' / 'fp32'. te_build (te-fused-adam):
+    'fast-math' (None: TE's own build) or 'nvcc-default', as te_fused_adam's build. tensor: glob(s)
     of the datasets to read. Returns a dict: 'rows' (the CLI's long-form CSV rows: a pandas
     DataFrame when pandas is installed, else a list of dicts), 'flags', 'notes', 'skipped', 'params'."""
     files = [dumps] if isinstance(dumps, (str, bytes)) or hasattr(dumps, "__fspath__") else list(dumps)
@@ -170,7 +176,7 @@ def simulate(
         float(eps),
         float(weight_decay),
         optimizer,
-        ["" if d is None else str(d) for d in (exp_avg_dtype, exp_avg_sq_dtype, master_weight_dtype)],
+        ["" if d is None else str(d) for d in (exp_avg_dtype, exp_avg_sq_dtype, master_weight_dtype, te_build)],
         bool(fp32_master),
         optimizer_grad,
         include,

@@ -89,7 +89,7 @@ pyb::dict run_dumps(const std::vector<std::string>& files, bool o2, const std::v
     o.spread = spread;
     o.seed = seed;
     o.hyper = h;
-    sim::set_optimizer(o, optimizer, dtypes.at(0), dtypes.at(1), dtypes.at(2));
+    sim::set_optimizer(o, optimizer, dtypes.at(0), dtypes.at(1), dtypes.at(2), dtypes.at(3));
     o.fp32_master = fp32_master;
     o.optimizer_grad = sim::parse_optimizer_grad(optimizer_grad);
     sim::MsampRun r;
@@ -203,10 +203,10 @@ void bind_simulate(pyb::module_& m) {
     pyb::class_<sim::TeFusedAdam>(m, "TeFusedAdam")
         .def(pyb::init([](F32Array w, F32Array m, F32Array v, double lr, double beta1, double beta2, double eps,
                           double weight_decay, bool bias_correction, std::int64_t step, const std::string& m_dtype,
-                          const std::string& v_dtype, const std::string& master_dtype) {
+                          const std::string& v_dtype, const std::string& master_dtype, const std::string& build) {
             sim::AdamHyper h{lr, beta1, beta2, eps, weight_decay, bias_correction};
             sim::TeAdamOptions o{sim::parse_state_dtype(m_dtype), sim::parse_state_dtype(v_dtype),
-                                 sim::parse_state_dtype(master_dtype)};
+                                 sim::parse_state_dtype(master_dtype), sim::parse_te_build(build)};
             return sim::TeFusedAdam(to_vector(w), to_vector(m), to_vector(v), h, step, o);
         }))
         .def(

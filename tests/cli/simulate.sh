@@ -34,6 +34,8 @@ bad "unknown state dtype 'fp4'" --level O2 "$DUMP" --optimizer te-fused-adam --e
 bad "master weight dtype bf16: fp32 or fp16" --level O2 "$DUMP" --optimizer te-fused-adam --master-weight-dtype bf16
 bad "msamp state dtype bf16: fp8 or fp16" --level O2 "$DUMP" --exp-avg-sq-dtype bf16
 bad "master weight dtype: set for te-fused-adam only" --level O2 "$DUMP" --master-weight-dtype fp16
+bad "TE build: unknown TE build 'fast'" --level O2 "$DUMP" --optimizer te-fused-adam --te-build fast
+bad "TE build: set for te-fused-adam only" --level O2 "$DUMP" --te-build nvcc-default
 bad "--optimizer-grad 'fp8': mean or fp8-allreduce" --level O2 "$RANKS"/rank*.h5 --optimizer-grad fp8
 printf 'not a dump' >"$T/x.h5"
 bad "x.h5" --level O1 "$T/x.h5"
@@ -86,6 +88,7 @@ def metrics(f):
 m8, d8 = metrics(sys.argv[1])
 m16, d16 = metrics(sys.argv[2])
 assert d8 == {"exp_avg": "fp8", "exp_avg_sq": "fp8", "master": "fp32"}, d8
+assert json.load(open(sys.argv[1]))["te_build"] == "fast-math"
 assert m8["steps_applied"] == 2 and m16["steps_applied"] == 2
 assert 0 < m16["m_rel_error"] < m8["m_rel_error"] < 1, (m8, m16)
 assert 0 < m16["update_rel_error"] < m8["update_rel_error"], (m8, m16)

@@ -562,6 +562,7 @@ def test_te_fused_adam_bit_exact(m_dtype, v_dtype, master, gscale, given_states)
         exp_avg_dtype=m_dtype,
         exp_avg_sq_dtype=v_dtype,
         master_weight_dtype=master,
+        build="nvcc-default",  # the transcription's IEEE arithmetic; TE's fast-math build: below
     )
     for _ in range(4):
         g = (rng.standard_normal(n) * gscale).astype(f32)
@@ -583,7 +584,9 @@ def test_te_fused_adam_zero_gradient_and_errors():
     # amax 0: an FP8 state becomes NaN (scale 0, quantizer scale Inf, 0 * Inf), FP16 stays zero
     w = np.array([1.0, -2.0, 0.5], f32)
     ref = NumpyTeFusedAdam(w, None, None, "fp8", "fp16", "fp32", 1e-3, 0.9, 0.999, 1e-8, 0.0)
-    sim = fp8kit.msamp.te_fused_adam(w, lr=1e-3, weight_decay=0.0, exp_avg_dtype="fp8", exp_avg_sq_dtype="fp16")
+    sim = fp8kit.msamp.te_fused_adam(
+        w, lr=1e-3, weight_decay=0.0, exp_avg_dtype="fp8", exp_avg_sq_dtype="fp16", build="nvcc-default"
+    )
     for g in (np.zeros(3, f32), np.ones(3, f32)):
         ref.step(g)
         sim.step(g)
@@ -598,6 +601,44 @@ def test_te_fused_adam_zero_gradient_and_errors():
         fp8kit.msamp.te_fused_adam(w, exp_avg_dtype="fp4")
     with pytest.raises(ValueError, match="master weight dtype bf16"):
         fp8kit.msamp.te_fused_adam(w, master_weight_dtype="bf16")
+    with pytest.raises(ValueError, match="unknown TE build 'fast'"):
+        fp8kit.msamp.te_fused_adam(w, build="fast")
+
+
+def read_te_adam_probe(path):
+    """scripts/gpu/te_adam_probe.cu's output: per hyperparameter set, the inputs and (g, p, m, v)
+    after each step, all float32, as the GPU computed them."""
+    raw = np.fromfile(path, dtype=np.uint32)
+    assert int(raw[0]) == 0x50414554
+    nsets, steps, n = (int(x) for x in raw[1:4])
+    f, pos, sets = raw[4:].view(f32), 0, []
+    for _ in range(nsets):
+        hyper = f[pos : pos + 5].tolist()
+        pos += 5
+        start = [f[pos + k * n : pos + (k + 1) * n] for k in range(3)]
+        pos += 3 * n
+        per_step = []
+        for _ in range(steps):
+            per_step.append([f[pos + k * n : pos + (k + 1) * n] for k in range(4)])
+            pos += 4 * n
+        sets.append((hyper, start, per_step))
+    return sets
+
+
+@pytest.mark.parametrize("build,file", [("fast-math", "adam_fast_math.bin"), ("nvcc-default", "adam_default.bin")])
+def test_te_fused_adam_as_the_gpu_computes_it(build, file):
+    # tests/golden/te_adam: TE's adam_update built with TE's flags (--use_fast_math) and with nvcc's
+    # defaults, run on an H200 (tests/golden/README.md). The FP32 path is the kernel alone.
+    path = pathlib.Path(__file__).resolve().parents[1] / "golden" / "te_adam" / file
+    for (lr, b1, b2, eps, wd), (p0, m0, v0), per_step in read_te_adam_probe(path):
+        sim = fp8kit.msamp.te_fused_adam(
+            p0, m0, v0, lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd,
+            exp_avg_dtype="fp32", exp_avg_sq_dtype="fp32", build=build,
+        )  # fmt: skip
+        for g, p, m, v in per_step:
+            sim.step(g)
+            for ours, gpu in ((sim.ref_weight, p), (sim.ref_m, m), (sim.ref_v, v)):
+                np.testing.assert_array_equal(bits(ours), bits(gpu))
 
 
 # ---- Whole simulations over dumps (fp8kit.msamp.simulate = simulate::run_msamp, as the CLI) ----

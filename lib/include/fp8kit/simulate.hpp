@@ -15,6 +15,7 @@
 
 #include "fp8kit/io/dump.hpp"
 #include "fp8kit/io/report_fields.hpp"
+#include "fp8kit/numerics/fast_math.hpp"
 
 namespace fp8kit::simulate {
 
@@ -273,10 +274,23 @@ struct TeState {
     std::vector<float> dequantized() const;  // get_unscaled_state
 };
 
+// How TE's adam.cu was compiled. TE's own build (transformer_engine/common/CMakeLists.txt,
+// nvte_sources_with_fast_math) uses `-O3 --use_fast_math`: flushed subnormals, MUFU.RCP division
+// and MUFU.SQRT (numerics/fast_math.hpp, tables captured on an H200). nvcc_default: `-O3` alone
+// (IEEE division and square root, subnormals kept), for a TE built without that flag. Both contract
+// the same four multiply-adds (docs/msamp.md).
+enum class TeBuild { fast_math, nvcc_default };
+std::string_view name(TeBuild b);            // fast-math, nvcc-default
+TeBuild parse_te_build(std::string_view s);  // simulate/names.cpp
+
 struct TeAdamOptions {
     StateDtype exp_avg = StateDtype::fp8, exp_avg_sq = StateDtype::fp8;
     StateDtype master = StateDtype::f32;  // master_weight_dtype: f32 or f16 only
+    TeBuild build = TeBuild::fast_math;
 };
+
+// The tables of numerics::fast_math (MUFU.RCP, MUFU.SQRT of sm_90), inflated on first use.
+const numerics::fast_math::MufuTables& mufu_sm90_tables();
 
 // One parameter under TE FusedAdam (adam_w_mode=True, master_weights=True, capturable=False,
 // store_param_remainders=False), next to the same optimizer with FP32 states and master weight.
@@ -298,6 +312,7 @@ public:
 
 private:
     TeState m_, v_, w_;
+    TeBuild build_ = TeBuild::fast_math;
 };
 AdamReport report(const TeFusedAdam& a);  // m_scale / v_scale: TeState::scale
 
@@ -403,9 +418,10 @@ MsampRun run_msamp(DumpInput& in, const MsampRunOptions& opts);
 // --exp-avg-sq-dtype, --master-weight-dtype) and fp8kit.msamp.simulate name them; an empty dtype
 // is the optimizer's default (msamp: fp8 / fp16, MS-AMP's LBAdamW defaults; te-fused-adam:
 // fp8 / fp8 / fp32). msamp takes fp8 or fp16 states and no master dtype (its master weight is
-// FP16 unless fp32_master). Throws std::invalid_argument naming the argument.
+// FP16 unless fp32_master). te_build (te-fused-adam only; empty: fast-math, TE's own build) names
+// how TE's adam.cu was compiled (TeBuild). Throws std::invalid_argument naming the argument.
 void set_optimizer(MsampRunOptions& o, std::string_view optimizer, std::string_view exp_avg,
-                   std::string_view exp_avg_sq, std::string_view master);
+                   std::string_view exp_avg_sq, std::string_view master, std::string_view te_build = {});
 
 // The run's report as `fp8kit simulate msamp` prints it (simulate/msamp_report.cpp), from the
 // run and the options it ran with: long-form CSV (section,tensor,step,ranks,path,order,metric,

@@ -88,9 +88,10 @@ void allreduce_text(std::string& out, const MsampRun& run, int w, const std::str
 void optimizer_text(std::string& out, const MsampRun& run, const MsampRunOptions& o, int w) {
     if (o.te_fused_adam)
         appendf(out,
-                "O2 optimizer states, TransformerEngine FusedAdam (%s exp_avg, %s exp_avg_sq, %s master weights) vs "
-                "FP32:\n",
-                str(name(o.te.exp_avg)).c_str(), str(name(o.te.exp_avg_sq)).c_str(), str(name(o.te.master)).c_str());
+                "O2 optimizer states, TransformerEngine FusedAdam (%s exp_avg, %s exp_avg_sq, %s master weights; "
+                "adam.cu as built %s) vs FP32:\n",
+                str(name(o.te.exp_avg)).c_str(), str(name(o.te.exp_avg_sq)).c_str(), str(name(o.te.master)).c_str(),
+                str(name(o.te.build)).c_str());
     else
         appendf(out, "O2 optimizer states (E4M3 exp_avg, FP16 exp_avg_sq, %s master weights) vs FP32:\n",
                 o.fp32_master ? "FP32" : "FP16");
@@ -126,14 +127,16 @@ std::string msamp_json(const MsampRun& run, const MsampRunOptions& o, const std:
     j["level"] = o.o2 ? "O2" : "O1";
     if (o.o2) {
         j["optimizer"] = o.te_fused_adam ? "te-fused-adam" : "msamp";
-        if (o.te_fused_adam)
+        if (o.te_fused_adam) {
             j["state_dtypes"] = {{"exp_avg", str(name(o.te.exp_avg))},
                                  {"exp_avg_sq", str(name(o.te.exp_avg_sq))},
                                  {"master", str(name(o.te.master))}};
-        else
+            j["te_build"] = str(name(o.te.build));
+        } else {
             j["state_dtypes"] = {{"exp_avg", str(name(o.msamp_states.exp_avg))},
                                  {"exp_avg_sq", str(name(o.msamp_states.exp_avg_sq))},
                                  {"master", o.fp32_master ? "fp32" : "fp16"}};
+        }
         j["optimizer_grad"] = str(name(o.optimizer_grad));
     }
     j["wgrad_dtype"] = str(name(o.wgrad));

@@ -130,7 +130,7 @@ void optimizer_rows(DumpInput& in, const std::string& p, const MsampRunOptions& 
 }  // namespace
 
 void set_optimizer(MsampRunOptions& o, std::string_view optimizer, std::string_view exp_avg,
-                   std::string_view exp_avg_sq, std::string_view master) {
+                   std::string_view exp_avg_sq, std::string_view master, std::string_view te_build) {
     if (optimizer != "msamp" && optimizer != "te-fused-adam")
         throw std::invalid_argument(fmt::format("optimizer {}: msamp or te-fused-adam", optimizer));
     o.te_fused_adam = optimizer == "te-fused-adam";
@@ -146,8 +146,16 @@ void set_optimizer(MsampRunOptions& o, std::string_view optimizer, std::string_v
                              dtype(master, "fp32", "master weight dtype")};
         if (o.te.master != StateDtype::f32 && o.te.master != StateDtype::f16)
             throw std::invalid_argument(fmt::format("master weight dtype {}: fp32 or fp16", master));
+        try {
+            o.te.build = te_build.empty() ? TeBuild::fast_math : parse_te_build(te_build);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument(fmt::format("TE build: {}", e.what()));
+        }
         return;
     }
+    if (!te_build.empty())
+        throw std::invalid_argument(
+            "TE build: set for te-fused-adam only (MS-AMP builds its kernels with nvcc's defaults)");
     if (!master.empty())
         throw std::invalid_argument(
             "master weight dtype: set for te-fused-adam only (msamp's master weight is FP16 with a scale, or FP32 "

@@ -13,6 +13,7 @@ constexpr NameEntry<Path> kPaths[] = {{Path::ddp, "ddp"}, {Path::non_ddp, "non-d
 constexpr NameEntry<HopArith> kHops[] = {{HopArith::half, "half"}, {HopArith::float32, "float32"}};
 constexpr NameEntry<StateDtype> kStateDtypes[] = {
     {StateDtype::f32, "fp32"}, {StateDtype::f16, "fp16"}, {StateDtype::bf16, "bf16"}, {StateDtype::fp8, "fp8"}};
+constexpr NameEntry<TeBuild> kTeBuilds[] = {{TeBuild::fast_math, "fast-math"}, {TeBuild::nvcc_default, "nvcc-default"}};
 
 }  // namespace
 
@@ -20,10 +21,12 @@ std::string_view name(Order o) { return detail::name_in(kOrders, o); }
 std::string_view name(Path p) { return detail::name_in(kPaths, p); }
 std::string_view name(HopArith h) { return detail::name_in(kHops, h); }
 std::string_view name(StateDtype d) { return detail::name_in(kStateDtypes, d); }
+std::string_view name(TeBuild b) { return detail::name_in(kTeBuilds, b); }
 
 Order parse_order(std::string_view s) { return detail::parse_in(kOrders, s, "reduction order"); }
 Path parse_path(std::string_view s) { return detail::parse_in(kPaths, s, "all-reduce path"); }
 HopArith parse_hop(std::string_view s) { return detail::parse_in(kHops, s, "hop arithmetic"); }
 StateDtype parse_state_dtype(std::string_view s) { return detail::parse_in(kStateDtypes, s, "state dtype"); }
+TeBuild parse_te_build(std::string_view s) { return detail::parse_in(kTeBuilds, s, "TE build"); }
 
 }  // namespace fp8kit::simulate

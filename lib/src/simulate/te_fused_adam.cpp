@@ -79,15 +79,47 @@ void apply_scale(TeState& s, const std::vector<float>& x) {
 }
 
 // AdamFunctor (adam.cu), ADAM_MODE_1 (AdamW), MATH_T = float, every operation in source order,
-// with the four multiply-adds that nvcc contracts into FMAs. TE builds adam.cu with
-// `-O3 --use_fast_math` (transformer_engine/common/CMakeLists.txt); the SASS of the update built so
-// (scripts/gpu/te_adam_probe.sh, H200, nvcc 13.0) has exactly these FMAs, as does nvcc's default
-// build. The divisions and the square root here are IEEE; TE's build uses MUFU.RCP / MUFU.SQRT
-// approximations, so m and v are TE's bit for bit but the master weight p can differ in its last
-// bits (docs/msamp.md, "The kernel as TE compiles it").
+// with the four multiply-adds that nvcc contracts into FMAs in both builds (the SASS of
+// scripts/gpu/te_adam_probe.sh, H200, nvcc 13.0):
+//     m = fma(1 - b1, g, b1 * m)          v = fma(g, (1 - b2) * g, b2 * v)
+//     update = fma(decay, p, m' / denom)  p = fma(-lr, update, p)
+// TE's own build (`-O3 --use_fast_math`, TeBuild::fast_math) flushes subnormals in every operation
+// and computes a / b as a * MUFU.RCP(b) and sqrtf as MUFU.SQRT (numerics/fast_math.hpp); nvcc's
+// default build (TeBuild::nvcc_default) is IEEE throughout.
+template <class Ops>
+void adamw_update(const Ops& o, float b1, float b2, float bc1, float bc2, float eps, float lr, float decay, float g,
+                  float& p, float& m, float& v) {
+    m = o.fma(o.sub(1, b1), g, o.mul(b1, m));
+    v = o.fma(g, o.mul(o.sub(1, b2), g), o.mul(b2, v));
+    const float m_unbiased = o.div(m, bc1), v_unbiased = o.div(v, bc2);
+    const float denom = o.add(o.sqrt(v_unbiased), eps);
+    const float update = o.fma(decay, p, o.div(m_unbiased, denom));
+    p = o.fma(-lr, update, p);
+}
+
+struct IeeeOps {  // nvcc -O3: IEEE float arithmetic (this file is built with -ffp-contract=off)
+    float add(float a, float b) const { return a + b; }
+    float sub(float a, float b) const { return a - b; }
+    float mul(float a, float b) const { return a * b; }
+    float div(float a, float b) const { return a / b; }
+    float fma(float a, float b, float c) const { return std::fma(a, b, c); }
+    float sqrt(float a) const { return std::sqrt(a); }
+};
+
+struct FastMathOps {  // nvcc -O3 --use_fast_math on sm_90
+    const numerics::fast_math::MufuTables& t = mufu_sm90_tables();
+    float add(float a, float b) const { return numerics::fast_math::add(a, b); }
+    float sub(float a, float b) const { return numerics::fast_math::sub(a, b); }
+    float mul(float a, float b) const { return numerics::fast_math::mul(a, b); }
+    float div(float a, float b) const { return numerics::fast_math::div(a, b, t); }
+    float fma(float a, float b, float c) const { return numerics::fast_math::fma(a, b, c); }
+    float sqrt(float a) const { return numerics::fast_math::sqrt(a, t); }
+};
+
 struct TeKernel {
     float b1, b2, eps, lr, decay, bc1, bc2;
-    TeKernel(const AdamHyper& h, std::int64_t step) {
+    TeBuild build;
+    TeKernel(const AdamHyper& h, std::int64_t step, TeBuild b) : build(b) {
         // FusedAdam passes lr, betas, eps, weight_decay as C++ float; multi_tensor_adam_cuda:
         // bias_correction1 = 1 - std::pow(beta1, step) (float beta1, int step: evaluated in double)
         b1 = static_cast<float>(h.beta1);
@@ -100,13 +132,18 @@ struct TeKernel {
         bc2 = h.bias_correction ? static_cast<float>(1 - std::pow(static_cast<double>(b2), static_cast<double>(step)))
                                 : 1.0f;
     }
-    void operator()(float g, float& p, float& m, float& v) const {
-        m = std::fma(1 - b1, g, b1 * m);        // beta1 * m + (1 - beta1) * g
-        v = std::fma(g, (1 - b2) * g, b2 * v);  // beta2 * v + ((1 - beta2) * g) * g
-        const float m_unbiased = m / bc1, v_unbiased = v / bc2;
-        const float denom = std::sqrt(v_unbiased) + eps;
-        const float update = std::fma(decay, p, m_unbiased / denom);  // (m' / denom) + (decay * p)
-        p = std::fma(-lr, update, p);                                 // p - (lr * update)
+    // Every element of one step.
+    void operator()(const std::vector<float>& g, std::vector<float>& p, std::vector<float>& m,
+                    std::vector<float>& v) const {
+        if (build == TeBuild::fast_math) {
+            const FastMathOps o;
+            for (std::size_t i = 0; i < g.size(); ++i)
+                adamw_update(o, b1, b2, bc1, bc2, eps, lr, decay, g[i], p[i], m[i], v[i]);
+        } else {
+            const IeeeOps o;
+            for (std::size_t i = 0; i < g.size(); ++i)
+                adamw_update(o, b1, b2, bc1, bc2, eps, lr, decay, g[i], p[i], m[i], v[i]);
+        }
     }
 };
 
@@ -148,17 +185,17 @@ TeFusedAdam::TeFusedAdam(std::vector<float> weight, std::vector<float> exp_avg, 
     // initialize_state: set_scaled_state(param, "master_param", param.float())
     w_.dtype = o.master;
     apply_scale(w_, w32_);
+    build_ = o.build;
 }
 
 void TeFusedAdam::step(const std::vector<float>& grad, const std::vector<float>& ref_grad) {
     begin_step(grad, ref_grad);
-    const std::size_t n = w32_.size();
-    const TeKernel k(h_, step_);
-    for (std::size_t i = 0; i < n; ++i) k(ref_grad[i], w32_[i], m32_[i], v32_[i]);  // FP32 reference
+    const TeKernel k(h_, step_, build_);
+    k(ref_grad, w32_, m32_, v32_);  // FP32 reference: the same kernel, FP32 states and master
     // 1. get_unscaled_state for exp_avg, exp_avg_sq, master_param; 2. multi_tensor_adam;
     // 3. _apply_scale for each (fused_adam.py step(), "Scaling").
     std::vector<float> p = w_.dequantized(), m = m_.dequantized(), v = v_.dequantized();
-    for (std::size_t i = 0; i < n; ++i) k(grad[i], p[i], m[i], v[i]);
+    k(grad, p, m, v);
     apply_scale(m_, m);
     apply_scale(v_, v);
     apply_scale(w_, p);
