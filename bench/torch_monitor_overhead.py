@@ -11,15 +11,16 @@ that the timed steps hold one monitored step per 100; 0 leaves it out).
 They run interleaved: --rounds rounds, each running every setting once, in an order rotated by
 one setting per round, after a warm-up round that is not reported. Every run of a setting starts
 from the same state (the earlier monitor closed and collected, torch's cached device and pinned
-host memory released, a new output folder, no hook left on the model), then --warmup steps, then
-its timed steps. Per setting: the median over the rounds of the mean step time, and of the
+host memory released, a new output folder; hooks_before counts hooks an earlier monitor left on
+the model: 0 since Monitor.remove() drops the weights' hook dicts), then --warmup steps, then its
+timed steps. Per setting: the median over the rounds of the mean step time, and of the
 overhead against the same round's no-monitor run, with every round's figure; host_queue_ms, the
 time the host took to queue the steps (before the final wait); wait_ms, the part of it the host
 spent blocked in the monitor's one wait per step (the event of the step before: the GPU was more
-than a step behind); gc_ms, the part spent in Python's garbage collector. A host_queue_ms close
-to the step time with wait_ms near 0 means the host sets the pace (the GPU waits for it); CUDA's
-launch queue can also block the host, so a GPU-bound run shows in the step time growing with
---batch while host_queue_ms minus wait_ms does not.
+than a step behind); gc_ms, the part spent in Python's garbage collector. wait_ms well above 0
+means the GPU sets the pace. A host_queue_ms equal to the step time with wait_ms near 0 means
+either the host sets it or a full queue of pending launches blocked the host (CUDA's queue has a
+fixed depth): torch_monitor_profile.py's GPU busy time per step tells the two apart.
 --memory-steps N also runs N monitored steps of a small MLP and prints the process's resident
 memory at step 1000 and at step N (flat: the rows are not kept).
 GPU-bound setting: --batch 16 (the GPU work doubles, the host's stays). The largest watched tensor
