@@ -477,6 +477,7 @@ class Monitor:
         if self.dump_steps and self.out_dir is None:
             raise ValueError("dump_steps: name the out_dir the dump (out_dir/dump.h5) is written to")
         self.handles = []
+        self._hooked_leaves = []  # weights whose hook dict the monitor created (remove() drops it)
         for name, mod in model.named_modules():
             if isinstance(mod, _linear_types(modules)):
                 self._hook(name, mod)
@@ -525,6 +526,8 @@ class Monitor:
 
         self.handles.append(mod.register_forward_hook(fwd))
         if mod.weight.requires_grad:
+            if mod.weight._backward_hooks is None:
+                self._hooked_leaves.append(mod.weight)
             self.handles.append(mod.weight.register_hook(wgrad))
 
     def _hook_attention(self, model):
@@ -856,6 +859,15 @@ class Monitor:
         for h in self.handles:
             h.remove()
         self.handles = []
+        # A leaf tensor's first register_hook sets its _backward_hooks dict, and torch then calls
+        # that dict (a Python call under the GIL) at every backward, empty or not, until the dict
+        # is set back to None (torch/_tensor.py register_hook; the setter of _backward_hooks in
+        # torch/csrc/autograd/python_variable.cpp). Dicts the monitor created and left empty go
+        # back to None, so the model runs after close() as it ran before the monitor.
+        for w in self._hooked_leaves:
+            if w._backward_hooks is not None and len(w._backward_hooks) == 0:
+                w._backward_hooks = None
+        self._hooked_leaves = []
         if self._attn_orig:
             from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS as registry
 

@@ -171,6 +171,24 @@ def test_monitor_streams_rows_with_flat_memory(tmp_path):
     assert os.listdir(d) == []
 
 
+def test_monitor_close_leaves_the_model_as_before(tmp_path):
+    """After close() no hook of the monitor stays: the weights' backward-hook dicts it created are
+    None again (an empty dict would still be called at every backward), and a hook the user put on
+    a weight before the monitor keeps running."""
+    model = tiny_model()
+    first, last = model[0].weight, model[2].weight
+    seen = []
+    user = last.register_hook(lambda g: seen.append(g.shape))
+    with ft.monitor(model, recipes=["te-current"], out_dir=str(tmp_path), keep_rows=False) as mon:
+        run_steps(model, mon, 2)
+    assert first._backward_hooks is None
+    assert len(last._backward_hooks) == 1  # the user's, untouched
+    assert all(not m._forward_hooks for m in model)
+    model(torch.randn(8, 32)).square().mean().backward()
+    assert len(seen) == 3  # two monitored steps, one after close()
+    user.remove()
+
+
 def test_monitor_records_grad_norm(tmp_path):
     """step(grad_norm=) takes a number or a tensor (read one step later), keeps (step, norm) and
     writes grad_norm.csv; the watcher gets the norms for its run-level verdict."""
