@@ -387,7 +387,7 @@ __global__ void __launch_bounds__(kThreads, 4)
     const std::uint32_t stride = gridDim.x * blockDim.x;
     const std::uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     const std::uint32_t chunks = aligned16(in) ? n / 16 : 0;
-    const std::uint32_t sample = prm.sample, picked = (chunks + sample - 1) / sample;
+    const std::uint32_t sample = prm.sample, picked = static_cast<std::uint32_t>((chunks + sample - 1ull) / sample);
     for (std::uint32_t j = tid; j < picked; j += stride) {
         const std::uint32_t c = j * sample;  // the chunk (block of 16) the sample takes
         T e[16];
@@ -422,9 +422,16 @@ __global__ void __launch_bounds__(kThreads, 4)
         }
         flush_fast(acc, pk, nfast);  // pk: at most 16 per field since the last flush
     }
+    // The rest one element at a time: the tail after the last whole chunk, or every element of an
+    // input not aligned to 16 bytes. Only the elements of sampled blocks (block b of 16 is taken when
+    // b % sample == 0) are visited, so the grid, sized by the sampled count, covers them in one sweep
+    // (sample 1: i = chunks * 16 + j, the whole rest).
     const T* in_t = static_cast<const T*>(in);
-    for (std::uint32_t i = chunks * 16 + tid; i < n; i += stride) {
-        if (sample > 1 && (i / 16) % sample != 0) continue;
+    const std::uint64_t blocks = (n + 15ull) / 16, first_kept = (chunks + sample - 1ull) / sample * sample;
+    const std::uint64_t kept = blocks > first_kept ? (blocks - first_kept + sample - 1) / sample : 0;
+    for (std::uint64_t j = tid; j < kept * 16; j += stride) {
+        const std::uint64_t i = (first_kept + j / 16 * sample) * 16 + j % 16;
+        if (i >= n) continue;  // the last block's missing elements
         const std::uint32_t y = scaled_bits<S>(in_t[i], prm.scale);
         const std::uint8_t q = encode_one<D, P, R>(y, ctx, first_index + i);
         stat_element<S, R>(in_t[i], y, q, ctx, first_index + i, acc, hist, tables, prm, ctx.policy, consts1);
