@@ -51,10 +51,6 @@ class _Trace:
         self.base = k
 
 
-def _csv_cell(v):
-    return "" if v is None else v
-
-
 def _csv_text(rows):
     """rows as CSV bytes, as csv.writer writes them (the monitor's files' one dialect)."""
     f = io.StringIO(newline="")
@@ -895,9 +891,12 @@ class Monitor:
         rows = self._rows[self._rows_out :]
         if rows:
             keys = ["step", "tensor", "role", "recipe", "format", *_ROW_KEYS]
-            self._streams[1].write(_csv_text([_csv_cell(r.get(k)) for k in keys] for r in rows))
+            # csv.writer writes None as the empty cell; one json.dumps of the list gives the rows
+            # joined by ", " (its item separator), as one call per row did, at a fraction of the
+            # host time (the rows of every monitored step pass here).
+            self._streams[1].write(_csv_text(map(r.get, keys) for r in rows))
             sep = ", " if self._rows_written else ""
-            self._streams[2].write((sep + ", ".join(json.dumps(r, allow_nan=True) for r in rows)).encode())
+            self._streams[2].write((sep + json.dumps(rows, allow_nan=True)[1:-1]).encode())
             self._rows_written += len(rows)
         if self.keep_rows:
             self._rows_out = len(self._rows)
