@@ -42,21 +42,6 @@ FP8KIT_HD float ftz(float x) {
     return (u & 0x7F800000u) == 0 ? float_of(u & 0x80000000u) : x;
 }
 
-FP8KIT_HD float ieee_fma(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-    return __fmaf_rn(a, b, c);
-#else
-    return std::fma(a, b, c);
-#endif
-}
-FP8KIT_HD float ieee_add(float a, float b) {
-#if defined(__CUDA_ARCH__)
-    return __fadd_rn(a, b);
-#else
-    return a + b;
-#endif
-}
-
 // The hardware decides a flush on the exact result rounded to 24 bits with an unbounded exponent
 // (tininess after rounding), not on IEEE's gradual-underflow result: (1 - 2^-24) * 2^-126, which
 // IEEE rounds up to 2^-126, is flushed; (1 - 2^-46) * 2^-126 is kept as 2^-126 (seen on the H200,
@@ -76,17 +61,17 @@ FP8KIT_HD float mul(float a, float b) {
     // Only reached with |a|, |b| < 2 (both normal, product near 2^-126): a * 2^64 is exact.
     return is_min_normal(r) ? flush_tiny(r, mul_rn(mul_rn(a, 0x1p64f), b)) : ftz(r);
 }
-FP8KIT_HD float add(float a, float b) { return ftz(ieee_add(ftz(a), ftz(b))); }  // +-2^-126: exact
+FP8KIT_HD float add(float a, float b) { return ftz(add_rn(ftz(a), ftz(b))); }  // +-2^-126: exact
 FP8KIT_HD float sub(float a, float b) { return add(a, -b); }
 FP8KIT_HD float fma(float a, float b, float c) {
     a = ftz(a), b = ftz(b), c = ftz(c);
-    const float r = ieee_fma(a, b, c);
+    const float r = fma_rn(a, b, c);
     if (!is_min_normal(r)) return ftz(r);
     // |a * b + c| near 2^-126 means |c| < 2^-76 and the smaller factor below 2^-38 (the bits of a
     // 48-bit product and c must meet at 2^-149), so both scalings by 2^64 are exact.
     const bool scale_a = (bits_of(a) & 0x7FFFFFFFu) < (bits_of(b) & 0x7FFFFFFFu);
     const float sa = scale_a ? mul_rn(a, 0x1p64f) : a, sb = scale_a ? b : mul_rn(b, 0x1p64f);
-    return flush_tiny(r, ieee_fma(sa, sb, mul_rn(c, 0x1p64f)));
+    return flush_tiny(r, fma_rn(sa, sb, mul_rn(c, 0x1p64f)));
 }
 
 // ---- MUFU.RCP and MUFU.SQRT ----------------------------------------------------------------

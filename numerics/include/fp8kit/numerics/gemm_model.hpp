@@ -251,13 +251,7 @@ FP8KIT_HD void aligned_step(float (&c)[TM][TN], int n, const LoadA& a, const Loa
 
 // ---- chunks, promotion, split-K, epilogue ---------------------------------------------------
 
-FP8KIT_HD float fma_f32(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-    return __fmaf_rn(a, b, c);
-#else
-    return std::fma(a, b, c);
-#endif
-}
+FP8KIT_HD float fma_f32(float a, float b, float c) { return fma_rn(a, b, c); }
 
 // Products per promotion: N_C, or all of K (never promoted); at most 128 with block scales,
 // whose scales end a partial sum.

@@ -59,6 +59,20 @@ FP8KIT_HD float mul_rn(float a, float b) {
     return a * b;
 #endif
 }
+FP8KIT_HD float add_rn(float a, float b) {
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(a, b);
+#else
+    return a + b;
+#endif
+}
+FP8KIT_HD float fma_rn(float a, float b, float c) {  // rounded once
+#if defined(__CUDA_ARCH__)
+    return __fmaf_rn(a, b, c);
+#else
+    return std::fma(a, b, c);
+#endif
+}
 
 // floor(log2 |v|) of a finite nonzero float32, subnormals included, from the bits.
 FP8KIT_HD int floor_log2(float v) {
