@@ -220,3 +220,39 @@ TEST_CASE("W4A8 read from config.json alone: the group from the scale's shape", 
     CHECK(n == 7);
     all_bit_exact(check(d, kSmoothed));
 }
+
+TEST_CASE("A malformed quantized_layers is an error naming the folder and the entry", "[checkpoint]") {
+    // ModelOpt's MIXED_PRECISION form is {module: {"quant_algo": ..., "group_size": N}}; a reader
+    // that skipped a malformed entry would check that layer under the folder's scheme instead.
+    fp8kit::test::ScratchDir s("ckpt");
+    const auto d = planted(s, "modelopt_nvfp4_fp8_mha", [](Tensors&) {});
+    const fs::path hq = fs::path(d) / "hf_quant_config.json";
+    nlohmann::json j;
+    std::ifstream(hq) >> j;
+    const nlohmann::json good = j;
+    const std::string q = "model.layers.0.self_attn.q_proj";
+    const std::pair<std::function<void(nlohmann::json&)>, const char*> cases[] = {
+        {[](nlohmann::json& l) { l = nlohmann::json::array(); },
+         "quantized_layers is not an object of modules: a JSON array"},
+        {[&](nlohmann::json& l) { l[q] = "NVFP4"; }, "no quant_algo string"},
+        {[&](nlohmann::json& l) { l[q].erase("quant_algo"); }, "no quant_algo string"},
+        {[&](nlohmann::json& l) { l[q]["group_size"] = -16; }, "group_size is not a whole number from 1"},
+        {[&](nlohmann::json& l) { l[q]["group_size"] = 0; }, "group_size is not a whole number from 1"},
+    };
+    for (const auto& [edit, want] : cases) {
+        j = good;
+        edit(j["quantization"]["quantized_layers"]);
+        std::ofstream(hq) << j.dump();
+        INFO(want);
+        try {
+            Folder F(d);
+            FAIL("no error");
+        } catch (const CheckpointError& e) {
+            CHECK_THAT(e.what(), Catch::Contains(want) && Catch::Contains("modelopt_nvfp4_fp8_mha"));
+            if (std::string(want) != "quantized_layers is not an object of modules: a JSON array")
+                CHECK_THAT(e.what(), Catch::Contains(q));
+        }
+    }
+    std::ofstream(hq) << good.dump();
+    CHECK_NOTHROW(Folder(d));
+}

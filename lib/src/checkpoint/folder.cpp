@@ -241,6 +241,9 @@ Folder::Folder(const std::string& dir, bool unquantized) : dir_(dir), open_(std:
             // message names neither the file nor the folder.
             throw CheckpointError(fmt::format("{}: its quantisation config (config.json, hf_quant_config.json): {}",
                                               io::quoted(dir), e.what()));
+        } catch (const std::invalid_argument& e) {  // a malformed field the reader checks itself
+            throw CheckpointError(fmt::format("{}: its quantisation config (config.json, hf_quant_config.json): {}",
+                                              io::quoted(dir), e.what()));
         }
     }
     // 1. The shards: the index's weight_map when there is one, else every *.safetensors file.

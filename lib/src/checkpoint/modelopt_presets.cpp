@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,6 +14,7 @@
 
 #include "checkpoint/producer_rules.hpp"
 #include "convert/float_bits.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "producers/modelopt_nvfp4.hpp"
 
 namespace fp8kit::checkpoint::detail {
@@ -44,11 +46,23 @@ std::set<std::string> folder_algos(const Folder& F) {
 
 std::map<std::string, std::pair<std::string, std::uint64_t>> modelopt_quantized_layers(const nlohmann::json& q) {
     std::map<std::string, std::pair<std::string, std::uint64_t>> out;
-    if (!q.is_object() || !q.contains("quantized_layers") || !q["quantized_layers"].is_object()) return out;
-    for (const auto& [m, v] : q["quantized_layers"].items()) {
-        if (!v.is_object() || !v.contains("quant_algo") || !v["quant_algo"].is_string()) continue;
-        const std::uint64_t g =
-            v.contains("group_size") && v["group_size"].is_number_unsigned() ? v["group_size"].get<std::uint64_t>() : 0;
+    if (!q.is_object() || !q.contains("quantized_layers")) return out;
+    // ModelOpt writes {module: {"quant_algo": ..., ["group_size": N]}} (unified_export_hf.py,
+    // MIXED_PRECISION); anything else would leave layers checked under the wrong scheme.
+    const nlohmann::json& layers = q["quantized_layers"];
+    if (!layers.is_object())
+        throw std::invalid_argument(
+            fmt::format("quantized_layers is not an object of modules: a JSON {}", layers.type_name()));
+    for (const auto& [m, v] : layers.items()) {
+        const std::string where = fmt::format("quantized_layers[{}]", io::quoted(m, 200));
+        if (!v.is_object() || !v.contains("quant_algo") || !v["quant_algo"].is_string())
+            throw std::invalid_argument(where + ": no quant_algo string");
+        std::uint64_t g = 0;
+        if (v.contains("group_size")) {
+            if (!v["group_size"].is_number_unsigned() || v["group_size"].get<std::uint64_t>() == 0)
+                throw std::invalid_argument(where + ": group_size is not a whole number from 1");
+            g = v["group_size"].get<std::uint64_t>();
+        }
         out[m] = {v["quant_algo"].get<std::string>(), g};
     }
     return out;

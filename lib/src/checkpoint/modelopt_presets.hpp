@@ -21,7 +21,8 @@ namespace fp8kit::checkpoint::detail {
 // quantized_layers of a ModelOpt quantization object (hf_quant_config.json "quantization", or
 // config.json quantization_config): module -> (quant_algo, group_size; 0 where none). Written
 // under MIXED_PRECISION (quant_utils.py get_quant_config), e.g. by NVFP4_FP8_MHA_CONFIG, which
-// also quantises the embedding (W4A16_NVFP4).
+// also quantises the embedding (W4A16_NVFP4). Throws std::invalid_argument, naming the entry,
+// where quantized_layers is present but not of that form.
 std::map<std::string, std::pair<std::string, std::uint64_t>> modelopt_quantized_layers(const nlohmann::json& q);
 
 // The quant_algo ModelOpt wrote for module: its quantized_layers entry, else the folder's.
