@@ -14,7 +14,8 @@
 // held as a table over one binade [1, 2) (RCP) or two [1, 4) (SQRT): the hardware's result minus
 // the correctly rounded one, in units in the last place of the result, captured on an H200 by
 // scripts/gpu/mufu_capture.cu, which also checks every one of the 2^32 inputs against these
-// functions. lib embeds the tables (lib/data/mufu_sm90.bin); a kernel passes device copies.
+// functions. lib embeds the tables (lib/data/mufu_sm90_{rcp,sqrt}.i8.gz, simulate::mufu_sm90_tables);
+// device code would pass copies in device memory, as the check does.
 #pragma once
 
 #include <cmath>
@@ -58,7 +59,8 @@ FP8KIT_HD float flush_tiny(float r, float scaled) {
 FP8KIT_HD float mul(float a, float b) {
     a = ftz(a), b = ftz(b);
     const float r = mul_rn(a, b);
-    // Only reached with |a|, |b| < 2 (both normal, product near 2^-126): a * 2^64 is exact.
+    // Only reached with a product near 2^-126 of two normal factors, so |a| is at most about 1 and
+    // a * 2^64 is exact.
     return is_min_normal(r) ? flush_tiny(r, mul_rn(mul_rn(a, 0x1p64f), b)) : ftz(r);
 }
 FP8KIT_HD float add(float a, float b) { return ftz(add_rn(ftz(a), ftz(b))); }  // +-2^-126: exact
@@ -86,8 +88,8 @@ FP8KIT_HD float sqrt_rn(float x) {
 #endif
 }
 
-// A base-binade result `base` (normal, exponent field eb) moved by `shift` binades; below the
-// normal range it is flushed to zero.
+// The bits of a base-binade result `base` (normal) moved by `shift` binades; below the normal
+// range it is flushed to zero.
 FP8KIT_HD std::uint32_t shift_exponent(std::uint32_t base, int shift) {
     const int e = static_cast<int>(base >> 23) + shift;
     return e <= 0 ? 0u : (static_cast<std::uint32_t>(e) << 23) | (base & 0x7FFFFFu);
