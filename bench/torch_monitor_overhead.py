@@ -17,7 +17,8 @@ timed steps. Per setting: the median over the rounds of the mean step time, and 
 overhead against the same round's no-monitor run, with every round's figure; host_queue_ms, the
 time the host took to queue the steps (before the final wait); wait_ms, the part of it the host
 spent blocked in the monitor's one wait per step (the event of the step before: the GPU was more
-than a step behind); gc_ms, the part spent in Python's garbage collector. wait_ms well above 0
+than a step behind); gc_ms, the part spent in Python's garbage collector; monitor_ms, the host time
+inside the monitor's own calls (watch() and step(), wait included). wait_ms well above 0
 means the GPU sets the pace. A host_queue_ms equal to the step time with wait_ms near 0 means
 either the host sets it or a full queue of pending launches blocked the host (CUDA's queue has a
 fixed depth): torch_monitor_profile.py's GPU busy time per step tells the two apart.
@@ -62,12 +63,12 @@ MAX_ELEMENTS = 2**31 - 1  # of one statistics call (cuda/src/statistics.cu, chec
 
 HOST = {}  # seconds per step the host took to queue the last steps() call's work (before the wait)
 # Seconds within the last steps() call: the monitor's waits for the GPU and Python's collections.
-COUNTERS = {"wait": 0.0, "gc": 0.0}
+COUNTERS = {"wait": 0.0, "gc": 0.0, "monitor": 0.0}
 
 
 def steps(model, opt, ids, n, mon=None):
     torch.cuda.synchronize()
-    COUNTERS.update(wait=0.0, gc=0.0)
+    COUNTERS.update(wait=0.0, gc=0.0, monitor=0.0)
     t0 = time.perf_counter()
     for _ in range(n):
         loss = model(input_ids=ids, labels=ids).loss
@@ -110,6 +111,23 @@ def time_monitor_waits():
         return read(self, trace)
 
     cls.read = timed_read
+
+
+def time_monitor_calls():
+    """Adds the host time spent inside the monitor's own calls (Monitor.watch, which every hook
+    calls, and Monitor.step) to COUNTERS['monitor']: the host's share of the overhead, whichever of
+    host and GPU sets the pace. The wrappers cost about a microsecond per call (197 a step)."""
+    for name in ("watch", "step"):
+        f = getattr(ft.Monitor, name)
+
+        def timed(*args, _f=f, **kw):
+            t0 = time.perf_counter()
+            try:
+                return _f(*args, **kw)
+            finally:
+                COUNTERS["monitor"] += time.perf_counter() - t0
+
+        setattr(ft.Monitor, name, timed)
 
 
 def fresh_state():
@@ -158,6 +176,7 @@ def run_setting(model, opt, ids, kw, n, warmup):
             host_queue_ms=HOST["last"] * 1e3,
             wait_ms=COUNTERS["wait"] / n * 1e3,
             gc_ms=COUNTERS["gc"] / n * 1e3,
+            monitor_ms=COUNTERS["monitor"] / n * 1e3,
         )
         if mon is not None:
             mon.close()
@@ -202,7 +221,7 @@ def summarize(runs):
             overhead_pct=statistics.median(pct),
             step_ms_rounds=ms,
             overhead_pct_rounds=pct,
-            **{f: statistics.median(r[f] for r in rs) for f in ("host_queue_ms", "wait_ms", "gc_ms")},
+            **{f: statistics.median(r[f] for r in rs) for f in ("host_queue_ms", "wait_ms", "gc_ms", "monitor_ms")},
             host_queue_ms_rounds=[r["host_queue_ms"] for r in rs],
             hooks_before=max(r["hooks_before"] for r in rs),
         )
@@ -219,7 +238,7 @@ LABELS = {
 
 def table(summary):
     """The per-setting figures as text: medians, then every round's step time (and overhead)."""
-    head = f"{'setting':32} {'median ms':>9} {'overhead':>9} {'host ms':>8} {'wait ms':>8} {'gc ms':>6}  rounds: ms (overhead)"
+    head = f"{'setting':32} {'median ms':>9} {'overhead':>9} {'host ms':>8} {'wait ms':>8} {'gc ms':>6} {'mon ms':>6}  rounds: ms (overhead)"
     lines = [head]
     for key, s in summary.items():
         label = LABELS.get(key) or f"every step, sample={key.rsplit('sample', 1)[1]}"
@@ -227,7 +246,7 @@ def table(summary):
         pct = "" if key == "no_monitor" else f"{s['overhead_pct']:+.1f}%"
         lines.append(
             f"{label:32} {s['step_ms']:9.2f} {pct:>9} {s['host_queue_ms']:8.2f} {s['wait_ms']:8.2f}"
-            f" {s['gc_ms']:6.2f}  {per}"
+            f" {s['gc_ms']:6.2f} {s['monitor_ms']:6.2f}  {per}"
         )
     return "\n".join(lines)
 
@@ -386,6 +405,7 @@ def main():
     a = parse_args()
     time_gc()
     time_monitor_waits()
+    time_monitor_calls()
     model, opt, ids = make(a.batch, a.seq)
     steps(model, opt, ids, 3)  # warm-up (allocator, kernels)
     res = {

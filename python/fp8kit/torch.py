@@ -240,6 +240,11 @@ _BLOCK_KEYS = (
     "block_dynamic_range_mean",
 )
 _ROW_KEYS = _STAT_KEYS + _BLOCK_KEYS
+# A row's columns (stats.csv's header, stats.json's keys). The monitor keeps each row as a tuple in
+# this order and builds the dicts only when `rows` is read: the files are written from the tuples
+# (_fp8kit.rows_text: the bytes csv.writer and json.dumps write, at a fraction of their host time).
+_COLUMNS = ("step", "tensor", "role", "recipe", "format") + _ROW_KEYS
+_NO_BLOCK_FIELDS = (None,) * len(_BLOCK_KEYS)  # tensorwise recipes' per-block fields
 # Role of each captured tensor in a recipe (input and weight in the forward pass, gradients in
 # the backward pass), as TransformerEngine assigns formats.
 _ROLE = {"input": "input", "weight": "weight", "grad_output": "grad", "wgrad": "grad"}
@@ -490,7 +495,7 @@ class Monitor:
         """One dict per step, tensor and recipe (GPU statistics read first if any are queued)."""
         self._drain()
         self._build_rows()
-        return self._rows
+        return [dict(zip(_COLUMNS, row)) for row in self._rows]
 
     @property
     def trace(self):
@@ -597,9 +602,7 @@ class Monitor:
                 s = done[key]
             else:
                 s = self._block_stats(x, r, role)
-            row = {"step": self.step_index, "tensor": name, "role": role, "recipe": r["name"], "format": spec["format"]}
-            row.update({k: s.get(k) for k in _ROW_KEYS})
-            rows.append(row)
+            rows.append((self.step_index, name, role, r["name"], spec["format"]) + tuple(s.get(k) for k in _ROW_KEYS))
         self._row_parts.append(rows)  # after any GPU tensor's rows still to be built
 
     def _sampled(self, x):
@@ -761,7 +764,8 @@ class Monitor:
         self._pending = self._pending[last:]
 
     def _build_rows(self):
-        """Rows (dicts) of the GPU tensors whose records have been read, in the order watched."""
+        """Rows (tuples in _COLUMNS' order) of the GPU tensors whose records have been read, in the
+        order watched."""
         parts, n = self._row_parts, 0
         for n, part in enumerate(parts):
             if not isinstance(part, tuple):  # host rows (CPU tensors)
@@ -771,16 +775,16 @@ class Monitor:
             if q.stats is None:  # still queued
                 break
             for r, fmt, j in cols:
-                row = {"step": step, "tensor": name, "role": role, "recipe": r["name"], "format": fmt}
+                head = (step, name, role, r["name"], fmt)
                 if j is None:
                     s = blocks[id(r)]
-                    row.update({key: s.get(key) for key in _ROW_KEYS})
-                else:
-                    row.update(zip(_STAT_KEYS, q.stats[slot + j]))
-                    # records k.. are the block launches', in the order of `tiles`
-                    per_block = q.tile_summary(tiles[j - k]) if j >= k else {}
-                    row.update({key: per_block.get(key) for key in _BLOCK_KEYS})
-                self._rows.append(row)
+                    self._rows.append(head + tuple(s.get(key) for key in _ROW_KEYS))
+                    continue
+                per_block = _NO_BLOCK_FIELDS
+                if j >= k:  # records k.. are the block launches', in the order of `tiles`
+                    summary = q.tile_summary(tiles[j - k])
+                    per_block = tuple(summary.get(key) for key in _BLOCK_KEYS)
+                self._rows.append(head + q.stats[slot + j] + per_block)
         else:
             n = len(parts)
         del parts[:n]
@@ -880,7 +884,7 @@ class Monitor:
             names = ("amax_trace.csv", "stats.csv", "stats.json")
             self._streams = [_fp8kit.OutputFile(os.path.join(self.out_dir, n)) for n in names]
             self._streams[0].write(_csv_text([["step", "tensor", "amax"]]))
-            self._streams[1].write(_csv_text([["step", "tensor", "role", "recipe", "format", *_ROW_KEYS]]))
+            self._streams[1].write(_csv_text([_COLUMNS]))
             self._streams[2].write(b"[")
         end = self._trace_out
         while end < len(self._trace) and self._trace[end] is not None:
@@ -890,13 +894,9 @@ class Monitor:
         self._trace_out = end
         rows = self._rows[self._rows_out :]
         if rows:
-            keys = ["step", "tensor", "role", "recipe", "format", *_ROW_KEYS]
-            # csv.writer writes None as the empty cell; one json.dumps of the list gives the rows
-            # joined by ", " (its item separator), as one call per row did, at a fraction of the
-            # host time (the rows of every monitored step pass here).
-            self._streams[1].write(_csv_text(map(r.get, keys) for r in rows))
-            sep = ", " if self._rows_written else ""
-            self._streams[2].write((sep + json.dumps(rows, allow_nan=True)[1:-1]).encode())
+            csv_text, json_text = _fp8kit.rows_text(rows, _COLUMNS)
+            self._streams[1].write(csv_text)
+            self._streams[2].write(b", " + json_text if self._rows_written else json_text)
             self._rows_written += len(rows)
         if self.keep_rows:
             self._rows_out = len(self._rows)
@@ -929,20 +929,15 @@ class Monitor:
         if not self.keep_rows:
             raise ValueError("write: with keep_rows=False the rows are only in the monitor's own out_dir")
         os.makedirs(out_dir, exist_ok=True)
-        rows, trace = self.rows, self.trace
+        self._drain()
+        self._build_rows()
+        trace = self.trace
         # Each file through fp8kit's output sink (io/sink.hpp): written whole or not at all.
-        f = io.StringIO(newline="")
-        w = csv.writer(f)
-        w.writerow(["step", "tensor", "amax"])
-        for step, name, a in trace:
-            w.writerow([step, name, f"{a:.9g}"])
-        _fp8kit.write_file(os.path.join(out_dir, "amax_trace.csv"), f.getvalue().encode())
-        f = io.StringIO(newline="")
-        w = csv.DictWriter(f, fieldnames=["step", "tensor", "role", "recipe", "format", *_ROW_KEYS])
-        w.writeheader()
-        w.writerows(rows)
-        _fp8kit.write_file(os.path.join(out_dir, "stats.csv"), f.getvalue().encode())
-        _fp8kit.write_file(os.path.join(out_dir, "stats.json"), json.dumps(rows, allow_nan=True).encode())
+        text = _csv_text([["step", "tensor", "amax"]] + [[step, name, f"{a:.9g}"] for step, name, a in trace])
+        _fp8kit.write_file(os.path.join(out_dir, "amax_trace.csv"), text)
+        csv_text, json_text = _fp8kit.rows_text(self._rows, _COLUMNS)
+        _fp8kit.write_file(os.path.join(out_dir, "stats.csv"), _csv_text([_COLUMNS]) + csv_text)
+        _fp8kit.write_file(os.path.join(out_dir, "stats.json"), b"[" + json_text + b"]")
         self._write_grad_norms(out_dir)
 
     def _write_grad_norms(self, out_dir):
