@@ -30,6 +30,7 @@ import io
 import os
 import pstats
 import sys
+import tempfile
 import time
 
 import torch
@@ -174,6 +175,21 @@ def calls():
             mon.step()
 
     per_call("Monitor.watch (step() after every 196th)", watch)
+    mon.close()
+    with tempfile.TemporaryDirectory() as d:  # step() alone, its rows streamed to out_dir
+        mon = ft.monitor(layer, recipes=RECIPES, every=1, out_dir=d, keep_rows=False)
+        spent = [0.0]
+
+        def timed_step(i):
+            mon.watch(names[i], x, "grad")
+            if i == 195:
+                t0 = time.perf_counter()
+                mon.step()
+                spent[0] += time.perf_counter() - t0
+
+        per_call("(Monitor.watch, step() timed apart)", timed_step)
+        print(f"  {spent[0] / 50 * 1e3:8.2f} ms/step  Monitor.step, 588 rows streamed to out_dir")
+        mon.close()
     per_call("x.detach(), contiguous()", lambda i: x.detach().contiguous())
     stream = torch.cuda.current_stream().cuda_stream
     batch = _fp8kit.cuda_watch_batch(stream)
@@ -203,7 +219,6 @@ def calls():
         lambda i: _fp8kit.cuda_amax(x.data_ptr(), "bf16", x.numel(), amax.data_ptr(), stream),
     )
     per_call("torch.neg(x, out=y)", lambda i: torch.neg(x, out=y))
-    mon.close()
     mon = ft.monitor(layer, recipes=RECIPES, every=1)
     mon._batches[(x.device, stream)] = (_NoOps(), torch.cuda.current_stream())
 
