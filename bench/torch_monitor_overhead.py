@@ -14,7 +14,9 @@ from the same state (the earlier monitor closed and collected, torch's cached de
 host memory released, a new output folder; hooks_before counts hooks an earlier monitor left on
 the model: 0 since Monitor.remove() drops the weights' hook dicts), then --warmup steps, then its
 timed steps. Per setting: the median over the rounds of the mean step time, and of the
-overhead against the same round's no-monitor run, with every round's figure; host_queue_ms, the
+overhead against the same round's no-monitor run, with every round's figure; the same for the
+median step of each run (on the GPU's timeline: see steps(); a rare slow step moves the mean, not
+it; every 100th step's cost is in the mean only); host_queue_ms, the
 time the host took to queue the steps (before the final wait); wait_ms, the part of it the host
 spent blocked in the monitor's one wait per step (the event of the step before: the GPU was more
 than a step behind); gc_ms, the part spent in Python's garbage collector; monitor_ms, the host time
@@ -67,19 +69,28 @@ COUNTERS = {"wait": 0.0, "gc": 0.0, "monitor": 0.0}
 
 
 def steps(model, opt, ids, n, mon=None):
+    """n training steps; returns the mean wall time per step. HOST['last']: the host's time to queue
+    them, per step; HOST['median']: the median step on the GPU's timeline (an event recorded on the
+    stream as each step starts; where the host sets the pace the GPU reaches it when the host
+    does), which a rare slow step (the host's scheduler, another tenant) does not move."""
     torch.cuda.synchronize()
     COUNTERS.update(wait=0.0, gc=0.0, monitor=0.0)
+    marks = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
     t0 = time.perf_counter()
-    for _ in range(n):
+    for k in range(n):
+        marks[k].record()
         loss = model(input_ids=ids, labels=ids).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         if mon is not None:
             mon.step()
+    marks[n].record()
     HOST["last"] = (time.perf_counter() - t0) / n
     torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n
+    t = (time.perf_counter() - t0) / n
+    HOST["median"] = statistics.median(marks[k].elapsed_time(marks[k + 1]) for k in range(n)) / 1e3
+    return t
 
 
 def time_gc():
@@ -173,6 +184,7 @@ def run_setting(model, opt, ids, kw, n, warmup):
         t = steps(model, opt, ids, n, mon)
         out.update(
             step_ms=t * 1e3,
+            median_step_ms=HOST["median"] * 1e3,
             host_queue_ms=HOST["last"] * 1e3,
             wait_ms=COUNTERS["wait"] / n * 1e3,
             gc_ms=COUNTERS["gc"] / n * 1e3,
@@ -216,11 +228,16 @@ def summarize(runs):
     for key, rs in runs.items():
         ms = [r["step_ms"] for r in rs]
         pct = [100 * (m / b - 1) for m, b in zip(ms, base)]
+        med = [r["median_step_ms"] for r in rs]
+        med_pct = [100 * (m / b["median_step_ms"] - 1) for m, b in zip(med, runs["no_monitor"])]
         out[key] = dict(
             step_ms=statistics.median(ms),
             overhead_pct=statistics.median(pct),
             step_ms_rounds=ms,
             overhead_pct_rounds=pct,
+            median_step_ms=statistics.median(med),
+            median_step_overhead_pct=statistics.median(med_pct),
+            median_step_overhead_pct_rounds=med_pct,
             **{f: statistics.median(r[f] for r in rs) for f in ("host_queue_ms", "wait_ms", "gc_ms", "monitor_ms")},
             host_queue_ms_rounds=[r["host_queue_ms"] for r in rs],
             hooks_before=max(r["hooks_before"] for r in rs),
@@ -238,15 +255,16 @@ LABELS = {
 
 def table(summary):
     """The per-setting figures as text: medians, then every round's step time (and overhead)."""
-    head = f"{'setting':32} {'median ms':>9} {'overhead':>9} {'host ms':>8} {'wait ms':>8} {'gc ms':>6} {'mon ms':>6}  rounds: ms (overhead)"
+    head = f"{'setting':32} {'median ms':>9} {'overhead':>9} {'host ms':>8} {'wait ms':>8} {'gc ms':>6} {'mon ms':>6} {'med step':>8}  rounds: ms (overhead)"
     lines = [head]
     for key, s in summary.items():
         label = LABELS.get(key) or f"every step, sample={key.rsplit('sample', 1)[1]}"
         per = ", ".join(f"{m:.2f} ({p:+.1f}%)" for m, p in zip(s["step_ms_rounds"], s["overhead_pct_rounds"]))
         pct = "" if key == "no_monitor" else f"{s['overhead_pct']:+.1f}%"
+        med = "" if key == "no_monitor" else f"{s['median_step_overhead_pct']:+.1f}%"
         lines.append(
             f"{label:32} {s['step_ms']:9.2f} {pct:>9} {s['host_queue_ms']:8.2f} {s['wait_ms']:8.2f}"
-            f" {s['gc_ms']:6.2f} {s['monitor_ms']:6.2f}  {per}"
+            f" {s['gc_ms']:6.2f} {s['monitor_ms']:6.2f} {med:>8}  {per}"
         )
     return "\n".join(lines)
 
