@@ -55,6 +55,21 @@ __device__ __forceinline__ std::uint32_t rne_grid(std::uint32_t u) {
     return __float_as_uint(__fsub_rn(__fadd_rn(__uint_as_float(u), __uint_as_float(c)), __uint_as_float(c)));
 }
 
+// rne_grid in the cvt twin's domain (see mx_narrow_bf16_four): the same add and subtraction on a =
+// u 2^(emin(T) - emin(D)), with C scaled by the same power of two, so the result is rne_grid(u)
+// scaled by it (every operand and result is a normal float32 or zero, where scaling by a power of
+// two commutes with roundTiesToEven). C is written max(a + K, lo + K) & 0x7F800000 (K = (23 - m)
+// << 23, lo the scaled smallest normal): K only adds to the exponent field (a is at most D's
+// scaled largest value, so no carry leaves it), and max(a, lo) has lo's exponent or a's, so this
+// is max(a & 0x7F800000, lo) + K as in rne_grid, in two instructions (VIADDMNMX, LOP3) for three.
+template <class D>
+__device__ __forceinline__ std::uint32_t rne_grid_twin(std::uint32_t a) {
+    constexpr std::uint32_t kLo = static_cast<std::uint32_t>(CvtTwin<D>::emin + 127) << 23;
+    constexpr std::uint32_t kC = static_cast<std::uint32_t>(23 - D::man_bits) << 23;
+    const std::uint32_t c = max(a + kC, kLo + kC) & 0x7F800000u;
+    return __float_as_uint(__fsub_rn(__fadd_rn(__uint_as_float(a), __uint_as_float(c)), __uint_as_float(c)));
+}
+
 // Codes of four magnitudes g (float32 bits, at most D's largest finite value; E2M1: on D's grid)
 // with the signs of y, little-endian bytes.
 template <class D>
@@ -121,6 +136,78 @@ __device__ __forceinline__ std::uint32_t mx_narrow_four(const std::uint32_t (&y)
     return out;
 }
 
+// ---- bf16 inputs as loaded: 32-bit words of two elements ------------------------------------
+// A bf16 segment stays in the eight words its two 16-byte loads give (word k: element 2k in bits
+// 0-15, element 2k+1 in bits 16-31, little-endian): held as 16 separate elements, each was moved
+// into a register of its own (PRMT) and widened from there (LOP3 + IMAD.U32), three instructions
+// per element where the words need one (v << 16, v & 0xFFFF0000).
+template <class S>
+constexpr bool kBf16Words = sizeof(typename S::storage_t) == 2 && S::man_bits == 7;
+
+// Float32 bits of the high element of a word. The AND is PTX so that NVVM cannot rewrite it as
+// (v >> 16) << 16 (see scaled16 in element.cuh).
+__device__ __forceinline__ std::uint32_t bf16_high(std::uint32_t v) {
+    std::uint32_t r;
+    asm("and.b32 %0, %1, 0xFFFF0000;" : "=r"(r) : "r"(v));
+    return r;
+}
+
+// Float32 bits of element k (0 .. 15) of a segment: a bf16 value is the upper half of its float32.
+__device__ __forceinline__ std::uint32_t bf16_bits(const std::uint32_t (&w)[8], int k) {
+    return k % 2 ? bf16_high(w[k / 2]) : w[k / 2] << 16;
+}
+
+// Byte k of the result is 0xFF where input k (the halves of lo, then of hi) is negative, else 0:
+// prmt.b32 with selectors 8 + i replicates the sign bit of source byte i over the byte (PTX ISA,
+// prmt: "msb=1 means replicate the sign"); __byte_perm keeps only the low three bits of each
+// selector (nvcc 13 compiles __byte_perm(lo, hi, 0xFDB9) to PRMT 0x7531).
+__device__ __forceinline__ std::uint32_t sign_byte_masks(std::uint32_t lo, std::uint32_t hi) {
+    std::uint32_t r;
+    asm("prmt.b32 %0, %1, %2, 0xFDB9;" : "=r"(r) : "r"(lo), "r"(hi));
+    return r;
+}
+
+// Twin scale exponent: mx_narrow_cvt_four multiplies D's grid values by 2^kTwinExp<D> (exactly).
+template <class D>
+constexpr int kTwinExp = CvtTwin<D>::emin - D::emin;
+
+// The codes mx_narrow_four gives under nearest-even to four bf16 inputs (words lo, hi) at scale
+// `scale`, from st = scale 2^kTwinExp (exact) and scale > 0 finite, no input a NaN:
+//  1. a = fl32(|x| st) (FMUL with an |x| operand): st is exact and a power of two apart from scale,
+//     and roundTiesToEven commutes with scaling by a power of two while the result is a normal
+//     float32, so a = |fl32(x scale)| 2^kTwinExp (the magnitude mx_narrow_four starts from, in
+//     the twin's domain) whenever |x| scale 2^kTwinExp >= 2^-126. Otherwise both are at most
+//     2^-126, far below half of D's smallest subnormal scaled (2^-8 for E2M1, 2^-10 for E2M3,
+//     2^-17 for E3M2), and both give magnitude code 0.
+//     A product past FLT_MAX is +Inf before the scaling and finite after it; both are above D's
+//     largest value, so the clamp of step 2 gives both its code.
+//  2. a = min(a, D's largest value 2^kTwinExp) on the bits (mx_narrow_four's clamp, scaled).
+//  3. E2M1: rne_grid_twin (rne_grid, scaled); then the cvt gives T's code of the scaled grid value,
+//     which is D's code (mx_narrow_cvt_four; its own multiply by twin_scale is step 1's here).
+//     E2M1's scaled grid values are E4M3 codes with the two low mantissa bits zero (0x00, 0x04,
+//     .., 0x1C), so w >> 2 is the E2M1 code in each byte with nothing shifted in from the next.
+//  4. The sign: y = fl32(x scale) has x's sign (scale > 0), also where it rounds to zero, and
+//     emu::convert puts it on D's top bit (sign-magnitude; no NaN here): byte k | (sign mask k &
+//     the top bit), one PRMT and one LOP3 per four codes.
+template <class D>
+__device__ __forceinline__ std::uint32_t mx_narrow_bf16_four(std::uint32_t lo, std::uint32_t hi, float st) {
+    using T = CvtTwin<D>;
+    constexpr std::uint32_t kMaxTwin = kMaxBits<D> - (static_cast<std::uint32_t>(-kTwinExp<D>) << 23);
+    static_assert(kTwinExp<D> < 0 && kMaxBits<D> > (static_cast<std::uint32_t>(-kTwinExp<D>) << 23),
+                  "D's largest value scaled by the twin is a normal float32");
+    const std::uint32_t x[4] = {lo << 16, bf16_high(lo), hi << 16, bf16_high(hi)};
+    std::uint32_t a[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        a[k] = min(__float_as_uint(__fmul_rn(fabsf(__uint_as_float(x[k])), st)), kMaxTwin);  // 1, 2
+        if constexpr (D::man_bits == 1) a[k] = rne_grid_twin<D>(a[k]);                       // 3
+    }
+    std::uint32_t w = cvt_two<T>(a[0], a[1]) | (cvt_two<T>(a[2], a[3]) << 16);
+    if constexpr (D::man_bits == 1) w >>= 2;
+    constexpr std::uint32_t kSignBits = 0x01010101u << (D::total_bits - 1);
+    return w | (sign_byte_masks(lo, hi) & kSignBits);  // 4
+}
+
 // The (format, path) pairs with a kernel here: E2M1 / E2M3 / E3M2 under every policy, and E4M3 /
 // E5M2 on the cvt paths (nearest-even and stochastic rounding with the saturating, canonical
 // policies, and nearest-even with any overflow and NaN policy: MXFP8 as TE, torchao and the OCP
@@ -141,12 +228,13 @@ __device__ __forceinline__ uint4 encode_block_segment(const typename S::storage_
     for (int g = 0; g < 4; ++g) {
         // fl32(x * scale) by __fmul_rn, equal to lib's host product unless it is a NaN (a NaN
         // operand, Inf * 0): a group with one takes host_mul_bits, which gives the host's NaN.
+        // kCvt skips that step: every NaN y has the one code 0x7F there (nan_codes_alike).
         std::uint32_t y[4];
         bool nan = false;
 #pragma unroll
         for (int k = 0; k < 4; ++k) {
             const float p = __fmul_rn(__uint_as_float(widen_non_nan<S>(e[4 * g + k])), scale);
-            nan |= p != p;
+            if constexpr (P != kCvt) nan |= p != p;
             y[k] = __float_as_uint(p);
         }
         if (nan) {
@@ -161,11 +249,67 @@ __device__ __forceinline__ uint4 encode_block_segment(const typename S::storage_
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Whether a lane's bf16 segments may take mx_narrow_bf16_four, and its st (row_blocks_kernel): no
+// input of the lane is a NaN and the scale is positive and finite (so no product is a NaN: Inf * 0
+// needs a zero or Inf scale, and __fmul_rn is lib's host product, host_mul_bits), the rounding is
+// nearest-even, and st = scale 2^kTwinExp is exact (st 2^-kTwinExp gives the scale back).
+struct Bf16Lane {
+    bool narrow;
+    float st;
+};
+
+template <class D, int R>
+__device__ __forceinline__ Bf16Lane bf16_lane(bool nan_in, float scale, const ElementCtx& c) {
+    Bf16Lane l{false, 0.0f};
+    if constexpr (kMxNarrow<D> && R < 0) {
+        const float back = __uint_as_float(static_cast<std::uint32_t>(127 - kTwinExp<D>) << 23);  // 2^-kTwinExp
+        l.st = __fmul_rn(scale, twin_scale<D>());
+        l.narrow = !nan_in && scale > 0.0f && scale <= FLT_MAX && c.policy.rounding == emu::Rounding::nearest_even &&
+                   __fmul_rn(l.st, back) == scale;
+    }
+    return l;
+}
+
+// Codes of one bf16 segment (words w, stream indices index0 ..) at the block's scale: kCvt and the
+// narrow formats' nearest-even from the words; every other path (and a lane with a NaN, or a scale
+// that is not positive and finite) from the elements, as encode_block_segment.
+template <class D, int P, int R>
+__device__ __forceinline__ uint4 encode_bf16_segment(const std::uint32_t (&w)[8], float scale, const Bf16Lane& l,
+                                                     const ElementCtx& c, std::uint64_t index0) {
+    std::uint32_t q[4];
+    if constexpr (P == kCvt) {
+        // encode_block_segment's kCvt step (no NaN step: nan_codes_alike) on the words.
+#pragma unroll
+        for (int g = 0; g < 4; ++g) {
+            std::uint32_t y[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                y[k] = __float_as_uint(__fmul_rn(__uint_as_float(bf16_bits(w, 4 * g + k)), scale));
+            q[g] = cvt_two<D>(y[0], y[1]) | (cvt_two<D>(y[2], y[3]) << 16);
+        }
+        return make_uint4(q[0], q[1], q[2], q[3]);
+    } else {
+        if constexpr (kMxNarrow<D> && R < 0) {
+            if (l.narrow) {
+#pragma unroll
+                for (int g = 0; g < 4; ++g) q[g] = mx_narrow_bf16_four<D>(w[2 * g], w[2 * g + 1], l.st);
+                return make_uint4(q[0], q[1], q[2], q[3]);
+            }
+        }
+        std::uint16_t e[16];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) e[k] = static_cast<std::uint16_t>(k % 2 ? w[k / 2] >> 16 : w[k / 2] & 0xFFFFu);
+        return encode_block_segment<BFloat16, D, P, R>(e, scale, c, index0);
+    }
+}
+
 // Two E2M1 codes per byte, element 2k in the low nibble (emu::pack_fp4, NibbleOrder::low_first):
-// the four codes of word w (bytes c0..c3, each < 16) become the 16 bits c0 | c1 << 4 | c2 << 8 | c3 << 12.
-__device__ __forceinline__ std::uint32_t pack_word(std::uint32_t w) {
-    const std::uint32_t t = (w & 0x000F000Fu) | ((w & 0x0F000F00u) >> 4);
-    return (t & 0xFFu) | ((t >> 8) & 0xFF00u);
+// the eight codes of words a and b (bytes c0..c3 and c4..c7, each < 16) become the 32 bits
+// c0 | c1 << 4 | .. | c7 << 28. t = a + (a >> 4) has c0 | c1 << 4 in byte 0 and c2 | c3 << 4 in
+// byte 2 (c0 >> 4 and c2 >> 4 are 0, and the sums carry nothing: the nibbles do not overlap), and
+// one PRMT takes bytes 0 and 2 of both: LEA.HI per word and a PRMT per two words.
+__device__ __forceinline__ std::uint32_t pack_words(std::uint32_t a, std::uint32_t b) {
+    return __byte_perm(a + (a >> 4), b + (b >> 4), 0x6420);
 }
 
 struct RowGeom {
@@ -174,7 +318,20 @@ struct RowGeom {
     std::uint32_t lanes_log2;  // log2(lanes per block) = log2(block_rows)
     std::uint32_t grid_cols;
     std::uint32_t items;  // grid_rows * grid_cols * block_rows (< 2^31)
+    // b / grid_cols for b < 2^31 as __umulhi(2 b, div_m) >> div_l (Granlund and Montgomery,
+    // "Division by Invariant Integers using Multiplication", PLDI 1994, theorem 4.2 with N = 31:
+    // l = ceil(log2 d), m = ceil(2^(31 + l) / d), so 2^(31+l) <= m d < 2^(31+l) + 2^l, and m <
+    // 2^32 for d < 2^31): three instructions where the division took about twenty per item.
+    std::uint32_t div_m, div_l;
 };
+
+// RowGeom's div_m and div_l for divisor d (1 <= d < 2^31).
+inline void set_divisor(RowGeom& g, std::uint32_t d) {
+    std::uint32_t l = 0;
+    while ((std::uint64_t{1} << l) < d) ++l;
+    g.div_m = static_cast<std::uint32_t>(((std::uint64_t{1} << (31 + l)) + d - 1) / d);
+    g.div_l = l;
+}
 
 struct RowOut {
     std::uint8_t* codes;
@@ -188,7 +345,7 @@ template <bool kPacked>
 __device__ __forceinline__ void store_codes(const RowOut& o, const RowGeom& g, bool vec, std::uint32_t r,
                                             std::uint32_t c, const uint4& q) {
     if constexpr (kPacked) {
-        const uint2 p = make_uint2(pack_word(q.x) | (pack_word(q.y) << 16), pack_word(q.z) | (pack_word(q.w) << 16));
+        const uint2 p = make_uint2(pack_words(q.x, q.y), pack_words(q.z, q.w));
         std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c / 2;
         if (vec) {
             *reinterpret_cast<uint2*>(dst) = p;
@@ -236,43 +393,94 @@ __global__ void __launch_bounds__(kThreads)
         const std::uint32_t s = base + lane;
         const bool valid = s < g.items;
         const std::uint32_t b = s >> g.lanes_log2, w = s & (lanes - 1u);
-        const std::uint32_t bi = b / g.grid_cols, bj = b - bi * g.grid_cols;
+        // bi = b / grid_cols (RowGeom::div_m; b < 2^31 on every valid lane, and the others store nothing)
+        const std::uint32_t bi = __umulhi(b << 1, g.div_m) >> g.div_l, bj = b - bi * g.grid_cols;
         const std::uint32_t r = bi * g.block_rows + w;
         const std::uint32_t c0 = bj * (16 * kSegs);
         const bool here = valid && r < g.rows && c0 < g.cols;
         const T* row = static_cast<const T*>(in) + static_cast<std::size_t>(r) * g.cols;
-        T e[kSegs][16];
-        float mf = 0.0f;  // max |x|, NaN ignored (as lib's amax_of; common.cuh max_abs)
+        T e[kSegs][16];              // f32 / f16 inputs
+        std::uint32_t wd[kSegs][8];  // bf16 inputs, as loaded (kBf16Words)
+        std::uint32_t m;             // max |x| as float32 bits, NaN ignored (as lib's amax_of; common.cuh max_abs)
+        bool nan_in = false;         // bf16: an input of the lane is a NaN
+        if constexpr (kBf16Words<S>) {
 #pragma unroll
-        for (int j = 0; j < kSegs; ++j) {
-            const std::uint32_t c = c0 + 16 * j;
-            if (here && vec && c < g.cols) {
-                union {
-                    uint4 v[Step16<S>::kVecs];
-                    T e[16];
-                } u;
+            for (int j = 0; j < kSegs; ++j) {
+                const std::uint32_t c = c0 + 16 * j;
+                if (here && vec && c < g.cols) {
+                    const uint4 lo = __ldg(reinterpret_cast<const uint4*>(row + c));
+                    const uint4 hi = __ldg(reinterpret_cast<const uint4*>(row + c) + 1);
+                    const std::uint32_t v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
 #pragma unroll
-                for (int k = 0; k < Step16<S>::kVecs; ++k) u.v[k] = __ldg(reinterpret_cast<const uint4*>(row + c) + k);
+                    for (int k = 0; k < 8; ++k) wd[j][k] = v[k];
+                } else {
 #pragma unroll
-                for (int k = 0; k < 16; ++k) e[j][k] = u.e[k];
-            } else {
-#pragma unroll
-                for (int k = 0; k < 16; ++k) e[j][k] = here && c + k < g.cols ? row[c + k] : T{0};
+                    for (int k = 0; k < 8; ++k) {
+                        const std::uint32_t e0 = here && c + 2 * k < g.cols ? row[c + 2 * k] : 0u;
+                        const std::uint32_t e1 = here && c + 2 * k + 1 < g.cols ? row[c + 2 * k + 1] : 0u;
+                        wd[j][k] = e0 | (e1 << 16);
+                    }
+                }
             }
+            // The amax from the words: per half, the max of h & 0x7FFF (VIMNMX3.U16x2, a third of
+            // an instruction per element besides the LOP3 per word). |x|'s float32 bits are
+            // (h & 0x7FFF) << 16, and non-NaN magnitudes order as their bits, so without a NaN
+            // (every h & 0x7FFF at most 0x7F80, Inf) this is max_abs's result over the lane's
+            // inputs; with one the lane takes max_abs per element, which ignores it.
+            std::uint32_t mm = 0;
 #pragma unroll
-            for (int k = 0; k < 16; ++k) mf = max_abs<S>(mf, e[j][k]);
+            for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+                for (int k = 0; k < 8; ++k) mm = __vmaxu2(mm, wd[j][k] & 0x7FFF7FFFu);
+            const std::uint32_t mh = max(mm & 0xFFFFu, mm >> 16);
+            nan_in = mh > 0x7F80u;
+            m = mh << 16;
+            if (nan_in) {
+                float mf = 0.0f;
+#pragma unroll
+                for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+                    for (int k = 0; k < 16; ++k) mf = fmaxf(mf, fabsf(__uint_as_float(bf16_bits(wd[j], k))));
+                m = __float_as_uint(mf);
+            }
+        } else {
+            float mf = 0.0f;
+#pragma unroll
+            for (int j = 0; j < kSegs; ++j) {
+                const std::uint32_t c = c0 + 16 * j;
+                if (here && vec && c < g.cols) {
+                    union {
+                        uint4 v[Step16<S>::kVecs];
+                        T e[16];
+                    } u;
+#pragma unroll
+                    for (int k = 0; k < Step16<S>::kVecs; ++k)
+                        u.v[k] = __ldg(reinterpret_cast<const uint4*>(row + c) + k);
+#pragma unroll
+                    for (int k = 0; k < 16; ++k) e[j][k] = u.e[k];
+                } else {
+#pragma unroll
+                    for (int k = 0; k < 16; ++k) e[j][k] = here && c + k < g.cols ? row[c + k] : T{0};
+                }
+#pragma unroll
+                for (int k = 0; k < 16; ++k) mf = max_abs<S>(mf, e[j][k]);
+            }
+            m = __float_as_uint(mf);
         }
-        std::uint32_t m = __float_as_uint(mf);
         for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
         tensor_max = max(tensor_max, m);
         // A block holding a NaN: its amax is NaN under torchao's rules (numerics::rule_block_amax,
         // as lib's quantize_blocks); the lanes of a 16-row block agree through the shuffles.
         std::uint32_t has_nan = 0;
         if (keeps_nan) {
+            if constexpr (kBf16Words<S>) {
+                has_nan = nan_in ? 1u : 0u;  // is_nan_bits: h & 0x7FFF above 0x7F80
+            } else {
 #pragma unroll
-            for (int j = 0; j < kSegs; ++j)
+                for (int j = 0; j < kSegs; ++j)
 #pragma unroll
-                for (int k = 0; k < 16; ++k) has_nan |= is_nan_bits<S>(e[j][k]) ? 1u : 0u;
+                    for (int k = 0; k < 16; ++k) has_nan |= is_nan_bits<S>(e[j][k]) ? 1u : 0u;
+            }
             for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) has_nan |= __shfl_xor_sync(0xFFFFFFFFu, has_nan, d);
         }
         if (!valid) continue;
@@ -283,12 +491,17 @@ __global__ void __launch_bounds__(kThreads)
             if (o.scale) o.scale[b] = bs.scale;
             if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
         }
+        const Bf16Lane bl = bf16_lane<D, R>(nan_in, bs.scale, ctx);
 #pragma unroll
         for (int j = 0; j < kSegs; ++j) {
             const std::uint32_t c = c0 + 16 * j;
             if (!here || c >= g.cols) continue;
-            const uint4 q =
-                encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
+            const std::uint64_t index0 = static_cast<std::uint64_t>(r) * g.cols + c;
+            uint4 q;
+            if constexpr (kBf16Words<S>)
+                q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
+            else
+                q = encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, index0);
             store_codes<kPacked>(o, g, vec, r, c, q);
         }
     }
@@ -334,12 +547,15 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     const std::size_t items = (grid_rows * grid_cols) << lanes_log2;
     if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31))
         return false;
-    const RowGeom g{static_cast<std::uint32_t>(rows),
-                    static_cast<std::uint32_t>(cols),
-                    static_cast<std::uint32_t>(spec.block_rows),
-                    lanes_log2,
-                    static_cast<std::uint32_t>(grid_cols),
-                    static_cast<std::uint32_t>(items)};
+    RowGeom g{static_cast<std::uint32_t>(rows),
+              static_cast<std::uint32_t>(cols),
+              static_cast<std::uint32_t>(spec.block_rows),
+              lanes_log2,
+              static_cast<std::uint32_t>(grid_cols),
+              static_cast<std::uint32_t>(items),
+              0,
+              0};
+    set_divisor(g, static_cast<std::uint32_t>(grid_cols));
     const bool wide = spec.block_cols == 32;
     const numerics::ScaleParams rule =
         numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);

@@ -375,7 +375,31 @@ TEST_CASE("block quantiser, warp kernel: E2M1 / E2M3 / E3M2 steps over a float32
             const Policy sr{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical};
             check_blocks(k, Wide::f32, x, rows, cols, false, 0x1234ull, &sr);
             if (f == Format::e2m1) check_blocks(k, Wide::f32, x, rows, cols, true, 0);
+            // bf16: the sweep rounded to bf16 holds every bf16 magnitude up to fmax, with both
+            // signs, through the kernel's word steps (mx_narrow_bf16_four).
+            check_blocks(k, Wide::bf16, x, rows, cols, false, 0);
+            if (f == Format::e2m1) check_blocks(k, Wide::bf16, x, rows, cols, true, 0);
         }
+    }
+}
+
+// bf16 inputs take the warp kernel's word steps (cuda/src/block_rows.cu: the amax of the packed
+// halves, mx_narrow_bf16_four) on lanes without a NaN whose scale st = scale 2^kTwinExp is exact,
+// and the element steps otherwise. Blocks near bf16's largest value (2^127) give NVFP4 encode
+// scales near 2^-125, whose st is a float32 subnormal and mostly inexact; blocks at 2^120, 2^100
+// and 2^0 give ordinary scales, and the MX rules powers of two from 2^-125 up (every st exact).
+// Lanes of both kinds share warps (block_tensor's NaN blocks cover lanes with a NaN).
+TEST_CASE("block quantiser, warp kernel: bf16 word steps and their fallbacks at extreme scales", "[gpu][fp4]") {
+    const std::size_t rows = 48, cols = 256;
+    std::mt19937 g(11);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    std::vector<float> x(rows * cols);
+    const int exps[] = {127, 120, 100, 0};
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::ldexp(u(g), exps[(i / 16 + i / cols) % 4]);
+    for (const Case& k : kCases) {
+        const bool fp4 = k.preset.rfind("nvfp4", 0) == 0 || k.preset.rfind("mxfp4", 0) == 0;
+        check_blocks(k, Wide::bf16, x, rows, cols, false, 3);
+        if (fp4) check_blocks(k, Wide::bf16, x, rows, cols, true, 3);
     }
 }
 

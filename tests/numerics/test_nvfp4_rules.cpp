@@ -22,6 +22,12 @@ TEST_CASE("NVFP4 (TE) global encode scale: 2688 / amax, capped, 1 for 0 and Inf"
     CHECK(nvfp4_te_global_encode(3.0f) == 2688.0f / 3.0f);  // one float32 division
 }
 
+TEST_CASE("NVFP4 (TE) constant quotients by their bits are the float32 divisions", "[numerics][nvfp4]") {
+    volatile float one = 1.0f, six = 6.0f, max = kNvfp4ScaleMax;  // divided at run time
+    CHECK(bits_of(one_sixth()) == bits_of(one / six));
+    CHECK(bits_of(one_over_2688()) == bits_of(one / max));
+}
+
 TEST_CASE("NVFP4 (TE) block scale: the block holding the tensor's amax gets 448", "[numerics][nvfp4]") {
     for (float amax : {1e-30f, 0.37f, 1.0f, 5.5f, 1000.0f, 3.0e38f}) {
         INFO(amax);

@@ -24,7 +24,7 @@ FP8KIT_HD float rule_block_factor(ScaleRule r, const BlockScale& s) {
 }
 
 FP8KIT_HD float rule_tensor_factor(ScaleRule r, float global_amax) {
-    if (r == ScaleRule::nvfp4_te) return mul_rn(global_amax, div_rn(1.0f, kNvfp4ScaleMax));
+    if (r == ScaleRule::nvfp4_te) return mul_rn(global_amax, one_over_2688());
     if (r == ScaleRule::nvfp4_torchao) return div_rn(global_amax, kNvfp4ScaleMax);
     return 1.0f;
 }

@@ -365,14 +365,41 @@ FP8KIT_HD ScalePair mx_torchao_rceil_cast_pair(std::uint8_t code) {
 
 // 448 * 6: E4M3's largest value times E2M1's, the constant of every NVFP4 rule (exact in float32).
 inline constexpr float kNvfp4ScaleMax = 2688.0f;
+// fl32(1 / 6) and fl32(1 / 2688), TE's two constant quotients, by their bits: __fdiv_rn of two
+// constants is not folded by nvcc, and each cost a division (about ten instructions) per block.
+FP8KIT_HD float one_sixth() { return float_of(0x3E2AAAABu); }
+FP8KIT_HD float one_over_2688() { return float_of(0x39C30C31u); }
 
 // E4M3 code of a float32 as cuda_fp8.h's __nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3)
 // gives it (RNE; finite overflow and +-Inf -> +-448; NaN -> 0x7F): static_cast<fp8e4m3>(float).
+// On sm_89 and later the device computes it with the instruction cuda_fp8.hpp uses there,
+// cvt.rn.satfinite.e4m3x2.f32 (one F2FP), the conversion of the element kernels' kCvt path
+// (cuda/src/element.cuh), which the exhaustive check compares with emu::convert under this
+// policy; emu's general conversion took about 60 instructions per NVFP4 block.
 FP8KIT_HD std::uint8_t e4m3_satfinite(float v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    std::uint16_t r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(v));
+    return static_cast<std::uint8_t>(r & 0xFFu);
+#else
     return emu::encode(Format::e4m3, emu::Wide::f32, bits_of(v),
                        {emu::Rounding::nearest_even, emu::Overflow::saturate_all, emu::NanEncoding::canonical});
+#endif
 }
+// The float32 value of an E4M3 code. On sm_89 and later the device widens the non-NaN codes by
+// cvt.rn.f16x2.e4m3x2 and cvt.f32.f16 (F2FP, HADD2.F32): every E4M3 value, -0 included, is an
+// f16 value (3 mantissa bits, 2^-9 .. 448) and every f16 value a float32 one, so both steps are
+// exact; the NaN codes 0x7F / 0xFF keep emu::decode's bits.
 FP8KIT_HD float e4m3_value(std::uint8_t code) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    if ((code & 0x7Fu) != 0x7Fu) {
+        std::uint32_t h2;
+        float v;
+        asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(static_cast<std::uint16_t>(code)));
+        asm("{\n\t.reg .f16 lo, hi;\n\tmov.b32 {lo, hi}, %1;\n\tcvt.f32.f16 %0, lo;\n\t}" : "=f"(v) : "r"(h2));
+        return v;
+    }
+#endif
     return float_of(static_cast<std::uint32_t>(emu::decode(Format::e4m3, emu::Wide::f32, code)));
 }
 
@@ -410,13 +437,13 @@ struct Nvfp4Block {
 //      * fl32(1 / 2688)).
 FP8KIT_HD Nvfp4Block nvfp4_te_block(float block_amax, float s_enc, float global_amax) {
     const float s_dec = div_rn(1.0f, s_enc);  // 1
-    const float mult = mul_rn(s_enc, div_rn(1.0f, 6.0f));
+    const float mult = mul_rn(s_enc, one_sixth());
     float sb = mul_rn(block_amax, mult);
     sb = is_nan(sb) ? kFltMax : (sb < kFltMax ? sb : kFltMax);  // fminf
     const std::uint8_t code = e4m3_satfinite(sb);               // 2
     float enc = div_rn(1.0f, mul_rn(e4m3_value(code), s_dec));
-    enc = is_nan(enc) ? kFltMax : (enc < kFltMax ? enc : kFltMax);                                  // 3
-    const float dec = mul_rn(mul_rn(e4m3_value(code), global_amax), div_rn(1.0f, kNvfp4ScaleMax));  // 4
+    enc = is_nan(enc) ? kFltMax : (enc < kFltMax ? enc : kFltMax);                     // 3
+    const float dec = mul_rn(mul_rn(e4m3_value(code), global_amax), one_over_2688());  // 4
     return {code, enc, dec};
 }
 
