@@ -11,7 +11,10 @@ import fnmatch
 import io
 import json
 import os
+import queue
+import threading
 import warnings as _warnings
+import weakref
 
 import torch
 
@@ -275,6 +278,56 @@ def _raw_stream(device):
     return torch.cuda.current_stream(device).cuda_stream
 
 
+class _StreamWriter:
+    """The monitor's streamed files (fp8kit's output sink, _fp8kit.OutputFile: temporaries until
+    commit()) written on a thread of their own: a step hands its bytes over and goes on, and the
+    file I/O, which the sink runs without the GIL, overlaps the training step (a write that waits
+    on a busy disk no longer holds up the step). At most `depth` hand-overs wait; a full queue
+    blocks the step until the disk catches up. An error of the thread is raised by the next
+    write() or by commit(); the files are then left uncommitted (their temporaries removed)."""
+
+    def __init__(self, paths, depth=16):
+        self._files = [_fp8kit.OutputFile(p) for p in paths]
+        self._queue = queue.Queue(maxsize=depth)
+        self._error = None
+        self._thread = threading.Thread(target=self._run, name="fp8kit-monitor-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while (parts := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    for i, data in parts:
+                        self._files[i].write(data)
+                except BaseException as e:  # noqa: BLE001  raised in the training thread
+                    self._error = e
+
+    def _raise(self):
+        """The thread's error, again at every call after it: the files are then never committed."""
+        if self._error is not None:
+            self.stop()
+            self._files = []  # dropped: their temporaries are removed
+            raise self._error
+
+    def write(self, parts):
+        """parts: (index of the file, bytes) pairs, written in order."""
+        self._raise()
+        if self._thread.is_alive():
+            self._queue.put(parts)
+
+    def stop(self):
+        """Ends the thread after what is queued (also when the monitor is collected unclosed)."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+    def commit(self):
+        self.stop()
+        self._raise()
+        for f in self._files:
+            f.commit()
+
+
 class _GpuStep:
     """One monitored step's GPU results on one device: amax slots (float32) and statistics records
     (StatsRecord) in device pages that never move while queued kernels write them; copy_out()
@@ -414,7 +467,8 @@ class Monitor:
     warnings come at the next poll after it.
     With out_dir, every step() writes the rows and amaxes read so far to the three files as they
     are made (each a temporary of fp8kit's output sink until close() commits it: a run that dies
-    leaves no partial file). keep_rows=False then drops the written rows, so memory stays flat
+    leaves no partial file), on a thread of the monitor's, so the step does not wait for the disk;
+    an error there (a full disk) is raised by the next step() or by close(). keep_rows=False then drops the written rows, so memory stays flat
     over any number of steps (`rows` holds only rows not yet written); the trace stays in memory.
     """
 
@@ -880,25 +934,25 @@ class Monitor:
         """Appends the rows built and the amaxes read since the last call to out_dir's files (opened
         at the first call, through the output sink: temporaries until close() commits them)."""
         self._build_rows()
+        parts = []
         if self._streams is None:
             os.makedirs(self.out_dir, exist_ok=True)
             names = ("amax_trace.csv", "stats.csv", "stats.json")
-            self._streams = [_fp8kit.OutputFile(os.path.join(self.out_dir, n)) for n in names]
-            self._streams[0].write(_csv_text([["step", "tensor", "amax"]]))
-            self._streams[1].write(_csv_text([_COLUMNS]))
-            self._streams[2].write(b"[")
+            self._streams = _StreamWriter([os.path.join(self.out_dir, n) for n in names])
+            weakref.finalize(self, self._streams.stop)
+            parts += [(0, _csv_text([["step", "tensor", "amax"]])), (1, _csv_text([_COLUMNS])), (2, b"[")]
         end = self._trace_out
         while end < len(self._trace) and self._trace[end] is not None:
             end += 1
         new = self._trace[self._trace_out : end]
-        self._streams[0].write(_csv_text([step, name, f"{a:.9g}"] for step, name, a in new))
+        parts.append((0, _csv_text([step, name, f"{a:.9g}"] for step, name, a in new)))
         self._trace_out = end
         rows = self._rows[self._rows_out :]
         if rows:
             csv_text, json_text = _fp8kit.rows_text(rows, _COLUMNS)
-            self._streams[1].write(csv_text)
-            self._streams[2].write(b", " + json_text if self._rows_written else json_text)
+            parts += [(1, csv_text), (2, b", " + json_text if self._rows_written else json_text)]
             self._rows_written += len(rows)
+        self._streams.write(parts)
         if self.keep_rows:
             self._rows_out = len(self._rows)
         else:
@@ -919,9 +973,8 @@ class Monitor:
                     raise ValueError("write: with keep_rows=False the files were committed already")
                 return
             self._stream_out()
-            self._streams[2].write(b"]")
-            for f in self._streams:
-                f.commit()
+            self._streams.write([(2, b"]")])
+            self._streams.commit()
             self._write_grad_norms(out_dir)
             self._streams, self._committed = None, True
             if self.keep_rows:  # a later write() writes every row again, from memory

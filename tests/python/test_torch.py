@@ -171,6 +171,37 @@ def test_monitor_streams_rows_with_flat_memory(tmp_path):
     assert os.listdir(d) == []
 
 
+def test_monitor_file_writer_raises_its_error_and_commits_nothing(tmp_path):
+    """The streamed files are written on the monitor's writer thread: an error there (here a write
+    that fails) is raised by the next hand-over and by commit(), every time, and no file is left,
+    neither committed nor temporary. Without an error, the bytes arrive in order."""
+
+    class Failing:
+        def write(self, data):
+            raise OSError("disk full")
+
+    paths = [str(tmp_path / n) for n in ("a.csv", "b.csv")]
+    w = ft._StreamWriter(paths)
+    w.write([(0, b"1,"), (1, b"x")])
+    w.write([(0, b"2")])
+    w.commit()
+    assert (tmp_path / "a.csv").read_bytes() == b"1,2" and (tmp_path / "b.csv").read_bytes() == b"x"
+    d = tmp_path / "failing"
+    d.mkdir()
+    w = ft._StreamWriter([str(d / "a.csv"), str(d / "b.csv")])
+    w._files[1] = Failing()
+    w.write([(0, b"1"), (1, b"2")])
+    w.stop()  # the thread has met the error
+    assert len(os.listdir(d)) == 1  # a.csv's temporary, written
+    for call in (lambda: w.write([(0, b"2")]), w.commit):
+        with pytest.raises(OSError, match="disk full"):
+            call()
+    import gc
+
+    gc.collect()
+    assert os.listdir(d) == []
+
+
 def test_monitor_close_leaves_the_model_as_before(tmp_path):
     """After close() no hook of the monitor stays: the weights' backward-hook dicts it created are
     None again (an empty dict would still be called at every backward), and a hook the user put on
