@@ -8,6 +8,7 @@
 // host_mul_bits (lib's host multiply), and the codes from emu::convert's results: through
 // element.cuh's paths for the FP8 formats, and for E2M1 / E2M3 / E3M2 from the exact steps below,
 // which fall back to emu::convert itself for every element they do not cover.
+#include <algorithm>
 #include <cfloat>
 #include <type_traits>
 
@@ -530,6 +531,29 @@ struct RowLaunch {
     }
 };
 
+// The cap set_row_blocks_grid_cap sets (0: none).
+unsigned g_grid_cap = 0;
+
+// Items per thread on the deterministic paths (grid_for_path gives one). A thread's first item
+// pays the kernel's prologue (the parameters, the vector test, the NVFP4 rules' 1 / global amax
+// step) and its last the epilogue (the tensor amax's CTA reduction): in nvcc 13.0's sm_90 code, 72
+// of the 432 instructions a bf16 NVFP4 1 x 16 thread of one item issues on its common path (27.0 per
+// element; the loop's body is 360, 22.5), 76 of 636 for bf16 MXFP4 (1 x 32: 19.9, body 17.5), and
+// from bf16 these kernels are bound by issue, not by bandwidth. With 8 items a thread that is 0.56
+// and 0.30 instructions per element.
+constexpr std::size_t kItemsPerThread = 8;
+
+// The grid of row_blocks_kernel on path (P, R): stochastic rounding as grid_for_path; the others
+// up to kItemsPerThread items a thread, but never fewer CTAs than a wave of 8 a SM (grid_for) where
+// there are items for them, so that a tensor of a few waves still fills the device.
+template <int P, int R>
+unsigned row_blocks_grid(std::size_t items) {
+    constexpr bool kStochastic = P == kSrCvt || P == kSrTable || R == static_cast<int>(emu::Rounding::stochastic);
+    unsigned grid = grid_for_path<P, R>(items);
+    if (!kStochastic) grid = std::max(grid_per_item((items + kItemsPerThread - 1) / kItemsPerThread), grid_for(items));
+    return g_grid_cap != 0 && grid > g_grid_cap ? g_grid_cap : grid;
+}
+
 }  // namespace
 
 bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
@@ -594,7 +618,7 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                 if constexpr (kFastPath<D, P, R>) {
                     launched = true;
                     constexpr std::size_t smem = element_smem<D, P>();
-                    const unsigned grid = grid_for_path<P, R>(items);
+                    const unsigned grid = row_blocks_grid<P, R>(items);
                     // Each launch names its kernel with literal template arguments
                     // (tests/gpu/host_launches.sh checks that the device pass compiled each one;
                     // tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes past the packed size).
@@ -625,3 +649,13 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
 }
 
 }  // namespace fp8kit::cuda::detail
+
+namespace fp8kit::cuda {
+
+unsigned set_row_blocks_grid_cap(unsigned ctas) {
+    const unsigned old = detail::g_grid_cap;
+    detail::g_grid_cap = ctas;
+    return old;
+}
+
+}  // namespace fp8kit::cuda

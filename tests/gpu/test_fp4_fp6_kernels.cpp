@@ -345,6 +345,33 @@ TEST_CASE("block quantiser, warp kernel: large shapes, unaligned input, every ro
             }
 }
 
+// The warp kernel's grid-stride loop: with the grid capped (set_row_blocks_grid_cap) each thread
+// takes several items (1 x 16, 16 x 16 and 1 x 32 blocks) on tensors lib can check, with the last
+// pass partial (items not a multiple of the grid's threads), partial edge blocks, unvectorised
+// rows and unaligned input, for every input type. 96 x 512 at 1 x 16: 3072 items, 12 a thread on
+// one CTA and 4 on three; 50 x 272: 850 items, the fourth pass a part on one CTA.
+TEST_CASE("block quantiser, warp kernel: threads of several items each", "[gpu][fp4]") {
+    struct CapGuard {
+        unsigned old;
+        ~CapGuard() { cu::set_row_blocks_grid_cap(old); }
+    };
+    const std::pair<std::size_t, std::size_t> shapes[] = {{96, 512}, {50, 272}, {33, 90}, {67, 1000}};
+    for (unsigned cap : {1u, 3u}) {
+        const CapGuard guard{cu::set_row_blocks_grid_cap(cap)};
+        for (const auto& [rows, cols] : shapes) {
+            const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 7 + cols + cap));
+            for (Wide w : kInputs)
+                for (const Case& k : kCases) {
+                    const bool fp4 = k.preset.rfind("nvfp4", 0) == 0 || k.preset.rfind("mxfp4", 0) == 0;
+                    check_blocks(k, w, x, rows, cols, false, 11);
+                    check_blocks(k, w, x, rows, cols, false, 11, nullptr, fp8kit::wide_size(w));
+                    if (fp4 && cols % 2 == 0) check_blocks(k, w, x, rows, cols, true, 11);
+                }
+        }
+    }
+    REQUIRE(cu::set_row_blocks_grid_cap(0) == 0);  // the guard put the default back
+}
+
 // The kernel's nearest-even and stochastic steps for E2M1 / E2M3 / E3M2, element by element over a
 // sweep of float32 values: every 32-element MX block holds the format's largest finite value (so
 // that the E8M0 rules give the scale 1, or 1/2 where the round-up rule's fl32(1 / fmax) rounds
