@@ -534,7 +534,7 @@ struct RowLaunch {
 // The cap set_row_blocks_grid_cap sets (0: none).
 unsigned g_grid_cap = 0;
 
-// Items per thread on the deterministic paths (grid_for_path gives one). A thread's first item
+// Items per thread where several were measured faster (grid_for_path gives one). A thread's first item
 // pays the kernel's prologue (the parameters, the vector test, the NVFP4 rules' 1 / global amax
 // step) and its last the epilogue (the tensor amax's CTA reduction): in nvcc 13.0's sm_90 code, 72
 // of the 432 instructions a bf16 NVFP4 1 x 16 thread of one item issues on its common path (27.0 per
@@ -543,14 +543,25 @@ unsigned g_grid_cap = 0;
 // and 0.30 instructions per element.
 constexpr std::size_t kItemsPerThread = 8;
 
-// The grid of row_blocks_kernel on path (P, R): stochastic rounding as grid_for_path; the others
-// up to kItemsPerThread items a thread, but never fewer CTAs than a wave of 8 a SM (grid_for) where
-// there are items for them, so that a tensor of a few waves still fills the device.
+// Whether a launch takes several items a thread: the NVFP4 rules (their prologue holds the
+// 1 / global amax step) from every input type, and E2M1 from bf16. Measured on the H200 (2^28
+// elements, both grids' programs alternately in one call; docs/performance.md): faster there by
+// 3-10 %, and slower by 4-7 % for MXFP4 / MXFP6 / MXFP8 from float32 and by about 1 % for MXFP6 /
+// MXFP8 from bf16, which keep one item a thread.
+bool several_items(const BlockSpec& spec, Wide from) {
+    return numerics::rule_uses_global_amax(spec.rule) || (spec.format == Format::e2m1 && from == Wide::bf16);
+}
+
+// The grid of row_blocks_kernel on path (P, R): stochastic rounding, and launches that do not take
+// several items (several_items), as grid_for_path; the others up to kItemsPerThread items a
+// thread, but never fewer CTAs than a wave of 8 a SM (grid_for) where there are items for them, so
+// that a tensor of a few waves still fills the device.
 template <int P, int R>
-unsigned row_blocks_grid(std::size_t items) {
+unsigned row_blocks_grid(std::size_t items, bool several) {
     constexpr bool kStochastic = P == kSrCvt || P == kSrTable || R == static_cast<int>(emu::Rounding::stochastic);
     unsigned grid = grid_for_path<P, R>(items);
-    if (!kStochastic) grid = std::max(grid_per_item((items + kItemsPerThread - 1) / kItemsPerThread), grid_for(items));
+    if (several && !kStochastic)
+        grid = std::max(grid_per_item((items + kItemsPerThread - 1) / kItemsPerThread), grid_for(items));
     return g_grid_cap != 0 && grid > g_grid_cap ? g_grid_cap : grid;
 }
 
@@ -618,7 +629,7 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                 if constexpr (kFastPath<D, P, R>) {
                     launched = true;
                     constexpr std::size_t smem = element_smem<D, P>();
-                    const unsigned grid = row_blocks_grid<P, R>(items);
+                    const unsigned grid = row_blocks_grid<P, R>(items, several_items(spec, from));
                     // Each launch names its kernel with literal template arguments
                     // (tests/gpu/host_launches.sh checks that the device pass compiled each one;
                     // tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes past the packed size).
