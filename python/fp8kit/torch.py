@@ -468,8 +468,9 @@ class Monitor:
     With out_dir, every step() writes the rows and amaxes read so far to the three files as they
     are made (each a temporary of fp8kit's output sink until close() commits it: a run that dies
     leaves no partial file), on a thread of the monitor's, so the step does not wait for the disk;
-    an error there (a full disk) is raised by the next step() or by close(). keep_rows=False then drops the written rows, so memory stays flat
-    over any number of steps (`rows` holds only rows not yet written); the trace stays in memory.
+    an error there (a full disk) is raised by the next step() or by close(). keep_rows=False then
+    drops the written rows, so memory stays flat over any number of steps (`rows` holds only rows
+    not yet written); the trace stays in memory.
     """
 
     def __init__(

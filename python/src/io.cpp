@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "bindings.hpp"
+#include "fp8kit/io/printable.hpp"
 #include "fp8kit/io/python_text.hpp"
 #include "fp8kit/io/sink.hpp"
 
@@ -45,7 +46,7 @@ void append_value(std::string& csv, std::string& json, pyb::handle v, const std:
         const char* utf8 = PyUnicode_AsUTF8AndSize(o, &size);
         if (utf8 == nullptr) throw pyb::error_already_set();
         const std::string_view s(utf8, static_cast<std::size_t>(size));
-        io::append_python_csv_field(csv, s);
+        csv += io::csv_field(s);
         if (!io::append_python_json_string(json, s))
             throw pyb::type_error("rows_text: column '" + key + "': not UTF-8");
     } else {

@@ -67,19 +67,6 @@ void append_python_float(std::string& out, double v, bool json) {
     }
 }
 
-void append_python_csv_field(std::string& out, std::string_view s) {
-    if (s.find_first_of(",\"\r\n") == std::string_view::npos) {
-        out += s;
-        return;
-    }
-    out += '"';
-    for (char c : s) {
-        if (c == '"') out += '"';
-        out += c;
-    }
-    out += '"';
-}
-
 namespace {
 
 // The next code point of UTF-8 text at s[i], advancing i; -1 when the bytes are not UTF-8.

@@ -1,6 +1,8 @@
 // Numbers and strings as Python's csv and json modules write them, for files that the Python
 // package writes from C++ (the monitor's stats.csv and stats.json) byte for byte as those modules
-// would: a reader of one run's files cannot tell which side wrote a row.
+// would: a reader of one run's files cannot tell which side wrote a row. A string CSV field needs
+// nothing of its own: csv.writer's default dialect (QUOTE_MINIMAL) quotes exactly as every CSV of
+// fp8kit does, io::csv_field (io/printable.hpp).
 #pragma once
 
 #include <string>
@@ -16,10 +18,6 @@ namespace fp8kit::io {
 // 1.5e+16). Non-finite values as repr() writes them: nan, inf, -inf (`json`: NaN, Infinity,
 // -Infinity, as json.dumps(allow_nan=True) writes them).
 void append_python_float(std::string& out, double v, bool json = false);
-
-// `s` (UTF-8) as one field of csv.writer's default dialect ('excel', QUOTE_MINIMAL): inside double
-// quotes, inner quotes doubled, when it holds a comma, a quote, '\r' or '\n'; as it is otherwise.
-void append_python_csv_field(std::string& out, std::string_view s);
 
 // `s` (UTF-8) as json.dumps writes a str (ensure_ascii=True, Lib/json/encoder.py
 // py_encode_basestring_ascii, ESCAPE_ASCII): in double quotes; '"', '\\', '\n', '\r', '\t', '\b', '\f'
