@@ -76,8 +76,10 @@ def steps(model, opt, ids, n, mon=None):
     torch.cuda.synchronize()
     COUNTERS.update(wait=0.0, gc=0.0, monitor=0.0)
     marks = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
+    host = [0.0] * (n + 1)
     t0 = time.perf_counter()
     for k in range(n):
+        host[k] = time.perf_counter()
         marks[k].record()
         loss = model(input_ids=ids, labels=ids).loss
         opt.zero_grad(set_to_none=True)
@@ -86,10 +88,16 @@ def steps(model, opt, ids, n, mon=None):
         if mon is not None:
             mon.step()
     marks[n].record()
-    HOST["last"] = (time.perf_counter() - t0) / n
+    host[n] = time.perf_counter()
+    HOST["last"] = (host[n] - t0) / n
     torch.cuda.synchronize()
     t = (time.perf_counter() - t0) / n
-    HOST["median"] = statistics.median(marks[k].elapsed_time(marks[k + 1]) for k in range(n)) / 1e3
+    gpu = [marks[k].elapsed_time(marks[k + 1]) for k in range(n)]
+    HOST["median"] = statistics.median(gpu) / 1e3
+    # Every step's time (ms) on the GPU's timeline and the host's, so that a run's mean can be told
+    # apart into its steps (a few slow steps, or every step slower).
+    HOST["gpu_steps_ms"] = [round(v, 3) for v in gpu]
+    HOST["host_steps_ms"] = [round(1e3 * (host[k + 1] - host[k]), 3) for k in range(n)]
     return t
 
 
@@ -189,6 +197,8 @@ def run_setting(model, opt, ids, kw, n, warmup):
             wait_ms=COUNTERS["wait"] / n * 1e3,
             gc_ms=COUNTERS["gc"] / n * 1e3,
             monitor_ms=COUNTERS["monitor"] / n * 1e3,
+            gpu_steps_ms=HOST["gpu_steps_ms"],
+            host_steps_ms=HOST["host_steps_ms"],
         )
         if mon is not None:
             mon.close()
@@ -240,6 +250,8 @@ def summarize(runs):
             median_step_overhead_pct_rounds=med_pct,
             **{f: statistics.median(r[f] for r in rs) for f in ("host_queue_ms", "wait_ms", "gc_ms", "monitor_ms")},
             host_queue_ms_rounds=[r["host_queue_ms"] for r in rs],
+            gpu_steps_ms_rounds=[r["gpu_steps_ms"] for r in rs],
+            host_steps_ms_rounds=[r["host_steps_ms"] for r in rs],
             hooks_before=max(r["hooks_before"] for r in rs),
         )
     return out
