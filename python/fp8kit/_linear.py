@@ -199,12 +199,25 @@ def run_gemm(a, b, recipe, model, gemm, seed, out_dtype):
         return t.to(out_dtype).to(a.device)
 
 
+def _activation_dtype(x):
+    """The dtype of the layer's output (and of dgrad's): TransformerEngine's activation_dtype
+    (transformer_engine/pytorch/module/base.py set_activation_dtype: torch.autocast's dtype inside
+    an autocast region, else the input's; module/linear.py gives the fprop GEMM out_dtype=
+    activation_dtype), which is also what nn.Linear returns under autocast. The operands are
+    quantised from their own dtypes, as TE's quantizers read them (input_quantizer(inputmat) on the
+    input as given, the weight from its parameter dtype)."""
+    dev = x.device.type
+    if torch.is_autocast_enabled(dev):
+        return torch.get_autocast_dtype(dev)
+    return x.dtype
+
+
 class _Fp8LinearFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, layer):
         x2 = x.reshape(-1, x.shape[-1])
         seed = layer.next_seed()
-        y = run_gemm(x2, weight, layer.recipe, layer.models["fprop"], "fprop", seed, x.dtype)
+        y = run_gemm(x2, weight, layer.recipe, layer.models["fprop"], "fprop", seed, _activation_dtype(x))
         if bias is not None:
             y = y + bias.to(y.dtype)
         ctx.save_for_backward(x2, weight)

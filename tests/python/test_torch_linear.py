@@ -109,6 +109,23 @@ def test_torch_mode_multiplies_the_dequantised_operands():
     np.testing.assert_allclose(lin(x).double().detach().numpy(), (xv @ wv.t()).numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_autocast_gives_the_autocast_dtype_as_transformer_engine_does():
+    # TE's activation_dtype (module/base.py set_activation_dtype): the fprop output is in
+    # torch.autocast's dtype, from operands quantised from their own dtypes; 'torch' multiplies the
+    # dequantised operands in float32, so the result is the float32 layer's output rounded once.
+    lin = layer(fprop="torch", dgrad="torch", wgrad="torch")
+    x = torch.randn(16, 256, requires_grad=True)
+    y32 = lin(x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = lin(x)
+    assert y32.dtype == torch.float32 and y.dtype == torch.bfloat16
+    assert torch.equal(y.view(torch.int16), y32.to(torch.bfloat16).view(torch.int16))
+    y.float().sum().backward()
+    assert x.grad.dtype == torch.float32 and lin.weight.grad.dtype == torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=False):
+        assert lin(x).dtype == torch.float32
+
+
 def test_unquantised_gemm_is_plain_linear():
     lin = layer(fprop=None)
     x = torch.randn(16, 256)
