@@ -1,6 +1,8 @@
 // Block dequantisation with a factor per block, and fake quantisation (quantise, then dequantise)
 // of a block recipe in one call (blocks.hpp): the path of fp8kit.torch's fake_quantize and
 // Fp8Linear on CUDA tensors, where the codes never leave the device.
+#include <cuda_bf16.h>
+
 #include <cstdint>
 #include <stdexcept>
 #include <type_traits>
@@ -82,6 +84,77 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
+// The output bits of one element of dequantize_blocks_kernel's rule: the code's value v (float32
+// bits) and the block's factor f give p = fl32(v * f), then emu::convert<Binary32, W>(p,
+// kDecodePolicy), which for a p that is not a NaN is IEEE roundTiesToEven with overflow to Inf
+// (no_saturate) and subnormals kept: the conversion of the cvt instructions cuda_fp16.h /
+// cuda_bf16.h use, cvt.rn.f16.f32 and cvt.rn.bf16.f32 (no .ftz, no .satfinite), and the identity
+// for float32. A NaN p comes from a NaN code (v NaN: the code's own decode, nan_out) or from the
+// product (Inf * 0, a NaN factor: the convert of 0x7FC00000, nan_product), as the general kernel
+// takes them; the test is one predicate on p, so that the common path has no branch.
+template <class W>
+__device__ __forceinline__ typename W::storage_t product_out(std::uint32_t v, float f, typename W::storage_t nan_code,
+                                                             typename W::storage_t nan_product) {
+    const float p = __fmul_rn(__uint_as_float(v), f);
+    typename W::storage_t o;
+    if constexpr (std::is_same_v<W, BFloat16>)
+        o = __bfloat16_as_ushort(__float2bfloat16_rn(p));
+    else if constexpr (std::is_same_v<W, Binary16>)
+        o = __half_as_ushort(__float2half_rn(p));
+    else
+        o = __float_as_uint(p);
+    if (p != p) o = is_nan_bits<Binary32>(v) ? nan_code : nan_product;
+    return o;
+}
+
+// dequantize_blocks_kernel's rule over segments of 16 codes that lie in one row and one block
+// (cols and block_cols multiples of 16, codes and output 16-byte aligned: the host checks): one
+// 16-byte load of codes, one factor and one row division per segment, 16-byte stores, and the
+// conversion by cvt (product_out) instead of the general conversion, the same bits.
+template <class F, class W>
+__global__ void __launch_bounds__(kThreads)
+    dequantize_blocks16_kernel(const std::uint8_t* __restrict__ in, void* __restrict__ out, BlockGrid g,
+                               const float* __restrict__ factor) {
+    using Out = typename W::storage_t;
+    __shared__ std::uint32_t value[256];
+    __shared__ Out nan_out[256];
+    constexpr unsigned kCodes = 1u << F::total_bits;
+    for (unsigned c = threadIdx.x; c < 256; c += blockDim.x) {
+        const std::uint8_t code = static_cast<std::uint8_t>(c < kCodes ? c : 0u);
+        value[c] = static_cast<std::uint32_t>(emu::convert<F, Binary32>(code, emu::kDecodePolicy));
+        nan_out[c] = static_cast<Out>(emu::convert<F, W>(code, emu::kDecodePolicy));
+    }
+    __syncthreads();
+    const Out nan_product = static_cast<Out>(emu::convert<Binary32, W>(0x7FC00000u, emu::kDecodePolicy));
+    const std::uint64_t segments = std::uint64_t{g.rows} * g.cols / 16;
+    const bool small = segments * 16 < (std::uint64_t{1} << 32);  // 32-bit division (most tensors)
+    const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+    for (std::uint64_t s = std::uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; s < segments; s += stride) {
+        const std::uint64_t i0 = s * 16;
+        const std::uint32_t r =
+            small ? static_cast<std::uint32_t>(i0) / g.cols : static_cast<std::uint32_t>(i0 / g.cols);
+        const auto c = static_cast<std::uint32_t>(i0 - std::uint64_t{r} * g.cols);
+        const float f = factor[std::uint64_t{r / g.block_rows} * g.grid_cols + c / g.block_cols];
+        union {
+            uint4 v;
+            std::uint8_t b[16];
+        } codes;
+        codes.v = __ldg(reinterpret_cast<const uint4*>(in) + s);
+        union {
+            uint4 v[sizeof(Out)];  // 16 outputs of sizeof(Out) bytes: sizeof(Out) 16-byte stores
+            Out e[16];
+        } y;
+#pragma unroll
+        for (int k = 0; k < 16; ++k) {
+            const std::uint8_t code = codes.b[k];
+            y.e[k] = product_out<W>(value[code], f, nan_out[code], nan_product);
+        }
+        uint4* dst = reinterpret_cast<uint4*>(static_cast<Out*>(out) + i0);
+#pragma unroll
+        for (int k = 0; k < static_cast<int>(sizeof(Out)); ++k) dst[k] = y.v[k];
+    }
+}
+
 // factor[b] = numerics::rule_block_factor (the block part of the block's dequantisation factor;
 // scale_inv on entry), and *tensor_factor = numerics::rule_tensor_factor of the global amax.
 __global__ void block_factors_kernel(numerics::ScaleRule rule, const std::uint8_t* __restrict__ scale_codes,
@@ -110,12 +183,20 @@ void dequantize_blocks(Format from, Wide to, const std::uint8_t* d_codes, std::s
     const BlockGrid g = grid_of(rows, cols, block_rows, block_cols);
     const std::size_t n = rows * cols;
     if (n == 0) return;
+    // Segments of 16 in one row and one block, 16-byte aligned: dequantize_blocks16_kernel.
+    const bool segments = g.cols % 16 == 0 && g.block_cols % 16 == 0 &&
+                          (reinterpret_cast<std::uintptr_t>(d_codes) & 15u) == 0 &&
+                          (reinterpret_cast<std::uintptr_t>(d_out) & 15u) == 0;
     with_cast_format(from, [&](auto f) {
         with_input(to, [&](auto w) {
             using F = std::decay_t<decltype(f)>;
             using W = std::decay_t<decltype(w)>;
-            dequantize_blocks_kernel<F, W>
-                <<<grid_per_item((n + 3) / 4), kThreads, 0, as_stream(stream)>>>(d_codes, d_out, g, d_factor);
+            if (segments)
+                dequantize_blocks16_kernel<F, W>
+                    <<<grid_per_item(n / 16), kThreads, 0, as_stream(stream)>>>(d_codes, d_out, g, d_factor);
+            else
+                dequantize_blocks_kernel<F, W>
+                    <<<grid_per_item((n + 3) / 4), kThreads, 0, as_stream(stream)>>>(d_codes, d_out, g, d_factor);
         });
         return 0;
     });
