@@ -316,9 +316,10 @@ __device__ __forceinline__ Nvfp4Entry nvfp4_entry(std::uint32_t tab, std::uint32
     return e;
 }
 
-// The instantiations that may run an NVFP4 rule (E2M1 elements) hold the table.
-template <class D>
-constexpr bool kNvfp4Table = std::is_same_v<D, emu::E2M1>;
+// The instantiations that may run an NVFP4 rule with its 16-element blocks (E2M1 elements, one
+// segment a lane) hold the table; MXFP4's (two segments) do not pay for it.
+template <class D, int kSegs>
+constexpr bool kNvfp4Table = std::is_same_v<D, emu::E2M1>&& kSegs == 1;
 
 // Entries i, i + blockDim.x, .. of the table; every thread of the CTA calls it, then
 // __syncthreads.
@@ -442,18 +443,27 @@ __global__ void __launch_bounds__(kThreads)
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
-    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(rule, *d_global_amax);
+    // The rule with the tensor's numbers (numerics::set_global_amax, NVFP4). rule_scale's call
+    // below reads them again from d_global_amax (volatile: not merged with this read) and computes
+    // them there: held from here across the loop, the six floats took registers from every
+    // instantiation although only the table's blocks read two of them (TE's byte factor,
+    // torchao's per-tensor scale) on their common path.
+    const auto tensor_rule = [&](auto global_amax) {  // a pointer to the tensor's amax
+        numerics::ScaleParams p = rule;
+        if (numerics::rule_uses_global_amax(p.rule)) numerics::set_global_amax(p, *global_amax);
+        return p;
+    };
     // NVFP4: the block's numbers from its byte, tabulated once (Nvfp4Entry); the same for every
     // thread of the CTA, so all of them reach the barrier or none.
-    numerics::ScaleParams nvfp4_rule = rule;  // rule_nvfp4_byte's dispatch on its own value
-    nvfp4_rule.rule = opaque_rule(rule.rule);
-    const bool nvfp4 = kNvfp4Table<D> && numerics::rule_is_nvfp4(nvfp4_rule.rule);
-    __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Table<D> ? kNvfp4Bytes : 1];
+    numerics::ScaleParams nvfp4_rule = tensor_rule(d_global_amax);
+    nvfp4_rule.rule = opaque_rule(rule.rule);  // rule_nvfp4_byte's dispatch on its own value
+    const bool nvfp4 = kNvfp4Table<D, kSegs> && numerics::rule_is_nvfp4(nvfp4_rule.rule);
+    __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Table<D, kSegs> ? kNvfp4Bytes : 1];
     std::uint32_t nvfp4_tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
     asm("mov.b32 %0, %0;" : "+r"(nvfp4_tab_addr));  // kept in a register (nvfp4_entry)
-    if constexpr (kNvfp4Table<D>) {
+    if constexpr (kNvfp4Table<D, kSegs>) {
         if (nvfp4) {
-            fill_nvfp4_table<D, R>(nvfp4_tab, rule, ctx);
+            fill_nvfp4_table<D, R>(nvfp4_tab, nvfp4_rule, ctx);
             __syncthreads();
         }
     }
@@ -564,7 +574,7 @@ __global__ void __launch_bounds__(kThreads)
         numerics::BlockScale bs;
         Bf16Lane bl;
         bool tabulated = false;
-        if constexpr (kNvfp4Table<D>) {
+        if constexpr (kNvfp4Table<D, kSegs>) {
             if (nvfp4) {
                 // rule_scale's NVFP4 case is rule_nvfp4_from_byte(rule, rule_nvfp4_byte(rule, amax))
                 // (scale = encode, scale_inv = decode, code = the byte); the entry of the byte is
@@ -581,7 +591,7 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
         if (!tabulated) {
-            bs = numerics::rule_scale(rule, block_amax);
+            bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
             bl = bf16_lane<D, R>(nan_in, bs.scale, ctx);
         }
         if (w == 0) {
