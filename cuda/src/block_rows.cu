@@ -271,6 +271,68 @@ __device__ __forceinline__ Bf16Lane bf16_lane(bool nan_in, float scale, const El
     return l;
 }
 
+// ---- NVFP4: a block's numbers from its scale byte --------------------------------------------
+// Per block the NVFP4 rules take the E4M3 byte from the block amax (numerics::rule_nvfp4_byte: for
+// TE a multiply, fminf and one cvt) and everything after it from the byte and numbers of the
+// launch alone: numerics::rule_nvfp4_from_byte (encode, with a division, and decode, from the
+// byte and the ScaleParams after set_global_amax) and, from bf16, bf16_lane's st and its test of
+// the scale and the rounding (from encode and the policy; the lane's own part, no NaN input, is
+// ANDed in per block). The prologue of row_blocks_kernel tabulates these for the bytes 0 .. 127
+// once per CTA (kNvfp4Bytes entries of 16 bytes in shared memory, one LDS.128 a block). Why each
+// entry is bit for bit what the per-block step gives for that byte: it is computed by the same
+// device functions with the same arguments (the byte, the launch's ScaleParams after
+// set_global_amax, ctx's policy), and these are deterministic in their arguments: every operation
+// is a round-to-nearest intrinsic (div_rn, mul_rn: __fdiv_rn, __fmul_rn, never contracted into an
+// FMA), a compare, or the cvt of e4m3_value, so the bits do not depend on where they run. This
+// covers every case of the rules alike (global amax 0, subnormal, Inf or NaN; byte 0, whose TE
+// encode is FLT_MAX; the NaN byte 0x7F of torchao's clamp; the single-level rule, whose numbers
+// need no global amax). Every byte the rules give is below 128 (TE: the cvt of a float in
+// [0, FLT_MAX], at most 0x7E; torchao: the cvt of a clamped float >= 2^-6 or of a NaN, 0x7F; the
+// block amax is +0 or more, or NaN); a byte from 128 up would take rule_scale itself.
+struct Nvfp4Entry {
+    float encode, decode, st;  // numerics::Nvfp4Block's encode and decode, Bf16Lane::st
+    std::uint32_t narrow;      // Bf16Lane::narrow with no NaN input of the lane
+};
+constexpr std::uint32_t kNvfp4Bytes = 128;
+
+// The rule as a value the compiler cannot relate to rule.rule (a mov it does not look into), for
+// the NVFP4 rules' per-block dispatch: branching on rule.rule itself, nvcc merged that dispatch
+// into rule_scale's switch (the fallback) and took the common path through its tree of compares.
+__device__ __forceinline__ numerics::ScaleRule opaque_rule(numerics::ScaleRule r) {
+    std::uint32_t v = static_cast<std::uint32_t>(r);
+    asm("mov.b32 %0, %1;" : "=r"(v) : "r"(v));
+    return static_cast<numerics::ScaleRule>(v);
+}
+
+// Entry `code` of the table at shared address `tab` (__cvta_generic_to_shared, taken once in the
+// prologue and held in a register: nvcc otherwise rebuilt the address from the CTA's shared
+// window, four instructions, every block). volatile: the load stays after the prologue's
+// __syncthreads, which the compiler would not otherwise order it after.
+__device__ __forceinline__ Nvfp4Entry nvfp4_entry(std::uint32_t tab, std::uint32_t code) {
+    Nvfp4Entry e;
+    asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(e.encode), "=f"(e.decode), "=f"(e.st), "=r"(e.narrow)
+                 : "r"(tab + code * static_cast<std::uint32_t>(sizeof(Nvfp4Entry))));
+    return e;
+}
+
+// The instantiations that may run an NVFP4 rule with its 16-element blocks (E2M1 elements, one
+// segment a lane) hold the table; MXFP4's (two segments) do not pay for it.
+template <class D, int kSegs>
+constexpr bool kNvfp4Table = std::is_same_v<D, emu::E2M1>&& kSegs == 1;
+
+// Entries i, i + blockDim.x, .. of the table; every thread of the CTA calls it, then
+// __syncthreads.
+template <class D, int R>
+__device__ __forceinline__ void fill_nvfp4_table(Nvfp4Entry* tab, const numerics::ScaleParams& rule,
+                                                 const ElementCtx& c) {
+    for (std::uint32_t i = threadIdx.x; i < kNvfp4Bytes; i += blockDim.x) {
+        const numerics::Nvfp4Block nb = numerics::rule_nvfp4_from_byte(rule, static_cast<std::uint8_t>(i));
+        const Bf16Lane l = bf16_lane<D, R>(false, nb.encode, c);
+        tab[i] = {nb.encode, nb.decode, l.st, l.narrow ? 1u : 0u};
+    }
+}
+
 // Codes of one bf16 segment (words w, stream indices index0 ..) at the block's scale: kCvt and the
 // narrow formats' nearest-even from the words; every other path (and a lane with a NaN, or a scale
 // that is not positive and finite) from the elements, as encode_block_segment.
@@ -381,7 +443,30 @@ __global__ void __launch_bounds__(kThreads)
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
-    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(rule, *d_global_amax);
+    // The rule with the tensor's numbers (numerics::set_global_amax, NVFP4). rule_scale's call
+    // below reads them again from d_global_amax (volatile: not merged with this read) and computes
+    // them there: held from here across the loop, the six floats took registers from every
+    // instantiation although only the table's blocks read two of them (TE's byte factor,
+    // torchao's per-tensor scale) on their common path.
+    const auto tensor_rule = [&](auto global_amax) {  // a pointer to the tensor's amax
+        numerics::ScaleParams p = rule;
+        if (numerics::rule_uses_global_amax(p.rule)) numerics::set_global_amax(p, *global_amax);
+        return p;
+    };
+    // NVFP4: the block's numbers from its byte, tabulated once (Nvfp4Entry); the same for every
+    // thread of the CTA, so all of them reach the barrier or none.
+    numerics::ScaleParams nvfp4_rule = tensor_rule(d_global_amax);
+    nvfp4_rule.rule = opaque_rule(rule.rule);  // rule_nvfp4_byte's dispatch on its own value
+    const bool nvfp4 = kNvfp4Table<D, kSegs> && numerics::rule_is_nvfp4(nvfp4_rule.rule);
+    __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Table<D, kSegs> ? kNvfp4Bytes : 1];
+    std::uint32_t nvfp4_tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
+    asm("mov.b32 %0, %0;" : "+r"(nvfp4_tab_addr));  // kept in a register (nvfp4_entry)
+    if constexpr (kNvfp4Table<D, kSegs>) {
+        if (nvfp4) {
+            fill_nvfp4_table<D, R>(nvfp4_tab, nvfp4_rule, ctx);
+            __syncthreads();
+        }
+    }
     const bool vec =
         g.cols % 16 == 0 && aligned16(in) && (reinterpret_cast<std::uintptr_t>(o.codes) & (kPacked ? 7u : 15u)) == 0;
     const std::uint32_t lanes = 1u << g.lanes_log2;
@@ -485,14 +570,35 @@ __global__ void __launch_bounds__(kThreads)
             for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) has_nan |= __shfl_xor_sync(0xFFFFFFFFu, has_nan, d);
         }
         if (!valid) continue;
-        const numerics::BlockScale bs =
-            numerics::rule_scale(rule, numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan != 0u));
+        const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan != 0u);
+        numerics::BlockScale bs;
+        Bf16Lane bl;
+        bool tabulated = false;
+        if constexpr (kNvfp4Table<D, kSegs>) {
+            if (nvfp4) {
+                // rule_scale's NVFP4 case is rule_nvfp4_from_byte(rule, rule_nvfp4_byte(rule, amax))
+                // (scale = encode, scale_inv = decode, code = the byte); the entry of the byte is
+                // that and bf16_lane's result for it (Nvfp4Entry), so this is rule_scale's result
+                // and bf16_lane<D, R>(nan_in, bs.scale, ctx)'s, whose narrow is its no-NaN one
+                // AND !nan_in.
+                const std::uint8_t code = numerics::rule_nvfp4_byte(nvfp4_rule, block_amax);
+                if (code < kNvfp4Bytes) {
+                    const Nvfp4Entry t = nvfp4_entry(nvfp4_tab_addr, code);
+                    bs = {t.encode, t.decode, code};
+                    bl = {t.narrow != 0u && !nan_in, t.st};
+                    tabulated = true;
+                }
+            }
+        }
+        if (!tabulated) {
+            bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
+            bl = bf16_lane<D, R>(nan_in, bs.scale, ctx);
+        }
         if (w == 0) {
             if (o.scale_codes) o.scale_codes[b] = bs.code;
             if (o.scale) o.scale[b] = bs.scale;
             if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
         }
-        const Bf16Lane bl = bf16_lane<D, R>(nan_in, bs.scale, ctx);
 #pragma unroll
         for (int j = 0; j < kSegs; ++j) {
             const std::uint32_t c = c0 + 16 * j;

@@ -600,7 +600,9 @@ bool same_plan(const StatsPlan& a, const StatsPlan& b) {
            a.policy.overflow == b.policy.overflow && a.policy.nan == b.policy.nan && r.rule == t.rule &&
            r.format == t.format && same_bits(r.epsilon, t.epsilon) && r.pow2 == t.pow2 &&
            same_bits(r.value_for_inf, t.value_for_inf) && r.margin == t.margin && same_bits(r.fmax, t.fmax) &&
-           r.emax == t.emax && same_bits(r.global_amax, t.global_amax) && same_bits(r.global_encode, t.global_encode);
+           r.emax == t.emax && same_bits(r.global_amax, t.global_amax) && same_bits(r.global_encode, t.global_encode) &&
+           same_bits(r.te_s_dec, t.te_s_dec) && same_bits(r.te_byte_factor, t.te_byte_factor) &&
+           same_bits(r.torchao_pts, t.torchao_pts) && same_bits(r.torchao_pts_inv, t.torchao_pts_inv);
 }
 
 }  // namespace

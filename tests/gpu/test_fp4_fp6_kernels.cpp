@@ -314,6 +314,19 @@ TEST_CASE("block quantiser: stochastic rounding draws lib's bits; all-zero and I
         z[100] = INFINITY;
         for (const Case& k : kCases) check_blocks(k, Wide::bf16, z, 32, 48, false, 1);
     }
+    // A subnormal global amax (TE: S_enc capped at FLT_MAX; torchao: a per-tensor scale that is
+    // subnormal or 0) and one near FLT_MAX: the NVFP4 rules' numbers from extreme tensor numbers
+    // (block_rows.cu tabulates them over the scale bytes per launch).
+    std::mt19937 g(17);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (float mag : {0x1p-128f, 0x1p-145f, 1e37f}) {
+        std::vector<float> t(32 * 48);
+        for (std::size_t i = 0; i < t.size(); ++i) t[i] = (i / 16) % 5 == 0 ? 0.0f : nd(g) * mag;
+        for (const Case& k : kCases) {
+            const bool fp4 = k.preset.rfind("nvfp4", 0) == 0 || k.preset.rfind("mxfp4", 0) == 0;
+            for (Wide w : {Wide::f32, Wide::bf16}) check_blocks(k, w, t, 32, 48, fp4, 1);
+        }
+    }
 }
 
 // The warp kernel of the NVFP4 / MX block shapes (cuda/src/block_rows.cu) on tensors of many

@@ -403,13 +403,27 @@ FP8KIT_HD float e4m3_value(std::uint8_t code) {
     return float_of(static_cast<std::uint32_t>(emu::decode(Format::e4m3, emu::Wide::f32, code)));
 }
 
+// fminf(v, FLT_MAX), TE's cap: v below FLT_MAX stays (its sign too), a NaN v gives FLT_MAX. The
+// device takes PTX min.f32, which is that function in one instruction (PTX ISA, min: "if one
+// input is NaN, the result is the non-NaN input"; without .ftz subnormals are kept, whatever
+// nvcc's -ftz), where the compare chain below took four.
+FP8KIT_HD float fmin_flt_max(float v) {
+#if defined(__CUDA_ARCH__)
+    float r;
+    asm("min.f32 %0, %1, 0f7F7FFFFF;" : "=f"(r) : "f"(v));
+    return r;
+#else
+    return is_nan(v) ? kFltMax : (v < kFltMax ? v : kFltMax);
+#endif
+}
+
 // TransformerEngine compute_global_encode_scaling_factor_FP4 (transformer_engine/common/cast/
 // nvfp4/core_nvfp4.cuh): S_enc = fminf(fl32(2688 / global_amax), FLT_MAX); 1 when global_amax is
 // 0 or S_enc is 0 (global_amax Inf). fminf drops a NaN, so a NaN amax gives FLT_MAX (TE's amax
 // reduction ignores NaN, so it does not arise from TE itself).
 FP8KIT_HD float nvfp4_te_global_encode(float global_amax) {
     float s = div_rn(kNvfp4ScaleMax, global_amax);
-    s = is_nan(s) ? kFltMax : (s < kFltMax ? s : kFltMax);
+    s = fmin_flt_max(s);
     if (global_amax == 0.0f || s == 0.0f) return 1.0f;
     return s;
 }
@@ -435,16 +449,30 @@ struct Nvfp4Block {
 //      so the block's nonzero elements saturate to +-6 while its scale decodes to 0;
 //   4. decode (dequantize_nvfp4.cuh dequantize_fp4_kernel) = fl32(fl32(float(byte) * global_amax)
 //      * fl32(1 / 2688)).
-FP8KIT_HD Nvfp4Block nvfp4_te_block(float block_amax, float s_enc, float global_amax) {
-    const float s_dec = div_rn(1.0f, s_enc);  // 1
-    const float mult = mul_rn(s_enc, one_sixth());
-    float sb = mul_rn(block_amax, mult);
-    sb = is_nan(sb) ? kFltMax : (sb < kFltMax ? sb : kFltMax);  // fminf
-    const std::uint8_t code = e4m3_satfinite(sb);               // 2
+// Steps 1 and the factor of step 2 depend on the tensor alone (set_global_amax computes them once
+// per tensor: nvfp4_te_s_dec, nvfp4_te_byte_factor), step 2 on the block amax, and steps 3 and 4
+// on the byte alone (so a kernel may take them from a table of the bytes).
+FP8KIT_HD float nvfp4_te_s_dec(float s_enc) { return div_rn(1.0f, s_enc); }  // 1
+FP8KIT_HD float nvfp4_te_byte_factor(float s_enc) { return mul_rn(s_enc, one_sixth()); }
+
+// Step 2, with factor = nvfp4_te_byte_factor(S_enc).
+FP8KIT_HD std::uint8_t nvfp4_te_byte(float block_amax, float factor) {
+    float sb = mul_rn(block_amax, factor);
+    sb = fmin_flt_max(sb);
+    return e4m3_satfinite(sb);
+}
+
+// Steps 3 and 4, with s_dec = nvfp4_te_s_dec(S_enc).
+FP8KIT_HD Nvfp4Block nvfp4_te_from_byte(std::uint8_t code, float s_dec, float global_amax) {
     float enc = div_rn(1.0f, mul_rn(e4m3_value(code), s_dec));
-    enc = is_nan(enc) ? kFltMax : (enc < kFltMax ? enc : kFltMax);                     // 3
+    enc = fmin_flt_max(enc);                                                           // 3
     const float dec = mul_rn(mul_rn(e4m3_value(code), global_amax), one_over_2688());  // 4
     return {code, enc, dec};
+}
+
+FP8KIT_HD Nvfp4Block nvfp4_te_block(float block_amax, float s_enc, float global_amax) {
+    return nvfp4_te_from_byte(nvfp4_te_byte(block_amax, nvfp4_te_byte_factor(s_enc)), nvfp4_te_s_dec(s_enc),
+                              global_amax);
 }
 
 // torchao NVFP4 with a per-tensor scale (torchao/prototype/mx_formats/nvfp4_tensor.py
@@ -456,15 +484,34 @@ FP8KIT_HD Nvfp4Block nvfp4_te_block(float block_amax, float s_enc, float global_
 //   4. encode = fl32(fl32(1 / per_tensor_scale) / float(byte)); the elements are clamped to +-6
 //      and rounded to nearest even (f32_to_f4_unpacked);
 //   5. decode = fl32(float(byte) * per_tensor_scale) (NVFP4Tensor.dequantize's scale product).
-FP8KIT_HD Nvfp4Block nvfp4_torchao_block(float block_amax, float global_amax) {
-    const float pts = div_rn(global_amax, kNvfp4ScaleMax);   // 1
-    const float sb = div_rn(div_rn(block_amax, 6.0f), pts);  // 2
-    const float tiny = float_of(0x3C800000u);                // 2^-6
-    const float clamped = is_nan(sb) ? sb : (sb < tiny ? tiny : (sb > 448.0f ? 448.0f : sb));
-    const std::uint8_t code = e4m3_satfinite(clamped);              // 3
-    const float enc = div_rn(div_rn(1.0f, pts), e4m3_value(code));  // 4
-    const float dec = mul_rn(e4m3_value(code), pts);                // 5
+// Step 1 and the quotient 1 / per_tensor_scale of step 4 depend on the tensor alone
+// (set_global_amax computes them once: nvfp4_torchao_pts, nvfp4_torchao_pts_inv), steps 2 and 3
+// on the block amax, and steps 4 and 5 on the byte alone.
+FP8KIT_HD float nvfp4_torchao_pts(float global_amax) { return div_rn(global_amax, kNvfp4ScaleMax); }  // 1
+FP8KIT_HD float nvfp4_torchao_pts_inv(float pts) { return div_rn(1.0f, pts); }
+
+// E4M3 of clamp(v, 2^-6, 448) (torch.clamp keeps NaN): step 3 here and step 2 of the single rule.
+FP8KIT_HD std::uint8_t nvfp4_torchao_clamped_byte(float v) {
+    const float tiny = float_of(0x3C800000u);  // 2^-6
+    const float clamped = is_nan(v) ? v : (v < tiny ? tiny : (v > 448.0f ? 448.0f : v));
+    return e4m3_satfinite(clamped);
+}
+
+// Steps 2 and 3, with pts = nvfp4_torchao_pts(global_amax).
+FP8KIT_HD std::uint8_t nvfp4_torchao_byte(float block_amax, float pts) {
+    return nvfp4_torchao_clamped_byte(div_rn(div_rn(block_amax, 6.0f), pts));
+}
+
+// Steps 4 and 5, with pts_inv = nvfp4_torchao_pts_inv(pts).
+FP8KIT_HD Nvfp4Block nvfp4_torchao_from_byte(std::uint8_t code, float pts, float pts_inv) {
+    const float enc = div_rn(pts_inv, e4m3_value(code));  // 4
+    const float dec = mul_rn(e4m3_value(code), pts);      // 5
     return {code, enc, dec};
+}
+
+FP8KIT_HD Nvfp4Block nvfp4_torchao_block(float block_amax, float global_amax) {
+    const float pts = nvfp4_torchao_pts(global_amax);
+    return nvfp4_torchao_from_byte(nvfp4_torchao_byte(block_amax, pts), pts, nvfp4_torchao_pts_inv(pts));
 }
 
 // torchao NVFP4 without a per-tensor scale (nvfp4_tensor.py nvfp4_quantize with
@@ -474,13 +521,18 @@ FP8KIT_HD Nvfp4Block nvfp4_torchao_block(float block_amax, float global_amax) {
 //   3. encode = fl32(1 / float(byte)) (torch's 1.0 / t is t.reciprocal() * 1.0); the elements are
 //      clamped to +-6 and rounded to nearest even;
 //   4. decode = float(byte) (NVFP4Tensor.dequantize with no per-tensor scale).
+// Steps 1 and 2 depend on the block amax, steps 3 and 4 on the byte alone.
+FP8KIT_HD std::uint8_t nvfp4_torchao_single_byte(float block_amax) {
+    return nvfp4_torchao_clamped_byte(div_rn(block_amax, 6.0f));  // 1, 2
+}
+
+FP8KIT_HD Nvfp4Block nvfp4_torchao_single_from_byte(std::uint8_t code) {
+    const float enc = div_rn(1.0f, e4m3_value(code));  // 3
+    return {code, enc, e4m3_value(code)};              // 4
+}
+
 FP8KIT_HD Nvfp4Block nvfp4_torchao_single_block(float block_amax) {
-    const float sb = div_rn(block_amax, 6.0f);  // 1
-    const float tiny = float_of(0x3C800000u);   // 2^-6
-    const float clamped = is_nan(sb) ? sb : (sb < tiny ? tiny : (sb > 448.0f ? 448.0f : sb));
-    const std::uint8_t code = e4m3_satfinite(clamped);  // 2
-    const float enc = div_rn(1.0f, e4m3_value(code));   // 3
-    return {code, enc, e4m3_value(code)};               // 4
+    return nvfp4_torchao_single_from_byte(nvfp4_torchao_single_byte(block_amax));
 }
 
 // ---- one entry point for every rule -------------------------------------------------------
@@ -546,27 +598,58 @@ struct ScaleParams {
     int mbits;            // format_mbits(format) (torchao EVEN)
     float global_amax;    // nvfp4 rules: amax of the whole tensor (0 until set_global_amax)
     float global_encode;  // nvfp4_te: nvfp4_te_global_encode(global_amax)
+    // The NVFP4 rules' other numbers of the tensor alone, from global_amax (set_global_amax):
+    float te_s_dec;         // nvfp4_te_s_dec(global_encode)
+    float te_byte_factor;   // nvfp4_te_byte_factor(global_encode)
+    float torchao_pts;      // nvfp4_torchao_pts(global_amax)
+    float torchao_pts_inv;  // nvfp4_torchao_pts_inv(torchao_pts)
 };
 
-// NVFP4 rules: the tensor's amax, set once per tensor before the per-block calls.
+// NVFP4 rules: the tensor's amax, set once per tensor before the per-block calls, with the
+// numbers of the rules' steps that depend on it alone.
 FP8KIT_HD void set_global_amax(ScaleParams& p, float global_amax) {
     p.global_amax = global_amax;
     p.global_encode = nvfp4_te_global_encode(global_amax);
+    p.te_s_dec = nvfp4_te_s_dec(p.global_encode);
+    p.te_byte_factor = nvfp4_te_byte_factor(p.global_encode);
+    p.torchao_pts = nvfp4_torchao_pts(global_amax);
+    p.torchao_pts_inv = nvfp4_torchao_pts_inv(p.torchao_pts);
 }
 
 FP8KIT_HD ScaleParams make_scale_params(ScaleRule rule, Format format, double epsilon, bool pow2, float value_for_inf,
                                         int margin) {
-    return {rule,
-            format,
-            epsilon,
-            pow2,
-            value_for_inf,
-            margin,
-            format_max(format),
-            format_emax(format),
-            format_mbits(format),
-            0.0f,
-            nvfp4_te_global_encode(0.0f)};
+    ScaleParams p{rule,
+                  format,
+                  epsilon,
+                  pow2,
+                  value_for_inf,
+                  margin,
+                  format_max(format),
+                  format_emax(format),
+                  format_mbits(format),
+                  0.0f,
+                  0.0f,
+                  0.0f,
+                  0.0f,
+                  0.0f,
+                  0.0f};
+    set_global_amax(p, 0.0f);
+    return p;
+}
+
+// The NVFP4 rules in two halves (rule_is_nvfp4): the E4M3 byte of a block amax, and the block's
+// numbers from the byte and the tensor's (set_global_amax), which a kernel may tabulate over the
+// bytes once per launch. rule_scale is their composition.
+FP8KIT_HD std::uint8_t rule_nvfp4_byte(const ScaleParams& p, float amax) {
+    if (p.rule == ScaleRule::nvfp4_te) return nvfp4_te_byte(amax, p.te_byte_factor);
+    if (p.rule == ScaleRule::nvfp4_torchao) return nvfp4_torchao_byte(amax, p.torchao_pts);
+    return nvfp4_torchao_single_byte(amax);
+}
+
+FP8KIT_HD Nvfp4Block rule_nvfp4_from_byte(const ScaleParams& p, std::uint8_t code) {
+    if (p.rule == ScaleRule::nvfp4_te) return nvfp4_te_from_byte(code, p.te_s_dec, p.global_amax);
+    if (p.rule == ScaleRule::nvfp4_torchao) return nvfp4_torchao_from_byte(code, p.torchao_pts, p.torchao_pts_inv);
+    return nvfp4_torchao_single_from_byte(code);
 }
 
 // One scale for one amax. `code` is the E8M0 code for the MX rules, the E4M3 block-scale byte
@@ -600,12 +683,10 @@ FP8KIT_HD BlockScale rule_scale(const ScaleParams& p, float amax) {
             const ScalePair m = mx_cast_pair(MxRule::round_up, c);
             return {m.scale, m.scale_inv, c};
         }
-        case ScaleRule::nvfp4_te: {
-            const Nvfp4Block b = nvfp4_te_block(amax, p.global_encode, p.global_amax);
-            return {b.encode, b.decode, b.scale_code};
-        }
-        case ScaleRule::nvfp4_torchao: {
-            const Nvfp4Block b = nvfp4_torchao_block(amax, p.global_amax);
+        case ScaleRule::nvfp4_te:
+        case ScaleRule::nvfp4_torchao:
+        case ScaleRule::nvfp4_torchao_single: {
+            const Nvfp4Block b = rule_nvfp4_from_byte(p, rule_nvfp4_byte(p, amax));
             return {b.encode, b.decode, b.scale_code};
         }
         case ScaleRule::mx_torchao_floor:
@@ -622,10 +703,6 @@ FP8KIT_HD BlockScale rule_scale(const ScaleParams& p, float amax) {
             const std::uint8_t c = mx_code_torchao_rceil(amax, p.fmax);
             const ScalePair m = mx_torchao_rceil_cast_pair(c);
             return {m.scale, m.scale_inv, c};
-        }
-        case ScaleRule::nvfp4_torchao_single: {
-            const Nvfp4Block b = nvfp4_torchao_single_block(amax);
-            return {b.encode, b.decode, b.scale_code};
         }
         case ScaleRule::mx_ocp_floor: break;
     }
