@@ -145,7 +145,19 @@ def blockscaled(t, r, role, seed):
             f"recipe {r['name']}: the 'torch-blockscaled' GEMM takes the NVFP4 and MX recipes of the GPU kernels "
             "(rules nvfp4-te, nvfp4-torchao, mx-roundup, mx-ocp-floor) on CUDA tensors; use 'torch'"
         )
-    x = t.detach().contiguous()
+    x = t.detach()
+    if not x.is_contiguous() and x.t().is_contiguous() and shape[0] == 1:
+        # A transposed view (wgrad's dy.t() and x.t(), dgrad's weight.t()): the kernel reads x.t()
+        # where it lies and returns the transpose of what x.contiguous() gives, bit for bit
+        # (fake_quantize_blocks_transposed); the GEMM takes the transposed view without a copy.
+        try:
+            y, f = fp8kit._device.fake_quantize_blocks_transposed(
+                x.t(), _block_spec(r, role, x.shape[1]), seed, tensor_factor=True
+            )
+            return y.t(), f
+        except ValueError:  # a format or rounding without that kernel: the copy, as below
+            pass
+    x = x.contiguous()
     return fp8kit._device.fake_quantize_blocks(x, _block_spec(r, role, x.shape[1]), seed, "bf16", tensor_factor=True)
 
 
