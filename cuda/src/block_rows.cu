@@ -807,8 +807,9 @@ namespace {
 //  - takes the scale from numerics::rule_scale with the tensor's numbers (the row kernel's
 //    fallback; its NVFP4 table gives rule_scale's result, Nvfp4Entry), and bf16_lane from it;
 //  - takes the codes from encode_bf16_segment / encode_block_segment with index0 = c rows +
-//    B bi + 16 j, the stream index of X^T's element (c, B bi + 16 j) (i = r * cols of X^T + c'),
-//    so stochastic rounding draws the same bits;
+//    B bi + 16 j, the stream index of X^T's element (c, B bi + 16 j) (blocks.hpp: element (r', c')
+//    of X^T, whose rows are `rows` long, has index r' rows + c'), so stochastic rounding draws the
+//    same bits;
 //  - writes value(code) times the factor by product_out, the conversion of dequantize_blocks'
 //    kernels, with the factor block_factors_kernel gives (numerics::rule_block_factor of the block's
 //    scale_inv and scale byte) or scale_inv itself, and the tensor factor of the same global amax
