@@ -231,8 +231,8 @@ void fake_quantize_blocks_transposed(const BlockSpec& spec, Wide from, const voi
     scratch_free(global_amax, s);
     if (!ran)
         refuse(
-            "spec.policy: no kernel for this rounding of this format (e2m1: stochastic in 1 x 16 blocks only; e4m3: "
-            "nearest-even only), or the tensor has 2^31 blocks or more");
+            "spec.policy: no kernel for this policy of this format (e2m1: stochastic in 1 x 16 blocks only; e4m3: "
+            "nearest-even, saturate_all, canonical NaN only), or the tensor has 2^31 blocks or more");
 }
 
 }  // namespace fp8kit::cuda

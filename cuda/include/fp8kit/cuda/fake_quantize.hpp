@@ -38,7 +38,8 @@ void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std:
 // and stochastic rounding draws the bits of X^T's element indices (X's (r, c) is c * rows + r).
 // The operand of the wgrad GEMM and of dgrad's weight in fp8kit.torch's block-scaled model,
 // without the transposed copy. Takes 1 x 16 and 1 x 32 blocks of e2m1 (NVFP4, MXFP4; stochastic
-// rounding in 1 x 16 only) and 1 x 32 blocks of e4m3 rounded to nearest (MXFP8), f32 / bf16
+// rounding in 1 x 16 only) and 1 x 32 blocks of e4m3 rounded to nearest, saturating, canonical
+// NaN (MXFP8's mxfp8 and mx-ocp presets), f32 / bf16
 // inputs, bf16 output, no columnwise_rht: anything else is refused with std::invalid_argument
 // naming it (callers then quantise a contiguous copy of X^T with fake_quantize_blocks).
 void fake_quantize_blocks_transposed(const BlockSpec& spec, Wide from, const void* in, std::size_t rows,
