@@ -404,7 +404,9 @@ __device__ __forceinline__ std::uint32_t bf16_words_amax(const std::uint32_t (&w
     return m;
 }
 
-// Max |x| of a lane's kSegs segments of f32 / f16 elements as float32 bits, NaN ignored (max_abs).
+// Max |x| of a lane's kSegs segments of f32 / f16 elements as float32 bits, NaN ignored (max_abs;
+// col_blocks_kernel. row_blocks_kernel folds the same max_abs in as it loads each segment: the
+// max of magnitudes with NaN ignored does not depend on the order).
 template <class S, int kSegs>
 __device__ __forceinline__ std::uint32_t elements_amax(const typename S::storage_t (&e)[kSegs][16]) {
     float mf = 0.0f;
@@ -561,6 +563,7 @@ __global__ void __launch_bounds__(kThreads)
             }
             m = bf16_words_amax<kSegs>(wd, nan_in);
         } else {
+            float mf = 0.0f;
 #pragma unroll
             for (int j = 0; j < kSegs; ++j) {
                 const std::uint32_t c = c0 + 16 * j;
@@ -578,8 +581,10 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
                     for (int k = 0; k < 16; ++k) e[j][k] = here && c + k < g.cols ? row[c + k] : T{0};
                 }
+#pragma unroll
+                for (int k = 0; k < 16; ++k) mf = max_abs<S>(mf, e[j][k]);
             }
-            m = elements_amax<S, kSegs>(e);
+            m = __float_as_uint(mf);
         }
         for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
         tensor_max = max(tensor_max, m);
