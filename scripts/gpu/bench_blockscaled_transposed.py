@@ -4,8 +4,10 @@
 then cuda::fake_quantize_blocks), on the operands of GPT-2 small's GEMMs (batch 8 x sequence 1024
 = 8192 tokens; bf16 activations and gradients, float32 weights), with the bits of both compared.
 
-    PYTHONPATH=BUNDLE/pkg python3 scripts/gpu/bench_blockscaled_transposed.py [--recipes nvfp4,mxfp4,mxfp8]
-                                                                              [--reps 50] [--json OUT]
+    PYTHONPATH=BUNDLE/pkg python3 BUNDLE/bench/bench_blockscaled_transposed.py [--recipes nvfp4,mxfp4,mxfp8]
+                                                                               [--reps 50] [--json OUT]
+
+(BUNDLE: cuda/pack_python_for_gpu.sh's, with the module built there by BUNDLE/build_module.sh.)
 
 Prints one JSON line per (recipe, role, shape, dtype): the median milliseconds of each path over
 --reps calls (CUDA events around each call, after 5 warm-up calls) and whether the operand and the
