@@ -1,7 +1,13 @@
 // What the block quantisers of blocks.hpp share (fp4_blocks.cu, block_rows.cu): the float32
-// product lib's host computes, an input widened exactly, and the fast launcher of block_rows.cu.
+// product lib's host computes, an input widened exactly, the dequantised output of a code
+// (fake_quantize_blocks.cu), and the fast launchers of block_rows.cu.
 // Internal to cuda/src.
 #pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
 
 #include "element.cuh"
 #include "fp8kit/cuda/blocks.hpp"
@@ -35,6 +41,30 @@ __device__ __forceinline__ std::uint32_t widen_bits(typename S::storage_t x) {
     }
 }
 
+// The output bits of one element of dequantize_blocks_kernel's rule (fake_quantize_blocks.cu; and
+// of col_blocks_kernel, block_rows.cu): the code's value v (float32 bits) and the block's factor f
+// give p = fl32(v * f), then emu::convert<Binary32, W>(p,
+// kDecodePolicy), which for a p that is not a NaN is IEEE roundTiesToEven with overflow to Inf
+// (no_saturate) and subnormals kept: the conversion of the cvt instructions cuda_fp16.h /
+// cuda_bf16.h use, cvt.rn.f16.f32 and cvt.rn.bf16.f32 (no .ftz, no .satfinite), and the identity
+// for float32. A NaN p comes from a NaN code (v NaN: the code's own decode, nan_out) or from the
+// product (Inf * 0, a NaN factor: the convert of 0x7FC00000, nan_product), as the general kernel
+// takes them; the test is one predicate on p, so that the common path has no branch.
+template <class W>
+__device__ __forceinline__ typename W::storage_t product_out(std::uint32_t v, float f, typename W::storage_t nan_code,
+                                                             typename W::storage_t nan_product) {
+    const float p = __fmul_rn(__uint_as_float(v), f);
+    typename W::storage_t o;
+    if constexpr (std::is_same_v<W, BFloat16>)
+        o = __bfloat16_as_ushort(__float2bfloat16_rn(p));
+    else if constexpr (std::is_same_v<W, Binary16>)
+        o = __half_as_ushort(__float2half_rn(p));
+    else
+        o = __float_as_uint(p);
+    if (p != p) o = is_nan_bits<Binary32>(v) ? nan_code : nan_product;
+    return o;
+}
+
 // block_rows.cu: quantize_blocks for blocks of 1 or 16 rows by 16 or 32 columns (NVFP4 1x16 and
 // 16x16, MX 1x32), a lane per row of a block (16 or 32 consecutive elements), the global amax
 // included. Returns false (launching nothing) for any other block shape; the caller then runs the
@@ -42,5 +72,17 @@ __device__ __forceinline__ std::uint32_t widen_bits(typename S::storage_t x) {
 bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
                          std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                          float* d_scale_inv, float* d_global_amax, std::uint64_t seed, cudaStream_t stream);
+
+// block_rows.cu: fake_quantize_blocks_transposed (fake_quantize.hpp) after its checks, into bf16:
+// X (rows x cols, row-major) read in place, d_out = (fake_quantize_blocks(X^T, spec))^T, with the
+// block part as factor when block_part (and then *d_tensor_factor written), else scale_inv.
+// d_global_amax (one device float) receives X's amax (cuda::amax) where the rule reads it (NVFP4),
+// before the blocks; else it is not touched. Returns false
+// (launching nothing) for what it has no kernel for (block_rows.cu kColPath): blocks other than
+// 1 x 16 / 1 x 32, inputs other than f32 / bf16, elements other than E2M1 and (1 x 32) E4M3, and
+// the rounding paths the block-scaled recipes do not use.
+bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                              void* d_out, bool block_part, float* d_tensor_factor, float* d_global_amax,
+                              std::uint64_t seed, cudaStream_t stream);
 
 }  // namespace fp8kit::cuda::detail

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "block_common.cuh"
+#include "fp8kit/numerics/block_factor.hpp"
 #include "elementwise.cuh"
 
 namespace fp8kit::cuda::detail {
@@ -375,6 +376,58 @@ __device__ __forceinline__ std::uint32_t pack_words(std::uint32_t a, std::uint32
     return __byte_perm(a + (a >> 4), b + (b >> 4), 0x6420);
 }
 
+// ---- a lane's amax (row_blocks_kernel, col_blocks_kernel) ----------------------------------
+// Max |x| of a lane's kSegs bf16 segments (words as loaded) as float32 bits, NaN ignored (as lib's
+// amax_of; common.cuh max_abs), and in nan_in whether one of them is a NaN. Per half, the max of
+// h & 0x7FFF (VIMNMX3.U16x2, a third of an instruction per element besides the LOP3 per word).
+// |x|'s float32 bits are (h & 0x7FFF) << 16, and non-NaN magnitudes order as their bits, so
+// without a NaN (every h & 0x7FFF at most 0x7F80, Inf) this is max_abs's result over the lane's
+// inputs; with one the lane takes max_abs per element, which ignores it.
+template <int kSegs>
+__device__ __forceinline__ std::uint32_t bf16_words_amax(const std::uint32_t (&wd)[kSegs][8], bool& nan_in) {
+    std::uint32_t mm = 0;
+#pragma unroll
+    for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+        for (int k = 0; k < 8; ++k) mm = __vmaxu2(mm, wd[j][k] & 0x7FFF7FFFu);
+    const std::uint32_t mh = max(mm & 0xFFFFu, mm >> 16);
+    nan_in = mh > 0x7F80u;
+    std::uint32_t m = mh << 16;
+    if (nan_in) {
+        float mf = 0.0f;
+#pragma unroll
+        for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+            for (int k = 0; k < 16; ++k) mf = fmaxf(mf, fabsf(__uint_as_float(bf16_bits(wd[j], k))));
+        m = __float_as_uint(mf);
+    }
+    return m;
+}
+
+// Max |x| of a lane's kSegs segments of f32 / f16 elements as float32 bits, NaN ignored (max_abs;
+// col_blocks_kernel. row_blocks_kernel folds the same max_abs in as it loads each segment: the
+// max of magnitudes with NaN ignored does not depend on the order).
+template <class S, int kSegs>
+__device__ __forceinline__ std::uint32_t elements_amax(const typename S::storage_t (&e)[kSegs][16]) {
+    float mf = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+        for (int k = 0; k < 16; ++k) mf = max_abs<S>(mf, e[j][k]);
+    return __float_as_uint(mf);
+}
+
+// Whether one of a lane's f32 / f16 elements is a NaN.
+template <class S, int kSegs>
+__device__ __forceinline__ bool elements_have_nan(const typename S::storage_t (&e)[kSegs][16]) {
+    std::uint32_t has_nan = 0;
+#pragma unroll
+    for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+        for (int k = 0; k < 16; ++k) has_nan |= is_nan_bits<S>(e[j][k]) ? 1u : 0u;
+    return has_nan != 0u;
+}
+
 struct RowGeom {
     std::uint32_t rows, cols;
     std::uint32_t block_rows;  // 1 or 16
@@ -508,27 +561,7 @@ __global__ void __launch_bounds__(kThreads)
                     }
                 }
             }
-            // The amax from the words: per half, the max of h & 0x7FFF (VIMNMX3.U16x2, a third of
-            // an instruction per element besides the LOP3 per word). |x|'s float32 bits are
-            // (h & 0x7FFF) << 16, and non-NaN magnitudes order as their bits, so without a NaN
-            // (every h & 0x7FFF at most 0x7F80, Inf) this is max_abs's result over the lane's
-            // inputs; with one the lane takes max_abs per element, which ignores it.
-            std::uint32_t mm = 0;
-#pragma unroll
-            for (int j = 0; j < kSegs; ++j)
-#pragma unroll
-                for (int k = 0; k < 8; ++k) mm = __vmaxu2(mm, wd[j][k] & 0x7FFF7FFFu);
-            const std::uint32_t mh = max(mm & 0xFFFFu, mm >> 16);
-            nan_in = mh > 0x7F80u;
-            m = mh << 16;
-            if (nan_in) {
-                float mf = 0.0f;
-#pragma unroll
-                for (int j = 0; j < kSegs; ++j)
-#pragma unroll
-                    for (int k = 0; k < 16; ++k) mf = fmaxf(mf, fabsf(__uint_as_float(bf16_bits(wd[j], k))));
-                m = __float_as_uint(mf);
-            }
+            m = bf16_words_amax<kSegs>(wd, nan_in);
         } else {
             float mf = 0.0f;
 #pragma unroll
@@ -559,14 +592,10 @@ __global__ void __launch_bounds__(kThreads)
         // as lib's quantize_blocks); the lanes of a 16-row block agree through the shuffles.
         std::uint32_t has_nan = 0;
         if (keeps_nan) {
-            if constexpr (kBf16Words<S>) {
+            if constexpr (kBf16Words<S>)
                 has_nan = nan_in ? 1u : 0u;  // is_nan_bits: h & 0x7FFF above 0x7F80
-            } else {
-#pragma unroll
-                for (int j = 0; j < kSegs; ++j)
-#pragma unroll
-                    for (int k = 0; k < 16; ++k) has_nan |= is_nan_bits<S>(e[j][k]) ? 1u : 0u;
-            }
+            else
+                has_nan = elements_have_nan<S, kSegs>(e) ? 1u : 0u;
             for (std::uint32_t d = lanes >> 1; d > 0; d >>= 1) has_nan |= __shfl_xor_sync(0xFFFFFFFFu, has_nan, d);
         }
         if (!valid) continue;
@@ -763,6 +792,212 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     });
     check_launch("row_blocks_kernel");
     return launched;
+}
+
+namespace {
+
+// ---- fake quantisation of a transposed operand (fake_quantize_blocks_transposed) -----------
+// X is rows x cols, row-major; the operand is X^T (cols x rows) under 1 x B blocks (B = 16 * kSegs):
+// block bi of X^T's row c is X's rows [B bi, B bi + B) of column c. Item s is that block for
+// bi = s / cols, c = s % cols (RowGeom's division with grid_cols = cols), so the lanes of a warp
+// take adjacent columns and each of their loads and stores (at stride cols) is coalesced.
+// Why the output is (fake_quantize_blocks(X^T))^T bit for bit: fake_quantize_blocks(X^T) is
+// quantize_blocks of X^T (row_blocks_kernel on these shapes, formats and paths: kFastPath), then
+// block_factors_kernel and dequantize_blocks. Per block, this kernel
+//  - holds the block's elements in the order and form the row kernel's lane holds them (element k
+//    of segment j is X^T[c][B bi + 16 j + k] = X[B bi + 16 j + k][c]; bf16 as the words that lane
+//    assembles where it cannot take the 16-byte loads; rows past the edge as +0, the row kernel's
+//    padding of X^T's partial last block), so the amax (bf16_words_amax / elements_amax), the NaN
+//    flag and numerics::rule_block_amax are the row kernel's;
+//  - takes the scale from numerics::rule_scale with the tensor's numbers (the row kernel's
+//    fallback; its NVFP4 table gives rule_scale's result, Nvfp4Entry), and bf16_lane from it;
+//  - takes the codes from encode_bf16_segment / encode_block_segment with index0 = c rows +
+//    B bi + 16 j, the stream index of X^T's element (c, B bi + 16 j) (blocks.hpp: element (r', c')
+//    of X^T, whose rows are `rows` long, has index r' rows + c'), so stochastic rounding draws the
+//    same bits;
+//  - writes value(code) times the factor by product_out, the conversion of dequantize_blocks'
+//    kernels, with the factor block_factors_kernel gives (numerics::rule_block_factor of the block's
+//    scale_inv and scale byte) or scale_inv itself, and the tensor factor of the same global amax
+//    (cuda::amax reads the same elements in another order; the max does not depend on it).
+struct ColOut {
+    void* out;  // bf16, rows x cols
+    bool block_part;
+    float* tensor_factor;  // block_part: numerics::rule_tensor_factor, written by thread 0
+};
+
+template <class S, class D, int P, int R, int kSegs>
+__global__ void __launch_bounds__(kThreads)
+    col_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                      numerics::ScaleParams rule, const float* __restrict__ d_global_amax, ColOut o) {
+    using T = typename S::storage_t;
+    using Out = BFloat16::storage_t;
+    extern __shared__ __align__(16) std::uint8_t smem[];
+    load_cast_table<D, P>(ctx, table, smem);
+    // dequantize_blocks' tables: each code's value (float32 bits) and its own decode in bf16.
+    constexpr unsigned kCodes = 1u << D::total_bits;
+    __shared__ std::uint32_t value[kCodes];
+    __shared__ Out nan_out[kCodes];
+    for (unsigned k = threadIdx.x; k < kCodes; k += blockDim.x) {
+        const auto code = static_cast<std::uint8_t>(k);
+        value[k] = static_cast<std::uint32_t>(emu::convert<D, Binary32>(code, emu::kDecodePolicy));
+        nan_out[k] = static_cast<Out>(emu::convert<D, BFloat16>(code, emu::kDecodePolicy));
+    }
+    __syncthreads();
+    const Out nan_product = static_cast<Out>(emu::convert<Binary32, BFloat16>(0x7FC00000u, emu::kDecodePolicy));
+    const bool uses_global = numerics::rule_uses_global_amax(rule.rule);
+    numerics::ScaleParams tr = rule;
+    if (uses_global) numerics::set_global_amax(tr, *d_global_amax);
+    if (o.tensor_factor && blockIdx.x == 0 && threadIdx.x == 0)
+        *o.tensor_factor = numerics::rule_tensor_factor(rule.rule, uses_global ? *d_global_amax : 0.0f);
+    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
+    const T* x = static_cast<const T*>(in);
+    Out* out = static_cast<Out*>(o.out);
+    const std::uint32_t stride = gridDim.x * blockDim.x;
+    for (std::uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < g.items; s += stride) {
+        const std::uint32_t bi = __umulhi(s << 1, g.div_m) >> g.div_l, c = s - bi * g.cols;
+        const std::uint32_t r0 = bi * (16 * kSegs);
+        T e[kSegs][16];              // f32 / f16 inputs
+        std::uint32_t wd[kSegs][8];  // bf16 inputs, as the row kernel's words (kBf16Words)
+        std::uint32_t m;
+        bool nan_in = false;
+        if constexpr (kBf16Words<S>) {
+#pragma unroll
+            for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    const std::uint32_t r = r0 + 16 * j + 2 * k;
+                    const std::uint32_t e0 = r < g.rows ? x[static_cast<std::size_t>(r) * g.cols + c] : 0u;
+                    const std::uint32_t e1 = r + 1 < g.rows ? x[static_cast<std::size_t>(r + 1) * g.cols + c] : 0u;
+                    wd[j][k] = e0 | (e1 << 16);
+                }
+            m = bf16_words_amax<kSegs>(wd, nan_in);
+        } else {
+#pragma unroll
+            for (int j = 0; j < kSegs; ++j)
+#pragma unroll
+                for (int k = 0; k < 16; ++k) {
+                    const std::uint32_t r = r0 + 16 * j + k;
+                    e[j][k] = r < g.rows ? x[static_cast<std::size_t>(r) * g.cols + c] : T{0};
+                }
+            m = elements_amax<S, kSegs>(e);
+        }
+        bool has_nan = false;
+        if (keeps_nan) {
+            if constexpr (kBf16Words<S>)
+                has_nan = nan_in;
+            else
+                has_nan = elements_have_nan<S, kSegs>(e);
+        }
+        const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
+        const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
+        const Bf16Lane bl = bf16_lane<D, R>(nan_in, bs.scale, ctx);
+        const float f = o.block_part
+                            ? numerics::rule_block_factor(rule.rule, numerics::BlockScale{0.0f, bs.scale_inv, bs.code})
+                            : bs.scale_inv;
+#pragma unroll
+        for (int j = 0; j < kSegs; ++j) {
+            const std::uint32_t rj = r0 + 16 * j;
+            if (rj >= g.rows) continue;
+            const std::uint64_t index0 = static_cast<std::uint64_t>(c) * g.rows + rj;
+            uint4 q;
+            if constexpr (kBf16Words<S>)
+                q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
+            else
+                q = encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, index0);
+            const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int k = 0; k < 16; ++k) {
+                const auto code = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
+                if (rj + k < g.rows)
+                    out[static_cast<std::size_t>(rj + k) * g.cols + c] =
+                        product_out<BFloat16>(value[code], f, nan_out[code], nan_product);
+            }
+        }
+    }
+}
+
+// The instantiations of col_blocks_kernel: f32 and bf16 inputs, and the element paths of the NVFP4
+// and MX recipes fp8kit.torch's block-scaled GEMM takes: E2M1 under every rounding the policy reads
+// at run time (nearest-even and the others but stochastic: R < 0) in 1 x 16 blocks (NVFP4) and 1 x
+// 32 (MXFP4), stochastic E2M1 in 1 x 16 (the nvfp4 preset's gradients), and E4M3 nearest-even,
+// saturating, canonical NaN in 1 x 32 (kCvt: the mxfp8 and mx-ocp presets' policy). Everything
+// else is refused (fake_quantize_blocks_transposed), so that this file's compile time grows by
+// eight kernels only: on the 2-core dev machine its sm_90 -O3 build took 36 s of CPU before them
+// and 38-40 s with them; kCvtFix (torchao's E4M3 policy, whose rules the block-scaled model does
+// not take) and f16 inputs added about 20 s more.
+template <class S, class D, int P, int R, int kSegs>
+constexpr bool kColPath = !std::is_same_v<S, Binary16> && kFastPath<D, P, R> &&
+                          (std::is_same_v<D, emu::E2M1>   ? (R < 0 || kSegs == 1)
+                           : std::is_same_v<D, emu::E4M3> ? P == kCvt && kSegs == 2
+                                                          : false);
+
+}  // namespace
+
+bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                              void* d_out, bool block_part, float* d_tensor_factor, float* d_global_amax,
+                              std::uint64_t seed, cudaStream_t stream) {
+    if (spec.block_rows != 1 || !(spec.block_cols == 16 || spec.block_cols == 32) || spec.columnwise_rht) return false;
+    if (!(spec.format == Format::e2m1 || (spec.format == Format::e4m3 && spec.block_cols == 32))) return false;
+    const std::size_t grid_rows = (rows + spec.block_cols - 1) / spec.block_cols;
+    const std::size_t items = grid_rows * cols;
+    if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 31) || cols >= (std::size_t{1} << 31))
+        return false;
+    RowGeom g{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols),  1, 0,
+              static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(items), 0, 0};
+    set_divisor(g, static_cast<std::uint32_t>(cols > 0 ? cols : 1));
+    const numerics::ScaleParams rule =
+        numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
+    const std::uint8_t* table = element_table(spec.format, spec.policy, stream);
+    const ElementCtx ctx{spec.policy, nullptr, seed};
+    const ColOut o{d_out, block_part, block_part ? d_tensor_factor : nullptr};
+    const bool wide = spec.block_cols == 32;
+    bool path = false;
+    with_input(from, [&](auto si) {
+        with_cast_format(spec.format, [&](auto di) {
+            using S = std::decay_t<decltype(si)>;
+            using D = std::decay_t<decltype(di)>;
+            with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                path = wide ? kColPath<S, D, P, R, 2> : kColPath<S, D, P, R, 1>;
+            });
+            return 0;
+        });
+    });
+    if (!path) return false;
+    // The global amax of X (X^T's), before the blocks, where the rule reads it (NVFP4).
+    if (numerics::rule_uses_global_amax(spec.rule)) fp8kit::cuda::amax(from, in, rows * cols, d_global_amax, stream);
+    bool launched = false;
+    with_input(from, [&](auto si) {
+        with_cast_format(spec.format, [&](auto di) {
+            using S = std::decay_t<decltype(si)>;  // std::decay_t: see quantize_row_blocks
+            using D = std::decay_t<decltype(di)>;
+            with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                constexpr std::size_t smem = element_smem<D, P>();
+                // At least one CTA, so that an empty tensor's tensor factor is written.
+                const unsigned grid = items > 0 ? grid_for_path<P, R>(items) : 1;
+                // Literal template arguments per launch (tests/gpu/host_launches.sh).
+                if constexpr (kColPath<S, D, P, R, 2>) {
+                    if (wide) {
+                        launched = true;
+                        col_blocks_kernel<S, D, P, R, 2>
+                            <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
+                    }
+                }
+                if constexpr (kColPath<S, D, P, R, 1>) {
+                    if (!wide) {
+                        launched = true;
+                        col_blocks_kernel<S, D, P, R, 1>
+                            <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
+                    }
+                }
+            });
+            return 0;
+        });
+    });
+    if (!launched) return false;
+    check_launch("col_blocks_kernel");
+    return true;
 }
 
 }  // namespace fp8kit::cuda::detail

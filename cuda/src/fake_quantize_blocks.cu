@@ -5,10 +5,12 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "fp8kit/cuda/fake_quantize.hpp"
 #include "fp8kit/numerics/block_factor.hpp"
+#include "block_common.cuh"
 #include "elementwise.cuh"
 #include "narrow.cuh"
 
@@ -82,29 +84,6 @@ __global__ void __launch_bounds__(kThreads)
             for (int k = 0; k < per; ++k) o[i0 + k] = y.e[k];
         }
     }
-}
-
-// The output bits of one element of dequantize_blocks_kernel's rule: the code's value v (float32
-// bits) and the block's factor f give p = fl32(v * f), then emu::convert<Binary32, W>(p,
-// kDecodePolicy), which for a p that is not a NaN is IEEE roundTiesToEven with overflow to Inf
-// (no_saturate) and subnormals kept: the conversion of the cvt instructions cuda_fp16.h /
-// cuda_bf16.h use, cvt.rn.f16.f32 and cvt.rn.bf16.f32 (no .ftz, no .satfinite), and the identity
-// for float32. A NaN p comes from a NaN code (v NaN: the code's own decode, nan_out) or from the
-// product (Inf * 0, a NaN factor: the convert of 0x7FC00000, nan_product), as the general kernel
-// takes them; the test is one predicate on p, so that the common path has no branch.
-template <class W>
-__device__ __forceinline__ typename W::storage_t product_out(std::uint32_t v, float f, typename W::storage_t nan_code,
-                                                             typename W::storage_t nan_product) {
-    const float p = __fmul_rn(__uint_as_float(v), f);
-    typename W::storage_t o;
-    if constexpr (std::is_same_v<W, BFloat16>)
-        o = __bfloat16_as_ushort(__float2bfloat16_rn(p));
-    else if constexpr (std::is_same_v<W, Binary16>)
-        o = __half_as_ushort(__float2half_rn(p));
-    else
-        o = __float_as_uint(p);
-    if (p != p) o = is_nan_bits<Binary32>(v) ? nan_code : nan_product;
-    return o;
 }
 
 // dequantize_blocks_kernel's rule over segments of 16 codes that lie in one row and one block
@@ -225,6 +204,35 @@ void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std:
     for (void* p : {static_cast<void*>(codes), static_cast<void*>(scale_codes), static_cast<void*>(factor),
                     static_cast<void*>(global_amax)})
         scratch_free(p, s);
+}
+
+void fake_quantize_blocks_transposed(const BlockSpec& spec, Wide from, const void* in, std::size_t rows,
+                                     std::size_t cols, Wide to, void* d_out, float* d_tensor_factor, std::uint64_t seed,
+                                     Stream stream) {
+    constexpr const char* kFn = "fake_quantize_blocks_transposed";
+    require_input(from, kFn);
+    const auto refuse = [&](const std::string& what) { throw std::invalid_argument(std::string(kFn) + ": " + what); };
+    if (from == Wide::f16) refuse("from: f32 and bf16 inputs only");
+    if (to != Wide::bf16) refuse("to: only bf16 output");
+    if (spec.columnwise_rht)
+        refuse("spec.columnwise_rht: not taken (quantise TE's column-wise copy with quantize_blocks)");
+    if (spec.block_rows != 1 || !(spec.block_cols == 16 || spec.block_cols == 32))
+        refuse("spec: blocks must be 1 x 16 or 1 x 32, got " + std::to_string(spec.block_rows) + " x " +
+               std::to_string(spec.block_cols));
+    if (!(spec.format == Format::e2m1 || (spec.format == Format::e4m3 && spec.block_cols == 32)))
+        refuse("spec.format: only e2m1 (1 x 16, 1 x 32) and e4m3 (1 x 32) elements");
+    if (rows >= (std::size_t{1} << 31) || cols >= (std::size_t{1} << 31)) refuse("rows and cols must be below 2^31");
+    if ((!in || !d_out) && rows * cols > 0) refuse("in and d_out must be device pointers, not null");
+    const cudaStream_t s = as_stream(stream);
+    // The global amax of X, which is X^T's (NVFP4's rules read it; written by cuda::amax in there).
+    auto* global_amax = static_cast<float*>(scratch_alloc(sizeof(float), s));
+    const bool ran = fake_quantize_col_blocks(spec, from, in, rows, cols, d_out, d_tensor_factor != nullptr,
+                                              d_tensor_factor, global_amax, seed, s);
+    scratch_free(global_amax, s);
+    if (!ran)
+        refuse(
+            "spec.policy: no kernel for this policy of this format (e2m1: stochastic in 1 x 16 blocks only; e4m3: "
+            "nearest-even, saturate_all, canonical NaN only), or the tensor has 2^31 blocks or more");
 }
 
 }  // namespace fp8kit::cuda

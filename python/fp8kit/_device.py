@@ -384,3 +384,23 @@ def fake_quantize_blocks(x, spec, seed, out_wide, tensor_factor=False, stream=No
     )
     y = d.wrap(out, out_wide)
     return (y, d.wrap(tf)) if tensor_factor else y
+
+
+def fake_quantize_blocks_transposed(x, spec, seed, tensor_factor=False, stream=None):
+    """fake_quantize_blocks(x.T, spec, seed, 'bf16', tensor_factor) transposed back, bit for bit,
+    from x (a 2-D C-contiguous device array, rows x cols) read where it lies: a rows x cols
+    bfloat16 array (cuda/fake_quantize.hpp fake_quantize_blocks_transposed; x.T is never made).
+    spec is the block spec of x.T (fake_quant_spec with rows elements a row). A ValueError names
+    what it does not take (blocks other than 1 x 16 / 1 x 32, TE's column-wise copy, formats and
+    roundings without its kernel)."""
+    d = _input(x, stream)
+    if len(d.shape) != 2:
+        raise ValueError("x: block recipes need a 2-D array")
+    rows, cols = d.shape
+    out = d.empty((rows, cols), "bf16")
+    tf = d.empty((1,), "f32") if tensor_factor else None
+    _fp8kit.cuda_fake_quantize_blocks_transposed(
+        spec, d.ptr, d.wide, rows, cols, out_ptr(out), "bf16", 0 if tf is None else out_ptr(tf), int(seed), d.stream
+    )
+    y = d.wrap(out, "bf16")
+    return (y, d.wrap(tf)) if tensor_factor else y

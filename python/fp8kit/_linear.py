@@ -137,7 +137,9 @@ def blockscaled(t, r, role, seed):
     times its block's scale in bfloat16 (exact under the NVFP4 and MX recipes) and factor the
     tensor's float32 factor as a 1-element device tensor (NVFP4's per-tensor scale; 1 for MX),
     from fp8kit's kernel in one call (cuda/fake_quantize.hpp fake_quantize_blocks,
-    numerics/block_factor.hpp). A ValueError names what it cannot take."""
+    numerics/block_factor.hpp). A transposed view (t.t() contiguous) under 1 x 16 / 1 x 32 blocks is
+    read where it lies (fake_quantize_blocks_transposed; the operand is then a transposed view with
+    the contiguous copy's bits). A ValueError names what it cannot take."""
     spec = r["roles"][role]
     shape = (spec["block_rows"], spec["block_cols"])
     if not t.is_cuda or r["rule"] not in _BLOCKSCALED_RULES or shape not in fp8kit._device.FUSED_BLOCK_SHAPES:
@@ -145,7 +147,19 @@ def blockscaled(t, r, role, seed):
             f"recipe {r['name']}: the 'torch-blockscaled' GEMM takes the NVFP4 and MX recipes of the GPU kernels "
             "(rules nvfp4-te, nvfp4-torchao, mx-roundup, mx-ocp-floor) on CUDA tensors; use 'torch'"
         )
-    x = t.detach().contiguous()
+    x = t.detach()
+    if not x.is_contiguous() and x.t().is_contiguous() and shape[0] == 1 and x.dtype != torch.float16:
+        # A transposed view (wgrad's dy.t() and x.t(), dgrad's weight.t()): the kernel reads x.t()
+        # where it lies and returns the transpose of what x.contiguous() gives, bit for bit
+        # (fake_quantize_blocks_transposed); the GEMM takes the transposed view without a copy.
+        try:
+            y, f = fp8kit._device.fake_quantize_blocks_transposed(
+                x.t(), _block_spec(r, role, x.shape[1]), seed, tensor_factor=True
+            )
+            return y.t(), f
+        except ValueError:  # a format or rounding without that kernel: the copy, as below
+            pass
+    x = x.contiguous()
     return fp8kit._device.fake_quantize_blocks(x, _block_spec(r, role, x.shape[1]), seed, "bf16", tensor_factor=True)
 
 

@@ -160,6 +160,17 @@ void fake_quantize_recipe_blocks(const cuda::BlockSpec& spec, Ptr in, const std:
     cuda::fake_quantize_blocks(spec, w, vp(in), rows, cols, to, vp(out), fp(tensor_factor), seed, vp(stream));
 }
 
+// The same for the transpose of x (rows x cols) read in place (fake_quantize_blocks_transposed): out
+// is rows x cols bf16, the transpose of fake_quantize_blocks of x^T.
+void fake_quantize_recipe_blocks_transposed(const cuda::BlockSpec& spec, Ptr in, const std::string& wide,
+                                            std::size_t rows, std::size_t cols, Ptr out, const std::string& out_wide,
+                                            Ptr tensor_factor, std::uint64_t seed, Ptr stream) {
+    const Wide w = kernel_wide(wide, "x"), to = kernel_wide(out_wide, "out");
+    pyb::gil_scoped_release nogil;
+    cuda::fake_quantize_blocks_transposed(spec, w, vp(in), rows, cols, to, vp(out), fp(tensor_factor), seed,
+                                          vp(stream));
+}
+
 pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::string& format, const OptStr& profile,
                 const OptStr& rounding, const OptStr& overflow, const OptStr& nan, double scale, double scale_inv,
                 std::uint64_t seed, Ptr stream) {
@@ -412,6 +423,8 @@ void bind_cuda(pyb::module_& m) {
     m.def("cuda_fake_quant_spec", &fake_quant_spec, "recipe"_a, "is_json"_a, "role"_a, "cols"_a);
     m.def("cuda_fake_quantize_blocks", &fake_quantize_recipe_blocks, "spec"_a, "x"_a, "wide"_a, "rows"_a, "cols"_a,
           "out"_a, "out_wide"_a, "tensor_factor"_a, "seed"_a, "stream"_a);
+    m.def("cuda_fake_quantize_blocks_transposed", &fake_quantize_recipe_blocks_transposed, "spec"_a, "x"_a, "wide"_a,
+          "rows"_a, "cols"_a, "out"_a, "out_wide"_a, "tensor_factor"_a, "seed"_a, "stream"_a);
     m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a,
           "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
     pyb::class_<StatsPlan>(m, "CudaStatsPlan");

@@ -560,3 +560,94 @@ TEST_CASE("fake_quantize_blocks equals lib's dequantize_blocks of quantize_block
             }
         }
 }
+
+// The operand X^T fake-quantised where X lies (cuda::fake_quantize_blocks_transposed, the wgrad and
+// dgrad-weight operands of fp8kit.torch's block-scaled GEMM) against lib: dequantize_blocks of
+// quantize_blocks of X^T made on the host, into bfloat16, transposed back to X's layout, bytes for
+// bytes, with both factor forms and the tensor factor. X^T is block_tensor's (its 1 x 16 / 1 x 32
+// blocks hold the adversarial patterns), X its transpose; shapes with partial last blocks of X^T's
+// rows (rows not a multiple of the block); f32 and bf16 inputs; every NVFP4 and MX rule of the
+// block-scaled model, and the nvfp4 preset's roles with columnwise_rht off (its gradient role
+// rounds stochastically: the element indices are X^T's).
+TEST_CASE("fake_quantize_blocks_transposed equals lib's fake quantisation of X^T, transposed", "[gpu][fp4]") {
+    const Case cases[] = {{"nvfp4-rowwise", fp8kit::Role::activation},   {"nvfp4-rowwise", fp8kit::Role::gradient},
+                          {"nvfp4-torchao", fp8kit::Role::activation},   {"nvfp4-torchao-single", fp8kit::Role::weight},
+                          {"nvfp4", fp8kit::Role::activation},           {"nvfp4", fp8kit::Role::gradient},
+                          {"mxfp4", fp8kit::Role::activation},           {"mxfp4-ocp", fp8kit::Role::activation},
+                          {"mxfp4-torchao-floor", fp8kit::Role::weight}, {"mxfp8", fp8kit::Role::activation},
+                          {"mx-ocp", fp8kit::Role::activation}};
+    REQUIRE(fp8kit::block_recipe(fp8kit::parse_recipe("nvfp4"), fp8kit::Role::gradient, 64).policy.rounding ==
+            Rounding::stochastic);
+    const std::pair<std::size_t, std::size_t> shapes[] = {{37, 70}, {64, 128}, {16, 16}, {70, 33}, {1, 5}};
+    for (const auto& [rows, cols] : shapes)
+        for (Wide w : {Wide::f32, Wide::bf16}) {
+            // X^T (cols x rows) as the blocks are laid out, and X (rows x cols) read by the kernel.
+            const auto xt = block_tensor(cols, rows, static_cast<unsigned>(rows * 29 + cols));
+            std::vector<float> x(rows * cols);
+            for (std::size_t r = 0; r < rows; ++r)
+                for (std::size_t c = 0; c < cols; ++c) x[r * cols + c] = xt[c * rows + r];
+            const auto xt_bytes = as_bytes(w, xt), x_bytes = as_bytes(w, x);
+            Buf din(x_bytes.size()), dout(rows * cols * 2), dtf(4);
+            cu::copy_to_device(din.p, x_bytes.data(), x_bytes.size());
+            for (const Case& k : cases) {
+                fp8kit::BlockRecipe br = fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, rows);
+                br.columnwise_rht = false;  // the row-wise operand, as fp8kit.torch's _block_spec
+                const cu::BlockSpec spec{br.format,  br.rule, br.block_rows,    br.block_cols, br.policy,
+                                         br.epsilon, br.pow2, br.value_for_inf, false};
+                for (std::uint64_t seed : {std::uint64_t{9}, std::uint64_t{0x1234ull}}) {
+                    const fp8kit::BlockQuantized q = fp8kit::quantize_blocks(xt_bytes.data(), w, cols, rows, br, seed);
+                    for (bool block_part : {false, true}) {
+                        INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " "
+                                      << rows << "x" << cols << " seed " << seed << (block_part ? " block part" : ""));
+                        const std::vector<std::uint8_t> want_t =
+                            fp8kit::dequantize_blocks(q, br, Wide::bf16, block_part);
+                        REQUIRE(want_t.size() == rows * cols * 2);
+                        std::vector<std::uint8_t> want(rows * cols * 2);
+                        for (std::size_t r = 0; r < rows; ++r)
+                            for (std::size_t c = 0; c < cols; ++c)
+                                std::memcpy(&want[(r * cols + c) * 2], &want_t[(c * rows + r) * 2], 2);
+                        cu::fake_quantize_blocks_transposed(spec, w, din.p, rows, cols, Wide::bf16, dout.p,
+                                                            block_part ? dtf.as<float>() : nullptr, seed);
+                        REQUIRE(mismatches(host<std::uint8_t>(dout.p, want.size()), want) == 0);
+                        if (block_part) REQUIRE(b_of(host<float>(dtf.p, 1)[0]) == b_of(fp8kit::tensor_factor(q, br)));
+                    }
+                }
+            }
+        }
+    // Refusals name what: 16 x 16 blocks (nvfp4's weights), TE's column-wise copy, an output other
+    // than bf16, f16 inputs, stochastic rounding in MXFP4's 1 x 32 blocks, torchao's E4M3 policy,
+    // E4M3 in 1 x 16 blocks.
+    Buf d(8192);
+    const fp8kit::BlockRecipe bw = fp8kit::block_recipe(fp8kit::parse_recipe("nvfp4"), fp8kit::Role::weight, 64);
+    cu::BlockSpec s{bw.format,  bw.rule, bw.block_rows,    bw.block_cols, bw.policy,
+                    bw.epsilon, bw.pow2, bw.value_for_inf, false};
+    REQUIRE(s.block_rows == 16);
+    REQUIRE_THROWS_WITH(cu::fake_quantize_blocks_transposed(s, Wide::f32, d.p, 16, 64, Wide::bf16, d.p, nullptr),
+                        Catch::Contains("1 x 16 or 1 x 32"));
+    s.block_rows = 1;
+    s.columnwise_rht = true;
+    REQUIRE_THROWS_WITH(cu::fake_quantize_blocks_transposed(s, Wide::f32, d.p, 16, 64, Wide::bf16, d.p, nullptr),
+                        Catch::Contains("columnwise_rht"));
+    s.columnwise_rht = false;
+    REQUIRE_THROWS_WITH(cu::fake_quantize_blocks_transposed(s, Wide::f32, d.p, 16, 64, Wide::f32, d.p, nullptr),
+                        Catch::Contains("only bf16 output"));
+    REQUIRE_THROWS_WITH(cu::fake_quantize_blocks_transposed(s, Wide::f16, d.p, 16, 64, Wide::bf16, d.p, nullptr),
+                        Catch::Contains("f32 and bf16 inputs"));
+    s.block_cols = 32;
+    s.policy.rounding = Rounding::stochastic;
+    REQUIRE_THROWS_WITH(cu::fake_quantize_blocks_transposed(s, Wide::f32, d.p, 16, 64, Wide::bf16, d.p, nullptr),
+                        Catch::Contains("spec.policy"));
+    // torchao's E4M3 policy (NaN with its sign: the cvt path with a fix-up), which the block-scaled
+    // model's rules do not take.
+    const fp8kit::BlockRecipe bt =
+        fp8kit::block_recipe(fp8kit::parse_recipe("mxfp8-torchao-ceil"), fp8kit::Role::weight, 64);
+    const cu::BlockSpec st{bt.format,  bt.rule, bt.block_rows,    bt.block_cols, bt.policy,
+                           bt.epsilon, bt.pow2, bt.value_for_inf, false};
+    REQUIRE_THROWS_WITH(cu::fake_quantize_blocks_transposed(st, Wide::f32, d.p, 16, 64, Wide::bf16, d.p, nullptr),
+                        Catch::Contains("spec.policy"));
+    s.block_cols = 16;
+    s.policy.rounding = Rounding::nearest_even;
+    s.format = Format::e4m3;
+    REQUIRE_THROWS_WITH(cu::fake_quantize_blocks_transposed(s, Wide::f32, d.p, 16, 64, Wide::bf16, d.p, nullptr),
+                        Catch::Contains("spec.format"));
+}

@@ -247,3 +247,42 @@ def test_blockscaled_gemm_is_operand_product_times_factors():
     assert torch.all((y.double() - ref).abs() <= 1e-5 * scale + 1e-30)
     with pytest.raises(ValueError, match="torch-blockscaled"):
         ft.Fp8Linear(256, 8, recipe="te-current", fprop="torch-blockscaled").cuda()(x)
+
+
+@gpu
+@pytest.mark.parametrize(
+    "recipe,role",
+    [
+        ("nvfp4-rowwise", "input"),
+        ("nvfp4", "grad"),
+        ("nvfp4-torchao", "weight"),
+        ("mxfp4", "grad"),
+        ("mxfp8", "input"),
+        ("mx-ocp", "weight"),
+        ("mxfp6-e3m2", "input"),
+        ("nvfp4", "weight"),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_blockscaled_operand_of_a_transposed_view_is_its_copys(recipe, role, dtype):
+    # wgrad's dy.t() and x.t() and dgrad's weight.t() are transposed views: blockscaled reads them
+    # where they lie (cuda fake_quantize_blocks_transposed, a transposed view back) where that
+    # kernel takes the recipe (1 x 16 / 1 x 32 blocks of e2m1 and e4m3, f32 / bf16 inputs: the
+    # nvfp4 preset's gradients round stochastically, with X^T's element indices), else it
+    # quantises the contiguous copy. Either way the operand and its tensor factor are the copy's,
+    # bit for bit; shapes with partial blocks along the transposed rows.
+    from fp8kit._linear import blockscaled
+
+    torch.manual_seed(8)
+    r = fp8kit.recipe(recipe)
+    spec = r["roles"][role]
+    in_place = dtype != "float16" and spec["block_rows"] == 1 and spec["format"] in ("e2m1", "e4m3")
+    for rows, cols in ((37, 70), (64, 128), (16, 16), (70, 33)):
+        x = (torch.randn(rows, cols) * torch.logspace(-4, 3, cols)).to(getattr(torch, dtype)).cuda()
+        t = x.t()  # cols x rows, not contiguous; t.t() is
+        q, f = blockscaled(t, r, role, 3)
+        qc, fc = blockscaled(t.contiguous(), r, role, 3)
+        assert q.shape == qc.shape == t.shape
+        assert q.is_contiguous() != in_place  # the kernel's result is a transposed view of x's layout
+        assert torch.equal(q.contiguous().view(torch.int16), qc.view(torch.int16))
+        assert torch.equal(f.view(torch.int32), fc.view(torch.int32))

@@ -31,4 +31,19 @@ void dequantize_blocks(Format from, Wide to, const std::uint8_t* d_codes, std::s
 void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols, Wide to,
                           void* d_out, float* d_tensor_factor, std::uint64_t seed = 0, Stream stream = nullptr);
 
+// fake_quantize_blocks of X^T read where it lies, written in X's layout: X is rows x cols (row-major,
+// contiguous), and d_out (bf16, rows x cols) receives (fake_quantize_blocks(spec, X^T, ..., to =
+// bf16, d_tensor_factor, seed))^T bit for bit, without X^T being made: blocks are B consecutive
+// rows of one column of X (the 1 x B blocks of X^T's rows; the last partial where rows % B != 0),
+// and stochastic rounding draws the bits of X^T's element indices (X's (r, c) is c * rows + r).
+// The operand of the wgrad GEMM and of dgrad's weight in fp8kit.torch's block-scaled model,
+// without the transposed copy. Takes 1 x 16 and 1 x 32 blocks of e2m1 (NVFP4, MXFP4; stochastic
+// rounding in 1 x 16 only) and 1 x 32 blocks of e4m3 rounded to nearest, saturating, canonical
+// NaN (MXFP8's mxfp8 and mx-ocp presets), f32 / bf16
+// inputs, bf16 output, no columnwise_rht: anything else is refused with std::invalid_argument
+// naming it (callers then quantise a contiguous copy of X^T with fake_quantize_blocks).
+void fake_quantize_blocks_transposed(const BlockSpec& spec, Wide from, const void* in, std::size_t rows,
+                                     std::size_t cols, Wide to, void* d_out, float* d_tensor_factor,
+                                     std::uint64_t seed = 0, Stream stream = nullptr);
+
 }  // namespace fp8kit::cuda
