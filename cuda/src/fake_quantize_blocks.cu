@@ -24,6 +24,19 @@ struct BlockGrid {
     std::uint32_t rows, cols, block_rows, block_cols, grid_cols;
 };
 
+// The CTA's tables of the 256 codes: each code's float32 value and its own decode in W (what a NaN
+// code gives), both from emu::convert under kDecodePolicy (codes past F's width read as code 0).
+template <class F, class W>
+__device__ __forceinline__ void fill_code_tables(std::uint32_t (&value)[256], typename W::storage_t (&nan_out)[256]) {
+    constexpr unsigned kCodes = 1u << F::total_bits;
+    for (unsigned c = threadIdx.x; c < 256; c += blockDim.x) {
+        const std::uint8_t code = static_cast<std::uint8_t>(c < kCodes ? c : 0u);
+        value[c] = static_cast<std::uint32_t>(emu::convert<F, Binary32>(code, emu::kDecodePolicy));
+        nan_out[c] = static_cast<typename W::storage_t>(emu::convert<F, W>(code, emu::kDecodePolicy));
+    }
+    __syncthreads();
+}
+
 // out[r][c] = to(fl32(value(code) * factor[block of (r, c)])): dequantize's rule (device.cu
 // dequant_entry) with the block's factor. A NaN code gives its own decode in `to`; a NaN product
 // (an Inf code times 0, a NaN factor) gives 0x7FC00000 first.
@@ -34,13 +47,7 @@ __global__ void __launch_bounds__(kThreads)
     using Out = typename W::storage_t;
     __shared__ std::uint32_t value[256];
     __shared__ Out nan_out[256];
-    constexpr unsigned kCodes = 1u << F::total_bits;
-    for (unsigned c = threadIdx.x; c < 256; c += blockDim.x) {
-        const std::uint8_t code = static_cast<std::uint8_t>(c < kCodes ? c : 0u);
-        value[c] = static_cast<std::uint32_t>(emu::convert<F, Binary32>(code, emu::kDecodePolicy));
-        nan_out[c] = static_cast<Out>(emu::convert<F, W>(code, emu::kDecodePolicy));
-    }
-    __syncthreads();
+    fill_code_tables<F, W>(value, nan_out);
     Out* o = static_cast<Out*>(out);
     const std::uint64_t n = std::uint64_t{g.rows} * g.cols;
     const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
@@ -97,13 +104,7 @@ __global__ void __launch_bounds__(kThreads)
     using Out = typename W::storage_t;
     __shared__ std::uint32_t value[256];
     __shared__ Out nan_out[256];
-    constexpr unsigned kCodes = 1u << F::total_bits;
-    for (unsigned c = threadIdx.x; c < 256; c += blockDim.x) {
-        const std::uint8_t code = static_cast<std::uint8_t>(c < kCodes ? c : 0u);
-        value[c] = static_cast<std::uint32_t>(emu::convert<F, Binary32>(code, emu::kDecodePolicy));
-        nan_out[c] = static_cast<Out>(emu::convert<F, W>(code, emu::kDecodePolicy));
-    }
-    __syncthreads();
+    fill_code_tables<F, W>(value, nan_out);
     const Out nan_product = static_cast<Out>(emu::convert<Binary32, W>(0x7FC00000u, emu::kDecodePolicy));
     const std::uint64_t segments = std::uint64_t{g.rows} * g.cols / 16;
     const bool small = segments * 16 < (std::uint64_t{1} << 32);  // 32-bit division (most tensors)
