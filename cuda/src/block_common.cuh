@@ -41,6 +41,20 @@ __device__ __forceinline__ std::uint32_t widen_bits(typename S::storage_t x) {
     }
 }
 
+// The CTA's tables of N codes for dequantisation into W (dequantize_blocks' kernels, 256 entries;
+// col_blocks_kernel, F's own codes): each code's float32 value and its own decode in W (what a NaN
+// code gives), both from emu::convert under kDecodePolicy (entries past F's codes read as code 0).
+template <class F, class W, unsigned N>
+__device__ __forceinline__ void fill_code_tables(std::uint32_t (&value)[N], typename W::storage_t (&nan_out)[N]) {
+    constexpr unsigned kCodes = 1u << F::total_bits;
+    for (unsigned c = threadIdx.x; c < N; c += blockDim.x) {
+        const std::uint8_t code = static_cast<std::uint8_t>(c < kCodes ? c : 0u);
+        value[c] = static_cast<std::uint32_t>(emu::convert<F, Binary32>(code, emu::kDecodePolicy));
+        nan_out[c] = static_cast<typename W::storage_t>(emu::convert<F, W>(code, emu::kDecodePolicy));
+    }
+    __syncthreads();
+}
+
 // The output bits of one element of dequantize_blocks_kernel's rule (fake_quantize_blocks.cu; and
 // of col_blocks_kernel, block_rows.cu): the code's value v (float32 bits) and the block's factor f
 // give p = fl32(v * f), then emu::convert<Binary32, W>(p,

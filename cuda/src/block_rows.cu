@@ -837,12 +837,7 @@ __global__ void __launch_bounds__(kThreads)
     constexpr unsigned kCodes = 1u << D::total_bits;
     __shared__ std::uint32_t value[kCodes];
     __shared__ Out nan_out[kCodes];
-    for (unsigned k = threadIdx.x; k < kCodes; k += blockDim.x) {
-        const auto code = static_cast<std::uint8_t>(k);
-        value[k] = static_cast<std::uint32_t>(emu::convert<D, Binary32>(code, emu::kDecodePolicy));
-        nan_out[k] = static_cast<Out>(emu::convert<D, BFloat16>(code, emu::kDecodePolicy));
-    }
-    __syncthreads();
+    fill_code_tables<D, BFloat16>(value, nan_out);
     const Out nan_product = static_cast<Out>(emu::convert<Binary32, BFloat16>(0x7FC00000u, emu::kDecodePolicy));
     const bool uses_global = numerics::rule_uses_global_amax(rule.rule);
     numerics::ScaleParams tr = rule;

@@ -24,19 +24,6 @@ struct BlockGrid {
     std::uint32_t rows, cols, block_rows, block_cols, grid_cols;
 };
 
-// The CTA's tables of the 256 codes: each code's float32 value and its own decode in W (what a NaN
-// code gives), both from emu::convert under kDecodePolicy (codes past F's width read as code 0).
-template <class F, class W>
-__device__ __forceinline__ void fill_code_tables(std::uint32_t (&value)[256], typename W::storage_t (&nan_out)[256]) {
-    constexpr unsigned kCodes = 1u << F::total_bits;
-    for (unsigned c = threadIdx.x; c < 256; c += blockDim.x) {
-        const std::uint8_t code = static_cast<std::uint8_t>(c < kCodes ? c : 0u);
-        value[c] = static_cast<std::uint32_t>(emu::convert<F, Binary32>(code, emu::kDecodePolicy));
-        nan_out[c] = static_cast<typename W::storage_t>(emu::convert<F, W>(code, emu::kDecodePolicy));
-    }
-    __syncthreads();
-}
-
 // out[r][c] = to(fl32(value(code) * factor[block of (r, c)])): dequantize's rule (device.cu
 // dequant_entry) with the block's factor. A NaN code gives its own decode in `to`; a NaN product
 // (an Inf code times 0, a NaN factor) gives 0x7FC00000 first.
