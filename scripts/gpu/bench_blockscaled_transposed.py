@@ -10,17 +10,24 @@ then cuda::fake_quantize_blocks), on the operands of GPT-2 small's GEMMs (batch 
 (BUNDLE: cuda/pack_python_for_gpu.sh's, with the module built there by BUNDLE/build_module.sh.)
 
 Prints one JSON line per (recipe, role, shape, dtype): the median milliseconds of each path over
---reps calls (CUDA events around each call, after 5 warm-up calls) and whether the operand and the
+--reps calls (CUDA events around each call, after 3 warm-up calls: bench_blocks_torchao.median_ms) and whether the operand and the
 tensor factor are equal bit for bit.
 """
 
 import argparse
 import json
-import statistics
+import os
+import sys
 
 import fp8kit
 import torch
 from fp8kit._linear import blockscaled
+
+# The CUDA-event median of the other block benchmarks: cuda/tools/bench_blocks_torchao.py, in the
+# repository or beside this file in cuda/pack_python_for_gpu.sh's bundle.
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "cuda", "tools")]
+from bench_blocks_torchao import median_ms  # noqa: E402
 
 # (role, rows, cols, dtype) of X whose transpose is the operand: wgrad's dy and x (tokens x
 # features), dgrad's weight (out x in features).
@@ -34,20 +41,6 @@ SHAPES = [
     ("weight", 2304, 768, torch.float32),
     ("weight", 768, 3072, torch.float32),
 ]
-
-
-def median_ms(fn, reps):
-    for _ in range(5):
-        fn()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    return statistics.median(times)
 
 
 def main():
