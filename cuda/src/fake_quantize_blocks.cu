@@ -133,6 +133,31 @@ __global__ void block_factors_kernel(numerics::ScaleRule rule, const std::uint8_
         factor[b] = numerics::rule_block_factor(rule, numerics::BlockScale{0.0f, factor[b], scale_codes[b]});
 }
 
+// times_tensor_factors_bf16 (fake_quantize.hpp): four elements a step (a 16-byte load and an 8-byte
+// store where both are aligned), the factor's product formed once per thread.
+__global__ void __launch_bounds__(kThreads)
+    times_factors_bf16_kernel(const float* __restrict__ c, std::size_t n, const float* __restrict__ fa,
+                              const float* __restrict__ fb, __nv_bfloat16* __restrict__ out) {
+    const float f = __fmul_rn(*fa, *fb);
+    const bool vec = aligned16(c) && (reinterpret_cast<std::uintptr_t>(out) & 7u) == 0;
+    const std::size_t quads = vec ? n / 4 : 0;
+    const std::size_t stride = std::size_t{gridDim.x} * blockDim.x;
+    const std::size_t first = std::size_t{blockIdx.x} * blockDim.x + threadIdx.x;
+    for (std::size_t q = first; q < quads; q += stride) {
+        const float4 v = __ldg(reinterpret_cast<const float4*>(c) + q);
+        union {
+            uint2 u;
+            __nv_bfloat16 h[4];
+        } y;
+        y.h[0] = __float2bfloat16_rn(__fmul_rn(v.x, f));
+        y.h[1] = __float2bfloat16_rn(__fmul_rn(v.y, f));
+        y.h[2] = __float2bfloat16_rn(__fmul_rn(v.z, f));
+        y.h[3] = __float2bfloat16_rn(__fmul_rn(v.w, f));
+        reinterpret_cast<uint2*>(out)[q] = y.u;
+    }
+    for (std::size_t i = quads * 4 + first; i < n; i += stride) out[i] = __float2bfloat16_rn(__fmul_rn(c[i], f));
+}
+
 BlockGrid grid_of(std::size_t rows, std::size_t cols, int block_rows, int block_cols) {
     if (rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 32))
         throw std::invalid_argument("dequantize_blocks: rows and cols must each be below 2^32");
@@ -192,6 +217,16 @@ void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std:
     for (void* p : {static_cast<void*>(codes), static_cast<void*>(scale_codes), static_cast<void*>(factor),
                     static_cast<void*>(global_amax)})
         scratch_free(p, s);
+}
+
+void times_tensor_factors_bf16(const float* d_c, std::size_t n, const float* d_factor_a, const float* d_factor_b,
+                               void* d_out, Stream stream) {
+    if (n == 0) return;
+    if (!d_c || !d_factor_a || !d_factor_b || !d_out)
+        throw std::invalid_argument("times_tensor_factors_bf16: c, the factors and out must be device pointers");
+    times_factors_bf16_kernel<<<grid_per_item((n + 3) / 4), kThreads, 0, as_stream(stream)>>>(
+        d_c, n, d_factor_a, d_factor_b, static_cast<__nv_bfloat16*>(d_out));
+    check_launch("times_factors_bf16_kernel");
 }
 
 void fake_quantize_blocks_transposed(const BlockSpec& spec, Wide from, const void* in, std::size_t rows,

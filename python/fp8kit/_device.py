@@ -386,6 +386,21 @@ def fake_quantize_blocks(x, spec, seed, out_wide, tensor_factor=False, stream=No
     return (y, d.wrap(tf)) if tensor_factor else y
 
 
+def times_tensor_factors_bf16(c, factor_a, factor_b, stream=None):
+    """(c * (factor_a * factor_b)).to(bfloat16) in one pass, bit for bit (cuda/fake_quantize.hpp
+    times_tensor_factors_bf16): c a C-contiguous float32 device array, the factors 1-element
+    float32 device arrays of its framework."""
+    d = DeviceArray(c, stream)
+    if d.wide != "f32":
+        raise ValueError(f"c: a float32 device array expected, got {d.wide}")
+    fa, fb = DeviceArray(factor_a, d.stream), DeviceArray(factor_b, d.stream)
+    if (fa.wide, fa.size, fb.wide, fb.size) != ("f32", 1, "f32", 1):
+        raise ValueError("factor_a, factor_b: 1-element float32 device arrays expected")
+    out = d.empty(d.shape, "bf16")
+    _fp8kit.cuda_times_tensor_factors_bf16(d.ptr, d.size, fa.ptr, fb.ptr, out_ptr(out), d.stream)
+    return d.wrap(out, "bf16")
+
+
 def fake_quantize_blocks_transposed(x, spec, seed, tensor_factor=False, stream=None):
     """fake_quantize_blocks(x.T, spec, seed, 'bf16', tensor_factor) transposed back, bit for bit,
     from x (a 2-D C-contiguous device array, rows x cols) read where it lies: a rows x cols

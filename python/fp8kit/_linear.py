@@ -137,9 +137,10 @@ def blockscaled(t, r, role, seed):
     times its block's scale in bfloat16 (exact under the NVFP4 and MX recipes) and factor the
     tensor's float32 factor as a 1-element device tensor (NVFP4's per-tensor scale; 1 for MX),
     from fp8kit's kernel in one call (cuda/fake_quantize.hpp fake_quantize_blocks,
-    numerics/block_factor.hpp). A transposed view (t.t() contiguous) under 1 x 16 / 1 x 32 blocks is
-    read where it lies (fake_quantize_blocks_transposed; the operand is then a transposed view with
-    the contiguous copy's bits). A ValueError names what it cannot take."""
+    numerics/block_factor.hpp). A transposed view (t.t() contiguous) is read where it lies, under
+    1 x 16 / 1 x 32 blocks by fake_quantize_blocks_transposed and under 16 x 16 blocks without
+    stochastic rounding as t.t()'s operand transposed; the operand is then a transposed view with
+    the contiguous copy's bits. A ValueError names what it cannot take."""
     spec = r["roles"][role]
     shape = (spec["block_rows"], spec["block_cols"])
     if not t.is_cuda or r["rule"] not in _BLOCKSCALED_RULES or shape not in fp8kit._device.FUSED_BLOCK_SHAPES:
@@ -148,6 +149,17 @@ def blockscaled(t, r, role, seed):
             "(rules nvfp4-te, nvfp4-torchao, mx-roundup, mx-ocp-floor) on CUDA tensors; use 'torch'"
         )
     x = t.detach()
+    if not x.is_contiguous() and x.t().is_contiguous() and _transpose_symmetric(r, role, shape):
+        # 16 x 16 blocks under a rounding that reads no element index (TE's NVFP4 weights for
+        # dgrad's weight.t()): the blocks of X^T are X's blocks transposed (both grids start at
+        # element (0, 0); the partial blocks lie at the far edges of each), the block amax, the
+        # scale and the global amax are those of the same elements, and each element is encoded
+        # from its value and its block's scale alone. So quantising X where it lies and
+        # transposing the result gives X^T's operand bit for bit, with no copy.
+        y, f = fp8kit._device.fake_quantize_blocks(
+            x.t(), _block_spec(r, role, x.shape[0]), seed, "bf16", tensor_factor=True
+        )
+        return y.t(), f
     if not x.is_contiguous() and x.t().is_contiguous() and shape[0] == 1 and x.dtype != torch.float16:
         # A transposed view (wgrad's dy.t() and x.t(), dgrad's weight.t()): the kernel reads x.t()
         # where it lies and returns the transpose of what x.contiguous() gives, bit for bit
@@ -163,6 +175,14 @@ def blockscaled(t, r, role, seed):
     return fp8kit._device.fake_quantize_blocks(x, _block_spec(r, role, x.shape[1]), seed, "bf16", tensor_factor=True)
 
 
+def _transpose_symmetric(r, role, shape):
+    """Whether role's operand of X^T is that of X transposed: square blocks and a rounding that
+    draws no random bits (stochastic rounding reads each element's index, which transposing
+    changes)."""
+    rounding = r["roles"][role].get("rounding", r["policy"]["rounding"])
+    return shape[0] == shape[1] and rounding != "stochastic"
+
+
 _BLOCKSCALED_RULES = ("nvfp4-te", "nvfp4-torchao", "mx-roundup", "mx-ocp-floor")
 # The rules whose tensor factor is 1 (numerics/block_factor.hpp rule_tensor_factor: every rule but
 # NVFP4's two-level ones).
@@ -176,6 +196,17 @@ def _mm_f32(a, b):
         return torch.mm(a, b, out_dtype=torch.float32)
     except TypeError:  # a torch without the overload
         return a.float() @ b.float()
+
+
+def _times_factors(c, fa, fb, out_dtype):
+    """(c * (fa * fb)).to(out_dtype), bit for bit, c the GEMM's float32 result: bfloat16 on CUDA
+    in one pass (fp8kit's kernel: c read once, the factors' product formed on the device), float32
+    in place, anything else (or a module without the kernel) as torch computes it."""
+    if out_dtype == torch.float32:
+        return c.mul_(fa * fb)
+    if out_dtype == torch.bfloat16 and c.is_cuda and hasattr(fp8kit._fp8kit, "cuda_times_tensor_factors_bf16"):
+        return fp8kit._device.times_tensor_factors_bf16(c, fa, fb)
+    return (c * (fa * fb)).to(out_dtype)
 
 
 def run_gemm(a, b, recipe, model, gemm, seed, out_dtype):
@@ -195,7 +226,7 @@ def run_gemm(a, b, recipe, model, gemm, seed, out_dtype):
             (qa, fa), (qb, fb) = blockscaled(a, recipe, ra, seed), blockscaled(b, recipe, rb, seed + 1)
             if recipe["rule"] in _UNIT_TENSOR_FACTOR and out_dtype == torch.bfloat16:
                 return qa @ qb.t()  # both factors are 1: the GEMM's float32 sums rounded once to bfloat16
-            return (_mm_f32(qa, qb.t()) * (fa * fb)).to(out_dtype)
+            return _times_factors(_mm_f32(qa, qb.t()), fa, fb, out_dtype)
         qa, qb = Operand(a, recipe, ra, seed), Operand(b, recipe, rb, seed + 1)
         sa, sb = gemm_scales(qa, qb, recipe["name"], gemm)
         bf16 = out_dtype == torch.bfloat16

@@ -171,6 +171,13 @@ void fake_quantize_recipe_blocks_transposed(const cuda::BlockSpec& spec, Ptr in,
                                           vp(stream));
 }
 
+// out (bf16, n) = the float32 GEMM result c times the two tensor factors (device floats), rounded
+// as torch's (c * (fa * fb)).to(bfloat16) (cuda::times_tensor_factors_bf16).
+void times_tensor_factors_bf16(Ptr c, std::size_t n, Ptr factor_a, Ptr factor_b, Ptr out, Ptr stream) {
+    pyb::gil_scoped_release nogil;
+    cuda::times_tensor_factors_bf16(fp(c), n, fp(factor_a), fp(factor_b), vp(out), vp(stream));
+}
+
 pyb::dict stats(Ptr in, const std::string& wide, std::size_t n, const std::string& format, const OptStr& profile,
                 const OptStr& rounding, const OptStr& overflow, const OptStr& nan, double scale, double scale_inv,
                 std::uint64_t seed, Ptr stream) {
@@ -425,6 +432,8 @@ void bind_cuda(pyb::module_& m) {
           "out"_a, "out_wide"_a, "tensor_factor"_a, "seed"_a, "stream"_a);
     m.def("cuda_fake_quantize_blocks_transposed", &fake_quantize_recipe_blocks_transposed, "spec"_a, "x"_a, "wide"_a,
           "rows"_a, "cols"_a, "out"_a, "out_wide"_a, "tensor_factor"_a, "seed"_a, "stream"_a);
+    m.def("cuda_times_tensor_factors_bf16", &times_tensor_factors_bf16, "c"_a, "n"_a, "factor_a"_a, "factor_b"_a,
+          "out"_a, "stream"_a);
     m.def("cuda_stats", &stats, "x"_a, "wide"_a, "n"_a, "format"_a, "profile"_a, "rounding"_a, "overflow"_a, "nan"_a,
           "scale"_a, "scale_inv"_a, "seed"_a, "stream"_a);
     pyb::class_<StatsPlan>(m, "CudaStatsPlan");

@@ -250,6 +250,45 @@ def test_blockscaled_gemm_is_operand_product_times_factors():
 
 
 @gpu
+@pytest.mark.parametrize("recipe", ["nvfp4", "nvfp4-torchao"])
+def test_blockscaled_bf16_output_is_the_float32_product_rounded_once_more(recipe):
+    # Under bf16 autocast the output is fl32(fl32(qa @ qb^T) * fl32(fa * fb)) rounded to bfloat16:
+    # the bits of the two-pass (c * f).to(bfloat16), whatever the one-pass epilogue; NaN and Inf
+    # products included (a huge factor overflows some products).
+    from fp8kit._linear import _mm_f32, blockscaled
+
+    torch.manual_seed(9)
+    lin = ft.Fp8Linear(256, 48, bias=False, recipe=recipe, fprop="torch-blockscaled").cuda()
+    x = torch.randn(64, 256, device="cuda") * torch.logspace(-3, 4, 256, device="cuda")
+    x[0, 0] = float("nan")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        y = lin(x)
+    assert y.dtype == torch.bfloat16
+    seed = lin.seed
+    qa, fa = blockscaled(x, lin.recipe, "input", seed)
+    qb, fb = blockscaled(lin.weight, lin.recipe, "weight", seed + 1)
+    want = (_mm_f32(qa, qb.t()) * (fa * fb)).to(torch.bfloat16)
+    assert torch.equal(y.view(torch.int16), want.view(torch.int16))
+    # The epilogue alone on products that overflow, Inf and NaN results, subnormal and tie
+    # products, lengths that are not multiples of the kernel's 4 elements a step.
+    from fp8kit._linear import _times_factors
+
+    one, big, tiny = (torch.full((1,), v, device="cuda") for v in (1.0, 3e38, 2.0**-130))
+    c = torch.randn(8, 33, device="cuda") * 10
+    c[0, 0], c[1, 1], c[2, 2], c[3, 3] = float("inf"), float("nan"), 0.0, -0.0
+    c[4, :] = torch.tensor([1.0 + k * 2.0**-8 for k in range(33)])  # bfloat16 ties and near-ties
+    for a, b in ((one, big), (big, big), (tiny, one), (fa, fb), (one, torch.zeros(1, device="cuda"))):
+        for dt in (torch.bfloat16, torch.float16, torch.float32):
+            for t in (c, c.reshape(-1)[:-1], c.reshape(-1)[1:]):  # odd length; not 16-byte aligned
+                got = _times_factors(t.clone(), a, b, dt)
+                want = (t * (a * b)).to(dt)
+                assert torch.equal(
+                    got.view(torch.int16 if dt != torch.float32 else torch.int32),
+                    want.view(torch.int16 if dt != torch.float32 else torch.int32),
+                )
+
+
+@gpu
 @pytest.mark.parametrize(
     "recipe,role",
     [
@@ -268,15 +307,18 @@ def test_blockscaled_operand_of_a_transposed_view_is_its_copys(recipe, role, dty
     # wgrad's dy.t() and x.t() and dgrad's weight.t() are transposed views: blockscaled reads them
     # where they lie (cuda fake_quantize_blocks_transposed, a transposed view back) where that
     # kernel takes the recipe (1 x 16 / 1 x 32 blocks of e2m1 and e4m3, f32 / bf16 inputs: the
-    # nvfp4 preset's gradients round stochastically, with X^T's element indices), else it
-    # quantises the contiguous copy. Either way the operand and its tensor factor are the copy's,
+    # nvfp4 preset's gradients round stochastically, with X^T's element indices), quantises x
+    # itself and transposes the result under the nvfp4 preset's 16 x 16 weight blocks (no
+    # stochastic rounding), else it quantises the contiguous copy. Either way the operand and its tensor factor are the copy's,
     # bit for bit; shapes with partial blocks along the transposed rows.
     from fp8kit._linear import blockscaled
 
     torch.manual_seed(8)
     r = fp8kit.recipe(recipe)
     spec = r["roles"][role]
-    in_place = dtype != "float16" and spec["block_rows"] == 1 and spec["format"] in ("e2m1", "e4m3")
+    in_place = (dtype != "float16" and spec["block_rows"] == 1 and spec["format"] in ("e2m1", "e4m3")) or (
+        spec["block_rows"] == spec["block_cols"] and spec.get("rounding", r["policy"]["rounding"]) != "stochastic"
+    )
     for rows, cols in ((37, 70), (64, 128), (16, 16), (70, 33)):
         x = (torch.randn(rows, cols) * torch.logspace(-4, 3, cols)).to(getattr(torch, dtype)).cuda()
         t = x.t()  # cols x rows, not contiguous; t.t() is

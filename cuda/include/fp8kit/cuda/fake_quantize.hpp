@@ -46,4 +46,14 @@ void fake_quantize_blocks_transposed(const BlockSpec& spec, Wide from, const voi
                                      std::size_t cols, Wide to, void* d_out, float* d_tensor_factor,
                                      std::uint64_t seed = 0, Stream stream = nullptr);
 
+// The epilogue of fp8kit.torch's block-scaled GEMM model in one pass: d_out[i] (bfloat16) =
+// cvt.rn.bf16.f32(fl32(d_c[i] * fl32(*d_factor_a * *d_factor_b))), the two tensor factors
+// (fake_quantize_blocks' *d_tensor_factor of each operand) applied to the GEMM's float32 result
+// as torch's `(c * (fa * fb)).to(torch.bfloat16)` computes it on sm_80 and later (its float ->
+// bfloat16 conversion is __float2bfloat16, c10/util/BFloat16.h; a NaN gives its canonical NaN),
+// reading c once and writing 2 bytes an element instead of two passes of 4 + 4 and 4 + 2 bytes.
+// n elements, contiguous; the factors are device floats.
+void times_tensor_factors_bf16(const float* d_c, std::size_t n, const float* d_factor_a, const float* d_factor_b,
+                               void* d_out, Stream stream = nullptr);
+
 }  // namespace fp8kit::cuda
