@@ -431,7 +431,7 @@ __device__ __forceinline__ bool elements_have_nan(const typename S::storage_t (&
 struct RowGeom {
     std::uint32_t rows, cols;
     std::uint32_t block_rows;  // 1 or 16
-    std::uint32_t lanes_log2;  // log2(lanes per block) = log2(block_rows)
+    std::uint32_t lanes_log2;  // log2(lanes per block) = log2(block_rows) + seg_log2
     std::uint32_t grid_cols;
     std::uint32_t items;  // grid_rows * grid_cols * block_rows (< 2^31)
     // b / grid_cols for b < 2^31 as __umulhi(2 b, div_m) >> div_l (Granlund and Montgomery,
@@ -439,6 +439,9 @@ struct RowGeom {
     // l = ceil(log2 d), m = ceil(2^(31 + l) / d), so 2^(31+l) <= m d < 2^(31+l) + 2^l, and m <
     // 2^32 for d < 2^31): three instructions where the division took about twenty per item.
     std::uint32_t div_m, div_l;
+    // log2 of the lanes that share a row of a block (kSegs = 1 only): 1 for 1 x 32 blocks taken as
+    // two lanes of 16 (row_blocks_kernel's float32 / float16 MX launches), else 0.
+    std::uint32_t seg_log2;
 };
 
 // RowGeom's div_m and div_l for divisor d (1 <= d < 2^31).
@@ -484,10 +487,12 @@ __device__ __forceinline__ void store_codes(const RowOut& o, const RowGeom& g, b
     }
 }
 
-// Item s: block b = s >> lanes_log2 (row-major in the block grid), row w = s & (lanes - 1) of it;
-// the lane holds that row's kSegs segments of 16 elements (the block's width: 1 x 32 blocks are
-// one lane's, so that the rule and the index arithmetic are paid once per 32 elements), and the
-// block_rows lanes of a 16-row block meet in shuffles. Elements past the tensor's edge read as +0
+// Item s: block b = s >> lanes_log2 (row-major in the block grid), lane w = s & (lanes - 1) of it,
+// which holds kSegs segments of 16 elements of the block's row w >> seg_log2: the whole row (1 x 32
+// blocks from bf16 are one lane's, so that the rule and the index arithmetic are paid once per 32
+// elements), or its segment w & (2^seg_log2 - 1) (1 x 32 blocks from float32 / float16: two lanes
+// of 16 elements, whose loads are half as far apart: measured faster there, docs/performance.md).
+// The lanes of a block (its block_rows rows, its row's segments) meet in shuffles. Elements past the tensor's edge read as +0
 // (which changes no amax) and store nothing.
 template <class S, class D, int P, int R, bool kPacked, int kSegs>
 __global__ void __launch_bounds__(kThreads)
@@ -534,8 +539,13 @@ __global__ void __launch_bounds__(kThreads)
         const std::uint32_t b = s >> g.lanes_log2, w = s & (lanes - 1u);
         // bi = b / grid_cols (RowGeom::div_m; b < 2^31 on every valid lane, and the others store nothing)
         const std::uint32_t bi = __umulhi(b << 1, g.div_m) >> g.div_l, bj = b - bi * g.grid_cols;
-        const std::uint32_t r = bi * g.block_rows + w;
-        const std::uint32_t c0 = bj * (16 * kSegs);
+        std::uint32_t row_in_block = w, seg = 0;
+        if constexpr (kSegs == 1) {
+            row_in_block = w >> g.seg_log2;
+            seg = w & ((1u << g.seg_log2) - 1u);
+        }
+        const std::uint32_t r = bi * g.block_rows + row_in_block;
+        const std::uint32_t c0 = (kSegs == 1 ? (bj << g.seg_log2) + seg : bj) * (16 * kSegs);
         const bool here = valid && r < g.rows && c0 < g.cols;
         const T* row = static_cast<const T*>(in) + static_cast<std::size_t>(r) * g.cols;
         T e[kSegs][16];              // f32 / f16 inputs
@@ -713,7 +723,10 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     }
     const std::size_t grid_rows = (rows + spec.block_rows - 1) / spec.block_rows;
     const std::size_t grid_cols = (cols + spec.block_cols - 1) / spec.block_cols;
-    const std::uint32_t lanes_log2 = spec.block_rows == 16 ? 4 : 0;
+    // 1 x 32 blocks from float32 / float16: two lanes of 16 a block (RowGeom::seg_log2).
+    const bool wide = spec.block_cols == 32;
+    const std::uint32_t seg_log2 = wide && spec.block_rows == 1 && from != Wide::bf16 ? 1 : 0;
+    const std::uint32_t lanes_log2 = (spec.block_rows == 16 ? 4 : 0) + seg_log2;
     const std::size_t items = (grid_rows * grid_cols) << lanes_log2;
     if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31))
         return false;
@@ -724,9 +737,10 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
               static_cast<std::uint32_t>(grid_cols),
               static_cast<std::uint32_t>(items),
               0,
-              0};
+              0,
+              seg_log2};
     set_divisor(g, static_cast<std::uint32_t>(grid_cols));
-    const bool wide = spec.block_cols == 32;
+    const int segs = wide && seg_log2 == 0 ? 2 : 1;  // a lane's segments (kSegs)
     const numerics::ScaleParams rule =
         numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
     const RowOut o{d_codes, d_scale_codes, d_scale, d_scale_inv};
@@ -771,16 +785,16 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                     const RowLaunch<S, D, P, R> run{grid,  smem, stream,        in,       g, ctx,
                                                     table, rule, d_global_amax, amax_out, o};
                     if constexpr (std::is_same_v<D, emu::E2M1>) {
-                        if (packed && wide)
+                        if (packed && segs == 2)
                             run.template go<true, 2>();
                         else if (packed)
                             run.template go<true, 1>();
-                        else if (wide)
+                        else if (segs == 2)
                             run.template go<false, 2>();
                         else
                             run.template go<false, 1>();
                     } else {
-                        if (wide)
+                        if (segs == 2)
                             run.template go<false, 2>();
                         else
                             run.template go<false, 1>();
