@@ -221,48 +221,56 @@ constexpr bool kFastPath = kMxNarrow<D> ? P == kConvert
                                            std::is_same_v<D, emu::E5M2>)&&(P == kCvt || P == kCvtFix || P == kSrCvt) &&
                                               path_exists<D, P, R>();
 
+// Codes of group g (elements 4g .. 4g + 3, stream indices index0 + 4g ..) of a segment at the
+// block's scale.
+template <class S, class D, int P, int R>
+__device__ __forceinline__ std::uint32_t encode_block_four(const typename S::storage_t (&e)[16], int g, float scale,
+                                                           const ElementCtx& c, std::uint64_t index0) {
+    // fl32(x * scale) by __fmul_rn, equal to lib's host product unless it is a NaN (a NaN
+    // operand, Inf * 0): a group with one takes host_mul_bits, which gives the host's NaN.
+    // kCvt skips that step: every NaN y has the one code 0x7F there (nan_codes_alike).
+    std::uint32_t y[4];
+    bool nan = false;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        const float p = __fmul_rn(__uint_as_float(widen_non_nan<S>(e[4 * g + k])), scale);
+        if constexpr (P != kCvt) nan |= p != p;
+        y[k] = __float_as_uint(p);
+    }
+    if (nan) {
+#pragma unroll
+        for (int k = 0; k < 4; ++k) y[k] = host_mul_bits(widen_bits<S>(e[4 * g + k]), scale);
+    }
+    if constexpr (kMxNarrow<D>)
+        return mx_narrow_four<D, R>(y, c, index0 + 4 * g);
+    else
+        return encode_four<D, P, R>(y, c, index0 + 4 * g);
+}
+
 // Codes of one segment (16 elements, stream indices index0 ..) at the block's scale.
 template <class S, class D, int P, int R>
 __device__ __forceinline__ uint4 encode_block_segment(const typename S::storage_t (&e)[16], float scale,
                                                       const ElementCtx& c, std::uint64_t index0) {
     std::uint32_t w[4];
 #pragma unroll
-    for (int g = 0; g < 4; ++g) {
-        // fl32(x * scale) by __fmul_rn, equal to lib's host product unless it is a NaN (a NaN
-        // operand, Inf * 0): a group with one takes host_mul_bits, which gives the host's NaN.
-        // kCvt skips that step: every NaN y has the one code 0x7F there (nan_codes_alike).
-        std::uint32_t y[4];
-        bool nan = false;
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-            const float p = __fmul_rn(__uint_as_float(widen_non_nan<S>(e[4 * g + k])), scale);
-            if constexpr (P != kCvt) nan |= p != p;
-            y[k] = __float_as_uint(p);
-        }
-        if (nan) {
-#pragma unroll
-            for (int k = 0; k < 4; ++k) y[k] = host_mul_bits(widen_bits<S>(e[4 * g + k]), scale);
-        }
-        if constexpr (kMxNarrow<D>)
-            w[g] = mx_narrow_four<D, R>(y, c, index0 + 4 * g);
-        else
-            w[g] = encode_four<D, P, R>(y, c, index0 + 4 * g);
-    }
+    for (int g = 0; g < 4; ++g) w[g] = encode_block_four<S, D, P, R>(e, g, scale, c, index0);
     return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// Whether a lane's bf16 segments may take mx_narrow_bf16_four, and its st (row_blocks_kernel): no
-// input of the lane is a NaN and the scale is positive and finite (so no product is a NaN: Inf * 0
-// needs a zero or Inf scale, and __fmul_rn is lib's host product, host_mul_bits), the rounding is
-// nearest-even, and st = scale 2^kTwinExp is exact (st 2^-kTwinExp gives the scale back).
-struct Bf16Lane {
+// Whether a lane's segments may take mx_narrow_bf16_four (bf16) or mx_narrow_f32_four (float32),
+// and its st (row_blocks_kernel, col_blocks_kernel): no input of the lane is a NaN (bf16: nan_in;
+// float32 lanes pass false and mx_narrow_f32_four tests each group) and the scale is positive and
+// finite (so no product is a NaN: Inf * 0 needs a zero or Inf scale, and __fmul_rn is lib's host
+// product, host_mul_bits), the rounding is nearest-even, and st = scale 2^kTwinExp is exact
+// (st 2^-kTwinExp gives the scale back).
+struct NarrowLane {
     bool narrow;
     float st;
 };
 
 template <class D, int R>
-__device__ __forceinline__ Bf16Lane bf16_lane(bool nan_in, float scale, const ElementCtx& c) {
-    Bf16Lane l{false, 0.0f};
+__device__ __forceinline__ NarrowLane narrow_lane(bool nan_in, float scale, const ElementCtx& c) {
+    NarrowLane l{false, 0.0f};
     if constexpr (kMxNarrow<D> && R < 0) {
         const float back = __uint_as_float(static_cast<std::uint32_t>(127 - kTwinExp<D>) << 23);  // 2^-kTwinExp
         l.st = __fmul_rn(scale, twin_scale<D>());
@@ -272,11 +280,59 @@ __device__ __forceinline__ Bf16Lane bf16_lane(bool nan_in, float scale, const El
     return l;
 }
 
+// The codes mx_narrow_four gives under nearest-even to four float32 inputs x (bits) at a lane's scale,
+// from st = scale 2^kTwinExp (narrow_lane: the scale positive and finite, st exact): the steps 1 to
+// 4 of mx_narrow_bf16_four on float32 elements (their argument holds for any float32 x; bf16
+// inputs are float32 values), the sign from each element's top byte as mx_narrow_cvt_four takes
+// it from y = fl32(x scale), whose sign is x's (scale > 0). A NaN x gives a NaN fl32(|x| st) (bits
+// above 0x7F800000 after the absolute value): then the function returns false and the caller
+// takes the group by encode_block_four, as mx_narrow_four takes a group with a NaN.
+template <class D>
+__device__ __forceinline__ bool mx_narrow_f32_four(const std::uint32_t (&x)[4], float st, std::uint32_t& codes) {
+    using T = CvtTwin<D>;
+    constexpr std::uint32_t kMaxTwin = kMaxBits<D> - (static_cast<std::uint32_t>(-kTwinExp<D>) << 23);
+    std::uint32_t a[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) a[k] = __float_as_uint(__fmul_rn(fabsf(__uint_as_float(x[k])), st));  // 1
+    if (max(max(a[0], a[1]), max(a[2], a[3])) > 0x7F800000u) return false;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+        a[k] = min(a[k], kMaxTwin);                                     // 2
+        if constexpr (D::man_bits == 1) a[k] = rne_grid_twin<D>(a[k]);  // 3
+    }
+    std::uint32_t w = cvt_two<T>(a[0], a[1]) | (cvt_two<T>(a[2], a[3]) << 16);
+    if constexpr (D::man_bits == 1) w >>= 2;
+    const std::uint32_t sb =
+        __byte_perm(__byte_perm(x[0], x[1], 0x0073), __byte_perm(x[2], x[3], 0x0073), 0x5410) & 0x80808080u;
+    codes = w | (sb >> (8 - D::total_bits));  // 4
+    return true;
+}
+
+// Codes of one float32 / float16 segment at the block's scale: float32 groups of the narrow
+// formats under nearest-even by mx_narrow_f32_four where the lane allows it (l.narrow), every
+// other group and path as encode_block_segment.
+template <class S, class D, int P, int R>
+__device__ __forceinline__ uint4 encode_wide_segment(const typename S::storage_t (&e)[16], float scale,
+                                                     const NarrowLane& l, const ElementCtx& c, std::uint64_t index0) {
+    if constexpr (kMxNarrow<D> && R < 0 && std::is_same_v<S, Binary32>) {
+        if (l.narrow) {
+            std::uint32_t w[4];
+#pragma unroll
+            for (int g = 0; g < 4; ++g) {
+                const std::uint32_t x[4] = {e[4 * g], e[4 * g + 1], e[4 * g + 2], e[4 * g + 3]};  // float32 bits
+                if (!mx_narrow_f32_four<D>(x, l.st, w[g])) w[g] = encode_block_four<S, D, P, R>(e, g, scale, c, index0);
+            }
+            return make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    }
+    return encode_block_segment<S, D, P, R>(e, scale, c, index0);
+}
+
 // ---- NVFP4: a block's numbers from its scale byte --------------------------------------------
 // Per block the NVFP4 rules take the E4M3 byte from the block amax (numerics::rule_nvfp4_byte: for
 // TE a multiply, fminf and one cvt) and everything after it from the byte and numbers of the
 // launch alone: numerics::rule_nvfp4_from_byte (encode, with a division, and decode, from the
-// byte and the ScaleParams after set_global_amax) and, from bf16, bf16_lane's st and its test of
+// byte and the ScaleParams after set_global_amax) and, from bf16, narrow_lane's st and its test of
 // the scale and the rounding (from encode and the policy; the lane's own part, no NaN input, is
 // ANDed in per block). The prologue of row_blocks_kernel tabulates these for the bytes 0 .. 127
 // once per CTA (kNvfp4Bytes entries of 16 bytes in shared memory, one LDS.128 a block). Why each
@@ -291,8 +347,8 @@ __device__ __forceinline__ Bf16Lane bf16_lane(bool nan_in, float scale, const El
 // [0, FLT_MAX], at most 0x7E; torchao: the cvt of a clamped float >= 2^-6 or of a NaN, 0x7F; the
 // block amax is +0 or more, or NaN); a byte from 128 up would take rule_scale itself.
 struct Nvfp4Entry {
-    float encode, decode, st;  // numerics::Nvfp4Block's encode and decode, Bf16Lane::st
-    std::uint32_t narrow;      // Bf16Lane::narrow with no NaN input of the lane
+    float encode, decode, st;  // numerics::Nvfp4Block's encode and decode, NarrowLane::st
+    std::uint32_t narrow;      // NarrowLane::narrow with no NaN input of the lane
 };
 constexpr std::uint32_t kNvfp4Bytes = 128;
 
@@ -329,7 +385,7 @@ __device__ __forceinline__ void fill_nvfp4_table(Nvfp4Entry* tab, const numerics
                                                  const ElementCtx& c) {
     for (std::uint32_t i = threadIdx.x; i < kNvfp4Bytes; i += blockDim.x) {
         const numerics::Nvfp4Block nb = numerics::rule_nvfp4_from_byte(rule, static_cast<std::uint8_t>(i));
-        const Bf16Lane l = bf16_lane<D, R>(false, nb.encode, c);
+        const NarrowLane l = narrow_lane<D, R>(false, nb.encode, c);
         tab[i] = {nb.encode, nb.decode, l.st, l.narrow ? 1u : 0u};
     }
 }
@@ -338,7 +394,7 @@ __device__ __forceinline__ void fill_nvfp4_table(Nvfp4Entry* tab, const numerics
 // narrow formats' nearest-even from the words; every other path (and a lane with a NaN, or a scale
 // that is not positive and finite) from the elements, as encode_block_segment.
 template <class D, int P, int R>
-__device__ __forceinline__ uint4 encode_bf16_segment(const std::uint32_t (&w)[8], float scale, const Bf16Lane& l,
+__device__ __forceinline__ uint4 encode_bf16_segment(const std::uint32_t (&w)[8], float scale, const NarrowLane& l,
                                                      const ElementCtx& c, std::uint64_t index0) {
     std::uint32_t q[4];
     if constexpr (P == kCvt) {
@@ -611,14 +667,14 @@ __global__ void __launch_bounds__(kThreads)
         if (!valid) continue;
         const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan != 0u);
         numerics::BlockScale bs;
-        Bf16Lane bl;
+        NarrowLane bl;
         bool tabulated = false;
         if constexpr (kNvfp4Table<D, kSegs>) {
             if (nvfp4) {
                 // rule_scale's NVFP4 case is rule_nvfp4_from_byte(rule, rule_nvfp4_byte(rule, amax))
                 // (scale = encode, scale_inv = decode, code = the byte); the entry of the byte is
-                // that and bf16_lane's result for it (Nvfp4Entry), so this is rule_scale's result
-                // and bf16_lane<D, R>(nan_in, bs.scale, ctx)'s, whose narrow is its no-NaN one
+                // that and narrow_lane's result for it (Nvfp4Entry), so this is rule_scale's result
+                // and narrow_lane<D, R>(nan_in, bs.scale, ctx)'s, whose narrow is its no-NaN one
                 // AND !nan_in.
                 const std::uint8_t code = numerics::rule_nvfp4_byte(nvfp4_rule, block_amax);
                 if (code < kNvfp4Bytes) {
@@ -631,7 +687,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         if (!tabulated) {
             bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
-            bl = bf16_lane<D, R>(nan_in, bs.scale, ctx);
+            bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
         }
         if (w == 0) {
             if (o.scale_codes) o.scale_codes[b] = bs.code;
@@ -647,7 +703,7 @@ __global__ void __launch_bounds__(kThreads)
             if constexpr (kBf16Words<S>)
                 q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
             else
-                q = encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, index0);
+                q = encode_wide_segment<S, D, P, R>(e[j], bs.scale, bl, ctx, index0);
             store_codes<kPacked>(o, g, vec, r, c, q);
         }
     }
@@ -828,7 +884,7 @@ namespace {
 //    padding of X^T's partial last block), so the amax (bf16_words_amax / elements_amax), the NaN
 //    flag and numerics::rule_block_amax are the row kernel's;
 //  - takes the scale from numerics::rule_scale with the tensor's numbers (the row kernel's
-//    fallback; its NVFP4 table gives rule_scale's result, Nvfp4Entry), and bf16_lane from it;
+//    fallback; its NVFP4 table gives rule_scale's result, Nvfp4Entry), and narrow_lane from it;
 //  - takes the codes from encode_bf16_segment / encode_block_segment with index0 = c rows +
 //    B bi + 16 j, the stream index of X^T's element (c, B bi + 16 j) (blocks.hpp: element (r', c')
 //    of X^T, whose rows are `rows` long, has index r' rows + c'), so stochastic rounding draws the
@@ -903,7 +959,7 @@ __global__ void __launch_bounds__(kThreads)
         }
         const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
         const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
-        const Bf16Lane bl = bf16_lane<D, R>(nan_in, bs.scale, ctx);
+        const NarrowLane bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
         const float f = o.block_part
                             ? numerics::rule_block_factor(rule.rule, numerics::BlockScale{0.0f, bs.scale_inv, bs.code})
                             : bs.scale_inv;
@@ -916,7 +972,7 @@ __global__ void __launch_bounds__(kThreads)
             if constexpr (kBf16Words<S>)
                 q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
             else
-                q = encode_block_segment<S, D, P, R>(e[j], bs.scale, ctx, index0);
+                q = encode_wide_segment<S, D, P, R>(e[j], bs.scale, bl, ctx, index0);
             const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
             for (int k = 0; k < 16; ++k) {
