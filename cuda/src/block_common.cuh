@@ -87,6 +87,18 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                          std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                          float* d_scale_inv, float* d_global_amax, std::uint64_t seed, cudaStream_t stream);
 
+// block_rows.cu: fake_quantize_blocks (blocks.hpp) into bf16 in one kernel (row_fake_kernel), the
+// output and *d_tensor_factor (where not null: the block part as factor, else scale_inv) bit for
+// bit those of quantize_blocks, block_factors_kernel and dequantize_blocks. d_global_amax (one
+// device float) receives the tensor's amax (cuda::amax) where the rule reads it (NVFP4); else it
+// is not touched. Returns false (launching nothing) for what it has no kernel for (block_rows.cu
+// kFakePath): blocks other than 1 x 16, 16 x 16 and 1 x 32, TE's column-wise copy, an empty
+// tensor, inputs other than f32 / bf16, elements other than E2M1 and (1 x 32) E4M3, and the
+// rounding paths the block-scaled recipes do not use.
+bool fake_quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                              void* d_out, float* d_tensor_factor, float* d_global_amax, std::uint64_t seed,
+                              cudaStream_t stream);
+
 // block_rows.cu: fake_quantize_blocks_transposed (fake_quantize.hpp) after its checks, into bf16:
 // X (rows x cols, row-major) read in place, d_out = (fake_quantize_blocks(X^T, spec))^T, with the
 // block part as factor when block_part (and then *d_tensor_factor written), else scale_inv.

@@ -176,11 +176,17 @@ void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std:
     // The codes' shape: TE's column-wise copy (columnwise_rht) is cols x rows.
     const std::size_t qr = spec.columnwise_rht ? cols : rows, qc = spec.columnwise_rht ? rows : cols;
     const BlockGrid g = grid_of(qr, qc, spec.block_rows, spec.block_cols);
+    auto* global_amax = static_cast<float*>(scratch_alloc(sizeof(float), s));
+    // The block-scaled GEMM's operands (bf16, NVFP4 and MX blocks): one kernel, the same bits.
+    if (to == Wide::bf16 &&
+        fake_quantize_row_blocks(spec, from, in, rows, cols, d_out, d_tensor_factor, global_amax, seed, s)) {
+        scratch_free(global_amax, s);
+        return;
+    }
     const std::size_t blocks = std::size_t{(g.rows + g.block_rows - 1) / g.block_rows} * g.grid_cols;
     auto* codes = static_cast<std::uint8_t*>(scratch_alloc(qr * qc, s));
     auto* scale_codes = static_cast<std::uint8_t*>(scratch_alloc(blocks, s));
     auto* factor = static_cast<float*>(scratch_alloc(blocks * sizeof(float), s));
-    auto* global_amax = static_cast<float*>(scratch_alloc(sizeof(float), s));
     quantize_blocks(spec, from, in, rows, cols, codes, false, scale_codes, nullptr, factor, global_amax, seed, stream);
     if (d_tensor_factor) {  // also for an empty tensor (blocks 0): the tensor factor is written
         block_factors_kernel<<<grid_per_item(blocks > 0 ? blocks : 1), kThreads, 0, s>>>(
