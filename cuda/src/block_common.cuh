@@ -104,7 +104,7 @@ bool fake_quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, 
 // block part as factor when block_part (and then *d_tensor_factor written), else scale_inv.
 // d_global_amax (one device float) receives X's amax (cuda::amax) where the rule reads it (NVFP4),
 // before the blocks; else it is not touched. Returns false
-// (launching nothing) for what it has no kernel for (block_rows.cu kColPath): blocks other than
+// (launching nothing) for what it has no kernel for (block_rows.cu kFakePath): blocks other than
 // 1 x 16 / 1 x 32, inputs other than f32 / bf16, elements other than E2M1 and (1 x 32) E4M3, and
 // the rounding paths the block-scaled recipes do not use.
 bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
