@@ -55,15 +55,16 @@ __device__ __forceinline__ void fill_code_tables(std::uint32_t (&value)[N], type
     __syncthreads();
 }
 
-// The output bits of one element of dequantize_blocks_kernel's rule (fake_quantize_blocks.cu; and
-// of col_blocks_kernel, block_rows.cu): the code's value v (float32 bits) and the block's factor f
-// give p = fl32(v * f), then emu::convert<Binary32, W>(p,
-// kDecodePolicy), which for a p that is not a NaN is IEEE roundTiesToEven with overflow to Inf
-// (no_saturate) and subnormals kept: the conversion of the cvt instructions cuda_fp16.h /
-// cuda_bf16.h use, cvt.rn.f16.f32 and cvt.rn.bf16.f32 (no .ftz, no .satfinite), and the identity
-// for float32. A NaN p comes from a NaN code (v NaN: the code's own decode, nan_out) or from the
-// product (Inf * 0, a NaN factor: the convert of 0x7FC00000, nan_product), as the general kernel
-// takes them; the test is one predicate on p, so that the common path has no branch.
+// The output bits of one element of a dequantised code (dequantize_blocks' kernels,
+// fake_quantize_blocks.cu; row_fake_kernel and col_blocks_kernel, block_rows.cu), lib's dequantize
+// rule with the block's factor: the code's value v (float32 bits) and the factor f give
+// p = fl32(v * f), then emu::convert<Binary32, W>(p, kDecodePolicy), which for a p that is not a
+// NaN is IEEE roundTiesToEven with overflow to Inf (no_saturate) and subnormals kept: the
+// conversion of the cvt instructions cuda_fp16.h / cuda_bf16.h use, cvt.rn.f16.f32 and
+// cvt.rn.bf16.f32 (no .ftz, no .satfinite), and the identity for float32. A NaN p comes from a
+// NaN code (v NaN: the code's own decode, nan_out) or from the product (Inf * 0, a NaN factor:
+// the convert of 0x7FC00000, nan_product); the test is one predicate on p, so that the common
+// path has no branch.
 template <class W>
 __device__ __forceinline__ typename W::storage_t product_out(std::uint32_t v, float f, typename W::storage_t nan_code,
                                                              typename W::storage_t nan_product) {
