@@ -534,8 +534,9 @@ TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's ro
 // multiple of 16 under 16 x 16 blocks: 37 x 70, 40 x 48; row ends inside a 1 x 32 block: 40 x 48).
 // Into bf16 the NVFP4 and MX presets of the block-scaled GEMM from f32 / bf16 run as one kernel
 // (row_fake_kernel), and the test requires that they did: its 16-byte stores where cols % 16 == 0
-// (64 x 128, 16 x 16, 48 x 96, 40 x 48), its element stores where not (37 x 70, 32 x 1) and where
-// the output is not 16-byte aligned (every shape again at d_out + 2 bytes).
+// (64 x 128, 16 x 16, 48 x 96, 40 x 48), its element stores where not (37 x 70, 32 x 1, 24 x 36)
+// and where the output is not 16-byte aligned (every shape again at d_out + 2 bytes). 24 x 36 also
+// takes dequantize_blocks_kernel's four-code steps with vector stores (cols % 4 == 0, not % 16).
 TEST_CASE("fake_quantize_blocks equals lib's dequantize_blocks of quantize_blocks", "[gpu][fp4]") {
     std::vector<Case> cases(std::begin(kCases), std::end(kCases));
     cases.push_back({"nvfp4", fp8kit::Role::gradient});
@@ -545,7 +546,8 @@ TEST_CASE("fake_quantize_blocks equals lib's dequantize_blocks of quantize_block
                                               "nvfp4-torchao-single", "mxfp4", "mxfp4-ocp",
                                               "mxfp4-torchao-floor",  "mxfp8", "mx-ocp"};
     std::set<std::string> one_kernel_kinds;  // the kernel's instantiations run, and 16 x 16 blocks
-    const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {37, 70}, {16, 16}, {32, 1}, {48, 96}, {40, 48}};
+    const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {37, 70}, {16, 16}, {32, 1},
+                                                          {48, 96},  {40, 48}, {24, 36}};
     for (const auto& [rows, cols] : shapes)
         for (Wide w : kInputs) {
             const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 17 + cols));
