@@ -533,6 +533,20 @@ __device__ __forceinline__ Bf16Tables bf16_tables() {
             static_cast<BFloat16::storage_t>(emu::convert<Binary32, BFloat16>(0x7FC00000u, emu::kDecodePolicy))};
 }
 
+// The tensor factor of the argument above, from thread 0 of CTA 0 where it is asked for.
+__device__ __forceinline__ void write_tensor_factor(const ColOut& o, numerics::ScaleRule r,
+                                                    const float* __restrict__ d_global_amax) {
+    if (o.tensor_factor && blockIdx.x == 0 && threadIdx.x == 0)
+        *o.tensor_factor = numerics::rule_tensor_factor(r, numerics::rule_uses_global_amax(r) ? *d_global_amax : 0.0f);
+}
+
+// The block's factor of the argument above: its block part where the tensor factor is asked for,
+// else its scale_inv.
+__device__ __forceinline__ float block_factor(const ColOut& o, numerics::ScaleRule r, const numerics::BlockScale& bs) {
+    return o.block_part ? numerics::rule_block_factor(r, numerics::BlockScale{0.0f, bs.scale_inv, bs.code})
+                        : bs.scale_inv;
+}
+
 // Stores the fake-quantised segment [c, c + 16) of row r (its 16 codes in q, the block's factor f):
 // two 16-byte stores where vec (cols % 16 == 0 and the output 16-byte aligned, so that every
 // segment starts on 32 bytes), else one store per element inside the row.
@@ -615,10 +629,7 @@ __device__ __forceinline__ void row_blocks_body(const void* __restrict__ in, Row
     Bf16Tables bt;
     if constexpr (kFake) {
         bt = bf16_tables<D>();
-        if (o.tensor_factor && blockIdx.x == 0 && threadIdx.x == 0) {
-            const bool uses_global = numerics::rule_uses_global_amax(rule.rule);
-            *o.tensor_factor = numerics::rule_tensor_factor(rule.rule, uses_global ? *d_global_amax : 0.0f);
-        }
+        write_tensor_factor(o, rule.rule, d_global_amax);
     }
     const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned<kStore>(o);
     const std::uint32_t lanes = 1u << g.lanes_log2;
@@ -724,8 +735,7 @@ __device__ __forceinline__ void row_blocks_body(const void* __restrict__ in, Row
         }
         float f = 0.0f;  // kFake: the block's factor
         if constexpr (kFake) {
-            f = o.block_part ? numerics::rule_block_factor(rule.rule, numerics::BlockScale{0.0f, bs.scale_inv, bs.code})
-                             : bs.scale_inv;
+            f = block_factor(o, rule.rule, bs);
         } else if (w == 0) {
             if (o.scale_codes) o.scale_codes[b] = bs.code;
             if (o.scale) o.scale[b] = bs.scale;
@@ -1037,17 +1047,10 @@ __global__ void __launch_bounds__(kThreads)
     using Out = BFloat16::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
-    // dequantize_blocks' tables: each code's value (float32 bits) and its own decode in bf16.
-    constexpr unsigned kCodes = 1u << D::total_bits;
-    __shared__ std::uint32_t value[kCodes];
-    __shared__ Out nan_out[kCodes];
-    fill_code_tables<D, BFloat16>(value, nan_out);
-    const Out nan_product = static_cast<Out>(emu::convert<Binary32, BFloat16>(0x7FC00000u, emu::kDecodePolicy));
-    const bool uses_global = numerics::rule_uses_global_amax(rule.rule);
+    const Bf16Tables bt = bf16_tables<D>();
     numerics::ScaleParams tr = rule;
-    if (uses_global) numerics::set_global_amax(tr, *d_global_amax);
-    if (o.tensor_factor && blockIdx.x == 0 && threadIdx.x == 0)
-        *o.tensor_factor = numerics::rule_tensor_factor(rule.rule, uses_global ? *d_global_amax : 0.0f);
+    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
+    write_tensor_factor(o, rule.rule, d_global_amax);
     const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     const T* x = static_cast<const T*>(in);
     Out* out = static_cast<Out*>(o.out);
@@ -1090,9 +1093,7 @@ __global__ void __launch_bounds__(kThreads)
         const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
         const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
         const Bf16Lane bl = bf16_lane<D, R>(nan_in, bs.scale, ctx);
-        const float f = o.block_part
-                            ? numerics::rule_block_factor(rule.rule, numerics::BlockScale{0.0f, bs.scale_inv, bs.code})
-                            : bs.scale_inv;
+        const float f = block_factor(o, rule.rule, bs);
 #pragma unroll
         for (int j = 0; j < kSegs; ++j) {
             const std::uint32_t rj = r0 + 16 * j;
@@ -1109,7 +1110,7 @@ __global__ void __launch_bounds__(kThreads)
                 const auto code = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
                 if (rj + k < g.rows)
                     out[static_cast<std::size_t>(rj + k) * g.cols + c] =
-                        product_out<BFloat16>(value[code], f, nan_out[code], nan_product);
+                        product_out<BFloat16>(bt.value[code], f, bt.nan_out[code], bt.nan_product);
             }
         }
     }
