@@ -55,15 +55,16 @@ __device__ __forceinline__ void fill_code_tables(std::uint32_t (&value)[N], type
     __syncthreads();
 }
 
-// The output bits of one element of dequantize_blocks_kernel's rule (fake_quantize_blocks.cu; and
-// of col_blocks_kernel, block_rows.cu): the code's value v (float32 bits) and the block's factor f
-// give p = fl32(v * f), then emu::convert<Binary32, W>(p,
-// kDecodePolicy), which for a p that is not a NaN is IEEE roundTiesToEven with overflow to Inf
-// (no_saturate) and subnormals kept: the conversion of the cvt instructions cuda_fp16.h /
-// cuda_bf16.h use, cvt.rn.f16.f32 and cvt.rn.bf16.f32 (no .ftz, no .satfinite), and the identity
-// for float32. A NaN p comes from a NaN code (v NaN: the code's own decode, nan_out) or from the
-// product (Inf * 0, a NaN factor: the convert of 0x7FC00000, nan_product), as the general kernel
-// takes them; the test is one predicate on p, so that the common path has no branch.
+// The output bits of one element of a dequantised code (dequantize_blocks' kernels,
+// fake_quantize_blocks.cu; row_fake_kernel and col_blocks_kernel, block_rows.cu), lib's dequantize
+// rule with the block's factor: the code's value v (float32 bits) and the factor f give
+// p = fl32(v * f), then emu::convert<Binary32, W>(p, kDecodePolicy), which for a p that is not a
+// NaN is IEEE roundTiesToEven with overflow to Inf (no_saturate) and subnormals kept: the
+// conversion of the cvt instructions cuda_fp16.h / cuda_bf16.h use, cvt.rn.f16.f32 and
+// cvt.rn.bf16.f32 (no .ftz, no .satfinite), and the identity for float32. A NaN p comes from a
+// NaN code (v NaN: the code's own decode, nan_out) or from the product (Inf * 0, a NaN factor:
+// the convert of 0x7FC00000, nan_product); the test is one predicate on p, so that the common
+// path has no branch.
 template <class W>
 __device__ __forceinline__ typename W::storage_t product_out(std::uint32_t v, float f, typename W::storage_t nan_code,
                                                              typename W::storage_t nan_product) {
@@ -87,12 +88,24 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                          std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                          float* d_scale_inv, float* d_global_amax, std::uint64_t seed, cudaStream_t stream);
 
+// block_rows.cu: fake_quantize_blocks (blocks.hpp) into bf16 in one kernel (row_fake_kernel), the
+// output and *d_tensor_factor (where not null: the block part as factor, else scale_inv) bit for
+// bit those of quantize_blocks, block_factors_kernel and dequantize_blocks. d_global_amax (one
+// device float) receives the tensor's amax (cuda::amax) where the rule reads it (NVFP4); else it
+// is not touched. Returns false (launching nothing) for what it has no kernel for (block_rows.cu
+// kFakePath): blocks other than 1 x 16, 16 x 16 and 1 x 32, TE's column-wise copy, an empty
+// tensor, inputs other than f32 / bf16, elements other than E2M1 and (1 x 32) E4M3, and the
+// rounding paths the block-scaled recipes do not use.
+bool fake_quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                              void* d_out, float* d_tensor_factor, float* d_global_amax, std::uint64_t seed,
+                              cudaStream_t stream);
+
 // block_rows.cu: fake_quantize_blocks_transposed (fake_quantize.hpp) after its checks, into bf16:
 // X (rows x cols, row-major) read in place, d_out = (fake_quantize_blocks(X^T, spec))^T, with the
 // block part as factor when block_part (and then *d_tensor_factor written), else scale_inv.
 // d_global_amax (one device float) receives X's amax (cuda::amax) where the rule reads it (NVFP4),
 // before the blocks; else it is not touched. Returns false
-// (launching nothing) for what it has no kernel for (block_rows.cu kColPath): blocks other than
+// (launching nothing) for what it has no kernel for (block_rows.cu kFakePath): blocks other than
 // 1 x 16 / 1 x 32, inputs other than f32 / bf16, elements other than E2M1 and (1 x 32) E4M3, and
 // the rounding paths the block-scaled recipes do not use.
 bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,

@@ -9,10 +9,12 @@
 // element.cuh's paths for the FP8 formats, and for E2M1 / E2M3 / E3M2 from the exact steps below,
 // which fall back to emu::convert itself for every element they do not cover.
 #include <algorithm>
+#include <atomic>
 #include <cfloat>
 #include <type_traits>
 
 #include "block_common.cuh"
+#include "fp8kit/cuda/fake_quantize.hpp"
 #include "fp8kit/numerics/block_factor.hpp"
 #include "elementwise.cuh"
 
@@ -496,7 +498,7 @@ struct RowGeom {
     // 2^32 for d < 2^31): three instructions where the division took about twenty per item.
     std::uint32_t div_m, div_l;
     // log2 of the lanes that share a row of a block (kSegs = 1 only): 1 for 1 x 32 blocks taken as
-    // two lanes of 16 (row_blocks_kernel's float32 / float16 MX launches), else 0.
+    // two lanes of 16 (row_blocks_kernel's float32 / float16 FP6 and FP8 launches), else 0.
     std::uint32_t seg_log2;
 };
 
@@ -543,17 +545,121 @@ __device__ __forceinline__ void store_codes(const RowOut& o, const RowGeom& g, b
     }
 }
 
+// ---- fake quantisation in one kernel (row_fake_kernel, col_blocks_kernel) -------------------
+// fake_quantize_blocks (fake_quantize_blocks.cu) into bf16 is quantize_blocks (row_blocks_kernel
+// on the block shapes, formats and paths of kFakePath, all within kFastPath), block_factors_kernel
+// where it writes the tensor factor, then dequantize_blocks. Why a kernel that does all three in
+// one pass writes the same output and tensor factor bit for bit: per block, it
+//  - takes the block's amax, NaN flag, scale and narrow_lane, and its codes (encode_bf16_segment /
+//    encode_block_segment with index0 the stream index of the segment's first element, so that
+//    stochastic rounding draws the same bits), by the steps of row_blocks_kernel's lane:
+//    row_fake_kernel runs the same code (row_blocks_body; the NVFP4 table, Nvfp4Entry, included),
+//    col_blocks_kernel holds the block's elements in the order and form such a lane holds them
+//    (see there);
+//  - writes value(code) times the factor by product_out, the conversion of dequantize_blocks'
+//    kernels (dequantize_blocks16_kernel's; dequantize_blocks_kernel's gives the same bits, see
+//    product_out), from the tables dequantize_blocks fills for the same format
+//    (fill_code_tables<D, BFloat16>), with the factor block_factors_kernel gives where the tensor
+//    factor is asked for (block_part: numerics::rule_block_factor of the block's scale_inv and
+//    scale byte, as quantize_blocks wrote them), else the block's scale_inv itself;
+//  - has thread 0 of CTA 0 write block_factors_kernel's tensor factor, numerics::rule_tensor_factor
+//    of the global amax: cuda::amax's, run before the kernel, where the rule reads it (NVFP4, as
+//    quantize_row_blocks runs it; the elements' max does not depend on the order they are read
+//    in), and 1 for the other rules, whose factor does not read the amax (so the amax the row
+//    kernel folds from the blocks is not needed);
+// and elements past the tensor's edge are the row kernel's +0 padding and store nothing.
+struct ColOut {
+    void* out;  // bf16, rows x cols
+    bool block_part;
+    float* tensor_factor;  // block_part: numerics::rule_tensor_factor, written by thread 0
+};
+
+// dequantize_blocks' tables for D's codes into bf16 (fill_code_tables: each code's value as float32
+// bits, its own decode in bf16) in shared memory, and the bf16 of a NaN product.
+struct Bf16Tables {
+    const std::uint32_t* value;
+    const BFloat16::storage_t* nan_out;
+    BFloat16::storage_t nan_product;
+};
+
+template <class D>
+__device__ __forceinline__ Bf16Tables bf16_tables() {
+    constexpr unsigned kCodes = 1u << D::total_bits;
+    __shared__ std::uint32_t value[kCodes];
+    __shared__ BFloat16::storage_t nan_out[kCodes];
+    fill_code_tables<D, BFloat16>(value, nan_out);
+    return {value, nan_out,
+            static_cast<BFloat16::storage_t>(emu::convert<Binary32, BFloat16>(0x7FC00000u, emu::kDecodePolicy))};
+}
+
+// The tensor factor of the argument above, from thread 0 of CTA 0 where it is asked for.
+__device__ __forceinline__ void write_tensor_factor(const ColOut& o, numerics::ScaleRule r,
+                                                    const float* __restrict__ d_global_amax) {
+    if (o.tensor_factor && blockIdx.x == 0 && threadIdx.x == 0)
+        *o.tensor_factor = numerics::rule_tensor_factor(r, numerics::rule_uses_global_amax(r) ? *d_global_amax : 0.0f);
+}
+
+// The block's factor of the argument above: its block part where the tensor factor is asked for,
+// else its scale_inv.
+__device__ __forceinline__ float block_factor(const ColOut& o, numerics::ScaleRule r, const numerics::BlockScale& bs) {
+    return o.block_part ? numerics::rule_block_factor(r, numerics::BlockScale{0.0f, bs.scale_inv, bs.code})
+                        : bs.scale_inv;
+}
+
+// Stores the fake-quantised segment [c, c + 16) of row r (its 16 codes in q, the block's factor f):
+// two 16-byte stores where vec (cols % 16 == 0 and the output 16-byte aligned, so that every
+// segment starts on 32 bytes), else one store per element inside the row.
+__device__ __forceinline__ void store_bf16(const ColOut& o, const RowGeom& g, bool vec, std::uint32_t r,
+                                           std::uint32_t c, const uint4& q, float f, const Bf16Tables& t) {
+    using Out = BFloat16::storage_t;
+    union {
+        uint4 v[2];
+        Out e[16];
+    } y;
+    const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int k = 0; k < 16; ++k) {
+        const auto code = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
+        y.e[k] = product_out<BFloat16>(t.value[code], f, t.nan_out[code], t.nan_product);
+    }
+    Out* dst = static_cast<Out*>(o.out) + static_cast<std::size_t>(r) * g.cols + c;
+    if (vec) {
+        reinterpret_cast<uint4*>(dst)[0] = y.v[0];
+        reinterpret_cast<uint4*>(dst)[1] = y.v[1];
+    } else {
+#pragma unroll
+        for (int k = 0; k < 16; ++k)
+            if (c + k < g.cols) dst[k] = y.e[k];
+    }
+}
+
+// What row_blocks_body writes: the codes (RowOut; packed: two E2M1 codes a byte) and the blocks'
+// scales, or the fake-quantised bf16 operand (ColOut).
+enum RowStore : int { kStoreCodes, kStorePacked, kStoreBf16 };
+
+// Whether the output takes row_blocks_body's vector stores (with cols % 16 == 0 and the input
+// 16-byte aligned): 16-byte codes, 8-byte packed codes, 32-byte bf16 segments (store_bf16).
+template <int kStore, class O>
+__device__ __forceinline__ bool out_aligned(const O& o) {
+    if constexpr (kStore == kStoreBf16)
+        return aligned16(o.out);
+    else
+        return (reinterpret_cast<std::uintptr_t>(o.codes) & (kStore == kStorePacked ? 7u : 15u)) == 0;
+}
+
 // Item s: block b = s >> lanes_log2 (row-major in the block grid), lane w = s & (lanes - 1) of it,
 // which holds kSegs segments of 16 elements of the block's row w >> seg_log2: the whole row (1 x 32
-// blocks from bf16 are one lane's, so that the rule and the index arithmetic are paid once per 32
-// elements), or its segment w & (2^seg_log2 - 1) (1 x 32 FP6 / FP8 blocks from float32 / float16:
-// two lanes of 16 elements, whose loads are half as far apart; measured faster there).
-// The lanes of a block (its block_rows rows, its row's segments) meet in shuffles. Elements past the tensor's edge read as +0
-// (which changes no amax) and store nothing.
-template <class S, class D, int P, int R, bool kPacked, int kSegs>
-__global__ void __launch_bounds__(kThreads)
-    row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
-                      numerics::ScaleParams rule, const float* __restrict__ d_global_amax, float* amax_out, RowOut o) {
+// blocks are one lane's, so that the rule and the index arithmetic are paid once per 32 elements),
+// or its segment w & (2^seg_log2 - 1) (1 x 32 FP6 / FP8 blocks from float32 / float16: two lanes of
+// 16 elements, whose loads are half as far apart; measured faster there). The lanes of a block (its
+// block_rows rows, its row's segments) meet in shuffles. Elements past the tensor's edge read as +0
+// (which changes no amax) and store nothing. The body of row_blocks_kernel (codes) and
+// row_fake_kernel (the bf16 operand, see above), which differ in the kStore parts only.
+template <class S, class D, int P, int R, int kStore, int kSegs, class O>
+__device__ __forceinline__ void row_blocks_body(const void* __restrict__ in, RowGeom g, ElementCtx ctx,
+                                                const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
+                                                const float* __restrict__ d_global_amax, float* amax_out, O o) {
+    constexpr bool kFake = kStore == kStoreBf16;
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
@@ -581,8 +687,12 @@ __global__ void __launch_bounds__(kThreads)
             __syncthreads();
         }
     }
-    const bool vec =
-        g.cols % 16 == 0 && aligned16(in) && (reinterpret_cast<std::uintptr_t>(o.codes) & (kPacked ? 7u : 15u)) == 0;
+    Bf16Tables bt;
+    if constexpr (kFake) {
+        bt = bf16_tables<D>();
+        write_tensor_factor(o, rule.rule, d_global_amax);
+    }
+    const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned<kStore>(o);
     const std::uint32_t lanes = 1u << g.lanes_log2;
     const std::uint32_t lane = threadIdx.x & 31;
     const std::uint32_t stride = gridDim.x * blockDim.x;
@@ -689,7 +799,10 @@ __global__ void __launch_bounds__(kThreads)
             bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
             bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
         }
-        if (w == 0) {
+        float f = 0.0f;  // kFake: the block's factor
+        if constexpr (kFake) {
+            f = block_factor(o, rule.rule, bs);
+        } else if (w == 0) {
             if (o.scale_codes) o.scale_codes[b] = bs.code;
             if (o.scale) o.scale[b] = bs.scale;
             if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
@@ -704,11 +817,48 @@ __global__ void __launch_bounds__(kThreads)
                 q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
             else
                 q = encode_wide_segment<S, D, P, R>(e[j], bs.scale, bl, ctx, index0);
-            store_codes<kPacked>(o, g, vec, r, c, q);
+            if constexpr (kFake)
+                store_bf16(o, g, vec, r, c, q, f, bt);
+            else
+                store_codes<kStore == kStorePacked>(o, g, vec, r, c, q);
         }
     }
     if (amax_out) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
 }
+
+template <class S, class D, int P, int R, bool kPacked, int kSegs>
+__global__ void __launch_bounds__(kThreads)
+    row_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                      numerics::ScaleParams rule, const float* __restrict__ d_global_amax, float* amax_out, RowOut o) {
+    row_blocks_body<S, D, P, R, kPacked ? kStorePacked : kStoreCodes, kSegs>(in, g, ctx, table, rule, d_global_amax,
+                                                                             amax_out, o);
+}
+
+// fake_quantize_blocks into bf16 in one pass: row_blocks_body writing the operand (see above); no
+// tensor amax (the factors do not read it where the rule does not read cuda::amax's).
+template <class S, class D, int P, int R, int kSegs>
+__global__ void __launch_bounds__(kThreads)
+    row_fake_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                    numerics::ScaleParams rule, const float* __restrict__ d_global_amax, ColOut o) {
+    row_blocks_body<S, D, P, R, kStoreBf16, kSegs>(in, g, ctx, table, rule, d_global_amax, nullptr, o);
+}
+
+// The instantiations of row_fake_kernel and col_blocks_kernel: f32 and bf16 inputs, and the element
+// paths of the NVFP4 and MX recipes fp8kit.torch's block-scaled GEMM takes: E2M1 under every
+// rounding the policy reads at run time (nearest-even and the others but stochastic: R < 0) in
+// 16-element rows of blocks (kSegs 1: NVFP4's 1 x 16, and for the row kernel TE's 16 x 16 weights)
+// and 1 x 32 (MXFP4), stochastic E2M1 in 16-element rows (the nvfp4 preset's gradients), and E4M3
+// nearest-even, saturating, canonical NaN in 1 x 32 (kCvt: the mxfp8 and mx-ocp presets' policy).
+// Everything else is refused (fake_quantize_blocks_transposed) or takes quantize_blocks and
+// dequantize_blocks (fake_quantize_blocks), so that this file's compile time grows by eight kernels
+// a kind only: on the 2-core dev machine its sm_90 -O3 build took 36 s of CPU before the column
+// kernels and 38-40 s with them; kCvtFix (torchao's E4M3 policy, whose rules the block-scaled
+// model does not take) and f16 inputs added about 20 s more.
+template <class S, class D, int P, int R, int kSegs>
+constexpr bool kFakePath = !std::is_same_v<S, Binary16> && kFastPath<D, P, R> &&
+                           (std::is_same_v<D, emu::E2M1>   ? (R < 0 || kSegs == 1)
+                            : std::is_same_v<D, emu::E4M3> ? P == kCvt && kSegs == 2
+                                                           : false);
 
 // One launch of row_blocks_kernel<S, D, P, R, kPacked, kSegs> with its arguments.
 template <class S, class D, int P, int R>
@@ -734,6 +884,9 @@ struct RowLaunch {
 
 // The cap set_row_blocks_grid_cap sets (0: none).
 unsigned g_grid_cap = 0;
+
+// fake_quantize_row_blocks' launches (fake_quantize_blocks_one_kernel_calls).
+std::atomic<std::uint64_t> g_row_fake_calls{0};
 
 // Items per thread where several were measured faster (grid_for_path gives one). A thread's first item
 // pays the kernel's prologue (the parameters, the vector test, the NVFP4 rules' 1 / global amax
@@ -766,6 +919,30 @@ unsigned row_blocks_grid(std::size_t items, bool several) {
     return g_grid_cap != 0 && grid > g_grid_cap ? g_grid_cap : grid;
 }
 
+// The geometry of row_blocks_body for blocks of 1 or 16 rows by 16 or 32 columns and a tensor of
+// rows x cols, both nonzero, with two lanes a row of a 1 x 32 block where split (seg_log2 1; the
+// launch's kSegs is then 1); false where the item count reaches 2^31 or cols does.
+bool row_geom(const BlockSpec& spec, std::size_t rows, std::size_t cols, bool split, RowGeom& g) {
+    const std::size_t grid_rows = (rows + spec.block_rows - 1) / spec.block_rows;
+    const std::size_t grid_cols = (cols + spec.block_cols - 1) / spec.block_cols;
+    const std::uint32_t seg_log2 = split ? 1 : 0;
+    const std::uint32_t lanes_log2 = (spec.block_rows == 16 ? 4 : 0) + seg_log2;
+    const std::size_t items = (grid_rows * grid_cols) << lanes_log2;
+    if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31))
+        return false;
+    g = RowGeom{static_cast<std::uint32_t>(rows),
+                static_cast<std::uint32_t>(cols),
+                static_cast<std::uint32_t>(spec.block_rows),
+                lanes_log2,
+                static_cast<std::uint32_t>(grid_cols),
+                static_cast<std::uint32_t>(items),
+                0,
+                0,
+                seg_log2};
+    set_divisor(g, static_cast<std::uint32_t>(grid_cols));
+    return true;
+}
+
 }  // namespace
 
 bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
@@ -777,30 +954,16 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
         FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));  // amax of nothing: +0
         return true;
     }
-    const std::size_t grid_rows = (rows + spec.block_rows - 1) / spec.block_rows;
-    const std::size_t grid_cols = (cols + spec.block_cols - 1) / spec.block_cols;
     // 1 x 32 blocks of FP6 and FP8 from float32 / float16: two lanes of 16 a block
     // (RowGeom::seg_log2). Measured on the H200 (docs/performance.md): MXFP8 from float32 87.5 ->
     // 93.5% of copy, MXFP6 84 -> 85%, but packed MXFP4 82.8 -> 68.6%, which keeps one lane a
     // block.
     const bool wide = spec.block_cols == 32;
-    const std::uint32_t seg_log2 =
-        wide && spec.block_rows == 1 && from != Wide::bf16 && spec.format != Format::e2m1 ? 1 : 0;
-    const std::uint32_t lanes_log2 = (spec.block_rows == 16 ? 4 : 0) + seg_log2;
-    const std::size_t items = (grid_rows * grid_cols) << lanes_log2;
-    if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31))
-        return false;
-    RowGeom g{static_cast<std::uint32_t>(rows),
-              static_cast<std::uint32_t>(cols),
-              static_cast<std::uint32_t>(spec.block_rows),
-              lanes_log2,
-              static_cast<std::uint32_t>(grid_cols),
-              static_cast<std::uint32_t>(items),
-              0,
-              0,
-              seg_log2};
-    set_divisor(g, static_cast<std::uint32_t>(grid_cols));
-    const int segs = wide && seg_log2 == 0 ? 2 : 1;  // a lane's segments (kSegs)
+    const bool split = wide && spec.block_rows == 1 && from != Wide::bf16 && spec.format != Format::e2m1;
+    RowGeom g;
+    if (!row_geom(spec, rows, cols, split, g)) return false;
+    const std::size_t items = g.items;
+    const int segs = wide && !split ? 2 : 1;  // a lane's segments (kSegs)
     const numerics::ScaleParams rule =
         numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
     const RowOut o{d_codes, d_scale_codes, d_scale, d_scale_inv};
@@ -868,6 +1031,71 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     return launched;
 }
 
+bool fake_quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                              void* d_out, float* d_tensor_factor, float* d_global_amax, std::uint64_t seed,
+                              cudaStream_t stream) {
+    const bool shape = (spec.block_rows == 1 && (spec.block_cols == 16 || spec.block_cols == 32)) ||
+                       (spec.block_rows == 16 && spec.block_cols == 16);
+    if (!shape || spec.columnwise_rht || rows == 0 || cols == 0) return false;
+    if (!(spec.format == Format::e2m1 || spec.format == Format::e4m3) || !(from == Wide::f32 || from == Wide::bf16))
+        return false;
+    RowGeom g;
+    if (!row_geom(spec, rows, cols, false, g)) return false;
+    const bool wide = spec.block_cols == 32;
+    bool path = false;
+    with_input(from, [&](auto si) {
+        with_cast_format(spec.format, [&](auto di) {
+            using S = std::decay_t<decltype(si)>;
+            using D = std::decay_t<decltype(di)>;
+            with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                path = wide ? kFakePath<S, D, P, R, 2> : kFakePath<S, D, P, R, 1>;
+            });
+            return 0;
+        });
+    });
+    if (!path) return false;
+    // The global amax where the rule reads it (NVFP4), before the blocks, as quantize_row_blocks.
+    if (numerics::rule_uses_global_amax(spec.rule)) fp8kit::cuda::amax(from, in, rows * cols, d_global_amax, stream);
+    const numerics::ScaleParams rule =
+        numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
+    const std::uint8_t* table = element_table(spec.format, spec.policy, stream);
+    const ElementCtx ctx{spec.policy, nullptr, seed};
+    const ColOut o{d_out, d_tensor_factor != nullptr, d_tensor_factor};
+    bool launched = false;
+    with_input(from, [&](auto si) {
+        with_cast_format(spec.format, [&](auto di) {
+            using S = std::decay_t<decltype(si)>;  // std::decay_t: see quantize_row_blocks
+            using D = std::decay_t<decltype(di)>;
+            with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
+                constexpr int P = decltype(p)::value, R = decltype(r)::value;
+                constexpr std::size_t smem = element_smem<D, P>();
+                const unsigned grid = row_blocks_grid<P, R>(g.items, several_items(spec, from));
+                // Literal template arguments per launch (tests/gpu/host_launches.sh).
+                if constexpr (kFakePath<S, D, P, R, 2>) {
+                    if (wide) {
+                        launched = true;
+                        row_fake_kernel<S, D, P, R, 2>
+                            <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
+                    }
+                }
+                if constexpr (kFakePath<S, D, P, R, 1>) {
+                    if (!wide) {
+                        launched = true;
+                        row_fake_kernel<S, D, P, R, 1>
+                            <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
+                    }
+                }
+            });
+            return 0;
+        });
+    });
+    if (!launched) return false;
+    check_launch("row_fake_kernel");
+    g_row_fake_calls.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
 namespace {
 
 // ---- fake quantisation of a transposed operand (fake_quantize_blocks_transposed) -----------
@@ -875,30 +1103,17 @@ namespace {
 // block bi of X^T's row c is X's rows [B bi, B bi + B) of column c. Item s is that block for
 // bi = s / cols, c = s % cols (RowGeom's division with grid_cols = cols), so the lanes of a warp
 // take adjacent columns and each of their loads and stores (at stride cols) is coalesced.
-// Why the output is (fake_quantize_blocks(X^T))^T bit for bit: fake_quantize_blocks(X^T) is
-// quantize_blocks of X^T (row_blocks_kernel on these shapes, formats and paths: kFastPath), then
-// block_factors_kernel and dequantize_blocks. Per block, this kernel
-//  - holds the block's elements in the order and form the row kernel's lane holds them (element k
-//    of segment j is X^T[c][B bi + 16 j + k] = X[B bi + 16 j + k][c]; bf16 as the words that lane
-//    assembles where it cannot take the 16-byte loads; rows past the edge as +0, the row kernel's
-//    padding of X^T's partial last block), so the amax (bf16_words_amax / elements_amax), the NaN
-//    flag and numerics::rule_block_amax are the row kernel's;
-//  - takes the scale from numerics::rule_scale with the tensor's numbers (the row kernel's
-//    fallback; its NVFP4 table gives rule_scale's result, Nvfp4Entry), and narrow_lane from it;
-//  - takes the codes from encode_bf16_segment / encode_block_segment with index0 = c rows +
-//    B bi + 16 j, the stream index of X^T's element (c, B bi + 16 j) (blocks.hpp: element (r', c')
-//    of X^T, whose rows are `rows` long, has index r' rows + c'), so stochastic rounding draws the
-//    same bits;
-//  - writes value(code) times the factor by product_out, the conversion of dequantize_blocks'
-//    kernels, with the factor block_factors_kernel gives (numerics::rule_block_factor of the block's
-//    scale_inv and scale byte) or scale_inv itself, and the tensor factor of the same global amax
-//    (cuda::amax reads the same elements in another order; the max does not depend on it).
-struct ColOut {
-    void* out;  // bf16, rows x cols
-    bool block_part;
-    float* tensor_factor;  // block_part: numerics::rule_tensor_factor, written by thread 0
-};
-
+// Why the output is (fake_quantize_blocks(X^T))^T bit for bit: the argument above the fused
+// kernels (row_fake_kernel), for X^T's blocks, where this kernel holds a block's elements in the
+// order and form row_blocks_kernel's lane holds them: element k of segment j is
+// X^T[c][B bi + 16 j + k] = X[B bi + 16 j + k][c]; bf16 as the words that lane assembles where it
+// cannot take the 16-byte loads; rows past the edge as +0, the row kernel's padding of X^T's
+// partial last block. So the amax (bf16_words_amax / elements_amax; the row kernel folds the same
+// max_abs in as it loads), the NaN flag and numerics::rule_block_amax are the row kernel's; the
+// scale is numerics::rule_scale's with the tensor's numbers (the row kernel's fallback; its NVFP4
+// table gives rule_scale's result, Nvfp4Entry); and index0 = c rows + B bi + 16 j is the stream
+// index of X^T's element (c, B bi + 16 j) (blocks.hpp: element (r', c') of X^T, whose rows are
+// `rows` long, has index r' rows + c').
 template <class S, class D, int P, int R, int kSegs>
 __global__ void __launch_bounds__(kThreads)
     col_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
@@ -907,17 +1122,10 @@ __global__ void __launch_bounds__(kThreads)
     using Out = BFloat16::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
-    // dequantize_blocks' tables: each code's value (float32 bits) and its own decode in bf16.
-    constexpr unsigned kCodes = 1u << D::total_bits;
-    __shared__ std::uint32_t value[kCodes];
-    __shared__ Out nan_out[kCodes];
-    fill_code_tables<D, BFloat16>(value, nan_out);
-    const Out nan_product = static_cast<Out>(emu::convert<Binary32, BFloat16>(0x7FC00000u, emu::kDecodePolicy));
-    const bool uses_global = numerics::rule_uses_global_amax(rule.rule);
+    const Bf16Tables bt = bf16_tables<D>();
     numerics::ScaleParams tr = rule;
-    if (uses_global) numerics::set_global_amax(tr, *d_global_amax);
-    if (o.tensor_factor && blockIdx.x == 0 && threadIdx.x == 0)
-        *o.tensor_factor = numerics::rule_tensor_factor(rule.rule, uses_global ? *d_global_amax : 0.0f);
+    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
+    write_tensor_factor(o, rule.rule, d_global_amax);
     const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     const T* x = static_cast<const T*>(in);
     Out* out = static_cast<Out*>(o.out);
@@ -960,9 +1168,7 @@ __global__ void __launch_bounds__(kThreads)
         const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
         const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
         const NarrowLane bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
-        const float f = o.block_part
-                            ? numerics::rule_block_factor(rule.rule, numerics::BlockScale{0.0f, bs.scale_inv, bs.code})
-                            : bs.scale_inv;
+        const float f = block_factor(o, rule.rule, bs);
 #pragma unroll
         for (int j = 0; j < kSegs; ++j) {
             const std::uint32_t rj = r0 + 16 * j;
@@ -979,26 +1185,11 @@ __global__ void __launch_bounds__(kThreads)
                 const auto code = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
                 if (rj + k < g.rows)
                     out[static_cast<std::size_t>(rj + k) * g.cols + c] =
-                        product_out<BFloat16>(value[code], f, nan_out[code], nan_product);
+                        product_out<BFloat16>(bt.value[code], f, bt.nan_out[code], bt.nan_product);
             }
         }
     }
 }
-
-// The instantiations of col_blocks_kernel: f32 and bf16 inputs, and the element paths of the NVFP4
-// and MX recipes fp8kit.torch's block-scaled GEMM takes: E2M1 under every rounding the policy reads
-// at run time (nearest-even and the others but stochastic: R < 0) in 1 x 16 blocks (NVFP4) and 1 x
-// 32 (MXFP4), stochastic E2M1 in 1 x 16 (the nvfp4 preset's gradients), and E4M3 nearest-even,
-// saturating, canonical NaN in 1 x 32 (kCvt: the mxfp8 and mx-ocp presets' policy). Everything
-// else is refused (fake_quantize_blocks_transposed), so that this file's compile time grows by
-// eight kernels only: on the 2-core dev machine its sm_90 -O3 build took 36 s of CPU before them
-// and 38-40 s with them; kCvtFix (torchao's E4M3 policy, whose rules the block-scaled model does
-// not take) and f16 inputs added about 20 s more.
-template <class S, class D, int P, int R, int kSegs>
-constexpr bool kColPath = !std::is_same_v<S, Binary16> && kFastPath<D, P, R> &&
-                          (std::is_same_v<D, emu::E2M1>   ? (R < 0 || kSegs == 1)
-                           : std::is_same_v<D, emu::E4M3> ? P == kCvt && kSegs == 2
-                                                          : false);
 
 }  // namespace
 
@@ -1027,7 +1218,7 @@ bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, 
             using D = std::decay_t<decltype(di)>;
             with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
                 constexpr int P = decltype(p)::value, R = decltype(r)::value;
-                path = wide ? kColPath<S, D, P, R, 2> : kColPath<S, D, P, R, 1>;
+                path = wide ? kFakePath<S, D, P, R, 2> : kFakePath<S, D, P, R, 1>;
             });
             return 0;
         });
@@ -1046,14 +1237,14 @@ bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, 
                 // At least one CTA, so that an empty tensor's tensor factor is written.
                 const unsigned grid = items > 0 ? grid_for_path<P, R>(items) : 1;
                 // Literal template arguments per launch (tests/gpu/host_launches.sh).
-                if constexpr (kColPath<S, D, P, R, 2>) {
+                if constexpr (kFakePath<S, D, P, R, 2>) {
                     if (wide) {
                         launched = true;
                         col_blocks_kernel<S, D, P, R, 2>
                             <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
                     }
                 }
-                if constexpr (kColPath<S, D, P, R, 1>) {
+                if constexpr (kFakePath<S, D, P, R, 1>) {
                     if (!wide) {
                         launched = true;
                         col_blocks_kernel<S, D, P, R, 1>
@@ -1077,6 +1268,10 @@ unsigned set_row_blocks_grid_cap(unsigned ctas) {
     const unsigned old = detail::g_grid_cap;
     detail::g_grid_cap = ctas;
     return old;
+}
+
+std::uint64_t fake_quantize_blocks_one_kernel_calls() {
+    return detail::g_row_fake_calls.load(std::memory_order_relaxed);
 }
 
 }  // namespace fp8kit::cuda

@@ -26,7 +26,8 @@ struct BlockGrid {
 
 // out[r][c] = to(fl32(value(code) * factor[block of (r, c)])): dequantize's rule (device.cu
 // dequant_entry) with the block's factor. A NaN code gives its own decode in `to`; a NaN product
-// (an Inf code times 0, a NaN factor) gives 0x7FC00000 first.
+// (an Inf code times 0, a NaN factor) gives 0x7FC00000 first. Each element by product_out, where
+// the rule is written once (block_common.cuh; it says why its cvt is emu's conversion).
 template <class F, class W>
 __global__ void __launch_bounds__(kThreads)
     dequantize_blocks_kernel(const std::uint8_t* __restrict__ in, void* __restrict__ out, BlockGrid g,
@@ -35,6 +36,7 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ std::uint32_t value[256];
     __shared__ Out nan_out[256];
     fill_code_tables<F, W>(value, nan_out);
+    const Out nan_product = static_cast<Out>(emu::convert<Binary32, W>(0x7FC00000u, emu::kDecodePolicy));
     Out* o = static_cast<Out*>(out);
     const std::uint64_t n = std::uint64_t{g.rows} * g.cols;
     const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
@@ -63,14 +65,7 @@ __global__ void __launch_bounds__(kThreads)
         } y;
         for (int k = 0; k < per; ++k) {
             const auto code = static_cast<std::uint8_t>(codes >> (8 * k));
-            const std::uint32_t v = value[code];
-            if (is_nan_bits<Binary32>(v)) {
-                y.e[k] = nan_out[code];
-            } else {
-                const float p = __fmul_rn(__uint_as_float(v), f);
-                const std::uint32_t pb = (p != p) ? 0x7FC00000u : __float_as_uint(p);
-                y.e[k] = static_cast<Out>(emu::convert<Binary32, W>(pb, emu::kDecodePolicy));
-            }
+            y.e[k] = product_out<W>(value[code], f, nan_out[code], nan_product);
         }
         if (vec) {
             reinterpret_cast<decltype(y.v)*>(o)[s] = y.v;
@@ -82,8 +77,7 @@ __global__ void __launch_bounds__(kThreads)
 
 // dequantize_blocks_kernel's rule over segments of 16 codes that lie in one row and one block
 // (cols and block_cols multiples of 16, codes and output 16-byte aligned: the host checks): one
-// 16-byte load of codes, one factor and one row division per segment, 16-byte stores, and the
-// conversion by cvt (product_out) instead of the general conversion, the same bits.
+// 16-byte load of codes, one factor and one row division per segment, 16-byte stores.
 template <class F, class W>
 __global__ void __launch_bounds__(kThreads)
     dequantize_blocks16_kernel(const std::uint8_t* __restrict__ in, void* __restrict__ out, BlockGrid g,
@@ -201,11 +195,17 @@ void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std:
     // The codes' shape: TE's column-wise copy (columnwise_rht) is cols x rows.
     const std::size_t qr = spec.columnwise_rht ? cols : rows, qc = spec.columnwise_rht ? rows : cols;
     const BlockGrid g = grid_of(qr, qc, spec.block_rows, spec.block_cols);
+    auto* global_amax = static_cast<float*>(scratch_alloc(sizeof(float), s));
+    // The block-scaled GEMM's operands (bf16, NVFP4 and MX blocks): one kernel, the same bits.
+    if (to == Wide::bf16 &&
+        fake_quantize_row_blocks(spec, from, in, rows, cols, d_out, d_tensor_factor, global_amax, seed, s)) {
+        scratch_free(global_amax, s);
+        return;
+    }
     const std::size_t blocks = std::size_t{(g.rows + g.block_rows - 1) / g.block_rows} * g.grid_cols;
     auto* codes = static_cast<std::uint8_t*>(scratch_alloc(qr * qc, s));
     auto* scale_codes = static_cast<std::uint8_t*>(scratch_alloc(blocks, s));
     auto* factor = static_cast<float*>(scratch_alloc(blocks * sizeof(float), s));
-    auto* global_amax = static_cast<float*>(scratch_alloc(sizeof(float), s));
     quantize_blocks(spec, from, in, rows, cols, codes, false, scale_codes, nullptr, factor, global_amax, seed, stream);
     if (d_tensor_factor) {  // also for an empty tensor (blocks 0): the tensor factor is written
         block_factors_kernel<<<grid_per_item(blocks > 0 ? blocks : 1), kThreads, 0, s>>>(

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -529,11 +530,24 @@ TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's ro
 // lib's quantize_blocks, bytes for bytes, into float32, float16 and bfloat16: the dequantised
 // values (each block's scale_inv), and the block-scaled GEMM operand (the block part) with its
 // tensor factor (lib's tensor_factor). Every preset of kCases, the nvfp4 preset's gradient role
-// (stochastic rounding, TE's column-wise copy after the RHT), partial edge blocks.
+// (stochastic rounding, TE's column-wise copy after the RHT), partial edge blocks (rows not a
+// multiple of 16 under 16 x 16 blocks: 37 x 70, 40 x 48; row ends inside a 1 x 32 block: 40 x 48).
+// Into bf16 the NVFP4 and MX presets of the block-scaled GEMM from f32 / bf16 run as one kernel
+// (row_fake_kernel), and the test requires that they did: its 16-byte stores where cols % 16 == 0
+// (64 x 128, 16 x 16, 48 x 96, 40 x 48), its element stores where not (37 x 70, 32 x 1, 24 x 36)
+// and where the output is not 16-byte aligned (every shape again at d_out + 2 bytes). 24 x 36 also
+// takes dequantize_blocks_kernel's four-code steps with vector stores (cols % 4 == 0, not % 16).
 TEST_CASE("fake_quantize_blocks equals lib's dequantize_blocks of quantize_blocks", "[gpu][fp4]") {
     std::vector<Case> cases(std::begin(kCases), std::end(kCases));
     cases.push_back({"nvfp4", fp8kit::Role::gradient});
-    const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {37, 70}, {16, 16}, {32, 1}};
+    // The presets whose roles take the one kernel (fake_quantize.hpp), where columnwise_rht is off:
+    // not MXFP6 (E2M3 / E3M2) or torchao's MXFP8 policy.
+    const std::set<std::string> one_kernel = {"nvfp4-rowwise",        "nvfp4", "nvfp4-torchao",
+                                              "nvfp4-torchao-single", "mxfp4", "mxfp4-ocp",
+                                              "mxfp4-torchao-floor",  "mxfp8", "mx-ocp"};
+    std::set<std::string> one_kernel_kinds;  // the kernel's instantiations run, and 16 x 16 blocks
+    const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {37, 70}, {16, 16}, {32, 1},
+                                                          {48, 96},  {40, 48}, {24, 36}};
     for (const auto& [rows, cols] : shapes)
         for (Wide w : kInputs) {
             const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 17 + cols));
@@ -547,18 +561,34 @@ TEST_CASE("fake_quantize_blocks equals lib's dequantize_blocks of quantize_block
                                          br.epsilon, br.pow2, br.value_for_inf, br.columnwise_rht};
                 const fp8kit::BlockQuantized q = fp8kit::quantize_blocks(bytes.data(), w, rows, cols, br, 9);
                 for (Wide to : kInputs)
-                    for (bool block_part : {false, true}) {
-                        INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " -> "
-                                      << fp8kit::name(to) << " " << rows << "x" << cols
-                                      << (block_part ? " block part" : ""));
-                        const std::vector<std::uint8_t> want = fp8kit::dequantize_blocks(q, br, to, block_part);
-                        cu::fake_quantize_blocks(spec, w, din.p, rows, cols, to, dout.p,
-                                                 block_part ? dtf.as<float>() : nullptr, 9);
-                        REQUIRE(mismatches(host<std::uint8_t>(dout.p, want.size()), want) == 0);
-                        if (block_part) REQUIRE(b_of(host<float>(dtf.p, 1)[0]) == b_of(fp8kit::tensor_factor(q, br)));
-                    }
+                    for (bool block_part : {false, true})
+                        for (std::size_t offset : {0, 2}) {  // bytes: d_out 16-byte aligned, or not (bf16)
+                            if (offset != 0 && to != Wide::bf16) continue;
+                            INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w)
+                                          << " -> " << fp8kit::name(to) << " " << rows << "x" << cols
+                                          << (block_part ? " block part" : "") << " d_out + " << offset);
+                            const std::vector<std::uint8_t> want = fp8kit::dequantize_blocks(q, br, to, block_part);
+                            void* out = dout.as<std::uint8_t>() + offset;
+                            const std::uint64_t before = cu::fake_quantize_blocks_one_kernel_calls();
+                            cu::fake_quantize_blocks(spec, w, din.p, rows, cols, to, out,
+                                                     block_part ? dtf.as<float>() : nullptr, 9);
+                            const bool one = to == Wide::bf16 && w != Wide::f16 && !br.columnwise_rht &&
+                                             one_kernel.count(k.preset) > 0;
+                            REQUIRE(cu::fake_quantize_blocks_one_kernel_calls() - before == (one ? 1u : 0u));
+                            if (one)
+                                one_kernel_kinds.insert(
+                                    std::string(fp8kit::name(w)) + " " + std::to_string(static_cast<int>(br.format)) +
+                                    " " + std::to_string(br.block_rows) + "x" + std::to_string(br.block_cols) +
+                                    (br.policy.rounding == Rounding::stochastic ? " sr" : ""));
+                            REQUIRE(mismatches(host<std::uint8_t>(out, want.size()), want) == 0);
+                            if (block_part)
+                                REQUIRE(b_of(host<float>(dtf.p, 1)[0]) == b_of(fp8kit::tensor_factor(q, br)));
+                        }
             }
         }
+    // f32 and bf16 inputs each: e2m1 in 1 x 16 (nearest, stochastic), 16 x 16 and 1 x 32, e4m3 in 1 x 32.
+    INFO(one_kernel_kinds.size() << " kinds ran as one kernel");
+    REQUIRE(one_kernel_kinds.size() == 10);
 }
 
 // The operand X^T fake-quantised where X lies (cuda::fake_quantize_blocks_transposed, the wgrad and

@@ -28,8 +28,17 @@ void dequantize_blocks(Format from, Wide to, const std::uint8_t* d_codes, std::s
 //     two), and *d_tensor_factor (one device float) receives numerics::rule_tensor_factor of the
 //     tensor's amax: the operand a block-scaled GEMM sees, exact in bfloat16 under the NVFP4 and
 //     MX rules, and the factor its epilogue applies.
+// Into bf16, with the NVFP4 and MX blocks and element paths of fp8kit.torch's block-scaled GEMM
+// (1 x 16, 16 x 16 and 1 x 32 blocks of e2m1, stochastic rounding in 16-wide blocks only; 1 x 32
+// blocks of e4m3 rounded to nearest, saturating, canonical NaN; f32 / bf16 inputs; no
+// columnwise_rht), the three steps run as one kernel (cuda/src/block_rows.cu row_fake_kernel),
+// with the same output and tensor factor bit for bit.
 void fake_quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols, Wide to,
                           void* d_out, float* d_tensor_factor, std::uint64_t seed = 0, Stream stream = nullptr);
+
+// For tests: how many fake_quantize_blocks calls (process-wide, since the library was loaded) ran
+// as the one kernel described there rather than as quantize_blocks and dequantize_blocks.
+std::uint64_t fake_quantize_blocks_one_kernel_calls();
 
 // fake_quantize_blocks of X^T read where it lies, written in X's layout: X is rows x cols (row-major,
 // contiguous), and d_out (bf16, rows x cols) receives (fake_quantize_blocks(spec, X^T, ..., to =
