@@ -310,13 +310,20 @@ __device__ __forceinline__ bool mx_narrow_f32_four(const std::uint32_t (&x)[4], 
     return true;
 }
 
+// Whether a lane of kSegs segments of D from float32 takes mx_narrow_f32_four: measured on the H200
+// (docs/performance.md) from float32, NVFP4 91.9 -> 94.9% (torchao) and 93.7 -> 96.7% (TE) of its
+// floor, MXFP6 84 -> 88% of copy, but MXFP4 (two E2M1 segments a lane) 82.8 -> 80%, which keeps
+// encode_block_segment.
+template <class D, int kSegs>
+constexpr bool kF32Twin = kMxNarrow<D> && !(std::is_same_v<D, emu::E2M1> && kSegs == 2);
+
 // Codes of one float32 / float16 segment at the block's scale: float32 groups of the narrow
-// formats under nearest-even by mx_narrow_f32_four where the lane allows it (l.narrow), every
-// other group and path as encode_block_segment.
-template <class S, class D, int P, int R>
+// formats under nearest-even by mx_narrow_f32_four where the lane allows it (l.narrow, and
+// kF32Twin), every other group and path as encode_block_segment.
+template <class S, class D, int P, int R, int kSegs>
 __device__ __forceinline__ uint4 encode_wide_segment(const typename S::storage_t (&e)[16], float scale,
                                                      const NarrowLane& l, const ElementCtx& c, std::uint64_t index0) {
-    if constexpr (kMxNarrow<D> && R < 0 && std::is_same_v<S, Binary32>) {
+    if constexpr (kF32Twin<D, kSegs> && R < 0 && std::is_same_v<S, Binary32>) {
         if (l.narrow) {
             std::uint32_t w[4];
 #pragma unroll
@@ -816,7 +823,7 @@ __device__ __forceinline__ void row_blocks_body(const void* __restrict__ in, Row
             if constexpr (kBf16Words<S>)
                 q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
             else
-                q = encode_wide_segment<S, D, P, R>(e[j], bs.scale, bl, ctx, index0);
+                q = encode_wide_segment<S, D, P, R, kSegs>(e[j], bs.scale, bl, ctx, index0);
             if constexpr (kFake)
                 store_bf16(o, g, vec, r, c, q, f, bt);
             else
@@ -1178,7 +1185,7 @@ __global__ void __launch_bounds__(kThreads)
             if constexpr (kBf16Words<S>)
                 q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
             else
-                q = encode_wide_segment<S, D, P, R>(e[j], bs.scale, bl, ctx, index0);
+                q = encode_wide_segment<S, D, P, R, kSegs>(e[j], bs.scale, bl, ctx, index0);
             const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
             for (int k = 0; k < 16; ++k) {
