@@ -34,6 +34,7 @@ cp "$ROOT"/python/src/*.cpp "$ROOT"/python/src/*.hpp "$BUNDLE/src/"
 cp -r "$ROOT/python/fp8kit" "$BUNDLE/pkg/"
 cp "$ROOT"/tests/python/{conftest.py,test_device_arrays.py,test_torch.py,test_torch_linear.py} "$BUNDLE/tests/"
 cp "$ROOT/bench/torch_monitor_overhead.py" "$ROOT/bench/torch_monitor_profile.py" "$ROOT/bench/torch_fake_quant_step.py" \
+   "$ROOT/bench/torch_fake_quant_profile.py" \
    "$ROOT/scripts/gpu/bench_blockscaled_transposed.py" "$ROOT/cuda/tools/bench_blocks_torchao.py" "$BUNDLE/bench/"
 cat > "$BUNDLE/build_module.sh" <<'SH'
 #!/usr/bin/env bash
