@@ -1038,16 +1038,12 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     return launched;
 }
 
-bool fake_quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
-                              void* d_out, float* d_tensor_factor, float* d_global_amax, std::uint64_t seed,
-                              cudaStream_t stream) {
-    const bool shape = (spec.block_rows == 1 && (spec.block_cols == 16 || spec.block_cols == 32)) ||
-                       (spec.block_rows == 16 && spec.block_cols == 16);
-    if (!shape || spec.columnwise_rht || rows == 0 || cols == 0) return false;
-    if (!(spec.format == Format::e2m1 || spec.format == Format::e4m3) || !(from == Wide::f32 || from == Wide::bf16))
-        return false;
-    RowGeom g;
-    if (!row_geom(spec, rows, cols, false, g)) return false;
+namespace {
+
+// Whether row_fake_kernel and col_blocks_kernel have an instantiation for spec's element path from
+// `from` (kFakePath), so that the callers launch nothing, the global amax included, where they
+// have none.
+bool has_fake_path(const BlockSpec& spec, Wide from) {
     const bool wide = spec.block_cols == 32;
     bool path = false;
     with_input(from, [&](auto si) {
@@ -1061,7 +1057,23 @@ bool fake_quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, 
             return 0;
         });
     });
-    if (!path) return false;
+    return path;
+}
+
+}  // namespace
+
+bool fake_quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                              void* d_out, float* d_tensor_factor, float* d_global_amax, std::uint64_t seed,
+                              cudaStream_t stream) {
+    const bool shape = (spec.block_rows == 1 && (spec.block_cols == 16 || spec.block_cols == 32)) ||
+                       (spec.block_rows == 16 && spec.block_cols == 16);
+    if (!shape || spec.columnwise_rht || rows == 0 || cols == 0) return false;
+    if (!(spec.format == Format::e2m1 || spec.format == Format::e4m3) || !(from == Wide::f32 || from == Wide::bf16))
+        return false;
+    RowGeom g;
+    if (!row_geom(spec, rows, cols, false, g)) return false;
+    const bool wide = spec.block_cols == 32;
+    if (!has_fake_path(spec, from)) return false;
     // The global amax where the rule reads it (NVFP4), before the blocks, as quantize_row_blocks.
     if (numerics::rule_uses_global_amax(spec.rule)) fp8kit::cuda::amax(from, in, rows * cols, d_global_amax, stream);
     const numerics::ScaleParams rule =
@@ -1218,19 +1230,7 @@ bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, 
     const ElementCtx ctx{spec.policy, nullptr, seed};
     const ColOut o{d_out, block_part, block_part ? d_tensor_factor : nullptr};
     const bool wide = spec.block_cols == 32;
-    bool path = false;
-    with_input(from, [&](auto si) {
-        with_cast_format(spec.format, [&](auto di) {
-            using S = std::decay_t<decltype(si)>;
-            using D = std::decay_t<decltype(di)>;
-            with_element_path(spec.format, spec.policy, [&](auto p, auto r) {
-                constexpr int P = decltype(p)::value, R = decltype(r)::value;
-                path = wide ? kFakePath<S, D, P, R, 2> : kFakePath<S, D, P, R, 1>;
-            });
-            return 0;
-        });
-    });
-    if (!path) return false;
+    if (!has_fake_path(spec, from)) return false;
     // The global amax of X (X^T's), before the blocks, where the rule reads it (NVFP4).
     if (numerics::rule_uses_global_amax(spec.rule)) fp8kit::cuda::amax(from, in, rows * cols, d_global_amax, stream);
     bool launched = false;
