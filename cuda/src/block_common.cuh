@@ -65,6 +65,12 @@ __device__ __forceinline__ void fill_code_tables(std::uint32_t (&value)[N], type
 // NaN code (v NaN: the code's own decode, nan_out) or from the product (Inf * 0, a NaN factor:
 // the convert of 0x7FC00000, nan_product); the test is one predicate on p, so that the common
 // path has no branch.
+// product_out's nan_product: a NaN product's output, the conversion of 0x7FC00000 into W.
+template <class W>
+__device__ __forceinline__ typename W::storage_t nan_product_out() {
+    return static_cast<typename W::storage_t>(emu::convert<Binary32, W>(0x7FC00000u, emu::kDecodePolicy));
+}
+
 template <class W>
 __device__ __forceinline__ typename W::storage_t product_out(std::uint32_t v, float f, typename W::storage_t nan_code,
                                                              typename W::storage_t nan_product) {

@@ -595,8 +595,7 @@ __device__ __forceinline__ Bf16Tables bf16_tables() {
     __shared__ std::uint32_t value[kCodes];
     __shared__ BFloat16::storage_t nan_out[kCodes];
     fill_code_tables<D, BFloat16>(value, nan_out);
-    return {value, nan_out,
-            static_cast<BFloat16::storage_t>(emu::convert<Binary32, BFloat16>(0x7FC00000u, emu::kDecodePolicy))};
+    return {value, nan_out, nan_product_out<BFloat16>()};
 }
 
 // The tensor factor of the argument above, from thread 0 of CTA 0 where it is asked for.

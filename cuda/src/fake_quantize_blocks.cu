@@ -36,7 +36,7 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ std::uint32_t value[256];
     __shared__ Out nan_out[256];
     fill_code_tables<F, W>(value, nan_out);
-    const Out nan_product = static_cast<Out>(emu::convert<Binary32, W>(0x7FC00000u, emu::kDecodePolicy));
+    const Out nan_product = nan_product_out<W>();
     Out* o = static_cast<Out*>(out);
     const std::uint64_t n = std::uint64_t{g.rows} * g.cols;
     const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(kThreads)
     __shared__ std::uint32_t value[256];
     __shared__ Out nan_out[256];
     fill_code_tables<F, W>(value, nan_out);
-    const Out nan_product = static_cast<Out>(emu::convert<Binary32, W>(0x7FC00000u, emu::kDecodePolicy));
+    const Out nan_product = nan_product_out<W>();
     const std::uint64_t segments = std::uint64_t{g.rows} * g.cols / 16;
     const bool small = segments * 16 < (std::uint64_t{1} << 32);  // 32-bit division (most tensors)
     const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
