@@ -653,6 +653,13 @@ __device__ __forceinline__ bool out_aligned(const O& o) {
         return (reinterpret_cast<std::uintptr_t>(o.codes) & (kStore == kStorePacked ? 7u : 15u)) == 0;
 }
 
+// Whether a launch of kSegs segments a lane of D from S may split its rows into two lanes
+// (RowGeom::seg_log2, quantize_row_blocks' split: 1 x 32 FP6 / FP8 blocks from float32 / float16);
+// every other instantiation takes seg_log2 as the compile-time 0 it always is for it, so that the
+// issue-bound ones (bf16, E2M1) pay nothing for the step.
+template <class S, class D, int kSegs>
+constexpr bool kMaySplit = kSegs == 1 && !kBf16Words<S> && !std::is_same_v<D, emu::E2M1>;
+
 // Item s: block b = s >> lanes_log2 (row-major in the block grid), lane w = s & (lanes - 1) of it,
 // which holds kSegs segments of 16 elements of the block's row w >> seg_log2: the whole row (1 x 32
 // blocks are one lane's, so that the rule and the index arithmetic are paid once per 32 elements),
@@ -712,12 +719,12 @@ __device__ __forceinline__ void row_blocks_body(const void* __restrict__ in, Row
         // bi = b / grid_cols (RowGeom::div_m; b < 2^31 on every valid lane, and the others store nothing)
         const std::uint32_t bi = __umulhi(b << 1, g.div_m) >> g.div_l, bj = b - bi * g.grid_cols;
         std::uint32_t row_in_block = w, seg = 0;
-        if constexpr (kSegs == 1) {
+        if constexpr (kMaySplit<S, D, kSegs>) {
             row_in_block = w >> g.seg_log2;
             seg = w & ((1u << g.seg_log2) - 1u);
         }
         const std::uint32_t r = bi * g.block_rows + row_in_block;
-        const std::uint32_t c0 = (kSegs == 1 ? (bj << g.seg_log2) + seg : bj) * (16 * kSegs);
+        const std::uint32_t c0 = (kMaySplit<S, D, kSegs> ? (bj << g.seg_log2) + seg : bj) * (16 * kSegs);
         const bool here = valid && r < g.rows && c0 < g.cols;
         const T* row = static_cast<const T*>(in) + static_cast<std::size_t>(r) * g.cols;
         T e[kSegs][16];              // f32 / f16 inputs
