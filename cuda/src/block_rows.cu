@@ -1180,7 +1180,8 @@ __device__ __forceinline__ void col_blocks_body(const void* __restrict__ in, Row
                     const std::uint32_t r = r0 + 16 * j + k;
                     e[j][k] = r < g.rows ? x[static_cast<std::size_t>(r) * g.cols + c] : T{0};
                 }
-            if constexpr (kRht) rht16_round<S>(e[0], true, e[0]);  // C's block, from X's group
+            if constexpr (kRht)  // C's block, from X's group
+                rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
             if constexpr (kBf16Words<S>) {
 #pragma unroll
                 for (int k = 0; k < 8; ++k)

@@ -21,12 +21,8 @@ __global__ void __launch_bounds__(kThreads)
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += stride) {
         const std::size_t c = k % cols, g = k / cols * 16;  // adjacent threads: adjacent columns
-        typename S::storage_t x[16], y[16];
-#pragma unroll
-        for (int i = 0; i < 16; ++i) x[i] = in[(g + i) * cols + c];
-        rht16_round<S>(x, random_signs, y);
-#pragma unroll
-        for (int j = 0; j < 16; ++j) out[c * rows + g + j] = y[j];
+        rht16_round<S>([&](int i) { return in[(g + i) * cols + c]; }, random_signs,
+                       [&](int j, typename S::storage_t y) { out[c * rows + g + j] = y; });
     }
 }
 

@@ -14,21 +14,21 @@ namespace fp8kit::cuda::detail {
 constexpr emu::Policy kRhtRne{emu::Rounding::nearest_even, emu::Overflow::no_saturate,
                               emu::NanEncoding::signed_quiet_payload};
 
-// y = round_S(te_rht16_group(x)): x and y are 16 elements of S (storage bits).
-template <class S>
-__device__ __forceinline__ void rht16_round(const typename S::storage_t (&x)[16], bool random_signs,
-                                            typename S::storage_t (&y)[16]) {
-    double v[16], t[16];
+// store(j, round_S(te_rht16_group(x))[j]) for j = 0 .. 15, x[i] = load(i): 16 elements of S
+// (storage bits). Every load comes before the first store, so the two may name the same array.
+template <class S, class Load, class Store>
+__device__ __forceinline__ void rht16_round(Load&& load, bool random_signs, Store&& store) {
+    double v[16], y[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-        const std::uint64_t d = emu::convert<S, emu::Binary64>(x[i], kRhtRne);
+        const std::uint64_t d = emu::convert<S, emu::Binary64>(load(i), kRhtRne);
         v[i] = __longlong_as_double(static_cast<long long>(d));
     }
-    numerics::te_rht16_group(v, random_signs, t);
+    numerics::te_rht16_group(v, random_signs, y);
 #pragma unroll
     for (int j = 0; j < 16; ++j)
-        y[j] = static_cast<typename S::storage_t>(
-            emu::convert<emu::Binary64, S>(static_cast<std::uint64_t>(__double_as_longlong(t[j])), kRhtRne));
+        store(j, static_cast<typename S::storage_t>(
+                     emu::convert<emu::Binary64, S>(static_cast<std::uint64_t>(__double_as_longlong(y[j])), kRhtRne)));
 }
 
 }  // namespace fp8kit::cuda::detail
