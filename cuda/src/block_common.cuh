@@ -118,4 +118,15 @@ bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, 
                               void* d_out, bool block_part, float* d_tensor_factor, float* d_global_amax,
                               std::uint64_t seed, cudaStream_t stream);
 
+// block_rows.cu: quantize_blocks with spec.columnwise_rht after the shape check (1 x 16 blocks,
+// rows % 16 == 0), TE's random Hadamard transform applied in the cast (rht_col_blocks_kernel): the
+// codes, scales and *d_global_amax of quantize_blocks on te_rht16_columnwise(X) (cols x rows)
+// bit for bit, the copy never made. Returns false (launching nothing) for what it has no kernel
+// for: elements other than E2M1, inputs other than f32 / bf16, an empty tensor, null d_codes or
+// d_global_amax (the copy's path refuses them), and tensors of 2^31 blocks or more; the caller
+// then takes the copy.
+bool quantize_rht_col_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                             std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
+                             float* d_scale_inv, float* d_global_amax, std::uint64_t seed, cudaStream_t stream);
+
 }  // namespace fp8kit::cuda::detail

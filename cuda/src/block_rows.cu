@@ -17,6 +17,7 @@
 #include "fp8kit/cuda/fake_quantize.hpp"
 #include "fp8kit/numerics/block_factor.hpp"
 #include "elementwise.cuh"
+#include "rht16.cuh"
 
 namespace fp8kit::cuda::detail {
 
@@ -641,7 +642,7 @@ __device__ __forceinline__ void store_bf16(const ColOut& o, const RowGeom& g, bo
 
 // What row_blocks_body writes: the codes (RowOut; packed: two E2M1 codes a byte) and the blocks'
 // scales, or the fake-quantised bf16 operand (ColOut).
-enum RowStore : int { kStoreCodes, kStorePacked, kStoreBf16 };
+enum RowStore : int { kStoreCodes, kStorePacked, kStoreBf16, kStoreAmax };  // kStoreAmax: col_blocks_body
 
 // Whether the output takes row_blocks_body's vector stores (with cols % 16 == 0 and the input
 // 16-byte aligned): 16-byte codes, 8-byte packed codes, 32-byte bf16 segments (store_bf16).
@@ -1139,30 +1140,47 @@ namespace {
 // table gives rule_scale's result, Nvfp4Entry); and index0 = c rows + B bi + 16 j is the stream
 // index of X^T's element (c, B bi + 16 j) (blocks.hpp: element (r', c') of X^T, whose rows are
 // `rows` long, has index r' rows + c').
-template <class S, class D, int P, int R, int kSegs>
-__global__ void __launch_bounds__(kThreads)
-    col_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
-                      numerics::ScaleParams rule, const float* __restrict__ d_global_amax, ColOut o) {
+// The body of col_blocks_kernel (kStore kStoreBf16: X^T's fake-quantised operand in X's layout) and of
+// the kernels of TE's column-wise copy with its transform applied in the cast (kRht, kSegs 1:
+// rht_col_blocks_kernel's codes and scales, kStoreCodes / kStorePacked, and rht_col_amax_kernel's
+// tensor amax, kStoreAmax; see there), which differ in the kStore and kRht parts only.
+template <class S, class D, int P, int R, int kStore, int kSegs, bool kRht, class O>
+__device__ __forceinline__ void col_blocks_body(const void* __restrict__ in, RowGeom g, ElementCtx ctx,
+                                                const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
+                                                const float* __restrict__ d_global_amax, float* amax_out, O o) {
+    static_assert(!kRht || kSegs == 1, "TE's transform works on groups of 16 rows: 1 x 16 blocks");
+    constexpr bool kFake = kStore == kStoreBf16, kAmaxOnly = kStore == kStoreAmax;
     using T = typename S::storage_t;
-    using Out = BFloat16::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
-    load_cast_table<D, P>(ctx, table, smem);
-    const Bf16Tables bt = bf16_tables<D>();
+    if constexpr (!kAmaxOnly) load_cast_table<D, P>(ctx, table, smem);
+    Bf16Tables bt;
+    if constexpr (kFake) bt = bf16_tables<D>();
     numerics::ScaleParams tr = rule;
-    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
-    write_tensor_factor(o, rule.rule, d_global_amax);
-    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
+    bool keeps_nan = false;
+    if constexpr (!kAmaxOnly)
+        if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
+    if constexpr (kFake) write_tensor_factor(o, rule.rule, d_global_amax);
+    if constexpr (!kAmaxOnly) keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     const T* x = static_cast<const T*>(in);
-    Out* out = static_cast<Out*>(o.out);
+    BFloat16::storage_t* out = nullptr;  // kFake: the operand
+    if constexpr (kFake) out = static_cast<BFloat16::storage_t*>(o.out);
+    // The codes' geometry (kRht): C = X's transformed copy, cols rows of `rows` codes, rows / 16
+    // blocks a row (rows % 16 == 0).
+    RowGeom gc = g;
+    gc.cols = g.rows;
+    gc.grid_cols = g.rows / 16;
+    bool vec = false;
+    if constexpr (!kFake && !kAmaxOnly) vec = out_aligned<kStore>(o);
+    std::uint32_t tensor_max = 0;  // kAmaxOnly: the blocks' amax bits
     const std::uint32_t stride = gridDim.x * blockDim.x;
     for (std::uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < g.items; s += stride) {
         const std::uint32_t bi = __umulhi(s << 1, g.div_m) >> g.div_l, c = s - bi * g.cols;
         const std::uint32_t r0 = bi * (16 * kSegs);
-        T e[kSegs][16];              // f32 / f16 inputs
+        T e[kSegs][16];              // f32 / f16 inputs (kRht: C's block)
         std::uint32_t wd[kSegs][8];  // bf16 inputs, as the row kernel's words (kBf16Words)
         std::uint32_t m;
         bool nan_in = false;
-        if constexpr (kBf16Words<S>) {
+        if constexpr (kBf16Words<S> && !kRht) {  // the words straight from the loads
 #pragma unroll
             for (int j = 0; j < kSegs; ++j)
 #pragma unroll
@@ -1172,7 +1190,6 @@ __global__ void __launch_bounds__(kThreads)
                     const std::uint32_t e1 = r + 1 < g.rows ? x[static_cast<std::size_t>(r + 1) * g.cols + c] : 0u;
                     wd[j][k] = e0 | (e1 << 16);
                 }
-            m = bf16_words_amax<kSegs>(wd, nan_in);
         } else {
 #pragma unroll
             for (int j = 0; j < kSegs; ++j)
@@ -1181,7 +1198,21 @@ __global__ void __launch_bounds__(kThreads)
                     const std::uint32_t r = r0 + 16 * j + k;
                     e[j][k] = r < g.rows ? x[static_cast<std::size_t>(r) * g.cols + c] : T{0};
                 }
+            if constexpr (kRht)  // C's block, from X's group
+                rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
+            if constexpr (kBf16Words<S>) {
+#pragma unroll
+                for (int k = 0; k < 8; ++k)
+                    wd[0][k] = e[0][2 * k] | (static_cast<std::uint32_t>(e[0][2 * k + 1]) << 16);
+            }
+        }
+        if constexpr (kBf16Words<S>)
+            m = bf16_words_amax<kSegs>(wd, nan_in);
+        else
             m = elements_amax<S, kSegs>(e);
+        if constexpr (kAmaxOnly) {
+            tensor_max = max(tensor_max, m);
+            continue;
         }
         bool has_nan = false;
         if (keeps_nan) {
@@ -1193,7 +1224,15 @@ __global__ void __launch_bounds__(kThreads)
         const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
         const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
         const NarrowLane bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
-        const float f = block_factor(o, rule.rule, bs);
+        float f = 0.0f;  // kFake: the block's factor
+        if constexpr (kFake) {
+            f = block_factor(o, rule.rule, bs);
+        } else {
+            const std::size_t b = static_cast<std::size_t>(c) * gc.grid_cols + bi;  // C's block (c, bi)
+            if (o.scale_codes) o.scale_codes[b] = bs.code;
+            if (o.scale) o.scale[b] = bs.scale;
+            if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
+        }
 #pragma unroll
         for (int j = 0; j < kSegs; ++j) {
             const std::uint32_t rj = r0 + 16 * j;
@@ -1204,16 +1243,72 @@ __global__ void __launch_bounds__(kThreads)
                 q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
             else
                 q = encode_wide_segment<S, D, P, R, kSegs>(e[j], bs.scale, bl, ctx, index0);
-            const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+            if constexpr (kFake) {
+                const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-            for (int k = 0; k < 16; ++k) {
-                const auto code = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
-                if (rj + k < g.rows)
-                    out[static_cast<std::size_t>(rj + k) * g.cols + c] =
-                        product_out<BFloat16>(bt.value[code], f, bt.nan_out[code], bt.nan_product);
+                for (int k = 0; k < 16; ++k) {
+                    const auto code = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
+                    if (rj + k < g.rows)
+                        out[static_cast<std::size_t>(rj + k) * g.cols + c] =
+                            product_out<BFloat16>(bt.value[code], f, bt.nan_out[code], bt.nan_product);
+                }
+            } else {
+                store_codes<kStore == kStorePacked>(o, gc, vec, c, rj, q);  // C's row c, columns rj ..
             }
         }
     }
+    if constexpr (kAmaxOnly) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
+}
+
+template <class S, class D, int P, int R, int kSegs>
+__global__ void __launch_bounds__(kThreads)
+    col_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
+                      numerics::ScaleParams rule, const float* __restrict__ d_global_amax, ColOut o) {
+    col_blocks_body<S, D, P, R, kStoreBf16, kSegs, false>(in, g, ctx, table, rule, d_global_amax, nullptr, o);
+}
+
+// TE's column-wise copy with its random Hadamard transform applied in the cast (quantize_blocks
+// with spec.columnwise_rht, issue 48): the codes and scales of quantize_blocks on C =
+// te_rht16_columnwise(X) (cols x rows, random signs), without C being made. Item s = (bi, c) as
+// above, with B = 16 (1 x 16 blocks; rows % 16 == 0, so no block is partial). Why each output is
+// the current path's (te_rht16_columnwise into a copy, then quantize_blocks on it: row_blocks_kernel
+// on C's 1 x 16 blocks, cuda::amax on C first where the rule reads the global amax) bit for bit:
+//  - C's block (c, bi) is C[c][16 bi .. 16 bi + 15], which rht16_kernel computes as one group,
+//    rht16_round<S> of X's rows 16 bi .. 16 bi + 15 of column c; this kernel calls the same
+//    function on the same 16 elements (random signs, as with_rht_columnwise_copy passes), so it
+//    holds C's block exactly, in S, as elements (f32) or as the words a row-kernel lane assembles
+//    from C's row (bf16: element 2k low, 2k + 1 high);
+//  - from there the steps are col_blocks_kernel's, which are the row kernel's on a block held so
+//    (the argument above): amax, NaN flag, rule_block_amax, rule_scale with the tensor's numbers
+//    (the row kernel's NVFP4 table gives rule_scale's result, Nvfp4Entry), narrow_lane, and the
+//    codes by encode_bf16_segment / encode_wide_segment with index0 = c rows + 16 bi, the stream
+//    index of C's element (c, 16 bi) (C's rows are `rows` long), so stochastic rounding draws
+//    the copy's bits;
+//  - the 16 codes go where the row kernel puts them, row c, columns 16 bi .. of C's codes
+//    (store_codes with C's geometry: rows codes a row, rows / 2 bytes packed), and the scale
+//    byte, scale and scale_inv to block c (rows / 16) + bi of C's grid (row-major, rows / 16
+//    blocks a row), the row kernel's block index b of C's block (c, bi);
+//  - *d_global_amax: the current path writes C's amax under every rule (cuda::amax of C where the
+//    rule reads it; else the row kernel's fold of its blocks' amax, the same max). rht_col_amax_kernel
+//    (below) writes it before this kernel from the same blocks of C (rht16_round again), each
+//    block's amax as here (max_abs, NaN ignored), folded by block_amax_atomic onto zeroed bits as
+//    cuda::amax's amax_kernel folds its elements: the max of |C|'s non-NaN elements does not depend
+//    on the order, so the bits are cuda::amax(C)'s; this kernel then reads it as rule_scale did.
+template <class S, class D, int P, int R, bool kPacked>
+__global__ void __launch_bounds__(kThreads)
+    rht_col_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx,
+                          const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
+                          const float* __restrict__ d_global_amax, RowOut o) {
+    col_blocks_body<S, D, P, R, kPacked ? kStorePacked : kStoreCodes, 1, true>(in, g, ctx, table, rule, d_global_amax,
+                                                                               nullptr, o);
+}
+
+// The amax of C = te_rht16_columnwise(X) into *amax_out (zeroed before; see above), C not made.
+template <class S>
+__global__ void __launch_bounds__(kThreads)
+    rht_col_amax_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, float* amax_out) {
+    col_blocks_body<S, emu::E2M1, kConvert, -1, kStoreAmax, 1, true>(in, g, ctx, nullptr, numerics::ScaleParams{},
+                                                                     nullptr, amax_out, RowOut{});
 }
 
 }  // namespace
@@ -1273,6 +1368,82 @@ bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, 
     return true;
 }
 
+namespace {
+
+// The instantiations of rht_col_blocks_kernel: the roles of TE's nvfp4 preset with columnwise_rht
+// (E2M1 in 1 x 16 blocks, nearest-even and stochastic rounding: kConvert with R -1 and 5), from f32
+// and bf16, packed or not (eight kernels, and rht_col_amax_kernel's two). Everything else takes
+// the copy (quantize_blocks' with_rht_columnwise_copy).
+template <class S, class D, int P>
+constexpr bool kRhtPath = (P == kConvert) && std::is_same_v<D, emu::E2M1> &&
+                          (std::is_same_v<S, Binary32> || std::is_same_v<S, BFloat16>);
+
+// Runs fn(S{}, D{}, P, R) for the input type, the element format and its path (P, R as
+// std::integral_constant, as with_element_path gives them), the types decayed here (see
+// quantize_row_blocks).
+template <class Fn>
+void with_block_types(Wide from, const BlockSpec& spec, Fn&& fn) {
+    with_input(from, [&](auto si) {
+        with_cast_format(spec.format, [&](auto di) {
+            using S = std::decay_t<decltype(si)>;
+            using D = std::decay_t<decltype(di)>;
+            with_element_path(spec.format, spec.policy, [&](auto p, auto r) { fn(S{}, D{}, p, r); });
+            return 0;
+        });
+    });
+}
+
+// quantize_rht_col_blocks' launches (quantize_blocks_fused_rht_calls).
+std::atomic<std::uint64_t> g_rht_col_calls{0};
+
+}  // namespace
+
+bool quantize_rht_col_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
+                             std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
+                             float* d_scale_inv, float* d_global_amax, std::uint64_t seed, cudaStream_t stream) {
+    if (spec.block_rows != 1 || spec.block_cols != 16 || spec.format != Format::e2m1) return false;
+    if (!(from == Wide::f32 || from == Wide::bf16) || rows % 16 != 0 || rows == 0 || cols == 0) return false;
+    if (!d_codes || !d_global_amax) return false;  // the copy's path refuses these
+    const std::size_t items = rows / 16 * cols;
+    if (items >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 31) || cols >= (std::size_t{1} << 31))
+        return false;
+    RowGeom g{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols),  1, 0,
+              static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(items), 0, 0};
+    set_divisor(g, static_cast<std::uint32_t>(cols));
+    const numerics::ScaleParams rule =
+        numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
+    const std::uint8_t* table = element_table(spec.format, spec.policy, stream);
+    const ElementCtx ctx{spec.policy, nullptr, seed};
+    const RowOut o{d_codes, d_scale_codes, d_scale, d_scale_inv};
+    bool launched = false;
+    with_block_types(from, spec, [&](auto si, auto di, auto p, auto r) {
+        using S = std::decay_t<decltype(si)>;  // std::decay_t: see quantize_row_blocks
+        using D = std::decay_t<decltype(di)>;
+        constexpr int P = decltype(p)::value, R = decltype(r)::value;
+        if constexpr (kRhtPath<S, D, P>) {
+            launched = true;
+            // C's amax first (every rule: the copy's path writes it under each), then the blocks.
+            FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));
+            rht_col_amax_kernel<S>
+                <<<grid_for_path<kConvert, -1>(items), kThreads, 0, stream>>>(in, g, ctx, d_global_amax);
+            check_launch("rht_col_amax_kernel");
+            constexpr std::size_t smem = element_smem<D, P>();
+            const unsigned grid = grid_for_path<P, R>(items);
+            // Literal template arguments per launch (tests/gpu/host_launches.sh).
+            if (packed)
+                rht_col_blocks_kernel<S, D, P, R, true>
+                    <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
+            else
+                rht_col_blocks_kernel<S, D, P, R, false>
+                    <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
+        }
+    });
+    if (!launched) return false;
+    check_launch("rht_col_blocks_kernel");
+    g_rht_col_calls.fetch_add(1, std::memory_order_relaxed);
+    return true;
+}
+
 }  // namespace fp8kit::cuda::detail
 
 namespace fp8kit::cuda {
@@ -1286,5 +1457,7 @@ unsigned set_row_blocks_grid_cap(unsigned ctas) {
 std::uint64_t fake_quantize_blocks_one_kernel_calls() {
     return detail::g_row_fake_calls.load(std::memory_order_relaxed);
 }
+
+std::uint64_t quantize_blocks_fused_rht_calls() { return detail::g_rht_col_calls.load(std::memory_order_relaxed); }
 
 }  // namespace fp8kit::cuda

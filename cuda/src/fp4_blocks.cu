@@ -83,14 +83,18 @@ __global__ void __launch_bounds__(kThreads)
     throw std::invalid_argument("fp8kit::cuda::quantize_blocks: " + what);
 }
 
-// spec.columnwise_rht: the transform into a temporary (stream-ordered, with_rht_columnwise_copy in
-// hadamard.cu), then the plain quantiser on the cols x rows copy, as lib's quantize_blocks does on
-// the host.
+// spec.columnwise_rht: TE's nvfp4 roles (E2M1 from f32 / bf16) with the transform applied in the
+// cast (block_rows.cu quantize_rht_col_blocks, the copy never made); the rest with the transform
+// into a temporary (stream-ordered, with_rht_columnwise_copy in hadamard.cu), then the plain
+// quantiser on the cols x rows copy, as lib's quantize_blocks does on the host.
 void quantize_columnwise_rht(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
                              std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                              float* d_scale_inv, float* d_global_amax, std::uint64_t seed, Stream stream) {
     const std::string why = rht_columnwise_shape_error(spec.block_rows, spec.block_cols, rows);
     if (!why.empty()) bad(why);
+    if (quantize_rht_col_blocks(spec, from, in, rows, cols, d_codes, packed, d_scale_codes, d_scale, d_scale_inv,
+                                d_global_amax, seed, as_stream(stream)))
+        return;
     BlockSpec plain = spec;
     plain.columnwise_rht = false;
     with_rht_columnwise_copy(from, in, rows, cols, stream, [&](const void* copy) {

@@ -1,21 +1,17 @@
 // te_rht16_columnwise on the GPU (cuda/include/fp8kit/cuda/hadamard.hpp): one thread per
-// (column, group of 16 rows), the same three calls as lib/src/convert/hadamard.cpp: widen each
-// element exactly to binary64 (emu::convert), numerics::te_rht16_group, round once to the type
-// (emu::convert, nearest even).
+// (column, group of 16 rows), the same three calls as lib/src/convert/hadamard.cpp (rht16.cuh
+// rht16_round: widen each element exactly to binary64, numerics::te_rht16_group, round once to
+// the type, nearest even).
 #include <string>
 
-#include "common.cuh"
 #include "fp8kit/cuda/hadamard.hpp"
-#include "fp8kit/numerics/hadamard.hpp"
+#include "rht16.cuh"
 
 namespace fp8kit::cuda {
 
 using namespace detail;
 
 namespace {
-
-constexpr emu::Policy kRne{emu::Rounding::nearest_even, emu::Overflow::no_saturate,
-                           emu::NanEncoding::signed_quiet_payload};
 
 template <class S>
 __global__ void __launch_bounds__(kThreads)
@@ -25,17 +21,8 @@ __global__ void __launch_bounds__(kThreads)
     const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
     for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < groups; k += stride) {
         const std::size_t c = k % cols, g = k / cols * 16;  // adjacent threads: adjacent columns
-        double v[16], y[16];
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-            const std::uint64_t d = emu::convert<S, emu::Binary64>(in[(g + i) * cols + c], kRne);
-            v[i] = __longlong_as_double(static_cast<long long>(d));
-        }
-        numerics::te_rht16_group(v, random_signs, y);
-#pragma unroll
-        for (int j = 0; j < 16; ++j)
-            out[c * rows + g + j] =
-                emu::convert<emu::Binary64, S>(static_cast<std::uint64_t>(__double_as_longlong(y[j])), kRne);
+        rht16_round<S>([&](int i) { return in[(g + i) * cols + c]; }, random_signs,
+                       [&](int j, typename S::storage_t y) { out[c * rows + g + j] = y; });
     }
 }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fp8kit/cuda/blocks.hpp"
+#include "fp8kit/cuda/hadamard.hpp"
 #include "fp8kit/cuda/kernels.hpp"
 #include "fp8kit/cuda/statistics_async.hpp"
 
@@ -216,12 +217,12 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&s16, n / 16));
     narrow<<<4096, 256>>>(x, h, n, true);  // bf16 copies again (dequantize_e4m3_f32 wrote y)
     using fp8kit::numerics::ScaleRule;
-    auto blocks = [&](const char* name, Format f, ScaleRule rule, int br, int bc, const Policy& p, Wide w,
-                      bool packed) {
+    auto blocks = [&](const char* name, Format f, ScaleRule rule, int br, int bc, const Policy& p, Wide w, bool packed,
+                      bool rht = false) {
         const double in = (w == Wide::f32 ? 4.0 : 2.0) * N;
         const double out = (packed ? N / 2 : N) + N / (br * bc);
         const bool two_pass = rule == ScaleRule::nvfp4_te || rule == ScaleRule::nvfp4_torchao;
-        const cu::BlockSpec spec{f, rule, br, bc, p};
+        const cu::BlockSpec spec{f, rule, br, bc, p, 0.0, false, FLT_MAX, rht};
         const void* src = w == Wide::f32 ? static_cast<const void*>(x) : static_cast<const void*>(h);
         row(name, (two_pass ? 2 * in : in) + out,
             [&] { cu::quantize_blocks(spec, w, src, rows, cols, q, packed, s16, nullptr, nullptr, scalars + 8, 42); });
@@ -240,6 +241,22 @@ int main(int argc, char** argv) {
         blocks(nm("mxfp6_e3m2_floor").c_str(), Format::e3m2, ScaleRule::mx_ocp_floor, 1, 32, sat, w, false);
         blocks(nm("mxfp8_blocks_round_up").c_str(), Format::e4m3, ScaleRule::mx_roundup, 1, 32, sat, w, false);
         blocks(nm("mxfp8_blocks_floor").c_str(), Format::e4m3, ScaleRule::mx_ocp_floor, 1, 32, sat, w, false);
+        // TE's column-wise copy with its random Hadamard transform (columnwise_rht: the nvfp4
+        // preset's input role, nearest-even, and its gradient role, stochastic): the transform in
+        // the cast (block_rows.cu rht_col_blocks_kernel; two passes over the input, the copy's amax
+        // then its blocks, and the copy's codes and scale bytes), and at the same byte count the
+        // path it replaced, te_rht16_columnwise into a copy and the plain quantiser on the copy.
+        blocks(nm("nvfp4_te_1x16_rht_col_packed").c_str(), Format::e2m1, ScaleRule::nvfp4_te, 1, 16, sat, w, true,
+               true);
+        blocks(nm("nvfp4_te_1x16_rht_col_stochastic_packed").c_str(), Format::e2m1, ScaleRule::nvfp4_te, 1, 16, sr, w,
+               true, true);
+        const void* src = w == Wide::f32 ? static_cast<const void*>(x) : static_cast<const void*>(h);
+        const cu::BlockSpec plain{Format::e2m1, ScaleRule::nvfp4_te, 1, 16, sat};
+        row(nm("nvfp4_te_1x16_rht_col_via_copy_packed").c_str(), 2 * (w == Wide::f32 ? 4.0 : 2.0) * N + N / 2 + N / 16,
+            [&] {
+                cu::te_rht16_columnwise(w, src, rows, cols, y, true);
+                cu::quantize_blocks(plain, w, y, cols, rows, q, true, s16, nullptr, nullptr, scalars + 8, 42);
+            });
     }
     CHECK(cudaDeviceSynchronize());
     return 0;

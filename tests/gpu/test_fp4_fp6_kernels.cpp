@@ -490,6 +490,8 @@ TEST_CASE("TE NVFP4 random Hadamard transform on the GPU equals lib's te_rht16_c
 // makes quantize_blocks run TE's random Hadamard transform itself, and the gradient role's own
 // rounding (stochastic, TE's fp4_quant_bwd_grad) comes with BlockRecipe's policy: codes, scale
 // bytes, scales and the global amax equal lib's quantize_blocks for the same recipe and role.
+// From f32 and bf16 the transform is applied in the cast (issue 48, rht_col_blocks_kernel), and the
+// test requires that it was, on each of its instantiations.
 TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's rounding: nvfp4 equals lib",
           "[gpu][fp4]") {
     const fp8kit::RecipeSpec r = fp8kit::parse_recipe("nvfp4");
@@ -500,18 +502,52 @@ TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's ro
                           {"nvfp4", fp8kit::Role::gradient},
                           {"nvfp4", fp8kit::Role::weight},
                           {"nvfp4-rowwise", fp8kit::Role::gradient}};
+    // Tensors: block_tensor's (NaN, Inf, subnormals, ties, all-zero blocks) in shapes whose row
+    // counts are multiples of 16 and whose column counts are not multiples of anything (37, 1); an
+    // all-zero tensor (global amax 0); and TE's groups of specials (16 rows of one column): one
+    // +Inf (the whole group Inf), +Inf with -Inf and a NaN (the group NaN), beside finite groups.
+    struct Tensor {
+        std::size_t rows, cols;
+        std::vector<float> x;
+    };
+    std::vector<Tensor> tensors;
     const std::pair<std::size_t, std::size_t> shapes[] = {{64, 128}, {48, 37}, {16, 16}, {32, 70}, {16, 1}};
     for (const auto& [rows, cols] : shapes)
-        for (Wide w : kInputs) {
-            const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 7 + cols));
+        tensors.push_back({rows, cols, block_tensor(rows, cols, static_cast<unsigned>(rows * 7 + cols))});
+    tensors.push_back({32, 37, std::vector<float>(32 * 37, 0.0f)});
+    std::vector<float> specials(48 * 37);
+    for (std::size_t r = 0; r < 48; ++r)
+        for (std::size_t c = 0; c < 37; ++c) {
+            const std::size_t g = r % 16;
+            float v = std::ldexp(static_cast<float>(static_cast<int>((r * 37 + c) % 23) - 11), static_cast<int>(c % 9));
+            if (c % 4 == 0 && g == 5) v = INFINITY;
+            if (c % 4 == 1 && (g == 2 || g == 9)) v = g == 2 ? INFINITY : -INFINITY;
+            if (c % 4 == 2 && g == 11) v = r < 16 ? NAN : -NAN;
+            specials[r * 37 + c] = v;
+        }
+    tensors.push_back({48, 37, specials});
+    // The cases that apply the transform in the cast (cu::quantize_blocks_fused_rht_calls): f32 and
+    // bf16, nearest-even and stochastic, packed and not; f16 takes the copy.
+    std::set<std::string> fused_kinds;
+    for (const Tensor& t : tensors)
+        for (Wide w : kInputs)
             for (const Case& k : cases)
                 for (std::uint64_t seed : {std::uint64_t{0}, std::uint64_t{0x1234ull}}) {
-                    check_blocks(k, w, x, rows, cols, false, seed);
+                    const fp8kit::BlockRecipe br = fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, t.cols);
                     // packed pairs along the rows of what is quantised: the copy's rows hold `rows` codes
-                    const bool rht = fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, cols).columnwise_rht;
-                    if ((rht ? rows : cols) % 2 == 0) check_blocks(k, w, x, rows, cols, true, seed);
+                    for (bool packed : {false, true}) {
+                        if (packed && (br.columnwise_rht ? t.rows : t.cols) % 2 != 0) continue;
+                        const std::uint64_t before = cu::quantize_blocks_fused_rht_calls();
+                        check_blocks(k, w, t.x, t.rows, t.cols, packed, seed);
+                        const bool fused = br.columnwise_rht && w != Wide::f16;
+                        REQUIRE(cu::quantize_blocks_fused_rht_calls() - before == (fused ? 1u : 0u));
+                        if (fused)
+                            fused_kinds.insert(std::string(fp8kit::name(w)) + " " + fp8kit::describe(br.policy) +
+                                               (packed ? " packed" : ""));
+                    }
                 }
-        }
+    INFO(fused_kinds.size() << " kinds applied the transform in the cast");
+    REQUIRE(fused_kinds.size() == 8);
     // Refusals name the remedy: a row count that is not a multiple of 16, blocks other than 1 x 16.
     Buf d(8192);
     const fp8kit::BlockRecipe br = fp8kit::block_recipe(r, fp8kit::Role::activation, 64);

@@ -24,8 +24,9 @@ struct BlockSpec {
     bool pow2 = false;
     float value_for_inf = 3.40282346638528859812e+38f;
     // lib's BlockRecipe::columnwise_rht (RoleSpec::columnwise_rht: TE NVFP4's input and gradient
-    // roles): quantise TE's column-wise copy, te_rht16_columnwise of the data (hadamard.hpp, run
-    // first by quantize_blocks itself into a temporary), so the codes are cols x rows (packed:
+    // roles): quantise TE's column-wise copy, te_rht16_columnwise of the data (hadamard.hpp; E2M1
+    // from f32 / bf16 applies it in the cast, two passes over the data and no copy; the rest runs
+    // it first into a temporary, bit for bit the same), so the codes are cols x rows (packed:
     // cols x rows / 2) and the block grid, the global amax and the stochastic element index
     // i = r * rows + c are those of the copy, as lib's quantize_blocks. Needs 1 x 16 blocks and a
     // row count that is a multiple of 16 (std::invalid_argument otherwise).
@@ -56,6 +57,11 @@ void quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size
 // (without the cap a thread takes several only past a full wave of CTAs). Returns the old cap.
 // Process-wide and not thread-safe: set it, quantise, set it back.
 unsigned set_row_blocks_grid_cap(unsigned ctas);
+
+// For tests: how many quantize_blocks calls with spec.columnwise_rht (process-wide, since the
+// library was loaded) applied TE's transform in the cast (E2M1 from f32 / bf16: two passes over
+// the input, the copy never made) rather than quantising a transformed copy.
+std::uint64_t quantize_blocks_fused_rht_calls();
 
 // The sm_100+ hardware FP4 conversion (cvt.rn.satfinite.e2m1x2.f32). fp8kit's kernels never need
 // it (they compute the same codes with emu::convert, profile cuda-satfinite of e2m1); this entry
