@@ -1,5 +1,7 @@
 // quantize, amax, current scaling and the cvt.rn.satfinite entry points: the element-wise cast
 // without a fused amax.
+#include <algorithm>
+
 #include "elementwise.cuh"
 #include "narrow.cuh"
 
@@ -26,7 +28,15 @@ void amax(Wide from, const void* in, std::size_t n, float* d_amax, Stream stream
     with_input(from, [&](auto w) {
         for (std::size_t off = 0; off < n; off += kPiece) {  // 32-bit indices in the kernel
             const std::size_t m = n - off < kPiece ? n - off : kPiece;
-            amax_kernel<decltype(w)><<<grid_per_item((m + 15) / 16), kThreads, 0, s>>>(
+            // One 16-element item a thread from float32 (64 bytes); from 16-bit inputs (32 bytes an
+            // item) up to 8 items a thread, at least a wave of 8 CTAs a SM, so that the CTA's
+            // reduction and atomic are paid per 64 KiB read rather than per 8 KiB (Nsight Compute,
+            // H200, bf16, 2^28 elements, one item a thread: 162 us at 69% of DRAM peak, 42% issue).
+            // The max of the elements does not depend on how they are dealt out.
+            const std::size_t items = (m + 15) / 16;
+            const unsigned grid = es == 4 ? grid_per_item(items)
+                                          : std::max(grid_per_item((items + 7) / 8), grid_for(items));
+            amax_kernel<decltype(w)><<<grid, kThreads, 0, s>>>(
                 static_cast<const char*>(in) + off * es, static_cast<std::uint32_t>(m), d_amax);
         }
     });

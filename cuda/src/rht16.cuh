@@ -1,10 +1,13 @@
 // TE's random Hadamard transform of one 16-element group on the device, in S's own bits: the three
-// calls of lib/src/convert/hadamard.cpp (widen each element exactly to binary64 by emu::convert,
-// numerics::te_rht16_group, round once to S by emu::convert, nearest even). One function, so that
-// te_rht16_columnwise (hadamard.cu, the column-wise copy) and the block quantiser that applies the
-// transform as it casts (block_rows.cu, rht_col_blocks_kernel) compute the same bits by the same
-// code. Internal to cuda/src.
+// steps of lib/src/convert/hadamard.cpp (widen each element exactly to binary64,
+// numerics::te_rht16_group, round once to S, nearest even), with each step's bits computed by the
+// hardware where that is exact. One function, so that te_rht16_columnwise (hadamard.cu, the
+// column-wise copy) and the block quantiser that applies the transform as it casts (block_rows.cu,
+// rht_col_blocks_kernel) compute the same bits by the same code. Internal to cuda/src.
 #pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 #include "common.cuh"
 #include "fp8kit/numerics/hadamard.hpp"
@@ -14,21 +17,115 @@ namespace fp8kit::cuda::detail {
 constexpr emu::Policy kRhtRne{emu::Rounding::nearest_even, emu::Overflow::no_saturate,
                               emu::NanEncoding::signed_quiet_payload};
 
+// Step 1, x in S's bits to binary64: the hardware widening (f32 -> f64, and f16 / bf16 through
+// f32) is exact for every non-NaN input. A NaN's payload does not matter: a NaN in a group makes
+// every one of its 16 sums a NaN, which te_rht16_group makes canonical.
+template <class S>
+__device__ __forceinline__ double rht_widen(typename S::storage_t x) {
+    if constexpr (std::is_same_v<S, Binary32>)
+        return static_cast<double>(__uint_as_float(x));
+    else if constexpr (std::is_same_v<S, BFloat16>)
+        return static_cast<double>(__uint_as_float(static_cast<std::uint32_t>(x) << 16));
+    else
+        return static_cast<double>(__half2float(__ushort_as_half(x)));
+}
+
+// Step 3, y rounded once to S, nearest even (emu::convert<Binary64, S> under kRhtRne):
+//  - f32: cvt.rn.f32.f64, IEEE's nearest-even conversion (subnormal results kept, overflow to
+//    Inf);
+//  - f16 / bf16: round to odd into f32 (toward zero, then the last bit set when inexact), then
+//    f32's nearest-even cvt to S. Rounding to odd into a format with at least two more
+//    significand bits than the target, over the target's exponent range, gives the directly
+//    rounded result (Boldo and Melquiond, "Emulation of FMA and correctly rounded sums: proved
+//    algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008); f32 has 24 bits
+//    against 11 and 8, and reaches below f16's and bf16's smallest subnormals. A y past FLT_MAX
+//    rounds toward zero to FLT_MAX (odd), which S's cvt takes to Inf, as y itself rounds;
+//  - a NaN (te_rht16_group's canonical one): emu::convert itself, as the host does.
+template <class S>
+__device__ __forceinline__ typename S::storage_t rht_narrow(double y) {
+    using T = typename S::storage_t;
+    if (y != y)
+        return static_cast<T>(
+            emu::convert<emu::Binary64, S>(static_cast<std::uint64_t>(__double_as_longlong(y)), kRhtRne));
+    if constexpr (std::is_same_v<S, Binary32>) {
+        return __float_as_uint(__double2float_rn(y));
+    } else {
+        const float t = __double2float_rz(y);
+        const float odd = static_cast<double>(t) == y ? t : __uint_as_float(__float_as_uint(t) | 1u);
+        if constexpr (std::is_same_v<S, BFloat16>)
+            return __bfloat16_as_ushort(__float2bfloat16_rn(odd));
+        else
+            return __half_as_ushort(__float2half_rn(odd));
+    }
+}
+
+// Whether every partial sum of te_rht16_group over x is exact, so that any order of the same
+// additions gives its bits. Each term v[i] s[i] H[i][j] / 4 is an integer multiple of q = 2^(E'min
+// - bias - m - 2) (E' = max(E, 1) of the group's smallest nonzero element, m = S's mantissa bits),
+// and every partial sum is at most 16 terms below 2^(E'max - bias + 1 - 2), so below 2^(E'max -
+// bias + 3); it is exact when that is at most 2^53 q, i.e. E'max - E'min <= 48 - m. Zeros are
+// multiples of anything; an Inf or NaN (E all ones) fails the test.
+template <class S>
+__device__ __forceinline__ bool rht_sums_exact(const typename S::storage_t (&x)[16]) {
+    constexpr int kShift = S::man_bits;
+    constexpr std::uint32_t kExpMask = S::exp_all_ones;
+    std::uint32_t lo = kExpMask, hi = 1;
+    bool special = false;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) {
+        const std::uint32_t mag = static_cast<std::uint32_t>(x[i]) & static_cast<std::uint32_t>(S::code_mask >> 1);
+        const std::uint32_t e = mag >> kShift;
+        special |= e == kExpMask;
+        const std::uint32_t ep = e > 1u ? e : 1u;
+        if (mag != 0u) lo = min(lo, ep);
+        hi = max(hi, ep);
+    }
+    return !special && static_cast<int>(hi) - static_cast<int>(lo) <= 48 - S::man_bits;
+}
+
+// te_rht16_group's outputs where rht_sums_exact holds: the same exact sums by the fast
+// Walsh-Hadamard transform of u[i] = v[i] s[i] / 4 (Sylvester order: the butterflies with strides
+// 1, 2, 4, 8 give out[j] = sum_i u[i] (-1)^popcount(i & j)), 64 additions instead of 240. The
+// ordered sum starts from +0.0, so its zero results are +0 (x + (-x) and +0 + -0 are +0 under
+// nearest-even); a butterfly can make -0 (-0 + -0), so each output is added to +0.0 last.
+__device__ __forceinline__ void rht16_exact_fwht(double (&u)[16], bool random_signs) {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) u[i] *= (random_signs && numerics::te_rht_sign(i) < 0) ? -0.25 : 0.25;
+#pragma unroll
+    for (int h = 1; h < 16; h <<= 1) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i)
+            if ((i & h) == 0) {
+                const double a = u[i], b = u[i + h];
+                u[i] = a + b;
+                u[i + h] = a - b;
+            }
+    }
+#pragma unroll
+    for (int j = 0; j < 16; ++j) u[j] = u[j] + 0.0;
+}
+
 // store(j, round_S(te_rht16_group(x))[j]) for j = 0 .. 15, x[i] = load(i): 16 elements of S
 // (storage bits). Every load comes before the first store, so the two may name the same array.
 template <class S, class Load, class Store>
 __device__ __forceinline__ void rht16_round(Load&& load, bool random_signs, Store&& store) {
-    double v[16], y[16];
+    typename S::storage_t x[16];
+    double v[16];
 #pragma unroll
     for (int i = 0; i < 16; ++i) {
-        const std::uint64_t d = emu::convert<S, emu::Binary64>(load(i), kRhtRne);
-        v[i] = __longlong_as_double(static_cast<long long>(d));
+        x[i] = load(i);
+        v[i] = rht_widen<S>(x[i]);
     }
-    numerics::te_rht16_group(v, random_signs, y);
+    if (rht_sums_exact<S>(x)) {
+        rht16_exact_fwht(v, random_signs);
 #pragma unroll
-    for (int j = 0; j < 16; ++j)
-        store(j, static_cast<typename S::storage_t>(
-                     emu::convert<emu::Binary64, S>(static_cast<std::uint64_t>(__double_as_longlong(y[j])), kRhtRne)));
+        for (int j = 0; j < 16; ++j) store(j, rht_narrow<S>(v[j]));
+    } else {
+        double y[16];
+        numerics::te_rht16_group(v, random_signs, y);
+#pragma unroll
+        for (int j = 0; j < 16; ++j) store(j, rht_narrow<S>(y[j]));
+    }
 }
 
 }  // namespace fp8kit::cuda::detail

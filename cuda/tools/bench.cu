@@ -216,6 +216,8 @@ int main(int argc, char** argv) {
     std::uint8_t* s16;
     CHECK(cudaMalloc(&s16, n / 16));
     narrow<<<4096, 256>>>(x, h, n, true);  // bf16 copies again (dequantize_e4m3_f32 wrote y)
+    // The amax pass of the NVFP4 rules from bf16 (read only).
+    row("amax_bf16", 2 * N, [&] { cu::amax(Wide::bf16, h, n, scalars + 5); });
     using fp8kit::numerics::ScaleRule;
     auto blocks = [&](const char* name, Format f, ScaleRule rule, int br, int bc, const Policy& p, Wide w, bool packed,
                       bool rht = false) {
@@ -227,6 +229,9 @@ int main(int argc, char** argv) {
         row(name, (two_pass ? 2 * in : in) + out,
             [&] { cu::quantize_blocks(spec, w, src, rows, cols, q, packed, s16, nullptr, nullptr, scalars + 8, 42); });
     };
+    // The column-wise copy of the via_copy rows: a buffer of its own, since y holds h, the bf16 input.
+    void* rht_copy = nullptr;
+    CHECK(cudaMalloc(&rht_copy, n * 4));
     for (Wide w : {Wide::f32, Wide::bf16}) {
         const std::string t = w == Wide::f32 ? "_f32" : "_bf16";
         auto nm = [&](const char* stem) { return std::string(stem) + t; };
@@ -254,8 +259,8 @@ int main(int argc, char** argv) {
         const cu::BlockSpec plain{Format::e2m1, ScaleRule::nvfp4_te, 1, 16, sat};
         row(nm("nvfp4_te_1x16_rht_col_via_copy_packed").c_str(), 2 * (w == Wide::f32 ? 4.0 : 2.0) * N + N / 2 + N / 16,
             [&] {
-                cu::te_rht16_columnwise(w, src, rows, cols, y, true);
-                cu::quantize_blocks(plain, w, y, cols, rows, q, true, s16, nullptr, nullptr, scalars + 8, 42);
+                cu::te_rht16_columnwise(w, src, rows, cols, rht_copy, true);
+                cu::quantize_blocks(plain, w, rht_copy, cols, rows, q, true, s16, nullptr, nullptr, scalars + 8, 42);
             });
     }
     CHECK(cudaDeviceSynchronize());

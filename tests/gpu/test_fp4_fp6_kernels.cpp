@@ -486,6 +486,44 @@ TEST_CASE("TE NVFP4 random Hadamard transform on the GPU equals lib's te_rht16_c
                         Catch::Contains("multiple of the Hadamard dimension 16"));
 }
 
+// rht16.cuh adds a group by the fast Walsh-Hadamard transform when all its sums are exact (the
+// group's exponents span at most 48 - mantissa bits: 25 for f32, 38 for f16, 41 for bf16) and by
+// lib's ordered sum otherwise. Groups whose span runs across that bound, with signed zeros,
+// subnormals and sums past the type's largest finite value, each column a group of its own span.
+TEST_CASE("TE NVFP4 random Hadamard transform: the exact-sum path at its bound equals lib", "[gpu][fp4]") {
+    const std::size_t rows = 16 * 24, cols = 61;
+    for (Wide w : kInputs) {
+        const int lo = w == Wide::f16 ? -24 : -140, hi = w == Wide::f16 ? 15 : 127;
+        const int bound = w == Wide::f32 ? 25 : w == Wide::f16 ? 38 : 41;
+        std::mt19937 g(static_cast<unsigned>(bound));
+        std::uniform_real_distribution<float> frac(1.0f, 2.0f);
+        std::vector<float> x(rows * cols);
+        for (std::size_t gr = 0; gr < rows / 16; ++gr)
+            for (std::size_t c = 0; c < cols; ++c) {
+                const int span = std::min(bound - 3 + static_cast<int>((gr * cols + c) % 8), hi - lo);
+                // Mostly spans near the bound; every eighth group at the top of the range (sums overflow).
+                const int base = (c % 8 == 7) ? hi - span : lo + static_cast<int>(g() % (hi - lo - span + 1));
+                for (std::size_t i = 0; i < 16; ++i) {
+                    const int e = i == gr % 16         ? base
+                                  : i == (gr + 5) % 16 ? base + span
+                                                       : base + static_cast<int>(g() % (span + 1));
+                    float v = std::ldexp(frac(g), e) * ((g() & 1u) ? -1.0f : 1.0f);
+                    if (g() % 23 == 0) v = (g() & 1u) ? -0.0f : 0.0f;
+                    x[(gr * 16 + i) * cols + c] = v;
+                }
+            }
+        const auto bytes = as_bytes(w, x);
+        for (bool signs : {true, false}) {
+            const auto want = fp8kit::te_rht16_columnwise(bytes.data(), w, rows, cols, signs);
+            Buf din(bytes.size()), dout(bytes.size());
+            cu::copy_to_device(din.p, bytes.data(), bytes.size());
+            cu::te_rht16_columnwise(w, din.p, rows, cols, dout.p, signs);
+            INFO(fp8kit::name(w) << (signs ? " with" : " without") << " signs");
+            REQUIRE(host<unsigned char>(dout.p, bytes.size()) == want);
+        }
+    }
+}
+
 // Issue 16: the nvfp4 preset from one GPU call. The recipe's columnwise_rht (inputs, gradients)
 // makes quantize_blocks run TE's random Hadamard transform itself, and the gradient role's own
 // rounding (stochastic, TE's fp4_quant_bwd_grad) comes with BlockRecipe's policy: codes, scale
