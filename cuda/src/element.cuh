@@ -16,10 +16,9 @@
 //           cvt.rn.satfinite encodes the grid value (numerics/cvt_directed.hpp, which proves it
 //           and which tests/numerics/test_cvt_directed.cpp checks against emu::convert on all 2^32
 //           inputs); the kTable lookup for |y| past the domain (the largest finite value, FNUZ:
-//           half of E4M3's / E5M2's), Inf and NaN. A group of four all in the common case
-//           (|v| in [2^emin, max finite]) takes one add and one AND per element before the cvt;
-//           a group with a zero, a value below 2^emin or one outside the domain takes the
-//           general step per element (2026-11-30).
+//           half of E4M3's / E5M2's), Inf and NaN, decided per group of four as kCvtFix. The
+//           step is branch-free: below 2^emin an FFMA.RZ adds 2^emin so that the same add and
+//           AND round onto the subnormal grid, and an FADD takes 2^emin back (2026-11-30).
 //   kTable  any other deterministic rounding into an FP8 element format: a table of
 //           emu::convert's own results (cuda/src/tables.cu), looked up in shared memory.
 //   kSrCvt, kSrTable  stochastic rounding into an FP8 element format: an integer step moves y
@@ -743,14 +742,14 @@ __device__ __forceinline__ std::uint8_t stochastic_code(std::uint32_t y, const E
         return convert_fixed<D, R>(y, c.policy, random);
 }
 
-// kCvtDir's code of one element: the general step (numerics/cvt_directed.hpp) in the domain, the
-// table outside it.
+// kCvtDir's code of one element: the grid step (numerics/cvt_directed.hpp) and the instruction in
+// the domain, the table outside it.
 template <class D>
 __device__ __forceinline__ std::uint8_t cvt_dir_one(std::uint32_t y, const ElementCtx& c) {
     namespace cd = numerics::cvt_directed;
     if (!cd::in_domain<D>(y)) return c.table[cast_table_key<D>(y)];
-    const std::uint32_t w = cd::grid_bits<cd::Grid<D>>(cd::value_bits<D>(y), c.policy.rounding);
-    return static_cast<std::uint8_t>(cd::fix_code<D>(cvt_one<D>(w)));
+    const std::uint32_t w = cd::grid_value<D>(y, cd::step_of<D>(c.policy.rounding));
+    return static_cast<std::uint8_t>(cd::fix_codes<D>(cvt_one<D>(w)));
 }
 
 // One element at stream index `index` (stochastic: draws emu::stochastic_bits(seed, index)).
@@ -792,12 +791,14 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
         return out;
     } else if constexpr (P == kCvtDir) {
         namespace cd = numerics::cvt_directed;
-        const std::uint32_t hi = max(max(cd::common_offset<D>(y[0]), cd::common_offset<D>(y[1])),
-                                     max(cd::common_offset<D>(y[2]), cd::common_offset<D>(y[3])));
-        if (hi <= cd::common_span2<D>()) {
-            const cd::Step st = cd::common_step<D>(c.policy.rounding);
-            return cvt_two<D>(cd::common_bits<D>(y[0], st), cd::common_bits<D>(y[1], st)) |
-                   (cvt_two<D>(cd::common_bits<D>(y[2], st), cd::common_bits<D>(y[3], st)) << 16);
+        const std::uint32_t hi =
+            max(max(y[0] & 0x7FFFFFFFu, y[1] & 0x7FFFFFFFu), max(y[2] & 0x7FFFFFFFu, y[3] & 0x7FFFFFFFu));
+        if (cd::in_domain<D>(hi)) {
+            const cd::Step st = cd::step_of<D>(c.policy.rounding);
+            const std::uint32_t codes =
+                cvt_two<D>(cd::grid_value<D>(y[0], st), cd::grid_value<D>(y[1], st)) |
+                (cvt_two<D>(cd::grid_value<D>(y[2], st), cd::grid_value<D>(y[3], st)) << 16);
+            return cd::fix_codes<D>(codes);
         }
         std::uint32_t out = 0;
 #pragma unroll
