@@ -795,9 +795,8 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
             max(max(y[0] & 0x7FFFFFFFu, y[1] & 0x7FFFFFFFu), max(y[2] & 0x7FFFFFFFu, y[3] & 0x7FFFFFFFu));
         if (cd::in_domain<D>(hi)) {
             const cd::Step st = cd::step_of<D>(c.policy.rounding);
-            const std::uint32_t codes =
-                cvt_two<D>(cd::grid_value<D>(y[0], st), cd::grid_value<D>(y[1], st)) |
-                (cvt_two<D>(cd::grid_value<D>(y[2], st), cd::grid_value<D>(y[3], st)) << 16);
+            const std::uint32_t codes = cvt_two<D>(cd::grid_value<D>(y[0], st), cd::grid_value<D>(y[1], st)) |
+                                        (cvt_two<D>(cd::grid_value<D>(y[2], st), cd::grid_value<D>(y[3], st)) << 16);
             return cd::fix_codes<D>(codes);
         }
         std::uint32_t out = 0;
