@@ -10,6 +10,15 @@
 //           act only above it and on NaN), and the kTable lookup for the rest (Inf, NaN, |y|
 //           past max finite), decided per group of four (2026-11-26; the exhaustive check
 //           compares it with emu::convert under every policy).
+//   kCvtDir toward-zero and nearest-away into E4M3 / E5M2, and nearest-even, toward-zero and
+//           nearest-away into E4M3FNUZ / E5M2FNUZ, any overflow and NaN policy: an exact integer
+//           step rounds y (FNUZ: 2y, whose E4M3 / E5M2 code is y's FNUZ code) onto the grid and
+//           cvt.rn.satfinite encodes the grid value (numerics/cvt_directed.hpp, which proves it
+//           and which tests/numerics/test_cvt_directed.cpp checks against emu::convert on all 2^32
+//           inputs); the kTable lookup for |y| past the domain (the largest finite value, FNUZ:
+//           half of E4M3's / E5M2's), Inf and NaN, decided per group of four as kCvtFix. The
+//           step is branch-free: below 2^emin an FFMA.RZ adds 2^emin so that the same add and
+//           AND round onto the subnormal grid, and an FADD takes 2^emin back (2026-11-30).
 //   kTable  any other deterministic rounding into an FP8 element format: a table of
 //           emu::convert's own results (cuda/src/tables.cu), looked up in shared memory.
 //   kSrCvt, kSrTable  stochastic rounding into an FP8 element format: an integer step moves y
@@ -37,12 +46,13 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "fp8kit/numerics/cvt_directed.hpp"
 #include "narrow.cuh"
 #include "tables.cuh"
 
 namespace fp8kit::cuda::detail {
 
-enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTable = 4, kCvtFix = 5 };
+enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTable = 4, kCvtFix = 5, kCvtDir = 6 };
 
 // Paths on which every NaN y gives the same code: the policy's one canonical NaN code (nan_code in
 // emu/convert.hpp), whatever the NaN's sign and payload, as cvt.rn.satfinite gives. A kernel on
@@ -50,7 +60,9 @@ enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTabl
 constexpr bool nan_codes_alike(int path) { return path == kCvt || path == kSrCvt; }
 
 // Paths that read a cast table (in shared memory).
-constexpr bool reads_table(int path) { return path == kTable || path == kSrTable || path == kCvtFix; }
+constexpr bool reads_table(int path) {
+    return path == kTable || path == kSrTable || path == kCvtFix || path == kCvtDir;
+}
 
 // Which path the host launches for (format, policy).
 inline ElementPath element_path(Format to, const Policy& p) {
@@ -59,6 +71,10 @@ inline ElementPath element_path(Format to, const Policy& p) {
     const bool ocp = to == Format::e4m3 || to == Format::e5m2;
     if (p.rounding == emu::Rounding::stochastic) return ocp && sat_canonical ? kSrCvt : kSrTable;
     if (ocp && p.rounding == emu::Rounding::nearest_even) return sat_canonical ? kCvt : kCvtFix;
+    // numerics::cvt_directed::serves, per format.
+    const bool directed = p.rounding == emu::Rounding::toward_zero || p.rounding == emu::Rounding::nearest_away;
+    const bool fnuz = to == Format::e4m3fnuz || to == Format::e5m2fnuz;
+    if ((ocp && directed) || (fnuz && (directed || p.rounding == emu::Rounding::nearest_even))) return kCvtDir;
     return kTable;
 }
 
@@ -726,6 +742,16 @@ __device__ __forceinline__ std::uint8_t stochastic_code(std::uint32_t y, const E
         return convert_fixed<D, R>(y, c.policy, random);
 }
 
+// kCvtDir's code of one element: the grid step (numerics/cvt_directed.hpp) and the instruction in
+// the domain, the table outside it.
+template <class D>
+__device__ __forceinline__ std::uint8_t cvt_dir_one(std::uint32_t y, const ElementCtx& c) {
+    namespace cd = numerics::cvt_directed;
+    if (!cd::in_domain<D>(y)) return c.table[cast_table_key<D>(y)];
+    const std::uint32_t w = cd::grid_value<D>(y, cd::step_of<D>(c.policy.rounding));
+    return static_cast<std::uint8_t>(cd::fix_codes<D>(cvt_one<D>(w)));
+}
+
 // One element at stream index `index` (stochastic: draws emu::stochastic_bits(seed, index)).
 // R: the rounding for kConvert (compile time).
 template <class D, int P, int R>
@@ -734,6 +760,8 @@ __device__ __forceinline__ std::uint8_t encode_one(std::uint32_t y, const Elemen
         return cvt_one<D>(y);
     else if constexpr (P == kCvtFix)
         return (y & 0x7FFFFFFFu) <= max_finite_bits<D>() ? cvt_one<D>(y) : c.table[cast_table_key<D>(y)];
+    else if constexpr (P == kCvtDir)
+        return cvt_dir_one<D>(y, c);
     else if constexpr (P == kTable)
         return c.table[cast_table_key<D>(y)];
     else if constexpr (P == kSrCvt || P == kSrTable)
@@ -760,6 +788,20 @@ __device__ __forceinline__ std::uint32_t encode_four(const std::uint32_t (&y)[4]
         std::uint32_t out = 0;
 #pragma unroll
         for (int k = 0; k < 4; ++k) out |= std::uint32_t{c.table[cast_table_key<D>(y[k])]} << (8 * k);
+        return out;
+    } else if constexpr (P == kCvtDir) {
+        namespace cd = numerics::cvt_directed;
+        const std::uint32_t hi =
+            max(max(y[0] & 0x7FFFFFFFu, y[1] & 0x7FFFFFFFu), max(y[2] & 0x7FFFFFFFu, y[3] & 0x7FFFFFFFu));
+        if (cd::in_domain<D>(hi)) {
+            const cd::Step st = cd::step_of<D>(c.policy.rounding);
+            const std::uint32_t codes = cvt_two<D>(cd::grid_value<D>(y[0], st), cd::grid_value<D>(y[1], st)) |
+                                        (cvt_two<D>(cd::grid_value<D>(y[2], st), cd::grid_value<D>(y[3], st)) << 16);
+            return cd::fix_codes<D>(codes);
+        }
+        std::uint32_t out = 0;
+#pragma unroll
+        for (int k = 0; k < 4; ++k) out |= std::uint32_t{cvt_dir_one<D>(y[k], c)} << (8 * k);
         return out;
     } else if constexpr (P == kSrCvt || P == kSrTable) {
         std::uint32_t v[4];
@@ -806,6 +848,8 @@ constexpr bool path_exists() {
     constexpr bool narrow = is_narrow_type<D>();  // kConvert only (element_path)
     if constexpr (P == kCvt || P == kSrCvt || P == kCvtFix)
         return ocp && !e8m0 && !narrow && D::total_bits == 8;
+    else if constexpr (P == kCvtDir)
+        return numerics::cvt_directed::is_ocp_pair<D>() || numerics::cvt_directed::is_fnuz_pair<D>();
     else if constexpr (P == kTable || P == kSrTable)
         return !e8m0 && !narrow && D::total_bits == 8;
     else
@@ -842,6 +886,7 @@ void with_element_path(Format to, const Policy& p, Fn&& fn) {
         case kCvt: fn(std::integral_constant<int, kCvt>{}, std::integral_constant<int, 0>{}); return;
         case kTable: fn(std::integral_constant<int, kTable>{}, std::integral_constant<int, 0>{}); return;
         case kCvtFix: fn(std::integral_constant<int, kCvtFix>{}, std::integral_constant<int, 0>{}); return;
+        case kCvtDir: fn(std::integral_constant<int, kCvtDir>{}, std::integral_constant<int, 0>{}); return;
         case kSrCvt: fn(std::integral_constant<int, kSrCvt>{}, std::integral_constant<int, 5>{}); return;
         case kSrTable: fn(std::integral_constant<int, kSrTable>{}, std::integral_constant<int, 5>{}); return;
         case kConvert: break;

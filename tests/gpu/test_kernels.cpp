@@ -393,6 +393,42 @@ TEST_CASE("cvt.rn.satfinite path equals profile cuda-satfinite", "[gpu]") {
     }
 }
 
+// The kCvtDir path (cuda/src/element.cuh): toward-zero and nearest-away into E4M3 / E5M2, and
+// nearest-even, toward-zero and nearest-away into the FNUZ pair. Random bits rarely fill a group of
+// four with values in the range of its common step (all |y| in [2^emin, max finite]), so here
+// every float32 pattern of a stride through the binades around both formats' ranges, in runs of
+// consecutive patterns (groups of one binade: the common step, ties and binade ends included),
+// with zeros, -0, values below 2^emin, and values past the domain in every group position
+// (the general step per element and the table), at offsets 0 and 1 (vector and scalar paths).
+TEST_CASE("directed cvt path equals encode_array on dense in-range data", "[gpu]") {
+    std::vector<std::uint32_t> v;
+    for (std::uint32_t e = 100; e <= 145; ++e)  // 2^-27 .. 2^18
+        for (std::uint32_t m = 0; m < (1u << 23); m += 997)
+            for (std::uint32_t k = 0; k < 8; ++k) {
+                const std::uint32_t b = (e << 23) | ((m + k) & 0x7FFFFFu);
+                v.push_back((k & 1) != 0 && (m & 2) != 0 ? b | 0x80000000u : b);
+            }
+    for (std::size_t i = 0; i + 7 < v.size(); i += 4099) {  // odd ones out in varying positions
+        const std::uint32_t odd[] = {0u, 0x80000000u, 0x3A000001u, 0x00000005u, 0x43F00000u, 0x7F800000u, 0xFFC00001u};
+        v[i + (i % 7)] = odd[(i / 4099) % 7];
+    }
+    const std::size_t n = v.size();
+    Dev din(n * 4), dout(n);
+    cu::copy_to_device(din.p, v.data(), n * 4);
+    for (Format f : {Format::e4m3, Format::e5m2, Format::e4m3fnuz, Format::e5m2fnuz})
+        for (Rounding r : {Rounding::nearest_even, Rounding::nearest_away, Rounding::toward_zero})
+            for (const Policy p : {Policy{r, Overflow::saturate_finite, NanEncoding::signed_all_ones},
+                                   Policy{r, Overflow::no_saturate, NanEncoding::signed_quiet_payload}})
+                for (std::size_t off : {std::size_t{0}, std::size_t{1}}) {
+                    const std::size_t m = n - off;
+                    std::vector<std::uint8_t> want(m);
+                    fp8kit::encode_array(f, Wide::f32, v.data() + off, want.data(), m, p, 0, 0);
+                    cu::quantize(f, Wide::f32, din.as<float>(off * 4), dout.as<std::uint8_t>(off), m, p, 1.0f, 0, 0);
+                    INFO(fp8kit::name(f) << " " << fp8kit::describe(p) << " offset " << off);
+                    REQUIRE(count_mismatch(to_host<std::uint8_t>(dout.as<char>(off), m), want) == 0);
+                }
+}
+
 // Tensors for the per-tensor scaling tests: each stresses one amax case.
 std::vector<std::vector<std::uint32_t>> amax_cases() {
     std::vector<std::vector<std::uint32_t>> c;
