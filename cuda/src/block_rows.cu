@@ -1198,6 +1198,10 @@ __device__ __forceinline__ void col_blocks_body(const void* __restrict__ in, Row
                     const std::uint32_t r = r0 + 16 * j + k;
                     e[j][k] = r < g.rows ? x[static_cast<std::size_t>(r) * g.cols + c] : T{0};
                 }
+            if constexpr (kRht && kAmaxOnly) {  // C's block's amax, from X's group (one rounding)
+                tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return e[0][i]; }, true));
+                continue;
+            }
             if constexpr (kRht)  // C's block, from X's group
                 rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
             if constexpr (kBf16Words<S>) {
@@ -1290,8 +1294,9 @@ __global__ void __launch_bounds__(kThreads)
 //    blocks a row), the row kernel's block index b of C's block (c, bi);
 //  - *d_global_amax: the current path writes C's amax under every rule (cuda::amax of C where the
 //    rule reads it; else the row kernel's fold of its blocks' amax, the same max). rht_col_amax_kernel
-//    (below) writes it before this kernel from the same blocks of C (rht16_round again), each
-//    block's amax as here (max_abs, NaN ignored), folded by block_amax_atomic onto zeroed bits as
+//    (below) writes it before this kernel from the same blocks of C (rht16_sums again), each
+//    block's amax as here (max_abs, NaN ignored; rht16_amax_bits rounds the largest magnitude
+//    once, which gives the largest rounded magnitude), folded by block_amax_atomic onto zeroed bits as
 //    cuda::amax's amax_kernel folds its elements: the max of |C|'s non-NaN elements does not depend
 //    on the order, so the bits are cuda::amax(C)'s; this kernel then reads it as rule_scale did.
 template <class S, class D, int P, int R, bool kPacked>
