@@ -1299,8 +1299,13 @@ __global__ void __launch_bounds__(kThreads)
 //    once, which gives the largest rounded magnitude), folded by block_amax_atomic onto zeroed bits as
 //    cuda::amax's amax_kernel folds its elements: the max of |C|'s non-NaN elements does not depend
 //    on the order, so the bits are cuda::amax(C)'s; this kernel then reads it as rule_scale did.
+// At most 64 registers (4 CTAs of 256 threads a SM): from bf16 the kernel took 116 (19% occupancy,
+// Nsight Compute, H200, 8f6d98a); capped, it keeps a stack frame for the rare ordered-sum groups.
+// fp8kit_cuda_bench's rows, 2^28 elements, H200, 2026-11-30 23:26 UTC, uncapped / at most 80 / at
+// most 64 registers, two rounds: bf16 1.201-1.210 / 1.082-1.086 / 1.023-1.034 ms, f32 1.165-1.166
+// / 1.174-1.181 / 1.167-1.184 ms.
 template <class S, class D, int P, int R, bool kPacked>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 4)
     rht_col_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx,
                           const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
                           const float* __restrict__ d_global_amax, RowOut o) {

@@ -468,58 +468,64 @@ TEST_CASE("block quantiser refuses bad arguments; the sm_100 FP4 cvt fails loudl
                         Catch::Contains("sm_100"));
 }
 
+namespace {
+
+// cu::te_rht16_columnwise of x (as w's elements, rows x cols) equals lib's, with and without
+// random signs.
+void check_rht_columnwise(Wide w, const std::vector<float>& x, std::size_t rows, std::size_t cols) {
+    const auto bytes = as_bytes(w, x);
+    for (bool signs : {true, false}) {
+        const auto want = fp8kit::te_rht16_columnwise(bytes.data(), w, rows, cols, signs);
+        Buf din(bytes.size()), dout(bytes.size());
+        cu::copy_to_device(din.p, bytes.data(), bytes.size());
+        cu::te_rht16_columnwise(w, din.p, rows, cols, dout.p, signs);
+        INFO(fp8kit::name(w) << (signs ? " with" : " without") << " signs");
+        REQUIRE(host<unsigned char>(dout.p, bytes.size()) == want);
+    }
+}
+
+}  // namespace
+
 TEST_CASE("TE NVFP4 random Hadamard transform on the GPU equals lib's te_rht16_columnwise", "[gpu][fp4]") {
     const std::size_t rows = 48, cols = 37;
     const auto x = block_tensor(rows, cols, 11);  // normals at many scales, zeros, NaN, Inf, subnormals
-    for (Wide w : kInputs)
-        for (bool signs : {true, false}) {
-            const auto bytes = as_bytes(w, x);
-            const auto want = fp8kit::te_rht16_columnwise(bytes.data(), w, rows, cols, signs);
-            Buf din(bytes.size()), dout(bytes.size());
-            cu::copy_to_device(din.p, bytes.data(), bytes.size());
-            cu::te_rht16_columnwise(w, din.p, rows, cols, dout.p, signs);
-            INFO(fp8kit::name(w) << (signs ? " with" : " without") << " signs");
-            REQUIRE(host<unsigned char>(dout.p, bytes.size()) == want);
-        }
+    for (Wide w : kInputs) check_rht_columnwise(w, x, rows, cols);
     Buf d(64);
     REQUIRE_THROWS_WITH(cu::te_rht16_columnwise(Wide::f32, d.p, 8, 1, d.p),
                         Catch::Contains("multiple of the Hadamard dimension 16"));
 }
 
-// rht16.cuh adds a group by the fast Walsh-Hadamard transform when all its sums are exact (the
-// group's exponents span at most 48 - mantissa bits: 25 for f32, 38 for f16, 41 for bf16) and by
-// lib's ordered sum otherwise. Groups whose span runs across that bound, with signed zeros,
-// subnormals and sums past the type's largest finite value, each column a group of its own span.
+// rht16.cuh adds a group by the fast Walsh-Hadamard transform where all its sums are exact: in
+// binary32 for f16 / bf16 groups whose exponents span at most 19 - m binades (9 for f16, 12 for
+// bf16), in binary64 up to 48 - m (25 for f32, 38 for f16, 41 for bf16), and by lib's ordered sum
+// beyond. Groups whose span runs across each bound (a column's groups take spans bound - 3 ..
+// bound + 4), with signed zeros, subnormals and, every eighth column, sums past the type's largest
+// finite value.
 TEST_CASE("TE NVFP4 random Hadamard transform: the exact-sum path at its bound equals lib", "[gpu][fp4]") {
     const std::size_t rows = 16 * 24, cols = 61;
     for (Wide w : kInputs) {
         const int lo = w == Wide::f16 ? -24 : -140, hi = w == Wide::f16 ? 15 : 127;
-        const int bound = w == Wide::f32 ? 25 : w == Wide::f16 ? 38 : 41;
-        std::mt19937 g(static_cast<unsigned>(bound));
-        std::uniform_real_distribution<float> frac(1.0f, 2.0f);
-        std::vector<float> x(rows * cols);
-        for (std::size_t gr = 0; gr < rows / 16; ++gr)
-            for (std::size_t c = 0; c < cols; ++c) {
-                const int span = std::min(bound - 3 + static_cast<int>((gr * cols + c) % 8), hi - lo);
-                // Mostly spans near the bound; every eighth group at the top of the range (sums overflow).
-                const int base = (c % 8 == 7) ? hi - span : lo + static_cast<int>(g() % (hi - lo - span + 1));
-                for (std::size_t i = 0; i < 16; ++i) {
-                    const int e = i == gr % 16         ? base
-                                  : i == (gr + 5) % 16 ? base + span
-                                                       : base + static_cast<int>(g() % (span + 1));
-                    float v = std::ldexp(frac(g), e) * ((g() & 1u) ? -1.0f : 1.0f);
-                    if (g() % 23 == 0) v = (g() & 1u) ? -0.0f : 0.0f;
-                    x[(gr * 16 + i) * cols + c] = v;
+        const int m = w == Wide::f32 ? 23 : w == Wide::f16 ? 10 : 7;
+        for (int bound : {19 - m, 48 - m}) {
+            if (bound < 0) continue;  // f32: no binary32 path
+            std::mt19937 g(static_cast<unsigned>(bound));
+            std::uniform_real_distribution<float> frac(1.0f, 2.0f);
+            std::vector<float> x(rows * cols);
+            for (std::size_t gr = 0; gr < rows / 16; ++gr)
+                for (std::size_t c = 0; c < cols; ++c) {
+                    const int span = std::min(bound - 3 + static_cast<int>((gr * cols + c) % 8), hi - lo);
+                    const int base = (c % 8 == 7) ? hi - span : lo + static_cast<int>(g() % (hi - lo - span + 1));
+                    for (std::size_t i = 0; i < 16; ++i) {
+                        const int e = i == gr % 16         ? base
+                                      : i == (gr + 5) % 16 ? base + span
+                                                           : base + static_cast<int>(g() % (span + 1));
+                        float v = std::ldexp(frac(g), e) * ((g() & 1u) ? -1.0f : 1.0f);
+                        if (g() % 23 == 0) v = (g() & 1u) ? -0.0f : 0.0f;
+                        x[(gr * 16 + i) * cols + c] = v;
+                    }
                 }
-            }
-        const auto bytes = as_bytes(w, x);
-        for (bool signs : {true, false}) {
-            const auto want = fp8kit::te_rht16_columnwise(bytes.data(), w, rows, cols, signs);
-            Buf din(bytes.size()), dout(bytes.size());
-            cu::copy_to_device(din.p, bytes.data(), bytes.size());
-            cu::te_rht16_columnwise(w, din.p, rows, cols, dout.p, signs);
-            INFO(fp8kit::name(w) << (signs ? " with" : " without") << " signs");
-            REQUIRE(host<unsigned char>(dout.p, bytes.size()) == want);
+            INFO("span bound " << bound);
+            check_rht_columnwise(w, x, rows, cols);
         }
     }
 }
