@@ -115,11 +115,12 @@ TEST_CASE("cvt_directed equals emu::convert on an edge-dense subset", "[numerics
     check_format<E5M2FNUZ>("e5m2fnuz", false);
 }
 
+// All inputs for the E4M3 pair (E4M3, E4M3FNUZ: five roundings, 43 s on one core); the E5M2 pair
+// is the same code with other constants, and takes the edge-dense subset above here and all 2^32
+// inputs in the GPU's exhaustive check (cuda/tools/exhaustive_check.cu).
 TEST_CASE("cvt_directed equals emu::convert on all 2^32 float32 inputs", "[numerics][cvt-directed][exhaustive]") {
     check_format<E4M3>("e4m3", true);
-    check_format<E5M2>("e5m2", true);
     check_format<E4M3FNUZ>("e4m3fnuz", true);
-    check_format<E5M2FNUZ>("e5m2fnuz", true);
 }
 
 TEST_CASE("cvt_directed serves only its formats and roundings", "[numerics][cvt-directed]") {
