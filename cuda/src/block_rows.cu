@@ -928,8 +928,7 @@ template <int P, int R>
 unsigned row_blocks_grid(std::size_t items, bool several) {
     constexpr bool kStochastic = P == kSrCvt || P == kSrTable || R == static_cast<int>(emu::Rounding::stochastic);
     unsigned grid = grid_for_path<P, R>(items);
-    if (several && !kStochastic)
-        grid = std::max(grid_per_item((items + kItemsPerThread - 1) / kItemsPerThread), grid_for(items));
+    if (several && !kStochastic) grid = grid_up_to_items(items, kItemsPerThread);
     return g_grid_cap != 0 && grid > g_grid_cap ? g_grid_cap : grid;
 }
 

@@ -1,7 +1,5 @@
 // quantize, amax, current scaling and the cvt.rn.satfinite entry points: the element-wise cast
 // without a fused amax.
-#include <algorithm>
-
 #include "elementwise.cuh"
 #include "narrow.cuh"
 
@@ -34,8 +32,7 @@ void amax(Wide from, const void* in, std::size_t n, float* d_amax, Stream stream
             // H200, bf16, 2^28 elements, one item a thread: 162 us at 69% of DRAM peak, 42% issue).
             // The max of the elements does not depend on how they are dealt out.
             const std::size_t items = (m + 15) / 16;
-            const unsigned grid =
-                es == 4 ? grid_per_item(items) : std::max(grid_per_item((items + 7) / 8), grid_for(items));
+            const unsigned grid = es == 4 ? grid_per_item(items) : grid_up_to_items(items, 8);
             amax_kernel<decltype(w)><<<grid, kThreads, 0, s>>>(static_cast<const char*>(in) + off * es,
                                                                static_cast<std::uint32_t>(m), d_amax);
         }

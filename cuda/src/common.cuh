@@ -166,6 +166,14 @@ inline unsigned grid_per_item(std::size_t work_items, int threads = kThreads) {
     return static_cast<unsigned>(want > 0 ? want : 1);
 }
 
+// Up to k work items a thread, but never fewer CTAs than grid_for's wave of 8 a SM where there
+// are items for them, so that a small tensor still fills the device: for kernels whose per-CTA
+// prologue or epilogue (a table, a reduction and its atomic) costs as much as several items.
+inline unsigned grid_up_to_items(std::size_t work_items, std::size_t k, int threads = kThreads) {
+    const unsigned several = grid_per_item((work_items + k - 1) / k, threads), wave = grid_for(work_items, threads);
+    return several > wave ? several : wave;
+}
+
 // Host-side dispatch of a run-time format to a callable templated on the emu format (emu's own
 // with_format is __host__ __device__, which nvcc warns about for host lambdas).
 template <class Fn>

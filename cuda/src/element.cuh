@@ -71,10 +71,8 @@ inline ElementPath element_path(Format to, const Policy& p) {
     const bool ocp = to == Format::e4m3 || to == Format::e5m2;
     if (p.rounding == emu::Rounding::stochastic) return ocp && sat_canonical ? kSrCvt : kSrTable;
     if (ocp && p.rounding == emu::Rounding::nearest_even) return sat_canonical ? kCvt : kCvtFix;
-    // numerics::cvt_directed::serves, per format.
-    const bool directed = p.rounding == emu::Rounding::toward_zero || p.rounding == emu::Rounding::nearest_away;
-    const bool fnuz = to == Format::e4m3fnuz || to == Format::e5m2fnuz;
-    if ((ocp && directed) || (fnuz && (directed || p.rounding == emu::Rounding::nearest_even))) return kCvtDir;
+    // What kCvtDir covers is numerics/cvt_directed.hpp's serves, said once there.
+    if (with_fp8(to, [&](auto d) { return numerics::cvt_directed::serves<decltype(d)>(p.rounding); })) return kCvtDir;
     return kTable;
 }
 
