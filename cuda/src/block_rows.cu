@@ -1229,20 +1229,19 @@ __global__ void __launch_bounds__(kThreads)
 // C = te_rht16_columnwise(X) (cols x rows, random signs), without C being made. rows % 16 == 0, so
 // C's 1 x 16 block (c, bi), bi < rows / 16, is X's rows 16 bi .. 16 bi + 15 of column c, whole.
 //
-// The work of rht_col_blocks_kernel: tiles of 32 columns of X by kRhtTileGroups groups of 16 rows,
-// a warp's each: lane l takes column c0 + l (so each of the warp's loads of a row of X is
-// coalesced) and its tile's groups one after the other, and stages each block's codes and scale
-// byte in shared memory; the warp then writes C's rows c0 .. c0 + 31 from there, 8-byte pieces of
-// each row's run of codes (64 bytes packed, 128 bytes not) to adjacent lanes, and each row's
-// kRhtTileGroups scale bytes as one 8-byte piece. (One block a thread, adjacent lanes wrote C's
-// rows rows / 2 bytes apart, 8 bytes each, and one scale byte rows / 16 bytes apart.) Tiles go
-// along C's rows first (tile t: groups kRhtTileGroups (t % tiles a row), columns 32 (t / tiles a
-// row)), so the 8 warps of a CTA write adjacent runs of the same 32 rows of C. Only the mapping of
-// blocks to threads and the stores differ from one block a thread; every output keeps its bits:
-// rht_block below is that thread's per-block code, and each byte lands at the address it stored
-// it to (rht_store_tile).
-constexpr std::uint32_t kRhtTileGroups = 8;
-constexpr std::uint32_t kRhtWarps = kThreads / 32;
+// The work of rht_col_blocks_kernel: tiles of 32 columns of X by kRhtTileGroups = 8 groups of 16
+// rows, a CTA's each, one block a thread: warp w takes group bi0 + w and lane l column c0 + l (so
+// each of the warp's loads of a row of X is coalesced), and each thread stages its block's codes
+// and scale byte in shared memory; after a barrier the CTA writes C's rows c0 .. c0 + 31 from
+// there, 8-byte pieces of each row's run of codes (64 bytes packed, 128 bytes not) to adjacent
+// threads, and each row's 8 scale bytes as one 8-byte piece. (With one block a thread and adjacent
+// lanes on adjacent columns as well, adjacent lanes wrote C's rows rows / 2 bytes apart, 8 bytes
+// each, and one scale byte rows / 16 bytes apart.) Tiles go along C's rows first (tile t: groups
+// 8 (t % tiles a row) .., columns 32 (t / tiles a row) ..), so consecutive CTAs write adjacent runs
+// of the same 32 rows of C. Only which thread takes a block and how its bytes reach memory differ
+// from that kernel; every output keeps its bits: rht_block below is its per-block code, and each
+// byte lands at the address it stored the byte to (rht_store_tile).
+constexpr std::uint32_t kRhtTileGroups = kThreads / 32;
 
 // C's block (c, bi): its 16 codes in q (element k in byte k % 4 of word k / 4, as
 // encode_*_segment give them) and its BlockScale. Why these are the current path's
@@ -1303,10 +1302,10 @@ __device__ __forceinline__ void store_bytes8(std::uint8_t* dst, uint2 v, std::ui
     for (std::uint32_t k = 0; k < n; ++k) dst[k] = static_cast<std::uint8_t>((k < 4 ? v.x : v.y) >> (8 * (k % 4)));
 }
 
-// A warp's staging: each of its 32 rows of C (lane l's column) holds the tile's codes as 8-byte
+// A CTA's staging: each of its 32 rows of C (lane l's column) holds the tile's codes as 8-byte
 // units (a block's packed codes, or half of its unpacked ones), then its scale bytes. The odd row
-// length in units (kUnits + 1) puts the 16 lanes of each half-warp's 8-byte stores in different
-// banks.
+// length in units (kUnits + 1) puts the 16 lanes of each half-warp's 8-byte stores (a warp's: one
+// unit in each of 32 rows) in different banks.
 template <bool kPacked>
 struct RhtStage {
     static constexpr std::uint32_t kUnitsPerBlock = kPacked ? 1 : 2;
@@ -1319,33 +1318,33 @@ static_assert(kRhtTileGroups == 8, "a row's scale bytes of a tile are one 8-byte
 // Writes the staged tile (columns c0 .., groups bi0 .. bi0 + n - 1) to C's codes and scale bytes.
 // Row c of C's codes starts at c rows / 2 (packed) or c rows, so block bi's 8 or 16 bytes start at
 // 8 bi or 16 bi in it, as store_codes put them (rows / 16 blocks a row); its scale byte is at
-// c (rows / 16) + bi, the row kernel's block index of C's block (c, bi). Each lane stores 8-byte
-// units u = lane, lane + 32, .. (row u / kUnits, unit u % kUnits of the tile's run in it): adjacent
-// lanes write adjacent units of a row. A whole tile (8 groups, 32 columns) with 8-byte aligned codes
-// takes the units at a fixed stride from the lane's first (every unit 8-byte aligned: rows / 2 and
-// 8 bi are multiples of 8); an edge tile or unaligned codes take each unit inside the tensor by
+// c (rows / 16) + bi, the row kernel's block index of C's block (c, bi). Thread i stores the 8-byte
+// units u = i, i + 256 (unpacked) of the tile (row u / kUnits, unit u % kUnits of the row's run):
+// adjacent threads write adjacent units of a row. A whole tile (8 groups, 32 columns) with 8-byte
+// aligned codes takes plain 8-byte stores (every unit is 8-byte aligned: rows / 2 and 8 bi are
+// multiples of 8); an edge tile or unaligned codes take each unit inside the tensor by
 // store_bytes8.
 template <bool kPacked>
 __device__ __forceinline__ void rht_store_tile(const RhtStage<kPacked>& st, const RowOut& o, const RowGeom& g,
                                                std::uint32_t c0, std::uint32_t bi0, std::uint32_t n) {
     using St = RhtStage<kPacked>;
-    constexpr std::uint32_t kRowsAStep = 32 / St::kUnits;
-    const std::uint32_t lane = threadIdx.x & 31, r = lane / St::kUnits, k = lane % St::kUnits;
+    constexpr std::uint32_t kSteps = 32 * St::kUnits / kThreads, kRowsAStep = kThreads / St::kUnits;
+    const std::uint32_t r = threadIdx.x / St::kUnits, k = threadIdx.x % St::kUnits;
     const std::size_t row_bytes = kPacked ? g.rows / 2 : g.rows;
     std::uint8_t* dst = o.codes + (c0 + r) * row_bytes + 8 * (bi0 * St::kUnitsPerBlock + k);
     if (n == kRhtTileGroups && c0 + 32 <= g.cols && (reinterpret_cast<std::uintptr_t>(o.codes) & 7u) == 0) {
 #pragma unroll
-        for (std::uint32_t i = 0; i < St::kUnits; ++i)
+        for (std::uint32_t i = 0; i < kSteps; ++i)
             *reinterpret_cast<uint2*>(dst + i * kRowsAStep * row_bytes) = st.codes[r + i * kRowsAStep][k];
     } else {
-#pragma unroll 1
-        for (std::uint32_t i = 0; i < St::kUnits; ++i)
+#pragma unroll
+        for (std::uint32_t i = 0; i < kSteps; ++i)
             if (c0 + r + i * kRowsAStep < g.cols && k < n * St::kUnitsPerBlock)
                 store_bytes8(dst + i * kRowsAStep * row_bytes, st.codes[r + i * kRowsAStep][k], 8);
     }
-    if (o.scale_codes && c0 + lane < g.cols)
-        store_bytes8(o.scale_codes + static_cast<std::size_t>(c0 + lane) * (g.rows / 16) + bi0, st.scale_codes[lane],
-                     n);
+    if (o.scale_codes && threadIdx.x < 32 && c0 + threadIdx.x < g.cols)
+        store_bytes8(o.scale_codes + static_cast<std::size_t>(c0 + threadIdx.x) * (g.rows / 16) + bi0,
+                     st.scale_codes[threadIdx.x], n);
 }
 
 // rht_col_blocks_kernel's work (see above the tiles). gt: X's shape (rows, cols), items = the
@@ -1354,41 +1353,38 @@ template <class S, class D, int P, int R, bool kPacked>
 __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGeom gt, ElementCtx ctx,
                                               const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
                                               const float* __restrict__ d_global_amax, RowOut o) {
+    static_assert(kThreads == 256, "a tile of 8 groups, one a warp");
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
-    __shared__ RhtStage<kPacked> stage[kRhtWarps];
+    __shared__ RhtStage<kPacked> st;
     numerics::ScaleParams tr = rule;
     if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
     const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     const T* x = static_cast<const T*>(in);
-    const std::uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    RhtStage<kPacked>& st = stage[warp];
+    const std::uint32_t lane = threadIdx.x & 31, j = threadIdx.x >> 5;  // the warp's group of the tile
     const std::uint32_t blocks_a_row = gt.rows / 16;
-    for (std::uint32_t t = blockIdx.x * kRhtWarps + warp; t < gt.items; t += gridDim.x * kRhtWarps) {
+    for (std::uint32_t t = blockIdx.x; t < gt.items; t += gridDim.x) {  // CTA-uniform: every thread meets the barriers
         const std::uint32_t tc = __umulhi(t << 1, gt.div_m) >> gt.div_l;
-        const std::uint32_t bi0 = (t - tc * gt.grid_cols) * kRhtTileGroups, c0 = 32 * tc, c = c0 + lane;
-        const std::uint32_t n = min(kRhtTileGroups, blocks_a_row - bi0);  // the tile's groups (warp-uniform)
-        if (c < gt.cols) {
-            for (std::uint32_t j = 0; j < n; ++j) {
-                const std::uint32_t bi = bi0 + j;
-                uint4 q;
-                const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, tr, keeps_nan, q);
-                if constexpr (kPacked) {
-                    st.codes[lane][j] = make_uint2(pack_words(q.x, q.y), pack_words(q.z, q.w));  // as store_codes
-                } else {
-                    st.codes[lane][2 * j] = make_uint2(q.x, q.y);
-                    st.codes[lane][2 * j + 1] = make_uint2(q.z, q.w);
-                }
-                reinterpret_cast<std::uint8_t*>(&st.scale_codes[lane])[j] = bs.code;
-                const std::size_t b = static_cast<std::size_t>(c) * blocks_a_row + bi;  // C's block (c, bi)
-                if (o.scale) o.scale[b] = bs.scale;
-                if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
+        const std::uint32_t bi0 = (t - tc * gt.grid_cols) * kRhtTileGroups, c0 = 32 * tc;
+        const std::uint32_t n = min(kRhtTileGroups, blocks_a_row - bi0), c = c0 + lane, bi = bi0 + j;
+        if (j < n && c < gt.cols) {
+            uint4 q;
+            const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, tr, keeps_nan, q);
+            if constexpr (kPacked) {
+                st.codes[lane][j] = make_uint2(pack_words(q.x, q.y), pack_words(q.z, q.w));  // as store_codes
+            } else {
+                st.codes[lane][2 * j] = make_uint2(q.x, q.y);
+                st.codes[lane][2 * j + 1] = make_uint2(q.z, q.w);
             }
+            reinterpret_cast<std::uint8_t*>(&st.scale_codes[lane])[j] = bs.code;
+            const std::size_t b = static_cast<std::size_t>(c) * blocks_a_row + bi;  // C's block (c, bi)
+            if (o.scale) o.scale[b] = bs.scale;
+            if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
         }
-        __syncwarp();
+        __syncthreads();
         rht_store_tile<kPacked>(st, o, gt, c0, bi0, n);
-        __syncwarp();  // the stores' reads of st before the next tile's writes
+        __syncthreads();  // the stores' reads of st before the next tile's writes
     }
 }
 
@@ -1404,8 +1400,6 @@ __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGe
 //    kernel then reads it as rule_scale did.
 // At most 64 registers (4 CTAs of 256 threads a SM): from bf16 the kernel took 116 (19% occupancy,
 // Nsight Compute, H200, 8f6d98a); capped, it keeps a stack frame for the rare ordered-sum groups.
-// Shared memory (RhtStage for 8 warps and the rest, cuobjdump -res-usage): 21 KiB a CTA packed,
-// 37 KiB unpacked, so 4 CTAs fit in a SM's 228 KiB (H100, H200) either way.
 // fp8kit_cuda_bench's rows, 2^28 elements, H200, 2026-11-30 23:26 UTC, uncapped / at most 80 / at
 // most 64 registers, two rounds (one block a thread, 2858ff5): bf16 1.201-1.210 / 1.082-1.086 /
 // 1.023-1.034 ms, f32 1.165-1.166 / 1.174-1.181 / 1.167-1.184 ms.
@@ -1559,7 +1553,11 @@ bool quantize_rht_col_blocks(const BlockSpec& spec, Wide from, const void* in, s
             rht_col_amax_kernel<S><<<grid_for_path<kConvert, -1>(items), kThreads, 0, stream>>>(in, g, d_global_amax);
             check_launch("rht_col_amax_kernel");
             constexpr std::size_t smem = element_smem<D, P>();
-            const unsigned grid = grid_for_path<P, R>(std::size_t{gt.items} * 32);  // a warp a tile
+            // A CTA a tile, up to kItemsPerThread tiles a CTA past a wave of 8 CTAs a SM (nearest-even;
+            // stochastic rounding as grid_for_path), as row_blocks_kernel's NVFP4 launches: a thread's
+            // prologue (set_global_amax's divisions, the table) took 102 of the 825 instructions a bf16
+            // thread of one tile issued on the common path (nvcc 13.0, sm_90, scripts/sass_path.py).
+            const unsigned grid = row_blocks_grid<P, R>(std::size_t{gt.items} * kThreads, true);
             // Literal template arguments per launch (tests/gpu/host_launches.sh).
             if (packed)
                 rht_col_blocks_kernel<S, D, P, R, true>
