@@ -642,7 +642,7 @@ __device__ __forceinline__ void store_bf16(const ColOut& o, const RowGeom& g, bo
 
 // What row_blocks_body writes: the codes (RowOut; packed: two E2M1 codes a byte) and the blocks'
 // scales, or the fake-quantised bf16 operand (ColOut).
-enum RowStore : int { kStoreCodes, kStorePacked, kStoreBf16, kStoreAmax };  // kStoreAmax: col_blocks_body
+enum RowStore : int { kStoreCodes, kStorePacked, kStoreBf16 };
 
 // Whether the output takes row_blocks_body's vector stores (with cols % 16 == 0 and the input
 // 16-byte aligned): 16-byte codes, 8-byte packed codes, 32-byte bf16 segments (store_bf16).
@@ -1139,47 +1139,30 @@ namespace {
 // table gives rule_scale's result, Nvfp4Entry); and index0 = c rows + B bi + 16 j is the stream
 // index of X^T's element (c, B bi + 16 j) (blocks.hpp: element (r', c') of X^T, whose rows are
 // `rows` long, has index r' rows + c').
-// The body of col_blocks_kernel (kStore kStoreBf16: X^T's fake-quantised operand in X's layout) and of
-// the kernels of TE's column-wise copy with its transform applied in the cast (kRht, kSegs 1:
-// rht_col_blocks_kernel's codes and scales, kStoreCodes / kStorePacked, and rht_col_amax_kernel's
-// tensor amax, kStoreAmax; see there), which differ in the kStore and kRht parts only.
-template <class S, class D, int P, int R, int kStore, int kSegs, bool kRht, class O>
+// The body of col_blocks_kernel: X^T's fake-quantised operand in X's layout.
+template <class S, class D, int P, int R, int kSegs>
 __device__ __forceinline__ void col_blocks_body(const void* __restrict__ in, RowGeom g, ElementCtx ctx,
                                                 const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
-                                                const float* __restrict__ d_global_amax, float* amax_out, O o) {
-    static_assert(!kRht || kSegs == 1, "TE's transform works on groups of 16 rows: 1 x 16 blocks");
-    constexpr bool kFake = kStore == kStoreBf16, kAmaxOnly = kStore == kStoreAmax;
+                                                const float* __restrict__ d_global_amax, ColOut o) {
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
-    if constexpr (!kAmaxOnly) load_cast_table<D, P>(ctx, table, smem);
-    Bf16Tables bt;
-    if constexpr (kFake) bt = bf16_tables<D>();
+    load_cast_table<D, P>(ctx, table, smem);
+    const Bf16Tables bt = bf16_tables<D>();
     numerics::ScaleParams tr = rule;
-    bool keeps_nan = false;
-    if constexpr (!kAmaxOnly)
-        if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
-    if constexpr (kFake) write_tensor_factor(o, rule.rule, d_global_amax);
-    if constexpr (!kAmaxOnly) keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
+    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
+    write_tensor_factor(o, rule.rule, d_global_amax);
+    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     const T* x = static_cast<const T*>(in);
-    BFloat16::storage_t* out = nullptr;  // kFake: the operand
-    if constexpr (kFake) out = static_cast<BFloat16::storage_t*>(o.out);
-    // The codes' geometry (kRht): C = X's transformed copy, cols rows of `rows` codes, rows / 16
-    // blocks a row (rows % 16 == 0).
-    RowGeom gc = g;
-    gc.cols = g.rows;
-    gc.grid_cols = g.rows / 16;
-    bool vec = false;
-    if constexpr (!kFake && !kAmaxOnly) vec = out_aligned<kStore>(o);
-    std::uint32_t tensor_max = 0;  // kAmaxOnly: the blocks' amax bits
+    BFloat16::storage_t* out = static_cast<BFloat16::storage_t*>(o.out);
     const std::uint32_t stride = gridDim.x * blockDim.x;
     for (std::uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < g.items; s += stride) {
         const std::uint32_t bi = __umulhi(s << 1, g.div_m) >> g.div_l, c = s - bi * g.cols;
         const std::uint32_t r0 = bi * (16 * kSegs);
-        T e[kSegs][16];              // f32 / f16 inputs (kRht: C's block)
+        T e[kSegs][16];              // f32 / f16 inputs
         std::uint32_t wd[kSegs][8];  // bf16 inputs, as the row kernel's words (kBf16Words)
         std::uint32_t m;
         bool nan_in = false;
-        if constexpr (kBf16Words<S> && !kRht) {  // the words straight from the loads
+        if constexpr (kBf16Words<S>) {  // the words straight from the loads
 #pragma unroll
             for (int j = 0; j < kSegs; ++j)
 #pragma unroll
@@ -1189,6 +1172,7 @@ __device__ __forceinline__ void col_blocks_body(const void* __restrict__ in, Row
                     const std::uint32_t e1 = r + 1 < g.rows ? x[static_cast<std::size_t>(r + 1) * g.cols + c] : 0u;
                     wd[j][k] = e0 | (e1 << 16);
                 }
+            m = bf16_words_amax<kSegs>(wd, nan_in);
         } else {
 #pragma unroll
             for (int j = 0; j < kSegs; ++j)
@@ -1197,25 +1181,7 @@ __device__ __forceinline__ void col_blocks_body(const void* __restrict__ in, Row
                     const std::uint32_t r = r0 + 16 * j + k;
                     e[j][k] = r < g.rows ? x[static_cast<std::size_t>(r) * g.cols + c] : T{0};
                 }
-            if constexpr (kRht && kAmaxOnly) {  // C's block's amax, from X's group (one rounding)
-                tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return e[0][i]; }, true));
-                continue;
-            }
-            if constexpr (kRht)  // C's block, from X's group
-                rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
-            if constexpr (kBf16Words<S>) {
-#pragma unroll
-                for (int k = 0; k < 8; ++k)
-                    wd[0][k] = e[0][2 * k] | (static_cast<std::uint32_t>(e[0][2 * k + 1]) << 16);
-            }
-        }
-        if constexpr (kBf16Words<S>)
-            m = bf16_words_amax<kSegs>(wd, nan_in);
-        else
             m = elements_amax<S, kSegs>(e);
-        if constexpr (kAmaxOnly) {
-            tensor_max = max(tensor_max, m);
-            continue;
         }
         bool has_nan = false;
         if (keeps_nan) {
@@ -1227,15 +1193,7 @@ __device__ __forceinline__ void col_blocks_body(const void* __restrict__ in, Row
         const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
         const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
         const NarrowLane bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
-        float f = 0.0f;  // kFake: the block's factor
-        if constexpr (kFake) {
-            f = block_factor(o, rule.rule, bs);
-        } else {
-            const std::size_t b = static_cast<std::size_t>(c) * gc.grid_cols + bi;  // C's block (c, bi)
-            if (o.scale_codes) o.scale_codes[b] = bs.code;
-            if (o.scale) o.scale[b] = bs.scale;
-            if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
-        }
+        const float f = block_factor(o, rule.rule, bs);
 #pragma unroll
         for (int j = 0; j < kSegs; ++j) {
             const std::uint32_t rj = r0 + 16 * j;
@@ -1246,80 +1204,231 @@ __device__ __forceinline__ void col_blocks_body(const void* __restrict__ in, Row
                 q = encode_bf16_segment<D, P, R>(wd[j], bs.scale, bl, ctx, index0);
             else
                 q = encode_wide_segment<S, D, P, R, kSegs>(e[j], bs.scale, bl, ctx, index0);
-            if constexpr (kFake) {
-                const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+            const std::uint32_t qw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-                for (int k = 0; k < 16; ++k) {
-                    const auto code = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
-                    if (rj + k < g.rows)
-                        out[static_cast<std::size_t>(rj + k) * g.cols + c] =
-                            product_out<BFloat16>(bt.value[code], f, bt.nan_out[code], bt.nan_product);
-                }
-            } else {
-                store_codes<kStore == kStorePacked>(o, gc, vec, c, rj, q);  // C's row c, columns rj ..
+            for (int k = 0; k < 16; ++k) {
+                const auto code = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
+                if (rj + k < g.rows)
+                    out[static_cast<std::size_t>(rj + k) * g.cols + c] =
+                        product_out<BFloat16>(bt.value[code], f, bt.nan_out[code], bt.nan_product);
             }
         }
     }
-    if constexpr (kAmaxOnly) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
 }
 
 template <class S, class D, int P, int R, int kSegs>
 __global__ void __launch_bounds__(kThreads)
     col_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, const std::uint8_t* __restrict__ table,
                       numerics::ScaleParams rule, const float* __restrict__ d_global_amax, ColOut o) {
-    col_blocks_body<S, D, P, R, kStoreBf16, kSegs, false>(in, g, ctx, table, rule, d_global_amax, nullptr, o);
+    col_blocks_body<S, D, P, R, kSegs>(in, g, ctx, table, rule, d_global_amax, o);
 }
 
-// TE's column-wise copy with its random Hadamard transform applied in the cast (quantize_blocks
-// with spec.columnwise_rht, issue 48): the codes and scales of quantize_blocks on C =
-// te_rht16_columnwise(X) (cols x rows, random signs), without C being made. Item s = (bi, c) as
-// above, with B = 16 (1 x 16 blocks; rows % 16 == 0, so no block is partial). Why each output is
-// the current path's (te_rht16_columnwise into a copy, then quantize_blocks on it: row_blocks_kernel
-// on C's 1 x 16 blocks, cuda::amax on C first where the rule reads the global amax) bit for bit:
-//  - C's block (c, bi) is C[c][16 bi .. 16 bi + 15], which rht16_kernel computes as one group,
-//    rht16_round<S> of X's rows 16 bi .. 16 bi + 15 of column c; this kernel calls the same
-//    function on the same 16 elements (random signs, as with_rht_columnwise_copy passes), so it
-//    holds C's block exactly, in S, as elements (f32) or as the words a row-kernel lane assembles
-//    from C's row (bf16: element 2k low, 2k + 1 high);
+// ---- TE's column-wise copy with its transform applied in the cast -------------------------------
+// quantize_blocks with spec.columnwise_rht (issue 48): the codes and scales of quantize_blocks on
+// C = te_rht16_columnwise(X) (cols x rows, random signs), without C being made. rows % 16 == 0, so
+// C's 1 x 16 block (c, bi), bi < rows / 16, is X's rows 16 bi .. 16 bi + 15 of column c, whole.
+//
+// The work of rht_col_blocks_kernel: tiles of 32 columns of X by kRhtTileGroups = 8 groups of 16
+// rows, a CTA's each, one block a thread: warp w takes group bi0 + w and lane l column c0 + l (so
+// each of the warp's loads of a row of X is coalesced), and each thread stages its block's codes
+// and scale byte in shared memory; after a barrier the CTA writes C's rows c0 .. c0 + 31 from
+// there, 8-byte pieces of each row's run of codes (64 bytes packed, 128 bytes not) to adjacent
+// threads, and each row's 8 scale bytes as one 8-byte piece. (With one block a thread and adjacent
+// lanes on adjacent columns as well, adjacent lanes wrote C's rows rows / 2 bytes apart, 8 bytes
+// each, and one scale byte rows / 16 bytes apart.) Tiles go along C's rows first (tile t: groups
+// 8 (t % tiles a row) .., columns 32 (t / tiles a row) ..), so consecutive CTAs write adjacent runs
+// of the same 32 rows of C. Only which thread takes a block and how its bytes reach memory differ
+// from that kernel; every output keeps its bits: rht_block below is its per-block code, and each
+// byte lands at the address it stored the byte to (rht_store_tile).
+constexpr std::uint32_t kRhtTileGroups = kThreads / 32;
+
+// C's block (c, bi): its 16 codes in q (element k in byte k % 4 of word k / 4, as
+// encode_*_segment give them) and its BlockScale. Why these are the current path's
+// (te_rht16_columnwise into a copy, then quantize_blocks on it: row_blocks_kernel on C's 1 x 16
+// blocks, cuda::amax on C first where the rule reads the global amax) bit for bit:
+//  - C's block is C[c][16 bi .. 16 bi + 15], which rht16_kernel computes as one group, rht16_round<S>
+//    of X's rows 16 bi .. of column c; this calls the same function on the same 16 elements (random
+//    signs, as with_rht_columnwise_copy passes), so it holds C's block exactly, in S, as elements
+//    (f32) or as the words a row-kernel lane assembles from C's row (bf16: element 2k low, 2k + 1
+//    high);
 //  - from there the steps are col_blocks_kernel's, which are the row kernel's on a block held so
-//    (the argument above): amax, NaN flag, rule_block_amax, rule_scale with the tensor's numbers
-//    (the row kernel's NVFP4 table gives rule_scale's result, Nvfp4Entry), narrow_lane, and the
-//    codes by encode_bf16_segment / encode_wide_segment with index0 = c rows + 16 bi, the stream
-//    index of C's element (c, 16 bi) (C's rows are `rows` long), so stochastic rounding draws
-//    the copy's bits;
-//  - the 16 codes go where the row kernel puts them, row c, columns 16 bi .. of C's codes
-//    (store_codes with C's geometry: rows codes a row, rows / 2 bytes packed), and the scale
-//    byte, scale and scale_inv to block c (rows / 16) + bi of C's grid (row-major, rows / 16
-//    blocks a row), the row kernel's block index b of C's block (c, bi);
+//    (the argument above col_blocks_body): amax, NaN flag, rule_block_amax,
+//    rule_scale with the tensor's numbers (the row kernel's NVFP4 table gives rule_scale's result,
+//    Nvfp4Entry), narrow_lane, and the codes by encode_bf16_segment / encode_wide_segment with
+//    index0 = c rows + 16 bi, the stream index of C's element (c, 16 bi) (C's rows are `rows`
+//    long), so stochastic rounding draws the copy's bits whichever thread takes the block.
+template <class S, class D, int P, int R>
+__device__ __forceinline__ numerics::BlockScale rht_block(const typename S::storage_t* __restrict__ x, const RowGeom& g,
+                                                          std::uint32_t c, std::uint32_t bi, const ElementCtx& ctx,
+                                                          const numerics::ScaleParams& rule,
+                                                          const numerics::ScaleParams& tr, bool keeps_nan, uint4& q) {
+    using T = typename S::storage_t;
+    T e[1][16];  // X's group, then C's block
+#pragma unroll
+    for (int k = 0; k < 16; ++k) e[0][k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
+    rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
+    std::uint32_t wd[1][8];  // bf16: C's block as the row kernel's words
+    std::uint32_t m;
+    bool nan_in = false, has_nan = false;
+    if constexpr (kBf16Words<S>) {
+#pragma unroll
+        for (int k = 0; k < 8; ++k) wd[0][k] = e[0][2 * k] | (static_cast<std::uint32_t>(e[0][2 * k + 1]) << 16);
+        m = bf16_words_amax<1>(wd, nan_in);
+        has_nan = keeps_nan && nan_in;
+    } else {
+        m = elements_amax<S, 1>(e);
+        if (keeps_nan) has_nan = elements_have_nan<S, 1>(e);
+    }
+    const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
+    const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
+    const NarrowLane bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
+    const std::uint64_t index0 = static_cast<std::uint64_t>(c) * g.rows + 16 * bi;
+    if constexpr (kBf16Words<S>)
+        q = encode_bf16_segment<D, P, R>(wd[0], bs.scale, bl, ctx, index0);
+    else
+        q = encode_wide_segment<S, D, P, R, 1>(e[0], bs.scale, bl, ctx, index0);
+    return bs;
+}
+
+// Stores bytes 0 .. n - 1 of v (little-endian: v.x's first) at dst, n <= 8: one 8-byte store where
+// n is 8 and dst 8-byte aligned, else one store a byte (an output pointer that is not, a partial
+// run of scale bytes), the same bytes at the same addresses.
+__device__ __forceinline__ void store_bytes8(std::uint8_t* dst, uint2 v, std::uint32_t n) {
+    if (n == 8 && (reinterpret_cast<std::uintptr_t>(dst) & 7u) == 0) {
+        *reinterpret_cast<uint2*>(dst) = v;
+        return;
+    }
+    for (std::uint32_t k = 0; k < n; ++k) dst[k] = static_cast<std::uint8_t>((k < 4 ? v.x : v.y) >> (8 * (k % 4)));
+}
+
+// A CTA's staging: each of its 32 rows of C (lane l's column) holds the tile's codes as 8-byte
+// units (a block's packed codes, or half of its unpacked ones), then its scale bytes. The odd row
+// length in units (kUnits + 1) puts the 16 lanes of each half-warp's 8-byte stores (a warp's: one
+// unit in each of 32 rows) in different banks.
+template <bool kPacked>
+struct RhtStage {
+    static constexpr std::uint32_t kUnitsPerBlock = kPacked ? 1 : 2;
+    static constexpr std::uint32_t kUnits = kRhtTileGroups * kUnitsPerBlock;
+    uint2 codes[32][kUnits + 1];
+    uint2 scale_codes[32];  // byte j of row l: block j of the tile
+};
+static_assert(kRhtTileGroups == 8, "a row's scale bytes of a tile are one 8-byte unit");
+
+// Writes the staged tile (columns c0 .., groups bi0 .. bi0 + n - 1) to C's codes and scale bytes.
+// Row c of C's codes starts at c rows / 2 (packed) or c rows, so block bi's 8 or 16 bytes start at
+// 8 bi or 16 bi in it, as store_codes put them (rows / 16 blocks a row); its scale byte is at
+// c (rows / 16) + bi, the row kernel's block index of C's block (c, bi). Thread i stores the 8-byte
+// units u = i, i + 256 (unpacked) of the tile (row u / kUnits, unit u % kUnits of the row's run):
+// adjacent threads write adjacent units of a row. A whole tile (8 groups, 32 columns) with 8-byte
+// aligned codes takes plain 8-byte stores (every unit is 8-byte aligned: rows / 2 and 8 bi are
+// multiples of 8); an edge tile or unaligned codes take each unit inside the tensor by
+// store_bytes8.
+template <bool kPacked>
+__device__ __forceinline__ void rht_store_tile(const RhtStage<kPacked>& st, const RowOut& o, const RowGeom& g,
+                                               std::uint32_t c0, std::uint32_t bi0, std::uint32_t n) {
+    using St = RhtStage<kPacked>;
+    constexpr std::uint32_t kSteps = 32 * St::kUnits / kThreads, kRowsAStep = kThreads / St::kUnits;
+    const std::uint32_t r = threadIdx.x / St::kUnits, k = threadIdx.x % St::kUnits;
+    const std::size_t row_bytes = kPacked ? g.rows / 2 : g.rows;
+    std::uint8_t* dst = o.codes + (c0 + r) * row_bytes + 8 * (bi0 * St::kUnitsPerBlock + k);
+    if (n == kRhtTileGroups && c0 + 32 <= g.cols && (reinterpret_cast<std::uintptr_t>(o.codes) & 7u) == 0) {
+#pragma unroll
+        for (std::uint32_t i = 0; i < kSteps; ++i)
+            *reinterpret_cast<uint2*>(dst + i * kRowsAStep * row_bytes) = st.codes[r + i * kRowsAStep][k];
+    } else {
+#pragma unroll
+        for (std::uint32_t i = 0; i < kSteps; ++i)
+            if (c0 + r + i * kRowsAStep < g.cols && k < n * St::kUnitsPerBlock)
+                store_bytes8(dst + i * kRowsAStep * row_bytes, st.codes[r + i * kRowsAStep][k], 8);
+    }
+    if (o.scale_codes && threadIdx.x < 32 && c0 + threadIdx.x < g.cols)
+        store_bytes8(o.scale_codes + static_cast<std::size_t>(c0 + threadIdx.x) * (g.rows / 16) + bi0,
+                     st.scale_codes[threadIdx.x], n);
+}
+
+// rht_col_blocks_kernel's work (see above the tiles). gt: X's shape (rows, cols), items = the
+// tile count and grid_cols = the tiles along a row of C (RowGeom's division, t / grid_cols).
+template <class S, class D, int P, int R, bool kPacked>
+__device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGeom gt, ElementCtx ctx,
+                                              const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
+                                              const float* __restrict__ d_global_amax, RowOut o) {
+    static_assert(kThreads == 256, "a tile of 8 groups, one a warp");
+    using T = typename S::storage_t;
+    extern __shared__ __align__(16) std::uint8_t smem[];
+    load_cast_table<D, P>(ctx, table, smem);
+    __shared__ RhtStage<kPacked> st;
+    numerics::ScaleParams tr = rule;
+    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
+    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
+    const T* x = static_cast<const T*>(in);
+    const std::uint32_t lane = threadIdx.x & 31, j = threadIdx.x >> 5;  // the warp's group of the tile
+    const std::uint32_t blocks_a_row = gt.rows / 16;
+    for (std::uint32_t t = blockIdx.x; t < gt.items; t += gridDim.x) {  // CTA-uniform: every thread meets the barriers
+        const std::uint32_t tc = __umulhi(t << 1, gt.div_m) >> gt.div_l;
+        const std::uint32_t bi0 = (t - tc * gt.grid_cols) * kRhtTileGroups, c0 = 32 * tc;
+        const std::uint32_t n = min(kRhtTileGroups, blocks_a_row - bi0), c = c0 + lane, bi = bi0 + j;
+        if (j < n && c < gt.cols) {
+            uint4 q;
+            const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, tr, keeps_nan, q);
+            if constexpr (kPacked) {
+                st.codes[lane][j] = make_uint2(pack_words(q.x, q.y), pack_words(q.z, q.w));  // as store_codes
+            } else {
+                st.codes[lane][2 * j] = make_uint2(q.x, q.y);
+                st.codes[lane][2 * j + 1] = make_uint2(q.z, q.w);
+            }
+            reinterpret_cast<std::uint8_t*>(&st.scale_codes[lane])[j] = bs.code;
+            const std::size_t b = static_cast<std::size_t>(c) * blocks_a_row + bi;  // C's block (c, bi)
+            if (o.scale) o.scale[b] = bs.scale;
+            if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
+        }
+        __syncthreads();
+        rht_store_tile<kPacked>(st, o, gt, c0, bi0, n);
+        __syncthreads();  // the stores' reads of st before the next tile's writes
+    }
+}
+
+// Why the stores and *d_global_amax are the current path's:
+//  - codes and scales: rht_block (above) for each block and rht_store_tile's addresses;
 //  - *d_global_amax: the current path writes C's amax under every rule (cuda::amax of C where the
-//    rule reads it; else the row kernel's fold of its blocks' amax, the same max). rht_col_amax_kernel
-//    (below) writes it before this kernel from the same blocks of C (rht16_sums again), each
-//    block's amax as here (max_abs, NaN ignored; rht16_amax_bits rounds the largest magnitude
-//    once, which gives the largest rounded magnitude), folded by block_amax_atomic onto zeroed bits as
-//    cuda::amax's amax_kernel folds its elements: the max of |C|'s non-NaN elements does not depend
-//    on the order, so the bits are cuda::amax(C)'s; this kernel then reads it as rule_scale did.
+//    rule reads it; else the row kernel's fold of its blocks' amax, the same max).
+//    rht_col_amax_kernel (below) writes it before this kernel from the same blocks of C
+//    (rht16_sums again), each block's amax as rht_block's (max_abs, NaN ignored; rht16_amax_bits
+//    rounds the largest magnitude once, which gives the largest rounded magnitude), folded by
+//    block_amax_atomic onto zeroed bits as cuda::amax's amax_kernel folds its elements: the max of
+//    |C|'s non-NaN elements does not depend on the order, so the bits are cuda::amax(C)'s; this
+//    kernel then reads it as rule_scale did.
 // At most 64 registers (4 CTAs of 256 threads a SM): from bf16 the kernel took 116 (19% occupancy,
 // Nsight Compute, H200, 8f6d98a); capped, it keeps a stack frame for the rare ordered-sum groups.
 // fp8kit_cuda_bench's rows, 2^28 elements, H200, 2026-11-30 23:26 UTC, uncapped / at most 80 / at
-// most 64 registers, two rounds: bf16 1.201-1.210 / 1.082-1.086 / 1.023-1.034 ms, f32 1.165-1.166
-// / 1.174-1.181 / 1.167-1.184 ms.
+// most 64 registers, two rounds (one block a thread, 2858ff5): bf16 1.201-1.210 / 1.082-1.086 /
+// 1.023-1.034 ms, f32 1.165-1.166 / 1.174-1.181 / 1.167-1.184 ms.
 template <class S, class D, int P, int R, bool kPacked>
 __global__ void __launch_bounds__(kThreads, 4)
-    rht_col_blocks_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx,
+    rht_col_blocks_kernel(const void* __restrict__ in, RowGeom gt, ElementCtx ctx,
                           const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
                           const float* __restrict__ d_global_amax, RowOut o) {
-    col_blocks_body<S, D, P, R, kPacked ? kStorePacked : kStoreCodes, 1, true>(in, g, ctx, table, rule, d_global_amax,
-                                                                               nullptr, o);
+    rht_col_tiles<S, D, P, R, kPacked>(in, gt, ctx, table, rule, d_global_amax, o);
 }
 
 // The amax of C = te_rht16_columnwise(X) into *amax_out (zeroed before; see above), C not made.
+// Item s = (bi, c) as col_blocks_kernel's (RowGeom's division by cols): adjacent lanes take
+// adjacent columns, and each of their loads of a row of X is coalesced.
 template <class S>
 __global__ void __launch_bounds__(kThreads)
-    rht_col_amax_kernel(const void* __restrict__ in, RowGeom g, ElementCtx ctx, float* amax_out) {
-    col_blocks_body<S, emu::E2M1, kConvert, -1, kStoreAmax, 1, true>(in, g, ctx, nullptr, numerics::ScaleParams{},
-                                                                     nullptr, amax_out, RowOut{});
+    rht_col_amax_kernel(const void* __restrict__ in, RowGeom g, float* amax_out) {
+    using T = typename S::storage_t;
+    const T* x = static_cast<const T*>(in);
+    std::uint32_t tensor_max = 0;  // the blocks' amax bits
+    const std::uint32_t stride = gridDim.x * blockDim.x;
+    for (std::uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < g.items; s += stride) {
+        const std::uint32_t bi = __umulhi(s << 1, g.div_m) >> g.div_l, c = s - bi * g.cols;
+        T e[16];  // X's group: rows 16 bi .. of column c (all inside X: rows % 16 == 0)
+#pragma unroll
+        for (int k = 0; k < 16; ++k) e[k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
+        tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return e[i]; }, true));
+    }
+    block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
 }
-
 }  // namespace
 
 bool fake_quantize_col_blocks(const BlockSpec& spec, Wide from, const void* in, std::size_t rows, std::size_t cols,
@@ -1419,6 +1528,13 @@ bool quantize_rht_col_blocks(const BlockSpec& spec, Wide from, const void* in, s
     RowGeom g{static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols),  1, 0,
               static_cast<std::uint32_t>(cols), static_cast<std::uint32_t>(items), 0, 0};
     set_divisor(g, static_cast<std::uint32_t>(cols));
+    // rht_col_blocks_kernel's tiles (rht_col_tiles): kRhtTileGroups groups by 32 columns, the
+    // tiles along a row of C first.
+    const std::size_t tiles_a_row = (rows / 16 + kRhtTileGroups - 1) / kRhtTileGroups;
+    RowGeom gt = g;
+    gt.grid_cols = static_cast<std::uint32_t>(tiles_a_row);
+    gt.items = static_cast<std::uint32_t>(tiles_a_row * ((cols + 31) / 32));
+    set_divisor(gt, gt.grid_cols);
     const numerics::ScaleParams rule =
         numerics::make_scale_params(spec.rule, spec.format, spec.epsilon, spec.pow2, spec.value_for_inf, 0);
     const std::uint8_t* table = element_table(spec.format, spec.policy, stream);
@@ -1433,18 +1549,21 @@ bool quantize_rht_col_blocks(const BlockSpec& spec, Wide from, const void* in, s
             launched = true;
             // C's amax first (every rule: the copy's path writes it under each), then the blocks.
             FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));
-            rht_col_amax_kernel<S>
-                <<<grid_for_path<kConvert, -1>(items), kThreads, 0, stream>>>(in, g, ctx, d_global_amax);
+            rht_col_amax_kernel<S><<<grid_for_path<kConvert, -1>(items), kThreads, 0, stream>>>(in, g, d_global_amax);
             check_launch("rht_col_amax_kernel");
             constexpr std::size_t smem = element_smem<D, P>();
-            const unsigned grid = grid_for_path<P, R>(items);
+            // A CTA a tile, up to kItemsPerThread tiles a CTA past a wave of 8 CTAs a SM (nearest-even;
+            // stochastic rounding as grid_for_path), as row_blocks_kernel's NVFP4 launches: a thread's
+            // prologue (set_global_amax's divisions, the table) took 102 of the 825 instructions a bf16
+            // thread of one tile issued on the common path (nvcc 13.0, sm_90, scripts/sass_path.py).
+            const unsigned grid = row_blocks_grid<P, R>(std::size_t{gt.items} * kThreads, true);
             // Literal template arguments per launch (tests/gpu/host_launches.sh).
             if (packed)
                 rht_col_blocks_kernel<S, D, P, R, true>
-                    <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
+                    <<<grid, kThreads, smem, stream>>>(in, gt, ctx, table, rule, d_global_amax, o);
             else
                 rht_col_blocks_kernel<S, D, P, R, false>
-                    <<<grid, kThreads, smem, stream>>>(in, g, ctx, table, rule, d_global_amax, o);
+                    <<<grid, kThreads, smem, stream>>>(in, gt, ctx, table, rule, d_global_amax, o);
         }
     });
     if (!launched) return false;

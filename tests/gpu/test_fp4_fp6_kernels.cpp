@@ -197,9 +197,11 @@ struct Case {
 };
 
 // One preset / role on one tensor: GPU block quantiser against lib's quantize_blocks.
-// in_offset: bytes the input starts past a 16-byte boundary (the kernels' unvectorised loads).
+// in_offset: bytes the input starts past a 16-byte boundary (the kernels' unvectorised loads);
+// out_offset: the same for the codes and the scale bytes (their stores' fallbacks).
 void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_t rows, std::size_t cols, bool packed,
-                  std::uint64_t seed, const Policy* policy_override = nullptr, std::size_t in_offset = 0) {
+                  std::uint64_t seed, const Policy* policy_override = nullptr, std::size_t in_offset = 0,
+                  std::size_t out_offset = 0) {
     fp8kit::BlockRecipe br = fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, cols);
     if (policy_override) br.policy = *policy_override;
     const auto bytes = as_bytes(w, x);
@@ -214,11 +216,13 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
     // byte past the packed size as it was (a layout error shows as such, not as "codes differ").
     constexpr std::uint8_t kMarker = 0xA5;
     Buf din(bytes.size()), dcodes(rows * cols), dsc(blocks), ds(blocks * 4), dsi(blocks * 4), damax(4);
-    cu::copy_to_device(dcodes.p, std::vector<std::uint8_t>(rows * cols, kMarker).data(), rows * cols);
-    void* in = static_cast<unsigned char*>(din.p) + in_offset;  // Buf keeps 16 bytes spare
+    std::uint8_t* codes = dcodes.as<std::uint8_t>() + out_offset;  // Buf keeps 16 bytes spare
+    std::uint8_t* scale_codes = dsc.as<std::uint8_t>() + out_offset;
+    cu::copy_to_device(codes, std::vector<std::uint8_t>(rows * cols, kMarker).data(), rows * cols);
+    void* in = static_cast<unsigned char*>(din.p) + in_offset;
     cu::copy_to_device(in, bytes.data(), bytes.size());
-    cu::quantize_blocks(spec, w, in, rows, cols, dcodes.as<std::uint8_t>(), packed, dsc.as<std::uint8_t>(),
-                        ds.as<float>(), dsi.as<float>(), damax.as<float>(), seed);
+    cu::quantize_blocks(spec, w, in, rows, cols, codes, packed, scale_codes, ds.as<float>(), dsi.as<float>(),
+                        damax.as<float>(), seed);
     std::vector<std::uint8_t> want_codes = want.codes;
     if (packed) {
         want_codes.assign(ncode, 0);
@@ -227,14 +231,14 @@ void check_blocks(const Case& k, Wide w, const std::vector<float>& x, std::size_
                                         want.cols, fp8kit::emu::NibbleOrder::low_first);
     }
     INFO(k.preset << " role " << fp8kit::numerics::name(k.role) << " " << fp8kit::name(w) << " " << rows << "x" << cols
-                  << (packed ? " packed" : "") << (in_offset ? " offset" : "") << " " << fp8kit::describe(br.policy)
-                  << (br.columnwise_rht ? " columnwise_rht" : ""));
-    const std::vector<std::uint8_t> got_all = host<std::uint8_t>(dcodes.p, rows * cols);
+                  << (packed ? " packed" : "") << (in_offset ? " offset" : "") << " output offset " << out_offset << " "
+                  << fp8kit::describe(br.policy) << (br.columnwise_rht ? " columnwise_rht" : ""));
+    const std::vector<std::uint8_t> got_all = host<std::uint8_t>(codes, rows * cols);
     std::size_t overwritten = 0;
     for (std::size_t i = ncode; i < rows * cols; ++i) overwritten += got_all[i] != kMarker;
     REQUIRE(overwritten == 0);
     REQUIRE(mismatches(std::vector<std::uint8_t>(got_all.begin(), got_all.begin() + ncode), want_codes) == 0);
-    REQUIRE(host<std::uint8_t>(dsc.p, blocks) == want.scale_codes);
+    REQUIRE(host<std::uint8_t>(scale_codes, blocks) == want.scale_codes);
     const auto ga = host<float>(damax.p, 1), s = host<float>(ds.p, blocks), si = host<float>(dsi.p, blocks);
     REQUIRE(b_of(ga[0]) == b_of(want.global_amax));
     std::size_t bad_scales = 0;
@@ -604,6 +608,41 @@ TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's ro
     REQUIRE_THROWS_WITH(cu::quantize_blocks(s, Wide::f32, d.p, 16, 64, d.as<std::uint8_t>(), false, nullptr, nullptr,
                                             nullptr, d.as<float>()),
                         Catch::Contains("1 x 16"));
+}
+
+// The transform in the cast works on tiles of 32 columns of X by 8 groups of 16 rows, one a CTA,
+// and stages each tile's codes and scale bytes for 8-byte stores along C's rows (block_rows.cu
+// rht_col_tiles): shapes that straddle the tiles both ways (rows / 16 = 1, 3: one partial tile;
+// 16: two whole ones, each row of scale bytes 8-byte aligned; 17: two and a group; cols 1, 31, 33,
+// 100), with the codes and scale bytes 16-byte aligned, 8 bytes past (the 8-byte stores) and 1
+// byte past (the byte stores), nearest-even and stochastic, packed and not, against lib's
+// quantize_blocks (the cols x rows copy after the transform) bit for bit; and with the grid capped
+// at 1 and 3 CTAs (set_row_blocks_grid_cap), so that CTAs take several tiles (272 x 100: 12 tiles).
+TEST_CASE("block quantiser, columnwise_rht in the cast: tile-straddling shapes and unaligned outputs equal lib",
+          "[gpu][fp4]") {
+    struct CapGuard {
+        unsigned old;
+        ~CapGuard() { cu::set_row_blocks_grid_cap(old); }
+    };
+    const Case cases[] = {{"nvfp4", fp8kit::Role::activation}, {"nvfp4", fp8kit::Role::gradient}};
+    for (unsigned cap : {0u, 1u, 3u})
+        for (std::size_t groups : {1, 3, 16, 17})
+            for (std::size_t cols : {1, 31, 33, 100}) {
+                const CapGuard guard{cu::set_row_blocks_grid_cap(cap)};
+                const std::size_t rows = 16 * groups;
+                const auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 3 + cols));
+                for (Wide w : {Wide::f32, Wide::bf16})
+                    for (const Case& k : cases) {
+                        REQUIRE(fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, cols).columnwise_rht);
+                        for (std::size_t out_offset : {0, 8, 1})
+                            for (bool packed : {false, true}) {
+                                const std::uint64_t before = cu::quantize_blocks_fused_rht_calls();
+                                check_blocks(k, w, x, rows, cols, packed, 77, nullptr, 0, out_offset);
+                                REQUIRE(cu::quantize_blocks_fused_rht_calls() - before == 1u);
+                            }
+                    }
+            }
+    REQUIRE(cu::set_row_blocks_grid_cap(0) == 0);  // the guard put the default back
 }
 
 // Fake quantisation in one call (cuda::fake_quantize_blocks) against lib's dequantize_blocks of

@@ -52,8 +52,9 @@ void quantize_blocks(const BlockSpec& spec, Wide from, const void* in, std::size
                      std::uint8_t* d_codes, bool packed, std::uint8_t* d_scale_codes, float* d_scale,
                      float* d_scale_inv, float* d_global_amax, std::uint64_t seed = 0, Stream stream = nullptr);
 
-// For tests: caps the warp kernel's grid (cuda/src/block_rows.cu) at `ctas` CTAs (0: no cap), so
-// that its threads take several items each on tensors small enough for lib's reference to check
+// For tests: caps the warp kernel's grid (cuda/src/block_rows.cu) and that of TE's column-wise copy
+// with its transform in the cast (rht_col_blocks_kernel) at `ctas` CTAs (0: no cap), so that their
+// threads take several items (tiles) each on tensors small enough for lib's reference to check
 // (without the cap a thread takes several only past a full wave of CTAs). Returns the old cap.
 // Process-wide and not thread-safe: set it, quantise, set it back.
 unsigned set_row_blocks_grid_cap(unsigned ctas);
