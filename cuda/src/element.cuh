@@ -9,7 +9,8 @@
 //           nearest-even policy gives the code saturate-all gives (the overflow and NaN policies
 //           act only above it and on NaN), and the kTable lookup for the rest (Inf, NaN, |y|
 //           past max finite), decided per group of four (2026-11-26; the exhaustive check
-//           compares it with emu::convert under every policy).
+//           compares it with emu::convert under every policy). That lookup reads the table in
+//           global memory (table_in_smem).
 //   kCvtDir toward-zero and nearest-away into E4M3 / E5M2, and nearest-even, toward-zero and
 //           nearest-away into E4M3FNUZ / E5M2FNUZ, any overflow and NaN policy: an exact integer
 //           step rounds y (FNUZ: 2y, whose E4M3 / E5M2 code is y's FNUZ code) onto the grid and
@@ -59,10 +60,17 @@ enum ElementPath : int { kCvt = 0, kTable = 1, kConvert = 2, kSrCvt = 3, kSrTabl
 // such a path may let any NaN stand for another (a NaN product for a NaN input's own bits).
 constexpr bool nan_codes_alike(int path) { return path == kCvt || path == kSrCvt; }
 
-// Paths that read a cast table (in shared memory).
+// Paths that read a cast table.
 constexpr bool reads_table(int path) {
     return path == kTable || path == kSrTable || path == kCvtFix || path == kCvtDir;
 }
+
+// Paths that copy the table into shared memory first: those that look up every element. kCvtFix
+// and kCvtDir read it only for a group of four with an element outside the instruction's domain
+// (past the largest finite value, Inf, NaN), and read it in global memory (through L1): the copy,
+// 16 KiB per CTA for E4M3 against the CTA's 16 KiB of float32 input at one step a thread, and
+// the barrier after it cost those casts more than the lookups they serve.
+constexpr bool table_in_smem(int path) { return path == kTable || path == kSrTable; }
 
 // Which path the host launches for (format, policy).
 inline ElementPath element_path(Format to, const Policy& p) {
@@ -285,7 +293,7 @@ __device__ __forceinline__ void scaled16(const typename S::storage_t (&e)[16], f
 // Run-time facts of one launch's conversion (built on the host: ElementCtx{policy, table, seed}).
 struct ElementCtx {
     Policy policy;
-    const std::uint8_t* table;  // kTable: shared-memory copy of the cast table
+    const std::uint8_t* table;  // the cast table: its shared-memory copy (table_in_smem) or global
     std::uint64_t seed;
     // The round keys of Philox, computed once per launch on the host (emu/random.hpp): as kernel
     // parameters, ptxas loads them into uniform registers that the rounds' LOP3 read, so a call
@@ -857,21 +865,24 @@ constexpr bool path_exists() {
 // Dynamic shared memory a kernel of path P needs for the table of D.
 template <class D, int P>
 constexpr std::size_t element_smem() {
-    if constexpr (reads_table(P))
+    if constexpr (table_in_smem(P))
         return cast_table_size<D>();
     else
         return 0;
 }
 
-// Copies the launch's cast table into shared memory (kTable, kSrTable); every thread must call it.
+// Copies the launch's cast table into shared memory (table_in_smem: kTable, kSrTable), or points
+// ctx at it in global memory (kCvtFix, kCvtDir); every thread must call it.
 template <class D, int P>
 __device__ __forceinline__ void load_cast_table(ElementCtx& c, const std::uint8_t* global_table, std::uint8_t* smem) {
-    if constexpr (reads_table(P)) {
+    if constexpr (table_in_smem(P)) {
         constexpr int kVecs = static_cast<int>(cast_table_size<D>() / 16);
         for (int i = threadIdx.x; i < kVecs; i += blockDim.x)
             reinterpret_cast<uint4*>(smem)[i] = __ldg(reinterpret_cast<const uint4*>(global_table) + i);
         __syncthreads();
         c.table = smem;
+    } else if constexpr (reads_table(P)) {
+        c.table = global_table;
     }
 }
 

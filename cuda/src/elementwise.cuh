@@ -214,10 +214,13 @@ inline unsigned grid_for_path(std::size_t work_items) {
     return kStochastic ? grid_for(work_items, kThreads, 32) : grid_per_item(work_items);
 }
 
-// 16-bit inputs under stochastic rounding: the conversion is issue-bound (Philox), so the kernel
-// loads the next step's input before converting this one.
+// Under stochastic rounding the kernel loads the next step's input before converting this one, so
+// that its bytes are in flight during the Philox rounds: 16-bit inputs (below), and float32 too
+// (H200, docs/performance.md: f32 -> E4M3 81% -> 86% of copy, -> E5M2 88% -> 97%, delayed
+// scaling 73% -> 75%; at 2 CTAs per SM instead of 4 delayed scaling fell to 55%: these kernels
+// wait on latency).
 template <class S, int P>
-constexpr bool kPrefetchStep = sizeof(typename S::storage_t) == 2 && (P == kSrCvt || P == kSrTable);
+constexpr bool kPrefetchStep = P == kSrCvt || P == kSrTable;
 
 template <class S, class D, int P, int R, bool kAmax>
 __global__ void __launch_bounds__(kThreads, cast_min_blocks<S, D, P>())
