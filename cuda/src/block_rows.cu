@@ -1250,7 +1250,8 @@ constexpr std::uint32_t kRhtTileGroups = kThreads / 32;
 //    of X's rows 16 bi .. of column c; this calls the same function on the same 16 elements (random
 //    signs, as with_rht_columnwise_copy passes), so it holds C's block exactly, in S, as elements
 //    (f32) or as the words a row-kernel lane assembles from C's row (bf16: element 2k low, 2k + 1
-//    high);
+//    high; rht16_round_bf16_words: rht16_round's sums by the same rht16_sums_span, a pair of them
+//    rounded by one cvt.rn.bf16x2.f32, which rounds each half as rht16_round's cvt.rn.bf16.f32);
 //  - from there the steps are col_blocks_kernel's, which are the row kernel's on a block held so
 //    (the argument above col_blocks_body): amax, NaN flag, rule_block_amax,
 //    rule_scale with the tensor's numbers (the row kernel's NVFP4 table gives rule_scale's result,
@@ -1266,13 +1267,14 @@ __device__ __forceinline__ numerics::BlockScale rht_block(const typename S::stor
     T e[1][16];  // X's group, then C's block
 #pragma unroll
     for (int k = 0; k < 16; ++k) e[0][k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
-    rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
     std::uint32_t wd[1][8];  // bf16: C's block as the row kernel's words
+    if constexpr (kBf16Words<S>)
+        rht16_round_bf16_words([&](int i) { return e[0][i]; }, rht_span<S>(e[0]), wd[0]);
+    else
+        rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
     std::uint32_t m;
     bool nan_in = false, has_nan = false;
     if constexpr (kBf16Words<S>) {
-#pragma unroll
-        for (int k = 0; k < 8; ++k) wd[0][k] = e[0][2 * k] | (static_cast<std::uint32_t>(e[0][2 * k + 1]) << 16);
         m = bf16_words_amax<1>(wd, nan_in);
         has_nan = keeps_nan && nan_in;
     } else {
@@ -1411,21 +1413,50 @@ __global__ void __launch_bounds__(kThreads, 4)
 }
 
 // The amax of C = te_rht16_columnwise(X) into *amax_out (zeroed before; see above), C not made.
-// Item s = (bi, c) as col_blocks_kernel's (RowGeom's division by cols): adjacent lanes take
-// adjacent columns, and each of their loads of a row of X is coalesced.
-template <class S>
+// Item s = (bi, column run cv) by RowGeom's division by g.grid_cols = cols / kVec: a thread takes
+// the kVec adjacent columns kVec cv .. of the rows 16 bi .., and adjacent lanes adjacent runs, so
+// each of a warp's loads of a row of X is coalesced. kVec 1: one element a load; kVec 2 (f32) or
+// 4 (bf16): one 8-byte load a row for the run (cols % kVec == 0 and X 8-byte aligned, so every run
+// is), and bf16's spans two columns at a time (rht_span_bf16_pair), as the words hold them.
+template <class S, int kVec>
 __global__ void __launch_bounds__(kThreads)
     rht_col_amax_kernel(const void* __restrict__ in, RowGeom g, float* amax_out) {
     using T = typename S::storage_t;
+    static_assert(kVec == 1 || kVec * sizeof(T) == 8, "one 8-byte load a row");
     const T* x = static_cast<const T*>(in);
     std::uint32_t tensor_max = 0;  // the blocks' amax bits
     const std::uint32_t stride = gridDim.x * blockDim.x;
     for (std::uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < g.items; s += stride) {
-        const std::uint32_t bi = __umulhi(s << 1, g.div_m) >> g.div_l, c = s - bi * g.cols;
-        T e[16];  // X's group: rows 16 bi .. of column c (all inside X: rows % 16 == 0)
+        const std::uint32_t bi = __umulhi(s << 1, g.div_m) >> g.div_l, c = (s - bi * g.grid_cols) * kVec;
+        if constexpr (kVec == 1) {
+            T e[16];  // X's group: rows 16 bi .. of column c (all inside X: rows % 16 == 0)
 #pragma unroll
-        for (int k = 0; k < 16; ++k) e[k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
-        tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return e[i]; }, true));
+            for (int k = 0; k < 16; ++k) e[k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
+            tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return e[i]; }, true));
+        } else {
+            std::uint32_t lo[16], hi[16];  // rows 16 bi .. of columns c .. c + kVec - 1, 8 bytes a row
+#pragma unroll
+            for (int k = 0; k < 16; ++k) {
+                const uint2 w =
+                    __ldg(reinterpret_cast<const uint2*>(x + static_cast<std::size_t>(16 * bi + k) * g.cols + c));
+                lo[k] = w.x;
+                hi[k] = w.y;
+            }
+            if constexpr (kVec == 2) {
+                tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return lo[i]; }, true));
+                tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return hi[i]; }, true));
+            } else {
+                RhtSpan sp[4];
+                rht_span_bf16_pair(lo, sp[0], sp[1]);
+                rht_span_bf16_pair(hi, sp[2], sp[3]);
+                const auto col = [&](const std::uint32_t(&w)[16], int half, const RhtSpan& span) {
+                    return rht16_amax_bits_span<S>([&](int i) { return static_cast<T>(w[i] >> (16 * half)); }, span,
+                                                   true);
+                };
+                tensor_max = max(tensor_max, max(col(lo, 0, sp[0]), col(lo, 1, sp[1])));
+                tensor_max = max(tensor_max, max(col(hi, 0, sp[2]), col(hi, 1, sp[3])));
+            }
+        }
     }
     block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
 }
@@ -1549,7 +1580,19 @@ bool quantize_rht_col_blocks(const BlockSpec& spec, Wide from, const void* in, s
             launched = true;
             // C's amax first (every rule: the copy's path writes it under each), then the blocks.
             FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));
-            rht_col_amax_kernel<S><<<grid_for_path<kConvert, -1>(items), kThreads, 0, stream>>>(in, g, d_global_amax);
+            // kVec adjacent columns a thread where every run of them is one aligned 8-byte load.
+            constexpr int kVec = 8 / sizeof(typename S::storage_t);
+            if (cols % kVec == 0 && (reinterpret_cast<std::uintptr_t>(in) & 7u) == 0) {
+                RowGeom gv = g;
+                gv.grid_cols = static_cast<std::uint32_t>(cols / kVec);
+                gv.items = static_cast<std::uint32_t>(items / kVec);
+                set_divisor(gv, gv.grid_cols);
+                rht_col_amax_kernel<S, kVec>
+                    <<<grid_for_path<kConvert, -1>(gv.items), kThreads, 0, stream>>>(in, gv, d_global_amax);
+            } else {
+                rht_col_amax_kernel<S, 1>
+                    <<<grid_for_path<kConvert, -1>(items), kThreads, 0, stream>>>(in, g, d_global_amax);
+            }
             check_launch("rht_col_amax_kernel");
             constexpr std::size_t smem = element_smem<D, P>();
             // A CTA a tile, up to kItemsPerThread tiles a CTA past a wave of 8 CTAs a SM (nearest-even;
