@@ -1258,15 +1258,27 @@ constexpr std::uint32_t kRhtTileGroups = kThreads / 32;
 //    Nvfp4Entry), narrow_lane, and the codes by encode_bf16_segment / encode_wide_segment with
 //    index0 = c rows + 16 bi, the stream index of C's element (c, 16 bi) (C's rows are `rows`
 //    long), so stochastic rounding draws the copy's bits whichever thread takes the block.
+//  - the block's scale and narrow_lane's result come from the NVFP4 table where the rule is one of
+//    NVFP4's and the byte below 128, as in row_blocks_body (Nvfp4Entry: rule_scale's result and
+//    narrow_lane's for the byte), else from rule_scale and narrow_lane themselves.
+// The loads walk a pointer down the column (one address add a row, not the row's 64-bit product).
+struct RhtRules {
+    numerics::ScaleParams nvfp4_rule;  // the rule with the tensor's numbers, its kind opaque_rule's
+    bool nvfp4;                        // the table holds this rule's entries
+    std::uint32_t tab_addr;            // the table's shared address (nvfp4_entry)
+    const float* d_global_amax;        // for rule_scale off the table
+};
+
 template <class S, class D, int P, int R>
 __device__ __forceinline__ numerics::BlockScale rht_block(const typename S::storage_t* __restrict__ x, const RowGeom& g,
                                                           std::uint32_t c, std::uint32_t bi, const ElementCtx& ctx,
-                                                          const numerics::ScaleParams& rule,
-                                                          const numerics::ScaleParams& tr, bool keeps_nan, uint4& q) {
+                                                          const numerics::ScaleParams& rule, const RhtRules& rr,
+                                                          bool keeps_nan, uint4& q) {
     using T = typename S::storage_t;
     T e[1][16];  // X's group, then C's block
+    const T* xp = x + static_cast<std::size_t>(16 * bi) * g.cols + c;
 #pragma unroll
-    for (int k = 0; k < 16; ++k) e[0][k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
+    for (int k = 0; k < 16; ++k, xp += g.cols) e[0][k] = *xp;
     std::uint32_t wd[1][8];  // bf16: C's block as the row kernel's words
     if constexpr (kBf16Words<S>)
         rht16_round_bf16_words([&](int i) { return e[0][i]; }, rht_span<S>(e[0]), wd[0]);
@@ -1282,8 +1294,25 @@ __device__ __forceinline__ numerics::BlockScale rht_block(const typename S::stor
         if (keeps_nan) has_nan = elements_have_nan<S, 1>(e);
     }
     const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
-    const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
-    const NarrowLane bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
+    numerics::BlockScale bs;
+    NarrowLane bl;
+    bool tabulated = false;
+    if (rr.nvfp4) {
+        const std::uint8_t code = numerics::rule_nvfp4_byte(rr.nvfp4_rule, block_amax);
+        if (code < kNvfp4Bytes) {
+            const Nvfp4Entry t = nvfp4_entry(rr.tab_addr, code);
+            bs = {t.encode, t.decode, code};
+            bl = {t.narrow != 0u && !nan_in, t.st};
+            tabulated = true;
+        }
+    }
+    if (!tabulated) {
+        numerics::ScaleParams tr = rule;
+        if (numerics::rule_uses_global_amax(tr.rule))
+            numerics::set_global_amax(tr, *reinterpret_cast<const volatile float*>(rr.d_global_amax));
+        bs = numerics::rule_scale(tr, block_amax);
+        bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
+    }
     const std::uint64_t index0 = static_cast<std::uint64_t>(c) * g.rows + 16 * bi;
     if constexpr (kBf16Words<S>)
         q = encode_bf16_segment<D, P, R>(wd[0], bs.scale, bl, ctx, index0);
@@ -1359,8 +1388,21 @@ __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGe
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
     __shared__ RhtStage<kPacked> st;
-    numerics::ScaleParams tr = rule;
-    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
+    // The NVFP4 table as row_blocks_body fills it (the same for every thread: all reach the barrier
+    // or none).
+    RhtRules rr;
+    rr.nvfp4_rule = rule;
+    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(rr.nvfp4_rule, *d_global_amax);
+    rr.nvfp4_rule.rule = opaque_rule(rule.rule);
+    rr.nvfp4 = numerics::rule_is_nvfp4(rr.nvfp4_rule.rule);
+    rr.d_global_amax = d_global_amax;
+    __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
+    rr.tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
+    asm("mov.b32 %0, %0;" : "+r"(rr.tab_addr));  // kept in a register (nvfp4_entry)
+    if (rr.nvfp4) {
+        fill_nvfp4_table<D, R>(nvfp4_tab, rr.nvfp4_rule, ctx);
+        __syncthreads();
+    }
     const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     const T* x = static_cast<const T*>(in);
     const std::uint32_t lane = threadIdx.x & 31, j = threadIdx.x >> 5;  // the warp's group of the tile
@@ -1371,7 +1413,7 @@ __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGe
         const std::uint32_t n = min(kRhtTileGroups, blocks_a_row - bi0), c = c0 + lane, bi = bi0 + j;
         if (j < n && c < gt.cols) {
             uint4 q;
-            const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, tr, keeps_nan, q);
+            const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, rr, keeps_nan, q);
             if constexpr (kPacked) {
                 st.codes[lane][j] = make_uint2(pack_words(q.x, q.y), pack_words(q.z, q.w));  // as store_codes
             } else {
