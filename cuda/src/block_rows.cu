@@ -1280,10 +1280,14 @@ __device__ __forceinline__ numerics::BlockScale rht_block(const typename S::stor
 #pragma unroll
     for (int k = 0; k < 16; ++k, xp += g.cols) e[0][k] = *xp;
     std::uint32_t wd[1][8];  // bf16: C's block as the row kernel's words
-    if constexpr (kBf16Words<S>)
-        rht16_round_bf16_words([&](int i) { return e[0][i]; }, rht_span<S>(e[0]), wd[0]);
-    else
+    if constexpr (kBf16Words<S>) {
+        std::uint32_t xw[8];  // X's group as words, for its span
+#pragma unroll
+        for (int k = 0; k < 8; ++k) xw[k] = e[0][2 * k] | (static_cast<std::uint32_t>(e[0][2 * k + 1]) << 16);
+        rht16_round_bf16_words([&](int i) { return e[0][i]; }, rht_span_bf16_words(xw), wd[0]);
+    } else {
         rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
+    }
     std::uint32_t m;
     bool nan_in = false, has_nan = false;
     if constexpr (kBf16Words<S>) {
@@ -1460,8 +1464,11 @@ __global__ void __launch_bounds__(kThreads, 4)
 // each of a warp's loads of a row of X is coalesced. kVec 1: one element a load; kVec 2 (f32) or
 // 4 (bf16): one 8-byte load a row for the run (cols % kVec == 0 and X 8-byte aligned, so every run
 // is), and bf16's spans two columns at a time (rht_span_bf16_pair), as the words hold them.
+// At most 85 registers (3 CTAs a SM): uncapped, the bf16 kernel took 110 (2 CTAs, 22% achieved
+// occupancy, 211 us at 53% of DRAM peak; Nsight Compute, H200, 2^28 elements); capped, it keeps a
+// stack frame for the ordered-sum groups and a few reloads of the loaded words.
 template <class S, int kVec>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 3)
     rht_col_amax_kernel(const void* __restrict__ in, RowGeom g, float* amax_out) {
     using T = typename S::storage_t;
     static_assert(kVec == 1 || kVec * sizeof(T) == 8, "one 8-byte load a row");

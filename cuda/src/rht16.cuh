@@ -107,6 +107,20 @@ __device__ __forceinline__ void rht_span_bf16_pair(const std::uint32_t (&words)[
     hi_half = rht_span_of<BFloat16>(hi >> 16, lo_m1 >> 16);
 }
 
+// rht_span of a bf16 group held as words (element 2k in word k's low half, 2k + 1 in its high
+// half): the halves' spans as rht_span_bf16_pair takes them, one instruction an element, then
+// joined (the larger of the two largest magnitudes, the smaller of the two smallest nonzero ones).
+__device__ __forceinline__ RhtSpan rht_span_bf16_words(const std::uint32_t (&words)[8]) {
+    std::uint32_t hi = 0, lo_m1 = ~0u;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        const std::uint32_t mag = words[i] & 0x7FFF7FFFu;
+        hi = __vmaxu2(hi, mag);
+        lo_m1 = __vminu2(lo_m1, __vsub2(mag, 0x00010001u));
+    }
+    return rht_span_of<BFloat16>(max(hi & 0xFFFFu, hi >> 16), min(lo_m1 & 0xFFFFu, lo_m1 >> 16));
+}
+
 // Whether every partial sum of te_rht16_group over the group is exact in a binary format of p
 // significand bits. Each term v[i] s[i] H[i][j] / 4 is an integer multiple of q = 2^(E'lo - bias -
 // m - 2) (m = S's mantissa bits), and every partial sum is at most 16 terms below
