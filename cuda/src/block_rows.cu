@@ -1228,19 +1228,22 @@ __global__ void __launch_bounds__(kThreads)
 // C = te_rht16_columnwise(X) (cols x rows, random signs), without C being made. rows % 16 == 0, so
 // C's 1 x 16 block (c, bi), bi < rows / 16, is X's rows 16 bi .. 16 bi + 15 of column c, whole.
 //
-// The work of rht_col_blocks_kernel: tiles of 32 columns of X by kRhtTileGroups = 8 groups of 16
-// rows, a CTA's each, one block a thread: warp w takes group bi0 + w and lane l column c0 + l (so
-// each of the warp's loads of a row of X is coalesced), and each thread stages its block's codes
-// and scale byte in shared memory; after a barrier the CTA writes C's rows c0 .. c0 + 31 from
-// there, 8-byte pieces of each row's run of codes (64 bytes packed, 128 bytes not) to adjacent
-// threads, and each row's 8 scale bytes as one 8-byte piece. (With one block a thread and adjacent
-// lanes on adjacent columns as well, adjacent lanes wrote C's rows rows / 2 bytes apart, 8 bytes
-// each, and one scale byte rows / 16 bytes apart.) Tiles go along C's rows first (tile t: groups
-// 8 (t % tiles a row) .., columns 32 (t / tiles a row) ..), so consecutive CTAs write adjacent runs
+// The work of rht_col_blocks_kernel: tiles of 32 columns of X by kRhtTileGroups = 16 groups of 16
+// rows, a CTA's each, two blocks a thread: warp w takes groups bi0 + w and bi0 + w + 8 and lane l
+// column c0 + l (so each of the warp's loads of a row of X is coalesced), and each thread stages
+// its blocks' codes and scale bytes in shared memory; after a barrier the CTA writes C's rows
+// c0 .. c0 + 31 from there, 8-byte pieces of each row's run of codes (128 bytes packed, 256 bytes
+// not) to adjacent threads, and each row's 16 scale bytes as two 8-byte pieces. (With one block a
+// thread and adjacent lanes on adjacent columns as well, adjacent lanes wrote C's rows rows / 2
+// bytes apart, 8 bytes each, and one scale byte rows / 16 bytes apart. Two blocks a thread halve
+// the tile's own instructions a block, its coordinates, barriers and stores' addresses: with 8
+// groups a tile and one block a thread they took about 7 of the 34 instructions an element of the
+// bf16 kernel's common path, nvcc 13.0, sm_90.) Tiles go along C's rows first (tile t: groups
+// 16 (t % tiles a row) .., columns 32 (t / tiles a row) ..), so consecutive CTAs write adjacent runs
 // of the same 32 rows of C. Only which thread takes a block and how its bytes reach memory differ
 // from that kernel; every output keeps its bits: rht_block below is its per-block code, and each
 // byte lands at the address it stored the byte to (rht_store_tile).
-constexpr std::uint32_t kRhtTileGroups = kThreads / 32;
+constexpr std::uint32_t kRhtWarps = kThreads / 32, kRhtTileGroups = 2 * kRhtWarps;
 
 // C's block (c, bi): its 16 codes in q (element k in byte k % 4 of word k / 4, as
 // encode_*_segment give them) and its BlockScale. Why these are the current path's
@@ -1344,17 +1347,19 @@ template <bool kPacked>
 struct RhtStage {
     static constexpr std::uint32_t kUnitsPerBlock = kPacked ? 1 : 2;
     static constexpr std::uint32_t kUnits = kRhtTileGroups * kUnitsPerBlock;
+    static constexpr std::uint32_t kScaleUnits = kRhtTileGroups / 8;
     uint2 codes[32][kUnits + 1];
-    uint2 scale_codes[32];  // byte j of row l: block j of the tile
+    uint2 scale_codes[32][kScaleUnits];  // byte j of row l: block j of the tile
 };
-static_assert(kRhtTileGroups == 8, "a row's scale bytes of a tile are one 8-byte unit");
+static_assert(kRhtTileGroups % 8 == 0, "a row's scale bytes of a tile are whole 8-byte units");
 
 // Writes the staged tile (columns c0 .., groups bi0 .. bi0 + n - 1) to C's codes and scale bytes.
 // Row c of C's codes starts at c rows / 2 (packed) or c rows, so block bi's 8 or 16 bytes start at
 // 8 bi or 16 bi in it, as store_codes put them (rows / 16 blocks a row); its scale byte is at
 // c (rows / 16) + bi, the row kernel's block index of C's block (c, bi). Thread i stores the 8-byte
-// units u = i, i + 256 (unpacked) of the tile (row u / kUnits, unit u % kUnits of the row's run):
-// adjacent threads write adjacent units of a row. A whole tile (8 groups, 32 columns) with 8-byte
+// units u = i, i + 256, .. of the tile (row u / kUnits, unit u % kUnits of the row's run):
+// adjacent threads write adjacent units of a row; thread i < 64 row i / 2's scale unit i % 2 (its
+// bytes of blocks 8 (i % 2) ..). A whole tile (16 groups, 32 columns) with 8-byte
 // aligned codes takes plain 8-byte stores (every unit is 8-byte aligned: rows / 2 and 8 bi are
 // multiples of 8); an edge tile or unaligned codes take each unit inside the tensor by
 // store_bytes8.
@@ -1376,9 +1381,10 @@ __device__ __forceinline__ void rht_store_tile(const RhtStage<kPacked>& st, cons
             if (c0 + r + i * kRowsAStep < g.cols && k < n * St::kUnitsPerBlock)
                 store_bytes8(dst + i * kRowsAStep * row_bytes, st.codes[r + i * kRowsAStep][k], 8);
     }
-    if (o.scale_codes && threadIdx.x < 32 && c0 + threadIdx.x < g.cols)
-        store_bytes8(o.scale_codes + static_cast<std::size_t>(c0 + threadIdx.x) * (g.rows / 16) + bi0,
-                     st.scale_codes[threadIdx.x], n);
+    const std::uint32_t sr = threadIdx.x / St::kScaleUnits, su = threadIdx.x % St::kScaleUnits;
+    if (o.scale_codes && threadIdx.x < 32 * St::kScaleUnits && c0 + sr < g.cols && 8 * su < n)
+        store_bytes8(o.scale_codes + static_cast<std::size_t>(c0 + sr) * (g.rows / 16) + bi0 + 8 * su,
+                     st.scale_codes[sr][su], min(8u, n - 8 * su));
 }
 
 // rht_col_blocks_kernel's work (see above the tiles). gt: X's shape (rows, cols), items = the
@@ -1387,7 +1393,7 @@ template <class S, class D, int P, int R, bool kPacked>
 __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGeom gt, ElementCtx ctx,
                                               const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
                                               const float* __restrict__ d_global_amax, RowOut o) {
-    static_assert(kThreads == 256, "a tile of 8 groups, one a warp");
+    static_assert(kThreads == 256, "a tile of 16 groups, two a warp");
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
@@ -1409,13 +1415,15 @@ __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGe
     }
     const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     const T* x = static_cast<const T*>(in);
-    const std::uint32_t lane = threadIdx.x & 31, j = threadIdx.x >> 5;  // the warp's group of the tile
+    const std::uint32_t lane = threadIdx.x & 31, w = threadIdx.x >> 5;  // the warp's groups: w, w + 8
     const std::uint32_t blocks_a_row = gt.rows / 16;
     for (std::uint32_t t = blockIdx.x; t < gt.items; t += gridDim.x) {  // CTA-uniform: every thread meets the barriers
         const std::uint32_t tc = __umulhi(t << 1, gt.div_m) >> gt.div_l;
         const std::uint32_t bi0 = (t - tc * gt.grid_cols) * kRhtTileGroups, c0 = 32 * tc;
-        const std::uint32_t n = min(kRhtTileGroups, blocks_a_row - bi0), c = c0 + lane, bi = bi0 + j;
-        if (j < n && c < gt.cols) {
+        const std::uint32_t n = min(kRhtTileGroups, blocks_a_row - bi0), c = c0 + lane;
+#pragma unroll 1
+        for (std::uint32_t j = w; j < n && c < gt.cols; j += kRhtWarps) {
+            const std::uint32_t bi = bi0 + j;
             uint4 q;
             const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, rr, keeps_nan, q);
             if constexpr (kPacked) {
@@ -1424,7 +1432,7 @@ __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGe
                 st.codes[lane][2 * j] = make_uint2(q.x, q.y);
                 st.codes[lane][2 * j + 1] = make_uint2(q.z, q.w);
             }
-            reinterpret_cast<std::uint8_t*>(&st.scale_codes[lane])[j] = bs.code;
+            reinterpret_cast<std::uint8_t*>(st.scale_codes[lane])[j] = bs.code;
             const std::size_t b = static_cast<std::size_t>(c) * blocks_a_row + bi;  // C's block (c, bi)
             if (o.scale) o.scale[b] = bs.scale;
             if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;

@@ -622,14 +622,15 @@ TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's ro
                         Catch::Contains("1 x 16"));
 }
 
-// The transform in the cast works on tiles of 32 columns of X by 8 groups of 16 rows, one a CTA,
+// The transform in the cast works on tiles of 32 columns of X by 16 groups of 16 rows, one a CTA,
 // and stages each tile's codes and scale bytes for 8-byte stores along C's rows (block_rows.cu
-// rht_col_tiles): shapes that straddle the tiles both ways (rows / 16 = 1, 3: one partial tile;
-// 16: two whole ones, each row of scale bytes 8-byte aligned; 17: two and a group; cols 1, 31, 33,
+// rht_col_tiles): shapes that straddle the tiles both ways (rows / 16 = 1, 3: one partial tile,
+// one scale unit a row; 11: one partial tile, a whole scale unit and a part; 16: one whole tile,
+// each row of scale bytes 8-byte aligned; 17, 24, 33: whole tiles and a part; cols 1, 31, 33,
 // 100), with the codes and scale bytes 16-byte aligned, 8 bytes past (the 8-byte stores) and 1
 // byte past (the byte stores), nearest-even and stochastic, packed and not, against lib's
 // quantize_blocks (the cols x rows copy after the transform) bit for bit; and with the grid capped
-// at 1 and 3 CTAs (set_row_blocks_grid_cap), so that CTAs take several tiles (272 x 100: 12 tiles).
+// at 1 and 3 CTAs (set_row_blocks_grid_cap), so that CTAs take several tiles (528 x 100: 12 tiles).
 TEST_CASE("block quantiser, columnwise_rht in the cast: tile-straddling shapes and unaligned outputs equal lib",
           "[gpu][fp4]") {
     struct CapGuard {
@@ -638,7 +639,7 @@ TEST_CASE("block quantiser, columnwise_rht in the cast: tile-straddling shapes a
     };
     const Case cases[] = {{"nvfp4", fp8kit::Role::activation}, {"nvfp4", fp8kit::Role::gradient}};
     for (unsigned cap : {0u, 1u, 3u})
-        for (std::size_t groups : {1, 3, 16, 17})
+        for (std::size_t groups : {1, 3, 11, 16, 17, 24, 33})
             for (std::size_t cols : {1, 31, 33, 100}) {
                 const CapGuard guard{cu::set_row_blocks_grid_cap(cap)};
                 const std::size_t rows = 16 * groups;
