@@ -1228,19 +1228,22 @@ __global__ void __launch_bounds__(kThreads)
 // C = te_rht16_columnwise(X) (cols x rows, random signs), without C being made. rows % 16 == 0, so
 // C's 1 x 16 block (c, bi), bi < rows / 16, is X's rows 16 bi .. 16 bi + 15 of column c, whole.
 //
-// The work of rht_col_blocks_kernel: tiles of 32 columns of X by kRhtTileGroups = 8 groups of 16
-// rows, a CTA's each, one block a thread: warp w takes group bi0 + w and lane l column c0 + l (so
-// each of the warp's loads of a row of X is coalesced), and each thread stages its block's codes
-// and scale byte in shared memory; after a barrier the CTA writes C's rows c0 .. c0 + 31 from
-// there, 8-byte pieces of each row's run of codes (64 bytes packed, 128 bytes not) to adjacent
-// threads, and each row's 8 scale bytes as one 8-byte piece. (With one block a thread and adjacent
-// lanes on adjacent columns as well, adjacent lanes wrote C's rows rows / 2 bytes apart, 8 bytes
-// each, and one scale byte rows / 16 bytes apart.) Tiles go along C's rows first (tile t: groups
-// 8 (t % tiles a row) .., columns 32 (t / tiles a row) ..), so consecutive CTAs write adjacent runs
+// The work of rht_col_blocks_kernel: tiles of 32 columns of X by kRhtTileGroups = 16 groups of 16
+// rows, a CTA's each, two blocks a thread: warp w takes groups bi0 + w and bi0 + w + 8 and lane l
+// column c0 + l (so each of the warp's loads of a row of X is coalesced), and each thread stages
+// its blocks' codes and scale bytes in shared memory; after a barrier the CTA writes C's rows
+// c0 .. c0 + 31 from there, 8-byte pieces of each row's run of codes (128 bytes packed, 256 bytes
+// not) to adjacent threads, and each row's 16 scale bytes as two 8-byte pieces. (With one block a
+// thread and adjacent lanes on adjacent columns as well, adjacent lanes wrote C's rows rows / 2
+// bytes apart, 8 bytes each, and one scale byte rows / 16 bytes apart. Two blocks a thread halve
+// the tile's own instructions a block, its coordinates, barriers and stores' addresses: with 8
+// groups a tile and one block a thread they took about 7 of the 34 instructions an element of the
+// bf16 kernel's common path, nvcc 13.0, sm_90.) Tiles go along C's rows first (tile t: groups
+// 16 (t % tiles a row) .., columns 32 (t / tiles a row) ..), so consecutive CTAs write adjacent runs
 // of the same 32 rows of C. Only which thread takes a block and how its bytes reach memory differ
 // from that kernel; every output keeps its bits: rht_block below is its per-block code, and each
 // byte lands at the address it stored the byte to (rht_store_tile).
-constexpr std::uint32_t kRhtTileGroups = kThreads / 32;
+constexpr std::uint32_t kRhtWarps = kThreads / 32, kRhtTileGroups = 2 * kRhtWarps;
 
 // C's block (c, bi): its 16 codes in q (element k in byte k % 4 of word k / 4, as
 // encode_*_segment give them) and its BlockScale. Why these are the current path's
@@ -1250,29 +1253,47 @@ constexpr std::uint32_t kRhtTileGroups = kThreads / 32;
 //    of X's rows 16 bi .. of column c; this calls the same function on the same 16 elements (random
 //    signs, as with_rht_columnwise_copy passes), so it holds C's block exactly, in S, as elements
 //    (f32) or as the words a row-kernel lane assembles from C's row (bf16: element 2k low, 2k + 1
-//    high);
+//    high; rht16_round_bf16_words: rht16_round's sums by the same rht16_sums_span, a pair of them
+//    rounded by one cvt.rn.bf16x2.f32, which rounds each half as rht16_round's cvt.rn.bf16.f32);
 //  - from there the steps are col_blocks_kernel's, which are the row kernel's on a block held so
 //    (the argument above col_blocks_body): amax, NaN flag, rule_block_amax,
 //    rule_scale with the tensor's numbers (the row kernel's NVFP4 table gives rule_scale's result,
 //    Nvfp4Entry), narrow_lane, and the codes by encode_bf16_segment / encode_wide_segment with
 //    index0 = c rows + 16 bi, the stream index of C's element (c, 16 bi) (C's rows are `rows`
 //    long), so stochastic rounding draws the copy's bits whichever thread takes the block.
+//  - the block's scale and narrow_lane's result come from the NVFP4 table where the rule is one of
+//    NVFP4's and the byte below 128, as in row_blocks_body (Nvfp4Entry: rule_scale's result and
+//    narrow_lane's for the byte), else from rule_scale and narrow_lane themselves.
+// The loads walk a pointer down the column (one address add a row, not the row's 64-bit product).
+struct RhtRules {
+    numerics::ScaleParams nvfp4_rule;  // the rule with the tensor's numbers, its kind opaque_rule's
+    bool nvfp4;                        // the table holds this rule's entries
+    std::uint32_t tab_addr;            // the table's shared address (nvfp4_entry)
+    const float* d_global_amax;        // for rule_scale off the table
+};
+
 template <class S, class D, int P, int R>
 __device__ __forceinline__ numerics::BlockScale rht_block(const typename S::storage_t* __restrict__ x, const RowGeom& g,
                                                           std::uint32_t c, std::uint32_t bi, const ElementCtx& ctx,
-                                                          const numerics::ScaleParams& rule,
-                                                          const numerics::ScaleParams& tr, bool keeps_nan, uint4& q) {
+                                                          const numerics::ScaleParams& rule, const RhtRules& rr,
+                                                          bool keeps_nan, uint4& q) {
     using T = typename S::storage_t;
     T e[1][16];  // X's group, then C's block
+    const T* xp = x + static_cast<std::size_t>(16 * bi) * g.cols + c;
 #pragma unroll
-    for (int k = 0; k < 16; ++k) e[0][k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
-    rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
+    for (int k = 0; k < 16; ++k, xp += g.cols) e[0][k] = *xp;
     std::uint32_t wd[1][8];  // bf16: C's block as the row kernel's words
+    if constexpr (kBf16Words<S>) {
+        std::uint32_t xw[8];  // X's group as words, for its span
+#pragma unroll
+        for (int k = 0; k < 8; ++k) xw[k] = e[0][2 * k] | (static_cast<std::uint32_t>(e[0][2 * k + 1]) << 16);
+        rht16_round_bf16_words([&](int i) { return e[0][i]; }, rht_span_bf16_words(xw), wd[0]);
+    } else {
+        rht16_round<S>([&](int i) { return e[0][i]; }, true, [&](int j, T y) { e[0][j] = y; });
+    }
     std::uint32_t m;
     bool nan_in = false, has_nan = false;
     if constexpr (kBf16Words<S>) {
-#pragma unroll
-        for (int k = 0; k < 8; ++k) wd[0][k] = e[0][2 * k] | (static_cast<std::uint32_t>(e[0][2 * k + 1]) << 16);
         m = bf16_words_amax<1>(wd, nan_in);
         has_nan = keeps_nan && nan_in;
     } else {
@@ -1280,8 +1301,25 @@ __device__ __forceinline__ numerics::BlockScale rht_block(const typename S::stor
         if (keeps_nan) has_nan = elements_have_nan<S, 1>(e);
     }
     const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
-    const numerics::BlockScale bs = numerics::rule_scale(tr, block_amax);
-    const NarrowLane bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
+    numerics::BlockScale bs;
+    NarrowLane bl;
+    bool tabulated = false;
+    if (rr.nvfp4) {
+        const std::uint8_t code = numerics::rule_nvfp4_byte(rr.nvfp4_rule, block_amax);
+        if (code < kNvfp4Bytes) {
+            const Nvfp4Entry t = nvfp4_entry(rr.tab_addr, code);
+            bs = {t.encode, t.decode, code};
+            bl = {t.narrow != 0u && !nan_in, t.st};
+            tabulated = true;
+        }
+    }
+    if (!tabulated) {
+        numerics::ScaleParams tr = rule;
+        if (numerics::rule_uses_global_amax(tr.rule))
+            numerics::set_global_amax(tr, *reinterpret_cast<const volatile float*>(rr.d_global_amax));
+        bs = numerics::rule_scale(tr, block_amax);
+        bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
+    }
     const std::uint64_t index0 = static_cast<std::uint64_t>(c) * g.rows + 16 * bi;
     if constexpr (kBf16Words<S>)
         q = encode_bf16_segment<D, P, R>(wd[0], bs.scale, bl, ctx, index0);
@@ -1309,17 +1347,19 @@ template <bool kPacked>
 struct RhtStage {
     static constexpr std::uint32_t kUnitsPerBlock = kPacked ? 1 : 2;
     static constexpr std::uint32_t kUnits = kRhtTileGroups * kUnitsPerBlock;
+    static constexpr std::uint32_t kScaleUnits = kRhtTileGroups / 8;
     uint2 codes[32][kUnits + 1];
-    uint2 scale_codes[32];  // byte j of row l: block j of the tile
+    uint2 scale_codes[32][kScaleUnits];  // byte j of row l: block j of the tile
 };
-static_assert(kRhtTileGroups == 8, "a row's scale bytes of a tile are one 8-byte unit");
+static_assert(kRhtTileGroups % 8 == 0, "a row's scale bytes of a tile are whole 8-byte units");
 
 // Writes the staged tile (columns c0 .., groups bi0 .. bi0 + n - 1) to C's codes and scale bytes.
 // Row c of C's codes starts at c rows / 2 (packed) or c rows, so block bi's 8 or 16 bytes start at
 // 8 bi or 16 bi in it, as store_codes put them (rows / 16 blocks a row); its scale byte is at
 // c (rows / 16) + bi, the row kernel's block index of C's block (c, bi). Thread i stores the 8-byte
-// units u = i, i + 256 (unpacked) of the tile (row u / kUnits, unit u % kUnits of the row's run):
-// adjacent threads write adjacent units of a row. A whole tile (8 groups, 32 columns) with 8-byte
+// units u = i, i + 256, .. of the tile (row u / kUnits, unit u % kUnits of the row's run):
+// adjacent threads write adjacent units of a row; thread i < 64 row i / 2's scale unit i % 2 (its
+// bytes of blocks 8 (i % 2) ..). A whole tile (16 groups, 32 columns) with 8-byte
 // aligned codes takes plain 8-byte stores (every unit is 8-byte aligned: rows / 2 and 8 bi are
 // multiples of 8); an edge tile or unaligned codes take each unit inside the tensor by
 // store_bytes8.
@@ -1341,9 +1381,10 @@ __device__ __forceinline__ void rht_store_tile(const RhtStage<kPacked>& st, cons
             if (c0 + r + i * kRowsAStep < g.cols && k < n * St::kUnitsPerBlock)
                 store_bytes8(dst + i * kRowsAStep * row_bytes, st.codes[r + i * kRowsAStep][k], 8);
     }
-    if (o.scale_codes && threadIdx.x < 32 && c0 + threadIdx.x < g.cols)
-        store_bytes8(o.scale_codes + static_cast<std::size_t>(c0 + threadIdx.x) * (g.rows / 16) + bi0,
-                     st.scale_codes[threadIdx.x], n);
+    const std::uint32_t sr = threadIdx.x / St::kScaleUnits, su = threadIdx.x % St::kScaleUnits;
+    if (o.scale_codes && threadIdx.x < 32 * St::kScaleUnits && c0 + sr < g.cols && 8 * su < n)
+        store_bytes8(o.scale_codes + static_cast<std::size_t>(c0 + sr) * (g.rows / 16) + bi0 + 8 * su,
+                     st.scale_codes[sr][su], min(8u, n - 8 * su));
 }
 
 // rht_col_blocks_kernel's work (see above the tiles). gt: X's shape (rows, cols), items = the
@@ -1352,31 +1393,46 @@ template <class S, class D, int P, int R, bool kPacked>
 __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGeom gt, ElementCtx ctx,
                                               const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
                                               const float* __restrict__ d_global_amax, RowOut o) {
-    static_assert(kThreads == 256, "a tile of 8 groups, one a warp");
+    static_assert(kThreads == 256, "a tile of 16 groups, two a warp");
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
     __shared__ RhtStage<kPacked> st;
-    numerics::ScaleParams tr = rule;
-    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(tr, *d_global_amax);
+    // The NVFP4 table as row_blocks_body fills it (the same for every thread: all reach the barrier
+    // or none).
+    RhtRules rr;
+    rr.nvfp4_rule = rule;
+    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(rr.nvfp4_rule, *d_global_amax);
+    rr.nvfp4_rule.rule = opaque_rule(rule.rule);
+    rr.nvfp4 = numerics::rule_is_nvfp4(rr.nvfp4_rule.rule);
+    rr.d_global_amax = d_global_amax;
+    __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
+    rr.tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
+    asm("mov.b32 %0, %0;" : "+r"(rr.tab_addr));  // kept in a register (nvfp4_entry)
+    if (rr.nvfp4) {
+        fill_nvfp4_table<D, R>(nvfp4_tab, rr.nvfp4_rule, ctx);
+        __syncthreads();
+    }
     const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
     const T* x = static_cast<const T*>(in);
-    const std::uint32_t lane = threadIdx.x & 31, j = threadIdx.x >> 5;  // the warp's group of the tile
+    const std::uint32_t lane = threadIdx.x & 31, w = threadIdx.x >> 5;  // the warp's groups: w, w + 8
     const std::uint32_t blocks_a_row = gt.rows / 16;
     for (std::uint32_t t = blockIdx.x; t < gt.items; t += gridDim.x) {  // CTA-uniform: every thread meets the barriers
         const std::uint32_t tc = __umulhi(t << 1, gt.div_m) >> gt.div_l;
         const std::uint32_t bi0 = (t - tc * gt.grid_cols) * kRhtTileGroups, c0 = 32 * tc;
-        const std::uint32_t n = min(kRhtTileGroups, blocks_a_row - bi0), c = c0 + lane, bi = bi0 + j;
-        if (j < n && c < gt.cols) {
+        const std::uint32_t n = min(kRhtTileGroups, blocks_a_row - bi0), c = c0 + lane;
+#pragma unroll 1
+        for (std::uint32_t j = w; j < n && c < gt.cols; j += kRhtWarps) {
+            const std::uint32_t bi = bi0 + j;
             uint4 q;
-            const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, tr, keeps_nan, q);
+            const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, rr, keeps_nan, q);
             if constexpr (kPacked) {
                 st.codes[lane][j] = make_uint2(pack_words(q.x, q.y), pack_words(q.z, q.w));  // as store_codes
             } else {
                 st.codes[lane][2 * j] = make_uint2(q.x, q.y);
                 st.codes[lane][2 * j + 1] = make_uint2(q.z, q.w);
             }
-            reinterpret_cast<std::uint8_t*>(&st.scale_codes[lane])[j] = bs.code;
+            reinterpret_cast<std::uint8_t*>(st.scale_codes[lane])[j] = bs.code;
             const std::size_t b = static_cast<std::size_t>(c) * blocks_a_row + bi;  // C's block (c, bi)
             if (o.scale) o.scale[b] = bs.scale;
             if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
@@ -1411,21 +1467,53 @@ __global__ void __launch_bounds__(kThreads, 4)
 }
 
 // The amax of C = te_rht16_columnwise(X) into *amax_out (zeroed before; see above), C not made.
-// Item s = (bi, c) as col_blocks_kernel's (RowGeom's division by cols): adjacent lanes take
-// adjacent columns, and each of their loads of a row of X is coalesced.
-template <class S>
-__global__ void __launch_bounds__(kThreads)
+// Item s = (bi, column run cv) by RowGeom's division by g.grid_cols = cols / kVec: a thread takes
+// the kVec adjacent columns kVec cv .. of the rows 16 bi .., and adjacent lanes adjacent runs, so
+// each of a warp's loads of a row of X is coalesced. kVec 1: one element a load; kVec 2 (f32) or
+// 4 (bf16): one 8-byte load a row for the run (cols % kVec == 0 and X 8-byte aligned, so every run
+// is), and bf16's spans two columns at a time (rht_span_bf16_pair), as the words hold them.
+// At most 85 registers (3 CTAs a SM): uncapped, the bf16 kernel took 110 (2 CTAs, 22% achieved
+// occupancy, 211 us at 53% of DRAM peak; Nsight Compute, H200, 2^28 elements); capped, it keeps a
+// stack frame for the ordered-sum groups and a few reloads of the loaded words.
+template <class S, int kVec>
+__global__ void __launch_bounds__(kThreads, 3)
     rht_col_amax_kernel(const void* __restrict__ in, RowGeom g, float* amax_out) {
     using T = typename S::storage_t;
+    static_assert(kVec == 1 || kVec * sizeof(T) == 8, "one 8-byte load a row");
     const T* x = static_cast<const T*>(in);
     std::uint32_t tensor_max = 0;  // the blocks' amax bits
     const std::uint32_t stride = gridDim.x * blockDim.x;
     for (std::uint32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < g.items; s += stride) {
-        const std::uint32_t bi = __umulhi(s << 1, g.div_m) >> g.div_l, c = s - bi * g.cols;
-        T e[16];  // X's group: rows 16 bi .. of column c (all inside X: rows % 16 == 0)
+        const std::uint32_t bi = __umulhi(s << 1, g.div_m) >> g.div_l, c = (s - bi * g.grid_cols) * kVec;
+        if constexpr (kVec == 1) {
+            T e[16];  // X's group: rows 16 bi .. of column c (all inside X: rows % 16 == 0)
 #pragma unroll
-        for (int k = 0; k < 16; ++k) e[k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
-        tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return e[i]; }, true));
+            for (int k = 0; k < 16; ++k) e[k] = x[static_cast<std::size_t>(16 * bi + k) * g.cols + c];
+            tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return e[i]; }, true));
+        } else {
+            std::uint32_t lo[16], hi[16];  // rows 16 bi .. of columns c .. c + kVec - 1, 8 bytes a row
+#pragma unroll
+            for (int k = 0; k < 16; ++k) {
+                const uint2 w =
+                    __ldg(reinterpret_cast<const uint2*>(x + static_cast<std::size_t>(16 * bi + k) * g.cols + c));
+                lo[k] = w.x;
+                hi[k] = w.y;
+            }
+            if constexpr (kVec == 2) {
+                tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return lo[i]; }, true));
+                tensor_max = max(tensor_max, rht16_amax_bits<S>([&](int i) { return hi[i]; }, true));
+            } else {
+                RhtSpan sp[4];
+                rht_span_bf16_pair(lo, sp[0], sp[1]);
+                rht_span_bf16_pair(hi, sp[2], sp[3]);
+                const auto col = [&](const std::uint32_t(&w)[16], int half, const RhtSpan& span) {
+                    return rht16_amax_bits_span<S>([&](int i) { return static_cast<T>(w[i] >> (16 * half)); }, span,
+                                                   true);
+                };
+                tensor_max = max(tensor_max, max(col(lo, 0, sp[0]), col(lo, 1, sp[1])));
+                tensor_max = max(tensor_max, max(col(hi, 0, sp[2]), col(hi, 1, sp[3])));
+            }
+        }
     }
     block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
 }
@@ -1549,7 +1637,19 @@ bool quantize_rht_col_blocks(const BlockSpec& spec, Wide from, const void* in, s
             launched = true;
             // C's amax first (every rule: the copy's path writes it under each), then the blocks.
             FP8KIT_CUDA_CHECK(cudaMemsetAsync(d_global_amax, 0, sizeof(float), stream));
-            rht_col_amax_kernel<S><<<grid_for_path<kConvert, -1>(items), kThreads, 0, stream>>>(in, g, d_global_amax);
+            // kVec adjacent columns a thread where every run of them is one aligned 8-byte load.
+            constexpr int kVec = 8 / sizeof(typename S::storage_t);
+            if (cols % kVec == 0 && (reinterpret_cast<std::uintptr_t>(in) & 7u) == 0) {
+                RowGeom gv = g;
+                gv.grid_cols = static_cast<std::uint32_t>(cols / kVec);
+                gv.items = static_cast<std::uint32_t>(items / kVec);
+                set_divisor(gv, gv.grid_cols);
+                rht_col_amax_kernel<S, kVec>
+                    <<<grid_for_path<kConvert, -1>(gv.items), kThreads, 0, stream>>>(in, gv, d_global_amax);
+            } else {
+                rht_col_amax_kernel<S, 1>
+                    <<<grid_for_path<kConvert, -1>(items), kThreads, 0, stream>>>(in, g, d_global_amax);
+            }
             check_launch("rht_col_amax_kernel");
             constexpr std::size_t smem = element_smem<D, P>();
             // A CTA a tile, up to kItemsPerThread tiles a CTA past a wave of 8 CTAs a SM (nearest-even;

@@ -504,32 +504,44 @@ TEST_CASE("TE NVFP4 random Hadamard transform on the GPU equals lib's te_rht16_c
 // bf16), in binary64 up to 48 - m (25 for f32, 38 for f16, 41 for bf16), and by lib's ordered sum
 // beyond. Groups whose span runs across each bound (a column's groups take spans bound - 3 ..
 // bound + 4), with signed zeros, subnormals and, every eighth column, sums past the type's largest
-// finite value.
+// finite value. In 61 columns (te_rht16_columnwise, one column a thread), and in 64 through the
+// nvfp4 preset's quantize_blocks with the transform in the cast (rht_col_amax_kernel takes 2 (f32)
+// or 4 (bf16) columns a thread from an 8-byte aligned tensor, and one from a tensor that is not:
+// the input one element past an aligned address).
 TEST_CASE("TE NVFP4 random Hadamard transform: the exact-sum path at its bound equals lib", "[gpu][fp4]") {
-    const std::size_t rows = 16 * 24, cols = 61;
+    const std::size_t rows = 16 * 24;
     for (Wide w : kInputs) {
         const int lo = w == Wide::f16 ? -24 : -140, hi = w == Wide::f16 ? 15 : 127;
         const int m = w == Wide::f32 ? 23 : w == Wide::f16 ? 10 : 7;
         for (int bound : {19 - m, 48 - m}) {
             if (bound < 0) continue;  // f32: no binary32 path
-            std::mt19937 g(static_cast<unsigned>(bound));
-            std::uniform_real_distribution<float> frac(1.0f, 2.0f);
-            std::vector<float> x(rows * cols);
-            for (std::size_t gr = 0; gr < rows / 16; ++gr)
-                for (std::size_t c = 0; c < cols; ++c) {
-                    const int span = std::min(bound - 3 + static_cast<int>((gr * cols + c) % 8), hi - lo);
-                    const int base = (c % 8 == 7) ? hi - span : lo + static_cast<int>(g() % (hi - lo - span + 1));
-                    for (std::size_t i = 0; i < 16; ++i) {
-                        const int e = i == gr % 16         ? base
-                                      : i == (gr + 5) % 16 ? base + span
-                                                           : base + static_cast<int>(g() % (span + 1));
-                        float v = std::ldexp(frac(g), e) * ((g() & 1u) ? -1.0f : 1.0f);
-                        if (g() % 23 == 0) v = (g() & 1u) ? -0.0f : 0.0f;
-                        x[(gr * 16 + i) * cols + c] = v;
+            for (std::size_t cols : {61, 64}) {
+                std::mt19937 g(static_cast<unsigned>(bound));
+                std::uniform_real_distribution<float> frac(1.0f, 2.0f);
+                std::vector<float> x(rows * cols);
+                for (std::size_t gr = 0; gr < rows / 16; ++gr)
+                    for (std::size_t c = 0; c < cols; ++c) {
+                        const int span = std::min(bound - 3 + static_cast<int>((gr * cols + c) % 8), hi - lo);
+                        const int base = (c % 8 == 7) ? hi - span : lo + static_cast<int>(g() % (hi - lo - span + 1));
+                        for (std::size_t i = 0; i < 16; ++i) {
+                            const int e = i == gr % 16         ? base
+                                          : i == (gr + 5) % 16 ? base + span
+                                                               : base + static_cast<int>(g() % (span + 1));
+                            float v = std::ldexp(frac(g), e) * ((g() & 1u) ? -1.0f : 1.0f);
+                            if (g() % 23 == 0) v = (g() & 1u) ? -0.0f : 0.0f;
+                            x[(gr * 16 + i) * cols + c] = v;
+                        }
                     }
+                INFO("span bound " << bound << ", " << cols << " columns");
+                check_rht_columnwise(w, x, rows, cols);
+                if (cols % 8 != 0 || w == Wide::f16) continue;
+                const Case k{"nvfp4", fp8kit::Role::activation};
+                for (std::size_t in_offset : {std::size_t{0}, fp8kit::wide_size(w)}) {
+                    const std::uint64_t before = cu::quantize_blocks_fused_rht_calls();
+                    check_blocks(k, w, x, rows, cols, false, 0, nullptr, in_offset);
+                    REQUIRE(cu::quantize_blocks_fused_rht_calls() - before == 1u);
                 }
-            INFO("span bound " << bound);
-            check_rht_columnwise(w, x, rows, cols);
+            }
         }
     }
 }
@@ -610,14 +622,15 @@ TEST_CASE("block quantiser applies the recipe's columnwise_rht and the role's ro
                         Catch::Contains("1 x 16"));
 }
 
-// The transform in the cast works on tiles of 32 columns of X by 8 groups of 16 rows, one a CTA,
+// The transform in the cast works on tiles of 32 columns of X by 16 groups of 16 rows, one a CTA,
 // and stages each tile's codes and scale bytes for 8-byte stores along C's rows (block_rows.cu
-// rht_col_tiles): shapes that straddle the tiles both ways (rows / 16 = 1, 3: one partial tile;
-// 16: two whole ones, each row of scale bytes 8-byte aligned; 17: two and a group; cols 1, 31, 33,
+// rht_col_tiles): shapes that straddle the tiles both ways (rows / 16 = 1, 3: one partial tile,
+// one scale unit a row; 11: one partial tile, a whole scale unit and a part; 16: one whole tile,
+// each row of scale bytes 8-byte aligned; 17, 24, 33: whole tiles and a part; cols 1, 31, 33,
 // 100), with the codes and scale bytes 16-byte aligned, 8 bytes past (the 8-byte stores) and 1
 // byte past (the byte stores), nearest-even and stochastic, packed and not, against lib's
 // quantize_blocks (the cols x rows copy after the transform) bit for bit; and with the grid capped
-// at 1 and 3 CTAs (set_row_blocks_grid_cap), so that CTAs take several tiles (272 x 100: 12 tiles).
+// at 1 and 3 CTAs (set_row_blocks_grid_cap), so that CTAs take several tiles (528 x 100: 12 tiles).
 TEST_CASE("block quantiser, columnwise_rht in the cast: tile-straddling shapes and unaligned outputs equal lib",
           "[gpu][fp4]") {
     struct CapGuard {
@@ -626,7 +639,7 @@ TEST_CASE("block quantiser, columnwise_rht in the cast: tile-straddling shapes a
     };
     const Case cases[] = {{"nvfp4", fp8kit::Role::activation}, {"nvfp4", fp8kit::Role::gradient}};
     for (unsigned cap : {0u, 1u, 3u})
-        for (std::size_t groups : {1, 3, 16, 17})
+        for (std::size_t groups : {1, 3, 11, 16, 17, 24, 33})
             for (std::size_t cols : {1, 31, 33, 100}) {
                 const CapGuard guard{cu::set_row_blocks_grid_cap(cap)};
                 const std::size_t rows = 16 * groups;
