@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "block_common.cuh"
 #include "common.cuh"
 #include "fp8kit/numerics/hadamard.hpp"
 
@@ -183,17 +184,6 @@ __device__ __forceinline__ typename S::storage_t rht_narrow_exact(float y) {
         return __half_as_ushort(__float2half_rn(y));
 }
 
-// S's bits as float32 bits (exact).
-template <class S>
-__device__ __forceinline__ std::uint32_t rht_f32_bits(typename S::storage_t b) {
-    if constexpr (std::is_same_v<S, Binary32>)
-        return b;
-    else if constexpr (std::is_same_v<S, BFloat16>)
-        return static_cast<std::uint32_t>(b) << 16;
-    else
-        return __float_as_uint(__half2float(__ushort_as_half(b)));
-}
-
 // The 16 sums of te_rht16_group over x[i] = load(i), whose span (rht_span) is `span`, handed to
 // sums(y, exact): where they are exact in binary32 (f16 / bf16 inputs) y is a float[16] holding
 // four times the sums (rht16_fwht4; exact is std::true_type), where exact in binary64 a double[16]
@@ -205,7 +195,7 @@ __device__ __forceinline__ void rht16_sums_span(Load&& load, const RhtSpan& span
         if (rht_sums_exact<S, 24>(span)) {
             float u[16];
 #pragma unroll
-            for (int i = 0; i < 16; ++i) u[i] = __uint_as_float(rht_f32_bits<S>(load(i)));
+            for (int i = 0; i < 16; ++i) u[i] = __uint_as_float(widen_bits<S>(load(i)));  // no NaN here
             rht16_fwht4(u, random_signs);
             sums(u, std::true_type{});
             return;
@@ -289,7 +279,8 @@ __device__ __forceinline__ void rht16_round_bf16_words(Load&& load, const RhtSpa
 // rounding is odd and monotone, so the max of the rounded magnitudes is the rounded max magnitude:
 // one rounding a group instead of 16 (fmax ignores a NaN sum). On the exact paths the largest of
 // the four-times sums is divided by 4 once (exact, and monotone); in binary64 by a plain test of
-// the magnitudes (no NaN there; fmax of binary64 takes several instructions on sm_90).
+// the magnitudes (no NaN there; fmax of binary64 takes several instructions on sm_90). The
+// rounded max is never a NaN, so widen_bits' f16 NaN case does not arise.
 template <class S, class Load>
 __device__ __forceinline__ std::uint32_t rht16_amax_bits_span(Load&& load, const RhtSpan& span, bool random_signs) {
     std::uint32_t bits = 0;
@@ -299,15 +290,15 @@ __device__ __forceinline__ std::uint32_t rht16_amax_bits_span(Load&& load, const
         if constexpr (decltype(exact)::value && std::is_same_v<V, double>) {
 #pragma unroll
             for (int j = 0; j < 16; ++j) m = fabs(y[j]) > fabs(m) ? y[j] : m;
-            bits = rht_f32_bits<S>(rht_round_one<S>(fabs(m), exact));
+            bits = widen_bits<S>(rht_round_one<S>(fabs(m), exact));
         } else if constexpr (decltype(exact)::value) {
 #pragma unroll
             for (int j = 0; j < 16; ++j) m = fmaxf(m, fabsf(y[j]));
-            bits = rht_f32_bits<S>(rht_round_one<S>(m, exact));
+            bits = widen_bits<S>(rht_round_one<S>(m, exact));
         } else {
 #pragma unroll
             for (int j = 0; j < 16; ++j) m = fmax(m, fabs(y[j]));
-            bits = rht_f32_bits<S>(rht_round_one<S>(m, exact));
+            bits = widen_bits<S>(rht_round_one<S>(m, exact));
         }
     });
     return bits;
