@@ -390,16 +390,17 @@ TEST_CASE("block quantiser, warp kernel: threads of several items each", "[gpu][
     REQUIRE(cu::set_row_blocks_grid_cap(0) == 0);  // the guard put the default back
 }
 
-// TE's 16 x 16 weight blocks from bf16 take tile16_blocks_kernel (block_rows.cu: a warp a tile of
-// 16 rows x 256 columns, two lanes a block, a lane's 16 rows in its registers): shapes that
-// straddle the tiles and blocks (cols 16, 250, 256, 264, 520: a partial last tile, a partial last
-// block; rows 16, 7, 40: partial block rows), codes and scale bytes 16-byte aligned, 8 bytes past
-// (the packed codes' vector stores, the others' byte stores) and 1 byte past, the input 2 bytes
-// past (element loads), a NaN or an Inf in one row of some blocks (the block's other rows then take
-// the element steps), nearest-even and stochastic rounding, packed and not, with the grid capped at
-// 1 and 3 CTAs (several tiles a warp) and not, against lib's quantize_blocks bit for bit.
-TEST_CASE("block quantiser, 16 x 16 tiles from bf16: tile-straddling shapes, unaligned outputs, NaN rows",
-          "[gpu][fp4]") {
+// TE's 16 x 16 weight blocks from bf16 and float32 take tile16_blocks_kernel and
+// tile16_f32_blocks_kernel (block_rows.cu: a warp a tile of 16 rows x 256 (bf16) or 128 (float32)
+// columns, two or four lanes a block, a lane's 16 rows in its registers; from float32 the next
+// tile's rows load during the encode): shapes that straddle the tiles and blocks (cols 16, 250, 256, 264, 520:
+// partial last tiles, a partial last block; rows 16, 7, 40: partial block rows), codes and scale
+// bytes 16-byte aligned, 8 bytes past (the packed codes' vector stores, the others' byte stores)
+// and 1 byte past, the input one element past (element loads), a NaN or an Inf in one row of some
+// blocks (from bf16 the block's other rows then take the element steps), nearest-even and
+// stochastic rounding, packed and not, with the grid capped at 1 and 3 CTAs (several tiles a warp)
+// and not, against lib's quantize_blocks bit for bit.
+TEST_CASE("block quantiser, 16 x 16 tiles: tile-straddling shapes, unaligned outputs, NaN rows", "[gpu][fp4]") {
     struct CapGuard {
         unsigned old;
         ~CapGuard() { cu::set_row_blocks_grid_cap(old); }
@@ -414,12 +415,13 @@ TEST_CASE("block quantiser, 16 x 16 tiles from bf16: tile-straddling shapes, una
             auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 5 + cols + cap));
             for (std::size_t c = 3; c < cols; c += 37) x[(c / 16 % rows) * cols + c] = c % 2 ? NAN : -INFINITY;
             for (std::size_t out_offset : {0, 8, 1})
-                for (bool packed : {false, true}) {
-                    if (packed && cols % 2 != 0) continue;
-                    check_blocks(k, Wide::bf16, x, rows, cols, packed, 5, nullptr, 0, out_offset);
-                    check_blocks(k, Wide::bf16, x, rows, cols, packed, 5, &sr, 0, out_offset);
-                    check_blocks(k, Wide::bf16, x, rows, cols, packed, 5, nullptr, 2, out_offset);
-                }
+                for (bool packed : {false, true})
+                    for (Wide w : {Wide::bf16, Wide::f32}) {
+                        if (packed && cols % 2 != 0) continue;
+                        check_blocks(k, w, x, rows, cols, packed, 5, nullptr, 0, out_offset);
+                        check_blocks(k, w, x, rows, cols, packed, 5, &sr, 0, out_offset);
+                        check_blocks(k, w, x, rows, cols, packed, 5, nullptr, fp8kit::wide_size(w), out_offset);
+                    }
         }
     REQUIRE(cu::set_row_blocks_grid_cap(0) == 0);  // the guard put the default back
 }
