@@ -2,9 +2,10 @@
 // 16 x 16 (NVFP4, TE and torchao) and 1 x 32 (MXFP4, MXFP6, MXFP8 under every E8M0 rule), in the
 // style of block.cu: each lane owns one row of a block, 16 or 32 consecutive elements (segments
 // of 16: 16-byte loads, a 16-byte store of codes or an 8-byte store of packed E2M1 pairs each), the
-// 16 lanes of a 16 x 16 block are adjacent in a warp and meet in shuffles for its amax, and the
-// element conversion's path is fixed
-// at compile time (element.cuh). Scales come from numerics::rule_scale, the products from
+// 16 lanes of a 16 x 16 block are adjacent in a warp and meet in shuffles for its amax (but E2M1
+// 16 x 16 blocks from bf16 and float32, TE's nvfp4 weights, take tile16_blocks_kernel and
+// tile16_f32_blocks_kernel: a warp a tile of 16 rows, loads coalesced along the rows), and the
+// element conversion's path is fixed at compile time (element.cuh). Scales come from numerics::rule_scale, the products from
 // host_mul_bits (lib's host multiply), and the codes from emu::convert's results: through
 // element.cuh's paths for the FP8 formats, and for E2M1 / E2M3 / E3M2 from the exact steps below,
 // which fall back to emu::convert itself for every element they do not cover.
@@ -857,6 +858,407 @@ __global__ void __launch_bounds__(kThreads)
     row_blocks_body<S, D, P, R, kStoreBf16, kSegs>(in, g, ctx, table, rule, d_global_amax, nullptr, o);
 }
 
+// ---- 16 x 16 blocks from bf16: a warp a tile of 16 rows by 256 columns ----------------------
+// row_blocks_kernel's mapping gives each lane one row of a block, so that one warp load touches 32
+// rows, 32 bytes each; with its arithmetic replaced by a byte shuffle it reached 76.5% of the
+// two-pass floor on the H200 (docs/performance.md, cuda/tools/experiments/blocks_io_floor.patch)
+// where a plain stream of the same bytes reaches about 100%. Here a warp takes 16 rows (one row of
+// blocks) by 256 columns, lane l columns 8 l .. 8 l + 7 of each of the 16 rows: every warp load is
+// 512 contiguous bytes of one row, every store 256 (codes) or 128 (packed) contiguous bytes. Lanes
+// 2k and 2k + 1 hold block k of the tile (16 rows by 16 columns); a lane's 16 rows are in its
+// registers (16 uint4, loaded before any is used), so the block's amax is the lane's max over
+// them and one shuffle with its pair (the NaN flag rides in it: a half's magnitude bits above
+// 0x7F80). Per block the steps are row_blocks_body's, which give the same codes and scales:
+//  - the block's amax: the max of its non-NaN magnitudes, as the shuffles of the 16 row lanes
+//    gave it (max_abs does not depend on the order);
+//  - the scale: rule_scale's, or the NVFP4 table's entry for rule_nvfp4_byte (Nvfp4Entry);
+//  - the codes: row_blocks_body's lane took mx_narrow_bf16_four where its own row held no NaN and
+//    else encode_block_segment, which give the same codes (mx_narrow_bf16_four's argument); here
+//    every row of a block holding a NaN takes encode_block_segment (the stream indices are the
+//    elements' own: r cols + c).
+// Elements past the tensor's edge read as +0 (which changes no amax) and store nothing. From bf16
+// only, E2M1 only (TE's nvfp4 weights; float32 takes tile16_f32_blocks_kernel below, the other
+// 16 x 16 launches keep row_blocks_kernel). H200, fp8kit_cuda_bench 28 20, two rounds
+// (docs/performance.md): 72.3, 72.4 -> 81.8, 82.5% of the two-pass floor. A form of this kernel
+// shared with float32 (a template over the input type; encode and store steps in a loop over the
+// lane's groups) ran slower from bf16 (70.2, 69.9%), and loading the next tile's rows during the
+// encode slower still (66.6, 66.7%), so bf16 keeps this one.
+constexpr std::uint32_t kBf16TileCols = 256;
+
+struct TileGeom {
+    std::uint32_t rows, cols;
+    std::uint32_t grid_cols;     // blocks along a row (scale index b = bi grid_cols + bj)
+    std::uint32_t tiles_a_row;   // ceil(cols / the tile's columns)
+    std::uint32_t tiles;         // ceil(rows / 16) tiles_a_row (< 2^31)
+    std::uint32_t div_m, div_l;  // t / tiles_a_row as RowGeom's division
+};
+
+// Codes of eight bf16 elements (words w, stream indices index0 ..) at the block's scale, little-endian
+// bytes: mx_narrow_bf16_four where l.narrow, else encode_bf16_segment's element steps (on the eight
+// and eight +0 that it drops).
+template <class D, int P, int R>
+__device__ __forceinline__ uint2 encode_bf16_half(const std::uint32_t (&w)[4], float scale, const NarrowLane& l,
+                                                  const ElementCtx& c, std::uint64_t index0) {
+    if constexpr (kMxNarrow<D> && R < 0) {
+        if (l.narrow)
+            return make_uint2(mx_narrow_bf16_four<D>(w[0], w[1], l.st), mx_narrow_bf16_four<D>(w[2], w[3], l.st));
+    }
+    const std::uint32_t w16[8] = {w[0], w[1], w[2], w[3], 0u, 0u, 0u, 0u};
+    const NarrowLane none{false, l.st};
+    const uint4 q = encode_bf16_segment<D, P, R>(w16, scale, none, c, index0);
+    return make_uint2(q.x, q.y);
+}
+
+// Stores the eight codes q of row r, columns c .. c + 7 (inside the tensor where c < cols).
+template <bool kPacked>
+__device__ __forceinline__ void store_half(const RowOut& o, const TileGeom& g, bool vec, std::uint32_t r,
+                                           std::uint32_t c, const uint2& q) {
+    if constexpr (kPacked) {
+        const std::uint32_t p = pack_words(q.x, q.y);
+        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c / 2;
+        if (vec) {
+            *reinterpret_cast<std::uint32_t*>(dst) = p;
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (c + 2 * k < g.cols) dst[k] = static_cast<std::uint8_t>(p >> (8 * k));
+        }
+    } else {
+        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * g.cols + c;
+        if (vec) {
+            *reinterpret_cast<uint2*>(dst) = q;
+        } else {
+            const std::uint32_t qw[2] = {q.x, q.y};
+#pragma unroll
+            for (int k = 0; k < 8; ++k)
+                if (c + k < g.cols) dst[k] = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
+        }
+    }
+}
+
+// At most 128 registers (two CTAs a SM): a lane holds 64 words of input.
+template <class D, int P, int R, bool kPacked>
+__global__ void __launch_bounds__(kThreads, 2)
+    tile16_blocks_kernel(const void* __restrict__ in, TileGeom g, ElementCtx ctx,
+                         const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
+                         const float* __restrict__ d_global_amax, float* amax_out, RowOut o) {
+    using T = BFloat16::storage_t;
+    extern __shared__ __align__(16) std::uint8_t smem[];
+    load_cast_table<D, P>(ctx, table, smem);
+    // The NVFP4 table and the rule with the tensor's numbers, as row_blocks_body's prologue.
+    const auto tensor_rule = [&](auto global_amax) {
+        numerics::ScaleParams p = rule;
+        if (numerics::rule_uses_global_amax(p.rule)) numerics::set_global_amax(p, *global_amax);
+        return p;
+    };
+    numerics::ScaleParams nvfp4_rule = tensor_rule(d_global_amax);
+    nvfp4_rule.rule = opaque_rule(rule.rule);
+    const bool nvfp4 = numerics::rule_is_nvfp4(nvfp4_rule.rule);
+    __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
+    std::uint32_t nvfp4_tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
+    asm("mov.b32 %0, %0;" : "+r"(nvfp4_tab_addr));
+    if (nvfp4) {
+        fill_nvfp4_table<D, R>(nvfp4_tab, nvfp4_rule, ctx);
+        __syncthreads();
+    }
+    const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned < kPacked ? kStorePacked : kStoreCodes > (o);
+    const std::uint32_t lane = threadIdx.x & 31;
+    const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
+    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);
+    const T* x = static_cast<const T*>(in);
+    std::uint32_t tensor_max = 0;  // amax_out: the blocks' amax bits
+    for (std::uint32_t t = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < g.tiles; t += warps) {  // warp-uniform
+        const std::uint32_t bi = __umulhi(t << 1, g.div_m) >> g.div_l, tc = t - bi * g.tiles_a_row;
+        const std::uint32_t c = tc * kBf16TileCols + 8 * lane, r0 = 16 * bi;
+        const bool col_in = c < g.cols;
+        std::uint32_t wd[16][4];  // row r0 + i: elements c .. c + 7 as loaded (two a word)
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const std::uint32_t r = r0 + i;
+            const T* row = x + static_cast<std::size_t>(r) * g.cols;
+            const bool in_row = col_in && r < g.rows;
+            if (vec) {
+                uint4 v = make_uint4(0u, 0u, 0u, 0u);
+                if (in_row) v = __ldg(reinterpret_cast<const uint4*>(row + c));
+                wd[i][0] = v.x, wd[i][1] = v.y, wd[i][2] = v.z, wd[i][3] = v.w;
+            } else {
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    const std::uint32_t e0 = in_row && c + 2 * k < g.cols ? row[c + 2 * k] : 0u;
+                    const std::uint32_t e1 = in_row && c + 2 * k + 1 < g.cols ? row[c + 2 * k + 1] : 0u;
+                    wd[i][k] = e0 | (e1 << 16);
+                }
+            }
+        }
+        // The block's amax (bf16_words_amax over its 16 rows, both lanes of it).
+        std::uint32_t mm = 0;
+#pragma unroll
+        for (int i = 0; i < 16; ++i)
+#pragma unroll
+            for (int k = 0; k < 4; ++k) mm = __vmaxu2(mm, wd[i][k] & 0x7FFF7FFFu);
+        std::uint32_t mh = max(mm & 0xFFFFu, mm >> 16);
+        mh = max(mh, __shfl_xor_sync(0xFFFFFFFFu, mh, 1));
+        const bool nan_in = mh > 0x7F80u;  // the block holds a NaN (the same on both lanes)
+        float mf = 0.0f;
+        if (nan_in) {
+#pragma unroll
+            for (int i = 0; i < 16; ++i)
+#pragma unroll
+                for (int k = 0; k < 4; ++k) {
+                    mf = fmaxf(mf, fabsf(__uint_as_float(wd[i][k] << 16)));
+                    mf = fmaxf(mf, fabsf(__uint_as_float(bf16_high(wd[i][k]))));
+                }
+        }
+        const std::uint32_t mfb = max(__float_as_uint(mf), __shfl_xor_sync(0xFFFFFFFFu, __float_as_uint(mf), 1));
+        const std::uint32_t m = nan_in ? mfb : mh << 16;
+        tensor_max = max(tensor_max, m);
+        const std::uint32_t bj = tc * (kBf16TileCols / 16) + (lane >> 1);
+        if (bj >= g.grid_cols) continue;  // both lanes of a block outside the tensor
+        const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), keeps_nan && nan_in);
+        numerics::BlockScale bs;
+        NarrowLane bl;
+        bool tabulated = false;
+        if (nvfp4) {  // as row_blocks_body
+            const std::uint8_t code = numerics::rule_nvfp4_byte(nvfp4_rule, block_amax);
+            if (code < kNvfp4Bytes) {
+                const Nvfp4Entry e = nvfp4_entry(nvfp4_tab_addr, code);
+                bs = {e.encode, e.decode, code};
+                bl = {e.narrow != 0u && !nan_in, e.st};
+                tabulated = true;
+            }
+        }
+        if (!tabulated) {
+            bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
+            bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
+        }
+        if ((lane & 1u) == 0) {
+            const std::size_t b = static_cast<std::size_t>(bi) * g.grid_cols + bj;
+            if (o.scale_codes) o.scale_codes[b] = bs.code;
+            if (o.scale) o.scale[b] = bs.scale;
+            if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
+        }
+        if (!col_in) continue;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+            const std::uint32_t r = r0 + i;
+            if (r >= g.rows) break;
+            const uint2 q =
+                encode_bf16_half<D, P, R>(wd[i], bs.scale, bl, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
+            store_half<kPacked>(o, g, vec, r, c, q);
+        }
+    }
+    if (amax_out) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
+}
+
+// ---- 16 x 16 E2M1 blocks from float32: a warp a tile of 16 rows by 128 columns -----------------
+// tile16_blocks_kernel's mapping for float32 elements: lane l holds columns 4 l .. 4 l + 3 of each
+// of the tile's 16 rows (a uint4 a row: every warp load is 512 contiguous bytes of one row), the 4
+// adjacent lanes of a block meet in two shuffles for its amax and NaN flag, and the next tile's
+// rows load while this one's are encoded (rows 0 .. 7 once their codes are stored, then rows 8 ..
+// 15), so that a warp's loads stay in flight through its arithmetic. Per block the steps are
+// row_blocks_body's from float32, which give the same codes and scales: the amax is max_abs over
+// the block (the order does not matter), with elements_have_nan's flag where the rule keeps NaN
+// (torchao's); the scale is rule_scale's or the NVFP4 table's entry; the codes are
+// encode_wide_segment's per group of four (mx_narrow_f32_four where the lane allows it, with its
+// own NaN test per group, else encode_block_four), at the elements' own stream indices (r cols +
+// c). Elements past the tensor's edge read as +0 and store nothing. H200, fp8kit_cuda_bench 28 20,
+// two rounds (docs/performance.md): 84.0, 84.5 -> 88.0, 88.2% of the two-pass floor (without the
+// next tile's loads in flight: 87.2, 86.8).
+constexpr std::uint32_t kF32TileCols = 128;
+
+// Codes of a lane's four float32 elements of one row (bits w, stream indices index0 ..) at the
+// block's scale (little-endian bytes).
+template <class D, int P, int R>
+__device__ __forceinline__ std::uint32_t encode_f32_quarter(const std::uint32_t (&w)[4], float scale,
+                                                            const NarrowLane& l, const ElementCtx& c,
+                                                            std::uint64_t index0) {
+    std::uint32_t q;  // mx_narrow_f32_four's codes where it returns true, else encode_block_four's
+    bool done = false;
+    if constexpr (kMxNarrow<D> && R < 0) {
+        if (l.narrow) done = mx_narrow_f32_four<D>(w, l.st, q);
+    }
+    Binary32::storage_t e[16] = {};  // encode_block_four's elements (group 0)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) e[k] = w[k];
+    if (!done) q = encode_block_four<Binary32, D, P, R>(e, 0, scale, c, index0);
+    return q;
+}
+
+// Stores the four codes q of row r, columns c .. c + 3 (inside the tensor where c < cols).
+template <bool kPacked>
+__device__ __forceinline__ void store_f32_quarter(const RowOut& o, const TileGeom& g, bool vec, std::uint32_t r,
+                                                  std::uint32_t c, std::uint32_t q) {
+    if constexpr (kPacked) {
+        const std::uint32_t p = pack_words(q, 0u);
+        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c / 2;
+        if (vec) {
+            *reinterpret_cast<std::uint16_t*>(dst) = static_cast<std::uint16_t>(p);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 2; ++k)
+                if (c + 2 * k < g.cols) dst[k] = static_cast<std::uint8_t>(p >> (8 * k));
+        }
+    } else {
+        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * g.cols + c;
+        if (vec) {
+            *reinterpret_cast<std::uint32_t*>(dst) = q;
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k)
+                if (c + k < g.cols) dst[k] = static_cast<std::uint8_t>(q >> (8 * k));
+        }
+    }
+}
+
+// At most 128 registers (two CTAs a SM): a lane holds 64 words of input.
+template <class D, int P, int R, bool kPacked>
+__global__ void __launch_bounds__(kThreads, 2)
+    tile16_f32_blocks_kernel(const void* __restrict__ in, TileGeom g, ElementCtx ctx,
+                             const std::uint8_t* __restrict__ table, numerics::ScaleParams rule,
+                             const float* __restrict__ d_global_amax, float* amax_out, RowOut o) {
+    using T = Binary32::storage_t;
+    constexpr std::uint32_t kCols = 4, kLanesABlock = 4;
+    extern __shared__ __align__(16) std::uint8_t smem[];
+    load_cast_table<D, P>(ctx, table, smem);
+    // The NVFP4 table and the rule with the tensor's numbers, as row_blocks_body's prologue.
+    const auto tensor_rule = [&](auto global_amax) {
+        numerics::ScaleParams p = rule;
+        if (numerics::rule_uses_global_amax(p.rule)) numerics::set_global_amax(p, *global_amax);
+        return p;
+    };
+    numerics::ScaleParams nvfp4_rule = tensor_rule(d_global_amax);
+    nvfp4_rule.rule = opaque_rule(rule.rule);
+    const bool nvfp4 = numerics::rule_is_nvfp4(nvfp4_rule.rule);
+    __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
+    std::uint32_t nvfp4_tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
+    asm("mov.b32 %0, %0;" : "+r"(nvfp4_tab_addr));
+    if (nvfp4) {
+        fill_nvfp4_table<D, R>(nvfp4_tab, nvfp4_rule, ctx);
+        __syncthreads();
+    }
+    const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned < kPacked ? kStorePacked : kStoreCodes > (o);
+    const std::uint32_t lane = threadIdx.x & 31;
+    const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
+    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);
+    const T* x = static_cast<const T*>(in);
+    std::uint32_t tensor_max = 0;  // amax_out: the blocks' amax bits
+    // Row r0 + i of the tile at (r0, c): the lane's elements c .. c + 3.
+    const auto load_row = [&](std::uint32_t r0, std::uint32_t c, int i, std::uint32_t(&w)[4]) {
+        const std::uint32_t r = r0 + i;
+        const T* row = x + static_cast<std::size_t>(r) * g.cols;
+        const bool in_row = c < g.cols && r < g.rows;
+        if (vec) {
+            uint4 v = make_uint4(0u, 0u, 0u, 0u);
+            if (in_row) v = __ldg(reinterpret_cast<const uint4*>(row + c));
+            w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; ++k) w[k] = in_row && c + k < g.cols ? row[c + k] : 0u;
+        }
+    };
+    // The tile's row of blocks and its place along the row.
+    const auto tile_at = [&](std::uint32_t t, std::uint32_t& bi, std::uint32_t& tc) {
+        bi = __umulhi(t << 1, g.div_m) >> g.div_l;
+        tc = t - bi * g.tiles_a_row;
+    };
+    std::uint32_t wd[16][4];  // row r0 + i of the tile: elements c .. c + 3
+    const std::uint32_t t0 = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    if (t0 < g.tiles) {
+        std::uint32_t bi, tc;
+        tile_at(t0, bi, tc);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) load_row(16 * bi, tc * kF32TileCols + kCols * lane, i, wd[i]);
+    }
+    for (std::uint32_t t = t0; t < g.tiles; t += warps) {  // warp-uniform
+        std::uint32_t bi, tc;
+        tile_at(t, bi, tc);
+        const std::uint32_t c = tc * kF32TileCols + kCols * lane, r0 = 16 * bi;
+        const bool col_in = c < g.cols;
+        // The block's amax (max_abs over its 16 rows, all lanes of it) and NaN flag.
+        float mf = 0.0f;
+        std::uint32_t nan_bits = 0;  // any magnitude above Inf's bits
+#pragma unroll
+        for (int i = 0; i < 16; ++i)
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                mf = fmaxf(mf, fabsf(__uint_as_float(wd[i][k])));
+                if (keeps_nan) nan_bits |= (wd[i][k] & 0x7FFFFFFFu) > 0x7F800000u ? 1u : 0u;
+            }
+        std::uint32_t m = __float_as_uint(mf);
+#pragma unroll
+        for (std::uint32_t d = 1; d < kLanesABlock; d <<= 1) {
+            m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+            nan_bits |= __shfl_xor_sync(0xFFFFFFFFu, nan_bits, d);
+        }
+        const bool nan_in = nan_bits != 0u;  // the block holds a NaN (the same on its lanes)
+        tensor_max = max(tensor_max, m);
+        const std::uint32_t bj = tc * (kF32TileCols / 16) + lane / kLanesABlock;
+        const bool block_in = bj < g.grid_cols;  // else every lane of the block is outside the tensor
+        const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), keeps_nan && nan_in);
+        // The narrow steps test each group for a NaN themselves (row_blocks_body's nan_in is false
+        // from float32).
+        numerics::BlockScale bs;
+        NarrowLane bl;
+        bool tabulated = false;
+        if (nvfp4) {  // as row_blocks_body
+            const std::uint8_t code = numerics::rule_nvfp4_byte(nvfp4_rule, block_amax);
+            if (code < kNvfp4Bytes) {
+                const Nvfp4Entry e = nvfp4_entry(nvfp4_tab_addr, code);
+                bs = {e.encode, e.decode, code};
+                bl = {e.narrow != 0u, e.st};
+                tabulated = true;
+            }
+        }
+        if (!tabulated) {
+            bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
+            bl = narrow_lane<D, R>(false, bs.scale, ctx);
+        }
+        if (block_in && lane % kLanesABlock == 0) {
+            const std::size_t b = static_cast<std::size_t>(bi) * g.grid_cols + bj;
+            if (o.scale_codes) o.scale_codes[b] = bs.code;
+            if (o.scale) o.scale[b] = bs.scale;
+            if (o.scale_inv) o.scale_inv[b] = bs.scale_inv;
+        }
+        std::uint32_t bn = 0, tn = 0;  // the next tile
+        const bool next = t + warps < g.tiles;
+        if (next) tile_at(t + warps, bn, tn);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {  // rows 8 h .. 8 h + 7, then the next tile's same rows
+#pragma unroll
+            for (int i = 8 * h; i < 8 * h + 8; ++i) {
+                const std::uint32_t r = r0 + i;
+                if (!col_in || r >= g.rows) continue;  // block_in where col_in
+                const std::uint32_t q =
+                    encode_f32_quarter<D, P, R>(wd[i], bs.scale, bl, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
+                store_f32_quarter<kPacked>(o, g, vec, r, c, q);
+            }
+            if (next) {
+#pragma unroll
+                for (int i = 8 * h; i < 8 * h + 8; ++i) load_row(16 * bn, tn * kF32TileCols + kCols * lane, i, wd[i]);
+            }
+        }
+    }
+    if (amax_out) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
+}
+
+// The geometry of tile16_blocks_kernel (tiles of 16 rows x tile_cols: 256 from bf16) and
+// tile16_f32_blocks_kernel (128); false where the tiles' threads reach 2^31.
+bool tile_geom(std::size_t rows, std::size_t cols, std::size_t tile_cols, TileGeom& g) {
+    const std::size_t tiles_a_row = (cols + tile_cols - 1) / tile_cols, tiles = (rows + 15) / 16 * tiles_a_row;
+    if (tiles * 32 >= (std::size_t{1} << 31) || rows >= (std::size_t{1} << 32) || cols >= (std::size_t{1} << 31))
+        return false;
+    RowGeom d{};
+    set_divisor(d, static_cast<std::uint32_t>(tiles_a_row));
+    g = TileGeom{static_cast<std::uint32_t>(rows),
+                 static_cast<std::uint32_t>(cols),
+                 static_cast<std::uint32_t>((cols + 15) / 16),
+                 static_cast<std::uint32_t>(tiles_a_row),
+                 static_cast<std::uint32_t>(tiles),
+                 d.div_m,
+                 d.div_l};
+    return true;
+}
+
 // The instantiations of row_fake_kernel and col_blocks_kernel: f32 and bf16 inputs, and the element
 // paths of the NVFP4 and MX recipes fp8kit.torch's block-scaled GEMM takes: E2M1 under every
 // rounding the policy reads at run time (nearest-even and the others but stochastic: R < 0) in
@@ -999,6 +1401,12 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
     }
     const std::uint8_t* table = element_table(spec.format, spec.policy, stream);
     const ElementCtx ctx{spec.policy, nullptr, seed};
+    // 16 x 16 E2M1 blocks from bf16 and float32 (TE's nvfp4 weights): tile16_blocks_kernel and
+    // tile16_f32_blocks_kernel, whose loads are coalesced along the rows.
+    TileGeom tg{};
+    const bool tile = spec.block_rows == 16 && spec.block_cols == 16 && (from == Wide::bf16 || from == Wide::f32) &&
+                      spec.format == Format::e2m1 &&
+                      tile_geom(rows, cols, from == Wide::bf16 ? kBf16TileCols : kF32TileCols, tg);
     bool launched = false;
     with_input(from, [&](auto si) {
         with_cast_format(spec.format, [&](auto di) {
@@ -1018,6 +1426,32 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                     // Each launch names its kernel with literal template arguments
                     // (tests/gpu/host_launches.sh checks that the device pass compiled each one;
                     // tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes past the packed size).
+                    if constexpr (std::is_same_v<D, emu::E2M1> && std::is_same_v<S, Binary32>) {
+                        if (tile) {  // a warp a tile of 16 rows x 128 columns (tile16_f32_blocks_kernel)
+                            const unsigned tgrid =
+                                row_blocks_grid<P, R>(std::size_t{tg.tiles} * 32, several_items(spec, from));
+                            if (packed)
+                                tile16_f32_blocks_kernel<D, P, R, true><<<tgrid, kThreads, smem, stream>>>(
+                                    in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                            else
+                                tile16_f32_blocks_kernel<D, P, R, false><<<tgrid, kThreads, smem, stream>>>(
+                                    in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                            return;
+                        }
+                    }
+                    if constexpr (std::is_same_v<D, emu::E2M1> && std::is_same_v<S, BFloat16>) {
+                        if (tile) {  // a warp a tile of 16 rows x 256 columns (tile16_blocks_kernel)
+                            const unsigned tgrid =
+                                row_blocks_grid<P, R>(std::size_t{tg.tiles} * 32, several_items(spec, from));
+                            if (packed)
+                                tile16_blocks_kernel<D, P, R, true><<<tgrid, kThreads, smem, stream>>>(
+                                    in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                            else
+                                tile16_blocks_kernel<D, P, R, false><<<tgrid, kThreads, smem, stream>>>(
+                                    in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                            return;
+                        }
+                    }
                     const RowLaunch<S, D, P, R> run{grid,  smem, stream,        in,       g, ctx,
                                                     table, rule, d_global_amax, amax_out, o};
                     if constexpr (std::is_same_v<D, emu::E2M1>) {

@@ -390,6 +390,42 @@ TEST_CASE("block quantiser, warp kernel: threads of several items each", "[gpu][
     REQUIRE(cu::set_row_blocks_grid_cap(0) == 0);  // the guard put the default back
 }
 
+// TE's 16 x 16 weight blocks from bf16 and float32 take tile16_blocks_kernel and
+// tile16_f32_blocks_kernel (block_rows.cu: a warp a tile of 16 rows x 256 (bf16) or 128 (float32)
+// columns, two or four lanes a block, a lane's 16 rows in its registers; from float32 the next
+// tile's rows load during the encode): shapes that straddle the tiles and blocks (cols 16, 250, 256, 264, 520:
+// partial last tiles, a partial last block; rows 16, 7, 40: partial block rows), codes and scale
+// bytes 16-byte aligned, 8 bytes past (the packed codes' vector stores, the others' byte stores)
+// and 1 byte past, the input one element past (element loads), a NaN or an Inf in one row of some
+// blocks (from bf16 the block's other rows then take the element steps), nearest-even and
+// stochastic rounding, packed and not, with the grid capped at 1 and 3 CTAs (several tiles a warp)
+// and not, against lib's quantize_blocks bit for bit.
+TEST_CASE("block quantiser, 16 x 16 tiles: tile-straddling shapes, unaligned outputs, NaN rows", "[gpu][fp4]") {
+    struct CapGuard {
+        unsigned old;
+        ~CapGuard() { cu::set_row_blocks_grid_cap(old); }
+    };
+    const Case k{"nvfp4", fp8kit::Role::weight};
+    REQUIRE(fp8kit::block_recipe(fp8kit::parse_recipe(k.preset), k.role, 64).block_rows == 16);
+    const Policy sr{Rounding::stochastic, Overflow::saturate_all, NanEncoding::canonical};
+    const std::pair<std::size_t, std::size_t> shapes[] = {{16, 16}, {7, 250}, {40, 256}, {40, 264}, {16, 520}};
+    for (unsigned cap : {0u, 1u, 3u})
+        for (const auto& [rows, cols] : shapes) {
+            const CapGuard guard{cu::set_row_blocks_grid_cap(cap)};
+            auto x = block_tensor(rows, cols, static_cast<unsigned>(rows * 5 + cols + cap));
+            for (std::size_t c = 3; c < cols; c += 37) x[(c / 16 % rows) * cols + c] = c % 2 ? NAN : -INFINITY;
+            for (std::size_t out_offset : {0, 8, 1})
+                for (bool packed : {false, true})
+                    for (Wide w : {Wide::bf16, Wide::f32}) {
+                        if (packed && cols % 2 != 0) continue;
+                        check_blocks(k, w, x, rows, cols, packed, 5, nullptr, 0, out_offset);
+                        check_blocks(k, w, x, rows, cols, packed, 5, &sr, 0, out_offset);
+                        check_blocks(k, w, x, rows, cols, packed, 5, nullptr, fp8kit::wide_size(w), out_offset);
+                    }
+        }
+    REQUIRE(cu::set_row_blocks_grid_cap(0) == 0);  // the guard put the default back
+}
+
 // The kernel's nearest-even and stochastic steps for E2M1 / E2M3 / E3M2, element by element over a
 // sweep of float32 values: every 32-element MX block holds the format's largest finite value (so
 // that the E8M0 rules give the scale 1, or 1/2 where the round-up rule's fl32(1 / fmax) rounds
