@@ -401,6 +401,67 @@ __device__ __forceinline__ void fill_nvfp4_table(Nvfp4Entry* tab, const numerics
     }
 }
 
+// A CTA's NVFP4 numbers, set once in the prologue of each kernel that quantises NVFP4 blocks.
+struct Nvfp4Tab {
+    numerics::ScaleParams rule;  // with the tensor's numbers (set_global_amax), its kind opaque_rule's
+    bool on;                     // the table holds this rule's entries
+    std::uint32_t addr;          // the table's shared address (nvfp4_entry)
+};
+
+// The prologue: the rule with the tensor's numbers and, where kTable and the rule is an NVFP4 one,
+// the table filled into `tab` (kNvfp4Bytes entries of shared memory). Every thread of the CTA
+// calls it; the condition is the same for all of them, so all reach the barrier or none.
+template <class D, int R, bool kTable = true>
+__device__ __forceinline__ Nvfp4Tab nvfp4_prologue(const numerics::ScaleParams& rule, const float* d_global_amax,
+                                                   const ElementCtx& ctx, Nvfp4Entry* tab) {
+    Nvfp4Tab t;
+    t.rule = rule;
+    if (numerics::rule_uses_global_amax(t.rule.rule)) numerics::set_global_amax(t.rule, *d_global_amax);
+    t.rule.rule = opaque_rule(rule.rule);  // rule_nvfp4_byte's dispatch on its own value
+    t.on = kTable && numerics::rule_is_nvfp4(t.rule.rule);
+    t.addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(tab));
+    asm("mov.b32 %0, %0;" : "+r"(t.addr));  // kept in a register (nvfp4_entry)
+    if constexpr (kTable) {
+        if (t.on) {
+            fill_nvfp4_table<D, R>(tab, t.rule, ctx);
+            __syncthreads();
+        }
+    }
+    return t;
+}
+
+// A block's scale (bs) and narrow lane (bl) from its amax, nan_in: the block holds a NaN.
+// rule_scale's NVFP4 case is rule_nvfp4_from_byte(rule, rule_nvfp4_byte(rule, amax)) (scale =
+// encode, scale_inv = decode, code = the byte); the table's entry of the byte is that and
+// narrow_lane's result for it (Nvfp4Entry), so where the table holds the byte this is rule_scale's
+// result and narrow_lane<D, R>(nan_in, bs.scale, ctx)'s, whose narrow is its no-NaN one AND
+// !nan_in. Off the table, rule_scale takes the tensor's numbers from d_global_amax again
+// (volatile: not merged with the prologue's read; held from there across a kernel's loop, the six
+// floats took registers from every instantiation although only the table's blocks read two of
+// them, TE's byte factor and torchao's per-tensor scale, on their common path).
+template <class D, int R>
+__device__ __forceinline__ void block_scale_of(const Nvfp4Tab& t, const numerics::ScaleParams& rule,
+                                               const float* d_global_amax, float block_amax, bool nan_in,
+                                               const ElementCtx& ctx, numerics::BlockScale& bs, NarrowLane& bl) {
+    bool tabulated = false;
+    if (t.on) {
+        const std::uint8_t code = numerics::rule_nvfp4_byte(t.rule, block_amax);
+        if (code < kNvfp4Bytes) {
+            const Nvfp4Entry e = nvfp4_entry(t.addr, code);
+            bs = {e.encode, e.decode, code};
+            bl = {e.narrow != 0u && !nan_in, e.st};
+            tabulated = true;
+        }
+    }
+    if (!tabulated) {
+        numerics::ScaleParams p = rule;
+        if (numerics::rule_uses_global_amax(p.rule))
+            numerics::set_global_amax(p, *reinterpret_cast<const volatile float*>(d_global_amax));
+        bs = numerics::rule_scale(p, block_amax);
+        bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
+    }
+}
+
 // Codes of one bf16 segment (words w, stream indices index0 ..) at the block's scale: kCvt and the
 // narrow formats' nearest-even from the words; every other path (and a lane with a NaN, or a scale
 // that is not positive and finite) from the elements, as encode_block_segment.
@@ -678,30 +739,9 @@ __device__ __forceinline__ void row_blocks_body(const void* __restrict__ in, Row
     using T = typename S::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
-    // The rule with the tensor's numbers (numerics::set_global_amax, NVFP4). rule_scale's call
-    // below reads them again from d_global_amax (volatile: not merged with this read) and computes
-    // them there: held from here across the loop, the six floats took registers from every
-    // instantiation although only the table's blocks read two of them (TE's byte factor,
-    // torchao's per-tensor scale) on their common path.
-    const auto tensor_rule = [&](auto global_amax) {  // a pointer to the tensor's amax
-        numerics::ScaleParams p = rule;
-        if (numerics::rule_uses_global_amax(p.rule)) numerics::set_global_amax(p, *global_amax);
-        return p;
-    };
-    // NVFP4: the block's numbers from its byte, tabulated once (Nvfp4Entry); the same for every
-    // thread of the CTA, so all of them reach the barrier or none.
-    numerics::ScaleParams nvfp4_rule = tensor_rule(d_global_amax);
-    nvfp4_rule.rule = opaque_rule(rule.rule);  // rule_nvfp4_byte's dispatch on its own value
-    const bool nvfp4 = kNvfp4Table<D, kSegs> && numerics::rule_is_nvfp4(nvfp4_rule.rule);
+    // NVFP4: the block's numbers from its byte, tabulated once (Nvfp4Entry, nvfp4_prologue).
     __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Table<D, kSegs> ? kNvfp4Bytes : 1];
-    std::uint32_t nvfp4_tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
-    asm("mov.b32 %0, %0;" : "+r"(nvfp4_tab_addr));  // kept in a register (nvfp4_entry)
-    if constexpr (kNvfp4Table<D, kSegs>) {
-        if (nvfp4) {
-            fill_nvfp4_table<D, R>(nvfp4_tab, nvfp4_rule, ctx);
-            __syncthreads();
-        }
-    }
+    const Nvfp4Tab nt = nvfp4_prologue<D, R, kNvfp4Table<D, kSegs>>(rule, d_global_amax, ctx, nvfp4_tab);
     Bf16Tables bt;
     if constexpr (kFake) {
         bt = bf16_tables<D>();
@@ -793,27 +833,7 @@ __device__ __forceinline__ void row_blocks_body(const void* __restrict__ in, Row
         const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan != 0u);
         numerics::BlockScale bs;
         NarrowLane bl;
-        bool tabulated = false;
-        if constexpr (kNvfp4Table<D, kSegs>) {
-            if (nvfp4) {
-                // rule_scale's NVFP4 case is rule_nvfp4_from_byte(rule, rule_nvfp4_byte(rule, amax))
-                // (scale = encode, scale_inv = decode, code = the byte); the entry of the byte is
-                // that and narrow_lane's result for it (Nvfp4Entry), so this is rule_scale's result
-                // and narrow_lane<D, R>(nan_in, bs.scale, ctx)'s, whose narrow is its no-NaN one
-                // AND !nan_in.
-                const std::uint8_t code = numerics::rule_nvfp4_byte(nvfp4_rule, block_amax);
-                if (code < kNvfp4Bytes) {
-                    const Nvfp4Entry t = nvfp4_entry(nvfp4_tab_addr, code);
-                    bs = {t.encode, t.decode, code};
-                    bl = {t.narrow != 0u && !nan_in, t.st};
-                    tabulated = true;
-                }
-            }
-        }
-        if (!tabulated) {
-            bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
-            bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
-        }
+        block_scale_of<D, R>(nt, rule, d_global_amax, block_amax, nan_in, ctx, bs, bl);
         float f = 0.0f;  // kFake: the block's factor
         if constexpr (kFake) {
             f = block_factor(o, rule.rule, bs);
@@ -945,22 +965,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     using T = BFloat16::storage_t;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
-    // The NVFP4 table and the rule with the tensor's numbers, as row_blocks_body's prologue.
-    const auto tensor_rule = [&](auto global_amax) {
-        numerics::ScaleParams p = rule;
-        if (numerics::rule_uses_global_amax(p.rule)) numerics::set_global_amax(p, *global_amax);
-        return p;
-    };
-    numerics::ScaleParams nvfp4_rule = tensor_rule(d_global_amax);
-    nvfp4_rule.rule = opaque_rule(rule.rule);
-    const bool nvfp4 = numerics::rule_is_nvfp4(nvfp4_rule.rule);
     __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
-    std::uint32_t nvfp4_tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
-    asm("mov.b32 %0, %0;" : "+r"(nvfp4_tab_addr));
-    if (nvfp4) {
-        fill_nvfp4_table<D, R>(nvfp4_tab, nvfp4_rule, ctx);
-        __syncthreads();
-    }
+    const Nvfp4Tab nt = nvfp4_prologue<D, R>(rule, d_global_amax, ctx, nvfp4_tab);
     const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned < kPacked ? kStorePacked : kStoreCodes > (o);
     const std::uint32_t lane = threadIdx.x & 31;
     const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
@@ -1017,20 +1023,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), keeps_nan && nan_in);
         numerics::BlockScale bs;
         NarrowLane bl;
-        bool tabulated = false;
-        if (nvfp4) {  // as row_blocks_body
-            const std::uint8_t code = numerics::rule_nvfp4_byte(nvfp4_rule, block_amax);
-            if (code < kNvfp4Bytes) {
-                const Nvfp4Entry e = nvfp4_entry(nvfp4_tab_addr, code);
-                bs = {e.encode, e.decode, code};
-                bl = {e.narrow != 0u && !nan_in, e.st};
-                tabulated = true;
-            }
-        }
-        if (!tabulated) {
-            bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
-            bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
-        }
+        block_scale_of<D, R>(nt, rule, d_global_amax, block_amax, nan_in, ctx, bs, bl);
         if ((lane & 1u) == 0) {
             const std::size_t b = static_cast<std::size_t>(bi) * g.grid_cols + bj;
             if (o.scale_codes) o.scale_codes[b] = bs.code;
@@ -1120,22 +1113,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     constexpr std::uint32_t kCols = 4, kLanesABlock = 4;
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
-    // The NVFP4 table and the rule with the tensor's numbers, as row_blocks_body's prologue.
-    const auto tensor_rule = [&](auto global_amax) {
-        numerics::ScaleParams p = rule;
-        if (numerics::rule_uses_global_amax(p.rule)) numerics::set_global_amax(p, *global_amax);
-        return p;
-    };
-    numerics::ScaleParams nvfp4_rule = tensor_rule(d_global_amax);
-    nvfp4_rule.rule = opaque_rule(rule.rule);
-    const bool nvfp4 = numerics::rule_is_nvfp4(nvfp4_rule.rule);
     __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
-    std::uint32_t nvfp4_tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
-    asm("mov.b32 %0, %0;" : "+r"(nvfp4_tab_addr));
-    if (nvfp4) {
-        fill_nvfp4_table<D, R>(nvfp4_tab, nvfp4_rule, ctx);
-        __syncthreads();
-    }
+    const Nvfp4Tab nt = nvfp4_prologue<D, R>(rule, d_global_amax, ctx, nvfp4_tab);
     const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned < kPacked ? kStorePacked : kStoreCodes > (o);
     const std::uint32_t lane = threadIdx.x & 31;
     const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
@@ -1199,20 +1178,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         // from float32).
         numerics::BlockScale bs;
         NarrowLane bl;
-        bool tabulated = false;
-        if (nvfp4) {  // as row_blocks_body
-            const std::uint8_t code = numerics::rule_nvfp4_byte(nvfp4_rule, block_amax);
-            if (code < kNvfp4Bytes) {
-                const Nvfp4Entry e = nvfp4_entry(nvfp4_tab_addr, code);
-                bs = {e.encode, e.decode, code};
-                bl = {e.narrow != 0u, e.st};
-                tabulated = true;
-            }
-        }
-        if (!tabulated) {
-            bs = numerics::rule_scale(tensor_rule(reinterpret_cast<const volatile float*>(d_global_amax)), block_amax);
-            bl = narrow_lane<D, R>(false, bs.scale, ctx);
-        }
+        block_scale_of<D, R>(nt, rule, d_global_amax, block_amax, false, ctx, bs, bl);
         if (block_in && lane % kLanesABlock == 0) {
             const std::size_t b = static_cast<std::size_t>(bi) * g.grid_cols + bj;
             if (o.scale_codes) o.scale_codes[b] = bs.code;
@@ -1699,18 +1665,11 @@ constexpr std::uint32_t kRhtWarps = kThreads / 32, kRhtTileGroups = 2 * kRhtWarp
 //    NVFP4's and the byte below 128, as in row_blocks_body (Nvfp4Entry: rule_scale's result and
 //    narrow_lane's for the byte), else from rule_scale and narrow_lane themselves.
 // The loads walk a pointer down the column (one address add a row, not the row's 64-bit product).
-struct RhtRules {
-    numerics::ScaleParams nvfp4_rule;  // the rule with the tensor's numbers, its kind opaque_rule's
-    bool nvfp4;                        // the table holds this rule's entries
-    std::uint32_t tab_addr;            // the table's shared address (nvfp4_entry)
-    const float* d_global_amax;        // for rule_scale off the table
-};
-
 template <class S, class D, int P, int R>
 __device__ __forceinline__ numerics::BlockScale rht_block(const typename S::storage_t* __restrict__ x, const RowGeom& g,
                                                           std::uint32_t c, std::uint32_t bi, const ElementCtx& ctx,
-                                                          const numerics::ScaleParams& rule, const RhtRules& rr,
-                                                          bool keeps_nan, uint4& q) {
+                                                          const numerics::ScaleParams& rule, const Nvfp4Tab& nt,
+                                                          const float* d_global_amax, bool keeps_nan, uint4& q) {
     using T = typename S::storage_t;
     T e[1][16];  // X's group, then C's block
     const T* xp = x + static_cast<std::size_t>(16 * bi) * g.cols + c;
@@ -1737,23 +1696,7 @@ __device__ __forceinline__ numerics::BlockScale rht_block(const typename S::stor
     const float block_amax = numerics::rule_block_amax(rule.rule, __uint_as_float(m), has_nan);
     numerics::BlockScale bs;
     NarrowLane bl;
-    bool tabulated = false;
-    if (rr.nvfp4) {
-        const std::uint8_t code = numerics::rule_nvfp4_byte(rr.nvfp4_rule, block_amax);
-        if (code < kNvfp4Bytes) {
-            const Nvfp4Entry t = nvfp4_entry(rr.tab_addr, code);
-            bs = {t.encode, t.decode, code};
-            bl = {t.narrow != 0u && !nan_in, t.st};
-            tabulated = true;
-        }
-    }
-    if (!tabulated) {
-        numerics::ScaleParams tr = rule;
-        if (numerics::rule_uses_global_amax(tr.rule))
-            numerics::set_global_amax(tr, *reinterpret_cast<const volatile float*>(rr.d_global_amax));
-        bs = numerics::rule_scale(tr, block_amax);
-        bl = narrow_lane<D, R>(nan_in, bs.scale, ctx);
-    }
+    block_scale_of<D, R>(nt, rule, d_global_amax, block_amax, nan_in, ctx, bs, bl);
     const std::uint64_t index0 = static_cast<std::uint64_t>(c) * g.rows + 16 * bi;
     if constexpr (kBf16Words<S>)
         q = encode_bf16_segment<D, P, R>(wd[0], bs.scale, bl, ctx, index0);
@@ -1832,22 +1775,9 @@ __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGe
     extern __shared__ __align__(16) std::uint8_t smem[];
     load_cast_table<D, P>(ctx, table, smem);
     __shared__ RhtStage<kPacked> st;
-    // The NVFP4 table as row_blocks_body fills it (the same for every thread: all reach the barrier
-    // or none).
-    RhtRules rr;
-    rr.nvfp4_rule = rule;
-    if (numerics::rule_uses_global_amax(rule.rule)) numerics::set_global_amax(rr.nvfp4_rule, *d_global_amax);
-    rr.nvfp4_rule.rule = opaque_rule(rule.rule);
-    rr.nvfp4 = numerics::rule_is_nvfp4(rr.nvfp4_rule.rule);
-    rr.d_global_amax = d_global_amax;
     __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
-    rr.tab_addr = static_cast<std::uint32_t>(__cvta_generic_to_shared(nvfp4_tab));
-    asm("mov.b32 %0, %0;" : "+r"(rr.tab_addr));  // kept in a register (nvfp4_entry)
-    if (rr.nvfp4) {
-        fill_nvfp4_table<D, R>(nvfp4_tab, rr.nvfp4_rule, ctx);
-        __syncthreads();
-    }
-    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);  // torchao's rules
+    const Nvfp4Tab nt = nvfp4_prologue<D, R>(rule, d_global_amax, ctx, nvfp4_tab);  // as row_blocks_body's
+    const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);                // torchao's rules
     const T* x = static_cast<const T*>(in);
     const std::uint32_t lane = threadIdx.x & 31, w = threadIdx.x >> 5;  // the warp's groups: w, w + 8
     const std::uint32_t blocks_a_row = gt.rows / 16;
@@ -1859,7 +1789,8 @@ __device__ __forceinline__ void rht_col_tiles(const void* __restrict__ in, RowGe
         for (std::uint32_t j = w; j < n && c < gt.cols; j += kRhtWarps) {
             const std::uint32_t bi = bi0 + j;
             uint4 q;
-            const numerics::BlockScale bs = rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, rr, keeps_nan, q);
+            const numerics::BlockScale bs =
+                rht_block<S, D, P, R>(x, gt, c, bi, ctx, rule, nt, d_global_amax, keeps_nan, q);
             if constexpr (kPacked) {
                 st.codes[lane][j] = make_uint2(pack_words(q.x, q.y), pack_words(q.z, q.w));  // as store_codes
             } else {
