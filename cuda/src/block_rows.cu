@@ -929,29 +929,35 @@ __device__ __forceinline__ uint2 encode_bf16_half(const std::uint32_t (&w)[4], f
     return make_uint2(q.x, q.y);
 }
 
-// Stores the eight codes q of row r, columns c .. c + 7 (inside the tensor where c < cols).
-template <bool kPacked>
-__device__ __forceinline__ void store_half(const RowOut& o, const TileGeom& g, bool vec, std::uint32_t r,
-                                           std::uint32_t c, const uint2& q) {
+// Stores a lane's 4 kWords codes of row r, columns c .. (q: four codes a word, little-endian;
+// inside the tensor where c < cols), packed two a byte or one a byte: one store where vec, else
+// byte by byte up to the tensor's edge.
+template <bool kPacked, int kWords>
+__device__ __forceinline__ void store_tile_codes(const RowOut& o, const TileGeom& g, bool vec, std::uint32_t r,
+                                                 std::uint32_t c, const std::uint32_t (&q)[kWords]) {
+    static_assert(kWords == 1 || kWords == 2, "a lane's 4 (float32) or 8 (bf16) codes of a row");
     if constexpr (kPacked) {
-        const std::uint32_t p = pack_words(q.x, q.y);
+        using Unit = std::conditional_t<kWords == 2, std::uint32_t, std::uint16_t>;
+        const std::uint32_t p = pack_words(q[0], kWords == 2 ? q[kWords - 1] : 0u);
         std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c / 2;
         if (vec) {
-            *reinterpret_cast<std::uint32_t*>(dst) = p;
+            *reinterpret_cast<Unit*>(dst) = static_cast<Unit>(p);
         } else {
 #pragma unroll
-            for (int k = 0; k < 4; ++k)
+            for (int k = 0; k < 2 * kWords; ++k)
                 if (c + 2 * k < g.cols) dst[k] = static_cast<std::uint8_t>(p >> (8 * k));
         }
     } else {
         std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * g.cols + c;
         if (vec) {
-            *reinterpret_cast<uint2*>(dst) = q;
+            if constexpr (kWords == 2)
+                *reinterpret_cast<uint2*>(dst) = make_uint2(q[0], q[kWords - 1]);
+            else
+                *reinterpret_cast<std::uint32_t*>(dst) = q[0];
         } else {
-            const std::uint32_t qw[2] = {q.x, q.y};
 #pragma unroll
-            for (int k = 0; k < 8; ++k)
-                if (c + k < g.cols) dst[k] = static_cast<std::uint8_t>(qw[k / 4] >> (8 * (k % 4)));
+            for (int k = 0; k < 4 * kWords; ++k)
+                if (c + k < g.cols) dst[k] = static_cast<std::uint8_t>(q[k / 4] >> (8 * (k % 4)));
         }
     }
 }
@@ -1037,7 +1043,8 @@ __global__ void __launch_bounds__(kThreads, 2)
             if (r >= g.rows) break;
             const uint2 q =
                 encode_bf16_half<D, P, R>(wd[i], bs.scale, bl, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
-            store_half<kPacked>(o, g, vec, r, c, q);
+            const std::uint32_t qw[2] = {q.x, q.y};
+            store_tile_codes<kPacked>(o, g, vec, r, c, qw);
         }
     }
     if (amax_out) block_amax_atomic(tensor_max, amax_out);  // every thread of the CTA gets here
@@ -1075,32 +1082,6 @@ __device__ __forceinline__ std::uint32_t encode_f32_quarter(const std::uint32_t 
     for (int k = 0; k < 4; ++k) e[k] = w[k];
     if (!done) q = encode_block_four<Binary32, D, P, R>(e, 0, scale, c, index0);
     return q;
-}
-
-// Stores the four codes q of row r, columns c .. c + 3 (inside the tensor where c < cols).
-template <bool kPacked>
-__device__ __forceinline__ void store_f32_quarter(const RowOut& o, const TileGeom& g, bool vec, std::uint32_t r,
-                                                  std::uint32_t c, std::uint32_t q) {
-    if constexpr (kPacked) {
-        const std::uint32_t p = pack_words(q, 0u);
-        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * (g.cols / 2) + c / 2;
-        if (vec) {
-            *reinterpret_cast<std::uint16_t*>(dst) = static_cast<std::uint16_t>(p);
-        } else {
-#pragma unroll
-            for (int k = 0; k < 2; ++k)
-                if (c + 2 * k < g.cols) dst[k] = static_cast<std::uint8_t>(p >> (8 * k));
-        }
-    } else {
-        std::uint8_t* dst = o.codes + static_cast<std::size_t>(r) * g.cols + c;
-        if (vec) {
-            *reinterpret_cast<std::uint32_t*>(dst) = q;
-        } else {
-#pragma unroll
-            for (int k = 0; k < 4; ++k)
-                if (c + k < g.cols) dst[k] = static_cast<std::uint8_t>(q >> (8 * k));
-        }
-    }
 }
 
 // At most 128 registers (two CTAs a SM): a lane holds 64 words of input.
@@ -1194,9 +1175,9 @@ __global__ void __launch_bounds__(kThreads, 2)
             for (int i = 8 * h; i < 8 * h + 8; ++i) {
                 const std::uint32_t r = r0 + i;
                 if (!col_in || r >= g.rows) continue;  // block_in where col_in
-                const std::uint32_t q =
-                    encode_f32_quarter<D, P, R>(wd[i], bs.scale, bl, ctx, static_cast<std::uint64_t>(r) * g.cols + c);
-                store_f32_quarter<kPacked>(o, g, vec, r, c, q);
+                const std::uint32_t q[1] = {
+                    encode_f32_quarter<D, P, R>(wd[i], bs.scale, bl, ctx, static_cast<std::uint64_t>(r) * g.cols + c)};
+                store_tile_codes<kPacked>(o, g, vec, r, c, q);
             }
             if (next) {
 #pragma unroll

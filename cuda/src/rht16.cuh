@@ -92,18 +92,27 @@ __device__ __forceinline__ RhtSpan rht_span(const typename S::storage_t (&x)[16]
     return rht_span_of<S>(hi, lo_m1);
 }
 
-// The spans of two bf16 groups side by side, words[i] holding element i of one group in its low
-// half and of the other in its high half (two adjacent columns of X): the running max / min of
-// rht_span in both halves at once (VIMNMX.U16x2, VIADD.16x2 on sm_90), two instructions an element.
-__device__ __forceinline__ void rht_span_bf16_pair(const std::uint32_t (&words)[16], RhtSpan& lo_half,
-                                                   RhtSpan& hi_half) {
-    std::uint32_t hi = 0, lo_m1 = ~0u;
+// The running max of the bf16 magnitudes and min of the magnitudes less one (rht_span's bounds;
+// zero wraps to the largest) over kWords words, in both 16-bit halves at once (VIMNMX.U16x2,
+// VIADD.16x2 on sm_90).
+template <int kWords>
+__device__ __forceinline__ void bf16_half_bounds(const std::uint32_t (&words)[kWords], std::uint32_t& hi,
+                                                 std::uint32_t& lo_m1) {
+    hi = 0, lo_m1 = ~0u;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
+    for (int i = 0; i < kWords; ++i) {
         const std::uint32_t mag = words[i] & 0x7FFF7FFFu;
         hi = __vmaxu2(hi, mag);
         lo_m1 = __vminu2(lo_m1, __vsub2(mag, 0x00010001u));
     }
+}
+
+// The spans of two bf16 groups side by side, words[i] holding element i of one group in its low
+// half and of the other in its high half (two adjacent columns of X): two instructions an element.
+__device__ __forceinline__ void rht_span_bf16_pair(const std::uint32_t (&words)[16], RhtSpan& lo_half,
+                                                   RhtSpan& hi_half) {
+    std::uint32_t hi, lo_m1;
+    bf16_half_bounds(words, hi, lo_m1);
     lo_half = rht_span_of<BFloat16>(hi & 0xFFFFu, lo_m1 & 0xFFFFu);
     hi_half = rht_span_of<BFloat16>(hi >> 16, lo_m1 >> 16);
 }
@@ -112,13 +121,8 @@ __device__ __forceinline__ void rht_span_bf16_pair(const std::uint32_t (&words)[
 // half): the halves' spans as rht_span_bf16_pair takes them, one instruction an element, then
 // joined (the larger of the two largest magnitudes, the smaller of the two smallest nonzero ones).
 __device__ __forceinline__ RhtSpan rht_span_bf16_words(const std::uint32_t (&words)[8]) {
-    std::uint32_t hi = 0, lo_m1 = ~0u;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const std::uint32_t mag = words[i] & 0x7FFF7FFFu;
-        hi = __vmaxu2(hi, mag);
-        lo_m1 = __vminu2(lo_m1, __vsub2(mag, 0x00010001u));
-    }
+    std::uint32_t hi, lo_m1;
+    bf16_half_bounds(words, hi, lo_m1);
     return rht_span_of<BFloat16>(max(hi & 0xFFFFu, hi >> 16), min(lo_m1 & 0xFFFFu, lo_m1 >> 16));
 }
 
