@@ -1373,29 +1373,26 @@ bool quantize_row_blocks(const BlockSpec& spec, Wide from, const void* in, std::
                     // Each launch names its kernel with literal template arguments
                     // (tests/gpu/host_launches.sh checks that the device pass compiled each one;
                     // tests/gpu/test_fp4_fp6_kernels.cpp guards the bytes past the packed size).
-                    if constexpr (std::is_same_v<D, emu::E2M1> && std::is_same_v<S, Binary32>) {
-                        if (tile) {  // a warp a tile of 16 rows x 128 columns (tile16_f32_blocks_kernel)
+                    if constexpr (std::is_same_v<D, emu::E2M1> &&
+                                  (std::is_same_v<S, Binary32> || std::is_same_v<S, BFloat16>)) {
+                        if (tile) {  // a warp a tile of 16 rows x 128 (f32) or 256 (bf16) columns
                             const unsigned tgrid =
                                 row_blocks_grid<P, R>(std::size_t{tg.tiles} * 32, several_items(spec, from));
-                            if (packed)
-                                tile16_f32_blocks_kernel<D, P, R, true><<<tgrid, kThreads, smem, stream>>>(
-                                    in, tg, ctx, table, rule, d_global_amax, amax_out, o);
-                            else
-                                tile16_f32_blocks_kernel<D, P, R, false><<<tgrid, kThreads, smem, stream>>>(
-                                    in, tg, ctx, table, rule, d_global_amax, amax_out, o);
-                            return;
-                        }
-                    }
-                    if constexpr (std::is_same_v<D, emu::E2M1> && std::is_same_v<S, BFloat16>) {
-                        if (tile) {  // a warp a tile of 16 rows x 256 columns (tile16_blocks_kernel)
-                            const unsigned tgrid =
-                                row_blocks_grid<P, R>(std::size_t{tg.tiles} * 32, several_items(spec, from));
-                            if (packed)
-                                tile16_blocks_kernel<D, P, R, true><<<tgrid, kThreads, smem, stream>>>(
-                                    in, tg, ctx, table, rule, d_global_amax, amax_out, o);
-                            else
-                                tile16_blocks_kernel<D, P, R, false><<<tgrid, kThreads, smem, stream>>>(
-                                    in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                            if constexpr (std::is_same_v<S, Binary32>) {
+                                if (packed)
+                                    tile16_f32_blocks_kernel<D, P, R, true><<<tgrid, kThreads, smem, stream>>>(
+                                        in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                                else
+                                    tile16_f32_blocks_kernel<D, P, R, false><<<tgrid, kThreads, smem, stream>>>(
+                                        in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                            } else {
+                                if (packed)
+                                    tile16_blocks_kernel<D, P, R, true><<<tgrid, kThreads, smem, stream>>>(
+                                        in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                                else
+                                    tile16_blocks_kernel<D, P, R, false><<<tgrid, kThreads, smem, stream>>>(
+                                        in, tg, ctx, table, rule, d_global_amax, amax_out, o);
+                            }
                             return;
                         }
                     }
