@@ -973,7 +973,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     load_cast_table<D, P>(ctx, table, smem);
     __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
     const Nvfp4Tab nt = nvfp4_prologue<D, R>(rule, d_global_amax, ctx, nvfp4_tab);
-    const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned < kPacked ? kStorePacked : kStoreCodes > (o);
+    constexpr int kStore = kPacked ? kStorePacked : kStoreCodes;
+    const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned<kStore>(o);
     const std::uint32_t lane = threadIdx.x & 31;
     const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
     const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);
@@ -1096,7 +1097,8 @@ __global__ void __launch_bounds__(kThreads, 2)
     load_cast_table<D, P>(ctx, table, smem);
     __shared__ __align__(16) Nvfp4Entry nvfp4_tab[kNvfp4Bytes];
     const Nvfp4Tab nt = nvfp4_prologue<D, R>(rule, d_global_amax, ctx, nvfp4_tab);
-    const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned < kPacked ? kStorePacked : kStoreCodes > (o);
+    constexpr int kStore = kPacked ? kStorePacked : kStoreCodes;
+    const bool vec = g.cols % 16 == 0 && aligned16(in) && out_aligned<kStore>(o);
     const std::uint32_t lane = threadIdx.x & 31;
     const std::uint32_t warps = gridDim.x * (blockDim.x / 32);
     const bool keeps_nan = numerics::rule_amax_keeps_nan(rule.rule);
